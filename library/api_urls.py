@@ -1,0 +1,11 @@
+"""The agent-facing JSON API, versioned under /api/v1/ (see README "Agent API")."""
+
+from django.urls import path
+
+from . import api
+
+app_name = "api"
+
+urlpatterns = [
+    path("v1/health", api.health, name="health"),
+]

@@ -1,0 +1,24 @@
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from library.interchange import export_library
+from library.models import Agent
+
+
+class Command(BaseCommand):
+    help = "Writes every procedure with all its versions as JSON: DIR/<agent>/<procedure id>.json"
+
+    def add_arguments(self, parser):
+        parser.add_argument("directory", type=Path)
+        parser.add_argument("--agent", action="append", help="Only this agent (repeatable)")
+
+    def handle(self, *args, directory: Path, agent=None, **options):
+        agents = None
+        if agent:
+            agents = list(Agent.objects.filter(name__in=agent))
+            missing = set(agent) - {a.name for a in agents}
+            if missing:
+                raise CommandError(f"No agent named {', '.join(sorted(missing))}")
+        written = export_library(directory, agents=agents)
+        self.stdout.write(self.style.SUCCESS(f"Wrote {len(written)} procedure files under {directory}"))

@@ -1,0 +1,560 @@
+"""The procedure store: agents, intents, procedures, immutable versions, the append-only audit log,
+sessions, mining runs, regression cases and eval runs.
+
+Invariants that matter for safety are enforced by the database (constraints in Meta, triggers in
+migrations/0002_invariants.py), not only here: at most one ACTIVE version per procedure; an ACTIVE
+version has an approver, an approval time and a passing eval run on its exact content; version
+content never changes; the audit log is append-only. Writes go through library/services.py.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, TypedDict
+
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+from django.db.models import Q
+from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
+
+PROCEDURE_KEY_RE = r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$"
+procedure_key_validator = RegexValidator(
+    PROCEDURE_KEY_RE, "A procedure id is dotted lower-case words, e.g. refund.over_limit"
+)
+slug_validator = RegexValidator(r"^[a-z][a-z0-9_\-]*$", "Use lower-case letters, digits, _ and -")
+
+
+def content_hash(*, applies_when: str, steps: list[str], required_tools: list[str], forbidden_actions: list[str]) -> str:
+    """sha256 over the canonical JSON of the four content fields. Eval runs and approvals pin it."""
+    payload = json.dumps(
+        {
+            "appliesWhen": applies_when,
+            "steps": list(steps),
+            "requiredTools": list(required_tools),
+            "forbiddenActions": list(forbidden_actions),
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------- agents
+
+
+class AgentQuerySet(models.QuerySet):
+    def visible_to(self, user) -> "AgentQuerySet":
+        # Every signed-in staff member of the library sees every agent; objects are hidden from
+        # anonymous users only. Approve/retire rights are object permissions, checked per action.
+        if user is None or not user.is_authenticated:
+            return self.none()
+        return self
+
+
+class Agent(models.Model):
+    class Runner(models.TextChoices):
+        DEMO = "demo", "Demo agent (deterministic simulator)"
+        HTTP = "http", "HTTP eval endpoint"
+        PYTHON = "python", "Python callable"
+        MODEL = "model", "Model replay (OpenAI-compatible chat completions)"
+
+    name = models.CharField(max_length=64, unique=True, validators=[slug_validator])
+    description = models.TextField(blank=True)
+    tools = models.JSONField(default=list, help_text="The tool names this agent really has")
+    tool_schemas = models.JSONField(default=dict, blank=True, help_text="Tool name → JSON schema (model replay)")
+    procedural_memory_enabled = models.BooleanField(default=True)
+    auto_capture_enabled = models.BooleanField(default=True)
+    injection_cap = models.PositiveSmallIntegerField(default=2)
+    support_threshold = models.PositiveIntegerField(default=20)
+    redaction_patterns = models.JSONField(
+        default=list, blank=True, help_text='Extra redaction patterns: [{"label": "order_id", "regex": "#W\\d+"}]'
+    )
+    base_instruction = models.TextField(blank=True)
+    # Eval replay settings (issue: eval replays). Keys are never shown back in the UI or API.
+    eval_runner = models.CharField(max_length=16, choices=Runner.choices, default=Runner.DEMO)
+    eval_url = models.URLField(blank=True)
+    eval_python_path = models.CharField(max_length=255, blank=True)
+    eval_concurrency = models.PositiveSmallIntegerField(default=4)
+    eval_timeout_seconds = models.FloatField(default=30.0)
+    model_base_url = models.URLField(blank=True)
+    model_name = models.CharField(max_length=128, blank=True)
+    model_api_key = models.CharField(max_length=512, blank=True)
+    current_model = models.CharField(max_length=128, blank=True, help_text="The LLM the agent runs on now")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = AgentQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [
+            ("approve_agent_procedures", "Can approve versions of every procedure of this agent"),
+            ("manage_agent_procedures", "Can retire and roll back every procedure of this agent"),
+            ("manage_agent", "Can change this agent's tools, tokens and approver rights"),
+        ]
+        constraints = [
+            models.CheckConstraint(condition=Q(injection_cap__lte=20), name="agent_injection_cap_lte_20"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AgentToolChange(models.Model):
+    """History of an agent's tool list. Load-time checks compare requiredTools to the newest list."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tool_changes")
+    tools_before = models.JSONField(default=list)
+    tools_after = models.JSONField(default=list)
+    changed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    reason = models.TextField(blank=True)
+    changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-changed_at", "-id"]
+
+    @property
+    def added(self) -> list[str]:
+        return sorted(set(self.tools_after) - set(self.tools_before))
+
+    @property
+    def removed(self) -> list[str]:
+        return sorted(set(self.tools_before) - set(self.tools_after))
+
+
+class Intent(models.Model):
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="intents")
+    name = models.CharField(max_length=100, validators=[slug_validator])
+    description = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["agent__name", "name"]
+        constraints = [models.UniqueConstraint(fields=["agent", "name"], name="intent_unique_per_agent")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+# ---------------------------------------------------------------------------------------------- procedures
+
+
+class Procedure(models.Model):
+    """An identity: the dotted id, the agent it serves and its intent. Content lives in versions."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="procedures")
+    key = models.CharField("id", max_length=120, validators=[procedure_key_validator])
+    intent = models.ForeignKey(Intent, on_delete=models.PROTECT, related_name="procedures")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["agent__name", "key"]
+        permissions = [
+            ("approve_procedure", "Can approve versions of this procedure"),
+            ("manage_procedure", "Can retire and roll back versions of this procedure"),
+        ]
+        constraints = [models.UniqueConstraint(fields=["agent", "key"], name="procedure_key_unique_per_agent")]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class ProcedureUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(Procedure, on_delete=models.CASCADE)
+
+
+class ProcedureGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Procedure, on_delete=models.CASCADE)
+
+
+class AgentUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(Agent, on_delete=models.CASCADE)
+
+
+class AgentGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Agent, on_delete=models.CASCADE)
+
+
+class Status(models.TextChoices):
+    CANDIDATE = "CANDIDATE", "Candidate"
+    ACTIVE = "ACTIVE", "Active"
+    RETIRED = "RETIRED", "Retired"
+    REJECTED = "REJECTED", "Rejected"
+
+
+class Source(models.TextChoices):
+    MINED = "mined", "Mined from sessions"
+    CAPTURED = "captured", "Captured automatically"
+    IMPORTED = "imported", "Imported from a file"
+    MANUAL = "manual", "Written by hand"
+    REVISION = "revision", "Edited by a reviewer"
+
+
+class VersionQuerySet(models.QuerySet):
+    def active(self) -> "VersionQuerySet":
+        return self.filter(status=Status.ACTIVE)
+
+    def candidates(self) -> "VersionQuerySet":
+        return self.filter(status=Status.CANDIDATE)
+
+    def for_agent(self, agent: Agent) -> "VersionQuerySet":
+        return self.filter(procedure__agent=agent)
+
+    def quarantined(self) -> "VersionQuerySet":
+        return self.filter(quarantined=True)
+
+
+class ProcedureRecord(TypedDict):
+    id: str
+    version: int
+    status: str
+    appliesWhen: str
+    steps: list[str]
+    requiredTools: list[str]
+    forbiddenActions: list[str]
+    evidence: dict[str, Any]
+    approvedBy: str | None
+    approvedAt: str | None
+
+
+class ProcedureVersion(models.Model):
+    """One immutable version. Only the status columns change after creation (and only by services)."""
+
+    procedure = models.ForeignKey(Procedure, on_delete=models.PROTECT, related_name="versions")
+    number = models.PositiveIntegerField()
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.CANDIDATE)
+    applies_when = models.TextField()
+    steps = models.JSONField()
+    required_tools = models.JSONField(default=list)
+    forbidden_actions = models.JSONField(default=list)
+    evidence = models.JSONField(default=dict, blank=True)
+    content_hash = models.CharField(max_length=64)
+    # provenance
+    source = models.CharField(max_length=10, choices=Source.choices)
+    proposed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    edited_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="Who made this version's content (the last editor), if a person did",
+    )
+    provenance = models.JSONField(default=dict, blank=True, help_text="who/what proposed it, mining run, file")
+    based_on = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    mining_run = models.ForeignKey("MiningRun", null=True, blank=True, on_delete=models.PROTECT, related_name="versions")
+    # the policy screen's verdict on this content (content never changes, so neither does this)
+    quarantined = models.BooleanField(default=False)
+    quarantine_reasons = models.JSONField(default=list, blank=True)
+    skeleton = models.JSONField(default=list, blank=True, help_text="Ordered tool names of the mined group")
+    # status columns
+    approved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    approved_at = models.DateTimeField(null=True, blank=True)
+    approval_eval_run = models.ForeignKey(
+        "EvalRun", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    status_reason = models.TextField(blank=True)
+    status_changed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = VersionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["procedure_id", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["procedure", "number"], name="version_number_unique"),
+            models.UniqueConstraint(
+                fields=["procedure"], condition=Q(status="ACTIVE"), name="one_active_version_per_procedure"
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="ACTIVE")
+                | (
+                    Q(approved_by__isnull=False)
+                    & Q(approved_at__isnull=False)
+                    & Q(approval_eval_run__isnull=False)
+                ),
+                name="active_version_is_approved",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["CANDIDATE", "ACTIVE", "RETIRED", "REJECTED"]), name="version_status_valid"
+            ),
+            models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),
+        ]
+        indexes = [models.Index(fields=["status", "procedure"], name="version_status_idx")]
+        permissions = [("review_procedureversion", "Can review candidates: edit, comment, reject, start eval runs")]
+
+    def __str__(self) -> str:
+        return f"{self.procedure.key} v{self.number}"
+
+    @property
+    def key(self) -> str:
+        return self.procedure.key
+
+    def compute_content_hash(self) -> str:
+        return content_hash(
+            applies_when=self.applies_when,
+            steps=self.steps,
+            required_tools=self.required_tools,
+            forbidden_actions=self.forbidden_actions,
+        )
+
+    def to_dict(self) -> ProcedureRecord:
+        """The agent-facing record (API v1 field names). Caller selects procedure and approved_by."""
+        evidence = dict(self.evidence or {})
+        if self.approval_eval_run_id:
+            evidence["evalRunId"] = self.approval_eval_run_id
+        return {
+            "id": self.procedure.key,
+            "version": self.number,
+            "status": self.status,
+            "appliesWhen": self.applies_when,
+            "steps": list(self.steps),
+            "requiredTools": list(self.required_tools),
+            "forbiddenActions": list(self.forbidden_actions),
+            "evidence": evidence,
+            "approvedBy": self.approved_by.get_username() if self.approved_by_id else None,
+            "approvedAt": self.approved_at.isoformat().replace("+00:00", "Z") if self.approved_at else None,
+        }
+
+
+class AuditEvent(models.Model):
+    """Append-only: the database refuses UPDATE and DELETE on this table (see 0002_invariants)."""
+
+    class Action(models.TextChoices):
+        PROPOSE = "propose", "Proposed"
+        REVISE = "revise", "Edited (new version)"
+        APPROVE = "approve", "Approved"
+        REJECT = "reject", "Rejected"
+        RETIRE = "retire", "Retired"
+        ROLLBACK = "rollback", "Rolled back"
+        AUTO_RETIRE = "auto_retire", "Retired by a newer approval"
+        IMPORT = "import", "Imported"
+        GRANT = "grant", "Approver right granted"
+        REVOKE = "revoke", "Approver right revoked"
+        TOKEN_CREATE = "token_create", "API token created"
+        TOKEN_REVOKE = "token_revoke", "API token revoked"
+        TOOLS_CHANGE = "tools_change", "Tool list changed"
+        REFUSED_AT_LOAD = "refused_at_load", "Refused at load"
+        EVAL_START = "eval_start", "Eval run started"
+        EVAL_FINISH = "eval_finish", "Eval run finished"
+        EVAL_CANCEL = "eval_cancel", "Eval run cancelled"
+        MINE = "mine", "Mining run"
+        COMMENT = "comment", "Commented"
+        SETTINGS = "settings", "Agent settings changed"
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    actor_label = models.CharField(max_length=150, blank=True, help_text="For non-human actors: miner, import, token")
+    action = models.CharField(max_length=20, choices=Action.choices, db_index=True)
+    agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    procedure = models.ForeignKey(Procedure, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
+    version = models.ForeignKey(ProcedureVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
+    reason = models.TextField(blank=True)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M} {self.action} {self.actor_label or self.actor}"
+
+    @property
+    def who(self) -> str:
+        if self.actor_id:
+            return self.actor.get_username()
+        return self.actor_label or "system"
+
+
+# ---------------------------------------------------------------------------------------------- sessions & mining
+
+
+class AgentSession(models.Model):
+    """A finished agent session, as reported or imported. Tool-call args and the task text are kept
+    raw only until the retention window passes (mining needs tool names and order, not the text);
+    reviewers only ever see `redacted_excerpt`."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sessions")
+    session_id = models.CharField(max_length=200)
+    intent = models.ForeignKey(Intent, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions")
+    task = models.TextField(blank=True)
+    resolved = models.BooleanField(null=True)
+    escalated = models.BooleanField(null=True)
+    rating = models.FloatField(null=True, blank=True)
+    skeleton = models.JSONField(default=list)
+    tool_calls = models.JSONField(default=list, blank=True)
+    redacted_excerpt = models.JSONField(default=list, blank=True)
+    injected = models.JSONField(default=list, blank=True)
+    instruction_chars = models.PositiveIntegerField(null=True, blank=True)
+    model = models.CharField(max_length=128, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    received_at = models.DateTimeField(auto_now_add=True)
+    raw_purged = models.BooleanField(default=False)
+    source_format = models.CharField(max_length=16, blank=True)
+
+    class Meta:
+        ordering = ["-ended_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["agent", "session_id"], name="session_id_unique_per_agent")]
+        indexes = [models.Index(fields=["agent", "intent", "resolved"], name="session_agent_intent_idx")]
+
+    def __str__(self) -> str:
+        return self.session_id
+
+
+class MiningRun(models.Model):
+    class State(models.TextChoices):
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="mining_runs")
+    state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)
+    parameters = models.JSONField(default=dict)
+    counts = models.JSONField(default=dict, help_text="sessions in, labelled, unlabelled, groups, candidates, skipped")
+    skipped = models.JSONField(default=list, help_text="[{intent, skeleton, reason}]")
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+
+
+# ---------------------------------------------------------------------------------------------- eval replays
+
+
+class RegressionCase(models.Model):
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="regression_cases")
+    intent = models.ForeignKey(Intent, on_delete=models.PROTECT, related_name="regression_cases")
+    name = models.CharField(max_length=200, blank=True)
+    task = models.TextField()
+    context = models.JSONField(default=dict, blank=True)
+    expected_tools = models.JSONField(default=list, blank=True, help_text="Tool calls expected, in order")
+    forbidden_tools = models.JSONField(default=list, blank=True)
+    reply_must_match = models.JSONField(default=list, blank=True, help_text="Regexes the reply must match")
+    reply_must_not_match = models.JSONField(default=list, blank=True)
+    tool_results = models.JSONField(default=dict, blank=True, help_text="Recorded tool results for model replay")
+    source_session = models.ForeignKey(AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    is_active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["agent_id", "intent_id", "id"]
+
+    def __str__(self) -> str:
+        return self.name or self.task[:60]
+
+
+class EvalRun(models.Model):
+    class State(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+        FAILED = "failed", "Failed"
+        CANCELLED = "cancelled", "Cancelled"
+
+    class Verdict(models.TextChoices):
+        PASS = "pass", "Pass"
+        FAIL = "fail", "Fail"
+        INCONCLUSIVE = "inconclusive", "Inconclusive"
+
+    version = models.ForeignKey(ProcedureVersion, on_delete=models.PROTECT, related_name="eval_runs")
+    content_hash = models.CharField(max_length=64, help_text="The exact content this run judged")
+    baseline_hash = models.CharField(max_length=64, blank=True, help_text="Hash of the active set at the start")
+    baseline_versions = models.JSONField(default=list, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
+    verdict = models.CharField(max_length=12, choices=Verdict.choices, blank=True)
+    verdict_detail = models.JSONField(default=dict, blank=True)
+    thresholds = models.JSONField(default=dict, blank=True)
+    cases_total = models.PositiveIntegerField(default=0)
+    cases_done = models.PositiveIntegerField(default=0)
+    errors = models.PositiveIntegerField(default=0)
+    runner = models.CharField(max_length=16, blank=True)
+    failure_reason = models.TextField(blank=True)
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=~Q(verdict="pass") | Q(state="done"), name="eval_pass_only_when_done"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"eval run {self.pk} ({self.state}{', ' + self.verdict if self.verdict else ''})"
+
+    @property
+    def is_passing(self) -> bool:
+        return self.state == self.State.DONE and self.verdict == self.Verdict.PASS
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in {self.State.DONE, self.State.FAILED, self.State.CANCELLED}
+
+
+class EvalCaseResult(models.Model):
+    class Arm(models.TextChoices):
+        BASELINE = "baseline", "Without the candidate"
+        CANDIDATE = "candidate", "With the candidate"
+
+    run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="case_results")
+    case = models.ForeignKey(RegressionCase, on_delete=models.PROTECT, related_name="+")
+    arm = models.CharField(max_length=10, choices=Arm.choices)
+    passed = models.BooleanField(null=True, help_text="None when the runner errored")
+    error = models.TextField(blank=True)
+    failures = models.JSONField(default=list, blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    reply = models.TextField(blank=True)
+    duration_ms = models.FloatField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["run", "case", "arm"], name="one_result_per_case_arm")]
+
+
+# ---------------------------------------------------------------------------------------------- API tokens
+
+
+class ApiToken(models.Model):
+    """A bearer token scoped to one agent and one capability. Only the sha256 is stored."""
+
+    class Scope(models.TextChoices):
+        READ = "read", "Read the active set"
+        INGEST = "ingest", "Write sessions"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tokens")
+    scope = models.CharField(max_length=10, choices=Scope.choices)
+    name = models.CharField(max_length=100)
+    prefix = models.CharField(max_length=12, help_text="First characters, to recognise a token")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["agent_id", "-created_at"]
+
+    @staticmethod
+    def hash(raw: str) -> str:
+        return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+class LoadRefusal(models.Model):
+    """A version refused at load (requiredTools not all in the agent's tools). One row per version
+    and tool-list state, so the alert is raised once and not on every request."""
+
+    version = models.ForeignKey(ProcedureVersion, on_delete=models.CASCADE, related_name="load_refusals")
+    tools_hash = models.CharField(max_length=64)
+    missing_tools = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "tools_hash"], name="one_refusal_per_tool_state")]

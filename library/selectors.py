@@ -1,0 +1,33 @@
+"""Reads beyond a plain filter."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.db.models import QuerySet
+
+from .models import Agent, ProcedureVersion, Status
+
+
+def active_versions_for_agent(agent: Agent, *, using: str = "default") -> QuerySet[ProcedureVersion]:
+    return (
+        ProcedureVersion.objects.using(using)
+        .filter(procedure__agent=agent, status=Status.ACTIVE)
+        .select_related("procedure", "procedure__intent", "approved_by")
+        .order_by("procedure__key")
+    )
+
+
+def active_set_hash(agent: Agent, *, using: str = "default") -> str:
+    """A hash of which versions are ACTIVE for the agent (id, number, content hash) and of its tool
+    list. Eval runs pin it as their baseline; approval refuses a run whose baseline has moved."""
+    rows = (
+        ProcedureVersion.objects.using(using)
+        .filter(procedure__agent=agent, status=Status.ACTIVE)
+        .order_by("procedure__key")
+        .values_list("procedure__key", "number", "content_hash")
+    )
+    digest = hashlib.sha256()
+    for key, number, chash in rows:
+        digest.update(f"{key}\x1f{number}\x1f{chash}\x1e".encode())
+    return digest.hexdigest()

@@ -1,0 +1,559 @@
+"""Lifecycle services: the only code that writes procedure versions and their status.
+
+One atomic, row-locked, audited function per state change. Each one locks the rows it changes
+(`select_for_update`), re-checks the current status and refuses otherwise, records who decided,
+when and why, writes the audit row, and triggers side effects only on commit. Views, the API,
+Celery tasks and management commands all call these; none of them writes a status itself.
+
+Allowed status changes (the database's transition trigger refuses every other one):
+    CANDIDATE → ACTIVE    version_approve   (approver with object permission, four eyes, passing eval)
+    CANDIDATE → REJECTED  version_reject    (reviewer, with a reason)
+    ACTIVE    → RETIRED   version_retire    (admin, with a reason) — also done by approve/rollback
+    RETIRED   → ACTIVE    version_rollback  (admin, with a reason)
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from . import policy
+from .models import (
+    Agent,
+    AuditEvent,
+    EvalRun,
+    Intent,
+    MiningRun,
+    Procedure,
+    ProcedureVersion,
+    Source,
+    Status,
+    content_hash,
+    procedure_key_validator,
+)
+from .permissions import user_can_approve, user_can_manage_procedure, user_is_reviewer
+
+logger = logging.getLogger(__name__)
+
+MAX_STEPS_APPROVABLE = 8
+MAX_STEPS_STORED = 100
+MAX_FIELD_CHARS = 2000
+
+
+class LifecycleError(Exception):
+    """A status change that the current state does not allow; the message says why."""
+
+
+@dataclass(frozen=True)
+class Content:
+    applies_when: str
+    steps: list[str]
+    required_tools: list[str]
+    forbidden_actions: list[str]
+
+    @property
+    def hash(self) -> str:
+        return content_hash(
+            applies_when=self.applies_when,
+            steps=self.steps,
+            required_tools=self.required_tools,
+            forbidden_actions=self.forbidden_actions,
+        )
+
+
+def _clean_str_list(value: Any, field: str, *, allow_empty: bool, max_items: int) -> list[str]:
+    if not isinstance(value, (list, tuple)):
+        raise ValidationError({field: f"must be a list of strings, got {type(value).__name__}"})
+    cleaned: list[str] = []
+    for index, item in enumerate(value, start=1):
+        if not isinstance(item, str):
+            raise ValidationError({field: f"item {index} must be a string, got {type(item).__name__}"})
+        item = item.strip()
+        if not item:
+            raise ValidationError({field: f"item {index} is empty"})
+        if len(item) > MAX_FIELD_CHARS:
+            raise ValidationError({field: f"item {index} is longer than {MAX_FIELD_CHARS} characters"})
+        cleaned.append(item)
+    if not cleaned and not allow_empty:
+        raise ValidationError({field: "must have at least one item"})
+    if len(cleaned) > max_items:
+        raise ValidationError({field: f"has {len(cleaned)} items; at most {max_items} are stored"})
+    return cleaned
+
+
+def validate_content(
+    *, applies_when: Any, steps: Any, required_tools: Any, forbidden_actions: Any
+) -> Content:
+    """Checks the shape of a version's content; raises ValidationError naming the field.
+
+    More than eight steps is stored (the reviewer's lint flags it) but never approvable."""
+    if not isinstance(applies_when, str) or not applies_when.strip():
+        raise ValidationError({"appliesWhen": "is required: one sentence saying when the procedure applies"})
+    applies_when = " ".join(applies_when.split())
+    if len(applies_when) > MAX_FIELD_CHARS:
+        raise ValidationError({"appliesWhen": f"is longer than {MAX_FIELD_CHARS} characters"})
+    steps = _clean_str_list(steps, "steps", allow_empty=False, max_items=MAX_STEPS_STORED)
+    required_tools = _clean_str_list(required_tools, "requiredTools", allow_empty=True, max_items=100)
+    if len(set(required_tools)) != len(required_tools):
+        raise ValidationError({"requiredTools": "lists a tool twice"})
+    forbidden_actions = _clean_str_list(forbidden_actions, "forbiddenActions", allow_empty=True, max_items=50)
+    return Content(applies_when, steps, required_tools, forbidden_actions)
+
+
+def audit(
+    *,
+    action: str,
+    actor=None,
+    actor_label: str = "",
+    agent: Agent | None = None,
+    procedure: Procedure | None = None,
+    version: ProcedureVersion | None = None,
+    reason: str = "",
+    before: dict | None = None,
+    after: dict | None = None,
+) -> AuditEvent:
+    if version is not None and procedure is None:
+        procedure = version.procedure
+    if procedure is not None and agent is None:
+        agent = procedure.agent
+    return AuditEvent.objects.create(
+        action=action,
+        actor=actor if actor is not None and getattr(actor, "is_authenticated", False) else None,
+        actor_label=actor_label,
+        agent=agent,
+        procedure=procedure,
+        version=version,
+        reason=reason,
+        before=before or {},
+        after=after or {},
+    )
+
+
+def _status_snapshot(version: ProcedureVersion) -> dict[str, Any]:
+    return {"version": version.number, "status": version.status}
+
+
+def _on_commit(callback: Callable[[], None]) -> None:
+    transaction.on_commit(callback, robust=True)
+
+
+def _notify_active_set_changed(agent_id: int) -> None:
+    # The agent API computes its ETag from the rows, so there is no cache to bust; hooks that other
+    # parts register (notifications, metrics) listen to this signal.
+    from .signals import active_set_changed
+
+    active_set_changed.send(sender=Agent, agent_id=agent_id)
+
+
+# --------------------------------------------------------------------------------------------- propose / revise
+
+
+def procedure_propose(
+    *,
+    agent: Agent,
+    intent: Intent,
+    key: str,
+    applies_when: Any,
+    steps: Any,
+    required_tools: Any,
+    forbidden_actions: Any,
+    source: str,
+    proposed_by=None,
+    actor_label: str = "",
+    evidence: dict | None = None,
+    provenance: dict | None = None,
+    mining_run: MiningRun | None = None,
+    skeleton: list[str] | None = None,
+    reason: str = "",
+) -> ProcedureVersion:
+    """Creates a CANDIDATE version (and the procedure identity if it is new). Never ACTIVE."""
+    if source not in Source.values:
+        raise ValidationError({"source": f"unknown source {source!r}"})
+    if intent.agent_id != agent.pk:
+        raise ValidationError({"intent": f"intent {intent.name!r} belongs to another agent"})
+    procedure_key_validator(key)
+    content = validate_content(
+        applies_when=applies_when, steps=steps, required_tools=required_tools, forbidden_actions=forbidden_actions
+    )
+    findings = policy.screen(
+        applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions
+    )
+    with transaction.atomic():
+        procedure, created = Procedure.objects.get_or_create(agent=agent, key=key, defaults={"intent": intent})
+        if not created and procedure.intent_id != intent.pk:
+            raise ValidationError(
+                {"intent": f"procedure {key} serves intent {procedure.intent.name!r}, not {intent.name!r}"}
+            )
+        version = _create_version(
+            procedure=procedure,
+            content=content,
+            source=source,
+            proposed_by=proposed_by,
+            edited_by=proposed_by if source in {Source.MANUAL, Source.IMPORTED} and proposed_by else None,
+            evidence=evidence or {},
+            provenance={**(provenance or {}), "source": source, "by": _who(proposed_by, actor_label)},
+            mining_run=mining_run,
+            skeleton=skeleton or [],
+            findings=findings,
+        )
+        audit(
+            action=AuditEvent.Action.PROPOSE if source != Source.IMPORTED else AuditEvent.Action.IMPORT,
+            actor=proposed_by,
+            actor_label=actor_label,
+            version=version,
+            reason=reason,
+            after={**_status_snapshot(version), "quarantined": version.quarantined, "contentHash": version.content_hash},
+        )
+    return version
+
+
+def _who(user, label: str) -> str:
+    if user is not None and getattr(user, "is_authenticated", False):
+        return user.get_username()
+    return label or "system"
+
+
+def _create_version(
+    *,
+    procedure: Procedure,
+    content: Content,
+    source: str,
+    proposed_by,
+    edited_by,
+    evidence: dict,
+    provenance: dict,
+    findings: list[policy.Finding],
+    mining_run: MiningRun | None = None,
+    skeleton: list[str] | None = None,
+    based_on: ProcedureVersion | None = None,
+) -> ProcedureVersion:
+    """Caller holds a transaction. Locks the procedure row so that version numbers never collide."""
+    Procedure.objects.select_for_update().filter(pk=procedure.pk).first()
+    last = ProcedureVersion.objects.filter(procedure=procedure).aggregate(n=Max("number"))["n"] or 0
+    return ProcedureVersion.objects.create(
+        procedure=procedure,
+        number=last + 1,
+        status=Status.CANDIDATE,
+        applies_when=content.applies_when,
+        steps=content.steps,
+        required_tools=content.required_tools,
+        forbidden_actions=content.forbidden_actions,
+        evidence=evidence,
+        content_hash=content.hash,
+        source=source,
+        proposed_by=proposed_by if proposed_by is not None and getattr(proposed_by, "is_authenticated", False) else None,
+        edited_by=edited_by,
+        provenance=provenance,
+        mining_run=mining_run,
+        skeleton=skeleton or [],
+        based_on=based_on,
+        quarantined=bool(findings),
+        quarantine_reasons=[f.to_dict() for f in findings],
+    )
+
+
+def version_revise(
+    *,
+    version: ProcedureVersion,
+    user,
+    applies_when: Any,
+    steps: Any,
+    required_tools: Any,
+    forbidden_actions: Any,
+    reason: str = "",
+) -> ProcedureVersion:
+    """An edit: a new CANDIDATE version based on `version`, with `user` as its last editor.
+
+    When the edited version is itself a CANDIDATE it is superseded (REJECTED with a pointer to the
+    new version), so a queue never holds two drafts of one edit. Evals of the old content no longer
+    count: they are pinned to its content hash."""
+    if not user_is_reviewer(user):
+        raise PermissionDenied("Only reviewers may edit procedures.")
+    content = validate_content(
+        applies_when=applies_when, steps=steps, required_tools=required_tools, forbidden_actions=forbidden_actions
+    )
+    findings = policy.screen(
+        applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions
+    )
+    with transaction.atomic():
+        locked = ProcedureVersion.objects.select_for_update().select_related("procedure__agent").get(pk=version.pk)
+        if locked.status == Status.REJECTED:
+            raise LifecycleError(f"{locked} was rejected; propose a new version instead of editing it.")
+        if content.hash == locked.content_hash:
+            raise LifecycleError("Nothing changed: the edit has the same content as the version it edits.")
+        new_version = _create_version(
+            procedure=locked.procedure,
+            content=content,
+            source=Source.REVISION,
+            proposed_by=locked.proposed_by,
+            edited_by=user,
+            evidence=locked.evidence,
+            provenance={**locked.provenance, "editedFrom": locked.number, "editedBy": user.get_username()},
+            findings=findings,
+            mining_run=locked.mining_run,
+            skeleton=locked.skeleton,
+            based_on=locked,
+        )
+        audit(
+            action=AuditEvent.Action.REVISE,
+            actor=user,
+            version=new_version,
+            reason=reason,
+            before={"version": locked.number, "contentHash": locked.content_hash},
+            after={**_status_snapshot(new_version), "contentHash": new_version.content_hash},
+        )
+        if locked.status == Status.CANDIDATE:
+            _set_status(
+                locked,
+                Status.REJECTED,
+                user=user,
+                reason=f"Superseded by v{new_version.number}",
+                action=AuditEvent.Action.REJECT,
+            )
+    return new_version
+
+
+# --------------------------------------------------------------------------------------------- status changes
+
+
+def _set_status(version: ProcedureVersion, new_status: str, *, user, reason: str, action: str, **extra) -> None:
+    """Caller holds the row lock. A conditional UPDATE so that a racing writer is refused, not merged."""
+    before = _status_snapshot(version)
+    now = timezone.now()
+    updated = ProcedureVersion.objects.filter(pk=version.pk, status=version.status).update(
+        status=new_status, status_reason=reason, status_changed_at=now, **extra
+    )
+    if updated != 1:
+        raise LifecycleError(f"{version} changed while you were deciding; reload and try again.")
+    version.status = new_status
+    version.status_reason = reason
+    version.status_changed_at = now
+    for field, value in extra.items():
+        setattr(version, field, value)
+    audit(action=action, actor=user, version=version, reason=reason, before=before, after=_status_snapshot(version))
+
+
+def _lock_version(version: ProcedureVersion) -> ProcedureVersion:
+    return (
+        ProcedureVersion.objects.select_for_update(of=("self",))
+        .select_related("procedure__agent", "procedure__intent")
+        .get(pk=version.pk)
+    )
+
+
+def passing_eval_for(version: ProcedureVersion) -> EvalRun | None:
+    """The newest passing eval run on this version's exact content, or None."""
+    return (
+        EvalRun.objects.filter(
+            version=version,
+            content_hash=version.content_hash,
+            state=EvalRun.State.DONE,
+            verdict=EvalRun.Verdict.PASS,
+        )
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+
+
+def approval_blockers(version: ProcedureVersion, user) -> list[str]:
+    """Every reason why `user` may not approve `version` now (empty: may approve). The UI shows
+    these next to a disabled button; version_approve re-checks them under the row lock."""
+    reasons: list[str] = []
+    if version.status != Status.CANDIDATE:
+        reasons.append(f"Only a candidate can be approved; this version is {version.get_status_display().lower()}.")
+        return reasons
+    if not user_can_approve(user, version.procedure):
+        reasons.append("You do not hold the approve permission for this procedure or its agent.")
+    if user is not None and user.is_authenticated:
+        if version.proposed_by_id == user.pk:
+            reasons.append("You proposed this procedure; another approver must decide (four-eyes rule).")
+        if version.edited_by_id == user.pk:
+            reasons.append("You made the last edit of this version; another approver must decide (four-eyes rule).")
+    if version.quarantined:
+        reasons.append("The policy screen quarantined this version; edit out the flagged text first.")
+    if len(version.steps) > MAX_STEPS_APPROVABLE:
+        reasons.append(
+            f"It has {len(version.steps)} steps; more than {MAX_STEPS_APPROVABLE} is a workflow that belongs in code."
+        )
+    if version.content_hash != version.compute_content_hash():
+        reasons.append("The stored content hash does not match the content.")
+    missing = sorted(set(version.required_tools) - set(version.procedure.agent.tools))
+    if missing:
+        reasons.append(f"The agent does not have the required tools: {', '.join(missing)}.")
+    run = passing_eval_for(version)
+    if run is None:
+        reasons.append("No passing eval run on this exact content yet.")
+    else:
+        from .selectors import active_set_hash
+
+        if run.baseline_hash and run.baseline_hash != active_set_hash(version.procedure.agent):
+            reasons.append("The active set changed since the eval run started; start a new run.")
+    return reasons
+
+
+def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> ProcedureVersion:
+    """CANDIDATE → ACTIVE. The previous ACTIVE version of the same procedure becomes RETIRED in the
+    same transaction. Two approvers racing: the row lock serialises them and the second is refused."""
+    if user is None or not user.is_authenticated:
+        raise PermissionDenied("Sign in to approve.")
+    with transaction.atomic():
+        locked = _lock_version(version)
+        if locked.status != Status.CANDIDATE:
+            if locked.status == Status.ACTIVE and locked.approved_by_id:
+                raise LifecycleError(
+                    f"{locked} was already approved by {locked.approved_by.get_username()} "
+                    f"at {locked.approved_at:%Y-%m-%d %H:%M:%S} UTC."
+                )
+            raise LifecycleError(f"Only a candidate can be approved; {locked} is {locked.status}.")
+        if not user_can_approve(user, locked.procedure):
+            raise PermissionDenied(f"You do not hold the approve permission for {locked.procedure.key}.")
+        blockers = approval_blockers(locked, user)
+        if blockers:
+            raise LifecycleError(" ".join(blockers))
+        run = passing_eval_for(locked)
+        assert run is not None  # approval_blockers refused otherwise
+        current = (
+            ProcedureVersion.objects.select_for_update()
+            .filter(procedure=locked.procedure, status=Status.ACTIVE)
+            .first()
+        )
+        if current is not None:
+            _set_status(
+                current,
+                Status.RETIRED,
+                user=user,
+                reason=f"Replaced by v{locked.number}",
+                action=AuditEvent.Action.AUTO_RETIRE,
+            )
+        _set_status(
+            locked,
+            Status.ACTIVE,
+            user=user,
+            reason=comment,
+            action=AuditEvent.Action.APPROVE,
+            approved_by=user,
+            approved_at=timezone.now(),
+            approval_eval_run=run,
+        )
+        agent_id = locked.procedure.agent_id
+        _on_commit(lambda: _notify_active_set_changed(agent_id))
+    return locked
+
+
+def version_reject(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
+    """CANDIDATE → REJECTED, with a reason."""
+    if not user_is_reviewer(user):
+        raise PermissionDenied("Only reviewers may reject candidates.")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "A rejection needs a reason."})
+    with transaction.atomic():
+        locked = _lock_version(version)
+        if locked.status != Status.CANDIDATE:
+            raise LifecycleError(f"Only a candidate can be rejected; {locked} is {locked.status}.")
+        _set_status(locked, Status.REJECTED, user=user, reason=reason, action=AuditEvent.Action.REJECT)
+    return locked
+
+
+def version_retire(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
+    """ACTIVE → RETIRED (admin), with a reason. The agent stops receiving the procedure at once."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Retiring needs a reason."})
+    with transaction.atomic():
+        locked = _lock_version(version)
+        if not user_can_manage_procedure(user, locked.procedure):
+            raise PermissionDenied(f"You may not retire versions of {locked.procedure.key}.")
+        if locked.status != Status.ACTIVE:
+            raise LifecycleError(f"Only the active version can be retired; {locked} is {locked.status}.")
+        _set_status(locked, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.RETIRE)
+        agent_id = locked.procedure.agent_id
+        _on_commit(lambda: _notify_active_set_changed(agent_id))
+    return locked
+
+
+def version_rollback(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
+    """RETIRED → ACTIVE (admin): the chosen earlier version becomes ACTIVE and the current ACTIVE one
+    RETIRED, in one transaction. The version keeps its original approval and eval run."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Rolling back needs a reason."})
+    with transaction.atomic():
+        locked = _lock_version(version)
+        if not user_can_manage_procedure(user, locked.procedure):
+            raise PermissionDenied(f"You may not roll back versions of {locked.procedure.key}.")
+        if locked.status != Status.RETIRED:
+            raise LifecycleError(f"Only a retired version can be rolled back to; {locked} is {locked.status}.")
+        current = (
+            ProcedureVersion.objects.select_for_update()
+            .filter(procedure=locked.procedure, status=Status.ACTIVE)
+            .first()
+        )
+        if current is not None:
+            _set_status(
+                current,
+                Status.RETIRED,
+                user=user,
+                reason=f"Rolled back to v{locked.number}: {reason}",
+                action=AuditEvent.Action.AUTO_RETIRE,
+            )
+        _set_status(locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK)
+        agent_id = locked.procedure.agent_id
+        _on_commit(lambda: _notify_active_set_changed(agent_id))
+    return locked
+
+
+def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "", reason: str = "") -> Agent:
+    """Replaces an agent's tool list, keeping the history. Versions that now miss a tool are refused
+    at load by the agent API (library/serving.py), which raises the alert once."""
+    from .models import AgentToolChange
+
+    cleaned = _clean_str_list(tools, "tools", allow_empty=True, max_items=500)
+    if len(set(cleaned)) != len(cleaned):
+        raise ValidationError({"tools": "lists a tool twice"})
+    with transaction.atomic():
+        locked = Agent.objects.select_for_update().get(pk=agent.pk)
+        before = list(locked.tools)
+        if sorted(before) == sorted(cleaned):
+            return locked
+        locked.tools = cleaned
+        locked.save(update_fields=["tools"])
+        AgentToolChange.objects.create(
+            agent=locked, tools_before=before, tools_after=cleaned, changed_by=user if user and user.is_authenticated else None, reason=reason
+        )
+        audit(
+            action=AuditEvent.Action.TOOLS_CHANGE,
+            actor=user,
+            actor_label=actor_label,
+            agent=locked,
+            reason=reason,
+            before={"tools": before},
+            after={"tools": cleaned},
+        )
+        agent_id = locked.pk
+        _on_commit(lambda: _notify_active_set_changed(agent_id))
+    agent.tools = cleaned
+    return locked
+
+
+__all__ = [
+    "Content",
+    "LifecycleError",
+    "approval_blockers",
+    "audit",
+    "agent_set_tools",
+    "passing_eval_for",
+    "procedure_propose",
+    "validate_content",
+    "version_approve",
+    "version_reject",
+    "version_retire",
+    "version_revise",
+    "version_rollback",
+]

@@ -1,0 +1,20 @@
+"""The Celery app. Tasks live in library/tasks.py and reviews/tasks.py and are found by autodiscovery."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")
+
+app = Celery("procmem")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_configure.connect
+def _make_filesystem_broker_folders(sender, **kwargs):
+    # kombu's filesystem transport does not create its folders itself.
+    options = sender.conf.broker_transport_options or {}
+    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+        if options.get(key):
+            os.makedirs(options[key], exist_ok=True)

@@ -1,0 +1,253 @@
+"""Shared fixtures: an agent with intents, and the people of the permission matrix — an admin,
+a reviewer, an approver of the procedure under test, an approver of another procedure, the
+proposer, and an outsider who holds nothing.
+
+Service markers: tests marked `postgres`, `redis`, `celery_worker` or `e2e` need the real service.
+Where it is missing they are skipped with the reason — unless REQUIRE_SERVICES=1 (set by .ci/run),
+where a missing service fails the test instead, so CI can never pass by skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from urllib.parse import urlparse
+
+import pytest
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connection
+from django.utils import timezone
+from guardian.shortcuts import assign_perm
+
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "") in {"1", "true", "yes"}
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+def _missing(reason: str) -> None:
+    if REQUIRE_SERVICES:
+        pytest.fail(f"REQUIRE_SERVICES=1 but {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def redis_url() -> str:
+    return os.environ.get("REDIS_URL") or (
+        settings.CELERY_BROKER_URL if settings.CELERY_BROKER_URL.startswith("redis") else "redis://127.0.0.1:6379/0"
+    )
+
+
+def _redis_answers(url: str) -> bool:
+    parsed = urlparse(url)
+    try:
+        with socket.create_connection((parsed.hostname or "127.0.0.1", parsed.port or 6379), timeout=1) as sock:
+            sock.sendall(b"PING\r\n")
+            return sock.recv(16).startswith(b"+PONG")
+    except OSError:
+        return False
+
+
+def pytest_runtest_setup(item):
+    if item.get_closest_marker("postgres") and settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+        _missing("this test needs PostgreSQL: set DATABASE_URL=postgres://… (see README)")
+    if item.get_closest_marker("redis") or item.get_closest_marker("celery_worker"):
+        if not _redis_answers(redis_url()):
+            _missing(f"this test needs Redis at {redis_url()}")
+    if item.get_closest_marker("e2e"):
+        if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
+            _missing(f"browser tests need Debian's chromium at {CHROMIUM} (apt-get install -y chromium)")
+
+
+# ---------------------------------------------------------------------------------------------- data
+
+
+@pytest.fixture
+def agent(db):
+    from library.models import Agent, Intent
+
+    agent = Agent.objects.create(
+        name="support_agent",
+        tools=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
+    )
+    for name in ("refund_over_limit", "order_status"):
+        Intent.objects.create(agent=agent, name=name)
+    return agent
+
+
+@pytest.fixture
+def intent(agent):
+    return agent.intents.get(name="refund_over_limit")
+
+
+@pytest.fixture
+def reviewers_group(db):
+    from library.demo import ensure_reviewers_group
+
+    return ensure_reviewers_group()
+
+
+def _user(name: str, group=None, **extra):
+    user = get_user_model().objects.create_user(username=name, password="pw-" + name, email=f"{name}@example.com", **extra)
+    if group is not None:
+        user.groups.add(group)
+    return user
+
+
+@pytest.fixture
+def admin_user(db, reviewers_group):
+    return _user("admin", reviewers_group, is_staff=True, is_superuser=True)
+
+
+@pytest.fixture
+def reviewer(db, reviewers_group):
+    return _user("reviewer", reviewers_group)
+
+
+@pytest.fixture
+def proposer(db, reviewers_group):
+    return _user("proposer", reviewers_group)
+
+
+@pytest.fixture
+def outsider(db):
+    return _user("outsider")
+
+
+@pytest.fixture
+def candidate(agent, intent, proposer):
+    from library import services
+    from library.models import Source
+
+    return services.procedure_propose(
+        agent=agent,
+        intent=intent,
+        key="refund.over_limit",
+        applies_when="The customer asks for a refund above the agent's limit.",
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Check the return window with checkReturnWindow({{order_id}}).",
+            "Create an approval request with createApproval({{order_id}}).",
+            "Tell the customer the expected wait with replyTemplates('approval_pending').",
+        ],
+        required_tools=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
+        forbidden_actions=["Do not promise a refund date before approval."],
+        source=Source.MANUAL,
+        proposed_by=proposer,
+    )
+
+
+@pytest.fixture
+def approver(db, reviewers_group, candidate):
+    user = _user("approver", reviewers_group)
+    assign_perm("library.approve_procedure", user, candidate.procedure)
+    return user
+
+
+@pytest.fixture
+def other_procedure(agent, proposer):
+    from library import services
+    from library.models import Source
+
+    version = services.procedure_propose(
+        agent=agent,
+        intent=agent.intents.get(name="order_status"),
+        key="order.status",
+        applies_when="The customer asks where the order is.",
+        steps=["Look up the order with lookupOrder({{order_id}}).", "Read the carrier status.", "Reply with replyTemplates('order_status')."],
+        required_tools=["lookupOrder", "replyTemplates"],
+        forbidden_actions=[],
+        source=Source.MANUAL,
+        proposed_by=proposer,
+    )
+    return version.procedure
+
+
+@pytest.fixture
+def other_approver(db, reviewers_group, other_procedure):
+    user = _user("other_approver", reviewers_group)
+    assign_perm("library.approve_procedure", user, other_procedure)
+    return user
+
+
+def make_passing_eval(version):
+    """Records a finished passing eval run on the version's exact content (for lifecycle tests that
+    are not about evals; the eval tests run real replays)."""
+    from library.models import EvalRun
+    from library.selectors import active_set_hash
+
+    now = timezone.now()
+    return EvalRun.objects.create(
+        version=version,
+        content_hash=version.content_hash,
+        baseline_hash=active_set_hash(version.procedure.agent),
+        state=EvalRun.State.DONE,
+        verdict=EvalRun.Verdict.PASS,
+        runner="test",
+        started_at=now,
+        finished_at=now,
+    )
+
+
+@pytest.fixture
+def passing_eval():
+    return make_passing_eval
+
+
+def is_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+# ---------------------------------------------------------------------------------------------- a real worker
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, tmp_path):
+    """A real `celery worker` process on the real broker (Redis in CI), connected to the test
+    database. Tasks sent from the test go through the broker (eager mode is switched off here).
+    Needs PostgreSQL: an in-memory SQLite test database cannot be shared with another process."""
+    import subprocess
+    import sys
+    import time
+
+    from procmem_site.celery import app
+
+    if connection.vendor != "postgresql":
+        _missing("a worker process shares the test database only on PostgreSQL")
+    db = connection.settings_dict
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        CELERY_BROKER_URL=redis_url(),
+        DJANGO_SETTINGS_MODULE="procmem_site.test_settings",
+        CELERY_TASK_ALWAYS_EAGER="0",
+    )
+    hostname = f"test-{os.getpid()}-{time.monotonic_ns()}@localhost"
+    log = open(tmp_path / "worker.log", "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "procmem_site", "worker", "--pool", "prefork", "--concurrency", "2",
+         "--loglevel", "INFO", "--hostname", hostname, "--without-mingle", "--without-gossip"],
+        env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    old = (app.conf.task_always_eager, app.conf.broker_url)
+    app.conf.task_always_eager = False
+    app.conf.broker_url = redis_url()
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                pytest.fail(f"worker exited: {(tmp_path / 'worker.log').read_text()[-3000:]}")
+            if app.control.ping(destination=[hostname], timeout=1.0):
+                break
+        else:
+            pytest.fail(f"worker did not answer in 60 s: {(tmp_path / 'worker.log').read_text()[-3000:]}")
+        process.hostname = hostname
+        process.log_path = tmp_path / "worker.log"
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+        app.conf.task_always_eager, app.conf.broker_url = old

@@ -1,0 +1,112 @@
+"""Import/export of procedures as JSON files (a library under code review in git)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from library import services
+from library.interchange import ImportFileError, export_library, import_library
+from library.models import Agent, Procedure, ProcedureVersion, Status
+from tests.conftest import make_passing_eval
+
+pytestmark = pytest.mark.django_db
+
+
+def test_export_layout_and_record_fields(candidate, approver, tmp_path):
+    make_passing_eval(candidate)
+    services.version_approve(version=candidate, user=approver)
+    [path] = export_library(tmp_path)
+    assert path == tmp_path / "support_agent" / "refund.over_limit.json"
+    data = json.loads(path.read_text())
+    assert data["id"] == "refund.over_limit" and data["intent"] == "refund_over_limit"
+    record = data["versions"][0]
+    assert set(record) == {
+        "id", "version", "status", "appliesWhen", "steps", "requiredTools", "forbiddenActions",
+        "evidence", "approvedBy", "approvedAt",
+    }
+    assert record["status"] == "ACTIVE" and record["approvedBy"] == "approver"
+
+
+def test_round_trip_into_a_fresh_library_arrives_as_candidates(candidate, approver, tmp_path, agent):
+    make_passing_eval(candidate)
+    services.version_approve(version=candidate, user=approver)
+    export_library(tmp_path)
+    exported = json.loads((tmp_path / "support_agent" / "refund.over_limit.json").read_text())
+    # a second library with the same agent and intents
+    other = Agent.objects.create(name="support_agent_copy", tools=agent.tools)
+    other.intents.create(name="refund_over_limit")
+    (tmp_path / "support_agent_copy").mkdir()
+    exported["agent"] = "support_agent_copy"
+    (tmp_path / "support_agent_copy" / "refund.over_limit.json").write_text(json.dumps(exported))
+    report = import_library([tmp_path / "support_agent_copy"])
+    assert report.created == ["support_agent_copy/refund.over_limit v1"]
+    imported = ProcedureVersion.objects.get(procedure__agent=other)
+    assert imported.status == Status.CANDIDATE  # never ACTIVE, whatever the file said
+    assert imported.content_hash == candidate.content_hash
+    assert imported.provenance["fileStatus"] == "ACTIVE" and imported.provenance["fileApprovedBy"] == "approver"
+    assert imported.to_dict()["steps"] == candidate.steps
+
+
+def test_reimport_of_same_content_changes_nothing(candidate, tmp_path):
+    export_library(tmp_path)
+    report = import_library([tmp_path])
+    assert report.created == [] and report.skipped == ["support_agent/refund.over_limit v1"]
+    assert ProcedureVersion.objects.count() == 1
+
+
+def test_import_new_version_of_existing_procedure(candidate, tmp_path):
+    export_library(tmp_path)
+    path = tmp_path / "support_agent" / "refund.over_limit.json"
+    data = json.loads(path.read_text())
+    data["versions"][0]["steps"].append("Log the case with replyTemplates('closing').")
+    path.write_text(json.dumps(data))
+    report = import_library([tmp_path])
+    assert report.created == ["support_agent/refund.over_limit v2"]
+
+
+@pytest.mark.parametrize(
+    "mutate, field",
+    [
+        (lambda d: d["versions"][0].update(steps="not a list"), "versions[0].steps"),
+        (lambda d: d["versions"][0].pop("appliesWhen"), "versions[0].appliesWhen"),
+        (lambda d: d["versions"][0].update(requiredTools=[1]), "versions[0].requiredTools"),
+        (lambda d: d.update(id="Not A Key"), "id"),
+        (lambda d: d.update(versions=[]), "versions"),
+        (lambda d: d.update(intent="no_such_intent"), "intent"),
+        (lambda d: d.update(agent="someone_else"), "agent"),
+    ],
+)
+def test_malformed_file_names_file_and_field_and_stores_nothing(candidate, tmp_path, mutate, field):
+    export_library(tmp_path)
+    good = tmp_path / "support_agent" / "good.extra.json"
+    good_data = json.loads((tmp_path / "support_agent" / "refund.over_limit.json").read_text())
+    good_data["id"] = "good.extra"
+    good_data["versions"][0]["appliesWhen"] = "A fresh procedure that would be created."
+    good.write_text(json.dumps(good_data))
+    bad = tmp_path / "support_agent" / "refund.over_limit.json"
+    data = json.loads(bad.read_text())
+    mutate(data)
+    bad.write_text(json.dumps(data))
+    before = ProcedureVersion.objects.count()
+    with pytest.raises(ImportFileError) as excinfo:
+        import_library([tmp_path])
+    assert excinfo.value.path == bad and excinfo.value.field == field
+    assert ProcedureVersion.objects.count() == before
+    assert not Procedure.objects.filter(key="good.extra").exists()
+
+
+def test_invalid_json_named(agent, tmp_path):
+    (tmp_path / "support_agent").mkdir()
+    bad = tmp_path / "support_agent" / "x.y.json"
+    bad.write_text("{not json")
+    with pytest.raises(CommandError, match=r"x\.y\.json: \(file\): is not valid JSON: line 1"):
+        call_command("import_procedures", str(tmp_path))
+
+
+def test_commands_round_trip(candidate, tmp_path, capsys):
+    call_command("export_procedures", str(tmp_path))
+    call_command("import_procedures", str(tmp_path))
+    assert "already present were skipped" in capsys.readouterr().out

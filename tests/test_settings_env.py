@@ -1,0 +1,59 @@
+"""Settings come from the environment and fail loudly on bad values."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "SECURE_", "SESSION_COOKIE", "CSRF_", "BEHIND_TLS", "PROCMEM_TESTING"))}
+    clean.update(env)
+    clean["DJANGO_SETTINGS_MODULE"] = "procmem_site.settings"
+    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120)
+
+
+PRODUCTION = {
+    "SECRET_KEY": "x" * 20 + "production-secret-key-with-enough-entropy-0123456789",
+    "ALLOWED_HOSTS": "procmem.example.com",
+    "DATABASE_URL": "postgres://procmem@127.0.0.1:5432/procmem",
+    "CELERY_BROKER_URL": "redis://127.0.0.1:6379/0",
+}
+
+
+def test_check_deploy_is_silent_with_production_values():
+    result = run_manage("check", "--deploy", "--fail-level", "WARNING", env=PRODUCTION)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "env, message",
+    [
+        ({"SECRET_KEY": ""}, "SECRET_KEY must be set"),
+        ({"DEBUG": "maybe"}, "DEBUG='maybe' is not a boolean"),
+        ({"ALLOWED_HOSTS": ""}, "ALLOWED_HOSTS must be set"),
+        ({"DATABASE_URL": "mysql://x@y/z"}, "DATABASE_URL must be postgres"),
+        ({"CELERY_BROKER_URL": "kafka://x"}, "CELERY_BROKER_URL='kafka://x'"),
+        ({"SECURE_HSTS_SECONDS": "a year"}, "SECURE_HSTS_SECONDS='a year' is not an integer"),
+    ],
+)
+def test_bad_values_fail_loudly(env, message):
+    result = run_manage("check", env={**PRODUCTION, **env})
+    assert result.returncode != 0
+    assert message in result.stderr
+
+
+def test_debug_has_a_development_secret_and_sqlite_default(tmp_path):
+    result = run_manage(
+        "shell", "-c", "from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_BROKER_URL)",
+        env={"DEBUG": "1", "PROCMEM_VAR_DIR": str(tmp_path), "DATABASE_URL": "", "CELERY_BROKER_URL": ""},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "sqlite3 filesystem://" in result.stdout
