@@ -507,7 +507,7 @@ def version_figures(
         acc[3] += bare_sessions
     # per version and day
     per_version: dict[int, dict[date, dict[str, Any]]] = defaultdict(dict)
-    for version_id, intent_id, day, sessions, labelled, resolved, hist in version_rows:
+    for version_id, intent_id, day, _model, sessions, labelled, resolved, hist in version_rows:
         acc = per_version[version_id].setdefault(
             day,
             {"sessions": 0, "labelled": 0, "resolved": 0, "hist": CharsHistogram(), "intents": defaultdict(lambda: [0, 0])},
