@@ -16,6 +16,7 @@ import functools
 import json
 from datetime import date
 from typing import Iterator
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.contrib import messages
@@ -117,18 +118,11 @@ def _missing_tools(version: ProcedureVersion, agent: Agent) -> list[str]:
 
 def served_and_refused(agent: Agent) -> tuple[list[ProcedureVersion], list[tuple[ProcedureVersion, list[str]]]]:
     """The active set as the agent receives it: ACTIVE versions whose required tools the agent has
-    (served), and ACTIVE versions refused at load with the tools they miss. Uses the serving
-    module's load check when it is installed, so this page and the agent JSON cannot disagree."""
-    try:
-        from library import serving  # the agent API's load-time validation (issue 6)
-    except ImportError:
-        serving = None
-    versions = list(active_versions_for_agent(agent))
+    (served), and ACTIVE versions refused at load with the tools they miss."""
     served: list[ProcedureVersion] = []
     refused: list[tuple[ProcedureVersion, list[str]]] = []
-    for version in versions:
-        check = getattr(serving, "missing_tools", None) if serving else None
-        missing = list(check(version, agent)) if check else _missing_tools(version, agent)
+    for version in active_versions_for_agent(agent):
+        missing = _missing_tools(version, agent)
         if missing:
             refused.append((version, missing))
         else:
@@ -379,6 +373,20 @@ def _audit_queryset(request: HttpRequest) -> tuple[QuerySet[AuditEvent], dict[st
     return events.order_by("-at", "-id"), filters
 
 
+def _short(value) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) or "(none)"
+    return "" if value is None else str(value)
+
+
+def audit_changes(event: AuditEvent) -> list[tuple[str, str, str]]:
+    """(field, before, after) for each key of the event's before/after snapshots, keys in the order
+    they first appear; a side that lacks the key shows as an empty string."""
+    before, after = event.before or {}, event.after or {}
+    keys = list(dict.fromkeys([*before, *after]))
+    return [(k, _short(before.get(k)) if k in before else "", _short(after.get(k)) if k in after else "") for k in keys]
+
+
 @ops_login_required
 @require_GET
 def ops_audit(request: HttpRequest) -> HttpResponse:
@@ -387,7 +395,9 @@ def ops_audit(request: HttpRequest) -> HttpResponse:
         raise Http404("No audit log to show")
     events, filters = _audit_queryset(request)
     page = Paginator(events, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
-    query = "&".join(f"{k}={v}" for k, v in filters.items() if v)
+    for event in page:
+        event.changes = audit_changes(event)
+    query = urlencode({k: v for k, v in filters.items() if v})
     context = {
         "page": page,
         "filters": filters,

@@ -109,3 +109,15 @@ def test_audit_access(client, outsider, reviewer, agent):
     assert client.get(csv_url).status_code == 404
     client.force_login(reviewer)
     assert client.get(url).status_code == 200
+
+
+def test_audit_page_shows_before_and_after_per_field(client, admin_user, agent, candidate, approver):
+    from library import services
+
+    version = activate(candidate, approver)
+    services.version_retire(version=version, user=admin_user, reason="=not a formula here")
+    client.force_login(admin_user)
+    page = client.get(reverse("reviews:ops_audit"), {"action": "retire"})
+    (event,) = page.context["page"]
+    assert event.changes == [("version", "1", "1"), ("status", "ACTIVE", "RETIRED")]
+    assert "ACTIVE → RETIRED" in page.content.decode()
