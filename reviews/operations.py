@@ -380,10 +380,10 @@ def _short(value) -> str:
 
 
 def audit_changes(event: AuditEvent) -> list[tuple[str, str, str]]:
-    """(field, before, after) for each key of the event's before/after snapshots, keys in the order
-    they first appear; a side that lacks the key shows as an empty string."""
+    """(field, before, after) for each key of the event's before/after snapshots, sorted by key (a
+    jsonb column does not keep key order); a side that lacks the key shows as an empty string."""
     before, after = event.before or {}, event.after or {}
-    keys = list(dict.fromkeys([*before, *after]))
+    keys = sorted({*before, *after})
     return [(k, _short(before.get(k)) if k in before else "", _short(after.get(k)) if k in after else "") for k in keys]
 
 

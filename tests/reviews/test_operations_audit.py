@@ -119,5 +119,5 @@ def test_audit_page_shows_before_and_after_per_field(client, admin_user, agent, 
     client.force_login(admin_user)
     page = client.get(reverse("reviews:ops_audit"), {"action": "retire"})
     (event,) = page.context["page"]
-    assert event.changes == [("version", "1", "1"), ("status", "ACTIVE", "RETIRED")]
+    assert event.changes == [("status", "ACTIVE", "RETIRED"), ("version", "1", "1")]
     assert "ACTIVE → RETIRED" in page.content.decode()
