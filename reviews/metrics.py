@@ -56,6 +56,8 @@ from .models import IntentDayRollup, MetricAlert, MetricsState, VersionDayRollup
 
 # A session may commit after one that was received later; the refresh re-reads this far back.
 REFRESH_OVERLAP = timedelta(minutes=10)
+# The windows (days, ending today) the metrics pages offer; their p95s are precomputed at refresh.
+WINDOWS = (7, 30, 90, 365)
 ACTIVATING = {AuditEvent.Action.APPROVE, AuditEvent.Action.ROLLBACK}
 DEACTIVATING = {AuditEvent.Action.RETIRE, AuditEvent.Action.AUTO_RETIRE}
 
@@ -164,7 +166,14 @@ def _injected_version_ids(injected: Any, versions: dict[tuple[str, int], int]) -
     return found
 
 
-def _aggregate(agent: Agent, sessions: Iterable[tuple]) -> tuple[dict, dict]:
+@dataclass
+class _Folded:
+    by_intent: dict[tuple, _Counts] = field(default_factory=dict)  # (day, intent_id, model)
+    by_version: dict[tuple, _Counts] = field(default_factory=dict)  # (day, version_id, intent_id, model)
+    rows: int = 0
+
+
+def _aggregate(agent: Agent, sessions: Iterable[tuple]) -> _Folded:
     """Folds (ended_at, received_at, intent_id, model, resolved, escalated, injected, chars) rows
     into per-day counts by (intent, model) and by (version, intent, model)."""
     versions = {
@@ -176,7 +185,9 @@ def _aggregate(agent: Agent, sessions: Iterable[tuple]) -> tuple[dict, dict]:
     by_intent: dict[tuple, _Counts] = defaultdict(_Counts)
     by_version: dict[tuple, _Counts] = defaultdict(_Counts)
     tz = timezone.get_current_timezone()
+    rows = 0
     for ended_at, received_at, intent_id, model, resolved, escalated, injected, chars in sessions:
+        rows += 1
         day = (ended_at or received_at).astimezone(tz).date()
         model = model or ""
         labelled = resolved is not None
@@ -202,7 +213,7 @@ def _aggregate(agent: Agent, sessions: Iterable[tuple]) -> tuple[dict, dict]:
                 if counts.hist is None:
                     counts.hist = CharsHistogram()
                 counts.hist.add(chars)
-    return by_intent, by_version
+    return _Folded(by_intent=by_intent, by_version=by_version, rows=rows)
 
 
 def _session_rows(queryset) -> Iterable[tuple]:
@@ -211,7 +222,16 @@ def _session_rows(queryset) -> Iterable[tuple]:
     ).iterator(chunk_size=5000)
 
 
-def _replace_days(agent: Agent, days: set[date] | None, by_intent: dict, by_version: dict) -> None:
+def _sessions_of_days(sessions, days: set[date]) -> Iterable[tuple]:
+    """The sessions that fall on `days`: by ended_at, or by received_at when ended_at is missing.
+    Two index range scans per day rather than one OR over the table."""
+    for day in sorted(days):
+        start, end = _day_bounds(day)
+        yield from _session_rows(sessions.filter(ended_at__gte=start, ended_at__lt=end))
+        yield from _session_rows(sessions.filter(ended_at__isnull=True, received_at__gte=start, received_at__lt=end))
+
+
+def _replace_days(agent: Agent, days: set[date] | None, folded: _Folded) -> None:
     """Caller holds the agent's MetricsState lock. `days` None means every day of the agent."""
     intent_rows = IntentDayRollup.objects.filter(agent=agent)
     version_rows = VersionDayRollup.objects.filter(agent=agent)
@@ -227,7 +247,7 @@ def _replace_days(agent: Agent, days: set[date] | None, by_intent: dict, by_vers
                 resolved=c.resolved, bare_sessions=c.bare_sessions, bare_labelled=c.bare_labelled,
                 bare_resolved=c.bare_resolved,
             )
-            for (day, intent_id, model), c in by_intent.items()
+            for (day, intent_id, model), c in folded.by_intent.items()
         ],
         batch_size=2000,
     )
@@ -237,10 +257,39 @@ def _replace_days(agent: Agent, days: set[date] | None, by_intent: dict, by_vers
                 agent=agent, day=day, version_id=version_id, intent_id=intent_id, model=model, sessions=c.sessions,
                 labelled=c.labelled, resolved=c.resolved, chars_hist=c.hist.to_json() if c.hist else {},
             )
-            for (day, version_id, intent_id, model), c in by_version.items()
+            for (day, version_id, intent_id, model), c in folded.by_version.items()
         ],
         batch_size=2000,
     )
+
+
+def window_p95s(agent: Agent, *, today: date | None = None) -> dict[str, Any]:
+    """p95 of instruction length per version over each of WINDOWS (ending today): one pass over
+    the day histograms, newest day first, snapshotting each version's running merge as the pass
+    crosses a window's first day."""
+    today = today or timezone.localdate()
+    longest = max(WINDOWS)
+    starts = sorted(((today - timedelta(days=d - 1)), d) for d in WINDOWS)[::-1]  # newest start first
+    running: dict[int, dict[int, int]] = defaultdict(dict)
+    result: dict[str, dict[str, float | None]] = {str(d): {} for d in WINDOWS}
+    rows = (
+        VersionDayRollup.objects.filter(agent=agent, day__gt=today - timedelta(days=longest), day__lte=today)
+        .exclude(chars_hist={})
+        .order_by("-day")
+        .values_list("version_id", "day", "chars_hist")
+    )
+
+    def snapshot(days: int) -> None:
+        result[str(days)] = {str(v): CharsHistogram(counts).quantile(0.95) for v, counts in running.items()}
+
+    pending = list(starts)
+    for version_id, day, hist in rows.iterator(chunk_size=2000):
+        while pending and day < pending[0][0]:
+            snapshot(pending.pop(0)[1])
+        _merge_counts(running[version_id], hist)
+    for _start, days in pending:
+        snapshot(days)
+    return {"as_of": today.isoformat(), "windows": result}
 
 
 @dataclass(frozen=True)
@@ -262,8 +311,8 @@ def metrics_refresh(*, agent: Agent, full: bool = False) -> RefreshResult:
         sessions = AgentSession.objects.filter(agent=agent)
         if full or state.refreshed_until is None:
             full = True
-            by_intent, by_version = _aggregate(agent, _session_rows(sessions))
             days = None
+            folded = _aggregate(agent, _session_rows(sessions))
         else:
             fresh = sessions.filter(received_at__gte=state.refreshed_until - REFRESH_OVERLAP)
             days = {
@@ -271,24 +320,16 @@ def metrics_refresh(*, agent: Agent, full: bool = False) -> RefreshResult:
                 for d in fresh.annotate(d=TruncDate(Coalesce("ended_at", "received_at"))).values_list("d", flat=True).distinct()
                 if d is not None
             }
-            if days:
-                day_filter = Q()
-                for day in days:
-                    start, end = _day_bounds(day)
-                    day_filter |= Q(ended_at__gte=start, ended_at__lt=end)
-                    day_filter |= Q(ended_at__isnull=True, received_at__gte=start, received_at__lt=end)
-                by_intent, by_version = _aggregate(agent, _session_rows(sessions.filter(day_filter)))
-            else:
-                by_intent, by_version = {}, {}
+            folded = _aggregate(agent, _sessions_of_days(sessions, days)) if days else _Folded()
         if days is None or days:
-            _replace_days(agent, days, by_intent, by_version)
-        read = sum(c.sessions for c in by_intent.values())
-        day_count = len({key[0] for key in by_intent} | {key[0] for key in by_version}) if days is None else len(days)
+            _replace_days(agent, days, folded)
+        day_count = len({key[0] for key in folded.by_intent} | {key[0] for key in folded.by_version}) if days is None else len(days)
+        state.window_p95 = window_p95s(agent)
         state.refreshed_until = started
         state.refreshed_at = timezone.now()
         state.days_recomputed = day_count
-        state.save(update_fields=["refreshed_until", "refreshed_at", "days_recomputed"])
-    return RefreshResult(agent=agent.name, full=full, days=day_count, sessions_read=read)
+        state.save(update_fields=["refreshed_until", "refreshed_at", "days_recomputed", "window_p95"])
+    return RefreshResult(agent=agent.name, full=full, days=day_count, sessions_read=folded.rows)
 
 
 # ---------------------------------------------------------------------------------------------- statistics
@@ -480,44 +521,84 @@ def model_changes(models_by_day: dict[date, str]) -> list[ModelChange]:
     return changes
 
 
+def _precomputed_p95(agent_id: int, start: date, end: date) -> dict[str, float | None] | None:
+    """The refresh's p95 per version for this window, if it computed that very window."""
+    days = (end - start).days + 1
+    if days not in WINDOWS:
+        return None
+    state = MetricsState.objects.filter(agent_id=agent_id).values_list("window_p95", flat=True).first()
+    if not state or state.get("as_of") != end.isoformat():
+        return None
+    return state.get("windows", {}).get(str(days))
+
+
+def _merge_counts(target: dict[int, int], source: dict) -> None:
+    for key, value in source.items():
+        key = int(key)
+        target[key] = target.get(key, 0) + value
+
+
 def version_figures(
     versions: list[ProcedureVersion], start: date, end: date, *, daily: bool = False
 ) -> list[VersionFigures]:
     """Figures per version over [start, end] from the rollup; with `daily`, the per-day series too.
-    Versions must belong to one agent; select_related("procedure") is expected."""
+    Versions must belong to one agent; select_related("procedure") is expected. The database sums
+    the counts (models collapsed); p95 comes from the refresh's per-window merge when the window is
+    one of WINDOWS ending on the day of the last refresh, otherwise from merging day histograms."""
     if not versions:
         return []
     agent_id = versions[0].procedure.agent_id
     version_ids = [v.pk for v in versions]
     intent_ids = {v.procedure.intent_id for v in versions}
-    version_rows = VersionDayRollup.objects.filter(
-        version_id__in=version_ids, day__gte=start, day__lte=end
-    ).values_list("version_id", "intent_id", "day", "model", "sessions", "labelled", "resolved", "chars_hist")
-    intent_rows = IntentDayRollup.objects.filter(
-        agent_id=agent_id, intent_id__in=intent_ids, day__gte=start, day__lte=end
-    ).values_list("intent_id", "day", "sessions", "labelled", "resolved", "bare_sessions", "bare_labelled", "bare_resolved")
+    in_window = {"day__gte": start, "day__lte": end}
 
-    # per intent and day: all labelled / resolved, and bare sessions
-    intent_day: dict[tuple[int, date], list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    for intent_id, day, sessions, labelled, resolved, bare_sessions, _bl, _br in intent_rows:
-        acc = intent_day[(intent_id, day)]
-        acc[0] += sessions
-        acc[1] += labelled
-        acc[2] += resolved
-        acc[3] += bare_sessions
-    # per version and day
-    per_version: dict[int, dict[date, dict[str, Any]]] = defaultdict(dict)
-    for version_id, intent_id, day, _model, sessions, labelled, resolved, hist in version_rows:
-        acc = per_version[version_id].setdefault(
-            day,
-            {"sessions": 0, "labelled": 0, "resolved": 0, "hist": CharsHistogram(), "intents": defaultdict(lambda: [0, 0])},
-        )
-        acc["sessions"] += sessions
-        acc["labelled"] += labelled
-        acc["resolved"] += resolved
-        acc["hist"].merge(hist or {})
-        acc["intents"][intent_id][0] += labelled
-        acc["intents"][intent_id][1] += resolved
+    # per intent and day: sessions, labelled, resolved, bare sessions
+    intent_day: dict[tuple[int, date], tuple[int, int, int, int]] = {
+        (row["intent_id"], row["day"]): (row["s"], row["l"], row["r"], row["b"])
+        for row in IntentDayRollup.objects.filter(agent_id=agent_id, intent_id__in=intent_ids, **in_window)
+        .values("intent_id", "day")
+        .annotate(s=Sum("sessions"), l=Sum("labelled"), r=Sum("resolved"), b=Sum("bare_sessions"))
+        .order_by()
+    }
+    intent_total: dict[int, list[int]] = defaultdict(lambda: [0, 0])  # labelled, resolved
+    for (intent_id, _day), (_s, labelled, resolved, _b) in intent_day.items():
+        intent_total[intent_id][0] += labelled
+        intent_total[intent_id][1] += resolved
+
+    # per version (and day, for the series) and the session's intent
+    group = ["version_id", "intent_id", "day"] if daily else ["version_id", "intent_id"]
+    version_rows = (
+        VersionDayRollup.objects.filter(version_id__in=version_ids, **in_window)
+        .values(*group)
+        .annotate(s=Sum("sessions"), l=Sum("labelled"), r=Sum("resolved"))
+        .order_by()
+    )
+    totals: dict[int, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])  # sessions, labelled, resolved, own l, own r
+    by_day: dict[tuple[int, date], list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    intent_of = {v.pk: v.procedure.intent_id for v in versions}
+    for row in version_rows:
+        own = row["intent_id"] == intent_of[row["version_id"]]
+        targets = [totals[row["version_id"]]] + ([by_day[(row["version_id"], row["day"])]] if daily else [])
+        for acc in targets:
+            acc[0] += row["s"]
+            acc[1] += row["l"]
+            acc[2] += row["r"]
+            if own:
+                acc[3] += row["l"]
+                acc[4] += row["r"]
+
+    precomputed = _precomputed_p95(agent_id, start, end)
+    hists: dict[int, dict[int, int]] = defaultdict(dict)
+    day_hists: dict[tuple[int, date], dict[int, int]] = defaultdict(dict)
+    if daily or precomputed is None:
+        for version_id, day, hist in VersionDayRollup.objects.filter(version_id__in=version_ids, **in_window).values_list(
+            "version_id", "day", "chars_hist"
+        ):
+            if hist:
+                _merge_counts(hists[version_id], hist)
+                if daily:
+                    _merge_counts(day_hists[(version_id, day)], hist)
+
     active = active_days(versions, start, end)
     alerts = {a.version_id: a for a in MetricAlert.objects.filter(version_id__in=version_ids, cleared_at__isnull=True)}
     models_by_day = dominant_models(versions[0].procedure.agent, start, end) if daily else {}
@@ -526,41 +607,40 @@ def version_figures(
     results: list[VersionFigures] = []
     for version in versions:
         intent_id = version.procedure.intent_id
-        days_data = per_version.get(version.pk, {})
-        total_hist = CharsHistogram()
-        selected = 0
-        with_rate = Rate(0, 0)
-        without_rate = Rate(0, 0)
-        bare_rate = Rate(0, 0)
+        sessions, labelled, resolved, own_l, own_r = totals.get(version.pk, [0, 0, 0, 0, 0])
+        all_l, all_r = intent_total.get(intent_id, [0, 0])
+        version_active = active.get(version.pk, set())
+        bare_hits = bare_total = 0
+        for day in version_active:
+            s, _l, _r, b = intent_day.get((intent_id, day), (0, 0, 0, 0))
+            bare_hits += b
+            bare_total += s
         series: list[DayFigures] = []
-        all_days = sorted({d for (i, d) in intent_day if i == intent_id} | set(days_data))
-        for day in all_days:
-            data = days_data.get(day)
-            intent_acc = intent_day.get((intent_id, day), [0, 0, 0, 0])
-            own = data["intents"].get(intent_id, [0, 0]) if data else [0, 0]
-            day_with = Rate(data["resolved"], data["labelled"]) if data else Rate(0, 0)
-            # Same intent, without this version: the intent's sessions minus those that received it.
-            day_without = Rate(intent_acc[2] - own[1], intent_acc[1] - own[0])
-            is_active = day in active.get(version.pk, set())
-            day_bare = Rate(intent_acc[3], intent_acc[0]) if is_active else Rate(0, 0)
-            selected += data["sessions"] if data else 0
-            with_rate += day_with
-            without_rate += day_without
-            bare_rate += day_bare
-            if data:
-                total_hist.merge(data["hist"])
-            if daily:
+        if daily:
+            days = sorted({d for (i, d) in intent_day if i == intent_id} | {d for (v, d) in by_day if v == version.pk})
+            for day in days:
+                d_s, d_l, d_r, d_ol, d_or = by_day.get((version.pk, day), [0, 0, 0, 0, 0])
+                i_s, i_l, i_r, i_b = intent_day.get((intent_id, day), (0, 0, 0, 0))
+                is_active = day in version_active
                 series.append(
                     DayFigures(
-                        day=day, selected=data["sessions"] if data else 0, with_rate=day_with, without_rate=day_without,
-                        bare_rate=day_bare, p95_chars=data["hist"].quantile(0.95) if data else None,
+                        day=day, selected=d_s, with_rate=Rate(d_r, d_l),
+                        # same intent, without this version: the intent's sessions minus those that got it
+                        without_rate=Rate(i_r - d_or, i_l - d_ol),
+                        bare_rate=Rate(i_b, i_s) if is_active else Rate(0, 0),
+                        p95_chars=CharsHistogram(day_hists.get((version.pk, day))).quantile(0.95),
                         model=models_by_day.get(day, ""), active=is_active,
                     )
                 )
         results.append(
             VersionFigures(
-                version=version, selected=selected, with_rate=with_rate, without_rate=without_rate,
-                bare_rate=bare_rate, p95_chars=total_hist.quantile(0.95), eval_rate=eval_rates[version.pk],
+                version=version, selected=sessions, with_rate=Rate(resolved, labelled),
+                without_rate=Rate(all_r - own_r, all_l - own_l), bare_rate=Rate(bare_hits, bare_total),
+                p95_chars=(
+                    precomputed.get(str(version.pk)) if precomputed is not None and not daily
+                    else CharsHistogram(hists.get(version.pk)).quantile(0.95)
+                ),
+                eval_rate=eval_rates[version.pk],
                 alert=alerts.get(version.pk), days=series,
             )
         )

@@ -65,6 +65,10 @@ class MetricsState(models.Model):
     refreshed_until = models.DateTimeField(null=True, blank=True)
     refreshed_at = models.DateTimeField(null=True, blank=True)
     days_recomputed = models.PositiveIntegerField(default=0)
+    # p95 of instruction length per version for the pages' fixed windows ending `as_of`, merged from
+    # the day histograms at refresh time: {"as_of": "YYYY-MM-DD", "windows": {"30": {"<version id>": p95}}}.
+    # Merging a year of histograms on every page view would cost more than the rest of the page.
+    window_p95 = models.JSONField(default=dict, blank=True)
 
 
 class IntentDayRollup(models.Model):

@@ -21,7 +21,6 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import get_user_model
-from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -56,7 +55,7 @@ from .models import MetricsState, Notification, NotificationKind
 from .notifications import notification_mark_read, notification_preferences_set, preferences_for
 
 AUDIT_PAGE_SIZE = 50
-METRIC_WINDOWS = (7, 30, 90, 365)
+METRIC_WINDOWS = metrics.WINDOWS
 
 
 def ops_login_required(view):

@@ -213,3 +213,18 @@ def test_metrics_pages_are_hidden_from_outsiders(client, outsider, agent, v1):
     client.force_login(outsider)
     assert client.get(reverse("reviews:ops_metrics", args=[agent.name])).status_code == 404
     assert client.get(reverse("reviews:ops_version_metrics", args=[v1.pk])).status_code == 404
+
+
+def test_refresh_precomputes_each_windows_p95_equal_to_merging_the_days(agent, intent, v1, fixture_sessions):
+    state = MetricsState.objects.get(agent=agent)
+    assert state.window_p95["as_of"] == timezone.localdate().isoformat()
+    for days in metrics.WINDOWS:
+        start, end = metrics.window(days)
+        (merged,) = metrics.version_figures([v1], start, end, daily=True)  # daily: merges the day histograms
+        assert state.window_p95["windows"][str(days)][str(v1.pk)] == merged.p95_chars
+    # a session 10 days ago only reaches the 30-day and longer windows
+    session(agent, intent, days_ago=10, injected=[{"id": "refund.over_limit", "version": 1}], chars=90000)
+    metrics.metrics_refresh(agent=agent, full=True)
+    windows = MetricsState.objects.get(agent=agent).window_p95["windows"]
+    assert windows["7"][str(v1.pk)] == pytest.approx(6000, rel=0.01)
+    assert windows["30"][str(v1.pk)] == pytest.approx(90000, rel=0.01)  # nearest rank 15 of 15
