@@ -228,3 +228,20 @@ def test_refresh_precomputes_each_windows_p95_equal_to_merging_the_days(agent, i
     windows = MetricsState.objects.get(agent=agent).window_p95["windows"]
     assert windows["7"][str(v1.pk)] == pytest.approx(6000, rel=0.01)
     assert windows["30"][str(v1.pk)] == pytest.approx(90000, rel=0.01)  # nearest rank 15 of 15
+
+
+def test_refresh_task_and_command_fill_the_rollup_and_skip_a_vanished_agent(agent, intent, v1):
+    from django.core.management import call_command
+    from io import StringIO
+
+    from reviews.metrics_tasks import metrics_refresh_agent, metrics_refresh_all
+
+    session(agent, intent, injected=[{"id": "refund.over_limit", "version": 1}], resolved=True, chars=500)
+    assert metrics_refresh_all.delay().get() == 1  # eager in tests: the per-agent task ran too
+    assert VersionDayRollup.objects.get(version=v1).sessions == 1
+    assert metrics_refresh_agent.delay(agent.pk + 1000).get() == {"agent_id": agent.pk + 1000, "skipped": "agent is gone"}
+    session(agent, intent, injected=[], resolved=False)
+    out = StringIO()
+    call_command("refresh_metrics", "--agent", agent.name, stdout=out)
+    assert "support_agent: incremental refresh, 1 day, 2 sessions read, 0 warnings opened" in out.getvalue()
+    assert IntentDayRollup.objects.get(intent=intent).bare_sessions == 1

@@ -6,6 +6,10 @@ from library.models import Agent
 from reviews.metrics import metric_warnings_check, metrics_refresh
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 class Command(BaseCommand):
     help = "Refresh the daily metrics rollup (incremental; --full rebuilds) and open/clear metric warnings."
 
@@ -24,6 +28,7 @@ class Command(BaseCommand):
             result = metrics_refresh(agent=agent_obj, full=full)
             opened = [] if no_warnings else metric_warnings_check(agent=agent_obj)
             self.stdout.write(
-                f"{agent_obj.name}: {'full' if result.full else 'incremental'} refresh, {result.days} days, "
-                f"{result.sessions_read} sessions read, {len(opened)} warnings opened"
+                f"{agent_obj.name}: {'full' if result.full else 'incremental'} refresh, "
+                f"{_n(result.days, 'day')}, {_n(result.sessions_read, 'session')} read, "
+                f"{_n(len(opened), 'warning')} opened"
             )
