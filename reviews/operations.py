@@ -233,6 +233,14 @@ def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpRespons
     }
     template = "reviews/ops/confirm_retire.html" if action == "retire" else "reviews/ops/confirm_rollback.html"
     status = 200
+    expected = Status.ACTIVE if action == "retire" else Status.RETIRED
+    if request.method == "GET" and version.status != expected:
+        # a stale link: say so instead of offering a button that can only fail
+        context["error"] = (
+            f"v{version.number} is {version.get_status_display().lower()}; only "
+            f"{'the active version can be retired' if action == 'retire' else 'a retired version can be rolled back to'}."
+        )
+        context["stale"] = True
     if request.method == "POST":
         reason = request.POST.get("reason", "")
         context["reason"] = reason

@@ -275,3 +275,21 @@ def test_approvers_page_names_who_approved_each_active_version(client, agent, ac
     assert per_procedure == {"refund.over_limit": ["approver"]}
     assert page.context["can_manage"] is False
     assert reverse("reviews:ops_grant", args=[agent.name]) not in page.content.decode()
+
+
+def test_a_stale_retire_or_rollback_link_says_why_and_offers_no_button(client, admin_user, rolled_pair):
+    v1, v2 = rolled_pair
+    _login(client, admin_user)
+    retire_v1 = client.get(reverse("reviews:ops_retire", args=[v1.pk]))
+    assert "v1 is retired; only the active version can be retired." in retire_v1.content.decode()
+    assert "<form method=\"post\">" not in retire_v1.content.decode()
+    rollback_v2 = client.get(reverse("reviews:ops_rollback", args=[v2.pk])).content.decode()
+    assert "v2 is active; only a retired version can be rolled back to." in rollback_v2
+
+
+def test_granting_without_choosing_a_scope_is_refused(client, admin_user, agent):
+    make_user("someone")
+    _login(client, admin_user)
+    response = client.get(_grant(client, agent, scope="", grantee_kind="user", grantee="someone")["Location"])
+    assert "choose the whole agent or one procedure" in response.content.decode()
+    assert not AuditEvent.objects.filter(action=AuditEvent.Action.GRANT).exists()
