@@ -136,8 +136,19 @@ def ops_index(request: HttpRequest) -> HttpResponse:
         active=Count("procedures__versions", filter=Q(procedures__versions__status=Status.ACTIVE)),
         candidates=Count("procedures__versions", filter=Q(procedures__versions__status=Status.CANDIDATE)),
     )
-    if not (request.user.is_superuser or user_is_reviewer(request.user)) and not agents.exists():
+    agents = list(agents)
+    if not (request.user.is_superuser or user_is_reviewer(request.user)) and not agents:
         raise Http404("No agent to operate")
+    refused: dict[int, int] = {}
+    for version in ProcedureVersion.objects.filter(procedure__agent__in=agents, status=Status.ACTIVE).values(
+        "procedure__agent_id", "required_tools"
+    ):
+        refused.setdefault(version["procedure__agent_id"], 0)
+        tools = next(a.tools for a in agents if a.pk == version["procedure__agent_id"])
+        if set(version["required_tools"]) - set(tools):
+            refused[version["procedure__agent_id"]] += 1
+    for agent in agents:
+        agent.refused_count = refused.get(agent.pk, 0)
     return render(request, "reviews/ops/index.html", {"agents": agents})
 
 

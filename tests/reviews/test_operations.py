@@ -293,3 +293,11 @@ def test_granting_without_choosing_a_scope_is_refused(client, admin_user, agent)
     response = client.get(_grant(client, agent, scope="", grantee_kind="user", grantee="someone")["Location"])
     assert "choose the whole agent or one procedure" in response.content.decode()
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.GRANT).exists()
+
+
+def test_index_counts_active_and_refused_versions_per_agent(client, admin_user, agent, active, outsider):
+    services.agent_set_tools(agent=agent, tools=["lookupOrder"], user=admin_user, reason="test")
+    page = _login(client, admin_user).get(reverse("reviews:ops_index"))
+    (row,) = page.context["agents"]
+    assert (row.active, row.refused_count, row.candidates) == (1, 1, 0)
+    assert _login(client, outsider).get(reverse("reviews:ops_index")).status_code == 404
