@@ -660,24 +660,34 @@ def versions_with_metrics(agent: Agent, start: date, end: date) -> list[Procedur
 
 
 def agent_daily(agent: Agent, start: date, end: date) -> list[dict[str, Any]]:
-    """Per day for the whole agent: sessions, resolution rate, no-procedure share, dominant model."""
+    """Per day for the whole agent: sessions, resolution rate, dominant model, and the share of
+    sessions that received no procedure among the sessions of intents that had an ACTIVE
+    procedure that day (from the audit log)."""
     rows = (
         IntentDayRollup.objects.filter(agent=agent, day__gte=start, day__lte=end)
-        .values("day")
+        .values("day", "intent_id")
         .annotate(sessions=Sum("sessions"), labelled=Sum("labelled"), resolved=Sum("resolved"), bare=Sum("bare_sessions"))
         .order_by("day")
     )
+    versions = list(
+        ProcedureVersion.objects.filter(procedure__agent=agent, approved_at__isnull=False).select_related("procedure")
+    )
+    covered: set[tuple[int, date]] = set()
+    for version_id, days in active_days(versions, start, end).items():
+        intent_id = next(v.procedure.intent_id for v in versions if v.pk == version_id)
+        covered.update((intent_id, day) for day in days)
     models_by_day = dominant_models(agent, start, end)
-    return [
-        {
-            "day": row["day"],
-            "sessions": row["sessions"],
-            "resolution": Rate(row["resolved"], row["labelled"]),
-            "bare": Rate(row["bare"], row["sessions"]),
-            "model": models_by_day.get(row["day"], ""),
-        }
-        for row in rows
-    ]
+    per_day: dict[date, dict[str, Any]] = {}
+    for row in rows:
+        day = row["day"]
+        acc = per_day.setdefault(
+            day, {"day": day, "sessions": 0, "resolution": Rate(0, 0), "bare": Rate(0, 0), "model": models_by_day.get(day, "")}
+        )
+        acc["sessions"] += row["sessions"]
+        acc["resolution"] += Rate(row["resolved"], row["labelled"])
+        if (row["intent_id"], day) in covered:
+            acc["bare"] += Rate(row["bare"], row["sessions"])
+    return [per_day[day] for day in sorted(per_day)]
 
 
 # ---------------------------------------------------------------------------------------------- warnings

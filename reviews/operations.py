@@ -519,7 +519,11 @@ def ops_metrics(request: HttpRequest, agent: str) -> HttpResponse:
         percent=True,
         series=[
             charts.SeriesSpec("resolution rate", [by_day[d]["resolution"].value if d in by_day else None for d in day_list], "s1"),
-            charts.SeriesSpec("no procedure received", [by_day[d]["bare"].value if d in by_day else None for d in day_list], "s3"),
+            charts.SeriesSpec(
+                "no procedure received (intents that had one)",
+                [by_day[d]["bare"].value if d in by_day else None for d in day_list],
+                "s3",
+            ),
         ],
         markers=_markers(changes),
     )

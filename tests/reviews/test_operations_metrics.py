@@ -245,3 +245,14 @@ def test_refresh_task_and_command_fill_the_rollup_and_skip_a_vanished_agent(agen
     call_command("refresh_metrics", "--agent", agent.name, stdout=out)
     assert "support_agent: incremental refresh, 1 day, 2 sessions read, 0 warnings opened" in out.getvalue()
     assert IntentDayRollup.objects.get(intent=intent).bare_sessions == 1
+
+
+def test_agent_daily_counts_bare_sessions_only_for_intents_that_had_an_active_procedure(agent, v1, fixture_sessions):
+    start, end = metrics.window(30)
+    days = {row["day"]: row for row in metrics.agent_daily(agent, start, end)}
+    today, yesterday = timezone.localdate(), timezone.localdate() - timedelta(days=1)
+    # today: refund_over_limit (v1 ACTIVE) has 5 bare of 18; order_status had no ACTIVE procedure
+    assert days[today]["bare"] == Rate(5, 18)
+    assert days[today]["sessions"] == 24 and days[today]["resolution"] == Rate(8 + 2 + 1 + 6, 10 + 5 + 1 + 6)
+    # yesterday v1 was not ACTIVE yet: no intent had a procedure
+    assert days[yesterday]["bare"] == Rate(0, 0) and days[yesterday]["model"] == "m-0"
