@@ -18,7 +18,8 @@ from reviews.metrics import metrics_refresh
 from tests.conftest import make_passing_eval
 from tests.e2e.conftest import sign_in
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+# The agent API reads through the "readonly" alias (a second connection to the same database).
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
 
 
 def _agent_json(base_url: str, token: str) -> tuple[dict, str]:

@@ -120,4 +120,5 @@ def test_audit_page_shows_before_and_after_per_field(client, admin_user, agent, 
     page = client.get(reverse("reviews:ops_audit"), {"action": "retire"})
     (event,) = page.context["page"]
     assert event.changes == [("status", "ACTIVE", "RETIRED"), ("version", "1", "1")]
-    assert "ACTIVE → RETIRED" in page.content.decode()
+    assert '<span title="ACTIVE">ACTIVE</span> → <span title="RETIRED">RETIRED</span>' in page.content.decode()
+    assert 'version:</span> <span title="1">1</span>' in page.content.decode()  # unchanged: shown once
