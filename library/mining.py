@@ -31,7 +31,9 @@ from typing import Any, Iterable, Mapping, Sequence
 
 Skeleton = tuple[str, ...]
 PLACEHOLDER_RE = re.compile(r"^\{\{[a-z_]+\}\}$")
-LITERAL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{1,39}$")
+# enum-like values kept literally in steps ('approval_pending'); a short phrase is allowed too, and
+# the policy screen reads it like any other step text.
+LITERAL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_\- ]{1,39}$")
 
 
 @dataclass(frozen=True)
@@ -381,9 +383,9 @@ def procedure_key_for(intent_name: str) -> str:
 def applies_when_for(intent_name: str, description: str = "") -> str:
     description = " ".join((description or "").split()).rstrip(".")
     if description:
-        return f"The task is {description[0].lower() + description[1:]}."
+        return f"The customer asks for {description[0].lower() + description[1:]}."
     phrase = " and ".join(part.replace("_", " ") for part in intent_name.split("-"))
-    return f"The task is to {phrase} (intent {intent_name})."
+    return f"The customer asks to {phrase} (intent {intent_name})."
 
 
 @dataclass

@@ -168,6 +168,7 @@ _NOT_NAMES = {
     "there", "again", "team", "all", "everyone", "sir", "madam", "support", "i", "the", "a", "an", "so", "very", "for",
     "sure", "yes", "no", "not", "happy", "sorry", "here", "looking", "trying", "calling", "writing", "interested",
     "afraid", "glad", "good", "great", "ok", "okay", "please", "could", "can", "would", "unable", "also", "just",
+    "i'm", "i'd", "i've", "i'll", "we", "we're", "it", "it's", "this", "that", "my", "our", "your",
 }
 
 
