@@ -32,7 +32,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from .models import Agent, AgentSession, Intent
-from .redaction import Redactor, redactor_for_session
+from .redaction import Redactor, redactor_for_session, strings_in
 
 FORMATS = ("procmem", "openai", "adk")
 INTENT_DERIVATIONS = ("taubench-actions",)
@@ -625,7 +625,8 @@ def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]
 def redactor_for(session: SessionIn, agent: Agent) -> Redactor:
     structured: list[Any] = [call["args"] for call in session.tool_calls]
     structured.extend(session.structured)
-    return redactor_for_session(structured=structured, agent_patterns=agent.redaction_patterns)
+    texts = [session.task, session.reply, *strings_in([call["args"] for call in session.tool_calls])]
+    return redactor_for_session(structured=structured, texts=texts, agent_patterns=agent.redaction_patterns)
 
 
 def raw_retention_days() -> int:

@@ -1,12 +1,15 @@
 """Redaction of personal data and secrets (pure Python, no Django).
 
 Everything a reviewer can open — session excerpts, candidate evidence — passes through a
-`Redactor` first. Three layers, applied in this order:
+`Redactor` first. Three layers (applied as: agent patterns, built-in recognizers, known values,
+then names after a cue — whole tokens such as e-mail addresses go before the names inside them):
 
 1. Known values. Structured data names its personal fields: tool-call arguments and tool results
    carry `first_name`, `user_id`, `email`, `dob`, `payment_id`, `address1`, … (`collect_known_values`).
    Every such value found anywhere in a session is replaced wherever it occurs in that session's
-   text, so "Thank you, Mia" is caught because `first_name: "Mia"` was in a tool result.
+   text, so "Thank you, Mia" is caught because `first_name: "Mia"` was in a tool result. Names are
+   also taken from user handles (`sophia_silva_7557`), name-shaped e-mail addresses and names the
+   text introduces with a cue ("Hi, I'm Mei Brown" → "Mei Brown, a Gold member" later).
 2. Per-agent patterns (`Agent.redaction_patterns`: `[{"label": "order_id", "regex": "\\bORD-\\d{4,}\\b"}]`)
    for ids that no library can know.
 3. Pattern recognizers modelled on Microsoft Presidio's predefined pattern recognizers (whose
@@ -25,7 +28,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 PLACEHOLDER_RE = re.compile(r"\{\{[a-z_]+\}\}")
 
@@ -172,6 +175,9 @@ _NOT_NAMES = {
 }
 
 
+_PERSON_CUE = next(r for r in BUILTIN_RECOGNIZERS if r.label == "person")
+
+
 def compile_agent_patterns(patterns: Iterable[Mapping[str, Any]] | None) -> list[Recognizer]:
     """Turns Agent.redaction_patterns into recognizers. Raises ValueError naming the bad entry."""
     compiled: list[Recognizer] = []
@@ -217,6 +223,10 @@ def _apply(recognizer: Recognizer, text: str) -> str:
     return "".join(out)
 
 
+_HANDLE_RE = re.compile(r"^([a-z]+)_([a-z]+)_\d+$")
+_EMAIL_NAME_RE = re.compile(r"^([a-z]+)[._]([a-z]+)\d*@", re.IGNORECASE)
+
+
 @dataclass
 class KnownValues:
     """Personal values found in one session's structured data: value → placeholder label."""
@@ -236,6 +246,15 @@ class KnownValues:
             for part in value.split():
                 if len(part) >= 2:
                     self.values.setdefault(part, label)
+        # Handles and addresses built from a name give the name away even where no tool result
+        # spells it out: sophia_silva_7557 → Sophia, Silva; mia.li3818@… → Mia, Li.
+        handle = _HANDLE_RE.match(value) if label == "user_id" else None
+        if handle is None and label == "email_address":
+            handle = _EMAIL_NAME_RE.match(value)
+        if handle is not None:
+            for part in handle.groups():
+                if len(part) >= 2:
+                    self.values.setdefault(part, "person")
 
     def pattern(self) -> re.Pattern | None:
         if not self.values:
@@ -283,16 +302,19 @@ class Redactor:
     def text(self, text: str) -> str:
         if not text:
             return text
+        # Order matters: whole tokens first (the agent's ids, e-mails, handles), so that a known
+        # first name never splits "mia.li3818@example.com" into "{{person}}.li3818@…".
+        for recognizer in self.agent_recognizers:
+            text = _apply(recognizer, text)
+        for recognizer in BUILTIN_RECOGNIZERS:
+            if recognizer is not _PERSON_CUE:
+                text = _apply(recognizer, text)
         if self._known_pattern is not None:
             text = "".join(
                 piece if is_placeholder else self._known_pattern.sub(lambda m: "{{" + self._label_for(m.group(1)) + "}}", piece)
                 for is_placeholder, piece in _split_placeholders(text)
             )
-        for recognizer in self.agent_recognizers:
-            text = _apply(recognizer, text)
-        for recognizer in BUILTIN_RECOGNIZERS:
-            text = _apply(recognizer, text)
-        return text
+        return _apply(_PERSON_CUE, text)
 
     def _label_for(self, matched: str) -> str:
         label = self.known.values.get(matched)
@@ -317,12 +339,41 @@ class Redactor:
         return data
 
 
-def redactor_for_session(*, structured: Iterable[Any], agent_patterns: Iterable[Mapping[str, Any]] | None = None) -> Redactor:
-    """A redactor that knows the personal values in a session's structured data (args, results)."""
+def harvest_names(texts: Iterable[str], known: KnownValues) -> KnownValues:
+    """Names introduced with a cue anywhere in the session ("Hi, I'm Mei Brown") become known
+    values, so that the same name without a cue elsewhere ("Mei Brown, a Gold member, …") goes too."""
+    for text in texts:
+        if not isinstance(text, str):
+            continue
+        for match in _PERSON_CUE.pattern.finditer(text):
+            name = match.group(1)
+            if name.lower() not in _NOT_NAMES:
+                known.add(name, "person")
+    return known
+
+
+def redactor_for_session(
+    *, structured: Iterable[Any], texts: Iterable[str] = (), agent_patterns: Iterable[Mapping[str, Any]] | None = None
+) -> Redactor:
+    """A redactor that knows the personal values of one session: those its structured data (args,
+    tool results) names by key, and the names its text introduces."""
     known = KnownValues()
     for item in structured:
         collect_known_values(item, known)
+    harvest_names(texts, known)
     return Redactor(agent_patterns=agent_patterns, known=known)
+
+
+def strings_in(data: Any) -> Iterator[str]:
+    """Every string inside JSON-like data (for harvesting names from free-text arguments)."""
+    if isinstance(data, str):
+        yield data
+    elif isinstance(data, Mapping):
+        for value in data.values():
+            yield from strings_in(value)
+    elif isinstance(data, list):
+        for item in data:
+            yield from strings_in(item)
 
 
 def contains_placeholder(text: str) -> bool:

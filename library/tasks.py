@@ -30,7 +30,7 @@ def mine_agent(agent_id: int, trigger: str = "scheduled", started_by_id: int | N
     return mining_run_execute(agent=agent, started_by=user, trigger=trigger).pk
 
 
-@shared_task(name="library.mine_scheduled", time_limit=60)
+@shared_task(name="library.mine_scheduled", time_limit=60, soft_time_limit=50)
 def mine_scheduled() -> list[int]:
     """Beat entry point: queues one mining task per agent with procedural memory and automatic
     capture switched on."""
