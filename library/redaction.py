@@ -176,6 +176,8 @@ _NOT_NAMES = {
 
 
 _PERSON_CUE = next(r for r in BUILTIN_RECOGNIZERS if r.label == "person")
+_NEEDS_DIGIT = {"iban", "card_number", "ssn", "ip_address", "date_of_birth", "address", "phone_number", "payment_id", "user_id"}
+_DIGIT_RE = re.compile(r"\d")
 
 
 def compile_agent_patterns(patterns: Iterable[Mapping[str, Any]] | None) -> list[Recognizer]:
@@ -207,20 +209,20 @@ def _split_placeholders(text: str) -> list[tuple[bool, str]]:
 
 
 def _apply(recognizer: Recognizer, text: str) -> str:
-    out: list[str] = []
-    for is_placeholder, piece in _split_placeholders(text):
-        if is_placeholder:
-            out.append(piece)
-            continue
-
+    if recognizer.replace is None:
         def sub(match: re.Match) -> str:
-            if recognizer.replace is None:
-                return "{{" + recognizer.label + "}}"
+            return "{{" + recognizer.label + "}}"
+    else:
+        def sub(match: re.Match) -> str:
             replaced = recognizer.replace(match)
             return match.group(0) if replaced is None else replaced
 
-        out.append(recognizer.pattern.sub(sub, piece))
-    return "".join(out)
+    if "{{" not in text:  # the common case: nothing to protect
+        return recognizer.pattern.sub(sub, text)
+    return "".join(
+        piece if is_placeholder else recognizer.pattern.sub(sub, piece)
+        for is_placeholder, piece in _split_placeholders(text)
+    )
 
 
 _HANDLE_RE = re.compile(r"^([a-z]+)_([a-z]+)_\d+$")
@@ -298,17 +300,34 @@ class Redactor:
         self.agent_recognizers = compile_agent_patterns(agent_patterns)
         self.known = known or KnownValues()
         self._known_pattern = self.known.pattern()
+        self._cache: dict[str, str] = {}
 
     def text(self, text: str) -> str:
         if not text:
             return text
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        redacted = self._redact(text)
+        if len(self._cache) < 4096:
+            self._cache[text] = redacted
+        return redacted
+
+    def _redact(self, text: str) -> str:
+        # Recognizers that need a digit or an "@" are skipped for text without one: most strings in
+        # tool arguments are short enums and ids, and ingestion redacts every one of them.
+        has_digit = _DIGIT_RE.search(text) is not None
+        has_at = "@" in text
         # Order matters: whole tokens first (the agent's ids, e-mails, handles), so that a known
         # first name never splits "mia.li3818@example.com" into "{{person}}.li3818@…".
         for recognizer in self.agent_recognizers:
             text = _apply(recognizer, text)
         for recognizer in BUILTIN_RECOGNIZERS:
-            if recognizer is not _PERSON_CUE:
-                text = _apply(recognizer, text)
+            if recognizer is _PERSON_CUE or (recognizer.label in _NEEDS_DIGIT and not has_digit):
+                continue
+            if recognizer.label == "email_address" and not has_at:
+                continue
+            text = _apply(recognizer, text)
         if self._known_pattern is not None:
             text = "".join(
                 piece if is_placeholder else self._known_pattern.sub(lambda m: "{{" + self._label_for(m.group(1)) + "}}", piece)

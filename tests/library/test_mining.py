@@ -251,3 +251,25 @@ def test_mine_command_prints_candidates_and_skips(agent):
     out = io.StringIO()
     call_command("mine", "--agent", agent.name, "--threshold", "3", stdout=out)
     assert "+ order.status v1" in out.getvalue() and "4 of 4 resolved sessions" in out.getvalue()
+
+
+def polish_for_test(draft):
+    """A stand-in wording model for the polish hook: deterministic, visible."""
+    from dataclasses import replace
+
+    return replace(draft, applies_when="Polished: " + draft.applies_when, skeleton=["must", "not", "change"])
+
+
+@pytest.mark.django_db
+def test_polish_hook_is_off_by_default_and_rewords_only_the_text(agent, settings):
+    _sessions(agent, "order_status", ["lookupOrder", "replyTemplates"], 4)
+    settings.PROCMEM_MINING_POLISH = "tests.library.test_mining.polish_for_test"
+    [version] = mining_run_execute(agent=agent, support_threshold=3).versions.all()
+    assert version.applies_when.startswith("Polished: ")
+    assert version.skeleton == ["lookupOrder", "replyTemplates"] and version.provenance["polishedBy"].endswith("polish_for_test")
+
+
+def test_polish_is_off_by_default():
+    from django.conf import settings
+
+    assert settings.PROCMEM_MINING_POLISH in ("", None)
