@@ -4,7 +4,7 @@ same parser and store service as real ones and then mined, so that the demo's ca
 
 - refund_over_limit: 140 resolved, 60 failed.
   118 resolved: lookupOrder → checkReturnWindow → createApproval → replyTemplates('approval_pending');
-  12 resolved skip the window check; 10 resolved refuse (outside the window, no approval needed).
+  22 resolved refuse without an approval (12 outside the return window, 10 not refundable at all).
   51 failed promise the refund (replyTemplates('refund_promised')) and never ask for approval;
   9 failed promise it first and create the approval afterwards — only 9 of 60 call createApproval.
 - refund_within_limit, order_status, address_change: sessions that follow the procedures the seed
@@ -84,15 +84,14 @@ def demo_session_items() -> list[dict[str, Any]]:
                    _call("createApproval", order_id=p["order"], amount=p["amount"], customer_email=p["email"]),
                    _call("replyTemplates", template="approval_pending", order_id=p["order"])],
         refund_task, lambda p: f"Thanks {p['first']}, I have asked a manager to approve the refund for {p['order']}; you will hear within 2 days.", 118)
-    add("refund_over_limit", "no_window_check", True,
-        lambda p: [_call("lookupOrder", order_id=p["order"]),
-                   _call("createApproval", order_id=p["order"], amount=p["amount"], customer_email=p["email"]),
-                   _call("replyTemplates", template="approval_pending", order_id=p["order"])],
-        refund_task, lambda p: f"Thanks {p['first']}, the refund for {p['order']} is waiting for approval.", 12)
     add("refund_over_limit", "outside_window", True,
         lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
                    _call("replyTemplates", template="refund_denied", order_id=p["order"])],
-        refund_task, lambda p: f"Sorry {p['first']}, {p['order']} is outside its return window.", 10)
+        refund_task, lambda p: f"Sorry {p['first']}, {p['order']} is outside its return window.", 12)
+    add("refund_over_limit", "not_refundable", True,
+        lambda p: [_call("lookupOrder", order_id=p["order"]),
+                   _call("replyTemplates", template="not_refundable", order_id=p["order"])],
+        refund_task, lambda p: f"Sorry {p['first']}, gift cards like {p['order']} cannot be refunded.", 10)
     add("refund_over_limit", "promised", False,
         lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
                    _call("replyTemplates", template="refund_promised", order_id=p["order"])],

@@ -388,6 +388,24 @@ def applies_when_for(intent_name: str, description: str = "") -> str:
     return f"The customer asks to {phrase} (intent {intent_name})."
 
 
+def _summary(result: Contrast, skeleton: Skeleton) -> str:
+    """One line for reviewers: the skeleton's support, and the step that separates success from
+    failure most (highest lift), e.g. "createApproval: 118 of 140 resolved, 9 of 60 failed"."""
+    text = (
+        f"{result.support} of {result.resolved_total} resolved sessions followed {' → '.join(skeleton)}; "
+        f"{result.failed_with_skeleton} of {result.failed_total} failed sessions did."
+    )
+    steps = [t for t in result.tools if t["inSkeleton"]]
+    if steps and result.failed_total:
+        key = sorted(steps, key=lambda t: (-t["lift"], t["tool"]))[0]
+        if key["lift"] > 1.0:
+            text += (
+                f" {key['tool']} was called in {key['resolved']} of {result.resolved_total} resolved and "
+                f"{key['failed']} of {result.failed_total} failed sessions."
+            )
+    return text
+
+
 @dataclass
 class Draft:
     key: str
@@ -458,10 +476,7 @@ def draft_candidate(
         "alternatives": [{"skeleton": list(s), "support": n} for s, n in group.alternatives],
         "sessionIds": list(session_ids),
         "excerpts": [{"sessionId": sid, "excerpt": excerpt} for sid, excerpt in excerpts],
-        "summary": (
-            f"{result.support} of {result.resolved_total} resolved sessions followed {' → '.join(skeleton)}; "
-            f"{result.failed_with_skeleton} of {result.failed_total} failed sessions did."
-        ),
+        "summary": _summary(result, skeleton),
         **{f"run{k[0].upper()}{k[1:]}": v for k, v in counts.items()},
     }
     return Draft(

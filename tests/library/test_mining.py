@@ -142,7 +142,8 @@ def test_demo_seed_mines_refund_over_limit_v2_with_the_worked_example(seeded):
     ev = version.evidence
     assert (ev["support"], ev["resolved"], ev["failed"]) == (118, 140, 60)
     create_approval = next(t for t in ev["tools"] if t["tool"] == "createApproval")
-    assert create_approval["failed"] == 9
+    assert (create_approval["resolved"], create_approval["failed"]) == (118, 9)
+    assert "createApproval was called in 118 of 140 resolved and 9 of 60 failed sessions." in ev["summary"]
     assert version.forbidden_actions == ["Do not call replyTemplates('refund_promised') before createApproval."]
     assert ev["forbidden"][0]["failed"] == 60 and ev["nearDuplicateOf"]["id"] == "refund.over_limit"
     assert len(ev["sessionIds"]) == 20 and len(ev["excerpts"]) == 3
