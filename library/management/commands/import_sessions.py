@@ -9,6 +9,7 @@ from collections import Counter
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
+from django.db import reset_queries
 from tqdm import tqdm
 
 from library.ingest import FORMATS, INTENT_DERIVATIONS, ImportOptions, ItemInvalid, iter_json_items, parse_item, sessions_store
@@ -79,6 +80,9 @@ class Command(BaseCommand):
 
         def flush():
             result = sessions_store(agent=agent, sessions=batch)
+            # With DEBUG on, Django keeps every query's SQL; bulk inserts are large, so a long import
+            # would grow by megabytes per batch. Constant memory means forgetting them.
+            reset_queries()
             totals["stored"] += len(result.stored)
             totals["duplicate"] += len(result.duplicate)
             progress.set_postfix(stored=totals["stored"], duplicate=totals["duplicate"], refused=totals["refused"])
