@@ -16,6 +16,8 @@ Definitions (README "Mining"):
 - Contrast, per intent, resolved vs failed sessions: the skeleton itself, each tool, each ordered
   pair "A before B". lift = P(feature | resolved) / P(feature | failed), with +0.5/+1 smoothing so that
   zero counts give finite numbers; failLift is the inverse.
+- Steps: one per skeleton tool, worded from the tool's name ("Look up the order with
+  lookupOrder({{order_id}})."; "Call calculate(...)" for one-word names), padded to three.
 - Forbidden actions: for steps A before B of the skeleton, "B called with no A before it"; and each
   tool outside the skeleton. A feature becomes a forbidden action when failed sessions show it at a
   rate >= min_fail_rate, at least min_failed times, and with failLift >= min_fail_lift (at most
@@ -363,6 +365,32 @@ def generalise_args(samples: Sequence[Mapping[str, Any]], literal_share: float =
     return rendered
 
 
+_VERBS = {"lookup": "look up", "fetch": "fetch", "get": "get", "find": "find"}
+_REPLY_VERBS = {"reply", "respond", "answer", "tell", "notify", "message"}
+_PREPOSITIONS = {"to", "for", "from", "on", "in", "with", "by", "at", "of", "about"}
+
+
+def tool_words(tool: str) -> list[str]:
+    """lookupOrder → [lookup, order]; get_user_details → [get, user, details]."""
+    spaced = re.sub(r"(?<=[a-z0-9])([A-Z])", r" \1", tool).replace("_", " ").replace("-", " ").replace(".", " ")
+    return [word.lower() for word in spaced.split()]
+
+
+def step_text(tool: str, call: str) -> str:
+    """An imperative step that names the tool: "Look up the order with lookupOrder({{order_id}})."."""
+    words = tool_words(tool)
+    if len(words) < 2:
+        return f"Call {call}."
+    verb, rest = words[0], words[1:]
+    if verb in _REPLY_VERBS:
+        return f"Reply to the customer with {call}."
+    phrase = " ".join(rest)
+    if rest[0] not in _PREPOSITIONS:
+        phrase = "the " + phrase
+    verb_text = _VERBS.get(verb, verb)
+    return f"{verb_text[0].upper() + verb_text[1:]} {phrase} with {call}."
+
+
 def render_call(tool: str, args: list[tuple[str, str]], *, literals_only: bool = False) -> str:
     shown = [value for _, value in args if not literals_only or value.startswith("'")]
     if literals_only and not shown:
@@ -439,7 +467,7 @@ def draft_candidate(
     steps: list[str] = []
     for position, tool in enumerate(skeleton):
         samples = [sample[position] for sample in step_samples if position < len(sample)]
-        steps.append(f"Call {render_call(tool, generalise_args(samples, params.literal_share))}.")
+        steps.append(step_text(tool, render_call(tool, generalise_args(samples, params.literal_share))))
     if len(steps) < params.min_steps:
         steps.append("Tell the customer the result and what happens next.")
     if len(steps) < params.min_steps:

@@ -137,7 +137,11 @@ def test_demo_seed_mines_refund_over_limit_v2_with_the_worked_example(seeded):
     [version] = run.versions.all()
     assert (version.procedure.key, version.number, version.status) == ("refund.over_limit", 2, Status.CANDIDATE)
     assert version.source == Source.MINED and not version.quarantined
-    assert [s.split("(")[0] for s in version.steps[:3]] == ["Call lookupOrder", "Call checkReturnWindow", "Call createApproval"]
+    assert version.steps[:3] == [
+        "Look up the order with lookupOrder({{order_id}}).",
+        "Check the return window with checkReturnWindow({{order_id}}).",
+        "Create the approval with createApproval({{order_id}}, {{amount}}, {{email_address}}).",
+    ]
     assert version.skeleton == ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
     ev = version.evidence
     assert (ev["support"], ev["resolved"], ev["failed"]) == (118, 140, 60)

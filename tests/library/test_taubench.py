@@ -83,7 +83,7 @@ def test_candidate_steps_follow_the_tool_order_of_the_resolved_sessions(raw, imp
             continue
         top_skeleton, support = groups[0]
         version = candidates[intent]
-        step_tools = [re.match(r"Call (\w+)\(", step).group(1) for step in version.steps if step.startswith("Call ")]
+        step_tools = [re.search(r"(\w+)\(", step).group(1) for step in version.steps if "(" in step]
         assert tuple(step_tools) == top_skeleton, intent
         assert version.evidence["support"] == support
         assert version.evidence["resolved"] == sum(by_intent[intent].values())
