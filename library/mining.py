@@ -343,13 +343,20 @@ def calls_by_step(excerpt: Sequence[Mapping[str, Any]], skeleton: Skeleton, igno
     return steps if tuple(names) == skeleton else None
 
 
+def _arg_order(key: str) -> tuple[bool, str]:
+    snake = _snake(key)
+    return (not (snake == "id" or snake.endswith("_id")), snake)
+
+
 def generalise_args(samples: Sequence[Mapping[str, Any]], literal_share: float = 0.8) -> list[tuple[str, str]]:
     """(key, rendered value) for the most common argument keys of one step across sessions: a value
     that (nearly) every session shares and that looks like an enum ('refund_pending') stays literal;
     placeholders from redaction stay as they are; everything else becomes a typed placeholder {{key}}."""
     if not samples:
         return []
-    key_sets = Counter(tuple(sample.keys()) for sample in samples)
+    # Argument order: ids first, then alphabetical. Not the call's own order, because PostgreSQL's
+    # jsonb does not keep key order and the same sessions must give the same draft on every database.
+    key_sets = Counter(tuple(sorted(sample.keys(), key=_arg_order)) for sample in samples)
     keys = sorted(key_sets.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
     rendered: list[tuple[str, str]] = []
     for key in keys:

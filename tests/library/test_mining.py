@@ -79,7 +79,7 @@ def test_choose_groups_takes_the_top_group_per_intent_and_says_why_others_are_sk
 def test_generalise_args_keeps_enums_and_placeholders_and_types_the_rest():
     samples = [{"template": "approval_pending", "order_id": "{{order_id}}", "amount": 10 * i, "note": f"n{i}"} for i in range(10)]
     assert mining.generalise_args(samples) == [
-        ("template", "'approval_pending'"), ("order_id", "{{order_id}}"), ("amount", "{{amount}}"), ("note", "{{note}}"),
+        ("order_id", "{{order_id}}"), ("amount", "{{amount}}"), ("note", "{{note}}"), ("template", "'approval_pending'"),
     ]
     assert mining.generalise_args([{"customerEmail": "a"}, {"customerEmail": "b"}]) == [("customerEmail", "{{customer_email}}")]
 
