@@ -26,8 +26,9 @@ from .tokens import api_error, token_required
 
 
 def _read_body(request: HttpRequest, limit: int) -> bytes | None:
-    """The raw body, or None when it is over `limit` bytes. Reads the stream directly so that a
-    chunked body without Content-Length is bounded too (request.body would buffer it whole)."""
+    """The raw body, or None when it is over `limit` bytes: refused on the declared Content-Length
+    before reading anything, and never more than limit + 1 bytes read whatever the header says.
+    (request.body would apply DATA_UPLOAD_MAX_MEMORY_SIZE instead of our own limit.)"""
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
