@@ -250,6 +250,19 @@ PROCMEM_METRIC_WARNING_ALPHA = env_float("PROCMEM_METRIC_WARNING_ALPHA", 0.01, m
 PROCMEM_BASE_URL = (env_str("PROCMEM_BASE_URL", "") or "").rstrip("/")
 PROCMEM_MIN_STEPS = 3
 
+# --- ingestion, redaction, mining (issue 3; README "Ingestion" and "Mining") ---------------------
+PROCMEM_INGEST_MAX_BODY_BYTES = env_int("PROCMEM_INGEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
+PROCMEM_INGEST_MAX_BATCH = env_int("PROCMEM_INGEST_MAX_BATCH", 1000, minimum=1)
+PROCMEM_RAW_RETENTION_DAYS = env_int("PROCMEM_RAW_RETENTION_DAYS", 30, minimum=0)
+PROCMEM_MINING_INTERVAL_MINUTES = env_int("PROCMEM_MINING_INTERVAL_MINUTES", 60, minimum=1)
+PROCMEM_MINING_NEAR_DUPLICATE = env_float("PROCMEM_MINING_NEAR_DUPLICATE", 0.85, minimum=0.0, maximum=1.0)
+PROCMEM_MINING_IGNORED_TOOLS = env_list("PROCMEM_MINING_IGNORED_TOOLS", ["think"])
+PROCMEM_MINING_POLISH = env_str("PROCMEM_MINING_POLISH", "")  # dotted path of a wording polisher; off by default
+CELERY_BEAT_SCHEDULE.update({
+    "procmem-mine-sessions": {"task": "library.mine_scheduled", "schedule": PROCMEM_MINING_INTERVAL_MINUTES * 60.0},
+    "procmem-purge-raw-sessions": {"task": "library.purge_raw_sessions", "schedule": 24 * 3600.0},
+})
+
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "procmem@localhost")
 EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
