@@ -83,10 +83,11 @@ def time_chart(
     percent: bool = False,
     markers: list[tuple[date, str, str]] = (),
     reference: tuple[float, str] | None = None,
+    width: int = WIDTH,
 ) -> Chart:
     """One chart over `days` (ascending). `markers` are (day, short label, hover text), drawn as
     vertical lines at the start of that day; `reference` is a horizontal line (value, label)."""
-    left, right = PAD_LEFT, WIDTH - PAD_RIGHT
+    left, right = PAD_LEFT, width - PAD_RIGHT
     top, bottom = PAD_TOP, HEIGHT - PAD_BOTTOM
     values = [v for s in series for v in s.values if v is not None]
     if percent:
@@ -106,12 +107,12 @@ def time_chart(
     for spec in series:
         out = DrawnSeries(label=spec.label, css=spec.css, kind=spec.kind)
         if spec.kind == "bar":
-            width = max(step * 0.7, 1.0)
+            bar = max(step * 0.7, 1.0)
             for i, value in enumerate(spec.values):
                 if value:
                     y = y_of(value)
                     out.bars.append(
-                        (round(x_of(i) - width / 2, 1), y, round(width, 1), round(bottom - y, 1),
+                        (round(x_of(i) - bar / 2, 1), y, round(bar, 1), round(bottom - y, 1),
                          f"{days[i]:%Y-%m-%d}: {_fmt(value, percent)}")
                     )
         else:
@@ -132,7 +133,7 @@ def time_chart(
         drawn.append(out)
 
     grid = [(y_of(y_max * f), _fmt(y_max * f, percent)) for f in (0, 0.25, 0.5, 0.75, 1.0)]
-    label_every = max(1, len(days) // 6)
+    label_every = max(1, len(days) // (6 if width >= WIDTH else 4))
     x_labels = [(x_of(i), f"{d:%b %d}") for i, d in enumerate(days) if i % label_every == 0]
     index_of = {d: i for i, d in enumerate(days)}
     drawn_markers = [
@@ -142,6 +143,6 @@ def time_chart(
     ]
     ref = (y_of(reference[0]), reference[1]) if reference else None
     return Chart(
-        title=title, width=WIDTH, height=HEIGHT, plot_left=left, plot_right=right, plot_top=top, plot_bottom=bottom,
+        title=title, width=width, height=HEIGHT, plot_left=left, plot_right=right, plot_top=top, plot_bottom=bottom,
         series=drawn, grid=grid, x_labels=x_labels, markers=drawn_markers, reference=ref, empty=not values,
     )

@@ -56,6 +56,7 @@ from .notifications import notification_mark_read, notification_preferences_set,
 
 AUDIT_PAGE_SIZE = 50
 METRIC_WINDOWS = metrics.WINDOWS
+SMALL_CHART = 560  # the version page shows its four charts two by two
 
 
 def ops_login_required(view):
@@ -579,12 +580,14 @@ def ops_version_metrics(request: HttpRequest, pk: int) -> HttpResponse:
         ],
         markers=markers,
         reference=(eval_value, f"eval {fig.eval_rate.percent}") if eval_value is not None else None,
+        width=SMALL_CHART,
     )
     selected = charts.time_chart(
         title="Times selected (sessions that received it), per day",
         days=day_list,
         series=[charts.SeriesSpec("sessions", series(lambda d: d.selected or None), "s1", kind="bar")],
         markers=markers,
+        width=SMALL_CHART,
     )
     bare = charts.time_chart(
         title="Sessions of its intent that received no procedure while it was ACTIVE",
@@ -592,12 +595,14 @@ def ops_version_metrics(request: HttpRequest, pk: int) -> HttpResponse:
         percent=True,
         series=[charts.SeriesSpec("no procedure", series(lambda d: d.bare_rate.value), "s3")],
         markers=markers,
+        width=SMALL_CHART,
     )
     chars = charts.time_chart(
         title="Instruction length p95 (characters), per day",
         days=day_list,
         series=[charts.SeriesSpec("p95", series(lambda d: d.p95_chars), "s4")],
         markers=markers,
+        width=SMALL_CHART,
     )
     return render(
         request,
