@@ -138,6 +138,10 @@ def regression_case_from_session(*, session: AgentSession, user) -> RegressionCa
     tools it called in order as the expected calls; the results it recorded as the replay's tool
     results; the string arguments of its calls as context. The reviewer edits the checks after."""
     _require_reviewer(user)
+    external_id = f"session:{session.session_id}"[:200]
+    existing = RegressionCase.objects.filter(agent=session.agent, external_id=external_id).first()
+    if existing is not None:
+        return existing  # made before: one case per session
     if session.intent_id is None:
         raise ValidationError({"session": "the session has no intent; label it first"})
     if session.raw_purged or not session.task:
@@ -158,7 +162,7 @@ def regression_case_from_session(*, session: AgentSession, user) -> RegressionCa
         intent=session.intent,
         user=user,
         source_session=session,
-        external_id=f"session:{session.session_id}"[:200],
+        external_id=external_id,
         name=f"From session {session.session_id}"[:200],
         task=session.task,
         context=context,
