@@ -14,7 +14,7 @@ and fixed before the data is seen.
 The rule (every threshold is a setting, stored with the run and written into the verdict):
 1. A pair where either arm errored (the runner failed, not the agent) is left out of the test and
    counted as an error. More errors than `max_error_rate` of all pairs → INCONCLUSIVE.
-2. Any intent other than the target that is worse beyond noise → FAIL. Worse beyond noise: more
+2. Any intent (the target included) that is worse beyond noise → FAIL. Worse beyond noise: more
    regressions than improvements and either the exact one-sided p ≤ `regression_alpha`, or a drop
    in pass rate larger than `max_pass_rate_drop` (intents with few cases can never reach
    significance; a large drop still counts).
@@ -159,6 +159,13 @@ def judge(outcomes: Iterable[PairedOutcome], *, target_intent: str, thresholds: 
             f"more than {thresholds.max_error_rate:.0%} makes the run inconclusive."
         )
 
+    if _regresses(target, thresholds):
+        target.status = "regressed"
+        regressions.append(
+            f"The target intent {target.intent} got worse: {target.regressed} cases regressed and {target.improved} "
+            f"improved (pass rate {target.baseline_rate:.0%} → {target.candidate_rate:.0%}, exact one-sided "
+            f"p = {target.p_regress:.4f})."
+        )
     for s in stats[1:]:
         if s.paired < thresholds.min_cases:
             s.notes.append(f"only {s.paired} paired cases: regressions are judged by the pass-rate drop alone")
@@ -171,7 +178,9 @@ def judge(outcomes: Iterable[PairedOutcome], *, target_intent: str, thresholds: 
         elif s.improved > s.regressed:
             s.status = "improved"
 
-    if target.paired < thresholds.min_cases:
+    if target.status == "regressed":
+        pass
+    elif target.paired < thresholds.min_cases:
         target.status = "too_few"
         inconclusive.append(
             f"Only {target.paired} paired cases of the target intent {target.intent}; "
@@ -180,7 +189,7 @@ def judge(outcomes: Iterable[PairedOutcome], *, target_intent: str, thresholds: 
     elif target.improved > target.regressed and target.p_improve <= thresholds.alpha:
         target.status = "improved"
     else:
-        target.status = "regressed" if _regresses(target, thresholds) else "not_improved"
+        target.status = "not_improved"
 
     if regressions:
         verdict = FAIL

@@ -119,3 +119,10 @@ def test_thresholds_are_settings_that_change_the_verdict():
     assert judge(outcomes, target_intent="refund", thresholds=T)["verdict"] == PASS
     strict = Thresholds(alpha=0.01, min_cases=5)
     assert judge(outcomes, target_intent="refund", thresholds=strict)["verdict"] == FAIL
+
+
+def test_a_target_that_clearly_gets_worse_fails_even_with_too_few_cases():
+    detail = judge(pairs("status", (True, False, 4)), target_intent="status", thresholds=T)
+    assert detail["verdict"] == FAIL
+    assert intent(detail, "status")["status"] == "regressed"
+    assert detail["reasons"][0].startswith("The target intent status got worse")
