@@ -255,6 +255,8 @@ PROCMEM_EVAL_SLOT_WAIT_SECONDS = env_float("PROCMEM_EVAL_SLOT_WAIT_SECONDS", 300
 PROCMEM_EVAL_STALE_SECONDS = env_float("PROCMEM_EVAL_STALE_SECONDS", 300.0, minimum=0.0)
 PROCMEM_EVAL_MAX_RESUMES = env_int("PROCMEM_EVAL_MAX_RESUMES", 3, minimum=0)
 PROCMEM_EVAL_MAX_ATTEMPTS = env_int("PROCMEM_EVAL_MAX_ATTEMPTS", 3, minimum=1)
+# Module prefixes a Python runner's dotted path may start with (empty: any; only agent admins set it).
+PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES = env_list("PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES", [])
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "procmem@localhost")

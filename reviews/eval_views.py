@@ -1,5 +1,6 @@
 """Eval-run pages and actions: start (from a candidate), the run page, the progress fragment the
-eval panel polls, cancel and resume. Reviewers only (`library.permissions.user_is_reviewer`).
+eval panel polls, cancel and resume — reviewers only (`library.permissions.user_is_reviewer`); and
+an agent's eval settings — the agent's admins only (`manage_agent`).
 
 Access: anonymous → sign-in (an htmx request gets HX-Redirect); signed in without the reviewer
 role → 403; a run or version that does not exist → 404.
@@ -9,9 +10,10 @@ from __future__ import annotations
 
 from functools import wraps
 
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -19,8 +21,9 @@ from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from library.evals.configuration import agent_eval_settings_update, eval_settings_snapshot
 from library.models import Agent, EvalCaseResult, EvalRun, ProcedureVersion
-from library.permissions import user_is_reviewer
+from library.permissions import user_can_manage_agent, user_is_reviewer
 from library.services import LifecycleError
 
 from . import evals
@@ -143,3 +146,50 @@ def eval_resume(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx:
         return _progress_response(request, run)
     return redirect("reviews:eval_detail", pk=run.pk)
+
+
+# --------------------------------------------------------------------------------------------- agent eval settings
+
+
+class AgentEvalSettingsForm(forms.Form):
+    eval_runner = forms.ChoiceField(choices=Agent.Runner.choices, label="Runner")
+    eval_url = forms.URLField(required=False, label="Eval URL (HTTP runner)", assume_scheme="https")
+    eval_python_path = forms.CharField(required=False, max_length=255, label="Python callable (package.module:function)")
+    eval_concurrency = forms.IntegerField(min_value=1, max_value=100, label="Concurrent calls to the agent at most")
+    eval_timeout_seconds = forms.FloatField(min_value=0.1, max_value=600, label="Timeout per call (seconds)")
+    model_base_url = forms.URLField(required=False, label="Model base URL (OpenAI-compatible)", assume_scheme="https")
+    model_name = forms.CharField(required=False, max_length=128)
+    model_api_key = forms.CharField(
+        required=False, max_length=512, widget=forms.PasswordInput(render_value=False), label="Model API key",
+        help_text="Write-only: leave empty to keep the stored key.",
+    )
+    clear_model_api_key = forms.BooleanField(required=False, label="Remove the stored key")
+    tool_schemas = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}), help_text="Tool name → JSON schema of its parameters")
+    base_instruction = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
+
+
+@signed_in
+def agent_eval_settings(request: HttpRequest, agent_name: str) -> HttpResponse:
+    """The agent's eval-replay settings (holders of manage_agent). The API key is never shown back."""
+    agent = get_object_or_404(Agent.objects.visible_to(request.user), name=agent_name)
+    if not user_can_manage_agent(request.user, agent):
+        raise PermissionDenied("Only the agent's admins change its eval settings.")
+    initial = eval_settings_snapshot(agent)
+    form = AgentEvalSettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        key = data.pop("model_api_key")
+        clear = data.pop("clear_model_api_key")
+        data["tool_schemas"] = data.get("tool_schemas") or {}
+        key_change = {"model_api_key": ""} if clear else ({"model_api_key": key} if key else {})
+        try:
+            agent_eval_settings_update(agent=agent, user=request.user, **data, **key_change)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(request, f"Eval settings of {agent.name} saved.")
+            return redirect("reviews:agent_eval_settings", agent_name=agent.name)
+    return render(
+        request, "reviews/evals/settings.html", {"agent": agent, "form": form, "key_set": bool(agent.model_api_key)}
+    )

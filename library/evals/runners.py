@@ -333,6 +333,10 @@ def runner_for_agent(agent) -> Runner:
             gate=gate,
         )
     if kind == "python":
+        from .configuration import python_path_allowed
+
+        if not python_path_allowed(agent.eval_python_path):
+            raise RunnerError(f"{agent.eval_python_path!r} is outside PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES")
         return PythonRunner(agent.eval_python_path)
     if kind == "demo":
         return DemoRunner()
