@@ -113,3 +113,21 @@ def test_a_reviewer_turns_a_session_into_a_case(client, agent, intent, reviewer)
     assert response.status_code == 302 and response["Location"] == reverse("reviews:case_edit", args=[case.pk])
     assert case.expected_tools == ["lookupOrder", "createApproval"]
     assert "Made from session sess-9" in client.get(response["Location"]).content.decode()
+
+
+def test_the_case_list_costs_the_same_queries_for_few_and_many_cases(client, agent, intent, reviewer):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(reviewer)
+    url = reverse("reviews:case_list", args=[agent.name])
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(url).status_code == 200
+        return len(captured)
+
+    RegressionCase.objects.bulk_create(RegressionCase(agent=agent, intent=intent, task=f"t{i}") for i in range(3))
+    few = queries()
+    RegressionCase.objects.bulk_create(RegressionCase(agent=agent, intent=intent, task=f"t{i}") for i in range(60))
+    assert queries() == few

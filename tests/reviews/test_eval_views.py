@@ -87,3 +87,26 @@ def test_cancel_from_htmx_swaps_the_fragment_and_stops_polling(client, reviewer,
     assert response["HX-Trigger"] == "evalRunFinished"
     run.refresh_from_db()
     assert run.state == EvalRun.State.CANCELLED
+
+
+def test_the_run_page_costs_the_same_queries_for_few_and_many_cases(client, agent, intent, candidate, reviewer, django_capture_on_commit_callbacks):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from library.models import RegressionCase
+
+    client.force_login(reviewer)
+
+    def queries(cases: int) -> int:
+        RegressionCase.objects.filter(agent=agent).update(is_active=False)
+        RegressionCase.objects.bulk_create(
+            RegressionCase(agent=agent, intent=intent, task=f"Refund ORD-{i}", expected_tools=["lookupOrder"]) for i in range(cases)
+        )
+        with django_capture_on_commit_callbacks(execute=True):
+            run = evals.eval_run_start(version=candidate, user=reviewer)
+        with CaptureQueriesContext(connection) as captured:
+            page = client.get(reverse("reviews:eval_detail", args=[run.pk]))
+        assert page.status_code == 200 and page.content.decode().count('class="case-result"') == 2 * cases
+        return len(captured)
+
+    assert queries(3) == queries(30)
