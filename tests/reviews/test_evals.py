@@ -358,3 +358,14 @@ def test_progress_reports_cases_done_of_total(demo):
     progress = evals.eval_run_progress(run)
     assert progress["casesDone"] == len(run.chunks[0]) and progress["casesTotal"] == 19
     assert progress["state"] == "running" and progress["verdict"] is None and progress["baselineCurrent"] is True
+
+
+def test_a_redelivered_dispatch_sends_no_second_set_of_chunks(demo):
+    from reviews.tasks import eval_run_dispatch
+
+    agent, users = demo
+    run = start_only(propose_demo_candidate(agent), users["reviewer"])  # the first delivery claimed the run
+    assert eval_run_dispatch.apply(args=[run.pk], task_id="dispatch-1").get() == 0
+    run.refresh_from_db()
+    assert run.state == EvalRun.State.RUNNING and run.verdict == ""
+    assert not EvalCaseResult.objects.filter(run=run).exclude(state="pending").exists()
