@@ -152,14 +152,19 @@ def main() -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     arms = 2 * args.cases
     instant = _scenario("bench.eval_orchestration:instant_runner", args.cases, args.repeats, 1, log_dir)
-    slow1 = _scenario("bench.eval_orchestration:sleep_runner", args.cases, args.repeats, 1, log_dir)
-    slow2 = _scenario("bench.eval_orchestration:sleep_runner", args.cases, args.repeats, 2, log_dir)
+    # 1 and 2 workers alternate, so that both see the same background load on this shared machine
+    slow1: list[float] = []
+    slow2: list[float] = []
+    for _ in range(args.repeats):
+        slow1 += _scenario("bench.eval_orchestration:sleep_runner", args.cases, 1, 1, log_dir)
+        slow2 += _scenario("bench.eval_orchestration:sleep_runner", args.cases, 1, 2, log_dir)
     t_instant, t1, t2 = statistics.median(instant), statistics.median(slow1), statistics.median(slow2)
     load = os.getloadavg()
     lines = [
         f"- when: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores (shared), load average at the end {load[0]:.2f}",
         f"- runs of {args.cases} cases = {arms} case-arms, chunks of {settings.PROCMEM_EVAL_CHUNK_SIZE} cases, "
-        f"median of {args.repeats} runs after a warm-up run; time = start of the run → verdict stored",
+        f"median of {args.repeats} runs, each after a warm-up run on freshly started workers (1- and 2-worker runs "
+        f"alternate); time = start of the run → verdict stored",
         f"- instant runner, 1 worker process: run {t_instant * 1000:.0f} ms → **{t_instant * 1000 / args.cases:.1f} ms per case** "
         f"({t_instant * 1000 / arms:.1f} ms per case-arm) of orchestration overhead (all runs: {', '.join(f'{x:.2f}' for x in instant)} s)",
         f"- 50 ms runner, 1 worker process: {t1:.2f} s (ideal {arms * 0.05:.2f} s; runs {', '.join(f'{x:.2f}' for x in slow1)} s)",

@@ -216,15 +216,25 @@ def pending_chunks(*, run_id: int) -> list[list[int]]:
     return [case_ids[i : i + size] for i in range(0, len(case_ids), size)]
 
 
-def chunk_time_limits(*, run_id: int, cases: int) -> tuple[int, int]:
-    """(soft, hard) seconds for a chunk: every case-arm may use the agent's timeout on every attempt."""
-    run = EvalRun.objects.select_related("version__procedure__agent").get(pk=run_id)
-    agent = run.version.procedure.agent
+def arm_budget_seconds(agent) -> float:
+    """The longest one case-arm may take: the agent's timeout on every attempt of every model step,
+    plus the backoff between attempts."""
     attempts = settings.PROCMEM_EVAL_HTTP_RETRIES + 1
     backoff = settings.PROCMEM_EVAL_HTTP_BACKOFF_SECONDS * (2**attempts)
     steps = settings.PROCMEM_EVAL_MODEL_MAX_STEPS if agent.eval_runner == "model" else 1
-    per_arm = agent.eval_timeout_seconds * attempts * steps + backoff + 5
-    soft = int(cases * len(ARMS) * per_arm + 30)
+    return agent.eval_timeout_seconds * attempts * steps + backoff + 5
+
+
+def stale_after_seconds(agent) -> float:
+    """No progress for this long means the run's workers are gone: never less than one case's
+    budget (the heartbeat comes after both arms), so that a slow but live case keeps its task."""
+    return max(settings.PROCMEM_EVAL_STALE_SECONDS, len(ARMS) * arm_budget_seconds(agent))
+
+
+def chunk_time_limits(*, run_id: int, cases: int) -> tuple[int, int]:
+    """(soft, hard) seconds for a chunk: every case-arm may use its whole budget."""
+    run = EvalRun.objects.select_related("version__procedure__agent").get(pk=run_id)
+    soft = int(cases * len(ARMS) * arm_budget_seconds(run.version.procedure.agent) + 30)
     return soft, soft + 30
 
 
@@ -456,7 +466,7 @@ def eval_run_resume(*, run: EvalRun, user=None, reason: str = "") -> EvalRun:
             queued_fail = True
         else:
             queued_fail = False
-            cutoff = timezone.now() - timedelta(seconds=settings.PROCMEM_EVAL_STALE_SECONDS)
+            cutoff = timezone.now() - timedelta(seconds=stale_after_seconds(locked.version.procedure.agent))
             released = EvalCaseResult.objects.filter(
                 run=locked, state=EvalCaseResult.State.RUNNING, claimed_at__lt=cutoff
             ).update(state=EvalCaseResult.State.PENDING, claimed_by="", claim_nonce="")
@@ -490,14 +500,18 @@ def _queue_pending(run_id: int) -> None:
 def eval_runs_recover() -> list[int]:
     """Finishes complete runs that were never judged and resumes (or fails) stalled ones. Run by
     the beat schedule every minute; returns the ids it acted on."""
-    cutoff = timezone.now() - timedelta(seconds=settings.PROCMEM_EVAL_STALE_SECONDS)
-    stalled = EvalRun.objects.filter(
+    now = timezone.now()
+    cutoff = now - timedelta(seconds=settings.PROCMEM_EVAL_STALE_SECONDS)
+    candidates = EvalRun.objects.filter(
         Q(state=EvalRun.State.RUNNING, heartbeat_at__lt=cutoff)
         | Q(state=EvalRun.State.RUNNING, heartbeat_at__isnull=True, created_at__lt=cutoff)
         | Q(state=EvalRun.State.QUEUED, created_at__lt=cutoff)
-    ).order_by("pk")
+    ).select_related("version__procedure__agent").order_by("pk")
     acted = []
-    for run in stalled:
+    for run in candidates:
+        # an agent whose single case may run longer than the setting gets that long
+        if (run.heartbeat_at or run.created_at) > now - timedelta(seconds=stale_after_seconds(run.version.procedure.agent)):
+            continue
         try:
             eval_run_resume(run=run, reason=f"no progress since {(run.heartbeat_at or run.created_at):%Y-%m-%d %H:%M:%S} UTC")
         except LifecycleError:
