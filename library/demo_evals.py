@@ -83,7 +83,8 @@ def seed_demo_regression_cases(agent: Agent) -> list[RegressionCase]:
         intent = intents[spec.pop("intent")]
         created.append(
             regression_case_create(
-                agent=agent, intent=intent, external_id=external_id, name=f"{intent.name} #{number}", **spec
+                agent=agent, intent=intent, external_id=external_id, name=f"{intent.name} #{number}",
+                actor_label="demo seed", **spec
             )
         )
     return created

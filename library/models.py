@@ -342,6 +342,7 @@ class AuditEvent(models.Model):
         MINE = "mine", "Mining run"
         COMMENT = "comment", "Commented"
         SETTINGS = "settings", "Agent settings changed"
+        CASE_CHANGE = "case_change", "Regression case changed"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")

@@ -32,7 +32,7 @@ from typing import Any, Iterable
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from ..models import Agent, AgentSession, Intent, RegressionCase, slug_validator
+from ..models import Agent, AgentSession, AuditEvent, Intent, RegressionCase, slug_validator
 from ..permissions import user_is_reviewer
 from .checks import CheckSpecError, validate_checks
 
@@ -100,20 +100,41 @@ def _require_reviewer(user) -> None:
         raise PermissionDenied("Only reviewers may change regression cases.")
 
 
-def regression_case_create(*, agent: Agent, intent: Intent, user=None, external_id: str = "", source_session=None, **fields) -> RegressionCase:
-    """Creates a case. `user` None is a management command or the demo seed."""
+def _snapshot(case: RegressionCase) -> dict[str, Any]:
+    return {"case": case.pk, "intent": case.intent.name, **{key: getattr(case, key) for key in CASE_FIELDS}}
+
+
+def _audit(case: RegressionCase, *, user, actor_label: str, reason: str, before: dict | None) -> None:
+    from ..services import audit
+
+    audit(
+        action=AuditEvent.Action.CASE_CHANGE, actor=user, actor_label=actor_label, agent=case.agent,
+        reason=reason, before=before or {}, after=_snapshot(case),
+    )
+
+
+def regression_case_create(
+    *, agent: Agent, intent: Intent, user=None, actor_label: str = "", external_id: str = "", source_session=None, **fields
+) -> RegressionCase:
+    """Creates a case, audited. `user` None is a management command or the demo seed (`actor_label`)."""
     _require_reviewer(user)
     if intent.agent_id != agent.pk:
         raise ValidationError({"intent": f"intent {intent.name!r} belongs to another agent"})
     cleaned = clean_case_fields(fields)
-    return RegressionCase.objects.create(
-        agent=agent,
-        intent=intent,
-        external_id=external_id,
-        source_session=source_session,
-        created_by=user if user is not None and user.is_authenticated else None,
-        **cleaned,
-    )
+    with transaction.atomic():
+        case = RegressionCase.objects.create(
+            agent=agent,
+            intent=intent,
+            external_id=external_id,
+            source_session=source_session,
+            created_by=user if user is not None and user.is_authenticated else None,
+            **cleaned,
+        )
+        reason = f"Made from session {source_session.session_id}" if source_session else (
+            f"Imported ({external_id})" if external_id else "Written by hand"
+        )
+        _audit(case, user=user, actor_label=actor_label or ("" if user else "import"), reason=reason, before=None)
+    return case
 
 
 def regression_case_update(*, case: RegressionCase, user, intent: Intent | None = None, **fields) -> RegressionCase:
@@ -122,7 +143,8 @@ def regression_case_update(*, case: RegressionCase, user, intent: Intent | None 
     _require_reviewer(user)
     cleaned = clean_case_fields(fields)
     with transaction.atomic():
-        locked = RegressionCase.objects.select_for_update().get(pk=case.pk)
+        locked = RegressionCase.objects.select_for_update().select_related("agent", "intent").get(pk=case.pk)
+        before = _snapshot(locked)
         if intent is not None:
             if intent.agent_id != locked.agent_id:
                 raise ValidationError({"intent": f"intent {intent.name!r} belongs to another agent"})
@@ -130,6 +152,7 @@ def regression_case_update(*, case: RegressionCase, user, intent: Intent | None 
         for key, value in cleaned.items():
             setattr(locked, key, value)
         locked.save()
+        _audit(locked, user=user, actor_label="", reason="Edited", before=before)
     return locked
 
 

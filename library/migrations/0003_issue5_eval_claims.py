@@ -93,5 +93,10 @@ class Migration(migrations.Migration):
             model_name='regressioncase',
             constraint=models.UniqueConstraint(condition=models.Q(('external_id', ''), _negated=True), fields=('agent', 'external_id'), name='case_external_id_unique_per_agent'),
         ),
+        migrations.AlterField(
+            model_name='auditevent',
+            name='action',
+            field=models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed'), ('case_change', 'Regression case changed')], db_index=True, max_length=20),
+        ),
         migrations.RunPython(_create_sqlite_triggers, _drop_sqlite_triggers),
     ]

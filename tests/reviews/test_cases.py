@@ -75,6 +75,10 @@ def test_a_reviewer_creates_and_edits_a_case(client, agent, intent, reviewer, ca
     assert created.expected_tools == ["lookupOrder", {"name": "createApproval", "args": {"order_id": "ORD-7"}}]
     assert created.forbidden_tools == [{"name": "replyTemplates", "before": "createApproval"}]
     assert created.created_by == reviewer and created.context == {"order_id": "ORD-7"}
+    from library.models import AuditEvent
+
+    event = AuditEvent.objects.get(action=AuditEvent.Action.CASE_CHANGE, actor=reviewer)
+    assert event.after["case"] == created.pk and event.reason == "Written by hand"
     # the list shows it, escaped
     page = client.get(reverse("reviews:case_list", args=[agent.name]))
     assert "Refund ORD-7, 900 EUR" in page.content.decode()
@@ -86,6 +90,8 @@ def test_a_reviewer_creates_and_edits_a_case(client, agent, intent, reviewer, ca
     assert good.status_code == 302
     created.refresh_from_db()
     assert created.task == "<script>alert(1)</script>" and created.is_active is False
+    edit_event = AuditEvent.objects.filter(action=AuditEvent.Action.CASE_CHANGE, reason="Edited").get()
+    assert edit_event.before["task"] == "Refund ORD-7, 900 EUR" and edit_event.after["task"] == created.task
     assert "&lt;script&gt;" in client.get(reverse("reviews:case_list", args=[agent.name])).content.decode()
 
 
