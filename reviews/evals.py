@@ -450,28 +450,35 @@ def eval_run_finalize(*, run_id: int) -> EvalRun | None:
 
 
 def eval_run_resume(*, run: EvalRun, user=None, reason: str = "") -> EvalRun:
-    """Resumes a run whose work stalled (a worker died): rows left RUNNING for longer than
-    PROCMEM_EVAL_STALE_SECONDS go back to PENDING and every pending case is queued again. After
-    PROCMEM_EVAL_MAX_RESUMES resumes the run fails instead, with the reason."""
+    """Resumes a run whose work stalled (its workers died): rows left RUNNING for longer than the
+    stale limit go back to PENDING and every pending case is queued again. A run that already
+    stalled PROCMEM_EVAL_MAX_RESUMES times fails instead, with the reason. `user` None is the
+    recovery task; a reviewer may resume only a run that made no progress for the stale limit."""
     if user is not None and not user_is_reviewer(user):
         raise PermissionDenied("Only reviewers may resume eval runs.")
     if eval_run_finalize(run_id=run.pk) is not None:
         return EvalRun.objects.get(pk=run.pk)
+    give_up = ""
     with transaction.atomic():
         locked = EvalRun.objects.select_for_update().select_related("version__procedure__agent").get(pk=run.pk)
         if locked.state not in UNFINISHED:
             raise LifecycleError(f"Eval run {locked.pk} is already {locked.get_state_display().lower()}.")
+        now = timezone.now()
+        stale = timedelta(seconds=stale_after_seconds(locked.version.procedure.agent))
+        last = locked.heartbeat_at or locked.created_at
+        if user is not None and last > now - stale:
+            raise LifecycleError(
+                f"Eval run {locked.pk} made progress at {last:%H:%M:%S} UTC; resume is for runs stalled for {stale.total_seconds():.0f} s."
+            )
         why = reason or (f"resumed by {user.get_username()}" if user is not None else "no progress")
         if locked.resumes >= settings.PROCMEM_EVAL_MAX_RESUMES:
-            queued_fail = True
+            give_up = f"The run stalled after {locked.resumes} resumes ({why}); its workers kept dying. Start a new run."
         else:
-            queued_fail = False
-            cutoff = timezone.now() - timedelta(seconds=stale_after_seconds(locked.version.procedure.agent))
             released = EvalCaseResult.objects.filter(
-                run=locked, state=EvalCaseResult.State.RUNNING, claimed_at__lt=cutoff
+                run=locked, state=EvalCaseResult.State.RUNNING, claimed_at__lt=now - stale
             ).update(state=EvalCaseResult.State.PENDING, claimed_by="", claim_nonce="")
             locked.resumes += 1
-            locked.heartbeat_at = timezone.now()
+            locked.heartbeat_at = now
             locked.save(update_fields=["resumes", "heartbeat_at"])
             audit(
                 action=AuditEvent.Action.EVAL_START,
@@ -483,11 +490,8 @@ def eval_run_resume(*, run: EvalRun, user=None, reason: str = "") -> EvalRun:
             )
             run_id, queued = locked.pk, locked.state == EvalRun.State.QUEUED
             transaction.on_commit(lambda: _queue_dispatch(run_id) if queued else _queue_pending(run_id), robust=True)
-    if queued_fail:
-        eval_run_fail(
-            run_id=run.pk,
-            reason=f"The run stalled after {locked.resumes} resumes ({why}); its workers kept dying. Start a new run.",
-        )
+    if give_up:
+        eval_run_fail(run_id=run.pk, reason=give_up)
     return EvalRun.objects.get(pk=run.pk)
 
 

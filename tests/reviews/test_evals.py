@@ -369,3 +369,17 @@ def test_a_redelivered_dispatch_sends_no_second_set_of_chunks(demo):
     run.refresh_from_db()
     assert run.state == EvalRun.State.RUNNING and run.verdict == ""
     assert not EvalCaseResult.objects.filter(run=run).exclude(state="pending").exists()
+
+
+def test_a_reviewer_may_resume_only_a_stalled_run(demo, settings, django_capture_on_commit_callbacks):
+    agent, users = demo
+    settings.PROCMEM_EVAL_STALE_SECONDS = 60
+    run = start_only(propose_demo_candidate(agent), users["reviewer"])
+    with pytest.raises(services.LifecycleError, match="resume is for runs stalled"):
+        evals.eval_run_resume(run=run, user=users["reviewer"])
+    EvalRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timezone.timedelta(minutes=10))
+    with django_capture_on_commit_callbacks(execute=True):
+        evals.eval_run_resume(run=run, user=users["reviewer"])
+    run.refresh_from_db()
+    assert (run.state, run.verdict, run.resumes) == (EvalRun.State.DONE, EvalRun.Verdict.PASS, 1)
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.EVAL_START, actor=users["reviewer"], reason__startswith="Resumed").exists()
