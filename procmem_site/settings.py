@@ -213,6 +213,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "data_folder_in": str(CELERY_FS_DIR / "queue"),
         "data_folder_out": str(CELERY_FS_DIR / "queue"),
         "processed_folder": str(CELERY_FS_DIR / "processed"),
+        # kombu's broadcast (worker control) files; without this it writes ./control in the cwd
+        "control_folder": str(CELERY_FS_DIR / "control"),
         "store_processed": False,
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
