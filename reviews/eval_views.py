@@ -57,7 +57,8 @@ def get_run_for_user(request: HttpRequest, pk: int) -> EvalRun:
 
 
 def _progress_response(request: HttpRequest, run: EvalRun) -> HttpResponse:
-    response = render(request, "reviews/evals/_progress.html", {"run": run})
+    progress = evals.eval_run_progress(run)
+    response = render(request, "reviews/evals/_progress.html", {"run": run, "baseline_moved": not progress["baselineCurrent"]})
     if run.is_finished:
         # lets the page around the fragment (the eval panel) refresh itself once
         response["HX-Trigger"] = "evalRunFinished"
@@ -94,6 +95,7 @@ def eval_detail(request: HttpRequest, pk: int) -> HttpResponse:
         .select_related("case__intent")
         .order_by("case__intent__name", "case_id", "arm")
     )
+    progress = evals.eval_run_progress(run)
     cases: dict[int, dict] = {}
     for row in results:
         entry = cases.setdefault(row.case_id, {"case": row.case})
@@ -106,7 +108,8 @@ def eval_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "version": run.version,
             "cases": list(cases.values()),
             "runner_label": Agent.Runner(run.runner).label if run.runner in Agent.Runner.values else run.runner,
-            "progress": evals.eval_run_progress(run),
+            "progress": progress,
+            "baseline_moved": not progress["baselineCurrent"],
         },
     )
 

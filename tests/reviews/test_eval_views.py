@@ -110,3 +110,19 @@ def test_the_run_page_costs_the_same_queries_for_few_and_many_cases(client, agen
         return len(captured)
 
     assert queries(3) == queries(30)
+
+
+def test_the_page_says_when_the_active_set_moved_since_the_run(client, agent, intent, candidate, reviewer, other_procedure, admin_user, django_capture_on_commit_callbacks):
+    from library import services
+    from tests.conftest import make_passing_eval
+
+    client.force_login(reviewer)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = evals.eval_run_start(version=candidate, user=reviewer)
+    warning = "The active set changed since this run started"
+    assert warning not in client.get(reverse("reviews:eval_detail", args=[run.pk])).content.decode()
+    other = other_procedure.versions.get()
+    make_passing_eval(other)
+    services.version_approve(version=other, user=admin_user)
+    assert warning in client.get(reverse("reviews:eval_detail", args=[run.pk])).content.decode()
+    assert warning in client.get(reverse("reviews:eval_progress", args=[run.pk]), **HTMX).content.decode()
