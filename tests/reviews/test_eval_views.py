@@ -126,3 +126,9 @@ def test_the_page_says_when_the_active_set_moved_since_the_run(client, agent, in
     services.version_approve(version=other, user=admin_user)
     assert warning in client.get(reverse("reviews:eval_detail", args=[run.pk])).content.decode()
     assert warning in client.get(reverse("reviews:eval_progress", args=[run.pk]), **HTMX).content.decode()
+
+
+def test_fragments_render_no_template_comments(client, reviewer, run):
+    client.force_login(reviewer)
+    html = client.get(reverse("reviews:eval_progress", args=[run.pk]), **HTMX).content.decode()
+    assert "{#" not in html and "comment" not in html.split("<div", 1)[0]
