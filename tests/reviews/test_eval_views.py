@@ -132,3 +132,18 @@ def test_fragments_render_no_template_comments(client, reviewer, run):
     client.force_login(reviewer)
     html = client.get(reverse("reviews:eval_progress", args=[run.pk]), **HTMX).content.decode()
     assert "{#" not in html and "comment" not in html.split("<div", 1)[0]
+
+
+def test_the_shared_fragments_render_for_other_pages(agent, candidate, reviewer):
+    from django.template.loader import render_to_string
+    from django.test import RequestFactory
+
+    from library.models import AgentSession
+
+    request = RequestFactory().get("/")
+    request.user = reviewer
+    session = AgentSession.objects.create(agent=agent, session_id="s-1", task="x")
+    html = render_to_string("reviews/cases/_from_session_button.html", {"session": session}, request=request)
+    assert 'value="s-1"' in html and "Include" not in html
+    html = render_to_string("reviews/evals/_start_button.html", {"version": candidate}, request=request)
+    assert f"/versions/{candidate.pk}/evals/start/" in html and "Include" not in html
