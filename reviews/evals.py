@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
@@ -255,9 +256,9 @@ class _Replay:
             output = self.runner.run(case=case_data, instruction=instruction, procedures=procedures)
         except RunnerError as exc:
             outcome["error"] = str(exc)[:2000]
+        except SoftTimeLimitExceeded:
+            raise  # the chunk's time is up: the task fails and on_failure fails the run with the reason
         except Exception as exc:  # a bug in a runner is an error of this case, not a failed case
-            if type(exc).__name__ in {"SoftTimeLimitExceeded", "TimeLimitExceeded"}:
-                raise
             logger.exception("runner crashed on case %s", case.pk)
             outcome["error"] = f"{type(exc).__name__}: {exc}"[:2000]
         else:
