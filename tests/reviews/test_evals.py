@@ -383,3 +383,33 @@ def test_a_reviewer_may_resume_only_a_stalled_run(demo, settings, django_capture
     run.refresh_from_db()
     assert (run.state, run.verdict, run.resumes) == (EvalRun.State.DONE, EvalRun.Verdict.PASS, 1)
     assert AuditEvent.objects.filter(action=AuditEvent.Action.EVAL_START, actor=users["reviewer"], reason__startswith="Resumed").exists()
+
+
+def test_a_model_replay_run_against_a_scripted_chat_completions_server(demo, django_capture_on_commit_callbacks):
+    """The whole path for teams without an eval endpoint: the injected procedure reaches the model
+    in the system prompt, tool calls are answered from the recorded results, the checks judge it."""
+    agent, users = demo
+    RegressionCase.objects.filter(agent=agent).exclude(intent__name="refund_over_limit").update(is_active=False)
+
+    def model(path, body, headers):
+        messages = body["messages"]
+        guided = "createApproval" in messages[0]["content"]
+        done = [m for m in messages if m["role"] == "tool"]
+        plan = ["lookupOrder", "checkReturnWindow"] + (["createApproval"] if guided else [])
+        if len(done) < len(plan):
+            name = plan[len(done)]
+            call = {"id": f"c{len(done)}", "type": "function", "function": {"name": name, "arguments": "{}"}}
+            return 200, {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}, 0
+        reply = "I asked for approval; you will hear from us." if guided else "Your refund of 480 EUR is being processed."
+        return 200, {"choices": [{"message": {"role": "assistant", "content": reply}}]}, 0
+
+    with ScriptedServer(model) as server:
+        agent.eval_runner, agent.model_base_url, agent.model_name, agent.model_api_key = "model", server.url + "/v1", "scripted", "sk-top-secret"
+        agent.save()
+        run = run_eval(propose_demo_candidate(agent), users["reviewer"], django_capture_on_commit_callbacks)
+    assert (run.state, run.verdict) == (EvalRun.State.DONE, EvalRun.Verdict.PASS), run.verdict_detail
+    # the recorded lookupOrder result came back to the model as the tool message
+    second_call = next(r["body"] for r in server.requests if any(m["role"] == "tool" for m in r["body"]["messages"]))
+    assert '"total": "' in next(m["content"] for m in second_call["messages"] if m["role"] == "tool")
+    stored = " ".join(str(v) for v in EvalCaseResult.objects.filter(run=run).values_list("error", "reply", "tool_calls"))
+    assert "sk-top-secret" not in stored + str(run.verdict_detail)
