@@ -139,6 +139,8 @@ if DATABASES["default"]["ENGINE"] not in {"django.db.backends.postgresql", "djan
     raise ImproperlyConfigured("DATABASE_URL must be postgres://… or sqlite:///… (procmem supports those two)")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    if DATABASE_URL == _default_db_url:
+        VAR_DIR.mkdir(parents=True, exist_ok=True)  # a fresh checkout has no var/ yet
 
 # Agents read the active set through a second alias. In production it connects as a PostgreSQL
 # role that holds SELECT grants only (manage.py create_readonly_role); with SQLite it is the same file.
