@@ -13,6 +13,7 @@ from guardian.shortcuts import assign_perm
 
 from . import services
 from .models import Agent, EvalRun, Intent, ProcedureVersion, Source
+from .demo_evals import seed_demo_regression_cases
 from .selectors import active_set_hash
 
 DEMO_AGENT = "support_agent"
@@ -167,6 +168,7 @@ def seed_demo() -> DemoResult:
         forbidden_actions=[],
         source=Source.CAPTURED, actor_label="auto-capture", reason="Captured from a session",
     )
+    seed_demo_regression_cases(agent)
     # The approver may approve the refund procedures only (object permissions, per procedure).
     for procedure in agent.procedures.filter(key__startswith="refund."):
         assign_perm("library.approve_procedure", users["approver"], procedure)
