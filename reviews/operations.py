@@ -67,7 +67,7 @@ def ops_login_required(view):
     def wrapper(request: HttpRequest, *args, **kwargs):
         if not request.user.is_authenticated:
             if getattr(request, "htmx", False):
-                return HttpResponseClientRedirect(f"{reverse('login')}?next={request.get_full_path()}")
+                return HttpResponseClientRedirect(f"{reverse('login')}?{urlencode({'next': request.get_full_path()})}")
             return redirect_to_login(request.get_full_path())
         return view(request, *args, **kwargs)
 
@@ -85,12 +85,14 @@ def agents_for_operations(user) -> QuerySet[Agent]:
     if user.is_superuser or user_is_reviewer(user):
         return agents
     groups = user.groups.all()
-    return agents.filter(
+    held = Agent.objects.filter(
         Q(pk__in=AgentUserObjectPermission.objects.filter(user=user).values("content_object_id"))
         | Q(pk__in=AgentGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
         | Q(procedures__in=ProcedureUserObjectPermission.objects.filter(user=user).values("content_object_id"))
         | Q(procedures__in=ProcedureGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
-    ).distinct()
+    )
+    # a subquery, not a join: callers annotate counts over procedures, which a join would skew
+    return agents.filter(pk__in=held.values("pk"))
 
 
 def get_agent_for_user(request: HttpRequest, name: str) -> Agent:

@@ -301,3 +301,11 @@ def test_index_counts_active_and_refused_versions_per_agent(client, admin_user, 
     (row,) = page.context["agents"]
     assert (row.active, row.refused_count, row.candidates) == (1, 1, 0)
     assert _login(client, outsider).get(reverse("reviews:ops_index")).status_code == 404
+
+
+def test_a_per_procedure_manager_sees_the_agent_with_true_counts(client, agent, active, other_procedure, other_approver):
+    activate(other_procedure.versions.get(), other_approver)
+    manager = procedure_manager(active.procedure)
+    page = _login(client, manager).get(reverse("reviews:ops_index"))
+    (row,) = page.context["agents"]
+    assert (row.name, row.active) == ("support_agent", 2)  # both ACTIVE versions, not only the managed one
