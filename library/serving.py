@@ -1,0 +1,378 @@
+"""The active set an agent reads: load-time validation, the refused list, a strong ETag, selection.
+
+Reads go through the "readonly" database alias (in production a PostgreSQL role with SELECT grants
+only; see `manage.py create_readonly_role`). The only write here — recording a refusal the first
+time it is seen — goes through "default", and only when the refusal is new.
+
+Consistency: the versions of a set are read by one SQL statement inside one REPEATABLE READ, READ
+ONLY transaction (on PostgreSQL), together with the agent's tool list and the refusals already
+recorded. A statement sees one committed snapshot, and the database allows at most one ACTIVE
+version per procedure in any committed state, so a response never shows two versions of one id,
+however approvals and rollbacks interleave with it.
+
+Speed: building the body (1,000 procedures: JSON columns parsed, rendered, serialised, hashed)
+costs milliseconds, so each process keeps the last body per agent, keyed by a fingerprint of what
+determines it — the ACTIVE version ids and approvers, the tool list, the switch and the cap — which
+one narrow query reads. Versions are immutable, so equal fingerprints mean equal bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import IntegrityError, connections, transaction
+
+from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
+from .rendering import estimate_tokens, render_procedure
+from .selection import Index, Ranker
+
+logger = logging.getLogger(__name__)
+
+READONLY_ALIAS = "readonly"
+API_VERSION = "v1"
+
+
+class ServedProcedure(ProcedureRecord):
+    intent: str
+    rendered: str
+    renderedChars: int
+    renderedTokens: int
+
+
+class RefusedProcedure(TypedDict):
+    id: str
+    version: int
+    intent: str
+    reason: str
+    message: str
+    missingTools: list[str]
+
+
+class ActiveSet(TypedDict, total=False):
+    apiVersion: str
+    agent: str
+    proceduralMemoryEnabled: bool
+    injectionCap: int
+    tools: list[str]
+    toolsHash: str
+    procedures: list[ServedProcedure]
+    refused: list[RefusedProcedure]
+    note: str
+
+
+@dataclass
+class ServedSet:
+    """One built active set: the JSON bytes, their strong ETag, and the selection index (built on
+    first use, once per set and process)."""
+
+    agent_id: int
+    fingerprint: str
+    data: ActiveSet
+    body: bytes
+    etag: str
+    _index: Index | None = field(default=None, repr=False)
+    _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def procedures(self) -> list[ServedProcedure]:
+        return self.data["procedures"]
+
+    def index(self, ranker: Ranker | None = None) -> Index:
+        with self._index_lock:
+            if self._index is None:
+                self._index = (ranker or _ranker()).index(self.procedures)
+            return self._index
+
+
+def tools_state_hash(tools: list[str]) -> str:
+    """Identifies a tool-list state (order does not matter). LoadRefusal rows are unique per
+    version and this hash, so an alert is raised once per version and tool-list state."""
+    return hashlib.sha256("\x1f".join(sorted(tools)).encode("utf-8")).hexdigest()
+
+
+def missing_tools(*, required: list[str], available: list[str]) -> list[str]:
+    have = set(available)
+    return [tool for tool in required if tool not in have]
+
+
+# --------------------------------------------------------------------------------------------- snapshot
+
+
+class _Snapshot:
+    """A read-only transaction on `using` with one consistent snapshot (REPEATABLE READ on
+    PostgreSQL). Inside an enclosing transaction (tests) the enclosing one is used as it is."""
+
+    def __init__(self, using: str) -> None:
+        self.using = using
+        self._atomic = transaction.atomic(using=using)
+
+    def __enter__(self) -> "_Snapshot":
+        connection = connections[self.using]
+        outer = connection.in_atomic_block
+        self._atomic.__enter__()
+        if not outer and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._atomic.__exit__(*exc)
+
+
+# --------------------------------------------------------------------------------------------- building
+
+
+_cache: dict[int, ServedSet] = {}
+_cache_lock = threading.Lock()
+_ranker_instance: Ranker | None = None
+
+
+def _ranker() -> Ranker:
+    global _ranker_instance
+    if _ranker_instance is None:
+        _ranker_instance = Ranker()
+    return _ranker_instance
+
+
+def clear_cache(agent_id: int | None = None) -> None:
+    """Drops this process's built sets (all, or one agent's). Other processes notice a change by
+    their fingerprint query; this only frees memory early."""
+    with _cache_lock:
+        if agent_id is None:
+            _cache.clear()
+        else:
+            _cache.pop(agent_id, None)
+
+
+def _fingerprint(agent: Agent, rows: list[tuple[int, str | None]]) -> str:
+    digest = hashlib.sha256()
+    digest.update(
+        json.dumps(
+            [API_VERSION, agent.pk, agent.name, sorted(agent.tools), agent.procedural_memory_enabled, agent.injection_cap],
+            separators=(",", ":"),
+        ).encode()
+    )
+    for version_id, approver in rows:
+        digest.update(f"{version_id}:{approver or ''};".encode())
+    return digest.hexdigest()
+
+
+def _dumps(data: ActiveSet) -> bytes:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _served(version: ProcedureVersion) -> ServedProcedure:
+    record = version.to_dict()
+    rendered = render_procedure(record)
+    return {  # type: ignore[typeddict-item]
+        **record,
+        "intent": version.procedure.intent.name,
+        "rendered": rendered,
+        "renderedChars": len(rendered),
+        "renderedTokens": estimate_tokens(rendered),
+    }
+
+
+def active_set_for_agent(*, agent: Agent, using: str = READONLY_ALIAS) -> ServedSet:
+    """The agent's active set as served now: ACTIVE versions whose requiredTools the agent has,
+    and the refused ones with the reason. Records each refusal the first time it is seen (through
+    "default") and raises its alert once."""
+    new_refusals: list[tuple[int, list[str]]] = []
+    with _Snapshot(using):
+        current = Agent.objects.using(using).only(
+            "id", "name", "tools", "procedural_memory_enabled", "injection_cap"
+        ).get(pk=agent.pk)
+        rows: list[tuple[int, str | None]] = []
+        if current.procedural_memory_enabled:
+            rows = list(
+                ProcedureVersion.objects.using(using)
+                .filter(procedure__agent_id=current.pk, status=Status.ACTIVE)
+                .order_by("id")
+                .values_list("id", "approved_by__username")
+            )
+        fingerprint = _fingerprint(current, rows)
+        with _cache_lock:
+            cached = _cache.get(current.pk)
+        if cached is not None and cached.fingerprint == fingerprint:
+            return cached
+        served, refused_versions = _build(current, using=using, fingerprint=fingerprint, version_ids=[r[0] for r in rows])
+        if refused_versions:
+            known = set(
+                LoadRefusal.objects.using(using)
+                .filter(version_id__in=[v for v, _ in refused_versions], tools_hash=served.data["toolsHash"])
+                .values_list("version_id", flat=True)
+            )
+            new_refusals = [(v, missing) for v, missing in refused_versions if v not in known]
+    for version_id, missing in new_refusals:
+        load_refusal_record(version_id=version_id, tools_hash=served.data["toolsHash"], missing_tools=missing)
+    with _cache_lock:
+        _cache[current.pk] = served
+    return served
+
+
+def _build(
+    agent: Agent, *, using: str, fingerprint: str, version_ids: list[int]
+) -> tuple[ServedSet, list[tuple[int, list[str]]]]:
+    """Caller holds the snapshot in which `version_ids` were read."""
+    tools = list(agent.tools)
+    data: ActiveSet = {
+        "apiVersion": API_VERSION,
+        "agent": agent.name,
+        "proceduralMemoryEnabled": agent.procedural_memory_enabled,
+        "injectionCap": agent.injection_cap,
+        "tools": tools,
+        "toolsHash": tools_state_hash(tools),
+        "procedures": [],
+        "refused": [],
+    }
+    refused_versions: list[tuple[int, list[str]]] = []
+    if not agent.procedural_memory_enabled:
+        data["note"] = "Procedural memory is switched off for this agent: no procedures are served."
+    elif version_ids:
+        versions = (
+            ProcedureVersion.objects.using(using)
+            .filter(pk__in=version_ids, status=Status.ACTIVE)
+            .select_related("procedure", "procedure__intent", "approved_by")
+            .order_by("procedure__key")
+        )
+        for version in versions:
+            missing = missing_tools(required=list(version.required_tools), available=tools)
+            if missing:
+                refused_versions.append((version.pk, missing))
+                data["refused"].append(
+                    {
+                        "id": version.procedure.key,
+                        "version": version.number,
+                        "intent": version.procedure.intent.name,
+                        "reason": "missing_tools",
+                        "message": f"The agent lacks the required tools: {', '.join(missing)}.",
+                        "missingTools": missing,
+                    }
+                )
+            else:
+                data["procedures"].append(_served(version))
+    body = _dumps(data)
+    etag = '"' + hashlib.sha256(body).hexdigest()[:40] + '"'
+    return ServedSet(agent_id=agent.pk, fingerprint=fingerprint, data=data, body=body, etag=etag), refused_versions
+
+
+# --------------------------------------------------------------------------------------------- refusals
+
+
+def load_refusal_record(*, version_id: int, tools_hash: str, missing_tools: list[str]) -> LoadRefusal | None:
+    """Records that a version was refused at load under a tool-list state, with an audit row, and
+    after commit e-mails the agent's admins and sends `version_refused_at_load`. The unique
+    constraint makes this happen once, even when several processes see the refusal at the same
+    time: the loser of the race gets an IntegrityError and raises nothing. Returns the new row, or
+    None when it already existed."""
+    from .services import audit
+
+    try:
+        with transaction.atomic(using="default"):
+            version = ProcedureVersion.objects.select_related("procedure__agent").get(pk=version_id)
+            refusal = LoadRefusal.objects.create(version=version, tools_hash=tools_hash, missing_tools=missing_tools)
+            audit(
+                action=AuditEvent.Action.REFUSED_AT_LOAD,
+                actor_label="agent API (load-time check)",
+                version=version,
+                reason=f"requiredTools not in the agent's tool list: {', '.join(missing_tools)}",
+                before={"version": version.number, "status": version.status},
+                after={"served": False, "missingTools": missing_tools, "toolsHash": tools_hash},
+            )
+            transaction.on_commit(lambda: _alert_refusal(refusal.pk), using="default", robust=True)
+    except IntegrityError:
+        return None
+    return refusal
+
+
+def refusal_recipients(agent: Agent) -> list[str]:
+    """E-mail addresses of superusers and of the users who may manage the agent."""
+    from django.contrib.auth import get_user_model
+    from guardian.shortcuts import get_users_with_perms
+
+    users = set(get_user_model().objects.filter(is_superuser=True, is_active=True).exclude(email=""))
+    users.update(
+        u for u in get_users_with_perms(agent, only_with_perms_in=["manage_agent"], with_group_users=True)
+        if u.is_active and u.email
+    )
+    return sorted({u.email for u in users})
+
+
+def _alert_refusal(refusal_id: int) -> None:
+    from .signals import version_refused_at_load
+
+    refusal = LoadRefusal.objects.select_related("version__procedure__agent").get(pk=refusal_id)
+    version = refusal.version
+    agent = version.procedure.agent
+    recipients = refusal_recipients(agent)
+    if recipients:
+        send_mail(
+            subject=f"[procmem] {version.procedure.key} v{version.number} refused at load for {agent.name}",
+            message=(
+                f"The ACTIVE version {version.procedure.key} v{version.number} of agent {agent.name} needs tools "
+                f"that the agent no longer has: {', '.join(refusal.missing_tools)}.\n\n"
+                "Agents do not receive it until the tool list has those tools again, or an admin retires "
+                "or rolls back the procedure.\n"
+                f"Tool list: {', '.join(agent.tools) or '(empty)'}\n"
+            ),
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            recipient_list=recipients,
+            fail_silently=True,
+        )
+    version_refused_at_load.send(sender=LoadRefusal, version_id=version.pk, missing_tools=list(refusal.missing_tools))
+
+
+def unresolved_refusals(*, agents=None) -> list[LoadRefusal]:
+    """Refusals that still hold: the version is ACTIVE and the agent's tool list is the one it was
+    refused under. One per version (the newest), for the banner and the tools page."""
+    queryset = LoadRefusal.objects.filter(version__status=Status.ACTIVE).select_related(
+        "version__procedure__agent", "version__procedure"
+    ).order_by("-created_at", "-id")
+    if agents is not None:
+        queryset = queryset.filter(version__procedure__agent__in=agents)
+    seen: set[int] = set()
+    result: list[LoadRefusal] = []
+    for refusal in queryset:
+        agent = refusal.version.procedure.agent
+        if refusal.version_id in seen or refusal.tools_hash != tools_state_hash(list(agent.tools)):
+            continue
+        seen.add(refusal.version_id)
+        result.append(refusal)
+    return result
+
+
+# --------------------------------------------------------------------------------------------- selection
+
+
+def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: int | None = None) -> dict[str, Any]:
+    """Selection over the agent's served set (refused versions are never candidates). At most the
+    agent's injection cap is injected. Raises ValueError for bad arguments (see selection.py)."""
+    served = active_set_for_agent(agent=agent)
+    cap = served.data["injectionCap"]
+    result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)
+    injected = result["injected"]
+    rendered = "\n\n".join(p["rendered"] for p in injected)
+    response: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "agent": served.data["agent"],
+        "setEtag": served.etag,
+        "task": task,
+        "intent": intent or None,
+        "cap": cap,
+        "injected": injected,
+        "rendered": rendered,
+        "renderedChars": len(rendered),
+        "renderedTokens": estimate_tokens(rendered),
+    }
+    if not served.data["proceduralMemoryEnabled"]:
+        response["note"] = served.data["note"]
+    if k is not None:
+        response["ranked"] = result["ranked"]
+    return response
