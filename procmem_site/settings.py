@@ -145,7 +145,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 READONLY_DATABASE_URL = env_str("READONLY_DATABASE_URL")
 if READONLY_DATABASE_URL:
     try:
-        DATABASES["readonly"] = dj_database_url.parse(READONLY_DATABASE_URL)
+        DATABASES["readonly"] = dj_database_url.parse(
+            READONLY_DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0)
+        )
     except Exception as exc:
         raise ImproperlyConfigured(f"READONLY_DATABASE_URL={READONLY_DATABASE_URL!r} is not a database URL: {exc}") from exc
 else:
