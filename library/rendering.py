@@ -18,7 +18,7 @@ import re
 from typing import Any, Iterable, Mapping, TypedDict
 
 CHARS_PER_TOKEN = 4.0
-_DO_NOT_PREFIX = re.compile(r"^\s*(do\s+not|don't|don’t)\s*:?\s+", re.IGNORECASE)
+_DO_NOT_PREFIX = re.compile(r"^\s*(do\s+not|don't|don’t|never)\s*:?\s+", re.IGNORECASE)
 
 
 class RenderedText(TypedDict):
@@ -33,7 +33,8 @@ def estimate_tokens(text: str) -> int:
 
 
 def _forbidden_line(action: str) -> str:
-    # Lessons are often written as "Do not promise …"; avoid rendering "Do not: Do not promise …".
+    # Lessons are often written as "Do not promise …" or "Never promise …"; render "Do not: promise …",
+    # not "Do not: Do not promise …".
     body = _DO_NOT_PREFIX.sub("", action.strip(), count=1)
     return f"Do not: {body}"
 
