@@ -11,9 +11,10 @@ version per procedure in any committed state, so a response never shows two vers
 however approvals and rollbacks interleave with it.
 
 Speed: building the body (1,000 procedures: JSON columns parsed, rendered, serialised, hashed)
-costs milliseconds, so each process keeps the last body per agent, keyed by a fingerprint of what
-determines it — the ACTIVE version ids and approvers, the tool list, the switch and the cap — which
-one narrow query reads. Versions are immutable, so equal fingerprints mean equal bytes.
+costs tens of milliseconds, so each process keeps the last body per agent, keyed by a fingerprint
+of what determines it — the ACTIVE version ids and approvers, the tool list, the switch and the cap
+— which one narrow query reads (one aggregated row on PostgreSQL). Versions are immutable, so equal
+fingerprints mean equal bytes.
 """
 
 from __future__ import annotations
@@ -151,16 +152,47 @@ def clear_cache(agent_id: int | None = None) -> None:
             _cache.pop(agent_id, None)
 
 
-def _fingerprint(agent: Agent, rows: list[tuple[int, str | None]]) -> str:
-    digest = hashlib.sha256()
-    digest.update(
-        json.dumps(
-            [API_VERSION, agent.pk, agent.name, sorted(agent.tools), agent.procedural_memory_enabled, agent.injection_cap],
-            separators=(",", ":"),
-        ).encode()
-    )
-    for version_id, approver in rows:
-        digest.update(f"{version_id}:{approver or ''};".encode())
+def _agent_part(agent: Agent) -> bytes:
+    return json.dumps(
+        [API_VERSION, agent.pk, agent.name, sorted(agent.tools), agent.procedural_memory_enabled, agent.injection_cap],
+        separators=(",", ":"),
+    ).encode()
+
+
+def _fingerprint(agent: Agent, *, using: str) -> str:
+    """What determines the body: the agent's settings and which versions are ACTIVE (with their
+    approvers' names). On PostgreSQL the ids are folded into one row by the database, so the check
+    costs one narrow query however large the set is."""
+    digest = hashlib.sha256(_agent_part(agent))
+    if not agent.procedural_memory_enabled:
+        return digest.hexdigest()
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        version_table = ProcedureVersion._meta.db_table
+        procedure_table = ProcedureVersion._meta.get_field("procedure").related_model._meta.db_table
+        user_model = ProcedureVersion._meta.get_field("approved_by").related_model
+        user_table = user_model._meta.db_table
+        username = user_model._meta.get_field(user_model.USERNAME_FIELD).column
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""SELECT count(*), md5(coalesce(string_agg(v.id::text || ':' || coalesce(u.{username}, ''), ';' ORDER BY v.id), ''))
+                      FROM {version_table} v
+                      JOIN {procedure_table} p ON p.id = v.procedure_id
+                      LEFT JOIN {user_table} u ON u.id = v.approved_by_id
+                     WHERE p.agent_id = %s AND v.status = %s""",
+                [agent.pk, Status.ACTIVE],
+            )
+            count, folded = cursor.fetchone()
+        digest.update(f"{count}:{folded}".encode())
+    else:
+        rows = (
+            ProcedureVersion.objects.using(using)
+            .filter(procedure__agent_id=agent.pk, status=Status.ACTIVE)
+            .order_by("id")
+            .values_list("id", "approved_by__username")
+        )
+        for version_id, approver in rows:
+            digest.update(f"{version_id}:{approver or ''};".encode())
     return digest.hexdigest()
 
 
@@ -189,20 +221,12 @@ def active_set_for_agent(*, agent: Agent, using: str = READONLY_ALIAS) -> Served
         current = Agent.objects.using(using).only(
             "id", "name", "tools", "procedural_memory_enabled", "injection_cap"
         ).get(pk=agent.pk)
-        rows: list[tuple[int, str | None]] = []
-        if current.procedural_memory_enabled:
-            rows = list(
-                ProcedureVersion.objects.using(using)
-                .filter(procedure__agent_id=current.pk, status=Status.ACTIVE)
-                .order_by("id")
-                .values_list("id", "approved_by__username")
-            )
-        fingerprint = _fingerprint(current, rows)
+        fingerprint = _fingerprint(current, using=using)
         with _cache_lock:
             cached = _cache.get(current.pk)
         if cached is not None and cached.fingerprint == fingerprint:
             return cached
-        served, refused_versions = _build(current, using=using, fingerprint=fingerprint, version_ids=[r[0] for r in rows])
+        served, refused_versions = _build(current, using=using, fingerprint=fingerprint)
         if refused_versions:
             known = set(
                 LoadRefusal.objects.using(using)
@@ -217,10 +241,8 @@ def active_set_for_agent(*, agent: Agent, using: str = READONLY_ALIAS) -> Served
     return served
 
 
-def _build(
-    agent: Agent, *, using: str, fingerprint: str, version_ids: list[int]
-) -> tuple[ServedSet, list[tuple[int, list[str]]]]:
-    """Caller holds the snapshot in which `version_ids` were read."""
+def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, list[tuple[int, list[str]]]]:
+    """Caller holds the snapshot in which `fingerprint` was computed, so both see the same rows."""
     tools = list(agent.tools)
     data: ActiveSet = {
         "apiVersion": API_VERSION,
@@ -235,10 +257,10 @@ def _build(
     refused_versions: list[tuple[int, list[str]]] = []
     if not agent.procedural_memory_enabled:
         data["note"] = "Procedural memory is switched off for this agent: no procedures are served."
-    elif version_ids:
+    else:
         versions = (
             ProcedureVersion.objects.using(using)
-            .filter(pk__in=version_ids, status=Status.ACTIVE)
+            .filter(procedure__agent_id=agent.pk, status=Status.ACTIVE)
             .select_related("procedure", "procedure__intent", "approved_by")
             .order_by("procedure__key")
         )

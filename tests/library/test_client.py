@@ -5,6 +5,7 @@ LlmAgent whose instruction provider injects the selected procedures."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -258,7 +259,9 @@ def test_adk_llm_agent_resolves_its_instruction_with_the_selected_procedures(ser
         stored = await runner.session_service.get_session(app_name="procmem-test", user_id="u1", session_id=session.id)
         return dict(stored.state)
 
-    state = asyncio.run(run())
+    # its own thread and event loop: Playwright's sync API may leave a loop running in this thread
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        state = pool.submit(lambda: asyncio.run(run())).result(timeout=120)
     instruction = seen_requests[0].config.system_instruction
     text = instruction if isinstance(instruction, str) else json.dumps(str(instruction))
     assert "You are the support agent." in text
