@@ -75,28 +75,40 @@ def _cache_headers(response: HttpResponse, etag: str) -> HttpResponse:
     return response
 
 
-def _if_none_match(request: HttpRequest, etag: str) -> bool:
-    header = request.headers.get("If-None-Match")
-    if not header:
-        return False
-    if header.strip() == "*":
-        return True
-    return etag in parse_etags(header)
+def _accepts_gzip(request: HttpRequest) -> bool:
+    for part in request.headers.get("Accept-Encoding", "").split(","):
+        coding, _, params = part.partition(";")
+        if coding.strip().lower() == "gzip":
+            quality = params.replace(" ", "").lower()
+            try:
+                return not quality.startswith("q=") or float(quality[2:]) > 0
+            except ValueError:
+                return False
+    return False
 
 
 @csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
-@token_required("read", using=serving.READONLY_ALIAS)
+@token_required("read", using=serving.READONLY_ALIAS, cache_seconds=serving.recheck_seconds)
 @_agent_get_only
 def active_set(request: HttpRequest, agent: str) -> HttpResponse:
     served = serving.active_set_for_agent(agent=request.agent)
-    if _if_none_match(request, served.etag):
-        return _cache_headers(HttpResponse(status=304), served.etag)
-    response = HttpResponse(served.body, content_type="application/json")
-    return _cache_headers(response, served.etag)
+    compressed = _accepts_gzip(request)
+    etag = served.etag_gzip if compressed else served.etag
+    header = request.headers.get("If-None-Match")
+    # Either representation's tag names the same set, so either one earns a 304.
+    if header and (header.strip() == "*" or {served.etag, served.etag_gzip} & set(parse_etags(header))):
+        response = _cache_headers(HttpResponse(status=304), etag)
+    else:
+        response = HttpResponse(served.body_gzip if compressed else served.body, content_type="application/json")
+        if compressed:
+            response["Content-Encoding"] = "gzip"
+        response = _cache_headers(response, etag)
+    patch_vary_headers(response, ["Accept-Encoding"])
+    return response
 
 
 @csrf_exempt
-@token_required("read", using=serving.READONLY_ALIAS)
+@token_required("read", using=serving.READONLY_ALIAS, cache_seconds=serving.recheck_seconds)
 @_agent_get_only
 def select(request: HttpRequest, agent: str) -> HttpResponse:
     task = request.GET.get("task", "")

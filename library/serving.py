@@ -19,20 +19,24 @@ fingerprints mean equal bytes.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import logging
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, connections, transaction
+from django.dispatch import receiver
 
 from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
 from .rendering import estimate_tokens, render_procedure
 from .selection import Index, Ranker
+from .signals import active_set_changed
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +82,8 @@ class ServedSet:
     data: ActiveSet
     body: bytes
     etag: str
+    body_gzip: bytes  # the same JSON, gzip-compressed once per set (a representation with its own ETag)
+    etag_gzip: str
     _index: Index | None = field(default=None, repr=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -131,6 +137,7 @@ class _Snapshot:
 
 
 _cache: dict[int, ServedSet] = {}
+_checked_at: dict[int, float] = {}  # agent id → time.monotonic() of the last check that found the set current
 _cache_lock = threading.Lock()
 _ranker_instance: Ranker | None = None
 
@@ -148,8 +155,10 @@ def clear_cache(agent_id: int | None = None) -> None:
     with _cache_lock:
         if agent_id is None:
             _cache.clear()
+            _checked_at.clear()
         else:
             _cache.pop(agent_id, None)
+            _checked_at.pop(agent_id, None)
 
 
 def _agent_part(agent: Agent) -> bytes:
@@ -159,41 +168,53 @@ def _agent_part(agent: Agent) -> bytes:
     ).encode()
 
 
-def _fingerprint(agent: Agent, *, using: str) -> str:
-    """What determines the body: the agent's settings and which versions are ACTIVE (with their
-    approvers' names). On PostgreSQL the ids are folded into one row by the database, so the check
-    costs one narrow query however large the set is."""
-    digest = hashlib.sha256(_agent_part(agent))
-    if not agent.procedural_memory_enabled:
-        return digest.hexdigest()
+def _current_state(agent_id: int, *, using: str) -> tuple[Agent, str]:
+    """The agent's served settings and the fingerprint of its set: what determines the body — the
+    settings and which versions are ACTIVE, with their approvers' names. On PostgreSQL this is one
+    statement (one snapshot) returning one row, however large the set is."""
     connection = connections[using]
     if connection.vendor == "postgresql":
         version_table = ProcedureVersion._meta.db_table
         procedure_table = ProcedureVersion._meta.get_field("procedure").related_model._meta.db_table
         user_model = ProcedureVersion._meta.get_field("approved_by").related_model
-        user_table = user_model._meta.db_table
         username = user_model._meta.get_field(user_model.USERNAME_FIELD).column
         with connection.cursor() as cursor:
             cursor.execute(
-                f"""SELECT count(*), md5(coalesce(string_agg(v.id::text || ':' || coalesce(u.{username}, ''), ';' ORDER BY v.id), ''))
-                      FROM {version_table} v
-                      JOIN {procedure_table} p ON p.id = v.procedure_id
-                      LEFT JOIN {user_table} u ON u.id = v.approved_by_id
-                     WHERE p.agent_id = %s AND v.status = %s""",
-                [agent.pk, Status.ACTIVE],
+                f"""SELECT a.name, a.tools, a.procedural_memory_enabled, a.injection_cap, f.n, f.folded
+                      FROM {Agent._meta.db_table} a
+                     CROSS JOIN LATERAL (
+                           SELECT count(*) AS n,
+                                  md5(coalesce(string_agg(v.id::text || ':' || coalesce(u.{username}, ''), ';' ORDER BY v.id), '')) AS folded
+                             FROM {version_table} v
+                             JOIN {procedure_table} p ON p.id = v.procedure_id
+                             LEFT JOIN {user_model._meta.db_table} u ON u.id = v.approved_by_id
+                            WHERE p.agent_id = a.id AND v.status = %s AND a.procedural_memory_enabled) f
+                     WHERE a.id = %s""",
+                [Status.ACTIVE, agent_id],
             )
-            count, folded = cursor.fetchone()
+            row = cursor.fetchone()
+        if row is None:
+            raise Agent.DoesNotExist(f"agent {agent_id}")
+        name, tools, enabled, cap, count, folded = row
+        agent = Agent(
+            id=agent_id, name=name, tools=json.loads(tools) if isinstance(tools, str) else tools,
+            procedural_memory_enabled=enabled, injection_cap=cap,
+        )
+        digest = hashlib.sha256(_agent_part(agent))
         digest.update(f"{count}:{folded}".encode())
-    else:
+        return agent, digest.hexdigest()
+    agent = Agent.objects.using(using).only("id", "name", "tools", "procedural_memory_enabled", "injection_cap").get(pk=agent_id)
+    digest = hashlib.sha256(_agent_part(agent))
+    if agent.procedural_memory_enabled:
         rows = (
             ProcedureVersion.objects.using(using)
-            .filter(procedure__agent_id=agent.pk, status=Status.ACTIVE)
+            .filter(procedure__agent_id=agent_id, status=Status.ACTIVE)
             .order_by("id")
             .values_list("id", "approved_by__username")
         )
         for version_id, approver in rows:
             digest.update(f"{version_id}:{approver or ''};".encode())
-    return digest.hexdigest()
+    return agent, digest.hexdigest()
 
 
 def _dumps(data: ActiveSet) -> bytes:
@@ -212,19 +233,44 @@ def _served(version: ProcedureVersion) -> ServedProcedure:
     }
 
 
-def active_set_for_agent(*, agent: Agent, using: str = READONLY_ALIAS) -> ServedSet:
+def recheck_seconds() -> float:
+    return float(getattr(settings, "PROCMEM_ACTIVE_SET_RECHECK_SECONDS", 0.0))
+
+
+def active_set_for_agent(*, agent: Agent, using: str = READONLY_ALIAS, recheck: float | None = None) -> ServedSet:
     """The agent's active set as served now: ACTIVE versions whose requiredTools the agent has,
     and the refused ones with the reason. Records each refusal the first time it is seen (through
-    "default") and raises its alert once."""
+    "default") and raises its alert once.
+
+    `recheck` (default: settings.PROCMEM_ACTIVE_SET_RECHECK_SECONDS) lets a process serve its
+    built set without asking the database again for that many seconds after a check found it
+    current: a bounded staleness, far below the response's max-age, that this process's own
+    changes never see (they clear it through `active_set_changed`)."""
+    window = recheck_seconds() if recheck is None else recheck
+    with _cache_lock:
+        cached = _cache.get(agent.pk)
+        checked_at = _checked_at.get(agent.pk)
+    if cached is not None and window > 0 and checked_at is not None and time.monotonic() - checked_at < window:
+        return cached
+
+    if connections[using].vendor == "postgresql" and cached is not None:
+        # One statement, no transaction: enough to know that the built set is still current.
+        checked = time.monotonic()
+        current, fingerprint = _current_state(agent.pk, using=using)
+        if fingerprint == cached.fingerprint:
+            with _cache_lock:
+                _checked_at[agent.pk] = checked
+            return cached
+
     new_refusals: list[tuple[int, list[str]]] = []
     with _Snapshot(using):
-        current = Agent.objects.using(using).only(
-            "id", "name", "tools", "procedural_memory_enabled", "injection_cap"
-        ).get(pk=agent.pk)
-        fingerprint = _fingerprint(current, using=using)
+        checked = time.monotonic()
+        current, fingerprint = _current_state(agent.pk, using=using)
         with _cache_lock:
             cached = _cache.get(current.pk)
         if cached is not None and cached.fingerprint == fingerprint:
+            with _cache_lock:
+                _checked_at[current.pk] = checked
             return cached
         served, refused_versions = _build(current, using=using, fingerprint=fingerprint)
         if refused_versions:
@@ -238,7 +284,15 @@ def active_set_for_agent(*, agent: Agent, using: str = READONLY_ALIAS) -> Served
         load_refusal_record(version_id=version_id, tools_hash=served.data["toolsHash"], missing_tools=missing)
     with _cache_lock:
         _cache[current.pk] = served
+        _checked_at[current.pk] = checked
     return served
+
+
+@receiver(active_set_changed)
+def _forget_check(sender, agent_id: int, **kwargs) -> None:
+    """This process changed the agent's set (approve, retire, rollback, tools): check again now."""
+    with _cache_lock:
+        _checked_at.pop(agent_id, None)
 
 
 def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, list[tuple[int, list[str]]]]:
@@ -281,8 +335,12 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
             else:
                 data["procedures"].append(_served(version))
     body = _dumps(data)
-    etag = '"' + hashlib.sha256(body).hexdigest()[:40] + '"'
-    return ServedSet(agent_id=agent.pk, fingerprint=fingerprint, data=data, body=body, etag=etag), refused_versions
+    tag = hashlib.sha256(body).hexdigest()[:40]
+    served = ServedSet(
+        agent_id=agent.pk, fingerprint=fingerprint, data=data, body=body, etag=f'"{tag}"',
+        body_gzip=gzip.compress(body, compresslevel=6, mtime=0), etag_gzip=f'"{tag}-gzip"',
+    )
+    return served, refused_versions
 
 
 # --------------------------------------------------------------------------------------------- refusals

@@ -203,6 +203,44 @@ def test_etag_304_and_change_after_rollback(client, read_token, active_pair, can
     assert back["ETag"] == first["ETag"] and back.content == first.content
 
 
+def test_gzip_representation_has_its_own_etag_and_either_tag_revalidates(client, read_token, active_pair):
+    import gzip
+
+    plain = get_set(client, read_token)
+    packed = get_set(client, read_token, HTTP_ACCEPT_ENCODING="br, gzip;q=0.8")
+    assert packed["Content-Encoding"] == "gzip" and "Accept-Encoding" in packed["Vary"]
+    assert gzip.decompress(packed.content) == plain.content
+    assert len(packed.content) < len(plain.content)
+    assert packed["ETag"] == plain["ETag"][:-1] + '-gzip"'
+    assert get_set(client, read_token, HTTP_ACCEPT_ENCODING="gzip;q=0").get("Content-Encoding") is None
+    for tag in (plain["ETag"], packed["ETag"]):
+        assert get_set(client, read_token, HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=tag).status_code == 304
+        assert get_set(client, read_token, HTTP_IF_NONE_MATCH=tag).status_code == 304
+
+
+def test_recheck_window_bounds_staleness_and_own_changes_show_at_once(
+    client, read_token, active_pair, agent, admin_user, settings, django_capture_on_commit_callbacks
+):
+    settings.PROCMEM_ACTIVE_SET_RECHECK_SECONDS = 30
+    first = get_set(client, read_token)
+    # a change that sends no signal (as from another process): not seen inside the window ...
+    Agent.objects.filter(pk=agent.pk).update(injection_cap=1)
+    assert get_set(client, read_token)["ETag"] == first["ETag"]
+    # ... and seen once the window is over
+    from library import serving
+
+    assert serving.active_set_for_agent(agent=agent, recheck=0).data["injectionCap"] == 1
+    # a change through the services in this process is seen at once (active_set_changed)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.version_retire(version=active_pair[1], user=admin_user, reason="obsolete")
+    assert [p["id"] for p in get_set(client, read_token).json()["procedures"]] == ["refund.over_limit"]
+    # a revoked token stops working at once in this process, even inside the window
+    from library.tokens import token_revoke
+
+    token_revoke(token=ApiToken.objects.get(agent=agent, scope=ApiToken.Scope.READ), user=admin_user)
+    assert get_set(client, read_token).status_code == 401
+
+
 # --------------------------------------------------------------------------------------------- tokens
 
 
