@@ -203,6 +203,19 @@ def test_etag_304_and_change_after_rollback(client, read_token, active_pair, can
     assert back["ETag"] == first["ETag"] and back.content == first.content
 
 
+@pytest.mark.postgres
+def test_a_current_set_costs_two_queries_and_none_inside_the_recheck_window(
+    client, read_token, active_pair, settings, django_assert_num_queries
+):
+    get_set(client, read_token)  # builds the set
+    with django_assert_num_queries(2):  # the token, then one statement: settings + fingerprint
+        assert get_set(client, read_token).status_code == 200
+    settings.PROCMEM_ACTIVE_SET_RECHECK_SECONDS = 30
+    get_set(client, read_token)
+    with django_assert_num_queries(0):
+        assert get_set(client, read_token).status_code == 200
+
+
 def test_gzip_representation_has_its_own_etag_and_either_tag_revalidates(client, read_token, active_pair):
     import gzip
 
