@@ -184,6 +184,15 @@ class EmbeddingCache:
                 return np.zeros((0, 0), dtype=np.float32)
             return np.stack([self._vectors[k] for k in keys]).astype(np.float32, copy=False)
 
+    def has(self, text: str) -> bool:
+        with self._lock:
+            return self.key(text) in self._vectors
+
+    def put(self, text: str, vector: np.ndarray) -> None:
+        """Adds a vector computed elsewhere (e.g. stored by the server for this text)."""
+        with self._lock:
+            self._vectors[self.key(text)] = np.asarray(vector, dtype=np.float32)
+
     def embed_query(self, text: str) -> np.ndarray:
         return np.asarray(self.embedder([text])[0], dtype=np.float32)
 

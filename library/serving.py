@@ -28,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
+import numpy as np
 from django.conf import settings
 from django.core.mail import send_mail
 from django.db import IntegrityError, connections, transaction
@@ -84,6 +85,7 @@ class ServedSet:
     etag: str
     body_gzip: bytes  # the same JSON, gzip-compressed once per set (a representation with its own ETag)
     etag_gzip: str
+    version_ids: list[int] = field(default_factory=list)  # primary keys, aligned with data["procedures"]
     _index: Index | None = field(default=None, repr=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -94,7 +96,9 @@ class ServedSet:
     def index(self, ranker: Ranker | None = None) -> Index:
         with self._index_lock:
             if self._index is None:
-                self._index = (ranker or _ranker()).index(self.procedures)
+                ranker = ranker or _ranker()
+                _load_or_store_embeddings(self, ranker)
+                self._index = ranker.index(self.procedures)
             return self._index
 
 
@@ -138,6 +142,7 @@ class _Snapshot:
 
 _cache: dict[int, ServedSet] = {}
 _checked_at: dict[int, float] = {}  # agent id → time.monotonic() of the last check that found the set current
+_stored_embeddings: set[int] = set()  # version ids whose embedding this process knows to be stored
 _cache_lock = threading.Lock()
 _ranker_instance: Ranker | None = None
 
@@ -156,6 +161,7 @@ def clear_cache(agent_id: int | None = None) -> None:
         if agent_id is None:
             _cache.clear()
             _checked_at.clear()
+            _stored_embeddings.clear()
         else:
             _cache.pop(agent_id, None)
             _checked_at.pop(agent_id, None)
@@ -309,6 +315,7 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
         "refused": [],
     }
     refused_versions: list[tuple[int, list[str]]] = []
+    version_ids: list[int] = []
     if not agent.procedural_memory_enabled:
         data["note"] = "Procedural memory is switched off for this agent: no procedures are served."
     else:
@@ -334,13 +341,74 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
                 )
             else:
                 data["procedures"].append(_served(version))
+                version_ids.append(version.pk)
     body = _dumps(data)
     tag = hashlib.sha256(body).hexdigest()[:40]
     served = ServedSet(
         agent_id=agent.pk, fingerprint=fingerprint, data=data, body=body, etag=f'"{tag}"',
-        body_gzip=gzip.compress(body, compresslevel=6, mtime=0), etag_gzip=f'"{tag}-gzip"',
+        body_gzip=gzip.compress(body, compresslevel=6, mtime=0), etag_gzip=f'"{tag}-gzip"', version_ids=version_ids,
     )
     return served, refused_versions
+
+
+# --------------------------------------------------------------------------------------------- embeddings
+
+
+_model_key_value: str | None = None
+
+
+def model_key() -> str:
+    """Identifies the embedding model across machines: the model directory's name and a digest of
+    its config files (not its path, which differs between installs)."""
+    global _model_key_value
+    if _model_key_value is None:
+        from pathlib import Path
+
+        from .embeddings import default_model_path
+
+        path = Path(default_model_path())
+        digest = hashlib.sha256()
+        for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+            if (path / name).is_file():
+                digest.update(name.encode() + b"\0" + (path / name).read_bytes())
+        _model_key_value = f"{path.parent.name if path.name == 'model' else path.name}"[:40] + ":" + digest.hexdigest()[:16]
+    return _model_key_value
+
+
+def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
+    """Fills the ranker's cache for the served versions: vectors stored by any process are read
+    (read-only connection); the ones nobody has stored yet are embedded here — unless this process
+    already has the text — and stored through "default", so every version is embedded once per
+    model, not once per process."""
+    from .models import VersionEmbedding
+
+    cache = ranker.cache
+    with _cache_lock:
+        pending = [(vid, p["appliesWhen"]) for vid, p in zip(served.version_ids, served.procedures) if vid not in _stored_embeddings]
+    if not pending:
+        return
+    key = model_key()
+    stored = dict(
+        VersionEmbedding.objects.using(READONLY_ALIAS)
+        .filter(version_id__in=[vid for vid, _ in pending], model_key=key)
+        .values_list("version_id", "vector")
+    )
+    for vid, text in pending:
+        if vid in stored and not cache.has(text):
+            cache.put(text, np.frombuffer(bytes(stored[vid]), dtype="<f4"))
+    missing = [(vid, text) for vid, text in pending if vid not in stored]
+    if missing:
+        vectors = cache.matrix([text for _, text in missing])  # embeds only texts this process lacks
+        VersionEmbedding.objects.using("default").bulk_create(
+            [
+                VersionEmbedding(version_id=vid, model_key=key, dimensions=int(v.shape[0]), vector=v.astype("<f4").tobytes())
+                for (vid, _), v in zip(missing, vectors)
+            ],
+            batch_size=1000,
+            ignore_conflicts=True,  # another process stored it meanwhile: the same vector
+        )
+    with _cache_lock:
+        _stored_embeddings.update(vid for vid, _ in pending)
 
 
 # --------------------------------------------------------------------------------------------- refusals

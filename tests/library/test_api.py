@@ -377,3 +377,27 @@ def test_openapi_document_describes_every_agent_route(client):
         assert route in described, route
     procedure = document["components"]["schemas"]["Procedure"]
     assert set(procedure["required"]) == SERVED_FIELDS
+
+
+def test_embeddings_are_computed_once_per_version_and_shared_through_the_database(client, read_token, active_pair, agent):
+    import numpy as np
+
+    from library import serving
+    from library.models import VersionEmbedding
+    from library.selection import EmbeddingCache, Ranker
+
+    client.get(url("select"), {"task": "refund above the limit"}, **bearer(read_token))
+    stored = VersionEmbedding.objects.filter(model_key=serving.model_key())
+    assert sorted(stored.values_list("version_id", flat=True)) == sorted(v.pk for v in active_pair)
+    vector = np.frombuffer(bytes(stored.first().vector), dtype="<f4")
+    assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-4
+
+    # another process (a fresh cache whose model must not be called) builds its index from the rows
+    def no_model(texts):
+        raise AssertionError(f"embedded again: {texts}")
+
+    serving.clear_cache()
+    served = serving.active_set_for_agent(agent=agent)
+    index = served.index(Ranker(cache=EmbeddingCache(no_model)))
+    assert len(index) == 2 and np.allclose(index.matrix[0] @ index.matrix[0], 1.0, atol=1e-4)
+    assert VersionEmbedding.objects.count() == 2  # nothing stored twice

@@ -83,6 +83,11 @@ def test_the_agent_api_works_through_the_readonly_role(readonly_role, candidate,
     try:
         # when
         response = Client().get(reverse("api:active_set", kwargs={"agent": agent.name}), HTTP_AUTHORIZATION=f"Bearer {raw}")
+        services.agent_set_tools(agent=agent, tools=agent.tools + ["createApproval"], user=admin_user)
+        selection = Client().get(
+            reverse("api:select", kwargs={"agent": agent.name}), {"task": "a refund above the agent's limit"},
+            HTTP_AUTHORIZATION=f"Bearer {raw}",
+        )
     finally:
         connections["readonly"] = original
         serving.clear_cache()
@@ -90,6 +95,11 @@ def test_the_agent_api_works_through_the_readonly_role(readonly_role, candidate,
     assert response.status_code == 200
     assert [r["id"] for r in response.json()["refused"]] == ["refund.over_limit"]
     assert LoadRefusal.objects.filter(version=candidate).count() == 1
+    # selection through the role too; the version's embedding was stored through "default"
+    assert selection.status_code == 200 and [p["id"] for p in selection.json()["injected"]] == ["refund.over_limit"]
+    from library.models import VersionEmbedding
+
+    assert VersionEmbedding.objects.filter(version=candidate, model_key=serving.model_key()).count() == 1
 
 
 @pytest.mark.postgres
