@@ -9,6 +9,6 @@ os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
 os.environ.setdefault("BEHIND_TLS_PROXY", "0")
 os.environ.setdefault("LOG_LEVEL", "WARNING")
 
-from procmem_site.settings import *  # noqa: E402,F401,F403
+from procmem_site.settings import *  # noqa: E402,F401,F403  (pyflakes: intended star import)
 
 ROOT_URLCONF = "bench.urls"

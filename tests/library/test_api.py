@@ -11,7 +11,7 @@ from django.urls import reverse
 from guardian.shortcuts import assign_perm
 
 from library import services
-from library.models import Agent, ApiToken, AuditEvent, Intent, LoadRefusal, ProcedureRecord, Source, Status
+from library.models import Agent, ApiToken, AuditEvent, LoadRefusal, ProcedureRecord, Source, Status
 from library.tokens import token_create
 from tests.conftest import _user, make_active
 
