@@ -339,19 +339,31 @@ class Index:
         eligible = (ranks["semantic"] > 0) | (ranks["exact"] > 0) | (
             (ranks["lexical"] > 0) & (semantic >= config.lexical_needs_semantic)
         )
-        # order: fused score, then semantic similarity, then id (deterministic)
-        order = sorted(
-            range(candidates.size),
-            key=lambda j: (-fused[j], -float(semantic[j]), self.records[candidates[j]]["id"]),
-        ) if k is not None else sorted(
-            np.flatnonzero(eligible).tolist(),
-            key=lambda j: (-fused[j], -float(semantic[j]), self.records[candidates[j]]["id"]),
-        )
-        injected_positions = [j for j in order if eligible[j]][:cap]
+        def top(positions: np.ndarray, m: int) -> list[int]:
+            """The best m positions by fused score, then semantic similarity, then id
+            (deterministic). Only the few that can make the top m are sorted in Python: at the
+            m-th fused score everything tied with it is kept, so ties still break by the full key."""
+            if positions.size == 0 or m <= 0:
+                return []
+            few = 4 * m + 64
+            if positions.size > few:
+                scores = fused[positions]
+                threshold = np.partition(scores, positions.size - m)[positions.size - m]
+                kept = positions[scores >= threshold]
+                if kept.size > few:  # many ties at the threshold (e.g. all unranked): order them in numpy
+                    kept = positions[np.lexsort((-semantic[positions], -scores))][:few]
+                positions = kept
+            ordered = sorted(
+                positions.tolist(), key=lambda j: (-fused[j], -float(semantic[j]), self.records[candidates[j]]["id"])
+            )
+            return ordered[:m]
+
+        injected_positions = top(np.flatnonzero(eligible), cap)
+        order = top(np.arange(candidates.size), k) if k is not None else []
         result["injected"] = [dict(self.records[candidates[j]]) for j in injected_positions]
         if k is not None:
             injected_set = set(injected_positions)
-            for j in order[:k]:
+            for j in order:
                 record = self.records[candidates[j]]
                 result["ranked"].append(
                     {
