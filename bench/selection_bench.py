@@ -112,6 +112,7 @@ def main() -> None:
 
     # --- the endpoint on gunicorn
     endpoint_ms: list[float] = []
+    served_floor_ms: list[float] = []
     base = f"http://127.0.0.1:{PORT}/api/v1/agents/bench_10k/select"
 
     def call(text: str) -> float:
@@ -122,21 +123,35 @@ def main() -> None:
         assert len(body["injected"]) <= body["cap"]
         return (time.perf_counter() - started) * 1000
 
+    def embed_only(text: str) -> float:
+        """The floor as served: bench/urls.py's view that only embeds the task, same process and middleware."""
+        url = f"http://127.0.0.1:{PORT}/bench/embed?{urllib.parse.urlencode({'task': text})}"
+        started = time.perf_counter()
+        with urllib.request.urlopen(url, timeout=900) as r:
+            r.read()
+        return (time.perf_counter() - started) * 1000
+
     try:
         with common.gunicorn(env, port=PORT, workers=2, timeout=900):
             started = time.perf_counter()
             with ThreadPoolExecutor(max_workers=4) as pool:  # both workers embed the 10k texts once
                 list(pool.map(call, texts[:8]))
             warm_seconds = time.perf_counter() - started
-            for _ in range(args.repeat):
-                for text in texts:
-                    endpoint_ms.append(call(text))
+            for repeat in range(args.repeat):
+                for number, text in enumerate(texts):
+                    if (number + repeat) % 2 == 0:
+                        endpoint_ms.append(call(text))
+                        served_floor_ms.append(embed_only(text))
+                    else:
+                        served_floor_ms.append(embed_only(text))
+                        endpoint_ms.append(call(text))
     finally:
         common.drop_role(database_url, role)
 
     floor = statistics.median(floor_ms)
     rank = statistics.median(ranker_ms)
     endpoint = statistics.median(endpoint_ms)
+    served_floor = statistics.median(served_floor_ms)
     section = "\n".join(
         [
             "## Issue 6: selection over 10,000 ACTIVE procedures ({stamp})",
@@ -152,8 +167,11 @@ def main() -> None:
             f"| ranker (library.selection, in-process: embed + 3 retrievers + fusion) | {rank:.1f} ms | {rank / floor:.2f}x |",
             f"| ranker's own work (query vector given: 3 retrievers + fusion over {args.count:,}) | {statistics.median(retrievers_ms):.1f} ms | {statistics.median(retrievers_ms) / floor:.2f}x |",
             f"| GET /select on gunicorn (2 workers, readonly role), client-side | {endpoint:.1f} ms | {endpoint / floor:.2f}x |",
+            f"| served floor: GET /bench/embed on the same gunicorn (embeds the task, nothing else) | {served_floor:.1f} ms | {served_floor / floor:.2f}x |",
             "",
-            f"Targets: at most 1.5x the floor: ranker **{rank / floor:.2f}x**, endpoint **{endpoint / floor:.2f}x**. "
+            f"Targets: at most 1.5x the floor: ranker **{rank / floor:.2f}x**, endpoint **{endpoint / floor:.2f}x** of the "
+            f"in-process floor and **{endpoint / served_floor:.2f}x** of the served floor (embedding in a gunicorn worker is "
+            f"slower than in this process; the endpoint's own work is the difference to the served floor). "
             f"p90: floor {statistics.quantiles(floor_ms, n=10)[-1]:.1f} ms, ranker {statistics.quantiles(ranker_ms, n=10)[-1]:.1f} ms, "
             f"endpoint {statistics.quantiles(endpoint_ms, n=10)[-1]:.1f} ms.",
             "",

@@ -26,3 +26,15 @@ def same_size(request: HttpRequest) -> HttpResponse:
 
 
 urlpatterns = [path("bench/trivial", trivial), path("bench/same-size", same_size), *app_urlpatterns]
+
+
+def embed_only(request: HttpRequest) -> JsonResponse:
+    """The floor as the server sees it: embed the task, in the serving process, behind the same
+    middleware, and nothing else."""
+    from library import embeddings
+
+    vector = embeddings.embed([request.GET.get("task", "")])[0]
+    return JsonResponse({"dimensions": int(vector.shape[0])})
+
+
+urlpatterns.insert(0, path("bench/embed", embed_only))
