@@ -13,6 +13,7 @@ class Navigation:
     role: str
     waiting_for_review: int
     unread_notifications: int
+    refused_at_load: int = 0  # ACTIVE versions agents do not receive: their tools are missing
 
 
 def role_of(user) -> str:
@@ -34,4 +35,19 @@ def navigation_for(user) -> Navigation:
 
     waiting = ProcedureVersion.objects.filter(status=Status.CANDIDATE).count() if user_is_reviewer(user) else 0
     unread = Notification.objects.filter(user=user, read_at__isnull=True).count()
-    return Navigation(role=role_of(user), waiting_for_review=waiting, unread_notifications=unread)
+    return Navigation(
+        role=role_of(user), waiting_for_review=waiting, unread_notifications=unread, refused_at_load=refused_count(user)
+    )
+
+
+def refused_count(user) -> int:
+    """Unresolved refusals at load on the agents this user manages (superusers: all agents)."""
+    from guardian.shortcuts import get_objects_for_user
+
+    from library.models import Agent, LoadRefusal
+    from library.serving import unresolved_refusals
+
+    if not LoadRefusal.objects.exists():  # the common case costs one cheap query
+        return 0
+    agents = Agent.objects.all() if user.is_superuser else get_objects_for_user(user, "library.manage_agent", klass=Agent)
+    return len(unresolved_refusals(agents=agents))

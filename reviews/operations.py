@@ -49,6 +49,7 @@ from library.models import (
 )
 from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
 from library.selectors import active_versions_for_agent
+from library.serving import missing_tools
 
 from . import charts, metrics, rights
 from .models import MetricsState, Notification, NotificationKind
@@ -115,14 +116,19 @@ def get_version_for_user(request: HttpRequest, pk: int) -> tuple[ProcedureVersio
 
 
 def _missing_tools(version: ProcedureVersion, agent: Agent) -> list[str]:
-    return sorted(set(version.required_tools) - set(agent.tools))
+    """The agent API's own load-time check (library.serving), so this page and the JSON agree."""
+    return missing_tools(required=list(version.required_tools), available=list(agent.tools))
 
 
 def served_and_refused(agent: Agent) -> tuple[list[ProcedureVersion], list[tuple[ProcedureVersion, list[str]]]]:
     """The active set as the agent receives it: ACTIVE versions whose required tools the agent has
-    (served), and ACTIVE versions refused at load with the tools they miss."""
+    (served), and ACTIVE versions refused at load with the tools they miss. Read-only: unlike an
+    agent's fetch (serving.active_set_for_agent) looking at this page records no refusal and
+    raises no alert."""
     served: list[ProcedureVersion] = []
     refused: list[tuple[ProcedureVersion, list[str]]] = []
+    if not agent.procedural_memory_enabled:
+        return [], []
     for version in active_versions_for_agent(agent):
         missing = _missing_tools(version, agent)
         if missing:

@@ -1,11 +1,13 @@
 from django.urls import path
 
-from . import operations, views
+from . import agent_tools, operations, views
 
 app_name = "reviews"
 
 urlpatterns = [
     path("queue/", views.queue, name="queue"),
+    path("agents/<str:agent>/tools/", agent_tools.agent_tools, name="agent_tools"),
+    path("refused-at-load/", agent_tools.refused_at_load, name="refused_at_load"),
     # operating the library (issue 7): reviews/operations.py
     path("ops/", operations.ops_index, name="ops_index"),
     path("ops/agents/<str:agent>/", operations.ops_agent, name="ops_agent"),

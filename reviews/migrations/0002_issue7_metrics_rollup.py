@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0004_issue7_session_received_idx'),
+        ('library', '0005_issue7_session_received_idx'),
         ('reviews', '0001_initial'),
     ]
 

@@ -36,22 +36,15 @@ def _served(data: dict) -> dict[str, int]:
 
 @pytest.fixture
 def demo_with_two_versions():
-    """The demo data, plus refund.over_limit v2 (edited by the reviewer, approved by the approver),
-    so v1 is RETIRED and can be rolled back to."""
+    """The demo data with its mined candidate refund.over_limit v2 approved (by the approver, after
+    a passing eval), so v1 is RETIRED and can be rolled back to. Returns a read token."""
     from django.contrib.auth import get_user_model
     from library.tokens import token_create
 
     seed_demo()
-    users = {u.username: u for u in get_user_model().objects.all()}
-    v1 = ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=1)
-    v2 = services.version_revise(
-        version=v1, user=users["reviewer"], applies_when=v1.applies_when,
-        steps=[*v1.steps[:2], "Create an approval request with createApproval({{order_id}}).", v1.steps[2]],
-        required_tools=[*v1.required_tools, "createApproval"], forbidden_actions=v1.forbidden_actions,
-        reason="The approval step was missing",
-    )
+    v2 = ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2, status=Status.CANDIDATE)
     make_passing_eval(v2)
-    services.version_approve(version=v2, user=users["approver"], comment="adds the approval step")
+    services.version_approve(version=v2, user=get_user_model().objects.get(username="approver"), comment="mined and replayed")
     _token, raw = token_create(agent=Agent.objects.get(name="support_agent"), scope="read", name="e2e")
     return raw
 

@@ -1,19 +1,23 @@
 """A roll-back under concurrent agent reads never serves two versions of one id (nor none): the
 retire of the current version and the activation of the chosen one are one transaction, and the
-database allows one ACTIVE version per procedure. Real PostgreSQL, real threads, one connection each."""
+database allows one ACTIVE version per procedure. Real PostgreSQL, real threads, one connection
+each; the readers fetch the agent JSON through the API (its "readonly" connection) as agents do."""
 
 from __future__ import annotations
 
 import threading
 
 import pytest
-from django.db import connection
+from django.db import connections
+
+from django.test import Client
+from django.urls import reverse
 
 from library import services
-from library.selectors import active_versions_for_agent
+from library.tokens import token_create
 from tests.reviews.operations_helpers import activate, revise_and_activate
 
-pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
 
 READERS = 4
 ROLLBACKS = 40
@@ -22,21 +26,27 @@ ROLLBACKS = 40
 def test_rollback_under_concurrent_reads_serves_exactly_one_version(agent, candidate, approver, reviewer, admin_user):
     v1 = activate(candidate, approver)
     v2 = revise_and_activate(v1, reviewer, approver, step="Log the request with replyTemplates('logged').")
+    _token, raw = token_create(agent=agent, scope="read", name="readers")
+    url = reverse("api:active_set", args=[agent.name])
     stop = threading.Event()
     seen: list[list[tuple[str, int]]] = []
     errors: list[BaseException] = []
     lock = threading.Lock()
 
     def read_forever() -> None:
+        client = Client()
         try:
             while not stop.is_set():
-                rows = [(v.procedure.key, v.number) for v in active_versions_for_agent(agent)]
+                response = client.get(url, headers={"Authorization": f"Bearer {raw}"})
+                assert response.status_code == 200, response.content
+                rows = [(p["id"], p["version"]) for p in response.json()["procedures"]]
                 with lock:
                     seen.append(rows)
         except BaseException as exc:  # surfaced in the main thread
             errors.append(exc)
         finally:
-            connection.close()
+            for conn in connections.all():
+                conn.close()
 
     threads = [threading.Thread(target=read_forever) for _ in range(READERS)]
     for thread in threads:

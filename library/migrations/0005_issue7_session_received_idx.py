@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0003_issue5_eval_claims'),
+        ('library', '0004_merge_evals_and_embeddings'),
     ]
 
     operations = [
