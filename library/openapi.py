@@ -142,6 +142,55 @@ SCHEMAS: dict[str, Any] = {
 }
 
 
+_SESSION_IN: dict[str, Any] = {
+    "type": "object",
+    "description": "One finished session in procmem's format (DESIGN.md); ?format=openai|adk takes the other two.",
+    "required": ["session_id"],
+    "properties": {
+        "session_id": {"type": "string"},
+        "agent": {"type": "string", "description": "Optional; must be the token's agent"},
+        "intent": {"type": ["string", "null"]},
+        "task": {"type": "string"},
+        "outcome": {
+            "type": "object",
+            "properties": {"resolved": {"type": "boolean"}, "escalated": {"type": "boolean"}, "rating": {"type": ["number", "null"]}},
+        },
+        "tool_calls": {
+            "type": "array",
+            "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "args": {"type": "object"}, "ok": {"type": "boolean"}}},
+        },
+        "injected": {
+            "type": "array",
+            "items": {"type": "object", "required": ["id", "version"], "properties": {"id": {"type": "string"}, "version": {"type": "integer"}}},
+        },
+        "instruction_chars": {"type": "integer", "minimum": 0},
+        "model": {"type": "string"},
+        "ended_at": {"type": "string", "format": "date-time"},
+    },
+}
+_INGEST_RESULT: dict[str, Any] = {
+    "type": "object",
+    "required": ["agent", "stored", "duplicate", "refused", "counts"],
+    "properties": {
+        "agent": {"type": "string"},
+        "stored": _STR_LIST,
+        "duplicate": _STR_LIST,
+        "refused": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "index": {"type": "integer"},
+                    "session_id": {"type": ["string", "null"]},
+                    "errors": {"type": "array", "items": {"type": "object", "properties": {"field": {"type": "string"}, "message": {"type": "string"}}}},
+                },
+            },
+        },
+        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+}
+
+
 def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
     agent_param = {"name": "agent", "in": "path", "required": True, "schema": {"type": "string"}, "example": "support_agent"}
     token_errors = {
@@ -155,24 +204,61 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
             "title": "procmem agent API",
             "version": "v1",
             "description": (
-                "Agents read the reviewed active set of procedures and never write it. Every agent endpoint "
-                "takes `Authorization: Bearer <read token>`; a token belongs to one agent and one scope "
-                "(`manage.py create_token <agent> --scope read`)."
+                "Agents read the reviewed active set of procedures and never write it; they report finished "
+                "sessions. Read endpoints take `Authorization: Bearer <read token>`, POST /v1/sessions an ingest "
+                "token; a token belongs to one agent and one scope (`manage.py create_token <agent> --scope read`)."
             ),
         },
         "servers": [{"url": server_url}],
         "components": {
             "securitySchemes": {
                 "readToken": {"type": "http", "scheme": "bearer", "description": "A read-scope token of the agent"},
+                "ingestToken": {"type": "http", "scheme": "bearer", "description": "An ingest-scope token of the agent"},
                 "adminSession": {
                     "type": "apiKey", "in": "cookie", "name": "sessionid",
                     "description": "A signed-in user holding manage_agent; send the CSRF token in X-CSRFToken",
                 },
             },
-            "schemas": SCHEMAS,
+            "schemas": {**SCHEMAS, "SessionIn": _SESSION_IN, "IngestResult": _INGEST_RESULT},
         },
         "paths": {
             "/v1/health": {"get": {"summary": "Liveness", "security": [], "responses": {"200": {"description": "ok"}}}},
+            "/v1/sessions": {
+                "post": {
+                    "summary": "Report finished sessions (one, a list, or {\"sessions\": [...]})",
+                    "description": (
+                        "Idempotent by session id. Each item is validated alone: good items are stored in one "
+                        "transaction, bad ones are refused with their index and fields, never half-stored."
+                    ),
+                    "security": [{"ingestToken": []}],
+                    "parameters": [
+                        {"name": "format", "in": "query", "required": False, "schema": {"type": "string", "enum": ["procmem", "openai", "adk"]}},
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "oneOf": [
+                                        {"$ref": "#/components/schemas/SessionIn"},
+                                        {"type": "array", "items": {"$ref": "#/components/schemas/SessionIn"}},
+                                        {"type": "object", "required": ["sessions"], "properties": {"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/SessionIn"}}}},
+                                    ]
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {"description": "Nothing refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
+                        "207": {"description": "Some items refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
+                        "400": _error("Not JSON, an unknown format, or an empty batch"),
+                        "401": _error("No token, or an unknown or revoked one"),
+                        "403": _error("A token of another scope (e.g. read)"),
+                        "413": _error("Body over PROCMEM_INGEST_MAX_BODY_BYTES or batch over PROCMEM_INGEST_MAX_BATCH"),
+                        "422": {"description": "Every item refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
+                    },
+                }
+            },
             "/v1/openapi.json": {"get": {"summary": "This document", "security": [], "responses": {"200": {"description": "OpenAPI 3.1"}}}},
             "/v1/agents/{agent}/procedures": {
                 "get": {

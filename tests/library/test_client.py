@@ -272,3 +272,27 @@ def test_adk_llm_agent_resolves_its_instruction_with_the_selected_procedures(ser
     # the provider's text is the start of the system instruction (ADK appends the agent's identity)
     assert text[: state["procmem:instruction_chars"]].endswith("Do not: promise a refund date before approval.")
     assert adk is not None
+
+
+def test_client_reports_sessions_to_the_real_ingest_endpoint(server, agent, admin_user):
+    """The client's JSON Lines report is accepted and stored by POST /api/v1/sessions itself."""
+    from library.models import AgentSession
+
+    ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest", user=admin_user)[1]
+    client = ProcmemClient(base_url=server.url, agent=agent.name, token="pm_unused", ingest_token=ingest)
+    answer = client.report_session(
+        session_id="client-1",
+        task="Refund ORD-12345 please",
+        resolved=True,
+        injected=[{"id": "refund.over_limit", "version": 2}],
+        intent="refund_over_limit",
+        tool_calls=[{"name": "lookupOrder", "args": {"order_id": "ORD-12345"}, "ok": True}],
+        instruction_chars=812,
+        model="gpt-4o",
+    )
+    assert answer["stored"] == ["client-1"] and answer["refused"] == []
+    stored = AgentSession.objects.get(agent=agent, session_id="client-1")
+    assert stored.injected == [{"id": "refund.over_limit", "version": 2}]
+    assert stored.instruction_chars == 812 and stored.model == "gpt-4o" and stored.skeleton == ["lookupOrder"]
+    # resent: a duplicate, nothing changes
+    assert client.report_session(session_id="client-1", task="x", resolved=False, injected=[])["duplicate"] == ["client-1"]
