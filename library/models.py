@@ -397,7 +397,11 @@ class AgentSession(models.Model):
     class Meta:
         ordering = ["-ended_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["agent", "session_id"], name="session_id_unique_per_agent")]
-        indexes = [models.Index(fields=["agent", "intent", "resolved"], name="session_agent_intent_idx")]
+        indexes = [
+            models.Index(fields=["agent", "intent", "resolved"], name="session_agent_intent_idx"),
+            # the metrics rollup's incremental refresh reads the sessions received since its watermark
+            models.Index(fields=["agent", "received_at"], name="session_agent_received_idx"),
+        ]
 
     def __str__(self) -> str:
         return self.session_id

@@ -26,7 +26,8 @@ def main() -> int:
     var = Path(env.get("PROCMEM_VAR_DIR", ROOT / "var"))
     (var / "celery").mkdir(parents=True, exist_ok=True)
     manage = [sys.executable, str(ROOT / "manage.py")]
-    for step in (["migrate", "--noinput", "-v", "0"], ["seed_demo"]):
+    # refresh_metrics: the demo sessions show on the metrics pages at once, not after the first beat tick
+    for step in (["migrate", "--noinput", "-v", "0"], ["seed_demo"], ["refresh_metrics"]):
         subprocess.run(manage + step, env=env, cwd=ROOT, check=True)
     worker = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "procmem_site", "worker", "-B", "--loglevel", "INFO",

@@ -5,3 +5,7 @@ class ReviewsConfig(AppConfig):
     name = "reviews"
     verbose_name = "Reviews"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # Signal receivers (library.signals → notifications) and the tasks of operating the library.
+        from . import metrics_tasks, notifications  # noqa: F401

@@ -1,0 +1,223 @@
+"""Notifications: in the app (a list with an unread count in the top bar) and by e-mail through
+Django's mail settings. The library sends signals after its transactions commit
+(library/signals.py); the receivers here pick the recipients and write one Notification row per
+user who wants it in the app, and queue one e-mail per user who wants it by mail.
+
+Who receives what (each user switches kinds on and off on the preferences page; without a saved
+preference a kind is shown in the app and not mailed):
+- new candidates waiting: reviewers;
+- an eval run finished: whoever started it, and the reviewers;
+- a procedure refused at load: the agent's admins (superusers, holders of manage_agent or
+  manage_agent_procedures on the agent, or manage_procedure on the procedure);
+- a metric warning: those admins and the procedure's approvers.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Iterable
+
+from celery import shared_task
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import get_connection, EmailMessage
+from django.db import transaction
+from django.db.models import Q
+from django.dispatch import receiver
+from django.urls import reverse
+from django.utils import timezone
+
+from library import signals
+from library.models import (
+    Agent,
+    AgentGroupObjectPermission,
+    AgentUserObjectPermission,
+    EvalRun,
+    ProcedureGroupObjectPermission,
+    ProcedureUserObjectPermission,
+    ProcedureVersion,
+)
+from library.permissions import REVIEW_PERM
+
+from .models import Notification, NotificationKind, NotificationPreference
+
+logger = logging.getLogger(__name__)
+
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+# ---------------------------------------------------------------------------------------------- recipients
+
+
+def reviewers():
+    """Active users holding the review permission (directly, through a group, or as superusers)."""
+    return get_user_model().objects.with_perm(REVIEW_PERM, backend=MODEL_BACKEND).filter(is_active=True)
+
+
+def _object_perm_users(agent: Agent, agent_perms: list[str], procedure_perms: list[str], procedure_id: int | None):
+    """Active users holding one of the agent permissions on `agent` or one of the procedure
+    permissions on the procedure, directly or through a group, plus the superusers."""
+    User = get_user_model()
+    condition = Q(is_superuser=True)
+    condition |= Q(pk__in=AgentUserObjectPermission.objects.filter(
+        content_object=agent, permission__codename__in=agent_perms).values("user_id"))
+    condition |= Q(groups__in=AgentGroupObjectPermission.objects.filter(
+        content_object=agent, permission__codename__in=agent_perms).values("group_id"))
+    if procedure_id is not None and procedure_perms:
+        condition |= Q(pk__in=ProcedureUserObjectPermission.objects.filter(
+            content_object_id=procedure_id, permission__codename__in=procedure_perms).values("user_id"))
+        condition |= Q(groups__in=ProcedureGroupObjectPermission.objects.filter(
+            content_object_id=procedure_id, permission__codename__in=procedure_perms).values("group_id"))
+    return User.objects.filter(condition, is_active=True).distinct()
+
+
+def agent_admins(agent: Agent, procedure_id: int | None = None):
+    return _object_perm_users(
+        agent, ["manage_agent", "manage_agent_procedures"], ["manage_procedure"], procedure_id
+    )
+
+
+def procedure_approvers(agent: Agent, procedure_id: int):
+    return _object_perm_users(agent, ["approve_agent_procedures"], ["approve_procedure"], procedure_id)
+
+
+# ---------------------------------------------------------------------------------------------- sending
+
+
+def preferences_for(user) -> dict[str, NotificationPreference]:
+    """Every kind with the user's choice; kinds never saved get the default (in the app, no e-mail)."""
+    saved = {p.kind: p for p in NotificationPreference.objects.filter(user=user)}
+    return {kind: saved.get(kind) or NotificationPreference(user=user, kind=kind) for kind in NotificationKind.values}
+
+
+def notification_send(*, users: Iterable, kind: str, message: str, url: str = "") -> list[Notification]:
+    """Writes an in-app notification for each user who wants this kind in the app and queues an
+    e-mail (after commit) for each who wants it by mail. Returns the rows written."""
+    if kind not in NotificationKind.values:
+        raise ValueError(f"unknown notification kind {kind!r}")
+    users = {u.pk: u for u in users}
+    if not users:
+        return []
+    saved = {
+        p.user_id: p for p in NotificationPreference.objects.filter(user_id__in=users, kind=kind)
+    }
+    default = NotificationPreference(kind=kind)
+    in_app = [uid for uid in users if (saved.get(uid) or default).in_app]
+    by_mail = [uid for uid in users if (saved.get(uid) or default).email and users[uid].email]
+    with transaction.atomic():
+        rows = Notification.objects.bulk_create(
+            [Notification(user_id=uid, kind=kind, message=message, url=url) for uid in in_app]
+        )
+        if by_mail:
+            transaction.on_commit(
+                lambda: notification_email.delay(user_ids=by_mail, kind=kind, message=message, url=url), robust=True
+            )
+    return rows
+
+
+def notification_mark_read(*, user, notification_ids: list[int] | None = None) -> int:
+    """Marks the user's unread notifications read (all of them when no ids are given)."""
+    unread = Notification.objects.filter(user=user, read_at__isnull=True)
+    if notification_ids is not None:
+        unread = unread.filter(pk__in=notification_ids)
+    return unread.update(read_at=timezone.now())
+
+
+def notification_preferences_set(*, user, choices: dict[str, tuple[bool, bool]]) -> None:
+    """Saves (in_app, email) per kind; kinds not in `choices` are left as they are."""
+    with transaction.atomic():
+        for kind, (in_app, email) in choices.items():
+            if kind not in NotificationKind.values:
+                raise ValueError(f"unknown notification kind {kind!r}")
+            NotificationPreference.objects.update_or_create(
+                user=user, kind=kind, defaults={"in_app": bool(in_app), "email": bool(email)}
+            )
+
+
+@shared_task(name="reviews.notification_email", autoretry_for=(OSError,), retry_backoff=30, max_retries=5,
+             time_limit=120, soft_time_limit=100)
+def notification_email(*, user_ids: list[int], kind: str, message: str, url: str = "") -> int:
+    """One e-mail per recipient through Django's mail settings. Retries when the mail server is
+    unreachable; recipients who were deactivated or lost their address meanwhile are skipped."""
+    users = get_user_model().objects.filter(pk__in=user_ids, is_active=True).exclude(email="")
+    subject = f"[procmem] {NotificationKind(kind).label}"
+    base = getattr(settings, "PROCMEM_BASE_URL", "")
+    body = message + (f"\n\n{base}{url}" if url else "") + "\n\nChoose what you receive: " + base + reverse("reviews:notification_preferences")
+    messages = [EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [u.email]) for u in users]
+    if not messages:
+        return 0
+    with get_connection() as connection:
+        return connection.send_messages(messages) or 0
+
+
+# ---------------------------------------------------------------------------------------------- receivers
+
+
+@receiver(signals.candidates_created, dispatch_uid="reviews.notify_candidates_created")
+def _on_candidates_created(sender, agent_id: int, version_ids: list[int], mining_run_id: int | None = None, **kwargs):
+    agent = Agent.objects.filter(pk=agent_id).first()
+    if agent is None or not version_ids:
+        return
+    count = len(version_ids)
+    versions = list(
+        ProcedureVersion.objects.filter(pk__in=version_ids).select_related("procedure").order_by("procedure__key")[:5]
+    )
+    names = ", ".join(f"{v.procedure.key} v{v.number}" for v in versions) + (" …" if count > len(versions) else "")
+    origin = f" from mining run {mining_run_id}" if mining_run_id else ""
+    notification_send(
+        users=reviewers(),
+        kind=NotificationKind.NEW_CANDIDATES,
+        message=f"{count} new candidate{'s' if count != 1 else ''} for {agent.name} wait{'s' if count == 1 else ''} for review{origin}: {names}",
+        url=reverse("reviews:queue"),
+    )
+
+
+@receiver(signals.eval_run_finished, dispatch_uid="reviews.notify_eval_run_finished")
+def _on_eval_run_finished(sender, run_id: int, **kwargs):
+    run = EvalRun.objects.filter(pk=run_id).select_related("version__procedure__agent", "started_by").first()
+    if run is None:
+        return
+    version = run.version
+    outcome = run.get_verdict_display().lower() if run.verdict else run.get_state_display().lower()
+    users = list(reviewers())
+    if run.started_by is not None and run.started_by.is_active:
+        users.append(run.started_by)
+    notification_send(
+        users=users,
+        kind=NotificationKind.EVAL_FINISHED,
+        message=f"Eval run {run.pk} for {version.procedure.key} v{version.number} ({version.procedure.agent.name}) finished: {outcome}.",
+        url=reverse("reviews:ops_procedure", args=[version.procedure.agent.name, version.procedure.key]),
+    )
+
+
+@receiver(signals.version_refused_at_load, dispatch_uid="reviews.notify_version_refused")
+def _on_version_refused(sender, version_id: int, missing_tools: list[str], **kwargs):
+    version = ProcedureVersion.objects.filter(pk=version_id).select_related("procedure__agent").first()
+    if version is None:
+        return
+    agent = version.procedure.agent
+    notification_send(
+        users=agent_admins(agent, version.procedure_id),
+        kind=NotificationKind.REFUSED_AT_LOAD,
+        message=(
+            f"{version.procedure.key} v{version.number} was refused at load for {agent.name}: the agent no longer "
+            f"has {', '.join(missing_tools) or 'a required tool'}. Agents do not receive it until the tools "
+            "are back or the procedure is retired or rolled back."
+        ),
+        url=reverse("reviews:ops_agent", args=[agent.name]),
+    )
+
+
+@receiver(signals.metric_warning, dispatch_uid="reviews.notify_metric_warning")
+def _on_metric_warning(sender, version_id: int, message: str, **kwargs):
+    version = ProcedureVersion.objects.filter(pk=version_id).select_related("procedure__agent").first()
+    if version is None:
+        return
+    agent = version.procedure.agent
+    users = list(agent_admins(agent, version.procedure_id)) + list(procedure_approvers(agent, version.procedure_id))
+    notification_send(
+        users=users,
+        kind=NotificationKind.METRIC_WARNING,
+        message=message,
+        url=reverse("reviews:ops_version_metrics", args=[version.pk]),
+    )

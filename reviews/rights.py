@@ -1,0 +1,194 @@
+"""Approver rights: who may approve what, granted and revoked by agent managers.
+
+A right is a django-guardian object permission: `approve_procedure` on one procedure, or
+`approve_agent_procedures` on an agent (every procedure of it, present and future), held by a user
+or by a group. Only a user with `manage_agent` on the agent (or a superuser) grants or revokes.
+Each change is atomic, serialised per agent by a row lock, and audited (GRANT / REVOKE).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from guardian.shortcuts import assign_perm, remove_perm
+
+from library.models import (
+    Agent,
+    AgentGroupObjectPermission,
+    AgentUserObjectPermission,
+    AuditEvent,
+    Procedure,
+    ProcedureGroupObjectPermission,
+    ProcedureUserObjectPermission,
+    ProcedureVersion,
+    Status,
+)
+from library.permissions import user_can_manage_agent
+from library.services import audit
+
+PROCEDURE_PERM = "approve_procedure"
+AGENT_PERM = "approve_agent_procedures"
+
+
+def _grantee_label(grantee) -> dict[str, str]:
+    if isinstance(grantee, Group):
+        return {"group": grantee.name}
+    return {"user": grantee.get_username()}
+
+
+def _check(*, agent: Agent, procedure: Procedure | None, by) -> None:
+    if procedure is not None and procedure.agent_id != agent.pk:
+        raise ValidationError({"procedure": f"{procedure.key} belongs to another agent"})
+    if not user_can_manage_agent(by, agent):
+        raise PermissionDenied(f"You may not change approver rights of {agent.name}.")
+
+
+def _holds(grantee, perm: str, target) -> bool:
+    """Directly assigned to this user or group (not through a group, not as a superuser)."""
+    if isinstance(target, Procedure):
+        model = ProcedureGroupObjectPermission if isinstance(grantee, Group) else ProcedureUserObjectPermission
+    else:
+        model = AgentGroupObjectPermission if isinstance(grantee, Group) else AgentUserObjectPermission
+    who = {"group": grantee} if isinstance(grantee, Group) else {"user": grantee}
+    return model.objects.filter(content_object=target, permission__codename=perm, **who).exists()
+
+
+def approver_right_grant(*, agent: Agent, grantee, by, procedure: Procedure | None = None, reason: str = "") -> None:
+    """Grants `approve_procedure` on `procedure`, or `approve_agent_procedures` on `agent` when no
+    procedure is given, to a user or group. Refuses a right that is already held."""
+    _check(agent=agent, procedure=procedure, by=by)
+    if not isinstance(grantee, Group) and not grantee.is_active:
+        raise ValidationError({"grantee": f"{grantee.get_username()} is deactivated"})
+    target = procedure if procedure is not None else agent
+    perm = PROCEDURE_PERM if procedure is not None else AGENT_PERM
+    with transaction.atomic():
+        Agent.objects.select_for_update().filter(pk=agent.pk).first()
+        if _holds(grantee, perm, target):
+            raise ValidationError({"grantee": f"{_describe(grantee)} already holds this right"})
+        assign_perm(f"library.{perm}", grantee, target)
+        audit(
+            action=AuditEvent.Action.GRANT, actor=by, agent=agent, procedure=procedure, reason=reason,
+            before={}, after={"permission": perm, "on": _target_label(target), **_grantee_label(grantee)},
+        )
+
+
+def approver_right_revoke(*, agent: Agent, grantee, by, procedure: Procedure | None = None, reason: str = "") -> None:
+    """Revokes a directly held approver right. Refuses a right that is not held."""
+    _check(agent=agent, procedure=procedure, by=by)
+    target = procedure if procedure is not None else agent
+    perm = PROCEDURE_PERM if procedure is not None else AGENT_PERM
+    with transaction.atomic():
+        Agent.objects.select_for_update().filter(pk=agent.pk).first()
+        if not _holds(grantee, perm, target):
+            raise ValidationError({"grantee": f"{_describe(grantee)} does not hold this right"})
+        remove_perm(f"library.{perm}", grantee, target)
+        audit(
+            action=AuditEvent.Action.REVOKE, actor=by, agent=agent, procedure=procedure, reason=reason,
+            before={"permission": perm, "on": _target_label(target), **_grantee_label(grantee)}, after={},
+        )
+
+
+def _describe(grantee) -> str:
+    return f"group {grantee.name}" if isinstance(grantee, Group) else grantee.get_username()
+
+
+def _target_label(target) -> str:
+    return f"procedure {target.key}" if isinstance(target, Procedure) else f"agent {target.name}"
+
+
+# ---------------------------------------------------------------------------------------------- selectors
+
+
+@dataclass(frozen=True)
+class Right:
+    """One directly held right: `scope` is "agent" or "procedure"."""
+
+    scope: str
+    procedure: Procedure | None
+    user: object | None
+    group: Group | None
+
+    @property
+    def holder(self) -> str:
+        return f"group {self.group.name}" if self.group else self.user.get_username()
+
+    @property
+    def kind(self) -> str:
+        return "group" if self.group else "user"
+
+    @property
+    def name(self) -> str:
+        return self.group.name if self.group else self.user.get_username()
+
+
+@dataclass(frozen=True)
+class NamedApprover:
+    """A person who may approve, and through what."""
+
+    user: object
+    via: list[str]
+
+
+def approver_rights(agent: Agent) -> list[Right]:
+    """Every approver right held directly on the agent or on one of its procedures."""
+    rights: list[Right] = []
+    for row in AgentUserObjectPermission.objects.filter(content_object=agent, permission__codename=AGENT_PERM).select_related("user"):
+        rights.append(Right("agent", None, row.user, None))
+    for row in AgentGroupObjectPermission.objects.filter(content_object=agent, permission__codename=AGENT_PERM).select_related("group"):
+        rights.append(Right("agent", None, None, row.group))
+    for row in (
+        ProcedureUserObjectPermission.objects.filter(content_object__agent=agent, permission__codename=PROCEDURE_PERM)
+        .select_related("user", "content_object")
+    ):
+        rights.append(Right("procedure", row.content_object, row.user, None))
+    for row in (
+        ProcedureGroupObjectPermission.objects.filter(content_object__agent=agent, permission__codename=PROCEDURE_PERM)
+        .select_related("group", "content_object")
+    ):
+        rights.append(Right("procedure", row.content_object, None, row.group))
+    rights.sort(key=lambda r: (r.scope != "agent", r.procedure.key if r.procedure else "", r.kind, r.name))
+    return rights
+
+
+def named_approvers(agent: Agent, rights: list[Right] | None = None) -> dict[str | None, list[NamedApprover]]:
+    """Per procedure key (None: the whole agent): the active users who may approve, with how they
+    got the right (directly, through a group, as a superuser). Group rights are expanded to members."""
+    rights = approver_rights(agent) if rights is None else rights
+    User = get_user_model()
+    group_ids = {r.group.pk for r in rights if r.group}
+    members: dict[int, list] = {}
+    if group_ids:
+        for user in User.objects.filter(groups__in=group_ids, is_active=True).prefetch_related("groups").distinct():
+            for group in user.groups.all():
+                if group.pk in group_ids:
+                    members.setdefault(group.pk, []).append(user)
+    result: dict[str | None, dict[int, NamedApprover]] = {}
+    for right in rights:
+        key = right.procedure.key if right.procedure else None
+        bucket = result.setdefault(key, {})
+        holders = members.get(right.group.pk, []) if right.group else ([right.user] if right.user.is_active else [])
+        for user in holders:
+            via = f"group {right.group.name}" if right.group else "directly"
+            entry = bucket.setdefault(user.pk, NamedApprover(user=user, via=[]))
+            if via not in entry.via:
+                entry.via.append(via)
+    superusers = list(User.objects.filter(is_superuser=True, is_active=True).order_by("username"))
+    agent_bucket = result.setdefault(None, {})
+    for user in superusers:
+        agent_bucket.setdefault(user.pk, NamedApprover(user=user, via=[])).via.append("superuser")
+    return {
+        key: sorted(bucket.values(), key=lambda a: a.user.get_username()) for key, bucket in result.items()
+    }
+
+
+def active_approvals(agent: Agent):
+    """The ACTIVE versions of the agent with who approved them, when, and on which eval run."""
+    return (
+        ProcedureVersion.objects.filter(procedure__agent=agent, status=Status.ACTIVE)
+        .select_related("procedure__intent", "approved_by", "approval_eval_run")
+        .order_by("procedure__key")
+    )

@@ -1,0 +1,124 @@
+"""The audit log page: filters, pagination, the htmx partial, and the CSV export (streamed,
+formula cells escaped)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from django.urls import reverse
+
+from library.models import AuditEvent
+from library.services import audit
+from reviews.operations import csv_cell
+from tests.reviews.operations_helpers import activate
+
+pytestmark = pytest.mark.django_db
+
+
+def _csv(response) -> list[list[str]]:
+    assert response.streaming
+    body = b"".join(response.streaming_content).decode("utf-8")
+    return list(csv.reader(io.StringIO(body)))
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("=HYPERLINK(\"http://evil\",\"x\")", "'=HYPERLINK(\"http://evil\",\"x\")"),
+        ("+1+2", "'+1+2"),
+        ("-2+3", "'-2+3"),
+        ("@SUM(A1:A2)", "'@SUM(A1:A2)"),
+        ("\t=1", "'\t=1"),
+        ("\r=1", "'\r=1"),
+        ("plain reason", "plain reason"),
+        ("a=b", "a=b"),
+        (None, ""),
+        (3, "3"),
+        ({"status": "ACTIVE"}, '{"status": "ACTIVE"}'),
+    ],
+)
+def test_csv_cell_escapes_formula_starts(value, expected):
+    assert csv_cell(value) == expected
+
+
+def test_csv_export_escapes_formulas_in_every_column(client, admin_user, agent, candidate):
+    audit(action=AuditEvent.Action.RETIRE, actor_label="=cmd|' /C calc'!A0", agent=agent, procedure=candidate.procedure,
+          reason="@SUM(1+1)*cmd", before={"x": 1}, after={})
+    audit(action=AuditEvent.Action.RETIRE, actor=admin_user, agent=agent, reason="-1+1", after={"status": "RETIRED"})
+    client.force_login(admin_user)
+    rows = _csv(client.get(reverse("reviews:ops_audit_csv"), {"action": "retire"}))
+    assert rows[0] == ["at", "action", "who", "agent", "procedure", "version", "reason", "before", "after"]
+    data = sorted(rows[1:], key=lambda r: r[2])
+    assert [(r[2], r[6]) for r in data] == [("'=cmd|' /C calc'!A0", "'@SUM(1+1)*cmd"), ("admin", "'-1+1")]
+    assert data[0][4] == "refund.over_limit" and data[1][8] == '{"status": "RETIRED"}'
+    for row in rows[1:]:
+        for cell in row:
+            assert not cell.startswith(("=", "+", "-", "@", "\t", "\r"))
+
+
+def test_csv_export_applies_the_filters(client, admin_user, agent, candidate, approver):
+    activate(candidate, approver)
+    client.force_login(admin_user)
+    rows = _csv(client.get(reverse("reviews:ops_audit_csv"), {"user": "approver"}))
+    assert [r[1] for r in rows[1:]] == ["approve"]
+    response = client.get(reverse("reviews:ops_audit_csv"))
+    assert response["Content-Type"].startswith("text/csv")
+    assert "attachment; filename=\"procmem-audit-" in response["Content-Disposition"]
+
+
+def test_audit_filters_by_agent_procedure_user_and_action(client, admin_user, agent, candidate, other_procedure, approver):
+    activate(candidate, approver)
+    client.force_login(admin_user)
+    url = reverse("reviews:ops_audit")
+
+    def actions(**params):
+        return [(e.action, e.procedure.key if e.procedure else None) for e in client.get(url, params).context["page"]]
+
+    assert actions(procedure="refund.over_limit") == [("approve", "refund.over_limit"), ("propose", "refund.over_limit")]
+    assert actions(user="approver") == [("approve", "refund.over_limit")]
+    assert actions(action="propose") == [("propose", "order.status"), ("propose", "refund.over_limit")]
+    assert actions(agent="support_agent", action="approve", user="proposer") == []
+    assert len(actions(agent="support_agent")) == 3
+    assert actions(agent="no_such_agent") == []
+
+
+def test_audit_paginates_and_the_htmx_request_gets_only_the_results(client, admin_user, agent):
+    for i in range(60):
+        audit(action=AuditEvent.Action.SETTINGS, actor=admin_user, agent=agent, reason=f"change {i}")
+    client.force_login(admin_user)
+    first = client.get(reverse("reviews:ops_audit"))
+    assert first.context["page"].paginator.num_pages == 2 and len(first.context["page"]) == 50
+    assert first.context["page"][0].reason == "change 59"
+    second = client.get(reverse("reviews:ops_audit"), {"page": 2}, headers={"HX-Request": "true", "HX-Target": "audit-results"})
+    html = second.content.decode()
+    assert "<html" not in html and html.strip().startswith('<div id="audit-results">')
+    assert "change 0" in html and "change 59" not in html
+    assert "HX-Request" in second["Vary"]
+
+
+def test_audit_access(client, outsider, reviewer, agent):
+    url, csv_url = reverse("reviews:ops_audit"), reverse("reviews:ops_audit_csv")
+    assert reverse("login") in client.get(url)["Location"]
+    assert reverse("login") in client.get(csv_url)["Location"]
+    htmx = client.get(url, headers={"HX-Request": "true"})
+    assert htmx.status_code == 200 and reverse("login") in htmx["HX-Redirect"]
+    client.force_login(outsider)
+    assert client.get(url).status_code == 404
+    assert client.get(csv_url).status_code == 404
+    client.force_login(reviewer)
+    assert client.get(url).status_code == 200
+
+
+def test_audit_page_shows_before_and_after_per_field(client, admin_user, agent, candidate, approver):
+    from library import services
+
+    version = activate(candidate, approver)
+    services.version_retire(version=version, user=admin_user, reason="=not a formula here")
+    client.force_login(admin_user)
+    page = client.get(reverse("reviews:ops_audit"), {"action": "retire"})
+    (event,) = page.context["page"]
+    assert event.changes == [("status", "ACTIVE", "RETIRED"), ("version", "1", "1")]
+    assert '<span title="ACTIVE">ACTIVE</span> → <span title="RETIRED">RETIRED</span>' in page.content.decode()
+    assert 'version:</span> <span title="1">1</span>' in page.content.decode()  # unchanged: shown once
