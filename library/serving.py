@@ -30,7 +30,6 @@ from typing import Any, TypedDict
 
 import numpy as np
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import IntegrityError, connections, transaction
 from django.dispatch import receiver
 
@@ -416,7 +415,7 @@ def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
 
 def load_refusal_record(*, version_id: int, tools_hash: str, missing_tools: list[str]) -> LoadRefusal | None:
     """Records that a version was refused at load under a tool-list state, with an audit row, and
-    after commit e-mails the agent's admins and sends `version_refused_at_load`. The unique
+    after commit sends `version_refused_at_load` (the reviews app notifies and e-mails the admins). The unique
     constraint makes this happen once, even when several processes see the refusal at the same
     time: the loser of the race gets an IntegrityError and raises nothing. Returns the new row, or
     None when it already existed."""
@@ -440,41 +439,13 @@ def load_refusal_record(*, version_id: int, tools_hash: str, missing_tools: list
     return refusal
 
 
-def refusal_recipients(agent: Agent) -> list[str]:
-    """E-mail addresses of superusers and of the users who may manage the agent."""
-    from django.contrib.auth import get_user_model
-    from guardian.shortcuts import get_users_with_perms
-
-    users = set(get_user_model().objects.filter(is_superuser=True, is_active=True).exclude(email=""))
-    users.update(
-        u for u in get_users_with_perms(agent, only_with_perms_in=["manage_agent"], with_group_users=True)
-        if u.is_active and u.email
-    )
-    return sorted({u.email for u in users})
-
-
 def _alert_refusal(refusal_id: int) -> None:
+    """Announces a new refusal. The reviews app turns the signal into notifications: in the app and
+    by e-mail to the agent's admins (e-mail is on by default for this kind; each admin may opt out)."""
     from .signals import version_refused_at_load
 
-    refusal = LoadRefusal.objects.select_related("version__procedure__agent").get(pk=refusal_id)
-    version = refusal.version
-    agent = version.procedure.agent
-    recipients = refusal_recipients(agent)
-    if recipients:
-        send_mail(
-            subject=f"[procmem] {version.procedure.key} v{version.number} refused at load for {agent.name}",
-            message=(
-                f"The ACTIVE version {version.procedure.key} v{version.number} of agent {agent.name} needs tools "
-                f"that the agent no longer has: {', '.join(refusal.missing_tools)}.\n\n"
-                "Agents do not receive it until the tool list has those tools again, or an admin retires "
-                "or rolls back the procedure.\n"
-                f"Tool list: {', '.join(agent.tools) or '(empty)'}\n"
-            ),
-            from_email=settings.DEFAULT_FROM_EMAIL,
-            recipient_list=recipients,
-            fail_silently=True,
-        )
-    version_refused_at_load.send(sender=LoadRefusal, version_id=version.pk, missing_tools=list(refusal.missing_tools))
+    refusal = LoadRefusal.objects.get(pk=refusal_id)
+    version_refused_at_load.send(sender=LoadRefusal, version_id=refusal.version_id, missing_tools=list(refusal.missing_tools))
 
 
 def unresolved_refusals(*, agents=None) -> list[LoadRefusal]:

@@ -4,7 +4,8 @@ Django's mail settings. The library sends signals after its transactions commit
 user who wants it in the app, and queue one e-mail per user who wants it by mail.
 
 Who receives what (each user switches kinds on and off on the preferences page; without a saved
-preference a kind is shown in the app and not mailed):
+preference a kind is shown in the app, and only a refusal at load is also mailed — an agent
+silently losing a procedure must reach its admins even if they never opened the preferences):
 - new candidates waiting: reviewers;
 - an eval run finished: whoever started it, and the reviewers;
 - a procedure refused at load: the agent's admins (superusers, holders of manage_agent or
@@ -44,6 +45,11 @@ from .models import Notification, NotificationKind, NotificationPreference
 logger = logging.getLogger(__name__)
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+EMAIL_BY_DEFAULT = {NotificationKind.REFUSED_AT_LOAD}
+
+
+def default_preference(user, kind: str) -> NotificationPreference:
+    return NotificationPreference(user=user, kind=kind, in_app=True, email=kind in EMAIL_BY_DEFAULT)
 
 
 # ---------------------------------------------------------------------------------------------- recipients
@@ -85,9 +91,9 @@ def procedure_approvers(agent: Agent, procedure_id: int):
 
 
 def preferences_for(user) -> dict[str, NotificationPreference]:
-    """Every kind with the user's choice; kinds never saved get the default (in the app, no e-mail)."""
+    """Every kind with the user's choice; kinds never saved get the default (see EMAIL_BY_DEFAULT)."""
     saved = {p.kind: p for p in NotificationPreference.objects.filter(user=user)}
-    return {kind: saved.get(kind) or NotificationPreference(user=user, kind=kind) for kind in NotificationKind.values}
+    return {kind: saved.get(kind) or default_preference(user, kind) for kind in NotificationKind.values}
 
 
 def notification_send(*, users: Iterable, kind: str, message: str, url: str = "") -> list[Notification]:
@@ -101,7 +107,7 @@ def notification_send(*, users: Iterable, kind: str, message: str, url: str = ""
     saved = {
         p.user_id: p for p in NotificationPreference.objects.filter(user_id__in=users, kind=kind)
     }
-    default = NotificationPreference(kind=kind)
+    default = default_preference(None, kind)
     in_app = [uid for uid in users if (saved.get(uid) or default).in_app]
     by_mail = [uid for uid in users if (saved.get(uid) or default).email and users[uid].email]
     with transaction.atomic():

@@ -65,8 +65,8 @@ def test_preferences_page_saves_choices_that_the_next_notification_follows(
     client.force_login(reviewer)
     page = client.get(reverse("reviews:notification_preferences"))
     assert [(kind, pref.in_app, pref.email) for kind, _label, pref in page.context["rows"]] == [
-        (kind, True, False) for kind in NotificationKind.values
-    ]
+        (kind, True, kind == NotificationKind.REFUSED_AT_LOAD) for kind in NotificationKind.values
+    ]  # only refusals at load are mailed by default
     client.post(reverse("reviews:notification_preferences"), {"new_candidates-email": "on", "eval_finished-in_app": "on"})
     saved = {p.kind: (p.in_app, p.email) for p in NotificationPreference.objects.filter(user=reviewer)}
     assert saved == {
