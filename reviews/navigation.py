@@ -13,6 +13,9 @@ class Navigation:
     role: str
     waiting_for_review: int
     unread_notifications: int
+    # candidates this user could decide as approver (permission held, not proposer nor last editor)
+    waiting_for_me: int = 0
+    can_review: bool = False
 
 
 def role_of(user) -> str:
@@ -31,7 +34,13 @@ def role_of(user) -> str:
 
 def navigation_for(user) -> Navigation:
     from reviews.models import Notification
+    from reviews.selectors import waiting_for_approver
 
-    waiting = ProcedureVersion.objects.filter(status=Status.CANDIDATE).count() if user_is_reviewer(user) else 0
+    role = role_of(user)
+    can_review = user_is_reviewer(user)
+    waiting = ProcedureVersion.objects.filter(status=Status.CANDIDATE).count() if can_review else 0
+    for_me = waiting_for_approver(user).count() if role in {"approver", "admin"} else 0
     unread = Notification.objects.filter(user=user, read_at__isnull=True).count()
-    return Navigation(role=role_of(user), waiting_for_review=waiting, unread_notifications=unread)
+    return Navigation(
+        role=role, waiting_for_review=waiting, unread_notifications=unread, waiting_for_me=for_me, can_review=can_review
+    )

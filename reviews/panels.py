@@ -1,0 +1,283 @@
+"""What the evidence and eval panels show, computed from the stored records apart from rendering.
+
+Both panels read JSON that other parts write (the miner's `evidence`, the eval run's
+`verdict_detail`), so they take whatever keys exist and degrade to "not recorded" for the rest:
+a candidate written by hand has no evidence at all, an imported one may have a few numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from library.models import EvalRun, ProcedureVersion
+
+# ------------------------------------------------------------------------------------------- evidence
+
+_CONTRAST_KEYS = {"support", "resolved", "failed", "failedWithSkeleton", "skeleton"}
+_EXCERPT_KEYS = ("excerpts", "redactedExcerpts", "examples")
+_SHOWN_ELSEWHERE = _CONTRAST_KEYS | set(_EXCERPT_KEYS) | {"sessions", "sessionIds", "session_ids", "exampleSessions", "evalRunId"}
+
+
+def _number(value: Any) -> int | float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _percent(part, whole) -> str:
+    if part is None or not whole:
+        return ""
+    return f"{100 * part / whole:.0f}%"
+
+
+@dataclass
+class ExcerptLine:
+    who: str
+    text: str
+
+
+@dataclass
+class Excerpt:
+    title: str
+    lines: list[ExcerptLine]
+    outcome: str = ""
+
+
+@dataclass
+class Evidence:
+    support: int | float | None = None
+    resolved: int | float | None = None
+    failed: int | float | None = None
+    failed_with_skeleton: int | float | None = None
+    skeleton: list[str] = field(default_factory=list)
+    excerpts: list[Excerpt] = field(default_factory=list)
+    contrasts: list[dict[str, Any]] = field(default_factory=list)  # per-tool / ordering contrasts
+    other: list[tuple[str, str]] = field(default_factory=list)
+    source: str = ""
+
+    @property
+    def has_contrast(self) -> bool:
+        return self.support is not None and self.resolved is not None
+
+    @property
+    def resolved_share(self) -> str:
+        return _percent(self.support, self.resolved)
+
+    @property
+    def failed_share(self) -> str:
+        return _percent(self.failed_with_skeleton, self.failed)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.has_contrast or self.skeleton or self.excerpts or self.contrasts or self.other or self.support is not None)
+
+
+def _excerpt_lines(raw: Any) -> list[ExcerptLine]:
+    """A redacted excerpt is a list of turns; each turn a string or a dict with a speaker and a text."""
+    if isinstance(raw, str):
+        return [ExcerptLine("", raw)]
+    if isinstance(raw, dict):
+        raw = raw.get("turns") or raw.get("lines") or raw.get("excerpt") or [raw]
+    lines: list[ExcerptLine] = []
+    for turn in raw if isinstance(raw, list) else [raw]:
+        if isinstance(turn, dict):
+            who = str(turn.get("role") or turn.get("author") or turn.get("speaker") or ("tool" if turn.get("tool") else ""))
+            if turn.get("tool") or turn.get("name"):
+                tool = turn.get("tool") or turn.get("name")
+                text = turn.get("text") or turn.get("content") or f"{tool}({json.dumps(turn.get('args', {}), ensure_ascii=False)[:200]})"
+                who = who or "tool"
+            else:
+                text = turn.get("text") or turn.get("content") or json.dumps(turn, ensure_ascii=False)
+            lines.append(ExcerptLine(who, str(text)))
+        else:
+            lines.append(ExcerptLine("", str(turn)))
+    return lines
+
+
+def _outcome(session) -> str:
+    if session.resolved and not session.escalated:
+        return "resolved"
+    if session.escalated:
+        return "escalated"
+    if session.resolved is False:
+        return "failed"
+    return "no outcome"
+
+
+def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
+    """`sessions`: the AgentSession rows named by the evidence (selectors.evidence_sessions)."""
+    raw = dict(version.evidence or {})
+    evidence = Evidence(
+        support=_number(raw.get("support")),
+        resolved=_number(raw.get("resolved")),
+        failed=_number(raw.get("failed")),
+        failed_with_skeleton=_number(raw.get("failedWithSkeleton")),
+        skeleton=[str(t) for t in (version.skeleton or raw.get("skeleton") or []) if t],
+        source=version.get_source_display(),
+    )
+    for session in sessions:
+        evidence.excerpts.append(
+            Excerpt(title=f"session {session.session_id}", lines=_excerpt_lines(session.redacted_excerpt), outcome=_outcome(session))
+        )
+    for key in _EXCERPT_KEYS:
+        inline = raw.get(key)
+        if isinstance(inline, list) and not evidence.excerpts:
+            for index, item in enumerate(inline[:5], start=1):
+                if isinstance(item, dict) and not item.get("session_id") and not any(k in item for k in ("turns", "lines", "excerpt", "text", "content")):
+                    continue  # a session reference without text; the sessions above cover those
+                title = f"session {item.get('session_id')}" if isinstance(item, dict) and item.get("session_id") else f"example {index}"
+                evidence.excerpts.append(Excerpt(title=title, lines=_excerpt_lines(item)))
+    for key in ("toolContrast", "contrasts", "orderContrast", "tools"):
+        items = raw.get(key)
+        if isinstance(items, list):
+            evidence.contrasts.extend(item for item in items if isinstance(item, dict))
+    for key, value in raw.items():
+        if key in _SHOWN_ELSEWHERE or key in {"toolContrast", "contrasts", "orderContrast", "tools"}:
+            continue
+        evidence.other.append((key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+    return evidence
+
+
+def contrast_sentence(item: dict[str, Any]) -> str:
+    """"createApproval: 118 of 140 resolved vs 9 of 60 failed" from one contrast record, whatever its
+    key names; falls back to the record as JSON."""
+    label = item.get("label") or item.get("tool") or item.get("what") or item.get("name") or ""
+    if item.get("before") and item.get("after"):
+        label = f"{item['before']} before {item['after']}"
+    rs = _number(item.get("resolvedWith", item.get("resolved_with", item.get("resolved"))))
+    rt = _number(item.get("resolvedTotal", item.get("resolved_total")))
+    fs = _number(item.get("failedWith", item.get("failed_with", item.get("failed"))))
+    ft = _number(item.get("failedTotal", item.get("failed_total")))
+    if rs is not None and fs is not None:
+        left = f"{rs} of {rt} resolved" if rt is not None else f"{rs} resolved"
+        right = f"{fs} of {ft} failed" if ft is not None else f"{fs} failed"
+        return f"{label}: {left} vs {right}" if label else f"{left} vs {right}"
+    return json.dumps(item, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------------------------------- eval panel
+
+
+@dataclass
+class IntentResult:
+    intent: str
+    baseline: str
+    candidate: str
+    delta: str
+    verdict: str
+    note: str
+    is_target: bool
+
+
+def _fraction(value: Any) -> tuple[str, float | None]:
+    """Accepts {"passed": 7, "total": 10}, [7, 10], "7/10", 0.7 or 7; returns (label, rate)."""
+    if isinstance(value, dict):
+        passed = _number(value.get("passed", value.get("pass", value.get("success", value.get("ok")))))
+        total = _number(value.get("total", value.get("n", value.get("cases"))))
+        rate = value.get("rate")
+        if passed is not None and total:
+            return f"{passed}/{total}", passed / total
+        if isinstance(rate, (int, float)):
+            return f"{rate:.0%}", float(rate)
+        return json.dumps(value, ensure_ascii=False), None
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(_number(v) is not None for v in value):
+        passed, total = _number(value[0]), _number(value[1])
+        return f"{passed}/{total}", (passed / total if total else None)
+    if isinstance(value, float) and 0 <= value <= 1:
+        return f"{value:.0%}", value
+    if value is None:
+        return "—", None
+    return str(value), None
+
+
+def _intent_items(detail: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    intents = detail.get("intents") or detail.get("per_intent") or detail.get("perIntent") or {}
+    if isinstance(intents, dict):
+        return [(str(name), data) for name, data in intents.items() if isinstance(data, dict)]
+    if isinstance(intents, list):
+        return [(str(item.get("intent") or item.get("name") or "?"), item) for item in intents if isinstance(item, dict)]
+    return []
+
+
+def intent_results(run: EvalRun, *, target_intent: str) -> list[IntentResult]:
+    rows = []
+    for name, data in _intent_items(run.verdict_detail or {}):
+        baseline, base_rate = _fraction(data.get("baseline", data.get("without")))
+        candidate, cand_rate = _fraction(data.get("candidate", data.get("with")))
+        delta = ""
+        if base_rate is not None and cand_rate is not None:
+            points = round(100 * (cand_rate - base_rate))
+            delta = f"{points:+d} pts" if points else "±0"
+        note_bits = []
+        for key in ("p_value", "pValue", "p"):
+            if isinstance(data.get(key), (int, float)):
+                note_bits.append(f"p = {data[key]:.3g}")
+                break
+        for key in ("improved", "regressed", "b", "c"):
+            if isinstance(data.get(key), int):
+                note_bits.append(f"{key} {data[key]}")
+        if data.get("reason") or data.get("note"):
+            note_bits.append(str(data.get("reason") or data.get("note")))
+        rows.append(
+            IntentResult(
+                intent=name,
+                baseline=baseline,
+                candidate=candidate,
+                delta=delta,
+                verdict=str(data.get("verdict") or data.get("status") or data.get("outcome") or ""),
+                note="; ".join(note_bits),
+                is_target=bool(data.get("target")) or name == target_intent,
+            )
+        )
+    rows.sort(key=lambda r: (not r.is_target, r.intent))
+    return rows
+
+
+def verdict_reason(run: EvalRun) -> str:
+    detail = run.verdict_detail or {}
+    for key in ("reason", "why", "summary", "explanation", "note"):
+        value = detail.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, list) and value:
+            return " ".join(str(v) for v in value)
+    if run.state == EvalRun.State.FAILED and run.failure_reason:
+        return run.failure_reason
+    return ""
+
+
+@dataclass
+class EvalPanel:
+    run: EvalRun | None
+    rows: list[IntentResult]
+    reason: str
+    in_progress: bool
+    percent: int
+    baseline_moved: bool
+    thresholds: list[tuple[str, str]]
+
+
+def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_active_hash: str | None) -> EvalPanel:
+    in_progress = bool(run and run.state in {EvalRun.State.QUEUED, EvalRun.State.RUNNING})
+    percent = 0
+    if run and run.cases_total:
+        percent = min(100, round(100 * run.cases_done / run.cases_total))
+    baseline_moved = bool(run and run.baseline_hash and current_active_hash and run.baseline_hash != current_active_hash)
+    thresholds = []
+    if run and isinstance(run.thresholds, dict):
+        thresholds = [(str(k), json.dumps(v) if not isinstance(v, str) else v) for k, v in run.thresholds.items()]
+    return EvalPanel(
+        run=run,
+        rows=intent_results(run, target_intent=version.procedure.intent.name) if run else [],
+        reason=verdict_reason(run) if run else "",
+        in_progress=in_progress,
+        percent=percent,
+        baseline_moved=baseline_moved,
+        thresholds=thresholds,
+    )
