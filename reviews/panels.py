@@ -268,7 +268,15 @@ def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_
     percent = 0
     if run and run.cases_total:
         percent = min(100, round(100 * run.cases_done / run.cases_total))
-    baseline_moved = bool(run and run.baseline_hash and current_active_hash and run.baseline_hash != current_active_hash)
+    # Only a candidate's gate depends on it: an approved version's run is history, and the active
+    # set moved precisely because of that approval.
+    baseline_moved = bool(
+        version.status == "CANDIDATE"
+        and run
+        and run.baseline_hash
+        and current_active_hash
+        and run.baseline_hash != current_active_hash
+    )
     thresholds = []
     if run and isinstance(run.thresholds, dict):
         thresholds = [(str(k), json.dumps(v) if not isinstance(v, str) else v) for k, v in run.thresholds.items()]

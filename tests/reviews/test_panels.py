@@ -74,3 +74,10 @@ def test_eval_panel_in_progress_and_baseline_moved(candidate):
     assert panel.in_progress and panel.percent == 25 and panel.baseline_moved
     assert build_eval_panel(candidate, run, current_active_hash="old").baseline_moved is False
     assert build_eval_panel(candidate, None, current_active_hash=None).run is None
+
+
+@pytest.mark.django_db
+def test_an_approved_versions_run_is_not_reported_as_stale(candidate):
+    run = EvalRun(version=candidate, content_hash=candidate.content_hash, state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, baseline_hash="before")
+    candidate.status = "ACTIVE"
+    assert build_eval_panel(candidate, run, current_active_hash="after").baseline_moved is False

@@ -1,0 +1,195 @@
+"""The review flow in a real browser (Playwright driving Debian's Chromium), on the demo data:
+
+reviewer: sign in → queue (keys j/k/?, Enter) → the refund candidate → diff and evidence → an eval
+run and its result arriving by htmx polling → approve is disabled with the reasons, and a forged
+POST is refused with 403; approver: sign in → approve with the explicit confirmation → the page
+shows v2 ACTIVE and v1 RETIRED → the procedure page (and the agent JSON, once the API serves it).
+
+Screenshots of every page land in test-artifacts/screenshots/.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+
+import pytest
+
+from library.demo import DEMO_USERS, seed_demo
+from library.models import EvalRun, ProcedureVersion, Source, Status
+from tests.e2e.conftest import sign_in
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+EVALS_AVAILABLE = importlib.util.find_spec("reviews.evals") is not None
+
+
+def refund_candidate() -> ProcedureVersion:
+    """The mined refund.over_limit candidate of the demo data. Until the demo seed mines it (the
+    mining issue), the test proposes the same record with the numbers of DESIGN.md."""
+    from library import services
+    from library.models import Agent
+
+    existing = ProcedureVersion.objects.filter(procedure__key="refund.over_limit", status=Status.CANDIDATE).first()
+    if existing is not None:
+        return existing
+    agent = Agent.objects.get(name="support_agent")
+    return services.procedure_propose(
+        agent=agent, intent=agent.intents.get(name="refund_over_limit"), key="refund.over_limit",
+        applies_when="The customer asks for a refund larger than the amount the agent may grant on its own.",
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Check the return window with checkReturnWindow({{order_id}}).",
+            "Create an approval request with createApproval({{order_id}}).",
+            "Tell the customer the expected wait with replyTemplates('approval_pending').",
+        ],
+        required_tools=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
+        forbidden_actions=["Do not refund an order outside its return window.", "Do not promise a refund date before approval."],
+        source=Source.MINED, actor_label="miner", skeleton=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
+        evidence={"support": 118, "resolved": 140, "failed": 60, "failedWithSkeleton": 9},
+    )
+
+
+def finish_run_like_a_worker(version: ProcedureVersion) -> None:
+    """Stand-in for the eval worker while reviews.evals (issue 5) is not merged: a run that is
+    RUNNING, then DONE with a passing verdict — what the panel must show as it happens."""
+    from library.selectors import active_set_hash
+    from django.utils import timezone
+
+    run = EvalRun.objects.create(
+        version=version, content_hash=version.content_hash, baseline_hash=active_set_hash(version.procedure.agent),
+        state=EvalRun.State.RUNNING, cases_total=8, cases_done=3, runner="demo", started_at=timezone.now(),
+    )
+    return run
+
+
+def test_review_and_approve_in_the_browser(live_server, page, screenshot):
+    from library import embeddings
+
+    seed_demo()
+    candidate = refund_candidate()
+    embeddings.embed_one("warm the model before the first page needs it")
+    base = live_server.url
+
+    # --- the reviewer -------------------------------------------------------------------------
+    sign_in(page, base, "reviewer", DEMO_USERS["reviewer"][0])
+    page.goto(f"{base}/queue/")
+    assert page.locator(".role").inner_text().lower() == "reviewer"
+    assert page.locator("h1").inner_text() == "Candidates waiting for review"
+    assert page.locator("tbody.quarantined [data-queue-row]").count() >= 1  # quarantined first
+    screenshot(page, "01-queue")
+
+    # keyboard: ? shows the keys; j/k move; Enter opens
+    page.keyboard.press("?")
+    assert page.locator("#keys-help").is_visible()
+    screenshot(page, "02-keys-help")
+    page.keyboard.press("Escape")
+    assert not page.locator("#keys-help").is_visible()
+    rows = page.locator("[data-queue-row]")
+    target = next(i for i in range(rows.count()) if "refund.over_limit" in rows.nth(i).inner_text())
+    for _ in range(target + 1):
+        page.keyboard.press("j")
+    page.keyboard.press("k")
+    page.keyboard.press("j")
+    assert "refund.over_limit" in page.locator("[data-queue-row].is-current").inner_text()
+    page.keyboard.press("Enter")
+    page.wait_for_url(re.compile(rf"/versions/{candidate.pk}/$"))
+
+    # the candidate page: diff against ACTIVE v1, evidence
+    assert "Comparing v2 with v1" in page.locator(".compare-line").inner_text()
+    steps = page.locator('[data-field="steps"]')
+    assert steps.locator("tr.row-added").count() + steps.locator("tr.row-changed").count() >= 1
+    assert "createApproval" in steps.locator("ins").all_inner_texts()[0] + " ".join(steps.locator("td.new").all_inner_texts())
+    assert "118 of 140" in page.locator("#evidence").inner_text()
+    assert "9 of 60" in page.locator("#evidence").inner_text()
+    screenshot(page, "03-candidate")
+
+    # an eval run, its progress polled by htmx, its verdict arriving
+    if EVALS_AVAILABLE:
+        page.click("#start-eval")
+    else:
+        run = finish_run_like_a_worker(candidate)
+        page.reload()
+    page.wait_for_selector("#eval progress, #eval .verdict")
+    if page.locator("#eval progress").count():
+        screenshot(page, "04-eval-running")
+    if not EVALS_AVAILABLE:
+        EvalRun.objects.filter(pk=run.pk).update(
+            state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, cases_done=8,
+            verdict_detail={
+                "reason": "refund_over_limit improved; no other intent got worse.",
+                "intents": {
+                    "refund_over_limit": {"baseline": {"passed": 1, "total": 4}, "candidate": {"passed": 4, "total": 4}},
+                    "order_status": {"baseline": {"passed": 4, "total": 4}, "candidate": {"passed": 4, "total": 4}},
+                },
+            },
+        )
+    page.wait_for_selector("#eval .verdict", timeout=120_000)
+    assert "PASS" in page.locator("#eval .verdict").inner_text()
+    assert page.locator("#eval .eval-table tr.target").count() == 1
+    screenshot(page, "05-eval-done")
+
+    # the reviewer cannot approve: disabled, with the reason next to it
+    assert page.locator("#approve-button").is_disabled()
+    assert "You do not hold the approve permission" in page.locator("#approve-blockers").inner_text()
+    # a forged POST is refused by the server
+    token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    forged = page.request.post(
+        f"{base}/versions/{candidate.pk}/approve/", form={"confirm": "on"}, headers={"X-CSRFToken": token, "Referer": page.url}
+    )
+    assert forged.status == 403
+    candidate.refresh_from_db()
+    assert candidate.status == Status.CANDIDATE
+    screenshot(page, "06-approve-disabled")
+
+    # --- the approver ---------------------------------------------------------------------------
+    page.click("text=Sign out")
+    page.wait_for_url(re.compile(r"/accounts/login/"))
+    sign_in(page, base, "approver", DEMO_USERS["approver"][0])
+    assert page.locator(".role").inner_text().lower() == "approver"
+    page.goto(f"{base}/queue/?mine=1")
+    waiting = page.locator("[data-queue-row]").all_inner_texts()
+    assert any("refund.over_limit" in row for row in waiting)
+    assert not any("address.change" in row for row in waiting)  # not theirs to approve
+    screenshot(page, "07-queue-for-my-approval")
+    page.click(f"a.open[href='/versions/{candidate.pk}/']")
+    page.click("#approve-button")
+    page.wait_for_selector("#approve-confirm")
+    screenshot(page, "08-approve-confirm")
+    # the confirmation is required: the browser will not submit without the tick
+    page.click("#approve-submit")
+    candidate.refresh_from_db()
+    assert candidate.status == Status.CANDIDATE
+    page.check("#approve-confirm-check")
+    page.fill("#approve-comment", "Eval passed; approval before the reply is what the failures lacked.")
+    page.click("#approve-submit")
+    page.wait_for_selector(".notice-ok")
+    notice = page.locator(".notice-ok").inner_text()
+    assert "v2 is the ACTIVE version: approved by approver" in notice
+    assert "v1 was RETIRED by this approval" in notice
+    screenshot(page, "09-approved")
+    candidate.refresh_from_db()
+    assert (candidate.status, candidate.approved_by.username) == (Status.ACTIVE, "approver")
+
+    # the procedure page: v2 ACTIVE, v1 RETIRED, the audit log
+    page.goto(f"{base}/procedures/{candidate.procedure_id}/")
+    assert "ACTIVE v2" in page.locator("h1").inner_text()
+    statuses = page.locator("table.versions tbody tr").all_inner_texts()
+    assert "ACTIVE" in statuses[0] and "RETIRED" in statuses[1]
+    assert "Approved" in page.locator("table.audit").inner_text()
+    screenshot(page, "10-procedure")
+
+    # the agent JSON serves the new version (the agent API of issue 6, where merged)
+    from django.urls import Resolver404, resolve
+
+    try:
+        resolve("/api/v1/agents/support_agent/procedures")
+    except Resolver404:
+        return  # the agent API is not merged into this branch yet
+    from library.tokens import token_create
+
+    _, raw = token_create(agent=candidate.procedure.agent, scope="read", name="e2e")
+    response = page.request.get(f"{base}/api/v1/agents/support_agent/procedures", headers={"Authorization": f"Bearer {raw}"})
+    assert response.status == 200
+    served = {p["id"]: p for p in response.json()["procedures"]}
+    assert served["refund.over_limit"]["version"] == 2 and served["refund.over_limit"]["approvedBy"] == "approver"
