@@ -19,13 +19,11 @@ class Navigation:
 
 
 def role_of(user) -> str:
+    from reviews.selectors import holds_any_approve_right
+
     if user.is_superuser:
         return "admin"
-    from guardian.shortcuts import get_objects_for_user
-
-    if get_objects_for_user(user, ["library.approve_procedure"], accept_global_perms=False).exists() or get_objects_for_user(
-        user, ["library.approve_agent_procedures"], accept_global_perms=False
-    ).exists():
+    if holds_any_approve_right(user):
         return "approver"
     if user_is_reviewer(user):
         return "reviewer"
@@ -39,7 +37,7 @@ def navigation_for(user) -> Navigation:
     role = role_of(user)
     can_review = user_is_reviewer(user)
     waiting = ProcedureVersion.objects.filter(status=Status.CANDIDATE).count() if can_review else 0
-    for_me = waiting_for_approver(user).count() if role in {"approver", "admin"} else 0
+    for_me = waiting_for_approver(user).count() if role in {"approver", "admin"} else 0  # scope is cached
     unread = Notification.objects.filter(user=user, read_at__isnull=True).count()
     return Navigation(
         role=role, waiting_for_review=waiting, unread_notifications=unread, waiting_for_me=for_me, can_review=can_review

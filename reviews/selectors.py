@@ -117,18 +117,66 @@ def evidence_support():
     )
 
 
-def approvable_procedures_q(user) -> Q:
-    """Versions of procedures `user` may approve (object permission on the procedure or its agent,
-    directly or through a group), as a Q for a ProcedureVersion queryset. Lazy: subqueries."""
-    from guardian.shortcuts import get_objects_for_user
+@dataclass(frozen=True)
+class ApproveScope:
+    """Where a user holds the approve right: every procedure (superuser), or these procedures and
+    every procedure of these agents — object permissions held directly or through a group, the
+    same rules as `library.permissions.user_can_approve` (guardian checks object permissions only;
+    a model-wide permission does not count)."""
+
+    everything: bool
+    procedure_ids: frozenset[int]
+    agent_ids: frozenset[int]
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.everything or self.procedure_ids or self.agent_ids)
+
+    def as_q(self) -> Q:
+        """For a ProcedureVersion queryset. Id lists, not OR-ed subqueries: an approver holds few
+        rights, and PostgreSQL plans `procedure_id IN (…)` far better than four correlated IN
+        subqueries joined by OR over a large queue."""
+        if self.everything:
+            return Q()
+        if self.is_empty:
+            return Q(pk__in=[])
+        return Q(procedure_id__in=sorted(self.procedure_ids)) | Q(procedure__agent_id__in=sorted(self.agent_ids))
+
+
+def approve_scope(user) -> ApproveScope:
+    """Two queries, remembered on the user object for the rest of the request (navigation, queue
+    filter and role all ask)."""
+    from library.models import (
+        AgentGroupObjectPermission,
+        AgentUserObjectPermission,
+        ProcedureGroupObjectPermission,
+        ProcedureUserObjectPermission,
+    )
 
     if not (user and user.is_authenticated and user.is_active):
-        return Q(pk__in=[])
+        return ApproveScope(False, frozenset(), frozenset())
+    cached = getattr(user, "_procmem_approve_scope", None)
+    if cached is not None:
+        return cached
     if user.is_superuser:
-        return Q()
-    procedures = get_objects_for_user(user, "library.approve_procedure", klass=Procedure, accept_global_perms=True)
-    agents = get_objects_for_user(user, "library.approve_agent_procedures", klass=Agent, accept_global_perms=True)
-    return Q(procedure__in=procedures.values("pk")) | Q(procedure__agent__in=agents.values("pk"))
+        scope = ApproveScope(True, frozenset(), frozenset())
+    else:
+        on_procedure = Q(permission__codename="approve_procedure", permission__content_type__app_label="library")
+        on_agent = Q(permission__codename="approve_agent_procedures", permission__content_type__app_label="library")
+        procedures = ProcedureUserObjectPermission.objects.filter(on_procedure, user=user).values_list("content_object_id", flat=True).union(
+            ProcedureGroupObjectPermission.objects.filter(on_procedure, group__user=user).values_list("content_object_id", flat=True)
+        )
+        agents = AgentUserObjectPermission.objects.filter(on_agent, user=user).values_list("content_object_id", flat=True).union(
+            AgentGroupObjectPermission.objects.filter(on_agent, group__user=user).values_list("content_object_id", flat=True)
+        )
+        scope = ApproveScope(False, frozenset(procedures), frozenset(agents))
+    user._procmem_approve_scope = scope
+    return scope
+
+
+def holds_any_approve_right(user) -> bool:
+    """Whether `user` may approve anything at all (the navigation's "approver" role)."""
+    return not approve_scope(user).is_empty
 
 
 def waiting_for_approver(user) -> QuerySet[ProcedureVersion]:
@@ -136,55 +184,69 @@ def waiting_for_approver(user) -> QuerySet[ProcedureVersion]:
     nor the last editor. (Whether an eval passed is a separate filter.)"""
     return (
         ProcedureVersion.objects.filter(status=Status.CANDIDATE)
-        .filter(approvable_procedures_q(user))
+        .filter(approve_scope(user).as_q())
         .exclude(proposed_by=user)
         .exclude(edited_by=user)
     )
 
 
 def candidate_queue(user, filters: QueueFilters, *, visible_agents: QuerySet[Agent]) -> QuerySet[ProcedureVersion]:
-    """The queue: CANDIDATE versions of visible agents, filtered and sorted; quarantined first."""
+    """The queue's order as a narrow queryset of primary keys: CANDIDATE versions of visible
+    agents, filtered and sorted, quarantined first. Paginate it, then load the page's rows with
+    `queue_rows` — sorting 10,000 full rows (steps, evidence, joined agents) would carry every
+    column through the sort; sorting keys and ids does not."""
     qs = _filtered(user, filters, visible_agents=visible_agents)
     if filters.agent:
         qs = qs.filter(procedure__agent__name=filters.agent)
     if filters.intent:
         qs = qs.filter(procedure__intent__name=filters.intent)
-    return (
-        qs.select_related("procedure__agent", "procedure__intent", "proposed_by", "edited_by")
-        .annotate(
-            support=evidence_support(),
-            eval_state=_latest_eval("state"),
-            eval_verdict=_latest_eval("verdict"),
-            comment_count=Coalesce(
-                # a correlated count: one scalar per page row, not a join over every comment
-                Subquery(
-                    Comment.objects.filter(version=OuterRef("pk"))
-                    .order_by()
-                    .values("version")
-                    .annotate(n=Count("id"))
-                    .values("n")[:1],
-                    output_field=IntegerField(),
-                ),
-                Value(0),
-            ),
-        )
-        .order_by("-quarantined", *SORTS[filters.sort])
+    return qs.annotate(support=evidence_support()).order_by("-quarantined", *SORTS[filters.sort]).values_list("pk", flat=True)
+
+
+def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
+    """The rows of one queue page, in the order of `pks`, with what the table shows. Three queries
+    over the page's ids (versions, their eval runs, their comment counts) rather than correlated
+    subqueries per row."""
+    rows = (
+        ProcedureVersion.objects.filter(pk__in=pks)
+        .select_related("procedure__agent", "procedure__intent", "proposed_by", "edited_by")
+        .annotate(support=evidence_support())
     )
+    by_pk = {row.pk: row for row in rows}
+    latest: dict[int, EvalRun] = {}
+    passing: set[int] = set()
+    for run in EvalRun.objects.filter(version_id__in=by_pk).only(
+        "version_id", "content_hash", "state", "verdict", "created_at"
+    ).order_by("-created_at", "-id"):
+        version = by_pk[run.version_id]
+        if run.content_hash != version.content_hash:
+            continue  # a run of older content no longer counts
+        latest.setdefault(run.version_id, run)
+        if run.is_passing:
+            passing.add(run.version_id)
+    comments = dict(
+        Comment.objects.filter(version_id__in=by_pk).order_by().values("version_id").annotate(n=Count("id")).values_list("version_id", "n")
+    )
+    for pk, row in by_pk.items():
+        run = latest.get(pk)
+        row.eval_state = run.state if run else None
+        row.eval_verdict = run.verdict if run else None
+        row.has_passing_eval = pk in passing
+        row.comment_count = comments.get(pk, 0)
+    return [by_pk[pk] for pk in pks if pk in by_pk]
 
 
 def _filtered(user, filters: QueueFilters, *, visible_agents) -> QuerySet[ProcedureVersion]:
     """Every filter except agent and intent (the groups panel lists those to pick from)."""
-    qs = ProcedureVersion.objects.filter(status=Status.CANDIDATE, procedure__agent__in=visible_agents).annotate(
-        has_passing_eval=_passing_eval_exists()
-    )
+    qs = ProcedureVersion.objects.filter(status=Status.CANDIDATE, procedure__agent__in=visible_agents)
     if filters.quarantined == "yes":
         qs = qs.filter(quarantined=True)
     elif filters.quarantined == "no":
         qs = qs.filter(quarantined=False)
     if filters.passing == "yes":
-        qs = qs.filter(has_passing_eval=True)
+        qs = qs.filter(_passing_eval_exists())
     elif filters.passing == "no":
-        qs = qs.filter(has_passing_eval=False)
+        qs = qs.filter(~_passing_eval_exists())
     if filters.mine:
         qs = qs.filter(pk__in=waiting_for_approver(user).values("pk"))
     return qs
@@ -207,19 +269,26 @@ class AgentGroups:
 
 
 def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGroups]:
-    """Counts per agent and intent (one GROUP BY query), under every filter but agent/intent."""
+    """Counts per agent and intent, under every filter but agent/intent: one GROUP BY on the intent
+    id (the intent fixes the agent), then the names from the intents table."""
     rows = (
         _filtered(user, filters, visible_agents=visible_agents)
-        .values("procedure__agent__name", "procedure__intent__name")
+        .values("procedure__intent_id")
         .annotate(n=Count("id"), q=Count("id", filter=Q(quarantined=True)))
-        .order_by("procedure__agent__name", "procedure__intent__name")
+        .order_by()
     )
+    counts = {row["procedure__intent_id"]: (row["n"], row["q"]) for row in rows}
+    if not counts:
+        return []
     groups: dict[str, AgentGroups] = {}
-    for row in rows:
-        agent = groups.setdefault(row["procedure__agent__name"], AgentGroups(row["procedure__agent__name"]))
-        agent.count += row["n"]
-        agent.quarantined += row["q"]
-        agent.intents.append(QueueGroup(agent.agent, row["procedure__intent__name"], row["n"], row["q"]))
+    for intent_id, intent_name, agent_name in (
+        Intent.objects.filter(pk__in=counts).order_by("agent__name", "name").values_list("pk", "name", "agent__name")
+    ):
+        n, q = counts[intent_id]
+        agent = groups.setdefault(agent_name, AgentGroups(agent_name))
+        agent.count += n
+        agent.quarantined += q
+        agent.intents.append(QueueGroup(agent_name, intent_name, n, q))
     return list(groups.values())
 
 

@@ -109,18 +109,37 @@ def _safe_next(request: HttpRequest, fallback: str) -> str:
 # ------------------------------------------------------------------------------------------- the queue
 
 
+class _CountedPaginator(Paginator):
+    """A paginator told its count: the groups query has already counted the filtered queue."""
+
+    def __init__(self, object_list, per_page, *, count: int):
+        super().__init__(object_list, per_page)
+        self._known_count = count
+
+    @property
+    def count(self) -> int:  # type: ignore[override]
+        return self._known_count
+
+
 def _queue_context(request: HttpRequest, query: QueryDict) -> dict:
     filters = selectors.QueueFilters.from_query(query)
     agents = visible_agents(request)
+    groups = selectors.queue_groups(request.user, filters, visible_agents=agents)
+    total = sum(
+        g.count
+        for agent in groups
+        for g in agent.intents
+        if (not filters.agent or g.agent == filters.agent) and (not filters.intent or g.intent == filters.intent)
+    )
     queue_qs = selectors.candidate_queue(request.user, filters, visible_agents=agents)
-    page = Paginator(queue_qs, QUEUE_PAGE_SIZE).get_page(query.get("page"))
-    rows = list(page.object_list)
+    page = _CountedPaginator(queue_qs, QUEUE_PAGE_SIZE, count=total).get_page(query.get("page"))
+    rows = selectors.queue_rows(list(page.object_list))
     return {
         "filters": filters,
         "page": page,
         "quarantined_rows": [v for v in rows if v.quarantined],
         "rows": [v for v in rows if not v.quarantined],
-        "groups": selectors.queue_groups(request.user, filters, visible_agents=agents),
+        "groups": groups,
         "choices": selectors.filter_choices(visible_agents=agents),
         "sorts": selectors.SORT_LABELS,
         "can_review": user_is_reviewer(request.user),

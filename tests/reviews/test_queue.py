@@ -207,3 +207,37 @@ def test_queue_queries_do_not_grow_with_the_queue(django_assert_num_queries, app
     assert ProcedureVersion.objects.filter(status=Status.CANDIDATE).count() == 1001
     response = _queue_queries(client, django_assert_num_queries, url, len(small.captured_queries))
     assert response.context["page"].paginator.count >= 1 or "mine" in url
+
+
+def test_approve_rights_held_through_a_group_count_for_role_and_queue(agent, intent, candidate, outsider, reviewers_group):
+    from django.contrib.auth.models import Group
+
+    from reviews.navigation import role_of
+
+    approvers = Group.objects.create(name="refund approvers")
+    outsider.groups.add(approvers, reviewers_group)
+    client = client_for(outsider)
+    assert role_of(outsider) == "reviewer" and _keys(client.get(QUEUE + "?mine=1")) == []
+    assign_perm("library.approve_agent_procedures", approvers, agent)
+    outsider.refresh_from_db()
+    del outsider._procmem_approve_scope  # remembered for one request; a new request starts afresh
+    assert role_of(outsider) == "approver"
+    assert _keys(client.get(QUEUE + "?mine=1")) == ["refund.over_limit"]
+
+
+def test_a_model_wide_approve_permission_is_not_an_approve_right(agent, intent, candidate, outsider, reviewers_group):
+    """As in library.permissions.user_can_approve: only object permissions (or superuser) count."""
+    from django.contrib.auth.models import Permission
+
+    from library.permissions import user_can_approve
+    from reviews.navigation import role_of
+
+    outsider.groups.add(reviewers_group)
+    outsider.user_permissions.add(Permission.objects.get(codename="approve_procedure"))
+    assert not user_can_approve(outsider, candidate.procedure)
+    assert role_of(outsider) == "reviewer"
+    assert _keys(client_for(outsider).get(QUEUE + "?mine=1")) == []
+
+
+def test_superuser_may_approve_what_others_proposed(admin_user, candidate):
+    assert _keys(client_for(admin_user).get(QUEUE + "?mine=1")) == ["refund.over_limit"]
