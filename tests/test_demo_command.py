@@ -1,0 +1,98 @@
+"""`make demo` runs `python -m procmem_site.rundemo`: on embedded defaults (SQLite and the
+filesystem broker under a fresh var dir) it serves the login page, the demo users can sign in, its
+own worker consumes tasks, and Ctrl-C stops the web server and the worker."""
+
+from __future__ import annotations
+
+import http.cookiejar
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from library.demo import DEMO_USERS
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.slow
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_for(url: str, process: subprocess.Popen, log: Path, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            pytest.fail(f"demo exited early:\n{log.read_text()[-4000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return
+        except OSError:
+            time.sleep(0.5)
+    pytest.fail(f"demo did not serve {url} in {timeout}s:\n{log.read_text()[-4000:]}")
+
+
+def test_demo_serves_login_and_stops_on_ctrl_c(tmp_path):
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_", "SECRET_KEY", "ALLOWED_HOSTS"))}
+    env.update(PROCMEM_VAR_DIR=str(tmp_path / "var"), DEMO_PORT=str(port), DEBUG="1")
+    log = tmp_path / "demo.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "procmem_site.rundemo"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        wait_for(f"{base}/accounts/login/", process, log)
+        assert (tmp_path / "var" / "procmem.sqlite3").exists()
+        # sign in as each demo user with the printed password
+        for username, (password, role) in DEMO_USERS.items():
+            jar = http.cookiejar.CookieJar()
+            opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+            page = opener.open(f"{base}/accounts/login/").read().decode()
+            token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+            data = urllib.parse.urlencode({"username": username, "password": password, "csrfmiddlewaretoken": token}).encode()
+            request = urllib.request.Request(f"{base}/accounts/login/", data=data, headers={"Referer": f"{base}/accounts/login/"})
+            landing = opener.open(request)
+            body = landing.read().decode()
+            assert "/accounts/login/" not in landing.url, username
+            assert f"<strong>{username}</strong>" in body
+        printed = log.read_text()
+        for username, (password, _role) in DEMO_USERS.items():
+            assert password in printed
+        # the worker runs on the filesystem broker
+        deadline = time.monotonic() + 60
+        while "celery@" not in printed or "ready" not in printed:
+            if time.monotonic() > deadline:
+                pytest.fail(f"worker never became ready:\n{printed[-3000:]}")
+            time.sleep(0.5)
+            printed = log.read_text()
+    finally:
+        # Ctrl-C in a terminal sends SIGINT to the whole foreground process group
+        os.killpg(process.pid, signal.SIGINT)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            pytest.fail("demo did not stop on Ctrl-C")
+    # nothing of the demo is left running in its process group
+    time.sleep(1)
+    # (an exited child not yet reaped by init shows as <defunct>: it runs nothing)
+    leftover = [
+        line
+        for line in subprocess.run(["pgrep", "-a", "-g", str(process.pid)], capture_output=True, text=True).stdout.splitlines()
+        if "<defunct>" not in line
+    ]
+    assert leftover == [], f"processes left after Ctrl-C: {leftover}"
