@@ -193,3 +193,44 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot):
     assert response.status == 200
     served = {p["id"]: p for p in response.json()["procedures"]}
     assert served["refund.over_limit"]["version"] == 2 and served["refund.over_limit"]["approvedBy"] == "approver"
+
+
+def test_write_a_procedure_by_hand_then_edit_it(live_server, page, screenshot):
+    """The day-one path: a reviewer writes down the team's procedure; it lands in the queue; an edit
+    makes a new version and says the old eval no longer counts."""
+    seed_demo()
+    base = live_server.url
+    sign_in(page, base, "reviewer", DEMO_USERS["reviewer"][0])
+    page.click("text=Write a procedure >> nth=0")
+    page.select_option("#id_agent", "support_agent")  # htmx swaps in the form for this agent
+    page.wait_for_selector("#id_key")
+    assert page.locator("input[name=required_tools]").count() == 4
+    page.select_option("#id_intent", label="refund_within_limit")
+    page.fill("#id_key", "refund.damaged_item")
+    page.fill("#id_applies_when", "The customer reports that an item arrived damaged.")
+    page.fill("#id_steps", "Look up the order with lookupOrder({{order_id}}).\nAsk for a photo of the damage <script>alert(1)</script>.\nReply with replyTemplates('damage_received').")
+    page.check("input[value=lookupOrder]")
+    page.check("input[value=replyTemplates]")
+    page.fill("#id_forbidden_actions", "Do not promise a replacement before the photo is checked.")
+    screenshot(page, "01-write-by-hand")
+    page.click("button:has-text('Propose')")
+    page.wait_for_selector(".version-head")
+    assert "refund.damaged_item" in page.locator("h1").inner_text()
+    assert "<script>alert(1)</script>" in page.locator('[data-field="steps"]').inner_text()  # shown as text
+    assert "waits in the queue" in page.locator("#flash").inner_text()
+    screenshot(page, "02-proposed")
+
+    page.click("text=Edit (makes v2)")
+    assert "The old eval no longer counts" in page.locator(".notice-warn").inner_text()
+    page.fill("#id_steps", "Look up the order with lookupOrder({{order_id}}).\nAsk for a photo of the damage.\nReply with replyTemplates('damage_received').")
+    page.fill("#id_reason", "removed markup")
+    screenshot(page, "03-edit")
+    page.click("button:has-text('Save as a new version')")
+    page.wait_for_selector(".version-head")
+    assert "v2" in page.locator("h1").inner_text()
+    assert "Comparing v2 with v1" in page.locator(".compare-line").inner_text()
+    screenshot(page, "04-edited")
+
+    page.goto(f"{base}/queue/")
+    keys = page.locator("[data-queue-row] a.open").all_inner_texts()
+    assert any("refund.damaged_item v2" in k for k in keys) and not any("refund.damaged_item v1" in k for k in keys)
