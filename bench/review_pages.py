@@ -197,6 +197,7 @@ def main() -> int:
     lines = [
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · {engine} · Python {platform.python_version()} · "
         f"{args.requests} requests per page after 5 warm-up requests · setup {setup_s:.1f} s · "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end · "
         f"steps rows in the 40-step diff: {diff_rows}",
         "",
         "| page | p50 ms | p95 ms | p50 minus empty page | queries | HTML KB |",

@@ -91,7 +91,12 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot):
         page.keyboard.press("j")
     page.keyboard.press("k")
     page.keyboard.press("j")
-    assert "refund.over_limit" in page.locator("[data-queue-row].is-current").inner_text()
+    current = page.locator("[data-queue-row].is-current")
+    assert "refund.over_limit" in current.inner_text()
+    page.keyboard.press("x")  # selects it for bulk reject
+    assert current.locator("input[name=versions]").is_checked()
+    page.keyboard.press("x")
+    assert not current.locator("input[name=versions]").is_checked()
     page.keyboard.press("Enter")
     page.wait_for_url(re.compile(rf"/versions/{candidate.pk}/$"))
 
