@@ -333,3 +333,13 @@ def test_candidate_page_queries_do_not_grow_with_the_queue(django_assert_num_que
     with django_assert_num_queries(len(small.captured_queries)):
         response = client.get(url("version", mined_v2))
     assert response.status_code == 200 and len(response.context["comments"]) == 30
+
+
+def test_a_write_by_htmx_refreshes_the_navigation_counts(refund_approver, mined_v2):
+    make_passing_eval(mined_v2)
+    client = client_for(refund_approver)
+    assert "For my approval" in client.get("/queue/").content.decode()
+    html = client.post(url("version_approve", mined_v2), {"confirm": "on"}, **HTMX).content.decode()
+    # nothing waits for this approver any more: the counts are swapped out of band, now empty
+    assert '<span id="nav-for-me" hx-swap-oob="true"></span>' in html
+    assert 'id="nav-queue" hx-swap-oob="true"' in html
