@@ -205,25 +205,41 @@ def _intent_items(detail: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     return []
 
 
+def _arm(data: dict[str, Any], arm: str) -> tuple[str, float | None]:
+    """One arm's result: the eval runner's flat form ({"baseline_passed": 1, "paired": 4,
+    "baseline_rate": 0.25}) or a nested one ({"baseline": {"passed": 1, "total": 4}})."""
+    passed = _number(data.get(f"{arm}_passed"))
+    if passed is not None:
+        total = _number(data.get("paired", data.get("cases")))
+        rate = data.get(f"{arm}_rate")
+        if not isinstance(rate, (int, float)):
+            rate = passed / total if total else None
+        return (f"{passed}/{total}" if total is not None else str(passed)), rate
+    return _fraction(data.get(arm, data.get({"baseline": "without", "candidate": "with"}[arm])))
+
+
 def intent_results(run: EvalRun, *, target_intent: str) -> list[IntentResult]:
     rows = []
     for name, data in _intent_items(run.verdict_detail or {}):
-        baseline, base_rate = _fraction(data.get("baseline", data.get("without")))
-        candidate, cand_rate = _fraction(data.get("candidate", data.get("with")))
+        baseline, base_rate = _arm(data, "baseline")
+        candidate, cand_rate = _arm(data, "candidate")
         delta = ""
         if base_rate is not None and cand_rate is not None:
             points = round(100 * (cand_rate - base_rate))
             delta = f"{points:+d} pts" if points else "±0"
         note_bits = []
-        for key in ("p_value", "pValue", "p"):
-            if isinstance(data.get(key), (int, float)):
-                note_bits.append(f"p = {data[key]:.3g}")
-                break
-        for key in ("improved", "regressed", "b", "c"):
-            if isinstance(data.get(key), int):
-                note_bits.append(f"{key} {data[key]}")
-        if data.get("reason") or data.get("note"):
-            note_bits.append(str(data.get("reason") or data.get("note")))
+        for key, label in (("p_value", "p"), ("pValue", "p"), ("p", "p"), ("p_improve", "p(improve)"), ("p_regress", "p(regress)")):
+            if isinstance(data.get(key), (int, float)) and not isinstance(data.get(key), bool):
+                note_bits.append(f"{label} = {data[key]:.3g}")
+        for key, one, many in (("improved", "improved", "improved"), ("regressed", "regressed", "regressed"), ("errors", "error", "errors")):
+            value = data.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value:
+                note_bits.append(f"{value} {one if value == 1 else many}")
+        for key in ("reason", "note"):
+            if data.get(key):
+                note_bits.append(str(data[key]))
+        if isinstance(data.get("notes"), list):
+            note_bits.extend(str(n) for n in data["notes"] if n)
         rows.append(
             IntentResult(
                 intent=name,
@@ -241,7 +257,7 @@ def intent_results(run: EvalRun, *, target_intent: str) -> list[IntentResult]:
 
 def verdict_reason(run: EvalRun) -> str:
     detail = run.verdict_detail or {}
-    for key in ("reason", "why", "summary", "explanation", "note"):
+    for key in ("reasons", "reason", "why", "summary", "explanation", "note"):
         value = detail.get(key)
         if isinstance(value, str) and value:
             return value
@@ -278,8 +294,13 @@ def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_
         and run.baseline_hash != current_active_hash
     )
     thresholds = []
-    if run and isinstance(run.thresholds, dict):
-        thresholds = [(str(k), json.dumps(v) if not isinstance(v, str) else v) for k, v in run.thresholds.items()]
+    if run is not None:
+        source = run.thresholds or (run.verdict_detail or {}).get("thresholds") or {}
+        if isinstance(source, dict):
+            thresholds = [(str(k), json.dumps(v) if not isinstance(v, str) else v) for k, v in source.items()]
+        test = (run.verdict_detail or {}).get("test")
+        if isinstance(test, str) and test:
+            thresholds.append(("test", test))
     return EvalPanel(
         run=run,
         rows=intent_results(run, target_intent=version.procedure.intent.name) if run else [],

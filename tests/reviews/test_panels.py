@@ -81,3 +81,34 @@ def test_an_approved_versions_run_is_not_reported_as_stale(candidate):
     run = EvalRun(version=candidate, content_hash=candidate.content_hash, state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, baseline_hash="before")
     candidate.status = "ACTIVE"
     assert build_eval_panel(candidate, run, current_active_hash="after").baseline_moved is False
+
+
+@pytest.mark.django_db
+def test_eval_panel_reads_the_eval_runners_verdict_detail(candidate):
+    """The shape reviews.evals stores (library.evals.verdict.judge)."""
+    detail = {
+        "verdict": "pass",
+        "reasons": ["refund_over_limit improved: 1 → 4 of 4 (p = 0.0625).", "No other intent got worse."],
+        "target_intent": "refund_over_limit",
+        "test": "McNemar's exact test (binomial, p = 1/2, one-sided per direction)",
+        "thresholds": {"alpha": 0.1, "min_cases": 4},
+        "intents": [
+            {"intent": "refund_over_limit", "target": True, "cases": 4, "paired": 4, "errors": 0, "baseline_passed": 1,
+             "candidate_passed": 4, "improved": 3, "regressed": 0, "p_improve": 0.0625, "p_regress": 1.0,
+             "baseline_rate": 0.25, "candidate_rate": 1.0, "status": "improved", "notes": []},
+            {"intent": "order_status", "target": False, "cases": 3, "paired": 3, "errors": 1, "baseline_passed": 3,
+             "candidate_passed": 3, "improved": 0, "regressed": 0, "p_improve": 1.0, "p_regress": 1.0,
+             "baseline_rate": 1.0, "candidate_rate": 1.0, "status": "unchanged", "notes": ["1 case errored"]},
+        ],
+    }
+    run = EvalRun(version=candidate, content_hash=candidate.content_hash, state=EvalRun.State.DONE, verdict="pass", verdict_detail=detail)
+    panel = build_eval_panel(candidate, run, current_active_hash=None)
+    assert panel.reason == "refund_over_limit improved: 1 → 4 of 4 (p = 0.0625). No other intent got worse."
+    target, other = panel.rows
+    assert (target.intent, target.baseline, target.candidate, target.delta, target.verdict, target.is_target) == (
+        "refund_over_limit", "1/4", "4/4", "+75 pts", "improved", True
+    )
+    assert "p(improve) = 0.0625" in target.note and "3 improved" in target.note
+    assert (other.baseline, other.candidate, other.delta, other.verdict) == ("3/3", "3/3", "±0", "unchanged")
+    assert "1 error;" in other.note and "1 case errored" in other.note
+    assert ("alpha", "0.1") in panel.thresholds and panel.thresholds[-1][0] == "test"
