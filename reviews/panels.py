@@ -15,9 +15,15 @@ from library.models import EvalRun, ProcedureVersion
 
 # ------------------------------------------------------------------------------------------- evidence
 
-_CONTRAST_KEYS = {"support", "resolved", "failed", "failedWithSkeleton", "skeleton"}
+# Keys of the miner's evidence record (library/mining.py) that the panel shows in its own places;
+# any other key is listed under "other recorded evidence".
 _EXCERPT_KEYS = ("excerpts", "redactedExcerpts", "examples")
-_SHOWN_ELSEWHERE = _CONTRAST_KEYS | set(_EXCERPT_KEYS) | {"sessions", "sessionIds", "session_ids", "exampleSessions", "evalRunId"}
+_SESSION_KEYS = ("sessionIds", "sessions", "session_ids", "exampleSessions")
+_SHOWN = {
+    "support", "resolved", "failed", "failedWithSkeleton", "skeleton", "summary", "tools", "pairs", "forbidden",
+    "alternatives", "toolContrast", "contrasts", "intent", "supportRate", "failedWithSkeletonRate", "evalRunId",
+    *_EXCERPT_KEYS, *_SESSION_KEYS,
+}
 
 
 def _number(value: Any) -> int | float | None:
@@ -55,9 +61,14 @@ class Evidence:
     resolved: int | float | None = None
     failed: int | float | None = None
     failed_with_skeleton: int | float | None = None
+    summary: str = ""
     skeleton: list[str] = field(default_factory=list)
     excerpts: list[Excerpt] = field(default_factory=list)
-    contrasts: list[dict[str, Any]] = field(default_factory=list)  # per-tool / ordering contrasts
+    tool_lines: list[str] = field(default_factory=list)  # per tool: resolved vs failed sessions calling it
+    order_lines: list[str] = field(default_factory=list)  # per ordered pair of tools
+    forbidden_lines: list[str] = field(default_factory=list)  # what each forbidden action was drawn from
+    alternatives: list[str] = field(default_factory=list)
+    session_count: int = 0
     other: list[tuple[str, str]] = field(default_factory=list)
     source: str = ""
 
@@ -75,28 +86,35 @@ class Evidence:
 
     @property
     def is_empty(self) -> bool:
-        return not (self.has_contrast or self.skeleton or self.excerpts or self.contrasts or self.other or self.support is not None)
+        return not (
+            self.has_contrast or self.support is not None or self.summary or self.skeleton or self.excerpts
+            or self.tool_lines or self.order_lines or self.forbidden_lines or self.other
+        )
 
 
 def _excerpt_lines(raw: Any) -> list[ExcerptLine]:
-    """A redacted excerpt is a list of turns; each turn a string or a dict with a speaker and a text."""
+    """A redacted excerpt is a list of turns: strings, or dicts such as {"role": "user", "text": …},
+    {"role": "tool_call", "tool": …, "args": {…}, "ok": …}, {"role": "note", "text": …}."""
     if isinstance(raw, str):
         return [ExcerptLine("", raw)]
     if isinstance(raw, dict):
-        raw = raw.get("turns") or raw.get("lines") or raw.get("excerpt") or [raw]
+        raw = raw.get("excerpt") or raw.get("turns") or raw.get("lines") or [raw]
     lines: list[ExcerptLine] = []
     for turn in raw if isinstance(raw, list) else [raw]:
-        if isinstance(turn, dict):
-            who = str(turn.get("role") or turn.get("author") or turn.get("speaker") or ("tool" if turn.get("tool") else ""))
-            if turn.get("tool") or turn.get("name"):
-                tool = turn.get("tool") or turn.get("name")
-                text = turn.get("text") or turn.get("content") or f"{tool}({json.dumps(turn.get('args', {}), ensure_ascii=False)[:200]})"
-                who = who or "tool"
-            else:
-                text = turn.get("text") or turn.get("content") or json.dumps(turn, ensure_ascii=False)
-            lines.append(ExcerptLine(who, str(text)))
-        else:
+        if not isinstance(turn, dict):
             lines.append(ExcerptLine("", str(turn)))
+            continue
+        role = str(turn.get("role") or turn.get("author") or turn.get("speaker") or "")
+        tool = turn.get("tool") or (turn.get("name") if role in {"tool", "tool_call"} else None)
+        if tool:
+            args = turn.get("args", turn.get("arguments", {}))
+            text = turn.get("text") or f"{tool}({json.dumps(args, ensure_ascii=False)[:300]})"
+            if turn.get("ok") is False:
+                text += "  ✗ failed"
+            lines.append(ExcerptLine("tool call", str(text)))
+        else:
+            text = turn.get("text") or turn.get("content") or json.dumps(turn, ensure_ascii=False)
+            lines.append(ExcerptLine(role.replace("_", " "), str(text)))
     return lines
 
 
@@ -110,35 +128,73 @@ def _outcome(session) -> str:
     return "no outcome"
 
 
+def _counts(r: Any, big_r: Any, f: Any, big_f: Any) -> str:
+    r, f = _number(r), _number(f)
+    if r is None or f is None:
+        return ""
+    left = f"{r} of {big_r} resolved" if big_r is not None else f"{r} resolved"
+    right = f"{f} of {big_f} failed" if big_f is not None else f"{f} failed"
+    return f"{left} vs {right}"
+
+
+def _lift(value: Any) -> str:
+    return f" (lift {value:.1f})" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+
+
+def inline_excerpts(evidence: dict[str, Any]) -> list[Any]:
+    for key in _EXCERPT_KEYS:
+        value = evidence.get(key)
+        if isinstance(value, list) and value:
+            return value
+    return []
+
+
 def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
-    """`sessions`: the AgentSession rows named by the evidence (selectors.evidence_sessions)."""
+    """`sessions`: AgentSession rows named by the evidence, for when it carries no excerpts of its
+    own (selectors.evidence_sessions); only their redacted excerpts are shown."""
     raw = dict(version.evidence or {})
+    resolved, failed = _number(raw.get("resolved")), _number(raw.get("failed"))
     evidence = Evidence(
         support=_number(raw.get("support")),
-        resolved=_number(raw.get("resolved")),
-        failed=_number(raw.get("failed")),
+        resolved=resolved,
+        failed=failed,
         failed_with_skeleton=_number(raw.get("failedWithSkeleton")),
+        summary=raw.get("summary") if isinstance(raw.get("summary"), str) else "",
         skeleton=[str(t) for t in (version.skeleton or raw.get("skeleton") or []) if t],
         source=version.get_source_display(),
     )
-    for session in sessions:
-        evidence.excerpts.append(
-            Excerpt(title=f"session {session.session_id}", lines=_excerpt_lines(session.redacted_excerpt), outcome=_outcome(session))
+    for index, item in enumerate(inline_excerpts(raw)[:5], start=1):
+        session_id = item.get("sessionId") or item.get("session_id") if isinstance(item, dict) else None
+        evidence.excerpts.append(Excerpt(title=f"session {session_id}" if session_id else f"example {index}", lines=_excerpt_lines(item)))
+    if not evidence.excerpts:
+        for session in sessions:
+            evidence.excerpts.append(
+                Excerpt(title=f"session {session.session_id}", lines=_excerpt_lines(session.redacted_excerpt), outcome=_outcome(session))
+            )
+    for key in _SESSION_KEYS:
+        if isinstance(raw.get(key), list):
+            evidence.session_count = len(raw[key])
+            break
+    tools = [t for t in raw.get("tools") or raw.get("toolContrast") or [] if isinstance(t, dict)]
+    tools.sort(key=lambda t: (not t.get("inSkeleton", True), -(t.get("lift") or 0) if isinstance(t.get("lift"), (int, float)) else 0))
+    for t in tools[:12]:
+        counts = _counts(t.get("resolved", t.get("resolvedWith")), t.get("resolvedTotal", resolved), t.get("failed", t.get("failedWith")), t.get("failedTotal", failed))
+        if counts:
+            marker = "" if t.get("inSkeleton", True) else " (not in the procedure)"
+            evidence.tool_lines.append(f"{t.get('tool', '?')}{marker}: {counts}{_lift(t.get('lift'))}")
+    for pair in [p for p in raw.get("pairs") or [] if isinstance(p, dict)][:8]:
+        counts = _counts(pair.get("resolved"), resolved, pair.get("failed"), failed)
+        if counts and pair.get("before") and pair.get("after"):
+            evidence.order_lines.append(f"{pair['before']} before {pair['after']}: {counts}{_lift(pair.get('lift'))}")
+    for item in [f for f in raw.get("forbidden") or [] if isinstance(f, dict)]:
+        counts = _counts(item.get("resolved"), resolved, item.get("failed"), failed)
+        evidence.forbidden_lines.append(
+            f"“{item.get('action', '?')}” — sessions that {item.get('feature', '…')}: {counts}{_lift(item.get('failLift'))}"
         )
-    for key in _EXCERPT_KEYS:
-        inline = raw.get(key)
-        if isinstance(inline, list) and not evidence.excerpts:
-            for index, item in enumerate(inline[:5], start=1):
-                if isinstance(item, dict) and not item.get("session_id") and not any(k in item for k in ("turns", "lines", "excerpt", "text", "content")):
-                    continue  # a session reference without text; the sessions above cover those
-                title = f"session {item.get('session_id')}" if isinstance(item, dict) and item.get("session_id") else f"example {index}"
-                evidence.excerpts.append(Excerpt(title=title, lines=_excerpt_lines(item)))
-    for key in ("toolContrast", "contrasts", "orderContrast", "tools"):
-        items = raw.get(key)
-        if isinstance(items, list):
-            evidence.contrasts.extend(item for item in items if isinstance(item, dict))
+    for alt in [a for a in raw.get("alternatives") or [] if isinstance(a, dict)]:
+        evidence.alternatives.append(f"{' → '.join(map(str, alt.get('skeleton') or []))} ({alt.get('support', '?')} sessions)")
     for key, value in raw.items():
-        if key in _SHOWN_ELSEWHERE or key in {"toolContrast", "contrasts", "orderContrast", "tools"}:
+        if key in _SHOWN:
             continue
         evidence.other.append((key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
     return evidence
@@ -150,14 +206,14 @@ def contrast_sentence(item: dict[str, Any]) -> str:
     label = item.get("label") or item.get("tool") or item.get("what") or item.get("name") or ""
     if item.get("before") and item.get("after"):
         label = f"{item['before']} before {item['after']}"
-    rs = _number(item.get("resolvedWith", item.get("resolved_with", item.get("resolved"))))
-    rt = _number(item.get("resolvedTotal", item.get("resolved_total")))
-    fs = _number(item.get("failedWith", item.get("failed_with", item.get("failed"))))
-    ft = _number(item.get("failedTotal", item.get("failed_total")))
-    if rs is not None and fs is not None:
-        left = f"{rs} of {rt} resolved" if rt is not None else f"{rs} resolved"
-        right = f"{fs} of {ft} failed" if ft is not None else f"{fs} failed"
-        return f"{label}: {left} vs {right}" if label else f"{left} vs {right}"
+    counts = _counts(
+        item.get("resolvedWith", item.get("resolved_with", item.get("resolved"))),
+        _number(item.get("resolvedTotal", item.get("resolved_total"))),
+        item.get("failedWith", item.get("failed_with", item.get("failed"))),
+        _number(item.get("failedTotal", item.get("failed_total"))),
+    )
+    if counts:
+        return f"{label}: {counts}" if label else counts
     return json.dumps(item, ensure_ascii=False)
 
 

@@ -17,12 +17,11 @@ from django.db.models import (
     OuterRef,
     Q,
     QuerySet,
-    Subquery,
     Value,
     When,
 )
 from django.db.models.fields.json import KT
-from django.db.models.functions import Cast, Coalesce
+from django.db.models.functions import Cast
 
 from library.models import Agent, AgentSession, EvalRun, Intent, Procedure, ProcedureVersion, Status
 from reviews.models import Comment
@@ -96,14 +95,6 @@ def _passing_eval_exists():
             state=EvalRun.State.DONE,
             verdict=EvalRun.Verdict.PASS,
         )
-    )
-
-
-def _latest_eval(column: str):
-    return Subquery(
-        EvalRun.objects.filter(version=OuterRef("pk"), content_hash=OuterRef("content_hash"))
-        .order_by("-created_at", "-id")
-        .values(column)[:1]
     )
 
 
@@ -338,20 +329,31 @@ def latest_eval_run(version: ProcedureVersion) -> EvalRun | None:
 
 
 EXCERPT_LIMIT = 5
-_SESSION_ID_KEYS = ("sessions", "sessionIds", "session_ids", "exampleSessions", "examples")
+_SESSION_ID_KEYS = ("sessionIds", "sessions", "session_ids", "exampleSessions")
 
 
 def evidence_session_ids(evidence: dict[str, Any]) -> list[str]:
     for key in _SESSION_ID_KEYS:
         value = evidence.get(key)
         if isinstance(value, list):
-            ids = [item if isinstance(item, str) else (item or {}).get("session_id") or (item or {}).get("id") for item in value]
-            return [str(i) for i in ids if i]
+            ids = [
+                item if isinstance(item, (str, int)) and not isinstance(item, bool)
+                else (item.get("sessionId") or item.get("session_id") or item.get("id")) if isinstance(item, dict)
+                else None
+                for item in value
+            ]
+            return [str(i) for i in ids if i not in (None, "")]
     return []
 
 
 def evidence_sessions(version: ProcedureVersion) -> list[AgentSession]:
-    """Example sessions named in the evidence (only their redacted excerpts are shown)."""
+    """Example sessions named in the evidence, for evidence that carries no excerpts of its own
+    (the miner stores them inline; an import may only name sessions). Only the redacted excerpts
+    are shown."""
+    from reviews.panels import inline_excerpts
+
+    if inline_excerpts(version.evidence or {}):
+        return []
     ids = evidence_session_ids(version.evidence or {})[:EXCERPT_LIMIT]
     if not ids:
         return []

@@ -6,22 +6,70 @@ from library.models import AgentSession, EvalRun
 from reviews.panels import build_eval_panel, build_evidence, contrast_sentence, intent_results
 
 
+MINED = {  # the shape library/mining.py stores
+    "intent": "refund_over_limit",
+    "skeleton": ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
+    "support": 118, "resolved": 140, "failed": 60, "failedWithSkeleton": 9,
+    "supportRate": 0.843, "failedWithSkeletonRate": 0.15, "skeletonLift": 5.6, "escalatedExcluded": 12, "withoutOutcome": 3,
+    "tools": [
+        {"tool": "lookupOrder", "resolved": 140, "failed": 60, "lift": 1.0, "inSkeleton": True},
+        {"tool": "createApproval", "resolved": 118, "failed": 9, "lift": 5.6, "inSkeleton": True},
+        {"tool": "issueRefund", "resolved": 2, "failed": 30, "lift": 0.03, "inSkeleton": False},
+    ],
+    "pairs": [{"before": "createApproval", "after": "replyTemplates", "resolved": 118, "failed": 9, "lift": 5.6, "inSkeleton": True}],
+    "forbidden": [{"action": "Do not promise a refund date before approval.", "feature": "calls replyTemplates with no createApproval before it",
+                   "resolved": 4, "failed": 51, "failLift": 12.1}],
+    "alternatives": [{"skeleton": ["lookupOrder", "replyTemplates"], "support": 22}],
+    "sessionIds": ["s-1", "s-2", "s-3", "s-4"],
+    "excerpts": [{"sessionId": "s-1", "excerpt": [
+        {"role": "user", "text": "Refund {{order_id}} please, it was {{amount}}"},
+        {"role": "tool_call", "tool": "lookupOrder", "args": {"order_id": "{{order_id}}"}, "ok": True},
+        {"role": "tool_call", "tool": "createApproval", "args": {}, "ok": False},
+        {"role": "note", "text": "2 more tool calls"},
+    ]}],
+    "summary": "118 of 140 resolved sessions followed lookupOrder → checkReturnWindow → createApproval → replyTemplates; 9 of 60 failed sessions did.",
+}
+
+
 @pytest.mark.django_db
-def test_mined_evidence_gives_the_contrast_skeleton_and_excerpts(candidate, agent):
-    session = AgentSession.objects.create(
-        agent=agent, session_id="s-1", resolved=True, escalated=False,
-        redacted_excerpt=[{"role": "user", "text": "Refund {{order_id}} please"}, {"tool": "lookupOrder", "args": {"order_id": "{{order_id}}"}}],
-    )
-    candidate.evidence = {"support": 118, "resolved": 140, "failed": 60, "failedWithSkeleton": 9, "sessions": ["s-1"], "minedAt": "2026-11-29"}
-    candidate.skeleton = ["lookupOrder", "createApproval"]
-    evidence = build_evidence(candidate, [session])
+def test_mined_evidence_gives_the_contrast_skeleton_and_excerpts(candidate):
+    candidate.evidence = MINED
+    candidate.skeleton = MINED["skeleton"]
+    evidence = build_evidence(candidate)
     assert (evidence.support, evidence.resolved, evidence.failed, evidence.failed_with_skeleton) == (118, 140, 60, 9)
     assert evidence.resolved_share == "84%" and evidence.failed_share == "15%"
-    assert evidence.skeleton == ["lookupOrder", "createApproval"]
-    assert evidence.excerpts[0].outcome == "resolved"
-    assert [(line.who, line.text) for line in evidence.excerpts[0].lines][0] == ("user", "Refund {{order_id}} please")
-    assert evidence.excerpts[0].lines[1].who == "tool"
-    assert evidence.other == [("minedAt", "2026-11-29")]
+    assert evidence.summary.startswith("118 of 140 resolved sessions followed")
+    assert evidence.tool_lines[0] == "createApproval: 118 of 140 resolved vs 9 of 60 failed (lift 5.6)"
+    assert evidence.tool_lines[-1] == "issueRefund (not in the procedure): 2 of 140 resolved vs 30 of 60 failed (lift 0.0)"
+    assert evidence.order_lines == ["createApproval before replyTemplates: 118 of 140 resolved vs 9 of 60 failed (lift 5.6)"]
+    assert evidence.forbidden_lines[0].startswith("“Do not promise a refund date before approval.” — sessions that calls replyTemplates")
+    assert evidence.alternatives == ["lookupOrder → replyTemplates (22 sessions)"]
+    [excerpt] = evidence.excerpts
+    assert excerpt.title == "session s-1" and evidence.session_count == 4
+    assert [(line.who, line.text) for line in excerpt.lines] == [
+        ("user", "Refund {{order_id}} please, it was {{amount}}"),
+        ("tool call", 'lookupOrder({"order_id": "{{order_id}}"})'),
+        ("tool call", "createApproval({})  ✗ failed"),
+        ("note", "2 more tool calls"),
+    ]
+    assert dict(evidence.other) == {"skeletonLift": "5.6", "escalatedExcluded": "12", "withoutOutcome": "3"}
+
+
+@pytest.mark.django_db
+def test_evidence_that_only_names_sessions_shows_their_stored_excerpts(candidate, agent):
+    from reviews.selectors import evidence_sessions
+
+    AgentSession.objects.create(
+        agent=agent, session_id="s-9", resolved=True, escalated=False,
+        redacted_excerpt=[{"role": "user", "text": "Where is {{order_id}}?"}],
+    )
+    candidate.evidence = {"sessionIds": ["s-9", "gone", 7]}
+    sessions = evidence_sessions(candidate)
+    assert [s.session_id for s in sessions] == ["s-9"]
+    evidence = build_evidence(candidate, sessions)
+    assert evidence.excerpts[0].outcome == "resolved" and evidence.excerpts[0].lines[0].text == "Where is {{order_id}}?"
+    candidate.evidence = MINED  # inline excerpts: no session query at all
+    assert evidence_sessions(candidate) == []
 
 
 @pytest.mark.django_db
@@ -32,7 +80,7 @@ def test_a_hand_written_version_has_empty_evidence(candidate):
 
 @pytest.mark.django_db
 def test_odd_evidence_values_degrade_instead_of_failing(candidate):
-    candidate.evidence = {"support": "lots", "resolved": None, "excerpts": ["user: hi", {"text": "inline"}]}
+    candidate.evidence = {"support": "lots", "resolved": None, "tools": ["x", {"tool": "t"}], "excerpts": ["user: hi", {"text": "inline"}]}
     evidence = build_evidence(candidate)
     assert evidence.support is None and not evidence.has_contrast
     assert [x.lines[0].text for x in evidence.excerpts] == ["user: hi", "inline"]
