@@ -239,3 +239,33 @@ def test_write_a_procedure_by_hand_then_edit_it(live_server, page, screenshot):
     page.goto(f"{base}/queue/")
     keys = page.locator("[data-queue-row] a.open").all_inner_texts()
     assert any("refund.damaged_item v2" in k for k in keys) and not any("refund.damaged_item v1" in k for k in keys)
+
+
+def test_queue_filters_and_pages_by_htmx(live_server, page, screenshot):
+    """Filters and pages swap the queue body in place and push the URL, so back/forward and a
+    shared link show the same queue."""
+    from library.models import Agent
+    from tests.reviews.conftest import bulk_candidates
+
+    seed_demo()
+    agent = Agent.objects.get(name="support_agent")
+    bulk_candidates(agent, agent.intents.get(name="order_status"), 70, quarantined_every=35)
+    base = live_server.url
+    sign_in(page, base, "reviewer", DEMO_USERS["reviewer"][0])
+    page.goto(f"{base}/queue/")
+    assert "page 1 of 2" in page.locator(".count-line").inner_text()
+    screenshot(page, "01-queue-many")
+    page.select_option("select[name=intent]", "order_status")
+    page.wait_for_url(re.compile(r"intent=order_status"))
+    page.wait_for_function("document.querySelector('.count-line').innerText.startsWith('70 candidates')")
+    assert page.locator("tbody.quarantined [data-queue-row]").count() == 2
+    page.select_option("select[name=sort]", "evidence")
+    page.wait_for_url(re.compile(r"sort=evidence"))
+    page.click("a[rel=next]")
+    page.wait_for_url(re.compile(r"page=2"))
+    page.wait_for_function("document.querySelector('.count-line').innerText.includes('page 2 of 2')")
+    assert "intent=order_status" in page.url and "sort=evidence" in page.url
+    assert page.locator("select[name=intent]").input_value() == "order_status"
+    screenshot(page, "02-queue-filtered-page-2")
+    page.go_back()
+    page.wait_for_function("document.querySelector('.count-line').innerText.includes('page 1 of 2')")
