@@ -207,16 +207,21 @@ def _diff_base(request: HttpRequest, version: ProcedureVersion, active: Procedur
     return None
 
 
-def _mining_run_url(version: ProcedureVersion) -> str | None:
-    """The mining run's own page, where the mining part of the app provides one."""
-    if not version.mining_run_id:
+def _url_if_provided(names: tuple[str, ...], pk: int | None) -> str | None:
+    """The URL of a page another part of the app provides (the mining run's, an eval run's), or
+    None where it does not exist (yet)."""
+    if pk is None:
         return None
-    for name in ("reviews:mining_run", "reviews:mining_run_detail"):
+    for name in names:
         try:
-            return reverse(name, kwargs={"pk": version.mining_run_id})
+            return reverse(name, kwargs={"pk": pk})
         except NoReverseMatch:
             continue
     return None
+
+
+def _mining_run_url(version: ProcedureVersion) -> str | None:
+    return _url_if_provided(("reviews:mining_run", "reviews:mining_run_detail"), version.mining_run_id)
 
 
 def _version_context(request: HttpRequest, version: ProcedureVersion, can_approve: bool) -> dict:
@@ -244,6 +249,7 @@ def _version_context(request: HttpRequest, version: ProcedureVersion, can_approv
         "evidence": build_evidence(version, selectors.evidence_sessions(version)),
         "mining_run_url": _mining_run_url(version),
         "eval": build_eval_panel(version, run, current_active_hash=current_hash),
+        "eval_run_url": _url_if_provided(("reviews:eval_detail",), run.pk if run else None),
         "lint": lint_module.lint_version(version, other_active=other_active),
         "comments": list(Comment.objects.filter(version__procedure=version.procedure).select_related("author", "version")),
         "blockers": approval_blockers(version, request.user),
@@ -390,6 +396,7 @@ def _eval_panel_context(request: HttpRequest, version: ProcedureVersion, can_app
     context = {
         "version": version,
         "eval": panel,
+        "eval_run_url": _url_if_provided(("reviews:eval_detail",), run.pk if run else None),
         "can_review": user_is_reviewer(request.user),
         "is_candidate": version.status == Status.CANDIDATE,
     }
@@ -408,7 +415,7 @@ def _eval_panel_context(request: HttpRequest, version: ProcedureVersion, can_app
 @require_GET
 @login_required
 @vary_on_headers("HX-Request")
-def eval_panel(request: HttpRequest, pk: int) -> HttpResponse:
+def version_eval_panel(request: HttpRequest, pk: int) -> HttpResponse:
     """The eval panel alone: polled by htmx while a run is queued or running."""
     version, can_approve = get_version_for_user(request, pk)
     if not request.htmx:
@@ -419,7 +426,7 @@ def eval_panel(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 @refusals
-def eval_start(request: HttpRequest, pk: int) -> HttpResponse:
+def version_eval_start(request: HttpRequest, pk: int) -> HttpResponse:
     version, can_approve = get_version_for_user(request, pk)
     require_reviewer(request)
     from reviews.evals import eval_run_start  # the eval-replay module (issue 5)
@@ -434,7 +441,7 @@ def eval_start(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @login_required
 @refusals
-def eval_cancel(request: HttpRequest, pk: int, run_pk: int) -> HttpResponse:
+def version_eval_cancel(request: HttpRequest, pk: int, run_pk: int) -> HttpResponse:
     version, can_approve = get_version_for_user(request, pk)
     require_reviewer(request)
     run = EvalRun.objects.filter(version=version, pk=run_pk).first()

@@ -285,18 +285,18 @@ def test_eval_panel_shows_the_latest_run_for_this_content_and_polls_while_runnin
     html = response.content.decode()
     assert f'hx-get="/versions/{mined_v2.pk}/eval/" hx-trigger="every 2s"' in html and "5 of 20 cases" in html
     # the polled partial, still running: polling continues, no decision panel sent along
-    poll = reviewer_client.get(url("eval_panel", mined_v2), **HTMX)
+    poll = reviewer_client.get(url("version_eval_panel", mined_v2), **HTMX)
     assert b"every 2s" in poll.content and b'hx-swap-oob' not in poll.content and b"<html" not in poll.content
     # finished: no more polling, the verdict, and the decision panel refreshed out of band
     EvalRun.objects.filter(pk=run.pk).update(
         state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, cases_done=20,
         verdict_detail={"reason": "refund_over_limit improved", "intents": {"refund_over_limit": {"baseline": [2, 10], "candidate": [9, 10]}}},
     )
-    poll = reviewer_client.get(url("eval_panel", mined_v2), **HTMX).content.decode()
+    poll = reviewer_client.get(url("version_eval_panel", mined_v2), **HTMX).content.decode()
     assert "every 2s" not in poll and "✓ PASS" in poll and "refund_over_limit improved" in poll
     assert '<div id="decision" hx-swap-oob="true">' in poll and "+70 pts" in poll
     # without htmx the panel URL leads to the page
-    assert reviewer_client.get(url("eval_panel", mined_v2))["Location"] == url("version", mined_v2) + "#eval"
+    assert reviewer_client.get(url("version_eval_panel", mined_v2))["Location"] == url("version", mined_v2) + "#eval"
 
 
 def test_eval_panel_says_when_the_active_set_moved(reviewer_client, mined_v2):
@@ -308,7 +308,7 @@ def test_eval_panel_says_when_the_active_set_moved(reviewer_client, mined_v2):
 
 def test_start_eval_run_calls_the_eval_service(reviewer_client, mined_v2):
     evals = pytest.importorskip("reviews.evals", reason="waits on issue 5 (reviews.evals.eval_run_start)")
-    response = reviewer_client.post(url("eval_start", mined_v2), **HTMX)
+    response = reviewer_client.post(url("version_eval_start", mined_v2), **HTMX)
     assert response.status_code == 200
     run = EvalRun.objects.filter(version=mined_v2).latest("created_at")
     assert run.content_hash == mined_v2.content_hash

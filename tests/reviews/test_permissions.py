@@ -35,9 +35,9 @@ MUTATIONS = {
         {"applies_when": "Changed.", "steps": "a\nb\nc", "forbidden_actions": ""},
     ),
     "approve": (lambda v: reverse("reviews:version_approve", kwargs={"pk": v.pk if v else MISSING}), {"confirm": "on"}),
-    "eval_start": (lambda v: reverse("reviews:eval_start", kwargs={"pk": v.pk if v else MISSING}), {}),
+    "eval_start": (lambda v: reverse("reviews:version_eval_start", kwargs={"pk": v.pk if v else MISSING}), {}),
     "eval_cancel": (
-        lambda v: reverse("reviews:eval_cancel", kwargs={"pk": v.pk if v else MISSING, "run_pk": _run(v).pk if v else MISSING}),
+        lambda v: reverse("reviews:version_eval_cancel", kwargs={"pk": v.pk if v else MISSING, "run_pk": _run(v).pk if v else MISSING}),
         {},
     ),
     "bulk_reject": (lambda v: reverse("reviews:queue_bulk_reject"), None),  # data built per case
@@ -103,7 +103,7 @@ def test_objects_of_an_agent_hidden_from_the_user_are_404(reviewer_client, candi
     pages = [
         reverse("reviews:version", kwargs={"pk": candidate.pk}),
         reverse("reviews:procedure", kwargs={"pk": candidate.procedure_id}),
-        reverse("reviews:eval_panel", kwargs={"pk": candidate.pk}),
+        reverse("reviews:version_eval_panel", kwargs={"pk": candidate.pk}),
     ]
     for page in pages:
         assert reviewer_client.get(page).status_code == 404, page
@@ -115,7 +115,7 @@ def test_objects_of_an_agent_hidden_from_the_user_are_404(reviewer_client, candi
 
 def test_eval_run_of_another_version_is_hidden(reviewer_client, candidate, other_procedure):
     foreign = _run(other_procedure.versions.get())
-    target = reverse("reviews:eval_cancel", kwargs={"pk": candidate.pk, "run_pk": foreign.pk})
+    target = reverse("reviews:version_eval_cancel", kwargs={"pk": candidate.pk, "run_pk": foreign.pk})
     assert reviewer_client.post(target).status_code == 404
 
 
