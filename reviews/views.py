@@ -317,6 +317,7 @@ def version_comment(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 @refusals
+@vary_on_headers("HX-Request")
 def version_edit(request: HttpRequest, pk: int) -> HttpResponse:
     """An edit creates a new CANDIDATE version (version_revise); evals of the old content no longer
     count. Editing an ACTIVE or RETIRED version proposes its successor."""
@@ -354,6 +355,7 @@ def version_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @login_required
 @refusals
+@vary_on_headers("HX-Request")
 def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
     """GET: the explicit confirmation. POST: approve. The POST re-checks everything whatever the page
     showed: the object permission and the four-eyes rule (403), then the state — eval, quarantine,
