@@ -2,10 +2,11 @@
 
 from django.urls import path
 
-from . import api
+from . import api, api_ingest
 
 app_name = "api"
 
 urlpatterns = [
     path("v1/health", api.health, name="health"),
+    path("v1/sessions", api_ingest.sessions_ingest, name="sessions"),
 ]

@@ -13,6 +13,7 @@ from guardian.shortcuts import assign_perm
 
 from . import services
 from .models import Agent, EvalRun, Intent, ProcedureVersion, Source
+from .demo_evals import seed_demo_regression_cases
 from .selectors import active_set_hash
 
 DEMO_AGENT = "support_agent"
@@ -101,7 +102,7 @@ def seed_demo() -> DemoResult:
         version = services.procedure_propose(
             agent=agent, intent=intents[intent], key=key, applies_when=applies_when, steps=steps,
             required_tools=tools, forbidden_actions=forbidden, source=Source.MANUAL, proposed_by=reviewer,
-            reason="Written down from the team's runbook",
+            reason="Written down from the team's runbook", skeleton=tools,
         )
         _seeded_eval_pass(version)
         return services.version_approve(version=version, user=admin, comment="Approved with the demo data")
@@ -153,6 +154,7 @@ def seed_demo() -> DemoResult:
         required_tools=["lookupOrder", "replyTemplates"],
         forbidden_actions=["Do not change the address of an order that has shipped."],
         source=Source.MANUAL, proposed_by=reviewer, reason="Day-one runbook entry",
+        skeleton=["lookupOrder", "replyTemplates"],
     )
     services.procedure_propose(
         agent=agent, intent=intents["refund_over_limit"], key="refund.fast_track",
@@ -166,7 +168,17 @@ def seed_demo() -> DemoResult:
         forbidden_actions=[],
         source=Source.CAPTURED, actor_label="auto-capture", reason="Captured from a session",
     )
+    seed_demo_regression_cases(agent)
     # The approver may approve the refund procedures only (object permissions, per procedure).
     for procedure in agent.procedures.filter(key__startswith="refund."):
         assign_perm("library.approve_procedure", users["approver"], procedure)
+    _seed_sessions_and_mine(agent)
     return DemoResult(agent=agent, created=True, passwords=passwords)
+
+
+def _seed_sessions_and_mine(agent: Agent) -> None:
+    # Sessions of every intent, then a mining run: the candidate refund.over_limit v2 (with its
+    # evidence 118/140 vs 9/60) comes out of the data, not out of a fixture (library/demo_sessions.py).
+    from .demo_sessions import seed_demo_sessions
+
+    seed_demo_sessions(agent)

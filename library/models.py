@@ -56,7 +56,7 @@ class AgentQuerySet(models.QuerySet):
 
 class Agent(models.Model):
     class Runner(models.TextChoices):
-        DEMO = "demo", "Demo agent (deterministic simulator)"
+        DEMO = "demo", "Demo agent (simulator)"
         HTTP = "http", "HTTP eval endpoint"
         PYTHON = "python", "Python callable"
         MODEL = "model", "Model replay (OpenAI-compatible chat completions)"
@@ -342,6 +342,7 @@ class AuditEvent(models.Model):
         MINE = "mine", "Mining run"
         COMMENT = "comment", "Commented"
         SETTINGS = "settings", "Agent settings changed"
+        CASE_CHANGE = "case_change", "Regression case changed"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -437,12 +438,21 @@ class RegressionCase(models.Model):
     reply_must_not_match = models.JSONField(default=list, blank=True)
     tool_results = models.JSONField(default=dict, blank=True, help_text="Recorded tool results for model replay")
     source_session = models.ForeignKey(AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    external_id = models.CharField(
+        max_length=200, blank=True, help_text="Where an imported case came from (e.g. tau2:airline:7); re-imports skip it"
+    )
     is_active = models.BooleanField(default=True)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         ordering = ["agent_id", "intent_id", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "external_id"], condition=~Q(external_id=""), name="case_external_id_unique_per_agent"
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name or self.task[:60]
@@ -474,6 +484,8 @@ class EvalRun(models.Model):
     errors = models.PositiveIntegerField(default=0)
     runner = models.CharField(max_length=16, blank=True)
     failure_reason = models.TextField(blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last progress; the recovery task resumes stale runs")
+    resumes = models.PositiveSmallIntegerField(default=0)
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -504,9 +516,22 @@ class EvalCaseResult(models.Model):
         BASELINE = "baseline", "Without the candidate"
         CANDIDATE = "candidate", "With the candidate"
 
+    class State(models.TextChoices):
+        PENDING = "pending", "Pending"
+        RUNNING = "running", "Running"
+        DONE = "done", "Done"
+
     run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="case_results")
     case = models.ForeignKey(RegressionCase, on_delete=models.PROTECT, related_name="+")
     arm = models.CharField(max_length=10, choices=Arm.choices)
+    # Every (case, arm) row exists from the start of the run as PENDING; a chunk task claims it with a
+    # conditional UPDATE, so a redelivered task never runs a finished case again.
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    claimed_by = models.CharField(max_length=64, blank=True, help_text="The Celery task id that claimed it")
+    claim_nonce = models.CharField(max_length=32, blank=True, help_text="One per claim; only its holder may finish it")
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    finished_at = models.DateTimeField(null=True, blank=True)
     passed = models.BooleanField(null=True, help_text="None when the runner errored")
     error = models.TextField(blank=True)
     failures = models.JSONField(default=list, blank=True)
@@ -517,6 +542,7 @@ class EvalCaseResult(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["run", "case", "arm"], name="one_result_per_case_arm")]
+        indexes = [models.Index(fields=["run", "state"], name="evalcaseresult_run_state_idx")]
 
 
 # ---------------------------------------------------------------------------------------------- API tokens

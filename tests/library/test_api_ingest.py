@@ -1,0 +1,122 @@
+"""POST /api/v1/sessions."""
+
+import json
+
+import pytest
+from django.urls import reverse
+
+from library.models import Agent, AgentSession, ApiToken
+from library.tokens import token_create, token_revoke
+
+from .test_ingest import procmem_item
+
+pytestmark = pytest.mark.django_db
+URL = "/api/v1/sessions"
+
+
+@pytest.fixture
+def ingest_token(agent):
+    return token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest")[1]
+
+
+def post(client, token, body, **extra):
+    data = body if isinstance(body, (bytes, str)) else json.dumps(body)
+    headers = {"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}
+    return client.post(URL, data=data, content_type="application/json", **headers, **extra)
+
+
+def test_route_name():
+    assert reverse("api:sessions") == URL
+
+
+def test_one_session_is_stored_and_a_resend_is_a_duplicate(client, agent, ingest_token):
+    response = post(client, ingest_token, procmem_item("s-1"))
+    assert response.status_code == 200
+    assert response.json()["stored"] == ["s-1"] and response.json()["counts"] == {"stored": 1, "duplicate": 0, "refused": 0}
+    again = post(client, ingest_token, procmem_item("s-1"))
+    assert again.status_code == 200 and again.json()["duplicate"] == ["s-1"] and again.json()["stored"] == []
+    assert AgentSession.objects.filter(agent=agent).count() == 1
+
+
+def test_batch_with_bad_items_stores_the_good_ones_whole_and_names_index_and_field(client, agent, ingest_token):
+    batch = {"sessions": [
+        procmem_item("good-1"),
+        procmem_item("bad-1", tool_calls=[{"name": "lookupOrder"}, {"name": "x", "args": "not json"}]),
+        procmem_item("good-2"),
+        "not an object",
+    ]}
+    response = post(client, ingest_token, batch)
+    assert response.status_code == 207
+    body = response.json()
+    assert body["stored"] == ["good-1", "good-2"]
+    assert body["refused"][0] == {
+        "index": 1, "session_id": "bad-1",
+        "errors": [{"field": "tool_calls[1].args", "message": "is a string that is not JSON"}],
+    }
+    assert body["refused"][1]["index"] == 3 and body["refused"][1]["errors"][0]["field"] == "(item)"
+    # nothing of the bad item exists
+    assert not AgentSession.objects.filter(session_id="bad-1").exists()
+    assert AgentSession.objects.filter(agent=agent).count() == 2
+
+
+def test_every_item_refused_is_422(client, ingest_token):
+    response = post(client, ingest_token, [procmem_item("x", outcome="done")])
+    assert response.status_code == 422 and response.json()["refused"][0]["errors"][0]["field"] == "outcome"
+    assert AgentSession.objects.count() == 0
+
+
+def test_body_over_the_limit_is_413_and_stores_nothing(client, ingest_token, settings):
+    settings.PROCMEM_INGEST_MAX_BODY_BYTES = 2048
+    big = [procmem_item(f"s-{i}") for i in range(20)]
+    response = post(client, ingest_token, big)
+    assert response.status_code == 413 and response.json()["error"]["code"] == "body_too_large"
+    assert AgentSession.objects.count() == 0
+
+
+def test_batch_over_the_item_limit_is_413(client, ingest_token, settings):
+    settings.PROCMEM_INGEST_MAX_BATCH = 2
+    response = post(client, ingest_token, [procmem_item(f"s-{i}") for i in range(3)])
+    assert response.status_code == 413 and response.json()["error"]["code"] == "batch_too_large"
+
+
+def test_malformed_json_is_400(client, ingest_token):
+    assert post(client, ingest_token, b"{nope").json()["error"]["code"] == "invalid_json"
+    assert post(client, ingest_token, b"42").status_code == 400
+
+
+def test_read_token_gets_403_and_no_token_401(client, agent):
+    read_token = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read")[1]
+    assert post(client, read_token, procmem_item()).status_code == 403
+    assert post(client, None, procmem_item()).status_code == 401
+    assert AgentSession.objects.count() == 0
+
+
+def test_revoked_token_gets_401(client, agent):
+    token, raw = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest")
+    token_revoke(token=token)
+    assert post(client, raw, procmem_item()).status_code == 401
+
+
+def test_token_of_agent_a_cannot_write_agent_b(client, agent):
+    other = Agent.objects.create(name="other_agent", tools=["x"])
+    other_token = token_create(agent=other, scope=ApiToken.Scope.INGEST, name="ingest")[1]
+    # an item that claims to belong to support_agent is refused ...
+    response = post(client, other_token, procmem_item("s-1", agent="support_agent"))
+    assert response.status_code == 422 and response.json()["refused"][0]["errors"][0]["field"] == "agent"
+    # ... and one that names no agent lands with the token's agent, never with support_agent
+    post(client, other_token, procmem_item("s-2", agent=None))
+    assert not AgentSession.objects.filter(agent=agent).exists()
+    assert AgentSession.objects.get(session_id="s-2").agent == other
+
+
+def test_get_is_405(client, ingest_token):
+    assert client.get(URL, HTTP_AUTHORIZATION=f"Bearer {ingest_token}").status_code == 405
+
+
+def test_openai_format_by_query_parameter(client, agent, ingest_token):
+    item = {"session_id": "chat-1", "intent": "order_status", "outcome": {"resolved": True},
+            "messages": [{"role": "user", "content": "where is it"},
+                         {"role": "assistant", "tool_calls": [{"function": {"name": "lookupOrder", "arguments": "{}"}}]}]}
+    response = client.post(URL + "?format=openai", data=json.dumps(item), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {ingest_token}")
+    assert response.status_code == 200, response.content
+    assert AgentSession.objects.get(session_id="chat-1").skeleton == ["lookupOrder"]

@@ -1,0 +1,147 @@
+"""Regression cases: JSONL import (all or nothing, idempotent), tau2-bench task files, sessions made
+into cases, and the management command."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.management import CommandError, call_command
+
+from library.evals.cases import (
+    CaseImportError,
+    import_cases,
+    parse_jsonl,
+    parse_tau2,
+    regression_case_create,
+    regression_case_from_session,
+    tau2_intent,
+)
+from library.models import Agent, AgentSession, RegressionCase
+
+pytestmark = pytest.mark.django_db
+
+# The public data sits beside the repository on these machines (../shared/data); TAU2_DATA_DIR overrides.
+TAU2 = Path(os.environ.get("TAU2_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data" / "taubench")
+needs_tau2 = pytest.mark.skipif(not (TAU2 / "tau2_airline_tasks.json").exists(), reason="tau2 task files not found")
+
+
+def line(**data) -> str:
+    return json.dumps({"intent": "refund_over_limit", "task": "Refund ORD-1 please", **data})
+
+
+def test_jsonl_import_stores_every_field_and_skips_known_external_ids(agent, reviewer):
+    text = [
+        line(name="first", expected_tools=["lookupOrder", {"name": "createApproval", "args": {"order_id": "ORD-1"}}],
+             forbidden_tools=[{"name": "replyTemplates", "before": "createApproval"}], reply_must_match=["approv"],
+             context={"order_id": "ORD-1"}, tool_results={"lookupOrder": [{"total": 480}]}, external_id="crm-1"),
+        "",
+        line(intent="order_status", task="Where is ORD-2?"),
+    ]
+    report = import_cases(parse_jsonl(text, source="cases.jsonl"), agent=agent, user=reviewer)
+    assert len(report.created) == 2
+    case = RegressionCase.objects.get(external_id="crm-1")
+    assert case.expected_tools[1] == {"name": "createApproval", "args": {"order_id": "ORD-1"}}
+    assert case.tool_results == {"lookupOrder": [{"total": 480}]} and case.created_by == reviewer
+    again = import_cases(parse_jsonl(text[:1], source="cases.jsonl"), agent=agent)
+    assert (len(again.created), len(again.skipped)) == (0, 1)
+
+
+@pytest.mark.parametrize(
+    "bad, where, field",
+    [
+        ("{not json", "cases.jsonl:2", "(line)"),
+        (json.dumps({"task": "x"}), "cases.jsonl:2", "intent"),
+        (line(task=" "), "cases.jsonl:2", "task"),
+        (line(expected_tools="lookupOrder"), "cases.jsonl:2", "expected_tools"),
+        (line(reply_must_match=["("]), "cases.jsonl:2", "reply_must_match"),
+    ],
+)
+def test_a_malformed_line_stores_nothing_and_names_line_and_field(agent, bad, where, field):
+    with pytest.raises(CaseImportError) as excinfo:
+        import_cases(parse_jsonl([line(), bad], source="cases.jsonl"), agent=agent)
+    assert (excinfo.value.where, excinfo.value.field) == (where, field)
+    assert not RegressionCase.objects.exists()
+
+
+def test_an_unknown_intent_stores_nothing_unless_intents_may_be_created(agent):
+    items = parse_jsonl([line(), line(intent="gift_cards")], source="c.jsonl")
+    with pytest.raises(CaseImportError, match="c.jsonl:2: intent: agent support_agent has no intent 'gift_cards'"):
+        import_cases(items, agent=agent)
+    assert not RegressionCase.objects.exists()
+    report = import_cases(items, agent=agent, create_intents=True)
+    assert report.intents_created == ["gift_cards"] and len(report.created) == 2
+
+
+def test_only_reviewers_create_cases(agent, intent, outsider):
+    with pytest.raises(PermissionDenied):
+        regression_case_create(agent=agent, intent=intent, user=outsider, task="Refund please")
+
+
+@needs_tau2
+def test_tau2_task_files_import_as_cases():
+    airline = parse_tau2(TAU2 / "tau2_airline_tasks.json")
+    retail = parse_tau2(TAU2 / "tau2_retail_tasks.json")
+    assert (len(airline), len(retail)) == (50, 114)
+    _where, first_retail = retail[0]
+    raw = json.loads((TAU2 / "tau2_retail_tasks.json").read_text())[0]
+    assert first_retail["task"] == raw["user_scenario"]["instructions"]["reason_for_call"]
+    assert first_retail["expected_tools"] == [{"name": a["name"], "args": a["arguments"]} for a in raw["evaluation_criteria"]["actions"]]
+    assert first_retail["intent"] == "exchange_delivered_order_items"
+    assert "cancel_pending_order" in first_retail["forbidden_tools"]  # a write the gold actions do not make
+    assert first_retail["external_id"] == "tau2:retail:0"
+    # a task without gold writes (a refusal) forbids every write tool
+    _where, refusal = airline[0]
+    assert refusal["intent"] == "inquiry" and refusal["expected_tools"] == [] and "cancel_reservation" in refusal["forbidden_tools"]
+
+
+def test_tau2_intent_from_the_gold_writes():
+    assert tau2_intent([{"name": "get_user_details"}, {"name": "cancel_reservation"}, {"name": "book_reservation"}]) == (
+        "book_reservation-cancel_reservation"
+    )
+    assert tau2_intent([{"name": "get_order_details"}]) == "inquiry"
+
+
+@needs_tau2
+def test_the_import_command_reads_tau2_and_jsonl(tmp_path, capsys):
+    call_command("import_regression_cases", str(TAU2 / "tau2_airline_tasks.json"), "--tau2", "--agent", "airline", "--create-agent", "--create-intents")
+    agent = Agent.objects.get(name="airline")
+    assert agent.regression_cases.count() == 50 and "cancel_reservation" in agent.tools
+    call_command("import_regression_cases", str(TAU2 / "tau2_airline_tasks.json"), "--tau2", "--agent", "airline")
+    assert agent.regression_cases.count() == 50  # the second import skips them all
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(line() + "\n{oops\n")
+    with pytest.raises(CommandError, match=r"Nothing was imported\. .*bad.jsonl:2: \(line\)"):
+        call_command("import_regression_cases", str(bad), "--agent", "airline")
+
+
+def test_a_session_becomes_a_case(agent, intent, reviewer):
+    session = AgentSession.objects.create(
+        agent=agent, session_id="s-42", intent=intent, task="Refund ORD-9 (900 EUR) please", resolved=True, escalated=False,
+        skeleton=["lookupOrder", "checkReturnWindow", "createApproval"],
+        tool_calls=[
+            {"name": "lookupOrder", "args": {"order_id": "ORD-9"}, "ok": True, "result": {"total": 900}},
+            {"name": "checkReturnWindow", "args": {"order_id": "ORD-9"}, "ok": True, "result": {"in_window": True}},
+            {"name": "createApproval", "args": {"order_id": "ORD-9"}, "ok": True},
+        ],
+    )
+    case = regression_case_from_session(session=session, user=reviewer)
+    assert (case.task, case.intent, case.source_session) == (session.task, intent, session)
+    assert case.expected_tools == ["lookupOrder", "checkReturnWindow", "createApproval"]
+    assert case.tool_results == {"lookupOrder": [{"total": 900}], "checkReturnWindow": [{"in_window": True}]}
+    assert case.context == {"order_id": "ORD-9"}
+    assert regression_case_from_session(session=session, user=reviewer).pk == case.pk  # once per session
+
+
+def test_a_failed_or_purged_session_is_handled(agent, intent, reviewer):
+    failed = AgentSession.objects.create(agent=agent, session_id="s-1", intent=intent, task="x", resolved=False, skeleton=["lookupOrder"])
+    assert regression_case_from_session(session=failed, user=reviewer).expected_tools == []
+    purged = AgentSession.objects.create(agent=agent, session_id="s-2", intent=intent, task="", raw_purged=True)
+    with pytest.raises(ValidationError, match="purged"):
+        regression_case_from_session(session=purged, user=reviewer)
+    unlabelled = AgentSession.objects.create(agent=agent, session_id="s-3", task="x")
+    with pytest.raises(ValidationError, match="no intent"):
+        regression_case_from_session(session=unlabelled, user=reviewer)

@@ -1,0 +1,151 @@
+"""Real data: tau-bench's 200 GPT-4o airline sessions (shared/data/taubench, README there).
+
+Imported with the one documented command, mined with a support threshold that fits its size, and
+checked against what the resolved sessions actually did; and every piece of personal data in those
+sessions is looked for in everything a reviewer can open."""
+
+import io
+import json
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from library.models import AgentSession, MiningRun, ProcedureVersion
+
+DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "taubench" / "gpt-4o-airline.json"
+if not DATA.exists():  # a worktree sits next to shared/ one level deeper or shallower
+    DATA = Path("/work/shared/data/taubench/gpt-4o-airline.json")
+READ_PREFIXES = ("get_", "search_", "list_", "calculate", "think")
+THRESHOLD = 3
+
+pytestmark = [pytest.mark.django_db, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def raw():
+    if not DATA.exists():
+        pytest.skip(f"tau-bench data not found at {DATA}")
+    return json.loads(DATA.read_text())
+
+
+@pytest.fixture
+def imported(raw):
+    out = io.StringIO()
+    call_command(
+        "import_sessions", str(DATA), "--agent", "airline", "--create-agent", "--intent-from", "taubench-actions",
+        "--model", "gpt-4o", "--id-prefix", "gpt-4o-airline/", "--no-progress", stdout=out,
+    )
+    assert "airline: 200 stored, 0 duplicate, 0 refused." in out.getvalue()
+    call_command("mine", "--agent", "airline", "--threshold", str(THRESHOLD), stdout=io.StringIO())
+    return MiningRun.objects.get(agent__name="airline")
+
+
+def _tools(session):
+    return [call["function"]["name"] for message in session["traj"] for call in (message.get("tool_calls") or [])]
+
+
+def _skeleton(tools):
+    reduced = []
+    for tool in tools:
+        if tool != "think" and (not reduced or reduced[-1] != tool):
+            reduced.append(tool)
+    return tuple(reduced)
+
+
+def test_sessions_keep_outcome_model_and_the_derived_intent(raw, imported):
+    assert AgentSession.objects.filter(agent__name="airline").count() == 200
+    assert AgentSession.objects.filter(agent__name="airline", resolved=True).count() == sum(1 for s in raw if s["reward"] == 1.0)
+    escalated = sum(1 for s in raw if "transfer_to_human_agents" in _tools(s))
+    assert AgentSession.objects.filter(agent__name="airline", escalated=True).count() == escalated
+    assert set(AgentSession.objects.filter(agent__name="airline").values_list("model", flat=True)) == {"gpt-4o"}
+    assert AgentSession.objects.filter(agent__name="airline").values("intent").distinct().count() == 12
+
+
+def test_candidate_steps_follow_the_tool_order_of_the_resolved_sessions(raw, imported):
+    # what the resolved, non-escalated sessions of each intent did, computed here from the file
+    by_intent = defaultdict(Counter)
+    for session in raw:
+        tools = _tools(session)
+        if session["reward"] != 1.0 or "transfer_to_human_agents" in tools:
+            continue
+        writes = sorted({a["name"] for a in session["info"]["task"]["actions"] if not a["name"].startswith(READ_PREFIXES)})
+        by_intent["-".join(writes) or "no_write_action"][_skeleton(tools)] += 1
+    largest = sorted(by_intent, key=lambda name: -sum(by_intent[name].values()))
+    candidates = {v.procedure.intent.name: v for v in ProcedureVersion.objects.filter(mining_run=imported).select_related("procedure__intent")}
+    checked = 0
+    for intent in largest[:5]:
+        groups = [(s, n) for s, n in by_intent[intent].most_common() if s and n >= THRESHOLD]
+        if not groups:
+            assert intent not in candidates
+            continue
+        top_skeleton, support = groups[0]
+        version = candidates[intent]
+        step_tools = [re.search(r"(\w+)\(", step).group(1) for step in version.steps if "(" in step]
+        assert tuple(step_tools) == top_skeleton, intent
+        assert version.evidence["support"] == support
+        assert version.evidence["resolved"] == sum(by_intent[intent].values())
+        assert 3 <= len(version.steps) <= 8
+        checked += 1
+    assert checked >= 3
+    assert {"cancel_reservation", "send_certificate"} <= set(candidates)
+
+
+def _personal_values(raw):
+    values = {"user_id": set(), "email": set(), "dob": set(), "payment_id": set(), "name": set()}
+
+    def walk(obj, parent=""):
+        if isinstance(obj, dict):
+            for key, value in obj.items():
+                if re.fullmatch(r"(credit_card|gift_card|certificate|paypal)_\d+", key):
+                    values["payment_id"].add(key)
+                if isinstance(value, str):
+                    if key == "user_id":
+                        values["user_id"].add(value)
+                    elif key == "email":
+                        values["email"].add(value)
+                    elif key == "dob":
+                        values["dob"].add(value)
+                    elif key in ("payment_id", "id") and re.fullmatch(r"[a-z_]+_\d+", value):
+                        values["payment_id"].add(value)
+                    elif key in ("first_name", "last_name"):
+                        values["name"].add(value)
+                walk(value, key)
+        elif isinstance(obj, list):
+            for item in obj:
+                walk(item, parent)
+        elif isinstance(obj, str) and obj[:1] in "{[":
+            try:
+                walk(json.loads(obj), parent)
+            except ValueError:
+                pass
+
+    for session in raw:
+        walk(session["info"]["task"])
+        for message in session["traj"]:
+            for call in message.get("tool_calls") or []:
+                walk(json.loads(call["function"]["arguments"]))
+            if message["role"] == "tool":
+                walk(message["content"])
+            if isinstance(message.get("content"), str):
+                values["user_id"].update(re.findall(r"\b[a-z]+_[a-z]+_\d{4}\b", message["content"]))
+    return values
+
+
+def test_no_personal_data_survives_in_anything_a_reviewer_can_open(raw, imported):
+    values = _personal_values(raw)
+    assert all(values[kind] for kind in values), {k: len(v) for k, v in values.items()}
+    reviewer_visible = [json.dumps(row) for row in AgentSession.objects.filter(agent__name="airline").values_list("redacted_excerpt", flat=True)]
+    for version in ProcedureVersion.objects.filter(procedure__agent__name="airline"):
+        reviewer_visible.append(json.dumps(version.to_dict()))
+        reviewer_visible.append(json.dumps(version.provenance))
+    reviewer_visible.append(json.dumps(imported.skipped))
+    text = "\n".join(reviewer_visible)
+    assert "{{user_id}}" in text and "{{person}}" in text  # the excerpts are there, redacted
+    for kind in ("user_id", "email", "dob", "payment_id"):
+        leaked = sorted(v for v in values[kind] if v in text)
+        assert not leaked, f"{kind} leaked: {leaked[:5]}"
+    leaked_names = sorted(name for name in values["name"] if re.search(rf"\b{re.escape(name)}\b", text))
+    assert not leaked_names, f"names leaked: {leaked_names}"
