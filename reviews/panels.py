@@ -284,9 +284,9 @@ def intent_results(run: EvalRun, *, target_intent: str) -> list[IntentResult]:
             points = round(100 * (cand_rate - base_rate))
             delta = f"{points:+d} pts" if points else "±0"
         note_bits = []
-        for key, label in (("p_value", "p"), ("pValue", "p"), ("p", "p"), ("p_improve", "p(improve)"), ("p_regress", "p(regress)")):
+        for key, label in (("p_value", "p"), ("pValue", "p"), ("p", "p"), ("p_improve", "p↑"), ("p_regress", "p↓")):
             if isinstance(data.get(key), (int, float)) and not isinstance(data.get(key), bool):
-                note_bits.append(f"{label} = {data[key]:.3g}")
+                note_bits.append(f"{label} {data[key]:.3g}")
         for key, one, many in (("improved", "improved", "improved"), ("regressed", "regressed", "regressed"), ("errors", "error", "errors")):
             value = data.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value:

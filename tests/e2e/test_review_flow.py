@@ -63,7 +63,19 @@ def finish_run_like_a_worker(version: ProcedureVersion) -> None:
     return run
 
 
-def test_review_and_approve_in_the_browser(live_server, page, screenshot):
+@pytest.fixture
+def eval_worker(request):
+    """On PostgreSQL a real Celery worker process on Redis runs the eval (the page then watches it
+    arrive by polling); SQLite's in-memory test database cannot be shared with another process,
+    so there the tasks run eagerly inside the request."""
+    from django.db import connection
+
+    if connection.vendor == "postgresql":
+        return request.getfixturevalue("celery_worker_process")
+    return None
+
+
+def test_review_and_approve_in_the_browser(live_server, page, screenshot, eval_worker):
     from library import embeddings
 
     seed_demo()
@@ -110,6 +122,7 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot):
     screenshot(page, "03-candidate")
 
     # an eval run, its progress polled by htmx, its verdict arriving
+    page.evaluate("window.__samePage = true")  # gone if anything reloaded the page
     if EVALS_AVAILABLE:
         page.click("#start-eval")
     else:
@@ -131,6 +144,10 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot):
         )
     page.wait_for_selector("#eval .verdict", timeout=120_000)
     assert "PASS" in page.locator("#eval .verdict").inner_text()
+    if EVALS_AVAILABLE:
+        assert page.evaluate("window.__samePage") is True  # arrived by htmx, not by a reload
+        run = EvalRun.objects.filter(version=candidate).latest("created_at")
+        assert (run.state, run.verdict, run.cases_done) == (EvalRun.State.DONE, EvalRun.Verdict.PASS, run.cases_total)
     assert page.locator("#eval .eval-table tr.target").count() == 1
     screenshot(page, "05-eval-done")
 

@@ -110,7 +110,7 @@ def test_eval_panel_rows_target_first_with_deltas(candidate):
         ("refund_over_limit", "2/10", "9/10", "+70 pts", True),
         ("order_status", "9/10", "9/10", "±0", False),
     ]
-    assert "p = 0.0039" in rows[0].note
+    assert "p 0.0039" in rows[0].note
     panel = build_eval_panel(candidate, run, current_active_hash=None)
     assert panel.reason.startswith("refund_over_limit improved") and not panel.in_progress
 
@@ -156,7 +156,7 @@ def test_eval_panel_reads_the_eval_runners_verdict_detail(candidate):
     assert (target.intent, target.baseline, target.candidate, target.delta, target.verdict, target.is_target) == (
         "refund_over_limit", "1/4", "4/4", "+75 pts", "improved", True
     )
-    assert "p(improve) = 0.0625" in target.note and "3 improved" in target.note
+    assert "p↑ 0.0625" in target.note and "p↓ 1" in target.note and "3 improved" in target.note
     assert (other.baseline, other.candidate, other.delta, other.verdict) == ("3/3", "3/3", "±0", "unchanged")
     assert "1 error;" in other.note and "1 case errored" in other.note
     assert ("alpha", "0.1") in panel.thresholds and panel.thresholds[-1][0] == "test"
