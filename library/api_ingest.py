@@ -2,7 +2,7 @@
 
 Auth: a bearer token of scope "ingest" (library/tokens.py); the token names the agent, so an agent
 can only ever write its own sessions. Body: one session object, a list of them, or
-``{"sessions": [...]}``; ``?format=openai|adk`` for the other two input formats (default procmem).
+``{"sessions": [...]}``, or JSON Lines (Content-Type application/x-ndjson, one session a line); ``?format=openai|adk`` for the other two input formats (default procmem).
 Every item is validated on its own; good items are stored in one transaction, bad ones are refused
 with their index and the failing fields. Responses:
 
@@ -23,6 +23,8 @@ from django.views.decorators.http import require_POST
 
 from .ingest import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item, sessions_store
 from .tokens import api_error, token_required
+
+NDJSON_TYPES = {"application/x-ndjson", "application/jsonl", "application/x-jsonlines"}
 
 
 def _read_body(request: HttpRequest, limit: int) -> bytes | None:
@@ -52,10 +54,22 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
     fmt = request.GET.get("format", "procmem")
     if fmt not in FORMATS:
         return api_error(400, "bad_format", f"format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
-    try:
-        payload: Any = json.loads(body or b"null")
-    except (ValueError, UnicodeDecodeError) as exc:
-        return api_error(400, "invalid_json", f"The body is not JSON: {exc}.")
+    content_type = request.content_type or ""
+    if content_type in NDJSON_TYPES:
+        # JSON Lines (what library.client sends): one session object a line, blank lines ignored
+        payload: Any = []
+        for number, line in enumerate((body or b"").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                payload.append(json.loads(line))
+            except (ValueError, UnicodeDecodeError) as exc:
+                return api_error(400, "invalid_json", f"Line {number} of the JSON Lines body is not JSON: {exc}.", line=number)
+    else:
+        try:
+            payload = json.loads(body or b"null")
+        except (ValueError, UnicodeDecodeError) as exc:
+            return api_error(400, "invalid_json", f"The body is not JSON: {exc}.")
     if isinstance(payload, dict) and isinstance(payload.get("sessions"), list):
         items = payload["sessions"]
     elif isinstance(payload, list):

@@ -584,3 +584,19 @@ class LoadRefusal(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "tools_hash"], name="one_refusal_per_tool_state")]
+
+
+class VersionEmbedding(models.Model):
+    """The sentence embedding of a version's appliesWhen, computed once per version and model and
+    shared by every process (versions are immutable, so it never goes stale). Written by the agent
+    API through the default connection the first time a version is ranked; read through the
+    read-only one."""
+
+    version = models.ForeignKey(ProcedureVersion, on_delete=models.CASCADE, related_name="embeddings")
+    model_key = models.CharField(max_length=64, help_text="Identifies the embedding model (path digest)")
+    dimensions = models.PositiveSmallIntegerField()
+    vector = models.BinaryField(help_text="float32, little-endian, L2-normalised")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["version", "model_key"], name="one_embedding_per_version_model")]

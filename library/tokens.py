@@ -9,10 +9,14 @@ from __future__ import annotations
 
 import functools
 import secrets
+import threading
+import time
 from typing import Callable
 
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
+from django.db.models.signals import post_save
+from django.dispatch import receiver
 from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -66,21 +70,51 @@ def token_revoke(*, token: ApiToken, user=None, actor_label: str = "") -> ApiTok
     return locked
 
 
-def authenticate(raw: str, *, using: str = "default") -> ApiToken | None:
+_recent: dict[str, tuple[ApiToken, float]] = {}  # token hash → (token, time.monotonic() it was read)
+_recent_lock = threading.Lock()
+
+
+def authenticate(raw: str, *, using: str = "default", cache_seconds: float = 0.0) -> ApiToken | None:
+    """The live token for `raw`, or None. With `cache_seconds`, a token read that recently is
+    reused without a query (a revocation in another process takes effect within that bound; in
+    this process at once, see `_forget_tokens`). Unknown tokens are never cached."""
     if not raw or not raw.startswith(TOKEN_PREFIX):
         return None
-    return (
+    token_hash = ApiToken.hash(raw)
+    if cache_seconds > 0:
+        with _recent_lock:
+            hit = _recent.get(token_hash)
+        if hit is not None and time.monotonic() - hit[1] < cache_seconds:
+            return hit[0]
+    read_at = time.monotonic()
+    token = (
         ApiToken.objects.using(using)
         .select_related("agent")
-        .filter(token_hash=ApiToken.hash(raw), revoked_at__isnull=True)
+        .filter(token_hash=token_hash, revoked_at__isnull=True)
         .first()
     )
+    if cache_seconds > 0:
+        with _recent_lock:
+            if token is None:
+                _recent.pop(token_hash, None)
+            else:
+                if len(_recent) > 10_000:
+                    _recent.clear()
+                _recent[token_hash] = (token, read_at)
+    return token
 
 
-def token_required(scope: str, *, using: str = "default") -> Callable:
+@receiver(post_save, sender=ApiToken)
+def _forget_tokens(sender, instance: ApiToken, **kwargs) -> None:
+    with _recent_lock:
+        _recent.pop(instance.token_hash, None)
+
+
+def token_required(scope: str, *, using: str = "default", cache_seconds: Callable[[], float] | None = None) -> Callable:
     """Authenticates `Authorization: Bearer <token>` for `scope` and the agent named in the URL
     (`agent` keyword argument, when the URL has one). 401 without a valid token, 403 for a token of
-    the wrong scope or of another agent."""
+    the wrong scope or of another agent. `cache_seconds` (a callable, read per request) lets the
+    read endpoints reuse a recently read token (see `authenticate`)."""
 
     def decorator(view: Callable) -> Callable:
         @functools.wraps(view)
@@ -91,7 +125,7 @@ def token_required(scope: str, *, using: str = "default") -> Callable:
                 response = api_error(401, "unauthorized", "Send Authorization: Bearer <token>.")
                 response["WWW-Authenticate"] = 'Bearer realm="procmem"'
                 return response
-            token = authenticate(raw.strip(), using=using)
+            token = authenticate(raw.strip(), using=using, cache_seconds=cache_seconds() if cache_seconds else 0.0)
             if token is None:
                 response = api_error(401, "unauthorized", "The token is unknown or revoked.")
                 response["WWW-Authenticate"] = 'Bearer realm="procmem", error="invalid_token"'

@@ -147,7 +147,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 READONLY_DATABASE_URL = env_str("READONLY_DATABASE_URL")
 if READONLY_DATABASE_URL:
     try:
-        DATABASES["readonly"] = dj_database_url.parse(READONLY_DATABASE_URL)
+        DATABASES["readonly"] = dj_database_url.parse(
+            READONLY_DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0)
+        )
     except Exception as exc:
         raise ImproperlyConfigured(f"READONLY_DATABASE_URL={READONLY_DATABASE_URL!r} is not a database URL: {exc}") from exc
 else:
@@ -240,6 +242,11 @@ EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH")  # None → the bundled a
 
 # --- procmem --------------------------------------------------------------------------------------
 PROCMEM_DEFAULT_INJECTION_CAP = env_int("PROCMEM_DEFAULT_INJECTION_CAP", 2, minimum=0, maximum=20)
+# Agent API: for this many seconds after a check found an agent's built set (and a token) current,
+# a process answers without asking the database again. Changes made in the same process are seen
+# at once; other processes see them within this bound (responses carry max-age=10 anyway). 0: check
+# on every request.
+PROCMEM_ACTIVE_SET_RECHECK_SECONDS = env_float("PROCMEM_ACTIVE_SET_RECHECK_SECONDS", 1.0, minimum=0, maximum=60)
 PROCMEM_MAX_STEPS = 8
 PROCMEM_MIN_STEPS = 3
 

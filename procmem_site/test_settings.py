@@ -12,6 +12,9 @@ os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
 os.environ.setdefault("SECURE_HSTS_SECONDS", "0")
 os.environ.setdefault("BEHIND_TLS_PROXY", "0")
 os.environ.setdefault("PROCMEM_TESTING", "1")
+# Tests change rows with .update() and raw SQL, which send no signals: check the set on every
+# request (tests/library/test_api.py covers the recheck window explicitly).
+os.environ.setdefault("PROCMEM_ACTIVE_SET_RECHECK_SECONDS", "0")
 
 from .settings import *  # noqa: E402,F401,F403
 

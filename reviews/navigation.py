@@ -16,6 +16,7 @@ class Navigation:
     # candidates this user could decide as approver (permission held, not proposer nor last editor)
     waiting_for_me: int = 0
     can_review: bool = False
+    refused_at_load: int = 0  # ACTIVE versions agents do not receive: their tools are missing
 
 
 def role_of(user) -> str:
@@ -40,5 +41,23 @@ def navigation_for(user) -> Navigation:
     for_me = waiting_for_approver(user).count() if role in {"approver", "admin"} else 0  # scope is cached
     unread = Notification.objects.filter(user=user, read_at__isnull=True).count()
     return Navigation(
-        role=role, waiting_for_review=waiting, unread_notifications=unread, waiting_for_me=for_me, can_review=can_review
+        role=role,
+        waiting_for_review=waiting,
+        unread_notifications=unread,
+        waiting_for_me=for_me,
+        can_review=can_review,
+        refused_at_load=refused_count(user),
     )
+
+
+def refused_count(user) -> int:
+    """Unresolved refusals at load on the agents this user manages (superusers: all agents)."""
+    from guardian.shortcuts import get_objects_for_user
+
+    from library.models import Agent, LoadRefusal
+    from library.serving import unresolved_refusals
+
+    if not LoadRefusal.objects.exists():  # the common case costs one cheap query
+        return 0
+    agents = Agent.objects.all() if user.is_superuser else get_objects_for_user(user, "library.manage_agent", klass=Agent)
+    return len(unresolved_refusals(agents=agents))

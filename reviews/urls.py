@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import agent_tools, views
 
 app_name = "reviews"
 
@@ -18,6 +18,8 @@ urlpatterns = [
     path("procedures/new/", views.procedure_new, name="procedure_new"),
     path("procedures/<int:pk>/", views.procedure_detail, name="procedure"),
     path("procedures/<slug:agent>/<str:key>/", views.procedure_by_key, name="procedure_by_key"),
+    path("agents/<str:agent>/tools/", agent_tools.agent_tools, name="agent_tools"),
+    path("refused-at-load/", agent_tools.refused_at_load, name="refused_at_load"),
 ]
 
 # Regression cases and eval runs (issue 5): reviews/cases.py, reviews/eval_views.py

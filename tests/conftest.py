@@ -251,3 +251,33 @@ def celery_worker_process(transactional_db, tmp_path):
             process.kill()
         log.close()
         app.conf.task_always_eager, app.conf.broker_url = old
+
+
+# ---------------------------------------------------------------------------------------------- serving (issue 6)
+
+
+def make_active(version, approver):
+    """Makes a CANDIDATE ACTIVE the only way the database allows: a passing eval on its content,
+    then services.version_approve by a user who may approve it."""
+    from library import services
+
+    make_passing_eval(version)
+    return services.version_approve(version=version, user=approver, comment="approved in a test")
+
+
+@pytest.fixture
+def readonly_shares_default(db):
+    """The agent API reads through the "readonly" alias, a separate connection. In a
+    transaction-wrapped test that connection cannot see the test's uncommitted rows, so for such
+    tests it is routed to the default connection. Tests of the real separate connection use
+    `transactional_db` instead (tests/library/test_serving.py)."""
+    from django.db import connections
+
+    from library import serving
+
+    original = connections["readonly"]
+    connections["readonly"] = connections["default"]
+    serving.clear_cache()
+    yield
+    connections["readonly"] = original
+    serving.clear_cache()

@@ -120,3 +120,14 @@ def test_openai_format_by_query_parameter(client, agent, ingest_token):
     response = client.post(URL + "?format=openai", data=json.dumps(item), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {ingest_token}")
     assert response.status_code == 200, response.content
     assert AgentSession.objects.get(session_id="chat-1").skeleton == ["lookupOrder"]
+
+
+def test_json_lines_body(client, agent, ingest_token):
+    lines = "\n".join(json.dumps(procmem_item(f"nd-{i}")) for i in range(3)) + "\n\n"
+    response = client.post(URL, data=lines, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {ingest_token}")
+    assert response.status_code == 200, response.json()
+    assert sorted(response.json()["stored"]) == ["nd-0", "nd-1", "nd-2"]
+    bad = json.dumps(procmem_item("nd-9")) + "\n{broken\n"
+    response = client.post(URL, data=bad, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {ingest_token}")
+    assert response.status_code == 400 and response.json()["error"]["line"] == 2
+    assert not AgentSession.objects.filter(session_id="nd-9").exists()

@@ -1,0 +1,526 @@
+"""The active set an agent reads: load-time validation, the refused list, a strong ETag, selection.
+
+Reads go through the "readonly" database alias (in production a PostgreSQL role with SELECT grants
+only; see `manage.py create_readonly_role`). The only write here — recording a refusal the first
+time it is seen — goes through "default", and only when the refusal is new.
+
+Consistency: the versions of a set are read by one SQL statement inside one REPEATABLE READ, READ
+ONLY transaction (on PostgreSQL), together with the agent's tool list and the refusals already
+recorded. A statement sees one committed snapshot, and the database allows at most one ACTIVE
+version per procedure in any committed state, so a response never shows two versions of one id,
+however approvals and rollbacks interleave with it.
+
+Speed: building the body (1,000 procedures: JSON columns parsed, rendered, serialised, hashed)
+costs tens of milliseconds, so each process keeps the last body per agent, keyed by a fingerprint
+of what determines it — the ACTIVE version ids and approvers, the tool list, the switch and the cap
+— which one narrow query reads (one aggregated row on PostgreSQL). Versions are immutable, so equal
+fingerprints mean equal bytes.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+import numpy as np
+from django.conf import settings
+from django.core.mail import send_mail
+from django.db import IntegrityError, connections, transaction
+from django.dispatch import receiver
+
+from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
+from .rendering import estimate_tokens, render_procedure
+from .selection import Index, Ranker
+from .signals import active_set_changed
+
+logger = logging.getLogger(__name__)
+
+READONLY_ALIAS = "readonly"
+API_VERSION = "v1"
+
+
+class ServedProcedure(ProcedureRecord):
+    intent: str
+    rendered: str
+    renderedChars: int
+    renderedTokens: int
+
+
+class RefusedProcedure(TypedDict):
+    id: str
+    version: int
+    intent: str
+    reason: str
+    message: str
+    missingTools: list[str]
+
+
+class ActiveSet(TypedDict, total=False):
+    apiVersion: str
+    agent: str
+    proceduralMemoryEnabled: bool
+    injectionCap: int
+    tools: list[str]
+    toolsHash: str
+    procedures: list[ServedProcedure]
+    refused: list[RefusedProcedure]
+    note: str
+
+
+@dataclass
+class ServedSet:
+    """One built active set: the JSON bytes, their strong ETag, and the selection index (built on
+    first use, once per set and process)."""
+
+    agent_id: int
+    fingerprint: str
+    data: ActiveSet
+    body: bytes
+    etag: str
+    body_gzip: bytes  # the same JSON, gzip-compressed once per set (a representation with its own ETag)
+    etag_gzip: str
+    version_ids: list[int] = field(default_factory=list)  # primary keys, aligned with data["procedures"]
+    _index: Index | None = field(default=None, repr=False)
+    _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def procedures(self) -> list[ServedProcedure]:
+        return self.data["procedures"]
+
+    def index(self, ranker: Ranker | None = None) -> Index:
+        with self._index_lock:
+            if self._index is None:
+                ranker = ranker or _ranker()
+                _load_or_store_embeddings(self, ranker)
+                self._index = ranker.index(self.procedures)
+            return self._index
+
+
+def tools_state_hash(tools: list[str]) -> str:
+    """Identifies a tool-list state (order does not matter). LoadRefusal rows are unique per
+    version and this hash, so an alert is raised once per version and tool-list state."""
+    return hashlib.sha256("\x1f".join(sorted(tools)).encode("utf-8")).hexdigest()
+
+
+def missing_tools(*, required: list[str], available: list[str]) -> list[str]:
+    have = set(available)
+    return [tool for tool in required if tool not in have]
+
+
+# --------------------------------------------------------------------------------------------- snapshot
+
+
+class _Snapshot:
+    """A read-only transaction on `using` with one consistent snapshot (REPEATABLE READ on
+    PostgreSQL). Inside an enclosing transaction (tests) the enclosing one is used as it is."""
+
+    def __init__(self, using: str) -> None:
+        self.using = using
+        self._atomic = transaction.atomic(using=using)
+
+    def __enter__(self) -> "_Snapshot":
+        connection = connections[self.using]
+        outer = connection.in_atomic_block
+        self._atomic.__enter__()
+        if not outer and connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._atomic.__exit__(*exc)
+
+
+# --------------------------------------------------------------------------------------------- building
+
+
+_cache: dict[int, ServedSet] = {}
+_checked_at: dict[int, float] = {}  # agent id → time.monotonic() of the last check that found the set current
+_stored_embeddings: set[int] = set()  # version ids whose embedding this process knows to be stored
+_cache_lock = threading.Lock()
+_ranker_instance: Ranker | None = None
+
+
+def _ranker() -> Ranker:
+    global _ranker_instance
+    if _ranker_instance is None:
+        _ranker_instance = Ranker()
+    return _ranker_instance
+
+
+def clear_cache(agent_id: int | None = None) -> None:
+    """Drops this process's built sets (all, or one agent's). Other processes notice a change by
+    their fingerprint query; this only frees memory early."""
+    with _cache_lock:
+        if agent_id is None:
+            _cache.clear()
+            _checked_at.clear()
+            _stored_embeddings.clear()
+        else:
+            _cache.pop(agent_id, None)
+            _checked_at.pop(agent_id, None)
+
+
+def _agent_part(agent: Agent) -> bytes:
+    return json.dumps(
+        [API_VERSION, agent.pk, agent.name, sorted(agent.tools), agent.procedural_memory_enabled, agent.injection_cap],
+        separators=(",", ":"),
+    ).encode()
+
+
+def _current_state(agent_id: int, *, using: str) -> tuple[Agent, str]:
+    """The agent's served settings and the fingerprint of its set: what determines the body — the
+    settings and which versions are ACTIVE, with their approvers' names. On PostgreSQL this is one
+    statement (one snapshot) returning one row, however large the set is."""
+    connection = connections[using]
+    if connection.vendor == "postgresql":
+        version_table = ProcedureVersion._meta.db_table
+        procedure_table = ProcedureVersion._meta.get_field("procedure").related_model._meta.db_table
+        user_model = ProcedureVersion._meta.get_field("approved_by").related_model
+        username = user_model._meta.get_field(user_model.USERNAME_FIELD).column
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"""SELECT a.name, a.tools, a.procedural_memory_enabled, a.injection_cap, f.n, f.folded
+                      FROM {Agent._meta.db_table} a
+                     CROSS JOIN LATERAL (
+                           SELECT count(*) AS n,
+                                  md5(coalesce(string_agg(v.id::text || ':' || coalesce(u.{username}, ''), ';' ORDER BY v.id), '')) AS folded
+                             FROM {version_table} v
+                             JOIN {procedure_table} p ON p.id = v.procedure_id
+                             LEFT JOIN {user_model._meta.db_table} u ON u.id = v.approved_by_id
+                            WHERE p.agent_id = a.id AND v.status = %s AND a.procedural_memory_enabled) f
+                     WHERE a.id = %s""",
+                [Status.ACTIVE, agent_id],
+            )
+            row = cursor.fetchone()
+        if row is None:
+            raise Agent.DoesNotExist(f"agent {agent_id}")
+        name, tools, enabled, cap, count, folded = row
+        agent = Agent(
+            id=agent_id, name=name, tools=json.loads(tools) if isinstance(tools, str) else tools,
+            procedural_memory_enabled=enabled, injection_cap=cap,
+        )
+        digest = hashlib.sha256(_agent_part(agent))
+        digest.update(f"{count}:{folded}".encode())
+        return agent, digest.hexdigest()
+    agent = Agent.objects.using(using).only("id", "name", "tools", "procedural_memory_enabled", "injection_cap").get(pk=agent_id)
+    digest = hashlib.sha256(_agent_part(agent))
+    if agent.procedural_memory_enabled:
+        rows = (
+            ProcedureVersion.objects.using(using)
+            .filter(procedure__agent_id=agent_id, status=Status.ACTIVE)
+            .order_by("id")
+            .values_list("id", "approved_by__username")
+        )
+        for version_id, approver in rows:
+            digest.update(f"{version_id}:{approver or ''};".encode())
+    return agent, digest.hexdigest()
+
+
+def _dumps(data: ActiveSet) -> bytes:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _served(version: ProcedureVersion) -> ServedProcedure:
+    record = version.to_dict()
+    rendered = render_procedure(record)
+    return {  # type: ignore[typeddict-item]
+        **record,
+        "intent": version.procedure.intent.name,
+        "rendered": rendered,
+        "renderedChars": len(rendered),
+        "renderedTokens": estimate_tokens(rendered),
+    }
+
+
+def recheck_seconds() -> float:
+    return float(getattr(settings, "PROCMEM_ACTIVE_SET_RECHECK_SECONDS", 0.0))
+
+
+def active_set_for_agent(*, agent: Agent, using: str = READONLY_ALIAS, recheck: float | None = None) -> ServedSet:
+    """The agent's active set as served now: ACTIVE versions whose requiredTools the agent has,
+    and the refused ones with the reason. Records each refusal the first time it is seen (through
+    "default") and raises its alert once.
+
+    `recheck` (default: settings.PROCMEM_ACTIVE_SET_RECHECK_SECONDS) lets a process serve its
+    built set without asking the database again for that many seconds after a check found it
+    current: a bounded staleness, far below the response's max-age, that this process's own
+    changes never see (they clear it through `active_set_changed`)."""
+    window = recheck_seconds() if recheck is None else recheck
+    with _cache_lock:
+        cached = _cache.get(agent.pk)
+        checked_at = _checked_at.get(agent.pk)
+    if cached is not None and window > 0 and checked_at is not None and time.monotonic() - checked_at < window:
+        return cached
+
+    if connections[using].vendor == "postgresql" and cached is not None:
+        # One statement, no transaction: enough to know that the built set is still current.
+        checked = time.monotonic()
+        current, fingerprint = _current_state(agent.pk, using=using)
+        if fingerprint == cached.fingerprint:
+            with _cache_lock:
+                _checked_at[agent.pk] = checked
+            return cached
+
+    new_refusals: list[tuple[int, list[str]]] = []
+    with _Snapshot(using):
+        checked = time.monotonic()
+        current, fingerprint = _current_state(agent.pk, using=using)
+        with _cache_lock:
+            cached = _cache.get(current.pk)
+        if cached is not None and cached.fingerprint == fingerprint:
+            with _cache_lock:
+                _checked_at[current.pk] = checked
+            return cached
+        served, refused_versions = _build(current, using=using, fingerprint=fingerprint)
+        if refused_versions:
+            known = set(
+                LoadRefusal.objects.using(using)
+                .filter(version_id__in=[v for v, _ in refused_versions], tools_hash=served.data["toolsHash"])
+                .values_list("version_id", flat=True)
+            )
+            new_refusals = [(v, missing) for v, missing in refused_versions if v not in known]
+    for version_id, missing in new_refusals:
+        load_refusal_record(version_id=version_id, tools_hash=served.data["toolsHash"], missing_tools=missing)
+    with _cache_lock:
+        _cache[current.pk] = served
+        _checked_at[current.pk] = checked
+    return served
+
+
+@receiver(active_set_changed)
+def _forget_check(sender, agent_id: int, **kwargs) -> None:
+    """This process changed the agent's set (approve, retire, rollback, tools): check again now."""
+    with _cache_lock:
+        _checked_at.pop(agent_id, None)
+
+
+def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, list[tuple[int, list[str]]]]:
+    """Caller holds the snapshot in which `fingerprint` was computed, so both see the same rows."""
+    tools = list(agent.tools)
+    data: ActiveSet = {
+        "apiVersion": API_VERSION,
+        "agent": agent.name,
+        "proceduralMemoryEnabled": agent.procedural_memory_enabled,
+        "injectionCap": agent.injection_cap,
+        "tools": tools,
+        "toolsHash": tools_state_hash(tools),
+        "procedures": [],
+        "refused": [],
+    }
+    refused_versions: list[tuple[int, list[str]]] = []
+    version_ids: list[int] = []
+    if not agent.procedural_memory_enabled:
+        data["note"] = "Procedural memory is switched off for this agent: no procedures are served."
+    else:
+        versions = (
+            ProcedureVersion.objects.using(using)
+            .filter(procedure__agent_id=agent.pk, status=Status.ACTIVE)
+            .select_related("procedure", "procedure__intent", "approved_by")
+            .order_by("procedure__key")
+        )
+        for version in versions:
+            missing = missing_tools(required=list(version.required_tools), available=tools)
+            if missing:
+                refused_versions.append((version.pk, missing))
+                data["refused"].append(
+                    {
+                        "id": version.procedure.key,
+                        "version": version.number,
+                        "intent": version.procedure.intent.name,
+                        "reason": "missing_tools",
+                        "message": f"The agent lacks the required tools: {', '.join(missing)}.",
+                        "missingTools": missing,
+                    }
+                )
+            else:
+                data["procedures"].append(_served(version))
+                version_ids.append(version.pk)
+    body = _dumps(data)
+    tag = hashlib.sha256(body).hexdigest()[:40]
+    served = ServedSet(
+        agent_id=agent.pk, fingerprint=fingerprint, data=data, body=body, etag=f'"{tag}"',
+        body_gzip=gzip.compress(body, compresslevel=6, mtime=0), etag_gzip=f'"{tag}-gzip"', version_ids=version_ids,
+    )
+    return served, refused_versions
+
+
+# --------------------------------------------------------------------------------------------- embeddings
+
+
+_model_key_value: str | None = None
+
+
+def model_key() -> str:
+    """Identifies the embedding model across machines: the model directory's name and a digest of
+    its config files (not its path, which differs between installs)."""
+    global _model_key_value
+    if _model_key_value is None:
+        from pathlib import Path
+
+        from .embeddings import default_model_path
+
+        path = Path(default_model_path())
+        digest = hashlib.sha256()
+        for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+            if (path / name).is_file():
+                digest.update(name.encode() + b"\0" + (path / name).read_bytes())
+        _model_key_value = f"{path.parent.name if path.name == 'model' else path.name}"[:40] + ":" + digest.hexdigest()[:16]
+    return _model_key_value
+
+
+def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
+    """Fills the ranker's cache for the served versions: vectors stored by any process are read
+    (read-only connection); the ones nobody has stored yet are embedded here — unless this process
+    already has the text — and stored through "default", so every version is embedded once per
+    model, not once per process."""
+    from .models import VersionEmbedding
+
+    cache = ranker.cache
+    with _cache_lock:
+        pending = [(vid, p["appliesWhen"]) for vid, p in zip(served.version_ids, served.procedures) if vid not in _stored_embeddings]
+    if not pending:
+        return
+    key = model_key()
+    stored = dict(
+        VersionEmbedding.objects.using(READONLY_ALIAS)
+        .filter(version_id__in=[vid for vid, _ in pending], model_key=key)
+        .values_list("version_id", "vector")
+    )
+    for vid, text in pending:
+        if vid in stored and not cache.has(text):
+            cache.put(text, np.frombuffer(bytes(stored[vid]), dtype="<f4"))
+    missing = [(vid, text) for vid, text in pending if vid not in stored]
+    if missing:
+        vectors = cache.matrix([text for _, text in missing])  # embeds only texts this process lacks
+        VersionEmbedding.objects.using("default").bulk_create(
+            [
+                VersionEmbedding(version_id=vid, model_key=key, dimensions=int(v.shape[0]), vector=v.astype("<f4").tobytes())
+                for (vid, _), v in zip(missing, vectors)
+            ],
+            batch_size=1000,
+            ignore_conflicts=True,  # another process stored it meanwhile: the same vector
+        )
+    with _cache_lock:
+        _stored_embeddings.update(vid for vid, _ in pending)
+
+
+# --------------------------------------------------------------------------------------------- refusals
+
+
+def load_refusal_record(*, version_id: int, tools_hash: str, missing_tools: list[str]) -> LoadRefusal | None:
+    """Records that a version was refused at load under a tool-list state, with an audit row, and
+    after commit e-mails the agent's admins and sends `version_refused_at_load`. The unique
+    constraint makes this happen once, even when several processes see the refusal at the same
+    time: the loser of the race gets an IntegrityError and raises nothing. Returns the new row, or
+    None when it already existed."""
+    from .services import audit
+
+    try:
+        with transaction.atomic(using="default"):
+            version = ProcedureVersion.objects.select_related("procedure__agent").get(pk=version_id)
+            refusal = LoadRefusal.objects.create(version=version, tools_hash=tools_hash, missing_tools=missing_tools)
+            audit(
+                action=AuditEvent.Action.REFUSED_AT_LOAD,
+                actor_label="agent API (load-time check)",
+                version=version,
+                reason=f"requiredTools not in the agent's tool list: {', '.join(missing_tools)}",
+                before={"version": version.number, "status": version.status},
+                after={"served": False, "missingTools": missing_tools, "toolsHash": tools_hash},
+            )
+            transaction.on_commit(lambda: _alert_refusal(refusal.pk), using="default", robust=True)
+    except IntegrityError:
+        return None
+    return refusal
+
+
+def refusal_recipients(agent: Agent) -> list[str]:
+    """E-mail addresses of superusers and of the users who may manage the agent."""
+    from django.contrib.auth import get_user_model
+    from guardian.shortcuts import get_users_with_perms
+
+    users = set(get_user_model().objects.filter(is_superuser=True, is_active=True).exclude(email=""))
+    users.update(
+        u for u in get_users_with_perms(agent, only_with_perms_in=["manage_agent"], with_group_users=True)
+        if u.is_active and u.email
+    )
+    return sorted({u.email for u in users})
+
+
+def _alert_refusal(refusal_id: int) -> None:
+    from .signals import version_refused_at_load
+
+    refusal = LoadRefusal.objects.select_related("version__procedure__agent").get(pk=refusal_id)
+    version = refusal.version
+    agent = version.procedure.agent
+    recipients = refusal_recipients(agent)
+    if recipients:
+        send_mail(
+            subject=f"[procmem] {version.procedure.key} v{version.number} refused at load for {agent.name}",
+            message=(
+                f"The ACTIVE version {version.procedure.key} v{version.number} of agent {agent.name} needs tools "
+                f"that the agent no longer has: {', '.join(refusal.missing_tools)}.\n\n"
+                "Agents do not receive it until the tool list has those tools again, or an admin retires "
+                "or rolls back the procedure.\n"
+                f"Tool list: {', '.join(agent.tools) or '(empty)'}\n"
+            ),
+            from_email=settings.DEFAULT_FROM_EMAIL,
+            recipient_list=recipients,
+            fail_silently=True,
+        )
+    version_refused_at_load.send(sender=LoadRefusal, version_id=version.pk, missing_tools=list(refusal.missing_tools))
+
+
+def unresolved_refusals(*, agents=None) -> list[LoadRefusal]:
+    """Refusals that still hold: the version is ACTIVE and the agent's tool list is the one it was
+    refused under. One per version (the newest), for the banner and the tools page."""
+    queryset = LoadRefusal.objects.filter(version__status=Status.ACTIVE).select_related(
+        "version__procedure__agent", "version__procedure"
+    ).order_by("-created_at", "-id")
+    if agents is not None:
+        queryset = queryset.filter(version__procedure__agent__in=agents)
+    seen: set[int] = set()
+    result: list[LoadRefusal] = []
+    for refusal in queryset:
+        agent = refusal.version.procedure.agent
+        if refusal.version_id in seen or refusal.tools_hash != tools_state_hash(list(agent.tools)):
+            continue
+        seen.add(refusal.version_id)
+        result.append(refusal)
+    return result
+
+
+# --------------------------------------------------------------------------------------------- selection
+
+
+def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: int | None = None) -> dict[str, Any]:
+    """Selection over the agent's served set (refused versions are never candidates). At most the
+    agent's injection cap is injected. Raises ValueError for bad arguments (see selection.py)."""
+    served = active_set_for_agent(agent=agent)
+    cap = served.data["injectionCap"]
+    result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)
+    injected = result["injected"]
+    rendered = "\n\n".join(p["rendered"] for p in injected)
+    response: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "agent": served.data["agent"],
+        "setEtag": served.etag,
+        "task": task,
+        "intent": intent or None,
+        "cap": cap,
+        "injected": injected,
+        "rendered": rendered,
+        "renderedChars": len(rendered),
+        "renderedTokens": estimate_tokens(rendered),
+    }
+    if not served.data["proceduralMemoryEnabled"]:
+        response["note"] = served.data["note"]
+    if k is not None:
+        response["ranked"] = result["ranked"]
+    return response

@@ -1,0 +1,403 @@
+"""The agent API: the active set (load-time checks, refusals and their one alert, ETag/304, cache
+headers), selection over HTTP, token scopes, the admin tool-list call and the OpenAPI document."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core import mail
+from django.urls import reverse
+from guardian.shortcuts import assign_perm
+
+from library import services
+from library.models import Agent, ApiToken, AuditEvent, LoadRefusal, ProcedureRecord, Source, Status
+from library.tokens import token_create
+from tests.conftest import _user, make_active
+
+pytestmark = pytest.mark.usefixtures("readonly_shares_default")
+
+RECORD_FIELDS = set(ProcedureRecord.__annotations__)
+SERVED_FIELDS = RECORD_FIELDS | {"intent", "rendered", "renderedChars", "renderedTokens"}
+
+
+def bearer(raw: str) -> dict:
+    return {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
+
+
+@pytest.fixture
+def read_token(agent, admin_user):
+    return token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
+
+
+@pytest.fixture
+def ingest_token(agent, admin_user):
+    return token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest", user=admin_user)[1]
+
+
+@pytest.fixture
+def active_pair(candidate, other_procedure, admin_user):
+    """Two ACTIVE procedures of the support agent: refund.over_limit v1 and order.status v1."""
+    refund = make_active(candidate, admin_user)
+    status = make_active(other_procedure.versions.get(number=1), admin_user)
+    return refund, status
+
+
+def url(name: str, agent: str = "support_agent") -> str:
+    return reverse(f"api:{name}", kwargs={"agent": agent})
+
+
+def get_set(client, token, **headers):
+    return client.get(url("active_set"), **bearer(token), **headers)
+
+
+# --------------------------------------------------------------------------------------------- the set
+
+
+def test_active_set_carries_records_tools_and_headers(client, read_token, active_pair, agent):
+    response = get_set(client, read_token)
+    assert response.status_code == 200
+    body = response.json()
+    assert body["agent"] == "support_agent" and body["apiVersion"] == "v1"
+    assert body["tools"] == agent.tools and body["proceduralMemoryEnabled"] is True and body["injectionCap"] == 2
+    assert [(p["id"], p["version"]) for p in body["procedures"]] == [("order.status", 1), ("refund.over_limit", 1)]
+    for record in body["procedures"]:
+        assert set(record) == SERVED_FIELDS
+        assert record["status"] == "ACTIVE" and record["approvedBy"] == "admin" and record["approvedAt"].endswith("Z")
+        assert record["rendered"].startswith(f"Procedure {record['id']} v{record['version']}\n1. ")
+        assert record["renderedChars"] == len(record["rendered"])
+        assert set(record["requiredTools"]) <= set(body["tools"])
+        assert record["evidence"]["evalRunId"]
+    assert body["refused"] == []
+    etag = response["ETag"]
+    assert etag.startswith('"') and etag.endswith('"') and not etag.startswith('W/')
+    assert "max-age=10" in response["Cache-Control"]
+    assert "Authorization" in response["Vary"]
+
+
+def test_every_active_record_parses_and_its_tools_are_checked(client, read_token, agent, intent, proposer, admin_user):
+    # given: a mix of procedures, one needing a tool the agent never had
+    versions = []
+    for n, tools in enumerate([["lookupOrder"], ["lookupOrder", "createApproval"], ["lookupOrder", "issueRefund"]]):
+        version = services.procedure_propose(
+            agent=agent, intent=intent, key=f"refund.case_{n}", applies_when=f"Refund case {n} applies.",
+            steps=[f"Call {t}." for t in tools] + ["Reply to the customer."], required_tools=tools,
+            forbidden_actions=[], source=Source.MANUAL, proposed_by=proposer,
+        )
+        versions.append(version)
+    # approval checks the tools too, so the third gets its tool for the approval only
+    services.agent_set_tools(agent=agent, tools=agent.tools + ["issueRefund"], user=admin_user)
+    for version in versions:
+        make_active(version, admin_user)
+    services.agent_set_tools(agent=agent, tools=[t for t in agent.tools if t != "issueRefund"], user=admin_user)
+
+    # when
+    body = get_set(client, read_token).json()
+
+    # then: every served record has the record's fields with the right types; the one missing a tool is refused
+    served = {p["id"]: p for p in body["procedures"]}
+    assert set(served) == {"refund.case_0", "refund.case_1"}
+    for record in served.values():
+        assert isinstance(record["steps"], list) and all(isinstance(s, str) for s in record["steps"])
+        assert isinstance(record["requiredTools"], list) and isinstance(record["forbiddenActions"], list)
+        assert isinstance(record["version"], int) and isinstance(record["evidence"], dict)
+        assert not set(record["requiredTools"]) - set(body["tools"])
+    assert body["refused"] == [
+        {
+            "id": "refund.case_2", "version": 1, "intent": "refund_over_limit", "reason": "missing_tools",
+            "message": "The agent lacks the required tools: issueRefund.", "missingTools": ["issueRefund"],
+        }
+    ]
+
+
+def test_removed_tool_refuses_the_version_and_raises_exactly_one_alert(
+    client, read_token, active_pair, agent, admin_user, django_capture_on_commit_callbacks
+):
+    manager = _user("toolkeeper")
+    assign_perm("library.manage_agent", manager, agent)
+    mail.outbox.clear()
+    services.agent_set_tools(agent=agent, tools=["lookupOrder", "checkReturnWindow", "replyTemplates"], user=admin_user)
+
+    for _ in range(3):  # repeated requests: the alert is raised once
+        with django_capture_on_commit_callbacks(execute=True):
+            body = get_set(client, read_token).json()
+        assert [p["id"] for p in body["procedures"]] == ["order.status"]
+        assert [(r["id"], r["missingTools"]) for r in body["refused"]] == [("refund.over_limit", ["createApproval"])]
+
+    refund_version = active_pair[0]
+    assert LoadRefusal.objects.filter(version=refund_version).count() == 1
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.REFUSED_AT_LOAD, version=refund_version).count() == 1
+    assert len(mail.outbox) == 1
+    assert set(mail.outbox[0].to) == {"admin@example.com", "toolkeeper@example.com"}
+    assert "refund.over_limit v1" in mail.outbox[0].subject and "createApproval" in mail.outbox[0].body
+
+    # a new tool-list state that still lacks the tool raises a new alert, once
+    services.agent_set_tools(agent=agent, tools=["lookupOrder", "replyTemplates", "checkReturnWindow", "newTool"], user=admin_user)
+    for _ in range(2):
+        with django_capture_on_commit_callbacks(execute=True):
+            get_set(client, read_token)
+    assert LoadRefusal.objects.filter(version=refund_version).count() == 2
+    assert len(mail.outbox) == 2
+
+    # the tool comes back: served again, nothing refused
+    services.agent_set_tools(agent=agent, tools=agent.tools + ["createApproval"], user=admin_user)
+    body = get_set(client, read_token).json()
+    assert {p["id"] for p in body["procedures"]} == {"order.status", "refund.over_limit"} and body["refused"] == []
+
+
+def test_banner_counts_unresolved_refusals_for_agent_managers(client, read_token, active_pair, agent, admin_user, reviewer):
+    services.agent_set_tools(agent=agent, tools=["lookupOrder", "replyTemplates"], user=admin_user)
+    get_set(client, read_token)
+    client.force_login(admin_user)
+    page = client.get(reverse("reviews:queue"))
+    assert page.context["nav"].refused_at_load == 1
+    assert "refused at load" in page.content.decode()
+    client.force_login(reviewer)  # not an admin of the agent: no banner
+    page = client.get(reverse("reviews:queue"))
+    assert page.context["nav"].refused_at_load == 0
+    # resolved by giving the tool back
+    services.agent_set_tools(agent=agent, tools=agent.tools + ["createApproval", "checkReturnWindow"], user=admin_user)
+    client.force_login(admin_user)
+    assert client.get(reverse("reviews:queue")).context["nav"].refused_at_load == 0
+
+
+def test_procedural_memory_off_serves_an_empty_set_and_says_so(client, read_token, active_pair, agent):
+    Agent.objects.filter(pk=agent.pk).update(procedural_memory_enabled=False)
+    body = get_set(client, read_token).json()
+    assert body["procedures"] == [] and body["proceduralMemoryEnabled"] is False
+    assert "switched off" in body["note"]
+    selection = client.get(url("select"), {"task": "refund above the limit"}, **bearer(read_token)).json()
+    assert selection["injected"] == [] and "switched off" in selection["note"]
+
+
+# --------------------------------------------------------------------------------------------- ETag / 304
+
+
+def test_etag_304_and_change_after_rollback(client, read_token, active_pair, candidate, admin_user, intent, proposer):
+    first = get_set(client, read_token)
+    again = get_set(client, read_token)
+    assert first["ETag"] == again["ETag"] and first.content == again.content
+
+    not_modified = get_set(client, read_token, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert not_modified.status_code == 304 and not_modified.content == b""
+    assert not_modified["ETag"] == first["ETag"] and "Authorization" in not_modified["Vary"]
+    assert get_set(client, read_token, HTTP_IF_NONE_MATCH='"other", ' + first["ETag"]).status_code == 304
+    assert get_set(client, read_token, HTTP_IF_NONE_MATCH='"stale"').status_code == 200
+
+    # a new approval changes the set: new ETag, the old one no longer gives 304
+    v2 = services.procedure_propose(
+        agent=candidate.procedure.agent, intent=intent, key="refund.over_limit",
+        applies_when="The customer asks for a refund above the agent's limit.",
+        steps=list(candidate.steps) + ["Record the approval id in the ticket."],
+        required_tools=list(candidate.required_tools), forbidden_actions=list(candidate.forbidden_actions),
+        source=Source.MANUAL, proposed_by=proposer,
+    )
+    make_active(v2, admin_user)
+    changed = get_set(client, read_token, HTTP_IF_NONE_MATCH=first["ETag"])
+    assert changed.status_code == 200 and changed["ETag"] != first["ETag"]
+    assert {(p["id"], p["version"]) for p in changed.json()["procedures"]} == {("order.status", 1), ("refund.over_limit", 2)}
+
+    # roll back: the set goes back to v1, and so do its bytes and ETag
+    services.version_rollback(version=candidate, user=admin_user, reason="v2 confuses the agent")
+    back = get_set(client, read_token)
+    assert back["ETag"] == first["ETag"] and back.content == first.content
+
+
+@pytest.mark.postgres
+def test_a_current_set_costs_two_queries_and_none_inside_the_recheck_window(
+    client, read_token, active_pair, settings, django_assert_num_queries
+):
+    get_set(client, read_token)  # builds the set
+    with django_assert_num_queries(2):  # the token, then one statement: settings + fingerprint
+        assert get_set(client, read_token).status_code == 200
+    settings.PROCMEM_ACTIVE_SET_RECHECK_SECONDS = 30
+    get_set(client, read_token)
+    with django_assert_num_queries(0):
+        assert get_set(client, read_token).status_code == 200
+
+
+def test_gzip_representation_has_its_own_etag_and_either_tag_revalidates(client, read_token, active_pair):
+    import gzip
+
+    plain = get_set(client, read_token)
+    packed = get_set(client, read_token, HTTP_ACCEPT_ENCODING="br, gzip;q=0.8")
+    assert packed["Content-Encoding"] == "gzip" and "Accept-Encoding" in packed["Vary"]
+    assert gzip.decompress(packed.content) == plain.content
+    assert len(packed.content) < len(plain.content)
+    assert packed["ETag"] == plain["ETag"][:-1] + '-gzip"'
+    assert get_set(client, read_token, HTTP_ACCEPT_ENCODING="gzip;q=0").get("Content-Encoding") is None
+    for tag in (plain["ETag"], packed["ETag"]):
+        assert get_set(client, read_token, HTTP_ACCEPT_ENCODING="gzip", HTTP_IF_NONE_MATCH=tag).status_code == 304
+        assert get_set(client, read_token, HTTP_IF_NONE_MATCH=tag).status_code == 304
+
+
+def test_recheck_window_bounds_staleness_and_own_changes_show_at_once(
+    client, read_token, active_pair, agent, admin_user, settings, django_capture_on_commit_callbacks
+):
+    settings.PROCMEM_ACTIVE_SET_RECHECK_SECONDS = 30
+    first = get_set(client, read_token)
+    # a change that sends no signal (as from another process): not seen inside the window ...
+    Agent.objects.filter(pk=agent.pk).update(injection_cap=1)
+    assert get_set(client, read_token)["ETag"] == first["ETag"]
+    # ... and seen once the window is over
+    from library import serving
+
+    assert serving.active_set_for_agent(agent=agent, recheck=0).data["injectionCap"] == 1
+    # a change through the services in this process is seen at once (active_set_changed)
+    with django_capture_on_commit_callbacks(execute=True):
+        services.version_retire(version=active_pair[1], user=admin_user, reason="obsolete")
+    assert [p["id"] for p in get_set(client, read_token).json()["procedures"]] == ["refund.over_limit"]
+    # a revoked token stops working at once in this process, even inside the window
+    from library.tokens import token_revoke
+
+    token_revoke(token=ApiToken.objects.get(agent=agent, scope=ApiToken.Scope.READ), user=admin_user)
+    assert get_set(client, read_token).status_code == 401
+
+
+# --------------------------------------------------------------------------------------------- tokens
+
+
+def test_token_scopes_and_agents(client, read_token, ingest_token, active_pair, admin_user):
+    other = Agent.objects.create(name="billing_agent", tools=["lookupInvoice"])
+    other_read = token_create(agent=other, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
+
+    assert client.get(url("active_set")).status_code == 401
+    assert client.get(url("active_set"), **bearer("pm_not-a-token")).status_code == 401
+    # an ingest token cannot read
+    response = get_set(client, ingest_token)
+    assert response.status_code == 403 and response.json()["error"]["code"] == "wrong_scope"
+    assert client.get(url("select"), {"task": "refund"}, **bearer(ingest_token)).status_code == 403
+    # a read token cannot write
+    for method in ("post", "put", "patch", "delete"):
+        response = getattr(client, method)(url("active_set"), data=json.dumps({"id": "x"}), content_type="application/json", **bearer(read_token))
+        assert response.status_code == 405, method
+        assert response.json()["error"]["code"] == "method_not_allowed"
+    # agent A's token cannot read agent B, and B's cannot read A
+    response = client.get(url("active_set", "billing_agent"), **bearer(read_token))
+    assert response.status_code == 403 and response.json()["error"]["code"] == "wrong_agent"
+    assert get_set(client, other_read).status_code == 403
+    assert client.get(url("active_set", "billing_agent"), **bearer(other_read)).json()["procedures"] == []
+    # nothing was written by any of it
+    assert services.ProcedureVersion.objects.filter(status=Status.ACTIVE).count() == 2
+
+
+# --------------------------------------------------------------------------------------------- selection
+
+
+def test_select_endpoint_caps_and_reports_scores(client, read_token, active_pair, agent):
+    response = client.get(url("select"), {"task": "The customer wants a refund of 900 dollars, above my limit."}, **bearer(read_token))
+    assert response.status_code == 200
+    body = response.json()
+    assert [p["id"] for p in body["injected"]] == ["refund.over_limit"]
+    assert body["cap"] == 2 and "ranked" not in body
+    assert body["rendered"].startswith("Procedure refund.over_limit v1") and body["renderedChars"] == len(body["rendered"])
+    assert body["setEtag"] == get_set(client, read_token)["ETag"]
+
+    diagnostic = client.get(url("select"), {"task": "Where is my order? Please check lookupOrder.", "k": "5"}, **bearer(read_token)).json()
+    assert len(diagnostic["ranked"]) == 2
+    for candidate in diagnostic["ranked"]:
+        assert set(candidate["scores"]) == {"semantic", "lexical", "exact"}
+        assert set(candidate["ranks"]) == {"semantic", "lexical", "exact"}
+    by_id = {c["id"]: c for c in diagnostic["ranked"]}
+    assert by_id["order.status"]["scores"]["exact"] == 1 and by_id["order.status"]["injected"] is True
+    assert len(diagnostic["injected"]) <= 2
+
+    Agent.objects.filter(pk=agent.pk).update(injection_cap=1)
+    capped = client.get(url("select"), {"task": "refund above the limit for the order, lookupOrder", "k": "2"}, **bearer(read_token)).json()
+    assert capped["cap"] == 1 and len(capped["injected"]) == 1
+
+    by_intent = client.get(url("select"), {"task": "refund above the limit", "intent": "order_status", "k": "3"}, **bearer(read_token)).json()
+    assert {c["id"] for c in by_intent["ranked"]} == {"order.status"}
+
+    unrelated = client.get(url("select"), {"task": "Write a haiku about autumn leaves."}, **bearer(read_token)).json()
+    assert unrelated["injected"] == [] and unrelated["rendered"] == ""
+
+
+@pytest.mark.parametrize("params,parameter", [({"task": "x", "k": "21"}, "k"), ({"task": "x", "k": "0"}, "k"), ({"task": "x", "k": "two"}, "k"), ({}, "task"), ({"task": "   "}, "task")])
+def test_select_rejects_bad_parameters(client, read_token, active_pair, params, parameter):
+    response = client.get(url("select"), params, **bearer(read_token))
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_parameter" and error["parameter"] == parameter
+    if parameter == "k":
+        assert "1 to 20" in error["message"]
+
+
+# --------------------------------------------------------------------------------------------- admin: tools
+
+
+def test_admin_tools_call_needs_a_manager_session_and_csrf(client, agent, admin_user, reviewer, read_token, active_pair):
+    tools_url = url("agent_tools")
+    payload = json.dumps({"tools": ["lookupOrder", "replyTemplates"], "reason": "createApproval moved to billing"})
+    assert client.put(tools_url, payload, content_type="application/json").status_code == 401
+    client.force_login(reviewer)
+    assert client.put(tools_url, payload, content_type="application/json").status_code == 403
+    assert client.get(url("agent_tools", "no_such_agent")).status_code == 404
+
+    client.force_login(admin_user)
+    response = client.put(tools_url, payload, content_type="application/json")
+    assert response.status_code == 200
+    body = response.json()
+    assert body["tools"] == ["lookupOrder", "replyTemplates"]
+    assert {r["id"] for r in body["refused"]} == {"refund.over_limit"}
+    agent.refresh_from_db()
+    assert agent.tools == ["lookupOrder", "replyTemplates"]
+    change = agent.tool_changes.first()
+    assert change.removed == ["checkReturnWindow", "createApproval"] and change.changed_by == admin_user
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.TOOLS_CHANGE, actor=admin_user).count() == 1
+
+    bad = client.put(tools_url, json.dumps({"tools": ["a", "a"]}), content_type="application/json")
+    assert bad.status_code == 400 and "twice" in bad.json()["error"]["message"]
+    assert client.put(tools_url, "not json", content_type="application/json").status_code == 400
+
+    # with CSRF checks on (as in production) a session PUT without the token is refused
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(admin_user)
+    assert strict.put(tools_url, payload, content_type="application/json").status_code == 403
+    strict.get(reverse("reviews:agent_tools", kwargs={"agent": "support_agent"}))
+    csrf = strict.cookies["csrftoken"].value
+    assert strict.put(tools_url, payload, content_type="application/json", HTTP_X_CSRFTOKEN=csrf).status_code == 200
+
+
+# --------------------------------------------------------------------------------------------- OpenAPI
+
+
+def test_openapi_document_describes_every_agent_route(client):
+    response = client.get(reverse("api:openapi"))
+    assert response.status_code == 200
+    document = response.json()
+    assert document["openapi"].startswith("3.1")
+    from library import api_urls
+
+    described = set(document["paths"])
+    for pattern in api_urls.urlpatterns:
+        route = "/" + str(pattern.pattern).replace("<str:agent>", "{agent}")
+        assert route in described, route
+    procedure = document["components"]["schemas"]["Procedure"]
+    assert set(procedure["required"]) == SERVED_FIELDS
+
+
+def test_embeddings_are_computed_once_per_version_and_shared_through_the_database(client, read_token, active_pair, agent):
+    import numpy as np
+
+    from library import serving
+    from library.models import VersionEmbedding
+    from library.selection import EmbeddingCache, Ranker
+
+    client.get(url("select"), {"task": "refund above the limit"}, **bearer(read_token))
+    stored = VersionEmbedding.objects.filter(model_key=serving.model_key())
+    assert sorted(stored.values_list("version_id", flat=True)) == sorted(v.pk for v in active_pair)
+    vector = np.frombuffer(bytes(stored.first().vector), dtype="<f4")
+    assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-4
+
+    # another process (a fresh cache whose model must not be called) builds its index from the rows
+    def no_model(texts):
+        raise AssertionError(f"embedded again: {texts}")
+
+    serving.clear_cache()
+    served = serving.active_set_for_agent(agent=agent)
+    index = served.index(Ranker(cache=EmbeddingCache(no_model)))
+    assert len(index) == 2 and np.allclose(index.matrix[0] @ index.matrix[0], 1.0, atol=1e-4)
+    assert VersionEmbedding.objects.count() == 2  # nothing stored twice

@@ -1,0 +1,298 @@
+"""The Python client against a live server: ETag revalidation, refresh, the server going down,
+local selection and rendering, session reports, and (when google-adk is installed) an ADK
+LlmAgent whose instruction provider injects the selected procedures."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+from pytest_django.live_server_helper import LiveServer
+
+from library import serving, services
+from library.client import STATE_INJECTED, ProcmemClient, ProcmemError, session_record
+from library.models import ApiToken, Source
+from library.tokens import token_create
+from tests.conftest import make_active
+
+pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "readonly"])
+
+INGEST_RECORDER_PORT = 8062  # this issue's port range (8060-8069)
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def server():
+    """A live server of the app that the test can stop (the server going down)."""
+    serving.clear_cache()
+    # Port 0: the OS picks a free port. Django's live server binds without SO_REUSEADDR, so a fixed
+    # port stopped by an earlier test would still be in TIME_WAIT.
+    live = LiveServer("127.0.0.1:0")
+    yield live
+    try:
+        live.stop()
+    except Exception:  # already stopped by the test
+        pass
+    serving.clear_cache()
+
+
+@pytest.fixture
+def served_agent(agent, candidate, other_procedure, admin_user):
+    make_active(candidate, admin_user)
+    make_active(other_procedure.versions.get(number=1), admin_user)
+    raw = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
+    return agent, raw
+
+
+def test_client_fetches_revalidates_refreshes_and_survives_the_server_going_down(
+    server, served_agent, admin_user, intent, proposer, candidate
+):
+    agent, raw = served_agent
+    clock = FakeClock()
+    client = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, refresh_interval=30, retry_interval=5, clock=clock)
+
+    # first fetch: the set, with its ETag
+    assert [(p["id"], p["version"]) for p in client.procedures()] == [("order.status", 1), ("refund.over_limit", 1)]
+    assert client.fetches == 1 and client.etag and client.last_error is None
+
+    # within the refresh interval: served from memory, no request
+    clock.now += 10
+    client.procedures()
+    assert client.fetches == 1
+
+    # after it: revalidated with If-None-Match → 304, same set kept
+    clock.now += 30
+    assert len(client.procedures()) == 2
+    assert client.fetches == 2 and client.not_modified == 1
+
+    # local selection and rendering, capped by the set's injectionCap
+    selection = client.select(task="A customer wants a refund of 900 dollars, above my limit.", k=5)
+    assert [p["id"] for p in selection["injected"]] == ["refund.over_limit"]
+    text, injected = client.instruction_for(task="Refund of 900 dollars above my limit", base_instruction="You are support.")
+    assert text.startswith("You are support.\n\nFollow these reviewed procedures")
+    assert "Procedure refund.over_limit v1\n1. Look up the order" in text
+    assert injected[0]["rendered"] in text
+    assert client.instruction_for(task="Write a haiku about the sea.")[1] == []
+
+    # a new approval on the server: the next refresh brings v2
+    v2 = services.procedure_propose(
+        agent=agent, intent=intent, key="refund.over_limit", applies_when=candidate.applies_when,
+        steps=list(candidate.steps) + ["Record the approval id."], required_tools=list(candidate.required_tools),
+        forbidden_actions=list(candidate.forbidden_actions), source=Source.MANUAL, proposed_by=proposer,
+    )
+    make_active(v2, admin_user)
+    clock.now += 31
+    assert ("refund.over_limit", 2) in [(p["id"], p["version"]) for p in client.procedures()]
+    good_etag = client.etag
+
+    # the server goes down: the last good set keeps being served, the error is recorded
+    server.stop()
+    clock.now += 31
+    assert ("refund.over_limit", 2) in [(p["id"], p["version"]) for p in client.procedures()]
+    assert client.last_error.startswith("URLError") and "refused" in client.last_error
+    assert client.etag == good_etag
+    assert client.select(task="Refund above the limit, 900 dollars")["injected"][0]["version"] == 2
+    # retried after retry_interval, not on every call
+    fetches = client.fetches
+    client.procedures()
+    assert client.fetches == fetches
+    clock.now += 6
+    client.procedures()
+    assert client.fetches == fetches + 1
+
+
+def test_client_keeps_the_last_good_set_on_http_errors_and_starts_empty(server, served_agent, admin_user):
+    agent, raw = served_agent
+    clock = FakeClock()
+    # never fetched and the token is wrong: an empty set, not an exception
+    bad = ProcmemClient(base_url=server.url, agent=agent.name, token="pm_wrong", clock=clock)
+    assert bad.procedures() == [] and "HTTP 401" in bad.last_error and not bad.has_set
+    assert bad.select(task="refund above the limit")["injected"] == []
+
+    client = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, refresh_interval=1, clock=clock)
+    assert len(client.procedures()) == 2
+    token = ApiToken.objects.get(agent=agent, scope=ApiToken.Scope.READ)
+    from library.tokens import token_revoke
+
+    token_revoke(token=token, user=admin_user)
+    clock.now += 2
+    assert len(client.procedures()) == 2 and "HTTP 401" in client.last_error
+
+
+def test_background_refresh_picks_up_a_retirement(server, served_agent, admin_user, candidate):
+    agent, raw = served_agent
+    client = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, refresh_interval=0.2)
+    client.start_background_refresh()
+    try:
+        import time
+
+        deadline = time.monotonic() + 10
+        while not client.has_set and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert {p["id"] for p in client.active_set()["procedures"]} == {"order.status", "refund.over_limit"}
+        services.version_retire(version=candidate, user=admin_user, reason="wrong approval path")
+        while time.monotonic() < deadline:
+            if {p["id"] for p in client.active_set()["procedures"]} == {"order.status"}:
+                break
+            time.sleep(0.05)
+        assert {p["id"] for p in client.active_set()["procedures"]} == {"order.status"}
+    finally:
+        client.close()
+
+
+# --------------------------------------------------------------------------------------------- reporting
+
+
+class _Recorder(BaseHTTPRequestHandler):
+    requests: list[dict] = []
+
+    def do_POST(self):  # noqa: N802 (http.server's naming)
+        length = int(self.headers["Content-Length"])
+        _Recorder.requests.append(
+            {"path": self.path, "headers": dict(self.headers), "body": self.rfile.read(length).decode("utf-8")}
+        )
+        status = 400 if "bad" in _Recorder.requests[-1]["body"] else 200
+        payload = {"stored": 1, "duplicates": 0, "refused": []} if status == 200 else {"error": {"code": "invalid", "message": "line 1: outcome"}}
+        body = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def ingest_recorder():
+    _Recorder.requests = []
+    httpd = HTTPServer(("127.0.0.1", INGEST_RECORDER_PORT), _Recorder)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{INGEST_RECORDER_PORT}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.mark.django_db(transaction=False)
+def test_report_session_posts_procmem_jsonl_with_the_ingest_token(ingest_recorder):
+    client = ProcmemClient(base_url=ingest_recorder, agent="support_agent", token="pm_read", ingest_token="pm_ingest")
+    answer = client.report_session(
+        session_id="s-1", task="Refund above limit", resolved=True, escalated=False, rating=4.5, intent="refund_over_limit",
+        tool_calls=[{"name": "lookupOrder", "args": {"order_id": "1"}, "ok": True}],
+        injected=[{"id": "refund.over_limit", "version": 3, "rendered": "…"}], instruction_chars=812, model="gemini-2.0-flash",
+        ended_at="2026-11-29T12:00:00Z",
+    )
+    assert answer == {"stored": 1, "duplicates": 0, "refused": []}
+    request = _Recorder.requests[0]
+    assert request["path"] == "/api/v1/sessions"
+    assert request["headers"]["Authorization"] == "Bearer pm_ingest"
+    assert request["headers"]["Content-Type"] == "application/x-ndjson"
+    lines = request["body"].splitlines()
+    assert len(lines) == 1
+    assert json.loads(lines[0]) == {
+        "session_id": "s-1", "agent": "support_agent", "intent": "refund_over_limit", "task": "Refund above limit",
+        "outcome": {"resolved": True, "escalated": False, "rating": 4.5},
+        "tool_calls": [{"name": "lookupOrder", "args": {"order_id": "1"}, "ok": True}],
+        "injected": [{"id": "refund.over_limit", "version": 3}], "instruction_chars": 812,
+        "model": "gemini-2.0-flash", "ended_at": "2026-11-29T12:00:00Z",
+    }
+    # a batch is one line per session; an error answer raises with the status and the server's detail
+    client.report_sessions([session_record(session_id=f"s-{i}", agent="support_agent", task="t", resolved=False) for i in range(3)])
+    assert len(_Recorder.requests[1]["body"].splitlines()) == 3
+    with pytest.raises(ProcmemError) as caught:
+        client.report_session(session_id="bad", task="bad", resolved=None, injected=[])
+    assert caught.value.status == 400 and caught.value.body["error"]["code"] == "invalid"
+    with pytest.raises(ProcmemError):
+        ProcmemClient(base_url=ingest_recorder, agent="a", token="pm_read").report_sessions([])
+
+
+# --------------------------------------------------------------------------------------------- Google ADK
+
+
+def test_adk_llm_agent_resolves_its_instruction_with_the_selected_procedures(server, served_agent):
+    adk = pytest.importorskip("google.adk", reason="google-adk is an optional extra: pip install 'procmem[adk]'")
+    from google.adk.agents import LlmAgent
+    from google.adk.models.base_llm import BaseLlm
+    from google.adk.models.llm_response import LlmResponse
+    from google.adk.runners import InMemoryRunner
+    from google.genai import types
+
+    agent, raw = served_agent
+    client = ProcmemClient(base_url=server.url, agent=agent.name, token=raw)
+    seen_requests = []
+
+    class RecordingModel(BaseLlm):
+        """Stands in for the model: records the request ADK built and answers "ok"."""
+
+        model: str = "recording-model"
+
+        async def generate_content_async(self, llm_request, stream: bool = False):
+            seen_requests.append(llm_request)
+            yield LlmResponse(content=types.Content(role="model", parts=[types.Part(text="ok")]))
+
+    llm_agent = LlmAgent(
+        name="support",
+        model=RecordingModel(),
+        instruction=client.instruction_provider(base_instruction="You are the support agent."),
+        before_model_callback=client.adk_before_model_callback,
+    )
+    runner = InMemoryRunner(agent=llm_agent, app_name="procmem-test")
+
+    async def run() -> dict:
+        session = await runner.session_service.create_session(app_name="procmem-test", user_id="u1")
+        message = types.Content(role="user", parts=[types.Part(text="I need a refund of 900 dollars, above your limit.")])
+        async for _ in runner.run_async(user_id="u1", session_id=session.id, new_message=message):
+            pass
+        stored = await runner.session_service.get_session(app_name="procmem-test", user_id="u1", session_id=session.id)
+        return dict(stored.state)
+
+    # its own thread and event loop: Playwright's sync API may leave a loop running in this thread
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        state = pool.submit(lambda: asyncio.run(run())).result(timeout=120)
+    instruction = seen_requests[0].config.system_instruction
+    text = instruction if isinstance(instruction, str) else json.dumps(str(instruction))
+    assert "You are the support agent." in text
+    assert "Procedure refund.over_limit v1" in text and "Do not: promise a refund date before approval." in text
+    assert "{{order_id}}" in text  # the provider's text is not run through ADK's {state} templating
+    assert "Procedure order.status" not in text
+    assert state[STATE_INJECTED] == [{"id": "refund.over_limit", "version": 1}]
+    # the provider's text is the start of the system instruction (ADK appends the agent's identity)
+    assert text[: state["procmem:instruction_chars"]].endswith("Do not: promise a refund date before approval.")
+    assert adk is not None
+
+
+def test_client_reports_sessions_to_the_real_ingest_endpoint(server, agent, admin_user):
+    """The client's JSON Lines report is accepted and stored by POST /api/v1/sessions itself."""
+    from library.models import AgentSession
+
+    ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest", user=admin_user)[1]
+    client = ProcmemClient(base_url=server.url, agent=agent.name, token="pm_unused", ingest_token=ingest)
+    answer = client.report_session(
+        session_id="client-1",
+        task="Refund ORD-12345 please",
+        resolved=True,
+        injected=[{"id": "refund.over_limit", "version": 2}],
+        intent="refund_over_limit",
+        tool_calls=[{"name": "lookupOrder", "args": {"order_id": "ORD-12345"}, "ok": True}],
+        instruction_chars=812,
+        model="gpt-4o",
+    )
+    assert answer["stored"] == ["client-1"] and answer["refused"] == []
+    stored = AgentSession.objects.get(agent=agent, session_id="client-1")
+    assert stored.injected == [{"id": "refund.over_limit", "version": 2}]
+    assert stored.instruction_chars == 812 and stored.model == "gpt-4o" and stored.skeleton == ["lookupOrder"]
+    # resent: a duplicate, nothing changes
+    assert client.report_session(session_id="client-1", task="x", resolved=False, injected=[])["duplicate"] == ["client-1"]
