@@ -3,7 +3,7 @@
 reviewer: sign in → queue (keys j/k/?, Enter) → the refund candidate → diff and evidence → an eval
 run and its result arriving by htmx polling → approve is disabled with the reasons, and a forged
 POST is refused with 403; approver: sign in → approve with the explicit confirmation → the page
-shows v2 ACTIVE and v1 RETIRED → the procedure page (and the agent JSON, once the API serves it).
+shows v2 ACTIVE and v1 RETIRED → the procedure page → the agent JSON serves v2.
 
 Screenshots of every page land in test-artifacts/screenshots/.
 """
@@ -19,7 +19,8 @@ from library.demo import DEMO_USERS, seed_demo
 from library.models import EvalRun, ProcedureVersion, Source, Status
 from tests.e2e.conftest import sign_in
 
-pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+# The agent JSON is read through the read-only alias (library/serving.py).
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
 
 EVALS_AVAILABLE = importlib.util.find_spec("reviews.evals") is not None
 
@@ -201,20 +202,18 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot, eval_w
     assert "Approved" in page.locator("table.audit").inner_text()
     screenshot(page, "10-procedure")
 
-    # the agent JSON serves the new version (the agent API of issue 6, where merged)
-    from django.urls import Resolver404, resolve
-
-    try:
-        resolve("/api/v1/agents/support_agent/procedures")
-    except Resolver404:
-        return  # the agent API is not merged into this branch yet
+    # the agent JSON serves the new version
     from library.tokens import token_create
 
     _, raw = token_create(agent=candidate.procedure.agent, scope="read", name="e2e")
-    response = page.request.get(f"{base}/api/v1/agents/support_agent/procedures", headers={"Authorization": f"Bearer {raw}"})
+    page.set_extra_http_headers({"Authorization": f"Bearer {raw}"})
+    response = page.goto(f"{base}/api/v1/agents/support_agent/procedures")
     assert response.status == 200
     served = {p["id"]: p for p in response.json()["procedures"]}
-    assert served["refund.over_limit"]["version"] == 2 and served["refund.over_limit"]["approvedBy"] == "approver"
+    assert (served["refund.over_limit"]["version"], served["refund.over_limit"]["status"]) == (2, "ACTIVE")
+    assert served["refund.over_limit"]["approvedBy"] == "approver"
+    assert "createApproval" in served["refund.over_limit"]["requiredTools"]
+    screenshot(page, "11-agent-json")
 
 
 def test_write_a_procedure_by_hand_then_edit_it(live_server, page, screenshot):
