@@ -13,17 +13,18 @@ class Navigation:
     role: str
     waiting_for_review: int
     unread_notifications: int
+    # candidates this user could decide as approver (permission held, not proposer nor last editor)
+    waiting_for_me: int = 0
+    can_review: bool = False
     refused_at_load: int = 0  # ACTIVE versions agents do not receive: their tools are missing
 
 
 def role_of(user) -> str:
+    from reviews.selectors import holds_any_approve_right
+
     if user.is_superuser:
         return "admin"
-    from guardian.shortcuts import get_objects_for_user
-
-    if get_objects_for_user(user, ["library.approve_procedure"], accept_global_perms=False).exists() or get_objects_for_user(
-        user, ["library.approve_agent_procedures"], accept_global_perms=False
-    ).exists():
+    if holds_any_approve_right(user):
         return "approver"
     if user_is_reviewer(user):
         return "reviewer"
@@ -32,11 +33,20 @@ def role_of(user) -> str:
 
 def navigation_for(user) -> Navigation:
     from reviews.models import Notification
+    from reviews.selectors import waiting_for_approver
 
-    waiting = ProcedureVersion.objects.filter(status=Status.CANDIDATE).count() if user_is_reviewer(user) else 0
+    role = role_of(user)
+    can_review = user_is_reviewer(user)
+    waiting = ProcedureVersion.objects.filter(status=Status.CANDIDATE).count() if can_review else 0
+    for_me = waiting_for_approver(user).count() if role in {"approver", "admin"} else 0  # scope is cached
     unread = Notification.objects.filter(user=user, read_at__isnull=True).count()
     return Navigation(
-        role=role_of(user), waiting_for_review=waiting, unread_notifications=unread, refused_at_load=refused_count(user)
+        role=role,
+        waiting_for_review=waiting,
+        unread_notifications=unread,
+        waiting_for_me=for_me,
+        can_review=can_review,
+        refused_at_load=refused_count(user),
     )
 
 

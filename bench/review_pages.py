@@ -1,0 +1,237 @@
+"""Benchmark of the review pages (issue 4): server time of
+
+- the queue page with 10,000 candidates (first page, default sort, signed in as an approver, so the
+  "waiting for me" count and subqueries are part of it);
+- the candidate page with a 40-step diff (every third step edited, two inserted, one removed);
+
+each against an empty page of the same app (base layout, same middleware, sign-in and navigation)
+measured in the same run. Target: p50 under 100 ms for both pages.
+
+Server time is measured in-process with Django's test client (request → middleware → view →
+template → response), which excludes the network and the browser. The data lives in a fresh
+database `bench_<your database>_review_pages` that is created and dropped by the run.
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/procmem_h4 \
+        .venv/bin/python -m bench.review_pages [--candidates 10000] [--requests 60]
+
+Results are printed and, with --record, appended to bench/RESULTS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.test_settings")
+# Persistent connections, as a production deployment runs them; otherwise every request of every
+# page (the empty one too) pays for a new PostgreSQL connection.
+os.environ.setdefault("DB_CONN_MAX_AGE", "60")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import django  # noqa: E402
+from django.conf import settings  # noqa: E402
+
+STEPS = 40
+
+
+# The empty page: the base layout through the same middleware, sign-in and navigation.
+def empty_page(request):
+    from django.shortcuts import render
+
+    return render(request, "base.html", {})
+
+
+def _urlpatterns():
+    from django.contrib.auth.decorators import login_required
+    from django.urls import include, path
+
+    return [path("bench/empty/", login_required(empty_page), name="bench_empty"), path("", include("procmem_site.urls"))]
+
+
+def _bulk_candidates(agent, intents, count: int) -> None:
+    """Candidates in bulk, spread over the agent's intents, some quarantined, with evidence."""
+    from library.models import Procedure, ProcedureVersion, Source, content_hash
+
+    batch = 2000
+    for start in range(0, count, batch):
+        size = min(batch, count - start)
+        procedures = Procedure.objects.bulk_create(
+            [Procedure(agent=agent, intent=intents[(start + i) % len(intents)], key=f"bench.p{start + i:06d}") for i in range(size)]
+        )
+        versions = []
+        for offset, procedure in enumerate(procedures):
+            i = start + offset
+            content = dict(
+                applies_when=f"The customer asks about bench case {i}.",
+                steps=[f"Look up the order with lookupOrder({{{{order_id}}}}) for case {i}.", "Reply with replyTemplates('x')."],
+                required_tools=["lookupOrder", "replyTemplates"],
+                forbidden_actions=[],
+            )
+            versions.append(
+                ProcedureVersion(
+                    procedure=procedure, number=1, source=Source.MINED, content_hash=content_hash(**content),
+                    evidence={"support": (i * 37) % 500, "resolved": 500, "failed": 100, "failedWithSkeleton": i % 40},
+                    quarantined=i % 97 == 0,
+                    quarantine_reasons=[{"category": "skip_approval", "reason": "bench", "field": "steps[1]", "excerpt": "x"}] if i % 97 == 0 else [],
+                    **content,
+                )
+            )
+        ProcedureVersion.objects.bulk_create(versions)
+
+
+def _forty_step_candidate(agent, intent, reviewer, editor):
+    """v1 with 40 steps, and v2 edited from it: every third step reworded, two inserted, one removed."""
+    from library import services
+    from library.models import Source
+
+    tools = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
+    steps = [f"Step {i}: call {tools[i % 4]}({{{{order_id}}}}) and note the result for the customer record." for i in range(1, STEPS + 1)]
+    v1 = services.procedure_propose(
+        agent=agent, intent=intent, key="bench.forty_steps", applies_when="A long deterministic workflow written as a procedure.",
+        steps=steps, required_tools=tools, forbidden_actions=["Do not promise a refund date before approval."],
+        source=Source.MANUAL, proposed_by=reviewer,
+    )
+    edited = [s.replace("note the result", "write down what it returned") if i % 3 == 0 else s for i, s in enumerate(steps)]
+    edited.insert(10, "Ask the customer to confirm the order number before going on.")
+    edited.insert(25, "Check with checkReturnWindow({{order_id}}) once more if the customer changed the order.")
+    del edited[33]
+    return services.version_revise(
+        version=v1, user=editor, applies_when=v1.applies_when + " Edited.", steps=edited, required_tools=tools,
+        forbidden_actions=v1.forbidden_actions + ["Do not skip the identity check for repeat customers."],
+    )
+
+
+def _time(client, url: str, requests: int) -> tuple[list[float], int, int]:
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    for _ in range(5):  # warm: templates, the embedding model, connection
+        response = client.get(url)
+        assert response.status_code == 200, (url, response.status_code)
+    with CaptureQueriesContext(connection) as queries:
+        client.get(url)
+    query_count = len(queries)  # now: the next request resets the connection's query log
+    samples = []
+    for _ in range(requests):
+        start = time.perf_counter()
+        response = client.get(url)
+        samples.append((time.perf_counter() - start) * 1000)
+        assert response.status_code == 200
+    return samples, query_count, len(response.content)
+
+
+def _pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--candidates", type=int, default=10_000)
+    parser.add_argument("--requests", type=int, default=60)
+    parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
+    args = parser.parse_args()
+
+    settings.ROOT_URLCONF = __name__
+    db = settings.DATABASES["default"]
+    base_name = Path(db["NAME"]).stem if db["ENGINE"].endswith("sqlite3") else db["NAME"]
+    db["TEST"] = {"NAME": f"bench_{base_name}_review_pages"}
+    django.setup()
+    global urlpatterns
+    urlpatterns = _urlpatterns()
+
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import setup_test_environment, teardown_test_environment
+
+    setup_test_environment()
+    connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    try:
+        from django.urls import reverse
+
+        from library.demo import seed_demo
+        from library.models import Agent, ProcedureVersion, Status
+
+        started = time.perf_counter()
+        seed_demo()
+        agent = Agent.objects.get(name="support_agent")
+        intents = list(agent.intents.all())
+        _bulk_candidates(agent, intents, args.candidates)
+        from django.contrib.auth import get_user_model
+
+        users = get_user_model().objects
+        forty = _forty_step_candidate(agent, intents[0], users.get(username="reviewer"), users.get(username="admin"))
+        candidates = ProcedureVersion.objects.filter(status=Status.CANDIDATE).count()
+        if connection.vendor == "postgresql":
+            # fresh statistics, as autovacuum keeps them on a database that has been running
+            with connection.cursor() as cursor:
+                cursor.execute("ANALYZE")
+        setup_s = time.perf_counter() - started
+
+        client = Client()
+        client.force_login(users.get(username="approver"))
+        pages = {
+            "empty page (base layout)": "/bench/empty/",
+            f"queue, {candidates:,} candidates": reverse("reviews:queue"),
+            f"candidate page, {STEPS}-step diff": reverse("reviews:version", kwargs={"pk": forty.pk}),
+        }
+        results = {}
+        for label, url in pages.items():
+            results[label] = _time(client, url, args.requests)
+        diff_rows = len([f for f in client.get(pages[f"candidate page, {STEPS}-step diff"]).context["fields"] if f.name == "steps"][0].rows)
+    finally:
+        connection.creation.destroy_test_db(db["NAME"], verbosity=0)
+        teardown_test_environment()
+
+    engine = "PostgreSQL" if connection.vendor == "postgresql" else "SQLite"
+    lines = [
+        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · {engine} · Python {platform.python_version()} · "
+        f"{args.requests} requests per page after 5 warm-up requests · setup {setup_s:.1f} s · "
+        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end · "
+        f"steps rows in the 40-step diff: {diff_rows}",
+        "",
+        "| page | p50 ms | p95 ms | p50 minus empty page | queries | HTML KB |",
+        "| --- | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    empty_p50 = statistics.median(results["empty page (base layout)"][0])
+    verdicts = []
+    for label, (samples, queries, size) in results.items():
+        p50 = statistics.median(samples)
+        lines.append(f"| {label} | {p50:.1f} | {_pct(samples, 0.95):.1f} | {p50 - empty_p50:+.1f} | {queries} | {size / 1024:.0f} |")
+        if label != "empty page (base layout)":
+            verdicts.append(f"{label}: p50 {p50:.1f} ms {'<' if p50 < 100 else '≥'} 100 ms target")
+    lines += ["", "Target p50 < 100 ms: " + "; ".join(verdicts) + "."]
+    report = "\n".join(lines)
+    print(report)
+    if args.record:
+        command = "DATABASE_URL=" + os.environ.get("DATABASE_URL", "(unset: SQLite)") + " .venv/bin/python -m bench.review_pages " + " ".join(sys.argv[1:])
+        path = ROOT / "bench" / "RESULTS.md"
+        existing = path.read_text() if path.exists() else "# Benchmark results\n"
+        if "## Issue 4" not in existing:
+            existing = existing.rstrip("\n") + "\n\n## Issue 4: review pages\n"
+        section_start = existing.index("## Issue 4")
+        next_section = existing.find("\n## ", section_start + 1)
+        entry = f"\n`{command}`\n\n{report}\n"
+        if next_section == -1:
+            updated = existing.rstrip("\n") + "\n" + entry
+        else:
+            updated = existing[:next_section].rstrip("\n") + "\n" + entry + existing[next_section:]
+        path.write_text(updated)
+        print(f"\nappended to {path.relative_to(ROOT)}")
+    return 0
+
+
+urlpatterns: list = []
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,368 @@
+"""What the evidence and eval panels show, computed from the stored records apart from rendering.
+
+Both panels read JSON that other parts write (the miner's `evidence`, the eval run's
+`verdict_detail`), so they take whatever keys exist and degrade to "not recorded" for the rest:
+a candidate written by hand has no evidence at all, an imported one may have a few numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from library.models import EvalRun, ProcedureVersion
+
+# ------------------------------------------------------------------------------------------- evidence
+
+# Keys of the miner's evidence record (library/mining.py) that the panel shows in its own places;
+# any other key is listed under "other recorded evidence".
+_EXCERPT_KEYS = ("excerpts", "redactedExcerpts", "examples")
+_SESSION_KEYS = ("sessionIds", "sessions", "session_ids", "exampleSessions")
+_SHOWN = {
+    "support", "resolved", "failed", "failedWithSkeleton", "skeleton", "summary", "tools", "pairs", "forbidden",
+    "alternatives", "toolContrast", "contrasts", "intent", "supportRate", "failedWithSkeletonRate", "evalRunId",
+    *_EXCERPT_KEYS, *_SESSION_KEYS,
+}
+
+
+def _number(value: Any) -> int | float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return value
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return None
+
+
+def _percent(part, whole) -> str:
+    if part is None or not whole:
+        return ""
+    return f"{100 * part / whole:.0f}%"
+
+
+@dataclass
+class ExcerptLine:
+    who: str
+    text: str
+
+
+@dataclass
+class Excerpt:
+    title: str
+    lines: list[ExcerptLine]
+    outcome: str = ""
+
+
+@dataclass
+class Evidence:
+    support: int | float | None = None
+    resolved: int | float | None = None
+    failed: int | float | None = None
+    failed_with_skeleton: int | float | None = None
+    summary: str = ""
+    skeleton: list[str] = field(default_factory=list)
+    excerpts: list[Excerpt] = field(default_factory=list)
+    tool_lines: list[str] = field(default_factory=list)  # per tool: resolved vs failed sessions calling it
+    order_lines: list[str] = field(default_factory=list)  # per ordered pair of tools
+    forbidden_lines: list[str] = field(default_factory=list)  # what each forbidden action was drawn from
+    alternatives: list[str] = field(default_factory=list)
+    session_count: int = 0
+    other: list[tuple[str, str]] = field(default_factory=list)
+    source: str = ""
+
+    @property
+    def has_contrast(self) -> bool:
+        return self.support is not None and self.resolved is not None
+
+    @property
+    def resolved_share(self) -> str:
+        return _percent(self.support, self.resolved)
+
+    @property
+    def failed_share(self) -> str:
+        return _percent(self.failed_with_skeleton, self.failed)
+
+    @property
+    def is_empty(self) -> bool:
+        return not (
+            self.has_contrast or self.support is not None or self.summary or self.skeleton or self.excerpts
+            or self.tool_lines or self.order_lines or self.forbidden_lines or self.other
+        )
+
+
+def _excerpt_lines(raw: Any) -> list[ExcerptLine]:
+    """A redacted excerpt is a list of turns: strings, or dicts such as {"role": "user", "text": …},
+    {"role": "tool_call", "tool": …, "args": {…}, "ok": …}, {"role": "note", "text": …}."""
+    if isinstance(raw, str):
+        return [ExcerptLine("", raw)]
+    if isinstance(raw, dict):
+        raw = raw.get("excerpt") or raw.get("turns") or raw.get("lines") or [raw]
+    lines: list[ExcerptLine] = []
+    for turn in raw if isinstance(raw, list) else [raw]:
+        if not isinstance(turn, dict):
+            lines.append(ExcerptLine("", str(turn)))
+            continue
+        role = str(turn.get("role") or turn.get("author") or turn.get("speaker") or "")
+        tool = turn.get("tool") or (turn.get("name") if role in {"tool", "tool_call"} else None)
+        if tool:
+            args = turn.get("args", turn.get("arguments", {}))
+            text = turn.get("text") or f"{tool}({json.dumps(args, ensure_ascii=False)[:300]})"
+            if turn.get("ok") is False:
+                text += "  ✗ failed"
+            lines.append(ExcerptLine("tool call", str(text)))
+        else:
+            text = turn.get("text") or turn.get("content") or json.dumps(turn, ensure_ascii=False)
+            lines.append(ExcerptLine(role.replace("_", " "), str(text)))
+    return lines
+
+
+def _outcome(session) -> str:
+    if session.resolved and not session.escalated:
+        return "resolved"
+    if session.escalated:
+        return "escalated"
+    if session.resolved is False:
+        return "failed"
+    return "no outcome"
+
+
+def _counts(r: Any, big_r: Any, f: Any, big_f: Any) -> str:
+    r, f = _number(r), _number(f)
+    if r is None or f is None:
+        return ""
+    left = f"{r} of {big_r} resolved" if big_r is not None else f"{r} resolved"
+    right = f"{f} of {big_f} failed" if big_f is not None else f"{f} failed"
+    return f"{left} vs {right}"
+
+
+def _lift(value: Any) -> str:
+    return f" (lift {value:.1f})" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+
+
+def inline_excerpts(evidence: dict[str, Any]) -> list[Any]:
+    for key in _EXCERPT_KEYS:
+        value = evidence.get(key)
+        if isinstance(value, list) and value:
+            return value
+    return []
+
+
+def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
+    """`sessions`: AgentSession rows named by the evidence, for when it carries no excerpts of its
+    own (selectors.evidence_sessions); only their redacted excerpts are shown."""
+    raw = dict(version.evidence or {})
+    resolved, failed = _number(raw.get("resolved")), _number(raw.get("failed"))
+    evidence = Evidence(
+        support=_number(raw.get("support")),
+        resolved=resolved,
+        failed=failed,
+        failed_with_skeleton=_number(raw.get("failedWithSkeleton")),
+        summary=raw.get("summary") if isinstance(raw.get("summary"), str) else "",
+        skeleton=[str(t) for t in (version.skeleton or raw.get("skeleton") or []) if t],
+        source=version.get_source_display(),
+    )
+    for index, item in enumerate(inline_excerpts(raw)[:5], start=1):
+        session_id = item.get("sessionId") or item.get("session_id") if isinstance(item, dict) else None
+        evidence.excerpts.append(Excerpt(title=f"session {session_id}" if session_id else f"example {index}", lines=_excerpt_lines(item)))
+    if not evidence.excerpts:
+        for session in sessions:
+            evidence.excerpts.append(
+                Excerpt(title=f"session {session.session_id}", lines=_excerpt_lines(session.redacted_excerpt), outcome=_outcome(session))
+            )
+    for key in _SESSION_KEYS:
+        if isinstance(raw.get(key), list):
+            evidence.session_count = len(raw[key])
+            break
+    tools = [t for t in raw.get("tools") or raw.get("toolContrast") or [] if isinstance(t, dict)]
+    tools.sort(key=lambda t: (not t.get("inSkeleton", True), -(t.get("lift") or 0) if isinstance(t.get("lift"), (int, float)) else 0))
+    for t in tools[:12]:
+        counts = _counts(t.get("resolved", t.get("resolvedWith")), t.get("resolvedTotal", resolved), t.get("failed", t.get("failedWith")), t.get("failedTotal", failed))
+        if counts:
+            marker = "" if t.get("inSkeleton", True) else " (not in the procedure)"
+            evidence.tool_lines.append(f"{t.get('tool', '?')}{marker}: {counts}{_lift(t.get('lift'))}")
+    for pair in [p for p in raw.get("pairs") or [] if isinstance(p, dict)][:8]:
+        counts = _counts(pair.get("resolved"), resolved, pair.get("failed"), failed)
+        if counts and pair.get("before") and pair.get("after"):
+            evidence.order_lines.append(f"{pair['before']} before {pair['after']}: {counts}{_lift(pair.get('lift'))}")
+    for item in [f for f in raw.get("forbidden") or [] if isinstance(f, dict)]:
+        counts = _counts(item.get("resolved"), resolved, item.get("failed"), failed)
+        evidence.forbidden_lines.append(
+            f"“{item.get('action', '?')}” — sessions that {item.get('feature', '…')}: {counts}{_lift(item.get('failLift'))}"
+        )
+    for alt in [a for a in raw.get("alternatives") or [] if isinstance(a, dict)]:
+        evidence.alternatives.append(f"{' → '.join(map(str, alt.get('skeleton') or []))} ({alt.get('support', '?')} sessions)")
+    for key, value in raw.items():
+        if key in _SHOWN:
+            continue
+        evidence.other.append((key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+    return evidence
+
+
+def contrast_sentence(item: dict[str, Any]) -> str:
+    """"createApproval: 118 of 140 resolved vs 9 of 60 failed" from one contrast record, whatever its
+    key names; falls back to the record as JSON."""
+    label = item.get("label") or item.get("tool") or item.get("what") or item.get("name") or ""
+    if item.get("before") and item.get("after"):
+        label = f"{item['before']} before {item['after']}"
+    counts = _counts(
+        item.get("resolvedWith", item.get("resolved_with", item.get("resolved"))),
+        _number(item.get("resolvedTotal", item.get("resolved_total"))),
+        item.get("failedWith", item.get("failed_with", item.get("failed"))),
+        _number(item.get("failedTotal", item.get("failed_total"))),
+    )
+    if counts:
+        return f"{label}: {counts}" if label else counts
+    return json.dumps(item, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------------------------------- eval panel
+
+
+@dataclass
+class IntentResult:
+    intent: str
+    baseline: str
+    candidate: str
+    delta: str
+    verdict: str
+    note: str
+    is_target: bool
+
+
+def _fraction(value: Any) -> tuple[str, float | None]:
+    """Accepts {"passed": 7, "total": 10}, [7, 10], "7/10", 0.7 or 7; returns (label, rate)."""
+    if isinstance(value, dict):
+        passed = _number(value.get("passed", value.get("pass", value.get("success", value.get("ok")))))
+        total = _number(value.get("total", value.get("n", value.get("cases"))))
+        rate = value.get("rate")
+        if passed is not None and total:
+            return f"{passed}/{total}", passed / total
+        if isinstance(rate, (int, float)):
+            return f"{rate:.0%}", float(rate)
+        return json.dumps(value, ensure_ascii=False), None
+    if isinstance(value, (list, tuple)) and len(value) == 2 and all(_number(v) is not None for v in value):
+        passed, total = _number(value[0]), _number(value[1])
+        return f"{passed}/{total}", (passed / total if total else None)
+    if isinstance(value, float) and 0 <= value <= 1:
+        return f"{value:.0%}", value
+    if value is None:
+        return "—", None
+    return str(value), None
+
+
+def _intent_items(detail: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    intents = detail.get("intents") or detail.get("per_intent") or detail.get("perIntent") or {}
+    if isinstance(intents, dict):
+        return [(str(name), data) for name, data in intents.items() if isinstance(data, dict)]
+    if isinstance(intents, list):
+        return [(str(item.get("intent") or item.get("name") or "?"), item) for item in intents if isinstance(item, dict)]
+    return []
+
+
+def _arm(data: dict[str, Any], arm: str) -> tuple[str, float | None]:
+    """One arm's result: the eval runner's flat form ({"baseline_passed": 1, "paired": 4,
+    "baseline_rate": 0.25}) or a nested one ({"baseline": {"passed": 1, "total": 4}})."""
+    passed = _number(data.get(f"{arm}_passed"))
+    if passed is not None:
+        total = _number(data.get("paired", data.get("cases")))
+        rate = data.get(f"{arm}_rate")
+        if not isinstance(rate, (int, float)):
+            rate = passed / total if total else None
+        return (f"{passed}/{total}" if total is not None else str(passed)), rate
+    return _fraction(data.get(arm, data.get({"baseline": "without", "candidate": "with"}[arm])))
+
+
+def intent_results(run: EvalRun, *, target_intent: str) -> list[IntentResult]:
+    rows = []
+    for name, data in _intent_items(run.verdict_detail or {}):
+        baseline, base_rate = _arm(data, "baseline")
+        candidate, cand_rate = _arm(data, "candidate")
+        delta = ""
+        if base_rate is not None and cand_rate is not None:
+            points = round(100 * (cand_rate - base_rate))
+            delta = f"{points:+d} pts" if points else "±0"
+        note_bits = []
+        for key, label in (("p_value", "p"), ("pValue", "p"), ("p", "p"), ("p_improve", "p↑"), ("p_regress", "p↓")):
+            if isinstance(data.get(key), (int, float)) and not isinstance(data.get(key), bool):
+                note_bits.append(f"{label} {data[key]:.3g}")
+        for key, one, many in (("improved", "improved", "improved"), ("regressed", "regressed", "regressed"), ("errors", "error", "errors")):
+            value = data.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value:
+                note_bits.append(f"{value} {one if value == 1 else many}")
+        for key in ("reason", "note"):
+            if data.get(key):
+                note_bits.append(str(data[key]))
+        if isinstance(data.get("notes"), list):
+            note_bits.extend(str(n) for n in data["notes"] if n)
+        rows.append(
+            IntentResult(
+                intent=name,
+                baseline=baseline,
+                candidate=candidate,
+                delta=delta,
+                verdict=str(data.get("verdict") or data.get("status") or data.get("outcome") or ""),
+                note="; ".join(note_bits),
+                is_target=bool(data.get("target")) or name == target_intent,
+            )
+        )
+    rows.sort(key=lambda r: (not r.is_target, r.intent))
+    return rows
+
+
+def verdict_reason(run: EvalRun) -> str:
+    detail = run.verdict_detail or {}
+    for key in ("reasons", "reason", "why", "summary", "explanation", "note"):
+        value = detail.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, list) and value:
+            return " ".join(str(v) for v in value)
+    if run.state == EvalRun.State.FAILED and run.failure_reason:
+        return run.failure_reason
+    return ""
+
+
+@dataclass
+class EvalPanel:
+    run: EvalRun | None
+    rows: list[IntentResult]
+    reason: str
+    in_progress: bool
+    percent: int
+    baseline_moved: bool
+    thresholds: list[tuple[str, str]]
+
+
+def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_active_hash: str | None) -> EvalPanel:
+    in_progress = bool(run and run.state in {EvalRun.State.QUEUED, EvalRun.State.RUNNING})
+    percent = 0
+    if run and run.cases_total:
+        percent = min(100, round(100 * run.cases_done / run.cases_total))
+    # Only a candidate's gate depends on it: an approved version's run is history, and the active
+    # set moved precisely because of that approval.
+    baseline_moved = bool(
+        version.status == "CANDIDATE"
+        and run
+        and run.baseline_hash
+        and current_active_hash
+        and run.baseline_hash != current_active_hash
+    )
+    thresholds = []
+    if run is not None:
+        source = run.thresholds or (run.verdict_detail or {}).get("thresholds") or {}
+        if isinstance(source, dict):
+            thresholds = [(str(k), json.dumps(v) if not isinstance(v, str) else v) for k, v in source.items()]
+        test = (run.verdict_detail or {}).get("test")
+        if isinstance(test, str) and test:
+            thresholds.append(("test", test))
+    return EvalPanel(
+        run=run,
+        rows=intent_results(run, target_intent=version.procedure.intent.name) if run else [],
+        reason=verdict_reason(run) if run else "",
+        in_progress=in_progress,
+        percent=percent,
+        baseline_moved=baseline_moved,
+        thresholds=thresholds,
+    )

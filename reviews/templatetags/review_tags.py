@@ -1,0 +1,36 @@
+"""Template helpers of the review workspace."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django import template
+
+register = template.Library()
+
+
+@register.simple_tag
+def querystring_for(filters, **override) -> str:
+    """The queue's query string with some filters replaced (empty string: drop the filter)."""
+    return urlencode(filters.as_query(**override))
+
+
+@register.filter
+def status_sign(status: str) -> str:
+    """A sign per status, shown next to the coloured label so that colour is never the only cue."""
+    return {"CANDIDATE": "◇", "ACTIVE": "●", "RETIRED": "○", "REJECTED": "✕"}.get(status, "")
+
+
+@register.filter
+def get_item(mapping, key):
+    try:
+        return mapping.get(key)
+    except AttributeError:
+        return None
+
+
+@register.filter
+def contrast_sentence(item) -> str:
+    from reviews.panels import contrast_sentence as sentence
+
+    return sentence(item)

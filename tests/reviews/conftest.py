@@ -1,0 +1,58 @@
+"""Fixtures of the review workspace tests: signed-in clients per role and candidates in bulk."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+
+
+def client_for(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def reviewer_client(reviewer):
+    return client_for(reviewer)
+
+
+@pytest.fixture
+def approver_client(approver):
+    return client_for(approver)
+
+
+@pytest.fixture
+def outsider_client(outsider):
+    return client_for(outsider)
+
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def bulk_candidates(agent, intent, count: int, *, prefix: str = "bulk", quarantined_every: int = 0, with_evidence: bool = True):
+    """`count` CANDIDATE versions of `count` new procedures, inserted in bulk (these tests measure
+    pages, not the proposing service, which tests/library covers)."""
+    from library.models import Procedure, ProcedureVersion, Source, content_hash
+
+    procedures = Procedure.objects.bulk_create(
+        [Procedure(agent=agent, intent=intent, key=f"{prefix}.p{i:05d}") for i in range(count)]
+    )
+    versions = []
+    for i, procedure in enumerate(procedures):
+        steps = [f"Look up the order with lookupOrder({{{{order_id}}}}) variant {i}.", "Reply with replyTemplates('x')."]
+        content = dict(applies_when=f"The customer asks about case {i}.", steps=steps, required_tools=["lookupOrder", "replyTemplates"], forbidden_actions=[])
+        flagged = bool(quarantined_every) and i % quarantined_every == 0
+        versions.append(
+            ProcedureVersion(
+                procedure=procedure,
+                number=1,
+                source=Source.MINED,
+                content_hash=content_hash(**content),
+                evidence={"support": (i * 7) % 200, "resolved": 200, "failed": 50, "failedWithSkeleton": 3} if with_evidence else {},
+                quarantined=flagged,
+                quarantine_reasons=[{"category": "skip_approval", "reason": "test", "field": "steps[1]", "excerpt": "x"}] if flagged else [],
+                **content,
+            )
+        )
+    return ProcedureVersion.objects.bulk_create(versions)
