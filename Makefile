@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test browser bench clean
+.PHONY: install demo test browser clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -16,7 +16,7 @@ $(PY):
 $(STAMP): pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,adk]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -32,9 +32,6 @@ demo: install
 
 test: install browser
 	$(PY) -m pytest $(PYTEST_ARGS)
-
-bench: install
-	$(PY) -m bench.run_all
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3 var/celery
