@@ -22,6 +22,27 @@ from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "") in {"1", "true", "yes"}
+
+
+def _taubench_dir():
+    """The public tau-bench data (shared/data/taubench beside the checkout; TAUBENCH_DIR overrides)."""
+    from pathlib import Path
+
+    candidates = [os.environ.get("TAUBENCH_DIR"), Path(__file__).resolve().parents[2] / "shared" / "data" / "taubench",
+                  "/work/shared/data/taubench"]
+    for candidate in candidates:
+        if candidate and Path(candidate, "gpt-4o-airline.json").exists():
+            return Path(candidate)
+    return Path(candidates[1])
+
+
+TAUBENCH_DIR = _taubench_dir()
+
+
+def require_taubench() -> None:
+    """Skips (fails under REQUIRE_SERVICES=1) when the shared tau-bench data is missing."""
+    if not (TAUBENCH_DIR / "gpt-4o-airline.json").exists():
+        _missing(f"tau-bench data not found at {TAUBENCH_DIR} (set TAUBENCH_DIR)")
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 

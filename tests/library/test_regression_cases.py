@@ -3,11 +3,13 @@ into cases, and the management command."""
 
 from __future__ import annotations
 
+import functools
 import json
-import os
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import TAUBENCH_DIR, require_taubench
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
 
@@ -25,8 +27,16 @@ from library.models import Agent, AgentSession, RegressionCase
 pytestmark = pytest.mark.django_db
 
 # The public data sits beside the repository on these machines (../shared/data); TAU2_DATA_DIR overrides.
-TAU2 = Path(os.environ.get("TAU2_DATA_DIR") or Path(__file__).resolve().parents[3] / "shared" / "data" / "taubench")
-needs_tau2 = pytest.mark.skipif(not (TAU2 / "tau2_airline_tasks.json").exists(), reason="tau2 task files not found")
+TAU2 = TAUBENCH_DIR
+
+
+def needs_tau2(test):
+    @functools.wraps(test)
+    def wrapper(*args, **kwargs):
+        require_taubench()
+        return test(*args, **kwargs)
+
+    return wrapper
 
 
 def line(**data) -> str:

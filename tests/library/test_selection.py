@@ -18,12 +18,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.conftest import TAUBENCH_DIR
+
 from library.selection import MAX_K, EmbeddingCache, Ranker, SelectionConfig, identifiers, words
 
 DATA = Path(__file__).parent / "data"
-TAUBENCH = Path(__file__).resolve().parents[3] / "shared" / "data" / "taubench"
-if not TAUBENCH.exists():
-    TAUBENCH = Path("/work/shared/data/taubench")
+TAUBENCH = TAUBENCH_DIR
 GOLD = {
     "cancel_reservation": "airline.cancel_reservation",
     "update_reservation_flights": "airline.change_flights",

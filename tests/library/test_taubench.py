@@ -11,13 +11,13 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import TAUBENCH_DIR, require_taubench
 from django.core.management import call_command
 
 from library.models import AgentSession, MiningRun, ProcedureVersion
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "taubench" / "gpt-4o-airline.json"
-if not DATA.exists():  # a worktree sits next to shared/ one level deeper or shallower
-    DATA = Path("/work/shared/data/taubench/gpt-4o-airline.json")
+DATA = TAUBENCH_DIR / "gpt-4o-airline.json"
 READ_PREFIXES = ("get_", "search_", "list_", "calculate", "think")
 THRESHOLD = 3
 
@@ -26,8 +26,7 @@ pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 @pytest.fixture(scope="module")
 def raw():
-    if not DATA.exists():
-        pytest.skip(f"tau-bench data not found at {DATA}")
+    require_taubench()
     return json.loads(DATA.read_text())
 
 
