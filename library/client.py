@@ -28,6 +28,7 @@ What it does:
 
 from __future__ import annotations
 
+import gzip
 import json
 import logging
 import threading
@@ -129,6 +130,7 @@ class ProcmemClient:
         self.last_success: float | None = None
         self.fetches = 0  # requests sent (for tests and metrics)
         self.not_modified = 0
+        self.last_content_encoding: str | None = None  # of the last 200 ("gzip" from procmem)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -158,7 +160,9 @@ class ProcmemClient:
         try:
             request = urllib.request.Request(
                 self._url(f"agents/{self.agent}/procedures"),
-                headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json"},
+                # gzip: the set is served from a representation compressed once per set, several
+                # times smaller on the wire (bench/RESULTS.md, issue 6)
+                headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json", "Accept-Encoding": "gzip"},
             )
             if self._etag:
                 request.add_header("If-None-Match", self._etag)
@@ -167,6 +171,10 @@ class ProcmemClient:
                 with urllib.request.urlopen(request, timeout=self.timeout) as response:
                     body = response.read()
                     etag = response.headers.get("ETag")
+                    encoding = (response.headers.get("Content-Encoding") or "identity").lower()
+                if encoding == "gzip":
+                    body = gzip.decompress(body)
+                self.last_content_encoding = encoding
                 data = json.loads(body)
                 if not isinstance(data, dict) or not isinstance(data.get("procedures"), list):
                     raise ValueError("the response is not an active set")
@@ -175,7 +183,7 @@ class ProcmemClient:
                     self.not_modified += 1
                     return self._succeeded(now)
                 return self._failed(now, f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', 'replace')}")
-            except (urllib.error.URLError, OSError, ValueError) as exc:
+            except (urllib.error.URLError, OSError, ValueError, EOFError) as exc:  # EOFError: truncated gzip
                 return self._failed(now, f"{type(exc).__name__}: {exc}")
             with self._lock:
                 self._set = data

@@ -65,6 +65,7 @@ def test_client_fetches_revalidates_refreshes_and_survives_the_server_going_down
     # first fetch: the set, with its ETag
     assert [(p["id"], p["version"]) for p in client.procedures()] == [("order.status", 1), ("refund.over_limit", 1)]
     assert client.fetches == 1 and client.etag and client.last_error is None
+    assert client.last_content_encoding == "gzip"  # the compressed representation, decompressed locally
 
     # within the refresh interval: served from memory, no request
     clock.now += 10
