@@ -54,7 +54,7 @@ def _make_agent(cases: int, label: str):
     from django.contrib.auth import get_user_model
 
     from library import services
-    from library.demo import ensure_reviewers_group
+    from library.permissions import ensure_reviewers_group
     from library.models import Agent, Intent, RegressionCase, Source
 
     reviewer, _ = get_user_model().objects.get_or_create(username="bench_reviewer")

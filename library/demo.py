@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
 from . import services
 from .models import Agent, EvalRun, Intent, ProcedureVersion, Source
+from .permissions import ensure_reviewers_group
 from .demo_evals import seed_demo_regression_cases
 from .selectors import active_set_hash
 
@@ -30,7 +30,6 @@ DEMO_USERS = {
     "approver": ("approve-demo-2026", "approver"),
     "admin": ("admin-demo-2026", "admin"),
 }
-REVIEWERS_GROUP = "reviewers"
 
 
 @dataclass
@@ -38,12 +37,6 @@ class DemoResult:
     agent: Agent
     created: bool
     passwords: dict[str, str]
-
-
-def ensure_reviewers_group() -> Group:
-    group, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)
-    group.permissions.add(Permission.objects.get(codename="review_procedureversion", content_type__app_label="library"))
-    return group
 
 
 def _seeded_eval_pass(version: ProcedureVersion) -> EvalRun:

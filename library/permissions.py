@@ -13,6 +13,17 @@ from __future__ import annotations
 from .models import Agent, Procedure
 
 REVIEW_PERM = "library.review_procedureversion"
+REVIEWERS_GROUP = "reviewers"
+
+
+def ensure_reviewers_group():
+    """The `reviewers` group holds the review permission; adding a user to it makes a reviewer.
+    Created after every `migrate` (library/apps.py), so a fresh production install has it."""
+    from django.contrib.auth.models import Group, Permission
+
+    group, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)
+    group.permissions.add(Permission.objects.get(codename="review_procedureversion", content_type__app_label="library"))
+    return group
 
 
 def user_is_reviewer(user) -> bool:

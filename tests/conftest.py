@@ -102,7 +102,7 @@ def intent(agent):
 
 @pytest.fixture
 def reviewers_group(db):
-    from library.demo import ensure_reviewers_group
+    from library.permissions import ensure_reviewers_group
 
     return ensure_reviewers_group()
 

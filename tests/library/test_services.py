@@ -352,3 +352,11 @@ def test_agent_set_tools_keeps_history(agent, admin_user):
     change = agent.tool_changes.get()
     assert change.removed == ["checkReturnWindow", "createApproval"] and change.added == []
     assert AuditEvent.objects.filter(action=AuditEvent.Action.TOOLS_CHANGE, agent=agent).count() == 1
+
+
+def test_migrate_creates_the_reviewers_group():
+    """A fresh install has the `reviewers` group with the review permission (post_migrate)."""
+    from django.contrib.auth.models import Group
+
+    group = Group.objects.get(name="reviewers")
+    assert list(group.permissions.values_list("codename", flat=True)) == ["review_procedureversion"]
