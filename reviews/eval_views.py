@@ -1,5 +1,5 @@
-"""Eval-run pages and actions: start (from a candidate), the run page, the progress fragment the
-eval panel polls, cancel and resume — reviewers only (`library.permissions.user_is_reviewer`); and
+"""Eval-run pages and actions: the run page, its progress fragment, cancel and resume (a run is
+started from the candidate page: reviews.views.version_eval_start) — reviewers only (`library.permissions.user_is_reviewer`); and
 an agent's eval settings — the agent's admins only (`manage_agent`).
 
 Access: anonymous → sign-in (an htmx request gets HX-Redirect); signed in without the reviewer
@@ -17,12 +17,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.utils.html import format_html
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from library.evals.configuration import agent_eval_settings_update, eval_settings_snapshot
-from library.models import Agent, EvalCaseResult, EvalRun, ProcedureVersion
+from library.models import Agent, EvalCaseResult, EvalRun
 from library.permissions import user_can_manage_agent, user_is_reviewer
 from library.services import LifecycleError
 
@@ -64,26 +63,6 @@ def _progress_response(request: HttpRequest, run: EvalRun) -> HttpResponse:
         response["HX-Trigger"] = "evalRunFinished"
     response["Vary"] = "HX-Request"
     return response
-
-
-@require_POST
-@signed_in
-def eval_start(request: HttpRequest, version_pk: int) -> HttpResponse:
-    version = get_object_or_404(
-        ProcedureVersion.objects.filter(procedure__agent__in=Agent.objects.visible_to(request.user)), pk=version_pk
-    )
-    if not user_is_reviewer(request.user):
-        raise PermissionDenied("Only reviewers may start eval runs.")
-    try:
-        run = evals.eval_run_start(version=version, user=request.user)
-    except LifecycleError as exc:
-        if request.htmx:
-            return HttpResponse(format_html("<p class=\"error\">{}</p>", str(exc)), status=409)
-        messages.error(request, str(exc))
-        return redirect(request.POST.get("next") or reverse("reviews:queue"))
-    if request.htmx:
-        return _progress_response(request, run)
-    return redirect("reviews:eval_detail", pk=run.pk)
 
 
 @require_GET

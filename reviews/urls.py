@@ -49,7 +49,6 @@ urlpatterns += [
     path("agents/<str:agent_name>/cases/from-session/", cases.case_from_session, name="case_from_session"),
     path("cases/<int:pk>/edit/", cases.case_edit, name="case_edit"),
     path("agents/<str:agent_name>/eval-settings/", eval_views.agent_eval_settings, name="agent_eval_settings"),
-    path("versions/<int:version_pk>/evals/start/", eval_views.eval_start, name="eval_start"),
     path("evals/<int:pk>/", eval_views.eval_detail, name="eval_detail"),
     path("evals/<int:pk>/progress/", eval_views.eval_progress, name="eval_progress"),
     path("evals/<int:pk>/cancel/", eval_views.eval_cancel, name="eval_cancel"),

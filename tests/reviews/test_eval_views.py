@@ -21,7 +21,7 @@ def run(candidate, reviewer):
 
 def urls(candidate, run):
     return [
-        ("post", reverse("reviews:eval_start", args=[candidate.pk])),
+        ("post", reverse("reviews:version_eval_start", args=[candidate.pk])),
         ("get", reverse("reviews:eval_detail", args=[run.pk])),
         ("get", reverse("reviews:eval_progress", args=[run.pk])),
         ("post", reverse("reviews:eval_cancel", args=[run.pk])),
@@ -49,18 +49,18 @@ def test_missing_runs_and_versions_are_404(client, reviewer, run):
     client.force_login(reviewer)
     assert client.get(reverse("reviews:eval_detail", args=[run.pk + 100])).status_code == 404
     assert client.get(reverse("reviews:eval_progress", args=[run.pk + 100])).status_code == 404
-    assert client.post(reverse("reviews:eval_start", args=[999999])).status_code == 404
-    assert client.get(reverse("reviews:eval_start", args=[999999])).status_code == 405
+    assert client.post(reverse("reviews:version_eval_start", args=[999999])).status_code == 404
+    assert client.get(reverse("reviews:version_eval_start", args=[run.version_id])).status_code == 405
 
 
 def test_start_runs_and_the_detail_shows_the_verdict(client, agent, candidate, reviewer, django_capture_on_commit_callbacks):
     client.force_login(reviewer)
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(reverse("reviews:eval_start", args=[candidate.pk]))
+        response = client.post(reverse("reviews:version_eval_start", args=[candidate.pk]))
     run = EvalRun.objects.get(version=candidate)
-    assert response.status_code == 302 and response["Location"] == reverse("reviews:eval_detail", args=[run.pk])
+    assert response.status_code == 302 and response["Location"] == reverse("reviews:version", args=[candidate.pk]) + "#eval"
     # the fixture agent has no regression cases: the run is judged inconclusive, and says why
-    page = client.get(response["Location"]).content.decode()
+    page = client.get(reverse("reviews:eval_detail", args=[run.pk])).content.decode()
     assert "INCONCLUSIVE" in page and "at least 5 are needed" in page
     assert "Demo agent (simulator)" in page
 
@@ -145,5 +145,3 @@ def test_the_shared_fragments_render_for_other_pages(agent, candidate, reviewer)
     session = AgentSession.objects.create(agent=agent, session_id="s-1", task="x")
     html = render_to_string("reviews/cases/_from_session_button.html", {"session": session}, request=request)
     assert 'value="s-1"' in html and "Include" not in html
-    html = render_to_string("reviews/evals/_start_button.html", {"version": candidate}, request=request)
-    assert f"/versions/{candidate.pk}/evals/start/" in html and "Include" not in html
