@@ -1,8 +1,13 @@
-"""Celery tasks of the library. Thin: take primary keys, re-fetch, call a service."""
+"""Celery tasks of the library. Thin: take primary keys, re-fetch, call a service.
+
+The worker's autodiscovery imports `<app>.tasks` of every installed app; the eval-run tasks live
+with the eval runs (library/evals/tasks.py) and are registered through the import below."""
 
 from __future__ import annotations
 
 from celery import shared_task
+
+from .evals import tasks as eval_tasks  # noqa: F401  (registers the eval-run tasks)
 
 
 @shared_task(name="library.ping")
@@ -11,7 +16,7 @@ def ping(value: str = "pong") -> str:
     return value
 
 
-# --- mining and retention (issue 3) --------------------------------------------------------------
+# --- mining and retention ----------------------------------------------------------------------
 
 
 @shared_task(name="library.mine_agent", time_limit=3600, soft_time_limit=3500, acks_late=True)

@@ -1,4 +1,5 @@
-"""The Celery app. Tasks live in library/tasks.py and reviews/tasks.py and are found by autodiscovery."""
+"""The Celery app. Autodiscovery imports the `tasks` module of every installed app (library/tasks.py
+registers the eval-run tasks of library/evals/tasks.py as well). Services may queue tasks by name."""
 
 import os
 

@@ -1,5 +1,6 @@
 """Eval runs: the services that start, execute, judge, cancel and recover them. The Celery tasks in
-reviews/tasks.py are thin wrappers around these.
+library/evals/tasks.py are thin wrappers around these; this module queues them by name
+(`DISPATCH_TASK`, `CHUNK_TASK`) and never imports its task module.
 
 How a run goes:
 1. `eval_run_start` (a reviewer): pins the candidate's content hash and the agent's active set
@@ -51,27 +52,36 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from celery import signature
 from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import connection, transaction
-from django.db.models import Count, F, Q, Value
+from django.db.models import Count, F, Q
 from django.db.models.functions import Least
 from django.utils import timezone
 
-from library.evals.checks import check_case
-from library.evals.payload import BASELINE, CANDIDATE, ArmSets, arm_sets
-from library.evals.runners import Runner, RunnerError, runner_for_agent
-from library.evals.verdict import PairedOutcome, Thresholds, judge
-from library.models import AuditEvent, EvalCaseResult, EvalRun, ProcedureVersion, RegressionCase, Status
-from library.permissions import user_is_reviewer
-from library.selectors import active_set_hash, active_versions_for_agent
-from library.services import LifecycleError, audit
+from ..models import AuditEvent, EvalCaseResult, EvalRun, ProcedureVersion, RegressionCase, Status
+from ..permissions import user_is_reviewer
+from ..selectors import active_set_hash, active_versions_for_agent
+from ..services import LifecycleError, audit
+from ..signals import eval_run_finished
+from .checks import check_case
+from .errors import RunnerError
+from .payload import BASELINE, CANDIDATE, ArmSets, arm_sets
+from .runners import Runner, runner_for_agent
+from .verdict import PairedOutcome, Thresholds, judge
 
 logger = logging.getLogger(__name__)
 
 ARMS = (BASELINE, CANDIDATE)
 UNFINISHED = (EvalRun.State.QUEUED, EvalRun.State.RUNNING)
+
+# The Celery tasks of library/evals/tasks.py. Their names are older than the move of eval runs into
+# the library; the beat schedule and messages already on the queue carry them, so they stay.
+DISPATCH_TASK = "reviews.eval_run_dispatch"
+CHUNK_TASK = "reviews.eval_run_chunk"
+RECOVER_TASK = "reviews.eval_runs_recover"
 
 
 def eval_thresholds() -> Thresholds:
@@ -85,8 +95,6 @@ def eval_thresholds() -> Thresholds:
 
 
 def _send_finished(run_id: int) -> None:
-    from library.signals import eval_run_finished
-
     transaction.on_commit(lambda: eval_run_finished.send(sender=EvalRun, run_id=run_id), robust=True)
 
 
@@ -149,9 +157,7 @@ def eval_run_start(*, version: ProcedureVersion, user) -> EvalRun:
 
 
 def _queue_dispatch(run_id: int) -> None:
-    from .tasks import eval_run_dispatch
-
-    eval_run_dispatch.delay(run_id)
+    signature(DISPATCH_TASK, args=(run_id,)).apply_async()
 
 
 def eval_run_cancel(*, run: EvalRun, user) -> EvalRun:
@@ -195,6 +201,24 @@ def eval_run_fail(*, run_id: int, reason: str) -> bool:
 
 
 # --------------------------------------------------------------------------------------------- dispatch / chunks
+
+
+def eval_run_dispatch(*, run_id: int) -> int:
+    """QUEUED → RUNNING, then one chunk task per PROCMEM_EVAL_CHUNK_SIZE pending cases; returns how
+    many chunks it queued. A run without cases is judged at once; a redelivered dispatch (the run
+    is no longer QUEUED) queues nothing."""
+    chunks = eval_run_begin(run_id=run_id)
+    if not chunks:
+        eval_run_finalize(run_id=run_id)
+        return 0
+    queue_chunks(run_id=run_id, chunks=chunks)
+    return len(chunks)
+
+
+def queue_chunks(*, run_id: int, chunks: list[list[int]]) -> None:
+    for case_ids in chunks:
+        soft, hard = chunk_time_limits(run_id=run_id, cases=len(case_ids))
+        signature(CHUNK_TASK, kwargs={"run_id": run_id, "case_ids": case_ids}).apply_async(soft_time_limit=soft, time_limit=hard)
 
 
 def eval_run_begin(*, run_id: int) -> list[list[int]]:
@@ -497,14 +521,12 @@ def eval_run_resume(*, run: EvalRun, user=None, reason: str = "") -> EvalRun:
 
 
 def _queue_pending(run_id: int) -> None:
-    from .tasks import queue_chunks
-
-    queue_chunks(run_id, pending_chunks(run_id=run_id))
+    queue_chunks(run_id=run_id, chunks=pending_chunks(run_id=run_id))
 
 
 def eval_runs_recover() -> list[int]:
     """Finishes complete runs that were never judged and resumes (or fails) stalled ones. Run by
-    the beat schedule every minute; returns the ids it acted on."""
+    the beat schedule every minute (`RECOVER_TASK`); returns the ids it acted on."""
     now = timezone.now()
     cutoff = now - timedelta(seconds=settings.PROCMEM_EVAL_STALE_SECONDS)
     candidates = EvalRun.objects.filter(
@@ -543,12 +565,3 @@ def eval_run_progress(run: EvalRun) -> dict[str, Any]:
         "baselineHash": run.baseline_hash,
         "baselineCurrent": run.baseline_hash == active_set_hash(run.version.procedure.agent),
     }
-
-
-def eval_runs_for_version(version: ProcedureVersion):
-    return EvalRun.objects.filter(version=version).select_related("started_by").order_by("-created_at", "-id")
-
-
-def latest_eval_run(version: ProcedureVersion) -> EvalRun | None:
-    """The newest run on the version's exact content (what the eval panel shows)."""
-    return eval_runs_for_version(version).filter(content_hash=version.content_hash).first()

@@ -1,8 +1,13 @@
-"""Eval runs through the services and tasks (tasks run in-process here; tests/reviews/
+"""Eval runs through the services and tasks (tasks run in-process here; tests/library/
 test_eval_worker.py runs them on a real worker): pinning, the demo verdicts, the approval gate, and
 the faults — a runner that times out, malformed answers, a redelivered task, a lost worker."""
 
 from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
@@ -11,11 +16,11 @@ from django.utils import timezone
 
 from library import services
 from library.demo import seed_demo
+from library.evals import runs
+from library.evals.tasks import eval_run_chunk, eval_run_dispatch
 from library.models import AuditEvent, EvalCaseResult, EvalRun, ProcedureVersion, RegressionCase, Status
 from library.selectors import active_set_hash
 from library.signals import eval_run_finished
-from reviews import evals
-from reviews.tasks import eval_run_chunk
 from tests import evals_support
 from tests.conftest import make_passing_eval
 from tests.evals_support import ScriptedServer, propose_demo_candidate
@@ -45,15 +50,15 @@ def finished_signals():
 def run_eval(version, user, capture) -> EvalRun:
     """Starts a run and lets its tasks run in-process (eager) when the transaction commits."""
     with capture(execute=True):
-        run = evals.eval_run_start(version=version, user=user)
+        run = runs.eval_run_start(version=version, user=user)
     run.refresh_from_db()
     return run
 
 
 def start_only(version, user) -> EvalRun:
     """Starts a run without executing its on-commit dispatch, then claims it as the dispatch would."""
-    run = evals.eval_run_start(version=version, user=user)
-    chunks = evals.eval_run_begin(run_id=run.pk)
+    run = runs.eval_run_start(version=version, user=user)
+    chunks = runs.eval_run_begin(run_id=run.pk)
     run.refresh_from_db()
     run.chunks = chunks
     return run
@@ -66,7 +71,7 @@ def test_start_pins_content_and_baseline_and_creates_every_case_arm(demo, django
     agent, users = demo
     candidate = propose_demo_candidate(agent)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        run = evals.eval_run_start(version=candidate, user=users["reviewer"])
+        run = runs.eval_run_start(version=candidate, user=users["reviewer"])
     assert len(callbacks) == 1  # the dispatch is queued only on commit
     assert run.state == EvalRun.State.QUEUED
     assert run.content_hash == candidate.content_hash
@@ -85,17 +90,17 @@ def test_start_needs_a_reviewer_and_a_candidate(demo):
     outsider = get_user_model().objects.create_user("outsider", password="x")
     candidate = propose_demo_candidate(agent)
     with pytest.raises(PermissionDenied):
-        evals.eval_run_start(version=candidate, user=outsider)
+        runs.eval_run_start(version=candidate, user=outsider)
     active = ProcedureVersion.objects.get(procedure__key="order.status", status=Status.ACTIVE)
     with pytest.raises(services.LifecycleError, match="Only candidates"):
-        evals.eval_run_start(version=active, user=users["reviewer"])
+        runs.eval_run_start(version=active, user=users["reviewer"])
 
 
 def test_a_second_start_returns_the_unfinished_run(demo):
     agent, users = demo
     candidate = propose_demo_candidate(agent)
-    first = evals.eval_run_start(version=candidate, user=users["reviewer"])
-    assert evals.eval_run_start(version=candidate, user=users["admin"]).pk == first.pk
+    first = runs.eval_run_start(version=candidate, user=users["reviewer"])
+    assert runs.eval_run_start(version=candidate, user=users["admin"]).pk == first.pk
 
 
 # --------------------------------------------------------------------------------------------- the demo verdicts and the gate
@@ -269,12 +274,12 @@ def test_a_lost_worker_leaves_the_run_resumable_and_never_half_judged(demo, sett
     )
     EvalRun.objects.filter(pk=run.pk).update(heartbeat_at=long_ago)
     # the finaliser refuses to judge an incomplete run
-    assert evals.eval_run_finalize(run_id=run.pk) is None
+    assert runs.eval_run_finalize(run_id=run.pk) is None
     run.refresh_from_db()
     assert run.state == EvalRun.State.RUNNING and run.verdict == "" and run.verdict_detail == {}
     # when the recovery task runs
     with django_capture_on_commit_callbacks(execute=True):
-        acted = evals.eval_runs_recover()
+        acted = runs.eval_runs_recover()
     # then the run was resumed, every case ran, and it was judged once, completely
     assert acted == [run.pk]
     run.refresh_from_db()
@@ -315,7 +320,7 @@ def test_a_run_that_keeps_stalling_fails_with_the_reason(demo, settings, finishe
     run = start_only(propose_demo_candidate(agent), users["reviewer"])
     EvalRun.objects.filter(pk=run.pk).update(resumes=2, heartbeat_at=timezone.now() - timezone.timedelta(minutes=5))
     with django_capture_on_commit_callbacks(execute=True):
-        evals.eval_runs_recover()
+        runs.eval_runs_recover()
     run.refresh_from_db()
     assert run.state == EvalRun.State.FAILED and run.verdict == ""
     assert "stalled after 2 resumes" in run.failure_reason
@@ -329,7 +334,7 @@ def test_a_chunk_that_fails_for_good_fails_the_run(demo, monkeypatch):
     def explode(**kwargs):
         raise ValueError("database exploded")
 
-    monkeypatch.setattr(evals, "eval_chunk_run", explode)
+    monkeypatch.setattr(runs, "eval_chunk_run", explode)
     result = eval_run_chunk.apply(kwargs={"run_id": run.pk, "case_ids": run.chunks[0]}, task_id="t-x", throw=False)
     assert result.failed()  # and EvalRunTask.on_failure ran
     run.refresh_from_db()
@@ -340,14 +345,14 @@ def test_cancel_stops_the_run_and_no_verdict_follows(demo, finished_signals, dja
     agent, users = demo
     run = start_only(propose_demo_candidate(agent), users["reviewer"])
     with django_capture_on_commit_callbacks(execute=True):
-        evals.eval_run_cancel(run=run, user=users["reviewer"])
+        runs.eval_run_cancel(run=run, user=users["reviewer"])
     assert eval_run_chunk.apply(kwargs={"run_id": run.pk, "case_ids": run.chunks[0]}).get() == 0
     run.refresh_from_db()
     assert (run.state, run.verdict, run.failure_reason) == (EvalRun.State.CANCELLED, "", "Cancelled by reviewer")
     assert AuditEvent.objects.filter(action=AuditEvent.Action.EVAL_CANCEL).count() == 1
     assert finished_signals == [run.pk]
     with pytest.raises(services.LifecycleError, match="already cancelled"):
-        evals.eval_run_cancel(run=run, user=users["reviewer"])
+        runs.eval_run_cancel(run=run, user=users["reviewer"])
 
 
 def test_progress_reports_cases_done_of_total(demo):
@@ -355,14 +360,12 @@ def test_progress_reports_cases_done_of_total(demo):
     run = start_only(propose_demo_candidate(agent), users["reviewer"])
     eval_run_chunk.apply(kwargs={"run_id": run.pk, "case_ids": run.chunks[0]})
     run.refresh_from_db()
-    progress = evals.eval_run_progress(run)
+    progress = runs.eval_run_progress(run)
     assert progress["casesDone"] == len(run.chunks[0]) and progress["casesTotal"] == 19
     assert progress["state"] == "running" and progress["verdict"] is None and progress["baselineCurrent"] is True
 
 
 def test_a_redelivered_dispatch_sends_no_second_set_of_chunks(demo):
-    from reviews.tasks import eval_run_dispatch
-
     agent, users = demo
     run = start_only(propose_demo_candidate(agent), users["reviewer"])  # the first delivery claimed the run
     assert eval_run_dispatch.apply(args=[run.pk], task_id="dispatch-1").get() == 0
@@ -376,10 +379,10 @@ def test_a_reviewer_may_resume_only_a_stalled_run(demo, settings, django_capture
     settings.PROCMEM_EVAL_STALE_SECONDS = 60
     run = start_only(propose_demo_candidate(agent), users["reviewer"])
     with pytest.raises(services.LifecycleError, match="resume is for runs stalled"):
-        evals.eval_run_resume(run=run, user=users["reviewer"])
+        runs.eval_run_resume(run=run, user=users["reviewer"])
     EvalRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timezone.timedelta(minutes=10))
     with django_capture_on_commit_callbacks(execute=True):
-        evals.eval_run_resume(run=run, user=users["reviewer"])
+        runs.eval_run_resume(run=run, user=users["reviewer"])
     run.refresh_from_db()
     assert (run.state, run.verdict, run.resumes) == (EvalRun.State.DONE, EvalRun.Verdict.PASS, 1)
     assert AuditEvent.objects.filter(action=AuditEvent.Action.EVAL_START, actor=users["reviewer"], reason__startswith="Resumed").exists()
@@ -413,3 +416,26 @@ def test_a_model_replay_run_against_a_scripted_chat_completions_server(demo, dja
     assert '"total": "' in next(m["content"] for m in second_call["messages"] if m["role"] == "tool")
     stored = " ".join(str(v) for v in EvalCaseResult.objects.filter(run=run).values_list("error", "reply", "tool_calls"))
     assert "sk-top-secret" not in stored + str(run.verdict_detail)
+
+
+# --------------------------------------------------------------------------------------------- task registration
+
+
+def test_a_worker_registers_every_task_the_runs_queue_and_the_beat_schedule_names(settings):
+    """In a fresh process, the way `celery worker` starts: Django set up, then the task modules
+    imported by autodiscovery. The runs queue their tasks by name, so a name no module registers
+    would only show on a worker."""
+    code = (
+        "import django; django.setup()\n"
+        "from procmem_site.celery import app\n"
+        "app.loader.import_default_modules()\n"
+        "print('\\n'.join(sorted(app.tasks)))\n"
+    )
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "procmem_site.test_settings", "CELERY_SKIP_CHECKS": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    registered = set(result.stdout.split())
+    assert {runs.DISPATCH_TASK, runs.CHUNK_TASK, runs.RECOVER_TASK} <= registered
+    assert {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()} <= registered
