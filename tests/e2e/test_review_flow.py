@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from library.demo import DEMO_USERS, seed_demo
+from library.demo.seed import DEMO_USERS, seed_demo
 from library.models import EvalRun, ProcedureVersion, Source, Status
 from tests.e2e.conftest import sign_in
 
@@ -203,7 +203,7 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot, eval_w
     screenshot(page, "10-procedure")
 
     # the agent JSON serves the new version
-    from library.tokens import token_create
+    from library.api.tokens import token_create
 
     _, raw = token_create(agent=candidate.procedure.agent, scope="read", name="e2e")
     page.set_extra_http_headers({"Authorization": f"Bearer {raw}"})

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from library.ingest import (
+from library.ingest.formats import (
     ImportOptions,
     ItemInvalid,
     iter_json_items,

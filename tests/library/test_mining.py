@@ -7,9 +7,9 @@ from collections import Counter
 import pytest
 from django.core.management import call_command
 
-from library import mining
-from library.ingest import parse_procmem, sessions_store
-from library.mining_service import Trigger, mining_run_execute
+from library.ingest.formats import parse_procmem, sessions_store
+from library.mining import skeletons as mining
+from library.mining.runs import Trigger, mining_run_execute
 from library.models import Agent, AuditEvent, MiningRun, ProcedureVersion, Source, Status
 from library.services import procedure_propose
 from library.signals import candidates_created
@@ -126,7 +126,7 @@ def _sessions(agent, intent, skeleton, n, *, resolved=True, escalated=False, pre
 
 @pytest.fixture
 def seeded(db):
-    from library.demo import seed_demo
+    from library.demo.seed import seed_demo
 
     return seed_demo().agent
 

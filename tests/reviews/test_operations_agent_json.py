@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from library import services
-from library.tokens import token_create
+from library.api.tokens import token_create
 from tests.reviews.operations_helpers import activate, revise_and_activate
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("readonly_shares_default")]

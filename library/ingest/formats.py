@@ -31,8 +31,8 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from .models import Agent, AgentSession, Intent
-from .redaction import Redactor, redactor_for_session, strings_in
+from ..models import Agent, AgentSession, Intent
+from ..redaction import Redactor, redactor_for_session, strings_in
 
 FORMATS = ("procmem", "openai", "adk")
 INTENT_DERIVATIONS = ("taubench-actions",)

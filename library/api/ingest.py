@@ -21,7 +21,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from .ingest import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item, sessions_store
+from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item, sessions_store
 from .tokens import api_error, token_required
 
 NDJSON_TYPES = {"application/x-ndjson", "application/jsonl", "application/x-jsonlines"}
