@@ -45,6 +45,6 @@ def mine_scheduled() -> list[int]:
 @shared_task(name="library.purge_raw_sessions", time_limit=3600, soft_time_limit=3500)
 def purge_raw_sessions() -> int:
     """Drops raw task text and tool arguments past PROCMEM_RAW_RETENTION_DAYS."""
-    from .ingest.formats import sessions_purge_raw
+    from .ingest.store import sessions_purge_raw
 
     return sessions_purge_raw()

@@ -171,7 +171,7 @@ def seed_demo() -> DemoResult:
 
 def _seed_sessions_and_mine(agent: Agent) -> None:
     # Sessions of every intent, then a mining run: the candidate refund.over_limit v2 (with its
-    # evidence 118/140 vs 9/60) comes out of the data, not out of a fixture (library/demo_sessions.py).
+    # evidence 118/140 vs 9/60) comes out of the data, not out of a fixture (library/demo/sessions.py).
     from .sessions import seed_demo_sessions
 
     seed_demo_sessions(agent)

@@ -21,7 +21,8 @@ import random
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from ..ingest.formats import ImportOptions, parse_procmem, sessions_store
+from ..ingest.formats import ImportOptions, parse_procmem
+from ..ingest.store import sessions_store
 from ..models import Agent, MiningRun
 
 FIRST = ["Anna", "Ben", "Chiara", "David", "Elif", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Keiko", "Liam", "Maya", "Noah", "Olga", "Pablo"]
