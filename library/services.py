@@ -15,7 +15,7 @@ Allowed status changes (the database's transition trigger refuses every other on
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -59,12 +59,7 @@ class Content:
 
     @property
     def hash(self) -> str:
-        return content_hash(
-            applies_when=self.applies_when,
-            steps=self.steps,
-            required_tools=self.required_tools,
-            forbidden_actions=self.forbidden_actions,
-        )
+        return content_hash(**asdict(self))
 
 
 def _clean_str_list(value: Any, field: str, *, allow_empty: bool, max_items: int) -> list[str]:
@@ -347,6 +342,31 @@ def _lock_version(version: ProcedureVersion) -> ProcedureVersion:
     )
 
 
+def _lock_to_manage(version: ProcedureVersion, user, *, doing: str) -> ProcedureVersion:
+    """Locks the version for an admin's change; refuses a user who may not manage its procedure."""
+    locked = _lock_version(version)
+    if not user_can_manage_procedure(user, locked.procedure):
+        raise PermissionDenied(f"You may not {doing} versions of {locked.procedure.key}.")
+    return locked
+
+
+def _retire_current_active(procedure: Procedure, *, user, reason: str) -> None:
+    """Retires the procedure's ACTIVE version, if it has one, to make room for another: at most one
+    version of a procedure is ACTIVE. The caller is inside the transaction that activates the other."""
+    current = ProcedureVersion.objects.select_for_update().filter(procedure=procedure, status=Status.ACTIVE).first()
+    if current is not None:
+        _set_status(current, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.AUTO_RETIRE)
+
+
+def _required_reason(reason: str | None, missing: str) -> str:
+    """The reason, stripped; `missing` is the error when there is none (rejecting, retiring and
+    rolling back must say why)."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": missing})
+    return reason
+
+
 def passing_eval_for(version: ProcedureVersion) -> EvalRun | None:
     """The newest passing eval run on this version's exact content, or None."""
     return (
@@ -418,19 +438,7 @@ def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> Pr
             raise LifecycleError(" ".join(blockers))
         run = passing_eval_for(locked)
         assert run is not None  # approval_blockers refused otherwise
-        current = (
-            ProcedureVersion.objects.select_for_update()
-            .filter(procedure=locked.procedure, status=Status.ACTIVE)
-            .first()
-        )
-        if current is not None:
-            _set_status(
-                current,
-                Status.RETIRED,
-                user=user,
-                reason=f"Replaced by v{locked.number}",
-                action=AuditEvent.Action.AUTO_RETIRE,
-            )
+        _retire_current_active(locked.procedure, user=user, reason=f"Replaced by v{locked.number}")
         _set_status(
             locked,
             Status.ACTIVE,
@@ -450,9 +458,7 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
     """CANDIDATE → REJECTED, with a reason."""
     if not user_is_reviewer(user):
         raise PermissionDenied("Only reviewers may reject candidates.")
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "A rejection needs a reason."})
+    reason = _required_reason(reason, "A rejection needs a reason.")
     with transaction.atomic():
         locked = _lock_version(version)
         if locked.status != Status.CANDIDATE:
@@ -463,13 +469,9 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
 
 def version_retire(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
     """ACTIVE → RETIRED (admin), with a reason. The agent stops receiving the procedure at once."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Retiring needs a reason."})
+    reason = _required_reason(reason, "Retiring needs a reason.")
     with transaction.atomic():
-        locked = _lock_version(version)
-        if not user_can_manage_procedure(user, locked.procedure):
-            raise PermissionDenied(f"You may not retire versions of {locked.procedure.key}.")
+        locked = _lock_to_manage(version, user, doing="retire")
         if locked.status != Status.ACTIVE:
             raise LifecycleError(f"Only the active version can be retired; {locked} is {locked.status}.")
         _set_status(locked, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.RETIRE)
@@ -481,28 +483,12 @@ def version_retire(*, version: ProcedureVersion, user, reason: str) -> Procedure
 def version_rollback(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
     """RETIRED → ACTIVE (admin): the chosen earlier version becomes ACTIVE and the current ACTIVE one
     RETIRED, in one transaction. The version keeps its original approval and eval run."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Rolling back needs a reason."})
+    reason = _required_reason(reason, "Rolling back needs a reason.")
     with transaction.atomic():
-        locked = _lock_version(version)
-        if not user_can_manage_procedure(user, locked.procedure):
-            raise PermissionDenied(f"You may not roll back versions of {locked.procedure.key}.")
+        locked = _lock_to_manage(version, user, doing="roll back")
         if locked.status != Status.RETIRED:
             raise LifecycleError(f"Only a retired version can be rolled back to; {locked} is {locked.status}.")
-        current = (
-            ProcedureVersion.objects.select_for_update()
-            .filter(procedure=locked.procedure, status=Status.ACTIVE)
-            .first()
-        )
-        if current is not None:
-            _set_status(
-                current,
-                Status.RETIRED,
-                user=user,
-                reason=f"Rolled back to v{locked.number}: {reason}",
-                action=AuditEvent.Action.AUTO_RETIRE,
-            )
+        _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")
         _set_status(locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK)
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))

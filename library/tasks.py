@@ -11,7 +11,7 @@ def ping(value: str = "pong") -> str:
     return value
 
 
-# --- mining and retention (issue 3) --------------------------------------------------------------
+# --- mining and retention ----------------------------------------------------------------------
 
 
 @shared_task(name="library.mine_agent", time_limit=3600, soft_time_limit=3500, acks_late=True)
