@@ -342,29 +342,12 @@ def _lock_version(version: ProcedureVersion) -> ProcedureVersion:
     )
 
 
-def _lock_to_manage(version: ProcedureVersion, user, *, doing: str) -> ProcedureVersion:
-    """Locks the version for an admin's change; refuses a user who may not manage its procedure."""
-    locked = _lock_version(version)
-    if not user_can_manage_procedure(user, locked.procedure):
-        raise PermissionDenied(f"You may not {doing} versions of {locked.procedure.key}.")
-    return locked
-
-
 def _retire_current_active(procedure: Procedure, *, user, reason: str) -> None:
     """Retires the procedure's ACTIVE version, if it has one, to make room for another: at most one
     version of a procedure is ACTIVE. The caller is inside the transaction that activates the other."""
     current = ProcedureVersion.objects.select_for_update().filter(procedure=procedure, status=Status.ACTIVE).first()
     if current is not None:
         _set_status(current, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.AUTO_RETIRE)
-
-
-def _required_reason(reason: str | None, missing: str) -> str:
-    """The reason, stripped; `missing` is the error when there is none (rejecting, retiring and
-    rolling back must say why)."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": missing})
-    return reason
 
 
 def passing_eval_for(version: ProcedureVersion) -> EvalRun | None:
@@ -458,7 +441,9 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
     """CANDIDATE → REJECTED, with a reason."""
     if not user_is_reviewer(user):
         raise PermissionDenied("Only reviewers may reject candidates.")
-    reason = _required_reason(reason, "A rejection needs a reason.")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "A rejection needs a reason."})
     with transaction.atomic():
         locked = _lock_version(version)
         if locked.status != Status.CANDIDATE:
@@ -469,9 +454,13 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
 
 def version_retire(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
     """ACTIVE → RETIRED (admin), with a reason. The agent stops receiving the procedure at once."""
-    reason = _required_reason(reason, "Retiring needs a reason.")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Retiring needs a reason."})
     with transaction.atomic():
-        locked = _lock_to_manage(version, user, doing="retire")
+        locked = _lock_version(version)
+        if not user_can_manage_procedure(user, locked.procedure):
+            raise PermissionDenied(f"You may not retire versions of {locked.procedure.key}.")
         if locked.status != Status.ACTIVE:
             raise LifecycleError(f"Only the active version can be retired; {locked} is {locked.status}.")
         _set_status(locked, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.RETIRE)
@@ -483,9 +472,13 @@ def version_retire(*, version: ProcedureVersion, user, reason: str) -> Procedure
 def version_rollback(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
     """RETIRED → ACTIVE (admin): the chosen earlier version becomes ACTIVE and the current ACTIVE one
     RETIRED, in one transaction. The version keeps its original approval and eval run."""
-    reason = _required_reason(reason, "Rolling back needs a reason.")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Rolling back needs a reason."})
     with transaction.atomic():
-        locked = _lock_to_manage(version, user, doing="roll back")
+        locked = _lock_version(version)
+        if not user_can_manage_procedure(user, locked.procedure):
+            raise PermissionDenied(f"You may not roll back versions of {locked.procedure.key}.")
         if locked.status != Status.RETIRED:
             raise LifecycleError(f"Only a retired version can be rolled back to; {locked} is {locked.status}.")
         _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")

@@ -1,4 +1,4 @@
-"""The miner's Django side: reads an agent's sessions, asks library/mining/skeletons.py for groups, contrast
+"""The miner's Django side: reads an agent's sessions, asks library/mining.py for groups, contrast
 and drafts, skips what the library already covers, and proposes the rest as CANDIDATE versions
 through procedure_propose (which applies the policy screen). Every run leaves a MiningRun row.
 

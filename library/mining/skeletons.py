@@ -1,5 +1,5 @@
 """The skeleton miner's core (pure Python, no Django): skeletons, groups, contrast statistics and the
-deterministic draft of a candidate. library/mining/runs.py feeds it from the database and stores
+deterministic draft of a candidate. library/mining_service.py feeds it from the database and stores
 what it drafts through procedure_propose.
 
 Definitions (README "Mining"):

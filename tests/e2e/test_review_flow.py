@@ -52,8 +52,8 @@ def refund_candidate() -> ProcedureVersion:
 
 
 def finish_run_like_a_worker(version: ProcedureVersion) -> None:
-    """Stand-in for the eval worker: a run that is RUNNING, then DONE with a passing verdict — what
-    the panel must show as it happens."""
+    """Stand-in for the eval worker while reviews.evals (issue 5) is not merged: a run that is
+    RUNNING, then DONE with a passing verdict — what the panel must show as it happens."""
     from library.selectors import active_set_hash
     from django.utils import timezone
 
