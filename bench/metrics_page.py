@@ -58,7 +58,7 @@ def _recreate_database(db_url: str) -> None:
 def _seed(extra_procedures: int):
     from django.contrib.auth import get_user_model
     from library import services
-    from library.demo.seed import seed_demo
+    from library.demo import seed_demo
     from library.models import EvalRun, Intent, Source
     from library.selectors import active_set_hash
     from django.utils import timezone

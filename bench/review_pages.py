@@ -159,7 +159,7 @@ def main() -> int:
     try:
         from django.urls import reverse
 
-        from library.demo.seed import seed_demo
+        from library.demo import seed_demo
         from library.models import Agent, ProcedureVersion, Status
 
         started = time.perf_counter()

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from library.demo.seed import DEMO_USERS
+from library.demo import DEMO_USERS
 
 ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.slow

@@ -12,7 +12,7 @@ import pytest
 from django.utils import timezone
 
 from library import services
-from library.demo.seed import DEMO_USERS, seed_demo
+from library.demo import DEMO_USERS, seed_demo
 from library.models import Agent, AgentSession, ProcedureVersion, Status
 from reviews.metrics import metrics_refresh
 from tests.conftest import make_passing_eval

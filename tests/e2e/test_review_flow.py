@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from library.demo.seed import DEMO_USERS, seed_demo
+from library.demo import DEMO_USERS, seed_demo
 from library.models import EvalRun, ProcedureVersion, Source, Status
 from tests.e2e.conftest import sign_in
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from library.demo.seed import DEMO_USERS, seed_demo
+from library.demo import DEMO_USERS, seed_demo
 from tests.e2e.conftest import sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -127,7 +127,7 @@ def _sessions(agent, intent, skeleton, n, *, resolved=True, escalated=False, pre
 
 @pytest.fixture
 def seeded(db):
-    from library.demo.seed import seed_demo
+    from library.demo import seed_demo
 
     return seed_demo().agent
 

@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from library import services
-from library.demo.seed import seed_demo
+from library.demo import seed_demo
 from library.models import EvalCaseResult, EvalRun, ProcedureVersion, Status
 from reviews import evals
 from tests.evals_support import propose_demo_candidate

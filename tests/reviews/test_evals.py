@@ -10,7 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
 from library import services
-from library.demo.seed import seed_demo
+from library.demo import seed_demo
 from library.models import AuditEvent, EvalCaseResult, EvalRun, ProcedureVersion, RegressionCase, Status
 from library.selectors import active_set_hash
 from library.signals import eval_run_finished

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from library.demo.seed import DEMO_USERS, seed_demo
+from library.demo import DEMO_USERS, seed_demo
 
 
 class Command(BaseCommand):
