@@ -171,7 +171,7 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot, eval_w
     screenshot(page, "10-procedure")
 
     # the agent JSON serves the new version
-    from library.tokens import token_create
+    from library.api.tokens import token_create
 
     _, raw = token_create(agent=candidate.procedure.agent, scope="read", name="e2e")
     page.set_extra_http_headers({"Authorization": f"Bearer {raw}"})

@@ -16,7 +16,7 @@ from pytest_django.live_server_helper import LiveServer
 from library import serving, services
 from library.client import STATE_INJECTED, ProcmemClient, ProcmemError, session_record
 from library.models import ApiToken, Source
-from library.tokens import token_create
+from library.api.tokens import token_create
 from tests.conftest import make_active
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "readonly"])
@@ -124,7 +124,7 @@ def test_client_keeps_the_last_good_set_on_http_errors_and_starts_empty(server, 
     client = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, refresh_interval=1, clock=clock)
     assert len(client.procedures()) == 2
     token = ApiToken.objects.get(agent=agent, scope=ApiToken.Scope.READ)
-    from library.tokens import token_revoke
+    from library.api.tokens import token_revoke
 
     token_revoke(token=token, user=admin_user)
     clock.now += 2

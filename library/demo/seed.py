@@ -10,11 +10,11 @@ from django.db import transaction
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
-from . import services
-from .models import Agent, EvalRun, Intent, ProcedureVersion, Source
-from .permissions import ensure_reviewers_group
-from .demo_evals import seed_demo_regression_cases
-from .selectors import active_set_hash
+from .. import services
+from ..models import Agent, EvalRun, Intent, ProcedureVersion, Source
+from ..permissions import ensure_reviewers_group
+from ..selectors import active_set_hash
+from .evals import seed_demo_regression_cases
 
 DEMO_AGENT = "support_agent"
 DEMO_TOOLS = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
@@ -171,7 +171,7 @@ def seed_demo() -> DemoResult:
 
 def _seed_sessions_and_mine(agent: Agent) -> None:
     # Sessions of every intent, then a mining run: the candidate refund.over_limit v2 (with its
-    # evidence 118/140 vs 9/60) comes out of the data, not out of a fixture (library/demo_sessions.py).
-    from .demo_sessions import seed_demo_sessions
+    # evidence 118/140 vs 9/60) comes out of the data, not out of a fixture (library/demo/sessions.py).
+    from .sessions import seed_demo_sessions
 
     seed_demo_sessions(agent)

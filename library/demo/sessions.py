@@ -21,8 +21,9 @@ import random
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from .ingest import ImportOptions, parse_procmem, sessions_store
-from .models import Agent, MiningRun
+from ..ingest.formats import ImportOptions, parse_procmem
+from ..ingest.store import sessions_store
+from ..models import Agent, MiningRun
 
 FIRST = ["Anna", "Ben", "Chiara", "David", "Elif", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Keiko", "Liam", "Maya", "Noah", "Olga", "Pablo"]
 LAST = ["Schmidt", "Okafor", "Rossi", "Novak", "Yilmaz", "Haddad", "Kim", "Moreau", "Silva", "Berg", "Tanaka", "Walsh", "Cohen", "Larsen"]
@@ -127,7 +128,7 @@ def demo_session_items() -> list[dict[str, Any]]:
 def seed_demo_sessions(agent: Agent) -> MiningRun:
     """Stores the demo sessions for `agent` and mines them (idempotent: sessions are stored once;
     a second mining run finds the candidate covered). Returns the mining run."""
-    from .mining_service import mining_run_execute
+    from ..mining.runs import mining_run_execute
 
     sessions = [parse_procmem(item, ImportOptions()) for item in demo_session_items()]
     sessions_store(agent=agent, sessions=sessions)

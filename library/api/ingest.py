@@ -1,6 +1,6 @@
 """POST /api/v1/sessions: agents report finished sessions (README "Ingestion").
 
-Auth: a bearer token of scope "ingest" (library/tokens.py); the token names the agent, so an agent
+Auth: a bearer token of scope "ingest" (library/api/tokens.py); the token names the agent, so an agent
 can only ever write its own sessions. Body: one session object, a list of them, or
 ``{"sessions": [...]}``, or JSON Lines (Content-Type application/x-ndjson, one session a line); ``?format=openai|adk`` for the other two input formats (default procmem).
 Every item is validated on its own; good items are stored in one transaction, bad ones are refused
@@ -21,7 +21,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from .ingest import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item, sessions_store
+from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item
+from ..ingest.store import sessions_store
 from .tokens import api_error, token_required
 
 NDJSON_TYPES = {"application/x-ndjson", "application/jsonl", "application/x-jsonlines"}

@@ -8,8 +8,8 @@ createApproval. The other intents pass in both arms, so a harmless candidate cha
 
 from __future__ import annotations
 
-from .evals.cases import regression_case_create
-from .models import Agent, Intent, RegressionCase
+from ..evals.cases import regression_case_create
+from ..models import Agent, Intent, RegressionCase
 
 PROMISE = r"(?i)refund of .* (is being processed|has been confirmed|will reach you)"
 

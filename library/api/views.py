@@ -23,11 +23,11 @@ from django.utils.http import parse_etags
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
-from . import selection, serving
-from .models import Agent
+from .. import selection, serving
+from ..models import Agent
+from ..permissions import user_can_manage_agent
+from ..services import agent_set_tools
 from .openapi import openapi_document
-from .permissions import user_can_manage_agent
-from .services import agent_set_tools
 from .tokens import api_error, token_required
 
 ACTIVE_SET_MAX_AGE = 10  # seconds; clients revalidate with If-None-Match after that

@@ -1,6 +1,6 @@
-"""Session ingestion: the three input formats, per-item validation, redaction, and the store service.
+"""The session formats procmem reads, and per-item validation.
 
-Formats (DESIGN.md, "Sessions and mining"):
+Formats (docs/design.md "Sessions and mining"; details in docs/api.md):
 - ``procmem``: one finished session per object: ``{"session_id", "agent", "intent", "task",
   "outcome": {"resolved", "escalated", "rating"}, "tool_calls": [{"name", "args", "ok"}],
   "injected": [{"id", "version"}], "instruction_chars", "model", "ended_at"}`` (+ optional ``"reply"``).
@@ -11,37 +11,28 @@ Formats (DESIGN.md, "Sessions and mining"):
   outcome, intent and the injected procedures come from ``state`` (the procmem client's instruction
   provider records ``state["procmem:injected"]``).
 
-Every parser returns a `SessionIn` or raises `ItemInvalid` with the offending field paths. Nothing of a
-bad item is stored; `sessions_store` writes the good items of a batch in one transaction and reports
-stored, duplicate (idempotent by session id) and refused.
+Every parser returns a `SessionIn` or raises `ItemInvalid` with the offending field paths; the two
+chat formats differ only in how one message reads, and share the walk over the conversation.
+Nothing here touches the database: `library.ingest.store` redacts and stores what parses.
 """
 
 from __future__ import annotations
 
-import codecs
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from datetime import timezone as dt_timezone
-from typing import IO, Any, Callable, Iterable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
-from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
-
-from .models import Agent, AgentSession, Intent
-from .redaction import Redactor, redactor_for_session, strings_in
 
 FORMATS = ("procmem", "openai", "adk")
 INTENT_DERIVATIONS = ("taubench-actions",)
 INTENT_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
 TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
 MAX_TOOL_CALLS = 500
-EXCERPT_CALLS = 40
-EXCERPT_TEXT_CHARS = 400
-EXCERPT_ARG_CHARS = 200
 DEFAULT_ESCALATION_TOOLS = ("transfer_to_human_agents", "transfer_to_human", "escalate_to_human")
 # tau-bench's read-only tools: the intent derivation uses the gold *write* actions only.
 TAUBENCH_READ_PREFIXES = ("get_", "search_", "list_", "calculate", "think")
@@ -288,14 +279,42 @@ def taubench_intent(actions: list[Any]) -> str:
 # ---------------------------------------------------------------------------------------------- parsers
 
 
-def parse_procmem(item: Any, options: ImportOptions | None = None) -> SessionIn:
-    options = options or ImportOptions()
+def _json_object(item: Any) -> Mapping[str, Any]:
     if not isinstance(item, Mapping):
         raise ItemInvalid([FieldError("(item)", f"must be a JSON object, got {type(item).__name__}")])
+    return item
+
+
+def _with_prefix(session_id: str, options: ImportOptions) -> str:
+    return options.id_prefix + session_id if session_id and options.id_prefix else session_id
+
+
+def _reported(
+    errors: list[FieldError], *, injected: Any, instruction_chars: Any, model: Any, ended_at: Any,
+    injected_field: str = "injected", ended_field: str = "ended_at",
+) -> dict[str, Any]:
+    """What a session says about how it ran: the procedures injected, the instruction size, the model
+    and when it ended, each validated under the field name of its format."""
+    return {
+        "injected": _clean_injected(injected, errors, injected_field),
+        "instruction_chars": _clean_instruction_chars(instruction_chars, errors),
+        "model": _clean_model(model, errors),
+        "ended_at": _parse_ended_at(ended_at, errors, ended_field),
+    }
+
+
+def _valid(session: SessionIn, errors: list[FieldError]) -> SessionIn:
+    """The session, or ItemInvalid naming every error found while reading its item."""
+    if errors:
+        raise ItemInvalid(errors, session.session_id or None)
+    return session
+
+
+def parse_procmem(item: Any, options: ImportOptions | None = None) -> SessionIn:
+    options = options or ImportOptions()
+    item = _json_object(item)
     errors: list[FieldError] = []
-    session_id = _clean_session_id(item.get("session_id"), errors)
-    if session_id and options.id_prefix:
-        session_id = options.id_prefix + session_id
+    session_id = _with_prefix(_clean_session_id(item.get("session_id"), errors), options)
     outcome = item.get("outcome")
     resolved = escalated = None
     rating = None
@@ -321,63 +340,130 @@ def parse_procmem(item: Any, options: ImportOptions | None = None) -> SessionIn:
         escalated=escalated,
         rating=rating,
         tool_calls=tool_calls,
-        injected=_clean_injected(item.get("injected"), errors),
-        instruction_chars=_clean_instruction_chars(item.get("instruction_chars"), errors),
-        model=_clean_model(item.get("model") or options.model, errors),
-        ended_at=_parse_ended_at(item.get("ended_at"), errors),
+        **_reported(
+            errors, injected=item.get("injected"), instruction_chars=item.get("instruction_chars"),
+            model=item.get("model") or options.model, ended_at=item.get("ended_at"),
+        ),
         source_format="procmem",
         reply=_clean_text(item.get("reply"), "reply", errors),
         structured=[item.get("tool_results")] if item.get("tool_results") is not None else [],
     )
-    if errors:
-        raise ItemInvalid(errors, session_id or None)
-    return session
+    return _valid(session, errors)
+
+
+# ---------------------------------------------------------------------------------------------- chat formats
+
+
+@dataclass
+class Conversation:
+    """What procmem keeps of a chat, whatever its format: the customer's opening request, the
+    agent's last reply, the tool calls in order (validated afterwards), and what the tools answered
+    (read for personal values, never stored)."""
+
+    task: str = ""
+    reply: str = ""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    results: list[Any] = field(default_factory=list)
+
+    def user_said(self, text: str) -> None:
+        self.task = self.task or text
+
+    def agent_said(self, text: str) -> None:
+        self.reply = text
+
+    def tool_called(self, name: Any, args: Any) -> None:
+        self.calls.append({"name": name, "args": args or {}, "ok": True})
+
+    def tool_answered(self, result: Any, *, failed: bool) -> None:
+        # A failed answer marks the call before it: chat formats answer the calls in order.
+        self.results.append(result)
+        if failed and self.calls:
+            self.calls[-1]["ok"] = False
+
+
+# How one chat format reads one of its messages (at `where`) into the conversation.
+MessageReader = Callable[[Any, str, Conversation, list[FieldError]], None]
+
+
+def walk_chat(messages: list[Any], key: str, read: MessageReader, errors: list[FieldError]) -> Conversation:
+    """Walks the messages of a chat in order with the format's reader; errors name ``key[index]``."""
+    conversation = Conversation()
+    for index, message in enumerate(messages):
+        read(message, f"{key}[{index}]", conversation, errors)
+    return conversation
+
+
+def _read_openai_message(message: Any, where: str, chat: Conversation, errors: list[FieldError]) -> None:
+    if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+        errors.append(FieldError(where, "must be a chat message with a role"))
+        return
+    role = message["role"]
+    content = message.get("content")
+    if role == "user" and isinstance(content, str):
+        chat.user_said(content)
+    elif role == "assistant":
+        if isinstance(content, str) and content.strip():
+            chat.agent_said(content)
+        for call_index, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if not isinstance(function, Mapping):
+                errors.append(FieldError(f"{where}.tool_calls[{call_index}]", "has no function {name, arguments}"))
+                continue
+            chat.tool_called(function.get("name"), function.get("arguments"))
+    elif role == "tool":
+        chat.tool_answered(content, failed=isinstance(content, str) and content.lower().startswith("error"))
+
+
+def _read_adk_event(event: Any, where: str, chat: Conversation, errors: list[FieldError]) -> None:
+    if not isinstance(event, Mapping):
+        errors.append(FieldError(where, "must be an object"))
+        return
+    content = event.get("content") or {}
+    parts = content.get("parts") if isinstance(content, Mapping) else None
+    if parts is None:
+        return
+    if not isinstance(parts, list):
+        errors.append(FieldError(f"{where}.content.parts", "must be a list"))
+        return
+    for part_index, part in enumerate(parts):
+        if not isinstance(part, Mapping):
+            continue
+        call = part.get("functionCall") or part.get("function_call")
+        response = part.get("functionResponse") or part.get("function_response")
+        text = part.get("text")
+        if call is not None:
+            if not isinstance(call, Mapping):
+                errors.append(FieldError(f"{where}.content.parts[{part_index}].functionCall", "must be an object"))
+                continue
+            chat.tool_called(call.get("name"), call.get("args"))
+        elif response is not None:
+            result = response.get("response") if isinstance(response, Mapping) else response
+            failed = isinstance(result, Mapping) and bool(result.get("error") or result.get("status") == "error")
+            chat.tool_answered(result, failed=failed)
+        elif isinstance(text, str) and text.strip():
+            if event.get("author") == "user":
+                chat.user_said(text)
+            else:
+                chat.agent_said(text)
 
 
 def parse_openai(item: Any, options: ImportOptions | None = None) -> SessionIn:
     options = options or ImportOptions()
-    if not isinstance(item, Mapping):
-        raise ItemInvalid([FieldError("(item)", f"must be a JSON object, got {type(item).__name__}")])
-    errors: list[FieldError] = []
+    item = _json_object(item)
     messages_key = "traj" if "traj" in item else "messages"
     messages = item.get(messages_key)
     if not isinstance(messages, list):
         raise ItemInvalid([FieldError(messages_key, "must be a list of OpenAI chat messages")])
+    errors: list[FieldError] = []
     if item.get("session_id") is not None:
         session_id = _clean_session_id(item.get("session_id"), errors)
     elif item.get("task_id") is not None:
         session_id = f"task{item.get('task_id')}-trial{item.get('trial', 0)}"
     else:
         session_id = _clean_session_id(None, errors)
-    if session_id and options.id_prefix:
-        session_id = options.id_prefix + session_id
-    task = ""
-    reply = ""
-    raw_calls: list[dict[str, Any]] = []
-    structured: list[Any] = []
-    for index, message in enumerate(messages):
-        where = f"{messages_key}[{index}]"
-        if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
-            errors.append(FieldError(where, "must be a chat message with a role"))
-            continue
-        role = message["role"]
-        content = message.get("content")
-        if role == "user" and not task and isinstance(content, str):
-            task = content
-        elif role == "assistant":
-            if isinstance(content, str) and content.strip():
-                reply = content
-            for call_index, call in enumerate(message.get("tool_calls") or []):
-                function = call.get("function") if isinstance(call, Mapping) else None
-                if not isinstance(function, Mapping):
-                    errors.append(FieldError(f"{where}.tool_calls[{call_index}]", "has no function {name, arguments}"))
-                    continue
-                raw_calls.append({"name": function.get("name"), "args": function.get("arguments") or {}, "ok": True})
-        elif role == "tool":
-            structured.append(content)
-            if raw_calls and isinstance(content, str) and content.lower().startswith("error"):
-                raw_calls[-1]["ok"] = False
-    tool_calls = _clean_tool_calls(raw_calls, errors, f"{messages_key}.tool_calls")
+    session_id = _with_prefix(session_id, options)
+    chat = walk_chat(messages, messages_key, _read_openai_message, errors)
+    tool_calls = _clean_tool_calls(chat.calls, errors, f"{messages_key}.tool_calls")
     reward = item.get("reward")
     outcome = item.get("outcome") if isinstance(item.get("outcome"), Mapping) else {}
     resolved: bool | None
@@ -392,108 +478,64 @@ def parse_openai(item: Any, options: ImportOptions | None = None) -> SessionIn:
     escalated = any(call["name"] in options.escalation_tools for call in tool_calls)
     if outcome.get("escalated") is not None:
         escalated = bool(_bool_or_none(outcome.get("escalated"), "outcome.escalated", errors)) or escalated
-    intent = _intent_from_options(item, session_id, options, errors, item.get("intent"))
     session = SessionIn(
         session_id=session_id,
-        intent=intent,
-        task=task[:20000],
+        intent=_intent_from_options(item, session_id, options, errors, item.get("intent")),
+        task=chat.task[:20000],
         resolved=resolved,
         escalated=escalated,
         rating=float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None,
         tool_calls=tool_calls,
-        injected=_clean_injected(item.get("injected"), errors),
-        instruction_chars=_clean_instruction_chars(item.get("instruction_chars"), errors),
-        model=_clean_model(item.get("model") or options.model, errors),
-        ended_at=_parse_ended_at(item.get("ended_at"), errors),
+        **_reported(
+            errors, injected=item.get("injected"), instruction_chars=item.get("instruction_chars"),
+            model=item.get("model") or options.model, ended_at=item.get("ended_at"),
+        ),
         source_format="openai",
-        reply=reply[:20000],
-        structured=structured,
+        reply=chat.reply[:20000],
+        structured=chat.results,
     )
-    if errors:
-        raise ItemInvalid(errors, session_id or None)
-    return session
+    return _valid(session, errors)
 
 
 def parse_adk(item: Any, options: ImportOptions | None = None) -> SessionIn:
     options = options or ImportOptions()
-    if not isinstance(item, Mapping):
-        raise ItemInvalid([FieldError("(item)", f"must be a JSON object, got {type(item).__name__}")])
-    errors: list[FieldError] = []
+    item = _json_object(item)
     events = item.get("events")
     if not isinstance(events, list):
         raise ItemInvalid([FieldError("events", "must be a list of ADK events")])
     state = item.get("state") if isinstance(item.get("state"), Mapping) else {}
-    session_id = _clean_session_id(item.get("id", item.get("session_id")), errors, "id")
-    if session_id and options.id_prefix:
-        session_id = options.id_prefix + session_id
-    task = ""
-    reply = ""
-    raw_calls: list[dict[str, Any]] = []
-    structured: list[Any] = []
-    for index, event in enumerate(events):
-        where = f"events[{index}]"
-        if not isinstance(event, Mapping):
-            errors.append(FieldError(where, "must be an object"))
-            continue
-        author = event.get("author")
-        content = event.get("content") or {}
-        parts = content.get("parts") if isinstance(content, Mapping) else None
-        if parts is None:
-            continue
-        if not isinstance(parts, list):
-            errors.append(FieldError(f"{where}.content.parts", "must be a list"))
-            continue
-        for part_index, part in enumerate(parts):
-            if not isinstance(part, Mapping):
-                continue
-            call = part.get("functionCall") or part.get("function_call")
-            response = part.get("functionResponse") or part.get("function_response")
-            text = part.get("text")
-            if call is not None:
-                if not isinstance(call, Mapping):
-                    errors.append(FieldError(f"{where}.content.parts[{part_index}].functionCall", "must be an object"))
-                    continue
-                raw_calls.append({"name": call.get("name"), "args": call.get("args") or {}, "ok": True})
-            elif response is not None:
-                structured.append(response.get("response") if isinstance(response, Mapping) else response)
-                result = response.get("response") if isinstance(response, Mapping) else None
-                if raw_calls and isinstance(result, Mapping) and (result.get("error") or result.get("status") == "error"):
-                    raw_calls[-1]["ok"] = False
-            elif isinstance(text, str) and text.strip():
-                if author == "user":
-                    task = task or text
-                else:
-                    reply = text
-    tool_calls = _clean_tool_calls(raw_calls, errors, "events.functionCall")
+    errors: list[FieldError] = []
+    session_id = _with_prefix(_clean_session_id(item.get("id", item.get("session_id")), errors, "id"), options)
+    chat = walk_chat(events, "events", _read_adk_event, errors)
+    tool_calls = _clean_tool_calls(chat.calls, errors, "events.functionCall")
     outcome = state.get("outcome") if isinstance(state.get("outcome"), Mapping) else item.get("outcome")
     outcome = outcome if isinstance(outcome, Mapping) else {}
     resolved = _bool_or_none(outcome.get("resolved"), "state.outcome.resolved", errors)
     escalated = _bool_or_none(outcome.get("escalated"), "state.outcome.escalated", errors)
     if any(call["name"] in options.escalation_tools for call in tool_calls):
         escalated = True
-    injected = state.get("procmem:injected", state.get("procmem_injected", item.get("injected")))
-    intent_fallback = state.get("intent", item.get("intent"))
-    intent = _intent_from_options(item, session_id, options, errors, intent_fallback)
-    ended = item.get("lastUpdateTime", item.get("last_update_time", item.get("ended_at")))
     session = SessionIn(
         session_id=session_id,
-        intent=intent,
-        task=task[:20000],
+        intent=_intent_from_options(item, session_id, options, errors, state.get("intent", item.get("intent"))),
+        task=chat.task[:20000],
         resolved=resolved,
         escalated=escalated,
         rating=None,
         tool_calls=tool_calls,
-        injected=_clean_injected(injected, errors, "state.procmem:injected"),
-        instruction_chars=_clean_instruction_chars(state.get("procmem:instruction_chars", item.get("instruction_chars")), errors),
-        model=_clean_model(state.get("model") or item.get("model") or options.model, errors),
-        ended_at=_parse_ended_at(ended, errors, "lastUpdateTime"),
+        **_reported(
+            errors,
+            injected=state.get("procmem:injected", state.get("procmem_injected", item.get("injected"))),
+            instruction_chars=state.get("procmem:instruction_chars", item.get("instruction_chars")),
+            model=state.get("model") or item.get("model") or options.model,
+            ended_at=item.get("lastUpdateTime", item.get("last_update_time", item.get("ended_at"))),
+            injected_field="state.procmem:injected",
+            ended_field="lastUpdateTime",
+        ),
         source_format="adk",
-        reply=reply[:20000],
-        structured=structured,
+        reply=chat.reply[:20000],
+        structured=chat.results,
     )
-    if errors:
-        raise ItemInvalid(errors, session_id or None)
-    return session
+    return _valid(session, errors)
 
 
 PARSERS: dict[str, Callable[[Any, ImportOptions | None], SessionIn]] = {
@@ -518,213 +560,3 @@ def parse_item(item: Any, *, fmt: str = "auto", options: ImportOptions | None = 
     if fmt not in PARSERS:
         raise ItemInvalid([FieldError("format", f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")])
     return PARSERS[fmt](item, options)
-
-
-# ---------------------------------------------------------------------------------------------- streaming files
-
-
-def iter_json_items(stream: IO[bytes], *, chunk_size: int = 1 << 20, on_bytes: Callable[[int], None] | None = None) -> Iterator[Any]:
-    """Yields the items of a JSON list, of JSON Lines, or a single JSON object, reading `stream` in
-    chunks: memory holds one chunk plus the item being decoded, whatever the file's size.
-
-    Raises ValueError naming the item index and byte-independent position on malformed input."""
-    decoder = json.JSONDecoder()
-    text_decoder = codecs.getincrementaldecoder("utf-8-sig")()
-    buffer = ""
-    eof = False
-    in_list: bool | None = None
-    index = 0
-
-    def more() -> bool:
-        nonlocal buffer, eof
-        if eof:
-            return False
-        chunk = stream.read(chunk_size)
-        if on_bytes is not None and chunk:
-            on_bytes(len(chunk))
-        if not chunk:
-            eof = True
-            buffer += text_decoder.decode(b"", final=True)
-            return False
-        buffer += text_decoder.decode(chunk)
-        return True
-
-    position = 0
-    while True:
-        # skip whitespace and separators
-        while True:
-            while position < len(buffer) and buffer[position] in " \t\r\n":
-                position += 1
-            if position < len(buffer):
-                break
-            buffer, position = "", 0
-            if not more():
-                break
-        if position >= len(buffer):
-            if in_list:
-                raise ValueError(f"the JSON list is not closed (after item {index})")
-            return
-        char = buffer[position]
-        if in_list is None:
-            in_list = char == "["
-            if in_list:
-                position += 1
-                continue
-        if in_list and char == "]":
-            return
-        if in_list and char == ",":
-            position += 1
-            continue
-        while True:
-            try:
-                value, end = decoder.raw_decode(buffer, position)
-                # a number or literal at the very end of a chunk may be cut; an object/list never ends early
-                if end == len(buffer) and not eof and buffer[position] not in "{[\"":
-                    raise json.JSONDecodeError("maybe truncated", buffer, end)
-                break
-            except json.JSONDecodeError as exc:
-                if more():
-                    continue
-                raise ValueError(f"item {index}: invalid JSON: {exc.msg}") from None
-        yield value
-        index += 1
-        buffer, position = buffer[end:], 0
-
-
-# ---------------------------------------------------------------------------------------------- redaction & storage
-
-
-def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]]:
-    """What a reviewer may read of a session: the opening request, the tool calls with redacted
-    arguments, and the last reply, all redacted and shortened. Tool results are never included."""
-
-    def short(text: str, limit: int) -> str:
-        return text if len(text) <= limit else text[: limit - 1] + "…"
-
-    def short_args(value: Any) -> Any:
-        if isinstance(value, str):
-            return short(value, EXCERPT_ARG_CHARS)
-        if isinstance(value, Mapping):
-            return {k: short_args(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [short_args(v) for v in value[:20]]
-        return value
-
-    excerpt: list[dict[str, Any]] = []
-    if session.task:
-        excerpt.append({"role": "user", "text": short(redactor.text(session.task), EXCERPT_TEXT_CHARS)})
-    for call in session.tool_calls[:EXCERPT_CALLS]:
-        excerpt.append({"role": "tool_call", "tool": call["name"], "args": short_args(redactor.value(call["args"])), "ok": call["ok"]})
-    if len(session.tool_calls) > EXCERPT_CALLS:
-        excerpt.append({"role": "note", "text": f"{len(session.tool_calls) - EXCERPT_CALLS} more tool calls"})
-    if session.reply:
-        excerpt.append({"role": "assistant", "text": short(redactor.text(session.reply), EXCERPT_TEXT_CHARS)})
-    return excerpt
-
-
-def redactor_for(session: SessionIn, agent: Agent) -> Redactor:
-    structured: list[Any] = [call["args"] for call in session.tool_calls]
-    structured.extend(session.structured)
-    texts = [session.task, session.reply, *strings_in([call["args"] for call in session.tool_calls])]
-    return redactor_for_session(structured=structured, texts=texts, agent_patterns=agent.redaction_patterns)
-
-
-def raw_retention_days() -> int:
-    return int(getattr(settings, "PROCMEM_RAW_RETENTION_DAYS", 30))
-
-
-def _to_row(agent: Agent, session: SessionIn, intent_ids: dict[str, int], keep_raw: bool) -> AgentSession:
-    excerpt = build_excerpt(session, redactor_for(session, agent))
-    return AgentSession(
-        agent=agent,
-        session_id=session.session_id,
-        intent_id=intent_ids.get(session.intent) if session.intent else None,
-        task=session.task if keep_raw else "",
-        resolved=session.resolved,
-        escalated=session.escalated,
-        rating=session.rating,
-        skeleton=session.skeleton,
-        tool_calls=session.tool_calls if keep_raw else [{"name": c["name"], "ok": c["ok"]} for c in session.tool_calls],
-        redacted_excerpt=excerpt,
-        injected=session.injected,
-        instruction_chars=session.instruction_chars,
-        model=session.model,
-        ended_at=session.ended_at,
-        raw_purged=not keep_raw,
-        source_format=session.source_format,
-    )
-
-
-@dataclass
-class StoreResult:
-    stored: list[str] = field(default_factory=list)
-    duplicate: list[str] = field(default_factory=list)
-
-
-def intents_ensure(*, agent: Agent, names: Iterable[str]) -> dict[str, int]:
-    """Intent name → id for the agent, creating the intents that do not exist yet. Intents are the
-    agent's router labels: a session reporting a new label creates it."""
-    wanted = set(names)
-    if not wanted:
-        return {}
-    found = dict(Intent.objects.filter(agent=agent, name__in=wanted).values_list("name", "id"))
-    missing = wanted - set(found)
-    if missing:
-        Intent.objects.bulk_create([Intent(agent=agent, name=name) for name in sorted(missing)], ignore_conflicts=True)
-        found = dict(Intent.objects.filter(agent=agent, name__in=wanted).values_list("name", "id"))
-    return found
-
-
-def sessions_store(*, agent: Agent, sessions: list[SessionIn]) -> StoreResult:
-    """Stores validated sessions of one agent in one transaction. Idempotent by session id: a session
-    already stored (or repeated in the batch) is reported as duplicate and changes nothing.
-
-    Redaction happens here, before the row exists: the excerpt a reviewer sees is built from the
-    session's own personal values plus the agent's and the built-in patterns. With
-    PROCMEM_RAW_RETENTION_DAYS=0 the raw task and arguments are never stored."""
-    result = StoreResult()
-    unique: dict[str, SessionIn] = {}
-    for session in sessions:
-        if session.session_id in unique:
-            result.duplicate.append(session.session_id)
-        else:
-            unique[session.session_id] = session
-    if not unique:
-        return result
-    keep_raw = raw_retention_days() > 0
-    with transaction.atomic():
-        existing = set(
-            AgentSession.objects.filter(agent=agent, session_id__in=list(unique)).values_list("session_id", flat=True)
-        )
-        fresh = [s for sid, s in unique.items() if sid not in existing]
-        result.duplicate.extend(sid for sid in unique if sid in existing)
-        intent_ids = intents_ensure(agent=agent, names={s.intent for s in fresh if s.intent})
-        rows = [_to_row(agent, s, intent_ids, keep_raw) for s in fresh]
-        # ignore_conflicts: a concurrent request with the same session id wins the race; this one
-        # then changes nothing, which is what a resend must do.
-        AgentSession.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
-        result.stored.extend(s.session_id for s in fresh)
-    return result
-
-
-def sessions_purge_raw(*, agent: Agent | None = None, older_than_days: int | None = None, batch_size: int = 2000) -> int:
-    """Drops the raw task text and tool-call arguments of sessions received more than the retention
-    window ago (tool names and order, the outcome and the redacted excerpt stay: mining needs no
-    more). Returns how many sessions were purged. Batched, one short transaction per batch."""
-    days = raw_retention_days() if older_than_days is None else older_than_days
-    cutoff = timezone.now() - timedelta(days=days)
-    queryset = AgentSession.objects.filter(raw_purged=False, received_at__lt=cutoff)
-    if agent is not None:
-        queryset = queryset.filter(agent=agent)
-    purged = 0
-    while True:
-        with transaction.atomic():
-            batch = list(queryset.select_for_update(skip_locked=True).order_by("pk").values_list("pk", "tool_calls")[:batch_size])
-            if not batch:
-                return purged
-            rows = [
-                AgentSession(pk=pk, task="", raw_purged=True, tool_calls=[{"name": c.get("name"), "ok": c.get("ok")} for c in (calls or []) if isinstance(c, Mapping)])
-                for pk, calls in batch
-            ]
-            AgentSession.objects.bulk_update(rows, ["task", "raw_purged", "tool_calls"])
-            purged += len(rows)

@@ -21,8 +21,8 @@ from django.http import HttpRequest, JsonResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 
-from .models import Agent, ApiToken, AuditEvent
-from .permissions import user_can_manage_agent
+from ..models import Agent, ApiToken, AuditEvent
+from ..permissions import user_can_manage_agent
 
 TOKEN_PREFIX = "pm_"
 
@@ -34,7 +34,7 @@ def api_error(status: int, code: str, message: str, **extra) -> JsonResponse:
 
 def token_create(*, agent: Agent, scope: str, name: str, user=None, actor_label: str = "") -> tuple[ApiToken, str]:
     """Creates a token and returns it with the raw secret (shown once, never stored)."""
-    from .services import audit
+    from ..services import audit
 
     if scope not in ApiToken.Scope.values:
         raise ValueError(f"unknown token scope {scope!r}; use one of {', '.join(ApiToken.Scope.values)}")
@@ -54,7 +54,7 @@ def token_create(*, agent: Agent, scope: str, name: str, user=None, actor_label:
 
 
 def token_revoke(*, token: ApiToken, user=None, actor_label: str = "") -> ApiToken:
-    from .services import audit
+    from ..services import audit
 
     if user is not None and not user_can_manage_agent(user, token.agent):
         raise PermissionDenied(f"You may not revoke tokens of {token.agent.name}.")

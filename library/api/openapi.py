@@ -2,7 +2,7 @@
 
 Written out by hand next to the views it describes, because the API is small and its contract is
 versioned: field names here are the ones a Java agent maps onto its `Procedure` record.
-tests/library/test_api.py checks that every route of api_urls is described and that the
+tests/library/test_api.py checks that every route of library/api/urls.py is described and that the
 responses carry the documented fields.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .selection import MAX_K
+from ..selection import MAX_K
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 

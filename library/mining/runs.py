@@ -19,10 +19,10 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from . import mining
-from .models import Agent, AgentSession, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
-from .redaction import Redactor
-from .services import audit, procedure_propose
+from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
+from ..redaction import Redactor
+from ..services import audit, procedure_propose
+from . import skeletons as mining
 
 logger = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ def _near_duplicate(versions: list[ProcedureVersion], applies_when: str) -> tupl
     an ACTIVE version wins over one with only candidates, so a new skeleton diffs against what runs."""
     if not versions:
         return None
-    from .embeddings import embed
+    from ..embeddings import embed
 
     threshold = float(getattr(settings, "PROCMEM_MINING_NEAR_DUPLICATE", 0.85))
     vectors = embed([applies_when] + [v.applies_when for v in versions])
@@ -286,7 +286,7 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
 
 
 def _notify(agent_id: int, version_ids: list[int], run_id: int) -> None:
-    from .signals import candidates_created
+    from ..signals import candidates_created
 
     candidates_created.send(sender=MiningRun, agent_id=agent_id, version_ids=version_ids, mining_run_id=run_id)
 
