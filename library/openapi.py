@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .selection import MAX_K
+from procmem_client.ranking import MAX_K
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 
