@@ -1,6 +1,6 @@
 """Session ingestion: the three input formats, per-item validation, redaction, and the store service.
 
-Formats (DESIGN.md, "Sessions and mining"):
+Formats (docs/design.md "Sessions and mining"; details in docs/api.md):
 - ``procmem``: one finished session per object: ``{"session_id", "agent", "intent", "task",
   "outcome": {"resolved", "escalated", "rating"}, "tool_calls": [{"name", "args", "ok"}],
   "injected": [{"id", "version"}], "instruction_chars", "model", "ended_at"}`` (+ optional ``"reply"``).

@@ -144,7 +144,7 @@ SCHEMAS: dict[str, Any] = {
 
 _SESSION_IN: dict[str, Any] = {
     "type": "object",
-    "description": "One finished session in procmem's format (DESIGN.md); ?format=openai|adk takes the other two.",
+    "description": "One finished session in procmem's format (docs/api.md); ?format=openai|adk takes the other two.",
     "required": ["session_id"],
     "properties": {
         "session_id": {"type": "string"},

@@ -27,7 +27,7 @@ EVALS_AVAILABLE = importlib.util.find_spec("reviews.evals") is not None
 
 def refund_candidate() -> ProcedureVersion:
     """The mined refund.over_limit candidate of the demo data. Until the demo seed mines it (the
-    mining issue), the test proposes the same record with the numbers of DESIGN.md."""
+    mining issue), the test proposes the same record with the numbers of docs/design.md."""
     from library import services
     from library.models import Agent
 

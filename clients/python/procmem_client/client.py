@@ -24,8 +24,8 @@ What it does:
   when the `[embeddings]` extra is installed (or a `ranker` is given), otherwise by asking
   GET /api/v1/agents/{agent}/select?task=&intent= (the server runs that same ranker); either way it
   renders with procmem_client.rendering, the server's renderer;
-- reports finished sessions to POST /api/v1/sessions (procmem JSONL, docs/api.md "Sessions") with
-  an ingest token, including the injected ids and versions.
+- reports finished sessions to POST /api/v1/sessions with an ingest token, in procmem JSONL
+  (docs/api.md "Sessions in: ingestion"), including the injected ids and versions.
 """
 
 from __future__ import annotations
@@ -80,7 +80,7 @@ def session_record(
     model: str = "",
     ended_at: datetime | str | None = None,
 ) -> dict[str, Any]:
-    """One finished session in procmem JSONL form (docs/api.md "Sessions")."""
+    """One finished session in procmem JSONL form (docs/api.md "Sessions in: ingestion")."""
     if isinstance(ended_at, datetime):
         ended = ended_at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
     else:
