@@ -20,7 +20,9 @@ REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "") in {"1", "true", "yes"
 
 def _taubench_dir() -> Path:
     """The public tau-bench data (shared/data/taubench beside the checkout; TAUBENCH_DIR overrides)."""
-    candidates = [os.environ.get("TAUBENCH_DIR"), Path(__file__).resolve().parents[4] / "shared" / "data" / "taubench"]
+    here = Path(__file__).resolve()  # <checkout>/clients/python/tests/conftest.py; shared/ is beside <checkout>
+    beside = here.parents[4] / "shared" / "data" / "taubench" if len(here.parents) > 4 else Path("shared/data/taubench")
+    candidates = [os.environ.get("TAUBENCH_DIR"), beside]
     for candidate in candidates:
         if candidate and (Path(candidate) / "tau2_airline_tasks.json").exists():
             return Path(candidate)
