@@ -14,8 +14,9 @@ app.autodiscover_tasks()
 
 @app.on_after_configure.connect
 def _make_filesystem_broker_folders(sender, **kwargs):
-    # kombu's filesystem transport does not create its folders itself.
+    # kombu's filesystem transport does not create its folders itself (the control folder it
+    # creates only when its parent exists; left unset it would be ./control in the cwd).
     options = sender.conf.broker_transport_options or {}
-    for key in ("data_folder_in", "data_folder_out", "processed_folder"):
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         if options.get(key):
             os.makedirs(options[key], exist_ok=True)

@@ -1,6 +1,6 @@
 """Metrics per procedure version, from the sessions agents report.
 
-What is measured (DESIGN.md "Operating"):
+What is measured (docs/operations.md "Metrics per procedure version"):
 - selected: sessions whose `injected` list names the version (id and version number);
 - resolution rate with it: of those sessions with an outcome, the share resolved and not escalated
   (the same success label mining uses);

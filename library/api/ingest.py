@@ -57,7 +57,7 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
         return api_error(400, "bad_format", f"format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
     content_type = request.content_type or ""
     if content_type in NDJSON_TYPES:
-        # JSON Lines (what library.client sends): one session object a line, blank lines ignored
+        # JSON Lines (what procmem_client sends): one session object a line, blank lines ignored
         payload: Any = []
         for number, line in enumerate((body or b"").splitlines(), start=1):
             if not line.strip():

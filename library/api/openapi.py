@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..selection import MAX_K
+from procmem_client.ranking import MAX_K
 
 _STR_LIST = {"type": "array", "items": {"type": "string"}}
 
@@ -144,7 +144,7 @@ SCHEMAS: dict[str, Any] = {
 
 _SESSION_IN: dict[str, Any] = {
     "type": "object",
-    "description": "One finished session in procmem's format (DESIGN.md); ?format=openai|adk takes the other two.",
+    "description": "One finished session in procmem's format (docs/api.md); ?format=openai|adk takes the other two.",
     "required": ["session_id"],
     "properties": {
         "session_id": {"type": "string"},

@@ -23,7 +23,9 @@ from django.utils.http import parse_etags
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_GET
 
-from .. import selection, serving
+from procmem_client.ranking import MAX_K
+
+from .. import serving
 from ..models import Agent
 from ..permissions import user_can_manage_agent
 from ..services import agent_set_tools
@@ -124,9 +126,9 @@ def select(request: HttpRequest, agent: str) -> HttpResponse:
             k = int(raw_k)
         except ValueError:
             k = -1
-        if not (1 <= k <= selection.MAX_K):
+        if not (1 <= k <= MAX_K):
             return api_error(
-                400, "invalid_parameter", f"k must be an integer from 1 to {selection.MAX_K} (diagnostics only); got {raw_k!r}.",
+                400, "invalid_parameter", f"k must be an integer from 1 to {MAX_K} (diagnostics only); got {raw_k!r}.",
                 parameter="k",
             )
     result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k)

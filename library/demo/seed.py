@@ -1,4 +1,4 @@
-"""Demo data: the refund example of DESIGN.md. Used by `manage.py seed_demo`, the browser tests
+"""Demo data: the refund example of docs/design.md. Used by `manage.py seed_demo`, the browser tests
 and the benchmarks. Everything goes through the lifecycle services, like real data would."""
 
 from __future__ import annotations

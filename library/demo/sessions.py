@@ -1,6 +1,6 @@
 """Demo sessions for the seed (deterministic: the same sessions every time), ingested through the
 same parser and store service as real ones and then mined, so that the demo's candidate
-`refund.over_limit` v2 comes out of data exactly as DESIGN.md tells it:
+`refund.over_limit` v2 comes out of data exactly as docs/design.md tells it:
 
 - refund_over_limit: 140 resolved, 60 failed.
   118 resolved: lookupOrder → checkReturnWindow → createApproval → replyTemplates('approval_pending');

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from library.rendering import render_procedure
+from procmem_client.rendering import render_procedure
 
 from ..models import Agent, ProcedureVersion, RegressionCase
 

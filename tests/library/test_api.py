@@ -385,7 +385,7 @@ def test_embeddings_are_computed_once_per_version_and_shared_through_the_databas
 
     from library import serving
     from library.models import VersionEmbedding
-    from library.selection import EmbeddingCache, Ranker
+    from procmem_client.ranking import EmbeddingCache, Ranker
 
     client.get(url("select"), {"task": "refund above the limit"}, **bearer(read_token))
     stored = VersionEmbedding.objects.filter(model_key=serving.model_key())

@@ -1,7 +1,7 @@
-"""The procmem runtime client for Python agents. Standard library + library.selection/rendering; no
-Django, so it runs inside any agent process (installed with the project: `pip install procmem`).
+"""The procmem runtime client for Python agents: the standard library plus procmem_client.ranking and
+procmem_client.rendering, so it runs inside any agent process (`pip install ./clients/python`).
 
-    from library.client import ProcmemClient
+    from procmem_client import ProcmemClient
 
     client = ProcmemClient(base_url="https://procmem.example.com", agent="support_agent",
                            token=os.environ["PROCMEM_READ_TOKEN"],
@@ -20,10 +20,12 @@ What it does:
 - keeps serving the last good set when the server fails (errors are recorded in `last_error`, and
   retried after `retry_interval`); before the first successful fetch it serves an empty set, so an
   agent without procmem still runs, only without procedures;
-- selects and renders locally with the same code as the server (library.selection,
-  library.rendering), at most the set's `injectionCap` procedures;
-- reports finished sessions to POST /api/v1/sessions (procmem JSONL, DESIGN.md "Sessions") with an
-  ingest token, including the injected ids and versions.
+- selects at most the set's `injectionCap` procedures: locally with the same ranker as the server
+  when the `[embeddings]` extra is installed (or a `ranker` is given), otherwise by asking
+  GET /api/v1/agents/{agent}/select?task=&intent= (the server runs that same ranker); either way it
+  renders with procmem_client.rendering, the server's renderer;
+- reports finished sessions to POST /api/v1/sessions with an ingest token, in procmem JSONL
+  (docs/api.md "Sessions in: ingestion"), including the injected ids and versions.
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ import logging
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
+from . import embeddings
 from .rendering import estimate_tokens, render_procedures
-from .selection import Index, Ranker, Selection
+from .ranking import Index, Ranker, Selection
 
 logger = logging.getLogger("procmem.client")
 
@@ -76,7 +80,7 @@ def session_record(
     model: str = "",
     ended_at: datetime | str | None = None,
 ) -> dict[str, Any]:
-    """One finished session in procmem JSONL form (DESIGN.md "Sessions and mining")."""
+    """One finished session in procmem JSONL form (docs/api.md "Sessions in: ingestion")."""
     if isinstance(ended_at, datetime):
         ended = ended_at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
     else:
@@ -109,8 +113,11 @@ class ProcmemClient:
         retry_interval: float = 5.0,
         timeout: float = 5.0,
         ranker: Ranker | None = None,
+        local_ranking: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
+        """`local_ranking`: rank in this process (True) or ask the server's select endpoint (False);
+        by default locally when a `ranker` is given or the `[embeddings]` extra is installed."""
         self.base_url = base_url.rstrip("/")
         self.agent = agent
         self._token = token
@@ -119,6 +126,7 @@ class ProcmemClient:
         self.retry_interval = retry_interval
         self.timeout = timeout
         self._ranker = ranker
+        self.local_ranking = (ranker is not None or embeddings.available()) if local_ranking is None else local_ranking
         self._clock = clock
         self._lock = threading.RLock()
         self._refresh_lock = threading.Lock()
@@ -130,6 +138,8 @@ class ProcmemClient:
         self.last_success: float | None = None
         self.fetches = 0  # requests sent (for tests and metrics)
         self.not_modified = 0
+        self.selects = 0  # requests sent to the select endpoint (without local ranking)
+        self.selected_set_etag: str | None = None  # the ETag of the set the server selected from
         self.last_content_encoding: str | None = None  # of the last 200 ("gzip" from procmem)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -161,7 +171,7 @@ class ProcmemClient:
             request = urllib.request.Request(
                 self._url(f"agents/{self.agent}/procedures"),
                 # gzip: the set is served from a representation compressed once per set, several
-                # times smaller on the wire (bench/RESULTS.md, issue 6)
+                # times smaller on the wire (bench/RESULTS.md, the active-set benchmark)
                 headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json", "Accept-Encoding": "gzip"},
             )
             if self._etag:
@@ -245,10 +255,47 @@ class ProcmemClient:
             return self._index, data
 
     def select(self, *, task: str, intent: str | None = None, k: int | None = None) -> Selection:
-        """Selects locally, at most the set's injection cap (see library/selection.py)."""
+        """At most the set's injection cap: ranked here (see procmem_client/ranking.py) or, without
+        the embeddings extra, by the server's select endpoint over the same set."""
+        if not self.local_ranking:
+            return self._select_on_server(task=task, intent=intent, k=k)
         index, data = self._current_index()
         cap = int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
         return index.select(task=task, intent=intent, cap=cap, k=k)
+
+    def _select_on_server(self, *, task: str, intent: str | None, k: int | None) -> Selection:
+        """GET /api/v1/agents/{agent}/select. When the server fails, nothing is injected (the error is
+        in `last_error`): the agent still runs, only without procedures."""
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError("task must be a non-empty string")
+        query = {"task": task, **({"intent": intent} if intent else {}), **({"k": str(k)} if k is not None else {})}
+        request = urllib.request.Request(
+            self._url(f"agents/{self.agent}/select?{urllib.parse.urlencode(query)}"),
+            headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json"},
+        )
+        self.selects += 1
+        empty: Selection = {"task": task, "intent": intent or None, "cap": 0, "injected": [], "ranked": []}
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                data = json.loads(response.read())
+            if not isinstance(data, dict) or not isinstance(data.get("injected"), list):
+                raise ValueError("the response is not a selection")
+        except urllib.error.HTTPError as exc:
+            self.last_error = f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', 'replace')}"
+            logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
+            return empty
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
+            return empty
+        self.selected_set_etag = data.get("setEtag")
+        return {
+            "task": task,
+            "intent": data.get("intent"),
+            "cap": int(data.get("cap", 0)),
+            "injected": data["injected"],
+            "ranked": data.get("ranked", []),
+        }
 
     @staticmethod
     def render(records: Iterable[Mapping[str, Any]]) -> str:
@@ -291,7 +338,7 @@ class ProcmemClient:
             if isinstance(target, dict):
                 target[STATE_INJECTED] = [{"id": p["id"], "version": p["version"]} for p in injected]
                 target[STATE_INSTRUCTION_CHARS] = len(text)
-                target[STATE_SET_ETAG] = self._etag
+                target[STATE_SET_ETAG] = self._etag if self.local_ranking else self.selected_set_etag
             return text
 
         provider.__name__ = "procmem_instruction_provider"

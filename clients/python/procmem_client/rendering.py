@@ -1,4 +1,4 @@
-"""Rendering procedure records into the text an agent's instruction receives. Pure Python, no Django.
+"""THE renderer: procedure records into the text an agent's instruction receives. Pure Python.
 
     Procedure refund.over_limit v3
     1. Look up the order with lookupOrder({{order_id}}).
@@ -6,9 +6,10 @@
     Do not: promise a refund date before approval.
 
 The input is a procedure record as the agent API carries it (`id`, `version`, `steps`,
-`forbiddenActions`); the same function runs on the server (the `rendered` field) and in the client,
-so both produce the same bytes. Token counts are an estimate (about four characters per token for
-English text with a BPE tokenizer), not a tokenizer run: good enough to watch instruction length.
+`forbiddenActions`); the same function runs on the server (the agent API's `rendered` field, the
+select endpoint, the eval replays) and in the client, so all of them produce the same bytes. Token
+counts are an estimate (about four characters per token for English text with a BPE tokenizer), not
+a tokenizer run: good enough to watch instruction length.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Selection, pure Python: which procedure ids come back for fixed task texts, so that a change to
+"""Ranking, pure Python: which procedure ids come back for fixed task texts, so that a change to
 ranking or to an appliesWhen sentence cannot silently move traffic.
 
 The task texts are the `reason_for_call` of the tau2-bench airline and retail tasks
-(../shared/data/taubench); the procedures (tests/library/data/selection_procedures.json) are one
+(shared/data/taubench beside the checkout); the procedures (tests/data/selection_procedures.json) are one
 per kind of write action those tasks need, with an appliesWhen written for it. Each domain is one
 agent's set. selection_expectations.json freezes the injected ids for every task whose first pick
 is one of the procedures its gold actions need; unrelated requests must get nothing.
@@ -11,16 +11,13 @@ is one of the procedures its gold actions need; unrelated requests must get noth
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import TAUBENCH_DIR
 
-from tests.conftest import TAUBENCH_DIR
-
-from library.selection import MAX_K, EmbeddingCache, Ranker, SelectionConfig, identifiers, words
+from procmem_client.ranking import MAX_K, EmbeddingCache, Ranker, SelectionConfig, identifiers, words
 
 DATA = Path(__file__).parent / "data"
 TAUBENCH = TAUBENCH_DIR
@@ -65,7 +62,7 @@ def _text(task: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def records():
+def records(model_and_data):
     return json.loads((DATA / "selection_procedures.json").read_text())
 
 
@@ -193,12 +190,3 @@ def test_embeddings_are_computed_once_per_text():
 def test_text_helpers():
     assert words("Cancelled the cancellations, cancelling!") == ["cancel", "cancel", "cancel"]
     assert identifiers("Use get_user_details, then refund.over_limit.") >= {"get_user_details", "refund.over_limit"}
-
-
-def test_selection_rendering_and_client_import_without_django():
-    code = (
-        "import sys; import library.selection, library.rendering, library.client; "
-        "assert not [m for m in sys.modules if m == 'django' or m.startswith('django.')], 'django imported'"
-    )
-    completed = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True)
-    assert completed.returncode == 0, completed.stderr

@@ -1,5 +1,5 @@
 """Rendering snapshots: the exact text an agent's instruction receives, for a few representative
-records. A change to the format shows up here as a diff against tests/library/snapshots/."""
+records. A change to the format shows up here as a diff against clients/python/tests/snapshots/."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from library.rendering import estimate_tokens, measure, render_procedure, render_procedures, render_with_length
+from procmem_client.rendering import estimate_tokens, measure, render_procedure, render_procedures, render_with_length
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
 

@@ -1,8 +1,9 @@
-"""Selection: which procedures (at most the agent's cap, default two) go into the instruction for a
-task. Pure Python (numpy and, for the semantic retriever, sentence-transformers); no Django, so an
-agent can run it in-process on the records the agent API returns.
+"""Ranking: which procedures (at most the agent's cap, default two) go into the instruction for a
+task. Pure Python and numpy; the semantic retriever's model (sentence-transformers) only with the
+`[embeddings]` extra, loaded on first use. The server ranks with this same module (library/serving.py
+keeps the server-side index and the stored vectors), so there is one ranker.
 
-Method (DESIGN.md "Serving agents"):
+Method (docs/design.md "Serving agents"):
 
 1. Hard filter: when an intent is given, only records of that intent are candidates.
 2. Three retrievers score every candidate against the task text:
@@ -24,7 +25,7 @@ Method (DESIGN.md "Serving agents"):
 
 Usage:
 
-    from library.selection import Ranker
+    from procmem_client.ranking import Ranker
     ranker = Ranker()                            # the bundled model, loaded on first use
     index = ranker.index(records)                # records as GET /procedures returns them
     result = index.select(task="I want to cancel my reservation", intent=None, cap=2, k=5)
@@ -70,7 +71,7 @@ _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
 class SelectionConfig:
     """Floors and fusion constants. Scores at or above a floor make a retriever rank the candidate.
 
-    The floors were set on the tau2-bench airline and retail tasks (tests/library/test_selection.py):
+    The floors were set on the tau2-bench airline and retail tasks (clients/python/tests/test_ranking.py):
     requests for a procedure mostly score 0.35–0.75 semantically, unrelated requests below 0.27."""
 
     semantic_floor: float = 0.35
@@ -160,7 +161,7 @@ class EmbeddingCache:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from . import embeddings
+            from . import embeddings  # the [embeddings] extra
 
             self._embedder = embeddings.embed
         return self._embedder
