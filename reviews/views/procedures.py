@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
@@ -16,7 +16,7 @@ from library import services as library_services
 from library.models import AuditEvent, Procedure, Source, Status
 
 from .. import selectors
-from ..access import get_procedure_for_user, get_sibling_version, require_reviewer, signed_in, visible_agents
+from ..access import get_agent_for_user, get_procedure_for_user, get_sibling_version, require_reviewer, signed_in, visible_agents
 from ..diff import compare_versions
 from ..forms import AgentChoiceForm, ProposeForm
 from .refusals import add_service_errors, refusals
@@ -68,9 +68,7 @@ def procedure_detail(request: HttpRequest, pk: int) -> HttpResponse:
 @signed_in
 def procedure_by_key(request: HttpRequest, agent: str, key: str) -> HttpResponse:
     """/procedures/<agent>/<id>/ → the procedure page (stable links for docs and chats)."""
-    procedure = Procedure.objects.filter(agent__in=visible_agents(request), agent__name=agent, key=key).first()
-    if procedure is None:
-        raise Http404("No such procedure")
+    procedure = get_object_or_404(Procedure, agent=get_agent_for_user(request, agent, for_="view"), key=key)
     return redirect("reviews:procedure", pk=procedure.pk)
 
 
