@@ -26,15 +26,34 @@ procedure_key_validator = RegexValidator(
 slug_validator = RegexValidator(r"^[a-z][a-z0-9_\-]*$", "Use lower-case letters, digits, _ and -")
 
 
-def content_hash(*, applies_when: str, steps: list[str], required_tools: list[str], forbidden_actions: list[str]) -> str:
-    """sha256 over the canonical JSON of the four content fields. Eval runs and approvals pin it."""
+def content_hash(
+    *,
+    applies_when: str,
+    steps: list[str],
+    required_tools: list[str],
+    forbidden_actions: list[str],
+    preconditions: list[str] | None = None,
+    postconditions: list[str] | None = None,
+    verify_command: str = "",
+) -> str:
+    """sha256 over the canonical JSON of the content fields. Eval runs and approvals pin it.
+
+    A coding procedure's preconditions, postconditions and verify command are content too; they
+    enter the hash only when set, so the hash of every procedure without them is what it always was."""
+    fields: dict[str, Any] = {
+        "appliesWhen": applies_when,
+        "steps": list(steps),
+        "requiredTools": list(required_tools),
+        "forbiddenActions": list(forbidden_actions),
+    }
+    if preconditions:
+        fields["preconditions"] = list(preconditions)
+    if postconditions:
+        fields["postconditions"] = list(postconditions)
+    if verify_command:
+        fields["verifyCommand"] = verify_command
     payload = json.dumps(
-        {
-            "appliesWhen": applies_when,
-            "steps": list(steps),
-            "requiredTools": list(required_tools),
-            "forbiddenActions": list(forbidden_actions),
-        },
+        fields,
         sort_keys=True,
         ensure_ascii=False,
         separators=(",", ":"),
@@ -61,8 +80,13 @@ class Agent(models.Model):
         PYTHON = "python", "Python callable"
         MODEL = "model", "Model replay (OpenAI-compatible chat completions)"
 
+    class Kind(models.TextChoices):
+        TOOLS = "tools", "Tool-calling agent (skeleton = tool names)"
+        CODING = "coding", "Coding agent (skeleton = activity classes; procedures need a verify command)"
+
     name = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     description = models.TextField(blank=True)
+    kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.TOOLS)
     tools = models.JSONField(default=list, help_text="The tool names this agent really has")
     tool_schemas = models.JSONField(default=dict, blank=True, help_text="Tool name → JSON schema (model replay)")
     procedural_memory_enabled = models.BooleanField(default=True)
@@ -205,7 +229,16 @@ class VersionQuerySet(models.QuerySet):
         return self.filter(quarantined=True)
 
 
-class ProcedureRecord(TypedDict):
+class CodingRecordFields(TypedDict, total=False):
+    """A coding procedure's optional v1 fields (absent otherwise): the artefacts that must exist
+    before, those that exist after, and the command that verifies the work."""
+
+    preconditions: list[str]
+    postconditions: list[str]
+    verifyCommand: str
+
+
+class ProcedureRecord(CodingRecordFields):
     id: str
     version: int
     status: str
@@ -246,6 +279,10 @@ class ProcedureVersion(models.Model):
     quarantined = models.BooleanField(default=False)
     quarantine_reasons = models.JSONField(default=list, blank=True)
     skeleton = models.JSONField(default=list, blank=True, help_text="Ordered tool names of the mined group")
+    # a coding procedure's contract (content: immutable and part of the content hash)
+    preconditions = models.JSONField(default=list, blank=True, help_text="Artefacts that must exist before, e.g. a failing test that reproduces the issue")
+    postconditions = models.JSONField(default=list, blank=True, help_text="Artefacts that exist after, e.g. an edited source file, a passing test")
+    verify_command = models.TextField(blank=True, help_text="The command that verifies the work (a coding procedure needs one)")
     # status columns
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
@@ -297,14 +334,21 @@ class ProcedureVersion(models.Model):
             steps=self.steps,
             required_tools=self.required_tools,
             forbidden_actions=self.forbidden_actions,
+            preconditions=self.preconditions,
+            postconditions=self.postconditions,
+            verify_command=self.verify_command,
         )
+
+    @property
+    def is_coding(self) -> bool:
+        return bool(self.verify_command or self.preconditions or self.postconditions)
 
     def to_dict(self) -> ProcedureRecord:
         """The agent-facing record (API v1 field names). Caller selects procedure and approved_by."""
         evidence = dict(self.evidence or {})
         if self.approval_eval_run_id:
             evidence["evalRunId"] = self.approval_eval_run_id
-        return {
+        record: ProcedureRecord = {
             "id": self.procedure.key,
             "version": self.number,
             "status": self.status,
@@ -316,6 +360,14 @@ class ProcedureVersion(models.Model):
             "approvedBy": self.approved_by.get_username() if self.approved_by_id else None,
             "approvedAt": self.approved_at.isoformat().replace("+00:00", "Z") if self.approved_at else None,
         }
+        # v1 gains optional fields only: a procedure without them serialises exactly as before
+        if self.preconditions:
+            record["preconditions"] = list(self.preconditions)
+        if self.postconditions:
+            record["postconditions"] = list(self.postconditions)
+        if self.verify_command:
+            record["verifyCommand"] = self.verify_command
+        return record
 
 
 class AuditEvent(models.Model):

@@ -15,7 +15,7 @@ Allowed status changes (the database's transition trigger refuses every other on
 from __future__ import annotations
 
 import logging
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -56,6 +56,10 @@ class Content:
     steps: list[str]
     required_tools: list[str]
     forbidden_actions: list[str]
+    # a coding procedure's contract; empty for every other procedure
+    preconditions: list[str] = field(default_factory=list)
+    postconditions: list[str] = field(default_factory=list)
+    verify_command: str = ""
 
     @property
     def hash(self) -> str:
@@ -82,12 +86,35 @@ def _clean_str_list(value: Any, field: str, *, allow_empty: bool, max_items: int
     return cleaned
 
 
+MAX_VERIFY_COMMAND_CHARS = 1000
+
+
 def validate_content(
-    *, applies_when: Any, steps: Any, required_tools: Any, forbidden_actions: Any
+    *,
+    applies_when: Any,
+    steps: Any,
+    required_tools: Any,
+    forbidden_actions: Any,
+    preconditions: Any = None,
+    postconditions: Any = None,
+    verify_command: Any = None,
+    coding: bool = False,
 ) -> Content:
     """Checks the shape of a version's content; raises ValidationError naming the field.
 
-    More than eight steps is stored (the reviewer's lint flags it) but never approvable."""
+    More than eight steps is stored (the reviewer's lint flags it) but never approvable. A coding
+    agent's procedure (`coding`) needs a verify command: no verify command, no coding procedure."""
+    preconditions = _clean_str_list(preconditions or [], "preconditions", allow_empty=True, max_items=20)
+    postconditions = _clean_str_list(postconditions or [], "postconditions", allow_empty=True, max_items=20)
+    if verify_command is None:
+        verify_command = ""
+    if not isinstance(verify_command, str):
+        raise ValidationError({"verifyCommand": f"must be a string (one shell command), got {type(verify_command).__name__}"})
+    verify_command = verify_command.strip()
+    if len(verify_command) > MAX_VERIFY_COMMAND_CHARS:
+        raise ValidationError({"verifyCommand": f"is longer than {MAX_VERIFY_COMMAND_CHARS} characters"})
+    if coding and not verify_command:
+        raise ValidationError({"verifyCommand": "is required for a coding agent's procedure: the command that verifies the work (e.g. the test run that passed)"})
     if not isinstance(applies_when, str) or not applies_when.strip():
         raise ValidationError({"appliesWhen": "is required: one sentence saying when the procedure applies"})
     applies_when = " ".join(applies_when.split())
@@ -98,7 +125,7 @@ def validate_content(
     if len(set(required_tools)) != len(required_tools):
         raise ValidationError({"requiredTools": "lists a tool twice"})
     forbidden_actions = _clean_str_list(forbidden_actions, "forbiddenActions", allow_empty=True, max_items=50)
-    return Content(applies_when, steps, required_tools, forbidden_actions)
+    return Content(applies_when, steps, required_tools, forbidden_actions, preconditions, postconditions, verify_command)
 
 
 def audit(
@@ -166,15 +193,21 @@ def procedure_propose(
     mining_run: MiningRun | None = None,
     skeleton: list[str] | None = None,
     reason: str = "",
+    preconditions: Any = None,
+    postconditions: Any = None,
+    verify_command: Any = None,
 ) -> ProcedureVersion:
-    """Creates a CANDIDATE version (and the procedure identity if it is new). Never ACTIVE."""
+    """Creates a CANDIDATE version (and the procedure identity if it is new). Never ACTIVE.
+    A coding agent's procedure needs a verify command (validate_content)."""
     if source not in Source.values:
         raise ValidationError({"source": f"unknown source {source!r}"})
     if intent.agent_id != agent.pk:
         raise ValidationError({"intent": f"intent {intent.name!r} belongs to another agent"})
     procedure_key_validator(key)
     content = validate_content(
-        applies_when=applies_when, steps=steps, required_tools=required_tools, forbidden_actions=forbidden_actions
+        applies_when=applies_when, steps=steps, required_tools=required_tools, forbidden_actions=forbidden_actions,
+        preconditions=preconditions, postconditions=postconditions, verify_command=verify_command,
+        coding=agent.kind == Agent.Kind.CODING,
     )
     findings = policy.screen(
         applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions
@@ -239,6 +272,9 @@ def _create_version(
         steps=content.steps,
         required_tools=content.required_tools,
         forbidden_actions=content.forbidden_actions,
+        preconditions=content.preconditions,
+        postconditions=content.postconditions,
+        verify_command=content.verify_command,
         evidence=evidence,
         content_hash=content.hash,
         source=source,
@@ -262,8 +298,12 @@ def version_revise(
     required_tools: Any,
     forbidden_actions: Any,
     reason: str = "",
+    preconditions: Any = None,
+    postconditions: Any = None,
+    verify_command: Any = None,
 ) -> ProcedureVersion:
     """An edit: a new CANDIDATE version based on `version`, with `user` as its last editor.
+    Preconditions, postconditions and the verify command left out (None) keep the edited version's.
 
     When the edited version is itself a CANDIDATE it is superseded (REJECTED with a pointer to the
     new version), so a queue never holds two drafts of one edit. Evals of the old content no longer
@@ -271,7 +311,11 @@ def version_revise(
     if not user_is_reviewer(user):
         raise PermissionDenied("Only reviewers may edit procedures.")
     content = validate_content(
-        applies_when=applies_when, steps=steps, required_tools=required_tools, forbidden_actions=forbidden_actions
+        applies_when=applies_when, steps=steps, required_tools=required_tools, forbidden_actions=forbidden_actions,
+        preconditions=version.preconditions if preconditions is None else preconditions,
+        postconditions=version.postconditions if postconditions is None else postconditions,
+        verify_command=version.verify_command if verify_command is None else verify_command,
+        coding=version.procedure.agent.kind == Agent.Kind.CODING,
     )
     findings = policy.screen(
         applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions

@@ -43,6 +43,43 @@ def require_taubench() -> None:
     """Skips (fails under REQUIRE_SERVICES=1) when the shared tau-bench data is missing."""
     if not (TAUBENCH_DIR / "gpt-4o-airline.json").exists():
         _missing(f"tau-bench data not found at {TAUBENCH_DIR} (set TAUBENCH_DIR)")
+
+
+def _swebench_dir():
+    """The public SWE-bench trajectories (shared/data/swebench beside the checkout; SWEBENCH_DIR overrides)."""
+    from pathlib import Path
+
+    candidates = [os.environ.get("SWEBENCH_DIR"), Path(__file__).resolve().parents[2] / "shared" / "data" / "swebench",
+                  "/work/shared/data/swebench"]
+    for candidate in candidates:
+        if candidate and Path(candidate, "results.json").exists():
+            return Path(candidate)
+    return Path(candidates[1])
+
+
+SWEBENCH_DIR = _swebench_dir()
+SWEBENCH_TRAJS = SWEBENCH_DIR / "gemini-3-pro-django-trajs.tar.gz"
+SWEBENCH_RESULTS = SWEBENCH_DIR / "results.json"
+
+
+def require_swebench() -> None:
+    """Skips (fails under REQUIRE_SERVICES=1) when the shared SWE-bench data is missing."""
+    if not SWEBENCH_TRAJS.exists() or not SWEBENCH_RESULTS.exists():
+        _missing(f"SWE-bench trajectories not found at {SWEBENCH_DIR} (set SWEBENCH_DIR)")
+
+
+@pytest.fixture(scope="session")
+def swebench_dir(tmp_path_factory):
+    """The 231 mini-swe-agent trajectories, extracted once per test session into a temporary directory."""
+    import tarfile
+
+    require_swebench()
+    target = tmp_path_factory.mktemp("swebench")
+    with tarfile.open(SWEBENCH_TRAJS) as archive:
+        archive.extractall(target, filter="data")
+    return target / "trajs"
+
+
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import codecs
 import json
+import os
+import tarfile
 from typing import IO, Any, Callable, Iterator
 
 
@@ -73,3 +75,41 @@ def iter_json_items(stream: IO[bytes], *, chunk_size: int = 1 << 20, on_bytes: C
         yield value
         index += 1
         buffer, position = buffer[end:], 0
+
+
+SESSION_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
+def is_archive(path: str) -> bool:
+    return path.endswith((".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz"))
+
+
+def iter_session_files(path: str) -> Iterator[tuple[str, IO[bytes], int]]:
+    """(name, binary stream, size) of each session file under `path`: the file itself, every
+    .json/.jsonl file of a directory (recursively, sorted), or of a tar archive (e.g. a folder of
+    mini-swe-agent .traj.json files, one session each). Streams are closed after the caller's loop
+    step; an archive is read member by member, never unpacked to disk."""
+    if os.path.isdir(path):
+        names = sorted(
+            os.path.join(root, name)
+            for root, _dirs, files in os.walk(path)
+            for name in files
+            if name.endswith(SESSION_FILE_SUFFIXES)
+        )
+        for name in names:
+            with open(name, "rb") as stream:
+                yield name, stream, os.path.getsize(name)
+        return
+    if is_archive(path):
+        with tarfile.open(path, "r:*") as archive:
+            for member in archive:
+                if not member.isfile() or not member.name.endswith(SESSION_FILE_SUFFIXES):
+                    continue
+                stream = archive.extractfile(member)
+                if stream is None:
+                    continue
+                with stream:
+                    yield f"{path}:{member.name}", stream, member.size
+        return
+    with open(path, "rb") as stream:
+        yield path, stream, os.path.getsize(path)

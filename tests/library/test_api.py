@@ -17,7 +17,8 @@ from tests.conftest import _user, make_active
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")
 
-RECORD_FIELDS = set(ProcedureRecord.__annotations__)
+# the fields every record carries; a coding procedure adds the optional ones (preconditions, postconditions, verifyCommand)
+RECORD_FIELDS = set(ProcedureRecord.__required_keys__)
 SERVED_FIELDS = RECORD_FIELDS | {"intent", "rendered", "renderedChars", "renderedTokens"}
 
 

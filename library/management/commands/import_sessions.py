@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tarfile
 from collections import Counter
 
 from django.core.exceptions import ValidationError
@@ -12,8 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import reset_queries
 from tqdm import tqdm
 
-from library.ingest.formats import FORMATS, INTENT_DERIVATIONS, ImportOptions, ItemInvalid, parse_item
-from library.ingest.reader import iter_json_items
+from library.ingest.formats import CODING_FORMATS, FORMATS, INTENT_DERIVATIONS, ImportOptions, ItemInvalid, outcomes_from_results, parse_item
+from library.ingest.reader import iter_json_items, iter_session_files
 from library.ingest.store import sessions_store
 from library.models import Agent, slug_validator
 from library.services import agent_set_tools
@@ -23,11 +24,13 @@ class Command(BaseCommand):
     help = (
         "Imports finished sessions from a JSON list or JSON Lines file (procmem JSONL, OpenAI chat "
         "messages with tool_calls such as tau-bench trajectories, or Google ADK sessions), streaming "
-        "it in batches: memory stays constant whatever the file's size."
+        "it in batches: memory stays constant whatever the file's size. Coding agents: mini-swe-agent "
+        "trajectories (a .traj.json file, a directory or a tar.gz of them) with --outcomes results.json, "
+        "or the trace-hook format."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", help="the file to import ('-' reads standard input)")
+        parser.add_argument("file", help="the file to import ('-' reads standard input), or a directory or tar archive of session files")
         parser.add_argument("--agent", required=True, help="the agent the sessions belong to")
         parser.add_argument("--create-agent", action="store_true", help="create the agent if it does not exist; its tool list becomes the tools seen in the file")
         parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS, help="input format (default: detected per item)")
@@ -36,6 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("--intent-from", choices=INTENT_DERIVATIONS, help="derive the intent: taubench-actions = the set of the task's gold write actions")
         parser.add_argument("--id-prefix", default="", help="prefix for session ids (keeps ids of different files apart)")
         parser.add_argument("--model", default="", help="model name to record where the file does not say")
+        parser.add_argument("--outcomes", help="outcome file: SWE-bench results.json ({instances: [{instance_id, resolved}]}) or {id: true|false}")
         parser.add_argument("--batch-size", type=int, default=500)
         parser.add_argument("--no-progress", action="store_true")
 
@@ -49,7 +53,8 @@ class Command(BaseCommand):
                 slug_validator(options["agent"])
             except ValidationError as exc:
                 raise CommandError(f"--agent {options['agent']!r}: {'; '.join(exc.messages)}") from None
-            agent = Agent.objects.create(name=options["agent"], description="Created by import_sessions")
+            kind = Agent.Kind.CODING if options["format"] in CODING_FORMATS else Agent.Kind.TOOLS
+            agent = Agent.objects.create(name=options["agent"], description="Created by import_sessions", kind=kind)
             created = True
         intent_map = None
         if options["intent_map"]:
@@ -60,25 +65,28 @@ class Command(BaseCommand):
                 raise CommandError(f"--intent-map {options['intent_map']}: {exc}") from None
             if not isinstance(intent_map, dict) or not all(isinstance(v, str) for v in intent_map.values()):
                 raise CommandError(f"--intent-map {options['intent_map']}: must be a JSON object of strings to intent names")
+        outcomes = None
+        if options["outcomes"]:
+            try:
+                with open(options["outcomes"], encoding="utf-8") as handle:
+                    outcomes = outcomes_from_results(json.load(handle))
+            except (OSError, ValueError) as exc:
+                raise CommandError(f"--outcomes {options['outcomes']}: {exc}") from None
         import_options = ImportOptions(
+            outcomes=outcomes,
             intent_field=options["intent_field"],
             intent_map={str(k): v for k, v in intent_map.items()} if intent_map else None,
             intent_from=options["intent_from"],
             id_prefix=options["id_prefix"],
             model=options["model"],
         )
-        if options["file"] == "-":
-            stream, total = sys.stdin.buffer, None
-        else:
-            try:
-                stream, total = open(options["file"], "rb"), os.path.getsize(options["file"])
-            except OSError as exc:
-                raise CommandError(f"{options['file']}: {exc}") from None
+        if options["file"] != "-" and not os.path.exists(options["file"]):
+            raise CommandError(f"{options['file']}: no such file or directory")
         totals = Counter()
         tools_seen: set[str] = set()
         refused: list[str] = []
         batch = []
-        progress = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=options["no_progress"], file=self.stderr._out)
+        progress = tqdm(unit="B", unit_scale=True, desc="import", disable=options["no_progress"], file=self.stderr._out)
 
         def flush():
             result = sessions_store(agent=agent, sessions=batch)
@@ -90,27 +98,40 @@ class Command(BaseCommand):
             progress.set_postfix(stored=totals["stored"], duplicate=totals["duplicate"], refused=totals["refused"])
             batch.clear()
 
+        if options["file"] == "-":
+            sources = iter([("-", sys.stdin.buffer, None)])
+        else:
+            sources = iter_session_files(options["file"])
+        name = options["file"]
         try:
-            for index, item in enumerate(iter_json_items(stream, on_bytes=progress.update)):
+            for name, stream, size in sources:
+                if size is not None:
+                    progress.total = (progress.total or 0) + size
                 try:
-                    session = parse_item(item, fmt=options["format"], options=import_options)
-                except ItemInvalid as exc:
+                    for index, item in enumerate(iter_json_items(stream, on_bytes=progress.update)):
+                        try:
+                            session = parse_item(item, fmt=options["format"], options=import_options)
+                        except ItemInvalid as exc:
+                            totals["refused"] += 1
+                            where = f"item {index}" + (f" ({exc.session_id})" if exc.session_id else "")
+                            refused.append(f"{name}: {where}: {exc}")
+                            continue
+                        tools_seen.update(session.tool_names)
+                        batch.append(session)
+                        if len(batch) >= options["batch_size"]:
+                            flush()
+                except ValueError as exc:
+                    if name == options["file"]:
+                        raise
+                    # one unreadable file of a directory or archive is refused; the others import
                     totals["refused"] += 1
-                    where = f"item {index}" + (f" ({exc.session_id})" if exc.session_id else "")
-                    refused.append(f"{options['file']}: {where}: {exc}")
-                    continue
-                tools_seen.update(session.skeleton)
-                batch.append(session)
-                if len(batch) >= options["batch_size"]:
-                    flush()
+                    refused.append(f"{name}: {exc}")
             if batch:
                 flush()
-        except ValueError as exc:
-            raise CommandError(f"{options['file']}: {exc} ({totals['stored']} sessions stored before it)") from None
+        except (ValueError, OSError, tarfile.TarError) as exc:
+            raise CommandError(f"{name}: {exc} ({totals['stored']} sessions stored before it)") from None
         finally:
             progress.close()
-            if stream is not sys.stdin.buffer:
-                stream.close()
         if created and tools_seen:
             agent_set_tools(agent=agent, tools=sorted(tools_seen), actor_label="import_sessions", reason=f"tools seen in {options['file']}")
         for line in refused[:50]:

@@ -1,0 +1,166 @@
+"""Coding agents' sessions: mini-swe-agent trajectories (import_sessions --format mini-swe-agent) and
+the trace-hook format (import and POST /api/v1/sessions?format=trace)."""
+
+import io
+import json
+import shutil
+import tarfile
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from library.api.tokens import token_create
+from library.ingest.formats import MAX_OUTPUT_CHARS, ImportOptions, ItemInvalid, outcomes_from_results, parse_item, parse_mini_swe_agent, parse_trace
+from library.models import Agent, AgentSession, ApiToken
+
+from ..conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS
+
+
+def traj(instance_id="django__django-1", commands=(("grep -rn Foo django/", 0, "django/a.py:1"),), submit=True):
+    messages = [
+        {"role": "system", "content": "You are a helpful assistant"},
+        {"role": "user", "content": "<pr_description>\nConsider the following PR description:\nFoo breaks for anna@example.com\n</pr_description>"},
+    ]
+    for command, code, output in commands:
+        messages.append({"role": "assistant", "content": f"THOUGHT: look\n\n```bash\n{command}\n```"})
+        messages.append({"role": "user", "content": f"<returncode>{code}</returncode>\n<output>\n{output}\n</output>"})
+    if submit:
+        messages.append({"role": "assistant", "content": "THOUGHT: done\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```"})
+        messages.append({"role": "user", "content": "diff --git a/django/a.py b/django/a.py\n+fixed"})
+    return {"instance_id": instance_id, "trajectory_format": "mini-swe-agent-1", "info": {"exit_status": "Submitted", "submission": "diff --git a/django/a.py"}, "messages": messages}
+
+
+def test_mini_swe_agent_commands_become_classified_calls_with_return_codes():
+    item = traj(commands=[
+        ("grep -rn Foo django/", 0, "django/a.py:1"),
+        ("cat <<'EOF' > reproduce.py\nimport django\nEOF", 0, ""),
+        ("python reproduce.py", 1, "Traceback: boom"),
+        ("sed -i 's/a/b/' django/a.py", 0, ""),
+        ("./tests/runtests.py foo_tests", 0, "OK"),
+    ])
+    # a turn with two commands was refused by the agent's loop and ran nothing
+    item["messages"].insert(4, {"role": "assistant", "content": "```bash\nls\n```\n```bash\npwd\n```"})
+    item["messages"].insert(5, {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks."})
+    session = parse_item(item, options=ImportOptions(outcomes={"django__django-1": True}))
+    assert session.source_format == "mini-swe-agent" and session.resolved is True and session.intent == "resolve_issue"
+    assert session.task == "Foo breaks for anna@example.com"
+    assert session.skeleton == ["search", "edit:script", "run:script", "edit:source", "test", "submit"]
+    run = session.tool_calls[2]
+    assert run["name"] == "python" and run["ok"] is False
+    assert run["args"] == {"activity": "run", "step": "run:script", "command": "python reproduce.py", "path": "reproduce.py",
+                           "target": "{{script}}", "role": "script", "returncode": 1, "output": "Traceback: boom\n"}
+    assert session.tool_calls[-1]["ok"] is None and "output" not in session.tool_calls[-1]["args"]
+    assert session.reply == "diff --git a/django/a.py"
+
+
+def test_mini_swe_agent_outputs_are_truncated():
+    session = parse_mini_swe_agent(traj(commands=[("cat big.py", 0, "x" * 10 * MAX_OUTPUT_CHARS)]))
+    assert len(session.tool_calls[0]["args"]["output"]) == MAX_OUTPUT_CHARS
+
+
+def test_mini_swe_agent_errors_name_the_field():
+    with pytest.raises(ItemInvalid) as caught:
+        parse_mini_swe_agent({"instance_id": "", "messages": [{"content": "no role"}]})
+    fields = {e.field for e in caught.value.errors}
+    assert {"instance_id", "messages[0]"} <= fields
+
+
+def test_outcome_files_of_three_shapes():
+    assert outcomes_from_results({"instances": [{"instance_id": "a", "resolved": True}, {"instance_id": "b", "resolved": False}]}) == {"a": True, "b": False}
+    assert outcomes_from_results({"resolved": ["a"], "unresolved": ["b"]}) == {"a": True, "b": False}
+    assert outcomes_from_results({"a": True}) == {"a": True}
+    with pytest.raises(ValueError, match=r"instances\[0\]"):
+        outcomes_from_results({"instances": [{"instance_id": "a"}]})
+
+
+def test_trace_actions_carry_tool_or_command_target_and_result_only():
+    session = parse_trace({
+        "session_id": "t-1", "outcome": {"resolved": False}, "task": "fix the bug",
+        "actions": [
+            {"tool": "Grep", "target": "django/forms"},
+            {"tool": "Read", "target": "django/forms/models.py", "result": 0},
+            {"tool": "Edit", "target": "django/forms/models.py", "result": 0},
+            {"command": "python -m pytest tests/forms/test_models.py", "result": 1},
+        ],
+    })
+    assert session.skeleton == ["search", "read:source", "edit:source", "test"]
+    assert [c["ok"] for c in session.tool_calls] == [None, True, True, False]
+    assert session.tool_calls[3]["args"]["path"] == "tests/forms/test_models.py"
+    assert session.resolved is False and session.source_format == "trace"
+
+
+def test_trace_refuses_extra_fields_and_bad_results():
+    with pytest.raises(ItemInvalid) as caught:
+        parse_trace({"session_id": "t-2", "actions": [
+            {"tool": "Read", "output": "secret file contents"},
+            {"tool": "Edit", "result": "fine"},
+            {"target": "x.py"},
+        ]})
+    assert [e.field for e in caught.value.errors] == ["actions[0]", "actions[1].result", "actions[2]"]
+    assert "output" in caught.value.errors[0].message
+
+
+@pytest.mark.django_db
+def test_import_sessions_reads_a_directory_and_an_archive_with_an_outcome_file(tmp_path):
+    folder = tmp_path / "trajs"
+    for name, resolved in (("django__django-1", True), ("django__django-2", False)):
+        (folder / name).mkdir(parents=True)
+        (folder / name / f"{name}.traj.json").write_text(json.dumps(traj(name)))
+    (folder / "broken.traj.json").write_text("{not json")
+    outcomes = tmp_path / "results.json"
+    outcomes.write_text(json.dumps({"instances": [{"instance_id": "django__django-1", "resolved": True}, {"instance_id": "django__django-2", "resolved": False}]}))
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError, match="1 item"):
+        call_command("import_sessions", str(folder), "--format", "mini-swe-agent", "--outcomes", str(outcomes),
+                     "--agent", "coder", "--create-agent", "--no-progress", stdout=out, stderr=err)
+    assert "2 stored" in out.getvalue() and "broken.traj.json" in err.getvalue()
+    agent = Agent.objects.get(name="coder")
+    assert agent.kind == Agent.Kind.CODING
+    assert dict(AgentSession.objects.filter(agent=agent).values_list("session_id", "resolved")) == {"django__django-1": True, "django__django-2": False}
+    (folder / "broken.traj.json").unlink()
+    archive = tmp_path / "trajs.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname="trajs")
+    out = io.StringIO()
+    call_command("import_sessions", str(archive), "--format", "mini-swe-agent", "--agent", "coder", "--no-progress", stdout=out, stderr=io.StringIO())
+    assert "0 stored, 2 duplicate, 0 refused" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_bad_outcome_file_is_named(tmp_path):
+    bad = tmp_path / "results.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(CommandError, match="--outcomes"):
+        call_command("import_sessions", str(tmp_path), "--format", "mini-swe-agent", "--outcomes", str(bad), "--agent", "coder", "--create-agent", "--no-progress")
+
+
+@pytest.mark.django_db
+def test_all_231_real_trajectories_import_redacted_with_their_outcomes(swebench_dir):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_sessions", str(SWEBENCH_TRAJS), "--format", "mini-swe-agent", "--outcomes", str(SWEBENCH_RESULTS),
+                 "--agent", "swe-gemini", "--create-agent", "--no-progress", stdout=out, stderr=err)
+    assert "231 stored, 0 duplicate, 0 refused" in out.getvalue()
+    sessions = AgentSession.objects.filter(agent__name="swe-gemini")
+    assert sessions.filter(resolved=True).count() == 179 and sessions.filter(resolved=False).count() == 52
+    steps = [step for skeleton in sessions.values_list("skeleton", flat=True) for step in skeleton]
+    assert len(steps) > 8000 and steps.count("other") / len(steps) < 0.05
+    # every session ends with its submit, and the excerpt holds the commands, redacted and short
+    assert sessions.filter(skeleton__contains=["submit"]).count() == 231
+    excerpt = sessions.get(session_id="django__django-14915").redacted_excerpt
+    call = next(e for e in excerpt if e["role"] == "tool_call")
+    assert call["args"]["activity"] == "search" and len(call["args"]["output"]) <= 200
+
+
+@pytest.mark.django_db
+def test_post_sessions_accepts_the_trace_format(client, agent):
+    token = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest")[1]
+    body = {"sessions": [
+        {"session_id": "hook-1", "outcome": {"resolved": True}, "actions": [{"tool": "Read", "target": "a/b.py"}, {"command": "pytest tests/test_b.py", "result": 0}]},
+        {"session_id": "hook-2", "actions": [{"tool": "Read", "args": {"x": 1}}]},
+    ]}
+    response = client.post("/api/v1/sessions?format=trace", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    assert response.status_code == 207
+    assert response.json()["stored"] == ["hook-1"]
+    assert response.json()["refused"][0]["errors"][0]["field"] == "actions[0]"
+    stored = AgentSession.objects.get(agent=agent, session_id="hook-1")
+    assert stored.skeleton == ["read:source", "test"] and stored.source_format == "trace"
