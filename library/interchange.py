@@ -120,6 +120,9 @@ def _parse_file(path: Path, agent_name_from_dir: str | None) -> _ParsedFile:
                 steps=item.get("steps"),
                 required_tools=item.get("requiredTools", []),
                 forbidden_actions=item.get("forbiddenActions", []),
+                preconditions=item.get("preconditions"),
+                postconditions=item.get("postconditions"),
+                verify_command=item.get("verifyCommand"),
             )
         except ValidationError as exc:
             field_name, messages = next(iter(exc.message_dict.items()))
@@ -194,6 +197,9 @@ def import_library(paths: list[Path], *, user=None, create_intents: bool = False
                         steps=version.content.steps,
                         required_tools=version.content.required_tools,
                         forbidden_actions=version.content.forbidden_actions,
+                        preconditions=version.content.preconditions,
+                        postconditions=version.content.postconditions,
+                        verify_command=version.content.verify_command,
                         evidence=version.evidence,
                         source=Source.IMPORTED,
                         proposed_by=user,
@@ -208,7 +214,8 @@ def import_library(paths: list[Path], *, user=None, create_intents: bool = False
                         reason=f"Imported from {item.path.name}",
                     )
                 except ValidationError as exc:
-                    raise ImportFileError(item.path, "intent", "; ".join(exc.messages)) from None
+                    field_name = next(iter(exc.message_dict)) if hasattr(exc, "error_dict") else "intent"
+                    raise ImportFileError(item.path, field_name, "; ".join(exc.messages)) from None
                 existing.add(created.content_hash)
                 report.created.append(f"{agent.name}/{item.key} v{created.number}")
     return report

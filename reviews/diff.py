@@ -7,7 +7,9 @@ field, each with `has_changed()`:
 - appliesWhen: one text, word-level highlights;
 - steps and forbiddenActions: lists aligned one item per row (an item diff first, then word-level
   highlights inside the rows that changed);
-- requiredTools: a set (order carries no meaning): kept, added, removed.
+- requiredTools: a set (order carries no meaning): kept, added, removed;
+- a coding procedure's preconditions and postconditions (lists) and verifyCommand (text), compared
+  only when either side has them, so other procedures' diffs show the four fields as before.
 
 Word level: words, runs of whitespace and punctuation are mapped to one character each (the
 "lines to chars" trick of diff-match-patch, on words), diffed, then `diff_cleanupSemantic` merges
@@ -263,21 +265,39 @@ class Content:
     steps: Sequence[str]
     required_tools: Sequence[str]
     forbidden_actions: Sequence[str]
+    preconditions: Sequence[str] = ()
+    postconditions: Sequence[str] = ()
+    verify_command: str = ""
+
+    @property
+    def is_coding(self) -> bool:
+        return bool(self.preconditions or self.postconditions or self.verify_command)
 
 
 def compare_contents(old: Content | None, new: Content) -> list[FieldComparison]:
-    """The four content fields of a procedure, old (None: a new procedure) against new."""
-    return [
+    """The content fields of a procedure, old (None: a new procedure) against new."""
+    fields = [
         compare_text("appliesWhen", "Applies when", old.applies_when if old else None, new.applies_when),
         compare_list("steps", "Steps", old.steps if old else None, new.steps),
         compare_set("requiredTools", "Required tools", old.required_tools if old else None, new.required_tools),
         compare_list("forbiddenActions", "Forbidden actions", old.forbidden_actions if old else None, new.forbidden_actions),
     ]
+    if new.is_coding or (old is not None and old.is_coding):
+        fields += [
+            compare_list("preconditions", "Preconditions (before)", old.preconditions if old else None, new.preconditions),
+            compare_list("postconditions", "Postconditions (after)", old.postconditions if old else None, new.postconditions),
+            compare_text("verifyCommand", "Verify command", old.verify_command if old else None, new.verify_command),
+        ]
+    return fields
 
 
 def content_of(version) -> Content:
-    """Adapts a ProcedureVersion (or anything with the four attributes)."""
-    return Content(version.applies_when, version.steps, version.required_tools, version.forbidden_actions)
+    """Adapts a ProcedureVersion (or anything with the content attributes; the coding ones are optional)."""
+    return Content(
+        version.applies_when, version.steps, version.required_tools, version.forbidden_actions,
+        list(getattr(version, "preconditions", None) or []), list(getattr(version, "postconditions", None) or []),
+        getattr(version, "verify_command", "") or "",
+    )
 
 
 def compare_versions(old, new) -> list[FieldComparison]:

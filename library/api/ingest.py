@@ -2,7 +2,7 @@
 
 Auth: a bearer token of scope "ingest" (library/api/tokens.py); the token names the agent, so an agent
 can only ever write its own sessions. Body: one session object, a list of them, or
-``{"sessions": [...]}``, or JSON Lines (Content-Type application/x-ndjson, one session a line); ``?format=openai|adk`` for the other two input formats (default procmem).
+``{"sessions": [...]}``, or JSON Lines (Content-Type application/x-ndjson, one session a line); ``?format=openai|adk|mini-swe-agent|trace`` for the other input formats (default procmem; trace = a coding agent's hook, docs/api.md "Trace format").
 Every item is validated on its own; good items are stored in one transaction, bad ones are refused
 with their index and the failing fields. Responses:
 

@@ -57,6 +57,9 @@ SCHEMAS: dict[str, Any] = {
             "rendered": {"type": "string", "description": "The text to put into the instruction"},
             "renderedChars": {"type": "integer"},
             "renderedTokens": {"type": "integer", "description": "Estimate: ceil(chars / 4)"},
+            "preconditions": {**_STR_LIST, "description": "Coding procedures only (absent otherwise): artefacts that must exist before, e.g. a failing test that reproduces the issue"},
+            "postconditions": {**_STR_LIST, "description": "Coding procedures only (absent otherwise): artefacts that exist after, e.g. an edited source file, a passing test"},
+            "verifyCommand": {"type": "string", "description": "Coding procedures only (absent otherwise; a coding procedure always has one): the command that verifies the work"},
         },
     },
     "RefusedProcedure": {
@@ -144,7 +147,7 @@ SCHEMAS: dict[str, Any] = {
 
 _SESSION_IN: dict[str, Any] = {
     "type": "object",
-    "description": "One finished session in procmem's format (docs/api.md); ?format=openai|adk takes the other two.",
+    "description": "One finished session in procmem's format (docs/api.md); ?format=openai|adk|mini-swe-agent|trace takes the others (trace: see TraceSession).",
     "required": ["session_id"],
     "properties": {
         "session_id": {"type": "string"},
@@ -164,6 +167,39 @@ _SESSION_IN: dict[str, Any] = {
             "items": {"type": "object", "required": ["id", "version"], "properties": {"id": {"type": "string"}, "version": {"type": "integer"}}},
         },
         "instruction_chars": {"type": "integer", "minimum": 0},
+        "model": {"type": "string"},
+        "ended_at": {"type": "string", "format": "date-time"},
+    },
+}
+_TRACE_SESSION: dict[str, Any] = {
+    "type": "object",
+    "description": (
+        "A coding agent's session from a trace hook (?format=trace): per action only the tool or command, "
+        "its target and its exit code — no arguments, no outputs. procmem classifies each action (search, read, "
+        "edit, run, test, build, vcs, environment, submit, other) and generalises its target (docs/api.md)."
+    ),
+    "required": ["session_id", "actions"],
+    "properties": {
+        "session_id": {"type": "string"},
+        "agent": {"type": "string", "description": "Optional; must be the token's agent"},
+        "intent": {"type": ["string", "null"], "description": "Default resolve_issue"},
+        "task": {"type": "string"},
+        "outcome": {"type": "object", "properties": {"resolved": {"type": ["boolean", "null"]}}},
+        "actions": {
+            "type": "array",
+            "maxItems": 500,
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "tool": {"type": "string", "examples": ["Read", "Edit", "Grep", "pytest"], "description": "A tool or command name (this or command)"},
+                    "command": {"type": "string", "examples": ["python -m pytest tests/test_models.py"], "description": "A shell command line (this or tool)"},
+                    "target": {"type": "string", "examples": ["django/forms/models.py", "auth_tests.test_validators"], "description": "The path, module or test it acts on"},
+                    "result": {"type": ["integer", "boolean", "null"], "description": "Exit code (0 = success); true/false accepted"},
+                },
+            },
+        },
+        "injected": {"type": "array", "items": {"type": "object", "required": ["id", "version"], "properties": {"id": {"type": "string"}, "version": {"type": "integer"}}}},
         "model": {"type": "string"},
         "ended_at": {"type": "string", "format": "date-time"},
     },
@@ -219,7 +255,7 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                     "description": "A signed-in user holding manage_agent; send the CSRF token in X-CSRFToken",
                 },
             },
-            "schemas": {**SCHEMAS, "SessionIn": _SESSION_IN, "IngestResult": _INGEST_RESULT},
+            "schemas": {**SCHEMAS, "SessionIn": _SESSION_IN, "TraceSession": _TRACE_SESSION, "IngestResult": _INGEST_RESULT},
         },
         "paths": {
             "/v1/health": {"get": {"summary": "Liveness", "security": [], "responses": {"200": {"description": "ok"}}}},
@@ -232,7 +268,7 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                     ),
                     "security": [{"ingestToken": []}],
                     "parameters": [
-                        {"name": "format", "in": "query", "required": False, "schema": {"type": "string", "enum": ["procmem", "openai", "adk"]}},
+                        {"name": "format", "in": "query", "required": False, "schema": {"type": "string", "enum": ["procmem", "openai", "adk", "mini-swe-agent", "trace"], "default": "procmem"}},
                     ],
                     "requestBody": {
                         "required": True,
@@ -241,6 +277,8 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                                 "schema": {
                                     "oneOf": [
                                         {"$ref": "#/components/schemas/SessionIn"},
+                                        {"$ref": "#/components/schemas/TraceSession"},
+                                        {"type": "object", "required": ["sessions"], "properties": {"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/TraceSession"}}}},
                                         {"type": "array", "items": {"$ref": "#/components/schemas/SessionIn"}},
                                         {"type": "object", "required": ["sessions"], "properties": {"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/SessionIn"}}}},
                                     ]

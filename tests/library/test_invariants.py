@@ -147,6 +147,9 @@ def test_approval_recorded_once(active, reviewer):
         ("content_hash", "'abc'"),
         ("number", "42"),
         ("evidence", "'{\"support\": 1}'::jsonb"),
+        ("preconditions", "'[\"x\"]'::jsonb"),
+        ("postconditions", "'[\"x\"]'::jsonb"),
+        ("verify_command", "'true'"),
     ],
 )
 def test_version_content_immutable_raw_sql(candidate, column, value):
@@ -154,6 +157,19 @@ def test_version_content_immutable_raw_sql(candidate, column, value):
     candidate_after = ProcedureVersion.objects.get(pk=candidate.pk)
     assert candidate_after.content_hash == candidate.content_hash
     assert candidate_after.applies_when == candidate.applies_when
+
+
+def test_the_guard_lists_every_content_column():
+    # a column added to the record later must be added to the trigger too (library/migrations/_sqlite_triggers.py)
+    from library.migrations._sqlite_triggers import IMMUTABLE_VERSION_COLUMNS
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'procmem_version_guard'")
+        source = cursor.fetchone()[0]
+    content = {"applies_when", "steps", "required_tools", "forbidden_actions", "preconditions", "postconditions", "verify_command", "content_hash"}
+    assert content <= set(IMMUTABLE_VERSION_COLUMNS)
+    for column in IMMUTABLE_VERSION_COLUMNS:
+        assert f"NEW.{column} IS DISTINCT FROM OLD.{column}" in source
 
 
 def test_version_content_immutable_orm_save(candidate):

@@ -5,6 +5,10 @@
     2. Check the return window with checkReturnWindow({{order_id}}).
     Do not: promise a refund date before approval.
 
+A coding procedure (a record with the optional `preconditions`, `postconditions`, `verifyCommand`)
+adds a `Before:` line ahead of the steps and `After:` and `Verify:` lines after them; a record
+without them renders exactly as before.
+
 The input is a procedure record as the agent API carries it (`id`, `version`, `steps`,
 `forbiddenActions`); the same function runs on the server (the agent API's `rendered` field, the
 select endpoint, the eval replays) and in the client, so all of them produce the same bytes. Token
@@ -40,11 +44,22 @@ def _forbidden_line(action: str) -> str:
     return f"Do not: {body}"
 
 
+def _sentences(items: Iterable[str]) -> str:
+    return " ".join(item.strip() if item.strip().endswith((".", "!", "?")) else item.strip() + "." for item in items if item.strip())
+
+
 def render_procedure(record: Mapping[str, Any]) -> str:
-    """One procedure: the header line, numbered steps, then one `Do not:` line per forbidden action."""
+    """One procedure: the header line, a coding procedure's `Before:` line, numbered steps, one
+    `Do not:` line per forbidden action, then its `After:` and `Verify:` lines."""
     lines = [f"Procedure {record['id']} v{record['version']}"]
+    if record.get("preconditions"):
+        lines.append(f"Before: {_sentences(record['preconditions'])}")
     lines.extend(f"{number}. {step.strip()}" for number, step in enumerate(record.get("steps") or [], start=1))
     lines.extend(_forbidden_line(action) for action in record.get("forbiddenActions") or [] if action.strip())
+    if record.get("postconditions"):
+        lines.append(f"After: {_sentences(record['postconditions'])}")
+    if record.get("verifyCommand"):
+        lines.append(f"Verify: {record['verifyCommand'].strip()}")
     return "\n".join(lines)
 
 
