@@ -22,6 +22,8 @@ _SESSION_KEYS = ("sessionIds", "sessions", "session_ids", "exampleSessions")
 _SHOWN = {
     "support", "resolved", "failed", "failedWithSkeleton", "skeleton", "summary", "tools", "pairs", "forbidden",
     "alternatives", "toolContrast", "contrasts", "intent", "supportRate", "failedWithSkeletonRate", "evalRunId",
+    # a coding procedure's (library/mining/runs._draft_coding)
+    "agentKind", "verifyCommand", "verifySupport", "verifySessions", "distinctTasks", "orderContrast",
     *_EXCERPT_KEYS, *_SESSION_KEYS,
 }
 
@@ -71,6 +73,11 @@ class Evidence:
     session_count: int = 0
     other: list[tuple[str, str]] = field(default_factory=list)
     source: str = ""
+    # coding procedures: the activity phases, where the verify command comes from, the order contrast
+    coding: bool = False
+    verify_line: str = ""
+    distinct_tasks: int | None = None
+    coding_order_lines: list[str] = field(default_factory=list)
 
     @property
     def has_contrast(self) -> bool:
@@ -106,6 +113,10 @@ def _excerpt_lines(raw: Any) -> list[ExcerptLine]:
             continue
         role = str(turn.get("role") or turn.get("author") or turn.get("speaker") or "")
         tool = turn.get("tool") or (turn.get("name") if role in {"tool", "tool_call"} else None)
+        args = turn.get("args")
+        if tool and isinstance(args, dict) and args.get("activity"):
+            lines.append(ExcerptLine(f"{args['activity']}", _coding_line(tool, args, turn.get("ok"))))
+            continue
         if tool:
             args = turn.get("args", turn.get("arguments", {}))
             text = turn.get("text") or f"{tool}({json.dumps(args, ensure_ascii=False)[:300]})"
@@ -116,6 +127,21 @@ def _excerpt_lines(raw: Any) -> list[ExcerptLine]:
             text = turn.get("text") or turn.get("content") or json.dumps(turn, ensure_ascii=False)
             lines.append(ExcerptLine(role.replace("_", " "), str(text)))
     return lines
+
+
+def _coding_line(tool: str, args: dict[str, Any], ok: Any) -> str:
+    """One command of a coding session: the command (or tool), its generalised target and role,
+    the exit code and the start of its (redacted) output."""
+    text = str(args.get("command") or tool)
+    if args.get("target"):
+        text += f"  → {args['target']} ({args.get('role', '')})"
+    if args.get("returncode") is not None:
+        text += f"  [exit {args['returncode']}]"
+    elif ok is False:
+        text += "  ✗ failed"
+    if args.get("output"):
+        text += f"\n{str(args['output'])[:200]}"
+    return text
 
 
 def _outcome(session) -> str:
@@ -193,6 +219,17 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
         )
     for alt in [a for a in raw.get("alternatives") or [] if isinstance(a, dict)]:
         evidence.alternatives.append(f"{' → '.join(map(str, alt.get('skeleton') or []))} ({alt.get('support', '?')} sessions)")
+    if raw.get("agentKind") == "coding" or version.verify_command:
+        evidence.coding = True
+        evidence.distinct_tasks = _number(raw.get("distinctTasks"))
+        if raw.get("verifyCommand"):
+            evidence.verify_line = (
+                f"{raw['verifyCommand']} — the last passing test command in {raw.get('verifySupport', '?')} of "
+                f"{raw.get('verifySessions', '?')} resolved sessions with this skeleton"
+            )
+        for item in [o for o in raw.get("orderContrast") or [] if isinstance(o, dict)][:8]:
+            counts = _counts(item.get("resolved"), resolved, item.get("failed"), failed)
+            evidence.coding_order_lines.append(f"{item.get('feature', '?')}: {counts}{_lift(item.get('failLift'))}")
     for key, value in raw.items():
         if key in _SHOWN:
             continue

@@ -19,6 +19,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from ..coding import procedures as coding
 from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
 from ..redaction import Redactor
 from ..services import audit, procedure_propose
@@ -38,9 +39,12 @@ class Trigger:
 
 
 def mining_params_for(agent: Agent, *, support_threshold: int | None = None) -> mining.MiningParams:
+    coding_agent = agent.kind == Agent.Kind.CODING
     return mining.MiningParams(
         support_threshold=support_threshold if support_threshold is not None else agent.support_threshold,
-        ignored_tools=tuple(getattr(settings, "PROCMEM_MINING_IGNORED_TOOLS", ["think"])),
+        # a coding agent's skeleton is made of phases; "think" is a tool agent's scratchpad
+        ignored_tools=() if coding_agent else tuple(getattr(settings, "PROCMEM_MINING_IGNORED_TOOLS", ["think"])),
+        agent_kind=agent.kind,
     )
 
 
@@ -100,7 +104,7 @@ def _live_versions(agent: Agent, intent_id: int) -> list[ProcedureVersion]:
 
 def _covered_by(versions: list[ProcedureVersion], skeleton: mining.Skeleton, params: mining.MiningParams) -> ProcedureVersion | None:
     for version in versions:
-        if version.skeleton and mining.reduce_skeleton(version.skeleton, params.ignored_tools) == skeleton:
+        if version.skeleton and mining.skeleton_function(params)(version.skeleton, params.ignored_tools) == skeleton:
             return version
     return None
 
@@ -197,6 +201,13 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
         if covered is not None:
             skipped.append(_skip(intent, group, f"covered by {covered.procedure.key} v{covered.number} ({covered.status}) with the same skeleton"))
             continue
+        if params.agent_kind == Agent.Kind.CODING:
+            draft = _draft_coding(agent, intent, group, stats, params, counts, redactor)
+            if isinstance(draft, str):
+                skipped.append(_skip(intent, group, draft))
+            else:
+                drafts.append((group, draft))
+            continue
         rows = list(_sessions_with_variants(
             agent, intent.pk, resolved=True, variants=_top_variants(stats, "resolved", [group.skeleton]), limit=STEP_SAMPLE_SESSIONS
         ))
@@ -260,6 +271,9 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
                 mining_run=run,
                 skeleton=draft.skeleton,
                 reason=evidence["summary"],
+                preconditions=draft.preconditions,
+                postconditions=draft.postconditions,
+                verify_command=draft.verify_command,
             )
             created.append(version)
         counts["candidates"] = len(created)
@@ -283,6 +297,90 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
             agent_id, run_id = agent.pk, run.pk
             transaction.on_commit(lambda: _notify(agent_id, version_ids, run_id), robust=True)
     return run
+
+
+def _coding_sessions(agent: Agent, intent_id: int, skeleton: mining.Skeleton, *, resolved: bool, limit: int) -> list[tuple[str, list, list]]:
+    """(session id, tool calls, redacted excerpt) of the intent's sessions whose coding skeleton is
+    `skeleton`, oldest first, at most `limit`. Coding skeletons are phases over raw step sequences
+    that rarely repeat exactly, so the match is made here rather than by a skeleton filter in SQL;
+    the read is bounded by the agent's sessions of one intent and label."""
+    found: list[tuple[str, list, list]] = []
+    queryset = (
+        AgentSession.objects.filter(agent=agent, intent_id=intent_id, resolved=resolved)
+        .order_by("ended_at", "session_id")
+        .values_list("session_id", "skeleton", "tool_calls", "redacted_excerpt", "raw_purged")
+    )
+    for session_id, raw, calls, excerpt, purged in queryset.iterator(chunk_size=200):
+        if coding.coding_skeleton(raw or []) != skeleton:
+            continue
+        if purged:
+            # past the retention window only the excerpt keeps commands (redacted, cut short)
+            calls = [{"name": e.get("tool"), "args": e.get("args") or {}, "ok": e.get("ok")} for e in excerpt or [] if e.get("role") == "tool_call"]
+        found.append((session_id, calls or [], excerpt or []))
+        if len(found) >= limit:
+            break
+    return found
+
+
+def _draft_coding(agent, intent, group, stats, params, counts, redactor: Redactor) -> mining.Draft | str:
+    """A coding procedure for one group: the shared contrast and evidence, the coding contract
+    (steps, pre/postconditions, verify command) from the resolved sessions' commands, and forbidden
+    actions worded for coding. Returns the reason instead when no resolved session ran a passing
+    test: no verify command, no coding procedure."""
+    rows = _coding_sessions(agent, intent.pk, group.skeleton, resolved=True, limit=STEP_SAMPLE_SESSIONS)
+    contract = coding.draft_contract(group.skeleton, [calls for _, calls, _ in rows])
+    if contract is None:
+        return f"no verify command: none of {len(rows)} resolved sessions with this skeleton ran a test that passed"
+    draft = mining.draft_candidate(
+        intent_name=intent.name,
+        intent_description=intent.description,
+        group=group,
+        stats=stats,
+        params=params,
+        step_samples=[],
+        failed_samples={},
+        session_ids=[sid for sid, _, _ in rows[: params.evidence_session_ids]],
+        excerpts=[(sid, redactor.value(excerpt)) for sid, _, excerpt in rows[: params.evidence_excerpts]],
+        counts={"sessions": counts["sessions"], "withoutIntent": counts["withoutIntent"], "withoutOutcome": counts["withoutOutcome"]},
+    )
+    result = mining.contrast(stats, group.skeleton, params)
+    forbidden = [redactor.text(coding.forbidden_text(f.kind, f.tool, f.before)) for f in result.forbidden]
+    for entry, text in zip(draft.evidence["forbidden"], forbidden):
+        entry["action"] = text
+    # resolved vs unresolved for every "B with no A before it" of the skeleton, forbidden or not:
+    # the reviewer sees e.g. "edit the source before you reproduce the issue" with its counts
+    order_features = []
+    for i, before in enumerate(group.skeleton):
+        for after in group.skeleton[i + 1 :]:
+            r = mining._count(stats.resolved, lambda sk, b=before, a=after: mining._without_before(sk, b, a))
+            f = mining._count(stats.failed, lambda sk, b=before, a=after: mining._without_before(sk, b, a))
+            order_features.append({
+                "feature": coding.forbidden_text("after_without_before", after, before).removeprefix("Do not ").rstrip("."),
+                "resolved": r, "failed": f,
+                "resolvedRate": mining._rate(r, result.resolved_total), "failedRate": mining._rate(f, result.failed_total),
+                "failLift": mining.lift(f, result.failed_total, r, result.resolved_total),
+            })
+    order_features.sort(key=lambda e: (-e["failLift"], e["feature"]))
+    verify = redactor.text(contract.verify_command)
+    draft.evidence.update(
+        agentKind=Agent.Kind.CODING,
+        verifyCommand=verify,
+        verifySupport=contract.verify_support,
+        verifySessions=contract.verify_sessions,
+        orderContrast=order_features[:10],
+        # each session is one task attempt (an issue instance): support counts distinct tasks
+        distinctTasks=len({sid for sid, _, _ in rows}),
+    )
+    return replace(
+        draft,
+        applies_when=coding.applies_when_for(intent.name) if not intent.description else draft.applies_when,
+        steps=[redactor.text(step) for step in contract.steps],
+        required_tools=[],
+        forbidden_actions=forbidden,
+        preconditions=[redactor.text(p) for p in contract.preconditions],
+        postconditions=[redactor.text(p) for p in contract.postconditions],
+        verify_command=verify,
+    )
 
 
 def _notify(agent_id: int, version_ids: list[int], run_id: int) -> None:

@@ -29,7 +29,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from ..coding.procedures import coding_skeleton
 
 Skeleton = tuple[str, ...]
 PLACEHOLDER_RE = re.compile(r"^\{\{[a-z_]+\}\}$")
@@ -51,9 +53,12 @@ class MiningParams:
     evidence_session_ids: int = 20
     evidence_excerpts: int = 3
     literal_share: float = 0.8
+    # which skeleton function reads a session (SKELETONS): tool names, or a coding agent's phases
+    agent_kind: str = "tools"
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "agentKind": self.agent_kind,
             "supportThreshold": self.support_threshold,
             "ignoredTools": list(self.ignored_tools),
             "minFailLift": self.min_fail_lift,
@@ -74,6 +79,17 @@ def reduce_skeleton(tools: Iterable[str], ignored: Iterable[str] = ("think",)) -
             continue
         reduced.append(name)
     return tuple(reduced)
+
+
+# One skeleton function per agent kind: (raw skeleton as stored, ignored steps) → the mining skeleton.
+SKELETONS: dict[str, Callable[[Iterable[str], Iterable[str]], Skeleton]] = {
+    "tools": reduce_skeleton,
+    "coding": coding_skeleton,
+}
+
+
+def skeleton_function(params: "MiningParams") -> Callable[[Iterable[str], Iterable[str]], Skeleton]:
+    return SKELETONS.get(params.agent_kind, reduce_skeleton)
 
 
 def lift(a: int, a_total: int, b: int, b_total: int) -> float:
@@ -137,7 +153,7 @@ class Aggregator:
             self.escalated += count
             return
         label = "resolved" if resolved else "failed"
-        reduced = reduce_skeleton(raw_skeleton, self.params.ignored_tools)
+        reduced = skeleton_function(self.params)(raw_skeleton, self.params.ignored_tools)
         (stats.resolved if resolved else stats.failed)[reduced] += count
         if resolved:
             self.resolved += count
@@ -450,6 +466,10 @@ class Draft:
     forbidden_actions: list[str]
     evidence: dict[str, Any]
     skeleton: list[str]
+    # a coding procedure's contract (library/coding/procedures.py); empty for tool agents
+    preconditions: list[str] = field(default_factory=list)
+    postconditions: list[str] = field(default_factory=list)
+    verify_command: str = ""
 
 
 def draft_candidate(

@@ -1,0 +1,84 @@
+"""Mining coding agents' sessions: the phase skeleton, the coding contract, and the candidate the
+231 real SWE-bench sessions give (library/coding/procedures.py, library/mining/runs.py)."""
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.urls import reverse
+
+from library.coding.procedures import coding_skeleton, draft_contract, generalise_command, verify_command_of
+from library.mining.runs import mining_run_execute
+from library.mining.skeletons import MiningParams, SKELETONS, skeleton_function
+from library.models import Agent, ProcedureVersion
+from procmem_client.rendering import render_procedure
+
+from ..conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS
+
+
+def call(step, command="", ok=True, path="", target="", role=""):
+    activity = step.split(":")[0]
+    args = {"activity": activity, "step": step, "command": command}
+    if path:
+        args.update(path=path, target=target, role=role)
+    return {"name": "x", "args": args, "ok": ok}
+
+
+def test_coding_skeleton_keeps_each_phase_at_its_first_occurrence_and_is_idempotent():
+    steps = ["environment", "search", "read:source", "search", "edit:script", "run:script", "edit:source", "run:script", "vcs", "test", "edit:test", "test", "submit"]
+    skeleton = coding_skeleton(steps)
+    assert skeleton == ("search", "read", "reproduce", "edit", "test", "write-test", "submit")
+    assert coding_skeleton(skeleton) == skeleton
+
+
+def test_one_skeleton_function_per_agent_kind():
+    assert set(SKELETONS) == {"tools", "coding"}
+    assert skeleton_function(MiningParams(agent_kind="coding"))(["search", "search", "edit:source"], ()) == ("search", "edit")
+    assert skeleton_function(MiningParams())(["a", "a", "think", "b"], ("think",)) == ("a", "b")
+
+
+def test_verify_command_is_the_last_passing_test_generalised():
+    calls = [
+        call("test", "./tests/runtests.py forms_tests.test_a", ok=False, path="forms_tests.test_a", target="{{test_label}}", role="test"),
+        call("test", "cd /testbed && ./tests/runtests.py forms_tests.test_b -v 2", ok=True, path="forms_tests.test_b", target="{{test_label}}", role="test"),
+        call("run:script", "python reproduce.py", ok=True),
+    ]
+    assert verify_command_of(calls) == "./tests/runtests.py {{test_label}} -v 2"
+    assert verify_command_of(calls[:1]) is None
+    assert generalise_command("python -m pytest tests/x/test_y.py::T::t -q", "tests/x/test_y.py", "{{test_file}}") == "python -m pytest {{test_file}} -q"
+
+
+def test_no_passing_test_no_contract():
+    assert draft_contract(("search", "edit", "test", "submit"), [[call("test", "pytest", ok=False)]]) is None
+    contract = draft_contract(("search", "reproduce", "edit", "test", "submit"), [[call("run:script", "python r.py", path="r.py", target="{{script}}", role="script"), call("test", "pytest", ok=True)]])
+    assert contract.verify_command == "pytest"
+    assert contract.preconditions and "reproduces the issue ({{script}})" in contract.preconditions[0]
+    assert contract.postconditions[-1] == "The verify command passes: pytest"
+
+
+@pytest.mark.django_db
+def test_mining_the_231_real_sessions_gives_a_coding_candidate_with_a_verify_command(swebench_dir, client, admin_user):
+    # given: the 231 Gemini 3 Pro sessions on SWE-bench Verified's Django tasks, 179 resolved
+    call_command("import_sessions", str(SWEBENCH_TRAJS), "--format", "mini-swe-agent", "--outcomes", str(SWEBENCH_RESULTS),
+                 "--agent", "swe-gemini", "--create-agent", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
+    agent = Agent.objects.get(name="swe-gemini")
+    # when
+    run = mining_run_execute(agent=agent, support_threshold=20)
+    # then: the largest group is search → read → reproduce → edit → test → submit
+    version = ProcedureVersion.objects.get(mining_run=run)
+    assert version.skeleton == ["search", "read", "reproduce", "edit", "test", "submit"]
+    assert version.verify_command and "{{test_label}}" in version.verify_command
+    assert version.preconditions and version.postconditions
+    evidence = version.evidence
+    assert evidence["support"] == evidence["distinctTasks"] >= 20
+    assert evidence["resolved"] == 179 and evidence["failed"] == 52
+    assert evidence["verifySupport"] >= 1 and evidence["orderContrast"]
+    assert any("edit the source before you reproduce the issue" in f["feature"] for f in evidence["orderContrast"])
+    rendered = render_procedure(version.to_dict())
+    assert rendered.splitlines()[-1] == f"Verify: {version.verify_command}"
+    # the candidate page shows the activities, the contract and the evidence of the coding session
+    client.force_login(admin_user)
+    page = client.get(reverse("reviews:version", args=[version.pk])).content.decode()
+    assert 'id="coding-contract"' in page and version.verify_command in page
+    assert "Order of the work: resolved vs unresolved sessions" in page
+    assert "→ {{script}} (script)" in page or "→ {{source_file}} (source)" in page
