@@ -227,7 +227,7 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
                 f"{raw['verifyCommand']} — the last passing test command in {raw.get('verifySupport', '?')} of "
                 f"{raw.get('verifySessions', '?')} resolved sessions with this skeleton"
             )
-        for item in [o for o in raw.get("orderContrast") or [] if isinstance(o, dict)][:8]:
+        for item in [o for o in raw.get("orderContrast") or [] if isinstance(o, dict)][:10]:
             counts = _counts(item.get("resolved"), resolved, item.get("failed"), failed)
             evidence.coding_order_lines.append(f"{item.get('feature', '?')}: {counts}{_lift(item.get('failLift'))}")
     for key, value in raw.items():

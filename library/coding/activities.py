@@ -183,11 +183,18 @@ def strip_heredocs(command: str) -> tuple[str, list[str]]:
     return "\n".join(kept), bodies
 
 
+_TOKEN_RE = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\])+""")
+
+
 def _tokens(part: str) -> list[str]:
-    try:
-        return shlex.split(part, comments=True)
-    except ValueError:
-        return part.split()
+    """Shell words with quotes removed (a fast subset of shlex.split: no comments inside words)."""
+    words = []
+    for match in _TOKEN_RE.finditer(part):
+        word = match.group(0)
+        if word.startswith("#"):
+            break
+        words.append(re.sub(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""", lambda m: m.group(1) if m.group(1) is not None else (m.group(2) if m.group(2) is not None else m.group(3)), word))
+    return words
 
 
 def split_command(command: str) -> list[str]:

@@ -35,8 +35,8 @@ FORMATS = ("procmem", "openai", "adk", "mini-swe-agent", "trace")
 # session's skeleton is the sequence of activity steps (library/coding/activities.py)
 CODING_FORMATS = ("mini-swe-agent", "trace")
 DEFAULT_CODING_INTENT = "resolve_issue"
-MAX_COMMAND_CHARS = 4000
-MAX_OUTPUT_CHARS = 2000
+MAX_COMMAND_CHARS = 2000
+MAX_OUTPUT_CHARS = 500  # a head of the output, enough to see the error; tool results of other formats are never stored
 INTENT_DERIVATIONS = ("taubench-actions",)
 INTENT_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
 TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
@@ -641,7 +641,6 @@ def parse_mini_swe_agent(item: Any, options: ImportOptions | None = None) -> Ses
     info = item.get("info") if isinstance(item.get("info"), Mapping) else {}
     task = ""
     calls: list[dict[str, Any]] = []
-    outputs: list[str] = []
     pending: tuple[str, Action] | None = None
     for index, message in enumerate(messages):
         where = f"messages[{index}]"
@@ -668,7 +667,6 @@ def parse_mini_swe_agent(item: Any, options: ImportOptions | None = None) -> Ses
             output = "\n".join(_OUTPUT_RE.findall(text)) if code else ""
             if action.activity == "submit":
                 output = ""  # the final patch: kept once, as the reply
-            outputs.append(output)
             calls.append(coding_call(action, command=command, returncode=int(code.group(1)) if code else None, output=output))
     if pending is not None:
         command, action = pending
@@ -691,7 +689,7 @@ def parse_mini_swe_agent(item: Any, options: ImportOptions | None = None) -> Ses
         ),
         source_format="mini-swe-agent",
         reply=submission[:20000],
-        structured=outputs,
+        # the outputs are in the calls' args already (cut to MAX_OUTPUT_CHARS): read once for redaction
     )
     return _valid(session, errors)
 

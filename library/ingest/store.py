@@ -18,6 +18,7 @@ from .formats import SessionIn
 EXCERPT_CALLS = 40
 EXCERPT_TEXT_CHARS = 400
 EXCERPT_ARG_CHARS = 200
+REDACTION_MARGIN_CHARS = 100
 
 
 def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]]:
@@ -27,20 +28,23 @@ def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]
     def short(text: str, limit: int) -> str:
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
-    def short_args(value: Any) -> Any:
+    def short_args(value: Any, limit: int = EXCERPT_ARG_CHARS) -> Any:
         if isinstance(value, str):
-            return short(value, EXCERPT_ARG_CHARS)
+            return short(value, limit)
         if isinstance(value, Mapping):
-            return {k: short_args(v) for k, v in value.items()}
+            return {k: short_args(v, limit) for k, v in value.items()}
         if isinstance(value, list):
-            return [short_args(v) for v in value[:20]]
+            return [short_args(v, limit) for v in value[:20]]
         return value
 
     excerpt: list[dict[str, Any]] = []
     if session.task:
         excerpt.append({"role": "user", "text": short(redactor.text(session.task), EXCERPT_TEXT_CHARS)})
     for call in session.tool_calls[:EXCERPT_CALLS]:
-        excerpt.append({"role": "tool_call", "tool": call["name"], "args": short_args(redactor.value(call["args"])), "ok": call["ok"]})
+        # Cut long strings (a command's output) before redacting, with a margin: a personal value
+        # that starts inside the shown part is whole in what the redactor reads.
+        args = short_args(call["args"], EXCERPT_ARG_CHARS + REDACTION_MARGIN_CHARS)
+        excerpt.append({"role": "tool_call", "tool": call["name"], "args": short_args(redactor.value(args)), "ok": call["ok"]})
     if len(session.tool_calls) > EXCERPT_CALLS:
         excerpt.append({"role": "note", "text": f"{len(session.tool_calls) - EXCERPT_CALLS} more tool calls"})
     if session.reply:

@@ -354,6 +354,8 @@ def _draft_coding(agent, intent, group, stats, params, counts, redactor: Redacto
         for after in group.skeleton[i + 1 :]:
             r = mining._count(stats.resolved, lambda sk, b=before, a=after: mining._without_before(sk, b, a))
             f = mining._count(stats.failed, lambda sk, b=before, a=after: mining._without_before(sk, b, a))
+            if not r and not f:
+                continue  # no session did it: nothing to contrast
             order_features.append({
                 "feature": coding.forbidden_text("after_without_before", after, before).removeprefix("Do not ").rstrip("."),
                 "resolved": r, "failed": f,

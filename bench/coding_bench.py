@@ -1,0 +1,96 @@
+"""Benchmark: importing and mining the 231 real coding-agent sessions (SWE-bench, mini-swe-agent).
+
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python -m bench.coding_bench [--rounds 3]
+
+In one process, per round (median of the rounds reported):
+- baseline: a plain parse of the same files — read every .traj.json member of the tar.gz and
+  json.loads it (the least any import must do);
+- import: `manage.py import_sessions <tar.gz> --format mini-swe-agent --outcomes results.json`
+  into a fresh coding agent (parse, classify every command, redact, store in PostgreSQL);
+- mining: one mining run of that agent (skeletons, contrast, the coding contract, the candidate).
+Targets: import ≤ 3× the plain parse; mining ≤ 1× the import. The agents stay in the database
+(their candidate versions are never deleted); each round uses a new agent name.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import statistics
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("SWEBENCH_DIR", ROOT.parent / "shared" / "data" / "swebench"))
+if not (DATA / "results.json").exists():
+    DATA = Path("/work/shared/data/swebench")
+TRAJS = DATA / "gemini-3-pro-django-trajs.tar.gz"
+RESULTS = DATA / "results.json"
+
+
+def plain_parse() -> int:
+    count = 0
+    with tarfile.open(TRAJS, "r:*") as archive:
+        for member in archive:
+            if member.isfile() and member.name.endswith(".json"):
+                with archive.extractfile(member) as stream:
+                    json.loads(stream.read())
+                count += 1
+    return count
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")
+    os.environ.setdefault("DEBUG", "1")
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    from library.mining.runs import mining_run_execute
+    from library.models import Agent, AgentSession
+
+    call_command("migrate", verbosity=0)
+    stamp = time.strftime("%H%M%S")
+    parse_s, import_s, mine_s = [], [], []
+    for round_no in range(args.rounds):
+        started = time.perf_counter()
+        files = plain_parse()
+        parse_s.append(time.perf_counter() - started)
+
+        name = f"bench-coding-{stamp}-{round_no}"
+        out = io.StringIO()
+        started = time.perf_counter()
+        call_command("import_sessions", str(TRAJS), "--format", "mini-swe-agent", "--outcomes", str(RESULTS),
+                     "--agent", name, "--create-agent", "--no-progress", stdout=out, stderr=io.StringIO())
+        import_s.append(time.perf_counter() - started)
+        agent = Agent.objects.get(name=name)
+        stored = AgentSession.objects.filter(agent=agent).count()
+
+        started = time.perf_counter()
+        run = mining_run_execute(agent=agent, support_threshold=20)
+        mine_s.append(time.perf_counter() - started)
+        print(f"round {round_no + 1}: {files} files; {out.getvalue().strip()} mining: {run.counts.get('candidates')} candidate(s); "
+              f"parse {parse_s[-1]:.2f} s, import {import_s[-1]:.2f} s, mining {mine_s[-1]:.2f} s", flush=True)
+        assert stored == files == 231, (stored, files)
+
+    p, i, m = statistics.median(parse_s), statistics.median(import_s), statistics.median(mine_s)
+    print()
+    print(f"| step | median of {args.rounds} (s) | ratio | target |")
+    print("| --- | ---: | ---: | --- |")
+    print(f"| plain JSON parse of the 231 files (tar.gz) | {p:.2f} | 1.00 | baseline |")
+    print(f"| import_sessions --format mini-swe-agent | {i:.2f} | {i / p:.2f} × parse | ≤ 3× parse: {'met' if i <= 3 * p else 'NOT met'} |")
+    print(f"| mining run (coding skeleton, contract, candidate) | {m:.2f} | {m / i:.2f} × import | ≤ 1× import: {'met' if m <= i else 'NOT met'} |")
+
+
+if __name__ == "__main__":
+    main()
