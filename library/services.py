@@ -65,6 +65,10 @@ class Content:
     def hash(self) -> str:
         return content_hash(**asdict(self))
 
+    @property
+    def is_coding(self) -> bool:
+        return bool(self.preconditions or self.postconditions or self.verify_command)
+
 
 def _clean_str_list(value: Any, field: str, *, allow_empty: bool, max_items: int) -> list[str]:
     if not isinstance(value, (list, tuple)):

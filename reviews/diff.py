@@ -24,6 +24,8 @@ from typing import Literal, Sequence
 
 from diff_match_patch import diff_match_patch
 
+from library.services import Content
+
 Op = Literal["equal", "insert", "delete"]
 RowKind = Literal["same", "changed", "added", "removed"]
 
@@ -259,21 +261,6 @@ def compare_set(name: str, label: str, old: Sequence[str] | None, new: Sequence[
     return FieldComparison(name, label, "set", rows)
 
 
-@dataclass(frozen=True)
-class Content:
-    applies_when: str
-    steps: Sequence[str]
-    required_tools: Sequence[str]
-    forbidden_actions: Sequence[str]
-    preconditions: Sequence[str] = ()
-    postconditions: Sequence[str] = ()
-    verify_command: str = ""
-
-    @property
-    def is_coding(self) -> bool:
-        return bool(self.preconditions or self.postconditions or self.verify_command)
-
-
 def compare_contents(old: Content | None, new: Content) -> list[FieldComparison]:
     """The content fields of a procedure, old (None: a new procedure) against new."""
     fields = [
@@ -294,7 +281,7 @@ def compare_contents(old: Content | None, new: Content) -> list[FieldComparison]
 def content_of(version) -> Content:
     """Adapts a ProcedureVersion (or anything with the content attributes; the coding ones are optional)."""
     return Content(
-        version.applies_when, version.steps, version.required_tools, version.forbidden_actions,
+        version.applies_when, list(version.steps), list(version.required_tools), list(version.forbidden_actions),
         list(getattr(version, "preconditions", None) or []), list(getattr(version, "postconditions", None) or []),
         getattr(version, "verify_command", "") or "",
     )
