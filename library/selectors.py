@@ -6,6 +6,7 @@ import hashlib
 
 from django.db.models import QuerySet
 
+from .coding import graph as coding_graph
 from .models import Agent, ProcedureVersion, Status
 
 
@@ -31,3 +32,22 @@ def active_set_hash(agent: Agent, *, using: str = "default") -> str:
     for key, number, chash in rows:
         digest.update(f"{key}\x1f{number}\x1f{chash}\x1e".encode())
     return digest.hexdigest()
+
+
+def coding_graph_for_agent(agent: Agent) -> coding_graph.Graph:
+    """Producer → consumer links between a coding agent's procedures: per procedure its ACTIVE
+    version, or else its newest CANDIDATE (what a reviewer is about to add)."""
+    chosen: dict[int, ProcedureVersion] = {}
+    versions = (
+        ProcedureVersion.objects.filter(procedure__agent=agent, status__in=[Status.ACTIVE, Status.CANDIDATE])
+        .select_related("procedure")
+        .only("procedure__key", "status", "number", "preconditions", "postconditions")
+        .order_by("procedure_id", "-number")
+    )
+    for version in versions:
+        current = chosen.get(version.procedure_id)
+        if current is None or (version.status == Status.ACTIVE and current.status != Status.ACTIVE):
+            chosen[version.procedure_id] = version
+    return coding_graph.build_graph(
+        [coding_graph.node_for(v.procedure.key, v.preconditions or [], v.postconditions or []) for v in chosen.values()]
+    )

@@ -47,7 +47,7 @@ PHASE_TEXT = {
     "edit": "Edit the source file that causes the issue{target}.",
     "write-test": "Add or extend a test for the fix{target}.",
     "test": "Run the tests of the changed module{target}.",
-    "submit": "Review the diff and submit the patch.",
+    "submit": "Review the diff and hand in the change.",
 }
 # how a forbidden action names a phase: "Do not <after> before you <before>."
 PHASE_VERB = {
@@ -156,6 +156,13 @@ def draft_contract(skeleton: Sequence[str], sessions_calls: Sequence[Sequence[Ma
         postconditions.append(f"A test for the fix ({targets.get('write-test', '{{test_file}}')}).")
     postconditions.append(f"The verify command passes: {verify}")
     return CodingContract(steps, preconditions, postconditions, verify, verify_support, len(sessions_calls))
+
+
+def tools_named(steps: Sequence[str], agent_tools: Iterable[str]) -> list[str]:
+    """The agent's tools (programs seen in its sessions) that the steps name as words, in the
+    agent's order: what the procedure requires (python3, runtests.py for the verify command)."""
+    words = set(re.findall(r"[\w.\-]+", " ".join(steps)))
+    return [tool for tool in agent_tools if tool in words]
 
 
 def forbidden_text(kind: str, phase: str, before: str | None) -> str:

@@ -377,7 +377,7 @@ def _draft_coding(agent, intent, group, stats, params, counts, redactor: Redacto
         draft,
         applies_when=coding.applies_when_for(intent.name) if not intent.description else draft.applies_when,
         steps=[redactor.text(step) for step in contract.steps],
-        required_tools=[],
+        required_tools=coding.tools_named(contract.steps, agent.tools or []),
         forbidden_actions=forbidden,
         preconditions=[redactor.text(p) for p in contract.preconditions],
         postconditions=[redactor.text(p) for p in contract.postconditions],

@@ -25,8 +25,10 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from guardian.core import ObjectPermissionChecker
 
+from library import selectors as library_selectors
 from library import services
-from library.models import AuditEvent, LoadRefusal, Procedure, ProcedureVersion, Status
+from library.coding import graph as coding_graph
+from library.models import Agent, AuditEvent, LoadRefusal, Procedure, ProcedureVersion, Status
 from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
 
 from .. import rights, selectors
@@ -83,8 +85,17 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
             "refused": [(v, missing, refusals.get(v.pk)) for v, missing in refused],
             "rows": rows,
             "tab": "active",
+            "graph": _coding_graph_drawing(agent_obj),
         },
     )
+
+
+def _coding_graph_drawing(agent: Agent):
+    """The server-drawn producer → consumer picture of a coding agent's procedures (None otherwise)."""
+    if agent.kind != Agent.Kind.CODING:
+        return None
+    graph = library_selectors.coding_graph_for_agent(agent)
+    return {"graph": graph, "drawing": coding_graph.layout(graph)}
 
 
 @require_GET
