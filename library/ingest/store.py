@@ -18,7 +18,7 @@ from .formats import SessionIn
 EXCERPT_CALLS = 40
 EXCERPT_TEXT_CHARS = 400
 EXCERPT_ARG_CHARS = 200
-REDACTION_MARGIN_CHARS = 100
+REDACTION_MARGIN_CHARS = 60  # longer than an e-mail address, an IBAN or a card number
 
 
 def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]]:

@@ -164,3 +164,14 @@ def test_post_sessions_accepts_the_trace_format(client, agent):
     assert response.json()["refused"][0]["errors"][0]["field"] == "actions[0]"
     stored = AgentSession.objects.get(agent=agent, session_id="hook-1")
     assert stored.skeleton == ["read:source", "test"] and stored.source_format == "trace"
+
+
+@pytest.mark.django_db
+def test_an_output_is_cut_before_redaction_without_leaking_a_value_across_the_cut(agent):
+    from library.ingest.store import EXCERPT_ARG_CHARS, build_excerpt, redactor_for
+
+    output = "x" * (EXCERPT_ARG_CHARS - 10) + " anna.schmidt@example.com " + "y" * 3000
+    session = parse_mini_swe_agent(traj(commands=[("cat log.txt", 0, output)]))
+    excerpt = build_excerpt(session, redactor_for(session, agent))
+    shown = next(e for e in excerpt if e["role"] == "tool_call")["args"]["output"]
+    assert "anna" not in shown and "example.com" not in shown and len(shown) <= EXCERPT_ARG_CHARS
