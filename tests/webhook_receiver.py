@@ -22,6 +22,7 @@ class Receiver:
     statuses: list[int] = field(default_factory=lambda: [200])
     received: list[Received] = field(default_factory=list)
     url: str = ""
+    port: int = 0  # 0: any free port
 
     def __enter__(self) -> "Receiver":
         receiver = self
@@ -40,7 +41,7 @@ class Receiver:
             def log_message(self, *args):
                 pass
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self.url = f"http://127.0.0.1:{self._server.server_address[1]}/hook"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
