@@ -44,11 +44,15 @@ def _validated(values: dict[str, Any]) -> dict[str, Any]:
     elif len(patterns) > MAX_REDACTION_PATTERNS:
         errors["redaction_patterns"] = f"at most {MAX_REDACTION_PATTERNS} patterns"
     else:
+        unlabelled = [i for i, p in enumerate(patterns) if not isinstance(p, dict) or not str(p.get("label") or "").strip()]
         try:
             compile_agent_patterns(patterns)
         except (ValueError, TypeError) as exc:
             errors["redaction_patterns"] = str(exc)
         else:
+            if unlabelled:
+                errors["redaction_patterns"] = f"redaction_patterns[{unlabelled[0]}]: needs a label (what reviewers see instead of the match)"
+        if "redaction_patterns" not in errors:
             cleaned["redaction_patterns"] = [{"label": str(p["label"]), "regex": str(p["regex"])} for p in patterns]
     if errors:
         raise ValidationError(errors)
