@@ -7,6 +7,7 @@ no add, change or delete permission. Secrets (model API keys, token hashes) are 
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db import models
 
 from .models import (
     Agent,
@@ -30,8 +31,14 @@ from .models import (
 )
 
 
+# URLs without a scheme are read as https (Django 6's default), on every admin form
+URL_FIELDS = {models.URLField: {"assume_scheme": "https"}}
+
+
 class ReadOnlyModelAdmin(admin.ModelAdmin):
     """View only: list, search, filter and the detail page, without add, change or delete."""
+
+    formfield_overrides = URL_FIELDS
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -54,6 +61,7 @@ class AgentAdmin(admin.ModelAdmin):
     """Description, model and base instruction are edited here; tools, switches, limits and
     redaction patterns on the agent settings page (audited), the eval runner on its own page."""
 
+    formfield_overrides = URL_FIELDS
     list_display = ("name", "current_model", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
                     "support_threshold", "eval_runner", "created_at")
     list_filter = ("procedural_memory_enabled", "auto_capture_enabled", "eval_runner")
