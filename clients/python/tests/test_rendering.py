@@ -58,3 +58,22 @@ def test_lengths_in_characters_and_estimated_tokens():
     assert measure("") == {"text": "", "chars": 0, "tokens": 0}
     assert estimate_tokens("abcd") == 1 and estimate_tokens("abcde") == 2
     assert render_procedures([]) == ""
+
+
+def test_a_coding_record_renders_before_after_and_verify_lines():
+    record = {
+        "id": "fix.reproduce_first", "version": 2, "steps": ["Reproduce the issue.", "Edit the source."],
+        "forbiddenActions": ["Do not edit the source before you reproduce the issue."],
+        "preconditions": ["A script that reproduces the issue fails"],
+        "postconditions": ["The edited source file.", "The reproducing test passes"],
+        "verifyCommand": "./tests/runtests.py {{test_label}}",
+    }
+    assert render_procedure(record) == (
+        "Procedure fix.reproduce_first v2\n"
+        "Before: A script that reproduces the issue fails.\n"
+        "1. Reproduce the issue.\n"
+        "2. Edit the source.\n"
+        "Do not: edit the source before you reproduce the issue.\n"
+        "After: The edited source file. The reproducing test passes.\n"
+        "Verify: ./tests/runtests.py {{test_label}}"
+    )
