@@ -19,6 +19,7 @@ stored, duplicate (idempotent by session id) and refused.
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -80,6 +81,8 @@ class SessionIn:
     ended_at: datetime | None
     source_format: str
     reply: str = ""
+    # Repeated trials of one task share it; empty = a hash of the redacted opening request (store).
+    task_key: str = ""
     # Tool results and other structured data: read for known personal values, never stored.
     structured: list[Any] = field(default_factory=list)
 
@@ -98,6 +101,7 @@ class ImportOptions:
     id_prefix: str = ""
     model: str = ""
     escalation_tools: tuple[str, ...] = DEFAULT_ESCALATION_TOOLS
+    adk_author: str = ""  # the ADK agent whose calls are the session's; default: the first non-user author
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -258,6 +262,19 @@ def _clean_model(value: Any, errors: list[FieldError], field_name: str = "model"
     return text
 
 
+def _clean_task_key(value: Any, errors: list[FieldError], field_name: str = "task_key") -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        errors.append(FieldError(field_name, f"must be a string, got {type(value).__name__}"))
+        return ""
+    text = str(value).strip()
+    if len(text) > 200:
+        errors.append(FieldError(field_name, "is longer than 200 characters"))
+        return ""
+    return text
+
+
 def _intent_from_options(item: Any, session_id: str, options: ImportOptions, errors: list[FieldError], fallback: Any) -> str | None:
     if options.intent_from == "taubench-actions":
         actions = _dig(item, "info.task.actions")
@@ -327,6 +344,7 @@ def parse_procmem(item: Any, options: ImportOptions | None = None) -> SessionIn:
         ended_at=_parse_ended_at(item.get("ended_at"), errors),
         source_format="procmem",
         reply=_clean_text(item.get("reply"), "reply", errors),
+        task_key=_clean_task_key(item.get("task_key"), errors),
         structured=[item.get("tool_results")] if item.get("tool_results") is not None else [],
     )
     if errors:
@@ -393,6 +411,12 @@ def parse_openai(item: Any, options: ImportOptions | None = None) -> SessionIn:
     if outcome.get("escalated") is not None:
         escalated = bool(_bool_or_none(outcome.get("escalated"), "outcome.escalated", errors)) or escalated
     intent = _intent_from_options(item, session_id, options, errors, item.get("intent"))
+    if item.get("task_key") is not None:
+        task_key = _clean_task_key(item.get("task_key"), errors)
+    elif item.get("task_id") is not None:  # tau-bench: the trials of one task share its id
+        task_key = "task:" + _clean_task_key(item.get("task_id"), errors, "task_id")
+    else:
+        task_key = ""
     session = SessionIn(
         session_id=session_id,
         intent=intent,
@@ -407,6 +431,7 @@ def parse_openai(item: Any, options: ImportOptions | None = None) -> SessionIn:
         ended_at=_parse_ended_at(item.get("ended_at"), errors),
         source_format="openai",
         reply=reply[:20000],
+        task_key=task_key,
         structured=structured,
     )
     if errors:
@@ -430,6 +455,11 @@ def parse_adk(item: Any, options: ImportOptions | None = None) -> SessionIn:
     reply = ""
     raw_calls: list[dict[str, Any]] = []
     structured: list[Any] = []
+    # Only the session's own agent's calls make its skeleton; a sub-agent's calls are its own
+    # procedure (they still feed redaction, as structured data).
+    own_author = options.adk_author or state.get("procmem:author") or next(
+        (e.get("author") for e in events if isinstance(e, Mapping) and e.get("author") not in (None, "user")), None
+    )
     for index, event in enumerate(events):
         where = f"events[{index}]"
         if not isinstance(event, Mapping):
@@ -453,11 +483,14 @@ def parse_adk(item: Any, options: ImportOptions | None = None) -> SessionIn:
                 if not isinstance(call, Mapping):
                     errors.append(FieldError(f"{where}.content.parts[{part_index}].functionCall", "must be an object"))
                     continue
+                if author != own_author:
+                    structured.append(call.get("args"))
+                    continue
                 raw_calls.append({"name": call.get("name"), "args": call.get("args") or {}, "ok": True})
             elif response is not None:
                 structured.append(response.get("response") if isinstance(response, Mapping) else response)
                 result = response.get("response") if isinstance(response, Mapping) else None
-                if raw_calls and isinstance(result, Mapping) and (result.get("error") or result.get("status") == "error"):
+                if author == own_author and raw_calls and isinstance(result, Mapping) and (result.get("error") or result.get("status") == "error"):
                     raw_calls[-1]["ok"] = False
             elif isinstance(text, str) and text.strip():
                 if author == "user":
@@ -489,6 +522,7 @@ def parse_adk(item: Any, options: ImportOptions | None = None) -> SessionIn:
         ended_at=_parse_ended_at(ended, errors, "lastUpdateTime"),
         source_format="adk",
         reply=reply[:20000],
+        task_key=_clean_task_key(state.get("task_key", item.get("task_key")), errors, "state.task_key"),
         structured=structured,
     )
     if errors:
@@ -633,9 +667,22 @@ def raw_retention_days() -> int:
     return int(getattr(settings, "PROCMEM_RAW_RETENTION_DAYS", 30))
 
 
+def task_key_for(session: SessionIn, redactor: Redactor) -> str:
+    """The reported task key, else a hash of the redacted opening request (so that the same request
+    from the same customer, retried, counts once), else empty (the session is its own task)."""
+    if session.task_key:
+        return session.task_key
+    if not session.task.strip():
+        return ""
+    redacted = " ".join(redactor.text(session.task).split()).lower()
+    return "request:" + hashlib.sha256(redacted.encode("utf-8")).hexdigest()[:32]
+
+
 def _to_row(agent: Agent, session: SessionIn, intent_ids: dict[str, int], keep_raw: bool) -> AgentSession:
-    excerpt = build_excerpt(session, redactor_for(session, agent))
+    redactor = redactor_for(session, agent)
+    excerpt = build_excerpt(session, redactor)
     return AgentSession(
+        task_key=task_key_for(session, redactor),
         agent=agent,
         session_id=session.session_id,
         intent_id=intent_ids.get(session.intent) if session.intent else None,
