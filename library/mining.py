@@ -623,11 +623,10 @@ def generalise_args(samples: Sequence[tuple[Any, Mapping[str, Any]]], literal_sh
                 tasks.add(task)
                 tasks_by_value.setdefault(value, set()).add(task)
         common, common_tasks = max(tasks_by_value.items(), key=lambda kv: (len(kv[1]), str(kv[0])), default=(None, set()))
-        if (
-            is_safe_literal(common)
-            and len(common_tasks) >= min_tasks
-            and len(common_tasks) / max(1, len(tasks)) >= literal_share
-        ):
+        shared = len(common_tasks) / max(1, len(tasks)) >= literal_share
+        if isinstance(common, str) and PLACEHOLDER_RE.match(common) and shared:
+            rendered.append((key, common))  # redaction already typed it ({{email_address}})
+        elif is_safe_literal(common) and len(common_tasks) >= min_tasks and shared:
             rendered.append((key, f"'{common}'"))
         else:
             rendered.append((key, placeholder_for(key, values)))
