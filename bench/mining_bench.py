@@ -3,14 +3,18 @@
     .venv/bin/python bench/mining_bench.py [--db procmem_bench_mining] [--sizes 100000,1000000] [--repeat 3]
 
 Creates (or reuses) a dedicated database, migrates it, bulk-loads the sessions with one
-INSERT … SELECT over generate_series per agent (20 intents, ~30 skeleton variants each, 70 %
-resolved, 25 % failed, 5 % without outcome, 3 % without intent), then for every size measures, each
+INSERT … SELECT over generate_series per agent (20 intents, ~30 skeleton variants each, ~70 %
+resolved, ~25 % failed — failed tasks' sessions skip createApproval —, 5 % without outcome, 3 %
+without intent; every task tried 4 times, its
+trials spread over time and over skeleton variants, so that support counts distinct tasks and the
+newest quarter of each intent is held back for the backtest), then for every size measures, each
 phase in a fresh process so that peak memory is the phase's own:
 
 - read:  a plain read of the same rows the miner reads — every session's (intent, resolved,
          escalated, skeleton) streamed into Python through a server-side cursor;
-- mine:  mining_run_execute for the agent, inside a transaction that is rolled back afterwards so
-         that every repetition mines the same library state.
+- mine:  mining_run_execute for the agent (distinct-task aggregation, the statistics of every group
+         and feature, the backtest of every candidate, the run report), inside a transaction that
+         is rolled back afterwards so that every repetition mines the same library state.
 
 Prints a JSON line per measurement and a Markdown table (time = median of --repeat; peak = max RSS
 of the process and tracemalloc's peak of Python allocations during the phase).
@@ -87,7 +91,7 @@ def load(size: int) -> str:
 
     name = f"bench_{size}"
     agent, _ = Agent.objects.get_or_create(name=name, defaults={"tools": TOOLS, "support_threshold": 20})
-    if AgentSession.objects.filter(agent=agent).count() == size:
+    if AgentSession.objects.filter(agent=agent).count() == size and not AgentSession.objects.filter(agent=agent, task_key="").exists():
         return name
     AgentSession.objects.filter(agent=agent).delete()
     intents = [Intent.objects.get_or_create(agent=agent, name=f"intent_{i:02d}")[0].pk for i in range(INTENTS)]
@@ -105,20 +109,20 @@ def load(size: int) -> str:
         cursor.execute(
             """
             INSERT INTO library_agentsession
-                (agent_id, session_id, intent_id, task, resolved, escalated, rating, skeleton, tool_calls,
+                (agent_id, session_id, task_key, intent_id, task, resolved, escalated, rating, skeleton, tool_calls,
                  redacted_excerpt, injected, instruction_chars, model, ended_at, received_at, raw_purged, source_format)
-            SELECT %(agent)s, 'b-' || g,
-                   CASE WHEN g %% 33 = 0 THEN NULL ELSE (%(intents)s::bigint[])[1 + (g * 7) %% %(n_intents)s] END,
+            SELECT %(agent)s, 'b-' || g, 'bt-' || (g %% %(tasks)s),
+                   CASE WHEN g %% 33 = 0 THEN NULL ELSE (%(intents)s::bigint[])[1 + ((g %% %(tasks)s) * 7) %% %(n_intents)s] END,
                    'I want a refund for ORD-12345',
-                   CASE WHEN g %% 20 = 0 THEN NULL ELSE (g %% 4 <> 1) END,
+                   CASE WHEN g %% 20 = 0 THEN NULL ELSE (((g %% %(tasks)s) / 20) %% 4 <> 1) END,
                    (g %% 50 = 3),
                    NULL,
                    v.skeleton, v.calls, v.excerpt, '[]'::jsonb, 1800, 'bench-model',
                    now() - (g || ' seconds')::interval, now(), false, 'procmem'
             FROM generate_series(1, %(size)s) AS g
-            JOIN bench_variant v ON v.v = CASE WHEN g %% 4 = 1 THEN (g * 13) %% %(n_variants)s ELSE ((g * 31) %% 97) %% %(n_variants)s END
+            JOIN bench_variant v ON v.v = CASE WHEN ((g %% %(tasks)s) / 20) %% 4 = 1 THEN 4 + 7 * ((g * 13) %% 4) ELSE ((g * 31) %% 97) %% %(n_variants)s END
             """,
-            {"agent": agent.pk, "intents": intents, "n_intents": INTENTS, "size": size, "n_variants": len(variants)},
+            {"agent": agent.pk, "intents": intents, "n_intents": INTENTS, "size": size, "n_variants": len(variants), "tasks": size // 4},
         )
         cursor.execute("ANALYZE library_agentsession")
     print(json.dumps({"loaded": size, "agent": name, "seconds": round(time.perf_counter() - started, 1)}), flush=True)

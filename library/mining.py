@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import mining_statistics as st
 
@@ -127,9 +127,31 @@ def _before_first(skeleton: Skeleton) -> dict[str, frozenset[str]]:
     return result
 
 
+@dataclass(frozen=True)
+class SkeletonFeatures:
+    """What one reduced skeleton shows, computed once per distinct skeleton."""
+
+    tools: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    before_first: dict[str, frozenset[str]]
+    always_before: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, skeleton: Skeleton) -> "SkeletonFeatures":
+        before = _before_first(skeleton)
+        return cls(
+            tools=frozenset(skeleton), pairs=frozenset(_pairs(skeleton)), before_first=before,
+            always_before=frozenset((a, b) for b, prefix in before.items() for a in prefix),
+        )
+
+
 @dataclass
 class LabelStats:
-    """Distinct-task counts of one label (successful or failed) of one intent."""
+    """Distinct-task counts of one label (successful or failed) of one intent.
+
+    Most tasks show one skeleton per label: those are only counted per skeleton while streaming
+    (single_tasks) and expanded into tool/pair/order counts once, in finish(); only tasks with
+    several skeletons are unioned one by one."""
 
     tasks: int = 0
     sessions: int = 0
@@ -139,9 +161,16 @@ class LabelStats:
     pair_tasks: Counter = field(default_factory=Counter)  # (A, B): A somewhere before B
     # (A, B): every session of the task that calls B calls A before its first B
     always_before_tasks: Counter = field(default_factory=Counter)
+    single_tasks: Counter = field(default_factory=Counter)
 
-    def add_task(self, skeletons: Mapping[Skeleton, int]) -> None:
+    def add_task(self, skeletons: Mapping[Skeleton, int], features: Callable[[Skeleton], SkeletonFeatures]) -> None:
         self.tasks += 1
+        if len(skeletons) == 1:
+            [(skeleton, n)] = skeletons.items()
+            self.sessions += n
+            self.skeleton_sessions[skeleton] += n
+            self.single_tasks[skeleton] += 1
+            return
         tools: set[str] = set()
         pairs: set[tuple[str, str]] = set()
         before: dict[str, frozenset[str]] = {}
@@ -149,13 +178,26 @@ class LabelStats:
             self.sessions += n
             self.skeleton_tasks[skeleton] += 1
             self.skeleton_sessions[skeleton] += n
-            tools.update(skeleton)
-            pairs |= _pairs(skeleton)
-            for tool, prefix in _before_first(skeleton).items():
+            feats = features(skeleton)
+            tools |= feats.tools
+            pairs |= feats.pairs
+            for tool, prefix in feats.before_first.items():
                 before[tool] = before[tool] & prefix if tool in before else prefix
         self.tool_tasks.update(tools)
         self.pair_tasks.update(pairs)
         self.always_before_tasks.update((a, b) for b, prefix in before.items() for a in prefix)
+
+    def finish(self, features: Callable[[Skeleton], SkeletonFeatures]) -> None:
+        for skeleton, count in self.single_tasks.items():
+            feats = features(skeleton)
+            self.skeleton_tasks[skeleton] += count
+            for tool in feats.tools:
+                self.tool_tasks[tool] += count
+            for pair in feats.pairs:
+                self.pair_tasks[pair] += count
+            for pair in feats.always_before:
+                self.always_before_tasks[pair] += count
+        self.single_tasks.clear()
 
     def without_before(self, before: str, after: str) -> int:
         """Tasks where some session calls `after` with no `before` ahead of its first call."""
@@ -195,7 +237,7 @@ class Aggregator:
 
     Fed rows already grouped by the database and ordered by (intent, task): one task's rows are
     consecutive, so only the current task is buffered; memory grows with distinct skeletons and
-    tools, not with sessions or tasks."""
+    tools, not with sessions or tasks. Call finish() after the last row."""
 
     def __init__(self, params: MiningParams):
         self.params = params
@@ -207,7 +249,24 @@ class Aggregator:
         self.held_back = 0
         self.outcomes: Counter = Counter()
         self._current: tuple[Any, Any] | None = None
-        self._buffer: list[tuple[bool | None, bool | None, bool, Skeleton, tuple[str, ...], int]] = []
+        self._buffer: list[tuple[Any, Any, Any, tuple[Skeleton, int], tuple[str, ...], int]] = []
+        self._reduced: dict[tuple[str, ...], tuple[Skeleton, int]] = {}
+        self._features: dict[Skeleton, SkeletonFeatures] = {}
+
+    def features(self, skeleton: Skeleton) -> SkeletonFeatures:
+        found = self._features.get(skeleton)
+        if found is None:
+            found = self._features[skeleton] = SkeletonFeatures.of(skeleton)
+        return found
+
+    def _reduce(self, raw: tuple[str, ...]) -> tuple[Skeleton, int]:
+        found = self._reduced.get(raw)
+        if found is None:
+            params = self.params
+            found = self._reduced[raw] = (
+                reduce_skeleton(raw, params.ignored_tools, params.terminal_tools), tool_call_count(raw, params.ignored_tools)
+            )
+        return found
 
     def add(
         self, *, intent: Any, task: Any, resolved: bool | None, escalated: bool | None, raw_skeleton: Sequence[str],
@@ -221,25 +280,31 @@ class Aggregator:
             return
         key = (intent, task)
         if key != self._current:
-            self._flush()
+            if self._buffer:
+                self._flush()
             self._current = key
-        raw = tuple(raw_skeleton)
-        self._buffer.append((resolved, escalated, held, reduce_skeleton(raw, self.params.ignored_tools, self.params.terminal_tools), raw, count))
+        raw = raw_skeleton if isinstance(raw_skeleton, tuple) else tuple(raw_skeleton)
+        self._buffer.append((resolved, escalated, held, self._reduce(raw), raw, count))
 
     def finish(self) -> "Aggregator":
-        self._flush()
+        if self._buffer:
+            self._flush()
         self._current = None
+        for stats in self.intents.values():
+            stats.success.finish(self.features)
+            stats.failed.finish(self.features)
         return self
 
     def _flush(self) -> None:
-        if self._current is None or not self._buffer:
-            self._buffer = []
-            return
         intent = self._current[0]
-        stats = self.intents.setdefault(intent, IntentStats())
-        by_label: dict[str, Counter] = {SUCCESS: Counter(), FAILED: Counter()}
+        stats = self.intents.get(intent)
+        if stats is None:
+            stats = self.intents[intent] = IntentStats()
+        success: dict[Skeleton, int] = {}
+        failed: dict[Skeleton, int] = {}
         held_any = mined_any = False
-        for resolved, escalated, held, reduced, raw, n in self._buffer:
+        min_calls = self.params.min_tool_calls
+        for resolved, escalated, held, (reduced, calls), raw, n in self._buffer:
             outcome = outcome_of(resolved, escalated)
             if held:
                 stats.held_sessions += n
@@ -247,10 +312,13 @@ class Aggregator:
                 stats.held_outcomes[outcome] += n
                 held_any = True
                 if resolved is not None:
-                    stats.held.setdefault(reduced, [0, 0])[0 if resolved else 1] += n
+                    entry = stats.held.get(reduced)
+                    if entry is None:
+                        entry = stats.held[reduced] = [0, 0]
+                    entry[0 if resolved else 1] += n
                 continue
             stats.sessions += n
-            if tool_call_count(raw, self.params.ignored_tools) < self.params.min_tool_calls:
+            if calls < min_calls:
                 stats.too_few_calls += n
                 self.too_few_calls += n
                 continue
@@ -259,12 +327,16 @@ class Aggregator:
             if resolved is None:
                 continue
             mined_any = True
-            label = SUCCESS if resolved else FAILED
-            by_label[label][reduced] += n
-            stats.raw_variants.setdefault((label, reduced), Counter())[raw] += n
-        for label, skeletons in by_label.items():
-            if skeletons:
-                stats.label(label).add_task(skeletons)
+            label, target = (SUCCESS, success) if resolved else (FAILED, failed)
+            target[reduced] = target.get(reduced, 0) + n
+            variants = stats.raw_variants.get((label, reduced))
+            if variants is None:
+                variants = stats.raw_variants[(label, reduced)] = Counter()
+            variants[raw] += n
+        if success:
+            stats.success.add_task(success, self.features)
+        if failed:
+            stats.failed.add_task(failed, self.features)
         if held_any:
             stats.held_tasks += 1
             stats.held_tasks_also_mined += int(mined_any)

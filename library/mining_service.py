@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connections, transaction
 from django.db.models import BooleanField, Case, CharField, Count, F, Q, TextField, Value, When
 from django.db.models.functions import Cast, Coalesce, Concat
 from django.utils import timezone
@@ -98,18 +98,24 @@ def _task_unit():
     return Case(When(task_key="", then=Concat(Value("session:"), Cast("id", CharField()))), default=F("task_key"), output_field=CharField())
 
 
-def session_task_counts(agent: Agent, cutoffs: Mapping[int, tuple[Any, int]]) -> Iterable[tuple[Any, ...]]:
+def session_task_counts(agent: Agent, cutoffs: Mapping[int, tuple[Any, int]], *, chunk_size: int = 5000) -> Iterator[tuple[Any, ...]]:
     """(intent id, task, resolved, escalated, held back, skeleton as JSON text, sessions), grouped by
     the database and ordered by (intent, task). The skeleton stays text (decoded once per distinct
-    value by the caller)."""
-    return (
+    value by the caller). The query is built by the ORM and read through a server-side cursor
+    without the ORM's per-row conversions: the miner reads every group of every session."""
+    query = (
         _annotated(agent, cutoffs)
         .annotate(unit=_task_unit(), skeleton_text=Cast("skeleton", TextField()))
         .values_list("intent_id", "unit", "resolved", "escalated", "held", "skeleton_text")
         .annotate(n=Count("id"))
         .order_by("intent_id", "unit")
-        .iterator(chunk_size=5000)
     )
+    sql, params = query.query.sql_with_params()
+    connection = connections[query.db]
+    with connection.chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while rows := cursor.fetchmany(chunk_size):
+            yield from rows
 
 
 def _skeleton_filter(variants: Iterable[tuple[str, ...]]) -> Q:
@@ -236,19 +242,20 @@ def mining_run_execute(
         raise
 
 
-def _decoded(cache: dict[str, list[str]], text: Any) -> list[str]:
+def _decoded(cache: dict[Any, tuple[str, ...]], text: Any) -> tuple[str, ...]:
     if isinstance(text, list):  # a backend that hands JSON back decoded
-        return text
-    if text not in cache:
+        return tuple(text)
+    found = cache.get(text)
+    if found is None:
         value = json.loads(text) if text else []
-        cache[text] = value if isinstance(value, list) else []
-    return cache[text]
+        found = cache[text] = tuple(value) if isinstance(value, list) else ()
+    return found
 
 
 def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) -> MiningRun:
     cutoffs = held_back_cutoffs(agent, params.backtest_share)
     aggregator = mining.Aggregator(params)
-    skeletons: dict[str, list[str]] = {}
+    skeletons: dict[Any, tuple[str, ...]] = {}
     for intent_id, task, resolved, escalated, held, skeleton_text, n in session_task_counts(agent, cutoffs):
         aggregator.add(
             intent=intent_id, task=task, resolved=resolved, escalated=escalated, held=bool(held),

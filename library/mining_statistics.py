@@ -17,6 +17,7 @@ sessions.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import Any
 
 from scipy.stats import binomtest, fisher_exact
@@ -31,7 +32,10 @@ def _finite(value: float) -> float | None:
     return round(float(value), 4)
 
 
+@lru_cache(maxsize=65536)
 def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
+    """Cached: a run asks for the same (count, total) many times (every tool of an intent shares
+    the totals)."""
     if n <= 0:
         return None
     interval = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
@@ -65,6 +69,7 @@ def lift_interval(a: int, n_a: int, b: int, n_b: int, confidence: float = CONFID
     return point, low, high
 
 
+@lru_cache(maxsize=65536)
 def fisher_greater(a: int, n_a: int, b: int, n_b: int) -> float:
     """One-sided Fisher exact p-value that the feature is more frequent in group a than in group b."""
     if n_a <= 0 or n_b <= 0:
@@ -73,6 +78,7 @@ def fisher_greater(a: int, n_a: int, b: int, n_b: int) -> float:
     return float(p)
 
 
+@lru_cache(maxsize=65536)
 def fisher_two_sided(a: int, n_a: int, b: int, n_b: int) -> float:
     if n_a <= 0 or n_b <= 0:
         return 1.0
