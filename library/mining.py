@@ -286,6 +286,39 @@ class Aggregator:
         raw = raw_skeleton if isinstance(raw_skeleton, tuple) else tuple(raw_skeleton)
         self._buffer.append((resolved, escalated, held, self._reduce(raw), raw, count))
 
+    def consume(self, rows: Iterable[tuple[Any, Any, Any, Any, Any, Any, int]], decode: Callable[[Any], tuple[str, ...]]) -> "Aggregator":
+        """add() for every (intent, task, resolved, escalated, held, raw skeleton key, sessions) row;
+        `decode` turns the key into the raw skeleton. The miner's hot loop: the same as add(), with
+        the lookups kept local."""
+        reduced_of: dict[Any, tuple[Skeleton, int]] = {}
+        buffer = self._buffer
+        current = self._current
+        sessions = without_outcome = without_intent = 0
+        for intent, task, resolved, escalated, held, key, n in rows:
+            sessions += n
+            if resolved is None:
+                without_outcome += n
+            if intent is None:
+                without_intent += n
+                continue
+            if current is None or current[0] != intent or current[1] != task:
+                if buffer:
+                    self._current = current
+                    self._flush()
+                    buffer = self._buffer
+                current = (intent, task)
+            entry = reduced_of.get(key)
+            if entry is None:
+                raw = decode(key)
+                entry = reduced_of[key] = (raw, self._reduce(raw))
+            buffer.append((resolved, escalated, held, entry[1], entry[0], n))
+        self._current = current
+        self._buffer = buffer
+        self.sessions += sessions
+        self.without_outcome += without_outcome
+        self.without_intent += without_intent
+        return self
+
     def finish(self) -> "Aggregator":
         if self._buffer:
             self._flush()

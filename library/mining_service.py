@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from django.conf import settings
 from django.db import connections, transaction
-from django.db.models import BooleanField, Case, CharField, Count, F, Q, TextField, Value, When
-from django.db.models.functions import Cast, Coalesce, Concat
+from django.db.models import BooleanField, Case, CharField, Count, F, FloatField, Q, TextField, Value, When, Window
+from django.db.models.functions import Cast, Coalesce, Concat, Floor, RowNumber
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -57,24 +57,27 @@ def mining_params_for(agent: Agent, *, support_threshold: int | None = None) -> 
 
 def held_back_cutoffs(agent: Agent, share: float) -> dict[int, tuple[Any, int]]:
     """intent id → (end time, pk) of the oldest held-back session: the newest `share` of each
-    intent's sessions (by end time, else receipt time; ties by pk) are held back for the backtest."""
+    intent's sessions (by end time, else receipt time; ties by pk) are held back for the backtest.
+    One query: each session's rank from the newest within its intent, and the intent's size."""
     if share <= 0:
         return {}
-    sessions = AgentSession.objects.filter(agent=agent, intent__isnull=False)
-    counts = dict(sessions.values_list("intent_id").annotate(n=Count("id")).order_by())
-    cutoffs: dict[int, tuple[Any, int]] = {}
-    for intent_id, n in counts.items():
-        held = int(n * share)
-        if held < 1:
-            continue
-        row = (
-            sessions.filter(intent_id=intent_id)
-            .annotate(sort_time=Coalesce("ended_at", "received_at"))
-            .order_by("-sort_time", "-pk")
-            .values_list("sort_time", "pk")[held - 1: held]
+    newest_first = [F("sort_time").desc(), F("pk").desc()]
+    ranked = (
+        AgentSession.objects.filter(agent=agent, intent__isnull=False)
+        .annotate(
+            sort_time=Coalesce("ended_at", "received_at"),
+            rank=Window(RowNumber(), partition_by=[F("intent_id")], order_by=newest_first),
+            size=Window(Count("id"), partition_by=[F("intent_id")]),
         )
-        cutoffs.update({intent_id: tuple(r) for r in row})
-    return cutoffs
+        .values_list("intent_id", "sort_time", "pk", "rank", "size")
+    )
+    # the filter on a window runs after it (Django wraps the query): one row per intent comes back
+    held = Floor(F("size") * Value(float(share), output_field=FloatField()))
+    return {
+        intent_id: (sort_time, pk)
+        for intent_id, sort_time, pk, rank, size in ranked.filter(rank=held)
+        if rank == int(size * share)  # the database's floor of the same product
+    }
 
 
 def _held_q(cutoffs: Mapping[int, tuple[Any, int]]) -> Q | None:
@@ -126,7 +129,15 @@ def _skeleton_filter(variants: Iterable[tuple[str, ...]]) -> Q:
 
 
 def _mined_sessions(agent: Agent, intent_id: int, cutoffs: Mapping[int, tuple[Any, int]]):
-    return _annotated(agent, cutoffs).filter(intent_id=intent_id, held=False).annotate(unit=_task_unit())
+    """The intent's sessions older than its held-back cut (a plain range condition on one intent,
+    so that the (agent, intent, resolved) index serves it)."""
+    queryset = AgentSession.objects.filter(agent=agent, intent_id=intent_id).annotate(
+        sort_time=Coalesce("ended_at", "received_at"), unit=_task_unit()
+    )
+    if intent_id in cutoffs:
+        time, pk = cutoffs[intent_id]
+        queryset = queryset.filter(Q(sort_time__lt=time) | Q(sort_time=time, pk__lt=pk))
+    return queryset
 
 
 def _sessions_with_variants(agent: Agent, intent_id: int, cutoffs, *, variants: Iterable[tuple[str, ...]], limit: int):
@@ -256,11 +267,7 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
     cutoffs = held_back_cutoffs(agent, params.backtest_share)
     aggregator = mining.Aggregator(params)
     skeletons: dict[Any, tuple[str, ...]] = {}
-    for intent_id, task, resolved, escalated, held, skeleton_text, n in session_task_counts(agent, cutoffs):
-        aggregator.add(
-            intent=intent_id, task=task, resolved=resolved, escalated=escalated, held=bool(held),
-            raw_skeleton=_decoded(skeletons, skeleton_text), count=n,
-        )
+    aggregator.consume(session_task_counts(agent, cutoffs), lambda text: _decoded(skeletons, text))
     aggregator.finish()
     groups, report = mining.choose_groups(aggregator)
     intents = {i.pk: i for i in Intent.objects.filter(agent=agent)}
