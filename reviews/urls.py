@@ -54,3 +54,12 @@ urlpatterns += [
     path("evals/<int:pk>/cancel/", eval_views.eval_cancel, name="eval_cancel"),
     path("evals/<int:pk>/resume/", eval_views.eval_resume, name="eval_resume"),
 ]
+
+# An agent's capture settings and mining runs with their reports: reviews/mining_views.py
+from . import mining_views  # noqa: E402
+
+urlpatterns += [
+    path("agents/<str:agent>/capture-settings/", mining_views.agent_capture_settings, name="agent_capture_settings"),
+    path("agents/<str:agent>/mining/", mining_views.mining_runs, name="mining_runs"),
+    path("mining-runs/<int:pk>/", mining_views.mining_run, name="mining_run"),
+]
