@@ -484,3 +484,15 @@ def test_polish_is_off_by_default():
     from django.conf import settings
 
     assert settings.PROCMEM_MINING_POLISH in ("", None)
+
+
+@pytest.mark.django_db
+def test_export_carries_the_statistics_and_the_backtest(seeded, tmp_path):
+    from library.interchange import export_library
+
+    export_library(tmp_path, agents=[seeded])
+    exported = json.loads((tmp_path / seeded.name / "refund.over_limit.json").read_text())
+    mined = next(v for v in exported["versions"] if v["version"] == 2)
+    back = mined["evidence"]["backtest"]
+    assert back["verdict"] == "supports" and back["followers"]["of"] == 33 and back["followers"]["low"] is not None
+    assert mined["evidence"]["skeletonTest"]["credible"] is True and mined["evidence"]["unit"] == "distinct tasks"
