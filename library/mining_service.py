@@ -18,8 +18,8 @@ from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from django.conf import settings
 from django.db import connections, transaction
-from django.db.models import BooleanField, Case, CharField, Count, F, FloatField, Q, TextField, Value, When, Window
-from django.db.models.functions import Cast, Coalesce, Concat, Floor, RowNumber
+from django.db.models import BooleanField, Case, CharField, Count, F, Q, TextField, Value, When
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -55,43 +55,51 @@ def mining_params_for(agent: Agent, *, support_threshold: int | None = None) -> 
 # ---------------------------------------------------------------------------------------------- selectors
 
 
-def held_back_cutoffs(agent: Agent, share: float) -> dict[int, tuple[Any, int]]:
-    """intent id → (end time, pk) of the oldest held-back session: the newest `share` of each
-    intent's sessions (by end time, else receipt time; ties by pk) are held back for the backtest.
-    One query: each session's rank from the newest within its intent, and the intent's size."""
+# The order of "newest": by end time; sessions without an end time (imports that carry none)
+# after those with one, by receipt time; ties by id. It is the (agent, intent, ended_at,
+# received_at, id) index's own order, so every query below reads the index instead of sorting.
+OLDEST_FIRST = [F("ended_at").asc(nulls_last=True), F("received_at").asc(), F("pk").asc()]
+NEWEST_FIRST = [F("ended_at").desc(nulls_first=True), F("received_at").desc(), F("pk").desc()]
+Cutoff = tuple[Any, Any, int]  # (ended_at, received_at, pk) of the oldest held-back session
+
+
+def held_back_cutoffs(agent: Agent, share: float) -> dict[int, Cutoff]:
+    """intent id → the oldest held-back session of the intent: the newest `share` of each intent's
+    sessions are held back for the backtest (one index-ordered query per intent)."""
     if share <= 0:
         return {}
-    newest_first = [F("sort_time").desc(), F("pk").desc()]
-    ranked = (
-        AgentSession.objects.filter(agent=agent, intent__isnull=False)
-        .annotate(
-            sort_time=Coalesce("ended_at", "received_at"),
-            rank=Window(RowNumber(), partition_by=[F("intent_id")], order_by=newest_first),
-            size=Window(Count("id"), partition_by=[F("intent_id")]),
-        )
-        .values_list("intent_id", "sort_time", "pk", "rank", "size")
-    )
-    # the filter on a window runs after it (Django wraps the query): one row per intent comes back
-    held = Floor(F("size") * Value(float(share), output_field=FloatField()))
-    return {
-        intent_id: (sort_time, pk)
-        for intent_id, sort_time, pk, rank, size in ranked.filter(rank=held)
-        if rank == int(size * share)  # the database's floor of the same product
-    }
+    sessions = AgentSession.objects.filter(agent=agent, intent__isnull=False)
+    sizes = dict(sessions.values_list("intent_id").annotate(n=Count("id")).order_by())
+    cutoffs: dict[int, Cutoff] = {}
+    for intent_id, size in sizes.items():
+        held = int(size * share)
+        if held < 1:
+            continue
+        row = sessions.filter(intent_id=intent_id).order_by(*NEWEST_FIRST).values_list("ended_at", "received_at", "pk")[held - 1: held]
+        cutoffs.update({intent_id: tuple(r) for r in row})
+    return cutoffs
 
 
-def _held_q(cutoffs: Mapping[int, tuple[Any, int]]) -> Q | None:
+def _at_or_after(cutoff: Cutoff) -> Q:
+    """Sessions at or after `cutoff` in OLDEST_FIRST order."""
+    ended, received, pk = cutoff
+    same_end = Q(received_at__gt=received) | Q(received_at=received, pk__gte=pk)
+    if ended is None:
+        return Q(ended_at__isnull=True) & same_end
+    return Q(ended_at__isnull=True) | Q(ended_at__gt=ended) | (Q(ended_at=ended) & same_end)
+
+
+def _held_q(cutoffs: Mapping[int, Cutoff]) -> Q | None:
     query = None
-    for intent_id, (time, pk) in cutoffs.items():
-        part = Q(intent_id=intent_id) & (Q(sort_time__gt=time) | Q(sort_time=time, pk__gte=pk))
+    for intent_id, cutoff in cutoffs.items():
+        part = Q(intent_id=intent_id) & _at_or_after(cutoff)
         query = part if query is None else query | part
     return query
 
 
-def _annotated(agent: Agent, cutoffs: Mapping[int, tuple[Any, int]]):
+def _annotated(agent: Agent, cutoffs: Mapping[int, Cutoff]):
     held = _held_q(cutoffs)
     return AgentSession.objects.filter(agent=agent).annotate(
-        sort_time=Coalesce("ended_at", "received_at"),
         held=Case(When(held, then=Value(True)), default=Value(False), output_field=BooleanField()) if held is not None else Value(False, output_field=BooleanField()),
     )
 
@@ -101,7 +109,7 @@ def _task_unit():
     return Case(When(task_key="", then=Concat(Value("session:"), Cast("id", CharField()))), default=F("task_key"), output_field=CharField())
 
 
-def session_task_counts(agent: Agent, cutoffs: Mapping[int, tuple[Any, int]], *, chunk_size: int = 5000) -> Iterator[tuple[Any, ...]]:
+def session_task_counts(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int = 5000) -> Iterator[tuple[Any, ...]]:
     """(intent id, task, resolved, escalated, held back, skeleton as JSON text, sessions), grouped by
     the database and ordered by (intent, task). The skeleton stays text (decoded once per distinct
     value by the caller). The query is built by the ORM and read through a server-side cursor
@@ -115,10 +123,18 @@ def session_task_counts(agent: Agent, cutoffs: Mapping[int, tuple[Any, int]], *,
     )
     sql, params = query.query.sql_with_params()
     connection = connections[query.db]
-    with connection.chunked_cursor() as cursor:
-        cursor.execute(sql, params)
-        while rows := cursor.fetchmany(chunk_size):
-            yield from rows
+    with transaction.atomic(using=query.db):
+        if connection.vendor == "postgresql":
+            # One big sort-and-group: compiling it (JIT) costs more than it saves, and the sort
+            # fits in memory with a little more than the default work_mem. Both only for this
+            # transaction.
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL jit = off")
+                cursor.execute("SET LOCAL work_mem = '64MB'")
+        with connection.chunked_cursor() as cursor:
+            cursor.execute(sql, params)
+            while rows := cursor.fetchmany(chunk_size):
+                yield from rows
 
 
 def _skeleton_filter(variants: Iterable[tuple[str, ...]]) -> Q:
@@ -128,16 +144,12 @@ def _skeleton_filter(variants: Iterable[tuple[str, ...]]) -> Q:
     return query
 
 
-def _mined_sessions(agent: Agent, intent_id: int, cutoffs: Mapping[int, tuple[Any, int]]):
-    """The intent's sessions older than its held-back cut (a plain range condition on one intent,
-    so that the (agent, intent, resolved) index serves it)."""
-    queryset = AgentSession.objects.filter(agent=agent, intent_id=intent_id).annotate(
-        sort_time=Coalesce("ended_at", "received_at"), unit=_task_unit()
-    )
+def _mined_sessions(agent: Agent, intent_id: int, cutoffs: Mapping[int, Cutoff]):
+    """The intent's sessions before its held-back cut, oldest first (the index's order)."""
+    queryset = AgentSession.objects.filter(agent=agent, intent_id=intent_id).annotate(unit=_task_unit())
     if intent_id in cutoffs:
-        time, pk = cutoffs[intent_id]
-        queryset = queryset.filter(Q(sort_time__lt=time) | Q(sort_time=time, pk__lt=pk))
-    return queryset
+        queryset = queryset.exclude(_at_or_after(cutoffs[intent_id]))
+    return queryset.order_by(*OLDEST_FIRST)
 
 
 def _sessions_with_variants(agent: Agent, intent_id: int, cutoffs, *, variants: Iterable[tuple[str, ...]], limit: int):
@@ -146,7 +158,6 @@ def _sessions_with_variants(agent: Agent, intent_id: int, cutoffs, *, variants: 
         _mined_sessions(agent, intent_id, cutoffs)
         .filter(resolved=True)
         .filter(_skeleton_filter(variants))
-        .order_by("sort_time", "session_id")
         .values_list("session_id", "unit", "redacted_excerpt")[:limit]
     )
 
@@ -420,7 +431,6 @@ def _failed_samples(agent: Agent, intent_id: int, cutoffs, stats: mining.IntentS
     rows = (
         _mined_sessions(agent, intent_id, cutoffs)
         .filter(resolved=False)
-        .order_by("sort_time", "session_id")
         .values_list("unit", "redacted_excerpt")[:FAILED_SAMPLE_SESSIONS]
     )
     samples: dict[str, list[tuple[Any, Mapping[str, Any]]]] = {}

@@ -425,8 +425,9 @@ class AgentSession(models.Model):
             models.Index(fields=["agent", "intent", "resolved"], name="session_agent_intent_idx"),
             # the metrics rollup's incremental refresh reads the sessions received since its watermark
             models.Index(fields=["agent", "received_at"], name="session_agent_received_idx"),
-            # the miner streams each intent's sessions grouped by task
-            models.Index(fields=["agent", "intent", "task_key"], name="session_agent_intent_task_idx"),
+            # the miner's held-back cut and its evidence samples read each intent's sessions in
+            # this order ("newest" = by end time, then receipt time, then id)
+            models.Index(fields=["agent", "intent", "ended_at", "received_at", "id"], name="session_agent_intent_end_idx"),
         ]
 
     def __str__(self) -> str:
