@@ -287,13 +287,34 @@ class Aggregator:
         self._buffer.append((resolved, escalated, held, self._reduce(raw), raw, count))
 
     def consume(self, rows: Iterable[tuple[Any, Any, Any, Any, Any, Any, int]], decode: Callable[[Any], tuple[str, ...]]) -> "Aggregator":
-        """add() for every (intent, task, resolved, escalated, held, raw skeleton key, sessions) row;
-        `decode` turns the key into the raw skeleton. The miner's hot loop: the same as add(), with
-        the lookups kept local."""
-        reduced_of: dict[Any, tuple[Skeleton, int]] = {}
-        buffer = self._buffer
-        current = self._current
-        sessions = without_outcome = without_intent = 0
+        """add() for every (intent, task, resolved, escalated, held, raw skeleton key, sessions) row,
+        rows ordered by (intent, task); `decode` turns the key into the raw skeleton. The miner's hot
+        loop: the same counting as add() and _flush(), with everything kept in local variables."""
+        if self._buffer:
+            self._flush()
+        min_calls = self.params.min_tool_calls
+        entries: dict[Any, tuple[tuple[str, ...], Skeleton, bool]] = {}
+        intents = self.intents
+        features = self.features
+        sessions = without_outcome = without_intent = too_few = held_back = 0
+        outcomes = self.outcomes
+        current_intent: Any = None
+        current_task: Any = None
+        stats: IntentStats | None = None
+        success: dict[Skeleton, int] = {}
+        failed: dict[Skeleton, int] = {}
+        held_any = mined_any = False
+
+        def close_task() -> None:
+            if success:
+                stats.success.add_task(success, features)
+            if failed:
+                stats.failed.add_task(failed, features)
+            if held_any:
+                stats.held_tasks += 1
+                if mined_any:
+                    stats.held_tasks_also_mined += 1
+
         for intent, task, resolved, escalated, held, key, n in rows:
             sessions += n
             if resolved is None:
@@ -301,22 +322,67 @@ class Aggregator:
             if intent is None:
                 without_intent += n
                 continue
-            if current is None or current[0] != intent or current[1] != task:
-                if buffer:
-                    self._current = current
-                    self._flush()
-                    buffer = self._buffer
-                current = (intent, task)
-            entry = reduced_of.get(key)
+            if task != current_task or intent != current_intent:
+                if stats is not None:
+                    close_task()
+                if intent != current_intent:
+                    stats = intents.get(intent)
+                    if stats is None:
+                        stats = intents[intent] = IntentStats()
+                current_intent, current_task = intent, task
+                success, failed = {}, {}
+                held_any = mined_any = False
+            entry = entries.get(key)
             if entry is None:
                 raw = decode(key)
-                entry = reduced_of[key] = (raw, self._reduce(raw))
-            buffer.append((resolved, escalated, held, entry[1], entry[0], n))
-        self._current = current
-        self._buffer = buffer
+                reduced, calls = self._reduce(raw)
+                entry = entries[key] = (raw, reduced, calls >= min_calls)
+            raw, reduced, enough = entry
+            if resolved is None:
+                outcome = "unknown"
+            elif resolved:
+                outcome = "resolved_by_escalation" if escalated else "resolved"
+            else:
+                outcome = "failed"
+            if held:
+                stats.held_sessions += n
+                held_back += n
+                stats.held_outcomes[outcome] += n
+                held_any = True
+                if resolved is not None:
+                    counts = stats.held.get(reduced)
+                    if counts is None:
+                        counts = stats.held[reduced] = [0, 0]
+                    counts[0 if resolved else 1] += n
+                continue
+            stats.sessions += n
+            if not enough:
+                stats.too_few_calls += n
+                too_few += n
+                continue
+            stats.outcomes[outcome] += n
+            outcomes[outcome] += n
+            if resolved is None:
+                continue
+            mined_any = True
+            if resolved:
+                success[reduced] = success.get(reduced, 0) + n
+                label = SUCCESS
+            else:
+                failed[reduced] = failed.get(reduced, 0) + n
+                label = FAILED
+            variants = stats.raw_variants.get((label, reduced))
+            if variants is None:
+                variants = stats.raw_variants[(label, reduced)] = Counter()
+            variants[raw] += n
+        if stats is not None:
+            close_task()
+        self._current = None
         self.sessions += sessions
         self.without_outcome += without_outcome
         self.without_intent += without_intent
+        self.too_few_calls += too_few
+        self.held_back += held_back
         return self
 
     def finish(self) -> "Aggregator":

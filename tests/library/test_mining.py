@@ -496,3 +496,25 @@ def test_export_carries_the_statistics_and_the_backtest(seeded, tmp_path):
     back = mined["evidence"]["backtest"]
     assert back["verdict"] == "supports" and back["followers"]["of"] == 33 and back["followers"]["low"] is not None
     assert mined["evidence"]["skeletonTest"]["credible"] is True and mined["evidence"]["unit"] == "distinct tasks"
+
+
+def test_the_fast_loop_counts_exactly_like_add():
+    rows = sorted([
+        ("refund", "t1", True, False, False, ["a", "b", "c"], 4),
+        ("refund", "t1", True, True, False, ["a", "transfer_to_human_agents", "x"], 1),
+        ("refund", "t1", False, False, False, ["a", "c", "b"], 2),
+        ("refund", "t2", True, False, True, ["a", "b", "c"], 1),
+        ("refund", "t2", None, None, False, ["a", "b", "c"], 3),
+        ("refund", "t3", False, False, False, ["a"], 2),
+        ("status", "t1", True, False, False, ["a", "b", "c"], 1),
+        (None, "t9", True, False, False, ["a", "b", "c"], 5),
+    ], key=lambda r: (str(r[0]), r[1]))
+    params = mining.MiningParams(min_tool_calls=2)
+    slow = mining.Aggregator(params)
+    for intent, task, resolved, escalated, held, skeleton, n in rows:
+        slow.add(intent=intent, task=task, resolved=resolved, escalated=escalated, held=held, raw_skeleton=skeleton, count=n)
+    slow.finish()
+    fast = mining.Aggregator(params).consume([(*r[:5], json.dumps(r[5]), r[6]) for r in rows], lambda text: tuple(json.loads(text))).finish()
+    assert fast.counts() == slow.counts()
+    for intent in ("refund", "status"):
+        assert fast.intents[intent] == slow.intents[intent]
