@@ -44,6 +44,7 @@ SAFE_LITERAL_RE = re.compile(r"^[A-Za-z][A-Za-z_\- ]{1,39}$")
 ALL_CAPS_RE = re.compile(r"^[A-Z0-9_\-]+$")
 
 SUCCESS, FAILED = "success", "failed"
+COMBINATIONS_KEPT = 20_000
 DEFAULT_TERMINAL_TOOLS = ("transfer_to_human_agents", "transfer_to_human", "escalate_to_human", "FINISH", "finish", "end_session")
 
 
@@ -149,9 +150,9 @@ class SkeletonFeatures:
 class LabelStats:
     """Distinct-task counts of one label (successful or failed) of one intent.
 
-    Most tasks show one skeleton per label: those are only counted per skeleton while streaming
-    (single_tasks) and expanded into tool/pair/order counts once, in finish(); only tasks with
-    several skeletons are unioned one by one."""
+    While streaming, a task is only counted by its skeleton (single_tasks) or by its set of
+    skeletons (combination_tasks); finish() expands each into skeleton, tool, pair and order counts
+    once, a feature counting once per task."""
 
     tasks: int = 0
     sessions: int = 0
@@ -162,30 +163,50 @@ class LabelStats:
     # (A, B): every session of the task that calls B calls A before its first B
     always_before_tasks: Counter = field(default_factory=Counter)
     single_tasks: Counter = field(default_factory=Counter)
+    # tasks whose sessions took several skeletons, by the set of skeletons (bounded: beyond
+    # COMBINATIONS_KEPT distinct sets in the whole aggregation, a task is counted one by one)
+    combination_tasks: Counter = field(default_factory=Counter)
 
-    def add_task(self, skeletons: Mapping[Skeleton, int], features: Callable[[Skeleton], SkeletonFeatures]) -> None:
+    def add_task(self, skeletons: Mapping[Skeleton, int], features: Callable[[Skeleton], SkeletonFeatures], budget: list[int] | None = None) -> None:
+        """`budget`: how many more distinct skeleton sets the whole aggregation may keep (shared by
+        every intent and label, so memory stays bounded whatever the number of tasks)."""
         self.tasks += 1
-        if len(skeletons) == 1:
-            [(skeleton, n)] = skeletons.items()
+        for skeleton, n in skeletons.items():
             self.sessions += n
             self.skeleton_sessions[skeleton] += n
-            self.single_tasks[skeleton] += 1
+        if len(skeletons) == 1:
+            for skeleton in skeletons:
+                self.single_tasks[skeleton] += 1
             return
+        combination = frozenset(skeletons)
+        if combination in self.combination_tasks:
+            self.combination_tasks[combination] += 1
+        elif budget is not None and budget[0] > 0:
+            budget[0] -= 1
+            self.combination_tasks[combination] = 1
+        else:
+            self._add_combination(combination, 1, features)
+
+    def _add_combination(self, skeletons: Iterable[Skeleton], count: int, features: Callable[[Skeleton], SkeletonFeatures]) -> None:
+        """A task (or `count` tasks) whose sessions of this label took several skeletons: each
+        feature counts once per task."""
         tools: set[str] = set()
         pairs: set[tuple[str, str]] = set()
         before: dict[str, frozenset[str]] = {}
-        for skeleton, n in skeletons.items():
-            self.sessions += n
-            self.skeleton_tasks[skeleton] += 1
-            self.skeleton_sessions[skeleton] += n
+        for skeleton in skeletons:
+            self.skeleton_tasks[skeleton] += count
             feats = features(skeleton)
             tools |= feats.tools
             pairs |= feats.pairs
             for tool, prefix in feats.before_first.items():
                 before[tool] = before[tool] & prefix if tool in before else prefix
-        self.tool_tasks.update(tools)
-        self.pair_tasks.update(pairs)
-        self.always_before_tasks.update((a, b) for b, prefix in before.items() for a in prefix)
+        for tool in tools:
+            self.tool_tasks[tool] += count
+        for pair in pairs:
+            self.pair_tasks[pair] += count
+        for b, prefix in before.items():
+            for a in prefix:
+                self.always_before_tasks[(a, b)] += count
 
     def finish(self, features: Callable[[Skeleton], SkeletonFeatures]) -> None:
         for skeleton, count in self.single_tasks.items():
@@ -197,7 +218,10 @@ class LabelStats:
                 self.pair_tasks[pair] += count
             for pair in feats.always_before:
                 self.always_before_tasks[pair] += count
+        for combination, count in self.combination_tasks.items():
+            self._add_combination(combination, count, features)
         self.single_tasks.clear()
+        self.combination_tasks.clear()
 
     def without_before(self, before: str, after: str) -> int:
         """Tasks where some session calls `after` with no `before` ahead of its first call."""
@@ -252,6 +276,7 @@ class Aggregator:
         self._buffer: list[tuple[Any, Any, Any, tuple[Skeleton, int], tuple[str, ...], int]] = []
         self._reduced: dict[tuple[str, ...], tuple[Skeleton, int]] = {}
         self._features: dict[Skeleton, SkeletonFeatures] = {}
+        self._combinations = [COMBINATIONS_KEPT]
 
     def features(self, skeleton: Skeleton) -> SkeletonFeatures:
         found = self._features.get(skeleton)
@@ -305,11 +330,13 @@ class Aggregator:
         failed: dict[Skeleton, int] = {}
         held_any = mined_any = False
 
+        budget = self._combinations
+
         def close_task() -> None:
             if success:
-                stats.success.add_task(success, features)
+                stats.success.add_task(success, features, budget)
             if failed:
-                stats.failed.add_task(failed, features)
+                stats.failed.add_task(failed, features, budget)
             if held_any:
                 stats.held_tasks += 1
                 if mined_any:
@@ -433,9 +460,9 @@ class Aggregator:
                 variants = stats.raw_variants[(label, reduced)] = Counter()
             variants[raw] += n
         if success:
-            stats.success.add_task(success, self.features)
+            stats.success.add_task(success, self.features, self._combinations)
         if failed:
-            stats.failed.add_task(failed, self.features)
+            stats.failed.add_task(failed, self.features, self._combinations)
         if held_any:
             stats.held_tasks += 1
             stats.held_tasks_also_mined += int(mined_any)

@@ -518,3 +518,17 @@ def test_the_fast_loop_counts_exactly_like_add():
     assert fast.counts() == slow.counts()
     for intent in ("refund", "status"):
         assert fast.intents[intent] == slow.intents[intent]
+
+
+def test_counts_do_not_depend_on_how_many_skeleton_sets_are_kept(monkeypatch):
+    rows = [("refund", f"t{i}", i % 3 != 0, False, i % 5 == 0, skeleton, 1)
+            for i in range(40) for skeleton in (["a", "b", "c"], ["a", "c", "b"][: 2 + i % 2], ["b", "a", "c"])[: 1 + i % 3]]
+    rows.sort(key=lambda r: (r[0], r[1]))
+    decode = tuple
+
+    def run():
+        return mining.Aggregator(mining.MiningParams(min_tool_calls=1)).consume([(*r[:5], tuple(r[5]), r[6]) for r in rows], decode).finish()
+
+    kept = run()
+    monkeypatch.setattr(mining, "COMBINATIONS_KEPT", 1)
+    assert run().intents["refund"] == kept.intents["refund"]
