@@ -125,10 +125,12 @@ def session_task_counts(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_si
     connection = connections[query.db]
     with transaction.atomic(using=query.db):
         if connection.vendor == "postgresql":
-            # One big sort-and-group: compiling it (JIT) costs more than it saves, and the sort
-            # fits in memory with a little more than the default work_mem. Both only for this
-            # transaction.
+            # One big sort-and-group read to the end: plan it for the whole result, not for its
+            # first rows (a cursor's default, which picks an index walk three times slower);
+            # compiling it (JIT) costs more than it saves; the sort fits in memory with a little
+            # more than the default work_mem. All only for this transaction.
             with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL cursor_tuple_fraction = 1.0")
                 cursor.execute("SET LOCAL jit = off")
                 cursor.execute("SET LOCAL work_mem = '64MB'")
         with connection.chunked_cursor() as cursor:
