@@ -15,7 +15,7 @@ from library.models import EvalRun, ProcedureVersion
 
 # ------------------------------------------------------------------------------------------- evidence
 
-# Keys of the miner's evidence record (library/mining.py) that the panel shows in its own places;
+# Keys of the miner's evidence record (library/mining/skeletons.py) that the panel shows in its own places;
 # any other key is listed under "other recorded evidence".
 _EXCERPT_KEYS = ("excerpts", "redactedExcerpts", "examples")
 _SESSION_KEYS = ("sessionIds", "sessions", "session_ids", "exampleSessions")

@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
 from guardian.shortcuts import assign_perm
 
-from library.mining_configuration import agent_capture_settings_update
+from library.mining.configuration import agent_capture_settings_update
 from library.models import Agent, AuditEvent
 
 pytestmark = pytest.mark.django_db

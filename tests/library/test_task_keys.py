@@ -2,7 +2,8 @@
 
 import pytest
 
-from library.ingest import ImportOptions, ItemInvalid, parse_adk, parse_openai, parse_procmem, sessions_store
+from library.ingest.formats import ImportOptions, ItemInvalid, parse_adk, parse_openai, parse_procmem
+from library.ingest.store import sessions_store
 
 
 def _procmem(**extra):

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from library.ingest import parse_procmem, sessions_store
-from library.mining_service import mining_run_execute
+from library.ingest.formats import parse_procmem
+from library.ingest.store import sessions_store
+from library.mining.runs import mining_run_execute
 from library.models import AuditEvent
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,7 @@ import json
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from library.mining_configuration import EDITABLE, LABELS, agent_capture_settings_update, capture_settings_snapshot
+from library.mining.configuration import EDITABLE, LABELS, agent_capture_settings_update, capture_settings_snapshot
 from library.models import Agent
 
 _ON = {"on", "true", "yes", "1"}

@@ -1,0 +1,450 @@
+"""The miner's Django side: reads an agent's sessions, asks library/mining/skeletons.py for groups, statistics,
+backtests and drafts, skips what the library already covers, proposes the credible rest as CANDIDATE
+versions through procedure_propose (which applies the policy screen), and records a report that
+names every intent of the agent with what happened to it and why. Every run leaves a MiningRun row.
+
+Reading is one aggregate query (intent, task, outcome, held back, skeleton → count) ordered by
+(intent, task) and streamed with a server-side cursor: the pure core buffers one task at a time, so
+memory grows with the number of distinct skeletons, not of sessions or tasks; only the few sessions
+that become evidence are read one by one (bounded per group).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from typing import Any, Callable, Iterable, Iterator, Mapping
+
+from django.conf import settings
+from django.db import connections, transaction
+from django.db.models import BooleanField, Case, CharField, Count, F, Q, TextField, Value, When
+from django.db.models.functions import Cast, Concat
+from django.utils import timezone
+from django.utils.module_loading import import_string
+
+from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
+from ..redaction import Redactor
+from ..services import audit, procedure_propose
+from . import skeletons as mining
+
+logger = logging.getLogger(__name__)
+
+ACTOR_LABEL = "miner"
+STEP_SAMPLE_SESSIONS = 200
+FAILED_SAMPLE_SESSIONS = 200
+RAW_VARIANTS_QUERIED = 10
+
+
+class Trigger:
+    MANUAL = "manual"
+    SCHEDULED = "scheduled"
+
+
+def mining_params_for(agent: Agent, *, support_threshold: int | None = None) -> mining.MiningParams:
+    return mining.MiningParams(
+        support_threshold=support_threshold if support_threshold is not None else agent.support_threshold,
+        ignored_tools=tuple(getattr(settings, "PROCMEM_MINING_IGNORED_TOOLS", ["think"])),
+        terminal_tools=tuple(getattr(settings, "PROCMEM_MINING_TERMINAL_TOOLS", mining.DEFAULT_TERMINAL_TOOLS)),
+        min_tool_calls=agent.min_tool_calls,
+        significance_level=agent.significance_level,
+        backtest_share=agent.backtest_share,
+    )
+
+
+# ---------------------------------------------------------------------------------------------- selectors
+
+
+# The order of "newest": by end time; sessions without an end time (imports that carry none)
+# after those with one, by receipt time; ties by id. It is the (agent, intent, ended_at,
+# received_at, id) index's own order, so every query below reads the index instead of sorting.
+OLDEST_FIRST = [F("ended_at").asc(nulls_last=True), F("received_at").asc(), F("pk").asc()]
+NEWEST_FIRST = [F("ended_at").desc(nulls_first=True), F("received_at").desc(), F("pk").desc()]
+Cutoff = tuple[Any, Any, int]  # (ended_at, received_at, pk) of the oldest held-back session
+
+
+def held_back_cutoffs(agent: Agent, share: float) -> dict[int, Cutoff]:
+    """intent id → the oldest held-back session of the intent: the newest `share` of each intent's
+    sessions are held back for the backtest (one index-ordered query per intent)."""
+    if share <= 0:
+        return {}
+    sessions = AgentSession.objects.filter(agent=agent, intent__isnull=False)
+    sizes = dict(sessions.values_list("intent_id").annotate(n=Count("id")).order_by())
+    cutoffs: dict[int, Cutoff] = {}
+    for intent_id, size in sizes.items():
+        held = int(size * share)
+        if held < 1:
+            continue
+        row = sessions.filter(intent_id=intent_id).order_by(*NEWEST_FIRST).values_list("ended_at", "received_at", "pk")[held - 1: held]
+        cutoffs.update({intent_id: tuple(r) for r in row})
+    return cutoffs
+
+
+def _at_or_after(cutoff: Cutoff) -> Q:
+    """Sessions at or after `cutoff` in OLDEST_FIRST order."""
+    ended, received, pk = cutoff
+    same_end = Q(received_at__gt=received) | Q(received_at=received, pk__gte=pk)
+    if ended is None:
+        return Q(ended_at__isnull=True) & same_end
+    return Q(ended_at__isnull=True) | Q(ended_at__gt=ended) | (Q(ended_at=ended) & same_end)
+
+
+def _held_q(cutoffs: Mapping[int, Cutoff]) -> Q | None:
+    query = None
+    for intent_id, cutoff in cutoffs.items():
+        part = Q(intent_id=intent_id) & _at_or_after(cutoff)
+        query = part if query is None else query | part
+    return query
+
+
+def _annotated(agent: Agent, cutoffs: Mapping[int, Cutoff]):
+    held = _held_q(cutoffs)
+    return AgentSession.objects.filter(agent=agent).annotate(
+        held=Case(When(held, then=Value(True)), default=Value(False), output_field=BooleanField()) if held is not None else Value(False, output_field=BooleanField()),
+    )
+
+
+def _task_unit():
+    # a session without a task key is its own task
+    return Case(When(task_key="", then=Concat(Value("session:"), Cast("id", CharField()))), default=F("task_key"), output_field=CharField())
+
+
+def session_task_counts(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int = 5000) -> Iterator[tuple[Any, ...]]:
+    """(intent id, task, resolved, escalated, held back, skeleton as JSON text, sessions), grouped by
+    the database and ordered by (intent, task). The skeleton stays text (decoded once per distinct
+    value by the caller). The query is built by the ORM and read through a server-side cursor
+    without the ORM's per-row conversions: the miner reads every group of every session."""
+    query = (
+        _annotated(agent, cutoffs)
+        .annotate(unit=_task_unit(), skeleton_text=Cast("skeleton", TextField()))
+        .values_list("intent_id", "unit", "resolved", "escalated", "held", "skeleton_text")
+        .annotate(n=Count("id"))
+        .order_by("intent_id", "unit")
+    )
+    sql, params = query.query.sql_with_params()
+    connection = connections[query.db]
+    with transaction.atomic(using=query.db):
+        if connection.vendor == "postgresql":
+            # One big sort-and-group read to the end: plan it for the whole result, not for its
+            # first rows (a cursor's default, which picks an index walk three times slower);
+            # compiling it (JIT) costs more than it saves; the sort fits in memory with a little
+            # more than the default work_mem. All only for this transaction.
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL cursor_tuple_fraction = 1.0")
+                cursor.execute("SET LOCAL jit = off")
+                cursor.execute("SET LOCAL work_mem = '64MB'")
+        with connection.chunked_cursor() as cursor:
+            cursor.execute(sql, params)
+            while rows := cursor.fetchmany(chunk_size):
+                yield from rows
+
+
+def _skeleton_filter(variants: Iterable[tuple[str, ...]]) -> Q:
+    query = Q()
+    for variant in variants:
+        query |= Q(skeleton=list(variant))
+    return query
+
+
+def _mined_sessions(agent: Agent, intent_id: int, cutoffs: Mapping[int, Cutoff]):
+    """The intent's sessions before its held-back cut, oldest first (the index's order)."""
+    queryset = AgentSession.objects.filter(agent=agent, intent_id=intent_id).annotate(unit=_task_unit())
+    if intent_id in cutoffs:
+        queryset = queryset.exclude(_at_or_after(cutoffs[intent_id]))
+    return queryset.order_by(*OLDEST_FIRST)
+
+
+def _sessions_with_variants(agent: Agent, intent_id: int, cutoffs, *, variants: Iterable[tuple[str, ...]], limit: int):
+    """Successful mined sessions whose raw skeleton is one of `variants`: (session id, task, excerpt)."""
+    return (
+        _mined_sessions(agent, intent_id, cutoffs)
+        .filter(resolved=True)
+        .filter(_skeleton_filter(variants))
+        .values_list("session_id", "unit", "redacted_excerpt")[:limit]
+    )
+
+
+def _top_variants(stats: mining.IntentStats, label: str, reduced_skeletons: Iterable[mining.Skeleton]) -> list[tuple[str, ...]]:
+    merged: dict[tuple[str, ...], int] = {}
+    for reduced in reduced_skeletons:
+        for raw, n in stats.raw_variants.get((label, reduced), {}).items():
+            merged[raw] = merged.get(raw, 0) + n
+    ranked = sorted(merged.items(), key=lambda kv: (-kv[1], kv[0]))
+    return [raw for raw, _ in ranked[:RAW_VARIANTS_QUERIED]]
+
+
+# ---------------------------------------------------------------------------------------------- coverage
+
+
+def _live_versions(agent: Agent, intent_id: int) -> list[ProcedureVersion]:
+    return list(
+        ProcedureVersion.objects.filter(
+            procedure__agent=agent, procedure__intent_id=intent_id, status__in=[Status.ACTIVE, Status.CANDIDATE]
+        )
+        .select_related("procedure")
+        .order_by("procedure__key", "number")
+    )
+
+
+def _covered_by(versions: list[ProcedureVersion], skeleton: mining.Skeleton, params: mining.MiningParams) -> ProcedureVersion | None:
+    for version in versions:
+        if version.skeleton and mining.reduce_skeleton(version.skeleton, params.ignored_tools, params.terminal_tools) == skeleton:
+            return version
+    return None
+
+
+def _near_duplicate(versions: list[ProcedureVersion], applies_when: str) -> tuple[ProcedureVersion, float] | None:
+    """The same intent's live version whose appliesWhen is nearest, if at least
+    PROCMEM_MINING_NEAR_DUPLICATE similar (cosine of the bundled MiniLM embeddings). A procedure with
+    an ACTIVE version wins over one with only candidates, so a new skeleton diffs against what runs."""
+    if not versions:
+        return None
+    from ..embeddings import embed
+
+    threshold = float(getattr(settings, "PROCMEM_MINING_NEAR_DUPLICATE", 0.85))
+    vectors = embed([applies_when] + [v.applies_when for v in versions])
+    best: tuple[tuple[int, float], ProcedureVersion, float] | None = None
+    for version, vector in zip(versions, vectors[1:]):
+        similarity = float(vectors[0] @ vector)
+        if similarity < threshold:
+            continue
+        rank = (1 if version.status == Status.ACTIVE else 0, similarity)
+        if best is None or rank > best[0]:
+            best = (rank, version, similarity)
+    return (best[1], round(best[2], 3)) if best else None
+
+
+def _free_key(agent: Agent, base: str, intent_id: int) -> str:
+    """The base key if it is free or already serves this intent; else base_2, base_3, …"""
+    taken = dict(Procedure.objects.filter(agent=agent, key__startswith=base).values_list("key", "intent_id"))
+    if base not in taken or taken[base] == intent_id:
+        return base
+    suffix = 2
+    while f"{base}_{suffix}" in taken and taken[f"{base}_{suffix}"] != intent_id:
+        suffix += 1
+    return f"{base}_{suffix}"
+
+
+def _polisher() -> Callable[[mining.Draft], mining.Draft] | None:
+    path = getattr(settings, "PROCMEM_MINING_POLISH", "") or ""
+    return import_string(path) if path else None
+
+
+# ---------------------------------------------------------------------------------------------- the run
+
+
+def mining_run_execute(
+    *,
+    agent: Agent,
+    started_by=None,
+    support_threshold: int | None = None,
+    trigger: str = Trigger.MANUAL,
+) -> MiningRun:
+    """Mines one agent's sessions into CANDIDATE versions and records the run. Refuses nothing
+    silently: a switched-off agent gets a run row that says why nothing was mined."""
+    params = mining_params_for(agent, support_threshold=support_threshold)
+    parameters = {**params.to_dict(), "trigger": trigger, "nearDuplicate": float(getattr(settings, "PROCMEM_MINING_NEAR_DUPLICATE", 0.85))}
+    user = started_by if started_by is not None and getattr(started_by, "is_authenticated", False) else None
+    run = MiningRun.objects.create(agent=agent, parameters=parameters, started_by=user)
+    off_reason = None
+    if not agent.procedural_memory_enabled:
+        off_reason = "procedural memory is switched off for this agent"
+    elif trigger == Trigger.SCHEDULED and not agent.auto_capture_enabled:
+        off_reason = "automatic capture is switched off for this agent"
+    if off_reason:
+        run.state = MiningRun.State.DONE
+        run.skipped = [{"intent": None, "skeleton": None, "reason": off_reason}]
+        run.report = [{"intent": None, "status": "switched off", "reason": off_reason, "figures": {}}]
+        run.counts = {"sessions": 0, "candidates": 0}
+        run.finished_at = timezone.now()
+        run.save(update_fields=["state", "skipped", "report", "counts", "finished_at"])
+        return run
+    try:
+        return _mine(agent=agent, run=run, params=params, user=user)
+    except Exception as exc:
+        MiningRun.objects.filter(pk=run.pk).update(state=MiningRun.State.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now())
+        raise
+
+
+def _decoded(cache: dict[Any, tuple[str, ...]], text: Any) -> tuple[str, ...]:
+    if isinstance(text, list):  # a backend that hands JSON back decoded
+        return tuple(text)
+    found = cache.get(text)
+    if found is None:
+        value = json.loads(text) if text else []
+        found = cache[text] = tuple(value) if isinstance(value, list) else ()
+    return found
+
+
+def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) -> MiningRun:
+    cutoffs = held_back_cutoffs(agent, params.backtest_share)
+    aggregator = mining.Aggregator(params)
+    skeletons: dict[Any, tuple[str, ...]] = {}
+    aggregator.consume(session_task_counts(agent, cutoffs), lambda text: _decoded(skeletons, text))
+    aggregator.finish()
+    groups, report = mining.choose_groups(aggregator)
+    intents = {i.pk: i for i in Intent.objects.filter(agent=agent)}
+    # every intent of the agent is named, also those with no session (yet)
+    for intent_id in sorted(set(intents) - set(aggregator.intents), key=lambda pk: intents[pk].name):
+        report.append({"intent": intent_id, "status": mining.Status.NO_RESOLVED, "reason": "no session of this intent", "figures": {}})
+    for entry in report:
+        entry["intent"] = intents[entry["intent"]].name if entry["intent"] in intents else entry["intent"]
+    counts = aggregator.counts()
+    counts["groupsTested"] = sum(1 + len(g.alternatives) for g in groups)
+    counts["credible"] = sum(1 for g in groups if g.proposed)
+    redactor = Redactor(agent_patterns=agent.redaction_patterns)
+
+    drafts: list[tuple[mining.GroupChoice, mining.Draft]] = []
+    for group in groups:
+        intent = intents[group.intent]
+        stats = aggregator.intents[group.intent]
+        rows = list(_sessions_with_variants(
+            agent, intent.pk, cutoffs, variants=_top_variants(stats, mining.SUCCESS, [group.skeleton]), limit=STEP_SAMPLE_SESSIONS
+        ))
+        step_samples = []
+        for _sid, task, excerpt in rows:
+            sample = mining.calls_by_step(excerpt or [], group.skeleton, params.ignored_tools, params.terminal_tools)
+            if sample is not None:
+                step_samples.append((task, sample))
+        draft = mining.draft_candidate(
+            intent_name=intent.name,
+            intent_description=intent.description,
+            group=group,
+            stats=stats,
+            params=params,
+            step_samples=step_samples,
+            failed_samples=_failed_samples(agent, intent.pk, cutoffs, stats),
+            session_ids=[sid for sid, _, _ in rows[: params.evidence_session_ids]],
+            excerpts=[(sid, redactor.value(ex or [])) for sid, _, ex in rows[: params.evidence_excerpts]],
+            counts={"sessions": counts["sessions"], "withoutIntent": counts["withoutIntent"], "withoutOutcome": counts["withoutOutcome"]},
+        )
+        draft.steps = [redactor.text(step) for step in draft.steps]
+        draft.forbidden_actions = [redactor.text(text) for text in draft.forbidden_actions]
+        if not group.proposed:
+            report.append(mining.report_entry(intent.name, mining.Status.REPORTED, _not_credible_reason(group, params), draft))
+            continue
+        drafts.append((group, draft))
+
+    polish = _polisher()
+    created: list[ProcedureVersion] = []
+    with transaction.atomic():
+        # One mining run per agent at a time proposes: a concurrent run waits here, then finds the
+        # groups this one proposed already covered.
+        Agent.objects.select_for_update().filter(pk=agent.pk).first()
+        for group, draft in drafts:
+            intent = intents[group.intent]
+            live = _live_versions(agent, intent.pk)
+            covered = _covered_by(live, group.skeleton, params)
+            if covered is not None:
+                reason = f"covered by {covered.procedure.key} v{covered.number} ({covered.status}) with the same skeleton"
+                report.append(mining.report_entry(intent.name, mining.Status.DUPLICATE, reason, draft))
+                continue
+            near = _near_duplicate(live, draft.applies_when)
+            provenance: dict[str, Any] = {"miningRun": run.pk, "support": group.support, "intent": intent.name}
+            if near is not None:
+                key = near[0].procedure.key
+                provenance["nearDuplicateOf"] = {"id": key, "version": near[0].number, "similarity": near[1]}
+            else:
+                key = _free_key(agent, draft.key, intent.pk)
+            if polish is not None:
+                polished = polish(replace(draft))
+                draft = replace(draft, applies_when=polished.applies_when, steps=polished.steps, forbidden_actions=polished.forbidden_actions)
+                provenance["polishedBy"] = settings.PROCMEM_MINING_POLISH
+            evidence = {**draft.evidence, "miningRunId": run.pk}
+            if near is not None:
+                evidence["nearDuplicateOf"] = provenance["nearDuplicateOf"]
+            version = procedure_propose(
+                agent=agent,
+                intent=intent,
+                key=key,
+                applies_when=draft.applies_when,
+                steps=draft.steps,
+                required_tools=draft.required_tools,
+                forbidden_actions=draft.forbidden_actions,
+                source=Source.MINED,
+                actor_label=ACTOR_LABEL,
+                evidence=evidence,
+                provenance=provenance,
+                mining_run=run,
+                skeleton=draft.skeleton,
+                reason=evidence["summary"],
+            )
+            created.append(version)
+            if version.quarantined:
+                entry = mining.report_entry(intent.name, mining.Status.QUARANTINED, "proposed, and quarantined by the policy screen", draft)
+            else:
+                entry = mining.report_entry(intent.name, mining.Status.MINED, f"proposed as {key} v{version.number}", draft)
+            entry["version"] = {"id": key, "number": version.number, "pk": version.pk}
+            report.append(entry)
+        report.sort(key=lambda e: (str(e["intent"]), e["status"]))
+        skipped = [
+            {"intent": e["intent"], "skeleton": e.get("skeleton") or e["figures"].get("topSkeleton"), "support": e["figures"].get("support", e["figures"].get("topSupport")),
+             "status": e["status"], "reason": e["reason"]}
+            for e in report if e["status"] not in (mining.Status.MINED, mining.Status.QUARANTINED)
+        ]
+        counts["candidates"] = len(created)
+        counts["quarantined"] = sum(1 for v in created if v.quarantined)
+        counts["skipped"] = len(skipped)
+        counts["reported"] = sum(1 for e in report if e["status"] == mining.Status.REPORTED)
+        run.counts = counts
+        run.skipped = skipped
+        run.report = report
+        run.state = MiningRun.State.DONE
+        run.finished_at = timezone.now()
+        run.save(update_fields=["counts", "skipped", "report", "state", "finished_at"])
+        audit(
+            action=AuditEvent.Action.MINE,
+            actor=user,
+            actor_label=ACTOR_LABEL,
+            agent=agent,
+            reason=f"mining run {run.pk}: {len(created)} candidate(s) from {counts['sessions']} sessions",
+            after={"miningRun": run.pk, "counts": counts, "versions": [v.pk for v in created]},
+        )
+        if created:
+            version_ids = [v.pk for v in created]
+            agent_id, run_id = agent.pk, run.pk
+            transaction.on_commit(lambda: _notify(agent_id, version_ids, run_id), robust=True)
+    return run
+
+
+def _not_credible_reason(group: mining.GroupChoice, params: mining.MiningParams) -> str:
+    test = group.test
+    if not test["failedOf"]:
+        return "no failed task to contrast with: the tool order cannot be shown to matter"
+    return (
+        f"the tool order does not credibly explain the outcome: lift {test['lift']} "
+        f"(95 % interval from {test['liftLow'] if test['liftLow'] is not None else 0}), adjusted p = {test['pAdjusted']:.3g} "
+        f"over {test['tests']} skeleton(s) tested, significance level {params.significance_level}"
+    )
+
+
+def _notify(agent_id: int, version_ids: list[int], run_id: int) -> None:
+    from ..signals import candidates_created
+
+    candidates_created.send(sender=MiningRun, agent_id=agent_id, version_ids=version_ids, mining_run_id=run_id)
+
+
+def _failed_samples(agent: Agent, intent_id: int, cutoffs, stats: mining.IntentStats) -> dict[str, list[tuple[Any, Mapping[str, Any]]]]:
+    """tool → (task, args of the tool's first call) in failed mined sessions of the intent (at most
+    FAILED_SAMPLE_SESSIONS, oldest first), for the argument contrast and for naming the literal
+    arguments of a forbidden action (replyTemplates('refund_promised'))."""
+    if not stats.failed.tasks:
+        return {}
+    rows = (
+        _mined_sessions(agent, intent_id, cutoffs)
+        .filter(resolved=False)
+        .values_list("unit", "redacted_excerpt")[:FAILED_SAMPLE_SESSIONS]
+    )
+    samples: dict[str, list[tuple[Any, Mapping[str, Any]]]] = {}
+    for task, excerpt in rows:
+        for tool in {e.get("tool") for e in excerpt or [] if e.get("role") == "tool_call"}:
+            args = mining.first_call_args(excerpt, tool)
+            if args is not None:
+                samples.setdefault(tool, []).append((task, args))
+    return samples
+
+
+def agents_for_scheduled_mining() -> list[int]:
+    return list(
+        Agent.objects.filter(procedural_memory_enabled=True, auto_capture_enabled=True).order_by("pk").values_list("pk", flat=True)
+    )
