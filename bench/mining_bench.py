@@ -16,8 +16,10 @@ phase in a fresh process so that peak memory is the phase's own:
          and feature, the backtest of every candidate, the run report), inside a transaction that
          is rolled back afterwards so that every repetition mines the same library state.
 
-Prints a JSON line per measurement and a Markdown table (time = median of --repeat; peak = max RSS
-of the process and tracemalloc's peak of Python allocations during the phase).
+Prints a JSON line per measurement and a Markdown table (time = median of --repeat timed runs;
+peak = max RSS of the process, and tracemalloc's peak of Python allocations during the phase from
+one more run of each phase with tracemalloc on — tracing every allocation slows Python code down
+several times, and the two phases allocate very differently, so timed runs do not trace).
 """
 
 from __future__ import annotations
@@ -167,11 +169,14 @@ def phase_mine(agent_name: str) -> dict:
 
 def child(args) -> None:
     setup_django(args.db)
-    tracemalloc.start()
+    if args.trace:
+        tracemalloc.start()
     result = phase_read(args.agent) if args.phase == "read" else phase_mine(args.agent)
-    _current, peak = tracemalloc.get_traced_memory()
+    if args.trace:
+        _current, peak = tracemalloc.get_traced_memory()
+        result["tracemalloc_peak_mb"] = round(peak / 2**20, 2)
     result.update(
-        phase=args.phase, agent=args.agent, tracemalloc_peak_mb=round(peak / 2**20, 2),
+        phase=args.phase, agent=args.agent, traced=args.trace,
         max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     )
     print(json.dumps(result), flush=True)
@@ -184,6 +189,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--phase", choices=["read", "mine"], help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)
+    parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
         return child(args)
@@ -198,14 +204,18 @@ def main() -> None:
     table = []
     for size in sizes:
         measurements: dict[str, list[dict]] = {"read": [], "mine": []}
-        for _ in range(args.repeat):
+        traced: dict[str, dict] = {}
+        for trace in [False] * args.repeat + [True]:
             for phase in ("read", "mine"):  # interleaved, so that cache warmth is shared fairly
                 out = subprocess.run(
-                    [sys.executable, __file__, "--db", args.db, "--phase", phase, "--agent", agents[size]],
+                    [sys.executable, __file__, "--db", args.db, "--phase", phase, "--agent", agents[size]] + (["--trace"] if trace else []),
                     check=True, capture_output=True, text=True,
                 ).stdout.strip().splitlines()[-1]
                 print(out, flush=True)
-                measurements[phase].append(json.loads(out))
+                if trace:
+                    traced[phase] = json.loads(out)
+                else:
+                    measurements[phase].append(json.loads(out))
         read_s = statistics.median(m["seconds"] for m in measurements["read"])
         mine_s = statistics.median(m["seconds"] for m in measurements["mine"])
         table.append({
@@ -215,8 +225,8 @@ def main() -> None:
             "ratio": round(mine_s / read_s, 2),
             "read_rss_mb": max(m["max_rss_mb"] for m in measurements["read"]),
             "mine_rss_mb": max(m["max_rss_mb"] for m in measurements["mine"]),
-            "read_py_peak_mb": max(m["tracemalloc_peak_mb"] for m in measurements["read"]),
-            "mine_py_peak_mb": max(m["tracemalloc_peak_mb"] for m in measurements["mine"]),
+            "read_py_peak_mb": traced["read"]["tracemalloc_peak_mb"],
+            "mine_py_peak_mb": traced["mine"]["tracemalloc_peak_mb"],
             "candidates": measurements["mine"][0]["candidates"],
         })
     print()
