@@ -57,8 +57,9 @@ PHASE_VERB = {
 _ROLE_OF_PHASE = {"search": ("source", "directory", "test"), "read": ("source", "test"), "reproduce": ("script",), "edit": ("source",), "write-test": ("test",), "test": ("test",)}
 
 
-def coding_skeleton(steps: Iterable[str], ignored: Iterable[str] = ()) -> tuple[str, ...]:
-    """The phases of a coding session, each at its first occurrence (idempotent)."""
+def coding_skeleton(steps: Iterable[str], ignored: Iterable[str] = (), terminal: Iterable[str] = ()) -> tuple[str, ...]:
+    """The phases of a coding session, each at its first occurrence (idempotent). `terminal` (the tool
+    agents' terminal tools, see reduce_skeleton) is taken for the common signature and ignored."""
     ignored_set = set(ignored)
     phases: list[str] = []
     for step in steps:

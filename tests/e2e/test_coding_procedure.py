@@ -1,5 +1,6 @@
 """A coding procedure in the browser: the 231 real SWE-bench sessions imported and mined, then the
-candidate page read by a reviewer — activities, targets, preconditions, postconditions, the verify
+candidate page read by a reviewer (on outcomes the skeleton separates: the real ones give a
+reported group, not a candidate; tests/conftest.swebench_outcomes_separated_by_skeleton) — activities, targets, preconditions, postconditions, the verify
 command, the order contrast with unresolved sessions and the sessions' commands. Screenshots in
 test-artifacts/screenshots/."""
 
@@ -13,7 +14,7 @@ from django.core.management import call_command
 from library.demo import DEMO_USERS, seed_demo
 from library.mining.runs import mining_run_execute
 from library.models import Agent, ProcedureVersion
-from tests.conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS
+from tests.conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS, swebench_outcomes_separated_by_skeleton
 from tests.e2e.conftest import sign_in
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
@@ -23,7 +24,9 @@ def test_reviewer_reads_a_mined_coding_procedure(live_server, page, screenshot, 
     seed_demo()
     call_command("import_sessions", str(SWEBENCH_TRAJS), "--format", "mini-swe-agent", "--outcomes", str(SWEBENCH_RESULTS),
                  "--agent", "swe-gemini", "--create-agent", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
-    run = mining_run_execute(agent=Agent.objects.get(name="swe-gemini"), support_threshold=20)
+    agent = Agent.objects.get(name="swe-gemini")
+    swebench_outcomes_separated_by_skeleton(agent)
+    run = mining_run_execute(agent=agent, support_threshold=20)
     version = ProcedureVersion.objects.get(mining_run=run)
 
     sign_in(page, live_server.url, "reviewer", DEMO_USERS["reviewer"][0])

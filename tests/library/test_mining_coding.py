@@ -1,5 +1,6 @@
-"""Mining coding agents' sessions: the phase skeleton, the coding contract, and the candidate the
-231 real SWE-bench sessions give (library/coding/procedures.py, library/mining/runs.py)."""
+"""Mining coding agents' sessions: the phase skeleton, the coding contract, what the 231 real
+SWE-bench sessions give (a reported group) and the candidate of a group the outcomes credibly
+follow (library/coding/procedures.py, library/mining/runs.py)."""
 
 import io
 
@@ -9,11 +10,11 @@ from django.urls import reverse
 
 from library.coding.procedures import coding_skeleton, draft_contract, generalise_command, verify_command_of
 from library.mining.runs import mining_run_execute
-from library.mining.skeletons import MiningParams, SKELETONS, skeleton_function
-from library.models import Agent, ProcedureVersion
+from library.mining.skeletons import MiningParams, SKELETONS, Status, skeleton_function
+from library.models import Agent, AgentSession, ProcedureVersion
 from procmem_client.rendering import render_procedure
 
-from ..conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS
+from ..conftest import SWEBENCH_RESULTS, SWEBENCH_SKELETON, SWEBENCH_TRAJS, swebench_outcomes_separated_by_skeleton
 
 
 def call(step, command="", ok=True, path="", target="", role=""):
@@ -35,6 +36,8 @@ def test_one_skeleton_function_per_agent_kind():
     assert set(SKELETONS) == {"tools", "coding"}
     assert skeleton_function(MiningParams(agent_kind="coding"))(["search", "search", "edit:source"], ()) == ("search", "edit")
     assert skeleton_function(MiningParams())(["a", "a", "think", "b"], ("think",)) == ("a", "b")
+    # the tool agents' terminal tools are taken and ignored by the coding skeleton
+    assert skeleton_function(MiningParams(agent_kind="coding"))(["search", "edit:source"], (), ("search",)) == ("search", "edit")
 
 
 def test_verify_command_is_the_last_passing_test_generalised():
@@ -56,22 +59,50 @@ def test_no_passing_test_no_contract():
     assert contract.postconditions[-1] == "The verify command passes: pytest"
 
 
-@pytest.mark.django_db
-def test_mining_the_231_real_sessions_gives_a_coding_candidate_with_a_verify_command(swebench_dir, client, admin_user):
-    # given: the 231 Gemini 3 Pro sessions on SWE-bench Verified's Django tasks, 179 resolved
+def _import_swebench():
     call_command("import_sessions", str(SWEBENCH_TRAJS), "--format", "mini-swe-agent", "--outcomes", str(SWEBENCH_RESULTS),
                  "--agent", "swe-gemini", "--create-agent", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
-    agent = Agent.objects.get(name="swe-gemini")
+    return Agent.objects.get(name="swe-gemini")
+
+
+@pytest.mark.django_db
+def test_mining_the_231_real_sessions_reports_the_coding_group_with_its_verify_command_and_figures(swebench_dir):
+    # given: the 231 Gemini 3 Pro sessions on SWE-bench Verified's Django tasks, 179 resolved; each
+    # instance is one task
+    agent = _import_swebench()
+    assert AgentSession.objects.filter(agent=agent).values("task_key").distinct().count() == 231
     # when
     run = mining_run_execute(agent=agent, support_threshold=20)
-    # then: the largest group is search → read → reproduce → edit → test → submit
+    # then: the largest group is search → read → reproduce → edit → test → submit, but the order
+    # does not credibly explain the outcome on the older 75 % (the newest 25 % are held back), so it
+    # is reported with its figures, its contract and its verify command, and not proposed
+    assert not ProcedureVersion.objects.filter(mining_run=run).exists()
+    (entry,) = [e for e in run.report if e["status"] == Status.REPORTED]
+    assert entry["skeleton"] == SWEBENCH_SKELETON
+    assert entry["figures"]["resolvedTasks"] == 136 and entry["figures"]["failedTasks"] == 38
+    assert entry["figures"]["heldBack"] == 57 and entry["figures"]["support"] >= 20
+    assert entry["skeletonTest"]["credible"] is False and entry["skeletonTest"]["pAdjusted"] > 0.05
+    assert entry["backtest"]["heldBackSessions"] == 57
+    assert "{{test_label}}" in entry["verifyCommand"] and entry["preconditions"] and entry["postconditions"]
+    assert run.counts["candidates"] == 0 and run.counts["reported"] == 1
+
+
+@pytest.mark.django_db
+def test_a_credible_coding_group_becomes_a_candidate_with_a_verify_command(swebench_dir, client, admin_user):
+    # given: the real sessions, with outcomes that the skeleton separates (see the conftest helper)
+    agent = _import_swebench()
+    assert swebench_outcomes_separated_by_skeleton(agent) > 0
+    # when
+    run = mining_run_execute(agent=agent, support_threshold=20)
+    # then
     version = ProcedureVersion.objects.get(mining_run=run)
-    assert version.skeleton == ["search", "read", "reproduce", "edit", "test", "submit"]
+    assert version.skeleton == SWEBENCH_SKELETON
     assert version.verify_command and "{{test_label}}" in version.verify_command
     assert version.preconditions and version.postconditions
     evidence = version.evidence
-    assert evidence["support"] == evidence["distinctTasks"] >= 20
-    assert evidence["resolved"] == 179 and evidence["failed"] == 52
+    assert evidence["support"] == evidence["distinctTasks"] >= 20 and evidence["unit"] == "distinct tasks"
+    assert evidence["proposed"] is True and evidence["skeletonTest"]["credible"] is True
+    assert evidence["backtest"]["heldBackSessions"] == 57
     assert evidence["verifySupport"] >= 1 and evidence["orderContrast"]
     assert any("edit the source before you reproduce the issue" in f["feature"] for f in evidence["orderContrast"])
     rendered = render_procedure(version.to_dict())

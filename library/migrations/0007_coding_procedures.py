@@ -45,7 +45,7 @@ def _unguard_content_columns(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0005_issue7_session_received_idx'),
+        ('library', '0006_mining_evidence'),
     ]
 
     operations = [
