@@ -147,6 +147,26 @@ class CommentForm(forms.Form):
     body = forms.CharField(label="Comment", max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
 
 
+class ThreadForm(CommentForm):
+    """A new thread: the first comment and where it is anchored ("" the whole version, a field name,
+    or "step:N"). The service checks the step exists in the version."""
+
+    anchor = forms.CharField(required=False, max_length=30)
+
+    def clean_anchor(self) -> tuple[str, int | None]:
+        value = (self.cleaned_data.get("anchor") or "").strip()
+        if value.startswith("step:"):
+            try:
+                return "step", int(value[5:])
+            except ValueError:
+                raise forms.ValidationError(f"{value!r} is not a step number.") from None
+        return value, None
+
+
+class AssignForm(forms.Form):
+    assignee = forms.CharField(required=False, max_length=150, help_text="Username; empty claims it for yourself")
+
+
 class ApproveForm(forms.Form):
     confirm = forms.BooleanField(
         required=True,
