@@ -38,6 +38,8 @@ MAX_TERMS = 12
 # Comments matched per search whose versions join the results: enough for any real discussion, and
 # a bound that keeps the version query an index scan.
 MAX_COMMENT_MATCHES = 1000
+# library/migrations/0006_review_day.py: how identifiers are stored in the documents
+IDENTIFIER_LEXEME_PREFIX = "id:"
 MARK_START, MARK_STOP = "\ue000", "\ue001"
 IDENTIFIER_RE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*)$")
 # Punctuation people put around a name they paste: `createApproval`, "refund.over_limit", (order_id),
@@ -86,7 +88,7 @@ def _tsquery(terms: SearchTerms):
     if terms.words.strip():
         query = SearchQuery(terms.words, search_type="websearch", config="english")
     for identifier in terms.identifiers:
-        exact = ExactLexeme(identifier.lower())
+        exact = ExactLexeme(IDENTIFIER_LEXEME_PREFIX + identifier.lower())
         query = exact if query is None else query & exact
     return query
 

@@ -5,7 +5,8 @@ On PostgreSQL a BEFORE INSERT trigger fills `search_vector` from the procedure's
 content fields (bulk inserts included; content never changes, so the document never goes stale) and
 a GIN index keeps search fast over 100,000 versions. The document is English full text (stemmed,
 stop words dropped: "refunds over the limit" finds refund.over_limit) plus every identifier in the
-text as an exact lexeme, lower-cased — dotted or underscored names (`refund.over_limit`,
+text as an exact lexeme, lower-cased and prefixed `id:` so that it never meets a word of the
+English parser (which reads `refund.over_limit` as `refund.over` and `limit`) — dotted or underscored names (`refund.over_limit`,
 `order_id`) and camelCase tool names (`createApproval`) — so a search for a tool or an id matches
 that exact name, not its parts. SQLite keeps the column NULL and searches with LIKE.
 """
@@ -22,7 +23,7 @@ POSTGRES_FORWARD = f"""
 CREATE OR REPLACE FUNCTION procmem_identifier_lexemes(doc text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT array_to_tsvector(ARRAY(
-        SELECT DISTINCT lower(m[1]) FROM regexp_matches(coalesce(doc, ''), '{IDENTIFIER_RE}', 'g') AS m
+        SELECT DISTINCT 'id:' || lower(m[1]) FROM regexp_matches(coalesce(doc, ''), '{IDENTIFIER_RE}', 'g') AS m
     ))
 $$;
 
