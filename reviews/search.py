@@ -10,8 +10,9 @@ that lexeme as it is (`'createapproval'::tsquery`), so `createApproval` does not
 `createApprovalDraft`, and `refund.over_limit` does not match `refund.under_limit`. Ranked with
 `ts_rank`; the page's rows are highlighted with `ts_headline`.
 
-SQLite (the demo): every term must occur as a substring (case-insensitive) somewhere in the id,
-the content or a comment; no stemming, no ranking. Good enough for a demo's hundred versions.
+SQLite (the demo): every word must occur as a substring (case-insensitive, stop words and a plural
+s dropped) and every identifier as a whole name somewhere in the id, the content or a comment; no
+stemming beyond that, no ranking (newest first). Good enough for a demo's hundred versions.
 
 Highlighting is escaped: the database marks matches with two private-use characters, the text is
 HTML-escaped, and only then do the marks become <mark> elements.
@@ -24,14 +25,15 @@ from dataclasses import dataclass, field
 
 from django.contrib.postgres.search import SearchHeadline, SearchQuery, SearchRank
 from django.db import connection
-from django.db.models import F, Func, Q, QuerySet, TextField
+from django.db.models import F, Func, Q, QuerySet, TextField, Value
+from django.db.models.functions import Cast, Concat
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from library.models import Agent, ProcedureVersion, Status
 
 from .models import Comment
-from .selectors import QueueFilters, apply_filters, evidence_support
+from .selectors import QueueFilters, apply_filters
 
 MAX_QUERY_CHARS = 200
 MAX_TERMS = 12
@@ -93,19 +95,34 @@ def _tsquery(terms: SearchTerms):
     return query
 
 
+def _sqlite_words(terms: SearchTerms) -> list[str]:
+    """The words without stop words, a plural s dropped ("refunds" finds "refund")."""
+    words = []
+    for word in terms.words.split():
+        word = word.strip(_WRAPPING).lstrip("-").lower()
+        if word and word not in SQLITE_STOP_WORDS:
+            words.append(word[:-1] if len(word) > 4 and word.endswith("s") and not word.endswith("ss") else word)
+    return words
+
+
 def _sqlite_condition(terms: SearchTerms) -> Q:
+    """Every word as a substring, every identifier as a whole name (Django gives SQLite a REGEXP
+    function), somewhere in the id, the content or a comment."""
     condition = Q()
-    needles = list(terms.identifiers) + [
-        w.strip(_WRAPPING).lstrip("-") for w in terms.words.split() if w.strip(_WRAPPING).lower() not in SQLITE_STOP_WORDS
-    ]
-    for needle in filter(None, needles):
+    for identifier in terms.identifiers:
+        pattern = rf"(^|[^A-Za-z0-9_.]){re.escape(identifier)}($|[^A-Za-z0-9_])"
         condition &= (
-            Q(procedure__key__icontains=needle)
-            | Q(applies_when__icontains=needle)
-            | Q(steps__icontains=needle)
-            | Q(required_tools__icontains=needle)
-            | Q(forbidden_actions__icontains=needle)
-            | Q(pk__in=Comment.objects.filter(body__icontains=needle).values("version_id"))
+            Q(procedure__key__iexact=identifier)
+            | Q(applies_when__iregex=pattern)
+            | Q(content_text__iregex=pattern)
+            | Q(pk__in=Comment.objects.filter(body__iregex=pattern).values("version_id"))
+        )
+    for word in _sqlite_words(terms):
+        condition &= (
+            Q(procedure__key__icontains=word)
+            | Q(applies_when__icontains=word)
+            | Q(content_text__icontains=word)
+            | Q(pk__in=Comment.objects.filter(body__icontains=word).values("version_id"))
         )
     return condition
 
@@ -150,8 +167,12 @@ def matching_versions(user, terms: SearchTerms, filters: SearchFilters, *, visib
     if terms.is_empty:
         return qs.none().values_list("pk", flat=True), None
     if connection.vendor != "postgresql":
-        qs = qs.filter(_sqlite_condition(terms))
-        return qs.annotate(support=evidence_support()).order_by("-created_at", "-id").values_list("pk", flat=True), None
+        content = Concat(
+            Cast("steps", TextField()), Value(" "), Cast("required_tools", TextField()), Value(" "),
+            Cast("forbidden_actions", TextField()), output_field=TextField(),
+        )
+        qs = qs.annotate(content_text=content).filter(_sqlite_condition(terms))
+        return qs.order_by("-created_at", "-id").values_list("pk", flat=True), None
     query = _tsquery(terms)
     # Versions whose comments match, as ids: an OR with a subquery would make PostgreSQL scan every
     # version; an OR with a short id list keeps both sides on their indexes.
@@ -203,7 +224,7 @@ def search_hits(pks: list[int], terms: SearchTerms, query) -> list[SearchHit]:
             hl_body=SearchHeadline("body", query, max_fragments=2, fragment_delimiter=" … ", **options)
         )
     else:
-        words = tuple(w.strip(_WRAPPING) for w in terms.words.split() if w.strip(_WRAPPING).lower() not in SQLITE_STOP_WORDS)
+        words = tuple(_sqlite_words(terms))
         needles = [*terms.identifiers, *words]
         condition = Q()
         for needle in filter(None, needles):
