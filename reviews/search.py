@@ -105,12 +105,17 @@ def _sqlite_words(terms: SearchTerms) -> list[str]:
     return words
 
 
+def _identifier_pattern(identifier: str) -> str:
+    """The identifier as a whole name: not inside a longer name or dotted id."""
+    return rf"(^|[^A-Za-z0-9_.]){re.escape(identifier)}($|[^A-Za-z0-9_])"
+
+
 def _sqlite_condition(terms: SearchTerms) -> Q:
     """Every word as a substring, every identifier as a whole name (Django gives SQLite a REGEXP
     function), somewhere in the id, the content or a comment."""
     condition = Q()
     for identifier in terms.identifiers:
-        pattern = rf"(^|[^A-Za-z0-9_.]){re.escape(identifier)}($|[^A-Za-z0-9_])"
+        pattern = _identifier_pattern(identifier)
         condition &= (
             Q(procedure__key__iexact=identifier)
             | Q(applies_when__iregex=pattern)
@@ -230,11 +235,17 @@ def search_hits(pks: list[int], terms: SearchTerms, query) -> list[SearchHit]:
         for needle in filter(None, needles):
             condition |= Q(body__icontains=needle)
         comments = comments.filter(condition) if needles else comments.none()
+    patterns = [re.compile(_identifier_pattern(i), re.IGNORECASE) for i in terms.identifiers]
     by_pk = {}
     for row in rows:
         when = getattr(row, "hl_when", row.applies_when)
         steps = getattr(row, "hl_steps", None)
-        if steps is None:
+        # ts_headline cannot see identifiers (they are lexemes of their own): show the steps that
+        # name one, numbered, instead of the headline's first words
+        named = [f"{n}. {step}" for n, step in enumerate(row.steps or [], start=1) if any(p.search(str(step)) for p in patterns)]
+        if named:
+            steps = " · ".join(named)
+        elif steps is None:
             steps = " · ".join(str(s) for s in row.steps or [])
         by_pk[row.pk] = SearchHit(row, highlight(when, terms.identifiers, words), highlight(steps, terms.identifiers, words))
     for comment in comments[: 3 * len(pks)]:
