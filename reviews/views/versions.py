@@ -199,7 +199,11 @@ def version_comment(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _after_thread_write(request: HttpRequest, version: ProcedureVersion, text: str, anchor: str = "comments") -> HttpResponse:
     if request.htmx:
-        context = {"version": version, "can_review": True, **threads_context(version)}
+        # the decision panel's unresolved count goes along out of band
+        context = {
+            "version": version, "can_review": True, "oob_threads": True,
+            "is_candidate": version.status == Status.CANDIDATE, **threads_context(version),
+        }
         return render(request, "reviews/version_detail.html#comments", context)
     messages.success(request, text)
     return redirect(reverse("reviews:version", kwargs={"pk": version.pk}) + "#" + anchor)

@@ -124,6 +124,7 @@ def test_a_thread_on_a_step_with_a_mention_notifies(live_server, page, browser, 
         approver_page.locator(f"#thread-{thread.pk} li").nth(1).wait_for()
         approver_page.locator(f'[data-resolve="{thread.pk}"]').click()
         approver_page.locator(f"#thread-{thread.pk}.resolved").wait_for()
+        assert approver_page.locator(".open-threads").count() == 0  # the decision panel followed
         screenshot(approver_page, "03-resolved")
     finally:
         other.close()
