@@ -20,6 +20,7 @@ from library.migrations import _sqlite_triggers
 IDENTIFIER_RE = r"([A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*)"
 
 POSTGRES_FORWARD = f"""
+SET CONSTRAINTS ALL IMMEDIATE;
 CREATE OR REPLACE FUNCTION procmem_identifier_lexemes(doc text) RETURNS tsvector
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT array_to_tsvector(ARRAY(

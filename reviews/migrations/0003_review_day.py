@@ -21,6 +21,13 @@ def comments_to_threads(apps, schema_editor):
         Comment.objects.filter(pk=comment.pk).update(thread=thread)
 
 
+def check_constraints_now(apps, schema_editor):
+    # The data migration leaves deferred foreign-key checks pending; PostgreSQL refuses to alter or
+    # index a table with pending trigger events in the same transaction, so run them now.
+    if schema_editor.connection.vendor == "postgresql":
+        schema_editor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+
+
 def threads_to_comments(apps, schema_editor):
     apps.get_model("reviews", "Comment").objects.update(thread=None)
 
@@ -127,6 +134,7 @@ class Migration(migrations.Migration):
             constraint=models.CheckConstraint(condition=models.Q(models.Q(('resolved_at__isnull', True), ('resolved_by__isnull', True)), models.Q(('resolved_at__isnull', False), ('resolved_by__isnull', False)), _connector='OR'), name='thread_resolved_with_who'),
         ),
         migrations.RunPython(comments_to_threads, threads_to_comments),
+        migrations.RunPython(check_constraints_now, migrations.RunPython.noop),
         migrations.AlterField(
             model_name='comment',
             name='thread',
