@@ -16,6 +16,7 @@ from typing import Any, TypedDict
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.contrib.postgres.search import SearchVectorField
 from django.db.models import Q
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
@@ -120,6 +121,9 @@ class Agent(models.Model):
     model_name = models.CharField(max_length=128, blank=True)
     model_api_key = models.CharField(max_length=512, blank=True)
     current_model = models.CharField(max_length=128, blank=True, help_text="The LLM the agent runs on now")
+    review_target_hours = models.PositiveIntegerField(
+        default=72, help_text="How long a candidate of this agent should wait for review; the queue's ageing badges compare against it"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = AgentQuerySet.as_manager()
@@ -315,6 +319,10 @@ class ProcedureVersion(models.Model):
     status_reason = models.TextField(blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The full-text document of the id and the four content fields. PostgreSQL fills it in a BEFORE
+    # INSERT trigger (migrations/0006_review_day.py), so bulk inserts get it too, and indexes it
+    # with GIN; content never changes, so neither does this. Unused (NULL) on SQLite.
+    search_vector = SearchVectorField(null=True, editable=False)
 
     objects = VersionQuerySet.as_manager()
 
@@ -416,6 +424,11 @@ class AuditEvent(models.Model):
         COMMENT = "comment", "Commented"
         SETTINGS = "settings", "Agent settings changed"
         CASE_CHANGE = "case_change", "Regression case changed"
+        CLAIM = "claim", "Candidate claimed"
+        ASSIGN = "assign", "Candidate assigned"
+        RELEASE = "release", "Candidate released"
+        THREAD_RESOLVE = "thread_resolve", "Thread resolved"
+        THREAD_REOPEN = "thread_reopen", "Thread reopened"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")

@@ -254,6 +254,8 @@ PROCMEM_DEFAULT_INJECTION_CAP = env_int("PROCMEM_DEFAULT_INJECTION_CAP", 2, mini
 # on every request.
 PROCMEM_ACTIVE_SET_RECHECK_SECONDS = env_float("PROCMEM_ACTIVE_SET_RECHECK_SECONDS", 1.0, minimum=0, maximum=60)
 PROCMEM_MAX_STEPS = 8
+# Review queue: a claim on a candidate lapses after this many hours unless renewed (claiming again).
+PROCMEM_CLAIM_HOURS = env_int("PROCMEM_CLAIM_HOURS", 24, minimum=1, maximum=24 * 30)
 # Metric warnings: a version's resolution rate over the last N days vs its eval result
 # (one-sided two-proportion z-test; see reviews/metrics/statistics.py).
 PROCMEM_METRIC_WARNING_DAYS = env_int("PROCMEM_METRIC_WARNING_DAYS", 14, minimum=1, maximum=365)

@@ -45,7 +45,7 @@ def _unguard_content_columns(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0006_mining_evidence'),
+        ('library', '0007_merge_mining_evidence_and_review_day'),
     ]
 
     operations = [
