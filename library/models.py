@@ -591,15 +591,18 @@ class LoadRefusal(models.Model):
 
 
 class VersionEmbedding(models.Model):
-    """The sentence embedding of a version's appliesWhen, computed once per version and model and
-    shared by every process (versions are immutable, so it never goes stale). Written by the agent
-    API through the default connection the first time a version is ranked; read through the
-    read-only one."""
+    """The sentence embeddings of a version's appliesWhen and of each of its steps, computed once
+    per version and model and shared by every process (versions are immutable, so they never go
+    stale). Written by the agent API through the default connection the first time a version is
+    ranked; read through the read-only one."""
 
     version = models.ForeignKey(ProcedureVersion, on_delete=models.CASCADE, related_name="embeddings")
     model_key = models.CharField(max_length=64, help_text="Identifies the embedding model (path digest)")
     dimensions = models.PositiveSmallIntegerField()
     vector = models.BinaryField(help_text="float32, little-endian, L2-normalised")
+    steps_vectors = models.BinaryField(
+        null=True, help_text="One vector per step, in step order (steps × dimensions float32); null until computed"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

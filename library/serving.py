@@ -375,36 +375,62 @@ def model_key() -> str:
 
 
 def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
-    """Fills the ranker's cache for the served versions: vectors stored by any process are read
-    (read-only connection); the ones nobody has stored yet are embedded here — unless this process
-    already has the text — and stored through "default", so every version is embedded once per
-    model, not once per process."""
+    """Fills the ranker's cache for the served versions: the appliesWhen and step vectors stored
+    by any process are read (read-only connection); the ones nobody has stored yet are embedded
+    here — unless this process already has the text — and stored through "default", so every
+    version and step is embedded once per model, not once per process."""
     from .models import VersionEmbedding
 
     cache = ranker.cache
+    with_steps = ranker.config.use_steps
     with _cache_lock:
-        pending = [(vid, p["appliesWhen"]) for vid, p in zip(served.version_ids, served.procedures) if vid not in _stored_embeddings]
+        pending = [(vid, p) for vid, p in zip(served.version_ids, served.procedures) if vid not in _stored_embeddings]
     if not pending:
         return
     key = model_key()
-    stored = dict(
-        VersionEmbedding.objects.using(READONLY_ALIAS)
+    stored = {
+        vid: (pk, vector, steps)
+        for pk, vid, vector, steps in VersionEmbedding.objects.using(READONLY_ALIAS)
         .filter(version_id__in=[vid for vid, _ in pending], model_key=key)
-        .values_list("version_id", "vector")
-    )
-    for vid, text in pending:
-        if vid in stored and not cache.has(text):
-            cache.put(text, np.frombuffer(bytes(stored[vid]), dtype="<f4"))
-    missing = [(vid, text) for vid, text in pending if vid not in stored]
+        .values_list("pk", "version_id", "vector", "steps_vectors")
+    }
+    for vid, record in pending:
+        if vid not in stored:
+            continue
+        _, vector, steps = stored[vid]
+        if not cache.has(record["appliesWhen"]):
+            cache.put(record["appliesWhen"], np.frombuffer(bytes(vector), dtype="<f4"))
+        if with_steps and steps is not None and record["steps"]:
+            for text, step_vector in zip(record["steps"], np.frombuffer(bytes(steps), dtype="<f4").reshape(len(record["steps"]), -1)):
+                if not cache.has(text):
+                    cache.put(text, step_vector)
+
+    def steps_blob(record) -> bytes:
+        return cache.matrix(record["steps"]).astype("<f4").tobytes()
+
+    missing = [(vid, record) for vid, record in pending if vid not in stored]
     if missing:
-        vectors = cache.matrix([text for _, text in missing])  # embeds only texts this process lacks
+        vectors = cache.matrix([record["appliesWhen"] for _, record in missing])  # embeds only texts this process lacks
+        if with_steps:  # one batch for every step text this process lacks
+            cache.matrix([step for _, record in missing for step in record["steps"]])
         VersionEmbedding.objects.using("default").bulk_create(
             [
-                VersionEmbedding(version_id=vid, model_key=key, dimensions=int(v.shape[0]), vector=v.astype("<f4").tobytes())
-                for (vid, _), v in zip(missing, vectors)
+                VersionEmbedding(
+                    version_id=vid, model_key=key, dimensions=int(v.shape[0]), vector=v.astype("<f4").tobytes(),
+                    steps_vectors=steps_blob(record) if with_steps and record["steps"] else None,
+                )
+                for (vid, record), v in zip(missing, vectors)
             ],
             batch_size=1000,
-            ignore_conflicts=True,  # another process stored it meanwhile: the same vector
+            ignore_conflicts=True,  # another process stored it meanwhile: the same vectors
+        )
+    without_steps = [(stored[vid][0], record) for vid, record in pending if vid in stored and stored[vid][2] is None]
+    if with_steps and without_steps:  # rows stored before the step signal existed
+        cache.matrix([step for _, record in without_steps for step in record["steps"]])
+        VersionEmbedding.objects.using("default").bulk_update(
+            [VersionEmbedding(pk=pk, steps_vectors=steps_blob(record)) for pk, record in without_steps if record["steps"]],
+            ["steps_vectors"],
+            batch_size=1000,
         )
     with _cache_lock:
         _stored_embeddings.update(vid for vid, _ in pending)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.db import connections
@@ -175,3 +176,40 @@ def test_rollbacks_and_approvals_racing_with_readers_never_show_two_versions_of_
         versions_seen.update(response)
     # the readers did observe the changes (both versions of each id), not one frozen set
     assert {("refund.over_limit", 1), ("refund.over_limit", 2)} <= versions_seen
+
+
+def test_step_vectors_are_stored_once_with_the_applies_when_vector(readonly_shares_default, candidate, admin_user, agent):
+    from library.models import VersionEmbedding
+    from library.selection import EmbeddingCache, Ranker, SelectionConfig
+
+    make_active(candidate, admin_user)
+    serving.clear_cache()
+    # given: a row stored before the step signal existed (appliesWhen vector only)
+    first = serving.active_set_for_agent(agent=agent)
+    first.index(Ranker(cache=EmbeddingCache(), config=SelectionConfig(use_steps=False)))
+    row = VersionEmbedding.objects.get(version=candidate)
+    assert row.steps_vectors is None
+    # when: a process with the step signal on ranks the set
+    serving.clear_cache()
+    served = serving.active_set_for_agent(agent=agent)
+    embedded: list[str] = []
+    fresh = EmbeddingCache()
+    real = fresh.embedder
+
+    def counting(texts):
+        embedded.extend(texts)
+        return real(texts)
+
+    fresh._embedder = counting
+    served.index(Ranker(cache=fresh))
+    # then: the steps were embedded and stored, one vector per step; the appliesWhen vector was read
+    row.refresh_from_db()
+    vectors = np.frombuffer(bytes(row.steps_vectors), dtype="<f4").reshape(len(candidate.steps), -1)
+    assert vectors.shape == (4, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    assert candidate.applies_when not in embedded and set(embedded) == set(candidate.steps)
+    # and a third process reads both from the row without embedding anything
+    serving.clear_cache()
+    again: list[str] = []
+    third = EmbeddingCache(lambda texts: again.extend(texts) or np.zeros((len(texts), 384), np.float32))
+    serving.active_set_for_agent(agent=agent).index(Ranker(cache=third))
+    assert again == [] and np.allclose(third.matrix(candidate.steps), vectors)
