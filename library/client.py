@@ -38,7 +38,7 @@ import urllib.request
 from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from .rendering import estimate_tokens, render_procedures
+from .rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block
 from .selection import Index, Ranker, Selection
 
 logger = logging.getLogger("procmem.client")
@@ -110,6 +110,7 @@ class ProcmemClient:
         timeout: float = 5.0,
         ranker: Ranker | None = None,
         clock: Callable[[], float] = time.monotonic,
+        max_chars: int | None = DEFAULT_MAX_CHARS,
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.agent = agent
@@ -120,6 +121,7 @@ class ProcmemClient:
         self.timeout = timeout
         self._ranker = ranker
         self._clock = clock
+        self.max_chars = max_chars
         self._lock = threading.RLock()
         self._refresh_lock = threading.Lock()
         self._set: dict[str, Any] = _empty_set(agent)
@@ -250,18 +252,17 @@ class ProcmemClient:
         cap = int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
         return index.select(task=task, intent=intent, cap=cap, k=k)
 
-    @staticmethod
-    def render(records: Iterable[Mapping[str, Any]]) -> str:
-        return render_procedures(records)
+    def render(self, records: Iterable[Mapping[str, Any]]) -> str:
+        """The block the server's select endpoint returns for these records (header, character cap)."""
+        return render_block(records, max_chars=self.max_chars)["text"]
 
     def instruction_for(self, *, task: str, intent: str | None = None, base_instruction: str = "") -> tuple[str, list[dict[str, Any]]]:
-        """The instruction text (base + the selected procedures) and the injected records."""
-        injected = self.select(task=task, intent=intent)["injected"] if task.strip() else []
-        procedures = render_procedures(injected)
-        parts = [p for p in (base_instruction.strip(), procedures) if p]
-        if procedures:
-            parts[-1] = "Follow these reviewed procedures when they apply:\n\n" + procedures
-        return "\n\n".join(parts), injected
+        """The instruction text (base + the block of selected procedures) and the injected records
+        (those the block's character cap kept)."""
+        selected = self.select(task=task, intent=intent)["injected"] if task.strip() else []
+        block = render_block(selected, max_chars=self.max_chars)
+        parts = [p for p in (base_instruction.strip(), block["text"]) if p]
+        return "\n\n".join(parts), block["included"]
 
     # ------------------------------------------------------------------------------------ Google ADK
 

@@ -98,7 +98,7 @@ SCHEMAS: dict[str, Any] = {
                 "properties": {
                     "semantic": {"type": "number", "description": "cosine(task, appliesWhen)"},
                     "lexical": {"type": "number", "description": "IDF-weighted share of appliesWhen found in the task"},
-                    "exact": {"type": "integer", "description": "tool names or id found verbatim in the task"},
+                    "exact": {"type": "integer", "description": "identifiers of the procedure (id, identifier-shaped tool names, paths) found in the task, ignoring case"},
                 },
             },
             "ranks": {
@@ -106,7 +106,7 @@ SCHEMAS: dict[str, Any] = {
                 "description": "Rank per retriever among candidates at or above its floor; null below the floor",
                 "properties": {k: {"type": ["integer", "null"]} for k in ("semantic", "lexical", "exact")},
             },
-            "fused": {"type": "number", "description": "Reciprocal rank fusion: sum of 1/(60 + rank)"},
+            "fused": {"type": "number", "description": "The ranking score: the weighted sum of the normalised retriever scores (semantic, lexical, exact, best step)"},
             "eligible": {"type": "boolean"},
             "injected": {"type": "boolean"},
         },

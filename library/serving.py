@@ -34,8 +34,8 @@ from django.db import IntegrityError, connections, transaction
 from django.dispatch import receiver
 
 from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
-from .rendering import estimate_tokens, render_procedure
-from .selection import Index, Ranker
+from .rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block, render_procedure
+from .selection import Explained, Index, Ranker, SelectionConfig
 from .signals import active_set_changed
 
 logger = logging.getLogger(__name__)
@@ -496,14 +496,19 @@ def unresolved_refusals(*, agents=None) -> list[LoadRefusal]:
 # --------------------------------------------------------------------------------------------- selection
 
 
+def injection_max_chars() -> int:
+    return int(getattr(settings, "PROCMEM_INJECTION_MAX_CHARS", DEFAULT_MAX_CHARS))
+
+
 def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: int | None = None) -> dict[str, Any]:
     """Selection over the agent's served set (refused versions are never candidates). At most the
-    agent's injection cap is injected. Raises ValueError for bad arguments (see selection.py)."""
+    agent's injection cap is injected, and only what fits the block's character cap. Raises
+    ValueError for bad arguments (see selection.py)."""
     served = active_set_for_agent(agent=agent)
     cap = served.data["injectionCap"]
     result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)
-    injected = result["injected"]
-    rendered = "\n\n".join(p["rendered"] for p in injected)
+    block = render_block(result["injected"], max_chars=injection_max_chars())
+    kept = {(p["id"], p["version"]) for p in block["included"]}
     response: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "agent": served.data["agent"],
@@ -511,13 +516,52 @@ def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: i
         "task": task,
         "intent": intent or None,
         "cap": cap,
-        "injected": injected,
-        "rendered": rendered,
-        "renderedChars": len(rendered),
-        "renderedTokens": estimate_tokens(rendered),
+        "injected": block["included"],
+        "rendered": block["text"],
+        "renderedChars": block["chars"],
+        "renderedTokens": block["tokens"],
     }
     if not served.data["proceduralMemoryEnabled"]:
         response["note"] = served.data["note"]
     if k is not None:
-        response["ranked"] = result["ranked"]
+        response["ranked"] = [{**c, "injected": c["injected"] and (c["id"], c["version"]) in kept} for c in result["ranked"]]
     return response
+
+
+class Playground(TypedDict):
+    task: str
+    intent: str | None
+    cap: int
+    maxChars: int
+    config: SelectionConfig
+    ranking: list[Explained]
+    block: dict[str, Any]
+    dropped: list[str]
+    setEtag: str
+    enabled: bool
+
+
+def explain_for_agent(*, agent: Agent, task: str, intent: str | None = None) -> Playground:
+    """What the agent would receive for `task`, explained: the full ranking of its served set with
+    every retriever's score and rank, eligibility and why, and the exact block the select endpoint
+    returns (same index, same ranker, same renderer, same caps)."""
+    served = active_set_for_agent(agent=agent)
+    cap = served.data["injectionCap"]
+    index = served.index()
+    ranking = index.rank(task=task, intent=intent or None, cap=cap)
+    block = render_block([c["record"] for c in ranking if c["injected"]], max_chars=injection_max_chars())
+    kept = {(p["id"], p["version"]) for p in block["included"]}
+    for candidate in ranking:
+        candidate["injected"] = candidate["injected"] and (candidate["id"], candidate["version"]) in kept
+    return {
+        "task": task,
+        "intent": intent or None,
+        "cap": cap,
+        "maxChars": injection_max_chars(),
+        "config": index.config,
+        "ranking": ranking,
+        "block": {"text": block["text"], "chars": block["chars"], "tokens": block["tokens"]},
+        "dropped": [f"{p['id']} v{p['version']}" for p in block["dropped"]],
+        "setEtag": served.etag,
+        "enabled": bool(served.data["proceduralMemoryEnabled"]),
+    }

@@ -253,6 +253,9 @@ PROCMEM_DEFAULT_INJECTION_CAP = env_int("PROCMEM_DEFAULT_INJECTION_CAP", 2, mini
 # at once; other processes see them within this bound (responses carry max-age=10 anyway). 0: check
 # on every request.
 PROCMEM_ACTIVE_SET_RECHECK_SECONDS = env_float("PROCMEM_ACTIVE_SET_RECHECK_SECONDS", 1.0, minimum=0, maximum=60)
+# The injected block (header + selected procedures) is capped at this many characters; the
+# lower-ranked procedure is dropped first (library/rendering.py).
+PROCMEM_INJECTION_MAX_CHARS = env_int("PROCMEM_INJECTION_MAX_CHARS", 4000, minimum=200, maximum=100_000)
 PROCMEM_MAX_STEPS = 8
 # Metric warnings: a version's resolution rate over the last N days vs its eval result
 # (one-sided two-proportion z-test; see reviews/metrics.py).

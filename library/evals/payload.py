@@ -12,17 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
+
 from ..models import Agent, ProcedureVersion, RegressionCase
+from ..rendering import render_block, render_procedure
 
 BASELINE, CANDIDATE = "baseline", "candidate"
-
-
-def render_procedure(record: dict) -> str:
-    """`Procedure refund.over_limit v3`, the numbered steps, then the forbidden actions."""
-    lines = [f"Procedure {record['id']} v{record['version']}"]
-    lines += [f"{number}. {step}" for number, step in enumerate(record["steps"], start=1)]
-    lines += [f"Do not: {action}" for action in record.get("forbiddenActions", [])]
-    return "\n".join(lines)
 
 
 def procedure_record(version: ProcedureVersion) -> dict:
@@ -65,10 +60,11 @@ class ArmSets:
         return (first + rest)[: self.agent.injection_cap]
 
     def request(self, arm: str, case: RegressionCase) -> tuple[dict, str, list[dict]]:
-        procedures = [procedure_record(v) for v in self.injected(arm, case)]
+        block = render_block([procedure_record(v) for v in self.injected(arm, case)], max_chars=settings.PROCMEM_INJECTION_MAX_CHARS)
         parts = [self.agent.base_instruction.strip()] if self.agent.base_instruction.strip() else []
-        parts += [p["rendered"] for p in procedures]
-        return case_payload(case), "\n\n".join(parts), procedures
+        if block["text"]:
+            parts.append(block["text"])
+        return case_payload(case), "\n\n".join(parts), block["included"]
 
 
 def arm_sets(*, agent: Agent, baseline_ids: list[int], candidate: ProcedureVersion) -> ArmSets:
