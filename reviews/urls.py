@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import agent_tools, operations, views
+from . import agent_tools, operations, playground, views
 
 app_name = "reviews"
 
@@ -19,6 +19,7 @@ urlpatterns = [
     path("procedures/<int:pk>/", views.procedure_detail, name="procedure"),
     path("procedures/<slug:agent>/<str:key>/", views.procedure_by_key, name="procedure_by_key"),
     path("agents/<str:agent>/tools/", agent_tools.agent_tools, name="agent_tools"),
+    path("agents/<str:agent>/playground/", playground.agent_playground, name="agent_playground"),
     path("refused-at-load/", agent_tools.refused_at_load, name="refused_at_load"),
     # operating the library (issue 7): reviews/operations.py
     path("ops/", operations.ops_index, name="ops_index"),
