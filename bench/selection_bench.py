@@ -122,7 +122,7 @@ def main() -> None:
     django.setup()
     from library import embeddings, serving
     from library.models import Agent
-    from library.selection import EmbeddingCache, Ranker, SelectionConfig
+    from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 
     embeddings.embed(["warm the model up"])
     config = SelectionConfig()

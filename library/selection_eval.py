@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from .selection import Index, SelectionConfig, Signals
+from procmem_client.ranking import Index, SelectionConfig, Signals
 
 PROCEDURE_FORMAT = "procmem.procedure/1"
 METHODS = ("configured", "semantic-only", "lexical-only")

@@ -32,10 +32,11 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 from django.dispatch import receiver
+from procmem_client.ranking import EmbeddingCache, Explained, Index, Ranker, SelectionConfig
+from procmem_client.rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block, render_procedure
 
+from . import embeddings
 from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
-from .rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block, render_procedure
-from .selection import Explained, Index, Ranker, SelectionConfig
 from .signals import active_set_changed
 
 logger = logging.getLogger(__name__)
@@ -147,9 +148,11 @@ _ranker_instance: Ranker | None = None
 
 
 def _ranker() -> Ranker:
+    """The server's ranker: procmem_client's, with the model the settings name (the server-side
+    part is this process's vector cache and the vectors stored per version)."""
     global _ranker_instance
     if _ranker_instance is None:
-        _ranker_instance = Ranker()
+        _ranker_instance = Ranker(cache=EmbeddingCache(embeddings.embed))
     return _ranker_instance
 
 
@@ -363,9 +366,7 @@ def model_key() -> str:
     if _model_key_value is None:
         from pathlib import Path
 
-        from .embeddings import default_model_path
-
-        path = Path(default_model_path())
+        path = Path(embeddings.default_model_path())
         digest = hashlib.sha256()
         for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
             if (path / name).is_file():
@@ -496,6 +497,11 @@ def unresolved_refusals(*, agents=None) -> list[LoadRefusal]:
 # --------------------------------------------------------------------------------------------- selection
 
 
+def ranker_config() -> SelectionConfig:
+    """The configuration the served sets are ranked with."""
+    return _ranker().config
+
+
 def injection_max_chars() -> int:
     return int(getattr(settings, "PROCMEM_INJECTION_MAX_CHARS", DEFAULT_MAX_CHARS))
 
@@ -503,7 +509,7 @@ def injection_max_chars() -> int:
 def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: int | None = None) -> dict[str, Any]:
     """Selection over the agent's served set (refused versions are never candidates). At most the
     agent's injection cap is injected, and only what fits the block's character cap. Raises
-    ValueError for bad arguments (see selection.py)."""
+    ValueError for bad arguments (see procmem_client/ranking.py)."""
     served = active_set_for_agent(agent=agent)
     cap = served.data["injectionCap"]
     result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)

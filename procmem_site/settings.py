@@ -233,7 +233,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimu
 CELERY_BEAT_SCHEDULE: dict = {}
 # Eval runs whose workers died are resumed (or failed with the reason) by this task.
 CELERY_BEAT_SCHEDULE["eval-runs-recover"] = {"task": "reviews.eval_runs_recover", "schedule": 60.0}
-# Metrics rollup (reviews/metrics.py): incremental refresh and metric-warning check, every N seconds.
+# Metrics rollup (reviews/metrics/rollup.py and alerts.py): incremental refresh and metric-warning check, every N seconds.
 PROCMEM_METRICS_REFRESH_SECONDS = env_int("PROCMEM_METRICS_REFRESH_SECONDS", 300, minimum=10)
 CELERY_BEAT_SCHEDULE["metrics-refresh"] = {
     "task": "reviews.metrics_refresh_all",
@@ -258,7 +258,7 @@ PROCMEM_ACTIVE_SET_RECHECK_SECONDS = env_float("PROCMEM_ACTIVE_SET_RECHECK_SECON
 PROCMEM_INJECTION_MAX_CHARS = env_int("PROCMEM_INJECTION_MAX_CHARS", 4000, minimum=200, maximum=100_000)
 PROCMEM_MAX_STEPS = 8
 # Metric warnings: a version's resolution rate over the last N days vs its eval result
-# (one-sided two-proportion z-test; see reviews/metrics.py).
+# (one-sided two-proportion z-test; see reviews/metrics/statistics.py).
 PROCMEM_METRIC_WARNING_DAYS = env_int("PROCMEM_METRIC_WARNING_DAYS", 14, minimum=1, maximum=365)
 PROCMEM_METRIC_WARNING_MIN_SESSIONS = env_int("PROCMEM_METRIC_WARNING_MIN_SESSIONS", 30, minimum=1)
 PROCMEM_METRIC_WARNING_ALPHA = env_float("PROCMEM_METRIC_WARNING_ALPHA", 0.01, minimum=0.0001, maximum=0.5)

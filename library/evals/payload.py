@@ -13,15 +13,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.conf import settings
+from procmem_client.rendering import render_block, render_procedure
 
 from ..models import Agent, ProcedureVersion, RegressionCase
-from ..rendering import render_block, render_procedure
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
 
 def procedure_record(version: ProcedureVersion) -> dict:
-    """The agent-facing record plus its rendered text. Caller selects procedure and approved_by."""
+    """The agent-facing record plus its rendered text, rendered by the same function as the agent
+    API's `rendered` field, so that a replay injects the bytes agents will receive. Caller selects
+    procedure and approved_by."""
     record = dict(version.to_dict())
     record["rendered"] = render_procedure(record)
     return record

@@ -16,7 +16,7 @@ from django.urls import reverse
 
 from library import serving, services
 from library.models import ApiToken, LoadRefusal, Source, Status
-from library.tokens import token_create
+from library.api.tokens import token_create
 from tests.conftest import make_active
 
 # Real separate connections: committed rows (transaction=True), and the read alias allowed.
@@ -180,7 +180,7 @@ def test_rollbacks_and_approvals_racing_with_readers_never_show_two_versions_of_
 
 def test_step_vectors_are_stored_once_with_the_applies_when_vector(readonly_shares_default, candidate, admin_user, agent):
     from library.models import VersionEmbedding
-    from library.selection import EmbeddingCache, Ranker, SelectionConfig
+    from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 
     make_active(candidate, admin_user)
     serving.clear_cache()

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from library.selection import Ranker, SelectionConfig
+from procmem_client.ranking import Ranker, SelectionConfig
 from library.selection_eval import (
     LabelledSetError,
     as_json,

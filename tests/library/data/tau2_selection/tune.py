@@ -25,8 +25,9 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[3]))
+sys.path.insert(0, str(HERE.parents[3] / "clients" / "python"))
 
-from library.selection import EmbeddingCache, Ranker, SelectionConfig  # noqa: E402
+from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig  # noqa: E402
 from library.selection_eval import METRICS, evaluate, load_export, load_queries, query_metrics  # noqa: E402
 
 WEIGHT_GRID = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5)
@@ -40,7 +41,7 @@ def task_number(query) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--previous", type=Path, help="the previous library/selection.py, to measure it on the same set")
+    parser.add_argument("--previous", type=Path, help="the previous ranker module (e.g. `git show 2ffa492:library/selection.py`), to measure it on the same set")
     args = parser.parse_args()
 
     cache = EmbeddingCache()
