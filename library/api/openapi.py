@@ -288,9 +288,11 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                 "get": {
                     "summary": "Select procedures for a task",
                     "description": (
-                        "Hard filter by intent, then semantic, lexical and exact retrievers fused by reciprocal rank "
-                        "fusion, with score floors. At most the agent's injection cap is injected. k (1..20) "
-                        "returns the top k candidates with every retriever's score, for diagnostics."
+                        "Hard filter by intent, then ordered by a weighted sum of normalised semantic, lexical, exact "
+                        "and best-step scores; score floors decide only which candidates may be injected. At most "
+                        "the agent's injection cap is injected, in a block capped in characters (the lower-ranked "
+                        "procedure dropped first). k (1..20) returns the top k candidates with every retriever's "
+                        "score, for diagnostics."
                     ),
                     "security": [{"readToken": []}],
                     "parameters": [
