@@ -1,4 +1,8 @@
+<<<<<<< HEAD
 """The agent tool-list page, the refused-at-load overview, and the selection playground.
+=======
+"""The agent tool-list page, the agent settings page and the refused-at-load overview.
+>>>>>>> main
 
 The tool list decides which ACTIVE procedures agents receive: a version whose requiredTools are not
 all in the list is refused at load (library/serving.py). Admins of the agent (`manage_agent`)
@@ -13,6 +17,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -20,9 +25,11 @@ from guardian.shortcuts import get_objects_for_user
 
 from library import serving
 from library.models import Agent, ProcedureVersion, Status
+from library.agent_settings import agent_settings_snapshot, agent_settings_update
 from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, signed_in
+from ..forms import AgentSettingsForm
 
 
 def _parse_tools(text: str) -> list[str]:
@@ -83,6 +90,7 @@ def refused_at_load(request: HttpRequest) -> HttpResponse:
     return render(request, "reviews/refused_at_load.html", {"refusals": serving.unresolved_refusals(agents=agents)})
 
 
+<<<<<<< HEAD
 PLAYGROUND_MAX_TASK_CHARS = 8000  # as the select endpoint
 PLAYGROUND_ROWS = 50
 
@@ -129,4 +137,38 @@ def agent_playground(request: HttpRequest, agent: str) -> HttpResponse:
             "config": config,
             "weights_text": _weights_text(config),
         },
+=======
+# --------------------------------------------------------------------------------------------- agent settings
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
+    """Agent settings (admins of the agent): tools, switches, injection cap, support threshold,
+    redaction patterns; the eval runner has its own page, linked from here. One submit may change
+    the tools and the rest: each through its own service, in one transaction, each audited."""
+    target = get_agent_for_user(request, agent, for_="manage")
+    initial = {**agent_settings_snapshot(target), "tools": "\n".join(target.tools)}
+    form = AgentSettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        reason = data.pop("reason", "").strip()
+        tools = _parse_tools(data.pop("tools") or "")
+        data["redaction_patterns"] = data.get("redaction_patterns") or []
+        try:
+            with transaction.atomic():
+                updated = agent_set_tools(agent=target, tools=tools, user=request.user, reason=reason)
+                updated = agent_settings_update(agent=updated, user=request.user, reason=reason, **data)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(request, f"Settings of {updated.name} saved.")
+            return redirect("reviews:agent_settings", agent=updated.name)
+    return render(
+        request,
+        "reviews/agent_settings.html",
+        {"agent": target, "form": form, "tab": "settings", "runner": target.get_eval_runner_display()},
+        status=400 if request.method == "POST" else 200,
+>>>>>>> main
     )
