@@ -1,8 +1,5 @@
-<<<<<<< HEAD
-"""The agent tool-list page, the refused-at-load overview, and the selection playground.
-=======
-"""The agent tool-list page, the agent settings page and the refused-at-load overview.
->>>>>>> main
+"""The agent tool-list page, the agent settings page, the refused-at-load overview, and the
+selection playground.
 
 The tool list decides which ACTIVE procedures agents receive: a version whose requiredTools are not
 all in the list is refused at load (library/serving.py). Admins of the agent (`manage_agent`)
@@ -90,7 +87,6 @@ def refused_at_load(request: HttpRequest) -> HttpResponse:
     return render(request, "reviews/refused_at_load.html", {"refusals": serving.unresolved_refusals(agents=agents)})
 
 
-<<<<<<< HEAD
 PLAYGROUND_MAX_TASK_CHARS = 8000  # as the select endpoint
 PLAYGROUND_ROWS = 50
 
@@ -137,7 +133,9 @@ def agent_playground(request: HttpRequest, agent: str) -> HttpResponse:
             "config": config,
             "weights_text": _weights_text(config),
         },
-=======
+    )
+
+
 # --------------------------------------------------------------------------------------------- agent settings
 
 
@@ -170,5 +168,4 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
         "reviews/agent_settings.html",
         {"agent": target, "form": form, "tab": "settings", "runner": target.get_eval_runner_display()},
         status=400 if request.method == "POST" else 200,
->>>>>>> main
     )
