@@ -181,6 +181,8 @@ class Status(models.TextChoices):
     ACTIVE = "ACTIVE", "Active"
     RETIRED = "RETIRED", "Retired"
     REJECTED = "REJECTED", "Rejected"
+    # content and evidence wiped; a VersionTombstone says who erased it, when and why
+    ERASED = "ERASED", "Erased"
 
 
 class Source(models.TextChoices):
@@ -277,7 +279,8 @@ class ProcedureVersion(models.Model):
                 name="active_version_is_approved",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["CANDIDATE", "ACTIVE", "RETIRED", "REJECTED"]), name="version_status_valid"
+                condition=Q(status__in=["CANDIDATE", "ACTIVE", "RETIRED", "REJECTED", "ERASED"]),
+                name="version_status_valid",
             ),
             models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),
         ]
@@ -290,6 +293,10 @@ class ProcedureVersion(models.Model):
     @property
     def key(self) -> str:
         return self.procedure.key
+
+    @property
+    def is_erased(self) -> bool:
+        return self.status == Status.ERASED
 
     def compute_content_hash(self) -> str:
         return content_hash(
@@ -318,6 +325,35 @@ class ProcedureVersion(models.Model):
         }
 
 
+class VersionTombstone(models.Model):
+    """What is left of an erased version: the version row keeps its id, number and content hash
+    (its content, evidence and provenance are wiped); this row says who erased it, when and why.
+    Written once by `version_erase`, never changed or deleted (database triggers, migration
+    0006_version_erasure), and the database lets a version's content change only to the wiped
+    values, only once, and only when this row exists for it."""
+
+    class Ground(models.TextChoices):
+        PERSONAL_DATA = "personal_data", "Personal-data request"
+        POISONED = "poisoned", "Poisoned or harmful content"
+        OTHER = "other", "Other"
+
+    version = models.OneToOneField(ProcedureVersion, on_delete=models.PROTECT, related_name="tombstone")
+    procedure_key = models.CharField(max_length=200)
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    status_before = models.CharField(max_length=10)
+    ground = models.CharField(max_length=16, choices=Ground.choices)
+    reason = models.TextField()
+    erased_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    erased_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-erased_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"tombstone of {self.procedure_key} v{self.number}"
+
+
 class AuditEvent(models.Model):
     """Append-only: the database refuses UPDATE and DELETE on this table (see 0002_invariants)."""
 
@@ -343,6 +379,7 @@ class AuditEvent(models.Model):
         COMMENT = "comment", "Commented"
         SETTINGS = "settings", "Agent settings changed"
         CASE_CHANGE = "case_change", "Regression case changed"
+        ERASE = "erase", "Erased (tombstone kept)"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")

@@ -10,6 +10,8 @@ Allowed status changes (the database's transition trigger refuses every other on
     CANDIDATE → REJECTED  version_reject    (reviewer, with a reason)
     ACTIVE    → RETIRED   version_retire    (admin, with a reason) — also done by approve/rollback
     RETIRED   → ACTIVE    version_rollback  (admin, with a reason)
+    any       → ERASED    version_erase     (admin, with a ground and a reason; content and
+                                             evidence wiped, a VersionTombstone kept; final)
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from .models import (
     ProcedureVersion,
     Source,
     Status,
+    VersionEmbedding,
+    VersionTombstone,
     content_hash,
     procedure_key_validator,
 )
@@ -280,6 +284,8 @@ def version_revise(
         locked = ProcedureVersion.objects.select_for_update().select_related("procedure__agent").get(pk=version.pk)
         if locked.status == Status.REJECTED:
             raise LifecycleError(f"{locked} was rejected; propose a new version instead of editing it.")
+        if locked.status == Status.ERASED:
+            raise LifecycleError(f"{locked} was erased; there is no content left to edit.")
         if content.hash == locked.content_hash:
             raise LifecycleError("Nothing changed: the edit has the same content as the version it edits.")
         new_version = _create_version(
@@ -488,6 +494,87 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
     return locked
 
 
+def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) -> VersionTombstone:
+    """Any status → ERASED (admin): a personal-data request or poisoned content. In one transaction,
+    under the version's row lock: a VersionTombstone keeps id, number, content hash, who, when and
+    why; the version's content, evidence, provenance and policy excerpts are wiped (the database's
+    version guard allows exactly this change, once, and only with the tombstone present); its
+    stored embeddings are deleted; the replies and tool calls its eval runs recorded are wiped and
+    unfinished runs cancelled; listeners of `version_erasing` (reviews: comments) wipe what they
+    hold. After commit the served sets drop it (`active_set_changed`, whatever the old status was,
+    so caches and ETags change at once)."""
+    from .evals.runs import erase_eval_records
+    from .signals import version_erasing
+
+    if ground not in VersionTombstone.Ground.values:
+        raise ValidationError({"ground": f"unknown ground {ground!r}; one of {', '.join(VersionTombstone.Ground.values)}"})
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Erasing needs a reason (it is kept in the tombstone)."})
+    if user is None or not user.is_authenticated:
+        raise PermissionDenied("Sign in to erase.")
+    with transaction.atomic():
+        locked = _lock_version(version)
+        if not user_can_manage_procedure(user, locked.procedure):
+            raise PermissionDenied(f"You may not erase versions of {locked.procedure.key}.")
+        if locked.status == Status.ERASED:
+            raise LifecycleError(f"{locked} was already erased.")
+        now = timezone.now()
+        status_before = locked.status
+        tombstone = VersionTombstone.objects.create(
+            version=locked,
+            procedure_key=locked.procedure.key,
+            number=locked.number,
+            content_hash=locked.content_hash,
+            status_before=status_before,
+            ground=ground,
+            reason=reason,
+            erased_by=user,
+            erased_at=now,
+        )
+        updated = ProcedureVersion.objects.filter(pk=locked.pk, status=status_before).update(
+            status=Status.ERASED,
+            status_reason=f"Erased: {tombstone.get_ground_display()}",
+            status_changed_at=now,
+            applies_when="",
+            steps=[],
+            required_tools=[],
+            forbidden_actions=[],
+            skeleton=[],
+            quarantine_reasons=[],
+            evidence={},
+            provenance={},
+        )
+        if updated != 1:
+            raise LifecycleError(f"{locked} changed while you were deciding; reload and try again.")
+        VersionEmbedding.objects.filter(version=locked).delete()
+        erase_eval_records(version_id=locked.pk)
+        version_erasing.send(sender=ProcedureVersion, version_id=locked.pk)
+        audit(
+            action=AuditEvent.Action.ERASE,
+            actor=user,
+            version=locked,
+            reason=reason,
+            before={"version": locked.number, "status": status_before, "contentHash": locked.content_hash},
+            after={"version": locked.number, "status": Status.ERASED, "ground": ground},
+        )
+        agent_id = locked.procedure.agent_id
+        _on_commit(lambda: _notify_active_set_changed(agent_id))
+        _on_commit(lambda: _forget_erased_text(agent_id))
+    locked.refresh_from_db()
+    return tombstone
+
+
+def _forget_erased_text(agent_id: int) -> None:
+    """This process's caches keyed by text (the ranker's vectors, the review pages' embeddings)
+    would keep the erased appliesWhen in memory: drop them. Other processes drop their built set by
+    its fingerprint; their text caches hold vectors (not text) keyed by a digest."""
+    from . import embeddings, serving
+
+    serving.forget_erased(agent_id)
+    embeddings.embed_one.cache_clear()
+
+
 def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "", reason: str = "") -> Agent:
     """Replaces an agent's tool list, keeping the history. Versions that now miss a tool are refused
     at load by the agent API (library/serving.py), which raises the alert once."""
@@ -531,6 +618,7 @@ __all__ = [
     "procedure_propose",
     "validate_content",
     "version_approve",
+    "version_erase",
     "version_reject",
     "version_retire",
     "version_revise",

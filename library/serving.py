@@ -169,6 +169,17 @@ def clear_cache(agent_id: int | None = None) -> None:
             _checked_at.pop(agent_id, None)
 
 
+def forget_erased(agent_id: int) -> None:
+    """After an erasure: drops this process's built set of the agent (its body held the erased
+    text), the vectors cached per text, and the record of which versions have stored embeddings
+    (the erased version's were deleted). The next request rebuilds from the database."""
+    global _ranker_instance
+    clear_cache(agent_id)
+    with _cache_lock:
+        _stored_embeddings.clear()
+        _ranker_instance = None
+
+
 def _agent_part(agent: Agent) -> bytes:
     return json.dumps(
         [API_VERSION, agent.pk, agent.name, sorted(agent.tools), agent.procedural_memory_enabled, agent.injection_cap],

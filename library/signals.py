@@ -19,3 +19,8 @@ eval_run_finished = Signal()
 # kwargs: version_id, missing_tools (list[str]). A version was refused at load, first time for this tool list.
 # Sent by library/serving.py.
 version_refused_at_load = Signal()
+
+# kwargs: version_id. A version is being erased: sent INSIDE the erasing transaction (the one
+# exception to "after commit"), so that what a listener wipes (reviews: comment texts) is wiped in the
+# same transaction as the content, or not at all. Sent by library/services.py version_erase.
+version_erasing = Signal()

@@ -7,6 +7,9 @@ from typing import Sequence
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.dispatch import receiver
+
+from library import signals as library_signals
 
 from library.models import AuditEvent, ProcedureVersion
 from library.permissions import user_is_reviewer
@@ -31,6 +34,13 @@ def comment_create(*, version: ProcedureVersion, user, body: str) -> Comment:
         comment = Comment.objects.create(version=version, author=user, body=body)
         audit(action=AuditEvent.Action.COMMENT, actor=user, version=version, reason=body[:200], after={"comment": comment.pk})
     return comment
+
+
+@receiver(library_signals.version_erasing, dispatch_uid="reviews.wipe_comments_of_erased_version")
+def _wipe_comments(sender, version_id: int, **kwargs) -> None:
+    """Inside the erasing transaction: comments can quote the erased content. The rows stay (who
+    commented when), their text goes."""
+    Comment.objects.filter(version_id=version_id).update(body="(erased with the version)")
 
 
 def versions_bulk_reject(*, versions: Sequence[ProcedureVersion], user, reason: str) -> list[ProcedureVersion]:

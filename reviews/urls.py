@@ -38,6 +38,7 @@ urlpatterns = [
     path("ops/agents/<str:agent>/procedures/<str:key>/", ops.ops_procedure, name="ops_procedure"),
     path("ops/versions/<int:pk>/retire/", ops.ops_retire, name="ops_retire"),
     path("ops/versions/<int:pk>/rollback/", ops.ops_rollback, name="ops_rollback"),
+    path("ops/versions/<int:pk>/erase/", ops.ops_erase, name="ops_erase"),
     path("ops/agents/<str:agent>/approvers/", ops.ops_approvers, name="ops_approvers"),
     path("ops/agents/<str:agent>/approvers/grant/", ops.ops_grant, name="ops_grant"),
     path("ops/agents/<str:agent>/approvers/revoke/", ops.ops_revoke, name="ops_revoke"),

@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from guardian.core import ObjectPermissionChecker
 
 from library import services
-from library.models import AuditEvent, LoadRefusal, Procedure, ProcedureVersion, Status
+from library.models import AuditEvent, LoadRefusal, Procedure, ProcedureVersion, Status, VersionTombstone
 from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
 
 from .. import rights, selectors
@@ -93,7 +93,7 @@ def ops_procedure(request: HttpRequest, agent: str, key: str) -> HttpResponse:
     agent_obj = get_agent_for_user(request, agent, for_="operate")
     procedure = get_object_or_404(Procedure.objects.select_related("intent"), agent=agent_obj, key=key)
     versions = list(
-        procedure.versions.select_related("approved_by", "approval_eval_run").order_by("-number")
+        procedure.versions.select_related("approved_by", "approval_eval_run", "tombstone__erased_by").order_by("-number")
     )
     for version in versions:
         version.missing_tools = selectors.version_missing_tools(version, agent_obj)
@@ -188,6 +188,47 @@ def ops_retire(request: HttpRequest, pk: int) -> HttpResponse:
 def ops_rollback(request: HttpRequest, pk: int) -> HttpResponse:
     """GET shows what changes (current ACTIVE → this version, and the tool check); POST rolls back."""
     return _status_change(request, pk, action="roll_back")
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks for the ground, the reason and confirmation; POST erases through version_erase.
+    Whoever may see but not manage the procedure gets 403; whoever may not see it, 404."""
+    version = get_version_for_user(request, pk, for_="manage")
+    agent = version.procedure.agent
+    context = {
+        "agent": agent,
+        "version": version,
+        "grounds": VersionTombstone.Ground.choices,
+        "ground": request.POST.get("ground", ""),
+        "reason": request.POST.get("reason", ""),
+        "error": "",
+        "stale": version.status == Status.ERASED,
+        "tab": "active",
+    }
+    if version.status == Status.ERASED:
+        context["error"] = f"v{version.number} was already erased."
+    status = 200
+    if request.method == "POST":
+        try:
+            services.version_erase(
+                version=version, user=request.user, ground=context["ground"], reason=context["reason"]
+            )
+        except ValidationError as exc:
+            context["error"] = " ".join(exc.messages)
+            status = 400
+        except services.LifecycleError as exc:
+            context["error"] = str(exc)
+            status = 409
+        else:
+            messages.success(
+                request,
+                f"Erased {version.procedure.key} v{version.number}: content and evidence wiped, tombstone kept. "
+                "Agents no longer receive it.",
+            )
+            return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
+    return render(request, "reviews/ops/confirm_erase.html", context, status=status)
 
 
 # ---------------------------------------------------------------------------------------------- approver rights
