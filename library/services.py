@@ -503,7 +503,6 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
     unfinished runs cancelled; listeners of `version_erasing` (reviews: comments) wipe what they
     hold. After commit the served sets drop it (`active_set_changed`, whatever the old status was,
     so caches and ETags change at once)."""
-    from .evals.runs import erase_eval_records
     from .signals import version_erasing
 
     if ground not in VersionTombstone.Ground.values:
@@ -548,7 +547,7 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
         if updated != 1:
             raise LifecycleError(f"{locked} changed while you were deciding; reload and try again.")
         VersionEmbedding.objects.filter(version=locked).delete()
-        erase_eval_records(version_id=locked.pk)
+        _erase_eval_records(version_id=locked.pk)
         version_erasing.send(sender=ProcedureVersion, version_id=locked.pk)
         audit(
             action=AuditEvent.Action.ERASE,
@@ -563,6 +562,29 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
         _on_commit(lambda: _forget_erased_text(agent_id))
     locked.refresh_from_db()
     return tombstone
+
+
+def _erase_eval_records(*, version_id: int) -> None:
+    """Part of `version_erase` (caller holds the version's row lock inside its transaction): the
+    version's unfinished eval runs are cancelled (a chunk task stops at its next case; a claimed row
+    cannot be finished, its claim nonce is cleared), and the replies, tool calls and failure texts
+    every run recorded are wiped, since a replay can echo the erased content. Verdicts stay (a
+    finished run's verdict never changes)."""
+    from .models import EvalCaseResult
+    from .signals import eval_run_finished
+
+    unfinished = [EvalRun.State.QUEUED, EvalRun.State.RUNNING]
+    cancelled = list(
+        EvalRun.objects.select_for_update().filter(version_id=version_id, state__in=unfinished).values_list("pk", flat=True)
+    )
+    EvalRun.objects.filter(pk__in=cancelled).update(
+        state=EvalRun.State.CANCELLED, failure_reason="Cancelled: the version was erased", finished_at=timezone.now()
+    )
+    for run_id in cancelled:
+        _on_commit(lambda run_id=run_id: eval_run_finished.send(sender=EvalRun, run_id=run_id))
+    EvalCaseResult.objects.filter(run__version_id=version_id).update(
+        reply="", tool_calls=[], failures=[], error="", claim_nonce=""
+    )
 
 
 def _forget_erased_text(agent_id: int) -> None:

@@ -200,25 +200,6 @@ def eval_run_fail(*, run_id: int, reason: str) -> bool:
     return True
 
 
-def erase_eval_records(*, version_id: int) -> None:
-    """Part of `version_erase` (caller holds the version's row lock inside its transaction): the
-    version's unfinished runs are cancelled (a chunk task stops at its next case, and a finished
-    claim cannot write back: its rows are no longer RUNNING), and the replies, tool calls and
-    failure texts every run recorded are wiped, since a replay can echo the erased content. The
-    verdicts stay (a finished run's verdict never changes)."""
-    runs = list(EvalRun.objects.select_for_update().filter(version_id=version_id).order_by("pk"))
-    now = timezone.now()
-    for run in runs:
-        if run.state in UNFINISHED:
-            EvalRun.objects.filter(pk=run.pk).update(
-                state=EvalRun.State.CANCELLED, failure_reason="Cancelled: the version was erased", finished_at=now
-            )
-            _send_finished(run.pk)
-    EvalCaseResult.objects.filter(run__version_id=version_id).update(
-        reply="", tool_calls=[], failures=[], error="", claim_nonce=""
-    )
-
-
 # --------------------------------------------------------------------------------------------- dispatch / chunks
 
 
