@@ -503,7 +503,7 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
     unfinished runs cancelled; listeners of `version_erasing` (reviews: comments) wipe what they
     hold. After commit the served sets drop it (`active_set_changed`, whatever the old status was,
     so caches and ETags change at once)."""
-    from .signals import version_erasing
+    from .signals import version_erased, version_erasing
 
     if ground not in VersionTombstone.Ground.values:
         raise ValidationError({"ground": f"unknown ground {ground!r}; one of {', '.join(VersionTombstone.Ground.values)}"})
@@ -559,7 +559,8 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
         )
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
-        _on_commit(lambda: _forget_erased_text(agent_id))
+        version_id = locked.pk
+        _on_commit(lambda: version_erased.send(sender=ProcedureVersion, agent_id=agent_id, version_id=version_id))
     locked.refresh_from_db()
     return tombstone
 
@@ -585,16 +586,6 @@ def _erase_eval_records(*, version_id: int) -> None:
     EvalCaseResult.objects.filter(run__version_id=version_id).update(
         reply="", tool_calls=[], failures=[], error="", claim_nonce=""
     )
-
-
-def _forget_erased_text(agent_id: int) -> None:
-    """This process's caches keyed by text (the ranker's vectors, the review pages' embeddings)
-    would keep the erased appliesWhen in memory: drop them. Other processes drop their built set by
-    its fingerprint; their text caches hold vectors (not text) keyed by a digest."""
-    from . import embeddings, serving
-
-    serving.forget_erased(agent_id)
-    embeddings.embed_one.cache_clear()
 
 
 def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "", reason: str = "") -> Agent:

@@ -37,7 +37,7 @@ from procmem_client.rendering import estimate_tokens, render_procedure
 
 from . import embeddings
 from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
-from .signals import active_set_changed
+from .signals import active_set_changed, version_erased
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +167,12 @@ def clear_cache(agent_id: int | None = None) -> None:
         else:
             _cache.pop(agent_id, None)
             _checked_at.pop(agent_id, None)
+
+
+@receiver(version_erased)
+def _forget_erased(sender, agent_id: int, **kwargs) -> None:
+    forget_erased(agent_id)
+    embeddings.embed_one.cache_clear()
 
 
 def forget_erased(agent_id: int) -> None:

@@ -24,3 +24,7 @@ version_refused_at_load = Signal()
 # exception to "after commit"), so that what a listener wipes (reviews: comment texts) is wiped in the
 # same transaction as the content, or not at all. Sent by library/services.py version_erase.
 version_erasing = Signal()
+
+# kwargs: agent_id, version_id. A version was erased (after commit). library/serving.py drops this
+# process's built set of the agent and its text-keyed caches (they held the erased text).
+version_erased = Signal()
