@@ -69,6 +69,9 @@ class Agent(models.Model):
     auto_capture_enabled = models.BooleanField(default=True)
     injection_cap = models.PositiveSmallIntegerField(default=2)
     support_threshold = models.PositiveIntegerField(default=20)
+    review_after_days = models.PositiveSmallIntegerField(
+        default=180, help_text="An ACTIVE version is due for re-review this many days after approval or its last review"
+    )
     redaction_patterns = models.JSONField(
         default=list, blank=True, help_text='Extra redaction patterns: [{"label": "order_id", "regex": "#W\\d+"}]'
     )
@@ -96,6 +99,9 @@ class Agent(models.Model):
         ]
         constraints = [
             models.CheckConstraint(condition=Q(injection_cap__lte=20), name="agent_injection_cap_lte_20"),
+            models.CheckConstraint(
+                condition=Q(review_after_days__gte=1) & Q(review_after_days__lte=3650), name="agent_review_after_days_range"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -197,6 +203,9 @@ class VersionQuerySet(models.QuerySet):
     def active(self) -> "VersionQuerySet":
         return self.filter(status=Status.ACTIVE)
 
+    def due_for_review(self, today) -> "VersionQuerySet":
+        return self.filter(status=Status.ACTIVE, review_by__lte=today)
+
     def candidates(self) -> "VersionQuerySet":
         return self.filter(status=Status.CANDIDATE)
 
@@ -258,6 +267,9 @@ class ProcedureVersion(models.Model):
     )
     status_reason = models.TextField(blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    review_by = models.DateField(
+        null=True, blank=True, help_text="ACTIVE versions: due for re-review on this day (set on approval, roll back and review)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = VersionQuerySet.as_manager()
@@ -283,6 +295,7 @@ class ProcedureVersion(models.Model):
                 name="version_status_valid",
             ),
             models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),
+            models.CheckConstraint(condition=~Q(status="ACTIVE") | Q(review_by__isnull=False), name="active_version_has_review_by"),
         ]
         indexes = [models.Index(fields=["status", "procedure"], name="version_status_idx")]
         permissions = [("review_procedureversion", "Can review candidates: edit, comment, reject, start eval runs")]
@@ -380,6 +393,10 @@ class AuditEvent(models.Model):
         SETTINGS = "settings", "Agent settings changed"
         CASE_CHANGE = "case_change", "Regression case changed"
         ERASE = "erase", "Erased (tombstone kept)"
+        REVIEW = "review", "Re-reviewed (kept ACTIVE)"
+        DEMOTION_PROPOSE = "demotion_propose", "Demotion proposed"
+        DEMOTION_DISMISS = "demotion_dismiss", "Demotion dismissed"
+        DEMOTION_CONFIRM = "demotion_confirm", "Demotion confirmed"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")

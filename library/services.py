@@ -437,9 +437,42 @@ def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> Pr
             approved_by=user,
             approved_at=timezone.now(),
             approval_eval_run=run,
+            review_by=review_by_for(locked.procedure.agent),
         )
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
+    return locked
+
+
+def review_by_for(agent: Agent, *, today=None):
+    """The day a version that becomes (or stays) ACTIVE today is due for re-review."""
+    from datetime import timedelta
+
+    return (today or timezone.localdate()) + timedelta(days=agent.review_after_days)
+
+
+def version_review_confirm(*, version: ProcedureVersion, user, comment: str = "") -> ProcedureVersion:
+    """A re-review of an ACTIVE version that keeps it: its review-by date moves to today plus the
+    agent's review_after_days. Needs the approve right on the procedure (the people who decide what
+    agents receive); demoting instead is `version_retire`."""
+    if user is None or not user.is_authenticated:
+        raise PermissionDenied("Sign in to review.")
+    with transaction.atomic():
+        locked = _lock_version(version)
+        if not user_can_approve(user, locked.procedure):
+            raise PermissionDenied(f"You do not hold the approve permission for {locked.procedure.key}.")
+        if locked.status != Status.ACTIVE:
+            raise LifecycleError(f"Only the active version is re-reviewed; {locked} is {locked.status}.")
+        before = {"version": locked.number, "reviewBy": locked.review_by.isoformat() if locked.review_by else None}
+        review_by = review_by_for(locked.procedure.agent)
+        updated = ProcedureVersion.objects.filter(pk=locked.pk, status=Status.ACTIVE).update(review_by=review_by)
+        if updated != 1:
+            raise LifecycleError(f"{locked} changed while you were deciding; reload and try again.")
+        locked.review_by = review_by
+        audit(
+            action=AuditEvent.Action.REVIEW, actor=user, version=locked, reason=(comment or "").strip(),
+            before=before, after={"version": locked.number, "reviewBy": review_by.isoformat()},
+        )
     return locked
 
 
@@ -488,7 +521,10 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
         if locked.status != Status.RETIRED:
             raise LifecycleError(f"Only a retired version can be rolled back to; {locked} is {locked.status}.")
         _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")
-        _set_status(locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK)
+        _set_status(
+            locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK,
+            review_by=review_by_for(locked.procedure.agent),
+        )
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
     return locked
@@ -634,6 +670,8 @@ __all__ = [
     "version_erase",
     "version_reject",
     "version_retire",
+    "version_review_confirm",
+    "review_by_for",
     "version_revise",
     "version_rollback",
 ]

@@ -259,6 +259,17 @@ PROCMEM_MAX_STEPS = 8
 PROCMEM_METRIC_WARNING_DAYS = env_int("PROCMEM_METRIC_WARNING_DAYS", 14, minimum=1, maximum=365)
 PROCMEM_METRIC_WARNING_MIN_SESSIONS = env_int("PROCMEM_METRIC_WARNING_MIN_SESSIONS", 30, minimum=1)
 PROCMEM_METRIC_WARNING_ALPHA = env_float("PROCMEM_METRIC_WARNING_ALPHA", 0.01, minimum=0.0001, maximum=0.5)
+# Demotion check (reviews/metrics/demotion.py): proposes retiring ACTIVE versions rarely served or
+# significantly below their eval (Fisher exact, one-sided); an admin confirms or dismisses.
+PROCMEM_DEMOTION_WINDOW_DAYS = env_int("PROCMEM_DEMOTION_WINDOW_DAYS", 30, minimum=1, maximum=365)
+PROCMEM_DEMOTION_MIN_SELECTED = env_int("PROCMEM_DEMOTION_MIN_SELECTED", 5, minimum=0)
+PROCMEM_DEMOTION_MIN_SESSIONS = env_int("PROCMEM_DEMOTION_MIN_SESSIONS", 30, minimum=1)
+PROCMEM_DEMOTION_ALPHA = env_float("PROCMEM_DEMOTION_ALPHA", 0.01, minimum=0.0001, maximum=0.5)
+PROCMEM_DEMOTION_CHECK_HOURS = env_float("PROCMEM_DEMOTION_CHECK_HOURS", 24.0, minimum=0.1, maximum=24 * 30)
+CELERY_BEAT_SCHEDULE["demotions-check"] = {
+    "task": "reviews.demotions_check_all",
+    "schedule": PROCMEM_DEMOTION_CHECK_HOURS * 3600.0,
+}
 # Links in notification e-mails: the site's public address, e.g. https://procmem.example.com
 PROCMEM_BASE_URL = (env_str("PROCMEM_BASE_URL", "") or "").rstrip("/")
 PROCMEM_MIN_STEPS = 3

@@ -33,6 +33,8 @@ from .. import rights, selectors
 from ..access import get_agent_for_user, get_version_for_user, operable_agents, signed_in
 from ..audit import AUDIT_FILTERS, audit_changes, audit_csv_rows, audit_events
 from ..forms import approver_right_from_post
+from ..models import DemotionProposal
+from ..services import demotion_confirm, demotion_dismiss
 
 AUDIT_PAGE_SIZE = 50
 
@@ -74,6 +76,17 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
         r.version_id: r
         for r in LoadRefusal.objects.filter(version__procedure__agent=agent_obj).order_by("created_at")
     }
+    demotions = list(
+        DemotionProposal.objects.filter(version__procedure__agent=agent_obj, state=DemotionProposal.State.OPEN)
+        .select_related("version__procedure")
+        .order_by("created_at")
+    )
+    for proposal in demotions:
+        proposal.can_decide = agent_wide or checker.has_perm("manage_procedure", proposal.version.procedure)
+    due = list(
+        ProcedureVersion.objects.for_agent(agent_obj).due_for_review(timezone.localdate())
+        .select_related("procedure").order_by("review_by")
+    )
     return render(
         request,
         "reviews/ops/agent.html",
@@ -82,6 +95,8 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
             "served": served,
             "refused": [(v, missing, refusals.get(v.pk)) for v, missing in refused],
             "rows": rows,
+            "demotions": demotions,
+            "due": due,
             "tab": "active",
         },
     )
@@ -229,6 +244,32 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
             )
             return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
     return render(request, "reviews/ops/confirm_erase.html", context, status=status)
+
+
+# ---------------------------------------------------------------------------------------------- demotion
+
+
+@require_POST
+@signed_in
+def ops_demotion_decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
+    """Confirm (the version is retired through version_retire) or dismiss a demotion proposal, with
+    a reason. Who may not see the agent gets 404; who may see but not manage the procedure, 403."""
+    proposal = get_object_or_404(DemotionProposal, pk=pk)
+    version = get_version_for_user(request, proposal.version_id, for_="manage")
+    service = {"confirm": demotion_confirm, "dismiss": demotion_dismiss}.get(decision)
+    if service is None:
+        raise Http404("No such decision")
+    try:
+        service(proposal=proposal, user=request.user, reason=request.POST.get("reason", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("reviews:ops_agent", version.procedure.agent.name)
+    except services.LifecycleError as exc:
+        messages.error(request, str(exc))
+        return redirect("reviews:ops_agent", version.procedure.agent.name)
+    verb = "retired" if decision == "confirm" else "kept ACTIVE (proposal dismissed)"
+    messages.success(request, f"{version.procedure.key} v{version.number} {verb}.")
+    return redirect("reviews:ops_agent", version.procedure.agent.name)
 
 
 # ---------------------------------------------------------------------------------------------- approver rights

@@ -14,6 +14,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
@@ -110,6 +111,8 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "blockers": approval_blockers(version, request.user),
         "can_approve": user_can_approve(request.user, version.procedure),
         "can_review": user_is_reviewer(request.user),
+        "today": timezone.localdate(),
+        "next_review_by": library_services.review_by_for(version.procedure.agent),
         "is_candidate": version.status == Status.CANDIDATE,
         "retired_by_this": retired_by_this,
         "newer_candidate": next((s for s in siblings if s.status == Status.CANDIDATE and s.number > version.number), None),
@@ -146,6 +149,16 @@ def version_reject(request: HttpRequest, pk: int) -> HttpResponse:
     reason = posted_form(request, RejectForm, invalid="A rejection needs a reason.")["reason"]
     library_services.version_reject(version=version, user=request.user, reason=reason)
     return _after_write(request, version, f"Rejected {version}.")
+
+
+@require_POST
+@signed_in
+@refusals
+def version_review_confirm(request: HttpRequest, pk: int) -> HttpResponse:
+    """A re-review that keeps an ACTIVE version: its review-by date moves on (version_review_confirm)."""
+    version = get_version_for_user(request, pk, for_="approve")
+    version = library_services.version_review_confirm(version=version, user=request.user, comment=request.POST.get("comment", ""))
+    return _after_write(request, version, f"Reviewed {version}; next review by {version.review_by:%Y-%m-%d}.")
 
 
 @require_POST
