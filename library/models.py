@@ -397,6 +397,8 @@ class AuditEvent(models.Model):
         DEMOTION_PROPOSE = "demotion_propose", "Demotion proposed"
         DEMOTION_DISMISS = "demotion_dismiss", "Demotion dismissed"
         DEMOTION_CONFIRM = "demotion_confirm", "Demotion confirmed"
+        CONFLICT_SCAN = "conflict_scan", "Conflict scan changed the open conflicts"
+        CONFLICT_ACK = "conflict_ack", "Approved despite a conflict (acknowledged)"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -658,3 +660,34 @@ class VersionEmbedding(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "model_key"], name="one_embedding_per_version_model")]
+
+
+
+class VersionConflict(models.Model):
+    """A pair of versions of one agent (different procedures, each ACTIVE or about to be: a candidate
+    with a passing eval) whose steps contradict, found by the conflict scan (library/conflicts.py).
+    Open while `cleared_at` is empty; a later scan that no longer finds it clears it. The pair is
+    stored in primary-key order, at most one open row per pair and kind."""
+
+    class Kind(models.TextChoices):
+        REQUIRES_FORBIDDEN = "requires_forbidden", "One requires what the other forbids"
+        SAME_SITUATION = "same_situation", "Same situation, different required tools"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conflicts")
+    version_a = models.ForeignKey(ProcedureVersion, on_delete=models.CASCADE, related_name="+")
+    version_b = models.ForeignKey(ProcedureVersion, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    detail = models.JSONField(default=dict)
+    message = models.TextField()
+    found_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField()
+    cleared_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-found_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(version_a__lt=models.F("version_b")), name="conflict_pair_ordered"),
+            models.UniqueConstraint(
+                fields=["version_a", "version_b", "kind"], condition=Q(cleared_at__isnull=True), name="one_open_conflict_per_pair_kind"
+            ),
+        ]

@@ -370,9 +370,10 @@ def passing_eval_for(version: ProcedureVersion) -> EvalRun | None:
     )
 
 
-def approval_blockers(version: ProcedureVersion, user) -> list[str]:
+def approval_blockers(version: ProcedureVersion, user, *, acknowledged_conflicts: bool = False) -> list[str]:
     """Every reason why `user` may not approve `version` now (empty: may approve). The UI shows
-    these next to a disabled button; version_approve re-checks them under the row lock."""
+    these next to a disabled button; version_approve re-checks them under the row lock. Conflicts
+    with the agent's other ACTIVE procedures (library/conflicts.py) block unless acknowledged."""
     reasons: list[str] = []
     if version.status != Status.CANDIDATE:
         reasons.append(f"Only a candidate can be approved; this version is {version.get_status_display().lower()}.")
@@ -403,12 +404,21 @@ def approval_blockers(version: ProcedureVersion, user) -> list[str]:
 
         if run.baseline_hash and run.baseline_hash != active_set_hash(version.procedure.agent):
             reasons.append("The active set changed since the eval run started; start a new run.")
+    if not acknowledged_conflicts:
+        from .conflicts import conflicts_for_candidate
+
+        for conflict in conflicts_for_candidate(version):
+            reasons.append(f"Conflict (acknowledge it on the approve page to approve anyway): {conflict.message}")
     return reasons
 
 
-def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> ProcedureVersion:
+def version_approve(
+    *, version: ProcedureVersion, user, comment: str = "", acknowledge_conflicts: bool = False
+) -> ProcedureVersion:
     """CANDIDATE → ACTIVE. The previous ACTIVE version of the same procedure becomes RETIRED in the
-    same transaction. Two approvers racing: the row lock serialises them and the second is refused."""
+    same transaction. Two approvers racing: the row lock serialises them and the second is refused.
+    A conflict with another ACTIVE procedure blocks unless `acknowledge_conflicts`; then it is
+    recorded in a `conflict_ack` audit row."""
     if user is None or not user.is_authenticated:
         raise PermissionDenied("Sign in to approve.")
     with transaction.atomic():
@@ -422,9 +432,18 @@ def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> Pr
             raise LifecycleError(f"Only a candidate can be approved; {locked} is {locked.status}.")
         if not user_can_approve(user, locked.procedure):
             raise PermissionDenied(f"You do not hold the approve permission for {locked.procedure.key}.")
-        blockers = approval_blockers(locked, user)
+        blockers = approval_blockers(locked, user, acknowledged_conflicts=acknowledge_conflicts)
         if blockers:
             raise LifecycleError(" ".join(blockers))
+        if acknowledge_conflicts:
+            from .conflicts import conflicts_for_candidate
+
+            acknowledged = conflicts_for_candidate(locked)
+            if acknowledged:
+                audit(
+                    action=AuditEvent.Action.CONFLICT_ACK, actor=user, version=locked, reason=comment,
+                    after={"conflicts": [{"kind": c.kind, "with": c.b.pk, "message": c.message} for c in acknowledged]},
+                )
         run = passing_eval_for(locked)
         assert run is not None  # approval_blockers refused otherwise
         _retire_current_active(locked.procedure, user=user, reason=f"Replaced by v{locked.number}")

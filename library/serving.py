@@ -373,23 +373,8 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
 # --------------------------------------------------------------------------------------------- embeddings
 
 
-_model_key_value: str | None = None
-
-
-def model_key() -> str:
-    """Identifies the embedding model across machines: the model directory's name and a digest of
-    its config files (not its path, which differs between installs)."""
-    global _model_key_value
-    if _model_key_value is None:
-        from pathlib import Path
-
-        path = Path(embeddings.default_model_path())
-        digest = hashlib.sha256()
-        for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
-            if (path / name).is_file():
-                digest.update(name.encode() + b"\0" + (path / name).read_bytes())
-        _model_key_value = f"{path.parent.name if path.name == 'model' else path.name}"[:40] + ":" + digest.hexdigest()[:16]
-    return _model_key_value
+# one key for every process and module that stores vectors (library/embeddings.py)
+model_key = embeddings.model_key
 
 
 def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:

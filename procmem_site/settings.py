@@ -270,6 +270,14 @@ CELERY_BEAT_SCHEDULE["demotions-check"] = {
     "task": "reviews.demotions_check_all",
     "schedule": PROCMEM_DEMOTION_CHECK_HOURS * 3600.0,
 }
+# Conflict scan (library/conflicts.py): appliesWhen similarity from which two procedures with different
+# required tools count as "same situation", and how often beat scans every agent.
+PROCMEM_CONFLICT_SIMILARITY = env_float("PROCMEM_CONFLICT_SIMILARITY", 0.8, minimum=0.0, maximum=1.0)
+PROCMEM_CONFLICT_SCAN_MINUTES = env_int("PROCMEM_CONFLICT_SCAN_MINUTES", 60, minimum=1)
+CELERY_BEAT_SCHEDULE["conflicts-scan"] = {
+    "task": "library.conflicts_scan_all",
+    "schedule": PROCMEM_CONFLICT_SCAN_MINUTES * 60.0,
+}
 # Links in notification e-mails: the site's public address, e.g. https://procmem.example.com
 PROCMEM_BASE_URL = (env_str("PROCMEM_BASE_URL", "") or "").rstrip("/")
 PROCMEM_MIN_STEPS = 3

@@ -39,6 +39,7 @@ urlpatterns = [
     path("ops/versions/<int:pk>/retire/", ops.ops_retire, name="ops_retire"),
     path("ops/versions/<int:pk>/rollback/", ops.ops_rollback, name="ops_rollback"),
     path("ops/versions/<int:pk>/erase/", ops.ops_erase, name="ops_erase"),
+    path("ops/agents/<str:agent>/conflicts/scan/", ops.ops_conflicts_scan, name="ops_conflicts_scan"),
     path("ops/demotions/<int:pk>/<str:decision>/", ops.ops_demotion_decide, name="ops_demotion_decide"),
     path("versions/<int:pk>/review/", versions.version_review_confirm, name="version_review_confirm"),
     path("ops/agents/<str:agent>/approvers/", ops.ops_approvers, name="ops_approvers"),

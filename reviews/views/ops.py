@@ -26,7 +26,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from guardian.core import ObjectPermissionChecker
 
 from library import services
-from library.models import AuditEvent, LoadRefusal, Procedure, ProcedureVersion, Status, VersionTombstone
+from library.conflicts import conflicts_scan
+from library.models import AuditEvent, LoadRefusal, Procedure, ProcedureVersion, Status, VersionConflict, VersionTombstone
 from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
 
 from .. import rights, selectors
@@ -83,6 +84,11 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
     )
     for proposal in demotions:
         proposal.can_decide = agent_wide or checker.has_perm("manage_procedure", proposal.version.procedure)
+    conflicts = list(
+        VersionConflict.objects.filter(agent=agent_obj, cleared_at__isnull=True)
+        .select_related("version_a__procedure", "version_b__procedure")
+        .order_by("found_at")
+    )
     due = list(
         ProcedureVersion.objects.for_agent(agent_obj).due_for_review(timezone.localdate())
         .select_related("procedure").order_by("review_by")
@@ -96,6 +102,8 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
             "refused": [(v, missing, refusals.get(v.pk)) for v, missing in refused],
             "rows": rows,
             "demotions": demotions,
+            "conflicts": conflicts,
+            "can_scan": user_can_manage_agent(request.user, agent_obj),
             "due": due,
             "tab": "active",
         },
@@ -244,6 +252,22 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
             )
             return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
     return render(request, "reviews/ops/confirm_erase.html", context, status=status)
+
+
+# ---------------------------------------------------------------------------------------------- conflicts
+
+
+@require_POST
+@signed_in
+def ops_conflicts_scan(request: HttpRequest, agent: str) -> HttpResponse:
+    """The on-demand conflict scan (the scheduled one is library.conflicts_scan_all): the agent's
+    admins (manage_agent) only; who may see the agent but not manage it gets 403."""
+    agent_obj = get_agent_for_user(request, agent, for_="manage")
+    counts = conflicts_scan(agent=agent_obj, user=request.user)
+    messages.success(
+        request, f"Conflict scan: {counts['open']} open ({counts['opened']} new, {counts['cleared']} cleared)."
+    )
+    return redirect("reviews:ops_agent", agent_obj.name)
 
 
 # ---------------------------------------------------------------------------------------------- demotion

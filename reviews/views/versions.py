@@ -23,6 +23,7 @@ from library import services as library_services
 from library.models import ProcedureVersion, Status
 from library.permissions import user_can_approve, user_is_reviewer
 from library.selectors import active_set_hash
+from library.conflicts import conflicts_for_candidate
 from library.services import LifecycleError, approval_blockers
 
 from library.evals import runs as evals
@@ -108,7 +109,8 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "eval_run_url": _url_if_provided(("reviews:eval_detail",), run.pk if run else None),
         "lint": lint_module.lint_version(version, other_active=other_active),
         "comments": list(Comment.objects.filter(version__procedure=version.procedure).select_related("author", "version")),
-        "blockers": approval_blockers(version, request.user),
+        "blockers": approval_blockers(version, request.user, acknowledged_conflicts=True),
+        "conflicts": _conflicts(version),
         "can_approve": user_can_approve(request.user, version.procedure),
         "can_review": user_is_reviewer(request.user),
         "today": timezone.localdate(),
@@ -129,6 +131,14 @@ def version_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target in {"diff", "version-page"}:
         template += "#" + request.htmx.target
     return render(request, template, context)
+
+
+def _conflicts(version: ProcedureVersion) -> list:
+    """What approving this candidate would conflict with (library/conflicts.py); shown as warnings
+    that the approver must acknowledge, not as blockers."""
+    if version.status != Status.CANDIDATE:
+        return []
+    return conflicts_for_candidate(version)
 
 
 def _after_write(request: HttpRequest, version: ProcedureVersion, text: str) -> HttpResponse:
@@ -229,12 +239,17 @@ def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
         if user.pk in {version.proposed_by_id, version.edited_by_id}:
             raise PermissionDenied("You proposed or last edited this version; another approver must decide (four-eyes rule).")
         if form.is_valid():
-            library_services.version_approve(version=version, user=user, comment=form.cleaned_data["comment"])
+            library_services.version_approve(
+                version=version, user=user, comment=form.cleaned_data["comment"],
+                acknowledge_conflicts=form.cleaned_data["acknowledge_conflicts"],
+            )
             return _after_write(request, version, f"Approved {version}: it is now ACTIVE for {version.procedure.agent}.")
     context = {
         "version": version,
         "form": form,
-        "blockers": approval_blockers(version, request.user),
+        # conflicts are not blockers here: the form asks the approver to acknowledge them
+        "blockers": approval_blockers(version, request.user, acknowledged_conflicts=True),
+        "conflicts": _conflicts(version),
         "can_approve": user_can_approve(request.user, version.procedure),
         "active": selectors.active_version_of(version.procedure),
     }
@@ -268,7 +283,8 @@ def eval_panel_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         # out of band so that the button and its reasons match the verdict just shown.
         context.update(
             refresh_decision=True,
-            blockers=approval_blockers(version, request.user),
+            blockers=approval_blockers(version, request.user, acknowledged_conflicts=True),
+            conflicts=_conflicts(version),
             can_approve=user_can_approve(request.user, version.procedure),
             siblings=selectors.versions_of(version.procedure),
         )
