@@ -273,16 +273,12 @@ def ops_conflicts_scan(request: HttpRequest, agent: str) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------- demotion
 
 
-@require_POST
-@signed_in
-def ops_demotion_decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
+def _demotion_decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
     """Confirm (the version is retired through version_retire) or dismiss a demotion proposal, with
     a reason. Who may not see the agent gets 404; who may see but not manage the procedure, 403."""
     proposal = get_object_or_404(DemotionProposal, pk=pk)
     version = get_version_for_user(request, proposal.version_id, for_="manage")
-    service = {"confirm": demotion_confirm, "dismiss": demotion_dismiss}.get(decision)
-    if service is None:
-        raise Http404("No such decision")
+    service = demotion_confirm if decision == "confirm" else demotion_dismiss
     try:
         service(proposal=proposal, user=request.user, reason=request.POST.get("reason", ""))
     except ValidationError as exc:
@@ -294,6 +290,20 @@ def ops_demotion_decide(request: HttpRequest, pk: int, decision: str) -> HttpRes
     verb = "retired" if decision == "confirm" else "kept ACTIVE (proposal dismissed)"
     messages.success(request, f"{version.procedure.key} v{version.number} {verb}.")
     return redirect("reviews:ops_agent", version.procedure.agent.name)
+
+
+@require_POST
+@signed_in
+def ops_demotion_confirm(request: HttpRequest, pk: int) -> HttpResponse:
+    """Confirm a demotion proposal: the version is retired (version_retire)."""
+    return _demotion_decide(request, pk, "confirm")
+
+
+@require_POST
+@signed_in
+def ops_demotion_dismiss(request: HttpRequest, pk: int) -> HttpResponse:
+    """Dismiss a demotion proposal: the version stays ACTIVE."""
+    return _demotion_decide(request, pk, "dismiss")
 
 
 # ---------------------------------------------------------------------------------------------- approver rights

@@ -171,7 +171,7 @@ def test_confirm_retires_through_version_retire_and_dismiss_keeps(active, other_
 def test_demotion_decision_view_permission_matrix(client, active, reviewer, approver, outsider):
     _backdate(active, 60)
     [proposal] = demotions_propose(agent=active.procedure.agent)
-    url = reverse("reviews:ops_demotion_decide", args=[proposal.pk, "confirm"])
+    url = reverse("reviews:ops_demotion_confirm", args=[proposal.pk])
     assert client.post(url, {"reason": "x"}).status_code == 302
     client.force_login(outsider)
     assert client.post(url, {"reason": "x"}).status_code == 404
