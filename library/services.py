@@ -232,7 +232,9 @@ def _create_version(
     skeleton: list[str] | None = None,
     based_on: ProcedureVersion | None = None,
 ) -> ProcedureVersion:
-    """Caller holds a transaction. Locks the procedure row so that version numbers never collide."""
+    """Caller holds a transaction. Locks the procedure row so that version numbers never collide.
+    The screen's record (policy version, trust level) goes into the immutable provenance."""
+    provenance = {**provenance, "screen": policy.screen_record(source=source, provenance=provenance, findings=findings)}
     Procedure.objects.select_for_update().filter(pk=procedure.pk).first()
     last = ProcedureVersion.objects.filter(procedure=procedure).aggregate(n=Max("number"))["n"] or 0
     return ProcedureVersion.objects.create(
