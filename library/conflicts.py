@@ -7,8 +7,10 @@ Two kinds:
   names a tool A requires ("Do not call issueRefund"), or A has a step that does what the line
   forbids once its negation is taken off ("Do not promise a refund date" ↔ "Promise a refund
   date…");
-- same_situation: the appliesWhen sentences say the same situation (cosine similarity of the stored
-  embeddings ≥ PROCMEM_CONFLICT_SIMILARITY) but the required tools differ.
+- same_situation: two procedures of the same intent whose appliesWhen sentences say the same
+  situation (cosine similarity of the stored embeddings ≥ PROCMEM_CONFLICT_SIMILARITY) but whose
+  required tools differ. Across intents the intent already tells the situations apart (sentence
+  embeddings put "a refund larger than the limit" and "a refund within the limit" close together).
 
 `find_conflicts` is the pure comparison; `conflicts_for_candidate` is what approving a candidate
 would add (version_approve refuses unless the approver acknowledges it); `conflicts_scan` records
@@ -89,6 +91,10 @@ def _label(v: ProcedureVersion) -> str:
     return f"{v.procedure.key} v{v.number}"
 
 
+def _same_situation_candidate(a: ProcedureVersion, b: ProcedureVersion) -> bool:
+    return a.procedure.intent_id == b.procedure.intent_id and set(a.required_tools) != set(b.required_tools)
+
+
 def find_conflicts(versions: list[ProcedureVersion], *, pairs=None, vectors: dict | None = None) -> list[Conflict]:
     """Conflicts among `versions` (or only the given pairs of them). Versions of one procedure are
     never compared (they are never served together). `vectors` maps version id → unit vector;
@@ -99,7 +105,7 @@ def find_conflicts(versions: list[ProcedureVersion], *, pairs=None, vectors: dic
         pairs = [(a, b) for a, b in combinations(versions, 2)]
     pairs = [(a, b) for a, b in pairs if a.procedure_id != b.procedure_id and not a.is_erased and not b.is_erased]
     threshold = similarity_threshold()
-    need_vectors = [p for p in pairs if set(p[0].required_tools) != set(p[1].required_tools)]
+    need_vectors = [p for p in pairs if _same_situation_candidate(*p)]
     if need_vectors and vectors is None:
         vectors = embeddings.version_vectors({v.pk: v for p in need_vectors for v in p}.values())
     conflicts: list[Conflict] = []
@@ -112,7 +118,7 @@ def find_conflicts(versions: list[ProcedureVersion], *, pairs=None, vectors: dic
                     first, second, VersionConflict.Kind.REQUIRES_FORBIDDEN, {"requires": _label(first), "forbids": _label(second), "items": found},
                     f"{_label(first)} requires {', '.join(what)}; {_label(second)} forbids it: “{found[0]['forbidden']}”.",
                 ))
-        if set(a.required_tools) != set(b.required_tools) and vectors and a.pk in vectors and b.pk in vectors:
+        if _same_situation_candidate(a, b) and vectors and a.pk in vectors and b.pk in vectors:
             similarity = float(vectors[a.pk] @ vectors[b.pk])
             if similarity >= threshold:
                 conflicts.append(Conflict(
