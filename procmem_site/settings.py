@@ -282,7 +282,7 @@ CELERY_BEAT_SCHEDULE["conflicts-scan"] = {
 PROCMEM_BASE_URL = (env_str("PROCMEM_BASE_URL", "") or "").rstrip("/")
 PROCMEM_MIN_STEPS = 3
 
-# --- ingestion, redaction, mining (issue 3; README "Ingestion" and "Mining") ---------------------
+# --- ingestion, redaction, mining (docs/api.md "Sessions in", docs/design.md "Mining") -------------
 PROCMEM_INGEST_MAX_BODY_BYTES = env_int("PROCMEM_INGEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 PROCMEM_INGEST_MAX_BATCH = env_int("PROCMEM_INGEST_MAX_BATCH", 1000, minimum=1)
 PROCMEM_RAW_RETENTION_DAYS = env_int("PROCMEM_RAW_RETENTION_DAYS", 30, minimum=0)
