@@ -70,20 +70,41 @@ def _contains(haystack: list[str], needle: list[str]) -> bool:
     return any(haystack[i : i + n] == needle for i in range(len(haystack) - n + 1))
 
 
+# A prohibition with a condition ("before createApproval", "outside the return window") forbids a
+# use in some circumstances, not the tool: another procedure that requires the tool does not
+# contradict it by that alone.
+_CONDITIONAL = re.compile(
+    r"\b(before|until|unless|without|outside|after|if|when|while|except|beyond|above|below|more than|less than|instead)\b", re.I
+)
+
+
+def _tool_pattern(tool: str, *, call: str | None = None) -> re.Pattern:
+    body = re.escape(call) if call is not None else re.escape(tool) + r"(?!\s*\()"
+    return re.compile(rf"(?<![A-Za-z0-9_]){body}(?![A-Za-z0-9_])", re.I)
+
+
 def requires_what_other_forbids(a: ProcedureVersion, b: ProcedureVersion) -> list[dict]:
-    """What A requires that B forbids: [{forbidden, tools | step}]."""
+    """What A requires that B forbids outright: [{forbidden, tools | step}]. Only unconditional
+    prohibitions count: a line that names a tool A requires ("Never call issueRefund."), a line
+    that names one exact call A makes ("Do not call replyTemplates('refund_date')."), or a line
+    whose action, negation taken off, appears word for word in one of A's steps ("Never promise a
+    refund date." ↔ "Promise a refund date…")."""
     found: list[dict] = []
     for line in b.forbidden_actions:
-        low = line.lower()
-        tools = [t for t in a.required_tools if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t.lower())}(?![A-Za-z0-9_])", low)]
+        if not _NEGATION.match(line.strip()) or _CONDITIONAL.search(line):
+            continue
+        tools = [t for t in a.required_tools if _tool_pattern(t).search(line)]
         if tools:
             found.append({"forbidden": line, "tools": tools})
             continue
-        phrase = _forbidden_phrase(line)
-        if phrase:
-            step = next((s for s in a.steps if _contains(_words(s), phrase)), None)
-            if step is not None:
-                found.append({"forbidden": line, "step": step})
+        calls = re.findall(r"[A-Za-z_][A-Za-z0-9_]*\([^)]*\)", line)
+        step = next((s for s in a.steps for c in calls if c.split("(")[0] in a.required_tools and c in s), None)
+        if step is None:
+            phrase = _forbidden_phrase(line)
+            if phrase:
+                step = next((s for s in a.steps if _contains(_words(s), phrase)), None)
+        if step is not None:
+            found.append({"forbidden": line, "step": step})
     return found
 
 

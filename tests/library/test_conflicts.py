@@ -36,13 +36,15 @@ def agent_approver(agent, reviewers_group):
 
 @pytest.fixture
 def guard(agent, proposer, agent_approver):
-    """ACTIVE: a refund guard that forbids calling createApproval without a manager."""
+    """ACTIVE: a guard that forbids calling createApproval and promising refund dates outright (and
+    one conditional line that is not a contradiction by itself)."""
     version = _propose(
         agent, proposer, key="refund.guard", intent="order_status",
         applies_when="The customer wants to know the status of an existing order.",
         steps=["Look up the order with lookupOrder({{order_id}}).", "Tell the status with replyTemplates('status')."],
         tools=["lookupOrder", "replyTemplates"],
-        forbidden=["Do not call createApproval without a manager present.", "Never promise a refund date."],
+        forbidden=["Never call createApproval.", "Never promise a refund date.",
+                   "Do not call replyTemplates('refund_promised') before createApproval."],
     )
     make_passing_eval(version)
     return services.version_approve(version=version, user=agent_approver)
@@ -64,10 +66,20 @@ def conflicting(agent, proposer):
 
 def test_requires_what_the_other_forbids_by_tool_and_by_step(guard, conflicting):
     found = requires_what_other_forbids(conflicting, guard)
-    assert found[0] == {"forbidden": "Do not call createApproval without a manager present.", "tools": ["createApproval"]}
+    assert found[0] == {"forbidden": "Never call createApproval.", "tools": ["createApproval"]}
     assert found[1]["forbidden"] == "Never promise a refund date."
     assert found[1]["step"].startswith("Promise a refund date")
+    assert len(found) == 2  # the conditional replyTemplates line is not a contradiction by itself
     assert requires_what_other_forbids(guard, conflicting) == []
+
+
+def test_an_exact_forbidden_call_conflicts_but_another_use_of_the_tool_does_not(agent, proposer):
+    a = _propose(agent, proposer, key="refund.a", applies_when="A.", steps=["Reply with replyTemplates('refund_date').", "y", "z"], tools=["replyTemplates"])
+    b = _propose(agent, proposer, key="refund.b", applies_when="B.", steps=["x", "y", "z"], tools=[],
+                 forbidden=["Do not call replyTemplates('refund_date')."])
+    c = _propose(agent, proposer, key="refund.c", applies_when="C.", steps=["Reply with replyTemplates('status').", "y", "z"], tools=["replyTemplates"])
+    assert requires_what_other_forbids(a, b) == [{"forbidden": "Do not call replyTemplates('refund_date').", "step": "Reply with replyTemplates('refund_date')."}]
+    assert requires_what_other_forbids(c, b) == []
 
 
 def test_same_situation_with_different_tools_uses_stored_embeddings(agent, proposer):
