@@ -28,3 +28,7 @@ version_erasing = Signal()
 # kwargs: agent_id, version_id. A version was erased (after commit). library/serving.py drops this
 # process's built set of the agent and its text-keyed caches (they held the erased text).
 version_erased = Signal()
+
+# kwargs: version_id, action ("approve", "retire" or "rollback"), user_id (int | None), reason (str).
+# A person changed which version of a procedure is ACTIVE. Sent by library/services.py.
+version_status_changed = Signal()

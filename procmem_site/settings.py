@@ -254,6 +254,8 @@ PROCMEM_DEFAULT_INJECTION_CAP = env_int("PROCMEM_DEFAULT_INJECTION_CAP", 2, mini
 # on every request.
 PROCMEM_ACTIVE_SET_RECHECK_SECONDS = env_float("PROCMEM_ACTIVE_SET_RECHECK_SECONDS", 1.0, minimum=0, maximum=60)
 PROCMEM_MAX_STEPS = 8
+# Review queue: a claim on a candidate lapses after this many hours unless renewed (claiming again).
+PROCMEM_CLAIM_HOURS = env_int("PROCMEM_CLAIM_HOURS", 24, minimum=1, maximum=24 * 30)
 # Metric warnings: a version's resolution rate over the last N days vs its eval result
 # (one-sided two-proportion z-test; see reviews/metrics/statistics.py).
 PROCMEM_METRIC_WARNING_DAYS = env_int("PROCMEM_METRIC_WARNING_DAYS", 14, minimum=1, maximum=365)
@@ -281,6 +283,11 @@ CELERY_BEAT_SCHEDULE["conflicts-scan"] = {
 # Links in notification e-mails: the site's public address, e.g. https://procmem.example.com
 PROCMEM_BASE_URL = (env_str("PROCMEM_BASE_URL", "") or "").rstrip("/")
 PROCMEM_MIN_STEPS = 3
+# Outgoing webhooks (docs/operations.md, "Webhooks"): attempts per delivery, the first retry's delay
+# (it doubles each time), the HTTP timeout, and how far a receiver may trust a timestamp.
+PROCMEM_WEBHOOK_MAX_ATTEMPTS = env_int("PROCMEM_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1, maximum=20)
+PROCMEM_WEBHOOK_BACKOFF_SECONDS = env_float("PROCMEM_WEBHOOK_BACKOFF_SECONDS", 30.0, minimum=0.0, maximum=3600.0)
+PROCMEM_WEBHOOK_TIMEOUT_SECONDS = env_float("PROCMEM_WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.5, maximum=120.0)
 
 # --- ingestion, redaction, mining (docs/api.md "Sessions in", docs/design.md "Mining") -------------
 PROCMEM_INGEST_MAX_BODY_BYTES = env_int("PROCMEM_INGEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
@@ -289,6 +296,11 @@ PROCMEM_RAW_RETENTION_DAYS = env_int("PROCMEM_RAW_RETENTION_DAYS", 30, minimum=0
 PROCMEM_MINING_INTERVAL_MINUTES = env_int("PROCMEM_MINING_INTERVAL_MINUTES", 60, minimum=1)
 PROCMEM_MINING_NEAR_DUPLICATE = env_float("PROCMEM_MINING_NEAR_DUPLICATE", 0.85, minimum=0.0, maximum=1.0)
 PROCMEM_MINING_IGNORED_TOOLS = env_list("PROCMEM_MINING_IGNORED_TOOLS", ["think"])
+# a procedure ends at the first of these calls: nothing after a transfer or FINISH becomes a step
+PROCMEM_MINING_TERMINAL_TOOLS = env_list(
+    "PROCMEM_MINING_TERMINAL_TOOLS",
+    ["transfer_to_human_agents", "transfer_to_human", "escalate_to_human", "FINISH", "finish", "end_session"],
+)
 PROCMEM_MINING_POLISH = env_str("PROCMEM_MINING_POLISH", "")  # dotted path of a wording polisher; off by default
 CELERY_BEAT_SCHEDULE.update({
     "procmem-mine-sessions": {"task": "library.mine_scheduled", "schedule": PROCMEM_MINING_INTERVAL_MINUTES * 60.0},

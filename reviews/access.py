@@ -191,6 +191,23 @@ def get_case_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> Regres
     return case
 
 
+def get_thread_for_user(request: HttpRequest, pk: int, *, for_: Purpose):
+    """A discussion thread, visible when its version is; "review" (reply, resolve) needs the role."""
+    from .models import Thread
+
+    if for_ not in ("view", "review"):
+        raise ValueError(f"a thread has no {for_!r}: reviewers discuss")
+    thread = get_object_or_404(
+        Thread.objects.filter(version__procedure__agent__in=_agents_for(request, for_)).select_related(
+            "version__procedure__agent", "version__procedure__intent"
+        ),
+        pk=pk,
+    )
+    if for_ == "review":
+        _refuse_review(request, "")
+    return thread
+
+
 def _check_procedure(request: HttpRequest, procedure: Procedure, for_: Purpose) -> None:
     if for_ == "review":
         _refuse_review(request, "")
@@ -198,3 +215,13 @@ def _check_procedure(request: HttpRequest, procedure: Procedure, for_: Purpose) 
         _refuse_approve(request, procedure)
     elif for_ == "manage":
         _refuse_manage(request, procedure)
+
+
+def get_webhook_for_user(request: HttpRequest, agent: str, pk: int) -> "Webhook":
+    """A webhook of the agent, for its admins only (webhooks carry the agent's secrets): 404 for
+    those who may not see the agent's operations pages, 403 for those who may but do not manage it,
+    404 for a webhook of another agent."""
+    from .models import Webhook
+
+    target = get_agent_for_user(request, agent, for_="manage")
+    return get_object_or_404(Webhook.objects.select_related("agent"), agent=target, pk=pk)

@@ -83,6 +83,7 @@ def test_erase_wipes_content_and_keeps_a_tombstone(active, manager, reviewer):
     assert (active.applies_when, active.steps, active.required_tools, active.forbidden_actions) == ("", [], [], [])
     assert (active.evidence, active.provenance, active.skeleton, active.quarantine_reasons) == ({}, {}, [], [])
     assert active.content_hash == content_hash and active.number == 1
+    assert active.search_vector is None
     assert (tombstone.version_id, tombstone.number, tombstone.content_hash) == (active.pk, 1, content_hash)
     assert (tombstone.erased_by, tombstone.ground, tombstone.reason, tombstone.status_before) == (
         manager, GROUND, "data-subject request 114", "ACTIVE"

@@ -8,8 +8,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0007_version_review_by'),
-        ('reviews', '0002_issue7_metrics_rollup'),
+        ('library', '0009_version_review_by'),
+        ('reviews', '0004_merge_review_day_and_webhooks'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0007_version_review_by'),
+        ('library', '0009_version_review_by'),
     ]
 
     operations = [

@@ -9,7 +9,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import migrations, models
 
-_erasure = importlib.import_module("library.migrations.0006_version_erasure")
+_erasure = importlib.import_module("library.migrations.0008_version_erasure")
 
 
 def _drop_sqlite(apps, schema_editor):
@@ -34,7 +34,7 @@ def _fill_review_by(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0006_version_erasure'),
+        ('library', '0008_version_erasure'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

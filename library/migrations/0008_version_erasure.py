@@ -215,7 +215,7 @@ def reverse(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0005_issue7_session_received_idx'),
+        ('library', '0007_merge_mining_evidence_and_review_day'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
