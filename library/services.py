@@ -10,6 +10,8 @@ Allowed status changes (the database's transition trigger refuses every other on
     CANDIDATE → REJECTED  version_reject    (reviewer, with a reason)
     ACTIVE    → RETIRED   version_retire    (admin, with a reason) — also done by approve/rollback
     RETIRED   → ACTIVE    version_rollback  (admin, with a reason)
+    any       → ERASED    version_erase     (admin, with a ground and a reason; content and
+                                             evidence wiped, a VersionTombstone kept; final)
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from .models import (
     ProcedureVersion,
     Source,
     Status,
+    VersionEmbedding,
+    VersionTombstone,
     content_hash,
     procedure_key_validator,
 )
@@ -235,7 +239,9 @@ def _create_version(
     skeleton: list[str] | None = None,
     based_on: ProcedureVersion | None = None,
 ) -> ProcedureVersion:
-    """Caller holds a transaction. Locks the procedure row so that version numbers never collide."""
+    """Caller holds a transaction. Locks the procedure row so that version numbers never collide.
+    The screen's record (policy version, trust level) goes into the immutable provenance."""
+    provenance = {**provenance, "screen": policy.screen_record(source=source, provenance=provenance, findings=findings)}
     Procedure.objects.select_for_update().filter(pk=procedure.pk).first()
     last = ProcedureVersion.objects.filter(procedure=procedure).aggregate(n=Max("number"))["n"] or 0
     return ProcedureVersion.objects.create(
@@ -287,6 +293,8 @@ def version_revise(
         locked = ProcedureVersion.objects.select_for_update().select_related("procedure__agent").get(pk=version.pk)
         if locked.status == Status.REJECTED:
             raise LifecycleError(f"{locked} was rejected; propose a new version instead of editing it.")
+        if locked.status == Status.ERASED:
+            raise LifecycleError(f"{locked} was erased; there is no content left to edit.")
         if content.hash == locked.content_hash:
             raise LifecycleError("Nothing changed: the edit has the same content as the version it edits.")
         new_version = _create_version(
@@ -371,9 +379,10 @@ def passing_eval_for(version: ProcedureVersion) -> EvalRun | None:
     )
 
 
-def approval_blockers(version: ProcedureVersion, user) -> list[str]:
+def approval_blockers(version: ProcedureVersion, user, *, acknowledged_conflicts: bool = False) -> list[str]:
     """Every reason why `user` may not approve `version` now (empty: may approve). The UI shows
-    these next to a disabled button; version_approve re-checks them under the row lock."""
+    these next to a disabled button; version_approve re-checks them under the row lock. Conflicts
+    with the agent's other ACTIVE procedures (library/conflicts.py) block unless acknowledged."""
     reasons: list[str] = []
     if version.status != Status.CANDIDATE:
         reasons.append(f"Only a candidate can be approved; this version is {version.get_status_display().lower()}.")
@@ -404,12 +413,21 @@ def approval_blockers(version: ProcedureVersion, user) -> list[str]:
 
         if run.baseline_hash and run.baseline_hash != active_set_hash(version.procedure.agent):
             reasons.append("The active set changed since the eval run started; start a new run.")
+    if not acknowledged_conflicts:
+        from .conflicts import conflicts_for_candidate
+
+        for conflict in conflicts_for_candidate(version):
+            reasons.append(f"Conflict (acknowledge it on the approve page to approve anyway): {conflict.message}")
     return reasons
 
 
-def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> ProcedureVersion:
+def version_approve(
+    *, version: ProcedureVersion, user, comment: str = "", acknowledge_conflicts: bool = False
+) -> ProcedureVersion:
     """CANDIDATE → ACTIVE. The previous ACTIVE version of the same procedure becomes RETIRED in the
-    same transaction. Two approvers racing: the row lock serialises them and the second is refused."""
+    same transaction. Two approvers racing: the row lock serialises them and the second is refused.
+    A conflict with another ACTIVE procedure blocks unless `acknowledge_conflicts`; then it is
+    recorded in a `conflict_ack` audit row."""
     if user is None or not user.is_authenticated:
         raise PermissionDenied("Sign in to approve.")
     with transaction.atomic():
@@ -423,9 +441,18 @@ def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> Pr
             raise LifecycleError(f"Only a candidate can be approved; {locked} is {locked.status}.")
         if not user_can_approve(user, locked.procedure):
             raise PermissionDenied(f"You do not hold the approve permission for {locked.procedure.key}.")
-        blockers = approval_blockers(locked, user)
+        blockers = approval_blockers(locked, user, acknowledged_conflicts=acknowledge_conflicts)
         if blockers:
             raise LifecycleError(" ".join(blockers))
+        if acknowledge_conflicts:
+            from .conflicts import conflicts_for_candidate
+
+            acknowledged = conflicts_for_candidate(locked)
+            if acknowledged:
+                audit(
+                    action=AuditEvent.Action.CONFLICT_ACK, actor=user, version=locked, reason=comment,
+                    after={"conflicts": [{"kind": c.kind, "with": c.b.pk, "message": c.message} for c in acknowledged]},
+                )
         run = passing_eval_for(locked)
         assert run is not None  # approval_blockers refused otherwise
         _retire_current_active(locked.procedure, user=user, reason=f"Replaced by v{locked.number}")
@@ -438,10 +465,43 @@ def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> Pr
             approved_by=user,
             approved_at=timezone.now(),
             approval_eval_run=run,
+            review_by=review_by_for(locked.procedure.agent),
         )
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
         _on_commit(lambda: _notify_status_changed(locked.pk, "approve", user, comment))
+    return locked
+
+
+def review_by_for(agent: Agent, *, today=None):
+    """The day a version that becomes (or stays) ACTIVE today is due for re-review."""
+    from datetime import timedelta
+
+    return (today or timezone.localdate()) + timedelta(days=agent.review_after_days)
+
+
+def version_review_confirm(*, version: ProcedureVersion, user, comment: str = "") -> ProcedureVersion:
+    """A re-review of an ACTIVE version that keeps it: its review-by date moves to today plus the
+    agent's review_after_days. Needs the approve right on the procedure (the people who decide what
+    agents receive); demoting instead is `version_retire`."""
+    if user is None or not user.is_authenticated:
+        raise PermissionDenied("Sign in to review.")
+    with transaction.atomic():
+        locked = _lock_version(version)
+        if not user_can_approve(user, locked.procedure):
+            raise PermissionDenied(f"You do not hold the approve permission for {locked.procedure.key}.")
+        if locked.status != Status.ACTIVE:
+            raise LifecycleError(f"Only the active version is re-reviewed; {locked} is {locked.status}.")
+        before = {"version": locked.number, "reviewBy": locked.review_by.isoformat() if locked.review_by else None}
+        review_by = review_by_for(locked.procedure.agent)
+        updated = ProcedureVersion.objects.filter(pk=locked.pk, status=Status.ACTIVE).update(review_by=review_by)
+        if updated != 1:
+            raise LifecycleError(f"{locked} changed while you were deciding; reload and try again.")
+        locked.review_by = review_by
+        audit(
+            action=AuditEvent.Action.REVIEW, actor=user, version=locked, reason=(comment or "").strip(),
+            before=before, after={"version": locked.number, "reviewBy": review_by.isoformat()},
+        )
     return locked
 
 
@@ -491,11 +551,109 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
         if locked.status != Status.RETIRED:
             raise LifecycleError(f"Only a retired version can be rolled back to; {locked} is {locked.status}.")
         _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")
-        _set_status(locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK)
+        _set_status(
+            locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK,
+            review_by=review_by_for(locked.procedure.agent),
+        )
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
         _on_commit(lambda: _notify_status_changed(locked.pk, "rollback", user, reason))
     return locked
+
+
+def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) -> VersionTombstone:
+    """Any status → ERASED (admin): a personal-data request or poisoned content. In one transaction,
+    under the version's row lock: a VersionTombstone keeps id, number, content hash, who, when and
+    why; the version's content, evidence, provenance and policy excerpts are wiped (the database's
+    version guard allows exactly this change, once, and only with the tombstone present); its
+    stored embeddings are deleted; the replies and tool calls its eval runs recorded are wiped and
+    unfinished runs cancelled; listeners of `version_erasing` (reviews: comments) wipe what they
+    hold. After commit the served sets drop it (`active_set_changed`, whatever the old status was,
+    so caches and ETags change at once)."""
+    from .signals import version_erased, version_erasing
+
+    if ground not in VersionTombstone.Ground.values:
+        raise ValidationError({"ground": f"unknown ground {ground!r}; one of {', '.join(VersionTombstone.Ground.values)}"})
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Erasing needs a reason (it is kept in the tombstone)."})
+    if user is None or not user.is_authenticated:
+        raise PermissionDenied("Sign in to erase.")
+    with transaction.atomic():
+        locked = _lock_version(version)
+        if not user_can_manage_procedure(user, locked.procedure):
+            raise PermissionDenied(f"You may not erase versions of {locked.procedure.key}.")
+        if locked.status == Status.ERASED:
+            raise LifecycleError(f"{locked} was already erased.")
+        now = timezone.now()
+        status_before = locked.status
+        tombstone = VersionTombstone.objects.create(
+            version=locked,
+            procedure_key=locked.procedure.key,
+            number=locked.number,
+            content_hash=locked.content_hash,
+            status_before=status_before,
+            ground=ground,
+            reason=reason,
+            erased_by=user,
+            erased_at=now,
+        )
+        updated = ProcedureVersion.objects.filter(pk=locked.pk, status=status_before).update(
+            status=Status.ERASED,
+            status_reason=f"Erased: {tombstone.get_ground_display()}",
+            status_changed_at=now,
+            applies_when="",
+            steps=[],
+            required_tools=[],
+            forbidden_actions=[],
+            skeleton=[],
+            quarantine_reasons=[],
+            evidence={},
+            provenance={},
+            search_vector=None,  # the full-text document of the erased content
+        )
+        if updated != 1:
+            raise LifecycleError(f"{locked} changed while you were deciding; reload and try again.")
+        VersionEmbedding.objects.filter(version=locked).delete()
+        _erase_eval_records(version_id=locked.pk)
+        version_erasing.send(sender=ProcedureVersion, version_id=locked.pk)
+        audit(
+            action=AuditEvent.Action.ERASE,
+            actor=user,
+            version=locked,
+            reason=reason,
+            before={"version": locked.number, "status": status_before, "contentHash": locked.content_hash},
+            after={"version": locked.number, "status": Status.ERASED, "ground": ground},
+        )
+        agent_id = locked.procedure.agent_id
+        _on_commit(lambda: _notify_active_set_changed(agent_id))
+        version_id = locked.pk
+        _on_commit(lambda: version_erased.send(sender=ProcedureVersion, agent_id=agent_id, version_id=version_id))
+    locked.refresh_from_db()
+    return tombstone
+
+
+def _erase_eval_records(*, version_id: int) -> None:
+    """Part of `version_erase` (caller holds the version's row lock inside its transaction): the
+    version's unfinished eval runs are cancelled (a chunk task stops at its next case; a claimed row
+    cannot be finished, its claim nonce is cleared), and the replies, tool calls and failure texts
+    every run recorded are wiped, since a replay can echo the erased content. Verdicts stay (a
+    finished run's verdict never changes)."""
+    from .models import EvalCaseResult
+    from .signals import eval_run_finished
+
+    unfinished = [EvalRun.State.QUEUED, EvalRun.State.RUNNING]
+    cancelled = list(
+        EvalRun.objects.select_for_update().filter(version_id=version_id, state__in=unfinished).values_list("pk", flat=True)
+    )
+    EvalRun.objects.filter(pk__in=cancelled).update(
+        state=EvalRun.State.CANCELLED, failure_reason="Cancelled: the version was erased", finished_at=timezone.now()
+    )
+    for run_id in cancelled:
+        _on_commit(lambda run_id=run_id: eval_run_finished.send(sender=EvalRun, run_id=run_id))
+    EvalCaseResult.objects.filter(run__version_id=version_id).update(
+        reply="", tool_calls=[], failures=[], error="", claim_nonce=""
+    )
 
 
 def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "", reason: str = "") -> Agent:
@@ -541,8 +699,11 @@ __all__ = [
     "procedure_propose",
     "validate_content",
     "version_approve",
+    "version_erase",
     "version_reject",
     "version_retire",
+    "version_review_confirm",
+    "review_by_for",
     "version_revise",
     "version_rollback",
 ]

@@ -37,7 +37,7 @@ from procmem_client.rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_
 
 from . import embeddings
 from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
-from .signals import active_set_changed
+from .signals import active_set_changed, version_erased
 
 logger = logging.getLogger(__name__)
 
@@ -167,6 +167,23 @@ def clear_cache(agent_id: int | None = None) -> None:
         else:
             _cache.pop(agent_id, None)
             _checked_at.pop(agent_id, None)
+
+
+@receiver(version_erased)
+def _forget_erased(sender, agent_id: int, **kwargs) -> None:
+    forget_erased(agent_id)
+    embeddings.embed_one.cache_clear()
+
+
+def forget_erased(agent_id: int) -> None:
+    """After an erasure: drops this process's built set of the agent (its body held the erased
+    text), the vectors cached per text, and the record of which versions have stored embeddings
+    (the erased version's were deleted). The next request rebuilds from the database."""
+    global _ranker_instance
+    clear_cache(agent_id)
+    with _cache_lock:
+        _stored_embeddings.clear()
+        _ranker_instance = None
 
 
 def _agent_part(agent: Agent) -> bytes:
@@ -356,23 +373,8 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
 # --------------------------------------------------------------------------------------------- embeddings
 
 
-_model_key_value: str | None = None
-
-
-def model_key() -> str:
-    """Identifies the embedding model across machines: the model directory's name and a digest of
-    its config files (not its path, which differs between installs)."""
-    global _model_key_value
-    if _model_key_value is None:
-        from pathlib import Path
-
-        path = Path(embeddings.default_model_path())
-        digest = hashlib.sha256()
-        for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
-            if (path / name).is_file():
-                digest.update(name.encode() + b"\0" + (path / name).read_bytes())
-        _model_key_value = f"{path.parent.name if path.name == 'model' else path.name}"[:40] + ":" + digest.hexdigest()[:16]
-    return _model_key_value
+# one key for every process and module that stores vectors (library/embeddings.py)
+model_key = embeddings.model_key
 
 
 def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:

@@ -264,6 +264,25 @@ PROCMEM_CLAIM_HOURS = env_int("PROCMEM_CLAIM_HOURS", 24, minimum=1, maximum=24 *
 PROCMEM_METRIC_WARNING_DAYS = env_int("PROCMEM_METRIC_WARNING_DAYS", 14, minimum=1, maximum=365)
 PROCMEM_METRIC_WARNING_MIN_SESSIONS = env_int("PROCMEM_METRIC_WARNING_MIN_SESSIONS", 30, minimum=1)
 PROCMEM_METRIC_WARNING_ALPHA = env_float("PROCMEM_METRIC_WARNING_ALPHA", 0.01, minimum=0.0001, maximum=0.5)
+# Demotion check (reviews/metrics/demotion.py): proposes retiring ACTIVE versions rarely served or
+# significantly below their eval (Fisher exact, one-sided); an admin confirms or dismisses.
+PROCMEM_DEMOTION_WINDOW_DAYS = env_int("PROCMEM_DEMOTION_WINDOW_DAYS", 30, minimum=1, maximum=365)
+PROCMEM_DEMOTION_MIN_SELECTED = env_int("PROCMEM_DEMOTION_MIN_SELECTED", 5, minimum=0)
+PROCMEM_DEMOTION_MIN_SESSIONS = env_int("PROCMEM_DEMOTION_MIN_SESSIONS", 30, minimum=1)
+PROCMEM_DEMOTION_ALPHA = env_float("PROCMEM_DEMOTION_ALPHA", 0.01, minimum=0.0001, maximum=0.5)
+PROCMEM_DEMOTION_CHECK_HOURS = env_float("PROCMEM_DEMOTION_CHECK_HOURS", 24.0, minimum=0.1, maximum=24 * 30)
+CELERY_BEAT_SCHEDULE["demotions-check"] = {
+    "task": "reviews.demotions_check_all",
+    "schedule": PROCMEM_DEMOTION_CHECK_HOURS * 3600.0,
+}
+# Conflict scan (library/conflicts.py): appliesWhen similarity from which two procedures with different
+# required tools count as "same situation", and how often beat scans every agent.
+PROCMEM_CONFLICT_SIMILARITY = env_float("PROCMEM_CONFLICT_SIMILARITY", 0.8, minimum=0.0, maximum=1.0)
+PROCMEM_CONFLICT_SCAN_MINUTES = env_int("PROCMEM_CONFLICT_SCAN_MINUTES", 60, minimum=1)
+CELERY_BEAT_SCHEDULE["conflicts-scan"] = {
+    "task": "library.conflicts_scan_all",
+    "schedule": PROCMEM_CONFLICT_SCAN_MINUTES * 60.0,
+}
 # Links in notification e-mails: the site's public address, e.g. https://procmem.example.com
 PROCMEM_BASE_URL = (env_str("PROCMEM_BASE_URL", "") or "").rstrip("/")
 PROCMEM_MIN_STEPS = 3

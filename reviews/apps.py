@@ -9,4 +9,4 @@ class ReviewsConfig(AppConfig):
     def ready(self) -> None:
         # The signal receivers (library.signals → notifications and webhooks), and the tasks registered in this
         # process too, so that a task queued by name runs in place when tasks are eager (tests, demo).
-        from . import notifications, tasks, webhooks  # noqa: F401
+        from . import notifications, services, tasks, webhooks  # noqa: F401

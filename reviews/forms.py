@@ -176,6 +176,10 @@ class ApproveForm(forms.Form):
         error_messages={"required": "Tick the confirmation to approve."},
     )
     comment = forms.CharField(label="Comment for the audit log", max_length=1000, required=False)
+    acknowledge_conflicts = forms.BooleanField(
+        required=False,
+        label="I have read the conflicts above and approve anyway; they are recorded in the audit log under my name.",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- regression cases
