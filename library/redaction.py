@@ -320,7 +320,8 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
     ),
     # national numbers with a trunk 0 (German mobile "0151 23456789", "030/1234567")
     Recognizer("phone_number", re.compile(r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])"), replace=_phone, needs="digit"),
-    Recognizer("phone_number", re.compile(r"(?<![\w{])\+\d{9,15}\b"), needs="digit"),
+    # international numbers in any grouping (+49 30 5511786, +44 20 7946 0958, +4915123456789)
+    Recognizer("phone_number", re.compile(r"(?<![\w{+])\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){1,5}(?![\w}])"), replace=_phone, needs="digit"),
     Recognizer(
         "payment_id",
         re.compile(r"(?i)\b(?:credit_card|debit_card|gift_card|certificate|paypal|bank_account|card|pm)_\d{4,}\b"),
@@ -351,8 +352,8 @@ _NOT_NAMES = {
     "care", "desk", "center", "centre", "agent", "agents", "relations", "account", "accounts", "id", "number", "support",
 }
 _CUES = (
-    r"\b[Mm]y name is|\b[Nn]ame:|\b[Tt]his is|\b[Ii] am|\bI'm|\b[Dd]ear|\b[Tt]hanks?,?|\b[Tt]hank you,|\b[Hh]ello,?|\b[Hh]i,?"
-    r"|\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Herr|Frau)\.?"
+    r"\b[Nn]ame is|\b[Nn]ame:|\b[Yy]ou are|\b[Tt]his is|\b[Ii] am|\bI'm|\b[Dd]ear|\b[Tt]hanks?,?|\b[Tt]hank you,|\b[Hh]ello,?|\b[Hh]i,?"
+    r"|\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Herr|Frau)\.?|\b(?:named|belongs to|belonging to|on behalf of|signed by|booked for|addressed to)"
     r"|\b(?:[Cc]ustomer|[Cc]lient|[Cc]aller|[Pp]atient|[Pp]assenger|[Gg]uest|[Mm]ember|[Tt]raveller|[Tt]raveler|[Cc]ardholder|[Aa]ccount holder|[Ss]ubscriber|[Kk]unde|[Kk]undin)"
 )
 # Names the text introduces: after a cue ("Customer Anna Schmidt"), or two capitalised words before
