@@ -60,14 +60,14 @@ PII_KEYS: dict[str, str] = {
     **dict.fromkeys(("customer_id", "customer", "client_id"), "customer_id"),
     "account_id": "account_id",
     "account_number": "account_id",
-    **dict.fromkeys(("email", "email_address", "e_mail", "mail"), "email_address"),
-    **dict.fromkeys(("phone", "phone_number", "mobile", "telephone", "tel", "fax", "cell"), "phone_number"),
+    **dict.fromkeys(("email", "email_address", "e_mail"), "email_address"),
+    **dict.fromkeys(("phone", "phone_number", "mobile", "mobile_number", "telephone", "fax"), "phone_number"),
     **dict.fromkeys(("payment_id", "payment_method_id", "payment_method"), "payment_id"),
-    **dict.fromkeys(("card_number", "last_four", "card_last_four", "pan", "cvv", "cvc"), "card_number"),
+    **dict.fromkeys(("card_number", "last_four", "card_last_four", "cvv", "cvc"), "card_number"),
     "iban": "iban",
     **dict.fromkeys(
         ("address", "address1", "address2", "address_line", "address_line1", "address_line2", "street",
-         "street_address", "line"),
+         "street_address"),
         "address",
     ),
     **dict.fromkeys(("zip", "zip_code", "zipcode", "postal_code", "postcode", "address_postalcode"), "postal_code"),
@@ -81,8 +81,8 @@ PII_KEYS: dict[str, str] = {
     **dict.fromkeys(("confirmation", "confirmation_number", "confirmation_code", "confirmation_id"), "confirmation_number"),
     **dict.fromkeys(("passport", "passport_number", "passport_no"), "passport_number"),
     **dict.fromkeys(
-        ("license", "licence", "license_number", "licence_number", "driver_license", "drivers_license",
-         "driving_licence", "driver_license_number"),
+        ("license_number", "licence_number", "driver_license", "drivers_license", "driving_licence",
+         "driving_license", "driver_license_number"),
         "licence_number",
     ),
     **dict.fromkeys(("password", "api_key", "token", "secret", "access_token", "refresh_token"), "secret"),
@@ -379,7 +379,14 @@ NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB]
 # Recognizers whose value, once seen in a session, is redacted everywhere in it (echo). Whole-token
 # shapes (e-mail, cards, ids) need no echo: the shape finds them again.
 _ECHOED = {BIRTH, "passport_number", "licence_number", "postal_code", PERSON}
-_ECHOED_RECOGNIZERS = [r for r in BUILTIN_RECOGNIZERS + NAME_RECOGNIZERS if r.label in _ECHOED]
+_ECHOED_SHAPES = [r for r in BUILTIN_RECOGNIZERS if r.label in _ECHOED]
+# A text can put a value in a personal position only with one of these (the cues above).
+_ECHO_HINT_RE = re.compile(
+    r"(?i:dob|d\.o\.b|birth|born|geboren|passport|licen[cs]e|zip|postal|postcode|plz|name|i'm|i am|this is|dear|thank|"
+    r"hello|\bhi\b|\b(?:mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b|customer|client|caller|patient|passenger|guest|member|"
+    r"travel|cardholder|holder|subscriber|kunde|belong|behalf|signed by|booked for|addressed to|you are)"
+    r"|[A-Z][a-z]+ [A-Z][a-z]+"
+)
 _CAPITAL_RE = re.compile(r"[A-Z][a-z]")
 
 
@@ -438,6 +445,29 @@ def _features(text: str) -> set[str]:
     return found
 
 
+def _run_chain(chain: list[Recognizer], text: str) -> str:
+    """Applies the recognizers in order to text that holds no placeholder; once one inserts a
+    placeholder, the rest run on the pieces between placeholders only."""
+    for index, recognizer in enumerate(chain):
+        if recognizer.replace is None:
+            label = "{{" + recognizer.label + "}}"
+            replaced = recognizer.pattern.sub(lambda m: label, text)
+        else:
+            replace = recognizer.replace
+            replaced = recognizer.pattern.sub(lambda m: _or_original(replace(m), m), text)
+        if replaced != text and "{{" in replaced:
+            rest = chain[index + 1 :]
+            if not rest:
+                return replaced
+            return "".join(piece if is_placeholder else _run_chain(rest, piece) for is_placeholder, piece in _split_placeholders(replaced))
+        text = replaced
+    return text
+
+
+def _or_original(replaced: str | None, match: re.Match) -> str:
+    return match.group(0) if replaced is None else replaced
+
+
 def _runs_on(recognizer: Recognizer, features: set[str]) -> bool:
     return not recognizer.needs or recognizer.needs in features
 
@@ -462,6 +492,8 @@ class KnownValues:
             return
         if label == "secret" or (label not in (PERSON, "user_id") and len(value) < 3):
             return  # a short code ("TX", "2") would redact ordinary words; secrets have their own shapes
+        if value.isdigit() and len(value) < 5 and label != "card_number":
+            return  # "123" would take prices and house numbers; a card's last four is worth it
         self.values.setdefault(value, label)
         if label == PERSON and " " in value:  # "Mia Li" → also "Mia" and "Li"
             for part in value.split():
@@ -507,7 +539,7 @@ _PAYMENT_KEY_RE = re.compile(r"(?:credit_card|debit_card|gift_card|certificate|p
 
 
 def _collect(data: Any, known: KnownValues, key: str, label: str | None, personal: bool, resource: str | None) -> None:
-    if isinstance(data, Mapping):
+    if isinstance(data, dict):
         personal_object = _is_personal_object(data, key)
         resource_type = data.get("resourceType")
         resource_id = resource_type.lower() if isinstance(resource_type, str) and resource_type.lower() in _FHIR_PERSON_RESOURCES else None
@@ -516,7 +548,7 @@ def _collect(data: Any, known: KnownValues, key: str, label: str | None, persona
             if _PAYMENT_KEY_RE.fullmatch(str(raw_key)):  # payment methods keyed by their id
                 known.add(raw_key, "payment_id")
             child_label = _leaf_label(child, key, personal_object, resource_id)
-            if child == "name" and isinstance(value, (Mapping, list)):
+            if child == "name" and isinstance(value, (dict, list)):
                 child_label = None  # a name object: its parts are labelled below
             _collect(value, known, child, child_label, personal_object, resource_id)
     elif isinstance(data, list):
@@ -548,10 +580,14 @@ def _collect_from_text(text: str, known: KnownValues) -> None:
                 if label == PERSON and "," in decoded:
                     for part in decoded.split(","):
                         known.add(part, label)
+    # Most strings in tool results (flight numbers, dates, cities) have no cue at all: one search
+    # rules them out before the recognizers run.
+    if not _ECHO_HINT_RE.search(text):
+        return
     features = _features(text)
-    has_capital = _CAPITAL_RE.search(text) is not None
-    for recognizer in _ECHOED_RECOGNIZERS:
-        if not _runs_on(recognizer, features) or (recognizer in NAME_RECOGNIZERS and not has_capital):
+    recognizers = _ECHOED_SHAPES + (NAME_RECOGNIZERS if _CAPITAL_RE.search(text) else [])
+    for recognizer in recognizers:
+        if not _runs_on(recognizer, features):
             continue
         for match in recognizer.pattern.finditer(text):
             if recognizer.replace is not None and recognizer.replace(match) is None:
@@ -565,7 +601,8 @@ class Redactor:
     def __init__(self, *, agent_patterns: Iterable[Mapping[str, Any]] | None = None, known: KnownValues | None = None):
         self.agent_recognizers = compile_agent_patterns(agent_patterns)
         self.known = known or KnownValues()
-        self._known_pattern = self.known.pattern()
+        pattern = self.known.pattern()
+        self._known_recognizer = Recognizer("known", pattern, replace=self._known_sub) if pattern is not None else None
         self._lowered = {value.lower(): label for value, label in self.known.values.items()}
         self._cache: dict[str, str] = {}
 
@@ -584,24 +621,16 @@ class Redactor:
         # Order matters: whole tokens first (the agent's ids, secrets, e-mails, handles), so that a
         # known first name never splits "mia.li3818@example.com" into "{{person_name}}.li3818@…";
         # then the session's known values (their own placeholders), then id shapes, then names.
-        for recognizer in self.agent_recognizers:
-            text = _apply(recognizer, text)
         features = _features(text)
-        for recognizer in BUILTIN_RECOGNIZERS:
-            if _runs_on(recognizer, features):
-                text = _apply(recognizer, text)
-        if self._known_pattern is not None:
-            text = "".join(
-                piece if is_placeholder else self._known_pattern.sub(self._known_sub, piece)
-                for is_placeholder, piece in _split_placeholders(text)
-            )
-        for recognizer in SHAPE_RECOGNIZERS:
-            if _runs_on(recognizer, features):
-                text = _apply(recognizer, text)
+        chain = [*self.agent_recognizers, *(r for r in BUILTIN_RECOGNIZERS if _runs_on(r, features))]
+        if self._known_recognizer is not None:
+            chain.append(self._known_recognizer)
+        chain.extend(r for r in SHAPE_RECOGNIZERS if _runs_on(r, features))
         if _CAPITAL_RE.search(text):
-            for recognizer in NAME_RECOGNIZERS:
-                text = _apply(recognizer, text)
-        return text
+            chain.extend(NAME_RECOGNIZERS)
+        if "{{" in text:
+            return "".join(piece if is_placeholder else _run_chain(chain, piece) for is_placeholder, piece in _split_placeholders(text))
+        return _run_chain(chain, text)
 
     def _known_sub(self, match: re.Match) -> str:
         matched = match.group(1)
@@ -615,7 +644,7 @@ class Redactor:
         return self._value(data, normalised, _key_label(normalised) if normalised else None, None)
 
     def _value(self, data: Any, key: str, label: str | None, resource: str | None) -> Any:
-        if isinstance(data, Mapping):
+        if isinstance(data, dict):
             personal_object = _is_personal_object(data, key)
             resource_type = data.get("resourceType")
             resource_id = resource_type.lower() if isinstance(resource_type, str) and resource_type.lower() in _FHIR_PERSON_RESOURCES else None
@@ -623,7 +652,7 @@ class Redactor:
             for raw_key, value in data.items():
                 child = _normalise_key(str(raw_key))
                 child_label = _leaf_label(child, key, personal_object, resource_id)
-                if child == "name" and isinstance(value, (Mapping, list)):
+                if child == "name" and isinstance(value, (dict, list)):
                     child_label = None
                 out[self.text(str(raw_key))] = self._value(value, child, child_label, resource_id)
             return out
