@@ -174,6 +174,8 @@ class Recognizer:
     group: int = 0
     # Only worth running on text that has this feature ("digit", "@", "=", "/"): a cheap pre-check.
     needs: str = ""
+    # Replaces in the whole text instead of `pattern` (the session's known values).
+    apply: Callable[[str], str] | None = None
 
 
 def _keep_prefix(group: int, label: str) -> Callable[[re.Match], str]:
@@ -449,7 +451,9 @@ def _run_chain(chain: list[Recognizer], text: str) -> str:
     """Applies the recognizers in order to text that holds no placeholder; once one inserts a
     placeholder, the rest run on the pieces between placeholders only."""
     for index, recognizer in enumerate(chain):
-        if recognizer.replace is None:
+        if recognizer.apply is not None:
+            replaced = recognizer.apply(text)
+        elif recognizer.replace is None:
             label = "{{" + recognizer.label + "}}"
             replaced = recognizer.pattern.sub(lambda m: label, text)
         else:
@@ -472,6 +476,7 @@ def _runs_on(recognizer: Recognizer, features: set[str]) -> bool:
     return not recognizer.needs or recognizer.needs in features
 
 
+_NO_PATTERN = re.compile(r"(?!)")
 _HANDLE_RE = re.compile(r"^([a-z]+)_([a-z]+)_\d+$")
 _EMAIL_NAME_RE = re.compile(r"^([a-z]+)[._]([a-z]+)\d*@", re.IGNORECASE)
 
@@ -509,13 +514,6 @@ class KnownValues:
             for part in handle.groups():
                 if len(part) >= 2:
                     self.values.setdefault(part, PERSON)
-
-    def pattern(self) -> re.Pattern | None:
-        if not self.values:
-            return None
-        # longest first, so "mia_li_3668" wins over "Mia"
-        alternatives = sorted(self.values, key=len, reverse=True)
-        return re.compile(r"(?<![\w#])(" + "|".join(re.escape(v) for v in alternatives) + r")(?![\w])", re.IGNORECASE)
 
 
 def _parse_json_string(data: str) -> Any:
@@ -601,9 +599,10 @@ class Redactor:
     def __init__(self, *, agent_patterns: Iterable[Mapping[str, Any]] | None = None, known: KnownValues | None = None):
         self.agent_recognizers = compile_agent_patterns(agent_patterns)
         self.known = known or KnownValues()
-        pattern = self.known.pattern()
-        self._known_recognizer = Recognizer("known", pattern, replace=self._known_sub) if pattern is not None else None
         self._lowered = {value.lower(): label for value, label in self.known.values.items()}
+        # longest first, so "mia_li_3668" wins over "Mia"
+        self._by_length = sorted(self._lowered, key=len, reverse=True)
+        self._known_recognizer = Recognizer("known", _NO_PATTERN, apply=self._replace_known)
         self._cache: dict[str, str] = {}
 
     def text(self, text: str) -> str:
@@ -623,7 +622,7 @@ class Redactor:
         # then the session's known values (their own placeholders), then id shapes, then names.
         features = _features(text)
         chain = [*self.agent_recognizers, *(r for r in BUILTIN_RECOGNIZERS if _runs_on(r, features))]
-        if self._known_recognizer is not None:
+        if self._by_length:
             chain.append(self._known_recognizer)
         chain.extend(r for r in SHAPE_RECOGNIZERS if _runs_on(r, features))
         if _CAPITAL_RE.search(text):
@@ -632,10 +631,35 @@ class Redactor:
             return "".join(piece if is_placeholder else _run_chain(chain, piece) for is_placeholder, piece in _split_placeholders(text))
         return _run_chain(chain, text)
 
-    def _known_sub(self, match: re.Match) -> str:
-        matched = match.group(1)
-        label = self.known.values.get(matched) or self._lowered.get(matched.lower(), "personal_data")
-        return "{{" + label + "}}"
+    def _replace_known(self, text: str) -> str:
+        """Replaces the session's known values as whole words, ignoring case. Plain substring search
+        instead of a regular expression: every session has other values, and compiling a pattern
+        for each one cost more than all the other rules together."""
+        lowered = text.lower()
+        if len(lowered) != len(text):  # a character whose lower case has another length: rare
+            pattern = re.compile(r"(?<![\w#])(" + "|".join(re.escape(v) for v in self._by_length) + r")(?![\w])", re.IGNORECASE)
+            return pattern.sub(lambda m: "{{" + self._lowered.get(m.group(1).lower(), "personal_data") + "}}", text)
+        spans: list[tuple[int, int, str]] = []
+        for value in self._by_length:
+            start = lowered.find(value)
+            while start >= 0:
+                end = start + len(value)
+                before = text[start - 1] if start else " "
+                after = text[end] if end < len(text) else " "
+                if not (before.isalnum() or before in "_#") and not (after.isalnum() or after == "_") and not any(
+                    s < end and start < e for s, e, _ in spans
+                ):
+                    spans.append((start, end, value))
+                start = lowered.find(value, start + 1)
+        if not spans:
+            return text
+        out, last = [], 0
+        for start, end, value in sorted(spans):
+            out.append(text[last:start])
+            out.append("{{" + self._lowered[value] + "}}")
+            last = end
+        out.append(text[last:])
+        return "".join(out)
 
     def value(self, data: Any, *, key: str = "") -> Any:
         """Redacts JSON-like data: values in a personal position (see the module docstring) become
