@@ -580,7 +580,7 @@ def _collect_from_text(text: str, known: KnownValues) -> None:
                         known.add(part, label)
     # Most strings in tool results (flight numbers, dates, cities) have no cue at all: one search
     # rules them out before the recognizers run.
-    if not _ECHO_HINT_RE.search(text):
+    if " " not in text or not _ECHO_HINT_RE.search(text):
         return
     features = _features(text)
     recognizers = _ECHOED_SHAPES + (NAME_RECOGNIZERS if _CAPITAL_RE.search(text) else [])
