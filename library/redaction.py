@@ -596,8 +596,17 @@ def _collect_from_text(text: str, known: KnownValues) -> None:
 class Redactor:
     """Redacts text and JSON-like values. Build one per session (known values differ per session)."""
 
-    def __init__(self, *, agent_patterns: Iterable[Mapping[str, Any]] | None = None, known: KnownValues | None = None):
+    def __init__(
+        self,
+        *,
+        agent_patterns: Iterable[Mapping[str, Any]] | None = None,
+        known: KnownValues | None = None,
+        keep: Iterable[str] = (),
+    ):
+        """`keep`: words never redacted, such as the agent's tool names in a drafted step
+        (`s3Upload` has the shape of an id)."""
         self.agent_recognizers = compile_agent_patterns(agent_patterns)
+        self._keep = sorted({word for word in keep if isinstance(word, str) and len(word) >= 3}, key=len, reverse=True)
         self.known = known or KnownValues()
         self._lowered = {value.lower(): label for value, label in self.known.values.items()}
         # longest first, so "mia_li_3668" wins over "Mia"
@@ -611,7 +620,18 @@ class Redactor:
         cached = self._cache.get(text)
         if cached is not None:
             return cached
-        redacted = self._redact(text)
+        kept = [word for word in self._keep if word in text]
+        if kept:
+            # kept words stand in as placeholders (which no rule touches) and come back after
+            sentinels = {f"{{{{keep_{chr(97 + i // 26)}{chr(97 + i % 26)}}}}}": word for i, word in enumerate(kept)}
+            masked = text
+            for sentinel, word in sentinels.items():
+                masked = re.sub(rf"(?<![\w]){re.escape(word)}(?![\w])", sentinel, masked)
+            redacted = self._redact(masked)
+            for sentinel, word in sentinels.items():
+                redacted = redacted.replace(sentinel, word)
+        else:
+            redacted = self._redact(text)
         if len(self._cache) < 4096:
             self._cache[text] = redacted
         return redacted

@@ -292,3 +292,10 @@ def test_no_planted_value_survives_at_any_depth(planted):
     assert value not in json.dumps(redactor.value(container), ensure_ascii=False)
     assert value not in json.dumps(redactor.value({"q": mention}), ensure_ascii=False)
     assert value not in redactor.text(mention)
+
+
+def test_kept_words_such_as_tool_names_are_never_redacted():
+    redactor = Redactor(keep=["s3Upload", "getV2Order"])
+    text = "Call s3Upload({{file}}), then getV2Order('X9Y8Z7W6') for order AB12345."
+    assert redactor.text(text) == "Call s3Upload({{file}}), then getV2Order('{{id}}') for order {{id}}."
+    assert Redactor().text("Call s3Upload.") == "Call {{id}}."
