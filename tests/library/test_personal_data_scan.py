@@ -8,8 +8,9 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from library.ingest import parse_procmem, sessions_store
-from library.mining_service import mining_run_execute
+from library.ingest.formats import parse_procmem
+from library.ingest.store import sessions_store
+from library.mining.runs import mining_run_execute
 from library.models import Agent, AgentSession, ProcedureVersion
 from library.personal_data_scan import KnownValue, Matcher, values_from_file
 

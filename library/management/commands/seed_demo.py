@@ -4,7 +4,7 @@ from library.demo import DEMO_USERS, seed_demo
 
 
 class Command(BaseCommand):
-    help = "Creates the demo data (the refund example of DESIGN.md) and prints the demo users' passwords."
+    help = "Creates the demo data (the refund example of docs/design.md) and prints the demo users' passwords."
 
     def handle(self, *args, **options):
         result = seed_demo()

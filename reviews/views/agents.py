@@ -1,0 +1,79 @@
+"""The agent tool-list page and the refused-at-load overview.
+
+The tool list decides which ACTIVE procedures agents receive: a version whose requiredTools are not
+all in the list is refused at load (library/serving.py). Admins of the agent (`manage_agent`)
+change it here or through PUT /api/v1/agents/{agent}/tools; both call services.agent_set_tools.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+from guardian.shortcuts import get_objects_for_user
+
+from library import serving
+from library.models import Agent, ProcedureVersion, Status
+from library.services import agent_set_tools
+
+from ..access import get_agent_for_user, signed_in
+
+
+def _parse_tools(text: str) -> list[str]:
+    # one per line, or comma-separated; blank lines ignored
+    return [item.strip() for line in text.splitlines() for item in line.split(",") if item.strip()]
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
+    target = get_agent_for_user(request, agent, for_="manage")
+    tools_text = "\n".join(target.tools)
+    reason = ""
+    if request.method == "POST":
+        tools_text = request.POST.get("tools", "")
+        reason = request.POST.get("reason", "").strip()
+        try:
+            updated = agent_set_tools(agent=target, tools=_parse_tools(tools_text), user=request.user, reason=reason)
+        except ValidationError as exc:
+            messages.error(request, "; ".join(exc.messages))
+        else:
+            # the load-time check runs now, so the refusals (and their one alert) show at once
+            served = serving.active_set_for_agent(agent=updated, using="default")
+            refused = len(served.data["refused"])
+            messages.success(
+                request,
+                f"Tool list of {updated.name} saved."
+                + (f" {refused} ACTIVE procedure{'s are' if refused != 1 else ' is'} refused at load." if refused else ""),
+            )
+            return redirect("reviews:agent_tools", agent=updated.name)
+    served = serving.active_set_for_agent(agent=target, using="default")
+    needed: dict[str, list[str]] = {}
+    for version in ProcedureVersion.objects.filter(procedure__agent=target, status=Status.ACTIVE).select_related("procedure"):
+        for tool in version.required_tools:
+            needed.setdefault(tool, []).append(f"{version.procedure.key} v{version.number}")
+    return render(
+        request,
+        "reviews/agent_tools.html",
+        {
+            "agent": target,
+            "tools_text": tools_text,
+            "reason": reason,
+            "refused": served.data["refused"],
+            "served_count": len(served.data["procedures"]),
+            "needed": sorted(needed.items()),
+            "changes": target.tool_changes.select_related("changed_by")[:20],
+        },
+    )
+
+
+@require_GET
+@signed_in
+def refused_at_load(request: HttpRequest) -> HttpResponse:
+    """Every unresolved refusal on the agents the user manages (what the banner counts)."""
+    agents = Agent.objects.all() if request.user.is_superuser else get_objects_for_user(
+        request.user, "library.manage_agent", klass=Agent
+    )
+    return render(request, "reviews/refused_at_load.html", {"refusals": serving.unresolved_refusals(agents=agents)})

@@ -1,0 +1,139 @@
+"""Eval-run pages and actions: the run page, its progress fragment, cancel and resume (a run is
+started from the candidate page: reviews.views.versions.version_eval_start) — reviewers only; and an
+agent's eval settings — the agent's admins only (`manage_agent`).
+
+Access (reviews.access): anonymous → sign-in (an htmx request gets HX-Redirect); signed in without
+the reviewer role → 403; a run or agent that does not exist or is hidden → 404.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from library.evals import runs as evals
+from library.evals.configuration import agent_eval_settings_update, eval_settings_snapshot
+from library.models import Agent, EvalCaseResult, EvalRun
+from library.services import LifecycleError
+
+from ..access import get_agent_for_user, get_eval_run_for_user, signed_in
+from ..forms import AgentEvalSettingsForm
+from .refusals import safe_next
+from .versions import eval_panel_context
+
+
+def _progress_response(request: HttpRequest, run: EvalRun) -> HttpResponse:
+    progress = evals.eval_run_progress(run)
+    response = render(request, "reviews/evals/_progress.html", {"run": run, "baseline_moved": not progress["baselineCurrent"]})
+    if run.is_finished:
+        # lets the page around the fragment (the eval panel) refresh itself once
+        response["HX-Trigger"] = "evalRunFinished"
+    response["Vary"] = "HX-Request"
+    return response
+
+
+@require_GET
+@signed_in
+def eval_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_eval_run_for_user(request, pk, for_="review")
+    results = (
+        EvalCaseResult.objects.filter(run=run)
+        .select_related("case__intent")
+        .order_by("case__intent__name", "case_id", "arm")
+    )
+    progress = evals.eval_run_progress(run)
+    cases: dict[int, dict] = {}
+    for row in results:
+        entry = cases.setdefault(row.case_id, {"case": row.case})
+        entry[row.arm] = row
+    return render(
+        request,
+        "reviews/evals/detail.html",
+        {
+            "run": run,
+            "version": run.version,
+            "cases": list(cases.values()),
+            "runner_label": Agent.Runner(run.runner).label if run.runner in Agent.Runner.values else run.runner,
+            "progress": progress,
+            "baseline_moved": not progress["baselineCurrent"],
+        },
+    )
+
+
+@require_GET
+@signed_in
+def eval_progress(request: HttpRequest, pk: int) -> HttpResponse:
+    """The live progress: an htmx fragment that polls itself while the run is unfinished, or JSON
+    with `?format=json` / `Accept: application/json`."""
+    run = get_eval_run_for_user(request, pk, for_="review")
+    if request.GET.get("format") == "json" or "application/json" in request.headers.get("Accept", ""):
+        return JsonResponse(evals.eval_run_progress(run))
+    return _progress_response(request, run)
+
+
+@require_POST
+@signed_in
+def eval_cancel(request: HttpRequest, pk: int) -> HttpResponse:
+    """Cancels a run, from its own page (the progress fragment answers) or from the candidate page
+    (htmx target #eval: the eval panel answers; otherwise back to `next`)."""
+    run = get_eval_run_for_user(request, pk, for_="review")
+    try:
+        run = evals.eval_run_cancel(run=run, user=request.user)
+    except LifecycleError as exc:
+        messages.error(request, str(exc))
+    else:
+        if not request.htmx:
+            messages.info(request, f"Eval run {run.pk} cancelled.")
+    if request.htmx and request.htmx.target == "eval":
+        return render(request, "reviews/version_detail.html#eval-panel", eval_panel_context(request, run.version))
+    if request.htmx:
+        return _progress_response(request, run)
+    return redirect(safe_next(request, reverse("reviews:eval_detail", kwargs={"pk": run.pk})))
+
+
+@require_POST
+@signed_in
+def eval_resume(request: HttpRequest, pk: int) -> HttpResponse:
+    run = get_eval_run_for_user(request, pk, for_="review")
+    try:
+        run = evals.eval_run_resume(run=run, user=request.user)
+    except LifecycleError as exc:
+        messages.error(request, str(exc))
+    if request.htmx:
+        return _progress_response(request, run)
+    return redirect("reviews:eval_detail", pk=run.pk)
+
+
+# --------------------------------------------------------------------------------------------- agent eval settings
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def agent_eval_settings(request: HttpRequest, agent: str) -> HttpResponse:
+    """The agent's eval-replay settings (holders of manage_agent). The API key is never shown back."""
+    agent = get_agent_for_user(request, agent, for_="manage")
+    initial = eval_settings_snapshot(agent)
+    form = AgentEvalSettingsForm(request.POST or None, initial=initial)
+    key_field = form.fields["model_api_key"]
+    key_field.help_text = f"{'A key is stored.' if agent.model_api_key else 'No key is stored.'} {key_field.help_text}"
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        key = data.pop("model_api_key")
+        clear = data.pop("clear_model_api_key")
+        data["tool_schemas"] = data.get("tool_schemas") or {}
+        key_change = {"model_api_key": ""} if clear else ({"model_api_key": key} if key else {})
+        try:
+            agent_eval_settings_update(agent=agent, user=request.user, **data, **key_change)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(request, f"Eval settings of {agent.name} saved.")
+            return redirect("reviews:agent_eval_settings", agent=agent.name)
+    return render(
+        request, "reviews/evals/settings.html", {"agent": agent, "form": form, "key_set": bool(agent.model_api_key)}
+    )
