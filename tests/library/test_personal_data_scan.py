@@ -90,3 +90,34 @@ def test_matcher_needs_word_boundaries_and_ignores_short_values():
     matcher = Matcher([KnownValue("Mia Li", "name"), KnownValue("4WQ150", "reservation_id"), KnownValue("USA", "other")])
     assert [v.value for v in matcher.find("mia li booked 4wq150 in the USA")] == ["Mia Li", "4WQ150"]
     assert matcher.find("Mia Lin booked X4WQ150") == []
+
+
+def test_excerpts_stored_under_older_rules_are_redacted_again():
+    # given an excerpt stored before reservation ids and FHIR name parts were recognised
+    agent = Agent.objects.create(name="old_airline", tools=["get_reservation_details"])
+    old = AgentSession.objects.create(
+        agent=agent, session_id="old-1", task="Hi, cancel ZFA04Y for Okafor please", skeleton=["get_reservation_details"],
+        tool_calls=[{"name": "get_reservation_details", "args": {"reservation_id": "ZFA04Y", "family": "Okafor"}, "ok": True}],
+        redacted_excerpt=[
+            {"role": "user", "text": "Hi, cancel ZFA04Y for Okafor please"},
+            {"role": "tool_call", "tool": "get_reservation_details", "args": {"reservation_id": "ZFA04Y", "family": "Okafor"}, "ok": True},
+        ],
+    )
+    purged = AgentSession.objects.create(
+        agent=agent, session_id="old-2", raw_purged=True, skeleton=["get_reservation_details"],
+        redacted_excerpt=[{"role": "tool_call", "tool": "get_reservation_details", "args": {"reservation_id": "VAAOXJ"}, "ok": True},
+                          {"role": "assistant", "text": "VAAOXJ is cancelled."}],
+    )
+    # when the stored excerpts are redacted again
+    out = io.StringIO()
+    call_command("redact_sessions", "--agent", "old_airline", stdout=out)
+    # then the ids and the name are gone, from raw arguments and from the excerpt's own arguments
+    assert "Redacted 2 stored excerpt(s) again." in out.getvalue()
+    old.refresh_from_db()
+    purged.refresh_from_db()
+    assert old.redacted_excerpt[0]["text"] == "Hi, cancel {{reservation_id}} for {{person_name}} please"
+    assert old.redacted_excerpt[1]["args"] == {"reservation_id": "{{reservation_id}}", "family": "{{person_name}}"}
+    assert purged.redacted_excerpt[1]["text"] == "{{reservation_id}} is cancelled."
+    # and a second run changes nothing
+    call_command("redact_sessions", stdout=out)
+    assert "Redacted 0 stored excerpt(s) again." in out.getvalue()
