@@ -1,4 +1,4 @@
-"""The agent tool-list page and the refused-at-load overview.
+"""The agent tool-list page, the agent settings page and the refused-at-load overview.
 
 The tool list decides which ACTIVE procedures agents receive: a version whose requiredTools are not
 all in the list is refused at load (library/serving.py). Admins of the agent (`manage_agent`)
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -16,9 +17,11 @@ from guardian.shortcuts import get_objects_for_user
 
 from library import serving
 from library.models import Agent, ProcedureVersion, Status
+from library.agent_settings import agent_settings_snapshot, agent_settings_update
 from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, signed_in
+from ..forms import AgentSettingsForm
 
 
 def _parse_tools(text: str) -> list[str]:
@@ -77,3 +80,38 @@ def refused_at_load(request: HttpRequest) -> HttpResponse:
         request.user, "library.manage_agent", klass=Agent
     )
     return render(request, "reviews/refused_at_load.html", {"refusals": serving.unresolved_refusals(agents=agents)})
+
+
+# --------------------------------------------------------------------------------------------- agent settings
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
+    """Agent settings (admins of the agent): tools, switches, injection cap, support threshold,
+    redaction patterns; the eval runner has its own page, linked from here. One submit may change
+    the tools and the rest: each through its own service, in one transaction, each audited."""
+    target = get_agent_for_user(request, agent, for_="manage")
+    initial = {**agent_settings_snapshot(target), "tools": "\n".join(target.tools)}
+    form = AgentSettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        reason = data.pop("reason", "").strip()
+        tools = _parse_tools(data.pop("tools") or "")
+        data["redaction_patterns"] = data.get("redaction_patterns") or []
+        try:
+            with transaction.atomic():
+                updated = agent_set_tools(agent=target, tools=tools, user=request.user, reason=reason)
+                updated = agent_settings_update(agent=updated, user=request.user, reason=reason, **data)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(request, f"Settings of {updated.name} saved.")
+            return redirect("reviews:agent_settings", agent=updated.name)
+    return render(
+        request,
+        "reviews/agent_settings.html",
+        {"agent": target, "form": form, "tab": "settings", "runner": target.get_eval_runner_display()},
+        status=400 if request.method == "POST" else 200,
+    )
