@@ -66,9 +66,22 @@ class Agent(models.Model):
     tools = models.JSONField(default=list, help_text="The tool names this agent really has")
     tool_schemas = models.JSONField(default=dict, blank=True, help_text="Tool name → JSON schema (model replay)")
     procedural_memory_enabled = models.BooleanField(default=True)
-    auto_capture_enabled = models.BooleanField(default=True)
+    # Capture settings (docs: mining). Automatic capture is opt-in: scheduled mining runs only for
+    # agents whose admins switched it on; a manual run always mines.
+    auto_capture_enabled = models.BooleanField(default=False)
     injection_cap = models.PositiveSmallIntegerField(default=2)
-    support_threshold = models.PositiveIntegerField(default=20)
+    support_threshold = models.PositiveIntegerField(
+        default=20, help_text="Distinct tasks a group of resolved sessions needs before it is tested"
+    )
+    min_tool_calls = models.PositiveSmallIntegerField(
+        default=3, help_text="Sessions with fewer tool calls (after ignored tools) are not mined"
+    )
+    significance_level = models.FloatField(
+        default=0.05, help_text="Family-wise error rate of the skeleton tests of one mining run"
+    )
+    backtest_share = models.FloatField(
+        default=0.25, help_text="Share of each intent's newest sessions (by end time) held back to test candidates"
+    )
     redaction_patterns = models.JSONField(
         default=list, blank=True, help_text='Extra redaction patterns: [{"label": "order_id", "regex": "#W\\d+"}]'
     )
@@ -96,6 +109,14 @@ class Agent(models.Model):
         ]
         constraints = [
             models.CheckConstraint(condition=Q(injection_cap__lte=20), name="agent_injection_cap_lte_20"),
+            models.CheckConstraint(
+                condition=Q(significance_level__gt=0) & Q(significance_level__lte=0.5), name="agent_significance_level_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(backtest_share__gte=0) & Q(backtest_share__lte=0.5), name="agent_backtest_share_range"
+            ),
+            models.CheckConstraint(condition=Q(min_tool_calls__gte=1), name="agent_min_tool_calls_positive"),
+            models.CheckConstraint(condition=Q(support_threshold__gte=1), name="agent_support_threshold_positive"),
         ]
 
     def __str__(self) -> str:
@@ -380,6 +401,9 @@ class AgentSession(models.Model):
     session_id = models.CharField(max_length=200)
     intent = models.ForeignKey(Intent, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions")
     task = models.TextField(blank=True)
+    # What makes repeated trials of one task one piece of evidence: the reported task key, the
+    # tau-bench task id, or a hash of the redacted opening request (library ingest).
+    task_key = models.CharField(max_length=200, blank=True)
     resolved = models.BooleanField(null=True)
     escalated = models.BooleanField(null=True)
     rating = models.FloatField(null=True, blank=True)
@@ -401,6 +425,9 @@ class AgentSession(models.Model):
             models.Index(fields=["agent", "intent", "resolved"], name="session_agent_intent_idx"),
             # the metrics rollup's incremental refresh reads the sessions received since its watermark
             models.Index(fields=["agent", "received_at"], name="session_agent_received_idx"),
+            # the miner's held-back cut and its evidence samples read each intent's sessions in
+            # this order ("newest" = by end time, then receipt time, then id)
+            models.Index(fields=["agent", "intent", "ended_at", "received_at", "id"], name="session_agent_intent_end_idx"),
         ]
 
     def __str__(self) -> str:
@@ -418,6 +445,10 @@ class MiningRun(models.Model):
     parameters = models.JSONField(default=dict)
     counts = models.JSONField(default=dict, help_text="sessions in, labelled, unlabelled, groups, candidates, skipped")
     skipped = models.JSONField(default=list, help_text="[{intent, skeleton, reason}]")
+    report = models.JSONField(
+        default=list, blank=True,
+        help_text="One entry per intent: status (mined, reported, below threshold, …), reason and figures",
+    )
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

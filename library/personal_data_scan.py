@@ -37,7 +37,7 @@ SURFACES: list[tuple[str, str, tuple[str, ...]]] = [
     ("library", "Procedure", ("key",)),
     ("library", "Intent", ("name", "description")),
     ("library", "AgentSession", ("redacted_excerpt",)),
-    ("library", "MiningRun", ("parameters", "counts", "skipped", "error")),
+    ("library", "MiningRun", ("parameters", "counts", "skipped", "report", "error")),
     ("library", "AuditEvent", ("actor_label", "reason", "before", "after")),
     ("library", "RegressionCase", ("name", "task", "context", "expected_tools", "forbidden_tools", "reply_must_match", "reply_must_not_match", "tool_results")),
     ("library", "EvalRun", ("verdict_detail", "failure_reason")),

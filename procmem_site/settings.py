@@ -275,6 +275,11 @@ PROCMEM_RAW_RETENTION_DAYS = env_int("PROCMEM_RAW_RETENTION_DAYS", 30, minimum=0
 PROCMEM_MINING_INTERVAL_MINUTES = env_int("PROCMEM_MINING_INTERVAL_MINUTES", 60, minimum=1)
 PROCMEM_MINING_NEAR_DUPLICATE = env_float("PROCMEM_MINING_NEAR_DUPLICATE", 0.85, minimum=0.0, maximum=1.0)
 PROCMEM_MINING_IGNORED_TOOLS = env_list("PROCMEM_MINING_IGNORED_TOOLS", ["think"])
+# a procedure ends at the first of these calls: nothing after a transfer or FINISH becomes a step
+PROCMEM_MINING_TERMINAL_TOOLS = env_list(
+    "PROCMEM_MINING_TERMINAL_TOOLS",
+    ["transfer_to_human_agents", "transfer_to_human", "escalate_to_human", "FINISH", "finish", "end_session"],
+)
 PROCMEM_MINING_POLISH = env_str("PROCMEM_MINING_POLISH", "")  # dotted path of a wording polisher; off by default
 CELERY_BEAT_SCHEDULE.update({
     "procmem-mine-sessions": {"task": "library.mine_scheduled", "schedule": PROCMEM_MINING_INTERVAL_MINUTES * 60.0},

@@ -39,6 +39,9 @@ urlpatterns = [
     path("agents/<str:agent>/webhooks/<int:pk>/test/", webhooks.webhook_test, name="webhook_test"),
     path("agents/<str:agent>/webhooks/<int:pk>/rotate/", webhooks.webhook_rotate, name="webhook_rotate"),
     path("agents/<str:agent>/webhooks/<int:pk>/delete/", webhooks.webhook_remove, name="webhook_remove"),
+    path("agents/<str:agent>/capture-settings/", agents.agent_capture_settings, name="agent_capture_settings"),
+    path("agents/<str:agent>/mining/", agents.mining_runs, name="mining_runs"),
+    path("mining-runs/<int:pk>/", agents.mining_run, name="mining_run"),
     # operating the library
     path("ops/", ops.ops_index, name="ops_index"),
     path("ops/agents/<str:agent>/", ops.ops_agent, name="ops_agent"),
