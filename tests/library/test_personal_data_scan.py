@@ -48,12 +48,14 @@ def _session(index: int, first: str, last: str, dob: str, mrn: str) -> dict:
 
 def test_health_records_sessions_leave_no_name_dob_or_record_number_in_candidates(tmp_path):
     # given a health-records agent whose sessions search patients by name and birth date
-    agent = Agent.objects.create(name="clinic", tools=["fhir_get", "reply"], support_threshold=2)
+    agent = Agent.objects.create(name="clinic", tools=["fhir_get", "reply"], support_threshold=1)
     sessions = [parse_procmem(_session(i, *p)) for i, p in enumerate(PATIENTS * 2)]
     sessions_store(agent=agent, sessions=sessions)
     # when they are mined into a candidate
-    run = mining_run_execute(agent=agent, support_threshold=2)
-    assert run.counts["candidates"] == 1
+    run = mining_run_execute(agent=agent, support_threshold=1)  # one task, asked by six patients
+    # (six sessions make a draft: proposed as a candidate, or reported in the run when not credible)
+    drafts = [v.to_dict() for v in ProcedureVersion.objects.filter(procedure__agent=agent)] + [e for e in run.report if e.get("steps")]
+    assert len(drafts) == 1, run.report
     # then the scanner finds no patient's name, DOB, record number or patient id anywhere
     values = tmp_path / "patients.json"
     values.write_text(json.dumps(
@@ -65,8 +67,7 @@ def test_health_records_sessions_leave_no_name_dob_or_record_number_in_candidate
     call_command("scan_personal_data", "--values", str(values), stdout=out)
     assert "No personal values found." in out.getvalue()
     # and not a first or last name alone either
-    version = ProcedureVersion.objects.get(procedure__agent=agent)
-    visible = json.dumps([version.to_dict(), list(AgentSession.objects.filter(agent=agent).values_list("redacted_excerpt", flat=True))])
+    visible = json.dumps([drafts, list(AgentSession.objects.filter(agent=agent).values_list("redacted_excerpt", flat=True))])
     for first, last, _, _ in PATIENTS:
         assert first not in visible and last not in visible
     assert "Patient?name={{person_name}}&birthdate={{birth_date}}" in visible

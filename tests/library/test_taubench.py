@@ -17,7 +17,7 @@ from tests.library.taubench_retail import retail_sessions
 from django.core.management import CommandError, call_command
 
 from library.evals.cases import regression_case_from_session
-from library.models import AgentSession, MiningRun, ProcedureVersion, Source
+from library.models import AgentSession, Intent, MiningRun, ProcedureVersion, Source
 from library.services import procedure_propose
 
 DATA = TAUBENCH_DIR / "gpt-4o-airline.json"
@@ -267,8 +267,10 @@ def test_scan_finds_no_value_of_the_taubench_worlds_after_import_and_mining(impo
     for agent_name in ("airline", "retail"):
         session = AgentSession.objects.filter(agent__name=agent_name, resolved=True, intent__isnull=False).order_by("pk").first()
         regression_case_from_session(session=session, user=reviewer)
-    versions = ProcedureVersion.objects.filter(procedure__agent__name__in=["airline", "retail"])
-    assert {v.procedure.agent.name for v in versions} == {"airline", "retail"}  # candidates from both
+    # drafts from both: proposed candidates, or reported (not proposed) drafts in the run's report
+    drafted = {v.procedure.agent.name for v in ProcedureVersion.objects.filter(procedure__agent__name__in=["airline", "retail"])}
+    drafted |= {run.agent.name for run in MiningRun.objects.select_related("agent") if any(e.get("steps") for e in run.report or [])}
+    assert drafted == {"airline", "retail"}
     # when the scanner looks for every personal value of the two worlds
     out = io.StringIO()
     try:
@@ -305,10 +307,11 @@ def test_no_retail_name_survives_alone_either(retail_imported):
 
 def test_the_scanner_reports_each_leak_with_where_it_is(imported, tmp_path):
     # given a reservation id and a full name planted where a reviewer would see them
-    mined = ProcedureVersion.objects.filter(procedure__agent__name="airline").select_related("procedure__intent").order_by("pk").first()
+    intent = Intent.objects.filter(agent__name="airline", name="cancel_reservation").get()
     version = procedure_propose(
-        agent=mined.procedure.agent, intent=mined.procedure.intent, key=mined.procedure.key, applies_when=mined.applies_when,
-        steps=mined.steps, required_tools=mined.required_tools, forbidden_actions=mined.forbidden_actions,
+        agent=intent.agent, intent=intent, key="cancel.planted", applies_when="A customer cancels a reservation.",
+        steps=["Look up the reservation with get_reservation_details({{reservation_id}}).", "Cancel it with cancel_reservation({{reservation_id}}).", "Tell the customer."],
+        required_tools=["get_reservation_details", "cancel_reservation"], forbidden_actions=[],
         source=Source.MANUAL, actor_label="test", evidence={"note": ["ok", {"who": "Mia Li"}]},
     )
     session = AgentSession.objects.filter(agent__name="airline").order_by("pk").first()
