@@ -99,6 +99,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # input guards (procmem_site/middleware.py): JSON errors under /api/, chunked bodies read,
+    # NUL and lone surrogates in paths, query strings and form fields refused before anything else
+    "procmem_site.middleware.ApiErrorsMiddleware",
+    "procmem_site.middleware.ChunkedBodyMiddleware",
+    "procmem_site.middleware.InputGuardMiddleware",
     "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
