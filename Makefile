@@ -13,9 +13,10 @@ $(PY):
 
 # torch is installed first and pinned: the CPU wheel on these machines' disk. Without it
 # sentence-transformers would pull a CUDA build of several GB.
-$(STAMP): pyproject.toml | $(PY)
+$(STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
+	$(PY) -m pip install --quiet -e './clients/python[embeddings,test]'
 	$(PY) -m pip install --quiet -e '.[dev,adk]'
 	touch $(STAMP)
 

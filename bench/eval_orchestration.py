@@ -109,7 +109,7 @@ def _stop_workers(procs: list[subprocess.Popen]) -> None:
 def _one_run(version, reviewer) -> float:
     """Seconds from the start of the run to its stored verdict (the database's own timestamps)."""
     from library.models import EvalRun
-    from reviews import evals
+    from library.evals import runs as evals
 
     run = evals.eval_run_start(version=version, user=reviewer)
     deadline = time.monotonic() + 600

@@ -67,7 +67,7 @@ def prepare(db: str) -> str:
     from django.core.management import call_command
 
     from library.models import Agent
-    from library.tokens import token_create
+    from library.api.tokens import token_create
 
     call_command("migrate", verbosity=0)
     agent, _ = Agent.objects.get_or_create(

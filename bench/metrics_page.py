@@ -16,7 +16,7 @@ What it does, in one run:
    all pages see the same machine state. Reports p50 and p95.
 5. For comparison, times the one query a page would need without the rollup: the resolution rate
    of one version straight from the session table.
-Results are printed and appended to bench/RESULTS.md under "Issue 7" (with --no-append, only printed).
+Results are printed and appended to bench/RESULTS.md under "Metrics pages" (with --no-append, only printed).
 """
 
 from __future__ import annotations
@@ -143,16 +143,16 @@ def _p(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-HEADING = "## Issue 7"
+HEADING = "## Metrics pages"
 
 
-def _append_under_issue_7(text: str, report: str) -> str:
-    """Appends the report at the end of the "## Issue 7" section (creating it at the end of the file),
-    so runs of other issues' benchmarks keep their own sections."""
+def _append_to_section(text: str, report: str) -> str:
+    """Appends the report at the end of the "## Metrics pages" section (creating it at the end of the
+    file), so the other benchmarks keep their own sections."""
     if not text.strip():
         text = "# Benchmark results\n"
     if HEADING not in text:
-        return text.rstrip("\n") + f"\n\n{HEADING}: metrics pages (bench/metrics_page.py)\n\n{report}\n"
+        return text.rstrip("\n") + f"\n\n{HEADING} (bench/metrics_page.py)\n\n{report}\n"
     start = text.index(HEADING)
     following = text.find("\n## ", start + len(HEADING))
     end = len(text) if following == -1 else following + 1
@@ -259,7 +259,7 @@ def main() -> None:
     report = "\n".join(lines)
     print(report)
     if not args.no_append:
-        RESULTS.write_text(_append_under_issue_7(RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "", report), encoding="utf-8")
+        RESULTS.write_text(_append_to_section(RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "", report), encoding="utf-8")
         print(f"appended to {RESULTS.relative_to(ROOT)}")
 
 

@@ -144,7 +144,7 @@ class Rollback(Exception):
 def phase_mine(agent_name: str) -> dict:
     from django.db import transaction
 
-    from library.mining_service import mining_run_execute
+    from library.mining.runs import mining_run_execute
     from library.models import Agent
 
     agent = Agent.objects.get(name=agent_name)

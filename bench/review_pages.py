@@ -1,4 +1,4 @@
-"""Benchmark of the review pages (issue 4): server time of
+"""Benchmark of the review pages: server time of
 
 - the queue page with 10,000 candidates (first page, default sort, signed in as an approver, so the
   "waiting for me" count and subqueries are part of it);
@@ -217,9 +217,9 @@ def main() -> int:
         command = "DATABASE_URL=" + os.environ.get("DATABASE_URL", "(unset: SQLite)") + " .venv/bin/python -m bench.review_pages " + " ".join(sys.argv[1:])
         path = ROOT / "bench" / "RESULTS.md"
         existing = path.read_text() if path.exists() else "# Benchmark results\n"
-        if "## Issue 4" not in existing:
-            existing = existing.rstrip("\n") + "\n\n## Issue 4: review pages\n"
-        section_start = existing.index("## Issue 4")
+        if "## Review pages" not in existing:
+            existing = existing.rstrip("\n") + "\n\n## Review pages\n"
+        section_start = existing.index("## Review pages")
         next_section = existing.find("\n## ", section_start + 1)
         entry = f"\n`{command}`\n\n{report}\n"
         if next_section == -1:

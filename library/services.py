@@ -15,7 +15,7 @@ Allowed status changes (the database's transition trigger refuses every other on
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -70,12 +70,7 @@ class Content:
 
     @property
     def hash(self) -> str:
-        return content_hash(
-            applies_when=self.applies_when,
-            steps=self.steps,
-            required_tools=self.required_tools,
-            forbidden_actions=self.forbidden_actions,
-        )
+        return content_hash(**asdict(self))
 
 
 def _clean_str_list(value: Any, field: str, *, allow_empty: bool, max_items: int) -> list[str]:
@@ -389,6 +384,14 @@ def _lock_version(version: ProcedureVersion) -> ProcedureVersion:
     )
 
 
+def _retire_current_active(procedure: Procedure, *, user, reason: str) -> None:
+    """Retires the procedure's ACTIVE version, if it has one, to make room for another: at most one
+    version of a procedure is ACTIVE. The caller is inside the transaction that activates the other."""
+    current = ProcedureVersion.objects.select_for_update().filter(procedure=procedure, status=Status.ACTIVE).first()
+    if current is not None:
+        _set_status(current, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.AUTO_RETIRE)
+
+
 def passing_eval_for(version: ProcedureVersion) -> EvalRun | None:
     """The newest passing eval run on this version's exact content, or None."""
     return (
@@ -497,19 +500,7 @@ def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> Pr
             raise LifecycleError(" ".join(blockers))
         run = passing_eval_for(locked)
         assert run is not None  # approval_blockers refused otherwise
-        current = (
-            ProcedureVersion.objects.select_for_update()
-            .filter(procedure=locked.procedure, status=Status.ACTIVE)
-            .first()
-        )
-        if current is not None:
-            _set_status(
-                current,
-                Status.RETIRED,
-                user=user,
-                reason=f"Replaced by v{locked.number}",
-                action=AuditEvent.Action.AUTO_RETIRE,
-            )
+        _retire_current_active(locked.procedure, user=user, reason=f"Replaced by v{locked.number}")
         _set_status(
             locked,
             Status.ACTIVE,
@@ -582,19 +573,7 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
             raise PermissionDenied(f"You may not roll back versions of {locked.procedure.key}.")
         if locked.status != Status.RETIRED:
             raise LifecycleError(f"Only a retired version can be rolled back to; {locked} is {locked.status}.")
-        current = (
-            ProcedureVersion.objects.select_for_update()
-            .filter(procedure=locked.procedure, status=Status.ACTIVE)
-            .first()
-        )
-        if current is not None:
-            _set_status(
-                current,
-                Status.RETIRED,
-                user=user,
-                reason=f"Rolled back to v{locked.number}: {reason}",
-                action=AuditEvent.Action.AUTO_RETIRE,
-            )
+        _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")
         _set_status(locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK)
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))

@@ -32,10 +32,11 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 from django.dispatch import receiver
+from procmem_client.ranking import EmbeddingCache, Index, Ranker
+from procmem_client.rendering import estimate_tokens, render_procedure
 
+from . import embeddings
 from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
-from .rendering import estimate_tokens, render_procedure
-from .selection import Index, Ranker
 from .signals import active_set_changed
 
 logger = logging.getLogger(__name__)
@@ -147,9 +148,11 @@ _ranker_instance: Ranker | None = None
 
 
 def _ranker() -> Ranker:
+    """The server's ranker: procmem_client's, with the model the settings name (the server-side
+    part is this process's vector cache and the vectors stored per version)."""
     global _ranker_instance
     if _ranker_instance is None:
-        _ranker_instance = Ranker()
+        _ranker_instance = Ranker(cache=EmbeddingCache(embeddings.embed))
     return _ranker_instance
 
 
@@ -372,9 +375,7 @@ def model_key() -> str:
     if _model_key_value is None:
         from pathlib import Path
 
-        from .embeddings import default_model_path
-
-        path = Path(default_model_path())
+        path = Path(embeddings.default_model_path())
         digest = hashlib.sha256()
         for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
             if (path / name).is_file():
@@ -481,7 +482,7 @@ def unresolved_refusals(*, agents=None) -> list[LoadRefusal]:
 
 def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: int | None = None) -> dict[str, Any]:
     """Selection over the agent's served set (refused versions are never candidates). At most the
-    agent's injection cap is injected. Raises ValueError for bad arguments (see selection.py)."""
+    agent's injection cap is injected. Raises ValueError for bad arguments (see procmem_client/ranking.py)."""
     served = active_set_for_agent(agent=agent)
     cap = served.data["injectionCap"]
     result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)

@@ -1,20 +1,21 @@
 """Signals that the library sends and the people's side (reviews) listens to, so that `library`
-never imports `reviews`. Every one is sent only after the transaction that caused it commits
-(`transaction.on_commit`)."""
+never imports `reviews`. Every one is sent by library code, and only after the transaction that
+caused it commits (`transaction.on_commit`)."""
 
 from django.dispatch import Signal
 
 # kwargs: agent_id. The agent's active set may have changed (approve, retire, rollback, tool list).
+# Sent by library/services.py; library/serving.py drops its cached set.
 active_set_changed = Signal()
 
 # kwargs: agent_id, version_ids (list[int]), mining_run_id (int | None). New candidates wait for review.
+# Sent by the mining run.
 candidates_created = Signal()
 
 # kwargs: run_id. An eval run reached a final state (done, failed or cancelled).
+# Sent by library/evals/runs.py.
 eval_run_finished = Signal()
 
 # kwargs: version_id, missing_tools (list[str]). A version was refused at load, first time for this tool list.
+# Sent by library/serving.py.
 version_refused_at_load = Signal()
-
-# kwargs: version_id, message. A metric of an ACTIVE version fell significantly below its eval result.
-metric_warning = Signal()

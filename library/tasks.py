@@ -1,8 +1,13 @@
-"""Celery tasks of the library. Thin: take primary keys, re-fetch, call a service."""
+"""Celery tasks of the library. Thin: take primary keys, re-fetch, call a service.
+
+The worker's autodiscovery imports `<app>.tasks` of every installed app; the eval-run tasks live
+with the eval runs (library/evals/tasks.py) and are registered through the import below."""
 
 from __future__ import annotations
 
 from celery import shared_task
+
+from .evals import tasks as eval_tasks  # noqa: F401  (registers the eval-run tasks)
 
 
 @shared_task(name="library.ping")
@@ -11,7 +16,7 @@ def ping(value: str = "pong") -> str:
     return value
 
 
-# --- mining and retention (issue 3) --------------------------------------------------------------
+# --- mining and retention ----------------------------------------------------------------------
 
 
 @shared_task(name="library.mine_agent", time_limit=3600, soft_time_limit=3500, acks_late=True)
@@ -20,7 +25,7 @@ def mine_agent(agent_id: int, trigger: str = "scheduled", started_by_id: int | N
     covered by then and the second run records them as skipped."""
     from django.contrib.auth import get_user_model
 
-    from .mining_service import mining_run_execute
+    from .mining.runs import mining_run_execute
     from .models import Agent
 
     agent = Agent.objects.filter(pk=agent_id).first()
@@ -34,7 +39,7 @@ def mine_agent(agent_id: int, trigger: str = "scheduled", started_by_id: int | N
 def mine_scheduled() -> list[int]:
     """Beat entry point: queues one mining task per agent with procedural memory and automatic
     capture switched on."""
-    from .mining_service import agents_for_scheduled_mining
+    from .mining.runs import agents_for_scheduled_mining
 
     agent_ids = agents_for_scheduled_mining()
     for agent_id in agent_ids:
@@ -45,6 +50,6 @@ def mine_scheduled() -> list[int]:
 @shared_task(name="library.purge_raw_sessions", time_limit=3600, soft_time_limit=3500)
 def purge_raw_sessions() -> int:
     """Drops raw task text and tool arguments past PROCMEM_RAW_RETENTION_DAYS."""
-    from .ingest import sessions_purge_raw
+    from .ingest.store import sessions_purge_raw
 
     return sessions_purge_raw()

@@ -7,7 +7,7 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="reviews:queue", permanent=False)),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
-    path("api/", include("library.api_urls")),
+    path("api/", include("library.api.urls")),
     path("django-admin/", admin.site.urls),
     path("", include("reviews.urls")),
 ]

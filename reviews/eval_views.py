@@ -20,12 +20,11 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
+from library.evals import runs as evals
 from library.evals.configuration import agent_eval_settings_update, eval_settings_snapshot
 from library.models import Agent, EvalCaseResult, EvalRun
 from library.permissions import user_can_manage_agent, user_is_reviewer
 from library.services import LifecycleError
-
-from . import evals
 
 
 def signed_in(view):

@@ -1,6 +1,6 @@
 """Metrics per procedure version, from the sessions agents report.
 
-What is measured (DESIGN.md "Operating"):
+What is measured (docs/operations.md "Metrics per procedure version"):
 - selected: sessions whose `injected` list names the version (id and version number);
 - resolution rate with it: of those sessions with an outcome, the share resolved and not escalated
   (the same success label mining uses);
@@ -698,7 +698,7 @@ def metric_warnings_check(*, agent: Agent, today: date | None = None) -> list[Me
     resolution rate over the last PROCMEM_METRIC_WARNING_DAYS days is significantly below its eval
     result; clears open alerts whose version recovered or is no longer ACTIVE. Returns the alerts
     opened now."""
-    from library.signals import metric_warning
+    from .signals import metric_warning
 
     days = _setting("PROCMEM_METRIC_WARNING_DAYS", 14)
     start, end = window(days, today=today)

@@ -1,6 +1,6 @@
 """Notifications: in the app (a list with an unread count in the top bar) and by e-mail through
 Django's mail settings. The library sends signals after its transactions commit
-(library/signals.py); the receivers here pick the recipients and write one Notification row per
+(library/signals.py; the metric warning is the review side's own, reviews/signals.py); the receivers here pick the recipients and write one Notification row per
 user who wants it in the app, and queue one e-mail per user who wants it by mail.
 
 Who receives what (each user switches kinds on and off on the preferences page; without a saved
@@ -41,6 +41,7 @@ from library.models import (
 from library.permissions import REVIEW_PERM
 
 from .models import Notification, NotificationKind, NotificationPreference
+from .signals import metric_warning
 
 logger = logging.getLogger(__name__)
 
@@ -214,7 +215,7 @@ def _on_version_refused(sender, version_id: int, missing_tools: list[str], **kwa
     )
 
 
-@receiver(signals.metric_warning, dispatch_uid="reviews.notify_metric_warning")
+@receiver(metric_warning, dispatch_uid="reviews.notify_metric_warning")
 def _on_metric_warning(sender, version_id: int, message: str, **kwargs):
     version = ProcedureVersion.objects.filter(pk=version_id).select_related("procedure__agent").first()
     if version is None:

@@ -431,7 +431,7 @@ def version_eval_panel(request: HttpRequest, pk: int) -> HttpResponse:
 def version_eval_start(request: HttpRequest, pk: int) -> HttpResponse:
     version, can_approve = get_version_for_user(request, pk)
     require_reviewer(request)
-    from reviews.evals import eval_run_start  # the eval-replay module (issue 5)
+    from library.evals.runs import eval_run_start
 
     run = eval_run_start(version=version, user=request.user)
     if request.htmx:
@@ -449,7 +449,7 @@ def version_eval_cancel(request: HttpRequest, pk: int, run_pk: int) -> HttpRespo
     run = EvalRun.objects.filter(version=version, pk=run_pk).first()
     if run is None:
         raise Http404("No such eval run of this version")
-    from reviews.evals import eval_run_cancel
+    from library.evals.runs import eval_run_cancel
 
     eval_run_cancel(run=run, user=request.user)
     if request.htmx:

@@ -218,6 +218,19 @@ def is_postgres() -> bool:
     return connection.vendor == "postgresql"
 
 
+# ---------------------------------------------------------------------------------------------- tasks
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _tasks_registered_as_on_a_worker():
+    """Services queue tasks by name (library/evals/runs.py). Eager mode runs a task in-process only
+    when this process has registered it, so the test process discovers the task modules the way a
+    worker does; otherwise such a task would silently go to the broker."""
+    from procmem_site.celery import app
+
+    app.autodiscover_tasks(force=True)
+
+
 # ---------------------------------------------------------------------------------------------- a real worker
 
 
@@ -274,7 +287,7 @@ def celery_worker_process(transactional_db, tmp_path):
         app.conf.task_always_eager, app.conf.broker_url = old
 
 
-# ---------------------------------------------------------------------------------------------- serving (issue 6)
+# ---------------------------------------------------------------------------------------------- serving
 
 
 def make_active(version, approver):

@@ -102,6 +102,17 @@ def recording_runner(*, case, instruction, procedures):
     return simulate(case=case, procedures=procedures)
 
 
+RECEIVED: list[dict] = []
+
+
+def capturing_runner(*, case, instruction, procedures):
+    """The demo simulator; keeps everything it received (instruction and procedure records)."""
+    RECEIVED.append({"case": case, "instruction": instruction, "procedures": procedures})
+    from library.evals.simulator import simulate
+
+    return simulate(case=case, procedures=procedures)
+
+
 def crashing_runner(*, case, instruction, procedures):
     raise RuntimeError("the agent under test crashed")
 

@@ -57,3 +57,20 @@ def test_debug_has_a_development_secret_and_sqlite_default(tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "sqlite3 filesystem://" in result.stdout
+
+
+def test_the_filesystem_broker_keeps_all_its_folders_under_the_var_dir(tmp_path):
+    """kombu's filesystem transport writes its control folder (exchange tables) to ./control in the
+    working directory unless told otherwise: every folder of it lives under PROCMEM_VAR_DIR."""
+    result = run_manage(
+        "shell", "-c",
+        "from django.conf import settings; import json; print(json.dumps(settings.CELERY_BROKER_TRANSPORT_OPTIONS))",
+        env={"DEBUG": "1", "PROCMEM_VAR_DIR": str(tmp_path), "DATABASE_URL": "", "CELERY_BROKER_URL": ""},
+    )
+    assert result.returncode == 0, result.stderr
+    import json
+
+    options = json.loads(result.stdout.strip().splitlines()[-1])
+    for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
+        assert Path(options[key]).is_relative_to(tmp_path), (key, options[key])
+    assert not (ROOT / "control").exists()

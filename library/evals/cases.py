@@ -25,13 +25,13 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
+from ..interchange import ImportReport
 from ..models import Agent, AgentSession, AuditEvent, Intent, RegressionCase, slug_validator
 from ..permissions import user_is_reviewer
 from .checks import CheckSpecError, validate_checks
@@ -54,13 +54,6 @@ class CaseImportError(Exception):
     def __init__(self, where: str, field: str, message: str):
         self.where, self.field, self.message = where, field, message
         super().__init__(f"{where}: {field}: {message}")
-
-
-@dataclass
-class CaseImportReport:
-    created: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-    intents_created: list[str] = field(default_factory=list)
 
 
 def clean_case_fields(data: dict) -> dict:
@@ -197,7 +190,7 @@ def regression_case_from_session(*, session: AgentSession, user) -> RegressionCa
 # --------------------------------------------------------------------------------------------- JSONL
 
 
-def _intent_for(agent: Agent, name: str, where: str, *, create: bool, report: CaseImportReport, cache: dict) -> Intent:
+def _intent_for(agent: Agent, name: str, where: str, *, create: bool, report: ImportReport, cache: dict) -> Intent:
     if name in cache:
         return cache[name]
     intent = Intent.objects.filter(agent=agent, name=name).first()
@@ -212,6 +205,17 @@ def _intent_for(agent: Agent, name: str, where: str, *, create: bool, report: Ca
         report.intents_created.append(name)
     cache[name] = intent
     return intent
+
+
+def _checked_case(where: str, data: dict) -> dict:
+    """The case dict as read, once `clean_case_fields` accepts it; its first problem as a CaseImportError
+    at `where`."""
+    try:
+        clean_case_fields(data)
+    except ValidationError as exc:
+        (field_name, messages), *_ = exc.message_dict.items()
+        raise CaseImportError(where, field_name, "; ".join(messages)) from None
+    return data
 
 
 def parse_jsonl(lines: Iterable[str], *, source: str) -> list[tuple[str, dict]]:
@@ -229,20 +233,15 @@ def parse_jsonl(lines: Iterable[str], *, source: str) -> list[tuple[str, dict]]:
             raise CaseImportError(where, "(line)", "must be a JSON object")
         if not isinstance(data.get("intent"), str) or not data["intent"]:
             raise CaseImportError(where, "intent", "is required")
-        try:
-            clean_case_fields(data)
-        except ValidationError as exc:
-            (field_name, messages), *_ = exc.message_dict.items()
-            raise CaseImportError(where, field_name, "; ".join(messages)) from None
-        parsed.append((where, data))
+        parsed.append((where, _checked_case(where, data)))
     return parsed
 
 
 def import_cases(
     items: list[tuple[str, dict]], *, agent: Agent | None, user=None, create_intents: bool = False
-) -> CaseImportReport:
+) -> ImportReport:
     """Stores validated case dicts in one transaction (nothing is stored when one fails)."""
-    report = CaseImportReport()
+    report = ImportReport()
     agents: dict[str, Agent] = {}
     intents: dict[tuple[int, str], dict] = {}
     with transaction.atomic():
@@ -273,7 +272,7 @@ def import_cases(
     return report
 
 
-def import_jsonl_file(path: Path, *, agent: Agent | None, user=None, create_intents: bool = False) -> CaseImportReport:
+def import_jsonl_file(path: Path, *, agent: Agent | None, user=None, create_intents: bool = False) -> ImportReport:
     with open(path, encoding="utf-8") as handle:
         items = parse_jsonl(handle, source=str(path))
     return import_cases(items, agent=agent, user=user, create_intents=create_intents)
@@ -336,12 +335,7 @@ def parse_tau2(path: Path) -> list[tuple[str, dict]]:
             "tool_results": {},
             "external_id": f"tau2:{domain}:{task.get('id', index)}",
         }
-        try:
-            clean_case_fields(data)
-        except ValidationError as exc:
-            (field_name, messages), *_ = exc.message_dict.items()
-            raise CaseImportError(where, field_name, "; ".join(messages)) from None
-        items.append((where, data))
+        items.append((where, _checked_case(where, data)))
     return items
 
 

@@ -12,21 +12,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from procmem_client.rendering import render_procedure
+
 from ..models import Agent, ProcedureVersion, RegressionCase
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 
 
-def render_procedure(record: dict) -> str:
-    """`Procedure refund.over_limit v3`, the numbered steps, then the forbidden actions."""
-    lines = [f"Procedure {record['id']} v{record['version']}"]
-    lines += [f"{number}. {step}" for number, step in enumerate(record["steps"], start=1)]
-    lines += [f"Do not: {action}" for action in record.get("forbiddenActions", [])]
-    return "\n".join(lines)
-
-
 def procedure_record(version: ProcedureVersion) -> dict:
-    """The agent-facing record plus its rendered text. Caller selects procedure and approved_by."""
+    """The agent-facing record plus its rendered text, rendered by the same function as the agent
+    API's `rendered` field, so that a replay injects the bytes agents will receive. Caller selects
+    procedure and approved_by."""
     record = dict(version.to_dict())
     record["rendered"] = render_procedure(record)
     return record

@@ -35,11 +35,9 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Callable, ContextManager, Protocol
 
+from .errors import RunnerError
+
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
-
-
-class RunnerError(Exception):
-    """The runner could not produce an outcome. Counted as an error, not as a failed case."""
 
 
 @dataclass

@@ -19,13 +19,9 @@ from typing import Iterator
 from django.conf import settings
 from django.db import connection
 
-from .runners import RunnerError
+from .errors import NoFreeSlot
 
 NAMESPACE = 0x5E7A00  # advisory lock class id: 0x5E7A00 + slot number; object id: the agent
-
-
-class NoFreeSlot(RunnerError):
-    """Counted as a runner error: the agent was too busy, the candidate did nothing wrong."""
 
 
 def _try_pg(agent_id: int, slot: int) -> bool:

@@ -137,7 +137,7 @@ def _regresses(stats: IntentStats, thresholds: Thresholds) -> bool:
 
 
 def judge(outcomes: Iterable[PairedOutcome], *, target_intent: str, thresholds: Thresholds) -> dict:
-    """The verdict and every number behind it, as a JSON-ready dict (see reviews.evals for the
+    """The verdict and every number behind it, as a JSON-ready dict (see library.evals.runs for the
     shape stored in EvalRun.verdict_detail)."""
     by_intent: dict[str, list[PairedOutcome]] = {target_intent: []}
     for outcome in outcomes:

@@ -1,4 +1,4 @@
-"""Database-enforced invariants (DESIGN.md "The procedure record").
+"""Database-enforced invariants (docs/design.md "Invariants").
 
 Constraints in 0001 already give: (procedure, number) unique; at most one ACTIVE version per
 procedure (partial unique index); an ACTIVE version has approved_by, approved_at and an eval run.

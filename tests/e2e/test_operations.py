@@ -39,7 +39,7 @@ def demo_with_two_versions():
     """The demo data with its mined candidate refund.over_limit v2 approved (by the approver, after
     a passing eval), so v1 is RETIRED and can be rolled back to. Returns a read token."""
     from django.contrib.auth import get_user_model
-    from library.tokens import token_create
+    from library.api.tokens import token_create
 
     seed_demo()
     v2 = ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2, status=Status.CANDIDATE)

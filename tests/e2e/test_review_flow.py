@@ -10,7 +10,6 @@ Screenshots of every page land in test-artifacts/screenshots/.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
@@ -22,12 +21,10 @@ from tests.e2e.conftest import sign_in
 # The agent JSON is read through the read-only alias (library/serving.py).
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
 
-EVALS_AVAILABLE = importlib.util.find_spec("reviews.evals") is not None
-
 
 def refund_candidate() -> ProcedureVersion:
     """The mined refund.over_limit candidate of the demo data. Until the demo seed mines it (the
-    mining issue), the test proposes the same record with the numbers of DESIGN.md."""
+    mining issue), the test proposes the same record with the numbers of docs/design.md."""
     from library import services
     from library.models import Agent
 
@@ -49,19 +46,6 @@ def refund_candidate() -> ProcedureVersion:
         source=Source.MINED, actor_label="miner", skeleton=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
         evidence={"support": 118, "resolved": 140, "failed": 60, "failedWithSkeleton": 9},
     )
-
-
-def finish_run_like_a_worker(version: ProcedureVersion) -> None:
-    """Stand-in for the eval worker while reviews.evals (issue 5) is not merged: a run that is
-    RUNNING, then DONE with a passing verdict — what the panel must show as it happens."""
-    from library.selectors import active_set_hash
-    from django.utils import timezone
-
-    run = EvalRun.objects.create(
-        version=version, content_hash=version.content_hash, baseline_hash=active_set_hash(version.procedure.agent),
-        state=EvalRun.State.RUNNING, cases_total=8, cases_done=3, runner="demo", started_at=timezone.now(),
-    )
-    return run
 
 
 @pytest.fixture
@@ -124,31 +108,15 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot, eval_w
 
     # an eval run, its progress polled by htmx, its verdict arriving
     page.evaluate("window.__samePage = true")  # gone if anything reloaded the page
-    if EVALS_AVAILABLE:
-        page.click("#start-eval")
-    else:
-        run = finish_run_like_a_worker(candidate)
-        page.reload()
+    page.click("#start-eval")
     page.wait_for_selector("#eval progress, #eval .verdict")
     if page.locator("#eval progress").count():
         screenshot(page, "04-eval-running")
-    if not EVALS_AVAILABLE:
-        EvalRun.objects.filter(pk=run.pk).update(
-            state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, cases_done=8,
-            verdict_detail={
-                "reason": "refund_over_limit improved; no other intent got worse.",
-                "intents": {
-                    "refund_over_limit": {"baseline": {"passed": 1, "total": 4}, "candidate": {"passed": 4, "total": 4}},
-                    "order_status": {"baseline": {"passed": 4, "total": 4}, "candidate": {"passed": 4, "total": 4}},
-                },
-            },
-        )
     page.wait_for_selector("#eval .verdict", timeout=120_000)
     assert "PASS" in page.locator("#eval .verdict").inner_text()
-    if EVALS_AVAILABLE:
-        assert page.evaluate("window.__samePage") is True  # arrived by htmx, not by a reload
-        run = EvalRun.objects.filter(version=candidate).latest("created_at")
-        assert (run.state, run.verdict, run.cases_done) == (EvalRun.State.DONE, EvalRun.Verdict.PASS, run.cases_total)
+    assert page.evaluate("window.__samePage") is True  # arrived by htmx, not by a reload
+    run = EvalRun.objects.filter(version=candidate).latest("created_at")
+    assert (run.state, run.verdict, run.cases_done) == (EvalRun.State.DONE, EvalRun.Verdict.PASS, run.cases_total)
     assert page.locator("#eval .eval-table tr.target").count() == 1
     screenshot(page, "05-eval-done")
 
@@ -203,7 +171,7 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot, eval_w
     screenshot(page, "10-procedure")
 
     # the agent JSON serves the new version
-    from library.tokens import token_create
+    from library.api.tokens import token_create
 
     _, raw = token_create(agent=candidate.procedure.agent, scope="read", name="e2e")
     page.set_extra_http_headers({"Authorization": f"Bearer {raw}"})

@@ -12,7 +12,7 @@ from guardian.shortcuts import assign_perm
 
 from library import services
 from library.models import Agent, ApiToken, AuditEvent, LoadRefusal, ProcedureRecord, Source, Status
-from library.tokens import token_create
+from library.api.tokens import token_create
 from tests.conftest import _user, make_active
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")
@@ -249,7 +249,7 @@ def test_recheck_window_bounds_staleness_and_own_changes_show_at_once(
         services.version_retire(version=active_pair[1], user=admin_user, reason="obsolete")
     assert [p["id"] for p in get_set(client, read_token).json()["procedures"]] == ["refund.over_limit"]
     # a revoked token stops working at once in this process, even inside the window
-    from library.tokens import token_revoke
+    from library.api.tokens import token_revoke
 
     token_revoke(token=ApiToken.objects.get(agent=agent, scope=ApiToken.Scope.READ), user=admin_user)
     assert get_set(client, read_token).status_code == 401
@@ -370,7 +370,7 @@ def test_openapi_document_describes_every_agent_route(client):
     assert response.status_code == 200
     document = response.json()
     assert document["openapi"].startswith("3.1")
-    from library import api_urls
+    from library.api import urls as api_urls
 
     described = set(document["paths"])
     for pattern in api_urls.urlpatterns:
@@ -385,7 +385,7 @@ def test_embeddings_are_computed_once_per_version_and_shared_through_the_databas
 
     from library import serving
     from library.models import VersionEmbedding
-    from library.selection import EmbeddingCache, Ranker
+    from procmem_client.ranking import EmbeddingCache, Ranker
 
     client.get(url("select"), {"task": "refund above the limit"}, **bearer(read_token))
     stored = VersionEmbedding.objects.filter(model_key=serving.model_key())

@@ -6,7 +6,7 @@ import pytest
 from django.urls import reverse
 
 from library.models import Agent, AgentSession, ApiToken
-from library.tokens import token_create, token_revoke
+from library.api.tokens import token_create, token_revoke
 
 from .test_ingest import procmem_item
 

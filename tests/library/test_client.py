@@ -1,28 +1,25 @@
-"""The Python client against a live server: ETag revalidation, refresh, the server going down,
-local selection and rendering, session reports, and (when google-adk is installed) an ADK
-LlmAgent whose instruction provider injects the selected procedures."""
+"""The Python client (procmem_client) against a live server of the app: ETag revalidation, refresh,
+the server going down, local and server-side selection, session reports stored by the real ingest
+endpoint, and (when google-adk is installed) an ADK LlmAgent whose instruction provider injects the
+selected procedures. Its Django-free tests (a fake server) are in clients/python/tests."""
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 from pytest_django.live_server_helper import LiveServer
 
+from procmem_client.client import STATE_INJECTED, ProcmemClient
+
 from library import serving, services
-from library.client import STATE_INJECTED, ProcmemClient, ProcmemError, session_record
 from library.models import ApiToken, Source
-from library.tokens import token_create
+from library.api.tokens import token_create
 from tests.conftest import make_active
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "readonly"])
-
-INGEST_RECORDER_PORT = 8062  # this issue's port range (8060-8069)
-
 
 class FakeClock:
     def __init__(self) -> None:
@@ -113,6 +110,25 @@ def test_client_fetches_revalidates_refreshes_and_survives_the_server_going_down
     assert client.fetches == fetches + 1
 
 
+def test_client_without_local_ranking_gets_the_same_selection_from_the_select_endpoint(server, served_agent):
+    """Without the embeddings extra the client asks GET /select; the server runs the same ranker
+    and renderer, so the instruction text is the one local ranking gives."""
+    agent, raw = served_agent
+    local = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, local_ranking=True)
+    # a generous timeout: the first selection loads the model in the server process
+    remote = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, local_ranking=False, timeout=120)
+    task = "A customer wants a refund of 900 dollars, above my limit."
+    assert remote.instruction_for(task=task, base_instruction="You are support.") == local.instruction_for(
+        task=task, base_instruction="You are support."
+    )
+    assert remote.selects == 1 and remote.fetches == 0
+    # the set the server selected from: the one the local client fetched (gzip has its own ETag)
+    assert remote.selected_set_etag == local.etag.replace("-gzip", "")
+    assert [p["id"] for p in remote.select(task=task, intent="refund_over_limit")["injected"]] == ["refund.over_limit"]
+    assert remote.select(task=task, intent="no_such_intent")["injected"] == []
+    assert remote.instruction_for(task="Write a haiku about the sea.")[1] == []
+
+
 def test_client_keeps_the_last_good_set_on_http_errors_and_starts_empty(server, served_agent, admin_user):
     agent, raw = served_agent
     clock = FakeClock()
@@ -124,7 +140,7 @@ def test_client_keeps_the_last_good_set_on_http_errors_and_starts_empty(server, 
     client = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, refresh_interval=1, clock=clock)
     assert len(client.procedures()) == 2
     token = ApiToken.objects.get(agent=agent, scope=ApiToken.Scope.READ)
-    from library.tokens import token_revoke
+    from library.api.tokens import token_revoke
 
     token_revoke(token=token, user=admin_user)
     clock.now += 2
@@ -150,74 +166,6 @@ def test_background_refresh_picks_up_a_retirement(server, served_agent, admin_us
         assert {p["id"] for p in client.active_set()["procedures"]} == {"order.status"}
     finally:
         client.close()
-
-
-# --------------------------------------------------------------------------------------------- reporting
-
-
-class _Recorder(BaseHTTPRequestHandler):
-    requests: list[dict] = []
-
-    def do_POST(self):  # noqa: N802 (http.server's naming)
-        length = int(self.headers["Content-Length"])
-        _Recorder.requests.append(
-            {"path": self.path, "headers": dict(self.headers), "body": self.rfile.read(length).decode("utf-8")}
-        )
-        status = 400 if "bad" in _Recorder.requests[-1]["body"] else 200
-        payload = {"stored": 1, "duplicates": 0, "refused": []} if status == 200 else {"error": {"code": "invalid", "message": "line 1: outcome"}}
-        body = json.dumps(payload).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args):
-        pass
-
-
-@pytest.fixture
-def ingest_recorder():
-    _Recorder.requests = []
-    httpd = HTTPServer(("127.0.0.1", INGEST_RECORDER_PORT), _Recorder)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{INGEST_RECORDER_PORT}"
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.mark.django_db(transaction=False)
-def test_report_session_posts_procmem_jsonl_with_the_ingest_token(ingest_recorder):
-    client = ProcmemClient(base_url=ingest_recorder, agent="support_agent", token="pm_read", ingest_token="pm_ingest")
-    answer = client.report_session(
-        session_id="s-1", task="Refund above limit", resolved=True, escalated=False, rating=4.5, intent="refund_over_limit",
-        tool_calls=[{"name": "lookupOrder", "args": {"order_id": "1"}, "ok": True}],
-        injected=[{"id": "refund.over_limit", "version": 3, "rendered": "…"}], instruction_chars=812, model="gemini-2.0-flash",
-        ended_at="2026-11-29T12:00:00Z",
-    )
-    assert answer == {"stored": 1, "duplicates": 0, "refused": []}
-    request = _Recorder.requests[0]
-    assert request["path"] == "/api/v1/sessions"
-    assert request["headers"]["Authorization"] == "Bearer pm_ingest"
-    assert request["headers"]["Content-Type"] == "application/x-ndjson"
-    lines = request["body"].splitlines()
-    assert len(lines) == 1
-    assert json.loads(lines[0]) == {
-        "session_id": "s-1", "agent": "support_agent", "intent": "refund_over_limit", "task": "Refund above limit",
-        "outcome": {"resolved": True, "escalated": False, "rating": 4.5},
-        "tool_calls": [{"name": "lookupOrder", "args": {"order_id": "1"}, "ok": True}],
-        "injected": [{"id": "refund.over_limit", "version": 3}], "instruction_chars": 812,
-        "model": "gemini-2.0-flash", "ended_at": "2026-11-29T12:00:00Z",
-    }
-    # a batch is one line per session; an error answer raises with the status and the server's detail
-    client.report_sessions([session_record(session_id=f"s-{i}", agent="support_agent", task="t", resolved=False) for i in range(3)])
-    assert len(_Recorder.requests[1]["body"].splitlines()) == 3
-    with pytest.raises(ProcmemError) as caught:
-        client.report_session(session_id="bad", task="bad", resolved=None, injected=[])
-    assert caught.value.status == 400 and caught.value.body["error"]["code"] == "invalid"
-    with pytest.raises(ProcmemError):
-        ProcmemClient(base_url=ingest_recorder, agent="a", token="pm_read").report_sessions([])
 
 
 # --------------------------------------------------------------------------------------------- Google ADK

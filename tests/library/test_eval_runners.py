@@ -10,12 +10,12 @@ import time
 import pytest
 
 from library.evals.checks import CheckSpecError, check_case, validate_checks
+from library.evals.errors import RunnerError
 from library.evals.runners import (
     HttpPolicy,
     HttpRunner,
     ModelReplayRunner,
     PythonRunner,
-    RunnerError,
     openai_tools,
     parse_output,
     recorded_result,

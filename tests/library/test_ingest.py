@@ -1,4 +1,4 @@
-"""library/ingest.py and manage.py import_sessions / purge_raw_sessions."""
+"""library/ingest/ (formats, reader, store) and manage.py import_sessions / purge_raw_sessions."""
 
 import io
 import json
@@ -8,18 +8,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from library.ingest import (
-    ImportOptions,
-    ItemInvalid,
-    iter_json_items,
-    parse_adk,
-    parse_item,
-    parse_openai,
-    parse_procmem,
-    sessions_purge_raw,
-    sessions_store,
-    taubench_intent,
-)
+from library.ingest.formats import ImportOptions, ItemInvalid, parse_adk, parse_item, parse_openai, parse_procmem, taubench_intent
+from library.ingest.reader import iter_json_items
+from library.ingest.store import sessions_purge_raw, sessions_store
 from library.models import AgentSession, Intent
 
 

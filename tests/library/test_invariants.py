@@ -1,4 +1,4 @@
-"""The database itself refuses what DESIGN.md forbids, whatever code path tries it: each invariant
+"""The database itself refuses what docs/design.md forbids, whatever code path tries it: each invariant
 is attacked directly through the ORM and through raw SQL. Marked `postgres`: production and CI
 run PostgreSQL; the SQLite demo has the same guards but for the DELETE ones."""
 

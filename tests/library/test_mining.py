@@ -1,4 +1,4 @@
-"""The skeleton miner: the pure core (library/mining.py) and the service (library/mining_service.py)."""
+"""The skeleton miner: the pure core (library/mining/skeletons.py) and the runs (library/mining/runs.py)."""
 
 import io
 import json
@@ -7,9 +7,10 @@ from collections import Counter
 import pytest
 from django.core.management import call_command
 
-from library import mining
-from library.ingest import parse_procmem, sessions_store
-from library.mining_service import Trigger, mining_run_execute
+from library.ingest.formats import parse_procmem
+from library.ingest.store import sessions_store
+from library.mining import skeletons as mining
+from library.mining.runs import Trigger, mining_run_execute
 from library.models import Agent, AuditEvent, MiningRun, ProcedureVersion, Source, Status
 from library.services import procedure_propose
 from library.signals import candidates_created

@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from library import serving, services
 from library.models import ApiToken, LoadRefusal, Source, Status
-from library.tokens import token_create
+from library.api.tokens import token_create
 from tests.conftest import make_active
 
 # Real separate connections: committed rows (transaction=True), and the read alias allowed.

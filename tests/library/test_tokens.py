@@ -2,7 +2,7 @@ import pytest
 from django.core.exceptions import PermissionDenied
 
 from library.models import ApiToken, AuditEvent
-from library.tokens import authenticate, token_create, token_revoke
+from library.api.tokens import authenticate, token_create, token_revoke
 
 pytestmark = pytest.mark.django_db
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from library.evals import runs as evals
 from library.models import EvalRun
-from reviews import evals
 
 pytestmark = pytest.mark.django_db
 

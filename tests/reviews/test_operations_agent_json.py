@@ -1,4 +1,4 @@
-"""Retire and roll back through the operations pages, and the agent JSON (issue 6's API) follows at
+"""Retire and roll back through the operations pages, and the agent JSON (/api/v1/) follows at
 once: the procedure leaves and returns, the ETag changes, and a rolled-back version that misses a
 tool the agent has now is refused in the JSON just as the operations page shows it."""
 
@@ -8,7 +8,7 @@ import pytest
 from django.urls import reverse
 
 from library import services
-from library.tokens import token_create
+from library.api.tokens import token_create
 from tests.reviews.operations_helpers import activate, revise_and_activate
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("readonly_shares_default")]

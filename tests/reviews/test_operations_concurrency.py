@@ -14,7 +14,7 @@ from django.test import Client
 from django.urls import reverse
 
 from library import services
-from library.tokens import token_create
+from library.api.tokens import token_create
 from tests.reviews.operations_helpers import activate, revise_and_activate
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]

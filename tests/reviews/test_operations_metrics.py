@@ -13,10 +13,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from library.models import AgentSession, EvalCaseResult, RegressionCase
-from library.signals import metric_warning
 from reviews import metrics
 from reviews.metrics import CharsHistogram, Rate, resolution_drop_test
 from reviews.models import IntentDayRollup, MetricAlert, MetricsState, Notification, NotificationKind, NotificationPreference, VersionDayRollup
+from reviews.signals import metric_warning
 from tests.reviews.operations_helpers import activate
 
 pytestmark = pytest.mark.django_db

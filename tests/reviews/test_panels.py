@@ -6,7 +6,7 @@ from library.models import AgentSession, EvalRun
 from reviews.panels import build_eval_panel, build_evidence, contrast_sentence, intent_results
 
 
-MINED = {  # the shape library/mining.py stores
+MINED = {  # the shape library/mining/skeletons.py stores
     "intent": "refund_over_limit",
     "skeleton": ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
     "support": 118, "resolved": 140, "failed": 60, "failedWithSkeleton": 9,
@@ -133,7 +133,7 @@ def test_an_approved_versions_run_is_not_reported_as_stale(candidate):
 
 @pytest.mark.django_db
 def test_eval_panel_reads_the_eval_runners_verdict_detail(candidate):
-    """The shape reviews.evals stores (library.evals.verdict.judge)."""
+    """The shape library.evals.runs stores (library.evals.verdict.judge)."""
     detail = {
         "verdict": "pass",
         "reasons": ["refund_over_limit improved: 1 → 4 of 4 (p = 0.0625).", "No other intent got worse."],

@@ -12,7 +12,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import reset_queries
 from tqdm import tqdm
 
-from library.ingest import FORMATS, INTENT_DERIVATIONS, ImportOptions, ItemInvalid, iter_json_items, parse_item, sessions_store
+from library.ingest.formats import FORMATS, INTENT_DERIVATIONS, ImportOptions, ItemInvalid, parse_item
+from library.ingest.reader import iter_json_items
+from library.ingest.store import sessions_store
 from library.models import Agent, slug_validator
 from library.services import agent_set_tools
 

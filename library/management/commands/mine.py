@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from library.mining_service import Trigger, mining_run_execute
+from library.mining.runs import Trigger, mining_run_execute
 from library.models import Agent
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from library.ingest import sessions_purge_raw
+from library.ingest.store import sessions_purge_raw
 from library.models import Agent
 
 

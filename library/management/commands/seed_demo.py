@@ -7,7 +7,7 @@ from library.models import Agent
 
 class Command(BaseCommand):
     help = (
-        "Creates the demo data (the refund example of DESIGN.md) and prints the demo users' passwords. "
+        "Creates the demo data (the refund example of docs/design.md) and prints the demo users' passwords. "
         "Refuses a database that already has users (unless --force): the demo users have published passwords."
     )
 

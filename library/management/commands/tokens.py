@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from library.models import Agent, ApiToken
-from library.tokens import token_create, token_is_live, token_revoke
+from library.api.tokens import token_create, token_is_live, token_revoke
 
 ACTOR = "manage.py tokens"
 

@@ -1,0 +1,425 @@
+"""The procmem runtime client for Python agents: the standard library plus procmem_client.ranking and
+procmem_client.rendering, so it runs inside any agent process (`pip install ./clients/python`).
+
+    from procmem_client import ProcmemClient
+
+    client = ProcmemClient(base_url="https://procmem.example.com", agent="support_agent",
+                           token=os.environ["PROCMEM_READ_TOKEN"],
+                           ingest_token=os.environ.get("PROCMEM_INGEST_TOKEN"))
+    text, injected = client.instruction_for(task="I want a refund of $900 for order 1234")
+
+    # Google ADK: the instruction is a callable of the context
+    agent = LlmAgent(name="support", model="gemini-2.0-flash",
+                     instruction=client.instruction_provider(base_instruction="You are a support agent."),
+                     before_model_callback=client.adk_before_model_callback)
+
+What it does:
+- fetches GET /api/v1/agents/{agent}/procedures with If-None-Match and keeps the set in memory;
+  a 304 keeps the cached set; it refreshes when `refresh_interval` seconds have passed (on access,
+  or from a background thread with `start_background_refresh()`);
+- keeps serving the last good set when the server fails (errors are recorded in `last_error`, and
+  retried after `retry_interval`); before the first successful fetch it serves an empty set, so an
+  agent without procmem still runs, only without procedures;
+- selects at most the set's `injectionCap` procedures: locally with the same ranker as the server
+  when the `[embeddings]` extra is installed (or a `ranker` is given), otherwise by asking
+  GET /api/v1/agents/{agent}/select?task=&intent= (the server runs that same ranker); either way it
+  renders with procmem_client.rendering, the server's renderer;
+- reports finished sessions to POST /api/v1/sessions with an ingest token, in procmem JSONL
+  (docs/api.md "Sessions in: ingestion"), including the injected ids and versions.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from . import embeddings
+from .rendering import estimate_tokens, render_procedures
+from .ranking import Index, Ranker, Selection
+
+logger = logging.getLogger("procmem.client")
+
+STATE_INJECTED = "procmem:injected"
+STATE_INSTRUCTION_CHARS = "procmem:instruction_chars"
+STATE_SET_ETAG = "procmem:set_etag"
+
+
+class ProcmemError(Exception):
+    """A request to procmem failed; `status` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status: int | None = None, body: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+def _empty_set(agent: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "agent": agent, "proceduralMemoryEnabled": True, "injectionCap": 0, "tools": [], "procedures": [], "refused": []}
+
+
+def session_record(
+    *,
+    session_id: str,
+    agent: str,
+    task: str,
+    resolved: bool | None,
+    escalated: bool | None = None,
+    rating: float | None = None,
+    intent: str | None = None,
+    tool_calls: Sequence[Mapping[str, Any]] = (),
+    injected: Sequence[Mapping[str, Any]] = (),
+    instruction_chars: int | None = None,
+    model: str = "",
+    ended_at: datetime | str | None = None,
+) -> dict[str, Any]:
+    """One finished session in procmem JSONL form (docs/api.md "Sessions in: ingestion")."""
+    if isinstance(ended_at, datetime):
+        ended = ended_at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    else:
+        ended = ended_at or datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+    return {
+        "session_id": session_id,
+        "agent": agent,
+        "intent": intent,
+        "task": task,
+        "outcome": {"resolved": resolved, "escalated": escalated, "rating": rating},
+        "tool_calls": [{"name": c["name"], "args": c.get("args", {}), "ok": c.get("ok", True)} for c in tool_calls],
+        "injected": [{"id": p["id"], "version": int(p["version"])} for p in injected],
+        "instruction_chars": instruction_chars,
+        "model": model,
+        "ended_at": ended,
+    }
+
+
+class ProcmemClient:
+    """Thread-safe. One per agent process and procmem agent."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        agent: str,
+        token: str,
+        ingest_token: str | None = None,
+        refresh_interval: float = 30.0,
+        retry_interval: float = 5.0,
+        timeout: float = 5.0,
+        ranker: Ranker | None = None,
+        local_ranking: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        """`local_ranking`: rank in this process (True) or ask the server's select endpoint (False);
+        by default locally when a `ranker` is given or the `[embeddings]` extra is installed."""
+        self.base_url = base_url.rstrip("/")
+        self.agent = agent
+        self._token = token
+        self._ingest_token = ingest_token
+        self.refresh_interval = refresh_interval
+        self.retry_interval = retry_interval
+        self.timeout = timeout
+        self._ranker = ranker
+        self.local_ranking = (ranker is not None or embeddings.available()) if local_ranking is None else local_ranking
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._refresh_lock = threading.Lock()
+        self._set: dict[str, Any] = _empty_set(agent)
+        self._etag: str | None = None
+        self._index: Index | None = None
+        self._next_refresh = 0.0
+        self.last_error: str | None = None
+        self.last_success: float | None = None
+        self.fetches = 0  # requests sent (for tests and metrics)
+        self.not_modified = 0
+        self.selects = 0  # requests sent to the select endpoint (without local ranking)
+        self.selected_set_etag: str | None = None  # the ETag of the set the server selected from
+        self.last_content_encoding: str | None = None  # of the last 200 ("gzip" from procmem)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------------------------ the set
+
+    @property
+    def etag(self) -> str | None:
+        return self._etag
+
+    @property
+    def has_set(self) -> bool:
+        """True once a set has been fetched successfully (it may be stale now)."""
+        return self._etag is not None
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}/api/v1/{path}"
+
+    def refresh(self, *, force: bool = False) -> bool:
+        """Fetches the set when due (or `force`). Returns True when the server answered (200 or
+        304), False when it failed: then the last good set stays in use. The network call runs
+        outside the state lock: while one thread fetches, the others keep serving the current set."""
+        now = self._clock()
+        if not force and now < self._next_refresh:
+            return True
+        if not self._refresh_lock.acquire(blocking=force or not self.has_set):
+            return True  # another thread is fetching right now
+        try:
+            request = urllib.request.Request(
+                self._url(f"agents/{self.agent}/procedures"),
+                # gzip: the set is served from a representation compressed once per set, several
+                # times smaller on the wire (bench/RESULTS.md, the active-set benchmark)
+                headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json", "Accept-Encoding": "gzip"},
+            )
+            if self._etag:
+                request.add_header("If-None-Match", self._etag)
+            self.fetches += 1
+            try:
+                with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                    body = response.read()
+                    etag = response.headers.get("ETag")
+                    encoding = (response.headers.get("Content-Encoding") or "identity").lower()
+                if encoding == "gzip":
+                    body = gzip.decompress(body)
+                self.last_content_encoding = encoding
+                data = json.loads(body)
+                if not isinstance(data, dict) or not isinstance(data.get("procedures"), list):
+                    raise ValueError("the response is not an active set")
+            except urllib.error.HTTPError as exc:
+                if exc.code == 304:
+                    self.not_modified += 1
+                    return self._succeeded(now)
+                return self._failed(now, f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', 'replace')}")
+            except (urllib.error.URLError, OSError, ValueError, EOFError) as exc:  # EOFError: truncated gzip
+                return self._failed(now, f"{type(exc).__name__}: {exc}")
+            with self._lock:
+                self._set = data
+                self._etag = etag
+                self._index = None
+            return self._succeeded(now)
+        finally:
+            self._refresh_lock.release()
+
+    def _succeeded(self, now: float) -> bool:
+        self.last_error = None
+        self.last_success = now
+        self._next_refresh = now + self.refresh_interval
+        return True
+
+    def _failed(self, now: float, message: str) -> bool:
+        self.last_error = message
+        self._next_refresh = now + self.retry_interval
+        logger.warning("procmem: keeping the last good set of %s (%s)", self.agent, message)
+        return False
+
+    def active_set(self) -> dict[str, Any]:
+        """The current set (refreshed when due; the last good one when the server fails)."""
+        self.refresh()
+        with self._lock:
+            return self._set
+
+    def procedures(self) -> list[dict[str, Any]]:
+        return list(self.active_set()["procedures"])
+
+    def start_background_refresh(self) -> None:
+        """Refreshes from a daemon thread every `refresh_interval` seconds, so that requests never
+        wait for the network. `close()` stops it."""
+        if self._thread is not None:
+            return
+        self._stop.clear()
+
+        def loop() -> None:
+            while not self._stop.is_set():
+                self.refresh(force=True)
+                self._stop.wait(self.refresh_interval if self.last_error is None else self.retry_interval)
+
+        self._thread = threading.Thread(target=loop, name=f"procmem-refresh-{self.agent}", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=self.timeout + 1)
+            self._thread = None
+
+    # ------------------------------------------------------------------------------------ selection
+
+    def _current_index(self) -> tuple[Index, dict[str, Any]]:
+        data = self.active_set()
+        with self._lock:
+            if self._index is None:
+                self._index = (self._ranker or Ranker()).index(data["procedures"])
+            return self._index, data
+
+    def select(self, *, task: str, intent: str | None = None, k: int | None = None) -> Selection:
+        """At most the set's injection cap: ranked here (see procmem_client/ranking.py) or, without
+        the embeddings extra, by the server's select endpoint over the same set."""
+        if not self.local_ranking:
+            return self._select_on_server(task=task, intent=intent, k=k)
+        index, data = self._current_index()
+        cap = int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
+        return index.select(task=task, intent=intent, cap=cap, k=k)
+
+    def _select_on_server(self, *, task: str, intent: str | None, k: int | None) -> Selection:
+        """GET /api/v1/agents/{agent}/select. When the server fails, nothing is injected (the error is
+        in `last_error`): the agent still runs, only without procedures."""
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError("task must be a non-empty string")
+        query = {"task": task, **({"intent": intent} if intent else {}), **({"k": str(k)} if k is not None else {})}
+        request = urllib.request.Request(
+            self._url(f"agents/{self.agent}/select?{urllib.parse.urlencode(query)}"),
+            headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json"},
+        )
+        self.selects += 1
+        empty: Selection = {"task": task, "intent": intent or None, "cap": 0, "injected": [], "ranked": []}
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                data = json.loads(response.read())
+            if not isinstance(data, dict) or not isinstance(data.get("injected"), list):
+                raise ValueError("the response is not a selection")
+        except urllib.error.HTTPError as exc:
+            self.last_error = f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', 'replace')}"
+            logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
+            return empty
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
+            return empty
+        self.selected_set_etag = data.get("setEtag")
+        return {
+            "task": task,
+            "intent": data.get("intent"),
+            "cap": int(data.get("cap", 0)),
+            "injected": data["injected"],
+            "ranked": data.get("ranked", []),
+        }
+
+    @staticmethod
+    def render(records: Iterable[Mapping[str, Any]]) -> str:
+        return render_procedures(records)
+
+    def instruction_for(self, *, task: str, intent: str | None = None, base_instruction: str = "") -> tuple[str, list[dict[str, Any]]]:
+        """The instruction text (base + the selected procedures) and the injected records."""
+        injected = self.select(task=task, intent=intent)["injected"] if task.strip() else []
+        procedures = render_procedures(injected)
+        parts = [p for p in (base_instruction.strip(), procedures) if p]
+        if procedures:
+            parts[-1] = "Follow these reviewed procedures when they apply:\n\n" + procedures
+        return "\n\n".join(parts), injected
+
+    # ------------------------------------------------------------------------------------ Google ADK
+
+    def instruction_provider(
+        self,
+        *,
+        base_instruction: str = "",
+        intent_state_key: str = "intent",
+        task_state_key: str = "procmem:task",
+    ) -> Callable[[Any], str]:
+        """An `instruction=` callable for google.adk `LlmAgent`. It takes the task from the user
+        message that started the invocation (or from state[task_state_key]), the intent from
+        state[intent_state_key] when present, and writes the injected ids and versions into the
+        session state (`procmem:injected`, `procmem:instruction_chars`, `procmem:set_etag`).
+
+        ADK hands instruction providers a read-only view of the state, so the provider writes to the
+        invocation's session object; pass `adk_before_model_callback` as the agent's
+        `before_model_callback` to persist those keys through ADK's state delta as well."""
+
+        def provider(ctx: Any) -> str:
+            state = dict(getattr(ctx, "state", {}) or {})
+            task = _user_text(getattr(ctx, "user_content", None)) or str(state.get(task_state_key) or "")
+            intent = state.get(intent_state_key) or None
+            text, injected = self.instruction_for(task=task, intent=intent, base_instruction=base_instruction)
+            session = getattr(ctx, "session", None)
+            target = getattr(session, "state", None)
+            if isinstance(target, dict):
+                target[STATE_INJECTED] = [{"id": p["id"], "version": p["version"]} for p in injected]
+                target[STATE_INSTRUCTION_CHARS] = len(text)
+                target[STATE_SET_ETAG] = self._etag if self.local_ranking else self.selected_set_etag
+            return text
+
+        provider.__name__ = "procmem_instruction_provider"
+        return provider
+
+    @staticmethod
+    def adk_before_model_callback(callback_context: Any, llm_request: Any) -> None:
+        """Copies the keys the provider wrote into ADK's delta-aware state, so the session service
+        stores them with the next event. Returns None: the model call goes ahead unchanged."""
+        session = getattr(callback_context, "session", None)
+        source = getattr(session, "state", {}) or {}
+        for key in (STATE_INJECTED, STATE_INSTRUCTION_CHARS, STATE_SET_ETAG):
+            if key in source:
+                callback_context.state[key] = source[key]
+        return None
+
+    # ------------------------------------------------------------------------------------ reporting
+
+    def report_sessions(self, sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """POST /api/v1/sessions with the ingest token: one procmem JSONL line per session.
+        Returns the server's answer (what was stored, skipped as duplicate, refused)."""
+        if not self._ingest_token:
+            raise ProcmemError("report_sessions needs an ingest token (ProcmemClient(ingest_token=...))")
+        body = "".join(json.dumps(dict(s), ensure_ascii=False, separators=(",", ":")) + "\n" for s in sessions).encode("utf-8")
+        request = urllib.request.Request(
+            self._url("sessions"),
+            data=body,
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {self._ingest_token}",
+                "Content-Type": "application/x-ndjson",
+                "Accept": "application/json",
+            },
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                raw = response.read()
+        except urllib.error.HTTPError as exc:
+            raw = exc.read()
+            try:
+                detail: Any = json.loads(raw)
+            except ValueError:
+                detail = raw[:300].decode("utf-8", "replace")
+            raise ProcmemError(f"POST /api/v1/sessions answered {exc.code}", status=exc.code, body=detail) from None
+        except (urllib.error.URLError, OSError) as exc:
+            raise ProcmemError(f"POST /api/v1/sessions failed: {exc}") from None
+        return json.loads(raw) if raw else {}
+
+    def report_session(
+        self,
+        *,
+        session_id: str,
+        task: str,
+        resolved: bool | None,
+        injected: Sequence[Mapping[str, Any]],
+        **fields: Any,
+    ) -> dict[str, Any]:
+        """Reports one finished session (see `session_record` for the fields)."""
+        record = session_record(session_id=session_id, agent=self.agent, task=task, resolved=resolved, injected=injected, **fields)
+        return self.report_sessions([record])
+
+
+def _user_text(content: Any) -> str:
+    """The text parts of a google.genai `Content` (or a dict of the same shape)."""
+    if content is None:
+        return ""
+    parts = content.get("parts") if isinstance(content, dict) else getattr(content, "parts", None)
+    texts = []
+    for part in parts or []:
+        text = part.get("text") if isinstance(part, dict) else getattr(part, "text", None)
+        if text:
+            texts.append(text)
+    return "\n".join(texts)
+
+
+__all__ = [
+    "ProcmemClient",
+    "ProcmemError",
+    "STATE_INJECTED",
+    "STATE_INSTRUCTION_CHARS",
+    "STATE_SET_ETAG",
+    "estimate_tokens",
+    "session_record",
+]

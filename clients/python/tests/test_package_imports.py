@@ -1,0 +1,20 @@
+"""The client package stands alone: importing it loads no Django, Celery, psycopg, torch or
+sentence-transformers (the model is loaded only when a text is embedded, with the extra)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+FORBIDDEN = ("django", "celery", "kombu", "psycopg", "psycopg2", "torch", "sentence_transformers", "library", "reviews", "procmem_site")
+
+
+def test_the_client_imports_without_the_server_or_the_model():
+    code = (
+        "import sys; import procmem_client, procmem_client.client, procmem_client.ranking, procmem_client.rendering; "
+        f"bad = sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r})); "
+        "assert not bad, bad"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr

@@ -1,0 +1,113 @@
+"""POST /api/v1/sessions: agents report finished sessions (README "Ingestion").
+
+Auth: a bearer token of scope "ingest" (library/api/tokens.py); the token names the agent, so an agent
+can only ever write its own sessions. Body: one session object, a list of them, or
+``{"sessions": [...]}``, or JSON Lines (Content-Type application/x-ndjson, one session a line); ``?format=openai|adk`` for the other two input formats (default procmem).
+Every item is validated on its own; good items are stored in one transaction, bad ones are refused
+with their index and the failing fields. Responses:
+
+- 200 nothing refused; 207 some stored or duplicate, some refused; 422 every item refused;
+- 400 the body is not JSON of one of those shapes; 413 the body is over PROCMEM_INGEST_MAX_BODY_BYTES
+  or the batch over PROCMEM_INGEST_MAX_BATCH items.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.conf import settings
+from django.http import HttpRequest, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item
+from ..ingest.store import sessions_store
+from .tokens import api_error, token_required
+
+NDJSON_TYPES = {"application/x-ndjson", "application/jsonl", "application/x-jsonlines"}
+
+
+def _read_body(request: HttpRequest, limit: int) -> bytes | None:
+    """The raw body, or None when it is over `limit` bytes: refused on the declared Content-Length
+    before reading anything, and never more than limit + 1 bytes read whatever the header says.
+    (request.body would apply DATA_UPLOAD_MAX_MEMORY_SIZE instead of our own limit.)"""
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        return None
+    data = request.read(limit + 1)
+    if len(data) > limit:
+        return None
+    return data
+
+
+@csrf_exempt
+@require_POST
+@token_required("ingest")
+def sessions_ingest(request: HttpRequest) -> JsonResponse:
+    limit = settings.PROCMEM_INGEST_MAX_BODY_BYTES
+    body = _read_body(request, limit)
+    if body is None:
+        return api_error(413, "body_too_large", f"The request body is over {limit} bytes; send smaller batches.", limit=limit)
+    fmt = request.GET.get("format", "procmem")
+    if fmt not in FORMATS:
+        return api_error(400, "bad_format", f"format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
+    content_type = request.content_type or ""
+    if content_type in NDJSON_TYPES:
+        # JSON Lines (what procmem_client sends): one session object a line, blank lines ignored
+        payload: Any = []
+        for number, line in enumerate((body or b"").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                payload.append(json.loads(line))
+            except (ValueError, UnicodeDecodeError) as exc:
+                return api_error(400, "invalid_json", f"Line {number} of the JSON Lines body is not JSON: {exc}.", line=number)
+    else:
+        try:
+            payload = json.loads(body or b"null")
+        except (ValueError, UnicodeDecodeError) as exc:
+            return api_error(400, "invalid_json", f"The body is not JSON: {exc}.")
+    if isinstance(payload, dict) and isinstance(payload.get("sessions"), list):
+        items = payload["sessions"]
+    elif isinstance(payload, list):
+        items = payload
+    elif isinstance(payload, dict):
+        items = [payload]
+    else:
+        return api_error(400, "bad_shape", 'Send one session object, a list of them, or {"sessions": [...]}.')
+    max_batch = settings.PROCMEM_INGEST_MAX_BATCH
+    if len(items) > max_batch:
+        return api_error(413, "batch_too_large", f"{len(items)} sessions in one request; at most {max_batch}.", limit=max_batch)
+    if not items:
+        return api_error(400, "empty_batch", "The batch holds no sessions.")
+
+    agent = request.agent
+    good: list[SessionIn] = []
+    refused: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        if isinstance(item, dict) and item.get("agent") not in (None, "", agent.name):
+            refused.append({
+                "index": index, "session_id": item.get("session_id"),
+                "errors": [{"field": "agent", "message": f"this token writes sessions of agent {agent.name!r} only"}],
+            })
+            continue
+        try:
+            good.append(parse_item(item, fmt=fmt, options=ImportOptions()))
+        except ItemInvalid as exc:
+            refused.append({"index": index, "session_id": exc.session_id, "errors": [e.to_dict() for e in exc.errors]})
+    result = sessions_store(agent=agent, sessions=good)
+    status = 200 if not refused else (207 if good else 422)
+    return JsonResponse(
+        {
+            "agent": agent.name,
+            "stored": result.stored,
+            "duplicate": result.duplicate,
+            "refused": refused,
+            "counts": {"stored": len(result.stored), "duplicate": len(result.duplicate), "refused": len(refused)},
+        },
+        status=status,
+    )

@@ -1,0 +1,351 @@
+"""The OpenAPI 3.1 document of the agent API (served at GET /api/v1/openapi.json).
+
+Written out by hand next to the views it describes, because the API is small and its contract is
+versioned: field names here are the ones a Java agent maps onto its `Procedure` record.
+tests/library/test_api.py checks that every route of library/api/urls.py is described and that the
+responses carry the documented fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from procmem_client.ranking import MAX_K
+
+_STR_LIST = {"type": "array", "items": {"type": "string"}}
+
+
+def _error(description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+
+
+SCHEMAS: dict[str, Any] = {
+    "Error": {
+        "type": "object",
+        "required": ["error"],
+        "properties": {
+            "error": {
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": {"type": "string", "examples": ["unauthorized", "wrong_scope", "wrong_agent", "invalid_parameter"]},
+                    "message": {"type": "string"},
+                    "parameter": {"type": "string"},
+                },
+            }
+        },
+    },
+    "Procedure": {
+        "type": "object",
+        "description": "One ACTIVE procedure version, with the seed record's field names.",
+        "required": [
+            "id", "version", "status", "appliesWhen", "steps", "requiredTools", "forbiddenActions", "evidence",
+            "approvedBy", "approvedAt", "intent", "rendered", "renderedChars", "renderedTokens",
+        ],
+        "properties": {
+            "id": {"type": "string", "examples": ["refund.over_limit"]},
+            "version": {"type": "integer", "minimum": 1},
+            "status": {"type": "string", "enum": ["ACTIVE"]},
+            "appliesWhen": {"type": "string"},
+            "steps": _STR_LIST,
+            "requiredTools": _STR_LIST,
+            "forbiddenActions": _STR_LIST,
+            "evidence": {"type": "object", "description": "Session ids, support and contrast numbers, evalRunId"},
+            "approvedBy": {"type": ["string", "null"]},
+            "approvedAt": {"type": ["string", "null"], "format": "date-time"},
+            "intent": {"type": "string"},
+            "rendered": {"type": "string", "description": "The text to put into the instruction"},
+            "renderedChars": {"type": "integer"},
+            "renderedTokens": {"type": "integer", "description": "Estimate: ceil(chars / 4)"},
+        },
+    },
+    "RefusedProcedure": {
+        "type": "object",
+        "required": ["id", "version", "intent", "reason", "message", "missingTools"],
+        "properties": {
+            "id": {"type": "string"},
+            "version": {"type": "integer"},
+            "intent": {"type": "string"},
+            "reason": {"type": "string", "enum": ["missing_tools"]},
+            "message": {"type": "string"},
+            "missingTools": _STR_LIST,
+        },
+    },
+    "ActiveSet": {
+        "type": "object",
+        "required": ["apiVersion", "agent", "proceduralMemoryEnabled", "injectionCap", "tools", "toolsHash", "procedures", "refused"],
+        "properties": {
+            "apiVersion": {"type": "string", "const": "v1"},
+            "agent": {"type": "string"},
+            "proceduralMemoryEnabled": {"type": "boolean"},
+            "injectionCap": {"type": "integer", "description": "At most this many procedures per task"},
+            "tools": {**_STR_LIST, "description": "The agent's tool list the set was checked against"},
+            "toolsHash": {"type": "string"},
+            "procedures": {"type": "array", "items": {"$ref": "#/components/schemas/Procedure"}},
+            "refused": {"type": "array", "items": {"$ref": "#/components/schemas/RefusedProcedure"}},
+            "note": {"type": "string", "description": "Present when procedural memory is switched off"},
+        },
+    },
+    "RankedCandidate": {
+        "type": "object",
+        "required": ["id", "version", "intent", "scores", "ranks", "fused", "eligible", "injected"],
+        "properties": {
+            "id": {"type": "string"},
+            "version": {"type": "integer"},
+            "intent": {"type": ["string", "null"]},
+            "scores": {
+                "type": "object",
+                "properties": {
+                    "semantic": {"type": "number", "description": "cosine(task, appliesWhen)"},
+                    "lexical": {"type": "number", "description": "IDF-weighted share of appliesWhen found in the task"},
+                    "exact": {"type": "integer", "description": "tool names or id found verbatim in the task"},
+                },
+            },
+            "ranks": {
+                "type": "object",
+                "description": "Rank per retriever among candidates at or above its floor; null below the floor",
+                "properties": {k: {"type": ["integer", "null"]} for k in ("semantic", "lexical", "exact")},
+            },
+            "fused": {"type": "number", "description": "Reciprocal rank fusion: sum of 1/(60 + rank)"},
+            "eligible": {"type": "boolean"},
+            "injected": {"type": "boolean"},
+        },
+    },
+    "Selection": {
+        "type": "object",
+        "required": ["apiVersion", "agent", "setEtag", "task", "intent", "cap", "injected", "rendered", "renderedChars", "renderedTokens"],
+        "properties": {
+            "apiVersion": {"type": "string", "const": "v1"},
+            "agent": {"type": "string"},
+            "setEtag": {"type": "string", "description": "ETag of the active set the selection ran on"},
+            "task": {"type": "string"},
+            "intent": {"type": ["string", "null"]},
+            "cap": {"type": "integer"},
+            "injected": {"type": "array", "items": {"$ref": "#/components/schemas/Procedure"}, "description": "At most cap"},
+            "rendered": {"type": "string"},
+            "renderedChars": {"type": "integer"},
+            "renderedTokens": {"type": "integer"},
+            "ranked": {"type": "array", "items": {"$ref": "#/components/schemas/RankedCandidate"}, "description": "Only with k"},
+            "note": {"type": "string"},
+        },
+    },
+    "ToolList": {
+        "type": "object",
+        "required": ["agent", "tools", "toolsHash", "refused"],
+        "properties": {
+            "agent": {"type": "string"},
+            "tools": _STR_LIST,
+            "toolsHash": {"type": "string"},
+            "refused": {"type": "array", "items": {"$ref": "#/components/schemas/RefusedProcedure"}},
+        },
+    },
+}
+
+
+_SESSION_IN: dict[str, Any] = {
+    "type": "object",
+    "description": "One finished session in procmem's format (docs/api.md); ?format=openai|adk takes the other two.",
+    "required": ["session_id"],
+    "properties": {
+        "session_id": {"type": "string"},
+        "agent": {"type": "string", "description": "Optional; must be the token's agent"},
+        "intent": {"type": ["string", "null"]},
+        "task": {"type": "string"},
+        "outcome": {
+            "type": "object",
+            "properties": {"resolved": {"type": "boolean"}, "escalated": {"type": "boolean"}, "rating": {"type": ["number", "null"]}},
+        },
+        "tool_calls": {
+            "type": "array",
+            "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "args": {"type": "object"}, "ok": {"type": "boolean"}}},
+        },
+        "injected": {
+            "type": "array",
+            "items": {"type": "object", "required": ["id", "version"], "properties": {"id": {"type": "string"}, "version": {"type": "integer"}}},
+        },
+        "instruction_chars": {"type": "integer", "minimum": 0},
+        "model": {"type": "string"},
+        "ended_at": {"type": "string", "format": "date-time"},
+    },
+}
+_INGEST_RESULT: dict[str, Any] = {
+    "type": "object",
+    "required": ["agent", "stored", "duplicate", "refused", "counts"],
+    "properties": {
+        "agent": {"type": "string"},
+        "stored": _STR_LIST,
+        "duplicate": _STR_LIST,
+        "refused": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "index": {"type": "integer"},
+                    "session_id": {"type": ["string", "null"]},
+                    "errors": {"type": "array", "items": {"type": "object", "properties": {"field": {"type": "string"}, "message": {"type": "string"}}}},
+                },
+            },
+        },
+        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+}
+
+
+def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
+    agent_param = {"name": "agent", "in": "path", "required": True, "schema": {"type": "string"}, "example": "support_agent"}
+    token_errors = {
+        "401": _error("No token, or an unknown or revoked one"),
+        "403": _error("A token of another scope (e.g. ingest) or of another agent"),
+        "405": _error("Any method but GET/HEAD: agents never write procedures"),
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "procmem agent API",
+            "version": "v1",
+            "description": (
+                "Agents read the reviewed active set of procedures and never write it; they report finished "
+                "sessions. Read endpoints take `Authorization: Bearer <read token>`, POST /v1/sessions an ingest "
+                "token; a token belongs to one agent and one scope (`manage.py create_token <agent> --scope read`)."
+            ),
+        },
+        "servers": [{"url": server_url}],
+        "components": {
+            "securitySchemes": {
+                "readToken": {"type": "http", "scheme": "bearer", "description": "A read-scope token of the agent"},
+                "ingestToken": {"type": "http", "scheme": "bearer", "description": "An ingest-scope token of the agent"},
+                "adminSession": {
+                    "type": "apiKey", "in": "cookie", "name": "sessionid",
+                    "description": "A signed-in user holding manage_agent; send the CSRF token in X-CSRFToken",
+                },
+            },
+            "schemas": {**SCHEMAS, "SessionIn": _SESSION_IN, "IngestResult": _INGEST_RESULT},
+        },
+        "paths": {
+            "/v1/health": {"get": {"summary": "Liveness", "security": [], "responses": {"200": {"description": "ok"}}}},
+            "/v1/sessions": {
+                "post": {
+                    "summary": "Report finished sessions (one, a list, or {\"sessions\": [...]})",
+                    "description": (
+                        "Idempotent by session id. Each item is validated alone: good items are stored in one "
+                        "transaction, bad ones are refused with their index and fields, never half-stored."
+                    ),
+                    "security": [{"ingestToken": []}],
+                    "parameters": [
+                        {"name": "format", "in": "query", "required": False, "schema": {"type": "string", "enum": ["procmem", "openai", "adk"]}},
+                    ],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "oneOf": [
+                                        {"$ref": "#/components/schemas/SessionIn"},
+                                        {"type": "array", "items": {"$ref": "#/components/schemas/SessionIn"}},
+                                        {"type": "object", "required": ["sessions"], "properties": {"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/SessionIn"}}}},
+                                    ]
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {"description": "Nothing refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
+                        "207": {"description": "Some items refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
+                        "400": _error("Not JSON, an unknown format, or an empty batch"),
+                        "401": _error("No token, or an unknown or revoked one"),
+                        "403": _error("A token of another scope (e.g. read)"),
+                        "413": _error("Body over PROCMEM_INGEST_MAX_BODY_BYTES or batch over PROCMEM_INGEST_MAX_BATCH"),
+                        "422": {"description": "Every item refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
+                    },
+                }
+            },
+            "/v1/openapi.json": {"get": {"summary": "This document", "security": [], "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+            "/v1/agents/{agent}/procedures": {
+                "get": {
+                    "summary": "The active set",
+                    "description": (
+                        "ACTIVE versions whose requiredTools the agent has, rendered; the tool list they were checked "
+                        "against; versions refused at load with the reason. Strong ETag over the whole body; "
+                        "send If-None-Match to get 304. Cache-Control: private, max-age=10; Vary: Authorization."
+                    ),
+                    "security": [{"readToken": []}],
+                    "parameters": [
+                        agent_param,
+                        {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"}},
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "The set",
+                            "headers": {"ETag": {"schema": {"type": "string"}}, "Cache-Control": {"schema": {"type": "string"}}},
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActiveSet"}}},
+                        },
+                        "304": {"description": "Not modified: the set's ETag matches If-None-Match"},
+                        **token_errors,
+                    },
+                }
+            },
+            "/v1/agents/{agent}/select": {
+                "get": {
+                    "summary": "Select procedures for a task",
+                    "description": (
+                        "Hard filter by intent, then semantic, lexical and exact retrievers fused by reciprocal rank "
+                        "fusion, with score floors. At most the agent's injection cap is injected. k (1..20) "
+                        "returns the top k candidates with every retriever's score, for diagnostics."
+                    ),
+                    "security": [{"readToken": []}],
+                    "parameters": [
+                        agent_param,
+                        {"name": "task", "in": "query", "required": True, "schema": {"type": "string", "maxLength": 8000}},
+                        {"name": "intent", "in": "query", "required": False, "schema": {"type": "string"}},
+                        {"name": "k", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": MAX_K}},
+                    ],
+                    "responses": {
+                        "200": {"description": "The selection", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Selection"}}}},
+                        "400": _error("task missing or too long, or k outside 1..20"),
+                        **token_errors,
+                    },
+                }
+            },
+            "/v1/agents/{agent}/tools": {
+                "get": {
+                    "summary": "The agent's tool list (admin)",
+                    "security": [{"adminSession": []}],
+                    "parameters": [agent_param],
+                    "responses": {
+                        "200": {"description": "Tool list", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ToolList"}}}},
+                        "401": _error("Not signed in"),
+                        "403": _error("Signed in without manage_agent on this agent"),
+                        "404": _error("No such agent"),
+                    },
+                },
+                "put": {
+                    "summary": "Replace the agent's tool list (admin)",
+                    "description": (
+                        "Keeps the history and an audit row. Versions whose requiredTools are no longer all present "
+                        "are refused at load from now on; the alert (audit row, e-mail, banner) is raised once."
+                    ),
+                    "security": [{"adminSession": []}],
+                    "parameters": [agent_param],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["tools"],
+                                    "properties": {"tools": _STR_LIST, "reason": {"type": "string"}},
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {"description": "The new list and what it refuses", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ToolList"}}}},
+                        "400": _error("Not a list of distinct tool names"),
+                        "401": _error("Not signed in"),
+                        "403": _error("Without manage_agent, or without the CSRF token"),
+                        "404": _error("No such agent"),
+                    },
+                },
+            },
+        },
+    }

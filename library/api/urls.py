@@ -1,0 +1,16 @@
+"""The agent-facing JSON API, versioned under /api/v1/ (see README "Agent API")."""
+
+from django.urls import path
+
+from . import ingest, views
+
+app_name = "api"
+
+urlpatterns = [
+    path("v1/health", views.health, name="health"),
+    path("v1/sessions", ingest.sessions_ingest, name="sessions"),
+    path("v1/openapi.json", views.openapi, name="openapi"),
+    path("v1/agents/<str:agent>/procedures", views.active_set, name="active_set"),
+    path("v1/agents/<str:agent>/select", views.select, name="select"),
+    path("v1/agents/<str:agent>/tools", views.agent_tools, name="agent_tools"),
+]

@@ -1,0 +1,180 @@
+"""The agent-facing JSON API (v1). Agents read; they never write procedures.
+
+    GET  /api/v1/health
+    GET  /api/v1/openapi.json                       the OpenAPI 3.1 document (no token)
+    GET  /api/v1/agents/{agent}/procedures          read token: the active set, strong ETag, 304
+    GET  /api/v1/agents/{agent}/select?task=&intent=&k=   read token: selection (k ≤ 20: diagnostics)
+    PUT  /api/v1/agents/{agent}/tools               signed-in admin session + CSRF: replace the tool list
+
+Agent endpoints authenticate through `token_required("read", using="readonly")`, so even the token
+lookup reads through the SELECT-only connection.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import connections
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.utils.cache import patch_vary_headers
+from django.utils.http import parse_etags
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_GET
+
+from procmem_client.ranking import MAX_K
+
+from .. import serving
+from ..models import Agent
+from ..permissions import user_can_manage_agent
+from ..services import agent_set_tools
+from .openapi import openapi_document
+from .tokens import api_error, token_required
+
+ACTIVE_SET_MAX_AGE = 10  # seconds; clients revalidate with If-None-Match after that
+MAX_TASK_CHARS = 8000
+
+
+@require_GET
+def health(request: HttpRequest) -> JsonResponse:
+    with connections["default"].cursor() as cursor:
+        cursor.execute("SELECT 1")
+    return JsonResponse({"status": "ok", "apiVersion": "v1"})
+
+
+@require_GET
+def openapi(request: HttpRequest) -> JsonResponse:
+    return JsonResponse(openapi_document(server_url=request.build_absolute_uri("/api")), json_dumps_params={"indent": 1})
+
+
+def _method_not_allowed(request: HttpRequest, allowed: list[str]) -> HttpResponse:
+    response = api_error(
+        405, "method_not_allowed", f"{request.method} is not allowed here; agents may only {', '.join(allowed)}."
+    )
+    response["Allow"] = ", ".join(allowed)
+    return response
+
+
+def _agent_get_only(view):
+    """Agent endpoints are read-only: any other method is 405 (after the token check, so an
+    unauthenticated caller learns nothing)."""
+
+    def wrapper(request: HttpRequest, *args, **kwargs):
+        if request.method not in {"GET", "HEAD"}:
+            return _method_not_allowed(request, ["GET", "HEAD"])
+        return view(request, *args, **kwargs)
+
+    wrapper.__name__ = view.__name__
+    wrapper.__doc__ = view.__doc__
+    return wrapper
+
+
+def _cache_headers(response: HttpResponse, etag: str) -> HttpResponse:
+    response["ETag"] = etag
+    response["Cache-Control"] = f"private, max-age={ACTIVE_SET_MAX_AGE}"
+    patch_vary_headers(response, ["Authorization"])
+    return response
+
+
+def _accepts_gzip(request: HttpRequest) -> bool:
+    for part in request.headers.get("Accept-Encoding", "").split(","):
+        coding, _, params = part.partition(";")
+        if coding.strip().lower() == "gzip":
+            quality = params.replace(" ", "").lower()
+            try:
+                return not quality.startswith("q=") or float(quality[2:]) > 0
+            except ValueError:
+                return False
+    return False
+
+
+@csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
+@token_required("read", using=serving.READONLY_ALIAS, cache_seconds=serving.recheck_seconds)
+@_agent_get_only
+def active_set(request: HttpRequest, agent: str) -> HttpResponse:
+    served = serving.active_set_for_agent(agent=request.agent)
+    compressed = _accepts_gzip(request)
+    etag = served.etag_gzip if compressed else served.etag
+    header = request.headers.get("If-None-Match")
+    # Either representation's tag names the same set, so either one earns a 304.
+    if header and (header.strip() == "*" or {served.etag, served.etag_gzip} & set(parse_etags(header))):
+        response = _cache_headers(HttpResponse(status=304), etag)
+    else:
+        response = HttpResponse(served.body_gzip if compressed else served.body, content_type="application/json")
+        if compressed:
+            response["Content-Encoding"] = "gzip"
+        response = _cache_headers(response, etag)
+    patch_vary_headers(response, ["Accept-Encoding"])
+    return response
+
+
+@csrf_exempt
+@token_required("read", using=serving.READONLY_ALIAS, cache_seconds=serving.recheck_seconds)
+@_agent_get_only
+def select(request: HttpRequest, agent: str) -> HttpResponse:
+    task = request.GET.get("task", "")
+    intent = request.GET.get("intent") or None
+    raw_k = request.GET.get("k")
+    if not task.strip():
+        return api_error(400, "invalid_parameter", "task is required: the task text to select procedures for.", parameter="task")
+    if len(task) > MAX_TASK_CHARS:
+        return api_error(400, "invalid_parameter", f"task is longer than {MAX_TASK_CHARS} characters.", parameter="task")
+    k: int | None = None
+    if raw_k not in (None, ""):
+        try:
+            k = int(raw_k)
+        except ValueError:
+            k = -1
+        if not (1 <= k <= MAX_K):
+            return api_error(
+                400, "invalid_parameter", f"k must be an integer from 1 to {MAX_K} (diagnostics only); got {raw_k!r}.",
+                parameter="k",
+            )
+    result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k)
+    response = JsonResponse(result, json_dumps_params={"ensure_ascii": False})
+    response["Cache-Control"] = "no-store"
+    patch_vary_headers(response, ["Authorization"])
+    return response
+
+
+def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
+    """PUT {"tools": [...], "reason": "..."}: replaces the agent's tool list (admin API).
+
+    Authenticated by the Django session of a signed-in user who holds `manage_agent` on the agent
+    (or is a superuser), with the CSRF token in `X-CSRFToken` — not by an agent token: a tool list
+    decides which procedures agents receive, so a named person makes the change and the audit log
+    says who. GET returns the current list and the versions refused under it."""
+    if not request.user.is_authenticated:
+        return api_error(401, "unauthorized", "Sign in as an admin of this agent (session cookie and X-CSRFToken).")
+    target = Agent.objects.visible_to(request.user).filter(name=agent).first()
+    if target is None:
+        return api_error(404, "not_found", f"No agent named {agent!r}.")
+    if not user_can_manage_agent(request.user, target):
+        return api_error(403, "forbidden", f"You may not change the tools of {target.name}.")
+    if request.method == "PUT":
+        try:
+            payload: Any = json.loads(request.body or b"{}")
+        except ValueError:
+            return api_error(400, "invalid_json", "The body must be JSON: {\"tools\": [\"name\", ...], \"reason\": \"...\"}.")
+        if not isinstance(payload, dict) or "tools" not in payload:
+            return api_error(400, "invalid_parameter", "The body needs a \"tools\" list.", parameter="tools")
+        try:
+            target = agent_set_tools(
+                agent=target, tools=payload["tools"], user=request.user, reason=str(payload.get("reason") or "")
+            )
+        except ValidationError as exc:
+            return api_error(400, "invalid_parameter", "; ".join(exc.messages), parameter="tools")
+    elif request.method != "GET":
+        return _method_not_allowed(request, ["GET", "PUT"])
+    # The load-time check runs now rather than at the agents' next fetch, so the caller sees what
+    # the new list refuses and the alert goes out at once (once: see serving.load_refusal_record).
+    served = serving.active_set_for_agent(agent=target, using="default")
+    return JsonResponse(
+        {
+            "agent": target.name,
+            "tools": list(target.tools),
+            "toolsHash": serving.tools_state_hash(list(target.tools)),
+            "refused": served.data["refused"],
+        }
+    )

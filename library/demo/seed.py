@@ -1,0 +1,177 @@
+"""Demo data: the refund example of docs/design.md. Used by `manage.py seed_demo`, the browser tests
+and the benchmarks. Everything goes through the lifecycle services, like real data would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+from guardian.shortcuts import assign_perm
+
+from .. import services
+from ..models import Agent, EvalRun, Intent, ProcedureVersion, Source
+from ..permissions import ensure_reviewers_group
+from ..selectors import active_set_hash
+from .evals import seed_demo_regression_cases
+
+DEMO_AGENT = "support_agent"
+DEMO_TOOLS = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
+DEMO_INTENTS = {
+    "refund_over_limit": "A refund above the amount the agent may grant on its own",
+    "refund_within_limit": "A refund the agent may grant on its own",
+    "order_status": "Where is my order",
+    "address_change": "Change the delivery address of an open order",
+}
+DEMO_USERS = {
+    # user name: (password, role)
+    "reviewer": ("review-demo-2026", "reviewer"),
+    "approver": ("approve-demo-2026", "approver"),
+    "admin": ("admin-demo-2026", "admin"),
+}
+
+
+@dataclass
+class DemoResult:
+    agent: Agent
+    created: bool
+    passwords: dict[str, str]
+
+
+def _seeded_eval_pass(version: ProcedureVersion) -> EvalRun:
+    """The demo's pre-existing ACTIVE versions were 'approved before procmem was installed'; their
+    eval record says so plainly instead of pretending a replay happened."""
+    now = timezone.now()
+    return EvalRun.objects.create(
+        version=version,
+        content_hash=version.content_hash,
+        baseline_hash=active_set_hash(version.procedure.agent),
+        state=EvalRun.State.DONE,
+        verdict=EvalRun.Verdict.PASS,
+        runner="seed",
+        verdict_detail={"note": "Seeded with the demo data: approved before procmem; no replay was run."},
+        started_at=now,
+        finished_at=now,
+    )
+
+
+@transaction.atomic
+def seed_demo() -> DemoResult:
+    User = get_user_model()
+    reviewers = ensure_reviewers_group()
+    users = {}
+    for name, (password, role) in DEMO_USERS.items():
+        user, created = User.objects.get_or_create(username=name, defaults={"email": f"{name}@example.com"})
+        if created:
+            user.set_password(password)
+        user.is_staff = role == "admin"
+        user.is_superuser = role == "admin"
+        user.save()
+        user.groups.add(reviewers)
+        users[name] = user
+    passwords = {name: pw for name, (pw, _role) in DEMO_USERS.items()}
+
+    agent, created = Agent.objects.get_or_create(
+        name=DEMO_AGENT,
+        defaults={
+            "description": "Customer-support agent of a web shop (demo data)",
+            "tools": DEMO_TOOLS,
+            "support_threshold": 20,
+            "current_model": "demo-model-1",
+            "base_instruction": "You are the support agent of a web shop. Be brief and precise.",
+            "redaction_patterns": [{"label": "order_id", "regex": r"\bORD-\d{4,}\b"}],
+        },
+    )
+    if not created:
+        return DemoResult(agent=agent, created=False, passwords=passwords)
+    intents = {
+        name: Intent.objects.create(agent=agent, name=name, description=description)
+        for name, description in DEMO_INTENTS.items()
+    }
+    reviewer, admin = users["reviewer"], users["admin"]
+
+    def active(key: str, intent: str, applies_when: str, steps: list[str], tools: list[str], forbidden: list[str]):
+        version = services.procedure_propose(
+            agent=agent, intent=intents[intent], key=key, applies_when=applies_when, steps=steps,
+            required_tools=tools, forbidden_actions=forbidden, source=Source.MANUAL, proposed_by=reviewer,
+            reason="Written down from the team's runbook", skeleton=tools,
+        )
+        _seeded_eval_pass(version)
+        return services.version_approve(version=version, user=admin, comment="Approved with the demo data")
+
+    active(
+        "refund.over_limit",
+        "refund_over_limit",
+        "The customer asks for a refund larger than the amount the agent may grant on its own.",
+        [
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Check the return window with checkReturnWindow({{order_id}}).",
+            "Tell the customer with replyTemplates('refund_pending') that the refund is being processed.",
+        ],
+        ["lookupOrder", "checkReturnWindow", "replyTemplates"],
+        ["Do not refund an order outside its return window."],
+    )
+    active(
+        "refund.within_limit",
+        "refund_within_limit",
+        "The customer asks for a refund within the amount the agent may grant on its own.",
+        [
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Check the return window with checkReturnWindow({{order_id}}).",
+            "Confirm the refund to the customer with replyTemplates('refund_confirmed').",
+        ],
+        ["lookupOrder", "checkReturnWindow", "replyTemplates"],
+        ["Do not refund an order outside its return window."],
+    )
+    active(
+        "order.status",
+        "order_status",
+        "The customer asks where their order is or when it will arrive.",
+        [
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Read the carrier status from the order.",
+            "Answer with replyTemplates('order_status') and the expected delivery date.",
+        ],
+        ["lookupOrder", "replyTemplates"],
+        ["Do not promise a delivery date the carrier has not given."],
+    )
+    services.procedure_propose(
+        agent=agent, intent=intents["address_change"], key="address.change",
+        applies_when="The customer wants to change the delivery address of an order that has not shipped.",
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Confirm that the order has not shipped yet.",
+            "Confirm the new address {{address}} back to the customer with replyTemplates('address_changed').",
+        ],
+        required_tools=["lookupOrder", "replyTemplates"],
+        forbidden_actions=["Do not change the address of an order that has shipped."],
+        source=Source.MANUAL, proposed_by=reviewer, reason="Day-one runbook entry",
+        skeleton=["lookupOrder", "replyTemplates"],
+    )
+    services.procedure_propose(
+        agent=agent, intent=intents["refund_over_limit"], key="refund.fast_track",
+        applies_when="A loyal customer asks for a large refund.",
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Skip the approval step for loyal customers and confirm the refund at once.",
+            "Reply with replyTemplates('refund_confirmed').",
+        ],
+        required_tools=["lookupOrder", "replyTemplates"],
+        forbidden_actions=[],
+        source=Source.CAPTURED, actor_label="auto-capture", reason="Captured from a session",
+    )
+    seed_demo_regression_cases(agent)
+    # The approver may approve the refund procedures only (object permissions, per procedure).
+    for procedure in agent.procedures.filter(key__startswith="refund."):
+        assign_perm("library.approve_procedure", users["approver"], procedure)
+    _seed_sessions_and_mine(agent)
+    return DemoResult(agent=agent, created=True, passwords=passwords)
+
+
+def _seed_sessions_and_mine(agent: Agent) -> None:
+    # Sessions of every intent, then a mining run: the candidate refund.over_limit v2 (with its
+    # evidence 118/140 vs 9/60) comes out of the data, not out of a fixture (library/demo/sessions.py).
+    from .sessions import seed_demo_sessions
+
+    seed_demo_sessions(agent)

@@ -1,0 +1,1 @@
+"""Session ingestion: the input formats, the streaming file reader, and the store service."""

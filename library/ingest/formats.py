@@ -1,0 +1,562 @@
+"""The session formats procmem reads, and per-item validation.
+
+Formats (docs/design.md "Sessions and mining"; details in docs/api.md):
+- ``procmem``: one finished session per object: ``{"session_id", "agent", "intent", "task",
+  "outcome": {"resolved", "escalated", "rating"}, "tool_calls": [{"name", "args", "ok"}],
+  "injected": [{"id", "version"}], "instruction_chars", "model", "ended_at"}`` (+ optional ``"reply"``).
+- ``openai``: OpenAI chat messages with ``tool_calls`` — tau-bench's historical trajectories
+  ``{task_id, trial, reward, info, traj}`` or ``{"session_id", "messages", "reward"|"outcome"}``.
+  ``reward == 1.0`` means resolved; calling an escalation tool (``transfer_to_human_agents``) means escalated.
+- ``adk``: a Google ADK session ``{"id", "state", "events": [{"author", "content": {"parts": [...]}}]}``;
+  outcome, intent and the injected procedures come from ``state`` (the procmem client's instruction
+  provider records ``state["procmem:injected"]``).
+
+Every parser returns a `SessionIn` or raises `ItemInvalid` with the offending field paths; the two
+chat formats differ only in how one message reads, and share the walk over the conversation.
+Nothing here touches the database: `library.ingest.store` redacts and stores what parses.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+from datetime import timezone as dt_timezone
+from typing import Any, Callable, Mapping
+
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+FORMATS = ("procmem", "openai", "adk")
+INTENT_DERIVATIONS = ("taubench-actions",)
+INTENT_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
+TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
+MAX_TOOL_CALLS = 500
+DEFAULT_ESCALATION_TOOLS = ("transfer_to_human_agents", "transfer_to_human", "escalate_to_human")
+# tau-bench's read-only tools: the intent derivation uses the gold *write* actions only.
+TAUBENCH_READ_PREFIXES = ("get_", "search_", "list_", "calculate", "think")
+
+
+@dataclass(frozen=True)
+class FieldError:
+    field: str
+    message: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"field": self.field, "message": self.message}
+
+
+class ItemInvalid(Exception):
+    def __init__(self, errors: list[FieldError], session_id: str | None = None):
+        self.errors = errors
+        self.session_id = session_id
+        super().__init__("; ".join(f"{e.field}: {e.message}" for e in errors))
+
+
+@dataclass
+class SessionIn:
+    """A validated session, in any input format, before redaction and storage."""
+
+    session_id: str
+    intent: str | None
+    task: str
+    resolved: bool | None
+    escalated: bool | None
+    rating: float | None
+    tool_calls: list[dict[str, Any]]
+    injected: list[dict[str, Any]]
+    instruction_chars: int | None
+    model: str
+    ended_at: datetime | None
+    source_format: str
+    reply: str = ""
+    # Tool results and other structured data: read for known personal values, never stored.
+    structured: list[Any] = field(default_factory=list)
+
+    @property
+    def skeleton(self) -> list[str]:
+        return [call["name"] for call in self.tool_calls]
+
+
+@dataclass
+class ImportOptions:
+    """How to read files that do not carry everything procmem needs (intent, ids, model)."""
+
+    intent_field: str | None = None  # dotted path into the raw item, e.g. "info.task.intent"
+    intent_map: dict[str, str] | None = None  # the field's value (or the session id) → intent name
+    intent_from: str | None = None  # a named derivation, e.g. "taubench-actions"
+    id_prefix: str = ""
+    model: str = ""
+    escalation_tools: tuple[str, ...] = DEFAULT_ESCALATION_TOOLS
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _dig(item: Any, path: str) -> Any:
+    current = item
+    for part in path.split("."):
+        if isinstance(current, Mapping) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and part.isdigit() and int(part) < len(current):
+            current = current[int(part)]
+        else:
+            return None
+    return current
+
+
+def normalise_intent(value: Any, errors: list[FieldError], field_name: str = "intent") -> str | None:
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        errors.append(FieldError(field_name, f"must be a string, got {type(value).__name__}"))
+        return None
+    name = re.sub(r"[\s.]+", "_", value.strip().lower())
+    if not INTENT_RE.match(name) or len(name) > 100:
+        errors.append(FieldError(field_name, f"{value!r} is not an intent name (lower-case letters, digits, _ and -; at most 100)"))
+        return None
+    return name
+
+
+def _bool_or_none(value: Any, field_name: str, errors: list[FieldError]) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    errors.append(FieldError(field_name, f"must be true, false or null, got {value!r}"))
+    return None
+
+
+def _parse_ended_at(value: Any, errors: list[FieldError], field_name: str = "ended_at") -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(float(value), tz=dt_timezone.utc)
+        except (OverflowError, OSError, ValueError):
+            errors.append(FieldError(field_name, f"{value!r} is not a Unix time"))
+            return None
+    if not isinstance(value, str):
+        errors.append(FieldError(field_name, "must be an ISO 8601 date-time string"))
+        return None
+    try:
+        parsed = parse_datetime(value.replace("Z", "+00:00"))
+    except ValueError:
+        parsed = None
+    if parsed is None:
+        errors.append(FieldError(field_name, f"{value!r} is not an ISO 8601 date-time"))
+        return None
+    if timezone.is_naive(parsed):
+        parsed = timezone.make_aware(parsed, dt_timezone.utc)
+    return parsed
+
+
+def _clean_session_id(value: Any, errors: list[FieldError], field_name: str = "session_id") -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        errors.append(FieldError(field_name, "is required: a non-empty string that identifies the session"))
+        return ""
+    value = value.strip()
+    if len(value) > 200:
+        errors.append(FieldError(field_name, "is longer than 200 characters"))
+    return value
+
+
+def _clean_tool_calls(value: Any, errors: list[FieldError], field_name: str = "tool_calls") -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.append(FieldError(field_name, f"must be a list of {{name, args, ok}}, got {type(value).__name__}"))
+        return []
+    if len(value) > MAX_TOOL_CALLS:
+        errors.append(FieldError(field_name, f"has {len(value)} calls; at most {MAX_TOOL_CALLS} are accepted"))
+        return []
+    calls: list[dict[str, Any]] = []
+    for index, call in enumerate(value):
+        where = f"{field_name}[{index}]"
+        if not isinstance(call, Mapping):
+            errors.append(FieldError(where, "must be an object {name, args, ok}"))
+            continue
+        name = call.get("name")
+        if not isinstance(name, str) or not TOOL_NAME_RE.match(name):
+            errors.append(FieldError(f"{where}.name", f"must be a tool name (letters, digits, _ . -), got {name!r}"))
+            continue
+        args = call.get("args", {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError:
+                errors.append(FieldError(f"{where}.args", "is a string that is not JSON"))
+                continue
+        if args is None:
+            args = {}
+        if not isinstance(args, Mapping):
+            errors.append(FieldError(f"{where}.args", f"must be an object, got {type(args).__name__}"))
+            continue
+        ok = call.get("ok", True)
+        if ok is not None and not isinstance(ok, bool):
+            errors.append(FieldError(f"{where}.ok", f"must be true, false or null, got {ok!r}"))
+            continue
+        calls.append({"name": name, "args": dict(args), "ok": ok})
+    return calls
+
+
+def _clean_injected(value: Any, errors: list[FieldError], field_name: str = "injected") -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        errors.append(FieldError(field_name, "must be a list of {id, version}"))
+        return []
+    injected = []
+    for index, entry in enumerate(value):
+        where = f"{field_name}[{index}]"
+        if not isinstance(entry, Mapping):
+            errors.append(FieldError(where, "must be an object {id, version}"))
+            continue
+        key, version = entry.get("id"), entry.get("version")
+        if not isinstance(key, str) or not key:
+            errors.append(FieldError(f"{where}.id", "must be a procedure id such as refund.over_limit"))
+            continue
+        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+            errors.append(FieldError(f"{where}.version", f"must be a positive integer, got {version!r}"))
+            continue
+        injected.append({"id": key, "version": version})
+    return injected
+
+
+def _clean_instruction_chars(value: Any, errors: list[FieldError], field_name: str = "instruction_chars") -> int | None:
+    if value is None:
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        errors.append(FieldError(field_name, f"must be a non-negative integer, got {value!r}"))
+        return None
+    return value
+
+
+def _clean_text(value: Any, field_name: str, errors: list[FieldError], *, max_chars: int = 20000) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        errors.append(FieldError(field_name, f"must be a string, got {type(value).__name__}"))
+        return ""
+    return value[:max_chars]
+
+
+def _clean_model(value: Any, errors: list[FieldError], field_name: str = "model") -> str:
+    text = _clean_text(value, field_name, errors)
+    if len(text) > 128:
+        errors.append(FieldError(field_name, "is longer than 128 characters"))
+    return text
+
+
+def _intent_from_options(item: Any, session_id: str, options: ImportOptions, errors: list[FieldError], fallback: Any) -> str | None:
+    if options.intent_from == "taubench-actions":
+        actions = _dig(item, "info.task.actions")
+        if not isinstance(actions, list):
+            errors.append(FieldError("info.task.actions", "is needed for --intent-from taubench-actions"))
+            return None
+        return taubench_intent(actions)
+    raw = _dig(item, options.intent_field) if options.intent_field else fallback
+    if options.intent_map is not None:
+        key = raw if raw is not None else session_id
+        mapped = options.intent_map.get(str(key)) if key is not None else None
+        raw = mapped if mapped is not None else (raw if options.intent_field else None)
+    return normalise_intent(raw, errors, options.intent_field or "intent")
+
+
+def taubench_intent(actions: list[Any]) -> str:
+    """The intent label of a tau-bench task: the set of its gold *write* actions, sorted and joined
+    with "-" (e.g. ``cancel_reservation``, ``cancel_reservation-update_reservation_flights``), or
+    ``no_write_action``. A stand-in for a router's label; never mining input."""
+    names = sorted(
+        {a.get("name") for a in actions if isinstance(a, Mapping) and isinstance(a.get("name"), str)}
+        - {None}
+    )
+    writes = [n for n in names if not n.startswith(TAUBENCH_READ_PREFIXES)]
+    return "-".join(writes) if writes else "no_write_action"
+
+
+# ---------------------------------------------------------------------------------------------- parsers
+
+
+def _json_object(item: Any) -> Mapping[str, Any]:
+    if not isinstance(item, Mapping):
+        raise ItemInvalid([FieldError("(item)", f"must be a JSON object, got {type(item).__name__}")])
+    return item
+
+
+def _with_prefix(session_id: str, options: ImportOptions) -> str:
+    return options.id_prefix + session_id if session_id and options.id_prefix else session_id
+
+
+def _reported(
+    errors: list[FieldError], *, injected: Any, instruction_chars: Any, model: Any, ended_at: Any,
+    injected_field: str = "injected", ended_field: str = "ended_at",
+) -> dict[str, Any]:
+    """What a session says about how it ran: the procedures injected, the instruction size, the model
+    and when it ended, each validated under the field name of its format."""
+    return {
+        "injected": _clean_injected(injected, errors, injected_field),
+        "instruction_chars": _clean_instruction_chars(instruction_chars, errors),
+        "model": _clean_model(model, errors),
+        "ended_at": _parse_ended_at(ended_at, errors, ended_field),
+    }
+
+
+def _valid(session: SessionIn, errors: list[FieldError]) -> SessionIn:
+    """The session, or ItemInvalid naming every error found while reading its item."""
+    if errors:
+        raise ItemInvalid(errors, session.session_id or None)
+    return session
+
+
+def parse_procmem(item: Any, options: ImportOptions | None = None) -> SessionIn:
+    options = options or ImportOptions()
+    item = _json_object(item)
+    errors: list[FieldError] = []
+    session_id = _with_prefix(_clean_session_id(item.get("session_id"), errors), options)
+    outcome = item.get("outcome")
+    resolved = escalated = None
+    rating = None
+    if outcome is not None:
+        if not isinstance(outcome, Mapping):
+            errors.append(FieldError("outcome", "must be an object {resolved, escalated, rating}"))
+        else:
+            resolved = _bool_or_none(outcome.get("resolved"), "outcome.resolved", errors)
+            escalated = _bool_or_none(outcome.get("escalated"), "outcome.escalated", errors)
+            rating_raw = outcome.get("rating")
+            if rating_raw is not None:
+                if isinstance(rating_raw, bool) or not isinstance(rating_raw, (int, float)):
+                    errors.append(FieldError("outcome.rating", f"must be a number, got {rating_raw!r}"))
+                else:
+                    rating = float(rating_raw)
+    tool_calls = _clean_tool_calls(item.get("tool_calls"), errors)
+    intent = _intent_from_options(item, session_id, options, errors, item.get("intent"))
+    session = SessionIn(
+        session_id=session_id,
+        intent=intent,
+        task=_clean_text(item.get("task"), "task", errors),
+        resolved=resolved,
+        escalated=escalated,
+        rating=rating,
+        tool_calls=tool_calls,
+        **_reported(
+            errors, injected=item.get("injected"), instruction_chars=item.get("instruction_chars"),
+            model=item.get("model") or options.model, ended_at=item.get("ended_at"),
+        ),
+        source_format="procmem",
+        reply=_clean_text(item.get("reply"), "reply", errors),
+        structured=[item.get("tool_results")] if item.get("tool_results") is not None else [],
+    )
+    return _valid(session, errors)
+
+
+# ---------------------------------------------------------------------------------------------- chat formats
+
+
+@dataclass
+class Conversation:
+    """What procmem keeps of a chat, whatever its format: the customer's opening request, the
+    agent's last reply, the tool calls in order (validated afterwards), and what the tools answered
+    (read for personal values, never stored)."""
+
+    task: str = ""
+    reply: str = ""
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    results: list[Any] = field(default_factory=list)
+
+    def user_said(self, text: str) -> None:
+        self.task = self.task or text
+
+    def agent_said(self, text: str) -> None:
+        self.reply = text
+
+    def tool_called(self, name: Any, args: Any) -> None:
+        self.calls.append({"name": name, "args": args or {}, "ok": True})
+
+    def tool_answered(self, result: Any, *, failed: bool) -> None:
+        # A failed answer marks the call before it: chat formats answer the calls in order.
+        self.results.append(result)
+        if failed and self.calls:
+            self.calls[-1]["ok"] = False
+
+
+# How one chat format reads one of its messages (at `where`) into the conversation.
+MessageReader = Callable[[Any, str, Conversation, list[FieldError]], None]
+
+
+def walk_chat(messages: list[Any], key: str, read: MessageReader, errors: list[FieldError]) -> Conversation:
+    """Walks the messages of a chat in order with the format's reader; errors name ``key[index]``."""
+    conversation = Conversation()
+    for index, message in enumerate(messages):
+        read(message, f"{key}[{index}]", conversation, errors)
+    return conversation
+
+
+def _read_openai_message(message: Any, where: str, chat: Conversation, errors: list[FieldError]) -> None:
+    if not isinstance(message, Mapping) or not isinstance(message.get("role"), str):
+        errors.append(FieldError(where, "must be a chat message with a role"))
+        return
+    role = message["role"]
+    content = message.get("content")
+    if role == "user" and isinstance(content, str):
+        chat.user_said(content)
+    elif role == "assistant":
+        if isinstance(content, str) and content.strip():
+            chat.agent_said(content)
+        for call_index, call in enumerate(message.get("tool_calls") or []):
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if not isinstance(function, Mapping):
+                errors.append(FieldError(f"{where}.tool_calls[{call_index}]", "has no function {name, arguments}"))
+                continue
+            chat.tool_called(function.get("name"), function.get("arguments"))
+    elif role == "tool":
+        chat.tool_answered(content, failed=isinstance(content, str) and content.lower().startswith("error"))
+
+
+def _read_adk_event(event: Any, where: str, chat: Conversation, errors: list[FieldError]) -> None:
+    if not isinstance(event, Mapping):
+        errors.append(FieldError(where, "must be an object"))
+        return
+    content = event.get("content") or {}
+    parts = content.get("parts") if isinstance(content, Mapping) else None
+    if parts is None:
+        return
+    if not isinstance(parts, list):
+        errors.append(FieldError(f"{where}.content.parts", "must be a list"))
+        return
+    for part_index, part in enumerate(parts):
+        if not isinstance(part, Mapping):
+            continue
+        call = part.get("functionCall") or part.get("function_call")
+        response = part.get("functionResponse") or part.get("function_response")
+        text = part.get("text")
+        if call is not None:
+            if not isinstance(call, Mapping):
+                errors.append(FieldError(f"{where}.content.parts[{part_index}].functionCall", "must be an object"))
+                continue
+            chat.tool_called(call.get("name"), call.get("args"))
+        elif response is not None:
+            result = response.get("response") if isinstance(response, Mapping) else response
+            failed = isinstance(result, Mapping) and bool(result.get("error") or result.get("status") == "error")
+            chat.tool_answered(result, failed=failed)
+        elif isinstance(text, str) and text.strip():
+            if event.get("author") == "user":
+                chat.user_said(text)
+            else:
+                chat.agent_said(text)
+
+
+def parse_openai(item: Any, options: ImportOptions | None = None) -> SessionIn:
+    options = options or ImportOptions()
+    item = _json_object(item)
+    messages_key = "traj" if "traj" in item else "messages"
+    messages = item.get(messages_key)
+    if not isinstance(messages, list):
+        raise ItemInvalid([FieldError(messages_key, "must be a list of OpenAI chat messages")])
+    errors: list[FieldError] = []
+    if item.get("session_id") is not None:
+        session_id = _clean_session_id(item.get("session_id"), errors)
+    elif item.get("task_id") is not None:
+        session_id = f"task{item.get('task_id')}-trial{item.get('trial', 0)}"
+    else:
+        session_id = _clean_session_id(None, errors)
+    session_id = _with_prefix(session_id, options)
+    chat = walk_chat(messages, messages_key, _read_openai_message, errors)
+    tool_calls = _clean_tool_calls(chat.calls, errors, f"{messages_key}.tool_calls")
+    reward = item.get("reward")
+    outcome = item.get("outcome") if isinstance(item.get("outcome"), Mapping) else {}
+    resolved: bool | None
+    if reward is not None:
+        if isinstance(reward, bool) or not isinstance(reward, (int, float)):
+            errors.append(FieldError("reward", f"must be a number, got {reward!r}"))
+            resolved = None
+        else:
+            resolved = float(reward) == 1.0
+    else:
+        resolved = _bool_or_none(outcome.get("resolved"), "outcome.resolved", errors)
+    escalated = any(call["name"] in options.escalation_tools for call in tool_calls)
+    if outcome.get("escalated") is not None:
+        escalated = bool(_bool_or_none(outcome.get("escalated"), "outcome.escalated", errors)) or escalated
+    session = SessionIn(
+        session_id=session_id,
+        intent=_intent_from_options(item, session_id, options, errors, item.get("intent")),
+        task=chat.task[:20000],
+        resolved=resolved,
+        escalated=escalated,
+        rating=float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None,
+        tool_calls=tool_calls,
+        **_reported(
+            errors, injected=item.get("injected"), instruction_chars=item.get("instruction_chars"),
+            model=item.get("model") or options.model, ended_at=item.get("ended_at"),
+        ),
+        source_format="openai",
+        reply=chat.reply[:20000],
+        structured=chat.results,
+    )
+    return _valid(session, errors)
+
+
+def parse_adk(item: Any, options: ImportOptions | None = None) -> SessionIn:
+    options = options or ImportOptions()
+    item = _json_object(item)
+    events = item.get("events")
+    if not isinstance(events, list):
+        raise ItemInvalid([FieldError("events", "must be a list of ADK events")])
+    state = item.get("state") if isinstance(item.get("state"), Mapping) else {}
+    errors: list[FieldError] = []
+    session_id = _with_prefix(_clean_session_id(item.get("id", item.get("session_id")), errors, "id"), options)
+    chat = walk_chat(events, "events", _read_adk_event, errors)
+    tool_calls = _clean_tool_calls(chat.calls, errors, "events.functionCall")
+    outcome = state.get("outcome") if isinstance(state.get("outcome"), Mapping) else item.get("outcome")
+    outcome = outcome if isinstance(outcome, Mapping) else {}
+    resolved = _bool_or_none(outcome.get("resolved"), "state.outcome.resolved", errors)
+    escalated = _bool_or_none(outcome.get("escalated"), "state.outcome.escalated", errors)
+    if any(call["name"] in options.escalation_tools for call in tool_calls):
+        escalated = True
+    session = SessionIn(
+        session_id=session_id,
+        intent=_intent_from_options(item, session_id, options, errors, state.get("intent", item.get("intent"))),
+        task=chat.task[:20000],
+        resolved=resolved,
+        escalated=escalated,
+        rating=None,
+        tool_calls=tool_calls,
+        **_reported(
+            errors,
+            injected=state.get("procmem:injected", state.get("procmem_injected", item.get("injected"))),
+            instruction_chars=state.get("procmem:instruction_chars", item.get("instruction_chars")),
+            model=state.get("model") or item.get("model") or options.model,
+            ended_at=item.get("lastUpdateTime", item.get("last_update_time", item.get("ended_at"))),
+            injected_field="state.procmem:injected",
+            ended_field="lastUpdateTime",
+        ),
+        source_format="adk",
+        reply=chat.reply[:20000],
+        structured=chat.results,
+    )
+    return _valid(session, errors)
+
+
+PARSERS: dict[str, Callable[[Any, ImportOptions | None], SessionIn]] = {
+    "procmem": parse_procmem,
+    "openai": parse_openai,
+    "adk": parse_adk,
+}
+
+
+def detect_format(item: Any) -> str:
+    if isinstance(item, Mapping):
+        if "traj" in item or "messages" in item:
+            return "openai"
+        if "events" in item:
+            return "adk"
+    return "procmem"
+
+
+def parse_item(item: Any, *, fmt: str = "auto", options: ImportOptions | None = None) -> SessionIn:
+    if fmt == "auto":
+        fmt = detect_format(item)
+    if fmt not in PARSERS:
+        raise ItemInvalid([FieldError("format", f"unknown format {fmt!r}; use one of {', '.join(FORMATS)}")])
+    return PARSERS[fmt](item, options)

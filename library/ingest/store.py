@@ -1,0 +1,156 @@
+"""Storing sessions: redaction before the row exists, one transaction per batch, idempotent by
+session id; and the purge of raw text after the retention window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any, Iterable, Mapping
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from ..models import Agent, AgentSession, Intent
+from ..redaction import Redactor, redactor_for_session, strings_in
+from .formats import SessionIn
+
+EXCERPT_CALLS = 40
+EXCERPT_TEXT_CHARS = 400
+EXCERPT_ARG_CHARS = 200
+
+
+def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]]:
+    """What a reviewer may read of a session: the opening request, the tool calls with redacted
+    arguments, and the last reply, all redacted and shortened. Tool results are never included."""
+
+    def short(text: str, limit: int) -> str:
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    def short_args(value: Any) -> Any:
+        if isinstance(value, str):
+            return short(value, EXCERPT_ARG_CHARS)
+        if isinstance(value, Mapping):
+            return {k: short_args(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [short_args(v) for v in value[:20]]
+        return value
+
+    excerpt: list[dict[str, Any]] = []
+    if session.task:
+        excerpt.append({"role": "user", "text": short(redactor.text(session.task), EXCERPT_TEXT_CHARS)})
+    for call in session.tool_calls[:EXCERPT_CALLS]:
+        excerpt.append({"role": "tool_call", "tool": call["name"], "args": short_args(redactor.value(call["args"])), "ok": call["ok"]})
+    if len(session.tool_calls) > EXCERPT_CALLS:
+        excerpt.append({"role": "note", "text": f"{len(session.tool_calls) - EXCERPT_CALLS} more tool calls"})
+    if session.reply:
+        excerpt.append({"role": "assistant", "text": short(redactor.text(session.reply), EXCERPT_TEXT_CHARS)})
+    return excerpt
+
+
+def redactor_for(session: SessionIn, agent: Agent) -> Redactor:
+    structured: list[Any] = [call["args"] for call in session.tool_calls]
+    structured.extend(session.structured)
+    texts = [session.task, session.reply, *strings_in([call["args"] for call in session.tool_calls])]
+    return redactor_for_session(structured=structured, texts=texts, agent_patterns=agent.redaction_patterns)
+
+
+def raw_retention_days() -> int:
+    return int(getattr(settings, "PROCMEM_RAW_RETENTION_DAYS", 30))
+
+
+def _to_row(agent: Agent, session: SessionIn, intent_ids: dict[str, int], keep_raw: bool) -> AgentSession:
+    excerpt = build_excerpt(session, redactor_for(session, agent))
+    return AgentSession(
+        agent=agent,
+        session_id=session.session_id,
+        intent_id=intent_ids.get(session.intent) if session.intent else None,
+        task=session.task if keep_raw else "",
+        resolved=session.resolved,
+        escalated=session.escalated,
+        rating=session.rating,
+        skeleton=session.skeleton,
+        tool_calls=session.tool_calls if keep_raw else [{"name": c["name"], "ok": c["ok"]} for c in session.tool_calls],
+        redacted_excerpt=excerpt,
+        injected=session.injected,
+        instruction_chars=session.instruction_chars,
+        model=session.model,
+        ended_at=session.ended_at,
+        raw_purged=not keep_raw,
+        source_format=session.source_format,
+    )
+
+
+@dataclass
+class StoreResult:
+    stored: list[str] = field(default_factory=list)
+    duplicate: list[str] = field(default_factory=list)
+
+
+def intents_ensure(*, agent: Agent, names: Iterable[str]) -> dict[str, int]:
+    """Intent name → id for the agent, creating the intents that do not exist yet. Intents are the
+    agent's router labels: a session reporting a new label creates it."""
+    wanted = set(names)
+    if not wanted:
+        return {}
+    found = dict(Intent.objects.filter(agent=agent, name__in=wanted).values_list("name", "id"))
+    missing = wanted - set(found)
+    if missing:
+        Intent.objects.bulk_create([Intent(agent=agent, name=name) for name in sorted(missing)], ignore_conflicts=True)
+        found = dict(Intent.objects.filter(agent=agent, name__in=wanted).values_list("name", "id"))
+    return found
+
+
+def sessions_store(*, agent: Agent, sessions: list[SessionIn]) -> StoreResult:
+    """Stores validated sessions of one agent in one transaction. Idempotent by session id: a session
+    already stored (or repeated in the batch) is reported as duplicate and changes nothing.
+
+    Redaction happens here, before the row exists: the excerpt a reviewer sees is built from the
+    session's own personal values plus the agent's and the built-in patterns. With
+    PROCMEM_RAW_RETENTION_DAYS=0 the raw task and arguments are never stored."""
+    result = StoreResult()
+    unique: dict[str, SessionIn] = {}
+    for session in sessions:
+        if session.session_id in unique:
+            result.duplicate.append(session.session_id)
+        else:
+            unique[session.session_id] = session
+    if not unique:
+        return result
+    keep_raw = raw_retention_days() > 0
+    with transaction.atomic():
+        existing = set(
+            AgentSession.objects.filter(agent=agent, session_id__in=list(unique)).values_list("session_id", flat=True)
+        )
+        fresh = [s for sid, s in unique.items() if sid not in existing]
+        result.duplicate.extend(sid for sid in unique if sid in existing)
+        intent_ids = intents_ensure(agent=agent, names={s.intent for s in fresh if s.intent})
+        rows = [_to_row(agent, s, intent_ids, keep_raw) for s in fresh]
+        # ignore_conflicts: a concurrent request with the same session id wins the race; this one
+        # then changes nothing, which is what a resend must do.
+        AgentSession.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        result.stored.extend(s.session_id for s in fresh)
+    return result
+
+
+def sessions_purge_raw(*, agent: Agent | None = None, older_than_days: int | None = None, batch_size: int = 2000) -> int:
+    """Drops the raw task text and tool-call arguments of sessions received more than the retention
+    window ago (tool names and order, the outcome and the redacted excerpt stay: mining needs no
+    more). Returns how many sessions were purged. Batched, one short transaction per batch."""
+    days = raw_retention_days() if older_than_days is None else older_than_days
+    cutoff = timezone.now() - timedelta(days=days)
+    queryset = AgentSession.objects.filter(raw_purged=False, received_at__lt=cutoff)
+    if agent is not None:
+        queryset = queryset.filter(agent=agent)
+    purged = 0
+    while True:
+        with transaction.atomic():
+            batch = list(queryset.select_for_update(skip_locked=True).order_by("pk").values_list("pk", "tool_calls")[:batch_size])
+            if not batch:
+                return purged
+            rows = [
+                AgentSession(pk=pk, task="", raw_purged=True, tool_calls=[{"name": c.get("name"), "ok": c.get("ok")} for c in (calls or []) if isinstance(c, Mapping)])
+                for pk, calls in batch
+            ]
+            AgentSession.objects.bulk_update(rows, ["task", "raw_purged", "tool_calls"])
+            purged += len(rows)

@@ -1,0 +1,79 @@
+"""What an eval replays for a version is what agents are served for it: the same rendering, byte
+for byte, so that an approval rests on the exact text agents will receive."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from library import services
+from library.demo import seed_demo
+from library.evals import runs
+from library.models import ApiToken, EvalRun, RegressionCase, Source
+from library.tokens import token_create
+from tests import evals_support
+from tests.evals_support import DEMO_CANDIDATE_STEPS
+
+pytestmark = pytest.mark.usefixtures("readonly_shares_default")
+
+# Lessons as people write them: the renderer drops a leading "Do not"/"Never", so that agents read
+# "Do not: promise a refund date." and not "Do not: Never promise a refund date.".
+LESSONS = [
+    "Never promise a refund date.",
+    "Do not refund an order outside its return window.",
+    "  share the approval link with the customer  ",
+]
+
+
+def served_texts(client, agent, token: str) -> dict[tuple[str, int], str]:
+    """(id, version) → `rendered`, as GET /api/v1/agents/<agent>/procedures serves them."""
+    response = client.get(
+        reverse("api:active_set", kwargs={"agent": agent.name}), HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
+    assert response.status_code == 200
+    return {(p["id"], p["version"]): p["rendered"] for p in response.json()["procedures"]}
+
+
+def test_an_eval_replays_the_bytes_the_agent_api_serves(client, django_capture_on_commit_callbacks):
+    # given the demo agent with a runner that keeps what it receives, and a candidate with lessons
+    demo = seed_demo()
+    agent = demo.agent
+    users = {u.username: u for u in get_user_model().objects.all()}
+    agent.eval_runner, agent.eval_python_path = "python", "tests.evals_support:capturing_runner"
+    agent.save()
+    candidate = services.procedure_propose(
+        agent=agent,
+        intent=agent.intents.get(name="refund_over_limit"),
+        key="refund.over_limit",
+        applies_when="The customer asks for a refund larger than the amount the agent may grant on its own.",
+        steps=DEMO_CANDIDATE_STEPS,
+        required_tools=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
+        forbidden_actions=LESSONS,
+        source=Source.MINED,
+        actor_label="miner",
+    )
+    evals_support.RECEIVED.clear()
+    # when an eval run replays it (the tasks run in-process) and the approver approves it
+    with django_capture_on_commit_callbacks(execute=True):
+        run = runs.eval_run_start(version=candidate, user=users["reviewer"])
+    run.refresh_from_db()
+    assert (run.state, run.verdict) == (EvalRun.State.DONE, EvalRun.Verdict.PASS), run.failure_reason
+    services.version_approve(version=candidate, user=users["approver"], comment="the replay passed")
+    # then the agent API serves, byte for byte, the text the replays injected for each version
+    token = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=users["admin"])[1]
+    served = served_texts(client, agent, token)
+    candidate_text = served[("refund.over_limit", candidate.number)]
+    assert "Do not: promise a refund date." in candidate_text.splitlines()
+    compared: dict[tuple[str, int], int] = {}
+    for received in evals_support.RECEIVED:
+        for record in received["procedures"]:
+            key = (record["id"], record["version"])
+            if key not in served:
+                continue  # the version the candidate replaced: retired by the approval, no longer served
+            assert record["rendered"].encode("utf-8") == served[key].encode("utf-8"), key
+            assert served[key] in received["instruction"].split("\n\n")
+            compared[key] = compared.get(key, 0) + 1
+    cases = RegressionCase.objects.filter(agent=agent, is_active=True, intent__name="refund_over_limit").count()
+    assert compared[("refund.over_limit", candidate.number)] == cases > 0  # the candidate arm of each case of its intent
+    assert len(compared) >= 2  # and the other procedures of the active set, in both arms
