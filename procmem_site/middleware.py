@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import Callable
 
@@ -115,12 +114,5 @@ class ApiErrorsMiddleware:
 
 
 def _is_json(response: HttpResponse) -> bool:
-    if not response.get("Content-Type", "").startswith("application/json"):
-        return False
-    if getattr(response, "streaming", False):
-        return True
-    try:
-        body = json.loads(response.content or b"null")
-    except ValueError:
-        return False
-    return isinstance(body, dict) and "error" in body
+    """A JSON answer is the view's own (the API's error shape, or a 207/422 ingest report)."""
+    return response.get("Content-Type", "").startswith("application/json")

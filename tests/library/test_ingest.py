@@ -51,7 +51,7 @@ def test_procmem_errors_name_every_bad_field():
     bad = procmem_item(
         session_id="",
         outcome={"resolved": "yes"},
-        tool_calls=[{"name": "lookupOrder"}, {"name": "bad name!"}, {"name": "x", "args": [1]}],
+        tool_calls=[{"name": "lookupOrder"}, {"name": "///"}, {"name": "x", "args": [1]}],
         injected=[{"id": "refund.over_limit", "version": 0}],
         instruction_chars=-1,
         ended_at="yesterday",
