@@ -109,14 +109,15 @@ _recent: dict[str, tuple[ApiToken, float]] = {}  # token hash → (token, time.m
 _recent_lock = threading.Lock()
 
 
-def authenticate(raw: str, *, using: str = "default", cache_seconds: float = 0.0) -> ApiToken | None:
+def authenticate(raw: str, *, cache_seconds: float = 0.0) -> ApiToken | None:
     """The live (not revoked, not expired) token for `raw`, or None. With `cache_seconds`, a token
     read that recently is reused without a query (a revocation in another process takes effect
     within that bound; in this process at once, see `_forget_tokens`; expiry at once everywhere).
     Unknown tokens are never cached.
 
-    The lookup reads through the default connection whatever `using` says: the read-only role of
-    the agent API is granted no access to token hashes (manage.py create_readonly_role)."""
+    The lookup reads through the default connection, also for the read endpoints: the read-only
+    role of the agent API is granted no access to token hashes (manage.py create_readonly_role),
+    and the same connection records `last_used_at`."""
     if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
     token_hash = ApiToken.hash(raw)
@@ -151,7 +152,7 @@ def _forget_tokens(sender, instance: ApiToken, **kwargs) -> None:
         _recent.pop(instance.token_hash, None)
 
 
-def token_required(scope: str, *, using: str = "default", cache_seconds: Callable[[], float] | None = None) -> Callable:
+def token_required(scope: str, *, cache_seconds: Callable[[], float] | None = None) -> Callable:
     """Authenticates `Authorization: Bearer <token>` for `scope` and the agent named in the URL
     (`agent` keyword argument, when the URL has one). 401 without a valid token, 403 for a token of
     the wrong scope or of another agent. `cache_seconds` (a callable, read per request) lets the
@@ -166,7 +167,7 @@ def token_required(scope: str, *, using: str = "default", cache_seconds: Callabl
                 response = api_error(401, "unauthorized", "Send Authorization: Bearer <token>.")
                 response["WWW-Authenticate"] = 'Bearer realm="procmem"'
                 return response
-            token = authenticate(raw.strip(), using=using, cache_seconds=cache_seconds() if cache_seconds else 0.0)
+            token = authenticate(raw.strip(), cache_seconds=cache_seconds() if cache_seconds else 0.0)
             if token is None:
                 response = api_error(401, "unauthorized", "The token is unknown, revoked or expired.")
                 response["WWW-Authenticate"] = 'Bearer realm="procmem", error="invalid_token"'

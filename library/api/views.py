@@ -6,8 +6,9 @@
     GET  /api/v1/agents/{agent}/select?task=&intent=&k=   read token: selection (k ≤ 20: diagnostics)
     PUT  /api/v1/agents/{agent}/tools               signed-in admin session + CSRF: replace the tool list
 
-Agent endpoints authenticate through `token_required("read", using="readonly")`, so even the token
-lookup reads through the SELECT-only connection.
+Agent endpoints authenticate through `token_required("read")` (the token lookup and its
+`last_used_at` go through the default connection; the read-only role may not read token hashes)
+and read the active set through the SELECT-only "readonly" connection.
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def _accepts_gzip(request: HttpRequest) -> bool:
 
 
 @csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
-@token_required("read", using=serving.READONLY_ALIAS, cache_seconds=serving.recheck_seconds)
+@token_required("read", cache_seconds=serving.recheck_seconds)
 @_agent_get_only
 def active_set(request: HttpRequest, agent: str) -> HttpResponse:
     served = serving.active_set_for_agent(agent=request.agent)
@@ -110,7 +111,7 @@ def active_set(request: HttpRequest, agent: str) -> HttpResponse:
 
 
 @csrf_exempt
-@token_required("read", using=serving.READONLY_ALIAS, cache_seconds=serving.recheck_seconds)
+@token_required("read", cache_seconds=serving.recheck_seconds)
 @_agent_get_only
 def select(request: HttpRequest, agent: str) -> HttpResponse:
     task = request.GET.get("task", "")
