@@ -13,7 +13,6 @@ and read the active set through the SELECT-only "readonly" connection.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -26,7 +25,7 @@ from django.views.decorators.http import require_GET
 
 from procmem_client.ranking import MAX_K
 
-from .. import serving
+from .. import safe_json, serving
 from ..models import Agent
 from ..permissions import user_can_manage_agent
 from ..services import agent_set_tools
@@ -155,9 +154,12 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
         return api_error(403, "forbidden", f"You may not change the tools of {target.name}.")
     if request.method == "PUT":
         try:
-            payload: Any = json.loads(request.body or b"{}")
-        except ValueError:
-            return api_error(400, "invalid_json", "The body must be JSON: {\"tools\": [\"name\", ...], \"reason\": \"...\"}.")
+            payload: Any = safe_json.parse(request.body or b"{}")
+        except safe_json.JsonRefused as exc:
+            return api_error(
+                400, "invalid_json",
+                f"The body must be JSON: {{\"tools\": [\"name\", ...], \"reason\": \"...\"}} ({exc}).", field=exc.path or "(body)",
+            )
         if not isinstance(payload, dict) or "tools" not in payload:
             return api_error(400, "invalid_parameter", "The body needs a \"tools\" list.", parameter="tools")
         try:
