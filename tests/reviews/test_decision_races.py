@@ -3,89 +3,31 @@ server process (gunicorn, several threads, its own database connections) never b
 get a server error. The loser gets 409, the database holds one ACTIVE version, and the audit trail
 records exactly the winner's decision.
 
-PostgreSQL only: the server process shares the test database. The port comes from
-PROCMEM_TEST_SERVER_PORT (a free port when unset)."""
+PostgreSQL only: the server process (tests/conftest.py `gunicorn_server`) shares the test database."""
 
 from __future__ import annotations
 
-import os
 import secrets
-import socket
-import subprocess
-import sys
 import threading
-import time
-from pathlib import Path
 
 import pytest
 import requests
 from django.contrib.sessions.backends.db import SessionStore
-from django.db import connection
 from guardian.shortcuts import assign_perm
 
 from library import services
 from library.models import AuditEvent, ProcedureVersion, Source, Status
-from tests.conftest import _missing, make_passing_eval
+from tests.conftest import make_passing_eval
 from tests.reviews.operations_helpers import make_user
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 ROUNDS = 20
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _free_port() -> int:
-    configured = os.environ.get("PROCMEM_TEST_SERVER_PORT")
-    if configured:
-        return int(configured)
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture
-def server(transactional_db, tmp_path):
-    """A gunicorn process (2 workers × 4 threads) on the test database."""
-    if connection.vendor != "postgresql":
-        _missing("a server process shares the test database only on PostgreSQL")
-    db = connection.settings_dict
-    port = _free_port()
-    env = dict(os.environ)
-    env.update(
-        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
-        DJANGO_SETTINGS_MODULE="procmem_site.test_settings",
-        READONLY_DATABASE_URL="",
-        PYTHONPATH=str(REPO),
-    )
-    log_path = tmp_path / "server.log"
-    log = open(log_path, "w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "2", "--threads", "4", "--timeout", "60"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-    )
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"server exited: {log_path.read_text()[-3000:]}")
-            try:
-                if requests.get(f"{base}/accounts/login/", timeout=10).status_code < 500:
-                    break
-            except requests.RequestException:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"server did not answer in 60 s: {log_path.read_text()[-3000:]}")
-            time.sleep(0.2)
-        yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+def server(gunicorn_server):
+    return gunicorn_server
 
 
 def _browser_for(user, base: str) -> requests.Session:
