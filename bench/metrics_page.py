@@ -183,7 +183,7 @@ def main() -> None:
     from django.urls import reverse
 
     from library.models import AgentSession, ProcedureVersion, Status
-    from reviews.metrics import metrics_refresh
+    from reviews.metrics.rollup import metrics_refresh
 
     call_command("migrate", verbosity=0)
     agent = _seed(args.procedures)

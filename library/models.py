@@ -73,7 +73,7 @@ class Agent(models.Model):
         default=list, blank=True, help_text='Extra redaction patterns: [{"label": "order_id", "regex": "#W\\d+"}]'
     )
     base_instruction = models.TextField(blank=True)
-    # Eval replay settings (issue: eval replays). Keys are never shown back in the UI or API.
+    # Eval replay settings. Keys are never shown back in the UI or API.
     eval_runner = models.CharField(max_length=16, choices=Runner.choices, default=Runner.DEMO)
     eval_url = models.URLField(blank=True)
     eval_python_path = models.CharField(max_length=255, blank=True)

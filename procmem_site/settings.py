@@ -284,7 +284,7 @@ CELERY_TASK_SOFT_TIME_LIMIT = env_int("CELERY_TASK_SOFT_TIME_LIMIT", 540, minimu
 CELERY_BEAT_SCHEDULE: dict = {}
 # Eval runs whose workers died are resumed (or failed with the reason) by this task.
 CELERY_BEAT_SCHEDULE["eval-runs-recover"] = {"task": "reviews.eval_runs_recover", "schedule": 60.0}
-# Metrics rollup (reviews/metrics.py): incremental refresh and metric-warning check, every N seconds.
+# Metrics rollup (reviews/metrics/rollup.py and alerts.py): incremental refresh and metric-warning check, every N seconds.
 PROCMEM_METRICS_REFRESH_SECONDS = env_int("PROCMEM_METRICS_REFRESH_SECONDS", 300, minimum=10)
 CELERY_BEAT_SCHEDULE["metrics-refresh"] = {
     "task": "reviews.metrics_refresh_all",
@@ -306,7 +306,7 @@ PROCMEM_DEFAULT_INJECTION_CAP = env_int("PROCMEM_DEFAULT_INJECTION_CAP", 2, mini
 PROCMEM_ACTIVE_SET_RECHECK_SECONDS = env_float("PROCMEM_ACTIVE_SET_RECHECK_SECONDS", 1.0, minimum=0, maximum=60)
 PROCMEM_MAX_STEPS = 8
 # Metric warnings: a version's resolution rate over the last N days vs its eval result
-# (one-sided two-proportion z-test; see reviews/metrics.py).
+# (one-sided two-proportion z-test; see reviews/metrics/statistics.py).
 PROCMEM_METRIC_WARNING_DAYS = env_int("PROCMEM_METRIC_WARNING_DAYS", 14, minimum=1, maximum=365)
 PROCMEM_METRIC_WARNING_MIN_SESSIONS = env_int("PROCMEM_METRIC_WARNING_MIN_SESSIONS", 30, minimum=1)
 PROCMEM_METRIC_WARNING_ALPHA = env_float("PROCMEM_METRIC_WARNING_ALPHA", 0.01, minimum=0.0001, maximum=0.5)
@@ -314,7 +314,7 @@ PROCMEM_METRIC_WARNING_ALPHA = env_float("PROCMEM_METRIC_WARNING_ALPHA", 0.01, m
 PROCMEM_BASE_URL = (env_str("PROCMEM_BASE_URL", "") or "").rstrip("/")
 PROCMEM_MIN_STEPS = 3
 
-# --- ingestion, redaction, mining (issue 3; README "Ingestion" and "Mining") ---------------------
+# --- ingestion, redaction, mining (docs/api.md "Sessions in", docs/design.md "Mining") -------------
 PROCMEM_INGEST_MAX_BODY_BYTES = env_int("PROCMEM_INGEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 PROCMEM_INGEST_MAX_BATCH = env_int("PROCMEM_INGEST_MAX_BATCH", 1000, minimum=1)
 PROCMEM_RAW_RETENTION_DAYS = env_int("PROCMEM_RAW_RETENTION_DAYS", 30, minimum=0)

@@ -1,86 +1,200 @@
-"""Access helpers: one per object kind, plus the sign-in guard that understands htmx.
+"""Access to the review workspace: the one sign-in guard, and one helper per object kind.
 
-What a user may not see is a 404; what a user may see but not change is a 403.
+Every helper takes the request, the object's key and what the user wants to do with it (`for_`):
 
-"Hidden" here means: a primary key that does not exist, or an object of an agent that
-`Agent.objects.visible_to(user)` does not return (today: every agent is hidden from anonymous users
-and visible to every signed-in member of the library; the queryset is the one place to narrow it).
-A version addressed through the wrong procedure (a diff against a version of another procedure) is
-hidden too. Seeing is not changing: edit, comment, reject, evals and writing procedures need the
-reviewer permission, approval the object permission of `library.permissions.user_can_approve`.
+- "view":    see it. Hidden — a primary key that does not exist, or an object of an agent that
+             `Agent.objects.visible_to(user)` does not return — is a 404. Today every agent is hidden
+             from anonymous users and visible to every signed-in member of the library; that
+             queryset is the one place to narrow it.
+- "operate": see its operations pages (the active set, approver rights, metrics). Those exist only
+             for superusers, reviewers and holders of an object permission on the agent or one of
+             its procedures (`operable_agents`); for everyone else they are a 404.
+- "review":  view, and hold the reviewer role (edit, comment, reject, evals, regression cases): 403.
+- "approve": view, and hold the approve object permission on the procedure
+             (`library.permissions.user_can_approve`): 403.
+- "manage":  operate, and hold the manage permission (retire and roll back a procedure's versions;
+             change an agent's tools, eval settings and approver rights): 403.
+
+What a user may not see is a 404; what a user may see but not do is a 403. Whether an action is
+possible *now* (the state) is for the services to say, under their row locks.
 """
 
 from __future__ import annotations
 
 from functools import wraps
-from typing import Callable
+from typing import Callable, Literal
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, resolve_url
+from django.db.models import Q, QuerySet
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404
 from django_htmx.http import HttpResponseClientRedirect
 
-from library.models import Agent, Procedure, ProcedureVersion
-from library.permissions import user_can_approve, user_is_reviewer
+from library.models import (
+    Agent,
+    AgentGroupObjectPermission,
+    AgentUserObjectPermission,
+    EvalRun,
+    Procedure,
+    ProcedureGroupObjectPermission,
+    ProcedureUserObjectPermission,
+    ProcedureVersion,
+    RegressionCase,
+)
+from library.permissions import user_can_approve, user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
+
+Purpose = Literal["view", "operate", "review", "approve", "manage"]
+
+# ---------------------------------------------------------------------------------------------- sign-in
 
 
-def login_required(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """Like Django's, but an htmx request gets an HX-Redirect to the sign-in page (a plain 302
-    would be followed by htmx and the sign-in form swapped into a fragment)."""
+def signed_in(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Django's login_required, except that an htmx request gets HX-Redirect to the sign-in page (a
+    plain 302 would be followed by htmx and the sign-in form swapped into a fragment). Either way
+    `?next=` is URL-encoded, and for htmx it is the page the fragment was on, not the fragment."""
 
     @wraps(view)
     def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         if request.user.is_authenticated:
             return view(request, *args, **kwargs)
         if getattr(request, "htmx", False):
-            # Come back to the page the fragment was on, not to the fragment's own URL.
             current = request.htmx.current_url_abs_path or request.get_full_path()
-            return HttpResponseClientRedirect(redirect_to_login(current, resolve_url("login"))["Location"])
+            return HttpResponseClientRedirect(redirect_to_login(current)["Location"])
         return redirect_to_login(request.get_full_path())
 
     return wrapper
 
 
 def require_reviewer(request: HttpRequest) -> None:
+    """For actions on no one object (bulk reject, writing a procedure): 403 without the role."""
     if not user_is_reviewer(request.user):
         raise PermissionDenied("Only reviewers may do this.")
 
 
-def visible_agents(request: HttpRequest):
+# ---------------------------------------------------------------------------------------------- what is visible
+
+
+def visible_agents(request: HttpRequest) -> QuerySet[Agent]:
     return Agent.objects.visible_to(request.user)
 
 
-def visible_versions(request: HttpRequest):
+def visible_versions(request: HttpRequest) -> QuerySet[ProcedureVersion]:
     return ProcedureVersion.objects.filter(procedure__agent__in=visible_agents(request))
 
 
-def get_version_for_user(request: HttpRequest, pk: int) -> tuple[ProcedureVersion, bool]:
-    """The version (with procedure, agent, intent and people selected) and whether the user holds
-    the approve permission for its procedure. 404 when hidden. Whether approval is possible *now*
-    is `approval_blockers`; this only says whether the user is an approver of this procedure."""
+def operable_agents(user) -> QuerySet[Agent]:
+    """Agents whose operations pages the user may see."""
+    agents = Agent.objects.visible_to(user)
+    if not user.is_authenticated:
+        return agents.none()
+    if user.is_superuser or user_is_reviewer(user):
+        return agents
+    groups = user.groups.all()
+    held = Agent.objects.filter(
+        Q(pk__in=AgentUserObjectPermission.objects.filter(user=user).values("content_object_id"))
+        | Q(pk__in=AgentGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
+        | Q(procedures__in=ProcedureUserObjectPermission.objects.filter(user=user).values("content_object_id"))
+        | Q(procedures__in=ProcedureGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
+    )
+    # a subquery, not a join: callers annotate counts over procedures, which a join would skew
+    return agents.filter(pk__in=held.values("pk"))
+
+
+def _agents_for(request: HttpRequest, for_: Purpose) -> QuerySet[Agent]:
+    if for_ not in ("view", "operate", "review", "approve", "manage"):
+        raise ValueError(f"unknown purpose {for_!r}")
+    return operable_agents(request.user) if for_ in ("operate", "manage") else visible_agents(request)
+
+
+def _refuse_review(request: HttpRequest, what: str) -> None:
+    if not user_is_reviewer(request.user):
+        raise PermissionDenied(f"{what} are for reviewers." if what else "Only reviewers may do this.")
+
+
+def _refuse_approve(request: HttpRequest, procedure: Procedure) -> None:
+    if not user_can_approve(request.user, procedure):
+        raise PermissionDenied(f"You do not hold the approve permission for {procedure.key}.")
+
+
+def _refuse_manage(request: HttpRequest, procedure: Procedure) -> None:
+    if not user_can_manage_procedure(request.user, procedure):
+        raise PermissionDenied(f"You may not retire or roll back versions of {procedure.key}.")
+
+
+# ---------------------------------------------------------------------------------------------- one helper per kind
+
+
+def get_agent_for_user(request: HttpRequest, name: str, *, for_: Purpose) -> Agent:
+    agent = get_object_or_404(_agents_for(request, for_), name=name)
+    if for_ == "review":
+        _refuse_review(request, "Regression cases")
+    elif for_ == "approve":
+        raise ValueError("approval is per procedure: use get_procedure_for_user or get_version_for_user")
+    elif for_ == "manage" and not user_can_manage_agent(request.user, agent):
+        raise PermissionDenied(f"Only the admins of {agent.name} may change this.")
+    return agent
+
+
+def get_procedure_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> Procedure:
+    procedure = get_object_or_404(
+        Procedure.objects.filter(agent__in=_agents_for(request, for_)).select_related("agent", "intent"), pk=pk
+    )
+    _check_procedure(request, procedure, for_)
+    return procedure
+
+
+def get_version_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> ProcedureVersion:
+    """The version with its procedure, agent, intent and people selected. Whether approval is
+    possible *now* is `library.services.approval_blockers`, not this."""
     version = get_object_or_404(
-        visible_versions(request).select_related(
+        ProcedureVersion.objects.filter(procedure__agent__in=_agents_for(request, for_)).select_related(
             "procedure__agent", "procedure__intent", "proposed_by", "edited_by", "approved_by", "mining_run"
         ),
         pk=pk,
     )
-    return version, user_can_approve(request.user, version.procedure)
+    _check_procedure(request, version.procedure, for_)
+    return version
 
 
-def get_procedure_for_user(request: HttpRequest, pk: int) -> tuple[Procedure, bool]:
-    procedure = get_object_or_404(
-        Procedure.objects.filter(agent__in=visible_agents(request)).select_related("agent", "intent"), pk=pk
-    )
-    return procedure, user_can_approve(request.user, procedure)
-
-
-def get_sibling_version(request: HttpRequest, procedure: Procedure, pk) -> ProcedureVersion:
+def get_sibling_version(procedure: Procedure, pk) -> ProcedureVersion:
     """Another version of the same procedure, for a diff. A version of another procedure is hidden."""
     try:
         pk = int(pk)
     except (TypeError, ValueError):
-        from django.http import Http404
-
         raise Http404("No such version") from None
     return get_object_or_404(ProcedureVersion.objects.filter(procedure=procedure).select_related("approved_by"), pk=pk)
+
+
+def get_eval_run_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> EvalRun:
+    run = get_object_or_404(
+        EvalRun.objects.filter(version__procedure__agent__in=_agents_for(request, for_)).select_related(
+            "version__procedure__agent", "version__procedure__intent", "started_by"
+        ),
+        pk=pk,
+    )
+    if for_ == "review":
+        _refuse_review(request, "Eval runs")
+    else:
+        _check_procedure(request, run.version.procedure, for_)
+    return run
+
+
+def get_case_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> RegressionCase:
+    case = get_object_or_404(
+        RegressionCase.objects.filter(agent__in=_agents_for(request, for_)).select_related("agent", "intent"), pk=pk
+    )
+    if for_ == "review":
+        _refuse_review(request, "Regression cases")
+    elif for_ in ("approve", "manage"):
+        raise ValueError(f"a regression case has no {for_!r}: reviewers edit it")
+    return case
+
+
+def _check_procedure(request: HttpRequest, procedure: Procedure, for_: Purpose) -> None:
+    if for_ == "review":
+        _refuse_review(request, "")
+    elif for_ == "approve":
+        _refuse_approve(request, procedure)
+    elif for_ == "manage":
+        _refuse_manage(request, procedure)

@@ -7,5 +7,6 @@ class ReviewsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # Signal receivers (library.signals → notifications) and the tasks of operating the library.
-        from . import metrics_tasks, notifications  # noqa: F401
+        # The signal receivers (library.signals → notifications), and the tasks registered in this
+        # process too, so that a task queued by name runs in place when tasks are eager (tests, demo).
+        from . import notifications, tasks  # noqa: F401

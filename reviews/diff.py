@@ -22,6 +22,8 @@ from typing import Literal, Sequence
 
 from diff_match_patch import diff_match_patch
 
+from library.services import Content
+
 Op = Literal["equal", "insert", "delete"]
 RowKind = Literal["same", "changed", "added", "removed"]
 
@@ -257,14 +259,6 @@ def compare_set(name: str, label: str, old: Sequence[str] | None, new: Sequence[
     return FieldComparison(name, label, "set", rows)
 
 
-@dataclass(frozen=True)
-class Content:
-    applies_when: str
-    steps: Sequence[str]
-    required_tools: Sequence[str]
-    forbidden_actions: Sequence[str]
-
-
 def compare_contents(old: Content | None, new: Content) -> list[FieldComparison]:
     """The four content fields of a procedure, old (None: a new procedure) against new."""
     return [
@@ -277,7 +271,7 @@ def compare_contents(old: Content | None, new: Content) -> list[FieldComparison]
 
 def content_of(version) -> Content:
     """Adapts a ProcedureVersion (or anything with the four attributes)."""
-    return Content(version.applies_when, version.steps, version.required_tools, version.forbidden_actions)
+    return Content(version.applies_when, list(version.steps), list(version.required_tools), list(version.forbidden_actions))
 
 
 def compare_versions(old, new) -> list[FieldComparison]:

@@ -3,9 +3,14 @@ permissions again (`library.services.validate_content`, the lifecycle checks).""
 
 from __future__ import annotations
 
-from django import forms
+import json
 
-from library.models import Agent, Intent, procedure_key_validator
+from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+
+from library.models import Agent, Intent, Procedure, RegressionCase, procedure_key_validator
 from library.services import MAX_STEPS_APPROVABLE
 
 
@@ -149,3 +154,142 @@ class ApproveForm(forms.Form):
         error_messages={"required": "Tick the confirmation to approve."},
     )
     comment = forms.CharField(label="Comment for the audit log", max_length=1000, required=False)
+
+
+# ---------------------------------------------------------------------------------------------- regression cases
+
+
+def _calls_from_text(value: str, field: str) -> list:
+    """One call a line: a tool name, or a JSON object such as {"name": "x", "args": {...}}."""
+    calls: list = []
+    for number, line in enumerate(_lines(value), start=1):
+        if line.startswith("{"):
+            try:
+                calls.append(json.loads(line))
+            except ValueError as exc:
+                raise forms.ValidationError(f"line {number} is not a JSON object ({exc})") from None
+        else:
+            calls.append(line)
+    return calls
+
+
+def _calls_to_text(calls: list) -> str:
+    return "\n".join(c if isinstance(c, str) else json.dumps(c, ensure_ascii=False) for c in calls or [])
+
+
+class RegressionCaseForm(forms.Form):
+    intent = forms.ModelChoiceField(queryset=None, empty_label=None)
+    name = forms.CharField(max_length=200, required=False)
+    task = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), help_text="What the customer asks; the agent replays it.")
+    context = forms.JSONField(required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 3}), help_text='A JSON object, e.g. {"order_id": "ORD-1"}')
+    expected_tools = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 4}),
+        help_text='Expected calls in order, one a line: a tool name, or {"name": "createApproval", "args": {"order_id": "ORD-1"}}',
+    )
+    forbidden_tools = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        help_text='Forbidden calls, one a line: a tool name, or {"name": "...", "args": {...}, "before": "createApproval"}',
+    )
+    reply_must_match = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Regular expressions, one a line")
+    reply_must_not_match = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Regular expressions, one a line")
+    tool_results = forms.JSONField(
+        required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 4}),
+        help_text='For model replay: {"lookupOrder": [result of the 1st call, of the 2nd, …]}',
+    )
+    is_active = forms.BooleanField(required=False, initial=True, label="Active (replayed by eval runs)")
+
+    def __init__(self, *args, agent: Agent, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["intent"].queryset = agent.intents.order_by("name")
+
+    def clean_expected_tools(self):
+        return _calls_from_text(self.cleaned_data["expected_tools"], "expected_tools")
+
+    def clean_forbidden_tools(self):
+        return _calls_from_text(self.cleaned_data["forbidden_tools"], "forbidden_tools")
+
+    def clean_reply_must_match(self):
+        return _lines(self.cleaned_data["reply_must_match"])
+
+    def clean_reply_must_not_match(self):
+        return _lines(self.cleaned_data["reply_must_not_match"])
+
+    def service_fields(self) -> dict:
+        data = dict(self.cleaned_data)
+        data.pop("intent")
+        data["context"] = data.get("context") or {}
+        data["tool_results"] = data.get("tool_results") or {}
+        return data
+
+    def add_service_errors(self, exc: ValidationError) -> None:
+        for field, errors in exc.message_dict.items():
+            self.add_error(field if field in self.fields else None, errors)
+
+    @staticmethod
+    def initial_for(case: RegressionCase) -> dict:
+        return {
+            "intent": case.intent_id,
+            "name": case.name,
+            "task": case.task,
+            "context": case.context,
+            "expected_tools": _calls_to_text(case.expected_tools),
+            "forbidden_tools": _calls_to_text(case.forbidden_tools),
+            "reply_must_match": "\n".join(case.reply_must_match),
+            "reply_must_not_match": "\n".join(case.reply_must_not_match),
+            "tool_results": case.tool_results,
+            "is_active": case.is_active,
+        }
+
+
+class CaseImportForm(forms.Form):
+    file = forms.FileField(help_text="JSONL: one case a line (see the README)")
+    create_intents = forms.BooleanField(required=False, label="Create intents the agent does not have yet")
+
+
+# ---------------------------------------------------------------------------------------------- eval settings
+
+
+class AgentEvalSettingsForm(forms.Form):
+    eval_runner = forms.ChoiceField(choices=Agent.Runner.choices, label="Runner")
+    eval_url = forms.URLField(required=False, label="Eval URL (HTTP runner)", assume_scheme="https")
+    eval_python_path = forms.CharField(required=False, max_length=255, label="Python callable (package.module:function)")
+    eval_concurrency = forms.IntegerField(min_value=1, max_value=100, label="Concurrent calls to the agent at most")
+    eval_timeout_seconds = forms.FloatField(min_value=0.1, max_value=600, label="Timeout per call (seconds)")
+    model_base_url = forms.URLField(required=False, label="Model base URL (OpenAI-compatible)", assume_scheme="https")
+    model_name = forms.CharField(required=False, max_length=128)
+    model_api_key = forms.CharField(
+        required=False, max_length=512, widget=forms.PasswordInput(render_value=False), label="Model API key",
+        help_text="Write-only: leave empty to keep the stored key.",
+    )
+    clear_model_api_key = forms.BooleanField(required=False, label="Remove the stored key")
+    tool_schemas = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}), help_text="Tool name → JSON schema of its parameters")
+    base_instruction = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
+
+
+# ---------------------------------------------------------------------------------------------- approver rights
+
+
+def approver_right_from_post(data, *, agent: Agent):
+    """(procedure or None for the whole agent, grantee user or group, reason) from the approver-rights
+    form of an agent's operations page; raises ValidationError naming the field."""
+    scope = data.get("scope", "").strip()
+    procedure = None
+    if scope and scope != "agent":
+        procedure = Procedure.objects.filter(agent=agent, key=scope).first()
+        if procedure is None:
+            raise ValidationError({"scope": f"{agent.name} has no procedure {scope!r}"})
+    elif not scope:
+        raise ValidationError({"scope": "choose the whole agent or one procedure"})
+    kind = data.get("grantee_kind", "user")
+    name = data.get("grantee", "").strip()
+    if not name:
+        raise ValidationError({"grantee": "name a user or a group"})
+    if kind == "group":
+        grantee = Group.objects.filter(name=name).first()
+    elif kind == "user":
+        grantee = get_user_model().objects.filter(username=name).first()
+    else:
+        raise ValidationError({"grantee_kind": "choose user or group"})
+    if grantee is None:
+        raise ValidationError({"grantee": f"no {kind} named {name!r}"})
+    return procedure, grantee, data.get("reason", "").strip()

@@ -51,7 +51,7 @@ class NotificationPreference(models.Model):
 # ---------------------------------------------------------------------------------------------- metrics rollup
 #
 # The metrics pages never read AgentSession: over a million sessions that is seconds, not
-# milliseconds. reviews/metrics.py folds sessions into the two daily tables below (one row per
+# milliseconds. reviews/metrics/rollup.py folds sessions into the two daily tables below (one row per
 # agent, day, intent and model; one per version, session intent, day and model) and the pages sum a
 # few hundred of those rows. A refresh recomputes whole days, so running it twice, or over a day
 # that is still receiving sessions, never counts a session twice.
@@ -97,7 +97,7 @@ class IntentDayRollup(models.Model):
 class VersionDayRollup(models.Model):
     """Sessions that received one procedure version, by the session's own intent, day and model.
     `chars_hist` is a log-bucket histogram of instruction lengths ({bucket index: count}, see
-    reviews.metrics.CharsHistogram), so p95 over any range of days is a merge, not a rescan."""
+    reviews.metrics.histogram.CharsHistogram), so p95 over any range of days is a merge, not a rescan."""
 
     agent = models.ForeignKey("library.Agent", on_delete=models.CASCADE, related_name="+")
     version = models.ForeignKey("library.ProcedureVersion", on_delete=models.CASCADE, related_name="+")

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from typing import Iterable
 
-from celery import shared_task
+from celery import signature
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import get_connection, EmailMessage
@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 EMAIL_BY_DEFAULT = {NotificationKind.REFUSED_AT_LOAD}
+EMAIL_TASK = "reviews.notification_email"
 
 
 def default_preference(user, kind: str) -> NotificationPreference:
@@ -116,9 +117,9 @@ def notification_send(*, users: Iterable, kind: str, message: str, url: str = ""
             [Notification(user_id=uid, kind=kind, message=message, url=url) for uid in in_app]
         )
         if by_mail:
-            transaction.on_commit(
-                lambda: notification_email.delay(user_ids=by_mail, kind=kind, message=message, url=url), robust=True
-            )
+            # by name: reviews.tasks imports this module, so this module does not import it back
+            email = signature(EMAIL_TASK, kwargs={"user_ids": by_mail, "kind": kind, "message": message, "url": url})
+            transaction.on_commit(email.delay, robust=True)
     return rows
 
 
@@ -141,11 +142,10 @@ def notification_preferences_set(*, user, choices: dict[str, tuple[bool, bool]])
             )
 
 
-@shared_task(name="reviews.notification_email", autoretry_for=(OSError,), retry_backoff=30, max_retries=5,
-             time_limit=120, soft_time_limit=100)
-def notification_email(*, user_ids: list[int], kind: str, message: str, url: str = "") -> int:
-    """One e-mail per recipient through Django's mail settings. Retries when the mail server is
-    unreachable; recipients who were deactivated or lost their address meanwhile are skipped."""
+def notification_email_send(*, user_ids: list[int], kind: str, message: str, url: str = "") -> int:
+    """One e-mail per recipient through Django's mail settings (reviews.tasks.notification_email
+    runs this and retries while the mail server is unreachable). Recipients who were deactivated or
+    lost their address meanwhile are skipped. Returns the number of e-mails sent."""
     users = get_user_model().objects.filter(pk__in=user_ids, is_active=True).exclude(email="")
     subject = f"[procmem] {NotificationKind(kind).label}"
     base = getattr(settings, "PROCMEM_BASE_URL", "")

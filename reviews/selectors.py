@@ -1,5 +1,6 @@
 """Reads of the review workspace: the queue with its filters, groups and sorting; what a candidate
-page shows next to the version (the active version, siblings, the latest eval run, evidence).
+page shows next to the version (the active version, siblings, the latest eval run, evidence); the
+active set as the operations pages show it.
 
 Every function here issues a fixed number of queries whatever the size of the queue (tested with
 `django_assert_num_queries` at 10 and 1,000 candidates)."""
@@ -24,6 +25,8 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 
 from library.models import Agent, AgentSession, EvalRun, Intent, Procedure, ProcedureVersion, Status
+from library.selectors import active_versions_for_agent
+from library.serving import missing_tools
 from reviews.models import Comment
 
 SORTS = {
@@ -364,3 +367,51 @@ def evidence_sessions(version: ProcedureVersion) -> list[AgentSession]:
         )
     }
     return [by_id[i] for i in ids if i in by_id]
+
+
+# ------------------------------------------------------------------------------------------- operations
+
+
+def version_missing_tools(version: ProcedureVersion, agent: Agent) -> list[str]:
+    """The agent API's own load-time check (library.serving), so the operations pages and the JSON
+    agree on what is refused at load."""
+    return missing_tools(required=list(version.required_tools), available=list(agent.tools))
+
+
+def served_and_refused(agent: Agent) -> tuple[list[ProcedureVersion], list[tuple[ProcedureVersion, list[str]]]]:
+    """The active set as the agent receives it: ACTIVE versions whose required tools the agent has
+    (served), and ACTIVE versions refused at load with the tools they miss. Read-only: unlike an
+    agent's fetch (serving.active_set_for_agent) looking at this records no refusal and raises no
+    alert."""
+    served: list[ProcedureVersion] = []
+    refused: list[tuple[ProcedureVersion, list[str]]] = []
+    if not agent.procedural_memory_enabled:
+        return [], []
+    for version in active_versions_for_agent(agent):
+        missing = version_missing_tools(version, agent)
+        if missing:
+            refused.append((version, missing))
+        else:
+            served.append(version)
+    return served, refused
+
+
+def agents_overview(agents: QuerySet[Agent]) -> list[Agent]:
+    """The agents with `active` and `candidates` version counts and `refused_count`, the ACTIVE
+    versions whose required tools the agent lacks (three queries whatever the number of agents)."""
+    agents = list(
+        agents.annotate(
+            active=Count("procedures__versions", filter=Q(procedures__versions__status=Status.ACTIVE)),
+            candidates=Count("procedures__versions", filter=Q(procedures__versions__status=Status.CANDIDATE)),
+        )
+    )
+    tools = {a.pk: set(a.tools) for a in agents}
+    refused: dict[int, int] = {}
+    for row in ProcedureVersion.objects.filter(procedure__agent__in=agents, status=Status.ACTIVE).values(
+        "procedure__agent_id", "required_tools"
+    ):
+        agent_id = row["procedure__agent_id"]
+        refused[agent_id] = refused.get(agent_id, 0) + bool(set(row["required_tools"]) - tools[agent_id])
+    for agent in agents:
+        agent.refused_count = refused.get(agent.pk, 0)
+    return agents

@@ -14,7 +14,7 @@ from django.utils import timezone
 from library import services
 from library.demo import DEMO_USERS, seed_demo
 from library.models import Agent, AgentSession, ProcedureVersion, Status
-from reviews.metrics import metrics_refresh
+from reviews.metrics.rollup import metrics_refresh
 from tests.conftest import make_passing_eval
 from tests.e2e.conftest import sign_in
 

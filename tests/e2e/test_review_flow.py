@@ -23,8 +23,8 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases
 
 
 def refund_candidate() -> ProcedureVersion:
-    """The mined refund.over_limit candidate of the demo data. Until the demo seed mines it (the
-    mining issue), the test proposes the same record with the numbers of docs/design.md."""
+    """The mined refund.over_limit candidate of the demo data; where the seed has not mined it, the
+    test proposes the same record with the numbers of docs/design.md."""
     from library import services
     from library.models import Agent
 

@@ -11,7 +11,7 @@ from library import services
 from library.demo import seed_demo
 from library.evals import runs
 from library.models import ApiToken, EvalRun, RegressionCase, Source
-from library.tokens import token_create
+from library.api.tokens import token_create
 from tests import evals_support
 from tests.evals_support import DEMO_CANDIDATE_STEPS
 

@@ -145,3 +145,21 @@ def test_the_shared_fragments_render_for_other_pages(agent, candidate, reviewer)
     session = AgentSession.objects.create(agent=agent, session_id="s-1", task="x")
     html = render_to_string("reviews/cases/_from_session_button.html", {"session": session}, request=request)
     assert 'value="s-1"' in html and "Include" not in html
+
+
+def test_cancel_from_the_candidate_page_answers_with_its_eval_panel(client, reviewer, candidate, run):
+    client.force_login(reviewer)
+    response = client.post(reverse("reviews:eval_cancel", args=[run.pk]), HTTP_HX_TARGET="eval", **HTMX)
+    assert response.status_code == 200 and 'id="eval"' in response.content.decode()
+    run.refresh_from_db()
+    assert run.state == EvalRun.State.CANCELLED
+
+
+def test_cancel_without_htmx_goes_back_to_next_on_this_site_only(client, reviewer, candidate, run):
+    client.force_login(reviewer)
+    back = reverse("reviews:version", args=[candidate.pk]) + "#eval"
+    assert client.post(reverse("reviews:eval_cancel", args=[run.pk]), {"next": back})["Location"] == back
+    elsewhere = client.post(reverse("reviews:eval_resume", args=[run.pk]))
+    assert elsewhere.status_code == 302
+    response = client.post(reverse("reviews:eval_cancel", args=[run.pk]), {"next": "https://evil.example/"})
+    assert response["Location"] == reverse("reviews:eval_detail", args=[run.pk])

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from library.models import AuditEvent
 from library.services import audit
-from reviews.operations import csv_cell
+from reviews.audit import csv_cell
 from tests.reviews.operations_helpers import activate
 
 pytestmark = pytest.mark.django_db

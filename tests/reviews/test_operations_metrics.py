@@ -13,8 +13,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from library.models import AgentSession, EvalCaseResult, RegressionCase
-from reviews import metrics
-from reviews.metrics import CharsHistogram, Rate, resolution_drop_test
+from reviews.metrics import alerts, reads, rollup
+from reviews.metrics.histogram import CharsHistogram
+from reviews.metrics.statistics import Rate, resolution_drop_test
 from reviews.models import IntentDayRollup, MetricAlert, MetricsState, Notification, NotificationKind, NotificationPreference, VersionDayRollup
 from reviews.signals import metric_warning
 from tests.reviews.operations_helpers import activate
@@ -72,12 +73,12 @@ def fixture_sessions(agent, intent, v1):
         session(agent, intent, days_ago=1, injected=[], resolved=resolved, model="m-0")
     session(agent, intent, days_ago=1, injected=[ref], resolved=True, chars=100, model="m-0")
     session(agent, intent, days_ago=1, injected=[ref], resolved=True, chars=200, model="m-0")
-    metrics.metrics_refresh(agent=agent)
+    rollup.metrics_refresh(agent=agent)
 
 
 def test_version_figures_match_hand_computed_values(agent, v1, fixture_sessions):
-    start, end = metrics.window(30)
-    (fig,) = metrics.version_figures([v1], start, end, daily=True)
+    start, end = reads.window(30)
+    (fig,) = reads.version_figures([v1], start, end, daily=True)
     assert fig.selected == 14                      # 12 today + 2 yesterday
     assert fig.with_rate == Rate(10, 12)           # 8 today + 2 yesterday resolved; 12 labelled
     assert fig.without_rate == Rate(4, 10)         # bare 2/5 + unknown version 1/1 today, bare 1/4 yesterday
@@ -98,28 +99,28 @@ def test_version_figures_match_hand_computed_values(agent, v1, fixture_sessions)
 
 
 def test_model_change_is_marked_on_the_day_it_happened(agent, fixture_sessions):
-    start, end = metrics.window(30)
-    changes = metrics.model_changes(metrics.dominant_models(agent, start, end))
+    start, end = reads.window(30)
+    changes = reads.model_changes(reads.dominant_models(agent, start, end))
     assert [(c.day, c.before, c.after) for c in changes] == [(timezone.localdate(), "m-0", "m-1")]
 
 
 def test_refresh_is_incremental_and_never_counts_twice(agent, intent, v1, fixture_sessions):
     rows_before = sorted(IntentDayRollup.objects.values_list("day", "intent_id", "model", "sessions", "resolved"))
     # a second refresh with nothing new changes nothing
-    metrics.metrics_refresh(agent=agent)
+    rollup.metrics_refresh(agent=agent)
     assert sorted(IntentDayRollup.objects.values_list("day", "intent_id", "model", "sessions", "resolved")) == rows_before
     # a late session for three days ago: only that day is recomputed and added (the fixture's
     # sessions were received an hour ago, outside the refresh's overlap window)
     AgentSession.objects.update(received_at=timezone.now() - timedelta(hours=1))
     session(agent, intent, days_ago=3, injected=[{"id": "refund.over_limit", "version": 1}], resolved=False, model="m-0", chars=300)
-    result = metrics.metrics_refresh(agent=agent)
+    result = rollup.metrics_refresh(agent=agent)
     assert result.days == 1 and not result.full
-    start, end = metrics.window(30)
-    (fig,) = metrics.version_figures([v1], start, end)
+    start, end = reads.window(30)
+    (fig,) = reads.version_figures([v1], start, end)
     assert (fig.selected, fig.with_rate) == (15, Rate(10, 13))
     # a full rebuild gives the same figures
-    metrics.metrics_refresh(agent=agent, full=True)
-    (again,) = metrics.version_figures([v1], start, end)
+    rollup.metrics_refresh(agent=agent, full=True)
+    (again,) = reads.version_figures([v1], start, end)
     assert (again.selected, again.with_rate, again.without_rate, again.bare_rate) == (
         fig.selected, fig.with_rate, fig.without_rate, fig.bare_rate
     )
@@ -130,7 +131,7 @@ def test_a_session_committed_late_inside_the_overlap_is_picked_up(agent, intent,
     # it was received before the watermark (its transaction committed after the last refresh read)
     state = MetricsState.objects.get(agent=agent)
     AgentSession.objects.filter(pk=late.pk).update(received_at=state.refreshed_until - timedelta(minutes=2))
-    metrics.metrics_refresh(agent=agent)
+    rollup.metrics_refresh(agent=agent)
     assert VersionDayRollup.objects.filter(version=v1, day=timezone.localdate()).values_list("sessions", flat=True).get() == 13
 
 
@@ -170,11 +171,11 @@ def test_warning_opens_once_notifies_admins_and_approvers_and_clears_on_recovery
     sent = []
     metric_warning.connect(lambda sender, **kw: sent.append(kw), weak=False, dispatch_uid="test-metric-warning")
     try:
-        metrics.metrics_refresh(agent=agent)
+        rollup.metrics_refresh(agent=agent)
         with django_capture_on_commit_callbacks(execute=True):
-            opened = metrics.metric_warnings_check(agent=agent)
+            opened = alerts.metric_warnings_check(agent=agent)
         with django_capture_on_commit_callbacks(execute=True):
-            assert metrics.metric_warnings_check(agent=agent) == []  # still open: not sent again
+            assert alerts.metric_warnings_check(agent=agent) == []  # still open: not sent again
     finally:
         metric_warning.disconnect(dispatch_uid="test-metric-warning")
     assert [a.version for a in opened] == [v1]
@@ -186,8 +187,8 @@ def test_warning_opens_once_notifies_admins_and_approvers_and_clears_on_recovery
     # recovery: 60 more resolved sessions bring the rate to 75/100 — within noise of 9/10
     for _ in range(60):
         session(agent, intent, injected=[ref], resolved=True)
-    metrics.metrics_refresh(agent=agent)
-    metrics.metric_warnings_check(agent=agent)
+    rollup.metrics_refresh(agent=agent)
+    alerts.metric_warnings_check(agent=agent)
     assert MetricAlert.objects.get().cleared_at is not None
 
 
@@ -218,13 +219,13 @@ def test_metrics_pages_are_hidden_from_outsiders(client, outsider, agent, v1):
 def test_refresh_precomputes_each_windows_p95_equal_to_merging_the_days(agent, intent, v1, fixture_sessions):
     state = MetricsState.objects.get(agent=agent)
     assert state.window_p95["as_of"] == timezone.localdate().isoformat()
-    for days in metrics.WINDOWS:
-        start, end = metrics.window(days)
-        (merged,) = metrics.version_figures([v1], start, end, daily=True)  # daily: merges the day histograms
+    for days in rollup.WINDOWS:
+        start, end = reads.window(days)
+        (merged,) = reads.version_figures([v1], start, end, daily=True)  # daily: merges the day histograms
         assert state.window_p95["windows"][str(days)][str(v1.pk)] == merged.p95_chars
     # a session 10 days ago only reaches the 30-day and longer windows
     session(agent, intent, days_ago=10, injected=[{"id": "refund.over_limit", "version": 1}], chars=90000)
-    metrics.metrics_refresh(agent=agent, full=True)
+    rollup.metrics_refresh(agent=agent, full=True)
     windows = MetricsState.objects.get(agent=agent).window_p95["windows"]
     assert windows["7"][str(v1.pk)] == pytest.approx(6000, rel=0.01)
     assert windows["30"][str(v1.pk)] == pytest.approx(90000, rel=0.01)  # nearest rank 15 of 15
@@ -234,7 +235,7 @@ def test_refresh_task_and_command_fill_the_rollup_and_skip_a_vanished_agent(agen
     from django.core.management import call_command
     from io import StringIO
 
-    from reviews.metrics_tasks import metrics_refresh_agent, metrics_refresh_all
+    from reviews.tasks import metrics_refresh_agent, metrics_refresh_all
 
     session(agent, intent, injected=[{"id": "refund.over_limit", "version": 1}], resolved=True, chars=500)
     assert metrics_refresh_all.delay().get() == 1  # eager in tests: the per-agent task ran too
@@ -248,8 +249,8 @@ def test_refresh_task_and_command_fill_the_rollup_and_skip_a_vanished_agent(agen
 
 
 def test_agent_daily_counts_bare_sessions_only_for_intents_that_had_an_active_procedure(agent, v1, fixture_sessions):
-    start, end = metrics.window(30)
-    days = {row["day"]: row for row in metrics.agent_daily(agent, start, end)}
+    start, end = reads.window(30)
+    days = {row["day"]: row for row in reads.agent_daily(agent, start, end)}
     today, yesterday = timezone.localdate(), timezone.localdate() - timedelta(days=1)
     # today: refund_over_limit (v1 ACTIVE) has 5 bare of 18; order_status had no ACTIVE procedure
     assert days[today]["bare"] == Rate(5, 18)

@@ -4,8 +4,7 @@
   so the form does not land inside a fragment);
 - signed in without the permission (the outsider holds no role) → 403;
 - a hidden object → 404. Hidden means: a primary key that does not exist, or an object of an agent
-  outside `Agent.objects.visible_to(user)`; a sub-object addressed through the wrong parent (an
-  eval run of another version) is hidden too.
+  outside `Agent.objects.visible_to(user)`.
 
 The state is checked to be unchanged after each refusal.
 """
@@ -36,10 +35,7 @@ MUTATIONS = {
     ),
     "approve": (lambda v: reverse("reviews:version_approve", kwargs={"pk": v.pk if v else MISSING}), {"confirm": "on"}),
     "eval_start": (lambda v: reverse("reviews:version_eval_start", kwargs={"pk": v.pk if v else MISSING}), {}),
-    "eval_cancel": (
-        lambda v: reverse("reviews:version_eval_cancel", kwargs={"pk": v.pk if v else MISSING, "run_pk": _run(v).pk if v else MISSING}),
-        {},
-    ),
+    "eval_cancel": (lambda v: reverse("reviews:eval_cancel", kwargs={"pk": _run(v).pk if v else MISSING}), {}),
     "bulk_reject": (lambda v: reverse("reviews:queue_bulk_reject"), None),  # data built per case
     "propose": (lambda v: reverse("reviews:procedure_new"), None),
 }
@@ -113,10 +109,15 @@ def test_objects_of_an_agent_hidden_from_the_user_are_404(reviewer_client, candi
     _unchanged(candidate)
 
 
-def test_eval_run_of_another_version_is_hidden(reviewer_client, candidate, other_procedure):
+def test_eval_run_of_a_hidden_agent_is_404_and_stays_running(reviewer_client, candidate, other_procedure, monkeypatch):
+    from library.models import AgentQuerySet
+
     foreign = _run(other_procedure.versions.get())
-    target = reverse("reviews:version_eval_cancel", kwargs={"pk": candidate.pk, "run_pk": foreign.pk})
-    assert reviewer_client.post(target).status_code == 404
+    hidden_agent = other_procedure.agent_id
+    monkeypatch.setattr(AgentQuerySet, "visible_to", lambda self, user: self.exclude(pk=hidden_agent))
+    assert reviewer_client.post(reverse("reviews:eval_cancel", kwargs={"pk": foreign.pk})).status_code == 404
+    foreign.refresh_from_db()
+    assert foreign.state == EvalRun.State.RUNNING
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,8 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from library.models import Agent
-from reviews.metrics import metric_warnings_check, metrics_refresh
+from reviews.metrics.alerts import metric_warnings_check
+from reviews.metrics.rollup import metrics_refresh
 
 
 def _n(count: int, noun: str) -> str:

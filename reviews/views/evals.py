@@ -1,57 +1,29 @@
 """Eval-run pages and actions: the run page, its progress fragment, cancel and resume (a run is
-started from the candidate page: reviews.views.version_eval_start) — reviewers only (`library.permissions.user_is_reviewer`); and
-an agent's eval settings — the agent's admins only (`manage_agent`).
+started from the candidate page: reviews.views.versions.version_eval_start) — reviewers only; and an
+agent's eval settings — the agent's admins only (`manage_agent`).
 
-Access: anonymous → sign-in (an htmx request gets HX-Redirect); signed in without the reviewer
-role → 403; a run or version that does not exist → 404.
+Access (reviews.access): anonymous → sign-in (an htmx request gets HX-Redirect); signed in without
+the reviewer role → 403; a run or agent that does not exist or is hidden → 404.
 """
 
 from __future__ import annotations
 
-from functools import wraps
-
-from django import forms
 from django.contrib import messages
-from django.contrib.auth.views import redirect_to_login
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseClientRedirect
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from library.evals import runs as evals
 from library.evals.configuration import agent_eval_settings_update, eval_settings_snapshot
 from library.models import Agent, EvalCaseResult, EvalRun
-from library.permissions import user_can_manage_agent, user_is_reviewer
 from library.services import LifecycleError
 
-
-def signed_in(view):
-    """login_required that answers an htmx request with HX-Redirect instead of a 302 the fragment
-    would swallow."""
-
-    @wraps(view)
-    def wrapper(request: HttpRequest, *args, **kwargs):
-        if not request.user.is_authenticated:
-            if getattr(request, "htmx", False):
-                return HttpResponseClientRedirect(f"{reverse('login')}?next={request.get_full_path()}")
-            return redirect_to_login(request.get_full_path())
-        return view(request, *args, **kwargs)
-
-    return wrapper
-
-
-def get_run_for_user(request: HttpRequest, pk: int) -> EvalRun:
-    run = get_object_or_404(
-        EvalRun.objects.filter(version__procedure__agent__in=Agent.objects.visible_to(request.user)).select_related(
-            "version__procedure__agent", "version__procedure__intent", "started_by"
-        ),
-        pk=pk,
-    )
-    if not user_is_reviewer(request.user):
-        raise PermissionDenied("Eval runs are for reviewers.")
-    return run
+from ..access import get_agent_for_user, get_eval_run_for_user, signed_in
+from ..forms import AgentEvalSettingsForm
+from .refusals import safe_next
+from .versions import eval_panel_context
 
 
 def _progress_response(request: HttpRequest, run: EvalRun) -> HttpResponse:
@@ -67,7 +39,7 @@ def _progress_response(request: HttpRequest, run: EvalRun) -> HttpResponse:
 @require_GET
 @signed_in
 def eval_detail(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_run_for_user(request, pk)
+    run = get_eval_run_for_user(request, pk, for_="review")
     results = (
         EvalCaseResult.objects.filter(run=run)
         .select_related("case__intent")
@@ -97,7 +69,7 @@ def eval_detail(request: HttpRequest, pk: int) -> HttpResponse:
 def eval_progress(request: HttpRequest, pk: int) -> HttpResponse:
     """The live progress: an htmx fragment that polls itself while the run is unfinished, or JSON
     with `?format=json` / `Accept: application/json`."""
-    run = get_run_for_user(request, pk)
+    run = get_eval_run_for_user(request, pk, for_="review")
     if request.GET.get("format") == "json" or "application/json" in request.headers.get("Accept", ""):
         return JsonResponse(evals.eval_run_progress(run))
     return _progress_response(request, run)
@@ -106,20 +78,27 @@ def eval_progress(request: HttpRequest, pk: int) -> HttpResponse:
 @require_POST
 @signed_in
 def eval_cancel(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_run_for_user(request, pk)
+    """Cancels a run, from its own page (the progress fragment answers) or from the candidate page
+    (htmx target #eval: the eval panel answers; otherwise back to `next`)."""
+    run = get_eval_run_for_user(request, pk, for_="review")
     try:
         run = evals.eval_run_cancel(run=run, user=request.user)
     except LifecycleError as exc:
         messages.error(request, str(exc))
+    else:
+        if not request.htmx:
+            messages.info(request, f"Eval run {run.pk} cancelled.")
+    if request.htmx and request.htmx.target == "eval":
+        return render(request, "reviews/version_detail.html#eval-panel", eval_panel_context(request, run.version))
     if request.htmx:
         return _progress_response(request, run)
-    return redirect("reviews:eval_detail", pk=run.pk)
+    return redirect(safe_next(request, reverse("reviews:eval_detail", kwargs={"pk": run.pk})))
 
 
 @require_POST
 @signed_in
 def eval_resume(request: HttpRequest, pk: int) -> HttpResponse:
-    run = get_run_for_user(request, pk)
+    run = get_eval_run_for_user(request, pk, for_="review")
     try:
         run = evals.eval_run_resume(run=run, user=request.user)
     except LifecycleError as exc:
@@ -132,31 +111,15 @@ def eval_resume(request: HttpRequest, pk: int) -> HttpResponse:
 # --------------------------------------------------------------------------------------------- agent eval settings
 
 
-class AgentEvalSettingsForm(forms.Form):
-    eval_runner = forms.ChoiceField(choices=Agent.Runner.choices, label="Runner")
-    eval_url = forms.URLField(required=False, label="Eval URL (HTTP runner)", assume_scheme="https")
-    eval_python_path = forms.CharField(required=False, max_length=255, label="Python callable (package.module:function)")
-    eval_concurrency = forms.IntegerField(min_value=1, max_value=100, label="Concurrent calls to the agent at most")
-    eval_timeout_seconds = forms.FloatField(min_value=0.1, max_value=600, label="Timeout per call (seconds)")
-    model_base_url = forms.URLField(required=False, label="Model base URL (OpenAI-compatible)", assume_scheme="https")
-    model_name = forms.CharField(required=False, max_length=128)
-    model_api_key = forms.CharField(
-        required=False, max_length=512, widget=forms.PasswordInput(render_value=False), label="Model API key",
-        help_text="Write-only: leave empty to keep the stored key.",
-    )
-    clear_model_api_key = forms.BooleanField(required=False, label="Remove the stored key")
-    tool_schemas = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}), help_text="Tool name → JSON schema of its parameters")
-    base_instruction = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
-
-
+@require_http_methods(["GET", "POST"])
 @signed_in
-def agent_eval_settings(request: HttpRequest, agent_name: str) -> HttpResponse:
+def agent_eval_settings(request: HttpRequest, agent: str) -> HttpResponse:
     """The agent's eval-replay settings (holders of manage_agent). The API key is never shown back."""
-    agent = get_object_or_404(Agent.objects.visible_to(request.user), name=agent_name)
-    if not user_can_manage_agent(request.user, agent):
-        raise PermissionDenied("Only the agent's admins change its eval settings.")
+    agent = get_agent_for_user(request, agent, for_="manage")
     initial = eval_settings_snapshot(agent)
     form = AgentEvalSettingsForm(request.POST or None, initial=initial)
+    key_field = form.fields["model_api_key"]
+    key_field.help_text = f"{'A key is stored.' if agent.model_api_key else 'No key is stored.'} {key_field.help_text}"
     if request.method == "POST" and form.is_valid():
         data = dict(form.cleaned_data)
         key = data.pop("model_api_key")
@@ -170,7 +133,7 @@ def agent_eval_settings(request: HttpRequest, agent_name: str) -> HttpResponse:
                 form.add_error(field if field in form.fields else None, errors)
         else:
             messages.success(request, f"Eval settings of {agent.name} saved.")
-            return redirect("reviews:agent_eval_settings", agent_name=agent.name)
+            return redirect("reviews:agent_eval_settings", agent=agent.name)
     return render(
         request, "reviews/evals/settings.html", {"agent": agent, "form": form, "key_set": bool(agent.model_api_key)}
     )

@@ -8,24 +8,17 @@ change it here or through PUT /api/v1/agents/{agent}/tools; both call services.a
 from __future__ import annotations
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
 from guardian.shortcuts import get_objects_for_user
 
 from library import serving
 from library.models import Agent, ProcedureVersion, Status
-from library.permissions import user_can_manage_agent
 from library.services import agent_set_tools
 
-
-def get_agent_for_manager(request: HttpRequest, name: str) -> Agent:
-    """404 for an agent the user may not see; 403 for one the user may see but not manage."""
-    agent = get_object_or_404(Agent.objects.visible_to(request.user), name=name)
-    if not user_can_manage_agent(request.user, agent):
-        raise PermissionDenied(f"You may not change the tools of {agent.name}.")
-    return agent
+from ..access import get_agent_for_user, signed_in
 
 
 def _parse_tools(text: str) -> list[str]:
@@ -33,9 +26,10 @@ def _parse_tools(text: str) -> list[str]:
     return [item.strip() for line in text.splitlines() for item in line.split(",") if item.strip()]
 
 
-@login_required
+@require_http_methods(["GET", "POST"])
+@signed_in
 def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
-    target = get_agent_for_manager(request, agent)
+    target = get_agent_for_user(request, agent, for_="manage")
     tools_text = "\n".join(target.tools)
     reason = ""
     if request.method == "POST":
@@ -75,7 +69,8 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
     )
 
 
-@login_required
+@require_GET
+@signed_in
 def refused_at_load(request: HttpRequest) -> HttpResponse:
     """Every unresolved refusal on the agents the user manages (what the banner counts)."""
     agents = Agent.objects.all() if request.user.is_superuser else get_objects_for_user(

@@ -1,0 +1,51 @@
+"""Celery tasks of the review side (metrics rollup and warnings, notification e-mail). Thin: they take
+primary keys, re-fetch, and call a service. The eval-replay tasks live with the eval runs, in
+library/evals/tasks.py."""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from library.models import Agent
+
+from .metrics.alerts import metric_warnings_check
+from .metrics.rollup import metrics_refresh
+from .notifications import notification_email_send
+
+logger = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------------------------- metrics
+# Beat runs `reviews.metrics_refresh_all` every PROCMEM_METRICS_REFRESH_SECONDS; it fans out one task
+# per agent so several workers share the work. A redelivered task is harmless: a refresh recomputes
+# whole days and two refreshes of one agent are serialised by a row lock (reviews.metrics.rollup).
+
+
+@shared_task(name="reviews.metrics_refresh_agent", time_limit=1800, soft_time_limit=1700, acks_late=True)
+def metrics_refresh_agent(agent_id: int, full: bool = False) -> dict:
+    agent = Agent.objects.filter(pk=agent_id).first()
+    if agent is None:
+        return {"agent_id": agent_id, "skipped": "agent is gone"}
+    result = metrics_refresh(agent=agent, full=full)
+    opened = metric_warnings_check(agent=agent)
+    return {"agent": agent.name, "days": result.days, "sessions": result.sessions_read, "alerts_opened": len(opened)}
+
+
+@shared_task(name="reviews.metrics_refresh_all", time_limit=60, soft_time_limit=50)
+def metrics_refresh_all() -> int:
+    agent_ids = list(Agent.objects.values_list("pk", flat=True))
+    for agent_id in agent_ids:
+        metrics_refresh_agent.delay(agent_id)
+    return len(agent_ids)
+
+
+# ---------------------------------------------------------------------------------------------- notifications
+
+
+@shared_task(name="reviews.notification_email", autoretry_for=(OSError,), retry_backoff=30, max_retries=5,
+             time_limit=120, soft_time_limit=100)
+def notification_email(*, user_ids: list[int], kind: str, message: str, url: str = "") -> int:
+    """Queued by name from reviews.notifications.notification_send after its transaction commits."""
+    return notification_email_send(user_ids=user_ids, kind=kind, message=message, url=url)

@@ -1,0 +1,293 @@
+"""Operating the library (admins): the active set as each agent sees it, each procedure's versions,
+retire and roll back, approver rights, and the audit log with its CSV export. (Metrics and
+notifications have their own modules beside this one.)
+
+Access (reviews.access, for_="operate"): the operations pages of an agent are visible to superusers,
+reviewers and anyone holding an object permission on the agent or one of its procedures; to everyone
+else they do not exist (404). Who may see but not change gets 403 from the action views
+(for_="manage"). Every change goes through a service (library.services for status changes,
+reviews.rights for approver rights), which checks the object permission again under its row lock.
+"""
+
+from __future__ import annotations
+
+import csv
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.core.paginator import Paginator
+from django.db.models import Prefetch
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from guardian.core import ObjectPermissionChecker
+
+from library import services
+from library.models import AuditEvent, LoadRefusal, Procedure, ProcedureVersion, Status
+from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
+
+from .. import rights, selectors
+from ..access import get_agent_for_user, get_version_for_user, operable_agents, signed_in
+from ..audit import AUDIT_FILTERS, audit_changes, audit_csv_rows, audit_events
+from ..forms import approver_right_from_post
+
+AUDIT_PAGE_SIZE = 50
+
+
+# ---------------------------------------------------------------------------------------------- the active set
+
+
+@require_GET
+@signed_in
+def ops_index(request: HttpRequest) -> HttpResponse:
+    agents = selectors.agents_overview(operable_agents(request.user))
+    if not (request.user.is_superuser or user_is_reviewer(request.user)) and not agents:
+        raise Http404("No agent to operate")
+    return render(request, "reviews/ops/index.html", {"agents": agents})
+
+
+@require_GET
+@signed_in
+def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
+    agent_obj = get_agent_for_user(request, agent, for_="operate")
+    served, refused = selectors.served_and_refused(agent_obj)
+    procedures = list(
+        Procedure.objects.filter(agent=agent_obj)
+        .select_related("intent")
+        .prefetch_related(Prefetch("versions", queryset=ProcedureVersion.objects.order_by("number")))
+    )
+    checker = ObjectPermissionChecker(request.user)
+    checker.prefetch_perms(procedures)
+    agent_wide = checker.has_perm("manage_agent_procedures", agent_obj)
+    rows = [
+        {
+            "procedure": p,
+            "versions": list(p.versions.all()),
+            "can_manage": agent_wide or checker.has_perm("manage_procedure", p),
+        }
+        for p in procedures
+    ]
+    refusals = {
+        r.version_id: r
+        for r in LoadRefusal.objects.filter(version__procedure__agent=agent_obj).order_by("created_at")
+    }
+    return render(
+        request,
+        "reviews/ops/agent.html",
+        {
+            "agent": agent_obj,
+            "served": served,
+            "refused": [(v, missing, refusals.get(v.pk)) for v, missing in refused],
+            "rows": rows,
+            "tab": "active",
+        },
+    )
+
+
+@require_GET
+@signed_in
+def ops_procedure(request: HttpRequest, agent: str, key: str) -> HttpResponse:
+    agent_obj = get_agent_for_user(request, agent, for_="operate")
+    procedure = get_object_or_404(Procedure.objects.select_related("intent"), agent=agent_obj, key=key)
+    versions = list(
+        procedure.versions.select_related("approved_by", "approval_eval_run").order_by("-number")
+    )
+    for version in versions:
+        version.missing_tools = selectors.version_missing_tools(version, agent_obj)
+    events = (
+        AuditEvent.objects.filter(procedure=procedure)
+        .select_related("actor", "version")
+        .order_by("-at", "-id")[:30]
+    )
+    return render(
+        request,
+        "reviews/ops/procedure.html",
+        {
+            "agent": agent_obj,
+            "procedure": procedure,
+            "versions": versions,
+            "active": next((v for v in versions if v.status == Status.ACTIVE), None),
+            "can_manage": user_can_manage_procedure(request.user, procedure),
+            "events": events,
+            "tab": "active",
+        },
+    )
+
+
+# ---------------------------------------------------------------------------------------------- retire / roll back
+
+
+def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpResponse:
+    version = get_version_for_user(request, pk, for_="manage")
+    agent = version.procedure.agent
+    current = selectors.active_version_of(version.procedure)
+    context = {
+        "agent": agent,
+        "version": version,
+        "current": current,
+        "missing_tools": selectors.version_missing_tools(version, agent),
+        "reason": "",
+        "error": "",
+        "tab": "active",
+        "confirm": (
+            {"button": f"Retire v{version.number}", "button_class": "danger",
+             "placeholder": "e.g. agents promised refund dates before approval"}
+            if action == "retire"
+            else {"button": f"Roll back to v{version.number}", "button_class": "primary",
+                  "placeholder": f"e.g. v{current.number if current else '…'} lowered the resolution rate"}
+        ),
+    }
+    template = "reviews/ops/confirm_retire.html" if action == "retire" else "reviews/ops/confirm_rollback.html"
+    status = 200
+    expected = Status.ACTIVE if action == "retire" else Status.RETIRED
+    if request.method == "GET" and version.status != expected:
+        # a stale link: say so instead of offering a button that can only fail
+        context["error"] = (
+            f"v{version.number} is {version.get_status_display().lower()}; only "
+            f"{'the active version can be retired' if action == 'retire' else 'a retired version can be rolled back to'}."
+        )
+        context["stale"] = True
+    if request.method == "POST":
+        reason = request.POST.get("reason", "")
+        context["reason"] = reason
+        service = services.version_retire if action == "retire" else services.version_rollback
+        try:
+            service(version=version, user=request.user, reason=reason)
+        except ValidationError as exc:
+            context["error"] = " ".join(exc.messages)
+            status = 400
+        except services.LifecycleError as exc:
+            context["error"] = str(exc)
+            status = 409
+        else:
+            if action == "retire":
+                messages.success(request, f"Retired {version.procedure.key} v{version.number}. Agents no longer receive it.")
+            else:
+                note = (
+                    f" It is refused at load: the agent lacks {', '.join(context['missing_tools'])}."
+                    if context["missing_tools"]
+                    else " Agents receive it from their next fetch."
+                )
+                messages.success(request, f"Rolled back {version.procedure.key} to v{version.number}.{note}")
+            return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
+    return render(request, template, context, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def ops_retire(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks for the reason and confirmation; POST retires through version_retire."""
+    return _status_change(request, pk, action="retire")
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def ops_rollback(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET shows what changes (current ACTIVE → this version, and the tool check); POST rolls back."""
+    return _status_change(request, pk, action="roll_back")
+
+
+# ---------------------------------------------------------------------------------------------- approver rights
+
+
+@require_GET
+@signed_in
+def ops_approvers(request: HttpRequest, agent: str) -> HttpResponse:
+    agent_obj = get_agent_for_user(request, agent, for_="operate")
+    held = rights.approver_rights(agent_obj)
+    named = rights.named_approvers(agent_obj, held)
+    procedures = list(Procedure.objects.filter(agent=agent_obj).order_by("key"))
+    return render(
+        request,
+        "reviews/ops/approvers.html",
+        {
+            "agent": agent_obj,
+            "rights": held,
+            "agent_approvers": named.get(None, []),
+            "procedure_approvers": [(p, named.get(p.key, [])) for p in procedures],
+            "approvals": rights.active_approvals(agent_obj),
+            "procedures": procedures,
+            "can_manage": user_can_manage_agent(request.user, agent_obj),
+            "tab": "approvers",
+        },
+    )
+
+
+def _rights_change(request: HttpRequest, agent: str, *, grant: bool) -> HttpResponse:
+    agent_obj = get_agent_for_user(request, agent, for_="manage")
+    try:
+        procedure, grantee, reason = approver_right_from_post(request.POST, agent=agent_obj)
+        service = rights.approver_right_grant if grant else rights.approver_right_revoke
+        service(agent=agent_obj, procedure=procedure, grantee=grantee, by=request.user, reason=reason)
+    except ValidationError as exc:
+        messages.error(request, "; ".join(f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()))
+        return redirect("reviews:ops_approvers", agent_obj.name)
+    target = procedure.key if procedure else f"every procedure of {agent_obj.name}"
+    who = f"group {grantee.name}" if isinstance(grantee, Group) else grantee.get_username()
+    messages.success(request, f"{'Granted' if grant else 'Revoked'}: {who} {'may' if grant else 'may no longer'} approve {target}.")
+    return redirect("reviews:ops_approvers", agent_obj.name)
+
+
+@require_POST
+@signed_in
+def ops_grant(request: HttpRequest, agent: str) -> HttpResponse:
+    return _rights_change(request, agent, grant=True)
+
+
+@require_POST
+@signed_in
+def ops_revoke(request: HttpRequest, agent: str) -> HttpResponse:
+    return _rights_change(request, agent, grant=False)
+
+
+# ---------------------------------------------------------------------------------------------- audit log
+
+
+@require_GET
+@signed_in
+def ops_audit(request: HttpRequest) -> HttpResponse:
+    visible = operable_agents(request.user)
+    if not request.user.is_superuser and not visible.exists():
+        raise Http404("No audit log to show")
+    filters = {k: request.GET.get(k, "").strip() for k in AUDIT_FILTERS}
+    events = audit_events(request.user, filters)
+    page = Paginator(events, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
+    for event in page:
+        event.changes = audit_changes(event)
+    query = urlencode({k: v for k, v in filters.items() if v})
+    context = {
+        "page": page,
+        "filters": filters,
+        "query": query,
+        "agents": visible.values_list("name", flat=True),
+        "actions": AuditEvent.Action.choices,
+        "tab": "audit",
+    }
+    template = "reviews/ops/audit.html"
+    if getattr(request, "htmx", False) and request.htmx.target == "audit-results":
+        template += "#results"
+    response = render(request, template, context)
+    response["Vary"] = "HX-Request"
+    return response
+
+
+class _Echo:
+    """A file-like object csv.writer writes to, returning each row for the streaming response."""
+
+    def write(self, value: str) -> str:
+        return value
+
+
+@require_GET
+@signed_in
+def ops_audit_csv(request: HttpRequest) -> StreamingHttpResponse:
+    if not request.user.is_superuser and not operable_agents(request.user).exists():
+        raise Http404("No audit log to export")
+    events = audit_events(request.user, {k: request.GET.get(k, "").strip() for k in AUDIT_FILTERS})
+    writer = csv.writer(_Echo())
+    response = StreamingHttpResponse((writer.writerow(row) for row in audit_csv_rows(events)), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="procmem-audit-{timezone.now():%Y%m%d-%H%M%S}.csv"'
+    return response

@@ -1,0 +1,96 @@
+"""The review queue: candidates grouped by agent and intent, filtered and sorted, and rejecting
+several at once with one reason."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode, urlsplit
+
+from django.contrib import messages
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from library.permissions import user_is_reviewer
+
+from .. import selectors
+from ..access import require_reviewer, signed_in, visible_agents, visible_versions
+from ..forms import BulkRejectForm
+from ..services import versions_bulk_reject
+from .refusals import refusals, refuse, safe_next
+
+QUEUE_PAGE_SIZE = 50
+
+
+class _CountedPaginator(Paginator):
+    """A paginator told its count: the groups query has already counted the filtered queue."""
+
+    def __init__(self, object_list, per_page, *, count: int):
+        super().__init__(object_list, per_page)
+        self._known_count = count
+
+    @property
+    def count(self) -> int:  # type: ignore[override]
+        return self._known_count
+
+
+def _queue_context(request: HttpRequest, query: QueryDict) -> dict:
+    filters = selectors.QueueFilters.from_query(query)
+    agents = visible_agents(request)
+    groups = selectors.queue_groups(request.user, filters, visible_agents=agents)
+    total = sum(
+        g.count
+        for agent in groups
+        for g in agent.intents
+        if (not filters.agent or g.agent == filters.agent) and (not filters.intent or g.intent == filters.intent)
+    )
+    queue_qs = selectors.candidate_queue(request.user, filters, visible_agents=agents)
+    page = _CountedPaginator(queue_qs, QUEUE_PAGE_SIZE, count=total).get_page(query.get("page"))
+    rows = selectors.queue_rows(list(page.object_list))
+    return {
+        "filters": filters,
+        "page": page,
+        "quarantined_rows": [v for v in rows if v.quarantined],
+        "rows": [v for v in rows if not v.quarantined],
+        "groups": groups,
+        "choices": selectors.filter_choices(visible_agents=agents),
+        "sorts": selectors.SORT_LABELS,
+        "can_review": user_is_reviewer(request.user),
+        "query": urlencode(filters.as_query()),
+    }
+
+
+@require_GET
+@signed_in
+@vary_on_headers("HX-Request")
+def queue(request: HttpRequest) -> HttpResponse:
+    context = _queue_context(request, request.GET)
+    template = "reviews/queue.html"
+    if request.htmx and not request.htmx.boosted:
+        template += "#queue-body"
+    return render(request, template, context)
+
+
+@require_POST
+@signed_in
+@refusals
+def queue_bulk_reject(request: HttpRequest) -> HttpResponse:
+    """Rejects the selected candidates with one reason, all or nothing (reviews.services)."""
+    require_reviewer(request)
+    back = safe_next(request, reverse("reviews:queue"))
+    form = BulkRejectForm(request.POST)
+    if not form.is_valid():
+        return refuse(request, 400, "Select at least one candidate and give one reason for all.")
+    ids = set(form.cleaned_data["versions"])
+    versions = list(visible_versions(request).filter(pk__in=ids).select_related("procedure").order_by("pk"))
+    if len(versions) != len(ids):
+        raise Http404("Some of the selected candidates do not exist.")
+    rejected = versions_bulk_reject(versions=versions, user=request.user, reason=form.cleaned_data["reason"])
+    messages.success(
+        request, f"Rejected {len(rejected)} candidate{'s' if len(rejected) != 1 else ''}: " + ", ".join(str(v) for v in rejected)
+    )
+    if request.htmx:
+        return render(request, "reviews/queue.html#queue-body", _queue_context(request, QueryDict(urlsplit(back).query)))
+    return redirect(back)

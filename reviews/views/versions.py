@@ -1,0 +1,285 @@
+"""The candidate page: diff, evidence, eval panel, lint, edit, comments, reject, approve.
+
+Patterns (see STYLE.md): function views; every write is a POST with CSRF that calls a service;
+an htmx request gets the page's own fragment (`template + "#partial"`), any other request the full
+page (or a redirect after a successful write); every hx-get has an href. Refusals: 404 for what the
+user may not see (reviews.access), 403 for what they may see but not change, 409 when the state
+does not allow it, 400 for invalid input (reviews.views.refusals).
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
+
+from library import services as library_services
+from library.models import ProcedureVersion, Status
+from library.permissions import user_can_approve, user_is_reviewer
+from library.selectors import active_set_hash
+from library.services import LifecycleError, approval_blockers
+
+from library.evals import runs as evals
+from .. import lint as lint_module
+from .. import selectors
+from ..access import get_version_for_user, signed_in
+from ..diff import compare_versions
+from ..forms import ApproveForm, CommentForm, RejectForm, ReviseForm
+from ..models import Comment
+from ..panels import build_eval_panel, build_evidence
+from ..services import comment_create
+from .refusals import add_service_errors, posted_form, refusals
+
+
+# ------------------------------------------------------------------------------------------- the candidate page
+
+
+def _diff_base(request: HttpRequest, version: ProcedureVersion, active: ProcedureVersion | None, siblings):
+    """What the diff compares against: ?against=<pk> (a version of the same procedure, else 404),
+    else the ACTIVE version, else the version this one was edited from, else the previous one;
+    None means "new procedure"."""
+    against = request.GET.get("against")
+    if against:
+        try:
+            chosen = next((s for s in siblings if s.pk == int(against) and s.pk != version.pk), None)
+        except ValueError:
+            chosen = None
+        if chosen is None:
+            raise Http404("No such other version of this procedure")
+        return chosen
+    if active is not None and active.pk != version.pk:
+        return active
+    if version.based_on_id:
+        return next((s for s in siblings if s.pk == version.based_on_id), None)
+    if version.status != Status.CANDIDATE:
+        # an ACTIVE, RETIRED or REJECTED version: what it changed relative to the one before
+        return next((s for s in siblings if s.number < version.number), None)
+    return None
+
+
+def _url_if_provided(names: tuple[str, ...], pk: int | None) -> str | None:
+    """The URL of a page another part of the app provides (the mining run's, an eval run's), or
+    None where it does not exist (yet)."""
+    if pk is None:
+        return None
+    for name in names:
+        try:
+            return reverse(name, kwargs={"pk": pk})
+        except NoReverseMatch:
+            continue
+    return None
+
+
+def _mining_run_url(version: ProcedureVersion) -> str | None:
+    return _url_if_provided(("reviews:mining_run", "reviews:mining_run_detail"), version.mining_run_id)
+
+
+def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
+    siblings = selectors.versions_of(version.procedure)
+    active = next((s for s in siblings if s.status == Status.ACTIVE), None)
+    base = _diff_base(request, version, active, siblings)
+    run = selectors.latest_eval_run(version)
+    current_hash = active_set_hash(version.procedure.agent) if run is not None else None
+    other_active = [
+        lint_module.ActiveProcedure(v.procedure.key, v.number, v.applies_when) for v in selectors.other_active_versions(version)
+    ]
+    retired_by_this = None
+    if version.status == Status.ACTIVE:
+        retired_by_this = next(
+            (s for s in siblings if s.status == Status.RETIRED and s.status_reason == f"Replaced by v{version.number}"), None
+        )
+    return {
+        "version": version,
+        "procedure": version.procedure,
+        "agent": version.procedure.agent,
+        "active": active,
+        "base": base,
+        "siblings": siblings,
+        "fields": compare_versions(base, version),
+        "evidence": build_evidence(version, selectors.evidence_sessions(version)),
+        "mining_run_url": _mining_run_url(version),
+        "eval": build_eval_panel(version, run, current_active_hash=current_hash),
+        "eval_run_url": _url_if_provided(("reviews:eval_detail",), run.pk if run else None),
+        "lint": lint_module.lint_version(version, other_active=other_active),
+        "comments": list(Comment.objects.filter(version__procedure=version.procedure).select_related("author", "version")),
+        "blockers": approval_blockers(version, request.user),
+        "can_approve": user_can_approve(request.user, version.procedure),
+        "can_review": user_is_reviewer(request.user),
+        "is_candidate": version.status == Status.CANDIDATE,
+        "retired_by_this": retired_by_this,
+        "newer_candidate": next((s for s in siblings if s.status == Status.CANDIDATE and s.number > version.number), None),
+    }
+
+
+@require_GET
+@signed_in
+@vary_on_headers("HX-Request", "HX-Target")
+def version_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    version = get_version_for_user(request, pk, for_="view")
+    context = _version_context(request, version)
+    template = "reviews/version_detail.html"
+    if request.htmx and request.htmx.target in {"diff", "version-page"}:
+        template += "#" + request.htmx.target
+    return render(request, template, context)
+
+
+def _after_write(request: HttpRequest, version: ProcedureVersion, text: str) -> HttpResponse:
+    """After a write on the candidate page: htmx gets the page body again (statuses, panels and
+    buttons all change), anything else a redirect to the page (post/redirect/get)."""
+    messages.success(request, text)
+    if request.htmx:
+        version = get_version_for_user(request, version.pk, for_="view")
+        return render(request, "reviews/version_detail.html#version-page", _version_context(request, version))
+    return redirect("reviews:version", pk=version.pk)
+
+
+@require_POST
+@signed_in
+@refusals
+def version_reject(request: HttpRequest, pk: int) -> HttpResponse:
+    version = get_version_for_user(request, pk, for_="review")
+    reason = posted_form(request, RejectForm, invalid="A rejection needs a reason.")["reason"]
+    library_services.version_reject(version=version, user=request.user, reason=reason)
+    return _after_write(request, version, f"Rejected {version}.")
+
+
+@require_POST
+@signed_in
+@refusals
+def version_comment(request: HttpRequest, pk: int) -> HttpResponse:
+    version = get_version_for_user(request, pk, for_="review")
+    comment_create(
+        version=version, user=request.user, body=posted_form(request, CommentForm, invalid="A comment cannot be empty.")["body"]
+    )
+    if request.htmx:
+        comments = Comment.objects.filter(version__procedure=version.procedure).select_related("author", "version")
+        context = {"version": version, "comments": list(comments), "can_review": True}
+        return render(request, "reviews/version_detail.html#comments", context)
+    messages.success(request, "Comment added.")
+    return redirect(reverse("reviews:version", kwargs={"pk": version.pk}) + "#comments")
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+@refusals
+@vary_on_headers("HX-Request")
+def version_edit(request: HttpRequest, pk: int) -> HttpResponse:
+    """An edit creates a new CANDIDATE version (version_revise); evals of the old content no longer
+    count. Editing an ACTIVE or RETIRED version proposes its successor."""
+    version = get_version_for_user(request, pk, for_="review")
+    if version.status == Status.REJECTED:
+        raise LifecycleError(f"{version} was rejected; edit the current candidate or write a new version instead.")
+    form = ReviseForm.for_version(version, request.POST if request.method == "POST" else None)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                new_version = library_services.version_revise(
+                    version=version, user=request.user, reason=form.cleaned_data["reason"], **form.content()
+                )
+            except ValidationError as exc:
+                add_service_errors(form, exc)
+            except LifecycleError as exc:
+                form.add_error(None, str(exc))
+            else:
+                messages.success(
+                    request,
+                    f"Saved as {new_version}. It needs its own eval run: runs of v{version.number} judged other content and no longer count.",
+                )
+                url = reverse("reviews:version", kwargs={"pk": new_version.pk})
+                return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+        status = 400
+    template = "reviews/version_edit.html"
+    if request.htmx:
+        template += "#edit-form"
+    context = {"version": version, "form": form, "eval_run": selectors.latest_eval_run(version)}
+    return render(request, template, context, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+@refusals
+@vary_on_headers("HX-Request")
+def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET: the explicit confirmation. POST: approve. The POST re-checks everything whatever the page
+    showed: the object permission and the four-eyes rule (403), then the state — eval, quarantine,
+    steps, tools (409, from version_approve under the row lock)."""
+    version = get_version_for_user(request, pk, for_="approve" if request.method == "POST" else "view")
+    form = ApproveForm(request.POST if request.method == "POST" else None)
+    if request.method == "POST":
+        user = request.user
+        if user.pk in {version.proposed_by_id, version.edited_by_id}:
+            raise PermissionDenied("You proposed or last edited this version; another approver must decide (four-eyes rule).")
+        if form.is_valid():
+            library_services.version_approve(version=version, user=user, comment=form.cleaned_data["comment"])
+            return _after_write(request, version, f"Approved {version}: it is now ACTIVE for {version.procedure.agent}.")
+    context = {
+        "version": version,
+        "form": form,
+        "blockers": approval_blockers(version, request.user),
+        "can_approve": user_can_approve(request.user, version.procedure),
+        "active": selectors.active_version_of(version.procedure),
+    }
+    template = "reviews/version_approve.html"
+    if request.htmx:
+        template += "#approve-confirm"
+    response = render(request, template, context, status=400 if request.method == "POST" else 200)
+    if request.htmx:
+        # the confirmation lives in the decision panel, whatever the triggering element targeted
+        response = reswap(retarget(response, "#decision"), "innerHTML")
+    return response
+
+
+# ------------------------------------------------------------------------------------------- the eval panel
+
+
+def eval_panel_context(request: HttpRequest, version: ProcedureVersion) -> dict:
+    """The eval panel of the candidate page (its own fragment, polled while a run is unfinished)."""
+    run = selectors.latest_eval_run(version)
+    current_hash = active_set_hash(version.procedure.agent) if run is not None else None
+    panel = build_eval_panel(version, run, current_active_hash=current_hash)
+    context = {
+        "version": version,
+        "eval": panel,
+        "eval_run_url": _url_if_provided(("reviews:eval_detail",), run.pk if run else None),
+        "can_review": user_is_reviewer(request.user),
+        "is_candidate": version.status == Status.CANDIDATE,
+    }
+    if not panel.in_progress:
+        # A finished run may have made approval possible (or not): the decision panel goes along
+        # out of band so that the button and its reasons match the verdict just shown.
+        context.update(
+            refresh_decision=True,
+            blockers=approval_blockers(version, request.user),
+            can_approve=user_can_approve(request.user, version.procedure),
+            siblings=selectors.versions_of(version.procedure),
+        )
+    return context
+
+
+@require_GET
+@signed_in
+@vary_on_headers("HX-Request")
+def version_eval_panel(request: HttpRequest, pk: int) -> HttpResponse:
+    """The eval panel alone: polled by htmx while a run is queued or running."""
+    version = get_version_for_user(request, pk, for_="view")
+    if not request.htmx:
+        return redirect(reverse("reviews:version", kwargs={"pk": version.pk}) + "#eval")
+    return render(request, "reviews/version_detail.html#eval-panel", eval_panel_context(request, version))
+
+
+@require_POST
+@signed_in
+@refusals
+def version_eval_start(request: HttpRequest, pk: int) -> HttpResponse:
+    version = get_version_for_user(request, pk, for_="review")
+    run = evals.eval_run_start(version=version, user=request.user)
+    if request.htmx:
+        return render(request, "reviews/version_detail.html#eval-panel", eval_panel_context(request, version))
+    messages.success(request, f"Eval run {run.pk} started.")
+    return redirect(reverse("reviews:version", kwargs={"pk": version.pk}) + "#eval")

@@ -1,0 +1,149 @@
+"""The access layer (reviews.access): the one sign-in guard every page of the workspace uses, and
+the helpers per object kind with their purposes — hidden is 404, seen but not allowed is 403."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from django.contrib.auth.models import AnonymousUser
+from django.core.exceptions import PermissionDenied
+from django.http import Http404
+from django.test import RequestFactory
+from django.urls import URLPattern, reverse
+
+from library.models import EvalRun
+from reviews import access
+from reviews.urls import urlpatterns
+from tests.reviews.conftest import HTMX
+from tests.reviews.operations_helpers import procedure_manager
+
+pytestmark = pytest.mark.django_db
+
+
+def _next_of(location: str) -> str:
+    parts = urlsplit(location)
+    assert parts.path == reverse("login")
+    query = parse_qs(parts.query)
+    assert list(query) == ["next"], f"next is not one encoded parameter: {location}"
+    return query["next"][0]
+
+
+# ---------------------------------------------------------------------------------------------- the sign-in guard
+
+
+def test_anonymous_page_request_is_redirected_with_an_encoded_next(client, agent):
+    page = "/queue/?agent=support_agent&sort=newest&q=a b"
+    response = client.get(page)
+    assert response.status_code == 302
+    assert "&sort" not in response["Location"], "the & of the page's own query must be encoded"
+    assert _next_of(response["Location"]) == "/queue/?agent=support_agent&sort=newest&q=a%20b"
+
+
+def test_anonymous_htmx_request_gets_hx_redirect_back_to_the_page_it_was_on(client, agent):
+    response = client.get(
+        "/queue/?page=2", HTTP_HX_CURRENT_URL="http://testserver/queue/?agent=support_agent&sort=newest", **HTMX
+    )
+    assert response.status_code == 200
+    assert _next_of(response["HX-Redirect"]) == "/queue/?agent=support_agent&sort=newest"
+
+
+def _sample_url(pattern: URLPattern) -> str:
+    values = {"pk": 1, "agent": "support_agent", "key": "refund.over_limit"}
+    return reverse(f"reviews:{pattern.name}", kwargs={name: values[name] for name in pattern.pattern.converters})
+
+
+@pytest.mark.parametrize("pattern", urlpatterns, ids=lambda p: p.name)
+def test_every_page_of_the_workspace_needs_sign_in(client, agent, pattern):
+    url = _sample_url(pattern)
+    send = client.get
+    response = send(url)
+    if response.status_code == 405:  # a POST-only action
+        send = client.post
+        response = send(url)
+    assert response.status_code == 302 and _next_of(response["Location"]) == url
+    response = send(url, **HTMX)
+    assert response.status_code == 200 and _next_of(response["HX-Redirect"]) == url
+
+
+# ---------------------------------------------------------------------------------------------- helpers per kind
+
+
+def _request(user):
+    request = RequestFactory().get("/")
+    request.user = user
+    return request
+
+
+def _outcome(call) -> int:
+    try:
+        call()
+    except Http404:
+        return 404
+    except PermissionDenied:
+        return 403
+    return 200
+
+
+@pytest.fixture
+def people(outsider, reviewer, approver, admin_user, candidate):
+    return {
+        "anonymous": AnonymousUser(),
+        "outsider": outsider,
+        "reviewer": reviewer,
+        "approver": approver,
+        "manager": procedure_manager(candidate.procedure),
+        "admin": admin_user,
+    }
+
+
+# who → purpose → expected status, for a version, its procedure and an eval run of it
+VERSION_MATRIX = {
+    "anonymous": {"view": 404, "operate": 404, "review": 404, "approve": 404, "manage": 404},
+    "outsider": {"view": 200, "operate": 404, "review": 403, "approve": 403, "manage": 404},
+    "reviewer": {"view": 200, "operate": 200, "review": 200, "approve": 403, "manage": 403},
+    "approver": {"view": 200, "operate": 200, "review": 200, "approve": 200, "manage": 403},
+    "manager": {"view": 200, "operate": 200, "review": 403, "approve": 403, "manage": 200},
+    "admin": {"view": 200, "operate": 200, "review": 200, "approve": 200, "manage": 200},
+}
+
+
+@pytest.mark.parametrize("who", VERSION_MATRIX)
+def test_version_and_procedure_purposes(people, candidate, who):
+    request = _request(people[who])
+    for purpose, expected in VERSION_MATRIX[who].items():
+        assert _outcome(lambda: access.get_version_for_user(request, candidate.pk, for_=purpose)) == expected, purpose
+        assert _outcome(lambda: access.get_procedure_for_user(request, candidate.procedure_id, for_=purpose)) == expected, purpose
+    assert _outcome(lambda: access.get_version_for_user(request, 999_999, for_="view")) == 404
+
+
+@pytest.mark.parametrize("who", VERSION_MATRIX)
+def test_eval_run_purposes(people, candidate, who):
+    run = EvalRun.objects.create(version=candidate, content_hash=candidate.content_hash, state=EvalRun.State.RUNNING)
+    request = _request(people[who])
+    expected = VERSION_MATRIX[who]["review"]
+    assert _outcome(lambda: access.get_eval_run_for_user(request, run.pk, for_="review")) == expected
+
+
+AGENT_MATRIX = {
+    "anonymous": {"view": 404, "operate": 404, "review": 404, "manage": 404},
+    "outsider": {"view": 200, "operate": 404, "review": 403, "manage": 404},
+    "reviewer": {"view": 200, "operate": 200, "review": 200, "manage": 403},
+    "manager": {"view": 200, "operate": 200, "review": 403, "manage": 403},
+    "admin": {"view": 200, "operate": 200, "review": 200, "manage": 200},
+}
+
+
+@pytest.mark.parametrize("who", AGENT_MATRIX)
+def test_agent_purposes(people, agent, who):
+    request = _request(people[who])
+    for purpose, expected in AGENT_MATRIX[who].items():
+        assert _outcome(lambda: access.get_agent_for_user(request, agent.name, for_=purpose)) == expected, purpose
+    assert _outcome(lambda: access.get_agent_for_user(request, "no_such_agent", for_="view")) == 404
+
+
+def test_a_purpose_that_does_not_apply_is_a_programming_error(admin_user, agent):
+    with pytest.raises(ValueError):
+        access.get_agent_for_user(_request(admin_user), agent.name, for_="approve")
+    with pytest.raises(ValueError):
+        access.get_agent_for_user(_request(admin_user), agent.name, for_="see")  # type: ignore[arg-type]
