@@ -31,6 +31,7 @@ urlpatterns = [
     path("cases/<int:pk>/edit/", cases.case_edit, name="case_edit"),
     # agents' tool lists
     path("agents/<str:agent>/tools/", agents.agent_tools, name="agent_tools"),
+    path("agents/<str:agent>/tokens/", agents.agent_tokens, name="agent_tokens"),
     path("refused-at-load/", agents.refused_at_load, name="refused_at_load"),
     # operating the library
     path("ops/", ops.ops_index, name="ops_index"),

@@ -1,4 +1,4 @@
-"""The agent tool-list page and the refused-at-load overview.
+"""The agent tool-list page, the refused-at-load overview, and the agent's API tokens.
 
 The tool list decides which ACTIVE procedures agents receive: a version whose requiredTools are not
 all in the list is refused at load (library/serving.py). Admins of the agent (`manage_agent`)
@@ -7,18 +7,23 @@ change it here or through PUT /api/v1/agents/{agent}/tools; both call services.a
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import redirect, render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 from guardian.shortcuts import get_objects_for_user
 
 from library import serving
-from library.models import Agent, ProcedureVersion, Status
+from library.api.tokens import token_create, token_is_live, token_revoke
+from library.models import Agent, ApiToken, ProcedureVersion, Status
 from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, signed_in
+from ..forms import TokenForm
 
 
 def _parse_tools(text: str) -> list[str]:
@@ -77,3 +82,64 @@ def refused_at_load(request: HttpRequest) -> HttpResponse:
         request.user, "library.manage_agent", klass=Agent
     )
     return render(request, "reviews/refused_at_load.html", {"refusals": serving.unresolved_refusals(agents=agents)})
+
+
+# --------------------------------------------------------------------------------------- API tokens
+
+
+def _token_rows(agent: Agent) -> list[dict]:
+    now = timezone.now()
+    rows = []
+    for token in agent.tokens.select_related("created_by").order_by("-created_at"):
+        state = "revoked" if token.revoked_at else ("live" if token_is_live(token, now=now) else "expired")
+        rows.append({"token": token, "state": state})
+    return rows
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def agent_tokens(request: HttpRequest, agent: str) -> HttpResponse:
+    """Agent admins (`manage_agent`) create (shown once), list and revoke the agent's API tokens."""
+    target = get_agent_for_user(request, agent, for_="manage")
+    form = TokenForm()
+    created = created_raw = None
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if action == "create":
+            form = TokenForm(request.POST)
+            if form.is_valid():
+                days = form.cleaned_data["expires_in_days"]
+                try:
+                    created, created_raw = token_create(
+                        agent=target, scope=form.cleaned_data["scope"], name=form.cleaned_data["name"], user=request.user,
+                        expires_at=timezone.now() + timedelta(days=days) if days else None,
+                    )
+                except ValidationError as exc:
+                    form.add_error(None, exc)
+                else:
+                    form = TokenForm()
+        elif action == "revoke":
+            token = get_object_or_404(ApiToken, pk=_int_or_404(request.POST.get("token")), agent=target)
+            token_revoke(token=token, user=request.user)
+            messages.success(request, f"Revoked {token.prefix}…: agents using it are refused from now on.")
+            return redirect("reviews:agent_tokens", agent=target.name)
+        else:
+            return HttpResponseBadRequest("action must be create or revoke")
+    response = render(
+        request, "reviews/agent_tokens.html",
+        {"agent": target, "form": form, "tokens": _token_rows(target), "created": created, "created_raw": created_raw},
+        status=400 if request.method == "POST" and created is None else 200,
+    )
+    if created_raw:
+        response["Cache-Control"] = "no-store"  # the raw token must not stay in any cache
+    return response
+
+
+def _int_or_404(value) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise Http404("no such token") from None
+    if not 0 < number < 2**63:
+        raise Http404("no such token")
+    return number
