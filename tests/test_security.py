@@ -61,6 +61,8 @@ def test_pages_carry_a_policy_without_inline_code(client):
     directives = dict(part.strip().split(" ", 1) for part in policy.split(";") if part.strip())
     assert directives["script-src"] == "'self'" and directives["style-src"] == "'self'"
     assert "unsafe-inline" not in policy and "unsafe-eval" not in policy
+    # style attributes: only the empty one htmx writes (the hash of "")
+    assert directives["style-src-attr"] == "'unsafe-hashes' 'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"
     assert directives["frame-ancestors"] == "'none'"
 
 

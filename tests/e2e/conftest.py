@@ -46,7 +46,11 @@ def page(browser):
     page = context.new_page()
     page.set_default_timeout(15_000)
     violations: list[str] = []
-    page.on("console", lambda message: violations.append(message.text) if "Content Security Policy" in message.text else None)
+    page.on(
+        "console",
+        lambda message: violations.append(f"{message.text} (at {message.location} on {page.url})")
+        if "Content Security Policy" in message.text else None,
+    )
     yield page
     context.close()
     assert not violations, f"the page broke its Content-Security-Policy: {violations}"
