@@ -157,6 +157,13 @@ def _notify_active_set_changed(agent_id: int) -> None:
     active_set_changed.send(sender=Agent, agent_id=agent_id)
 
 
+def _notify_status_changed(version_id: int, action: str, user, reason: str) -> None:
+    from .signals import version_status_changed
+
+    user_id = user.pk if user is not None and getattr(user, "is_authenticated", False) else None
+    version_status_changed.send(sender=ProcedureVersion, version_id=version_id, action=action, user_id=user_id, reason=reason)
+
+
 # --------------------------------------------------------------------------------------------- propose / revise
 
 
@@ -513,6 +520,7 @@ def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> Pr
         )
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
+        _on_commit(lambda: _notify_status_changed(locked.pk, "approve", user, comment))
         return locked
 
     return _decision(decide)
@@ -553,6 +561,7 @@ def version_retire(*, version: ProcedureVersion, user, reason: str) -> Procedure
         _set_status(locked, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.RETIRE)
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
+        _on_commit(lambda: _notify_status_changed(locked.pk, "retire", user, reason))
         return locked
 
     return _decision(decide)
@@ -577,6 +586,7 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
         _set_status(locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK)
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
+        _on_commit(lambda: _notify_status_changed(locked.pk, "rollback", user, reason))
         return locked
 
     return _decision(decide)

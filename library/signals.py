@@ -19,3 +19,7 @@ eval_run_finished = Signal()
 # kwargs: version_id, missing_tools (list[str]). A version was refused at load, first time for this tool list.
 # Sent by library/serving.py.
 version_refused_at_load = Signal()
+
+# kwargs: version_id, action ("approve", "retire" or "rollback"), user_id (int | None), reason (str).
+# A person changed which version of a procedure is ACTIVE. Sent by library/services.py.
+version_status_changed = Signal()

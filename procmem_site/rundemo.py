@@ -16,6 +16,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def where_to_click_first(base: str) -> str:
+    """What `make demo` prints once the server starts: the three pages that tell the demo's story."""
+    return f"""
+procmem demo: {base}/  (Ctrl-C stops the web server and the worker)
+
+Where to click first:
+  1. {base}/queue/
+     sign in as reviewer: the mined candidate refund.over_limit v2 waits for review; its evidence
+     says createApproval was called in 118 of 140 resolved and 9 of 60 failed sessions.
+  2. {base}/ops/agents/support_agent/metrics/
+     sign in as admin: 30 days of sessions; order.status v2 was approved 12 days ago and the order
+     questions' resolution rate rose from about 56% to 90% (click order.status for its charts).
+  3. {base}/agents/support_agent/settings/  and  {base}/agents/support_agent/webhooks/
+     as admin: the agent's switches and limits, and webhooks (send a test to any local receiver).
+"""
+
+
 def main() -> int:
     env = dict(os.environ)
     env.setdefault("DEBUG", "1")
@@ -35,7 +52,7 @@ def main() -> int:
         env=env, cwd=ROOT,
     )
     web = subprocess.Popen(manage + ["runserver", "--noreload", f"{host}:{port}"], env=env, cwd=ROOT)
-    print(f"\nprocmem demo: http://{host}:{port}/  (Ctrl-C stops the web server and the worker)\n", flush=True)
+    print(where_to_click_first(f"http://{host}:{port}"), flush=True)
     children = [web, worker]
 
     def stop(*_):

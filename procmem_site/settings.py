@@ -316,6 +316,11 @@ PROCMEM_METRIC_WARNING_ALPHA = env_float("PROCMEM_METRIC_WARNING_ALPHA", 0.01, m
 # Links in notification e-mails: the site's public address, e.g. https://procmem.example.com
 PROCMEM_BASE_URL = (env_str("PROCMEM_BASE_URL", "") or "").rstrip("/")
 PROCMEM_MIN_STEPS = 3
+# Outgoing webhooks (docs/operations.md, "Webhooks"): attempts per delivery, the first retry's delay
+# (it doubles each time), the HTTP timeout, and how far a receiver may trust a timestamp.
+PROCMEM_WEBHOOK_MAX_ATTEMPTS = env_int("PROCMEM_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1, maximum=20)
+PROCMEM_WEBHOOK_BACKOFF_SECONDS = env_float("PROCMEM_WEBHOOK_BACKOFF_SECONDS", 30.0, minimum=0.0, maximum=3600.0)
+PROCMEM_WEBHOOK_TIMEOUT_SECONDS = env_float("PROCMEM_WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.5, maximum=120.0)
 
 # --- ingestion, redaction, mining (docs/api.md "Sessions in", docs/design.md "Mining") -------------
 PROCMEM_INGEST_MAX_BODY_BYTES = env_int("PROCMEM_INGEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)

@@ -1,8 +1,15 @@
 """Settings for the test suite: the production module with safe test defaults for what the
 environment does not set. DATABASE_URL and CELERY_BROKER_URL still come from the environment, so
-the same suite runs on SQLite locally and on PostgreSQL + Redis in CI (.ci/run)."""
+the same suite runs on SQLite locally and on PostgreSQL + Redis in CI (.ci/run).
+
+Without DATABASE_URL, a PostgreSQL that answers on 127.0.0.1:5432 (user postgres, trust auth) is
+used, as database PROCMEM_TEST_DATABASE (default procmem_test; pytest-django creates test_<name>),
+so a newcomer's `make test` runs the same PostgreSQL tests as CI. An explicit DATABASE_URL always
+wins; PROCMEM_TEST_LOCAL_SERVICES=0 keeps SQLite. (Redis needs nothing here: the worker tests use
+REDIS_URL, else the broker URL, else redis://127.0.0.1:6379/0 — tests/conftest.py.)"""
 
 import os
+import socket
 
 os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-0123456789abcdef")
 os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
@@ -18,6 +25,31 @@ os.environ.setdefault("PROCMEM_TESTING", "1")
 # Tests change rows with .update() and raw SQL, which send no signals: check the set on every
 # request (tests/library/test_api.py covers the recheck window explicitly).
 os.environ.setdefault("PROCMEM_ACTIVE_SET_RECHECK_SECONDS", "0")
+
+
+def _local_postgres_url() -> str | None:
+    """postgres://postgres@127.0.0.1:5432/<name> when a PostgreSQL there accepts user postgres
+    without a password; None otherwise (nothing listens, or it wants a password)."""
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=0.5):
+            pass
+    except OSError:
+        return None
+    try:
+        import psycopg
+
+        with psycopg.connect(host="127.0.0.1", port=5432, user="postgres", dbname="postgres", connect_timeout=2):
+            pass
+    except Exception:  # any refusal (auth, not ready): stay on SQLite, as before
+        return None
+    return f"postgres://postgres@127.0.0.1:5432/{os.environ.get('PROCMEM_TEST_DATABASE', 'procmem_test')}"
+
+
+if "DATABASE_URL" not in os.environ and os.environ.get("PROCMEM_TEST_LOCAL_SERVICES", "1") not in {"0", "false", "no"}:
+    _found = _local_postgres_url()
+    if _found:
+        # in os.environ, so worker processes and subprocesses started by tests use the same database
+        os.environ["DATABASE_URL"] = _found
 
 from .settings import *  # noqa: E402,F401,F403
 

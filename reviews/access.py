@@ -198,3 +198,13 @@ def _check_procedure(request: HttpRequest, procedure: Procedure, for_: Purpose) 
         _refuse_approve(request, procedure)
     elif for_ == "manage":
         _refuse_manage(request, procedure)
+
+
+def get_webhook_for_user(request: HttpRequest, agent: str, pk: int) -> "Webhook":
+    """A webhook of the agent, for its admins only (webhooks carry the agent's secrets): 404 for
+    those who may not see the agent's operations pages, 403 for those who may but do not manage it,
+    404 for a webhook of another agent."""
+    from .models import Webhook
+
+    target = get_agent_for_user(request, agent, for_="manage")
+    return get_object_or_404(Webhook.objects.select_related("agent"), agent=target, pk=pk)

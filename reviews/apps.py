@@ -7,6 +7,6 @@ class ReviewsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        # The signal receivers (library.signals → notifications), and the tasks registered in this
+        # The signal receivers (library.signals → notifications and webhooks), and the tasks registered in this
         # process too, so that a task queued by name runs in place when tasks are eager (tests, demo).
-        from . import notifications, tasks  # noqa: F401
+        from . import notifications, tasks, webhooks  # noqa: F401

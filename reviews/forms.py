@@ -13,6 +13,8 @@ from django.core.exceptions import ValidationError
 from library.models import Agent, ApiToken, Intent, Procedure, RegressionCase, procedure_key_validator
 from library.services import MAX_STEPS_APPROVABLE
 
+from .models import SUBSCRIBABLE_EVENTS, Webhook
+
 
 def _lines(value: str) -> list[str]:
     return [line.strip() for line in (value or "").splitlines() if line.strip()]
@@ -302,3 +304,30 @@ class TokenForm(forms.Form):
         required=False, min_value=1, max_value=3650, label="Expires in (days)",
         help_text="Empty: never expires. Agents get 401 from the moment it expires.",
     )
+# ---------------------------------------------------------------------------------------------- webhooks and agent settings
+
+
+class WebhookForm(forms.Form):
+    """Shape only; reviews.webhooks validates again (http(s) URL, known events) and is what counts."""
+
+    name = forms.CharField(max_length=100)
+    url = forms.CharField(max_length=500, label="URL", help_text="http:// or https://; receives a signed POST per event",
+                          widget=forms.URLInput(attrs={"placeholder": "https://hooks.example.com/procmem"}))
+    events = forms.MultipleChoiceField(choices=[(e.value, f"{e.label} ({e.value})") for e in SUBSCRIBABLE_EVENTS],
+                                       widget=forms.CheckboxSelectMultiple)
+    body_format = forms.ChoiceField(choices=Webhook.BodyFormat.choices, label="Body",
+                                    help_text="Slack-compatible sends {\"text\": …} for an incoming-webhook URL")
+    is_active = forms.BooleanField(required=False, initial=True, label="Active")
+
+
+class AgentSettingsForm(forms.Form):
+    tools = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5}),
+                            help_text="One tool name per line: what the agent really has. Procedures that need a tool not listed are refused at load.")
+    procedural_memory_enabled = forms.BooleanField(required=False, label="Procedural memory on (the agent receives procedures)")
+    auto_capture_enabled = forms.BooleanField(required=False, label="Automatic capture (scheduled mining proposes candidates)")
+    injection_cap = forms.IntegerField(min_value=0, max_value=20, label="Procedures injected per task at most")
+    support_threshold = forms.IntegerField(min_value=1, max_value=100_000, label="Support threshold",
+                                           help_text="Resolved sessions a mined group needs before it becomes a candidate")
+    redaction_patterns = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                                         help_text='Extra patterns redacted before reviewers see evidence: [{"label": "order_id", "regex": "\\\\bORD-\\\\d+\\\\b"}]')
+    reason = forms.CharField(required=False, max_length=500, help_text="Why (kept in the audit log)")

@@ -134,3 +134,73 @@ class MetricAlert(models.Model):
                 fields=["version"], condition=models.Q(cleared_at__isnull=True), name="one_open_metric_alert_per_version"
             ),
         ]
+
+
+# ---------------------------------------------------------------------------------------------- webhooks
+#
+# Outgoing webhooks per agent (reviews/webhooks.py): chosen events are POSTed as JSON, signed with
+# HMAC-SHA256 over "<timestamp>.<body>" with the webhook's secret, by a Celery task that retries with
+# exponential backoff. Every delivery and its attempts are kept for the log on the webhook's page.
+
+
+class WebhookEvent(models.TextChoices):
+    CANDIDATE_CREATED = "candidate.created", "New candidates"
+    EVAL_FINISHED = "eval.finished", "An eval run finished"
+    VERSION_APPROVED = "version.approved", "A version was approved"
+    VERSION_RETIRED = "version.retired", "A version was retired"
+    VERSION_ROLLED_BACK = "version.rolled_back", "A procedure was rolled back"
+    REFUSED_AT_LOAD = "version.refused_at_load", "A version was refused at load"
+    METRIC_WARNING = "metric.warning", "A metric warning"
+    TEST = "webhook.test", "Test delivery"
+
+
+SUBSCRIBABLE_EVENTS = [event for event in WebhookEvent if event != WebhookEvent.TEST]
+
+
+class Webhook(models.Model):
+    class BodyFormat(models.TextChoices):
+        JSON = "json", "procmem JSON"
+        SLACK = "slack", "Slack-compatible ({\"text\": …})"
+
+    agent = models.ForeignKey("library.Agent", on_delete=models.CASCADE, related_name="webhooks")
+    name = models.CharField(max_length=100)
+    url = models.URLField(max_length=500, help_text="http:// or https:// only")
+    events = models.JSONField(default=list, help_text="Event names this webhook receives")
+    body_format = models.CharField(max_length=10, choices=BodyFormat.choices, default=BodyFormat.JSON)
+    # Kept to sign each delivery (a hash could not sign); shown to the admin once, at creation or rotation.
+    secret = models.CharField(max_length=128)
+    is_active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["agent_id", "name", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} → {self.url}"
+
+
+class WebhookDelivery(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        SUCCEEDED = "succeeded", "Delivered"
+        FAILED = "failed", "Failed"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    event = models.CharField(max_length=40, choices=WebhookEvent.choices)
+    delivery_id = models.UUIDField(unique=True, help_text="Sent as X-Procmem-Delivery; receivers use it to drop duplicates")
+    payload = models.JSONField(help_text="The event body before formatting (JSON or Slack)")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    response_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    response_excerpt = models.CharField(max_length=500, blank=True)
+    error = models.CharField(max_length=500, blank=True)
+    duration_ms = models.FloatField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_attempt_at = models.DateTimeField(null=True, blank=True)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["webhook", "-created_at"], name="webhook_delivery_recent_idx")]

@@ -1,4 +1,4 @@
-"""Celery tasks of the review side (metrics rollup and warnings, notification e-mail). Thin: they take
+"""Celery tasks of the review side (metrics rollup and warnings, notification e-mail, webhooks). Thin: they take
 primary keys, re-fetch, and call a service. The eval-replay tasks live with the eval runs, in
 library/evals/tasks.py."""
 
@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import logging
 
-from celery import shared_task
+from celery import Task, shared_task
 
 from library.models import Agent
 
 from .metrics.alerts import metric_warnings_check
 from .metrics.rollup import metrics_refresh
 from .notifications import notification_email_send
+from .webhooks import webhook_delivery_attempt, webhook_delivery_give_up
 
 logger = logging.getLogger(__name__)
 
@@ -49,3 +50,32 @@ def metrics_refresh_all() -> int:
 def notification_email(*, user_ids: list[int], kind: str, message: str, url: str = "") -> int:
     """Queued by name from reviews.notifications.notification_send after its transaction commits."""
     return notification_email_send(user_ids=user_ids, kind=kind, message=message, url=url)
+
+
+# ---------------------------------------------------------------------------------------------- webhooks
+
+
+class _WebhookTask(Task):
+    def on_failure(self, exc, task_id, args, kwargs, einfo):
+        # a time limit or an unexpected error: the log says so instead of showing "pending" for ever
+        if args:
+            webhook_delivery_give_up(delivery_id=args[0], reason=f"{type(exc).__name__}: {exc}")
+
+
+@shared_task(bind=True, base=_WebhookTask, name="reviews.webhook_deliver", max_retries=None, acks_late=True,
+             time_limit=120, soft_time_limit=100)
+def webhook_deliver(self, delivery_id: int) -> str:
+    """One attempt; on failure Celery retries it after the backoff that the attempt recorded
+    (reviews.webhooks: PROCMEM_WEBHOOK_MAX_ATTEMPTS attempts in all, the delay doubling). Queued by
+    name from reviews.webhooks after the delivery row commits."""
+    outcome = webhook_delivery_attempt(delivery_id=delivery_id)
+    if self.request.is_eager:
+        # Eager mode (tests, CELERY_TASK_ALWAYS_EAGER) has no broker to hold a countdown, and with
+        # eager propagation Celery's retry would raise into the caller: the attempts run in place,
+        # back to back, until one succeeds or the last one fails.
+        while outcome.retry_in is not None:
+            outcome = webhook_delivery_attempt(delivery_id=delivery_id)
+        return outcome.status
+    if outcome.retry_in is not None:
+        raise self.retry(countdown=outcome.retry_in)
+    return outcome.status

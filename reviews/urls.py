@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import agents, cases, evals, metrics, notifications, ops, procedures, queue, versions
+from .views import agents, cases, evals, metrics, notifications, ops, procedures, queue, versions, webhooks
 
 app_name = "reviews"
 
@@ -33,6 +33,13 @@ urlpatterns = [
     path("agents/<str:agent>/tools/", agents.agent_tools, name="agent_tools"),
     path("agents/<str:agent>/tokens/", agents.agent_tokens, name="agent_tokens"),
     path("refused-at-load/", agents.refused_at_load, name="refused_at_load"),
+    path("agents/<str:agent>/settings/", agents.agent_settings, name="agent_settings"),
+    # an agent's outgoing webhooks
+    path("agents/<str:agent>/webhooks/", webhooks.webhook_list, name="webhook_list"),
+    path("agents/<str:agent>/webhooks/<int:pk>/", webhooks.webhook_detail, name="webhook_detail"),
+    path("agents/<str:agent>/webhooks/<int:pk>/test/", webhooks.webhook_test, name="webhook_test"),
+    path("agents/<str:agent>/webhooks/<int:pk>/rotate/", webhooks.webhook_rotate, name="webhook_rotate"),
+    path("agents/<str:agent>/webhooks/<int:pk>/delete/", webhooks.webhook_remove, name="webhook_remove"),
     # operating the library
     path("ops/", ops.ops_index, name="ops_index"),
     path("ops/agents/<str:agent>/", ops.ops_agent, name="ops_agent"),

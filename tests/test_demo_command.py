@@ -72,6 +72,9 @@ def test_demo_serves_login_and_stops_on_ctrl_c(tmp_path):
         printed = log.read_text()
         for username, (password, _role) in DEMO_USERS.items():
             assert password in printed
+        # where to click first, with pages that exist
+        assert "Where to click first:" in printed
+        assert f"{base}/ops/agents/support_agent/metrics/" in printed and f"{base}/queue/" in printed
         # the worker runs on the filesystem broker
         deadline = time.monotonic() + 60
         while "celery@" not in printed or "ready" not in printed:

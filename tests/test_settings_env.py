@@ -74,3 +74,40 @@ def test_the_filesystem_broker_keeps_all_its_folders_under_the_var_dir(tmp_path)
     for key in ("data_folder_in", "data_folder_out", "processed_folder", "control_folder"):
         assert Path(options[key]).is_relative_to(tmp_path), (key, options[key])
     assert not (ROOT / "control").exists()
+
+
+# ---------------------------------------------------------------------------------------------- make test finds local services
+
+
+def _test_settings_database(env: dict[str, str]) -> str:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "PROCMEM_TEST"))}
+    clean.update(env)
+    clean["DJANGO_SETTINGS_MODULE"] = "procmem_site.test_settings"
+    code = "import django; from django.conf import settings; d = settings.DATABASES['default']; print(d['ENGINE'], d['NAME'])"
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def _local_postgres_answers() -> bool:
+    try:
+        import psycopg
+
+        with psycopg.connect(host="127.0.0.1", port=5432, user="postgres", dbname="postgres", connect_timeout=2):
+            return True
+    except Exception:
+        return False
+
+
+def test_test_settings_use_a_local_postgres_when_database_url_is_unset():
+    if not _local_postgres_answers():
+        pytest.skip("no PostgreSQL with trust auth on 127.0.0.1:5432 here")  # the behaviour under test needs one
+    assert _test_settings_database({}) == "django.db.backends.postgresql procmem_test"
+    assert _test_settings_database({"PROCMEM_TEST_DATABASE": "mine"}).endswith(" mine")
+    assert _test_settings_database({"PROCMEM_TEST_LOCAL_SERVICES": "0"}).startswith("django.db.backends.sqlite3")
+
+
+def test_an_explicit_database_url_always_wins(tmp_path):
+    url = f"sqlite:///{tmp_path}/explicit.sqlite3"
+    assert _test_settings_database({"DATABASE_URL": url}) == f"django.db.backends.sqlite3 {tmp_path}/explicit.sqlite3"
+    assert _test_settings_database({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/procmem_h11"}).endswith(" procmem_h11")

@@ -3,7 +3,11 @@ and the benchmarks. Everything goes through the lifecycle services, like real da
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Iterator
+from unittest import mock
 
 from django.contrib.auth import get_user_model
 from django.db import transaction
@@ -24,12 +28,26 @@ DEMO_INTENTS = {
     "order_status": "Where is my order",
     "address_change": "Change the delivery address of an open order",
 }
+# The demo's history (library/demo/sessions.py spreads the sessions over the same days): the library
+# went live LIVE_DAYS_AGO days before the seed; order.status v2 was approved ORDER_STATUS_V2_DAYS_AGO
+# days ago, and the order questions' resolution rate rose after it.
+LIVE_DAYS_AGO = 30
+ORDER_STATUS_V2_DAYS_AGO = 12
 DEMO_USERS = {
     # user name: (password, role)
     "reviewer": ("review-demo-2026", "reviewer"),
     "approver": ("approve-demo-2026", "approver"),
     "admin": ("admin-demo-2026", "admin"),
 }
+
+
+@contextmanager
+def _as_of(moment: datetime) -> Iterator[None]:
+    """Runs the lifecycle services as if at `moment`, so the seeded history (approvals, their audit
+    rows, the eval records) has the dates the metrics pages chart. Only the demo seed does this:
+    the services stamp every real change with the real time (django.utils.timezone.now)."""
+    with mock.patch("django.utils.timezone.now", return_value=moment):
+        yield
 
 
 @dataclass
@@ -85,6 +103,19 @@ def seed_demo() -> DemoResult:
     )
     if not created:
         return DemoResult(agent=agent, created=False, passwords=passwords)
+    now = timezone.now()
+    with _as_of(now - timedelta(days=LIVE_DAYS_AGO)):
+        _seed_library(agent, users)
+    with _as_of(now - timedelta(days=ORDER_STATUS_V2_DAYS_AGO)):
+        _approve_order_status_v2(agent, users)
+    _seed_sessions_and_mine(agent, order_status_v2_at=now - timedelta(days=ORDER_STATUS_V2_DAYS_AGO), now=now)
+    return DemoResult(agent=agent, created=True, passwords=passwords)
+
+
+def _seed_library(agent: Agent, users: dict) -> None:
+    """The library as it stood when it went live: three ACTIVE procedures from the team's runbook,
+    a day-one draft, a captured candidate the policy screen quarantines, the regression cases and
+    the approver's rights."""
     intents = {
         name: Intent.objects.create(agent=agent, name=name, description=description)
         for name, description in DEMO_INTENTS.items()
@@ -165,13 +196,31 @@ def seed_demo() -> DemoResult:
     # The approver may approve the refund procedures only (object permissions, per procedure).
     for procedure in agent.procedures.filter(key__startswith="refund."):
         assign_perm("library.approve_procedure", users["approver"], procedure)
-    _seed_sessions_and_mine(agent)
-    return DemoResult(agent=agent, created=True, passwords=passwords)
 
 
-def _seed_sessions_and_mine(agent: Agent) -> None:
-    # Sessions of every intent, then a mining run: the candidate refund.over_limit v2 (with its
-    # evidence 118/140 vs 9/60) comes out of the data, not out of a fixture (library/demo/sessions.py).
+def _approve_order_status_v2(agent: Agent, users: dict) -> None:
+    """order.status v2 adds the tracking link to the answer (a step without a tool, so the demo
+    simulator's replay of the order cases is unchanged); approved by the admin."""
+    v1 = ProcedureVersion.objects.get(procedure__agent=agent, procedure__key="order.status", number=1)
+    v2 = services.version_revise(
+        version=v1, user=users["reviewer"],
+        applies_when=v1.applies_when,
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Read the carrier status and the tracking link from the order.",
+            "Answer with replyTemplates('order_status'), the expected delivery date and the tracking link.",
+        ],
+        required_tools=v1.required_tools, forbidden_actions=v1.forbidden_actions,
+        reason="Customers kept asking again: give them the tracking link",
+    )
+    _seeded_eval_pass(v2)
+    services.version_approve(version=v2, user=users["admin"], comment="Fewer follow-up questions in the pilot")
+
+
+def _seed_sessions_and_mine(agent: Agent, *, order_status_v2_at: datetime, now: datetime) -> None:
+    # Sessions of every intent over the last weeks, then a mining run: the candidate
+    # refund.over_limit v2 (with its evidence 118/140 vs 9/60) comes out of the data, not out of a
+    # fixture (library/demo/sessions.py).
     from .sessions import seed_demo_sessions
 
-    seed_demo_sessions(agent)
+    seed_demo_sessions(agent, now=now, order_status_v2_at=order_status_v2_at)

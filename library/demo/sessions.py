@@ -11,6 +11,11 @@ same parser and store service as real ones and then mined, so that the demo's ca
   already has (the miner skips them as covered), plus sessions without intent or outcome, counted
   as unlabelled.
 
+Sessions are spread over the last SPREAD_DAYS days before the seed (`as_lived`), each intent's in
+the order they are generated (the newest last), and the order questions tell what an approval
+changes: before order.status v2 was approved they received v1 and were resolved about half the
+time, afterwards they receive v2 and are resolved nine times in ten.
+
 Every session carries fake personal data (names, e-mails, phones, order ids like ORD-12345) so
 that the redacted excerpts show what redaction does.
 """
@@ -64,9 +69,22 @@ def _session(index: int, intent: str | None, person: dict[str, str], calls: list
     }
 
 
+def _mixed(items: list[dict[str, Any]], kinds: list[str]) -> list[dict[str, Any]]:
+    """The items reordered so that every kind is spread evenly through the list (the k-th of n
+    items of a kind goes to about position (k + 1/2) / n); stable, so deterministic."""
+    seen: dict[str, int] = {}
+    totals = {kind: kinds.count(kind) for kind in kinds}
+    keyed = []
+    for position, (item, kind) in enumerate(zip(items, kinds)):
+        keyed.append(((seen.get(kind, 0) + 0.5) / totals[kind], position, item))
+        seen[kind] = seen.get(kind, 0) + 1
+    return [item for _key, _position, item in sorted(keyed, key=lambda k: (k[0], k[1]))]
+
+
 def demo_session_items() -> list[dict[str, Any]]:
     rng = random.Random(20261101)
     items: list[dict[str, Any]] = []
+    kinds: list[str] = []
     index = 0
 
     def add(intent, kind, resolved, calls_for, task_for, reply_for, count):
@@ -74,6 +92,7 @@ def demo_session_items() -> list[dict[str, Any]]:
         for _ in range(count):
             person = _person(rng)
             items.append(_session(index, intent, person, calls_for(person), resolved, task_for(person), reply_for(person)))
+            kinds.append(kind)
             index += 1
 
     refund_task = lambda p: (  # noqa: E731
@@ -102,6 +121,8 @@ def demo_session_items() -> list[dict[str, Any]]:
                    _call("replyTemplates", template="refund_promised", order_id=p["order"]),
                    _call("createApproval", order_id=p["order"], amount=p["amount"], customer_email=p["email"])],
         refund_task, lambda p: f"{p['first']}, your refund is confirmed; I also filed the paperwork.", 9)
+    # the 200 over-limit refunds above happened mixed, not kind after kind (sessions are timed in this order)
+    items[:200] = _mixed(items[:200], kinds[:200])
     add("refund_within_limit", "ok", True,
         lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
                    _call("replyTemplates", template="refund_confirmed", order_id=p["order"])],
@@ -110,7 +131,7 @@ def demo_session_items() -> list[dict[str, Any]]:
     add("order_status", "ok", True,
         lambda p: [_call("lookupOrder", order_id=p["order"]), _call("replyTemplates", template="order_status", order_id=p["order"])],
         lambda p: f"Where is my order {p['order']}? Call me at {p['phone']}. {p['first']} {p['last']}",
-        lambda p: f"Hi {p['first']}, {p['order']} arrives on Thursday.", 40)
+        lambda p: f"Hi {p['first']}, {p['order']} arrives on Thursday.", 120)
     add("address_change", "ok", True,
         lambda p: [_call("lookupOrder", order_id=p["order"]),
                    _call("replyTemplates", template="address_changed", order_id=p["order"], address=f"{rng.randint(1, 999)} Harbor Street")],
@@ -125,11 +146,49 @@ def demo_session_items() -> list[dict[str, Any]]:
     return items
 
 
-def seed_demo_sessions(agent: Agent) -> MiningRun:
+SPREAD_DAYS = 29
+
+
+def as_lived(items: list[dict[str, Any]], *, now: datetime, order_status_v2_at: datetime) -> list[dict[str, Any]]:
+    """The sessions with end times spread evenly over the SPREAD_DAYS days before `now`, each
+    intent's in generation order, and the order questions' procedure and outcome following the
+    order.status v1 → v2 approval at `order_status_v2_at` (about 56% resolved before, 90% after).
+    Deterministic for a given `now`."""
+    start = now - timedelta(days=SPREAD_DAYS)
+    span = (now - timedelta(hours=1) - start).total_seconds()
+    by_intent: dict[str | None, list[dict[str, Any]]] = {}
+    for item in items:
+        by_intent.setdefault(item["intent"], []).append(item)
+    lived = []
+    for group in by_intent.values():
+        for position, item in enumerate(group):
+            item = dict(item)
+            ended = start + timedelta(seconds=span * (position + 0.5) / len(group))
+            item["ended_at"] = ended.isoformat()
+            if item["intent"] == "refund_within_limit":
+                item["injected"] = [{"id": "refund.within_limit", "version": 1}]
+            if item["intent"] == "order_status":
+                after = ended >= order_status_v2_at
+                item["injected"] = [{"id": "order.status", "version": 2 if after else 1}]
+            if item["intent"] == "order_status" and item["outcome"] is not None:
+                resolved = position % 10 != 3 if after else position % 9 < 5
+                item["outcome"] = {"resolved": resolved, "escalated": False, "rating": 5 if resolved else 2}
+                if not resolved:
+                    item["reply"] = "It is on its way, I cannot say more."
+            lived.append(item)
+    return lived
+
+
+def seed_demo_sessions(agent: Agent, *, now: datetime | None = None, order_status_v2_at: datetime | None = None) -> MiningRun:
     """Stores the demo sessions for `agent` and mines them (idempotent: sessions are stored once;
     a second mining run finds the candidate covered). Returns the mining run."""
+    from django.utils import timezone as django_timezone
+
     from ..mining.runs import mining_run_execute
 
-    sessions = [parse_procmem(item, ImportOptions()) for item in demo_session_items()]
+    now = now or django_timezone.now()
+    order_status_v2_at = order_status_v2_at or now - timedelta(days=12)
+    items = as_lived(demo_session_items(), now=now, order_status_v2_at=order_status_v2_at)
+    sessions = [parse_procmem(item, ImportOptions()) for item in items]
     sessions_store(agent=agent, sessions=sessions)
     return mining_run_execute(agent=agent)

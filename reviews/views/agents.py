@@ -1,4 +1,5 @@
-"""The agent tool-list page, the refused-at-load overview, and the agent's API tokens.
+"""The agent tool-list page, the agent settings page, the refused-at-load overview, and the
+agent's API tokens.
 
 The tool list decides which ACTIVE procedures agents receive: a version whose requiredTools are not
 all in the list is refused at load (library/serving.py). Admins of the agent (`manage_agent`)
@@ -11,6 +12,7 @@ from datetime import timedelta
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.db import transaction
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -18,12 +20,13 @@ from django.views.decorators.http import require_GET, require_http_methods
 from guardian.shortcuts import get_objects_for_user
 
 from library import serving
+from library.agent_settings import agent_settings_snapshot, agent_settings_update
 from library.api.tokens import token_create, token_is_live, token_revoke
 from library.models import Agent, ApiToken, ProcedureVersion, Status
 from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, signed_in
-from ..forms import TokenForm
+from ..forms import AgentSettingsForm, TokenForm
 
 
 def _parse_tools(text: str) -> list[str]:
@@ -95,6 +98,8 @@ def _token_rows(agent: Agent) -> list[dict]:
         rows.append({"token": token, "state": state})
     return rows
 
+# --------------------------------------------------------------------------------------------- agent settings
+
 
 @require_http_methods(["GET", "POST"])
 @signed_in
@@ -143,3 +148,32 @@ def _int_or_404(value) -> int:
     if not 0 < number < 2**63:
         raise Http404("no such token")
     return number
+
+def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
+    """Agent settings (admins of the agent): tools, switches, injection cap, support threshold,
+    redaction patterns; the eval runner has its own page, linked from here. One submit may change
+    the tools and the rest: each through its own service, in one transaction, each audited."""
+    target = get_agent_for_user(request, agent, for_="manage")
+    initial = {**agent_settings_snapshot(target), "tools": "\n".join(target.tools)}
+    form = AgentSettingsForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        reason = data.pop("reason", "").strip()
+        tools = _parse_tools(data.pop("tools") or "")
+        data["redaction_patterns"] = data.get("redaction_patterns") or []
+        try:
+            with transaction.atomic():
+                updated = agent_set_tools(agent=target, tools=tools, user=request.user, reason=reason)
+                updated = agent_settings_update(agent=updated, user=request.user, reason=reason, **data)
+        except ValidationError as exc:
+            for field, errors in exc.message_dict.items():
+                form.add_error(field if field in form.fields else None, errors)
+        else:
+            messages.success(request, f"Settings of {updated.name} saved.")
+            return redirect("reviews:agent_settings", agent=updated.name)
+    return render(
+        request,
+        "reviews/agent_settings.html",
+        {"agent": target, "form": form, "tab": "settings", "runner": target.get_eval_runner_display()},
+        status=400 if request.method == "POST" else 200,
+    )

@@ -1,0 +1,229 @@
+"""Django's admin for the library: for looking things up. Writes that have a service (status
+changes, tool lists, settings, tokens, eval runs) happen on the app's pages, where they are checked
+and audited; here those models are read-only. Where the database itself forbids a change (a
+version's content, the append-only audit log, a finished eval run) the admin offers none either:
+no add, change or delete permission. Secrets (model API keys, token hashes) are never shown."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.db import models
+
+from .models import (
+    Agent,
+    AgentGroupObjectPermission,
+    AgentSession,
+    AgentToolChange,
+    AgentUserObjectPermission,
+    ApiToken,
+    AuditEvent,
+    EvalCaseResult,
+    EvalRun,
+    Intent,
+    LoadRefusal,
+    MiningRun,
+    Procedure,
+    ProcedureGroupObjectPermission,
+    ProcedureUserObjectPermission,
+    ProcedureVersion,
+    RegressionCase,
+    VersionEmbedding,
+)
+
+
+# URLs without a scheme are read as https (Django 6's default), on every admin form
+URL_FIELDS = {models.URLField: {"assume_scheme": "https"}}
+
+
+class ReadOnlyModelAdmin(admin.ModelAdmin):
+    """View only: list, search, filter and the detail page, without add, change or delete."""
+
+    formfield_overrides = URL_FIELDS
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+class IntentInline(admin.TabularInline):
+    model = Intent
+    extra = 0
+    fields = ("name", "description")
+
+
+@admin.register(Agent)
+class AgentAdmin(admin.ModelAdmin):
+    """Description, model and base instruction are edited here; tools, switches, limits and
+    redaction patterns on the agent settings page (audited), the eval runner on its own page."""
+
+    formfield_overrides = URL_FIELDS
+    list_display = ("name", "current_model", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
+                    "support_threshold", "eval_runner", "created_at")
+    list_filter = ("procedural_memory_enabled", "auto_capture_enabled", "eval_runner")
+    search_fields = ("name", "description")
+    exclude = ("model_api_key",)
+    readonly_fields = ("name", "tools", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
+                       "support_threshold", "redaction_patterns", "eval_runner", "eval_url", "eval_python_path",
+                       "eval_concurrency", "eval_timeout_seconds", "model_base_url", "model_name", "tool_schemas",
+                       "created_at")
+    inlines = [IntentInline]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        # deleting an agent would take its sessions, cases and audit trail with it
+        return False
+
+
+@admin.register(Intent)
+class IntentAdmin(admin.ModelAdmin):
+    list_display = ("name", "agent", "description")
+    list_filter = ("agent",)
+    search_fields = ("name", "description")
+    readonly_fields = ("agent", "name")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(AgentToolChange)
+class AgentToolChangeAdmin(ReadOnlyModelAdmin):
+    list_display = ("agent", "changed_at", "changed_by", "reason")
+    list_filter = ("agent",)
+    search_fields = ("reason",)
+    date_hierarchy = "changed_at"
+
+
+@admin.register(Procedure)
+class ProcedureAdmin(ReadOnlyModelAdmin):
+    list_display = ("key", "agent", "intent", "created_at")
+    list_filter = ("agent",)
+    search_fields = ("key",)
+
+
+@admin.register(ProcedureVersion)
+class ProcedureVersionAdmin(ReadOnlyModelAdmin):
+    """Content never changes (the database refuses it); status changes only through the lifecycle
+    services (approve, reject, retire, roll back) on the review pages."""
+
+    list_display = ("procedure", "number", "status", "source", "quarantined", "approved_by", "approved_at", "created_at")
+    list_filter = ("status", "source", "quarantined", "procedure__agent")
+    search_fields = ("procedure__key", "applies_when", "content_hash")
+    list_select_related = ("procedure", "approved_by")
+    date_hierarchy = "created_at"
+
+
+@admin.register(AuditEvent)
+class AuditEventAdmin(ReadOnlyModelAdmin):
+    """Append-only in the database: no UPDATE, no DELETE."""
+
+    list_display = ("at", "action", "actor", "actor_label", "agent", "procedure", "version", "reason")
+    list_filter = ("action", "agent")
+    search_fields = ("reason", "actor_label", "procedure__key", "actor__username")
+    list_select_related = ("actor", "agent", "procedure", "version__procedure")
+    date_hierarchy = "at"
+
+
+@admin.register(AgentSession)
+class AgentSessionAdmin(ReadOnlyModelAdmin):
+    list_display = ("session_id", "agent", "intent", "resolved", "escalated", "model", "ended_at", "received_at")
+    list_filter = ("agent", "resolved", "escalated", "raw_purged", "source_format")
+    search_fields = ("session_id", "model")
+    list_select_related = ("agent", "intent")
+    date_hierarchy = "ended_at"
+
+
+@admin.register(MiningRun)
+class MiningRunAdmin(ReadOnlyModelAdmin):
+    list_display = ("id", "agent", "state", "started_by", "started_at", "finished_at")
+    list_filter = ("state", "agent")
+    search_fields = ("error",)
+
+
+@admin.register(RegressionCase)
+class RegressionCaseAdmin(ReadOnlyModelAdmin):
+    """Edited on the agent's regression-case pages (audited)."""
+
+    list_display = ("id", "name", "agent", "intent", "is_active", "external_id", "updated_at")
+    list_filter = ("agent", "is_active")
+    search_fields = ("name", "task", "external_id")
+
+
+class EvalCaseResultInline(admin.TabularInline):
+    model = EvalCaseResult
+    extra = 0
+    fields = ("case", "arm", "state", "passed", "attempts", "error", "duration_ms")
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(EvalRun)
+class EvalRunAdmin(ReadOnlyModelAdmin):
+    """A finished run never changes (the database refuses it) and a running one belongs to its
+    Celery tasks; cancel and resume are on the eval page."""
+
+    list_display = ("id", "version", "state", "verdict", "cases_done", "cases_total", "errors", "runner", "started_by", "created_at")
+    list_filter = ("state", "verdict", "runner")
+    search_fields = ("version__procedure__key", "content_hash")
+    list_select_related = ("version__procedure", "started_by")
+    inlines = [EvalCaseResultInline]
+
+
+@admin.register(EvalCaseResult)
+class EvalCaseResultAdmin(ReadOnlyModelAdmin):
+    list_display = ("id", "run", "case", "arm", "state", "passed", "attempts", "duration_ms")
+    list_filter = ("arm", "state", "passed")
+    search_fields = ("error",)
+
+
+@admin.register(ApiToken)
+class ApiTokenAdmin(ReadOnlyModelAdmin):
+    list_display = ("name", "agent", "scope", "prefix", "created_by", "created_at", "last_used_at", "revoked_at")
+    list_filter = ("scope", "agent")
+    search_fields = ("name", "prefix")
+    exclude = ("token_hash",)
+
+
+@admin.register(LoadRefusal)
+class LoadRefusalAdmin(ReadOnlyModelAdmin):
+    list_display = ("version", "missing_tools", "created_at")
+    search_fields = ("version__procedure__key",)
+
+
+@admin.register(VersionEmbedding)
+class VersionEmbeddingAdmin(ReadOnlyModelAdmin):
+    list_display = ("version", "model_key", "dimensions", "created_at")
+    list_filter = ("model_key",)
+    exclude = ("vector",)
+
+
+class ObjectPermissionAdmin(ReadOnlyModelAdmin):
+    """Granted and revoked on the approver-rights page (audited)."""
+
+    list_display = ("content_object", "permission", "__holder__")
+    list_filter = ("permission",)
+    list_select_related = ("content_object", "permission")
+
+    @admin.display(description="held by")
+    def __holder__(self, obj) -> str:
+        return str(getattr(obj, "user", None) or getattr(obj, "group", None))
+
+
+for _model in (ProcedureUserObjectPermission, ProcedureGroupObjectPermission, AgentUserObjectPermission, AgentGroupObjectPermission):
+    admin.site.register(_model, ObjectPermissionAdmin)

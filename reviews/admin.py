@@ -1,0 +1,104 @@
+"""Django's admin for the review side, for looking things up: comments, notifications, the metrics
+rollup, metric alerts and webhooks are read-only here (they are written by their services, which
+audit and notify); a user's notification preferences may be changed. A webhook's secret is never
+shown."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from library.admin import ReadOnlyModelAdmin
+
+from .models import (
+    Comment,
+    IntentDayRollup,
+    MetricAlert,
+    MetricsState,
+    Notification,
+    NotificationPreference,
+    VersionDayRollup,
+    Webhook,
+    WebhookDelivery,
+)
+
+
+@admin.register(Comment)
+class CommentAdmin(ReadOnlyModelAdmin):
+    list_display = ("version", "author", "created_at")
+    search_fields = ("body", "author__username")
+    list_select_related = ("version__procedure", "author")
+
+
+@admin.register(Notification)
+class NotificationAdmin(ReadOnlyModelAdmin):
+    list_display = ("user", "kind", "created_at", "read_at", "message")
+    list_filter = ("kind",)
+    search_fields = ("message", "user__username")
+
+
+@admin.register(NotificationPreference)
+class NotificationPreferenceAdmin(admin.ModelAdmin):
+    list_display = ("user", "kind", "in_app", "email")
+    list_filter = ("kind", "in_app", "email")
+    search_fields = ("user__username",)
+
+
+@admin.register(MetricsState)
+class MetricsStateAdmin(ReadOnlyModelAdmin):
+    list_display = ("agent", "refreshed_until", "refreshed_at", "days_recomputed")
+    exclude = ("window_p95",)
+
+
+@admin.register(IntentDayRollup)
+class IntentDayRollupAdmin(ReadOnlyModelAdmin):
+    list_display = ("day", "agent", "intent", "model", "sessions", "labelled", "resolved", "bare_sessions")
+    list_filter = ("agent", "model")
+    date_hierarchy = "day"
+
+
+@admin.register(VersionDayRollup)
+class VersionDayRollupAdmin(ReadOnlyModelAdmin):
+    list_display = ("day", "agent", "version", "intent", "model", "sessions", "labelled", "resolved")
+    list_filter = ("agent", "model")
+    date_hierarchy = "day"
+
+
+@admin.register(MetricAlert)
+class MetricAlertAdmin(ReadOnlyModelAdmin):
+    list_display = ("version", "opened_at", "cleared_at", "message")
+    list_filter = ("cleared_at",)
+    search_fields = ("message",)
+
+
+class WebhookDeliveryInline(admin.TabularInline):
+    model = WebhookDelivery
+    extra = 0
+    fields = ("created_at", "event", "status", "attempts", "response_code", "error")
+    readonly_fields = fields
+    can_delete = False
+    ordering = ("-created_at",)
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(Webhook)
+class WebhookAdmin(ReadOnlyModelAdmin):
+    """Managed on the agent's webhook pages (http(s) URLs only, audited, the secret shown once)."""
+
+    list_display = ("name", "agent", "url", "body_format", "is_active", "created_at")
+    list_filter = ("agent", "is_active", "body_format")
+    search_fields = ("name", "url")
+    exclude = ("secret",)
+    inlines = [WebhookDeliveryInline]
+
+
+@admin.register(WebhookDelivery)
+class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
+    list_display = ("created_at", "webhook", "event", "status", "attempts", "response_code", "next_attempt_at")
+    list_filter = ("status", "event")
+    search_fields = ("delivery_id", "webhook__name")
+    list_select_related = ("webhook",)

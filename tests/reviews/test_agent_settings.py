@@ -1,0 +1,111 @@
+"""The agent settings page and its service: admins of the agent change tools, switches, the
+injection cap, the support threshold and redaction patterns, each change audited; everyone else
+gets 403 (reviewers) or 404 (outsiders); bad values are named and nothing is half-saved."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.urls import reverse
+from guardian.shortcuts import assign_perm
+
+from library.agent_settings import agent_settings_update
+from library.models import Agent, AgentToolChange, AuditEvent
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def agent_admin(agent, reviewers_group):
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user("agent_admin", password="pw")
+    assign_perm("library.manage_agent", user, agent)
+    return user
+
+
+def _form(agent, **changes):
+    data = {
+        "tools": "\n".join(agent.tools),
+        "procedural_memory_enabled": "on" if agent.procedural_memory_enabled else "",
+        "auto_capture_enabled": "on" if agent.auto_capture_enabled else "",
+        "injection_cap": agent.injection_cap,
+        "support_threshold": agent.support_threshold,
+        "redaction_patterns": "[]",
+        "reason": "",
+    }
+    data.update(changes)
+    return {k: v for k, v in data.items() if v != ""}
+
+
+def test_service_saves_and_audits_before_and_after(agent, agent_admin):
+    agent_settings_update(agent=agent, user=agent_admin, injection_cap=1, procedural_memory_enabled=False,
+                          redaction_patterns=[{"label": "ticket", "regex": r"\bT-\d+\b"}], reason="pilot")
+    agent.refresh_from_db()
+    assert (agent.injection_cap, agent.procedural_memory_enabled) == (1, False)
+    event = AuditEvent.objects.get(action=AuditEvent.Action.SETTINGS, agent=agent)
+    assert event.reason == "pilot" and event.actor == agent_admin
+    assert event.before == {"injection_cap": 2, "procedural_memory_enabled": True, "redaction_patterns": []}
+    assert event.after["injection_cap"] == 1 and event.after["redaction_patterns"][0]["label"] == "ticket"
+
+
+def test_no_change_writes_no_audit_row(agent, agent_admin):
+    agent_settings_update(agent=agent, user=agent_admin, injection_cap=agent.injection_cap)
+    assert not AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS).exists()
+
+
+@pytest.mark.parametrize("changes,field", [
+    ({"injection_cap": 21}, "injection_cap"),
+    ({"injection_cap": -1}, "injection_cap"),
+    ({"support_threshold": 0}, "support_threshold"),
+    ({"redaction_patterns": [{"label": "x", "regex": "(unclosed"}]}, "redaction_patterns"),
+    ({"redaction_patterns": [{"regex": "x"}]}, "redaction_patterns"),
+    ({"redaction_patterns": "ORD-"}, "redaction_patterns"),
+    ({"procedural_memory_enabled": "yes"}, "procedural_memory_enabled"),
+    ({"eval_url": "http://x"}, "eval_url"),
+])
+def test_bad_values_are_named_and_nothing_changes(agent, agent_admin, changes, field):
+    with pytest.raises(ValidationError) as exc:
+        agent_settings_update(agent=agent, user=agent_admin, **changes)
+    assert field in exc.value.message_dict
+    fresh = Agent.objects.get(pk=agent.pk)
+    assert (fresh.injection_cap, fresh.support_threshold, fresh.redaction_patterns) == (2, 20, [])
+
+
+def test_service_refuses_a_reviewer(agent, reviewer):
+    with pytest.raises(PermissionDenied):
+        agent_settings_update(agent=agent, user=reviewer, injection_cap=1)
+
+
+@pytest.mark.parametrize("who,expected", [("reviewer", 403), ("outsider", 404)])
+def test_page_refuses_who_does_not_manage_the_agent(client, agent, reviewer, outsider, who, expected):
+    client.force_login({"reviewer": reviewer, "outsider": outsider}[who])
+    url = reverse("reviews:agent_settings", args=[agent.name])
+    assert client.get(url).status_code == expected
+    assert client.post(url, _form(agent, injection_cap=1)).status_code == expected
+    assert Agent.objects.get(pk=agent.pk).injection_cap == 2
+
+
+def test_admin_changes_tools_and_settings_in_one_submit(client, agent, agent_admin):
+    client.force_login(agent_admin)
+    url = reverse("reviews:agent_settings", args=[agent.name])
+    page = client.get(url)
+    assert page.status_code == 200 and "Eval runner" in page.content.decode()
+    response = client.post(url, _form(agent, tools="lookupOrder\nreplyTemplates", injection_cap=1, auto_capture_enabled="",
+                                      redaction_patterns='[{"label": "ticket", "regex": "T-\\\\d+"}]', reason="trim"))
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.tools == ["lookupOrder", "replyTemplates"] and agent.injection_cap == 1 and not agent.auto_capture_enabled
+    assert agent.redaction_patterns == [{"label": "ticket", "regex": r"T-\d+"}]
+    assert AgentToolChange.objects.filter(agent=agent).count() == 1
+    actions = list(AuditEvent.objects.filter(agent=agent).values_list("action", flat=True).order_by("id"))
+    assert actions[-2:] == [AuditEvent.Action.TOOLS_CHANGE, AuditEvent.Action.SETTINGS]
+
+
+def test_a_bad_pattern_saves_nothing_not_even_the_tools(client, agent, agent_admin):
+    client.force_login(agent_admin)
+    response = client.post(reverse("reviews:agent_settings", args=[agent.name]),
+                           _form(agent, tools="lookupOrder", redaction_patterns='[{"label": "x", "regex": "("}]'))
+    assert response.status_code == 400 and "invalid regex" in response.content.decode()
+    agent.refresh_from_db()
+    assert len(agent.tools) == 4 and not AgentToolChange.objects.exists()
