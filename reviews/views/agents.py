@@ -149,6 +149,9 @@ def _int_or_404(value) -> int:
         raise Http404("no such token")
     return number
 
+
+@require_http_methods(["GET", "POST"])
+@signed_in
 def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
     """Agent settings (admins of the agent): tools, switches, injection cap, support threshold,
     redaction patterns; the eval runner has its own page, linked from here. One submit may change
