@@ -3,17 +3,23 @@
     .venv/bin/python bench/mining_bench.py [--db procmem_bench_mining] [--sizes 100000,1000000] [--repeat 3]
 
 Creates (or reuses) a dedicated database, migrates it, bulk-loads the sessions with one
-INSERT … SELECT over generate_series per agent (20 intents, ~30 skeleton variants each, 70 %
-resolved, 25 % failed, 5 % without outcome, 3 % without intent), then for every size measures, each
+INSERT … SELECT over generate_series per agent (20 intents, ~30 skeleton variants each, ~70 %
+resolved, ~25 % failed — failed tasks' sessions skip createApproval —, 5 % without outcome, 3 %
+without intent; every task tried 4 times, its
+trials spread over time and over skeleton variants, so that support counts distinct tasks and the
+newest quarter of each intent is held back for the backtest), then for every size measures, each
 phase in a fresh process so that peak memory is the phase's own:
 
 - read:  a plain read of the same rows the miner reads — every session's (intent, resolved,
          escalated, skeleton) streamed into Python through a server-side cursor;
-- mine:  mining_run_execute for the agent, inside a transaction that is rolled back afterwards so
-         that every repetition mines the same library state.
+- mine:  mining_run_execute for the agent (distinct-task aggregation, the statistics of every group
+         and feature, the backtest of every candidate, the run report), inside a transaction that
+         is rolled back afterwards so that every repetition mines the same library state.
 
-Prints a JSON line per measurement and a Markdown table (time = median of --repeat; peak = max RSS
-of the process and tracemalloc's peak of Python allocations during the phase).
+Prints a JSON line per measurement and a Markdown table (time = median of --repeat timed runs;
+peak = max RSS of the process, and tracemalloc's peak of Python allocations during the phase from
+one more run of each phase with tracemalloc on — tracing every allocation slows Python code down
+several times, and the two phases allocate very differently, so timed runs do not trace).
 """
 
 from __future__ import annotations
@@ -87,7 +93,7 @@ def load(size: int) -> str:
 
     name = f"bench_{size}"
     agent, _ = Agent.objects.get_or_create(name=name, defaults={"tools": TOOLS, "support_threshold": 20})
-    if AgentSession.objects.filter(agent=agent).count() == size:
+    if AgentSession.objects.filter(agent=agent).count() == size and not AgentSession.objects.filter(agent=agent, task_key="").exists():
         return name
     AgentSession.objects.filter(agent=agent).delete()
     intents = [Intent.objects.get_or_create(agent=agent, name=f"intent_{i:02d}")[0].pk for i in range(INTENTS)]
@@ -105,20 +111,20 @@ def load(size: int) -> str:
         cursor.execute(
             """
             INSERT INTO library_agentsession
-                (agent_id, session_id, intent_id, task, resolved, escalated, rating, skeleton, tool_calls,
+                (agent_id, session_id, task_key, intent_id, task, resolved, escalated, rating, skeleton, tool_calls,
                  redacted_excerpt, injected, instruction_chars, model, ended_at, received_at, raw_purged, source_format)
-            SELECT %(agent)s, 'b-' || g,
-                   CASE WHEN g %% 33 = 0 THEN NULL ELSE (%(intents)s::bigint[])[1 + (g * 7) %% %(n_intents)s] END,
+            SELECT %(agent)s, 'b-' || g, 'bt-' || (g %% %(tasks)s),
+                   CASE WHEN g %% 33 = 0 THEN NULL ELSE (%(intents)s::bigint[])[1 + ((g %% %(tasks)s) * 7) %% %(n_intents)s] END,
                    'I want a refund for ORD-12345',
-                   CASE WHEN g %% 20 = 0 THEN NULL ELSE (g %% 4 <> 1) END,
+                   CASE WHEN g %% 20 = 0 THEN NULL ELSE (((g %% %(tasks)s) / 20) %% 4 <> 1) END,
                    (g %% 50 = 3),
                    NULL,
                    v.skeleton, v.calls, v.excerpt, '[]'::jsonb, 1800, 'bench-model',
                    now() - (g || ' seconds')::interval, now(), false, 'procmem'
             FROM generate_series(1, %(size)s) AS g
-            JOIN bench_variant v ON v.v = CASE WHEN g %% 4 = 1 THEN (g * 13) %% %(n_variants)s ELSE ((g * 31) %% 97) %% %(n_variants)s END
+            JOIN bench_variant v ON v.v = CASE WHEN ((g %% %(tasks)s) / 20) %% 4 = 1 THEN 4 + 7 * ((g * 13) %% 4) ELSE ((g * 31) %% 97) %% %(n_variants)s END
             """,
-            {"agent": agent.pk, "intents": intents, "n_intents": INTENTS, "size": size, "n_variants": len(variants)},
+            {"agent": agent.pk, "intents": intents, "n_intents": INTENTS, "size": size, "n_variants": len(variants), "tasks": size // 4},
         )
         cursor.execute("ANALYZE library_agentsession")
     print(json.dumps({"loaded": size, "agent": name, "seconds": round(time.perf_counter() - started, 1)}), flush=True)
@@ -163,11 +169,14 @@ def phase_mine(agent_name: str) -> dict:
 
 def child(args) -> None:
     setup_django(args.db)
-    tracemalloc.start()
+    if args.trace:
+        tracemalloc.start()
     result = phase_read(args.agent) if args.phase == "read" else phase_mine(args.agent)
-    _current, peak = tracemalloc.get_traced_memory()
+    if args.trace:
+        _current, peak = tracemalloc.get_traced_memory()
+        result["tracemalloc_peak_mb"] = round(peak / 2**20, 2)
     result.update(
-        phase=args.phase, agent=args.agent, tracemalloc_peak_mb=round(peak / 2**20, 2),
+        phase=args.phase, agent=args.agent, traced=args.trace,
         max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     )
     print(json.dumps(result), flush=True)
@@ -180,6 +189,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--phase", choices=["read", "mine"], help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)
+    parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
         return child(args)
@@ -194,14 +204,18 @@ def main() -> None:
     table = []
     for size in sizes:
         measurements: dict[str, list[dict]] = {"read": [], "mine": []}
-        for _ in range(args.repeat):
+        traced: dict[str, dict] = {}
+        for trace in [False] * args.repeat + [True]:
             for phase in ("read", "mine"):  # interleaved, so that cache warmth is shared fairly
                 out = subprocess.run(
-                    [sys.executable, __file__, "--db", args.db, "--phase", phase, "--agent", agents[size]],
+                    [sys.executable, __file__, "--db", args.db, "--phase", phase, "--agent", agents[size]] + (["--trace"] if trace else []),
                     check=True, capture_output=True, text=True,
                 ).stdout.strip().splitlines()[-1]
                 print(out, flush=True)
-                measurements[phase].append(json.loads(out))
+                if trace:
+                    traced[phase] = json.loads(out)
+                else:
+                    measurements[phase].append(json.loads(out))
         read_s = statistics.median(m["seconds"] for m in measurements["read"])
         mine_s = statistics.median(m["seconds"] for m in measurements["mine"])
         table.append({
@@ -211,8 +225,8 @@ def main() -> None:
             "ratio": round(mine_s / read_s, 2),
             "read_rss_mb": max(m["max_rss_mb"] for m in measurements["read"]),
             "mine_rss_mb": max(m["max_rss_mb"] for m in measurements["mine"]),
-            "read_py_peak_mb": max(m["tracemalloc_peak_mb"] for m in measurements["read"]),
-            "mine_py_peak_mb": max(m["tracemalloc_peak_mb"] for m in measurements["mine"]),
+            "read_py_peak_mb": traced["read"]["tracemalloc_peak_mb"],
+            "mine_py_peak_mb": traced["mine"]["tracemalloc_peak_mb"],
             "candidates": measurements["mine"][0]["candidates"],
         })
     print()

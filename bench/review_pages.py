@@ -1,18 +1,21 @@
 """Benchmark of the review pages: server time of
 
-- the queue page with 10,000 candidates (first page, default sort, signed in as an approver, so the
-  "waiting for me" count and subqueries are part of it);
+- the queue page with 100,000 candidates (first page, default sort, signed in as an approver, so the
+  "waiting for me" count and subqueries are part of it), and filtered to "assigned to me" and
+  "unassigned" (1 in 50 candidates is claimed);
+- search over them: an exact tool name (`createApproval`, in 1 of 8 candidates), a procedure id,
+  and words ("refunds over the limit", stemmed, in 1 of 25), each ranked, counted and highlighted;
 - the candidate page with a 40-step diff (every third step edited, two inserted, one removed);
 
 each against an empty page of the same app (base layout, same middleware, sign-in and navigation)
-measured in the same run. Target: p50 under 100 ms for both pages.
+measured in the same run. Target: p50 under 100 ms for every page.
 
 Server time is measured in-process with Django's test client (request → middleware → view →
 template → response), which excludes the network and the browser. The data lives in a fresh
 database `bench_<your database>_review_pages` that is created and dropped by the run.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/procmem_h4 \
-        .venv/bin/python -m bench.review_pages [--candidates 10000] [--requests 60]
+        .venv/bin/python -m bench.review_pages [--candidates 100000] [--requests 60]
 
 Results are printed and, with --record, appended to bench/RESULTS.md.
 """
@@ -58,10 +61,32 @@ def _urlpatterns():
     return [path("bench/empty/", login_required(empty_page), name="bench_empty"), path("", include("procmem_site.urls"))]
 
 
-def _bulk_candidates(agent, intents, count: int) -> None:
-    """Candidates in bulk, spread over the agent's intents, some quarantined, with evidence."""
-    from library.models import Procedure, ProcedureVersion, Source, content_hash
+TOPICS = [
+    "a refund over the limit", "a late delivery", "a damaged parcel", "changing the delivery address",
+    "cancelling a subscription", "a duplicate charge", "a missing invoice", "upgrading the plan",
+    "a password reset", "a gift card balance", "an exchange for another size", "a warranty claim",
+    "a loyalty discount", "a payment that failed", "splitting a shipment", "a lost parcel",
+    "tax on an invoice", "a bulk order", "a price match", "closing the account", "a voucher code",
+    "a return label", "an order stuck in customs", "a wrong item", "refunds above the agent's limit",
+]
+TOOL_SETS = [["lookupOrder", "replyTemplates"], ["lookupOrder", "checkReturnWindow", "replyTemplates"],
+             ["lookupCustomer", "replyTemplates"], ["lookupOrder", "issueVoucher"], ["lookupCustomer", "updateAddress"],
+             ["lookupOrder", "trackParcel"], ["lookupInvoice", "replyTemplates"], ["lookupOrder", "createApproval", "replyTemplates"]]
 
+
+def _bulk_candidates(agent, intents, count: int) -> None:
+    """Candidates in bulk, spread over the agent's intents and 25 topics, each with one of 8 tool
+    sets (1 in 8 uses createApproval), some quarantined, with evidence; 1 in 50 claimed by the
+    approver. The database trigger writes each one's search document, as for any insert."""
+    from datetime import timedelta
+
+    from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
+    from library.models import Procedure, ProcedureVersion, Source, content_hash
+    from reviews.models import CandidateClaim
+
+    approver = get_user_model().objects.get(username="approver")
     batch = 2000
     for start in range(0, count, batch):
         size = min(batch, count - start)
@@ -71,11 +96,12 @@ def _bulk_candidates(agent, intents, count: int) -> None:
         versions = []
         for offset, procedure in enumerate(procedures):
             i = start + offset
+            tools = TOOL_SETS[i % len(TOOL_SETS)]
             content = dict(
-                applies_when=f"The customer asks about bench case {i}.",
-                steps=[f"Look up the order with lookupOrder({{{{order_id}}}}) for case {i}.", "Reply with replyTemplates('x')."],
-                required_tools=["lookupOrder", "replyTemplates"],
-                forbidden_actions=[],
+                applies_when=f"The customer asks about {TOPICS[i % len(TOPICS)]} (bench case {i}).",
+                steps=[f"Call {tool}({{{{order_id}}}}) and note what it returned for case {i}." for tool in tools],
+                required_tools=tools,
+                forbidden_actions=["Do not promise a date the agent cannot keep."],
             )
             versions.append(
                 ProcedureVersion(
@@ -86,7 +112,12 @@ def _bulk_candidates(agent, intents, count: int) -> None:
                     **content,
                 )
             )
-        ProcedureVersion.objects.bulk_create(versions)
+        created = ProcedureVersion.objects.bulk_create(versions)
+        now = timezone.now()
+        CandidateClaim.objects.bulk_create(
+            [CandidateClaim(version=v, assignee=approver, assigned_by=approver, claimed_at=now, expires_at=now + timedelta(hours=24))
+             for n, v in enumerate(created) if (start + n) % 50 == 0]
+        )
 
 
 def _forty_step_candidate(agent, intent, reviewer, editor):
@@ -137,7 +168,7 @@ def _pct(samples: list[float], q: float) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--candidates", type=int, default=10_000)
+    parser.add_argument("--candidates", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
     args = parser.parse_args()
@@ -180,14 +211,24 @@ def main() -> int:
 
         client = Client()
         client.force_login(users.get(username="approver"))
+        queue, search = reverse("reviews:queue"), reverse("reviews:search")
         pages = {
             "empty page (base layout)": "/bench/empty/",
-            f"queue, {candidates:,} candidates": reverse("reviews:queue"),
+            f"queue, {candidates:,} candidates": queue,
+            "queue, assigned to me": queue + "?assigned=me",
+            "queue, unassigned": queue + "?assigned=none",
+            "search `createApproval` (candidates)": search + "?q=createApproval&status=CANDIDATE",
+            "search `bench.p004242` (an id)": search + "?q=bench.p004242",
+            "search `refunds over the limit`": search + "?q=refunds+over+the+limit",
+            "search `createApproval` + unassigned": search + "?q=createApproval&status=CANDIDATE&assigned=none",
             f"candidate page, {STEPS}-step diff": reverse("reviews:version", kwargs={"pk": forty.pk}),
         }
         results = {}
+        matches = {}
         for label, url in pages.items():
             results[label] = _time(client, url, args.requests)
+            if url.startswith(search):
+                matches[label] = client.get(url).context["page"].paginator.count
         diff_rows = len([f for f in client.get(pages[f"candidate page, {STEPS}-step diff"]).context["fields"] if f.name == "steps"][0].rows)
     finally:
         connection.creation.destroy_test_db(db["NAME"], verbosity=0)
@@ -198,7 +239,8 @@ def main() -> int:
         f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · {engine} · Python {platform.python_version()} · "
         f"{args.requests} requests per page after 5 warm-up requests · setup {setup_s:.1f} s · "
         f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end · "
-        f"steps rows in the 40-step diff: {diff_rows}",
+        f"steps rows in the 40-step diff: {diff_rows} · search matches: "
+        + ", ".join(f"{label.split('`')[1]}{' + unassigned' if 'unassigned' in label else ''} {n:,}" for label, n in matches.items()),
         "",
         "| page | p50 ms | p95 ms | p50 minus empty page | queries | HTML KB |",
         "| --- | ---: | ---: | ---: | ---: | ---: |",

@@ -1,6 +1,7 @@
 """An agent's own settings, changed by its admins (`manage_agent`) on the "Agent settings" page:
 the switches (procedural memory, automatic capture), the injection cap, the support threshold and
-the extra redaction patterns. The tool list has its own service (services.agent_set_tools, with its
+the extra redaction patterns, the review target (hours a candidate should wait at most: the queue's
+ageing badges). The tool list has its own service (services.agent_set_tools, with its
 history); the eval runner its own (evals/configuration.py). Every change is one transaction with
 one audit row holding before and after."""
 
@@ -15,7 +16,11 @@ from .models import Agent, AuditEvent
 from .permissions import user_can_manage_agent
 from .redaction import compile_agent_patterns
 
-EDITABLE = ("procedural_memory_enabled", "auto_capture_enabled", "injection_cap", "support_threshold", "redaction_patterns")
+EDITABLE = (
+    "procedural_memory_enabled", "auto_capture_enabled", "injection_cap", "support_threshold", "redaction_patterns",
+    "review_target_hours",
+)
+MAX_REVIEW_TARGET_HOURS = 24 * 365
 MAX_INJECTION_CAP = 20  # the database's agent_injection_cap_lte_20
 MAX_REDACTION_PATTERNS = 50
 
@@ -36,6 +41,9 @@ def _validated(values: dict[str, Any]) -> dict[str, Any]:
     threshold = values["support_threshold"]
     if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 100_000:
         errors["support_threshold"] = f"must be a whole number from 1 to 100000, got {threshold!r}"
+    target = values["review_target_hours"]
+    if isinstance(target, bool) or not isinstance(target, int) or not 1 <= target <= MAX_REVIEW_TARGET_HOURS:
+        errors["review_target_hours"] = f"must be a whole number of hours from 1 to {MAX_REVIEW_TARGET_HOURS}, got {target!r}"
     patterns = values["redaction_patterns"]
     if patterns is None:
         patterns = []

@@ -16,6 +16,7 @@ from typing import Any, TypedDict
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.contrib.postgres.search import SearchVectorField
 from django.db.models import Q
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
@@ -66,9 +67,22 @@ class Agent(models.Model):
     tools = models.JSONField(default=list, help_text="The tool names this agent really has")
     tool_schemas = models.JSONField(default=dict, blank=True, help_text="Tool name → JSON schema (model replay)")
     procedural_memory_enabled = models.BooleanField(default=True)
-    auto_capture_enabled = models.BooleanField(default=True)
+    # Capture settings (docs: mining). Automatic capture is opt-in: scheduled mining runs only for
+    # agents whose admins switched it on; a manual run always mines.
+    auto_capture_enabled = models.BooleanField(default=False)
     injection_cap = models.PositiveSmallIntegerField(default=2)
-    support_threshold = models.PositiveIntegerField(default=20)
+    support_threshold = models.PositiveIntegerField(
+        default=20, help_text="Distinct tasks a group of resolved sessions needs before it is tested"
+    )
+    min_tool_calls = models.PositiveSmallIntegerField(
+        default=3, help_text="Sessions with fewer tool calls (after ignored tools) are not mined"
+    )
+    significance_level = models.FloatField(
+        default=0.05, help_text="Family-wise error rate of the skeleton tests of one mining run"
+    )
+    backtest_share = models.FloatField(
+        default=0.25, help_text="Share of each intent's newest sessions (by end time) held back to test candidates"
+    )
     redaction_patterns = models.JSONField(
         default=list, blank=True, help_text='Extra redaction patterns: [{"label": "order_id", "regex": "#W\\d+"}]'
     )
@@ -85,6 +99,9 @@ class Agent(models.Model):
     # constraint refuses anything else, and save() seals a raw key given to it.
     model_api_key = models.CharField(max_length=512, blank=True)
     current_model = models.CharField(max_length=128, blank=True, help_text="The LLM the agent runs on now")
+    review_target_hours = models.PositiveIntegerField(
+        default=72, help_text="How long a candidate of this agent should wait for review; the queue's ageing badges compare against it"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = AgentQuerySet.as_manager()
@@ -102,6 +119,14 @@ class Agent(models.Model):
                 condition=Q(model_api_key="") | Q(model_api_key__startswith="env:") | Q(model_api_key__startswith="fernet:"),
                 name="agent_model_api_key_sealed",
             ),
+            models.CheckConstraint(
+                condition=Q(significance_level__gt=0) & Q(significance_level__lte=0.5), name="agent_significance_level_range"
+            ),
+            models.CheckConstraint(
+                condition=Q(backtest_share__gte=0) & Q(backtest_share__lte=0.5), name="agent_backtest_share_range"
+            ),
+            models.CheckConstraint(condition=Q(min_tool_calls__gte=1), name="agent_min_tool_calls_positive"),
+            models.CheckConstraint(condition=Q(support_threshold__gte=1), name="agent_support_threshold_positive"),
         ]
 
     def __str__(self) -> str:
@@ -270,6 +295,10 @@ class ProcedureVersion(models.Model):
     status_reason = models.TextField(blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The full-text document of the id and the four content fields. PostgreSQL fills it in a BEFORE
+    # INSERT trigger (migrations/0006_review_day.py), so bulk inserts get it too, and indexes it
+    # with GIN; content never changes, so neither does this. Unused (NULL) on SQLite.
+    search_vector = SearchVectorField(null=True, editable=False)
 
     objects = VersionQuerySet.as_manager()
 
@@ -356,6 +385,11 @@ class AuditEvent(models.Model):
         COMMENT = "comment", "Commented"
         SETTINGS = "settings", "Agent settings changed"
         CASE_CHANGE = "case_change", "Regression case changed"
+        CLAIM = "claim", "Candidate claimed"
+        ASSIGN = "assign", "Candidate assigned"
+        RELEASE = "release", "Candidate released"
+        THREAD_RESOLVE = "thread_resolve", "Thread resolved"
+        THREAD_REOPEN = "thread_reopen", "Thread reopened"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -393,6 +427,9 @@ class AgentSession(models.Model):
     session_id = models.CharField(max_length=200)
     intent = models.ForeignKey(Intent, null=True, blank=True, on_delete=models.SET_NULL, related_name="sessions")
     task = models.TextField(blank=True)
+    # What makes repeated trials of one task one piece of evidence: the reported task key, the
+    # tau-bench task id, or a hash of the redacted opening request (library ingest).
+    task_key = models.CharField(max_length=200, blank=True)
     resolved = models.BooleanField(null=True)
     escalated = models.BooleanField(null=True)
     rating = models.FloatField(null=True, blank=True)
@@ -414,6 +451,9 @@ class AgentSession(models.Model):
             models.Index(fields=["agent", "intent", "resolved"], name="session_agent_intent_idx"),
             # the metrics rollup's incremental refresh reads the sessions received since its watermark
             models.Index(fields=["agent", "received_at"], name="session_agent_received_idx"),
+            # the miner's held-back cut and its evidence samples read each intent's sessions in
+            # this order ("newest" = by end time, then receipt time, then id)
+            models.Index(fields=["agent", "intent", "ended_at", "received_at", "id"], name="session_agent_intent_end_idx"),
         ]
 
     def __str__(self) -> str:
@@ -431,6 +471,10 @@ class MiningRun(models.Model):
     parameters = models.JSONField(default=dict)
     counts = models.JSONField(default=dict, help_text="sessions in, labelled, unlabelled, groups, candidates, skipped")
     skipped = models.JSONField(default=list, help_text="[{intent, skeleton, reason}]")
+    report = models.JSONField(
+        default=list, blank=True,
+        help_text="One entry per intent: status (mined, reported, below threshold, …), reason and figures",
+    )
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -308,6 +308,8 @@ PROCMEM_DEFAULT_INJECTION_CAP = env_int("PROCMEM_DEFAULT_INJECTION_CAP", 2, mini
 # on every request.
 PROCMEM_ACTIVE_SET_RECHECK_SECONDS = env_float("PROCMEM_ACTIVE_SET_RECHECK_SECONDS", 1.0, minimum=0, maximum=60)
 PROCMEM_MAX_STEPS = 8
+# Review queue: a claim on a candidate lapses after this many hours unless renewed (claiming again).
+PROCMEM_CLAIM_HOURS = env_int("PROCMEM_CLAIM_HOURS", 24, minimum=1, maximum=24 * 30)
 # Metric warnings: a version's resolution rate over the last N days vs its eval result
 # (one-sided two-proportion z-test; see reviews/metrics/statistics.py).
 PROCMEM_METRIC_WARNING_DAYS = env_int("PROCMEM_METRIC_WARNING_DAYS", 14, minimum=1, maximum=365)
@@ -329,6 +331,11 @@ PROCMEM_RAW_RETENTION_DAYS = env_int("PROCMEM_RAW_RETENTION_DAYS", 30, minimum=0
 PROCMEM_MINING_INTERVAL_MINUTES = env_int("PROCMEM_MINING_INTERVAL_MINUTES", 60, minimum=1)
 PROCMEM_MINING_NEAR_DUPLICATE = env_float("PROCMEM_MINING_NEAR_DUPLICATE", 0.85, minimum=0.0, maximum=1.0)
 PROCMEM_MINING_IGNORED_TOOLS = env_list("PROCMEM_MINING_IGNORED_TOOLS", ["think"])
+# a procedure ends at the first of these calls: nothing after a transfer or FINISH becomes a step
+PROCMEM_MINING_TERMINAL_TOOLS = env_list(
+    "PROCMEM_MINING_TERMINAL_TOOLS",
+    ["transfer_to_human_agents", "transfer_to_human", "escalate_to_human", "FINISH", "finish", "end_session"],
+)
 PROCMEM_MINING_POLISH = env_str("PROCMEM_MINING_POLISH", "")  # dotted path of a wording polisher; off by default
 CELERY_BEAT_SCHEDULE.update({
     "procmem-mine-sessions": {"task": "library.mine_scheduled", "schedule": PROCMEM_MINING_INTERVAL_MINUTES * 60.0},

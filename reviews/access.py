@@ -191,6 +191,23 @@ def get_case_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> Regres
     return case
 
 
+def get_thread_for_user(request: HttpRequest, pk: int, *, for_: Purpose):
+    """A discussion thread, visible when its version is; "review" (reply, resolve) needs the role."""
+    from .models import Thread
+
+    if for_ not in ("view", "review"):
+        raise ValueError(f"a thread has no {for_!r}: reviewers discuss")
+    thread = get_object_or_404(
+        Thread.objects.filter(version__procedure__agent__in=_agents_for(request, for_)).select_related(
+            "version__procedure__agent", "version__procedure__intent"
+        ),
+        pk=pk,
+    )
+    if for_ == "review":
+        _refuse_review(request, "")
+    return thread
+
+
 def _check_procedure(request: HttpRequest, procedure: Procedure, for_: Purpose) -> None:
     if for_ == "review":
         _refuse_review(request, "")

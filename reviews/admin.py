@@ -1,4 +1,4 @@
-"""Django's admin for the review side, for looking things up: comments, notifications, the metrics
+"""Django's admin for the review side, for looking things up: claims, threads, comments, notifications, the metrics
 rollup, metric alerts and webhooks are read-only here (they are written by their services, which
 audit and notify); a user's notification preferences may be changed. A webhook's secret is never
 shown."""
@@ -10,12 +10,14 @@ from django.contrib import admin
 from library.admin import ReadOnlyModelAdmin
 
 from .models import (
+    CandidateClaim,
     Comment,
     IntentDayRollup,
     MetricAlert,
     MetricsState,
     Notification,
     NotificationPreference,
+    Thread,
     VersionDayRollup,
     Webhook,
     WebhookDelivery,
@@ -27,6 +29,19 @@ class CommentAdmin(ReadOnlyModelAdmin):
     list_display = ("version", "author", "created_at")
     search_fields = ("body", "author__username")
     list_select_related = ("version__procedure", "author")
+
+
+@admin.register(Thread)
+class ThreadAdmin(ReadOnlyModelAdmin):
+    list_display = ("version", "anchor", "step", "created_by", "created_at", "resolved_by", "resolved_at")
+    list_filter = ("anchor",)
+    list_select_related = ("version__procedure", "created_by", "resolved_by")
+
+
+@admin.register(CandidateClaim)
+class CandidateClaimAdmin(ReadOnlyModelAdmin):
+    list_display = ("version", "assignee", "assigned_by", "claimed_at", "expires_at")
+    list_select_related = ("version__procedure", "assignee", "assigned_by")
 
 
 @admin.register(Notification)

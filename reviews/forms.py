@@ -149,6 +149,26 @@ class CommentForm(forms.Form):
     body = forms.CharField(label="Comment", max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
 
 
+class ThreadForm(CommentForm):
+    """A new thread: the first comment and where it is anchored ("" the whole version, a field name,
+    or "step:N"). The service checks the step exists in the version."""
+
+    anchor = forms.CharField(required=False, max_length=30)
+
+    def clean_anchor(self) -> tuple[str, int | None]:
+        value = (self.cleaned_data.get("anchor") or "").strip()
+        if value.startswith("step:"):
+            try:
+                return "step", int(value[5:])
+            except ValueError:
+                raise forms.ValidationError(f"{value!r} is not a step number.") from None
+        return value, None
+
+
+class AssignForm(forms.Form):
+    assignee = forms.CharField(required=False, max_length=150, help_text="Username; empty claims it for yourself")
+
+
 class ApproveForm(forms.Form):
     confirm = forms.BooleanField(
         required=True,
@@ -328,6 +348,8 @@ class AgentSettingsForm(forms.Form):
     injection_cap = forms.IntegerField(min_value=0, max_value=20, label="Procedures injected per task at most")
     support_threshold = forms.IntegerField(min_value=1, max_value=100_000, label="Support threshold",
                                            help_text="Resolved sessions a mined group needs before it becomes a candidate")
+    review_target_hours = forms.IntegerField(min_value=1, max_value=24 * 365, label="Review target (hours)",
+                                             help_text="How long a candidate should wait for review: the queue shows \"due soon\" from half of it and \"overdue\" after it")
     redaction_patterns = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
                                          help_text='Extra patterns redacted before reviewers see evidence: [{"label": "order_id", "regex": "\\\\bORD-\\\\d+\\\\b"}]')
     reason = forms.CharField(required=False, max_length=500, help_text="Why (kept in the audit log)")

@@ -1,18 +1,92 @@
-"""The people's side: comments on versions and notifications."""
+"""The people's side: who works on a candidate (claims), discussion threads on versions,
+notifications."""
 
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.postgres.search import SearchVectorField
 from django.db import models
+from django.db.models import Q
 
 from library.models import ProcedureVersion
 
 
+class CandidateClaim(models.Model):
+    """Who works on a candidate now: at most one row per version (the unique key is the last line of
+    defence; reviews.services.candidate_claim decides under the version's row lock). A claim past
+    `expires_at` counts as no claim everywhere (queue filters compare with now) and the next claim
+    replaces it; releasing deletes the row. The history is in the audit log."""
+
+    version = models.OneToOneField(ProcedureVersion, on_delete=models.CASCADE, related_name="claim")
+    assignee = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="candidate_claims")
+    assigned_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    claimed_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["assignee", "expires_at"], name="claim_assignee_expiry_idx")]
+        constraints = [models.CheckConstraint(condition=Q(expires_at__gt=models.F("claimed_at")), name="claim_expires_after_claimed")]
+
+    def __str__(self) -> str:
+        return f"{self.version_id} claimed by {self.assignee_id} until {self.expires_at:%Y-%m-%d %H:%M}"
+
+
+class Thread(models.Model):
+    """A discussion on one version, anchored to the whole version, one field, or one step (1-based,
+    of that version's steps). Replies are its comments after the first. Resolving never blocks or
+    allows anything: the decision panel shows the open ones, approval stays possible."""
+
+    class Anchor(models.TextChoices):
+        VERSION = "", "the whole version"
+        APPLIES_WHEN = "appliesWhen", "appliesWhen"
+        STEP = "step", "a step"
+        REQUIRED_TOOLS = "requiredTools", "requiredTools"
+        FORBIDDEN_ACTIONS = "forbiddenActions", "forbiddenActions"
+
+    version = models.ForeignKey(ProcedureVersion, on_delete=models.CASCADE, related_name="threads")
+    anchor = models.CharField(max_length=20, choices=Anchor.choices, blank=True, default="")
+    step = models.PositiveSmallIntegerField(null=True, blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.CheckConstraint(
+                condition=(Q(anchor="step") & Q(step__gte=1)) | (~Q(anchor="step") & Q(step__isnull=True)),
+                name="thread_step_only_for_step_anchor",
+            ),
+            models.CheckConstraint(
+                condition=Q(resolved_at__isnull=True, resolved_by__isnull=True) | Q(resolved_at__isnull=False, resolved_by__isnull=False),
+                name="thread_resolved_with_who",
+            ),
+        ]
+        indexes = [models.Index(fields=["version", "resolved_at"], name="thread_version_open_idx")]
+
+    @property
+    def is_resolved(self) -> bool:
+        return self.resolved_at is not None
+
+    @property
+    def anchor_label(self) -> str:
+        if self.anchor == self.Anchor.STEP:
+            return f"step {self.step}"
+        return self.anchor or "the whole version"
+
+
 class Comment(models.Model):
+    """One message of a thread (the first opens it). `version` is the thread's version, kept on the
+    row for the queue's comment counts."""
+
+    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="comments")
     version = models.ForeignKey(ProcedureVersion, on_delete=models.CASCADE, related_name="comments")
     author = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     body = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
+    # Filled by a PostgreSQL trigger from `body` (migrations/0003_review_day.py); NULL on SQLite.
+    search_vector = SearchVectorField(null=True, editable=False)
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -23,6 +97,7 @@ class NotificationKind(models.TextChoices):
     EVAL_FINISHED = "eval_finished", "An eval run finished"
     REFUSED_AT_LOAD = "refused_at_load", "A procedure was refused at load"
     METRIC_WARNING = "metric_warning", "A metric warning"
+    MENTION = "mention", "Someone mentioned you in a thread"
 
 
 class Notification(models.Model):

@@ -10,12 +10,15 @@ silently losing a procedure must reach its admins even if they never opened the 
 - an eval run finished: whoever started it, and the reviewers;
 - a procedure refused at load: the agent's admins (superusers, holders of manage_agent or
   manage_agent_procedures on the agent, or manage_procedure on the procedure);
-- a metric warning: those admins and the procedure's approvers.
+- a metric warning: those admins and the procedure's approvers;
+- a mention (@username in a thread): that user, if they are an active reviewer who can see the
+  version, and not the author.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from typing import Iterable
 
 from celery import signature
@@ -155,6 +158,42 @@ def notification_email_send(*, user_ids: list[int], kind: str, message: str, url
         return 0
     with get_connection() as connection:
         return connection.send_messages(messages) or 0
+
+
+# ---------------------------------------------------------------------------------------------- mentions
+
+# @ at the start or after a non-word character, then a Django username (letters, digits, @.+-_);
+# a trailing dot or dash is punctuation, not part of the name.
+MENTION_RE = re.compile(r"(?<![\w@])@([\w.@+-]+)")
+
+
+def mentioned_usernames(body: str) -> list[str]:
+    names = []
+    for match in MENTION_RE.finditer(body or ""):
+        name = match.group(1).rstrip(".-")
+        if name and name not in names:
+            names.append(name)
+    return names
+
+
+def notify_mentions(*, comment, thread, version: ProcedureVersion) -> list[Notification]:
+    """Notifies the reviewers a comment mentions. Names that are not active reviewers who can see
+    the version are ignored (a mention is not a way to show a version to someone)."""
+    names = mentioned_usernames(comment.body)
+    if not names:
+        return []
+    agent = version.procedure.agent
+    users = [
+        user for user in reviewers().filter(username__in=names).exclude(pk=comment.author_id)
+        if Agent.objects.visible_to(user).filter(pk=agent.pk).exists()
+    ]
+    excerpt = comment.body if len(comment.body) <= 160 else comment.body[:157] + "…"
+    return notification_send(
+        users=users,
+        kind=NotificationKind.MENTION,
+        message=f"{comment.author.get_username()} mentioned you on {version.procedure.key} v{version.number} ({thread.anchor_label}): {excerpt}",
+        url=reverse("reviews:version", kwargs={"pk": version.pk}) + f"#thread-{thread.pk}",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- receivers

@@ -15,13 +15,15 @@ from library.models import EvalRun, ProcedureVersion
 
 # ------------------------------------------------------------------------------------------- evidence
 
-# Keys of the miner's evidence record (library/mining.py) that the panel shows in its own places;
+# Keys of the miner's evidence record (library/mining/skeletons.py) that the panel shows in its own places;
 # any other key is listed under "other recorded evidence".
 _EXCERPT_KEYS = ("excerpts", "redactedExcerpts", "examples")
 _SESSION_KEYS = ("sessionIds", "sessions", "session_ids", "exampleSessions")
 _SHOWN = {
     "support", "resolved", "failed", "failedWithSkeleton", "skeleton", "summary", "tools", "pairs", "forbidden",
     "alternatives", "toolContrast", "contrasts", "intent", "supportRate", "failedWithSkeletonRate", "evalRunId",
+    "unit", "skeletonTest", "skeletonLift", "skeletonLiftLow", "skeletonLiftHigh", "backtest", "variants", "arguments",
+    "proposed", "supportSessions", "resolvedSessions", "failedSessions", "outcomes",
     *_EXCERPT_KEYS, *_SESSION_KEYS,
 }
 
@@ -68,6 +70,13 @@ class Evidence:
     order_lines: list[str] = field(default_factory=list)  # per ordered pair of tools
     forbidden_lines: list[str] = field(default_factory=list)  # what each forbidden action was drawn from
     alternatives: list[str] = field(default_factory=list)
+    unit: str = "sessions"
+    statistics: str = ""  # the skeleton's test: lift with its interval, p-values
+    rate_lines: list[str] = field(default_factory=list)  # both rates with their Wilson intervals
+    backtest: dict[str, Any] = field(default_factory=dict)  # verdict, contradicted, followers, others
+    variant_lines: list[str] = field(default_factory=list)
+    argument_lines: list[str] = field(default_factory=list)
+    outcome_line: str = ""
     session_count: int = 0
     other: list[tuple[str, str]] = field(default_factory=list)
     source: str = ""
@@ -88,7 +97,7 @@ class Evidence:
     def is_empty(self) -> bool:
         return not (
             self.has_contrast or self.support is not None or self.summary or self.skeleton or self.excerpts
-            or self.tool_lines or self.order_lines or self.forbidden_lines or self.other
+            or self.tool_lines or self.order_lines or self.forbidden_lines or self.other or self.backtest
         )
 
 
@@ -137,8 +146,51 @@ def _counts(r: Any, big_r: Any, f: Any, big_f: Any) -> str:
     return f"{left} vs {right}"
 
 
-def _lift(value: Any) -> str:
-    return f" (lift {value:.1f})" if isinstance(value, (int, float)) and not isinstance(value, bool) else ""
+def _lift(value: Any, record: dict[str, Any] | None = None) -> str:
+    """" (lift 5.6, 95 % 3.1–10.3, p = 2e-10)" when the record carries an interval and a p-value."""
+    if value == "inf":
+        text = "lift ∞"
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        text = f"lift {value:.1f}"
+    else:
+        return ""
+    record = record or {}
+    if "liftLow" in record or "liftHigh" in record:
+        low, high = record.get("liftLow"), record.get("liftHigh")
+        text += f", 95 % {low if low is not None else 0:.2f}–" + (f"{high:.2f}" if isinstance(high, (int, float)) else "∞")
+    if isinstance(record.get("pValue"), (int, float)):
+        text += f", p = {record['pValue']:.2g}"
+    return f" ({text})"
+
+
+def _rate_text(record: Any) -> str:
+    """"84 % (95 % 77–89 %)" from a {"rate", "low", "high"} record."""
+    if not isinstance(record, dict) or not isinstance(record.get("rate"), (int, float)):
+        return ""
+    text = f"{100 * record['rate']:.0f} %"
+    if isinstance(record.get("low"), (int, float)) and isinstance(record.get("high"), (int, float)):
+        text += f" (95 % {100 * record['low']:.0f}–{100 * record['high']:.0f} %)"
+    return text
+
+
+def _backtest(raw: Any) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        return {}
+    def side(record: Any) -> str:
+        if not isinstance(record, dict) or not record.get("of"):
+            return "none"
+        return f"{record.get('count')} of {record.get('of')} succeeded, {_rate_text(record)}"
+    return {
+        "verdict": str(raw.get("verdict") or ""),
+        "contradicted": bool(raw.get("contradicted")),
+        "held": raw.get("heldBackSessions"),
+        "share": raw.get("share"),
+        "tasks": raw.get("heldBackTasks"),
+        "followers": side(raw.get("followers")),
+        "others": side(raw.get("others")),
+        "p": raw.get("pValue"),
+        "note": str(raw.get("note") or ""),
+    }
 
 
 def inline_excerpts(evidence: dict[str, Any]) -> list[Any]:
@@ -162,7 +214,40 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
         summary=raw.get("summary") if isinstance(raw.get("summary"), str) else "",
         skeleton=[str(t) for t in (version.skeleton or raw.get("skeleton") or []) if t],
         source=version.get_source_display(),
+        unit="tasks" if raw.get("unit") == "distinct tasks" else "sessions",
+        backtest=_backtest(raw.get("backtest")),
     )
+    test = raw.get("skeletonTest")
+    if isinstance(test, dict):
+        lift_text = _lift(test.get("lift"), test).strip(" ()") or "lift not defined"
+        evidence.statistics = (
+            f"Skeleton: {lift_text}; Bonferroni-adjusted p = {test.get('pAdjusted', 1):.2g} over {test.get('tests', 1)} "
+            f"skeleton(s) tested at significance level {test.get('alpha')} — "
+            f"{'credibly above 1' if test.get('credible') else 'not credibly above 1'}."
+        )
+        for label, key in (("resolved", "resolvedRate"), ("failed", "failedRate")):
+            text = _rate_text(test.get(key))
+            if text:
+                evidence.rate_lines.append(f"Share of {label} tasks that followed it: {text}")
+    outcomes = raw.get("outcomes")
+    if isinstance(outcomes, dict):
+        evidence.outcome_line = ", ".join(
+            f"{outcomes[key]} {label}" for key, label in (
+                ("resolved", "resolved"), ("resolvedByEscalation", "resolved by escalation"), ("failed", "failed"),
+                ("unknown", "without outcome"), ("tooFewToolCalls", "with too few tool calls"), ("heldBack", "held back for the backtest"),
+            ) if isinstance(outcomes.get(key), int)
+        )
+    for variant in [v for v in raw.get("variants") or [] if isinstance(v, dict)]:
+        evidence.variant_lines.append(
+            f"{' → '.join(map(str, variant.get('skeleton') or []))}: {variant.get('support', '?')} tasks "
+            f"({variant.get('supportSessions', '?')} sessions), {variant.get('failedTasks', 0)} failed tasks took it; {variant.get('differs', '')}"
+        )
+    for arg in [a for a in raw.get("arguments") or [] if isinstance(a, dict)][:8]:
+        evidence.argument_lines.append(
+            f"step {arg.get('step')} {arg.get('tool')}({arg.get('key')}='{arg.get('value')}'): "
+            f"{arg.get('resolved')} of {arg.get('resolvedOf')} resolved vs {arg.get('failed')} of {arg.get('failedOf')} failed tasks"
+            f", p = {arg.get('pValue', 1):.2g}{' — separates the outcomes' if arg.get('separates') else ''}"
+        )
     for index, item in enumerate(inline_excerpts(raw)[:5], start=1):
         session_id = item.get("sessionId") or item.get("session_id") if isinstance(item, dict) else None
         evidence.excerpts.append(Excerpt(title=f"session {session_id}" if session_id else f"example {index}", lines=_excerpt_lines(item)))
@@ -181,18 +266,20 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
         counts = _counts(t.get("resolved", t.get("resolvedWith")), t.get("resolvedTotal", resolved), t.get("failed", t.get("failedWith")), t.get("failedTotal", failed))
         if counts:
             marker = "" if t.get("inSkeleton", True) else " (not in the procedure)"
-            evidence.tool_lines.append(f"{t.get('tool', '?')}{marker}: {counts}{_lift(t.get('lift'))}")
+            evidence.tool_lines.append(f"{t.get('tool', '?')}{marker}: {counts}{_lift(t.get('lift'), t)}")
     for pair in [p for p in raw.get("pairs") or [] if isinstance(p, dict)][:8]:
         counts = _counts(pair.get("resolved"), resolved, pair.get("failed"), failed)
         if counts and pair.get("before") and pair.get("after"):
-            evidence.order_lines.append(f"{pair['before']} before {pair['after']}: {counts}{_lift(pair.get('lift'))}")
+            evidence.order_lines.append(f"{pair['before']} before {pair['after']}: {counts}{_lift(pair.get('lift'), pair)}")
     for item in [f for f in raw.get("forbidden") or [] if isinstance(f, dict)]:
         counts = _counts(item.get("resolved"), resolved, item.get("failed"), failed)
+        record = {"liftLow": item.get("failLiftLow"), "liftHigh": item.get("failLiftHigh"), "pValue": item.get("pAdjusted")} if "failLiftLow" in item else None
+        action = item.get("action") or f"(tested, not proposed: {item.get('feature', '…')})"
         evidence.forbidden_lines.append(
-            f"“{item.get('action', '?')}” — sessions that {item.get('feature', '…')}: {counts}{_lift(item.get('failLift'))}"
+            f"“{action}” — {evidence.unit} that {item.get('feature', '…')}: {counts}{_lift(item.get('failLift'), record)}"
         )
     for alt in [a for a in raw.get("alternatives") or [] if isinstance(a, dict)]:
-        evidence.alternatives.append(f"{' → '.join(map(str, alt.get('skeleton') or []))} ({alt.get('support', '?')} sessions)")
+        evidence.alternatives.append(f"{' → '.join(map(str, alt.get('skeleton') or []))} ({alt.get('support', '?')} {evidence.unit})")
     for key, value in raw.items():
         if key in _SHOWN:
             continue

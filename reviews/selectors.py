@@ -23,11 +23,12 @@ from django.db.models import (
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
+from django.utils import timezone
 
 from library.models import Agent, AgentSession, EvalRun, Intent, Procedure, ProcedureVersion, Status
 from library.selectors import active_versions_for_agent
 from library.serving import missing_tools
-from reviews.models import Comment
+from reviews.models import CandidateClaim, Comment
 
 SORTS = {
     "group": ("procedure__agent__name", "procedure__intent__name", "-support", "created_at", "id"),
@@ -42,6 +43,7 @@ SORT_LABELS = {
     "newest": "newest first",
 }
 TRI_STATE = {"", "yes", "no"}
+ASSIGNED = {"", "me", "none"}
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,7 @@ class QueueFilters:
     quarantined: str = ""  # "", "yes", "no"
     passing: str = ""  # has a passing eval on its exact content: "", "yes", "no"
     mine: bool = False  # waiting for me as approver
+    assigned: str = ""  # "", "me" (a live claim of mine), "none" (no live claim)
     sort: str = "group"
 
     @classmethod
@@ -60,12 +63,14 @@ class QueueFilters:
         quarantined = query.get("quarantined", "")
         passing = query.get("passing", "")
         sort = query.get("sort", "group")
+        assigned = query.get("assigned", "")
         return cls(
             agent=query.get("agent", "").strip()[:64],
             intent=query.get("intent", "").strip()[:100],
             quarantined=quarantined if quarantined in TRI_STATE else "",
             passing=passing if passing in TRI_STATE else "",
             mine=query.get("mine", "") in {"1", "on", "yes", "true"},
+            assigned=assigned if assigned in ASSIGNED else "",
             sort=sort if sort in SORTS else "group",
         )
 
@@ -76,6 +81,7 @@ class QueueFilters:
             "quarantined": self.quarantined,
             "passing": self.passing,
             "mine": "1" if self.mine else "",
+            "assigned": self.assigned,
             "sort": self.sort if self.sort != "group" else "",
         }
         values.update({k: ("" if v is None else str(v)) for k, v in override.items()})
@@ -87,7 +93,7 @@ class QueueFilters:
 
     @property
     def active(self) -> bool:
-        return bool(self.agent or self.intent or self.quarantined or self.passing or self.mine)
+        return bool(self.agent or self.intent or self.quarantined or self.passing or self.mine or self.assigned)
 
 
 def _passing_eval_exists():
@@ -203,10 +209,11 @@ def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
     subqueries per row."""
     rows = (
         ProcedureVersion.objects.filter(pk__in=pks)
-        .select_related("procedure__agent", "procedure__intent", "proposed_by", "edited_by")
+        .select_related("procedure__agent", "procedure__intent", "proposed_by", "edited_by", "claim__assignee")
         .annotate(support=evidence_support())
     )
     by_pk = {row.pk: row for row in rows}
+    now = timezone.now()
     latest: dict[int, EvalRun] = {}
     passing: set[int] = set()
     for run in EvalRun.objects.filter(version_id__in=by_pk).only(
@@ -227,12 +234,57 @@ def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
         row.eval_verdict = run.verdict if run else None
         row.has_passing_eval = pk in passing
         row.comment_count = comments.get(pk, 0)
+        row.live_claim = live_claim_of(row, now)
+        row.age = age_badge(row, now)
     return [by_pk[pk] for pk in pks if pk in by_pk]
+
+
+def live_claim_of(version: ProcedureVersion, now) -> CandidateClaim | None:
+    """The version's claim (selected with it) unless it has expired."""
+    try:
+        claim = version.claim
+    except CandidateClaim.DoesNotExist:
+        return None
+    return claim if claim.expires_at > now else None
+
+
+@dataclass(frozen=True)
+class AgeBadge:
+    """How long a candidate has waited against its agent's review target: "fresh" under half the
+    target, "due" from half, "overdue" past it."""
+
+    level: str
+    hours: float
+    target_hours: int
+
+    @property
+    def label(self) -> str:
+        return {"fresh": "fresh", "due": "due soon", "overdue": "overdue"}[self.level]
+
+
+def age_badge(version: ProcedureVersion, now) -> AgeBadge:
+    target = max(1, version.procedure.agent.review_target_hours)
+    hours = max(0.0, (now - version.created_at).total_seconds() / 3600)
+    level = "overdue" if hours >= target else "due" if hours >= target / 2 else "fresh"
+    return AgeBadge(level, hours, target)
 
 
 def _filtered(user, filters: QueueFilters, *, visible_agents) -> QuerySet[ProcedureVersion]:
     """Every filter except agent and intent (the groups panel lists those to pick from)."""
     qs = ProcedureVersion.objects.filter(status=Status.CANDIDATE, procedure__agent__in=visible_agents)
+    return apply_filters(qs, user, filters)
+
+
+def apply_filters(qs: QuerySet[ProcedureVersion], user, filters: QueueFilters) -> QuerySet[ProcedureVersion]:
+    """The queue's filters except agent and intent, on any version queryset (search uses them too)."""
+    if filters.assigned:
+        live = Exists(CandidateClaim.objects.filter(version=OuterRef("pk"), expires_at__gt=timezone.now()))
+        if filters.assigned == "me":
+            qs = qs.filter(
+                pk__in=CandidateClaim.objects.filter(assignee=user, expires_at__gt=timezone.now()).values("version_id")
+            )
+        else:
+            qs = qs.filter(~live)
     if filters.quarantined == "yes":
         qs = qs.filter(quarantined=True)
     elif filters.quarantined == "no":

@@ -1,36 +1,205 @@
 """Writes of the review workspace that are not lifecycle changes (those are library.services):
-comments, and a bulk rejection that goes through `version_reject` for each version."""
+claims on candidates, discussion threads, and a bulk rejection that goes through `version_reject`
+for each version.
+
+Claims. Any reviewer claims a candidate for themselves (claiming again renews it); a claim lapses
+after PROCMEM_CLAIM_HOURS. Assigning a candidate to someone else, taking over a live claim of
+someone else, and releasing someone else's claim need the agent's admin right
+(`library.manage_agent` on the candidate's agent, or a superuser): the people who run an agent
+distribute its review work. Every decision is taken under the version's row lock, so of two
+reviewers claiming at once exactly one wins; the other gets a LifecycleError naming the holder.
+"""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Sequence
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.utils import timezone
 
-from library.models import AuditEvent, ProcedureVersion
-from library.permissions import user_is_reviewer
-from library.services import audit, version_reject
+from library.models import AuditEvent, ProcedureVersion, Status
+from library.permissions import user_can_manage_agent, user_is_reviewer
+from library.services import LifecycleError, audit, version_reject
 
-from .models import Comment
+from .models import CandidateClaim, Comment, Thread
+from .notifications import notify_mentions
 
 MAX_COMMENT_CHARS = 5000
 MAX_BULK_REJECT = 500
 
 
-def comment_create(*, version: ProcedureVersion, user, body: str) -> Comment:
-    """A reviewer's comment on a version (any status: a rejected one can still be discussed)."""
+# ---------------------------------------------------------------------------------------------- claims
+
+
+def user_can_assign(user, agent) -> bool:
+    """Whether `user` may hand the agent's candidates to other people (and take or release theirs)."""
+    return user_is_reviewer(user) and user_can_manage_agent(user, agent)
+
+
+def _lock_candidate(version: ProcedureVersion) -> ProcedureVersion:
+    locked = (
+        ProcedureVersion.objects.select_for_update(of=("self",)).select_related("procedure__agent").get(pk=version.pk)
+    )
+    if locked.status != Status.CANDIDATE:
+        raise LifecycleError(f"Only candidates are claimed; {locked} is {locked.status}.")
+    return locked
+
+
+def live_claim(version: ProcedureVersion, *, now=None) -> CandidateClaim | None:
+    """The version's claim if it has not expired. Caller holds the version's row lock when it acts on it."""
+    now = now or timezone.now()
+    claim = CandidateClaim.objects.filter(version=version).select_related("assignee").first()
+    return claim if claim is not None and claim.expires_at > now else None
+
+
+def candidate_claim(*, version: ProcedureVersion, user, assignee=None) -> CandidateClaim:
+    """Claims the candidate for `user`, or assigns it to `assignee`. Refused (409) while someone
+    else holds a live claim, unless `user` may assign (then the claim moves, audited with the
+    previous holder)."""
+    assignee = assignee or user
     if not user_is_reviewer(user):
-        raise PermissionDenied("Only reviewers may comment.")
+        raise PermissionDenied("Only reviewers may claim candidates.")
+    can_assign = user_can_assign(user, version.procedure.agent)
+    if assignee.pk != user.pk and not can_assign:
+        raise PermissionDenied(f"Only the admins of {version.procedure.agent.name} may assign its candidates to someone else.")
+    if not user_is_reviewer(assignee):
+        raise ValidationError({"assignee": f"{assignee.get_username()} is not a reviewer."})
+    with transaction.atomic():
+        locked = _lock_candidate(version)
+        now = timezone.now()
+        existing = CandidateClaim.objects.filter(version=locked).select_related("assignee").first()
+        held = existing if existing is not None and existing.expires_at > now else None
+        if held is not None and held.assignee_id != assignee.pk and not can_assign:
+            raise LifecycleError(
+                f"{locked} is claimed by {held.assignee.get_username()} until {held.expires_at:%Y-%m-%d %H:%M} UTC."
+            )
+        expires = now + timedelta(hours=settings.PROCMEM_CLAIM_HOURS)
+        before = {"assignee": held.assignee.get_username(), "expiresAt": held.expires_at.isoformat()} if held else {}
+        if existing is None:
+            claim = CandidateClaim.objects.create(
+                version=locked, assignee=assignee, assigned_by=user, claimed_at=now, expires_at=expires
+            )
+        else:
+            claim = existing
+            claim.assignee, claim.assigned_by, claim.claimed_at, claim.expires_at = assignee, user, now, expires
+            claim.save(update_fields=["assignee", "assigned_by", "claimed_at", "expires_at"])
+        audit(
+            action=AuditEvent.Action.CLAIM if assignee.pk == user.pk else AuditEvent.Action.ASSIGN,
+            actor=user,
+            version=locked,
+            reason=f"until {expires:%Y-%m-%d %H:%M} UTC",
+            before=before,
+            after={"assignee": assignee.get_username(), "expiresAt": expires.isoformat()},
+        )
+    return claim
+
+
+def candidate_release(*, version: ProcedureVersion, user) -> None:
+    """Gives the candidate back to the queue: the holder, or someone who may assign."""
+    if not user_is_reviewer(user):
+        raise PermissionDenied("Only reviewers may release candidates.")
+    with transaction.atomic():
+        locked = (
+            ProcedureVersion.objects.select_for_update(of=("self",)).select_related("procedure__agent").get(pk=version.pk)
+        )
+        held = live_claim(locked)
+        if held is None:
+            raise LifecycleError(f"{locked} is not claimed by anyone.")
+        if held.assignee_id != user.pk and not user_can_assign(user, locked.procedure.agent):
+            raise PermissionDenied(f"{locked} is claimed by {held.assignee.get_username()}; only they or an admin of the agent may release it.")
+        CandidateClaim.objects.filter(version=locked).delete()
+        audit(
+            action=AuditEvent.Action.RELEASE,
+            actor=user,
+            version=locked,
+            before={"assignee": held.assignee.get_username(), "expiresAt": held.expires_at.isoformat()},
+        )
+
+
+# ---------------------------------------------------------------------------------------------- threads
+
+
+def _clean_body(body: str) -> str:
     body = (body or "").strip()
     if not body:
         raise ValidationError({"body": "A comment cannot be empty."})
     if len(body) > MAX_COMMENT_CHARS:
         raise ValidationError({"body": f"A comment is at most {MAX_COMMENT_CHARS} characters."})
-    with transaction.atomic():
-        comment = Comment.objects.create(version=version, author=user, body=body)
-        audit(action=AuditEvent.Action.COMMENT, actor=user, version=version, reason=body[:200], after={"comment": comment.pk})
+    return body
+
+
+def _clean_anchor(version: ProcedureVersion, anchor: str, step: int | None) -> tuple[str, int | None]:
+    anchor = anchor or ""
+    if anchor not in Thread.Anchor.values:
+        raise ValidationError({"anchor": f"Unknown anchor {anchor!r}: use one of {', '.join(a or '(whole version)' for a in Thread.Anchor.values)}."})
+    if anchor != Thread.Anchor.STEP:
+        return anchor, None
+    steps = len(version.steps or [])
+    if not isinstance(step, int) or not 1 <= step <= steps:
+        raise ValidationError({"step": f"{version} has steps 1 to {steps}; step {step} does not exist."})
+    return anchor, step
+
+
+def _add_comment(*, thread: Thread, version: ProcedureVersion, user, body: str) -> Comment:
+    comment = Comment.objects.create(thread=thread, version=version, author=user, body=body)
+    audit(
+        action=AuditEvent.Action.COMMENT, actor=user, version=version, reason=body[:200],
+        after={"comment": comment.pk, "thread": thread.pk, "anchor": thread.anchor_label},
+    )
+    notify_mentions(comment=comment, thread=thread, version=version)
     return comment
+
+
+def thread_create(*, version: ProcedureVersion, user, body: str, anchor: str = "", step: int | None = None) -> Thread:
+    """Opens a thread on a version (any status: a rejected one can still be discussed), anchored to
+    the whole version, a field, or one step. @username mentions notify those reviewers."""
+    if not user_is_reviewer(user):
+        raise PermissionDenied("Only reviewers may comment.")
+    body = _clean_body(body)
+    anchor, step = _clean_anchor(version, anchor, step)
+    with transaction.atomic():
+        thread = Thread.objects.create(version=version, anchor=anchor, step=step, created_by=user)
+        _add_comment(thread=thread, version=version, user=user, body=body)
+    return thread
+
+
+def comment_create(*, version: ProcedureVersion, user, body: str) -> Comment:
+    """A comment on the whole version: a new unanchored thread with one comment."""
+    return thread_create(version=version, user=user, body=body).comments.get()
+
+
+def thread_reply(*, thread: Thread, user, body: str) -> Comment:
+    """A reply; replying to a resolved thread reopens it (someone still has something to say)."""
+    if not user_is_reviewer(user):
+        raise PermissionDenied("Only reviewers may comment.")
+    body = _clean_body(body)
+    with transaction.atomic():
+        locked = Thread.objects.select_for_update(of=("self",)).select_related("version__procedure__agent").get(pk=thread.pk)
+        if locked.resolved_at is not None:
+            locked.resolved_at = locked.resolved_by = None
+            locked.save(update_fields=["resolved_at", "resolved_by"])
+            audit(action=AuditEvent.Action.THREAD_REOPEN, actor=user, version=locked.version, reason="reopened by a reply", after={"thread": locked.pk})
+        return _add_comment(thread=locked, version=locked.version, user=user, body=body)
+
+
+def thread_set_resolved(*, thread: Thread, user, resolved: bool) -> Thread:
+    """Resolves or reopens a thread; refused (409) when it already is in that state."""
+    if not user_is_reviewer(user):
+        raise PermissionDenied("Only reviewers may resolve or reopen threads.")
+    with transaction.atomic():
+        locked = Thread.objects.select_for_update(of=("self",)).select_related("version__procedure__agent").get(pk=thread.pk)
+        if locked.is_resolved == resolved:
+            raise LifecycleError(f"The thread on {locked.anchor_label} is already {'resolved' if resolved else 'open'}.")
+        locked.resolved_at, locked.resolved_by = (timezone.now(), user) if resolved else (None, None)
+        locked.save(update_fields=["resolved_at", "resolved_by"])
+        audit(
+            action=AuditEvent.Action.THREAD_RESOLVE if resolved else AuditEvent.Action.THREAD_REOPEN,
+            actor=user, version=locked.version, reason=locked.anchor_label, after={"thread": locked.pk},
+        )
+    return locked
 
 
 def versions_bulk_reject(*, versions: Sequence[ProcedureVersion], user, reason: str) -> list[ProcedureVersion]:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import agents, cases, evals, metrics, notifications, ops, procedures, queue, versions, webhooks
+from .views import agents, cases, evals, metrics, notifications, ops, procedures, queue, search, versions, webhooks
 
 app_name = "reviews"
 
@@ -8,6 +8,13 @@ urlpatterns = [
     # the review workspace
     path("queue/", queue.queue, name="queue"),
     path("queue/reject/", queue.queue_bulk_reject, name="queue_bulk_reject"),
+    path("search/", search.search_page, name="search"),
+    path("versions/<int:pk>/claim/", queue.version_claim, name="version_claim"),
+    path("versions/<int:pk>/release/", queue.version_release, name="version_release"),
+    path("versions/<int:pk>/threads/", versions.version_thread_create, name="version_thread_create"),
+    path("threads/<int:pk>/reply/", versions.thread_reply_view, name="thread_reply"),
+    path("threads/<int:pk>/resolve/", versions.thread_resolve, name="thread_resolve"),
+    path("threads/<int:pk>/reopen/", versions.thread_reopen, name="thread_reopen"),
     path("versions/<int:pk>/", versions.version_detail, name="version"),
     path("versions/<int:pk>/edit/", versions.version_edit, name="version_edit"),
     path("versions/<int:pk>/comment/", versions.version_comment, name="version_comment"),
@@ -40,6 +47,9 @@ urlpatterns = [
     path("agents/<str:agent>/webhooks/<int:pk>/test/", webhooks.webhook_test, name="webhook_test"),
     path("agents/<str:agent>/webhooks/<int:pk>/rotate/", webhooks.webhook_rotate, name="webhook_rotate"),
     path("agents/<str:agent>/webhooks/<int:pk>/delete/", webhooks.webhook_remove, name="webhook_remove"),
+    path("agents/<str:agent>/capture-settings/", agents.agent_capture_settings, name="agent_capture_settings"),
+    path("agents/<str:agent>/mining/", agents.mining_runs, name="mining_runs"),
+    path("mining-runs/<int:pk>/", agents.mining_run, name="mining_run"),
     # operating the library
     path("ops/", ops.ops_index, name="ops_index"),
     path("ops/agents/<str:agent>/", ops.ops_agent, name="ops_agent"),

@@ -96,6 +96,8 @@ def seed_demo() -> DemoResult:
             "description": "Customer-support agent of a web shop (demo data)",
             "tools": DEMO_TOOLS,
             "support_threshold": 20,
+            # the demo's refusals ("not refundable") take two calls; they belong in the contrast
+            "min_tool_calls": 2,
             "current_model": "demo-model-1",
             "base_instruction": "You are the support agent of a web shop. Be brief and precise.",
             "redaction_patterns": [{"label": "order_id", "regex": r"\bORD-\d{4,}\b"}],

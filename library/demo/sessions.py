@@ -2,7 +2,8 @@
 same parser and store service as real ones and then mined, so that the demo's candidate
 `refund.over_limit` v2 comes out of data exactly as docs/design.md tells it:
 
-- refund_over_limit: 140 resolved, 60 failed.
+- refund_over_limit: 140 resolved, 60 failed (each session its own task), mined; and 66 newer sessions
+  held back for the backtest (see the end of demo_session_items).
   118 resolved: lookupOrder → checkReturnWindow → createApproval → replyTemplates('approval_pending');
   22 resolved refuse without an approval (12 outside the return window, 10 not refundable at all).
   51 failed promise the refund (replyTemplates('refund_promised')) and never ask for approval;
@@ -55,6 +56,8 @@ def _session(index: int, intent: str | None, person: dict[str, str], calls: list
              task: str, reply: str) -> dict[str, Any]:
     return {
         "session_id": f"demo-{intent or 'unlabelled'}-{index:04d}",
+        # every demo customer brings their own task (the redacted requests look alike)
+        "task_key": f"demo-task-{index:04d}",
         "agent": "support_agent",
         "intent": intent,
         "task": task,
@@ -143,6 +146,24 @@ def demo_session_items() -> list[dict[str, Any]]:
     add("order_status", "no_outcome", None,
         lambda p: [_call("lookupOrder", order_id=p["order"])],
         lambda p: f"Order {p['order']}?", lambda p: "", 10)
+    # The newest refund_over_limit sessions: the quarter of the intent (66 of 266) that the miner holds
+    # back to backtest its candidate. 33 follow the approval procedure (30 resolved, 3 failed: the
+    # customer gave up waiting), 33 do not (8 resolved refusals, 25 failed promises).
+    approved = lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),  # noqa: E731
+                          _call("createApproval", order_id=p["order"], amount=p["amount"], customer_email=p["email"]),
+                          _call("replyTemplates", template="approval_pending", order_id=p["order"])]
+    add("refund_over_limit", "approved", True, approved, refund_task,
+        lambda p: f"Thanks {p['first']}, a manager approves the refund for {p['order']} within 2 days.", 30)
+    add("refund_over_limit", "approved_gave_up", False, approved, refund_task,
+        lambda p: f"{p['first']}, the approval for {p['order']} is still pending.", 3)
+    add("refund_over_limit", "outside_window", True,
+        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
+                   _call("replyTemplates", template="refund_denied", order_id=p["order"])],
+        refund_task, lambda p: f"Sorry {p['first']}, {p['order']} is outside its return window.", 8)
+    add("refund_over_limit", "promised", False,
+        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
+                   _call("replyTemplates", template="refund_promised", order_id=p["order"])],
+        refund_task, lambda p: f"Good news {p['first']}, your ${p['amount']} will be back on your card tomorrow!", 25)
     return items
 
 

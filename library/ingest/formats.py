@@ -76,6 +76,8 @@ class SessionIn:
     ended_at: datetime | None
     source_format: str
     reply: str = ""
+    # Repeated trials of one task share it; empty = a hash of the redacted opening request (store).
+    task_key: str = ""
     # Tool results and other structured data: read for known personal values, never stored.
     structured: list[Any] = field(default_factory=list)
 
@@ -94,6 +96,7 @@ class ImportOptions:
     id_prefix: str = ""
     model: str = ""
     escalation_tools: tuple[str, ...] = DEFAULT_ESCALATION_TOOLS
+    adk_author: str = ""  # the ADK agent whose calls are the session's; default: the first non-user author
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -270,6 +273,19 @@ def _clean_model(value: Any, errors: list[FieldError], field_name: str = "model"
     return text
 
 
+def _clean_task_key(value: Any, errors: list[FieldError], field_name: str = "task_key") -> str:
+    if value is None or value == "":
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        errors.append(FieldError(field_name, f"must be a string, got {type(value).__name__}"))
+        return ""
+    text = str(value).strip()
+    if len(text) > 200:
+        errors.append(FieldError(field_name, "is longer than 200 characters"))
+        return ""
+    return text
+
+
 def _intent_from_options(item: Any, session_id: str, options: ImportOptions, errors: list[FieldError], fallback: Any) -> str | None:
     if options.intent_from == "taubench-actions":
         actions = _dig(item, "info.task.actions")
@@ -372,6 +388,7 @@ def parse_procmem(item: Any, options: ImportOptions | None = None) -> SessionIn:
         ),
         source_format="procmem",
         reply=_clean_text(item.get("reply"), "reply", errors),
+        task_key=_clean_task_key(item.get("task_key"), errors),
         structured=[item.get("tool_results")] if item.get("tool_results") is not None else [],
     )
     return _valid(session, errors)
@@ -440,6 +457,39 @@ def _read_openai_message(message: Any, where: str, chat: Conversation, errors: l
         chat.tool_answered(content, failed=isinstance(content, str) and content.lower().startswith("error"))
 
 
+def _adk_reader(own_author: Any) -> MessageReader:
+    """The ADK event reader for a session whose own agent is `own_author`: another author's (a
+    sub-agent's) calls and answers are kept as tool data only, never as the session's calls."""
+
+    def read(event: Any, where: str, chat: Conversation, errors: list[FieldError]) -> None:
+        if isinstance(event, Mapping) and event.get("author") not in (own_author, "user"):
+            _read_adk_event(event, where, _SubAgentConversation(chat), errors)
+        else:
+            _read_adk_event(event, where, chat, errors)
+
+    return read
+
+
+class _SubAgentConversation:
+    """A view of a conversation for a sub-agent's events: its calls' arguments and its answers go to
+    the tool data; its text is not the agent's reply."""
+
+    def __init__(self, chat: Conversation):
+        self.chat = chat
+
+    def user_said(self, text: str) -> None:
+        self.chat.user_said(text)
+
+    def agent_said(self, text: str) -> None:
+        pass
+
+    def tool_called(self, name: Any, args: Any) -> None:
+        self.chat.results.append(args)
+
+    def tool_answered(self, result: Any, *, failed: bool) -> None:
+        self.chat.results.append(result)
+
+
 def _read_adk_event(event: Any, where: str, chat: Conversation, errors: list[FieldError]) -> None:
     if not isinstance(event, Mapping):
         errors.append(FieldError(where, "must be an object"))
@@ -504,6 +554,12 @@ def parse_openai(item: Any, options: ImportOptions | None = None) -> SessionIn:
     escalated = any(call["name"] in options.escalation_tools for call in tool_calls)
     if outcome.get("escalated") is not None:
         escalated = bool(_bool_or_none(outcome.get("escalated"), "outcome.escalated", errors)) or escalated
+    if item.get("task_key") is not None:
+        task_key = _clean_task_key(item.get("task_key"), errors)
+    elif item.get("task_id") is not None:  # tau-bench: the trials of one task share its id
+        task_key = "task:" + _clean_task_key(item.get("task_id"), errors, "task_id")
+    else:
+        task_key = ""
     session = SessionIn(
         session_id=session_id,
         intent=_intent_from_options(item, session_id, options, errors, item.get("intent")),
@@ -518,6 +574,7 @@ def parse_openai(item: Any, options: ImportOptions | None = None) -> SessionIn:
         ),
         source_format="openai",
         reply=chat.reply[:20000],
+        task_key=task_key,
         structured=chat.results,
     )
     return _valid(session, errors)
@@ -532,7 +589,12 @@ def parse_adk(item: Any, options: ImportOptions | None = None) -> SessionIn:
     state = item.get("state") if isinstance(item.get("state"), Mapping) else {}
     errors: list[FieldError] = []
     session_id = _with_prefix(_clean_session_id(item.get("id", item.get("session_id")), errors, "id"), options)
-    chat = walk_chat(events, "events", _read_adk_event, errors)
+    # Only the session's own agent's calls make its skeleton; a sub-agent's calls are its own
+    # procedure (they are still read for personal values).
+    own_author = options.adk_author or state.get("procmem:author") or next(
+        (e.get("author") for e in events if isinstance(e, Mapping) and e.get("author") not in (None, "user")), None
+    )
+    chat = walk_chat(events, "events", _adk_reader(own_author), errors)
     tool_calls = _clean_tool_calls(chat.calls, errors, "events.functionCall")
     outcome = state.get("outcome") if isinstance(state.get("outcome"), Mapping) else item.get("outcome")
     outcome = outcome if isinstance(outcome, Mapping) else {}
@@ -559,6 +621,7 @@ def parse_adk(item: Any, options: ImportOptions | None = None) -> SessionIn:
         ),
         source_format="adk",
         reply=chat.reply[:20000],
+        task_key=_clean_task_key(state.get("task_key", item.get("task_key")), errors, "state.task_key"),
         structured=chat.results,
     )
     return _valid(session, errors)

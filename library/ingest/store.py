@@ -3,6 +3,8 @@ session id; and the purge of raw text after the retention window."""
 
 from __future__ import annotations
 
+import hashlib
+
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Iterable, Mapping
@@ -59,9 +61,22 @@ def raw_retention_days() -> int:
     return int(getattr(settings, "PROCMEM_RAW_RETENTION_DAYS", 30))
 
 
+def task_key_for(session: SessionIn, redactor: Redactor) -> str:
+    """The reported task key, else a hash of the redacted opening request (so that the same request
+    from the same customer, retried, counts once), else empty (the session is its own task)."""
+    if session.task_key:
+        return session.task_key
+    if not session.task.strip():
+        return ""
+    redacted = " ".join(redactor.text(session.task).split()).lower()
+    return "request:" + hashlib.sha256(redacted.encode("utf-8")).hexdigest()[:32]
+
+
 def _to_row(agent: Agent, session: SessionIn, intent_ids: dict[str, int], keep_raw: bool) -> AgentSession:
-    excerpt = build_excerpt(session, redactor_for(session, agent))
+    redactor = redactor_for(session, agent)
+    excerpt = build_excerpt(session, redactor)
     return AgentSession(
+        task_key=task_key_for(session, redactor),
         agent=agent,
         session_id=session.session_id,
         intent_id=intent_ids.get(session.intent) if session.intent else None,

@@ -1,21 +1,25 @@
-"""The miner's Django side: reads an agent's sessions, asks library/mining.py for groups, contrast
-and drafts, skips what the library already covers, and proposes the rest as CANDIDATE versions
-through procedure_propose (which applies the policy screen). Every run leaves a MiningRun row.
+"""The miner's Django side: reads an agent's sessions, asks library/mining/skeletons.py for groups, statistics,
+backtests and drafts, skips what the library already covers, proposes the credible rest as CANDIDATE
+versions through procedure_propose (which applies the policy screen), and records a report that
+names every intent of the agent with what happened to it and why. Every run leaves a MiningRun row.
 
-Reading is one aggregate query (intent, resolved, escalated, skeleton → count) streamed with a
-server-side cursor, so memory grows with the number of distinct skeletons, not of sessions; only
-the few sessions that become evidence are read one by one (bounded per group).
+Reading is one aggregate query (intent, task, outcome, held back, skeleton → count) ordered by
+(intent, task) and streamed with a server-side cursor: the pure core buffers one task at a time, so
+memory grows with the number of distinct skeletons, not of sessions or tasks; only the few sessions
+that become evidence are read one by one (bounded per group).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, Q
+from django.db import connections, transaction
+from django.db.models import BooleanField, Case, CharField, Count, F, Q, TextField, Value, When
+from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -28,7 +32,7 @@ logger = logging.getLogger(__name__)
 
 ACTOR_LABEL = "miner"
 STEP_SAMPLE_SESSIONS = 200
-FAILED_SAMPLE_SESSIONS = 100
+FAILED_SAMPLE_SESSIONS = 200
 RAW_VARIANTS_QUERIED = 10
 
 
@@ -41,21 +45,98 @@ def mining_params_for(agent: Agent, *, support_threshold: int | None = None) -> 
     return mining.MiningParams(
         support_threshold=support_threshold if support_threshold is not None else agent.support_threshold,
         ignored_tools=tuple(getattr(settings, "PROCMEM_MINING_IGNORED_TOOLS", ["think"])),
+        terminal_tools=tuple(getattr(settings, "PROCMEM_MINING_TERMINAL_TOOLS", mining.DEFAULT_TERMINAL_TOOLS)),
+        min_tool_calls=agent.min_tool_calls,
+        significance_level=agent.significance_level,
+        backtest_share=agent.backtest_share,
     )
 
 
 # ---------------------------------------------------------------------------------------------- selectors
 
 
-def session_skeleton_counts(agent: Agent) -> Iterable[tuple[int | None, bool | None, bool | None, list[str], int]]:
-    """(intent id, resolved, escalated, raw skeleton, sessions), grouped by the database."""
-    return (
-        AgentSession.objects.filter(agent=agent)
-        .values_list("intent_id", "resolved", "escalated", "skeleton")
-        .annotate(n=Count("id"))
-        .order_by()
-        .iterator(chunk_size=5000)
+# The order of "newest": by end time; sessions without an end time (imports that carry none)
+# after those with one, by receipt time; ties by id. It is the (agent, intent, ended_at,
+# received_at, id) index's own order, so every query below reads the index instead of sorting.
+OLDEST_FIRST = [F("ended_at").asc(nulls_last=True), F("received_at").asc(), F("pk").asc()]
+NEWEST_FIRST = [F("ended_at").desc(nulls_first=True), F("received_at").desc(), F("pk").desc()]
+Cutoff = tuple[Any, Any, int]  # (ended_at, received_at, pk) of the oldest held-back session
+
+
+def held_back_cutoffs(agent: Agent, share: float) -> dict[int, Cutoff]:
+    """intent id → the oldest held-back session of the intent: the newest `share` of each intent's
+    sessions are held back for the backtest (one index-ordered query per intent)."""
+    if share <= 0:
+        return {}
+    sessions = AgentSession.objects.filter(agent=agent, intent__isnull=False)
+    sizes = dict(sessions.values_list("intent_id").annotate(n=Count("id")).order_by())
+    cutoffs: dict[int, Cutoff] = {}
+    for intent_id, size in sizes.items():
+        held = int(size * share)
+        if held < 1:
+            continue
+        row = sessions.filter(intent_id=intent_id).order_by(*NEWEST_FIRST).values_list("ended_at", "received_at", "pk")[held - 1: held]
+        cutoffs.update({intent_id: tuple(r) for r in row})
+    return cutoffs
+
+
+def _at_or_after(cutoff: Cutoff) -> Q:
+    """Sessions at or after `cutoff` in OLDEST_FIRST order."""
+    ended, received, pk = cutoff
+    same_end = Q(received_at__gt=received) | Q(received_at=received, pk__gte=pk)
+    if ended is None:
+        return Q(ended_at__isnull=True) & same_end
+    return Q(ended_at__isnull=True) | Q(ended_at__gt=ended) | (Q(ended_at=ended) & same_end)
+
+
+def _held_q(cutoffs: Mapping[int, Cutoff]) -> Q | None:
+    query = None
+    for intent_id, cutoff in cutoffs.items():
+        part = Q(intent_id=intent_id) & _at_or_after(cutoff)
+        query = part if query is None else query | part
+    return query
+
+
+def _annotated(agent: Agent, cutoffs: Mapping[int, Cutoff]):
+    held = _held_q(cutoffs)
+    return AgentSession.objects.filter(agent=agent).annotate(
+        held=Case(When(held, then=Value(True)), default=Value(False), output_field=BooleanField()) if held is not None else Value(False, output_field=BooleanField()),
     )
+
+
+def _task_unit():
+    # a session without a task key is its own task
+    return Case(When(task_key="", then=Concat(Value("session:"), Cast("id", CharField()))), default=F("task_key"), output_field=CharField())
+
+
+def session_task_counts(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int = 5000) -> Iterator[tuple[Any, ...]]:
+    """(intent id, task, resolved, escalated, held back, skeleton as JSON text, sessions), grouped by
+    the database and ordered by (intent, task). The skeleton stays text (decoded once per distinct
+    value by the caller). The query is built by the ORM and read through a server-side cursor
+    without the ORM's per-row conversions: the miner reads every group of every session."""
+    query = (
+        _annotated(agent, cutoffs)
+        .annotate(unit=_task_unit(), skeleton_text=Cast("skeleton", TextField()))
+        .values_list("intent_id", "unit", "resolved", "escalated", "held", "skeleton_text")
+        .annotate(n=Count("id"))
+        .order_by("intent_id", "unit")
+    )
+    sql, params = query.query.sql_with_params()
+    connection = connections[query.db]
+    with transaction.atomic(using=query.db):
+        if connection.vendor == "postgresql":
+            # One big sort-and-group read to the end: plan it for the whole result, not for its
+            # first rows (a cursor's default, which picks an index walk three times slower);
+            # compiling it (JIT) costs more than it saves; the sort fits in memory with a little
+            # more than the default work_mem. All only for this transaction.
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL cursor_tuple_fraction = 1.0")
+                cursor.execute("SET LOCAL jit = off")
+                cursor.execute("SET LOCAL work_mem = '64MB'")
+        with connection.chunked_cursor() as cursor:
+            cursor.execute(sql, params)
+            while rows := cursor.fetchmany(chunk_size):
+                yield from rows
 
 
 def _skeleton_filter(variants: Iterable[tuple[str, ...]]) -> Q:
@@ -65,14 +146,21 @@ def _skeleton_filter(variants: Iterable[tuple[str, ...]]) -> Q:
     return query
 
 
-def _sessions_with_variants(agent: Agent, intent_id: int, *, resolved: bool, variants: Iterable[tuple[str, ...]], limit: int):
-    queryset = AgentSession.objects.filter(agent=agent, intent_id=intent_id, resolved=resolved)
-    if resolved:
-        queryset = queryset.exclude(escalated=True)
+def _mined_sessions(agent: Agent, intent_id: int, cutoffs: Mapping[int, Cutoff]):
+    """The intent's sessions before its held-back cut, oldest first (the index's order)."""
+    queryset = AgentSession.objects.filter(agent=agent, intent_id=intent_id).annotate(unit=_task_unit())
+    if intent_id in cutoffs:
+        queryset = queryset.exclude(_at_or_after(cutoffs[intent_id]))
+    return queryset.order_by(*OLDEST_FIRST)
+
+
+def _sessions_with_variants(agent: Agent, intent_id: int, cutoffs, *, variants: Iterable[tuple[str, ...]], limit: int):
+    """Successful mined sessions whose raw skeleton is one of `variants`: (session id, task, excerpt)."""
     return (
-        queryset.filter(_skeleton_filter(variants))
-        .order_by("ended_at", "session_id")
-        .values_list("session_id", "redacted_excerpt")[:limit]
+        _mined_sessions(agent, intent_id, cutoffs)
+        .filter(resolved=True)
+        .filter(_skeleton_filter(variants))
+        .values_list("session_id", "unit", "redacted_excerpt")[:limit]
     )
 
 
@@ -100,7 +188,7 @@ def _live_versions(agent: Agent, intent_id: int) -> list[ProcedureVersion]:
 
 def _covered_by(versions: list[ProcedureVersion], skeleton: mining.Skeleton, params: mining.MiningParams) -> ProcedureVersion | None:
     for version in versions:
-        if version.skeleton and mining.reduce_skeleton(version.skeleton, params.ignored_tools) == skeleton:
+        if version.skeleton and mining.reduce_skeleton(version.skeleton, params.ignored_tools, params.terminal_tools) == skeleton:
             return version
     return None
 
@@ -166,9 +254,10 @@ def mining_run_execute(
     if off_reason:
         run.state = MiningRun.State.DONE
         run.skipped = [{"intent": None, "skeleton": None, "reason": off_reason}]
+        run.report = [{"intent": None, "status": "switched off", "reason": off_reason, "figures": {}}]
         run.counts = {"sessions": 0, "candidates": 0}
         run.finished_at = timezone.now()
-        run.save(update_fields=["state", "skipped", "counts", "finished_at"])
+        run.save(update_fields=["state", "skipped", "report", "counts", "finished_at"])
         return run
     try:
         return _mine(agent=agent, run=run, params=params, user=user)
@@ -177,31 +266,46 @@ def mining_run_execute(
         raise
 
 
+def _decoded(cache: dict[Any, tuple[str, ...]], text: Any) -> tuple[str, ...]:
+    if isinstance(text, list):  # a backend that hands JSON back decoded
+        return tuple(text)
+    found = cache.get(text)
+    if found is None:
+        value = json.loads(text) if text else []
+        found = cache[text] = tuple(value) if isinstance(value, list) else ()
+    return found
+
+
 def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) -> MiningRun:
+    cutoffs = held_back_cutoffs(agent, params.backtest_share)
     aggregator = mining.Aggregator(params)
-    for intent_id, resolved, escalated, skeleton, n in session_skeleton_counts(agent):
-        aggregator.add(intent=intent_id, resolved=resolved, escalated=escalated, raw_skeleton=skeleton or [], count=n)
-    groups, skipped = mining.choose_groups(aggregator)
-    intents = {i.pk: i for i in Intent.objects.filter(agent=agent, pk__in=list(aggregator.intents))}
-    for entry in skipped:
+    skeletons: dict[Any, tuple[str, ...]] = {}
+    aggregator.consume(session_task_counts(agent, cutoffs), lambda text: _decoded(skeletons, text))
+    aggregator.finish()
+    groups, report = mining.choose_groups(aggregator)
+    intents = {i.pk: i for i in Intent.objects.filter(agent=agent)}
+    # every intent of the agent is named, also those with no session (yet)
+    for intent_id in sorted(set(intents) - set(aggregator.intents), key=lambda pk: intents[pk].name):
+        report.append({"intent": intent_id, "status": mining.Status.NO_RESOLVED, "reason": "no session of this intent", "figures": {}})
+    for entry in report:
         entry["intent"] = intents[entry["intent"]].name if entry["intent"] in intents else entry["intent"]
     counts = aggregator.counts()
-    counts["groupsAtThreshold"] = sum(1 + len(g.alternatives) for g in groups)
+    counts["groupsTested"] = sum(1 + len(g.alternatives) for g in groups)
+    counts["credible"] = sum(1 for g in groups if g.proposed)
     redactor = Redactor(agent_patterns=agent.redaction_patterns)
 
     drafts: list[tuple[mining.GroupChoice, mining.Draft]] = []
     for group in groups:
         intent = intents[group.intent]
         stats = aggregator.intents[group.intent]
-        covered = _covered_by(_live_versions(agent, intent.pk), group.skeleton, params)
-        if covered is not None:
-            skipped.append(_skip(intent, group, f"covered by {covered.procedure.key} v{covered.number} ({covered.status}) with the same skeleton"))
-            continue
         rows = list(_sessions_with_variants(
-            agent, intent.pk, resolved=True, variants=_top_variants(stats, "resolved", [group.skeleton]), limit=STEP_SAMPLE_SESSIONS
+            agent, intent.pk, cutoffs, variants=_top_variants(stats, mining.SUCCESS, [group.skeleton]), limit=STEP_SAMPLE_SESSIONS
         ))
-        step_samples = [s for s in (mining.calls_by_step(ex or [], group.skeleton, params.ignored_tools) for _, ex in rows) if s is not None]
-        failed_samples = _failed_samples(agent, intent.pk, stats, group, params)
+        step_samples = []
+        for _sid, task, excerpt in rows:
+            sample = mining.calls_by_step(excerpt or [], group.skeleton, params.ignored_tools, params.terminal_tools)
+            if sample is not None:
+                step_samples.append((task, sample))
         draft = mining.draft_candidate(
             intent_name=intent.name,
             intent_description=intent.description,
@@ -209,13 +313,16 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
             stats=stats,
             params=params,
             step_samples=step_samples,
-            failed_samples=failed_samples,
-            session_ids=[sid for sid, _ in rows[: params.evidence_session_ids]],
-            excerpts=[(sid, redactor.value(ex or [])) for sid, ex in rows[: params.evidence_excerpts]],
+            failed_samples=_failed_samples(agent, intent.pk, cutoffs, stats),
+            session_ids=[sid for sid, _, _ in rows[: params.evidence_session_ids]],
+            excerpts=[(sid, redactor.value(ex or [])) for sid, _, ex in rows[: params.evidence_excerpts]],
             counts={"sessions": counts["sessions"], "withoutIntent": counts["withoutIntent"], "withoutOutcome": counts["withoutOutcome"]},
         )
         draft.steps = [redactor.text(step) for step in draft.steps]
         draft.forbidden_actions = [redactor.text(text) for text in draft.forbidden_actions]
+        if not group.proposed:
+            report.append(mining.report_entry(intent.name, mining.Status.REPORTED, _not_credible_reason(group, params), draft))
+            continue
         drafts.append((group, draft))
 
     polish = _polisher()
@@ -229,7 +336,8 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
             live = _live_versions(agent, intent.pk)
             covered = _covered_by(live, group.skeleton, params)
             if covered is not None:
-                skipped.append(_skip(intent, group, f"covered by {covered.procedure.key} v{covered.number} ({covered.status}) with the same skeleton"))
+                reason = f"covered by {covered.procedure.key} v{covered.number} ({covered.status}) with the same skeleton"
+                report.append(mining.report_entry(intent.name, mining.Status.DUPLICATE, reason, draft))
                 continue
             near = _near_duplicate(live, draft.applies_when)
             provenance: dict[str, Any] = {"miningRun": run.pk, "support": group.support, "intent": intent.name}
@@ -262,14 +370,28 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
                 reason=evidence["summary"],
             )
             created.append(version)
+            if version.quarantined:
+                entry = mining.report_entry(intent.name, mining.Status.QUARANTINED, "proposed, and quarantined by the policy screen", draft)
+            else:
+                entry = mining.report_entry(intent.name, mining.Status.MINED, f"proposed as {key} v{version.number}", draft)
+            entry["version"] = {"id": key, "number": version.number, "pk": version.pk}
+            report.append(entry)
+        report.sort(key=lambda e: (str(e["intent"]), e["status"]))
+        skipped = [
+            {"intent": e["intent"], "skeleton": e.get("skeleton") or e["figures"].get("topSkeleton"), "support": e["figures"].get("support", e["figures"].get("topSupport")),
+             "status": e["status"], "reason": e["reason"]}
+            for e in report if e["status"] not in (mining.Status.MINED, mining.Status.QUARANTINED)
+        ]
         counts["candidates"] = len(created)
         counts["quarantined"] = sum(1 for v in created if v.quarantined)
         counts["skipped"] = len(skipped)
+        counts["reported"] = sum(1 for e in report if e["status"] == mining.Status.REPORTED)
         run.counts = counts
         run.skipped = skipped
+        run.report = report
         run.state = MiningRun.State.DONE
         run.finished_at = timezone.now()
-        run.save(update_fields=["counts", "skipped", "state", "finished_at"])
+        run.save(update_fields=["counts", "skipped", "report", "state", "finished_at"])
         audit(
             action=AuditEvent.Action.MINE,
             actor=user,
@@ -285,35 +407,40 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
     return run
 
 
+def _not_credible_reason(group: mining.GroupChoice, params: mining.MiningParams) -> str:
+    test = group.test
+    if not test["failedOf"]:
+        return "no failed task to contrast with: the tool order cannot be shown to matter"
+    return (
+        f"the tool order does not credibly explain the outcome: lift {test['lift']} "
+        f"(95 % interval from {test['liftLow'] if test['liftLow'] is not None else 0}), adjusted p = {test['pAdjusted']:.3g} "
+        f"over {test['tests']} skeleton(s) tested, significance level {params.significance_level}"
+    )
+
+
 def _notify(agent_id: int, version_ids: list[int], run_id: int) -> None:
     from ..signals import candidates_created
 
     candidates_created.send(sender=MiningRun, agent_id=agent_id, version_ids=version_ids, mining_run_id=run_id)
 
 
-def _skip(intent: Intent, group: mining.GroupChoice, reason: str) -> dict[str, Any]:
-    return {"intent": intent.name, "skeleton": list(group.skeleton), "support": group.support, "reason": reason}
-
-
-def _failed_samples(agent: Agent, intent_id: int, stats: mining.IntentStats, group: mining.GroupChoice, params: mining.MiningParams) -> dict[str, list[Mapping[str, Any]]]:
-    """Args of the offending tool's calls in failed sessions that show a forbidden feature, so that
-    the forbidden action can name the literal arguments (replyTemplates('refund_promised'))."""
-    result = mining.contrast(stats, group.skeleton, params)
-    samples: dict[str, list[Mapping[str, Any]]] = {}
-    for feature in result.forbidden:
-        if feature.kind == "tool":
-            matching = [s for s in stats.failed if feature.tool in s]
-        else:
-            matching = [s for s in stats.failed if mining._without_before(s, feature.before, feature.tool)]
-        variants = _top_variants(stats, "failed", matching)
-        rows = _sessions_with_variants(agent, intent_id, resolved=False, variants=variants, limit=FAILED_SAMPLE_SESSIONS)
-        args: list[Mapping[str, Any]] = []
-        for _sid, excerpt in rows:
-            for entry in excerpt or []:
-                if entry.get("role") == "tool_call" and entry.get("tool") == feature.tool:
-                    args.append(entry.get("args") if isinstance(entry.get("args"), Mapping) else {})
-                    break
-        samples[feature.tool] = args
+def _failed_samples(agent: Agent, intent_id: int, cutoffs, stats: mining.IntentStats) -> dict[str, list[tuple[Any, Mapping[str, Any]]]]:
+    """tool → (task, args of the tool's first call) in failed mined sessions of the intent (at most
+    FAILED_SAMPLE_SESSIONS, oldest first), for the argument contrast and for naming the literal
+    arguments of a forbidden action (replyTemplates('refund_promised'))."""
+    if not stats.failed.tasks:
+        return {}
+    rows = (
+        _mined_sessions(agent, intent_id, cutoffs)
+        .filter(resolved=False)
+        .values_list("unit", "redacted_excerpt")[:FAILED_SAMPLE_SESSIONS]
+    )
+    samples: dict[str, list[tuple[Any, Mapping[str, Any]]]] = {}
+    for task, excerpt in rows:
+        for tool in {e.get("tool") for e in excerpt or [] if e.get("role") == "tool_call"}:
+            args = mining.first_call_args(excerpt, tool)
+            if args is not None:
+                samples.setdefault(tool, []).append((task, args))
     return samples
 
 

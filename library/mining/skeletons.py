@@ -1,27 +1,30 @@
-"""The skeleton miner's core (pure Python, no Django): skeletons, groups, contrast statistics and the
-deterministic draft of a candidate. library/mining_service.py feeds it from the database and stores
-what it drafts through procedure_propose.
+"""The skeleton miner's core (pure Python, no Django): skeletons, per-task aggregation, the statistics
+of every group and feature, the backtest, and the deterministic draft of a candidate.
+library/mining/runs.py feeds it from the database and stores what it proposes through
+procedure_propose. docs (mining) explain the evidence to reviewers.
 
-Definitions (README "Mining"):
+Definitions:
 - Skeleton: the ordered tool names a session called, with the tools in `ignored_tools` removed
-  (default ``think``: the model's scratchpad, not an action on the world) and consecutive repeats
-  collapsed (three get_reservation_details calls in a row are one step "look up the reservations").
-  Non-consecutive repeats stay: A→B→A is a different procedure from A→B.
-- Labels: a session is *resolved* when its outcome says resolved and not escalated; *failed* when
-  it says not resolved (escalated or not); resolved-but-escalated sessions are neither (their
-  success is not the agent's). Sessions with no outcome or no intent are counted, never mined.
-- Groups: (intent, skeleton) over resolved sessions; a group at or above the agent's support
-  threshold is a candidate. One candidate per intent per run: the largest group (ties broken by
-  the skeleton's text); the other groups at threshold are listed as alternatives in its evidence.
-- Contrast, per intent, resolved vs failed sessions: the skeleton itself, each tool, each ordered
-  pair "A before B". lift = P(feature | resolved) / P(feature | failed), with +0.5/+1 smoothing so that
-  zero counts give finite numbers; failLift is the inverse.
-- Steps: one per skeleton tool, worded from the tool's name ("Look up the order with
-  lookupOrder({{order_id}})."; "Call calculate(...)" for one-word names), padded to three.
-- Forbidden actions: for steps A before B of the skeleton, "B called with no A before it"; and each
-  tool outside the skeleton. A feature becomes a forbidden action when failed sessions show it at a
-  rate >= min_fail_rate, at least min_failed times, and with failLift >= min_fail_lift (at most
-  max_forbidden, highest failLift first).
+  (default ``think``), consecutive repeats collapsed, and nothing after the first terminal call (a
+  transfer to a human, ``FINISH``): a procedure ends where the session ended it. Non-consecutive
+  repeats stay: A→B→A is a different procedure from A→B.
+- Outcomes as they are: *resolved*; *resolved by escalation* (a transfer that was the right end: the
+  session is resolved and called an escalation tool); *failed*; *unknown* (no outcome). Successful =
+  resolved or resolved by escalation; the transfer is a step like any other.
+- Unit: a distinct task (the session's task key). Repeated trials of one task are one observation:
+  a task counts once for a feature when any of its successful (or failed) sessions shows it.
+  Sessions with fewer than `min_tool_calls` tool calls (ignored tools not counted) are not mined.
+- Held back: the newest `backtest_share` of each intent's sessions (by end time) are not mined; the
+  backtest measures every candidate on them.
+- Groups: (intent, skeleton) over successful tasks; a group at or above the support threshold
+  (distinct tasks) is tested: Fisher's exact test, one-sided, of "successful tasks follow this
+  skeleton more often than failed tasks", Bonferroni-corrected for all groups tested in the run; a
+  group is *credible* when the corrected p-value is below the agent's significance level and the
+  lift's interval at the corrected level lies above 1. One candidate per intent: the largest credible
+  group. An intent without a credible group is reported with its best group's figures, not proposed.
+- Forbidden actions: for steps A before B of the skeleton, "B called with no A before it"; each tool
+  outside the skeleton and outside every successful variant at threshold. Each is tested on its own
+  (failed tasks show it more often than successful ones), corrected for the features tested.
 """
 
 from __future__ import annotations
@@ -29,43 +32,54 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from . import statistics as st
 
 Skeleton = tuple[str, ...]
 PLACEHOLDER_RE = re.compile(r"^\{\{[a-z_]+\}\}$")
-# enum-like values kept literally in steps ('approval_pending'); a short phrase is allowed too, and
-# the policy screen reads it like any other step text.
-LITERAL_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_\- ]{1,39}$")
+# A literal a step may keep: words of letters (any case but not ALL CAPS), "_", "-" and spaces; no
+# digits. Everything else (codes, ids, amounts, dates, names from redaction) becomes a placeholder.
+SAFE_LITERAL_RE = re.compile(r"^[A-Za-z][A-Za-z_\- ]{1,39}$")
+ALL_CAPS_RE = re.compile(r"^[A-Z0-9_\-]+$")
+
+SUCCESS, FAILED = "success", "failed"
+COMBINATIONS_KEPT = 20_000
+DEFAULT_TERMINAL_TOOLS = ("transfer_to_human_agents", "transfer_to_human", "escalate_to_human", "FINISH", "finish", "end_session")
 
 
 @dataclass(frozen=True)
 class MiningParams:
-    support_threshold: int = 20
+    support_threshold: int = 20  # distinct tasks
     ignored_tools: tuple[str, ...] = ("think",)
-    min_fail_lift: float = 2.0
-    min_fail_rate: float = 0.2
-    min_failed: int = 3
+    terminal_tools: tuple[str, ...] = DEFAULT_TERMINAL_TOOLS
+    min_tool_calls: int = 3
+    significance_level: float = 0.05
+    backtest_share: float = 0.25
     max_forbidden: int = 3
-    min_steps: int = 3
     max_steps: int = 8
+    max_pairs: int = 30
     evidence_session_ids: int = 20
     evidence_excerpts: int = 3
     literal_share: float = 0.8
+    min_literal_tasks: int = 2
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "supportThreshold": self.support_threshold,
+            "supportUnit": "distinct tasks",
             "ignoredTools": list(self.ignored_tools),
-            "minFailLift": self.min_fail_lift,
-            "minFailRate": self.min_fail_rate,
-            "minFailed": self.min_failed,
+            "terminalTools": list(self.terminal_tools),
+            "minToolCalls": self.min_tool_calls,
+            "significanceLevel": self.significance_level,
+            "backtestShare": self.backtest_share,
             "maxForbidden": self.max_forbidden,
             "maxSteps": self.max_steps,
         }
 
 
-def reduce_skeleton(tools: Iterable[str], ignored: Iterable[str] = ("think",)) -> Skeleton:
-    ignored_set = set(ignored)
+def reduce_skeleton(tools: Iterable[str], ignored: Iterable[str] = ("think",), terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS) -> Skeleton:
+    ignored_set, terminal_set = set(ignored), set(terminal)
     reduced: list[str] = []
     for name in tools:
         if name in ignored_set:
@@ -73,43 +87,181 @@ def reduce_skeleton(tools: Iterable[str], ignored: Iterable[str] = ("think",)) -
         if reduced and reduced[-1] == name:
             continue
         reduced.append(name)
+        if name in terminal_set:
+            break
     return tuple(reduced)
 
 
-def lift(a: int, a_total: int, b: int, b_total: int) -> float:
-    """P(feature | a) / P(feature | b), smoothed (+0.5 on counts, +1 on totals)."""
-    return round(((a + 0.5) / (a_total + 1)) / ((b + 0.5) / (b_total + 1)), 2)
+def tool_call_count(tools: Iterable[str], ignored: Iterable[str] = ("think",)) -> int:
+    ignored_set = set(ignored)
+    return sum(1 for name in tools if name not in ignored_set)
 
 
-def _rate(count: int, total: int) -> float:
-    return round(count / total, 3) if total else 0.0
+def is_subsequence(needle: Sequence[str], haystack: Sequence[str]) -> bool:
+    iterator = iter(haystack)
+    return all(any(tool == item for item in iterator) for tool in needle)
+
+
+def outcome_of(resolved: bool | None, escalated: bool | None) -> str:
+    if resolved is None:
+        return "unknown"
+    if resolved:
+        return "resolved_by_escalation" if escalated else "resolved"
+    return "failed"
 
 
 # ---------------------------------------------------------------------------------------------- aggregation
 
 
+def _pairs(skeleton: Skeleton) -> set[tuple[str, str]]:
+    return {(skeleton[i], skeleton[j]) for i in range(len(skeleton)) for j in range(i + 1, len(skeleton)) if skeleton[i] != skeleton[j]}
+
+
+def _before_first(skeleton: Skeleton) -> dict[str, frozenset[str]]:
+    """tool → the tools called before its first call."""
+    seen: list[str] = []
+    result: dict[str, frozenset[str]] = {}
+    for tool in skeleton:
+        if tool not in result:
+            result[tool] = frozenset(seen)
+        seen.append(tool)
+    return result
+
+
+@dataclass(frozen=True)
+class SkeletonFeatures:
+    """What one reduced skeleton shows, computed once per distinct skeleton."""
+
+    tools: frozenset[str]
+    pairs: frozenset[tuple[str, str]]
+    before_first: dict[str, frozenset[str]]
+    always_before: frozenset[tuple[str, str]]
+
+    @classmethod
+    def of(cls, skeleton: Skeleton) -> "SkeletonFeatures":
+        before = _before_first(skeleton)
+        return cls(
+            tools=frozenset(skeleton), pairs=frozenset(_pairs(skeleton)), before_first=before,
+            always_before=frozenset((a, b) for b, prefix in before.items() for a in prefix),
+        )
+
+
+@dataclass
+class LabelStats:
+    """Distinct-task counts of one label (successful or failed) of one intent.
+
+    While streaming, a task is only counted by its skeleton (single_tasks) or by its set of
+    skeletons (combination_tasks); finish() expands each into skeleton, tool, pair and order counts
+    once, a feature counting once per task."""
+
+    tasks: int = 0
+    sessions: int = 0
+    skeleton_tasks: Counter = field(default_factory=Counter)
+    skeleton_sessions: Counter = field(default_factory=Counter)
+    tool_tasks: Counter = field(default_factory=Counter)
+    pair_tasks: Counter = field(default_factory=Counter)  # (A, B): A somewhere before B
+    # (A, B): every session of the task that calls B calls A before its first B
+    always_before_tasks: Counter = field(default_factory=Counter)
+    single_tasks: Counter = field(default_factory=Counter)
+    # tasks whose sessions took several skeletons, by the set of skeletons (bounded: beyond
+    # COMBINATIONS_KEPT distinct sets in the whole aggregation, a task is counted one by one)
+    combination_tasks: Counter = field(default_factory=Counter)
+
+    def add_task(self, skeletons: Mapping[Skeleton, int], features: Callable[[Skeleton], SkeletonFeatures], budget: list[int] | None = None) -> None:
+        """`budget`: how many more distinct skeleton sets the whole aggregation may keep (shared by
+        every intent and label, so memory stays bounded whatever the number of tasks)."""
+        self.tasks += 1
+        for skeleton, n in skeletons.items():
+            self.sessions += n
+            self.skeleton_sessions[skeleton] += n
+        if len(skeletons) == 1:
+            for skeleton in skeletons:
+                self.single_tasks[skeleton] += 1
+            return
+        combination = frozenset(skeletons)
+        if combination in self.combination_tasks:
+            self.combination_tasks[combination] += 1
+        elif budget is not None and budget[0] > 0:
+            budget[0] -= 1
+            self.combination_tasks[combination] = 1
+        else:
+            self._add_combination(combination, 1, features)
+
+    def _add_combination(self, skeletons: Iterable[Skeleton], count: int, features: Callable[[Skeleton], SkeletonFeatures]) -> None:
+        """A task (or `count` tasks) whose sessions of this label took several skeletons: each
+        feature counts once per task."""
+        tools: set[str] = set()
+        pairs: set[tuple[str, str]] = set()
+        before: dict[str, frozenset[str]] = {}
+        for skeleton in skeletons:
+            self.skeleton_tasks[skeleton] += count
+            feats = features(skeleton)
+            tools |= feats.tools
+            pairs |= feats.pairs
+            for tool, prefix in feats.before_first.items():
+                before[tool] = before[tool] & prefix if tool in before else prefix
+        for tool in tools:
+            self.tool_tasks[tool] += count
+        for pair in pairs:
+            self.pair_tasks[pair] += count
+        for b, prefix in before.items():
+            for a in prefix:
+                self.always_before_tasks[(a, b)] += count
+
+    def finish(self, features: Callable[[Skeleton], SkeletonFeatures]) -> None:
+        for skeleton, count in self.single_tasks.items():
+            feats = features(skeleton)
+            self.skeleton_tasks[skeleton] += count
+            for tool in feats.tools:
+                self.tool_tasks[tool] += count
+            for pair in feats.pairs:
+                self.pair_tasks[pair] += count
+            for pair in feats.always_before:
+                self.always_before_tasks[pair] += count
+        for combination, count in self.combination_tasks.items():
+            self._add_combination(combination, count, features)
+        self.single_tasks.clear()
+        self.combination_tasks.clear()
+
+    def without_before(self, before: str, after: str) -> int:
+        """Tasks where some session calls `after` with no `before` ahead of its first call."""
+        return self.tool_tasks[after] - self.always_before_tasks[(before, after)]
+
+
 @dataclass
 class IntentStats:
-    resolved: Counter = field(default_factory=Counter)  # reduced skeleton → sessions
-    failed: Counter = field(default_factory=Counter)
-    escalated: int = 0
-    unlabelled_outcome: int = 0
-    # reduced skeleton → raw skeletons that reduce to it (for looking the sessions up again)
+    success: LabelStats = field(default_factory=LabelStats)
+    failed: LabelStats = field(default_factory=LabelStats)
+    outcomes: Counter = field(default_factory=Counter)  # sessions mined, by outcome
+    held_outcomes: Counter = field(default_factory=Counter)  # sessions held back, by outcome
+    too_few_calls: int = 0
+    sessions: int = 0
+    held_sessions: int = 0
+    held_tasks: int = 0
+    held_tasks_also_mined: int = 0
+    # held-back sessions: reduced skeleton → [successful, failed]
+    held: dict[Skeleton, list[int]] = field(default_factory=dict)
+    # (label, reduced) → raw skeletons that reduce to it (for looking the sessions up again)
     raw_variants: dict[tuple[str, Skeleton], Counter] = field(default_factory=dict)
 
     @property
     def resolved_total(self) -> int:
-        return sum(self.resolved.values())
+        return self.success.tasks
 
     @property
     def failed_total(self) -> int:
-        return sum(self.failed.values())
+        return self.failed.tasks
+
+    def label(self, name: str) -> LabelStats:
+        return self.success if name == SUCCESS else self.failed
 
 
 class Aggregator:
-    """Counts sessions by (intent, label, skeleton). Fed rows already grouped by the database
-    (intent, resolved, escalated, raw skeleton, count), so memory grows with distinct skeletons,
-    not with sessions."""
+    """Counts distinct tasks by (intent, label, skeleton) and by tool, pair and order feature.
+
+    Fed rows already grouped by the database and ordered by (intent, task): one task's rows are
+    consecutive, so only the current task is buffered; memory grows with distinct skeletons and
+    tools, not with sessions or tasks. Call finish() after the last row."""
 
     def __init__(self, params: MiningParams):
         self.params = params
@@ -117,63 +269,322 @@ class Aggregator:
         self.sessions = 0
         self.without_intent = 0
         self.without_outcome = 0
-        self.escalated = 0
-        self.resolved = 0
-        self.failed = 0
+        self.too_few_calls = 0
+        self.held_back = 0
+        self.outcomes: Counter = Counter()
+        self._current: tuple[Any, Any] | None = None
+        self._buffer: list[tuple[Any, Any, Any, tuple[Skeleton, int], tuple[str, ...], int]] = []
+        self._reduced: dict[tuple[str, ...], tuple[Skeleton, int]] = {}
+        self._features: dict[Skeleton, SkeletonFeatures] = {}
+        self._combinations = [COMBINATIONS_KEPT]
 
-    def add(self, *, intent: Any, resolved: bool | None, escalated: bool | None, raw_skeleton: Sequence[str], count: int = 1) -> None:
+    def features(self, skeleton: Skeleton) -> SkeletonFeatures:
+        found = self._features.get(skeleton)
+        if found is None:
+            found = self._features[skeleton] = SkeletonFeatures.of(skeleton)
+        return found
+
+    def _reduce(self, raw: tuple[str, ...]) -> tuple[Skeleton, int]:
+        found = self._reduced.get(raw)
+        if found is None:
+            params = self.params
+            found = self._reduced[raw] = (
+                reduce_skeleton(raw, params.ignored_tools, params.terminal_tools), tool_call_count(raw, params.ignored_tools)
+            )
+        return found
+
+    def add(
+        self, *, intent: Any, task: Any, resolved: bool | None, escalated: bool | None, raw_skeleton: Sequence[str],
+        count: int = 1, held: bool = False,
+    ) -> None:
         self.sessions += count
         if resolved is None:
             self.without_outcome += count
         if intent is None:
             self.without_intent += count
             return
-        stats = self.intents.setdefault(intent, IntentStats())
-        if resolved is None:
-            stats.unlabelled_outcome += count
-            return
-        if resolved and escalated:
-            stats.escalated += count
-            self.escalated += count
-            return
-        label = "resolved" if resolved else "failed"
-        reduced = reduce_skeleton(raw_skeleton, self.params.ignored_tools)
-        (stats.resolved if resolved else stats.failed)[reduced] += count
-        if resolved:
-            self.resolved += count
-        else:
-            self.failed += count
-        stats.raw_variants.setdefault((label, reduced), Counter())[tuple(raw_skeleton)] += count
+        key = (intent, task)
+        if key != self._current:
+            if self._buffer:
+                self._flush()
+            self._current = key
+        raw = raw_skeleton if isinstance(raw_skeleton, tuple) else tuple(raw_skeleton)
+        self._buffer.append((resolved, escalated, held, self._reduce(raw), raw, count))
+
+    def consume(self, rows: Iterable[tuple[Any, Any, Any, Any, Any, Any, int]], decode: Callable[[Any], tuple[str, ...]]) -> "Aggregator":
+        """add() for every (intent, task, resolved, escalated, held, raw skeleton key, sessions) row,
+        rows ordered by (intent, task); `decode` turns the key into the raw skeleton. The miner's hot
+        loop: the same counting as add() and _flush(), with everything kept in local variables."""
+        if self._buffer:
+            self._flush()
+        min_calls = self.params.min_tool_calls
+        entries: dict[Any, tuple[tuple[str, ...], Skeleton, bool]] = {}
+        intents = self.intents
+        features = self.features
+        sessions = without_outcome = without_intent = too_few = held_back = 0
+        outcomes = self.outcomes
+        current_intent: Any = None
+        current_task: Any = None
+        stats: IntentStats | None = None
+        success: dict[Skeleton, int] = {}
+        failed: dict[Skeleton, int] = {}
+        held_any = mined_any = False
+
+        budget = self._combinations
+
+        def close_task() -> None:
+            if success:
+                stats.success.add_task(success, features, budget)
+            if failed:
+                stats.failed.add_task(failed, features, budget)
+            if held_any:
+                stats.held_tasks += 1
+                if mined_any:
+                    stats.held_tasks_also_mined += 1
+
+        for intent, task, resolved, escalated, held, key, n in rows:
+            sessions += n
+            if resolved is None:
+                without_outcome += n
+            if intent is None:
+                without_intent += n
+                continue
+            if task != current_task or intent != current_intent:
+                if stats is not None:
+                    close_task()
+                if intent != current_intent:
+                    stats = intents.get(intent)
+                    if stats is None:
+                        stats = intents[intent] = IntentStats()
+                current_intent, current_task = intent, task
+                success, failed = {}, {}
+                held_any = mined_any = False
+            entry = entries.get(key)
+            if entry is None:
+                raw = decode(key)
+                reduced, calls = self._reduce(raw)
+                entry = entries[key] = (raw, reduced, calls >= min_calls)
+            raw, reduced, enough = entry
+            if resolved is None:
+                outcome = "unknown"
+            elif resolved:
+                outcome = "resolved_by_escalation" if escalated else "resolved"
+            else:
+                outcome = "failed"
+            if held:
+                stats.held_sessions += n
+                held_back += n
+                stats.held_outcomes[outcome] += n
+                held_any = True
+                if resolved is not None:
+                    counts = stats.held.get(reduced)
+                    if counts is None:
+                        counts = stats.held[reduced] = [0, 0]
+                    counts[0 if resolved else 1] += n
+                continue
+            stats.sessions += n
+            if not enough:
+                stats.too_few_calls += n
+                too_few += n
+                continue
+            stats.outcomes[outcome] += n
+            outcomes[outcome] += n
+            if resolved is None:
+                continue
+            mined_any = True
+            if resolved:
+                success[reduced] = success.get(reduced, 0) + n
+                label = SUCCESS
+            else:
+                failed[reduced] = failed.get(reduced, 0) + n
+                label = FAILED
+            variants = stats.raw_variants.get((label, reduced))
+            if variants is None:
+                variants = stats.raw_variants[(label, reduced)] = Counter()
+            variants[raw] += n
+        if stats is not None:
+            close_task()
+        self._current = None
+        self.sessions += sessions
+        self.without_outcome += without_outcome
+        self.without_intent += without_intent
+        self.too_few_calls += too_few
+        self.held_back += held_back
+        return self
+
+    def finish(self) -> "Aggregator":
+        if self._buffer:
+            self._flush()
+        self._current = None
+        for stats in self.intents.values():
+            stats.success.finish(self.features)
+            stats.failed.finish(self.features)
+        return self
+
+    def _flush(self) -> None:
+        intent = self._current[0]
+        stats = self.intents.get(intent)
+        if stats is None:
+            stats = self.intents[intent] = IntentStats()
+        success: dict[Skeleton, int] = {}
+        failed: dict[Skeleton, int] = {}
+        held_any = mined_any = False
+        min_calls = self.params.min_tool_calls
+        for resolved, escalated, held, (reduced, calls), raw, n in self._buffer:
+            outcome = outcome_of(resolved, escalated)
+            if held:
+                stats.held_sessions += n
+                self.held_back += n
+                stats.held_outcomes[outcome] += n
+                held_any = True
+                if resolved is not None:
+                    entry = stats.held.get(reduced)
+                    if entry is None:
+                        entry = stats.held[reduced] = [0, 0]
+                    entry[0 if resolved else 1] += n
+                continue
+            stats.sessions += n
+            if calls < min_calls:
+                stats.too_few_calls += n
+                self.too_few_calls += n
+                continue
+            stats.outcomes[outcome] += n
+            self.outcomes[outcome] += n
+            if resolved is None:
+                continue
+            mined_any = True
+            label, target = (SUCCESS, success) if resolved else (FAILED, failed)
+            target[reduced] = target.get(reduced, 0) + n
+            variants = stats.raw_variants.get((label, reduced))
+            if variants is None:
+                variants = stats.raw_variants[(label, reduced)] = Counter()
+            variants[raw] += n
+        if success:
+            stats.success.add_task(success, self.features, self._combinations)
+        if failed:
+            stats.failed.add_task(failed, self.features, self._combinations)
+        if held_any:
+            stats.held_tasks += 1
+            stats.held_tasks_also_mined += int(mined_any)
+        self._buffer = []
 
     def counts(self) -> dict[str, int]:
         return {
             "sessions": self.sessions,
             "withoutIntent": self.without_intent,
             "withoutOutcome": self.without_outcome,
-            "escalatedExcluded": self.escalated,
-            "resolved": self.resolved,
-            "failed": self.failed,
+            "tooFewToolCalls": self.too_few_calls,
+            "heldBack": self.held_back,
+            "resolved": self.outcomes["resolved"],
+            "resolvedByEscalation": self.outcomes["resolved_by_escalation"],
+            "failed": self.outcomes["failed"],
             "intents": len(self.intents),
-            "groups": sum(len(s.resolved) for s in self.intents.values()),
+            "groups": sum(len(s.success.skeleton_tasks) for s in self.intents.values()),
         }
 
 
+# ---------------------------------------------------------------------------------------------- groups
+
+
+@dataclass
+class GroupChoice:
+    intent: Any
+    skeleton: Skeleton
+    support: int  # distinct tasks
+    support_sessions: int
+    test: dict[str, Any]
+    proposed: bool
+    alternatives: list[tuple[Skeleton, int]]
+
+
+class Status:
+    MINED = "mined"
+    REPORTED = "no significant contrast"
+    BELOW_THRESHOLD = "below threshold"
+    NO_RESOLVED = "no resolved session"
+    DUPLICATE = "duplicate"
+    QUARANTINED = "quarantined"
+    TOO_FEW_CALLS = "too few tool calls"
+
+
+def _skeleton_key(skeleton: Skeleton) -> str:
+    return "\x1f".join(skeleton)
+
+
+def choose_groups(aggregator: Aggregator) -> tuple[list[GroupChoice], list[dict[str, Any]]]:
+    """Per intent: the group to draft (proposed when credible, else reported), and a report entry
+    for every intent that gets no group, with why and the figures."""
+    params = aggregator.params
+    eligible: dict[Any, list[tuple[Skeleton, int]]] = {}
+    report: list[dict[str, Any]] = []
+    for intent in sorted(aggregator.intents, key=str):
+        stats = aggregator.intents[intent]
+        figures = intent_figures(stats)
+        ranked = sorted(stats.success.skeleton_tasks.items(), key=lambda kv: (-kv[1], _skeleton_key(kv[0])))
+        if not ranked:
+            status = Status.TOO_FEW_CALLS if stats.too_few_calls and not stats.outcomes else Status.NO_RESOLVED
+            reason = (
+                f"all {stats.too_few_calls} mined sessions have fewer than {params.min_tool_calls} tool calls"
+                if status == Status.TOO_FEW_CALLS
+                else "no resolved session with enough tool calls among the mined (older) sessions"
+            )
+            report.append({"intent": intent, "status": status, "reason": reason, "figures": figures})
+            continue
+        usable = [(s, n) for s, n in ranked if n >= params.support_threshold and s and len(s) <= params.max_steps]
+        if not usable:
+            top, n = ranked[0]
+            reason = f"the largest group has {n} distinct task(s); the support threshold is {params.support_threshold}"
+            if n >= params.support_threshold:
+                reason = f"no group at threshold has 1 to {params.max_steps} steps"
+            report.append({"intent": intent, "status": Status.BELOW_THRESHOLD, "reason": reason,
+                           "figures": {**figures, "topSkeleton": list(top), "topSupport": n}})
+            continue
+        eligible[intent] = usable
+    tests = sum(len(groups) for groups in eligible.values())
+    chosen: list[GroupChoice] = []
+    for intent, groups in eligible.items():
+        stats = aggregator.intents[intent]
+        tested = [(s, n, skeleton_test(stats, s, tests=tests, alpha=params.significance_level)) for s, n in groups]
+        credible = [entry for entry in tested if entry[2]["credible"]]
+        skeleton, support, test = (credible or tested)[0]
+        chosen.append(GroupChoice(
+            intent=intent, skeleton=skeleton, support=support, support_sessions=stats.success.skeleton_sessions[skeleton],
+            test=test, proposed=bool(credible), alternatives=[(s, n) for s, n, _ in tested if s != skeleton],
+        ))
+    return chosen, report
+
+
+def skeleton_test(stats: IntentStats, skeleton: Skeleton, *, tests: int, alpha: float) -> dict[str, Any]:
+    return stats_contrast(
+        stats.success.skeleton_tasks[skeleton], stats.success.tasks, stats.failed.skeleton_tasks[skeleton], stats.failed.tasks,
+        tests=tests, alpha=alpha,
+    )
+
+
+def stats_contrast(a: int, n_a: int, b: int, n_b: int, *, tests: int = 1, alpha: float = 0.05) -> dict[str, Any]:
+    return {
+        "resolved": a, "resolvedOf": n_a, "failed": b, "failedOf": n_b,
+        "resolvedRate": st.rate(a, n_a), "failedRate": st.rate(b, n_b),
+        **st.contrast(a, n_a, b, n_b, tests=tests, alpha=alpha),
+    }
+
+
+def intent_figures(stats: IntentStats) -> dict[str, Any]:
+    return {
+        "sessions": stats.sessions + stats.held_sessions,
+        "mined": stats.sessions,
+        "heldBack": stats.held_sessions,
+        "tooFewToolCalls": stats.too_few_calls,
+        "resolved": stats.outcomes["resolved"],
+        "resolvedByEscalation": stats.outcomes["resolved_by_escalation"],
+        "failed": stats.outcomes["failed"],
+        "unknown": stats.outcomes["unknown"],
+        "resolvedTasks": stats.success.tasks,
+        "failedTasks": stats.failed.tasks,
+    }
+
+
 # ---------------------------------------------------------------------------------------------- contrast
-
-
-def _pairs(skeleton: Skeleton) -> set[tuple[str, str]]:
-    return {(skeleton[i], skeleton[j]) for i in range(len(skeleton)) for j in range(i + 1, len(skeleton)) if skeleton[i] != skeleton[j]}
-
-
-def _without_before(skeleton: Skeleton, before: str, after: str) -> bool:
-    """`after` is called and no `before` precedes its first call."""
-    if after not in skeleton:
-        return False
-    return before not in skeleton[: skeleton.index(after)]
-
-
-def _count(counter: Counter, predicate) -> int:
-    return sum(n for skel, n in counter.items() if predicate(skel))
 
 
 @dataclass
@@ -181,9 +592,15 @@ class ForbiddenFeature:
     kind: str  # "after_without_before" or "tool"
     tool: str
     before: str | None
-    resolved: int
-    failed: int
-    fail_lift: float
+    test: dict[str, Any]  # failed vs successful tasks
+
+    @property
+    def failed(self) -> int:
+        return self.test["resolved"]  # stats_contrast's first group is the failed one here
+
+    @property
+    def resolved(self) -> int:
+        return self.test["failed"]
 
     def describe(self) -> str:
         if self.kind == "tool":
@@ -199,54 +616,48 @@ class Contrast:
     failed_with_skeleton: int
     tools: list[dict[str, Any]]
     pairs: list[dict[str, Any]]
+    features: list[ForbiddenFeature]
     forbidden: list[ForbiddenFeature]
 
 
-def contrast(stats: IntentStats, skeleton: Skeleton, params: MiningParams) -> Contrast:
-    R, F = stats.resolved_total, stats.failed_total
-    resolved, failed = stats.resolved, stats.failed
-    vocabulary = sorted({tool for counter in (resolved, failed) for skel in counter for tool in skel})
+def contrast(stats: IntentStats, group: GroupChoice, params: MiningParams) -> Contrast:
+    skeleton = group.skeleton
+    success, failed = stats.success, stats.failed
+    R, F = success.tasks, failed.tasks
+    alpha = params.significance_level
+    vocabulary = sorted(set(success.tool_tasks) | set(failed.tool_tasks))
     tools = []
     for tool in vocabulary:
-        r = _count(resolved, lambda s, t=tool: t in s)
-        f = _count(failed, lambda s, t=tool: t in s)
-        tools.append({"tool": tool, "resolved": r, "failed": f, "lift": lift(r, R, f, F), "inSkeleton": tool in skeleton})
-    pair_counts: dict[tuple[str, str], list[int]] = {}
-    for index, counter in enumerate((resolved, failed)):
-        for skel, n in counter.items():
-            for pair in _pairs(skel):
-                pair_counts.setdefault(pair, [0, 0])[index] += n
+        record = stats_contrast(success.tool_tasks[tool], R, failed.tool_tasks[tool], F, alpha=alpha)
+        tools.append({"tool": tool, "inSkeleton": tool in skeleton, **record})
     skeleton_pairs = _pairs(skeleton)
-    pairs = [
-        {"before": a, "after": b, "resolved": r, "failed": f, "lift": lift(r, R, f, F), "inSkeleton": (a, b) in skeleton_pairs}
-        for (a, b), (r, f) in pair_counts.items()
-    ]
+    pairs = []
+    for pair in set(success.pair_tasks) | set(failed.pair_tasks):
+        record = stats_contrast(success.pair_tasks[pair], R, failed.pair_tasks[pair], F, alpha=alpha)
+        pairs.append({"before": pair[0], "after": pair[1], "inSkeleton": pair in skeleton_pairs, **record})
     # the skeleton's own pairs first, then the most telling others; bounded so evidence stays small
-    pairs.sort(key=lambda p: (not p["inSkeleton"], -abs(p["lift"] - 1.0), p["before"], p["after"]))
-    pairs = pairs[:30]
+    pairs.sort(key=lambda p: (not p["inSkeleton"], p["pValue"], p["before"], p["after"]))
+    pairs = pairs[: params.max_pairs]
 
-    features: list[ForbiddenFeature] = []
-    ordered = [(skeleton[i], skeleton[j]) for i in range(len(skeleton)) for j in range(i + 1, len(skeleton)) if skeleton[i] != skeleton[j]]
+    # tools that a successful variant at threshold uses are part of some right way to do it
+    variant_tools = {tool for alternative, _ in group.alternatives for tool in alternative}
+    candidates: list[tuple[str, str, str | None, int, int]] = []
     seen: set[tuple[str, str]] = set()
-    for before, after in ordered:
-        if (before, after) in seen:
-            continue
-        seen.add((before, after))
-        r = _count(resolved, lambda s: _without_before(s, before, after))
-        f = _count(failed, lambda s: _without_before(s, before, after))
-        features.append(ForbiddenFeature("after_without_before", after, before, r, f, lift(f, F, r, R)))
-    for entry in tools:
-        if entry["tool"] not in skeleton:
-            features.append(ForbiddenFeature("tool", entry["tool"], None, entry["resolved"], entry["failed"], lift(entry["failed"], F, entry["resolved"], R)))
-    chosen = [
-        feat
-        for feat in features
-        if F
-        and feat.failed >= params.min_failed
-        and feat.failed / F >= params.min_fail_rate
-        and feat.fail_lift >= params.min_fail_lift
+    for i, before in enumerate(skeleton):
+        for after in skeleton[i + 1:]:
+            if before == after or (before, after) in seen:
+                continue
+            seen.add((before, after))
+            candidates.append(("after_without_before", after, before, failed.without_before(before, after), success.without_before(before, after)))
+    for tool in vocabulary:
+        if tool not in skeleton and tool not in variant_tools:
+            candidates.append(("tool", tool, None, failed.tool_tasks[tool], success.tool_tasks[tool]))
+    features = [
+        ForbiddenFeature(kind, tool, before, stats_contrast(f, F, r, R, tests=len(candidates), alpha=alpha))
+        for kind, tool, before, f, r in candidates
     ]
-    chosen.sort(key=lambda feat: (-feat.fail_lift, -feat.failed, feat.tool, feat.before or ""))
+    chosen = [feat for feat in features if feat.test["credible"]]
+    chosen.sort(key=lambda feat: (feat.test["pValue"], -feat.failed, feat.tool, feat.before or ""))
     # one lesson per offending tool: "reply before approval" and "reply before the window check"
     # usually describe the same failures; keep the stronger.
     unique: list[ForbiddenFeature] = []
@@ -256,63 +667,49 @@ def contrast(stats: IntentStats, skeleton: Skeleton, params: MiningParams) -> Co
     return Contrast(
         resolved_total=R,
         failed_total=F,
-        support=resolved.get(skeleton, 0),
-        failed_with_skeleton=failed.get(skeleton, 0),
+        support=success.skeleton_tasks[skeleton],
+        failed_with_skeleton=failed.skeleton_tasks[skeleton],
         tools=tools,
         pairs=pairs,
+        features=features,
         forbidden=unique[: params.max_forbidden],
     )
 
 
-# ---------------------------------------------------------------------------------------------- groups
+# ---------------------------------------------------------------------------------------------- backtest
 
 
-@dataclass
-class GroupChoice:
-    intent: Any
-    skeleton: Skeleton
-    support: int
-    alternatives: list[tuple[Skeleton, int]]
-
-
-def choose_groups(aggregator: Aggregator) -> tuple[list[GroupChoice], list[dict[str, Any]]]:
-    """The top group per intent at or above the threshold, and every group skipped with why."""
-    params = aggregator.params
-    chosen: list[GroupChoice] = []
-    skipped: list[dict[str, Any]] = []
-    for intent in sorted(aggregator.intents, key=str):
-        stats = aggregator.intents[intent]
-        ranked = sorted(stats.resolved.items(), key=lambda kv: (-kv[1], "\x1f".join(kv[0])))
-        eligible: list[tuple[Skeleton, int]] = []
-        for skeleton, support in ranked:
-            if support < params.support_threshold:
-                continue
-            if not skeleton:
-                skipped.append({"intent": intent, "skeleton": [], "support": support, "reason": "no tool calls: nothing to write a procedure about"})
-                continue
-            if len(skeleton) > params.max_steps:
-                skipped.append({
-                    "intent": intent, "skeleton": list(skeleton), "support": support,
-                    "reason": f"{len(skeleton)} steps; a procedure has at most {params.max_steps}",
-                })
-                continue
-            eligible.append((skeleton, support))
-        if not eligible:
-            below = sum(1 for _, n in ranked if n < params.support_threshold)
-            if below:
-                skipped.append({
-                    "intent": intent, "skeleton": None, "support": ranked[0][1] if ranked else 0,
-                    "reason": f"{below} group(s) below the support threshold {params.support_threshold}",
-                })
-            continue
-        top, support = eligible[0]
-        for skeleton, n in eligible[1:]:
-            skipped.append({
-                "intent": intent, "skeleton": list(skeleton), "support": n,
-                "reason": f"a larger group of the same intent ({support} sessions) is this run's candidate; listed as an alternative",
-            })
-        chosen.append(GroupChoice(intent=intent, skeleton=top, support=support, alternatives=eligible[1:]))
-    return chosen, skipped
+def backtest(stats: IntentStats, skeleton: Skeleton, params: MiningParams) -> dict[str, Any]:
+    """Success of the held-back (newest) sessions that follow the candidate (its steps in order,
+    other calls in between allowed) vs those that do not, with Wilson intervals; counted in
+    sessions, since each held-back session is one more trial. Contradicted when followers succeed
+    less often than the others."""
+    follow = [0, 0]
+    other = [0, 0]
+    for held_skeleton, (ok, bad) in stats.held.items():
+        target = follow if is_subsequence(skeleton, held_skeleton) else other
+        target[0] += ok
+        target[1] += bad
+    followers, others = follow[0] + follow[1], other[0] + other[1]
+    result: dict[str, Any] = {
+        "share": params.backtest_share,
+        "heldBackSessions": stats.held_sessions,
+        "heldBackTasks": stats.held_tasks,
+        "heldBackTasksAlsoMined": stats.held_tasks_also_mined,
+        "followers": st.rate(follow[0], followers),
+        "others": st.rate(other[0], others),
+        "unit": "sessions",
+    }
+    if not followers or not others:
+        result.update(verdict="inconclusive", contradicted=False, pValue=None,
+                      note="no held-back session follows it" if not followers else "every held-back session follows it")
+        return result
+    follower_rate, other_rate = follow[0] / followers, other[0] / others
+    p = st.fisher_greater(follow[0], followers, other[0], others)
+    contradicted = follower_rate < other_rate
+    verdict = "contradicts" if contradicted else ("supports" if p < params.significance_level else "inconclusive")
+    result.update(verdict=verdict, contradicted=contradicted, pValue=float(f"{p:.4g}"))
+    return result
 
 
 # ---------------------------------------------------------------------------------------------- drafting
@@ -323,10 +720,10 @@ def _snake(name: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_") or "value"
 
 
-def calls_by_step(excerpt: Sequence[Mapping[str, Any]], skeleton: Skeleton, ignored: Iterable[str]) -> list[dict[str, Any]] | None:
+def calls_by_step(excerpt: Sequence[Mapping[str, Any]], skeleton: Skeleton, ignored: Iterable[str], terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS) -> list[dict[str, Any]] | None:
     """The args of the first call of each skeleton step in one session's excerpt, or None when the
     excerpt does not reduce to `skeleton` (e.g. it was cut short)."""
-    ignored_set = set(ignored)
+    ignored_set, terminal_set = set(ignored), set(terminal)
     steps: list[dict[str, Any]] = []
     names: list[str] = []
     for entry in excerpt:
@@ -340,7 +737,17 @@ def calls_by_step(excerpt: Sequence[Mapping[str, Any]], skeleton: Skeleton, igno
         names.append(name)
         args = entry.get("args")
         steps.append(args if isinstance(args, Mapping) else {})
+        if name in terminal_set:
+            break
     return steps if tuple(names) == skeleton else None
+
+
+def first_call_args(excerpt: Sequence[Mapping[str, Any]], tool: str) -> Mapping[str, Any] | None:
+    for entry in excerpt:
+        if entry.get("role") == "tool_call" and entry.get("tool") == tool:
+            args = entry.get("args")
+            return args if isinstance(args, Mapping) else {}
+    return None
 
 
 def _arg_order(key: str) -> tuple[bool, str]:
@@ -348,28 +755,124 @@ def _arg_order(key: str) -> tuple[bool, str]:
     return (not (snake == "id" or snake.endswith("_id")), snake)
 
 
-def generalise_args(samples: Sequence[Mapping[str, Any]], literal_share: float = 0.8) -> list[tuple[str, str]]:
-    """(key, rendered value) for the most common argument keys of one step across sessions: a value
-    that (nearly) every session shares and that looks like an enum ('refund_pending') stays literal;
-    placeholders from redaction stay as they are; everything else becomes a typed placeholder {{key}}."""
+GENERIC_KEYS = {"value", "values", "arg", "args", "input", "text", "query", "q", "id", "data", "param", "params"}
+VALUE_TYPES = [
+    (re.compile(r"^\{\{([a-z_]+)\}\}$"), None),  # a redaction placeholder keeps its own type
+    (re.compile(r"^[^@\s]+@[^@\s]+\.[a-z]{2,}$", re.I), "email_address"),
+    (re.compile(r"^\d{4}-\d{2}-\d{2}"), "date"),
+    (re.compile(r"^[A-Z]{3}$"), "code"),
+    (re.compile(r"^-?\d+(\.\d+)?$"), "number"),
+]
+
+
+def is_safe_literal(value: Any) -> bool:
+    """A value a step may name literally: a word or short phrase, not id-shaped (no digits, not an
+    all-caps code, not a redaction placeholder)."""
+    return (
+        isinstance(value, str)
+        and bool(SAFE_LITERAL_RE.match(value))
+        and not ALL_CAPS_RE.match(value)
+        and not PLACEHOLDER_RE.match(value)
+    )
+
+
+def placeholder_for(key: str, values: Sequence[Any]) -> str:
+    """The typed placeholder of an argument: by key when the key says what it is (reservation_id,
+    contract_ref, first_name), else by the pattern of its values (a redaction placeholder's own type,
+    an e-mail address, a date, a code, a number, else "value")."""
+    snake = _snake(key)
+    if snake not in GENERIC_KEYS:
+        return "{{" + snake + "}}"
+    for value in values:
+        if not isinstance(value, (str, int, float)) or isinstance(value, bool):
+            continue
+        text = str(value)
+        for pattern, label in VALUE_TYPES:
+            match = pattern.match(text)
+            if match:
+                return "{{" + (label or match.group(1)) + "}}"
+    return "{{" + ("id" if snake == "id" else "value") + "}}"
+
+
+def _hashable(value: Any) -> Any:
+    return value if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
+
+
+def generalise_args(samples: Sequence[tuple[Any, Mapping[str, Any]]], literal_share: float = 0.8, min_tasks: int = 2) -> list[tuple[str, str]]:
+    """(key, rendered value) for the most common argument keys of one step across sessions, from
+    (task, args) samples. A value stays literal only when it is a safe literal (is_safe_literal) and
+    shared by at least `literal_share` of the distinct tasks and by at least `min_tasks` of them;
+    everything else becomes a typed placeholder (placeholder_for)."""
     if not samples:
         return []
     # Argument order: ids first, then alphabetical. Not the call's own order, because PostgreSQL's
     # jsonb does not keep key order and the same sessions must give the same draft on every database.
-    key_sets = Counter(tuple(sorted(sample.keys(), key=_arg_order)) for sample in samples)
+    key_sets = Counter(tuple(sorted(args.keys(), key=_arg_order)) for _, args in samples)
     keys = sorted(key_sets.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
     rendered: list[tuple[str, str]] = []
     for key in keys:
-        values = [sample.get(key) for sample in samples if key in sample]
-        hashable = [v if isinstance(v, (str, int, float, bool)) or v is None else repr(v) for v in values]
-        common, n = Counter(hashable).most_common(1)[0]
-        if isinstance(common, str) and PLACEHOLDER_RE.match(common) and n / len(values) >= literal_share:
-            rendered.append((key, common))
-        elif isinstance(common, str) and LITERAL_RE.match(common) and n / len(values) >= literal_share and len(values) >= 2:
+        tasks_by_value: dict[Any, set] = {}
+        tasks: set = set()
+        values: list[Any] = []
+        for task, args in samples:
+            if key in args:
+                value = _hashable(args[key])
+                values.append(value)
+                tasks.add(task)
+                tasks_by_value.setdefault(value, set()).add(task)
+        common, common_tasks = max(tasks_by_value.items(), key=lambda kv: (len(kv[1]), str(kv[0])), default=(None, set()))
+        shared = len(common_tasks) / max(1, len(tasks)) >= literal_share
+        if isinstance(common, str) and PLACEHOLDER_RE.match(common) and shared:
+            rendered.append((key, common))  # redaction already typed it ({{email_address}})
+        elif is_safe_literal(common) and len(common_tasks) >= min_tasks and shared:
             rendered.append((key, f"'{common}'"))
         else:
-            rendered.append((key, "{{" + _snake(key) + "}}"))
+            rendered.append((key, placeholder_for(key, values)))
     return rendered
+
+
+def argument_contrast(
+    skeleton: Skeleton,
+    success_samples: Sequence[tuple[Any, Sequence[Mapping[str, Any]]]],
+    failed_samples: Mapping[str, Sequence[tuple[Any, Mapping[str, Any]]]],
+    *,
+    alpha: float,
+    limit: int = 12,
+) -> list[dict[str, Any]]:
+    """For each step, the safe literal argument values whose use separates successful from failed
+    tasks (a status or a template that must be passed), counted over distinct tasks of the samples.
+    Id-shaped values are never listed: they are a customer's, not the procedure's."""
+    records: list[dict[str, Any]] = []
+    for position, tool in enumerate(skeleton):
+        success_tasks: dict[tuple[str, Any], set] = {}
+        success_all: set = set()
+        for task, steps in success_samples:
+            if position >= len(steps):
+                continue
+            success_all.add(task)
+            for key, value in steps[position].items():
+                if is_safe_literal(value):
+                    success_tasks.setdefault((key, value), set()).add(task)
+        failed_tasks: dict[tuple[str, Any], set] = {}
+        failed_all: set = set()
+        for task, args in failed_samples.get(tool, []):
+            failed_all.add(task)
+            for key, value in args.items():
+                if is_safe_literal(value):
+                    failed_tasks.setdefault((key, value), set()).add(task)
+        for key, value in sorted(set(success_tasks) | set(failed_tasks), key=lambda kv: (kv[0], str(kv[1]))):
+            a, b = len(success_tasks.get((key, value), ())), len(failed_tasks.get((key, value), ()))
+            if not success_all or not failed_all:
+                continue
+            p = st.fisher_two_sided(a, len(success_all), b, len(failed_all))
+            records.append({
+                "step": position + 1, "tool": tool, "key": key, "value": value,
+                "resolved": a, "resolvedOf": len(success_all), "failed": b, "failedOf": len(failed_all),
+                "resolvedRate": st.rate(a, len(success_all)), "failedRate": st.rate(b, len(failed_all)),
+                "pValue": float(f"{p:.4g}"), "separates": p < alpha,
+            })
+    records.sort(key=lambda r: (r["pValue"], r["step"], r["key"], str(r["value"])))
+    return records[:limit]
 
 
 _VERBS = {"lookup": "look up", "fetch": "fetch", "get": "get", "find": "find"}
@@ -423,21 +926,42 @@ def applies_when_for(intent_name: str, description: str = "") -> str:
     return f"The customer asks to {phrase} (intent {intent_name})."
 
 
-def _summary(result: Contrast, skeleton: Skeleton) -> str:
-    """One line for reviewers: the skeleton's support, and the step that separates success from
-    failure most (highest lift), e.g. "createApproval: 118 of 140 resolved, 9 of 60 failed"."""
+def _interval(record: Mapping[str, Any]) -> str:
+    low, high = record.get("liftLow"), record.get("liftHigh")
+    lift = record.get("lift")
+    lift_text = "∞" if lift == "inf" else (f"{lift:.2f}" if isinstance(lift, (int, float)) else "n/a")
+    low_text = f"{low:.2f}" if isinstance(low, (int, float)) else "0"
+    high_text = f"{high:.2f}" if isinstance(high, (int, float)) else "∞"
+    return f"lift {lift_text} (95 % {low_text}–{high_text}), p = {record.get('pValue', 1):.3g}"
+
+
+def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any]) -> str:
+    """One paragraph for reviewers, in distinct tasks: the skeleton's support and test, the step that
+    separates success from failure most, and the backtest."""
+    skeleton = group.skeleton
     text = (
-        f"{result.support} of {result.resolved_total} resolved sessions followed {' → '.join(skeleton)}; "
-        f"{result.failed_with_skeleton} of {result.failed_total} failed sessions did."
+        f"{result.support} of {result.resolved_total} resolved tasks followed {' → '.join(skeleton)}; "
+        f"{result.failed_with_skeleton} of {result.failed_total} failed tasks did ({_interval(group.test)}, "
+        f"{group.test['tests']} skeleton(s) tested, adjusted p = {group.test['pAdjusted']:.3g})."
     )
+    if not group.proposed:
+        text += " The tool order does not credibly explain the outcome: reported, not proposed."
     steps = [t for t in result.tools if t["inSkeleton"]]
     if steps and result.failed_total:
-        key = sorted(steps, key=lambda t: (-t["lift"], t["tool"]))[0]
-        if key["lift"] > 1.0:
+        key = sorted(steps, key=lambda t: (t["pValue"], t["tool"]))[0]
+        if st.lift_number(key) > 1.0:
             text += (
                 f" {key['tool']} was called in {key['resolved']} of {result.resolved_total} resolved and "
-                f"{key['failed']} of {result.failed_total} failed sessions."
+                f"{key['failed']} of {result.failed_total} failed tasks ({_interval(key)})."
             )
+    followers, others = back["followers"], back["others"]
+    if followers["of"] and others["of"]:
+        text += (
+            f" Backtest on the newest {back['heldBackSessions']} sessions: {followers['count']} of {followers['of']} "
+            f"sessions that follow it succeeded vs {others['count']} of {others['of']} that do not ({back['verdict']})."
+        )
+    else:
+        text += f" Backtest: {back.get('note', 'no held-back sessions')}."
     return text
 
 
@@ -450,6 +974,29 @@ class Draft:
     forbidden_actions: list[str]
     evidence: dict[str, Any]
     skeleton: list[str]
+    proposed: bool = True
+
+
+def _variants(stats: IntentStats, group: GroupChoice) -> list[dict[str, Any]]:
+    """The other successful ways of the intent at threshold, side by side with the candidate: their
+    support and outcomes, and how they differ (an extra step taken only sometimes, or another order)."""
+    result = []
+    for skeleton, support in group.alternatives:
+        extra = [t for t in skeleton if t not in group.skeleton]
+        missing = [t for t in group.skeleton if t not in skeleton]
+        if is_subsequence(group.skeleton, skeleton):
+            differs = "adds " + ", ".join(extra)
+        elif is_subsequence(skeleton, group.skeleton):
+            differs = "leaves out " + ", ".join(missing)
+        else:
+            differs = "another order" if not extra and not missing else (
+                "; ".join(filter(None, ["adds " + ", ".join(extra) if extra else "", "leaves out " + ", ".join(missing) if missing else ""]))
+            )
+        result.append({
+            "skeleton": list(skeleton), "support": support, "supportSessions": stats.success.skeleton_sessions[skeleton],
+            "failedTasks": stats.failed.skeleton_tasks[skeleton], "differs": differs,
+        })
+    return result
 
 
 def draft_candidate(
@@ -459,59 +1006,74 @@ def draft_candidate(
     group: GroupChoice,
     stats: IntentStats,
     params: MiningParams,
-    step_samples: Sequence[Sequence[Mapping[str, Any]]],
-    failed_samples: Mapping[str, Sequence[Mapping[str, Any]]],
+    step_samples: Sequence[tuple[Any, Sequence[Mapping[str, Any]]]],
+    failed_samples: Mapping[str, Sequence[tuple[Any, Mapping[str, Any]]]],
     session_ids: Sequence[str],
     excerpts: Sequence[tuple[str, Any]],
     counts: Mapping[str, Any],
 ) -> Draft:
-    """The candidate record, by rules only: the same inputs always give the same draft.
+    """The candidate record, by rules only: the same inputs always give the same draft. Steps are
+    the skeleton's calls in order and nothing else (no filler; the skeleton already ends at a
+    terminal call).
 
-    step_samples: per session, the args of each skeleton step (calls_by_step);
-    failed_samples: tool → args of that tool's calls in the failed sessions that show a forbidden feature."""
+    step_samples: per successful session of the group, (task, the args of each skeleton step);
+    failed_samples: tool → (task, args of that tool's first call) in failed sessions of the intent."""
     skeleton = group.skeleton
-    result = contrast(stats, skeleton, params)
+    result = contrast(stats, group, params)
     steps: list[str] = []
     for position, tool in enumerate(skeleton):
-        samples = [sample[position] for sample in step_samples if position < len(sample)]
-        steps.append(step_text(tool, render_call(tool, generalise_args(samples, params.literal_share))))
-    if len(steps) < params.min_steps:
-        steps.append("Tell the customer the result and what happens next.")
-    if len(steps) < params.min_steps:
-        steps.insert(0, "Confirm what the customer needs and the details the next step requires.")
+        samples = [(task, sample[position]) for task, sample in step_samples if position < len(sample)]
+        steps.append(step_text(tool, render_call(tool, generalise_args(samples, params.literal_share, params.min_literal_tasks))))
     forbidden_actions: list[str] = []
     forbidden_evidence: list[dict[str, Any]] = []
-    for feature in result.forbidden:
-        call = render_call(feature.tool, generalise_args(failed_samples.get(feature.tool, []), params.literal_share), literals_only=True)
-        if feature.kind == "tool":
-            text = f"Do not call {call} for this task."
-        else:
-            text = f"Do not call {call} before {feature.before}."
-        forbidden_actions.append(text)
-        forbidden_evidence.append({
-            "action": text, "feature": feature.describe(), "resolved": feature.resolved, "failed": feature.failed,
-            "resolvedRate": _rate(feature.resolved, result.resolved_total), "failedRate": _rate(feature.failed, result.failed_total),
-            "failLift": feature.fail_lift,
-        })
+    proposed_features = {id(f) for f in result.forbidden}
+    for feature in sorted(result.features, key=lambda f: (f.test["pValue"], f.tool, f.before or "")):
+        proposed = id(feature) in proposed_features
+        text = None
+        if proposed:
+            call = render_call(feature.tool, generalise_args(failed_samples.get(feature.tool, []), params.literal_share, params.min_literal_tasks), literals_only=True)
+            text = f"Do not call {call} for this task." if feature.kind == "tool" else f"Do not call {call} before {feature.before}."
+            forbidden_actions.append(text)
+        if proposed or len(forbidden_evidence) < 8:
+            t = feature.test
+            forbidden_evidence.append({
+                "action": text, "feature": feature.describe(), "proposed": proposed,
+                "resolved": feature.resolved, "failed": feature.failed,
+                "resolvedRate": t["failedRate"], "failedRate": t["resolvedRate"],
+                "failLift": t["lift"], "failLiftLow": t["liftLow"], "failLiftHigh": t["liftHigh"],
+                "pValue": t["pValue"], "pAdjusted": t["pAdjusted"], "tests": t["tests"],
+            })
+    back = backtest(stats, skeleton, params)
+    test = group.test
     evidence: dict[str, Any] = {
         "intent": intent_name,
         "skeleton": list(skeleton),
+        "unit": "distinct tasks",
+        "proposed": group.proposed,
         "support": result.support,
+        "supportSessions": group.support_sessions,
         "resolved": result.resolved_total,
+        "resolvedSessions": stats.success.sessions,
         "failed": result.failed_total,
+        "failedSessions": stats.failed.sessions,
         "failedWithSkeleton": result.failed_with_skeleton,
-        "supportRate": _rate(result.support, result.resolved_total),
-        "failedWithSkeletonRate": _rate(result.failed_with_skeleton, result.failed_total),
-        "skeletonLift": lift(result.support, result.resolved_total, result.failed_with_skeleton, result.failed_total),
-        "escalatedExcluded": stats.escalated,
-        "withoutOutcome": stats.unlabelled_outcome,
+        "supportRate": test["resolvedRate"],
+        "failedWithSkeletonRate": test["failedRate"],
+        "skeletonLift": test["lift"],
+        "skeletonLiftLow": test["liftLow"],
+        "skeletonLiftHigh": test["liftHigh"],
+        "skeletonTest": test,
+        "outcomes": intent_figures(stats),
         "tools": result.tools,
         "pairs": result.pairs,
         "forbidden": forbidden_evidence,
+        "arguments": argument_contrast(skeleton, step_samples, failed_samples, alpha=params.significance_level),
+        "variants": _variants(stats, group),
         "alternatives": [{"skeleton": list(s), "support": n} for s, n in group.alternatives],
+        "backtest": back,
         "sessionIds": list(session_ids),
         "excerpts": [{"sessionId": sid, "excerpt": excerpt} for sid, excerpt in excerpts],
-        "summary": _summary(result, skeleton),
+        "summary": _summary(result, group, back),
         **{f"run{k[0].upper()}{k[1:]}": v for k, v in counts.items()},
     }
     return Draft(
@@ -522,4 +1084,25 @@ def draft_candidate(
         forbidden_actions=forbidden_actions,
         evidence=evidence,
         skeleton=list(skeleton),
+        proposed=group.proposed,
     )
+
+
+def report_entry(intent_name: str, status: str, reason: str, draft: Draft | None = None, figures: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """One line of a run's report. A reported (not proposed) draft keeps its steps and statistics
+    so a reviewer sees what the sessions would have said."""
+    entry: dict[str, Any] = {"intent": intent_name, "status": status, "reason": reason, "figures": dict(figures or {})}
+    if draft is not None:
+        ev = draft.evidence
+        entry.update(
+            skeleton=draft.skeleton,
+            steps=draft.steps,
+            forbiddenActions=draft.forbidden_actions,
+            figures={**ev["outcomes"], "support": ev["support"], "supportSessions": ev["supportSessions"],
+                     "failedWithSkeleton": ev["failedWithSkeleton"]},
+            skeletonTest=ev["skeletonTest"],
+            backtest=ev["backtest"],
+            summary=ev["summary"],
+        )
+    return entry
+

@@ -34,3 +34,12 @@ def contrast_sentence(item) -> str:
     from reviews.panels import contrast_sentence as sentence
 
     return sentence(item)
+
+
+@register.filter
+def get_step(steps, number):
+    """Step `number` (1-based) of a list of steps, or "" when there is no such step."""
+    try:
+        return steps[int(number) - 1] if int(number) >= 1 else ""
+    except (IndexError, TypeError, ValueError):
+        return ""

@@ -1,11 +1,13 @@
-"""The review queue: candidates grouped by agent and intent, filtered and sorted, and rejecting
-several at once with one reason."""
+"""The review queue: candidates grouped by agent and intent, filtered and sorted, claimed and
+released, and rejecting several at once with one reason."""
 
 from __future__ import annotations
 
 from urllib.parse import urlencode, urlsplit
 
 from django.contrib import messages
+from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
@@ -16,10 +18,10 @@ from django.views.decorators.vary import vary_on_headers
 from library.permissions import user_is_reviewer
 
 from .. import selectors
-from ..access import require_reviewer, signed_in, visible_agents, visible_versions
-from ..forms import BulkRejectForm
-from ..services import versions_bulk_reject
-from .refusals import refusals, refuse, safe_next
+from ..access import get_version_for_user, require_reviewer, signed_in, visible_agents, visible_versions
+from ..forms import AssignForm, BulkRejectForm
+from ..services import candidate_claim, candidate_release, versions_bulk_reject
+from .refusals import posted_form, refusals, refuse, safe_next
 
 QUEUE_PAGE_SIZE = 50
 
@@ -57,6 +59,7 @@ def _queue_context(request: HttpRequest, query: QueryDict) -> dict:
         "groups": groups,
         "choices": selectors.filter_choices(visible_agents=agents),
         "sorts": selectors.SORT_LABELS,
+        "next_url": reverse("reviews:queue") + "?" + urlencode({**filters.as_query(), **({"page": page.number} if page.number > 1 else {})}),
         "can_review": user_is_reviewer(request.user),
         "query": urlencode(filters.as_query()),
     }
@@ -94,3 +97,32 @@ def queue_bulk_reject(request: HttpRequest) -> HttpResponse:
     if request.htmx:
         return render(request, "reviews/queue.html#queue-body", _queue_context(request, QueryDict(urlsplit(back).query)))
     return redirect(back)
+
+
+@require_POST
+@signed_in
+@refusals
+def version_claim(request: HttpRequest, pk: int) -> HttpResponse:
+    """Claims the candidate for the signed-in reviewer, or (with an assignee, for the agent's admins)
+    assigns it. Back to `next` (the queue or the candidate page)."""
+    version = get_version_for_user(request, pk, for_="review")
+    username = posted_form(request, AssignForm, invalid="Name a user to assign to.")["assignee"].strip()
+    assignee = None
+    if username and username != request.user.get_username():
+        assignee = get_user_model().objects.filter(username=username, is_active=True).first()
+        if assignee is None:
+            raise ValidationError(f"There is no active user {username!r}.")
+    claim = candidate_claim(version=version, user=request.user, assignee=assignee)
+    who = "you" if claim.assignee_id == request.user.pk else claim.assignee.get_username()
+    messages.success(request, f"{version} is claimed by {who} until {claim.expires_at:%Y-%m-%d %H:%M} UTC.")
+    return redirect(safe_next(request, reverse("reviews:version", kwargs={"pk": version.pk})))
+
+
+@require_POST
+@signed_in
+@refusals
+def version_release(request: HttpRequest, pk: int) -> HttpResponse:
+    version = get_version_for_user(request, pk, for_="review")
+    candidate_release(version=version, user=request.user)
+    messages.success(request, f"{version} is back in the queue, unclaimed.")
+    return redirect(safe_next(request, reverse("reviews:version", kwargs={"pk": version.pk})))

@@ -1,4 +1,4 @@
-"""The candidate page: diff, evidence, eval panel, lint, edit, comments, reject, approve.
+"""The candidate page: diff, evidence, eval panel, lint, edit, claim, threads, reject, approve.
 
 Patterns (see STYLE.md): function views; every write is a POST with CSRF that calls a service;
 an htmx request gets the page's own fragment (`template + "#partial"`), any other request the full
@@ -10,6 +10,9 @@ does not allow it, 400 for invalid input (reviews.views.refusals).
 from __future__ import annotations
 
 from django.contrib import messages
+from django.db.models import Prefetch
+from django.utils import timezone
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -27,16 +30,50 @@ from library.services import LifecycleError, approval_blockers
 from library.evals import runs as evals
 from .. import lint as lint_module
 from .. import selectors
-from ..access import get_version_for_user, signed_in
+from ..access import get_thread_for_user, get_version_for_user, signed_in
 from ..diff import compare_versions
-from ..forms import ApproveForm, CommentForm, RejectForm, ReviseForm
-from ..models import Comment
+from ..forms import ApproveForm, CommentForm, RejectForm, ReviseForm, ThreadForm
+from ..models import Comment, Thread
+from ..notifications import reviewers
 from ..panels import build_eval_panel, build_evidence
-from ..services import comment_create
+from ..services import comment_create, thread_create, thread_reply, thread_set_resolved, user_can_assign
 from .refusals import add_service_errors, posted_form, refusals
 
 
 # ------------------------------------------------------------------------------------------- the candidate page
+
+
+def procedure_threads(version: ProcedureVersion) -> list[Thread]:
+    """Every thread on every version of the procedure (a discussion outlives an edit), oldest
+    first, with their comments: two queries."""
+    return list(
+        Thread.objects.filter(version__procedure_id=version.procedure_id)
+        .select_related("version", "created_by", "resolved_by")
+        .prefetch_related(Prefetch("comments", queryset=Comment.objects.select_related("author").order_by("created_at", "id")))
+    )
+
+
+def threads_context(version: ProcedureVersion) -> dict:
+    threads = procedure_threads(version)
+    return {
+        "threads": threads,
+        "unresolved_threads": sum(1 for t in threads if not t.is_resolved),
+        "anchors": [("", "the whole version"), ("appliesWhen", "appliesWhen")]
+        + [(f"step:{i}", f"step {i}: {step[:60]}") for i, step in enumerate(version.steps or [], start=1)]
+        + [("requiredTools", "requiredTools"), ("forbiddenActions", "forbiddenActions")],
+    }
+
+
+def claim_context(request: HttpRequest, version: ProcedureVersion) -> dict:
+    """Who holds the candidate and what the user may do about it (the services decide again)."""
+    if version.status != Status.CANDIDATE:
+        return {"claim": None, "can_assign": False}
+    claim = selectors.live_claim_of(version, timezone.now())
+    can_assign = user_can_assign(request.user, version.procedure.agent)
+    context = {"claim": claim, "can_assign": can_assign, "claim_hours": settings.PROCMEM_CLAIM_HOURS}
+    if can_assign:
+        context["assignable"] = list(reviewers().order_by("username").values_list("username", flat=True)[:200])
+    return context
 
 
 def _diff_base(request: HttpRequest, version: ProcedureVersion, active: ProcedureVersion | None, siblings):
@@ -106,7 +143,8 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "eval": build_eval_panel(version, run, current_active_hash=current_hash),
         "eval_run_url": _url_if_provided(("reviews:eval_detail",), run.pk if run else None),
         "lint": lint_module.lint_version(version, other_active=other_active),
-        "comments": list(Comment.objects.filter(version__procedure=version.procedure).select_related("author", "version")),
+        **threads_context(version),
+        **claim_context(request, version),
         "blockers": approval_blockers(version, request.user),
         "can_approve": user_can_approve(request.user, version.procedure),
         "can_review": user_is_reviewer(request.user),
@@ -156,12 +194,61 @@ def version_comment(request: HttpRequest, pk: int) -> HttpResponse:
     comment_create(
         version=version, user=request.user, body=posted_form(request, CommentForm, invalid="A comment cannot be empty.")["body"]
     )
+    return _after_thread_write(request, version, "Comment added.")
+
+
+def _after_thread_write(request: HttpRequest, version: ProcedureVersion, text: str, anchor: str = "comments") -> HttpResponse:
     if request.htmx:
-        comments = Comment.objects.filter(version__procedure=version.procedure).select_related("author", "version")
-        context = {"version": version, "comments": list(comments), "can_review": True}
+        # the decision panel's unresolved count goes along out of band
+        context = {
+            "version": version, "can_review": True, "oob_threads": True,
+            "is_candidate": version.status == Status.CANDIDATE, **threads_context(version),
+        }
         return render(request, "reviews/version_detail.html#comments", context)
-    messages.success(request, "Comment added.")
-    return redirect(reverse("reviews:version", kwargs={"pk": version.pk}) + "#comments")
+    messages.success(request, text)
+    return redirect(reverse("reviews:version", kwargs={"pk": version.pk}) + "#" + anchor)
+
+
+@require_POST
+@signed_in
+@refusals
+def version_thread_create(request: HttpRequest, pk: int) -> HttpResponse:
+    """Opens a thread on the whole version, a field or a step; @mentions notify."""
+    version = get_version_for_user(request, pk, for_="review")
+    form = ThreadForm(request.POST)
+    if not form.is_valid():
+        raise ValidationError(" ".join(f"{k}: {' '.join(v)}" for k, v in form.errors.items()))
+    anchor, step = form.cleaned_data["anchor"]
+    thread = thread_create(version=version, user=request.user, body=form.cleaned_data["body"], anchor=anchor, step=step)
+    return _after_thread_write(request, version, f"Thread opened on {thread.anchor_label}.", f"thread-{thread.pk}")
+
+
+@require_POST
+@signed_in
+@refusals
+def thread_reply_view(request: HttpRequest, pk: int) -> HttpResponse:
+    thread = get_thread_for_user(request, pk, for_="review")
+    body = posted_form(request, CommentForm, invalid="A reply cannot be empty.")["body"]
+    thread_reply(thread=thread, user=request.user, body=body)
+    return _after_thread_write(request, thread.version, "Reply added.", f"thread-{thread.pk}")
+
+
+@require_POST
+@signed_in
+@refusals
+def thread_resolve(request: HttpRequest, pk: int) -> HttpResponse:
+    thread = get_thread_for_user(request, pk, for_="review")
+    thread_set_resolved(thread=thread, user=request.user, resolved=True)
+    return _after_thread_write(request, thread.version, f"Thread on {thread.anchor_label} resolved.", f"thread-{thread.pk}")
+
+
+@require_POST
+@signed_in
+@refusals
+def thread_reopen(request: HttpRequest, pk: int) -> HttpResponse:
+    thread = get_thread_for_user(request, pk, for_="review")
+    thread_set_resolved(thread=thread, user=request.user, resolved=False)
+    return _after_thread_write(request, thread.version, f"Thread on {thread.anchor_label} reopened.", f"thread-{thread.pk}")
 
 
 @require_http_methods(["GET", "POST"])
@@ -230,6 +317,7 @@ def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
         "blockers": approval_blockers(version, request.user),
         "can_approve": user_can_approve(request.user, version.procedure),
         "active": selectors.active_version_of(version.procedure),
+        "unresolved_threads": Thread.objects.filter(version__procedure_id=version.procedure_id, resolved_at__isnull=True).count(),
     }
     template = "reviews/version_approve.html"
     if request.htmx:
@@ -264,6 +352,8 @@ def eval_panel_context(request: HttpRequest, version: ProcedureVersion) -> dict:
             blockers=approval_blockers(version, request.user),
             can_approve=user_can_approve(request.user, version.procedure),
             siblings=selectors.versions_of(version.procedure),
+            unresolved_threads=Thread.objects.filter(version__procedure_id=version.procedure_id, resolved_at__isnull=True).count(),
+            **claim_context(request, version),
         )
     return context
 

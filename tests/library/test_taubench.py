@@ -19,7 +19,7 @@ from library.models import AgentSession, MiningRun, ProcedureVersion
 
 DATA = TAUBENCH_DIR / "gpt-4o-airline.json"
 READ_PREFIXES = ("get_", "search_", "list_", "calculate", "think")
-THRESHOLD = 3
+THRESHOLD = 2
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -51,6 +51,8 @@ def _skeleton(tools):
     for tool in tools:
         if tool != "think" and (not reduced or reduced[-1] != tool):
             reduced.append(tool)
+            if tool == "transfer_to_human_agents":  # a terminal call ends the procedure
+                break
     return tuple(reduced)
 
 
@@ -58,38 +60,124 @@ def test_sessions_keep_outcome_model_and_the_derived_intent(raw, imported):
     assert AgentSession.objects.filter(agent__name="airline").count() == 200
     assert AgentSession.objects.filter(agent__name="airline", resolved=True).count() == sum(1 for s in raw if s["reward"] == 1.0)
     escalated = sum(1 for s in raw if "transfer_to_human_agents" in _tools(s))
+    assert AgentSession.objects.filter(agent__name="airline").values("task_key").distinct().count() == 50
     assert AgentSession.objects.filter(agent__name="airline", escalated=True).count() == escalated
     assert set(AgentSession.objects.filter(agent__name="airline").values_list("model", flat=True)) == {"gpt-4o"}
     assert AgentSession.objects.filter(agent__name="airline").values("intent").distinct().count() == 12
 
 
-def test_candidate_steps_follow_the_tool_order_of_the_resolved_sessions(raw, imported):
-    # what the resolved, non-escalated sessions of each intent did, computed here from the file
-    by_intent = defaultdict(Counter)
+def _intent(session):
+    writes = sorted({a["name"] for a in session["info"]["task"]["actions"] if not a["name"].startswith(READ_PREFIXES)})
+    return "-".join(writes) or "no_write_action"
+
+
+def _mined_part(raw):
+    """The sessions the miner mines: per intent all but the newest quarter (the file has no end
+    times, so import order decides), with at least 3 tool calls besides think."""
+    by_intent = defaultdict(list)
     for session in raw:
-        tools = _tools(session)
-        if session["reward"] != 1.0 or "transfer_to_human_agents" in tools:
-            continue
-        writes = sorted({a["name"] for a in session["info"]["task"]["actions"] if not a["name"].startswith(READ_PREFIXES)})
-        by_intent["-".join(writes) or "no_write_action"][_skeleton(tools)] += 1
-    largest = sorted(by_intent, key=lambda name: -sum(by_intent[name].values()))
-    candidates = {v.procedure.intent.name: v for v in ProcedureVersion.objects.filter(mining_run=imported).select_related("procedure__intent")}
-    checked = 0
-    for intent in largest[:5]:
-        groups = [(s, n) for s, n in by_intent[intent].most_common() if s and n >= THRESHOLD]
-        if not groups:
-            assert intent not in candidates
-            continue
-        top_skeleton, support = groups[0]
-        version = candidates[intent]
-        step_tools = [re.search(r"(\w+)\(", step).group(1) for step in version.steps if "(" in step]
-        assert tuple(step_tools) == top_skeleton, intent
-        assert version.evidence["support"] == support
-        assert version.evidence["resolved"] == sum(by_intent[intent].values())
-        assert 3 <= len(version.steps) <= 8
-        checked += 1
-    assert checked >= 3
-    assert {"cancel_reservation", "send_certificate"} <= set(candidates)
+        by_intent[_intent(session)].append(session)
+    mined = {}
+    for intent, sessions in by_intent.items():
+        older = sessions[: len(sessions) - len(sessions) // 4]
+        mined[intent] = [s for s in older if sum(1 for t in _tools(s) if t != "think") >= 3]
+    return mined
+
+
+def _drafts(run):
+    """Every candidate of the run: the proposed versions and the reported (not proposed) drafts."""
+    drafts = [
+        {"intent": v.procedure.intent.name, "skeleton": v.skeleton, "steps": v.steps, "forbidden": v.forbidden_actions,
+         "support": v.evidence["support"], "test": v.evidence["skeletonTest"], "proposed": True}
+        for v in ProcedureVersion.objects.filter(mining_run=run).select_related("procedure__intent")
+    ]
+    drafts += [
+        {"intent": e["intent"], "skeleton": e["skeleton"], "steps": e["steps"], "forbidden": e["forbiddenActions"],
+         "support": e["figures"]["support"], "test": e["skeletonTest"], "proposed": False}
+        for e in run.report if e.get("steps") is not None and e["status"] != "mined"
+    ]
+    return drafts
+
+
+def test_support_counts_distinct_tasks_not_repeated_trials(raw, imported):
+    mined = _mined_part(raw)
+    drafts = _drafts(imported)
+    assert drafts
+    repeated = False
+    for draft in drafts:
+        sessions = [s for s in mined[draft["intent"]] if s["reward"] == 1.0]
+        following = [s for s in sessions if list(_skeleton(_tools(s))) == draft["skeleton"]]
+        tasks = {s["task_id"] for s in following}
+        assert draft["support"] == len(tasks), draft["intent"]
+        assert draft["test"]["resolvedOf"] == len({s["task_id"] for s in sessions})
+        if len(following) > len(tasks):
+            repeated = True
+    assert repeated  # some group has repeated trials of one task, and they counted once
+
+
+def test_no_step_or_forbidden_action_holds_an_id_of_the_airline_world(imported):
+    ids = _airline_ids()
+    assert len(ids) > 2000
+    text = "\n".join(line for draft in _drafts(imported) for line in draft["steps"] + draft["forbidden"])
+    assert text
+    words = set(re.findall(r"[A-Za-z0-9_#\-]+", text))
+    assert not (words & ids), sorted(words & ids)[:10]
+
+
+def test_a_transfer_candidate_ends_with_the_transfer(imported):
+    with_transfer = [d for d in _drafts(imported) if "transfer_to_human_agents" in d["skeleton"]]
+    assert with_transfer
+    for draft in with_transfer:
+        assert draft["skeleton"][-1] == "transfer_to_human_agents", draft["intent"]
+        assert "transfer_to_human_agents" in draft["steps"][-1]
+
+
+def test_no_proposed_candidate_has_a_lift_interval_reaching_below_one(imported):
+    for draft in _drafts(imported):
+        low = draft["test"]["liftLow"]
+        if draft["proposed"]:
+            assert low is not None and low > 1, draft["intent"]
+    # what is only reported says why
+    for entry in imported.report:
+        assert entry["reason"] and entry["status"]
+
+
+def test_the_run_report_lists_every_intent_of_the_import(raw, imported):
+    assert {entry["intent"] for entry in imported.report} == {_intent(s) for s in raw}
+    assert len({entry["intent"] for entry in imported.report}) == 12
+
+
+def test_backtest_on_the_newest_trials(raw, imported):
+    by_intent = defaultdict(list)
+    for session in raw:
+        by_intent[_intent(session)].append(session)
+    for draft_entry in [e for e in imported.report if e.get("backtest")]:
+        back = draft_entry["backtest"]
+        newest = by_intent[draft_entry["intent"]][-(len(by_intent[draft_entry["intent"]]) // 4):]
+        assert back["heldBackSessions"] == len(newest)
+        assert back["followers"]["of"] + back["others"]["of"] == len(newest)
+
+
+def _airline_ids():
+    """Every id of the airline world: user, reservation, payment and flight ids, airport codes."""
+    world = TAUBENCH_DIR / "airline_db"
+    users = json.loads((world / "users.json").read_text())
+    reservations = json.loads((world / "reservations.json").read_text())
+    ids = set(users) | set(reservations)
+    for user in users.values():
+        for key, method in (user.get("payment_methods") or {}).items():
+            ids.add(key)
+            if isinstance(method, dict) and method.get("id"):
+                ids.add(method["id"])
+        ids.update(user.get("reservations") or [])
+    for reservation in reservations.values():
+        ids.update(filter(None, (reservation.get("origin"), reservation.get("destination"), reservation.get("user_id"))))
+        for flight in reservation.get("flights") or []:
+            ids.update(filter(None, (flight.get("flight_number"), flight.get("origin"), flight.get("destination"))))
+        for payment in reservation.get("payment_history") or []:
+            if payment.get("payment_id"):
+                ids.add(payment["payment_id"])
+    return ids
 
 
 def _personal_values(raw):
@@ -141,6 +229,7 @@ def test_no_personal_data_survives_in_anything_a_reviewer_can_open(raw, imported
         reviewer_visible.append(json.dumps(version.to_dict()))
         reviewer_visible.append(json.dumps(version.provenance))
     reviewer_visible.append(json.dumps(imported.skipped))
+    reviewer_visible.append(json.dumps(imported.report))
     text = "\n".join(reviewer_visible)
     assert "{{user_id}}" in text and "{{person}}" in text  # the excerpts are there, redacted
     for kind in ("user_id", "email", "dob", "payment_id"):

@@ -31,6 +31,7 @@ def _form(agent, **changes):
         "auto_capture_enabled": "on" if agent.auto_capture_enabled else "",
         "injection_cap": agent.injection_cap,
         "support_threshold": agent.support_threshold,
+        "review_target_hours": agent.review_target_hours,
         "redaction_patterns": "[]",
         "reason": "",
     }
@@ -49,6 +50,14 @@ def test_service_saves_and_audits_before_and_after(agent, agent_admin):
     assert event.after["injection_cap"] == 1 and event.after["redaction_patterns"][0]["label"] == "ticket"
 
 
+def test_the_review_target_is_a_setting(agent, agent_admin):
+    agent_settings_update(agent=agent, user=agent_admin, review_target_hours=8, reason="faster reviews")
+    agent.refresh_from_db()
+    assert agent.review_target_hours == 8
+    event = AuditEvent.objects.get(action=AuditEvent.Action.SETTINGS, agent=agent)
+    assert (event.before, event.after) == ({"review_target_hours": 72}, {"review_target_hours": 8})
+
+
 def test_no_change_writes_no_audit_row(agent, agent_admin):
     agent_settings_update(agent=agent, user=agent_admin, injection_cap=agent.injection_cap)
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS).exists()
@@ -58,6 +67,8 @@ def test_no_change_writes_no_audit_row(agent, agent_admin):
     ({"injection_cap": 21}, "injection_cap"),
     ({"injection_cap": -1}, "injection_cap"),
     ({"support_threshold": 0}, "support_threshold"),
+    ({"review_target_hours": 0}, "review_target_hours"),
+    ({"review_target_hours": "72"}, "review_target_hours"),
     ({"redaction_patterns": [{"label": "x", "regex": "(unclosed"}]}, "redaction_patterns"),
     ({"redaction_patterns": [{"regex": "x"}]}, "redaction_patterns"),
     ({"redaction_patterns": "ORD-"}, "redaction_patterns"),

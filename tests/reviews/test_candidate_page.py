@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from library import services
 from library.models import AuditEvent, EvalRun, ProcedureVersion, Source, Status
-from reviews.models import Comment
+from reviews.models import Comment, Thread
 from tests.conftest import make_passing_eval
 from tests.reviews.conftest import HTMX, bulk_candidates, client_for
 
@@ -119,7 +119,8 @@ def test_procedure_text_is_always_escaped(reviewer_client, agent, intent, propos
         required_tools=["replyTemplates"], forbidden_actions=["Do not <i>italicise</i>."],
         source=Source.MANUAL, proposed_by=proposer,
     )
-    Comment.objects.create(version=version, author=proposer, body="<script>alert('c')</script>")
+    thread = Thread.objects.create(version=version, created_by=proposer)
+    Comment.objects.create(thread=thread, version=version, author=proposer, body="<script>alert('c')</script>")
     for page in (url("version", version), reverse("reviews:procedure", kwargs={"pk": version.procedure_id}), "/queue/"):
         html = client_for(proposer).get(page).content.decode()
         assert "<script>alert" not in html and "<img src=x" not in html and "<b>bold</b>" not in html
@@ -323,14 +324,18 @@ def test_candidate_page_queries_do_not_grow_with_the_queue(django_assert_num_que
     make_passing_eval(mined_v2)
     client = client_for(refund_approver)
     bulk_candidates(agent, intent, 10, prefix="small")
+    first = Thread.objects.create(version=mined_v2, created_by=refund_approver)
+    Comment.objects.create(thread=first, version=mined_v2, author=refund_approver, body="first")
     client.get(url("version", mined_v2))  # warm the embedding model and caches
     with CaptureQueriesContext(connection) as small:
         assert client.get(url("version", mined_v2)).status_code == 200
     bulk_candidates(agent, intent, 990, prefix="large")
-    Comment.objects.bulk_create([Comment(version=mined_v2, author=refund_approver, body=f"c{i}") for i in range(30)])
+    threads = Thread.objects.bulk_create([Thread(version=mined_v2, created_by=refund_approver, anchor="step", step=1 + i % 3) for i in range(30)])
+    Comment.objects.bulk_create([Comment(thread=t, version=mined_v2, author=refund_approver, body=f"c{i}") for i, t in enumerate(threads)])
     with django_assert_num_queries(len(small.captured_queries)):
         response = client.get(url("version", mined_v2))
-    assert response.status_code == 200 and len(response.context["comments"]) == 30
+    assert response.status_code == 200 and len(response.context["threads"]) == 31
+    assert response.context["unresolved_threads"] == 31
 
 
 def test_a_write_by_htmx_refreshes_the_navigation_counts(refund_approver, mined_v2):

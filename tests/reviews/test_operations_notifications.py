@@ -71,7 +71,7 @@ def test_preferences_page_saves_choices_that_the_next_notification_follows(
     saved = {p.kind: (p.in_app, p.email) for p in NotificationPreference.objects.filter(user=reviewer)}
     assert saved == {
         "new_candidates": (False, True), "eval_finished": (True, False),
-        "refused_at_load": (False, False), "metric_warning": (False, False),
+        "refused_at_load": (False, False), "metric_warning": (False, False), "mention": (False, False),
     }
     with django_capture_on_commit_callbacks(execute=True):
         signals.candidates_created.send(sender=None, agent_id=agent.pk, version_ids=[candidate.pk], mining_run_id=None)

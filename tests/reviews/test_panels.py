@@ -52,7 +52,37 @@ def test_mined_evidence_gives_the_contrast_skeleton_and_excerpts(candidate):
         ("tool call", "createApproval({})  ✗ failed"),
         ("note", "2 more tool calls"),
     ]
-    assert dict(evidence.other) == {"skeletonLift": "5.6", "escalatedExcluded": "12", "withoutOutcome": "3"}
+    assert dict(evidence.other) == {"escalatedExcluded": "12", "withoutOutcome": "3"}
+
+
+STATISTICS = {  # what the miner adds: distinct tasks, intervals, p-values, a backtest
+    **MINED,
+    "unit": "distinct tasks",
+    "skeletonTest": {"resolved": 118, "resolvedOf": 140, "failed": 0, "failedOf": 60, "lift": "inf", "liftLow": 5.1, "liftHigh": None,
+                     "pValue": 1e-30, "pAdjusted": 4e-30, "tests": 4, "alpha": 0.05, "credible": True,
+                     "resolvedRate": {"count": 118, "of": 140, "rate": 0.8429, "low": 0.7735, "high": 0.8939},
+                     "failedRate": {"count": 0, "of": 60, "rate": 0.0, "low": 0.0, "high": 0.0602}},
+    "tools": [{"tool": "createApproval", "resolved": 118, "failed": 9, "lift": 5.619, "liftLow": 2.7, "liftHigh": 12.4, "pValue": 3e-21, "inSkeleton": True}],
+    "backtest": {"share": 0.25, "heldBackSessions": 66, "heldBackTasks": 66, "verdict": "contradicts", "contradicted": True, "pValue": 0.9,
+                 "followers": {"count": 8, "of": 33, "rate": 0.2424, "low": 0.128, "high": 0.41},
+                 "others": {"count": 30, "of": 33, "rate": 0.9091, "low": 0.764, "high": 0.969}},
+    "variants": [{"skeleton": ["lookupOrder", "verifyIdentity", "createApproval"], "support": 25, "supportSessions": 30, "failedTasks": 1, "differs": "adds verifyIdentity"}],
+    "arguments": [{"step": 4, "tool": "replyTemplates", "key": "template", "value": "approval_pending", "resolved": 118, "resolvedOf": 118,
+                   "failed": 0, "failedOf": 60, "pValue": 1e-40, "separates": True}],
+}
+
+
+@pytest.mark.django_db
+def test_mined_statistics_and_backtest_are_shown(candidate, client, reviewer):
+    candidate.evidence = STATISTICS
+    evidence = build_evidence(candidate)
+    assert evidence.unit == "tasks"
+    assert evidence.tool_lines[0] == "createApproval: 118 of 140 resolved vs 9 of 60 failed (lift 5.6, 95 % 2.70–12.40, p = 3e-21)"
+    assert evidence.statistics.startswith("Skeleton: lift ∞, 95 % 5.10–∞, p = 1e-30; Bonferroni-adjusted p = 4e-30 over 4")
+    assert evidence.rate_lines[0] == "Share of resolved tasks that followed it: 84 % (95 % 77–89 %)"
+    assert evidence.backtest["contradicted"] and evidence.backtest["followers"] == "8 of 33 succeeded, 24 % (95 % 13–41 %)"
+    assert evidence.variant_lines[0].startswith("lookupOrder → verifyIdentity → createApproval: 25 tasks (30 sessions)")
+    assert "separates the outcomes" in evidence.argument_lines[0]
 
 
 @pytest.mark.django_db

@@ -32,13 +32,18 @@ class Command(BaseCommand):
             versions = list(run.versions.select_related("procedure").order_by("procedure__key"))
             self.stdout.write(
                 f"{agent.name}: mining run {run.pk}: {run.counts.get('sessions', 0)} sessions, "
-                f"{len(versions)} candidate(s), {len(run.skipped)} skipped"
+                f"{len(versions)} candidate(s), {len(run.skipped)} intent(s) not proposed"
             )
             for version in versions:
                 flag = " [QUARANTINED]" if version.quarantined else ""
                 self.stdout.write(f"  + {version.procedure.key} v{version.number}{flag}: {version.evidence.get('summary', '')}")
-            for skip in run.skipped:
-                skeleton = " → ".join(skip["skeleton"]) if skip.get("skeleton") else "-"
-                self.stdout.write(f"  - {skip.get('intent') or '(agent)'} [{skeleton}]: {skip['reason']}")
+            # the report names every intent, with what happened to it and why
+            for entry in run.report or run.skipped:
+                if entry.get("status") in ("mined", "quarantined"):
+                    continue
+                skeleton = entry.get("skeleton") or (entry.get("figures") or {}).get("topSkeleton")
+                skeleton_text = " → ".join(skeleton) if skeleton else "-"
+                status = f"{entry['status']}: " if entry.get("status") else ""
+                self.stdout.write(f"  - {entry.get('intent') or '(agent)'} [{skeleton_text}]: {status}{entry['reason']}")
             if options["json"]:
-                self.stdout.write(json.dumps({"run": run.pk, "counts": run.counts, "skipped": run.skipped}, indent=2))
+                self.stdout.write(json.dumps({"run": run.pk, "counts": run.counts, "report": run.report}, indent=2))

@@ -1,0 +1,60 @@
+"""manage.py agent_settings: shows or changes an agent's capture settings (docs: mining)."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+
+from library.mining.configuration import EDITABLE, LABELS, agent_capture_settings_update, capture_settings_snapshot
+from library.models import Agent
+
+_ON = {"on", "true", "yes", "1"}
+_OFF = {"off", "false", "no", "0"}
+
+
+def _switch(value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered in _ON:
+        return True
+    if lowered in _OFF:
+        return False
+    raise CommandError(f"--auto-capture: {value!r} is not on or off")
+
+
+class Command(BaseCommand):
+    help = (
+        "Shows an agent's capture settings, or changes them: automatic capture (opt-in), minimum tool "
+        "calls, support threshold (distinct tasks), significance level, backtest share."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("agent")
+        parser.add_argument("--auto-capture", type=_switch, dest="auto_capture_enabled", metavar="on|off")
+        parser.add_argument("--min-tool-calls", type=int, dest="min_tool_calls")
+        parser.add_argument("--support-threshold", type=int, dest="support_threshold")
+        parser.add_argument("--significance-level", type=float, dest="significance_level")
+        parser.add_argument("--backtest-share", type=float, dest="backtest_share")
+        parser.add_argument("--json", action="store_true", help="print the settings as JSON")
+
+    def handle(self, *args, agent, **options):
+        try:
+            agent_obj = Agent.objects.get(name=agent)
+        except Agent.DoesNotExist:
+            raise CommandError(f"No agent named {agent!r}") from None
+        changes = {field: options[field] for field in EDITABLE if options.get(field) is not None}
+        if changes:
+            try:
+                agent_obj = agent_capture_settings_update(agent=agent_obj, actor_label="manage.py agent_settings", **changes)
+            except ValidationError as exc:
+                raise CommandError("; ".join(m for messages in exc.message_dict.values() for m in messages)) from None
+        snapshot = capture_settings_snapshot(agent_obj)
+        if options["json"]:
+            self.stdout.write(json.dumps({"agent": agent_obj.name, **snapshot}))
+            return
+        self.stdout.write(f"{agent_obj.name}: capture settings{' (changed)' if changes else ''}")
+        for field in EDITABLE:
+            value = snapshot[field]
+            shown = ("on" if value else "off") if isinstance(value, bool) else value
+            self.stdout.write(f"  {LABELS[field]}: {shown}")

@@ -1,0 +1,44 @@
+"""The search page: procedures, versions, candidates and comments, with the queue's filters and a
+status filter; results ranked and highlighted (reviews/search.py)."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+from django.views.decorators.vary import vary_on_headers
+
+from library.models import Status
+
+from .. import search, selectors
+from ..access import signed_in, visible_agents
+
+SEARCH_PAGE_SIZE = 25
+
+
+@require_GET
+@signed_in
+@vary_on_headers("HX-Request")
+def search_page(request: HttpRequest) -> HttpResponse:
+    terms = search.parse_query(request.GET.get("q", ""))
+    filters = search.SearchFilters.from_query(request.GET)
+    agents = visible_agents(request)
+    pks, query = search.matching_versions(request.user, terms, filters, visible_agents=agents)
+    page = Paginator(pks, SEARCH_PAGE_SIZE).get_page(request.GET.get("page"))
+    hits = search.search_hits(list(page.object_list), terms, query) if not terms.is_empty else []
+    context = {
+        "terms": terms,
+        "filters": filters,
+        "page": page,
+        "hits": hits,
+        "choices": selectors.filter_choices(visible_agents=agents),
+        "statuses": Status.choices,
+        "query": urlencode({**filters.as_query(), "q": terms.text}),
+    }
+    template = "reviews/search.html"
+    if request.htmx and not request.htmx.boosted:
+        template += "#results"
+    return render(request, template, context)
