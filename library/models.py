@@ -98,6 +98,8 @@ class Agent(models.Model):
     eval_timeout_seconds = models.FloatField(default=30.0)
     model_base_url = models.URLField(blank=True)
     model_name = models.CharField(max_length=128, blank=True)
+    # Never plaintext: "", "env:NAME" or "fernet:<token>" (library/secret_store.py); a check
+    # constraint refuses anything else, and save() seals a raw key given to it.
     model_api_key = models.CharField(max_length=512, blank=True)
     current_model = models.CharField(max_length=128, blank=True, help_text="The LLM the agent runs on now")
     review_target_hours = models.PositiveIntegerField(
@@ -117,6 +119,10 @@ class Agent(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(injection_cap__lte=20), name="agent_injection_cap_lte_20"),
             models.CheckConstraint(
+                condition=Q(model_api_key="") | Q(model_api_key__startswith="env:") | Q(model_api_key__startswith="fernet:"),
+                name="agent_model_api_key_sealed",
+            ),
+            models.CheckConstraint(
                 condition=Q(significance_level__gt=0) & Q(significance_level__lte=0.5), name="agent_significance_level_range"
             ),
             models.CheckConstraint(
@@ -131,6 +137,13 @@ class Agent(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs):
+        from .secret_store import is_sealed, seal_secret
+
+        if not is_sealed(self.model_api_key):
+            self.model_api_key = seal_secret(self.model_api_key)
+        super().save(*args, **kwargs)
 
 
 class AgentToolChange(models.Model):
@@ -667,7 +680,8 @@ class ApiToken(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Refused from this moment on (none: never expires)")
+    last_used_at = models.DateTimeField(null=True, blank=True, help_text="Written at most once a minute")
 
     class Meta:
         ordering = ["agent_id", "-created_at"]

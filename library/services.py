@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Callable
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -45,6 +45,13 @@ from .permissions import user_can_approve, user_can_manage_procedure, user_is_re
 
 logger = logging.getLogger(__name__)
 
+try:  # PostgreSQL's "you lost a race" errors; SQLite serialises writers and has none
+    from psycopg import errors as _pg_errors
+
+    _LOST_RACE_ERRORS: tuple[type[BaseException], ...] = (_pg_errors.DeadlockDetected, _pg_errors.SerializationFailure, _pg_errors.LockNotAvailable)
+except ImportError:  # pragma: no cover
+    _LOST_RACE_ERRORS = ()
+
 MAX_STEPS_APPROVABLE = 8
 MAX_STEPS_STORED = 100
 MAX_FIELD_CHARS = 2000
@@ -52,6 +59,10 @@ MAX_FIELD_CHARS = 2000
 
 class LifecycleError(Exception):
     """A status change that the current state does not allow; the message says why."""
+
+
+class DecisionConflict(LifecycleError):
+    """A decision that lost a race with another one on the same procedure (views answer 409)."""
 
 
 @dataclass(frozen=True)
@@ -290,6 +301,7 @@ def version_revise(
         applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions
     )
     with transaction.atomic():
+        _lock_procedure(version, agent_too=False)  # before the version row: the decisions' lock order
         locked = ProcedureVersion.objects.select_for_update().select_related("procedure__agent").get(pk=version.pk)
         if locked.status == Status.REJECTED:
             raise LifecycleError(f"{locked} was rejected; propose a new version instead of editing it.")
@@ -349,6 +361,36 @@ def _set_status(version: ProcedureVersion, new_status: str, *, user, reason: str
     audit(action=action, actor=user, version=version, reason=reason, before=before, after=_status_snapshot(version))
 
 
+def _lock_procedure(version: ProcedureVersion, *, agent_too: bool) -> None:
+    """Serialises decisions: locks the procedure row before any version row, and first the agent
+    row for decisions that change the active set. Every writer takes these locks in one order
+    (agent, procedure, versions; mining and the rights services lock the agent first too), so two
+    decisions never deadlock, and the loser of a race re-reads the state the winner committed and
+    re-checks its blockers against it. The agent lock matters because an eval's baseline is the
+    agent's whole active set: two approvals of two procedures of one agent must not both pass on
+    one baseline. Caller holds a transaction."""
+    if agent_too:
+        agent_id = Procedure.objects.filter(pk=version.procedure_id).values_list("agent_id", flat=True).first()
+        Agent.objects.select_for_update().filter(pk=agent_id).values_list("pk", flat=True).first()
+    Procedure.objects.select_for_update().filter(pk=version.procedure_id).values_list("pk", flat=True).first()
+
+
+def _decision(callback: Callable[[], ProcedureVersion]) -> ProcedureVersion:
+    """Runs a decision in one transaction. The locks make a lost race a LifecycleError; should the
+    database's own invariants (one ACTIVE version per procedure, the transition trigger) still refuse
+    a write, that is a lost race too and is reported as one, never as a server error."""
+    try:
+        with transaction.atomic():
+            return callback()
+    except (IntegrityError, OperationalError) as exc:
+        if isinstance(exc, OperationalError) and not isinstance(exc.__cause__, _LOST_RACE_ERRORS):
+            raise
+        logger.warning("decision refused by the database: %s", exc)
+        raise DecisionConflict(
+            "Another decision on this procedure was made at the same time; reload and try again."
+        ) from exc
+
+
 def _lock_version(version: ProcedureVersion) -> ProcedureVersion:
     return (
         ProcedureVersion.objects.select_for_update(of=("self",))
@@ -379,6 +421,33 @@ def passing_eval_for(version: ProcedureVersion) -> EvalRun | None:
     )
 
 
+def authored_since_active(version: ProcedureVersion, user) -> list[int]:
+    """Numbers of the versions of `version`'s procedure that `user` proposed or edited since the
+    current ACTIVE version: every version numbered above it (all of them when none is ACTIVE), and
+    every version on the edit chain (`based_on`) that leads from `version` back to it. The four-eyes
+    rule covers the whole chain, so an approver cannot edit v7 and approve a colleague's v9 on top.
+    One query: a procedure has few versions."""
+    rows = {
+        row["pk"]: row
+        for row in ProcedureVersion.objects.filter(procedure_id=version.procedure_id).values(
+            "pk", "number", "status", "based_on_id", "proposed_by_id", "edited_by_id"
+        )
+    }
+    active = next((row for row in rows.values() if row["status"] == Status.ACTIVE), None)
+    floor = active["number"] if active is not None else 0
+    since = {pk for pk, row in rows.items() if row["number"] > floor}
+    seen: set[int] = set()
+    pk = version.pk
+    while pk is not None and pk in rows and pk not in seen and (active is None or pk != active["pk"]):
+        seen.add(pk)
+        pk = rows[pk]["based_on_id"]
+    return sorted(
+        rows[pk]["number"]
+        for pk in since | seen
+        if user.pk in (rows[pk]["proposed_by_id"], rows[pk]["edited_by_id"])
+    )
+
+
 def approval_blockers(version: ProcedureVersion, user, *, acknowledged_conflicts: bool = False) -> list[str]:
     """Every reason why `user` may not approve `version` now (empty: may approve). The UI shows
     these next to a disabled button; version_approve re-checks them under the row lock. Conflicts
@@ -394,6 +463,13 @@ def approval_blockers(version: ProcedureVersion, user, *, acknowledged_conflicts
             reasons.append("You proposed this procedure; another approver must decide (four-eyes rule).")
         if version.edited_by_id == user.pk:
             reasons.append("You made the last edit of this version; another approver must decide (four-eyes rule).")
+        earlier = [n for n in authored_since_active(version, user) if n != version.number]
+        if earlier and version.proposed_by_id != user.pk and version.edited_by_id != user.pk:
+            listed = ", ".join(f"v{n}" for n in earlier)
+            reasons.append(
+                f"You proposed or edited {listed} of this procedure since its active version; "
+                "another approver must decide (four-eyes rule)."
+            )
     if version.quarantined:
         reasons.append("The policy screen quarantined this version; edit out the flagged text first.")
     if len(version.steps) > MAX_STEPS_APPROVABLE:
@@ -425,12 +501,15 @@ def version_approve(
     *, version: ProcedureVersion, user, comment: str = "", acknowledge_conflicts: bool = False
 ) -> ProcedureVersion:
     """CANDIDATE → ACTIVE. The previous ACTIVE version of the same procedure becomes RETIRED in the
-    same transaction. Two approvers racing: the row lock serialises them and the second is refused.
-    A conflict with another ACTIVE procedure blocks unless `acknowledge_conflicts`; then it is
+    same transaction. Two approvers racing: the procedure lock serialises them, the second re-checks
+    every blocker against what the first committed and is refused (LifecycleError, a 409). A
+    conflict with another ACTIVE procedure blocks unless `acknowledge_conflicts`; then it is
     recorded in a `conflict_ack` audit row."""
     if user is None or not user.is_authenticated:
         raise PermissionDenied("Sign in to approve.")
-    with transaction.atomic():
+
+    def decide() -> ProcedureVersion:
+        _lock_procedure(version, agent_too=True)
         locked = _lock_version(version)
         if locked.status != Status.CANDIDATE:
             if locked.status == Status.ACTIVE and locked.approved_by_id:
@@ -470,7 +549,9 @@ def version_approve(
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
         _on_commit(lambda: _notify_status_changed(locked.pk, "approve", user, comment))
-    return locked
+        return locked
+
+    return _decision(decide)
 
 
 def review_by_for(agent: Agent, *, today=None):
@@ -487,6 +568,7 @@ def version_review_confirm(*, version: ProcedureVersion, user, comment: str = ""
     if user is None or not user.is_authenticated:
         raise PermissionDenied("Sign in to review.")
     with transaction.atomic():
+        _lock_procedure(version, agent_too=False)
         locked = _lock_version(version)
         if not user_can_approve(user, locked.procedure):
             raise PermissionDenied(f"You do not hold the approve permission for {locked.procedure.key}.")
@@ -512,12 +594,16 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "A rejection needs a reason."})
-    with transaction.atomic():
+
+    def decide() -> ProcedureVersion:
+        _lock_procedure(version, agent_too=False)
         locked = _lock_version(version)
         if locked.status != Status.CANDIDATE:
             raise LifecycleError(f"Only a candidate can be rejected; {locked} is {locked.status}.")
         _set_status(locked, Status.REJECTED, user=user, reason=reason, action=AuditEvent.Action.REJECT)
-    return locked
+        return locked
+
+    return _decision(decide)
 
 
 def version_retire(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
@@ -525,7 +611,9 @@ def version_retire(*, version: ProcedureVersion, user, reason: str) -> Procedure
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Retiring needs a reason."})
-    with transaction.atomic():
+
+    def decide() -> ProcedureVersion:
+        _lock_procedure(version, agent_too=True)
         locked = _lock_version(version)
         if not user_can_manage_procedure(user, locked.procedure):
             raise PermissionDenied(f"You may not retire versions of {locked.procedure.key}.")
@@ -535,16 +623,21 @@ def version_retire(*, version: ProcedureVersion, user, reason: str) -> Procedure
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
         _on_commit(lambda: _notify_status_changed(locked.pk, "retire", user, reason))
-    return locked
+        return locked
+
+    return _decision(decide)
 
 
 def version_rollback(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
     """RETIRED → ACTIVE (admin): the chosen earlier version becomes ACTIVE and the current ACTIVE one
-    RETIRED, in one transaction. The version keeps its original approval and eval run."""
+    RETIRED, in one transaction. The version keeps its original approval and eval run. Two roll-backs
+    racing: the procedure lock serialises them and the second sees the state the first left."""
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Rolling back needs a reason."})
-    with transaction.atomic():
+
+    def decide() -> ProcedureVersion:
+        _lock_procedure(version, agent_too=True)
         locked = _lock_version(version)
         if not user_can_manage_procedure(user, locked.procedure):
             raise PermissionDenied(f"You may not roll back versions of {locked.procedure.key}.")
@@ -558,7 +651,9 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
         _on_commit(lambda: _notify_status_changed(locked.pk, "rollback", user, reason))
-    return locked
+        return locked
+
+    return _decision(decide)
 
 
 def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) -> VersionTombstone:
@@ -580,6 +675,7 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
     if user is None or not user.is_authenticated:
         raise PermissionDenied("Sign in to erase.")
     with transaction.atomic():
+        _lock_procedure(version, agent_too=True)  # erasing an ACTIVE version changes the active set
         locked = _lock_version(version)
         if not user_can_manage_procedure(user, locked.procedure):
             raise PermissionDenied(f"You may not erase versions of {locked.procedure.key}.")
@@ -691,7 +787,9 @@ def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "
 
 __all__ = [
     "Content",
+    "DecisionConflict",
     "LifecycleError",
+    "authored_since_active",
     "approval_blockers",
     "audit",
     "agent_set_tools",

@@ -193,6 +193,14 @@ def _agent_part(agent: Agent) -> bytes:
     ).encode()
 
 
+def approver_secret_columns() -> list[str]:
+    """The approver's columns a served version does not need (password hash, e-mail, ...): deferred,
+    so the read-only role needs SELECT on the user's id and user name only."""
+    user_model = ProcedureVersion._meta.get_field("approved_by").related_model
+    keep = {user_model._meta.pk.name, user_model.USERNAME_FIELD}
+    return [f"approved_by__{f.name}" for f in user_model._meta.concrete_fields if f.name not in keep]
+
+
 def _current_state(agent_id: int, *, using: str) -> tuple[Agent, str]:
     """The agent's served settings and the fingerprint of its set: what determines the body — the
     settings and which versions are ACTIVE, with their approvers' names. On PostgreSQL this is one
@@ -342,6 +350,7 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
             ProcedureVersion.objects.using(using)
             .filter(procedure__agent_id=agent.pk, status=Status.ACTIVE)
             .select_related("procedure", "procedure__intent", "approved_by")
+            .defer(*approver_secret_columns())
             .order_by("procedure__key")
         )
         for version in versions:

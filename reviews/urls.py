@@ -38,6 +38,7 @@ urlpatterns = [
     path("cases/<int:pk>/edit/", cases.case_edit, name="case_edit"),
     # agents' tool lists
     path("agents/<str:agent>/tools/", agents.agent_tools, name="agent_tools"),
+    path("agents/<str:agent>/tokens/", agents.agent_tokens, name="agent_tokens"),
     path("agents/<str:agent>/playground/", agents.agent_playground, name="agent_playground"),
     path("refused-at-load/", agents.refused_at_load, name="refused_at_load"),
     path("agents/<str:agent>/settings/", agents.agent_settings, name="agent_settings"),

@@ -325,6 +325,12 @@ def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
         user = request.user
         if user.pk in {version.proposed_by_id, version.edited_by_id}:
             raise PermissionDenied("You proposed or last edited this version; another approver must decide (four-eyes rule).")
+        authored = library_services.authored_since_active(version, user)
+        if authored:
+            raise PermissionDenied(
+                f"You proposed or edited {', '.join(f'v{n}' for n in authored)} of this procedure since its active "
+                "version; another approver must decide (four-eyes rule)."
+            )
         if form.is_valid():
             library_services.version_approve(
                 version=version, user=user, comment=form.cleaned_data["comment"],

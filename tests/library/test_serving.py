@@ -42,6 +42,41 @@ def readonly_role(transactional_db):
 
 
 @pytest.mark.postgres
+def test_the_readonly_role_reads_no_secrets(readonly_role, candidate, admin_user, agent):
+    """Password hashes, e-mail addresses, sessions, token hashes, model keys, the audit trail, raw
+    sessions and sign-in records are all refused to the role; what the API serves is readable."""
+    from django.db.utils import ProgrammingError
+
+    role, wrapper = readonly_role
+    token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)
+    refused = [
+        "SELECT password FROM auth_user",
+        "SELECT email FROM auth_user",
+        "SELECT * FROM auth_user",
+        "SELECT session_key, session_data FROM django_session",
+        "SELECT token_hash FROM library_apitoken",
+        "SELECT model_api_key FROM library_agent",
+        "SELECT * FROM library_agent",
+        "SELECT * FROM library_auditevent",
+        "SELECT * FROM library_agentsession",
+        "SELECT * FROM axes_accessattempt",
+        "SELECT * FROM guardian_userobjectpermission",
+    ]
+    for statement in refused:
+        with wrapper.cursor() as cursor:
+            with pytest.raises(ProgrammingError, match="permission denied"):
+                cursor.execute(statement)
+        wrapper.close()  # a failed statement aborts the transaction; start the next one clean
+    with wrapper.cursor() as cursor:
+        cursor.execute("SELECT id, username FROM auth_user")
+        assert cursor.fetchall()
+        cursor.execute("SELECT id, name, tools FROM library_agent")
+        assert cursor.fetchone()[1] == agent.name
+        cursor.execute("SELECT count(*) FROM library_procedureversion")
+        assert cursor.fetchone()[0] >= 1
+
+
+@pytest.mark.postgres
 def test_a_write_through_the_readonly_role_fails(readonly_role, candidate, admin_user):
     role, wrapper = readonly_role
     make_active(candidate, admin_user)
@@ -107,7 +142,9 @@ def test_the_agent_api_works_through_the_readonly_role(readonly_role, candidate,
 def test_create_readonly_role_prints_sql_without_running_it(transactional_db, capsys):
     call_command("create_readonly_role", "procmem_never_created", "--no-password", "--print-sql")
     out = capsys.readouterr().out
-    assert 'GRANT SELECT ON ALL TABLES IN SCHEMA "public" TO "procmem_never_created"' in out
+    assert 'GRANT SELECT ON "public"."library_procedureversion" TO "procmem_never_created"' in out
+    assert 'GRANT SELECT ("id", "username") ON "public"."auth_user" TO "procmem_never_created"' in out
+    assert "ON ALL TABLES" not in out.replace("REVOKE ALL ON ALL TABLES", "")
     assert "INSERT" not in out and "UPDATE" not in out.replace("default_transaction_read_only", "")
     with connections["default"].cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = 'procmem_never_created'")
