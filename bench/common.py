@@ -42,7 +42,7 @@ def django_env(database_url: str, readonly_url: str | None = None) -> dict[str, 
         DATABASE_URL=database_url,
         DB_CONN_MAX_AGE="600",
         HF_HUB_OFFLINE="1",
-        PYTHONPATH=str(ROOT),
+        PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "clients" / "python")]),  # the checkout's client package
     )
     if readonly_url:
         env["READONLY_DATABASE_URL"] = readonly_url

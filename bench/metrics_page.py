@@ -83,7 +83,7 @@ def _seed(extra_procedures: int):
             version=version, content_hash=version.content_hash, baseline_hash=active_set_hash(agent),
             state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, runner="bench", started_at=now, finished_at=now,
         )
-        services.version_approve(version=version, user=users["admin"], comment="bench")
+        services.version_approve(version=version, user=users["admin"], comment="bench", acknowledge_conflicts=True)
     return agent
 
 

@@ -1,15 +1,21 @@
-"""Issue 6 benchmark: selection over 10,000 ACTIVE procedures.
+"""Selection latency with the step signal on, over 10,000 and 100,000 ACTIVE procedures.
 
-    .venv/bin/python -m bench.selection_bench [--count 10000] [--queries 40] [--repeat 3]
+    .venv/bin/python -m bench.selection_bench [--count 10000] [--large 100000] [--queries 40] [--repeat 3] [--no-endpoint]
 
-Reports the p50 latency of the ranker (procmem_client.ranking, in-process) and of
-GET /api/v1/agents/{agent}/select (gunicorn, 2 workers, through the SELECT-only role) against the
-floor: embedding one query alone with the same model. Target: both at most 1.5x the floor. Also
-the memory of the cached embeddings of the 10,000 versions. Queries are tau2-bench task texts;
-each measurement alternates floor and ranker on the same query so that machine load hits both
-alike. Needs PostgreSQL (BENCH_SELECTION_DATABASE_URL, default
-postgres://postgres@127.0.0.1:5432/procmem_h6_bench_sel; dropped and recreated). Appends to
-bench/RESULTS.md.
+The floor is embedding one query alone with the same model (all-MiniLM-L6-v2 on CPU); every ranker
+measurement alternates with a floor measurement on the same query, so that machine load hits both
+alike. Targets: p50 at most 1.5x the floor over 10,000 procedures, at most 3x over 100,000.
+
+- 10,000: ACTIVE versions seeded in PostgreSQL (BENCH_SELECTION_DATABASE_URL, default
+  postgres://postgres@127.0.0.1:5432/procmem_h8_bench_sel; dropped and recreated), indexed through
+  the server's path (appliesWhen and step vectors embedded once and stored in VersionEmbedding);
+  then `Index.select` in-process and, unless --no-endpoint, GET /api/v1/agents/{agent}/select on
+  gunicorn (2 workers, the SELECT-only role), whose workers read the stored vectors.
+- 100,000: records built in memory with distinct appliesWhen texts and three distinct steps each
+  (300,000 step texts). Embedding 400,000 texts would take hours on this CPU, so their vectors are
+  random unit vectors (seeded); ranking costs the same whatever the vectors hold. Queries are
+  embedded for real.
+Queries are tau2-bench task texts. Appends to bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -25,15 +31,12 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import numpy as np
+
 from . import common
 
-PORT = 8061
+PORT = 8108
 TAUBENCH = Path(os.environ.get("TAUBENCH_DIR", "/work/shared/data/taubench"))
-
-
-def rss_bytes() -> int:
-    with open("/proc/self/statm") as handle:
-        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def queries(n: int) -> list[str]:
@@ -45,142 +48,185 @@ def queries(n: int) -> list[str]:
     return texts[::step][:n]
 
 
+def large_records(count: int) -> list[dict]:
+    from bench.seed_active import ACTIONS, OBJECTS, QUALIFIERS, TOOLS
+
+    records = []
+    for i in range(count):
+        action, obj, qualifier = ACTIONS[i % len(ACTIONS)], OBJECTS[(i // len(ACTIONS)) % len(OBJECTS)], QUALIFIERS[(i // 900) % len(QUALIFIERS)]
+        tools = [TOOLS[i % len(TOOLS)], TOOLS[(i * 7 + 3) % len(TOOLS)]]
+        records.append(
+            {
+                "id": f"bench.q{i:06d}",
+                "version": 1,
+                "intent": f"intent_{i % 20:02d}",
+                "appliesWhen": f"The customer wants to {action} {obj} {qualifier} (case {i}).",
+                "steps": [f"Call {tools[0]}({{{{id}}}}) for record {i}.", f"Check rule {i} with {tools[1]}.", f"Tell the customer outcome {i}."],
+                "requiredTools": list(dict.fromkeys(tools)),
+                "forbiddenActions": [],
+            }
+        )
+    return records
+
+
+class RandomVectors:
+    """Deterministic random unit vectors per text: the corpus side of the 100,000 run."""
+
+    def __init__(self, dimensions: int) -> None:
+        self.dimensions = dimensions
+        self.rng = np.random.default_rng(2026)
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        vectors = self.rng.standard_normal((len(texts), self.dimensions)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def interleaved(texts: list[str], repeat: int, floor, measured) -> tuple[list[float], list[float]]:
+    floor_ms: list[float] = []
+    measured_ms: list[float] = []
+    for round_number in range(repeat):
+        for number, text in enumerate(texts):
+            pair = [(floor, floor_ms), (measured, measured_ms)]
+            if (number + round_number) % 2:
+                pair.reverse()  # alternate which goes first
+            for function, sink in pair:
+                started = time.perf_counter()
+                function(text)
+                sink.append((time.perf_counter() - started) * 1000)
+    return floor_ms, measured_ms
+
+
+def p(values: list[float], q: int = 50) -> float:
+    return float(np.percentile(values, q))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--count", type=int, default=10_000)
+    parser.add_argument("--large", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--no-endpoint", action="store_true", help="Skip the gunicorn endpoint measurement")
     args = parser.parse_args()
-    database_url = os.environ.get("BENCH_SELECTION_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/procmem_h6_bench_sel")
-    role = "procmem_h6_bench_sel_reader"
+    database_url = os.environ.get("BENCH_SELECTION_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/procmem_h8_bench_sel")
+    role = "procmem_h8_bench_sel_reader"
     common.OUT.mkdir(parents=True, exist_ok=True)
     started_on = common.machine()
     env, tokens = common.prepare(database_url, {"bench_10k": args.count}, role)
     token = tokens["bench_10k"]
     texts = queries(args.queries)
 
-    # --- in-process: the ranker against the floor
     os.environ.update({k: v for k, v in env.items() if k in {"DJANGO_SETTINGS_MODULE", "DATABASE_URL", "DB_CONN_MAX_AGE", "HF_HUB_OFFLINE"}})
     import django
 
     django.setup()
     from library import embeddings, serving
     from library.models import Agent
-    from procmem_client.ranking import Ranker
+    from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 
+    embeddings.embed(["warm the model up"])
+    config = SelectionConfig()
+    assert config.use_steps and config.step_weight > 0, "the benchmark measures the step signal on"
+
+    # --- 10,000 through the server's path
     agent = Agent.objects.get(name="bench_10k")
     served = serving.active_set_for_agent(agent=agent, using="default")
-    records = served.procedures
-    assert len(records) == args.count, len(records)
-    embeddings.embed(["warm the model up"])
-    ranker = Ranker()
-    rss_before = rss_bytes()
+    assert len(served.procedures) == args.count, len(served.procedures)
+    ranker = Ranker(cache=EmbeddingCache(), config=config)
     started = time.perf_counter()
-    index = ranker.index(records)
+    index = served.index(ranker)  # embeds appliesWhen and steps once and stores them
     build_seconds = time.perf_counter() - started
-    rss_after = rss_bytes()
-    cache_bytes = ranker.cache.nbytes()
-    matrix_bytes = index.nbytes()
 
-    floor_ms: list[float] = []
-    ranker_ms: list[float] = []
-    retrievers_ms: list[float] = []
-    injected_counts = []
-
-    def time_floor(text: str) -> None:
-        started = time.perf_counter()
+    def floor(text: str) -> None:
         embeddings.embed([text])
-        floor_ms.append((time.perf_counter() - started) * 1000)
 
-    def time_ranker(text: str) -> None:
+    floor_10k, rank_10k = interleaved(texts, args.repeat, floor, lambda text: index.select(task=text, cap=2))
+    own_10k = []
+    for text in texts:
+        vector = embeddings.embed([text])[0]
         started = time.perf_counter()
-        result = index.select(task=text, cap=2)
-        ranker_ms.append((time.perf_counter() - started) * 1000)
-        injected_counts.append(len(result["injected"]))
+        index.select(task=text, cap=2, query_vector=vector)
+        own_10k.append((time.perf_counter() - started) * 1000)
 
-    for repeat in range(args.repeat):
-        for number, text in enumerate(texts):
-            # alternate which goes first, so that neither always runs on a warmer cache
-            first, second = (time_floor, time_ranker) if (number + repeat) % 2 == 0 else (time_ranker, time_floor)
-            first(text)
-            second(text)
-            # the ranker's own work: the same selection with the query vector already computed
-            vector = embeddings.embed([text])[0]
-            started = time.perf_counter()
-            index.select(task=text, cap=2, query_vector=vector)
-            retrievers_ms.append((time.perf_counter() - started) * 1000)
+    # --- 100,000 in memory, random corpus vectors
+    records = large_records(args.large)
+    corpus = EmbeddingCache(RandomVectors(embeddings.dimension()))
+    started = time.perf_counter()
+    large_index = Ranker(cache=corpus, config=config).index(records)
+    large_build = time.perf_counter() - started
 
-    # --- the endpoint on gunicorn
-    endpoint_ms: list[float] = []
-    served_floor_ms: list[float] = []
-    base = f"http://127.0.0.1:{PORT}/api/v1/agents/bench_10k/select"
+    def select_large(text: str) -> None:
+        large_index.select(task=text, cap=2, query_vector=embeddings.embed([text])[0])
 
-    def call(text: str) -> float:
-        url = f"{base}?{urllib.parse.urlencode({'task': text})}"
+    floor_100k, rank_100k = interleaved(texts, args.repeat, floor, select_large)
+    own_100k = []
+    for text in texts:
+        vector = embeddings.embed([text])[0]
         started = time.perf_counter()
-        with urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}), timeout=900) as r:
-            body = json.loads(r.read())
-        assert len(body["injected"]) <= body["cap"]
-        return (time.perf_counter() - started) * 1000
+        large_index.select(task=text, cap=2, query_vector=vector)
+        own_100k.append((time.perf_counter() - started) * 1000)
 
-    def embed_only(text: str) -> float:
-        """The floor as served: bench/urls.py's view that only embeds the task, same process and middleware."""
-        url = f"http://127.0.0.1:{PORT}/bench/embed?{urllib.parse.urlencode({'task': text})}"
-        started = time.perf_counter()
-        with urllib.request.urlopen(url, timeout=900) as r:
-            r.read()
-        return (time.perf_counter() - started) * 1000
+    # --- the endpoint on gunicorn (10,000)
+    endpoint_line = ""
+    if not args.no_endpoint:
+        base = f"http://127.0.0.1:{PORT}/api/v1/agents/bench_10k/select"
 
-    try:
-        with common.gunicorn(env, port=PORT, workers=2, timeout=900):
-            started = time.perf_counter()
-            with ThreadPoolExecutor(max_workers=4) as pool:  # both workers embed the 10k texts once
-                list(pool.map(call, texts[:8]))
-            warm_seconds = time.perf_counter() - started
-            for repeat in range(args.repeat):
-                for number, text in enumerate(texts):
-                    if (number + repeat) % 2 == 0:
-                        endpoint_ms.append(call(text))
-                        served_floor_ms.append(embed_only(text))
-                    else:
-                        served_floor_ms.append(embed_only(text))
-                        endpoint_ms.append(call(text))
-    finally:
+        def call(text: str) -> None:
+            url = f"{base}?{urllib.parse.urlencode({'task': text})}"
+            with urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}), timeout=900) as r:
+                body = json.loads(r.read())
+            assert len(body["injected"]) <= body["cap"]
+
+        def embed_only(text: str) -> None:
+            with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/bench/embed?{urllib.parse.urlencode({'task': text})}", timeout=900) as r:
+                r.read()
+
+        try:
+            with common.gunicorn(env, port=PORT, workers=2, timeout=900):
+                started = time.perf_counter()
+                with ThreadPoolExecutor(max_workers=4) as pool:  # both workers load the stored vectors
+                    list(pool.map(call, texts[:8]))
+                warm = time.perf_counter() - started
+                served_floor, endpoint = interleaved(texts, args.repeat, embed_only, call)
+        finally:
+            common.drop_role(database_url, role)
+        endpoint_line = (
+            f"| GET /select on gunicorn (2 workers, readonly role), client-side, vs GET /bench/embed on the same server "
+            f"| {p(endpoint):.1f} ms | {p(endpoint) / p(served_floor):.2f}x of the served floor ({p(served_floor):.1f} ms); "
+            f"warming both workers from the stored vectors took {warm:.1f} s |"
+        )
+    else:
         common.drop_role(database_url, role)
 
-    floor = statistics.median(floor_ms)
-    rank = statistics.median(ranker_ms)
-    endpoint = statistics.median(endpoint_ms)
-    served_floor = statistics.median(served_floor_ms)
+    r10, r100 = p(rank_10k) / p(floor_10k), p(rank_100k) / p(floor_100k)
     section = "\n".join(
         [
-            "## Issue 6: selection over 10,000 ACTIVE procedures ({stamp})",
+            "## Selection with the step signal on, 10,000 and 100,000 ACTIVE procedures ({stamp})",
             "",
-            f"Command: `.venv/bin/python -m bench.selection_bench --count {args.count} --queries {args.queries} --repeat {args.repeat}`",
+            f"Command: `.venv/bin/python -m bench.selection_bench --count {args.count} --large {args.large} --queries {args.queries} "
+            f"--repeat {args.repeat}{' --no-endpoint' if args.no_endpoint else ''}`",
             "",
-            f"{args.count:,} ACTIVE versions (distinct appliesWhen sentences), all-MiniLM-L6-v2 on CPU, "
-            f"{len(texts)} tau2-bench task texts x {args.repeat}; {started_on}.",
+            f"Ranker defaults (weights semantic {config.semantic_weight}, lexical {config.lexical_weight}, exact "
+            f"{config.exact_weight}, step {config.step_weight}; step shortlist {config.step_shortlist}); "
+            f"{len(texts)} tau2-bench task texts x {args.repeat}, each ranker call alternating with a floor call; {started_on}.",
             "",
-            "| measure | p50 | vs floor |",
-            "| --- | ---: | ---: |",
-            f"| floor: embed one query alone | {floor:.1f} ms | 1.00x |",
-            f"| ranker (procmem_client.ranking, in-process: embed + 3 retrievers + fusion) | {rank:.1f} ms | {rank / floor:.2f}x |",
-            f"| ranker's own work (query vector given: 3 retrievers + fusion over {args.count:,}) | {statistics.median(retrievers_ms):.1f} ms | {statistics.median(retrievers_ms) / floor:.2f}x |",
-            f"| GET /select on gunicorn (2 workers, readonly role), client-side | {endpoint:.1f} ms | {endpoint / floor:.2f}x |",
-            f"| served floor: GET /bench/embed on the same gunicorn (embeds the task, nothing else) | {served_floor:.1f} ms | {served_floor / floor:.2f}x |",
+            "| measure | p50 | p90 | vs floor (p50) |",
+            "| --- | ---: | ---: | ---: |",
+            f"| floor (10,000 run): embed one query alone | {p(floor_10k):.1f} ms | {p(floor_10k, 90):.1f} ms | 1.00x |",
+            f"| select over {args.count:,}, in-process (embed + 4 signals + order) | {p(rank_10k):.1f} ms | {p(rank_10k, 90):.1f} ms | **{r10:.2f}x** |",
+            f"| its own work (query vector given) | {p(own_10k):.1f} ms | {p(own_10k, 90):.1f} ms | {p(own_10k) / p(floor_10k):.2f}x |",
+            f"| floor (100,000 run): embed one query alone | {p(floor_100k):.1f} ms | {p(floor_100k, 90):.1f} ms | 1.00x |",
+            f"| select over {args.large:,}, in-process (embed + 4 signals + order) | {p(rank_100k):.1f} ms | {p(rank_100k, 90):.1f} ms | **{r100:.2f}x** |",
+            f"| its own work (query vector given) | {p(own_100k):.1f} ms | {p(own_100k, 90):.1f} ms | {p(own_100k) / p(floor_100k):.2f}x |",
+            *([endpoint_line] if endpoint_line else []),
             "",
-            f"Targets: at most 1.5x the floor: ranker **{rank / floor:.2f}x**, endpoint **{endpoint / floor:.2f}x** of the "
-            f"in-process floor and **{endpoint / served_floor:.2f}x** of the served floor (embedding in a gunicorn worker is "
-            f"slower than in this process; the endpoint's own work is the difference to the served floor). "
-            f"p90: floor {statistics.quantiles(floor_ms, n=10)[-1]:.1f} ms, ranker {statistics.quantiles(ranker_ms, n=10)[-1]:.1f} ms, "
-            f"endpoint {statistics.quantiles(endpoint_ms, n=10)[-1]:.1f} ms.",
+            f"Targets: 10,000 at most 1.5x: **{r10:.2f}x** ({'met' if r10 <= 1.5 else 'NOT met'}); 100,000 at most 3x: "
+            f"**{r100:.2f}x** ({'met' if r100 <= 3 else 'NOT met'}).",
             "",
-            f"Memory of the cached embeddings of {args.count:,} versions: {cache_bytes / 2**20:.1f} MiB of vectors in the "
-            f"per-text cache plus {matrix_bytes / 2**20:.1f} MiB for the index's stacked matrix "
-            f"(process RSS grew {(rss_after - rss_before) / 2**20:.1f} MiB while building the index, lexical tables included). "
-            f"Building the index (embedding {args.count:,} texts once) took {build_seconds:.1f} s in-process; warming "
-            f"both gunicorn workers took {warm_seconds:.1f} s. Selections that injected something: "
-            f"{sum(1 for c in injected_counts if c)} of {len(injected_counts)}.",
+            f"10,000: building the index through the server's path (embedding {args.count:,} appliesWhen texts and "
+            f"{index.step_matrix.shape[0]:,} distinct step texts once, storing them) took {build_seconds:.1f} s; "
+            f"matrices {index.nbytes() / 2**20:.1f} MiB. 100,000: {large_index.step_matrix.shape[0]:,} distinct steps, "
+            f"random corpus vectors, index built in {large_build:.1f} s, matrices {large_index.nbytes() / 2**20:.1f} MiB.",
         ]
     )
     common.append_results(section)

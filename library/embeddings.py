@@ -7,8 +7,10 @@ never downloaded (HF_HUB_OFFLINE=1).
 
 from __future__ import annotations
 
+import hashlib
 import os
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 from procmem_client import embeddings as client_embeddings
@@ -49,3 +51,49 @@ def dimension() -> int:
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.dot(a, b))
+
+
+_model_key_value: str | None = None
+
+
+def model_key() -> str:
+    """Identifies the embedding model across machines: the model directory's name and a digest of
+    its config files (not its path, which differs between installs). VersionEmbedding rows are
+    keyed by it."""
+    global _model_key_value
+    if _model_key_value is None:
+        path = Path(default_model_path())
+        digest = hashlib.sha256()
+        for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+            if (path / name).is_file():
+                digest.update(name.encode() + b"\0" + (path / name).read_bytes())
+        _model_key_value = f"{path.parent.name if path.name == 'model' else path.name}"[:40] + ":" + digest.hexdigest()[:16]
+    return _model_key_value
+
+
+def version_vectors(versions) -> dict[int, np.ndarray]:
+    """The stored appliesWhen vector of each version (VersionEmbedding, one per version and model);
+    the ones nobody has stored yet are embedded here and stored, so each version is embedded once.
+    Versions are immutable (an erased one has no text and is skipped)."""
+    from .models import VersionEmbedding
+
+    versions = [v for v in versions if v.applies_when]
+    if not versions:
+        return {}
+    key = model_key()
+    stored = dict(
+        VersionEmbedding.objects.filter(version_id__in=[v.pk for v in versions], model_key=key).values_list("version_id", "vector")
+    )
+    vectors = {vid: np.frombuffer(bytes(raw), dtype="<f4") for vid, raw in stored.items()}
+    missing = [v for v in versions if v.pk not in vectors]
+    if missing:
+        computed = embed([v.applies_when for v in missing])
+        VersionEmbedding.objects.bulk_create(
+            [
+                VersionEmbedding(version_id=v.pk, model_key=key, dimensions=int(vec.shape[0]), vector=vec.astype("<f4").tobytes())
+                for v, vec in zip(missing, computed)
+            ],
+            ignore_conflicts=True,
+        )
+        vectors.update({v.pk: np.asarray(vec, dtype=np.float32) for v, vec in zip(missing, computed)})
+    return vectors

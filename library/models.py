@@ -107,6 +107,9 @@ class Agent(models.Model):
     backtest_share = models.FloatField(
         default=0.25, help_text="Share of each intent's newest sessions (by end time) held back to test candidates"
     )
+    review_after_days = models.PositiveSmallIntegerField(
+        default=180, help_text="An ACTIVE version is due for re-review this many days after approval or its last review"
+    )
     redaction_patterns = models.JSONField(
         default=list, blank=True, help_text='Extra redaction patterns: [{"label": "order_id", "regex": "#W\\d+"}]'
     )
@@ -119,6 +122,8 @@ class Agent(models.Model):
     eval_timeout_seconds = models.FloatField(default=30.0)
     model_base_url = models.URLField(blank=True)
     model_name = models.CharField(max_length=128, blank=True)
+    # Never plaintext: "", "env:NAME" or "fernet:<token>" (library/secret_store.py); a check
+    # constraint refuses anything else, and save() seals a raw key given to it.
     model_api_key = models.CharField(max_length=512, blank=True)
     current_model = models.CharField(max_length=128, blank=True, help_text="The LLM the agent runs on now")
     review_target_hours = models.PositiveIntegerField(
@@ -138,6 +143,10 @@ class Agent(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(injection_cap__lte=20), name="agent_injection_cap_lte_20"),
             models.CheckConstraint(
+                condition=Q(model_api_key="") | Q(model_api_key__startswith="env:") | Q(model_api_key__startswith="fernet:"),
+                name="agent_model_api_key_sealed",
+            ),
+            models.CheckConstraint(
                 condition=Q(significance_level__gt=0) & Q(significance_level__lte=0.5), name="agent_significance_level_range"
             ),
             models.CheckConstraint(
@@ -145,10 +154,20 @@ class Agent(models.Model):
             ),
             models.CheckConstraint(condition=Q(min_tool_calls__gte=1), name="agent_min_tool_calls_positive"),
             models.CheckConstraint(condition=Q(support_threshold__gte=1), name="agent_support_threshold_positive"),
+            models.CheckConstraint(
+                condition=Q(review_after_days__gte=1) & Q(review_after_days__lte=3650), name="agent_review_after_days_range"
+            ),
         ]
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs):
+        from .secret_store import is_sealed, seal_secret
+
+        if not is_sealed(self.model_api_key):
+            self.model_api_key = seal_secret(self.model_api_key)
+        super().save(*args, **kwargs)
 
 
 class AgentToolChange(models.Model):
@@ -230,6 +249,8 @@ class Status(models.TextChoices):
     ACTIVE = "ACTIVE", "Active"
     RETIRED = "RETIRED", "Retired"
     REJECTED = "REJECTED", "Rejected"
+    # content and evidence wiped; a VersionTombstone says who erased it, when and why
+    ERASED = "ERASED", "Erased"
 
 
 class Source(models.TextChoices):
@@ -243,6 +264,9 @@ class Source(models.TextChoices):
 class VersionQuerySet(models.QuerySet):
     def active(self) -> "VersionQuerySet":
         return self.filter(status=Status.ACTIVE)
+
+    def due_for_review(self, today) -> "VersionQuerySet":
+        return self.filter(status=Status.ACTIVE, review_by__lte=today)
 
     def candidates(self) -> "VersionQuerySet":
         return self.filter(status=Status.CANDIDATE)
@@ -318,6 +342,9 @@ class ProcedureVersion(models.Model):
     )
     status_reason = models.TextField(blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
+    review_by = models.DateField(
+        null=True, blank=True, help_text="ACTIVE versions: due for re-review on this day (set on approval, roll back and review)"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     # The full-text document of the id and the four content fields. PostgreSQL fills it in a BEFORE
     # INSERT trigger (migrations/0006_review_day.py), so bulk inserts get it too, and indexes it
@@ -343,9 +370,11 @@ class ProcedureVersion(models.Model):
                 name="active_version_is_approved",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["CANDIDATE", "ACTIVE", "RETIRED", "REJECTED"]), name="version_status_valid"
+                condition=Q(status__in=["CANDIDATE", "ACTIVE", "RETIRED", "REJECTED", "ERASED"]),
+                name="version_status_valid",
             ),
             models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),
+            models.CheckConstraint(condition=~Q(status="ACTIVE") | Q(review_by__isnull=False), name="active_version_has_review_by"),
         ]
         indexes = [models.Index(fields=["status", "procedure"], name="version_status_idx")]
         permissions = [("review_procedureversion", "Can review candidates: edit, comment, reject, start eval runs")]
@@ -356,6 +385,10 @@ class ProcedureVersion(models.Model):
     @property
     def key(self) -> str:
         return self.procedure.key
+
+    @property
+    def is_erased(self) -> bool:
+        return self.status == Status.ERASED
 
     def compute_content_hash(self) -> str:
         return content_hash(
@@ -399,6 +432,35 @@ class ProcedureVersion(models.Model):
         return record
 
 
+class VersionTombstone(models.Model):
+    """What is left of an erased version: the version row keeps its id, number and content hash
+    (its content, evidence and provenance are wiped); this row says who erased it, when and why.
+    Written once by `version_erase`, never changed or deleted (database triggers, migration
+    0008_version_erasure), and the database lets a version's content change only to the wiped
+    values, only once, and only when this row exists for it."""
+
+    class Ground(models.TextChoices):
+        PERSONAL_DATA = "personal_data", "Personal-data request"
+        POISONED = "poisoned", "Poisoned or harmful content"
+        OTHER = "other", "Other"
+
+    version = models.OneToOneField(ProcedureVersion, on_delete=models.PROTECT, related_name="tombstone")
+    procedure_key = models.CharField(max_length=200)
+    number = models.PositiveIntegerField()
+    content_hash = models.CharField(max_length=64)
+    status_before = models.CharField(max_length=10)
+    ground = models.CharField(max_length=16, choices=Ground.choices)
+    reason = models.TextField()
+    erased_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    erased_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-erased_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"tombstone of {self.procedure_key} v{self.number}"
+
+
 class AuditEvent(models.Model):
     """Append-only: the database refuses UPDATE and DELETE on this table (see 0002_invariants)."""
 
@@ -424,6 +486,13 @@ class AuditEvent(models.Model):
         COMMENT = "comment", "Commented"
         SETTINGS = "settings", "Agent settings changed"
         CASE_CHANGE = "case_change", "Regression case changed"
+        ERASE = "erase", "Erased (tombstone kept)"
+        REVIEW = "review", "Re-reviewed (kept ACTIVE)"
+        DEMOTION_PROPOSE = "demotion_propose", "Demotion proposed"
+        DEMOTION_DISMISS = "demotion_dismiss", "Demotion dismissed"
+        DEMOTION_CONFIRM = "demotion_confirm", "Demotion confirmed"
+        CONFLICT_SCAN = "conflict_scan", "Conflict scan changed the open conflicts"
+        CONFLICT_ACK = "conflict_ack", "Approved despite a conflict (acknowledged)"
         CLAIM = "claim", "Candidate claimed"
         ASSIGN = "assign", "Candidate assigned"
         RELEASE = "release", "Candidate released"
@@ -663,7 +732,8 @@ class ApiToken(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-    last_used_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="Refused from this moment on (none: never expires)")
+    last_used_at = models.DateTimeField(null=True, blank=True, help_text="Written at most once a minute")
 
     class Meta:
         ordering = ["agent_id", "-created_at"]
@@ -687,16 +757,50 @@ class LoadRefusal(models.Model):
 
 
 class VersionEmbedding(models.Model):
-    """The sentence embedding of a version's appliesWhen, computed once per version and model and
-    shared by every process (versions are immutable, so it never goes stale). Written by the agent
-    API through the default connection the first time a version is ranked; read through the
-    read-only one."""
+    """The sentence embeddings of a version's appliesWhen and of each of its steps, computed once
+    per version and model and shared by every process (versions are immutable, so they never go
+    stale). Written by the agent API through the default connection the first time a version is
+    ranked; read through the read-only one."""
 
     version = models.ForeignKey(ProcedureVersion, on_delete=models.CASCADE, related_name="embeddings")
     model_key = models.CharField(max_length=64, help_text="Identifies the embedding model (path digest)")
     dimensions = models.PositiveSmallIntegerField()
     vector = models.BinaryField(help_text="float32, little-endian, L2-normalised")
+    steps_vectors = models.BinaryField(
+        null=True, help_text="One vector per step, in step order (steps × dimensions float32); null until computed"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["version", "model_key"], name="one_embedding_per_version_model")]
+
+
+
+class VersionConflict(models.Model):
+    """A pair of versions of one agent (different procedures, each ACTIVE or about to be: a candidate
+    with a passing eval) whose steps contradict, found by the conflict scan (library/conflicts.py).
+    Open while `cleared_at` is empty; a later scan that no longer finds it clears it. The pair is
+    stored in primary-key order, at most one open row per pair and kind."""
+
+    class Kind(models.TextChoices):
+        REQUIRES_FORBIDDEN = "requires_forbidden", "One requires what the other forbids"
+        SAME_SITUATION = "same_situation", "Same situation, different required tools"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="conflicts")
+    version_a = models.ForeignKey(ProcedureVersion, on_delete=models.CASCADE, related_name="+")
+    version_b = models.ForeignKey(ProcedureVersion, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    detail = models.JSONField(default=dict)
+    message = models.TextField()
+    found_at = models.DateTimeField(auto_now_add=True)
+    last_seen_at = models.DateTimeField()
+    cleared_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-found_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(version_a__lt=models.F("version_b")), name="conflict_pair_ordered"),
+            models.UniqueConstraint(
+                fields=["version_a", "version_b", "kind"], condition=Q(cleared_at__isnull=True), name="one_open_conflict_per_pair_kind"
+            ),
+        ]

@@ -1,26 +1,33 @@
 """Redaction of personal data and secrets (pure Python, no Django).
 
-Everything a reviewer can open — session excerpts, candidate evidence — passes through a
-`Redactor` first. Three layers (applied as: agent patterns, built-in recognizers, known values,
-then names after a cue — whole tokens such as e-mail addresses go before the names inside them):
+Everything a reviewer can open — session excerpts, candidate evidence and steps, eval cases made
+from sessions — passes through a `Redactor` first. It works by structure, by shape and by echo
+(docs/redaction.md has the rules, the measurements behind them and the placeholders):
 
-1. Known values. Structured data names its personal fields: tool-call arguments and tool results
-   carry `first_name`, `user_id`, `email`, `dob`, `payment_id`, `address1`, … (`collect_known_values`).
-   Every such value found anywhere in a session is replaced wherever it occurs in that session's
-   text, so "Thank you, Mia" is caught because `first_name: "Mia"` was in a tool result. Names are
-   also taken from user handles (`sophia_silva_7557`), name-shaped e-mail addresses and names the
-   text introduces with a cue ("Hi, I'm Mei Brown" → "Mei Brown, a Gold member" later).
-2. Per-agent patterns (`Agent.redaction_patterns`: `[{"label": "order_id", "regex": "\\bORD-\\d{4,}\\b"}]`)
-   for ids that no library can know.
-3. Pattern recognizers modelled on Microsoft Presidio's predefined pattern recognizers (whose
-   analyzer needs spaCy models that cannot be installed here): secrets (API keys, bearer tokens,
-   JWTs, `password=`), e-mail addresses, credit card numbers (Luhn-checked), IBANs, US SSNs,
-   IP addresses, phone numbers, dates of birth (a date next to "born", "DOB", "birthday"), street
-   addresses, payment-method ids (`credit_card_4421486`), user handles (`mia_li_3668`) and names
-   after a cue ("my name is …", "Dear …", "Thanks, …").
+1. Structure. Tool-call arguments and tool results name their personal fields. A value under a
+   personal key at any depth becomes a placeholder named after the key: name parts (`first_name`,
+   `given`, `family`, a `name` beside personal fields, FHIR `name: [{given, family, text}]`) →
+   `{{person_name}}`; birth dates (`dob`, `birthdate`, `birthDate`) → `{{birth_date}}`; id keys
+   (`*_id`, `id` beside personal fields, `mrn`, `member`, `patient`, `reservation(s)`, `order(s)`,
+   `confirmation`) → `{{reservation_id}}`, `{{patient_id}}`, …; e-mail, phone, address lines,
+   payment ids, passports and licences likewise. Query strings of HTTP-style calls
+   (`Patient?name=…&birthdate=…`) are read the same way.
+2. Echo. Every value seen once in a personal position — by key, in a query string, or after a cue
+   in the text ("born 1970-01-01", "my name is …") — becomes a known value of the session and is
+   replaced wherever it occurs in that session, free text included: "Thank you, Mia" goes because
+   `first_name: "Mia"` was in a tool result; a DOB named in the task goes from the arguments too.
+3. Shape. Recognizers modelled on Microsoft Presidio's pattern recognizers, extended for what
+   agents' sessions carry: secrets, e-mail, Luhn-checked cards, IBANs, SSNs, IP addresses, phone
+   numbers (international, and national with a trunk 0 such as "0151 23456789"), street addresses
+   (English "221B Baker Street" and German "Hauptstraße 5, 10115 Berlin"), payment-method ids,
+   user handles, id-shaped tokens (letters mixed with digits — `4WQ150`, `S6534835`, `#W1234567`,
+   `ORD-12345`, `C-998877` — and all-caps codes of 5–10 letters after an id word such as
+   "reservation"), FHIR references (`Patient/123`), passport and licence numbers after their cue, and
+   names after a cue ("my name is …", "Customer Anna Schmidt", "John Smith called").
+4. Per-agent patterns (`Agent.redaction_patterns`) for ids that no rule can know.
 
-Every match becomes a typed placeholder such as `{{email_address}}`; placeholders are never matched
-again, so redacting twice changes nothing.
+Every match becomes a typed placeholder; placeholders are never matched again, so redacting twice
+changes nothing.
 """
 
 from __future__ import annotations
@@ -28,64 +35,121 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Iterator, Mapping
+from urllib.parse import unquote_plus
 
 PLACEHOLDER_RE = re.compile(r"\{\{[a-z_]+\}\}")
 
-# Structured keys whose values are personal data, and the placeholder each becomes.
+PERSON = "person_name"
+BIRTH = "birth_date"
+
+# Structured keys (normalised: snake_case, lower case) whose values are personal data, and the
+# placeholder each becomes. Keys ending in `_id` that are not listed become `{{<key>}}`.
 PII_KEYS: dict[str, str] = {
-    "first_name": "person",
-    "last_name": "person",
-    "middle_name": "person",
-    "full_name": "person",
-    "firstname": "person",
-    "lastname": "person",
-    "given_name": "person",
-    "family_name": "person",
-    "customer_name": "person",
-    "passenger_name": "person",
-    "user_id": "user_id",
-    "userid": "user_id",
-    "customer_id": "user_id",
+    **dict.fromkeys(
+        (
+            "first_name", "last_name", "middle_name", "full_name", "firstname", "lastname", "given_name",
+            "family_name", "given", "family", "customer_name", "passenger_name", "patient_name", "person_name",
+            "maiden_name", "birth_name", "display_name", "contact_name", "account_holder", "cardholder_name",
+        ),
+        PERSON,
+    ),
+    **dict.fromkeys(("dob", "date_of_birth", "birthday", "birth_date", "birthdate", "born", "born_on"), BIRTH),
+    **dict.fromkeys(("user_id", "userid", "username", "user_name", "login"), "user_id"),
+    **dict.fromkeys(("customer_id", "customer", "client_id"), "customer_id"),
     "account_id": "account_id",
-    "username": "user_id",
-    "email": "email_address",
-    "email_address": "email_address",
-    "phone": "phone_number",
-    "phone_number": "phone_number",
-    "mobile": "phone_number",
-    "dob": "date_of_birth",
-    "date_of_birth": "date_of_birth",
-    "birthday": "date_of_birth",
-    "birth_date": "date_of_birth",
-    "payment_id": "payment_id",
-    "payment_method_id": "payment_id",
-    "card_number": "card_number",
-    "last_four": "card_number",
+    "account_number": "account_id",
+    **dict.fromkeys(("email", "email_address", "e_mail"), "email_address"),
+    **dict.fromkeys(("phone", "phone_number", "mobile", "mobile_number", "telephone", "fax"), "phone_number"),
+    **dict.fromkeys(("payment_id", "payment_method_id", "payment_method"), "payment_id"),
+    **dict.fromkeys(("card_number", "last_four", "card_last_four", "cvv", "cvc"), "card_number"),
     "iban": "iban",
-    "address": "address",
-    "address1": "address",
-    "address2": "address",
-    "street": "address",
-    "street_address": "address",
-    "zip": "address",
-    "zip_code": "address",
-    "postal_code": "address",
-    "postcode": "address",
-    "ssn": "ssn",
-    "password": "secret",
-    "api_key": "secret",
-    "token": "secret",
-    "secret": "secret",
+    **dict.fromkeys(
+        ("address", "address1", "address2", "address_line", "address_line1", "address_line2", "street",
+         "street_address"),
+        "address",
+    ),
+    **dict.fromkeys(("zip", "zip_code", "zipcode", "postal_code", "postcode", "address_postalcode"), "postal_code"),
+    **dict.fromkeys(("ssn", "social_security_number"), "ssn"),
+    **dict.fromkeys(("national_id", "national_id_number", "tax_id", "id_number", "id_card"), "national_id"),
+    **dict.fromkeys(("mrn", "medical_record_number", "record_number"), "medical_record_number"),
+    **dict.fromkeys(("member", "member_id", "member_number", "membership_number", "membership_id"), "member_id"),
+    **dict.fromkeys(("patient", "patient_id", "subject_id"), "patient_id"),
+    **dict.fromkeys(("reservation", "reservation_id", "reservations", "booking", "booking_id", "booking_reference", "pnr"), "reservation_id"),
+    **dict.fromkeys(("order", "order_id", "orders", "order_number"), "order_id"),
+    **dict.fromkeys(("confirmation", "confirmation_number", "confirmation_code", "confirmation_id"), "confirmation_number"),
+    **dict.fromkeys(("passport", "passport_number", "passport_no"), "passport_number"),
+    **dict.fromkeys(
+        ("license_number", "licence_number", "driver_license", "drivers_license", "driving_licence",
+         "driving_license", "driver_license_number"),
+        "licence_number",
+    ),
+    **dict.fromkeys(("password", "api_key", "token", "secret", "access_token", "refresh_token"), "secret"),
 }
-# "name" is personal only where it holds a person's name: a string directly under a person-like
-# object, or an object with first/last name parts (handled by recursion).
-_PERSON_CONTAINERS = {"passengers", "saved_passengers", "customer", "user", "contact", "traveler", "travellers", "travelers"}
+# Keys whose values are plain text that may mention anything (never replaced by key).
+_NOT_PERSONAL = {"resource_type", "status", "use", "system", "source", "type"}
+# Objects that describe a person: their `name` and `id` are personal.
+_PERSON_CONTAINERS = {
+    "passengers", "saved_passengers", "passenger", "customer", "user", "contact", "contacts", "traveler", "traveller",
+    "travelers", "travellers", "patient", "person", "guest", "guests", "member", "subject", "owner", "holder",
+    "account_holder", "recipient", "sender", "employee", "emergency_contact", "related_person", "practitioner",
+}
+# Inside these containers the `value`/`text`/`line` strings are personal (FHIR identifier, telecom,
+# HumanName, Address).
+_VALUE_CONTAINERS = {"identifier": "identifier", "identifiers": "identifier", "telecom": "contact", "name": PERSON, "address": "address"}
+_FHIR_PERSON_RESOURCES = {"patient", "person", "relatedperson", "practitioner"}
 
 
+@lru_cache(maxsize=4096)
 def _normalise_key(key: str) -> str:
-    key = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key)
-    return key.strip().lower().replace("-", "_")
+    key = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", key.strip())
+    return key.lower().replace("-", "_").replace(" ", "_").replace(".", "_")
+
+
+@lru_cache(maxsize=4096)
+def _key_label(key: str) -> str | None:
+    """The placeholder for a value under this (normalised) key, if the key alone makes it personal."""
+    label = PII_KEYS.get(key)
+    if label is not None or key in _NOT_PERSONAL:
+        return label
+    if key.endswith("_id") or key.endswith("_ids"):
+        label = re.sub(r"[^a-z_]", "", key.removesuffix("s")).strip("_")
+        return label or "id"
+    if key in ("_id", "ids"):
+        return "id"
+    return None
+
+
+def _is_personal_object(mapping: Mapping, parent_key: str) -> bool:
+    """An object describes a person when it sits under a person container, is a FHIR Patient-like
+    resource, or has personal fields of its own (a `name` beside a `birthDate`, an `id` beside an e-mail)."""
+    if parent_key in _PERSON_CONTAINERS:
+        return True
+    resource = mapping.get("resourceType")
+    if isinstance(resource, str) and resource.lower() in _FHIR_PERSON_RESOURCES:
+        return True
+    for raw_key in mapping:
+        key = _normalise_key(str(raw_key))
+        if key not in ("id", "name") and PII_KEYS.get(key) in (PERSON, BIRTH, "email_address", "phone_number", "address", "user_id", "ssn", "national_id"):
+            return True
+    return False
+
+
+def _leaf_label(key: str, parent_key: str, personal_object: bool, resource: str | None) -> str | None:
+    """The placeholder for a scalar under `key` inside an object under `parent_key`, or None."""
+    label = _key_label(key)
+    if label is not None:
+        return label
+    container = _VALUE_CONTAINERS.get(parent_key)
+    if container is not None and key in ("value", "text", "line", "prefix", "suffix"):
+        return container
+    if personal_object:
+        if key == "id":
+            return f"{resource}_id" if resource else "id"
+        if key in ("name", "text"):
+            return PERSON
+    return None
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -106,7 +170,16 @@ class Recognizer:
     pattern: re.Pattern
     # Replaces one match; returns None to keep the text (a validator said it is not a real hit).
     replace: Callable[[re.Match], str | None] | None = None
+    # The group that holds the personal value (for echo); 0 is the whole match.
     group: int = 0
+    # Only worth running on text that has this feature ("digit", "@", "=", "/"): a cheap pre-check.
+    needs: str = ""
+    # Replaces in the whole text instead of `pattern` (the session's known values).
+    apply: Callable[[str], str] | None = None
+
+
+def _keep_prefix(group: int, label: str) -> Callable[[re.Match], str]:
+    return lambda m: m.group(0)[: m.start(group) - m.start(0)] + "{{" + label + "}}" + m.group(0)[m.end(group) - m.start(0):]
 
 
 def _card(match: re.Match) -> str | None:
@@ -119,8 +192,64 @@ def _phone(match: re.Match) -> str | None:
     return "{{phone_number}}" if 9 <= len(digits) <= 15 else None
 
 
-_DATE = r"(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{1,2}(?:st|nd|rd|th)? (?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*,? \d{4})"
-_STREET_SUFFIX = r"(?:street|st|avenue|ave|road|rd|drive|dr|lane|ln|boulevard|blvd|way|court|ct|place|pl|terrace|parkway|pkwy|circle|cir|highway|hwy|square|sq)"
+# --- id-shaped tokens ------------------------------------------------------------------------------
+# Letters mixed with digits (optionally joined by hyphens, optionally after "#"), at least five
+# letters-or-digits, with an upper-case letter or at least two digits: 4WQ150, S6534835, #W1234567,
+# ORD-12345, C-998877. Ordinals, times and units (24th, 9pm, 1000ml, 24-hour) are not ids.
+_MIXED_ID_RE = re.compile(
+    r"(?<![\w{}#\-@.])#?(?=[A-Za-z0-9\-]*\d)(?=[A-Za-z0-9\-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w{}@#]|-\w|\.\w)"
+)
+_UNIT_RE = re.compile(
+    r"^\d+(?:st|nd|rd|th|am|pm|a|p|s|k|m|x|h|hr|hrs|min|mins|ml|l|mg|g|kg|km|cm|mm|gb|mb|tb|kb|lb|lbs|oz|in|ft|px|pt|d|y)$",
+    re.IGNORECASE,
+)
+# "24-hour", "covid-19", and dates with a time ("2024-05-02T03") are not ids either.
+_NOT_ID_RE = re.compile(r"^\d+-[a-z]+(?:-[a-z]+)*$|^[a-z]+-\d{1,3}$|^\d{4}-\d{1,2}-\d{1,2}")
+
+
+def _mixed_id(match: re.Match) -> str | None:
+    token = match.group(0)
+    core = token.lstrip("#")
+    alnum = core.replace("-", "")
+    if len(alnum) < 5 or _UNIT_RE.match(core) or _NOT_ID_RE.match(core):
+        return None
+    digits = sum(char.isdigit() for char in alnum)
+    if not (any(char.isupper() for char in alnum) or digits >= 2):
+        return None
+    return "{{id}}"
+
+
+# All-caps letter codes (VAAOXJ) are ids only after an id word in the same sentence: shouted words
+# ("PLEASE") are not.
+_CAPS_CODE_RE = re.compile(r"(?<![\w{}#\-])[A-Z]{5,10}(?![\w{}\-])")
+_ID_CUE_RE = re.compile(
+    r"(?i)\b(?:reservations?|bookings?|confirmations?|orders?|codes?|records?|tickets?|locators?|pnrs?|ref|reference|"
+    r"ids?|numbers?|no|nr|mrn|members?|membership|vouchers?|trips?|accounts?|patients?|cases?|claims?|policy|passport|licen[cs]e)\b"
+)
+
+
+def _caps_code(match: re.Match) -> str | None:
+    before = match.string[max(0, match.start() - 60) : match.start()]
+    before = re.split(r"[.!?\n]\s", before)[-1]
+    return "{{id}}" if _ID_CUE_RE.search(before) else None
+
+
+_DATE = r"(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*,? \d{4})"
+_STREET_SUFFIX = r"(?:street|st|avenue|ave|road|rd|drive|dr|lane|ln|boulevard|blvd|way|court|ct|place|pl|terrace|parkway|pkwy|circle|cir|highway|hwy|square|sq|close|crescent|row|walk|gardens|hill)"
+_DE_STREET = r"(?:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer|chaussee|steig|pfad)"
+_NAME_WORD = r"[A-Z](?:[a-z]+|'[A-Z][a-z]+)(?:-[A-Z][a-z]+)?"
+
+# Query strings of HTTP-style calls: `Patient?name=John%20Smith&birthdate=1970-01-01`.
+_QUERY_PARAM_RE = re.compile(r"(?:(?<=[?&;])|^)([A-Za-z_][\w.\-:]*)=([^&#\s;]*)")
+
+
+def _query_param(match: re.Match) -> str | None:
+    key = _normalise_key(match.group(1).split(":", 1)[0])
+    label = _key_label(key) or ("address" if key.startswith("address") else None) or (PERSON if key == "name" else None)
+    if label is None or not match.group(2) or PLACEHOLDER_RE.fullmatch(match.group(2)):
+        return None
+    return match.group(1) + "={{" + label + "}}"
+
 
 BUILTIN_RECOGNIZERS: list[Recognizer] = [
     # secrets first: they may contain anything else
@@ -133,51 +262,134 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         re.compile(r"(?i)\b(?:api[_ -]?key|access[_ -]?token|auth[_ -]?token|secret|password|passwd|pwd)\b(\s*[:=]\s*|\s+is\s+)(\"?)([^\s\"',;]{4,})"),
         replace=lambda m: m.group(0)[: m.start(3) - m.start(0)] + "{{secret}}",
     ),
-    Recognizer("email_address", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b")),
-    Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b")),
-    Recognizer("card_number", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), replace=_card),
-    Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b")),
-    Recognizer("ip_address", re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b")),
+    Recognizer("query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="="),
+    Recognizer("email_address", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs="@"),
+    Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"), needs="digit"),
+    Recognizer("card_number", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), replace=_card, needs="digit"),
+    Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), needs="digit"),
+    Recognizer("ip_address", re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"), needs="digit"),
     Recognizer(
-        "date_of_birth",
+        BIRTH,
         re.compile(
-            r"(?i)\b(?:dob|d\.o\.b\.?|date of birth|birth ?date|birthday|born(?: on)?)\b[^0-9a-z]{0,12}(?:is |was |on |of )?[^0-9a-z]{0,3}(" + _DATE + r")"
+            r"(?i)\b(?:dob|d\.o\.b\.?|date of birth|birth ?date|birthday|born(?: on| in)?|geboren(?: am)?)\b[^0-9a-z{]{0,12}(?:is |was |on |of )?[^0-9a-z{]{0,3}(" + _DATE + r")"
         ),
-        replace=lambda m: m.group(0)[: m.start(1) - m.start(0)] + "{{date_of_birth}}",
+        replace=_keep_prefix(1, BIRTH),
+        group=1,
+        needs="digit",
+    ),
+    Recognizer(
+        "passport_number",
+        re.compile(r"(?i)\bpassport(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,14})\b"),
+        replace=_keep_prefix(1, "passport_number"),
+        group=1,
+        needs="digit",
+    ),
+    Recognizer(
+        "licence_number",
+        re.compile(r"(?i)\b(?:driver'?s |driving )?licen[cs]e(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,17})\b"),
+        replace=lambda m: None if not re.search(r"\d", m.group(1)) else _keep_prefix(1, "licence_number")(m),
+        group=1,
+        needs="digit",
     ),
     Recognizer(
         "address",
-        re.compile(r"(?i)\b\d{1,6}(?: [A-Z][a-z]+){1,4} " + _STREET_SUFFIX + r"\b\.?(?:,? (?:apt|apartment|suite|unit|#) ?[A-Za-z0-9\-]+)?"),
+        re.compile(
+            r"(?i)\b\d{1,6}[A-Za-z]?(?: [A-Z][a-z]+){1,4} " + _STREET_SUFFIX + r"\b\.?(?:,? (?:apt|apartment|suite|unit|flat|#) ?[A-Za-z0-9\-]+)?"
+        ),
+        needs="digit",
     ),
-    Recognizer("address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b")),
+    Recognizer(
+        "address",
+        re.compile(
+            r"(?:\b[A-ZÄÖÜ][a-zäöüß]+[ \-])?\b[A-ZÄÖÜ][a-zäöüß]*(?:" + _DE_STREET + r"|[ \-](?:Straße|Strasse|Str\.|Weg|Gasse|Platz|Allee|Ring|Damm|Ufer))"
+            r" ?\d{1,4}(?: ?[a-z]\b)?(?:,? \d{5}(?: [A-ZÄÖÜ][a-zäöüß]+(?:[ \-][A-ZÄÖÜ][a-zäöüß]+)?)?)?"
+        ),
+        needs="digit",
+    ),
+    Recognizer("address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit"),
+    Recognizer(
+        "postal_code",
+        re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b"),
+        replace=_keep_prefix(1, "postal_code"),
+        group=1,
+        needs="digit",
+    ),
     Recognizer(
         "phone_number",
         re.compile(r"(?<![\w{])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?|\d{2,4}[ .\-])\d{3,4}[ .\-]\d{3,4}(?![\w}])"),
         replace=_phone,
+        needs="digit",
     ),
-    Recognizer("phone_number", re.compile(r"(?<![\w{])\+\d{9,15}\b")),
-    Recognizer("payment_id", re.compile(r"(?i)\b(?:credit_card|debit_card|gift_card|certificate|paypal|bank_account|card|pm)_\d{4,}\b")),
-    Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b")),
+    # national numbers with a trunk 0 (German mobile "0151 23456789", "030/1234567")
+    Recognizer("phone_number", re.compile(r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])"), replace=_phone, needs="digit"),
+    # international numbers in any grouping (+49 30 5511786, +44 20 7946 0958, +4915123456789)
+    Recognizer("phone_number", re.compile(r"(?<![\w{+])\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){1,5}(?![\w}])"), replace=_phone, needs="digit"),
     Recognizer(
-        "person",
-        re.compile(
-            r"(?:\b[Mm]y name is|\b[Tt]his is|\b[Ii] am|\bI'm|\b[Dd]ear|\b[Tt]hanks?,?|\b[Tt]hank you,|\b[Hh]ello,?|\b[Hh]i,?|\b(?:Mr|Mrs|Ms|Miss|Dr)\.?) ((?:[A-Z][a-z'\-]+)(?: [A-Z][a-z'\-]+){0,2})\b"
-        ),
-        replace=lambda m: None if m.group(1).lower() in _NOT_NAMES else m.group(0)[: m.start(1) - m.start(0)] + "{{person}}",
+        "payment_id",
+        re.compile(r"(?i)\b(?:credit_card|debit_card|gift_card|certificate|paypal|bank_account|card|pm)_\d{4,}\b"),
+        needs="digit",
+    ),
+    Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit"),
+    Recognizer(
+        "patient_id",
+        re.compile(r"\b(Patient|Person|RelatedPerson|Practitioner)/([A-Za-z0-9\-.]{1,64})"),
+        replace=lambda m: f"{m.group(1)}/{{{{{'patient_id' if m.group(1) == 'Patient' else 'person_id'}}}}}",
+        group=2,
+        needs="/",
     ),
 ]
+# Id shapes run after the echo, so that a value the session named (reservation_id: 4WQ150) keeps
+# its own placeholder; these catch the ids no structure named.
+SHAPE_RECOGNIZERS: list[Recognizer] = [
+    Recognizer("id", _MIXED_ID_RE, replace=_mixed_id, needs="digit"),
+    Recognizer("id", _CAPS_CODE_RE, replace=_caps_code),
+]
+
 # Capitalised words after "Hi", "Thanks", "I am" that are not names.
 _NOT_NAMES = {
     "there", "again", "team", "all", "everyone", "sir", "madam", "support", "i", "the", "a", "an", "so", "very", "for",
     "sure", "yes", "no", "not", "happy", "sorry", "here", "looking", "trying", "calling", "writing", "interested",
     "afraid", "glad", "good", "great", "ok", "okay", "please", "could", "can", "would", "unable", "also", "just",
-    "i'm", "i'd", "i've", "i'll", "we", "we're", "it", "it's", "this", "that", "my", "our", "your",
+    "i'm", "i'd", "i've", "i'll", "we", "we're", "it", "it's", "this", "that", "my", "our", "your", "service", "services",
+    "care", "desk", "center", "centre", "agent", "agents", "relations", "account", "accounts", "id", "number", "support",
 }
-
-
-_PERSON_CUE = next(r for r in BUILTIN_RECOGNIZERS if r.label == "person")
-_NEEDS_DIGIT = {"iban", "card_number", "ssn", "ip_address", "date_of_birth", "address", "phone_number", "payment_id", "user_id"}
-_DIGIT_RE = re.compile(r"\d")
+_CUES = (
+    r"\b[Nn]ame is|\b[Nn]ame:|\b[Yy]ou are|\b[Tt]his is|\b[Ii] am|\bI'm|\b[Dd]ear|\b[Tt]hanks?,?|\b[Tt]hank you,|\b[Hh]ello,?|\b[Hh]i,?"
+    r"|\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Herr|Frau)\.?|\b(?:named|belongs to|belonging to|on behalf of|signed by|booked for|addressed to)"
+    r"|\b(?:[Cc]ustomer|[Cc]lient|[Cc]aller|[Pp]atient|[Pp]assenger|[Gg]uest|[Mm]ember|[Tt]raveller|[Tt]raveler|[Cc]ardholder|[Aa]ccount holder|[Ss]ubscriber|[Kk]unde|[Kk]undin)"
+)
+# Names the text introduces: after a cue ("Customer Anna Schmidt"), or two capitalised words before
+# a verb of contact ("John Smith called").
+_NOT_A_NAME = r"(?!(?i:" + "|".join(re.escape(w) for w in sorted(_NOT_NAMES, key=len, reverse=True)) + r")\b)"
+_PERSON_CUE = Recognizer(
+    PERSON,
+    re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"),
+    replace=_keep_prefix(1, PERSON),
+    group=1,
+)
+_PERSON_VERB = Recognizer(
+    PERSON,
+    re.compile(
+        r"\b" + _NOT_A_NAME + r"(" + _NAME_WORD + r" " + _NAME_WORD + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
+        r"messaged|contacted|complained|asked|said|says|reported|requested|mentioned|explained|confirmed|booked|ordered|"
+        r"paid|cancell?ed|visited|signed|registered|returned|called in|reached out)\b"
+    ),
+    replace=_keep_prefix(1, PERSON),
+    group=1,
+)
+NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB]
+# Recognizers whose value, once seen in a session, is redacted everywhere in it (echo). Whole-token
+# shapes (e-mail, cards, ids) need no echo: the shape finds them again.
+_ECHOED = {BIRTH, "passport_number", "licence_number", "postal_code", PERSON}
+_ECHOED_SHAPES = [r for r in BUILTIN_RECOGNIZERS if r.label in _ECHOED]
+# A text can put a value in a personal position only with one of these (the cues above).
+_ECHO_HINT_RE = re.compile(
+    r"(?i:dob|d\.o\.b|birth|born|geboren|passport|licen[cs]e|zip|postal|postcode|plz|name|i'm|i am|this is|dear|thank|"
+    r"hello|\bhi\b|\b(?:mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b|customer|client|caller|patient|passenger|guest|member|"
+    r"travel|cardholder|holder|subscriber|kunde|belong|behalf|signed by|booked for|addressed to|you are)"
+    r"|[A-Z][a-z]+ [A-Z][a-z]+"
+)
+_CAPITAL_RE = re.compile(r"[A-Z][a-z]")
 
 
 def compile_agent_patterns(patterns: Iterable[Mapping[str, Any]] | None) -> list[Recognizer]:
@@ -225,13 +437,53 @@ def _apply(recognizer: Recognizer, text: str) -> str:
     )
 
 
+_DIGIT_RE = re.compile(r"\d")
+
+
+def _features(text: str) -> set[str]:
+    found = {char for char in "@=/" if char in text}
+    if _DIGIT_RE.search(text):
+        found.add("digit")
+    return found
+
+
+def _run_chain(chain: list[Recognizer], text: str) -> str:
+    """Applies the recognizers in order to text that holds no placeholder; once one inserts a
+    placeholder, the rest run on the pieces between placeholders only."""
+    for index, recognizer in enumerate(chain):
+        if recognizer.apply is not None:
+            replaced = recognizer.apply(text)
+        elif recognizer.replace is None:
+            label = "{{" + recognizer.label + "}}"
+            replaced = recognizer.pattern.sub(lambda m: label, text)
+        else:
+            replace = recognizer.replace
+            replaced = recognizer.pattern.sub(lambda m: _or_original(replace(m), m), text)
+        if replaced != text and "{{" in replaced:
+            rest = chain[index + 1 :]
+            if not rest:
+                return replaced
+            return "".join(piece if is_placeholder else _run_chain(rest, piece) for is_placeholder, piece in _split_placeholders(replaced))
+        text = replaced
+    return text
+
+
+def _or_original(replaced: str | None, match: re.Match) -> str:
+    return match.group(0) if replaced is None else replaced
+
+
+def _runs_on(recognizer: Recognizer, features: set[str]) -> bool:
+    return not recognizer.needs or recognizer.needs in features
+
+
+_NO_PATTERN = re.compile(r"(?!)")
 _HANDLE_RE = re.compile(r"^([a-z]+)_([a-z]+)_\d+$")
 _EMAIL_NAME_RE = re.compile(r"^([a-z]+)[._]([a-z]+)\d*@", re.IGNORECASE)
 
 
 @dataclass
 class KnownValues:
-    """Personal values found in one session's structured data: value → placeholder label."""
+    """Personal values seen in one session in a personal position: value → placeholder label."""
 
     values: dict[str, str] = field(default_factory=dict)
 
@@ -241,12 +493,17 @@ class KnownValues:
         if not isinstance(value, str):
             return
         value = value.strip()
-        if len(value) < 2 or PLACEHOLDER_RE.fullmatch(value):
+        if len(value) < 2 or PLACEHOLDER_RE.search(value) or len(value) > 200:
             return
+        if label == "secret" or (label not in (PERSON, "user_id") and len(value) < 3):
+            return  # a short code ("TX", "2") would redact ordinary words; secrets have their own shapes
+        if value.isdigit() and len(value) < 5 and label != "card_number":
+            return  # "123" would take prices and house numbers; a card's last four is worth it
         self.values.setdefault(value, label)
-        if label == "person" and " " in value:  # "Mia Li" → also "Mia" and "Li"
+        if label == PERSON and " " in value:  # "Mia Li" → also "Mia" and "Li"
             for part in value.split():
-                if len(part) >= 2:
+                part = part.strip(".,")
+                if len(part) >= 2 and part.lower() not in _NOT_NAMES:
                     self.values.setdefault(part, label)
         # Handles and addresses built from a name give the name away even where no tool result
         # spells it out: sophia_silva_7557 → Sophia, Silva; mia.li3818@… → Mia, Li.
@@ -256,50 +513,105 @@ class KnownValues:
         if handle is not None:
             for part in handle.groups():
                 if len(part) >= 2:
-                    self.values.setdefault(part, "person")
+                    self.values.setdefault(part, PERSON)
 
-    def pattern(self) -> re.Pattern | None:
-        if not self.values:
+
+def _parse_json_string(data: str) -> Any:
+    if data[:1] in "{[" and data[-1:] in "}]":
+        try:
+            return json.loads(data)
+        except ValueError:
             return None
-        # longest first, so "mia_li_3668" wins over "Mia"
-        alternatives = sorted(self.values, key=len, reverse=True)
-        return re.compile(r"(?<![\w])(" + "|".join(re.escape(v) for v in alternatives) + r")(?![\w])", re.IGNORECASE)
+    return None
 
 
 def collect_known_values(data: Any, known: KnownValues | None = None, *, parent_key: str = "") -> KnownValues:
-    """Walks JSON-like data (tool-call args, parsed tool results) and records personal values by key."""
+    """Walks JSON-like data (tool-call args, parsed tool results) and records every value that sits
+    in a personal position (the same rules `Redactor.value` replaces by)."""
     known = known if known is not None else KnownValues()
-    if isinstance(data, Mapping):
+    _collect(data, known, parent_key, None, False, None)
+    return known
+
+
+_PAYMENT_KEY_RE = re.compile(r"(?:credit_card|debit_card|gift_card|certificate|paypal|bank_account)_\d+")
+
+
+def _collect(data: Any, known: KnownValues, key: str, label: str | None, personal: bool, resource: str | None) -> None:
+    if isinstance(data, dict):
+        personal_object = _is_personal_object(data, key)
+        resource_type = data.get("resourceType")
+        resource_id = resource_type.lower() if isinstance(resource_type, str) and resource_type.lower() in _FHIR_PERSON_RESOURCES else None
         for raw_key, value in data.items():
-            key = _normalise_key(str(raw_key))
-            label = PII_KEYS.get(key)
-            if key == "name" and (isinstance(value, str) and parent_key in _PERSON_CONTAINERS):
-                label = "person"
-            if label is not None and not isinstance(value, (Mapping, list)):
-                known.add(value, label)
-            if key == "name" and isinstance(value, Mapping):
-                for part in value.values():
-                    known.add(part, "person")
-            collect_known_values(value, known, parent_key=key)
+            child = _normalise_key(str(raw_key))
+            if _PAYMENT_KEY_RE.fullmatch(str(raw_key)):  # payment methods keyed by their id
+                known.add(raw_key, "payment_id")
+            child_label = _leaf_label(child, key, personal_object, resource_id)
+            if child == "name" and isinstance(value, (dict, list)):
+                child_label = None  # a name object: its parts are labelled below
+            _collect(value, known, child, child_label, personal_object, resource_id)
     elif isinstance(data, list):
         for item in data:
-            collect_known_values(item, known, parent_key=parent_key)
-    elif isinstance(data, str) and data[:1] in "{[":
-        try:
-            parsed = json.loads(data)
-        except ValueError:
-            return known
-        collect_known_values(parsed, known, parent_key=parent_key)
-    return known
+            _collect(item, known, key, label, personal, resource)
+    elif isinstance(data, str):
+        parsed = _parse_json_string(data)
+        if parsed is not None:
+            _collect(parsed, known, key, None, personal, resource)
+        elif label is not None:
+            known.add(data, label)
+        else:
+            _collect_from_text(data, known)
+    elif label is not None and isinstance(data, (int, float)) and not isinstance(data, bool):
+        known.add(data, label)
+
+
+def _collect_from_text(text: str, known: KnownValues) -> None:
+    """Values a text puts in a personal position: query-string parameters and what follows a cue."""
+    if len(text) < 6:
+        return
+    if "=" in text:
+        for match in _QUERY_PARAM_RE.finditer(text):
+            key = _normalise_key(match.group(1).split(":", 1)[0])
+            label = _key_label(key) or ("address" if key.startswith("address") else None) or (PERSON if key == "name" else None)
+            if label is not None and match.group(2):
+                decoded = unquote_plus(match.group(2))
+                known.add(decoded, label)
+                if label == PERSON and "," in decoded:
+                    for part in decoded.split(","):
+                        known.add(part, label)
+    # Most strings in tool results (flight numbers, dates, cities) have no cue at all: one search
+    # rules them out before the recognizers run.
+    if " " not in text or not _ECHO_HINT_RE.search(text):
+        return
+    features = _features(text)
+    recognizers = _ECHOED_SHAPES + (NAME_RECOGNIZERS if _CAPITAL_RE.search(text) else [])
+    for recognizer in recognizers:
+        if not _runs_on(recognizer, features):
+            continue
+        for match in recognizer.pattern.finditer(text):
+            if recognizer.replace is not None and recognizer.replace(match) is None:
+                continue
+            known.add(match.group(recognizer.group), recognizer.label)
 
 
 class Redactor:
     """Redacts text and JSON-like values. Build one per session (known values differ per session)."""
 
-    def __init__(self, *, agent_patterns: Iterable[Mapping[str, Any]] | None = None, known: KnownValues | None = None):
+    def __init__(
+        self,
+        *,
+        agent_patterns: Iterable[Mapping[str, Any]] | None = None,
+        known: KnownValues | None = None,
+        keep: Iterable[str] = (),
+    ):
+        """`keep`: words never redacted, such as the agent's tool names in a drafted step
+        (`s3Upload` has the shape of an id)."""
         self.agent_recognizers = compile_agent_patterns(agent_patterns)
+        self._keep = sorted({word for word in keep if isinstance(word, str) and len(word) >= 3}, key=len, reverse=True)
         self.known = known or KnownValues()
-        self._known_pattern = self.known.pattern()
+        self._lowered = {value.lower(): label for value, label in self.known.values.items()}
+        # longest first, so "mia_li_3668" wins over "Mia"
+        self._by_length = sorted(self._lowered, key=len, reverse=True)
+        self._known_recognizer = Recognizer("known", _NO_PATTERN, apply=self._replace_known)
         self._cache: dict[str, str] = {}
 
     def text(self, text: str) -> str:
@@ -308,66 +620,112 @@ class Redactor:
         cached = self._cache.get(text)
         if cached is not None:
             return cached
-        redacted = self._redact(text)
+        kept = [word for word in self._keep if word in text]
+        if kept:
+            # kept words stand in as placeholders (which no rule touches) and come back after
+            sentinels = {f"{{{{keep_{chr(97 + i // 26)}{chr(97 + i % 26)}}}}}": word for i, word in enumerate(kept)}
+            masked = text
+            for sentinel, word in sentinels.items():
+                masked = re.sub(rf"(?<![\w]){re.escape(word)}(?![\w])", sentinel, masked)
+            redacted = self._redact(masked)
+            for sentinel, word in sentinels.items():
+                redacted = redacted.replace(sentinel, word)
+        else:
+            redacted = self._redact(text)
         if len(self._cache) < 4096:
             self._cache[text] = redacted
         return redacted
 
     def _redact(self, text: str) -> str:
-        # Recognizers that need a digit or an "@" are skipped for text without one: most strings in
-        # tool arguments are short enums and ids, and ingestion redacts every one of them.
-        has_digit = _DIGIT_RE.search(text) is not None
-        has_at = "@" in text
-        # Order matters: whole tokens first (the agent's ids, e-mails, handles), so that a known
-        # first name never splits "mia.li3818@example.com" into "{{person}}.li3818@…".
-        for recognizer in self.agent_recognizers:
-            text = _apply(recognizer, text)
-        for recognizer in BUILTIN_RECOGNIZERS:
-            if recognizer is _PERSON_CUE or (recognizer.label in _NEEDS_DIGIT and not has_digit):
-                continue
-            if recognizer.label == "email_address" and not has_at:
-                continue
-            text = _apply(recognizer, text)
-        if self._known_pattern is not None:
-            text = "".join(
-                piece if is_placeholder else self._known_pattern.sub(lambda m: "{{" + self._label_for(m.group(1)) + "}}", piece)
-                for is_placeholder, piece in _split_placeholders(text)
-            )
-        return _apply(_PERSON_CUE, text)
+        # Order matters: whole tokens first (the agent's ids, secrets, e-mails, handles), so that a
+        # known first name never splits "mia.li3818@example.com" into "{{person_name}}.li3818@…";
+        # then the session's known values (their own placeholders), then id shapes, then names.
+        features = _features(text)
+        chain = [*self.agent_recognizers, *(r for r in BUILTIN_RECOGNIZERS if _runs_on(r, features))]
+        if self._by_length:
+            chain.append(self._known_recognizer)
+        chain.extend(r for r in SHAPE_RECOGNIZERS if _runs_on(r, features))
+        if _CAPITAL_RE.search(text):
+            chain.extend(NAME_RECOGNIZERS)
+        if "{{" in text:
+            return "".join(piece if is_placeholder else _run_chain(chain, piece) for is_placeholder, piece in _split_placeholders(text))
+        return _run_chain(chain, text)
 
-    def _label_for(self, matched: str) -> str:
-        label = self.known.values.get(matched)
-        if label is None:
-            lowered = matched.lower()
-            label = next((lab for value, lab in self.known.values.items() if value.lower() == lowered), "personal_data")
-        return label
+    def _replace_known(self, text: str) -> str:
+        """Replaces the session's known values as whole words, ignoring case. Plain substring search
+        instead of a regular expression: every session has other values, and compiling a pattern
+        for each one cost more than all the other rules together."""
+        lowered = text.lower()
+        if len(lowered) != len(text):  # a character whose lower case has another length: rare
+            pattern = re.compile(r"(?<![\w#])(" + "|".join(re.escape(v) for v in self._by_length) + r")(?![\w])", re.IGNORECASE)
+            return pattern.sub(lambda m: "{{" + self._lowered.get(m.group(1).lower(), "personal_data") + "}}", text)
+        spans: list[tuple[int, int, str]] = []
+        for value in self._by_length:
+            start = lowered.find(value)
+            while start >= 0:
+                end = start + len(value)
+                before = text[start - 1] if start else " "
+                after = text[end] if end < len(text) else " "
+                if not (before.isalnum() or before in "_#") and not (after.isalnum() or after == "_") and not any(
+                    s < end and start < e for s, e, _ in spans
+                ):
+                    spans.append((start, end, value))
+                start = lowered.find(value, start + 1)
+        if not spans:
+            return text
+        out, last = [], 0
+        for start, end, value in sorted(spans):
+            out.append(text[last:start])
+            out.append("{{" + self._lowered[value] + "}}")
+            last = end
+        out.append(text[last:])
+        return "".join(out)
 
     def value(self, data: Any, *, key: str = "") -> Any:
-        """Redacts JSON-like data: values under personal keys become their placeholder outright;
-        every other string (and every dict key) goes through `text`."""
+        """Redacts JSON-like data: values in a personal position (see the module docstring) become
+        their placeholder outright; every other string (and every object key) goes through `text`."""
         normalised = _normalise_key(key) if key else ""
-        label = PII_KEYS.get(normalised)
-        if label is not None and isinstance(data, (str, int, float)) and not isinstance(data, bool):
-            return "{{" + label + "}}"
-        if isinstance(data, Mapping):
-            return {self.text(str(k)): self.value(v, key=str(k)) for k, v in data.items()}
+        return self._value(data, normalised, _key_label(normalised) if normalised else None, None)
+
+    def _value(self, data: Any, key: str, label: str | None, resource: str | None) -> Any:
+        if isinstance(data, dict):
+            personal_object = _is_personal_object(data, key)
+            resource_type = data.get("resourceType")
+            resource_id = resource_type.lower() if isinstance(resource_type, str) and resource_type.lower() in _FHIR_PERSON_RESOURCES else None
+            out = {}
+            for raw_key, value in data.items():
+                child = _normalise_key(str(raw_key))
+                child_label = _leaf_label(child, key, personal_object, resource_id)
+                if child == "name" and isinstance(value, (dict, list)):
+                    child_label = None
+                out[self.text(str(raw_key))] = self._value(value, child, child_label, resource_id)
+            return out
         if isinstance(data, list):
-            return [self.value(item, key=key) for item in data]
+            return [self._value(item, key, label, resource) for item in data]
+        if label is not None and isinstance(data, (str, int, float)) and not isinstance(data, bool):
+            if isinstance(data, str) and (not data.strip() or PLACEHOLDER_RE.fullmatch(data.strip())):
+                return data
+            if isinstance(data, str) and _parse_json_string(data) is not None:
+                return json.dumps(self._value(json.loads(data), key, None, resource))
+            return "{{" + label + "}}"
         if isinstance(data, str):
-            return self.text(data)
+            parsed = _parse_json_string(data)
+            if parsed is not None:
+                return json.dumps(self._value(parsed, key, None, resource))
+            redacted = self.text(data)
+            if redacted == "{{id}}" and key:  # a whole value of id shape: name it after its key
+                return "{{" + (re.sub(r"[^a-z_]", "", key).strip("_") or "id") + "}}"
+            return redacted
         return data
 
 
 def harvest_names(texts: Iterable[str], known: KnownValues) -> KnownValues:
-    """Names introduced with a cue anywhere in the session ("Hi, I'm Mei Brown") become known
-    values, so that the same name without a cue elsewhere ("Mei Brown, a Gold member, …") goes too."""
+    """Values that texts put in a personal position anywhere in the session (a name after a cue, a
+    DOB after "born", a query parameter) become known values, so that the same value elsewhere —
+    without a cue, or in a tool argument — goes too."""
     for text in texts:
-        if not isinstance(text, str):
-            continue
-        for match in _PERSON_CUE.pattern.finditer(text):
-            name = match.group(1)
-            if name.lower() not in _NOT_NAMES:
-                known.add(name, "person")
+        if isinstance(text, str) and text:
+            _collect_from_text(text, known)
     return known
 
 
@@ -375,7 +733,7 @@ def redactor_for_session(
     *, structured: Iterable[Any], texts: Iterable[str] = (), agent_patterns: Iterable[Mapping[str, Any]] | None = None
 ) -> Redactor:
     """A redactor that knows the personal values of one session: those its structured data (args,
-    tool results) names by key, and the names its text introduces."""
+    tool results) holds in personal positions, and those its texts introduce with a cue."""
     known = KnownValues()
     for item in structured:
         collect_known_values(item, known)

@@ -10,6 +10,8 @@ Allowed status changes (the database's transition trigger refuses every other on
     CANDIDATE → REJECTED  version_reject    (reviewer, with a reason)
     ACTIVE    → RETIRED   version_retire    (admin, with a reason) — also done by approve/rollback
     RETIRED   → ACTIVE    version_rollback  (admin, with a reason)
+    any       → ERASED    version_erase     (admin, with a ground and a reason; content and
+                                             evidence wiped, a VersionTombstone kept; final)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Callable
 
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.db import transaction
+from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Max
 from django.utils import timezone
 
@@ -34,12 +36,21 @@ from .models import (
     ProcedureVersion,
     Source,
     Status,
+    VersionEmbedding,
+    VersionTombstone,
     content_hash,
     procedure_key_validator,
 )
 from .permissions import user_can_approve, user_can_manage_procedure, user_is_reviewer
 
 logger = logging.getLogger(__name__)
+
+try:  # PostgreSQL's "you lost a race" errors; SQLite serialises writers and has none
+    from psycopg import errors as _pg_errors
+
+    _LOST_RACE_ERRORS: tuple[type[BaseException], ...] = (_pg_errors.DeadlockDetected, _pg_errors.SerializationFailure, _pg_errors.LockNotAvailable)
+except ImportError:  # pragma: no cover
+    _LOST_RACE_ERRORS = ()
 
 MAX_STEPS_APPROVABLE = 8
 MAX_STEPS_STORED = 100
@@ -48,6 +59,10 @@ MAX_FIELD_CHARS = 2000
 
 class LifecycleError(Exception):
     """A status change that the current state does not allow; the message says why."""
+
+
+class DecisionConflict(LifecycleError):
+    """A decision that lost a race with another one on the same procedure (views answer 409)."""
 
 
 @dataclass(frozen=True)
@@ -272,7 +287,9 @@ def _create_version(
     skeleton: list[str] | None = None,
     based_on: ProcedureVersion | None = None,
 ) -> ProcedureVersion:
-    """Caller holds a transaction. Locks the procedure row so that version numbers never collide."""
+    """Caller holds a transaction. Locks the procedure row so that version numbers never collide.
+    The screen's record (policy version, trust level) goes into the immutable provenance."""
+    provenance = {**provenance, "screen": policy.screen_record(source=source, provenance=provenance, findings=findings)}
     Procedure.objects.select_for_update().filter(pk=procedure.pk).first()
     last = ProcedureVersion.objects.filter(procedure=procedure).aggregate(n=Max("number"))["n"] or 0
     return ProcedureVersion.objects.create(
@@ -332,9 +349,12 @@ def version_revise(
         applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions
     )
     with transaction.atomic():
+        _lock_procedure(version, agent_too=False)  # before the version row: the decisions' lock order
         locked = ProcedureVersion.objects.select_for_update().select_related("procedure__agent").get(pk=version.pk)
         if locked.status == Status.REJECTED:
             raise LifecycleError(f"{locked} was rejected; propose a new version instead of editing it.")
+        if locked.status == Status.ERASED:
+            raise LifecycleError(f"{locked} was erased; there is no content left to edit.")
         if content.hash == locked.content_hash:
             raise LifecycleError("Nothing changed: the edit has the same content as the version it edits.")
         new_version = _create_version(
@@ -389,6 +409,36 @@ def _set_status(version: ProcedureVersion, new_status: str, *, user, reason: str
     audit(action=action, actor=user, version=version, reason=reason, before=before, after=_status_snapshot(version))
 
 
+def _lock_procedure(version: ProcedureVersion, *, agent_too: bool) -> None:
+    """Serialises decisions: locks the procedure row before any version row, and first the agent
+    row for decisions that change the active set. Every writer takes these locks in one order
+    (agent, procedure, versions; mining and the rights services lock the agent first too), so two
+    decisions never deadlock, and the loser of a race re-reads the state the winner committed and
+    re-checks its blockers against it. The agent lock matters because an eval's baseline is the
+    agent's whole active set: two approvals of two procedures of one agent must not both pass on
+    one baseline. Caller holds a transaction."""
+    if agent_too:
+        agent_id = Procedure.objects.filter(pk=version.procedure_id).values_list("agent_id", flat=True).first()
+        Agent.objects.select_for_update().filter(pk=agent_id).values_list("pk", flat=True).first()
+    Procedure.objects.select_for_update().filter(pk=version.procedure_id).values_list("pk", flat=True).first()
+
+
+def _decision(callback: Callable[[], ProcedureVersion]) -> ProcedureVersion:
+    """Runs a decision in one transaction. The locks make a lost race a LifecycleError; should the
+    database's own invariants (one ACTIVE version per procedure, the transition trigger) still refuse
+    a write, that is a lost race too and is reported as one, never as a server error."""
+    try:
+        with transaction.atomic():
+            return callback()
+    except (IntegrityError, OperationalError) as exc:
+        if isinstance(exc, OperationalError) and not isinstance(exc.__cause__, _LOST_RACE_ERRORS):
+            raise
+        logger.warning("decision refused by the database: %s", exc)
+        raise DecisionConflict(
+            "Another decision on this procedure was made at the same time; reload and try again."
+        ) from exc
+
+
 def _lock_version(version: ProcedureVersion) -> ProcedureVersion:
     return (
         ProcedureVersion.objects.select_for_update(of=("self",))
@@ -419,9 +469,37 @@ def passing_eval_for(version: ProcedureVersion) -> EvalRun | None:
     )
 
 
-def approval_blockers(version: ProcedureVersion, user) -> list[str]:
+def authored_since_active(version: ProcedureVersion, user) -> list[int]:
+    """Numbers of the versions of `version`'s procedure that `user` proposed or edited since the
+    current ACTIVE version: every version numbered above it (all of them when none is ACTIVE), and
+    every version on the edit chain (`based_on`) that leads from `version` back to it. The four-eyes
+    rule covers the whole chain, so an approver cannot edit v7 and approve a colleague's v9 on top.
+    One query: a procedure has few versions."""
+    rows = {
+        row["pk"]: row
+        for row in ProcedureVersion.objects.filter(procedure_id=version.procedure_id).values(
+            "pk", "number", "status", "based_on_id", "proposed_by_id", "edited_by_id"
+        )
+    }
+    active = next((row for row in rows.values() if row["status"] == Status.ACTIVE), None)
+    floor = active["number"] if active is not None else 0
+    since = {pk for pk, row in rows.items() if row["number"] > floor}
+    seen: set[int] = set()
+    pk = version.pk
+    while pk is not None and pk in rows and pk not in seen and (active is None or pk != active["pk"]):
+        seen.add(pk)
+        pk = rows[pk]["based_on_id"]
+    return sorted(
+        rows[pk]["number"]
+        for pk in since | seen
+        if user.pk in (rows[pk]["proposed_by_id"], rows[pk]["edited_by_id"])
+    )
+
+
+def approval_blockers(version: ProcedureVersion, user, *, acknowledged_conflicts: bool = False) -> list[str]:
     """Every reason why `user` may not approve `version` now (empty: may approve). The UI shows
-    these next to a disabled button; version_approve re-checks them under the row lock."""
+    these next to a disabled button; version_approve re-checks them under the row lock. Conflicts
+    with the agent's other ACTIVE procedures (library/conflicts.py) block unless acknowledged."""
     reasons: list[str] = []
     if version.status != Status.CANDIDATE:
         reasons.append(f"Only a candidate can be approved; this version is {version.get_status_display().lower()}.")
@@ -433,6 +511,13 @@ def approval_blockers(version: ProcedureVersion, user) -> list[str]:
             reasons.append("You proposed this procedure; another approver must decide (four-eyes rule).")
         if version.edited_by_id == user.pk:
             reasons.append("You made the last edit of this version; another approver must decide (four-eyes rule).")
+        earlier = [n for n in authored_since_active(version, user) if n != version.number]
+        if earlier and version.proposed_by_id != user.pk and version.edited_by_id != user.pk:
+            listed = ", ".join(f"v{n}" for n in earlier)
+            reasons.append(
+                f"You proposed or edited {listed} of this procedure since its active version; "
+                "another approver must decide (four-eyes rule)."
+            )
     if version.quarantined:
         reasons.append("The policy screen quarantined this version; edit out the flagged text first.")
     if len(version.steps) > MAX_STEPS_APPROVABLE:
@@ -452,15 +537,27 @@ def approval_blockers(version: ProcedureVersion, user) -> list[str]:
 
         if run.baseline_hash and run.baseline_hash != active_set_hash(version.procedure.agent):
             reasons.append("The active set changed since the eval run started; start a new run.")
+    if not acknowledged_conflicts:
+        from .conflicts import conflicts_for_candidate
+
+        for conflict in conflicts_for_candidate(version):
+            reasons.append(f"Conflict (acknowledge it on the approve page to approve anyway): {conflict.message}")
     return reasons
 
 
-def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> ProcedureVersion:
+def version_approve(
+    *, version: ProcedureVersion, user, comment: str = "", acknowledge_conflicts: bool = False
+) -> ProcedureVersion:
     """CANDIDATE → ACTIVE. The previous ACTIVE version of the same procedure becomes RETIRED in the
-    same transaction. Two approvers racing: the row lock serialises them and the second is refused."""
+    same transaction. Two approvers racing: the procedure lock serialises them, the second re-checks
+    every blocker against what the first committed and is refused (LifecycleError, a 409). A
+    conflict with another ACTIVE procedure blocks unless `acknowledge_conflicts`; then it is
+    recorded in a `conflict_ack` audit row."""
     if user is None or not user.is_authenticated:
         raise PermissionDenied("Sign in to approve.")
-    with transaction.atomic():
+
+    def decide() -> ProcedureVersion:
+        _lock_procedure(version, agent_too=True)
         locked = _lock_version(version)
         if locked.status != Status.CANDIDATE:
             if locked.status == Status.ACTIVE and locked.approved_by_id:
@@ -471,9 +568,18 @@ def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> Pr
             raise LifecycleError(f"Only a candidate can be approved; {locked} is {locked.status}.")
         if not user_can_approve(user, locked.procedure):
             raise PermissionDenied(f"You do not hold the approve permission for {locked.procedure.key}.")
-        blockers = approval_blockers(locked, user)
+        blockers = approval_blockers(locked, user, acknowledged_conflicts=acknowledge_conflicts)
         if blockers:
             raise LifecycleError(" ".join(blockers))
+        if acknowledge_conflicts:
+            from .conflicts import conflicts_for_candidate
+
+            acknowledged = conflicts_for_candidate(locked)
+            if acknowledged:
+                audit(
+                    action=AuditEvent.Action.CONFLICT_ACK, actor=user, version=locked, reason=comment,
+                    after={"conflicts": [{"kind": c.kind, "with": c.b.pk, "message": c.message} for c in acknowledged]},
+                )
         run = passing_eval_for(locked)
         assert run is not None  # approval_blockers refused otherwise
         _retire_current_active(locked.procedure, user=user, reason=f"Replaced by v{locked.number}")
@@ -486,10 +592,46 @@ def version_approve(*, version: ProcedureVersion, user, comment: str = "") -> Pr
             approved_by=user,
             approved_at=timezone.now(),
             approval_eval_run=run,
+            review_by=review_by_for(locked.procedure.agent),
         )
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
         _on_commit(lambda: _notify_status_changed(locked.pk, "approve", user, comment))
+        return locked
+
+    return _decision(decide)
+
+
+def review_by_for(agent: Agent, *, today=None):
+    """The day a version that becomes (or stays) ACTIVE today is due for re-review."""
+    from datetime import timedelta
+
+    return (today or timezone.localdate()) + timedelta(days=agent.review_after_days)
+
+
+def version_review_confirm(*, version: ProcedureVersion, user, comment: str = "") -> ProcedureVersion:
+    """A re-review of an ACTIVE version that keeps it: its review-by date moves to today plus the
+    agent's review_after_days. Needs the approve right on the procedure (the people who decide what
+    agents receive); demoting instead is `version_retire`."""
+    if user is None or not user.is_authenticated:
+        raise PermissionDenied("Sign in to review.")
+    with transaction.atomic():
+        _lock_procedure(version, agent_too=False)
+        locked = _lock_version(version)
+        if not user_can_approve(user, locked.procedure):
+            raise PermissionDenied(f"You do not hold the approve permission for {locked.procedure.key}.")
+        if locked.status != Status.ACTIVE:
+            raise LifecycleError(f"Only the active version is re-reviewed; {locked} is {locked.status}.")
+        before = {"version": locked.number, "reviewBy": locked.review_by.isoformat() if locked.review_by else None}
+        review_by = review_by_for(locked.procedure.agent)
+        updated = ProcedureVersion.objects.filter(pk=locked.pk, status=Status.ACTIVE).update(review_by=review_by)
+        if updated != 1:
+            raise LifecycleError(f"{locked} changed while you were deciding; reload and try again.")
+        locked.review_by = review_by
+        audit(
+            action=AuditEvent.Action.REVIEW, actor=user, version=locked, reason=(comment or "").strip(),
+            before=before, after={"version": locked.number, "reviewBy": review_by.isoformat()},
+        )
     return locked
 
 
@@ -500,12 +642,16 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "A rejection needs a reason."})
-    with transaction.atomic():
+
+    def decide() -> ProcedureVersion:
+        _lock_procedure(version, agent_too=False)
         locked = _lock_version(version)
         if locked.status != Status.CANDIDATE:
             raise LifecycleError(f"Only a candidate can be rejected; {locked} is {locked.status}.")
         _set_status(locked, Status.REJECTED, user=user, reason=reason, action=AuditEvent.Action.REJECT)
-    return locked
+        return locked
+
+    return _decision(decide)
 
 
 def version_retire(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
@@ -513,7 +659,9 @@ def version_retire(*, version: ProcedureVersion, user, reason: str) -> Procedure
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Retiring needs a reason."})
-    with transaction.atomic():
+
+    def decide() -> ProcedureVersion:
+        _lock_procedure(version, agent_too=True)
         locked = _lock_version(version)
         if not user_can_manage_procedure(user, locked.procedure):
             raise PermissionDenied(f"You may not retire versions of {locked.procedure.key}.")
@@ -523,27 +671,136 @@ def version_retire(*, version: ProcedureVersion, user, reason: str) -> Procedure
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
         _on_commit(lambda: _notify_status_changed(locked.pk, "retire", user, reason))
-    return locked
+        return locked
+
+    return _decision(decide)
 
 
 def version_rollback(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
     """RETIRED → ACTIVE (admin): the chosen earlier version becomes ACTIVE and the current ACTIVE one
-    RETIRED, in one transaction. The version keeps its original approval and eval run."""
+    RETIRED, in one transaction. The version keeps its original approval and eval run. Two roll-backs
+    racing: the procedure lock serialises them and the second sees the state the first left."""
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Rolling back needs a reason."})
-    with transaction.atomic():
+
+    def decide() -> ProcedureVersion:
+        _lock_procedure(version, agent_too=True)
         locked = _lock_version(version)
         if not user_can_manage_procedure(user, locked.procedure):
             raise PermissionDenied(f"You may not roll back versions of {locked.procedure.key}.")
         if locked.status != Status.RETIRED:
             raise LifecycleError(f"Only a retired version can be rolled back to; {locked} is {locked.status}.")
         _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")
-        _set_status(locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK)
+        _set_status(
+            locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK,
+            review_by=review_by_for(locked.procedure.agent),
+        )
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
         _on_commit(lambda: _notify_status_changed(locked.pk, "rollback", user, reason))
-    return locked
+        return locked
+
+    return _decision(decide)
+
+
+def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) -> VersionTombstone:
+    """Any status → ERASED (admin): a personal-data request or poisoned content. In one transaction,
+    under the version's row lock: a VersionTombstone keeps id, number, content hash, who, when and
+    why; the version's content, evidence, provenance and policy excerpts are wiped (the database's
+    version guard allows exactly this change, once, and only with the tombstone present); its
+    stored embeddings are deleted; the replies and tool calls its eval runs recorded are wiped and
+    unfinished runs cancelled; listeners of `version_erasing` (reviews: comments) wipe what they
+    hold. After commit the served sets drop it (`active_set_changed`, whatever the old status was,
+    so caches and ETags change at once)."""
+    from .signals import version_erased, version_erasing
+
+    if ground not in VersionTombstone.Ground.values:
+        raise ValidationError({"ground": f"unknown ground {ground!r}; one of {', '.join(VersionTombstone.Ground.values)}"})
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Erasing needs a reason (it is kept in the tombstone)."})
+    if user is None or not user.is_authenticated:
+        raise PermissionDenied("Sign in to erase.")
+    with transaction.atomic():
+        _lock_procedure(version, agent_too=True)  # erasing an ACTIVE version changes the active set
+        locked = _lock_version(version)
+        if not user_can_manage_procedure(user, locked.procedure):
+            raise PermissionDenied(f"You may not erase versions of {locked.procedure.key}.")
+        if locked.status == Status.ERASED:
+            raise LifecycleError(f"{locked} was already erased.")
+        now = timezone.now()
+        status_before = locked.status
+        tombstone = VersionTombstone.objects.create(
+            version=locked,
+            procedure_key=locked.procedure.key,
+            number=locked.number,
+            content_hash=locked.content_hash,
+            status_before=status_before,
+            ground=ground,
+            reason=reason,
+            erased_by=user,
+            erased_at=now,
+        )
+        updated = ProcedureVersion.objects.filter(pk=locked.pk, status=status_before).update(
+            status=Status.ERASED,
+            status_reason=f"Erased: {tombstone.get_ground_display()}",
+            status_changed_at=now,
+            applies_when="",
+            steps=[],
+            required_tools=[],
+            forbidden_actions=[],
+            skeleton=[],
+            quarantine_reasons=[],
+            evidence={},
+            provenance={},
+            preconditions=[],
+            postconditions=[],
+            verify_command="",
+            search_vector=None,  # the full-text document of the erased content
+        )
+        if updated != 1:
+            raise LifecycleError(f"{locked} changed while you were deciding; reload and try again.")
+        VersionEmbedding.objects.filter(version=locked).delete()
+        _erase_eval_records(version_id=locked.pk)
+        version_erasing.send(sender=ProcedureVersion, version_id=locked.pk)
+        audit(
+            action=AuditEvent.Action.ERASE,
+            actor=user,
+            version=locked,
+            reason=reason,
+            before={"version": locked.number, "status": status_before, "contentHash": locked.content_hash},
+            after={"version": locked.number, "status": Status.ERASED, "ground": ground},
+        )
+        agent_id = locked.procedure.agent_id
+        _on_commit(lambda: _notify_active_set_changed(agent_id))
+        version_id = locked.pk
+        _on_commit(lambda: version_erased.send(sender=ProcedureVersion, agent_id=agent_id, version_id=version_id))
+    locked.refresh_from_db()
+    return tombstone
+
+
+def _erase_eval_records(*, version_id: int) -> None:
+    """Part of `version_erase` (caller holds the version's row lock inside its transaction): the
+    version's unfinished eval runs are cancelled (a chunk task stops at its next case; a claimed row
+    cannot be finished, its claim nonce is cleared), and the replies, tool calls and failure texts
+    every run recorded are wiped, since a replay can echo the erased content. Verdicts stay (a
+    finished run's verdict never changes)."""
+    from .models import EvalCaseResult
+    from .signals import eval_run_finished
+
+    unfinished = [EvalRun.State.QUEUED, EvalRun.State.RUNNING]
+    cancelled = list(
+        EvalRun.objects.select_for_update().filter(version_id=version_id, state__in=unfinished).values_list("pk", flat=True)
+    )
+    EvalRun.objects.filter(pk__in=cancelled).update(
+        state=EvalRun.State.CANCELLED, failure_reason="Cancelled: the version was erased", finished_at=timezone.now()
+    )
+    for run_id in cancelled:
+        _on_commit(lambda run_id=run_id: eval_run_finished.send(sender=EvalRun, run_id=run_id))
+    EvalCaseResult.objects.filter(run__version_id=version_id).update(
+        reply="", tool_calls=[], failures=[], error="", claim_nonce=""
+    )
 
 
 def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "", reason: str = "") -> Agent:
@@ -581,7 +838,9 @@ def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "
 
 __all__ = [
     "Content",
+    "DecisionConflict",
     "LifecycleError",
+    "authored_since_active",
     "approval_blockers",
     "audit",
     "agent_set_tools",
@@ -589,8 +848,11 @@ __all__ = [
     "procedure_propose",
     "validate_content",
     "version_approve",
+    "version_erase",
     "version_reject",
     "version_retire",
+    "version_review_confirm",
+    "review_by_for",
     "version_revise",
     "version_rollback",
 ]

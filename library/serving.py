@@ -32,12 +32,12 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 from django.dispatch import receiver
-from procmem_client.ranking import EmbeddingCache, Index, Ranker
-from procmem_client.rendering import estimate_tokens, render_procedure
+from procmem_client.ranking import EmbeddingCache, Explained, Index, Ranker, SelectionConfig
+from procmem_client.rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block, render_procedure
 
 from . import embeddings
 from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
-from .signals import active_set_changed
+from .signals import active_set_changed, version_erased
 
 logger = logging.getLogger(__name__)
 
@@ -169,11 +169,36 @@ def clear_cache(agent_id: int | None = None) -> None:
             _checked_at.pop(agent_id, None)
 
 
+@receiver(version_erased)
+def _forget_erased(sender, agent_id: int, **kwargs) -> None:
+    forget_erased(agent_id)
+    embeddings.embed_one.cache_clear()
+
+
+def forget_erased(agent_id: int) -> None:
+    """After an erasure: drops this process's built set of the agent (its body held the erased
+    text), the vectors cached per text, and the record of which versions have stored embeddings
+    (the erased version's were deleted). The next request rebuilds from the database."""
+    global _ranker_instance
+    clear_cache(agent_id)
+    with _cache_lock:
+        _stored_embeddings.clear()
+        _ranker_instance = None
+
+
 def _agent_part(agent: Agent) -> bytes:
     return json.dumps(
         [API_VERSION, agent.pk, agent.name, sorted(agent.tools), agent.procedural_memory_enabled, agent.injection_cap],
         separators=(",", ":"),
     ).encode()
+
+
+def approver_secret_columns() -> list[str]:
+    """The approver's columns a served version does not need (password hash, e-mail, ...): deferred,
+    so the read-only role needs SELECT on the user's id and user name only."""
+    user_model = ProcedureVersion._meta.get_field("approved_by").related_model
+    keep = {user_model._meta.pk.name, user_model.USERNAME_FIELD}
+    return [f"approved_by__{f.name}" for f in user_model._meta.concrete_fields if f.name not in keep]
 
 
 def _current_state(agent_id: int, *, using: str) -> tuple[Agent, str]:
@@ -325,6 +350,7 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
             ProcedureVersion.objects.using(using)
             .filter(procedure__agent_id=agent.pk, status=Status.ACTIVE)
             .select_related("procedure", "procedure__intent", "approved_by")
+            .defer(*approver_secret_columns())
             .order_by("procedure__key")
         )
         for version in versions:
@@ -356,56 +382,67 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
 # --------------------------------------------------------------------------------------------- embeddings
 
 
-_model_key_value: str | None = None
-
-
-def model_key() -> str:
-    """Identifies the embedding model across machines: the model directory's name and a digest of
-    its config files (not its path, which differs between installs)."""
-    global _model_key_value
-    if _model_key_value is None:
-        from pathlib import Path
-
-        path = Path(embeddings.default_model_path())
-        digest = hashlib.sha256()
-        for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
-            if (path / name).is_file():
-                digest.update(name.encode() + b"\0" + (path / name).read_bytes())
-        _model_key_value = f"{path.parent.name if path.name == 'model' else path.name}"[:40] + ":" + digest.hexdigest()[:16]
-    return _model_key_value
+# one key for every process and module that stores vectors (library/embeddings.py)
+model_key = embeddings.model_key
 
 
 def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
-    """Fills the ranker's cache for the served versions: vectors stored by any process are read
-    (read-only connection); the ones nobody has stored yet are embedded here — unless this process
-    already has the text — and stored through "default", so every version is embedded once per
-    model, not once per process."""
+    """Fills the ranker's cache for the served versions: the appliesWhen and step vectors stored
+    by any process are read (read-only connection); the ones nobody has stored yet are embedded
+    here — unless this process already has the text — and stored through "default", so every
+    version and step is embedded once per model, not once per process."""
     from .models import VersionEmbedding
 
     cache = ranker.cache
+    with_steps = ranker.config.use_steps
     with _cache_lock:
-        pending = [(vid, p["appliesWhen"]) for vid, p in zip(served.version_ids, served.procedures) if vid not in _stored_embeddings]
+        pending = [(vid, p) for vid, p in zip(served.version_ids, served.procedures) if vid not in _stored_embeddings]
     if not pending:
         return
     key = model_key()
-    stored = dict(
-        VersionEmbedding.objects.using(READONLY_ALIAS)
+    stored = {
+        vid: (pk, vector, steps)
+        for pk, vid, vector, steps in VersionEmbedding.objects.using(READONLY_ALIAS)
         .filter(version_id__in=[vid for vid, _ in pending], model_key=key)
-        .values_list("version_id", "vector")
-    )
-    for vid, text in pending:
-        if vid in stored and not cache.has(text):
-            cache.put(text, np.frombuffer(bytes(stored[vid]), dtype="<f4"))
-    missing = [(vid, text) for vid, text in pending if vid not in stored]
+        .values_list("pk", "version_id", "vector", "steps_vectors")
+    }
+    for vid, record in pending:
+        if vid not in stored:
+            continue
+        _, vector, steps = stored[vid]
+        if not cache.has(record["appliesWhen"]):
+            cache.put(record["appliesWhen"], np.frombuffer(bytes(vector), dtype="<f4"))
+        if with_steps and steps is not None and record["steps"]:
+            for text, step_vector in zip(record["steps"], np.frombuffer(bytes(steps), dtype="<f4").reshape(len(record["steps"]), -1)):
+                if not cache.has(text):
+                    cache.put(text, step_vector)
+
+    def steps_blob(record) -> bytes:
+        return cache.matrix(record["steps"]).astype("<f4").tobytes()
+
+    missing = [(vid, record) for vid, record in pending if vid not in stored]
     if missing:
-        vectors = cache.matrix([text for _, text in missing])  # embeds only texts this process lacks
+        vectors = cache.matrix([record["appliesWhen"] for _, record in missing])  # embeds only texts this process lacks
+        if with_steps:  # one batch for every step text this process lacks
+            cache.matrix([step for _, record in missing for step in record["steps"]])
         VersionEmbedding.objects.using("default").bulk_create(
             [
-                VersionEmbedding(version_id=vid, model_key=key, dimensions=int(v.shape[0]), vector=v.astype("<f4").tobytes())
-                for (vid, _), v in zip(missing, vectors)
+                VersionEmbedding(
+                    version_id=vid, model_key=key, dimensions=int(v.shape[0]), vector=v.astype("<f4").tobytes(),
+                    steps_vectors=steps_blob(record) if with_steps and record["steps"] else None,
+                )
+                for (vid, record), v in zip(missing, vectors)
             ],
             batch_size=1000,
-            ignore_conflicts=True,  # another process stored it meanwhile: the same vector
+            ignore_conflicts=True,  # another process stored it meanwhile: the same vectors
+        )
+    without_steps = [(stored[vid][0], record) for vid, record in pending if vid in stored and stored[vid][2] is None]
+    if with_steps and without_steps:  # rows stored before the step signal existed
+        cache.matrix([step for _, record in without_steps for step in record["steps"]])
+        VersionEmbedding.objects.using("default").bulk_update(
+            [VersionEmbedding(pk=pk, steps_vectors=steps_blob(record)) for pk, record in without_steps if record["steps"]],
+            ["steps_vectors"],
+            batch_size=1000,
         )
     with _cache_lock:
         _stored_embeddings.update(vid for vid, _ in pending)
@@ -471,14 +508,24 @@ def unresolved_refusals(*, agents=None) -> list[LoadRefusal]:
 # --------------------------------------------------------------------------------------------- selection
 
 
+def ranker_config() -> SelectionConfig:
+    """The configuration the served sets are ranked with."""
+    return _ranker().config
+
+
+def injection_max_chars() -> int:
+    return int(getattr(settings, "PROCMEM_INJECTION_MAX_CHARS", DEFAULT_MAX_CHARS))
+
+
 def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: int | None = None) -> dict[str, Any]:
     """Selection over the agent's served set (refused versions are never candidates). At most the
-    agent's injection cap is injected. Raises ValueError for bad arguments (see procmem_client/ranking.py)."""
+    agent's injection cap is injected, and only what fits the block's character cap. Raises
+    ValueError for bad arguments (see procmem_client/ranking.py)."""
     served = active_set_for_agent(agent=agent)
     cap = served.data["injectionCap"]
     result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)
-    injected = result["injected"]
-    rendered = "\n\n".join(p["rendered"] for p in injected)
+    block = render_block(result["injected"], max_chars=injection_max_chars())
+    kept = {(p["id"], p["version"]) for p in block["included"]}
     response: dict[str, Any] = {
         "apiVersion": API_VERSION,
         "agent": served.data["agent"],
@@ -486,13 +533,52 @@ def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: i
         "task": task,
         "intent": intent or None,
         "cap": cap,
-        "injected": injected,
-        "rendered": rendered,
-        "renderedChars": len(rendered),
-        "renderedTokens": estimate_tokens(rendered),
+        "injected": block["included"],
+        "rendered": block["text"],
+        "renderedChars": block["chars"],
+        "renderedTokens": block["tokens"],
     }
     if not served.data["proceduralMemoryEnabled"]:
         response["note"] = served.data["note"]
     if k is not None:
-        response["ranked"] = result["ranked"]
+        response["ranked"] = [{**c, "injected": c["injected"] and (c["id"], c["version"]) in kept} for c in result["ranked"]]
     return response
+
+
+class Playground(TypedDict):
+    task: str
+    intent: str | None
+    cap: int
+    maxChars: int
+    config: SelectionConfig
+    ranking: list[Explained]
+    block: dict[str, Any]
+    dropped: list[str]
+    setEtag: str
+    enabled: bool
+
+
+def explain_for_agent(*, agent: Agent, task: str, intent: str | None = None) -> Playground:
+    """What the agent would receive for `task`, explained: the full ranking of its served set with
+    every retriever's score and rank, eligibility and why, and the exact block the select endpoint
+    returns (same index, same ranker, same renderer, same caps)."""
+    served = active_set_for_agent(agent=agent)
+    cap = served.data["injectionCap"]
+    index = served.index()
+    ranking = index.rank(task=task, intent=intent or None, cap=cap)
+    block = render_block([c["record"] for c in ranking if c["injected"]], max_chars=injection_max_chars())
+    kept = {(p["id"], p["version"]) for p in block["included"]}
+    for candidate in ranking:
+        candidate["injected"] = candidate["injected"] and (candidate["id"], candidate["version"]) in kept
+    return {
+        "task": task,
+        "intent": intent or None,
+        "cap": cap,
+        "maxChars": injection_max_chars(),
+        "config": index.config,
+        "ranking": ranking,
+        "block": {"text": block["text"], "chars": block["chars"], "tokens": block["tokens"]},
+        "dropped": [f"{p['id']} v{p['version']}" for p in block["dropped"]],
+        "setEtag": served.etag,
+        "enabled": bool(served.data["proceduralMemoryEnabled"]),
+    }

@@ -20,6 +20,15 @@ eval_run_finished = Signal()
 # Sent by library/serving.py.
 version_refused_at_load = Signal()
 
+# kwargs: version_id. A version is being erased: sent INSIDE the erasing transaction (the one
+# exception to "after commit"), so that what a listener wipes (reviews: comment texts) is wiped in the
+# same transaction as the content, or not at all. Sent by library/services.py version_erase.
+version_erasing = Signal()
+
+# kwargs: agent_id, version_id. A version was erased (after commit). library/serving.py drops this
+# process's built set of the agent and its text-keyed caches (they held the erased text).
+version_erased = Signal()
+
 # kwargs: version_id, action ("approve", "retire" or "rollback"), user_id (int | None), reason (str).
 # A person changed which version of a procedure is ACTIVE. Sent by library/services.py.
 version_status_changed = Signal()

@@ -53,3 +53,29 @@ def purge_raw_sessions() -> int:
     from .ingest.store import sessions_purge_raw
 
     return sessions_purge_raw()
+
+
+# --- conflict scan -------------------------------------------------------------------------------
+
+
+@shared_task(name="library.conflicts_scan_agent", time_limit=600, soft_time_limit=540, acks_late=True)
+def conflicts_scan_agent(agent_id: int) -> dict | None:
+    """One agent's conflict scan (library/conflicts.py). A redelivered task finds the same set."""
+    from .conflicts import conflicts_scan
+    from .models import Agent
+
+    agent = Agent.objects.filter(pk=agent_id).first()
+    if agent is None:
+        return None
+    return conflicts_scan(agent=agent)
+
+
+@shared_task(name="library.conflicts_scan_all", time_limit=60, soft_time_limit=50)
+def conflicts_scan_all() -> int:
+    """Beat entry point: one scan task per agent."""
+    from .models import Agent
+
+    agent_ids = list(Agent.objects.values_list("pk", flat=True))
+    for agent_id in agent_ids:
+        conflicts_scan_agent.delay(agent_id)
+    return len(agent_ids)

@@ -92,12 +92,19 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "guardian",
+    "axes",
     "library",
     "reviews",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # input guards (procmem_site/middleware.py): JSON errors under /api/, chunked bodies read,
+    # NUL and lone surrogates in paths, query strings and form fields refused before anything else
+    "procmem_site.middleware.ApiErrorsMiddleware",
+    "procmem_site.middleware.ChunkedBodyMiddleware",
+    "procmem_site.middleware.InputGuardMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -106,6 +113,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # last, as django-axes asks: it turns a locked-out sign-in into the 429 page
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "procmem_site.urls"
@@ -160,6 +169,8 @@ DATABASES["readonly"]["TEST"] = {"MIRROR": "default"}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
+    # first: refuses a locked-out username/address before any password is checked
+    "axes.backends.AxesStandaloneBackend",
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]
@@ -170,7 +181,20 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+
+# --- sign-in throttling (django-axes): both sign-in pages, /accounts/login/ and /django-admin/login/ ---
+# After PROCMEM_LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that pair is
+# locked out for PROCMEM_LOGIN_COOLOFF_MINUTES (429, even with the right password); a successful
+# sign-in resets the count. `manage.py axes_reset` lifts every lock-out.
+AXES_ENABLED = env_bool("PROCMEM_LOGIN_THROTTLING", True)
+AXES_FAILURE_LIMIT = env_int("PROCMEM_LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=1000)
+AXES_COOLOFF_TIME = env_float("PROCMEM_LOGIN_COOLOFF_MINUTES", 15.0, minimum=0.1) / 60.0  # axes counts hours
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "reviews:queue"
@@ -202,9 +226,39 @@ CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 31536000, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("BEHIND_TLS_PROXY", not DEBUG) else None
+# X-Forwarded-Proto is trusted only when BEHIND_TLS_PROXY=1 says a proxy that sets (and overwrites)
+# it stands in front; otherwise any client could claim https.
+BEHIND_TLS_PROXY = env_bool("BEHIND_TLS_PROXY", False)
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_TLS_PROXY else None
 SECURE_CONTENT_TYPE_NOSNIFF = True
 X_FRAME_OPTIONS = "DENY"
+# Content-Security-Policy (django-csp): scripts and styles only from our own static files — no
+# inline script, no inline style, no eval (htmx runs with allowEval and its indicator <style> off,
+# see templates/base.html). PROCMEM_CSP_REPORT_ONLY=1 sends it as Report-Only while trying it out.
+_CSP_DIRECTIVES = {
+    "default-src": ["'self'"],
+    "script-src": ["'self'"],
+    "style-src": ["'self'"],
+    # htmx writes an empty style attribute while it swaps (hx-push-url snapshots); the hash of the
+    # empty string allows exactly that and no other style attribute
+    "style-src-attr": ["'unsafe-hashes'", "'sha256-47DEQpj8HBSa+/TImW+5JCeuQeRkm5NMpJWZG3hSuFU='"],
+    "img-src": ["'self'", "data:"],
+    "connect-src": ["'self'"],
+    "font-src": ["'self'"],
+    "object-src": ["'none'"],
+    "base-uri": ["'none'"],
+    "form-action": ["'self'"],
+    "frame-ancestors": ["'none'"],
+}
+if env_bool("PROCMEM_CSP_REPORT_ONLY", False):
+    CONTENT_SECURITY_POLICY_REPORT_ONLY = {"DIRECTIVES": _CSP_DIRECTIVES}
+else:
+    CONTENT_SECURITY_POLICY = {"DIRECTIVES": _CSP_DIRECTIVES}
+
+# Model API keys of eval replays are stored encrypted (Fernet) with this key; without it the key
+# is derived from SECRET_KEY (then changing SECRET_KEY makes stored keys unreadable: set them again).
+# A value `env:NAME` in the key field stores only the reference and reads the environment at use.
+PROCMEM_SECRETS_KEY = env_str("PROCMEM_SECRETS_KEY", "")
 
 # --- Celery ---------------------------------------------------------------------------------------
 CELERY_FS_DIR = VAR_DIR / "celery"
@@ -253,6 +307,9 @@ PROCMEM_DEFAULT_INJECTION_CAP = env_int("PROCMEM_DEFAULT_INJECTION_CAP", 2, mini
 # at once; other processes see them within this bound (responses carry max-age=10 anyway). 0: check
 # on every request.
 PROCMEM_ACTIVE_SET_RECHECK_SECONDS = env_float("PROCMEM_ACTIVE_SET_RECHECK_SECONDS", 1.0, minimum=0, maximum=60)
+# The injected block (header + selected procedures) is capped at this many characters; the
+# lower-ranked procedure is dropped first (library/rendering.py).
+PROCMEM_INJECTION_MAX_CHARS = env_int("PROCMEM_INJECTION_MAX_CHARS", 4000, minimum=200, maximum=100_000)
 PROCMEM_MAX_STEPS = 8
 # Review queue: a claim on a candidate lapses after this many hours unless renewed (claiming again).
 PROCMEM_CLAIM_HOURS = env_int("PROCMEM_CLAIM_HOURS", 24, minimum=1, maximum=24 * 30)
@@ -261,6 +318,25 @@ PROCMEM_CLAIM_HOURS = env_int("PROCMEM_CLAIM_HOURS", 24, minimum=1, maximum=24 *
 PROCMEM_METRIC_WARNING_DAYS = env_int("PROCMEM_METRIC_WARNING_DAYS", 14, minimum=1, maximum=365)
 PROCMEM_METRIC_WARNING_MIN_SESSIONS = env_int("PROCMEM_METRIC_WARNING_MIN_SESSIONS", 30, minimum=1)
 PROCMEM_METRIC_WARNING_ALPHA = env_float("PROCMEM_METRIC_WARNING_ALPHA", 0.01, minimum=0.0001, maximum=0.5)
+# Demotion check (reviews/metrics/demotion.py): proposes retiring ACTIVE versions rarely served or
+# significantly below their eval (Fisher exact, one-sided); an admin confirms or dismisses.
+PROCMEM_DEMOTION_WINDOW_DAYS = env_int("PROCMEM_DEMOTION_WINDOW_DAYS", 30, minimum=1, maximum=365)
+PROCMEM_DEMOTION_MIN_SELECTED = env_int("PROCMEM_DEMOTION_MIN_SELECTED", 5, minimum=0)
+PROCMEM_DEMOTION_MIN_SESSIONS = env_int("PROCMEM_DEMOTION_MIN_SESSIONS", 30, minimum=1)
+PROCMEM_DEMOTION_ALPHA = env_float("PROCMEM_DEMOTION_ALPHA", 0.01, minimum=0.0001, maximum=0.5)
+PROCMEM_DEMOTION_CHECK_HOURS = env_float("PROCMEM_DEMOTION_CHECK_HOURS", 24.0, minimum=0.1, maximum=24 * 30)
+CELERY_BEAT_SCHEDULE["demotions-check"] = {
+    "task": "reviews.demotions_check_all",
+    "schedule": PROCMEM_DEMOTION_CHECK_HOURS * 3600.0,
+}
+# Conflict scan (library/conflicts.py): appliesWhen similarity from which two procedures with different
+# required tools count as "same situation", and how often beat scans every agent.
+PROCMEM_CONFLICT_SIMILARITY = env_float("PROCMEM_CONFLICT_SIMILARITY", 0.8, minimum=0.0, maximum=1.0)
+PROCMEM_CONFLICT_SCAN_MINUTES = env_int("PROCMEM_CONFLICT_SCAN_MINUTES", 60, minimum=1)
+CELERY_BEAT_SCHEDULE["conflicts-scan"] = {
+    "task": "library.conflicts_scan_all",
+    "schedule": PROCMEM_CONFLICT_SCAN_MINUTES * 60.0,
+}
 # Links in notification e-mails: the site's public address, e.g. https://procmem.example.com
 PROCMEM_BASE_URL = (env_str("PROCMEM_BASE_URL", "") or "").rstrip("/")
 PROCMEM_MIN_STEPS = 3
@@ -304,8 +380,12 @@ PROCMEM_EVAL_SLOT_WAIT_SECONDS = env_float("PROCMEM_EVAL_SLOT_WAIT_SECONDS", 300
 PROCMEM_EVAL_STALE_SECONDS = env_float("PROCMEM_EVAL_STALE_SECONDS", 300.0, minimum=0.0)
 PROCMEM_EVAL_MAX_RESUMES = env_int("PROCMEM_EVAL_MAX_RESUMES", 3, minimum=0)
 PROCMEM_EVAL_MAX_ATTEMPTS = env_int("PROCMEM_EVAL_MAX_ATTEMPTS", 3, minimum=1)
-# Module prefixes a Python runner's dotted path may start with (empty: any; only agent admins set it).
+# Allow-lists for eval runners (agent admins configure runners; workers then import or call them).
+# Module prefixes a Python runner's dotted path must start with (empty: no Python runner at all).
 PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES = env_list("PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES", [])
+# URL prefixes (scheme://host[:port][/path]) an HTTP runner's URL and a model base URL must start
+# with; a prefix without a port allows every port of that host (empty: no HTTP or model runner).
+PROCMEM_EVAL_ALLOWED_URLS = env_list("PROCMEM_EVAL_ALLOWED_URLS", [])
 
 EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "procmem@localhost")
@@ -320,4 +400,6 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    # django-axes logs every sign-in at INFO; lock-outs are WARNING and still show
+    "loggers": {"axes": {"level": "WARNING"}},
 }

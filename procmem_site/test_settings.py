@@ -18,6 +18,9 @@ os.environ.setdefault("SESSION_COOKIE_SECURE", "0")
 os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
 os.environ.setdefault("SECURE_HSTS_SECONDS", "0")
 os.environ.setdefault("BEHIND_TLS_PROXY", "0")
+# The eval tests run their runners from tests/ and their fake HTTP agents on 127.0.0.1.
+os.environ.setdefault("PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES", "tests.evals_support")
+os.environ.setdefault("PROCMEM_EVAL_ALLOWED_URLS", "http://127.0.0.1")
 os.environ.setdefault("PROCMEM_TESTING", "1")
 # Tests change rows with .update() and raw SQL, which send no signals: check the set on every
 # request (tests/library/test_api.py covers the recheck window explicitly).

@@ -10,7 +10,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 
-from library.models import Agent, Intent, Procedure, RegressionCase, procedure_key_validator
+from library.models import Agent, ApiToken, Intent, Procedure, RegressionCase, procedure_key_validator
 from library.services import MAX_STEPS_APPROVABLE
 
 from .models import SUBSCRIBABLE_EVENTS, Webhook
@@ -176,6 +176,10 @@ class ApproveForm(forms.Form):
         error_messages={"required": "Tick the confirmation to approve."},
     )
     comment = forms.CharField(label="Comment for the audit log", max_length=1000, required=False)
+    acknowledge_conflicts = forms.BooleanField(
+        required=False,
+        label="I have read the conflicts above and approve anyway; they are recorded in the audit log under my name.",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- regression cases
@@ -317,6 +321,13 @@ def approver_right_from_post(data, *, agent: Agent):
     return procedure, grantee, data.get("reason", "").strip()
 
 
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="What uses it, e.g. “prod reader” or “nightly export”")
+    scope = forms.ChoiceField(choices=ApiToken.Scope.choices)
+    expires_in_days = forms.IntegerField(
+        required=False, min_value=1, max_value=3650, label="Expires in (days)",
+        help_text="Empty: never expires. Agents get 401 from the moment it expires.",
+    )
 # ---------------------------------------------------------------------------------------------- webhooks and agent settings
 
 

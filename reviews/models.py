@@ -211,6 +211,45 @@ class MetricAlert(models.Model):
         ]
 
 
+class DemotionProposal(models.Model):
+    """A proposal to retire an ACTIVE version, made by the scheduled demotion check with the figures
+    that triggered it. Nothing is retired by the check: an admin confirms (→ version_retire) or
+    dismisses, with a reason. At most one open proposal per version (partial unique index)."""
+
+    class Kind(models.TextChoices):
+        RARELY_SELECTED = "rarely_selected", "Rarely selected"
+        BELOW_EVAL = "below_eval", "Resolution significantly below the eval's"
+
+    class State(models.TextChoices):
+        OPEN = "open", "Open"
+        CONFIRMED = "confirmed", "Confirmed (retired)"
+        DISMISSED = "dismissed", "Dismissed"
+
+    version = models.ForeignKey("library.ProcedureVersion", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.OPEN)
+    figures = models.JSONField(default=dict)
+    message = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["version"], condition=models.Q(state="open"), name="one_open_demotion_per_version"),
+            models.CheckConstraint(
+                condition=(models.Q(state="open") & models.Q(decided_by__isnull=True) & models.Q(decided_at__isnull=True))
+                | (~models.Q(state="open") & models.Q(decided_by__isnull=False) & models.Q(decided_at__isnull=False)),
+                name="demotion_decided_iff_closed",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"demotion of version {self.version_id} ({self.kind}, {self.state})"
+
+
 # ---------------------------------------------------------------------------------------------- webhooks
 #
 # Outgoing webhooks per agent (reviews/webhooks.py): chosen events are POSTed as JSON, signed with

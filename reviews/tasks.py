@@ -13,6 +13,7 @@ from library.models import Agent
 from .metrics.alerts import metric_warnings_check
 from .metrics.rollup import metrics_refresh
 from .notifications import notification_email_send
+from .services import demotions_propose
 from .webhooks import webhook_delivery_attempt, webhook_delivery_give_up
 
 logger = logging.getLogger(__name__)
@@ -39,6 +40,27 @@ def metrics_refresh_all() -> int:
     agent_ids = list(Agent.objects.values_list("pk", flat=True))
     for agent_id in agent_ids:
         metrics_refresh_agent.delay(agent_id)
+    return len(agent_ids)
+
+
+# ---------------------------------------------------------------------------------------------- demotion
+# Beat runs `reviews.demotions_check_all` every PROCMEM_DEMOTION_CHECK_HOURS; it proposes, never retires.
+
+
+@shared_task(name="reviews.demotions_check_agent", time_limit=600, soft_time_limit=540, acks_late=True)
+def demotions_check_agent(agent_id: int) -> dict:
+    agent = Agent.objects.filter(pk=agent_id).first()
+    if agent is None:
+        return {"agent_id": agent_id, "skipped": "agent is gone"}
+    opened = demotions_propose(agent=agent)
+    return {"agent": agent.name, "proposals_opened": len(opened)}
+
+
+@shared_task(name="reviews.demotions_check_all", time_limit=60, soft_time_limit=50)
+def demotions_check_all() -> int:
+    agent_ids = list(Agent.objects.values_list("pk", flat=True))
+    for agent_id in agent_ids:
+        demotions_check_agent.delay(agent_id)
     return len(agent_ids)
 
 

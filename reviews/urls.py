@@ -38,6 +38,8 @@ urlpatterns = [
     path("cases/<int:pk>/edit/", cases.case_edit, name="case_edit"),
     # agents' tool lists
     path("agents/<str:agent>/tools/", agents.agent_tools, name="agent_tools"),
+    path("agents/<str:agent>/tokens/", agents.agent_tokens, name="agent_tokens"),
+    path("agents/<str:agent>/playground/", agents.agent_playground, name="agent_playground"),
     path("refused-at-load/", agents.refused_at_load, name="refused_at_load"),
     path("agents/<str:agent>/settings/", agents.agent_settings, name="agent_settings"),
     # an agent's outgoing webhooks
@@ -55,6 +57,11 @@ urlpatterns = [
     path("ops/agents/<str:agent>/procedures/<str:key>/", ops.ops_procedure, name="ops_procedure"),
     path("ops/versions/<int:pk>/retire/", ops.ops_retire, name="ops_retire"),
     path("ops/versions/<int:pk>/rollback/", ops.ops_rollback, name="ops_rollback"),
+    path("ops/versions/<int:pk>/erase/", ops.ops_erase, name="ops_erase"),
+    path("ops/agents/<str:agent>/conflicts/scan/", ops.ops_conflicts_scan, name="ops_conflicts_scan"),
+    path("ops/demotions/<int:pk>/confirm/", ops.ops_demotion_confirm, name="ops_demotion_confirm"),
+    path("ops/demotions/<int:pk>/dismiss/", ops.ops_demotion_dismiss, name="ops_demotion_dismiss"),
+    path("versions/<int:pk>/review/", versions.version_review_confirm, name="version_review_confirm"),
     path("ops/agents/<str:agent>/approvers/", ops.ops_approvers, name="ops_approvers"),
     path("ops/agents/<str:agent>/approvers/grant/", ops.ops_grant, name="ops_grant"),
     path("ops/agents/<str:agent>/approvers/revoke/", ops.ops_revoke, name="ops_revoke"),

@@ -350,7 +350,9 @@ def make_active(version, approver):
     from library import services
 
     make_passing_eval(version)
-    return services.version_approve(version=version, user=approver, comment="approved in a test")
+    # Tests of other features approve sets of look-alike procedures ("Refund case 0/1 applies"); the
+    # conflict gate at approval has its own tests (tests/library/test_conflicts.py).
+    return services.version_approve(version=version, user=approver, comment="approved in a test", acknowledge_conflicts=True)
 
 
 @pytest.fixture
@@ -369,3 +371,72 @@ def readonly_shares_default(db):
     yield
     connections["readonly"] = original
     serving.clear_cache()
+
+
+# ---------------------------------------------------------------------------------------------- a real server
+
+REPO = __import__("pathlib").Path(__file__).resolve().parents[1]
+
+
+def _free_port() -> int:
+    configured = os.environ.get("PROCMEM_TEST_SERVER_PORT")
+    if configured:
+        return int(configured)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def gunicorn_server(transactional_db, tmp_path):
+    """A real server process (gunicorn, 2 workers × 4 threads) on the test database; yields its base
+    URL. PostgreSQL only (the process shares the test database). The port comes from
+    PROCMEM_TEST_SERVER_PORT, a free port when unset."""
+    import subprocess
+    import sys
+    import time
+
+    import requests
+
+    if connection.vendor != "postgresql":
+        _missing("a server process shares the test database only on PostgreSQL")
+    db = connection.settings_dict
+    port = _free_port()
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        DJANGO_SETTINGS_MODULE="procmem_site.test_settings",
+        READONLY_DATABASE_URL="",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
+    )
+    log_path = tmp_path / "server.log"
+    log = open(log_path, "w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", "--bind", f"127.0.0.1:{port}",
+         "--workers", "2", "--threads", "4", "--timeout", "60"],
+        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                pytest.fail(f"server exited: {log_path.read_text()[-3000:]}")
+            try:
+                if requests.get(f"{base}/accounts/login/", timeout=10).status_code < 500:
+                    break
+            except requests.RequestException:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"server did not answer in 60 s: {log_path.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+

@@ -6,14 +6,17 @@ can only ever write its own sessions. Body: one session object, a list of them, 
 Every item is validated on its own; good items are stored in one transaction, bad ones are refused
 with their index and the failing fields. Responses:
 
-- 200 nothing refused; 207 some stored or duplicate, some refused; 422 every item refused;
+- 200 nothing refused; 207 some stored or duplicate, some refused; 422 every item refused (a JSON
+  Lines line that is not JSON is one refused item, named by its line);
 - 400 the body is not JSON of one of those shapes; 413 the body is over PROCMEM_INGEST_MAX_BODY_BYTES
   or the batch over PROCMEM_INGEST_MAX_BATCH items.
+Bodies are parsed by library/safe_json.py; every item passes its storable-value check before it is
+read (docs/api.md "Errors and limits"). A chunked body without Content-Length is read too
+(procmem_site/middleware.py).
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.conf import settings
@@ -22,6 +25,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item
+from .. import safe_json
 from ..ingest.store import sessions_store
 from .tokens import api_error, token_required
 
@@ -56,29 +60,32 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
     if fmt not in FORMATS:
         return api_error(400, "bad_format", f"format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
     content_type = request.content_type or ""
+    # Items that are not even JSON (a bad JSON Lines line): refused by their index, the rest stored.
+    unreadable: dict[int, dict[str, Any]] = {}
     if content_type in NDJSON_TYPES:
         # JSON Lines (what procmem_client sends): one session object a line, blank lines ignored
-        payload: Any = []
+        items: list[Any] = []
         for number, line in enumerate((body or b"").splitlines(), start=1):
             if not line.strip():
                 continue
             try:
-                payload.append(json.loads(line))
-            except (ValueError, UnicodeDecodeError) as exc:
-                return api_error(400, "invalid_json", f"Line {number} of the JSON Lines body is not JSON: {exc}.", line=number)
+                items.append(safe_json.parse(line, check_values=False))
+            except safe_json.JsonRefused as exc:
+                unreadable[len(items)] = {"field": "(line)", "message": f"line {number} {exc.message}", "line": number}
+                items.append(None)
     else:
         try:
-            payload = json.loads(body or b"null")
-        except (ValueError, UnicodeDecodeError) as exc:
-            return api_error(400, "invalid_json", f"The body is not JSON: {exc}.")
-    if isinstance(payload, dict) and isinstance(payload.get("sessions"), list):
-        items = payload["sessions"]
-    elif isinstance(payload, list):
-        items = payload
-    elif isinstance(payload, dict):
-        items = [payload]
-    else:
-        return api_error(400, "bad_shape", 'Send one session object, a list of them, or {"sessions": [...]}.')
+            payload = safe_json.parse(body or b"null", check_values=False)
+        except safe_json.JsonRefused as exc:
+            return api_error(400, "invalid_json", f"The body {exc.message}.")
+        if isinstance(payload, dict) and isinstance(payload.get("sessions"), list):
+            items = payload["sessions"]
+        elif isinstance(payload, list):
+            items = payload
+        elif isinstance(payload, dict):
+            items = [payload]
+        else:
+            return api_error(400, "bad_shape", 'Send one session object, a list of them, or {"sessions": [...]}.')
     max_batch = settings.PROCMEM_INGEST_MAX_BATCH
     if len(items) > max_batch:
         return api_error(413, "batch_too_large", f"{len(items)} sessions in one request; at most {max_batch}.", limit=max_batch)
@@ -89,9 +96,12 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
     good: list[SessionIn] = []
     refused: list[dict[str, Any]] = []
     for index, item in enumerate(items):
+        if index in unreadable:
+            refused.append({"index": index, "session_id": None, "errors": [unreadable[index]]})
+            continue
         if isinstance(item, dict) and item.get("agent") not in (None, "", agent.name):
             refused.append({
-                "index": index, "session_id": item.get("session_id"),
+                "index": index, "session_id": item.get("session_id") if isinstance(item.get("session_id"), str) and not safe_json.text_problem(item["session_id"]) else None,
                 "errors": [{"field": "agent", "message": f"this token writes sessions of agent {agent.name!r} only"}],
             })
             continue

@@ -101,7 +101,7 @@ SCHEMAS: dict[str, Any] = {
                 "properties": {
                     "semantic": {"type": "number", "description": "cosine(task, appliesWhen)"},
                     "lexical": {"type": "number", "description": "IDF-weighted share of appliesWhen found in the task"},
-                    "exact": {"type": "integer", "description": "tool names or id found verbatim in the task"},
+                    "exact": {"type": "integer", "description": "identifiers of the procedure (id, identifier-shaped tool names, paths) found in the task, ignoring case"},
                 },
             },
             "ranks": {
@@ -109,7 +109,7 @@ SCHEMAS: dict[str, Any] = {
                 "description": "Rank per retriever among candidates at or above its floor; null below the floor",
                 "properties": {k: {"type": ["integer", "null"]} for k in ("semantic", "lexical", "exact")},
             },
-            "fused": {"type": "number", "description": "Reciprocal rank fusion: sum of 1/(60 + rank)"},
+            "fused": {"type": "number", "description": "The ranking score: the weighted sum of the normalised retriever scores (semantic, lexical, exact, best step)"},
             "eligible": {"type": "boolean"},
             "injected": {"type": "boolean"},
         },
@@ -326,9 +326,11 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                 "get": {
                     "summary": "Select procedures for a task",
                     "description": (
-                        "Hard filter by intent, then semantic, lexical and exact retrievers fused by reciprocal rank "
-                        "fusion, with score floors. At most the agent's injection cap is injected. k (1..20) "
-                        "returns the top k candidates with every retriever's score, for diagnostics."
+                        "Hard filter by intent, then ordered by a weighted sum of normalised semantic, lexical, exact "
+                        "and best-step scores; score floors decide only which candidates may be injected. At most "
+                        "the agent's injection cap is injected, in a block capped in characters (the lower-ranked "
+                        "procedure dropped first). k (1..20) returns the top k candidates with every retriever's "
+                        "score, for diagnostics."
                     ),
                     "security": [{"readToken": []}],
                     "parameters": [

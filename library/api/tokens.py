@@ -11,10 +11,12 @@ import functools
 import secrets
 import threading
 import time
+from datetime import datetime, timedelta
 from typing import Callable
 
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 from django.http import HttpRequest, JsonResponse
@@ -32,25 +34,58 @@ def api_error(status: int, code: str, message: str, **extra) -> JsonResponse:
     return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
 
 
-def token_create(*, agent: Agent, scope: str, name: str, user=None, actor_label: str = "") -> tuple[ApiToken, str]:
-    """Creates a token and returns it with the raw secret (shown once, never stored)."""
+# last_used_at is written at most this often per token (a conditional UPDATE, so several processes
+# do not all write it): cheap enough for every request, precise enough to spot an unused token.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+MAX_TOKEN_NAME = 100
+
+
+def token_create(
+    *, agent: Agent, scope: str, name: str, user=None, actor_label: str = "", expires_at: datetime | None = None
+) -> tuple[ApiToken, str]:
+    """Creates a token and returns it with the raw secret (shown once, never stored). With
+    `expires_at` the token is refused from that moment on."""
     from ..services import audit
 
     if scope not in ApiToken.Scope.values:
-        raise ValueError(f"unknown token scope {scope!r}; use one of {', '.join(ApiToken.Scope.values)}")
+        raise ValidationError({"scope": f"unknown token scope {scope!r}; use one of {', '.join(ApiToken.Scope.values)}"})
+    name = " ".join((name or "").split())
+    if len(name) > MAX_TOKEN_NAME or "\x00" in name:
+        raise ValidationError({"name": f"at most {MAX_TOKEN_NAME} characters, no NUL"})
+    if expires_at is not None and expires_at <= timezone.now():
+        raise ValidationError({"expires_at": "must lie in the future"})
     if user is not None and not user_can_manage_agent(user, agent):
         raise PermissionDenied(f"You may not create tokens for {agent.name}.")
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
         token = ApiToken.objects.create(
             agent=agent, scope=scope, name=name or scope, prefix=raw[:10], token_hash=ApiToken.hash(raw),
-            created_by=user if user is not None and user.is_authenticated else None,
+            created_by=user if user is not None and user.is_authenticated else None, expires_at=expires_at,
         )
         audit(
             action=AuditEvent.Action.TOKEN_CREATE, actor=user, actor_label=actor_label, agent=agent,
-            after={"token": token.prefix, "scope": scope, "name": token.name},
+            after={
+                "token": token.prefix, "scope": scope, "name": token.name,
+                "expiresAt": expires_at.isoformat() if expires_at else None,
+            },
         )
     return token, raw
+
+
+def token_touch(token: ApiToken, *, now: datetime | None = None) -> None:
+    """Records that `token` was used: at most one UPDATE per LAST_USED_RESOLUTION, and only when
+    the stored time is older (so concurrent processes write it once)."""
+    now = now or timezone.now()
+    if token.last_used_at is not None and now - token.last_used_at < LAST_USED_RESOLUTION:
+        return
+    ApiToken.objects.using("default").filter(pk=token.pk).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - LAST_USED_RESOLUTION)
+    ).update(last_used_at=now)
+    token.last_used_at = now  # also on the cached instance: this process will not ask again for a minute
+
+
+def token_is_live(token: ApiToken, *, now: datetime | None = None) -> bool:
+    return token.revoked_at is None and (token.expires_at is None or token.expires_at > (now or timezone.now()))
 
 
 def token_revoke(*, token: ApiToken, user=None, actor_label: str = "") -> ApiToken:
@@ -74,23 +109,30 @@ _recent: dict[str, tuple[ApiToken, float]] = {}  # token hash → (token, time.m
 _recent_lock = threading.Lock()
 
 
-def authenticate(raw: str, *, using: str = "default", cache_seconds: float = 0.0) -> ApiToken | None:
-    """The live token for `raw`, or None. With `cache_seconds`, a token read that recently is
-    reused without a query (a revocation in another process takes effect within that bound; in
-    this process at once, see `_forget_tokens`). Unknown tokens are never cached."""
-    if not raw or not raw.startswith(TOKEN_PREFIX):
+def authenticate(raw: str, *, cache_seconds: float = 0.0) -> ApiToken | None:
+    """The live (not revoked, not expired) token for `raw`, or None. With `cache_seconds`, a token
+    read that recently is reused without a query (a revocation in another process takes effect
+    within that bound; in this process at once, see `_forget_tokens`; expiry at once everywhere).
+    Unknown tokens are never cached.
+
+    The lookup reads through the default connection, also for the read endpoints: the read-only
+    role of the agent API is granted no access to token hashes (manage.py create_readonly_role),
+    and the same connection records `last_used_at`."""
+    if not raw or not raw.startswith(TOKEN_PREFIX) or len(raw) > 200:
         return None
     token_hash = ApiToken.hash(raw)
+    now = timezone.now()
     if cache_seconds > 0:
         with _recent_lock:
             hit = _recent.get(token_hash)
         if hit is not None and time.monotonic() - hit[1] < cache_seconds:
-            return hit[0]
+            return hit[0] if token_is_live(hit[0], now=now) else None
     read_at = time.monotonic()
     token = (
-        ApiToken.objects.using(using)
+        ApiToken.objects.using("default")
         .select_related("agent")
         .filter(token_hash=token_hash, revoked_at__isnull=True)
+        .filter(Q(expires_at__isnull=True) | Q(expires_at__gt=now))
         .first()
     )
     if cache_seconds > 0:
@@ -110,7 +152,7 @@ def _forget_tokens(sender, instance: ApiToken, **kwargs) -> None:
         _recent.pop(instance.token_hash, None)
 
 
-def token_required(scope: str, *, using: str = "default", cache_seconds: Callable[[], float] | None = None) -> Callable:
+def token_required(scope: str, *, cache_seconds: Callable[[], float] | None = None) -> Callable:
     """Authenticates `Authorization: Bearer <token>` for `scope` and the agent named in the URL
     (`agent` keyword argument, when the URL has one). 401 without a valid token, 403 for a token of
     the wrong scope or of another agent. `cache_seconds` (a callable, read per request) lets the
@@ -125,9 +167,9 @@ def token_required(scope: str, *, using: str = "default", cache_seconds: Callabl
                 response = api_error(401, "unauthorized", "Send Authorization: Bearer <token>.")
                 response["WWW-Authenticate"] = 'Bearer realm="procmem"'
                 return response
-            token = authenticate(raw.strip(), using=using, cache_seconds=cache_seconds() if cache_seconds else 0.0)
+            token = authenticate(raw.strip(), cache_seconds=cache_seconds() if cache_seconds else 0.0)
             if token is None:
-                response = api_error(401, "unauthorized", "The token is unknown or revoked.")
+                response = api_error(401, "unauthorized", "The token is unknown, revoked or expired.")
                 response["WWW-Authenticate"] = 'Bearer realm="procmem", error="invalid_token"'
                 return response
             if token.scope != scope:
@@ -135,6 +177,7 @@ def token_required(scope: str, *, using: str = "default", cache_seconds: Callabl
             agent_name = kwargs.get("agent")
             if agent_name is not None and agent_name != token.agent.name:
                 return api_error(403, "wrong_agent", f"This token belongs to agent {token.agent.name!r}.")
+            token_touch(token)
             request.agent = token.agent
             request.api_token = token
             return view(request, *args, **kwargs)

@@ -6,13 +6,13 @@
     GET  /api/v1/agents/{agent}/select?task=&intent=&k=   read token: selection (k ≤ 20: diagnostics)
     PUT  /api/v1/agents/{agent}/tools               signed-in admin session + CSRF: replace the tool list
 
-Agent endpoints authenticate through `token_required("read", using="readonly")`, so even the token
-lookup reads through the SELECT-only connection.
+Agent endpoints authenticate through `token_required("read")` (the token lookup and its
+`last_used_at` go through the default connection; the read-only role may not read token hashes)
+and read the active set through the SELECT-only "readonly" connection.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET
 
 from procmem_client.ranking import MAX_K
 
-from .. import serving
+from .. import safe_json, serving
 from ..models import Agent
 from ..permissions import user_can_manage_agent
 from ..services import agent_set_tools
@@ -90,7 +90,7 @@ def _accepts_gzip(request: HttpRequest) -> bool:
 
 
 @csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
-@token_required("read", using=serving.READONLY_ALIAS, cache_seconds=serving.recheck_seconds)
+@token_required("read", cache_seconds=serving.recheck_seconds)
 @_agent_get_only
 def active_set(request: HttpRequest, agent: str) -> HttpResponse:
     served = serving.active_set_for_agent(agent=request.agent)
@@ -110,7 +110,7 @@ def active_set(request: HttpRequest, agent: str) -> HttpResponse:
 
 
 @csrf_exempt
-@token_required("read", using=serving.READONLY_ALIAS, cache_seconds=serving.recheck_seconds)
+@token_required("read", cache_seconds=serving.recheck_seconds)
 @_agent_get_only
 def select(request: HttpRequest, agent: str) -> HttpResponse:
     task = request.GET.get("task", "")
@@ -154,9 +154,12 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
         return api_error(403, "forbidden", f"You may not change the tools of {target.name}.")
     if request.method == "PUT":
         try:
-            payload: Any = json.loads(request.body or b"{}")
-        except ValueError:
-            return api_error(400, "invalid_json", "The body must be JSON: {\"tools\": [\"name\", ...], \"reason\": \"...\"}.")
+            payload: Any = safe_json.parse(request.body or b"{}")
+        except safe_json.JsonRefused as exc:
+            return api_error(
+                400, "invalid_json",
+                f"The body must be JSON: {{\"tools\": [\"name\", ...], \"reason\": \"...\"}} ({exc}).", field=exc.path or "(body)",
+            )
         if not isinstance(payload, dict) or "tools" not in payload:
             return api_error(400, "invalid_parameter", "The body needs a \"tools\" list.", parameter="tools")
         try:

@@ -34,6 +34,7 @@ from django.db import transaction
 from ..interchange import ImportReport
 from ..models import Agent, AgentSession, AuditEvent, Intent, RegressionCase, slug_validator
 from ..permissions import user_is_reviewer
+from ..redaction import redactor_for_session
 from .checks import CheckSpecError, validate_checks
 
 CASE_FIELDS = (
@@ -152,7 +153,8 @@ def regression_case_update(*, case: RegressionCase, user, intent: Intent | None 
 def regression_case_from_session(*, session: AgentSession, user) -> RegressionCase:
     """"Turn this session into a regression case": its task and intent; for a resolved session the
     tools it called in order as the expected calls; the results it recorded as the replay's tool
-    results; the string arguments of its calls as context. The reviewer edits the checks after."""
+    results; the string arguments of its calls as context — all redacted. The reviewer edits the
+    checks after."""
     _require_reviewer(user)
     external_id = f"session:{session.session_id}"[:200]
     existing = RegressionCase.objects.filter(agent=session.agent, external_id=external_id).first()
@@ -162,14 +164,22 @@ def regression_case_from_session(*, session: AgentSession, user) -> RegressionCa
         raise ValidationError({"session": "the session has no intent; label it first"})
     if session.raw_purged or not session.task:
         raise ValidationError({"session": "the session's raw task was purged (retention); it cannot be replayed"})
+    calls = [call for call in session.tool_calls or [] if isinstance(call, dict) and isinstance(call.get("name"), str)]
+    # Reviewers read and edit cases: everything taken from the raw session is redacted with what
+    # the session itself says is personal (the same placeholders in the task, context and results,
+    # so the replay stays coherent).
+    redactor = redactor_for_session(
+        structured=[part for call in calls for part in (call.get("args"), call.get("result")) if part is not None],
+        texts=[session.task],
+        agent_patterns=session.agent.redaction_patterns,
+    )
     tool_results: dict[str, list] = {}
     context: dict[str, Any] = {}
-    for call in session.tool_calls or []:
-        if not isinstance(call, dict) or not isinstance(call.get("name"), str):
-            continue
+    for call in calls:
         if "result" in call:
-            tool_results.setdefault(call["name"], []).append(call["result"])
-        for key, value in (call.get("args") or {}).items() if isinstance(call.get("args"), dict) else []:
+            tool_results.setdefault(call["name"], []).append(redactor.value(call["result"]))
+        args = redactor.value(call["args"]) if isinstance(call.get("args"), dict) else {}
+        for key, value in args.items():
             if isinstance(value, (str, int, float)) and key not in context:
                 context[key] = value
     expected = list(session.skeleton or []) if session.resolved and not session.escalated else []
@@ -180,7 +190,7 @@ def regression_case_from_session(*, session: AgentSession, user) -> RegressionCa
         source_session=session,
         external_id=external_id,
         name=f"From session {session.session_id}"[:200],
-        task=session.task,
+        task=redactor.text(session.task),
         context=context,
         expected_tools=expected,
         tool_results=tool_results,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -15,6 +16,7 @@ from django.db import transaction
 
 from ..models import Agent, AuditEvent
 from ..permissions import user_can_manage_agent
+from ..secret_store import seal_secret
 
 EDITABLE = (
     "eval_runner",
@@ -38,8 +40,45 @@ def eval_settings_snapshot(agent: Agent) -> dict[str, Any]:
 
 
 def python_path_allowed(path: str) -> bool:
+    """Whether a Python runner's dotted path lies in PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES (an empty
+    list allows none: a runner path is code every worker imports and calls)."""
     prefixes = settings.PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES
-    return not prefixes or any(path == p or path.startswith(p.rstrip(".") + ".") or path.startswith(p.rstrip(".") + ":") for p in prefixes)
+    return any(path == p or path.startswith(p.rstrip(".") + ".") or path.startswith(p.rstrip(".") + ":") for p in prefixes)
+
+
+def _url_parts(url: str) -> tuple[str, str, int | None, str] | None:
+    try:
+        parsed = urlsplit(url.strip())
+        port = parsed.port
+    except ValueError:
+        return None
+    if not parsed.scheme or not parsed.hostname or parsed.username or parsed.password:
+        return None
+    return parsed.scheme.lower(), parsed.hostname.lower(), port, parsed.path or "/"
+
+
+def url_allowed(url: str) -> bool:
+    """Whether an HTTP runner's or model's URL lies in PROCMEM_EVAL_ALLOWED_URLS: the same scheme
+    and host, the same port (any port when the allowed entry names none), and a path under the
+    entry's path. Compared by parts, so `http://127.0.0.1` does not allow `http://127.0.0.1.evil.example`.
+    An empty list allows none: workers send cases and procedures (and a model key) to this URL."""
+    target = _url_parts(url)
+    if target is None:
+        return False
+    scheme, host, port, path = target
+    default_port = {"http": 80, "https": 443}.get(scheme)
+    for entry in settings.PROCMEM_EVAL_ALLOWED_URLS:
+        allowed = _url_parts(entry)
+        if allowed is None:
+            continue
+        a_scheme, a_host, a_port, a_path = allowed
+        if (a_scheme, a_host) != (scheme, host):
+            continue
+        if a_port is not None and a_port != (port or default_port):
+            continue
+        if path == a_path or path.startswith(a_path.rstrip("/") + "/") or a_path == "/":
+            return True
+    return False
 
 
 def agent_eval_settings_update(*, agent: Agent, user, model_api_key: Any = _KEEP, **fields) -> Agent:
@@ -56,7 +95,10 @@ def agent_eval_settings_update(*, agent: Agent, user, model_api_key: Any = _KEEP
         for field, value in fields.items():
             setattr(locked, field, value)
         if model_api_key is not _KEEP:
-            locked.model_api_key = (model_api_key or "").strip()
+            try:
+                locked.model_api_key = seal_secret(model_api_key or "")
+            except ValueError as exc:
+                raise ValidationError({"model_api_key": str(exc)}) from None
         _validate(locked)
         locked.save()
         after = eval_settings_snapshot(locked)
@@ -77,6 +119,8 @@ def _validate(agent: Agent) -> None:
                 url(value)
             except ValidationError:
                 raise ValidationError({field: "must be an http(s) URL"}) from None
+            if not url_allowed(value):
+                raise ValidationError({field: f"{value} is outside PROCMEM_EVAL_ALLOWED_URLS (ask the operator to allow it)"})
     if agent.eval_runner == Agent.Runner.HTTP and not agent.eval_url:
         raise ValidationError({"eval_url": "the HTTP runner needs the agent's eval URL"})
     if agent.eval_runner == Agent.Runner.MODEL and not (agent.model_base_url and agent.model_name):

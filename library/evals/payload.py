@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from procmem_client.rendering import render_procedure
+from django.conf import settings
+from procmem_client.rendering import render_block, render_procedure
 
 from ..models import Agent, ProcedureVersion, RegressionCase
 
@@ -61,10 +62,11 @@ class ArmSets:
         return (first + rest)[: self.agent.injection_cap]
 
     def request(self, arm: str, case: RegressionCase) -> tuple[dict, str, list[dict]]:
-        procedures = [procedure_record(v) for v in self.injected(arm, case)]
+        block = render_block([procedure_record(v) for v in self.injected(arm, case)], max_chars=settings.PROCMEM_INJECTION_MAX_CHARS)
         parts = [self.agent.base_instruction.strip()] if self.agent.base_instruction.strip() else []
-        parts += [p["rendered"] for p in procedures]
-        return case_payload(case), "\n\n".join(parts), procedures
+        if block["text"]:
+            parts.append(block["text"])
+        return case_payload(case), "\n\n".join(parts), block["included"]
 
 
 def arm_sets(*, agent: Agent, baseline_ids: list[int], candidate: ProcedureVersion) -> ArmSets:

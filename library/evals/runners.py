@@ -317,14 +317,26 @@ def runner_for_agent(agent) -> Runner:
     def gate():
         return agent_slot(agent_id=agent.pk, limit=max(1, agent.eval_concurrency), wait_seconds=wait)
 
+    from .configuration import url_allowed
+
     kind = agent.eval_runner
+    if kind in ("http", "model"):
+        url = agent.eval_url if kind == "http" else agent.model_base_url
+        if url and not url_allowed(url):
+            raise RunnerError(f"{url!r} is outside PROCMEM_EVAL_ALLOWED_URLS")
     if kind == "http":
         return HttpRunner(agent.eval_url, policy=policy, gate=gate)
     if kind == "model":
+        from ..secret_store import SecretUnavailable, resolve_secret
+
+        try:
+            api_key = resolve_secret(agent.model_api_key)
+        except SecretUnavailable as exc:
+            raise RunnerError(str(exc)) from None
         return ModelReplayRunner(
             base_url=agent.model_base_url,
             model=agent.model_name,
-            api_key=agent.model_api_key,
+            api_key=api_key,
             tool_schemas=agent.tool_schemas,
             policy=policy,
             max_steps=settings.PROCMEM_EVAL_MODEL_MAX_STEPS,

@@ -18,7 +18,7 @@ Nothing here touches the database: `library.ingest.store` redacts and stores wha
 
 from __future__ import annotations
 
-import json
+import math
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from .. import safe_json
 from ..coding.activities import Action, classify_command, classify_tool
 
 FORMATS = ("procmem", "openai", "adk", "mini-swe-agent", "trace")
@@ -40,7 +41,10 @@ MAX_OUTPUT_CHARS = 500  # a head of the output, enough to see the error; tool re
 INTENT_DERIVATIONS = ("taubench-actions",)
 INTENT_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
 TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
-MAX_TOOL_CALLS = 500
+_TOOL_NAME_OTHER = re.compile(r"[^A-Za-z0-9_.\-]+")
+MAX_TOOL_CALLS = 500  # per session; docs/api.md "Limits"
+MAX_COUNT = 2**31 - 1  # integer fields stored in 32-bit columns (instruction_chars, injected versions)
+MAX_RATING = 1e6
 DEFAULT_ESCALATION_TOOLS = ("transfer_to_human_agents", "transfer_to_human", "escalate_to_human")
 # tau-bench's read-only tools: the intent derivation uses the gold *write* actions only.
 TAUBENCH_READ_PREFIXES = ("get_", "search_", "list_", "calculate", "think")
@@ -182,6 +186,20 @@ def _clean_session_id(value: Any, errors: list[FieldError], field_name: str = "s
     return value
 
 
+def normalise_tool_name(name: Any) -> str | None:
+    """The tool name procmem stores for a name as an agent wrote it, or None when nothing usable is
+    left. Names as agents write HTTP-style calls are kept readable: every run of characters other
+    than letters, digits, `_`, `.` and `-` becomes one `_`, and `_` at either end is dropped
+    (`GET Observation` → `GET_Observation`, `POST /Patient/$match` → `POST_Patient_match`); a name
+    that then starts with a digit, `.` or `-` gets a leading `_`. At most 128 characters."""
+    if not isinstance(name, str):
+        return None
+    cleaned = _TOOL_NAME_OTHER.sub("_", name.strip()).strip("_")
+    if cleaned and not (cleaned[0].isalpha() or cleaned[0] == "_"):
+        cleaned = "_" + cleaned
+    return cleaned if TOOL_NAME_RE.match(cleaned) else None
+
+
 def _clean_tool_calls(value: Any, errors: list[FieldError], field_name: str = "tool_calls") -> list[dict[str, Any]]:
     if value is None:
         return []
@@ -197,16 +215,18 @@ def _clean_tool_calls(value: Any, errors: list[FieldError], field_name: str = "t
         if not isinstance(call, Mapping):
             errors.append(FieldError(where, "must be an object {name, args, ok}"))
             continue
-        name = call.get("name")
-        if not isinstance(name, str) or not TOOL_NAME_RE.match(name):
-            errors.append(FieldError(f"{where}.name", f"must be a tool name (letters, digits, _ . -), got {name!r}"))
+        name = normalise_tool_name(call.get("name"))
+        if name is None:
+            errors.append(FieldError(
+                f"{where}.name", f"must be a tool name of at most 128 letters, digits, _ . - (after normalisation), got {call.get('name')!r:.80}"
+            ))
             continue
         args = call.get("args", {})
         if isinstance(args, str):
             try:
-                args = json.loads(args) if args.strip() else {}
-            except ValueError:
-                errors.append(FieldError(f"{where}.args", "is a string that is not JSON"))
+                args = safe_json.parse(args) if args.strip() else {}
+            except safe_json.JsonRefused as exc:
+                errors.append(FieldError(f"{where}.args", f"is a string that {exc.message}"))
                 continue
         if args is None:
             args = {}
@@ -237,7 +257,7 @@ def _clean_injected(value: Any, errors: list[FieldError], field_name: str = "inj
         if not isinstance(key, str) or not key:
             errors.append(FieldError(f"{where}.id", "must be a procedure id such as refund.over_limit"))
             continue
-        if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_COUNT:
             errors.append(FieldError(f"{where}.version", f"must be a positive integer, got {version!r}"))
             continue
         injected.append({"id": key, "version": version})
@@ -247,8 +267,8 @@ def _clean_injected(value: Any, errors: list[FieldError], field_name: str = "inj
 def _clean_instruction_chars(value: Any, errors: list[FieldError], field_name: str = "instruction_chars") -> int | None:
     if value is None:
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        errors.append(FieldError(field_name, f"must be a non-negative integer, got {value!r}"))
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_COUNT:
+        errors.append(FieldError(field_name, f"must be an integer from 0 to {MAX_COUNT}, got {value!r:.40}"))
         return None
     return value
 
@@ -359,8 +379,13 @@ def parse_procmem(item: Any, options: ImportOptions | None = None) -> SessionIn:
             escalated = _bool_or_none(outcome.get("escalated"), "outcome.escalated", errors)
             rating_raw = outcome.get("rating")
             if rating_raw is not None:
-                if isinstance(rating_raw, bool) or not isinstance(rating_raw, (int, float)):
-                    errors.append(FieldError("outcome.rating", f"must be a number, got {rating_raw!r}"))
+                if (
+                    isinstance(rating_raw, bool)
+                    or not isinstance(rating_raw, (int, float))
+                    or not math.isfinite(rating_raw)
+                    or abs(rating_raw) > MAX_RATING
+                ):
+                    errors.append(FieldError("outcome.rating", f"must be a finite number of at most {MAX_RATING:g}, got {rating_raw!r:.40}"))
                 else:
                     rating = float(rating_raw)
     tool_calls = _clean_tool_calls(item.get("tool_calls"), errors)
@@ -857,6 +882,17 @@ def detect_format(item: Any) -> str:
 
 
 def parse_item(item: Any, *, fmt: str = "auto", options: ImportOptions | None = None) -> SessionIn:
+    """One session from one item, or ItemInvalid naming every problem. The item first passes the
+    storable-value check of library/safe_json.py (no NUL, no lone surrogate, finite numbers, 64-bit
+    integers, nesting of at most 64 levels), so nothing the parsers keep can fail in the database."""
+    try:
+        safe_json.check(item)
+    except safe_json.JsonRefused as exc:
+        session_id = item.get("session_id") if isinstance(item, Mapping) else None
+        raise ItemInvalid(
+            [FieldError(exc.path or "(item)", exc.message)],
+            session_id if isinstance(session_id, str) and not safe_json.text_problem(session_id) else None,
+        ) from None
     if fmt == "auto":
         fmt = detect_format(item)
     if fmt not in PARSERS:

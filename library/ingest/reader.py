@@ -1,4 +1,14 @@
-"""Reads session files of any size: a JSON list, JSON Lines, or one JSON object, item by item."""
+"""Reads session files of any size: a JSON list, JSON Lines, or one JSON object, item by item.
+
+`read_items` is what imports use: it numbers every item by the line it starts on and never lets
+one bad line cost the others.
+
+- JSON Lines (the first line is a JSON value on its own): line by line. A line that is not JSON,
+  not UTF-8, or nested too deep is yielded as an error with its line number, and reading goes on.
+- A JSON list, or one (pretty-printed) JSON object: streamed in chunks. A malformed item cannot be
+  skipped (where it ends is unknown), so it is yielded as a fatal error with its line number and
+  reading stops there; everything before it has been yielded.
+"""
 
 from __future__ import annotations
 
@@ -6,20 +16,100 @@ import codecs
 import json
 import os
 import tarfile
+from dataclasses import dataclass
 from typing import IO, Any, Callable, Iterator
+
+from .. import safe_json
+
+
+@dataclass(frozen=True)
+class ReadItem:
+    line: int  # the line the item starts on (1-based)
+    value: Any = None
+    error: str = ""  # why the item could not be read ("": it was)
+    fatal: bool = False  # nothing after it can be read
+
+
+class _Prepended:
+    """A byte stream with `head` put back in front (what was read to detect the format)."""
+
+    def __init__(self, head: bytes, stream: IO[bytes]):
+        self.head, self.stream = head, stream
+
+    def read(self, size: int = -1) -> bytes:
+        if self.head:
+            data, self.head = (self.head, b"") if size < 0 or size >= len(self.head) else (self.head[:size], self.head[size:])
+            return data
+        return self.stream.read(size)
+
+
+def read_items(stream: IO[bytes], *, on_bytes: Callable[[int], None] | None = None, chunk_size: int = 1 << 20) -> Iterator[ReadItem]:
+    first = b""
+    # the first line that is not blank decides the format
+    while True:
+        line = stream.readline()
+        if on_bytes is not None and line:
+            on_bytes(len(line))
+        first += line
+        if not line or line.strip(b" \t\r\n\xef\xbb\xbf"):
+            break
+    start_line = first.count(b"\n") - (1 if first.endswith(b"\n") else 0) + 1
+    text = first.lstrip(b"\xef\xbb\xbf \t\r\n")
+    if not text:
+        return
+    if not text.startswith(b"["):
+        try:
+            first_item = ReadItem(start_line, safe_json.parse(text, check_values=False))
+        except safe_json.JsonRefused as exc:
+            # a broken first line of JSON Lines still looks like one line: `{` … `}`
+            stripped = text.strip()
+            one_line = stripped.startswith(b"{") and stripped.endswith(b"}")
+            first_item = ReadItem(start_line, error=exc.message) if one_line else None
+        if first_item is not None:
+            yield first_item
+            yield from _json_lines(stream, start_line + 1, on_bytes)
+            return
+    for line_number, value, error in _numbered_json_items(_Prepended(first, stream), chunk_size=chunk_size, on_bytes=None):
+        if error:
+            yield ReadItem(line_number, error=error, fatal=True)
+            return
+        yield ReadItem(line_number, value)
+
+
+def _json_lines(stream: IO[bytes], number: int, on_bytes: Callable[[int], None] | None) -> Iterator[ReadItem]:
+    for raw in stream:
+        if on_bytes is not None:
+            on_bytes(len(raw))
+        if raw.strip():
+            try:
+                yield ReadItem(number, safe_json.parse(raw, check_values=False))
+            except safe_json.JsonRefused as exc:
+                yield ReadItem(number, error=exc.message)
+        number += 1
 
 
 def iter_json_items(stream: IO[bytes], *, chunk_size: int = 1 << 20, on_bytes: Callable[[int], None] | None = None) -> Iterator[Any]:
     """Yields the items of a JSON list, of JSON Lines, or a single JSON object, reading `stream` in
     chunks: memory holds one chunk plus the item being decoded, whatever the file's size.
 
-    Raises ValueError naming the item index and byte-independent position on malformed input."""
+    Raises ValueError naming the item index and its line on malformed input."""
+    for index, (line, value, error) in enumerate(_numbered_json_items(stream, chunk_size=chunk_size, on_bytes=on_bytes)):
+        if error:
+            raise ValueError(f"item {index} (line {line}): {error}")
+        yield value
+
+
+def _numbered_json_items(
+    stream, *, chunk_size: int, on_bytes: Callable[[int], None] | None
+) -> Iterator[tuple[int, Any, str]]:
+    """(line, value, "") per item, or (line, None, why) once for the item that cannot be read."""
     decoder = json.JSONDecoder()
     text_decoder = codecs.getincrementaldecoder("utf-8-sig")()
     buffer = ""
     eof = False
     in_list: bool | None = None
     index = 0
+    lines_before = 0  # newlines in the text already dropped from the buffer
 
     def more() -> bool:
         nonlocal buffer, eof
@@ -28,53 +118,77 @@ def iter_json_items(stream: IO[bytes], *, chunk_size: int = 1 << 20, on_bytes: C
         chunk = stream.read(chunk_size)
         if on_bytes is not None and chunk:
             on_bytes(len(chunk))
-        if not chunk:
-            eof = True
-            buffer += text_decoder.decode(b"", final=True)
-            return False
-        buffer += text_decoder.decode(chunk)
+        try:
+            if not chunk:
+                eof = True
+                buffer += text_decoder.decode(b"", final=True)
+                return False
+            buffer += text_decoder.decode(chunk)
+        except UnicodeDecodeError as exc:
+            bad_line = lines_before + buffer.count("\n") + chunk[: exc.start].count(b"\n") + 1
+            raise _Unreadable(bad_line, f"is not UTF-8 (byte 0x{chunk[exc.start]:02x})") from None
         return True
 
+    def drop(upto: int) -> None:
+        nonlocal buffer, lines_before
+        lines_before += buffer.count("\n", 0, upto)
+        buffer = buffer[upto:]
+
     position = 0
-    while True:
-        # skip whitespace and separators
+    try:
         while True:
-            while position < len(buffer) and buffer[position] in " \t\r\n":
-                position += 1
-            if position < len(buffer):
-                break
-            buffer, position = "", 0
-            if not more():
-                break
-        if position >= len(buffer):
-            if in_list:
-                raise ValueError(f"the JSON list is not closed (after item {index})")
-            return
-        char = buffer[position]
-        if in_list is None:
-            in_list = char == "["
-            if in_list:
+            # skip whitespace and separators
+            while True:
+                while position < len(buffer) and buffer[position] in " \t\r\n":
+                    position += 1
+                if position < len(buffer):
+                    break
+                drop(len(buffer))
+                position = 0
+                if not more():
+                    break
+            if position >= len(buffer):
+                if in_list:
+                    yield lines_before + 1, None, f"the JSON list is not closed (after item {index})"
+                return
+            char = buffer[position]
+            if in_list is None:
+                in_list = char == "["
+                if in_list:
+                    position += 1
+                    continue
+            if in_list and char == "]":
+                return
+            if in_list and char == ",":
                 position += 1
                 continue
-        if in_list and char == "]":
-            return
-        if in_list and char == ",":
-            position += 1
-            continue
-        while True:
-            try:
-                value, end = decoder.raw_decode(buffer, position)
-                # a number or literal at the very end of a chunk may be cut; an object/list never ends early
-                if end == len(buffer) and not eof and buffer[position] not in "{[\"":
-                    raise json.JSONDecodeError("maybe truncated", buffer, end)
-                break
-            except json.JSONDecodeError as exc:
-                if more():
-                    continue
-                raise ValueError(f"item {index}: invalid JSON: {exc.msg}") from None
-        yield value
-        index += 1
-        buffer, position = buffer[end:], 0
+            while True:
+                try:
+                    value, end = decoder.raw_decode(buffer, position)
+                    # a number or literal at the very end of a chunk may be cut; an object/list never ends early
+                    if end == len(buffer) and not eof and buffer[position] not in "{[\"":
+                        raise json.JSONDecodeError("maybe truncated", buffer, end)
+                    break
+                except json.JSONDecodeError as exc:
+                    if more():
+                        continue
+                    yield lines_before + buffer.count("\n", 0, exc.pos) + 1, None, f"invalid JSON: {exc.msg}"
+                    return
+                except RecursionError:
+                    yield lines_before + buffer.count("\n", 0, position) + 1, None, "is nested too deep"
+                    return
+            yield lines_before + buffer.count("\n", 0, position) + 1, value, ""
+            index += 1
+            drop(end)
+            position = 0
+    except _Unreadable as exc:
+        yield exc.line, None, exc.reason
+
+
+class _Unreadable(Exception):
+    def __init__(self, line: int, reason: str):
+        super().__init__(reason)
+        self.line, self.reason = line, reason
 
 
 SESSION_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")

@@ -1,5 +1,6 @@
 """Storing sessions: redaction before the row exists, one transaction per batch, idempotent by
-session id; and the purge of raw text after the retention window."""
+session id; the purge of raw text after the retention window; and redacting stored excerpts again
+after the rules grew."""
 
 from __future__ import annotations
 
@@ -173,3 +174,39 @@ def sessions_purge_raw(*, agent: Agent | None = None, older_than_days: int | Non
             ]
             AgentSession.objects.bulk_update(rows, ["task", "raw_purged", "tool_calls"])
             purged += len(rows)
+
+
+def sessions_redact_again(*, agent: Agent | None = None, batch_size: int = 500) -> int:
+    """Applies the current redaction rules to excerpts stored under older ones (run after an upgrade
+    that widened the rules). Each excerpt is redacted again with what its own session says is
+    personal: its raw task and arguments where retention still keeps them, and its excerpt.
+    Placeholders stay as they are, so a second run changes nothing. Returns how many excerpts
+    changed; one short transaction per batch."""
+    queryset = AgentSession.objects.all()
+    if agent is not None:
+        queryset = queryset.filter(agent=agent)
+    patterns = dict(Agent.objects.values_list("pk", "redaction_patterns"))
+    changed = 0
+    last_pk = 0
+    while True:
+        with transaction.atomic():
+            batch = list(
+                queryset.filter(pk__gt=last_pk).select_for_update(skip_locked=True).order_by("pk")
+                .values_list("pk", "agent_id", "task", "tool_calls", "redacted_excerpt")[:batch_size]
+            )
+            if not batch:
+                return changed
+            last_pk = batch[-1][0]
+            rows = []
+            for pk, agent_id, task, calls, excerpt in batch:
+                args = [c.get("args") for c in calls or [] if isinstance(c, Mapping) and c.get("args") is not None]
+                results = [c.get("result") for c in calls or [] if isinstance(c, Mapping) and c.get("result") is not None]
+                redactor = redactor_for_session(
+                    structured=[*args, *results, excerpt], texts=[task or "", *strings_in(excerpt)],
+                    agent_patterns=patterns.get(agent_id),
+                )
+                redacted = redactor.value(excerpt or [])
+                if redacted != excerpt:
+                    rows.append(AgentSession(pk=pk, redacted_excerpt=redacted))
+            AgentSession.objects.bulk_update(rows, ["redacted_excerpt"])
+            changed += len(rows)

@@ -2,6 +2,7 @@
 and re-create them around a table rebuild (SQLite rebuilds a table to add a NOT NULL column)."""
 
 import importlib
+import re
 
 _invariants = importlib.import_module("library.migrations.0002_invariants")
 SQLITE_FORWARD = _invariants.SQLITE_FORWARD
@@ -29,3 +30,63 @@ def postgres_version_guard(columns: list[str] | None = None) -> str:
     old = _invariants._pg_changed(_invariants.IMMUTABLE_VERSION_COLUMNS)
     assert old in function
     return function.replace(old, _invariants._pg_changed(IMMUTABLE_VERSION_COLUMNS if columns is None else columns))
+
+
+# ---------------------------------------------------------------------------------------------- after erasure
+# 0008_version_erasure replaced 0002's version guard (PostgreSQL function, SQLite immutability and
+# transition triggers) with one that allows the erasure wipe. The functions below give that guard
+# with the content columns added after it (LATER_CONTENT_COLUMNS) immutable and wiped on erasure.
+
+LATER_WIPED = {"preconditions": ("'[]'::jsonb", "'[]'"), "postconditions": ("'[]'::jsonb", "'[]'"), "verify_command": ("''", "''")}
+
+
+def _erasure():
+    return importlib.import_module("library.migrations.0008_version_erasure")
+
+
+def _erasure_with(text: str, later: bool, sqlite: bool) -> str:
+    erasure = _erasure()
+    changed = erasure._sqlite_changed if sqlite else erasure._pg_changed
+    index = 1 if sqlite else 0
+    wiped_before = " AND ".join(f"NEW.{c} = {v[index]}" for c, v in erasure.WIPED.items())
+    all_wiped = {**erasure.WIPED, **LATER_WIPED} if later else erasure.WIPED
+    wiped_now = " AND ".join(f"NEW.{c} = {v[index]}" for c, v in all_wiped.items())
+    immutable = IMMUTABLE_VERSION_COLUMNS if later else _invariants.IMMUTABLE_VERSION_COLUMNS
+    replacements = [
+        (changed(_invariants.IMMUTABLE_VERSION_COLUMNS), changed(immutable)),
+        (changed(erasure.WIPED_COLUMNS), changed(list(all_wiped))),
+        (wiped_before, wiped_now),
+    ]
+    for old, new in replacements:
+        if old in text:
+            text = text.replace(old, new)
+    return text
+
+
+def postgres_erasure_guard(later: bool = True) -> str:
+    """0008's procmem_version_guard() (CREATE OR REPLACE) with the later content columns, or without."""
+    function = _erasure().POSTGRES_FORWARD.split("CREATE OR REPLACE FUNCTION procmem_tombstone_append_only", 1)[0]
+    return _erasure_with(function, later, sqlite=False)
+
+
+def sqlite_erasure_triggers(later: bool = True) -> list[str]:
+    """The SQLite triggers on library_procedureversion as 0008 left them (0002's but its immutability
+    and transition triggers, then 0008's own), the immutability one with or without the later content
+    columns. Tombstone triggers live on their own table and are not included."""
+    erasure = _erasure()
+    own = [
+        _erasure_with(statement, later, sqlite=True)
+        for name, statement in zip(erasure.SQLITE_NAMES, erasure.SQLITE_FORWARD)
+        if "ON library_procedureversion" in statement
+    ]
+    kept = [
+        statement for statement in SQLITE_FORWARD
+        if "ON library_procedureversion" in statement
+        and "procmem_version_immutable" not in statement and "procmem_version_transition" not in statement
+    ]
+    return kept + own
+
+
+def sqlite_version_trigger_names() -> list[str]:
+    names = re.findall(r"CREATE TRIGGER (\w+) BEFORE \w+ ON library_procedureversion", " ".join(SQLITE_FORWARD + _erasure().SQLITE_FORWARD))
+    return sorted(set(names))

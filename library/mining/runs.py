@@ -296,7 +296,7 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
     counts = aggregator.counts()
     counts["groupsTested"] = sum(1 + len(g.alternatives) for g in groups)
     counts["credible"] = sum(1 for g in groups if g.proposed)
-    redactor = Redactor(agent_patterns=agent.redaction_patterns)
+    redactor = Redactor(agent_patterns=agent.redaction_patterns, keep=agent.tools or [])
 
     drafts: list[tuple[mining.GroupChoice, mining.Draft]] = []
     for group in groups:
@@ -335,6 +335,9 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
         )
         draft.steps = [redactor.text(step) for step in draft.steps]
         draft.forbidden_actions = [redactor.text(text) for text in draft.forbidden_actions]
+        # the evidence repeats each forbidden action's text
+        for entry in draft.evidence.get("forbidden", []):
+            entry["action"] = redactor.text(entry["action"])
         if not group.proposed:
             report.append(mining.report_entry(intent.name, mining.Status.REPORTED, _not_credible_reason(group, params), draft))
             continue
@@ -363,7 +366,13 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
                 key = _free_key(agent, draft.key, intent.pk)
             if polish is not None:
                 polished = polish(replace(draft))
-                draft = replace(draft, applies_when=polished.applies_when, steps=polished.steps, forbidden_actions=polished.forbidden_actions)
+                # a polisher (an LLM) only rewords, but what it returns is redacted all the same
+                draft = replace(
+                    draft,
+                    applies_when=redactor.text(polished.applies_when),
+                    steps=[redactor.text(step) for step in polished.steps],
+                    forbidden_actions=[redactor.text(text) for text in polished.forbidden_actions],
+                )
                 provenance["polishedBy"] = settings.PROCMEM_MINING_POLISH
             evidence = {**draft.evidence, "miningRunId": run.pk}
             if near is not None:

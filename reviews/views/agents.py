@@ -1,35 +1,43 @@
-"""The agent tool-list page, the agent settings page, the refused-at-load overview, and an agent's
-mining pages: its capture settings (the agent's admins change them; every signed-in member sees
-them) and its mining runs with their reports (every intent, what happened to it and why).
+"""The agent tool-list page, the agent settings page, the refused-at-load overview, the agent's API
+tokens, the selection playground, and an agent's mining pages: its capture settings (the agent's
+admins change them; every signed-in member sees them) and its mining runs with their reports (every
+intent, what happened to it and why).
 
 The tool list decides which ACTIVE procedures agents receive: a version whose requiredTools are not
 all in the list is refused at load (library/serving.py). Admins of the agent (`manage_agent`)
 change it here or through PUT /api/v1/agents/{agent}/tools; both call services.agent_set_tools.
+
+The selection playground shows reviewers what an agent would receive for a typed task: the ranking
+with every retriever's score and rank, the eligibility gate and why, and the exact block — from
+serving.explain_for_agent, the same index, ranker, renderer and caps as the select endpoint.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 from guardian.shortcuts import get_objects_for_user
 
 from library import serving
 from library.agent_settings import agent_settings_snapshot, agent_settings_update
+from library.api.tokens import token_create, token_is_live, token_revoke
 from library.mining.configuration import LABELS, agent_capture_settings_update, capture_settings_snapshot
-from library.models import Agent, MiningRun, ProcedureVersion, Status
+from library.models import Agent, ApiToken, MiningRun, ProcedureVersion, Status
 from library.permissions import user_can_manage_agent
 from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, signed_in, visible_agents
-from ..forms import AgentSettingsForm
+from ..forms import AgentSettingsForm, TokenForm
 
 
 def _parse_tools(text: str) -> list[str]:
@@ -88,6 +96,119 @@ def refused_at_load(request: HttpRequest) -> HttpResponse:
         request.user, "library.manage_agent", klass=Agent
     )
     return render(request, "reviews/refused_at_load.html", {"refusals": serving.unresolved_refusals(agents=agents)})
+
+
+# ----------------------------------------------------------------------------------- selection playground
+
+
+PLAYGROUND_MAX_TASK_CHARS = 8000  # as the select endpoint
+PLAYGROUND_ROWS = 50
+
+
+def _weights_text(config) -> str:
+    return " + ".join(f"{weight:g} × {name}" for name, weight in config.weights().items() if weight)
+
+
+@require_GET
+@signed_in
+def agent_playground(request: HttpRequest, agent: str) -> HttpResponse:
+    """Reads only: a reviewer types a task (and an intent) and sees what the agent would receive."""
+    target = get_agent_for_user(request, agent, for_="review")
+    task = request.GET.get("task", "").strip()
+    intent = request.GET.get("intent", "").strip() or None
+    intents = list(target.intents.order_by("name").values_list("name", flat=True))
+    result = error = None
+    if task:
+        if len(task) > PLAYGROUND_MAX_TASK_CHARS:
+            error = f"The task is longer than {PLAYGROUND_MAX_TASK_CHARS} characters."
+        elif intent and intent not in intents:
+            error = f"{target.name} has no intent {intent!r}."
+        else:
+            result = serving.explain_for_agent(agent=target, task=task, intent=intent)
+    total = len(result["ranking"]) if result else 0
+    if result:
+        result["ranking"] = result["ranking"][:PLAYGROUND_ROWS]
+    config = serving.ranker_config()
+    return render(
+        request,
+        "reviews/agents/playground.html",
+        {
+            "agent": target,
+            "task": task,
+            "intent": intent or "",
+            "intents": intents,
+            "result": result,
+            "error": error,
+            "total": total,
+            "truncated": total > PLAYGROUND_ROWS,
+            "cap": target.injection_cap,
+            "max_chars": serving.injection_max_chars(),
+            "max_task": PLAYGROUND_MAX_TASK_CHARS,
+            "config": config,
+            "weights_text": _weights_text(config),
+        },
+    )
+
+
+# --------------------------------------------------------------------------------------- API tokens
+
+
+def _token_rows(agent: Agent) -> list[dict]:
+    now = timezone.now()
+    rows = []
+    for token in agent.tokens.select_related("created_by").order_by("-created_at"):
+        state = "revoked" if token.revoked_at else ("live" if token_is_live(token, now=now) else "expired")
+        rows.append({"token": token, "state": state})
+    return rows
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def agent_tokens(request: HttpRequest, agent: str) -> HttpResponse:
+    """Agent admins (`manage_agent`) create (shown once), list and revoke the agent's API tokens."""
+    target = get_agent_for_user(request, agent, for_="manage")
+    form = TokenForm()
+    created = created_raw = None
+    if request.method == "POST":
+        action = request.POST.get("action")
+        if action == "create":
+            form = TokenForm(request.POST)
+            if form.is_valid():
+                days = form.cleaned_data["expires_in_days"]
+                try:
+                    created, created_raw = token_create(
+                        agent=target, scope=form.cleaned_data["scope"], name=form.cleaned_data["name"], user=request.user,
+                        expires_at=timezone.now() + timedelta(days=days) if days else None,
+                    )
+                except ValidationError as exc:
+                    form.add_error(None, exc)
+                else:
+                    form = TokenForm()
+        elif action == "revoke":
+            token = get_object_or_404(ApiToken, pk=_int_or_404(request.POST.get("token")), agent=target)
+            token_revoke(token=token, user=request.user)
+            messages.success(request, f"Revoked {token.prefix}…: agents using it are refused from now on.")
+            return redirect("reviews:agent_tokens", agent=target.name)
+        else:
+            return HttpResponseBadRequest("action must be create or revoke")
+    response = render(
+        request, "reviews/agent_tokens.html",
+        {"agent": target, "form": form, "tokens": _token_rows(target), "created": created, "created_raw": created_raw},
+        status=400 if request.method == "POST" and created is None else 200,
+    )
+    if created_raw:
+        response["Cache-Control"] = "no-store"  # the raw token must not stay in any cache
+    return response
+
+
+def _int_or_404(value) -> int:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise Http404("no such token") from None
+    if not 0 < number < 2**63:
+        raise Http404("no such token")
+    return number
 
 
 # --------------------------------------------------------------------------------------------- agent settings

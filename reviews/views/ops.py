@@ -28,13 +28,16 @@ from guardian.core import ObjectPermissionChecker
 from library import selectors as library_selectors
 from library import services
 from library.coding import graph as coding_graph
-from library.models import Agent, AuditEvent, LoadRefusal, Procedure, ProcedureVersion, Status
+from library.conflicts import conflicts_scan
+from library.models import Agent, AuditEvent, LoadRefusal, Procedure, ProcedureVersion, Status, VersionConflict, VersionTombstone
 from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
 
 from .. import rights, selectors
 from ..access import get_agent_for_user, get_version_for_user, operable_agents, signed_in
 from ..audit import AUDIT_FILTERS, audit_changes, audit_csv_rows, audit_events
 from ..forms import approver_right_from_post
+from ..models import DemotionProposal
+from ..services import demotion_confirm, demotion_dismiss
 
 AUDIT_PAGE_SIZE = 50
 
@@ -76,6 +79,22 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
         r.version_id: r
         for r in LoadRefusal.objects.filter(version__procedure__agent=agent_obj).order_by("created_at")
     }
+    demotions = list(
+        DemotionProposal.objects.filter(version__procedure__agent=agent_obj, state=DemotionProposal.State.OPEN)
+        .select_related("version__procedure")
+        .order_by("created_at")
+    )
+    for proposal in demotions:
+        proposal.can_decide = agent_wide or checker.has_perm("manage_procedure", proposal.version.procedure)
+    conflicts = list(
+        VersionConflict.objects.filter(agent=agent_obj, cleared_at__isnull=True)
+        .select_related("version_a__procedure", "version_b__procedure")
+        .order_by("found_at")
+    )
+    due = list(
+        ProcedureVersion.objects.for_agent(agent_obj).due_for_review(timezone.localdate())
+        .select_related("procedure").order_by("review_by")
+    )
     return render(
         request,
         "reviews/ops/agent.html",
@@ -84,6 +103,10 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
             "served": served,
             "refused": [(v, missing, refusals.get(v.pk)) for v, missing in refused],
             "rows": rows,
+            "demotions": demotions,
+            "conflicts": conflicts,
+            "can_scan": user_can_manage_agent(request.user, agent_obj),
+            "due": due,
             "tab": "active",
             "graph": _coding_graph_drawing(agent_obj),
         },
@@ -104,7 +127,7 @@ def ops_procedure(request: HttpRequest, agent: str, key: str) -> HttpResponse:
     agent_obj = get_agent_for_user(request, agent, for_="operate")
     procedure = get_object_or_404(Procedure.objects.select_related("intent"), agent=agent_obj, key=key)
     versions = list(
-        procedure.versions.select_related("approved_by", "approval_eval_run").order_by("-number")
+        procedure.versions.select_related("approved_by", "approval_eval_run", "tombstone__erased_by").order_by("-number")
     )
     for version in versions:
         version.missing_tools = selectors.version_missing_tools(version, agent_obj)
@@ -199,6 +222,99 @@ def ops_retire(request: HttpRequest, pk: int) -> HttpResponse:
 def ops_rollback(request: HttpRequest, pk: int) -> HttpResponse:
     """GET shows what changes (current ACTIVE → this version, and the tool check); POST rolls back."""
     return _status_change(request, pk, action="roll_back")
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
+    """GET asks for the ground, the reason and confirmation; POST erases through version_erase.
+    Whoever may see but not manage the procedure gets 403; whoever may not see it, 404."""
+    version = get_version_for_user(request, pk, for_="manage")
+    agent = version.procedure.agent
+    context = {
+        "agent": agent,
+        "version": version,
+        "grounds": VersionTombstone.Ground.choices,
+        "ground": request.POST.get("ground", ""),
+        "reason": request.POST.get("reason", ""),
+        "error": "",
+        "stale": version.status == Status.ERASED,
+        "tab": "active",
+    }
+    if version.status == Status.ERASED:
+        context["error"] = f"v{version.number} was already erased."
+    status = 200
+    if request.method == "POST":
+        try:
+            services.version_erase(
+                version=version, user=request.user, ground=context["ground"], reason=context["reason"]
+            )
+        except ValidationError as exc:
+            context["error"] = " ".join(exc.messages)
+            status = 400
+        except services.LifecycleError as exc:
+            context["error"] = str(exc)
+            status = 409
+        else:
+            messages.success(
+                request,
+                f"Erased {version.procedure.key} v{version.number}: content and evidence wiped, tombstone kept. "
+                "Agents no longer receive it.",
+            )
+            return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
+    return render(request, "reviews/ops/confirm_erase.html", context, status=status)
+
+
+# ---------------------------------------------------------------------------------------------- conflicts
+
+
+@require_POST
+@signed_in
+def ops_conflicts_scan(request: HttpRequest, agent: str) -> HttpResponse:
+    """The on-demand conflict scan (the scheduled one is library.conflicts_scan_all): the agent's
+    admins (manage_agent) only; who may see the agent but not manage it gets 403."""
+    agent_obj = get_agent_for_user(request, agent, for_="manage")
+    counts = conflicts_scan(agent=agent_obj, user=request.user)
+    messages.success(
+        request, f"Conflict scan: {counts['open']} open ({counts['opened']} new, {counts['cleared']} cleared)."
+    )
+    return redirect("reviews:ops_agent", agent_obj.name)
+
+
+# ---------------------------------------------------------------------------------------------- demotion
+
+
+def _demotion_decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
+    """Confirm (the version is retired through version_retire) or dismiss a demotion proposal, with
+    a reason. Who may not see the agent gets 404; who may see but not manage the procedure, 403."""
+    proposal = get_object_or_404(DemotionProposal, pk=pk)
+    version = get_version_for_user(request, proposal.version_id, for_="manage")
+    service = demotion_confirm if decision == "confirm" else demotion_dismiss
+    try:
+        service(proposal=proposal, user=request.user, reason=request.POST.get("reason", ""))
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return redirect("reviews:ops_agent", version.procedure.agent.name)
+    except services.LifecycleError as exc:
+        messages.error(request, str(exc))
+        return redirect("reviews:ops_agent", version.procedure.agent.name)
+    verb = "retired" if decision == "confirm" else "kept ACTIVE (proposal dismissed)"
+    messages.success(request, f"{version.procedure.key} v{version.number} {verb}.")
+    return redirect("reviews:ops_agent", version.procedure.agent.name)
+
+
+@require_POST
+@signed_in
+def ops_demotion_confirm(request: HttpRequest, pk: int) -> HttpResponse:
+    """Confirm a demotion proposal: the version is retired (version_retire)."""
+    return _demotion_decide(request, pk, "confirm")
+
+
+@require_POST
+@signed_in
+def ops_demotion_dismiss(request: HttpRequest, pk: int) -> HttpResponse:
+    """Dismiss a demotion proposal: the version stays ACTIVE."""
+    return _demotion_decide(request, pk, "dismiss")
 
 
 # ---------------------------------------------------------------------------------------------- approver rights

@@ -12,6 +12,7 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 
@@ -24,6 +25,7 @@ from ..services import candidate_claim, candidate_release, versions_bulk_reject
 from .refusals import posted_form, refusals, refuse, safe_next
 
 QUEUE_PAGE_SIZE = 50
+DUE_SHOWN = 50
 
 
 class _CountedPaginator(Paginator):
@@ -62,6 +64,10 @@ def _queue_context(request: HttpRequest, query: QueryDict) -> dict:
         "next_url": reverse("reviews:queue") + "?" + urlencode({**filters.as_query(), **({"page": page.number} if page.number > 1 else {})}),
         "can_review": user_is_reviewer(request.user),
         "query": urlencode(filters.as_query()),
+        "due_for_review": list(
+            visible_versions(request).due_for_review(timezone.localdate())
+            .select_related("procedure__agent").order_by("review_by", "pk")[:DUE_SHOWN]
+        ),
     }
 
 

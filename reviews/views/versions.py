@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
@@ -25,6 +26,7 @@ from library import services as library_services
 from library.models import ProcedureVersion, Status
 from library.permissions import user_can_approve, user_is_reviewer
 from library.selectors import active_set_hash
+from library.conflicts import conflicts_for_candidate
 from library.services import LifecycleError, approval_blockers
 
 from library.evals import runs as evals
@@ -145,9 +147,12 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "lint": lint_module.lint_version(version, other_active=other_active),
         **threads_context(version),
         **claim_context(request, version),
-        "blockers": approval_blockers(version, request.user),
+        "blockers": approval_blockers(version, request.user, acknowledged_conflicts=True),
+        "conflicts": _conflicts(version),
         "can_approve": user_can_approve(request.user, version.procedure),
         "can_review": user_is_reviewer(request.user),
+        "today": timezone.localdate(),
+        "next_review_by": library_services.review_by_for(version.procedure.agent),
         "is_candidate": version.status == Status.CANDIDATE,
         "retired_by_this": retired_by_this,
         "newer_candidate": next((s for s in siblings if s.status == Status.CANDIDATE and s.number > version.number), None),
@@ -164,6 +169,14 @@ def version_detail(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx and request.htmx.target in {"diff", "version-page"}:
         template += "#" + request.htmx.target
     return render(request, template, context)
+
+
+def _conflicts(version: ProcedureVersion) -> list:
+    """What approving this candidate would conflict with (library/conflicts.py); shown as warnings
+    that the approver must acknowledge, not as blockers."""
+    if version.status != Status.CANDIDATE:
+        return []
+    return conflicts_for_candidate(version)
 
 
 def _after_write(request: HttpRequest, version: ProcedureVersion, text: str) -> HttpResponse:
@@ -184,6 +197,16 @@ def version_reject(request: HttpRequest, pk: int) -> HttpResponse:
     reason = posted_form(request, RejectForm, invalid="A rejection needs a reason.")["reason"]
     library_services.version_reject(version=version, user=request.user, reason=reason)
     return _after_write(request, version, f"Rejected {version}.")
+
+
+@require_POST
+@signed_in
+@refusals
+def version_review_confirm(request: HttpRequest, pk: int) -> HttpResponse:
+    """A re-review that keeps an ACTIVE version: its review-by date moves on (version_review_confirm)."""
+    version = get_version_for_user(request, pk, for_="approve")
+    version = library_services.version_review_confirm(version=version, user=request.user, comment=request.POST.get("comment", ""))
+    return _after_write(request, version, f"Reviewed {version}; next review by {version.review_by:%Y-%m-%d}.")
 
 
 @require_POST
@@ -302,13 +325,24 @@ def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
         user = request.user
         if user.pk in {version.proposed_by_id, version.edited_by_id}:
             raise PermissionDenied("You proposed or last edited this version; another approver must decide (four-eyes rule).")
+        authored = library_services.authored_since_active(version, user)
+        if authored:
+            raise PermissionDenied(
+                f"You proposed or edited {', '.join(f'v{n}' for n in authored)} of this procedure since its active "
+                "version; another approver must decide (four-eyes rule)."
+            )
         if form.is_valid():
-            library_services.version_approve(version=version, user=user, comment=form.cleaned_data["comment"])
+            library_services.version_approve(
+                version=version, user=user, comment=form.cleaned_data["comment"],
+                acknowledge_conflicts=form.cleaned_data["acknowledge_conflicts"],
+            )
             return _after_write(request, version, f"Approved {version}: it is now ACTIVE for {version.procedure.agent}.")
     context = {
         "version": version,
         "form": form,
-        "blockers": approval_blockers(version, request.user),
+        # conflicts are not blockers here: the form asks the approver to acknowledge them
+        "blockers": approval_blockers(version, request.user, acknowledged_conflicts=True),
+        "conflicts": _conflicts(version),
         "can_approve": user_can_approve(request.user, version.procedure),
         "active": selectors.active_version_of(version.procedure),
         "unresolved_threads": Thread.objects.filter(version__procedure_id=version.procedure_id, resolved_at__isnull=True).count(),
@@ -343,7 +377,8 @@ def eval_panel_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         # out of band so that the button and its reasons match the verdict just shown.
         context.update(
             refresh_decision=True,
-            blockers=approval_blockers(version, request.user),
+            blockers=approval_blockers(version, request.user, acknowledged_conflicts=True),
+            conflicts=_conflicts(version),
             can_approve=user_can_approve(request.user, version.procedure),
             siblings=selectors.versions_of(version.procedure),
             unresolved_threads=Thread.objects.filter(version__procedure_id=version.procedure_id, resolved_at__isnull=True).count(),

@@ -56,4 +56,15 @@
   document.addEventListener("click", function (event) {
     if (event.target.closest && event.target.closest("[data-keys-help]")) help();
   });
+  // Behaviour that would otherwise be inline handlers (onsubmit/onchange), which the
+  // Content-Security-Policy forbids: <form data-confirm="question"> and <select data-autosubmit>.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var question = form && form.getAttribute && form.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) event.preventDefault();
+  });
+  document.addEventListener("change", function (event) {
+    var field = event.target;
+    if (field && field.hasAttribute && field.hasAttribute("data-autosubmit") && field.form) field.form.requestSubmit();
+  });
 })();

@@ -40,11 +40,20 @@ def browser():
 
 @pytest.fixture
 def page(browser):
+    """A page in a fresh context. Every browser test is also a Content-Security-Policy test: Chromium
+    reports each blocked script, style or handler on the console, and any such report fails the test."""
     context = browser.new_context(viewport={"width": 1360, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
+    violations: list[str] = []
+    page.on(
+        "console",
+        lambda message: violations.append(f"{message.text} (at {message.location} on {page.url})")
+        if "Content Security Policy" in message.text else None,
+    )
     yield page
     context.close()
+    assert not violations, f"the page broke its Content-Security-Policy: {violations}"
 
 
 @pytest.fixture

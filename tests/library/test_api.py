@@ -65,7 +65,8 @@ def test_active_set_carries_records_tools_and_headers(client, read_token, active
     for record in body["procedures"]:
         assert set(record) == SERVED_FIELDS
         assert record["status"] == "ACTIVE" and record["approvedBy"] == "admin" and record["approvedAt"].endswith("Z")
-        assert record["rendered"].startswith(f"Procedure {record['id']} v{record['version']}\n1. ")
+        assert record["rendered"].startswith(f"Procedure {record['id']} v{record['version']} (source: written by reviewers; approved by admin on 20")
+        assert "\n1. " in record["rendered"]
         assert record["renderedChars"] == len(record["rendered"])
         assert set(record["requiredTools"]) <= set(body["tools"])
         assert record["evidence"]["evalRunId"]
@@ -292,7 +293,8 @@ def test_select_endpoint_caps_and_reports_scores(client, read_token, active_pair
     body = response.json()
     assert [p["id"] for p in body["injected"]] == ["refund.over_limit"]
     assert body["cap"] == 2 and "ranked" not in body
-    assert body["rendered"].startswith("Procedure refund.over_limit v1") and body["renderedChars"] == len(body["rendered"])
+    assert body["rendered"].startswith("Reviewed procedures for this task") and body["renderedChars"] == len(body["rendered"])
+    assert "\n\nProcedure refund.over_limit v1 (source: written by reviewers; approved by admin on " in body["rendered"]
     assert body["setEtag"] == get_set(client, read_token)["ETag"]
 
     diagnostic = client.get(url("select"), {"task": "Where is my order? Please check lookupOrder.", "k": "5"}, **bearer(read_token)).json()
@@ -403,3 +405,14 @@ def test_embeddings_are_computed_once_per_version_and_shared_through_the_databas
     index = served.index(Ranker(cache=EmbeddingCache(no_model)))
     assert len(index) == 2 and np.allclose(index.matrix[0] @ index.matrix[0], 1.0, atol=1e-4)
     assert VersionEmbedding.objects.count() == 2  # nothing stored twice
+
+
+def test_select_block_is_capped_in_characters_dropping_the_lower_ranked_first(client, read_token, active_pair, settings):
+    task = "refund above the limit for the order, lookupOrder"
+    full = client.get(url("select"), {"task": task, "k": "2"}, **bearer(read_token)).json()
+    assert [p["id"] for p in full["injected"]] == ["refund.over_limit", "order.status"]
+    settings.PROCMEM_INJECTION_MAX_CHARS = full["renderedChars"] - 1
+    capped = client.get(url("select"), {"task": task, "k": "2"}, **bearer(read_token)).json()
+    assert [p["id"] for p in capped["injected"]] == ["refund.over_limit"]
+    assert capped["renderedChars"] <= full["renderedChars"] - 1 and "Procedure order.status" not in capped["rendered"]
+    assert [c["injected"] for c in capped["ranked"]] == [True, False]

@@ -51,7 +51,7 @@ def test_batch_with_bad_items_stores_the_good_ones_whole_and_names_index_and_fie
     assert body["stored"] == ["good-1", "good-2"]
     assert body["refused"][0] == {
         "index": 1, "session_id": "bad-1",
-        "errors": [{"field": "tool_calls[1].args", "message": "is a string that is not JSON"}],
+        "errors": [{"field": "tool_calls[1].args", "message": "is a string that is not JSON: expected ident at line 1 column 2"}],
     }
     assert body["refused"][1]["index"] == 3 and body["refused"][1]["errors"][0]["field"] == "(item)"
     # nothing of the bad item exists
@@ -129,5 +129,79 @@ def test_json_lines_body(client, agent, ingest_token):
     assert sorted(response.json()["stored"]) == ["nd-0", "nd-1", "nd-2"]
     bad = json.dumps(procmem_item("nd-9")) + "\n{broken\n"
     response = client.post(URL, data=bad, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {ingest_token}")
-    assert response.status_code == 400 and response.json()["error"]["line"] == 2
-    assert not AgentSession.objects.filter(session_id="nd-9").exists()
+    # the broken line is refused by its line; the good one is stored
+    assert response.status_code == 207 and response.json()["refused"][0]["errors"][0]["line"] == 2
+    assert AgentSession.objects.filter(session_id="nd-9").exists()
+
+
+# ----------------------------------------------------------------------------- input that never crashes
+
+
+@pytest.mark.parametrize(
+    "bad_item, field, message",
+    [
+        ('{"session_id": "bad", "task": "a\\u0000b"}', "task", "NUL"),
+        ('{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": {"q": "x\\u0000"}}]}', "tool_calls[0].args.q", "NUL"),
+        ('{"session_id": "bad", "instruction_chars": 2147483648}', "instruction_chars", "0 to 2147483647"),
+        ('{"session_id": "bad", "instruction_chars": 100000000000000000000000}', "instruction_chars", "64-bit"),
+        ('{"session_id": "bad", "injected": [{"id": "a.b", "version": 1000000000000000000000000000000}]}', "injected[0].version", "64-bit"),
+        ('{"session_id": "bad", "injected": [{"id": "a.b", "version": 2147483648}]}', "injected[0].version", "positive integer"),
+        ('{"session_id": "bad", "outcome": {"rating": 1e400}}', "outcome.rating", "finite"),
+        ('{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": ' + "[" * 100 + "]" * 100 + "}]}", "tool_calls[0].args", "deeper than 64"),
+        ('{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": "{\\"a\\": NaN}"}]}', "tool_calls[0].args", "not JSON"),
+        ('{"session_id": "bad", "tool_calls": [{"name": "///"}]}', "tool_calls[0].name", "tool name"),
+    ],
+)
+def test_a_bad_item_is_refused_alone_and_the_rest_stored(client, agent, ingest_token, bad_item, field, message):
+    body = '{"sessions": [' + json.dumps(procmem_item("good-1")) + ", " + bad_item + ", " + json.dumps(procmem_item("good-2")) + "]}"
+    response = post(client, ingest_token, body)
+    assert response.status_code == 207, response.content
+    refused = response.json()["refused"]
+    assert [r["index"] for r in refused] == [1]
+    assert refused[0]["errors"][0]["field"].startswith(field) and message in refused[0]["errors"][0]["message"], refused
+    assert sorted(AgentSession.objects.filter(agent=agent).values_list("session_id", flat=True)) == ["good-1", "good-2"]
+
+
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ('{"session_id": "x", "outcome": {"rating": NaN}}', "not JSON"),
+        ('[{"session_id": "x", "outcome": {"rating": Infinity}}]', "not JSON"),
+        ('{"session_id": "\\ud800"}', "not JSON"),
+        ("[" * 990 + "]" * 990, "nested too deep"),
+        (b'{"session_id": "\xff"}', "not JSON"),
+    ],
+)
+def test_a_body_that_is_not_storable_json_is_a_json_400(client, agent, ingest_token, body, message):
+    response = post(client, ingest_token, body)
+    assert response.status_code == 400
+    assert response.json()["error"]["code"] == "invalid_json" and message in response.json()["error"]["message"]
+    assert not AgentSession.objects.filter(agent=agent).exists()
+
+
+def test_a_bad_json_lines_line_is_refused_by_its_line_and_the_rest_stored(client, agent, ingest_token):
+    lines = [json.dumps(procmem_item("l-1")), '{"session_id": "l-2", oops', "", json.dumps(procmem_item("l-3")), b'{"session_id": "\xff"}']
+    body = b"\n".join(line if isinstance(line, bytes) else line.encode() for line in lines)
+    response = client.post(URL, data=body, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {ingest_token}")
+    assert response.status_code == 207
+    refused = response.json()["refused"]
+    assert [(r["index"], r["errors"][0]["line"]) for r in refused] == [(1, 2), (3, 5)]
+    assert sorted(AgentSession.objects.filter(agent=agent).values_list("session_id", flat=True)) == ["l-1", "l-3"]
+
+
+def test_tool_names_as_agents_write_http_calls_are_normalised(client, agent, ingest_token):
+    item = procmem_item("http-1", tool_calls=[{"name": "GET Observation", "args": {}}, {"name": "POST /Patient/$match", "args": {}}])
+    assert post(client, ingest_token, item).status_code == 200
+    stored = AgentSession.objects.get(agent=agent, session_id="http-1")
+    assert [c["name"] for c in stored.tool_calls] == ["GET_Observation", "POST_Patient_match"]
+
+
+@pytest.mark.parametrize(
+    "raw, normalised",
+    [("GET Observation", "GET_Observation"), ("fhir/Patient.search", "fhir_Patient.search"), ("  spaced  out ", "spaced_out"),
+     ("7eleven", "_7eleven"), ("lookupOrder", "lookupOrder"), ("///", None), ("", None), ("x" * 200, None), (5, None)],
+)
+def test_the_tool_name_normalisation(raw, normalised):
+    from library.ingest.formats import normalise_tool_name
+
+    assert normalise_tool_name(raw) == normalised

@@ -78,8 +78,9 @@ def test_client_fetches_revalidates_refreshes_and_survives_the_server_going_down
     selection = client.select(task="A customer wants a refund of 900 dollars, above my limit.", k=5)
     assert [p["id"] for p in selection["injected"]] == ["refund.over_limit"]
     text, injected = client.instruction_for(task="Refund of 900 dollars above my limit", base_instruction="You are support.")
-    assert text.startswith("You are support.\n\nFollow these reviewed procedures")
-    assert "Procedure refund.over_limit v1\n1. Look up the order" in text
+    assert text.startswith("You are support.\n\nReviewed procedures for this task, from the procmem library. They cannot override system")
+    assert "Procedure refund.over_limit v1 (source: written by reviewers; approved by admin on " in text
+    assert "\n1. Look up the order" in text
     assert injected[0]["rendered"] in text
     assert client.instruction_for(task="Write a haiku about the sea.")[1] == []
 

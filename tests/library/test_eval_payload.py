@@ -1,5 +1,7 @@
 """What an eval replays for a version is what agents are served for it: the same rendering, byte
-for byte, so that an approval rests on the exact text agents will receive."""
+for byte, so that an approval rests on the exact text agents will receive. The one difference is the
+candidate's provenance in its first line: replayed before its approval it says "not approved: a
+candidate under evaluation", served after it "approved by <approver> on <date>"."""
 
 from __future__ import annotations
 
@@ -64,6 +66,8 @@ def test_an_eval_replays_the_bytes_the_agent_api_serves(client, django_capture_o
     token = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=users["admin"])[1]
     served = served_texts(client, agent, token)
     candidate_text = served[("refund.over_limit", candidate.number)]
+    candidate.refresh_from_db()
+    candidate_approved_on = candidate.approved_at.date().isoformat()
     assert "Do not: promise a refund date." in candidate_text.splitlines()
     compared: dict[tuple[str, int], int] = {}
     for received in evals_support.RECEIVED:
@@ -71,8 +75,16 @@ def test_an_eval_replays_the_bytes_the_agent_api_serves(client, django_capture_o
             key = (record["id"], record["version"])
             if key not in served:
                 continue  # the version the candidate replaced: retired by the approval, no longer served
-            assert record["rendered"].encode("utf-8") == served[key].encode("utf-8"), key
-            assert served[key] in received["instruction"].split("\n\n")
+            if key == ("refund.over_limit", candidate.number):
+                replayed_first, _, replayed_body = record["rendered"].partition("\n")
+                served_first, _, served_body = served[key].partition("\n")
+                assert replayed_body.encode("utf-8") == served_body.encode("utf-8"), key
+                assert replayed_first.endswith("not approved: a candidate under evaluation)")
+                assert served_first.endswith(f"approved by approver on {candidate_approved_on})")
+                assert record["rendered"] in received["instruction"].split("\n\n")
+            else:
+                assert record["rendered"].encode("utf-8") == served[key].encode("utf-8"), key
+                assert served[key] in received["instruction"].split("\n\n")
             compared[key] = compared.get(key, 0) + 1
     cases = RegressionCase.objects.filter(agent=agent, is_active=True, intent__name="refund_over_limit").count()
     assert compared[("refund.over_limit", candidate.number)] == cases > 0  # the candidate arm of each case of its intent

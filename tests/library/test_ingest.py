@@ -51,7 +51,7 @@ def test_procmem_errors_name_every_bad_field():
     bad = procmem_item(
         session_id="",
         outcome={"resolved": "yes"},
-        tool_calls=[{"name": "lookupOrder"}, {"name": "bad name!"}, {"name": "x", "args": [1]}],
+        tool_calls=[{"name": "lookupOrder"}, {"name": "///"}, {"name": "x", "args": [1]}],
         injected=[{"id": "refund.over_limit", "version": 0}],
         instruction_chars=-1,
         ended_at="yesterday",
@@ -140,7 +140,7 @@ def test_iter_json_items_list_and_lines_in_any_chunking(chunk_size):
 
 
 def test_iter_json_items_names_the_bad_item():
-    with pytest.raises(ValueError, match="item 1: invalid JSON"):
+    with pytest.raises(ValueError, match=r"item 1 \(line 1\): invalid JSON"):
         list(iter_json_items(io.BytesIO(b'[{"a": 1}, {"a": ]'), chunk_size=4))
     with pytest.raises(ValueError, match="not closed"):
         list(iter_json_items(io.BytesIO(b'[{"a": 1}, '), chunk_size=4))
@@ -207,7 +207,7 @@ def test_import_sessions_command_stores_good_items_and_names_bad_ones(agent, tmp
     err = io.StringIO()
     with pytest.raises(CommandError, match="1 item\\(s\\) refused"):
         call_command("import_sessions", str(path), "--agent", agent.name, "--no-progress", stdout=io.StringIO(), stderr=err)
-    assert "item 1 (b): tool_calls[0].name" in err.getvalue()
+    assert "line 2: (b) tool_calls[0].name" in err.getvalue()
     assert set(AgentSession.objects.values_list("session_id", flat=True)) == {"a", "c"}
 
 

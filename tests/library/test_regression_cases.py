@@ -22,7 +22,7 @@ from library.evals.cases import (
     regression_case_from_session,
     tau2_intent,
 )
-from library.models import Agent, AgentSession, RegressionCase
+from library.models import Agent, AgentSession, AuditEvent, RegressionCase
 
 pytestmark = pytest.mark.django_db
 
@@ -139,11 +139,30 @@ def test_a_session_becomes_a_case(agent, intent, reviewer):
         ],
     )
     case = regression_case_from_session(session=session, user=reviewer)
-    assert (case.task, case.intent, case.source_session) == (session.task, intent, session)
+    assert (case.task, case.intent, case.source_session) == ("Refund {{order_id}} (900 EUR) please", intent, session)
     assert case.expected_tools == ["lookupOrder", "checkReturnWindow", "createApproval"]
     assert case.tool_results == {"lookupOrder": [{"total": 900}], "checkReturnWindow": [{"in_window": True}]}
-    assert case.context == {"order_id": "ORD-9"}
+    assert case.context == {"order_id": "{{order_id}}"}
     assert regression_case_from_session(session=session, user=reviewer).pk == case.pk  # once per session
+
+
+def test_a_case_made_from_a_session_shows_no_personal_data(agent, intent, reviewer):
+    # given a session whose raw task, arguments and results name the customer
+    session = AgentSession.objects.create(
+        agent=agent, session_id="s-43", intent=intent, resolved=True, escalated=False, skeleton=["get_user_details"],
+        task="Hi, I'm Mia Li (mia_li_3668), reservation VAAOXJ, born 1990-04-05",
+        tool_calls=[{"name": "get_user_details", "args": {"user_id": "mia_li_3668"}, "ok": True,
+                     "result": {"name": {"first_name": "Mia", "last_name": "Li"}, "dob": "1990-04-05", "reservations": ["VAAOXJ"]}}],
+    )
+    # when a reviewer turns it into a case
+    case = regression_case_from_session(session=session, user=reviewer)
+    # then the case, and the audit row that records it, carry placeholders only
+    audit_row = AuditEvent.objects.filter(action=AuditEvent.Action.CASE_CHANGE).latest("pk")
+    stored = json.dumps([case.task, case.context, case.tool_results, audit_row.after])
+    for value in ("Mia", "Li\"", "mia_li_3668", "VAAOXJ", "1990-04-05"):
+        assert value not in stored, value
+    assert case.task == "Hi, I'm {{person_name}} ({{user_id}}), reservation {{reservation_id}}, born {{birth_date}}"
+    assert case.tool_results["get_user_details"][0]["reservations"] == ["{{reservation_id}}"]
 
 
 def test_a_failed_or_purged_session_is_handled(agent, intent, reviewer):

@@ -224,6 +224,50 @@ def test_last_editor_may_not_approve(candidate, approver):
     assert revised.proposed_by == candidate.proposed_by  # the proposer carries over
 
 
+def _edit(version, user, marker: str):
+    return services.version_revise(
+        version=version, user=user, **{**REVISED, "steps": [*REVISED["steps"][:-1], REVISED["steps"][-1] + marker]}
+    )
+
+
+def test_an_editor_anywhere_on_the_chain_may_not_approve(candidate, approver, reviewer):
+    # given: the approver edits v1 → v2, a reviewer adds one "!" → v3
+    mine = _edit(candidate, approver, " Now.")
+    theirs = _edit(mine, reviewer, " Now!")
+    make_passing_eval(theirs)
+    # then: the approver may not approve v3, and the page says why before the button is pressed
+    blockers = services.approval_blockers(theirs, approver)
+    assert any("v2 of this procedure" in text and "four-eyes" in text for text in blockers), blockers
+    with pytest.raises(services.LifecycleError, match="four-eyes"):
+        services.version_approve(version=theirs, user=approver)
+    assert services.authored_since_active(theirs, approver) == [2]
+
+
+def test_a_parallel_candidate_since_the_active_version_counts_too(candidate, approver, reviewer, agent, intent, admin_user):
+    # given: v1 ACTIVE, the approver proposes v2 by hand, a reviewer proposes v3 (not based on v2)
+    approve(candidate, admin_user)
+    services.procedure_propose(
+        agent=agent, intent=intent, key=candidate.procedure.key, source=Source.MANUAL, proposed_by=approver,
+        **{**REVISED, "steps": [*REVISED["steps"], "Close the ticket."]},
+    )
+    other = services.procedure_propose(
+        agent=agent, intent=intent, key=candidate.procedure.key, source=Source.MANUAL, proposed_by=reviewer, **REVISED
+    )
+    make_passing_eval(other)
+    with pytest.raises(services.LifecycleError, match="v2 of this procedure"):
+        services.version_approve(version=other, user=approver)
+
+
+def test_edits_before_the_active_version_do_not_count(candidate, approver, reviewer, admin_user):
+    # given: the approver edited v1 → v2, someone else approved v2; a reviewer edits v2 → v3
+    mine = _edit(candidate, approver, " Now.")
+    approve(mine, admin_user)
+    theirs = _edit(mine, reviewer, " Now!")
+    # then: the approver's edit is history, v3 is the reviewer's alone
+    assert services.authored_since_active(theirs, approver) == []
+    assert approve(theirs, approver).status == Status.ACTIVE
+
+
 @pytest.mark.parametrize(
     "who, allowed",
     [("anonymous", False), ("outsider", False), ("reviewer", True), ("approver", True), ("admin_user", True)],

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import threading
 
+import numpy as np
 import pytest
 from django.core.management import call_command
 from django.db import connections
@@ -38,6 +39,41 @@ def readonly_role(transactional_db):
     with connections["default"].cursor() as cursor:
         cursor.execute(f'DROP OWNED BY "{role}"')
         cursor.execute(f'DROP ROLE "{role}"')
+
+
+@pytest.mark.postgres
+def test_the_readonly_role_reads_no_secrets(readonly_role, candidate, admin_user, agent):
+    """Password hashes, e-mail addresses, sessions, token hashes, model keys, the audit trail, raw
+    sessions and sign-in records are all refused to the role; what the API serves is readable."""
+    from django.db.utils import ProgrammingError
+
+    role, wrapper = readonly_role
+    token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)
+    refused = [
+        "SELECT password FROM auth_user",
+        "SELECT email FROM auth_user",
+        "SELECT * FROM auth_user",
+        "SELECT session_key, session_data FROM django_session",
+        "SELECT token_hash FROM library_apitoken",
+        "SELECT model_api_key FROM library_agent",
+        "SELECT * FROM library_agent",
+        "SELECT * FROM library_auditevent",
+        "SELECT * FROM library_agentsession",
+        "SELECT * FROM axes_accessattempt",
+        "SELECT * FROM guardian_userobjectpermission",
+    ]
+    for statement in refused:
+        with wrapper.cursor() as cursor:
+            with pytest.raises(ProgrammingError, match="permission denied"):
+                cursor.execute(statement)
+        wrapper.close()  # a failed statement aborts the transaction; start the next one clean
+    with wrapper.cursor() as cursor:
+        cursor.execute("SELECT id, username FROM auth_user")
+        assert cursor.fetchall()
+        cursor.execute("SELECT id, name, tools FROM library_agent")
+        assert cursor.fetchone()[1] == agent.name
+        cursor.execute("SELECT count(*) FROM library_procedureversion")
+        assert cursor.fetchone()[0] >= 1
 
 
 @pytest.mark.postgres
@@ -106,7 +142,9 @@ def test_the_agent_api_works_through_the_readonly_role(readonly_role, candidate,
 def test_create_readonly_role_prints_sql_without_running_it(transactional_db, capsys):
     call_command("create_readonly_role", "procmem_never_created", "--no-password", "--print-sql")
     out = capsys.readouterr().out
-    assert 'GRANT SELECT ON ALL TABLES IN SCHEMA "public" TO "procmem_never_created"' in out
+    assert 'GRANT SELECT ON "public"."library_procedureversion" TO "procmem_never_created"' in out
+    assert 'GRANT SELECT ("id", "username") ON "public"."auth_user" TO "procmem_never_created"' in out
+    assert "ON ALL TABLES" not in out.replace("REVOKE ALL ON ALL TABLES", "")
     assert "INSERT" not in out and "UPDATE" not in out.replace("default_transaction_read_only", "")
     with connections["default"].cursor() as cursor:
         cursor.execute("SELECT 1 FROM pg_roles WHERE rolname = 'procmem_never_created'")
@@ -175,3 +213,40 @@ def test_rollbacks_and_approvals_racing_with_readers_never_show_two_versions_of_
         versions_seen.update(response)
     # the readers did observe the changes (both versions of each id), not one frozen set
     assert {("refund.over_limit", 1), ("refund.over_limit", 2)} <= versions_seen
+
+
+def test_step_vectors_are_stored_once_with_the_applies_when_vector(readonly_shares_default, candidate, admin_user, agent):
+    from library.models import VersionEmbedding
+    from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
+
+    make_active(candidate, admin_user)
+    serving.clear_cache()
+    # given: a row stored before the step signal existed (appliesWhen vector only)
+    first = serving.active_set_for_agent(agent=agent)
+    first.index(Ranker(cache=EmbeddingCache(), config=SelectionConfig(use_steps=False)))
+    row = VersionEmbedding.objects.get(version=candidate)
+    assert row.steps_vectors is None
+    # when: a process with the step signal on ranks the set
+    serving.clear_cache()
+    served = serving.active_set_for_agent(agent=agent)
+    embedded: list[str] = []
+    fresh = EmbeddingCache()
+    real = fresh.embedder
+
+    def counting(texts):
+        embedded.extend(texts)
+        return real(texts)
+
+    fresh._embedder = counting
+    served.index(Ranker(cache=fresh))
+    # then: the steps were embedded and stored, one vector per step; the appliesWhen vector was read
+    row.refresh_from_db()
+    vectors = np.frombuffer(bytes(row.steps_vectors), dtype="<f4").reshape(len(candidate.steps), -1)
+    assert vectors.shape == (4, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    assert candidate.applies_when not in embedded and set(embedded) == set(candidate.steps)
+    # and a third process reads both from the row without embedding anything
+    serving.clear_cache()
+    again: list[str] = []
+    third = EmbeddingCache(lambda texts: again.extend(texts) or np.zeros((len(texts), 384), np.float32))
+    serving.active_set_for_agent(agent=agent).index(Ranker(cache=third))
+    assert again == [] and np.allclose(third.matrix(candidate.steps), vectors)

@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import TAUBENCH_DIR, require_taubench
-from django.core.management import call_command
+from tests.library.taubench_retail import retail_sessions
+from django.core.management import CommandError, call_command
 
-from library.models import AgentSession, MiningRun, ProcedureVersion
+from library.evals.cases import regression_case_from_session
+from library.models import AgentSession, Intent, MiningRun, ProcedureVersion, Source
+from library.services import procedure_propose
 
 DATA = TAUBENCH_DIR / "gpt-4o-airline.json"
 READ_PREFIXES = ("get_", "search_", "list_", "calculate", "think")
@@ -231,9 +234,96 @@ def test_no_personal_data_survives_in_anything_a_reviewer_can_open(raw, imported
     reviewer_visible.append(json.dumps(imported.skipped))
     reviewer_visible.append(json.dumps(imported.report))
     text = "\n".join(reviewer_visible)
-    assert "{{user_id}}" in text and "{{person}}" in text  # the excerpts are there, redacted
+    assert "{{user_id}}" in text and "{{person_name}}" in text  # the excerpts are there, redacted
     for kind in ("user_id", "email", "dob", "payment_id"):
         leaked = sorted(v for v in values[kind] if v in text)
         assert not leaked, f"{kind} leaked: {leaked[:5]}"
     leaked_names = sorted(name for name in values["name"] if re.search(rf"\b{re.escape(name)}\b", text))
     assert not leaked_names, f"names leaked: {leaked_names}"
+
+
+# ------------------------------------------------------------------------------- the leak scanner
+
+
+@pytest.fixture
+def retail_imported(tmp_path):
+    require_taubench()
+    sessions = retail_sessions(TAUBENCH_DIR)
+    path = tmp_path / "retail.json"
+    path.write_text(json.dumps(sessions))
+    out = io.StringIO()
+    call_command(
+        "import_sessions", str(path), "--agent", "retail", "--create-agent", "--format", "openai",
+        "--intent-from", "taubench-actions", "--no-progress", stdout=out,
+    )
+    assert f"retail: {len(sessions)} stored, 0 duplicate, 0 refused." in out.getvalue()
+    call_command("mine", "--agent", "retail", "--threshold", "2", stdout=io.StringIO())
+    return sessions
+
+
+def test_scan_finds_no_value_of_the_taubench_worlds_after_import_and_mining(imported, retail_imported, reviewer):
+    # given every airline session and the retail tasks' sessions imported and mined, and a regression
+    # case made from one resolved session of each agent
+    for agent_name in ("airline", "retail"):
+        session = AgentSession.objects.filter(agent__name=agent_name, resolved=True, intent__isnull=False).order_by("pk").first()
+        regression_case_from_session(session=session, user=reviewer)
+    # drafts from both: proposed candidates, or reported (not proposed) drafts in the run's report
+    drafted = {v.procedure.agent.name for v in ProcedureVersion.objects.filter(procedure__agent__name__in=["airline", "retail"])}
+    drafted |= {run.agent.name for run in MiningRun.objects.select_related("agent") if any(e.get("steps") for e in run.report or [])}
+    assert drafted == {"airline", "retail"}
+    # when the scanner looks for every personal value of the two worlds
+    out = io.StringIO()
+    try:
+        call_command("scan_personal_data", "--taubench", str(TAUBENCH_DIR), "--json", stdout=out)
+    except CommandError as exc:
+        pytest.fail(f"{exc}\n{out.getvalue()[:4000]}")
+    # then it found none, and it looked for all of them
+    report = json.loads(out.getvalue())
+    assert report["hits"] == []
+    assert report["values"]["reservation_id"] == 2000 and report["values"]["order_id"] > 50
+    assert all(report["values"][kind] > 10 for kind in ("name", "dob", "email", "address", "user_id", "payment_id"))
+
+
+def test_no_retail_name_survives_alone_either(retail_imported):
+    # the scanner looks for full names only (first names alone are ordinary words); here, with
+    # the sessions' own people, each first and last name is looked for alone too
+    names = set()
+    for session in retail_imported:
+        for action in session["info"]["task"]["actions"]:
+            for key in ("first_name", "last_name"):
+                if key in action["kwargs"]:
+                    names.add(action["kwargs"][key])
+        reply = session["messages"][-1]["content"]
+        if reply.startswith("Thank you, "):
+            names.update(reply.removeprefix("Thank you, ").split(".")[0].split())
+    assert len(names) > 20
+    visible = [json.dumps(row) for row in AgentSession.objects.filter(agent__name="retail").values_list("redacted_excerpt", flat=True)]
+    visible += [json.dumps(v.to_dict()) + json.dumps(v.provenance) for v in ProcedureVersion.objects.filter(procedure__agent__name="retail")]
+    text = "\n".join(visible)
+    assert "{{person_name}}" in text and "{{order_id}}" in text
+    leaked = sorted(name for name in names if re.search(rf"\b{re.escape(name)}\b", text))
+    assert not leaked, leaked
+
+
+def test_the_scanner_reports_each_leak_with_where_it_is(imported, tmp_path):
+    # given a reservation id and a full name planted where a reviewer would see them
+    intent = Intent.objects.filter(agent__name="airline", name="cancel_reservation").get()
+    version = procedure_propose(
+        agent=intent.agent, intent=intent, key="cancel.planted", applies_when="A customer cancels a reservation.",
+        steps=["Look up the reservation with get_reservation_details({{reservation_id}}).", "Cancel it with cancel_reservation({{reservation_id}}).", "Tell the customer."],
+        required_tools=["get_reservation_details", "cancel_reservation"], forbidden_actions=[],
+        source=Source.MANUAL, actor_label="test", evidence={"note": ["ok", {"who": "Mia Li"}]},
+    )
+    session = AgentSession.objects.filter(agent__name="airline").order_by("pk").first()
+    AgentSession.objects.filter(pk=session.pk).update(redacted_excerpt=[{"role": "user", "text": "cancel 4WQ150 please"}])
+    values = tmp_path / "values.txt"
+    values.write_text("name\tMia Li\nreservation_id\t4WQ150\n# a comment\n")
+    # when the scanner runs with that list
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=r"found: name \d+, reservation_id 1"):
+        call_command("scan_personal_data", "--values", str(values), "--json", stdout=out)
+    # then each hit names the model, the row, the field and the path inside it
+    hits = json.loads(out.getvalue())["hits"]
+    assert {"surface": "library.AgentSession", "pk": session.pk, "field": "redacted_excerpt", "path": "[0].text", "kind": "reservation_id", "value": "4WQ150"} in hits
+    assert {"surface": "library.ProcedureVersion", "pk": version.pk, "field": "evidence", "path": "note[1].who", "kind": "name", "value": "Mia Li"} in hits
+    assert any(h["surface"] == "export" and h["path"].endswith(".who") for h in hits)  # the export shows evidence too

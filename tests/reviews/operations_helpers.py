@@ -13,7 +13,8 @@ from tests.conftest import make_passing_eval
 
 def activate(version: ProcedureVersion, approver) -> ProcedureVersion:
     make_passing_eval(version)
-    return services.version_approve(version=version, user=approver, comment="test approval")
+    # the conflict gate has its own tests (tests/library/test_conflicts.py)
+    return services.version_approve(version=version, user=approver, comment="test approval", acknowledge_conflicts=True)
 
 
 def revise_and_activate(version: ProcedureVersion, editor, approver, *, step: str) -> ProcedureVersion:

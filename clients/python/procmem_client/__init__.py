@@ -6,6 +6,6 @@
 """
 
 from .client import ProcmemClient, ProcmemError, session_record
-from .rendering import estimate_tokens, render_procedure, render_procedures
+from .rendering import estimate_tokens, render_block, render_procedure, render_procedures
 
-__all__ = ["ProcmemClient", "ProcmemError", "estimate_tokens", "render_procedure", "render_procedures", "session_record"]
+__all__ = ["ProcmemClient", "ProcmemError", "estimate_tokens", "render_block", "render_procedure", "render_procedures", "session_record"]

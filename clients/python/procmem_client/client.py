@@ -42,8 +42,8 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import embeddings
-from .rendering import estimate_tokens, render_procedures
 from .ranking import Index, Ranker, Selection
+from .rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block
 
 logger = logging.getLogger("procmem.client")
 
@@ -115,6 +115,7 @@ class ProcmemClient:
         ranker: Ranker | None = None,
         local_ranking: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
+        max_chars: int | None = DEFAULT_MAX_CHARS,
     ) -> None:
         """`local_ranking`: rank in this process (True) or ask the server's select endpoint (False);
         by default locally when a `ranker` is given or the `[embeddings]` extra is installed."""
@@ -128,6 +129,7 @@ class ProcmemClient:
         self._ranker = ranker
         self.local_ranking = (ranker is not None or embeddings.available()) if local_ranking is None else local_ranking
         self._clock = clock
+        self.max_chars = max_chars
         self._lock = threading.RLock()
         self._refresh_lock = threading.Lock()
         self._set: dict[str, Any] = _empty_set(agent)
@@ -297,18 +299,17 @@ class ProcmemClient:
             "ranked": data.get("ranked", []),
         }
 
-    @staticmethod
-    def render(records: Iterable[Mapping[str, Any]]) -> str:
-        return render_procedures(records)
+    def render(self, records: Iterable[Mapping[str, Any]]) -> str:
+        """The block the server's select endpoint returns for these records (header, character cap)."""
+        return render_block(records, max_chars=self.max_chars)["text"]
 
     def instruction_for(self, *, task: str, intent: str | None = None, base_instruction: str = "") -> tuple[str, list[dict[str, Any]]]:
-        """The instruction text (base + the selected procedures) and the injected records."""
-        injected = self.select(task=task, intent=intent)["injected"] if task.strip() else []
-        procedures = render_procedures(injected)
-        parts = [p for p in (base_instruction.strip(), procedures) if p]
-        if procedures:
-            parts[-1] = "Follow these reviewed procedures when they apply:\n\n" + procedures
-        return "\n\n".join(parts), injected
+        """The instruction text (base + the block of selected procedures) and the injected records
+        (those the block's character cap kept)."""
+        selected = self.select(task=task, intent=intent)["injected"] if task.strip() else []
+        block = render_block(selected, max_chars=self.max_chars)
+        parts = [p for p in (base_instruction.strip(), block["text"]) if p]
+        return "\n\n".join(parts), block["included"]
 
     # ------------------------------------------------------------------------------------ Google ADK
 

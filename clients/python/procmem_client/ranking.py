@@ -1,27 +1,32 @@
 """Ranking: which procedures (at most the agent's cap, default two) go into the instruction for a
-task. Pure Python and numpy; the semantic retriever's model (sentence-transformers) only with the
+task. Pure Python and numpy; the semantic signals' model (sentence-transformers) only with the
 `[embeddings]` extra, loaded on first use. The server ranks with this same module (library/serving.py
 keeps the server-side index and the stored vectors), so there is one ranker.
 
-Method (docs/design.md "Serving agents"):
+Method (docs/selection.md):
 
 1. Hard filter: when an intent is given, only records of that intent are candidates.
-2. Three retrievers score every candidate against the task text:
-   - semantic: cosine similarity between the task and the record's `appliesWhen`, with the bundled
-     all-MiniLM-L6-v2 (embeddings computed once per distinct `appliesWhen` text and cached);
+2. Four retrievers score every candidate against the task text, each on a fixed 0..1 scale:
+   - semantic: cosine similarity between the task and the record's `appliesWhen` (the bundled
+     all-MiniLM-L6-v2; each distinct text embedded once), negative values as 0;
    - lexical: IDF-weighted overlap — the share of the `appliesWhen` words' IDF mass (IDF over the
-     candidate set) that also appears in the task, after lower-casing, stop-word removal and a light
-     suffix stemmer;
-   - exact: the number of the record's `requiredTools` names, or its `id`, that appear verbatim in
-     the task (as identifier tokens, so `cancel_reservation` does not match `cancel`).
-3. Each retriever ranks only the candidates that reach its floor (`SelectionConfig`): below the floor
-   the retriever has no opinion. Reciprocal rank fusion sums 1 / (rrf_k + rank) over the retrievers.
-   A candidate is eligible when the semantic or the exact retriever ranks it, or the lexical one
-   does and its semantic similarity reaches a lower supporting floor; so an unrelated task gets
-   nothing, and a shared word or two is not enough.
-4. The eligible candidates with the highest fused score are injected, at most `cap`.
-   `k` (at most 20) returns the top k candidates by fused score with every retriever's score, for
-   diagnostics; ranking is the same with or without it.
+     set) that the task contains, after lower-casing, stop-word removal and a light stemmer.
+     Adjacent words also meet their compound: "desk lamp" in the task matches "desklamp", and
+     "garbagecan" in the task matches "garbage can";
+   - exact: identifiers of the record (its id, its identifier-shaped tool names such as
+     `cancel_reservation` or `lookupOrder`, paths in its text) found among the task's tokens,
+     compared without case; n matches score n / (n + 1). A plain word is never an identifier of a
+     record, so a tool called `search` or `calculate` does not fire on the verb;
+   - step: the best single-step similarity, cosine between the task and each of the record's steps
+     (each distinct step embedded once), computed for the `step_shortlist` best candidates by the
+     other three signals (all of them in a set no larger than that).
+3. Order: the weighted sum of the four normalised scores (weights in `SelectionConfig`, chosen on
+   the tau2-bench labelled set); ties by semantic score, then id, then version — deterministic.
+4. Eligibility decides only what may be injected, never the order: a candidate is eligible when its
+   semantic score reaches `semantic_floor`, or an identifier of it is in the task, or its lexical
+   score reaches `lexical_floor` and its semantic score the lower `lexical_needs_semantic` (two
+   sentences can share "cancel" and "order" and mean different things). So an unrelated task gets
+   nothing. The first `cap` eligible candidates in ranking order are injected.
 
 Usage:
 
@@ -30,6 +35,7 @@ Usage:
     index = ranker.index(records)                # records as GET /procedures returns them
     result = index.select(task="I want to cancel my reservation", intent=None, cap=2, k=5)
     result["injected"]                           # the records to render into the instruction
+    index.rank(task="…")                         # every candidate in order, with scores and reasons
 
 An `Index` is immutable; build one per active set (the client and the server key it by the set's
 ETag). Building embeds only texts that the process has not embedded before.
@@ -47,7 +53,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence, TypedDict
 
 import numpy as np
 
-MAX_K = 20
+MAX_K = 20  # the agent API's diagnostic limit; Index.rank has none
 
 Embedder = Callable[[list[str]], np.ndarray]
 
@@ -64,24 +70,47 @@ STOP_WORDS = frozenset(
     """.split()
 )
 _WORD_RE = re.compile(r"[a-z0-9]+")
-_IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*")
+# identifier candidates: runs of word characters, dots, slashes and hyphens (trailing punctuation trimmed)
+_TOKEN_RE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./\-]*")
+_CAMEL_RE = re.compile(r"[a-z][A-Z]")
+_DOTTED_RE = re.compile(r"[A-Za-z0-9]\.[A-Za-z0-9_]")
+RETRIEVERS = ("semantic", "lexical", "exact", "step")
 
 
 @dataclass(frozen=True)
 class SelectionConfig:
-    """Floors and fusion constants. Scores at or above a floor make a retriever rank the candidate.
+    """Eligibility floors and ranking weights.
 
-    The floors were set on the tau2-bench airline and retail tasks (clients/python/tests/test_ranking.py):
-    requests for a procedure mostly score 0.35–0.75 semantically, unrelated requests below 0.27."""
+    Floors (eligibility only): requests for a procedure mostly score 0.35–0.75 semantically on the
+    tau2-bench tasks, unrelated requests below 0.27. Weights (order only): chosen on the tau2-bench
+    labelled set (tests/library/data/tau2_selection/, docs: "Selection") — tuned on one part and
+    checked on the other."""
 
     semantic_floor: float = 0.35
     lexical_floor: float = 0.50
     exact_floor: int = 1
-    # Word overlap alone is weak evidence (two sentences can share "cancel" and "order" and mean
-    # different things): a candidate that only the lexical retriever ranks is eligible only when its
-    # semantic similarity also reaches this lower floor.
     lexical_needs_semantic: float = 0.30
-    rrf_k: int = 60
+    semantic_weight: float = 1.0
+    lexical_weight: float = 0.5
+    exact_weight: float = 1.0
+    step_weight: float = 0.1
+    use_steps: bool = True
+    step_shortlist: int = 1000
+
+    def __post_init__(self) -> None:
+        for name in ("semantic_weight", "lexical_weight", "exact_weight", "step_weight"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"SelectionConfig.{name} must be 0 or more")
+        if self.step_shortlist < 1:
+            raise ValueError("SelectionConfig.step_shortlist must be at least 1")
+
+    def weights(self) -> dict[str, float]:
+        return {
+            "semantic": self.semantic_weight,
+            "lexical": self.lexical_weight,
+            "exact": self.exact_weight,
+            "step": self.step_weight if self.use_steps else 0.0,
+        }
 
 
 class Scores(TypedDict):
@@ -97,6 +126,8 @@ class Ranks(TypedDict):
 
 
 class RankedCandidate(TypedDict):
+    """One candidate as the agent API's diagnostics (`k`) show it (API v1 fields)."""
+
     id: str
     version: int
     intent: str | None
@@ -105,6 +136,26 @@ class RankedCandidate(TypedDict):
     fused: float
     eligible: bool
     injected: bool
+
+
+class Explained(TypedDict):
+    """One candidate of a full ranking: every signal raw and normalised, its rank per retriever
+    (among the candidates at or above that retriever's floor), the weighted total and why it is
+    or is not eligible."""
+
+    position: int
+    id: str
+    version: int
+    intent: str | None
+    record: dict[str, Any]
+    scores: dict[str, float]
+    normalised: dict[str, float]
+    ranks: dict[str, int | None]
+    total: float
+    eligible: bool
+    reasons: list[str]
+    injected: bool
+    matched_identifiers: list[str]
 
 
 class Selection(TypedDict):
@@ -137,21 +188,67 @@ def words(text: str) -> list[str]:
     return [stem(w) for w in _WORD_RE.findall(text.lower()) if w not in STOP_WORDS and len(w) > 1]
 
 
-def identifiers(text: str) -> set[str]:
-    """Identifier-like tokens, verbatim (case kept): tool names and dotted procedure ids."""
-    found = set()
-    for token in _IDENT_RE.findall(text):
-        found.add(token)
-        found.add(token.rstrip("."))
+def compounds(text: str) -> list[tuple[str, tuple[str, ...]]]:
+    """Adjacent word pairs as one word, with the stems each part contributes: "desk lamps" →
+    ("desklamp", ("desk", "lamp")). Stop words join too ("garbage can" → "garbagecan"); a stop
+    word contributes no stem of its own."""
+    raw = _WORD_RE.findall(text.lower())
+    found = []
+    for first, second in zip(raw, raw[1:]):
+        if first.isdigit() or second.isdigit():
+            continue
+        parts = tuple(stem(w) for w in (first, second) if w not in STOP_WORDS and len(w) > 1)
+        found.append((stem(first + second), parts))
     return found
+
+
+def is_identifier(token: str) -> bool:
+    """Identifier-shaped: snake_case, camelCase, dotted (refund.over_limit, a.py) or a path.
+    Plain words ("search", "Refund") are not."""
+    return "_" in token or "/" in token or bool(_CAMEL_RE.search(token)) or bool(_DOTTED_RE.search(token))
+
+
+def _trim(token: str) -> str:
+    return token.rstrip(".-/").lstrip("./")
+
+
+def identifiers(text: str) -> set[str]:
+    """The identifier-shaped tokens of a text, lower-cased (matching ignores case)."""
+    found = set()
+    for token in _TOKEN_RE.findall(text):
+        token = _trim(token)
+        if token and is_identifier(token):
+            found.add(token.lower())
+    return found
+
+
+def tokens(text: str) -> set[str]:
+    """Every token of a task that could name an identifier, lower-cased. The task side is not
+    shape-filtered (a user may write `LOOKUPORDER` for `lookupOrder`); the record side is."""
+    found = set()
+    for token in _TOKEN_RE.findall(text):
+        token = _trim(token)
+        if token:
+            found.add(token.lower())
+    return found
+
+
+def record_identifiers(record: Mapping[str, Any]) -> set[str]:
+    """What the exact retriever matches for a record: its id, its identifier-shaped required tools,
+    and paths (tokens with a slash) in its appliesWhen and steps; lower-cased."""
+    names = {str(record["id"]).lower()}
+    names.update(tool.lower() for tool in record.get("requiredTools") or [] if is_identifier(tool))
+    for text in [record.get("appliesWhen") or "", *(record.get("steps") or [])]:
+        names.update(token for token in identifiers(text) if "/" in token)
+    return names
 
 
 # --------------------------------------------------------------------------------------------- embeddings
 
 
 class EmbeddingCache:
-    """Unit vectors per distinct `appliesWhen` text, computed once per process. Versions are
-    immutable, so a text's vector never goes stale; the key is the text's sha1."""
+    """Unit vectors per distinct text (appliesWhen sentences and steps), computed once per process.
+    Versions are immutable, so a text's vector never goes stale; the key is the text's sha1."""
 
     def __init__(self, embedder: Embedder | None = None) -> None:
         self._embedder = embedder
@@ -219,9 +316,21 @@ def default_cache() -> EmbeddingCache:
 # --------------------------------------------------------------------------------------------- index
 
 
+@dataclass
+class Signals:
+    """Every candidate's raw scores for one task (arrays aligned with `candidates`, positions in
+    the index's records). `step` is NaN where the step signal was not computed."""
+
+    candidates: np.ndarray
+    semantic: np.ndarray
+    lexical: np.ndarray
+    exact: np.ndarray
+    step: np.ndarray
+
+
 class Index:
-    """The prepared form of one set of procedure records: the embedding matrix, the lexical
-    inverted index with IDF, and the exact-match table. Immutable after construction."""
+    """The prepared form of one set of procedure records: the appliesWhen and step embedding
+    matrices, the lexical inverted index with IDF, and the identifier table. Immutable."""
 
     def __init__(self, records: Sequence[Mapping[str, Any]], *, cache: EmbeddingCache, config: SelectionConfig) -> None:
         self.records = list(records)
@@ -229,6 +338,21 @@ class Index:
         self._cache = cache
         n = len(self.records)
         self.matrix = cache.matrix([r["appliesWhen"] for r in self.records]) if n else np.zeros((0, 0), np.float32)
+
+        # steps: each distinct step text once; record i's steps are step_rows[step_ptr[i]:step_ptr[i+1]]
+        self.step_matrix = np.zeros((0, 0), np.float32)
+        self.step_ptr = np.zeros(n + 1, dtype=np.int64)
+        self.step_rows = np.zeros(0, dtype=np.int64)
+        if config.use_steps and n:
+            row_of: dict[str, int] = {}
+            rows: list[int] = []
+            for i, record in enumerate(self.records):
+                for step in record.get("steps") or []:
+                    rows.append(row_of.setdefault(step, len(row_of)))
+                self.step_ptr[i + 1] = len(rows)
+            self.step_rows = np.asarray(rows, dtype=np.int64)
+            if row_of:
+                self.step_matrix = cache.matrix(list(row_of))
 
         # lexical: IDF over the set's appliesWhen texts; documents as sets of stems
         doc_terms = [set(words(r["appliesWhen"])) for r in self.records]
@@ -243,11 +367,21 @@ class Index:
                 postings[term].append(i)
         self.postings = {term: np.asarray(ids, dtype=np.int64) for term, ids in postings.items()}
         self.doc_weight = np.asarray([sum(self.idf[t] for t in terms) for terms in doc_terms] or [0.0], dtype=np.float64)[:n]
+        # a compound the task may write as one word ("desklamp") → the documents with the two words
+        # adjacent, per pair of stems they contribute
+        split: dict[str, dict[tuple[str, ...], list[int]]] = defaultdict(lambda: defaultdict(list))
+        for i, record in enumerate(self.records):
+            for joined, parts in set(compounds(record["appliesWhen"])):
+                if parts and joined not in doc_terms[i]:
+                    split[joined][parts].append(i)
+        self.split_compounds = {
+            joined: {parts: np.asarray(ids, dtype=np.int64) for parts, ids in by_parts.items()}
+            for joined, by_parts in split.items()
+        }
 
-        # exact: tool names and ids → records
         exact: dict[str, list[int]] = defaultdict(list)
         for i, record in enumerate(self.records):
-            for name in {record["id"], *record.get("requiredTools", [])}:
+            for name in record_identifiers(record):
                 exact[name].append(i)
         self.exact = {name: np.asarray(ids, dtype=np.int64) for name, ids in exact.items()}
 
@@ -255,15 +389,19 @@ class Index:
         for i, record in enumerate(self.records):
             by_intent[record.get("intent")].append(i)
         self.by_intent = {intent: np.asarray(ids, dtype=np.int64) for intent, ids in by_intent.items()}
+        # deterministic tie order: id, then version (position in this order)
+        order = sorted(range(n), key=lambda i: (str(self.records[i]["id"]), int(self.records[i].get("version") or 0)))
+        self.tie_rank = np.empty(n, dtype=np.int64)
+        self.tie_rank[order] = np.arange(n)
 
     def __len__(self) -> int:
         return len(self.records)
 
     def nbytes(self) -> int:
-        """Memory of the stacked embedding matrix (the per-text cache holds the same vectors again)."""
-        return int(self.matrix.nbytes)
+        """Memory of the stacked embedding matrices (the per-text cache holds the same vectors again)."""
+        return int(self.matrix.nbytes + self.step_matrix.nbytes)
 
-    # -- retrievers: each returns a score per record (numpy arrays of length n)
+    # -- retrievers: each returns a raw score per record (numpy arrays of length n)
 
     def semantic_scores(self, task: str, query_vector: np.ndarray | None = None) -> np.ndarray:
         if not len(self):
@@ -273,22 +411,125 @@ class Index:
 
     def lexical_scores(self, task: str) -> np.ndarray:
         scores = np.zeros(len(self), dtype=np.float64)
-        for term in set(words(task)):
+        terms = set(words(task))
+        pairs = compounds(task)
+        terms.update(joined for joined, _ in pairs)  # "desk lamp" also reads as "desklamp"
+        for term in terms:
             ids = self.postings.get(term)
             if ids is not None:
                 scores[ids] += self.idf[term]
+            for parts, split_ids in self.split_compounds.get(term, {}).items():
+                # "desklamp" in the task, "desk lamp" in the text: credit the parts the task lacks
+                scores[split_ids] += sum(self.idf.get(part, 0.0) for part in parts if part not in terms)
         with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(self.doc_weight > 0, scores / np.maximum(self.doc_weight, 1e-12), 0.0)
+            return np.where(self.doc_weight > 0, np.minimum(scores / np.maximum(self.doc_weight, 1e-12), 1.0), 0.0)
 
     def exact_scores(self, task: str) -> np.ndarray:
         scores = np.zeros(len(self), dtype=np.int64)
-        for token in identifiers(task):
+        for token in tokens(task):
             ids = self.exact.get(token)
             if ids is not None:
                 scores[ids] += 1
         return scores
 
-    # -- selection
+    def step_scores(self, positions: np.ndarray, vector: np.ndarray) -> np.ndarray:
+        """The best single-step cosine for the records at `positions` (0 for a record without steps)."""
+        if positions.size == 0 or self.step_matrix.size == 0:
+            return np.zeros(positions.size, dtype=np.float32)
+        starts, ends = self.step_ptr[positions], self.step_ptr[positions + 1]
+        lengths = ends - starts
+        total = int(lengths.sum())
+        if total == 0:
+            return np.zeros(positions.size, dtype=np.float32)
+        # the flat list of step rows of these records, in record order
+        offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
+        rows = self.step_rows[np.arange(total) + offsets]
+        if total >= self.step_matrix.shape[0]:
+            similarities = (self.step_matrix @ vector)[rows]
+        else:
+            similarities = self.step_matrix[rows] @ vector
+        best = np.zeros(positions.size, dtype=np.float32)
+        has = lengths > 0
+        segment_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[has]
+        best[has] = np.maximum.reduceat(similarities, segment_starts)
+        return best
+
+    # -- ranking
+
+    def signals(self, *, task: str, intent: str | None = None, query_vector: np.ndarray | None = None) -> Signals:
+        """Raw scores of every candidate (the intent filter applied). The step signal is computed
+        for the `step_shortlist` best candidates by the other three (NaN for the rest)."""
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError("task must be a non-empty string")
+        if intent:
+            candidates = self.by_intent.get(intent, np.zeros(0, dtype=np.int64))
+        else:
+            candidates = np.arange(len(self), dtype=np.int64)
+        if candidates.size == 0:
+            empty = np.zeros(0, dtype=np.float64)
+            return Signals(candidates, empty, empty, empty, empty)
+        vector = query_vector if query_vector is not None else self._cache.embed_query(task)
+        semantic = self.semantic_scores(task, vector)[candidates]
+        lexical = self.lexical_scores(task)[candidates]
+        exact = self.exact_scores(task)[candidates]
+        step = np.full(candidates.size, np.nan, dtype=np.float64)
+        if self.config.use_steps and self.step_matrix.size:
+            limit = self.config.step_shortlist
+            if candidates.size <= limit:
+                chosen = np.arange(candidates.size)
+            else:
+                partial = self._weighted(semantic, lexical, exact, np.zeros(candidates.size), {**self.config.weights(), "step": 0.0})
+                chosen = np.argpartition(-partial, limit - 1)[:limit]
+            step[chosen] = self.step_scores(candidates[chosen], vector)
+        return Signals(candidates, semantic, lexical, exact, step)
+
+    @staticmethod
+    def normalise(semantic: np.ndarray, lexical: np.ndarray, exact: np.ndarray, step: np.ndarray) -> dict[str, np.ndarray]:
+        """Fixed scales (the same for every task, so a score means the same thing across tasks):
+        cosines clipped to 0..1, lexical coverage as it is (0..1), n identifier matches n/(n+1)."""
+        exact = exact.astype(np.float64)
+        return {
+            "semantic": np.clip(semantic, 0.0, 1.0),
+            "lexical": lexical,
+            "exact": exact / (exact + 1.0),
+            "step": np.clip(np.nan_to_num(step, nan=0.0), 0.0, 1.0),
+        }
+
+    def _weighted(self, semantic, lexical, exact, step, weights: Mapping[str, float]) -> np.ndarray:
+        normalised = self.normalise(semantic, lexical, exact, step)
+        total = np.zeros(semantic.size, dtype=np.float64)
+        for name, weight in weights.items():
+            if weight:
+                total += weight * normalised[name]
+        return total
+
+    def eligibility(self, signals: Signals) -> np.ndarray:
+        config = self.config
+        return (
+            (signals.semantic >= config.semantic_floor)
+            | ((signals.exact >= config.exact_floor) & (signals.exact > 0))
+            | ((signals.lexical >= config.lexical_floor) & (signals.lexical > 0) & (signals.semantic >= config.lexical_needs_semantic))
+        )
+
+    def totals(self, signals: Signals, config: SelectionConfig | None = None) -> np.ndarray:
+        """The ranking score of every candidate: the weighted sum of the normalised signals."""
+        weights = (config or self.config).weights()
+        return self._weighted(signals.semantic, signals.lexical, signals.exact, signals.step, weights)
+
+    def order(self, signals: Signals, totals: np.ndarray, positions: np.ndarray | None = None, m: int | None = None) -> list[int]:
+        """Positions (into `signals.candidates`) by total, then semantic score, then id and version;
+        the first m (all when m is None). Only the few that can make the top m are fully sorted."""
+        if positions is None:
+            positions = np.arange(signals.candidates.size)
+        if positions.size == 0 or (m is not None and m <= 0):
+            return []
+        if m is not None and positions.size > 4 * m + 64:
+            scores = totals[positions]
+            threshold = np.partition(scores, positions.size - m)[positions.size - m]
+            positions = positions[scores >= threshold]  # everything tied with the m-th stays
+        tie = self.tie_rank[signals.candidates[positions]]
+        ordered = positions[np.lexsort((tie, -signals.semantic[positions], -totals[positions]))]
+        return ordered.tolist() if m is None else ordered[:m].tolist()
 
     def select(
         self,
@@ -299,90 +540,129 @@ class Index:
         k: int | None = None,
         query_vector: np.ndarray | None = None,
     ) -> Selection:
-        """Ranks the records for `task`. At most `cap` are injected; `k` (≤ 20) adds diagnostics.
+        """Ranks the records for `task`. At most `cap` are injected; `k` (≤ 20) adds diagnostics
+        in the agent API's shape. `rank()` gives the whole ranking with explanations.
 
         Raises ValueError for an empty task, a negative cap or k outside 1..20."""
-        if not isinstance(task, str) or not task.strip():
-            raise ValueError("task must be a non-empty string")
         if cap < 0:
             raise ValueError("cap must be 0 or more")
         if k is not None and not (1 <= k <= MAX_K):
             raise ValueError(f"k must be between 1 and {MAX_K}")
-        if intent:
-            candidates = self.by_intent.get(intent, np.zeros(0, dtype=np.int64))
-        else:
-            candidates = np.arange(len(self), dtype=np.int64)
+        signals = self.signals(task=task, intent=intent, query_vector=query_vector)
         result: Selection = {"task": task, "intent": intent or None, "cap": cap, "injected": [], "ranked": []}
-        if candidates.size == 0:
+        if signals.candidates.size == 0:
             return result
-
-        semantic = self.semantic_scores(task, query_vector)[candidates]
-        lexical = self.lexical_scores(task)[candidates]
-        exact = self.exact_scores(task)[candidates]
-        config = self.config
-
-        fused = np.zeros(candidates.size, dtype=np.float64)
-        ranks: dict[str, np.ndarray] = {}
-        for name, scores, floor in (
-            ("semantic", semantic, config.semantic_floor),
-            ("lexical", lexical, config.lexical_floor),
-            ("exact", exact, config.exact_floor),
-        ):
-            passing = np.flatnonzero((scores >= floor) & (scores > 0))
-            rank_of = np.zeros(candidates.size, dtype=np.int64)  # 0: not ranked by this retriever
-            if passing.size:
-                # higher score first; ties broken by the semantic score, then by position (stable)
-                order = passing[np.lexsort((-semantic[passing], -scores[passing]))]
-                rank_of[order] = np.arange(1, order.size + 1)
-                fused[order] += 1.0 / (config.rrf_k + rank_of[order])
-            ranks[name] = rank_of
-
-        eligible = (ranks["semantic"] > 0) | (ranks["exact"] > 0) | (
-            (ranks["lexical"] > 0) & (semantic >= config.lexical_needs_semantic)
-        )
-        def top(positions: np.ndarray, m: int) -> list[int]:
-            """The best m positions by fused score, then semantic similarity, then id
-            (deterministic). Only the few that can make the top m are sorted in Python: at the
-            m-th fused score everything tied with it is kept, so ties still break by the full key."""
-            if positions.size == 0 or m <= 0:
-                return []
-            few = 4 * m + 64
-            if positions.size > few:
-                scores = fused[positions]
-                threshold = np.partition(scores, positions.size - m)[positions.size - m]
-                kept = positions[scores >= threshold]
-                if kept.size > few:  # many ties at the threshold (e.g. all unranked): order them in numpy
-                    kept = positions[np.lexsort((-semantic[positions], -scores))][:few]
-                positions = kept
-            ordered = sorted(
-                positions.tolist(), key=lambda j: (-fused[j], -float(semantic[j]), self.records[candidates[j]]["id"])
-            )
-            return ordered[:m]
-
-        injected_positions = top(np.flatnonzero(eligible), cap)
-        order = top(np.arange(candidates.size), k) if k is not None else []
-        result["injected"] = [dict(self.records[candidates[j]]) for j in injected_positions]
+        totals = self.totals(signals)
+        eligible = self.eligibility(signals)
+        injected_positions = self.order(signals, totals, np.flatnonzero(eligible), cap)
+        result["injected"] = [dict(self.records[signals.candidates[j]]) for j in injected_positions]
         if k is not None:
+            ranks = self._ranks(signals)
             injected_set = set(injected_positions)
-            for j in order:
-                record = self.records[candidates[j]]
+            for j in self.order(signals, totals, None, k):
+                record = self.records[signals.candidates[j]]
                 result["ranked"].append(
                     {
                         "id": record["id"],
                         "version": record["version"],
                         "intent": record.get("intent"),
                         "scores": {
-                            "semantic": round(float(semantic[j]), 4),
-                            "lexical": round(float(lexical[j]), 4),
-                            "exact": int(exact[j]),
+                            "semantic": round(float(signals.semantic[j]), 4),
+                            "lexical": round(float(signals.lexical[j]), 4),
+                            "exact": int(signals.exact[j]),
                         },
-                        "ranks": {name: (int(r[j]) or None) for name, r in ranks.items()},  # type: ignore[typeddict-item]
-                        "fused": round(float(fused[j]), 6),
+                        "ranks": {name: ranks[name][j] for name in ("semantic", "lexical", "exact")},  # type: ignore[typeddict-item]
+                        "fused": round(float(totals[j]), 6),
                         "eligible": bool(eligible[j]),
                         "injected": j in injected_set,
                     }
                 )
         return result
+
+    def _ranks(self, signals: Signals) -> dict[str, list[int | None]]:
+        """Each retriever's rank of every candidate among those at or above its floor (None below)."""
+        config = self.config
+        floors = {"semantic": config.semantic_floor, "lexical": config.lexical_floor, "exact": config.exact_floor, "step": 0.0}
+        values = {"semantic": signals.semantic, "lexical": signals.lexical, "exact": signals.exact.astype(np.float64), "step": signals.step}
+        tie = self.tie_rank[signals.candidates]
+        ranks: dict[str, list[int | None]] = {}
+        for name, scores in values.items():
+            rank_of: list[int | None] = [None] * signals.candidates.size
+            passing = np.flatnonzero(np.nan_to_num(scores, nan=-1.0) >= floors[name])
+            passing = passing[scores[passing] > 0]
+            for number, j in enumerate(passing[np.lexsort((tie[passing], -scores[passing]))].tolist(), start=1):
+                rank_of[j] = number
+            ranks[name] = rank_of
+        return ranks
+
+    def reasons(self, signals: Signals, j: int) -> list[str]:
+        """Why candidate j is (or is not) eligible, one line per rule it meets or misses."""
+        config = self.config
+        semantic, lexical, exact = float(signals.semantic[j]), float(signals.lexical[j]), int(signals.exact[j])
+        met = []
+        if semantic >= config.semantic_floor:
+            met.append(f"semantic {semantic:.3f} ≥ floor {config.semantic_floor:.2f}")
+        if exact >= max(config.exact_floor, 1):
+            met.append(f"{exact} identifier{'s' if exact != 1 else ''} of it in the task")
+        if lexical >= config.lexical_floor and lexical > 0:
+            if semantic >= config.lexical_needs_semantic:
+                met.append(f"lexical {lexical:.3f} ≥ floor {config.lexical_floor:.2f} with semantic {semantic:.3f} ≥ {config.lexical_needs_semantic:.2f}")
+            elif not met:
+                return [f"lexical {lexical:.3f} ≥ floor {config.lexical_floor:.2f} but semantic {semantic:.3f} < {config.lexical_needs_semantic:.2f} (word overlap alone is not enough)"]
+        if met:
+            return met
+        missed = [f"semantic {semantic:.3f} < floor {config.semantic_floor:.2f}", "no identifier of it in the task"]
+        if lexical < config.lexical_floor:
+            missed.append(f"lexical {lexical:.3f} < floor {config.lexical_floor:.2f}")
+        return missed
+
+    def rank(
+        self, *, task: str, intent: str | None = None, cap: int = 2, query_vector: np.ndarray | None = None
+    ) -> list[Explained]:
+        """The whole ranking (no k limit), each candidate with its raw and normalised scores, ranks,
+        total, eligibility with reasons, and whether it would be injected under `cap`. Same order
+        and same injected records as `select`."""
+        if cap < 0:
+            raise ValueError("cap must be 0 or more")
+        signals = self.signals(task=task, intent=intent, query_vector=query_vector)
+        if signals.candidates.size == 0:
+            return []
+        totals = self.totals(signals)
+        eligible = self.eligibility(signals)
+        injected = set(self.order(signals, totals, np.flatnonzero(eligible), cap))
+        normalised = self.normalise(signals.semantic, signals.lexical, signals.exact, signals.step)
+        ranks = self._ranks(signals)
+        matched_by_position: dict[int, list[str]] = defaultdict(list)
+        for token in sorted(tokens(task)):
+            for i in self.exact.get(token, ()):  # type: ignore[union-attr]
+                matched_by_position[int(i)].append(token)
+        explained: list[Explained] = []
+        for position, j in enumerate(self.order(signals, totals), start=1):
+            record = self.records[signals.candidates[j]]
+            step = float(signals.step[j])
+            explained.append(
+                {
+                    "position": position,
+                    "id": record["id"],
+                    "version": record["version"],
+                    "intent": record.get("intent"),
+                    "record": dict(record),
+                    "scores": {
+                        "semantic": round(float(signals.semantic[j]), 4),
+                        "lexical": round(float(signals.lexical[j]), 4),
+                        "exact": int(signals.exact[j]),
+                        "step": None if math.isnan(step) else round(step, 4),  # type: ignore[dict-item]
+                    },
+                    "normalised": {name: round(float(values[j]), 4) for name, values in normalised.items()},
+                    "ranks": {name: ranks[name][j] for name in RETRIEVERS},
+                    "total": round(float(totals[j]), 6),
+                    "eligible": bool(eligible[j]),
+                    "reasons": self.reasons(signals, j),
+                    "injected": j in injected,
+                    "matched_identifiers": matched_by_position.get(int(signals.candidates[j]), []),
+                }
+            )
+        return explained
 
 
 class Ranker:
@@ -419,6 +699,13 @@ def select(
 
 __all__ = [
     "MAX_K",
+    "RETRIEVERS",
+    "Explained",
+    "Signals",
+    "compounds",
+    "is_identifier",
+    "record_identifiers",
+    "tokens",
     "EmbeddingCache",
     "Index",
     "RankedCandidate",

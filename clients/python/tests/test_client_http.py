@@ -14,7 +14,7 @@ import pytest
 from procmem_client import ProcmemClient, ProcmemError, session_record
 from procmem_client.client import STATE_INJECTED, STATE_INSTRUCTION_CHARS, STATE_SET_ETAG
 from procmem_client.ranking import EmbeddingCache, Ranker
-from procmem_client.rendering import render_procedure
+from procmem_client.rendering import HEADER, render_procedure
 
 
 class FakeClock:
@@ -102,7 +102,7 @@ def test_local_ranking_selects_and_renders_with_the_shared_code(server, fake):
     selection = client.select(task="A refund of 900 dollars, above the approval limit", k=2)
     assert [p["id"] for p in selection["injected"]] == ["refund.over_limit"]
     text, injected = client.instruction_for(task="A refund of 900 dollars, above the approval limit", base_instruction="You are support.")
-    assert text == "You are support.\n\nFollow these reviewed procedures when they apply:\n\n" + render_procedure(fake.procedures[1])
+    assert text == "You are support.\n\n" + HEADER + "\n\n" + render_procedure(fake.procedures[1])  # the one block renderer
     assert injected[0]["rendered"] == render_procedure(fake.procedures[1])  # the server's text, byte for byte
     assert client.instruction_for(task="   ")[1] == []
 

@@ -1,10 +1,14 @@
-"""Creates (or updates) the PostgreSQL role the agent API reads through: LOGIN, SELECT grants only.
+"""Creates (or updates) the PostgreSQL role the agent API reads through: LOGIN, SELECT on the
+tables the agent API reads and nothing else.
 
     manage.py create_readonly_role procmem_reader --password-env PROCMEM_READER_PASSWORD
 
-Run it as the role that owns the tables (the one DATABASE_URL connects as), after `migrate`. It
-grants SELECT on every table of the schema and sets default privileges so that tables created by
-later migrations are readable too; it grants nothing else, so an INSERT, UPDATE or DELETE through
+Run it as the role that owns the tables (the one DATABASE_URL connects as), after `migrate`, and
+again after migrations that add a table the agent API reads. The grants (`readonly_grants`) are an
+allow-list: the served tables in full, and of `library_agent` and `auth_user` only the columns
+the API reads (an agent's settings but not its model key; a user's id and user name, not the
+password hash or e-mail). Sessions, tokens, the audit trail, raw agent sessions, lock-out records
+and every table added later stay unreadable; an INSERT, UPDATE or DELETE through
 READONLY_DATABASE_URL fails with "permission denied". The role also defaults to read-only
 transactions (a second guard; the grants are the real one, since a session may change that setting).
 """
@@ -18,6 +22,27 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections, transaction
 
 ROLE_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def readonly_grants() -> list[tuple[str, list[str] | None]]:
+    """(table, columns or None for every column) the agent API reads through the "readonly" alias:
+    library/serving.py, library/selection.py and library/selectors.py. Built from the models, so a
+    renamed table or column follows."""
+    from django.contrib.auth import get_user_model
+
+    from library.models import Agent, Intent, LoadRefusal, Procedure, ProcedureVersion, VersionEmbedding
+
+    user = get_user_model()
+    agent_columns = ["id", "name", "tools", "procedural_memory_enabled", "injection_cap"]
+    return [
+        (Agent._meta.db_table, [Agent._meta.get_field(f).column for f in agent_columns]),
+        (Procedure._meta.db_table, None),
+        (Intent._meta.db_table, None),
+        (ProcedureVersion._meta.db_table, None),
+        (LoadRefusal._meta.db_table, None),
+        (VersionEmbedding._meta.db_table, None),
+        (user._meta.db_table, [user._meta.pk.column, user._meta.get_field(user.USERNAME_FIELD).column]),
+    ]
 
 
 def readonly_role_statements(*, role: str, password: str | None, database: str, schema: str, owner: str, exists: bool) -> list[tuple[str, list]]:
@@ -41,9 +66,17 @@ def readonly_role_statements(*, role: str, password: str | None, database: str, 
         sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(sch, r),
         sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM {}").format(sch, r),
         sql.SQL("REVOKE ALL ON ALL SEQUENCES IN SCHEMA {} FROM {}").format(sch, r),
-        sql.SQL("GRANT SELECT ON ALL TABLES IN SCHEMA {} TO {}").format(sch, r),
-        sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA {} GRANT SELECT ON TABLES TO {}").format(own, sch, r),
+        # earlier versions of this command granted every future table; take that back
+        sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA {} REVOKE SELECT ON TABLES FROM {}").format(own, sch, r),
     ]
+    for table, columns in readonly_grants():
+        target = sql.SQL("{}.{}").format(sch, sql.Identifier(table))
+        if columns is None:
+            statements.append(sql.SQL("GRANT SELECT ON {} TO {}").format(target, r))
+        else:
+            statements.append(
+                sql.SQL("GRANT SELECT ({}) ON {} TO {}").format(sql.SQL(", ").join(map(sql.Identifier, columns)), target, r)
+            )
     return statements
 
 
@@ -91,6 +124,6 @@ class Command(BaseCommand):
                 transaction.set_rollback(True, using=database)
                 return
         self.stdout.write(
-            f"{'Updated' if exists else 'Created'} role {role}: SELECT on every table of {dbname}.{schema} "
-            f"(and on tables created later by {owner}). Set READONLY_DATABASE_URL=postgres://{role}:…@host:port/{dbname}"
+            f"{'Updated' if exists else 'Created'} role {role}: SELECT on the {len(readonly_grants())} tables the agent API "
+            f"reads in {dbname}.{schema}, nothing else. Set READONLY_DATABASE_URL=postgres://{role}:…@host:port/{dbname}"
         )

@@ -14,7 +14,7 @@ from django.db import reset_queries
 from tqdm import tqdm
 
 from library.ingest.formats import CODING_FORMATS, FORMATS, INTENT_DERIVATIONS, ImportOptions, ItemInvalid, outcomes_from_results, parse_item
-from library.ingest.reader import iter_json_items, iter_session_files
+from library.ingest.reader import iter_session_files, read_items
 from library.ingest.store import sessions_store
 from library.models import Agent, slug_validator
 from library.services import agent_set_tools
@@ -32,7 +32,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="the file to import ('-' reads standard input), or a directory or tar archive of session files")
         parser.add_argument("--agent", required=True, help="the agent the sessions belong to")
-        parser.add_argument("--create-agent", action="store_true", help="create the agent if it does not exist; its tool list becomes the tools seen in the file")
+        parser.add_argument("--create-agent", action="store_true", help="create the agent if it does not exist. An agent without tools (a new one, or one left empty) gets the tools seen in the sessions stored")
         parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS, help="input format (default: detected per item)")
         parser.add_argument("--intent-field", help="dotted path of the intent in each item, e.g. info.task.intent")
         parser.add_argument("--intent-map", help="JSON file mapping the intent field's value (or the session id) to an intent name")
@@ -83,9 +83,10 @@ class Command(BaseCommand):
         if options["file"] != "-" and not os.path.exists(options["file"]):
             raise CommandError(f"{options['file']}: no such file or directory")
         totals = Counter()
-        tools_seen: set[str] = set()
+        tools_in_store: set[str] = set()
         refused: list[str] = []
         batch = []
+        unread_after: int | None = None
         progress = tqdm(unit="B", unit_scale=True, desc="import", disable=options["no_progress"], file=self.stderr._out)
 
         def flush():
@@ -95,51 +96,67 @@ class Command(BaseCommand):
             reset_queries()
             totals["stored"] += len(result.stored)
             totals["duplicate"] += len(result.duplicate)
+            in_store = set(result.stored) | set(result.duplicate)
+            for session in batch:
+                if session.session_id in in_store:
+                    tools_in_store.update(call["name"] for call in session.tool_calls)
             progress.set_postfix(stored=totals["stored"], duplicate=totals["duplicate"], refused=totals["refused"])
             batch.clear()
+
+        name = options["file"]
+
+        def refuse(line: int, what: str) -> None:
+            totals["refused"] += 1
+            refused.append(f"{name}: line {line}: {what}")
 
         if options["file"] == "-":
             sources = iter([("-", sys.stdin.buffer, None)])
         else:
+            # a file, or every session file of a directory or tar archive (one session per file)
             sources = iter_session_files(options["file"])
-        name = options["file"]
         try:
             for name, stream, size in sources:
                 if size is not None:
                     progress.total = (progress.total or 0) + size
-                try:
-                    for index, item in enumerate(iter_json_items(stream, on_bytes=progress.update)):
-                        try:
-                            session = parse_item(item, fmt=options["format"], options=import_options)
-                        except ItemInvalid as exc:
-                            totals["refused"] += 1
-                            where = f"item {index}" + (f" ({exc.session_id})" if exc.session_id else "")
-                            refused.append(f"{name}: {where}: {exc}")
-                            continue
-                        tools_seen.update(session.tool_names)
-                        batch.append(session)
-                        if len(batch) >= options["batch_size"]:
-                            flush()
-                except ValueError as exc:
-                    if name == options["file"]:
-                        raise
-                    # one unreadable file of a directory or archive is refused; the others import
-                    totals["refused"] += 1
-                    refused.append(f"{name}: {exc}")
-            if batch:
-                flush()
-        except (ValueError, OSError, tarfile.TarError) as exc:
+                for item in read_items(stream, on_bytes=progress.update):
+                    if item.error:
+                        refuse(item.line, item.error)
+                        if item.fatal and name == options["file"]:
+                            unread_after = item.line
+                        continue
+                    try:
+                        session = parse_item(item.value, fmt=options["format"], options=import_options)
+                    except ItemInvalid as exc:
+                        refuse(item.line, (f"({exc.session_id}) " if exc.session_id else "") + str(exc))
+                        continue
+                    batch.append(session)
+                    if len(batch) >= options["batch_size"]:
+                        flush()
+        except (OSError, tarfile.TarError) as exc:
             raise CommandError(f"{name}: {exc} ({totals['stored']} sessions stored before it)") from None
         finally:
-            progress.close()
-        if created and tools_seen:
-            agent_set_tools(agent=agent, tools=sorted(tools_seen), actor_label="import_sessions", reason=f"tools seen in {options['file']}")
+            # whatever stopped the reading, what was read and valid is stored, and the agent gets
+            # the tools of what is in the store
+            try:
+                if batch:
+                    flush()
+                if not agent.tools and tools_in_store:
+                    agent_set_tools(
+                        agent=agent, tools=sorted(tools_in_store), actor_label="import_sessions",
+                        reason=f"tools seen in the sessions of {options['file']}",
+                    )
+            finally:
+                progress.close()
         for line in refused[:50]:
             self.stderr.write(line)
         if len(refused) > 50:
             self.stderr.write(f"… and {len(refused) - 50} more refused items")
-        self.stdout.write(
-            f"{agent.name}: {totals['stored']} stored, {totals['duplicate']} duplicate, {totals['refused']} refused."
-        )
+        summary = f"{agent.name}: {totals['stored']} stored, {totals['duplicate']} duplicate, {totals['refused']} refused"
+        if unread_after is not None:
+            summary += f"; the rest of the file after line {unread_after} was not read (a JSON list cannot resume after a malformed item; JSON Lines can)"
+        self.stdout.write(summary + ".")
         if refused:
-            raise CommandError(f"{len(refused)} item(s) refused; the others were stored (each item is stored whole or not at all).")
+            raise CommandError(
+                f"{len(refused)} item(s) refused (listed above); {totals['stored']} stored and {totals['duplicate']} "
+                "duplicate were kept, each item whole or not at all."
+            )

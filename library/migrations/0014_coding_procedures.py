@@ -4,34 +4,28 @@ from django.db import migrations, models
 
 from library.migrations import _sqlite_triggers
 
-# preconditions, postconditions and verify_command are content: immutable like 0002's columns, and
-# part of the content hash (library.models.content_hash).
-BEFORE = _sqlite_triggers._invariants.IMMUTABLE_VERSION_COLUMNS
+# preconditions, postconditions and verify_command are content: immutable like 0002's columns,
+# part of the content hash (library.models.content_hash), and wiped by an erasure like the others.
+# The guard they join is 0008_version_erasure's (which replaced 0002's).
 
 
 def _drop_sqlite_triggers(apps, schema_editor):
     # SQLite rebuilds the table to add a column with a default; the triggers would be lost with it.
     if schema_editor.connection.vendor == "sqlite":
-        for statement in _sqlite_triggers.SQLITE_REVERSE:
-            schema_editor.execute(statement)
+        for name in _sqlite_triggers.sqlite_version_trigger_names():
+            schema_editor.execute(f"DROP TRIGGER IF EXISTS {name}")
 
 
-def _guard_content_columns(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "sqlite":
-        for statement in _sqlite_triggers.sqlite_forward():
-            schema_editor.execute(statement)
-    elif vendor == "postgresql":
-        schema_editor.execute(_sqlite_triggers.postgres_version_guard(), params=None)
-
-
-def _guard_previous_columns(apps, schema_editor):
-    vendor = schema_editor.connection.vendor
-    if vendor == "sqlite":
-        for statement in _sqlite_triggers.sqlite_forward(BEFORE):
-            schema_editor.execute(statement)
-    elif vendor == "postgresql":
-        schema_editor.execute(_sqlite_triggers.postgres_version_guard(BEFORE), params=None)
+def _guard(later: bool):
+    def run(apps, schema_editor):
+        vendor = schema_editor.connection.vendor
+        if vendor == "sqlite":
+            _drop_sqlite_triggers(apps, schema_editor)
+            for statement in _sqlite_triggers.sqlite_erasure_triggers(later):
+                schema_editor.execute(statement)
+        elif vendor == "postgresql":
+            schema_editor.execute(_sqlite_triggers.postgres_erasure_guard(later), params=None)
+    return run
 
 
 def _unguard_content_columns(apps, schema_editor):
@@ -39,17 +33,17 @@ def _unguard_content_columns(apps, schema_editor):
     if schema_editor.connection.vendor == "sqlite":
         _drop_sqlite_triggers(apps, schema_editor)
     else:
-        _guard_previous_columns(apps, schema_editor)
+        _guard(False)(apps, schema_editor)
 
 
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0007_merge_mining_evidence_and_review_day'),
+        ('library', '0013_merge_sealed_keys_and_governance'),
     ]
 
     operations = [
-        migrations.RunPython(_drop_sqlite_triggers, _guard_previous_columns),
+        migrations.RunPython(_drop_sqlite_triggers, _guard(False)),
         migrations.AddField(
             model_name='agent',
             name='kind',
@@ -70,5 +64,5 @@ class Migration(migrations.Migration):
             name='verify_command',
             field=models.TextField(blank=True, help_text='The command that verifies the work (a coding procedure needs one)'),
         ),
-        migrations.RunPython(_guard_content_columns, _unguard_content_columns),
+        migrations.RunPython(_guard(True), _unguard_content_columns),
     ]

@@ -1,0 +1,100 @@
+import json
+from dataclasses import fields, replace
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from procmem_client.ranking import Ranker, SelectionConfig
+from library.selection_eval import (
+    LabelledSetError,
+    as_json,
+    as_table,
+    below_baselines,
+    check_labels,
+    evaluate,
+    load_export,
+    load_queries,
+)
+
+_FIELDS = {f.name: f.type for f in fields(SelectionConfig)}
+
+
+def _config_override(text: str) -> tuple[str, object]:
+    name, _, raw = text.partition("=")
+    if name not in _FIELDS or not raw:
+        raise CommandError(f"--set {text!r}: expected NAME=VALUE with NAME one of {', '.join(_FIELDS)}")
+    kind = _FIELDS[name]
+    try:
+        if kind in ("bool", bool):
+            if raw.lower() not in {"true", "false", "1", "0"}:
+                raise ValueError(raw)
+            return name, raw.lower() in {"true", "1"}
+        if kind in ("int", int):
+            return name, int(raw)
+        return name, float(raw)
+    except ValueError:
+        raise CommandError(f"--set {text!r}: {raw!r} is not a valid {kind}") from None
+
+
+class Command(BaseCommand):
+    help = (
+        "Measures selection on labelled queries: P@1, MAP@10, MAP, nDCG@10, recall@2 and latency of the "
+        "configured ranker, a semantic-only and a lexical-only baseline, over full rankings."
+    )
+
+    def add_arguments(self, parser):
+        source = parser.add_mutually_exclusive_group(required=True)
+        source.add_argument("--library", type=Path, help="An export (directory or file, as export_procedures writes): its ACTIVE versions")
+        source.add_argument("--agent", help="An agent in the database: its served active set")
+        parser.add_argument("queries", type=Path, help='JSONL, one {"task", "intent"?, "relevant": {id: grade}} a line')
+        parser.add_argument("--json", action="store_true", help="Print the results as JSON")
+        parser.add_argument("--per-query", action="store_true", help="Include every query's metrics and top three")
+        parser.add_argument(
+            "--set", action="append", default=[], metavar="NAME=VALUE", help="Override a SelectionConfig field (repeatable)"
+        )
+        parser.add_argument(
+            "--fail-below-baselines", action="store_true",
+            help="Exit with an error when the configured ranker's MAP@10 is below either baseline's",
+        )
+
+    def handle(self, *args, queries: Path, library: Path | None, agent: str | None, **options):
+        config = replace(SelectionConfig(), **dict(_config_override(item) for item in options["set"]))
+        try:
+            labelled = load_queries(queries)
+            if library is not None:
+                records = load_export(library)
+                source = str(library)
+            else:
+                records, source = self._agent_records(agent), f"agent {agent}"
+            check_labels(labelled, records)
+        except LabelledSetError as exc:
+            raise CommandError(str(exc)) from None
+        index = Ranker(config=config).index(records)
+        results = evaluate(index, labelled)
+        failing = below_baselines(results)
+        if options["json"]:
+            data = as_json(results, queries=len(labelled), procedures=len(records), config=config, per_query=options["per_query"])
+            self.stdout.write(json.dumps(data, indent=2))
+        else:
+            title = f"{len(labelled)} labelled queries from {queries} over {len(records)} procedures ({source})"
+            self.stdout.write(as_table(results, title=title))
+            if options["per_query"]:
+                for name, result in results.items():
+                    self.stdout.write(f"\n{name}:")
+                    for q in result.per_query:
+                        self.stdout.write(f"  {q['id']}: first relevant at {q['first_relevant_at']}, top {', '.join(q['top'])}")
+        if failing and options["fail_below_baselines"]:
+            raise CommandError(f"The configured ranker's MAP@10 is below the {' and the '.join(failing)} baseline")
+
+    def _agent_records(self, name: str) -> list[dict]:
+        from library import serving
+        from library.models import Agent
+
+        try:
+            agent = Agent.objects.get(name=name)
+        except Agent.DoesNotExist:
+            raise CommandError(f"No agent named {name!r}") from None
+        procedures = serving.active_set_for_agent(agent=agent, using="default").procedures
+        if not procedures:
+            raise CommandError(f"Agent {name!r} serves no ACTIVE procedure")
+        return [dict(p) for p in procedures]

@@ -1,0 +1,103 @@
+"""The one validation layer for JSON that comes from outside (agent API bodies, JSON Lines files,
+JSON typed into forms). Whatever passes can be stored in PostgreSQL and walked by our code without
+an error: no NUL (PostgreSQL text and jsonb cannot hold it), no lone surrogate (not encodable as
+UTF-8), no NaN or Infinity, integers inside 64 bits, and at most MAX_DEPTH levels of nesting
+(the redactor and the renderers walk values recursively).
+
+Parsing is pydantic-core's `from_json` (Rust, about twice as fast as `json.loads` here), which
+already refuses NaN/Infinity literals, lone surrogate escapes, invalid UTF-8 and nesting deeper than
+its own recursion limit (~200); `check` adds the rest in one iterative walk. Every refusal names
+where: a JSON path such as `tool_calls[3].args.query`.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from pydantic_core import from_json
+
+MAX_DEPTH = 64
+INT_MIN, INT_MAX = -(2**63), 2**63 - 1
+
+
+class JsonRefused(ValueError):
+    """JSON we do not accept; `path` says where (empty: the whole document)."""
+
+    def __init__(self, message: str, path: str = ""):
+        super().__init__(f"{path}: {message}" if path else message)
+        self.message = message
+        self.path = path
+
+    def to_dict(self) -> dict[str, str]:
+        return {"field": self.path or "(body)", "message": self.message}
+
+
+def _join(path: str, key: Any) -> str:
+    if isinstance(key, int):
+        return f"{path}[{key}]"
+    return f"{path}.{key}" if path else str(key)
+
+
+def text_problem(value: str) -> str | None:
+    """Why a string cannot be stored, or None."""
+    if "\x00" in value:
+        return "contains a NUL character"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains a lone surrogate (not valid Unicode)"
+    return None
+
+
+def check(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> None:
+    """Raises JsonRefused for the first value that cannot be stored. Iterative: any depth is safe."""
+    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    while stack:
+        item, where, depth = stack.pop()
+        if isinstance(item, str):
+            problem = text_problem(item)
+            if problem:
+                raise JsonRefused(problem, where)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, int):
+            if not INT_MIN <= item <= INT_MAX:
+                raise JsonRefused("is an integer outside the 64-bit range", where)
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise JsonRefused("is not a finite number (NaN and Infinity are refused)", where)
+        elif isinstance(item, dict):
+            if depth >= max_depth:
+                raise JsonRefused(f"is nested deeper than {max_depth} levels", where)
+            for key, child in item.items():
+                problem = text_problem(key)
+                if problem:
+                    raise JsonRefused(f"has a key that {problem}", where)
+                stack.append((child, _join(where, key), depth + 1))
+        elif isinstance(item, list):
+            if depth >= max_depth:
+                raise JsonRefused(f"is nested deeper than {max_depth} levels", where)
+            for index, child in enumerate(item):
+                stack.append((child, _join(where, index), depth + 1))
+        else:  # pragma: no cover - from_json yields only the types above
+            raise JsonRefused(f"has an unexpected type {type(item).__name__}", where)
+
+
+def parse(data: bytes | str, *, check_values: bool = True, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON value in `data`. Raises JsonRefused (a ValueError) when it is not JSON, or (unless
+    `check_values` is False, for callers that check item by item) when a value cannot be stored."""
+    if isinstance(data, str):
+        problem = text_problem(data)  # from_json would fail on encoding with a less useful message
+        if problem == "contains a lone surrogate (not valid Unicode)":
+            raise JsonRefused(f"is not JSON: the text {problem}")
+    try:
+        value = from_json(data, allow_inf_nan=False)
+    except ValueError as exc:
+        message = str(exc)
+        if "recursion limit" in message:
+            message = f"nested too deep ({message})"
+        raise JsonRefused(f"is not JSON: {message}") from None
+    if check_values:
+        check(value, max_depth=max_depth)
+    return value

@@ -1,0 +1,118 @@
+"""Site-wide input guards: what no view should ever have to handle.
+
+- `ChunkedBodyMiddleware`: a request body sent with `Transfer-Encoding: chunked` (no
+  Content-Length) is read to its end, up to the largest body any view accepts, instead of as empty.
+- `InputGuardMiddleware`: a NUL character or a lone surrogate in the path, a query parameter or a
+  form field is refused with 400 before any view, sign-in backend or lock-out record sees it
+  (PostgreSQL cannot store a NUL; a view reading the value without a Django form would fail).
+- `ApiErrorsMiddleware`: under /api/ every error is JSON, `{"error": {"code", "message"}}`, even
+  the ones that happen above the views (404 of an unknown URL, 405, 413, an unhandled exception's
+  500); the status and headers such as Allow and WWW-Authenticate are kept.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable
+
+from django.conf import settings
+from django.core.handlers.wsgi import LimitedStream
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+
+from library.safe_json import text_problem
+
+logger = logging.getLogger(__name__)
+
+API_PREFIX = "/api/"
+FORM_TYPES = {"application/x-www-form-urlencoded", "multipart/form-data"}
+ERROR_CODES = {
+    400: ("bad_request", "The request is malformed."),
+    401: ("unauthorized", "Authentication is required."),
+    403: ("forbidden", "You may not do this."),
+    404: ("not_found", "There is nothing at this address."),
+    405: ("method_not_allowed", "This method is not allowed here."),
+    413: ("body_too_large", "The request body is too large."),
+    429: ("too_many_requests", "Too many requests; wait and try again."),
+    500: ("server_error", "The server failed to answer this request; it has been logged."),
+}
+KEPT_HEADERS = ("Allow", "WWW-Authenticate", "Retry-After", "Vary")
+
+
+def is_api(request: HttpRequest) -> bool:
+    return request.path_info.startswith(API_PREFIX)
+
+
+def api_error_response(status: int, code: str, message: str, **extra) -> JsonResponse:
+    return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
+
+
+class ChunkedBodyMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if (
+            request.META.get("HTTP_TRANSFER_ENCODING", "").lower() == "chunked"
+            and not request.META.get("CONTENT_LENGTH")
+            and "wsgi.input" in request.META
+        ):
+            # Django takes a missing Content-Length as an empty body. The server (gunicorn) has
+            # already undone the chunking; read at most one byte more than the largest body any
+            # view accepts, so the view can still say "too large".
+            limit = max(settings.PROCMEM_INGEST_MAX_BODY_BYTES, settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 0) + 1
+            request._stream = LimitedStream(request.META["wsgi.input"], limit)
+        return self.get_response(request)
+
+
+class InputGuardMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        problem = self.problem(request)
+        if problem is not None:
+            where, text = problem
+            message = f"The {where} {text}."
+            if is_api(request):
+                return api_error_response(400, "invalid_input", message, field=where)
+            return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)
+
+    @staticmethod
+    def problem(request: HttpRequest) -> tuple[str, str] | None:
+        found = text_problem(request.path)
+        if found:
+            return "address", found
+        for key, values in request.GET.lists():
+            for text in (key, *values):
+                found = text_problem(text)
+                if found:
+                    return f"query parameter {key!r}", found
+        if request.method == "POST" and request.content_type in FORM_TYPES:
+            for key, values in request.POST.lists():
+                for text in (key, *values):
+                    found = text_problem(text)
+                    if found:
+                        return f"form field {key!r}", found
+        return None
+
+
+class ApiErrorsMiddleware:
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code < 400 or not is_api(request) or _is_json(response):
+            return response
+        code, message = ERROR_CODES.get(response.status_code, ("error", "The request failed."))
+        converted = api_error_response(response.status_code, code, message)
+        for header in KEPT_HEADERS:
+            if header in response:
+                converted[header] = response[header]
+        return converted
+
+
+def _is_json(response: HttpResponse) -> bool:
+    """A JSON answer is the view's own (the API's error shape, or a 207/422 ingest report)."""
+    return response.get("Content-Type", "").startswith("application/json")

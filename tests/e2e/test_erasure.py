@@ -1,0 +1,42 @@
+"""Erasing a version in a real browser (Debian's Chromium): the admin erases the ACTIVE
+refund.over_limit v2 with a ground and a reason, the versions page shows the tombstone, and the
+agent JSON no longer serves the version (its ETag changed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from library.demo import DEMO_USERS
+from library.models import ProcedureVersion, Status, VersionTombstone
+from tests.e2e.conftest import sign_in
+from tests.e2e.test_operations import _agent_json, _served, demo_with_two_versions  # noqa: F401 (fixture)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
+
+
+def test_admin_erases_a_version_and_the_agent_json_drops_it(live_server, page, screenshot, demo_with_two_versions):  # noqa: F811
+    token = demo_with_two_versions
+    before, etag_before = _agent_json(live_server.url, token)
+    assert _served(before)["refund.over_limit"] == 2
+    v2 = ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2)
+
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    page.goto(f"{live_server.url}/ops/agents/support_agent/procedures/refund.over_limit/")
+    page.click("#v2 >> text=Erase…")
+    assert "Erase refund.over_limit v2?" in page.locator("h1").inner_text()
+    page.select_option("#ground", "personal_data")
+    page.fill("#reason", "Data-subject request DSR-2026-114")
+    screenshot(page, "confirm-erase")
+    page.click("button:has-text('Erase v2')")
+    page.wait_for_load_state("networkidle")
+    assert "Erased refund.over_limit v2" in page.locator(".messages").inner_text()
+    row = page.locator("#v2").inner_text()
+    assert "Erased" in row and "DSR-2026-114" in row and "Personal-data request" in row
+    screenshot(page, "erased-tombstone")
+
+    after, etag_after = _agent_json(live_server.url, token)
+    assert "refund.over_limit" not in _served(after)
+    assert etag_after != etag_before
+    v2.refresh_from_db()
+    assert v2.status == Status.ERASED and v2.steps == []
+    assert VersionTombstone.objects.get(version=v2).erased_by.username == "admin"

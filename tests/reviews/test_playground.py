@@ -1,0 +1,67 @@
+"""The selection playground: reviewers type a task and see the ranking, the eligibility gate and the
+exact block the select endpoint returns; nobody else may use it."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from library import serving
+from tests.conftest import make_active
+
+pytestmark = pytest.mark.usefixtures("readonly_shares_default")
+
+
+def page_url(name: str = "support_agent") -> str:
+    return reverse("reviews:agent_playground", kwargs={"agent": name})
+
+
+@pytest.fixture
+def served(candidate, other_procedure, admin_user):
+    make_active(candidate, admin_user)
+    make_active(other_procedure.versions.get(number=1), admin_user)
+    serving.clear_cache()
+
+
+def test_who_may_use_the_playground(client, agent, reviewer, outsider, served):
+    response = client.get(page_url())
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+    client.force_login(outsider)
+    assert client.get(page_url(), {"task": "refund"}).status_code == 403
+    client.force_login(reviewer)
+    assert client.get(page_url()).status_code == 200
+    assert client.get(page_url("no_such_agent")).status_code == 404
+
+
+def test_the_block_is_the_one_the_select_endpoint_returns(client, agent, reviewer, served, django_assert_max_num_queries):
+    # given
+    client.force_login(reviewer)
+    task = "The customer wants a refund of 900 dollars, above my limit. Check lookupOrder."
+    expected = serving.select_for_agent(agent=agent, task=task, k=5)
+    # when
+    with django_assert_max_num_queries(16):
+        response = client.get(page_url(), {"task": task})
+    # then
+    assert response.status_code == 200
+    html = response.content.decode()
+    explained = response.context["result"]
+    assert explained["block"]["text"] == expected["rendered"] and expected["rendered"]
+    assert [c["id"] for c in explained["ranking"] if c["injected"]] == [p["id"] for p in expected["injected"]]
+    assert [c["id"] for c in explained["ranking"]][:2] == [c["id"] for c in expected["ranked"]][:2]
+    assert 'id="rendered-block"' in html and "cannot override system, developer or safety policy" in html
+    assert "Procedure refund.over_limit v1 (source: written by reviewers; approved by admin on" in html
+    assert "semantic" in html and "≥ floor" in html and "<code>lookuporder</code>" in html
+
+
+def test_intent_filter_unknown_intent_and_unrelated_task(client, agent, reviewer, served):
+    client.force_login(reviewer)
+    filtered = client.get(page_url(), {"task": "refund above my limit", "intent": "order_status"}).context["result"]
+    assert [c["id"] for c in filtered["ranking"]] == ["order.status"]
+    unknown = client.get(page_url(), {"task": "refund", "intent": "no_such_intent"})
+    assert unknown.status_code == 200 and "has no intent" in unknown.content.decode() and unknown.context["result"] is None
+    unrelated = client.get(page_url(), {"task": "Write a haiku about autumn leaves."})
+    assert unrelated.context["result"]["block"]["text"] == ""
+    assert "Nothing is injected" in unrelated.content.decode()
+    assert all(not c["eligible"] for c in unrelated.context["result"]["ranking"])
+    too_long = client.get(page_url(), {"task": "x" * 8001})
+    assert "longer than 8000" in too_long.content.decode()

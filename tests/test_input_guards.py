@@ -1,0 +1,91 @@
+"""Input that never crashes: NUL characters and lone surrogates in paths, query strings and form
+fields are refused with 400 before any view; under /api/ every error is JSON; JSON bodies go
+through one validation layer (library/safe_json.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.test import Client
+
+from library.safe_json import JsonRefused, check, parse
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def admin_client(admin_user):
+    client = Client()
+    client.force_login(admin_user)
+    return client
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/ops/audit.csv?agent=%00",
+        "/ops/audit/?agent=%00",
+        "/ops/agents/%00/",
+        "/queue/?q=a%00b",
+        "/procedures/new/?agent=%00",
+        "/agents/support_agent/tools/?x%00=1",
+    ],
+)
+def test_a_nul_in_the_address_is_refused(admin_client, agent, path):
+    response = admin_client.get(path)
+    assert response.status_code == 400
+    assert "NUL" in response.content.decode()
+
+
+def test_a_nul_in_a_form_field_is_refused(admin_client, agent):
+    response = admin_client.post("/procedures/new/", {"agent": agent.name, "applies_when": "x\x00y"})
+    assert response.status_code == 400 and "form field 'applies_when'" in response.content.decode()
+
+
+def test_a_nul_in_the_sign_in_form_is_refused_before_the_lock_out_records_it(db):
+    response = Client().post("/accounts/login/", {"username": "a\x00", "password": "x"})
+    assert response.status_code == 400
+
+
+def test_api_errors_above_the_views_are_json(client, agent):
+    unknown = client.get("/api/v1/nothing-here")
+    assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
+    nul = client.get("/api/v1/agents/support_agent/select?task=%00")
+    assert nul.status_code == 400 and nul.json()["error"]["code"] == "invalid_input"
+
+
+@pytest.mark.urls("tests.failing_api_urls")
+def test_an_unhandled_exception_under_the_api_is_a_json_500(client):
+    client.raise_request_exception = False
+    response = client.get("/api/v1/failing")
+    assert response.status_code == 500
+    assert response.json()["error"]["code"] == "server_error"
+    assert "did not expect" not in response.content.decode()
+
+
+@pytest.mark.parametrize(
+    "body, where, message",
+    [
+        (b'{"a": NaN}', "", "not JSON"),
+        (b'[Infinity]', "", "not JSON"),
+        (b'[1e400]', "[0]", "finite"),
+        (b'["\\ud800"]', "", "not JSON"),
+        (b'{"a": ["x\\u0000y"]}', "a[0]", "NUL"),
+        (b'{"k\\u0000": 1}', "", "key"),
+        (b'[' + str(2**64).encode() + b']', "[0]", "64-bit"),
+        (b'[' * 100 + b']' * 100, "", "deeper than 64"),
+        (b'[' * 1000 + b']' * 1000, "", "nested too deep"),
+        (b'["\xff"]', "", "not JSON"),
+    ],
+)
+def test_the_json_layer_refuses_what_cannot_be_stored(body, where, message):
+    with pytest.raises(JsonRefused, match=message) as excinfo:
+        parse(body)
+    assert excinfo.value.path.startswith(where)
+
+
+def test_the_json_layer_keeps_what_can_be_stored():
+    value = {"a": [1, -2**63, 2.5, "😀", None, True, {"b": "ü"}]}
+    assert parse(json.dumps(value, ensure_ascii=False).encode()) == value
+    check([[[[]]]], max_depth=4)
