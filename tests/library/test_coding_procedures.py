@@ -67,7 +67,7 @@ def test_rendering_adds_before_after_and_verify_lines(coder):
     agent, intent = coder
     text = render_procedure(propose(agent, intent).to_dict())
     lines = text.splitlines()
-    assert lines[0] == "Procedure fix.reproduce_first v1"
+    assert lines[0] == "Procedure fix.reproduce_first v1 (source: written by reviewers; not approved: a candidate under evaluation)"
     assert lines[1] == "Before: A test or script that reproduces the issue fails."
     assert lines[2].startswith("1. Search")
     assert lines[-2] == "After: The edited source file. The reproducing test passes."
@@ -99,3 +99,33 @@ def test_the_database_refuses_changing_a_verify_command(coder):
             with connection.cursor() as cursor:
                 cursor.execute("UPDATE library_procedureversion SET verify_command = 'true' WHERE id = %s", [version.pk])
     assert ProcedureVersion.objects.get(pk=version.pk).verify_command == CODING["verify_command"]
+
+
+def test_erasure_wipes_the_coding_fields_and_the_database_refuses_an_erasure_that_keeps_them(coder):
+    from django.utils import timezone
+
+    from library.models import Status, VersionTombstone
+    from tests.reviews.operations_helpers import agent_manager
+
+    agent, intent = coder
+    manager = agent_manager(agent)
+    kept, erased = propose(agent, intent), propose(agent, intent, key="fix.other")
+    # a raw wipe of every other content column that keeps the verify command is refused, tombstone or not
+    VersionTombstone.objects.create(
+        version=kept, procedure_key=kept.procedure.key, number=kept.number, content_hash=kept.content_hash,
+        status_before=kept.status, ground=VersionTombstone.Ground.OTHER, reason="test", erased_by=manager, erased_at=timezone.now(),
+    )
+    with pytest.raises((IntegrityError, InternalError)):
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "UPDATE library_procedureversion SET status='ERASED', applies_when='', steps='[]', required_tools='[]', "
+                    "forbidden_actions='[]', skeleton='[]', quarantine_reasons='[]', evidence='{}', provenance='{}', "
+                    "preconditions='[]', postconditions='[]' WHERE id=%s", [kept.pk],
+                )
+    assert ProcedureVersion.objects.get(pk=kept.pk).verify_command == CODING["verify_command"]
+    # the service wipes them with the rest
+    services.version_erase(version=erased, user=manager, ground=VersionTombstone.Ground.OTHER, reason="poisoned command")
+    erased.refresh_from_db()
+    assert erased.status == Status.ERASED
+    assert (erased.preconditions, erased.postconditions, erased.verify_command) == ([], [], "")
