@@ -1,4 +1,4 @@
-"""Issue 6 benchmark: throughput of GET /api/v1/agents/{agent}/procedures with 1,000 ACTIVE
+"""Benchmark: throughput of GET /api/v1/agents/{agent}/procedures with 1,000 ACTIVE
 procedures on gunicorn with 2 workers, against a trivial JSON view of the same app in the same run.
 
     .venv/bin/python -m bench.active_set_bench [--count 1000] [--duration 10] [--connections 16]
@@ -99,7 +99,7 @@ def main() -> None:
     trivial = median["trivial JSON view (no DB)"]
     same_size = median["same-size static body (no DB)"]
     lines = [
-        "## Issue 6: active set throughput ({stamp})",
+        "## Active set throughput ({stamp})",
         "",
         f"Command: `.venv/bin/python -m bench.active_set_bench --count {args.count} --duration {args.duration} "
         f"--connections {args.connections} --threads {args.threads} --rounds {args.rounds}`",

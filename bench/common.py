@@ -1,4 +1,4 @@
-"""Shared plumbing of the issue-6 benchmarks: a fresh PostgreSQL bench database seeded through the
+"""Shared plumbing of the serving benchmarks (active set, selection): a fresh PostgreSQL bench database seeded through the
 fast path, the SELECT-only role, a read token, and gunicorn on 127.0.0.1."""
 
 from __future__ import annotations

@@ -180,7 +180,7 @@ def main() -> int:
             f".venv/bin/python -m bench.eval_orchestration --cases {args.cases} --repeats {args.repeats} --append"
         )
         with open(results, "a", encoding="utf-8") as handle:
-            handle.write(f"{header}\n## Issue 5 — eval orchestration\n\n```sh\n{command}\n```\n\n" + "\n".join(lines) + "\n")
+            handle.write(f"{header}\n## Eval orchestration\n\n```sh\n{command}\n```\n\n" + "\n".join(lines) + "\n")
     return 0
 
 

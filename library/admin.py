@@ -27,7 +27,9 @@ from .models import (
     ProcedureUserObjectPermission,
     ProcedureVersion,
     RegressionCase,
+    VersionConflict,
     VersionEmbedding,
+    VersionTombstone,
 )
 
 
@@ -227,3 +229,23 @@ class ObjectPermissionAdmin(ReadOnlyModelAdmin):
 
 for _model in (ProcedureUserObjectPermission, ProcedureGroupObjectPermission, AgentUserObjectPermission, AgentGroupObjectPermission):
     admin.site.register(_model, ObjectPermissionAdmin)
+
+
+@admin.register(VersionTombstone)
+class VersionTombstoneAdmin(ReadOnlyModelAdmin):
+    """What stays of an erased version; the database refuses changing or deleting it."""
+
+    list_display = ("procedure_key", "number", "status_before", "ground", "erased_by", "erased_at")
+    list_filter = ("ground",)
+    search_fields = ("procedure_key", "content_hash")
+    list_select_related = ("erased_by",)
+
+
+@admin.register(VersionConflict)
+class VersionConflictAdmin(ReadOnlyModelAdmin):
+    """Written by the conflict scan (library/conflicts.py)."""
+
+    list_display = ("agent", "kind", "version_a", "version_b", "found_at", "cleared_at")
+    list_filter = ("kind", "agent")
+    list_select_related = ("agent", "version_a__procedure", "version_b__procedure")
+

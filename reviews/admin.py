@@ -12,6 +12,7 @@ from library.admin import ReadOnlyModelAdmin
 from .models import (
     CandidateClaim,
     Comment,
+    DemotionProposal,
     IntentDayRollup,
     MetricAlert,
     MetricsState,
@@ -117,3 +118,13 @@ class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
     list_filter = ("status", "event")
     search_fields = ("delivery_id", "webhook__name")
     list_select_related = ("webhook",)
+
+
+@admin.register(DemotionProposal)
+class DemotionProposalAdmin(ReadOnlyModelAdmin):
+    """Proposed by the demotion check; an admin confirms or dismisses it on the app's pages."""
+
+    list_display = ("version", "kind", "state", "created_at", "decided_by", "decided_at")
+    list_filter = ("kind", "state")
+    list_select_related = ("version__procedure", "decided_by")
+

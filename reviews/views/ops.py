@@ -188,15 +188,8 @@ def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpRespons
         reason = request.POST.get("reason", "")
         context["reason"] = reason
         service = services.version_retire if action == "retire" else services.version_rollback
-        try:
-            service(version=version, user=request.user, reason=reason)
-        except ValidationError as exc:
-            context["error"] = " ".join(exc.messages)
-            status = 400
-        except services.LifecycleError as exc:
-            context["error"] = str(exc)
-            status = 409
-        else:
+        status = _decision_status(context, lambda: service(version=version, user=request.user, reason=reason))
+        if status == 200:
             if action == "retire":
                 messages.success(request, f"Retired {version.procedure.key} v{version.number}. Agents no longer receive it.")
             else:
@@ -208,6 +201,21 @@ def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpRespons
                 messages.success(request, f"Rolled back {version.procedure.key} to v{version.number}.{note}")
             return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
     return render(request, template, context, status=status)
+
+
+def _decision_status(context: dict, decide) -> int:
+    """Runs a lifecycle service for a confirmation page: 200 when it went through; otherwise the
+    reason goes into the page's context and the status says why (400 bad input, 409 the state does
+    not allow it)."""
+    try:
+        decide()
+    except ValidationError as exc:
+        context["error"] = " ".join(exc.messages)
+        return 400
+    except services.LifecycleError as exc:
+        context["error"] = str(exc)
+        return 409
+    return 200
 
 
 @require_http_methods(["GET", "POST"])
@@ -245,17 +253,11 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
         context["error"] = f"v{version.number} was already erased."
     status = 200
     if request.method == "POST":
-        try:
-            services.version_erase(
-                version=version, user=request.user, ground=context["ground"], reason=context["reason"]
-            )
-        except ValidationError as exc:
-            context["error"] = " ".join(exc.messages)
-            status = 400
-        except services.LifecycleError as exc:
-            context["error"] = str(exc)
-            status = 409
-        else:
+        status = _decision_status(
+            context,
+            lambda: services.version_erase(version=version, user=request.user, ground=context["ground"], reason=context["reason"]),
+        )
+        if status == 200:
             messages.success(
                 request,
                 f"Erased {version.procedure.key} v{version.number}: content and evidence wiped, tombstone kept. "

@@ -1,7 +1,10 @@
 """A reviewer types a task into the selection playground in a real browser and sees the block the
 agent would receive, the ranking and why each procedure is (not) eligible."""
 
+import re
+
 import pytest
+from playwright.sync_api import expect
 
 from library import serving
 from tests.conftest import make_active
@@ -35,7 +38,8 @@ def test_reviewer_types_a_task_and_sees_the_block(live_server, page, screenshot,
     page.fill("#id_task", "Write a haiku about autumn leaves.")
     page.select_option("#id_intent", "order_status")
     page.click("#playground-form button.primary")
-    page.wait_for_function("document.querySelector('#rendered-block') && document.querySelector('#rendered-block').innerText.startsWith('Nothing is injected')", timeout=60_000)
+    # a locator assertion polls without evaluating strings in the page (the CSP forbids eval)
+    expect(page.locator("#rendered-block")).to_have_text(re.compile(r"^Nothing is injected"), timeout=60_000)
     assert page.locator("#ranking tbody tr").count() == 1 and "order.status" in page.locator("#ranking").inner_text()
     assert "no:" in page.locator("#ranking tbody tr").nth(0).inner_text()
     screenshot(page, "playground-unrelated")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from playwright.sync_api import expect
 
 from library.demo import DEMO_USERS, seed_demo
 from library.models import EvalRun, ProcedureVersion, Source, Status
@@ -241,15 +242,15 @@ def test_queue_filters_and_pages_by_htmx(live_server, page, screenshot):
     screenshot(page, "01-queue-many")
     page.select_option("select[name=intent]", "order_status")
     page.wait_for_url(re.compile(r"intent=order_status"))
-    page.wait_for_function("document.querySelector('.count-line').innerText.startsWith('70 candidates')")
+    expect(page.locator(".count-line")).to_have_text(re.compile(r"^70 candidates"))
     assert page.locator("tbody.quarantined [data-queue-row]").count() == 2
     page.select_option("select[name=sort]", "evidence")
     page.wait_for_url(re.compile(r"sort=evidence"))
     page.click("a[rel=next]")
     page.wait_for_url(re.compile(r"page=2"))
-    page.wait_for_function("document.querySelector('.count-line').innerText.includes('page 2 of 2')")
+    expect(page.locator(".count-line")).to_contain_text("page 2 of 2")
     assert "intent=order_status" in page.url and "sort=evidence" in page.url
     assert page.locator("select[name=intent]").input_value() == "order_status"
     screenshot(page, "02-queue-filtered-page-2")
     page.go_back()
-    page.wait_for_function("document.querySelector('.count-line').innerText.includes('page 1 of 2')")
+    expect(page.locator(".count-line")).to_contain_text("page 1 of 2")
