@@ -24,19 +24,21 @@ from guardian.shortcuts import assign_perm
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "") in {"1", "true", "yes"}
 
 
-def _taubench_dir():
-    """The public tau-bench data (shared/data/taubench beside the checkout; TAUBENCH_DIR overrides)."""
+def _shared_data_dir(name: str, marker: str, env: str):
+    """A folder of the public test data (shared/data/<name> beside the checkout; the variable `env`
+    overrides): the first candidate that holds `marker`, else the default place, so a missing folder
+    is named in the skip (or failure) message."""
     from pathlib import Path
 
-    candidates = [os.environ.get("TAUBENCH_DIR"), Path(__file__).resolve().parents[2] / "shared" / "data" / "taubench",
-                  "/work/shared/data/taubench"]
+    candidates = [os.environ.get(env), Path(__file__).resolve().parents[2] / "shared" / "data" / name,
+                  f"/work/shared/data/{name}"]
     for candidate in candidates:
-        if candidate and Path(candidate, "gpt-4o-airline.json").exists():
+        if candidate and Path(candidate, marker).exists():
             return Path(candidate)
     return Path(candidates[1])
 
 
-TAUBENCH_DIR = _taubench_dir()
+TAUBENCH_DIR = _shared_data_dir("taubench", "gpt-4o-airline.json", "TAUBENCH_DIR")
 
 
 def require_taubench() -> None:
@@ -45,19 +47,7 @@ def require_taubench() -> None:
         _missing(f"tau-bench data not found at {TAUBENCH_DIR} (set TAUBENCH_DIR)")
 
 
-def _swebench_dir():
-    """The public SWE-bench trajectories (shared/data/swebench beside the checkout; SWEBENCH_DIR overrides)."""
-    from pathlib import Path
-
-    candidates = [os.environ.get("SWEBENCH_DIR"), Path(__file__).resolve().parents[2] / "shared" / "data" / "swebench",
-                  "/work/shared/data/swebench"]
-    for candidate in candidates:
-        if candidate and Path(candidate, "results.json").exists():
-            return Path(candidate)
-    return Path(candidates[1])
-
-
-SWEBENCH_DIR = _swebench_dir()
+SWEBENCH_DIR = _shared_data_dir("swebench", "results.json", "SWEBENCH_DIR")
 SWEBENCH_TRAJS = SWEBENCH_DIR / "gemini-3-pro-django-trajs.tar.gz"
 SWEBENCH_RESULTS = SWEBENCH_DIR / "results.json"
 
