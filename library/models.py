@@ -126,6 +126,10 @@ class Agent(models.Model):
     # constraint refuses anything else, and save() seals a raw key given to it.
     model_api_key = models.CharField(max_length=512, blank=True)
     current_model = models.CharField(max_length=128, blank=True, help_text="The LLM the agent runs on now")
+    environments = models.JSONField(
+        default=list, blank=True,
+        help_text="Environments beside production (always there), e.g. [\"staging\"]: with staging, approved versions go there first",
+    )
     review_target_hours = models.PositiveIntegerField(
         default=72, help_text="How long a candidate of this agent should wait for review; the queue's ageing badges compare against it"
     )
@@ -139,6 +143,7 @@ class Agent(models.Model):
             ("approve_agent_procedures", "Can approve versions of every procedure of this agent"),
             ("manage_agent_procedures", "Can retire and roll back every procedure of this agent"),
             ("manage_agent", "Can change this agent's tools, tokens and approver rights"),
+            ("promote_agent_procedures", "Can promote approved versions of every procedure of this agent between environments and run rollouts"),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(injection_cap__lte=20), name="agent_injection_cap_lte_20"),
@@ -221,6 +226,7 @@ class Procedure(models.Model):
         permissions = [
             ("approve_procedure", "Can approve versions of this procedure"),
             ("manage_procedure", "Can retire and roll back versions of this procedure"),
+            ("promote_procedure", "Can promote approved versions of this procedure between environments and run rollouts"),
         ]
         constraints = [models.UniqueConstraint(fields=["agent", "key"], name="procedure_key_unique_per_agent")]
 
@@ -247,6 +253,10 @@ class AgentGroupObjectPermission(GroupObjectPermissionBase):
 class Status(models.TextChoices):
     CANDIDATE = "CANDIDATE", "Candidate"
     ACTIVE = "ACTIVE", "Active"
+    # approved (approver, time, passing eval on its content) but not the production version: in
+    # staging (or another non-production environment) and/or a production rollout; see
+    # ProcedureRelease and Rollout
+    APPROVED = "APPROVED", "Approved (not in production)"
     RETIRED = "RETIRED", "Retired"
     REJECTED = "REJECTED", "Rejected"
     # content and evidence wiped; a VersionTombstone says who erased it, when and why
@@ -267,6 +277,9 @@ class VersionQuerySet(models.QuerySet):
 
     def due_for_review(self, today) -> "VersionQuerySet":
         return self.filter(status=Status.ACTIVE, review_by__lte=today)
+
+    def approved(self) -> "VersionQuerySet":
+        return self.filter(status=Status.APPROVED)
 
     def candidates(self) -> "VersionQuerySet":
         return self.filter(status=Status.CANDIDATE)
@@ -370,7 +383,16 @@ class ProcedureVersion(models.Model):
                 name="active_version_is_approved",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["CANDIDATE", "ACTIVE", "RETIRED", "REJECTED", "ERASED"]),
+                condition=~Q(status="APPROVED")
+                | (
+                    Q(approved_by__isnull=False)
+                    & Q(approved_at__isnull=False)
+                    & Q(approval_eval_run__isnull=False)
+                ),
+                name="approved_version_is_approved",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["CANDIDATE", "APPROVED", "ACTIVE", "RETIRED", "REJECTED", "ERASED"]),
                 name="version_status_valid",
             ),
             models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),
@@ -430,6 +452,86 @@ class ProcedureVersion(models.Model):
         if self.verify_command:
             record["verifyCommand"] = self.verify_command
         return record
+
+
+PRODUCTION = "production"
+STAGING = "staging"
+ENVIRONMENT_RE = r"^[a-z][a-z0-9_\-]{0,31}$"
+
+
+class ProcedureRelease(models.Model):
+    """Which approved version a non-production environment (staging, or a name the agent's admins
+    define) serves for a procedure; without a row the environment serves the production (ACTIVE)
+    version. Production itself has no rows: its version is the ACTIVE one. The database refuses a
+    release of a version that is not APPROVED, of another procedure, or to an environment the agent
+    does not have (migration 0015_environments_and_rollouts), and one row per (procedure,
+    environment)."""
+
+    procedure = models.ForeignKey(Procedure, on_delete=models.PROTECT, related_name="releases")
+    environment = models.CharField(max_length=32)
+    version = models.ForeignKey(ProcedureVersion, on_delete=models.PROTECT, related_name="releases")
+    released_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    released_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["procedure_id", "environment"]
+        constraints = [
+            models.UniqueConstraint(fields=["procedure", "environment"], name="one_release_per_procedure_environment"),
+            models.CheckConstraint(condition=~Q(environment=PRODUCTION), name="release_not_production"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.procedure_id} in {self.environment}: version {self.version_id}"
+
+
+class Rollout(models.Model):
+    """A staged rollout in production: an APPROVED version serves `share` percent of the sessions
+    (chosen by a hash of the session id, library/releases.py) while the ACTIVE version at the start
+    (`control_version`, none when the procedure had none) serves the rest. At most one running per
+    procedure; the share is strictly between 0 and 100 (a full share is a promotion). Completing
+    makes the version ACTIVE; rolling back leaves production as it was. Rows are kept: the metrics
+    compare the arms of finished rollouts too."""
+
+    class State(models.TextChoices):
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed (the version is ACTIVE)"
+        ROLLED_BACK = "rolled_back", "Rolled back"
+
+    class Arm(models.TextChoices):
+        ROLLOUT = "rollout", "Rollout (the new version)"
+        CONTROL = "control", "Control (the previous version)"
+
+    procedure = models.ForeignKey(Procedure, on_delete=models.PROTECT, related_name="rollouts")
+    version = models.ForeignKey(ProcedureVersion, on_delete=models.PROTECT, related_name="rollouts")
+    control_version = models.ForeignKey(
+        ProcedureVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        help_text="The ACTIVE version when the rollout started (serves the control arm)",
+    )
+    share = models.PositiveSmallIntegerField(help_text="Percent of production sessions that get the new version")
+    state = models.CharField(max_length=12, choices=State.choices, default=State.RUNNING)
+    reason = models.TextField()
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    started_at = models.DateTimeField()
+    ended_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    ended_at = models.DateTimeField(null=True, blank=True)
+    end_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+        constraints = [
+            models.CheckConstraint(condition=Q(share__gt=0) & Q(share__lt=100), name="rollout_share_between_0_and_100"),
+            models.UniqueConstraint(fields=["procedure"], condition=Q(state="running"), name="one_running_rollout_per_procedure"),
+            models.CheckConstraint(condition=Q(state__in=["running", "completed", "rolled_back"]), name="rollout_state_valid"),
+            models.CheckConstraint(
+                condition=(Q(state="running") & Q(ended_at__isnull=True) & Q(ended_by__isnull=True))
+                | (~Q(state="running") & Q(ended_at__isnull=False)),
+                name="rollout_ended_when_not_running",
+            ),
+            models.CheckConstraint(condition=~Q(version=models.F("control_version")), name="rollout_version_not_control"),
+        ]
+
+    def __str__(self) -> str:
+        return f"rollout {self.pk} ({self.share}%, {self.state})"
 
 
 class VersionTombstone(models.Model):
@@ -498,6 +600,12 @@ class AuditEvent(models.Model):
         RELEASE = "release", "Candidate released"
         THREAD_RESOLVE = "thread_resolve", "Thread resolved"
         THREAD_REOPEN = "thread_reopen", "Thread reopened"
+        STAGE = "stage", "Released to a non-production environment"
+        PROMOTE = "promote", "Promoted to production"
+        WITHDRAW = "withdraw", "Withdrawn from an environment"
+        ROLLOUT_START = "rollout_start", "Rollout started"
+        ROLLOUT_COMPLETE = "rollout_complete", "Rollout completed"
+        ROLLOUT_ROLLBACK = "rollout_rollback", "Rollout rolled back"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")

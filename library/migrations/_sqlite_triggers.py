@@ -90,3 +90,58 @@ def sqlite_erasure_triggers(later: bool = True) -> list[str]:
 def sqlite_version_trigger_names() -> list[str]:
     names = re.findall(r"CREATE TRIGGER (\w+) BEFORE \w+ ON library_procedureversion", " ".join(SQLITE_FORWARD + _erasure().SQLITE_FORWARD))
     return sorted(set(names))
+
+
+# ---------------------------------------------------------------------------------------------- after promotion
+# 0015_environments_and_rollouts adds the status APPROVED (approved, not the production version) with
+# three transitions, and holds an APPROVED version to the same approval check as an ACTIVE one. The
+# functions below give the version guard as 0015 leaves it; a later migration that rebuilds
+# library_procedureversion on SQLite re-creates `sqlite_promotion_triggers()`.
+
+PROMOTION_TRANSITIONS = [("CANDIDATE", "APPROVED"), ("APPROVED", "ACTIVE"), ("APPROVED", "RETIRED")]
+_ALLOWED_BEFORE = " OR ".join(f"(OLD.status = '{a}' AND NEW.status = '{b}')" for a, b in _invariants.ALLOWED)
+_ALLOWED_AFTER = " OR ".join(
+    f"(OLD.status = '{a}' AND NEW.status = '{b}')" for a, b in _invariants.ALLOWED + PROMOTION_TRANSITIONS
+)
+_PG_EVAL_BEFORE = "IF NEW.status = 'ACTIVE' THEN"
+_PG_EVAL_AFTER = "IF NEW.status IN ('ACTIVE', 'APPROVED') THEN"
+_SQLITE_EVAL_BEFORE = "WHEN NEW.status = 'ACTIVE' AND NOT EXISTS"
+_SQLITE_EVAL_AFTER = "WHEN NEW.status IN ('ACTIVE', 'APPROVED') AND NOT EXISTS"
+
+
+def _promoted(text: str, *, sqlite: bool) -> str:
+    eval_before, eval_after = (_SQLITE_EVAL_BEFORE, _SQLITE_EVAL_AFTER) if sqlite else (_PG_EVAL_BEFORE, _PG_EVAL_AFTER)
+    return text.replace(_ALLOWED_BEFORE, _ALLOWED_AFTER).replace(eval_before, eval_after)
+
+
+def postgres_promotion_guard() -> str:
+    """procmem_version_guard() (CREATE OR REPLACE) as 0015 leaves it: 0014's with the APPROVED
+    transitions and the eval check on APPROVED versions too."""
+    before = postgres_erasure_guard(later=True)
+    after = _promoted(before, sqlite=False)
+    assert _ALLOWED_AFTER in after and _PG_EVAL_AFTER in after
+    return after
+
+
+PROMOTION_SQLITE_OWN = [
+    # a released version or one in a running rollout keeps its status until the release or the
+    # rollout is gone (withdraw, promote, complete, roll back: the services remove them first)
+    """CREATE TRIGGER procmem_version_released_keeps_status BEFORE UPDATE ON library_procedureversion
+       WHEN NEW.status IS NOT OLD.status AND (
+           EXISTS (SELECT 1 FROM library_procedurerelease r WHERE r.version_id = OLD.id)
+           OR EXISTS (SELECT 1 FROM library_rollout r WHERE r.state = 'running'
+                      AND (r.version_id = OLD.id OR r.control_version_id = OLD.id)))
+       BEGIN SELECT RAISE(ABORT, 'procmem: a released version or one in a running rollout keeps its status'); END""",
+]
+
+
+def sqlite_promotion_triggers() -> list[str]:
+    """The SQLite triggers on library_procedureversion as 0015 leaves them."""
+    statements = [_promoted(s, sqlite=True) for s in sqlite_erasure_triggers(later=True)]
+    assert any(_ALLOWED_AFTER in s for s in statements) and any(_SQLITE_EVAL_AFTER in s for s in statements)
+    return statements + PROMOTION_SQLITE_OWN
+
+
+def sqlite_promotion_trigger_names() -> list[str]:
+    names = re.findall(r"CREATE TRIGGER (\w+) BEFORE \w+ ON library_procedureversion", " ".join(PROMOTION_SQLITE_OWN))
+    return sorted(set(sqlite_version_trigger_names()) | set(names))
