@@ -1,7 +1,8 @@
 """An agent's own settings, changed by its admins (`manage_agent`) on the "Agent settings" page:
 the switches (procedural memory, automatic capture), the injection cap, the support threshold and
 the extra redaction patterns, the review target (hours a candidate should wait at most: the queue's
-ageing badges). The tool list has its own service (services.agent_set_tools, with its
+ageing badges), the environments beside production (library/releases.py: with `staging`, approved
+versions go there first; an environment that still serves a released version cannot be removed). The tool list has its own service (services.agent_set_tools, with its
 history); the eval runner its own (evals/configuration.py). Every change is one transaction with
 one audit row holding before and after."""
 
@@ -15,10 +16,11 @@ from django.db import transaction
 from .models import Agent, AuditEvent
 from .permissions import user_can_manage_agent
 from .redaction import compile_agent_patterns
+from .releases import clean_environments, environments_in_use
 
 EDITABLE = (
     "procedural_memory_enabled", "auto_capture_enabled", "injection_cap", "support_threshold", "redaction_patterns",
-    "review_target_hours",
+    "review_target_hours", "environments",
 )
 MAX_REVIEW_TARGET_HOURS = 24 * 365
 MAX_INJECTION_CAP = 20  # the database's agent_injection_cap_lte_20
@@ -62,6 +64,10 @@ def _validated(values: dict[str, Any]) -> dict[str, Any]:
                 errors["redaction_patterns"] = f"redaction_patterns[{unlabelled[0]}]: needs a label (what reviewers see instead of the match)"
         if "redaction_patterns" not in errors:
             cleaned["redaction_patterns"] = [{"label": str(p["label"]), "regex": str(p["regex"])} for p in patterns]
+    try:
+        cleaned["environments"] = clean_environments(values["environments"] or [])
+    except ValidationError as exc:
+        errors["environments"] = " ".join(exc.messages)
     if errors:
         raise ValidationError(errors)
     return cleaned
@@ -81,6 +87,11 @@ def agent_settings_update(*, agent: Agent, user, reason: str = "", **changes: An
         after = _validated({**before, **changes})
         if after == before:
             return locked
+        dropped = sorted((set(before["environments"]) - set(after["environments"])) & environments_in_use(locked))
+        if dropped:
+            raise ValidationError(
+                {"environments": f"{', '.join(dropped)} still serves released versions; promote or withdraw them first"}
+            )
         for field, value in after.items():
             setattr(locked, field, value)
         locked.save(update_fields=list(EDITABLE))
@@ -92,7 +103,7 @@ def agent_settings_update(*, agent: Agent, user, reason: str = "", **changes: An
             reason=(reason or "").strip() or f"Agent settings changed: {', '.join(changed)}",
             before={k: before[k] for k in changed}, after={k: after[k] for k in changed},
         )
-        if {"procedural_memory_enabled", "injection_cap"} & set(changed):
+        if {"procedural_memory_enabled", "injection_cap", "environments"} & set(changed):
             agent_id = locked.pk
             transaction.on_commit(lambda: _notify_active_set_changed(agent_id), robust=True)
     return locked

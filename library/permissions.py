@@ -4,7 +4,8 @@ all of its procedures); roles are model permissions held through groups (see see
 - reviewer: `library.review_procedureversion` (model permission): edit, comment, reject, start evals;
 - approver: a reviewer who also holds `approve_procedure` on the procedure or
   `approve_agent_procedures` on its agent;
-- admin: `manage_procedure` / `manage_agent_procedures` (retire, roll back) and `manage_agent`
+- admin: `manage_procedure` / `manage_agent_procedures` (retire, roll back), `promote_procedure` /
+  `promote_agent_procedures` (promotion between environments, rollouts) and `manage_agent`
   (tools, tokens, approver rights); superusers hold every permission.
 """
 
@@ -50,3 +51,14 @@ def user_can_manage_agent(user, agent: Agent) -> bool:
     if not (user and user.is_authenticated and user.is_active):
         return False
     return user.has_perm("library.manage_agent", agent)
+
+
+def user_can_promote(user, procedure: Procedure) -> bool:
+    """Promote an APPROVED version between environments and run its production rollout (start,
+    complete, roll back): `promote_procedure` on the procedure or `promote_agent_procedures` on its
+    agent — a right of its own, apart from approving (what may be served) and managing (retire)."""
+    if not (user and user.is_authenticated and user.is_active):
+        return False
+    return user.has_perm("library.promote_procedure", procedure) or user.has_perm(
+        "library.promote_agent_procedures", procedure.agent
+    )

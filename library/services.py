@@ -7,6 +7,9 @@ Celery tasks and management commands all call these; none of them writes a statu
 
 Allowed status changes (the database's transition trigger refuses every other one):
     CANDIDATE → ACTIVE    version_approve   (approver with object permission, four eyes, passing eval)
+    CANDIDATE → APPROVED  version_approve   (the same, when the agent has staging: released there)
+    APPROVED  → ACTIVE    releases.version_promote / rollout_complete (promote permission)
+    APPROVED  → RETIRED   releases.version_withdraw / superseded (served by no environment any more)
     CANDIDATE → REJECTED  version_reject    (reviewer, with a reason)
     ACTIVE    → RETIRED   version_retire    (admin, with a reason) — also done by approve/rollback
     RETIRED   → ACTIVE    version_rollback  (admin, with a reason)
@@ -549,7 +552,8 @@ def version_approve(
     *, version: ProcedureVersion, user, comment: str = "", acknowledge_conflicts: bool = False
 ) -> ProcedureVersion:
     """CANDIDATE → ACTIVE. The previous ACTIVE version of the same procedure becomes RETIRED in the
-    same transaction. Two approvers racing: the procedure lock serialises them, the second re-checks
+    same transaction. When the agent has a staging environment, CANDIDATE → APPROVED instead:
+    released to staging, production untouched (library/releases.py). Two approvers racing: the procedure lock serialises them, the second re-checks
     every blocker against what the first committed and is refused (LifecycleError, a 409). A
     conflict with another ACTIVE procedure blocks unless `acknowledge_conflicts`; then it is
     recorded in a `conflict_ack` audit row."""
@@ -560,7 +564,7 @@ def version_approve(
         _lock_procedure(version, agent_too=True)
         locked = _lock_version(version)
         if locked.status != Status.CANDIDATE:
-            if locked.status == Status.ACTIVE and locked.approved_by_id:
+            if locked.status in (Status.ACTIVE, Status.APPROVED) and locked.approved_by_id:
                 raise LifecycleError(
                     f"{locked} was already approved by {locked.approved_by.get_username()} "
                     f"at {locked.approved_at:%Y-%m-%d %H:%M:%S} UTC."
@@ -582,6 +586,15 @@ def version_approve(
                 )
         run = passing_eval_for(locked)
         assert run is not None  # approval_blockers refused otherwise
+        from . import releases
+
+        if releases.has_staging(locked.procedure.agent):
+            releases.stage_on_approval(locked=locked, user=user, run=run, comment=comment)
+            agent_id = locked.procedure.agent_id
+            _on_commit(lambda: _notify_active_set_changed(agent_id))
+            _on_commit(lambda: _notify_status_changed(locked.pk, "approve", user, comment))
+            return locked
+        releases.refuse_while_rollout_runs(locked.procedure, "approve another version")
         _retire_current_active(locked.procedure, user=user, reason=f"Replaced by v{locked.number}")
         _set_status(
             locked,
@@ -667,6 +680,9 @@ def version_retire(*, version: ProcedureVersion, user, reason: str) -> Procedure
             raise PermissionDenied(f"You may not retire versions of {locked.procedure.key}.")
         if locked.status != Status.ACTIVE:
             raise LifecycleError(f"Only the active version can be retired; {locked} is {locked.status}.")
+        from .releases import refuse_while_rollout_runs
+
+        refuse_while_rollout_runs(locked.procedure, "retire it")
         _set_status(locked, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.RETIRE)
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))
@@ -691,6 +707,9 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
             raise PermissionDenied(f"You may not roll back versions of {locked.procedure.key}.")
         if locked.status != Status.RETIRED:
             raise LifecycleError(f"Only a retired version can be rolled back to; {locked} is {locked.status}.")
+        from .releases import refuse_while_rollout_runs
+
+        refuse_while_rollout_runs(locked.procedure, "roll back")
         _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")
         _set_status(
             locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK,
@@ -729,6 +748,9 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
             raise PermissionDenied(f"You may not erase versions of {locked.procedure.key}.")
         if locked.status == Status.ERASED:
             raise LifecycleError(f"{locked} was already erased.")
+        from .releases import release_for_erasure
+
+        release_for_erasure(locked=locked, user=user)  # it leaves every environment and rollout first
         now = timezone.now()
         status_before = locked.status
         tombstone = VersionTombstone.objects.create(

@@ -517,11 +517,17 @@ def injection_max_chars() -> int:
     return int(getattr(settings, "PROCMEM_INJECTION_MAX_CHARS", DEFAULT_MAX_CHARS))
 
 
-def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: int | None = None) -> dict[str, Any]:
-    """Selection over the agent's served set (refused versions are never candidates). At most the
-    agent's injection cap is injected, and only what fits the block's character cap. Raises
-    ValueError for bad arguments (see procmem_client/ranking.py)."""
-    served = active_set_for_agent(agent=agent)
+def select_for_agent(
+    *, agent: Agent, task: str, intent: str | None = None, k: int | None = None,
+    environment: str = "production", session: str | None = None,
+) -> dict[str, Any]:
+    """Selection over the agent's served set (refused versions are never candidates) in
+    `environment`, for `session` (its rollout arms: library/releases.py). At most the agent's
+    injection cap is injected, and only what fits the block's character cap. Raises ValueError for
+    bad arguments (see procmem_client/ranking.py)."""
+    from .releases import served_for
+
+    served = served_for(served=active_set_for_agent(agent=agent), environment=environment, session=session)
     cap = served.data["injectionCap"]
     result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)
     block = render_block(result["injected"], max_chars=injection_max_chars())
@@ -540,6 +546,9 @@ def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: i
     }
     if not served.data["proceduralMemoryEnabled"]:
         response["note"] = served.data["note"]
+    for optional in ("environment", "arms"):  # v1 gains optional fields only
+        if optional in served.data:
+            response[optional] = served.data[optional]
     if k is not None:
         response["ranked"] = [{**c, "injected": c["injected"] and (c["id"], c["version"]) in kept} for c in result["ranked"]]
     return response

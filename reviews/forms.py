@@ -356,4 +356,9 @@ class AgentSettingsForm(forms.Form):
                                              help_text="How long a candidate should wait for review: the queue shows \"due soon\" from half of it and \"overdue\" after it")
     redaction_patterns = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
                                          help_text='Extra patterns redacted before reviewers see evidence: [{"label": "order_id", "regex": "\\\\bORD-\\\\d+\\\\b"}]')
+    environments = forms.CharField(
+        required=False, max_length=400, label="Environments beside production",
+        help_text="Names separated by spaces, e.g. \"staging qa\". With staging, an approved version goes to staging first and "
+                  "someone with the promote right moves it to production (outright or as a rollout to a share of sessions).",
+    )
     reason = forms.CharField(required=False, max_length=500, help_text="Why (kept in the audit log)")

@@ -2,8 +2,8 @@
 
     GET  /api/v1/health
     GET  /api/v1/openapi.json                       the OpenAPI 3.1 document (no token)
-    GET  /api/v1/agents/{agent}/procedures          read token: the active set, strong ETag, 304
-    GET  /api/v1/agents/{agent}/select?task=&intent=&k=   read token: selection (k ≤ 20: diagnostics)
+    GET  /api/v1/agents/{agent}/procedures?environment=&session=   read token: the active set, strong ETag, 304
+    GET  /api/v1/agents/{agent}/select?task=&intent=&k=&environment=&session=   read token: selection (k ≤ 20: diagnostics)
     PUT  /api/v1/agents/{agent}/tools               signed-in admin session + CSRF: replace the tool list
 
 Agent endpoints authenticate through `token_required("read")` (the token lookup and its
@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET
 
 from procmem_client.ranking import MAX_K
 
-from .. import safe_json, serving
+from .. import releases, safe_json, serving
 from ..models import Agent
 from ..permissions import user_can_manage_agent
 from ..services import agent_set_tools
@@ -89,11 +89,28 @@ def _accepts_gzip(request: HttpRequest) -> bool:
     return False
 
 
+def _served_set(request: HttpRequest) -> tuple[str, str | None, HttpResponse | None]:
+    """`?environment=` (default production; a name the agent does not have is a 400 saying which it
+    has) and `?session=` (the session id: picks the session's rollout arms)."""
+    try:
+        environment = releases.resolve_environment(request.agent, request.GET.get("environment"))
+    except releases.UnknownEnvironment as exc:
+        return "", None, api_error(400, "unknown_environment", str(exc), parameter="environment")
+    try:
+        session = releases.clean_session(request.GET.get("session"))
+    except ValueError as exc:
+        return "", None, api_error(400, "invalid_parameter", str(exc), parameter="session")
+    return environment, session, None
+
+
 @csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
 @token_required("read", cache_seconds=serving.recheck_seconds)
 @_agent_get_only
 def active_set(request: HttpRequest, agent: str) -> HttpResponse:
-    served = serving.active_set_for_agent(agent=request.agent)
+    environment, session, refusal = _served_set(request)
+    if refusal is not None:
+        return refusal
+    served = releases.served_for(served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session)
     compressed = _accepts_gzip(request)
     etag = served.etag_gzip if compressed else served.etag
     header = request.headers.get("If-None-Match")
@@ -116,6 +133,9 @@ def select(request: HttpRequest, agent: str) -> HttpResponse:
     task = request.GET.get("task", "")
     intent = request.GET.get("intent") or None
     raw_k = request.GET.get("k")
+    environment, session, refusal = _served_set(request)
+    if refusal is not None:
+        return refusal
     if not task.strip():
         return api_error(400, "invalid_parameter", "task is required: the task text to select procedures for.", parameter="task")
     if len(task) > MAX_TASK_CHARS:
@@ -131,7 +151,7 @@ def select(request: HttpRequest, agent: str) -> HttpResponse:
                 400, "invalid_parameter", f"k must be an integer from 1 to {MAX_K} (diagnostics only); got {raw_k!r}.",
                 parameter="k",
             )
-    result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k)
+    result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k, environment=environment, session=session)
     response = JsonResponse(result, json_dumps_params={"ensure_ascii": False})
     response["Cache-Control"] = "no-store"
     patch_vary_headers(response, ["Authorization"])

@@ -3,7 +3,7 @@
 Formats (docs/design.md "Sessions and mining"; details in docs/api.md):
 - ``procmem``: one finished session per object: ``{"session_id", "agent", "intent", "task",
   "outcome": {"resolved", "escalated", "rating"}, "tool_calls": [{"name", "args", "ok"}],
-  "injected": [{"id", "version"}], "instruction_chars", "model", "ended_at"}`` (+ optional ``"reply"``).
+  "injected": [{"id", "version", "arm"?}], "instruction_chars", "model", "ended_at"}`` (+ optional ``"reply"``).
 - ``openai``: OpenAI chat messages with ``tool_calls`` — tau-bench's historical trajectories
   ``{task_id, trial, reward, info, traj}`` or ``{"session_id", "messages", "reward"|"outcome"}``.
   ``reward == 1.0`` means resolved; calling an escalation tool (``transfer_to_human_agents``) means escalated.
@@ -43,6 +43,7 @@ INTENT_RE = re.compile(r"^[a-z][a-z0-9_\-]*$")
 TOOL_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,127}$")
 _TOOL_NAME_OTHER = re.compile(r"[^A-Za-z0-9_.\-]+")
 MAX_TOOL_CALLS = 500  # per session; docs/api.md "Limits"
+INJECTED_ARMS = ("rollout", "control")  # library.models.Rollout.Arm; formats import no models
 MAX_COUNT = 2**31 - 1  # integer fields stored in 32-bit columns (instruction_chars, injected versions)
 MAX_RATING = 1e6
 DEFAULT_ESCALATION_TOOLS = ("transfer_to_human_agents", "transfer_to_human", "escalate_to_human")
@@ -260,7 +261,13 @@ def _clean_injected(value: Any, errors: list[FieldError], field_name: str = "inj
         if not isinstance(version, int) or isinstance(version, bool) or not 1 <= version <= MAX_COUNT:
             errors.append(FieldError(f"{where}.version", f"must be a positive integer, got {version!r}"))
             continue
-        injected.append({"id": key, "version": version})
+        arm = entry.get("arm")
+        if arm is None:
+            injected.append({"id": key, "version": version})
+        elif arm in INJECTED_ARMS:
+            injected.append({"id": key, "version": version, "arm": arm})  # the rollout arm the session got
+        else:
+            errors.append(FieldError(f"{where}.arm", f"must be one of {', '.join(INJECTED_ARMS)} (the arm the agent API served), got {str(arm)[:40]!r}"))
     return injected
 
 

@@ -221,7 +221,7 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
     redaction patterns; the eval runner has its own page, linked from here. One submit may change
     the tools and the rest: each through its own service, in one transaction, each audited."""
     target = get_agent_for_user(request, agent, for_="manage")
-    initial = {**agent_settings_snapshot(target), "tools": "\n".join(target.tools)}
+    initial = {**agent_settings_snapshot(target), "tools": "\n".join(target.tools), "environments": " ".join(target.environments)}
     form = AgentSettingsForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = dict(form.cleaned_data)
