@@ -16,7 +16,7 @@ from django.db import transaction
 from .models import Agent, AuditEvent
 from .permissions import user_can_manage_agent
 from .redaction import compile_agent_patterns
-from .releases import clean_environments, environments_in_use
+from .environments import clean_environments, environments_in_use
 
 EDITABLE = (
     "procedural_memory_enabled", "auto_capture_enabled", "injection_cap", "support_threshold", "redaction_patterns",

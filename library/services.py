@@ -29,6 +29,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from . import policy
+from .environments import STAGING, has_staging
 from .models import (
     Agent,
     AuditEvent,
@@ -36,7 +37,9 @@ from .models import (
     Intent,
     MiningRun,
     Procedure,
+    ProcedureRelease,
     ProcedureVersion,
+    Rollout,
     Source,
     Status,
     VersionEmbedding,
@@ -586,15 +589,13 @@ def version_approve(
                 )
         run = passing_eval_for(locked)
         assert run is not None  # approval_blockers refused otherwise
-        from . import releases
-
-        if releases.has_staging(locked.procedure.agent):
-            releases.stage_on_approval(locked=locked, user=user, run=run, comment=comment)
+        if has_staging(locked.procedure.agent):
+            stage_on_approval(locked=locked, user=user, run=run, comment=comment)
             agent_id = locked.procedure.agent_id
             _on_commit(lambda: _notify_active_set_changed(agent_id))
             _on_commit(lambda: _notify_status_changed(locked.pk, "approve", user, comment))
             return locked
-        releases.refuse_while_rollout_runs(locked.procedure, "approve another version")
+        refuse_while_rollout_runs(locked.procedure, "approve another version")
         _retire_current_active(locked.procedure, user=user, reason=f"Replaced by v{locked.number}")
         _set_status(
             locked,
@@ -680,8 +681,6 @@ def version_retire(*, version: ProcedureVersion, user, reason: str) -> Procedure
             raise PermissionDenied(f"You may not retire versions of {locked.procedure.key}.")
         if locked.status != Status.ACTIVE:
             raise LifecycleError(f"Only the active version can be retired; {locked} is {locked.status}.")
-        from .releases import refuse_while_rollout_runs
-
         refuse_while_rollout_runs(locked.procedure, "retire it")
         _set_status(locked, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.RETIRE)
         agent_id = locked.procedure.agent_id
@@ -707,8 +706,6 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
             raise PermissionDenied(f"You may not roll back versions of {locked.procedure.key}.")
         if locked.status != Status.RETIRED:
             raise LifecycleError(f"Only a retired version can be rolled back to; {locked} is {locked.status}.")
-        from .releases import refuse_while_rollout_runs
-
         refuse_while_rollout_runs(locked.procedure, "roll back")
         _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")
         _set_status(
@@ -748,8 +745,6 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
             raise PermissionDenied(f"You may not erase versions of {locked.procedure.key}.")
         if locked.status == Status.ERASED:
             raise LifecycleError(f"{locked} was already erased.")
-        from .releases import release_for_erasure
-
         release_for_erasure(locked=locked, user=user)  # it leaves every environment and rollout first
         now = timezone.now()
         status_before = locked.status
@@ -858,6 +853,110 @@ def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "
     return locked
 
 
+# --------------------------------------------------------------------------------------------- environments and rollouts
+# The parts of approve, retire, roll back and erase that concern staging and rollouts; promotion
+# itself is library/releases.py.
+
+
+def _release_to(locked: ProcedureVersion, *, environment: str, user, reason: str) -> None:
+    """Caller holds the locks; `locked` is APPROVED. Replaces what `environment` served for the
+    procedure; a version that this displaces and that is released nowhere else is retired."""
+    previous = ProcedureRelease.objects.select_for_update().filter(procedure=locked.procedure, environment=environment).first()
+    if previous is not None and previous.version_id == locked.pk:
+        raise LifecycleError(f"{locked} is already in {environment}.")
+    now = timezone.now()
+    if previous is None:
+        ProcedureRelease.objects.create(
+            procedure=locked.procedure, environment=environment, version=locked, released_by=user, released_at=now
+        )
+    else:
+        displaced = previous.version
+        ProcedureRelease.objects.filter(pk=previous.pk).update(version=locked, released_by=user, released_at=now)
+        _retire_if_unreleased(displaced, user=user, reason=f"Replaced in {environment} by v{locked.number}")
+    audit(
+        action=AuditEvent.Action.STAGE, actor=user, version=locked, reason=reason,
+        before={"environment": environment, "version": previous.version.number if previous else None},
+        after={"environment": environment, "version": locked.number},
+    )
+
+
+def _retire_if_unreleased(version: ProcedureVersion, *, user, reason: str) -> None:
+    """An APPROVED version that no environment serves and no rollout runs is retired: nothing
+    could serve it again but a promotion nobody asked for."""
+    version = ProcedureVersion.objects.select_for_update(of=("self",)).select_related("procedure__agent").get(pk=version.pk)
+    if version.status != Status.APPROVED:
+        return
+    if ProcedureRelease.objects.filter(version=version).exists():
+        return
+    if Rollout.objects.filter(version=version, state=Rollout.State.RUNNING).exists():
+        return
+    _set_status(version, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.AUTO_RETIRE)
+
+
+def running_rollout(procedure: Procedure | int) -> Rollout | None:
+    procedure_id = procedure if isinstance(procedure, int) else procedure.pk
+    return Rollout.objects.filter(procedure_id=procedure_id, state=Rollout.State.RUNNING).first()
+
+
+def refuse_while_rollout_runs(procedure: Procedure, what: str) -> None:
+    """Retire, roll back and approve-into-production leave the control arm alone while a rollout runs."""
+    rollout = running_rollout(procedure)
+    if rollout is not None:
+        raise LifecycleError(
+            f"A rollout of v{rollout.version.number} to {rollout.share} % of production is running; "
+            f"complete it or roll it back before you {what}."
+        )
+
+
+def stage_on_approval(*, locked: ProcedureVersion, user, run: EvalRun, comment: str) -> None:
+    """Part of `services.version_approve` for an agent with staging (caller holds the agent,
+    procedure and version locks, and checked every approval blocker): CANDIDATE → APPROVED with the
+    approval recorded, released to staging. Production is untouched."""
+    refuse_while_rollout_runs(locked.procedure, "approve another version")
+    _set_status(
+        locked, Status.APPROVED, user=user, reason=comment, action=AuditEvent.Action.APPROVE,
+        approved_by=user, approved_at=timezone.now(), approval_eval_run=run,
+    )
+    _release_to(locked, environment=STAGING, user=user, reason=f"Approved v{locked.number}: staging first")
+
+
+def _rollout_end(rollout: Rollout, *, state: str, user, reason: str) -> None:
+    now = timezone.now()
+    updated = Rollout.objects.filter(pk=rollout.pk, state=Rollout.State.RUNNING).update(
+        state=state, ended_by=user, ended_at=now, end_reason=reason
+    )
+    if updated != 1:
+        raise LifecycleError("The rollout changed while you were deciding; reload and try again.")
+    rollout.state, rollout.ended_by, rollout.ended_at, rollout.end_reason = state, user, now, reason
+
+
+def _rollout_end_audit(rollout: Rollout, version: ProcedureVersion, action: str, user, reason: str) -> None:
+    audit(
+        action=action, actor=user, version=version, reason=reason,
+        before={"rollout": rollout.pk, "share": rollout.share, "state": Rollout.State.RUNNING},
+        after={"rollout": rollout.pk, "state": rollout.state},
+    )
+
+
+def release_for_erasure(*, locked: ProcedureVersion, user) -> None:
+    """Part of `services.version_erase` (caller holds the locks): an erased version leaves every
+    environment, and a running rollout in which it is either arm is rolled back, so production
+    serves what it served before the rollout (or, when the control is erased, nothing of it)."""
+    released = list(ProcedureRelease.objects.select_for_update().filter(version=locked).values_list("environment", flat=True))
+    if released:
+        ProcedureRelease.objects.filter(version=locked).delete()
+        audit(
+            action=AuditEvent.Action.WITHDRAW, actor=user, version=locked, reason="Erased",
+            before={"environments": released}, after={"environments": []},
+        )
+    for rollout in Rollout.objects.select_for_update().filter(state=Rollout.State.RUNNING, procedure=locked.procedure):
+        if locked.pk in (rollout.version_id, rollout.control_version_id):
+            _rollout_end(rollout, state=Rollout.State.ROLLED_BACK, user=user, reason=f"v{locked.number} was erased")
+            _rollout_end_audit(rollout, locked, AuditEvent.Action.ROLLOUT_ROLLBACK, user, f"v{locked.number} was erased")
+            if rollout.version_id != locked.pk:
+                _retire_if_unreleased(rollout.version, user=user, reason=f"Rollout ended: v{locked.number} was erased")
+
+
 __all__ = [
     "Content",
     "DecisionConflict",
@@ -868,6 +967,9 @@ __all__ = [
     "agent_set_tools",
     "passing_eval_for",
     "procedure_propose",
+    "refuse_while_rollout_runs",
+    "release_for_erasure",
+    "running_rollout",
     "validate_content",
     "version_approve",
     "version_erase",

@@ -35,7 +35,7 @@ from django.dispatch import receiver
 from procmem_client.ranking import EmbeddingCache, Explained, Index, Ranker, SelectionConfig
 from procmem_client.rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block, render_procedure
 
-from . import embeddings
+from . import embeddings, environments
 from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
 from .signals import active_set_changed, version_erased
 
@@ -86,6 +86,7 @@ class ServedSet:
     body_gzip: bytes  # the same JSON, gzip-compressed once per set (a representation with its own ETag)
     etag_gzip: str
     version_ids: list[int] = field(default_factory=list)  # primary keys, aligned with data["procedures"]
+    staged: Any = None  # environments.StagedPlan read in the set's snapshot: what other environments and rollouts serve
     _index: Index | None = field(default=None, repr=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -213,7 +214,7 @@ def _current_state(agent_id: int, *, using: str) -> tuple[Agent, str]:
         username = user_model._meta.get_field(user_model.USERNAME_FIELD).column
         with connection.cursor() as cursor:
             cursor.execute(
-                f"""SELECT a.name, a.tools, a.procedural_memory_enabled, a.injection_cap, f.n, f.folded
+                f"""SELECT a.name, a.tools, a.procedural_memory_enabled, a.injection_cap, f.n, f.folded, {environments.STAGED_COLUMN}
                       FROM {Agent._meta.db_table} a
                      CROSS JOIN LATERAL (
                            SELECT count(*) AS n,
@@ -222,19 +223,19 @@ def _current_state(agent_id: int, *, using: str) -> tuple[Agent, str]:
                              JOIN {procedure_table} p ON p.id = v.procedure_id
                              LEFT JOIN {user_model._meta.db_table} u ON u.id = v.approved_by_id
                             WHERE p.agent_id = a.id AND v.status = %s AND a.procedural_memory_enabled) f
-                     WHERE a.id = %s""",
+                     WHERE a.id = %s""",  # STAGED_COLUMN: the releases and running rollouts (library/environments.py)
                 [Status.ACTIVE, agent_id],
             )
             row = cursor.fetchone()
         if row is None:
             raise Agent.DoesNotExist(f"agent {agent_id}")
-        name, tools, enabled, cap, count, folded = row
+        name, tools, enabled, cap, count, folded, staged = row
         agent = Agent(
             id=agent_id, name=name, tools=json.loads(tools) if isinstance(tools, str) else tools,
             procedural_memory_enabled=enabled, injection_cap=cap,
         )
         digest = hashlib.sha256(_agent_part(agent))
-        digest.update(f"{count}:{folded}".encode())
+        digest.update(f"{count}:{folded}:{staged}".encode())
         return agent, digest.hexdigest()
     agent = Agent.objects.using(using).only("id", "name", "tools", "procedural_memory_enabled", "injection_cap").get(pk=agent_id)
     digest = hashlib.sha256(_agent_part(agent))
@@ -247,6 +248,7 @@ def _current_state(agent_id: int, *, using: str) -> tuple[Agent, str]:
         )
         for version_id, approver in rows:
             digest.update(f"{version_id}:{approver or ''};".encode())
+        digest.update(environments.read_plan(agent_id, using=using).fingerprint.encode())
     return agent, digest.hexdigest()
 
 
@@ -375,6 +377,7 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
     served = ServedSet(
         agent_id=agent.pk, fingerprint=fingerprint, data=data, body=body, etag=f'"{tag}"',
         body_gzip=gzip.compress(body, compresslevel=6, mtime=0), etag_gzip=f'"{tag}-gzip"', version_ids=version_ids,
+        staged=environments.read_plan(agent.pk, using=using) if agent.procedural_memory_enabled else environments.NOTHING_STAGED,
     )
     return served, refused_versions
 
@@ -518,16 +521,13 @@ def injection_max_chars() -> int:
 
 
 def select_for_agent(
-    *, agent: Agent, task: str, intent: str | None = None, k: int | None = None,
-    environment: str = "production", session: str | None = None,
+    *, agent: Agent, task: str, intent: str | None = None, k: int | None = None, served: ServedSet | None = None
 ) -> dict[str, Any]:
-    """Selection over the agent's served set (refused versions are never candidates) in
-    `environment`, for `session` (its rollout arms: library/releases.py). At most the agent's
-    injection cap is injected, and only what fits the block's character cap. Raises ValueError for
-    bad arguments (see procmem_client/ranking.py)."""
-    from .releases import served_for
-
-    served = served_for(served=active_set_for_agent(agent=agent), environment=environment, session=session)
+    """Selection over the agent's served set (refused versions are never candidates): the
+    production set, or `served` (another environment's or a session's set, library/releases.py).
+    At most the agent's injection cap is injected, and only what fits the block's character cap.
+    Raises ValueError for bad arguments (see procmem_client/ranking.py)."""
+    served = served or active_set_for_agent(agent=agent)
     cap = served.data["injectionCap"]
     result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)
     block = render_block(result["injected"], max_chars=injection_max_chars())

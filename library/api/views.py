@@ -25,7 +25,7 @@ from django.views.decorators.http import require_GET
 
 from procmem_client.ranking import MAX_K
 
-from .. import releases, safe_json, serving
+from .. import environments, releases, safe_json, serving
 from ..models import Agent
 from ..permissions import user_can_manage_agent
 from ..services import agent_set_tools
@@ -93,11 +93,11 @@ def _served_set(request: HttpRequest) -> tuple[str, str | None, HttpResponse | N
     """`?environment=` (default production; a name the agent does not have is a 400 saying which it
     has) and `?session=` (the session id: picks the session's rollout arms)."""
     try:
-        environment = releases.resolve_environment(request.agent, request.GET.get("environment"))
-    except releases.UnknownEnvironment as exc:
+        environment = environments.resolve_environment(request.agent, request.GET.get("environment"))
+    except environments.UnknownEnvironment as exc:
         return "", None, api_error(400, "unknown_environment", str(exc), parameter="environment")
     try:
-        session = releases.clean_session(request.GET.get("session"))
+        session = environments.clean_session(request.GET.get("session"))
     except ValueError as exc:
         return "", None, api_error(400, "invalid_parameter", str(exc), parameter="session")
     return environment, session, None
@@ -151,7 +151,8 @@ def select(request: HttpRequest, agent: str) -> HttpResponse:
                 400, "invalid_parameter", f"k must be an integer from 1 to {MAX_K} (diagnostics only); got {raw_k!r}.",
                 parameter="k",
             )
-    result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k, environment=environment, session=session)
+    served = releases.served_for(served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session)
+    result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k, served=served)
     response = JsonResponse(result, json_dumps_params={"ensure_ascii": False})
     response["Cache-Control"] = "no-store"
     patch_vary_headers(response, ["Authorization"])

@@ -16,7 +16,7 @@ from django.utils import timezone
 from guardian.shortcuts import assign_perm
 from hypothesis import given, settings as hsettings, strategies as st
 
-from library import agent_settings, releases, services
+from library import agent_settings, environments, releases, services
 from library.api.tokens import token_create
 from library.models import ApiToken, AgentSession, AuditEvent, ProcedureRelease, Rollout, Status, VersionTombstone
 from tests.conftest import _user, make_active, make_passing_eval
@@ -201,7 +201,7 @@ def test_rollout_serves_a_share_by_session_and_says_the_arm(client, read_token, 
 
 def test_select_gives_the_session_its_arm(client, read_token, v1, v2, promoter):
     releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=50)
-    session = next(f"s-{n}" for n in range(100) if releases.rollout_arm(rollout_id=Rollout.objects.get().pk, share=50, session=f"s-{n}") == "rollout")
+    session = next(f"s-{n}" for n in range(100) if environments.rollout_arm(rollout_id=Rollout.objects.get().pk, share=50, session=f"s-{n}") == "rollout")
     response = client.get(
         reverse("api:select", kwargs={"agent": "support_agent"}),
         {"task": "refund above my limit for order 12", "session": session},
@@ -288,8 +288,8 @@ def test_reported_sessions_record_the_arm(client, agent, admin_user, v2):
 @hsettings(max_examples=200, deadline=None)
 @given(session=st.text(min_size=1, max_size=200), share=st.integers(1, 99), rollout_id=st.integers(1, 2**31))
 def test_arm_is_deterministic_and_one_of_two(session, share, rollout_id):
-    arm = releases.rollout_arm(rollout_id=rollout_id, share=share, session=session)
-    assert arm in ("rollout", "control") and arm == releases.rollout_arm(rollout_id=rollout_id, share=share, session=session)
+    arm = environments.rollout_arm(rollout_id=rollout_id, share=share, session=session)
+    assert arm in ("rollout", "control") and arm == environments.rollout_arm(rollout_id=rollout_id, share=share, session=session)
 
 
 # ------------------------------------------------------------------------------ environments in the agent settings
@@ -312,7 +312,7 @@ def test_environments_are_edited_audited_and_kept_while_in_use(v2, agent, admin_
 @given(value=st.one_of(st.text(max_size=60), st.lists(st.text(max_size=40), max_size=12), st.integers(), st.none()))
 def test_clean_environments_never_crashes(value):
     try:
-        names = releases.clean_environments(value)
+        names = environments.clean_environments(value)
     except ValidationError:
         return
     assert "production" not in names and len(set(names)) == len(names)
