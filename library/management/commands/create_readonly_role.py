@@ -26,11 +26,11 @@ ROLE_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 def readonly_grants() -> list[tuple[str, list[str] | None]]:
     """(table, columns or None for every column) the agent API reads through the "readonly" alias:
-    library/serving.py, library/selection.py and library/selectors.py. Built from the models, so a
+    library/serving.py, library/environments.py, library/selection.py and library/selectors.py. Built from the models, so a
     renamed table or column follows."""
     from django.contrib.auth import get_user_model
 
-    from library.models import Agent, Intent, LoadRefusal, Procedure, ProcedureVersion, VersionEmbedding
+    from library.models import Agent, Intent, LoadRefusal, Procedure, ProcedureRelease, ProcedureVersion, Rollout, VersionEmbedding
 
     user = get_user_model()
     agent_columns = ["id", "name", "tools", "procedural_memory_enabled", "injection_cap"]
@@ -41,6 +41,9 @@ def readonly_grants() -> list[tuple[str, list[str] | None]]:
         (ProcedureVersion._meta.db_table, None),
         (LoadRefusal._meta.db_table, None),
         (VersionEmbedding._meta.db_table, None),
+        # what other environments and running rollouts serve (library/environments.py), not who decided or why
+        (ProcedureRelease._meta.db_table, ["id", "procedure_id", "environment", "version_id"]),
+        (Rollout._meta.db_table, ["id", "procedure_id", "version_id", "control_version_id", "share", "state"]),
         (user._meta.db_table, [user._meta.pk.column, user._meta.get_field(user.USERNAME_FIELD).column]),
     ]
 
