@@ -14,6 +14,8 @@ Every helper takes the request, the object's key and what the user wants to do w
              (`library.permissions.user_can_approve`): 403.
 - "manage":  operate, and hold the manage permission (retire and roll back a procedure's versions;
              change an agent's tools, eval settings and approver rights): 403.
+- "promote": operate, and hold the promote permission (move an approved version between
+             environments, start, complete or roll back its rollout): 403.
 
 What a user may not see is a 404; what a user may see but not do is a 403. Whether an action is
 possible *now* (the state) is for the services to say, under their row locks.
@@ -42,9 +44,9 @@ from library.models import (
     ProcedureVersion,
     RegressionCase,
 )
-from library.permissions import user_can_approve, user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
+from library.permissions import user_can_approve, user_can_manage_agent, user_can_manage_procedure, user_can_promote, user_is_reviewer
 
-Purpose = Literal["view", "operate", "review", "approve", "manage"]
+Purpose = Literal["view", "operate", "review", "approve", "manage", "promote"]
 
 # ---------------------------------------------------------------------------------------------- sign-in
 
@@ -102,9 +104,9 @@ def operable_agents(user) -> QuerySet[Agent]:
 
 
 def _agents_for(request: HttpRequest, for_: Purpose) -> QuerySet[Agent]:
-    if for_ not in ("view", "operate", "review", "approve", "manage"):
+    if for_ not in ("view", "operate", "review", "approve", "manage", "promote"):
         raise ValueError(f"unknown purpose {for_!r}")
-    return operable_agents(request.user) if for_ in ("operate", "manage") else visible_agents(request)
+    return operable_agents(request.user) if for_ in ("operate", "manage", "promote") else visible_agents(request)
 
 
 def _refuse_review(request: HttpRequest, what: str) -> None:
@@ -215,6 +217,8 @@ def _check_procedure(request: HttpRequest, procedure: Procedure, for_: Purpose) 
         _refuse_approve(request, procedure)
     elif for_ == "manage":
         _refuse_manage(request, procedure)
+    elif for_ == "promote" and not user_can_promote(request.user, procedure):
+        raise PermissionDenied(f"You may not promote versions of {procedure.key} or run its rollouts (the promote permission).")
 
 
 def get_webhook_for_user(request: HttpRequest, agent: str, pk: int) -> "Webhook":

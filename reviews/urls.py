@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import agents, cases, evals, metrics, notifications, ops, procedures, queue, search, versions, webhooks
+from .views import agents, cases, evals, metrics, notifications, ops, procedures, queue, releases, search, versions, webhooks
 
 app_name = "reviews"
 
@@ -58,6 +58,11 @@ urlpatterns = [
     path("ops/versions/<int:pk>/retire/", ops.ops_retire, name="ops_retire"),
     path("ops/versions/<int:pk>/rollback/", ops.ops_rollback, name="ops_rollback"),
     path("ops/versions/<int:pk>/erase/", ops.ops_erase, name="ops_erase"),
+    path("ops/versions/<int:pk>/promote/", releases.ops_promote, name="ops_promote"),
+    path("ops/versions/<int:pk>/withdraw/", releases.ops_withdraw, name="ops_withdraw"),
+    path("ops/rollouts/<int:pk>/", releases.ops_rollout, name="ops_rollout"),
+    path("ops/rollouts/<int:pk>/complete/", releases.ops_rollout_complete, name="ops_rollout_complete"),
+    path("ops/rollouts/<int:pk>/rollback/", releases.ops_rollout_rollback, name="ops_rollout_rollback"),
     path("ops/agents/<str:agent>/conflicts/scan/", ops.ops_conflicts_scan, name="ops_conflicts_scan"),
     path("ops/demotions/<int:pk>/confirm/", ops.ops_demotion_confirm, name="ops_demotion_confirm"),
     path("ops/demotions/<int:pk>/dismiss/", ops.ops_demotion_dismiss, name="ops_demotion_dismiss"),

@@ -38,6 +38,7 @@ from ..audit import AUDIT_FILTERS, audit_changes, audit_csv_rows, audit_events
 from ..forms import approver_right_from_post
 from ..models import DemotionProposal
 from ..services import demotion_confirm, demotion_dismiss
+from .releases import environments_panel
 
 AUDIT_PAGE_SIZE = 50
 
@@ -146,6 +147,7 @@ def ops_procedure(request: HttpRequest, agent: str, key: str) -> HttpResponse:
             "active": next((v for v in versions if v.status == Status.ACTIVE), None),
             "can_manage": user_can_manage_procedure(request.user, procedure),
             "events": events,
+            **environments_panel(procedure, request.user),
             "tab": "active",
         },
     )
