@@ -332,10 +332,12 @@ def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
                 "version; another approver must decide (four-eyes rule)."
             )
         if form.is_valid():
-            library_services.version_approve(
+            approved = library_services.version_approve(
                 version=version, user=user, comment=form.cleaned_data["comment"],
                 acknowledge_conflicts=form.cleaned_data["acknowledge_conflicts"],
             )
+            if approved.status == Status.APPROVED:
+                return _after_write(request, version, f"Approved {version}: it is in staging; production keeps its version until it is promoted.")
             return _after_write(request, version, f"Approved {version}: it is now ACTIVE for {version.procedure.agent}.")
     context = {
         "version": version,
