@@ -40,3 +40,47 @@ def test_admin_erases_a_version_and_the_agent_json_drops_it(live_server, page, s
     v2.refresh_from_db()
     assert v2.status == Status.ERASED and v2.steps == []
     assert VersionTombstone.objects.get(version=v2).erased_by.username == "admin"
+
+
+def test_admin_erases_a_staged_version_and_the_staging_json_drops_it(live_server, page, screenshot, demo_with_two_versions):  # noqa: F811
+    """With staging: an approved v3 waits in staging (production serves v2); erasing it drops it from
+    the staging JSON at once (staging serves the production version again), production unchanged."""
+    from django.contrib.auth import get_user_model
+
+    from library import services
+    from library.models import Agent, ProcedureRelease
+    from tests.conftest import make_passing_eval
+    from tests.e2e.test_promotion import _get
+
+    token = demo_with_two_versions
+    agent = Agent.objects.get(name="support_agent")
+    agent.environments = ["staging"]
+    agent.save(update_fields=["environments"])
+    users = get_user_model().objects
+    v2 = ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2)
+    v3 = services.version_revise(
+        version=v2, user=users.get(username="reviewer"), applies_when=v2.applies_when,
+        steps=[*v2.steps[:-1], "Tell the customer the expected wait with replyTemplates({{order_id}}, 'approval_pending')."],
+        required_tools=v2.required_tools, forbidden_actions=v2.forbidden_actions,
+    )
+    make_passing_eval(v3)
+    services.version_approve(version=v3, user=users.get(username="approver"), comment="staging first", acknowledge_conflicts=True)
+    staging, staging_etag = _get(live_server.url, token, environment="staging")
+    assert _served(staging)["refund.over_limit"] == 3
+
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    page.goto(f"{live_server.url}/ops/agents/support_agent/procedures/refund.over_limit/")
+    page.click("#v3 >> text=Erase…")
+    page.select_option("#ground", "poisoned")
+    page.fill("#reason", "Poisoned step found in staging")
+    page.click("button:has-text('Erase v3')")
+    page.wait_for_load_state("networkidle")
+    assert "the production version" in page.locator("#env-staging").inner_text()
+    screenshot(page, "staged-erased")
+
+    after, etag_after = _get(live_server.url, token, environment="staging")
+    assert _served(after)["refund.over_limit"] == 2 and etag_after != staging_etag
+    assert _served(_agent_json(live_server.url, token)[0])["refund.over_limit"] == 2
+    assert not ProcedureRelease.objects.exists()
+    v3.refresh_from_db()
+    assert v3.status == Status.ERASED
