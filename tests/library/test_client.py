@@ -246,3 +246,41 @@ def test_client_reports_sessions_to_the_real_ingest_endpoint(server, agent, admi
     assert stored.instruction_chars == 812 and stored.model == "gpt-4o" and stored.skeleton == ["lookupOrder"]
     # resent: a duplicate, nothing changes
     assert client.report_session(session_id="client-1", task="x", resolved=False, injected=[])["duplicate"] == ["client-1"]
+
+
+def test_client_reads_an_environment_and_a_sessions_rollout_arm(server, served_agent, candidate, reviewer, admin_user):
+    """The client's `environment` reads staging; with `session=` it gets the session's rollout arm
+    (locally and through the server's select) and reports it with the session."""
+    from django.contrib.auth import get_user_model
+    from guardian.shortcuts import assign_perm
+
+    from library import releases
+    from library.environments import rollout_arm
+    from library.models import Rollout
+
+    agent, raw = served_agent
+    agent.environments = ["staging"]
+    agent.save(update_fields=["environments"])
+    v2 = services.version_revise(
+        version=candidate, user=reviewer, applies_when=candidate.applies_when,
+        steps=[*candidate.steps[:-1], "Tell the customer the expected wait (two days) with replyTemplates('approval_pending')."],
+        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
+    )
+    approver = get_user_model().objects.create_user("approver2", password="x")
+    assign_perm("library.approve_procedure", approver, candidate.procedure)
+    make_active(v2, approver)
+    staging = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, environment="staging", local_ranking=False, timeout=60)
+    assert {p["id"]: p["version"] for p in staging.procedures()}["refund.over_limit"] == 2
+    releases.version_promote(version=v2, user=admin_user, environment="production", reason="half", share=50)
+    rollout = Rollout.objects.get()
+    session = next(f"s-{n}" for n in range(200) if rollout_arm(rollout_id=rollout.pk, share=50, session=f"s-{n}") == "rollout")
+    task = "A customer wants a refund of 900 dollars, above my limit."
+    for local in (False, True):
+        client = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, local_ranking=local, timeout=60)
+        injected = client.select(task=task, session=session)["injected"]
+        assert [(p["id"], p["version"], p["arm"]) for p in injected] == [("refund.over_limit", 2, "rollout")]
+    text, injected = client.instruction_for(task=task, session=session)
+    from procmem_client.client import session_record
+
+    record = session_record(session_id=session, agent=agent.name, task=task, resolved=True, injected=injected)
+    assert record["injected"] == [{"id": "refund.over_limit", "version": 2, "arm": "rollout"}]

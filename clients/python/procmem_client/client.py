@@ -25,7 +25,12 @@ What it does:
   GET /api/v1/agents/{agent}/select?task=&intent= (the server runs that same ranker); either way it
   renders with procmem_client.rendering, the server's renderer;
 - reports finished sessions to POST /api/v1/sessions with an ingest token, in procmem JSONL
-  (docs/api.md "Sessions in: ingestion"), including the injected ids and versions.
+  (docs/api.md "Sessions in: ingestion"), including the injected ids and versions (and the rollout
+  arm each one came from);
+- `environment=` (e.g. "staging") reads that environment's set instead of production's; a
+  `session=` id passed to `select`/`instruction_for` gets the session's rollout arms: while a rollout
+  runs (the set has `arms`), the session's own set is asked for (the server picks the arm from a
+  hash of the session id, so a session sees one arm however often it asks).
 """
 
 from __future__ import annotations
@@ -92,7 +97,9 @@ def session_record(
         "task": task,
         "outcome": {"resolved": resolved, "escalated": escalated, "rating": rating},
         "tool_calls": [{"name": c["name"], "args": c.get("args", {}), "ok": c.get("ok", True)} for c in tool_calls],
-        "injected": [{"id": p["id"], "version": int(p["version"])} for p in injected],
+        "injected": [
+            {"id": p["id"], "version": int(p["version"]), **({"arm": p["arm"]} if p.get("arm") else {})} for p in injected
+        ],
         "instruction_chars": instruction_chars,
         "model": model,
         "ended_at": ended,
@@ -116,11 +123,14 @@ class ProcmemClient:
         local_ranking: bool | None = None,
         clock: Callable[[], float] = time.monotonic,
         max_chars: int | None = DEFAULT_MAX_CHARS,
+        environment: str | None = None,
     ) -> None:
         """`local_ranking`: rank in this process (True) or ask the server's select endpoint (False);
-        by default locally when a `ranker` is given or the `[embeddings]` extra is installed."""
+        by default locally when a `ranker` is given or the `[embeddings]` extra is installed.
+        `environment`: the agent's environment to read (default: production)."""
         self.base_url = base_url.rstrip("/")
         self.agent = agent
+        self.environment = environment or None
         self._token = token
         self._ingest_token = ingest_token
         self.refresh_interval = refresh_interval
@@ -160,6 +170,10 @@ class ProcmemClient:
     def _url(self, path: str) -> str:
         return f"{self.base_url}/api/v1/{path}"
 
+    def _set_url(self, session: str | None = None) -> str:
+        query = {**({"environment": self.environment} if self.environment else {}), **({"session": session} if session else {})}
+        return self._url(f"agents/{self.agent}/procedures" + (f"?{urllib.parse.urlencode(query)}" if query else ""))
+
     def refresh(self, *, force: bool = False) -> bool:
         """Fetches the set when due (or `force`). Returns True when the server answered (200 or
         304), False when it failed: then the last good set stays in use. The network call runs
@@ -171,7 +185,7 @@ class ProcmemClient:
             return True  # another thread is fetching right now
         try:
             request = urllib.request.Request(
-                self._url(f"agents/{self.agent}/procedures"),
+                self._set_url(),
                 # gzip: the set is served from a representation compressed once per set, several
                 # times smaller on the wire (bench/RESULTS.md, the active-set benchmark)
                 headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json", "Accept-Encoding": "gzip"},
@@ -256,21 +270,51 @@ class ProcmemClient:
                 self._index = (self._ranker or Ranker()).index(data["procedures"])
             return self._index, data
 
-    def select(self, *, task: str, intent: str | None = None, k: int | None = None) -> Selection:
+    def session_set(self, session: str) -> dict[str, Any]:
+        """The set `session` receives: the cached set when no rollout runs (it has no `arms`),
+        otherwise the session's own (its arms), asked of the server; the cached set when that fails."""
+        data = self.active_set()
+        if not data.get("arms"):
+            return data
+        request = urllib.request.Request(
+            self._set_url(session), headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json"}
+        )
+        self.fetches += 1
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                own = json.loads(response.read())
+            if not isinstance(own, dict) or not isinstance(own.get("procedures"), list):
+                raise ValueError("the response is not an active set")
+        except (urllib.error.URLError, OSError, ValueError) as exc:  # HTTPError is a URLError
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            logger.warning("procmem: the set of session %s failed, using the shared set (%s)", session, self.last_error)
+            return data
+        return own
+
+    def select(self, *, task: str, intent: str | None = None, k: int | None = None, session: str | None = None) -> Selection:
         """At most the set's injection cap: ranked here (see procmem_client/ranking.py) or, without
-        the embeddings extra, by the server's select endpoint over the same set."""
+        the embeddings extra, by the server's select endpoint over the same set. With `session`,
+        over the session's set (its rollout arms; each injected record says its `arm`)."""
         if not self.local_ranking:
-            return self._select_on_server(task=task, intent=intent, k=k)
+            return self._select_on_server(task=task, intent=intent, k=k, session=session)
+        if session:
+            data = self.session_set(session)
+            if data.get("arms"):
+                cap = int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
+                return (self._ranker or Ranker()).index(data["procedures"]).select(task=task, intent=intent, cap=cap, k=k)
         index, data = self._current_index()
         cap = int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
         return index.select(task=task, intent=intent, cap=cap, k=k)
 
-    def _select_on_server(self, *, task: str, intent: str | None, k: int | None) -> Selection:
+    def _select_on_server(self, *, task: str, intent: str | None, k: int | None, session: str | None = None) -> Selection:
         """GET /api/v1/agents/{agent}/select. When the server fails, nothing is injected (the error is
         in `last_error`): the agent still runs, only without procedures."""
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
-        query = {"task": task, **({"intent": intent} if intent else {}), **({"k": str(k)} if k is not None else {})}
+        query = {
+            "task": task, **({"intent": intent} if intent else {}), **({"k": str(k)} if k is not None else {}),
+            **({"environment": self.environment} if self.environment else {}), **({"session": session} if session else {}),
+        }
         request = urllib.request.Request(
             self._url(f"agents/{self.agent}/select?{urllib.parse.urlencode(query)}"),
             headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json"},
@@ -303,10 +347,12 @@ class ProcmemClient:
         """The block the server's select endpoint returns for these records (header, character cap)."""
         return render_block(records, max_chars=self.max_chars)["text"]
 
-    def instruction_for(self, *, task: str, intent: str | None = None, base_instruction: str = "") -> tuple[str, list[dict[str, Any]]]:
+    def instruction_for(
+        self, *, task: str, intent: str | None = None, base_instruction: str = "", session: str | None = None
+    ) -> tuple[str, list[dict[str, Any]]]:
         """The instruction text (base + the block of selected procedures) and the injected records
-        (those the block's character cap kept)."""
-        selected = self.select(task=task, intent=intent)["injected"] if task.strip() else []
+        (those the block's character cap kept; with `session`, each says its rollout `arm`)."""
+        selected = self.select(task=task, intent=intent, session=session)["injected"] if task.strip() else []
         block = render_block(selected, max_chars=self.max_chars)
         parts = [p for p in (base_instruction.strip(), block["text"]) if p]
         return "\n\n".join(parts), block["included"]
@@ -333,11 +379,16 @@ class ProcmemClient:
             state = dict(getattr(ctx, "state", {}) or {})
             task = _user_text(getattr(ctx, "user_content", None)) or str(state.get(task_state_key) or "")
             intent = state.get(intent_state_key) or None
-            text, injected = self.instruction_for(task=task, intent=intent, base_instruction=base_instruction)
             session = getattr(ctx, "session", None)
+            session_id = getattr(session, "id", None)
+            text, injected = self.instruction_for(
+                task=task, intent=intent, base_instruction=base_instruction, session=str(session_id) if session_id else None
+            )
             target = getattr(session, "state", None)
             if isinstance(target, dict):
-                target[STATE_INJECTED] = [{"id": p["id"], "version": p["version"]} for p in injected]
+                target[STATE_INJECTED] = [
+                    {"id": p["id"], "version": p["version"], **({"arm": p["arm"]} if p.get("arm") else {})} for p in injected
+                ]
                 target[STATE_INSTRUCTION_CHARS] = len(text)
                 target[STATE_SET_ETAG] = self._etag if self.local_ranking else self.selected_set_etag
             return text
