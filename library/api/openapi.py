@@ -19,6 +19,9 @@ def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
 
+# the rollout arm a session got for a procedure (the served JSON says it; sessions report it back)
+_ARM = {"type": "string", "enum": ["rollout", "control"], "description": "The rollout arm the served JSON gave this session (optional)"}
+
 SCHEMAS: dict[str, Any] = {
     "Error": {
         "type": "object",
@@ -28,7 +31,7 @@ SCHEMAS: dict[str, Any] = {
                 "type": "object",
                 "required": ["code", "message"],
                 "properties": {
-                    "code": {"type": "string", "examples": ["unauthorized", "wrong_scope", "wrong_agent", "invalid_parameter"]},
+                    "code": {"type": "string", "examples": ["unauthorized", "wrong_scope", "wrong_agent", "invalid_parameter", "unknown_environment"]},
                     "message": {"type": "string"},
                     "parameter": {"type": "string"},
                 },
@@ -37,7 +40,11 @@ SCHEMAS: dict[str, Any] = {
     },
     "Procedure": {
         "type": "object",
-        "description": "One ACTIVE procedure version, with the seed record's field names.",
+        "description": (
+            "One served procedure version, with the seed record's field names: ACTIVE in production; in another "
+            "environment the version released there (APPROVED) or production's; in production under a rollout, the "
+            "session's arm's version."
+        ),
         "required": [
             "id", "version", "status", "appliesWhen", "steps", "requiredTools", "forbiddenActions", "evidence",
             "approvedBy", "approvedAt", "intent", "rendered", "renderedChars", "renderedTokens",
@@ -45,7 +52,7 @@ SCHEMAS: dict[str, Any] = {
         "properties": {
             "id": {"type": "string", "examples": ["refund.over_limit"]},
             "version": {"type": "integer", "minimum": 1},
-            "status": {"type": "string", "enum": ["ACTIVE"]},
+            "status": {"type": "string", "enum": ["ACTIVE", "APPROVED"], "description": "APPROVED: approved, not (yet) the production version"},
             "appliesWhen": {"type": "string"},
             "steps": _STR_LIST,
             "requiredTools": _STR_LIST,
@@ -60,6 +67,7 @@ SCHEMAS: dict[str, Any] = {
             "preconditions": {**_STR_LIST, "description": "Coding procedures only (absent otherwise): artefacts that must exist before, e.g. a failing test that reproduces the issue"},
             "postconditions": {**_STR_LIST, "description": "Coding procedures only (absent otherwise): artefacts that exist after, e.g. an edited source file, a passing test"},
             "verifyCommand": {"type": "string", "description": "Coding procedures only (absent otherwise; a coding procedure always has one): the command that verifies the work"},
+            "arm": {"type": "string", "enum": ["rollout", "control"], "description": "Present only for a procedure under a production rollout: the arm this session got (report it with the session)"},
         },
     },
     "RefusedProcedure": {
@@ -87,6 +95,11 @@ SCHEMAS: dict[str, Any] = {
             "procedures": {"type": "array", "items": {"$ref": "#/components/schemas/Procedure"}},
             "refused": {"type": "array", "items": {"$ref": "#/components/schemas/RefusedProcedure"}},
             "note": {"type": "string", "description": "Present when procedural memory is switched off"},
+            "environment": {"type": "string", "description": "Present for an environment other than production"},
+            "arms": {
+                "type": "object", "additionalProperties": {"type": "string", "enum": ["rollout", "control"]},
+                "description": "Present while a rollout runs: procedure id → the arm this session got (control without ?session=)",
+            },
         },
     },
     "RankedCandidate": {
@@ -130,6 +143,8 @@ SCHEMAS: dict[str, Any] = {
             "renderedTokens": {"type": "integer"},
             "ranked": {"type": "array", "items": {"$ref": "#/components/schemas/RankedCandidate"}, "description": "Only with k"},
             "note": {"type": "string"},
+            "environment": {"type": "string", "description": "Present for an environment other than production"},
+            "arms": {"type": "object", "additionalProperties": {"type": "string", "enum": ["rollout", "control"]}, "description": "Present while a rollout runs"},
         },
     },
     "ToolList": {
@@ -164,7 +179,7 @@ _SESSION_IN: dict[str, Any] = {
         },
         "injected": {
             "type": "array",
-            "items": {"type": "object", "required": ["id", "version"], "properties": {"id": {"type": "string"}, "version": {"type": "integer"}}},
+            "items": {"type": "object", "required": ["id", "version"], "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "arm": _ARM}},
         },
         "instruction_chars": {"type": "integer", "minimum": 0},
         "model": {"type": "string"},
@@ -199,7 +214,7 @@ _TRACE_SESSION: dict[str, Any] = {
                 },
             },
         },
-        "injected": {"type": "array", "items": {"type": "object", "required": ["id", "version"], "properties": {"id": {"type": "string"}, "version": {"type": "integer"}}}},
+        "injected": {"type": "array", "items": {"type": "object", "required": ["id", "version"], "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "arm": _ARM}}},
         "model": {"type": "string"},
         "ended_at": {"type": "string", "format": "date-time"},
     },
@@ -229,6 +244,12 @@ _INGEST_RESULT: dict[str, Any] = {
 
 def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
     agent_param = {"name": "agent", "in": "path", "required": True, "schema": {"type": "string"}, "example": "support_agent"}
+    serving_params = [
+        {"name": "environment", "in": "query", "required": False, "schema": {"type": "string", "default": "production"},
+         "description": "production (default) or an environment the agent's admins defined, e.g. staging; an unknown one is a 400 unknown_environment naming the agent's environments"},
+        {"name": "session", "in": "query", "required": False, "schema": {"type": "string", "maxLength": 200},
+         "description": "The session id: picks this session's arm of every running rollout (deterministic: a hash of the session id)"},
+    ]
     token_errors = {
         "401": _error("No token, or an unknown or revoked one"),
         "403": _error("A token of another scope (e.g. ingest) or of another agent"),
@@ -303,12 +324,15 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                     "summary": "The active set",
                     "description": (
                         "ACTIVE versions whose requiredTools the agent has, rendered; the tool list they were checked "
-                        "against; versions refused at load with the reason. Strong ETag over the whole body; "
-                        "send If-None-Match to get 304. Cache-Control: private, max-age=10; Vary: Authorization."
+                        "against; versions refused at load with the reason. Strong ETag over the whole body (so one "
+                        "per environment and rollout arm); send If-None-Match to get 304. Cache-Control: private, "
+                        "max-age=10; Vary: Authorization. ?environment= serves another environment of the agent (the "
+                        "versions released there, else production's); ?session= gives the session its rollout arms."
                     ),
                     "security": [{"readToken": []}],
                     "parameters": [
                         agent_param,
+                        *serving_params,
                         {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"}},
                     ],
                     "responses": {
@@ -318,6 +342,7 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActiveSet"}}},
                         },
                         "304": {"description": "Not modified: the set's ETag matches If-None-Match"},
+                        "400": _error("An unknown environment (code unknown_environment) or a session id over 200 characters"),
                         **token_errors,
                     },
                 }
@@ -338,10 +363,11 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                         {"name": "task", "in": "query", "required": True, "schema": {"type": "string", "maxLength": 8000}},
                         {"name": "intent", "in": "query", "required": False, "schema": {"type": "string"}},
                         {"name": "k", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": MAX_K}},
+                        *serving_params,
                     ],
                     "responses": {
                         "200": {"description": "The selection", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Selection"}}}},
-                        "400": _error("task missing or too long, or k outside 1..20"),
+                        "400": _error("task missing or too long, k outside 1..20, an unknown environment or a session id over 200 characters"),
                         **token_errors,
                     },
                 }
