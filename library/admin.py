@@ -24,9 +24,11 @@ from .models import (
     MiningRun,
     Procedure,
     ProcedureGroupObjectPermission,
+    ProcedureRelease,
     ProcedureUserObjectPermission,
     ProcedureVersion,
     RegressionCase,
+    Rollout,
     VersionConflict,
     VersionEmbedding,
     VersionTombstone,
@@ -249,3 +251,20 @@ class VersionConflictAdmin(ReadOnlyModelAdmin):
     list_filter = ("kind", "agent")
     list_select_related = ("agent", "version_a__procedure", "version_b__procedure")
 
+
+@admin.register(ProcedureRelease)
+class ProcedureReleaseAdmin(ReadOnlyModelAdmin):
+    """Written by approval (staging first) and promotion (library/releases.py), audited there."""
+
+    list_display = ("procedure", "environment", "version", "released_by", "released_at")
+    list_filter = ("environment",)
+    list_select_related = ("procedure", "version__procedure", "released_by")
+
+
+@admin.register(Rollout)
+class RolloutAdmin(ReadOnlyModelAdmin):
+    """Started, completed and rolled back on the rollout's page (library/releases.py)."""
+
+    list_display = ("procedure", "version", "control_version", "share", "state", "started_by", "started_at", "ended_at")
+    list_filter = ("state",)
+    list_select_related = ("procedure", "version__procedure", "control_version__procedure", "started_by")
