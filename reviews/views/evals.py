@@ -16,12 +16,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from library.evals import runs as evals
-from library.evals.configuration import agent_eval_settings_update, eval_settings_snapshot
+from library.agent_settings import agent_settings_snapshot, agent_settings_update
 from library.models import Agent, EvalCaseResult, EvalRun
 from library.services import LifecycleError
 
 from ..access import get_agent_for_user, get_eval_run_for_user, signed_in
-from ..forms import AgentEvalSettingsForm
+from ..forms import AgentEvalSettingsForm, add_service_errors
 from .refusals import safe_next
 from .versions import eval_panel_context
 
@@ -116,7 +116,7 @@ def eval_resume(request: HttpRequest, pk: int) -> HttpResponse:
 def agent_eval_settings(request: HttpRequest, agent: str) -> HttpResponse:
     """The agent's eval-replay settings (holders of manage_agent). The API key is never shown back."""
     agent = get_agent_for_user(request, agent, for_="manage")
-    initial = eval_settings_snapshot(agent)
+    initial = agent_settings_snapshot(agent)
     form = AgentEvalSettingsForm(request.POST or None, initial=initial)
     key_field = form.fields["model_api_key"]
     key_field.help_text = f"{'A key is stored.' if agent.model_api_key else 'No key is stored.'} {key_field.help_text}"
@@ -127,10 +127,9 @@ def agent_eval_settings(request: HttpRequest, agent: str) -> HttpResponse:
         data["tool_schemas"] = data.get("tool_schemas") or {}
         key_change = {"model_api_key": ""} if clear else ({"model_api_key": key} if key else {})
         try:
-            agent_eval_settings_update(agent=agent, user=request.user, **data, **key_change)
+            agent_settings_update(agent=agent, user=request.user, changes={**data, **key_change})
         except ValidationError as exc:
-            for field, errors in exc.message_dict.items():
-                form.add_error(field if field in form.fields else None, errors)
+            add_service_errors(form, exc)
         else:
             messages.success(request, f"Eval settings of {agent.name} saved.")
             return redirect("reviews:agent_eval_settings", agent=agent.name)
