@@ -237,20 +237,9 @@ def other_approver(db, reviewers_group, other_procedure):
 def make_passing_eval(version):
     """Records a finished passing eval run on the version's exact content (for lifecycle tests that
     are not about evals; the eval tests run real replays)."""
-    from library.models import EvalRun
-    from library.selectors import active_set_hash
+    from library.demo.seed import record_passing_eval
 
-    now = timezone.now()
-    return EvalRun.objects.create(
-        version=version,
-        content_hash=version.content_hash,
-        baseline_hash=active_set_hash(version.procedure.agent),
-        state=EvalRun.State.DONE,
-        verdict=EvalRun.Verdict.PASS,
-        runner="test",
-        started_at=now,
-        finished_at=now,
-    )
+    return record_passing_eval(version, runner="test")
 
 
 @pytest.fixture
