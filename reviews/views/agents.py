@@ -1,4 +1,4 @@
-"""The agent tool-list page, the agent settings page, the refused-at-load overview, the agent's API
+"""The agent tool-list page, the agent settings page and its eval-runner page, the refused-at-load overview, the agent's API
 tokens, the selection playground, and an agent's mining runs with their reports (every intent, what
 happened to it and why). The capture settings are part of the agent settings page (its admins change
 them); every signed-in member sees them on the mining runs page.
@@ -35,7 +35,7 @@ from library.permissions import user_can_manage_agent
 from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, signed_in, visible_agents
-from ..forms import AgentSettingsForm, TokenForm, add_service_errors
+from ..forms import AgentEvalSettingsForm, AgentSettingsForm, TokenForm, add_service_errors
 
 
 def _parse_tools(text: str) -> list[str]:
@@ -212,6 +212,22 @@ def _int_or_404(value) -> int:
 # --------------------------------------------------------------------------------------------- agent settings
 
 
+def _settings_saved(request: HttpRequest, form, target: Agent, changes: dict, *, reason: str = "",
+                    tools: list[str] | None = None, what: str, page: str) -> HttpResponse | None:
+    """Saves a settings form's changes (and the tool list, when given) in one transaction through
+    the services; the redirect back to `page`, or None with the refusal on the form."""
+    try:
+        with transaction.atomic():
+            if tools is not None:
+                target = agent_set_tools(agent=target, tools=tools, user=request.user, reason=reason)
+            updated = agent_settings_update(agent=target, user=request.user, changes=changes, reason=reason)
+    except ValidationError as exc:
+        add_service_errors(form, exc)
+        return None
+    messages.success(request, f"{what} of {updated.name} saved.")
+    return redirect(page, agent=updated.name)
+
+
 @require_http_methods(["GET", "POST"])
 @signed_in
 def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
@@ -227,20 +243,36 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
         reason = data.pop("reason", "").strip()
         tools = _parse_tools(data.pop("tools") or "")
         data["redaction_patterns"] = data.get("redaction_patterns") or []
-        try:
-            with transaction.atomic():
-                updated = agent_set_tools(agent=target, tools=tools, user=request.user, reason=reason)
-                updated = agent_settings_update(agent=updated, user=request.user, changes=data, reason=reason)
-        except ValidationError as exc:
-            add_service_errors(form, exc)
-        else:
-            messages.success(request, f"Settings of {updated.name} saved.")
-            return redirect("reviews:agent_settings", agent=updated.name)
+        saved = _settings_saved(request, form, target, data, reason=reason, tools=tools, what="Settings", page="reviews:agent_settings")
+        if saved:
+            return saved
     return render(
         request,
         "reviews/agent_settings.html",
         {"agent": target, "form": form, "tab": "settings", "runner": target.get_eval_runner_display()},
         status=400 if request.method == "POST" else 200,
+    )
+
+
+@require_http_methods(["GET", "POST"])
+@signed_in
+def agent_eval_settings(request: HttpRequest, agent: str) -> HttpResponse:
+    """The agent's eval-replay settings (holders of manage_agent). The API key is never shown back."""
+    agent = get_agent_for_user(request, agent, for_="manage")
+    form = AgentEvalSettingsForm(request.POST or None, initial=agent_settings_snapshot(agent))
+    key_field = form.fields["model_api_key"]
+    key_field.help_text = f"{'A key is stored.' if agent.model_api_key else 'No key is stored.'} {key_field.help_text}"
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        key = data.pop("model_api_key")
+        clear = data.pop("clear_model_api_key")
+        data["tool_schemas"] = data.get("tool_schemas") or {}
+        key_change = {"model_api_key": ""} if clear else ({"model_api_key": key} if key else {})
+        saved = _settings_saved(request, form, agent, {**data, **key_change}, what="Eval settings", page="reviews:agent_eval_settings")
+        if saved:
+            return saved
+    return render(
+        request, "reviews/evals/settings.html", {"agent": agent, "form": form, "key_set": bool(agent.model_api_key)}
     )
 
 
