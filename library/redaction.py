@@ -280,10 +280,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
             r"(?i)\b(?:dob|d\.o\.b\.?|date of birth|birth ?date|birthday|born(?: on| in)?|geboren(?: am)?)\b[^0-9a-z{]{0,12}(?:is |was |on |of )?[^0-9a-z{]{0,3}(" + _DATE + r")"
         ),
     ),
-    _after_cue(
-        "passport_number",
-        re.compile(r"(?i)\bpassport(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,14})\b"),
-    ),
+    _after_cue("passport_number", re.compile(r"(?i)\bpassport(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,14})\b")),
     _after_cue(
         "licence_number",
         re.compile(r"(?i)\b(?:driver'?s |driving )?licen[cs]e(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,17})\b"),
@@ -305,10 +302,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         needs="digit",
     ),
     Recognizer("address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit"),
-    _after_cue(
-        "postal_code",
-        re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b"),
-    ),
+    _after_cue("postal_code", re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b")),
     Recognizer(
         "phone_number",
         re.compile(r"(?<![\w{])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?|\d{2,4}[ .\-])\d{3,4}[ .\-]\d{3,4}(?![\w}])"),

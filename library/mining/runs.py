@@ -456,13 +456,8 @@ def _draft(intent, group, stats, params, counts, redactor: Redactor, shown: list
     """draft_candidate with the run's figures; `shown` is (session id, excerpt) of the sessions the
     evidence may name and quote (redacted here)."""
     return mining.draft_candidate(
-        intent_name=intent.name,
-        intent_description=intent.description,
-        group=group,
-        stats=stats,
-        params=params,
-        step_samples=step_samples,
-        failed_samples=failed_samples,
+        intent_name=intent.name, intent_description=intent.description, group=group, stats=stats, params=params,
+        step_samples=step_samples, failed_samples=failed_samples,
         session_ids=[sid for sid, _ in shown[: params.evidence_session_ids]],
         excerpts=[(sid, redactor.value(excerpt)) for sid, excerpt in shown[: params.evidence_excerpts]],
         counts={key: counts[key] for key in ("sessions", "withoutIntent", "withoutOutcome")},
