@@ -297,15 +297,15 @@ def test_arm_is_deterministic_and_one_of_two(session, share, rollout_id):
 
 def test_environments_are_edited_audited_and_kept_while_in_use(v2, agent, admin_user):
     with pytest.raises(ValidationError, match="staging still serves"):
-        agent_settings.agent_settings_update(agent=agent, user=admin_user, environments=[])
-    agent_settings.agent_settings_update(agent=agent, user=admin_user, environments="staging qa", reason="a qa cluster")
+        agent_settings.agent_settings_update(agent=agent, user=admin_user, changes={"environments": []})
+    agent_settings.agent_settings_update(agent=agent, user=admin_user, changes={"environments": "staging qa"}, reason="a qa cluster")
     agent.refresh_from_db()
     assert agent.environments == ["staging", "qa"]
     event = AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS).latest("at")
     assert event.before == {"environments": ["staging"]} and event.after == {"environments": ["staging", "qa"]}
     for bad in (["Staging"], ["staging", "staging"], [""], "a" * 40, [1]):
         with pytest.raises(ValidationError):
-            agent_settings.agent_settings_update(agent=agent, user=admin_user, environments=bad)
+            agent_settings.agent_settings_update(agent=agent, user=admin_user, changes={"environments": bad})
 
 
 @hsettings(max_examples=100, deadline=None)

@@ -151,6 +151,7 @@ def test_agent_settings_page_edits_environments(agent, admin_user):
     form = {
         "tools": "\n".join(agent.tools), "procedural_memory_enabled": "on", "injection_cap": 2, "support_threshold": 20,
         "review_target_hours": 72, "redaction_patterns": "[]", "environments": "staging qa", "reason": "a staging cluster",
+        "min_tool_calls": 3, "significance_level": 0.05, "backtest_share": 0.25,
     }
     assert client.post(url, form).status_code == 302
     agent.refresh_from_db()
