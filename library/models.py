@@ -323,6 +323,11 @@ class ProcedureRecord(CodingRecordFields):
     approvedAt: str | None
 
 
+def _carries_approval_when(status: str) -> Q:
+    """A version in `status` carries an approval: approver, time and the approving eval run."""
+    return ~Q(status=status) | (Q(approved_by__isnull=False) & Q(approved_at__isnull=False) & Q(approval_eval_run__isnull=False))
+
+
 class ProcedureVersion(models.Model):
     """One immutable version. Only the status columns change after creation (and only by services)."""
 
@@ -383,24 +388,8 @@ class ProcedureVersion(models.Model):
             models.UniqueConstraint(
                 fields=["procedure"], condition=Q(status="ACTIVE"), name="one_active_version_per_procedure"
             ),
-            models.CheckConstraint(
-                condition=~Q(status="ACTIVE")
-                | (
-                    Q(approved_by__isnull=False)
-                    & Q(approved_at__isnull=False)
-                    & Q(approval_eval_run__isnull=False)
-                ),
-                name="active_version_is_approved",
-            ),
-            models.CheckConstraint(
-                condition=~Q(status="APPROVED")
-                | (
-                    Q(approved_by__isnull=False)
-                    & Q(approved_at__isnull=False)
-                    & Q(approval_eval_run__isnull=False)
-                ),
-                name="approved_version_is_approved",
-            ),
+            models.CheckConstraint(condition=_carries_approval_when("ACTIVE"), name="active_version_is_approved"),
+            models.CheckConstraint(condition=_carries_approval_when("APPROVED"), name="approved_version_is_approved"),
             models.CheckConstraint(
                 condition=Q(status__in=["CANDIDATE", "APPROVED", "ACTIVE", "RETIRED", "REJECTED", "ERASED"]),
                 name="version_status_valid",

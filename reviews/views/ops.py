@@ -38,6 +38,7 @@ from ..audit import AUDIT_FILTERS, audit_changes, audit_csv_rows, audit_events
 from ..forms import approver_right_from_post
 from ..models import DemotionProposal
 from ..services import demotion_confirm, demotion_dismiss
+from .refusals import decision_status
 from .releases import environments_panel
 
 AUDIT_PAGE_SIZE = 50
@@ -190,7 +191,7 @@ def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpRespons
         reason = request.POST.get("reason", "")
         context["reason"] = reason
         service = services.version_retire if action == "retire" else services.version_rollback
-        status = _decision_status(context, lambda: service(version=version, user=request.user, reason=reason))
+        status = decision_status(context, lambda: service(version=version, user=request.user, reason=reason))
         if status == 200:
             if action == "retire":
                 messages.success(request, f"Retired {version.procedure.key} v{version.number}. Agents no longer receive it.")
@@ -203,21 +204,6 @@ def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpRespons
                 messages.success(request, f"Rolled back {version.procedure.key} to v{version.number}.{note}")
             return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
     return render(request, template, context, status=status)
-
-
-def _decision_status(context: dict, decide) -> int:
-    """Runs a lifecycle service for a confirmation page: 200 when it went through; otherwise the
-    reason goes into the page's context and the status says why (400 bad input, 409 the state does
-    not allow it)."""
-    try:
-        decide()
-    except ValidationError as exc:
-        context["error"] = " ".join(exc.messages)
-        return 400
-    except services.LifecycleError as exc:
-        context["error"] = str(exc)
-        return 409
-    return 200
 
 
 @require_http_methods(["GET", "POST"])
@@ -257,7 +243,7 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
         context["error"] = f"v{version.number} was already erased."
     status = 200
     if request.method == "POST":
-        status = _decision_status(
+        status = decision_status(
             context,
             lambda: services.version_erase(version=version, user=request.user, ground=context["ground"], reason=context["reason"]),
         )

@@ -59,6 +59,21 @@ def refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     return wrapper
 
 
+def decision_status(context: dict, decide) -> int:
+    """Runs a lifecycle service for a confirmation page: 200 when it went through; otherwise the
+    reason goes into the page's context and the status says why (400 bad input, 409 the state does
+    not allow it)."""
+    try:
+        decide()
+    except ValidationError as exc:
+        context["error"] = " ".join(exc.messages)
+        return 400
+    except LifecycleError as exc:
+        context["error"] = str(exc)
+        return 409
+    return 200
+
+
 def add_service_errors(form, exc: ValidationError) -> None:
     errors = exc.message_dict if hasattr(exc, "error_dict") else {"__all__": exc.messages}
     for field, messages_ in errors.items():

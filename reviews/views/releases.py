@@ -15,14 +15,14 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from library import releases, services
+from library import releases
 from library.environments import PRODUCTION, environment_names
 from library.models import Procedure, ProcedureRelease, ProcedureVersion, Rollout, Status
 from library.permissions import user_can_promote
 
 from ..access import get_version_for_user, signed_in
 from ..metrics.arms import interval_drawing, rollout_arms
-from .refusals import refusals
+from .refusals import decision_status, refusals
 
 ROLLOUT_SHARES = (5, 10, 20, 50)
 
@@ -44,18 +44,6 @@ def environments_panel(procedure: Procedure, user) -> dict:
         "approved": sorted((v for v in versions.values() if v.status == Status.APPROVED), key=lambda v: -v.number),
         "can_promote": user_can_promote(user, procedure),
     }
-
-
-def _decide(context: dict, decide) -> int:
-    try:
-        decide()
-    except ValidationError as exc:
-        context["error"] = " ".join(exc.messages)
-        return 400
-    except services.LifecycleError as exc:
-        context["error"] = str(exc)
-        return 409
-    return 200
 
 
 def _share(raw: str) -> int | None:
@@ -89,12 +77,13 @@ def ops_promote(request: HttpRequest, pk: int) -> HttpResponse:
         "error": "",
         "stale": version.status != Status.APPROVED,
         "tab": "active",
+        "confirm": {"button": f"Promote v{version.number}", "button_class": "primary", "placeholder": "e.g. a week in staging without escalations"},
     }
     if context["stale"]:
         context["error"] = f"v{version.number} is {version.get_status_display().lower()}; only an approved version waiting for production is promoted."
     status = 200
     if request.method == "POST":
-        status = _decide(context, lambda: releases.version_promote(
+        status = decision_status(context, lambda: releases.version_promote(
             version=version, user=request.user, environment=context["environment"], reason=context["reason"],
             share=_share(context["share"]),
         ))
@@ -128,7 +117,7 @@ def ops_withdraw(request: HttpRequest, pk: int) -> HttpResponse:
         context["error"] = f"v{version.number} is not in {environment or 'that environment'}."
     status = 200
     if request.method == "POST":
-        status = _decide(context, lambda: releases.version_withdraw(
+        status = decision_status(context, lambda: releases.version_withdraw(
             version=version, user=request.user, environment=environment, reason=context["reason"]
         ))
         if status == 200:
