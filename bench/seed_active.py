@@ -95,9 +95,9 @@ def seed_active_procedures(*, agent_name: str, count: int, batch: int = 2000) ->
             cursor.execute(
                 f"""UPDATE {ProcedureVersion._meta.db_table} v
                        SET status = 'ACTIVE', approved_by_id = %s, approved_at = %s, status_changed_at = %s,
-                           approval_eval_run_id = e.id
+                           approval_eval_run_id = e.id, review_by = %s::date + 180
                       FROM {EvalRun._meta.db_table} e
                      WHERE e.version_id = v.id AND v.id = ANY(%s)""",
-                [approver.pk, now, now, [v.pk for v in versions]],
+                [approver.pk, now, now, now.date(), [v.pk for v in versions]],
             )
     return agent
