@@ -350,7 +350,7 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
             session_ids=[sid for sid, _, _ in rows[: params.evidence_session_ids]],
             excerpts=[(sid, redactor.value(ex or [])) for sid, _, ex in rows[: params.evidence_excerpts]],
             counts={"sessions": counts["sessions"], "withoutIntent": counts["withoutIntent"], "withoutOutcome": counts["withoutOutcome"]},
-            branches=_branches(agent, intent.pk, cutoffs, stats, group, params),
+            branches=_branches(agent, intent.pk, cutoffs, stats, group, params, rows),
         )
         draft.steps = [redactor.text(step) for step in draft.steps]
         draft.forbidden_actions = [redactor.text(text) for text in draft.forbidden_actions]
@@ -542,27 +542,37 @@ def _draft_coding(agent, intent, group, stats, params, cutoffs, counts, redactor
     )
 
 
-def _branches(agent: Agent, intent_id: int, cutoffs, stats: mining.IntentStats, group: mining.GroupChoice, params: mining.MiningParams) -> list[mining.Branch]:
+def _branches(
+    agent: Agent, intent_id: int, cutoffs, stats: mining.IntentStats, group: mining.GroupChoice, params: mining.MiningParams,
+    candidate_rows: list[tuple[str, Any, Any]],
+) -> list[mining.Branch]:
     """The candidate's one-step variants (mining.splits_of) with, per resolved mined session of
-    each side (at most STEP_SAMPLE_SESSIONS), the result summary of the step before the branch."""
+    each side (at most STEP_SAMPLE_SESSIONS), the result summary of the step before the branch.
+    The candidate's side is the sample already read; the other side is read only when the
+    candidate's sessions kept a result summary of that step (else there is nothing to test)."""
+
+    def calls(rows, skeleton):
+        found = []
+        for _sid, task, excerpt in rows:
+            names, entries = mining.reduced_calls(excerpt or [], params.ignored_tools, params.terminal_tools)
+            if names == skeleton:
+                found.append((task, entries))
+        return found
+
+    def summary(entry) -> dict:
+        result = entry.get("result")
+        return result if isinstance(result, dict) else {}
+
+    mine = calls(candidate_rows, group.skeleton)
     branches = []
     for split, candidate_has_step in mining.splits_of(stats, group.skeleton, min_tasks=params.min_literal_tasks):
-        sides: dict[mining.Skeleton, list[tuple[Any, list]]] = {}
-        for skeleton in (split.with_skeleton, split.without_skeleton):
-            rows = _sessions_with_variants(
-                agent, intent_id, cutoffs, variants=_top_variants(stats, mining.SUCCESS, [skeleton]), limit=STEP_SAMPLE_SESSIONS
-            )
-            sides[skeleton] = []
-            for _sid, task, excerpt in rows:
-                names, entries = mining.reduced_calls(excerpt or [], params.ignored_tools, params.terminal_tools)
-                if names == skeleton:
-                    sides[skeleton].append((task, entries))
-
-        def summary(entry) -> dict:
-            result = entry.get("result")
-            return result if isinstance(result, dict) else {}
-
-        with_side, without_side = sides[split.with_skeleton], sides[split.without_skeleton]
+        if not any(summary(entries[split.position - 1]) for _, entries in mine):
+            continue
+        other = split.without_skeleton if candidate_has_step else split.with_skeleton
+        theirs = calls(_sessions_with_variants(
+            agent, intent_id, cutoffs, variants=_top_variants(stats, mining.SUCCESS, [other]), limit=STEP_SAMPLE_SESSIONS
+        ), other)
+        with_side, without_side = (mine, theirs) if candidate_has_step else (theirs, mine)
         branches.append(mining.Branch(
             split=split,
             candidate_has_step=candidate_has_step,
