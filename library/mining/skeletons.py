@@ -276,6 +276,23 @@ class IntentStats:
     def label(self, name: str) -> LabelStats:
         return self.success if name == SUCCESS else self.failed
 
+    def count_held(self, reduced: Skeleton, resolved: bool | None, outcome: str, n: int) -> None:
+        """`n` sessions of one task held back for the backtest."""
+        self.held_sessions += n
+        self.held_outcomes[outcome] += n
+        if resolved is not None:
+            counts = self.held.get(reduced)
+            if counts is None:
+                counts = self.held[reduced] = [0, 0]
+            counts[0 if resolved else 1] += n
+
+    def count_variant(self, label: str, reduced: Skeleton, raw: Skeleton, n: int) -> None:
+        """`n` mined sessions whose raw skeleton `raw` reduces to `reduced`."""
+        variants = self.raw_variants.get((label, reduced))
+        if variants is None:
+            variants = self.raw_variants[(label, reduced)] = Counter()
+        variants[raw] += n
+
 
 # What one stored session of a task is to the aggregator: (resolved, escalated, held back, raw skeleton).
 SessionKey = tuple[bool | None, bool | None, bool, tuple[str, ...]]
@@ -382,15 +399,9 @@ class Aggregator:
             reduced, enough = self._reduce(raw)
             outcome = outcome_of(resolved, escalated)
             if held:
-                held_any = True
-                stats.held_sessions += n
+                stats.count_held(reduced, resolved, outcome, n)
                 self.held_back += n
-                stats.held_outcomes[outcome] += n
-                if resolved is not None:
-                    counts = stats.held.get(reduced)
-                    if counts is None:
-                        counts = stats.held[reduced] = [0, 0]
-                    counts[0 if resolved else 1] += n
+                held_any = True
                 continue
             stats.sessions += n
             if not enough:
@@ -404,10 +415,7 @@ class Aggregator:
             mined_any = True
             label, target = (SUCCESS, success) if resolved else (FAILED, failed)
             target[reduced] = target.get(reduced, 0) + per_task
-            variants = stats.raw_variants.get((label, reduced))
-            if variants is None:
-                variants = stats.raw_variants[(label, reduced)] = Counter()
-            variants[raw] += n
+            stats.count_variant(label, reduced, raw, n)
         if success:
             stats.success.add_task(success, self.features, self._combinations, tasks)
         if failed:
