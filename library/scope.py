@@ -136,3 +136,36 @@ def namespace_create(*, name: Any, description: Any = "", user, reason: str = ""
             after={"namespace": namespace.name, "description": description},
         )
     return namespace
+
+
+def agent_namespace_set(*, agent, namespace: Namespace, user, reason: str) -> int:
+    """Moves an agent into `namespace` (library admins: `library.change_namespace`), and with it
+    its procedures that were in its old namespace, so the agent keeps being served what it was;
+    procedures it had in other namespaces stay where they are. Returns how many procedures moved.
+    One transaction, the agent row locked, one audit row."""
+    from .models import Agent
+    from .permissions import user_can_grant_namespace_rights
+
+    if not user_can_grant_namespace_rights(user, namespace):
+        raise PermissionDenied("Only library admins may move an agent into another namespace.")
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": "Moving an agent needs a reason."})
+    with transaction.atomic():
+        locked = Agent.objects.select_for_update().select_related("namespace").get(pk=agent.pk)
+        old = locked.namespace
+        if old.pk == namespace.pk:
+            raise ValidationError({"namespace": f"{locked.name} is already in {namespace.name}."})
+        moving = Procedure.objects.select_for_update().filter(agent=locked, namespace=old)
+        keys = sorted(moving.values_list("key", flat=True))
+        moved = moving.update(namespace=namespace)
+        locked.namespace = namespace
+        locked.save(update_fields=["namespace"])
+        audit(
+            action=AuditEvent.Action.SCOPE, actor=user, agent=locked, reason=reason,
+            before={"agentNamespace": old.name}, after={"agentNamespace": namespace.name, "proceduresMoved": keys},
+        )
+        agent_id = locked.pk
+        _on_commit(lambda: _notify_active_set_changed(agent_id))
+    agent.namespace = namespace
+    return moved

@@ -155,7 +155,7 @@ def get_agent_for_user(request: HttpRequest, name: str, *, for_: Purpose) -> Age
 
 def get_procedure_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> Procedure:
     procedure = get_object_or_404(
-        Procedure.objects.filter(agent__in=_agents_for(request, for_)).select_related("agent", "intent", "namespace"), pk=pk
+        Procedure.objects.filter(agent__in=_agents_for(request, for_)).select_related("agent__namespace", "intent", "namespace"), pk=pk
     )
     _check_procedure(request, procedure, for_)
     return procedure

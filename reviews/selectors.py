@@ -464,7 +464,7 @@ def agents_overview(agents: QuerySet[Agent]) -> list[Agent]:
     """The agents with `active` and `candidates` version counts and `refused_count`, the ACTIVE
     versions whose required tools the agent lacks (three queries whatever the number of agents)."""
     agents = list(
-        agents.annotate(
+        agents.select_related("namespace").annotate(
             active=Count("procedures__versions", filter=Q(procedures__versions__status=Status.ACTIVE)),
             candidates=Count("procedures__versions", filter=Q(procedures__versions__status=Status.CANDIDATE)),
         )
