@@ -123,7 +123,10 @@ def namespace_create(*, name: Any, description: Any = "", user, reason: str = ""
     name = name.strip()
     if len(name) > 64:
         raise ValidationError({"name": "is longer than 64 characters"})
-    slug_validator(name)
+    try:
+        slug_validator(name)
+    except ValidationError as exc:
+        raise ValidationError({"name": exc.messages}) from None
     description = description.strip() if isinstance(description, str) else ""
     if len(description) > MAX_DESCRIPTION_CHARS:
         raise ValidationError({"description": f"is longer than {MAX_DESCRIPTION_CHARS} characters"})
