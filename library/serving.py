@@ -50,6 +50,7 @@ logger = logging.getLogger(__name__)
 
 READONLY_ALIAS = "readonly"
 API_VERSION = "v1"
+MAX_CACHED_ROLES = 64  # role sets kept per built set; more distinct roles are built per request
 
 
 class ServedProcedure(ProcedureRecord):
@@ -131,6 +132,8 @@ class ServedSet:
             agent_id=self.agent_id, fingerprint=f"{self.fingerprint}:{role}", data=data, version_ids=[vid for vid, _ in kept]
         )
         with self._index_lock:
+            if len(self._roles) >= MAX_CACHED_ROLES:  # any token holder picks role names: bound the memory
+                return variant
             return self._roles.setdefault(role, variant)
 
 

@@ -270,3 +270,17 @@ def test_select_endpoint_breaks_a_near_tie_by_priority(client, read_token, activ
     assert ranked["injected"][0]["id"] == second and ranked["injected"][0]["priority"] == 10
     # a priority does not lift what is not a near-tie: order.status stays last
     assert ranked["ranked"][2]["id"] == "order.status"
+
+
+def test_role_sets_kept_per_built_set_are_bounded(client, read_token, active_pair, admin_user, monkeypatch):
+    from library import serving
+
+    monkeypatch.setattr(serving, "MAX_CACHED_ROLES", 1)
+    refund, _ = active_pair
+    _scope(refund.procedure, admin_user, roles=["billing"])
+    first = _get(client, read_token, role="billing")
+    second = _get(client, read_token, role="shipping")  # built, served, not kept
+    assert len(first.json()["procedures"]) == 2 and len(second.json()["procedures"]) == 1
+    assert _get(client, read_token, role="shipping")["ETag"] == second["ETag"]
+    served = serving.active_set_for_agent(agent=refund.procedure.agent)
+    assert list(served._roles) == ["billing"]
