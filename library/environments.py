@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.exceptions import ValidationError
+from django.db.models import F, Q
 
 from .models import ENVIRONMENT_RE, PRODUCTION, STAGING, Agent, ProcedureRelease, Rollout
 
@@ -140,16 +141,18 @@ NOTHING_STAGED = StagedPlan()
 
 
 def read_plan(agent_id: int, *, using: str) -> StagedPlan:
-    """The agent's releases and running rollouts (one query; caller holds the set's snapshot)."""
+    """The agent's releases and running rollouts, of the procedures in the agent's namespace (what
+    its sets serve); two queries, caller holds the set's snapshot."""
     releases: dict[str, dict[str, int]] = {}
+    in_namespace = Q(procedure__agent_id=agent_id, procedure__namespace_id=F("procedure__agent__namespace_id"))
     rows = (
         Rollout.objects.using(using)
-        .filter(procedure__agent_id=agent_id, state=Rollout.State.RUNNING)
+        .filter(in_namespace, state=Rollout.State.RUNNING)
         .values_list("pk", "procedure__key", "version_id", "control_version_id", "share")
         .order_by("pk")
     )
     rollouts = [tuple(row) for row in rows]
-    for environment, key, version_id in ProcedureRelease.objects.using(using).filter(procedure__agent_id=agent_id).values_list(
+    for environment, key, version_id in ProcedureRelease.objects.using(using).filter(in_namespace).values_list(
         "environment", "procedure__key", "version_id"
     ):
         releases.setdefault(environment, {})[key] = version_id
@@ -160,8 +163,9 @@ def read_plan(agent_id: int, *, using: str) -> StagedPlan:
 # releases and running rollouts (the set is rebuilt, with its plan, when they change).
 STAGED_COLUMN = f"""(SELECT md5(coalesce(string_agg(x, ';' ORDER BY x), '')) FROM (
         SELECT 'r' || r.environment || ':' || r.procedure_id || ':' || r.version_id AS x
-          FROM {ProcedureRelease._meta.db_table} r JOIN library_procedure p ON p.id = r.procedure_id WHERE p.agent_id = a.id
+          FROM {ProcedureRelease._meta.db_table} r JOIN library_procedure p ON p.id = r.procedure_id
+         WHERE p.agent_id = a.id AND p.namespace_id = a.namespace_id
         UNION ALL
         SELECT 'o' || o.id || ':' || o.version_id || ':' || coalesce(o.control_version_id::text, '') || ':' || o.share
           FROM {Rollout._meta.db_table} o JOIN library_procedure p ON p.id = o.procedure_id
-         WHERE p.agent_id = a.id AND o.state = 'running') staged) AS staged"""
+         WHERE p.agent_id = a.id AND p.namespace_id = a.namespace_id AND o.state = 'running') staged) AS staged"""

@@ -287,7 +287,7 @@ def _build_variant(served: serving.ServedSet, *, environment: str, overrides: di
                 "message": f"The agent lacks the required tools: {', '.join(missing)}.", "missingTools": missing,
             })
             continue
-        chosen[key] = (version.pk, serving._served(version))
+        chosen[key] = (version.pk, serving._served(version, namespace=served.data["namespace"]))
     ordered = sorted(chosen.items())
     procedures = [{**record, "arm": arms[key]} if key in arms else record for key, (_, record) in ordered]
     data = {**served.data, "procedures": procedures, "refused": sorted(refused, key=lambda r: r["id"])}

@@ -2,13 +2,14 @@
 
     GET  /api/v1/health
     GET  /api/v1/openapi.json                       the OpenAPI 3.1 document (no token)
-    GET  /api/v1/agents/{agent}/procedures?environment=&session=   read token: the active set, strong ETag, 304
-    GET  /api/v1/agents/{agent}/select?task=&intent=&k=&environment=&session=   read token: selection (k ≤ 20: diagnostics)
+    GET  /api/v1/agents/{agent}/procedures?role=&environment=&session=   read token: the active set, strong ETag, 304
+    GET  /api/v1/agents/{agent}/select?task=&intent=&k=&role=&environment=&session=   read token: selection (k ≤ 20: diagnostics)
     PUT  /api/v1/agents/{agent}/tools               signed-in admin session + CSRF: replace the tool list
 
 Agent endpoints authenticate through `token_required("read")` (the token lookup and its
 `last_used_at` go through the default connection; the read-only role may not read token hashes)
-and read the active set through the SELECT-only "readonly" connection.
+and read the active set through the SELECT-only "readonly" connection. The set is the agent's
+namespace's; `role` (optional) narrows it to the procedures open to that role.
 """
 
 from __future__ import annotations
@@ -89,6 +90,17 @@ def _accepts_gzip(request: HttpRequest) -> bool:
     return False
 
 
+def _role_parameter(request: HttpRequest) -> tuple[str | None, HttpResponse | None]:
+    """`?role=`: absent or empty means no role (every procedure of the namespace, whatever its roles)."""
+    role = request.GET.get("role") or None
+    if role is not None and not serving.valid_role(role):
+        return None, api_error(
+            400, "invalid_parameter", f"role must be a role name (lower-case letters, digits, _ and -, at most 64); got {role[:80]!r}.",
+            parameter="role",
+        )
+    return role, None
+
+
 def _served_set(request: HttpRequest) -> tuple[str, str | None, HttpResponse | None]:
     """`?environment=` (default production; a name the agent does not have is a 400 saying which it
     has) and `?session=` (the session id: picks the session's rollout arms)."""
@@ -107,10 +119,15 @@ def _served_set(request: HttpRequest) -> tuple[str, str | None, HttpResponse | N
 @token_required("read", cache_seconds=serving.recheck_seconds)
 @_agent_get_only
 def active_set(request: HttpRequest, agent: str) -> HttpResponse:
+    role, refusal = _role_parameter(request)
+    if refusal is not None:
+        return refusal
     environment, session, refusal = _served_set(request)
     if refusal is not None:
         return refusal
-    served = releases.served_for(served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session)
+    served = releases.served_for(
+        served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session
+    ).for_role(role)
     compressed = _accepts_gzip(request)
     etag = served.etag_gzip if compressed else served.etag
     header = request.headers.get("If-None-Match")
@@ -133,6 +150,9 @@ def select(request: HttpRequest, agent: str) -> HttpResponse:
     task = request.GET.get("task", "")
     intent = request.GET.get("intent") or None
     raw_k = request.GET.get("k")
+    role, refusal = _role_parameter(request)
+    if refusal is not None:
+        return refusal
     environment, session, refusal = _served_set(request)
     if refusal is not None:
         return refusal
@@ -152,7 +172,7 @@ def select(request: HttpRequest, agent: str) -> HttpResponse:
                 parameter="k",
             )
     served = releases.served_for(served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session)
-    result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k, served=served)
+    result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k, role=role, served=served)
     response = JsonResponse(result, json_dumps_params={"ensure_ascii": False})
     response["Cache-Control"] = "no-store"
     patch_vary_headers(response, ["Authorization"])
