@@ -25,9 +25,6 @@ change of a released version or of either arm of a running rollout (migration
 
 from __future__ import annotations
 
-import gzip
-import hashlib
-import json
 import threading
 from collections import OrderedDict
 
@@ -295,10 +292,7 @@ def _build_variant(served: serving.ServedSet, *, environment: str, overrides: di
         data["environment"] = environment
     if arms:
         data["arms"] = dict(sorted(arms.items()))
-    body = json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    tag = hashlib.sha256(body).hexdigest()[:40]
-    return serving.ServedSet(
-        agent_id=served.agent_id, fingerprint=f"{served.fingerprint}:{environment}:{tag}", data=data, body=body,
-        etag=f'"{tag}"', body_gzip=gzip.compress(body, compresslevel=6, mtime=0), etag_gzip=f'"{tag}-gzip"',
+    return serving._packed(
+        agent_id=served.agent_id, fingerprint=f"{served.fingerprint}:{environment}", data=data,
         version_ids=[vid for _, (vid, _) in ordered],
     )

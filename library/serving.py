@@ -434,17 +434,18 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
             else:
                 data["procedures"].append(_served(version, namespace=agent.namespace.name))
                 version_ids.append(version.pk)
-    return _packed(agent_id=agent.pk, fingerprint=fingerprint, data=data, version_ids=version_ids), refused_versions
+    staged = environments.read_plan(agent.pk, using=using) if agent.procedural_memory_enabled else environments.NOTHING_STAGED
+    return _packed(agent_id=agent.pk, fingerprint=fingerprint, data=data, version_ids=version_ids, staged=staged), refused_versions
 
 
-def _packed(*, agent_id: int, fingerprint: str, data: ActiveSet, version_ids: list[int]) -> ServedSet:
+def _packed(*, agent_id: int, fingerprint: str, data: ActiveSet, version_ids: list[int], staged: Any = None) -> ServedSet:
     """The set's bytes, plain and gzip, each with its strong ETag (a hash of the bytes)."""
     body = _dumps(data)
     tag = hashlib.sha256(body).hexdigest()[:40]
     return ServedSet(
         agent_id=agent_id, fingerprint=fingerprint, data=data, body=body, etag=f'"{tag}"',
         body_gzip=gzip.compress(body, compresslevel=6, mtime=0), etag_gzip=f'"{tag}-gzip"', version_ids=version_ids,
-        staged=environments.read_plan(agent.pk, using=using) if agent.procedural_memory_enabled else environments.NOTHING_STAGED,
+        staged=staged,
     )
 
 

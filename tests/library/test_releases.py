@@ -362,3 +362,14 @@ def test_database_refuses_a_share_outside_0_to_100(v1, v2, promoter):
     now = timezone.now()
     for share in (0, 100):
         refused(lambda: Rollout.objects.create(procedure=v2.procedure, version=v2, control_version=v1, share=share, reason="x", started_by=promoter, started_at=now))
+
+
+def test_a_procedure_outside_the_agents_namespace_is_served_in_no_environment(client, read_token, v1, v2, promoter):
+    from library.models import Namespace, Procedure
+
+    releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=50)
+    elsewhere = Namespace.objects.create(name="other_team")
+    Procedure.objects.filter(pk=v2.procedure_id).update(namespace=elsewhere)
+    for params in ({}, {"environment": "staging"}, {"session": "s-1"}, {"session": "s-2"}):
+        body = fetch(client, read_token, **params).json()
+        assert body["procedures"] == [] and "arms" not in body, params
