@@ -18,6 +18,20 @@ class Navigation:
     can_review: bool = False
     refused_at_load: int = 0  # ACTIVE versions agents do not receive: their tools are missing
 
+    # The two queue counts stop at COUNT_CAP (a badge says "1,000+" rather than count a large queue
+    # on every page).
+    @property
+    def waiting_for_review_label(self) -> str:
+        from reviews.selectors import count_label
+
+        return count_label(self.waiting_for_review)
+
+    @property
+    def waiting_for_me_label(self) -> str:
+        from reviews.selectors import count_label
+
+        return count_label(self.waiting_for_me)
+
 
 def role_of(user) -> str:
     from reviews.selectors import holds_any_approve_right
@@ -33,12 +47,12 @@ def role_of(user) -> str:
 
 def navigation_for(user) -> Navigation:
     from reviews.models import Notification
-    from reviews.selectors import waiting_for_approver
+    from reviews.selectors import capped_count, waiting_for_approver
 
     role = role_of(user)
     can_review = user_is_reviewer(user)
-    waiting = ProcedureVersion.objects.filter(status=Status.CANDIDATE).count() if can_review else 0
-    for_me = waiting_for_approver(user).count() if role in {"approver", "admin"} else 0  # scope is cached
+    waiting = capped_count(ProcedureVersion.objects.filter(status=Status.CANDIDATE)) if can_review else 0
+    for_me = capped_count(waiting_for_approver(user)) if role in {"approver", "admin"} else 0  # scope is cached
     unread = Notification.objects.filter(user=user, read_at__isnull=True).count()
     return Navigation(
         role=role,
