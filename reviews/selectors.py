@@ -468,25 +468,44 @@ class AgentGroups:
         return count_label(*(g.quarantined for g in self.intents))
 
 
-def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGroups]:
-    """Counts per agent and intent, under every filter but agent/intent, each capped at COUNT_CAP:
-    one query over the visible intents, each count reading at most COUNT_CAP + 1 rows of an index
-    (so the panel costs the same for 1,000 or 1,000,000 candidates). Intents without candidates
-    are left out."""
-    candidates = _filtered(user, filters, visible_agents=visible_agents)
-    rows = (
-        Intent.objects.filter(agent__in=visible_agents)
-        .annotate(
-            n=CappedCount(candidates.filter(procedure__intent_id=OuterRef("pk"))),
-            q=CappedCount(candidates.filter(procedure__intent_id=OuterRef("pk"), quarantined=True)),
-        )
-        .order_by("agent__name", "name")
-        .values_list("pk", "name", "agent__name", "n", "q")
+def _quarantined_per_intent(user, filters: QueueFilters, *, visible_agents) -> dict[int, int]:
+    """The quarantined few (kept out of the library by the policy screen), counted in one pass over
+    their own index, each row's intent looked up by key: a subquery PostgreSQL keeps per row,
+    where a join would read every procedure of every intent."""
+    intent_of = Subquery(
+        Procedure.objects.filter(pk=OuterRef("procedure_id"), agent__in=visible_agents).order_by().values("intent_id")[:1]
     )
+    flagged = apply_filters(ProcedureVersion.objects.filter(status=Status.CANDIDATE, quarantined=True), user, filters)
+    return dict(
+        flagged.annotate(intent_of=intent_of).order_by().values("intent_of").annotate(q=Count("pk")).values_list("intent_of", "q")
+    )
+
+
+def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGroups]:
+    """Counts per agent and intent, under every filter but agent/intent: candidates capped at
+    COUNT_CAP (one query over the visible intents, each count reading at most COUNT_CAP + 1 rows
+    of an index, so it costs the same for 1,000 or 1,000,000 candidates), quarantined ones exact
+    (one query over those alone). Intents without candidates are left out."""
+    candidates = _filtered(user, filters, visible_agents=visible_agents)
+    intents = Intent.objects.filter(agent__in=visible_agents).order_by("agent__name", "name")
+    if filters.assigned == "me":
+        # one person's claims are few: count them all, exactly, starting from the claims
+        exact = {
+            row["procedure__intent_id"]: (row["n"], row["q"])
+            for row in candidates.values("procedure__intent_id").annotate(n=Count("id"), q=Count("id", filter=Q(quarantined=True))).order_by()
+        }
+        rows = [(pk, name, agent, exact[pk][0]) for pk, name, agent in intents.filter(pk__in=exact).values_list("pk", "name", "agent__name")]
+        quarantined = {pk: q for pk, (_, q) in exact.items()}
+    else:
+        rows = intents.annotate(n=CappedCount(candidates.filter(procedure__intent_id=OuterRef("pk")))).values_list(
+            "pk", "name", "agent__name", "n"
+        )
+        quarantined = _quarantined_per_intent(user, filters, visible_agents=visible_agents)
     groups: dict[str, AgentGroups] = {}
-    for intent_id, intent_name, agent_name, n, q in rows:
+    for intent_id, intent_name, agent_name, n in rows:
         if not n:
             continue
+        q = quarantined.get(intent_id, 0)
         agent = groups.setdefault(agent_name, AgentGroups(agent_name))
         agent.count += n
         agent.quarantined += q
