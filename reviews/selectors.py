@@ -343,6 +343,7 @@ def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
     rows = (
         ProcedureVersion.objects.filter(pk__in=pks)
         .select_related("procedure__agent", "procedure__intent", "proposed_by", "edited_by", "claim__assignee")
+        .defer("search_vector")
         .annotate(support=evidence_support())
     )
     by_pk = {row.pk: row for row in rows}
