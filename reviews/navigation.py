@@ -10,6 +10,9 @@ from library.permissions import user_is_reviewer
 
 @dataclass(frozen=True)
 class Navigation:
+    """waiting_for_review and waiting_for_me stop at reviews.selectors.COUNT_CAP + 1 (shown as
+    "1,000+" by the count_label filter) rather than count a large queue on every page."""
+
     role: str
     waiting_for_review: int
     unread_notifications: int
@@ -17,20 +20,6 @@ class Navigation:
     waiting_for_me: int = 0
     can_review: bool = False
     refused_at_load: int = 0  # ACTIVE versions agents do not receive: their tools are missing
-
-    # The two queue counts stop at COUNT_CAP (a badge says "1,000+" rather than count a large queue
-    # on every page).
-    @property
-    def waiting_for_review_label(self) -> str:
-        from reviews.selectors import count_label
-
-        return count_label(self.waiting_for_review)
-
-    @property
-    def waiting_for_me_label(self) -> str:
-        from reviews.selectors import count_label
-
-        return count_label(self.waiting_for_me)
 
 
 def role_of(user) -> str:

@@ -449,10 +449,6 @@ class QueueGroup:
     def count_label(self) -> str:
         return count_label(self.count)
 
-    @property
-    def quarantined_label(self) -> str:
-        return count_label(self.quarantined)
-
 
 @dataclass
 class AgentGroups:
