@@ -6,7 +6,8 @@ reviewer's approval rate and median time to decision, and the bad-write escape r
   candidate rejected because someone edited it ("Superseded by vN": version_revise writes the new
   version, based on it, and the rejection in one transaction) is not a decision.
 - A bad write escaped when a version approved in the window was retired, rolled back (the version
-  a rollback replaced: its `auto_retire` row comes with the procedure's `rollback` row) or erased
+  a rollback replaced: its `auto_retire` row is followed by the procedure's `rollback` row, where
+  a newer approval's is followed by an `approve` row) or erased
   within ESCAPE_DAYS of its approval. The rate counts approvals at least ESCAPE_DAYS old (earlier
   ones may still escape); younger ones are reported as pending, and escapes among them listed.
 """
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
 from library.models import Agent, AuditEvent, ProcedureVersion
@@ -31,9 +32,8 @@ ESCAPE_DAYS = 14
 # version_revise writes the new version and the superseded candidate's rejection in one
 # transaction; the audit row follows the new version's creation by milliseconds.
 SUPERSEDED_WITHIN = timedelta(seconds=60)
-# version_rollback writes the replaced version's auto_retire row and its own rollback row together.
-ROLLBACK_WITHIN = timedelta(seconds=60)
 REMOVALS = (AuditEvent.Action.RETIRE, AuditEvent.Action.ERASE, AuditEvent.Action.AUTO_RETIRE)
+ACTIVATIONS = (AuditEvent.Action.APPROVE, AuditEvent.Action.ROLLBACK)
 
 
 def _bounds(start: date, end: date) -> tuple[datetime, datetime]:
@@ -134,18 +134,21 @@ def escape_figures(agent: Agent, start: date, end: date, *, now: datetime | None
             agent=agent, action=AuditEvent.Action.APPROVE, version__isnull=False, at__gte=low, at__lt=high
         ).values_list("version_id", "at", "version__procedure__key", "version__number")
     }
-    rollback = AuditEvent.objects.filter(
-        procedure_id=OuterRef("procedure_id"), action=AuditEvent.Action.ROLLBACK,
-        at__gte=OuterRef("at"), at__lte=OuterRef("at") + ROLLBACK_WITHIN,
+    # what made the procedure's next version ACTIVE: the services retire the current version and
+    # activate the next one in one transaction, so it is the next activation row of the procedure
+    next_activation = (
+        AuditEvent.objects.filter(procedure_id=OuterRef("procedure_id"), action__in=ACTIVATIONS, id__gt=OuterRef("id"))
+        .order_by("id")
+        .values("action")[:1]
     )
     first_removal: dict[int, tuple[datetime, str]] = {}
-    for version_id, action, at, rolled_back in (
+    for version_id, action, at, replaced_by in (
         AuditEvent.objects.filter(version_id__in=approvals, action__in=REMOVALS, at__gte=low)
-        .annotate(rolled_back=Exists(rollback))
+        .annotate(replaced_by=Subquery(next_activation))
         .order_by("at", "id")
-        .values_list("version_id", "action", "at", "rolled_back")
+        .values_list("version_id", "action", "at", "replaced_by")
     ):
-        if action == AuditEvent.Action.AUTO_RETIRE and not rolled_back:
+        if action == AuditEvent.Action.AUTO_RETIRE and replaced_by != AuditEvent.Action.ROLLBACK:
             continue  # replaced by a newer approval: not a bad write
         if version_id not in first_removal and at >= approvals[version_id][0]:
             how = {AuditEvent.Action.RETIRE: "retired", AuditEvent.Action.ERASE: "erased"}.get(action, "rolled back")
