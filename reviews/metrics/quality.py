@@ -195,6 +195,11 @@ class QualityFigures:
             stale=Rate(row["stale"] or 0, row["sessions"] or 0),
         )
 
+    @property
+    def rates(self) -> tuple[Rate, Rate, Rate, Rate]:
+        """Adherence, accuracy, conflict and stale use, in the order the pages show them."""
+        return (self.adherence, self.accuracy, self.conflict, self.stale)
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "sessions": self.sessions,
