@@ -29,14 +29,14 @@ class IntervalRow:
 @dataclass(frozen=True)
 class IntervalChart:
     title: str
-    width: int
-    height: int
-    plot_left: int
-    plot_right: int
-    plot_top: int
-    plot_bottom: int
     rows: list[IntervalRow]
     grid: list[tuple[float, str]]  # x, label
+    width: int
+    height: int
+    plot_top: int
+    plot_bottom: int
+    plot_left: int
+    plot_right: int
 
 
 def interval_chart(*, title: str, items: list[tuple[str, Rate]], width: int = WIDTH) -> IntervalChart:

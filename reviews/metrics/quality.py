@@ -147,13 +147,9 @@ class QualityFold:
 
     def replace_days(self, agent: Agent, days: set[date] | None) -> None:
         """Caller holds the agent's MetricsState lock (the rollup's). `days` None: every day."""
-        version_rows = VersionDayQuality.objects.filter(agent=agent)
-        agent_rows = AgentDayQuality.objects.filter(agent=agent)
-        if days is not None:
-            version_rows = version_rows.filter(day__in=days)
-            agent_rows = agent_rows.filter(day__in=days)
-        version_rows.delete()
-        agent_rows.delete()
+        for model in (VersionDayQuality, AgentDayQuality):
+            rows = model.objects.filter(agent=agent)
+            (rows if days is None else rows.filter(day__in=days)).delete()
         VersionDayQuality.objects.bulk_create(
             [
                 VersionDayQuality(agent=agent, day=day, version_id=version_id, **dict(zip(VERSION_COUNTS, counts)))

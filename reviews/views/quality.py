@@ -19,22 +19,26 @@ def _refreshed_at(agent_id: int) -> str | None:
     return at.isoformat() if at else None
 
 
+def _response(request: HttpRequest, agent_id: int, report_for) -> JsonResponse:
+    """`report_for(start, end)` is the report of the window `?days=` asks for."""
+    days = _window_days(request)
+    report = report_for(*reads.window(days))
+    return JsonResponse({**report.to_dict(), "windowDays": days, "refreshedAt": _refreshed_at(agent_id)})
+
+
 @require_GET
 @signed_in
 def ops_metrics_json(request: HttpRequest, agent: str) -> JsonResponse:
     agent_obj = get_agent_for_user(request, agent, for_="operate")
-    days = _window_days(request)
-    start, end = reads.window(days)
-    versions = reads.versions_with_metrics(agent_obj, start, end)
-    report = agent_quality_report(agent_obj, versions, start, end, with_charts=False)
-    return JsonResponse({**report.to_dict(), "days": days, "refreshedAt": _refreshed_at(agent_obj.pk)})
+    return _response(request, agent_obj.pk, lambda start, end: agent_quality_report(
+        agent_obj, reads.versions_with_metrics(agent_obj, start, end), start, end, with_charts=False
+    ))
 
 
 @require_GET
 @signed_in
 def ops_version_metrics_json(request: HttpRequest, pk: int) -> JsonResponse:
     version = get_version_for_user(request, pk, for_="operate")
-    days = _window_days(request)
-    start, end = reads.window(days)
-    report = version_quality_report(version, start, end, with_chart=False)
-    return JsonResponse({**report.to_dict(), "windowDays": days, "refreshedAt": _refreshed_at(version.procedure.agent_id)})
+    return _response(request, version.procedure.agent_id, lambda start, end: version_quality_report(
+        version, start, end, with_chart=False
+    ))
