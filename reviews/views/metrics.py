@@ -150,7 +150,7 @@ def ops_version_metrics(request: HttpRequest, pk: int) -> HttpResponse:
             "fig": fig,
             "drop": resolution_drop_test(observed=fig.with_rate, expected=fig.eval_rate),
             "charts": [resolution, selected, bare, chars],
-            "quality": version_quality_report(version, start, end, width=SMALL_CHART),
+            "quality": version_quality_report(version, start, end),
             "changes": changes,
             "days": days,
             "windows": METRIC_WINDOWS,
