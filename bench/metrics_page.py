@@ -163,6 +163,25 @@ def _time_pages(client, urls: dict[str, str], repeats: int) -> dict[str, list[fl
     return timings
 
 
+def _time_quality_section(agent, repeats: int) -> list[float]:
+    """The quality-of-use section alone (its six queries, intervals, charts and partial), as the
+    90-day agent page builds it."""
+    from django.template.loader import render_to_string
+
+    from reviews.metrics import reads
+    from reviews.metrics.quality_report import agent_quality_report
+
+    start, end = reads.window(90)
+    versions = reads.versions_with_metrics(agent, start, end)
+    timings = []
+    for _ in range(repeats + 1):
+        started = time.perf_counter()
+        report = agent_quality_report(agent, versions, start, end)
+        render_to_string("reviews/ops/_quality.html", {"quality": report, "agent": agent, "days": 90})
+        timings.append((time.perf_counter() - started) * 1000)
+    return timings[1:]  # the first is the warm-up
+
+
 def _p(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
@@ -243,6 +262,7 @@ def main() -> None:
     }
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     timings = _time_pages(client, urls, args.requests)
+    timings["of the 90-day agent page: the quality of use (figures + partial)"] = _time_quality_section(agent, args.requests)
 
     # Without the rollup: one version's resolution rate straight from the sessions (one of the
     # dozen figures a page shows).
