@@ -324,3 +324,23 @@ def test_a_model_wide_approve_permission_is_not_an_approve_right(agent, intent, 
 
 def test_superuser_may_approve_what_others_proposed(admin_user, candidate):
     assert _keys(client_for(admin_user).get(QUEUE + "?mine=1")) == ["refund.over_limit"]
+
+
+@pytest.mark.parametrize("sort", ["group", "oldest"])
+def test_a_later_page_keeps_a_constant_number_of_queries(django_assert_num_queries, approver, agent, intent, monkeypatch, sort):
+    """A page read after a cursor costs one query more than the first page (the cursor's row),
+    whatever the queue's length."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from reviews.views import queue
+
+    monkeypatch.setattr(queue, "QUEUE_PAGE_SIZE", 5)
+    client = client_for(approver)
+    bulk_candidates(agent, intent, 12, prefix="small", quarantined_every=4)
+    first = client.get(QUEUE + f"?sort={sort}")
+    after = first.context["page"].next_after
+    with CaptureQueriesContext(connection) as small:
+        assert client.get(QUEUE + f"?sort={sort}&after={after}&page=2").status_code == 200
+    bulk_candidates(agent, intent, 990, prefix="large", quarantined_every=50)
+    _queue_queries(client, django_assert_num_queries, QUEUE + f"?sort={sort}&after={after}&page=2", len(small.captured_queries))
