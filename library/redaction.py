@@ -174,6 +174,11 @@ class Recognizer:
     group: int = 0
     # Only worth running on text that has this feature ("digit", "@", "=", "/"): a cheap pre-check.
     needs: str = ""
+    # Only worth running on text that holds one of these lower-case words (in any case): keywords
+    # every match contains, read off the pattern, checked with a substring search of the text in
+    # lower case. A necessary condition, so skipping changes nothing; texts with non-ASCII
+    # characters always run the pattern (case-insensitive patterns also fold "ſ", "K" and "ı").
+    words: tuple[str, ...] = ()
     # Replaces in the whole text instead of `pattern` (the session's known values).
     apply: Callable[[str], str] | None = None
 
@@ -253,14 +258,21 @@ def _query_param(match: re.Match) -> str | None:
 
 BUILTIN_RECOGNIZERS: list[Recognizer] = [
     # secrets first: they may contain anything else
-    Recognizer("secret", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-    Recognizer("secret", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}\b")),
-    Recognizer("secret", re.compile(r"\b(?:pm_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-|AKIA|ASIA|AIza)[A-Za-z0-9_\-]{12,}")),
-    Recognizer("secret", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{16,}=*")),
+    Recognizer("secret", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), words=("eyj",)),
+    Recognizer(
+        "secret", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}\b"),
+        words=("sk-", "sk_", "pk-", "pk_", "rk-", "rk_"),
+    ),
+    Recognizer(
+        "secret", re.compile(r"\b(?:pm_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-|AKIA|ASIA|AIza)[A-Za-z0-9_\-]{12,}"),
+        words=("pm_", "ghp_", "gho_", "ghs_", "github_pat_", "xox", "akia", "asia", "aiza"),
+    ),
+    Recognizer("secret", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{16,}=*"), words=("bearer",)),
     Recognizer(
         "secret",
         re.compile(r"(?i)\b(?:api[_ -]?key|access[_ -]?token|auth[_ -]?token|secret|password|passwd|pwd)\b(\s*[:=]\s*|\s+is\s+)(\"?)([^\s\"',;]{4,})"),
         replace=lambda m: m.group(0)[: m.start(3) - m.start(0)] + "{{secret}}",
+        words=("api", "token", "secret", "passw", "pwd"),
     ),
     Recognizer("query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="="),
     Recognizer("email_address", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs="@"),
@@ -276,6 +288,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=_keep_prefix(1, BIRTH),
         group=1,
         needs="digit",
+        words=("dob", "d.o.b", "birth", "born", "geboren"),
     ),
     Recognizer(
         "passport_number",
@@ -283,6 +296,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=_keep_prefix(1, "passport_number"),
         group=1,
         needs="digit",
+        words=("passport",),
     ),
     Recognizer(
         "licence_number",
@@ -290,6 +304,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=lambda m: None if not re.search(r"\d", m.group(1)) else _keep_prefix(1, "licence_number")(m),
         group=1,
         needs="digit",
+        words=("licence", "license"),
     ),
     Recognizer(
         "address",
@@ -306,13 +321,17 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         ),
         needs="digit",
     ),
-    Recognizer("address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit"),
+    Recognizer(
+        "address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit",
+        words=("apt", "apartment", "suite", "unit"),
+    ),
     Recognizer(
         "postal_code",
         re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b"),
         replace=_keep_prefix(1, "postal_code"),
         group=1,
         needs="digit",
+        words=("zip", "postal", "postcode", "plz"),
     ),
     Recognizer(
         "phone_number",
@@ -328,6 +347,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         "payment_id",
         re.compile(r"(?i)\b(?:credit_card|debit_card|gift_card|certificate|paypal|bank_account|card|pm)_\d{4,}\b"),
         needs="digit",
+        words=("card_", "certificate_", "paypal_", "bank_account_", "pm_"),
     ),
     Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit"),
     Recognizer(
@@ -336,6 +356,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=lambda m: f"{m.group(1)}/{{{{{'patient_id' if m.group(1) == 'Patient' else 'person_id'}}}}}",
         group=2,
         needs="/",
+        words=("patient/", "person/", "practitioner/"),
     ),
 ]
 # Id shapes run after the echo, so that a value the session named (reservation_id: 4WQ150) keeps
@@ -370,12 +391,17 @@ _PERSON_CUE = Recognizer(
 _PERSON_VERB = Recognizer(
     PERSON,
     re.compile(
-        r"\b" + _NOT_A_NAME + r"(" + _NAME_WORD + r" " + _NAME_WORD + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
+        r"\b(?=[A-Z])" + _NOT_A_NAME + r"(" + _NAME_WORD + r" " + _NAME_WORD + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
         r"messaged|contacted|complained|asked|said|says|reported|requested|mentioned|explained|confirmed|booked|ordered|"
         r"paid|cancell?ed|visited|signed|registered|returned|called in|reached out)\b"
     ),
     replace=_keep_prefix(1, PERSON),
     group=1,
+    words=(
+        "called", "phoned", "rang", "wrote", "emailed", "e-mailed", "texted", "messaged", "contacted", "complained",
+        "asked", "said", "says", "reported", "requested", "mentioned", "explained", "confirmed", "booked", "ordered",
+        "paid", "cancel", "visited", "signed", "registered", "returned", "reached out",
+    ),
 )
 NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB]
 # Recognizers whose value, once seen in a session, is redacted everywhere in it (echo). Whole-token
@@ -390,6 +416,29 @@ _ECHO_HINT_RE = re.compile(
     r"|[A-Z][a-z]+ [A-Z][a-z]+"
 )
 _CAPITAL_RE = re.compile(r"[A-Z][a-z]")
+# The same test for ASCII text, faster: the words as substrings of the text in lower case (Python's
+# case-insensitive matching of ASCII text is exactly that), the bounded ones and two capitalised
+# words by patterns that the regular-expression engine can scan for by their first character.
+_ECHO_HINT_WORDS = (
+    "dob", "d.o.b", "birth", "born", "geboren", "passport", "licence", "license", "zip", "postal", "postcode", "plz",
+    "name", "i'm", "i am", "this is", "dear", "thank", "hello", "customer", "client", "caller", "patient", "passenger",
+    "guest", "member", "travel", "cardholder", "holder", "subscriber", "kunde", "belong", "behalf", "signed by",
+    "booked for", "addressed to", "you are",
+)
+_ECHO_HINT_BOUNDED_RE = re.compile(r"\b(?:hi|mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b")
+_TWO_CAPITALISED_RE = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
+
+
+def _echo_hint(text: str) -> bool:
+    """_ECHO_HINT_RE.search(text) is not None."""
+    if not text.isascii():
+        return _ECHO_HINT_RE.search(text) is not None
+    lowered = text.lower()
+    return (
+        any(word in lowered for word in _ECHO_HINT_WORDS)
+        or _ECHO_HINT_BOUNDED_RE.search(lowered) is not None
+        or _TWO_CAPITALISED_RE.search(text) is not None
+    )
 
 
 def compile_agent_patterns(patterns: Iterable[Mapping[str, Any]] | None) -> list[Recognizer]:
@@ -440,11 +489,21 @@ def _apply(recognizer: Recognizer, text: str) -> str:
 _DIGIT_RE = re.compile(r"\d")
 
 
-def _features(text: str) -> set[str]:
-    found = {char for char in "@=/" if char in text}
-    if _DIGIT_RE.search(text):
-        found.add("digit")
-    return found
+class _Features:
+    """What the cheap pre-checks of the recognizers read from a text: which of "@", "=", "/" and
+    digits it has, and the text in lower case (None when it has non-ASCII characters)."""
+
+    __slots__ = ("marks", "lowered")
+
+    def __init__(self, text: str):
+        self.marks = {char for char in "@=/" if char in text}
+        if _DIGIT_RE.search(text):
+            self.marks.add("digit")
+        self.lowered = text.lower() if text.isascii() else None
+
+
+def _features(text: str) -> _Features:
+    return _Features(text)
 
 
 def _run_chain(chain: list[Recognizer], text: str) -> str:
@@ -472,8 +531,14 @@ def _or_original(replaced: str | None, match: re.Match) -> str:
     return match.group(0) if replaced is None else replaced
 
 
-def _runs_on(recognizer: Recognizer, features: set[str]) -> bool:
-    return not recognizer.needs or recognizer.needs in features
+def _runs_on(recognizer: Recognizer, features: _Features) -> bool:
+    """False when the text cannot hold a match (a necessary feature or keyword is missing). Checked
+    on the whole text: the pieces the recognizers later see are parts of it."""
+    if recognizer.needs and recognizer.needs not in features.marks:
+        return False
+    if recognizer.words and features.lowered is not None:
+        return any(word in features.lowered for word in recognizer.words)
+    return True
 
 
 _NO_PATTERN = re.compile(r"(?!)")
@@ -486,6 +551,8 @@ class KnownValues:
     """Personal values seen in one session in a personal position: value → placeholder label."""
 
     values: dict[str, str] = field(default_factory=dict)
+    # texts already read for values (a session's strings are read once, by structure and as text)
+    read: set[str] = field(default_factory=set, compare=False, repr=False)
 
     def add(self, value: Any, label: str) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -566,8 +633,9 @@ def _collect(data: Any, known: KnownValues, key: str, label: str | None, persona
 
 def _collect_from_text(text: str, known: KnownValues) -> None:
     """Values a text puts in a personal position: query-string parameters and what follows a cue."""
-    if len(text) < 6:
+    if len(text) < 6 or text in known.read:
         return
+    known.read.add(text)
     if "=" in text:
         for match in _QUERY_PARAM_RE.finditer(text):
             key = _normalise_key(match.group(1).split(":", 1)[0])
@@ -580,7 +648,7 @@ def _collect_from_text(text: str, known: KnownValues) -> None:
                         known.add(part, label)
     # Most strings in tool results (flight numbers, dates, cities) have no cue at all: one search
     # rules them out before the recognizers run.
-    if " " not in text or not _ECHO_HINT_RE.search(text):
+    if " " not in text or not _echo_hint(text):
         return
     features = _features(text)
     recognizers = _ECHOED_SHAPES + (NAME_RECOGNIZERS if _CAPITAL_RE.search(text) else [])
@@ -646,7 +714,7 @@ class Redactor:
             chain.append(self._known_recognizer)
         chain.extend(r for r in SHAPE_RECOGNIZERS if _runs_on(r, features))
         if _CAPITAL_RE.search(text):
-            chain.extend(NAME_RECOGNIZERS)
+            chain.extend(r for r in NAME_RECOGNIZERS if _runs_on(r, features))
         if "{{" in text:
             return "".join(piece if is_placeholder else _run_chain(chain, piece) for is_placeholder, piece in _split_placeholders(text))
         return _run_chain(chain, text)

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any, Iterable, Mapping
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from ..models import Agent, AgentSession, Intent
@@ -146,11 +146,40 @@ def sessions_store(*, agent: Agent, sessions: list[SessionIn]) -> StoreResult:
         result.duplicate.extend(sid for sid in unique if sid in existing)
         intent_ids = intents_ensure(agent=agent, names={s.intent for s in fresh if s.intent})
         rows = [_to_row(agent, s, intent_ids, keep_raw) for s in fresh]
-        # ignore_conflicts: a concurrent request with the same session id wins the race; this one
-        # then changes nothing, which is what a resend must do.
-        AgentSession.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        for start in range(0, len(rows), INSERT_BATCH):
+            _insert_sessions(rows[start : start + INSERT_BATCH])
         result.stored.extend(s.session_id for s in fresh)
     return result
+
+
+INSERT_BATCH = 500
+
+
+def _insert_sessions(rows: list[AgentSession]) -> None:
+    """Inserts new session rows; a row whose (agent, session id) exists already is skipped: a
+    concurrent request with the same session id wins the race, and this one then changes nothing,
+    which is what a resend must do.
+
+    On PostgreSQL the parameters are bound by the server (psycopg's plain cursor), not quoted into
+    the SQL text as Django's client-side cursor does: the JSON of a batch of coding sessions is
+    megabytes, and quoting it in Python cost more than parsing it (docs/benchmarks.md)."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        AgentSession.objects.bulk_create(rows, ignore_conflicts=True)
+        return
+    import psycopg
+
+    fields = [f for f in AgentSession._meta.concrete_fields if not f.primary_key]
+    values = [tuple(f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields) for row in rows]
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(AgentSession._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT DO NOTHING"
+    )
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.executemany(sql, values)
 
 
 def sessions_purge_raw(*, agent: Agent | None = None, older_than_days: int | None = None, batch_size: int = 2000) -> int:
