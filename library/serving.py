@@ -32,6 +32,7 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 from django.dispatch import receiver
+from procmem_client.coding import is_coding, recall_pointer
 from procmem_client.ranking import EmbeddingCache, Explained, Index, Ranker, SelectionConfig
 from procmem_client.rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block, render_procedure
 
@@ -45,11 +46,12 @@ READONLY_ALIAS = "readonly"
 API_VERSION = "v1"
 
 
-class ServedProcedure(ProcedureRecord):
+class ServedProcedure(ProcedureRecord, total=False):
     intent: str
     rendered: str
     renderedChars: int
     renderedTokens: int
+    recallPointer: dict[str, Any]  # coding procedures only: the short form (procmem_client/coding.py)
 
 
 class RefusedProcedure(TypedDict):
@@ -257,13 +259,16 @@ def _dumps(data: ActiveSet) -> bytes:
 def _served(version: ProcedureVersion) -> ServedProcedure:
     record = version.to_dict()
     rendered = render_procedure(record)
-    return {  # type: ignore[typeddict-item]
+    served: ServedProcedure = {  # type: ignore[typeddict-item]
         **record,
         "intent": version.procedure.intent.name,
         "rendered": rendered,
         "renderedChars": len(rendered),
         "renderedTokens": estimate_tokens(rendered),
     }
+    if is_coding(record):  # v1 gains the field additively: other procedures serialise as before
+        served["recallPointer"] = recall_pointer(record)
+    return served
 
 
 def recheck_seconds() -> float:
@@ -538,6 +543,9 @@ def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: i
         "renderedChars": block["chars"],
         "renderedTokens": block["tokens"],
     }
+    pulled = [p for p in result.get("pulledIn", []) if (p["id"], p["version"]) in kept]
+    if pulled:  # additive in v1: only when a selected coding procedure's producer was pulled in
+        response["pulledIn"] = pulled
     if not served.data["proceduralMemoryEnabled"]:
         response["note"] = served.data["note"]
     if k is not None:

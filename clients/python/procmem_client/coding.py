@@ -235,3 +235,29 @@ def recall_pointer(record: Mapping[str, Any]) -> dict[str, Any]:
         "text": text,
         "tokens": math.ceil(len(text) / CHARS_PER_TOKEN),
     }
+
+
+# ---------------------------------------------------------------------------------------------- recall queries
+
+_CALL_FIELDS = ("command", "cmd", "target", "path", "file_path", "file", "pattern", "tool", "name")
+
+
+def tool_call_text(call: Any) -> str:
+    """The targets and command of one tool call as text for a recall query: a shell line as it is;
+    a mapping's command, target, path, file and tool name (also inside its `args`/`input`)."""
+    if isinstance(call, str):
+        return call
+    if not isinstance(call, Mapping):
+        return ""
+    parts = [str(call[key]) for key in _CALL_FIELDS if isinstance(call.get(key), (str, int)) and not isinstance(call.get(key), bool)]
+    for nested in ("args", "input", "arguments"):
+        if isinstance(call.get(nested), Mapping):
+            parts.append(tool_call_text(call[nested]))
+    return " ".join(p for p in parts if p)
+
+
+def recall_query(prompt: str, tool_calls: Sequence[Any] = ()) -> str:
+    """The prompt, then one line per tool call with its targets and command."""
+    lines = [prompt.strip()]
+    lines.extend(text for text in (tool_call_text(call).strip() for call in tool_calls) if text)
+    return "\n".join(line for line in lines if line)
