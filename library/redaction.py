@@ -179,6 +179,11 @@ class Recognizer:
     # lower case. A necessary condition, so skipping changes nothing; texts with non-ASCII
     # characters always run the pattern (case-insensitive patterns also fold "ſ", "K" and "ı").
     words: tuple[str, ...] = ()
+    # Only worth running on text where this cheap pattern matches: a part every match contains,
+    # written so that the regular-expression engine can skip to its first character (the
+    # recognizers start with \b or a lookbehind, which makes the engine try every position).
+    # Case-insensitive recognizers use it on ASCII texts only, like `words`.
+    gate: re.Pattern | None = None
     # Replaces in the whole text instead of `pattern` (the session's known values).
     apply: Callable[[str], str] | None = None
 
@@ -274,12 +279,18 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=lambda m: m.group(0)[: m.start(3) - m.start(0)] + "{{secret}}",
         words=("api", "token", "secret", "passw", "pwd"),
     ),
-    Recognizer("query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="="),
+    Recognizer("query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="=", gate=re.compile(r"[\w.\-:]=")),
     Recognizer("email_address", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs="@"),
-    Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"), needs="digit"),
-    Recognizer("card_number", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), replace=_card, needs="digit"),
-    Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), needs="digit"),
-    Recognizer("ip_address", re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"), needs="digit"),
+    Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"), needs="digit", gate=re.compile(r"[A-Z]{2}\d{2}")),
+    Recognizer(
+        "card_number", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), replace=_card, needs="digit",
+        gate=re.compile(r"\d(?:[ -]?\d){12}"),
+    ),
+    Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), needs="digit", gate=re.compile(r"\d{3}-\d{2}-\d{4}")),
+    Recognizer(
+        "ip_address", re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"), needs="digit",
+        gate=re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d"),
+    ),
     Recognizer(
         BIRTH,
         re.compile(
@@ -312,6 +323,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
             r"(?i)\b\d{1,6}[A-Za-z]?(?: [A-Z][a-z]+){1,4} " + _STREET_SUFFIX + r"\b\.?(?:,? (?:apt|apartment|suite|unit|flat|#) ?[A-Za-z0-9\-]+)?"
         ),
         needs="digit",
+        gate=re.compile(r"\d[A-Za-z]? [A-Za-z]"),
     ),
     Recognizer(
         "address",
@@ -320,6 +332,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
             r" ?\d{1,4}(?: ?[a-z]\b)?(?:,? \d{5}(?: [A-ZÄÖÜ][a-zäöüß]+(?:[ \-][A-ZÄÖÜ][a-zäöüß]+)?)?)?"
         ),
         needs="digit",
+        gate=re.compile(_DE_STREET + r" ?\d|(?:Straße|Strasse|Str\.|Weg|Gasse|Platz|Allee|Ring|Damm|Ufer) ?\d"),
     ),
     Recognizer(
         "address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit",
@@ -338,18 +351,25 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         re.compile(r"(?<![\w{])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?|\d{2,4}[ .\-])\d{3,4}[ .\-]\d{3,4}(?![\w}])"),
         replace=_phone,
         needs="digit",
+        gate=re.compile(r"\d{3}[ .\-]\d{3}"),
     ),
     # national numbers with a trunk 0 (German mobile "0151 23456789", "030/1234567")
-    Recognizer("phone_number", re.compile(r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])"), replace=_phone, needs="digit"),
+    Recognizer(
+        "phone_number", re.compile(r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])"), replace=_phone, needs="digit",
+        gate=re.compile(r"0\d{2}"),
+    ),
     # international numbers in any grouping (+49 30 5511786, +44 20 7946 0958, +4915123456789)
-    Recognizer("phone_number", re.compile(r"(?<![\w{+])\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){1,5}(?![\w}])"), replace=_phone, needs="digit"),
+    Recognizer(
+        "phone_number", re.compile(r"(?<![\w{+])\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){1,5}(?![\w}])"), replace=_phone, needs="digit",
+        gate=re.compile(r"\+\d"),
+    ),
     Recognizer(
         "payment_id",
         re.compile(r"(?i)\b(?:credit_card|debit_card|gift_card|certificate|paypal|bank_account|card|pm)_\d{4,}\b"),
         needs="digit",
         words=("card_", "certificate_", "paypal_", "bank_account_", "pm_"),
     ),
-    Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit"),
+    Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit", gate=re.compile(r"[a-z]_\d{3}")),
     Recognizer(
         "patient_id",
         re.compile(r"\b(Patient|Person|RelatedPerson|Practitioner)/([A-Za-z0-9\-.]{1,64})"),
@@ -363,7 +383,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
 # its own placeholder; these catch the ids no structure named.
 SHAPE_RECOGNIZERS: list[Recognizer] = [
     Recognizer("id", _MIXED_ID_RE, replace=_mixed_id, needs="digit"),
-    Recognizer("id", _CAPS_CODE_RE, replace=_caps_code),
+    Recognizer("id", _CAPS_CODE_RE, replace=_caps_code, gate=re.compile(r"[A-Z]{5}")),
 ]
 
 # Capitalised words after "Hi", "Thanks", "I am" that are not names.
@@ -387,6 +407,7 @@ _PERSON_CUE = Recognizer(
     re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"),
     replace=_keep_prefix(1, PERSON),
     group=1,
+    gate=re.compile(r" [A-Z]"),  # the name after the cue: a space, then a capital
 )
 _PERSON_VERB = Recognizer(
     PERSON,
@@ -493,9 +514,10 @@ class _Features:
     """What the cheap pre-checks of the recognizers read from a text: which of "@", "=", "/" and
     digits it has, and the text in lower case (None when it has non-ASCII characters)."""
 
-    __slots__ = ("marks", "lowered")
+    __slots__ = ("text", "marks", "lowered")
 
     def __init__(self, text: str):
+        self.text = text
         self.marks = {char for char in "@=/" if char in text}
         if _DIGIT_RE.search(text):
             self.marks.add("digit")
@@ -536,8 +558,10 @@ def _runs_on(recognizer: Recognizer, features: _Features) -> bool:
     on the whole text: the pieces the recognizers later see are parts of it."""
     if recognizer.needs and recognizer.needs not in features.marks:
         return False
-    if recognizer.words and features.lowered is not None:
-        return any(word in features.lowered for word in recognizer.words)
+    if recognizer.words and features.lowered is not None and not any(word in features.lowered for word in recognizer.words):
+        return False
+    if recognizer.gate is not None and (features.lowered is not None or not recognizer.pattern.flags & re.IGNORECASE):
+        return recognizer.gate.search(features.text) is not None
     return True
 
 
