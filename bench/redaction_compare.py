@@ -14,8 +14,8 @@ Two corpora, both labelled by construction:
    first and last name, e-mail, DOB, user id, payment ids, reservation ids, address line, zip) and
    of the passengers of those reservations. Flight numbers, airports, prices and travel dates are
    there too and are not personal: a recognizer that takes them loses precision.
-2. Synthetic sentences built from the tau-bench retail world's people plus the formats the issue
-   names (German mobile and street addresses, passports, licences, IBANs, cards, record numbers),
+2. Synthetic sentences built from the tau-bench retail world's people plus the formats the redaction
+   requirements name (German mobile and street addresses, passports, licences, IBANs, cards, record numbers),
    each sentence with its personal spans marked, and negatives (item ids, tracking numbers, prices,
    flight numbers, dates, quantities).
 

@@ -1,94 +1,273 @@
-"""An agent's own settings, changed by its admins (`manage_agent`) on the "Agent settings" page:
-the switches (procedural memory, automatic capture), the injection cap, the support threshold and
-the extra redaction patterns, the review target (hours a candidate should wait at most: the queue's
-ageing badges). The tool list has its own service (services.agent_set_tools, with its
-history); the eval runner its own (evals/configuration.py). Every change is one transaction with
-one audit row holding before and after."""
+"""An agent's own settings, changed by its admins (`manage_agent`) on the "Agent settings" page (the
+eval runner on its own page, linked from there) or from the shell (`manage.py agent_settings`).
+
+One pydantic model or validator per settings group:
+- general: procedural memory on/off, the injection cap, the review target (hours a candidate should
+  wait at most: the queue's ageing badges), the extra redaction patterns;
+- capture: automatic capture (scheduled mining, opt-in), which sessions are mined, the support
+  threshold and how strict the evidence must be (docs/mining.md);
+- eval: which eval-replay runner and how to reach it. The model API key is write-only: it is stored
+  sealed, used by the model replay runner and never shown back — audit rows and pages only say
+  whether one is set.
+
+One write path, `agent_settings_update`: one transaction, the agent row locked, the groups a change
+touches validated whole, one audit row holding before and after of what changed. The tool list has
+its own service (services.agent_set_tools, with its history)."""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable, Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.validators import URLValidator
 from django.db import transaction
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ValidationError as PydanticValidationError
 
 from .models import Agent, AuditEvent
 from .permissions import user_can_manage_agent
 from .redaction import compile_agent_patterns
+from .secret_store import seal_secret
 
-EDITABLE = (
-    "procedural_memory_enabled", "auto_capture_enabled", "injection_cap", "support_threshold", "redaction_patterns",
-    "review_target_hours",
-)
 MAX_REVIEW_TARGET_HOURS = 24 * 365
 MAX_INJECTION_CAP = 20  # the database's agent_injection_cap_lte_20
 MAX_REDACTION_PATTERNS = 50
+API_KEY = "model_api_key"
 
 
-def agent_settings_snapshot(agent: Agent) -> dict[str, Any]:
-    return {field: getattr(agent, field) for field in EDITABLE}
+class GeneralSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    procedural_memory_enabled: bool
+    injection_cap: int = Field(ge=0, le=MAX_INJECTION_CAP)
+    review_target_hours: int = Field(ge=1, le=MAX_REVIEW_TARGET_HOURS)
+    redaction_patterns: Any = None
+
+    @field_validator("redaction_patterns")
+    @classmethod
+    def _patterns(cls, patterns: Any) -> list[dict[str, str]]:
+        if patterns is None:
+            return []
+        if not isinstance(patterns, list):
+            raise ValueError(f"must be a list of {{\"label\": …, \"regex\": …}}, got {type(patterns).__name__}")
+        if len(patterns) > MAX_REDACTION_PATTERNS:
+            raise ValueError(f"at most {MAX_REDACTION_PATTERNS} patterns")
+        compile_agent_patterns(patterns)  # ValueError / TypeError naming the bad pattern
+        for i, pattern in enumerate(patterns):
+            if not str(pattern.get("label") or "").strip():
+                raise ValueError(f"redaction_patterns[{i}]: needs a label (what reviewers see instead of the match)")
+        return [{"label": str(p["label"]), "regex": str(p["regex"])} for p in patterns]
 
 
-def _validated(values: dict[str, Any]) -> dict[str, Any]:
-    errors: dict[str, str] = {}
-    cleaned = dict(values)
-    for field in ("procedural_memory_enabled", "auto_capture_enabled"):
-        if not isinstance(values[field], bool):
-            errors[field] = f"must be true or false, got {values[field]!r}"
-    cap = values["injection_cap"]
-    if isinstance(cap, bool) or not isinstance(cap, int) or not 0 <= cap <= MAX_INJECTION_CAP:
-        errors["injection_cap"] = f"must be a whole number from 0 to {MAX_INJECTION_CAP}, got {cap!r}"
-    threshold = values["support_threshold"]
-    if isinstance(threshold, bool) or not isinstance(threshold, int) or not 1 <= threshold <= 100_000:
-        errors["support_threshold"] = f"must be a whole number from 1 to 100000, got {threshold!r}"
-    target = values["review_target_hours"]
-    if isinstance(target, bool) or not isinstance(target, int) or not 1 <= target <= MAX_REVIEW_TARGET_HOURS:
-        errors["review_target_hours"] = f"must be a whole number of hours from 1 to {MAX_REVIEW_TARGET_HOURS}, got {target!r}"
-    patterns = values["redaction_patterns"]
-    if patterns is None:
-        patterns = []
-    if not isinstance(patterns, list):
-        errors["redaction_patterns"] = f"must be a list of {{\"label\": …, \"regex\": …}}, got {type(patterns).__name__}"
-    elif len(patterns) > MAX_REDACTION_PATTERNS:
-        errors["redaction_patterns"] = f"at most {MAX_REDACTION_PATTERNS} patterns"
-    else:
-        unlabelled = [i for i, p in enumerate(patterns) if not isinstance(p, dict) or not str(p.get("label") or "").strip()]
+class CaptureSettings(BaseModel):
+    """The bounds of each capture setting (the database checks the same ranges)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    auto_capture_enabled: bool
+    min_tool_calls: int = Field(ge=1, le=100)
+    support_threshold: int = Field(ge=1, le=100_000)
+    significance_level: float = Field(gt=0, le=0.5)
+    backtest_share: float = Field(ge=0, le=0.5)
+
+
+EVAL_FIELDS = (
+    "eval_runner", "eval_url", "eval_python_path", "eval_concurrency", "eval_timeout_seconds",
+    "model_base_url", "model_name", "tool_schemas", "base_instruction",
+)
+LABELS = {
+    "auto_capture_enabled": "Automatic capture (scheduled mining)",
+    "min_tool_calls": "Minimum tool calls of a mined session",
+    "support_threshold": "Support threshold (distinct tasks)",
+    "significance_level": "Significance level (family-wise, per run)",
+    "backtest_share": "Share of the newest sessions held back for the backtest",
+}
+CAPTURE_FIELDS = tuple(CaptureSettings.model_fields)
+GENERAL_FIELDS = tuple(GeneralSettings.model_fields)
+EDITABLE = GENERAL_FIELDS + CAPTURE_FIELDS + EVAL_FIELDS
+
+
+# ------------------------------------------------------------------------------------ eval allow-lists
+
+
+def python_path_allowed(path: str) -> bool:
+    """Whether a Python runner's dotted path lies in PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES (an empty
+    list allows none: a runner path is code every worker imports and calls)."""
+    prefixes = settings.PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES
+    return any(path == p or path.startswith(p.rstrip(".") + ".") or path.startswith(p.rstrip(".") + ":") for p in prefixes)
+
+
+def _url_parts(url: str) -> tuple[str, str, int | None, str] | None:
+    try:
+        parsed = urlsplit(url.strip())
+        port = parsed.port
+    except ValueError:
+        return None
+    if not parsed.scheme or not parsed.hostname or parsed.username or parsed.password:
+        return None
+    return parsed.scheme.lower(), parsed.hostname.lower(), port, parsed.path or "/"
+
+
+def url_allowed(url: str) -> bool:
+    """Whether an HTTP runner's or model's URL lies in PROCMEM_EVAL_ALLOWED_URLS: the same scheme
+    and host, the same port (any port when the allowed entry names none), and a path under the
+    entry's path. Compared by parts, so `http://127.0.0.1` does not allow `http://127.0.0.1.evil.example`.
+    An empty list allows none: workers send cases and procedures (and a model key) to this URL."""
+    target = _url_parts(url)
+    if target is None:
+        return False
+    scheme, host, port, path = target
+    default_port = {"http": 80, "https": 443}.get(scheme)
+    for entry in settings.PROCMEM_EVAL_ALLOWED_URLS:
+        allowed = _url_parts(entry)
+        if allowed is None:
+            continue
+        a_scheme, a_host, a_port, a_path = allowed
+        if (a_scheme, a_host) != (scheme, host):
+            continue
+        if a_port is not None and a_port != (port or default_port):
+            continue
+        if path == a_path or path.startswith(a_path.rstrip("/") + "/") or a_path == "/":
+            return True
+    return False
+
+
+# ------------------------------------------------------------------------------------------ validation
+
+
+def _pydantic_validator(model: type[BaseModel]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    def validate(values: dict[str, Any]) -> dict[str, Any]:
         try:
-            compile_agent_patterns(patterns)
-        except (ValueError, TypeError) as exc:
-            errors["redaction_patterns"] = str(exc)
-        else:
-            if unlabelled:
-                errors["redaction_patterns"] = f"redaction_patterns[{unlabelled[0]}]: needs a label (what reviewers see instead of the match)"
-        if "redaction_patterns" not in errors:
-            cleaned["redaction_patterns"] = [{"label": str(p["label"]), "regex": str(p["regex"])} for p in patterns]
+            return model(**values).model_dump()
+        except PydanticValidationError as exc:
+            errors: dict[str, list[str]] = {}
+            for error in exc.errors():
+                field = str(error["loc"][0]) if error["loc"] else "settings"
+                if error["type"] == "value_error":
+                    message = str(error["ctx"]["error"])
+                else:
+                    message = f"{error['msg']} (got {error.get('input')!r})"
+                errors.setdefault(field, []).append(message)
+            raise ValidationError(errors) from None
+
+    return validate
+
+
+def _validate_eval(values: dict[str, Any]) -> dict[str, Any]:
+    cleaned = dict(values)
+    if cleaned["eval_runner"] not in Agent.Runner.values:
+        raise ValidationError({"eval_runner": f"unknown runner {cleaned['eval_runner']!r}"})
+    url = URLValidator(schemes=["http", "https"])
+    for field in ("eval_url", "model_base_url"):
+        value = cleaned[field]
+        if value:
+            try:
+                url(value)
+            except ValidationError:
+                raise ValidationError({field: "must be an http(s) URL"}) from None
+            if not url_allowed(value):
+                raise ValidationError({field: f"{value} is outside PROCMEM_EVAL_ALLOWED_URLS (ask the operator to allow it)"})
+    runner = cleaned["eval_runner"]
+    if runner == Agent.Runner.HTTP and not cleaned["eval_url"]:
+        raise ValidationError({"eval_url": "the HTTP runner needs the agent's eval URL"})
+    if runner == Agent.Runner.MODEL and not (cleaned["model_base_url"] and cleaned["model_name"]):
+        raise ValidationError({"model_base_url": "model replay needs a base URL and a model name"})
+    if runner == Agent.Runner.PYTHON:
+        if not cleaned["eval_python_path"]:
+            raise ValidationError({"eval_python_path": "the Python runner needs a dotted path (package.module:function)"})
+        if not python_path_allowed(cleaned["eval_python_path"]):
+            raise ValidationError({"eval_python_path": "is outside PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES"})
+    if not 1 <= cleaned["eval_concurrency"] <= 100:
+        raise ValidationError({"eval_concurrency": "must be between 1 and 100"})
+    if not 0 < cleaned["eval_timeout_seconds"] <= 600:
+        raise ValidationError({"eval_timeout_seconds": "must be more than 0 and at most 600 seconds"})
+    schemas = cleaned["tool_schemas"]
+    if isinstance(schemas, str):
+        try:
+            schemas = cleaned["tool_schemas"] = json.loads(schemas or "{}")
+        except ValueError:
+            raise ValidationError({"tool_schemas": "must be a JSON object"}) from None
+    if not isinstance(schemas, dict) or not all(isinstance(v, dict) for v in schemas.values()):
+        raise ValidationError({"tool_schemas": "must be an object of tool name → JSON schema"})
+    return cleaned
+
+
+GROUPS: tuple[tuple[tuple[str, ...], Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
+    (GENERAL_FIELDS, _pydantic_validator(GeneralSettings)),
+    (CAPTURE_FIELDS, _pydantic_validator(CaptureSettings)),
+    (EVAL_FIELDS, _validate_eval),
+)
+
+
+def agent_settings_validate(values: dict[str, Any], touched: set[str]) -> dict[str, Any]:
+    """`values` (every editable field) cleaned; each group with a field in `touched` is validated
+    whole, the others are kept as stored. A ValidationError names every bad field."""
+    cleaned = dict(values)
+    errors: dict[str, list[str]] = {}
+    for fields, validate in GROUPS:
+        if not touched & set(fields):
+            continue
+        try:
+            cleaned.update(validate({field: values[field] for field in fields}))
+        except ValidationError as exc:
+            for field, messages in exc.message_dict.items():
+                errors.setdefault(field, []).extend(messages)
     if errors:
         raise ValidationError(errors)
     return cleaned
 
 
-def agent_settings_update(*, agent: Agent, user, reason: str = "", **changes: Any) -> Agent:
-    """Changes some of the settings in EDITABLE; the others keep their values. Raises
-    PermissionDenied without manage_agent and ValidationError naming the field on bad values."""
-    if not user_can_manage_agent(user, agent):
+# ------------------------------------------------------------------------------------------ the service
+
+
+def agent_settings_snapshot(agent: Agent) -> dict[str, Any]:
+    """The settings as they may be shown: every editable one but the API key, and whether a key is set."""
+    return {**{field: getattr(agent, field) for field in EDITABLE}, "model_api_key_set": bool(agent.model_api_key)}
+
+
+def agent_settings_update(
+    *, agent: Agent, user, changes: Mapping[str, Any], reason: str = "", actor_label: str = ""
+) -> Agent:
+    """Changes some settings in EDITABLE (and `model_api_key`: "" clears it, left out keeps it); the
+    others keep their values. `user` must hold manage_agent on the agent; without a user (the
+    management command) `actor_label` names who acted. Raises PermissionDenied, or ValidationError
+    naming the field; nothing is saved then. A change that changes nothing writes no audit row."""
+    if user is not None and not user_can_manage_agent(user, agent):
         raise PermissionDenied(f"You may not change the settings of {agent.name}.")
-    unknown = set(changes) - set(EDITABLE)
+    if user is None and not actor_label:
+        raise PermissionDenied("A change without a user needs an actor label.")
+    changes = dict(changes)
+    unknown = set(changes) - set(EDITABLE) - {API_KEY}
     if unknown:
         raise ValidationError({sorted(unknown)[0]: "is not an agent setting"})
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
         before = agent_settings_snapshot(locked)
-        after = _validated({**before, **changes})
-        if after == before:
+        stored_key = locked.model_api_key
+        if API_KEY in changes:
+            try:
+                locked.model_api_key = seal_secret(changes.pop(API_KEY) or "")
+            except ValueError as exc:
+                raise ValidationError({API_KEY: str(exc)}) from None
+        cleaned = agent_settings_validate({**before, **changes}, set(changes))
+        for field in EDITABLE:
+            setattr(locked, field, cleaned[field])
+        after = agent_settings_snapshot(locked)
+        changed = [field for field in after if before[field] != after[field]]
+        key_replaced = locked.model_api_key != stored_key
+        if not changed and not key_replaced:
             return locked
-        for field, value in after.items():
-            setattr(locked, field, value)
-        locked.save(update_fields=list(EDITABLE))
+        locked.save(update_fields=[f for f in EDITABLE if before[f] != after[f]] + ([API_KEY] if key_replaced else []))
         from .services import _notify_active_set_changed, audit
 
-        changed = sorted(field for field in EDITABLE if before[field] != after[field])
+        if key_replaced and "model_api_key_set" not in changed:
+            changed.append("model_api_key_set")  # a new key replaced the old one
         audit(
-            action=AuditEvent.Action.SETTINGS, actor=user, agent=locked,
+            action=AuditEvent.Action.SETTINGS, actor=user, actor_label=actor_label, agent=locked,
             reason=(reason or "").strip() or f"Agent settings changed: {', '.join(changed)}",
             before={k: before[k] for k in changed}, after={k: after[k] for k in changed},
         )
@@ -96,3 +275,4 @@ def agent_settings_update(*, agent: Agent, user, reason: str = "", **changes: An
             agent_id = locked.pk
             transaction.on_commit(lambda: _notify_active_set_changed(agent_id), robust=True)
     return locked
+

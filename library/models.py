@@ -27,6 +27,16 @@ procedure_key_validator = RegexValidator(
 slug_validator = RegexValidator(r"^[a-z][a-z0-9_\-]*$", "Use lower-case letters, digits, _ and -")
 
 
+CONTENT_FIELDS = (
+    "applies_when", "steps", "required_tools", "forbidden_actions", "preconditions", "postconditions", "verify_command",
+)
+
+
+def content_of(obj: Any) -> dict[str, Any]:
+    """A version's content fields (what content_hash covers) from anything that carries them."""
+    return {field: getattr(obj, field) for field in CONTENT_FIELDS}
+
+
 def content_hash(
     *,
     applies_when: str,
@@ -391,15 +401,7 @@ class ProcedureVersion(models.Model):
         return self.status == Status.ERASED
 
     def compute_content_hash(self) -> str:
-        return content_hash(
-            applies_when=self.applies_when,
-            steps=self.steps,
-            required_tools=self.required_tools,
-            forbidden_actions=self.forbidden_actions,
-            preconditions=self.preconditions,
-            postconditions=self.postconditions,
-            verify_command=self.verify_command,
-        )
+        return content_hash(**content_of(self))
 
     @property
     def is_coding(self) -> bool:

@@ -192,6 +192,14 @@ def _keep_prefix(group: int, label: str) -> Callable[[re.Match], str]:
     return lambda m: m.group(0)[: m.start(group) - m.start(0)] + "{{" + label + "}}" + m.group(0)[m.end(group) - m.start(0):]
 
 
+def _after_cue(
+    label: str, pattern: re.Pattern, *, needs: str = "digit", replace=None, words: tuple[str, ...] = (), gate: re.Pattern | None = None
+) -> Recognizer:
+    """A value announced by a cue ("passport no. X", "zip 12345", "customer Jane Doe"): group 1 is the
+    value and is replaced by the placeholder; the cue stays."""
+    return Recognizer(label, pattern, replace=replace or _keep_prefix(1, label), group=1, needs=needs, words=words, gate=gate)
+
+
 def _card(match: re.Match) -> str | None:
     digits = re.sub(r"\D", "", match.group(0))
     return "{{card_number}}" if 13 <= len(digits) <= 19 and _luhn_ok(digits) else None
@@ -291,30 +299,21 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         "ip_address", re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"), needs="digit",
         gate=re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d"),
     ),
-    Recognizer(
+    _after_cue(
         BIRTH,
         re.compile(
             r"(?i)\b(?:dob|d\.o\.b\.?|date of birth|birth ?date|birthday|born(?: on| in)?|geboren(?: am)?)\b[^0-9a-z{]{0,12}(?:is |was |on |of )?[^0-9a-z{]{0,3}(" + _DATE + r")"
         ),
-        replace=_keep_prefix(1, BIRTH),
-        group=1,
-        needs="digit",
         words=("dob", "d.o.b", "birth", "born", "geboren"),
     ),
-    Recognizer(
-        "passport_number",
-        re.compile(r"(?i)\bpassport(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,14})\b"),
-        replace=_keep_prefix(1, "passport_number"),
-        group=1,
-        needs="digit",
+    _after_cue(
+        "passport_number", re.compile(r"(?i)\bpassport(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,14})\b"),
         words=("passport",),
     ),
-    Recognizer(
+    _after_cue(
         "licence_number",
         re.compile(r"(?i)\b(?:driver'?s |driving )?licen[cs]e(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,17})\b"),
         replace=lambda m: None if not re.search(r"\d", m.group(1)) else _keep_prefix(1, "licence_number")(m),
-        group=1,
-        needs="digit",
         words=("licence", "license"),
     ),
     Recognizer(
@@ -338,12 +337,8 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         "address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit",
         words=("apt", "apartment", "suite", "unit"),
     ),
-    Recognizer(
-        "postal_code",
-        re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b"),
-        replace=_keep_prefix(1, "postal_code"),
-        group=1,
-        needs="digit",
+    _after_cue(
+        "postal_code", re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b"),
         words=("zip", "postal", "postcode", "plz"),
     ),
     Recognizer(
@@ -402,22 +397,18 @@ _CUES = (
 # Names the text introduces: after a cue ("Customer Anna Schmidt"), or two capitalised words before
 # a verb of contact ("John Smith called").
 _NOT_A_NAME = r"(?!(?i:" + "|".join(re.escape(w) for w in sorted(_NOT_NAMES, key=len, reverse=True)) + r")\b)"
-_PERSON_CUE = Recognizer(
-    PERSON,
-    re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"),
-    replace=_keep_prefix(1, PERSON),
-    group=1,
+_PERSON_CUE = _after_cue(
+    PERSON, re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"), needs="",
     gate=re.compile(r" [A-Z]"),  # the name after the cue: a space, then a capital
 )
-_PERSON_VERB = Recognizer(
+_PERSON_VERB = _after_cue(
     PERSON,
     re.compile(
         r"\b(?=[A-Z])" + _NOT_A_NAME + r"(" + _NAME_WORD + r" " + _NAME_WORD + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
         r"messaged|contacted|complained|asked|said|says|reported|requested|mentioned|explained|confirmed|booked|ordered|"
         r"paid|cancell?ed|visited|signed|registered|returned|called in|reached out)\b"
     ),
-    replace=_keep_prefix(1, PERSON),
-    group=1,
+    needs="",
     words=(
         "called", "phoned", "rang", "wrote", "emailed", "e-mailed", "texted", "messaged", "contacted", "complained",
         "asked", "said", "says", "reported", "requested", "mentioned", "explained", "confirmed", "booked", "ordered",

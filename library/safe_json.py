@@ -12,7 +12,9 @@ where: a JSON path such as `tool_calls[3].args.query`.
 
 from __future__ import annotations
 
+import json
 import math
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pydantic_core import from_json
@@ -116,3 +118,27 @@ def parse(data: bytes | str, *, check_values: bool = True, max_depth: int = MAX_
     if check_values:
         check(value, max_depth=max_depth)
     return value
+
+
+class JsonLineError(ValueError):
+    """A line of a JSON-lines file that is not a JSON object; `where` is `file:line`."""
+
+    def __init__(self, where: str, message: str):
+        super().__init__(f"{where}: {message}")
+        self.where, self.message = where, message
+
+
+def jsonl_objects(lines: Iterable[str], *, source: str) -> Iterator[tuple[int, str, dict]]:
+    """(line number, `source:number`, object) for each non-blank line of a JSON-lines file; raises
+    JsonLineError at the first line that is not JSON or not an object."""
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        where = f"{source}:{number}"
+        try:
+            item = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise JsonLineError(where, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(item, dict):
+            raise JsonLineError(where, "must be a JSON object")
+        yield number, where, item

@@ -27,6 +27,8 @@ import numpy as np
 
 from procmem_client.ranking import Index, SelectionConfig, Signals
 
+from . import safe_json
+
 PROCEDURE_FORMAT = "procmem.procedure/1"
 METHODS = ("configured", "semantic-only", "lexical-only")
 METRICS = ("P@1", "MAP@10", "MAP", "nDCG@10", "recall@2")
@@ -61,29 +63,23 @@ def load_queries(path: Path) -> list[LabelledQuery]:
         lines = Path(path).read_text(encoding="utf-8").splitlines()
     except (OSError, UnicodeDecodeError) as exc:
         raise LabelledSetError(f"{path}: cannot read: {exc}") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise LabelledSetError(f"{where}: not valid JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(item, dict):
-            raise LabelledSetError(f"{where}: must be a JSON object")
-        task = item.get("task")
-        if not isinstance(task, str) or not task.strip():
-            raise LabelledSetError(f"{where}: task: is required and must be a non-empty string")
-        intent = item.get("intent")
-        if intent is not None and (not isinstance(intent, str) or not intent.strip()):
-            raise LabelledSetError(f"{where}: intent: must be a non-empty string when given")
-        relevant = item.get("relevant")
-        if not isinstance(relevant, dict) or not relevant:
-            raise LabelledSetError(f"{where}: relevant: must be a non-empty object {{procedure id: grade}}")
-        for key, grade in relevant.items():
-            if not isinstance(grade, int) or isinstance(grade, bool) or grade < 1:
-                raise LabelledSetError(f"{where}: relevant.{key}: the grade must be a positive integer, got {grade!r}")
-        queries.append(LabelledQuery(task=task, relevant=dict(relevant), intent=intent, id=str(item.get("id") or f"line {number}")))
+    try:
+        for number, where, item in safe_json.jsonl_objects(lines, source=str(path)):
+            task = item.get("task")
+            if not isinstance(task, str) or not task.strip():
+                raise LabelledSetError(f"{where}: task: is required and must be a non-empty string")
+            intent = item.get("intent")
+            if intent is not None and (not isinstance(intent, str) or not intent.strip()):
+                raise LabelledSetError(f"{where}: intent: must be a non-empty string when given")
+            relevant = item.get("relevant")
+            if not isinstance(relevant, dict) or not relevant:
+                raise LabelledSetError(f"{where}: relevant: must be a non-empty object {{procedure id: grade}}")
+            for key, grade in relevant.items():
+                if not isinstance(grade, int) or isinstance(grade, bool) or grade < 1:
+                    raise LabelledSetError(f"{where}: relevant.{key}: the grade must be a positive integer, got {grade!r}")
+            queries.append(LabelledQuery(task=task, relevant=dict(relevant), intent=intent, id=str(item.get("id") or f"line {number}")))
+    except safe_json.JsonLineError as exc:
+        raise LabelledSetError(str(exc)) from None
     if not queries:
         raise LabelledSetError(f"{path}: holds no labelled query")
     return queries

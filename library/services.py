@@ -39,6 +39,7 @@ from .models import (
     VersionEmbedding,
     VersionTombstone,
     content_hash,
+    content_of,
     procedure_key_validator,
 )
 from .permissions import user_can_approve, user_can_manage_procedure, user_is_reviewer
@@ -296,13 +297,7 @@ def _create_version(
         procedure=procedure,
         number=last + 1,
         status=Status.CANDIDATE,
-        applies_when=content.applies_when,
-        steps=content.steps,
-        required_tools=content.required_tools,
-        forbidden_actions=content.forbidden_actions,
-        preconditions=content.preconditions,
-        postconditions=content.postconditions,
-        verify_command=content.verify_command,
+        **content_of(content),
         evidence=evidence,
         content_hash=content.hash,
         source=source,

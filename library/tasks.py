@@ -10,6 +10,17 @@ from celery import shared_task
 from .evals import tasks as eval_tasks  # noqa: F401  (registers the eval-run tasks)
 
 
+def fan_out_per_agent(task) -> int:
+    """Queues `task(agent_id)` once per agent, so several workers share a beat entry point's work;
+    returns how many were queued."""
+    from .models import Agent
+
+    agent_ids = list(Agent.objects.values_list("pk", flat=True))
+    for agent_id in agent_ids:
+        task.delay(agent_id)
+    return len(agent_ids)
+
+
 @shared_task(name="library.ping")
 def ping(value: str = "pong") -> str:
     """Used by health checks and the worker tests to prove a worker consumes the queue."""
@@ -73,9 +84,4 @@ def conflicts_scan_agent(agent_id: int) -> dict | None:
 @shared_task(name="library.conflicts_scan_all", time_limit=60, soft_time_limit=50)
 def conflicts_scan_all() -> int:
     """Beat entry point: one scan task per agent."""
-    from .models import Agent
-
-    agent_ids = list(Agent.objects.values_list("pk", flat=True))
-    for agent_id in agent_ids:
-        conflicts_scan_agent.delay(agent_id)
-    return len(agent_ids)
+    return fan_out_per_agent(conflicts_scan_agent)

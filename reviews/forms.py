@@ -10,10 +10,18 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 
+from library.agent_settings import LABELS as CAPTURE_LABELS
+from library.agent_settings import MAX_INJECTION_CAP, MAX_REVIEW_TARGET_HOURS
 from library.models import Agent, ApiToken, Intent, Procedure, RegressionCase, procedure_key_validator
 from library.services import MAX_STEPS_APPROVABLE
 
 from .models import SUBSCRIBABLE_EVENTS, Webhook
+
+
+def add_service_errors(form: forms.Form, exc: ValidationError) -> None:
+    """Puts a service's ValidationError on the form: on the field it names, else above the form."""
+    for field, errors in exc.message_dict.items():
+        form.add_error(field if field in form.fields else None, errors)
 
 
 def _lines(value: str) -> list[str]:
@@ -345,15 +353,27 @@ class WebhookForm(forms.Form):
 
 
 class AgentSettingsForm(forms.Form):
+    """The one page of an agent's own settings: tools, switches, limits and the capture (mining) settings."""
+
     tools = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5}),
                             help_text="One tool name per line: what the agent really has. Procedures that need a tool not listed are refused at load.")
     procedural_memory_enabled = forms.BooleanField(required=False, label="Procedural memory on (the agent receives procedures)")
-    auto_capture_enabled = forms.BooleanField(required=False, label="Automatic capture (scheduled mining proposes candidates)")
-    injection_cap = forms.IntegerField(min_value=0, max_value=20, label="Procedures injected per task at most")
-    support_threshold = forms.IntegerField(min_value=1, max_value=100_000, label="Support threshold",
-                                           help_text="Resolved sessions a mined group needs before it becomes a candidate")
-    review_target_hours = forms.IntegerField(min_value=1, max_value=24 * 365, label="Review target (hours)",
+    injection_cap = forms.IntegerField(min_value=0, max_value=MAX_INJECTION_CAP, label="Procedures injected per task at most")
+    review_target_hours = forms.IntegerField(min_value=1, max_value=MAX_REVIEW_TARGET_HOURS, label="Review target (hours)",
                                              help_text="How long a candidate should wait for review: the queue shows \"due soon\" from half of it and \"overdue\" after it")
     redaction_patterns = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
                                          help_text='Extra patterns redacted before reviewers see evidence: [{"label": "order_id", "regex": "\\\\bORD-\\\\d+\\\\b"}]')
+    auto_capture_enabled = forms.BooleanField(
+        required=False, label=CAPTURE_LABELS["auto_capture_enabled"],
+        help_text="Off by default: scheduled mining runs only for agents whose admins switch it on; a manual run (manage.py mine) always mines.",
+    )
+    min_tool_calls = forms.IntegerField(min_value=1, max_value=100, label=CAPTURE_LABELS["min_tool_calls"],
+                                        help_text="Sessions with fewer tool calls (think not counted) are not mined.")
+    support_threshold = forms.IntegerField(min_value=1, max_value=100_000, label=CAPTURE_LABELS["support_threshold"],
+                                           help_text="Resolved sessions of distinct tasks a mined group needs before it becomes a candidate: repeated trials of one task count once.")
+    significance_level = forms.FloatField(min_value=0.0001, max_value=0.5, label=CAPTURE_LABELS["significance_level"],
+                                          help_text="A candidate is proposed only when its tool order is credibly better than the failed sessions', "
+                                                    "corrected for the number of skeletons tested.")
+    backtest_share = forms.FloatField(min_value=0, max_value=0.5, label=CAPTURE_LABELS["backtest_share"],
+                                      help_text="The newest share of each intent's sessions is not mined; every candidate is tested on it.")
     reason = forms.CharField(required=False, max_length=500, help_text="Why (kept in the audit log)")

@@ -9,6 +9,7 @@ import logging
 from celery import Task, shared_task
 
 from library.models import Agent
+from library.tasks import fan_out_per_agent
 
 from .metrics.alerts import metric_warnings_check
 from .metrics.rollup import metrics_refresh
@@ -37,10 +38,7 @@ def metrics_refresh_agent(agent_id: int, full: bool = False) -> dict:
 
 @shared_task(name="reviews.metrics_refresh_all", time_limit=60, soft_time_limit=50)
 def metrics_refresh_all() -> int:
-    agent_ids = list(Agent.objects.values_list("pk", flat=True))
-    for agent_id in agent_ids:
-        metrics_refresh_agent.delay(agent_id)
-    return len(agent_ids)
+    return fan_out_per_agent(metrics_refresh_agent)
 
 
 # ---------------------------------------------------------------------------------------------- demotion
@@ -58,10 +56,7 @@ def demotions_check_agent(agent_id: int) -> dict:
 
 @shared_task(name="reviews.demotions_check_all", time_limit=60, soft_time_limit=50)
 def demotions_check_all() -> int:
-    agent_ids = list(Agent.objects.values_list("pk", flat=True))
-    for agent_id in agent_ids:
-        demotions_check_agent.delay(agent_id)
-    return len(agent_ids)
+    return fan_out_per_agent(demotions_check_agent)
 
 
 # ---------------------------------------------------------------------------------------------- notifications

@@ -237,20 +237,9 @@ def other_approver(db, reviewers_group, other_procedure):
 def make_passing_eval(version):
     """Records a finished passing eval run on the version's exact content (for lifecycle tests that
     are not about evals; the eval tests run real replays)."""
-    from library.models import EvalRun
-    from library.selectors import active_set_hash
+    from library.demo.seed import record_passing_eval
 
-    now = timezone.now()
-    return EvalRun.objects.create(
-        version=version,
-        content_hash=version.content_hash,
-        baseline_hash=active_set_hash(version.procedure.agent),
-        state=EvalRun.State.DONE,
-        verdict=EvalRun.Verdict.PASS,
-        runner="test",
-        started_at=now,
-        finished_at=now,
-    )
+    return record_passing_eval(version, runner="test")
 
 
 @pytest.fixture
@@ -260,6 +249,13 @@ def passing_eval():
 
 def is_postgres() -> bool:
     return connection.vendor == "postgresql"
+
+
+def database_url(name: str | None = None) -> str:
+    """postgres://… of the test database (or of database `name` on the same server), for a
+    process started from a test."""
+    db = connection.settings_dict
+    return f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{name or db['NAME']}"
 
 
 # ---------------------------------------------------------------------------------------------- tasks
@@ -291,10 +287,9 @@ def celery_worker_process(transactional_db, tmp_path):
 
     if connection.vendor != "postgresql":
         _missing("a worker process shares the test database only on PostgreSQL")
-    db = connection.settings_dict
     env = dict(os.environ)
     env.update(
-        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        DATABASE_URL=database_url(),
         CELERY_BROKER_URL=redis_url(),
         DJANGO_SETTINGS_MODULE="procmem_site.test_settings",
         CELERY_TASK_ALWAYS_EAGER="0",
@@ -390,11 +385,10 @@ def gunicorn_server(transactional_db, tmp_path):
 
     if connection.vendor != "postgresql":
         _missing("a server process shares the test database only on PostgreSQL")
-    db = connection.settings_dict
     port = _free_port()
     env = dict(os.environ)
     env.update(
-        DATABASE_URL=f"postgres://{db['USER']}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}",
+        DATABASE_URL=database_url(),
         DJANGO_SETTINGS_MODULE="procmem_site.test_settings",
         READONLY_DATABASE_URL="",
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),

@@ -57,9 +57,10 @@ class DemoResult:
     passwords: dict[str, str]
 
 
-def _seeded_eval_pass(version: ProcedureVersion) -> EvalRun:
-    """The demo's pre-existing ACTIVE versions were 'approved before procmem was installed'; their
-    eval record says so plainly instead of pretending a replay happened."""
+def record_passing_eval(version: ProcedureVersion, *, runner: str, detail: dict | None = None) -> EvalRun:
+    """A finished passing eval run on the version's exact content, recorded without a replay: the
+    demo's pre-existing ACTIVE versions ('approved before procmem was installed', and their record
+    says so plainly) and the lifecycle tests that are not about evals."""
     now = timezone.now()
     return EvalRun.objects.create(
         version=version,
@@ -67,10 +68,16 @@ def _seeded_eval_pass(version: ProcedureVersion) -> EvalRun:
         baseline_hash=active_set_hash(version.procedure.agent),
         state=EvalRun.State.DONE,
         verdict=EvalRun.Verdict.PASS,
-        runner="seed",
-        verdict_detail={"note": "Seeded with the demo data: approved before procmem; no replay was run."},
+        runner=runner,
+        verdict_detail=detail or {},
         started_at=now,
         finished_at=now,
+    )
+
+
+def _seeded_eval_pass(version: ProcedureVersion) -> EvalRun:
+    return record_passing_eval(
+        version, runner="seed", detail={"note": "Seeded with the demo data: approved before procmem; no replay was run."}
     )
 
 

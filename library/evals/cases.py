@@ -31,6 +31,7 @@ from typing import Any, Iterable
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
+from .. import safe_json
 from ..interchange import ImportReport
 from ..models import Agent, AgentSession, AuditEvent, Intent, RegressionCase, slug_validator
 from ..permissions import user_is_reviewer
@@ -231,19 +232,13 @@ def _checked_case(where: str, data: dict) -> dict:
 def parse_jsonl(lines: Iterable[str], *, source: str) -> list[tuple[str, dict]]:
     """Parses and validates every line; returns (where, data) pairs. Raises CaseImportError."""
     parsed = []
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        where = f"{source}:{number}"
-        try:
-            data = json.loads(line)
-        except ValueError as exc:
-            raise CaseImportError(where, "(line)", f"not JSON ({exc})") from None
-        if not isinstance(data, dict):
-            raise CaseImportError(where, "(line)", "must be a JSON object")
-        if not isinstance(data.get("intent"), str) or not data["intent"]:
-            raise CaseImportError(where, "intent", "is required")
-        parsed.append((where, _checked_case(where, data)))
+    try:
+        for _, where, data in safe_json.jsonl_objects(lines, source=source):
+            if not isinstance(data.get("intent"), str) or not data["intent"]:
+                raise CaseImportError(where, "intent", "is required")
+            parsed.append((where, _checked_case(where, data)))
+    except safe_json.JsonLineError as exc:
+        raise CaseImportError(exc.where, "(line)", exc.message) from None
     return parsed
 
 

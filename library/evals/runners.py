@@ -317,7 +317,7 @@ def runner_for_agent(agent) -> Runner:
     def gate():
         return agent_slot(agent_id=agent.pk, limit=max(1, agent.eval_concurrency), wait_seconds=wait)
 
-    from .configuration import url_allowed
+    from ..agent_settings import url_allowed
 
     kind = agent.eval_runner
     if kind in ("http", "model"):
@@ -343,7 +343,7 @@ def runner_for_agent(agent) -> Runner:
             gate=gate,
         )
     if kind == "python":
-        from .configuration import python_path_allowed
+        from ..agent_settings import python_path_allowed
 
         if not python_path_allowed(agent.eval_python_path):
             raise RunnerError(f"{agent.eval_python_path!r} is outside PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES")

@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from datetime import timezone as dt_timezone
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -200,21 +200,28 @@ def normalise_tool_name(name: Any) -> str | None:
     return cleaned if TOOL_NAME_RE.match(cleaned) else None
 
 
+def _call_entries(value: Any, errors: list[FieldError], field_name: str, *, shape: str, noun: str) -> Iterator[tuple[str, Mapping]]:
+    """The objects of a session's list of calls with where each stands (`tool_calls[3]`); errors for
+    a value that is not a list, a list longer than MAX_TOOL_CALLS, and an entry that is not an object."""
+    if not isinstance(value, list):
+        errors.append(FieldError(field_name, f"must be a list of {shape}, got {type(value).__name__}"))
+        return
+    if len(value) > MAX_TOOL_CALLS:
+        errors.append(FieldError(field_name, f"has {len(value)} {noun}; at most {MAX_TOOL_CALLS} are accepted"))
+        return
+    for index, entry in enumerate(value):
+        where = f"{field_name}[{index}]"
+        if not isinstance(entry, Mapping):
+            errors.append(FieldError(where, f"must be an object {shape}"))
+            continue
+        yield where, entry
+
+
 def _clean_tool_calls(value: Any, errors: list[FieldError], field_name: str = "tool_calls") -> list[dict[str, Any]]:
     if value is None:
         return []
-    if not isinstance(value, list):
-        errors.append(FieldError(field_name, f"must be a list of {{name, args, ok}}, got {type(value).__name__}"))
-        return []
-    if len(value) > MAX_TOOL_CALLS:
-        errors.append(FieldError(field_name, f"has {len(value)} calls; at most {MAX_TOOL_CALLS} are accepted"))
-        return []
     calls: list[dict[str, Any]] = []
-    for index, call in enumerate(value):
-        where = f"{field_name}[{index}]"
-        if not isinstance(call, Mapping):
-            errors.append(FieldError(where, "must be an object {name, args, ok}"))
-            continue
+    for where, call in _call_entries(value, errors, field_name, shape="{name, args, ok}", noun="calls"):
         name = normalise_tool_name(call.get("name"))
         if name is None:
             errors.append(FieldError(
@@ -787,18 +794,8 @@ def parse_mini_swe_agent(item: Any, options: ImportOptions | None = None) -> Ses
 def _clean_trace_actions(value: Any, errors: list[FieldError], field_name: str = "actions") -> list[dict[str, Any]]:
     """The trace hook's actions: ``{"tool": name, "target": path|module|test, "result": exit code}``
     (or ``"command"``: a shell line instead of a tool name). Nothing else is read."""
-    if not isinstance(value, list):
-        errors.append(FieldError(field_name, "must be a list of {tool or command, target, result}"))
-        return []
-    if len(value) > MAX_TOOL_CALLS:
-        errors.append(FieldError(field_name, f"has {len(value)} actions; at most {MAX_TOOL_CALLS} are accepted"))
-        return []
     calls: list[dict[str, Any]] = []
-    for index, entry in enumerate(value):
-        where = f"{field_name}[{index}]"
-        if not isinstance(entry, Mapping):
-            errors.append(FieldError(where, "must be an object {tool or command, target, result}"))
-            continue
+    for where, entry in _call_entries(value, errors, field_name, shape="{tool or command, target, result}", noun="actions"):
         unknown = sorted(set(entry) - {"tool", "command", "target", "result"})
         if unknown:
             errors.append(FieldError(where, f"has fields the trace format does not carry: {', '.join(unknown)} (only tool or command, target, result)"))

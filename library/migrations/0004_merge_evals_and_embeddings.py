@@ -6,8 +6,8 @@ from django.db import migrations
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0003_issue5_eval_claims'),
-        ('library', '0003_issue6_versionembedding'),
+        ('library', '0003_eval_claims'),
+        ('library', '0003_version_embedding'),
     ]
 
     operations = [

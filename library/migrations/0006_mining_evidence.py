@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0005_issue7_session_received_idx'),
+        ('library', '0005_session_received_idx'),
     ]
 
     operations = [

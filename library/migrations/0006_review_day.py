@@ -100,7 +100,7 @@ def _create_sqlite_triggers(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0005_issue7_session_received_idx'),
+        ('library', '0005_session_received_idx'),
     ]
 
     operations = [

@@ -27,7 +27,7 @@ def unseal_keys(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0005_issue7_session_received_idx'),
+        ('library', '0005_session_received_idx'),
     ]
 
     operations = [

@@ -5,7 +5,7 @@ class Migration(migrations.Migration):
     """The ranker's step signal: each step's embedding, stored beside the appliesWhen one."""
 
     dependencies = [
-        ("library", "0005_issue7_session_received_idx"),
+        ("library", "0005_session_received_idx"),
     ]
 
     operations = [

@@ -321,17 +321,9 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
             sample = mining.calls_by_step(excerpt or [], group.skeleton, params.ignored_tools, params.terminal_tools)
             if sample is not None:
                 step_samples.append((task, sample))
-        draft = mining.draft_candidate(
-            intent_name=intent.name,
-            intent_description=intent.description,
-            group=group,
-            stats=stats,
-            params=params,
-            step_samples=step_samples,
-            failed_samples=_failed_samples(agent, intent.pk, cutoffs, stats),
-            session_ids=[sid for sid, _, _ in rows[: params.evidence_session_ids]],
-            excerpts=[(sid, redactor.value(ex or [])) for sid, _, ex in rows[: params.evidence_excerpts]],
-            counts={"sessions": counts["sessions"], "withoutIntent": counts["withoutIntent"], "withoutOutcome": counts["withoutOutcome"]},
+        draft = _draft(
+            intent, group, stats, params, counts, redactor, [(sid, ex or []) for sid, _, ex in rows],
+            step_samples=step_samples, failed_samples=_failed_samples(agent, intent.pk, cutoffs, stats),
         )
         draft.steps = [redactor.text(step) for step in draft.steps]
         draft.forbidden_actions = [redactor.text(text) for text in draft.forbidden_actions]
@@ -459,6 +451,19 @@ def _coding_sessions(
     return found
 
 
+def _draft(intent, group, stats, params, counts, redactor: Redactor, shown: list[tuple[str, Any]], *,
+           step_samples, failed_samples) -> mining.Draft:
+    """draft_candidate with the run's figures; `shown` is (session id, excerpt) of the sessions the
+    evidence may name and quote (redacted here)."""
+    return mining.draft_candidate(
+        intent_name=intent.name, intent_description=intent.description, group=group, stats=stats, params=params,
+        step_samples=step_samples, failed_samples=failed_samples,
+        session_ids=[sid for sid, _ in shown[: params.evidence_session_ids]],
+        excerpts=[(sid, redactor.value(excerpt)) for sid, excerpt in shown[: params.evidence_excerpts]],
+        counts={key: counts[key] for key in ("sessions", "withoutIntent", "withoutOutcome")},
+    )
+
+
 def _draft_coding(agent, intent, group, stats, params, cutoffs, counts, redactor: Redactor) -> mining.Draft | str:
     """A coding procedure for one group: the shared statistics, backtest and evidence of
     draft_candidate (support in distinct tasks: one SWE-bench instance is one task), the coding
@@ -469,17 +474,9 @@ def _draft_coding(agent, intent, group, stats, params, cutoffs, counts, redactor
     contract = coding.draft_contract(group.skeleton, [calls for _, _, calls, _ in rows])
     if contract is None:
         return f"no verify command: none of {len(rows)} resolved sessions with this skeleton ran a test that passed"
-    draft = mining.draft_candidate(
-        intent_name=intent.name,
-        intent_description=intent.description,
-        group=group,
-        stats=stats,
-        params=params,
-        step_samples=[],
-        failed_samples={},
-        session_ids=[sid for sid, _, _, _ in rows[: params.evidence_session_ids]],
-        excerpts=[(sid, redactor.value(excerpt)) for sid, _, _, excerpt in rows[: params.evidence_excerpts]],
-        counts={"sessions": counts["sessions"], "withoutIntent": counts["withoutIntent"], "withoutOutcome": counts["withoutOutcome"]},
+    draft = _draft(
+        intent, group, stats, params, counts, redactor, [(sid, excerpt) for sid, _, _, excerpt in rows],
+        step_samples=[], failed_samples={},
     )
     result = mining.contrast(stats, group, params)
     forbidden = [redactor.text(coding.forbidden_text(f.kind, f.tool, f.before)) for f in result.forbidden]

@@ -272,6 +272,23 @@ class IntentStats:
     def label(self, name: str) -> LabelStats:
         return self.success if name == SUCCESS else self.failed
 
+    def count_held(self, reduced: Skeleton, resolved: bool | None, outcome: str, n: int) -> None:
+        """`n` sessions of one task held back for the backtest."""
+        self.held_sessions += n
+        self.held_outcomes[outcome] += n
+        if resolved is not None:
+            counts = self.held.get(reduced)
+            if counts is None:
+                counts = self.held[reduced] = [0, 0]
+            counts[0 if resolved else 1] += n
+
+    def count_variant(self, label: str, reduced: Skeleton, raw: Skeleton, n: int) -> None:
+        """`n` mined sessions whose raw skeleton `raw` reduces to `reduced`."""
+        variants = self.raw_variants.get((label, reduced))
+        if variants is None:
+            variants = self.raw_variants[(label, reduced)] = Counter()
+        variants[raw] += n
+
 
 class Aggregator:
     """Counts distinct tasks by (intent, label, skeleton) and by tool, pair and order feature.
@@ -383,22 +400,11 @@ class Aggregator:
                 reduced, calls = self._reduce(raw)
                 entry = entries[key] = (raw, reduced, calls >= min_calls)
             raw, reduced, enough = entry
-            if resolved is None:
-                outcome = "unknown"
-            elif resolved:
-                outcome = "resolved_by_escalation" if escalated else "resolved"
-            else:
-                outcome = "failed"
+            outcome = outcome_of(resolved, escalated)
             if held:
-                stats.held_sessions += n
+                stats.count_held(reduced, resolved, outcome, n)
                 held_back += n
-                stats.held_outcomes[outcome] += n
                 held_any = True
-                if resolved is not None:
-                    counts = stats.held.get(reduced)
-                    if counts is None:
-                        counts = stats.held[reduced] = [0, 0]
-                    counts[0 if resolved else 1] += n
                 continue
             stats.sessions += n
             if not enough:
@@ -416,10 +422,7 @@ class Aggregator:
             else:
                 failed[reduced] = failed.get(reduced, 0) + n
                 label = FAILED
-            variants = stats.raw_variants.get((label, reduced))
-            if variants is None:
-                variants = stats.raw_variants[(label, reduced)] = Counter()
-            variants[raw] += n
+            stats.count_variant(label, reduced, raw, n)
         if stats is not None:
             close_task()
         self._current = None
@@ -451,15 +454,9 @@ class Aggregator:
         for resolved, escalated, held, (reduced, calls), raw, n in self._buffer:
             outcome = outcome_of(resolved, escalated)
             if held:
-                stats.held_sessions += n
+                stats.count_held(reduced, resolved, outcome, n)
                 self.held_back += n
-                stats.held_outcomes[outcome] += n
                 held_any = True
-                if resolved is not None:
-                    entry = stats.held.get(reduced)
-                    if entry is None:
-                        entry = stats.held[reduced] = [0, 0]
-                    entry[0 if resolved else 1] += n
                 continue
             stats.sessions += n
             if calls < min_calls:
@@ -473,10 +470,7 @@ class Aggregator:
             mined_any = True
             label, target = (SUCCESS, success) if resolved else (FAILED, failed)
             target[reduced] = target.get(reduced, 0) + n
-            variants = stats.raw_variants.get((label, reduced))
-            if variants is None:
-                variants = stats.raw_variants[(label, reduced)] = Counter()
-            variants[raw] += n
+            stats.count_variant(label, reduced, raw, n)
         if success:
             stats.success.add_task(success, self.features, self._combinations)
         if failed:

@@ -70,20 +70,21 @@ def lift_interval(a: int, n_a: int, b: int, n_b: int, confidence: float = CONFID
 
 
 @lru_cache(maxsize=65536)
+def fisher_p(a: int, n_a: int, b: int, n_b: int, alternative: str) -> float:
+    """Fisher's exact p-value comparing a of n_a with b of n_b (1.0 when a group is empty)."""
+    if n_a <= 0 or n_b <= 0:
+        return 1.0
+    _, p = fisher_exact([[a, n_a - a], [b, n_b - b]], alternative=alternative)
+    return float(p)
+
+
 def fisher_greater(a: int, n_a: int, b: int, n_b: int) -> float:
     """One-sided Fisher exact p-value that the feature is more frequent in group a than in group b."""
-    if n_a <= 0 or n_b <= 0:
-        return 1.0
-    _, p = fisher_exact([[a, n_a - a], [b, n_b - b]], alternative="greater")
-    return float(p)
+    return fisher_p(a, n_a, b, n_b, "greater")
 
 
-@lru_cache(maxsize=65536)
 def fisher_two_sided(a: int, n_a: int, b: int, n_b: int) -> float:
-    if n_a <= 0 or n_b <= 0:
-        return 1.0
-    _, p = fisher_exact([[a, n_a - a], [b, n_b - b]], alternative="two-sided")
-    return float(p)
+    return fisher_p(a, n_a, b, n_b, "two-sided")
 
 
 def bonferroni(p: float, tests: int) -> float:

@@ -65,7 +65,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('library', '0006_review_day'),
-        ('reviews', '0002_issue7_metrics_rollup'),
+        ('reviews', '0002_metrics_rollup'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

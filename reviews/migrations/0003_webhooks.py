@@ -8,8 +8,8 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0005_issue7_session_received_idx'),
-        ('reviews', '0002_issue7_metrics_rollup'),
+        ('library', '0005_session_received_idx'),
+        ('reviews', '0002_metrics_rollup'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,7 +1,7 @@
-"""The agent tool-list page, the agent settings page, the refused-at-load overview, the agent's API
-tokens, the selection playground, and an agent's mining pages: its capture settings (the agent's
-admins change them; every signed-in member sees them) and its mining runs with their reports (every
-intent, what happened to it and why).
+"""The agent tool-list page, the agent settings page and its eval-runner page, the refused-at-load overview, the agent's API
+tokens, the selection playground, and an agent's mining runs with their reports (every intent, what
+happened to it and why). The capture settings are part of the agent settings page (its admins change
+them); every signed-in member sees them on the mining runs page.
 
 The tool list decides which ACTIVE procedures agents receive: a version whose requiredTools are not
 all in the list is refused at load (library/serving.py). Admins of the agent (`manage_agent`)
@@ -17,7 +17,6 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django import forms
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -31,13 +30,12 @@ from guardian.shortcuts import get_objects_for_user
 from library import serving
 from library.agent_settings import agent_settings_snapshot, agent_settings_update
 from library.api.tokens import token_create, token_is_live, token_revoke
-from library.mining.configuration import LABELS, agent_capture_settings_update, capture_settings_snapshot
 from library.models import Agent, ApiToken, MiningRun, ProcedureVersion, Status
 from library.permissions import user_can_manage_agent
 from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, signed_in, visible_agents
-from ..forms import AgentSettingsForm, TokenForm
+from ..forms import AgentEvalSettingsForm, AgentSettingsForm, TokenForm, add_service_errors
 
 
 def _parse_tools(text: str) -> list[str]:
@@ -214,12 +212,29 @@ def _int_or_404(value) -> int:
 # --------------------------------------------------------------------------------------------- agent settings
 
 
+def _settings_saved(request: HttpRequest, form, target: Agent, changes: dict, *, reason: str = "",
+                    tools: list[str] | None = None, what: str, page: str) -> HttpResponse | None:
+    """Saves a settings form's changes (and the tool list, when given) in one transaction through
+    the services; the redirect back to `page`, or None with the refusal on the form."""
+    try:
+        with transaction.atomic():
+            if tools is not None:
+                target = agent_set_tools(agent=target, tools=tools, user=request.user, reason=reason)
+            updated = agent_settings_update(agent=target, user=request.user, changes=changes, reason=reason)
+    except ValidationError as exc:
+        add_service_errors(form, exc)
+        return None
+    messages.success(request, f"{what} of {updated.name} saved.")
+    return redirect(page, agent=updated.name)
+
+
 @require_http_methods(["GET", "POST"])
 @signed_in
 def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
-    """Agent settings (admins of the agent): tools, switches, injection cap, support threshold,
-    redaction patterns; the eval runner has its own page, linked from here. One submit may change
-    the tools and the rest: each through its own service, in one transaction, each audited."""
+    """Agent settings (admins of the agent): tools, switches, injection cap, review target, redaction
+    patterns and the capture (mining) settings; the eval runner has its own page, linked from here.
+    One submit may change the tools and the rest: each through its own service, in one transaction,
+    each audited."""
     target = get_agent_for_user(request, agent, for_="manage")
     initial = {**agent_settings_snapshot(target), "tools": "\n".join(target.tools)}
     form = AgentSettingsForm(request.POST or None, initial=initial)
@@ -228,16 +243,9 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
         reason = data.pop("reason", "").strip()
         tools = _parse_tools(data.pop("tools") or "")
         data["redaction_patterns"] = data.get("redaction_patterns") or []
-        try:
-            with transaction.atomic():
-                updated = agent_set_tools(agent=target, tools=tools, user=request.user, reason=reason)
-                updated = agent_settings_update(agent=updated, user=request.user, reason=reason, **data)
-        except ValidationError as exc:
-            for field, errors in exc.message_dict.items():
-                form.add_error(field if field in form.fields else None, errors)
-        else:
-            messages.success(request, f"Settings of {updated.name} saved.")
-            return redirect("reviews:agent_settings", agent=updated.name)
+        saved = _settings_saved(request, form, target, data, reason=reason, tools=tools, what="Settings", page="reviews:agent_settings")
+        if saved:
+            return saved
     return render(
         request,
         "reviews/agent_settings.html",
@@ -246,47 +254,40 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
     )
 
 
+@require_http_methods(["GET", "POST"])
+@signed_in
+def agent_eval_settings(request: HttpRequest, agent: str) -> HttpResponse:
+    """The agent's eval-replay settings (holders of manage_agent). The API key is never shown back."""
+    agent = get_agent_for_user(request, agent, for_="manage")
+    form = AgentEvalSettingsForm(request.POST or None, initial=agent_settings_snapshot(agent))
+    key_field = form.fields["model_api_key"]
+    key_field.help_text = f"{'A key is stored.' if agent.model_api_key else 'No key is stored.'} {key_field.help_text}"
+    if request.method == "POST" and form.is_valid():
+        data = dict(form.cleaned_data)
+        key = data.pop("model_api_key")
+        clear = data.pop("clear_model_api_key")
+        data["tool_schemas"] = data.get("tool_schemas") or {}
+        key_change = {"model_api_key": ""} if clear else ({"model_api_key": key} if key else {})
+        saved = _settings_saved(request, form, agent, {**data, **key_change}, what="Eval settings", page="reviews:agent_eval_settings")
+        if saved:
+            return saved
+    return render(
+        request, "reviews/evals/settings.html", {"agent": agent, "form": form, "key_set": bool(agent.model_api_key)}
+    )
+
+
 # ---------------------------------------------------------------------------------------------- mining
 
 
-class CaptureSettingsForm(forms.Form):
-    auto_capture_enabled = forms.BooleanField(
-        required=False, label=LABELS["auto_capture_enabled"],
-        help_text="Off by default: scheduled mining runs only for agents whose admins switch it on.",
-    )
-    min_tool_calls = forms.IntegerField(min_value=1, max_value=100, label=LABELS["min_tool_calls"],
-                                        help_text="Sessions with fewer tool calls (think not counted) are not mined.")
-    support_threshold = forms.IntegerField(min_value=1, max_value=100_000, label=LABELS["support_threshold"],
-                                           help_text="Repeated trials of one task count once.")
-    significance_level = forms.FloatField(min_value=0.0001, max_value=0.5, label=LABELS["significance_level"],
-                                          help_text="A candidate is proposed only when its tool order is credibly better than the failed sessions', "
-                                                    "corrected for the number of skeletons tested.")
-    backtest_share = forms.FloatField(min_value=0, max_value=0.5, label=LABELS["backtest_share"],
-                                      help_text="The newest share of each intent's sessions is not mined; every candidate is tested on it.")
-
-
-@require_http_methods(["GET", "POST"])
+@require_GET
 @signed_in
 def agent_capture_settings(request: HttpRequest, agent: str) -> HttpResponse:
-    """Every signed-in member of the library sees an agent's capture settings; its admins change them."""
-    if request.method == "POST":
-        agent_obj = get_agent_for_user(request, agent, for_="manage")
-    else:
-        agent_obj = get_agent_for_user(request, agent, for_="view")
-    can_manage = user_can_manage_agent(request.user, agent_obj)
-    form = CaptureSettingsForm(request.POST or None, initial=capture_settings_snapshot(agent_obj))
-    if request.method == "POST" and form.is_valid():
-        try:
-            agent_capture_settings_update(agent=agent_obj, user=request.user, **form.cleaned_data)
-        except ValidationError as exc:
-            for field, errors in exc.message_dict.items():
-                form.add_error(field if field in form.fields else None, errors)
-        else:
-            messages.success(request, f"Capture settings of {agent_obj.name} saved.")
-            return redirect("reviews:agent_capture_settings", agent=agent_obj.name)
-    snapshot = capture_settings_snapshot(agent_obj)
-    shown = [(LABELS[k], ("on" if v else "off") if isinstance(v, bool) else v) for k, v in snapshot.items()]
-    return render(request, "reviews/mining/capture_settings.html", {"agent": agent_obj, "form": form, "can_manage": can_manage, "shown": shown})
+    """The old address of the capture settings, now part of the agent settings page: its admins are
+    sent there, every other member to the mining runs, which show the settings."""
+    agent_obj = get_agent_for_user(request, agent, for_="view")
+    if user_can_manage_agent(request.user, agent_obj):
+        return redirect(reverse("reviews:agent_settings", args=[agent_obj.name]) + "#agent-settings")
+    return redirect("reviews:mining_runs", agent=agent_obj.name)
 
 
 @require_GET

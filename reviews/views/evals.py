@@ -1,6 +1,6 @@
 """Eval-run pages and actions: the run page, its progress fragment, cancel and resume (a run is
-started from the candidate page: reviews.views.versions.version_eval_start) — reviewers only; and an
-agent's eval settings — the agent's admins only (`manage_agent`).
+started from the candidate page: reviews.views.versions.version_eval_start) — reviewers only. An
+agent's eval settings are with its other settings (reviews.views.agents).
 
 Access (reviews.access): anonymous → sign-in (an htmx request gets HX-Redirect); signed in without
 the reviewer role → 403; a run or agent that does not exist or is hidden → 404.
@@ -9,19 +9,16 @@ the reviewer role → 403; a run or agent that does not exist or is hidden → 4
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from library.evals import runs as evals
-from library.evals.configuration import agent_eval_settings_update, eval_settings_snapshot
 from library.models import Agent, EvalCaseResult, EvalRun
 from library.services import LifecycleError
 
-from ..access import get_agent_for_user, get_eval_run_for_user, signed_in
-from ..forms import AgentEvalSettingsForm
+from ..access import get_eval_run_for_user, signed_in
 from .refusals import safe_next
 from .versions import eval_panel_context
 
@@ -106,34 +103,3 @@ def eval_resume(request: HttpRequest, pk: int) -> HttpResponse:
     if request.htmx:
         return _progress_response(request, run)
     return redirect("reviews:eval_detail", pk=run.pk)
-
-
-# --------------------------------------------------------------------------------------------- agent eval settings
-
-
-@require_http_methods(["GET", "POST"])
-@signed_in
-def agent_eval_settings(request: HttpRequest, agent: str) -> HttpResponse:
-    """The agent's eval-replay settings (holders of manage_agent). The API key is never shown back."""
-    agent = get_agent_for_user(request, agent, for_="manage")
-    initial = eval_settings_snapshot(agent)
-    form = AgentEvalSettingsForm(request.POST or None, initial=initial)
-    key_field = form.fields["model_api_key"]
-    key_field.help_text = f"{'A key is stored.' if agent.model_api_key else 'No key is stored.'} {key_field.help_text}"
-    if request.method == "POST" and form.is_valid():
-        data = dict(form.cleaned_data)
-        key = data.pop("model_api_key")
-        clear = data.pop("clear_model_api_key")
-        data["tool_schemas"] = data.get("tool_schemas") or {}
-        key_change = {"model_api_key": ""} if clear else ({"model_api_key": key} if key else {})
-        try:
-            agent_eval_settings_update(agent=agent, user=request.user, **data, **key_change)
-        except ValidationError as exc:
-            for field, errors in exc.message_dict.items():
-                form.add_error(field if field in form.fields else None, errors)
-        else:
-            messages.success(request, f"Eval settings of {agent.name} saved.")
-            return redirect("reviews:agent_eval_settings", agent=agent.name)
-    return render(
-        request, "reviews/evals/settings.html", {"agent": agent, "form": form, "key_set": bool(agent.model_api_key)}
-    )

@@ -248,6 +248,8 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
         "error": "",
         "stale": version.status == Status.ERASED,
         "tab": "active",
+        "confirm": {"button": f"Erase v{version.number}", "button_class": "danger", "placeholder": "e.g. data-subject request 2026-114",
+                    "reason_hint": "required, kept in the tombstone and the audit log — do not repeat the personal data here"},
     }
     if version.status == Status.ERASED:
         context["error"] = f"v{version.number} was already erased."

@@ -12,16 +12,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from ..access import get_agent_for_user, get_webhook_for_user, signed_in
-from ..forms import WebhookForm
+from ..forms import WebhookForm, add_service_errors
 from ..models import Webhook, WebhookDelivery
 from ..webhooks import webhook_create, webhook_delete, webhook_rotate_secret, webhook_send_test, webhook_update
 
 LOG_ROWS = 50
-
-
-def _apply_errors(form: WebhookForm, exc: ValidationError) -> None:
-    for field, errors in exc.message_dict.items():
-        form.add_error(field if field in form.fields else None, errors)
 
 
 @require_http_methods(["GET", "POST"])
@@ -35,7 +30,7 @@ def webhook_list(request: HttpRequest, agent: str) -> HttpResponse:
             webhook, secret = webhook_create(agent=target, user=request.user, name=data["name"], url=data["url"],
                                              events=data["events"], body_format=data["body_format"])
         except ValidationError as exc:
-            _apply_errors(form, exc)
+            add_service_errors(form, exc)
         else:
             if not data["is_active"]:
                 webhook = webhook_update(webhook=webhook, user=request.user, name=webhook.name, url=webhook.url,
@@ -73,7 +68,7 @@ def webhook_detail(request: HttpRequest, agent: str, pk: int) -> HttpResponse:
             try:
                 webhook = webhook_update(webhook=webhook, user=request.user, **data)
             except ValidationError as exc:
-                _apply_errors(form, exc)
+                add_service_errors(form, exc)
             else:
                 messages.success(request, f"Webhook {webhook.name} saved.")
                 return redirect("reviews:webhook_detail", agent=webhook.agent.name, pk=webhook.pk)

@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
 from guardian.shortcuts import assign_perm
 
-from library.mining.configuration import agent_capture_settings_update
+from library.agent_settings import agent_settings_update
 from library.models import Agent, AuditEvent
 
 pytestmark = pytest.mark.django_db
@@ -22,9 +22,9 @@ def test_defaults_are_opt_in_and_documented():
 
 def test_only_an_agent_admin_changes_them(agent, outsider):
     with pytest.raises(PermissionDenied):
-        agent_capture_settings_update(agent=agent, user=outsider, auto_capture_enabled=True)
+        agent_settings_update(agent=agent, user=outsider, changes={"auto_capture_enabled": True})
     assign_perm("library.manage_agent", outsider, agent)
-    updated = agent_capture_settings_update(agent=agent, user=outsider, auto_capture_enabled=True, min_tool_calls=2)
+    updated = agent_settings_update(agent=agent, user=outsider, changes={"auto_capture_enabled": True, "min_tool_calls": 2})
     assert updated.auto_capture_enabled and updated.min_tool_calls == 2
     event = AuditEvent.objects.get(action=AuditEvent.Action.SETTINGS, agent=agent)
     assert event.before["auto_capture_enabled"] is False and event.after["min_tool_calls"] == 2 and event.actor == outsider
@@ -36,7 +36,7 @@ def test_only_an_agent_admin_changes_them(agent, outsider):
 ])
 def test_bad_values_are_refused_naming_the_field(agent, field, value):
     with pytest.raises(ValidationError) as info:
-        agent_capture_settings_update(agent=agent, actor_label="test", **{field: value})
+        agent_settings_update(agent=agent, user=None, actor_label="test", changes={field: value})
     assert field in info.value.message_dict
     agent.refresh_from_db()
     assert agent.significance_level == 0.05 and not AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS).exists()

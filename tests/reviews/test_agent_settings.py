@@ -31,6 +31,9 @@ def _form(agent, **changes):
         "auto_capture_enabled": "on" if agent.auto_capture_enabled else "",
         "injection_cap": agent.injection_cap,
         "support_threshold": agent.support_threshold,
+        "min_tool_calls": agent.min_tool_calls,
+        "significance_level": agent.significance_level,
+        "backtest_share": agent.backtest_share,
         "review_target_hours": agent.review_target_hours,
         "redaction_patterns": "[]",
         "reason": "",
@@ -40,8 +43,8 @@ def _form(agent, **changes):
 
 
 def test_service_saves_and_audits_before_and_after(agent, agent_admin):
-    agent_settings_update(agent=agent, user=agent_admin, injection_cap=1, procedural_memory_enabled=False,
-                          redaction_patterns=[{"label": "ticket", "regex": r"\bT-\d+\b"}], reason="pilot")
+    agent_settings_update(agent=agent, user=agent_admin, reason="pilot", changes={
+        "injection_cap": 1, "procedural_memory_enabled": False, "redaction_patterns": [{"label": "ticket", "regex": r"\bT-\d+\b"}]})
     agent.refresh_from_db()
     assert (agent.injection_cap, agent.procedural_memory_enabled) == (1, False)
     event = AuditEvent.objects.get(action=AuditEvent.Action.SETTINGS, agent=agent)
@@ -51,7 +54,7 @@ def test_service_saves_and_audits_before_and_after(agent, agent_admin):
 
 
 def test_the_review_target_is_a_setting(agent, agent_admin):
-    agent_settings_update(agent=agent, user=agent_admin, review_target_hours=8, reason="faster reviews")
+    agent_settings_update(agent=agent, user=agent_admin, changes={"review_target_hours": 8}, reason="faster reviews")
     agent.refresh_from_db()
     assert agent.review_target_hours == 8
     event = AuditEvent.objects.get(action=AuditEvent.Action.SETTINGS, agent=agent)
@@ -59,7 +62,7 @@ def test_the_review_target_is_a_setting(agent, agent_admin):
 
 
 def test_no_change_writes_no_audit_row(agent, agent_admin):
-    agent_settings_update(agent=agent, user=agent_admin, injection_cap=agent.injection_cap)
+    agent_settings_update(agent=agent, user=agent_admin, changes={"injection_cap": agent.injection_cap})
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS).exists()
 
 
@@ -77,7 +80,7 @@ def test_no_change_writes_no_audit_row(agent, agent_admin):
 ])
 def test_bad_values_are_named_and_nothing_changes(agent, agent_admin, changes, field):
     with pytest.raises(ValidationError) as exc:
-        agent_settings_update(agent=agent, user=agent_admin, **changes)
+        agent_settings_update(agent=agent, user=agent_admin, changes=changes)
     assert field in exc.value.message_dict
     fresh = Agent.objects.get(pk=agent.pk)
     assert (fresh.injection_cap, fresh.support_threshold, fresh.redaction_patterns) == (2, 20, [])
@@ -85,7 +88,7 @@ def test_bad_values_are_named_and_nothing_changes(agent, agent_admin, changes, f
 
 def test_service_refuses_a_reviewer(agent, reviewer):
     with pytest.raises(PermissionDenied):
-        agent_settings_update(agent=agent, user=reviewer, injection_cap=1)
+        agent_settings_update(agent=agent, user=reviewer, changes={"injection_cap": 1})
 
 
 @pytest.mark.parametrize("who,expected", [("reviewer", 403), ("outsider", 404)])

@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-BEFORE = [("reviews", "0002_issue7_metrics_rollup")]
+BEFORE = [("reviews", "0002_metrics_rollup")]
 AFTER = [("reviews", "0003_review_day")]
 
 
@@ -39,7 +39,7 @@ def test_existing_comments_become_unanchored_threads(candidate, reviewer):
 def test_versions_that_exist_before_search_get_their_documents(candidate):
     """On PostgreSQL the migration writes the search document of every existing version (later
     ones get it from the insert trigger); on SQLite the column stays empty and search uses LIKE."""
-    library_before = [("library", "0005_issue7_session_received_idx")]
+    library_before = [("library", "0005_session_received_idx")]
     executor = MigrationExecutor(connection)
     executor.migrate(library_before)
     executor = MigrationExecutor(connection)

@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
-from library.evals.configuration import agent_eval_settings_update
+from library.agent_settings import agent_settings_update
 from library.models import AuditEvent
 from library.secret_store import resolve_secret
 
@@ -51,14 +51,14 @@ def test_the_key_is_stored_used_and_never_shown_back(client, agent, admin_user):
 
 def test_incomplete_settings_are_refused_naming_the_field(agent, admin_user, reviewer, settings):
     with pytest.raises(ValidationError) as excinfo:
-        agent_eval_settings_update(agent=agent, user=admin_user, eval_runner="http", eval_url="")
+        agent_settings_update(agent=agent, user=admin_user, changes={"eval_runner": "http", "eval_url": ""})
     assert "eval_url" in excinfo.value.message_dict
     settings.PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES = ["tests.evals_support"]
     with pytest.raises(ValidationError, match="outside PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES"):
-        agent_eval_settings_update(agent=agent, user=admin_user, eval_runner="python", eval_python_path="os:system")
-    agent_eval_settings_update(agent=agent, user=admin_user, eval_runner="python", eval_python_path="tests.evals_support:recording_runner")
+        agent_settings_update(agent=agent, user=admin_user, changes={"eval_runner": "python", "eval_python_path": "os:system"})
+    agent_settings_update(agent=agent, user=admin_user, changes={"eval_runner": "python", "eval_python_path": "tests.evals_support:recording_runner"})
     with pytest.raises(PermissionDenied):
-        agent_eval_settings_update(agent=agent, user=reviewer, eval_runner="demo")
+        agent_settings_update(agent=agent, user=reviewer, changes={"eval_runner": "demo"})
 
 
 # ----------------------------------------------------------------------------- allow-lists and sealed keys
@@ -80,7 +80,7 @@ def test_incomplete_settings_are_refused_naming_the_field(agent, admin_user, rev
     ],
 )
 def test_runner_urls_must_lie_in_the_allow_list(settings, url, allowed):
-    from library.evals.configuration import url_allowed
+    from library.agent_settings import url_allowed
 
     settings.PROCMEM_EVAL_ALLOWED_URLS = ["http://127.0.0.1", "https://models.example.com:443/v1"]
     assert url_allowed(url) is allowed
@@ -90,9 +90,9 @@ def test_no_allow_list_means_no_http_or_python_runner(settings, agent, admin_use
     settings.PROCMEM_EVAL_ALLOWED_URLS = []
     settings.PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES = []
     with pytest.raises(ValidationError, match="outside PROCMEM_EVAL_ALLOWED_URLS"):
-        agent_eval_settings_update(agent=agent, user=admin_user, eval_runner="http", eval_url="http://127.0.0.1:9/eval")
+        agent_settings_update(agent=agent, user=admin_user, changes={"eval_runner": "http", "eval_url": "http://127.0.0.1:9/eval"})
     with pytest.raises(ValidationError, match="outside PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES"):
-        agent_eval_settings_update(agent=agent, user=admin_user, eval_runner="python", eval_python_path="tests.evals_support:recording_runner")
+        agent_settings_update(agent=agent, user=admin_user, changes={"eval_runner": "python", "eval_python_path": "tests.evals_support:recording_runner"})
 
 
 def test_a_stored_url_outside_the_allow_list_is_refused_at_run_time(settings, agent):
@@ -108,9 +108,10 @@ def test_a_stored_url_outside_the_allow_list_is_refused_at_run_time(settings, ag
 def test_a_key_given_as_an_environment_reference_is_read_at_use(agent, admin_user, monkeypatch):
     from library.evals.runners import RunnerError, runner_for_agent
 
-    agent_eval_settings_update(
-        agent=agent, user=admin_user, eval_runner="model", model_base_url="http://127.0.0.1:9/v1", model_name="m",
-        model_api_key="env:PROCMEM_TEST_MODEL_KEY",
+    agent_settings_update(
+        agent=agent, user=admin_user,
+        changes={"eval_runner": "model", "model_base_url": "http://127.0.0.1:9/v1", "model_name": "m",
+                 "model_api_key": "env:PROCMEM_TEST_MODEL_KEY"},
     )
     agent.refresh_from_db()
     assert agent.model_api_key == "env:PROCMEM_TEST_MODEL_KEY"
@@ -120,7 +121,7 @@ def test_a_key_given_as_an_environment_reference_is_read_at_use(agent, admin_use
     monkeypatch.setenv("PROCMEM_TEST_MODEL_KEY", "sk-from-env")
     assert runner_for_agent(agent)._api_key == "sk-from-env"
     with pytest.raises(ValidationError, match="not an environment reference"):
-        agent_eval_settings_update(agent=agent, user=admin_user, model_api_key="env:not a name")
+        agent_settings_update(agent=agent, user=admin_user, changes={"model_api_key": "env:not a name"})
 
 
 def test_the_database_refuses_a_plaintext_key(agent):

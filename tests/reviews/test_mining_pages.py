@@ -1,4 +1,4 @@
-"""An agent's capture settings page and its mining runs with their reports."""
+"""An agent's capture settings (on the agent settings page) and its mining runs with their reports."""
 
 from __future__ import annotations
 
@@ -15,18 +15,34 @@ pytestmark = pytest.mark.django_db
 FORM = {"min_tool_calls": 2, "support_threshold": 5, "significance_level": 0.01, "backtest_share": 0.2, "auto_capture_enabled": "on"}
 
 
-def test_capture_settings_permission_matrix(client, agent, reviewer, admin_user):
+def _settings_form(agent, **changes):
+    """The whole agent settings form as it stands, with `changes`."""
+    data = {"tools": "\n".join(agent.tools), "procedural_memory_enabled": "on", "injection_cap": agent.injection_cap,
+            "review_target_hours": agent.review_target_hours, "redaction_patterns": "[]", **FORM, **changes}
+    return data
+
+
+def test_the_old_capture_settings_address_leads_to_the_one_settings_page(client, agent, reviewer, admin_user):
     url = reverse("reviews:agent_capture_settings", args=[agent.name])
-    assert client.get(url).status_code == 302
+    assert client.get(url).status_code == 302 and "login" in client.get(url)["Location"]
     client.force_login(reviewer)
-    page = client.get(url)
-    assert page.status_code == 200 and "Only the agent's admins change these settings." in page.content.decode()
-    assert client.post(url, FORM).status_code == 403
-    agent.refresh_from_db()
-    assert not agent.auto_capture_enabled
+    assert client.get(url)["Location"] == reverse("reviews:mining_runs", args=[agent.name])
+    assert client.post(url, FORM).status_code == 405
     client.force_login(admin_user)
     assert client.get(reverse("reviews:agent_capture_settings", args=["nobody"])).status_code == 404
-    assert client.post(url, FORM).status_code == 302
+    assert client.get(url)["Location"] == reverse("reviews:agent_settings", args=[agent.name]) + "#agent-settings"
+
+
+def test_capture_settings_are_changed_on_the_agent_settings_page(client, agent, reviewer, admin_user):
+    url = reverse("reviews:agent_settings", args=[agent.name])
+    client.force_login(reviewer)
+    assert client.post(url, _settings_form(agent)).status_code == 403
+    agent.refresh_from_db()
+    assert not agent.auto_capture_enabled
+    runs = client.get(reverse("reviews:mining_runs", args=[agent.name])).content.decode()
+    assert "automatic capture off" in runs and "support threshold 20" in runs
+    client.force_login(admin_user)
+    assert client.post(url, _settings_form(agent)).status_code == 302
     agent.refresh_from_db()
     assert (agent.auto_capture_enabled, agent.min_tool_calls, agent.support_threshold, agent.significance_level, agent.backtest_share) == (True, 2, 5, 0.01, 0.2)
     assert AuditEvent.objects.get(action=AuditEvent.Action.SETTINGS, agent=agent).actor == admin_user
@@ -34,8 +50,8 @@ def test_capture_settings_permission_matrix(client, agent, reviewer, admin_user)
 
 def test_capture_settings_refuse_bad_values_on_the_page(client, agent, admin_user):
     client.force_login(admin_user)
-    page = client.post(reverse("reviews:agent_capture_settings", args=[agent.name]), {**FORM, "backtest_share": 0.9})
-    assert page.status_code == 200 and "Ensure this value is less than or equal to 0.5" in page.content.decode()
+    page = client.post(reverse("reviews:agent_settings", args=[agent.name]), _settings_form(agent, backtest_share=0.9))
+    assert page.status_code == 400 and "Ensure this value is less than or equal to 0.5" in page.content.decode()
 
 
 def _run(agent):

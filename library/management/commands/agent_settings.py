@@ -1,4 +1,5 @@
-"""manage.py agent_settings: shows or changes an agent's capture settings (docs: mining)."""
+"""manage.py agent_settings: shows or changes an agent's capture settings (docs: mining), through the one
+agent-settings service (library/agent_settings.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import json
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from library.mining.configuration import EDITABLE, LABELS, agent_capture_settings_update, capture_settings_snapshot
+from library.agent_settings import CAPTURE_FIELDS, LABELS, agent_settings_update
 from library.models import Agent
 
 _ON = {"on", "true", "yes", "1"}
@@ -43,18 +44,18 @@ class Command(BaseCommand):
             agent_obj = Agent.objects.get(name=agent)
         except Agent.DoesNotExist:
             raise CommandError(f"No agent named {agent!r}") from None
-        changes = {field: options[field] for field in EDITABLE if options.get(field) is not None}
+        changes = {field: options[field] for field in CAPTURE_FIELDS if options.get(field) is not None}
         if changes:
             try:
-                agent_obj = agent_capture_settings_update(agent=agent_obj, actor_label="manage.py agent_settings", **changes)
+                agent_obj = agent_settings_update(agent=agent_obj, user=None, changes=changes, actor_label="manage.py agent_settings")
             except ValidationError as exc:
-                raise CommandError("; ".join(m for messages in exc.message_dict.values() for m in messages)) from None
-        snapshot = capture_settings_snapshot(agent_obj)
+                raise CommandError("; ".join(f"{field}: {m}" for field, messages in exc.message_dict.items() for m in messages)) from None
+        snapshot = {field: getattr(agent_obj, field) for field in CAPTURE_FIELDS}
         if options["json"]:
             self.stdout.write(json.dumps({"agent": agent_obj.name, **snapshot}))
             return
         self.stdout.write(f"{agent_obj.name}: capture settings{' (changed)' if changes else ''}")
-        for field in EDITABLE:
+        for field in CAPTURE_FIELDS:
             value = snapshot[field]
             shown = ("on" if value else "off") if isinstance(value, bool) else value
             self.stdout.write(f"  {LABELS[field]}: {shown}")

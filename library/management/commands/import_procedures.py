@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from library.interchange import ImportFileError, import_library
+from library.management.importing import import_and_report
 
 
 class Command(BaseCommand):
@@ -24,15 +25,7 @@ class Command(BaseCommand):
                 user = get_user_model().objects.get(username=as_user)
             except get_user_model().DoesNotExist:
                 raise CommandError(f"--as-user: no user named {as_user!r}") from None
-        try:
-            report = import_library(paths, user=user, create_intents=create_intents)
-        except ImportFileError as exc:
-            raise CommandError(f"Nothing was imported. {exc}") from None
-        for label in report.created:
-            self.stdout.write(f"  candidate {label}")
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Imported {len(report.created)} versions as candidates; "
-                f"{len(report.skipped)} already present were skipped."
-            )
+        import_and_report(
+            self, lambda: import_library(paths, user=user, create_intents=create_intents),
+            refused=ImportFileError, listed="created", prefix="candidate", noun="versions as candidates",
         )

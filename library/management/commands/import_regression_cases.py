@@ -3,6 +3,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from library.evals.cases import CaseImportError, import_cases, parse_jsonl, parse_tau2, tau2_tools
+from library.management.importing import import_and_report
 from library.models import Agent
 
 
@@ -46,14 +47,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"Created agent {agent} with {len(target.tools)} tools.")
         elif tau2:
             raise CommandError("--tau2 needs --agent")
-        try:
-            report = import_cases(items, agent=target, create_intents=create_intents)
-        except CaseImportError as exc:
-            raise CommandError(f"Nothing was imported. {exc}") from None
-        for name in report.intents_created:
-            self.stdout.write(f"  new intent {name}")
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Imported {len(report.created)} regression cases; {len(report.skipped)} already present were skipped."
-            )
+        import_and_report(
+            self, lambda: import_cases(items, agent=target, create_intents=create_intents),
+            refused=CaseImportError, listed="intents_created", prefix="new intent", noun="regression cases",
         )

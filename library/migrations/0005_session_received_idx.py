@@ -4,6 +4,8 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+    # Renamed to a descriptive name: a database migrated under the old one counts this as applied.
+    replaces = [('library', '0005_issue7_session_received_idx')]
 
     dependencies = [
         ('library', '0004_merge_evals_and_embeddings'),
