@@ -22,6 +22,9 @@ from .models import (
     Intent,
     LoadRefusal,
     MiningRun,
+    Namespace,
+    NamespaceGroupObjectPermission,
+    NamespaceUserObjectPermission,
     Procedure,
     ProcedureGroupObjectPermission,
     ProcedureUserObjectPermission,
@@ -58,18 +61,34 @@ class IntentInline(admin.TabularInline):
     fields = ("name", "description")
 
 
+@admin.register(Namespace)
+class NamespaceAdmin(admin.ModelAdmin):
+    """Descriptions are edited here; namespaces are created, agents moved and rights granted on the
+    namespaces page (audited). A namespace is never deleted here (agents and procedures point at it)."""
+
+    list_display = ("name", "description", "created_at")
+    search_fields = ("name", "description")
+    readonly_fields = ("name", "created_at")
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
 @admin.register(Agent)
 class AgentAdmin(admin.ModelAdmin):
     """Description, model and base instruction are edited here; tools, switches, limits and
     redaction patterns on the agent settings page (audited), the eval runner on its own page."""
 
     formfield_overrides = URL_FIELDS
-    list_display = ("name", "current_model", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
+    list_display = ("name", "namespace", "current_model", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
                     "support_threshold", "eval_runner", "created_at")
     list_filter = ("procedural_memory_enabled", "auto_capture_enabled", "eval_runner")
     search_fields = ("name", "description")
     exclude = ("model_api_key",)
-    readonly_fields = ("name", "tools", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
+    readonly_fields = ("name", "namespace", "tools", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
                        "support_threshold", "redaction_patterns", "eval_runner", "eval_url", "eval_python_path",
                        "eval_concurrency", "eval_timeout_seconds", "model_base_url", "model_name", "tool_schemas",
                        "created_at")
@@ -107,8 +126,8 @@ class AgentToolChangeAdmin(ReadOnlyModelAdmin):
 
 @admin.register(Procedure)
 class ProcedureAdmin(ReadOnlyModelAdmin):
-    list_display = ("key", "agent", "intent", "created_at")
-    list_filter = ("agent",)
+    list_display = ("key", "agent", "intent", "namespace", "roles", "priority", "confidence", "created_at")
+    list_filter = ("agent", "namespace", "confidence")
     search_fields = ("key",)
 
 
@@ -216,7 +235,7 @@ class VersionEmbeddingAdmin(ReadOnlyModelAdmin):
 
 
 class ObjectPermissionAdmin(ReadOnlyModelAdmin):
-    """Granted and revoked on the approver-rights page (audited)."""
+    """Granted and revoked on the approver-rights and namespaces pages (audited)."""
 
     list_display = ("content_object", "permission", "__holder__")
     list_filter = ("permission",)
@@ -227,7 +246,10 @@ class ObjectPermissionAdmin(ReadOnlyModelAdmin):
         return str(getattr(obj, "user", None) or getattr(obj, "group", None))
 
 
-for _model in (ProcedureUserObjectPermission, ProcedureGroupObjectPermission, AgentUserObjectPermission, AgentGroupObjectPermission):
+for _model in (
+    ProcedureUserObjectPermission, ProcedureGroupObjectPermission, AgentUserObjectPermission, AgentGroupObjectPermission,
+    NamespaceUserObjectPermission, NamespaceGroupObjectPermission,
+):
     admin.site.register(_model, ObjectPermissionAdmin)
 
 

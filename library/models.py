@@ -72,6 +72,50 @@ def content_hash(
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 
 
+# ---------------------------------------------------------------------------------------------- namespaces
+
+
+DEFAULT_NAMESPACE = "default"
+
+
+class Namespace(models.Model):
+    """A team or tenant. Global, not per agent: one team runs several agents, and its rights
+    (review, approve, manage) granted on the namespace hold for every procedure in it, of any
+    agent. An agent belongs to one namespace and is served the procedures of that namespace."""
+
+    name = models.CharField(max_length=64, unique=True, validators=[slug_validator])
+    description = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        permissions = [
+            ("review_namespace_procedures", "Can review candidates of every procedure in this namespace"),
+            ("approve_namespace_procedures", "Can approve versions of every procedure in this namespace"),
+            ("manage_namespace_procedures", "Can retire, roll back and change the scope of every procedure in this namespace"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def default_namespace_pk() -> int:
+    """The namespace of a new agent when none is given (created by the migration that added
+    namespaces; recreated here if someone deleted it while nothing used it)."""
+    namespace, _ = Namespace.objects.get_or_create(
+        name=DEFAULT_NAMESPACE, defaults={"description": "Procedures of every agent not assigned to a team"}
+    )
+    return namespace.pk
+
+
+class NamespaceUserObjectPermission(UserObjectPermissionBase):
+    content_object = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+
+
+class NamespaceGroupObjectPermission(GroupObjectPermissionBase):
+    content_object = models.ForeignKey(Namespace, on_delete=models.CASCADE)
+
+
 # ---------------------------------------------------------------------------------------------- agents
 
 
@@ -97,6 +141,10 @@ class Agent(models.Model):
 
     name = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     description = models.TextField(blank=True)
+    namespace = models.ForeignKey(
+        Namespace, on_delete=models.PROTECT, related_name="agents", default=default_namespace_pk,
+        help_text="The team or tenant; the agent API serves this agent the procedures of this namespace",
+    )
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.TOOLS)
     tools = models.JSONField(default=list, help_text="The tool names this agent really has")
     tool_schemas = models.JSONField(default=dict, blank=True, help_text="Tool name → JSON schema (model replay)")
@@ -218,13 +266,51 @@ class Intent(models.Model):
 # ---------------------------------------------------------------------------------------------- procedures
 
 
+ROLE_RE = r"^[a-z][a-z0-9_\-]{0,63}$"
+MAX_ROLES = 20
+PRIORITY_MIN, PRIORITY_MAX = -100, 100
+
+
+class Confidence(models.TextChoices):
+    """How sure the library's people are that a procedure is right: a word, not a number, because
+    nobody measures it to two decimals (the measured figures are the eval and the metrics)."""
+
+    LOW = "low", "Low"
+    MEDIUM = "medium", "Medium"
+    HIGH = "high", "High"
+
+
+class ProcedureQuerySet(models.QuerySet):
+    def bulk_create(self, objs, *args, **kwargs):
+        """A procedure created without a namespace gets its agent's (as `save` does)."""
+        objs = list(objs)
+        missing = {p.agent_id for p in objs if p.namespace_id is None}
+        if missing:
+            namespaces = dict(Agent.objects.filter(pk__in=missing).values_list("pk", "namespace_id"))
+            for procedure in objs:
+                if procedure.namespace_id is None:
+                    procedure.namespace_id = namespaces[procedure.agent_id]
+        return super().bulk_create(objs, *args, **kwargs)
+
+
 class Procedure(models.Model):
-    """An identity: the dotted id, the agent it serves and its intent. Content lives in versions."""
+    """An identity: the dotted id, the agent it serves and its intent. Content lives in versions.
+
+    Scope (governance metadata, not content: changing it makes no new version and needs no eval;
+    it changes only through `procedure_scope_update`): the namespace it belongs to (default: its
+    agent's), the roles an agent instance must present to receive it (empty: every role), a
+    priority that breaks near-ties in selection, and a confidence shown to people and agents."""
 
     agent = models.ForeignKey(Agent, on_delete=models.PROTECT, related_name="procedures")
     key = models.CharField("id", max_length=120, validators=[procedure_key_validator])
     intent = models.ForeignKey(Intent, on_delete=models.PROTECT, related_name="procedures")
+    namespace = models.ForeignKey(Namespace, on_delete=models.PROTECT, related_name="procedures")
+    roles = models.JSONField(default=list, blank=True, help_text="Role names an agent instance may present; empty = all")
+    priority = models.SmallIntegerField(default=0, help_text="Higher wins a near-tie in selection")
+    confidence = models.CharField(max_length=6, choices=Confidence.choices, default=Confidence.MEDIUM)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = ProcedureQuerySet.as_manager()
 
     class Meta:
         ordering = ["agent__name", "key"]
@@ -232,10 +318,21 @@ class Procedure(models.Model):
             ("approve_procedure", "Can approve versions of this procedure"),
             ("manage_procedure", "Can retire and roll back versions of this procedure"),
         ]
-        constraints = [models.UniqueConstraint(fields=["agent", "key"], name="procedure_key_unique_per_agent")]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "key"], name="procedure_key_unique_per_agent"),
+            models.CheckConstraint(
+                condition=Q(priority__gte=PRIORITY_MIN) & Q(priority__lte=PRIORITY_MAX), name="procedure_priority_range"
+            ),
+            models.CheckConstraint(condition=Q(confidence__in=["low", "medium", "high"]), name="procedure_confidence_valid"),
+        ]
 
     def __str__(self) -> str:
         return self.key
+
+    def save(self, *args, **kwargs):
+        if self.namespace_id is None and self.agent_id is not None:
+            self.namespace_id = Agent.objects.filter(pk=self.agent_id).values_list("namespace_id", flat=True).first()
+        super().save(*args, **kwargs)
 
 
 class ProcedureUserObjectPermission(UserObjectPermissionBase):
@@ -500,6 +597,8 @@ class AuditEvent(models.Model):
         RELEASE = "release", "Candidate released"
         THREAD_RESOLVE = "thread_resolve", "Thread resolved"
         THREAD_REOPEN = "thread_reopen", "Thread reopened"
+        SCOPE = "scope", "Scope changed (namespace, roles, priority, confidence)"
+        NAMESPACE_CREATE = "namespace_create", "Namespace created"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")

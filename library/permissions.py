@@ -1,16 +1,20 @@
-"""Who may do what. Object permissions go through django-guardian (per procedure, or per agent for
-all of its procedures); roles are model permissions held through groups (see seed_demo).
+"""Who may do what. Object permissions go through django-guardian (per procedure, per agent for
+all of its procedures, or per namespace for every procedure in it, of any agent); roles are model
+permissions held through groups (see seed_demo).
 
-- reviewer: `library.review_procedureversion` (model permission): edit, comment, reject, start evals;
-- approver: a reviewer who also holds `approve_procedure` on the procedure or
-  `approve_agent_procedures` on its agent;
-- admin: `manage_procedure` / `manage_agent_procedures` (retire, roll back) and `manage_agent`
-  (tools, tokens, approver rights); superusers hold every permission.
+- reviewer: `library.review_procedureversion` (model permission): edit, comment, reject, start evals
+  on every procedure; or `review_namespace_procedures` on a namespace: the same on its procedures;
+- approver: a reviewer who also holds `approve_procedure` on the procedure,
+  `approve_agent_procedures` on its agent or `approve_namespace_procedures` on its namespace;
+- admin: `manage_procedure` / `manage_agent_procedures` / `manage_namespace_procedures` (retire,
+  roll back, change the scope) and `manage_agent` (tools, tokens, approver rights); superusers hold
+  every permission. Namespaces are created and their rights granted by holders of the model
+  permissions `library.add_namespace` and `library.change_namespace` (superusers).
 """
 
 from __future__ import annotations
 
-from .models import Agent, Procedure
+from .models import Agent, Namespace, Procedure
 
 REVIEW_PERM = "library.review_procedureversion"
 REVIEWERS_GROUP = "reviewers"
@@ -30,20 +34,44 @@ def user_is_reviewer(user) -> bool:
     return bool(user and user.is_authenticated and user.is_active and user.has_perm(REVIEW_PERM))
 
 
+def _active(user) -> bool:
+    return bool(user and user.is_authenticated and user.is_active)
+
+
+def user_can_review(user, procedure: Procedure) -> bool:
+    """A reviewer of every procedure, or of the procedure's namespace."""
+    return user_is_reviewer(user) or (_active(user) and user.has_perm("library.review_namespace_procedures", procedure.namespace))
+
+
 def user_can_approve(user, procedure: Procedure) -> bool:
-    if not (user and user.is_authenticated and user.is_active):
+    if not _active(user):
         return False
-    return user.has_perm("library.approve_procedure", procedure) or user.has_perm(
-        "library.approve_agent_procedures", procedure.agent
+    return (
+        user.has_perm("library.approve_procedure", procedure)
+        or user.has_perm("library.approve_agent_procedures", procedure.agent)
+        or user.has_perm("library.approve_namespace_procedures", procedure.namespace)
     )
 
 
-def user_can_manage_procedure(user, procedure: Procedure) -> bool:
-    if not (user and user.is_authenticated and user.is_active):
+def user_can_manage_procedure(user, procedure: Procedure, *, namespace: Namespace | None = None) -> bool:
+    """`namespace`: judge as if the procedure were in that namespace (a move's destination)."""
+    if not _active(user):
         return False
-    return user.has_perm("library.manage_procedure", procedure) or user.has_perm(
-        "library.manage_agent_procedures", procedure.agent
+    return (
+        user.has_perm("library.manage_procedure", procedure)
+        or user.has_perm("library.manage_agent_procedures", procedure.agent)
+        or user.has_perm("library.manage_namespace_procedures", namespace or procedure.namespace)
     )
+
+
+def user_can_create_namespaces(user) -> bool:
+    return _active(user) and user.has_perm("library.add_namespace")
+
+
+def user_can_grant_namespace_rights(user, namespace: Namespace | None = None) -> bool:
+    """Who grants and revokes the rights on namespaces: holders of the model permission (a global
+    admin; superusers). A namespace's managers do not hand out its rights themselves."""
+    return _active(user) and user.has_perm("library.change_namespace")
 
 
 def user_can_manage_agent(user, agent: Agent) -> bool:

@@ -42,7 +42,7 @@ from .models import (
     content_of,
     procedure_key_validator,
 )
-from .permissions import user_can_approve, user_can_manage_procedure, user_is_reviewer
+from .permissions import user_can_approve, user_can_manage_procedure, user_can_review
 
 logger = logging.getLogger(__name__)
 
@@ -331,7 +331,7 @@ def version_revise(
     When the edited version is itself a CANDIDATE it is superseded (REJECTED with a pointer to the
     new version), so a queue never holds two drafts of one edit. Evals of the old content no longer
     count: they are pinned to its content hash."""
-    if not user_is_reviewer(user):
+    if not user_can_review(user, version.procedure):
         raise PermissionDenied("Only reviewers may edit procedures.")
     content = validate_content(
         applies_when=applies_when, steps=steps, required_tools=required_tools, forbidden_actions=forbidden_actions,
@@ -632,7 +632,7 @@ def version_review_confirm(*, version: ProcedureVersion, user, comment: str = ""
 
 def version_reject(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
     """CANDIDATE → REJECTED, with a reason."""
-    if not user_is_reviewer(user):
+    if not user_can_review(user, version.procedure):
         raise PermissionDenied("Only reviewers may reject candidates.")
     reason = (reason or "").strip()
     if not reason:

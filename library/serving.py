@@ -12,9 +12,15 @@ however approvals and rollbacks interleave with it.
 
 Speed: building the body (1,000 procedures: JSON columns parsed, rendered, serialised, hashed)
 costs tens of milliseconds, so each process keeps the last body per agent, keyed by a fingerprint
-of what determines it — the ACTIVE version ids and approvers, the tool list, the switch and the cap
-— which one narrow query reads (one aggregated row on PostgreSQL). Versions are immutable, so equal
+of what determines it — the ACTIVE version ids and approvers, each procedure's scope (namespace,
+roles, priority, confidence), the agent's namespace, the tool list, the switch and the cap — which
+one narrow query reads (one aggregated row on PostgreSQL). Versions are immutable, so equal
 fingerprints mean equal bytes.
+
+Scope: an agent is served the ACTIVE versions of its procedures in the agent's namespace; an agent
+instance that presents a role (`?role=`) gets those whose `roles` list is empty or names it. A
+role's set is derived from the agent's built set (filtered, with its own bytes and strong ETag) and
+kept with it, so it is rebuilt exactly when the agent's set is.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import gzip
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -37,17 +44,23 @@ from procmem_client.ranking import EmbeddingCache, Explained, Index, Ranker, Sel
 from procmem_client.rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block, render_procedure
 
 from . import embeddings
-from .models import Agent, AuditEvent, LoadRefusal, ProcedureRecord, ProcedureVersion, Status
+from .models import ROLE_RE, Agent, AuditEvent, LoadRefusal, Namespace, ProcedureRecord, ProcedureVersion, Status
 from .signals import active_set_changed, version_erased
 
 logger = logging.getLogger(__name__)
 
 READONLY_ALIAS = "readonly"
 API_VERSION = "v1"
+MAX_CACHED_ROLES = 64  # role sets kept per built set; more distinct roles are built per request
 
 
 class ServedProcedure(ProcedureRecord, total=False):
     intent: str
+    # scope (governance metadata, not content; docs/api.md)
+    namespace: str
+    roles: list[str]
+    priority: int
+    confidence: str
     rendered: str
     renderedChars: int
     renderedTokens: int
@@ -66,6 +79,8 @@ class RefusedProcedure(TypedDict):
 class ActiveSet(TypedDict, total=False):
     apiVersion: str
     agent: str
+    namespace: str
+    role: str
     proceduralMemoryEnabled: bool
     injectionCap: int
     tools: list[str]
@@ -90,6 +105,7 @@ class ServedSet:
     version_ids: list[int] = field(default_factory=list)  # primary keys, aligned with data["procedures"]
     _index: Index | None = field(default=None, repr=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _roles: dict[str, "ServedSet"] = field(default_factory=dict, repr=False)
 
     @property
     def procedures(self) -> list[ServedProcedure]:
@@ -102,6 +118,30 @@ class ServedSet:
                 _load_or_store_embeddings(self, ranker)
                 self._index = ranker.index(self.procedures)
             return self._index
+
+    def for_role(self, role: str | None) -> "ServedSet":
+        """The set an agent instance presenting `role` receives: the procedures whose roles are
+        empty or name it (the refused list as it is). Built once per role and kept with this set."""
+        if not role:
+            return self
+        with self._index_lock:
+            cached = self._roles.get(role)
+        if cached is not None:
+            return cached
+        kept = [(vid, p) for vid, p in zip(self.version_ids, self.procedures) if not p["roles"] or role in p["roles"]]
+        data: ActiveSet = {**self.data, "role": role, "procedures": [p for _, p in kept]}
+        variant = _packed(
+            agent_id=self.agent_id, fingerprint=f"{self.fingerprint}:{role}", data=data, version_ids=[vid for vid, _ in kept]
+        )
+        with self._index_lock:
+            if len(self._roles) >= MAX_CACHED_ROLES:  # any token holder picks role names: bound the memory
+                return variant
+            return self._roles.setdefault(role, variant)
+
+
+def valid_role(role: str) -> bool:
+    """What `?role=` accepts: a role name as stored on procedures (lower-case slug, at most 64)."""
+    return bool(re.fullmatch(ROLE_RE, role))
 
 
 def tools_state_hash(tools: list[str]) -> str:
@@ -190,7 +230,10 @@ def forget_erased(agent_id: int) -> None:
 
 def _agent_part(agent: Agent) -> bytes:
     return json.dumps(
-        [API_VERSION, agent.pk, agent.name, sorted(agent.tools), agent.procedural_memory_enabled, agent.injection_cap],
+        [
+            API_VERSION, agent.pk, agent.name, agent.namespace_id, agent.namespace.name, sorted(agent.tools),
+            agent.procedural_memory_enabled, agent.injection_cap,
+        ],
         separators=(",", ":"),
     ).encode()
 
@@ -205,50 +248,61 @@ def approver_secret_columns() -> list[str]:
 
 def _current_state(agent_id: int, *, using: str) -> tuple[Agent, str]:
     """The agent's served settings and the fingerprint of its set: what determines the body — the
-    settings and which versions are ACTIVE, with their approvers' names. On PostgreSQL this is one
+    settings, the agent's namespace, which versions of that namespace are ACTIVE, with their
+    approvers' names and their procedures' scope. On PostgreSQL this is one
     statement (one snapshot) returning one row, however large the set is."""
     connection = connections[using]
     if connection.vendor == "postgresql":
         version_table = ProcedureVersion._meta.db_table
         procedure_table = ProcedureVersion._meta.get_field("procedure").related_model._meta.db_table
+        namespace_table = Namespace._meta.db_table
         user_model = ProcedureVersion._meta.get_field("approved_by").related_model
         username = user_model._meta.get_field(user_model.USERNAME_FIELD).column
         with connection.cursor() as cursor:
             cursor.execute(
-                f"""SELECT a.name, a.tools, a.procedural_memory_enabled, a.injection_cap, f.n, f.folded
+                f"""SELECT a.name, a.tools, a.procedural_memory_enabled, a.injection_cap, a.namespace_id, ns.name, f.n, f.folded
                       FROM {Agent._meta.db_table} a
+                      JOIN {namespace_table} ns ON ns.id = a.namespace_id
                      CROSS JOIN LATERAL (
                            SELECT count(*) AS n,
-                                  md5(coalesce(string_agg(v.id::text || ':' || coalesce(u.{username}, ''), ';' ORDER BY v.id), '')) AS folded
+                                  md5(coalesce(string_agg(
+                                      v.id::text || ':' || coalesce(u.{username}, '') || ':' || p.roles::text || ':'
+                                      || p.priority::text || ':' || p.confidence, ';' ORDER BY v.id), '')) AS folded
                              FROM {version_table} v
                              JOIN {procedure_table} p ON p.id = v.procedure_id
                              LEFT JOIN {user_model._meta.db_table} u ON u.id = v.approved_by_id
-                            WHERE p.agent_id = a.id AND v.status = %s AND a.procedural_memory_enabled) f
+                            WHERE p.agent_id = a.id AND p.namespace_id = a.namespace_id AND v.status = %s
+                              AND a.procedural_memory_enabled) f
                      WHERE a.id = %s""",
                 [Status.ACTIVE, agent_id],
             )
             row = cursor.fetchone()
         if row is None:
             raise Agent.DoesNotExist(f"agent {agent_id}")
-        name, tools, enabled, cap, count, folded = row
+        name, tools, enabled, cap, namespace_id, namespace_name, count, folded = row
         agent = Agent(
             id=agent_id, name=name, tools=json.loads(tools) if isinstance(tools, str) else tools,
-            procedural_memory_enabled=enabled, injection_cap=cap,
+            procedural_memory_enabled=enabled, injection_cap=cap, namespace=Namespace(id=namespace_id, name=namespace_name),
         )
         digest = hashlib.sha256(_agent_part(agent))
         digest.update(f"{count}:{folded}".encode())
         return agent, digest.hexdigest()
-    agent = Agent.objects.using(using).only("id", "name", "tools", "procedural_memory_enabled", "injection_cap").get(pk=agent_id)
+    agent = (
+        Agent.objects.using(using)
+        .select_related("namespace")
+        .only("id", "name", "tools", "procedural_memory_enabled", "injection_cap", "namespace__id", "namespace__name")
+        .get(pk=agent_id)
+    )
     digest = hashlib.sha256(_agent_part(agent))
     if agent.procedural_memory_enabled:
         rows = (
             ProcedureVersion.objects.using(using)
-            .filter(procedure__agent_id=agent_id, status=Status.ACTIVE)
+            .filter(procedure__agent_id=agent_id, procedure__namespace_id=agent.namespace_id, status=Status.ACTIVE)
             .order_by("id")
-            .values_list("id", "approved_by__username")
+            .values_list("id", "approved_by__username", "procedure__roles", "procedure__priority", "procedure__confidence")
         )
-        for version_id, approver in rows:
-            digest.update(f"{version_id}:{approver or ''};".encode())
+        for version_id, approver, roles, priority, confidence in rows:
+            digest.update(f"{version_id}:{approver or ''}:{json.dumps(roles)}:{priority}:{confidence};".encode())
     return agent, digest.hexdigest()
 
 
@@ -256,12 +310,19 @@ def _dumps(data: ActiveSet) -> bytes:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-def _served(version: ProcedureVersion) -> ServedProcedure:
+def _served(version: ProcedureVersion, *, namespace: str) -> ServedProcedure:
+    """Caller selects the procedure with its intent; every procedure served is in `namespace`.
+    The scope fields are not rendered: the text agents receive (and eval replays) is the content."""
     record = version.to_dict()
     rendered = render_procedure(record)
+    procedure = version.procedure
     served: ServedProcedure = {  # type: ignore[typeddict-item]
         **record,
-        "intent": version.procedure.intent.name,
+        "intent": procedure.intent.name,
+        "namespace": namespace,
+        "roles": list(procedure.roles),
+        "priority": procedure.priority,
+        "confidence": procedure.confidence,
         "rendered": rendered,
         "renderedChars": len(rendered),
         "renderedTokens": estimate_tokens(rendered),
@@ -339,6 +400,7 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
     data: ActiveSet = {
         "apiVersion": API_VERSION,
         "agent": agent.name,
+        "namespace": agent.namespace.name,
         "proceduralMemoryEnabled": agent.procedural_memory_enabled,
         "injectionCap": agent.injection_cap,
         "tools": tools,
@@ -353,7 +415,7 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
     else:
         versions = (
             ProcedureVersion.objects.using(using)
-            .filter(procedure__agent_id=agent.pk, status=Status.ACTIVE)
+            .filter(procedure__agent_id=agent.pk, procedure__namespace_id=agent.namespace_id, status=Status.ACTIVE)
             .select_related("procedure", "procedure__intent", "approved_by")
             .defer(*approver_secret_columns())
             .order_by("procedure__key")
@@ -373,15 +435,19 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
                     }
                 )
             else:
-                data["procedures"].append(_served(version))
+                data["procedures"].append(_served(version, namespace=agent.namespace.name))
                 version_ids.append(version.pk)
+    return _packed(agent_id=agent.pk, fingerprint=fingerprint, data=data, version_ids=version_ids), refused_versions
+
+
+def _packed(*, agent_id: int, fingerprint: str, data: ActiveSet, version_ids: list[int]) -> ServedSet:
+    """The set's bytes, plain and gzip, each with its strong ETag (a hash of the bytes)."""
     body = _dumps(data)
     tag = hashlib.sha256(body).hexdigest()[:40]
-    served = ServedSet(
-        agent_id=agent.pk, fingerprint=fingerprint, data=data, body=body, etag=f'"{tag}"',
+    return ServedSet(
+        agent_id=agent_id, fingerprint=fingerprint, data=data, body=body, etag=f'"{tag}"',
         body_gzip=gzip.compress(body, compresslevel=6, mtime=0), etag_gzip=f'"{tag}-gzip"', version_ids=version_ids,
     )
-    return served, refused_versions
 
 
 # --------------------------------------------------------------------------------------------- embeddings
@@ -522,11 +588,13 @@ def injection_max_chars() -> int:
     return int(getattr(settings, "PROCMEM_INJECTION_MAX_CHARS", DEFAULT_MAX_CHARS))
 
 
-def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: int | None = None) -> dict[str, Any]:
-    """Selection over the agent's served set (refused versions are never candidates). At most the
-    agent's injection cap is injected, and only what fits the block's character cap. Raises
-    ValueError for bad arguments (see procmem_client/ranking.py)."""
-    served = active_set_for_agent(agent=agent)
+def select_for_agent(
+    *, agent: Agent, task: str, intent: str | None = None, k: int | None = None, role: str | None = None
+) -> dict[str, Any]:
+    """Selection over the agent's served set for `role` (refused versions are never candidates).
+    At most the agent's injection cap is injected, and only what fits the block's character cap.
+    Raises ValueError for bad arguments (see procmem_client/ranking.py)."""
+    served = active_set_for_agent(agent=agent).for_role(role)
     cap = served.data["injectionCap"]
     result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)
     block = render_block(result["injected"], max_chars=injection_max_chars())
@@ -537,6 +605,7 @@ def select_for_agent(*, agent: Agent, task: str, intent: str | None = None, k: i
         "setEtag": served.etag,
         "task": task,
         "intent": intent or None,
+        **({"role": role} if role else {}),
         "cap": cap,
         "injected": block["included"],
         "rendered": block["text"],

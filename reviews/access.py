@@ -7,11 +7,13 @@ Every helper takes the request, the object's key and what the user wants to do w
              from anonymous users and visible to every signed-in member of the library; that
              queryset is the one place to narrow it.
 - "operate": see its operations pages (the active set, approver rights, metrics). Those exist only
-             for superusers, reviewers and holders of an object permission on the agent or one of
-             its procedures (`operable_agents`); for everyone else they are a 404.
-- "review":  view, and hold the reviewer role (edit, comment, reject, evals, regression cases): 403.
-- "approve": view, and hold the approve object permission on the procedure
-             (`library.permissions.user_can_approve`): 403.
+             for superusers, reviewers and holders of an object permission on the agent, one of
+             its procedures or a namespace it or one of its procedures is in (`operable_agents`);
+             for everyone else they are a 404.
+- "review":  view, and hold the reviewer role (edit, comment, reject, evals, regression cases), or
+             for a procedure the review right on its namespace (`user_can_review`): 403.
+- "approve": view, and hold the approve object permission on the procedure, its agent or its
+             namespace (`library.permissions.user_can_approve`): 403.
 - "manage":  operate, and hold the manage permission (retire and roll back a procedure's versions;
              change an agent's tools, eval settings and approver rights): 403.
 
@@ -36,13 +38,22 @@ from library.models import (
     AgentGroupObjectPermission,
     AgentUserObjectPermission,
     EvalRun,
+    Namespace,
+    NamespaceGroupObjectPermission,
+    NamespaceUserObjectPermission,
     Procedure,
     ProcedureGroupObjectPermission,
     ProcedureUserObjectPermission,
     ProcedureVersion,
     RegressionCase,
 )
-from library.permissions import user_can_approve, user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
+from library.permissions import (
+    user_can_approve,
+    user_can_manage_agent,
+    user_can_manage_procedure,
+    user_can_review,
+    user_is_reviewer,
+)
 
 Purpose = Literal["view", "operate", "review", "approve", "manage"]
 
@@ -91,11 +102,17 @@ def operable_agents(user) -> QuerySet[Agent]:
     if user.is_superuser or user_is_reviewer(user):
         return agents
     groups = user.groups.all()
+    namespaces = Q(pk__in=NamespaceUserObjectPermission.objects.filter(user=user).values("content_object_id")) | Q(
+        pk__in=NamespaceGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id")
+    )
+    held_namespaces = Namespace.objects.filter(namespaces).values("pk")
     held = Agent.objects.filter(
         Q(pk__in=AgentUserObjectPermission.objects.filter(user=user).values("content_object_id"))
         | Q(pk__in=AgentGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
         | Q(procedures__in=ProcedureUserObjectPermission.objects.filter(user=user).values("content_object_id"))
         | Q(procedures__in=ProcedureGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
+        | Q(namespace__in=held_namespaces)
+        | Q(procedures__namespace__in=held_namespaces)
     )
     # a subquery, not a join: callers annotate counts over procedures, which a join would skew
     return agents.filter(pk__in=held.values("pk"))
@@ -138,7 +155,7 @@ def get_agent_for_user(request: HttpRequest, name: str, *, for_: Purpose) -> Age
 
 def get_procedure_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> Procedure:
     procedure = get_object_or_404(
-        Procedure.objects.filter(agent__in=_agents_for(request, for_)).select_related("agent", "intent"), pk=pk
+        Procedure.objects.filter(agent__in=_agents_for(request, for_)).select_related("agent__namespace", "intent", "namespace"), pk=pk
     )
     _check_procedure(request, procedure, for_)
     return procedure
@@ -149,7 +166,8 @@ def get_version_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> Pro
     possible *now* is `library.services.approval_blockers`, not this."""
     version = get_object_or_404(
         ProcedureVersion.objects.filter(procedure__agent__in=_agents_for(request, for_)).select_related(
-            "procedure__agent", "procedure__intent", "proposed_by", "edited_by", "approved_by", "mining_run"
+            "procedure__agent", "procedure__intent", "procedure__namespace", "proposed_by", "edited_by", "approved_by",
+            "mining_run",
         ),
         pk=pk,
     )
@@ -169,14 +187,11 @@ def get_sibling_version(procedure: Procedure, pk) -> ProcedureVersion:
 def get_eval_run_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> EvalRun:
     run = get_object_or_404(
         EvalRun.objects.filter(version__procedure__agent__in=_agents_for(request, for_)).select_related(
-            "version__procedure__agent", "version__procedure__intent", "started_by"
+            "version__procedure__agent", "version__procedure__intent", "version__procedure__namespace", "started_by"
         ),
         pk=pk,
     )
-    if for_ == "review":
-        _refuse_review(request, "Eval runs")
-    else:
-        _check_procedure(request, run.version.procedure, for_)
+    _check_procedure(request, run.version.procedure, for_)
     return run
 
 
@@ -199,18 +214,19 @@ def get_thread_for_user(request: HttpRequest, pk: int, *, for_: Purpose):
         raise ValueError(f"a thread has no {for_!r}: reviewers discuss")
     thread = get_object_or_404(
         Thread.objects.filter(version__procedure__agent__in=_agents_for(request, for_)).select_related(
-            "version__procedure__agent", "version__procedure__intent"
+            "version__procedure__agent", "version__procedure__intent", "version__procedure__namespace"
         ),
         pk=pk,
     )
     if for_ == "review":
-        _refuse_review(request, "")
+        _check_procedure(request, thread.version.procedure, for_)
     return thread
 
 
 def _check_procedure(request: HttpRequest, procedure: Procedure, for_: Purpose) -> None:
     if for_ == "review":
-        _refuse_review(request, "")
+        if not user_can_review(request.user, procedure):
+            raise PermissionDenied(f"Only reviewers of {procedure.key} may do this.")
     elif for_ == "approve":
         _refuse_approve(request, procedure)
     elif for_ == "manage":

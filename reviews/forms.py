@@ -12,7 +12,18 @@ from django.core.exceptions import ValidationError
 
 from library.agent_settings import LABELS as CAPTURE_LABELS
 from library.agent_settings import MAX_INJECTION_CAP, MAX_REVIEW_TARGET_HOURS
-from library.models import Agent, ApiToken, Intent, Procedure, RegressionCase, procedure_key_validator
+from library.models import (
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    Agent,
+    ApiToken,
+    Confidence,
+    Intent,
+    Namespace,
+    Procedure,
+    RegressionCase,
+    procedure_key_validator,
+)
 from library.services import MAX_STEPS_APPROVABLE
 
 from .models import SUBSCRIBABLE_EVENTS, Webhook
@@ -314,6 +325,11 @@ def approver_right_from_post(data, *, agent: Agent):
             raise ValidationError({"scope": f"{agent.name} has no procedure {scope!r}"})
     elif not scope:
         raise ValidationError({"scope": "choose the whole agent or one procedure"})
+    return procedure, grantee_from_post(data), data.get("reason", "").strip()
+
+
+def grantee_from_post(data):
+    """The user or group a rights form names (`grantee_kind`, `grantee`); ValidationError names the field."""
     kind = data.get("grantee_kind", "user")
     name = data.get("grantee", "").strip()
     if not name:
@@ -326,7 +342,29 @@ def approver_right_from_post(data, *, agent: Agent):
         raise ValidationError({"grantee_kind": "choose user or group"})
     if grantee is None:
         raise ValidationError({"grantee": f"no {kind} named {name!r}"})
-    return procedure, grantee, data.get("reason", "").strip()
+    return grantee
+
+
+# ---------------------------------------------------------------------------------------------- scope and namespaces
+
+
+class ScopeForm(forms.Form):
+    """A procedure's scope; `library.scope.procedure_scope_update` checks it all again."""
+
+    namespace = forms.ModelChoiceField(queryset=Namespace.objects.order_by("name"), to_field_name="name", empty_label=None)
+    roles = forms.CharField(
+        required=False, max_length=1400, help_text="Role names, separated by commas; empty: every role"
+    )
+    priority = forms.IntegerField(
+        min_value=PRIORITY_MIN, max_value=PRIORITY_MAX, initial=0, help_text="Higher wins a near-tie in selection"
+    )
+    confidence = forms.ChoiceField(choices=Confidence.choices)
+    reason = forms.CharField(max_length=1000, help_text="Why (kept in the audit log)")
+
+
+class NamespaceForm(forms.Form):
+    name = forms.CharField(max_length=64, help_text="Lower-case letters, digits, _ and -, e.g. team-billing")
+    description = forms.CharField(required=False, max_length=2000)
 
 
 class TokenForm(forms.Form):

@@ -23,7 +23,7 @@ _SHOWN = {
     "support", "resolved", "failed", "failedWithSkeleton", "skeleton", "summary", "tools", "pairs", "forbidden",
     "alternatives", "toolContrast", "contrasts", "intent", "supportRate", "failedWithSkeletonRate", "evalRunId",
     "unit", "skeletonTest", "skeletonLift", "skeletonLiftLow", "skeletonLiftHigh", "backtest", "variants", "arguments",
-    "proposed", "supportSessions", "resolvedSessions", "failedSessions", "outcomes",
+    "proposed", "supportSessions", "resolvedSessions", "failedSessions", "outcomes", "conditions",
     # a coding procedure's (library/mining/runs._draft_coding)
     "agentKind", "verifyCommand", "verifySupport", "verifySessions", "distinctTasks", "orderContrast",
     *_EXCERPT_KEYS, *_SESSION_KEYS,
@@ -77,6 +77,7 @@ class Evidence:
     rate_lines: list[str] = field(default_factory=list)  # both rates with their Wilson intervals
     backtest: dict[str, Any] = field(default_factory=dict)  # verdict, contradicted, followers, others
     variant_lines: list[str] = field(default_factory=list)
+    condition_lines: list[str] = field(default_factory=list)  # a looked-up value that decides a step
     argument_lines: list[str] = field(default_factory=list)
     outcome_line: str = ""
     session_count: int = 0
@@ -131,6 +132,8 @@ def _excerpt_lines(raw: Any) -> list[ExcerptLine]:
             text = turn.get("text") or f"{tool}({json.dumps(args, ensure_ascii=False)[:300]})"
             if turn.get("ok") is False:
                 text += "  ✗ failed"
+            if isinstance(turn.get("result"), dict) and turn["result"]:  # the stored summary of what it returned
+                text += "  → " + ", ".join(f"{k}: {v}" for k, v in list(turn["result"].items())[:12])
             lines.append(ExcerptLine("tool call", str(text)))
         else:
             text = turn.get("text") or turn.get("content") or json.dumps(turn, ensure_ascii=False)
@@ -267,6 +270,15 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
         evidence.variant_lines.append(
             f"{' → '.join(map(str, variant.get('skeleton') or []))}: {variant.get('support', '?')} tasks "
             f"({variant.get('supportSessions', '?')} sessions), {variant.get('failedTasks', 0)} failed tasks took it; {variant.get('differs', '')}"
+        )
+    for cond in [c for c in raw.get("conditions") or [] if isinstance(c, dict)][:6]:
+        with_step, without_step = cond.get("withStep") or {}, cond.get("withoutStep") or {}
+        where = f"step {cond['step']}: " if cond.get("proposed") and cond.get("step") else "not proposed: "
+        evidence.condition_lines.append(
+            f"{where}{cond.get('ifTool')} returned {cond.get('key')} = '{cond.get('value')}' in {with_step.get('count', '?')} of "
+            f"{with_step.get('of', '?')} tasks that called {cond.get('thenTool')} next vs {without_step.get('count', '?')} of "
+            f"{without_step.get('of', '?')} that did not (p = {cond.get('pValue', 1):.2g}, adjusted {cond.get('pAdjusted', 1):.2g}"
+            f" over {cond.get('tests', '?')} values)"
         )
     for arg in [a for a in raw.get("arguments") or [] if isinstance(a, dict)][:8]:
         evidence.argument_lines.append(

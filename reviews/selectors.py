@@ -119,18 +119,20 @@ def evidence_support():
 
 @dataclass(frozen=True)
 class ApproveScope:
-    """Where a user holds the approve right: every procedure (superuser), or these procedures and
-    every procedure of these agents — object permissions held directly or through a group, the
+    """Where a user holds the approve right: every procedure (superuser), or these procedures,
+    every procedure of these agents and every procedure in these namespaces — object permissions
+    held directly or through a group, the
     same rules as `library.permissions.user_can_approve` (guardian checks object permissions only;
     a model-wide permission does not count)."""
 
     everything: bool
     procedure_ids: frozenset[int]
     agent_ids: frozenset[int]
+    namespace_ids: frozenset[int] = frozenset()
 
     @property
     def is_empty(self) -> bool:
-        return not (self.everything or self.procedure_ids or self.agent_ids)
+        return not (self.everything or self.procedure_ids or self.agent_ids or self.namespace_ids)
 
     def as_q(self) -> Q:
         """For a ProcedureVersion queryset. Id lists, not OR-ed subqueries: an approver holds few
@@ -140,15 +142,21 @@ class ApproveScope:
             return Q()
         if self.is_empty:
             return Q(pk__in=[])
-        return Q(procedure_id__in=sorted(self.procedure_ids)) | Q(procedure__agent_id__in=sorted(self.agent_ids))
+        return (
+            Q(procedure_id__in=sorted(self.procedure_ids))
+            | Q(procedure__agent_id__in=sorted(self.agent_ids))
+            | Q(procedure__namespace_id__in=sorted(self.namespace_ids))
+        )
 
 
 def approve_scope(user) -> ApproveScope:
-    """Two queries, remembered on the user object for the rest of the request (navigation, queue
+    """Three queries, remembered on the user object for the rest of the request (navigation, queue
     filter and role all ask)."""
     from library.models import (
         AgentGroupObjectPermission,
         AgentUserObjectPermission,
+        NamespaceGroupObjectPermission,
+        NamespaceUserObjectPermission,
         ProcedureGroupObjectPermission,
         ProcedureUserObjectPermission,
     )
@@ -169,7 +177,11 @@ def approve_scope(user) -> ApproveScope:
         agents = AgentUserObjectPermission.objects.filter(on_agent, user=user).values_list("content_object_id", flat=True).union(
             AgentGroupObjectPermission.objects.filter(on_agent, group__user=user).values_list("content_object_id", flat=True)
         )
-        scope = ApproveScope(False, frozenset(procedures), frozenset(agents))
+        on_namespace = Q(permission__codename="approve_namespace_procedures", permission__content_type__app_label="library")
+        namespaces = NamespaceUserObjectPermission.objects.filter(on_namespace, user=user).values_list("content_object_id", flat=True).union(
+            NamespaceGroupObjectPermission.objects.filter(on_namespace, group__user=user).values_list("content_object_id", flat=True)
+        )
+        scope = ApproveScope(False, frozenset(procedures), frozenset(agents), frozenset(namespaces))
     user._procmem_approve_scope = scope
     return scope
 
@@ -452,7 +464,7 @@ def agents_overview(agents: QuerySet[Agent]) -> list[Agent]:
     """The agents with `active` and `candidates` version counts and `refused_count`, the ACTIVE
     versions whose required tools the agent lacks (three queries whatever the number of agents)."""
     agents = list(
-        agents.annotate(
+        agents.select_related("namespace").annotate(
             active=Count("procedures__versions", filter=Q(procedures__versions__status=Status.ACTIVE)),
             candidates=Count("procedures__versions", filter=Q(procedures__versions__status=Status.CANDIDATE)),
         )

@@ -23,7 +23,7 @@ from django.utils import timezone
 
 from library import signals as library_signals
 from library.models import Agent, AuditEvent, ProcedureVersion, Status
-from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
+from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_can_review, user_is_reviewer
 from library.services import LifecycleError, audit, version_reject, version_retire
 
 from .models import CandidateClaim, Comment, DemotionProposal, Thread
@@ -62,12 +62,12 @@ def candidate_claim(*, version: ProcedureVersion, user, assignee=None) -> Candid
     else holds a live claim, unless `user` may assign (then the claim moves, audited with the
     previous holder)."""
     assignee = assignee or user
-    if not user_is_reviewer(user):
+    if not user_can_review(user, version.procedure):
         raise PermissionDenied("Only reviewers may claim candidates.")
     can_assign = user_can_assign(user, version.procedure.agent)
     if assignee.pk != user.pk and not can_assign:
         raise PermissionDenied(f"Only the admins of {version.procedure.agent.name} may assign its candidates to someone else.")
-    if not user_is_reviewer(assignee):
+    if not user_can_review(assignee, version.procedure):
         raise ValidationError({"assignee": f"{assignee.get_username()} is not a reviewer."})
     with transaction.atomic():
         locked = _lock_candidate(version)
@@ -101,7 +101,7 @@ def candidate_claim(*, version: ProcedureVersion, user, assignee=None) -> Candid
 
 def candidate_release(*, version: ProcedureVersion, user) -> None:
     """Gives the candidate back to the queue: the holder, or someone who may assign."""
-    if not user_is_reviewer(user):
+    if not user_can_review(user, version.procedure):
         raise PermissionDenied("Only reviewers may release candidates.")
     with transaction.atomic():
         locked = (
@@ -165,7 +165,7 @@ def _wipe_comments(sender, version_id: int, **kwargs) -> None:
 def thread_create(*, version: ProcedureVersion, user, body: str, anchor: str = "", step: int | None = None) -> Thread:
     """Opens a thread on a version (any status: a rejected one can still be discussed), anchored to
     the whole version, a field, or one step. @username mentions notify those reviewers."""
-    if not user_is_reviewer(user):
+    if not user_can_review(user, version.procedure):
         raise PermissionDenied("Only reviewers may comment.")
     body = _clean_body(body)
     anchor, step = _clean_anchor(version, anchor, step)
@@ -182,7 +182,7 @@ def comment_create(*, version: ProcedureVersion, user, body: str) -> Comment:
 
 def thread_reply(*, thread: Thread, user, body: str) -> Comment:
     """A reply; replying to a resolved thread reopens it (someone still has something to say)."""
-    if not user_is_reviewer(user):
+    if not user_can_review(user, thread.version.procedure):
         raise PermissionDenied("Only reviewers may comment.")
     body = _clean_body(body)
     with transaction.atomic():
@@ -196,7 +196,7 @@ def thread_reply(*, thread: Thread, user, body: str) -> Comment:
 
 def thread_set_resolved(*, thread: Thread, user, resolved: bool) -> Thread:
     """Resolves or reopens a thread; refused (409) when it already is in that state."""
-    if not user_is_reviewer(user):
+    if not user_can_review(user, thread.version.procedure):
         raise PermissionDenied("Only reviewers may resolve or reopen threads.")
     with transaction.atomic():
         locked = Thread.objects.select_for_update(of=("self",)).select_related("version__procedure__agent").get(pk=thread.pk)

@@ -1,6 +1,8 @@
 from django.urls import path
 
-from .views import agents, cases, evals, metrics, notifications, ops, procedures, queue, search, versions, webhooks
+from .views import (
+    agents, cases, evals, metrics, namespaces, notifications, ops, procedures, quality, queue, search, versions, webhooks,
+)
 
 app_name = "reviews"
 
@@ -24,6 +26,7 @@ urlpatterns = [
     path("versions/<int:pk>/eval/start/", versions.version_eval_start, name="version_eval_start"),
     path("procedures/new/", procedures.procedure_new, name="procedure_new"),
     path("procedures/<int:pk>/", procedures.procedure_detail, name="procedure"),
+    path("procedures/<int:pk>/scope/", procedures.procedure_scope, name="procedure_scope"),
     path("procedures/<slug:agent>/<str:key>/", procedures.procedure_by_key, name="procedure_by_key"),
     # eval runs and regression cases
     path("evals/<int:pk>/", evals.eval_detail, name="eval_detail"),
@@ -65,10 +68,17 @@ urlpatterns = [
     path("ops/agents/<str:agent>/approvers/", ops.ops_approvers, name="ops_approvers"),
     path("ops/agents/<str:agent>/approvers/grant/", ops.ops_grant, name="ops_grant"),
     path("ops/agents/<str:agent>/approvers/revoke/", ops.ops_revoke, name="ops_revoke"),
+    path("ops/namespaces/", namespaces.ops_namespaces, name="ops_namespaces"),
+    path("ops/namespaces/new/", namespaces.ops_namespace_create, name="ops_namespace_create"),
+    path("ops/namespaces/agent/", namespaces.ops_agent_namespace, name="ops_agent_namespace"),
+    path("ops/namespaces/grant/", namespaces.ops_namespace_grant, name="ops_namespace_grant"),
+    path("ops/namespaces/revoke/", namespaces.ops_namespace_revoke, name="ops_namespace_revoke"),
     path("ops/audit/", ops.ops_audit, name="ops_audit"),
     path("ops/audit.csv", ops.ops_audit_csv, name="ops_audit_csv"),
     path("ops/agents/<str:agent>/metrics/", metrics.ops_metrics, name="ops_metrics"),
     path("ops/versions/<int:pk>/metrics/", metrics.ops_version_metrics, name="ops_version_metrics"),
+    path("ops/agents/<str:agent>/metrics.json", quality.ops_metrics_json, name="ops_metrics_json"),
+    path("ops/versions/<int:pk>/metrics.json", quality.ops_version_metrics_json, name="ops_version_metrics_json"),
     path("notifications/", notifications.notifications, name="notifications"),
     path("notifications/<int:pk>/read/", notifications.notification_read, name="notification_read"),
     path("notifications/read-all/", notifications.notifications_read_all, name="notifications_read_all"),

@@ -40,7 +40,8 @@ SCHEMAS: dict[str, Any] = {
         "description": "One ACTIVE procedure version, with the seed record's field names.",
         "required": [
             "id", "version", "status", "appliesWhen", "steps", "requiredTools", "forbiddenActions", "evidence",
-            "approvedBy", "approvedAt", "intent", "rendered", "renderedChars", "renderedTokens",
+            "approvedBy", "approvedAt", "intent", "namespace", "roles", "priority", "confidence", "rendered",
+            "renderedChars", "renderedTokens",
         ],
         "properties": {
             "id": {"type": "string", "examples": ["refund.over_limit"]},
@@ -54,6 +55,10 @@ SCHEMAS: dict[str, Any] = {
             "approvedBy": {"type": ["string", "null"]},
             "approvedAt": {"type": ["string", "null"], "format": "date-time"},
             "intent": {"type": "string"},
+            "namespace": {"type": "string", "description": "The team or tenant the procedure belongs to (the agent's: only those are served)"},
+            "roles": {**_STR_LIST, "description": "Roles an agent instance must present (?role=) to receive it; empty: every role"},
+            "priority": {"type": "integer", "minimum": -100, "maximum": 100, "description": "Breaks near-ties in selection: higher first among totals within the ranker's PRIORITY_EPSILON (0.02)"},
+            "confidence": {"type": "string", "enum": ["low", "medium", "high"], "description": "How sure the library's people are of it (set by an admin; not a measured figure)"},
             "rendered": {"type": "string", "description": "The text to put into the instruction"},
             "renderedChars": {"type": "integer"},
             "renderedTokens": {"type": "integer", "description": "Estimate: ceil(chars / 4)"},
@@ -86,10 +91,12 @@ SCHEMAS: dict[str, Any] = {
     },
     "ActiveSet": {
         "type": "object",
-        "required": ["apiVersion", "agent", "proceduralMemoryEnabled", "injectionCap", "tools", "toolsHash", "procedures", "refused"],
+        "required": ["apiVersion", "agent", "namespace", "proceduralMemoryEnabled", "injectionCap", "tools", "toolsHash", "procedures", "refused"],
         "properties": {
             "apiVersion": {"type": "string", "const": "v1"},
             "agent": {"type": "string"},
+            "namespace": {"type": "string", "description": "The agent's namespace: the set holds its procedures in this namespace"},
+            "role": {"type": "string", "description": "Present with ?role=: the set holds only procedures open to this role"},
             "proceduralMemoryEnabled": {"type": "boolean"},
             "injectionCap": {"type": "integer", "description": "At most this many procedures per task"},
             "tools": {**_STR_LIST, "description": "The agent's tool list the set was checked against"},
@@ -133,6 +140,7 @@ SCHEMAS: dict[str, Any] = {
             "setEtag": {"type": "string", "description": "ETag of the active set the selection ran on"},
             "task": {"type": "string"},
             "intent": {"type": ["string", "null"]},
+            "role": {"type": "string", "description": "Present with ?role="},
             "cap": {"type": "integer"},
             "injected": {"type": "array", "items": {"$ref": "#/components/schemas/Procedure"}, "description": "At most cap"},
             "rendered": {"type": "string"},
@@ -247,6 +255,11 @@ _INGEST_RESULT: dict[str, Any] = {
 
 def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
     agent_param = {"name": "agent", "in": "path", "required": True, "schema": {"type": "string"}, "example": "support_agent"}
+    role_param = {
+        "name": "role", "in": "query", "required": False,
+        "schema": {"type": "string", "pattern": "^[a-z][a-z0-9_\\-]{0,63}$"},
+        "description": "The agent instance's role: only procedures whose roles are empty or name it (none given: every procedure of the namespace)",
+    }
     token_errors = {
         "401": _error("No token, or an unknown or revoked one"),
         "403": _error("A token of another scope (e.g. ingest) or of another agent"),
@@ -320,13 +333,16 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                 "get": {
                     "summary": "The active set",
                     "description": (
-                        "ACTIVE versions whose requiredTools the agent has, rendered; the tool list they were checked "
-                        "against; versions refused at load with the reason. Strong ETag over the whole body; "
+                        "ACTIVE versions of the agent's procedures in the agent's namespace (and open to ?role= when "
+                        "given) whose requiredTools the agent has, rendered; the tool list they were checked "
+                        "against; versions refused at load with the reason. Strong ETag over the whole body "
+                        "(a scope change changes it); "
                         "send If-None-Match to get 304. Cache-Control: private, max-age=10; Vary: Authorization."
                     ),
                     "security": [{"readToken": []}],
                     "parameters": [
                         agent_param,
+                        role_param,
                         {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"}},
                     ],
                     "responses": {
@@ -336,6 +352,7 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActiveSet"}}},
                         },
                         "304": {"description": "Not modified: the set's ETag matches If-None-Match"},
+                        "400": _error("role not a role name"),
                         **token_errors,
                     },
                 }
@@ -345,7 +362,8 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                     "summary": "Select procedures for a task",
                     "description": (
                         "Hard filter by intent, then ordered by a weighted sum of normalised semantic, lexical, exact "
-                        "and best-step scores; score floors decide only which candidates may be injected. At most "
+                        "and best-step scores, totals within PRIORITY_EPSILON (0.02) ordered by priority; score "
+                        "floors decide only which candidates may be injected. At most "
                         "the agent's injection cap is injected, in a block capped in characters (the lower-ranked "
                         "procedure dropped first). k (1..20) returns the top k candidates with every retriever's "
                         "score, for diagnostics."
@@ -356,10 +374,11 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                         {"name": "task", "in": "query", "required": True, "schema": {"type": "string", "maxLength": 8000}},
                         {"name": "intent", "in": "query", "required": False, "schema": {"type": "string"}},
                         {"name": "k", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": MAX_K}},
+                        role_param,
                     ],
                     "responses": {
                         "200": {"description": "The selection", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Selection"}}}},
-                        "400": _error("task missing or too long, or k outside 1..20"),
+                        "400": _error("task missing or too long, k outside 1..20, or role not a role name"),
                         **token_errors,
                     },
                 }

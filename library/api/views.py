@@ -2,13 +2,14 @@
 
     GET  /api/v1/health
     GET  /api/v1/openapi.json                       the OpenAPI 3.1 document (no token)
-    GET  /api/v1/agents/{agent}/procedures          read token: the active set, strong ETag, 304
-    GET  /api/v1/agents/{agent}/select?task=&intent=&k=   read token: selection (k ≤ 20: diagnostics)
+    GET  /api/v1/agents/{agent}/procedures?role=    read token: the active set, strong ETag, 304
+    GET  /api/v1/agents/{agent}/select?task=&intent=&k=&role=   read token: selection (k ≤ 20: diagnostics)
     PUT  /api/v1/agents/{agent}/tools               signed-in admin session + CSRF: replace the tool list
 
 Agent endpoints authenticate through `token_required("read")` (the token lookup and its
 `last_used_at` go through the default connection; the read-only role may not read token hashes)
-and read the active set through the SELECT-only "readonly" connection.
+and read the active set through the SELECT-only "readonly" connection. The set is the agent's
+namespace's; `role` (optional) narrows it to the procedures open to that role.
 """
 
 from __future__ import annotations
@@ -89,11 +90,25 @@ def _accepts_gzip(request: HttpRequest) -> bool:
     return False
 
 
+def _role_parameter(request: HttpRequest) -> tuple[str | None, HttpResponse | None]:
+    """`?role=`: absent or empty means no role (every procedure of the namespace, whatever its roles)."""
+    role = request.GET.get("role") or None
+    if role is not None and not serving.valid_role(role):
+        return None, api_error(
+            400, "invalid_parameter", f"role must be a role name (lower-case letters, digits, _ and -, at most 64); got {role[:80]!r}.",
+            parameter="role",
+        )
+    return role, None
+
+
 @csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
 @token_required("read", cache_seconds=serving.recheck_seconds)
 @_agent_get_only
 def active_set(request: HttpRequest, agent: str) -> HttpResponse:
-    served = serving.active_set_for_agent(agent=request.agent)
+    role, refusal = _role_parameter(request)
+    if refusal is not None:
+        return refusal
+    served = serving.active_set_for_agent(agent=request.agent).for_role(role)
     compressed = _accepts_gzip(request)
     etag = served.etag_gzip if compressed else served.etag
     header = request.headers.get("If-None-Match")
@@ -116,6 +131,9 @@ def select(request: HttpRequest, agent: str) -> HttpResponse:
     task = request.GET.get("task", "")
     intent = request.GET.get("intent") or None
     raw_k = request.GET.get("k")
+    role, refusal = _role_parameter(request)
+    if refusal is not None:
+        return refusal
     if not task.strip():
         return api_error(400, "invalid_parameter", "task is required: the task text to select procedures for.", parameter="task")
     if len(task) > MAX_TASK_CHARS:
@@ -131,7 +149,7 @@ def select(request: HttpRequest, agent: str) -> HttpResponse:
                 400, "invalid_parameter", f"k must be an integer from 1 to {MAX_K} (diagnostics only); got {raw_k!r}.",
                 parameter="k",
             )
-    result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k)
+    result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k, role=role)
     response = JsonResponse(result, json_dumps_params={"ensure_ascii": False})
     response["Cache-Control"] = "no-store"
     patch_vary_headers(response, ["Authorization"])

@@ -62,7 +62,7 @@ from django.db.models.functions import Least
 from django.utils import timezone
 
 from ..models import AuditEvent, EvalCaseResult, EvalRun, ProcedureVersion, RegressionCase, Status
-from ..permissions import user_is_reviewer
+from ..permissions import user_can_review
 from ..selectors import active_set_hash, active_versions_for_agent
 from ..services import LifecycleError, audit
 from ..signals import eval_run_finished
@@ -104,7 +104,7 @@ def _send_finished(run_id: int) -> None:
 def eval_run_start(*, version: ProcedureVersion, user) -> EvalRun:
     """Starts an eval run of a CANDIDATE version (a reviewer). Returns the run already queued or
     running for the same content instead of starting a second one."""
-    if not user_is_reviewer(user):
+    if not user_can_review(user, version.procedure):
         raise PermissionDenied("Only reviewers may start eval runs.")
     with transaction.atomic():
         locked = (
@@ -162,7 +162,7 @@ def _queue_dispatch(run_id: int) -> None:
 
 def eval_run_cancel(*, run: EvalRun, user) -> EvalRun:
     """Cancels a queued or running run (a reviewer). Chunk tasks stop at their next case."""
-    if not user_is_reviewer(user):
+    if not user_can_review(user, run.version.procedure):
         raise PermissionDenied("Only reviewers may cancel eval runs.")
     with transaction.atomic():
         locked = EvalRun.objects.select_for_update().select_related("version__procedure__agent").get(pk=run.pk)
@@ -479,7 +479,7 @@ def eval_run_resume(*, run: EvalRun, user=None, reason: str = "") -> EvalRun:
     stale limit go back to PENDING and every pending case is queued again. A run that already
     stalled PROCMEM_EVAL_MAX_RESUMES times fails instead, with the reason. `user` None is the
     recovery task; a reviewer may resume only a run that made no progress for the stale limit."""
-    if user is not None and not user_is_reviewer(user):
+    if user is not None and not user_can_review(user, run.version.procedure):
         raise PermissionDenied("Only reviewers may resume eval runs.")
     if eval_run_finalize(run_id=run.pk) is not None:
         return EvalRun.objects.get(pk=run.pk)

@@ -244,7 +244,11 @@ def _clean_tool_calls(value: Any, errors: list[FieldError], field_name: str = "t
         if ok is not None and not isinstance(ok, bool):
             errors.append(FieldError(f"{where}.ok", f"must be true, false or null, got {ok!r}"))
             continue
-        calls.append({"name": name, "args": dict(args), "ok": ok})
+        cleaned = {"name": name, "args": dict(args), "ok": ok}
+        if call.get("result") is not None:
+            # what the tool answered: read for personal values and summarised (store), never stored whole
+            cleaned["result"] = call["result"]
+        calls.append(cleaned)
     return calls
 
 
@@ -430,6 +434,7 @@ class Conversation:
     reply: str = ""
     calls: list[dict[str, Any]] = field(default_factory=list)
     results: list[Any] = field(default_factory=list)
+    answered: int = 0  # calls answered so far: chat formats answer the calls in order
 
     def user_said(self, text: str) -> None:
         self.task = self.task or text
@@ -443,6 +448,9 @@ class Conversation:
     def tool_answered(self, result: Any, *, failed: bool) -> None:
         # A failed answer marks the call before it: chat formats answer the calls in order.
         self.results.append(result)
+        if self.answered < len(self.calls):
+            self.calls[self.answered]["result"] = result
+            self.answered += 1
         if failed and self.calls:
             self.calls[-1]["ok"] = False
 

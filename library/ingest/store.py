@@ -5,6 +5,7 @@ after the rules grew."""
 from __future__ import annotations
 
 import hashlib
+import re
 
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -14,6 +15,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from .. import safe_json
+from ..mining.skeletons import is_safe_literal
 from ..models import Agent, AgentSession, Intent
 from ..redaction import Redactor, redactor_for_session, strings_in
 from .formats import SessionIn
@@ -22,11 +25,49 @@ EXCERPT_CALLS = 40
 EXCERPT_TEXT_CHARS = 400
 EXCERPT_ARG_CHARS = 200
 REDACTION_MARGIN_CHARS = 60  # longer than an e-mail address, an IBAN or a card number
+RESULT_SUMMARY_KEYS = 12
+RESULT_SUMMARY_DEPTH = 3
+RESULT_KEY_RE = re.compile(r"^[A-Za-z][A-Za-z_]{0,39}$")
+
+
+def result_summary(result: Any, redactor: Redactor) -> dict[str, Any]:
+    """What the excerpt keeps of a tool result: its scalar fields by key path (``status``,
+    ``reservation.cabin``), only enum-like values — true/false, and safe literals (a word or short
+    phrase without digits, not an all-caps code, not a placeholder) that redaction leaves as they
+    are — at most RESULT_SUMMARY_KEYS of them, RESULT_SUMMARY_DEPTH objects deep; lists are not
+    entered (their items are a customer's records). Ids, amounts, dates, names and free text never
+    pass. A string result is read as JSON when it is one; anything else gives nothing."""
+    if isinstance(result, str):
+        try:
+            result = safe_json.parse(result) if result.lstrip().startswith("{") else None
+        except safe_json.JsonRefused:
+            return {}
+    summary: dict[str, Any] = {}
+
+    def walk(value: Any, path: str, depth: int) -> None:
+        for key, item in value.items():
+            if len(summary) >= RESULT_SUMMARY_KEYS:
+                return
+            if not isinstance(key, str) or not RESULT_KEY_RE.match(key):  # keys that are ids or data: skipped
+                continue
+            where = f"{path}.{key}" if path else key
+            if isinstance(item, Mapping):
+                if depth < RESULT_SUMMARY_DEPTH:
+                    walk(item, where, depth + 1)
+            elif isinstance(item, bool):
+                summary[where] = item
+            elif is_safe_literal(item) and redactor.text(item) == item:
+                summary[where] = item
+
+    if isinstance(result, Mapping):
+        walk(result, "", 1)
+    return summary
 
 
 def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]]:
     """What a reviewer may read of a session: the opening request, the tool calls with redacted
-    arguments, and the last reply, all redacted and shortened. Tool results are never included."""
+    arguments and a summary of their results (result_summary: enum-like values only), and the last
+    reply, all redacted and shortened. Tool results themselves are never included."""
 
     def short(text: str, limit: int) -> str:
         return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -47,7 +88,11 @@ def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]
         # Cut long strings (a command's output) before redacting, with a margin: a personal value
         # that starts inside the shown part is whole in what the redactor reads.
         args = short_args(call["args"], EXCERPT_ARG_CHARS + REDACTION_MARGIN_CHARS)
-        excerpt.append({"role": "tool_call", "tool": call["name"], "args": short_args(redactor.value(args)), "ok": call["ok"]})
+        entry = {"role": "tool_call", "tool": call["name"], "args": short_args(redactor.value(args)), "ok": call["ok"]}
+        summary = result_summary(call.get("result"), redactor)
+        if summary:
+            entry["result"] = summary
+        excerpt.append(entry)
     if len(session.tool_calls) > EXCERPT_CALLS:
         excerpt.append({"role": "note", "text": f"{len(session.tool_calls) - EXCERPT_CALLS} more tool calls"})
     if session.reply:
@@ -57,6 +102,7 @@ def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]
 
 def redactor_for(session: SessionIn, agent: Agent) -> Redactor:
     structured: list[Any] = [call["args"] for call in session.tool_calls]
+    structured.extend(call["result"] for call in session.tool_calls if call.get("result") is not None)
     structured.extend(session.structured)
     texts = [session.task, session.reply, *strings_in([call["args"] for call in session.tool_calls])]
     return redactor_for_session(structured=structured, texts=texts, agent_patterns=agent.redaction_patterns)
@@ -90,7 +136,9 @@ def _to_row(agent: Agent, session: SessionIn, intent_ids: dict[str, int], keep_r
         escalated=session.escalated,
         rating=session.rating,
         skeleton=session.skeleton,
-        tool_calls=session.tool_calls if keep_raw else [{"name": c["name"], "ok": c["ok"]} for c in session.tool_calls],
+        # a tool's result is never stored whole: its summary is in the excerpt
+        tool_calls=[{k: v for k, v in c.items() if k != "result"} for c in session.tool_calls] if keep_raw
+        else [{"name": c["name"], "ok": c["ok"]} for c in session.tool_calls],
         redacted_excerpt=excerpt,
         injected=session.injected,
         instruction_chars=session.instruction_chars,

@@ -3,10 +3,10 @@ backtests and drafts, skips what the library already covers, proposes the credib
 versions through procedure_propose (which applies the policy screen), and records a report that
 names every intent of the agent with what happened to it and why. Every run leaves a MiningRun row.
 
-Reading is one aggregate query (intent, task, outcome, held back, skeleton → count) ordered by
-(intent, task) and streamed with a server-side cursor: the pure core buffers one task at a time, so
-memory grows with the number of distinct skeletons, not of sessions or tasks; only the few sessions
-that become evidence are read one by one (bounded per group).
+Reading is one aggregate query: PostgreSQL folds every task into its make-up (its sessions'
+outcomes, held-back flags and skeletons) and counts the tasks of each distinct make-up, so Python
+reads one row per make-up, not per session (memory grows with distinct make-ups and skeletons, not
+with sessions); only the few sessions that become evidence are read one by one (bounded per group).
 """
 
 from __future__ import annotations
@@ -113,30 +113,48 @@ def _task_unit():
     return Case(When(task_key="", then=Concat(Value("session:"), Cast("id", CharField()))), default=F("task_key"), output_field=CharField())
 
 
-def session_task_counts(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int = 5000) -> Iterator[tuple[Any, ...]]:
-    """(intent id, task, resolved, escalated, held back, skeleton as JSON text, sessions), grouped by
-    the database and ordered by (intent, task). The skeleton stays text (decoded once per distinct
-    value by the caller). The query is built by the ORM and read through a server-side cursor
-    without the ORM's per-row conversions: the miner reads every group of every session."""
-    query = (
+def task_groups(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int = 2000) -> Iterator[tuple[Any, list[int], list[str], int]]:
+    """(intent id, session labels, session skeletons as JSON text, tasks): the agent's tasks grouped
+    by the database by their make-up — the sorted list of their sessions' (label, skeleton), label
+    being mining.LABELS' code of the outcome and held-back flag — so that Python reads one row per
+    distinct make-up, not one per session. The per-session rows are built, sorted and folded in
+    PostgreSQL (narrow rows, C collation), read through a server-side cursor."""
+    base = (
         _annotated(agent, cutoffs)
         .annotate(unit=_task_unit(), skeleton_text=Cast("skeleton", TextField()))
+        .order_by()
         .values_list("intent_id", "unit", "resolved", "escalated", "held", "skeleton_text")
-        .annotate(n=Count("id"))
-        .order_by("intent_id", "unit")
     )
-    sql, params = query.query.sql_with_params()
-    connection = connections[query.db]
-    with transaction.atomic(using=query.db):
+    base_sql, params = base.query.sql_with_params()
+    connection = connections[base.db]
+    collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
+    # label: 0 unknown, 1 resolved, 2 resolved by escalation, 3 failed; + 4 when held back
+    sql = f"""
+        SELECT t.intent_id, t.labels, t.skeletons, COUNT(*)
+        FROM (
+            SELECT s.intent_id, s.unit, array_agg(s.label) AS labels, array_agg(s.skeleton) AS skeletons
+            FROM (
+                SELECT b.intent_id, b.unit{collate} AS unit,
+                       CASE WHEN b.resolved IS NULL THEN 0 WHEN b.resolved AND b.escalated THEN 2 WHEN b.resolved THEN 1 ELSE 3 END
+                         + CASE WHEN b.held THEN 4 ELSE 0 END AS label,
+                       b.skeleton_text{collate} AS skeleton
+                FROM ({base_sql}) b
+                ORDER BY 1, 2, 3, 4
+                OFFSET 0
+            ) s
+            GROUP BY s.intent_id, s.unit
+        ) t
+        GROUP BY t.intent_id, t.labels, t.skeletons
+    """
+    with transaction.atomic(using=base.db):
         if connection.vendor == "postgresql":
-            # One big sort-and-group read to the end: plan it for the whole result, not for its
-            # first rows (a cursor's default, which picks an index walk three times slower);
-            # compiling it (JIT) costs more than it saves; the sort fits in memory with a little
-            # more than the default work_mem. All only for this transaction.
+            # One sort of narrow rows read to the end: plan it for the whole result, not for its
+            # first rows (a cursor's default); compiling it (JIT) costs more than it saves; the
+            # sort fits in memory with more than the default work_mem. All only for this transaction.
             with connection.cursor() as cursor:
                 cursor.execute("SET LOCAL cursor_tuple_fraction = 1.0")
                 cursor.execute("SET LOCAL jit = off")
-                cursor.execute("SET LOCAL work_mem = '64MB'")
+                cursor.execute("SET LOCAL work_mem = '128MB'")
         with connection.chunked_cursor() as cursor:
             cursor.execute(sql, params)
             while rows := cursor.fetchmany(chunk_size):
@@ -284,7 +302,7 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
     cutoffs = held_back_cutoffs(agent, params.backtest_share)
     aggregator = mining.Aggregator(params)
     skeletons: dict[Any, tuple[str, ...]] = {}
-    aggregator.consume(session_task_counts(agent, cutoffs), lambda text: _decoded(skeletons, text))
+    aggregator.consume(task_groups(agent, cutoffs), lambda text: _decoded(skeletons, text))
     aggregator.finish()
     groups, report = mining.choose_groups(aggregator)
     intents = {i.pk: i for i in Intent.objects.filter(agent=agent)}
@@ -324,6 +342,7 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
         draft = _draft(
             intent, group, stats, params, counts, redactor, [(sid, ex or []) for sid, _, ex in rows],
             step_samples=step_samples, failed_samples=_failed_samples(agent, intent.pk, cutoffs, stats),
+            branches=_branches(agent, intent.pk, cutoffs, stats, group, params, rows),
         )
         draft.steps = [redactor.text(step) for step in draft.steps]
         draft.forbidden_actions = [redactor.text(text) for text in draft.forbidden_actions]
@@ -452,15 +471,15 @@ def _coding_sessions(
 
 
 def _draft(intent, group, stats, params, counts, redactor: Redactor, shown: list[tuple[str, Any]], *,
-           step_samples, failed_samples) -> mining.Draft:
+           step_samples, failed_samples, branches=()) -> mining.Draft:
     """draft_candidate with the run's figures; `shown` is (session id, excerpt) of the sessions the
-    evidence may name and quote (redacted here)."""
+    evidence may name and quote (redacted here); `branches`: the conditional-step material."""
     return mining.draft_candidate(
         intent_name=intent.name, intent_description=intent.description, group=group, stats=stats, params=params,
         step_samples=step_samples, failed_samples=failed_samples,
         session_ids=[sid for sid, _ in shown[: params.evidence_session_ids]],
         excerpts=[(sid, redactor.value(excerpt)) for sid, excerpt in shown[: params.evidence_excerpts]],
-        counts={key: counts[key] for key in ("sessions", "withoutIntent", "withoutOutcome")},
+        counts={key: counts[key] for key in ("sessions", "withoutIntent", "withoutOutcome")}, branches=branches,
     )
 
 
@@ -518,6 +537,47 @@ def _draft_coding(agent, intent, group, stats, params, cutoffs, counts, redactor
         postconditions=[redactor.text(p) for p in contract.postconditions],
         verify_command=verify,
     )
+
+
+def _branches(
+    agent: Agent, intent_id: int, cutoffs, stats: mining.IntentStats, group: mining.GroupChoice, params: mining.MiningParams,
+    candidate_rows: list[tuple[str, Any, Any]],
+) -> list[mining.Branch]:
+    """The candidate's one-step variants (mining.splits_of) with, per resolved mined session of
+    each side (at most STEP_SAMPLE_SESSIONS), the result summary of the step before the branch.
+    The candidate's side is the sample already read; the other side is read only when the
+    candidate's sessions kept a result summary of that step (else there is nothing to test)."""
+
+    def calls(rows, skeleton):
+        found = []
+        for _sid, task, excerpt in rows:
+            names, entries = mining.reduced_calls(excerpt or [], params.ignored_tools, params.terminal_tools)
+            if names == skeleton:
+                found.append((task, entries))
+        return found
+
+    def summary(entry) -> dict:
+        result = entry.get("result")
+        return result if isinstance(result, dict) else {}
+
+    mine = calls(candidate_rows, group.skeleton)
+    branches = []
+    for split, candidate_has_step in mining.splits_of(stats, group.skeleton, min_tasks=params.min_literal_tasks):
+        if not any(summary(entries[split.position - 1]) for _, entries in mine):
+            continue
+        other = split.without_skeleton if candidate_has_step else split.with_skeleton
+        theirs = calls(_sessions_with_variants(
+            agent, intent_id, cutoffs, variants=_top_variants(stats, mining.SUCCESS, [other]), limit=STEP_SAMPLE_SESSIONS
+        ), other)
+        with_side, without_side = (mine, theirs) if candidate_has_step else (theirs, mine)
+        branches.append(mining.Branch(
+            split=split,
+            candidate_has_step=candidate_has_step,
+            with_results=[(task, summary(entries[split.position - 1])) for task, entries in with_side],
+            without_results=[(task, summary(entries[split.position - 1])) for task, entries in without_side],
+            then_args=[(task, entries[split.position].get("args") or {}) for task, entries in with_side],
+        ))
+    return branches
 
 
 def _not_credible_reason(group: mining.GroupChoice, params: mining.MiningParams) -> str:

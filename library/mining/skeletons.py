@@ -184,25 +184,29 @@ class LabelStats:
     # COMBINATIONS_KEPT distinct sets in the whole aggregation, a task is counted one by one)
     combination_tasks: Counter = field(default_factory=Counter)
 
-    def add_task(self, skeletons: Mapping[Skeleton, int], features: Callable[[Skeleton], SkeletonFeatures], budget: list[int] | None = None) -> None:
-        """`budget`: how many more distinct skeleton sets the whole aggregation may keep (shared by
-        every intent and label, so memory stays bounded whatever the number of tasks)."""
-        self.tasks += 1
+    def add_task(
+        self, skeletons: Mapping[Skeleton, int], features: Callable[[Skeleton], SkeletonFeatures], budget: list[int] | None = None,
+        tasks: int = 1,
+    ) -> None:
+        """`tasks` tasks whose sessions of this label took `skeletons` (reduced skeleton → sessions of
+        one task). `budget`: how many more distinct skeleton sets the whole aggregation may keep
+        (shared by every intent and label, so memory stays bounded whatever the number of tasks)."""
+        self.tasks += tasks
         for skeleton, n in skeletons.items():
-            self.sessions += n
-            self.skeleton_sessions[skeleton] += n
+            self.sessions += n * tasks
+            self.skeleton_sessions[skeleton] += n * tasks
         if len(skeletons) == 1:
             for skeleton in skeletons:
-                self.single_tasks[skeleton] += 1
+                self.single_tasks[skeleton] += tasks
             return
         combination = frozenset(skeletons)
         if combination in self.combination_tasks:
-            self.combination_tasks[combination] += 1
+            self.combination_tasks[combination] += tasks
         elif budget is not None and budget[0] > 0:
             budget[0] -= 1
-            self.combination_tasks[combination] = 1
+            self.combination_tasks[combination] = tasks
         else:
-            self._add_combination(combination, 1, features)
+            self._add_combination(combination, tasks, features)
 
     def _add_combination(self, skeletons: Iterable[Skeleton], count: int, features: Callable[[Skeleton], SkeletonFeatures]) -> None:
         """A task (or `count` tasks) whose sessions of this label took several skeletons: each
@@ -290,11 +294,24 @@ class IntentStats:
         variants[raw] += n
 
 
+# What one stored session of a task is to the aggregator: (resolved, escalated, held back, raw skeleton).
+SessionKey = tuple[bool | None, bool | None, bool, tuple[str, ...]]
+# The database's code of a session's outcome and held-back flag (library/mining/runs.py computes it in
+# SQL): outcome 0 unknown, 1 resolved, 2 resolved by escalation, 3 failed; + 4 when held back.
+LABELS: dict[int, tuple[bool | None, bool | None, bool]] = {
+    code + (4 if held else 0): (resolved, escalated, held)
+    for code, (resolved, escalated) in enumerate([(None, None), (True, False), (True, True), (False, False)])
+    for held in (False, True)
+}
+
+
 class Aggregator:
     """Counts distinct tasks by (intent, label, skeleton) and by tool, pair and order feature.
 
-    Fed rows already grouped by the database and ordered by (intent, task): one task's rows are
-    consecutive, so only the current task is buffered; memory grows with distinct skeletons and
+    Fed one task at a time (add_tasks), or many tasks of the same make-up at once: the database
+    groups tasks by the multiset of their sessions' (outcome, held back, skeleton), so the miner
+    reads one row per distinct make-up instead of one per session (consume). add() is the same for
+    rows of single sessions ordered by (intent, task). Memory grows with distinct skeletons and
     tools, not with sessions or tasks. Call finish() after the last row."""
 
     def __init__(self, params: MiningParams):
@@ -307,8 +324,8 @@ class Aggregator:
         self.held_back = 0
         self.outcomes: Counter = Counter()
         self._current: tuple[Any, Any] | None = None
-        self._buffer: list[tuple[Any, Any, Any, tuple[Skeleton, int], tuple[str, ...], int]] = []
-        self._reduced: dict[tuple[str, ...], tuple[Skeleton, int]] = {}
+        self._buffer: Counter = Counter()
+        self._reduced: dict[tuple[str, ...], tuple[Skeleton, bool]] = {}
         self._features: dict[Skeleton, SkeletonFeatures] = {}
         self._combinations = [COMBINATIONS_KEPT]
 
@@ -318,13 +335,14 @@ class Aggregator:
             found = self._features[skeleton] = SkeletonFeatures.of(skeleton)
         return found
 
-    def _reduce(self, raw: tuple[str, ...]) -> tuple[Skeleton, int]:
+    def _reduce(self, raw: tuple[str, ...]) -> tuple[Skeleton, bool]:
+        """The mining skeleton of a raw one, and whether it has enough tool calls to be mined."""
         found = self._reduced.get(raw)
         if found is None:
             params = self.params
             found = self._reduced[raw] = (
                 skeleton_function(params)(raw, params.ignored_tools, params.terminal_tools),
-                tool_call_count(raw, params.ignored_tools),
+                tool_call_count(raw, params.ignored_tools) >= params.min_tool_calls,
             )
         return found
 
@@ -332,126 +350,53 @@ class Aggregator:
         self, *, intent: Any, task: Any, resolved: bool | None, escalated: bool | None, raw_skeleton: Sequence[str],
         count: int = 1, held: bool = False,
     ) -> None:
-        self.sessions += count
-        if resolved is None:
-            self.without_outcome += count
-        if intent is None:
-            self.without_intent += count
-            return
+        """`count` sessions of one task; rows of one task must be consecutive."""
         key = (intent, task)
         if key != self._current:
-            if self._buffer:
-                self._flush()
+            self._flush()
             self._current = key
         raw = raw_skeleton if isinstance(raw_skeleton, tuple) else tuple(raw_skeleton)
-        self._buffer.append((resolved, escalated, held, self._reduce(raw), raw, count))
-
-    def consume(self, rows: Iterable[tuple[Any, Any, Any, Any, Any, Any, int]], decode: Callable[[Any], tuple[str, ...]]) -> "Aggregator":
-        """add() for every (intent, task, resolved, escalated, held, raw skeleton key, sessions) row,
-        rows ordered by (intent, task); `decode` turns the key into the raw skeleton. The miner's hot
-        loop: the same counting as add() and _flush(), with everything kept in local variables."""
-        if self._buffer:
-            self._flush()
-        min_calls = self.params.min_tool_calls
-        entries: dict[Any, tuple[tuple[str, ...], Skeleton, bool]] = {}
-        intents = self.intents
-        features = self.features
-        sessions = without_outcome = without_intent = too_few = held_back = 0
-        outcomes = self.outcomes
-        current_intent: Any = None
-        current_task: Any = None
-        stats: IntentStats | None = None
-        success: dict[Skeleton, int] = {}
-        failed: dict[Skeleton, int] = {}
-        held_any = mined_any = False
-
-        budget = self._combinations
-
-        def close_task() -> None:
-            if success:
-                stats.success.add_task(success, features, budget)
-            if failed:
-                stats.failed.add_task(failed, features, budget)
-            if held_any:
-                stats.held_tasks += 1
-                if mined_any:
-                    stats.held_tasks_also_mined += 1
-
-        for intent, task, resolved, escalated, held, key, n in rows:
-            sessions += n
-            if resolved is None:
-                without_outcome += n
-            if intent is None:
-                without_intent += n
-                continue
-            if task != current_task or intent != current_intent:
-                if stats is not None:
-                    close_task()
-                if intent != current_intent:
-                    stats = intents.get(intent)
-                    if stats is None:
-                        stats = intents[intent] = IntentStats()
-                current_intent, current_task = intent, task
-                success, failed = {}, {}
-                held_any = mined_any = False
-            entry = entries.get(key)
-            if entry is None:
-                raw = decode(key)
-                reduced, calls = self._reduce(raw)
-                entry = entries[key] = (raw, reduced, calls >= min_calls)
-            raw, reduced, enough = entry
-            outcome = outcome_of(resolved, escalated)
-            if held:
-                stats.count_held(reduced, resolved, outcome, n)
-                held_back += n
-                held_any = True
-                continue
-            stats.sessions += n
-            if not enough:
-                stats.too_few_calls += n
-                too_few += n
-                continue
-            stats.outcomes[outcome] += n
-            outcomes[outcome] += n
-            if resolved is None:
-                continue
-            mined_any = True
-            if resolved:
-                success[reduced] = success.get(reduced, 0) + n
-                label = SUCCESS
-            else:
-                failed[reduced] = failed.get(reduced, 0) + n
-                label = FAILED
-            stats.count_variant(label, reduced, raw, n)
-        if stats is not None:
-            close_task()
-        self._current = None
-        self.sessions += sessions
-        self.without_outcome += without_outcome
-        self.without_intent += without_intent
-        self.too_few_calls += too_few
-        self.held_back += held_back
-        return self
-
-    def finish(self) -> "Aggregator":
-        if self._buffer:
-            self._flush()
-        self._current = None
-        for stats in self.intents.values():
-            stats.success.finish(self.features)
-            stats.failed.finish(self.features)
-        return self
+        self._buffer[(resolved, bool(escalated) if resolved else None if resolved is None else False, held, raw)] += count
 
     def _flush(self) -> None:
-        intent = self._current[0]
+        if self._buffer:
+            self.add_tasks(self._current[0], self._buffer)
+        self._buffer = Counter()
+
+    def consume(self, rows: Iterable[tuple[Any, Sequence[int], Sequence[Any], int]], decode: Callable[[Any], tuple[str, ...]]) -> "Aggregator":
+        """add_tasks() for every (intent, session labels, session skeleton keys, tasks) row: `tasks`
+        tasks of the intent whose sessions are, one each, the pairs of (LABELS code, skeleton key);
+        `decode` turns a key into the raw skeleton (called once per distinct key)."""
+        self._flush()
+        raws: dict[Any, tuple[str, ...]] = {}
+        for intent, labels, keys, tasks in rows:
+            sessions: Counter = Counter()
+            for code, key in zip(labels, keys):
+                raw = raws.get(key)
+                if raw is None:
+                    raw = raws[key] = decode(key)
+                sessions[(*LABELS[code], raw)] += 1
+            self.add_tasks(intent, sessions, tasks)
+        return self
+
+    def add_tasks(self, intent: Any, sessions: Mapping[SessionKey, int], tasks: int = 1) -> None:
+        """`tasks` tasks of `intent`, each with `sessions`: (resolved, escalated, held back, raw
+        skeleton) → how many of its sessions."""
+        total = sum(sessions.values()) * tasks
+        self.sessions += total
+        self.without_outcome += sum(n for (resolved, _, _, _), n in sessions.items() if resolved is None) * tasks
+        if intent is None:
+            self.without_intent += total
+            return
         stats = self.intents.get(intent)
         if stats is None:
             stats = self.intents[intent] = IntentStats()
         success: dict[Skeleton, int] = {}
         failed: dict[Skeleton, int] = {}
         held_any = mined_any = False
-        min_calls = self.params.min_tool_calls
-        for resolved, escalated, held, (reduced, calls), raw, n in self._buffer:
+        for (resolved, escalated, held, raw), per_task in sessions.items():
+            n = per_task * tasks
+            reduced, enough = self._reduce(raw)
             outcome = outcome_of(resolved, escalated)
             if held:
                 stats.count_held(reduced, resolved, outcome, n)
@@ -459,7 +404,7 @@ class Aggregator:
                 held_any = True
                 continue
             stats.sessions += n
-            if calls < min_calls:
+            if not enough:
                 stats.too_few_calls += n
                 self.too_few_calls += n
                 continue
@@ -469,16 +414,23 @@ class Aggregator:
                 continue
             mined_any = True
             label, target = (SUCCESS, success) if resolved else (FAILED, failed)
-            target[reduced] = target.get(reduced, 0) + n
+            target[reduced] = target.get(reduced, 0) + per_task
             stats.count_variant(label, reduced, raw, n)
         if success:
-            stats.success.add_task(success, self.features, self._combinations)
+            stats.success.add_task(success, self.features, self._combinations, tasks)
         if failed:
-            stats.failed.add_task(failed, self.features, self._combinations)
+            stats.failed.add_task(failed, self.features, self._combinations, tasks)
         if held_any:
-            stats.held_tasks += 1
-            stats.held_tasks_also_mined += int(mined_any)
-        self._buffer = []
+            stats.held_tasks += tasks
+            stats.held_tasks_also_mined += tasks if mined_any else 0
+
+    def finish(self) -> "Aggregator":
+        self._flush()
+        self._current = None
+        for stats in self.intents.values():
+            stats.success.finish(self.features)
+            stats.failed.finish(self.features)
+        return self
 
     def counts(self) -> dict[str, int]:
         return {
@@ -733,11 +685,11 @@ def _snake(name: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_") or "value"
 
 
-def calls_by_step(excerpt: Sequence[Mapping[str, Any]], skeleton: Skeleton, ignored: Iterable[str], terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS) -> list[dict[str, Any]] | None:
-    """The args of the first call of each skeleton step in one session's excerpt, or None when the
-    excerpt does not reduce to `skeleton` (e.g. it was cut short)."""
+def reduced_calls(excerpt: Sequence[Mapping[str, Any]], ignored: Iterable[str], terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS) -> tuple[Skeleton, list[Mapping[str, Any]]]:
+    """A session excerpt's reduced skeleton and, per step, the excerpt entry of its first call (args,
+    and the summary of its result where the store kept one)."""
     ignored_set, terminal_set = set(ignored), set(terminal)
-    steps: list[dict[str, Any]] = []
+    entries: list[Mapping[str, Any]] = []
     names: list[str] = []
     for entry in excerpt:
         if entry.get("role") != "tool_call":
@@ -748,11 +700,116 @@ def calls_by_step(excerpt: Sequence[Mapping[str, Any]], skeleton: Skeleton, igno
         if names and names[-1] == name:
             continue
         names.append(name)
-        args = entry.get("args")
-        steps.append(args if isinstance(args, Mapping) else {})
+        entries.append(entry)
         if name in terminal_set:
             break
-    return steps if tuple(names) == skeleton else None
+    return tuple(names), entries
+
+
+def calls_by_step(excerpt: Sequence[Mapping[str, Any]], skeleton: Skeleton, ignored: Iterable[str], terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS) -> list[dict[str, Any]] | None:
+    """The args of the first call of each skeleton step in one session's excerpt, or None when the
+    excerpt does not reduce to `skeleton` (e.g. it was cut short)."""
+    names, entries = reduced_calls(excerpt, ignored, terminal)
+    if names != skeleton:
+        return None
+    return [entry.get("args") if isinstance(entry.get("args"), Mapping) else {} for entry in entries]
+
+
+# ---------------------------------------------------------------------------------------------- conditional steps
+
+
+@dataclass(frozen=True)
+class Split:
+    """Successful sessions of an intent that differ by one step: `with_skeleton` calls `tool` right
+    after `after` (at index `position`), `without_skeleton` is the same without it."""
+
+    tool: str
+    after: str
+    position: int  # index of `tool` in with_skeleton
+    with_skeleton: Skeleton
+    without_skeleton: Skeleton
+
+
+def splits_of(stats: IntentStats, skeleton: Skeleton, *, min_tasks: int = 2, limit: int = 3) -> list[tuple[Split, bool]]:
+    """The successful variants of the intent that add one step to the candidate's skeleton (after
+    a step of it) or leave one of its steps out (not the first), each with at least `min_tasks`
+    distinct tasks, the largest first: (split, whether the candidate is the variant with the step)."""
+    found: list[tuple[int, Split, bool]] = []
+    for other, tasks in stats.success.skeleton_tasks.items():
+        if tasks < min_tasks or abs(len(other) - len(skeleton)) != 1:
+            continue
+        longer, shorter, candidate_longer = (other, skeleton, False) if len(other) > len(skeleton) else (skeleton, other, True)
+        for i in range(1, len(longer)):
+            if longer[:i] + longer[i + 1:] == shorter and longer[i] != longer[i - 1]:
+                found.append((tasks, Split(longer[i], longer[i - 1], i, longer, shorter), candidate_longer))
+                break
+    found.sort(key=lambda f: (-f[0], f[1].with_skeleton))
+    return [(split, candidate_longer) for _, split, candidate_longer in found[:limit]]
+
+
+def _result_values(samples: Sequence[tuple[Any, Mapping[str, Any]]]) -> tuple[dict[tuple[str, Any], set], set]:
+    """(key, value) → the tasks whose looked-up result showed it, and all tasks with a result."""
+    by_value: dict[tuple[str, Any], set] = {}
+    tasks: set = set()
+    for task, summary in samples:
+        if not summary:
+            continue
+        tasks.add(task)
+        for key, value in summary.items():
+            if isinstance(value, bool) or is_safe_literal(value):
+                by_value.setdefault((key, value), set()).add(task)
+    return by_value, tasks
+
+
+def condition_tests(
+    splits: Sequence[tuple[Split, Sequence[tuple[Any, Mapping[str, Any]]], Sequence[tuple[Any, Mapping[str, Any]]]]],
+    *, alpha: float, min_tasks: int = 2,
+) -> list[dict[str, Any]]:
+    """For each split, (with samples, without samples): per task, the summary of the result of the
+    step before the branch. Each value `key = v` seen with the step is tested: do tasks that took the
+    step see it more often than tasks that did not (one-sided Fisher over distinct tasks,
+    Bonferroni over every value tested for the candidate)? Returns the best value of each split,
+    `proposed` when it passes."""
+    tables = []
+    for split, with_samples, without_samples in splits:
+        with_values, with_tasks = _result_values(with_samples)
+        without_values, without_tasks = _result_values(without_samples)
+        for (key, value), tasks in with_values.items():
+            a, b = len(tasks), len(without_values.get((key, value), ()))
+            tables.append((split, key, value, a, len(with_tasks), b, len(without_tasks)))
+    records: dict[Split, dict[str, Any]] = {}
+    for split, key, value, a, n_a, b, n_b in tables:
+        test = st.contrast(a, n_a, b, n_b, tests=len(tables), alpha=alpha)
+        record = {
+            "ifTool": split.after, "key": key, "value": value, "thenTool": split.tool,
+            "withStep": st.rate(a, n_a), "withoutStep": st.rate(b, n_b),
+            "pValue": test["pValue"], "pAdjusted": test["pAdjusted"], "tests": test["tests"],
+            "proposed": bool(test["pAdjusted"] < alpha and a >= min_tasks and n_b > 0),
+            "withSkeleton": list(split.with_skeleton), "withoutSkeleton": list(split.without_skeleton),
+        }
+        best = records.get(split)
+        if best is None or (record["pValue"], -a, key, str(value)) < (best["pValue"], -best["withStep"]["count"], best["key"], str(best["value"])):
+            records[split] = record
+    return sorted(records.values(), key=lambda r: (r["pValue"], r["ifTool"], r["thenTool"]))
+
+
+@dataclass
+class Branch:
+    """A split with what the sessions say about it: per task, the result summary of the step before
+    the branch in sessions with the step (with_results) and without it (without_results), and the
+    args of the step where it was taken (then_args)."""
+
+    split: Split
+    candidate_has_step: bool
+    with_results: list[tuple[Any, Mapping[str, Any]]]
+    without_results: list[tuple[Any, Mapping[str, Any]]]
+    then_args: list[tuple[Any, Mapping[str, Any]]]
+
+
+def condition_text(record: Mapping[str, Any], call: str) -> str:
+    value = record["value"]
+    shown = ("true" if value else "false") if isinstance(value, bool) else f"'{value}'"
+    return f"If {record['ifTool']} returns {record['key']} = {shown}, call {call}."
 
 
 def first_call_args(excerpt: Sequence[Mapping[str, Any]], tool: str) -> Mapping[str, Any] | None:
@@ -1028,19 +1085,49 @@ def draft_candidate(
     session_ids: Sequence[str],
     excerpts: Sequence[tuple[str, Any]],
     counts: Mapping[str, Any],
+    branches: Sequence[Branch] = (),
 ) -> Draft:
     """The candidate record, by rules only: the same inputs always give the same draft. Steps are
     the skeleton's calls in order and nothing else (no filler; the skeleton already ends at a
     terminal call).
 
     step_samples: per successful session of the group, (task, the args of each skeleton step);
-    failed_samples: tool → (task, args of that tool's first call) in failed sessions of the intent."""
+    failed_samples: tool → (task, args of that tool's first call) in failed sessions of the intent;
+    branches: the successful variants that add or leave out one step (splits_of), with the result
+    summaries of the step before it: where a looked-up value separates them, the step becomes
+    conditional ("If lookupOrder returns shipping = 'express', call refundShipping(…).")."""
     skeleton = group.skeleton
     result = contrast(stats, group, params)
     steps: list[str] = []
     for position, tool in enumerate(skeleton):
         samples = [(task, sample[position]) for task, sample in step_samples if position < len(sample)]
         steps.append(step_text(tool, render_call(tool, generalise_args(samples, params.literal_share, params.min_literal_tasks))))
+    required_tools = list(dict.fromkeys(skeleton))
+    conditions = condition_tests([(b.split, b.with_results, b.without_results) for b in branches], alpha=params.significance_level)
+    branch_of = {repr(list(b.split.with_skeleton)): b for b in branches}
+    # (index in the candidate's steps, whether the candidate takes the step, record, text)
+    changes: list[tuple[int, bool, dict[str, Any], str]] = []
+    for record in conditions:
+        branch = branch_of[repr(record["withSkeleton"])]
+        record["step"] = None
+        if not record["proposed"] or any(r["thenTool"] == record["thenTool"] for _, _, r, _ in changes):
+            continue
+        args = branch.then_args
+        if branch.candidate_has_step:
+            args = [(task, sample[branch.split.position]) for task, sample in step_samples if branch.split.position < len(sample)]
+        call = render_call(branch.split.tool, generalise_args(args, params.literal_share, params.min_literal_tasks))
+        changes.append((branch.split.position, branch.candidate_has_step, record, condition_text(record, call)))
+    # the candidate takes the step: that step becomes conditional; it does not: the conditional
+    # step is added after the step it follows. From the last index, so that earlier ones stay right.
+    for index, replace_step, record, text in sorted(changes, key=lambda c: (-c[0], not c[1])):
+        if replace_step:
+            steps[index] = text
+        else:
+            steps.insert(index, text)
+            if record["thenTool"] not in required_tools:
+                required_tools.append(record["thenTool"])
+    for _, _, record, text in changes:
+        record["step"] = steps.index(text) + 1
     forbidden_actions: list[str] = []
     forbidden_evidence: list[dict[str, Any]] = []
     proposed_features = {id(f) for f in result.forbidden}
@@ -1086,6 +1173,7 @@ def draft_candidate(
         "forbidden": forbidden_evidence,
         "arguments": argument_contrast(skeleton, step_samples, failed_samples, alpha=params.significance_level),
         "variants": _variants(stats, group),
+        "conditions": conditions,
         "alternatives": [{"skeleton": list(s), "support": n} for s, n in group.alternatives],
         "backtest": back,
         "sessionIds": list(session_ids),
@@ -1097,7 +1185,7 @@ def draft_candidate(
         key=procedure_key_for(intent_name),
         applies_when=applies_when_for(intent_name, intent_description),
         steps=steps,
-        required_tools=list(dict.fromkeys(skeleton)),
+        required_tools=required_tools,
         forbidden_actions=forbidden_actions,
         evidence=evidence,
         skeleton=list(skeleton),

@@ -1,5 +1,5 @@
-"""The procedure page (all versions, a diff between any two, the audit log), stable links by
-agent and key, and writing a procedure by hand."""
+"""The procedure page (all versions, a diff between any two, its scope, the audit log), stable
+links by agent and key, changing the scope, and writing a procedure by hand."""
 
 from __future__ import annotations
 
@@ -8,17 +8,19 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from library import services as library_services
 from library.models import AuditEvent, Procedure, Source, Status
+from library.permissions import user_can_manage_procedure
+from library.scope import procedure_scope_update
 
 from .. import selectors
 from ..access import get_agent_for_user, get_procedure_for_user, get_sibling_version, require_reviewer, signed_in, visible_agents
 from ..diff import compare_versions
-from ..forms import AgentChoiceForm, ProposeForm
+from ..forms import AgentChoiceForm, ProposeForm, ScopeForm
 from .refusals import add_service_errors, refusals
 
 AUDIT_LIMIT = 200
@@ -57,11 +59,45 @@ def procedure_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "fields": compare_versions(left, right) if right is not None else [],
         "audit_events": audit_events,
         "audit_limit": AUDIT_LIMIT,
+        "scope_form": _scope_form(procedure) if user_can_manage_procedure(request.user, procedure) else None,
+        "served_to_agent": procedure.namespace_id == procedure.agent.namespace_id,
     }
     template = "reviews/procedure_detail.html"
     if request.htmx and request.htmx.target == "diff":
         template += "#diff"
     return render(request, template, context)
+
+
+def _scope_form(procedure: Procedure) -> ScopeForm:
+    return ScopeForm(
+        initial={
+            "namespace": procedure.namespace.name, "roles": ", ".join(procedure.roles),
+            "priority": procedure.priority, "confidence": procedure.confidence,
+        }
+    )
+
+
+@require_POST
+@signed_in
+@refusals
+def procedure_scope(request: HttpRequest, pk: int) -> HttpResponse:
+    """Changes the procedure's namespace, roles, priority and confidence (its managers: 404 for
+    those who may not see its operations, 403 for those who may but do not manage it)."""
+    procedure = get_procedure_for_user(request, pk, for_="manage")
+    form = ScopeForm(request.POST)
+    if not form.is_valid():
+        raise ValidationError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
+    data = form.cleaned_data
+    updated = procedure_scope_update(
+        procedure=procedure, user=request.user, namespace=data["namespace"], roles=data["roles"],
+        priority=data["priority"], confidence=data["confidence"], reason=data["reason"],
+    )
+    messages.success(
+        request,
+        f"Scope of {updated.key}: namespace {updated.namespace.name}, roles {', '.join(updated.roles) or 'all'}, "
+        f"priority {updated.priority}, confidence {updated.confidence}.",
+    )
+    return redirect("reviews:procedure", pk=updated.pk)
 
 
 @require_GET

@@ -24,7 +24,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from library import services as library_services
 from library.models import ProcedureVersion, Status
-from library.permissions import user_can_approve, user_is_reviewer
+from library.permissions import user_can_approve, user_can_review
 from library.selectors import active_set_hash
 from library.conflicts import conflicts_for_candidate
 from library.services import LifecycleError, approval_blockers
@@ -150,7 +150,7 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "blockers": approval_blockers(version, request.user, acknowledged_conflicts=True),
         "conflicts": _conflicts(version),
         "can_approve": user_can_approve(request.user, version.procedure),
-        "can_review": user_is_reviewer(request.user),
+        "can_review": user_can_review(request.user, version.procedure),
         "today": timezone.localdate(),
         "next_review_by": library_services.review_by_for(version.procedure.agent),
         "is_candidate": version.status == Status.CANDIDATE,
@@ -369,7 +369,7 @@ def eval_panel_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "version": version,
         "eval": panel,
         "eval_run_url": _url_if_provided(("reviews:eval_detail",), run.pk if run else None),
-        "can_review": user_is_reviewer(request.user),
+        "can_review": user_can_review(request.user, version.procedure),
         "is_candidate": version.status == Status.CANDIDATE,
     }
     if not panel.in_progress:

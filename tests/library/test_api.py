@@ -19,7 +19,7 @@ pytestmark = pytest.mark.usefixtures("readonly_shares_default")
 
 # the fields every record carries; a coding procedure adds the optional ones (preconditions, postconditions, verifyCommand)
 RECORD_FIELDS = set(ProcedureRecord.__required_keys__)
-SERVED_FIELDS = RECORD_FIELDS | {"intent", "rendered", "renderedChars", "renderedTokens"}
+SERVED_FIELDS = RECORD_FIELDS | {"intent", "namespace", "roles", "priority", "confidence", "rendered", "renderedChars", "renderedTokens"}
 
 
 def bearer(raw: str) -> dict:

@@ -1,6 +1,7 @@
 """The skeleton miner: the pure core (library/mining/skeletons.py) and the runs (library/mining/runs.py)."""
 
 import io
+from collections import Counter
 import json
 
 import pytest
@@ -499,7 +500,19 @@ def test_export_carries_the_statistics_and_the_backtest(seeded, tmp_path):
     assert mined["evidence"]["skeletonTest"]["credible"] is True and mined["evidence"]["unit"] == "distinct tasks"
 
 
-def test_the_fast_loop_counts_exactly_like_add():
+def _grouped(rows):
+    """What the database hands the miner for session rows (intent, task, resolved, escalated, held,
+    skeleton, sessions): one row per distinct make-up of a task, with the number of such tasks."""
+    codes = {v: k for k, v in mining.LABELS.items()}
+    tasks = {}
+    for intent, task, resolved, escalated, held, skeleton, n in rows:
+        label = codes[(resolved, bool(escalated) if resolved else (None if resolved is None else False), held)]
+        tasks.setdefault((intent, task), []).extend([(label, json.dumps(skeleton))] * n)
+    makeups = Counter((intent, tuple(sorted(sessions))) for (intent, _), sessions in tasks.items())
+    return [(intent, [l for l, _ in s], [k for _, k in s], n) for (intent, s), n in makeups.items()]
+
+
+def test_grouped_tasks_count_exactly_like_single_sessions():
     rows = sorted([
         ("refund", "t1", True, False, False, ["a", "b", "c"], 4),
         ("refund", "t1", True, True, False, ["a", "transfer_to_human_agents", "x"], 1),
@@ -507,6 +520,8 @@ def test_the_fast_loop_counts_exactly_like_add():
         ("refund", "t2", True, False, True, ["a", "b", "c"], 1),
         ("refund", "t2", None, None, False, ["a", "b", "c"], 3),
         ("refund", "t3", False, False, False, ["a"], 2),
+        ("refund", "t4", True, False, False, ["a", "b", "c"], 4),  # the same make-up as t1's part: grouped
+        ("refund", "t5", True, False, False, ["a", "b", "c"], 4),
         ("status", "t1", True, False, False, ["a", "b", "c"], 1),
         (None, "t9", True, False, False, ["a", "b", "c"], 5),
     ], key=lambda r: (str(r[0]), r[1]))
@@ -515,7 +530,9 @@ def test_the_fast_loop_counts_exactly_like_add():
     for intent, task, resolved, escalated, held, skeleton, n in rows:
         slow.add(intent=intent, task=task, resolved=resolved, escalated=escalated, held=held, raw_skeleton=skeleton, count=n)
     slow.finish()
-    fast = mining.Aggregator(params).consume([(*r[:5], json.dumps(r[5]), r[6]) for r in rows], lambda text: tuple(json.loads(text))).finish()
+    grouped = _grouped(rows)
+    assert len(grouped) < len({(r[0], r[1]) for r in rows})
+    fast = mining.Aggregator(params).consume(grouped, lambda text: tuple(json.loads(text))).finish()
     assert fast.counts() == slow.counts()
     for intent in ("refund", "status"):
         assert fast.intents[intent] == slow.intents[intent]
@@ -524,12 +541,81 @@ def test_the_fast_loop_counts_exactly_like_add():
 def test_counts_do_not_depend_on_how_many_skeleton_sets_are_kept(monkeypatch):
     rows = [("refund", f"t{i}", i % 3 != 0, False, i % 5 == 0, skeleton, 1)
             for i in range(40) for skeleton in (["a", "b", "c"], ["a", "c", "b"][: 2 + i % 2], ["b", "a", "c"])[: 1 + i % 3]]
-    rows.sort(key=lambda r: (r[0], r[1]))
-    decode = tuple
 
     def run():
-        return mining.Aggregator(mining.MiningParams(min_tool_calls=1)).consume([(*r[:5], tuple(r[5]), r[6]) for r in rows], decode).finish()
+        return mining.Aggregator(mining.MiningParams(min_tool_calls=1)).consume(_grouped(rows), lambda text: tuple(json.loads(text))).finish()
 
     kept = run()
     monkeypatch.setattr(mining, "COMBINATIONS_KEPT", 1)
     assert run().intents["refund"] == kept.intents["refund"]
+
+# ---------------------------------------------------------------------------------------------- conditional steps
+
+
+def _conditional_sessions(agent, *, express_tasks=20, standard_tasks=30, failed_tasks=30):
+    """Resolved tasks refund shipping only when the order lookup says the shipping was express;
+    failed tasks skip the lookup. Two trials per task."""
+    items = []
+
+    def add(name, calls, resolved, tasks):
+        for t in range(tasks):
+            for trial in range(2):
+                items.append({
+                    "session_id": f"{name}-{t}-{trial}", "task_key": f"{name}-{t}", "intent": "late_delivery",
+                    "task": "My parcel is late", "outcome": {"resolved": resolved, "escalated": False},
+                    "tool_calls": calls(t), "ended_at": f"2026-11-0{1 + trial}T{t // 60:02d}:{t % 60:02d}:00Z",
+                })
+
+    def lookup(shipping):
+        return {"name": "lookupOrder", "args": {"order_id": "ORD-7731"}, "ok": True,
+                "result": {"order_id": "ORD-7731", "status": "delayed", "shipping": shipping, "customer": {"name": "Carla Diaz", "tier": "gold"}}}
+
+    reply = {"name": "replyTemplates", "args": {"template": "apology"}, "ok": True}
+    refund = {"name": "refundShipping", "args": {"order_id": "ORD-7731", "reason": "late"}, "ok": True}
+    verify = {"name": "verifyIdentity", "args": {}, "ok": True}
+    add("express", lambda t: [verify, lookup("express"), refund, reply], True, express_tasks)
+    add("standard", lambda t: [verify, lookup("standard"), reply], True, standard_tasks)
+    add("failed", lambda t: [verify, reply, reply, {"name": "escalateTicket", "args": {}, "ok": True}], False, failed_tasks)
+    sessions_store(agent=agent, sessions=[parse_procmem(item) for item in items])
+
+
+@pytest.mark.django_db
+def test_a_step_taken_only_when_the_lookup_calls_for_it_becomes_conditional():
+    agent = Agent.objects.create(name="conditional_agent", support_threshold=5, backtest_share=0.0)
+    _conditional_sessions(agent)
+    run = mining_run_execute(agent=agent)
+    [version] = run.versions.all()
+    conditional = "If lookupOrder returns shipping = 'express', call refundShipping({{order_id}}, 'late')."
+    assert conditional in version.steps
+    # after the lookup it depends on, before the reply
+    assert version.steps.index(conditional) == [i for i, s in enumerate(version.steps) if "lookupOrder" in s and not s.startswith("If")][0] + 1
+    assert "refundShipping" in version.required_tools
+    [record] = [c for c in version.evidence["conditions"] if c["proposed"]]
+    assert (record["ifTool"], record["key"], record["value"], record["thenTool"]) == ("lookupOrder", "shipping", "express", "refundShipping")
+    assert record["withStep"]["count"] == 20 and record["withoutStep"]["count"] == 0 and record["pAdjusted"] < 0.05
+    # the content hash covers the condition, and the client's renderer shows it
+    from procmem_client.rendering import render_procedure
+
+    assert version.content_hash == version.compute_content_hash()
+    rendered = render_procedure({"id": version.procedure.key, "version": version.number, "steps": version.steps, "forbiddenActions": []})
+    assert conditional in rendered
+
+
+@pytest.mark.django_db
+def test_no_condition_without_a_separating_value():
+    agent = Agent.objects.create(name="unconditional_agent", support_threshold=5, backtest_share=0.0)
+    _conditional_sessions(agent, express_tasks=0)
+    items = [{
+        "session_id": f"mixed-{t}", "task_key": f"mixed-{t}", "intent": "late_delivery", "task": "My parcel is late",
+        "outcome": {"resolved": True, "escalated": False},
+        "tool_calls": [{"name": "verifyIdentity", "args": {}, "ok": True},
+                       {"name": "lookupOrder", "args": {"order_id": "ORD-1"}, "ok": True, "result": {"shipping": "standard"}},
+                       {"name": "refundShipping", "args": {"order_id": "ORD-1"}, "ok": True},
+                       {"name": "replyTemplates", "args": {"template": "apology"}, "ok": True}],
+    } for t in range(20)]
+    sessions_store(agent=agent, sessions=[parse_procmem(item) for item in items])
+    run = mining_run_execute(agent=agent)
+    version = run.versions.get()
+    assert not any(step.startswith("If ") for step in version.steps)
+    assert version.evidence["conditions"] and not any(c["proposed"] for c in version.evidence["conditions"])
+    assert version.evidence["variants"]  # shown side by side instead

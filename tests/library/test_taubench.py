@@ -127,6 +127,18 @@ def test_no_step_or_forbidden_action_holds_an_id_of_the_airline_world(imported):
     assert not (words & ids), sorted(words & ids)[:10]
 
 
+def test_result_summaries_keep_the_reservation_kind_and_no_id_of_the_world(imported):
+    ids = _airline_ids()
+    summaries = [
+        call["result"] for excerpt in AgentSession.objects.filter(agent__name="airline").values_list("redacted_excerpt", flat=True)
+        for call in excerpt if call.get("role") == "tool_call" and call.get("result")
+    ]
+    reservations = [s for s in summaries if "cabin" in s]
+    assert reservations and {s["cabin"] for s in reservations} <= {"basic_economy", "economy", "business"}
+    values = {str(v) for s in summaries for v in s.values()}
+    assert not (values & ids) and not any(any(c.isdigit() for c in v) for v in values)
+
+
 def test_a_transfer_candidate_ends_with_the_transfer(imported):
     with_transfer = [d for d in _drafts(imported) if "transfer_to_human_agents" in d["skeleton"]]
     assert with_transfer

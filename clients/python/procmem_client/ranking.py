@@ -25,6 +25,10 @@ Method (docs/selection.md):
      other three signals (all of them in a set no larger than that).
 3. Order: the weighted sum of the four normalised scores (weights in `SelectionConfig`, chosen on
    the tau2-bench labelled set); ties by semantic score, then id, then version — deterministic.
+   Near-ties go to priority: walking down that order, each candidate opens a group with the ones
+   whose total is within `priority_epsilon` (default `PRIORITY_EPSILON`) of its own; inside a group
+   a higher `priority` (a record field, 0 when absent) comes first, and equal priorities keep the
+   order above. With every priority equal the order is exactly the one above.
 4. Eligibility decides only what may be injected, never the order: a candidate is eligible when its
    semantic score reaches `semantic_floor`, or an identifier of it is in the task, or its lexical
    score reaches `lexical_floor` and its semantic score the lower `lexical_needs_semantic` (two
@@ -64,6 +68,10 @@ import numpy as np
 from . import coding
 
 MAX_K = 20  # the agent API's diagnostic limit; Index.rank has none
+# Totals this close count as a near-tie, which priority breaks. The totals of requests for a
+# procedure spread over about 0.3–1.5, so 0.02 is well under the gap between a fitting and a
+# merely related procedure (docs/selection.md).
+PRIORITY_EPSILON = 0.02
 
 Embedder = Callable[[list[str]], np.ndarray]
 
@@ -106,8 +114,11 @@ class SelectionConfig:
     step_weight: float = 0.1
     use_steps: bool = True
     step_shortlist: int = 1000
+    priority_epsilon: float = PRIORITY_EPSILON
 
     def __post_init__(self) -> None:
+        if not (self.priority_epsilon >= 0):
+            raise ValueError("SelectionConfig.priority_epsilon must be 0 or more")
         for name in ("semantic_weight", "lexical_weight", "exact_weight", "step_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SelectionConfig.{name} must be 0 or more")
@@ -421,6 +432,8 @@ class Index:
         order = sorted(range(n), key=lambda i: (str(self.records[i]["id"]), int(self.records[i].get("version") or 0)))
         self.tie_rank = np.empty(n, dtype=np.int64)
         self.tie_rank[order] = np.arange(n)
+        self.priority = np.asarray([_priority(r) for r in self.records], dtype=np.int64)
+        self.has_priorities = bool(n) and bool((self.priority != self.priority[0]).any())
 
     def __len__(self) -> int:
         return len(self.records)
@@ -550,19 +563,43 @@ class Index:
         return self._weighted(signals.semantic, signals.lexical, signals.exact, signals.step, weights)
 
     def order(self, signals: Signals, totals: np.ndarray, positions: np.ndarray | None = None, m: int | None = None) -> list[int]:
-        """Positions (into `signals.candidates`) by total, then semantic score, then id and version;
-        the first m (all when m is None). Only the few that can make the top m are fully sorted."""
+        """Positions (into `signals.candidates`) by total, then semantic score, then id and version,
+        near-ties regrouped by priority (`near_ties_by_priority`); the first m (all when m is None).
+        Only the few that can make the top m are fully sorted."""
         if positions is None:
             positions = np.arange(signals.candidates.size)
         if positions.size == 0 or (m is not None and m <= 0):
             return []
+        epsilon = self.config.priority_epsilon if self.has_priorities else 0.0
         if m is not None and positions.size > 4 * m + 64:
             scores = totals[positions]
             threshold = np.partition(scores, positions.size - m)[positions.size - m]
-            positions = positions[scores >= threshold]  # everything tied with the m-th stays
+            # everything tied with the m-th stays, and what a near-tie could lift above it
+            positions = positions[scores >= threshold - epsilon]
         tie = self.tie_rank[signals.candidates[positions]]
         ordered = positions[np.lexsort((tie, -signals.semantic[positions], -totals[positions]))]
+        if epsilon > 0:
+            ordered = self.near_ties_by_priority(ordered, totals[ordered], self.priority[signals.candidates[ordered]], epsilon)
         return ordered.tolist() if m is None else ordered[:m].tolist()
+
+    @staticmethod
+    def near_ties_by_priority(ordered: np.ndarray, totals: np.ndarray, priority: np.ndarray, epsilon: float) -> np.ndarray:
+        """`ordered` (by total, descending) regrouped: the first candidate opens a group with every
+        following one whose total is within `epsilon` of its own; inside a group higher priority
+        first, equal priorities in their given order; the next candidate outside opens the next
+        group. A group spans at most `epsilon`, so a candidate never passes one more than
+        `epsilon` ahead of it. Something below the m-th total minus `epsilon` can never enter the
+        first m (what `order` relies on when it cuts)."""
+        descending = -totals
+        result = np.empty_like(ordered)
+        start = 0
+        while start < ordered.size:
+            end = int(np.searchsorted(descending, descending[start] + epsilon, side="right"))
+            end = max(end, start + 1)
+            block = slice(start, end)
+            result[block] = ordered[block][np.argsort(-priority[block], kind="stable")]
+            start = end
+        return result
 
     def select(
         self,
@@ -731,6 +768,12 @@ class Index:
         return explained
 
 
+def _priority(record: Mapping[str, Any]) -> int:
+    """A record's priority: the served field, 0 when absent (a server before scope) or not a number."""
+    value = record.get("priority")
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 class Ranker:
     """Builds indexes over record sets with a shared embedding cache and configuration."""
 
@@ -765,6 +808,7 @@ def select(
 
 __all__ = [
     "MAX_K",
+    "PRIORITY_EPSILON",
     "RETRIEVERS",
     "Explained",
     "PulledIn",

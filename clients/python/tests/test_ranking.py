@@ -313,3 +313,105 @@ def test_embeddings_are_computed_once_per_text():
 def test_text_helpers():
     assert words("Cancelled the cancellations, cancelling!") == ["cancel", "cancel", "cancel"]
     assert identifiers("Use get_user_details, then Refund.Over_Limit.") == {"get_user_details", "refund.over_limit"}
+
+
+# --------------------------------------------------------------------------------------------- priority
+
+
+def _fixed_semantic_ranker(scores: dict[str, float], **config) -> Ranker:
+    """appliesWhen "pN" gets cosine scores[N] with every task (unit vectors in the plane)."""
+
+    def embedder(texts: list[str]) -> np.ndarray:
+        vectors = np.zeros((len(texts), 2), dtype=np.float32)
+        for i, text in enumerate(texts):
+            if text in scores:
+                vectors[i] = [scores[text], np.sqrt(1 - scores[text] ** 2)]
+            else:  # the task
+                vectors[i] = [1.0, 0.0]
+        return vectors
+
+    return Ranker(cache=EmbeddingCache(embedder), config=SelectionConfig(use_steps=False, **config))
+
+
+def _record(name: str, priority=None) -> dict:
+    record = {"id": f"t.{name}", "version": 1, "appliesWhen": name, "steps": [], "requiredTools": []}
+    if priority is not None:
+        record["priority"] = priority
+    return record
+
+
+def test_priority_orders_near_ties_only():
+    # given totals 0.80, 0.79 (within PRIORITY_EPSILON of 0.80) and 0.70 (far below)
+    ranker = _fixed_semantic_ranker({"top": 0.80, "near": 0.79, "far": 0.70})
+    index = ranker.index([_record("top", 0), _record("near", 5), _record("far", 100)])
+    # when ranked, then the near-tie goes to priority; the far one stays last whatever its priority
+    ranking = index.rank(task="anything")
+    assert [c["id"] for c in ranking] == ["t.near", "t.top", "t.far"]
+    assert [r["id"] for r in index.select(task="anything", cap=1)["injected"]] == ["t.near"]
+    assert [r["id"] for r in index.select(task="anything", cap=2, k=3)["ranked"]] == ["t.near", "t.top", "t.far"]
+
+
+def test_equal_priorities_and_records_without_priority_keep_the_score_order():
+    scores = {"top": 0.80, "near": 0.79, "far": 0.70}
+    for priorities in ([None, None, None], [3, 3, 3], [0, None, 0]):
+        index = _fixed_semantic_ranker(scores).index([_record(n, p) for n, p in zip(scores, priorities)])
+        assert [c["id"] for c in index.rank(task="anything")] == ["t.top", "t.near", "t.far"]
+
+
+def test_a_group_spans_at_most_epsilon_from_its_first_candidate():
+    # 0.80, 0.79, 0.775: the third is 0.025 below the first, so it opens the next group and
+    # cannot pass the first, however high its priority (no chaining through the middle one)
+    ranker = _fixed_semantic_ranker({"a": 0.80, "b": 0.79, "c": 0.775})
+    index = ranker.index([_record("a", 0), _record("b", 0), _record("c", 9)])
+    assert [c["id"] for c in index.rank(task="anything")] == ["t.a", "t.b", "t.c"]
+    # with a wider epsilon all three are one near-tie
+    wide = _fixed_semantic_ranker({"a": 0.80, "b": 0.79, "c": 0.775}, priority_epsilon=0.05)
+    assert [c["id"] for c in wide.index(index.records).rank(task="anything")][0] == "t.c"
+
+
+def test_priority_epsilon_zero_switches_priority_off_and_a_negative_one_is_refused():
+    index = _fixed_semantic_ranker({"top": 0.80, "near": 0.79}, priority_epsilon=0.0).index([_record("top", 0), _record("near", 9)])
+    assert [c["id"] for c in index.rank(task="anything")] == ["t.top", "t.near"]
+    with pytest.raises(ValueError, match="priority_epsilon"):
+        SelectionConfig(priority_epsilon=-0.1)
+
+
+def test_a_priority_that_is_not_a_whole_number_counts_as_zero():
+    index = _fixed_semantic_ranker({"top": 0.80, "near": 0.79}).index([_record("top", 1), _record("near", "99")])
+    assert [c["id"] for c in index.rank(task="anything")] == ["t.top", "t.near"]
+
+
+def test_the_cut_for_the_first_m_keeps_what_a_near_tie_can_lift():
+    # 100 candidates (more than 4m + 64 for m = 2, so order() cuts before sorting): the one just
+    # under the second-best total but with the highest priority still makes the first two
+    scores = {f"p{i}": 0.9 - i * 0.004 for i in range(100)}
+    priorities = {name: 0 for name in scores}
+    priorities["p2"] = 7  # 0.892: within 0.02 of p0 (0.900)
+    index = _fixed_semantic_ranker(scores).index([_record(name, priorities[name]) for name in scores])
+    assert [r["id"] for r in index.select(task="anything", cap=2)["injected"]] == ["t.p2", "t.p0"]
+    full = [c["id"] for c in index.rank(task="anything", cap=2)]
+    assert full[:2] == ["t.p2", "t.p0"]
+
+
+def test_near_ties_by_priority_matches_a_plain_reference():
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from procmem_client.ranking import Index
+
+    @settings(max_examples=200, deadline=None)
+    @given(st.lists(st.tuples(st.floats(0, 2, allow_nan=False), st.integers(-3, 3)), min_size=1, max_size=30), st.floats(0, 0.2))
+    def check(rows, epsilon):
+        rows = sorted(rows, key=lambda r: -r[0])
+        totals = np.asarray([r[0] for r in rows])
+        priority = np.asarray([r[1] for r in rows])
+        got = Index.near_ties_by_priority(np.arange(len(rows)), totals, priority, epsilon).tolist()
+        expected, start = [], 0
+        while start < len(rows):
+            group = [j for j in range(start, len(rows)) if -totals[j] <= -totals[start] + epsilon]
+            end = max(group) + 1
+            expected += sorted(range(start, end), key=lambda j: -priority[j])
+            start = end
+        assert got == expected
+
+    check()

@@ -30,12 +30,13 @@ def readonly_grants() -> list[tuple[str, list[str] | None]]:
     renamed table or column follows."""
     from django.contrib.auth import get_user_model
 
-    from library.models import Agent, Intent, LoadRefusal, Procedure, ProcedureVersion, VersionEmbedding
+    from library.models import Agent, Intent, LoadRefusal, Namespace, Procedure, ProcedureVersion, VersionEmbedding
 
     user = get_user_model()
-    agent_columns = ["id", "name", "tools", "procedural_memory_enabled", "injection_cap"]
+    agent_columns = ["id", "name", "tools", "procedural_memory_enabled", "injection_cap", "namespace"]
     return [
         (Agent._meta.db_table, [Agent._meta.get_field(f).column for f in agent_columns]),
+        (Namespace._meta.db_table, [Namespace._meta.get_field(f).column for f in ("id", "name")]),
         (Procedure._meta.db_table, None),
         (Intent._meta.db_table, None),
         (ProcedureVersion._meta.db_table, None),
