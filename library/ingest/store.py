@@ -12,8 +12,7 @@ from datetime import timedelta
 from typing import Any, Iterable, Mapping
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Value
+from django.db import connection, transaction
 from django.utils import timezone
 
 from .. import safe_json
@@ -173,15 +172,6 @@ def intents_ensure(*, agent: Agent, names: Iterable[str]) -> dict[str, int]:
     return found
 
 
-def _bind_values_per_row(rows: list[AgentSession]) -> None:
-    """Keeps the batch insert on `INSERT … VALUES` with one parameter per value. On PostgreSQL
-    Django otherwise sends each column as one array (`UNNEST`), and psycopg builds an array of JSON
-    documents in Python: 100 sessions took 170 ms that way against 94 ms as values (bench/RESULTS.md,
-    ingest). Django keeps to VALUES when a value is an expression, so one value is given as one."""
-    if rows:
-        rows[0].source_format = Value(rows[0].source_format)
-
-
 def sessions_store(*, agent: Agent, sessions: list[SessionIn]) -> StoreResult:
     """Stores validated sessions of one agent in one transaction. Idempotent by session id: a session
     already stored (or repeated in the batch) is reported as duplicate and changes nothing.
@@ -207,12 +197,40 @@ def sessions_store(*, agent: Agent, sessions: list[SessionIn]) -> StoreResult:
         result.duplicate.extend(sid for sid in unique if sid in existing)
         intent_ids = intents_ensure(agent=agent, names={s.intent for s in fresh if s.intent})
         rows = [_to_row(agent, s, intent_ids, keep_raw) for s in fresh]
-        _bind_values_per_row(rows)
-        # ignore_conflicts: a concurrent request with the same session id wins the race; this one
-        # then changes nothing, which is what a resend must do.
-        AgentSession.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        for start in range(0, len(rows), INSERT_BATCH):
+            _insert_sessions(rows[start : start + INSERT_BATCH])
         result.stored.extend(s.session_id for s in fresh)
     return result
+
+
+INSERT_BATCH = 500
+
+
+def _insert_sessions(rows: list[AgentSession]) -> None:
+    """Inserts new session rows; a row whose (agent, session id) exists already is skipped: a
+    concurrent request with the same session id wins the race, and this one then changes nothing,
+    which is what a resend must do.
+
+    On PostgreSQL the parameters are bound by the server (psycopg's plain cursor), not quoted into
+    the SQL text as Django's client-side cursor does: the JSON of a batch of coding sessions is
+    megabytes, and quoting it in Python cost more than parsing it (docs/benchmarks.md)."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        AgentSession.objects.bulk_create(rows, ignore_conflicts=True)
+        return
+    import psycopg
+
+    fields = [f for f in AgentSession._meta.concrete_fields if not f.primary_key]
+    values = [tuple(f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields) for row in rows]
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(AgentSession._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT DO NOTHING"
+    )
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.executemany(sql, values)
 
 
 def sessions_purge_raw(*, agent: Agent | None = None, older_than_days: int | None = None, batch_size: int = 2000) -> int:
