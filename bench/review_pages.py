@@ -171,6 +171,10 @@ def main() -> int:
     parser.add_argument("--candidates", type=int, default=100_000)
     parser.add_argument("--requests", type=int, default=60)
     parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
+    parser.add_argument(
+        "--keep", action="store_true",
+        help="keep the bench database after the run and reuse it (migrated) on the next, skipping the seeding when it holds the candidates",
+    )
     args = parser.parse_args()
 
     settings.ROOT_URLCONF = __name__
@@ -186,27 +190,34 @@ def main() -> int:
     from django.test.utils import setup_test_environment, teardown_test_environment
 
     setup_test_environment()
-    connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    connection.creation.create_test_db(verbosity=0, autoclobber=True, keepdb=args.keep)
     try:
         from django.urls import reverse
 
         from library.demo import seed_demo
         from library.models import Agent, ProcedureVersion, Status
 
-        started = time.perf_counter()
-        seed_demo()
-        agent = Agent.objects.get(name="support_agent")
-        intents = list(agent.intents.all())
-        _bulk_candidates(agent, intents, args.candidates)
         from django.contrib.auth import get_user_model
 
+        started = time.perf_counter()
         users = get_user_model().objects
-        forty = _forty_step_candidate(agent, intents[0], users.get(username="reviewer"), users.get(username="admin"))
+        forty = ProcedureVersion.objects.filter(procedure__key="bench.forty_steps").order_by("-number").first() if args.keep else None
+        seeded = args.keep and forty is not None and ProcedureVersion.objects.filter(procedure__key__startswith="bench.p").count() == args.candidates
+        if not seeded:
+            if args.keep:  # a kept database of another size: start afresh
+                connection.creation.destroy_test_db(db["NAME"], verbosity=0, keepdb=False)
+                connection.creation.create_test_db(verbosity=0, autoclobber=True)
+            seed_demo()
+            agent = Agent.objects.get(name="support_agent")
+            intents = list(agent.intents.all())
+            _bulk_candidates(agent, intents, args.candidates)
+            forty = _forty_step_candidate(agent, intents[0], users.get(username="reviewer"), users.get(username="admin"))
         candidates = ProcedureVersion.objects.filter(status=Status.CANDIDATE).count()
         if connection.vendor == "postgresql":
-            # fresh statistics, as autovacuum keeps them on a database that has been running
+            # fresh statistics and visibility map, as autovacuum keeps them on a database that has
+            # been running (without the map, index-only scans visit the table anyway)
             with connection.cursor() as cursor:
-                cursor.execute("ANALYZE")
+                cursor.execute("VACUUM ANALYZE")
         setup_s = time.perf_counter() - started
 
         client = Client()
@@ -231,7 +242,7 @@ def main() -> int:
                 matches[label] = client.get(url).context["page"].paginator.count
         diff_rows = len([f for f in client.get(pages[f"candidate page, {STEPS}-step diff"]).context["fields"] if f.name == "steps"][0].rows)
     finally:
-        connection.creation.destroy_test_db(db["NAME"], verbosity=0)
+        connection.creation.destroy_test_db(db["NAME"], verbosity=0, keepdb=args.keep)
         teardown_test_environment()
 
     engine = "PostgreSQL" if connection.vendor == "postgresql" else "SQLite"

@@ -83,6 +83,18 @@ def _tool_pattern(tool: str, *, call: str | None = None) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9_]){body}(?![A-Za-z0-9_])", re.I)
 
 
+def tools_forbidden_outright(forbidden_actions: list[str], tools) -> set[str]:
+    """The tools among `tools` that a forbiddenActions line forbids outright: an unconditional
+    prohibition naming the tool itself ("Never call issueRefund."), not one exact call of it and
+    not a use under a condition ("Do not call issueRefund before createApproval")."""
+    found: set[str] = set()
+    for line in forbidden_actions:
+        if not _NEGATION.match(line.strip()) or _CONDITIONAL.search(line):
+            continue
+        found.update(t for t in tools if _tool_pattern(t).search(line))
+    return found
+
+
 def requires_what_other_forbids(a: ProcedureVersion, b: ProcedureVersion) -> list[dict]:
     """What A requires that B forbids outright: [{forbidden, tools | step}]. Only unconditional
     prohibitions count: a line that names a tool A requires ("Never call issueRefund."), a line

@@ -174,6 +174,16 @@ class Recognizer:
     group: int = 0
     # Only worth running on text that has this feature ("digit", "@", "=", "/"): a cheap pre-check.
     needs: str = ""
+    # Only worth running on text that holds one of these lower-case words (in any case): keywords
+    # every match contains, read off the pattern, checked with a substring search of the text in
+    # lower case. A necessary condition, so skipping changes nothing; texts with non-ASCII
+    # characters always run the pattern (case-insensitive patterns also fold "ſ", "K" and "ı").
+    words: tuple[str, ...] = ()
+    # Only worth running on text where this cheap pattern matches: a part every match contains,
+    # written so that the regular-expression engine can skip to its first character (the
+    # recognizers start with \b or a lookbehind, which makes the engine try every position).
+    # Case-insensitive recognizers use it on ASCII texts only, like `words`.
+    gate: re.Pattern | None = None
     # Replaces in the whole text instead of `pattern` (the session's known values).
     apply: Callable[[str], str] | None = None
 
@@ -182,10 +192,12 @@ def _keep_prefix(group: int, label: str) -> Callable[[re.Match], str]:
     return lambda m: m.group(0)[: m.start(group) - m.start(0)] + "{{" + label + "}}" + m.group(0)[m.end(group) - m.start(0):]
 
 
-def _after_cue(label: str, pattern: re.Pattern, *, needs: str = "digit", replace=None) -> Recognizer:
+def _after_cue(
+    label: str, pattern: re.Pattern, *, needs: str = "digit", replace=None, words: tuple[str, ...] = (), gate: re.Pattern | None = None
+) -> Recognizer:
     """A value announced by a cue ("passport no. X", "zip 12345", "customer Jane Doe"): group 1 is the
     value and is replaced by the placeholder; the cue stays."""
-    return Recognizer(label, pattern, replace=replace or _keep_prefix(1, label), group=1, needs=needs)
+    return Recognizer(label, pattern, replace=replace or _keep_prefix(1, label), group=1, needs=needs, words=words, gate=gate)
 
 
 def _card(match: re.Match) -> str | None:
@@ -259,32 +271,50 @@ def _query_param(match: re.Match) -> str | None:
 
 BUILTIN_RECOGNIZERS: list[Recognizer] = [
     # secrets first: they may contain anything else
-    Recognizer("secret", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}")),
-    Recognizer("secret", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}\b")),
-    Recognizer("secret", re.compile(r"\b(?:pm_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-|AKIA|ASIA|AIza)[A-Za-z0-9_\-]{12,}")),
-    Recognizer("secret", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{16,}=*")),
+    Recognizer("secret", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), words=("eyj",)),
+    Recognizer(
+        "secret", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}\b"),
+        words=("sk-", "sk_", "pk-", "pk_", "rk-", "rk_"),
+    ),
+    Recognizer(
+        "secret", re.compile(r"\b(?:pm_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-|AKIA|ASIA|AIza)[A-Za-z0-9_\-]{12,}"),
+        words=("pm_", "ghp_", "gho_", "ghs_", "github_pat_", "xox", "akia", "asia", "aiza"),
+    ),
+    Recognizer("secret", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{16,}=*"), words=("bearer",)),
     Recognizer(
         "secret",
         re.compile(r"(?i)\b(?:api[_ -]?key|access[_ -]?token|auth[_ -]?token|secret|password|passwd|pwd)\b(\s*[:=]\s*|\s+is\s+)(\"?)([^\s\"',;]{4,})"),
         replace=lambda m: m.group(0)[: m.start(3) - m.start(0)] + "{{secret}}",
+        words=("api", "token", "secret", "passw", "pwd"),
     ),
-    Recognizer("query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="="),
+    Recognizer("query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="=", gate=re.compile(r"[\w.\-:]=")),
     Recognizer("email_address", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs="@"),
-    Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"), needs="digit"),
-    Recognizer("card_number", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), replace=_card, needs="digit"),
-    Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), needs="digit"),
-    Recognizer("ip_address", re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"), needs="digit"),
+    Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"), needs="digit", gate=re.compile(r"[A-Z]{2}\d{2}")),
+    Recognizer(
+        "card_number", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), replace=_card, needs="digit",
+        gate=re.compile(r"\d(?:[ -]?\d){12}"),
+    ),
+    Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), needs="digit", gate=re.compile(r"\d{3}-\d{2}-\d{4}")),
+    Recognizer(
+        "ip_address", re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"), needs="digit",
+        gate=re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d"),
+    ),
     _after_cue(
         BIRTH,
         re.compile(
             r"(?i)\b(?:dob|d\.o\.b\.?|date of birth|birth ?date|birthday|born(?: on| in)?|geboren(?: am)?)\b[^0-9a-z{]{0,12}(?:is |was |on |of )?[^0-9a-z{]{0,3}(" + _DATE + r")"
         ),
+        words=("dob", "d.o.b", "birth", "born", "geboren"),
     ),
-    _after_cue("passport_number", re.compile(r"(?i)\bpassport(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,14})\b")),
+    _after_cue(
+        "passport_number", re.compile(r"(?i)\bpassport(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,14})\b"),
+        words=("passport",),
+    ),
     _after_cue(
         "licence_number",
         re.compile(r"(?i)\b(?:driver'?s |driving )?licen[cs]e(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,17})\b"),
         replace=lambda m: None if not re.search(r"\d", m.group(1)) else _keep_prefix(1, "licence_number")(m),
+        words=("licence", "license"),
     ),
     Recognizer(
         "address",
@@ -292,6 +322,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
             r"(?i)\b\d{1,6}[A-Za-z]?(?: [A-Z][a-z]+){1,4} " + _STREET_SUFFIX + r"\b\.?(?:,? (?:apt|apartment|suite|unit|flat|#) ?[A-Za-z0-9\-]+)?"
         ),
         needs="digit",
+        gate=re.compile(r"\d[A-Za-z]? [A-Za-z]"),
     ),
     Recognizer(
         "address",
@@ -300,38 +331,54 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
             r" ?\d{1,4}(?: ?[a-z]\b)?(?:,? \d{5}(?: [A-ZÄÖÜ][a-zäöüß]+(?:[ \-][A-ZÄÖÜ][a-zäöüß]+)?)?)?"
         ),
         needs="digit",
+        gate=re.compile(_DE_STREET + r" ?\d|(?:Straße|Strasse|Str\.|Weg|Gasse|Platz|Allee|Ring|Damm|Ufer) ?\d"),
     ),
-    Recognizer("address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit"),
-    _after_cue("postal_code", re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b")),
+    Recognizer(
+        "address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit",
+        words=("apt", "apartment", "suite", "unit"),
+    ),
+    _after_cue(
+        "postal_code", re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b"),
+        words=("zip", "postal", "postcode", "plz"),
+    ),
     Recognizer(
         "phone_number",
         re.compile(r"(?<![\w{])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?|\d{2,4}[ .\-])\d{3,4}[ .\-]\d{3,4}(?![\w}])"),
         replace=_phone,
         needs="digit",
+        gate=re.compile(r"\d{3}[ .\-]\d{3}"),
     ),
     # national numbers with a trunk 0 (German mobile "0151 23456789", "030/1234567")
-    Recognizer("phone_number", re.compile(r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])"), replace=_phone, needs="digit"),
+    Recognizer(
+        "phone_number", re.compile(r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])"), replace=_phone, needs="digit",
+        gate=re.compile(r"0\d{2}"),
+    ),
     # international numbers in any grouping (+49 30 5511786, +44 20 7946 0958, +4915123456789)
-    Recognizer("phone_number", re.compile(r"(?<![\w{+])\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){1,5}(?![\w}])"), replace=_phone, needs="digit"),
+    Recognizer(
+        "phone_number", re.compile(r"(?<![\w{+])\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){1,5}(?![\w}])"), replace=_phone, needs="digit",
+        gate=re.compile(r"\+\d"),
+    ),
     Recognizer(
         "payment_id",
         re.compile(r"(?i)\b(?:credit_card|debit_card|gift_card|certificate|paypal|bank_account|card|pm)_\d{4,}\b"),
         needs="digit",
+        words=("card_", "certificate_", "paypal_", "bank_account_", "pm_"),
     ),
-    Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit"),
+    Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit", gate=re.compile(r"[a-z]_\d{3}")),
     Recognizer(
         "patient_id",
         re.compile(r"\b(Patient|Person|RelatedPerson|Practitioner)/([A-Za-z0-9\-.]{1,64})"),
         replace=lambda m: f"{m.group(1)}/{{{{{'patient_id' if m.group(1) == 'Patient' else 'person_id'}}}}}",
         group=2,
         needs="/",
+        words=("patient/", "person/", "practitioner/"),
     ),
 ]
 # Id shapes run after the echo, so that a value the session named (reservation_id: 4WQ150) keeps
 # its own placeholder; these catch the ids no structure named.
 SHAPE_RECOGNIZERS: list[Recognizer] = [
     Recognizer("id", _MIXED_ID_RE, replace=_mixed_id, needs="digit"),
-    Recognizer("id", _CAPS_CODE_RE, replace=_caps_code),
+    Recognizer("id", _CAPS_CODE_RE, replace=_caps_code, gate=re.compile(r"[A-Z]{5}")),
 ]
 
 # Capitalised words after "Hi", "Thanks", "I am" that are not names.
@@ -351,16 +398,22 @@ _CUES = (
 # a verb of contact ("John Smith called").
 _NOT_A_NAME = r"(?!(?i:" + "|".join(re.escape(w) for w in sorted(_NOT_NAMES, key=len, reverse=True)) + r")\b)"
 _PERSON_CUE = _after_cue(
-    PERSON, re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"), needs=""
+    PERSON, re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"), needs="",
+    gate=re.compile(r" [A-Z]"),  # the name after the cue: a space, then a capital
 )
 _PERSON_VERB = _after_cue(
     PERSON,
     re.compile(
-        r"\b" + _NOT_A_NAME + r"(" + _NAME_WORD + r" " + _NAME_WORD + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
+        r"\b(?=[A-Z])" + _NOT_A_NAME + r"(" + _NAME_WORD + r" " + _NAME_WORD + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
         r"messaged|contacted|complained|asked|said|says|reported|requested|mentioned|explained|confirmed|booked|ordered|"
         r"paid|cancell?ed|visited|signed|registered|returned|called in|reached out)\b"
     ),
     needs="",
+    words=(
+        "called", "phoned", "rang", "wrote", "emailed", "e-mailed", "texted", "messaged", "contacted", "complained",
+        "asked", "said", "says", "reported", "requested", "mentioned", "explained", "confirmed", "booked", "ordered",
+        "paid", "cancel", "visited", "signed", "registered", "returned", "reached out",
+    ),
 )
 NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB]
 # Recognizers whose value, once seen in a session, is redacted everywhere in it (echo). Whole-token
@@ -375,6 +428,29 @@ _ECHO_HINT_RE = re.compile(
     r"|[A-Z][a-z]+ [A-Z][a-z]+"
 )
 _CAPITAL_RE = re.compile(r"[A-Z][a-z]")
+# The same test for ASCII text, faster: the words as substrings of the text in lower case (Python's
+# case-insensitive matching of ASCII text is exactly that), the bounded ones and two capitalised
+# words by patterns that the regular-expression engine can scan for by their first character.
+_ECHO_HINT_WORDS = (
+    "dob", "d.o.b", "birth", "born", "geboren", "passport", "licence", "license", "zip", "postal", "postcode", "plz",
+    "name", "i'm", "i am", "this is", "dear", "thank", "hello", "customer", "client", "caller", "patient", "passenger",
+    "guest", "member", "travel", "cardholder", "holder", "subscriber", "kunde", "belong", "behalf", "signed by",
+    "booked for", "addressed to", "you are",
+)
+_ECHO_HINT_BOUNDED_RE = re.compile(r"\b(?:hi|mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b")
+_TWO_CAPITALISED_RE = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
+
+
+def _echo_hint(text: str) -> bool:
+    """_ECHO_HINT_RE.search(text) is not None."""
+    if not text.isascii():
+        return _ECHO_HINT_RE.search(text) is not None
+    lowered = text.lower()
+    return (
+        any(word in lowered for word in _ECHO_HINT_WORDS)
+        or _ECHO_HINT_BOUNDED_RE.search(lowered) is not None
+        or _TWO_CAPITALISED_RE.search(text) is not None
+    )
 
 
 def compile_agent_patterns(patterns: Iterable[Mapping[str, Any]] | None) -> list[Recognizer]:
@@ -425,11 +501,22 @@ def _apply(recognizer: Recognizer, text: str) -> str:
 _DIGIT_RE = re.compile(r"\d")
 
 
-def _features(text: str) -> set[str]:
-    found = {char for char in "@=/" if char in text}
-    if _DIGIT_RE.search(text):
-        found.add("digit")
-    return found
+class _Features:
+    """What the cheap pre-checks of the recognizers read from a text: which of "@", "=", "/" and
+    digits it has, and the text in lower case (None when it has non-ASCII characters)."""
+
+    __slots__ = ("text", "marks", "lowered")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.marks = {char for char in "@=/" if char in text}
+        if _DIGIT_RE.search(text):
+            self.marks.add("digit")
+        self.lowered = text.lower() if text.isascii() else None
+
+
+def _features(text: str) -> _Features:
+    return _Features(text)
 
 
 def _run_chain(chain: list[Recognizer], text: str) -> str:
@@ -457,8 +544,16 @@ def _or_original(replaced: str | None, match: re.Match) -> str:
     return match.group(0) if replaced is None else replaced
 
 
-def _runs_on(recognizer: Recognizer, features: set[str]) -> bool:
-    return not recognizer.needs or recognizer.needs in features
+def _runs_on(recognizer: Recognizer, features: _Features) -> bool:
+    """False when the text cannot hold a match (a necessary feature or keyword is missing). Checked
+    on the whole text: the pieces the recognizers later see are parts of it."""
+    if recognizer.needs and recognizer.needs not in features.marks:
+        return False
+    if recognizer.words and features.lowered is not None and not any(word in features.lowered for word in recognizer.words):
+        return False
+    if recognizer.gate is not None and (features.lowered is not None or not recognizer.pattern.flags & re.IGNORECASE):
+        return recognizer.gate.search(features.text) is not None
+    return True
 
 
 _NO_PATTERN = re.compile(r"(?!)")
@@ -471,6 +566,8 @@ class KnownValues:
     """Personal values seen in one session in a personal position: value → placeholder label."""
 
     values: dict[str, str] = field(default_factory=dict)
+    # texts already read for values (a session's strings are read once, by structure and as text)
+    read: set[str] = field(default_factory=set, compare=False, repr=False)
 
     def add(self, value: Any, label: str) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -551,8 +648,9 @@ def _collect(data: Any, known: KnownValues, key: str, label: str | None, persona
 
 def _collect_from_text(text: str, known: KnownValues) -> None:
     """Values a text puts in a personal position: query-string parameters and what follows a cue."""
-    if len(text) < 6:
+    if len(text) < 6 or text in known.read:
         return
+    known.read.add(text)
     if "=" in text:
         for match in _QUERY_PARAM_RE.finditer(text):
             key = _normalise_key(match.group(1).split(":", 1)[0])
@@ -565,7 +663,7 @@ def _collect_from_text(text: str, known: KnownValues) -> None:
                         known.add(part, label)
     # Most strings in tool results (flight numbers, dates, cities) have no cue at all: one search
     # rules them out before the recognizers run.
-    if " " not in text or not _ECHO_HINT_RE.search(text):
+    if " " not in text or not _echo_hint(text):
         return
     features = _features(text)
     recognizers = _ECHOED_SHAPES + (NAME_RECOGNIZERS if _CAPITAL_RE.search(text) else [])
@@ -631,7 +729,7 @@ class Redactor:
             chain.append(self._known_recognizer)
         chain.extend(r for r in SHAPE_RECOGNIZERS if _runs_on(r, features))
         if _CAPITAL_RE.search(text):
-            chain.extend(NAME_RECOGNIZERS)
+            chain.extend(r for r in NAME_RECOGNIZERS if _runs_on(r, features))
         if "{{" in text:
             return "".join(piece if is_placeholder else _run_chain(chain, piece) for is_placeholder, piece in _split_placeholders(text))
         return _run_chain(chain, text)

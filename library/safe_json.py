@@ -45,6 +45,8 @@ def text_problem(value: str) -> str | None:
     """Why a string cannot be stored, or None."""
     if "\x00" in value:
         return "contains a NUL character"
+    if value.isascii():  # a flag of the string object: no lone surrogate, no need to encode
+        return None
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
@@ -52,38 +54,51 @@ def text_problem(value: str) -> str | None:
     return None
 
 
+def _path(where: Any) -> str:
+    """The JSON path of a place in `check`'s walk: (parent, key) pairs down from the start path,
+    joined only when a refusal names it (a large item has hundreds of thousands of places)."""
+    keys = []
+    while isinstance(where, tuple):
+        where, key = where
+        keys.append(key)
+    path = where
+    for key in reversed(keys):
+        path = _join(path, key)
+    return path
+
+
 def check(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> None:
     """Raises JsonRefused for the first value that cannot be stored. Iterative: any depth is safe."""
-    stack: list[tuple[Any, str, int]] = [(value, path, 0)]
+    stack: list[tuple[Any, Any, int]] = [(value, path, 0)]
     while stack:
         item, where, depth = stack.pop()
         if isinstance(item, str):
             problem = text_problem(item)
             if problem:
-                raise JsonRefused(problem, where)
+                raise JsonRefused(problem, _path(where))
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int):
             if not INT_MIN <= item <= INT_MAX:
-                raise JsonRefused("is an integer outside the 64-bit range", where)
+                raise JsonRefused("is an integer outside the 64-bit range", _path(where))
         elif isinstance(item, float):
             if not math.isfinite(item):
-                raise JsonRefused("is not a finite number (NaN and Infinity are refused)", where)
+                raise JsonRefused("is not a finite number (NaN and Infinity are refused)", _path(where))
         elif isinstance(item, dict):
             if depth >= max_depth:
-                raise JsonRefused(f"is nested deeper than {max_depth} levels", where)
+                raise JsonRefused(f"is nested deeper than {max_depth} levels", _path(where))
             for key, child in item.items():
                 problem = text_problem(key)
                 if problem:
-                    raise JsonRefused(f"has a key that {problem}", where)
-                stack.append((child, _join(where, key), depth + 1))
+                    raise JsonRefused(f"has a key that {problem}", _path(where))
+                stack.append((child, (where, key), depth + 1))
         elif isinstance(item, list):
             if depth >= max_depth:
-                raise JsonRefused(f"is nested deeper than {max_depth} levels", where)
+                raise JsonRefused(f"is nested deeper than {max_depth} levels", _path(where))
             for index, child in enumerate(item):
-                stack.append((child, _join(where, index), depth + 1))
+                stack.append((child, (where, index), depth + 1))
         else:  # pragma: no cover - from_json yields only the types above
-            raise JsonRefused(f"has an unexpected type {type(item).__name__}", where)
+            raise JsonRefused(f"has an unexpected type {type(item).__name__}", _path(where))
 
 
 def parse(data: bytes | str, *, check_values: bool = True, max_depth: int = MAX_DEPTH) -> Any:

@@ -39,6 +39,7 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 from django.dispatch import receiver
+from procmem_client.coding import is_coding, recall_pointer
 from procmem_client.ranking import EmbeddingCache, Explained, Index, Ranker, SelectionConfig
 from procmem_client.rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block, render_procedure
 
@@ -53,7 +54,7 @@ API_VERSION = "v1"
 MAX_CACHED_ROLES = 64  # role sets kept per built set; more distinct roles are built per request
 
 
-class ServedProcedure(ProcedureRecord):
+class ServedProcedure(ProcedureRecord, total=False):
     intent: str
     # scope (governance metadata, not content; docs/api.md)
     namespace: str
@@ -63,6 +64,7 @@ class ServedProcedure(ProcedureRecord):
     rendered: str
     renderedChars: int
     renderedTokens: int
+    recallPointer: dict[str, Any]  # coding procedures only: the short form (procmem_client/coding.py)
 
 
 class RefusedProcedure(TypedDict):
@@ -316,7 +318,7 @@ def _served(version: ProcedureVersion, *, namespace: str) -> ServedProcedure:
     record = version.to_dict()
     rendered = render_procedure(record)
     procedure = version.procedure
-    return {  # type: ignore[typeddict-item]
+    served: ServedProcedure = {  # type: ignore[typeddict-item]
         **record,
         "intent": procedure.intent.name,
         "namespace": namespace,
@@ -327,6 +329,9 @@ def _served(version: ProcedureVersion, *, namespace: str) -> ServedProcedure:
         "renderedChars": len(rendered),
         "renderedTokens": estimate_tokens(rendered),
     }
+    if is_coding(record):  # v1 gains the field additively: other procedures serialise as before
+        served["recallPointer"] = recall_pointer(record)
+    return served
 
 
 def recheck_seconds() -> float:
@@ -613,6 +618,9 @@ def select_for_agent(
         "renderedChars": block["chars"],
         "renderedTokens": block["tokens"],
     }
+    pulled = [p for p in result.get("pulledIn", []) if (p["id"], p["version"]) in kept]
+    if pulled:  # additive in v1: only when a selected coding procedure's producer was pulled in
+        response["pulledIn"] = pulled
     if not served.data["proceduralMemoryEnabled"]:
         response["note"] = served.data["note"]
     for optional in ("environment", "arms"):  # v1 gains optional fields only

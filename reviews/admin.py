@@ -10,6 +10,7 @@ from django.contrib import admin
 from library.admin import ReadOnlyModelAdmin
 
 from .models import (
+    AgentDayQuality,
     CandidateClaim,
     Comment,
     DemotionProposal,
@@ -19,6 +20,7 @@ from .models import (
     Notification,
     NotificationPreference,
     Thread,
+    VersionDayQuality,
     VersionDayRollup,
     Webhook,
     WebhookDelivery,
@@ -76,6 +78,20 @@ class IntentDayRollupAdmin(ReadOnlyModelAdmin):
 class VersionDayRollupAdmin(ReadOnlyModelAdmin):
     list_display = ("day", "agent", "version", "intent", "model", "sessions", "labelled", "resolved")
     list_filter = ("agent", "model")
+    date_hierarchy = "day"
+
+
+@admin.register(VersionDayQuality)
+class VersionDayQualityAdmin(ReadOnlyModelAdmin):
+    list_display = ("day", "agent", "version", "sessions", "checked", "followed", "required_calls", "forbidden_calls", "conflicted", "stale")
+    list_filter = ("agent",)
+    date_hierarchy = "day"
+
+
+@admin.register(AgentDayQuality)
+class AgentDayQualityAdmin(ReadOnlyModelAdmin):
+    list_display = ("day", "agent", "served", "multi", "conflicted", "stale")
+    list_filter = ("agent",)
     date_hierarchy = "day"
 
 

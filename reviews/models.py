@@ -191,6 +191,49 @@ class VersionDayRollup(models.Model):
         ]
 
 
+class VersionDayQuality(models.Model):
+    """Per version and day, how the sessions given it used it (written by the rollup refresh with
+    IntentDayRollup and VersionDayRollup, from the same pass over the sessions; see
+    reviews.metrics.quality): `checked` sessions could be checked for adherence (the version has
+    required tools), `followed` of them called the required tools in order; `required_calls` and
+    `forbidden_calls` count calls to its required tools and to tools its forbidden actions forbid
+    outright; `conflicted` sessions were also given a version it conflicts with; `stale` sessions
+    ended after its review-by date."""
+
+    agent = models.ForeignKey("library.Agent", on_delete=models.CASCADE, related_name="+")
+    version = models.ForeignKey("library.ProcedureVersion", on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    sessions = models.PositiveIntegerField(default=0)
+    checked = models.PositiveIntegerField(default=0)
+    followed = models.PositiveIntegerField(default=0)
+    required_calls = models.PositiveIntegerField(default=0)
+    forbidden_calls = models.PositiveIntegerField(default=0)
+    conflicted = models.PositiveIntegerField(default=0)
+    stale = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["version", "day"], name="version_day_quality_unique"),
+            models.CheckConstraint(condition=models.Q(followed__lte=models.F("checked")), name="version_quality_followed_le_checked"),
+        ]
+        indexes = [models.Index(fields=["agent", "day"], name="version_quality_agent_day_idx")]
+
+
+class AgentDayQuality(models.Model):
+    """Per agent and day: sessions given at least one procedure (`served`), two or more (`multi`),
+    two that conflict (`conflicted`), and at least one past its review-by date (`stale`)."""
+
+    agent = models.ForeignKey("library.Agent", on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    served = models.PositiveIntegerField(default=0)
+    multi = models.PositiveIntegerField(default=0)
+    conflicted = models.PositiveIntegerField(default=0)
+    stale = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["agent", "day"], name="agent_day_quality_unique")]
+
+
 class MetricAlert(models.Model):
     """An ACTIVE version whose resolution rate fell significantly below its eval result. Open until
     a later check finds the rate back within noise; one open alert per version, so the warning is

@@ -10,6 +10,9 @@ from library.permissions import user_is_reviewer
 
 @dataclass(frozen=True)
 class Navigation:
+    """waiting_for_review and waiting_for_me stop at reviews.selectors.COUNT_CAP + 1 (shown as
+    "1,000+" by the count_label filter) rather than count a large queue on every page."""
+
     role: str
     waiting_for_review: int
     unread_notifications: int
@@ -33,12 +36,12 @@ def role_of(user) -> str:
 
 def navigation_for(user) -> Navigation:
     from reviews.models import Notification
-    from reviews.selectors import waiting_for_approver
+    from reviews.selectors import capped_count, waiting_for_approver
 
     role = role_of(user)
     can_review = user_is_reviewer(user)
-    waiting = ProcedureVersion.objects.filter(status=Status.CANDIDATE).count() if can_review else 0
-    for_me = waiting_for_approver(user).count() if role in {"approver", "admin"} else 0  # scope is cached
+    waiting = capped_count(ProcedureVersion.objects.filter(status=Status.CANDIDATE)) if can_review else 0
+    for_me = capped_count(waiting_for_approver(user)) if role in {"approver", "admin"} else 0  # scope is cached
     unread = Notification.objects.filter(user=user, read_at__isnull=True).count()
     return Navigation(
         role=role,

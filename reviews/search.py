@@ -8,7 +8,9 @@ names (`refund.over_limit`, `order_id`) and camelCase tool names (`createApprova
 exact name: the documents carry every identifier of their text as one lexeme, and the query asks for
 that lexeme as it is (`'createapproval'::tsquery`), so `createApproval` does not match
 `createApprovalDraft`, and `refund.over_limit` does not match `refund.under_limit`. Ranked with
-`ts_rank`; the page's rows are highlighted with `ts_headline`.
+`ts_rank` (a query of names and ids only: newest first, every match holding them alike); the
+page's rows are highlighted with `ts_headline`. The count stops at 1,000 ("1,000+"): pages go
+that far, and a search that finds more is refined rather than paged through.
 
 SQLite (the demo): every word must occur as a substring (case-insensitive, stop words and a plural
 s dropped) and every identifier as a whole name somewhere in the id, the content or a comment; no
@@ -189,7 +191,13 @@ def matching_versions(user, terms: SearchTerms, filters: SearchFilters, *, visib
     condition = Q(search_vector=query)
     if via_comments:
         condition |= Q(pk__in=sorted(set(via_comments)))
-    qs = qs.filter(condition).annotate(rank=SearchRank(F("search_vector"), query))
+    qs = qs.filter(condition)
+    if not terms.words.strip():
+        # Names and ids only: every match holds each of them, exactly, so none ranks above another
+        # (ts_rank would score each the same); newest first, which an index on (created_at, id)
+        # serves without scoring every match.
+        return qs.order_by("-created_at", "-id").values_list("pk", flat=True), query
+    qs = qs.annotate(rank=SearchRank(F("search_vector"), query))
     return qs.order_by("-rank", "-created_at", "-id").values_list("pk", flat=True), query
 
 
@@ -216,7 +224,10 @@ def highlight(text: str, identifiers: tuple[str, ...] = (), words: tuple[str, ..
 
 def search_hits(pks: list[int], terms: SearchTerms, query) -> list[SearchHit]:
     """The page's rows with highlighted appliesWhen, steps and matching comments (two queries)."""
-    rows = ProcedureVersion.objects.filter(pk__in=pks).select_related("procedure__agent", "procedure__intent", "claim__assignee")
+    rows = (
+        ProcedureVersion.objects.filter(pk__in=pks).select_related("procedure__agent", "procedure__intent", "claim__assignee")
+        .defer("search_vector")
+    )
     comments = Comment.objects.filter(version_id__in=pks).select_related("author", "thread").order_by("id")
     words: tuple[str, ...] = ()
     if query is not None:

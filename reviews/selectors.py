@@ -14,15 +14,19 @@ from django.db.models import (
     Case,
     Count,
     Exists,
+    F,
+    Func,
     IntegerField,
     OuterRef,
     Q,
     QuerySet,
+    Subquery,
     Value,
     When,
 )
 from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
+from django.db.models.lookups import GreaterThan, LessThan
 from django.utils import timezone
 
 from library.models import Agent, AgentSession, EvalRun, Intent, Procedure, ProcedureVersion, Status
@@ -30,9 +34,14 @@ from library.selectors import active_versions_for_agent
 from library.serving import missing_tools
 from reviews.models import CandidateClaim, Comment
 
+# Within a segment of the queue (quarantined or not; for "group" also one intent, the segments in
+# agent and intent name order) each sort is a key that a partial index on the candidates serves
+# (library/migrations/0015_queue_indexes.py): the queue reads a page by walking that index from
+# the previous page's last row (keyset), never sorting the whole queue. `neg_support` is the
+# evidence's support negated, so that "strongest first, then oldest" is one ascending key.
 SORTS = {
-    "group": ("procedure__agent__name", "procedure__intent__name", "-support", "created_at", "id"),
-    "evidence": ("-support", "created_at", "id"),
+    "group": ("neg_support", "created_at", "id"),
+    "evidence": ("neg_support", "created_at", "id"),
     "oldest": ("created_at", "id"),
     "newest": ("-created_at", "-id"),
 }
@@ -42,6 +51,9 @@ SORT_LABELS = {
     "oldest": "oldest first",
     "newest": "newest first",
 }
+# Counts of the queue stop at this many per group (and the navigation's at this many in all): a
+# count never walks more of the queue than a page needs. More shows as "1000+".
+COUNT_CAP = 1000
 TRI_STATE = {"", "yes", "no"}
 ASSIGNED = {"", "me", "none"}
 
@@ -115,6 +127,36 @@ def evidence_support():
         default=Value(0),
         output_field=IntegerField(),
     )
+
+
+def neg_support():
+    """Minus `evidence_support()`: the expression of the queue's support index (the migration's
+    SQL is compiled from this very expression, so the planner recognises it in ORDER BY)."""
+    return -evidence_support()
+
+
+class CappedCount(Subquery):
+    """`(SELECT COUNT(*) FROM (<queryset limited to cap + 1 rows>))`: an exact count up to the cap,
+    cap + 1 meaning "more"; costs at most cap + 1 rows of an index, whatever the table's size."""
+
+    template = "(SELECT COUNT(*) FROM (%(subquery)s) capped)"
+    output_field = IntegerField()
+
+    def __init__(self, queryset):
+        super().__init__(queryset.order_by().values("pk")[: COUNT_CAP + 1])
+
+
+def capped_count(queryset) -> int:
+    """The number of rows up to COUNT_CAP, COUNT_CAP + 1 when there are more (one query over at
+    most COUNT_CAP + 1 rows)."""
+    return queryset.order_by().values("pk")[: COUNT_CAP + 1].count()
+
+
+def count_label(*counts: int) -> str:
+    """The sum of capped counts for people: "1,000+" when any of them reached the cap."""
+    capped = any(n > COUNT_CAP for n in counts)
+    total = sum(min(n, COUNT_CAP) for n in counts)
+    return f"{total:,}+" if capped else f"{total:,}"
 
 
 @dataclass(frozen=True)
@@ -202,17 +244,108 @@ def waiting_for_approver(user) -> QuerySet[ProcedureVersion]:
     )
 
 
-def candidate_queue(user, filters: QueueFilters, *, visible_agents: QuerySet[Agent]) -> QuerySet[ProcedureVersion]:
-    """The queue's order as a narrow queryset of primary keys: CANDIDATE versions of visible
-    agents, filtered and sorted, quarantined first. Paginate it, then load the page's rows with
-    `queue_rows` — sorting 10,000 full rows (steps, evidence, joined agents) would carry every
-    column through the sort; sorting keys and ids does not."""
-    qs = _filtered(user, filters, visible_agents=visible_agents)
+@dataclass(frozen=True)
+class Segment:
+    """A run of the queue that one index scan yields in order: quarantined or not, and for the
+    "group" sort one intent. `rank` orders segments; `known` is how many rows it has at least."""
+
+    rank: tuple
+    quarantined: bool
+    intent_id: int | None
+    known: int
+
+
+def _segments(filters: QueueFilters, groups: list[AgentGroups]) -> list[Segment]:
+    """The queue's segments in page order (quarantined ones first), from the group counts."""
+    shown = [g for agent in groups for g in agent.intents if group_selected(g, filters)]
+    quarantined_first = [(True, 0), (False, 1)]
+    if filters.sort != "group":
+        total = sum(g.count for g in shown)
+        quarantined = sum(g.quarantined for g in shown)
+        return [
+            Segment((order,), flag, None, quarantined if flag else max(0, total - quarantined))
+            for flag, order in quarantined_first
+            if (quarantined if flag else total > quarantined or any(g.capped for g in shown))
+        ]
+    segments = []
+    for flag, order in quarantined_first:
+        for g in shown:
+            rows = g.quarantined if flag else max(0, g.count - g.quarantined)
+            if rows or (not flag and g.capped):
+                segments.append(Segment((order, g.agent, g.intent), flag, g.intent_id, rows))
+    return segments
+
+
+def group_selected(group: QueueGroup, filters: QueueFilters) -> bool:
+    return (not filters.agent or group.agent == filters.agent) and (not filters.intent or group.intent == filters.intent)
+
+
+def _keyset(sort: str, cursor: dict) -> Q:
+    """Rows after the cursor's row in `sort`, as one row comparison the index can seek to."""
+    if sort == "oldest":
+        return Q(GreaterThan(_row(F("created_at"), F("id")), _row(Value(cursor["created_at"]), Value(cursor["pk"]))))
+    if sort == "newest":
+        return Q(LessThan(_row(F("created_at"), F("id")), _row(Value(cursor["created_at"]), Value(cursor["pk"]))))
+    return Q(
+        GreaterThan(
+            _row(neg_support(), F("created_at"), F("id")),
+            _row(Value(cursor["neg_support"]), Value(cursor["created_at"]), Value(cursor["pk"])),
+        )
+    )
+
+
+def _row(*expressions) -> Func:
+    return Func(*expressions, function="ROW", output_field=IntegerField())
+
+
+def queue_page(
+    user, filters: QueueFilters, *, visible_agents: QuerySet[Agent], groups: list[AgentGroups], after: int | None, size: int
+) -> tuple[list[int], bool]:
+    """The ids of one page of the queue (CANDIDATE versions of visible agents, filtered and sorted,
+    quarantined first) after the version `after` (None: the first page), and whether more follow.
+
+    One query whatever the queue's length: a UNION ALL of one index-ordered, LIMITed scan per
+    segment the page can reach (the group counts say how many rows each segment has, so the
+    union stops at the segment that fills the page); the page's rows are loaded by `queue_rows`."""
+    segments = _segments(filters, groups)
+    cursor = None
+    if after is not None:
+        cursor = (
+            ProcedureVersion.objects.filter(pk=after, procedure__agent__in=visible_agents)
+            .annotate(neg_support=neg_support())
+            .values("pk", "quarantined", "created_at", "neg_support", "procedure__agent__name", "procedure__intent__name")
+            .first()
+        )
+    if cursor is not None:
+        at = (0 if cursor["quarantined"] else 1,)
+        if filters.sort == "group":
+            at += (cursor["procedure__agent__name"], cursor["procedure__intent__name"])
+        segments = [s for s in segments if s.rank >= at]
+    base = _filtered(user, filters, visible_agents=visible_agents)
     if filters.agent:
-        qs = qs.filter(procedure__agent__name=filters.agent)
+        base = base.filter(procedure__agent__name=filters.agent)
     if filters.intent:
-        qs = qs.filter(procedure__intent__name=filters.intent)
-    return qs.annotate(support=evidence_support()).order_by("-quarantined", *SORTS[filters.sort]).values_list("pk", flat=True)
+        base = base.filter(procedure__intent__name=filters.intent)
+    base = base.annotate(neg_support=neg_support())
+    parts, reached = [], 0
+    for number, segment in enumerate(segments):
+        part = base.filter(quarantined=segment.quarantined)
+        if segment.intent_id is not None:
+            part = part.filter(procedure__intent_id=segment.intent_id)
+        continues = cursor is not None and segment.rank == at
+        if continues:
+            part = part.filter(_keyset(filters.sort, cursor))
+        parts.append(part.annotate(segment=Value(number)).order_by(*SORTS[filters.sort]).values_list("pk", "segment")[: size + 1])
+        reached += 0 if continues else segment.known
+        if reached > size:
+            break
+    if not parts:
+        return [], False
+    rows = list(parts[0].union(*parts[1:], all=True)) if len(parts) > 1 else list(parts[0])
+    position = {pk: n for n, (pk, _) in enumerate(rows)}  # each part's rows come in its index order
+    rows.sort(key=lambda row: (row[1], position[row[0]]))
+    pks = [pk for pk, _ in rows]
+    return pks[:size], len(pks) > size
 
 
 def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
@@ -222,6 +355,7 @@ def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
     rows = (
         ProcedureVersion.objects.filter(pk__in=pks)
         .select_related("procedure__agent", "procedure__intent", "proposed_by", "edited_by", "claim__assignee")
+        .defer("search_vector")
         .annotate(support=evidence_support())
     )
     by_pk = {row.pk: row for row in rows}
@@ -292,9 +426,10 @@ def apply_filters(qs: QuerySet[ProcedureVersion], user, filters: QueueFilters) -
     if filters.assigned:
         live = Exists(CandidateClaim.objects.filter(version=OuterRef("pk"), expires_at__gt=timezone.now()))
         if filters.assigned == "me":
-            qs = qs.filter(
-                pk__in=CandidateClaim.objects.filter(assignee=user, expires_at__gt=timezone.now()).values("version_id")
-            )
+            # as ids: a person's live claims are few, and a list lets PostgreSQL start from them
+            # instead of scanning the queue's order for the rows a subquery would accept
+            mine = CandidateClaim.objects.filter(assignee=user, expires_at__gt=timezone.now()).order_by("version_id")
+            qs = qs.filter(pk__in=list(mine.values_list("version_id", flat=True)))
         else:
             qs = qs.filter(~live)
     if filters.quarantined == "yes":
@@ -314,8 +449,17 @@ def apply_filters(qs: QuerySet[ProcedureVersion], user, filters: QueueFilters) -
 class QueueGroup:
     agent: str
     intent: str
-    count: int
+    count: int  # up to COUNT_CAP exactly; COUNT_CAP + 1 means more
     quarantined: int
+    intent_id: int | None = None
+
+    @property
+    def capped(self) -> bool:
+        return self.count > COUNT_CAP
+
+    @property
+    def count_label(self) -> str:
+        return count_label(self.count)
 
 
 @dataclass
@@ -325,28 +469,57 @@ class AgentGroups:
     quarantined: int = 0
     intents: list[QueueGroup] = field(default_factory=list)
 
+    @property
+    def count_label(self) -> str:
+        return count_label(*(g.count for g in self.intents))
+
+    @property
+    def quarantined_label(self) -> str:
+        return count_label(*(g.quarantined for g in self.intents))
+
+
+def _quarantined_per_intent(user, filters: QueueFilters, *, visible_agents) -> dict[int, int]:
+    """The quarantined few (kept out of the library by the policy screen), counted in one pass over
+    their own index, each row's intent looked up by key: a subquery PostgreSQL keeps per row,
+    where a join would read every procedure of every intent."""
+    intent_of = Subquery(
+        Procedure.objects.filter(pk=OuterRef("procedure_id"), agent__in=visible_agents).order_by().values("intent_id")[:1]
+    )
+    flagged = apply_filters(ProcedureVersion.objects.filter(status=Status.CANDIDATE, quarantined=True), user, filters)
+    return dict(
+        flagged.annotate(intent_of=intent_of).order_by().values("intent_of").annotate(q=Count("pk")).values_list("intent_of", "q")
+    )
+
 
 def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGroups]:
-    """Counts per agent and intent, under every filter but agent/intent: one GROUP BY on the intent
-    id (the intent fixes the agent), then the names from the intents table."""
-    rows = (
-        _filtered(user, filters, visible_agents=visible_agents)
-        .values("procedure__intent_id")
-        .annotate(n=Count("id"), q=Count("id", filter=Q(quarantined=True)))
-        .order_by()
-    )
-    counts = {row["procedure__intent_id"]: (row["n"], row["q"]) for row in rows}
-    if not counts:
-        return []
+    """Counts per agent and intent, under every filter but agent/intent: candidates capped at
+    COUNT_CAP (one query over the visible intents, each count reading at most COUNT_CAP + 1 rows
+    of an index, so it costs the same for 1,000 or 1,000,000 candidates), quarantined ones exact
+    (one query over those alone). Intents without candidates are left out."""
+    candidates = _filtered(user, filters, visible_agents=visible_agents)
+    intents = Intent.objects.filter(agent__in=visible_agents).order_by("agent__name", "name")
+    if filters.assigned == "me":
+        # one person's claims are few: count them all, exactly, starting from the claims
+        exact = {
+            row["procedure__intent_id"]: (row["n"], row["q"])
+            for row in candidates.values("procedure__intent_id").annotate(n=Count("id"), q=Count("id", filter=Q(quarantined=True))).order_by()
+        }
+        rows = [(pk, name, agent, exact[pk][0]) for pk, name, agent in intents.filter(pk__in=exact).values_list("pk", "name", "agent__name")]
+        quarantined = {pk: q for pk, (_, q) in exact.items()}
+    else:
+        rows = intents.annotate(n=CappedCount(candidates.filter(procedure__intent_id=OuterRef("pk")))).values_list(
+            "pk", "name", "agent__name", "n"
+        )
+        quarantined = _quarantined_per_intent(user, filters, visible_agents=visible_agents)
     groups: dict[str, AgentGroups] = {}
-    for intent_id, intent_name, agent_name in (
-        Intent.objects.filter(pk__in=counts).order_by("agent__name", "name").values_list("pk", "name", "agent__name")
-    ):
-        n, q = counts[intent_id]
+    for intent_id, intent_name, agent_name, n in rows:
+        if not n:
+            continue
+        q = quarantined.get(intent_id, 0)
         agent = groups.setdefault(agent_name, AgentGroups(agent_name))
         agent.count += n
         agent.quarantined += q
-        agent.intents.append(QueueGroup(agent_name, intent_name, n, q))
+        agent.intents.append(QueueGroup(agent_name, intent_name, n, q, intent_id))
     return list(groups.values())
 
 

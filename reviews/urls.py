@@ -1,6 +1,8 @@
 from django.urls import path
 
-from .views import agents, cases, evals, metrics, namespaces, notifications, ops, procedures, queue, releases, search, versions, webhooks
+from .views import (
+    agents, cases, evals, metrics, namespaces, notifications, ops, procedures, quality, queue, releases, search, versions, webhooks,
+)
 
 app_name = "reviews"
 
@@ -80,6 +82,8 @@ urlpatterns = [
     path("ops/audit.csv", ops.ops_audit_csv, name="ops_audit_csv"),
     path("ops/agents/<str:agent>/metrics/", metrics.ops_metrics, name="ops_metrics"),
     path("ops/versions/<int:pk>/metrics/", metrics.ops_version_metrics, name="ops_version_metrics"),
+    path("ops/agents/<str:agent>/metrics.json", quality.ops_metrics_json, name="ops_metrics_json"),
+    path("ops/versions/<int:pk>/metrics.json", quality.ops_version_metrics_json, name="ops_version_metrics_json"),
     path("notifications/", notifications.notifications, name="notifications"),
     path("notifications/<int:pk>/read/", notifications.notification_read, name="notification_read"),
     path("notifications/read-all/", notifications.notifications_read_all, name="notifications_read_all"),

@@ -73,6 +73,16 @@ SCHEMAS: dict[str, Any] = {
             "postconditions": {**_STR_LIST, "description": "Coding procedures only (absent otherwise): artefacts that exist after, e.g. an edited source file, a passing test"},
             "verifyCommand": {"type": "string", "description": "Coding procedures only (absent otherwise; a coding procedure always has one): the command that verifies the work"},
             "arm": {"type": "string", "enum": ["rollout", "control"], "description": "Present only for a procedure under a production rollout: the arm this session got (report it with the session)"},
+            "recallPointer": {
+                "type": "object",
+                "description": "Coding procedures only (absent otherwise): the short form a coding agent keeps in view, at most 300 tokens (estimate: ceil(chars / 4))",
+                "required": ["id", "version", "whenToUse", "verifyCommand", "text", "tokens"],
+                "properties": {
+                    "id": {"type": "string"}, "version": {"type": "integer"},
+                    "whenToUse": {"type": "string", "description": "The first sentence of appliesWhen, on one line"},
+                    "verifyCommand": {"type": "string"}, "text": {"type": "string"}, "tokens": {"type": "integer", "maximum": 300},
+                },
+            },
         },
     },
     "RefusedProcedure": {
@@ -150,6 +160,14 @@ SCHEMAS: dict[str, Any] = {
             "renderedChars": {"type": "integer"},
             "renderedTokens": {"type": "integer"},
             "ranked": {"type": "array", "items": {"$ref": "#/components/schemas/RankedCandidate"}, "description": "Only with k"},
+            "pulledIn": {
+                "type": "array",
+                "description": "Only when a selected coding procedure's producer was injected with it (docs/selection.md)",
+                "items": {
+                    "type": "object", "required": ["id", "version", "forId", "artefacts"],
+                    "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "forId": {"type": "string"}, "artefacts": _STR_LIST},
+                },
+            },
             "note": {"type": "string"},
             "environment": {"type": "string", "description": "Present for an environment other than production"},
             "arms": {"type": "object", "additionalProperties": {"type": "string", "enum": ["rollout", "control"]}, "description": "Present while a rollout runs"},

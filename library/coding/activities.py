@@ -33,6 +33,8 @@ import shlex
 from dataclasses import dataclass
 from typing import Iterable
 
+from procmem_client.coding import _LABEL_RE, generalise, is_label, target_role  # noqa: F401  (one implementation, shared with the client)
+
 ACTIVITIES = ("search", "read", "edit", "run", "test", "build", "vcs", "environment", "submit", "other")
 ACTIVITY_LABELS = {
     "search": "search", "read": "read", "edit": "edit", "run": "run", "test": "test",
@@ -75,11 +77,7 @@ _HEREDOC_RE = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PATHLIKE_RE = re.compile(r"^[\w./\-]+$")
 _EXT_RE = re.compile(r"\.[A-Za-z0-9]{1,6}$")
-_LABEL_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")
 _WRITE_IN_CODE_RE = re.compile(r"open\([^)]*['\"][wa]\+?['\"]|\.write_text\(|\.write\(|shutil\.(copy|move)|os\.(remove|rename)")
-_CONFIG_NAMES = {"setup.py", "setup.cfg", "tox.ini", "pyproject.toml", "requirements.txt", "makefile", "package.json", "manifest.in", "conftest.py", ".gitignore", "dockerfile", ".flake8", "pytest.ini", "settings.py"}
-_CONFIG_EXT = {".cfg", ".ini", ".toml", ".yaml", ".yml", ".json", ".lock", ".env"}
-_DOC_EXT = {".txt", ".rst", ".md", ".html", ".adoc"}
 
 
 @dataclass(frozen=True)
@@ -101,55 +99,6 @@ class Action:
 
 
 # ---------------------------------------------------------------------------------------------- targets
-
-
-_FILE_EXTENSIONS = (".py", ".pyi", ".txt", ".cfg", ".ini", ".toml", ".json", ".rst", ".md", ".sh", ".yaml", ".yml", ".html", ".js", ".css", ".po", ".mo", ".sql", ".log", ".out", ".diff", ".patch")
-
-
-def is_label(path: str) -> bool:
-    """A dotted module or test label (auth_tests.test_validators), not a file name (models.py)."""
-    return "/" not in path and _LABEL_RE.match(path) is not None and not path.lower().endswith(_FILE_EXTENSIONS)
-
-
-def target_role(path: str) -> str:
-    """The role of a path or label: test, config, docs, script, source or directory ('' if none)."""
-    if not path:
-        return ""
-    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
-    parts = [p.lower() for p in path.strip("/").split("/")]
-    if is_label(path):
-        # a dotted label: tests name their modules *_tests / test_*; others are source modules
-        return "test" if any(part.startswith("test") or part.endswith("tests") for part in path.lower().split(".")) else "source"
-    if name in _CONFIG_NAMES:
-        return "config"
-    ext = ("." + name.rsplit(".", 1)[-1]) if "." in name else ""
-    if ext in (".py", ".sh") and (len(parts) == 1 or parts[0] in ("tmp", "reproduction", "scratch")):
-        # a script in the working directory's root or /tmp: the agent's own, to try things out
-        # (a project keeps its code and tests in packages; setup.py and conftest.py are config)
-        return "script"
-    if any(p in ("tests", "test", "testing") or p.endswith("_tests") for p in parts[:-1]) or name.startswith("test_") or name.endswith(("_test.py", "_tests.py", "tests.py")):
-        return "test"
-    if ext in _DOC_EXT or parts[0] in ("docs", "doc"):
-        return "docs"
-    if ext in _CONFIG_EXT:
-        return "config"
-    if not ext:
-        return "directory"
-    return "source"
-
-
-def generalise(path: str) -> tuple[str, str]:
-    """(placeholder, role) of a target: django/contrib/auth/validators.py → ({{source_file}}, source)."""
-    role = target_role(path)
-    if not role:
-        return "", ""
-    label = is_label(path)
-    if role == "test":
-        return ("{{test_label}}" if label else "{{test_file}}"), role
-    if role == "source" and label:
-        return "{{module}}", role
-    placeholder = {"source": "{{source_file}}", "config": "{{config_file}}", "docs": "{{doc_file}}", "script": "{{script}}", "directory": "{{directory}}"}[role]
-    return placeholder, role
 
 
 def _strip_cwd(path: str) -> str:

@@ -12,63 +12,10 @@ three every link is a third of the others.
 from __future__ import annotations
 
 import math
-import re
-from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from dataclasses import dataclass
 
-ARTEFACT_RE = re.compile(r"\{\{([a-z_]+)\}\}")
-HUB_SHARE = 0.15
-MIN_NODES_FOR_HUBS = 8
-
-
-@dataclass(frozen=True)
-class Node:
-    key: str
-    consumes: frozenset[str]
-    produces: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Edge:
-    producer: str
-    consumer: str
-    artefacts: tuple[str, ...]
-
-
-@dataclass
-class Graph:
-    nodes: list[Node]
-    edges: list[Edge] = field(default_factory=list)
-    hubs: list[str] = field(default_factory=list)  # cut: shown without links
-
-
-def artefacts(texts: Iterable[str]) -> frozenset[str]:
-    return frozenset(match for text in texts for match in ARTEFACT_RE.findall(text or ""))
-
-
-def node_for(key: str, preconditions: Sequence[str], postconditions: Sequence[str]) -> Node:
-    return Node(key, artefacts(preconditions), artefacts(postconditions))
-
-
-def build_graph(nodes: Sequence[Node], *, hub_share: float = HUB_SHARE) -> Graph:
-    nodes = sorted(nodes, key=lambda n: n.key)
-    edges = [
-        Edge(p.key, c.key, tuple(sorted(p.produces & c.consumes)))
-        for p in nodes
-        for c in nodes
-        if p.key != c.key and p.produces & c.consumes
-    ]
-    hubs: list[str] = []
-    if len(nodes) >= MIN_NODES_FOR_HUBS:
-        neighbours: dict[str, set[str]] = {n.key: set() for n in nodes}
-        for edge in edges:
-            neighbours[edge.producer].add(edge.consumer)
-            neighbours[edge.consumer].add(edge.producer)
-        others = len(nodes) - 1
-        hubs = [key for key, linked in neighbours.items() if len(linked) > hub_share * others]
-        edges = [e for e in edges if e.producer not in hubs and e.consumer not in hubs]
-    return Graph(nodes=nodes, edges=edges, hubs=hubs)
-
+# the graph itself is the client's (selection pulls in producers with it): one implementation
+from procmem_client.coding import HUB_SHARE, MIN_NODES_FOR_HUBS, Edge, Graph, Node, artefacts, build_graph, node_for  # noqa: F401
 
 @dataclass(frozen=True)
 class Placed:

@@ -12,7 +12,7 @@ from datetime import timedelta
 from typing import Any, Iterable, Mapping
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from .. import safe_json
@@ -64,10 +64,11 @@ def result_summary(result: Any, redactor: Redactor) -> dict[str, Any]:
     return summary
 
 
-def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]]:
+def build_excerpt(session: SessionIn, redactor: Redactor, *, redacted_task: str | None = None) -> list[dict[str, Any]]:
     """What a reviewer may read of a session: the opening request, the tool calls with redacted
     arguments and a summary of their results (result_summary: enum-like values only), and the last
-    reply, all redacted and shortened. Tool results themselves are never included."""
+    reply, all redacted and shortened. Tool results themselves are never included.
+    `redacted_task`: the task already redacted by this redactor (the store needs it for the task key too)."""
 
     def short(text: str, limit: int) -> str:
         return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -83,7 +84,8 @@ def build_excerpt(session: SessionIn, redactor: Redactor) -> list[dict[str, Any]
 
     excerpt: list[dict[str, Any]] = []
     if session.task:
-        excerpt.append({"role": "user", "text": short(redactor.text(session.task), EXCERPT_TEXT_CHARS)})
+        task = redactor.text(session.task) if redacted_task is None else redacted_task
+        excerpt.append({"role": "user", "text": short(task, EXCERPT_TEXT_CHARS)})
     for call in session.tool_calls[:EXCERPT_CALLS]:
         # Cut long strings (a command's output) before redacting, with a margin: a personal value
         # that starts inside the shown part is whole in what the redactor reads.
@@ -112,22 +114,23 @@ def raw_retention_days() -> int:
     return int(getattr(settings, "PROCMEM_RAW_RETENTION_DAYS", 30))
 
 
-def task_key_for(session: SessionIn, redactor: Redactor) -> str:
+def task_key_for(session: SessionIn, redactor: Redactor, *, redacted_task: str | None = None) -> str:
     """The reported task key, else a hash of the redacted opening request (so that the same request
     from the same customer, retried, counts once), else empty (the session is its own task)."""
     if session.task_key:
         return session.task_key
     if not session.task.strip():
         return ""
-    redacted = " ".join(redactor.text(session.task).split()).lower()
+    redacted = " ".join((redactor.text(session.task) if redacted_task is None else redacted_task).split()).lower()
     return "request:" + hashlib.sha256(redacted.encode("utf-8")).hexdigest()[:32]
 
 
 def _to_row(agent: Agent, session: SessionIn, intent_ids: dict[str, int], keep_raw: bool) -> AgentSession:
     redactor = redactor_for(session, agent)
-    excerpt = build_excerpt(session, redactor)
+    redacted_task = redactor.text(session.task) if session.task else ""  # once, for the excerpt and the task key
+    excerpt = build_excerpt(session, redactor, redacted_task=redacted_task)
     return AgentSession(
-        task_key=task_key_for(session, redactor),
+        task_key=task_key_for(session, redactor, redacted_task=redacted_task),
         agent=agent,
         session_id=session.session_id,
         intent_id=intent_ids.get(session.intent) if session.intent else None,
@@ -194,11 +197,40 @@ def sessions_store(*, agent: Agent, sessions: list[SessionIn]) -> StoreResult:
         result.duplicate.extend(sid for sid in unique if sid in existing)
         intent_ids = intents_ensure(agent=agent, names={s.intent for s in fresh if s.intent})
         rows = [_to_row(agent, s, intent_ids, keep_raw) for s in fresh]
-        # ignore_conflicts: a concurrent request with the same session id wins the race; this one
-        # then changes nothing, which is what a resend must do.
-        AgentSession.objects.bulk_create(rows, ignore_conflicts=True, batch_size=500)
+        for start in range(0, len(rows), INSERT_BATCH):
+            _insert_sessions(rows[start : start + INSERT_BATCH])
         result.stored.extend(s.session_id for s in fresh)
     return result
+
+
+INSERT_BATCH = 500
+
+
+def _insert_sessions(rows: list[AgentSession]) -> None:
+    """Inserts new session rows; a row whose (agent, session id) exists already is skipped: a
+    concurrent request with the same session id wins the race, and this one then changes nothing,
+    which is what a resend must do.
+
+    On PostgreSQL the parameters are bound by the server (psycopg's plain cursor), not quoted into
+    the SQL text as Django's client-side cursor does: the JSON of a batch of coding sessions is
+    megabytes, and quoting it in Python cost more than parsing it (docs/benchmarks.md)."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":
+        AgentSession.objects.bulk_create(rows, ignore_conflicts=True)
+        return
+    import psycopg
+
+    fields = [f for f in AgentSession._meta.concrete_fields if not f.primary_key]
+    values = [tuple(f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields) for row in rows]
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(AgentSession._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
+        f"VALUES ({', '.join(['%s'] * len(fields))}) ON CONFLICT DO NOTHING"
+    )
+    connection.ensure_connection()
+    with psycopg.Cursor(connection.connection) as cursor:
+        cursor.executemany(sql, values)
 
 
 def sessions_purge_raw(*, agent: Agent | None = None, older_than_days: int | None = None, batch_size: int = 2000) -> int:

@@ -25,6 +25,7 @@ from library.models import Agent, AgentSession, ProcedureVersion
 
 from ..models import IntentDayRollup, MetricsState, VersionDayRollup
 from .histogram import CharsHistogram, merge_counts
+from .quality import QualityFold
 
 # A session may commit after one that was received later; the refresh re-reads this far back.
 REFRESH_OVERLAP = timedelta(minutes=10)
@@ -75,11 +76,13 @@ class _Folded:
     by_intent: dict[tuple, _Counts] = field(default_factory=dict)  # (day, intent_id, model)
     by_version: dict[tuple, _Counts] = field(default_factory=dict)  # (day, version_id, intent_id, model)
     rows: int = 0
+    quality: QualityFold | None = None  # adherence, accuracy, conflicts, stale use (reviews.metrics.quality)
 
 
 def _aggregate(agent: Agent, sessions: Iterable[tuple]) -> _Folded:
-    """Folds (ended_at, received_at, intent_id, model, resolved, escalated, injected, chars) rows
-    into per-day counts by (intent, model) and by (version, intent, model)."""
+    """Folds (ended_at, received_at, intent_id, model, resolved, escalated, injected, chars,
+    tool_calls) rows into per-day counts by (intent, model) and by (version, intent, model), and
+    the quality counts per version and day."""
     versions = {
         (key, number): pk
         for pk, key, number in ProcedureVersion.objects.filter(procedure__agent=agent).values_list(
@@ -88,9 +91,10 @@ def _aggregate(agent: Agent, sessions: Iterable[tuple]) -> _Folded:
     }
     by_intent: dict[tuple, _Counts] = defaultdict(_Counts)
     by_version: dict[tuple, _Counts] = defaultdict(_Counts)
+    quality = QualityFold(agent)
     tz = timezone.get_current_timezone()
     rows = 0
-    for ended_at, received_at, intent_id, model, resolved, escalated, injected, chars in sessions:
+    for ended_at, received_at, intent_id, model, resolved, escalated, injected, chars, tool_calls in sessions:
         rows += 1
         day = (ended_at or received_at).astimezone(tz).date()
         model = model or ""
@@ -108,7 +112,9 @@ def _aggregate(agent: Agent, sessions: Iterable[tuple]) -> _Folded:
                 counts.bare_resolved += success
         if bare:
             continue
-        for version_id in _injected_version_ids(injected, versions):
+        version_ids = _injected_version_ids(injected, versions)
+        quality.add(day=day, at=ended_at or received_at, version_ids=version_ids, tool_calls=tool_calls)
+        for version_id in version_ids:
             counts = by_version[(day, version_id, intent_id, model)]
             counts.sessions += 1
             counts.labelled += labelled
@@ -117,12 +123,13 @@ def _aggregate(agent: Agent, sessions: Iterable[tuple]) -> _Folded:
                 if counts.hist is None:
                     counts.hist = CharsHistogram()
                 counts.hist.add(chars)
-    return _Folded(by_intent=by_intent, by_version=by_version, rows=rows)
+    return _Folded(by_intent=by_intent, by_version=by_version, rows=rows, quality=quality)
 
 
 def _session_rows(queryset) -> Iterable[tuple]:
     return queryset.values_list(
-        "ended_at", "received_at", "intent_id", "model", "resolved", "escalated", "injected", "instruction_chars"
+        "ended_at", "received_at", "intent_id", "model", "resolved", "escalated", "injected", "instruction_chars",
+        "tool_calls",
     ).iterator(chunk_size=5000)
 
 
@@ -165,6 +172,7 @@ def _replace_days(agent: Agent, days: set[date] | None, folded: _Folded) -> None
         ],
         batch_size=2000,
     )
+    (folded.quality or QualityFold(agent)).replace_days(agent, days)
 
 
 def window_p95s(agent: Agent, *, today: date | None = None) -> dict[str, Any]:

@@ -43,3 +43,11 @@ def get_step(steps, number):
         return steps[int(number) - 1] if int(number) >= 1 else ""
     except (IndexError, TypeError, ValueError):
         return ""
+
+
+@register.filter
+def count_label(count: int) -> str:
+    """A count that stops at the queue's cap, for people: "1,000+" past it (reviews.selectors)."""
+    from reviews.selectors import count_label as label
+
+    return label(count)

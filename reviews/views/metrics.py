@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET
 from .. import charts
 from ..access import get_agent_for_user, get_version_for_user, signed_in
 from ..metrics import reads
+from ..metrics.quality_report import agent_quality_report, version_quality_report
 from ..metrics.rollup import WINDOWS
 from ..metrics.statistics import resolution_drop_test
 from ..models import MetricsState
@@ -83,6 +84,7 @@ def ops_metrics(request: HttpRequest, agent: str) -> HttpResponse:
                 "alpha": settings.PROCMEM_METRIC_WARNING_ALPHA,
                 "min_sessions": settings.PROCMEM_METRIC_WARNING_MIN_SESSIONS,
             },
+            "quality": agent_quality_report(agent_obj, versions, start, end),
             "tab": "metrics",
         },
     )
@@ -148,6 +150,7 @@ def ops_version_metrics(request: HttpRequest, pk: int) -> HttpResponse:
             "fig": fig,
             "drop": resolution_drop_test(observed=fig.with_rate, expected=fig.eval_rate),
             "charts": [resolution, selected, bare, chars],
+            "quality": version_quality_report(version, start, end),
             "changes": changes,
             "days": days,
             "windows": METRIC_WINDOWS,

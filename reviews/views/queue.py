@@ -3,12 +3,12 @@ released, and rejecting several at once with one reason."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from urllib.parse import urlencode, urlsplit
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -28,31 +28,62 @@ QUEUE_PAGE_SIZE = 50
 DUE_SHOWN = 50
 
 
-class _CountedPaginator(Paginator):
-    """A paginator told its count: the groups query has already counted the filtered queue."""
+@dataclass(frozen=True)
+class QueuePage:
+    """One page of the queue, read by keyset (after the previous page's last row): `number` is for
+    display, carried in the URL with the cursor; `count` is exact up to selectors.COUNT_CAP per group."""
 
-    def __init__(self, object_list, per_page, *, count: int):
-        super().__init__(object_list, per_page)
-        self._known_count = count
+    number: int
+    counts: tuple[int, ...]  # of the groups shown, each capped
+    has_next: bool
+    next_after: int | None
 
     @property
-    def count(self) -> int:  # type: ignore[override]
-        return self._known_count
+    def count(self) -> int:
+        return sum(self.counts)
+
+    @property
+    def capped(self) -> bool:
+        return any(n > selectors.COUNT_CAP for n in self.counts)
+
+    @property
+    def count_label(self) -> str:
+        return selectors.count_label(*self.counts)
+
+    @property
+    def num_pages(self) -> int | None:
+        """Known when the count is exact."""
+        return None if self.capped else max(1, -(-self.count // QUEUE_PAGE_SIZE))
+
+    @property
+    def has_previous(self) -> bool:
+        return self.number > 1
+
+
+def _positive_int(value, default: int | None) -> int | None:
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return default
+    return number if number > 0 else default
 
 
 def _queue_context(request: HttpRequest, query: QueryDict) -> dict:
     filters = selectors.QueueFilters.from_query(query)
     agents = visible_agents(request)
     groups = selectors.queue_groups(request.user, filters, visible_agents=agents)
-    total = sum(
-        g.count
-        for agent in groups
-        for g in agent.intents
-        if (not filters.agent or g.agent == filters.agent) and (not filters.intent or g.intent == filters.intent)
+    shown = [g for agent in groups for g in agent.intents if selectors.group_selected(g, filters)]
+    after = _positive_int(query.get("after"), None)
+    pks, has_next = selectors.queue_page(
+        request.user, filters, visible_agents=agents, groups=groups, after=after, size=QUEUE_PAGE_SIZE
     )
-    queue_qs = selectors.candidate_queue(request.user, filters, visible_agents=agents)
-    page = _CountedPaginator(queue_qs, QUEUE_PAGE_SIZE, count=total).get_page(query.get("page"))
-    rows = selectors.queue_rows(list(page.object_list))
+    number = _positive_int(query.get("page"), 2) if after is not None else 1
+    page = QueuePage(
+        number=number, counts=tuple(g.count for g in shown), has_next=has_next,
+        next_after=pks[-1] if has_next else None,
+    )
+    rows = selectors.queue_rows(pks)
+    here = {**filters.as_query(), **({"after": after, "page": number} if after is not None else {})}
     return {
         "filters": filters,
         "page": page,
@@ -61,7 +92,7 @@ def _queue_context(request: HttpRequest, query: QueryDict) -> dict:
         "groups": groups,
         "choices": selectors.filter_choices(visible_agents=agents),
         "sorts": selectors.SORT_LABELS,
-        "next_url": reverse("reviews:queue") + "?" + urlencode({**filters.as_query(), **({"page": page.number} if page.number > 1 else {})}),
+        "next_url": reverse("reviews:queue") + "?" + urlencode(here),
         "can_review": user_is_reviewer(request.user),
         "query": urlencode(filters.as_query()),
         "due_for_review": list(

@@ -148,10 +148,12 @@ def test_admin_grants_a_right_reads_metrics_and_exports_the_audit_log(live_serve
     row = page.locator("#version-figures tr[data-key='refund.over_limit']")
     assert row.count() == 1 and "%" in row.inner_text()
     assert page.locator("svg .model-change").count() == 1
+    assert page.locator("#quality-figures").count() == 1 and page.locator("svg.interval-chart").count() == 2
     screenshot(page, "metrics")
     row.locator("a").first.click()
     page.wait_for_load_state("networkidle")
-    assert page.locator("svg.chart").count() == 4
+    assert page.locator("svg.chart").count() == 5  # four charts and the quality of use per day
+    assert "Adherence" in page.locator("#version-quality-figures").inner_text()
     assert "demo-model-1 → demo-model-2" in page.locator("main").inner_text()
     screenshot(page, "version-metrics")
 

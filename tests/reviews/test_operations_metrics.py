@@ -194,7 +194,7 @@ def test_warning_opens_once_notifies_admins_and_approvers_and_clears_on_recovery
 
 def test_metrics_pages_show_figures_and_the_model_marker(client, admin_user, agent, v1, fixture_sessions, django_assert_max_num_queries):
     client.force_login(admin_user)
-    with django_assert_max_num_queries(20):
+    with django_assert_max_num_queries(26):  # 20, and the quality of use (6)
         page = client.get(reverse("reviews:ops_metrics", args=[agent.name]))
     assert page.status_code == 200
     figures = {f.version.pk: f for f in page.context["figures"]}
@@ -205,7 +205,7 @@ def test_metrics_pages_show_figures_and_the_model_marker(client, admin_user, age
         page = client.get(reverse("reviews:ops_version_metrics", args=[v1.pk]), {"days": 7})
     assert page.status_code == 200
     html = page.content.decode()
-    assert html.count("<svg") == 4
+    assert html.count("<svg") == 5  # four charts, and the quality of use per day
     assert "m-0 → m-1" in html
     assert "eval 90.0 %" in html
 

@@ -135,6 +135,21 @@ def test_search_queries_do_not_grow_with_the_library(django_assert_num_queries, 
     assert response.context["page"].paginator.count == 410
 
 
+def test_the_count_stops_at_the_cap_and_names_and_ids_come_newest_first(reviewer, agent, intent, monkeypatch):
+    from reviews import selectors
+
+    monkeypatch.setattr(selectors, "COUNT_CAP", 30)
+    versions = bulk_candidates(agent, intent, 40)
+    response = client_for(reviewer).get(SEARCH, {"q": "lookupOrder"})
+    paginator = response.context["page"].paginator
+    assert (paginator.count, paginator.capped, paginator.num_pages) == (30, True, 2)
+    html = response.content.decode()
+    assert "30+ versions match" in html and "the first 30" in html
+    assert [h.version.pk for h in response.context["hits"]] == sorted((v.pk for v in versions), reverse=True)[:25]
+    small = client_for(reviewer).get(SEARCH, {"q": "lookupOrder", "intent": "order_status"}).context["page"].paginator
+    assert (small.count, small.capped) == (0, False)
+
+
 def test_the_queue_has_a_search_box_that_keeps_its_filters(reviewer_client, library):
     html = reviewer_client.get("/queue/?intent=order_status&assigned=none").content.decode()
     assert 'action="/search/"' in html

@@ -2,10 +2,11 @@
 
 - `procmem_client.rendering`: THE renderer (the text an agent's instruction receives);
 - `procmem_client.ranking`: THE ranker (pure Python + numpy; the model only with the extra);
-- `procmem_client.client`: the HTTP client and the Google ADK instruction provider.
+- `procmem_client.client`: the HTTP client, the Google ADK instruction provider and recall for coding agents;
+- `procmem_client.coding`: coding procedures' roles, producer → consumer graph, exact terms, recall pointer.
 """
 
-from .client import ProcmemClient, ProcmemError, session_record
+from .client import ProcmemClient, ProcmemError, RecallSession, session_record
 from .rendering import estimate_tokens, render_block, render_procedure, render_procedures
 
-__all__ = ["ProcmemClient", "ProcmemError", "estimate_tokens", "render_block", "render_procedure", "render_procedures", "session_record"]
+__all__ = ["ProcmemClient", "ProcmemError", "RecallSession", "estimate_tokens", "render_block", "render_procedure", "render_procedures", "session_record"]

@@ -47,6 +47,7 @@ from datetime import datetime, timezone
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import embeddings
+from .coding import recall_pointer, recall_query
 from .ranking import Index, Ranker, Selection
 from .rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block
 
@@ -343,6 +344,20 @@ class ProcmemClient:
             "ranked": data.get("ranked", []),
         }
 
+    # ------------------------------------------------------------------------------------ recall (coding agents)
+
+    def recall(self, *, prompt: str, tool_calls: Sequence[Any] = (), intent: str | None = None) -> list[dict[str, Any]]:
+        """The recall pointers (procmem_client/coding.py: id, one line on when to use it, the verify
+        command; under 300 tokens each) of the procedures selected for a coding agent's prompt and,
+        when given, its tool calls: their targets and commands join the query, which the exact
+        retriever matches against the procedures' targets, verify commands and steps."""
+        selection = self.select(task=recall_query(prompt, tool_calls), intent=intent)
+        return [record.get("recallPointer") or recall_pointer(record) for record in selection["injected"]]
+
+    def recall_session(self, prompt: str, *, intent: str | None = None, after_calls: int = 3) -> "RecallSession":
+        """Recall for one prompt, again after its first `after_calls` tool calls (see RecallSession)."""
+        return RecallSession(self, prompt, intent=intent, after_calls=after_calls)
+
     def render(self, records: Iterable[Mapping[str, Any]]) -> str:
         """The block the server's select endpoint returns for these records (header, character cap)."""
         return render_block(records, max_chars=self.max_chars)["text"]
@@ -451,6 +466,43 @@ class ProcmemClient:
         """Reports one finished session (see `session_record` for the fields)."""
         record = session_record(session_id=session_id, agent=self.agent, task=task, resolved=resolved, injected=injected, **fields)
         return self.report_sessions([record])
+
+
+class RecallSession:
+    """Recall as the Memorable design describes it for coding agents: once on the prompt, and once
+    more when the first `after_calls` (three) tool calls are known — by then the agent has named
+    the files, modules and tests it works on, and the query holds their targets and commands.
+
+        recall = client.recall_session(prompt)
+        show(recall.pointers)                   # recalled on the prompt
+        for call in agent_tool_calls:
+            updated = recall.observe(call)      # a shell line or {"tool", "target"/"command"/"args"}
+            if updated is not None:
+                show(updated)                   # recalled again after the third call
+    """
+
+    def __init__(self, client: ProcmemClient, prompt: str, *, intent: str | None = None, after_calls: int = 3) -> None:
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("prompt must be a non-empty string")
+        if after_calls < 1:
+            raise ValueError("after_calls must be at least 1")
+        self._client = client
+        self.prompt = prompt
+        self.intent = intent
+        self.after_calls = after_calls
+        self.calls: list[Any] = []
+        self.recalls = 1
+        self.pointers = client.recall(prompt=prompt, intent=intent)
+
+    def observe(self, call: Any) -> list[dict[str, Any]] | None:
+        """Records one tool call; after the `after_calls`-th, recalls again and returns the new
+        pointers (None otherwise)."""
+        self.calls.append(call)
+        if len(self.calls) != self.after_calls:
+            return None
+        self.pointers = self._client.recall(prompt=self.prompt, tool_calls=self.calls, intent=self.intent)
+        self.recalls += 1
+        return self.pointers
 
 
 def _user_text(content: Any) -> str:

@@ -16,7 +16,10 @@ Method (docs/selection.md):
    - exact: identifiers of the record (its id, its identifier-shaped tool names such as
      `cancel_reservation` or `lookupOrder`, paths in its text) found among the task's tokens,
      compared without case; n matches score n / (n + 1). A plain word is never an identifier of a
-     record, so a tool called `search` or `calculate` does not fire on the verb;
+     record, so a tool called `search` or `calculate` does not fire on the verb. A coding
+     procedure's targets and commands count too (procmem_client/coding.py): the paths, modules,
+     test labels and programs of its verify command, steps and pre/postconditions, each path also
+     as its role placeholder, against the same terms of the task and its tool calls;
    - step: the best single-step similarity, cosine between the task and each of the record's steps
      (each distinct step embedded once), computed for the `step_shortlist` best candidates by the
      other three signals (all of them in a set no larger than that).
@@ -31,6 +34,11 @@ Method (docs/selection.md):
    score reaches `lexical_floor` and its semantic score the lower `lexical_needs_semantic` (two
    sentences can share "cancel" and "order" and mean different things). So an unrelated task gets
    nothing. The first `cap` eligible candidates in ranking order are injected.
+5. Producers: when an injected coding procedure consumes an artefact (a role placeholder in its
+   preconditions) that another candidate produces (in its postconditions), and the cap has room,
+   the best-ranked such producer is injected too, eligible or not (`pulledIn` says which and why).
+   Hubs of the producer → consumer graph (linked to more than 15 % of the others) pull in nothing
+   and are never pulled in.
 
 Usage:
 
@@ -53,9 +61,11 @@ import re
 import threading
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping, Sequence, TypedDict
+from typing import Any, Callable, Iterable, Mapping, NotRequired, Sequence, TypedDict
 
 import numpy as np
+
+from . import coding
 
 MAX_K = 20  # the agent API's diagnostic limit; Index.rank has none
 # Totals this close count as a near-tie, which priority breaks. The totals of requests for a
@@ -169,12 +179,20 @@ class Explained(TypedDict):
     matched_identifiers: list[str]
 
 
+class PulledIn(TypedDict):
+    id: str
+    version: int
+    forId: str  # the injected procedure that consumes what it produces
+    artefacts: list[str]
+
+
 class Selection(TypedDict):
     task: str
     intent: str | None
     cap: int
     injected: list[dict[str, Any]]
     ranked: list[RankedCandidate]
+    pulledIn: NotRequired[list[PulledIn]]
 
 
 # --------------------------------------------------------------------------------------------- text
@@ -392,9 +410,19 @@ class Index:
 
         exact: dict[str, list[int]] = defaultdict(list)
         for i, record in enumerate(self.records):
-            for name in record_identifiers(record):
+            for name in record_identifiers(record) | coding.record_terms(record):
                 exact[name].append(i)
         self.exact = {name: np.asarray(ids, dtype=np.int64) for name, ids in exact.items()}
+        self.has_coding = any(coding.is_coding(r) for r in self.records)
+
+        # producer → consumer links between coding procedures (hubs cut): consumer → its producers
+        self.producers: dict[int, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
+        if self.has_coding:
+            graph = coding.build_graph(
+                [coding.node_for(str(i), r.get("preconditions") or [], r.get("postconditions") or []) for i, r in enumerate(self.records) if coding.is_coding(r)]
+            )
+            for edge in graph.edges:
+                self.producers[int(edge.consumer)].append((int(edge.producer), edge.artefacts))
 
         by_intent: dict[str | None, list[int]] = defaultdict(list)
         for i, record in enumerate(self.records):
@@ -437,9 +465,14 @@ class Index:
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(self.doc_weight > 0, np.minimum(scores / np.maximum(self.doc_weight, 1e-12), 1.0), 0.0)
 
+    def task_terms(self, task: str) -> set[str]:
+        """What the exact retriever looks up for a task: its tokens, and in a set with coding
+        procedures also the coding terms of the task (paths as role placeholders, programs)."""
+        return tokens(task) | coding.query_terms(task) if self.has_coding else tokens(task)
+
     def exact_scores(self, task: str) -> np.ndarray:
         scores = np.zeros(len(self), dtype=np.int64)
-        for token in tokens(task):
+        for token in self.task_terms(task):
             ids = self.exact.get(token)
             if ids is not None:
                 scores[ids] += 1
@@ -592,7 +625,10 @@ class Index:
         totals = self.totals(signals)
         eligible = self.eligibility(signals)
         injected_positions = self.order(signals, totals, np.flatnonzero(eligible), cap)
+        pulled = self.pull_producers(signals, totals, injected_positions, cap)
         result["injected"] = [dict(self.records[signals.candidates[j]]) for j in injected_positions]
+        if pulled:
+            result["pulledIn"] = pulled
         if k is not None:
             ranks = self._ranks(signals)
             injected_set = set(injected_positions)
@@ -615,6 +651,31 @@ class Index:
                     }
                 )
         return result
+
+    def pull_producers(self, signals: Signals, totals: np.ndarray, chosen: list[int], cap: int) -> list[PulledIn]:
+        """Appends to `chosen` (positions into signals.candidates), while the cap has room, the
+        best-ranked producer of each chosen coding procedure that is not chosen yet; returns what
+        was pulled in. Producers come from the candidates (the intent filter applies)."""
+        if not self.producers or len(chosen) >= cap:
+            return []
+        position_of: dict[int, int] | None = None
+        pulled: list[PulledIn] = []
+        for j in list(chosen):
+            links = self.producers.get(int(signals.candidates[j]))
+            if not links:
+                continue
+            if position_of is None:
+                position_of = {int(c): p for p, c in enumerate(signals.candidates.tolist())}
+            options = {position_of[i]: artefacts for i, artefacts in links if i in position_of and position_of[i] not in chosen}
+            if not options:
+                continue
+            best = self.order(signals, totals, np.asarray(sorted(options), dtype=np.int64), 1)[0]
+            chosen.append(best)
+            producer, consumer = self.records[signals.candidates[best]], self.records[signals.candidates[j]]
+            pulled.append({"id": producer["id"], "version": producer["version"], "forId": consumer["id"], "artefacts": list(options[best])})
+            if len(chosen) >= cap:
+                break
+        return pulled
 
     def _ranks(self, signals: Signals) -> dict[str, list[int | None]]:
         """Each retriever's rank of every candidate among those at or above its floor (None below)."""
@@ -666,11 +727,16 @@ class Index:
             return []
         totals = self.totals(signals)
         eligible = self.eligibility(signals)
-        injected = set(self.order(signals, totals, np.flatnonzero(eligible), cap))
+        chosen = self.order(signals, totals, np.flatnonzero(eligible), cap)
+        pulled_reason = {
+            (p["id"], p["version"]): f"pulled in: produces {', '.join(p['artefacts'])} that {p['forId']} needs"
+            for p in self.pull_producers(signals, totals, chosen, cap)
+        }
+        injected = set(chosen)
         normalised = self.normalise(signals.semantic, signals.lexical, signals.exact, signals.step)
         ranks = self._ranks(signals)
         matched_by_position: dict[int, list[str]] = defaultdict(list)
-        for token in sorted(tokens(task)):
+        for token in sorted(self.task_terms(task)):
             for i in self.exact.get(token, ()):  # type: ignore[union-attr]
                 matched_by_position[int(i)].append(token)
         explained: list[Explained] = []
@@ -694,7 +760,7 @@ class Index:
                     "ranks": {name: ranks[name][j] for name in RETRIEVERS},
                     "total": round(float(totals[j]), 6),
                     "eligible": bool(eligible[j]),
-                    "reasons": self.reasons(signals, j),
+                    "reasons": self.reasons(signals, j) + [r for r in [pulled_reason.get((record["id"], record["version"]))] if r],
                     "injected": j in injected,
                     "matched_identifiers": matched_by_position.get(int(signals.candidates[j]), []),
                 }
@@ -745,6 +811,7 @@ __all__ = [
     "PRIORITY_EPSILON",
     "RETRIEVERS",
     "Explained",
+    "PulledIn",
     "Signals",
     "compounds",
     "is_identifier",

@@ -1,0 +1,263 @@
+"""Coding procedures on the agent's side (pure Python, no Django): the roles of targets, the
+producer → consumer graph, the exact retriever's coding terms and the recall pointer.
+
+Roles. A path, module or test label gets a role and a placeholder by rules: ``django/contrib/auth/
+validators.py`` → ``{{source_file}}`` (source), ``tests/auth_tests/test_validators.py`` →
+``{{test_file}}``, ``auth_tests.test_validators`` → ``{{test_label}}``, ``reproduce.py`` →
+``{{script}}``, ``setup.cfg`` → ``{{config_file}}``, ``docs/ref/forms.txt`` → ``{{doc_file}}``,
+``django/forms`` → ``{{directory}}``. The server's activity classes (library/coding/activities.py)
+use the same functions.
+
+Graph. A coding procedure consumes the artefacts its preconditions name and produces those its
+postconditions name; artefacts are the role placeholders. A procedure that produces an artefact
+another consumes is linked to it (producer → consumer). Hubs — procedures linked to more than
+`HUB_SHARE` (15 %) of the others — are cut (kept, without their links) so that one generic procedure
+("edit a source file") does not connect everything; the rule applies from MIN_NODES_FOR_HUBS
+procedures on, since in a graph of three every link is a third of the others. Selection uses the
+links to pull a selected procedure's producer in (ranking.py); the agent's page draws them.
+
+Exact terms. What a coding task and a coding procedure have in common are the targets and commands:
+`query_terms` reads a prompt or tool calls (paths, modules, test labels, program names, each path
+also as its role placeholder); `record_terms` reads a procedure's verify command, steps and
+pre/postconditions the same way. The exact retriever counts the terms they share.
+
+Recall pointer. `recall_pointer` is the short form of a coding procedure an agent keeps in view (its
+id and version, one line on when to use it, its verify command): at most POINTER_MAX_TOKENS tokens
+by the renderer's estimate (characters / 4, rounded up), guaranteed by cutting each part.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Mapping, Sequence
+
+_LABEL_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")
+
+_DOC_EXT = {".txt", ".rst", ".md", ".html", ".adoc"}
+_CONFIG_EXT = {".cfg", ".ini", ".toml", ".yaml", ".yml", ".json", ".lock", ".env"}
+_CONFIG_NAMES = {"setup.py", "setup.cfg", "tox.ini", "pyproject.toml", "requirements.txt", "makefile", "package.json", "manifest.in", "conftest.py", ".gitignore", "dockerfile", ".flake8", "pytest.ini", "settings.py"}
+_FILE_EXTENSIONS = (".py", ".pyi", ".txt", ".cfg", ".ini", ".toml", ".json", ".rst", ".md", ".sh", ".yaml", ".yml", ".html", ".js", ".css", ".po", ".mo", ".sql", ".log", ".out", ".diff", ".patch")
+
+
+def is_label(path: str) -> bool:
+    """A dotted module or test label (auth_tests.test_validators), not a file name (models.py)."""
+    return "/" not in path and _LABEL_RE.match(path) is not None and not path.lower().endswith(_FILE_EXTENSIONS)
+
+
+def target_role(path: str) -> str:
+    """The role of a path or label: test, config, docs, script, source or directory ('' if none)."""
+    if not path:
+        return ""
+    name = path.rstrip("/").rsplit("/", 1)[-1].lower()
+    parts = [p.lower() for p in path.strip("/").split("/")]
+    if is_label(path):
+        # a dotted label: tests name their modules *_tests / test_*; others are source modules
+        return "test" if any(part.startswith("test") or part.endswith("tests") for part in path.lower().split(".")) else "source"
+    if name in _CONFIG_NAMES:
+        return "config"
+    ext = ("." + name.rsplit(".", 1)[-1]) if "." in name else ""
+    if ext in (".py", ".sh") and (len(parts) == 1 or parts[0] in ("tmp", "reproduction", "scratch")):
+        # a script in the working directory's root or /tmp: the agent's own, to try things out
+        # (a project keeps its code and tests in packages; setup.py and conftest.py are config)
+        return "script"
+    if any(p in ("tests", "test", "testing") or p.endswith("_tests") for p in parts[:-1]) or name.startswith("test_") or name.endswith(("_test.py", "_tests.py", "tests.py")):
+        return "test"
+    if ext in _DOC_EXT or parts[0] in ("docs", "doc"):
+        return "docs"
+    if ext in _CONFIG_EXT:
+        return "config"
+    if not ext:
+        return "directory"
+    return "source"
+
+
+def generalise(path: str) -> tuple[str, str]:
+    """(placeholder, role) of a target: django/contrib/auth/validators.py → ({{source_file}}, source)."""
+    role = target_role(path)
+    if not role:
+        return "", ""
+    label = is_label(path)
+    if role == "test":
+        return ("{{test_label}}" if label else "{{test_file}}"), role
+    if role == "source" and label:
+        return "{{module}}", role
+    placeholder = {"source": "{{source_file}}", "config": "{{config_file}}", "docs": "{{doc_file}}", "script": "{{script}}", "directory": "{{directory}}"}[role]
+    return placeholder, role
+
+
+# ---------------------------------------------------------------------------------------------- graph
+
+ARTEFACT_RE = re.compile(r"\{\{([a-z_]+)\}\}")
+HUB_SHARE = 0.15
+MIN_NODES_FOR_HUBS = 8
+
+
+@dataclass(frozen=True)
+class Node:
+    key: str
+    consumes: frozenset[str]
+    produces: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Edge:
+    producer: str
+    consumer: str
+    artefacts: tuple[str, ...]
+
+
+@dataclass
+class Graph:
+    nodes: list[Node]
+    edges: list[Edge] = field(default_factory=list)
+    hubs: list[str] = field(default_factory=list)  # cut: shown without links
+
+
+def artefacts(texts: Iterable[str]) -> frozenset[str]:
+    return frozenset(match for text in texts for match in ARTEFACT_RE.findall(text or ""))
+
+
+def node_for(key: str, preconditions: Sequence[str], postconditions: Sequence[str]) -> Node:
+    return Node(key, artefacts(preconditions), artefacts(postconditions))
+
+
+def build_graph(nodes: Sequence[Node], *, hub_share: float = HUB_SHARE) -> Graph:
+    nodes = sorted(nodes, key=lambda n: n.key)
+    edges = [
+        Edge(p.key, c.key, tuple(sorted(p.produces & c.consumes)))
+        for p in nodes
+        for c in nodes
+        if p.key != c.key and p.produces & c.consumes
+    ]
+    hubs: list[str] = []
+    if len(nodes) >= MIN_NODES_FOR_HUBS:
+        neighbours: dict[str, set[str]] = {n.key: set() for n in nodes}
+        for edge in edges:
+            neighbours[edge.producer].add(edge.consumer)
+            neighbours[edge.consumer].add(edge.producer)
+        others = len(nodes) - 1
+        hubs = [key for key, linked in neighbours.items() if len(linked) > hub_share * others]
+        edges = [e for e in edges if e.producer not in hubs and e.consumer not in hubs]
+    return Graph(nodes=nodes, edges=edges, hubs=hubs)
+
+
+# ---------------------------------------------------------------------------------------------- exact terms
+
+CODING_FIELDS = ("preconditions", "postconditions", "verifyCommand")
+_TERM_RE = re.compile(r"\{\{[a-z_]+\}\}|[A-Za-z0-9_./\-]+")
+# a bare test module of Django's runner ("forms_tests", "test_validators") names a test label
+_TEST_MODULE_RE = re.compile(r"^(?:test_\w+|\w+_tests?)$")
+_CWD = "testbed/"  # the working directory of SWE-bench containers
+
+
+def is_coding(record: Mapping[str, Any]) -> bool:
+    """A coding procedure: it carries a verify command or pre/postconditions."""
+    return any(record.get(name) for name in CODING_FIELDS)
+
+
+def _terms(text: str) -> set[str]:
+    found: set[str] = set()
+    for raw in _TERM_RE.findall(text or ""):
+        if raw.startswith("{{"):
+            found.add(raw)
+            continue
+        token = raw.strip(".-/")  # ./tests/runtests.py → tests/runtests.py
+        if token.startswith(_CWD):
+            token = token[len(_CWD) :]
+        if len(token) < 3 or token.isdigit() or token.startswith("-"):
+            continue
+        lowered = token.lower()
+        name = lowered.rsplit("/", 1)[-1]
+        if "/" in token or "." in token:
+            found.add(lowered)
+            found.add(name)  # ./tests/runtests.py also as runtests.py
+            placeholder, _role = generalise(token)
+            if placeholder and ("." in name or is_label(token)):
+                found.add(placeholder)
+        elif _TEST_MODULE_RE.match(lowered):
+            found.update((lowered, "{{test_label}}"))
+    return found
+
+
+def query_terms(text: str) -> set[str]:
+    """The targets and commands a task or its tool calls name, lower-cased, each path or label also
+    as its role placeholder: "cd /testbed && ./tests/runtests.py forms_tests" → tests/runtests.py,
+    runtests.py, {{test_file}}, forms_tests, {{test_label}}."""
+    return _terms(text)
+
+
+def record_terms(record: Mapping[str, Any]) -> set[str]:
+    """The same terms of a coding procedure: from its verify command, steps and pre/postconditions
+    (placeholders as they are). Empty for a procedure that is not a coding one."""
+    if not is_coding(record):
+        return set()
+    texts = [record.get("verifyCommand") or "", *(record.get("steps") or []), *(record.get("preconditions") or []), *(record.get("postconditions") or [])]
+    found: set[str] = set()
+    for text in texts:
+        found.update(_terms(text))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------- recall pointer
+
+POINTER_MAX_TOKENS = 300
+CHARS_PER_TOKEN = 4  # the renderer's estimate (rendering.estimate_tokens)
+_WHEN_MAX_CHARS = 240
+_VERIFY_MAX_CHARS = 400
+_ID_MAX_CHARS = 120
+_SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s")
+
+
+def _cut(text: str, limit: int) -> str:
+    text = " ".join(str(text or "").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def recall_pointer(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The short served form of a coding procedure: {id, version, whenToUse, verifyCommand, text,
+    tokens}. `whenToUse` is the first sentence of appliesWhen on one line; `text` is what an agent
+    keeps in view ("Procedure fix.reproduce_edit_test v2 — when: … — verify: …"), at most
+    POINTER_MAX_TOKENS tokens (each part is cut, so the bound holds for any record)."""
+    when = _SENTENCE_END_RE.split(" ".join(str(record.get("appliesWhen") or "").split()), maxsplit=1)[0]
+    when = _cut(when, _WHEN_MAX_CHARS)
+    verify = _cut(record.get("verifyCommand") or "", _VERIFY_MAX_CHARS)
+    ident = _cut(record.get("id") or "", _ID_MAX_CHARS)
+    text = f"Procedure {ident} v{int(record.get('version') or 0)} — when: {when}"
+    if verify:
+        text += f" — verify: {verify}"
+    return {
+        "id": record.get("id"),
+        "version": record.get("version"),
+        "whenToUse": when,
+        "verifyCommand": verify,
+        "text": text,
+        "tokens": math.ceil(len(text) / CHARS_PER_TOKEN),
+    }
+
+
+# ---------------------------------------------------------------------------------------------- recall queries
+
+_CALL_FIELDS = ("command", "cmd", "target", "path", "file_path", "file", "pattern", "tool", "name")
+
+
+def tool_call_text(call: Any) -> str:
+    """The targets and command of one tool call as text for a recall query: a shell line as it is;
+    a mapping's command, target, path, file and tool name (also inside its `args`/`input`)."""
+    if isinstance(call, str):
+        return call
+    if not isinstance(call, Mapping):
+        return ""
+    parts = [str(call[key]) for key in _CALL_FIELDS if isinstance(call.get(key), (str, int)) and not isinstance(call.get(key), bool)]
+    for nested in ("args", "input", "arguments"):
+        if isinstance(call.get(nested), Mapping):
+            parts.append(tool_call_text(call[nested]))
+    return " ".join(p for p in parts if p)
+
+
+def recall_query(prompt: str, tool_calls: Sequence[Any] = ()) -> str:
+    """The prompt, then one line per tool call with its targets and command."""
+    lines = [prompt.strip()]
+    lines.extend(text for text in (tool_call_text(call).strip() for call in tool_calls) if text)
+    return "\n".join(line for line in lines if line)
