@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from django.db import connections
 from django.db.models import (
     Case,
     Count,
@@ -295,7 +296,8 @@ def _keyset(sort: str, cursor: dict) -> Q:
 
 
 def _row(*expressions) -> Func:
-    return Func(*expressions, function="ROW", output_field=IntegerField())
+    # `(a, b, c)`: a row value both PostgreSQL and SQLite compare (SQLite has no ROW keyword)
+    return Func(*expressions, function="", output_field=IntegerField())
 
 
 def queue_page(
@@ -341,7 +343,12 @@ def queue_page(
             break
     if not parts:
         return [], False
-    rows = list(parts[0].union(*parts[1:], all=True)) if len(parts) > 1 else list(parts[0])
+    if len(parts) == 1:
+        rows = list(parts[0])
+    elif connections[parts[0].db].features.supports_slicing_ordering_in_compound:
+        rows = list(parts[0].union(*parts[1:], all=True))
+    else:  # SQLite (the embedded default) refuses LIMIT inside a UNION: one query per segment
+        rows = [row for part in parts for row in part]
     position = {pk: n for n, (pk, _) in enumerate(rows)}  # each part's rows come in its index order
     rows.sort(key=lambda row: (row[1], position[row[0]]))
     pks = [pk for pk, _ in rows]

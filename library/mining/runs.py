@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections import Counter
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
@@ -127,17 +128,21 @@ def task_groups(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int 
     )
     base_sql, params = base.query.sql_with_params()
     connection = connections[base.db]
-    collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
+    label_sql = (
+        "CASE WHEN b.resolved IS NULL THEN 0 WHEN b.resolved AND b.escalated THEN 2 WHEN b.resolved THEN 1 ELSE 3 END"
+        " + CASE WHEN b.held THEN 4 ELSE 0 END"
+    )
+    if connection.vendor != "postgresql":
+        yield from _task_groups_folded_here(connection, base_sql, params, label_sql, chunk_size)
+        return
     # label: 0 unknown, 1 resolved, 2 resolved by escalation, 3 failed; + 4 when held back
     sql = f"""
         SELECT t.intent_id, t.labels, t.skeletons, COUNT(*)
         FROM (
             SELECT s.intent_id, s.unit, array_agg(s.label) AS labels, array_agg(s.skeleton) AS skeletons
             FROM (
-                SELECT b.intent_id, b.unit{collate} AS unit,
-                       CASE WHEN b.resolved IS NULL THEN 0 WHEN b.resolved AND b.escalated THEN 2 WHEN b.resolved THEN 1 ELSE 3 END
-                         + CASE WHEN b.held THEN 4 ELSE 0 END AS label,
-                       b.skeleton_text{collate} AS skeleton
+                SELECT b.intent_id, b.unit COLLATE "C" AS unit, {label_sql} AS label,
+                       b.skeleton_text COLLATE "C" AS skeleton
                 FROM ({base_sql}) b
                 ORDER BY 1, 2, 3, 4
                 OFFSET 0
@@ -147,18 +152,39 @@ def task_groups(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int 
         GROUP BY t.intent_id, t.labels, t.skeletons
     """
     with transaction.atomic(using=base.db):
-        if connection.vendor == "postgresql":
-            # One sort of narrow rows read to the end: plan it for the whole result, not for its
-            # first rows (a cursor's default); compiling it (JIT) costs more than it saves; the
-            # sort fits in memory with more than the default work_mem. All only for this transaction.
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL cursor_tuple_fraction = 1.0")
-                cursor.execute("SET LOCAL jit = off")
-                cursor.execute("SET LOCAL work_mem = '128MB'")
+        # One sort of narrow rows read to the end: plan it for the whole result, not for its
+        # first rows (a cursor's default); compiling it (JIT) costs more than it saves; the
+        # sort fits in memory with more than the default work_mem. All only for this transaction.
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL cursor_tuple_fraction = 1.0")
+            cursor.execute("SET LOCAL jit = off")
+            cursor.execute("SET LOCAL work_mem = '128MB'")
         with connection.chunked_cursor() as cursor:
             cursor.execute(sql, params)
             while rows := cursor.fetchmany(chunk_size):
                 yield from rows
+
+
+def _task_groups_folded_here(connection, base_sql: str, params, label_sql: str, chunk_size: int):
+    """task_groups() where the database has no array_agg (SQLite, the embedded default): the same
+    sorted per-session rows, folded into tasks and make-ups in Python."""
+    sql = f"SELECT b.intent_id, b.unit, {label_sql} AS label, b.skeleton_text FROM ({base_sql}) b ORDER BY 1, 2, 3, 4"
+    makeups: Counter = Counter()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        current, labels, skeletons = None, [], []
+        while rows := cursor.fetchmany(chunk_size):
+            for intent_id, unit, label, skeleton in rows:
+                if (intent_id, unit) != current:
+                    if current is not None:
+                        makeups[(current[0], tuple(labels), tuple(skeletons))] += 1
+                    current, labels, skeletons = (intent_id, unit), [], []
+                labels.append(label)
+                skeletons.append(skeleton)
+        if current is not None:
+            makeups[(current[0], tuple(labels), tuple(skeletons))] += 1
+    for (intent_id, labels, skeletons), tasks in makeups.items():
+        yield intent_id, list(labels), list(skeletons), tasks
 
 
 def _skeleton_filter(variants: Iterable[tuple[str, ...]]) -> Q:

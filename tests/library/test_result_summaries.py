@@ -29,7 +29,7 @@ def test_the_summary_keeps_enum_like_values_only():
                        "payment.method": "credit_card", "refundable": True}
 
 
-def test_a_value_the_session_shows_as_personal_is_dropped():
+def test_a_value_the_session_shows_as_personal_is_dropped(db):  # a new Agent takes the default namespace
     session = parse_procmem({"session_id": "s1", "task": "I am Omar Davis", "tool_calls": [
         {"name": "getUser", "args": {}, "result": {"tier": "gold", "nickname": "Omar"}}]})
     redactor = redactor_for(session, Agent(name="a"))
@@ -58,7 +58,7 @@ def test_openai_results_reach_the_excerpt_but_not_the_raw_calls(db):
     assert "JG7FMM" not in json.dumps(stored.redacted_excerpt) and "omar" not in json.dumps(stored.redacted_excerpt).lower()
 
 
-def test_adk_results_are_summarised_for_the_agents_own_calls():
+def test_adk_results_are_summarised_for_the_agents_own_calls(db):
     item = {"id": "adk-1", "state": {"outcome": {"resolved": True}}, "events": [
         {"author": "user", "content": {"parts": [{"text": "where is my order"}]}},
         {"author": "support", "content": {"parts": [{"functionCall": {"name": "lookupOrder", "args": {"order_id": "A1"}}}]}},

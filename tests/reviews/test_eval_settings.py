@@ -154,6 +154,9 @@ def test_the_migration_seals_existing_plaintext_keys(agent):
     migration = import_module("library.migrations.0006_sealed_keys_token_expiry")
     # given: a row written before keys were sealed (the constraint did not exist then)
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # the agent fixture's deferred foreign-key checks (its namespace) must run before an ALTER
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute("ALTER TABLE library_agent DROP CONSTRAINT agent_model_api_key_sealed")
     Agent.objects.filter(pk=agent.pk).update(model_api_key="sk-legacy")
 
