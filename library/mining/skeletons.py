@@ -439,9 +439,7 @@ class Aggregator:
             "withoutOutcome": self.without_outcome,
             "tooFewToolCalls": self.too_few_calls,
             "heldBack": self.held_back,
-            "resolved": self.outcomes["resolved"],
-            "resolvedByEscalation": self.outcomes["resolved_by_escalation"],
-            "failed": self.outcomes["failed"],
+            **outcome_counts(self.outcomes),
             "intents": len(self.intents),
             "groups": sum(len(s.success.skeleton_tasks) for s in self.intents.values()),
         }
@@ -534,15 +532,22 @@ def stats_contrast(a: int, n_a: int, b: int, n_b: int, *, tests: int = 1, alpha:
     }
 
 
+def outcome_counts(outcomes: Mapping[str, int]) -> dict[str, int]:
+    """The labelled outcomes of a count of sessions, as the run's counts and figures name them."""
+    return {
+        "resolved": outcomes["resolved"],
+        "resolvedByEscalation": outcomes["resolved_by_escalation"],
+        "failed": outcomes["failed"],
+    }
+
+
 def intent_figures(stats: IntentStats) -> dict[str, Any]:
     return {
         "sessions": stats.sessions + stats.held_sessions,
         "mined": stats.sessions,
         "heldBack": stats.held_sessions,
         "tooFewToolCalls": stats.too_few_calls,
-        "resolved": stats.outcomes["resolved"],
-        "resolvedByEscalation": stats.outcomes["resolved_by_escalation"],
-        "failed": stats.outcomes["failed"],
+        **outcome_counts(stats.outcomes),
         "unknown": stats.outcomes["unknown"],
         "resolvedTasks": stats.success.tasks,
         "failedTasks": stats.failed.tasks,
