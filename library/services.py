@@ -206,6 +206,14 @@ def _notify_status_changed(version_id: int, action: str, user, reason: str) -> N
     version_status_changed.send(sender=ProcedureVersion, version_id=version_id, action=action, user_id=user_id, reason=reason)
 
 
+def required_reason(reason: str | None, what: str) -> str:
+    """The reason of a decision, stripped; refused (a ValidationError on `reason`) when empty."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": f"{what} needs a reason."})
+    return reason
+
+
 def _notify_after_commit(locked: ProcedureVersion, action: str, user, reason: str) -> None:
     """After commit: the agent's served set changed, and `locked` changed status by `action`."""
     agent_id, version_id = locked.procedure.agent_id, locked.pk
@@ -666,9 +674,7 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
     """CANDIDATE → REJECTED, with a reason."""
     if not user_can_review(user, version.procedure):
         raise PermissionDenied("Only reviewers may reject candidates.")
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "A rejection needs a reason."})
+    reason = required_reason(reason, "A rejection")
 
     def decide() -> ProcedureVersion:
         _lock_procedure(version, agent_too=False)
@@ -683,9 +689,7 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
 
 def version_retire(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
     """ACTIVE → RETIRED (admin), with a reason. The agent stops receiving the procedure at once."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Retiring needs a reason."})
+    reason = required_reason(reason, "Retiring")
 
     def decide() -> ProcedureVersion:
         locked = _lock_for_admin_change(
@@ -702,9 +706,7 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
     """RETIRED → ACTIVE (admin): the chosen earlier version becomes ACTIVE and the current ACTIVE one
     RETIRED, in one transaction. The version keeps its original approval and eval run. Two roll-backs
     racing: the procedure lock serialises them and the second sees the state the first left."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Rolling back needs a reason."})
+    reason = required_reason(reason, "Rolling back")
 
     def decide() -> ProcedureVersion:
         locked = _lock_for_admin_change(

@@ -1055,6 +1055,14 @@ class Draft:
     postconditions: list[str] = field(default_factory=list)
     verify_command: str = ""
 
+    def content(self) -> dict[str, Any]:
+        """The procedure content it proposes, as `procedure_propose` takes it."""
+        return {
+            "applies_when": self.applies_when, "steps": self.steps, "required_tools": self.required_tools,
+            "forbidden_actions": self.forbidden_actions, "skeleton": self.skeleton, "preconditions": self.preconditions,
+            "postconditions": self.postconditions, "verify_command": self.verify_command,
+        }
+
 
 def _variants(stats: IntentStats, group: GroupChoice) -> list[dict[str, Any]]:
     """The other successful ways of the intent at threshold, side by side with the candidate: their
