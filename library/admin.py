@@ -63,14 +63,11 @@ class IntentInline(admin.TabularInline):
     fields = ("name", "description")
 
 
-@admin.register(Namespace)
-class NamespaceAdmin(admin.ModelAdmin):
-    """Descriptions are edited here; namespaces are created, agents moved and rights granted on the
-    namespaces page (audited). A namespace is never deleted here (agents and procedures point at it)."""
+class EditOnlyModelAdmin(admin.ModelAdmin):
+    """Some fields edited here; rows are created (and moved, and granted rights) on the app's audited
+    pages and never deleted here, since other rows point at them."""
 
-    list_display = ("name", "description", "created_at")
-    search_fields = ("name", "description")
-    readonly_fields = ("name", "created_at")
+    formfield_overrides = URL_FIELDS
 
     def has_add_permission(self, request) -> bool:
         return False
@@ -79,12 +76,22 @@ class NamespaceAdmin(admin.ModelAdmin):
         return False
 
 
-@admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
-    """Description, model and base instruction are edited here; tools, switches, limits and
-    redaction patterns on the agent settings page (audited), the eval runner on its own page."""
+@admin.register(Namespace)
+class NamespaceAdmin(EditOnlyModelAdmin):
+    """Descriptions are edited here; namespaces are created, agents moved and rights granted on the
+    namespaces page (audited). A namespace is never deleted here (agents and procedures point at it)."""
 
-    formfield_overrides = URL_FIELDS
+    list_display = ("name", "description", "created_at")
+    search_fields = ("name", "description")
+    readonly_fields = ("name", "created_at")
+
+
+@admin.register(Agent)
+class AgentAdmin(EditOnlyModelAdmin):
+    """Description, model and base instruction are edited here; tools, switches, limits and
+    redaction patterns on the agent settings page (audited), the eval runner on its own page. Never
+    deleted here: that would take its sessions, cases and audit trail with it."""
+
     list_display = ("name", "namespace", "current_model", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
                     "support_threshold", "eval_runner", "created_at")
     list_filter = ("procedural_memory_enabled", "auto_capture_enabled", "eval_runner")
@@ -96,26 +103,13 @@ class AgentAdmin(admin.ModelAdmin):
                        "created_at")
     inlines = [IntentInline]
 
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        # deleting an agent would take its sessions, cases and audit trail with it
-        return False
-
 
 @admin.register(Intent)
-class IntentAdmin(admin.ModelAdmin):
+class IntentAdmin(EditOnlyModelAdmin):
     list_display = ("name", "agent", "description")
     list_filter = ("agent",)
     search_fields = ("name", "description")
     readonly_fields = ("agent", "name")
-
-    def has_add_permission(self, request) -> bool:
-        return False
-
-    def has_delete_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(AgentToolChange)

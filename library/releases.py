@@ -41,9 +41,7 @@ from .services import (
     _decision,
     _lock_procedure,
     _lock_version,
-    _notify_active_set_changed,
-    _notify_status_changed,
-    _on_commit,
+    _notify_after_commit,
     _release_to,
     _retire_current_active,
     _retire_if_unreleased,
@@ -52,6 +50,7 @@ from .services import (
     _set_status,
     audit,
     refuse_while_rollout_runs,
+    required_reason,
     review_by_for,
 )
 from .signals import version_erased
@@ -64,24 +63,11 @@ def _require_promoter(user, procedure: Procedure, what: str) -> None:
         raise PermissionDenied(f"You may not {what} versions of {procedure.key} (needs the promote permission).")
 
 
-def _reason(reason: str, what: str) -> str:
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": f"{what} needs a reason."})
-    return reason
-
-
-def _notify(locked: ProcedureVersion, action: str, user, reason: str) -> None:
-    agent_id = locked.procedure.agent_id
-    _on_commit(lambda: _notify_active_set_changed(agent_id))
-    _on_commit(lambda: _notify_status_changed(locked.pk, action, user, reason))
-
-
 def version_promote(*, version: ProcedureVersion, user, environment: str, reason: str, share: int | None = None) -> ProcedureVersion:
     """Promotes an APPROVED version: to production (APPROVED → ACTIVE, the previous ACTIVE retired,
     its releases removed), to a share of production (a Rollout; `share` from 1 to 99), or to
     another non-production environment (a release). Needs the promote permission."""
-    reason = _reason(reason, "A promotion")
+    reason = required_reason(reason, "A promotion")
     if share is not None and (isinstance(share, bool) or not isinstance(share, int) or not 0 < share <= 100):
         raise ValidationError({"share": f"must be a whole percentage from 1 to 99 (100: promote outright), got {share!r}"})
     if share == 100:
@@ -101,7 +87,7 @@ def version_promote(*, version: ProcedureVersion, user, environment: str, reason
             if share is not None:
                 raise ValidationError({"share": "A rollout share is for production only."})
             _release_to(locked, environment=environment, user=user, reason=reason)
-            _notify(locked, "stage", user, reason)
+            _notify_after_commit(locked, "stage", user, reason)
             return locked
         refuse_while_rollout_runs(procedure, "promote")
         if share is not None:
@@ -115,7 +101,7 @@ def version_promote(*, version: ProcedureVersion, user, environment: str, reason
                 before={"active": control.number if control else None},
                 after={"rollout": rollout.pk, "version": locked.number, "share": share, "control": control.number if control else None},
             )
-            _notify(locked, "rollout_start", user, reason)
+            _notify_after_commit(locked, "rollout_start", user, reason)
             return locked
         _to_production(locked, user=user, reason=reason, action=AuditEvent.Action.PROMOTE)
         return locked
@@ -136,7 +122,7 @@ def _to_production(locked: ProcedureVersion, *, user, reason: str, action: str) 
         )
     _retire_current_active(locked.procedure, user=user, reason=f"Replaced by v{locked.number}")
     _set_status(locked, Status.ACTIVE, user=user, reason=reason, action=action, review_by=review_by_for(locked.procedure.agent))
-    _notify(locked, "promote", user, reason)
+    _notify_after_commit(locked, "promote", user, reason)
 
 
 def version_withdraw(*, version: ProcedureVersion, user, environment: str, reason: str) -> ProcedureVersion:
@@ -144,7 +130,7 @@ def version_withdraw(*, version: ProcedureVersion, user, environment: str, reaso
     serves the production version of the procedure again. A version released nowhere else (and in
     no running rollout) is retired. Needs the promote permission. (Rollback in production is
     `services.version_rollback`; ending a rollout is `rollout_rollback`.)"""
-    reason = _reason(reason, "A withdrawal")
+    reason = required_reason(reason, "A withdrawal")
 
     def decide() -> ProcedureVersion:
         _lock_procedure(version, agent_too=True)
@@ -162,7 +148,7 @@ def version_withdraw(*, version: ProcedureVersion, user, environment: str, reaso
         )
         _retire_if_unreleased(locked, user=user, reason=f"Withdrawn from {environment}: {reason}")
         locked.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
-        _notify(locked, "withdraw", user, reason)
+        _notify_after_commit(locked, "withdraw", user, reason)
         return locked
 
     return _decision(decide)
@@ -180,7 +166,7 @@ def _lock_rollout(rollout: Rollout, user, what: str) -> tuple[Rollout, Procedure
 
 def rollout_complete(*, rollout: Rollout, user, reason: str) -> Rollout:
     """The rolled-out version becomes ACTIVE (every session gets it), the control retires."""
-    reason = _reason(reason, "Completing a rollout")
+    reason = required_reason(reason, "Completing a rollout")
 
     def decide() -> ProcedureVersion:
         locked, version = _lock_rollout(rollout, user, "complete rollouts of")
@@ -197,14 +183,14 @@ def rollout_complete(*, rollout: Rollout, user, reason: str) -> Rollout:
 def rollout_rollback(*, rollout: Rollout, user, reason: str) -> Rollout:
     """Production serves the control to every session again; the version stays APPROVED (in staging
     if it was there) for another try, or is retired when no environment serves it."""
-    reason = _reason(reason, "Rolling back a rollout")
+    reason = required_reason(reason, "Rolling back a rollout")
 
     def decide() -> ProcedureVersion:
         locked, version = _lock_rollout(rollout, user, "roll back rollouts of")
         _rollout_end(locked, state=Rollout.State.ROLLED_BACK, user=user, reason=reason)
         _rollout_end_audit(locked, version, AuditEvent.Action.ROLLOUT_ROLLBACK, user, reason)
         _retire_if_unreleased(version, user=user, reason=f"Rollout rolled back: {reason}")
-        _notify(version, "rollout_rollback", user, reason)
+        _notify_after_commit(version, "rollout_rollback", user, reason)
         rollout.state, rollout.ended_at = locked.state, locked.ended_at
         return version
 

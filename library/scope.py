@@ -27,7 +27,7 @@ from .models import (
     slug_validator,
 )
 from .permissions import user_can_create_namespaces, user_can_manage_procedure
-from .services import _notify_active_set_changed, _on_commit, audit
+from .services import _notify_active_set_changed, _on_commit, audit, required_reason
 
 MAX_DESCRIPTION_CHARS = 2000
 
@@ -87,9 +87,7 @@ def procedure_scope_update(
     on the new namespace, or the procedure's or its agent's manage right). Refuses an unchanged scope
     and an empty reason. A procedure moved out of its agent's namespace is no longer served to that
     agent (its versions keep their status)."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "A scope change needs a reason."})
+    reason = required_reason(reason, "A scope change")
     cleaned = {"roles": clean_roles(roles), "priority": clean_priority(priority), "confidence": clean_confidence(confidence)}
     if not isinstance(namespace, Namespace) or namespace.pk is None:
         raise ValidationError({"namespace": "must be an existing namespace"})
@@ -151,9 +149,7 @@ def agent_namespace_set(*, agent, namespace: Namespace, user, reason: str) -> in
 
     if not user_can_grant_namespace_rights(user, namespace):
         raise PermissionDenied("Only library admins may move an agent into another namespace.")
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Moving an agent needs a reason."})
+    reason = required_reason(reason, "Moving an agent")
     with transaction.atomic():
         locked = Agent.objects.select_for_update().select_related("namespace").get(pk=agent.pk)
         old = locked.namespace

@@ -206,6 +206,21 @@ def _notify_status_changed(version_id: int, action: str, user, reason: str) -> N
     version_status_changed.send(sender=ProcedureVersion, version_id=version_id, action=action, user_id=user_id, reason=reason)
 
 
+def required_reason(reason: str | None, what: str) -> str:
+    """The reason of a decision, stripped; refused (a ValidationError on `reason`) when empty."""
+    reason = (reason or "").strip()
+    if not reason:
+        raise ValidationError({"reason": f"{what} needs a reason."})
+    return reason
+
+
+def _notify_after_commit(locked: ProcedureVersion, action: str, user, reason: str) -> None:
+    """After commit: the agent's served set changed, and `locked` changed status by `action`."""
+    agent_id, version_id = locked.procedure.agent_id, locked.pk
+    _on_commit(lambda: _notify_active_set_changed(agent_id))
+    _on_commit(lambda: _notify_status_changed(version_id, action, user, reason))
+
+
 # --------------------------------------------------------------------------------------------- propose / revise
 
 
@@ -448,6 +463,21 @@ def _lock_version(version: ProcedureVersion) -> ProcedureVersion:
     )
 
 
+def _lock_for_admin_change(version: ProcedureVersion, *, user, doing: str, status: str, only: str) -> ProcedureVersion:
+    """The checks of an admin's change to the production version (retire, roll back): locks agent,
+    procedure and version, refuses without the manage right, unless the version is in `status`
+    (`only` says which version may be changed), and while a rollout of the procedure runs.
+    Caller holds a transaction."""
+    _lock_procedure(version, agent_too=True)
+    locked = _lock_version(version)
+    if not user_can_manage_procedure(user, locked.procedure):
+        raise PermissionDenied(f"You may not {doing} versions of {locked.procedure.key}.")
+    if locked.status != status:
+        raise LifecycleError(f"{only}; {locked} is {locked.status}.")
+    refuse_while_rollout_runs(locked.procedure, doing)
+    return locked
+
+
 def _retire_current_active(procedure: Procedure, *, user, reason: str) -> None:
     """Retires the procedure's ACTIVE version, if it has one, to make room for another: at most one
     version of a procedure is ACTIVE. The caller is inside the transaction that activates the other."""
@@ -586,9 +616,7 @@ def version_approve(
         assert run is not None  # approval_blockers refused otherwise
         if has_staging(locked.procedure.agent):
             stage_on_approval(locked=locked, user=user, run=run, comment=comment)
-            agent_id = locked.procedure.agent_id
-            _on_commit(lambda: _notify_active_set_changed(agent_id))
-            _on_commit(lambda: _notify_status_changed(locked.pk, "approve", user, comment))
+            _notify_after_commit(locked, "approve", user, comment)
             return locked
         refuse_while_rollout_runs(locked.procedure, "approve another version")
         _retire_current_active(locked.procedure, user=user, reason=f"Replaced by v{locked.number}")
@@ -603,9 +631,7 @@ def version_approve(
             approval_eval_run=run,
             review_by=review_by_for(locked.procedure.agent),
         )
-        agent_id = locked.procedure.agent_id
-        _on_commit(lambda: _notify_active_set_changed(agent_id))
-        _on_commit(lambda: _notify_status_changed(locked.pk, "approve", user, comment))
+        _notify_after_commit(locked, "approve", user, comment)
         return locked
 
     return _decision(decide)
@@ -648,9 +674,7 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
     """CANDIDATE → REJECTED, with a reason."""
     if not user_can_review(user, version.procedure):
         raise PermissionDenied("Only reviewers may reject candidates.")
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "A rejection needs a reason."})
+    reason = required_reason(reason, "A rejection")
 
     def decide() -> ProcedureVersion:
         _lock_procedure(version, agent_too=False)
@@ -665,22 +689,14 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
 
 def version_retire(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
     """ACTIVE → RETIRED (admin), with a reason. The agent stops receiving the procedure at once."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Retiring needs a reason."})
+    reason = required_reason(reason, "Retiring")
 
     def decide() -> ProcedureVersion:
-        _lock_procedure(version, agent_too=True)
-        locked = _lock_version(version)
-        if not user_can_manage_procedure(user, locked.procedure):
-            raise PermissionDenied(f"You may not retire versions of {locked.procedure.key}.")
-        if locked.status != Status.ACTIVE:
-            raise LifecycleError(f"Only the active version can be retired; {locked} is {locked.status}.")
-        refuse_while_rollout_runs(locked.procedure, "retire it")
+        locked = _lock_for_admin_change(
+            version, user=user, doing="retire", status=Status.ACTIVE, only="Only the active version can be retired"
+        )
         _set_status(locked, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.RETIRE)
-        agent_id = locked.procedure.agent_id
-        _on_commit(lambda: _notify_active_set_changed(agent_id))
-        _on_commit(lambda: _notify_status_changed(locked.pk, "retire", user, reason))
+        _notify_after_commit(locked, "retire", user, reason)
         return locked
 
     return _decision(decide)
@@ -690,29 +706,31 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
     """RETIRED → ACTIVE (admin): the chosen earlier version becomes ACTIVE and the current ACTIVE one
     RETIRED, in one transaction. The version keeps its original approval and eval run. Two roll-backs
     racing: the procedure lock serialises them and the second sees the state the first left."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Rolling back needs a reason."})
+    reason = required_reason(reason, "Rolling back")
 
     def decide() -> ProcedureVersion:
-        _lock_procedure(version, agent_too=True)
-        locked = _lock_version(version)
-        if not user_can_manage_procedure(user, locked.procedure):
-            raise PermissionDenied(f"You may not roll back versions of {locked.procedure.key}.")
-        if locked.status != Status.RETIRED:
-            raise LifecycleError(f"Only a retired version can be rolled back to; {locked} is {locked.status}.")
-        refuse_while_rollout_runs(locked.procedure, "roll back")
+        locked = _lock_for_admin_change(
+            version, user=user, doing="roll back", status=Status.RETIRED, only="Only a retired version can be rolled back to"
+        )
         _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")
         _set_status(
             locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK,
             review_by=review_by_for(locked.procedure.agent),
         )
-        agent_id = locked.procedure.agent_id
-        _on_commit(lambda: _notify_active_set_changed(agent_id))
-        _on_commit(lambda: _notify_status_changed(locked.pk, "rollback", user, reason))
+        _notify_after_commit(locked, "rollback", user, reason)
         return locked
 
     return _decision(decide)
+
+
+# What erasure leaves of a version's content, evidence, provenance and policy excerpts: the values
+# the database's version guard lets an erasure write, once.
+ERASED_CONTENT = {
+    "applies_when": "", "steps": [], "required_tools": [], "forbidden_actions": [], "skeleton": [],
+    "quarantine_reasons": [], "evidence": {}, "provenance": {}, "preconditions": [], "postconditions": [],
+    "verify_command": "",
+    "search_vector": None,  # the full-text document of the erased content
+}
 
 
 def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) -> VersionTombstone:
@@ -758,18 +776,7 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
             status=Status.ERASED,
             status_reason=f"Erased: {tombstone.get_ground_display()}",
             status_changed_at=now,
-            applies_when="",
-            steps=[],
-            required_tools=[],
-            forbidden_actions=[],
-            skeleton=[],
-            quarantine_reasons=[],
-            evidence={},
-            provenance={},
-            preconditions=[],
-            postconditions=[],
-            verify_command="",
-            search_vector=None,  # the full-text document of the erased content
+            **ERASED_CONTENT,
         )
         if updated != 1:
             raise LifecycleError(f"{locked} changed while you were deciding; reload and try again.")

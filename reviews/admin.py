@@ -67,32 +67,33 @@ class MetricsStateAdmin(ReadOnlyModelAdmin):
     exclude = ("window_p95",)
 
 
+class DayRollupAdmin(ReadOnlyModelAdmin):
+    """The rollup tables (DayRollup rows), by agent and day."""
+
+    list_filter = ("agent",)
+    date_hierarchy = "day"
+
+
 @admin.register(IntentDayRollup)
-class IntentDayRollupAdmin(ReadOnlyModelAdmin):
+class IntentDayRollupAdmin(DayRollupAdmin):
     list_display = ("day", "agent", "intent", "model", "sessions", "labelled", "resolved", "bare_sessions")
     list_filter = ("agent", "model")
-    date_hierarchy = "day"
 
 
 @admin.register(VersionDayRollup)
-class VersionDayRollupAdmin(ReadOnlyModelAdmin):
+class VersionDayRollupAdmin(DayRollupAdmin):
     list_display = ("day", "agent", "version", "intent", "model", "sessions", "labelled", "resolved")
     list_filter = ("agent", "model")
-    date_hierarchy = "day"
 
 
 @admin.register(VersionDayQuality)
-class VersionDayQualityAdmin(ReadOnlyModelAdmin):
+class VersionDayQualityAdmin(DayRollupAdmin):
     list_display = ("day", "agent", "version", "sessions", "checked", "followed", "required_calls", "forbidden_calls", "conflicted", "stale")
-    list_filter = ("agent",)
-    date_hierarchy = "day"
 
 
 @admin.register(AgentDayQuality)
-class AgentDayQualityAdmin(ReadOnlyModelAdmin):
+class AgentDayQualityAdmin(DayRollupAdmin):
     list_display = ("day", "agent", "served", "multi", "conflicted", "stale")
-    list_filter = ("agent",)
-    date_hierarchy = "day"
 
 
 @admin.register(MetricAlert)

@@ -146,18 +146,35 @@ class MetricsState(models.Model):
     window_p95 = models.JSONField(default=dict, blank=True)
 
 
-class IntentDayRollup(models.Model):
-    """Sessions of one intent on one day under one model: all of them, and those that received no
-    procedure ("bare"). `labelled` counts sessions with an outcome; `resolved` those resolved and
-    not escalated."""
+class DayRollup(models.Model):
+    """A row of one agent's day in the rollup tables (the refresh replaces whole days)."""
 
     agent = models.ForeignKey("library.Agent", on_delete=models.CASCADE, related_name="+")
-    intent = models.ForeignKey("library.Intent", on_delete=models.CASCADE, related_name="+")
     day = models.DateField()
+
+    class Meta:
+        abstract = True
+
+
+class SessionOutcomesDay(DayRollup):
+    """Sessions under one model on the row's day: all, those with an outcome (`labelled`), and
+    those resolved and not escalated."""
+
     model = models.CharField(max_length=128, blank=True)
     sessions = models.PositiveIntegerField(default=0)
     labelled = models.PositiveIntegerField(default=0)
     resolved = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        abstract = True
+
+
+class IntentDayRollup(SessionOutcomesDay):
+    """Sessions of one intent on one day under one model: all of them, and those that received no
+    procedure ("bare"). `labelled` counts sessions with an outcome; `resolved` those resolved and
+    not escalated."""
+
+    intent = models.ForeignKey("library.Intent", on_delete=models.CASCADE, related_name="+")
     bare_sessions = models.PositiveIntegerField(default=0)
     bare_labelled = models.PositiveIntegerField(default=0)
     bare_resolved = models.PositiveIntegerField(default=0)
@@ -169,19 +186,13 @@ class IntentDayRollup(models.Model):
         indexes = [models.Index(fields=["agent", "day"], name="intent_rollup_agent_day_idx")]
 
 
-class VersionDayRollup(models.Model):
+class VersionDayRollup(SessionOutcomesDay):
     """Sessions that received one procedure version, by the session's own intent, day and model.
     `chars_hist` is a log-bucket histogram of instruction lengths ({bucket index: count}, see
     reviews.metrics.histogram.CharsHistogram), so p95 over any range of days is a merge, not a rescan."""
 
-    agent = models.ForeignKey("library.Agent", on_delete=models.CASCADE, related_name="+")
     version = models.ForeignKey("library.ProcedureVersion", on_delete=models.CASCADE, related_name="+")
     intent = models.ForeignKey("library.Intent", null=True, blank=True, on_delete=models.CASCADE, related_name="+")
-    day = models.DateField()
-    model = models.CharField(max_length=128, blank=True)
-    sessions = models.PositiveIntegerField(default=0)
-    labelled = models.PositiveIntegerField(default=0)
-    resolved = models.PositiveIntegerField(default=0)
     chars_hist = models.JSONField(default=dict, blank=True)
 
     class Meta:
@@ -191,7 +202,7 @@ class VersionDayRollup(models.Model):
         ]
 
 
-class VersionDayQuality(models.Model):
+class VersionDayQuality(DayRollup):
     """Per version and day, how the sessions given it used it (written by the rollup refresh with
     IntentDayRollup and VersionDayRollup, from the same pass over the sessions; see
     reviews.metrics.quality): `checked` sessions could be checked for adherence (the version has
@@ -200,9 +211,7 @@ class VersionDayQuality(models.Model):
     outright; `conflicted` sessions were also given a version it conflicts with; `stale` sessions
     ended after its review-by date."""
 
-    agent = models.ForeignKey("library.Agent", on_delete=models.CASCADE, related_name="+")
     version = models.ForeignKey("library.ProcedureVersion", on_delete=models.CASCADE, related_name="+")
-    day = models.DateField()
     sessions = models.PositiveIntegerField(default=0)
     checked = models.PositiveIntegerField(default=0)
     followed = models.PositiveIntegerField(default=0)
@@ -219,12 +228,10 @@ class VersionDayQuality(models.Model):
         indexes = [models.Index(fields=["agent", "day"], name="version_quality_agent_day_idx")]
 
 
-class AgentDayQuality(models.Model):
+class AgentDayQuality(DayRollup):
     """Per agent and day: sessions given at least one procedure (`served`), two or more (`multi`),
     two that conflict (`conflicted`), and at least one past its review-by date (`stale`)."""
 
-    agent = models.ForeignKey("library.Agent", on_delete=models.CASCADE, related_name="+")
-    day = models.DateField()
     served = models.PositiveIntegerField(default=0)
     multi = models.PositiveIntegerField(default=0)
     conflicted = models.PositiveIntegerField(default=0)

@@ -24,7 +24,7 @@ from django.utils import timezone
 from library import signals as library_signals
 from library.models import Agent, AuditEvent, ProcedureVersion, Status
 from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_can_review, user_is_reviewer
-from library.services import LifecycleError, audit, version_reject, version_retire
+from library.services import LifecycleError, audit, required_reason, version_reject, version_retire
 
 from .models import CandidateClaim, Comment, DemotionProposal, Thread
 from .notifications import notify_mentions
@@ -275,9 +275,7 @@ def _close(locked: DemotionProposal, *, user, state: str, reason: str) -> None:
 def demotion_confirm(*, proposal: DemotionProposal, user, reason: str) -> DemotionProposal:
     """An admin agrees: the version is retired through version_retire (same transaction, its own
     row lock and audit row) and the proposal closed. A version that is no longer ACTIVE is refused."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Confirming a demotion needs a reason."})
+    reason = required_reason(reason, "Confirming a demotion")
     with transaction.atomic():
         locked = _lock_open_proposal(proposal, user)
         version_retire(version=locked.version, user=user, reason=f"Demotion confirmed: {reason}")
@@ -289,9 +287,7 @@ def demotion_confirm(*, proposal: DemotionProposal, user, reason: str) -> Demoti
 
 def demotion_dismiss(*, proposal: DemotionProposal, user, reason: str) -> DemotionProposal:
     """An admin disagrees: the version stays ACTIVE, the proposal is closed with the reason."""
-    reason = (reason or "").strip()
-    if not reason:
-        raise ValidationError({"reason": "Dismissing a demotion needs a reason."})
+    reason = required_reason(reason, "Dismissing a demotion")
     with transaction.atomic():
         locked = _lock_open_proposal(proposal, user)
         _close(locked, user=user, state=DemotionProposal.State.DISMISSED, reason=reason)

@@ -115,14 +115,21 @@ def _served_set(request: HttpRequest) -> tuple[str, str | None, HttpResponse | N
     return environment, session, None
 
 
+def _serving_parameters(request: HttpRequest) -> tuple[str | None, str, str | None, HttpResponse | None]:
+    """The served-set endpoints' `?role=`, `?environment=` and `?session=`, or the refusal of the
+    first bad one."""
+    role, refusal = _role_parameter(request)
+    if refusal is not None:
+        return None, "", None, refusal
+    environment, session, refusal = _served_set(request)
+    return role, environment, session, refusal
+
+
 @csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
 @token_required("read", cache_seconds=serving.recheck_seconds)
 @_agent_get_only
 def active_set(request: HttpRequest, agent: str) -> HttpResponse:
-    role, refusal = _role_parameter(request)
-    if refusal is not None:
-        return refusal
-    environment, session, refusal = _served_set(request)
+    role, environment, session, refusal = _serving_parameters(request)
     if refusal is not None:
         return refusal
     served = releases.served_for(
@@ -150,10 +157,7 @@ def select(request: HttpRequest, agent: str) -> HttpResponse:
     task = request.GET.get("task", "")
     intent = request.GET.get("intent") or None
     raw_k = request.GET.get("k")
-    role, refusal = _role_parameter(request)
-    if refusal is not None:
-        return refusal
-    environment, session, refusal = _served_set(request)
+    role, environment, session, refusal = _serving_parameters(request)
     if refusal is not None:
         return refusal
     if not task.strip():

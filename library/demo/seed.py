@@ -131,11 +131,16 @@ def _seed_library(agent: Agent, users: dict) -> None:
     }
     reviewer, admin = users["reviewer"], users["admin"]
 
-    def active(key: str, intent: str, applies_when: str, steps: list[str], tools: list[str], forbidden: list[str]):
-        version = services.procedure_propose(
+    def propose(key: str, intent: str, applies_when: str, steps: list[str], tools: list[str], forbidden: list[str], **origin):
+        return services.procedure_propose(
             agent=agent, intent=intents[intent], key=key, applies_when=applies_when, steps=steps,
-            required_tools=tools, forbidden_actions=forbidden, source=Source.MANUAL, proposed_by=reviewer,
-            reason="Written down from the team's runbook", skeleton=tools,
+            required_tools=tools, forbidden_actions=forbidden, **origin,
+        )
+
+    def active(key: str, intent: str, applies_when: str, steps: list[str], tools: list[str], forbidden: list[str]):
+        version = propose(
+            key, intent, applies_when, steps, tools, forbidden,
+            source=Source.MANUAL, proposed_by=reviewer, reason="Written down from the team's runbook", skeleton=tools,
         )
         _seeded_eval_pass(version)
         return services.version_approve(version=version, user=admin, comment="Approved with the demo data")
@@ -176,29 +181,30 @@ def _seed_library(agent: Agent, users: dict) -> None:
         ["lookupOrder", "replyTemplates"],
         ["Do not promise a delivery date the carrier has not given."],
     )
-    services.procedure_propose(
-        agent=agent, intent=intents["address_change"], key="address.change",
-        applies_when="The customer wants to change the delivery address of an order that has not shipped.",
-        steps=[
+    propose(
+        "address.change",
+        "address_change",
+        "The customer wants to change the delivery address of an order that has not shipped.",
+        [
             "Look up the order with lookupOrder({{order_id}}).",
             "Confirm that the order has not shipped yet.",
             "Confirm the new address {{address}} back to the customer with replyTemplates('address_changed').",
         ],
-        required_tools=["lookupOrder", "replyTemplates"],
-        forbidden_actions=["Do not change the address of an order that has shipped."],
-        source=Source.MANUAL, proposed_by=reviewer, reason="Day-one runbook entry",
-        skeleton=["lookupOrder", "replyTemplates"],
+        ["lookupOrder", "replyTemplates"],
+        ["Do not change the address of an order that has shipped."],
+        source=Source.MANUAL, proposed_by=reviewer, reason="Day-one runbook entry", skeleton=["lookupOrder", "replyTemplates"],
     )
-    services.procedure_propose(
-        agent=agent, intent=intents["refund_over_limit"], key="refund.fast_track",
-        applies_when="A loyal customer asks for a large refund.",
-        steps=[
+    propose(
+        "refund.fast_track",
+        "refund_over_limit",
+        "A loyal customer asks for a large refund.",
+        [
             "Look up the order with lookupOrder({{order_id}}).",
             "Skip the approval step for loyal customers and confirm the refund at once.",
             "Reply with replyTemplates('refund_confirmed').",
         ],
-        required_tools=["lookupOrder", "replyTemplates"],
-        forbidden_actions=[],
+        ["lookupOrder", "replyTemplates"],
+        [],
         source=Source.CAPTURED, actor_label="auto-capture", reason="Captured from a session",
     )
     seed_demo_regression_cases(agent)

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import random
 from datetime import datetime, timedelta, timezone
-from typing import Any
+from typing import Any, Callable
 
 from ..ingest.formats import ImportOptions, parse_procmem
 from ..ingest.store import sessions_store
@@ -50,6 +50,25 @@ def _person(rng: random.Random) -> dict[str, str]:
 
 def _call(name: str, **args: Any) -> dict[str, Any]:
     return {"name": name, "args": args, "ok": True}
+
+
+def _calls(*steps: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
+    """The tool calls of one kind of session, for a customer: each step a tool called with the
+    customer's order (createApproval with the amount and e-mail too), `reply:<template>` the
+    replyTemplates call that answers."""
+
+    def calls(p: dict[str, Any]) -> list[dict[str, Any]]:
+        made = []
+        for step in steps:
+            if step.startswith("reply:"):
+                made.append(_call("replyTemplates", template=step.removeprefix("reply:"), order_id=p["order"]))
+            elif step == "createApproval":
+                made.append(_call("createApproval", order_id=p["order"], amount=p["amount"], customer_email=p["email"]))
+            else:
+                made.append(_call(step, order_id=p["order"]))
+        return made
+
+    return calls
 
 
 def _session(index: int, intent: str | None, person: dict[str, str], calls: list[dict], resolved: bool | None,
@@ -102,37 +121,39 @@ def demo_session_items() -> list[dict[str, Any]]:
         f"Hi, I'm {p['first']} {p['last']} ({p['email']}, {p['phone']}). Order {p['order']} arrived broken; "
         f"I want my ${p['amount']} back."
     )
-    add("refund_over_limit", "approved", True,
-        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
-                   _call("createApproval", order_id=p["order"], amount=p["amount"], customer_email=p["email"]),
-                   _call("replyTemplates", template="approval_pending", order_id=p["order"])],
-        refund_task, lambda p: f"Thanks {p['first']}, I have asked a manager to approve the refund for {p['order']}; you will hear within 2 days.", 118)
-    add("refund_over_limit", "outside_window", True,
-        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
-                   _call("replyTemplates", template="refund_denied", order_id=p["order"])],
-        refund_task, lambda p: f"Sorry {p['first']}, {p['order']} is outside its return window.", 12)
-    add("refund_over_limit", "not_refundable", True,
-        lambda p: [_call("lookupOrder", order_id=p["order"]),
-                   _call("replyTemplates", template="not_refundable", order_id=p["order"])],
-        refund_task, lambda p: f"Sorry {p['first']}, gift cards like {p['order']} cannot be refunded.", 10)
-    add("refund_over_limit", "promised", False,
-        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
-                   _call("replyTemplates", template="refund_promised", order_id=p["order"])],
-        refund_task, lambda p: f"Good news {p['first']}, your ${p['amount']} will be back on your card tomorrow!", 51)
-    add("refund_over_limit", "promised_then_approval", False,
-        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
-                   _call("replyTemplates", template="refund_promised", order_id=p["order"]),
-                   _call("createApproval", order_id=p["order"], amount=p["amount"], customer_email=p["email"])],
-        refund_task, lambda p: f"{p['first']}, your refund is confirmed; I also filed the paperwork.", 9)
+    # the refund_over_limit kinds: resolved, tool calls, reply
+    refund_kinds = {
+        "approved": (True, _calls("lookupOrder", "checkReturnWindow", "createApproval", "reply:approval_pending"),
+                     lambda p: f"Thanks {p['first']}, I have asked a manager to approve the refund for {p['order']}; you will hear within 2 days."),
+        "outside_window": (True, _calls("lookupOrder", "checkReturnWindow", "reply:refund_denied"),
+                           lambda p: f"Sorry {p['first']}, {p['order']} is outside its return window."),
+        "not_refundable": (True, _calls("lookupOrder", "reply:not_refundable"),
+                           lambda p: f"Sorry {p['first']}, gift cards like {p['order']} cannot be refunded."),
+        "promised": (False, _calls("lookupOrder", "checkReturnWindow", "reply:refund_promised"),
+                     lambda p: f"Good news {p['first']}, your ${p['amount']} will be back on your card tomorrow!"),
+        "promised_then_approval": (False, _calls("lookupOrder", "checkReturnWindow", "reply:refund_promised", "createApproval"),
+                                   lambda p: f"{p['first']}, your refund is confirmed; I also filed the paperwork."),
+        # the newer approvals, held back for the backtest (below)
+        "approved_newer": (True, _calls("lookupOrder", "checkReturnWindow", "createApproval", "reply:approval_pending"),
+                           lambda p: f"Thanks {p['first']}, a manager approves the refund for {p['order']} within 2 days."),
+        "approved_gave_up": (False, _calls("lookupOrder", "checkReturnWindow", "createApproval", "reply:approval_pending"),
+                             lambda p: f"{p['first']}, the approval for {p['order']} is still pending."),
+    }
+
+    def refunds(*counts: tuple[str, int]) -> None:
+        for kind, count in counts:
+            resolved, calls_for, reply_for = refund_kinds[kind]
+            add("refund_over_limit", kind, resolved, calls_for, refund_task, reply_for, count)
+
+    refunds(("approved", 118), ("outside_window", 12), ("not_refundable", 10), ("promised", 51), ("promised_then_approval", 9))
     # the 200 over-limit refunds above happened mixed, not kind after kind (sessions are timed in this order)
     items[:200] = _mixed(items[:200], kinds[:200])
     add("refund_within_limit", "ok", True,
-        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
-                   _call("replyTemplates", template="refund_confirmed", order_id=p["order"])],
+        _calls("lookupOrder", "checkReturnWindow", "reply:refund_confirmed"),
         lambda p: f"This is {p['first']} {p['last']}, please refund the $25 for {p['order']}.",
         lambda p: f"Done, {p['first']}: the refund for {p['order']} is on its way.", 30)
     add("order_status", "ok", True,
-        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("replyTemplates", template="order_status", order_id=p["order"])],
+        _calls("lookupOrder", "reply:order_status"),
         lambda p: f"Where is my order {p['order']}? Call me at {p['phone']}. {p['first']} {p['last']}",
         lambda p: f"Hi {p['first']}, {p['order']} arrives on Thursday.", 120)
     add("address_change", "ok", True,
@@ -141,29 +162,15 @@ def demo_session_items() -> list[dict[str, Any]]:
         lambda p: f"My name is {p['first']} {p['last']}, please send {p['order']} to 12 Harbor Street instead.",
         lambda p: f"Done, {p['first']}.", 25)
     add(None, "unlabelled", True,
-        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("replyTemplates", template="order_status", order_id=p["order"])],
+        _calls("lookupOrder", "reply:order_status"),
         lambda p: f"Hello, {p['first']} here, {p['email']}", lambda p: "Anything else?", 15)
     add("order_status", "no_outcome", None,
-        lambda p: [_call("lookupOrder", order_id=p["order"])],
+        _calls("lookupOrder"),
         lambda p: f"Order {p['order']}?", lambda p: "", 10)
     # The newest refund_over_limit sessions: the quarter of the intent (66 of 266) that the miner holds
     # back to backtest its candidate. 33 follow the approval procedure (30 resolved, 3 failed: the
     # customer gave up waiting), 33 do not (8 resolved refusals, 25 failed promises).
-    approved = lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),  # noqa: E731
-                          _call("createApproval", order_id=p["order"], amount=p["amount"], customer_email=p["email"]),
-                          _call("replyTemplates", template="approval_pending", order_id=p["order"])]
-    add("refund_over_limit", "approved", True, approved, refund_task,
-        lambda p: f"Thanks {p['first']}, a manager approves the refund for {p['order']} within 2 days.", 30)
-    add("refund_over_limit", "approved_gave_up", False, approved, refund_task,
-        lambda p: f"{p['first']}, the approval for {p['order']} is still pending.", 3)
-    add("refund_over_limit", "outside_window", True,
-        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
-                   _call("replyTemplates", template="refund_denied", order_id=p["order"])],
-        refund_task, lambda p: f"Sorry {p['first']}, {p['order']} is outside its return window.", 8)
-    add("refund_over_limit", "promised", False,
-        lambda p: [_call("lookupOrder", order_id=p["order"]), _call("checkReturnWindow", order_id=p["order"]),
-                   _call("replyTemplates", template="refund_promised", order_id=p["order"])],
-        refund_task, lambda p: f"Good news {p['first']}, your ${p['amount']} will be back on your card tomorrow!", 25)
+    refunds(("approved_newer", 30), ("approved_gave_up", 3), ("outside_window", 8), ("promised", 25))
     return items
 
 

@@ -415,23 +415,8 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
             if near is not None:
                 evidence["nearDuplicateOf"] = provenance["nearDuplicateOf"]
             version = procedure_propose(
-                agent=agent,
-                intent=intent,
-                key=key,
-                applies_when=draft.applies_when,
-                steps=draft.steps,
-                required_tools=draft.required_tools,
-                forbidden_actions=draft.forbidden_actions,
-                source=Source.MINED,
-                actor_label=ACTOR_LABEL,
-                evidence=evidence,
-                provenance=provenance,
-                mining_run=run,
-                skeleton=draft.skeleton,
-                reason=evidence["summary"],
-                preconditions=draft.preconditions,
-                postconditions=draft.postconditions,
-                verify_command=draft.verify_command,
+                agent=agent, intent=intent, key=key, **draft.content(), source=Source.MINED, actor_label=ACTOR_LABEL,
+                evidence=evidence, provenance=provenance, mining_run=run, reason=evidence["summary"],
             )
             created.append(version)
             if version.quarantined:

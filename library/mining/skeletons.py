@@ -439,9 +439,7 @@ class Aggregator:
             "withoutOutcome": self.without_outcome,
             "tooFewToolCalls": self.too_few_calls,
             "heldBack": self.held_back,
-            "resolved": self.outcomes["resolved"],
-            "resolvedByEscalation": self.outcomes["resolved_by_escalation"],
-            "failed": self.outcomes["failed"],
+            **outcome_counts(self.outcomes),
             "intents": len(self.intents),
             "groups": sum(len(s.success.skeleton_tasks) for s in self.intents.values()),
         }
@@ -534,15 +532,22 @@ def stats_contrast(a: int, n_a: int, b: int, n_b: int, *, tests: int = 1, alpha:
     }
 
 
+def outcome_counts(outcomes: Mapping[str, int]) -> dict[str, int]:
+    """The labelled outcomes of a count of sessions, as the run's counts and figures name them."""
+    return {
+        "resolved": outcomes["resolved"],
+        "resolvedByEscalation": outcomes["resolved_by_escalation"],
+        "failed": outcomes["failed"],
+    }
+
+
 def intent_figures(stats: IntentStats) -> dict[str, Any]:
     return {
         "sessions": stats.sessions + stats.held_sessions,
         "mined": stats.sessions,
         "heldBack": stats.held_sessions,
         "tooFewToolCalls": stats.too_few_calls,
-        "resolved": stats.outcomes["resolved"],
-        "resolvedByEscalation": stats.outcomes["resolved_by_escalation"],
-        "failed": stats.outcomes["failed"],
+        **outcome_counts(stats.outcomes),
         "unknown": stats.outcomes["unknown"],
         "resolvedTasks": stats.success.tasks,
         "failedTasks": stats.failed.tasks,
@@ -1049,6 +1054,14 @@ class Draft:
     preconditions: list[str] = field(default_factory=list)
     postconditions: list[str] = field(default_factory=list)
     verify_command: str = ""
+
+    def content(self) -> dict[str, Any]:
+        """The procedure content it proposes, as `procedure_propose` takes it."""
+        return {
+            "applies_when": self.applies_when, "steps": self.steps, "required_tools": self.required_tools,
+            "forbidden_actions": self.forbidden_actions, "skeleton": self.skeleton, "preconditions": self.preconditions,
+            "postconditions": self.postconditions, "verify_command": self.verify_command,
+        }
 
 
 def _variants(stats: IntentStats, group: GroupChoice) -> list[dict[str, Any]]:

@@ -44,13 +44,26 @@ def is_resolved(resolved: bool | None, escalated: bool | None) -> bool:
 
 
 @dataclass
-class _Counts:
+class _Tally:
+    """Sessions, those with an outcome, and those resolved (SessionOutcomesDay's three counts)."""
+
     sessions: int = 0
     labelled: int = 0
     resolved: int = 0
-    bare_sessions: int = 0
-    bare_labelled: int = 0
-    bare_resolved: int = 0
+
+    def add(self, *, labelled: bool, success: bool) -> None:
+        self.sessions += 1
+        self.labelled += labelled
+        self.resolved += success
+
+    def fields(self, prefix: str = "") -> dict[str, int]:
+        return {f"{prefix}sessions": self.sessions, f"{prefix}labelled": self.labelled, f"{prefix}resolved": self.resolved}
+
+
+@dataclass
+class _Counts:
+    every: _Tally = field(default_factory=_Tally)
+    bare: _Tally = field(default_factory=_Tally)  # sessions that received no procedure
     hist: CharsHistogram | None = None
 
 
@@ -103,22 +116,16 @@ def _aggregate(agent: Agent, sessions: Iterable[tuple]) -> _Folded:
         bare = not injected
         if intent_id is not None:
             counts = by_intent[(day, intent_id, model)]
-            counts.sessions += 1
-            counts.labelled += labelled
-            counts.resolved += success
+            counts.every.add(labelled=labelled, success=success)
             if bare:
-                counts.bare_sessions += 1
-                counts.bare_labelled += labelled
-                counts.bare_resolved += success
+                counts.bare.add(labelled=labelled, success=success)
         if bare:
             continue
         version_ids = _injected_version_ids(injected, versions)
         quality.add(day=day, at=ended_at or received_at, version_ids=version_ids, tool_calls=tool_calls)
         for version_id in version_ids:
             counts = by_version[(day, version_id, intent_id, model)]
-            counts.sessions += 1
-            counts.labelled += labelled
-            counts.resolved += success
+            counts.every.add(labelled=labelled, success=success)
             if chars is not None:
                 if counts.hist is None:
                     counts.hist = CharsHistogram()
@@ -154,9 +161,7 @@ def _replace_days(agent: Agent, days: set[date] | None, folded: _Folded) -> None
     IntentDayRollup.objects.bulk_create(
         [
             IntentDayRollup(
-                agent=agent, day=day, intent_id=intent_id, model=model, sessions=c.sessions, labelled=c.labelled,
-                resolved=c.resolved, bare_sessions=c.bare_sessions, bare_labelled=c.bare_labelled,
-                bare_resolved=c.bare_resolved,
+                agent=agent, day=day, intent_id=intent_id, model=model, **c.every.fields(), **c.bare.fields("bare_")
             )
             for (day, intent_id, model), c in folded.by_intent.items()
         ],
@@ -165,8 +170,8 @@ def _replace_days(agent: Agent, days: set[date] | None, folded: _Folded) -> None
     VersionDayRollup.objects.bulk_create(
         [
             VersionDayRollup(
-                agent=agent, day=day, version_id=version_id, intent_id=intent_id, model=model, sessions=c.sessions,
-                labelled=c.labelled, resolved=c.resolved, chars_hist=c.hist.to_json() if c.hist else {},
+                agent=agent, day=day, version_id=version_id, intent_id=intent_id, model=model, **c.every.fields(),
+                chars_hist=c.hist.to_json() if c.hist else {},
             )
             for (day, version_id, intent_id, model), c in folded.by_version.items()
         ],

@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Count
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 
 from library.models import Agent, Namespace
 from library.permissions import user_can_create_namespaces, user_can_grant_namespace_rights, user_is_reviewer
@@ -24,7 +24,7 @@ from library.scope import agent_namespace_set, namespace_create
 from .. import namespace_rights
 from ..access import operable_agents, signed_in
 from ..forms import NamespaceForm, grantee_from_post
-from .refusals import refusals
+from .refusals import post_action
 
 
 def _require_page(request: HttpRequest) -> None:
@@ -59,9 +59,7 @@ def ops_namespaces(request: HttpRequest) -> HttpResponse:
     )
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def ops_namespace_create(request: HttpRequest) -> HttpResponse:
     _require_page(request)
     namespace = namespace_create(
@@ -87,24 +85,18 @@ def _right_change(request: HttpRequest, *, grant: bool) -> HttpResponse:
     return redirect("reviews:ops_namespaces")
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def ops_namespace_grant(request: HttpRequest) -> HttpResponse:
     return _right_change(request, grant=True)
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def ops_namespace_revoke(request: HttpRequest) -> HttpResponse:
     return _right_change(request, grant=False)
 
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def ops_agent_namespace(request: HttpRequest) -> HttpResponse:
     """Moves an agent (and its procedures in its old namespace) into another namespace."""
     _require_page(request)

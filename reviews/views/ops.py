@@ -12,6 +12,7 @@ reviews.rights for approver rights), which checks the object permission again un
 from __future__ import annotations
 
 import csv
+from typing import Literal
 from urllib.parse import urlencode
 
 from django.contrib import messages
@@ -276,9 +277,11 @@ def ops_conflicts_scan(request: HttpRequest, agent: str) -> HttpResponse:
 # ---------------------------------------------------------------------------------------------- demotion
 
 
-def _demotion_decide(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
-    """Confirm (the version is retired through version_retire) or dismiss a demotion proposal, with
-    a reason. Who may not see the agent gets 404; who may see but not manage the procedure, 403."""
+@require_POST
+@signed_in
+def ops_demotion_decide(request: HttpRequest, pk: int, decision: Literal["confirm", "dismiss"]) -> HttpResponse:
+    """Confirm (the version is retired through version_retire) or dismiss (it stays ACTIVE) a
+    demotion proposal, with a reason; `decision` comes from the URL. Who may not see the agent gets 404; who may see but not manage the procedure, 403."""
     proposal = get_object_or_404(DemotionProposal, pk=pk)
     version = get_version_for_user(request, proposal.version_id, for_="manage")
     service = demotion_confirm if decision == "confirm" else demotion_dismiss
@@ -293,20 +296,6 @@ def _demotion_decide(request: HttpRequest, pk: int, decision: str) -> HttpRespon
     verb = "retired" if decision == "confirm" else "kept ACTIVE (proposal dismissed)"
     messages.success(request, f"{version.procedure.key} v{version.number} {verb}.")
     return redirect("reviews:ops_agent", version.procedure.agent.name)
-
-
-@require_POST
-@signed_in
-def ops_demotion_confirm(request: HttpRequest, pk: int) -> HttpResponse:
-    """Confirm a demotion proposal: the version is retired (version_retire)."""
-    return _demotion_decide(request, pk, "confirm")
-
-
-@require_POST
-@signed_in
-def ops_demotion_dismiss(request: HttpRequest, pk: int) -> HttpResponse:
-    """Dismiss a demotion proposal: the version stays ACTIVE."""
-    return _demotion_decide(request, pk, "dismiss")
 
 
 # ---------------------------------------------------------------------------------------------- approver rights

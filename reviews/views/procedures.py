@@ -8,7 +8,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -21,7 +21,7 @@ from .. import selectors
 from ..access import get_agent_for_user, get_procedure_for_user, get_sibling_version, require_reviewer, signed_in, visible_agents
 from ..diff import compare_versions
 from ..forms import AgentChoiceForm, ProposeForm, ScopeForm
-from .refusals import add_service_errors, refusals
+from .refusals import add_service_errors, post_action, refusals
 
 AUDIT_LIMIT = 200
 
@@ -77,9 +77,7 @@ def _scope_form(procedure: Procedure) -> ScopeForm:
     )
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def procedure_scope(request: HttpRequest, pk: int) -> HttpResponse:
     """Changes the procedure's namespace, roles, priority and confidence (its managers: 404 for
     those who may not see its operations, 403 for those who may but do not manage it)."""

@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
 from library.permissions import user_is_reviewer
@@ -22,7 +22,7 @@ from .. import selectors
 from ..access import get_version_for_user, require_reviewer, signed_in, visible_agents, visible_versions
 from ..forms import AssignForm, BulkRejectForm
 from ..services import candidate_claim, candidate_release, versions_bulk_reject
-from .refusals import posted_form, refusals, refuse, safe_next
+from .refusals import post_action, posted_form, refuse, safe_next
 
 QUEUE_PAGE_SIZE = 50
 DUE_SHOWN = 50
@@ -113,9 +113,7 @@ def queue(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def queue_bulk_reject(request: HttpRequest) -> HttpResponse:
     """Rejects the selected candidates with one reason, all or nothing (reviews.services)."""
     require_reviewer(request)
@@ -136,9 +134,7 @@ def queue_bulk_reject(request: HttpRequest) -> HttpResponse:
     return redirect(back)
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def version_claim(request: HttpRequest, pk: int) -> HttpResponse:
     """Claims the candidate for the signed-in reviewer, or (with an assignee, for the agent's admins)
     assigns it. Back to `next` (the queue or the candidate page)."""
@@ -155,9 +151,7 @@ def version_claim(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect(safe_next(request, reverse("reviews:version", kwargs={"pk": version.pk})))
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def version_release(request: HttpRequest, pk: int) -> HttpResponse:
     version = get_version_for_user(request, pk, for_="review")
     candidate_release(version=version, user=request.user)

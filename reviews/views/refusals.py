@@ -16,9 +16,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_POST
 from django_htmx.http import reswap, retarget
 
 from library.services import LifecycleError
+
+from ..access import signed_in
 
 # The services name the record's fields; the forms use Python names.
 _FORM_FIELD = {"appliesWhen": "applies_when", "requiredTools": "required_tools", "forbiddenActions": "forbidden_actions"}
@@ -57,6 +60,11 @@ def refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
             return refuse(request, 400, _error_text(exc))
 
     return wrapper
+
+
+def post_action(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """An action view: POST only, signed in, the services' refusals as responses (`refusals`)."""
+    return require_POST(signed_in(refusals(view)))
 
 
 def decision_status(context: dict, decide) -> int:

@@ -9,11 +9,13 @@ under their row locks (library/releases.py)."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from library import releases
 from library.environments import PRODUCTION, environment_names
@@ -22,7 +24,7 @@ from library.permissions import user_can_promote
 
 from ..access import get_version_for_user, signed_in
 from ..metrics.arms import interval_drawing, rollout_arms
-from .refusals import decision_status, refusals
+from .refusals import decision_status, post_action
 
 ROLLOUT_SHARES = (5, 10, 20, 50)
 
@@ -154,7 +156,9 @@ def ops_rollout(request: HttpRequest, pk: int) -> HttpResponse:
     )
 
 
-def _rollout_end(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
+@post_action
+def ops_rollout_end(request: HttpRequest, pk: int, decision: Literal["complete", "rollback"]) -> HttpResponse:
+    """Complete a running rollout (its version becomes ACTIVE) or roll it back; `decision` comes from the URL."""
     rollout = _rollout_for_user(request, pk, "promote")
     service = releases.rollout_complete if decision == "complete" else releases.rollout_rollback
     service(rollout=rollout, user=request.user, reason=request.POST.get("reason", ""))
@@ -163,17 +167,3 @@ def _rollout_end(request: HttpRequest, pk: int, decision: str) -> HttpResponse:
     else:
         messages.success(request, f"Rollout rolled back: production serves {'v' + str(rollout.control_version.number) if rollout.control_version else 'no version'} to every session.")
     return redirect("reviews:ops_rollout", rollout.pk)
-
-
-@require_POST
-@signed_in
-@refusals
-def ops_rollout_complete(request: HttpRequest, pk: int) -> HttpResponse:
-    return _rollout_end(request, pk, "complete")
-
-
-@require_POST
-@signed_in
-@refusals
-def ops_rollout_rollback(request: HttpRequest, pk: int) -> HttpResponse:
-    return _rollout_end(request, pk, "rollback")

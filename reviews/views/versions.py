@@ -18,7 +18,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
-from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
@@ -39,7 +39,7 @@ from ..models import Comment, Thread
 from ..notifications import reviewers
 from ..panels import build_eval_panel, build_evidence
 from ..services import comment_create, thread_create, thread_reply, thread_set_resolved, user_can_assign
-from .refusals import add_service_errors, posted_form, refusals
+from .refusals import add_service_errors, post_action, posted_form, refusals
 
 
 # ------------------------------------------------------------------------------------------- the candidate page
@@ -189,9 +189,7 @@ def _after_write(request: HttpRequest, version: ProcedureVersion, text: str) -> 
     return redirect("reviews:version", pk=version.pk)
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def version_reject(request: HttpRequest, pk: int) -> HttpResponse:
     version = get_version_for_user(request, pk, for_="review")
     reason = posted_form(request, RejectForm, invalid="A rejection needs a reason.")["reason"]
@@ -199,9 +197,7 @@ def version_reject(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_write(request, version, f"Rejected {version}.")
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def version_review_confirm(request: HttpRequest, pk: int) -> HttpResponse:
     """A re-review that keeps an ACTIVE version: its review-by date moves on (version_review_confirm)."""
     version = get_version_for_user(request, pk, for_="approve")
@@ -209,9 +205,7 @@ def version_review_confirm(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_write(request, version, f"Reviewed {version}; next review by {version.review_by:%Y-%m-%d}.")
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def version_comment(request: HttpRequest, pk: int) -> HttpResponse:
     version = get_version_for_user(request, pk, for_="review")
     comment_create(
@@ -232,9 +226,7 @@ def _after_thread_write(request: HttpRequest, version: ProcedureVersion, text: s
     return redirect(reverse("reviews:version", kwargs={"pk": version.pk}) + "#" + anchor)
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def version_thread_create(request: HttpRequest, pk: int) -> HttpResponse:
     """Opens a thread on the whole version, a field or a step; @mentions notify."""
     version = get_version_for_user(request, pk, for_="review")
@@ -246,9 +238,7 @@ def version_thread_create(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_thread_write(request, version, f"Thread opened on {thread.anchor_label}.", f"thread-{thread.pk}")
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def thread_reply_view(request: HttpRequest, pk: int) -> HttpResponse:
     thread = get_thread_for_user(request, pk, for_="review")
     body = posted_form(request, CommentForm, invalid="A reply cannot be empty.")["body"]
@@ -256,18 +246,14 @@ def thread_reply_view(request: HttpRequest, pk: int) -> HttpResponse:
     return _after_thread_write(request, thread.version, "Reply added.", f"thread-{thread.pk}")
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def thread_resolve(request: HttpRequest, pk: int) -> HttpResponse:
     thread = get_thread_for_user(request, pk, for_="review")
     thread_set_resolved(thread=thread, user=request.user, resolved=True)
     return _after_thread_write(request, thread.version, f"Thread on {thread.anchor_label} resolved.", f"thread-{thread.pk}")
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def thread_reopen(request: HttpRequest, pk: int) -> HttpResponse:
     thread = get_thread_for_user(request, pk, for_="review")
     thread_set_resolved(thread=thread, user=request.user, resolved=False)
@@ -400,9 +386,7 @@ def version_eval_panel(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "reviews/version_detail.html#eval-panel", eval_panel_context(request, version))
 
 
-@require_POST
-@signed_in
-@refusals
+@post_action
 def version_eval_start(request: HttpRequest, pk: int) -> HttpResponse:
     version = get_version_for_user(request, pk, for_="review")
     run = evals.eval_run_start(version=version, user=request.user)
