@@ -158,6 +158,25 @@ def test_pages_read_by_keyset_follow_the_order_of_the_whole_queue(reviewer_clien
     assert walked == _expected_order(sort)
 
 
+@pytest.mark.parametrize("sort", ["group", "evidence", "oldest", "newest"])
+def test_pages_of_my_claims_follow_the_order_of_the_whole_queue(reviewer_client, reviewer, agent, intent, monkeypatch, sort):
+    """"Assigned to me" reads the person's claims in one query and cuts the page itself: walking it
+    yields exactly the queue's order restricted to the claimed candidates."""
+    from reviews.services import candidate_claim
+    from reviews.views import queue
+
+    monkeypatch.setattr(queue, "QUEUE_PAGE_SIZE", 4)
+    bulk_candidates(agent, intent, 20, prefix="refund", quarantined_every=4)
+    bulk_candidates(agent, agent.intents.get(name="order_status"), 15, prefix="order", quarantined_every=5)
+    claimed = set()
+    for number, version in enumerate(ProcedureVersion.objects.filter(status=Status.CANDIDATE).order_by("pk")):
+        if number % 3 != 1:
+            candidate_claim(version=version, user=reviewer)
+            claimed.add(version.procedure.key)
+    walked = [key for keys, _ in _walk(reviewer_client, QUEUE + f"?sort={sort}&assigned=me") for key in keys]
+    assert walked == [key for key in _expected_order(sort) if key in claimed]
+
+
 def test_a_page_after_a_candidate_that_left_the_queue_goes_on_from_its_place(reviewer_client, reviewer, agent, intent, monkeypatch):
     from library import services
     from reviews.views import queue
