@@ -176,13 +176,14 @@ class Recognizer:
     needs: str = ""
     # Only worth running on text that holds one of these lower-case words (in any case): keywords
     # every match contains, read off the pattern, checked with a substring search of the text in
-    # lower case. A necessary condition, so skipping changes nothing; texts with non-ASCII
-    # characters always run the pattern (case-insensitive patterns also fold "ſ", "K" and "ı").
+    # lower case. A necessary condition, so skipping changes nothing; texts with one of the four
+    # non-ASCII characters that case-insensitive patterns fold to ASCII ("İ", "ı", "ſ", "K")
+    # always run the pattern (_folds_like_ascii).
     words: tuple[str, ...] = ()
     # Only worth running on text where this cheap pattern matches: a part every match contains,
     # written so that the regular-expression engine can skip to its first character (the
     # recognizers start with \b or a lookbehind, which makes the engine try every position).
-    # Case-insensitive recognizers use it on ASCII texts only, like `words`.
+    # Case-insensitive recognizers use it only on texts `words` may be checked on.
     gate: re.Pattern | None = None
     # Replaces in the whole text instead of `pattern` (the session's known values).
     apply: Callable[[str], str] | None = None
@@ -399,21 +400,33 @@ _CUES = (
 _NOT_A_NAME = r"(?!(?i:" + "|".join(re.escape(w) for w in sorted(_NOT_NAMES, key=len, reverse=True)) + r")\b)"
 _PERSON_CUE = _after_cue(
     PERSON, re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"), needs="",
+    # each cue of _CUES in lower case, with the space after it where the cue cannot end in "," or "."
+    words=(
+        "name is ", "name: ", "you are ", "this is ", "i am ", "i'm ", "dear ", "thank", "hello", "hi ", "hi, ",
+        "mr ", "mr. ", "mrs", "ms ", "ms. ", "miss", "mx ", "mx. ", "dr ", "dr. ", "prof", "herr", "frau",
+        "named ", "belongs to ", "belonging to ", "on behalf of ", "signed by ", "booked for ", "addressed to ",
+        "customer ", "client ", "caller ", "patient ", "passenger ", "guest ", "member ", "traveller ", "traveler ",
+        "cardholder ", "account holder ", "subscriber ", "kunde ", "kundin ",
+    ),
     gate=re.compile(r" [A-Z]"),  # the name after the cue: a space, then a capital
+)
+# two capitalised words before a verb of contact; every match of _PERSON_VERB holds a match of this
+# (the pattern without its leading checks), which starts with a capital the engine can scan for
+_NAME_BEFORE_VERB = (
+    r"(" + _NAME_WORD + r" " + _NAME_WORD + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
+    r"messaged|contacted|complained|asked|said|says|reported|requested|mentioned|explained|confirmed|booked|ordered|"
+    r"paid|cancell?ed|visited|signed|registered|returned|called in|reached out)\b"
 )
 _PERSON_VERB = _after_cue(
     PERSON,
-    re.compile(
-        r"\b(?=[A-Z])" + _NOT_A_NAME + r"(" + _NAME_WORD + r" " + _NAME_WORD + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
-        r"messaged|contacted|complained|asked|said|says|reported|requested|mentioned|explained|confirmed|booked|ordered|"
-        r"paid|cancell?ed|visited|signed|registered|returned|called in|reached out)\b"
-    ),
+    re.compile(r"\b(?=[A-Z])" + _NOT_A_NAME + _NAME_BEFORE_VERB),
     needs="",
     words=(
         "called", "phoned", "rang", "wrote", "emailed", "e-mailed", "texted", "messaged", "contacted", "complained",
         "asked", "said", "says", "reported", "requested", "mentioned", "explained", "confirmed", "booked", "ordered",
         "paid", "cancel", "visited", "signed", "registered", "returned", "reached out",
     ),
+    gate=re.compile(_NAME_BEFORE_VERB),
 )
 NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB]
 # Recognizers whose value, once seen in a session, is redacted everywhere in it (echo). Whole-token
@@ -441,13 +454,28 @@ _ECHO_HINT_BOUNDED_RE = re.compile(r"\b(?:hi|mr|mrs|ms|miss|mx|dr|prof|herr|frau
 _TWO_CAPITALISED_RE = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
 
 
+# The only characters outside ASCII that Python's case-insensitive matching takes for an ASCII
+# character ("İ" and "ı" for i, "ſ" for s, the Kelvin sign for k; checked over all of Unicode), and
+# "İ" is the only character whose lower case has another length. A text without them matches an
+# ASCII word case-insensitively exactly where its lower case holds the word: lower() maps character
+# by character, never turns another character into ASCII, and keeps word characters word characters.
+_ASCII_FOLDS = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def _folds_like_ascii(text: str) -> bool:
+    """Case-insensitive matching of ASCII words in `text` is a substring search of text.lower():
+    true of ASCII text, and of any text without the four characters of _ASCII_FOLDS (an excerpt's
+    output cut with "…", a path with "é")."""
+    return text.isascii() or not any(char in text for char in _ASCII_FOLDS)
+
+
 def _echo_hint(text: str) -> bool:
     """_ECHO_HINT_RE.search(text) is not None."""
-    if not text.isascii():
+    if not _folds_like_ascii(text):
         return _ECHO_HINT_RE.search(text) is not None
     lowered = text.lower()
     return (
-        any(word in lowered for word in _ECHO_HINT_WORDS)
+        any(map(lowered.__contains__, _ECHO_HINT_WORDS))
         or _ECHO_HINT_BOUNDED_RE.search(lowered) is not None
         or _TWO_CAPITALISED_RE.search(text) is not None
     )
@@ -503,7 +531,8 @@ _DIGIT_RE = re.compile(r"\d")
 
 class _Features:
     """What the cheap pre-checks of the recognizers read from a text: which of "@", "=", "/" and
-    digits it has, and the text in lower case (None when it has non-ASCII characters)."""
+    digits it has, and the text in lower case (None when case-insensitive patterns may match it
+    where its lower case holds no ASCII keyword: see _folds_like_ascii)."""
 
     __slots__ = ("text", "marks", "lowered")
 
@@ -512,7 +541,7 @@ class _Features:
         self.marks = {char for char in "@=/" if char in text}
         if _DIGIT_RE.search(text):
             self.marks.add("digit")
-        self.lowered = text.lower() if text.isascii() else None
+        self.lowered = text.lower() if _folds_like_ascii(text) else None
 
 
 def _features(text: str) -> _Features:
@@ -549,7 +578,7 @@ def _runs_on(recognizer: Recognizer, features: _Features) -> bool:
     on the whole text: the pieces the recognizers later see are parts of it."""
     if recognizer.needs and recognizer.needs not in features.marks:
         return False
-    if recognizer.words and features.lowered is not None and not any(word in features.lowered for word in recognizer.words):
+    if recognizer.words and features.lowered is not None and not any(map(features.lowered.__contains__, recognizer.words)):
         return False
     if recognizer.gate is not None and (features.lowered is not None or not recognizer.pattern.flags & re.IGNORECASE):
         return recognizer.gate.search(features.text) is not None
