@@ -47,14 +47,16 @@ def breakdown(items: list) -> tuple[float, float]:
     from library.ingest.formats import ImportOptions, parse_item
     from library.ingest.store import build_excerpt, redactor_for
     from library.models import Agent
+    from library.redaction import RedactionCache
 
     started = time.perf_counter()
     sessions = [parse_item(item, fmt="mini-swe-agent", options=ImportOptions()) for item in items]
     classify = time.perf_counter() - started
     agent = Agent(name="bench", redaction_patterns=[])
     started = time.perf_counter()
+    cache = RedactionCache()  # one per batch, as sessions_store does
     for session in sessions:
-        build_excerpt(session, redactor_for(session, agent))
+        build_excerpt(session, redactor_for(session, agent, cache))
     return classify, time.perf_counter() - started
 
 

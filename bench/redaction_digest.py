@@ -34,15 +34,17 @@ def _digest(rows) -> tuple[str, int]:
     return digest.hexdigest(), count
 
 
-def _stored(items, fmt: str, options) -> list:
+def _stored(items, fmt: str, options, shared: bool) -> list:
     from library.ingest.formats import parse_item
     from library.ingest.store import build_excerpt, redactor_for, task_key_for
+    from library.redaction import RedactionCache
 
     agent = SimpleNamespace(redaction_patterns=[])  # what redactor_for reads of an Agent
+    cache = RedactionCache() if shared else None  # one per batch, as sessions_store does
     rows = []
     for item in items:
         session = parse_item(item, fmt=fmt, options=options)
-        redactor = redactor_for(session, agent)  # as _to_row does
+        redactor = redactor_for(session, agent, cache)  # as _to_row does
         redacted_task = redactor.text(session.task) if session.task else ""
         excerpt = build_excerpt(session, redactor, redacted_task=redacted_task)
         task_key = task_key_for(session, redactor, redacted_task=redacted_task)
@@ -52,6 +54,7 @@ def _stored(items, fmt: str, options) -> list:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--no-cache", action="store_true", help="redact each session on its own (no RedactionCache shared by the sessions)")
     parser.add_argument("--show", action="store_true", help="write the rows of each corpus to /tmp/redaction_digest_<corpus>.jsonl")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")
@@ -69,10 +72,10 @@ def main() -> None:
     corpora = {}
     started = time.perf_counter()
     outcomes = outcomes_from_results(json.loads(RESULTS.read_text()))
-    corpora["coding"] = _stored(plain_parse(), "mini-swe-agent", ImportOptions(outcomes=outcomes))
+    corpora["coding"] = _stored(plain_parse(), "mini-swe-agent", ImportOptions(outcomes=outcomes), not args.no_cache)
     airline = json.loads((TAUBENCH_DIR / "gpt-4o-airline.json").read_text())
-    corpora["airline"] = _stored(airline, "auto", ImportOptions(intent_from="taubench-actions"))
-    corpora["retail"] = _stored(retail_sessions(TAUBENCH_DIR), "openai", ImportOptions(intent_from="taubench-actions"))
+    corpora["airline"] = _stored(airline, "auto", ImportOptions(intent_from="taubench-actions"), not args.no_cache)
+    corpora["retail"] = _stored(retail_sessions(TAUBENCH_DIR), "openai", ImportOptions(intent_from="taubench-actions"), not args.no_cache)
     shapes = Redactor()
     for name, corpus in (("texts-airline", taubench_corpus(TAUBENCH_DIR)), ("texts-synthetic", synthetic_corpus(TAUBENCH_DIR))):
         redactors: dict[int, Redactor] = {}

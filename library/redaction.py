@@ -255,7 +255,14 @@ def _caps_code(match: re.Match) -> str | None:
 
 _DATE = r"(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*,? \d{4})"
 _STREET_SUFFIX = r"(?:street|st|avenue|ave|road|rd|drive|dr|lane|ln|boulevard|blvd|way|court|ct|place|pl|terrace|parkway|pkwy|circle|cir|highway|hwy|square|sq|close|crescent|row|walk|gardens|hill)"
-_DE_STREET = r"(?:straße|strasse|str\.|weg|gasse|platz|allee|ring|damm|ufer|chaussee|steig|pfad)"
+_DE_STREET_WORDS = ("straße", "strasse", "str.", "weg", "gasse", "platz", "allee", "ring", "damm", "ufer", "chaussee", "steig", "pfad")
+_DE_STREET_NAMES = ("Straße", "Strasse", "Str.", "Weg", "Gasse", "Platz", "Allee", "Ring", "Damm", "Ufer")
+_DE_STREET = "(?:" + "|".join(map(re.escape, _DE_STREET_WORDS)) + ")"
+# A street word, an optional space, a digit — as a digit with the street word behind it, so that the
+# engine only stops at digits (an alternation of words is tried at every position).
+_DE_STREET_NUMBER_GATE = re.compile(
+    r"\d(?:" + "|".join(f"(?<={re.escape(word)}{space}\d)" for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES) for space in ("", " ")) + ")"
+)
 _NAME_WORD = r"[A-Z](?:[a-z]+|'[A-Z][a-z]+)(?:-[A-Z][a-z]+)?"
 
 # Query strings of HTTP-style calls: `Patient?name=John%20Smith&birthdate=1970-01-01`.
@@ -328,11 +335,11 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
     Recognizer(
         "address",
         re.compile(
-            r"(?:\b[A-ZÄÖÜ][a-zäöüß]+[ \-])?\b[A-ZÄÖÜ][a-zäöüß]*(?:" + _DE_STREET + r"|[ \-](?:Straße|Strasse|Str\.|Weg|Gasse|Platz|Allee|Ring|Damm|Ufer))"
+            r"(?:\b[A-ZÄÖÜ][a-zäöüß]+[ \-])?\b[A-ZÄÖÜ][a-zäöüß]*(?:" + _DE_STREET + r"|[ \-](?:" + "|".join(map(re.escape, _DE_STREET_NAMES)) + "))"
             r" ?\d{1,4}(?: ?[a-z]\b)?(?:,? \d{5}(?: [A-ZÄÖÜ][a-zäöüß]+(?:[ \-][A-ZÄÖÜ][a-zäöüß]+)?)?)?"
         ),
         needs="digit",
-        gate=re.compile(_DE_STREET + r" ?\d|(?:Straße|Strasse|Str\.|Weg|Gasse|Platz|Allee|Ring|Damm|Ufer) ?\d"),
+        gate=_DE_STREET_NUMBER_GATE,
     ),
     Recognizer(
         "address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit",
@@ -402,8 +409,9 @@ _PERSON_CUE = _after_cue(
     PERSON, re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"), needs="",
     # each cue of _CUES in lower case, with the space after it where the cue cannot end in "," or "."
     words=(
-        "name is ", "name: ", "you are ", "this is ", "i am ", "i'm ", "dear ", "thank", "hello", "hi ", "hi, ",
-        "mr ", "mr. ", "mrs", "ms ", "ms. ", "miss", "mx ", "mx. ", "dr ", "dr. ", "prof", "herr", "frau",
+        "name is ", "name: ", "you are ", "this is ", "i am ", "i'm ", "dear ", "thank ", "thank, ", "thanks ", "thanks, ",
+        "hello ", "hello, ", "hi ", "hi, ", "mr ", "mr. ", "mrs ", "mrs. ", "ms ", "ms. ", "miss ", "miss. ", "mx ", "mx. ",
+        "dr ", "dr. ", "prof ", "prof. ", "herr ", "herr. ", "frau ", "frau. ",
         "named ", "belongs to ", "belonging to ", "on behalf of ", "signed by ", "booked for ", "addressed to ",
         "customer ", "client ", "caller ", "patient ", "passenger ", "guest ", "member ", "traveller ", "traveler ",
         "cardholder ", "account holder ", "subscriber ", "kunde ", "kundin ",
@@ -576,18 +584,49 @@ def _or_original(replaced: str | None, match: re.Match) -> str:
 def _runs_on(recognizer: Recognizer, features: _Features) -> bool:
     """False when the text cannot hold a match (a necessary feature or keyword is missing). Checked
     on the whole text: the pieces the recognizers later see are parts of it."""
-    if recognizer.needs and recognizer.needs not in features.marks:
-        return False
-    if recognizer.words and features.lowered is not None and not any(map(features.lowered.__contains__, recognizer.words)):
-        return False
-    if recognizer.gate is not None and (features.lowered is not None or not recognizer.pattern.flags & re.IGNORECASE):
-        return recognizer.gate.search(features.text) is not None
-    return True
+    return bool(_select((recognizer,), features))
+
+
+def _select(recognizers: Iterable[Recognizer], features: _Features) -> list[Recognizer]:
+    """The recognizers that run on the text (_runs_on of each, in one loop: it runs for every
+    recognizer on every text redacted)."""
+    marks, lowered, text = features.marks, features.lowered, features.text
+    selected = []
+    for recognizer in recognizers:
+        if recognizer.needs and recognizer.needs not in marks:
+            continue
+        if recognizer.words and lowered is not None and not any(map(lowered.__contains__, recognizer.words)):
+            continue
+        gate = recognizer.gate
+        if gate is not None and (lowered is not None or not recognizer.pattern.flags & re.IGNORECASE) and gate.search(text) is None:
+            continue
+        selected.append(recognizer)
+    return selected
 
 
 _NO_PATTERN = re.compile(r"(?!)")
 _HANDLE_RE = re.compile(r"^([a-z]+)_([a-z]+)_\d+$")
 _EMAIL_NAME_RE = re.compile(r"^([a-z]+)[._]([a-z]+)\d*@", re.IGNORECASE)
+
+
+class RedactionCache:
+    """What redaction computed from a text alone, shared by the redactors of one batch of sessions
+    (an import, an API request): the same command, output or task recurs across sessions.
+
+    - `findings`: text → the (value, label) pairs `_collect_from_text` adds for it, in order — a
+      function of the text only;
+    - `redacted`: text → the text redacted by the built-in rules with no known value — what any
+      redactor without agent patterns or kept words makes of a text in which none of its known
+      values occurs (see Redactor.text).
+    Bounded: past MAX_ENTRIES a map takes nothing more (a cache miss only costs the work)."""
+
+    MAX_ENTRIES = 50_000
+
+    __slots__ = ("findings", "redacted")
+
+    def __init__(self) -> None:
+        self.findings: dict[str, tuple[tuple[str, str], ...]] = {}
+        self.redacted: dict[str, str] = {}
 
 
 @dataclass
@@ -597,6 +636,8 @@ class KnownValues:
     values: dict[str, str] = field(default_factory=dict)
     # texts already read for values (a session's strings are read once, by structure and as text)
     read: set[str] = field(default_factory=set, compare=False, repr=False)
+    # what texts gave across sessions (RedactionCache.findings), or None
+    cache: RedactionCache | None = field(default=None, compare=False, repr=False)
 
     def add(self, value: Any, label: str) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -680,29 +721,44 @@ def _collect_from_text(text: str, known: KnownValues) -> None:
     if len(text) < 6 or text in known.read:
         return
     known.read.add(text)
+    cache = known.cache
+    if cache is None:
+        _find_in_text(text, known.add)
+        return
+    findings = cache.findings.get(text)
+    if findings is None:
+        found: list[tuple[str, str]] = []
+        _find_in_text(text, lambda value, label: found.append((value, label)))
+        findings = tuple(found)
+        if len(cache.findings) < cache.MAX_ENTRIES:
+            cache.findings[text] = findings
+    for value, label in findings:
+        known.add(value, label)
+
+
+def _find_in_text(text: str, add: Callable[[Any, str], None]) -> None:
+    """Calls `add(value, label)` for each value `text` puts in a personal position, in order."""
     if "=" in text:
         for match in _QUERY_PARAM_RE.finditer(text):
             key = _normalise_key(match.group(1).split(":", 1)[0])
             label = _key_label(key) or ("address" if key.startswith("address") else None) or (PERSON if key == "name" else None)
             if label is not None and match.group(2):
                 decoded = unquote_plus(match.group(2))
-                known.add(decoded, label)
+                add(decoded, label)
                 if label == PERSON and "," in decoded:
                     for part in decoded.split(","):
-                        known.add(part, label)
+                        add(part, label)
     # Most strings in tool results (flight numbers, dates, cities) have no cue at all: one search
     # rules them out before the recognizers run.
     if " " not in text or not _echo_hint(text):
         return
     features = _features(text)
     recognizers = _ECHOED_SHAPES + (NAME_RECOGNIZERS if _CAPITAL_RE.search(text) else [])
-    for recognizer in recognizers:
-        if not _runs_on(recognizer, features):
-            continue
+    for recognizer in _select(recognizers, features):
         for match in recognizer.pattern.finditer(text):
             if recognizer.replace is not None and recognizer.replace(match) is None:
                 continue
-            known.add(match.group(recognizer.group), recognizer.label)
+            add(match.group(recognizer.group), recognizer.label)
 
 
 class Redactor:
@@ -714,9 +770,10 @@ class Redactor:
         agent_patterns: Iterable[Mapping[str, Any]] | None = None,
         known: KnownValues | None = None,
         keep: Iterable[str] = (),
+        cache: RedactionCache | None = None,
     ):
         """`keep`: words never redacted, such as the agent's tool names in a drafted step
-        (`s3Upload` has the shape of an id)."""
+        (`s3Upload` has the shape of an id). `cache`: shared with the other sessions of a batch."""
         self.agent_recognizers = compile_agent_patterns(agent_patterns)
         self._keep = sorted({word for word in keep if isinstance(word, str) and len(word) >= 3}, key=len, reverse=True)
         self.known = known or KnownValues()
@@ -725,6 +782,21 @@ class Redactor:
         self._by_length = sorted(self._lowered, key=len, reverse=True)
         self._known_recognizer = Recognizer("known", _NO_PATTERN, apply=self._replace_known)
         self._cache: dict[str, str] = {}
+        # texts redacted by the built-in rules alone, shared across sessions: only a redactor whose
+        # own additions (agent patterns, kept words) are empty may read or fill it
+        self._shared = cache.redacted if cache is not None and not self.agent_recognizers and not self._keep else None
+
+    def _shareable(self, text: str) -> bool:
+        """True when no known value of the session occurs in `text`: then the known values change
+        nothing (the recognizers only ever see parts of the text), and the text redacts as it would
+        in any session. Decided for ASCII text only, where parts of the text in lower case are
+        parts of the text's lower case."""
+        if not self._by_length:
+            return True
+        if not text.isascii():
+            return False
+        lowered = text.lower()
+        return not any(map(lowered.__contains__, self._by_length))
 
     def text(self, text: str) -> str:
         if not text:
@@ -732,6 +804,15 @@ class Redactor:
         cached = self._cache.get(text)
         if cached is not None:
             return cached
+        if self._shared is not None and self._shareable(text):
+            redacted = self._shared.get(text)
+            if redacted is None:
+                redacted = self._redact(text)
+                if len(self._shared) < RedactionCache.MAX_ENTRIES:
+                    self._shared[text] = redacted
+            if len(self._cache) < 4096:
+                self._cache[text] = redacted
+            return redacted
         kept = [word for word in self._keep if word in text]
         if kept:
             # kept words stand in as placeholders (which no rule touches) and come back after
@@ -753,12 +834,12 @@ class Redactor:
         # known first name never splits "mia.li3818@example.com" into "{{person_name}}.li3818@…";
         # then the session's known values (their own placeholders), then id shapes, then names.
         features = _features(text)
-        chain = [*self.agent_recognizers, *(r for r in BUILTIN_RECOGNIZERS if _runs_on(r, features))]
+        chain = [*self.agent_recognizers, *_select(BUILTIN_RECOGNIZERS, features)]
         if self._by_length:
             chain.append(self._known_recognizer)
-        chain.extend(r for r in SHAPE_RECOGNIZERS if _runs_on(r, features))
+        chain.extend(_select(SHAPE_RECOGNIZERS, features))
         if _CAPITAL_RE.search(text):
-            chain.extend(r for r in NAME_RECOGNIZERS if _runs_on(r, features))
+            chain.extend(_select(NAME_RECOGNIZERS, features))
         if "{{" in text:
             return "".join(piece if is_placeholder else _run_chain(chain, piece) for is_placeholder, piece in _split_placeholders(text))
         return _run_chain(chain, text)
@@ -842,15 +923,17 @@ def harvest_names(texts: Iterable[str], known: KnownValues) -> KnownValues:
 
 
 def redactor_for_session(
-    *, structured: Iterable[Any], texts: Iterable[str] = (), agent_patterns: Iterable[Mapping[str, Any]] | None = None
+    *, structured: Iterable[Any], texts: Iterable[str] = (), agent_patterns: Iterable[Mapping[str, Any]] | None = None,
+    cache: RedactionCache | None = None,
 ) -> Redactor:
     """A redactor that knows the personal values of one session: those its structured data (args,
-    tool results) holds in personal positions, and those its texts introduce with a cue."""
-    known = KnownValues()
+    tool results) holds in personal positions, and those its texts introduce with a cue. `cache`:
+    shared by the sessions of one batch (RedactionCache); the result is the same without it."""
+    known = KnownValues(cache=cache)
     for item in structured:
         collect_known_values(item, known)
     harvest_names(texts, known)
-    return Redactor(agent_patterns=agent_patterns, known=known)
+    return Redactor(agent_patterns=agent_patterns, known=known, cache=cache)
 
 
 def strings_in(data: Any) -> Iterator[str]:

@@ -146,37 +146,16 @@ def _tokens(part: str) -> list[str]:
     return words
 
 
+# One simple command and the operator after it: quoted strings (to their closing quote, or to the end
+# when unclosed; a backslash escapes inside double quotes only), a backslash and the character after
+# it, any other character but the operators (a lone "&" included), then &&, ||, |, ; or a newline.
+_SIMPLE_COMMAND_RE = re.compile(r"""((?:'[^']*'?|"(?:[^"\\]|\\[\s\S]?)*"?|\\[\s\S]?|[^'"\\;\n|&]|&(?!&))*)(?:&&|\|\|?|[;\n]|\Z)""")
+
+
 def split_command(command: str) -> list[str]:
     """The simple commands of a shell line, split at &&, ||, ;, | and newlines outside quotes."""
-    parts: list[str] = []
-    current: list[str] = []
-    quote = ""
-    i = 0
-    while i < len(command):
-        ch = command[i]
-        if quote:
-            current.append(ch)
-            if ch == quote:
-                quote = ""
-            elif ch == "\\" and quote == '"' and i + 1 < len(command):
-                current.append(command[i + 1])
-                i += 1
-        elif ch in "'\"":
-            quote = ch
-            current.append(ch)
-        elif ch == "\\" and i + 1 < len(command):
-            current.append(command[i : i + 2])
-            i += 1
-        elif ch in ";\n" or (ch in "&|" and command[i : i + 2] in ("&&", "||")) or (ch == "|" ):
-            if command[i : i + 2] in ("&&", "||"):
-                i += 1
-            parts.append("".join(current))
-            current = []
-        else:
-            current.append(ch)
-        i += 1
-    parts.append("".join(current))
-    return [p.strip() for p in parts if p.strip()]
+    parts = (match.group(1).strip() for match in _SIMPLE_COMMAND_RE.finditer(command))
+    return [part for part in parts if part]
 
 
 def _redirect_target(tokens: list[str]) -> str:

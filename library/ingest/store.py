@@ -18,7 +18,7 @@ from django.utils import timezone
 from .. import safe_json
 from ..mining.skeletons import is_safe_literal
 from ..models import Agent, AgentSession, Intent
-from ..redaction import Redactor, redactor_for_session, strings_in
+from ..redaction import RedactionCache, Redactor, redactor_for_session, strings_in
 from .formats import SessionIn
 
 EXCERPT_CALLS = 40
@@ -102,12 +102,13 @@ def build_excerpt(session: SessionIn, redactor: Redactor, *, redacted_task: str 
     return excerpt
 
 
-def redactor_for(session: SessionIn, agent: Agent) -> Redactor:
+def redactor_for(session: SessionIn, agent: Agent, cache: RedactionCache | None = None) -> Redactor:
+    """The session's redactor; `cache` is shared by the sessions of one batch (same result without)."""
     structured: list[Any] = [call["args"] for call in session.tool_calls]
     structured.extend(call["result"] for call in session.tool_calls if call.get("result") is not None)
     structured.extend(session.structured)
     texts = [session.task, session.reply, *strings_in([call["args"] for call in session.tool_calls])]
-    return redactor_for_session(structured=structured, texts=texts, agent_patterns=agent.redaction_patterns)
+    return redactor_for_session(structured=structured, texts=texts, agent_patterns=agent.redaction_patterns, cache=cache)
 
 
 def raw_retention_days() -> int:
@@ -125,8 +126,10 @@ def task_key_for(session: SessionIn, redactor: Redactor, *, redacted_task: str |
     return "request:" + hashlib.sha256(redacted.encode("utf-8")).hexdigest()[:32]
 
 
-def _to_row(agent: Agent, session: SessionIn, intent_ids: dict[str, int], keep_raw: bool) -> AgentSession:
-    redactor = redactor_for(session, agent)
+def _to_row(
+    agent: Agent, session: SessionIn, intent_ids: dict[str, int], keep_raw: bool, cache: RedactionCache | None = None
+) -> AgentSession:
+    redactor = redactor_for(session, agent, cache)
     redacted_task = redactor.text(session.task) if session.task else ""  # once, for the excerpt and the task key
     excerpt = build_excerpt(session, redactor, redacted_task=redacted_task)
     return AgentSession(
@@ -196,7 +199,8 @@ def sessions_store(*, agent: Agent, sessions: list[SessionIn]) -> StoreResult:
         fresh = [s for sid, s in unique.items() if sid not in existing]
         result.duplicate.extend(sid for sid in unique if sid in existing)
         intent_ids = intents_ensure(agent=agent, names={s.intent for s in fresh if s.intent})
-        rows = [_to_row(agent, s, intent_ids, keep_raw) for s in fresh]
+        cache = RedactionCache()  # commands, outputs and requests recur across the sessions of a batch
+        rows = [_to_row(agent, s, intent_ids, keep_raw, cache) for s in fresh]
         for start in range(0, len(rows), INSERT_BATCH):
             _insert_sessions(rows[start : start + INSERT_BATCH])
         result.stored.extend(s.session_id for s in fresh)
