@@ -182,11 +182,14 @@ class Recognizer:
     words: tuple[str, ...] = ()
     # Only worth running on text where this cheap pattern matches: a part every match contains,
     # written so that the regular-expression engine can skip to its first character (the
-    # recognizers start with \b or a lookbehind, which makes the engine try every position).
+    # recognizers start with \b or a lookbehind, which makes the engine try every position): a
+    # rare literal first, what precedes it as a lookbehind (`-(?<=\d{3}-)\d{2}-\d{4}` for SSNs).
     # Case-insensitive recognizers use it only on texts `words` may be checked on.
     gate: re.Pattern | None = None
     # Replaces in the whole text instead of `pattern` (the session's known values).
     apply: Callable[[str], str] | None = None
+    # Any other necessary condition, read off the text's features (after `needs`, `words`, `gate`).
+    check: Callable[["_Features"], bool] | None = None
 
 
 def _keep_prefix(group: int, label: str) -> Callable[[re.Match], str]:
@@ -194,11 +197,14 @@ def _keep_prefix(group: int, label: str) -> Callable[[re.Match], str]:
 
 
 def _after_cue(
-    label: str, pattern: re.Pattern, *, needs: str = "digit", replace=None, words: tuple[str, ...] = (), gate: re.Pattern | None = None
+    label: str, pattern: re.Pattern, *, needs: str = "digit", replace=None, words: tuple[str, ...] = (), gate: re.Pattern | None = None,
+    check: Callable[["_Features"], bool] | None = None,
 ) -> Recognizer:
     """A value announced by a cue ("passport no. X", "zip 12345", "customer Jane Doe"): group 1 is the
     value and is replaced by the placeholder; the cue stays."""
-    return Recognizer(label, pattern, replace=replace or _keep_prefix(1, label), group=1, needs=needs, words=words, gate=gate)
+    return Recognizer(
+        label, pattern, replace=replace or _keep_prefix(1, label), group=1, needs=needs, words=words, gate=gate, check=check
+    )
 
 
 def _card(match: re.Match) -> str | None:
@@ -295,17 +301,17 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=lambda m: m.group(0)[: m.start(3) - m.start(0)] + "{{secret}}",
         words=("api", "token", "secret", "passw", "pwd"),
     ),
-    Recognizer("query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="=", gate=re.compile(r"[\w.\-:]=")),
+    Recognizer("query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="=", gate=re.compile(r"=(?<=[\w.\-:]=)")),
     Recognizer("email_address", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs="@"),
-    Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"), needs="digit", gate=re.compile(r"[A-Z]{2}\d{2}")),
+    Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"), needs="digit", gate=re.compile(r"\d(?<=[A-Z]{2}\d)\d")),
     Recognizer(
         "card_number", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), replace=_card, needs="digit",
         gate=re.compile(r"\d(?:[ -]?\d){12}"),
     ),
-    Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), needs="digit", gate=re.compile(r"\d{3}-\d{2}-\d{4}")),
+    Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), needs="digit", gate=re.compile(r"-(?<=\d{3}-)\d{2}-\d{4}")),
     Recognizer(
         "ip_address", re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"), needs="digit",
-        gate=re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d"),
+        gate=re.compile(r"\.(?<=\d\.)\d{1,3}\.\d{1,3}\.\d"),
     ),
     _after_cue(
         BIRTH,
@@ -372,7 +378,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         needs="digit",
         words=("card_", "certificate_", "paypal_", "bank_account_", "pm_"),
     ),
-    Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit", gate=re.compile(r"[a-z]_\d{3}")),
+    Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit", gate=re.compile(r"_(?<=[a-z]_)\d{3}")),
     Recognizer(
         "patient_id",
         re.compile(r"\b(Patient|Person|RelatedPerson|Practitioner)/([A-Za-z0-9\-.]{1,64})"),
@@ -405,18 +411,32 @@ _CUES = (
 # Names the text introduces: after a cue ("Customer Anna Schmidt"), or two capitalised words before
 # a verb of contact ("John Smith called").
 _NOT_A_NAME = r"(?!(?i:" + "|".join(re.escape(w) for w in sorted(_NOT_NAMES, key=len, reverse=True)) + r")\b)"
+# Each cue of _CUES in lower case with the space after it (a cue that may end in "," or "." once
+# with and once without): what the text in lower case holds right before the name.
+_CUE_WORDS = (
+    "name is ", "name: ", "you are ", "this is ", "i am ", "i'm ", "dear ", "thank ", "thank, ", "thanks ", "thanks, ",
+    "thank you, ", "hello ", "hello, ", "hi ", "hi, ", "mr ", "mr. ", "mrs ", "mrs. ", "ms ", "ms. ", "miss ", "miss. ",
+    "mx ", "mx. ", "dr ", "dr. ", "prof ", "prof. ", "herr ", "herr. ", "frau ", "frau. ", "named ", "belongs to ",
+    "belonging to ", "on behalf of ", "signed by ", "booked for ", "addressed to ", "customer ", "client ", "caller ",
+    "patient ", "passenger ", "guest ", "member ", "traveller ", "traveler ", "cardholder ", "account holder ",
+    "subscriber ", "kunde ", "kundin ",
+)
+_SPACE_CAPITAL_RE = re.compile(r" [A-Z]")
+
+
+def _cue_before_capital(features: _Features) -> bool:
+    """A cue word right before a space and a capital: every match of _PERSON_CUE has one. One
+    `endswith` per space-capital instead of a substring search per cue word."""
+    lowered = features.lowered
+    if lowered is None:
+        return True
+    return any(lowered.endswith(_CUE_WORDS, 0, match.start() + 1) for match in _SPACE_CAPITAL_RE.finditer(features.text))
+
+
 _PERSON_CUE = _after_cue(
     PERSON, re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"), needs="",
-    # each cue of _CUES in lower case, with the space after it where the cue cannot end in "," or "."
-    words=(
-        "name is ", "name: ", "you are ", "this is ", "i am ", "i'm ", "dear ", "thank ", "thank, ", "thanks ", "thanks, ",
-        "hello ", "hello, ", "hi ", "hi, ", "mr ", "mr. ", "mrs ", "mrs. ", "ms ", "ms. ", "miss ", "miss. ", "mx ", "mx. ",
-        "dr ", "dr. ", "prof ", "prof. ", "herr ", "herr. ", "frau ", "frau. ",
-        "named ", "belongs to ", "belonging to ", "on behalf of ", "signed by ", "booked for ", "addressed to ",
-        "customer ", "client ", "caller ", "patient ", "passenger ", "guest ", "member ", "traveller ", "traveler ",
-        "cardholder ", "account holder ", "subscriber ", "kunde ", "kundin ",
-    ),
-    gate=re.compile(r" [A-Z]"),  # the name after the cue: a space, then a capital
+    gate=_SPACE_CAPITAL_RE,  # the name after the cue: a space, then a capital
+    check=_cue_before_capital,
 )
 # two capitalised words before a verb of contact; every match of _PERSON_VERB holds a match of this
 # (the pattern without its leading checks), which starts with a capital the engine can scan for
@@ -429,12 +449,7 @@ _PERSON_VERB = _after_cue(
     PERSON,
     re.compile(r"\b(?=[A-Z])" + _NOT_A_NAME + _NAME_BEFORE_VERB),
     needs="",
-    words=(
-        "called", "phoned", "rang", "wrote", "emailed", "e-mailed", "texted", "messaged", "contacted", "complained",
-        "asked", "said", "says", "reported", "requested", "mentioned", "explained", "confirmed", "booked", "ordered",
-        "paid", "cancel", "visited", "signed", "registered", "returned", "reached out",
-    ),
-    gate=re.compile(_NAME_BEFORE_VERB),
+    gate=re.compile(_NAME_BEFORE_VERB),  # holds the verbs: cheaper than looking for each verb
 )
 NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB]
 # Recognizers whose value, once seen in a session, is redacted everywhere in it (echo). Whole-token
@@ -599,6 +614,8 @@ def _select(recognizers: Iterable[Recognizer], features: _Features) -> list[Reco
             continue
         gate = recognizer.gate
         if gate is not None and (lowered is not None or not recognizer.pattern.flags & re.IGNORECASE) and gate.search(text) is None:
+            continue
+        if recognizer.check is not None and not recognizer.check(features):
             continue
         selected.append(recognizer)
     return selected
