@@ -4,7 +4,8 @@ nothing (docs/redaction.md): run it before and after, the digests must be equal.
     .venv/bin/python -m bench.redaction_digest [--show]
 
 No database. Per session, what ingest stores from the redactor (library/ingest/store.py `_to_row`):
-the redacted excerpt, the task key and the session's known values — for the 231 SWE-bench coding
+the redacted excerpt, the task key and the session's known values, and the parsed tool calls
+(activities and targets of the coding sessions) — for the 231 SWE-bench coding
 sessions (mini-swe-agent), the 200 tau-bench airline sessions and the 228 retail sessions the
 tau-bench tests build; plus every text of bench/redaction_compare.py's two labelled corpora through
 a shape-only redactor and through the session's redactor (echo). One sha256 per corpus.
@@ -48,7 +49,7 @@ def _stored(items, fmt: str, options, shared: bool) -> list:
         redacted_task = redactor.text(session.task) if session.task else ""
         excerpt = build_excerpt(session, redactor, redacted_task=redacted_task)
         task_key = task_key_for(session, redactor, redacted_task=redacted_task)
-        rows.append([session.session_id, task_key, excerpt, sorted(redactor.known.values.items())])
+        rows.append([session.session_id, task_key, excerpt, sorted(redactor.known.values.items()), session.tool_calls, session.skeleton])
     return rows
 
 

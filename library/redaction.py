@@ -34,9 +34,10 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 from urllib.parse import unquote_plus
 
 PLACEHOLDER_RE = re.compile(r"\{\{[a-z_]+\}\}")
@@ -129,7 +130,14 @@ def _is_personal_object(mapping: Mapping, parent_key: str) -> bool:
     resource = mapping.get("resourceType")
     if isinstance(resource, str) and resource.lower() in _FHIR_PERSON_RESOURCES:
         return True
-    for raw_key in mapping:
+    return _has_personal_key(tuple(mapping))
+
+
+@lru_cache(maxsize=4096)
+def _has_personal_key(keys: tuple) -> bool:
+    """Whether one of an object's keys is a personal field (objects of the same keys recur: every
+    tool call of an agent has the same argument names)."""
+    for raw_key in keys:
         key = _normalise_key(str(raw_key))
         if key not in ("id", "name") and PII_KEYS.get(key) in (PERSON, BIRTH, "email_address", "phone_number", "address", "user_id", "ssn", "national_id"):
             return True
@@ -686,7 +694,7 @@ class KnownValues:
 
 
 def _parse_json_string(data: str) -> Any:
-    if data[:1] in "{[" and data[-1:] in "}]":
+    if data[:1] in "{[" and data[-1:] in "}]" and not data.startswith("{{"):  # "{{source_file}}" is no JSON
         try:
             return json.loads(data)
         except ValueError:

@@ -69,6 +69,9 @@ def _path(where: Any) -> str:
 
 def check(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> None:
     """Raises JsonRefused for the first value that cannot be stored. Iterative: any depth is safe."""
+    if _storable(value, max_depth):
+        return
+    # something is wrong: walk again, keeping track of where, to say what and where
     stack: list[tuple[Any, Any, int]] = [(value, path, 0)]
     while stack:
         item, where, depth = stack.pop()
@@ -99,6 +102,45 @@ def check(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> None:
                 stack.append((child, (where, index), depth + 1))
         else:  # pragma: no cover - from_json yields only the types above
             raise JsonRefused(f"has an unexpected type {type(item).__name__}", _path(where))
+
+
+def _storable(value: Any, max_depth: int) -> bool:
+    """True when `check` finds nothing (False may also mean: let `check` walk it). Level by level,
+    without the places' paths: an imported trajectory has hundreds of thousands of values."""
+    level = [value]
+    depth = 0
+    while level:
+        following: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is str:
+                if "\x00" in item or (not item.isascii() and text_problem(item)):
+                    return False
+            elif kind is dict:
+                if depth >= max_depth:
+                    return False
+                try:
+                    keys = "".join(item)
+                except TypeError:
+                    return False
+                if "\x00" in keys or (not keys.isascii() and text_problem(keys)):
+                    return False
+                following.extend(item.values())
+            elif kind is list:
+                if depth >= max_depth:
+                    return False
+                following.extend(item)
+            elif kind is int:
+                if not INT_MIN <= item <= INT_MAX:
+                    return False
+            elif kind is float:
+                if not math.isfinite(item):
+                    return False
+            elif item is not None and kind is not bool:
+                return False
+        level = following
+        depth += 1
+    return True
 
 
 def parse(data: bytes | str, *, check_values: bool = True, max_depth: int = MAX_DEPTH) -> Any:

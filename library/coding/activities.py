@@ -142,6 +142,9 @@ def _tokens(part: str) -> list[str]:
         word = match.group(0)
         if word.startswith("#"):
             break
+        if not ("'" in word or '"' in word or "\\" in word):  # nothing to unquote
+            words.append(word)
+            continue
         words.append(re.sub(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""", lambda m: m.group(1) if m.group(1) is not None else (m.group(2) if m.group(2) is not None else m.group(3)), word))
     return words
 

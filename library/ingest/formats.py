@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from datetime import timezone as dt_timezone
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -720,9 +721,12 @@ def outcomes_from_results(data: Any) -> dict[str, bool]:
     raise ValueError('not an outcome file: expected {"instances": [{"instance_id", "resolved"}]}, {"resolved": [ids]} or {id: true|false}')
 
 
-_BASH_BLOCK_RE = re.compile(r"```bash\s*\n(.*?)\n```", re.S)  # as mini-swe-agent reads its actions
+# As mini-swe-agent reads its actions (```bash\s*\n(.*?)\n```) and the outputs in its replies
+# (<output>\n?(.*?)</output>), the lazy (.*?) unrolled: the engine runs through a line, or to the
+# next "<", instead of trying the end marker after every character (outputs are up to megabytes).
+_BASH_BLOCK_RE = re.compile(r"```bash\s*\n([^\n]*(?:\n(?!```)[^\n]*)*)\n```")
 _RETURNCODE_RE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
-_OUTPUT_RE = re.compile(r"<output(?:_head|_tail)?>\n?(.*?)</output(?:_head|_tail)?>", re.S)
+_OUTPUT_RE = re.compile(r"<output(?:_head|_tail)?>\n?([^<]*(?:<(?!/output(?:_head|_tail)?>)[^<]*)*)</output(?:_head|_tail)?>")
 _PR_RE = re.compile(r"<pr_description>(.*?)</pr_description>", re.S)
 
 

@@ -7,9 +7,10 @@ from __future__ import annotations
 import hashlib
 import re
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
