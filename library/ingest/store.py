@@ -65,6 +65,9 @@ def result_summary(result: Any, redactor: Redactor) -> dict[str, Any]:
     return summary
 
 
+_KEPT_AS_IS = (str, int, float, bool, type(None))
+
+
 def build_excerpt(session: SessionIn, redactor: Redactor, *, redacted_task: str | None = None) -> list[dict[str, Any]]:
     """What a reviewer may read of a session: the opening request, the tool calls with redacted
     arguments and a summary of their results (result_summary: enum-like values only), and the last
@@ -78,7 +81,8 @@ def build_excerpt(session: SessionIn, redactor: Redactor, *, redacted_task: str 
         if isinstance(value, str):
             return short(value, limit)
         if isinstance(value, Mapping):
-            return {k: short_args(v, limit) for k, v in value.items()}
+            # a short string or a number stays as it is: no call for each (every command has 8 arguments)
+            return {k: v if type(v) in _KEPT_AS_IS and (type(v) is not str or len(v) <= limit) else short_args(v, limit) for k, v in value.items()}
         if isinstance(value, list):
             return [short_args(v, limit) for v in value[:20]]
         return value
