@@ -275,7 +275,7 @@ _DE_STREET = "(?:" + "|".join(map(re.escape, _DE_STREET_WORDS)) + ")"
 # A street word, an optional space, a digit — as a digit with the street word behind it, so that the
 # engine only stops at digits (an alternation of words is tried at every position).
 _DE_STREET_NUMBER_GATE = re.compile(
-    r"\d(?:" + "|".join(f"(?<={re.escape(word)}{space}\d)" for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES) for space in ("", " ")) + ")"
+    r"\d(?:" + "|".join(f"(?<={re.escape(word)}{space}\\d)" for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES) for space in ("", " ")) + ")"
 )
 _NAME_WORD = r"[A-Z](?:[a-z]+|'[A-Z][a-z]+)(?:-[A-Z][a-z]+)?"
 

@@ -89,3 +89,21 @@ def test_the_json_layer_keeps_what_can_be_stored():
     value = {"a": [1, -2**63, 2.5, "😀", None, True, {"b": "ü"}]}
     assert parse(json.dumps(value, ensure_ascii=False).encode()) == value
     check([[[[]]]], max_depth=4)
+
+
+@pytest.mark.parametrize(
+    "value, where, message",
+    [
+        (["ok", "a\ud800"], "[1]", "lone surrogate"),
+        ({"k\ud800": 1}, "", "key that contains a lone surrogate"),
+        ({"a": [{"b": "x\x00"}]}, "a[0].b", "NUL"),
+        ({"a": {"b": float("nan")}}, "a.b", "finite"),
+        ({"a": [1, 2**63]}, "a[1]", "64-bit"),
+        ([[[[[]]]]], "[0][0][0][0]", "deeper than 4"),
+    ],
+)
+def test_the_check_of_parsed_values_says_what_and_where(value, where, message):
+    # the fast walk finds that something is wrong; the walk that keeps paths names it
+    with pytest.raises(JsonRefused, match=message) as excinfo:
+        check(value, max_depth=4)
+    assert excinfo.value.path == where

@@ -104,3 +104,22 @@ def test_every_command_of_the_231_real_sessions_gets_a_class_and_other_stays_bel
     # the work is there: every session class of a coding agent shows up in quantity
     for activity in ("search", "read", "edit", "run", "test", "submit"):
         assert counts[activity] >= 200, (activity, counts)
+
+
+@pytest.mark.parametrize(
+    "command, parts",
+    [
+        ("a && b || c; d | e\nf", ["a", "b", "c", "d", "e", "f"]),
+        ("a &&& b", ["a", "& b"]),  # a lone "&" (background) does not split
+        ("sleep 1 & wait", ["sleep 1 & wait"]),
+        ('echo "x \\" && y" && z', ['echo "x \\" && y"', "z"]),  # an escaped quote inside double quotes
+        ("echo 'it\\' && b", ["echo 'it\\'", "b"]),  # no escapes inside single quotes
+        ("echo a\\;b; c", ["echo a\\;b", "c"]),  # an escaped operator
+        ("echo 'unclosed && still quoted", ["echo 'unclosed && still quoted"]),
+        ('echo "unclosed \\', ['echo "unclosed \\']),
+        ("trailing \\", ["trailing \\"]),
+        (" ;; && ", []),
+    ],
+)
+def test_split_command_at_operators_outside_quotes(command, parts):
+    assert split_command(command) == parts

@@ -299,3 +299,90 @@ def test_kept_words_such_as_tool_names_are_never_redacted():
     text = "Call s3Upload({{file}}), then getV2Order('X9Y8Z7W6') for order AB12345."
     assert redactor.text(text) == "Call s3Upload({{file}}), then getV2Order('{{id}}') for order {{id}}."
     assert Redactor().text("Call s3Upload.") == "Call {{id}}."
+
+
+# ------------------------------------------------------------ pre-checks and the batch cache (speed only)
+
+
+def test_only_four_characters_fold_to_ascii():
+    # the premise of _folds_like_ascii: besides them, no character matches an ASCII character
+    # case-insensitively, turns into ASCII in lower case, or changes length
+    import re
+    import sys
+
+    from library.redaction import _ASCII_FOLDS
+
+    ascii_ci = re.compile(r"(?i)[\x00-\x7f]")
+    folding = {
+        chr(code) for code in range(128, sys.maxunicode + 1)
+        if not 0xD800 <= code <= 0xDFFF
+        and (ascii_ci.fullmatch(chr(code)) or len(chr(code).lower()) != 1 or chr(code).lower().isascii())
+    }
+    assert folding == set(_ASCII_FOLDS)
+
+
+# every cue of _CUES with each optional ending, as a text writes it
+_CUE_SAMPLES = [
+    "name is", "Name is", "name:", "you are", "You are", "this is", "This is", "i am", "I am", "I'm", "dear", "Dear",
+    "Thank", "thanks", "Thanks,", "thank,", "Thank you,", "Hello", "hello,", "Hi", "hi,",
+    *(f"{title}{dot}" for title in ("Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Prof", "Herr", "Frau") for dot in ("", ".")),
+    "named", "belongs to", "belonging to", "on behalf of", "signed by", "booked for", "addressed to",
+    *(word for cue in ("customer", "client", "caller", "patient", "passenger", "guest", "member", "traveller", "traveler",
+                       "cardholder", "account holder", "subscriber", "kunde", "kundin") for word in (cue, cue[0].upper() + cue[1:])),
+]
+
+
+@pytest.mark.parametrize("cue", _CUE_SAMPLES)
+def test_every_name_cue_passes_the_pre_check(cue):
+    from library.redaction import _PERSON_CUE, _features, _select
+
+    text = f"x = 1; {cue} Anna Schmidt-Lee wrote"
+    assert _PERSON_CUE.pattern.search(text) is not None
+    assert _select([_PERSON_CUE], _features(text)) == [_PERSON_CUE]
+    assert "Anna" not in Redactor().text(text)
+
+
+# fragments of what the recognizers look for, and of what is near it, in any order
+_FRAGMENTS = st.sampled_from([
+    *_CUE_SAMPLES, " ", ", ", ". ", "\n", "Anna", "Schmidt", "Li", "called", "asked", "#", "-", "_", "/", "=", "?", "&", ";", ":",
+    "@example.com", "mia.li", "eyJhbGciOiJIUzI1", ".eyJzdWIiOiIx", "sk-", "pm_", "AKIA", "Bearer ", "api_key", "password",
+    "DE89", "3704", "0044", "0532", "4111", "1111", "123", "45", "6789", "192.168.", "10.20", "+49", "0151", "(415)", "555",
+    "born on", "DOB ", "1985-03-12", "12/03/1985", "passport", "licence", "zip code", "975", "Sunset", "Drive", "Suite",
+    "Hauptstraße", "Berliner Straße", "Gartenweg", "Str.", "12a", "10115", "credit_card_", "4421486", "mia_li_", "3668",
+    "Patient/", "ORD-", "W1234567", "VAAOXJ", "reservation", "4WQ150", "…", "é", "İ", "ı", "ſ", "K", "{{id}}", "ÄÖÜ",
+])
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.lists(_FRAGMENTS, max_size=14).map("".join))
+def test_pre_checks_never_skip_a_recognizer_that_matches(text):
+    import library.redaction as r
+
+    features = r._features(text)
+    for recognizer in (*r.BUILTIN_RECOGNIZERS, *r.SHAPE_RECOGNIZERS, *r.NAME_RECOGNIZERS):
+        # `needs` is part of the rule (a passport number has a digit); keywords, gates and checks
+        # are only there to save time
+        needed = not recognizer.needs or recognizer.needs in features.marks
+        if needed and recognizer.pattern.search(text) is not None:
+            assert r._select([recognizer], features) == [recognizer], (recognizer.label, recognizer.pattern.pattern[:60])
+    assert r._echo_hint(text) == (r._ECHO_HINT_RE.search(text) is not None)
+
+
+def test_a_cache_shared_by_sessions_changes_no_redaction():
+    from library.redaction import RedactionCache
+
+    sessions = [
+        ([{"first_name": "Mia", "reservation_id": "ZFA04Y"}], ["Thanks Mia, reservation ZFA04Y is booked", "git diff", "Dear Anna Lee,"]),
+        ([{"note": "nothing personal"}], ["git diff", "Thanks Mia, reservation ZFA04Y is booked", "Dear Anna Lee,"]),
+        ([{"email": "mia.li3818@example.com"}], ["git diff", "write to mia.li3818@example.com", "Thanks Mia"]),
+    ]
+    cache = RedactionCache()
+    for structured, texts in sessions:
+        alone = redactor_for_session(structured=structured, texts=texts)
+        shared = redactor_for_session(structured=structured, texts=texts, cache=cache)
+        assert shared.known.values == alone.known.values
+        for text in texts:
+            assert shared.text(text) == alone.text(text)
+    # the second session knows no "Mia": its own redaction, not the first session's, was used
+    assert redactor_for_session(structured=sessions[1][0], cache=cache).text("Thanks Mia") == "Thanks {{person_name}}"
+    assert redactor_for_session(structured=sessions[1][0], cache=cache).text("ok Mia") == "ok Mia"
