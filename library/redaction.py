@@ -713,6 +713,11 @@ def collect_known_values(data: Any, known: KnownValues | None = None, *, parent_
 _PAYMENT_KEY_RE = re.compile(r"(?:credit_card|debit_card|gift_card|certificate|paypal|bank_account)_\d+")
 
 
+@lru_cache(maxsize=4096)
+def _is_payment_key(key: str) -> bool:
+    return _PAYMENT_KEY_RE.fullmatch(key) is not None
+
+
 def _collect(data: Any, known: KnownValues, key: str, label: str | None, personal: bool, resource: str | None) -> None:
     if isinstance(data, dict):
         personal_object = _is_personal_object(data, key)
@@ -720,7 +725,7 @@ def _collect(data: Any, known: KnownValues, key: str, label: str | None, persona
         resource_id = resource_type.lower() if isinstance(resource_type, str) and resource_type.lower() in _FHIR_PERSON_RESOURCES else None
         for raw_key, value in data.items():
             child = _normalise_key(str(raw_key))
-            if _PAYMENT_KEY_RE.fullmatch(str(raw_key)):  # payment methods keyed by their id
+            if _is_payment_key(str(raw_key)):  # payment methods keyed by their id
                 known.add(raw_key, "payment_id")
             child_label = _leaf_label(child, key, personal_object, resource_id)
             if child == "name" and isinstance(value, (dict, list)):
