@@ -718,16 +718,27 @@ def _is_payment_key(key: str) -> bool:
     return _PAYMENT_KEY_RE.fullmatch(key) is not None
 
 
+@lru_cache(maxsize=4096)
+def _children(keys: tuple, parent_key: str, personal_object: bool, resource: str | None) -> tuple[tuple[str, str | None, bool], ...]:
+    """Per key of an object: the key normalised, the placeholder of a scalar under it (_leaf_label)
+    and whether the key is a payment method's id. Objects of the same keys recur (every tool call
+    of an agent has the same argument names), so this is worked out once per key set."""
+    return tuple(
+        (child, _leaf_label(child, parent_key, personal_object, resource), _is_payment_key(str(raw_key)))
+        for raw_key in keys
+        for child in (_normalise_key(str(raw_key)),)
+    )
+
+
 def _collect(data: Any, known: KnownValues, key: str, label: str | None, personal: bool, resource: str | None) -> None:
     if isinstance(data, dict):
         personal_object = _is_personal_object(data, key)
         resource_type = data.get("resourceType")
         resource_id = resource_type.lower() if isinstance(resource_type, str) and resource_type.lower() in _FHIR_PERSON_RESOURCES else None
-        for raw_key, value in data.items():
-            child = _normalise_key(str(raw_key))
-            if _is_payment_key(str(raw_key)):  # payment methods keyed by their id
+        children = _children(tuple(data), key, personal_object, resource_id)
+        for (raw_key, value), (child, child_label, payment) in zip(data.items(), children):
+            if payment:  # payment methods keyed by their id
                 known.add(raw_key, "payment_id")
-            child_label = _leaf_label(child, key, personal_object, resource_id)
             if child == "name" and isinstance(value, (dict, list)):
                 child_label = None  # a name object: its parts are labelled below
             _collect(value, known, child, child_label, personal_object, resource_id)
@@ -916,9 +927,8 @@ class Redactor:
             resource_type = data.get("resourceType")
             resource_id = resource_type.lower() if isinstance(resource_type, str) and resource_type.lower() in _FHIR_PERSON_RESOURCES else None
             out = {}
-            for raw_key, value in data.items():
-                child = _normalise_key(str(raw_key))
-                child_label = _leaf_label(child, key, personal_object, resource_id)
+            children = _children(tuple(data), key, personal_object, resource_id)
+            for (raw_key, value), (child, child_label, _payment) in zip(data.items(), children):
                 if child == "name" and isinstance(value, (dict, list)):
                     child_label = None
                 out[self.text(str(raw_key))] = self._value(value, child, child_label, resource_id)
