@@ -273,9 +273,12 @@ _DE_STREET_WORDS = ("straße", "strasse", "str.", "weg", "gasse", "platz", "alle
 _DE_STREET_NAMES = ("Straße", "Strasse", "Str.", "Weg", "Gasse", "Platz", "Allee", "Ring", "Damm", "Ufer")
 _DE_STREET = "(?:" + "|".join(map(re.escape, _DE_STREET_WORDS)) + ")"
 # A street word, an optional space, a digit — as a digit with the street word behind it, so that the
-# engine only stops at digits (an alternation of words is tried at every position).
+# engine only stops at digits (an alternation of words is tried at every position); the last letters
+# of the words are looked behind for first, which rules out most digits at once.
+_DE_STREET_ENDS = re.escape("".join(sorted({word[-1] for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES)})))
 _DE_STREET_NUMBER_GATE = re.compile(
-    r"\d(?:" + "|".join(f"(?<={re.escape(word)}{space}\\d)" for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES) for space in ("", " ")) + ")"
+    rf"\d(?:(?<=[{_DE_STREET_ENDS}]\d)|(?<=[{_DE_STREET_ENDS}] \d))"
+    r"(?:" + "|".join(f"(?<={re.escape(word)}{space}\\d)" for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES) for space in ("", " ")) + ")"
 )
 _NAME_WORD = r"[A-Z](?:[a-z]+|'[A-Z][a-z]+)(?:-[A-Z][a-z]+)?"
 
