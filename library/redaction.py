@@ -376,7 +376,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
     # national numbers with a trunk 0 (German mobile "0151 23456789", "030/1234567")
     Recognizer(
         "phone_number", re.compile(r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])"), replace=_phone, needs="digit",
-        gate=re.compile(r"0\d{2}"),
+        gate=re.compile(r"0\d{2,4}\)?[ /\-]?\d{5}"),  # the number without its edges: from the 0 to 5 digits after
     ),
     # international numbers in any grouping (+49 30 5511786, +44 20 7946 0958, +4915123456789)
     Recognizer(
