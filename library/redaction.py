@@ -607,15 +607,10 @@ def _or_original(replaced: str | None, match: re.Match) -> str:
     return match.group(0) if replaced is None else replaced
 
 
-def _runs_on(recognizer: Recognizer, features: _Features) -> bool:
-    """False when the text cannot hold a match (a necessary feature or keyword is missing). Checked
-    on the whole text: the pieces the recognizers later see are parts of it."""
-    return bool(_select((recognizer,), features))
-
-
 def _select(recognizers: Iterable[Recognizer], features: _Features) -> list[Recognizer]:
-    """The recognizers that run on the text (_runs_on of each, in one loop: it runs for every
-    recognizer on every text redacted)."""
+    """The recognizers that may match the text: those whose necessary features and keywords it has
+    and whose gate and check pass. Checked on the whole text (the pieces the recognizers later see
+    are parts of it). One loop: it runs for every recognizer on every text redacted."""
     marks, lowered, text = features.marks, features.lowered, features.text
     selected = []
     for recognizer in recognizers:
