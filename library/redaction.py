@@ -284,6 +284,25 @@ _NAME_WORD = r"[A-Z](?:[a-z]+|'[A-Z][a-z]+)(?:-[A-Z][a-z]+)?"
 
 # Query strings of HTTP-style calls: `Patient?name=John%20Smith&birthdate=1970-01-01`.
 _QUERY_PARAM_RE = re.compile(r"(?:(?<=[?&;])|^)([A-Za-z_][\w.\-:]*)=([^&#\s;]*)")
+_QUERY_DELIMITER_RE = re.compile(r"[?&;]")
+
+
+def _query_params(text: str) -> Iterator[re.Match]:
+    """The matches of _QUERY_PARAM_RE.finditer(text), trying the pattern only where a match can
+    start — at 0 and after "?", "&" or ";" — instead of at every position of the text."""
+    end = 0
+    match = _QUERY_PARAM_RE.match(text)
+    if match is not None:
+        end = match.end()
+        yield match
+    for delimiter in _QUERY_DELIMITER_RE.finditer(text):
+        start = delimiter.end()
+        if start < end:  # inside the last match
+            continue
+        match = _QUERY_PARAM_RE.match(text, start)
+        if match is not None:
+            end = match.end()
+            yield match
 
 
 def _query_param(match: re.Match) -> str | None:
@@ -292,6 +311,23 @@ def _query_param(match: re.Match) -> str | None:
     if label is None or not match.group(2) or PLACEHOLDER_RE.fullmatch(match.group(2)):
         return None
     return match.group(1) + "={{" + label + "}}"
+
+
+def _replace_query_params(text: str) -> str:
+    """_QUERY_PARAM_RE.sub with _query_param (a match it declines stays as it is), on the matches of
+    _query_params."""
+    out: list[str] = []
+    last = 0
+    for match in _query_params(text):
+        replaced = _query_param(match)
+        if replaced is not None:
+            out.append(text[last : match.start()])
+            out.append(replaced)
+            last = match.end()
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
 
 
 BUILTIN_RECOGNIZERS: list[Recognizer] = [
@@ -312,7 +348,10 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=lambda m: m.group(0)[: m.start(3) - m.start(0)] + "{{secret}}",
         words=("api", "token", "secret", "passw", "pwd"),
     ),
-    Recognizer("query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="=", gate=re.compile(r"=(?<=[\w.\-:]=)")),
+    Recognizer(
+        "query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="=", gate=re.compile(r"=(?<=[\w.\-:]=)"),
+        apply=_replace_query_params,
+    ),
     Recognizer("email_address", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs="@"),
     Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"), needs="digit", gate=re.compile(r"\d(?<=[A-Z]{2}\d)\d")),
     Recognizer(
@@ -778,7 +817,7 @@ def _collect_from_text(text: str, known: KnownValues) -> None:
 def _find_in_text(text: str, add: Callable[[Any, str], None]) -> None:
     """Calls `add(value, label)` for each value `text` puts in a personal position, in order."""
     if "=" in text:
-        for match in _QUERY_PARAM_RE.finditer(text):
+        for match in _query_params(text):
             key = _normalise_key(match.group(1).split(":", 1)[0])
             label = _key_label(key) or ("address" if key.startswith("address") else None) or (PERSON if key == "name" else None)
             if label is not None and match.group(2):

@@ -386,3 +386,12 @@ def test_a_cache_shared_by_sessions_changes_no_redaction():
     # the second session knows no "Mia": its own redaction, not the first session's, was used
     assert redactor_for_session(structured=sessions[1][0], cache=cache).text("Thanks Mia") == "Thanks {{person_name}}"
     assert redactor_for_session(structured=sessions[1][0], cache=cache).text("ok Mia") == "ok Mia"
+
+
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet="ab_=?&;#% \n.:-{}", max_size=30))
+def test_query_parameters_are_found_as_the_pattern_finds_them(text):
+    import library.redaction as r
+
+    assert [(m.span(), m.groups()) for m in r._query_params(text)] == [(m.span(), m.groups()) for m in r._QUERY_PARAM_RE.finditer(text)]
+    assert r._replace_query_params(text) == r._QUERY_PARAM_RE.sub(lambda m: r._or_original(r._query_param(m), m), text)
