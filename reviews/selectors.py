@@ -7,7 +7,7 @@ Every function here issues a fixed number of queries whatever the size of the qu
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connections
@@ -323,14 +323,19 @@ def queue_page(
         if filters.sort == "group":
             at += (cursor["procedure__agent__name"], cursor["procedure__intent__name"])
         segments = [s for s in segments if s.rank >= at]
+    if filters.assigned == "me":
+        claims = _my_claims(user, filters, visible_agents=visible_agents)
+        if filters.agent:
+            claims = claims.filter(agent__name=filters.agent)
+        if filters.intent:
+            claims = claims.filter(intent__name=filters.intent)
+        return _page_of_my_claims(claims, filters, cursor, size)
     base = _filtered(user, filters, visible_agents=visible_agents)
     if filters.agent:
         base = base.filter(procedure__agent__name=filters.agent)
     if filters.intent:
         base = base.filter(procedure__intent__name=filters.intent)
     base = base.annotate(neg_support=neg_support())
-    if filters.assigned == "me":
-        return _page_of_my_claims(base, filters, cursor, size)
     parts, reached = [], 0
     for number, segment in enumerate(segments):
         part = base.filter(quarantined=segment.quarantined)
@@ -357,28 +362,45 @@ def queue_page(
     return pks[:size], len(pks) > size
 
 
-def _page_of_my_claims(base: QuerySet[ProcedureVersion], filters: QueueFilters, cursor: dict | None, size: int) -> tuple[list[int], bool]:
-    """"Assigned to me": `base` already joins the person's live claims, which are few (each
-    expires), so one query starts from them, sorts them in the queue's order (quarantined first;
-    "group" by agent and intent name, as the segments) and returns the page after the cursor: the
-    database sorts a few thousand rows at most, instead of scanning the queue's indexes per segment
-    for rows that are claimed, or handing every claim to Python."""
-    order = ("-quarantined",) + (("procedure__agent__name", "procedure__intent__name") if filters.sort == "group" else ()) + SORTS[filters.sort]
+def _my_claims(user, filters: QueueFilters, *, visible_agents) -> QuerySet[CandidateClaim]:
+    """"Assigned to me" as the person's live claims of candidates, under every filter: from the
+    claims' own copies of their version's place in the queue (status, quarantine, support, age,
+    agent, intent; kept true by triggers, reviews/migrations/0007_claim_queue_keys.py), so neither
+    counting nor paging looks up each claimed version. Only "passing" and "waiting for me" ask the
+    versions themselves. Like `_filtered`, every filter except agent and intent."""
+    claims = CandidateClaim.objects.filter(
+        assignee=user, expires_at__gt=timezone.now(), version_status=Status.CANDIDATE, agent__in=visible_agents
+    )
+    if filters.quarantined:
+        claims = claims.filter(quarantined=filters.quarantined == "yes")
+    if filters.passing or filters.mine:
+        versions = apply_filters(ProcedureVersion.objects.all(), user, replace(filters, assigned="", quarantined=""))
+        claims = claims.filter(version__in=versions.values("pk"))
+    return claims
+
+
+# the queue's sort keys (SORTS) as the claims' copies of them
+_CLAIM_KEYS = {"neg_support": "neg_support", "created_at": "version_created_at", "id": "version_id"}
+
+
+def _page_of_my_claims(claims: QuerySet[CandidateClaim], filters: QueueFilters, cursor: dict | None, size: int) -> tuple[list[int], bool]:
+    """One page of "assigned to me" after the cursor's version, in the queue's order (quarantined
+    first; "group" by agent and intent name, as the segments; then the sort), read from the claims
+    in one query: one person's live claims are few (each expires), so sorting them costs less
+    than scanning the queue's indexes for the rows that are claimed."""
+    keys = [("-" if key.startswith("-") else "") + _CLAIM_KEYS[key.lstrip("-")] for key in SORTS[filters.sort]]
+    if filters.sort == "group":
+        keys = ["agent__name", "intent__name"] + keys
     if cursor is not None:
-        within = _keyset(filters.sort, cursor)
-        if filters.sort == "group":
-            within = Q(
-                GreaterThan(
-                    _row(F("procedure__agent__name"), F("procedure__intent__name"), neg_support(), F("created_at"), F("id")),
-                    _row(
-                        Value(cursor["procedure__agent__name"]), Value(cursor["procedure__intent__name"]),
-                        Value(cursor["neg_support"]), Value(cursor["created_at"]), Value(cursor["pk"]),
-                    ),
-                )
-            )
-        within &= Q(quarantined=cursor["quarantined"])
-        base = base.filter(within | Q(quarantined=False) if cursor["quarantined"] else within)
-    pks = list(base.order_by(*order).values_list("pk", flat=True)[: size + 1])
+        values = {
+            "agent__name": cursor["procedure__agent__name"], "intent__name": cursor["procedure__intent__name"],
+            "neg_support": cursor["neg_support"], "version_created_at": cursor["created_at"], "version_id": cursor["pk"],
+        }
+        columns = [key.lstrip("-") for key in keys]
+        row, at = _row(*(F(c) for c in columns)), _row(*(Value(values[c]) for c in columns))
+        within = Q(quarantined=cursor["quarantined"]) & Q(LessThan(row, at) if filters.sort == "newest" else GreaterThan(row, at))
+        claims = claims.filter(within | Q(quarantined=False) if cursor["quarantined"] else within)
+    pks = list(claims.order_by("-quarantined", *keys).values_list("version_id", flat=True)[: size + 1])
     return pks[:size], len(pks) > size
 
 
@@ -529,17 +551,20 @@ def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGr
     COUNT_CAP (one query over the visible intents, each count reading at most COUNT_CAP + 1 rows
     of an index, so it costs the same for 1,000 or 1,000,000 candidates), quarantined ones exact
     (one query over those alone). Intents without candidates are left out."""
-    candidates = _filtered(user, filters, visible_agents=visible_agents)
     intents = Intent.objects.filter(agent__in=visible_agents).order_by("agent__name", "name")
     if filters.assigned == "me":
-        # one person's claims are few: count them all, exactly, starting from the claims
+        # one person's claims are few: count them all, exactly, from the claims alone
         exact = {
-            row["procedure__intent_id"]: (row["n"], row["q"])
-            for row in candidates.values("procedure__intent_id").annotate(n=Count("id"), q=Count("id", filter=Q(quarantined=True))).order_by()
+            row["intent_id"]: (row["n"], row["q"])
+            for row in _my_claims(user, filters, visible_agents=visible_agents)
+            .values("intent_id")
+            .annotate(n=Count("pk"), q=Count("pk", filter=Q(quarantined=True)))
+            .order_by()
         }
         rows = [(pk, name, agent, exact[pk][0]) for pk, name, agent in intents.filter(pk__in=exact).values_list("pk", "name", "agent__name")]
         quarantined = {pk: q for pk, (_, q) in exact.items()}
     else:
+        candidates = _filtered(user, filters, visible_agents=visible_agents)
         rows = intents.annotate(n=CappedCount(candidates.filter(procedure__intent_id=OuterRef("pk")))).values_list(
             "pk", "name", "agent__name", "n"
         )
