@@ -26,6 +26,8 @@ _SHOWN = {
     "proposed", "supportSessions", "resolvedSessions", "failedSessions", "outcomes", "conditions",
     # a coding procedure's (library/mining/runs._draft_coding)
     "agentKind", "verifyCommand", "verifySupport", "verifySessions", "distinctTasks", "orderContrast",
+    # proposed by a reviewer from a run's report (library/mining/runs.mining_report_propose)
+    "proposedDespite",
     *_EXCERPT_KEYS, *_SESSION_KEYS,
 }
 
@@ -88,6 +90,8 @@ class Evidence:
     verify_line: str = ""
     distinct_tasks: int | None = None
     coding_order_lines: list[str] = field(default_factory=list)
+    # a reviewer proposed it although the skeleton's test was not credible: who, when, why
+    proposed_despite: str = ""
 
     @property
     def has_contrast(self) -> bool:
@@ -318,6 +322,13 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
         )
     for alt in [a for a in raw.get("alternatives") or [] if isinstance(a, dict)]:
         evidence.alternatives.append(f"{' → '.join(map(str, alt.get('skeleton') or []))} ({alt.get('support', '?')} {evidence.unit})")
+    despite = raw.get("proposedDespite")
+    if isinstance(despite, dict):
+        test = f" (adjusted p = {despite['pAdjusted']:.2g}, significance level {despite['alpha']})" if isinstance(despite.get("pAdjusted"), (int, float)) and despite.get("alpha") else ""
+        evidence.proposed_despite = (
+            f"Proposed by {despite.get('by', '?')} on {str(despite.get('at', '?'))[:10]} although the miner's test found no credible "
+            f"contrast{test}: {despite.get('reason', '')}"
+        )
     if raw.get("agentKind") == "coding" or version.verify_command:
         evidence.coding = True
         evidence.distinct_tasks = _number(raw.get("distinctTasks"))

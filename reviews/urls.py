@@ -54,6 +54,7 @@ urlpatterns = [
     path("agents/<str:agent>/capture-settings/", agents.agent_capture_settings, name="agent_capture_settings"),
     path("agents/<str:agent>/mining/", agents.mining_runs, name="mining_runs"),
     path("mining-runs/<int:pk>/", agents.mining_run, name="mining_run"),
+    path("mining-runs/<int:pk>/propose/", agents.mining_run_propose, name="mining_run_propose"),
     # operating the library
     path("ops/", ops.ops_index, name="ops_index"),
     path("ops/agents/<str:agent>/", ops.ops_agent, name="ops_agent"),

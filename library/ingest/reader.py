@@ -31,16 +31,20 @@ class ReadItem:
 
 
 class _Prepended:
-    """A byte stream with `head` put back in front (what was read to detect the format)."""
+    """A byte stream with `head` put back in front (what was read to detect the format). `on_bytes`
+    counts what comes from `stream` only: the head was counted when it was read."""
 
-    def __init__(self, head: bytes, stream: IO[bytes]):
-        self.head, self.stream = head, stream
+    def __init__(self, head: bytes, stream: IO[bytes], on_bytes: Callable[[int], None] | None = None):
+        self.head, self.stream, self.on_bytes = head, stream, on_bytes
 
     def read(self, size: int = -1) -> bytes:
         if self.head:
             data, self.head = (self.head, b"") if size < 0 or size >= len(self.head) else (self.head[:size], self.head[size:])
             return data
-        return self.stream.read(size)
+        data = self.stream.read(size)
+        if self.on_bytes is not None and data:
+            self.on_bytes(len(data))
+        return data
 
 
 def read_items(stream: IO[bytes], *, on_bytes: Callable[[int], None] | None = None, chunk_size: int = 1 << 20) -> Iterator[ReadItem]:
@@ -69,7 +73,7 @@ def read_items(stream: IO[bytes], *, on_bytes: Callable[[int], None] | None = No
             yield first_item
             yield from _json_lines(stream, start_line + 1, on_bytes)
             return
-    for line_number, value, error in _numbered_json_items(_Prepended(first, stream), chunk_size=chunk_size, on_bytes=None):
+    for line_number, value, error in _numbered_json_items(_Prepended(first, stream, on_bytes), chunk_size=chunk_size, on_bytes=None):
         if error:
             yield ReadItem(line_number, error=error, fatal=True)
             return

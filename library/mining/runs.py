@@ -18,6 +18,7 @@ from dataclasses import replace
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import connections, transaction
 from django.db.models import BooleanField, Case, CharField, Count, F, Q, TextField, Value, When
 from django.db.models.functions import Cast, Concat
@@ -27,7 +28,7 @@ from django.utils.module_loading import import_string
 from ..coding import procedures as coding
 from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
 from ..redaction import Redactor
-from ..services import audit, procedure_propose
+from ..services import audit, procedure_propose, required_reason
 from . import skeletons as mining
 
 logger = logging.getLogger(__name__)
@@ -314,6 +315,101 @@ def mining_run_execute(
         raise
 
 
+def _propose_draft(
+    *, agent: Agent, run: MiningRun, intent: Intent, draft: mining.Draft, params: mining.MiningParams, support: int,
+    proposed_by=None, reason: str = "", evidence_extra: Mapping[str, Any] | None = None,
+) -> tuple[ProcedureVersion | None, dict[str, Any]]:
+    """Proposes one draft as a CANDIDATE of `intent` (under the caller's lock on the agent row), unless
+    a live version of the intent already has its skeleton. Returns the version (None when covered) and
+    the run's report entry for it."""
+    live = _live_versions(agent, intent.pk)
+    covered = _covered_by(live, tuple(draft.skeleton), params)
+    if covered is not None:
+        why = f"covered by {covered.procedure.key} v{covered.number} ({covered.status}) with the same skeleton"
+        return None, mining.report_entry(intent.name, mining.Status.DUPLICATE, why, draft)
+    near = _near_duplicate(live, draft.applies_when)
+    provenance: dict[str, Any] = {"miningRun": run.pk, "support": support, "intent": intent.name}
+    if near is not None:
+        key = near[0].procedure.key
+        provenance["nearDuplicateOf"] = {"id": key, "version": near[0].number, "similarity": near[1]}
+    else:
+        key = _free_key(agent, draft.key, intent.pk)
+    polish = _polisher()
+    if polish is not None:
+        polished = polish(replace(draft))
+        # a polisher (an LLM) only rewords, but what it returns is redacted all the same
+        redactor = Redactor(agent_patterns=agent.redaction_patterns, keep=agent.tools or [])
+        draft = replace(
+            draft,
+            applies_when=redactor.text(polished.applies_when),
+            steps=[redactor.text(step) for step in polished.steps],
+            forbidden_actions=[redactor.text(text) for text in polished.forbidden_actions],
+        )
+        provenance["polishedBy"] = settings.PROCMEM_MINING_POLISH
+    evidence = {**draft.evidence, "miningRunId": run.pk, **(evidence_extra or {})}
+    if near is not None:
+        evidence["nearDuplicateOf"] = provenance["nearDuplicateOf"]
+    version = procedure_propose(
+        agent=agent, intent=intent, key=key, **draft.content(), source=Source.MINED, proposed_by=proposed_by,
+        actor_label="" if proposed_by is not None else ACTOR_LABEL, evidence=evidence, provenance=provenance, mining_run=run,
+        reason=reason or evidence["summary"],
+    )
+    if version.quarantined:
+        entry = mining.report_entry(intent.name, mining.Status.QUARANTINED, "proposed, and quarantined by the policy screen", draft)
+    else:
+        entry = mining.report_entry(intent.name, mining.Status.MINED, f"proposed as {key} v{version.number}", draft)
+    entry["version"] = {"id": key, "number": version.number, "pk": version.pk}
+    return version, entry
+
+
+def mining_report_propose(*, run: MiningRun, intent_name: str, user, reason: str) -> ProcedureVersion:
+    """A reviewer proposes, as a CANDIDATE, the group a run reported but did not propose because its
+    order did not credibly explain the outcome (e.g. real coding sessions where resolved and failed
+    ones work in the same order). The draft is the run's, content and evidence unchanged, plus who
+    proposed it against the test and why (`evidence.proposedDespite`). Nothing else changes: it is
+    reviewed, needs a passing eval run, and its approver may not be this person (the proposer).
+    The run's report entry links to the candidate. Refused with a ValidationError that says why:
+    no such reported group, already proposed, or a live version already has its skeleton."""
+    reason = required_reason(reason, "Proposing a group the test did not find credible")
+    with transaction.atomic():
+        # the same lock as a mining run: a run proposing at the same time waits, then sees this one
+        agent = Agent.objects.select_for_update().get(pk=run.agent_id)
+        run = MiningRun.objects.select_for_update().get(pk=run.pk)
+        report = run.report or []
+        index = next(
+            (i for i, e in enumerate(report) if e.get("intent") == intent_name and e.get("status") == mining.Status.REPORTED), None
+        )
+        if index is None:
+            raise ValidationError({"intent": f"mining run {run.pk} reported no unproposed group for the intent {intent_name!r}"})
+        entry = report[index]
+        if entry.get("version"):
+            raise ValidationError({"intent": f"already proposed as {entry['version']['id']} v{entry['version']['number']}"})
+        if not isinstance(entry.get("draft"), dict):
+            raise ValidationError({"intent": f"mining run {run.pk} is older than proposing from a report: run the mining again"})
+        intent = Intent.objects.filter(agent=agent, name=intent_name).first()
+        if intent is None:
+            raise ValidationError({"intent": f"the agent {agent.name} has no intent {intent_name!r} any more"})
+        draft = mining.Draft(**entry["draft"])
+        test = entry.get("skeletonTest") or {}
+        despite = {
+            "by": user.get_username(), "at": timezone.now().isoformat(timespec="seconds"), "reason": reason,
+            "pAdjusted": test.get("pAdjusted"), "alpha": test.get("alpha"),
+        }
+        version, proposed = _propose_draft(
+            agent=agent, run=run, intent=intent, draft=draft, params=mining_params_for(agent), support=entry["figures"].get("support", 0),
+            proposed_by=user, reason=f"Proposed from mining run {run.pk} although the order was not credible: {reason}",
+            evidence_extra={"proposedDespite": despite},
+        )
+        if version is None:
+            raise ValidationError({"intent": proposed["reason"]})
+        report[index] = {**entry, "version": proposed["version"], "proposedDespite": despite}
+        run.report = report
+        run.save(update_fields=["report"])
+        agent_id, version_ids, run_id = agent.pk, [version.pk], run.pk
+        transaction.on_commit(lambda: _notify(agent_id, version_ids, run_id), robust=True)
+    return version
+
+
 def _decoded(cache: dict[Any, tuple[str, ...]], text: Any) -> tuple[str, ...]:
     if isinstance(text, list):  # a backend that hands JSON back decoded
         return tuple(text)
@@ -380,50 +476,15 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
             continue
         drafts.append((group, draft))
 
-    polish = _polisher()
     created: list[ProcedureVersion] = []
     with transaction.atomic():
         # One mining run per agent at a time proposes: a concurrent run waits here, then finds the
         # groups this one proposed already covered.
         Agent.objects.select_for_update().filter(pk=agent.pk).first()
         for group, draft in drafts:
-            intent = intents[group.intent]
-            live = _live_versions(agent, intent.pk)
-            covered = _covered_by(live, group.skeleton, params)
-            if covered is not None:
-                reason = f"covered by {covered.procedure.key} v{covered.number} ({covered.status}) with the same skeleton"
-                report.append(mining.report_entry(intent.name, mining.Status.DUPLICATE, reason, draft))
-                continue
-            near = _near_duplicate(live, draft.applies_when)
-            provenance: dict[str, Any] = {"miningRun": run.pk, "support": group.support, "intent": intent.name}
-            if near is not None:
-                key = near[0].procedure.key
-                provenance["nearDuplicateOf"] = {"id": key, "version": near[0].number, "similarity": near[1]}
-            else:
-                key = _free_key(agent, draft.key, intent.pk)
-            if polish is not None:
-                polished = polish(replace(draft))
-                # a polisher (an LLM) only rewords, but what it returns is redacted all the same
-                draft = replace(
-                    draft,
-                    applies_when=redactor.text(polished.applies_when),
-                    steps=[redactor.text(step) for step in polished.steps],
-                    forbidden_actions=[redactor.text(text) for text in polished.forbidden_actions],
-                )
-                provenance["polishedBy"] = settings.PROCMEM_MINING_POLISH
-            evidence = {**draft.evidence, "miningRunId": run.pk}
-            if near is not None:
-                evidence["nearDuplicateOf"] = provenance["nearDuplicateOf"]
-            version = procedure_propose(
-                agent=agent, intent=intent, key=key, **draft.content(), source=Source.MINED, actor_label=ACTOR_LABEL,
-                evidence=evidence, provenance=provenance, mining_run=run, reason=evidence["summary"],
-            )
-            created.append(version)
-            if version.quarantined:
-                entry = mining.report_entry(intent.name, mining.Status.QUARANTINED, "proposed, and quarantined by the policy screen", draft)
-            else:
-                entry = mining.report_entry(intent.name, mining.Status.MINED, f"proposed as {key} v{version.number}", draft)
-            entry["version"] = {"id": key, "number": version.number, "pk": version.pk}
+            version, entry = _propose_draft(agent=agent, run=run, intent=intents[group.intent], draft=draft, params=params, support=group.support)
+            if version is not None:
+                created.append(version)
             report.append(entry)
         report.sort(key=lambda e: (str(e["intent"]), e["status"]))
         skipped = [

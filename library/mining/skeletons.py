@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..coding.procedures import coding_skeleton
@@ -1224,5 +1224,8 @@ def report_entry(intent_name: str, status: str, reason: str, draft: Draft | None
         )
         if draft.verify_command:  # a coding group's contract, so a reported one still shows it
             entry.update(verifyCommand=draft.verify_command, preconditions=draft.preconditions, postconditions=draft.postconditions)
+        if status == Status.REPORTED:
+            # the whole draft, so that a reviewer can still propose it (runs.mining_report_propose)
+            entry["draft"] = asdict(draft)
     return entry
 

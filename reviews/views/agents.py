@@ -29,12 +29,13 @@ from guardian.shortcuts import get_objects_for_user
 
 from library import serving
 from library.agent_settings import agent_settings_snapshot, agent_settings_update
+from library.mining.runs import mining_report_propose
 from library.api.tokens import token_create, token_is_live, token_revoke
 from library.models import Agent, ApiToken, MiningRun, ProcedureVersion, Status
-from library.permissions import user_can_manage_agent
+from library.permissions import user_can_manage_agent, user_is_reviewer
 from library.services import agent_set_tools
 
-from ..access import get_agent_for_user, signed_in, visible_agents
+from ..access import get_agent_for_user, require_reviewer, signed_in, visible_agents
 from ..forms import AgentEvalSettingsForm, AgentSettingsForm, TokenForm, add_service_errors
 
 
@@ -345,4 +346,23 @@ def mining_run(request: HttpRequest, pk: int) -> HttpResponse:
             "statistics": _statistics_line(entry.get("skeletonTest")),
             "backtest_line": _backtest_line(entry.get("backtest")),
         })
-    return render(request, "reviews/mining/run.html", {"agent": agent_obj, "run": run_obj, "report": report})
+    return render(request, "reviews/mining/run.html", {
+        "agent": agent_obj, "run": run_obj, "report": report, "can_propose": user_is_reviewer(request.user),
+    })
+
+
+@require_http_methods(["POST"])
+@signed_in
+def mining_run_propose(request: HttpRequest, pk: int) -> HttpResponse:
+    """A reviewer proposes a group the run reported but did not propose (its order was not credible),
+    with a reason: it becomes a CANDIDATE with the run's evidence and the reason on it."""
+    run_obj = get_object_or_404(MiningRun.objects.select_related("agent"), pk=pk, agent__in=visible_agents(request))
+    require_reviewer(request)
+    intent = request.POST.get("intent", "")
+    try:
+        version = mining_report_propose(run=run_obj, intent_name=intent, user=request.user, reason=request.POST.get("reason", ""))
+    except ValidationError as exc:
+        messages.error(request, f"Not proposed ({intent or 'no intent given'}): " + "; ".join(exc.messages))
+        return redirect(reverse("reviews:mining_run", args=[run_obj.pk]) + "#run-report")
+    messages.success(request, f"Proposed {version}; it waits in the queue for review, an eval run and an approver.")
+    return redirect("reviews:version", pk=version.pk)

@@ -106,3 +106,19 @@ def test_an_agent_with_tools_keeps_its_list(agent, tmp_path):
 def test_read_items_numbers_lines(data, expected):
     got = [(item.line, item.value, "x" if item.error else "") for item in read_items(io.BytesIO(data), chunk_size=8)]
     assert got == expected
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b'{"a": 1}\n\n{"a": 2}\n',  # JSON Lines
+        b'{\n  "a": 1,\n  "b": "' + b"x" * 100 + b'"\n}\n',  # one object over several lines (a .traj.json)
+        b'[\n {"a": 1},\n {"a": 2}\n]',  # a JSON list
+        b'\n\n{"a": oops}\n{"a": 2}\n',
+    ],
+)
+def test_read_items_reports_every_byte_it_reads_once(data):
+    # the import's progress bar counts these: a pretty-printed trajectory counted only its first line
+    counted = []
+    list(read_items(io.BytesIO(data), on_bytes=counted.append, chunk_size=8))
+    assert sum(counted) == len(data)

@@ -1,6 +1,6 @@
 """Mining coding agents' sessions: the phase skeleton, the coding contract, what the 231 real
-SWE-bench sessions give (a reported group) and the candidate of a group the outcomes credibly
-follow (library/coding/procedures.py, library/mining/runs.py)."""
+SWE-bench sessions give (a reported group, which a reviewer may still propose with a reason) and the
+candidate of a group the outcomes credibly follow (library/coding/procedures.py, library/mining/runs.py)."""
 
 import io
 
@@ -9,7 +9,9 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from library.coding.procedures import coding_skeleton, draft_contract, generalise_command, verify_command_of
-from library.mining.runs import mining_run_execute
+from django.core.exceptions import ValidationError
+
+from library.mining.runs import mining_report_propose, mining_run_execute
 from library.mining.skeletons import MiningParams, SKELETONS, Status, skeleton_function
 from library.models import Agent, AgentSession, ProcedureVersion
 from procmem_client.rendering import render_procedure
@@ -85,6 +87,33 @@ def test_mining_the_231_real_sessions_reports_the_coding_group_with_its_verify_c
     assert entry["backtest"]["heldBackSessions"] == 57
     assert "{{test_label}}" in entry["verifyCommand"] and entry["preconditions"] and entry["postconditions"]
     assert run.counts["candidates"] == 0 and run.counts["reported"] == 1
+
+
+@pytest.mark.django_db
+def test_the_reported_group_of_the_real_sessions_is_proposed_by_a_reviewer_with_its_contract_and_evidence(swebench_dir, reviewer):
+    # given: the real outcomes, under which the miner reports its group and proposes nothing
+    agent = _import_swebench()
+    run = mining_run_execute(agent=agent, support_threshold=20)
+    assert run.counts["candidates"] == 0
+    # when: a reviewer proposes it anyway, saying why
+    with pytest.raises(ValidationError, match="needs a reason"):
+        mining_report_propose(run=run, intent_name="resolve_issue", user=reviewer, reason="")
+    version = mining_report_propose(run=run, intent_name="resolve_issue", user=reviewer, reason="the backtest leans its way")
+    # then: a CANDIDATE with the coding contract and the run's evidence, unchanged, plus who and why
+    assert version.status == "CANDIDATE" and version.mining_run == run and version.proposed_by == reviewer
+    assert version.skeleton == SWEBENCH_SKELETON and "{{test_label}}" in version.verify_command
+    assert version.preconditions and version.postconditions
+    evidence = version.evidence
+    assert evidence["distinctTasks"] == evidence["support"] == 41 and evidence["unit"] == "distinct tasks"
+    assert evidence["skeletonTest"]["credible"] is False and evidence["backtest"]["heldBackSessions"] == 57
+    assert evidence["outcomes"]["resolvedTasks"] == 136 and evidence["outcomes"]["failedTasks"] == 38
+    assert evidence["proposedDespite"]["reason"] == "the backtest leans its way" and evidence["proposedDespite"]["pAdjusted"] > 0.05
+    assert render_procedure(version.to_dict()).splitlines()[-1] == f"Verify: {version.verify_command}"
+    # the run says so, and the same group is not proposed twice
+    run.refresh_from_db()
+    assert run.report[0]["version"]["pk"] == version.pk
+    with pytest.raises(ValidationError, match="already proposed"):
+        mining_report_propose(run=run, intent_name="resolve_issue", user=reviewer, reason="again")
 
 
 @pytest.mark.django_db

@@ -208,3 +208,31 @@ def test_approve_against_retire_one_wins(server, agent, intent, people):
             assert _versions(v1.procedure) == {1: Status.RETIRED, 2: Status.CANDIDATE}
             assert _audit(v1.procedure, mark) == [(AuditEvent.Action.RETIRE, 1)]
     assert sum(outcomes.values()) == ROUNDS
+
+
+def test_reviewers_proposing_one_reported_group_at_once_make_one_candidate(server, agent, people):
+    from tests.reviews.test_mining_pages import _reported_run
+
+    proposer, first, second, admin_1, admin_2 = people
+    run = _reported_run(agent)
+    browsers = [_browser_for(user, server) for user in (proposer, first, second, admin_1)]
+    answers: list = [None] * len(browsers)
+
+    def propose(index, browser):
+        answers[index] = browser.post(
+            f"{server}/mining-runs/{run.pk}/propose/", data={"intent": "order_status", "reason": f"reviewer {index}"},
+            allow_redirects=False,
+        )
+        return answers[index]
+
+    codes = _race([lambda i=i, b=b: propose(i, b) for i, b in enumerate(browsers)])
+    # every request is answered (a redirect: to the candidate for the winner, back to the run for
+    # the others), and the group became exactly one candidate, recorded once in the run's report
+    assert codes == [302] * len(browsers)
+    [version] = ProcedureVersion.objects.filter(mining_run=run)
+    winners = [a for a in answers if a.headers["Location"].endswith(f"/versions/{version.pk}/")]
+    assert len(winners) == 1
+    run.refresh_from_db()
+    [entry] = [e for e in run.report if e["intent"] == "order_status"]
+    assert entry["version"]["pk"] == version.pk
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.PROPOSE, version__mining_run=run).count() == 1

@@ -8,7 +8,7 @@ from django.urls import reverse
 from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
 from library.mining.runs import mining_run_execute
-from library.models import AuditEvent
+from library.models import AuditEvent, Source, Status
 
 pytestmark = pytest.mark.django_db
 
@@ -85,3 +85,74 @@ def test_run_pages_need_sign_in_and_an_existing_run(client, agent, reviewer):
     client.force_login(reviewer)
     assert client.get(reverse("reviews:mining_run", args=[run.pk + 100])).status_code == 404
     assert client.get(reverse("reviews:mining_runs", args=["nobody"])).status_code == 404
+
+
+def _reported_run(agent):
+    """Resolved and failed sessions that call the same tools in the same order: the group is tested,
+    not credible, and reported (not proposed)."""
+    items = [
+        {"session_id": f"{label}-{i}", "task_key": f"{label}-{i}", "intent": "order_status", "task": "Where is my order?",
+         "outcome": {"resolved": label == "ok"}, "ended_at": f"2026-11-01T10:{i:02d}:00Z",
+         "tool_calls": [{"name": t, "args": {}, "ok": True} for t in ["lookupOrder", "checkReturnWindow", "replyTemplates"]]}
+        for label in ("ok", "bad") for i in range(8)
+    ]
+    sessions_store(agent=agent, sessions=[parse_procmem(item) for item in items])
+    run = mining_run_execute(agent=agent, support_threshold=3)
+    assert [e["status"] for e in run.report if e["intent"] == "order_status"] == ["no significant contrast"]
+    return run
+
+
+def test_a_reviewer_proposes_a_reported_group_with_a_reason_and_it_becomes_a_candidate(client, agent, reviewer):
+    run = _reported_run(agent)
+    url = reverse("reviews:mining_run_propose", args=[run.pk])
+    client.force_login(reviewer)
+    page = client.get(reverse("reviews:mining_run", args=[run.pk])).content.decode()
+    assert url in page and "Propose it anyway as a candidate" in page
+    # no reason: refused, nothing written, the page says why
+    answer = client.post(url, {"intent": "order_status", "reason": "  "}, follow=True)
+    assert "needs a reason" in answer.content.decode() and not run.versions.exists()
+    # with a reason: a CANDIDATE of this run, proposed by the reviewer, the reason on its evidence
+    answer = client.post(url, {"intent": "order_status", "reason": "the backtest holds; let the eval decide"})
+    [version] = run.versions.all()
+    assert answer.status_code == 302 and answer["Location"] == reverse("reviews:version", args=[version.pk])
+    assert version.status == Status.CANDIDATE and version.proposed_by == reviewer and version.source == Source.MINED
+    despite = version.evidence["proposedDespite"]
+    assert despite["by"] == "reviewer" and despite["reason"] == "the backtest holds; let the eval decide"
+    assert version.evidence["skeletonTest"]["credible"] is False and version.evidence["miningRunId"] == run.pk
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.PROPOSE, version=version, actor=reviewer).exists()
+    detail = client.get(reverse("reviews:version", args=[version.pk])).content.decode()
+    assert 'id="evidence-proposed-despite"' in detail and "let the eval decide" in detail
+    # the run's report links the candidate; proposing twice is refused with the reason
+    run.refresh_from_db()
+    [entry] = [e for e in run.report if e["intent"] == "order_status"]
+    assert entry["version"]["pk"] == version.pk and entry["proposedDespite"]["by"] == "reviewer"
+    again = client.post(url, {"intent": "order_status", "reason": "again"}, follow=True).content.decode()
+    assert "already proposed as" in again and run.versions.count() == 1
+    # an intent the run did not report
+    other = client.post(url, {"intent": "refund_over_limit", "reason": "why not"}, follow=True).content.decode()
+    assert "reported no unproposed group for the intent" in other
+
+
+def test_proposing_a_reported_group_is_refused_to_whoever_may_not_review_it(client, agent, reviewer, outsider):
+    run = _reported_run(agent)
+    url = reverse("reviews:mining_run_propose", args=[run.pk])
+    form = {"intent": "order_status", "reason": "because"}
+    assert client.post(url, form).status_code == 302  # to sign in
+    client.force_login(outsider)  # signed in, no reviewer role, sees no agent
+    assert client.post(url, form).status_code in (403, 404)
+    client.force_login(reviewer)
+    assert client.get(url).status_code == 405
+    assert client.post(reverse("reviews:mining_run_propose", args=[run.pk + 100]), form).status_code == 404
+    assert not run.versions.exists()
+
+
+def test_a_reported_group_that_a_live_version_covers_is_not_proposed_again(client, agent, reviewer, admin_user):
+    run = _reported_run(agent)
+    url = reverse("reviews:mining_run_propose", args=[run.pk])
+    client.force_login(admin_user)
+    client.post(url, {"intent": "order_status", "reason": "first"})
+    # a second run reports the same group again; the first candidate covers it
+    second = mining_run_execute(agent=agent, support_threshold=3)
+    client.force_login(reviewer)
+    page = client.post(reverse("reviews:mining_run_propose", args=[second.pk]), {"intent": "order_status", "reason": "second"}, follow=True)
+    assert "covered by" in page.content.decode() and not second.versions.exists()
