@@ -116,3 +116,22 @@ def test_an_expired_claim_taken_again_keeps_its_copies(agent, intent, reviewer, 
     again = candidate_claim(version=version, user=proposer)
     assert again.pk == claim.pk and _copies(again) == _truth(version)
     assert [v.pk for v in client_for(proposer).get(QUEUE + "?assigned=me").context["quarantined_rows"]] == [version.pk]
+
+
+@pytest.mark.django_db
+def test_assigned_to_me_combines_with_the_version_filters(candidate, approver, agent, intent):
+    """"Waiting for me" and "passing" are read from the versions, quarantine from the copies."""
+    flagged, plain = bulk_candidates(agent, intent, 2, quarantined_every=2)
+    for version in (candidate, flagged, plain):
+        candidate_claim(version=version, user=approver)
+    client = client_for(approver)
+
+    def shown(query):
+        response = client.get(QUEUE + "?assigned=me&" + query)
+        return {v.pk for v in list(response.context["quarantined_rows"]) + list(response.context["rows"])}
+
+    assert shown("") == {candidate.pk, flagged.pk, plain.pk}
+    assert shown("mine=1") == {candidate.pk}  # the approver holds the right on this procedure only
+    assert shown("quarantined=yes") == {flagged.pk}
+    assert shown("quarantined=no&passing=no") == {candidate.pk, plain.pk}
+    assert shown("passing=yes") == set()
