@@ -115,7 +115,8 @@ def _bulk_candidates(agent, intents, count: int) -> None:
         created = ProcedureVersion.objects.bulk_create(versions)
         now = timezone.now()
         CandidateClaim.objects.bulk_create(
-            [CandidateClaim(version=v, assignee=approver, assigned_by=approver, claimed_at=now, expires_at=now + timedelta(hours=24))
+            [CandidateClaim(version=v, assignee=approver, assigned_by=approver, claimed_at=now, expires_at=now + timedelta(hours=24),
+                            **CandidateClaim.keys_of(v))
              for n, v in enumerate(created) if (start + n) % 50 == 0]
         )
 

@@ -8,7 +8,7 @@ from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from django.db.models import Q
 
-from library.models import ProcedureVersion
+from library.models import Agent, Intent, ProcedureVersion, Status
 
 
 class CandidateClaim(models.Model):
@@ -22,10 +22,33 @@ class CandidateClaim(models.Model):
     assigned_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     claimed_at = models.DateTimeField()
     expires_at = models.DateTimeField()
+    # The version's place in the queue, copied here so that "assigned to me" counts and pages one
+    # person's claims from this table alone (reviews.selectors._my_claims) instead of looking up
+    # each claimed version and its procedure. The database keeps them true whatever writes: triggers
+    # fill them on insert and follow every change of the version or its procedure (migration
+    # 0007_claim_queue_keys); `keys_of` gives the same values for the insert itself.
+    version_status = models.CharField(max_length=10, choices=Status.choices)
+    quarantined = models.BooleanField()
+    neg_support = models.IntegerField(default=0)  # reviews.selectors.neg_support() of the version
+    version_created_at = models.DateTimeField()
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    intent = models.ForeignKey(Intent, on_delete=models.CASCADE, related_name="+")
 
     class Meta:
         indexes = [models.Index(fields=["assignee", "expires_at"], name="claim_assignee_expiry_idx")]
         constraints = [models.CheckConstraint(condition=Q(expires_at__gt=models.F("claimed_at")), name="claim_expires_after_claimed")]
+
+    @staticmethod
+    def keys_of(version: ProcedureVersion) -> dict:
+        """The copied columns a new claim of `version` starts with (the insert trigger also sets
+        them, and the support, from the row itself)."""
+        return dict(
+            version_status=version.status,
+            quarantined=version.quarantined,
+            version_created_at=version.created_at,
+            agent_id=version.procedure.agent_id,
+            intent_id=version.procedure.intent_id,
+        )
 
     def __str__(self) -> str:
         return f"{self.version_id} claimed by {self.assignee_id} until {self.expires_at:%Y-%m-%d %H:%M}"

@@ -7,9 +7,7 @@ Every function here issues a fixed number of queries whatever the size of the qu
 
 from __future__ import annotations
 
-import bisect
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connections
@@ -325,14 +323,19 @@ def queue_page(
         if filters.sort == "group":
             at += (cursor["procedure__agent__name"], cursor["procedure__intent__name"])
         segments = [s for s in segments if s.rank >= at]
+    if filters.assigned == "me":
+        claims = _my_claims(user, filters, visible_agents=visible_agents)
+        if filters.agent:
+            claims = claims.filter(agent__name=filters.agent)
+        if filters.intent:
+            claims = claims.filter(intent__name=filters.intent)
+        return _page_of_my_claims(claims, filters, cursor, size)
     base = _filtered(user, filters, visible_agents=visible_agents)
     if filters.agent:
         base = base.filter(procedure__agent__name=filters.agent)
     if filters.intent:
         base = base.filter(procedure__intent__name=filters.intent)
     base = base.annotate(neg_support=neg_support())
-    if filters.assigned == "me":
-        return _page_of_my_claims(base, filters, cursor, size)
     parts, reached = [], 0
     for number, segment in enumerate(segments):
         part = base.filter(quarantined=segment.quarantined)
@@ -359,35 +362,53 @@ def queue_page(
     return pks[:size], len(pks) > size
 
 
-def _queue_key(sort: str, row: Mapping[str, Any]) -> tuple:
-    """A row's place in the queue's order (quarantined first; "group" by agent and intent)."""
-    key: tuple = (0 if row["quarantined"] else 1,)
-    if sort == "group":
-        key += (row["procedure__agent__name"], row["procedure__intent__name"])
-    at, pk = row["created_at"].timestamp(), row["pk"]
-    if sort == "oldest":
-        return key + (at, pk)
-    if sort == "newest":
-        return key + (-at, -pk)
-    return key + (row["neg_support"], at, pk)
-
-
-def _page_of_my_claims(base: QuerySet[ProcedureVersion], filters: QueueFilters, cursor: dict | None, size: int) -> tuple[list[int], bool]:
-    """"Assigned to me": one person's live claims are few (each expires), so one query reads them
-    all with their sort keys and the page is cut here, instead of one segment scan per intent each
-    re-reading the list of claimed ids."""
-    rows = sorted(
-        (
-            (_queue_key(filters.sort, row), row["pk"])
-            for row in base.order_by().values(
-                "pk", "quarantined", "created_at", "neg_support", "procedure__agent__name", "procedure__intent__name"
-            )
-        ),
-        key=lambda pair: pair[0],
+def _my_claims(user, filters: QueueFilters, *, visible_agents) -> QuerySet[CandidateClaim]:
+    """"Assigned to me" as the person's live claims of candidates, under every filter: from the
+    claims' own copies of their version's place in the queue (status, quarantine, support, age,
+    agent, intent; kept true by triggers, reviews/migrations/0007_claim_queue_keys.py), so neither
+    counting nor paging looks up each claimed version. Only "passing" and "waiting for me" ask the
+    versions themselves. Like `_filtered`, every filter except agent and intent."""
+    claims = CandidateClaim.objects.filter(
+        assignee=user, expires_at__gt=timezone.now(), version_status=Status.CANDIDATE, agent__in=visible_agents
     )
-    start = 0 if cursor is None else bisect.bisect_right([key for key, _ in rows], _queue_key(filters.sort, cursor))
-    pks = [pk for _, pk in rows[start : start + size + 1]]
+    if filters.quarantined:
+        claims = claims.filter(quarantined=filters.quarantined == "yes")
+    if filters.passing or filters.mine:
+        versions = apply_filters(ProcedureVersion.objects.all(), user, replace(filters, assigned="", quarantined=""))
+        claims = claims.filter(version__in=versions.values("pk"))
+    return claims
+
+
+# the queue's sort keys (SORTS) as the claims' copies of them
+_CLAIM_KEYS = {"neg_support": "neg_support", "created_at": "version_created_at", "id": "version_id"}
+
+
+def _page_of_my_claims(claims: QuerySet[CandidateClaim], filters: QueueFilters, cursor: dict | None, size: int) -> tuple[list[int], bool]:
+    """One page of "assigned to me" after the cursor's version, in the queue's order (quarantined
+    first; "group" by agent and intent name, as the segments; then the sort), read from the claims
+    in one query: one person's live claims are few (each expires), so sorting them costs less
+    than scanning the queue's indexes for the rows that are claimed."""
+    keys = [("-" if key.startswith("-") else "") + _CLAIM_KEYS[key.lstrip("-")] for key in SORTS[filters.sort]]
+    if filters.sort == "group":
+        keys = ["agent__name", "intent__name"] + keys
+    if cursor is not None:
+        values = {
+            "agent__name": cursor["procedure__agent__name"], "intent__name": cursor["procedure__intent__name"],
+            "neg_support": cursor["neg_support"], "version_created_at": cursor["created_at"], "version_id": cursor["pk"],
+        }
+        columns = [key.lstrip("-") for key in keys]
+        row, at = _row(*(F(c) for c in columns)), _row(*(Value(values[c]) for c in columns))
+        within = Q(quarantined=cursor["quarantined"]) & Q(LessThan(row, at) if filters.sort == "newest" else GreaterThan(row, at))
+        claims = claims.filter(within | Q(quarantined=False) if cursor["quarantined"] else within)
+    pks = list(claims.order_by("-quarantined", *keys).values_list("version_id", flat=True)[: size + 1])
     return pks[:size], len(pks) > size
+
+
+QUEUE_ROW_FIELDS = (
+    "procedure__key", "procedure__agent__name", "procedure__agent__review_target_hours", "procedure__intent__name",
+    "number", "status", "quarantined", "applies_when", "evidence", "content_hash", "source", "created_at",
+    "proposed_by__username", "claim__assignee__username", "claim__expires_at",
+)
 
 
 def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
@@ -396,8 +417,11 @@ def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
     subqueries per row."""
     rows = (
         ProcedureVersion.objects.filter(pk__in=pks)
-        .select_related("procedure__agent", "procedure__intent", "proposed_by", "edited_by", "claim__assignee")
-        .defer("search_vector")
+        .select_related("procedure__agent", "procedure__intent", "proposed_by", "claim__assignee")
+        # what a row shows (templates/reviews/_queue_row.html), not the content, the agent's
+        # settings or the people's profiles: building 50 full versions with their JSON was most
+        # of the page's time after the queries
+        .only(*QUEUE_ROW_FIELDS)
         .annotate(support=evidence_support())
     )
     by_pk = {row.pk: row for row in rows}
@@ -468,10 +492,9 @@ def apply_filters(qs: QuerySet[ProcedureVersion], user, filters: QueueFilters) -
     if filters.assigned:
         live = Exists(CandidateClaim.objects.filter(version=OuterRef("pk"), expires_at__gt=timezone.now()))
         if filters.assigned == "me":
-            # as ids: a person's live claims are few, and a list lets PostgreSQL start from them
-            # instead of scanning the queue's order for the rows a subquery would accept
-            mine = CandidateClaim.objects.filter(assignee=user, expires_at__gt=timezone.now()).order_by("version_id")
-            qs = qs.filter(pk__in=list(mine.values_list("version_id", flat=True)))
+            # a join (one filter call, so one join): a person's live claims are few, and PostgreSQL
+            # starts from them on the claims' (assignee, expires_at) index
+            qs = qs.filter(claim__assignee=user, claim__expires_at__gt=timezone.now())
         else:
             qs = qs.filter(~live)
     if filters.quarantined == "yes":
@@ -538,17 +561,20 @@ def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGr
     COUNT_CAP (one query over the visible intents, each count reading at most COUNT_CAP + 1 rows
     of an index, so it costs the same for 1,000 or 1,000,000 candidates), quarantined ones exact
     (one query over those alone). Intents without candidates are left out."""
-    candidates = _filtered(user, filters, visible_agents=visible_agents)
     intents = Intent.objects.filter(agent__in=visible_agents).order_by("agent__name", "name")
     if filters.assigned == "me":
-        # one person's claims are few: count them all, exactly, starting from the claims
+        # one person's claims are few: count them all, exactly, from the claims alone
         exact = {
-            row["procedure__intent_id"]: (row["n"], row["q"])
-            for row in candidates.values("procedure__intent_id").annotate(n=Count("id"), q=Count("id", filter=Q(quarantined=True))).order_by()
+            row["intent_id"]: (row["n"], row["q"])
+            for row in _my_claims(user, filters, visible_agents=visible_agents)
+            .values("intent_id")
+            .annotate(n=Count("pk"), q=Count("pk", filter=Q(quarantined=True)))
+            .order_by()
         }
         rows = [(pk, name, agent, exact[pk][0]) for pk, name, agent in intents.filter(pk__in=exact).values_list("pk", "name", "agent__name")]
         quarantined = {pk: q for pk, (_, q) in exact.items()}
     else:
+        candidates = _filtered(user, filters, visible_agents=visible_agents)
         rows = intents.annotate(n=CappedCount(candidates.filter(procedure__intent_id=OuterRef("pk")))).values_list(
             "pk", "name", "agent__name", "n"
         )

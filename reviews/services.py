@@ -82,7 +82,8 @@ def candidate_claim(*, version: ProcedureVersion, user, assignee=None) -> Candid
         before = {"assignee": held.assignee.get_username(), "expiresAt": held.expires_at.isoformat()} if held else {}
         if existing is None:
             claim = CandidateClaim.objects.create(
-                version=locked, assignee=assignee, assigned_by=user, claimed_at=now, expires_at=expires
+                version=locked, assignee=assignee, assigned_by=user, claimed_at=now, expires_at=expires,
+                **CandidateClaim.keys_of(locked),
             )
         else:
             claim = existing

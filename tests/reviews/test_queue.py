@@ -160,8 +160,9 @@ def test_pages_read_by_keyset_follow_the_order_of_the_whole_queue(reviewer_clien
 
 @pytest.mark.parametrize("sort", ["group", "evidence", "oldest", "newest"])
 def test_pages_of_my_claims_follow_the_order_of_the_whole_queue(reviewer_client, reviewer, agent, intent, monkeypatch, sort):
-    """"Assigned to me" reads the person's claims in one query and cuts the page itself: walking it
-    yields exactly the queue's order restricted to the claimed candidates."""
+    """"Assigned to me" sorts the person's claims by their copies of the sort keys and pages them
+    with its own keyset: walking it yields exactly the queue's order restricted to the claimed
+    candidates."""
     from reviews.services import candidate_claim
     from reviews.views import queue
 
