@@ -4,6 +4,7 @@ exact block the select endpoint returns; nobody else may use it."""
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 
 from library import serving
@@ -39,7 +40,8 @@ def test_the_block_is_the_one_the_select_endpoint_returns(client, agent, reviewe
     task = "The customer wants a refund of 900 dollars, above my limit. Check lookupOrder."
     expected = serving.select_for_agent(agent=agent, task=task, k=5)
     # when
-    with django_assert_max_num_queries(16):
+    # SQLite reads the active set on the default connection inside a savepoint (two statements more)
+    with django_assert_max_num_queries(18 if connection.vendor == "sqlite" else 16):
         response = client.get(page_url(), {"task": task})
     # then
     assert response.status_code == 200
