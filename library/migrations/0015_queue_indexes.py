@@ -4,8 +4,7 @@ walking an index from the previous page's last row instead of sorting every cand
 
 The support expression is the one reviews.selectors.neg_support() compiles to (the evidence's
 support as an integer, 0 when absent or not a number, negated so "strongest first" ascends):
-PostgreSQL uses an expression index only for the same expression, which
-tests/reviews/test_queue_plans.py checks with EXPLAIN."""
+PostgreSQL uses an expression index only for the same expression, so the two change together."""
 
 from django.db import migrations
 
