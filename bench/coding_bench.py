@@ -56,7 +56,7 @@ def breakdown(items: list) -> tuple[float, float]:
     started = time.perf_counter()
     cache = RedactionCache()  # one per batch, as sessions_store does
     for session in sessions:
-        build_excerpt(session, redactor_for(session, agent, cache))
+        build_excerpt(session, redactor_for(session, agent.redaction_patterns, cache))
     return classify, time.perf_counter() - started
 
 
