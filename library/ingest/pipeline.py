@@ -28,7 +28,7 @@ from .formats import ImportOptions, ItemInvalid, parse_item
 from .reader import WHOLE_FILE_BYTES, read_items
 from .store import PreparedSession, session_prepare
 
-FILES_IN_FLIGHT_PER_WORKER = 4
+FILES_IN_FLIGHT_PER_WORKER = 16
 
 
 @dataclass(frozen=True)

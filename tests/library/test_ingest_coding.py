@@ -177,6 +177,7 @@ def test_a_broken_archive_keeps_what_was_read_before_the_break(tmp_path):
 @pytest.mark.django_db
 @pytest.mark.parametrize("args, env, message", [
     (("--workers", "0"), "", "--workers must be at least 1, got 0"),
+    (("--batch-size", "0"), "", "--batch-size must be at least 1, got 0"),
     ((), "two", "PROCMEM_IMPORT_WORKERS must be a whole number, got 'two'"),
     ((), "0", "PROCMEM_IMPORT_WORKERS must be at least 1, got 0"),
 ])

@@ -42,7 +42,7 @@ class Command(BaseCommand):
         parser.add_argument("--id-prefix", default="", help="prefix for session ids (keeps ids of different files apart)")
         parser.add_argument("--model", default="", help="model name to record where the file does not say")
         parser.add_argument("--outcomes", help="outcome file: SWE-bench results.json ({instances: [{instance_id, resolved}]}) or {id: true|false}")
-        parser.add_argument("--batch-size", type=int, default=500)
+        parser.add_argument("--batch-size", type=int, default=100, help="sessions stored per transaction (default 100): the store works while the next ones are read")
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument(
             "--workers", type=int,
@@ -50,6 +50,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
+        if options["batch_size"] < 1:
+            raise CommandError(f"--batch-size must be at least 1, got {options['batch_size']}")
         if options["workers"] is not None and options["workers"] < 1:
             raise CommandError(f"--workers must be at least 1, got {options['workers']}")
         try:
