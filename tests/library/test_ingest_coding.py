@@ -133,14 +133,21 @@ def _stored(agent_name):
     )
 
 
-@pytest.mark.django_db
-def test_worker_processes_store_what_one_process_stores(tmp_path):
+def _trajectory_folder(tmp_path, count, commands):
+    """`count` pretty-printed trajectories django__django-1 … in tmp_path/trajs; commands(number) gives each one's."""
     folder = tmp_path / "trajs"
     folder.mkdir()
-    for number in range(1, 13):
+    for number in range(1, count + 1):
         name = f"django__django-{number}"
-        commands = [(f"grep -rn Foo{number} django/", 0, "django/a.py:1"), (f"python reproduce_{number}.py", 1, "Error for mia.li@example.com")]
-        (folder / f"{name}.traj.json").write_text(json.dumps(traj(name, commands), indent=2))
+        (folder / f"{name}.traj.json").write_text(json.dumps(traj(name, commands(number)), indent=2))
+    return folder
+
+
+@pytest.mark.django_db
+def test_worker_processes_store_what_one_process_stores(tmp_path):
+    folder = _trajectory_folder(tmp_path, 12, lambda number: [
+        (f"grep -rn Foo{number} django/", 0, "django/a.py:1"), (f"python reproduce_{number}.py", 1, "Error for mia.li@example.com"),
+    ])
     (folder / "django__django-5.traj.json").write_text('{\n  "instance_id": "django__django-5",\n  "messages": oops\n}')
     for workers, agent in (("1", "one"), ("2", "two"), ("3", "three")):
         out, err = io.StringIO(), io.StringIO()
@@ -157,11 +164,7 @@ def test_worker_processes_store_what_one_process_stores(tmp_path):
 
 @pytest.mark.django_db
 def test_a_broken_archive_keeps_what_was_read_before_the_break(tmp_path):
-    folder = tmp_path / "trajs"
-    folder.mkdir()
-    for number in range(1, 41):
-        name = f"django__django-{number}"
-        (folder / f"{name}.traj.json").write_text(json.dumps(traj(name, [(f"cat file_{number}_{'x' * 4000}.py", 0, "y" * 3000)]), indent=2))
+    folder = _trajectory_folder(tmp_path, 40, lambda number: [(f"cat file_{number}_{'x' * 4000}.py", 0, "y" * 3000)])
     archive = tmp_path / "trajs.tar.gz"
     with tarfile.open(archive, "w:gz", compresslevel=0) as tar:
         tar.add(folder, arcname="trajs")
