@@ -178,6 +178,21 @@ def test_a_broken_archive_keeps_what_was_read_before_the_break(tmp_path):
 
 
 @pytest.mark.django_db
+def test_a_worker_that_dies_stops_the_import_with_a_clear_error(tmp_path, monkeypatch):
+    import os
+
+    from library.ingest import pipeline
+
+    folder = _trajectory_folder(tmp_path, 6, lambda number: [(f"grep -rn Foo{number} django/", 0, "django/a.py:1")])
+    # the forked workers inherit it (the function a worker runs is sent by name, and calls this one)
+    monkeypatch.setattr(pipeline, "file_outcomes", lambda *args, **kwargs: os._exit(3))
+    with pytest.raises(CommandError, match=r"a worker process stopped unexpectedly .*; try --workers 1 \(0 sessions stored before it\)"):
+        call_command("import_sessions", str(folder), "--format", "mini-swe-agent", "--agent", "coder", "--create-agent",
+                     "--no-progress", "--workers", "2", stdout=io.StringIO(), stderr=io.StringIO())
+    assert not AgentSession.objects.filter(agent__name="coder").exists()
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize("args, env, message", [
     (("--workers", "0"), "", "--workers must be at least 1, got 0"),
     (("--batch-size", "0"), "", "--batch-size must be at least 1, got 0"),

@@ -8,6 +8,7 @@ import sys
 import tarfile
 import zlib
 from collections import Counter
+from concurrent.futures.process import BrokenProcessPool
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -149,6 +150,8 @@ class Command(BaseCommand):
                 batch.append(outcome)
                 if len(batch) >= options["batch_size"]:
                     flush()
+        except BrokenProcessPool as exc:
+            stopped = f"{options['file']}: a worker process stopped unexpectedly ({exc}); try --workers 1"
         except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:  # EOFError: a cut gzip stream
             stopped = f"{reading[0]}: {exc}"
         finally:
