@@ -147,6 +147,16 @@ class CappedCount(Subquery):
         super().__init__(queryset.order_by().values("pk")[: COUNT_CAP + 1])
 
 
+class SubqueryCount(Subquery):
+    """`(SELECT COUNT(*) FROM (<queryset>))`: an exact count, as an expression of another query."""
+
+    template = "(SELECT COUNT(*) FROM (%(subquery)s) counted)"
+    output_field = IntegerField()
+
+    def __init__(self, queryset):
+        super().__init__(queryset.order_by().values("pk"))
+
+
 def capped_count(queryset) -> int:
     """The number of rows up to COUNT_CAP, COUNT_CAP + 1 when there are more (one query over at
     most COUNT_CAP + 1 rows)."""
@@ -193,8 +203,28 @@ class ApproveScope:
 
 
 def approve_scope(user) -> ApproveScope:
-    """Three queries, remembered on the user object for the rest of the request (navigation, queue
+    """One query, remembered on the user object for the rest of the request (navigation, queue
     filter and role all ask)."""
+    if not (user and user.is_authenticated and user.is_active):
+        return ApproveScope(False, frozenset(), frozenset())
+    cached = getattr(user, "_procmem_approve_scope", None)
+    if cached is not None:
+        return cached
+    if user.is_superuser:
+        scope = ApproveScope(True, frozenset(), frozenset())
+    else:
+        held: dict[str, set[int]] = {kind: set() for kind in _APPROVE_RIGHTS}
+        sql, params = _approve_rights_sql(user.pk)
+        with connections[ProcedureVersion.objects.db].cursor() as cursor:
+            cursor.execute(sql, params)
+            for kind, object_id in cursor.fetchall():
+                held[kind].add(object_id)
+        scope = ApproveScope(False, frozenset(held["procedure"]), frozenset(held["agent"]), frozenset(held["namespace"]))
+    user._procmem_approve_scope = scope
+    return scope
+
+
+def _approve_rights_models():
     from library.models import (
         AgentGroupObjectPermission,
         AgentUserObjectPermission,
@@ -204,29 +234,52 @@ def approve_scope(user) -> ApproveScope:
         ProcedureUserObjectPermission,
     )
 
-    if not (user and user.is_authenticated and user.is_active):
-        return ApproveScope(False, frozenset(), frozenset())
-    cached = getattr(user, "_procmem_approve_scope", None)
-    if cached is not None:
-        return cached
-    if user.is_superuser:
-        scope = ApproveScope(True, frozenset(), frozenset())
-    else:
-        on_procedure = Q(permission__codename="approve_procedure", permission__content_type__app_label="library")
-        on_agent = Q(permission__codename="approve_agent_procedures", permission__content_type__app_label="library")
-        procedures = ProcedureUserObjectPermission.objects.filter(on_procedure, user=user).values_list("content_object_id", flat=True).union(
-            ProcedureGroupObjectPermission.objects.filter(on_procedure, group__user=user).values_list("content_object_id", flat=True)
-        )
-        agents = AgentUserObjectPermission.objects.filter(on_agent, user=user).values_list("content_object_id", flat=True).union(
-            AgentGroupObjectPermission.objects.filter(on_agent, group__user=user).values_list("content_object_id", flat=True)
-        )
-        on_namespace = Q(permission__codename="approve_namespace_procedures", permission__content_type__app_label="library")
-        namespaces = NamespaceUserObjectPermission.objects.filter(on_namespace, user=user).values_list("content_object_id", flat=True).union(
-            NamespaceGroupObjectPermission.objects.filter(on_namespace, group__user=user).values_list("content_object_id", flat=True)
-        )
-        scope = ApproveScope(False, frozenset(procedures), frozenset(agents), frozenset(namespaces))
-    user._procmem_approve_scope = scope
-    return scope
+    return {
+        "procedure": (ProcedureUserObjectPermission, ProcedureGroupObjectPermission),
+        "agent": (AgentUserObjectPermission, AgentGroupObjectPermission),
+        "namespace": (NamespaceUserObjectPermission, NamespaceGroupObjectPermission),
+    }
+
+
+# the approve right on each kind of object (guardian object permissions of app "library")
+_APPROVE_RIGHTS = {"procedure": "approve_procedure", "agent": "approve_agent_procedures", "namespace": "approve_namespace_procedures"}
+
+
+def _approve_rights_sql(user_id: int) -> tuple[str, list]:
+    """`(kind, object id)` of every approve right the user holds, directly or through a group, as
+    one statement: every page's navigation asks, and six ORM querysets joined to the permission
+    and content-type tables cost more to build and plan than to run. The same rows as guardian's
+    `user.has_perm(codename, obj)`, which `library.permissions.user_can_approve` asks. The three
+    permissions and the user's groups are read once (WITH), not once per table."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    memberships = get_user_model().groups.through._meta
+    codenames = list(_APPROVE_RIGHTS.values())
+    sql = (
+        f"WITH rights AS (SELECT p.{Permission._meta.pk.column} AS id, p.codename FROM {Permission._meta.db_table} p"
+        f" JOIN {ContentType._meta.db_table} ct ON ct.{ContentType._meta.pk.column} = p.{Permission._meta.get_field('content_type').column}"
+        f" WHERE ct.app_label = %s AND p.codename IN ({', '.join(['%s'] * len(codenames))})),"
+        f" memberships AS (SELECT {memberships.get_field('group').column} AS group_id FROM {memberships.db_table}"
+        f" WHERE {memberships.get_field('user').column} = %s) "
+    )
+    params: list = ["library", *codenames, user_id]
+    parts = []
+    for kind, (by_user, by_group) in _approve_rights_models().items():
+        for model, holder in ((by_user, "user"), (by_group, "group")):
+            meta = model._meta
+            held_by = (
+                f"o.{meta.get_field('user').column} = %s" if holder == "user"
+                else f"o.{meta.get_field('group').column} IN (SELECT group_id FROM memberships)"
+            )
+            # `kind` is one of the fixed keys of _APPROVE_RIGHTS, never input
+            parts.append(
+                f"SELECT '{kind}', o.{meta.get_field('content_object').column} FROM {meta.db_table} o"
+                f" JOIN rights r ON r.id = o.{meta.get_field('permission').column} AND r.codename = %s WHERE {held_by}"
+            )
+            params += [_APPROVE_RIGHTS[kind], *([user_id] if holder == "user" else [])]
+    return sql + " UNION ALL ".join(parts), params
 
 
 def holds_any_approve_right(user) -> bool:
