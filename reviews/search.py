@@ -35,7 +35,7 @@ from django.utils.safestring import SafeString, mark_safe
 from library.models import Agent, ProcedureVersion, Status
 
 from .models import Comment
-from .selectors import QueueFilters, apply_filters
+from .selectors import QueueFilters, apply_filters, of_agents
 
 MAX_QUERY_CHARS = 200
 MAX_TERMS = 12
@@ -163,7 +163,7 @@ class SearchHit:
 def matching_versions(user, terms: SearchTerms, filters: SearchFilters, *, visible_agents: QuerySet[Agent]):
     """(queryset of matching version ids in result order, the tsquery or None). Visible versions
     only; the queue's filters apply as on the queue."""
-    qs = ProcedureVersion.objects.filter(procedure__agent__in=visible_agents)
+    qs = of_agents(ProcedureVersion.objects.all(), visible_agents)
     if filters.status:
         qs = qs.filter(status=filters.status)
     if filters.queue.agent:
@@ -184,7 +184,7 @@ def matching_versions(user, terms: SearchTerms, filters: SearchFilters, *, visib
     # Versions whose comments match, as ids: an OR with a subquery would make PostgreSQL scan every
     # version; an OR with a short id list keeps both sides on their indexes.
     via_comments = list(
-        Comment.objects.filter(search_vector=query, version__procedure__agent__in=visible_agents)
+        of_agents(Comment.objects.filter(search_vector=query), visible_agents, through="version__procedure__agent")
         .order_by("-id")
         .values_list("version_id", flat=True)[:MAX_COMMENT_MATCHES]
     )

@@ -136,6 +136,23 @@ def neg_support():
     return -evidence_support()
 
 
+def every_agent(agents: QuerySet[Agent]) -> bool:
+    """Whether `agents` is the whole table, unfiltered (what `Agent.objects.visible_to` gives every
+    signed-in user today; anything it narrows, slices or empties is not)."""
+    query = agents.query
+    return not (query.where or query.is_sliced or query.combinator or query.distinct)
+
+
+def of_agents(queryset: QuerySet, agents: QuerySet[Agent], *, through: str = "procedure__agent") -> QuerySet:
+    """`queryset` restricted to rows of `agents` (`<through>__in`), except when `agents` is every
+    agent: then the condition holds for every row (a non-null foreign key), and leaving it out
+    spares PostgreSQL a join to the procedures that, on a search matching thousands of versions,
+    cost a scan of every procedure and carried each match's search document through a hash."""
+    if every_agent(agents):
+        return queryset
+    return queryset.filter(**{f"{through}__in": agents})
+
+
 class CappedCount(Subquery):
     """`(SELECT COUNT(*) FROM (<queryset limited to cap + 1 rows>))`: an exact count up to the cap,
     cap + 1 meaning "more"; costs at most cap + 1 rows of an index, whatever the table's size."""
@@ -186,6 +203,15 @@ class ApproveScope:
     @property
     def is_empty(self) -> bool:
         return not (self.everything or self.procedure_ids or self.agent_ids or self.namespace_ids)
+
+    def covers(self, procedure: Procedure) -> bool:
+        """`library.permissions.user_can_approve(user, procedure)`, from the rights already read."""
+        return (
+            self.everything
+            or procedure.pk in self.procedure_ids
+            or procedure.agent_id in self.agent_ids
+            or procedure.namespace_id in self.namespace_ids
+        )
 
     def as_q(self) -> Q:
         """For a ProcedureVersion queryset. Id lists, not OR-ed subqueries: an approver holds few
@@ -366,7 +392,7 @@ def queue_page(
     cursor = None
     if after is not None:
         cursor = (
-            ProcedureVersion.objects.filter(pk=after, procedure__agent__in=visible_agents)
+            of_agents(ProcedureVersion.objects.filter(pk=after), visible_agents)
             .annotate(neg_support=neg_support())
             .values("pk", "quarantined", "created_at", "neg_support", "procedure__agent__name", "procedure__intent__name")
             .first()
@@ -421,8 +447,9 @@ def _my_claims(user, filters: QueueFilters, *, visible_agents) -> QuerySet[Candi
     agent, intent; kept true by triggers, reviews/migrations/0007_claim_queue_keys.py), so neither
     counting nor paging looks up each claimed version. Only "passing" and "waiting for me" ask the
     versions themselves. Like `_filtered`, every filter except agent and intent."""
-    claims = CandidateClaim.objects.filter(
-        assignee=user, expires_at__gt=timezone.now(), version_status=Status.CANDIDATE, agent__in=visible_agents
+    claims = of_agents(
+        CandidateClaim.objects.filter(assignee=user, expires_at__gt=timezone.now(), version_status=Status.CANDIDATE),
+        visible_agents, through="agent",
     )
     if filters.quarantined:
         claims = claims.filter(quarantined=filters.quarantined == "yes")
@@ -536,7 +563,7 @@ def age_badge(version: ProcedureVersion, now) -> AgeBadge:
 
 def _filtered(user, filters: QueueFilters, *, visible_agents) -> QuerySet[ProcedureVersion]:
     """Every filter except agent and intent (the groups panel lists those to pick from)."""
-    qs = ProcedureVersion.objects.filter(status=Status.CANDIDATE, procedure__agent__in=visible_agents)
+    qs = of_agents(ProcedureVersion.objects.filter(status=Status.CANDIDATE), visible_agents)
     return apply_filters(qs, user, filters)
 
 
@@ -601,7 +628,7 @@ def _quarantined_per_intent(user, filters: QueueFilters, *, visible_agents) -> d
     their own index, each row's intent looked up by key: a subquery PostgreSQL keeps per row,
     where a join would read every procedure of every intent."""
     intent_of = Subquery(
-        Procedure.objects.filter(pk=OuterRef("procedure_id"), agent__in=visible_agents).order_by().values("intent_id")[:1]
+        of_agents(Procedure.objects.filter(pk=OuterRef("procedure_id")), visible_agents, through="agent").order_by().values("intent_id")[:1]
     )
     flagged = apply_filters(ProcedureVersion.objects.filter(status=Status.CANDIDATE, quarantined=True), user, filters)
     return dict(
