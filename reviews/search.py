@@ -35,7 +35,8 @@ from django.utils.safestring import SafeString, mark_safe
 from library.models import Agent, ProcedureVersion, Status
 
 from .models import Comment
-from .selectors import QueueFilters, apply_filters, of_agents
+from .access import of_agents
+from .selectors import QueueFilters, apply_filters
 
 MAX_QUERY_CHARS = 200
 MAX_TERMS = 12

@@ -33,6 +33,7 @@ from django.utils import timezone
 from library.models import Agent, AgentSession, EvalRun, Intent, Procedure, ProcedureVersion, Status
 from library.selectors import active_versions_for_agent
 from library.serving import missing_tools
+from reviews.access import of_agents
 from reviews.models import CandidateClaim, Comment
 
 # Within a segment of the queue (quarantined or not; for "group" also one intent, the segments in
@@ -134,23 +135,6 @@ def neg_support():
     """Minus `evidence_support()`: the expression of the queue's support index (the migration's
     SQL is compiled from this very expression, so the planner recognises it in ORDER BY)."""
     return -evidence_support()
-
-
-def every_agent(agents: QuerySet[Agent]) -> bool:
-    """Whether `agents` is the whole table, unfiltered (what `Agent.objects.visible_to` gives every
-    signed-in user today; anything it narrows, slices or empties is not)."""
-    query = agents.query
-    return not (query.where or query.is_sliced or query.combinator or query.distinct)
-
-
-def of_agents(queryset: QuerySet, agents: QuerySet[Agent], *, through: str = "procedure__agent") -> QuerySet:
-    """`queryset` restricted to rows of `agents` (`<through>__in`), except when `agents` is every
-    agent: then the condition holds for every row (a non-null foreign key), and leaving it out
-    spares PostgreSQL a join to the procedures that, on a search matching thousands of versions,
-    cost a scan of every procedure and carried each match's search document through a hash."""
-    if every_agent(agents):
-        return queryset
-    return queryset.filter(**{f"{through}__in": agents})
 
 
 class CappedCount(Subquery):
@@ -503,6 +487,7 @@ def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
         # of the page's time after the queries
         .only(*QUEUE_ROW_FIELDS)
         .annotate(support=evidence_support())
+        .order_by()  # put in the order of `pks` below
     )
     by_pk = {row.pk: row for row in rows}
     now = timezone.now()

@@ -143,7 +143,8 @@ def _queue_context(request: HttpRequest, query: QueryDict) -> dict:
         "query": urlencode(filters.as_query()),
         "due_for_review": list(
             visible_versions(request).due_for_review(timezone.localdate())
-            .select_related("procedure__agent").order_by("review_by", "pk")[:DUE_SHOWN]
+            .select_related("procedure__agent").only("number", "review_by", "procedure__key", "procedure__agent__name")
+            .order_by("review_by", "pk")[:DUE_SHOWN]
         ),
     }
 
