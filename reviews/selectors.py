@@ -205,11 +205,21 @@ class ApproveScope:
             return Q()
         if self.is_empty:
             return Q(pk__in=[])
-        return (
-            Q(procedure_id__in=sorted(self.procedure_ids))
-            | Q(procedure__agent_id__in=sorted(self.agent_ids))
-            | Q(procedure__namespace_id__in=sorted(self.namespace_ids))
-        )
+        # only the kinds held: an empty list matches nothing, but its lookup would still join the
+        # procedures (every page's navigation counts with this)
+        held = [
+            Q(**{lookup: sorted(ids)})
+            for lookup, ids in (
+                ("procedure_id__in", self.procedure_ids),
+                ("procedure__agent_id__in", self.agent_ids),
+                ("procedure__namespace_id__in", self.namespace_ids),
+            )
+            if ids
+        ]
+        condition = held[0]
+        for q in held[1:]:
+            condition |= q
+        return condition
 
 
 def approve_scope(user) -> ApproveScope:
