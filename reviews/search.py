@@ -223,11 +223,19 @@ def highlight(text: str, identifiers: tuple[str, ...] = (), words: tuple[str, ..
     return mark_safe(escape(text).replace(MARK_START, "<mark>").replace(MARK_STOP, "</mark>"))
 
 
+HIT_FIELDS = (
+    "number", "status", "quarantined", "applies_when", "steps", "procedure__key", "procedure__agent__name", "procedure__intent__name",
+)
+
+
 def search_hits(pks: list[int], terms: SearchTerms, query) -> list[SearchHit]:
     """The page's rows with highlighted appliesWhen, steps and matching comments (two queries)."""
     rows = (
-        ProcedureVersion.objects.filter(pk__in=pks).select_related("procedure__agent", "procedure__intent", "claim__assignee")
-        .defer("search_vector")
+        ProcedureVersion.objects.filter(pk__in=pks).select_related("procedure__agent", "procedure__intent")
+        # what a hit shows (templates/reviews/search.html): building 25 whole versions and agents
+        # decoded some 350 JSON fields a page
+        .only(*HIT_FIELDS)
+        .order_by()
     )
     comments = Comment.objects.filter(version_id__in=pks).select_related("author", "thread").order_by("id")
     words: tuple[str, ...] = ()
