@@ -6,7 +6,9 @@ In one process, per round (median of the rounds reported):
 - baseline: a plain parse of the same files — read every .traj.json member of the tar.gz and
   json.loads it (the least any import must do);
 - import: `manage.py import_sessions <tar.gz> --format mini-swe-agent --outcomes results.json`
-  into a fresh coding agent (parse, classify every command, redact, store in PostgreSQL);
+  into a fresh coding agent (parse, classify every command, redact, store in PostgreSQL), with the
+  default worker processes (PROCMEM_IMPORT_WORKERS, else one per CPU), and again with `--workers 1`
+  (all in one process); the CPU seconds of each (the command's process and its workers) are shown;
 - mining: one mining run of that agent (skeletons, contrast, the coding contract, the candidate).
 Targets: import ≤ 3× the plain parse; mining ≤ 1× the import. The agents stay in the database
 (their candidate versions are never deleted); each round uses a new agent name.
@@ -56,7 +58,7 @@ def breakdown(items: list) -> tuple[float, float]:
     started = time.perf_counter()
     cache = RedactionCache()  # one per batch, as sessions_store does
     for session in sessions:
-        build_excerpt(session, redactor_for(session, agent, cache))
+        build_excerpt(session, redactor_for(session, agent.redaction_patterns, cache))
     return classify, time.perf_counter() - started
 
 
@@ -73,12 +75,14 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
+    from library.ingest.pipeline import import_workers
     from library.mining.runs import mining_run_execute
     from library.models import Agent, AgentSession
 
     call_command("migrate", verbosity=0)
     stamp = time.strftime("%H%M%S")
     parse_s, import_s, mine_s, classify_s, redact_s = [], [], [], [], []
+    import_cpu, single_s, single_cpu = [], [], []
     for round_no in range(args.rounds):
         started = time.perf_counter()
         items = plain_parse()
@@ -88,12 +92,17 @@ def main() -> None:
         classify_s.append(classify)
         redact_s.append(redact)
 
-        name = f"bench-coding-{stamp}-{round_no}"
-        out = io.StringIO()
-        started = time.perf_counter()
-        call_command("import_sessions", str(TRAJS), "--format", "mini-swe-agent", "--outcomes", str(RESULTS),
-                     "--agent", name, "--create-agent", "--no-progress", stdout=out, stderr=io.StringIO())
-        import_s.append(time.perf_counter() - started)
+        for workers, seconds, cpu in ((str(import_workers()), import_s, import_cpu), ("1", single_s, single_cpu)):
+            name = f"bench-coding-{stamp}-{round_no}-w{workers}"
+            out = io.StringIO()
+            before = os.times()
+            started = time.perf_counter()
+            call_command("import_sessions", str(TRAJS), "--format", "mini-swe-agent", "--outcomes", str(RESULTS),
+                         "--agent", name, "--create-agent", "--no-progress", "--workers", workers, stdout=out, stderr=io.StringIO())
+            seconds.append(time.perf_counter() - started)
+            after = os.times()
+            cpu.append(sum(getattr(after, f) - getattr(before, f) for f in ("user", "system", "children_user", "children_system")))
+        name = f"bench-coding-{stamp}-{round_no}-w{import_workers()}"
         agent = Agent.objects.get(name=name)
         stored = AgentSession.objects.filter(agent=agent).count()
 
@@ -101,7 +110,8 @@ def main() -> None:
         run = mining_run_execute(agent=agent, support_threshold=20)
         mine_s.append(time.perf_counter() - started)
         print(f"round {round_no + 1}: {files} files; {out.getvalue().strip()} mining: {run.counts.get('candidates')} candidate(s); "
-              f"parse {parse_s[-1]:.2f} s, import {import_s[-1]:.2f} s, mining {mine_s[-1]:.2f} s", flush=True)
+              f"parse {parse_s[-1]:.2f} s, import {import_s[-1]:.2f} s ({import_workers()} workers), in one process "
+              f"{single_s[-1]:.2f} s, mining {mine_s[-1]:.2f} s", flush=True)
         assert stored == files == 231, (stored, files)
 
     p, i, m = statistics.median(parse_s), statistics.median(import_s), statistics.median(mine_s)
@@ -109,12 +119,17 @@ def main() -> None:
     print(f"| step | median of {args.rounds} (s) | ratio | target |")
     print("| --- | ---: | ---: | --- |")
     print(f"| plain JSON parse of the 231 files (tar.gz) | {p:.2f} | 1.00 | baseline |")
-    print(f"| import_sessions --format mini-swe-agent | {i:.2f} | {i / p:.2f} × parse | ≤ 3× parse: {'met' if i <= 3 * p else 'NOT met'} |")
+    print(f"| import_sessions --format mini-swe-agent ({import_workers()} worker processes) | {i:.2f} | {i / p:.2f} × parse | ≤ 3× parse: {'met' if i <= 3 * p else 'NOT met'} |")
+    print(f"| its CPU time (the command and its workers) | {statistics.median(import_cpu):.2f} | {statistics.median(import_cpu) / p:.2f} × parse | |")
+    o = statistics.median(single_s)
+    print(f"| the same with --workers 1 (one process) | {o:.2f} | {o / p:.2f} × parse | |")
+    print(f"| its CPU time | {statistics.median(single_cpu):.2f} | {statistics.median(single_cpu) / p:.2f} × parse | |")
     c, r = statistics.median(classify_s), statistics.median(redact_s)
-    print(f"| of the import: parsing the trajectories and classifying 8,238 commands | {c:.2f} | {c / p:.2f} × parse | |")
-    print(f"| of the import: redaction (known values, the excerpts' redacted commands and outputs) | {r:.2f} | {r / p:.2f} × parse | |")
-    print(f"| of the import: the rest (reading the archive, storing in PostgreSQL) | {max(i - c - r, 0):.2f} | {max(i - c - r, 0) / p:.2f} × parse | |")
+    print(f"| of one process: parsing the trajectories and classifying 8,238 commands | {c:.2f} | {c / p:.2f} × parse | |")
+    print(f"| of one process: redaction (known values, the excerpts' redacted commands and outputs) | {r:.2f} | {r / p:.2f} × parse | |")
+    print(f"| of one process: the rest (reading the archive, storing in PostgreSQL) | {max(o - c - r, 0):.2f} | {max(o - c - r, 0) / p:.2f} × parse | |")
     print(f"| mining run (coding skeleton, contract, candidate) | {m:.2f} | {m / i:.2f} × import | ≤ 1× import: {'met' if m <= i else 'NOT met'} |")
+    print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ nothing (docs/redaction.md): run it before and after, the digests must be equal.
 
     .venv/bin/python -m bench.redaction_digest [--show]
 
-No database. Per session, what ingest stores from the redactor (library/ingest/store.py `_to_row`):
+No database. Per session, what ingest stores from the redactor (library/ingest/store.py `session_prepare`):
 the redacted excerpt, the task key and the session's known values, and the parsed tool calls
 (activities and targets of the coding sessions) — for the 231 SWE-bench coding
 sessions (mini-swe-agent), the 200 tau-bench airline sessions and the 228 retail sessions the
@@ -45,7 +45,7 @@ def _stored(items, fmt: str, options, shared: bool) -> list:
     rows = []
     for item in items:
         session = parse_item(item, fmt=fmt, options=options)
-        redactor = redactor_for(session, agent, cache)  # as _to_row does
+        redactor = redactor_for(session, agent.redaction_patterns, cache)  # as session_prepare does
         redacted_task = redactor.text(session.task) if session.task else ""
         excerpt = build_excerpt(session, redactor, redacted_task=redacted_task)
         task_key = task_key_for(session, redactor, redacted_task=redacted_task)

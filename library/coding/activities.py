@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterable
 
 from procmem_client.coding import _LABEL_RE, generalise, is_label, target_role  # noqa: F401  (one implementation, shared with the client)
@@ -314,8 +315,10 @@ def _classify_part(part: str, bodies: list[str]) -> Action:
     return act("other")
 
 
+@lru_cache(maxsize=8192)
 def classify_command(command: str) -> Action:
-    """The activity of one shell command (possibly compound): the strongest class of its parts."""
+    """The activity of one shell command (possibly compound): the strongest class of its parts.
+    Cached: agents repeat their commands (`git diff`, the same test run) across sessions."""
     text, bodies = strip_heredocs((command or "").replace("\\\n", " "))
     best: Action | None = None
     first_with_path: Action | None = None

@@ -13,6 +13,7 @@ one bad line cost the others.
 from __future__ import annotations
 
 import codecs
+import io
 import json
 import os
 import tarfile
@@ -47,7 +48,16 @@ class _Prepended:
         return data
 
 
-def read_items(stream: IO[bytes], *, on_bytes: Callable[[int], None] | None = None, chunk_size: int = 1 << 20) -> Iterator[ReadItem]:
+WHOLE_FILE_BYTES = 32 << 20  # a pretty-printed JSON object up to this size is parsed in one call
+
+
+def read_items(
+    stream: IO[bytes], *, on_bytes: Callable[[int], None] | None = None, chunk_size: int = 1 << 20, size: int | None = None
+) -> Iterator[ReadItem]:
+    """`size`: the stream's length when known (a file, an archive member). A pretty-printed JSON
+    object (a mini-swe-agent trajectory) of at most WHOLE_FILE_BYTES is then read whole and parsed
+    by one call of the JSON parser, much faster than the streaming decoder; anything that call
+    does not read as one object goes the streaming way, with the same items and errors."""
     first = b""
     # the first line that is not blank decides the format
     while True:
@@ -73,6 +83,18 @@ def read_items(stream: IO[bytes], *, on_bytes: Callable[[int], None] | None = No
             yield first_item
             yield from _json_lines(stream, start_line + 1, on_bytes)
             return
+        if size is not None and size <= WHOLE_FILE_BYTES and text.startswith(b"{"):
+            rest = stream.read()
+            if on_bytes is not None and rest:
+                on_bytes(len(rest))
+            try:
+                whole = safe_json.parse(text + rest, check_values=False)
+            except safe_json.JsonRefused:
+                whole = None
+            if isinstance(whole, dict):
+                yield ReadItem(start_line, whole)
+                return
+            first, stream, on_bytes = first + rest, io.BytesIO(b""), None
     for line_number, value, error in _numbered_json_items(_Prepended(first, stream, on_bytes), chunk_size=chunk_size, on_bytes=None):
         if error:
             yield ReadItem(line_number, error=error, fatal=True)
@@ -129,8 +151,9 @@ def _numbered_json_items(
                 return False
             buffer += text_decoder.decode(chunk)
         except UnicodeDecodeError as exc:
-            bad_line = lines_before + buffer.count("\n") + chunk[: exc.start].count(b"\n") + 1
-            raise _Unreadable(bad_line, f"is not UTF-8 (byte 0x{chunk[exc.start]:02x})") from None
+            # exc.object: the bytes the decoder read (a character cut at the file's end is in none of the chunks)
+            bad_line = lines_before + buffer.count("\n") + exc.object[: exc.start].count(b"\n") + 1
+            raise _Unreadable(bad_line, f"is not UTF-8 (byte 0x{exc.object[exc.start]:02x})") from None
         return True
 
     def drop(upto: int) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -107,13 +107,14 @@ def build_excerpt(session: SessionIn, redactor: Redactor, *, redacted_task: str 
     return excerpt
 
 
-def redactor_for(session: SessionIn, agent: Agent, cache: RedactionCache | None = None) -> Redactor:
-    """The session's redactor; `cache` is shared by the sessions of one batch (same result without)."""
+def redactor_for(session: SessionIn, redaction_patterns: Any = None, cache: RedactionCache | None = None) -> Redactor:
+    """The session's redactor (`redaction_patterns`: its agent's); `cache` is shared by the sessions
+    of one batch (same result without)."""
     structured: list[Any] = [call["args"] for call in session.tool_calls]
     structured.extend(call["result"] for call in session.tool_calls if call.get("result") is not None)
     structured.extend(session.structured)
     texts = [session.task, session.reply, *strings_in([call["args"] for call in session.tool_calls])]
-    return redactor_for_session(structured=structured, texts=texts, agent_patterns=agent.redaction_patterns, cache=cache)
+    return redactor_for_session(structured=structured, texts=texts, agent_patterns=redaction_patterns, cache=cache)
 
 
 def raw_retention_days() -> int:
@@ -131,32 +132,50 @@ def task_key_for(session: SessionIn, redactor: Redactor, *, redacted_task: str |
     return "request:" + hashlib.sha256(redacted.encode("utf-8")).hexdigest()[:32]
 
 
-def _to_row(
-    agent: Agent, session: SessionIn, intent_ids: dict[str, int], keep_raw: bool, cache: RedactionCache | None = None
-) -> AgentSession:
-    redactor = redactor_for(session, agent, cache)
+@dataclass
+class PreparedSession:
+    """A session made ready to store: redacted, and its row's fields but the agent and the intent
+    (those need the database). Plain data: an import's worker processes build them."""
+
+    session_id: str
+    intent: str | None
+    tool_names: list[str]
+    fields: dict[str, Any]
+
+
+def session_prepare(
+    session: SessionIn, *, redaction_patterns: Any = None, keep_raw: bool | None = None, cache: RedactionCache | None = None
+) -> PreparedSession:
+    """Redacts one session (its excerpt and task key, before any row exists) and builds its row's
+    fields. `redaction_patterns`: the agent's; `keep_raw`: None reads PROCMEM_RAW_RETENTION_DAYS;
+    `cache`: shared by the sessions of a batch (the result is the same without)."""
+    keep_raw = raw_retention_days() > 0 if keep_raw is None else keep_raw
+    redactor = redactor_for(session, redaction_patterns, cache)
     redacted_task = redactor.text(session.task) if session.task else ""  # once, for the excerpt and the task key
     excerpt = build_excerpt(session, redactor, redacted_task=redacted_task)
-    return AgentSession(
-        task_key=task_key_for(session, redactor, redacted_task=redacted_task),
-        agent=agent,
+    return PreparedSession(
         session_id=session.session_id,
-        intent_id=intent_ids.get(session.intent) if session.intent else None,
-        task=session.task if keep_raw else "",
-        resolved=session.resolved,
-        escalated=session.escalated,
-        rating=session.rating,
-        skeleton=session.skeleton,
-        # a tool's result is never stored whole: its summary is in the excerpt
-        tool_calls=[{k: v for k, v in c.items() if k != "result"} for c in session.tool_calls] if keep_raw
-        else [{"name": c["name"], "ok": c["ok"]} for c in session.tool_calls],
-        redacted_excerpt=excerpt,
-        injected=session.injected,
-        instruction_chars=session.instruction_chars,
-        model=session.model,
-        ended_at=session.ended_at,
-        raw_purged=not keep_raw,
-        source_format=session.source_format,
+        intent=session.intent,
+        tool_names=session.tool_names,
+        fields=dict(
+            task_key=task_key_for(session, redactor, redacted_task=redacted_task),
+            session_id=session.session_id,
+            task=session.task if keep_raw else "",
+            resolved=session.resolved,
+            escalated=session.escalated,
+            rating=session.rating,
+            skeleton=session.skeleton,
+            # a tool's result is never stored whole: its summary is in the excerpt
+            tool_calls=[{k: v for k, v in c.items() if k != "result"} for c in session.tool_calls] if keep_raw
+            else [{"name": c["name"], "ok": c["ok"]} for c in session.tool_calls],
+            redacted_excerpt=excerpt,
+            injected=session.injected,
+            instruction_chars=session.instruction_chars,
+            model=session.model,
+            ended_at=session.ended_at,
+            raw_purged=not keep_raw,
+            source_format=session.source_format,
+        ),
     )
 
 
@@ -186,9 +205,26 @@ def sessions_store(*, agent: Agent, sessions: list[SessionIn]) -> StoreResult:
 
     Redaction happens here, before the row exists: the excerpt a reviewer sees is built from the
     session's own personal values plus the agent's and the built-in patterns. With
-    PROCMEM_RAW_RETENTION_DAYS=0 the raw task and arguments are never stored."""
+    PROCMEM_RAW_RETENTION_DAYS=0 the raw task and arguments are never stored. Only sessions not
+    stored yet are redacted (a resent batch costs a look-up)."""
+    return _store(agent, sessions, lambda fresh: _prepare_all(agent, fresh))
+
+
+def prepared_store(*, agent: Agent, prepared: list[PreparedSession]) -> StoreResult:
+    """sessions_store for sessions prepared already (session_prepare, e.g. in an import's worker
+    processes): the same checks, the same transaction."""
+    return _store(agent, prepared, lambda fresh: fresh)
+
+
+def _prepare_all(agent: Agent, sessions: list[SessionIn]) -> list[PreparedSession]:
+    keep_raw = raw_retention_days() > 0
+    cache = RedactionCache()  # commands, outputs and requests recur across the sessions of a batch
+    return [session_prepare(s, redaction_patterns=agent.redaction_patterns, keep_raw=keep_raw, cache=cache) for s in sessions]
+
+
+def _store(agent: Agent, sessions: list, prepare: Callable[[list], list[PreparedSession]]) -> StoreResult:
     result = StoreResult()
-    unique: dict[str, SessionIn] = {}
+    unique: dict[str, Any] = {}
     for session in sessions:
         if session.session_id in unique:
             result.duplicate.append(session.session_id)
@@ -196,16 +232,17 @@ def sessions_store(*, agent: Agent, sessions: list[SessionIn]) -> StoreResult:
             unique[session.session_id] = session
     if not unique:
         return result
-    keep_raw = raw_retention_days() > 0
     with transaction.atomic():
         existing = set(
             AgentSession.objects.filter(agent=agent, session_id__in=list(unique)).values_list("session_id", flat=True)
         )
-        fresh = [s for sid, s in unique.items() if sid not in existing]
+        fresh = prepare([s for sid, s in unique.items() if sid not in existing])
         result.duplicate.extend(sid for sid in unique if sid in existing)
         intent_ids = intents_ensure(agent=agent, names={s.intent for s in fresh if s.intent})
-        cache = RedactionCache()  # commands, outputs and requests recur across the sessions of a batch
-        rows = [_to_row(agent, s, intent_ids, keep_raw, cache) for s in fresh]
+        rows = [
+            AgentSession(agent=agent, intent_id=intent_ids.get(s.intent) if s.intent else None, **s.fields)
+            for s in fresh
+        ]
         for start in range(0, len(rows), INSERT_BATCH):
             _insert_sessions(rows[start : start + INSERT_BATCH])
         result.stored.extend(s.session_id for s in fresh)

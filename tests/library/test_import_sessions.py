@@ -9,6 +9,8 @@ import json
 
 import pytest
 from django.core.management import call_command
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from django.core.management.base import CommandError
 
 from library.ingest.reader import read_items
@@ -103,8 +105,10 @@ def test_an_agent_with_tools_keeps_its_list(agent, tmp_path):
         (b"", []),
     ],
 )
-def test_read_items_numbers_lines(data, expected):
-    got = [(item.line, item.value, "x" if item.error else "") for item in read_items(io.BytesIO(data), chunk_size=8)]
+@pytest.mark.parametrize("sized", [False, True])
+def test_read_items_numbers_lines(data, expected, sized):
+    # with the size known, a pretty-printed object is parsed whole: same items, same lines, same errors
+    got = [(item.line, item.value, "x" if item.error else "") for item in read_items(io.BytesIO(data), chunk_size=8, size=len(data) if sized else None)]
     assert got == expected
 
 
@@ -117,8 +121,28 @@ def test_read_items_numbers_lines(data, expected):
         b'\n\n{"a": oops}\n{"a": 2}\n',
     ],
 )
-def test_read_items_reports_every_byte_it_reads_once(data):
+@pytest.mark.parametrize("sized", [False, True])
+def test_read_items_reports_every_byte_it_reads_once(data, sized):
     # the import's progress bar counts these: a pretty-printed trajectory counted only its first line
     counted = []
-    list(read_items(io.BytesIO(data), on_bytes=counted.append, chunk_size=8))
+    list(read_items(io.BytesIO(data), on_bytes=counted.append, chunk_size=8, size=len(data) if sized else None))
     assert sum(counted) == len(data)
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(value=st.dictionaries(st.text(max_size=8), _json_values, max_size=6), cut=st.integers(min_value=0), junk=st.sampled_from([b"", b"x", b"\n{", b"]", b"\xff"]))
+def test_reading_an_object_whole_gives_what_streaming_gives(value, cut, junk):
+    """The whole-file path (size known) against the streaming decoder, on objects intact, cut short
+    or followed by junk: the same items, lines and errors."""
+    data = json.dumps(value, indent=2, ensure_ascii=False).encode()
+    data = data[: cut % (len(data) + 1)] + junk if junk or cut % 3 == 0 else data
+    def items(size):
+        return [(item.line, item.value, item.error, item.fatal) for item in read_items(io.BytesIO(data), chunk_size=16, size=size)]
+    assert items(len(data)) == items(None)

@@ -126,6 +126,73 @@ def test_import_sessions_reads_a_directory_and_an_archive_with_an_outcome_file(t
     assert "0 stored, 2 duplicate, 0 refused" in out.getvalue()
 
 
+def _stored(agent_name):
+    return list(
+        AgentSession.objects.filter(agent__name=agent_name).order_by("session_id")
+        .values_list("session_id", "task_key", "resolved", "skeleton", "tool_calls", "redacted_excerpt", "task")
+    )
+
+
+def _trajectory_folder(tmp_path, count, commands):
+    """`count` pretty-printed trajectories django__django-1 … in tmp_path/trajs; commands(number) gives each one's."""
+    folder = tmp_path / "trajs"
+    folder.mkdir()
+    for number in range(1, count + 1):
+        name = f"django__django-{number}"
+        (folder / f"{name}.traj.json").write_text(json.dumps(traj(name, commands(number)), indent=2))
+    return folder
+
+
+@pytest.mark.django_db
+def test_worker_processes_store_what_one_process_stores(tmp_path):
+    folder = _trajectory_folder(tmp_path, 12, lambda number: [
+        (f"grep -rn Foo{number} django/", 0, "django/a.py:1"), (f"python reproduce_{number}.py", 1, "Error for mia.li@example.com"),
+    ])
+    (folder / "django__django-5.traj.json").write_text('{\n  "instance_id": "django__django-5",\n  "messages": oops\n}')
+    for workers, agent in (("1", "one"), ("2", "two"), ("3", "three")):
+        out, err = io.StringIO(), io.StringIO()
+        with pytest.raises(CommandError, match="1 item"):
+            call_command("import_sessions", str(folder), "--format", "mini-swe-agent", "--agent", agent, "--create-agent",
+                         "--no-progress", "--workers", workers, "--batch-size", "4", stdout=out, stderr=err)
+        assert "11 stored, 0 duplicate, 1 refused" in out.getvalue()
+        # the broken file is named with the line where the reading stopped
+        assert err.getvalue().strip() == f"{folder}/django__django-5.traj.json: line 3: invalid JSON: Expecting value"
+    assert _stored("one") == _stored("two") == _stored("three")
+    assert all("mia.li@example.com" not in json.dumps(row[5]) and "{{email_address}}" in json.dumps(row[5]) for row in _stored("two"))
+    assert Agent.objects.get(name="two").tools == Agent.objects.get(name="one").tools == ["grep", "python", "submit"]
+
+
+@pytest.mark.django_db
+def test_a_broken_archive_keeps_what_was_read_before_the_break(tmp_path):
+    folder = _trajectory_folder(tmp_path, 40, lambda number: [(f"cat file_{number}_{'x' * 4000}.py", 0, "y" * 3000)])
+    archive = tmp_path / "trajs.tar.gz"
+    with tarfile.open(archive, "w:gz", compresslevel=0) as tar:
+        tar.add(folder, arcname="trajs")
+    data = archive.read_bytes()
+    archive.write_bytes(data[: len(data) * 2 // 3])
+    with pytest.raises(CommandError, match=r"trajs\.tar\.gz:trajs/django__django-\d+\.traj\.json: .* \((\d+) sessions stored before it\)") as caught:
+        call_command("import_sessions", str(archive), "--format", "mini-swe-agent", "--agent", "coder", "--create-agent",
+                     "--no-progress", "--workers", "2", stdout=io.StringIO(), stderr=io.StringIO())
+    stored = AgentSession.objects.filter(agent__name="coder").count()
+    assert 10 < stored < 40 and f"({stored} sessions stored before it)" in str(caught.value)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("args, env, message", [
+    (("--workers", "0"), "", "--workers must be at least 1, got 0"),
+    (("--batch-size", "0"), "", "--batch-size must be at least 1, got 0"),
+    ((), "two", "PROCMEM_IMPORT_WORKERS must be a whole number, got 'two'"),
+    ((), "0", "PROCMEM_IMPORT_WORKERS must be at least 1, got 0"),
+])
+def test_a_bad_worker_count_is_refused_before_anything_is_written(tmp_path, monkeypatch, args, env, message):
+    monkeypatch.setenv("PROCMEM_IMPORT_WORKERS", env)
+    (tmp_path / "a.traj.json").write_text(json.dumps(traj()))
+    with pytest.raises(CommandError) as caught:
+        call_command("import_sessions", str(tmp_path), "--format", "mini-swe-agent", "--agent", "coder", "--create-agent", "--no-progress", *args)
+    assert str(caught.value) == message
+    assert not Agent.objects.filter(name="coder").exists()
+
+
 @pytest.mark.django_db
 def test_bad_outcome_file_is_named(tmp_path):
     bad = tmp_path / "results.json"
@@ -172,6 +239,6 @@ def test_an_output_is_cut_before_redaction_without_leaking_a_value_across_the_cu
 
     output = "x" * (EXCERPT_ARG_CHARS - 10) + " anna.schmidt@example.com " + "y" * 3000
     session = parse_mini_swe_agent(traj(commands=[("cat log.txt", 0, output)]))
-    excerpt = build_excerpt(session, redactor_for(session, agent))
+    excerpt = build_excerpt(session, redactor_for(session, agent.redaction_patterns))
     shown = next(e for e in excerpt if e["role"] == "tool_call")["args"]["output"]
     assert "anna" not in shown and "example.com" not in shown and len(shown) <= EXCERPT_ARG_CHARS

@@ -32,7 +32,7 @@ def test_the_summary_keeps_enum_like_values_only():
 def test_a_value_the_session_shows_as_personal_is_dropped(db):  # a new Agent takes the default namespace
     session = parse_procmem({"session_id": "s1", "task": "I am Omar Davis", "tool_calls": [
         {"name": "getUser", "args": {}, "result": {"tier": "gold", "nickname": "Omar"}}]})
-    redactor = redactor_for(session, Agent(name="a"))
+    redactor = redactor_for(session, Agent(name="a").redaction_patterns)
     assert result_summary(session.tool_calls[0]["result"], redactor) == {"tier": "gold"}
 
 
@@ -65,7 +65,7 @@ def test_adk_results_are_summarised_for_the_agents_own_calls(db):
         {"author": "support", "content": {"parts": [{"functionResponse": {"name": "lookupOrder", "response": {"shipping": "express", "id": "A1"}}}]}},
     ]}
     session = parse_adk(item)
-    [call] = _calls(build_excerpt(session, redactor_for(session, Agent(name="a"))))
+    [call] = _calls(build_excerpt(session, redactor_for(session, Agent(name="a").redaction_patterns)))
     assert call["result"] == {"shipping": "express"}
 
 

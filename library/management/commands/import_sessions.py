@@ -6,6 +6,7 @@ import json
 import os
 import sys
 import tarfile
+import zlib
 from collections import Counter
 
 from django.core.exceptions import ValidationError
@@ -13,9 +14,10 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import reset_queries
 from tqdm import tqdm
 
-from library.ingest.formats import CODING_FORMATS, FORMATS, INTENT_DERIVATIONS, ImportOptions, ItemInvalid, outcomes_from_results, parse_item
-from library.ingest.reader import iter_session_files, read_items
-from library.ingest.store import sessions_store
+from library.ingest.formats import CODING_FORMATS, FORMATS, INTENT_DERIVATIONS, ImportOptions, outcomes_from_results
+from library.ingest.pipeline import ImportSpec, Refused, import_outcomes, import_workers
+from library.ingest.reader import iter_session_files
+from library.ingest.store import prepared_store
 from library.models import Agent, slug_validator
 from library.services import agent_set_tools
 
@@ -40,10 +42,22 @@ class Command(BaseCommand):
         parser.add_argument("--id-prefix", default="", help="prefix for session ids (keeps ids of different files apart)")
         parser.add_argument("--model", default="", help="model name to record where the file does not say")
         parser.add_argument("--outcomes", help="outcome file: SWE-bench results.json ({instances: [{instance_id, resolved}]}) or {id: true|false}")
-        parser.add_argument("--batch-size", type=int, default=500)
+        parser.add_argument("--batch-size", type=int, default=100, help="sessions stored per transaction (default 100): the store works while the next ones are read")
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument(
+            "--workers", type=int,
+            help="processes that parse and redact the files of a directory or archive (default: PROCMEM_IMPORT_WORKERS, else one per CPU; 1 = this process only)",
+        )
 
     def handle(self, *args, **options):
+        if options["batch_size"] < 1:
+            raise CommandError(f"--batch-size must be at least 1, got {options['batch_size']}")
+        if options["workers"] is not None and options["workers"] < 1:
+            raise CommandError(f"--workers must be at least 1, got {options['workers']}")
+        try:
+            workers = options["workers"] or import_workers()
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         agent = Agent.objects.filter(name=options["agent"]).first()
         created = False
         if agent is None:
@@ -90,7 +104,7 @@ class Command(BaseCommand):
         progress = tqdm(unit="B", unit_scale=True, desc="import", disable=options["no_progress"], file=self.stderr._out)
 
         def flush():
-            result = sessions_store(agent=agent, sessions=batch)
+            result = prepared_store(agent=agent, prepared=batch)
             # With DEBUG on, Django keeps every query's SQL; bulk inserts are large, so a long import
             # would grow by megabytes per batch. Constant memory means forgetting them.
             reset_queries()
@@ -99,7 +113,7 @@ class Command(BaseCommand):
             in_store = set(result.stored) | set(result.duplicate)
             for session in batch:
                 if session.session_id in in_store:
-                    tools_in_store.update(call["name"] for call in session.tool_calls)
+                    tools_in_store.update(session.tool_names)
             progress.set_postfix(stored=totals["stored"], duplicate=totals["duplicate"], refused=totals["refused"])
             batch.clear()
 
@@ -114,26 +128,29 @@ class Command(BaseCommand):
         else:
             # a file, or every session file of a directory or tar archive (one session per file)
             sources = iter_session_files(options["file"])
+        reading = [options["file"]]  # the file being read, for an error that stops the reading
+
+        def counted(sources):
+            for source in sources:
+                reading[0] = source[0]
+                if source[2] is not None:
+                    progress.total = (progress.total or 0) + source[2]
+                yield source
+
+        spec = ImportSpec(fmt=options["format"], options=import_options, redaction_patterns=agent.redaction_patterns)
+        stopped = ""  # why the reading stopped early, if it did
         try:
-            for name, stream, size in sources:
-                if size is not None:
-                    progress.total = (progress.total or 0) + size
-                for item in read_items(stream, on_bytes=progress.update):
-                    if item.error:
-                        refuse(item.line, item.error)
-                        if item.fatal and name == options["file"]:
-                            unread_after = item.line
-                        continue
-                    try:
-                        session = parse_item(item.value, fmt=options["format"], options=import_options)
-                    except ItemInvalid as exc:
-                        refuse(item.line, (f"({exc.session_id}) " if exc.session_id else "") + str(exc))
-                        continue
-                    batch.append(session)
-                    if len(batch) >= options["batch_size"]:
-                        flush()
-        except (OSError, tarfile.TarError) as exc:
-            raise CommandError(f"{name}: {exc} ({totals['stored']} sessions stored before it)") from None
+            for name, outcome in import_outcomes(counted(sources), spec, workers=workers, on_bytes=progress.update):
+                if isinstance(outcome, Refused):
+                    refuse(outcome.line, outcome.message)
+                    if outcome.fatal and name == options["file"]:
+                        unread_after = outcome.line
+                    continue
+                batch.append(outcome)
+                if len(batch) >= options["batch_size"]:
+                    flush()
+        except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:  # EOFError: a cut gzip stream
+            stopped = f"{reading[0]}: {exc}"
         finally:
             # whatever stopped the reading, what was read and valid is stored, and the agent gets
             # the tools of what is in the store
@@ -147,6 +164,8 @@ class Command(BaseCommand):
                     )
             finally:
                 progress.close()
+        if stopped:
+            raise CommandError(f"{stopped} ({totals['stored']} sessions stored before it)")
         for line in refused[:50]:
             self.stderr.write(line)
         if len(refused) > 50:
