@@ -636,7 +636,7 @@ def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGr
     COUNT_CAP (one query over the visible intents, each count reading at most COUNT_CAP + 1 rows
     of an index, so it costs the same for 1,000 or 1,000,000 candidates), quarantined ones exact
     (one query over those alone). Intents without candidates are left out."""
-    intents = Intent.objects.filter(agent__in=visible_agents).order_by("agent__name", "name")
+    intents = of_agents(Intent.objects.all(), visible_agents, through="agent").order_by("agent__name", "name")
     if filters.assigned == "me":
         # one person's claims are few: count them all, exactly, from the claims alone
         exact = {
@@ -668,7 +668,7 @@ def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGr
 
 def filter_choices(*, visible_agents) -> dict[str, list[str]]:
     agents = list(visible_agents.order_by("name").values_list("name", flat=True))
-    intents = sorted(set(Intent.objects.filter(agent__in=visible_agents).values_list("name", flat=True)))
+    intents = sorted(set(of_agents(Intent.objects.all(), visible_agents, through="agent").values_list("name", flat=True)))
     return {"agents": agents, "intents": intents}
 
 

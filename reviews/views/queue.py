@@ -13,7 +13,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import dateformat, timezone
+from django.utils import timezone
 from django.utils.timesince import timesince
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
@@ -78,6 +78,7 @@ def url_for_pk(name: str) -> Callable[[int], str]:
     return lambda pk: f"{prefix}{pk}{suffix}"
 
 
+MINUTE = "%Y-%m-%d %H:%M"  # the template's date:"Y-m-d H:i", without its per-call formatter (4x slower)
 EVAL_PILLS = {"passing": "pill pill-pass", "queued": "pill pill-running", "running": "pill pill-running", "verdict": "pill pill-fail"}
 
 
@@ -105,10 +106,10 @@ def present_rows(rows, *, user, can_review: bool, now) -> None:
         claim = v.live_claim
         v.claimed_by_me = claim is not None and claim.assignee_id == user.pk
         v.claimed_by = ("you" if v.claimed_by_me else claim.assignee.get_username()) if claim is not None else ""
-        v.claimed_until = dateformat.format(timezone.localtime(claim.expires_at), "Y-m-d H:i") if claim is not None else ""
+        v.claimed_until = timezone.localtime(claim.expires_at).strftime(MINUTE) if claim is not None else ""
         v.release_url = release_url(v.pk) if can_review and v.claimed_by_me else ""
         v.claim_url = claim_url(v.pk) if can_review and claim is None else ""
-        v.created_title = dateformat.format(timezone.localtime(v.created_at), "Y-m-d H:i")
+        v.created_title = timezone.localtime(v.created_at).strftime(MINUTE)
         v.waited = timesince(v.created_at, now)
 
 
