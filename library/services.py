@@ -527,15 +527,19 @@ def authored_since_active(version: ProcedureVersion, user) -> list[int]:
     )
 
 
-def approval_blockers(version: ProcedureVersion, user, *, acknowledged_conflicts: bool = False) -> list[str]:
+def approval_blockers(
+    version: ProcedureVersion, user, *, acknowledged_conflicts: bool = False, may_approve: bool | None = None
+) -> list[str]:
     """Every reason why `user` may not approve `version` now (empty: may approve). The UI shows
     these next to a disabled button; version_approve re-checks them under the row lock. Conflicts
-    with the agent's other ACTIVE procedures (library/conflicts.py) block unless acknowledged."""
+    with the agent's other ACTIVE procedures (library/conflicts.py) block unless acknowledged.
+    `may_approve`: `user_can_approve(user, version.procedure)` when a page has already asked;
+    None asks (as version_approve does, under the lock)."""
     reasons: list[str] = []
     if version.status != Status.CANDIDATE:
         reasons.append(f"Only a candidate can be approved; this version is {version.get_status_display().lower()}.")
         return reasons
-    if not user_can_approve(user, version.procedure):
+    if not (user_can_approve(user, version.procedure) if may_approve is None else may_approve):
         reasons.append("You do not hold the approve permission for this procedure or its agent.")
     if user is not None and user.is_authenticated:
         if version.proposed_by_id == user.pk:

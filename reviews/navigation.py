@@ -35,32 +35,55 @@ def role_of(user) -> str:
 
 
 def navigation_for(user) -> Navigation:
-    from reviews.models import Notification
-    from reviews.selectors import capped_count, waiting_for_approver
-
+    """Every page pays for this: the approve rights (one query, reviews.selectors.approve_scope),
+    the user's model permissions (Django's two) and the four counts in one query."""
     role = role_of(user)
     can_review = user_is_reviewer(user)
-    waiting = capped_count(ProcedureVersion.objects.filter(status=Status.CANDIDATE)) if can_review else 0
-    for_me = capped_count(waiting_for_approver(user)) if role in {"approver", "admin"} else 0  # scope is cached
-    unread = Notification.objects.filter(user=user, read_at__isnull=True).count()
+    counts = _counts(user, waiting=can_review, for_me=role in {"approver", "admin"})  # scope is cached
     return Navigation(
         role=role,
-        waiting_for_review=waiting,
-        unread_notifications=unread,
-        waiting_for_me=for_me,
+        waiting_for_review=counts["waiting"],
+        unread_notifications=counts["unread"],
+        waiting_for_me=counts["for_me"],
         can_review=can_review,
-        refused_at_load=refused_count(user),
+        refused_at_load=refused_count(user, any_refusal=counts["any_refusal"]),
     )
 
 
-def refused_count(user) -> int:
-    """Unresolved refusals at load on the agents this user manages (superusers: all agents)."""
+def _counts(user, *, waiting: bool, for_me: bool) -> dict:
+    """Candidates waiting (capped), waiting for this approver (capped), unread notifications and
+    whether any refusal at load exists, as subqueries of one statement (anchored on the user's row:
+    the ORM has no SELECT without FROM). A zero stands for a count the role does not show."""
+    from django.contrib.auth import get_user_model
+    from django.db.models import Exists, IntegerField, Value
+
+    from library.models import LoadRefusal
+    from reviews.models import Notification
+    from reviews.selectors import CappedCount, SubqueryCount, waiting_for_approver
+
+    zero = Value(0, output_field=IntegerField())
+    row = (
+        get_user_model().objects.filter(pk=user.pk).values(
+            waiting=CappedCount(ProcedureVersion.objects.filter(status=Status.CANDIDATE)) if waiting else zero,
+            for_me=CappedCount(waiting_for_approver(user)) if for_me else zero,
+            unread=SubqueryCount(Notification.objects.filter(user=user, read_at__isnull=True)),
+            any_refusal=Exists(LoadRefusal.objects.all()),
+        ).first()
+    )
+    return row or {"waiting": 0, "for_me": 0, "unread": 0, "any_refusal": False}
+
+
+def refused_count(user, *, any_refusal: bool | None = None) -> int:
+    """Unresolved refusals at load on the agents this user manages (superusers: all agents).
+    `any_refusal`: whether any refusal exists, when the caller already asked."""
     from guardian.shortcuts import get_objects_for_user
 
     from library.models import Agent, LoadRefusal
     from library.serving import unresolved_refusals
 
-    if not LoadRefusal.objects.exists():  # the common case costs one cheap query
+    if any_refusal is None:
+        any_refusal = LoadRefusal.objects.exists()
+    if not any_refusal:  # the common case
         return 0
     agents = Agent.objects.all() if user.is_superuser else get_objects_for_user(user, "library.manage_agent", klass=Agent)
     return len(unresolved_refusals(agents=agents))

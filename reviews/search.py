@@ -35,6 +35,7 @@ from django.utils.safestring import SafeString, mark_safe
 from library.models import Agent, ProcedureVersion, Status
 
 from .models import Comment
+from .access import of_agents
 from .selectors import QueueFilters, apply_filters
 
 MAX_QUERY_CHARS = 200
@@ -163,7 +164,7 @@ class SearchHit:
 def matching_versions(user, terms: SearchTerms, filters: SearchFilters, *, visible_agents: QuerySet[Agent]):
     """(queryset of matching version ids in result order, the tsquery or None). Visible versions
     only; the queue's filters apply as on the queue."""
-    qs = ProcedureVersion.objects.filter(procedure__agent__in=visible_agents)
+    qs = of_agents(ProcedureVersion.objects.all(), visible_agents)
     if filters.status:
         qs = qs.filter(status=filters.status)
     if filters.queue.agent:
@@ -184,7 +185,7 @@ def matching_versions(user, terms: SearchTerms, filters: SearchFilters, *, visib
     # Versions whose comments match, as ids: an OR with a subquery would make PostgreSQL scan every
     # version; an OR with a short id list keeps both sides on their indexes.
     via_comments = list(
-        Comment.objects.filter(search_vector=query, version__procedure__agent__in=visible_agents)
+        of_agents(Comment.objects.filter(search_vector=query), visible_agents, through="version__procedure__agent")
         .order_by("-id")
         .values_list("version_id", flat=True)[:MAX_COMMENT_MATCHES]
     )
@@ -222,11 +223,19 @@ def highlight(text: str, identifiers: tuple[str, ...] = (), words: tuple[str, ..
     return mark_safe(escape(text).replace(MARK_START, "<mark>").replace(MARK_STOP, "</mark>"))
 
 
+HIT_FIELDS = (
+    "number", "status", "quarantined", "applies_when", "steps", "procedure__key", "procedure__agent__name", "procedure__intent__name",
+)
+
+
 def search_hits(pks: list[int], terms: SearchTerms, query) -> list[SearchHit]:
     """The page's rows with highlighted appliesWhen, steps and matching comments (two queries)."""
     rows = (
-        ProcedureVersion.objects.filter(pk__in=pks).select_related("procedure__agent", "procedure__intent", "claim__assignee")
-        .defer("search_vector")
+        ProcedureVersion.objects.filter(pk__in=pks).select_related("procedure__agent", "procedure__intent")
+        # what a hit shows (templates/reviews/search.html): building 25 whole versions and agents
+        # decoded some 350 JSON fields a page
+        .only(*HIT_FIELDS)
+        .order_by()
     )
     comments = Comment.objects.filter(version_id__in=pks).select_related("author", "thread").order_by("id")
     words: tuple[str, ...] = ()

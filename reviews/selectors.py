@@ -33,6 +33,7 @@ from django.utils import timezone
 from library.models import Agent, AgentSession, EvalRun, Intent, Procedure, ProcedureVersion, Status
 from library.selectors import active_versions_for_agent
 from library.serving import missing_tools
+from reviews.access import of_agents
 from reviews.models import CandidateClaim, Comment
 
 # Within a segment of the queue (quarantined or not; for "group" also one intent, the segments in
@@ -147,6 +148,16 @@ class CappedCount(Subquery):
         super().__init__(queryset.order_by().values("pk")[: COUNT_CAP + 1])
 
 
+class SubqueryCount(Subquery):
+    """`(SELECT COUNT(*) FROM (<queryset>))`: an exact count, as an expression of another query."""
+
+    template = "(SELECT COUNT(*) FROM (%(subquery)s) counted)"
+    output_field = IntegerField()
+
+    def __init__(self, queryset):
+        super().__init__(queryset.order_by().values("pk"))
+
+
 def capped_count(queryset) -> int:
     """The number of rows up to COUNT_CAP, COUNT_CAP + 1 when there are more (one query over at
     most COUNT_CAP + 1 rows)."""
@@ -177,6 +188,15 @@ class ApproveScope:
     def is_empty(self) -> bool:
         return not (self.everything or self.procedure_ids or self.agent_ids or self.namespace_ids)
 
+    def covers(self, procedure: Procedure) -> bool:
+        """`library.permissions.user_can_approve(user, procedure)`, from the rights already read."""
+        return (
+            self.everything
+            or procedure.pk in self.procedure_ids
+            or procedure.agent_id in self.agent_ids
+            or procedure.namespace_id in self.namespace_ids
+        )
+
     def as_q(self) -> Q:
         """For a ProcedureVersion queryset. Id lists, not OR-ed subqueries: an approver holds few
         rights, and PostgreSQL plans `procedure_id IN (…)` far better than four correlated IN
@@ -185,16 +205,46 @@ class ApproveScope:
             return Q()
         if self.is_empty:
             return Q(pk__in=[])
-        return (
-            Q(procedure_id__in=sorted(self.procedure_ids))
-            | Q(procedure__agent_id__in=sorted(self.agent_ids))
-            | Q(procedure__namespace_id__in=sorted(self.namespace_ids))
-        )
+        # only the kinds held: an empty list matches nothing, but its lookup would still join the
+        # procedures (every page's navigation counts with this)
+        held = [
+            Q(**{lookup: sorted(ids)})
+            for lookup, ids in (
+                ("procedure_id__in", self.procedure_ids),
+                ("procedure__agent_id__in", self.agent_ids),
+                ("procedure__namespace_id__in", self.namespace_ids),
+            )
+            if ids
+        ]
+        condition = held[0]
+        for q in held[1:]:
+            condition |= q
+        return condition
 
 
 def approve_scope(user) -> ApproveScope:
-    """Three queries, remembered on the user object for the rest of the request (navigation, queue
+    """One query, remembered on the user object for the rest of the request (navigation, queue
     filter and role all ask)."""
+    if not (user and user.is_authenticated and user.is_active):
+        return ApproveScope(False, frozenset(), frozenset())
+    cached = getattr(user, "_procmem_approve_scope", None)
+    if cached is not None:
+        return cached
+    if user.is_superuser:
+        scope = ApproveScope(True, frozenset(), frozenset())
+    else:
+        held: dict[str, set[int]] = {kind: set() for kind in _APPROVE_RIGHTS}
+        sql, params = _approve_rights_sql(user.pk)
+        with connections[ProcedureVersion.objects.db].cursor() as cursor:
+            cursor.execute(sql, params)
+            for kind, object_id in cursor.fetchall():
+                held[kind].add(object_id)
+        scope = ApproveScope(False, frozenset(held["procedure"]), frozenset(held["agent"]), frozenset(held["namespace"]))
+    user._procmem_approve_scope = scope
+    return scope
+
+
+def _approve_rights_models():
     from library.models import (
         AgentGroupObjectPermission,
         AgentUserObjectPermission,
@@ -204,29 +254,52 @@ def approve_scope(user) -> ApproveScope:
         ProcedureUserObjectPermission,
     )
 
-    if not (user and user.is_authenticated and user.is_active):
-        return ApproveScope(False, frozenset(), frozenset())
-    cached = getattr(user, "_procmem_approve_scope", None)
-    if cached is not None:
-        return cached
-    if user.is_superuser:
-        scope = ApproveScope(True, frozenset(), frozenset())
-    else:
-        on_procedure = Q(permission__codename="approve_procedure", permission__content_type__app_label="library")
-        on_agent = Q(permission__codename="approve_agent_procedures", permission__content_type__app_label="library")
-        procedures = ProcedureUserObjectPermission.objects.filter(on_procedure, user=user).values_list("content_object_id", flat=True).union(
-            ProcedureGroupObjectPermission.objects.filter(on_procedure, group__user=user).values_list("content_object_id", flat=True)
-        )
-        agents = AgentUserObjectPermission.objects.filter(on_agent, user=user).values_list("content_object_id", flat=True).union(
-            AgentGroupObjectPermission.objects.filter(on_agent, group__user=user).values_list("content_object_id", flat=True)
-        )
-        on_namespace = Q(permission__codename="approve_namespace_procedures", permission__content_type__app_label="library")
-        namespaces = NamespaceUserObjectPermission.objects.filter(on_namespace, user=user).values_list("content_object_id", flat=True).union(
-            NamespaceGroupObjectPermission.objects.filter(on_namespace, group__user=user).values_list("content_object_id", flat=True)
-        )
-        scope = ApproveScope(False, frozenset(procedures), frozenset(agents), frozenset(namespaces))
-    user._procmem_approve_scope = scope
-    return scope
+    return {
+        "procedure": (ProcedureUserObjectPermission, ProcedureGroupObjectPermission),
+        "agent": (AgentUserObjectPermission, AgentGroupObjectPermission),
+        "namespace": (NamespaceUserObjectPermission, NamespaceGroupObjectPermission),
+    }
+
+
+# the approve right on each kind of object (guardian object permissions of app "library")
+_APPROVE_RIGHTS = {"procedure": "approve_procedure", "agent": "approve_agent_procedures", "namespace": "approve_namespace_procedures"}
+
+
+def _approve_rights_sql(user_id: int) -> tuple[str, list]:
+    """`(kind, object id)` of every approve right the user holds, directly or through a group, as
+    one statement: every page's navigation asks, and six ORM querysets joined to the permission
+    and content-type tables cost more to build and plan than to run. The same rows as guardian's
+    `user.has_perm(codename, obj)`, which `library.permissions.user_can_approve` asks. The three
+    permissions and the user's groups are read once (WITH), not once per table."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    memberships = get_user_model().groups.through._meta
+    codenames = list(_APPROVE_RIGHTS.values())
+    sql = (
+        f"WITH rights AS (SELECT p.{Permission._meta.pk.column} AS id, p.codename FROM {Permission._meta.db_table} p"
+        f" JOIN {ContentType._meta.db_table} ct ON ct.{ContentType._meta.pk.column} = p.{Permission._meta.get_field('content_type').column}"
+        f" WHERE ct.app_label = %s AND p.codename IN ({', '.join(['%s'] * len(codenames))})),"
+        f" memberships AS (SELECT {memberships.get_field('group').column} AS group_id FROM {memberships.db_table}"
+        f" WHERE {memberships.get_field('user').column} = %s) "
+    )
+    params: list = ["library", *codenames, user_id]
+    parts = []
+    for kind, (by_user, by_group) in _approve_rights_models().items():
+        for model, holder in ((by_user, "user"), (by_group, "group")):
+            meta = model._meta
+            held_by = (
+                f"o.{meta.get_field('user').column} = %s" if holder == "user"
+                else f"o.{meta.get_field('group').column} IN (SELECT group_id FROM memberships)"
+            )
+            # `kind` is one of the fixed keys of _APPROVE_RIGHTS, never input
+            parts.append(
+                f"SELECT '{kind}', o.{meta.get_field('content_object').column} FROM {meta.db_table} o"
+                f" JOIN rights r ON r.id = o.{meta.get_field('permission').column} AND r.codename = %s WHERE {held_by}"
+            )
+            params += [_APPROVE_RIGHTS[kind], *([user_id] if holder == "user" else [])]
+    return sql + " UNION ALL ".join(parts), params
 
 
 def holds_any_approve_right(user) -> bool:
@@ -313,7 +386,7 @@ def queue_page(
     cursor = None
     if after is not None:
         cursor = (
-            ProcedureVersion.objects.filter(pk=after, procedure__agent__in=visible_agents)
+            of_agents(ProcedureVersion.objects.filter(pk=after), visible_agents)
             .annotate(neg_support=neg_support())
             .values("pk", "quarantined", "created_at", "neg_support", "procedure__agent__name", "procedure__intent__name")
             .first()
@@ -368,8 +441,9 @@ def _my_claims(user, filters: QueueFilters, *, visible_agents) -> QuerySet[Candi
     agent, intent; kept true by triggers, reviews/migrations/0007_claim_queue_keys.py), so neither
     counting nor paging looks up each claimed version. Only "passing" and "waiting for me" ask the
     versions themselves. Like `_filtered`, every filter except agent and intent."""
-    claims = CandidateClaim.objects.filter(
-        assignee=user, expires_at__gt=timezone.now(), version_status=Status.CANDIDATE, agent__in=visible_agents
+    claims = of_agents(
+        CandidateClaim.objects.filter(assignee=user, expires_at__gt=timezone.now(), version_status=Status.CANDIDATE),
+        visible_agents, through="agent",
     )
     if filters.quarantined:
         claims = claims.filter(quarantined=filters.quarantined == "yes")
@@ -423,6 +497,7 @@ def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
         # of the page's time after the queries
         .only(*QUEUE_ROW_FIELDS)
         .annotate(support=evidence_support())
+        .order_by()  # put in the order of `pks` below
     )
     by_pk = {row.pk: row for row in rows}
     now = timezone.now()
@@ -483,7 +558,7 @@ def age_badge(version: ProcedureVersion, now) -> AgeBadge:
 
 def _filtered(user, filters: QueueFilters, *, visible_agents) -> QuerySet[ProcedureVersion]:
     """Every filter except agent and intent (the groups panel lists those to pick from)."""
-    qs = ProcedureVersion.objects.filter(status=Status.CANDIDATE, procedure__agent__in=visible_agents)
+    qs = of_agents(ProcedureVersion.objects.filter(status=Status.CANDIDATE), visible_agents)
     return apply_filters(qs, user, filters)
 
 
@@ -548,7 +623,7 @@ def _quarantined_per_intent(user, filters: QueueFilters, *, visible_agents) -> d
     their own index, each row's intent looked up by key: a subquery PostgreSQL keeps per row,
     where a join would read every procedure of every intent."""
     intent_of = Subquery(
-        Procedure.objects.filter(pk=OuterRef("procedure_id"), agent__in=visible_agents).order_by().values("intent_id")[:1]
+        of_agents(Procedure.objects.filter(pk=OuterRef("procedure_id")), visible_agents, through="agent").order_by().values("intent_id")[:1]
     )
     flagged = apply_filters(ProcedureVersion.objects.filter(status=Status.CANDIDATE, quarantined=True), user, filters)
     return dict(
@@ -561,7 +636,7 @@ def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGr
     COUNT_CAP (one query over the visible intents, each count reading at most COUNT_CAP + 1 rows
     of an index, so it costs the same for 1,000 or 1,000,000 candidates), quarantined ones exact
     (one query over those alone). Intents without candidates are left out."""
-    intents = Intent.objects.filter(agent__in=visible_agents).order_by("agent__name", "name")
+    intents = of_agents(Intent.objects.all(), visible_agents, through="agent").order_by("agent__name", "name")
     if filters.assigned == "me":
         # one person's claims are few: count them all, exactly, from the claims alone
         exact = {
@@ -593,7 +668,7 @@ def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGr
 
 def filter_choices(*, visible_agents) -> dict[str, list[str]]:
     agents = list(visible_agents.order_by("name").values_list("name", flat=True))
-    intents = sorted(set(Intent.objects.filter(agent__in=visible_agents).values_list("name", flat=True)))
+    intents = sorted(set(of_agents(Intent.objects.all(), visible_agents, through="agent").values_list("name", flat=True)))
     return {"agents": agents, "intents": intents}
 
 

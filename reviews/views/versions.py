@@ -119,6 +119,10 @@ def _mining_run_url(version: ProcedureVersion) -> str | None:
 
 
 def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
+    # Whether the user may approve, from their approve rights as the navigation reads them (one
+    # query for the request) rather than six guardian look-ups for each of the two places that
+    # ask; approving itself re-checks with guardian (get_version_for_user, version_approve).
+    can_approve = selectors.approve_scope(request.user).covers(version.procedure)
     siblings = selectors.versions_of(version.procedure)
     active = next((s for s in siblings if s.status == Status.ACTIVE), None)
     base = _diff_base(request, version, active, siblings)
@@ -147,9 +151,9 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "lint": lint_module.lint_version(version, other_active=other_active),
         **threads_context(version),
         **claim_context(request, version),
-        "blockers": approval_blockers(version, request.user, acknowledged_conflicts=True),
+        "blockers": approval_blockers(version, request.user, acknowledged_conflicts=True, may_approve=can_approve),
         "conflicts": _conflicts(version),
-        "can_approve": user_can_approve(request.user, version.procedure),
+        "can_approve": can_approve,
         "can_review": user_can_review(request.user, version.procedure),
         "today": timezone.localdate(),
         "next_review_by": library_services.review_by_for(version.procedure.agent),
@@ -325,13 +329,14 @@ def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
             if approved.status == Status.APPROVED:
                 return _after_write(request, version, f"Approved {version}: it is in staging; production keeps its version until it is promoted.")
             return _after_write(request, version, f"Approved {version}: it is now ACTIVE for {version.procedure.agent}.")
+    can_approve = user_can_approve(request.user, version.procedure)
     context = {
         "version": version,
         "form": form,
         # conflicts are not blockers here: the form asks the approver to acknowledge them
-        "blockers": approval_blockers(version, request.user, acknowledged_conflicts=True),
+        "blockers": approval_blockers(version, request.user, acknowledged_conflicts=True, may_approve=can_approve),
         "conflicts": _conflicts(version),
-        "can_approve": user_can_approve(request.user, version.procedure),
+        "can_approve": can_approve,
         "active": selectors.active_version_of(version.procedure),
         "unresolved_threads": Thread.objects.filter(version__procedure_id=version.procedure_id, resolved_at__isnull=True).count(),
     }

@@ -147,3 +147,20 @@ def test_a_purpose_that_does_not_apply_is_a_programming_error(admin_user, agent)
         access.get_agent_for_user(_request(admin_user), agent.name, for_="approve")
     with pytest.raises(ValueError):
         access.get_agent_for_user(_request(admin_user), agent.name, for_="see")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------- restricting to agents
+
+
+def test_of_agents_leaves_out_only_a_condition_that_holds_for_every_agent(candidate, other_procedure):
+    """Every agent unfiltered: no condition (and no join); any narrowed, emptied or sliced agents
+    queryset still restricts the rows."""
+    from library.models import Agent, ProcedureVersion
+
+    everyone = access.of_agents(ProcedureVersion.objects.all(), Agent.objects.all())
+    assert "library_agent" not in str(everyone.query) and everyone.count() == ProcedureVersion.objects.count()
+    other = Agent.objects.create(name="other_agent")
+    assert not access.of_agents(ProcedureVersion.objects.all(), Agent.objects.filter(pk=other.pk)).exists()
+    assert not access.of_agents(ProcedureVersion.objects.all(), Agent.objects.none()).exists()
+    assert access.of_agents(ProcedureVersion.objects.all(), Agent.objects.exclude(pk=other.pk)).count() == ProcedureVersion.objects.count()
+    assert not access.of_agents(ProcedureVersion.objects.all(), Agent.objects.order_by("-pk")[:1]).exists()

@@ -203,7 +203,7 @@ def test_incremental_refresh_recomputes_only_new_days_and_a_full_one_agrees(agen
 
 def test_pages_show_the_figures_with_a_fixed_number_of_queries(client, admin_user, agent, world, django_assert_num_queries):
     client.force_login(admin_user)
-    with django_assert_num_queries(25):  # 19 of the page, 6 of the quality section
+    with django_assert_num_queries(22):  # 16 of the page, 6 of the quality section
         page = client.get(reverse("reviews:ops_metrics", args=[agent.name]))
     assert page.status_code == 200
     html = page.content.decode()
@@ -211,7 +211,7 @@ def test_pages_show_the_figures_with_a_fixed_number_of_queries(client, admin_use
     assert report.total.adherence == Rate(8, 13) and [r.user for r in report.reviewers] == ["admin", "reviewer"]
     assert 'id="quality-figures"' in html and "61.5 %" in html  # 8 of 13
     assert html.count('class="interval-row"') == len(report.versions) + 2
-    with django_assert_num_queries(17):  # 15 of the page, 2 of the quality section
+    with django_assert_num_queries(14):  # 12 of the page, 2 of the quality section
         page = client.get(reverse("reviews:ops_version_metrics", args=[world["a"].pk]))
     assert page.status_code == 200
     assert "66.7 %" in page.content.decode() and page.context["quality"].figures.adherence == Rate(4, 6)
