@@ -20,13 +20,13 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
 from ..redaction import RedactionCache
 from .formats import ImportOptions, ItemInvalid, parse_item
 from .reader import WHOLE_FILE_BYTES, read_items
-from .store import PreparedSession, session_prepare
+from .store import PreparedSession, raw_retention_days, session_prepare
 
 FILES_IN_FLIGHT_PER_WORKER = 16
 
@@ -90,10 +90,8 @@ def import_outcomes(
     """(file name, outcome) for every item of every source (name, binary stream, size or None), in
     order. With workers > 1, files of known size up to WHOLE_FILE_BYTES go to worker processes once
     there is more than one of them; the results are the same as with one."""
-    if spec.keep_raw is None:
-        from .store import raw_retention_days
-
-        spec = ImportSpec(spec.fmt, spec.options, spec.redaction_patterns, raw_retention_days() > 0)
+    if spec.keep_raw is None:  # read once for the import, not per session
+        spec = replace(spec, keep_raw=raw_retention_days() > 0)
     cache = RedactionCache()  # commands, outputs and requests recur across the sessions of an import
     if workers <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         for name, stream, size in sources:

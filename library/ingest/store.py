@@ -137,10 +137,13 @@ class PreparedSession:
     """A session made ready to store: redacted, and its row's fields but the agent and the intent
     (those need the database). Plain data: an import's worker processes build them."""
 
-    session_id: str
     intent: str | None
     tool_names: list[str]
     fields: dict[str, Any]
+
+    @property
+    def session_id(self) -> str:
+        return self.fields["session_id"]
 
 
 def session_prepare(
@@ -154,7 +157,6 @@ def session_prepare(
     redacted_task = redactor.text(session.task) if session.task else ""  # once, for the excerpt and the task key
     excerpt = build_excerpt(session, redactor, redacted_task=redacted_task)
     return PreparedSession(
-        session_id=session.session_id,
         intent=session.intent,
         tool_names=session.tool_names,
         fields=dict(
