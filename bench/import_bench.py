@@ -1,4 +1,4 @@
-"""Benchmark: manage.py import_sessions streams a file with constant memory (README "Benchmarks").
+"""Benchmark: manage.py import_sessions streams a file with constant memory (docs/benchmarks.md).
 
     .venv/bin/python bench/import_bench.py [--db procmem_bench_import] [--sizes 10000,100000]
 

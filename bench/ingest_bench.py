@@ -1,4 +1,4 @@
-"""Benchmark: POST /api/v1/sessions with batches of 100 on 2 gunicorn workers (README "Benchmarks").
+"""Benchmark: POST /api/v1/sessions with batches of 100 on 2 gunicorn workers (docs/benchmarks.md).
 
     .venv/bin/python bench/ingest_bench.py [--db procmem_bench_ingest] [--port 8030] [--sessions 30000]
                                            [--seconds 90] [--clients 4]

@@ -1,4 +1,4 @@
-"""Benchmark: mining 100,000 and 1,000,000 stored sessions in PostgreSQL (README "Benchmarks").
+"""Benchmark: mining 100,000 and 1,000,000 stored sessions in PostgreSQL (docs/benchmarks.md).
 
     .venv/bin/python bench/mining_bench.py [--db procmem_bench_mining] [--sizes 100000,1000000] [--repeat 3]
 

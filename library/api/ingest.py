@@ -1,4 +1,4 @@
-"""POST /api/v1/sessions: agents report finished sessions (README "Ingestion").
+"""POST /api/v1/sessions: agents report finished sessions (docs/api.md "Sessions in: ingestion").
 
 Auth: a bearer token of scope "ingest" (library/api/tokens.py); the token names the agent, so an agent
 can only ever write its own sessions. Body: one session object, a list of them, or

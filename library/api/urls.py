@@ -1,4 +1,4 @@
-"""The agent-facing JSON API, versioned under /api/v1/ (see README "Agent API")."""
+"""The agent-facing JSON API, versioned under /api/v1/ (docs/api.md "Serving agents: the agent API")."""
 
 from django.urls import path
 

@@ -1,4 +1,4 @@
-"""manage.py import_sessions FILE: streams finished sessions into the store (README "Ingestion")."""
+"""manage.py import_sessions FILE: streams finished sessions into the store (docs/api.md "Sessions in: ingestion")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""manage.py mine: runs the skeleton miner now (README "Mining")."""
+"""manage.py mine: runs the skeleton miner now (docs/mining.md)."""
 
 from __future__ import annotations
 
