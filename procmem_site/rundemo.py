@@ -38,6 +38,7 @@ def main() -> int:
     env.setdefault("DEBUG", "1")
     env.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")
     env.setdefault("HF_HUB_OFFLINE", "1")
+    env.setdefault("PROCMEM_WEBHOOK_ALLOW_LOCAL", "1")  # the demo's webhook receivers are local
     host = env.get("DEMO_HOST", "127.0.0.1")
     port = env.get("DEMO_PORT", "8000")
     var = Path(env.get("PROCMEM_VAR_DIR", ROOT / "var"))

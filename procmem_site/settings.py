@@ -6,6 +6,7 @@ production environment must stop the process at start-up, not serve with a defau
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from pathlib import Path
 from urllib.parse import urlparse
@@ -340,6 +341,16 @@ PROCMEM_MIN_STEPS = 3
 PROCMEM_WEBHOOK_MAX_ATTEMPTS = env_int("PROCMEM_WEBHOOK_MAX_ATTEMPTS", 6, minimum=1, maximum=20)
 PROCMEM_WEBHOOK_BACKOFF_SECONDS = env_float("PROCMEM_WEBHOOK_BACKOFF_SECONDS", 30.0, minimum=0.0, maximum=3600.0)
 PROCMEM_WEBHOOK_TIMEOUT_SECONDS = env_float("PROCMEM_WEBHOOK_TIMEOUT_SECONDS", 10.0, minimum=0.5, maximum=120.0)
+# Where webhooks may send (reviews/outbound.py): public addresses only, unless local ones are allowed
+# altogether or these hosts / networks (names, addresses, CIDR) are.
+PROCMEM_WEBHOOK_ALLOW_LOCAL = env_bool("PROCMEM_WEBHOOK_ALLOW_LOCAL", False)
+PROCMEM_WEBHOOK_ALLOWED_HOSTS = env_list("PROCMEM_WEBHOOK_ALLOWED_HOSTS", [])
+for _entry in PROCMEM_WEBHOOK_ALLOWED_HOSTS:
+    if "/" in _entry:
+        try:
+            ipaddress.ip_network(_entry, strict=False)
+        except ValueError:
+            raise ImproperlyConfigured(f"PROCMEM_WEBHOOK_ALLOWED_HOSTS: {_entry!r} is not a network (e.g. 10.20.0.0/16)") from None
 
 # --- ingestion, redaction, mining (docs/api.md "Sessions in", docs/design.md "Mining") -------------
 PROCMEM_INGEST_MAX_BODY_BYTES = env_int("PROCMEM_INGEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)

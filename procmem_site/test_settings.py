@@ -21,6 +21,9 @@ os.environ.setdefault("BEHIND_TLS_PROXY", "0")
 # The eval tests run their runners from tests/ and their fake HTTP agents on 127.0.0.1.
 os.environ.setdefault("PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES", "tests.evals_support")
 os.environ.setdefault("PROCMEM_EVAL_ALLOWED_URLS", "http://127.0.0.1")
+# ... and their webhook receivers on 127.0.0.1 (tests/reviews/test_webhook_destinations.py turns
+# this off to check the refusals).
+os.environ.setdefault("PROCMEM_WEBHOOK_ALLOW_LOCAL", "1")
 os.environ.setdefault("PROCMEM_TESTING", "1")
 # Tests change rows with .update() and raw SQL, which send no signals: check the set on every
 # request (tests/library/test_api.py covers the recheck window explicitly).

@@ -381,7 +381,7 @@ class WebhookForm(forms.Form):
     """Shape only; reviews.webhooks validates again (http(s) URL, known events) and is what counts."""
 
     name = forms.CharField(max_length=100)
-    url = forms.CharField(max_length=500, label="URL", help_text="http:// or https://; receives a signed POST per event",
+    url = forms.CharField(max_length=500, label="URL", help_text="http:// or https:// at a public address; receives a signed POST per event",
                           widget=forms.URLInput(attrs={"placeholder": "https://hooks.example.com/procmem"}))
     events = forms.MultipleChoiceField(choices=[(e.value, f"{e.label} ({e.value})") for e in SUBSCRIBABLE_EVENTS],
                                        widget=forms.CheckboxSelectMultiple)

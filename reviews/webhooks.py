@@ -46,6 +46,7 @@ from library.models import Agent, AuditEvent, EvalRun, ProcedureVersion
 from library.permissions import user_can_manage_agent
 from library.services import audit
 
+from . import outbound
 from .models import SUBSCRIBABLE_EVENTS, Webhook, WebhookDelivery, WebhookEvent
 from .signals import metric_warning
 
@@ -128,6 +129,10 @@ def _clean(*, name: Any, url: Any, events: Any, body_format: Any) -> dict[str, A
             _url_validator(url)
         except ValidationError:
             errors["url"] = f"{url!r} is not an http:// or https:// URL."
+        else:
+            problem = outbound.destination_problem(url)
+            if problem:
+                errors["url"] = problem
     allowed = {e.value for e in SUBSCRIBABLE_EVENTS}
     if not isinstance(events, (list, tuple)) or not events:
         errors["events"] = "Choose at least one event."
@@ -266,13 +271,7 @@ class AttemptOutcome:
     retry_in: float | None = None  # seconds until the next attempt, when one is due
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    # A redirect is the receiver's answer, not somewhere to send a signed body: it counts as a failure.
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirect)
+_opener = outbound.opener()  # public addresses only (reviews/outbound.py), no redirects, no proxy
 
 
 def backoff_seconds(attempts: int) -> float:
@@ -306,6 +305,7 @@ def webhook_delivery_attempt(*, delivery_id: int) -> AttemptOutcome:
     )
     code: int | None = None
     excerpt = error = ""
+    refused = False
     started = time.monotonic()
     try:
         with _opener.open(request, timeout=settings.PROCMEM_WEBHOOK_TIMEOUT_SECONDS) as response:
@@ -318,8 +318,10 @@ def webhook_delivery_attempt(*, delivery_id: int) -> AttemptOutcome:
         except OSError:
             excerpt = ""
         error = f"HTTP {exc.code}"
-    except (OSError, ValueError) as exc:  # refused, DNS, timeout, TLS
-        error = f"{type(exc).__name__}: {exc}"[:EXCERPT_CHARS]
+    except (OSError, ValueError) as exc:  # refused, DNS, timeout, TLS, a local address
+        reason = getattr(exc, "reason", exc)
+        refused = isinstance(reason, outbound.DestinationRefused)
+        error = (f"refused: {reason}" if refused else f"{type(exc).__name__}: {exc}")[:EXCERPT_CHARS]
     duration_ms = (time.monotonic() - started) * 1000
     ok = code is not None and 200 <= code < 300
     now = timezone.now()
@@ -328,7 +330,7 @@ def webhook_delivery_attempt(*, delivery_id: int) -> AttemptOutcome:
     retry_in = None
     if ok:
         fields.update(status=WebhookDelivery.Status.SUCCEEDED, finished_at=now)
-    elif delivery.attempts >= settings.PROCMEM_WEBHOOK_MAX_ATTEMPTS:
+    elif refused or delivery.attempts >= settings.PROCMEM_WEBHOOK_MAX_ATTEMPTS:  # a refused address stays refused
         fields.update(status=WebhookDelivery.Status.FAILED, finished_at=now)
     else:
         retry_in = backoff_seconds(delivery.attempts)

@@ -13,6 +13,18 @@ def client_for(user) -> Client:
 
 
 @pytest.fixture
+def agent_admin(agent, reviewers_group):
+    """A reviewer who administers `agent` (its tools, tokens, webhooks and settings)."""
+    from django.contrib.auth import get_user_model
+    from guardian.shortcuts import assign_perm
+
+    user = get_user_model().objects.create_user("agent_admin", password="pw-agent_admin")
+    user.groups.add(reviewers_group)
+    assign_perm("library.manage_agent", user, agent)
+    return user
+
+
+@pytest.fixture
 def reviewer_client(reviewer):
     return client_for(reviewer)
 

@@ -31,16 +31,6 @@ from tests.webhook_receiver import Receiver
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def agent_admin(agent, reviewers_group):
-    from django.contrib.auth import get_user_model
-
-    user = get_user_model().objects.create_user("agent_admin", password="pw-agent_admin")
-    user.groups.add(reviewers_group)
-    assign_perm("library.manage_agent", user, agent)
-    return user
-
-
 # ---------------------------------------------------------------------------------------------- signing
 
 
