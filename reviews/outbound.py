@@ -13,7 +13,7 @@ unwrapped), except:
 
 Checked twice. When a webhook is saved, a URL whose host is an address literal or a `localhost`
 name is refused with the reason (`destination_problem`). When a delivery connects, the address the
-socket actually reached is checked before anything is sent (`opener`), which also covers names
+socket actually reached is checked before anything is sent, the TLS handshake included (`opener`), which also covers names
 that resolve to a local address and names whose answer changes between the two (DNS rebinding).
 A refused destination fails the delivery at once: retrying cannot change the answer. Deliveries
 connect directly, never through a proxy from the environment (the proxy would be the peer).
@@ -109,10 +109,9 @@ class _CheckedHTTPConnection(http.client.HTTPConnection):
         check_peer(self.host, self.sock.getpeername()[0])
 
 
-class _CheckedHTTPSConnection(http.client.HTTPSConnection):
-    def connect(self):
-        super().connect()  # TCP and the TLS handshake; no byte of the request is sent yet
-        check_peer(self.host, self.sock.getpeername()[0])
+class _CheckedHTTPSConnection(http.client.HTTPSConnection, _CheckedHTTPConnection):
+    """HTTPSConnection.connect opens TCP through the next class, _CheckedHTTPConnection, then shakes
+    hands: the peer is checked before the first TLS byte."""
 
 
 class _CheckedHTTPHandler(urllib.request.HTTPHandler):

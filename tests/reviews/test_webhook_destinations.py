@@ -90,6 +90,43 @@ def test_a_delivery_that_reaches_a_local_address_is_refused_before_sending(agent
     assert delivery.error.startswith("refused: 127.0.0.1 connected to 127.0.0.1, a loopback address")
 
 
+def test_https_is_refused_before_the_tls_handshake():
+    """Not even a ClientHello reaches a local service."""
+    import socket
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from reviews.outbound import DestinationRefused, opener
+
+    received: list[bytes] = []
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen()
+        server.settimeout(5)
+
+        def accept():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                conn.settimeout(1)
+                try:
+                    received.append(conn.recv(1024))
+                except OSError:
+                    pass
+
+        thread = threading.Thread(target=accept, daemon=True)
+        thread.start()
+        request = urllib.request.Request(f"https://127.0.0.1:{server.getsockname()[1]}/hook", data=b"{}", method="POST")
+        with override_settings(**LOCAL_ONLY_OFF), pytest.raises(urllib.error.URLError) as excinfo:
+            opener().open(request, timeout=5)
+        thread.join(5)
+    assert isinstance(excinfo.value.reason, DestinationRefused)
+    assert received in ([], [b""])  # connected, then closed without a byte
+
+
 @override_settings(PROCMEM_WEBHOOK_BACKOFF_SECONDS=0)
 def test_an_allowed_network_is_delivered_to(agent, agent_admin, db, django_capture_on_commit_callbacks):
     with Receiver() as receiver, override_settings(PROCMEM_WEBHOOK_ALLOW_LOCAL=False, PROCMEM_WEBHOOK_ALLOWED_HOSTS=["127.0.0.0/8"]):
