@@ -370,7 +370,7 @@ CELERY_BEAT_SCHEDULE.update({
     "procmem-purge-raw-sessions": {"task": "library.purge_raw_sessions", "schedule": 24 * 3600.0},
 })
 
-# --- eval replays (docs/design.md "Eval replays") ----------------------------------------------------------
+# --- eval replays (docs/design.md "Eval replays") -----------------------------------------------------
 # The verdict's thresholds; each run stores the values it was judged with.
 PROCMEM_EVAL_ALPHA = env_float("PROCMEM_EVAL_ALPHA", 0.05, minimum=0.0, maximum=1.0)
 PROCMEM_EVAL_REGRESSION_ALPHA = env_float("PROCMEM_EVAL_REGRESSION_ALPHA", 0.10, minimum=0.0, maximum=1.0)
