@@ -137,25 +137,24 @@ def neg_support():
     return -evidence_support()
 
 
-class CappedCount(Subquery):
-    """`(SELECT COUNT(*) FROM (<queryset limited to cap + 1 rows>))`: an exact count up to the cap,
-    cap + 1 meaning "more"; costs at most cap + 1 rows of an index, whatever the table's size."""
-
-    template = "(SELECT COUNT(*) FROM (%(subquery)s) capped)"
-    output_field = IntegerField()
-
-    def __init__(self, queryset):
-        super().__init__(queryset.order_by().values("pk")[: COUNT_CAP + 1])
-
-
 class SubqueryCount(Subquery):
-    """`(SELECT COUNT(*) FROM (<queryset>))`: an exact count, as an expression of another query."""
+    """`(SELECT COUNT(*) FROM (<queryset>, at most `limit` rows))`: a count as an expression of
+    another query."""
 
     template = "(SELECT COUNT(*) FROM (%(subquery)s) counted)"
     output_field = IntegerField()
 
+    def __init__(self, queryset, limit: int | None = None):
+        rows = queryset.order_by().values("pk")
+        super().__init__(rows if limit is None else rows[:limit])
+
+
+class CappedCount(SubqueryCount):
+    """An exact count up to the cap, cap + 1 meaning "more"; costs at most cap + 1 rows of an
+    index, whatever the table's size."""
+
     def __init__(self, queryset):
-        super().__init__(queryset.order_by().values("pk"))
+        super().__init__(queryset, COUNT_CAP + 1)
 
 
 def capped_count(queryset) -> int:
