@@ -304,6 +304,7 @@ def celery_worker_process(transactional_db, tmp_path):
     old = (app.conf.task_always_eager, app.conf.broker_url)
     app.conf.task_always_eager = False
     app.conf.broker_url = redis_url()
+    _forget_broker_connections(app)
     try:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -324,6 +325,18 @@ def celery_worker_process(transactional_db, tmp_path):
             process.kill()
         log.close()
         app.conf.task_always_eager, app.conf.broker_url = old
+        _forget_broker_connections(app)
+
+
+def _forget_broker_connections(app) -> None:
+    """After a change of broker_url: the app keeps the connection pool (and producer pool) of the
+    broker it first used, so without this, when an earlier test sent a task on the default
+    filesystem broker, the ping and the tasks would go there and the worker on Redis would never
+    answer. What Celery itself does after a fork (Celery._after_fork), without its signal: the
+    pools stay open in kombu's registry, keyed by broker, for when the URL switches back."""
+    app._pool = None
+    if "amqp" in app.__dict__:
+        app.amqp._producer_pool = None
 
 
 # ---------------------------------------------------------------------------------------------- serving
