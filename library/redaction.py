@@ -454,7 +454,7 @@ _NOT_NAMES = {
     "care", "desk", "center", "centre", "agent", "agents", "relations", "account", "accounts", "id", "number", "support",
 }
 _CUES = (
-    r"\b[Nn]ame is|\b[Nn]ame:|\b[Yy]ou are|\b[Tt]his is|\b[Ii] am|\bI'm|\b[Dd]ear|\b[Tt]hanks?,?|\b[Tt]hank you,|\b[Hh]ello,?|\b[Hh]i,?"
+    r"\b[Nn]ame is|\b[Nn]ame:|\b[Yy]ou are|\b[Yy]ou're|\b[Tt]his is|\b[Ii] am|\bI'm|\b[Dd]ear|\b[Tt]hanks?,?|\b[Tt]hank you,|\b[Hh]ello,?|\b[Hh]i,?"
     r"|\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Herr|Frau)\.?|\b(?:named|belongs to|belonging to|on behalf of|signed by|booked for|addressed to)"
     r"|\b(?:[Cc]ustomer|[Cc]lient|[Cc]aller|[Pp]atient|[Pp]assenger|[Gg]uest|[Mm]ember|[Tt]raveller|[Tt]raveler|[Cc]ardholder|[Aa]ccount holder|[Ss]ubscriber|[Kk]unde|[Kk]undin)"
 )
@@ -464,7 +464,7 @@ _NOT_A_NAME = r"(?!(?i:" + "|".join(re.escape(w) for w in sorted(_NOT_NAMES, key
 # Each cue of _CUES in lower case with the space after it (a cue that may end in "," or "." once
 # with and once without): what the text in lower case holds right before the name.
 _CUE_WORDS = (
-    "name is ", "name: ", "you are ", "this is ", "i am ", "i'm ", "dear ", "thank ", "thank, ", "thanks ", "thanks, ",
+    "name is ", "name: ", "you are ", "you're ", "this is ", "i am ", "i'm ", "dear ", "thank ", "thank, ", "thanks ", "thanks, ",
     "thank you, ", "hello ", "hello, ", "hi ", "hi, ", "mr ", "mr. ", "mrs ", "mrs. ", "ms ", "ms. ", "miss ", "miss. ",
     "mx ", "mx. ", "dr ", "dr. ", "prof ", "prof. ", "herr ", "herr. ", "frau ", "frau. ", "named ", "belongs to ",
     "belonging to ", "on behalf of ", "signed by ", "booked for ", "addressed to ", "customer ", "client ", "caller ",
@@ -510,7 +510,7 @@ _ECHOED_SHAPES = [r for r in BUILTIN_RECOGNIZERS if r.label in _ECHOED]
 _ECHO_HINT_RE = re.compile(
     r"(?i:dob|d\.o\.b|birth|born|geboren|passport|licen[cs]e|zip|postal|postcode|plz|name|i'm|i am|this is|dear|thank|"
     r"hello|\bhi\b|\b(?:mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b|customer|client|caller|patient|passenger|guest|member|"
-    r"travel|cardholder|holder|subscriber|kunde|belong|behalf|signed by|booked for|addressed to|you are)"
+    r"travel|cardholder|holder|subscriber|kunde|belong|behalf|signed by|booked for|addressed to|you are|you're)"
     r"|[A-Z][a-z]+ [A-Z][a-z]+"
 )
 _CAPITAL_RE = re.compile(r"[A-Z][a-z]")
@@ -521,7 +521,7 @@ _ECHO_HINT_WORDS = (
     "dob", "d.o.b", "birth", "born", "geboren", "passport", "licence", "license", "zip", "postal", "postcode", "plz",
     "name", "i'm", "i am", "this is", "dear", "thank", "hello", "customer", "client", "caller", "patient", "passenger",
     "guest", "member", "travel", "cardholder", "holder", "subscriber", "kunde", "belong", "behalf", "signed by",
-    "booked for", "addressed to", "you are",
+    "booked for", "addressed to", "you are", "you're",
 )
 _ECHO_HINT_BOUNDED_RE = re.compile(r"\b(?:hi|mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b")
 _TWO_CAPITALISED_RE = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")

@@ -10,6 +10,11 @@ JSONL, one case a line (`agent` may be left out when the importer names the agen
      "reply_must_not_match": ["refund (is|has been) (processed|confirmed)"],
      "tool_results": {"lookupOrder": [{"total": 480}]}, "external_id": "crm-4711"}
 
+Imported cases are redacted before they are stored, like session evidence: reviewers read and edit
+cases, and tau2 tasks carry the world's names, user ids, birth dates and payment ids in the task, the
+known info and the gold arguments. One redactor per case, so a value gets the same placeholder in
+the task, the context, the tool results and the expected arguments (the replay stays coherent).
+
 Every line is validated before anything is stored; one bad line stores nothing and the error names
 the line and the field. A case whose `external_id` the agent already has is skipped, so importing a
 file twice changes nothing.
@@ -35,7 +40,7 @@ from .. import safe_json
 from ..interchange import ImportReport
 from ..models import Agent, AgentSession, AuditEvent, Intent, RegressionCase, slug_validator
 from ..permissions import user_is_reviewer
-from ..redaction import redactor_for_session
+from ..redaction import redactor_for_session, strings_in
 from .checks import CheckSpecError, validate_checks
 
 CASE_FIELDS = (
@@ -198,6 +203,32 @@ def regression_case_from_session(*, session: AgentSession, user) -> RegressionCa
     )
 
 
+def _with_args(checks: Any, redact) -> Any:
+    if not isinstance(checks, list):
+        return checks
+    return [{**c, "args": redact(c["args"])} if isinstance(c, dict) and isinstance(c.get("args"), dict) else c for c in checks]
+
+
+def redact_case(data: dict, *, agent: Agent) -> dict:
+    """The case with its task, context, tool results and call arguments redacted (see the module
+    docstring); its checks' names, reply patterns and the rest as they are."""
+    checks = [c for key in ("expected_tools", "forbidden_tools") for c in (data.get(key) or []) if isinstance(c, dict)]
+    structured = [data.get("context"), data.get("tool_results"), *(c.get("args") for c in checks)]
+    texts = [data.get("task") or "", *strings_in(data.get("context"))]
+    redactor = redactor_for_session(
+        structured=[part for part in structured if part], texts=texts, agent_patterns=agent.redaction_patterns
+    )
+    redacted = dict(data)
+    if isinstance(data.get("task"), str):
+        redacted["task"] = redactor.text(data["task"])
+    for key in ("context", "tool_results"):
+        if isinstance(data.get(key), dict):
+            redacted[key] = redactor.value(data[key])
+    for key in ("expected_tools", "forbidden_tools"):
+        redacted[key] = _with_args(data.get(key), redactor.value)
+    return redacted
+
+
 # --------------------------------------------------------------------------------------------- JSONL
 
 
@@ -245,7 +276,7 @@ def parse_jsonl(lines: Iterable[str], *, source: str) -> list[tuple[str, dict]]:
 def import_cases(
     items: list[tuple[str, dict]], *, agent: Agent | None, user=None, create_intents: bool = False
 ) -> ImportReport:
-    """Stores validated case dicts in one transaction (nothing is stored when one fails)."""
+    """Stores validated case dicts, redacted, in one transaction (nothing is stored when one fails)."""
     report = ImportReport()
     agents: dict[str, Agent] = {}
     intents: dict[tuple[int, str], dict] = {}
@@ -271,7 +302,7 @@ def import_cases(
             if external_id and RegressionCase.objects.filter(agent=target, external_id=external_id).exists():
                 report.skipped.append(label)
                 continue
-            fields = {key: data[key] for key in CASE_FIELDS if key in data}
+            fields = {key: value for key, value in redact_case(data, agent=target).items() if key in CASE_FIELDS}
             regression_case_create(agent=target, intent=intent, user=user, external_id=external_id, **fields)
             report.created.append(label)
     return report

@@ -23,6 +23,7 @@ from library.evals.cases import (
     tau2_intent,
 )
 from library.models import Agent, AgentSession, AuditEvent, RegressionCase
+from library.personal_data_scan import scan, taubench_values
 
 pytestmark = pytest.mark.django_db
 
@@ -54,7 +55,9 @@ def test_jsonl_import_stores_every_field_and_skips_known_external_ids(agent, rev
     report = import_cases(parse_jsonl(text, source="cases.jsonl"), agent=agent, user=reviewer)
     assert len(report.created) == 2
     case = RegressionCase.objects.get(external_id="crm-1")
-    assert case.expected_tools[1] == {"name": "createApproval", "args": {"order_id": "ORD-1"}}
+    # redacted like session evidence, with one placeholder per value across task, context and arguments
+    assert case.task == "Refund {{order_id}} please" and case.context == {"order_id": "{{order_id}}"}
+    assert case.expected_tools[1] == {"name": "createApproval", "args": {"order_id": "{{order_id}}"}}
     assert case.tool_results == {"lookupOrder": [{"total": 480}]} and case.created_by == reviewer
     again = import_cases(parse_jsonl(text[:1], source="cases.jsonl"), agent=agent)
     assert (len(again.created), len(again.skipped)) == (0, 1)
@@ -106,6 +109,22 @@ def test_tau2_task_files_import_as_cases():
     # a task without gold writes (a refusal) forbids every write tool
     _where, refusal = airline[0]
     assert refusal["intent"] == "inquiry" and refusal["expected_tools"] == [] and "cancel_reservation" in refusal["forbidden_tools"]
+
+
+@needs_tau2
+def test_tau2_cases_reach_reviewers_without_a_personal_value_of_the_worlds():
+    # given both tau2 task files, whose tasks, known info and gold arguments name the worlds' people
+    # ("You're Chen Smith, living in Jacksonville 32278", user ids, birth dates, payment ids)
+    for domain in ("airline", "retail"):
+        call_command("import_regression_cases", str(TAU2 / f"tau2_{domain}_tasks.json"), "--tau2", "--agent", domain,
+                     "--create-agent", "--create-intents")
+    # then no value of the worlds is stored in a case or in the audit rows that record them
+    hits = scan(taubench_values(TAU2))
+    assert hits == [], [hit.to_dict() for hit in hits[:5]]
+    # and a case keeps its placeholders coherent between the task's context and the expected calls
+    case = RegressionCase.objects.get(external_id="tau2:airline:39")
+    assert "{{user_id}}" in case.context["known_info"]
+    assert case.expected_tools[0] == {"name": "get_user_details", "args": {"user_id": "{{user_id}}"}}
 
 
 def test_tau2_intent_from_the_gold_writes():
