@@ -22,7 +22,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from datetime import timezone as dt_timezone
 from typing import Any
 
@@ -152,12 +152,18 @@ def _bool_or_none(value: Any, field_name: str, errors: list[FieldError]) -> bool
     return None
 
 
+# When a session may have ended: not before agents of this kind existed, not in the future beyond clock
+# skew. Outside it a time is a bug or an attack, and far-future times broke the metrics days.
+EARLIEST_ENDED_AT = datetime(2000, 1, 1, tzinfo=dt_timezone.utc)
+ENDED_AT_SKEW = timedelta(days=1)
+
+
 def _parse_ended_at(value: Any, errors: list[FieldError], field_name: str = "ended_at") -> datetime | None:
     if value is None or value == "":
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
-            return datetime.fromtimestamp(float(value), tz=dt_timezone.utc)
+            return _in_window(datetime.fromtimestamp(float(value), tz=dt_timezone.utc), value, errors, field_name)
         except (OverflowError, OSError, ValueError):
             errors.append(FieldError(field_name, f"{value!r} is not a Unix time"))
             return None
@@ -173,7 +179,22 @@ def _parse_ended_at(value: Any, errors: list[FieldError], field_name: str = "end
         return None
     if timezone.is_naive(parsed):
         parsed = timezone.make_aware(parsed, dt_timezone.utc)
-    return parsed
+    try:
+        parsed = parsed.astimezone(dt_timezone.utc)  # an offset can carry year 1 or 9999 past the range
+    except OverflowError:
+        errors.append(FieldError(field_name, f"{value!r} is outside the dates a session can have ended"))
+        return None
+    return _in_window(parsed, value, errors, field_name)
+
+
+def _in_window(at: datetime, value: Any, errors: list[FieldError], field_name: str) -> datetime | None:
+    latest = timezone.now() + ENDED_AT_SKEW
+    if EARLIEST_ENDED_AT <= at <= latest:
+        return at
+    errors.append(FieldError(
+        field_name, f"{value!r} is outside the dates a session can have ended (from {EARLIEST_ENDED_AT:%Y-%m-%d} to one day from now)"
+    ))
+    return None
 
 
 def _clean_session_id(value: Any, errors: list[FieldError], field_name: str = "session_id") -> str:

@@ -33,9 +33,13 @@ REFRESH_OVERLAP = timedelta(minutes=10)
 WINDOWS = (7, 30, 90, 365)
 
 
-def _day_bounds(day: date) -> tuple[datetime, datetime]:
-    start = timezone.make_aware(datetime.combine(day, time.min))
-    return start, timezone.make_aware(datetime.combine(day + timedelta(days=1), time.min))
+def _day_bounds(day: date) -> dict[str, datetime]:
+    """Lookups for the instants of `day`. The last day a date can hold has no next day: rows stored
+    before ingestion refused far-future times must not stop every later refresh."""
+    bounds = {"gte": timezone.make_aware(datetime.combine(day, time.min))}
+    if day < date.max:
+        bounds["lt"] = timezone.make_aware(datetime.combine(day + timedelta(days=1), time.min))
+    return bounds
 
 
 def is_resolved(resolved: bool | None, escalated: bool | None) -> bool:
@@ -144,9 +148,9 @@ def _sessions_of_days(sessions, days: set[date]) -> Iterable[tuple]:
     """The sessions that fall on `days`: by ended_at, or by received_at when ended_at is missing.
     Two index range scans per day rather than one OR over the table."""
     for day in sorted(days):
-        start, end = _day_bounds(day)
-        yield from _session_rows(sessions.filter(ended_at__gte=start, ended_at__lt=end))
-        yield from _session_rows(sessions.filter(ended_at__isnull=True, received_at__gte=start, received_at__lt=end))
+        bounds = _day_bounds(day)
+        yield from _session_rows(sessions.filter(**{f"ended_at__{op}": at for op, at in bounds.items()}))
+        yield from _session_rows(sessions.filter(ended_at__isnull=True, **{f"received_at__{op}": at for op, at in bounds.items()}))
 
 
 def _replace_days(agent: Agent, days: set[date] | None, folded: _Folded) -> None:

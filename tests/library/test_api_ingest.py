@@ -150,6 +150,13 @@ def test_json_lines_body(client, agent, ingest_token):
         ('{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": ' + "[" * 100 + "]" * 100 + "}]}", "tool_calls[0].args", "deeper than 64"),
         ('{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": "{\\"a\\": NaN}"}]}', "tool_calls[0].args", "not JSON"),
         ('{"session_id": "bad", "tool_calls": [{"name": "///"}]}', "tool_calls[0].name", "tool name"),
+        # times no session can have ended at: far-future ones stopped every metrics refresh, and an
+        # offset that carries the year past 9999 or before 1 failed the whole batch at the database
+        ('{"session_id": "bad", "ended_at": "9999-12-31T23:59:59Z"}', "ended_at", "outside the dates"),
+        ('{"session_id": "bad", "ended_at": "9999-12-31T23:59:59-14:00"}', "ended_at", "outside the dates"),
+        ('{"session_id": "bad", "ended_at": "0001-01-01T00:00:00+14:00"}', "ended_at", "outside the dates"),
+        ('{"session_id": "bad", "ended_at": "1999-12-31T23:59:59Z"}', "ended_at", "from 2000-01-01 to one day from now"),
+        ('{"session_id": "bad", "ended_at": 253402300799}', "ended_at", "outside the dates"),
     ],
 )
 def test_a_bad_item_is_refused_alone_and_the_rest_stored(client, agent, ingest_token, bad_item, field, message):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from datetime import datetime, time, timedelta
+from datetime import timezone as dt_timezone
 from itertools import count
 
 import pytest
@@ -124,6 +125,15 @@ def test_refresh_is_incremental_and_never_counts_twice(agent, intent, v1, fixtur
     assert (again.selected, again.with_rate, again.without_rate, again.bare_rate) == (
         fig.selected, fig.with_rate, fig.without_rate, fig.bare_rate
     )
+
+
+def test_a_row_on_the_last_day_a_date_holds_does_not_stop_the_refresh(agent, intent, v1, fixture_sessions):
+    # a session stored before ingestion refused far-future times (ended_at 9999-12-31)
+    late = session(agent, intent, resolved=True, chars=10)
+    AgentSession.objects.filter(pk=late.pk).update(ended_at=datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt_timezone.utc))
+    # the incremental refresh reads that day and the full rebuild reads every day, without an OverflowError
+    assert rollup.metrics_refresh(agent=agent).days >= 1
+    assert rollup.metrics_refresh(agent=agent, full=True).sessions_read == AgentSession.objects.filter(agent=agent).count()
 
 
 def test_a_session_committed_late_inside_the_overlap_is_picked_up(agent, intent, v1, fixture_sessions):
