@@ -181,6 +181,8 @@ def jsonl_objects(lines: Iterable[str], *, source: str) -> Iterator[tuple[int, s
             item = json.loads(line)
         except json.JSONDecodeError as exc:
             raise JsonLineError(where, f"not valid JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise JsonLineError(where, "not valid JSON: nested too deep") from None
         if not isinstance(item, dict):
             raise JsonLineError(where, "must be a JSON object")
         yield number, where, item

@@ -6,10 +6,12 @@ from __future__ import annotations
 import json
 
 from django import forms
+from django.forms.fields import InvalidJSONInput
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 
+from library import safe_json
 from library.agent_settings import LABELS as CAPTURE_LABELS
 from library.agent_settings import MAX_INJECTION_CAP, MAX_REVIEW_TARGET_HOURS
 from library.models import (
@@ -163,6 +165,12 @@ class BulkRejectForm(forms.Form):
         raw = self.data.getlist("versions") if hasattr(self.data, "getlist") else []
         self.fields["versions"].choices = [(v, v) for v in raw]
 
+    def clean_versions(self) -> list[int]:
+        ids = self.cleaned_data["versions"]
+        if any(not 1 <= pk <= safe_json.INT_MAX for pk in ids):
+            raise forms.ValidationError("A candidate id is out of range.")
+        return ids
+
 
 class CommentForm(forms.Form):
     body = forms.CharField(label="Comment", max_length=5000, widget=forms.Textarea(attrs={"rows": 3}))
@@ -204,13 +212,36 @@ class ApproveForm(forms.Form):
 # ---------------------------------------------------------------------------------------------- regression cases
 
 
+class StorableJSONField(forms.JSONField):
+    """A JSON form field read by the one JSON layer (library/safe_json.py): NaN, a lone surrogate
+    escape, a NUL or deep nesting is a form error naming what is wrong, not a 500 at the database."""
+
+    def to_python(self, value):
+        if self.disabled or value in self.empty_values or not isinstance(value, str):
+            return super().to_python(value)
+        try:
+            return safe_json.parse(value)
+        except safe_json.JsonRefused as exc:
+            raise forms.ValidationError(f"Enter valid JSON: {exc}") from None
+
+    def bound_data(self, data, initial):
+        """Refused text is shown again as typed (Django's field would decode it again, and a decoded
+        lone surrogate cannot be written into the page)."""
+        if self.disabled or not isinstance(data, str):
+            return super().bound_data(data, initial)
+        try:
+            return safe_json.parse(data)
+        except safe_json.JsonRefused:
+            return InvalidJSONInput(data)
+
+
 def _calls_from_text(value: str, field: str) -> list:
     """One call a line: a tool name, or a JSON object such as {"name": "x", "args": {...}}."""
     calls: list = []
     for number, line in enumerate(_lines(value), start=1):
         if line.startswith("{"):
             try:
-                calls.append(json.loads(line))
+                calls.append(safe_json.parse(line))
             except ValueError as exc:
                 raise forms.ValidationError(f"line {number} is not a JSON object ({exc})") from None
         else:
@@ -226,7 +257,7 @@ class RegressionCaseForm(forms.Form):
     intent = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = forms.CharField(max_length=200, required=False)
     task = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), help_text="What the customer asks; the agent replays it.")
-    context = forms.JSONField(required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 3}), help_text='A JSON object, e.g. {"order_id": "ORD-1"}')
+    context = StorableJSONField(required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 3}), help_text='A JSON object, e.g. {"order_id": "ORD-1"}')
     expected_tools = forms.CharField(
         required=False, widget=forms.Textarea(attrs={"rows": 4}),
         help_text='Expected calls in order, one a line: a tool name, or {"name": "createApproval", "args": {"order_id": "ORD-1"}}',
@@ -237,7 +268,7 @@ class RegressionCaseForm(forms.Form):
     )
     reply_must_match = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Regular expressions, one a line")
     reply_must_not_match = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Regular expressions, one a line")
-    tool_results = forms.JSONField(
+    tool_results = StorableJSONField(
         required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 4}),
         help_text='For model replay: {"lookupOrder": [result of the 1st call, of the 2nd, …]}',
     )

@@ -91,6 +91,11 @@ def clean_case_fields(data: dict) -> dict:
     except CheckSpecError as exc:
         field_name, _, message = str(exc).partition(": ")
         raise ValidationError({field_name.split("[")[0]: f"{field_name}: {message}"}) from None
+    for key, value in cleaned.items():
+        try:
+            safe_json.check(value, path=key)  # a lone surrogate, NUL, NaN or a 64-bit overflow fails at the database
+        except safe_json.JsonRefused as exc:
+            raise ValidationError({key: f"{exc.path}: {exc.message}"}) from None
     cleaned["is_active"] = bool(data.get("is_active", True))
     return cleaned
 

@@ -81,7 +81,9 @@ def _case_form_page(request: HttpRequest, agent: Agent, case: RegressionCase | N
             done = f"{created.pk} created" if case is None else f"{case.pk} saved"
             messages.success(request, f"Regression case {done}.")
             return redirect("reviews:case_list", agent=agent.name)
-    return render(request, "reviews/cases/form.html", {"agent": agent, "form": form, "case": case})
+    # reached on a POST only when the form or the service refused it
+    status = 400 if request.method == "POST" else 200
+    return render(request, "reviews/cases/form.html", {"agent": agent, "form": form, "case": case}, status=status)
 
 
 @require_http_methods(["GET", "POST"])
@@ -107,7 +109,8 @@ def case_import(request: HttpRequest, agent: str) -> HttpResponse:
                     request, f"Imported {len(report.created)} regression cases; {len(report.skipped)} already present were skipped."
                 )
                 return redirect("reviews:case_list", agent=agent.name)
-    return render(request, "reviews/cases/import.html", {"agent": agent, "form": form})
+    status = 400 if request.method == "POST" else 200
+    return render(request, "reviews/cases/import.html", {"agent": agent, "form": form}, status=status)
 
 
 @require_POST

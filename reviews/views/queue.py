@@ -24,7 +24,7 @@ from .. import selectors
 from ..access import get_version_for_user, require_reviewer, signed_in, visible_agents, visible_versions
 from ..forms import AssignForm, BulkRejectForm
 from ..services import candidate_claim, candidate_release, versions_bulk_reject
-from .refusals import post_action, posted_form, refuse, safe_next
+from .refusals import form_problems, post_action, posted_form, refuse, safe_next
 
 QUEUE_PAGE_SIZE = 50
 DUE_SHOWN = 50
@@ -168,7 +168,7 @@ def queue_bulk_reject(request: HttpRequest) -> HttpResponse:
     back = safe_next(request, reverse("reviews:queue"))
     form = BulkRejectForm(request.POST)
     if not form.is_valid():
-        return refuse(request, 400, "Select at least one candidate and give one reason for all.")
+        return refuse(request, 400, form_problems(form) or "Select at least one candidate and give one reason for all.")
     ids = set(form.cleaned_data["versions"])
     versions = list(visible_versions(request).filter(pk__in=ids).select_related("procedure").order_by("pk"))
     if len(versions) != len(ids):

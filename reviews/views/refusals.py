@@ -102,5 +102,17 @@ def posted_form(request: HttpRequest, form_class: type[forms.Form], *, invalid: 
     ValidationError(invalid), which `refusals` answers with a 400 the user can read."""
     form = form_class(request.POST)
     if not form.is_valid():
-        raise ValidationError(invalid)
+        raise ValidationError(form_problems(form) or invalid)
     return form.cleaned_data
+
+
+def form_problems(form: forms.Form) -> str:
+    """What is wrong with a small form beyond a missing field ("Reason: Ensure this value has at
+    most 1000 characters (it has 5000)."), as one line; empty when only fields are missing."""
+    return " ".join(
+        f"{(form.fields[name].label if name in form.fields else '') or name}: {message}"
+        for name, errors in form.errors.as_data().items()
+        for error in errors
+        if error.code != "required"
+        for message in error.messages
+    )

@@ -85,7 +85,7 @@ def test_a_reviewer_creates_and_edits_a_case(client, agent, intent, reviewer, ca
     # an edit with a broken regex is refused with the field named
     edit = reverse("reviews:case_edit", args=[created.pk])
     bad = client.post(edit, {"intent": intent.pk, "task": "x", "reply_must_match": "(", "context": "{}", "tool_results": "{}"})
-    assert bad.status_code == 200 and "not a regular expression" in bad.content.decode()
+    assert bad.status_code == 400 and "not a regular expression" in bad.content.decode()
     good = client.post(edit, {"intent": intent.pk, "task": "<script>alert(1)</script>", "context": "{}", "tool_results": "{}"})
     assert good.status_code == 302
     created.refresh_from_db()
@@ -104,8 +104,49 @@ def test_a_reviewer_imports_jsonl(client, agent, reviewer):
     assert agent.regression_cases.count() == 3
     broken = SimpleUploadedFile("broken.jsonl", (body + "\n{oops").encode())
     response = client.post(reverse("reviews:case_import", args=[agent.name]), {"file": broken})
-    assert response.status_code == 200 and "Nothing was imported" in response.content.decode()
+    assert response.status_code == 400 and "Nothing was imported" in response.content.decode()
     assert agent.regression_cases.count() == 3
+
+
+UNSTORABLE_JSON = [
+    '{"a": "\\ud800"}',  # the escape as typed: a case holding it broke its edit page for good
+    '{"a": NaN}',
+    '{"a": 1e999}',
+    '{"a": "x\\u0000"}',
+    '{"a":' * 2000 + "1" + "}" * 2000,
+]
+
+
+@pytest.mark.parametrize("context", UNSTORABLE_JSON)
+def test_json_a_database_cannot_store_is_a_form_error_not_a_500(client, agent, intent, reviewer, case, context):
+    client.force_login(reviewer)
+    fields = {"intent": intent.pk, "task": "t", "context": context, "tool_results": "{}", "expected_tools": "lookupOrder"}
+    before = list(RegressionCase.objects.values_list("pk", "context"))
+    for url in (reverse("reviews:case_create", args=[agent.name]), reverse("reviews:case_edit", args=[case.pk])):
+        response = client.post(url, fields)
+        assert response.status_code == 400 and "Enter valid JSON" in response.content.decode(), url
+        # the same in an expected call's arguments
+        response = client.post(url, {**fields, "context": "{}", "expected_tools": '{"name": "lookupOrder", "args": ' + context + "}"})
+        assert response.status_code == 400, url
+    assert list(RegressionCase.objects.values_list("pk", "context")) == before
+
+
+@pytest.mark.parametrize("line, message", [
+    ('{"intent": "order_status", "task": "t", "context": {"a": "\\udc00"}}', "lone surrogate"),
+    ('{"intent": "order_status", "task": "a\\ud800b"}', "lone surrogate"),
+    ('{"intent": "order_status", "task": "t", "context": {"a": NaN}}', "NaN"),
+    ('{"intent": "order_status", "task": "t", "tool_results": {"a": [1e999]}}', "finite"),
+    ('{"intent": "order_status", "task": "t", "context": {"a": "x\\u0000"}}', "NUL"),
+    ('{"intent": "order_status", "task": "t", "context": ' + '{"a":' * 2000 + "1" + "}" * 2000 + "}", "nested too deep"),
+])
+def test_an_import_line_a_database_cannot_store_imports_nothing_and_is_named(client, agent, reviewer, line, message):
+    client.force_login(reviewer)
+    good = json.dumps({"intent": "order_status", "task": "Where is my parcel?"})
+    upload = SimpleUploadedFile("cases.jsonl", (good + "\n" + line).encode())
+    response = client.post(reverse("reviews:case_import", args=[agent.name]), {"file": upload})
+    page = response.content.decode()
+    assert response.status_code == 400 and "cases.jsonl:2" in page and message in page, page[-2000:]
+    assert agent.regression_cases.count() == 0
 
 
 def test_a_reviewer_turns_a_session_into_a_case(client, agent, intent, reviewer):

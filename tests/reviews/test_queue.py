@@ -279,6 +279,25 @@ def test_bulk_reject_needs_a_reason_and_a_selection(reviewer_client, agent, inte
     assert ProcedureVersion.objects.get(pk=versions[0].pk).status == Status.CANDIDATE
 
 
+@pytest.mark.parametrize("posted, message", [
+    (["99999999999999999999"], "out of range"),  # past bigint: a 500 at the database before
+    (["0"], "out of range"),
+    (["abc"], "Select a valid choice"),
+])
+def test_bulk_reject_names_a_bad_candidate_id(reviewer_client, agent, intent, posted, message):
+    versions = bulk_candidates(agent, intent, 1)
+    response = reviewer_client.post(reverse("reviews:queue_bulk_reject"), {"versions": [versions[0].pk, *posted], "reason": "x"})
+    assert response.status_code == 400 and message in response.content.decode()
+    assert ProcedureVersion.objects.get(pk=versions[0].pk).status == Status.CANDIDATE
+
+
+def test_a_too_long_rejection_reason_is_named_as_too_long(reviewer_client, agent, intent):
+    (version,) = bulk_candidates(agent, intent, 1)
+    response = reviewer_client.post(reverse("reviews:version_reject", args=[version.pk]), {"reason": "x" * 5000})
+    assert response.status_code == 400 and "at most 1000 characters" in response.content.decode()
+    assert ProcedureVersion.objects.get(pk=version.pk).status == Status.CANDIDATE
+
+
 def test_navigation_shows_role_and_what_waits(candidate, approver, reviewer):
     html = client_for(approver).get(QUEUE).content.decode()
     assert 'class="role role-approver"' in html and "For my approval" in html
