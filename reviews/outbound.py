@@ -37,9 +37,16 @@ class DestinationRefused(OSError):
 
 
 def address_kind(address: IPAddress) -> str | None:
-    """None for a public address, else what it is ("loopback", "private", ...)."""
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        address = address.ipv4_mapped
+    """None for a public address, else what it is ("loopback", "private", ...). An IPv4-mapped
+    IPv6 address is judged by its IPv4 one; a 6to4 (`2002::/16`) or Teredo address is refused when
+    the IPv4 address it carries is not public (`2002:7f00:1::` reaches 127.0.0.1 where a 6to4 relay
+    routes it), and otherwise judged as itself."""
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return address_kind(address.ipv4_mapped)
+        carried = address.sixtofour or (address.teredo[1] if address.teredo else None)
+        if carried is not None and address_kind(carried) is not None:
+            return address_kind(carried)
     for kind in ("loopback", "link-local", "unspecified", "multicast", "private", "reserved"):
         if getattr(address, f"is_{kind.replace('-', '_')}"):
             return kind

@@ -30,6 +30,7 @@ import uuid
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Iterable
+from urllib.parse import urlsplit
 
 from celery import signature
 from django.conf import settings
@@ -114,6 +115,21 @@ def _version_data(version: ProcedureVersion) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- managing webhooks
 
 
+def _url_shape_problem(url: str) -> str | None:
+    """What the URL validator lets through and a delivery cannot use: a port out of range, or a user
+    and password (shown on the webhook's page and sent in clear over http; sign with the secret)."""
+    parts = urlsplit(url)
+    try:
+        parts.port
+    except ValueError:
+        return f"{url!r} has a port outside 1 to 65535."
+    if parts.port == 0:
+        return f"{url!r} has a port outside 1 to 65535."
+    if parts.username is not None or parts.password is not None:
+        return "A webhook URL may not carry a user or password; receivers check the signature instead."
+    return None
+
+
 def _clean(*, name: Any, url: Any, events: Any, body_format: Any) -> dict[str, Any]:
     errors: dict[str, str] = {}
     name = (name or "").strip() if isinstance(name, str) else ""
@@ -130,7 +146,7 @@ def _clean(*, name: Any, url: Any, events: Any, body_format: Any) -> dict[str, A
         except ValidationError:
             errors["url"] = f"{url!r} is not an http:// or https:// URL."
         else:
-            problem = outbound.destination_problem(url)
+            problem = _url_shape_problem(url) or outbound.destination_problem(url)
             if problem:
                 errors["url"] = problem
     allowed = {e.value for e in SUBSCRIBABLE_EVENTS}

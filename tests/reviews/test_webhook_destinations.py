@@ -36,6 +36,9 @@ LOCAL_ONLY_OFF = {"PROCMEM_WEBHOOK_ALLOW_LOCAL": False, "PROCMEM_WEBHOOK_ALLOWED
         ("http://[fd00::1]/hook", "private"),
         ("http://0.0.0.0:5432/", "unspecified"),
         ("http://100.64.0.1/", "non-public"),
+        ("http://[2002:7f00:1::]/", "loopback"),  # 6to4 carrying 127.0.0.1
+        ("http://[2002:a9fe:a9fe::1]/", "link-local"),  # 6to4 carrying 169.254.169.254
+        ("http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/", "private"),  # Teredo, client 10.0.0.1
     ],
 )
 def test_local_addresses_are_refused_when_saved(url, kind, agent, agent_admin, db):
@@ -52,6 +55,19 @@ def test_public_destinations_are_accepted(url, agent, agent_admin, db):
     with override_settings(**LOCAL_ONLY_OFF):
         webhook, _ = webhook_create(agent=agent, user=agent_admin, name="x", url=url, events=["version.approved"])
     assert webhook.url == url
+
+
+@pytest.mark.parametrize("url, message", [
+    ("http://[::1]:99999/", "port outside 1 to 65535"),
+    ("https://hooks.example.com:0/", "port outside 1 to 65535"),
+    ("https://user:secret@hooks.example.com/", "may not carry a user or password"),
+    ("https://token@hooks.example.com/", "may not carry a user or password"),
+])
+def test_urls_a_delivery_cannot_use_are_refused_when_saved(url, message, agent, agent_admin, db):
+    with pytest.raises(ValidationError) as excinfo:
+        webhook_create(agent=agent, user=agent_admin, name="x", url=url, events=["version.approved"])
+    assert message in excinfo.value.message_dict["url"][0]
+    assert not Webhook.objects.exists()
 
 
 def test_the_operator_allows_a_network_or_a_host(agent, agent_admin, db):
@@ -142,10 +158,16 @@ def test_an_address_literal_is_refused_exactly_when_it_is_not_public(address):
     host = f"[{address}]" if address.version == 6 else str(address)
     with override_settings(**LOCAL_ONLY_OFF):
         problem = destination_problem(f"http://{host}/hook")
-    unwrapped = address.ipv4_mapped if address.version == 6 and address.ipv4_mapped else address
-    flagged = (unwrapped.is_loopback, unwrapped.is_link_local, unwrapped.is_unspecified, unwrapped.is_multicast,
-               unwrapped.is_private, unwrapped.is_reserved)
-    public = unwrapped.is_global and not any(flagged)
+
+    def is_public(a) -> bool:
+        flagged = (a.is_loopback, a.is_link_local, a.is_unspecified, a.is_multicast, a.is_private, a.is_reserved)
+        return a.is_global and not any(flagged)
+
+    if address.version == 6 and address.ipv4_mapped:
+        public = is_public(address.ipv4_mapped)
+    else:
+        carried = address.version == 6 and (address.sixtofour or (address.teredo and address.teredo[1]))
+        public = is_public(address) and (not carried or is_public(carried))
     assert (problem is None) == public
     assert (address_kind(address) is None) == public
 
