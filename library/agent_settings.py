@@ -33,7 +33,7 @@ from pydantic import ValidationError as PydanticValidationError
 from .models import Agent, AuditEvent
 from .permissions import user_can_manage_agent
 from .environments import clean_environments, environments_in_use
-from .redaction import compile_agent_patterns
+from .redaction import compile_agent_patterns, slow_pattern_problem
 from .secret_store import seal_secret
 
 MAX_REVIEW_TARGET_HOURS = 24 * 365
@@ -63,6 +63,9 @@ class GeneralSettings(BaseModel):
         for i, pattern in enumerate(patterns):
             if not str(pattern.get("label") or "").strip():
                 raise ValueError(f"redaction_patterns[{i}]: needs a label (what reviewers see instead of the match)")
+            problem = slow_pattern_problem(pattern["regex"])
+            if problem:
+                raise ValueError(f"redaction_patterns[{i}]: {pattern['regex']!r} {problem}; use a possessive repeat (a++) or one level")
         return [{"label": str(p["label"]), "regex": str(p["regex"])} for p in patterns]
 
 

@@ -34,6 +34,8 @@ from __future__ import annotations
 
 import json
 import re
+from re import _constants as sre_constants  # the parser of `re` itself, for slow_pattern_problem
+from re import _parser as sre_parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -566,6 +568,36 @@ def compile_agent_patterns(patterns: Iterable[Mapping[str, Any]] | None) -> list
         except re.error as exc:
             raise ValueError(f"redaction_patterns[{index}]: invalid regex {entry['regex']!r}: {exc}") from None
     return compiled
+
+
+def _repeats(items: Any) -> Iterator[tuple[int, list]]:
+    """(upper bound, body) of every backtracking repeat in a parsed pattern, outermost first."""
+    for op, av in items:
+        if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+            yield av[1], av[2]
+            yield from _repeats(av[2])
+        elif op == sre_constants.SUBPATTERN:
+            yield from _repeats(av[3])
+        elif op == sre_constants.BRANCH:
+            for branch in av[1]:
+                yield from _repeats(branch)
+        elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+            yield from _repeats(av[1])
+
+
+def slow_pattern_problem(regex: str) -> str | None:
+    """Why a pattern may take exponential time, or None: an unbounded repeat inside another repeat
+    (`(a+)+`, `(\\w*\\s?)*`) backtracks through every split of a long run. Agent patterns run on every
+    ingested session, in the request; possessive repeats and atomic groups (`(?>a+)+`) do not
+    backtrack and pass."""
+    try:
+        parsed = sre_parse.parse(regex)
+    except re.error:
+        return None  # compiling says what is wrong
+    for upper, body in _repeats(parsed):
+        if upper > 1 and any(inner == sre_constants.MAXREPEAT for inner, _ in _repeats(body)):
+            return "has an unbounded repeat inside another repeat (like (a+)+), which can take exponential time"
+    return None
 
 
 def _split_placeholders(text: str) -> list[tuple[bool, str]]:

@@ -7,7 +7,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from library.redaction import KnownValues, Redactor, collect_known_values, compile_agent_patterns, redactor_for_session
+from library.redaction import (
+    KnownValues,
+    Redactor,
+    collect_known_values,
+    compile_agent_patterns,
+    redactor_for_session,
+    slow_pattern_problem,
+)
 
 
 @pytest.fixture
@@ -230,6 +237,15 @@ def test_bad_agent_pattern_names_the_entry():
         compile_agent_patterns([{"label": "ok", "regex": "a+"}, {"label": "bad", "regex": "("}])
     with pytest.raises(ValueError, match=r"redaction_patterns\[0\]"):
         compile_agent_patterns([{"label": "no regex"}])
+
+
+@pytest.mark.parametrize("regex, slow", [
+    (r"(a+)+$", True), (r"(\w*\s?)*", True), (r"(?:ab|c+)*x", True), (r"(x+){2,5}", True), (r"(?=(a+)+)b", True),
+    (r"(?>a+)+", False), (r"(a++)+", False), (r"\bORD-\d{5}\b", False), (r"(a|b)+", False), (r"(\d{3}-)+", False),
+    (r"(", False),  # not a pattern at all: compiling says so
+])
+def test_nested_unbounded_repeats_are_the_slow_patterns(regex, slow):
+    assert (slow_pattern_problem(regex) is not None) == slow
 
 
 # --------------------------------------------------------------------------------------- properties

@@ -116,6 +116,17 @@ def test_admin_changes_tools_and_settings_in_one_submit(client, agent, agent_adm
     assert actions[-2:] == [AuditEvent.Action.TOOLS_CHANGE, AuditEvent.Action.SETTINGS]
 
 
+@pytest.mark.parametrize("regex", ["(a+)+$", "(\\\\w*\\\\s?)*@", "(?:ab|c+)*x"])
+def test_a_pattern_that_can_take_exponential_time_is_refused(client, agent, agent_admin, regex):
+    # it would run on every ingested session of the agent, inside the request: "a" * 40 + "!" took days
+    client.force_login(agent_admin)
+    response = client.post(reverse("reviews:agent_settings", args=[agent.name]),
+                           _form(agent, redaction_patterns='[{"label": "x", "regex": "' + regex + '"}]'))
+    assert response.status_code == 400 and "exponential time" in response.content.decode()
+    agent.refresh_from_db()
+    assert agent.redaction_patterns == []
+
+
 def test_a_bad_pattern_saves_nothing_not_even_the_tools(client, agent, agent_admin):
     client.force_login(agent_admin)
     response = client.post(reverse("reviews:agent_settings", args=[agent.name]),
