@@ -458,6 +458,7 @@ _NOT_NAMES = {
 _CUES = (
     r"\b[Nn]ame is|\b[Nn]ame:|\b[Yy]ou are|\b[Yy]ou're|\b[Tt]his is|\b[Ii] am|\bI'm|\b[Dd]ear|\b[Tt]hanks?,?|\b[Tt]hank you,|\b[Hh]ello,?|\b[Hh]i,?"
     r"|\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Herr|Frau)\.?|\b(?:named|belongs to|belonging to|on behalf of|signed by|booked for|addressed to)"
+    r"|\b[Tt]hanks to"
     r"|\b(?:[Cc]ustomer|[Cc]lient|[Cc]aller|[Pp]atient|[Pp]assenger|[Gg]uest|[Mm]ember|[Tt]raveller|[Tt]raveler|[Cc]ardholder|[Aa]ccount holder|[Ss]ubscriber|[Kk]unde|[Kk]undin)"
 )
 # Names the text introduces: after a cue ("Customer Anna Schmidt"), or two capitalised words before
@@ -471,7 +472,7 @@ _CUE_WORDS = (
     "mx ", "mx. ", "dr ", "dr. ", "prof ", "prof. ", "herr ", "herr. ", "frau ", "frau. ", "named ", "belongs to ",
     "belonging to ", "on behalf of ", "signed by ", "booked for ", "addressed to ", "customer ", "client ", "caller ",
     "patient ", "passenger ", "guest ", "member ", "traveller ", "traveler ", "cardholder ", "account holder ",
-    "subscriber ", "kunde ", "kundin ",
+    "subscriber ", "kunde ", "kundin ", "thanks to ",
 )
 _SPACE_CAPITAL_RE = re.compile(r" [A-Z]")
 
@@ -503,7 +504,27 @@ _PERSON_VERB = _after_cue(
     needs="",
     gate=re.compile(_NAME_BEFORE_VERB),  # holds the verbs: cheaper than looking for each verb
 )
-NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB]
+# two or three capitalised words before an e-mail in angle brackets ("Mariusz Felisiak <m@x.org>",
+# as commits and mail headers write an author), the e-mail already redacted or not
+_NAME_BEFORE_EMAIL = r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){1,2}) <(?:\{\{email_address\}\}|[^<>\s@]+@)"
+_PERSON_EMAIL = _after_cue(
+    PERSON, re.compile(r"\b(?=[A-Z])" + _NOT_A_NAME + _NAME_BEFORE_EMAIL), needs="", gate=re.compile(r"[a-z] <")
+)
+# who wrote, changed or reported something, as issue trackers and commits say it: the name may be
+# a handle ("TheTerrasque") or hold letters beyond ASCII ("François Granade")
+_AUTHOR_WORD = r"(?=[A-ZÀ-ÖØ-Þ])[^\W\d_][\w'-]*"
+_PERSON_AUTHOR = _after_cue(
+    PERSON,
+    re.compile(
+        r"\b(?:[Mm]odified by|[Rr]eported by|[Ww]ritten by|[Aa]uthored by|Author:|Co-authored-by:|Signed-off-by:|Reported-by:|"
+        r"Reviewed-by:) " + _NOT_A_NAME + "(" + _AUTHOR_WORD + "(?: " + _AUTHOR_WORD + "){0,2})"
+    ),
+    needs="",
+    words=("modified by", "reported by", "written by", "authored by", "author:", "-by:"),
+)
+# Trac's "(last modified by <user name>)", where user names are often lower case ("typonaut")
+_PERSON_TRAC = _after_cue(PERSON, re.compile(r"\(last modified by ([^\s(){}]+)\)"), needs="", words=("modified by",))
+NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB, _PERSON_EMAIL, _PERSON_AUTHOR, _PERSON_TRAC]
 # Recognizers whose value, once seen in a session, is redacted everywhere in it (echo). Whole-token
 # shapes (e-mail, cards, ids) need no echo: the shape finds them again.
 _ECHOED = {BIRTH, "passport_number", "licence_number", "postal_code", PERSON}
@@ -512,7 +533,8 @@ _ECHOED_SHAPES = [r for r in BUILTIN_RECOGNIZERS if r.label in _ECHOED]
 _ECHO_HINT_RE = re.compile(
     r"(?i:dob|d\.o\.b|birth|born|geboren|passport|licen[cs]e|zip|postal|postcode|plz|name|i'm|i am|this is|dear|thank|"
     r"hello|\bhi\b|\b(?:mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b|customer|client|caller|patient|passenger|guest|member|"
-    r"travel|cardholder|holder|subscriber|kunde|belong|behalf|signed by|booked for|addressed to|you are|you're)"
+    r"travel|cardholder|holder|subscriber|kunde|belong|behalf|signed by|booked for|addressed to|you are|you're|"
+    r"modified by|reported|written by|author|signed-off|reviewed-by)"
     r"|[A-Z][a-z]+ [A-Z][a-z]+"
 )
 _CAPITAL_RE = re.compile(r"[A-Z][a-z]")
@@ -523,7 +545,8 @@ _ECHO_HINT_WORDS = (
     "dob", "d.o.b", "birth", "born", "geboren", "passport", "licence", "license", "zip", "postal", "postcode", "plz",
     "name", "i'm", "i am", "this is", "dear", "thank", "hello", "customer", "client", "caller", "patient", "passenger",
     "guest", "member", "travel", "cardholder", "holder", "subscriber", "kunde", "belong", "behalf", "signed by",
-    "booked for", "addressed to", "you are", "you're",
+    "booked for", "addressed to", "you are", "you're", "modified by", "reported", "written by", "author", "signed-off",
+    "reviewed-by",
 )
 _ECHO_HINT_BOUNDED_RE = re.compile(r"\b(?:hi|mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b")
 _TWO_CAPITALISED_RE = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
