@@ -37,6 +37,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from .. import safe_json
+from ..ingest.formats import taubench_intent
 from ..interchange import ImportReport
 from ..models import Agent, AgentSession, AuditEvent, Intent, RegressionCase, slug_validator
 from ..permissions import user_is_reviewer
@@ -327,11 +328,11 @@ def _is_write(tool: str) -> bool:
 
 
 def tau2_intent(actions: list[dict]) -> str:
-    """The intent of a tau2 task: its distinct gold write actions, sorted, joined by `-`;
-    `inquiry` when the task writes nothing (an answer or a refusal)."""
-    writes = sorted({a["name"] for a in actions if _is_write(a["name"])})
-    name = "-".join(writes) or "inquiry"
-    return name[:100]
+    """The intent of a tau2 task: the label `import_sessions --intent-from taubench-actions` gives a
+    tau-bench session with the same gold actions (their distinct write actions, sorted, joined by
+    `-`; `no_write_action` for an answer or a refusal), so that an agent's imported cases replay the
+    intents its sessions were mined under."""
+    return taubench_intent(actions)[:100]
 
 
 def parse_tau2(path: Path) -> list[tuple[str, dict]]:

@@ -49,7 +49,7 @@ MAX_COUNT = 2**31 - 1  # integer fields stored in 32-bit columns (instruction_ch
 MAX_RATING = 1e6
 DEFAULT_ESCALATION_TOOLS = ("transfer_to_human_agents", "transfer_to_human", "escalate_to_human")
 # tau-bench's read-only tools: the intent derivation uses the gold *write* actions only.
-TAUBENCH_READ_PREFIXES = ("get_", "search_", "list_", "calculate", "think")
+TAUBENCH_READ_PREFIXES = ("get_", "find_", "search_", "list_", "calculate", "think")
 
 
 @dataclass(frozen=True)

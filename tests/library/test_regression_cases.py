@@ -22,6 +22,7 @@ from library.evals.cases import (
     regression_case_from_session,
     tau2_intent,
 )
+from library.ingest.formats import taubench_intent
 from library.models import Agent, AgentSession, AuditEvent, RegressionCase
 from library.personal_data_scan import scan, taubench_values
 
@@ -108,7 +109,7 @@ def test_tau2_task_files_import_as_cases():
     assert first_retail["external_id"] == "tau2:retail:0"
     # a task without gold writes (a refusal) forbids every write tool
     _where, refusal = airline[0]
-    assert refusal["intent"] == "inquiry" and refusal["expected_tools"] == [] and "cancel_reservation" in refusal["forbidden_tools"]
+    assert refusal["intent"] == "no_write_action" and refusal["expected_tools"] == [] and "cancel_reservation" in refusal["forbidden_tools"]
 
 
 @needs_tau2
@@ -131,7 +132,10 @@ def test_tau2_intent_from_the_gold_writes():
     assert tau2_intent([{"name": "get_user_details"}, {"name": "cancel_reservation"}, {"name": "book_reservation"}]) == (
         "book_reservation-cancel_reservation"
     )
-    assert tau2_intent([{"name": "get_order_details"}]) == "inquiry"
+    assert tau2_intent([{"name": "get_order_details"}]) == "no_write_action"  # as the sessions' label says
+    # the same label import_sessions gives a session with these gold actions, escalation included
+    actions = [{"name": "find_user_id_by_email"}, {"name": "transfer_to_human_agents"}]
+    assert tau2_intent(actions) == taubench_intent(actions) == "transfer_to_human_agents"
 
 
 @needs_tau2
