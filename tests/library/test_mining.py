@@ -11,7 +11,7 @@ from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
 from library.mining import skeletons as mining
 from library.mining.runs import Trigger, mining_run_execute
-from library.models import Agent, AuditEvent, MiningRun, ProcedureVersion, Source, Status
+from library.models import Agent, AgentSession, AuditEvent, MiningRun, ProcedureVersion, Source, Status
 from library.services import procedure_propose
 from library.signals import candidates_created
 
@@ -464,6 +464,18 @@ def test_mine_command_prints_candidates_and_the_report(agent):
     call_command("mine", "--agent", agent.name, "--threshold", "3", stdout=out)
     assert "+ order.status v1" in out.getvalue() and "6 of 6 resolved tasks" in out.getvalue()
     assert "- refund_over_limit [-]: no resolved session" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_mine_json_is_one_json_document_on_stdout(agent):
+    _contrasted(agent)
+    AgentSession.objects.create(agent=agent, session_id="no-intent", resolved=True, skeleton=["lookupOrder"])
+    out, err = io.StringIO(), io.StringIO()
+    call_command("mine", "--agent", agent.name, "--threshold", "3", "--json", stdout=out, stderr=err)
+    (run,) = json.loads(out.getvalue())  # nothing but the JSON: `mine --json | jq` works
+    assert run["agent"] == agent.name and [c["id"] for c in run["candidates"]] == ["order.status"]
+    assert "+ order.status v1" in err.getvalue()
+    assert "1 session(s) without an intent were not mined" in err.getvalue()
 
 
 def polish_for_test(draft):

@@ -16,7 +16,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--agent", action="append", help="agent name (repeatable); default: every agent")
         parser.add_argument("--threshold", type=int, help="support threshold for this run (default: each agent's own)")
-        parser.add_argument("--json", action="store_true", help="print each run's counts and skips as JSON")
+        parser.add_argument("--json", action="store_true", help="print one JSON list of the runs (counts, report, candidates) on stdout; the summary goes to stderr")
 
     def handle(self, *args, **options):
         if options["threshold"] is not None and options["threshold"] < 1:
@@ -27,16 +27,25 @@ class Command(BaseCommand):
             missing = set(options["agent"]) - set(agents.values_list("name", flat=True))
             if missing:
                 raise CommandError(f"Unknown agent(s): {', '.join(sorted(missing))}")
+        # with --json, stdout is one JSON list of the runs (for jq) and the summary goes to stderr
+        summary = self.stderr if options["json"] else self.stdout
+        runs = []
         for agent in agents:
             run = mining_run_execute(agent=agent, support_threshold=options["threshold"], trigger=Trigger.MANUAL)
             versions = list(run.versions.select_related("procedure").order_by("procedure__key"))
-            self.stdout.write(
+            summary.write(
                 f"{agent.name}: mining run {run.pk}: {run.counts.get('sessions', 0)} sessions, "
                 f"{len(versions)} candidate(s), {len(run.skipped)} intent(s) not proposed"
             )
+            without_intent = run.counts.get("withoutIntent", 0)
+            if without_intent:
+                summary.write(
+                    f"  ! {without_intent} session(s) without an intent were not mined: send an intent with each "
+                    "session, or label them (import_sessions --intent-from)"
+                )
             for version in versions:
                 flag = " [QUARANTINED]" if version.quarantined else ""
-                self.stdout.write(f"  + {version.procedure.key} v{version.number}{flag}: {version.evidence.get('summary', '')}")
+                summary.write(f"  + {version.procedure.key} v{version.number}{flag}: {version.evidence.get('summary', '')}")
             # the report names every intent, with what happened to it and why
             for entry in run.report or run.skipped:
                 if entry.get("status") in ("mined", "quarantined"):
@@ -44,6 +53,10 @@ class Command(BaseCommand):
                 skeleton = entry.get("skeleton") or (entry.get("figures") or {}).get("topSkeleton")
                 skeleton_text = " → ".join(skeleton) if skeleton else "-"
                 status = f"{entry['status']}: " if entry.get("status") else ""
-                self.stdout.write(f"  - {entry.get('intent') or '(agent)'} [{skeleton_text}]: {status}{entry['reason']}")
-            if options["json"]:
-                self.stdout.write(json.dumps({"run": run.pk, "counts": run.counts, "report": run.report}, indent=2))
+                summary.write(f"  - {entry.get('intent') or '(agent)'} [{skeleton_text}]: {status}{entry['reason']}")
+            runs.append({
+                "agent": agent.name, "run": run.pk, "counts": run.counts, "report": run.report,
+                "candidates": [{"id": v.procedure.key, "version": v.number, "pk": v.pk} for v in versions],
+            })
+        if options["json"]:
+            self.stdout.write(json.dumps(runs, indent=2))
