@@ -831,9 +831,17 @@ def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "
     at load by the agent API (library/serving.py), which raises the alert once."""
     from .models import AgentToolChange
 
+    from .ingest.formats import normalise_tool_name
+
     cleaned = _clean_str_list(tools, "tools", allow_empty=True, max_items=500)
     if len(set(cleaned)) != len(cleaned):
         raise ValidationError({"tools": "lists a tool twice"})
+    for index, name in enumerate(cleaned):
+        # the names sessions are stored under: any other name never matches a session's calls
+        stored = normalise_tool_name(name)
+        if stored != name:
+            hint = f"; sessions store it as {stored!r}" if stored else ""
+            raise ValidationError({"tools": f"tools[{index}]: {name[:80]!r} is not a tool name (letters, digits, _ . -, at most 128){hint}"})
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
         before = list(locked.tools)

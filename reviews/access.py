@@ -156,7 +156,10 @@ def _refuse_approve(request: HttpRequest, procedure: Procedure) -> None:
 
 def _refuse_manage(request: HttpRequest, procedure: Procedure) -> None:
     if not user_can_manage_procedure(request.user, procedure):
-        raise PermissionDenied(f"You may not retire or roll back versions of {procedure.key}.")
+        raise PermissionDenied(
+            f"You do not manage {procedure.key}: retiring, rolling back, erasing and changing its scope need the "
+            "manage permission on the procedure or its agent."
+        )
 
 
 # ---------------------------------------------------------------------------------------------- one helper per kind

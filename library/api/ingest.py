@@ -78,7 +78,9 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
             payload = safe_json.parse(body or b"null", check_values=False)
         except safe_json.JsonRefused as exc:
             return api_error(400, "invalid_json", f"The body {exc.message}.")
-        if isinstance(payload, dict) and isinstance(payload.get("sessions"), list):
+        if isinstance(payload, dict) and "sessions" in payload:
+            if not isinstance(payload["sessions"], list):
+                return api_error(400, "bad_shape", f'"sessions" must be a list of session objects, got {type(payload["sessions"]).__name__}.')
             items = payload["sessions"]
         elif isinstance(payload, list):
             items = payload

@@ -35,8 +35,10 @@ from .tokens import api_error, token_required
 
 ACTIVE_SET_MAX_AGE = 10  # seconds; clients revalidate with If-None-Match after that
 MAX_TASK_CHARS = 8000
+MAX_REASON_CHARS = 1000  # as the reason fields of the review pages
 
 
+@csrf_exempt  # read-only: a write method gets the API's JSON 405, not the CSRF check's 403
 @require_GET
 def health(request: HttpRequest) -> JsonResponse:
     with connections["default"].cursor() as cursor:
@@ -44,6 +46,7 @@ def health(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"status": "ok", "apiVersion": "v1"})
 
 
+@csrf_exempt
 @require_GET
 def openapi(request: HttpRequest) -> JsonResponse:
     return JsonResponse(openapi_document(server_url=request.build_absolute_uri("/api")), json_dumps_params={"indent": 1})
@@ -207,10 +210,13 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
             )
         if not isinstance(payload, dict) or "tools" not in payload:
             return api_error(400, "invalid_parameter", "The body needs a \"tools\" list.", parameter="tools")
-        try:
-            target = agent_set_tools(
-                agent=target, tools=payload["tools"], user=request.user, reason=str(payload.get("reason") or "")
+        reason = payload.get("reason") or ""
+        if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
+            return api_error(
+                400, "invalid_parameter", f"reason must be text of at most {MAX_REASON_CHARS} characters.", parameter="reason"
             )
+        try:
+            target = agent_set_tools(agent=target, tools=payload["tools"], user=request.user, reason=reason)
         except ValidationError as exc:
             return api_error(400, "invalid_parameter", "; ".join(exc.messages), parameter="tools")
     elif request.method != "GET":

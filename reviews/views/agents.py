@@ -273,7 +273,8 @@ def agent_eval_settings(request: HttpRequest, agent: str) -> HttpResponse:
         if saved:
             return saved
     return render(
-        request, "reviews/evals/settings.html", {"agent": agent, "form": form, "key_set": bool(agent.model_api_key)}
+        request, "reviews/evals/settings.html", {"agent": agent, "form": form, "key_set": bool(agent.model_api_key)},
+        status=400 if request.method == "POST" else 200,  # a POST gets here only when it was refused
     )
 
 

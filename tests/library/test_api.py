@@ -353,6 +353,18 @@ def test_admin_tools_call_needs_a_manager_session_and_csrf(client, agent, admin_
     bad = client.put(tools_url, json.dumps({"tools": ["a", "a"]}), content_type="application/json")
     assert bad.status_code == 400 and "twice" in bad.json()["error"]["message"]
     assert client.put(tools_url, "not json", content_type="application/json").status_code == 400
+    # names sessions are never stored under, and reasons that are not short text, change nothing
+    for body, says in [
+        ({"tools": ["lookupOrder", "a b c"]}, "sessions store it as 'a_b_c'"),
+        ({"tools": ["<script>"]}, "is not a tool name"),
+        ({"tools": ["x" * 200]}, "at most 128"),
+        ({"tools": ["lookupOrder"], "reason": 5}, "reason must be text"),
+        ({"tools": ["lookupOrder"], "reason": "r" * 1001}, "at most 1000 characters"),
+    ]:
+        refused = client.put(tools_url, json.dumps(body), content_type="application/json")
+        assert refused.status_code == 400 and says in refused.json()["error"]["message"], refused.json()
+    agent.refresh_from_db()
+    assert agent.tools == ["lookupOrder", "replyTemplates"] and agent.tool_changes.count() == 1
 
     # with CSRF checks on (as in production) a session PUT without the token is refused
     from django.test import Client
@@ -381,6 +393,17 @@ def test_openapi_document_describes_every_agent_route(client):
         assert route in described, route
     procedure = document["components"]["schemas"]["Procedure"]
     assert set(procedure["required"]) == SERVED_FIELDS
+
+
+@pytest.mark.parametrize("name", ["api:health", "api:openapi"])
+@pytest.mark.parametrize("method", ["post", "put", "delete"])
+def test_a_write_method_on_a_read_only_route_is_the_documented_json_405(name, method):
+    # (it was the CSRF check's 403 "forbidden", which tells a client something else)
+    from django.test import Client
+
+    response = getattr(Client(enforce_csrf_checks=True), method)(reverse(name))
+    assert response.status_code == 405 and response["Allow"] == "GET"
+    assert response.json()["error"]["code"] == "method_not_allowed"
 
 
 def test_embeddings_are_computed_once_per_version_and_shared_through_the_database(client, read_token, active_pair, agent):

@@ -84,6 +84,15 @@ def test_malformed_json_is_400(client, ingest_token):
     assert post(client, ingest_token, b"42").status_code == 400
 
 
+@pytest.mark.parametrize("body", ['{"sessions": "x"}', '{"sessions": null}', '{"sessions": {"session_id": "s"}}'])
+def test_a_sessions_wrapper_that_is_not_a_list_is_the_wrong_shape(client, agent, ingest_token, body):
+    # (it was taken for one session and refused as "session_id is required", a 422)
+    response = post(client, ingest_token, body)
+    assert response.status_code == 400 and response.json()["error"]["code"] == "bad_shape"
+    assert '"sessions" must be a list' in response.json()["error"]["message"]
+    assert not AgentSession.objects.exists()
+
+
 def test_read_token_gets_403_and_no_token_401(client, agent):
     read_token = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read")[1]
     assert post(client, read_token, procmem_item()).status_code == 403
