@@ -4,7 +4,7 @@ per-day series for the version page), the agent's daily figures and the model ch
 What is measured (docs, "Operating"):
 - selected: sessions whose `injected` list names the version (id and version number);
 - resolution rate with it: of those sessions with an outcome, the share resolved and not escalated
-  (the same success label mining uses);
+  (stricter than mining, which also counts a resolved escalation as a success; see is_resolved);
 - resolution rate without it: sessions of the version's intent, with an outcome, that did not
   receive it;
 - no-procedure rate: sessions of the intent that received no procedure at all, over the days on

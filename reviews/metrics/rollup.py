@@ -43,7 +43,9 @@ def _day_bounds(day: date) -> dict[str, datetime]:
 
 
 def is_resolved(resolved: bool | None, escalated: bool | None) -> bool:
-    """The success label of a session, as mining uses it: resolved and not escalated."""
+    """Whether the metrics count a session as resolved: resolved and not escalated. Stricter than
+    mining, for which a resolved escalation (the transfer was the right end) is a success too: an
+    operator counts every escalation as a person's time (docs/operations.md "Metrics per procedure version")."""
     return resolved is True and escalated is not True
 
 
