@@ -15,7 +15,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from library.evals import runs as evals
-from library.models import Agent, EvalCaseResult, EvalRun
+from library.models import Agent, EvalCaseResult, EvalRun, Status
 from library.services import LifecycleError
 
 from ..access import get_eval_run_for_user, signed_in
@@ -23,9 +23,16 @@ from .refusals import safe_next
 from .versions import eval_panel_context
 
 
+def _baseline_moved(run: EvalRun, progress: dict) -> bool:
+    """Whether to warn that the active set moved since the run started: only while its version
+    waits for approval (as on the candidate page). Once approved, the run is history, and the set
+    moved precisely because of that approval."""
+    return run.version.status == Status.CANDIDATE and not progress["baselineCurrent"]
+
+
 def _progress_response(request: HttpRequest, run: EvalRun) -> HttpResponse:
     progress = evals.eval_run_progress(run)
-    response = render(request, "reviews/evals/_progress.html", {"run": run, "baseline_moved": not progress["baselineCurrent"]})
+    response = render(request, "reviews/evals/_progress.html", {"run": run, "baseline_moved": _baseline_moved(run, progress)})
     if run.is_finished:
         # lets the page around the fragment (the eval panel) refresh itself once
         response["HX-Trigger"] = "evalRunFinished"
@@ -56,7 +63,7 @@ def eval_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "cases": list(cases.values()),
             "runner_label": Agent.Runner(run.runner).label if run.runner in Agent.Runner.values else run.runner,
             "progress": progress,
-            "baseline_moved": not progress["baselineCurrent"],
+            "baseline_moved": _baseline_moved(run, progress),
         },
     )
 

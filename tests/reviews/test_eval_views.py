@@ -128,6 +128,18 @@ def test_the_page_says_when_the_active_set_moved_since_the_run(client, agent, in
     assert warning in client.get(reverse("reviews:eval_progress", args=[run.pk]), **HTMX).content.decode()
 
 
+def test_an_approved_versions_run_does_not_ask_for_a_new_run(client, candidate, reviewer, admin_user):
+    # the approval itself moves the active set; telling the reader to re-run before approving is wrong then
+    from library import services
+    from tests.conftest import make_passing_eval
+
+    run = make_passing_eval(candidate)
+    services.version_approve(version=candidate, user=admin_user)
+    client.force_login(reviewer)
+    assert "The active set changed since this run started" not in client.get(reverse("reviews:eval_detail", args=[run.pk])).content.decode()
+    assert "start a new run" not in client.get(reverse("reviews:eval_progress", args=[run.pk]), **HTMX).content.decode()
+
+
 def test_fragments_render_no_template_comments(client, reviewer, run):
     client.force_login(reviewer)
     html = client.get(reverse("reviews:eval_progress", args=[run.pk]), **HTMX).content.decode()
