@@ -656,8 +656,17 @@ def _not_credible_reason(group: mining.GroupChoice, params: mining.MiningParams)
     test = group.test
     if not test["failedOf"]:
         return "no failed task to contrast with: the tool order cannot be shown to matter"
+    # name what failed: the corrected p-value, or the lift's interval at the corrected level (which
+    # can reach down to 1 while the p-value passes: "adjusted p = 0.0256" alone read as a pass)
+    blockers = []
+    if test["pAdjusted"] >= params.significance_level:
+        blockers.append(f"adjusted p = {test['pAdjusted']:.3g} is not below {params.significance_level}")
+    corrected_low = test.get("liftLowCorrected")
+    if corrected_low is None or corrected_low <= 1:
+        level = 100 * (1 - params.significance_level / max(1, test["tests"]))
+        blockers.append(f"the lift's {level:.3g} % interval starts at {corrected_low if corrected_low is not None else 0}, not above 1")
     return (
-        f"the tool order does not credibly explain the outcome: lift {test['lift']} "
+        f"the tool order does not credibly explain the outcome ({'; '.join(blockers) or 'not credible'}): lift {test['lift']} "
         f"(95 % interval from {test['liftLow'] if test['liftLow'] is not None else 0}), adjusted p = {test['pAdjusted']:.3g} "
         f"over {test['tests']} skeleton(s) tested, significance level {params.significance_level}"
     )

@@ -405,6 +405,20 @@ def test_a_skeleton_failed_sessions_follow_as_often_is_reported_not_proposed(age
     assert entry["skeletonTest"]["liftLow"] < 1 and entry["steps"] and "backtest" in entry
     # every intent of the agent is named, also one without sessions
     assert {e["intent"]: e["status"] for e in run.report}["refund_over_limit"] == "no resolved session"
+    assert "adjusted p = " in entry["reason"] and "is not below 0.05" in entry["reason"]
+
+
+def test_the_report_names_the_condition_that_blocked_a_group():
+    # the airline run: the p-value passes after correction but the lift's corrected interval reaches 1
+    from types import SimpleNamespace
+
+    from library.mining.runs import _not_credible_reason
+    from library.mining.statistics import contrast
+
+    test = {**contrast(5, 8, 0, 8, tests=2, alpha=0.05), "failedOf": 8}
+    assert test["pAdjusted"] < 0.05 and not test["credible"]
+    reason = _not_credible_reason(SimpleNamespace(test=test), SimpleNamespace(significance_level=0.05))
+    assert "interval starts at" in reason and "not above 1" in reason and "is not below" not in reason
 
 
 @pytest.mark.django_db
