@@ -997,6 +997,8 @@ def applies_when_for(intent_name: str, description: str = "") -> str:
     description = " ".join((description or "").split()).rstrip(".")
     if description:
         return f"The customer asks for {description[0].lower() + description[1:]}."
+    if intent_name.startswith("no_"):  # a label for what the task does not need (tau-bench's no_write_action)
+        return f"The customer's request needs {intent_name.replace('_', ' ')} (intent {intent_name})."
     phrase = " and ".join(part.replace("_", " ") for part in intent_name.split("-"))
     return f"The customer asks to {phrase} (intent {intent_name})."
 

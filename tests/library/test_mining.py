@@ -186,6 +186,8 @@ def test_keys_and_applies_when():
     assert mining.procedure_key_for("cancel_reservation-update_reservation_flights") == "cancel.reservation_update_reservation_flights"
     assert mining.procedure_key_for("refund") == "refund.main"
     assert mining.applies_when_for("x", "A refund above the limit") == "The customer asks for a refund above the limit."
+    assert mining.applies_when_for("cancel_reservation") == "The customer asks to cancel reservation (intent cancel_reservation)."
+    assert mining.applies_when_for("no_write_action") == "The customer's request needs no write action (intent no_write_action)."
 
 
 def _draft(rows, *, step_samples, failed_samples, threshold=3):
