@@ -318,7 +318,7 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
         record = {"liftLow": item.get("failLiftLow"), "liftHigh": item.get("failLiftHigh"), "pValue": item.get("pAdjusted")} if "failLiftLow" in item else None
         action = item.get("action") or f"(tested, not proposed: {item.get('feature', '…')})"
         evidence.forbidden_lines.append(
-            f"“{action}” — {evidence.unit} that {item.get('feature', '…')}: {counts}{_lift(item.get('failLift'), record)}"
+            f"“{action}” — {evidence.unit} in which the agent {item.get('feature', '…')}: {counts}{_lift(item.get('failLift'), record)}"
         )
     for alt in [a for a in raw.get("alternatives") or [] if isinstance(a, dict)]:
         evidence.alternatives.append(f"{' → '.join(map(str, alt.get('skeleton') or []))} ({alt.get('support', '?')} {evidence.unit})")

@@ -42,7 +42,7 @@ def test_mined_evidence_gives_the_contrast_skeleton_and_excerpts(candidate):
     assert evidence.tool_lines[0] == "createApproval: 118 of 140 resolved vs 9 of 60 failed (lift 5.6)"
     assert evidence.tool_lines[-1] == "issueRefund (not in the procedure): 2 of 140 resolved vs 30 of 60 failed (lift 0.0)"
     assert evidence.order_lines == ["createApproval before replyTemplates: 118 of 140 resolved vs 9 of 60 failed (lift 5.6)"]
-    assert evidence.forbidden_lines[0].startswith("“Do not promise a refund date before approval.” — sessions that calls replyTemplates")
+    assert evidence.forbidden_lines[0].startswith("“Do not promise a refund date before approval.” — sessions in which the agent calls replyTemplates")
     assert evidence.alternatives == ["lookupOrder → replyTemplates (22 sessions)"]
     [excerpt] = evidence.excerpts
     assert excerpt.title == "session s-1" and evidence.session_count == 4
