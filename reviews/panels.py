@@ -290,9 +290,13 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
             f"{arg.get('resolved')} of {arg.get('resolvedOf')} resolved vs {arg.get('failed')} of {arg.get('failedOf')} failed tasks"
             f", p = {arg.get('pValue', 1):.2g}{' — separates the outcomes' if arg.get('separates') else ''}"
         )
+    # the miner quotes resolved sessions that follow the skeleton only (library/mining/runs.py)
+    mined_outcome = "resolved" if "skeletonTest" in raw else ""
     for index, item in enumerate(inline_excerpts(raw)[:5], start=1):
         session_id = item.get("sessionId") or item.get("session_id") if isinstance(item, dict) else None
-        evidence.excerpts.append(Excerpt(title=f"session {session_id}" if session_id else f"example {index}", lines=_excerpt_lines(item)))
+        evidence.excerpts.append(Excerpt(
+            title=f"session {session_id}" if session_id else f"example {index}", lines=_excerpt_lines(item), outcome=mined_outcome
+        ))
     if not evidence.excerpts:
         for session in sessions:
             evidence.excerpts.append(

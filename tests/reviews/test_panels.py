@@ -46,6 +46,11 @@ def test_mined_evidence_gives_the_contrast_skeleton_and_excerpts(candidate):
     assert evidence.alternatives == ["lookupOrder → replyTemplates (22 sessions)"]
     [excerpt] = evidence.excerpts
     assert excerpt.title == "session s-1" and evidence.session_count == 4
+    # the miner quotes resolved sessions only: its excerpts say so (others may quote anything)
+    assert excerpt.outcome == ""
+    candidate.evidence = {**MINED, "skeletonTest": {"lift": 5.6}}
+    assert [x.outcome for x in build_evidence(candidate).excerpts] == ["resolved"]
+    candidate.evidence = MINED
     assert [(line.who, line.text) for line in excerpt.lines] == [
         ("user", "Refund {{order_id}} please, it was {{amount}}"),
         ("tool call", 'lookupOrder({"order_id": "{{order_id}}"})'),
