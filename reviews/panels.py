@@ -160,6 +160,26 @@ def _coding_line(tool: str, args: dict[str, Any], ok: Any) -> str:
     return text
 
 
+# The words for a mining run's counts and figures (library/mining/skeletons.py intent_figures), as a count reads:
+# "12 resolved by escalation", "3 with too few tool calls".
+FIGURE_LABELS = {
+    "sessions": "sessions", "mined": "mined", "heldBack": "held back for the backtest",
+    "tooFewToolCalls": "with too few tool calls", "resolved": "resolved", "resolvedByEscalation": "resolved by escalation",
+    "failed": "failed", "unknown": "without outcome", "resolvedTasks": "resolved tasks", "failedTasks": "failed tasks",
+    "support": "tasks follow the skeleton", "supportSessions": "sessions follow the skeleton", "topSupport": "tasks follow the top skeleton",
+    "failedWithSkeleton": "failed tasks follow the skeleton",
+    # the run's counts
+    "withoutIntent": "without an intent (not mined)", "withoutOutcome": "without outcome", "intents": "intents",
+    "groups": "skeleton groups", "groupsTested": "groups tested", "credible": "credible", "candidates": "candidates",
+    "quarantined": "quarantined", "skipped": "intents not proposed", "reported": "reported",
+}
+
+
+def figure_items(figures: dict[str, Any]) -> list[str]:
+    """A run's counts or a report entry's figures as words ("12 resolved by escalation"), the skeleton left out."""
+    return [f"{value} {FIGURE_LABELS.get(key, key)}" for key, value in figures.items() if key != "topSkeleton"]
+
+
 def _outcome(session) -> str:
     if session.resolved and not session.escalated:
         return "resolved"
@@ -265,10 +285,9 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
     outcomes = raw.get("outcomes")
     if isinstance(outcomes, dict):
         evidence.outcome_line = ", ".join(
-            f"{outcomes[key]} {label}" for key, label in (
-                ("resolved", "resolved"), ("resolvedByEscalation", "resolved by escalation"), ("failed", "failed"),
-                ("unknown", "without outcome"), ("tooFewToolCalls", "with too few tool calls"), ("heldBack", "held back for the backtest"),
-            ) if isinstance(outcomes.get(key), int)
+            f"{outcomes[key]} {FIGURE_LABELS[key]}"
+            for key in ("resolved", "resolvedByEscalation", "failed", "unknown", "tooFewToolCalls", "heldBack")
+            if isinstance(outcomes.get(key), int)
         )
     for variant in [v for v in raw.get("variants") or [] if isinstance(v, dict)]:
         evidence.variant_lines.append(

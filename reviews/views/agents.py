@@ -37,6 +37,7 @@ from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, require_reviewer, signed_in, visible_agents
 from ..forms import AgentEvalSettingsForm, AgentSettingsForm, TokenForm, add_service_errors
+from ..panels import figure_items
 
 
 def _parse_tools(text: str) -> list[str]:
@@ -344,11 +345,13 @@ def mining_run(request: HttpRequest, pk: int) -> HttpResponse:
         report.append({
             **entry,
             "version_url": _version_url(entry),
+            "figure_items": figure_items(entry.get("figures") or {}),
             "statistics": _statistics_line(entry.get("skeletonTest")),
             "backtest_line": _backtest_line(entry.get("backtest")),
         })
     return render(request, "reviews/mining/run.html", {
         "agent": agent_obj, "run": run_obj, "report": report, "can_propose": user_is_reviewer(request.user),
+        "count_items": figure_items(run_obj.counts or {}),
     })
 
 

@@ -72,6 +72,8 @@ def test_run_report_names_every_intent_and_links_the_candidate(client, agent, re
     assert f"#{run.pk}" in runs
     page = client.get(reverse("reviews:mining_run", args=[run.pk])).content.decode()
     assert "order_status" in page and "refund_over_limit" in page and "no resolved session" in page
+    # the figures in words, not the report's keys
+    assert "with too few tool calls" in page and "tooFewToolCalls" not in page and "resolvedByEscalation" not in page
     [version] = run.versions.all()
     assert reverse("reviews:version", args=[version.pk]) in page and "backtest on 4 held-back sessions" in page
     # the candidate page links the run and shows the backtest
