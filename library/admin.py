@@ -152,6 +152,11 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
 
 @admin.register(AgentSession)
 class AgentSessionAdmin(ReadOnlyModelAdmin):
+    """The redacted excerpt only: the raw task and tool calls (kept for the retention window, for
+    mining and regression cases) are personal data, and admins review too: reviewers never see
+    unredacted personal data (docs/redaction.md)."""
+
+    exclude = ("task", "tool_calls")
     list_display = ("session_id", "agent", "intent", "resolved", "escalated", "model", "ended_at", "received_at")
     list_filter = ("agent", "resolved", "escalated", "raw_purged", "source_format")
     search_fields = ("session_id", "model")

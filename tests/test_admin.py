@@ -67,6 +67,20 @@ def test_agent_api_key_is_not_in_the_admin(client, admin_user, agent):
     assert "sk-very-secret-key" not in page
 
 
+def test_a_sessions_raw_text_is_not_in_the_admin(client, admin_user, agent):
+    # admins review too: the admin shows the redacted excerpt, never the raw task or arguments
+    from library.models import AgentSession
+
+    session = AgentSession.objects.create(
+        agent=agent, session_id="s-raw", task="I am Emma Kim, user emma_kim_9957", skeleton=["lookupOrder"],
+        tool_calls=[{"name": "lookupOrder", "args": {"user_id": "emma_kim_9957"}}],
+        redacted_excerpt=[{"role": "user", "text": "I am {{person_name}}, user {{user_id}}"}],
+    )
+    client.force_login(admin_user)
+    page = client.get(reverse("admin:library_agentsession_change", args=[session.pk])).content.decode()
+    assert "emma_kim_9957" not in page and "Emma Kim" not in page and "{{person_name}}" in page
+
+
 def test_staff_without_the_model_permission_sees_nothing(client, reviewer, candidate):
     reviewer.is_staff = True
     reviewer.save()
