@@ -508,23 +508,24 @@ _PERSON_VERB = _after_cue(
 # as commits and mail headers write an author), the e-mail already redacted or not
 _NAME_BEFORE_EMAIL = r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){1,2}) <(?:\{\{email_address\}\}|[^<>\s@]+@)"
 _PERSON_EMAIL = _after_cue(
-    PERSON, re.compile(r"\b(?=[A-Z])" + _NOT_A_NAME + _NAME_BEFORE_EMAIL), needs="", gate=re.compile(r"[a-z] <")
+    PERSON, re.compile(r"\b(?=[A-Z])" + _NOT_A_NAME + _NAME_BEFORE_EMAIL), needs="", words=("@", "{{email_address}}"),
+    gate=re.compile(r"[a-z] <(?:\{\{email_address\}\}|[^<>\s@]+@)"),
 )
-# who wrote, changed or reported something, as issue trackers and commits say it: the name may be
-# a handle ("TheTerrasque") or hold letters beyond ASCII ("François Granade")
-_AUTHOR_WORD = r"(?=[A-ZÀ-ÖØ-Þ])[^\W\d_][\w'-]*"
+# Who wrote, changed or reported something, as issue trackers and commits say it: after the cue a
+# name that may be a handle ("TheTerrasque") or hold letters beyond ASCII ("François Granade"); in
+# Trac's "(last modified by typonaut)" also a user name in lower case.
+_AUTHOR_WORD = r"[^\W\d_][\w'-]*"
 _PERSON_AUTHOR = _after_cue(
     PERSON,
     re.compile(
-        r"\b(?:[Mm]odified by|[Rr]eported by|[Ww]ritten by|[Aa]uthored by|Author:|Co-authored-by:|Signed-off-by:|Reported-by:|"
-        r"Reviewed-by:) " + _NOT_A_NAME + "(" + _AUTHOR_WORD + "(?: " + _AUTHOR_WORD + "){0,2})"
+        r"(?:\(last modified by |\b(?:[Mm]odified by|[Rr]eported by|[Ww]ritten by|[Aa]uthored by|Author:|Co-authored-by:|"
+        r"Signed-off-by:|Reported-by:|Reviewed-by:) " + _NOT_A_NAME + r"(?=[A-ZÀ-ÖØ-Þ]))"
+        r"(" + _AUTHOR_WORD + r"(?: (?=[A-ZÀ-ÖØ-Þ])" + _AUTHOR_WORD + r"){0,2})"
     ),
     needs="",
     words=("modified by", "reported by", "written by", "authored by", "author:", "-by:"),
 )
-# Trac's "(last modified by <user name>)", where user names are often lower case ("typonaut")
-_PERSON_TRAC = _after_cue(PERSON, re.compile(r"\(last modified by ([^\s(){}]+)\)"), needs="", words=("modified by",))
-NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB, _PERSON_EMAIL, _PERSON_AUTHOR, _PERSON_TRAC]
+NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB, _PERSON_EMAIL, _PERSON_AUTHOR]
 # Recognizers whose value, once seen in a session, is redacted everywhere in it (echo). Whole-token
 # shapes (e-mail, cards, ids) need no echo: the shape finds them again.
 _ECHOED = {BIRTH, "passport_number", "licence_number", "postal_code", PERSON}
@@ -534,7 +535,7 @@ _ECHO_HINT_RE = re.compile(
     r"(?i:dob|d\.o\.b|birth|born|geboren|passport|licen[cs]e|zip|postal|postcode|plz|name|i'm|i am|this is|dear|thank|"
     r"hello|\bhi\b|\b(?:mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b|customer|client|caller|patient|passenger|guest|member|"
     r"travel|cardholder|holder|subscriber|kunde|belong|behalf|signed by|booked for|addressed to|you are|you're|"
-    r"modified by|reported|written by|author|signed-off|reviewed-by)"
+    r"modified by|reported by|written by|authored by|author:|-by:)"
     r"|[A-Z][a-z]+ [A-Z][a-z]+"
 )
 _CAPITAL_RE = re.compile(r"[A-Z][a-z]")
@@ -545,8 +546,8 @@ _ECHO_HINT_WORDS = (
     "dob", "d.o.b", "birth", "born", "geboren", "passport", "licence", "license", "zip", "postal", "postcode", "plz",
     "name", "i'm", "i am", "this is", "dear", "thank", "hello", "customer", "client", "caller", "patient", "passenger",
     "guest", "member", "travel", "cardholder", "holder", "subscriber", "kunde", "belong", "behalf", "signed by",
-    "booked for", "addressed to", "you are", "you're", "modified by", "reported", "written by", "author", "signed-off",
-    "reviewed-by",
+    "booked for", "addressed to", "you are", "you're", "modified by", "reported by", "written by", "authored by",
+    "author:", "-by:",
 )
 _ECHO_HINT_BOUNDED_RE = re.compile(r"\b(?:hi|mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b")
 _TWO_CAPITALISED_RE = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
