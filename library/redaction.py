@@ -230,9 +230,10 @@ def _phone(match: re.Match) -> str | None:
 # --- id-shaped tokens ------------------------------------------------------------------------------
 # Letters mixed with digits (optionally joined by hyphens, optionally after "#"), at least five
 # letters-or-digits, with an upper-case letter or at least two digits: 4WQ150, S6534835, #W1234567,
-# ORD-12345, C-998877. Ordinals, times and units (24th, 9pm, 1000ml, 24-hour) are not ids.
+# ORD-12345, C-998877. Ordinals, times and units (24th, 9pm, 1000ml, 24-hour) are not ids, nor are
+# the escapes of code ('\u00a1', '\x1b'); a token after any other backslash is (C:\Users\AB12345).
 _MIXED_ID_RE = re.compile(
-    r"(?<![\w{}#\-@.])#?(?=[A-Za-z0-9\-]*\d)(?=[A-Za-z0-9\-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w{}@#]|-\w|\.\w)"
+    r"(?<![\w{}#\-@.])(?!(?<=\\)(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2})(?![A-Za-z0-9]))#?(?=[A-Za-z0-9\-]*\d)(?=[A-Za-z0-9\-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w{}@#]|-\w|\.\w)"
 )
 _UNIT_RE = re.compile(
     r"^\d+(?:st|nd|rd|th|am|pm|a|p|s|k|m|x|h|hr|hrs|min|mins|ml|l|mg|g|kg|km|cm|mm|gb|mb|tb|kb|lb|lbs|oz|in|ft|px|pt|d|y)$",

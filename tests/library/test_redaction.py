@@ -257,6 +257,12 @@ def test_authors_and_reporters_are_names(text, redacted):
     assert Redactor().text(text) == redacted
 
 
+def test_escapes_in_code_are_not_ids_but_a_token_after_a_path_separator_is():
+    # seen in the SWE-bench excerpts: ul = '\u00a1-\uffff' became '\{{id}}-\uffff'
+    assert Redactor().text("ul = '\\u00a1-\\uffff'") == "ul = '\\u00a1-\\uffff'"
+    assert Redactor().text("C:\\Users\\AB12345 and ORD-12345") == "C:\\Users\\{{id}} and {{id}}"
+
+
 @pytest.mark.parametrize("regex, slow", [
     (r"(a+)+$", True), (r"(\w*\s?)*", True), (r"(?:ab|c+)*x", True), (r"(x+){2,5}", True), (r"(?=(a+)+)b", True),
     (r"(?>a+)+", False), (r"(a++)+", False), (r"\bORD-\d{5}\b", False), (r"(a|b)+", False), (r"(\d{3}-)+", False),
