@@ -30,6 +30,7 @@ from django.utils import timezone
 
 from . import policy
 from .environments import STAGING, has_staging
+from .ingest.formats import normalise_tool_name
 from .models import (
     Agent,
     AuditEvent,
@@ -830,8 +831,6 @@ def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "
     """Replaces an agent's tool list, keeping the history. Versions that now miss a tool are refused
     at load by the agent API (library/serving.py), which raises the alert once."""
     from .models import AgentToolChange
-
-    from .ingest.formats import normalise_tool_name
 
     cleaned = _clean_str_list(tools, "tools", allow_empty=True, max_items=500)
     if len(set(cleaned)) != len(cleaned):

@@ -120,10 +120,10 @@ def _url_shape_problem(url: str) -> str | None:
     and password (shown on the webhook's page and sent in clear over http; sign with the secret)."""
     parts = urlsplit(url)
     try:
-        parts.port
+        port = parts.port  # None when the URL names none; ValueError past 65535
     except ValueError:
-        return f"{url!r} has a port outside 1 to 65535."
-    if parts.port == 0:
+        port = 0
+    if port is not None and not 1 <= port <= 65535:
         return f"{url!r} has a port outside 1 to 65535."
     if parts.username is not None or parts.password is not None:
         return "A webhook URL may not carry a user or password; receivers check the signature instead."
