@@ -94,6 +94,7 @@ class AgentAdmin(EditOnlyModelAdmin):
 
     list_display = ("name", "namespace", "current_model", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
                     "support_threshold", "eval_runner", "created_at")
+    list_select_related = ("namespace",)
     list_filter = ("procedural_memory_enabled", "auto_capture_enabled", "eval_runner")
     search_fields = ("name", "description")
     exclude = ("model_api_key",)
@@ -107,6 +108,7 @@ class AgentAdmin(EditOnlyModelAdmin):
 @admin.register(Intent)
 class IntentAdmin(EditOnlyModelAdmin):
     list_display = ("name", "agent", "description")
+    list_select_related = ("agent",)
     list_filter = ("agent",)
     search_fields = ("name", "description")
     readonly_fields = ("agent", "name")
@@ -115,6 +117,7 @@ class IntentAdmin(EditOnlyModelAdmin):
 @admin.register(AgentToolChange)
 class AgentToolChangeAdmin(ReadOnlyModelAdmin):
     list_display = ("agent", "changed_at", "changed_by", "reason")
+    list_select_related = ("agent", "changed_by")
     list_filter = ("agent",)
     search_fields = ("reason",)
     date_hierarchy = "changed_at"
@@ -123,6 +126,7 @@ class AgentToolChangeAdmin(ReadOnlyModelAdmin):
 @admin.register(Procedure)
 class ProcedureAdmin(ReadOnlyModelAdmin):
     list_display = ("key", "agent", "intent", "namespace", "roles", "priority", "confidence", "created_at")
+    list_select_related = ("agent", "intent", "namespace")
     list_filter = ("agent", "namespace", "confidence")
     search_fields = ("key",)
 
@@ -133,9 +137,9 @@ class ProcedureVersionAdmin(ReadOnlyModelAdmin):
     services (approve, reject, retire, roll back) on the review pages."""
 
     list_display = ("procedure", "number", "status", "source", "quarantined", "approved_by", "approved_at", "created_at")
+    list_select_related = ("procedure", "approved_by")
     list_filter = ("status", "source", "quarantined", "procedure__agent")
     search_fields = ("procedure__key", "applies_when", "content_hash")
-    list_select_related = ("procedure", "approved_by")
     date_hierarchy = "created_at"
 
 
@@ -144,9 +148,9 @@ class AuditEventAdmin(ReadOnlyModelAdmin):
     """Append-only in the database: no UPDATE, no DELETE."""
 
     list_display = ("at", "action", "actor", "actor_label", "agent", "procedure", "version", "reason")
+    list_select_related = ("actor", "agent", "procedure", "version__procedure")
     list_filter = ("action", "agent")
     search_fields = ("reason", "actor_label", "procedure__key", "actor__username")
-    list_select_related = ("actor", "agent", "procedure", "version__procedure")
     date_hierarchy = "at"
 
 
@@ -158,15 +162,16 @@ class AgentSessionAdmin(ReadOnlyModelAdmin):
 
     exclude = ("task", "tool_calls")
     list_display = ("session_id", "agent", "intent", "resolved", "escalated", "model", "ended_at", "received_at")
+    list_select_related = ("agent", "intent")
     list_filter = ("agent", "resolved", "escalated", "raw_purged", "source_format")
     search_fields = ("session_id", "model")
-    list_select_related = ("agent", "intent")
     date_hierarchy = "ended_at"
 
 
 @admin.register(MiningRun)
 class MiningRunAdmin(ReadOnlyModelAdmin):
     list_display = ("id", "agent", "state", "started_by", "started_at", "finished_at")
+    list_select_related = ("agent", "started_by")
     list_filter = ("state", "agent")
     search_fields = ("error",)
 
@@ -176,17 +181,19 @@ class RegressionCaseAdmin(ReadOnlyModelAdmin):
     """Edited on the agent's regression-case pages (audited)."""
 
     list_display = ("id", "name", "agent", "intent", "is_active", "external_id", "updated_at")
+    list_select_related = ("agent", "intent")
     list_filter = ("agent", "is_active")
     search_fields = ("name", "task", "external_id")
 
 
-class EvalCaseResultInline(admin.TabularInline):
-    model = EvalCaseResult
+class ReadOnlyInline(admin.TabularInline):
+    """Rows of a parent shown on its page, each field read-only, none added, changed or deleted."""
+
     extra = 0
-    fields = ("case", "arm", "state", "passed", "attempts", "error", "duration_ms")
-    readonly_fields = fields
     can_delete = False
-    show_change_link = True
+
+    def get_readonly_fields(self, request, obj=None):
+        return self.fields
 
     def has_add_permission(self, request, obj=None) -> bool:
         return False
@@ -195,21 +202,28 @@ class EvalCaseResultInline(admin.TabularInline):
         return False
 
 
+class EvalCaseResultInline(ReadOnlyInline):
+    model = EvalCaseResult
+    fields = ("case", "arm", "state", "passed", "attempts", "error", "duration_ms")
+    show_change_link = True
+
+
 @admin.register(EvalRun)
 class EvalRunAdmin(ReadOnlyModelAdmin):
     """A finished run never changes (the database refuses it) and a running one belongs to its
     Celery tasks; cancel and resume are on the eval page."""
 
     list_display = ("id", "version", "state", "verdict", "cases_done", "cases_total", "errors", "runner", "started_by", "created_at")
+    list_select_related = ("version__procedure", "started_by")
     list_filter = ("state", "verdict", "runner")
     search_fields = ("version__procedure__key", "content_hash")
-    list_select_related = ("version__procedure", "started_by")
     inlines = [EvalCaseResultInline]
 
 
 @admin.register(EvalCaseResult)
 class EvalCaseResultAdmin(ReadOnlyModelAdmin):
     list_display = ("id", "run", "case", "arm", "state", "passed", "attempts", "duration_ms")
+    list_select_related = ("run", "case")
     list_filter = ("arm", "state", "passed")
     search_fields = ("error",)
 
@@ -217,6 +231,7 @@ class EvalCaseResultAdmin(ReadOnlyModelAdmin):
 @admin.register(ApiToken)
 class ApiTokenAdmin(ReadOnlyModelAdmin):
     list_display = ("name", "agent", "scope", "prefix", "created_by", "created_at", "last_used_at", "revoked_at")
+    list_select_related = ("agent", "created_by")
     list_filter = ("scope", "agent")
     search_fields = ("name", "prefix")
     exclude = ("token_hash",)
@@ -225,22 +240,26 @@ class ApiTokenAdmin(ReadOnlyModelAdmin):
 @admin.register(LoadRefusal)
 class LoadRefusalAdmin(ReadOnlyModelAdmin):
     list_display = ("version", "missing_tools", "created_at")
+    list_select_related = ("version__procedure",)
     search_fields = ("version__procedure__key",)
+    date_hierarchy = "created_at"
 
 
 @admin.register(VersionEmbedding)
 class VersionEmbeddingAdmin(ReadOnlyModelAdmin):
     list_display = ("version", "model_key", "dimensions", "created_at")
+    list_select_related = ("version__procedure",)
     list_filter = ("model_key",)
     exclude = ("vector",)
+    date_hierarchy = "created_at"
 
 
 class ObjectPermissionAdmin(ReadOnlyModelAdmin):
     """Granted and revoked on the approver-rights and namespaces pages (audited)."""
 
     list_display = ("content_object", "permission", "__holder__")
-    list_filter = ("permission",)
     list_select_related = ("content_object", "permission")
+    list_filter = ("permission",)
 
     @admin.display(description="held by")
     def __holder__(self, obj) -> str:
@@ -259,9 +278,9 @@ class VersionTombstoneAdmin(ReadOnlyModelAdmin):
     """What stays of an erased version; the database refuses changing or deleting it."""
 
     list_display = ("procedure_key", "number", "status_before", "ground", "erased_by", "erased_at")
+    list_select_related = ("erased_by",)
     list_filter = ("ground",)
     search_fields = ("procedure_key", "content_hash")
-    list_select_related = ("erased_by",)
 
 
 @admin.register(VersionConflict)
@@ -269,8 +288,8 @@ class VersionConflictAdmin(ReadOnlyModelAdmin):
     """Written by the conflict scan (library/conflicts.py)."""
 
     list_display = ("agent", "kind", "version_a", "version_b", "found_at", "cleared_at")
-    list_filter = ("kind", "agent")
     list_select_related = ("agent", "version_a__procedure", "version_b__procedure")
+    list_filter = ("kind", "agent")
 
 
 @admin.register(ProcedureRelease)
@@ -278,8 +297,8 @@ class ProcedureReleaseAdmin(ReadOnlyModelAdmin):
     """Written by approval (staging first) and promotion (library/releases.py), audited there."""
 
     list_display = ("procedure", "environment", "version", "released_by", "released_at")
-    list_filter = ("environment",)
     list_select_related = ("procedure", "version__procedure", "released_by")
+    list_filter = ("environment",)
 
 
 @admin.register(Rollout)
@@ -287,5 +306,5 @@ class RolloutAdmin(ReadOnlyModelAdmin):
     """Started, completed and rolled back on the rollout's page (library/releases.py)."""
 
     list_display = ("procedure", "version", "control_version", "share", "state", "started_by", "started_at", "ended_at")
-    list_filter = ("state",)
     list_select_related = ("procedure", "version__procedure", "control_version__procedure", "started_by")
+    list_filter = ("state",)

@@ -88,12 +88,13 @@ class Namespace(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        ordering = ["name"]
+        # the namespace-wide rights (reviews/access.py): a holder has the right on every procedure in it
         permissions = [
             ("review_namespace_procedures", "Can review candidates of every procedure in this namespace"),
             ("approve_namespace_procedures", "Can approve versions of every procedure in this namespace"),
             ("manage_namespace_procedures", "Can retire, roll back and change the scope of every procedure in this namespace"),
         ]
+        ordering = ["name"]
 
     def __str__(self) -> str:
         return self.name
@@ -129,15 +130,16 @@ class AgentQuerySet(models.QuerySet):
 
 
 class Agent(models.Model):
+    class Kind(models.TextChoices):
+        TOOLS = "tools", "Tool-calling agent (skeleton = tool names)"
+        CODING = "coding", "Coding agent (skeleton = activity classes; procedures need a verify command)"
+
+    # how its eval replays reach the agent (library/evals/runners.py)
     class Runner(models.TextChoices):
         DEMO = "demo", "Demo agent (simulator)"
         HTTP = "http", "HTTP eval endpoint"
         PYTHON = "python", "Python callable"
         MODEL = "model", "Model replay (OpenAI-compatible chat completions)"
-
-    class Kind(models.TextChoices):
-        TOOLS = "tools", "Tool-calling agent (skeleton = tool names)"
-        CODING = "coding", "Coding agent (skeleton = activity classes; procedures need a verify command)"
 
     name = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     description = models.TextField(blank=True)
@@ -280,9 +282,9 @@ class Confidence(models.TextChoices):
     """How sure the library's people are that a procedure is right: a word, not a number, because
     nobody measures it to two decimals (the measured figures are the eval and the metrics)."""
 
-    LOW = "low", "Low"
-    MEDIUM = "medium", "Medium"
-    HIGH = "high", "High"
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
 
 
 class ProcedureQuerySet(models.QuerySet):
@@ -358,22 +360,22 @@ class AgentGroupObjectPermission(GroupObjectPermissionBase):
 
 
 class Status(models.TextChoices):
-    CANDIDATE = "CANDIDATE", "Candidate"
-    ACTIVE = "ACTIVE", "Active"
+    CANDIDATE = "CANDIDATE"
+    ACTIVE = "ACTIVE"
     # approved (approver, time, passing eval on its content) but not the production version: in
     # staging (or another non-production environment) and/or a production rollout; see
     # ProcedureRelease and Rollout
     APPROVED = "APPROVED", "Approved (not in production)"
-    RETIRED = "RETIRED", "Retired"
-    REJECTED = "REJECTED", "Rejected"
+    RETIRED = "RETIRED"
+    REJECTED = "REJECTED"
     # content and evidence wiped; a VersionTombstone says who erased it, when and why
-    ERASED = "ERASED", "Erased"
+    ERASED = "ERASED"
 
 
 class Source(models.TextChoices):
     MINED = "mined", "Mined from sessions"
     CAPTURED = "captured", "Captured automatically"
-    IMPORTED = "imported", "Imported from a file"
+    IMPORTED = "imported"  # from a file or another deployment (library/interchange.py)
     MANUAL = "manual", "Written by hand"
     REVISION = "revision", "Edited by a reviewer"
 
@@ -581,7 +583,7 @@ class Rollout(models.Model):
     compare the arms of finished rollouts too."""
 
     class State(models.TextChoices):
-        RUNNING = "running", "Running"
+        RUNNING = "running"
         COMPLETED = "completed", "Completed (the version is ACTIVE)"
         ROLLED_BACK = "rolled_back", "Rolled back"
 
@@ -600,9 +602,10 @@ class Rollout(models.Model):
     reason = models.TextField()
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     started_at = models.DateTimeField()
+    # who ended it and why (completed or rolled back), and when
     ended_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    ended_at = models.DateTimeField(null=True, blank=True)
     end_reason = models.TextField(blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-started_at", "-id"]
@@ -632,7 +635,7 @@ class VersionTombstone(models.Model):
     class Ground(models.TextChoices):
         PERSONAL_DATA = "personal_data", "Personal-data request"
         POISONED = "poisoned", "Poisoned or harmful content"
-        OTHER = "other", "Other"
+        OTHER = "other"
 
     version = models.OneToOneField(ProcedureVersion, on_delete=models.PROTECT, related_name="tombstone")
     procedure_key = models.CharField(max_length=200)
@@ -768,9 +771,9 @@ class AgentSession(models.Model):
 
 class MiningRun(models.Model):
     class State(models.TextChoices):
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="mining_runs")
     state = models.CharField(max_length=10, choices=State.choices, default=State.RUNNING)
@@ -827,16 +830,16 @@ class RegressionCase(models.Model):
 
 class EvalRun(models.Model):
     class State(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
-        CANCELLED = "cancelled", "Cancelled"
+        QUEUED = "queued"
+        RUNNING = "running"
+        DONE = "done"
+        FAILED = "failed"
+        CANCELLED = "cancelled"
 
     class Verdict(models.TextChoices):
-        PASS = "pass", "Pass"
-        FAIL = "fail", "Fail"
-        INCONCLUSIVE = "inconclusive", "Inconclusive"
+        PASS = "pass"
+        FAIL = "fail"
+        INCONCLUSIVE = "inconclusive"
 
     version = models.ForeignKey(ProcedureVersion, on_delete=models.PROTECT, related_name="eval_runs")
     content_hash = models.CharField(max_length=64, help_text="The exact content this run judged")
@@ -884,9 +887,9 @@ class EvalCaseResult(models.Model):
         CANDIDATE = "candidate", "With the candidate"
 
     class State(models.TextChoices):
-        PENDING = "pending", "Pending"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
+        PENDING = "pending"
+        RUNNING = "running"
+        DONE = "done"
 
     run = models.ForeignKey(EvalRun, on_delete=models.CASCADE, related_name="case_results")
     case = models.ForeignKey(RegressionCase, on_delete=models.PROTECT, related_name="+")

@@ -11,23 +11,27 @@ REDIS_URL, else the broker URL, else redis://127.0.0.1:6379/0 — tests/conftest
 import os
 import socket
 
-os.environ.setdefault("SECRET_KEY", "test-only-secret-key-not-for-production-0123456789abcdef")
-os.environ.setdefault("ALLOWED_HOSTS", "testserver,127.0.0.1,localhost")
-os.environ.setdefault("SECURE_SSL_REDIRECT", "0")
-os.environ.setdefault("SESSION_COOKIE_SECURE", "0")
-os.environ.setdefault("CSRF_COOKIE_SECURE", "0")
-os.environ.setdefault("SECURE_HSTS_SECONDS", "0")
-os.environ.setdefault("BEHIND_TLS_PROXY", "0")
-# The eval tests run their runners from tests/ and their fake HTTP agents on 127.0.0.1.
-os.environ.setdefault("PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES", "tests.evals_support")
-os.environ.setdefault("PROCMEM_EVAL_ALLOWED_URLS", "http://127.0.0.1")
-# ... and their webhook receivers on 127.0.0.1 (tests/reviews/test_webhook_destinations.py turns
-# this off to check the refusals).
-os.environ.setdefault("PROCMEM_WEBHOOK_ALLOW_LOCAL", "1")
-os.environ.setdefault("PROCMEM_TESTING", "1")
-# Tests change rows with .update() and raw SQL, which send no signals: check the set on every
-# request (tests/library/test_api.py covers the recheck window explicitly).
-os.environ.setdefault("PROCMEM_ACTIVE_SET_RECHECK_SECONDS", "0")
+_ENV_DEFAULTS = {
+    "SECRET_KEY": "test-only-secret-key-not-for-production-0123456789abcdef",
+    "ALLOWED_HOSTS": "testserver,127.0.0.1,localhost",
+    "SECURE_SSL_REDIRECT": "0",
+    "SESSION_COOKIE_SECURE": "0",
+    "CSRF_COOKIE_SECURE": "0",
+    "SECURE_HSTS_SECONDS": "0",
+    "BEHIND_TLS_PROXY": "0",
+    # The eval tests run their runners from tests/ and their fake HTTP agents on 127.0.0.1 ...
+    "PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES": "tests.evals_support",
+    "PROCMEM_EVAL_ALLOWED_URLS": "http://127.0.0.1",
+    # ... and their webhook receivers on 127.0.0.1 (tests/reviews/test_webhook_destinations.py
+    # turns this off to check the refusals).
+    "PROCMEM_WEBHOOK_ALLOW_LOCAL": "1",
+    "PROCMEM_TESTING": "1",
+    # Tests change rows with .update() and raw SQL, which send no signals: check the set on every
+    # request (tests/library/test_api.py covers the recheck window explicitly).
+    "PROCMEM_ACTIVE_SET_RECHECK_SECONDS": "0",
+}
+for _name, _value in _ENV_DEFAULTS.items():
+    os.environ.setdefault(_name, _value)
 
 
 def _local_postgres_url() -> str | None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.contrib import admin
 
-from library.admin import ReadOnlyModelAdmin
+from library.admin import ReadOnlyInline, ReadOnlyModelAdmin
 
 from .models import (
     AgentDayQuality,
@@ -30,15 +30,15 @@ from .models import (
 @admin.register(Comment)
 class CommentAdmin(ReadOnlyModelAdmin):
     list_display = ("version", "author", "created_at")
-    search_fields = ("body", "author__username")
     list_select_related = ("version__procedure", "author")
+    search_fields = ("body", "author__username")
 
 
 @admin.register(Thread)
 class ThreadAdmin(ReadOnlyModelAdmin):
     list_display = ("version", "anchor", "step", "created_by", "created_at", "resolved_by", "resolved_at")
-    list_filter = ("anchor",)
     list_select_related = ("version__procedure", "created_by", "resolved_by")
+    list_filter = ("anchor",)
 
 
 @admin.register(CandidateClaim)
@@ -50,6 +50,7 @@ class CandidateClaimAdmin(ReadOnlyModelAdmin):
 @admin.register(Notification)
 class NotificationAdmin(ReadOnlyModelAdmin):
     list_display = ("user", "kind", "created_at", "read_at", "message")
+    list_select_related = ("user",)
     list_filter = ("kind",)
     search_fields = ("message", "user__username")
 
@@ -57,6 +58,7 @@ class NotificationAdmin(ReadOnlyModelAdmin):
 @admin.register(NotificationPreference)
 class NotificationPreferenceAdmin(admin.ModelAdmin):
     list_display = ("user", "kind", "in_app", "email")
+    list_select_related = ("user",)
     list_filter = ("kind", "in_app", "email")
     search_fields = ("user__username",)
 
@@ -64,31 +66,48 @@ class NotificationPreferenceAdmin(admin.ModelAdmin):
 @admin.register(MetricsState)
 class MetricsStateAdmin(ReadOnlyModelAdmin):
     list_display = ("agent", "refreshed_until", "refreshed_at", "days_recomputed")
+    list_select_related = ("agent",)
     exclude = ("window_p95",)
+
+
+@admin.register(MetricAlert)
+class MetricAlertAdmin(ReadOnlyModelAdmin):
+    list_display = ("version", "opened_at", "cleared_at", "message")
+    list_select_related = ("version__procedure",)
+    list_filter = ("cleared_at", "version__procedure__agent")
+    search_fields = ("message",)
 
 
 class DayRollupAdmin(ReadOnlyModelAdmin):
     """The rollup tables (DayRollup rows), by agent and day."""
 
-    list_filter = ("agent",)
     date_hierarchy = "day"
+    list_select_related = ("agent",)
+    list_filter = ("agent",)
+
+
+class SessionOutcomesDayAdmin(DayRollupAdmin):
+    """The session-outcome rollups (SessionOutcomesDay rows), also by model."""
+
+    list_filter = ("agent", "model")
 
 
 @admin.register(IntentDayRollup)
-class IntentDayRollupAdmin(DayRollupAdmin):
+class IntentDayRollupAdmin(SessionOutcomesDayAdmin):
     list_display = ("day", "agent", "intent", "model", "sessions", "labelled", "resolved", "bare_sessions")
-    list_filter = ("agent", "model")
+    list_select_related = ("agent", "intent")
 
 
 @admin.register(VersionDayRollup)
-class VersionDayRollupAdmin(DayRollupAdmin):
+class VersionDayRollupAdmin(SessionOutcomesDayAdmin):
     list_display = ("day", "agent", "version", "intent", "model", "sessions", "labelled", "resolved")
-    list_filter = ("agent", "model")
+    list_select_related = ("agent", "version__procedure", "intent")
 
 
 @admin.register(VersionDayQuality)
 class VersionDayQualityAdmin(DayRollupAdmin):
     list_display = ("day", "agent", "version", "sessions", "checked", "followed", "required_calls", "forbidden_calls", "conflicted", "stale")
+    list_select_related = ("agent", "version__procedure")
 
 
 @admin.register(AgentDayQuality)
@@ -96,26 +115,10 @@ class AgentDayQualityAdmin(DayRollupAdmin):
     list_display = ("day", "agent", "served", "multi", "conflicted", "stale")
 
 
-@admin.register(MetricAlert)
-class MetricAlertAdmin(ReadOnlyModelAdmin):
-    list_display = ("version", "opened_at", "cleared_at", "message")
-    list_filter = ("cleared_at",)
-    search_fields = ("message",)
-
-
-class WebhookDeliveryInline(admin.TabularInline):
+class WebhookDeliveryInline(ReadOnlyInline):
     model = WebhookDelivery
-    extra = 0
     fields = ("created_at", "event", "status", "attempts", "response_code", "error")
-    readonly_fields = fields
-    can_delete = False
     ordering = ("-created_at",)
-
-    def has_add_permission(self, request, obj=None) -> bool:
-        return False
-
-    def has_change_permission(self, request, obj=None) -> bool:
-        return False
 
 
 @admin.register(Webhook)
@@ -123,6 +126,7 @@ class WebhookAdmin(ReadOnlyModelAdmin):
     """Managed on the agent's webhook pages (http(s) URLs only, audited, the secret shown once)."""
 
     list_display = ("name", "agent", "url", "body_format", "is_active", "created_at")
+    list_select_related = ("agent",)
     list_filter = ("agent", "is_active", "body_format")
     search_fields = ("name", "url")
     exclude = ("secret",)
@@ -132,9 +136,9 @@ class WebhookAdmin(ReadOnlyModelAdmin):
 @admin.register(WebhookDelivery)
 class WebhookDeliveryAdmin(ReadOnlyModelAdmin):
     list_display = ("created_at", "webhook", "event", "status", "attempts", "response_code", "next_attempt_at")
+    list_select_related = ("webhook",)
     list_filter = ("status", "event")
     search_fields = ("delivery_id", "webhook__name")
-    list_select_related = ("webhook",)
 
 
 @admin.register(DemotionProposal)
@@ -142,6 +146,6 @@ class DemotionProposalAdmin(ReadOnlyModelAdmin):
     """Proposed by the demotion check; an admin confirms or dismisses it on the app's pages."""
 
     list_display = ("version", "kind", "state", "created_at", "decided_by", "decided_at")
-    list_filter = ("kind", "state")
     list_select_related = ("version__procedure", "decided_by")
+    list_filter = ("kind", "state")
 

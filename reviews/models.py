@@ -62,7 +62,7 @@ class Thread(models.Model):
     class Anchor(models.TextChoices):
         VERSION = "", "the whole version"
         APPLIES_WHEN = "appliesWhen", "appliesWhen"
-        STEP = "step", "a step"
+        STEP = "step"  # shown as "step N" (anchor_label)
         REQUIRED_TOOLS = "requiredTools", "requiredTools"
         FORBIDDEN_ACTIONS = "forbiddenActions", "forbiddenActions"
 
@@ -96,7 +96,7 @@ class Thread(models.Model):
     def anchor_label(self) -> str:
         if self.anchor == self.Anchor.STEP:
             return f"step {self.step}"
-        return self.anchor or "the whole version"
+        return self.get_anchor_display()
 
 
 class Comment(models.Model):
@@ -115,11 +115,33 @@ class Comment(models.Model):
         ordering = ["created_at", "id"]
 
 
+# What both a webhook event and a notification report is worded once.
+SHARED_EVENT_WORDING = {
+    "eval_finished": "An eval run finished",
+    "refused_at_load": "A version was refused at load",
+    "metric_warning": "A metric warning",
+}
+
+
+# What a webhook can subscribe to (the webhooks section below).
+class WebhookEvent(models.TextChoices):
+    CANDIDATE_CREATED = "candidate.created", "New candidates"
+    EVAL_FINISHED = "eval.finished", SHARED_EVENT_WORDING["eval_finished"]
+    VERSION_APPROVED = "version.approved", "A version was approved"
+    VERSION_RETIRED = "version.retired", "A version was retired"
+    VERSION_ROLLED_BACK = "version.rolled_back", "A procedure was rolled back"
+    REFUSED_AT_LOAD = "version.refused_at_load", SHARED_EVENT_WORDING["refused_at_load"]
+    METRIC_WARNING = "metric.warning", SHARED_EVENT_WORDING["metric_warning"]
+    TEST = "webhook.test", "Test delivery"
+
+
 class NotificationKind(models.TextChoices):
+    """What a notification is about; each user switches kinds on and off on the preferences page."""
+
     NEW_CANDIDATES = "new_candidates", "New candidates waiting for review"
-    EVAL_FINISHED = "eval_finished", "An eval run finished"
-    REFUSED_AT_LOAD = "refused_at_load", "A procedure was refused at load"
-    METRIC_WARNING = "metric_warning", "A metric warning"
+    EVAL_FINISHED = "eval_finished", SHARED_EVENT_WORDING["eval_finished"]
+    REFUSED_AT_LOAD = "refused_at_load", SHARED_EVENT_WORDING["refused_at_load"]
+    METRIC_WARNING = "metric_warning", SHARED_EVENT_WORDING["metric_warning"]
     MENTION = "mention", "Someone mentioned you in a thread"
 
 
@@ -294,9 +316,9 @@ class DemotionProposal(models.Model):
         BELOW_EVAL = "below_eval", "Resolution significantly below the eval's"
 
     class State(models.TextChoices):
-        OPEN = "open", "Open"
+        OPEN = "open"
         CONFIRMED = "confirmed", "Confirmed (retired)"
-        DISMISSED = "dismissed", "Dismissed"
+        DISMISSED = "dismissed"
 
     version = models.ForeignKey("library.ProcedureVersion", on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=16, choices=Kind.choices)
@@ -330,17 +352,6 @@ class DemotionProposal(models.Model):
 # exponential backoff. Every delivery and its attempts are kept for the log on the webhook's page.
 
 
-class WebhookEvent(models.TextChoices):
-    CANDIDATE_CREATED = "candidate.created", "New candidates"
-    EVAL_FINISHED = "eval.finished", "An eval run finished"
-    VERSION_APPROVED = "version.approved", "A version was approved"
-    VERSION_RETIRED = "version.retired", "A version was retired"
-    VERSION_ROLLED_BACK = "version.rolled_back", "A procedure was rolled back"
-    REFUSED_AT_LOAD = "version.refused_at_load", "A version was refused at load"
-    METRIC_WARNING = "metric.warning", "A metric warning"
-    TEST = "webhook.test", "Test delivery"
-
-
 SUBSCRIBABLE_EVENTS = [event for event in WebhookEvent if event != WebhookEvent.TEST]
 
 
@@ -369,9 +380,9 @@ class Webhook(models.Model):
 
 class WebhookDelivery(models.Model):
     class Status(models.TextChoices):
-        PENDING = "pending", "Pending"
+        PENDING = "pending"
         SUCCEEDED = "succeeded", "Delivered"
-        FAILED = "failed", "Failed"
+        FAILED = "failed"
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=40, choices=WebhookEvent.choices)

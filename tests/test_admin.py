@@ -86,3 +86,35 @@ def test_staff_without_the_model_permission_sees_nothing(client, reviewer, candi
     reviewer.save()
     client.force_login(reviewer)
     assert client.get(reverse("admin:library_procedureversion_changelist")).status_code == 403
+
+
+def test_every_foreign_key_column_is_read_with_its_row():
+    # each list names the related rows its columns show: Django's default joins every non-null
+    # foreign key however deep and no nullable one, which costs a query per row; a version's name
+    # reads its procedure, so a version column names that too
+    from django.db.models import ForeignKey
+
+    unjoined = []
+    for model, model_admin in admin.site._registry.items():
+        if model._meta.app_label not in ("library", "reviews"):
+            continue
+        joined = model_admin.list_select_related
+        for name in model_admin.list_display:
+            field = next((f for f in model._meta.get_fields() if f.name == name), None)
+            if not isinstance(field, ForeignKey) or joined is True:
+                continue
+            path = f"{name}__procedure" if field.related_model is ProcedureVersion else name
+            if not any(j == path or j.startswith(path + "__") for j in joined or ()):
+                unjoined.append(f"{model.__name__}.{path}")
+    assert unjoined == []
+
+
+def test_inlines_show_their_rows_read_only():
+    from library.admin import ReadOnlyInline
+
+    inlines = [inline for model_admin in admin.site._registry.values() for inline in model_admin.inlines
+               if issubclass(inline, ReadOnlyInline)]
+    assert len(inlines) == 2
+    request = type("R", (), {})()
+    for inline in inlines:
+        assert inline(inline.model, admin.site).get_readonly_fields(request) == inline.fields

@@ -29,12 +29,12 @@ WITHIN_LIMIT = [
     ("ORD-20371", "18 EUR", "I returned the phone case from ORD-20371, refund the 18 EUR please."),
     ("ORD-20495", "42 EUR", "Refund for ORD-20495 please, 42 EUR; the lamp does not work."),
 ]
-ORDER_STATUS = [
-    ("ORD-30012", "Where is my order ORD-30012? It should have arrived yesterday."),
-    ("ORD-30147", "When will order ORD-30147 be delivered?"),
-    ("ORD-30288", "Has ORD-30288 shipped yet?"),
-    ("ORD-30391", "Tracking for order ORD-30391 please."),
-]
+ORDER_STATUS = {
+    "ORD-30012": "Where is my order ORD-30012? It should have arrived yesterday.",
+    "ORD-30147": "When will order ORD-30147 be delivered?",
+    "ORD-30288": "Has ORD-30288 shipped yet?",
+    "ORD-30391": "Tracking for order ORD-30391 please.",
+}
 ADDRESS_CHANGE = [
     ("ORD-40021", "Kastanienallee 12, Berlin", "Please send order ORD-40021 to Kastanienallee 12, Berlin instead."),
     ("ORD-40176", "Rue de Lyon 4, Paris", "I moved: deliver ORD-40176 to Rue de Lyon 4, Paris."),
@@ -61,7 +61,7 @@ def seed_demo_regression_cases(agent: Agent) -> list[RegressionCase]:
             reply_must_match=[r"(?i)refund"],
             tool_results={"lookupOrder": [{"order_id": order_id, "total": amount}], "checkReturnWindow": [{"in_window": True}]},
         ))
-    for order_id, task in ORDER_STATUS:
+    for order_id, task in ORDER_STATUS.items():
         specs.append(dict(
             intent="order_status", task=task, context={"order_id": order_id, "delivery_date": "Friday"},
             expected_tools=["lookupOrder", "replyTemplates"], forbidden_tools=["createApproval"],

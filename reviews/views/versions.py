@@ -55,14 +55,23 @@ def procedure_threads(version: ProcedureVersion) -> list[Thread]:
     )
 
 
+def _anchor_choices(version: ProcedureVersion) -> list[tuple[str, str]]:
+    """The thread form's anchors in the order of the version's text: each step in place of STEP."""
+    choices = []
+    for value, label in Thread.Anchor.choices:
+        if value == Thread.Anchor.STEP:
+            choices += [(f"step:{i}", f"step {i}: {step[:60]}") for i, step in enumerate(version.steps or [], start=1)]
+        else:
+            choices.append((value, label))
+    return choices
+
+
 def threads_context(version: ProcedureVersion) -> dict:
     threads = procedure_threads(version)
     return {
         "threads": threads,
         "unresolved_threads": sum(1 for t in threads if not t.is_resolved),
-        "anchors": [("", "the whole version"), ("appliesWhen", "appliesWhen")]
-        + [(f"step:{i}", f"step {i}: {step[:60]}") for i, step in enumerate(version.steps or [], start=1)]
-        + [("requiredTools", "requiredTools"), ("forbiddenActions", "forbiddenActions")],
+        "anchors": _anchor_choices(version),
     }
 
 

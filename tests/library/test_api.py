@@ -7,7 +7,7 @@ import json
 
 import pytest
 from django.core import mail
-from django.urls import reverse
+from django.urls import URLResolver, reverse
 from guardian.shortcuts import assign_perm
 
 from library import services
@@ -387,9 +387,18 @@ def test_openapi_document_describes_every_agent_route(client):
     assert document["openapi"].startswith("3.1")
     from library.api import urls as api_urls
 
+    def routes(patterns, prefix=""):
+        for pattern in patterns:
+            if isinstance(pattern, URLResolver):
+                yield from routes(pattern.url_patterns, prefix + str(pattern.pattern))
+            else:
+                yield prefix + str(pattern.pattern)
+
     described = set(document["paths"])
-    for pattern in api_urls.urlpatterns:
-        route = "/" + str(pattern.pattern).replace("<str:agent>", "{agent}")
+    served = list(routes(api_urls.urlpatterns))
+    assert len(served) == 6
+    for route in served:
+        route = "/" + route.replace("<str:agent>", "{agent}")
         assert route in described, route
     procedure = document["components"]["schemas"]["Procedure"]
     assert set(procedure["required"]) == SERVED_FIELDS
