@@ -55,6 +55,8 @@ CASE_FIELDS = (
     "tool_results",
     "is_active",
 )
+# what redact_case may change
+REDACTED_CASE_FIELDS = ("task", "context", "expected_tools", "forbidden_tools", "tool_results")
 READ_ONLY_PREFIXES = ("get_", "find_", "search_", "list_", "calculate", "think", "transfer_to_human")
 
 
@@ -233,6 +235,45 @@ def redact_case(data: dict, *, agent: Agent) -> dict:
     for key in ("expected_tools", "forbidden_tools"):
         redacted[key] = _with_args(data.get(key), redactor.value)
     return redacted
+
+
+def cases_redact_again(*, agent: Agent | None = None, batch_size: int = 200) -> int:
+    """Applies the current redaction rules to stored cases, as an import does now (one redactor per
+    case): for cases imported before imports were redacted, or under older rules. Placeholders stay,
+    so a second run changes nothing. A changed case is audited with the names of the fields that
+    changed and no values (the audit log is append-only: it must not receive what was redacted).
+    Returns how many cases changed; one short transaction per batch."""
+    queryset = RegressionCase.objects.select_related("agent")
+    if agent is not None:
+        queryset = queryset.filter(agent=agent)
+    changed = 0
+    last_pk = 0
+    while True:
+        with transaction.atomic():
+            batch = list(queryset.filter(pk__gt=last_pk).select_for_update(of=("self",)).order_by("pk")[:batch_size])
+            if not batch:
+                return changed
+            last_pk = batch[-1].pk
+            for case in batch:
+                stored = {key: getattr(case, key) for key in REDACTED_CASE_FIELDS}
+                redacted = redact_case(stored, agent=case.agent)
+                fields = [key for key in REDACTED_CASE_FIELDS if redacted[key] != stored[key]]
+                if not fields:
+                    continue
+                for key in fields:
+                    setattr(case, key, redacted[key])
+                case.save(update_fields=[*fields, "updated_at"])
+                _audit_redaction(case, fields)
+                changed += 1
+
+
+def _audit_redaction(case: RegressionCase, fields: list[str]) -> None:
+    from ..services import audit
+
+    audit(
+        action=AuditEvent.Action.CASE_CHANGE, actor_label="redact_stored", agent=case.agent,
+        reason="Redacted again under the current rules", after={"case": case.pk, "fields": fields},
+    )
 
 
 # --------------------------------------------------------------------------------------------- JSONL

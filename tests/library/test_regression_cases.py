@@ -128,6 +128,49 @@ def test_tau2_cases_reach_reviewers_without_a_personal_value_of_the_worlds():
     assert case.expected_tools[0] == {"name": "get_user_details", "args": {"user_id": "{{user_id}}"}}
 
 
+@needs_tau2
+def test_cases_stored_before_imports_were_redacted_are_redacted_again():
+    # given both tau2 task files stored as an older release stored them: the raw task, known info
+    # and gold arguments, with the worlds' names, user ids, birth dates and payment ids
+    from io import StringIO
+
+    from library.models import Intent
+
+    stored = 0
+    for domain in ("airline", "retail"):
+        agent = Agent.objects.create(name=domain)
+        for _, data in parse_tau2(TAU2 / f"tau2_{domain}_tasks.json"):
+            intent, _ = Intent.objects.get_or_create(agent=agent, name=data["intent"])
+            fields = {key: data[key] for key in ("name", "task", "context", "expected_tools", "forbidden_tools",
+                                                 "reply_must_match", "tool_results") if key in data}
+            RegressionCase.objects.create(agent=agent, intent=intent, external_id=data["external_id"], **fields)
+            stored += 1
+    values = taubench_values(TAU2)
+    assert scan(values), "the raw cases hold the worlds' values"
+    # when the stored data is redacted again
+    out = StringIO()
+    call_command("redact_stored", stdout=out)
+    # then no value of the worlds is left in a case, nor written into the audit rows of the change
+    changed = int(out.getvalue().split(" and ")[1].split()[0])
+    assert 0.9 * stored <= changed <= stored
+    hits = scan(values)
+    assert hits == [], [hit.to_dict() for hit in hits[:5]]
+    audits = AuditEvent.objects.filter(action=AuditEvent.Action.CASE_CHANGE, actor_label="redact_stored")
+    assert audits.count() == changed and set(audits[0].after) == {"case", "fields"}
+    # and the placeholders agree between the task's known info and the expected calls, as on import
+    case = RegressionCase.objects.get(external_id="tau2:airline:39")
+    assert "{{user_id}}" in case.context["known_info"]
+    assert case.expected_tools[0] == {"name": "get_user_details", "args": {"user_id": "{{user_id}}"}}
+    # and a second run, under its earlier name too, changes nothing
+    call_command("redact_sessions", "--agent", "airline", stdout=out)
+    assert out.getvalue().endswith("Redacted 0 stored excerpt(s) and 0 regression case(s) again.\n")
+
+
+def test_redacting_again_names_an_unknown_agent():
+    with pytest.raises(CommandError, match="Unknown agent 'nobody'"):
+        call_command("redact_stored", "--agent", "nobody")
+
+
 def test_tau2_intent_from_the_gold_writes():
     assert tau2_intent([{"name": "get_user_details"}, {"name": "cancel_reservation"}, {"name": "book_reservation"}]) == (
         "book_reservation-cancel_reservation"
