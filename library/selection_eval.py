@@ -11,6 +11,15 @@ A labelled query is one JSON object per line:
 Grades are positive integers; a procedure not listed is not relevant. P@1, MAP and recall count
 every listed procedure as relevant; nDCG@10 uses the grades (gain 2^grade − 1, log2 discount).
 Rankings are full: every candidate, no cap and no k limit.
+
+`"relevant": {}` marks an unrelated query: a task for which no procedure of the library applies
+(another domain's request, say). It has no ranking metrics; it counts for the injection measures.
+
+Injection: what the agent would actually receive, the configured ranker's eligible candidates under
+the cap (as the select endpoint injects them), judged per query: a relevant one injected, nothing
+injected, the share of injected procedures that are relevant, and how many unrelated tasks were
+given one. The ranking metrics say whether the right procedure is near the top; these say whether
+it reaches the agent, and what else does.
 """
 
 from __future__ import annotations
@@ -32,6 +41,13 @@ from . import safe_json
 PROCEDURE_FORMAT = "procmem.procedure/1"
 METHODS = ("configured", "semantic-only", "lexical-only")
 METRICS = ("P@1", "MAP@10", "MAP", "nDCG@10", "recall@2")
+# (key, what it counts): over the related queries, then over the unrelated ones
+INJECTION_METRICS = (
+    ("relevantInjected", "related tasks given a relevant procedure"),
+    ("nothingInjected", "related tasks given nothing"),
+    ("injectedRelevant", "injected procedures that are relevant"),
+    ("unrelatedInjected", "unrelated tasks given a procedure"),
+)
 
 
 class LabelledSetError(ValueError):
@@ -53,6 +69,30 @@ class MethodResult:
     per_query: list[dict[str, Any]] = field(default_factory=list)
 
 
+@dataclass
+class Injection:
+    """What the configured ranker injects under `cap`, over the related and the unrelated queries.
+    A measure whose queries are none (no unrelated query, say) is None."""
+
+    cap: int
+    related: int = 0
+    unrelated: int = 0
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    per_query: list[dict[str, Any]] = field(default_factory=list)
+
+    def measure(self) -> None:
+        related = [q for q in self.per_query if q["related"]]
+        unrelated = [q for q in self.per_query if not q["related"]]
+        injected = [hit for q in related for hit in q["injectedRelevant"]]
+        self.related, self.unrelated = len(related), len(unrelated)
+        self.metrics = {
+            "relevantInjected": statistics.fmean(any(q["injectedRelevant"]) for q in related) if related else None,
+            "nothingInjected": statistics.fmean(not q["injected"] for q in related) if related else None,
+            "injectedRelevant": statistics.fmean(injected) if injected else None,
+            "unrelatedInjected": statistics.fmean(bool(q["injected"]) for q in unrelated) if unrelated else None,
+        }
+
+
 # --------------------------------------------------------------------------------------------- input
 
 
@@ -72,16 +112,16 @@ def load_queries(path: Path) -> list[LabelledQuery]:
             if intent is not None and (not isinstance(intent, str) or not intent.strip()):
                 raise LabelledSetError(f"{where}: intent: must be a non-empty string when given")
             relevant = item.get("relevant")
-            if not isinstance(relevant, dict) or not relevant:
-                raise LabelledSetError(f"{where}: relevant: must be a non-empty object {{procedure id: grade}}")
+            if not isinstance(relevant, dict):
+                raise LabelledSetError(f"{where}: relevant: must be an object {{procedure id: grade}} ({{}} for an unrelated task)")
             for key, grade in relevant.items():
                 if not isinstance(grade, int) or isinstance(grade, bool) or grade < 1:
                     raise LabelledSetError(f"{where}: relevant.{key}: the grade must be a positive integer, got {grade!r}")
             queries.append(LabelledQuery(task=task, relevant=dict(relevant), intent=intent, id=str(item.get("id") or f"line {number}")))
     except safe_json.JsonLineError as exc:
         raise LabelledSetError(str(exc)) from None
-    if not queries:
-        raise LabelledSetError(f"{path}: holds no labelled query")
+    if not any(query.relevant for query in queries):
+        raise LabelledSetError(f"{path}: holds no query with a relevant procedure (the ranking metrics need one)")
     return queries
 
 
@@ -182,10 +222,24 @@ def single_signal_order(index: Index, signals: Signals, scores: np.ndarray) -> l
     return np.lexsort((tie, -np.nan_to_num(scores, nan=0.0))).tolist()
 
 
+@dataclass
+class Evaluation:
+    """The three rankers over the related queries, and what the configured one injects."""
+
+    methods: dict[str, MethodResult]
+    injection: Injection
+
+
 def evaluate(
-    index: Index, queries: Sequence[LabelledQuery], *, config: SelectionConfig | None = None, vectors: Sequence[np.ndarray] | None = None
-) -> dict[str, MethodResult]:
-    """Full rankings of every query by the three methods, their metrics and latencies.
+    index: Index,
+    queries: Sequence[LabelledQuery],
+    *,
+    config: SelectionConfig | None = None,
+    vectors: Sequence[np.ndarray] | None = None,
+    cap: int = 2,
+) -> Evaluation:
+    """Full rankings of every related query by the three methods, their metrics and latencies, and
+    the configured ranker's injection under `cap` for every query.
 
     Latency per query: embedding the task (timed once, counted for the two methods that need it)
     plus each method's own work with that vector. `vectors` (precomputed, e.g. by a tuning loop)
@@ -193,6 +247,7 @@ def evaluate(
     config = config or index.config
     scoped = index if config == index.config else _with_config(index, config)
     results = {name: MethodResult() for name in METHODS}
+    injection = Injection(cap=cap)
     timings: dict[str, list[float]] = {name: [] for name in METHODS}
     for number, query in enumerate(queries):
         if vectors is None:
@@ -206,7 +261,11 @@ def evaluate(
         signals = scoped.signals(task=query.task, intent=query.intent, query_vector=vector)
         totals = scoped.totals(signals)
         configured = scoped.order(signals, totals)
-        timings["configured"].append(embed_ms + (time.perf_counter() - started) * 1000)
+        configured_ms = embed_ms + (time.perf_counter() - started) * 1000
+        injection.per_query.append(_injected(scoped, signals, totals, query, cap))
+        if not query.relevant:
+            continue
+        timings["configured"].append(configured_ms)
 
         started = time.perf_counter()
         candidates = signals.candidates
@@ -227,7 +286,22 @@ def evaluate(
     for name, result in results.items():
         result.metrics = {m: statistics.fmean(q[m] for q in result.per_query) for m in METRICS}
         result.latency_ms = {"p50": percentile(timings[name], 50), "p95": percentile(timings[name], 95)}
-    return results
+    injection.measure()
+    return Evaluation(methods=results, injection=injection)
+
+
+def _injected(index: Index, signals: Signals, totals: np.ndarray, query: LabelledQuery, cap: int) -> dict[str, Any]:
+    """What the select endpoint would inject for the query: the eligible candidates in ranking
+    order under the cap, and the producers a coding procedure pulls in."""
+    chosen = index.order(signals, totals, np.flatnonzero(index.eligibility(signals)), cap)
+    index.pull_producers(signals, totals, chosen, cap)
+    injected = [index.records[signals.candidates[j]]["id"] for j in chosen]
+    return {
+        "id": query.id,
+        "related": bool(query.relevant),
+        "injected": injected,
+        "injectedRelevant": [pid in query.relevant for pid in injected],
+    }
 
 
 def _with_config(index: Index, config: SelectionConfig) -> Index:
@@ -250,30 +324,49 @@ def below_baselines(results: Mapping[str, MethodResult], metric: str = "MAP@10")
     return [name for name in METHODS[1:] if mine + 1e-12 < results[name].metrics[metric]]
 
 
-def as_table(results: Mapping[str, MethodResult], *, title: str = "") -> str:
+def _share(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def as_table(evaluation: Evaluation, *, title: str = "") -> str:
     header = "| ranker | " + " | ".join(METRICS) + " | latency p50 | latency p95 |"
     lines = [title, ""] if title else []
     lines += [header, "| --- |" + " ---: |" * (len(METRICS) + 2)]
     for name in METHODS:
-        result = results[name]
+        result = evaluation.methods[name]
         cells = " | ".join(f"{result.metrics[m]:.3f}" for m in METRICS)
         lines.append(f"| {name} | {cells} | {result.latency_ms['p50']:.1f} ms | {result.latency_ms['p95']:.1f} ms |")
+    injection = evaluation.injection
+    lines += [
+        "",
+        f"Injected by the configured ranker (cap {injection.cap}; {injection.related} related and "
+        f"{injection.unrelated} unrelated queries):",
+        "",
+        "| " + " | ".join(label for _, label in INJECTION_METRICS) + " |",
+        "|" + " ---: |" * len(INJECTION_METRICS),
+        "| " + " | ".join(_share(injection.metrics[key]) for key, _ in INJECTION_METRICS) + " |",
+    ]
     return "\n".join(lines)
 
 
-def as_json(results: Mapping[str, MethodResult], *, queries: int, procedures: int, config: SelectionConfig, per_query: bool) -> dict[str, Any]:
+def as_json(evaluation: Evaluation, *, procedures: int, config: SelectionConfig, per_query: bool) -> dict[str, Any]:
+    injection = evaluation.injection
     data: dict[str, Any] = {
-        "queries": queries,
+        "queries": injection.related,
+        "unrelatedQueries": injection.unrelated,
         "procedures": procedures,
         "config": {k: getattr(config, k) for k in config.__dataclass_fields__},
         "methods": {},
+        "injection": {"cap": injection.cap, **{k: None if v is None else round(v, 6) for k, v in injection.metrics.items()}},
     }
-    for name, result in results.items():
+    for name, result in evaluation.methods.items():
         entry: dict[str, Any] = {"metrics": {m: round(v, 6) for m, v in result.metrics.items()}, "latencyMs": {k: round(v, 3) for k, v in result.latency_ms.items()}}
         if per_query:
             entry["perQuery"] = result.per_query
         data["methods"][name] = entry
-    data["belowBaselinesOnMAP@10"] = below_baselines(results)
+    if per_query:
+        data["injection"]["perQuery"] = injection.per_query
+    data["belowBaselinesOnMAP@10"] = below_baselines(evaluation.methods)
     return data
 
 

@@ -14,7 +14,7 @@ from django.core.management import CommandError, call_command
 
 from tests.conftest import TAUBENCH_DIR, make_active, require_taubench
 
-from library.selection_eval import LabelledSetError, average_precision, load_export, load_queries, ndcg, query_metrics
+from library.selection_eval import Injection, LabelledSetError, average_precision, load_export, load_queries, ndcg, query_metrics
 
 SET = Path(__file__).parent / "data" / "tau2_selection"
 
@@ -40,10 +40,30 @@ def test_metrics_on_a_hand_computed_ranking():
     assert query_metrics(["b", "d", "a"], relevant) == {"P@1": 1.0, "MAP@10": 1.0, "MAP": 1.0, "nDCG@10": 1.0, "recall@2": 1.0}
 
 
+def test_injection_measures_on_hand_counted_queries():
+    injection = Injection(cap=2, per_query=[
+        {"id": "a", "related": True, "injected": ["x", "y"], "injectedRelevant": [True, False]},
+        {"id": "b", "related": True, "injected": ["y"], "injectedRelevant": [False]},
+        {"id": "c", "related": True, "injected": [], "injectedRelevant": []},
+        {"id": "d", "related": False, "injected": ["x"], "injectedRelevant": [False]},
+        {"id": "e", "related": False, "injected": [], "injectedRelevant": []},
+    ])
+    injection.measure()
+    assert (injection.related, injection.unrelated) == (3, 2)
+    assert injection.metrics == pytest.approx(
+        {"relevantInjected": 1 / 3, "nothingInjected": 1 / 3, "injectedRelevant": 1 / 3, "unrelatedInjected": 1 / 2}
+    )
+    only_related = Injection(cap=1, per_query=[{"id": "a", "related": True, "injected": [], "injectedRelevant": []}])
+    only_related.measure()
+    assert only_related.metrics["unrelatedInjected"] is None and only_related.metrics["injectedRelevant"] is None
+
+
 def test_bad_labelled_lines_name_the_line_and_field(tmp_path):
     path = tmp_path / "q.jsonl"
     for line, message in [
         ('{"task": "x"}', "q.jsonl:1: relevant"),
+        ('{"task": "x", "relevant": []}', "q.jsonl:1: relevant"),
+        ('{"task": "x", "relevant": {}}', "holds no query with a relevant procedure"),
         ('{"task": " ", "relevant": {"a.b": 1}}', "q.jsonl:1: task"),
         ('{"task": "x", "relevant": {"a.b": 0}}', "q.jsonl:1: relevant.a.b"),
         ('{"task": "x", "relevant": {"a.b": 1}, "intent": 3}', "q.jsonl:1: intent"),
@@ -68,7 +88,11 @@ def test_the_committed_labelled_set_is_what_the_build_script_makes(tmp_path):
     assert made == committed
     for relative in made:
         assert (tmp_path / relative).read_text() == (SET / relative).read_text(), relative
-    assert len(load_queries(SET / "airline.jsonl")) == 27 and len(load_queries(SET / "retail.jsonl")) == 107
+    airline, retail = load_queries(SET / "airline.jsonl"), load_queries(SET / "retail.jsonl")
+    assert sum(1 for q in airline if q.relevant) == 27 and sum(1 for q in retail if q.relevant) == 107
+    # each domain's requests are the other's unrelated tasks
+    assert {q.task for q in airline if not q.relevant} == {q.task for q in retail if q.relevant}
+    assert {q.task for q in retail if not q.relevant} == {q.task for q in airline if q.relevant}
     assert len(load_export(SET / "library" / "tau2_airline")) == 10 and len(load_export(SET / "library" / "tau2_retail")) == 23
 
 
@@ -88,6 +112,11 @@ def test_configured_ranker_is_at_or_above_both_baselines_on_the_tau2_set(db, dom
         assert mine >= methods["lexical-only"]["metrics"][metric], (metric, methods)
     assert data["belowBaselinesOnMAP@10"] == []
     assert data["queries"] == {"airline": 27, "retail": 107}[domain]
+    assert data["unrelatedQueries"] == {"airline": 107, "retail": 27}[domain]
+    injection = data["injection"]
+    assert injection["cap"] == 2
+    for key in ("relevantInjected", "nothingInjected", "injectedRelevant", "unrelatedInjected"):
+        assert 0.0 <= injection[key] <= 1.0, (key, injection)
     for method in methods.values():
         assert set(method["latencyMs"]) == {"p50", "p95"} and method["latencyMs"]["p50"] >= 0
 
@@ -98,8 +127,16 @@ def test_the_table_lists_the_three_rankers_and_the_failing_gate_is_an_error(db, 
     args = ["--library", str(SET / "library" / "tau2_airline"), str(SET / "airline.jsonl")]
     call_command("eval_selection", *args, stdout=out)
     table = out.getvalue()
-    for name in ("| configured |", "| semantic-only |", "| lexical-only |", "P@1", "MAP@10", "nDCG@10", "recall@2", "latency p50"):
+    for name in ("| configured |", "| semantic-only |", "| lexical-only |", "P@1", "MAP@10", "nDCG@10", "recall@2", "latency p50",
+                 "Injected by the configured ranker (cap 2; 27 related and 107 unrelated queries)", "unrelated tasks given a procedure"):
         assert name in table
+    with pytest.raises(CommandError, match="--cap 21: must be between 0 and 20"):
+        call_command("eval_selection", *args, "--cap", "21", stdout=StringIO())
+    # with a cap of 0 nothing reaches the agent, and the per-query report says so
+    out = StringIO()
+    call_command("eval_selection", *args, "--cap", "0", "--per-query", stdout=out)
+    assert "unrelated:retail/113 (unrelated): nothing" in out.getvalue()
+    assert "| 0.000 | 1.000 | – | 0.000 |" in out.getvalue()
     # lexical weight 0 and semantic weight 0: the configured ranker orders by the identifier score
     # and ties by semantic score, which loses to lexical-only here
     with pytest.raises(CommandError, match="below the lexical-only baseline"):
@@ -122,6 +159,8 @@ def test_eval_selection_on_an_agents_served_set(readonly_shares_default, candida
     )
     data = _run("--agent", "support_agent", str(queries), "--per-query")
     assert data["procedures"] == 2 and data["queries"] == 2
+    assert data["injection"]["cap"] == 2  # the agent's injection cap
+    assert data["injection"]["perQuery"][1]["injected"] == ["order.status"]
     assert data["methods"]["configured"]["metrics"]["P@1"] == 1.0
     assert [q["top"] for q in data["methods"]["configured"]["perQuery"]][1] == ["order.status"]  # the intent filter
     with pytest.raises(CommandError, match="No agent named 'nobody'"):

@@ -39,7 +39,8 @@ def _config_override(text: str) -> tuple[str, object]:
 class Command(BaseCommand):
     help = (
         "Measures selection on labelled queries: P@1, MAP@10, MAP, nDCG@10, recall@2 and latency of the "
-        "configured ranker, a semantic-only and a lexical-only baseline, over full rankings."
+        "configured ranker, a semantic-only and a lexical-only baseline, over full rankings; and what the "
+        "configured ranker injects under the cap (relevant, nothing, unrelated tasks given one)."
     )
 
     def add_arguments(self, parser):
@@ -47,6 +48,10 @@ class Command(BaseCommand):
         source.add_argument("--library", type=Path, help="An export (directory or file, as export_procedures writes): its ACTIVE versions")
         source.add_argument("--agent", help="An agent in the database: its served active set")
         parser.add_argument("queries", type=Path, help='JSONL, one {"task", "intent"?, "relevant": {id: grade}} a line')
+        parser.add_argument(
+            "--cap", type=int, metavar="N",
+            help="How many procedures may be injected (default: the agent's injection cap with --agent, else 2)",
+        )
         parser.add_argument("--json", action="store_true", help="Print the results as JSON")
         parser.add_argument("--per-query", action="store_true", help="Include every query's metrics and top three")
         parser.add_argument(
@@ -59,34 +64,49 @@ class Command(BaseCommand):
 
     def handle(self, *args, queries: Path, library: Path | None, agent: str | None, **options):
         config = replace(SelectionConfig(), **dict(_config_override(item) for item in options["set"]))
+        cap = options["cap"]
+        if cap is not None and not 0 <= cap <= 20:
+            raise CommandError(f"--cap {cap}: must be between 0 and 20")
         try:
             labelled = load_queries(queries)
             if library is not None:
                 records = load_export(library)
                 source = str(library)
             else:
-                records, source = self._agent_records(agent), f"agent {agent}"
+                records, agent_cap = self._agent_set(agent)
+                source = f"agent {agent}"
+                cap = agent_cap if cap is None else cap
             check_labels(labelled, records)
         except LabelledSetError as exc:
             raise CommandError(str(exc)) from None
         index = Ranker(config=config).index(records)
-        results = evaluate(index, labelled)
+        evaluation = evaluate(index, labelled, cap=2 if cap is None else cap)
+        results = evaluation.methods
         failing = below_baselines(results)
         if options["json"]:
-            data = as_json(results, queries=len(labelled), procedures=len(records), config=config, per_query=options["per_query"])
+            data = as_json(evaluation, procedures=len(records), config=config, per_query=options["per_query"])
             self.stdout.write(json.dumps(data, indent=2))
         else:
-            title = f"{len(labelled)} labelled queries from {queries} over {len(records)} procedures ({source})"
-            self.stdout.write(as_table(results, title=title))
+            injection = evaluation.injection
+            title = (
+                f"{injection.related} labelled queries ({injection.unrelated} unrelated) from {queries} "
+                f"over {len(records)} procedures ({source})"
+            )
+            self.stdout.write(as_table(evaluation, title=title))
             if options["per_query"]:
                 for name, result in results.items():
                     self.stdout.write(f"\n{name}:")
                     for q in result.per_query:
                         self.stdout.write(f"  {q['id']}: first relevant at {q['first_relevant_at']}, top {', '.join(q['top'])}")
+                self.stdout.write("\ninjected:")
+                for q in evaluation.injection.per_query:
+                    marks = ", ".join(f"{pid}{'' if hit else ' (not relevant)'}" for pid, hit in zip(q["injected"], q["injectedRelevant"]))
+                    self.stdout.write(f"  {q['id']}{'' if q['related'] else ' (unrelated)'}: {marks or 'nothing'}")
         if failing and options["fail_below_baselines"]:
             raise CommandError(f"The configured ranker's MAP@10 is below the {' and the '.join(failing)} baseline")
 
-    def _agent_records(self, name: str) -> list[dict]:
+    def _agent_set(self, name: str) -> tuple[list[dict], int]:
+        """The agent's served procedures and its injection cap."""
         from library import serving
         from library.models import Agent
 
@@ -94,7 +114,7 @@ class Command(BaseCommand):
             agent = Agent.objects.get(name=name)
         except Agent.DoesNotExist:
             raise CommandError(f"No agent named {name!r}") from None
-        procedures = serving.active_set_for_agent(agent=agent, using="default").procedures
-        if not procedures:
+        served = serving.active_set_for_agent(agent=agent, using="default")
+        if not served.procedures:
             raise CommandError(f"Agent {name!r} serves no ACTIVE procedure")
-        return [dict(p) for p in procedures]
+        return [dict(p) for p in served.procedures], served.data["injectionCap"]

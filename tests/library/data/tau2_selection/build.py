@@ -23,6 +23,10 @@ Queries are the tasks' `reason_for_call`. Grades: 2 for the procedure of the tas
 1 for a procedure whose write actions are a proper subset of the task's (it does part of what the
 task needs, nothing it does not). The intent is recorded as `label`, not `intent` (which
 `eval_selection` would apply as a hard filter, as the agent API does): the ranker never sees it.
+
+Each domain's file then lists the other domain's queries as unrelated (`"relevant": {}`, id
+`unrelated:<their id>`): a retail request sent to the airline agent should be given no procedure,
+which the injection measures of `eval_selection` count.
 """
 
 from __future__ import annotations
@@ -133,6 +137,13 @@ def build(taubench: Path) -> dict[str, tuple[list[dict], list[dict]]]:
                 }
             )
         out[domain] = (procedures, queries)
+    for domain, (_, queries) in out.items():
+        for other in DOMAINS:
+            if other != domain:
+                queries.extend(
+                    {"id": f"unrelated:{q['id']}", "task": q["task"], "relevant": {}, "label": f"unrelated ({other})"}
+                    for q in out[other][1] if q["relevant"]
+                )
     return out
 
 

@@ -10,6 +10,10 @@ semantic weight 1 (only ratios matter), lexical and step weights from WEIGHT_GRI
 stays 1 (no tau2 task names a tool, so this set cannot tune it). Objective: mean MAP@10 over the
 tuning queries, then P@1, then the smaller sum of weights. Also measures the ranker before this
 change (reciprocal rank fusion over floored retrievers, `--previous path/to/old/selection.py`).
+
+Then what the defaults inject (eligibility floors and cap, not tuned here): on each half of the task-id
+split, with cap 2 (the default injection cap) and cap 1, each domain's queries and the other domain's
+requests as its unrelated tasks.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ sys.path.insert(0, str(HERE.parents[3]))
 sys.path.insert(0, str(HERE.parents[3] / "clients" / "python"))
 
 from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig  # noqa: E402
-from library.selection_eval import METRICS, evaluate, load_export, load_queries, query_metrics  # noqa: E402
+from library.selection_eval import INJECTION_METRICS, METRICS, Injection, evaluate, load_export, load_queries, query_metrics  # noqa: E402
 
 WEIGHT_GRID = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5)
 DOMAINS = ("airline", "retail")
@@ -49,7 +53,7 @@ def main() -> None:
     data = {}
     for domain in DOMAINS:
         records = load_export(HERE / "library" / f"tau2_{domain}")
-        queries = load_queries(HERE / f"{domain}.jsonl")
+        queries = [q for q in load_queries(HERE / f"{domain}.jsonl") if q.relevant]  # the ranking metrics
         index = Ranker(cache=cache, config=base).index(records)
         vectors = [cache.embed_query(q.task) for q in queries]
         data[domain] = (records, queries, index, vectors)
@@ -60,7 +64,7 @@ def main() -> None:
             chosen = [(q, v) for q, v in zip(queries, vectors) if keep(domain, q)]
             if not chosen:
                 continue
-            results = evaluate(index, [q for q, _ in chosen], config=config, vectors=[v for _, v in chosen])
+            results = evaluate(index, [q for q, _ in chosen], config=config, vectors=[v for _, v in chosen]).methods
             for method, result in results.items():
                 per_method.setdefault(method, []).extend(result.per_query)
         return {
@@ -97,9 +101,11 @@ def main() -> None:
     }
     if args.previous:
         report["previous ranker"] = previous_ranker(args.previous, data)
+    report["injection"] = injection_report(cache, base)
     if args.json:
         print(json.dumps(report, indent=2))
         return
+    injection = report.pop("injection")
     for split, entry in report.items():
         print(f"\n## {split}: weights {entry.get('weights', '')}")
         for part, methods in entry.items():
@@ -108,6 +114,32 @@ def main() -> None:
             print(f"\n{part}:\n| ranker | queries | " + " | ".join(METRICS) + " |\n| --- | ---: |" + " ---: |" * len(METRICS))
             for method, metrics in methods.items():
                 print(f"| {method} | {metrics['queries']} | " + " | ".join(f"{metrics[m]:.3f}" for m in METRICS) + " |")
+    print("\n## injection with the defaults\n\n| cap | part | related | unrelated | " + " | ".join(label for _, label in INJECTION_METRICS)
+          + " |\n| ---: | --- | ---: | ---: |" + " ---: |" * len(INJECTION_METRICS))
+    for row in injection:
+        print(f"| {row['cap']} | {row['part']} | {row['related']} | {row['unrelated']} | "
+              + " | ".join(f"{row[key]:.3f}" for key, _ in INJECTION_METRICS) + " |")
+
+
+def injection_report(cache, config) -> list[dict]:
+    """The defaults' injection on each half of the task-id split (related and unrelated queries of
+    both domains together), for cap 2 and cap 1."""
+    prepared = []
+    for domain in DOMAINS:
+        queries = load_queries(HERE / f"{domain}.jsonl")
+        index = Ranker(cache=cache, config=config).index(load_export(HERE / "library" / f"tau2_{domain}"))
+        prepared.append((queries, index, [cache.embed_query(q.task) for q in queries]))
+    rows = []
+    for cap in (2, 1):
+        for part, parity in (("even ids", 0), ("odd ids", 1)):
+            combined = Injection(cap=cap)
+            for queries, index, vectors in prepared:
+                chosen = [(q, v) for q, v in zip(queries, vectors) if task_number(q) % 2 == parity]
+                result = evaluate(index, [q for q, _ in chosen], vectors=[v for _, v in chosen], cap=cap).injection
+                combined.per_query += result.per_query
+            combined.measure()
+            rows.append({"cap": cap, "part": part, "related": combined.related, "unrelated": combined.unrelated, **combined.metrics})
+    return rows
 
 
 def previous_ranker(path: Path, data) -> dict[str, dict[str, dict[str, float]]]:
