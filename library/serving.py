@@ -33,6 +33,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 import numpy as np
@@ -51,6 +52,7 @@ logger = logging.getLogger(__name__)
 
 READONLY_ALIAS = "readonly"
 API_VERSION = "v1"
+API_VERSIONS = ("v1", "v2")
 MAX_CACHED_ROLES = 64  # role sets kept per built set; more distinct roles are built per request
 
 
@@ -107,6 +109,7 @@ class ServedSet:
     _index: Index | None = field(default=None, repr=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _roles: dict[str, "ServedSet"] = field(default_factory=dict, repr=False)
+    _v2: "ServedSet | None" = field(default=None, repr=False)
 
     @property
     def procedures(self) -> list[ServedProcedure]:
@@ -138,6 +141,34 @@ class ServedSet:
             if len(self._roles) >= MAX_CACHED_ROLES:  # any token holder picks role names: bound the memory
                 return variant
             return self._roles.setdefault(role, variant)
+
+    def in_version(self, api_version: str) -> "ServedSet":
+        """This set as API `api_version` serves it: v1 as built; v2 with each procedure's evidence
+        cut to its scalar facts (slim_evidence). Built once per set and kept with it."""
+        if api_version == "v1":
+            return self
+        with self._index_lock:
+            if self._v2 is None:
+                data: ActiveSet = {
+                    **self.data, "apiVersion": "v2", "procedures": [slim_procedure(p) for p in self.procedures]
+                }
+                self._v2 = _packed(
+                    agent_id=self.agent_id, fingerprint=f"{self.fingerprint}:v2", data=data,
+                    version_ids=self.version_ids, staged=self.staged,
+                )
+            return self._v2
+
+
+def slim_evidence(evidence: dict[str, Any]) -> dict[str, Any]:
+    """What API v2 serves of a version's evidence: its scalar facts (counts, rates, the mining and
+    eval run ids, the one-line summary). The lists and tables behind them (session ids, redacted
+    excerpts, tool and pair statistics, backtests) are for reviewers and stay on the review pages."""
+    return {key: value for key, value in evidence.items() if value is None or isinstance(value, (str, int, float, bool))}
+
+
+def slim_procedure(procedure: Mapping[str, Any]) -> dict[str, Any]:
+    """A served procedure as API v2 serves it (the rendered text is the same: it reads only scalars)."""
+    return {**procedure, "evidence": slim_evidence(procedure.get("evidence") or {})}
 
 
 def valid_role(role: str) -> bool:
@@ -594,26 +625,28 @@ def injection_max_chars() -> int:
 
 def select_for_agent(
     *, agent: Agent, task: str, intent: str | None = None, k: int | None = None, role: str | None = None,
-    served: ServedSet | None = None,
+    served: ServedSet | None = None, api_version: str = API_VERSION,
 ) -> dict[str, Any]:
     """Selection over the agent's served set for `role` (refused versions are never candidates): the
     production set, or `served` (another environment's or a session's set, library/releases.py).
     At most the agent's injection cap is injected, and only what fits the block's character cap.
-    Raises ValueError for bad arguments (see procmem_client/ranking.py)."""
+    `api_version` v2 answers with v2's records and the v2 set's ETag. Raises ValueError for bad
+    arguments (see procmem_client/ranking.py)."""
     served = (served or active_set_for_agent(agent=agent)).for_role(role)
     cap = served.data["injectionCap"]
     result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)
     block = render_block(result["injected"], max_chars=injection_max_chars())
     kept = {(p["id"], p["version"]) for p in block["included"]}
+    injected = block["included"] if api_version == "v1" else [slim_procedure(p) for p in block["included"]]
     response: dict[str, Any] = {
-        "apiVersion": API_VERSION,
+        "apiVersion": api_version,
         "agent": served.data["agent"],
-        "setEtag": served.etag,
+        "setEtag": served.in_version(api_version).etag,
         "task": task,
         "intent": intent or None,
         **({"role": role} if role else {}),
         "cap": cap,
-        "injected": block["included"],
+        "injected": injected,
         "rendered": block["text"],
         "renderedChars": block["chars"],
         "renderedTokens": block["tokens"],

@@ -1,4 +1,5 @@
-"""The OpenAPI 3.1 document of the agent API (served at GET /api/v1/openapi.json).
+"""The OpenAPI 3.1 documents of the agent API (served at GET /api/v1/openapi.json and
+/api/v2/openapi.json: the same endpoints; v2's Procedure.evidence holds scalar facts only).
 
 Written out by hand next to the views it describes, because the API is small and its contract is
 versioned: field names here are the ones a Java agent maps onto its `Procedure` record.
@@ -8,6 +9,7 @@ responses carry the documented fields.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from procmem_client.ranking import MAX_K
@@ -268,7 +270,25 @@ _INGEST_RESULT: dict[str, Any] = {
 }
 
 
-def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
+def _schemas(api_version: str) -> dict[str, Any]:
+    """The component schemas of `api_version`: its apiVersion constants, and in v2 the evidence of a
+    served procedure as scalar facts."""
+    schemas = copy.deepcopy(SCHEMAS)
+    for name in ("ActiveSet", "Selection"):
+        schemas[name]["properties"]["apiVersion"]["const"] = api_version
+    if api_version == "v2":
+        schemas["Procedure"]["properties"]["evidence"] = {
+            "type": "object",
+            "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
+            "description": (
+                "The evidence's scalar facts: support and contrast counts and rates, miningRunId, evalRunId, the "
+                "one-line summary (session ids, excerpts and statistics tables are on the review pages only)"
+            ),
+        }
+    return schemas
+
+
+def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> dict[str, Any]:
     agent_param = {"name": "agent", "in": "path", "required": True, "schema": {"type": "string"}, "example": "support_agent"}
     serving_params = [
         {"name": "environment", "in": "query", "required": False, "schema": {"type": "string", "default": "production"},
@@ -290,10 +310,10 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
         "openapi": "3.1.0",
         "info": {
             "title": "procmem agent API",
-            "version": "v1",
+            "version": api_version,
             "description": (
                 "Agents read the reviewed active set of procedures and never write it; they report finished "
-                "sessions. Read endpoints take `Authorization: Bearer <read token>`, POST /v1/sessions an ingest "
+                f"sessions. Read endpoints take `Authorization: Bearer <read token>`, POST /{api_version}/sessions an ingest "
                 "token; a token belongs to one agent and one scope (`manage.py create_token <agent> --scope read`)."
             ),
         },
@@ -307,11 +327,11 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                     "description": "A signed-in user holding manage_agent; send the CSRF token in X-CSRFToken",
                 },
             },
-            "schemas": {**SCHEMAS, "SessionIn": _SESSION_IN, "TraceSession": _TRACE_SESSION, "IngestResult": _INGEST_RESULT},
+            "schemas": {**_schemas(api_version), "SessionIn": _SESSION_IN, "TraceSession": _TRACE_SESSION, "IngestResult": _INGEST_RESULT},
         },
         "paths": {
-            "/v1/health": {"get": {"summary": "Liveness", "security": [], "responses": {"200": {"description": "ok"}}}},
-            "/v1/sessions": {
+            f"/{api_version}/health": {"get": {"summary": "Liveness", "security": [], "responses": {"200": {"description": "ok"}}}},
+            f"/{api_version}/sessions": {
                 "post": {
                     "summary": "Report finished sessions (one, a list, or {\"sessions\": [...]})",
                     "description": (
@@ -349,8 +369,8 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                     },
                 }
             },
-            "/v1/openapi.json": {"get": {"summary": "This document", "security": [], "responses": {"200": {"description": "OpenAPI 3.1"}}}},
-            "/v1/agents/{agent}/procedures": {
+            f"/{api_version}/openapi.json": {"get": {"summary": "This document", "security": [], "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+            f"/{api_version}/agents/{{agent}}/procedures": {
                 "get": {
                     "summary": "The active set",
                     "description": (
@@ -381,7 +401,7 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                     },
                 }
             },
-            "/v1/agents/{agent}/select": {
+            f"/{api_version}/agents/{{agent}}/select": {
                 "get": {
                     "summary": "Select procedures for a task",
                     "description": (
@@ -408,7 +428,7 @@ def openapi_document(*, server_url: str = "/api") -> dict[str, Any]:
                     },
                 }
             },
-            "/v1/agents/{agent}/tools": {
+            f"/{api_version}/agents/{{agent}}/tools": {
                 "get": {
                     "summary": "The agent's tool list (admin)",
                     "security": [{"adminSession": []}],

@@ -1,4 +1,7 @@
-"""The agent-facing JSON API, versioned under /api/v1/ (docs/api.md "Serving agents: the agent API")."""
+"""The agent-facing JSON API, versioned under /api/v1/ and /api/v2/ (docs/api.md "Serving agents:
+the agent API"). Both versions have the same endpoints; v2's served procedures carry their evidence's
+scalar facts only. v1's route names are the app's own (api:active_set), v2's are namespaced
+(api:v2:active_set)."""
 
 from django.urls import include, path
 
@@ -6,13 +9,22 @@ from . import ingest, views
 
 app_name = "api"
 
+
+def _routes(api_version: str) -> list:
+    served = {"api_version": api_version}
+    return [
+        path("health", views.health, served, name="health"),
+        path("sessions", ingest.sessions_ingest, name="sessions"),
+        path("openapi.json", views.openapi, served, name="openapi"),
+        path("agents/<str:agent>/", include([
+            path("procedures", views.active_set, served, name="active_set"),
+            path("select", views.select, served, name="select"),
+            path("tools", views.agent_tools, name="agent_tools"),
+        ])),
+    ]
+
+
 urlpatterns = [
-    path("v1/health", views.health, name="health"),
-    path("v1/sessions", ingest.sessions_ingest, name="sessions"),
-    path("v1/openapi.json", views.openapi, name="openapi"),
-    path("v1/agents/<str:agent>/", include([
-        path("procedures", views.active_set, name="active_set"),
-        path("select", views.select, name="select"),
-        path("tools", views.agent_tools, name="agent_tools"),
-    ])),
+    path("v1/", include(_routes("v1"))),
+    path("v2/", include((_routes("v2"), "v2"))),
 ]

@@ -1,4 +1,5 @@
-"""The agent-facing JSON API (v1). Agents read; they never write procedures.
+"""The agent-facing JSON API (v1, and v2: the same endpoints, the served procedures' evidence cut
+to its scalar facts; docs/api.md "API versions: v1 and v2"). Agents read; they never write procedures.
 
     GET  /api/v1/health
     GET  /api/v1/openapi.json                       the OpenAPI 3.1 document (no token)
@@ -40,16 +41,17 @@ MAX_REASON_CHARS = 1000  # as the reason fields of the review pages
 
 @csrf_exempt  # read-only: a write method gets the API's JSON 405, not the CSRF check's 403
 @require_GET
-def health(request: HttpRequest) -> JsonResponse:
+def health(request: HttpRequest, api_version: str = "v1") -> JsonResponse:
     with connections["default"].cursor() as cursor:
         cursor.execute("SELECT 1")
-    return JsonResponse({"status": "ok", "apiVersion": "v1"})
+    return JsonResponse({"status": "ok", "apiVersion": api_version})
 
 
 @csrf_exempt
 @require_GET
-def openapi(request: HttpRequest) -> JsonResponse:
-    return JsonResponse(openapi_document(server_url=request.build_absolute_uri("/api")), json_dumps_params={"indent": 1})
+def openapi(request: HttpRequest, api_version: str = "v1") -> JsonResponse:
+    document = openapi_document(server_url=request.build_absolute_uri("/api"), api_version=api_version)
+    return JsonResponse(document, json_dumps_params={"indent": 1})
 
 
 def _method_not_allowed(request: HttpRequest, allowed: list[str]) -> HttpResponse:
@@ -131,13 +133,13 @@ def _serving_parameters(request: HttpRequest) -> tuple[str | None, str, str | No
 @csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
 @token_required("read", cache_seconds=serving.recheck_seconds)
 @_agent_get_only
-def active_set(request: HttpRequest, agent: str) -> HttpResponse:
+def active_set(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpResponse:
     role, environment, session, refusal = _serving_parameters(request)
     if refusal is not None:
         return refusal
     served = releases.served_for(
         served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session
-    ).for_role(role)
+    ).for_role(role).in_version(api_version)
     compressed = _accepts_gzip(request)
     etag = served.etag_gzip if compressed else served.etag
     header = request.headers.get("If-None-Match")
@@ -156,7 +158,7 @@ def active_set(request: HttpRequest, agent: str) -> HttpResponse:
 @csrf_exempt
 @token_required("read", cache_seconds=serving.recheck_seconds)
 @_agent_get_only
-def select(request: HttpRequest, agent: str) -> HttpResponse:
+def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpResponse:
     task = request.GET.get("task", "")
     intent = request.GET.get("intent") or None
     raw_k = request.GET.get("k")
@@ -179,7 +181,9 @@ def select(request: HttpRequest, agent: str) -> HttpResponse:
                 parameter="k",
             )
     served = releases.served_for(served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session)
-    result = serving.select_for_agent(agent=request.agent, task=task, intent=intent, k=k, role=role, served=served)
+    result = serving.select_for_agent(
+        agent=request.agent, task=task, intent=intent, k=k, role=role, served=served, api_version=api_version
+    )
     response = JsonResponse(result, json_dumps_params={"ensure_ascii": False})
     response["Cache-Control"] = "no-store"
     patch_vary_headers(response, ["Authorization"])

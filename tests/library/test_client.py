@@ -130,6 +130,19 @@ def test_client_without_local_ranking_gets_the_same_selection_from_the_select_en
     assert remote.instruction_for(task="Write a haiku about the sea.")[1] == []
 
 
+def test_a_v2_client_reads_the_slim_set_and_gives_the_same_instruction(server, served_agent):
+    agent, raw = served_agent
+    task = "A customer wants a refund of 900 dollars, above my limit."
+    one = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, local_ranking=True)
+    two = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, local_ranking=True, api_version="v2")
+    remote = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, local_ranking=False, timeout=120, api_version="v2")
+    assert two.refresh() and two.active_set()["apiVersion"] == "v2" and two.etag != one.etag
+    assert two.instruction_for(task=task) == one.instruction_for(task=task) == remote.instruction_for(task=task)
+    assert remote.selected_set_etag == two.etag.replace("-gzip", "")
+    with pytest.raises(ValueError, match="api_version must be one of v1, v2"):
+        ProcmemClient(base_url=server.url, agent=agent.name, token=raw, api_version="v3")
+
+
 def test_client_keeps_the_last_good_set_on_http_errors_and_starts_empty(server, served_agent, admin_user):
     agent, raw = served_agent
     clock = FakeClock()

@@ -27,6 +27,8 @@ What it does:
 - reports finished sessions to POST /api/v1/sessions with an ingest token, in procmem JSONL
   (docs/api.md "Sessions in: ingestion"), including the injected ids and versions (and the rollout
   arm each one came from);
+- `api_version="v2"` reads /api/v2/: the same set and selection with each procedure's evidence cut
+  to its scalar facts (a tenth of the bytes for mined procedures; docs/api.md "API versions: v1 and v2");
 - `environment=` (e.g. "staging") reads that environment's set instead of production's; a
   `session=` id passed to `select`/`instruction_for` gets the session's rollout arms: while a rollout
   runs (the set has `arms`), the session's own set is asked for (the server picks the arm from a
@@ -67,8 +69,11 @@ class ProcmemError(Exception):
         self.body = body
 
 
-def _empty_set(agent: str) -> dict[str, Any]:
-    return {"apiVersion": "v1", "agent": agent, "proceduralMemoryEnabled": True, "injectionCap": 0, "tools": [], "procedures": [], "refused": []}
+API_VERSIONS = ("v1", "v2")
+
+
+def _empty_set(agent: str, api_version: str = "v1") -> dict[str, Any]:
+    return {"apiVersion": api_version, "agent": agent, "proceduralMemoryEnabled": True, "injectionCap": 0, "tools": [], "procedures": [], "refused": []}
 
 
 def session_record(
@@ -125,10 +130,15 @@ class ProcmemClient:
         clock: Callable[[], float] = time.monotonic,
         max_chars: int | None = DEFAULT_MAX_CHARS,
         environment: str | None = None,
+        api_version: str = "v1",
     ) -> None:
         """`local_ranking`: rank in this process (True) or ask the server's select endpoint (False);
         by default locally when a `ranker` is given or the `[embeddings]` extra is installed.
-        `environment`: the agent's environment to read (default: production)."""
+        `environment`: the agent's environment to read (default: production). `api_version`: "v1"
+        (default, every procmem server) or "v2" (evidence as scalar facts only)."""
+        if api_version not in API_VERSIONS:
+            raise ValueError(f"api_version must be one of {', '.join(API_VERSIONS)}; got {api_version!r}")
+        self.api_version = api_version
         self.base_url = base_url.rstrip("/")
         self.agent = agent
         self.environment = environment or None
@@ -143,7 +153,7 @@ class ProcmemClient:
         self.max_chars = max_chars
         self._lock = threading.RLock()
         self._refresh_lock = threading.Lock()
-        self._set: dict[str, Any] = _empty_set(agent)
+        self._set: dict[str, Any] = _empty_set(agent, api_version)
         self._etag: str | None = None
         self._index: Index | None = None
         self._next_refresh = 0.0
@@ -169,7 +179,7 @@ class ProcmemClient:
         return self._etag is not None
 
     def _url(self, path: str) -> str:
-        return f"{self.base_url}/api/v1/{path}"
+        return f"{self.base_url}/api/{self.api_version}/{path}"
 
     def _set_url(self, session: str | None = None) -> str:
         query = {**({"environment": self.environment} if self.environment else {}), **({"session": session} if session else {})}
