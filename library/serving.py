@@ -108,6 +108,8 @@ class ServedSet:
     staged: Any = None  # environments.StagedPlan read in the set's snapshot: what other environments and rollouts serve
     _index: Index | None = field(default=None, repr=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # the role and version variants: never held while an index is built (that can take seconds)
+    _variants_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _roles: dict[str, "ServedSet"] = field(default_factory=dict, repr=False)
     _v2: "ServedSet | None" = field(default=None, repr=False)
 
@@ -128,7 +130,7 @@ class ServedSet:
         empty or name it (the refused list as it is). Built once per role and kept with this set."""
         if not role:
             return self
-        with self._index_lock:
+        with self._variants_lock:
             cached = self._roles.get(role)
         if cached is not None:
             return cached
@@ -137,7 +139,7 @@ class ServedSet:
         variant = _packed(
             agent_id=self.agent_id, fingerprint=f"{self.fingerprint}:{role}", data=data, version_ids=[vid for vid, _ in kept]
         )
-        with self._index_lock:
+        with self._variants_lock:
             if len(self._roles) >= MAX_CACHED_ROLES:  # any token holder picks role names: bound the memory
                 return variant
             return self._roles.setdefault(role, variant)
@@ -147,7 +149,7 @@ class ServedSet:
         cut to its scalar facts (slim_evidence). Built once per set and kept with it."""
         if api_version == "v1":
             return self
-        with self._index_lock:
+        with self._variants_lock:
             if self._v2 is None:
                 data: ActiveSet = {
                     **self.data, "apiVersion": "v2", "procedures": [slim_procedure(p) for p in self.procedures]

@@ -161,3 +161,46 @@ def test_on_procedures_mined_from_the_real_sessions_v2_is_a_fraction_of_v1(clien
         assert all(value is None or isinstance(value, (str, int, float, bool)) for value in procedure["evidence"].values())
         assert {"support", "miningRunId", "summary"} <= set(procedure["evidence"])
     assert len(two.content) * 4 < len(one.content), (len(two.content), len(one.content))
+
+
+@pytest.mark.django_db(transaction=True, databases=["default", "readonly"])
+def test_concurrent_v1_and_v2_fetches_of_a_fresh_set_agree(agent, intent, proposer, admin_user):
+    # given a live server whose set has not been built yet, and twelve agents asking at once, half
+    # in v1 and half in v2, while one asks for a selection (which builds the index)
+    from concurrent.futures import ThreadPoolExecutor
+    from urllib.request import Request, urlopen
+
+    from pytest_django.live_server_helper import LiveServer
+
+    from library import serving
+    from library.services import procedure_propose
+
+    version = procedure_propose(
+        agent=agent, intent=intent, key="refund.mined", applies_when="The customer asks for a refund above the limit.",
+        steps=["Look up the order with lookupOrder({{order_id}})."], required_tools=["lookupOrder"], forbidden_actions=[],
+        source="mined", proposed_by=proposer, evidence=RICH_EVIDENCE,
+    )
+    make_active(version, admin_user)
+    token = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
+    serving.clear_cache()
+    live = LiveServer("127.0.0.1:0")
+    try:
+        def fetch(path: str) -> tuple[str, str, bytes]:
+            request = Request(live.url + path, headers={"Authorization": f"Bearer {token}"})
+            with urlopen(request, timeout=120) as response:
+                return path, response.headers.get("ETag", ""), response.read()
+
+        paths = [v1("active_set"), v2("active_set")] * 6 + [v2("select") + "?task=refund+above+the+limit"]
+        with ThreadPoolExecutor(max_workers=len(paths)) as pool:
+            answers = list(pool.map(fetch, paths))
+    finally:
+        live.stop()
+        serving.clear_cache()
+    # then every answer of a version is the same bytes under the same ETag, and the selection names
+    # the v2 set it selected from
+    for path in (v1("active_set"), v2("active_set")):
+        same = {(etag, body) for p, etag, body in answers if p == path}
+        assert len(same) == 1, path
+    [(_, v2_etag, v2_body)] = {(p, e, b) for p, e, b in answers if p == v2("active_set")}
+    selection = json.loads(next(body for p, _, body in answers if p.startswith(v2("select"))))
+    assert selection["setEtag"] == v2_etag and json.loads(v2_body)["apiVersion"] == "v2"
