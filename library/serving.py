@@ -32,8 +32,8 @@ import logging
 import re
 import threading
 import time
-from dataclasses import dataclass, field
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 import numpy as np
@@ -52,7 +52,6 @@ logger = logging.getLogger(__name__)
 
 READONLY_ALIAS = "readonly"
 API_VERSION = "v1"
-API_VERSIONS = ("v1", "v2")
 MAX_CACHED_ROLES = 64  # role sets kept per built set; more distinct roles are built per request
 
 
