@@ -137,8 +137,12 @@ def _numbered_json_items(
     index = 0
     lines_before = 0  # newlines in the text already dropped from the buffer
 
+    unreadable: _Unreadable | None = None  # met after the text still in the buffer
+
     def more() -> bool:
-        nonlocal buffer, eof
+        nonlocal buffer, eof, unreadable
+        if unreadable is not None:
+            raise unreadable
         if eof:
             return False
         chunk = stream.read(chunk_size)
@@ -151,9 +155,15 @@ def _numbered_json_items(
                 return False
             buffer += text_decoder.decode(chunk)
         except UnicodeDecodeError as exc:
-            # exc.object: the bytes the decoder read (a character cut at the file's end is in none of the chunks)
-            bad_line = lines_before + buffer.count("\n") + exc.object[: exc.start].count(b"\n") + 1
-            raise _Unreadable(bad_line, f"is not UTF-8 (byte 0x{exc.object[exc.start]:02x})") from None
+            # exc.object: the bytes the decoder read (a character cut at the file's end is in none of the
+            # chunks). What comes before the bad byte is text: its items are read before the error, so
+            # where the chunks happen to end never decides what is read.
+            valid = exc.object[: exc.start]
+            bad_line = lines_before + buffer.count("\n") + valid.count(b"\n") + 1
+            unreadable = _Unreadable(bad_line, f"is not UTF-8 (byte 0x{exc.object[exc.start]:02x})")
+            if not valid:
+                raise unreadable from None
+            buffer += valid.decode("utf-8")
         return True
 
     def drop(upto: int) -> None:

@@ -9,7 +9,7 @@ import json
 
 import pytest
 from django.core.management import call_command
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from django.core.management.base import CommandError
 
@@ -112,6 +112,13 @@ def test_read_items_numbers_lines(data, expected, sized):
     assert got == expected
 
 
+@pytest.mark.parametrize("chunk_size", [1, 7, 16, 1 << 20])
+def test_the_items_before_a_byte_that_is_not_utf8_are_read_whatever_the_chunks(chunk_size):
+    data = b'[\n {"a": "\xc3\xa9"},\n {"b": 2}\n\xff]'
+    items = [(i.line, i.value, i.error, i.fatal) for i in read_items(io.BytesIO(data), chunk_size=chunk_size)]
+    assert items == [(2, {"a": "é"}, "", False), (3, {"b": 2}, "", False), (4, None, "is not UTF-8 (byte 0xff)", True)]
+
+
 @pytest.mark.parametrize(
     "data",
     [
@@ -138,6 +145,8 @@ _json_values = st.recursive(
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=st.dictionaries(st.text(max_size=8), _json_values, max_size=6), cut=st.integers(min_value=0), junk=st.sampled_from([b"", b"x", b"\n{", b"]", b"\xff"]))
+# found by CI: an intact object and a byte that is not UTF-8 in one chunk lost the object
+@example(value={"00\r\x07\x80\x80\x80\U00010000": None}, cut=34, junk=b"\xff")
 def test_reading_an_object_whole_gives_what_streaming_gives(value, cut, junk):
     """The whole-file path (size known) against the streaming decoder, on objects intact, cut short
     or followed by junk: the same items, lines and errors."""
