@@ -291,10 +291,8 @@ def evaluate(
 
 
 def _injected(index: Index, signals: Signals, totals: np.ndarray, query: LabelledQuery, cap: int) -> dict[str, Any]:
-    """What the select endpoint would inject for the query: the eligible candidates in ranking
-    order under the cap, and the producers a coding procedure pulls in."""
-    chosen = index.order(signals, totals, np.flatnonzero(index.eligibility(signals)), cap)
-    index.pull_producers(signals, totals, chosen, cap)
+    """What the select endpoint would inject for the query (the ranker's injection rule)."""
+    chosen, _ = index.inject(signals, totals, index.eligibility(signals), cap)
     injected = [index.records[signals.candidates[j]]["id"] for j in chosen]
     return {
         "id": query.id,

@@ -627,8 +627,7 @@ class Index:
             return result
         totals = self.totals(signals)
         eligible = self.eligibility(signals)
-        injected_positions = self.order(signals, totals, np.flatnonzero(eligible), cap)
-        pulled = self.pull_producers(signals, totals, injected_positions, cap)
+        injected_positions, pulled = self.inject(signals, totals, eligible, cap)
         result["injected"] = [dict(self.records[signals.candidates[j]]) for j in injected_positions]
         if pulled:
             result["pulledIn"] = pulled
@@ -654,6 +653,12 @@ class Index:
                     }
                 )
         return result
+
+    def inject(self, signals: Signals, totals: np.ndarray, eligible: np.ndarray, cap: int) -> tuple[list[int], list[PulledIn]]:
+        """The injection rule: the first `cap` eligible candidates in ranking order, then the
+        producers they pull in while the cap has room. Positions into signals.candidates."""
+        chosen = self.order(signals, totals, np.flatnonzero(eligible), cap)
+        return chosen, self.pull_producers(signals, totals, chosen, cap)
 
     def pull_producers(self, signals: Signals, totals: np.ndarray, chosen: list[int], cap: int) -> list[PulledIn]:
         """Appends to `chosen` (positions into signals.candidates), while the cap has room, the
@@ -730,10 +735,10 @@ class Index:
             return []
         totals = self.totals(signals)
         eligible = self.eligibility(signals)
-        chosen = self.order(signals, totals, np.flatnonzero(eligible), cap)
+        chosen, pulled = self.inject(signals, totals, eligible, cap)
         pulled_reason = {
             (p["id"], p["version"]): f"pulled in: produces {', '.join(p['artefacts'])} that {p['forId']} needs"
-            for p in self.pull_producers(signals, totals, chosen, cap)
+            for p in pulled
         }
         injected = set(chosen)
         normalised = self.normalise(signals.semantic, signals.lexical, signals.exact, signals.step)
