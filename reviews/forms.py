@@ -14,6 +14,7 @@ from django.core.exceptions import ValidationError
 from library import safe_json
 from library.agent_settings import LABELS as CAPTURE_LABELS
 from library.agent_settings import MAX_INJECTION_CAP, MAX_REVIEW_TARGET_HOURS
+from library.rate_limits import DEFAULT_LIMITS, ENDPOINTS, MAX_LIMIT_TEXT, WHO, parse_limit
 from library.models import (
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -451,3 +452,35 @@ class AgentSettingsForm(forms.Form):
                   "someone with the promote right moves it to production (outright or as a rollout to a share of sessions).",
     )
     reason = forms.CharField(required=False, max_length=500, help_text="Why (kept in the audit log)")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        own = (self.initial.get("api_rate_limits") or {}) if self.initial else {}
+        # One text field per endpoint and counted party; empty keeps the default shown as placeholder.
+        for endpoint, label in ENDPOINTS.items():
+            for who, who_label in WHO.items():
+                name = f"limit_{endpoint}_{who}"
+                self.fields[name] = forms.CharField(
+                    required=False, max_length=MAX_LIMIT_TEXT, label=f"API limit: {label}, {who_label}",
+                    help_text=f"Empty: the default, {DEFAULT_LIMITS[endpoint][who]}. Over it, the agent gets 429 with Retry-After.",
+                    widget=forms.TextInput(attrs={"placeholder": DEFAULT_LIMITS[endpoint][who]}),
+                )
+                self.initial.setdefault(name, (own.get(endpoint) or {}).get(who, ""))
+
+    def clean(self):
+        cleaned = super().clean()
+        limits: dict[str, dict[str, str]] = {}
+        for endpoint in ENDPOINTS:
+            for who in WHO:
+                name = f"limit_{endpoint}_{who}"
+                text = (cleaned.pop(name, "") or "").strip()
+                if not text:
+                    continue
+                try:
+                    parse_limit(text)
+                except ValueError as exc:
+                    self.add_error(name, str(exc))
+                    continue
+                limits.setdefault(endpoint, {})[who] = text
+        cleaned["api_rate_limits"] = limits
+        return cleaned

@@ -261,6 +261,15 @@ def database_url(name: str | None = None) -> str:
 # ---------------------------------------------------------------------------------------------- tasks
 
 
+@pytest.fixture(autouse=True)
+def _rate_limit_counts_forgotten():
+    """Each test starts with no request counted against the agent API's rate limits."""
+    from library.api import limits
+
+    limits.reset()
+    yield
+
+
 @pytest.fixture(autouse=True, scope="session")
 def _tasks_registered_as_on_a_worker():
     """Services queue tasks by name (library/evals/runs.py). Eager mode runs a task in-process only

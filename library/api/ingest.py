@@ -50,7 +50,7 @@ def _read_body(request: HttpRequest, limit: int) -> bytes | None:
 
 @csrf_exempt
 @require_POST
-@token_required("ingest")
+@token_required("ingest", limit="ingest")
 def sessions_ingest(request: HttpRequest) -> JsonResponse:
     limit = settings.PROCMEM_INGEST_MAX_BODY_BYTES
     body = _read_body(request, limit)

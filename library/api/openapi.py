@@ -21,6 +21,11 @@ def _error(description: str) -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
 
 
+_RATE_LIMITED = {
+    **_error("Over the agent's rate limit for this endpoint, per token or per client address; nothing was stored"),
+    "headers": {"Retry-After": {"description": "Seconds until a request is admitted again", "schema": {"type": "integer"}}},
+}
+
 # the rollout arm a session got for a procedure (the served JSON says it; sessions report it back)
 _ARM = {"type": "string", "enum": ["rollout", "control"], "description": "The rollout arm the served JSON gave this session (optional)"}
 
@@ -305,6 +310,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
         "401": _error("No token, or an unknown or revoked one"),
         "403": _error("A token of another scope (e.g. ingest) or of another agent"),
         "405": _error("Any method but GET/HEAD: agents never write procedures"),
+        "429": _RATE_LIMITED,
     }
     return {
         "openapi": "3.1.0",
@@ -365,6 +371,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                         "401": _error("No token, or an unknown or revoked one"),
                         "403": _error("A token of another scope (e.g. read)"),
                         "413": _error("Body over PROCMEM_INGEST_MAX_BODY_BYTES or batch over PROCMEM_INGEST_MAX_BATCH"),
+                        "429": _RATE_LIMITED,
                         "422": {"description": "Every item refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
                     },
                 }

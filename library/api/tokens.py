@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from ..models import Agent, ApiToken, AuditEvent
 from ..permissions import user_can_manage_agent
+from .limits import rate_limited
 
 TOKEN_PREFIX = "pm_"
 
@@ -152,11 +153,14 @@ def _forget_tokens(sender, instance: ApiToken, **kwargs) -> None:
         _recent.pop(instance.token_hash, None)
 
 
-def token_required(scope: str, *, cache_seconds: Callable[[], float] | None = None) -> Callable:
+def token_required(
+    scope: str, *, cache_seconds: Callable[[], float] | None = None, limit: str | None = None
+) -> Callable:
     """Authenticates `Authorization: Bearer <token>` for `scope` and the agent named in the URL
     (`agent` keyword argument, when the URL has one). 401 without a valid token, 403 for a token of
     the wrong scope or of another agent. `cache_seconds` (a callable, read per request) lets the
-    read endpoints reuse a recently read token (see `authenticate`)."""
+    read endpoints reuse a recently read token (see `authenticate`). `limit` names the endpoint's
+    class in the agent's rate limits (library/api/limits.py): over it, 429 with Retry-After."""
 
     def decorator(view: Callable) -> Callable:
         @functools.wraps(view)
@@ -177,6 +181,10 @@ def token_required(scope: str, *, cache_seconds: Callable[[], float] | None = No
             agent_name = kwargs.get("agent")
             if agent_name is not None and agent_name != token.agent.name:
                 return api_error(403, "wrong_agent", f"This token belongs to agent {token.agent.name!r}.")
+            if limit is not None:
+                refused = rate_limited(request, token=token, endpoint=limit)
+                if refused is not None:
+                    return refused
             token_touch(token)
             request.agent = token.agent
             request.api_token = token

@@ -131,7 +131,7 @@ def _serving_parameters(request: HttpRequest) -> tuple[str | None, str, str | No
 
 
 @csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
-@token_required("read", cache_seconds=serving.recheck_seconds)
+@token_required("read", cache_seconds=serving.recheck_seconds, limit="active_set")
 @_agent_get_only
 def active_set(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpResponse:
     role, environment, session, refusal = _serving_parameters(request)
@@ -156,7 +156,7 @@ def active_set(request: HttpRequest, agent: str, api_version: str = "v1") -> Htt
 
 
 @csrf_exempt
-@token_required("read", cache_seconds=serving.recheck_seconds)
+@token_required("read", cache_seconds=serving.recheck_seconds, limit="select")
 @_agent_get_only
 def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpResponse:
     task = request.GET.get("task", "")

@@ -33,6 +33,7 @@ from library.mining.runs import mining_report_propose
 from library.api.tokens import token_create, token_is_live, token_revoke
 from library.models import Agent, ApiToken, MiningRun, ProcedureVersion, Status
 from library.permissions import user_can_manage_agent, user_is_reviewer
+from library.rate_limits import rate_limits_table
 from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, require_reviewer, signed_in, visible_agents
@@ -251,7 +252,8 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
     return render(
         request,
         "reviews/agent_settings.html",
-        {"agent": target, "form": form, "tab": "settings", "runner": target.get_eval_runner_display()},
+        {"agent": target, "form": form, "tab": "settings", "runner": target.get_eval_runner_display(),
+         "rate_limits": rate_limits_table(target)},
         status=400 if request.method == "POST" else 200,
     )
 

@@ -1,0 +1,55 @@
+"""Rate limits under concurrent load on a live server (gunicorn, two worker processes) with the
+counters in Redis: exactly the limit passes, the rest get 429 with Retry-After."""
+
+from __future__ import annotations
+
+import concurrent.futures
+
+import pytest
+
+from library.agent_settings import agent_settings_update
+from library.api.tokens import token_create
+from library.models import ApiToken
+from tests.conftest import _missing, _redis_answers, make_active, redis_url
+
+pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+
+
+@pytest.fixture
+def redis_limited_server(request, monkeypatch):
+    import redis
+
+    if not _redis_answers(redis_url()):
+        _missing(f"this test needs Redis at {redis_url()}")
+
+    db_url = redis_url().rsplit("/", 1)[0] + "/14"  # a database of its own: the counts are cleared first
+    redis.Redis.from_url(db_url).flushdb()
+    monkeypatch.setenv("PROCMEM_RATE_LIMIT_STORAGE", db_url)
+    yield request.getfixturevalue("gunicorn_server")
+    redis.Redis.from_url(db_url).flushdb()
+
+
+def test_under_concurrent_load_exactly_the_limit_passes(redis_limited_server, agent, admin_user, candidate):
+    import requests
+
+    # given: 20 reads of the active set a minute per token, two gunicorn workers with four threads
+    # each (the set, not select: select's first call in a fresh worker loads the embedding model)
+    make_active(candidate, admin_user)
+    agent_settings_update(agent=agent, user=admin_user, changes={"api_rate_limits": {"active_set": {"token": "20/minute"}}})
+    raw = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
+    url = f"{redis_limited_server}/api/v1/agents/{agent.name}/procedures"
+
+    def call(i):
+        response = requests.get(url, headers={"Authorization": f"Bearer {raw}"}, timeout=60)
+        return response.status_code, response.headers.get("Retry-After")
+
+    # when: 60 requests, 12 at a time
+    with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
+        results = list(pool.map(call, range(60)))
+    # then: the count is shared by both processes, so exactly 20 pass
+    statuses = [status for status, _ in results]
+    assert statuses.count(200) == 20, statuses
+    assert statuses.count(429) == 40
+    assert all(retry and 1 <= int(retry) <= 60 for status, retry in results if status == 429)
