@@ -394,11 +394,31 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+class RunningServer:
+    """A gunicorn process of the app: `url`, and `stop()` (the server going down in a test)."""
+
+    def __init__(self, url: str, process, log) -> None:
+        self.url, self.process, self._log = url, process, log
+
+    def stop(self) -> None:
+        import subprocess
+
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=20)
+        if not self._log.closed:
+            self._log.close()
+
+
 @pytest.fixture
-def gunicorn_server(transactional_db, tmp_path):
-    """A real server process (gunicorn, 2 workers × 4 threads) on the test database; yields its base
-    URL. PostgreSQL only (the process shares the test database). The port comes from
-    PROCMEM_TEST_SERVER_PORT, a free port when unset."""
+def gunicorn_process(transactional_db, tmp_path):
+    """A real server process (gunicorn, 2 workers × 4 threads) on the test database; yields a
+    RunningServer (its base URL in `.url`; the test may `.stop()` it). PostgreSQL only (the process
+    shares the test database). The port comes from PROCMEM_TEST_SERVER_PORT, a free port when unset."""
     import subprocess
     import sys
     import time
@@ -422,27 +442,26 @@ def gunicorn_server(transactional_db, tmp_path):
          "--workers", "2", "--threads", "4", "--timeout", "60"],
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
     )
-    base = f"http://127.0.0.1:{port}"
+    server = RunningServer(f"http://127.0.0.1:{port}", process, log)
     try:
         deadline = time.monotonic() + 60
         while True:
             if process.poll() is not None:
                 pytest.fail(f"server exited: {log_path.read_text()[-3000:]}")
             try:
-                if requests.get(f"{base}/accounts/login/", timeout=10).status_code < 500:
+                if requests.get(f"{server.url}/accounts/login/", timeout=10).status_code < 500:
                     break
             except requests.RequestException:
                 pass
             if time.monotonic() > deadline:
                 pytest.fail(f"server did not answer in 60 s: {log_path.read_text()[-3000:]}")
             time.sleep(0.2)
-        yield base
+        yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
+        server.stop()
 
 
+@pytest.fixture
+def gunicorn_server(gunicorn_process):
+    """The base URL of a `gunicorn_process`."""
+    return gunicorn_process.url

@@ -174,6 +174,11 @@ class ProcmemClient:
         return self._etag
 
     @property
+    def can_report(self) -> bool:
+        """True when an ingest token is configured (`report_sessions` needs one)."""
+        return bool(self._ingest_token)
+
+    @property
     def has_set(self) -> bool:
         """True once a set has been fetched successfully (it may be stale now)."""
         return self._etag is not None

@@ -1,0 +1,134 @@
+"""procmem over MCP, driven by the official MCP client SDK against a live server (gunicorn):
+`procmem-mcp` started over stdio, and the server's own streamable HTTP endpoint. Both list the
+tools, answer recall_procedures with exactly the select endpoint's block, and list one resource per
+ACTIVE procedure; `procmem-mcp` still answers from the last good set once the server is stopped."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+import requests
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from library.api.tokens import token_create
+from library.models import AgentSession, ApiToken
+from tests.conftest import REPO, make_active
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+REFUND_TASK = "A customer wants a refund of 900 dollars for order 1234, above my limit."
+STATUS_TASK = "Where is my order? It has not arrived yet."
+
+
+def procmem_mcp() -> str:
+    """The `procmem-mcp` console script of this interpreter's environment."""
+    script = Path(sys.executable).with_name("procmem-mcp")
+    found = str(script) if script.exists() else shutil.which("procmem-mcp")
+    assert found, "procmem-mcp is not installed: pip install -e './clients/python[mcp]'"
+    return found
+
+
+@pytest.fixture
+def served(agent, candidate, other_procedure, admin_user):
+    make_active(candidate, admin_user)
+    make_active(other_procedure.versions.get(number=1), admin_user)
+    read = token_create(agent=agent, scope=ApiToken.Scope.READ, name="mcp read", user=admin_user)[1]
+    ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="mcp ingest", user=admin_user)[1]
+    return agent, read, ingest
+
+
+def selected_block(base: str, token: str, task: str) -> dict:
+    response = requests.get(
+        f"{base}/api/v1/agents/support_agent/select", params={"task": task},
+        headers={"Authorization": f"Bearer {token}"}, timeout=60,
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def stdio_parameters(base: str, read: str, ingest: str | None = None) -> StdioServerParameters:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "clients" / "python"), os.environ.get("PYTHONPATH", "")])),
+        "HF_HUB_OFFLINE": "1",
+        "PROCMEM_URL": base, "PROCMEM_AGENT": "support_agent", "PROCMEM_TOKEN": read,
+        **({"PROCMEM_INGEST_TOKEN": ingest} if ingest else {}),
+    }
+    if os.environ.get("EMBEDDING_MODEL_PATH"):
+        env["EMBEDDING_MODEL_PATH"] = os.environ["EMBEDDING_MODEL_PATH"]
+    # --refresh-interval 0: every recall revalidates the set (a 304 while it is unchanged), so the
+    # answer after the server stops is the cache's, and says so
+    return StdioServerParameters(command=procmem_mcp(), args=["--refresh-interval", "0"], env=env)
+
+
+def test_procmem_mcp_over_stdio_recalls_the_select_block_and_survives_the_server_stopping(gunicorn_process, served):
+    agent, read, ingest = served
+    base = gunicorn_process.url
+    refund = selected_block(base, read, REFUND_TASK)
+    status = selected_block(base, read, STATUS_TASK)
+    assert refund["injected"][0]["id"] == "refund.over_limit" and refund["rendered"]
+    answers: dict = {}
+
+    async def session() -> None:
+        async with Client(stdio_parameters(base, read, ingest), read_timeout_seconds=120) as client:
+            answers["tools"] = {tool.name: tool for tool in (await client.list_tools()).tools}
+            answers["refund"] = await client.call_tool("recall_procedures", {"task": REFUND_TASK})
+            answers["status"] = await client.call_tool("recall_procedures", {"task": STATUS_TASK})
+            answers["resources"] = (await client.list_resources()).resources
+            answers["read"] = await client.read_resource(answers["resources"][0].uri)
+            answers["bad"] = await client.call_tool("recall_procedures", {"task": "  "})
+            answers["report"] = await client.call_tool("report_session", {
+                "session_id": "mcp-1", "task": REFUND_TASK, "resolved": True,
+                "tool_calls": [{"name": "lookupOrder", "args": {"order_id": "1234"}}],
+                "injected": answers["refund"].structured_content["injected"],
+            })
+            # the server goes down: the last good set answers, and the answer says it is stale
+            await anyio.to_thread.run_sync(gunicorn_process.stop)
+            answers["stale"] = await client.call_tool("recall_procedures", {"task": REFUND_TASK})
+
+    anyio.run(session)
+
+    tools = answers["tools"]
+    assert set(tools) == {"recall_procedures", "report_session"}
+    assert tools["recall_procedures"].input_schema["required"] == ["task"]
+    for name, expected in (("refund", refund), ("status", status)):
+        result = answers[name]
+        assert not result.is_error
+        assert result.structured_content["rendered"] == expected["rendered"]  # byte for byte the select endpoint's block
+        assert result.content[0].text == expected["rendered"]
+        assert result.structured_content["injected"] == [{"id": p["id"], "version": p["version"]} for p in expected["injected"]]
+        assert result.structured_content["stale"] is False
+    assert sorted(resource.name for resource in answers["resources"]) == ["order.status", "refund.over_limit"]
+    first = answers["resources"][0]
+    assert str(first.uri) == f"procmem://support_agent/procedures/{first.name}"
+    assert answers["read"].contents[0].text.startswith(f"Procedure {first.name} v1 (source: written by reviewers; approved by admin")
+    assert answers["bad"].is_error and "task must be a non-empty string" in answers["bad"].content[0].text
+    assert not answers["report"].is_error, answers["report"].content[0].text
+    assert answers["report"].structured_content["counts"]["stored"] == 1
+    stored = AgentSession.objects.get(agent=agent, session_id="mcp-1")
+    assert [(i["id"], i["version"]) for i in stored.injected] == [(p["id"], p["version"]) for p in refund["injected"]]
+
+    stale = answers["stale"]
+    assert not stale.is_error
+    assert stale.structured_content["rendered"] == refund["rendered"]
+    assert stale.structured_content["stale"] is True
+    assert "last good set" in stale.structured_content["note"]
+
+
+def test_procmem_mcp_without_an_ingest_token_offers_no_report_tool(gunicorn_server, served):
+    _, read, _ = served
+
+    async def session() -> list[str]:
+        async with Client(stdio_parameters(gunicorn_server, read), read_timeout_seconds=120) as client:
+            names = [tool.name for tool in (await client.list_tools()).tools]
+            refused = await client.call_tool("report_session", {"session_id": "x", "task": "t", "resolved": True})
+            assert refused.is_error and "offers: recall_procedures" in refused.content[0].text
+            return names
+
+    assert anyio.run(session) == ["recall_procedures"]
