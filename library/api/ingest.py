@@ -27,6 +27,7 @@ from django.views.decorators.http import require_POST
 from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item
 from .. import safe_json
 from ..ingest.store import sessions_store
+from ..models import Agent
 from .tokens import api_error, token_required
 
 NDJSON_TYPES = {"application/x-ndjson", "application/jsonl", "application/x-jsonlines"}
@@ -94,7 +95,18 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
     if not items:
         return api_error(400, "empty_batch", "The batch holds no sessions.")
 
-    agent = request.agent
+    answer = sessions_accept(agent=request.agent, items=items, fmt=fmt, unreadable=unreadable)
+    status = 200 if not answer["refused"] else (207 if answer["stored"] or answer["duplicate"] else 422)
+    return JsonResponse(answer, status=status)
+
+
+def sessions_accept(
+    *, agent: Agent, items: list[Any], fmt: str = "procmem", unreadable: dict[int, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """Validates every item on its own and stores the good ones (one transaction): the answer of
+    POST /api/v1/sessions (and of the MCP tool report_session). `unreadable`: items already refused
+    by their index (a JSON Lines line that is not JSON)."""
+    unreadable = unreadable or {}
     good: list[SessionIn] = []
     refused: list[dict[str, Any]] = []
     for index, item in enumerate(items):
@@ -112,14 +124,10 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
         except ItemInvalid as exc:
             refused.append({"index": index, "session_id": exc.session_id, "errors": [e.to_dict() for e in exc.errors]})
     result = sessions_store(agent=agent, sessions=good)
-    status = 200 if not refused else (207 if good else 422)
-    return JsonResponse(
-        {
-            "agent": agent.name,
-            "stored": result.stored,
-            "duplicate": result.duplicate,
-            "refused": refused,
-            "counts": {"stored": len(result.stored), "duplicate": len(result.duplicate), "refused": len(refused)},
-        },
-        status=status,
-    )
+    return {
+        "agent": agent.name,
+        "stored": result.stored,
+        "duplicate": result.duplicate,
+        "refused": refused,
+        "counts": {"stored": len(result.stored), "duplicate": len(result.duplicate), "refused": len(refused)},
+    }

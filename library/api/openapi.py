@@ -435,6 +435,25 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                     },
                 }
             },
+            f"/{api_version}/agents/{{agent}}/mcp": {
+                "post": {
+                    "summary": "MCP over streamable HTTP (stateless, JSON responses)",
+                    "description": (
+                        "The tools of procmem-mcp for remote MCP clients (Model Context Protocol JSON-RPC; use an MCP "
+                        "client SDK). A read token gets recall_procedures (the select endpoint's block for a task, "
+                        "with the injected ids and versions) and one resource per ACTIVE procedure; an ingest token "
+                        "gets report_session. Each POST is answered on its own (no MCP session id)."
+                    ),
+                    "security": [{"readToken": []}, {"ingestToken": []}],
+                    "parameters": [agent_param],
+                    "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
+                    "responses": {
+                        "200": {"description": "The JSON-RPC answer", "content": {"application/json": {"schema": {"type": "object"}}}},
+                        "401": _error("No token, or an unknown or revoked one"),
+                        "403": _error("A token of another agent"),
+                    },
+                }
+            },
             f"/{api_version}/agents/{{agent}}/tools": {
                 "get": {
                     "summary": "The agent's tool list (admin)",

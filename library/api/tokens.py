@@ -154,13 +154,15 @@ def _forget_tokens(sender, instance: ApiToken, **kwargs) -> None:
 
 
 def token_required(
-    scope: str, *, cache_seconds: Callable[[], float] | None = None, limit: str | None = None
+    scope: str | tuple[str, ...], *, cache_seconds: Callable[[], float] | None = None, limit: str | None = None
 ) -> Callable:
-    """Authenticates `Authorization: Bearer <token>` for `scope` and the agent named in the URL
+    """Authenticates `Authorization: Bearer <token>` for `scope` (or any of several) and the agent named in the URL
     (`agent` keyword argument, when the URL has one). 401 without a valid token, 403 for a token of
     the wrong scope or of another agent. `cache_seconds` (a callable, read per request) lets the
     read endpoints reuse a recently read token (see `authenticate`). `limit` names the endpoint's
     class in the agent's rate limits (library/api/limits.py): over it, 429 with Retry-After."""
+
+    scopes = (scope,) if isinstance(scope, str) else scope
 
     def decorator(view: Callable) -> Callable:
         @functools.wraps(view)
@@ -176,7 +178,7 @@ def token_required(
                 response = api_error(401, "unauthorized", "The token is unknown, revoked or expired.")
                 response["WWW-Authenticate"] = 'Bearer realm="procmem", error="invalid_token"'
                 return response
-            if token.scope != scope:
+            if token.scope not in scopes:
                 return api_error(403, "wrong_scope", f"This token may {token.get_scope_display().lower()}, not this.")
             agent_name = kwargs.get("agent")
             if agent_name is not None and agent_name != token.agent.name:

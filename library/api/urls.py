@@ -5,7 +5,7 @@ scalar facts only. v1's route names are the app's own (api:active_set), v2's are
 
 from django.urls import include, path
 
-from . import ingest, views
+from . import ingest, mcp_endpoint, views
 
 app_name = "api"
 
@@ -20,6 +20,7 @@ def _routes(api_version: str) -> list:
             path("procedures", views.active_set, served, name="active_set"),
             path("select", views.select, served, name="select"),
             path("tools", views.agent_tools, name="agent_tools"),
+            path("mcp", mcp_endpoint.mcp, served, name="mcp"),
         ])),
     ]
 

@@ -132,3 +132,54 @@ def test_procmem_mcp_without_an_ingest_token_offers_no_report_tool(gunicorn_serv
             return names
 
     assert anyio.run(session) == ["recall_procedures"]
+
+
+def http_client(base: str, token: str) -> Client:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
+    return Client(streamable_http_client(f"{base}/api/v1/agents/support_agent/mcp", http_client=http), read_timeout_seconds=120)
+
+
+def test_the_servers_mcp_endpoint_answers_remote_clients_behind_token_auth(gunicorn_server, served):
+    agent, read, ingest = served
+    refund = selected_block(gunicorn_server, read, REFUND_TASK)
+    answers: dict = {}
+
+    async def sessions() -> None:
+        async with http_client(gunicorn_server, read) as client:
+            answers["read_tools"] = [tool.name for tool in (await client.list_tools()).tools]
+            answers["refund"] = await client.call_tool("recall_procedures", {"task": REFUND_TASK, "intent": None})
+            answers["resources"] = sorted(r.name for r in (await client.list_resources()).resources)
+            answers["not_offered"] = await client.call_tool("report_session", {"session_id": "h-1", "task": "t", "resolved": True})
+        async with http_client(gunicorn_server, ingest) as client:
+            answers["ingest_tools"] = [tool.name for tool in (await client.list_tools()).tools]
+            answers["report"] = await client.call_tool("report_session", {
+                "session_id": "http-1", "task": REFUND_TASK, "resolved": False,
+                "injected": answers["refund"].structured_content["injected"],
+            })
+
+    anyio.run(sessions)
+    assert answers["read_tools"] == ["recall_procedures"]
+    assert answers["refund"].structured_content["rendered"] == refund["rendered"]
+    assert answers["refund"].content[0].text == refund["rendered"]
+    assert answers["refund"].structured_content["setEtag"] == refund["setEtag"]
+    assert answers["resources"] == ["order.status", "refund.over_limit"]
+    assert answers["not_offered"].is_error
+    assert answers["ingest_tools"] == ["report_session"]
+    assert answers["report"].structured_content["counts"]["stored"] == 1
+    assert AgentSession.objects.get(agent=agent, session_id="http-1").resolved is False
+
+
+def test_the_servers_mcp_endpoint_refuses_without_a_token_or_with_another_agents(gunicorn_server, served, admin_user):
+    from library.models import Agent
+
+    other = Agent.objects.create(name="other_agent", tools=[])
+    stranger = token_create(agent=other, scope=ApiToken.Scope.READ, name="other", user=admin_user)[1]
+    url = f"{gunicorn_server}/api/v1/agents/support_agent/mcp"
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
+    headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+    assert requests.post(url, json=body, headers=headers, timeout=60).status_code == 401
+    wrong = requests.post(url, json=body, headers={**headers, "Authorization": f"Bearer {stranger}"}, timeout=60)
+    assert wrong.status_code == 403 and wrong.json()["error"]["code"] == "wrong_agent"

@@ -1,0 +1,134 @@
+"""/api/v1/agents/{agent}/mcp: procmem-mcp's tools at the server itself, for remote MCP clients
+(streamable HTTP, docs/api.md "MCP").
+
+The tools, their schemas and answers are procmem_client.mcp_server's (`build_server`), served here by
+the official MCP SDK's streamable HTTP transport in stateless JSON mode: every POST is answered on its
+own, so any gunicorn worker can take any request. The Django view authenticates the bearer token
+first (a read token: recall_procedures and the resources; an ingest token: report_session), then
+hands the request to the SDK inside `async_to_sync`; the backend's database work comes back to this
+request's thread through `sync_to_async` (thread-sensitive), so it uses the request's connections
+as every other view does.
+
+recall_procedures answers with the select endpoint's own selection (`serving.select_for_agent`):
+the same set, ranker, caps and renderer, so the same block byte for byte.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from asgiref.sync import async_to_sync, sync_to_async
+from django.http import HttpRequest, HttpResponse
+from django.utils.cache import patch_vary_headers
+from django.views.decorators.csrf import csrf_exempt
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from procmem_client.mcp_server import Recall, build_server
+
+from .. import serving
+from ..models import Agent, ApiToken
+from .ingest import sessions_accept
+from .limits import rate_limited
+from .tokens import token_required
+
+# Django checks the Host header (ALLOWED_HOSTS) and the bearer token is required, so the SDK's
+# DNS-rebinding guard for unauthenticated local servers has nothing to add here.
+_SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+class ServedBackend:
+    """The MCP tools over the agent's served set (production's, as the select endpoint without
+    parameters). What the token's scope allows decides which tools are listed."""
+
+    def __init__(self, *, agent: Agent, scope: str, api_version: str) -> None:
+        self._agent = agent
+        self.agent = agent.name
+        self.api_version = api_version
+        self.can_recall = scope == ApiToken.Scope.READ
+        self.can_report = scope == ApiToken.Scope.INGEST
+
+    def recall(self, *, task: str, intent: str | None) -> Recall:
+        result = serving.select_for_agent(agent=self._agent, task=task, intent=intent, api_version=self.api_version)
+        return {
+            "rendered": result["rendered"],
+            "chars": result["renderedChars"],
+            "injected": [{"id": p["id"], "version": p["version"]} for p in result["injected"]],
+            "setEtag": result["setEtag"],
+            "stale": False,
+            "note": result.get("note"),
+        }
+
+    def procedures(self) -> list[dict[str, Any]]:
+        return list(serving.active_set_for_agent(agent=self._agent).in_version(self.api_version).procedures)
+
+    def report(self, record: dict[str, Any]) -> dict[str, Any]:
+        return sessions_accept(agent=self._agent, items=[record])
+
+
+def _asgi_scope(request: HttpRequest) -> dict[str, Any]:
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": request.method,
+        "scheme": request.scheme,
+        "path": request.path,
+        "raw_path": request.path.encode(),
+        "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
+        "root_path": "",
+        "headers": [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()],
+        "server": (request.get_host().rsplit(":", 1)[0], int(request.get_port())),
+        "client": (request.META.get("REMOTE_ADDR", ""), 0),
+    }
+
+
+async def _serve(backend: ServedBackend, scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+    """One HTTP exchange with the SDK's stateless streamable HTTP transport."""
+    server = build_server(backend, run_sync=lambda function, *args: sync_to_async(function, thread_sensitive=True)(*args))
+    manager = StreamableHTTPSessionManager(app=server, stateless=True, json_response=True, security_settings=_SECURITY)
+    answered = anyio.Event()
+    sent_body = False
+    status, headers, chunks = 500, [], []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent_body
+        if not sent_body:
+            sent_body = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await answered.wait()
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal status, headers
+        if message["type"] == "http.response.start":
+            status, headers = message["status"], list(message.get("headers", []))
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                answered.set()
+
+    async with manager.run():
+        await manager.handle_request(scope, receive, send)
+    return status, headers, b"".join(chunks)
+
+
+@csrf_exempt  # bearer-token endpoint: no cookies, so no CSRF
+@token_required((ApiToken.Scope.READ, ApiToken.Scope.INGEST))
+def mcp(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpResponse:
+    # every JSON-RPC request counts against the rate limit of what the token may do here
+    refused = rate_limited(
+        request, token=request.api_token, endpoint="select" if request.api_token.scope == ApiToken.Scope.READ else "ingest"
+    )
+    if refused is not None:
+        return refused
+    backend = ServedBackend(agent=request.agent, scope=request.api_token.scope, api_version=api_version)
+    status, headers, body = async_to_sync(_serve)(backend, _asgi_scope(request), request.body)
+    response = HttpResponse(body, status=status)
+    for name, value in headers:
+        if name.lower() != b"content-length":
+            response[name.decode("latin-1")] = value.decode("latin-1")
+    response["Cache-Control"] = "no-store"
+    patch_vary_headers(response, ["Authorization"])
+    return response
