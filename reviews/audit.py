@@ -11,6 +11,7 @@ from django.db.models import Q, QuerySet
 from library.models import AuditEvent
 
 from .access import operable_agents
+from .key_words import key_words, value_words
 
 AUDIT_FILTERS = ("agent", "procedure", "user", "action")
 
@@ -35,15 +36,17 @@ def audit_events(user, filters: dict[str, str]) -> QuerySet[AuditEvent]:
 def _short(value) -> str:
     if isinstance(value, (list, tuple)):
         return ", ".join(str(v) for v in value) or "(none)"
-    return "" if value is None else str(value)
+    return "" if value is None else value_words(value)
 
 
 def audit_changes(event: AuditEvent) -> list[tuple[str, str, str]]:
-    """(field, before, after) for each key of the event's before/after snapshots, sorted by key (a
+    """(field in words, before, after) for each key of the event's before/after snapshots, sorted by key (a
     jsonb column does not keep key order); a side that lacks the key shows as an empty string."""
     before, after = event.before or {}, event.after or {}
     keys = sorted({*before, *after})
-    return [(k, _short(before.get(k)) if k in before else "", _short(after.get(k)) if k in after else "") for k in keys]
+    return [
+        (key_words(k), _short(before.get(k)) if k in before else "", _short(after.get(k)) if k in after else "") for k in keys
+    ]
 
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")

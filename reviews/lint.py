@@ -127,7 +127,7 @@ def lint_content(
                 LintFinding(
                     "undeclared_tool",
                     "warning",
-                    f"Step {number} uses {', '.join(undeclared)}, which requiredTools does not list.",
+                    f"Step {number} uses {', '.join(undeclared)}, which the required tools do not list.",
                     f"steps[{number}]",
                 )
             )
@@ -168,7 +168,7 @@ def overlap_findings(applies_when: str, others: Sequence[ActiveProcedure], *, th
                 LintFinding(
                     "overlap",
                     "warning",
-                    f"appliesWhen overlaps with ACTIVE {other.key} v{other.number} "
+                    f"“Applies when” overlaps with ACTIVE {other.key} v{other.number} "
                     f"(similarity {score:.2f}): “{other.applies_when}” — the agent may retrieve either one for the same task.",
                     "appliesWhen",
                 )

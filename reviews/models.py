@@ -10,6 +10,8 @@ from django.db.models import Q
 
 from library.models import Agent, Intent, ProcedureVersion, Status
 
+from .key_words import key_words
+
 
 class CandidateClaim(models.Model):
     """Who works on a candidate now: at most one row per version (the unique key is the last line of
@@ -96,7 +98,7 @@ class Thread(models.Model):
     def anchor_label(self) -> str:
         if self.anchor == self.Anchor.STEP:
             return f"step {self.step}"
-        return self.get_anchor_display()
+        return key_words(self.anchor) if self.anchor else self.get_anchor_display()  # the field in words, not its key
 
 
 class Comment(models.Model):

@@ -13,6 +13,8 @@ from typing import Any
 
 from library.models import EvalRun, ProcedureVersion
 
+from .key_words import FIGURE_LABELS, key_words, value_words
+
 # ------------------------------------------------------------------------------------------- evidence
 
 # Keys of the miner's evidence record (library/mining/skeletons.py) that the panel shows in its own places;
@@ -158,26 +160,6 @@ def _coding_line(tool: str, args: dict[str, Any], ok: Any) -> str:
     if args.get("output"):
         text += f"\n{str(args['output'])[:200]}"
     return text
-
-
-# The words for a mining run's counts and figures (library/mining/skeletons.py intent_figures), as a count reads:
-# "12 resolved by escalation", "3 with too few tool calls".
-FIGURE_LABELS = {
-    "sessions": "sessions", "mined": "mined", "heldBack": "held back for the backtest",
-    "tooFewToolCalls": "with too few tool calls", "resolved": "resolved", "resolvedByEscalation": "resolved by escalation",
-    "failed": "failed", "unknown": "without outcome", "resolvedTasks": "resolved tasks", "failedTasks": "failed tasks",
-    "support": "tasks follow the skeleton", "supportSessions": "sessions follow the skeleton", "topSupport": "tasks follow the top skeleton",
-    "failedWithSkeleton": "failed tasks follow the skeleton",
-    # the run's counts
-    "withoutIntent": "without an intent (not mined)", "withoutOutcome": "without outcome", "intents": "intents",
-    "groups": "skeleton groups", "groupsTested": "groups tested", "credible": "credible", "candidates": "candidates",
-    "quarantined": "quarantined", "skipped": "intents not proposed", "reported": "reported",
-}
-
-
-def figure_items(figures: dict[str, Any]) -> list[str]:
-    """A run's counts or a report entry's figures as words ("12 resolved by escalation"), the skeleton left out."""
-    return [f"{value} {FIGURE_LABELS.get(key, key)}" for key, value in figures.items() if key != "topSkeleton"]
 
 
 def _outcome(session) -> str:
@@ -366,7 +348,7 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
     for key, value in raw.items():
         if key in _SHOWN:
             continue
-        evidence.other.append((key, value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)))
+        evidence.other.append((key_words(key), value_words(value)))
     return evidence
 
 

@@ -13,7 +13,8 @@ same parser and store service as real ones and then mined, so that the demo's ca
   as unlabelled.
 
 Sessions are spread over the last SPREAD_DAYS days before the seed (`as_lived`), each intent's in
-the order they are generated (the newest last), and the order questions tell what an approval
+the order they are generated (the newest last; the kinds of an intent mixed, so that every day
+looks like the story and no day ends it with only failures or sessions without outcome), and the order questions tell what an approval
 changes: before order.status v2 was approved they received v1 and were resolved about half the
 time, afterwards they receive v2 and are resolved nine times in ten.
 
@@ -171,7 +172,19 @@ def demo_session_items() -> list[dict[str, Any]]:
     # back to backtest its candidate. 33 follow the approval procedure (30 resolved, 3 failed: the
     # customer gave up waiting), 33 do not (8 resolved refusals, 25 failed promises).
     refunds(("approved_newer", 30), ("approved_gave_up", 3), ("outside_window", 8), ("promised", 25))
+    # ... which also happened mixed: generated kind after kind, the last 25 (the last three days)
+    # would all be failed promises, and the charts would fall off a cliff at the end
+    items[-66:] = _mixed(items[-66:], kinds[-66:])
+    # the order questions without an outcome come in all along, not in the last days only
+    _mix_in_place(items, kinds, lambda item: item["intent"] == "order_status")
     return items
+
+
+def _mix_in_place(items: list[dict[str, Any]], kinds: list[str], chosen: Callable[[dict[str, Any]], bool]) -> None:
+    """The chosen items (not adjacent in the list) spread by kind (`_mixed`), in the same places."""
+    places = [n for n, item in enumerate(items) if chosen(item)]
+    for place, item in zip(places, _mixed([items[n] for n in places], [kinds[n] for n in places])):
+        items[place] = item
 
 
 SPREAD_DAYS = 29
@@ -188,6 +201,7 @@ def as_lived(items: list[dict[str, Any]], *, now: datetime, order_status_v2_at: 
     for item in items:
         by_intent.setdefault(item["intent"], []).append(item)
     lived = []
+    labelled = {False: 0, True: 0}  # order questions with an outcome so far, before and after v2
     for group in by_intent.values():
         for position, item in enumerate(group):
             item = dict(item)
@@ -199,7 +213,12 @@ def as_lived(items: list[dict[str, Any]], *, now: datetime, order_status_v2_at: 
                 after = ended >= order_status_v2_at
                 item["injected"] = [{"id": "order.status", "version": 2 if after else 1}]
             if item["intent"] == "order_status" and item["outcome"] is not None:
-                resolved = position % 10 != 3 if after else position % 9 < 5
+                # 9 in 10 after, 5 in 9 before, spread evenly (each day close to the rate; a
+                # pattern of the position alone made alternate days 100 % and 20 %)
+                share = (9, 10) if after else (5, 9)
+                k = labelled[after]
+                labelled[after] += 1
+                resolved = (k + 1) * share[0] // share[1] > k * share[0] // share[1]
                 item["outcome"] = {"resolved": resolved, "escalated": False, "rating": 5 if resolved else 2}
                 if not resolved:
                     item["reply"] = "It is on its way, I cannot say more."

@@ -38,7 +38,7 @@ from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, require_reviewer, signed_in, visible_agents
 from ..forms import AgentEvalSettingsForm, AgentSettingsForm, TokenForm, add_service_errors
-from ..panels import figure_items
+from ..key_words import figure_items, key_words, value_words
 
 
 def _parse_tools(text: str) -> list[str]:
@@ -354,6 +354,7 @@ def mining_run(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, "reviews/mining/run.html", {
         "agent": agent_obj, "run": run_obj, "report": report, "can_propose": user_is_reviewer(request.user),
         "count_items": figure_items(run_obj.counts or {}),
+        "parameter_items": [f"{key_words(k)} {value_words(v)}" for k, v in (run_obj.parameters or {}).items()],
     })
 
 

@@ -37,6 +37,7 @@ from ..diff import compare_versions
 from ..forms import ApproveForm, CommentForm, RejectForm, ReviseForm, ThreadForm
 from ..models import Comment, Thread
 from ..notifications import reviewers
+from ..key_words import figure_items, key_words
 from ..panels import build_eval_panel, build_evidence
 from ..services import comment_create, thread_create, thread_reply, thread_set_resolved, user_can_assign
 from .refusals import add_service_errors, post_action, posted_form, refusals
@@ -62,7 +63,7 @@ def _anchor_choices(version: ProcedureVersion) -> list[tuple[str, str]]:
         if value == Thread.Anchor.STEP:
             choices += [(f"step:{i}", f"step {i}: {step[:60]}") for i, step in enumerate(version.steps or [], start=1)]
         else:
-            choices.append((value, label))
+            choices.append((value, key_words(value) if value else label))
     return choices
 
 
@@ -155,6 +156,8 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "fields": compare_versions(base, version),
         "evidence": build_evidence(version, selectors.evidence_sessions(version)),
         "mining_run_url": _mining_run_url(version),
+        # the run's counts in the words of the mining run page (one table: reviews.key_words)
+        "mining_run_counts": figure_items(version.mining_run.counts or {}) if version.mining_run_id else [],
         "eval": build_eval_panel(version, run, current_active_hash=current_hash),
         "eval_run_url": _url_if_provided(("reviews:eval_detail",), run.pk if run else None),
         "lint": lint_module.lint_version(version, other_active=other_active),

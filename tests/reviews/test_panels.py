@@ -57,7 +57,7 @@ def test_mined_evidence_gives_the_contrast_skeleton_and_excerpts(candidate):
         ("tool call", "createApproval({})  ✗ failed"),
         ("note", "2 more tool calls"),
     ]
-    assert dict(evidence.other) == {"escalatedExcluded": "12", "withoutOutcome": "3"}
+    assert dict(evidence.other) == {"escalated sessions left out": "12", "without outcome": "3"}
 
 
 STATISTICS = {  # what the miner adds: distinct tasks, intervals, p-values, a backtest

@@ -48,7 +48,7 @@ def test_anchors_are_checked(candidate, reviewer):
     with pytest.raises(ValidationError, match="Unknown anchor"):
         thread_create(version=candidate, user=reviewer, body="?", anchor="evidence")
     field = thread_create(version=candidate, user=reviewer, body="too broad?", anchor="appliesWhen")
-    assert field.step is None and field.anchor_label == "appliesWhen"
+    assert field.step is None and field.anchor_label == "applies when"
     assert not Thread.objects.filter(anchor="step").exists()
 
 
