@@ -757,6 +757,16 @@ class AgentSession(models.Model):
     raw_purged = models.BooleanField(default=False)
     source_format = models.CharField(max_length=16, blank=True)
 
+    class Channel(models.TextChoices):
+        CLIENT = "client", "Client (POST /api/v1/sessions)"
+        FILE = "file", "File import (manage.py import_sessions)"
+        OTLP = "otlp", "OpenTelemetry traces (OTLP)"
+        HOOK = "hook", "Coding-agent hook (trace format)"
+
+    # How the session reached procmem (the agent settings page counts them); empty: stored before
+    # channels were recorded.
+    channel = models.CharField(max_length=8, choices=Channel.choices, blank=True)
+
     class Meta:
         ordering = ["-ended_at", "-id"]
         constraints = [models.UniqueConstraint(fields=["agent", "session_id"], name="session_id_unique_per_agent")]
@@ -771,6 +781,39 @@ class AgentSession(models.Model):
 
     def __str__(self) -> str:
         return self.session_id
+
+
+class OtlpSpan(models.Model):
+    """A span received on POST /api/otlp/v1/traces, kept until its session is complete
+    (library/ingest/otlp.py: the root span has arrived and no span of the session came for
+    PROCMEM_OTLP_QUIET_SECONDS, or PROCMEM_OTLP_MAX_WAIT_SECONDS passed without a root). Only the
+    GenAI / OpenInference attributes are kept. Once the session is stored (or refused) the spans stay
+    a day as a record of what was received, so a resent span changes nothing."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        STORED = "stored"
+        REFUSED = "refused"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    trace_id = models.CharField(max_length=32)
+    span_id = models.CharField(max_length=16)
+    parent_span_id = models.CharField(max_length=16, blank=True)
+    conversation_id = models.CharField(max_length=200, blank=True)
+    name = models.CharField(max_length=200, blank=True)
+    start_ns = models.BigIntegerField(default=0)
+    end_ns = models.BigIntegerField(default=0)
+    failed = models.BooleanField(default=False)
+    attributes = models.JSONField(default=dict, blank=True)
+    events = models.JSONField(default=list, blank=True)
+    received_at = models.DateTimeField()
+    state = models.CharField(max_length=8, choices=State.choices, default=State.PENDING)
+    session_id = models.CharField(max_length=200, blank=True, help_text="The session the span became part of")
+    note = models.CharField(max_length=300, blank=True, help_text="Why the session was refused")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["agent", "trace_id", "span_id"], name="otlp_span_unique_per_agent")]
+        indexes = [models.Index(fields=["agent", "state", "trace_id"], name="otlp_span_agent_state_idx")]
 
 
 class MiningRun(models.Model):

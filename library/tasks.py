@@ -66,6 +66,19 @@ def purge_raw_sessions() -> int:
     return sessions_purge_raw()
 
 
+@shared_task(name="library.otlp_flush", time_limit=300, soft_time_limit=270)
+def otlp_flush() -> int:
+    """Beat entry point: stores the OTLP sessions that became complete by waiting (their quiet
+    period or the longest wait passed; library/ingest/otlp.py). Returns how many were stored."""
+    from .ingest.otlp import agents_with_pending_spans, sessions_flush
+    from .models import Agent
+
+    stored = 0
+    for agent in Agent.objects.filter(pk__in=agents_with_pending_spans()):
+        stored += len(sessions_flush(agent=agent).stored)
+    return stored
+
+
 # --- conflict scan -------------------------------------------------------------------------------
 
 

@@ -114,5 +114,6 @@ class ApiErrorsMiddleware:
 
 
 def _is_json(response: HttpResponse) -> bool:
-    """A JSON answer is the view's own (the API's error shape, or a 207/422 ingest report)."""
-    return response.get("Content-Type", "").startswith("application/json")
+    """A JSON answer is the view's own (the API's error shape, or a 207/422 ingest report); so is a
+    protobuf one (the OTLP endpoint's google.rpc.Status, as OTLP/HTTP prescribes)."""
+    return response.get("Content-Type", "").startswith(("application/json", "application/x-protobuf"))

@@ -367,6 +367,10 @@ for _entry in PROCMEM_WEBHOOK_ALLOWED_HOSTS:
 PROCMEM_INGEST_MAX_BODY_BYTES = env_int("PROCMEM_INGEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
 PROCMEM_INGEST_MAX_BATCH = env_int("PROCMEM_INGEST_MAX_BATCH", 1000, minimum=1)
 PROCMEM_RAW_RETENTION_DAYS = env_int("PROCMEM_RAW_RETENTION_DAYS", 30, minimum=0)
+# OTLP traces (library/ingest/otlp.py): a session is stored once its root span came and no span of
+# it for this many seconds; without a root, after the longest wait.
+PROCMEM_OTLP_QUIET_SECONDS = env_int("PROCMEM_OTLP_QUIET_SECONDS", 60, minimum=0, maximum=24 * 3600)
+PROCMEM_OTLP_MAX_WAIT_SECONDS = env_int("PROCMEM_OTLP_MAX_WAIT_SECONDS", 3600, minimum=1, maximum=7 * 24 * 3600)
 PROCMEM_MINING_INTERVAL_MINUTES = env_int("PROCMEM_MINING_INTERVAL_MINUTES", 60, minimum=1)
 PROCMEM_MINING_NEAR_DUPLICATE = env_float("PROCMEM_MINING_NEAR_DUPLICATE", 0.85, minimum=0.0, maximum=1.0)
 PROCMEM_MINING_IGNORED_TOOLS = env_list("PROCMEM_MINING_IGNORED_TOOLS", ["think"])
@@ -379,6 +383,7 @@ PROCMEM_MINING_POLISH = env_str("PROCMEM_MINING_POLISH", "")  # dotted path of a
 CELERY_BEAT_SCHEDULE.update({
     "procmem-mine-sessions": {"task": "library.mine_scheduled", "schedule": PROCMEM_MINING_INTERVAL_MINUTES * 60.0},
     "procmem-purge-raw-sessions": {"task": "library.purge_raw_sessions", "schedule": 24 * 3600.0},
+    "procmem-otlp-flush": {"task": "library.otlp_flush", "schedule": float(max(10, min(PROCMEM_OTLP_QUIET_SECONDS, 60)))},
 })
 
 # --- eval replays (docs/design.md "Eval replays") -----------------------------------------------------

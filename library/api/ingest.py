@@ -27,7 +27,7 @@ from django.views.decorators.http import require_POST
 from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item
 from .. import safe_json
 from ..ingest.store import sessions_store
-from ..models import Agent
+from ..models import Agent, AgentSession
 from .tokens import api_error, token_required
 
 NDJSON_TYPES = {"application/x-ndjson", "application/jsonl", "application/x-jsonlines"}
@@ -123,7 +123,8 @@ def sessions_accept(
             good.append(parse_item(item, fmt=fmt, options=ImportOptions()))
         except ItemInvalid as exc:
             refused.append({"index": index, "session_id": exc.session_id, "errors": [e.to_dict() for e in exc.errors]})
-    result = sessions_store(agent=agent, sessions=good)
+    # the trace format is what the coding agents' capture hook sends (procmem_client.capture)
+    result = sessions_store(agent=agent, sessions=good, channel=AgentSession.Channel.HOOK if fmt == "trace" else AgentSession.Channel.CLIENT)
     return {
         "agent": agent.name,
         "stored": result.stored,

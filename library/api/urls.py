@@ -5,7 +5,7 @@ scalar facts only. v1's route names are the app's own (api:active_set), v2's are
 
 from django.urls import include, path
 
-from . import ingest, mcp_endpoint, views
+from . import ingest, mcp_endpoint, otlp, views
 
 app_name = "api"
 
@@ -28,4 +28,6 @@ def _routes(api_version: str) -> list:
 urlpatterns = [
     path("v1/", include(_routes("v1"))),
     path("v2/", include((_routes("v2"), "v2"))),
+    # OTLP/HTTP: exporters append /v1/traces to OTEL_EXPORTER_OTLP_ENDPOINT=<procmem>/api/otlp
+    path("otlp/v1/traces", otlp.traces, name="otlp_traces"),
 ]

@@ -237,5 +237,5 @@ def seed_demo_sessions(agent: Agent, *, now: datetime | None = None, order_statu
     order_status_v2_at = order_status_v2_at or now - timedelta(days=12)
     items = as_lived(demo_session_items(), now=now, order_status_v2_at=order_status_v2_at)
     sessions = [parse_procmem(item, ImportOptions()) for item in items]
-    sessions_store(agent=agent, sessions=sessions)
+    sessions_store(agent=agent, sessions=sessions, channel="client")
     return mining_run_execute(agent=agent)

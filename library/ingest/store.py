@@ -201,21 +201,22 @@ def intents_ensure(*, agent: Agent, names: Iterable[str]) -> dict[str, int]:
     return found
 
 
-def sessions_store(*, agent: Agent, sessions: list[SessionIn]) -> StoreResult:
+def sessions_store(*, agent: Agent, sessions: list[SessionIn], channel: str = "") -> StoreResult:
     """Stores validated sessions of one agent in one transaction. Idempotent by session id: a session
     already stored (or repeated in the batch) is reported as duplicate and changes nothing.
 
     Redaction happens here, before the row exists: the excerpt a reviewer sees is built from the
     session's own personal values plus the agent's and the built-in patterns. With
     PROCMEM_RAW_RETENTION_DAYS=0 the raw task and arguments are never stored. Only sessions not
-    stored yet are redacted (a resent batch costs a look-up)."""
-    return _store(agent, sessions, lambda fresh: _prepare_all(agent, fresh))
+    stored yet are redacted (a resent batch costs a look-up). `channel`: how they reached procmem
+    (AgentSession.Channel: client, file, otlp, hook)."""
+    return _store(agent, sessions, lambda fresh: _prepare_all(agent, fresh), channel)
 
 
-def prepared_store(*, agent: Agent, prepared: list[PreparedSession]) -> StoreResult:
+def prepared_store(*, agent: Agent, prepared: list[PreparedSession], channel: str = "") -> StoreResult:
     """sessions_store for sessions prepared already (session_prepare, e.g. in an import's worker
     processes): the same checks, the same transaction."""
-    return _store(agent, prepared, lambda fresh: fresh)
+    return _store(agent, prepared, lambda fresh: fresh, channel)
 
 
 def _prepare_all(agent: Agent, sessions: list[SessionIn]) -> list[PreparedSession]:
@@ -224,7 +225,7 @@ def _prepare_all(agent: Agent, sessions: list[SessionIn]) -> list[PreparedSessio
     return [session_prepare(s, redaction_patterns=agent.redaction_patterns, keep_raw=keep_raw, cache=cache) for s in sessions]
 
 
-def _store(agent: Agent, sessions: list, prepare: Callable[[list], list[PreparedSession]]) -> StoreResult:
+def _store(agent: Agent, sessions: list, prepare: Callable[[list], list[PreparedSession]], channel: str) -> StoreResult:
     result = StoreResult()
     unique: dict[str, Any] = {}
     for session in sessions:
@@ -242,7 +243,7 @@ def _store(agent: Agent, sessions: list, prepare: Callable[[list], list[Prepared
         result.duplicate.extend(sid for sid in unique if sid in existing)
         intent_ids = intents_ensure(agent=agent, names={s.intent for s in fresh if s.intent})
         rows = [
-            AgentSession(agent=agent, intent_id=intent_ids.get(s.intent) if s.intent else None, **s.fields)
+            AgentSession(agent=agent, intent_id=intent_ids.get(s.intent) if s.intent else None, channel=channel, **s.fields)
             for s in fresh
         ]
         for start in range(0, len(rows), INSERT_BATCH):

@@ -19,7 +19,7 @@ from library.ingest.formats import CODING_FORMATS, FORMATS, INTENT_DERIVATIONS, 
 from library.ingest.pipeline import ImportSpec, Refused, import_outcomes, import_workers
 from library.ingest.reader import iter_session_files
 from library.ingest.store import prepared_store
-from library.models import Agent, slug_validator
+from library.models import Agent, AgentSession, slug_validator
 from library.services import agent_set_tools
 
 
@@ -105,7 +105,7 @@ class Command(BaseCommand):
         progress = tqdm(unit="B", unit_scale=True, desc="import", disable=options["no_progress"], file=self.stderr._out)
 
         def flush():
-            result = prepared_store(agent=agent, prepared=batch)
+            result = prepared_store(agent=agent, prepared=batch, channel=AgentSession.Channel.FILE)
             # With DEBUG on, Django keeps every query's SQL; bulk inserts are large, so a long import
             # would grow by megabytes per batch. Constant memory means forgetting them.
             reset_queries()

@@ -1,0 +1,106 @@
+"""POST /api/otlp/v1/traces: OTLP/HTTP trace export (docs/api.md "OpenTelemetry traces").
+
+A standard OTLP exporter configured with `OTEL_EXPORTER_OTLP_ENDPOINT=<procmem>/api/otlp` and
+`OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer <ingest token>` delivers here unchanged. Responses
+follow the OTLP/HTTP specification, in the request's encoding (protobuf or JSON):
+
+- 200 with an `ExportTraceServiceResponse`; its `partial_success` (rejected_spans, error_message)
+  is set when some spans were rejected (no GenAI attribute, invalid ids, a late span, …);
+- 400 with a `google.rpc.Status` when the body cannot be decoded (bad protobuf, bad JSON, bad gzip),
+  401/403 for a missing or wrong token, 413 for a body over PROCMEM_INGEST_MAX_BODY_BYTES (also
+  after gunzip), 415 for another Content-Type (answered in JSON), 405 for another method.
+
+Spans become sessions as library/ingest/otlp.py describes; the agent is the token's.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
+from google.protobuf import json_format
+from google.protobuf.message import Message
+from google.rpc import code_pb2, status_pb2
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+
+from ..ingest import otlp
+from ..models import ApiToken
+from .ingest import _read_body
+from .tokens import authenticate, token_touch
+
+_CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 403: code_pb2.PERMISSION_DENIED,
+          405: code_pb2.UNIMPLEMENTED, 413: code_pb2.RESOURCE_EXHAUSTED, 415: code_pb2.INVALID_ARGUMENT}
+
+
+def _encoded(message: Message, content_type: str, status: int) -> HttpResponse:
+    if content_type == otlp.PROTOBUF:
+        return HttpResponse(message.SerializeToString(), status=status, content_type=otlp.PROTOBUF)
+    return HttpResponse(json_format.MessageToJson(message, indent=None), status=status, content_type=otlp.JSON)
+
+
+def _status(status: int, message: str, content_type: str) -> HttpResponse:
+    return _encoded(status_pb2.Status(code=_CODES.get(status, code_pb2.UNKNOWN), message=message), content_type, status)
+
+
+def _gunzip(body: bytes, limit: int) -> bytes | None:
+    """The inflated body, None when it is over `limit` bytes; ValueError when it is not gzip."""
+    inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+    try:
+        data = inflater.decompress(body, limit + 1)
+    except zlib.error as exc:
+        raise ValueError(f"the gzip body cannot be inflated: {exc}") from None
+    if len(data) > limit:
+        return None
+    if not inflater.eof:
+        raise ValueError("the gzip body ends before its end")
+    return data
+
+
+@csrf_exempt  # bearer tokens, no cookies
+def traces(request: HttpRequest) -> HttpResponse:
+    content_type = request.content_type or ""
+    answer_as = otlp.PROTOBUF if content_type == otlp.PROTOBUF else otlp.JSON
+    if request.method != "POST":
+        response = _status(405, "Only POST: OTLP/HTTP trace export.", answer_as)
+        response["Allow"] = "POST"
+        return response
+    kind, _, raw = request.headers.get("Authorization", "").partition(" ")
+    token = authenticate(raw.strip()) if kind.lower() == "bearer" else None
+    if token is None:
+        response = _status(401, "Send Authorization: Bearer <ingest token> (OTEL_EXPORTER_OTLP_HEADERS).", answer_as)
+        response["WWW-Authenticate"] = 'Bearer realm="procmem"'
+        return response
+    if token.scope != ApiToken.Scope.INGEST:
+        return _status(403, "This token may not write sessions: use a token of scope ingest.", answer_as)
+    token_touch(token)
+    if content_type not in (otlp.PROTOBUF, otlp.JSON):
+        return _status(415, f"Content-Type must be {otlp.PROTOBUF} or {otlp.JSON}, not {content_type or 'none'!r}.", otlp.JSON)
+    limit = settings.PROCMEM_INGEST_MAX_BODY_BYTES
+    body = _read_body(request, limit)
+    if body is None:
+        return _status(413, f"The request body is over {limit} bytes; export smaller batches.", answer_as)
+    encoding = request.headers.get("Content-Encoding", "").strip().lower()
+    if encoding == "gzip":
+        try:
+            body = _gunzip(body, limit)
+        except ValueError as exc:
+            return _status(400, f"The body is not valid gzip: {exc}.", answer_as)
+        if body is None:
+            return _status(413, f"The inflated body is over {limit} bytes; export smaller batches.", answer_as)
+    elif encoding not in ("", "identity"):
+        return _status(415, f"Content-Encoding must be gzip or none, not {encoding!r}.", answer_as)
+    try:
+        export = otlp.decode_request(body, content_type)
+    except otlp.OtlpRefused as exc:
+        return _status(exc.status, exc.message, answer_as)
+    accepted, rejected = otlp.spans_of(export)
+    rejected += otlp.spans_stage(agent=token.agent, spans=accepted)
+    if accepted:
+        otlp.sessions_flush(agent=token.agent, touched=accepted)
+    response = ExportTraceServiceResponse()
+    if rejected:
+        response.partial_success.rejected_spans = len(rejected)
+        response.partial_success.error_message = otlp.partial_success_message(rejected)
+    return _encoded(response, answer_as, 200)

@@ -1,0 +1,511 @@
+"""OpenTelemetry traces in: POST /api/otlp/v1/traces (OTLP/HTTP, docs/api.md "OpenTelemetry traces").
+
+What an OTLP request becomes:
+
+1. `decode_request`: the body, protobuf (`application/x-protobuf`) or JSON (`application/json`,
+   OTLP's JSON mapping: ids as hex), into the `ExportTraceServiceRequest` of the maintained
+   definitions (the `opentelemetry-proto` package). A body that is neither is refused whole.
+2. `spans_of`: every span read on its own into a `SpanIn` — its ids, times, status, and only its
+   GenAI-semconv and OpenInference attributes (everything else a trace carries, HTTP and database
+   attributes, is never kept). A span with none of them, with invalid ids, with a tool name that does
+   not normalise, or with values PostgreSQL cannot hold is rejected with its reason (the response's
+   partial success counts them).
+3. `spans_stage`: accepted spans wait in `OtlpSpan` rows, idempotently by (trace id, span id).
+4. `sessions_flush`: a session is complete when (a) a root span (one without a parent) of each of
+   its traces has arrived and no span of it came for PROCMEM_OTLP_QUIET_SECONDS, or (b) no span of
+   it came for PROCMEM_OTLP_MAX_WAIT_SECONDS (a trace whose root was never sent). It is then built
+   (`session_item`) into a procmem-format item and stored through the same parser, limits,
+   tool-name rules and redaction as POST /api/v1/sessions. New spans of a session already stored are
+   rejected as late; a span resent unchanged is a duplicate and changes nothing.
+
+The session id is `gen_ai.conversation.id` (OpenInference: `session.id`) when a span of the trace
+carries one, else the trace id in hex; a conversation's traces (one per turn) make one session.
+"""
+
+from __future__ import annotations
+
+import base64
+import logging
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
+from typing import Any
+
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
+from django.utils import timezone
+from google.protobuf import json_format
+from google.protobuf.message import DecodeError
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from .. import safe_json
+from ..models import Agent, AgentSession, OtlpSpan
+from .formats import ImportOptions, ItemInvalid, normalise_tool_name, parse_item
+from .store import StoreResult, sessions_store
+
+logger = logging.getLogger(__name__)
+
+PROTOBUF = "application/x-protobuf"
+JSON = "application/json"
+# attribute names kept from a span: the GenAI semantic conventions, OpenInference's, OpenLLMetry's
+# prompt/completion attributes (gen_ai.prompt.N.*), and procmem's own (procmem.intent, procmem.outcome.*)
+KEPT_PREFIXES = ("gen_ai.", "llm.", "tool.", "tool_call.", "input.", "output.", "openinference.", "procmem.")
+KEPT_NAMES = {"session.id", "error.type"}
+# what marks a span as one of an agent's: any of these
+GENAI_PREFIXES = ("gen_ai.", "llm.", "tool.", "openinference.")
+MAX_VALUE_DEPTH = 16
+KEEP_STORED_SPANS = timedelta(days=1)
+_ID_KEYS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
+
+
+class OtlpRefused(Exception):
+    """A request refused whole: the HTTP status and what was wrong (sent as a google.rpc.Status)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+# ---------------------------------------------------------------------------------------------- decoding
+
+
+def _ids_to_base64(value: Any, path: str) -> None:
+    """OTLP/JSON writes trace and span ids as hex, where protobuf's JSON mapping expects base64:
+    rewrites them in place (spans and their links), refusing one that is not hex."""
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            _ids_to_base64(item, f"{path}[{index}]")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if key in _ID_KEYS and isinstance(item, str):
+                try:
+                    value[key] = base64.b64encode(bytes.fromhex(item)).decode("ascii")
+                except ValueError:
+                    raise OtlpRefused(400, f"{path}.{key} must be a hex id, got {item[:40]!r}") from None
+            elif isinstance(item, (list, dict)) and key not in ("attributes", "resource"):
+                _ids_to_base64(item, f"{path}.{key}" if path else key)
+
+
+def decode_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    if content_type == PROTOBUF:
+        try:
+            request.ParseFromString(body)
+        except (DecodeError, RecursionError, ValueError) as exc:
+            raise OtlpRefused(400, f"The body is not an ExportTraceServiceRequest in protobuf: {exc}") from None
+        return request
+    if content_type == JSON:
+        try:
+            payload = safe_json.parse(body or b"null", check_values=False)
+        except safe_json.JsonRefused as exc:
+            raise OtlpRefused(400, f"The body {exc.message}.") from None
+        if not isinstance(payload, dict):
+            raise OtlpRefused(400, 'The body must be an ExportTraceServiceRequest object: {"resourceSpans": [...]}.')
+        _ids_to_base64(payload, "")
+        try:
+            json_format.ParseDict(payload, request, ignore_unknown_fields=True)
+        except (json_format.ParseError, RecursionError, ValueError, TypeError) as exc:
+            raise OtlpRefused(400, f"The body is not an ExportTraceServiceRequest in OTLP/JSON: {str(exc)[:300]}") from None
+        return request
+    raise OtlpRefused(415, f"Content-Type must be {PROTOBUF} or {JSON}, not {content_type or 'none'!r}.")
+
+
+def _value(value: AnyValue, depth: int = 0) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if depth >= MAX_VALUE_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_VALUE_DEPTH} levels")
+    if kind == "array_value":
+        return [_value(v, depth + 1) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return {kv.key: _value(kv.value, depth + 1) for kv in value.kvlist_value.values}
+    if kind == "bytes_value":
+        return None  # binary payloads (images, audio) are never kept
+    return getattr(value, kind)
+
+
+def _kept_attributes(pairs: Iterable[Any]) -> dict[str, Any]:
+    kept: dict[str, Any] = {}
+    for pair in pairs:
+        key = pair.key
+        if key.startswith(KEPT_PREFIXES) or key in KEPT_NAMES:
+            found = _value(pair.value)
+            if found is not None:
+                kept[key] = found
+    return kept
+
+
+# ---------------------------------------------------------------------------------------------- one span
+
+
+@dataclass
+class SpanIn:
+    trace_id: str
+    span_id: str
+    parent_span_id: str
+    name: str
+    start_ns: int
+    end_ns: int
+    failed: bool
+    attributes: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def conversation_id(self) -> str:
+        value = self.attributes.get("gen_ai.conversation.id", self.attributes.get("session.id"))
+        return str(value).strip()[:200] if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
+
+    @property
+    def is_tool(self) -> bool:
+        return self.attributes.get("gen_ai.operation.name") == "execute_tool" or str(
+            self.attributes.get("openinference.span.kind", "")
+        ).upper() == "TOOL"
+
+    @property
+    def tool_name(self) -> Any:
+        return self.attributes.get("gen_ai.tool.name", self.attributes.get("tool.name", self.name.removeprefix("execute_tool ").strip()))
+
+
+@dataclass
+class Rejected:
+    span: str  # where: resourceSpans[0].scopeSpans[1].spans[3]
+    message: str
+
+
+def _hex_id(raw: bytes, size: int) -> str | None:
+    return raw.hex() if len(raw) == size and any(raw) else None
+
+
+def _read_span(span: Span) -> SpanIn | str:
+    """The span, or why it is rejected."""
+    trace_id, span_id = _hex_id(span.trace_id, 16), _hex_id(span.span_id, 8)
+    if trace_id is None or span_id is None:
+        return "has an invalid trace or span id (16 and 8 bytes, not all zero)"
+    parent = span.parent_span_id
+    if parent and _hex_id(parent, 8) is None:
+        return "has an invalid parent span id"
+    try:
+        attributes = _kept_attributes(span.attributes)
+        events = [
+            {"name": event.name, "attributes": _kept_attributes(event.attributes) or {
+                kv.key: _value(kv.value) for kv in event.attributes if kv.key in ("content", "role", "message")
+            }}
+            for event in span.events if event.name.startswith("gen_ai.")
+        ]
+    except ValueError as exc:
+        return f"has an attribute {exc}"
+    if not any(key.startswith(GENAI_PREFIXES) for key in attributes):
+        return "has no GenAI (gen_ai.*) or OpenInference attribute: not a span of an agent"
+    if span.end_time_unix_nano and span.end_time_unix_nano < span.start_time_unix_nano:
+        return "ends before it starts"
+    found = SpanIn(
+        trace_id=trace_id, span_id=span_id, parent_span_id=parent.hex() if parent else "", name=span.name[:200],
+        start_ns=min(span.start_time_unix_nano, 2**63 - 1), end_ns=min(span.end_time_unix_nano, 2**63 - 1),
+        failed=span.status.code == Status.STATUS_CODE_ERROR or "error.type" in attributes,
+        attributes=attributes, events=events,
+    )
+    try:
+        safe_json.check({"name": found.name, "attributes": attributes, "events": events})
+    except safe_json.JsonRefused as exc:
+        return f"has a value that cannot be stored at {exc.path or 'its name'}: {exc.message}"
+    if found.is_tool and normalise_tool_name(found.tool_name) is None:
+        return f"is a tool call whose name {str(found.tool_name)[:80]!r} is not a tool name (letters, digits, _ . -, at most 128)"
+    return found
+
+
+def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanIn], list[Rejected]]:
+    accepted: list[SpanIn] = []
+    rejected: list[Rejected] = []
+    for r, resource_spans in enumerate(request.resource_spans):
+        for s, scope_spans in enumerate(resource_spans.scope_spans):
+            for i, span in enumerate(scope_spans.spans):
+                read = _read_span(span)
+                if isinstance(read, str):
+                    rejected.append(Rejected(f"resourceSpans[{r}].scopeSpans[{s}].spans[{i}]", read))
+                else:
+                    accepted.append(read)
+    return accepted, rejected
+
+
+# ---------------------------------------------------------------------------------------------- staging
+
+
+def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = None) -> list[Rejected]:
+    """Stores the accepted spans of one request as pending OtlpSpan rows, in one transaction.
+    Returns the spans rejected as late: new spans of a session stored already. A span received
+    before (the same trace and span id) is a duplicate: nothing changes."""
+    now = now or timezone.now()
+    if not spans:
+        return []
+    trace_ids = {s.trace_id for s in spans}
+    known: dict[tuple[str, str], str] = {}
+    closed_traces: dict[str, str] = {}
+    for trace_id, span_id, state, session_id in OtlpSpan.objects.filter(agent=agent, trace_id__in=trace_ids).values_list(
+        "trace_id", "span_id", "state", "session_id"
+    ):
+        known[(trace_id, span_id)] = state
+        if state != OtlpSpan.State.PENDING:
+            closed_traces[trace_id] = session_id
+    # a trace first seen now, whose conversation is stored already
+    keys = {s.conversation_id for s in spans if s.conversation_id} | trace_ids
+    stored = set(AgentSession.objects.filter(agent=agent, session_id__in=keys).values_list("session_id", flat=True))
+    late: list[Rejected] = []
+    rows: list[OtlpSpan] = []
+    seen: set[tuple[str, str]] = set()
+    for span in spans:
+        key = (span.trace_id, span.span_id)
+        if key in known or key in seen:
+            continue
+        seen.add(key)
+        session = closed_traces.get(span.trace_id) or ((span.conversation_id or span.trace_id) if (span.conversation_id or span.trace_id) in stored else "")
+        if session:
+            late.append(Rejected(f"span {span.span_id} of trace {span.trace_id}", f"arrived after its session {session!r} was stored; late spans are not added"))
+            continue
+        rows.append(OtlpSpan(
+            agent=agent, trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id,
+            conversation_id=span.conversation_id, name=span.name, start_ns=span.start_ns, end_ns=span.end_ns,
+            failed=span.failed, attributes=span.attributes, events=span.events, received_at=now,
+        ))
+    if rows:
+        OtlpSpan.objects.bulk_create(rows, ignore_conflicts=True)
+    return late
+
+
+# ---------------------------------------------------------------------------------------------- sessions
+
+
+def _json_or_text(value: Any) -> Any:
+    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
+        try:
+            return safe_json.parse(value)
+        except safe_json.JsonRefused:
+            return value
+    return value
+
+
+def _message_text(message: Any) -> str:
+    """The text of one chat message in any of the shapes instrumentations record."""
+    if not isinstance(message, Mapping):
+        return ""
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = message.get("parts") if isinstance(message.get("parts"), list) else content if isinstance(content, list) else []
+    texts = []
+    for part in parts:
+        if isinstance(part, Mapping) and part.get("type", "text") == "text":
+            text = part.get("content", part.get("text"))
+            if isinstance(text, str):
+                texts.append(text)
+    return "\n".join(texts)
+
+
+def _messages(attributes: Mapping[str, Any], events: list[dict[str, Any]], *, output: bool) -> list[dict[str, Any]]:
+    """The span's input (or output) messages as [{role, text}]: GenAI semconv's
+    gen_ai.input.messages / gen_ai.output.messages, OpenLLMetry's gen_ai.prompt.N.* /
+    gen_ai.completion.N.*, OpenInference's llm.input_messages.N.message.* / llm.output_messages.N.*,
+    and the older gen_ai.user.message / gen_ai.choice events."""
+    found: list[dict[str, Any]] = []
+    whole = _json_or_text(attributes.get("gen_ai.output.messages" if output else "gen_ai.input.messages"))
+    if isinstance(whole, list):
+        found.extend({"role": m.get("role", ""), "text": _message_text(m)} for m in whole if isinstance(m, Mapping))
+    for prefix, role_key, content_key in (
+        ("gen_ai.completion." if output else "gen_ai.prompt.", "role", "content"),
+        ("llm.output_messages." if output else "llm.input_messages.", "message.role", "message.content"),
+    ):
+        indexed: dict[int, dict[str, Any]] = defaultdict(dict)
+        for key, value in attributes.items():
+            if key.startswith(prefix):
+                index, _, rest = key[len(prefix):].partition(".")
+                if index.isdigit() and rest in (role_key, content_key):
+                    indexed[int(index)]["role" if rest == role_key else "text"] = value
+        found.extend({"role": m.get("role", ""), "text": m.get("text") if isinstance(m.get("text"), str) else ""} for _, m in sorted(indexed.items()))
+    for event in events:
+        names = ("gen_ai.choice", "gen_ai.assistant.message") if output else ("gen_ai.user.message",)
+        if event["name"] in names:
+            text = _message_text(_json_or_text(event["attributes"].get("message"))) or event["attributes"].get("content")
+            found.append({"role": "assistant" if output else "user", "text": text if isinstance(text, str) else ""})
+    return found
+
+
+def _first(spans: list[OtlpSpan], *keys: str) -> Any:
+    for span in spans:
+        for key in keys:
+            value = span.attributes.get(key)
+            if value not in (None, ""):
+                return value
+    return None
+
+
+def _tool_call(span: OtlpSpan) -> dict[str, Any]:
+    attributes = span.attributes
+    args = _json_or_text(attributes.get("gen_ai.tool.call.arguments", attributes.get("input.value")))
+    call: dict[str, Any] = {
+        "name": normalise_tool_name(SpanIn(**_span_fields(span)).tool_name),
+        "args": args if isinstance(args, Mapping) else ({} if args in (None, "") else {"input": args}),
+        "ok": not span.failed,
+    }
+    result = attributes.get("gen_ai.tool.call.result", attributes.get("output.value"))
+    if result is not None:
+        call["result"] = _json_or_text(result)
+    return call
+
+
+def _span_fields(span: OtlpSpan) -> dict[str, Any]:
+    return dict(
+        trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, name=span.name,
+        start_ns=span.start_ns, end_ns=span.end_ns, failed=span.failed, attributes=span.attributes, events=span.events,
+    )
+
+
+def _outcome(spans: list[OtlpSpan]) -> dict[str, Any] | None:
+    outcome = {k: _first(spans, f"procmem.outcome.{k}") for k in ("resolved", "escalated", "rating")}
+    return outcome if any(v is not None for v in outcome.values()) else None
+
+
+def session_item(session_id: str, spans: list[OtlpSpan]) -> dict[str, Any]:
+    """The procmem-format item of one complete session: the tool calls of its execute_tool (or
+    OpenInference TOOL) spans in start order, the task from the first user message, the model
+    from gen_ai.request.model, the reply from the last assistant message, the end time from the
+    last span's end."""
+    spans = sorted(spans, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
+    task = reply = ""
+    for span in spans:
+        if not task:
+            task = next((m["text"] for m in _messages(span.attributes, span.events, output=False) if m["role"] == "user" and m["text"]), "")
+        said = [m["text"] for m in _messages(span.attributes, span.events, output=True) if m["role"] in ("assistant", "") and m["text"]]
+        if said:
+            reply = said[-1]
+    if not task:  # an OpenInference agent or chain span's input is the user's request
+        root = next((s for s in spans if not s.parent_span_id and isinstance(s.attributes.get("input.value"), str)), None)
+        task = root.attributes["input.value"] if root is not None else ""
+    ended = max((s.end_ns for s in spans), default=0)
+    item: dict[str, Any] = {
+        "session_id": session_id,
+        "task": task,
+        "reply": reply,
+        "tool_calls": [_tool_call(s) for s in spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"
+                       or str(s.attributes.get("openinference.span.kind", "")).upper() == "TOOL"],
+        "model": _first(spans, "gen_ai.request.model", "llm.model_name", "gen_ai.response.model") or "",
+        "intent": _first(spans, "procmem.intent"),
+        "task_key": _first(spans, "procmem.task_key"),
+        "ended_at": datetime.fromtimestamp(ended / 1e9, tz=dt_timezone.utc).isoformat() if ended else None,
+    }
+    outcome = _outcome(spans)
+    if outcome is not None:
+        item["outcome"] = outcome
+    return item
+
+
+def quiet_seconds() -> float:
+    return float(getattr(settings, "PROCMEM_OTLP_QUIET_SECONDS", 60))
+
+
+def max_wait_seconds() -> float:
+    return float(getattr(settings, "PROCMEM_OTLP_MAX_WAIT_SECONDS", 3600))
+
+
+@dataclass
+class FlushResult:
+    stored: list[str] = field(default_factory=list)
+    duplicate: list[str] = field(default_factory=list)
+    refused: dict[str, str] = field(default_factory=dict)  # session id → why
+
+
+def _due_sessions(agent: Agent, now: datetime, touched: list[SpanIn] | None) -> dict[str, list[str]]:
+    """Session id → its trace ids, for the agent's pending sessions that are complete now (with
+    `touched`: only those of these spans' traces and conversations)."""
+    traces: dict[str, dict[str, Any]] = {}
+    pending = OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING)
+    if touched is not None:
+        conversations = {s.conversation_id for s in touched if s.conversation_id}
+        pending = pending.filter(Q(trace_id__in={s.trace_id for s in touched}) | Q(conversation_id__in=conversations))
+        # every pending trace of those conversations, also the ones whose spans carry no conversation id
+        pending = OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=pending.values("trace_id"))
+    for trace_id, conversation_id, parent, received_at in pending.values_list("trace_id", "conversation_id", "parent_span_id", "received_at"):
+        trace = traces.setdefault(trace_id, {"conversation": "", "root": False, "last": received_at})
+        trace["conversation"] = trace["conversation"] or conversation_id
+        trace["root"] = trace["root"] or not parent
+        trace["last"] = max(trace["last"], received_at)
+    sessions: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for trace_id, trace in traces.items():
+        sessions[trace["conversation"] or trace_id].append({"id": trace_id, **trace})
+    due: dict[str, list[str]] = {}
+    quiet, longest = timedelta(seconds=quiet_seconds()), timedelta(seconds=max_wait_seconds())
+    for session_id, its in sessions.items():
+        last = max(t["last"] for t in its)
+        if (all(t["root"] for t in its) and now - last >= quiet) or now - last >= longest:
+            due[session_id] = [t["id"] for t in its]
+    return due
+
+
+def _flush_lock(agent: Agent) -> bool:
+    """One flush per agent at a time (PostgreSQL: a transaction advisory lock; another process
+    flushing the same agent makes this one skip, it will store the same sessions)."""
+    if connection.vendor != "postgresql":
+        return True
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [0x6F746C70, agent.pk])
+        return bool(cursor.fetchone()[0])
+
+
+def sessions_flush(*, agent: Agent, now: datetime | None = None, touched: list[SpanIn] | None = None) -> FlushResult:
+    """Stores the agent's complete sessions (the rule in the module docstring), each through the
+    procmem parser and sessions_store; marks their spans stored (or refused, with the reason) and
+    drops spans of sessions closed more than a day ago. One transaction. `touched`: only the
+    sessions of these spans (the request that brought them; the periodic flush takes all)."""
+    now = now or timezone.now()
+    result = FlushResult()
+    with transaction.atomic():
+        if not _flush_lock(agent):
+            return result
+        due = _due_sessions(agent, now, touched)
+        if due:
+            by_trace = {trace_id: session_id for session_id, ids in due.items() for trace_id in ids}
+            spans: dict[str, list[OtlpSpan]] = defaultdict(list)
+            for span in OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=list(by_trace)):
+                spans[by_trace[span.trace_id]].append(span)
+            good = []
+            for session_id, its in spans.items():
+                try:
+                    good.append(parse_item(session_item(session_id, its), fmt="procmem", options=ImportOptions()))
+                except ItemInvalid as exc:
+                    result.refused[session_id] = str(exc)[:300]
+                    logger.warning("OTLP session %s of agent %s refused: %s", session_id, agent.name, exc)
+            stored: StoreResult = sessions_store(agent=agent, sessions=good, channel=AgentSession.Channel.OTLP)
+            result.stored, result.duplicate = stored.stored, stored.duplicate
+            for session_id, ids in due.items():
+                refused = session_id in result.refused
+                OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=ids).update(
+                    state=OtlpSpan.State.REFUSED if refused else OtlpSpan.State.STORED, session_id=session_id,
+                    note=result.refused.get(session_id, ""),
+                )
+        if touched is None:
+            OtlpSpan.objects.filter(agent=agent, received_at__lt=now - KEEP_STORED_SPANS).exclude(state=OtlpSpan.State.PENDING).delete()
+    return result
+
+
+def agents_with_pending_spans() -> list[int]:
+    return list(OtlpSpan.objects.filter(state=OtlpSpan.State.PENDING).values_list("agent_id", flat=True).distinct())
+
+
+def partial_success_message(rejected: list[Rejected], limit: int = 5) -> str:
+    """The response's error_message: how many spans were rejected and why, the first few named."""
+    if not rejected:
+        return ""
+    named = "; ".join(f"{r.span} {r.message}" for r in rejected[:limit])
+    more = f"; and {len(rejected) - limit} more" if len(rejected) > limit else ""
+    return f"{len(rejected)} span(s) rejected: {named}{more}"
+
+
+__all__ = [
+    "OtlpRefused", "SpanIn", "Rejected", "FlushResult", "decode_request", "spans_of", "spans_stage", "sessions_flush",
+    "session_item", "partial_success_message", "agents_with_pending_spans",
+]
