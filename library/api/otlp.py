@@ -7,7 +7,7 @@ follow the OTLP/HTTP specification, in the request's encoding (protobuf or JSON)
 - 200 with an `ExportTraceServiceResponse`; its `partial_success` (rejected_spans, error_message)
   is set when some spans were rejected (no GenAI attribute, invalid ids, a late span, …);
 - 400 with a `google.rpc.Status` when the body cannot be decoded (bad protobuf, bad JSON, bad gzip),
-  401/403 for a missing or wrong token, 413 for a body over PROCMEM_INGEST_MAX_BODY_BYTES (also
+  401/403 for a missing or wrong token, 429 (Retry-After) over the agent's ingest rate limit, 413 for a body over PROCMEM_INGEST_MAX_BODY_BYTES (also
   after gunzip), 415 for another Content-Type (answered in JSON), 405 for another method.
 
 Spans become sessions as library/ingest/otlp.py describes; the agent is the token's.
@@ -28,10 +28,12 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ..ingest import otlp
 from ..models import ApiToken
 from .ingest import _read_body
+from .limits import rate_limited
 from .tokens import authenticate, token_touch
 
 _CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 403: code_pb2.PERMISSION_DENIED,
-          405: code_pb2.UNIMPLEMENTED, 413: code_pb2.RESOURCE_EXHAUSTED, 415: code_pb2.INVALID_ARGUMENT}
+          405: code_pb2.UNIMPLEMENTED, 413: code_pb2.RESOURCE_EXHAUSTED, 415: code_pb2.INVALID_ARGUMENT,
+          429: code_pb2.RESOURCE_EXHAUSTED}
 
 
 def _encoded(message: Message, content_type: str, status: int) -> HttpResponse:
@@ -74,6 +76,11 @@ def traces(request: HttpRequest) -> HttpResponse:
         return response
     if token.scope != ApiToken.Scope.INGEST:
         return _status(403, "This token may not write sessions: use a token of scope ingest.", answer_as)
+    limited = rate_limited(request, token=token, endpoint="ingest")  # the same limit as POST /api/v1/sessions
+    if limited is not None:
+        response = _status(429, "Over the agent's ingest rate limit; retry after the Retry-After seconds.", answer_as)
+        response["Retry-After"] = limited["Retry-After"]
+        return response
     token_touch(token)
     if content_type not in (otlp.PROTOBUF, otlp.JSON):
         return _status(415, f"Content-Type must be {otlp.PROTOBUF} or {otlp.JSON}, not {content_type or 'none'!r}.", otlp.JSON)
