@@ -657,6 +657,39 @@ class VersionTombstone(models.Model):
     def __str__(self) -> str:
         return f"tombstone of {self.procedure_key} v{self.number}"
 
+    @property
+    def reference(self) -> str:
+        """What replaces a copy of the erased text wherever erasure finds one (library/erasure.py)."""
+        return f"[erased with tombstone {self.pk}]"
+
+
+class ErasureSweep(models.Model):
+    """What an erasure did to the copies of the erased text outside the version row
+    (library/erasure.py), written in the erasing transaction: the stored rows it rewrote, the later
+    versions it flagged for review, and the copies the check after the sweep still found.
+    `fingerprints` are keyed digests of the erased text's word windows, never the text, so
+    `scan_erased` can prove later that no stored text contains it. While a sweep's `finished_at` is
+    NULL (only inside the erasing transaction) the database lets audit rows change their reason,
+    before and after to a text that carries a tombstone's reference (migration 0021_erasure_sweep)."""
+
+    tombstone = models.OneToOneField(VersionTombstone, on_delete=models.PROTECT, related_name="sweep")
+    fingerprints = models.JSONField(default=list, blank=True)
+    rewritten = models.JSONField(default=dict, blank=True, help_text='{"library.AuditEvent": [pk, ...], ...}')
+    flagged_versions = models.JSONField(default=list, blank=True, help_text="Later versions that shared erased text verbatim")
+    remaining = models.JSONField(default=list, blank=True, help_text="Copies the check after the sweep still found")
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"erasure sweep of tombstone {self.tombstone_id}"
+
+    @property
+    def rewritten_count(self) -> int:
+        return sum(len(pks) for pks in (self.rewritten or {}).values())
+
 
 class AuditEvent(models.Model):
     """Append-only: the database refuses UPDATE and DELETE on this table (see 0002_invariants)."""
@@ -684,6 +717,7 @@ class AuditEvent(models.Model):
         SETTINGS = "settings", "Agent settings changed"
         CASE_CHANGE = "case_change", "Regression case changed"
         ERASE = "erase", "Erased (tombstone kept)"
+        ERASE_COPY = "erase_copy", "Erased text removed (flagged for review)"
         REVIEW = "review", "Re-reviewed (kept ACTIVE)"
         DEMOTION_PROPOSE = "demotion_propose", "Demotion proposed"
         DEMOTION_DISMISS = "demotion_dismiss", "Demotion dismissed"

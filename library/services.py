@@ -747,6 +747,7 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
     unfinished runs cancelled; listeners of `version_erasing` (reviews: comments) wipe what they
     hold. After commit the served sets drop it (`active_set_changed`, whatever the old status was,
     so caches and ETags change at once)."""
+    from . import erasure
     from .signals import version_erased, version_erasing
 
     if ground not in VersionTombstone.Ground.values:
@@ -764,6 +765,7 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
         if locked.status == Status.ERASED:
             raise LifecycleError(f"{locked} was already erased.")
         release_for_erasure(locked=locked, user=user)  # it leaves every environment and rollout first
+        erased_texts = erasure.version_texts(locked)
         now = timezone.now()
         status_before = locked.status
         tombstone = VersionTombstone.objects.create(
@@ -787,14 +789,19 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
             raise LifecycleError(f"{locked} changed while you were deciding; reload and try again.")
         VersionEmbedding.objects.filter(version=locked).delete()
         _erase_eval_records(version_id=locked.pk)
-        version_erasing.send(sender=ProcedureVersion, version_id=locked.pk)
+        for _receiver, wiped in version_erasing.send(sender=ProcedureVersion, version_id=locked.pk):
+            erased_texts.extend(wiped or [])  # listeners return the texts they wiped (comment bodies)
+        sweep = erasure.erasure_sweep(version=locked, tombstone=tombstone, texts=erased_texts, user=user)
         audit(
             action=AuditEvent.Action.ERASE,
             actor=user,
             version=locked,
             reason=reason,
             before={"version": locked.number, "status": status_before, "contentHash": locked.content_hash},
-            after={"version": locked.number, "status": Status.ERASED, "ground": ground},
+            after={
+                "version": locked.number, "status": Status.ERASED, "ground": ground, "copiesRewritten": sweep.rewritten_count,
+                "versionsFlagged": sweep.flagged_versions, "copiesRemaining": len(sweep.remaining),
+            },
         )
         agent_id = locked.procedure.agent_id
         _on_commit(lambda: _notify_active_set_changed(agent_id))

@@ -22,7 +22,9 @@ version_refused_at_load = Signal()
 
 # kwargs: version_id. A version is being erased: sent INSIDE the erasing transaction (the one
 # exception to "after commit"), so that what a listener wipes (reviews: comment texts) is wiped in the
-# same transaction as the content, or not at all. Sent by library/services.py version_erase.
+# same transaction as the content, or not at all. A listener returns the texts it wiped (a list of
+# str), so that the erasure sweep (library/erasure.py) removes their copies too. Sent by
+# library/services.py version_erase.
 version_erasing = Signal()
 
 # kwargs: agent_id, version_id. A version was erased (after commit). library/serving.py drops this

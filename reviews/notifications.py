@@ -32,6 +32,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from library import signals
+from library.erasure import FingerprintMatcher
 from library.models import (
     Agent,
     AgentGroupObjectPermission,
@@ -51,6 +52,7 @@ logger = logging.getLogger(__name__)
 MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 EMAIL_BY_DEFAULT = {NotificationKind.REFUSED_AT_LOAD}
 EMAIL_TASK = "reviews.notification_email"
+ERASED_MESSAGE = "(This notification quoted text that has since been erased.)"
 
 
 def default_preference(user, kind: str) -> NotificationPreference:
@@ -148,8 +150,12 @@ def notification_preferences_set(*, user, choices: dict[str, tuple[bool, bool]])
 def notification_email_send(*, user_ids: list[int], kind: str, message: str, url: str = "") -> int:
     """One e-mail per recipient through Django's mail settings (reviews.tasks.notification_email
     runs this and retries while the mail server is unreachable). Recipients who were deactivated or
-    lost their address meanwhile are skipped. Returns the number of e-mails sent."""
+    lost their address meanwhile are skipped. A message that quotes text erased after it was queued
+    (library/erasure.py's fingerprints) is sent without it. Returns the number of e-mails sent."""
     users = get_user_model().objects.filter(pk__in=user_ids, is_active=True).exclude(email="")
+    if FingerprintMatcher().matches(message):
+        # queued before an erasure whose text it quotes: the in-app copy was rewritten then, this one now
+        message = ERASED_MESSAGE
     subject = f"[procmem] {NotificationKind(kind).label}"
     base = getattr(settings, "PROCMEM_BASE_URL", "")
     body = message + (f"\n\n{base}{url}" if url else "") + "\n\nChoose what you receive: " + base + reverse("reviews:notification_preferences")

@@ -156,11 +156,19 @@ def _add_comment(*, thread: Thread, version: ProcedureVersion, user, body: str) 
     return comment
 
 
+ERASED_COMMENT = "(erased with the version)"
+
+
 @receiver(library_signals.version_erasing, dispatch_uid="reviews.wipe_comments_of_erased_version")
-def _wipe_comments(sender, version_id: int, **kwargs) -> None:
+def _wipe_comments(sender, version_id: int, **kwargs) -> list[str]:
     """Inside the erasing transaction: comments can quote the erased content. The rows stay (who
-    commented when), their text goes."""
-    Comment.objects.filter(version_id=version_id).update(body="(erased with the version)", search_vector=None)
+    commented when), their text goes; the texts are returned, so the erasure sweep removes their
+    copies (audit reasons of "Commented" events, mention notifications; library/erasure.py). The
+    search document follows the body (its trigger fires on UPDATE OF body)."""
+    comments = Comment.objects.filter(version_id=version_id)
+    bodies = [body for body in comments.values_list("body", flat=True) if body != ERASED_COMMENT]
+    comments.update(body=ERASED_COMMENT)
+    return bodies
 
 
 def thread_create(*, version: ProcedureVersion, user, body: str, anchor: str = "", step: int | None = None) -> Thread:

@@ -145,3 +145,49 @@ def sqlite_promotion_triggers() -> list[str]:
 def sqlite_promotion_trigger_names() -> list[str]:
     names = re.findall(r"CREATE TRIGGER (\w+) BEFORE \w+ ON library_procedureversion", " ".join(PROMOTION_SQLITE_OWN))
     return sorted(set(sqlite_version_trigger_names()) | set(names))
+
+
+# ---------------------------------------------------------------------------------------------- after the erasure sweep
+# 0021_erasure_sweep lets a version that is not erased have its text content (appliesWhen, steps,
+# forbidden actions, pre/postconditions, verify command) rewritten while an erasure sweep is under
+# way, when the new text carries a tombstone's reference: a later version that still shares erased
+# text verbatim loses that text (library/erasure.py). Status, approval, content hash and every other
+# column stay. A later migration that rebuilds library_procedureversion on SQLite re-creates
+# `sqlite_sweep_triggers()`.
+
+SWEEP_TEXT_COLUMNS = ["applies_when", "steps", "forbidden_actions", "preconditions", "postconditions", "verify_command"]
+SWEEP_UNDER_WAY = "EXISTS (SELECT 1 FROM library_erasuresweep s WHERE s.finished_at IS NULL)"
+REFERENCE_LIKE = "'%[erased with tombstone %'"
+
+
+def _sweep_permit(sqlite: bool) -> str:
+    erasure = _erasure()
+    changed = erasure._sqlite_changed if sqlite else erasure._pg_changed
+    kept = [c for c in IMMUTABLE_VERSION_COLUMNS if c not in SWEEP_TEXT_COLUMNS]
+    cast = "" if sqlite else "::text"
+    text = " || ".join(f"NEW.{c}{cast if c not in ('applies_when', 'verify_command') else ''}" for c in SWEEP_TEXT_COLUMNS)
+    return (
+        f"OLD.status <> 'ERASED' AND NEW.status = OLD.status AND {SWEEP_UNDER_WAY} "
+        f"AND NOT ({changed(kept)}) AND NOT ({changed(_invariants.SET_ONCE_COLUMNS)}) AND ({text}) LIKE {REFERENCE_LIKE}"
+    )
+
+
+def postgres_sweep_guard() -> str:
+    """procmem_version_guard() as 0021 leaves it: 0015's with the sweep's rewrite allowed."""
+    guard = postgres_promotion_guard()
+    anchor = "    IF NEW.status = 'ERASED' THEN"
+    assert anchor in guard
+    branch = f"    IF {_sweep_permit(sqlite=False)} THEN\n        RETURN NEW;\n    END IF;\n"
+    return guard.replace(anchor, branch + anchor, 1)
+
+
+def sqlite_sweep_triggers() -> list[str]:
+    """The SQLite triggers on library_procedureversion as 0021 leaves them."""
+    statements = []
+    for statement in sqlite_promotion_triggers():
+        if "CREATE TRIGGER procmem_version_immutable " in statement:
+            head, when = statement.split("WHEN ", 1)
+            condition, body = when.split("\n       BEGIN", 1)
+            statement = f"{head}WHEN NOT ({_sweep_permit(sqlite=True)}) AND ({condition})\n       BEGIN{body}"
+        statements.append(statement)
+    return statements

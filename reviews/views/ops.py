@@ -15,6 +15,7 @@ import csv
 from typing import Literal
 from urllib.parse import urlencode
 
+from django.apps import apps
 from django.contrib import messages
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
@@ -30,7 +31,7 @@ from library import selectors as library_selectors
 from library import services
 from library.coding import graph as coding_graph
 from library.conflicts import conflicts_scan
-from library.models import Agent, AuditEvent, LoadRefusal, Procedure, ProcedureVersion, Status, VersionConflict, VersionTombstone
+from library.models import Agent, AuditEvent, ErasureSweep, LoadRefusal, Procedure, ProcedureVersion, Status, VersionConflict, VersionTombstone
 from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
 
 from .. import rights, selectors
@@ -241,7 +242,10 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
                     "reason_hint": "required, kept in the tombstone and the audit log — do not repeat the personal data here"},
     }
     if version.status == Status.ERASED:
-        context["error"] = f"v{version.number} was already erased."
+        # the page of an erased version reports what the erasure did to the copies of its text
+        context["sweep"] = erasure_result(version)
+        if request.method == "POST" or context["sweep"] is None:
+            context["error"] = f"v{version.number} was already erased."
     status = 200
     if request.method == "POST":
         status = decision_status(
@@ -254,8 +258,20 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
                 f"Erased {version.procedure.key} v{version.number}: content and evidence wiped, tombstone kept. "
                 "Agents no longer receive it.",
             )
-            return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
+            return redirect("reviews:ops_erase", version.pk)
     return render(request, "reviews/ops/confirm_erase.html", context, status=status)
+
+
+def erasure_result(version) -> dict | None:
+    """What the erasure sweep of an erased version did, in the words of the erase page."""
+    sweep = ErasureSweep.objects.filter(tombstone__version=version).select_related("tombstone").first()
+    if sweep is None:
+        return None
+    labels = {f"{m._meta.app_label}.{m.__name__}": str(m._meta.verbose_name_plural) for m in apps.get_models()}
+    rewritten = [(labels.get(label, label), len(pks)) for label, pks in sorted((sweep.rewritten or {}).items())]
+    flagged = ProcedureVersion.objects.filter(pk__in=sweep.flagged_versions or []).select_related("procedure").order_by("number")
+    return {"sweep": sweep, "reference": sweep.tombstone.reference, "rewritten": rewritten, "flagged": flagged,
+            "remaining": sweep.remaining or []}
 
 
 # ---------------------------------------------------------------------------------------------- conflicts

@@ -1,0 +1,365 @@
+"""Erasure reaches every copy (docs/design.md "Erasure").
+
+`services.version_erase` wipes the version row itself. The same text also lives elsewhere: the
+mining run report the draft came from, audit reasons and before/after values (a "Commented" event
+keeps the comment body as its reason), later versions edited from it, eval replies, notifications,
+webhook deliveries. Inside the erasing transaction, `erasure_sweep` (caller holds the version's lock
+and has just created the tombstone):
+
+1. gathers the erased text: the version's appliesWhen, steps, forbidden actions, pre/postconditions
+   and verify command, and what the `version_erasing` listeners wiped (reviews: comment bodies);
+2. rewrites every stored text value that contains one of those texts (case-insensitive; a text of
+   at least MIN_CHARS characters, and also its first PREFIX_CHARS characters, so a copy cut short —
+   an audit reason keeps 200 characters of a comment, a notification 157 — is found too) to the
+   tombstone's reference `[erased with tombstone N]`: a whole text column, or the one string of a
+   JSON value, so no tail of a cut copy stays. Every model of the library, reviews and admin apps
+   is searched, except the session store (sessions are the source material, kept or purged by
+   retention, not by erasing a version) and the tombstones and sweeps themselves;
+3. rewrites, in the versions edited from it (`based_on`, transitively), the text fields they still
+   share verbatim, and flags those versions for review (an audit row each; an ACTIVE one is due
+   for re-review today);
+4. in the mining run that proposed it, replaces the report entry's draft (steps, forbidden actions,
+   summary, skeleton, coding contract) with the reference;
+5. checks, with the same search, that no stored text still holds the erased text, and records what
+   it did and found in an `ErasureSweep` row, with keyed fingerprints of the erased text's word
+   windows (HMAC-SHA-256 under a key derived from SECRET_KEY; never the text), so that
+   `manage.py scan_erased` (library/erasure_scan.py) proves the same later, and a queued e-mail whose text matches is not
+   sent as it was (reviews.notifications).
+
+The database lets audit rows and versions change this way only while the sweep is under way
+(migration 0021_erasure_sweep).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator
+
+from django.apps import apps
+from django.conf import settings
+from django.db import models
+from django.db.models import Q, TextField
+from django.db.models.functions import Cast
+from django.utils import timezone
+
+from .models import AuditEvent, ErasureSweep, MiningRun, ProcedureVersion, Status, VersionTombstone
+
+MIN_CHARS = 8
+PREFIX_CHARS = 100
+WINDOW_WORDS = 6
+MAX_WINDOWS_PER_TEXT = 400
+SWEPT_APPS = ("library", "reviews", "admin")
+# not searched: the version rows (step 3 handles them), the erasure records, the raw session store,
+# binary and secret columns
+NOT_SWEPT = {
+    "library.ProcedureVersion", "library.VersionTombstone", "library.ErasureSweep", "library.AgentSession",
+    "library.VersionEmbedding", "library.ApiToken",
+}
+# columns the database keeps fixed for other reasons (a finished run's verdict never changes)
+FIXED_COLUMNS = {("library.EvalRun", "verdict_detail")}
+VERSION_TEXT_FIELDS = ("applies_when", "steps", "forbidden_actions", "preconditions", "postconditions", "verify_command")
+MINING_ENTRY_FIELDS = ("steps", "forbiddenActions", "summary", "skeleton", "draft", "verifyCommand", "preconditions", "postconditions")
+_WORD = re.compile(r"\w+")
+
+
+# ---------------------------------------------------------------------------------------------- the erased text
+
+
+def version_texts(version: ProcedureVersion) -> list[str]:
+    """The free text of a version's content (tool names are shared vocabulary, not its text)."""
+    texts = [version.applies_when, version.verify_command or ""]
+    for name in ("steps", "forbidden_actions", "preconditions", "postconditions"):
+        texts.extend(str(item) for item in getattr(version, name) or [])
+    return [t for t in texts if t and t.strip()]
+
+
+def needles(texts: Iterable[str]) -> list[str]:
+    """What the sweep searches for, lower-cased: every text of at least MIN_CHARS characters and,
+    for a longer one, its first PREFIX_CHARS characters too; longest first."""
+    found: set[str] = set()
+    for text in texts:
+        text = text.strip().lower()
+        if len(text) >= MIN_CHARS:
+            found.add(text)
+            if len(text) > PREFIX_CHARS:
+                found.add(text[:PREFIX_CHARS])
+    return sorted(found, key=len, reverse=True)
+
+
+def contains_any(text: str, lowered_needles: list[str]) -> bool:
+    lowered = text.lower()
+    return any(n in lowered for n in lowered_needles)
+
+
+# ---------------------------------------------------------------------------------------------- fingerprints
+
+
+def _key() -> bytes:
+    return hashlib.sha256(b"procmem erasure fingerprints\0" + settings.SECRET_KEY.encode()).digest()
+
+
+def _digest(key: bytes, words: list[str]) -> str:
+    return hmac.new(key, " ".join(words).encode(), hashlib.sha256).hexdigest()[:32]
+
+
+def fingerprints(texts: Iterable[str]) -> list[str]:
+    """`"<words>:<digest>"` for the word windows of each text: a text of fewer than WINDOW_WORDS
+    words is one window, a longer one every run of WINDOW_WORDS consecutive words."""
+    key = _key()
+    found: set[str] = set()
+    for text in texts:
+        if len(text.strip()) < MIN_CHARS:
+            continue
+        words = _WORD.findall(text.lower())
+        if not words:
+            continue
+        size = min(len(words), WINDOW_WORDS)
+        for start in range(0, min(len(words) - size + 1, MAX_WINDOWS_PER_TEXT)):
+            found.add(f"{size}:{_digest(key, words[start:start + size])}")
+    return sorted(found)
+
+
+class FingerprintMatcher:
+    """Whether a text holds a word window of any erased text (from every sweep's fingerprints)."""
+
+    def __init__(self, prints: Iterable[str] | None = None):
+        if prints is None:
+            prints = (p for row in ErasureSweep.objects.values_list("fingerprints", flat=True) for p in row or [])
+        self.digests: set[str] = set()
+        self.sizes: set[int] = set()
+        for item in prints:
+            size, _, digest = str(item).partition(":")
+            if size.isdigit() and digest:
+                self.sizes.add(int(size))
+                self.digests.add(digest)
+        self._key = _key()
+
+    def __bool__(self) -> bool:
+        return bool(self.digests)
+
+    def matches(self, text: str) -> bool:
+        if not self.digests or not text:
+            return False
+        words = _WORD.findall(text.lower())
+        for size in self.sizes:
+            for start in range(0, len(words) - size + 1):
+                if _digest(self._key, words[start:start + size]) in self.digests:
+                    return True
+        return False
+
+
+# ---------------------------------------------------------------------------------------------- stored text
+
+
+def swept_columns() -> Iterator[tuple[type[models.Model], list[models.Field]]]:
+    """Every model of SWEPT_APPS with its text and JSON columns (minus NOT_SWEPT and FIXED_COLUMNS)."""
+    for app_label in SWEPT_APPS:
+        try:
+            config = apps.get_app_config(app_label)
+        except LookupError:
+            continue
+        for model in config.get_models():
+            label = f"{model._meta.app_label}.{model.__name__}"
+            if label in NOT_SWEPT or model._meta.proxy:
+                continue
+            columns = [
+                f for f in model._meta.concrete_fields
+                if isinstance(f, (models.CharField, models.TextField, models.JSONField)) and not f.primary_key and not f.choices
+                and (label, f.name) not in FIXED_COLUMNS
+            ]
+            if columns:
+                yield model, columns
+
+
+def _json_forms(needle: str) -> set[str]:
+    """How a string looks inside a JSON column as the database renders it as text (PostgreSQL's
+    jsonb keeps non-ASCII as it is; SQLite keeps Django's ASCII escapes)."""
+    return {json.dumps(needle, ensure_ascii=False)[1:-1], json.dumps(needle)[1:-1]}
+
+
+def _rows_holding(model: type[models.Model], columns: list[models.Field], lowered: list[str]):
+    """The rows of `model` whose columns may hold a needle (the database narrows; Python decides)."""
+    condition = Q()
+    annotations = {}
+    for column in columns:
+        if isinstance(column, models.JSONField):
+            alias = f"_sweep_{column.name}"
+            annotations[alias] = Cast(column.name, TextField())
+            for needle in lowered:
+                for form in _json_forms(needle):
+                    condition |= Q(**{f"{alias}__icontains": form})
+        else:
+            for needle in lowered:
+                condition |= Q(**{f"{column.name}__icontains": needle})
+    return model._default_manager.annotate(**annotations).filter(condition).order_by("pk")
+
+
+def _scrubbed(value: Any, lowered: list[str], reference: str) -> tuple[Any, bool]:
+    """`value` with every string that holds a needle replaced by `reference` (JSON walked)."""
+    if isinstance(value, str):
+        return (reference, True) if contains_any(value, lowered) else (value, False)
+    if isinstance(value, list):
+        changed = False
+        out = []
+        for item in value:
+            new, hit = _scrubbed(item, lowered, reference)
+            out.append(new)
+            changed |= hit
+        return out, changed
+    if isinstance(value, dict):
+        changed = False
+        out_dict = {}
+        for key, item in value.items():
+            new, hit = _scrubbed(item, lowered, reference)
+            out_dict[key] = new
+            changed |= hit
+        return out_dict, changed
+    return value, False
+
+
+@dataclass
+class SweepResult:
+    rewritten: dict[str, list] = field(default_factory=dict)
+    flagged_versions: list[int] = field(default_factory=list)
+    remaining: list[dict] = field(default_factory=list)
+
+
+def _rewrite_rows(lowered: list[str], reference: str, result: SweepResult) -> None:
+    for model, columns in swept_columns():
+        label = f"{model._meta.app_label}.{model.__name__}"
+        for row in _rows_holding(model, columns, lowered):
+            updates = {}
+            for column in columns:
+                new, hit = _scrubbed(getattr(row, column.attname), lowered, reference)
+                if hit:
+                    if isinstance(new, str) and getattr(column, "max_length", None):
+                        new = new[: column.max_length]
+                    updates[column.attname] = new
+            if updates:
+                model._default_manager.filter(pk=row.pk).update(**updates)
+                result.rewritten.setdefault(label, []).append(row.pk)
+
+
+def _mining_entry(version: ProcedureVersion, reference: str, result: SweepResult) -> None:
+    if version.mining_run_id is None:
+        return
+    run = MiningRun.objects.select_for_update().filter(pk=version.mining_run_id).first()
+    if run is None:
+        return
+    report, changed = [], False
+    for entry in run.report or []:
+        linked = isinstance(entry, dict) and isinstance(entry.get("version"), dict) and entry["version"].get("pk") == version.pk
+        if linked:
+            entry = {k: (reference if k in MINING_ENTRY_FIELDS else v) for k, v in entry.items()}
+            changed = True
+        report.append(entry)
+    if changed:
+        MiningRun.objects.filter(pk=run.pk).update(report=report)
+        result.rewritten.setdefault("library.MiningRun", []).append(run.pk)
+
+
+def _descendants(version: ProcedureVersion) -> list[ProcedureVersion]:
+    found: list[ProcedureVersion] = []
+    frontier = [version.pk]
+    seen = set(frontier)
+    while frontier:
+        children = list(
+            ProcedureVersion.objects.select_for_update(of=("self",)).select_related("procedure__agent")
+            .filter(based_on_id__in=frontier).exclude(status=Status.ERASED).order_by("pk")
+        )
+        frontier = [c.pk for c in children if c.pk not in seen]
+        seen.update(frontier)
+        found.extend(c for c in children if c.pk in frontier)
+    return found
+
+
+def _shared_fields(version: ProcedureVersion, erased: set[str], reference: str) -> dict[str, Any]:
+    """The text fields of `version` rewritten where they still hold erased text verbatim."""
+    updates: dict[str, Any] = {}
+    for name in VERSION_TEXT_FIELDS:
+        value = getattr(version, name)
+        if isinstance(value, list):
+            new = [reference if isinstance(item, str) and item.strip().lower() in erased else item for item in value]
+            if new != value:
+                updates[name] = new
+        elif isinstance(value, str) and value.strip().lower() in erased:
+            updates[name] = reference
+    return updates
+
+
+def _flag_descendants(version: ProcedureVersion, texts: list[str], reference: str, user, result: SweepResult) -> None:
+    erased = {t.strip().lower() for t in texts if t.strip()}
+    for child in _descendants(version):
+        updates = _shared_fields(child, erased, reference)
+        if not updates:
+            continue
+        fields = sorted(updates)
+        if child.status == Status.ACTIVE:
+            updates["review_by"] = timezone.localdate()
+        ProcedureVersion.objects.filter(pk=child.pk).update(**updates)
+        _refresh_search_document(child.pk)
+        result.flagged_versions.append(child.pk)
+        AuditEvent.objects.create(  # as services.audit writes it (that module calls this one)
+            action=AuditEvent.Action.ERASE_COPY, actor=user, version=child, procedure=child.procedure, agent=child.procedure.agent,
+            reason=f"Shared text of v{version.number}, which was erased ({reference}): review this version",
+            before={"version": child.number, "fields": fields}, after={"version": child.number, "fields": fields, "flagged": True},
+        )
+    if result.flagged_versions:
+        from .models import VersionEmbedding
+
+        VersionEmbedding.objects.filter(version_id__in=result.flagged_versions).delete()
+
+
+def _refresh_search_document(version_id: int) -> None:
+    """The full-text document is filled on insert only (library/migrations/0006_review_day.py); a
+    rewritten version gets it again from its new text (PostgreSQL; SQLite searches the text)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE library_procedureversion v SET search_vector = procmem_version_document("
+            "p.key, v.applies_when, v.steps, v.required_tools, v.forbidden_actions) "
+            "FROM library_procedure p WHERE p.id = v.procedure_id AND v.id = %s",
+            [version_id],
+        )
+
+
+def remaining_copies(lowered: list[str]) -> list[dict]:
+    """Where stored text still holds a needle: every swept column, and every version's text."""
+    found = []
+    for model, columns in [*swept_columns(), (ProcedureVersion, [ProcedureVersion._meta.get_field(n) for n in VERSION_TEXT_FIELDS])]:
+        label = f"{model._meta.app_label}.{model.__name__}"
+        for row in _rows_holding(model, columns, lowered):
+            for column in columns:
+                if _scrubbed(getattr(row, column.attname), lowered, "")[1]:
+                    found.append({"model": label, "pk": row.pk, "field": column.name})
+    return found
+
+
+def erasure_sweep(*, version: ProcedureVersion, tombstone: VersionTombstone, texts: list[str], user) -> ErasureSweep:
+    """Steps 2-5 of the module docstring. Caller: `services.version_erase`, inside its transaction,
+    after the version was wiped; `texts` is the erased text (version_texts of the version before
+    the wipe, plus what the listeners wiped)."""
+    reference = tombstone.reference
+    sweep = ErasureSweep.objects.create(tombstone=tombstone, fingerprints=fingerprints(texts), started_at=timezone.now())
+    result = SweepResult()
+    lowered = needles(texts)
+    _mining_entry(version, reference, result)
+    if lowered:
+        _rewrite_rows(lowered, reference, result)
+        _flag_descendants(version, texts, reference, user, result)
+        result.remaining = remaining_copies(lowered)
+    ErasureSweep.objects.filter(pk=sweep.pk).update(
+        rewritten={k: sorted(set(v)) for k, v in result.rewritten.items()},
+        flagged_versions=result.flagged_versions,
+        remaining=result.remaining,
+        finished_at=timezone.now(),
+    )
+    sweep.refresh_from_db()
+    return sweep
