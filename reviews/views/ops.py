@@ -253,12 +253,17 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
             lambda: services.version_erase(version=version, user=request.user, ground=context["ground"], reason=context["reason"]),
         )
         if status == 200:
+            result = erasure_result(version)
+            copies = sum(count for _label, count in result["rewritten"]) if result else 0
+            remaining = len(result["remaining"]) if result else 0
             messages.success(
                 request,
                 f"Erased {version.procedure.key} v{version.number}: content and evidence wiped, tombstone kept. "
-                "Agents no longer receive it.",
+                f"Agents no longer receive it. {copies} stored cop{'y' if copies == 1 else 'ies'} of its text rewritten"
+                + (f", {len(result['flagged'])} later version(s) flagged for review" if result and result["flagged"] else "")
+                + (f"; {remaining} still found (see the erase page)." if remaining else "; checked: 0 copies left."),
             )
-            return redirect("reviews:ops_erase", version.pk)
+            return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
     return render(request, "reviews/ops/confirm_erase.html", context, status=status)
 
 
