@@ -85,7 +85,7 @@ def reverse(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0020_source_labels'),
+        ('library', '0021_agent_api_rate_limits'),
     ]
 
     operations = [
