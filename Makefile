@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test browser clean
+.PHONY: install demo test browser typescript clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -28,10 +28,21 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; \
 	  else echo "browser tests need Debian's chromium: sudo apt-get install -y chromium"; fi; }
 
+# The TypeScript client's dev tools (tsc, @types/node, the Vercel AI SDK for its adapter's test) at the
+# versions in clients/typescript/package-lock.json; Debian's node and npm when missing and root.
+TS_STAMP := clients/typescript/node_modules/.package-lock.json
+$(TS_STAMP): clients/typescript/package.json clients/typescript/package-lock.json
+	@if ! command -v npm >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq nodejs npm; fi
+	@if command -v npm >/dev/null 2>&1; then cd clients/typescript && npm ci --no-audit --no-fund --loglevel=error && touch node_modules/.package-lock.json; \
+	  else echo "the TypeScript client's tests need node and npm: sudo apt-get install -y nodejs npm"; fi
+
+typescript: $(TS_STAMP)
+
 demo: install
 	$(PY) -m procmem_site.rundemo
 
-test: install browser
+test: install browser typescript
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:

@@ -2,7 +2,7 @@
 a reviewer, an approver of the procedure under test, an approver of another procedure, the
 proposer, and an outsider who holds nothing.
 
-Service markers: tests marked `postgres`, `redis`, `celery_worker` or `e2e` need the real service.
+Service markers: tests marked `postgres`, `redis`, `celery_worker`, `node` or `e2e` need the real service.
 Where it is missing they are skipped with the reason — unless REQUIRE_SERVICES=1 (set by .ci/run),
 where a missing service fails the test instead, so CI can never pass by skipping them.
 """
@@ -118,6 +118,8 @@ def pytest_runtest_setup(item):
     if item.get_closest_marker("redis") or item.get_closest_marker("celery_worker"):
         if not _redis_answers(redis_url()):
             _missing(f"this test needs Redis at {redis_url()}")
+    if item.get_closest_marker("node") and not (shutil.which("node") and shutil.which("npm")):
+        _missing("this test needs node and npm (apt-get install -y nodejs npm)")
     if item.get_closest_marker("e2e"):
         if not (os.path.exists(CHROMIUM) or shutil.which("chromium")):
             _missing(f"browser tests need Debian's chromium at {CHROMIUM} (apt-get install -y chromium)")

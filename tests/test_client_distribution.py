@@ -23,6 +23,8 @@ SERVER_PACKAGES = {"django", "celery", "kombu", "psycopg", "psycopg2", "psycopg-
 def test_the_client_installs_alone_and_its_tests_pass_there(tmp_path):
     source = tmp_path / "client"
     shutil.copytree(CLIENT, source, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__", ".pytest_cache"))
+    # the golden rendering files the client's tests share with the TypeScript client lie beside it
+    shutil.copytree(CLIENT.parent / "golden", tmp_path / "golden")
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"

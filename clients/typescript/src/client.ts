@@ -1,0 +1,359 @@
+/**
+ * The procmem client for TypeScript and JavaScript agents, with no runtime dependency beyond
+ * `fetch` (Node 20+, Deno, Bun, browsers and edge runtimes have it). The same behaviour as the
+ * Python client (clients/python/procmem_client/client.py):
+ *
+ * - the active set from GET /api/{v}/agents/{agent}/procedures, revalidated with If-None-Match
+ *   (304 keeps the cached set) at most every `refreshInterval` seconds;
+ * - when the server fails, the last good set is kept (`lastError` says why; retried after
+ *   `retryInterval`); before the first success the set is empty, so an agent without procmem still
+ *   runs, only without procedures;
+ * - selection by the server's select endpoint (the ranker is the server's); a failed selection
+ *   injects nothing;
+ * - the block is rendered here with the renderer that is byte-identical to the server's;
+ * - finished sessions are reported to POST /api/{v}/sessions with an ingest token.
+ */
+
+import { DEFAULT_MAX_CHARS, pyStrip, renderBlock } from "./rendering.js";
+import type {
+  ActiveSet,
+  ApiVersion,
+  IngestReport,
+  InjectedRef,
+  ProcedureRecord,
+  Selection,
+  SessionRecord,
+  ToolCall,
+} from "./types.js";
+
+export class ProcmemError extends Error {
+  readonly status: number | null;
+  readonly body: unknown;
+
+  constructor(message: string, options: { status?: number | null; body?: unknown } = {}) {
+    super(message);
+    this.name = "ProcmemError";
+    this.status = options.status ?? null;
+    this.body = options.body;
+  }
+}
+
+export interface ProcmemClientOptions {
+  baseUrl: string;
+  agent: string;
+  /** A read token of the agent. */
+  token: string;
+  /** An ingest token, for reportSession(s). */
+  ingestToken?: string;
+  /** Seconds between revalidations of the set (default 30). */
+  refreshInterval?: number;
+  /** Seconds before a failed fetch is retried (default 5). */
+  retryInterval?: number;
+  /** Seconds a request may take (default 5). */
+  timeout?: number;
+  /** The block's character cap (default 4000, the server's PROCMEM_INJECTION_MAX_CHARS); null: none. */
+  maxChars?: number | null;
+  /** The agent's environment to read (default: production). */
+  environment?: string;
+  /** The agent instance's role (only the procedures for that role are served). */
+  role?: string;
+  apiVersion?: ApiVersion;
+  /** Another fetch (a proxy agent, a test double); default: the global fetch. */
+  fetch?: typeof fetch;
+  /** Milliseconds of a monotonic clock (default: performance.now). */
+  clock?: () => number;
+}
+
+export interface SelectOptions {
+  task: string;
+  intent?: string | null;
+  /** 1–20: adds every retriever's score for the top k in `ranked`. */
+  k?: number;
+  /** The agent's session id: the session's rollout arm while a rollout runs. */
+  session?: string;
+}
+
+export interface InstructionOptions extends SelectOptions {
+  baseInstruction?: string;
+}
+
+export interface Instruction {
+  /** The base instruction and the block, separated by a blank line. */
+  text: string;
+  /** The records in the block (with `arm` during a rollout): report them with the session. */
+  injected: ProcedureRecord[];
+}
+
+export interface SessionReport {
+  sessionId: string;
+  task: string;
+  resolved: boolean | null;
+  injected: readonly (InjectedRef | ProcedureRecord)[];
+  escalated?: boolean | null;
+  rating?: number | null;
+  intent?: string | null;
+  toolCalls?: readonly ToolCall[];
+  instructionChars?: number | null;
+  model?: string;
+  endedAt?: Date | string;
+}
+
+const API_VERSIONS: readonly ApiVersion[] = ["v1", "v2"];
+
+function emptySet(agent: string, apiVersion: ApiVersion): ActiveSet {
+  return { apiVersion, agent, proceduralMemoryEnabled: true, injectionCap: 0, tools: [], procedures: [], refused: [] };
+}
+
+function isoUtc(date: Date): string {
+  // Python's isoformat with "Z": microseconds are not kept by Date, milliseconds are
+  return date.toISOString();
+}
+
+/** One finished session in procmem JSONL form (docs/api.md "Sessions in: ingestion"). */
+export function sessionRecord(agent: string, report: SessionReport): SessionRecord {
+  const ended = report.endedAt instanceof Date ? isoUtc(report.endedAt) : report.endedAt || isoUtc(new Date());
+  return {
+    session_id: report.sessionId,
+    agent,
+    intent: report.intent ?? null,
+    task: report.task,
+    outcome: { resolved: report.resolved, escalated: report.escalated ?? null, rating: report.rating ?? null },
+    tool_calls: (report.toolCalls ?? []).map((call) => ({ name: call.name, args: call.args ?? {}, ok: call.ok ?? true })),
+    injected: report.injected.map((p) => ({ id: p.id, version: Math.trunc(Number(p.version)), ...(p.arm ? { arm: p.arm } : {}) })),
+    instruction_chars: report.instructionChars ?? null,
+    model: report.model ?? "",
+    ended_at: ended,
+  };
+}
+
+function describe(error: unknown): string {
+  if (error instanceof Error) {
+    const cause = (error as { cause?: unknown }).cause;
+    const detail = cause instanceof Error ? `: ${cause.message}` : "";
+    return `${error.name}: ${error.message}${detail}`;
+  }
+  return String(error);
+}
+
+export class ProcmemClient {
+  readonly baseUrl: string;
+  readonly agent: string;
+  readonly apiVersion: ApiVersion;
+  readonly environment: string | null;
+  readonly role: string | null;
+  readonly refreshInterval: number;
+  readonly retryInterval: number;
+  readonly timeout: number;
+  readonly maxChars: number | null;
+  /** Set while the server is unreachable or answers with an error; null after a success. */
+  lastError: string | null = null;
+  /** Requests sent for the set, 304 answers received, requests sent to the select endpoint. */
+  fetches = 0;
+  notModified = 0;
+  selects = 0;
+  /** The ETag of the set the server's last selection ran on. */
+  selectedSetEtag: string | null = null;
+
+  readonly #token: string;
+  readonly #ingestToken: string | null;
+  readonly #fetch: typeof fetch;
+  readonly #clock: () => number;
+  #set: ActiveSet;
+  #etag: string | null = null;
+  #nextRefresh = 0;
+  #inflight: Promise<void> | null = null;
+
+  constructor(options: ProcmemClientOptions) {
+    const apiVersion = options.apiVersion ?? "v1";
+    if (!API_VERSIONS.includes(apiVersion)) {
+      throw new RangeError(`apiVersion must be one of ${API_VERSIONS.join(", ")}; got ${JSON.stringify(apiVersion)}`);
+    }
+    for (const name of ["baseUrl", "agent", "token"] as const) {
+      if (typeof options[name] !== "string" || !options[name]) throw new TypeError(`${name} must be a non-empty string`);
+    }
+    this.baseUrl = options.baseUrl.replace(/\/+$/, "");
+    this.agent = options.agent;
+    this.apiVersion = apiVersion;
+    this.environment = options.environment || null;
+    this.role = options.role || null;
+    this.refreshInterval = options.refreshInterval ?? 30;
+    this.retryInterval = options.retryInterval ?? 5;
+    this.timeout = options.timeout ?? 5;
+    this.maxChars = options.maxChars === undefined ? DEFAULT_MAX_CHARS : options.maxChars;
+    this.#token = options.token;
+    this.#ingestToken = options.ingestToken ?? null;
+    const globalFetch = options.fetch ?? globalThis.fetch;
+    if (typeof globalFetch !== "function") throw new TypeError("no fetch: pass options.fetch on runtimes without one");
+    this.#fetch = globalFetch;
+    this.#clock = options.clock ?? (() => performance.now());
+    this.#set = emptySet(this.agent, apiVersion);
+  }
+
+  /** The ETag of the cached set (null before the first successful fetch). */
+  get etag(): string | null {
+    return this.#etag;
+  }
+
+  /** True once a set has been fetched successfully (it may be stale now). */
+  get hasSet(): boolean {
+    return this.#etag !== null;
+  }
+
+  #url(path: string, query: Record<string, string | undefined | null> = {}): string {
+    const url = new URL(`${this.baseUrl}/api/${this.apiVersion}/${path}`);
+    for (const [key, value] of Object.entries(query)) {
+      if (value !== undefined && value !== null && value !== "") url.searchParams.set(key, value);
+    }
+    return url.toString();
+  }
+
+  #scope(session?: string): Record<string, string | undefined | null> {
+    return { environment: this.environment, role: this.role, session };
+  }
+
+  async #request(url: string, init: RequestInit & { headers: Record<string, string> }): Promise<Response> {
+    return this.#fetch(url, { ...init, signal: AbortSignal.timeout(this.timeout * 1000) });
+  }
+
+  /**
+   * Revalidates the set now (`force`) or when `refreshInterval` has passed. Never throws: a failure
+   * keeps the last good set and is recorded in `lastError`. Concurrent calls share one request.
+   */
+  async refresh(options: { force?: boolean } = {}): Promise<void> {
+    if (!options.force && this.#clock() < this.#nextRefresh) return;
+    if (this.#inflight) return this.#inflight;
+    this.#inflight = this.#revalidate().finally(() => {
+      this.#inflight = null;
+    });
+    return this.#inflight;
+  }
+
+  async #revalidate(): Promise<void> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.#token}`, Accept: "application/json" };
+    if (this.#etag) headers["If-None-Match"] = this.#etag;
+    this.fetches += 1;
+    try {
+      const response = await this.#request(this.#url(`agents/${encodeURIComponent(this.agent)}/procedures`, this.#scope()), {
+        headers,
+      });
+      if (response.status === 304) {
+        this.notModified += 1;
+      } else if (response.ok) {
+        const data = (await response.json()) as unknown;
+        if (!data || typeof data !== "object" || !Array.isArray((data as ActiveSet).procedures)) {
+          throw new ProcmemError("the response is not an active set");
+        }
+        this.#set = data as ActiveSet;
+        this.#etag = response.headers.get("ETag") ?? this.#etag ?? "";
+      } else {
+        const body = (await response.text()).slice(0, 300);
+        throw new ProcmemError(`HTTP ${response.status}: ${body}`, { status: response.status, body });
+      }
+      this.lastError = null;
+      this.#nextRefresh = this.#clock() + this.refreshInterval * 1000;
+    } catch (error) {
+      this.lastError = error instanceof ProcmemError ? error.message : describe(error);
+      this.#nextRefresh = this.#clock() + this.retryInterval * 1000;
+    }
+  }
+
+  /** The set to serve now: revalidated when due; the last good one when the server fails. */
+  async activeSet(): Promise<ActiveSet> {
+    await this.refresh();
+    return this.#set;
+  }
+
+  async procedures(): Promise<ProcedureRecord[]> {
+    return [...(await this.activeSet()).procedures];
+  }
+
+  /**
+   * At most the set's injection cap, ranked by the server's select endpoint over the same set.
+   * When the server fails, nothing is injected (the error is in `lastError`): the agent still runs.
+   */
+  async select(options: SelectOptions): Promise<Selection> {
+    const { task, intent, k, session } = options;
+    if (typeof task !== "string" || pyStrip(task) === "") throw new TypeError("task must be a non-empty string");
+    if (k !== undefined && (!Number.isInteger(k) || k < 1 || k > 20)) throw new RangeError("k must be an integer from 1 to 20");
+    const empty: Selection = { task, intent: intent || null, cap: 0, injected: [], ranked: [], rendered: "", setEtag: null };
+    const url = this.#url(`agents/${encodeURIComponent(this.agent)}/select`, {
+      task,
+      intent: intent ?? undefined,
+      k: k === undefined ? undefined : String(k),
+      ...this.#scope(session),
+    });
+    this.selects += 1;
+    try {
+      const response = await this.#request(url, { headers: { Authorization: `Bearer ${this.#token}`, Accept: "application/json" } });
+      if (!response.ok) {
+        const body = (await response.text()).slice(0, 300);
+        throw new ProcmemError(`HTTP ${response.status}: ${body}`, { status: response.status, body });
+      }
+      const data = (await response.json()) as Partial<Selection> | null;
+      if (!data || typeof data !== "object" || !Array.isArray(data.injected)) throw new ProcmemError("the response is not a selection");
+      this.selectedSetEtag = data.setEtag ?? null;
+      return {
+        task,
+        intent: data.intent ?? null,
+        cap: Number(data.cap ?? 0),
+        injected: data.injected,
+        ranked: Array.isArray(data.ranked) ? data.ranked : [],
+        rendered: typeof data.rendered === "string" ? data.rendered : "",
+        setEtag: data.setEtag ?? null,
+      };
+    } catch (error) {
+      this.lastError = error instanceof ProcmemError ? error.message : describe(error);
+      return empty;
+    }
+  }
+
+  /** The block the server's select endpoint returns for these records (header, character cap). */
+  render(records: Iterable<ProcedureRecord>): string {
+    return renderBlock(records, { maxChars: this.maxChars }).text;
+  }
+
+  /** The instruction text (base + the block of the selected procedures) and the injected records. */
+  async instructionFor(options: InstructionOptions): Promise<Instruction> {
+    const selected = pyStrip(options.task) ? (await this.select(options)).injected : [];
+    const block = renderBlock(selected, { maxChars: this.maxChars });
+    const parts = [pyStrip(options.baseInstruction ?? ""), block.text].filter((part) => part !== "");
+    return { text: parts.join("\n\n"), injected: block.included };
+  }
+
+  /** POST /api/{v}/sessions with the ingest token: one JSONL line per session. Throws ProcmemError
+   * when the server refuses the request or cannot be reached. */
+  async reportSessions(sessions: readonly SessionRecord[]): Promise<IngestReport> {
+    if (!this.#ingestToken) throw new ProcmemError("reportSessions needs an ingest token (new ProcmemClient({ingestToken}))");
+    const body = sessions.map((session) => `${JSON.stringify(session)}\n`).join("");
+    let response: Response;
+    try {
+      response = await this.#request(this.#url("sessions"), {
+        method: "POST",
+        body,
+        headers: {
+          Authorization: `Bearer ${this.#ingestToken}`,
+          "Content-Type": "application/x-ndjson",
+          Accept: "application/json",
+        },
+      });
+    } catch (error) {
+      throw new ProcmemError(`POST /api/${this.apiVersion}/sessions failed: ${describe(error)}`);
+    }
+    const raw = await response.text();
+    if (!response.ok) {
+      let detail: unknown = raw.slice(0, 300);
+      try {
+        detail = JSON.parse(raw);
+      } catch {
+        // not JSON: keep the text
+      }
+      throw new ProcmemError(`POST /api/${this.apiVersion}/sessions answered ${response.status}`, { status: response.status, body: detail });
+    }
+    return (raw ? JSON.parse(raw) : {}) as IngestReport;
+  }
+
+  /** Reports one finished session (see sessionRecord for the fields). */
+  async reportSession(report: SessionReport): Promise<IngestReport> {
+    return this.reportSessions([sessionRecord(this.agent, report)]);
+  }
+}

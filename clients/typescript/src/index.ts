@@ -1,0 +1,17 @@
+export { ProcmemClient, ProcmemError, sessionRecord } from "./client.js";
+export type { Instruction, InstructionOptions, ProcmemClientOptions, SelectOptions, SessionReport } from "./client.js";
+export {
+  CHARS_PER_TOKEN,
+  DEFAULT_MAX_CHARS,
+  HEADER,
+  codePointLength,
+  estimateTokens,
+  measure,
+  provenanceLine,
+  pyStrip,
+  renderBlock,
+  renderProcedure,
+  renderProcedures,
+  sourceLabel,
+} from "./rendering.js";
+export type * from "./types.js";
