@@ -27,7 +27,7 @@ and has just created the tombstone):
    sent as it was (reviews.notifications).
 
 The database lets audit rows and versions change this way only while the sweep is under way
-(migration 0022_erasure_sweep).
+(migration 0023_erasure_sweep).
 """
 
 from __future__ import annotations

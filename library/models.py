@@ -670,7 +670,7 @@ class ErasureSweep(models.Model):
     `fingerprints` are keyed digests of the erased text's word windows, never the text, so
     `scan_erased` can prove later that no stored text contains it. While a sweep's `finished_at` is
     NULL (only inside the erasing transaction) the database lets audit rows change their reason,
-    before and after to a text that carries a tombstone's reference (migration 0022_erasure_sweep)."""
+    before and after to a text that carries a tombstone's reference (migration 0023_erasure_sweep)."""
 
     tombstone = models.OneToOneField(VersionTombstone, on_delete=models.PROTECT, related_name="sweep")
     fingerprints = models.JSONField(default=list, blank=True)

@@ -148,7 +148,7 @@ def sqlite_promotion_trigger_names() -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- after the erasure sweep
-# 0022_erasure_sweep lets a version that is not erased have its text content (appliesWhen, steps,
+# 0023_erasure_sweep lets a version that is not erased have its text content (appliesWhen, steps,
 # forbidden actions, pre/postconditions, verify command) rewritten while an erasure sweep is under
 # way, when the new text carries a tombstone's reference: a later version that still shares erased
 # text verbatim loses that text (library/erasure.py). Status, approval, content hash and every other
@@ -173,7 +173,7 @@ def _sweep_permit(sqlite: bool) -> str:
 
 
 def postgres_sweep_guard() -> str:
-    """procmem_version_guard() as 0022 leaves it: 0015's with the sweep's rewrite allowed."""
+    """procmem_version_guard() as 0023 leaves it: 0015's with the sweep's rewrite allowed."""
     guard = postgres_promotion_guard()
     anchor = "    IF NEW.status = 'ERASED' THEN"
     assert anchor in guard
@@ -182,7 +182,7 @@ def postgres_sweep_guard() -> str:
 
 
 def sqlite_sweep_triggers() -> list[str]:
-    """The SQLite triggers on library_procedureversion as 0022 leaves them."""
+    """The SQLite triggers on library_procedureversion as 0023 leaves them."""
     statements = []
     for statement in sqlite_promotion_triggers():
         if "CREATE TRIGGER procmem_version_immutable " in statement:

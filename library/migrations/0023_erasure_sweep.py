@@ -85,7 +85,7 @@ def reverse(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0021_agent_api_rate_limits'),
+        ('library', '0022_otlp_spans_and_channels'),
     ]
 
     operations = [
