@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test browser typescript clean
+.PHONY: install demo test browser typescript oidc-provider clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -39,11 +39,20 @@ $(TS_STAMP): clients/typescript/package.json clients/typescript/package-lock.jso
 
 typescript: $(TS_STAMP)
 
+# npm packages the tests start with the machine's node: the OpenID Connect provider of the
+# single sign-on tests (tests/oidc). Reinstalled when its lock file changes.
+OIDC_STAMP := tests/oidc/node_modules/.installed
+$(OIDC_STAMP): tests/oidc/package-lock.json
+	npm ci --prefix tests/oidc --no-audit --no-fund --loglevel=error
+	touch $(OIDC_STAMP)
+
+oidc-provider: $(OIDC_STAMP)
+
 demo: install
 	$(PY) -m procmem_site.rundemo
 
-test: install browser typescript
+test: install browser typescript oidc-provider
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) var/*.sqlite3 var/celery
+	rm -rf $(VENV) var/*.sqlite3 var/celery tests/oidc/node_modules

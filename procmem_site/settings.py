@@ -89,6 +89,7 @@ INSTALLED_APPS = [
     "template_partials",
     "guardian",
     "axes",
+    "mozilla_django_oidc",
     "library",
     "reviews",
 ]
@@ -164,10 +165,50 @@ DATABASES["readonly"]["TEST"] = {"MIRROR": "default"}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# --- single sign-on (OpenID Connect, mozilla-django-oidc; reviews/sso.py, docs/operations.md) ------
+# On when a client id is set. Users are created at their first sign-in; PROCMEM_OIDC_RULES maps the
+# provider's group claim to procmem's groups, namespace rights and approver rights.
+OIDC_RP_CLIENT_ID = env_str("PROCMEM_OIDC_CLIENT_ID", "")
+PROCMEM_SSO_ENABLED = bool(OIDC_RP_CLIENT_ID)
+OIDC_RP_CLIENT_SECRET = env_str("PROCMEM_OIDC_CLIENT_SECRET", "")
+OIDC_OP_AUTHORIZATION_ENDPOINT = env_str("PROCMEM_OIDC_AUTHORIZATION_ENDPOINT", "")
+OIDC_OP_TOKEN_ENDPOINT = env_str("PROCMEM_OIDC_TOKEN_ENDPOINT", "")
+OIDC_OP_USER_ENDPOINT = env_str("PROCMEM_OIDC_USERINFO_ENDPOINT", "")
+OIDC_OP_JWKS_ENDPOINT = env_str("PROCMEM_OIDC_JWKS_ENDPOINT", "")
+OIDC_RP_SIGN_ALGO = env_str("PROCMEM_OIDC_SIGN_ALGO", "RS256")
+OIDC_RP_SCOPES = env_str("PROCMEM_OIDC_SCOPES", "openid email profile groups")
+PROCMEM_OIDC_ISSUER = env_str("PROCMEM_OIDC_ISSUER", "")
+PROCMEM_OIDC_PROVIDER_NAME = env_str("PROCMEM_OIDC_PROVIDER_NAME", "your company's sign-in")
+PROCMEM_OIDC_GROUPS_CLAIM = env_str("PROCMEM_OIDC_GROUPS_CLAIM", "groups")
+PROCMEM_OIDC_RULES_TEXT = env_str("PROCMEM_OIDC_RULES", "")
+if PROCMEM_SSO_ENABLED:
+    _missing_oidc = [name for name, value in (
+        ("PROCMEM_OIDC_CLIENT_SECRET", OIDC_RP_CLIENT_SECRET),
+        ("PROCMEM_OIDC_AUTHORIZATION_ENDPOINT", OIDC_OP_AUTHORIZATION_ENDPOINT),
+        ("PROCMEM_OIDC_TOKEN_ENDPOINT", OIDC_OP_TOKEN_ENDPOINT),
+        ("PROCMEM_OIDC_USERINFO_ENDPOINT", OIDC_OP_USER_ENDPOINT),
+        ("PROCMEM_OIDC_JWKS_ENDPOINT", OIDC_OP_JWKS_ENDPOINT),
+    ) if not value]
+    if _missing_oidc:
+        raise ImproperlyConfigured(f"PROCMEM_OIDC_CLIENT_ID is set, so single sign-on also needs {', '.join(_missing_oidc)}")
+OIDC_USE_PKCE = True
+OIDC_CREATE_USER = True
+OIDC_TIMEOUT = 10
+OIDC_AUTHENTICATE_CLASS = "reviews.sso.SignInStart"
+OIDC_CALLBACK_CLASS = "reviews.sso.SignInCallback"
+LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
+# Off: nobody signs in with a password (the sign-in page and Django's admin offer single sign-on
+# only); permissions still come from groups and object rights.
+PROCMEM_LOCAL_PASSWORDS = env_bool("PROCMEM_LOCAL_PASSWORDS", True)
+if not PROCMEM_LOCAL_PASSWORDS and not PROCMEM_SSO_ENABLED:
+    raise ImproperlyConfigured("PROCMEM_LOCAL_PASSWORDS=0 needs single sign-on (PROCMEM_OIDC_CLIENT_ID and the endpoints), or nobody could sign in")
+
 AUTHENTICATION_BACKENDS = [
     # first: refuses a locked-out username/address before any password is checked
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # passwords, and the model permissions of groups (without passwords: the permissions only)
+    "django.contrib.auth.backends.ModelBackend" if PROCMEM_LOCAL_PASSWORDS else "reviews.sso.PermissionsOnlyBackend",
+    *(["reviews.sso.ProcmemOIDCBackend"] if PROCMEM_SSO_ENABLED else []),
     "guardian.backends.ObjectPermissionBackend",
 ]
 ANONYMOUS_USER_NAME = None  # guardian: no anonymous user row; anonymous visitors get nothing

@@ -1,13 +1,22 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from reviews.sso import SignInView
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="reviews:queue", permanent=False)),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("library.api.urls")),
+    # single sign-on: /oidc/authenticate/ and /oidc/callback/ (404 unless PROCMEM_OIDC_CLIENT_ID is set)
+    path("oidc/", include("mozilla_django_oidc.urls")),
+    # without local passwords Django's admin signs in through the same page (single sign-on)
+    *([] if settings.PROCMEM_LOCAL_PASSWORDS else [
+        path("django-admin/login/", RedirectView.as_view(pattern_name="login", query_string=True, permanent=False)),
+    ]),
     path("django-admin/", admin.site.urls),
     path("", include("reviews.urls")),
 ]

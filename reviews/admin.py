@@ -14,6 +14,7 @@ from .models import (
     CandidateClaim,
     Comment,
     DemotionProposal,
+    ExternalIdentity,
     IntentDayRollup,
     MetricAlert,
     MetricsState,
@@ -53,6 +54,15 @@ class NotificationAdmin(ReadOnlyModelAdmin):
     list_select_related = ("user",)
     list_filter = ("kind",)
     search_fields = ("message", "user__username")
+
+
+@admin.register(ExternalIdentity)
+class ExternalIdentityAdmin(ReadOnlyModelAdmin):
+    """Who signed in through single sign-on, as whom at the provider (written at sign-in)."""
+
+    list_display = ("user", "subject", "issuer", "created_at")
+    list_select_related = ("user",)
+    search_fields = ("user__username", "subject")
 
 
 @admin.register(NotificationPreference)

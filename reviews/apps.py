@@ -16,3 +16,8 @@ class ReviewsConfig(AppConfig):
         register_surface("reviews", "Comment", ("body",))
         register_surface("reviews", "Notification", ("message",))
         register_surface("reviews", "WebhookDelivery", ("payload",))  # what leaves for other systems
+
+        # A bad PROCMEM_OIDC_RULES stops the process at start, naming the variable and the rule.
+        from .sso import sso_rules
+
+        sso_rules()

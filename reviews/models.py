@@ -404,3 +404,19 @@ class WebhookDelivery(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["webhook", "-created_at"], name="webhook_delivery_recent_idx")]
+
+
+class ExternalIdentity(models.Model):
+    """A user's identity at the single sign-on provider (reviews/sso.py): the provider's subject,
+    which never changes hands, unlike an e-mail address."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="external_identities")
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="external_identity_issuer_subject_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} at {self.issuer}"

@@ -1,7 +1,7 @@
 from django.urls import path
 
 from .views import (
-    agents, cases, evals, metrics, namespaces, notifications, ops, procedures, quality, queue, releases, search, versions, webhooks,
+    agents, cases, evals, metrics, namespaces, notifications, ops, procedures, quality, queue, releases, search, sso, versions, webhooks,
 )
 
 app_name = "reviews"
@@ -75,6 +75,7 @@ urlpatterns = [
     path("ops/agents/<str:agent>/approvers/grant/", ops.ops_grant, name="ops_grant"),
     path("ops/agents/<str:agent>/approvers/revoke/", ops.ops_revoke, name="ops_revoke"),
     path("ops/namespaces/", namespaces.ops_namespaces, name="ops_namespaces"),
+    path("ops/sso/", sso.ops_sso, name="ops_sso"),
     path("ops/namespaces/new/", namespaces.ops_namespace_create, name="ops_namespace_create"),
     path("ops/namespaces/agent/", namespaces.ops_agent_namespace, name="ops_agent_namespace"),
     path("ops/namespaces/grant/", namespaces.ops_namespace_grant, name="ops_namespace_grant"),
