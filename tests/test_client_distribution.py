@@ -40,6 +40,10 @@ def test_the_client_installs_alone_and_its_tests_pass_there(tmp_path):
     assert "procmem-client" in installed
     assert not installed & SERVER_PACKAGES, f"the client pulled in {sorted(installed & SERVER_PACKAGES)}"
 
+    # the console script of the agent repository's CI check is installed
+    check = subprocess.run([env_dir / "bin" / "procmem", "check", "--help"], capture_output=True, text=True, timeout=120)
+    assert check.returncode == 0 and "--tools" in check.stdout and "--snapshot" in check.stdout, check.stderr
+
     # run the copied tests against the installed package, not against the checkout
     tests = subprocess.run(
         [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(source / "tests")],

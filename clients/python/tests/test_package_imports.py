@@ -12,7 +12,8 @@ FORBIDDEN = ("django", "celery", "kombu", "psycopg", "psycopg2", "torch", "sente
 
 def test_the_client_imports_without_the_server_or_the_model():
     code = (
-        "import sys; import procmem_client, procmem_client.client, procmem_client.ranking, procmem_client.rendering; "
+        "import sys; import procmem_client, procmem_client.client, procmem_client.ranking, procmem_client.rendering, "
+        "procmem_client.agent_checks, procmem_client.check_cli; "
         f"bad = sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r})); "
         "assert not bad, bad"
     )
