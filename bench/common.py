@@ -99,7 +99,7 @@ def gunicorn(env: dict[str, str], *, port: int, workers: int = 2, timeout: int =
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # each worker loads the embedding model before it serves (procmem_site/warmup.py)
         while True:
             try:
                 urllib.request.urlopen(f"http://127.0.0.1:{port}/bench/trivial", timeout=2).read()

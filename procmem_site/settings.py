@@ -347,6 +347,9 @@ if urlparse(PROCMEM_RATE_LIMIT_STORAGE).scheme not in {"memory", "redis", "redis
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH")  # None → the bundled all-MiniLM-L6-v2
+# A web process (procmem_site.wsgi / asgi) loads the model, the views and the templates before its
+# first request (procmem_site/warmup.py); off, the first request that needs each pays for it.
+PROCMEM_WARM_UP = env_bool("PROCMEM_WARM_UP", True)
 
 # --- procmem --------------------------------------------------------------------------------------
 PROCMEM_DEFAULT_INJECTION_CAP = env_int("PROCMEM_DEFAULT_INJECTION_CAP", 2, minimum=0, maximum=20)

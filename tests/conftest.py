@@ -446,7 +446,7 @@ def gunicorn_process(transactional_db, tmp_path):
     )
     server = RunningServer(f"http://127.0.0.1:{port}", process, log)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 180  # each worker loads the embedding model first (procmem_site/warmup.py)
         while True:
             if process.poll() is not None:
                 pytest.fail(f"server exited: {log_path.read_text()[-3000:]}")
@@ -456,7 +456,7 @@ def gunicorn_process(transactional_db, tmp_path):
             except requests.RequestException:
                 pass
             if time.monotonic() > deadline:
-                pytest.fail(f"server did not answer in 60 s: {log_path.read_text()[-3000:]}")
+                pytest.fail(f"server did not answer in 180 s: {log_path.read_text()[-3000:]}")
             time.sleep(0.2)
         yield server
     finally:

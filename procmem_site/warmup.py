@@ -1,0 +1,60 @@
+"""What a web process does once at start, before it answers its first request (procmem_site.wsgi
+and asgi call `warm_up`; management commands and Celery workers do not import those modules, so
+they never pay for it).
+
+The candidate page's overlap lint and conflict check embed texts. Loaded inside the first such
+request, the sentence-transformers model (torch, the weights, the first forward pass) made a fresh
+process's first candidate page cost about 8× a warm one (issue 30). Here the model is loaded and
+one text embedded, the URLconf imported (every view module) and the pages' templates compiled, so
+the first request costs about what the next ones do.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+logger = logging.getLogger(__name__)
+
+# the pages a reviewer opens first; their includes are compiled with them
+TEMPLATES = ("base.html", "reviews/queue.html", "reviews/version_detail.html", "reviews/search.html")
+
+
+def warm_up() -> dict[str, float]:
+    """Loads what the first requests would otherwise load; returns seconds per part. A part that
+    fails is logged and skipped: the request that needs it will load it (and show its error)."""
+    from django.conf import settings
+
+    timings: dict[str, float] = {}
+    if not getattr(settings, "PROCMEM_WARM_UP", True):
+        logger.info("procmem web process ready (PROCMEM_WARM_UP=0: nothing loaded before the first request)")
+        return timings
+    for part, load in (("urls", _urls), ("templates", _templates), ("embedding model", _embedding_model)):
+        started = time.perf_counter()
+        try:
+            load()
+        except Exception:  # noqa: BLE001 — a start must not fail for what one page needs
+            logger.exception("warm-up: loading the %s failed; the first request that needs it will load it", part)
+            continue
+        timings[part] = time.perf_counter() - started
+    logger.info("procmem web process ready: " + ", ".join(f"{part} {seconds:.2f} s" for part, seconds in timings.items()))
+    return timings
+
+
+def _urls() -> None:
+    from django.urls import get_resolver
+
+    get_resolver().url_patterns  # imports every view module
+
+
+def _templates() -> None:
+    from django.template.loader import get_template
+
+    for name in TEMPLATES:
+        get_template(name)
+
+
+def _embedding_model() -> None:
+    from library import embeddings
+
+    embeddings.embed(["warm-up"])  # loads the model and runs one forward pass (torch's first call is slow)

@@ -1,0 +1,105 @@
+"""A fresh web process loads the embedding model at start, not inside its first candidate page
+(issue 30; procmem_site/warmup.py), and management commands never load it.
+
+Each test starts a new Python process: the module a server imports (procmem_site.wsgi, as gunicorn
+and runserver do), then the candidate page through that WSGI application, as a signed-in
+reviewer, on the test database (committed rows, PostgreSQL). The process records every model load
+(SentenceTransformer constructions) and says whether one happened during the request."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.test import Client
+
+from .conftest import database_url, make_active
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[1]
+
+FIRST_REQUEST = r"""
+import io, json, sys
+import sentence_transformers
+
+loads = []
+original = sentence_transformers.SentenceTransformer.__init__
+
+def counted(self, *args, **kwargs):
+    loads.append(args[0] if args else kwargs.get("model_name_or_path"))
+    return original(self, *args, **kwargs)
+
+sentence_transformers.SentenceTransformer.__init__ = counted
+
+from procmem_site.wsgi import application  # what gunicorn and runserver import
+from procmem_client import embeddings
+
+at_start = len(loads)
+loaded_at_start = embeddings._model is not None
+status = []
+environ = {
+    "REQUEST_METHOD": "GET", "PATH_INFO": sys.argv[1], "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1",
+    "SERVER_PORT": "80", "HTTP_HOST": "127.0.0.1", "HTTP_COOKIE": sys.argv[2], "wsgi.input": io.BytesIO(),
+    "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr, "wsgi.multithread": False, "wsgi.multiprocess": True,
+    "wsgi.run_once": False, "wsgi.version": (1, 0), "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
+}
+body = b"".join(application(environ, lambda s, h, *a: status.append(s)))
+print(json.dumps({
+    "status": status[0], "loaded_at_start": loaded_at_start, "loads_at_start": at_start,
+    "loads_in_request": len(loads) - at_start, "overlap_check_ran": b"overlap check is unavailable" not in body,
+}))
+"""
+
+
+def _run(code: str, *args: str, **env_overrides: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url(), DJANGO_SETTINGS_MODULE="procmem_site.test_settings", READONLY_DATABASE_URL="",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])), **env_overrides,
+    )
+    return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture
+def candidate_page(transactional_db, candidate, other_procedure, admin_user, reviewer):
+    """The candidate's page, with another ACTIVE procedure of the agent (so the overlap lint and the
+    conflict check embed both appliesWhen texts), and the reviewer's session cookie."""
+    make_active(other_procedure.versions.get(), admin_user)
+    client = Client()
+    client.force_login(reviewer)
+    return f"/versions/{candidate.pk}/", f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+
+
+def test_a_fresh_process_loads_the_model_before_its_first_candidate_page(candidate_page):
+    result = _run(FIRST_REQUEST, *candidate_page)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["status"].startswith("200") and seen["overlap_check_ran"], seen
+    assert seen["loaded_at_start"] and seen["loads_at_start"] == 1
+    assert seen["loads_in_request"] == 0
+    assert "procmem web process ready: urls" in result.stderr
+
+
+def test_without_the_warm_up_the_first_candidate_page_loads_the_model(candidate_page):
+    # the same measurement, switched off: it sees the load inside the request (so the test above
+    # would catch a warm-up that no longer happens)
+    result = _run(FIRST_REQUEST, *candidate_page, PROCMEM_WARM_UP="0")
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["status"].startswith("200") and seen["overlap_check_ran"]
+    assert not seen["loaded_at_start"] and seen["loads_in_request"] == 1
+
+
+def test_a_management_command_does_not_load_the_model(db):
+    result = _run(
+        "import sys, django; django.setup(); from django.core.management import call_command; call_command('check');"
+        " print('sentence_transformers' in sys.modules, 'torch' in sys.modules)"
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "False False"
