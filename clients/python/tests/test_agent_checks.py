@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from procmem_client.agent_checks import CheckError, check_selection, check_snapshots, export_library, load_tools
-from procmem_client.check_cli import main
+from procmem_client.check_cli import main, report
 from procmem_client.ranking import EmbeddingCache, Ranker
 from procmem_client.rendering import render_block
 
@@ -223,18 +223,21 @@ def test_a_changed_snapshot_shows_a_readable_diff_and_update_accepts_it(export, 
     changed = {**REFUND, "steps": [REFUND["steps"][0], "Create an approval request with createApproval({{order_id}}, {{amount}}).",
                                    "Tell the customer the expected wait."]}
     write_export(export, {"refund.over_limit": ("refund_over_limit", [changed])})
-    code, out, _ = run("--export", str(export), "--snapshot", str(snapshots))
-    assert code == 1
+    library = export_library(directory=export, ranker=keyword_ranker())
+    printed = io.StringIO()
+    report(check_snapshots(library, snapshots), printed)
+    out = printed.getvalue()
     assert "FAIL snapshot  refund_900: the rendered instruction changed: " in out and "review the diff, then run with --update" in out
     assert "PASS snapshot  where_is_my_order: unchanged" in out
     assert f"    --- {snapshots / 'refund_900.txt'} (snapshot)" in out and "    +++ refund_900 (rendered now)" in out
     assert "    -2. Create an approval request with createApproval({{order_id}})." in out
     assert "    +2. Create an approval request with createApproval({{order_id}}, {{amount}})." in out
     assert "    +3. Tell the customer the expected wait." in out
+    assert out.endswith("procmem check: 1 failed, 1 passed\n")
 
-    code, out, _ = run("--export", str(export), "--snapshot", str(snapshots), "--update")
-    assert code == 0 and "PASS snapshot  refund_900: updated" in out
-    assert run("--export", str(export), "--snapshot", str(snapshots))[0] == 0
+    updated = check_snapshots(library, snapshots, update=True)
+    assert [o.message.split(" (")[0] for o in updated] == ["refund_900: updated", "where_is_my_order: unchanged"]
+    assert all(o.ok for o in check_snapshots(library, snapshots))
 
     (snapshots / "contexts.yaml").write_text("- name: ../escape\n  task: t\n")
     code, _, err = run("--export", str(export), "--snapshot", str(snapshots))
