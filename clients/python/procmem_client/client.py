@@ -76,6 +76,53 @@ def _empty_set(agent: str, api_version: str = "v1") -> dict[str, Any]:
     return {"apiVersion": api_version, "agent": agent, "proceduralMemoryEnabled": True, "injectionCap": 0, "tools": [], "procedures": [], "refused": []}
 
 
+def select_query(
+    *, task: str, intent: str | None, k: int | None, environment: str | None, session: str | None
+) -> dict[str, str]:
+    """The select endpoint's query parameters (sync and async clients alike)."""
+    if not isinstance(task, str) or not task.strip():
+        raise ValueError("task must be a non-empty string")
+    return {
+        "task": task, **({"intent": intent} if intent else {}), **({"k": str(k)} if k is not None else {}),
+        **({"environment": environment} if environment else {}), **({"session": session} if session else {}),
+    }
+
+
+def empty_selection(task: str, intent: str | None) -> Selection:
+    """What is injected when the select endpoint fails: nothing (the agent still runs)."""
+    return {"task": task, "intent": intent or None, "cap": 0, "injected": [], "ranked": []}
+
+
+def selection_from_response(task: str, data: Any) -> Selection:
+    """The select endpoint's answer as a Selection; ValueError when it is not one."""
+    if not isinstance(data, dict) or not isinstance(data.get("injected"), list):
+        raise ValueError("the response is not a selection")
+    return {
+        "task": task,
+        "intent": data.get("intent"),
+        "cap": int(data.get("cap", 0)),
+        "injected": data["injected"],
+        "ranked": data.get("ranked", []),
+    }
+
+
+def checked_set(data: Any) -> dict[str, Any]:
+    """An active set as the API serves it; ValueError when the body is not one."""
+    if not isinstance(data, dict) or not isinstance(data.get("procedures"), list):
+        raise ValueError("the response is not an active set")
+    return data
+
+
+def sessions_body(sessions: Sequence[Mapping[str, Any]]) -> bytes:
+    """procmem JSON Lines: one session a line (POST /api/v1/sessions)."""
+    return "".join(json.dumps(dict(s), ensure_ascii=False, separators=(",", ":")) + "\n" for s in sessions).encode("utf-8")
+
+
+def selection_cap(data: Mapping[str, Any]) -> int:
+    """How many procedures a set lets a task receive (0 while procedural memory is switched off)."""
+    return int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
+
+
 def session_record(
     *,
     session_id: str,
@@ -217,9 +264,7 @@ class ProcmemClient:
                 if encoding == "gzip":
                     body = gzip.decompress(body)
                 self.last_content_encoding = encoding
-                data = json.loads(body)
-                if not isinstance(data, dict) or not isinstance(data.get("procedures"), list):
-                    raise ValueError("the response is not an active set")
+                data = checked_set(json.loads(body))
             except urllib.error.HTTPError as exc:
                 if exc.code == 304:
                     self.not_modified += 1
@@ -298,9 +343,7 @@ class ProcmemClient:
         self.fetches += 1
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                own = json.loads(response.read())
-            if not isinstance(own, dict) or not isinstance(own.get("procedures"), list):
-                raise ValueError("the response is not an active set")
+                own = checked_set(json.loads(response.read()))
         except (urllib.error.URLError, OSError, ValueError) as exc:  # HTTPError is a URLError
             self.last_error = f"{type(exc).__name__}: {exc}"
             logger.warning("procmem: the set of session %s failed, using the shared set (%s)", session, self.last_error)
@@ -316,48 +359,33 @@ class ProcmemClient:
         if session:
             data = self.session_set(session)
             if data.get("arms"):
-                cap = int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
-                return (self._ranker or Ranker()).index(data["procedures"]).select(task=task, intent=intent, cap=cap, k=k)
+                return (self._ranker or Ranker()).index(data["procedures"]).select(task=task, intent=intent, cap=selection_cap(data), k=k)
         index, data = self._current_index()
-        cap = int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
-        return index.select(task=task, intent=intent, cap=cap, k=k)
+        return index.select(task=task, intent=intent, cap=selection_cap(data), k=k)
 
     def _select_on_server(self, *, task: str, intent: str | None, k: int | None, session: str | None = None) -> Selection:
         """GET /api/v1/agents/{agent}/select. When the server fails, nothing is injected (the error is
         in `last_error`): the agent still runs, only without procedures."""
-        if not isinstance(task, str) or not task.strip():
-            raise ValueError("task must be a non-empty string")
-        query = {
-            "task": task, **({"intent": intent} if intent else {}), **({"k": str(k)} if k is not None else {}),
-            **({"environment": self.environment} if self.environment else {}), **({"session": session} if session else {}),
-        }
+        query = select_query(task=task, intent=intent, k=k, environment=self.environment, session=session)
         request = urllib.request.Request(
             self._url(f"agents/{self.agent}/select?{urllib.parse.urlencode(query)}"),
             headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json"},
         )
         self.selects += 1
-        empty: Selection = {"task": task, "intent": intent or None, "cap": 0, "injected": [], "ranked": []}
         try:
             with urllib.request.urlopen(request, timeout=self.timeout) as response:
                 data = json.loads(response.read())
-            if not isinstance(data, dict) or not isinstance(data.get("injected"), list):
-                raise ValueError("the response is not a selection")
+            selection = selection_from_response(task, data)
         except urllib.error.HTTPError as exc:
             self.last_error = f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', 'replace')}"
             logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
-            return empty
+            return empty_selection(task, intent)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
             logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
-            return empty
+            return empty_selection(task, intent)
         self.selected_set_etag = data.get("setEtag")
-        return {
-            "task": task,
-            "intent": data.get("intent"),
-            "cap": int(data.get("cap", 0)),
-            "injected": data["injected"],
-            "ranked": data.get("ranked", []),
-        }
+        return selection
 
     # ------------------------------------------------------------------------------------ recall (coding agents)
 
@@ -444,7 +472,7 @@ class ProcmemClient:
         Returns the server's answer (what was stored, skipped as duplicate, refused)."""
         if not self._ingest_token:
             raise ProcmemError("report_sessions needs an ingest token (ProcmemClient(ingest_token=...))")
-        body = "".join(json.dumps(dict(s), ensure_ascii=False, separators=(",", ":")) + "\n" for s in sessions).encode("utf-8")
+        body = sessions_body(sessions)
         request = urllib.request.Request(
             self._url("sessions"),
             data=body,

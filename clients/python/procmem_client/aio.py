@@ -1,0 +1,285 @@
+"""`AsyncProcmemClient`: the procmem client for async agent runtimes (asyncio), on httpx
+(`pip install './clients/python[async]'`). It behaves as the sync `ProcmemClient`:
+
+- the active set through GET /api/v1/agents/{agent}/procedures with If-None-Match (gzip), kept in
+  memory and revalidated when `refresh_interval` has passed; a 304 keeps it;
+- the last good set when procmem fails (the error in `last_error`, retried after `retry_interval`);
+  an empty set before the first success, so the agent runs without procedures;
+- selection locally with the shared ranker (the `[embeddings]` extra, or a `ranker`), run in a
+  worker thread so the event loop keeps going, or by the server's select endpoint; nothing is
+  injected when that fails;
+- rendering with procmem_client.rendering (the one renderer) and session reports with an ingest token.
+
+    async with AsyncProcmemClient(base_url=..., agent="support_agent", token=...) as procmem:
+        text, injected = await procmem.instruction_for(task="I want a refund of $900 for order 1234")
+
+One client serves any number of concurrent tasks: requests share one connection pool, and one
+revalidation of the set runs at a time (the others keep serving the current set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import httpx
+
+from . import embeddings
+from .client import (
+    API_VERSIONS,
+    ProcmemError,
+    _empty_set,
+    checked_set,
+    empty_selection,
+    select_query,
+    selection_cap,
+    selection_from_response,
+    session_record,
+    sessions_body,
+)
+from .ranking import Index, Ranker, Selection
+from .rendering import DEFAULT_MAX_CHARS, render_block
+
+logger = logging.getLogger("procmem.client")
+
+
+class AsyncProcmemClient:
+    """One per agent process and procmem agent; safe to share between tasks of one event loop."""
+
+    def __init__(
+        self,
+        *,
+        base_url: str,
+        agent: str,
+        token: str,
+        ingest_token: str | None = None,
+        refresh_interval: float = 30.0,
+        retry_interval: float = 5.0,
+        timeout: float = 5.0,
+        ranker: Ranker | None = None,
+        local_ranking: bool | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        max_chars: int | None = DEFAULT_MAX_CHARS,
+        environment: str | None = None,
+        api_version: str = "v1",
+        max_connections: int = 100,
+        http: httpx.AsyncClient | None = None,
+    ) -> None:
+        """The arguments of `ProcmemClient`, plus `max_connections` (the pool's size) or an
+        `http` client of your own (then `aclose` leaves it open)."""
+        if api_version not in API_VERSIONS:
+            raise ValueError(f"api_version must be one of {', '.join(API_VERSIONS)}; got {api_version!r}")
+        self.api_version = api_version
+        self.base_url = base_url.rstrip("/")
+        self.agent = agent
+        self.environment = environment or None
+        self._token = token
+        self._ingest_token = ingest_token
+        self.refresh_interval = refresh_interval
+        self.retry_interval = retry_interval
+        self._ranker = ranker
+        self.local_ranking = (ranker is not None or embeddings.available()) if local_ranking is None else local_ranking
+        self._clock = clock
+        self.max_chars = max_chars
+        self._own_http = http is None
+        self._http = http or httpx.AsyncClient(
+            timeout=timeout, limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+        )
+        self._refresh_lock = asyncio.Lock()
+        self._set: dict[str, Any] = _empty_set(agent, api_version)
+        self._etag: str | None = None
+        self._index: Index | None = None
+        self._index_set: dict[str, Any] | None = None  # the set `_index` was built from
+        self._next_refresh = 0.0
+        self.last_error: str | None = None
+        self.last_success: float | None = None
+        self.fetches = 0
+        self.not_modified = 0
+        self.selects = 0
+        self.selected_set_etag: str | None = None
+
+    async def __aenter__(self) -> "AsyncProcmemClient":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._own_http:
+            await self._http.aclose()
+
+    # ------------------------------------------------------------------------------------ the set
+
+    @property
+    def etag(self) -> str | None:
+        return self._etag
+
+    @property
+    def has_set(self) -> bool:
+        return self._etag is not None
+
+    @property
+    def can_report(self) -> bool:
+        return bool(self._ingest_token)
+
+    def _url(self, path: str) -> str:
+        return f"{self.base_url}/api/{self.api_version}/{path}"
+
+    def _set_params(self, session: str | None = None) -> dict[str, str]:
+        return {**({"environment": self.environment} if self.environment else {}), **({"session": session} if session else {})}
+
+    def _headers(self, token: str | None = None) -> dict[str, str]:
+        return {"Authorization": f"Bearer {token or self._token}", "Accept": "application/json"}
+
+    async def refresh(self, *, force: bool = False) -> bool:
+        """Revalidates the set when due (or `force`). True when the server answered (200 or 304),
+        False when it failed (the last good set stays). While one task fetches, the others go on
+        with the current set (the first fetch, or a forced one, waits for it)."""
+        now = self._clock()
+        if not force and now < self._next_refresh:
+            return True
+        if self._refresh_lock.locked() and self.has_set and not force:
+            return True
+        async with self._refresh_lock:
+            if not force and self._clock() < self._next_refresh:
+                return True  # another task fetched while this one waited
+            headers = {**self._headers(), "Accept-Encoding": "gzip"}
+            if self._etag:
+                headers["If-None-Match"] = self._etag
+            self.fetches += 1
+            try:
+                response = await self._http.get(self._url(f"agents/{self.agent}/procedures"), params=self._set_params(), headers=headers)
+                if response.status_code == 304:
+                    self.not_modified += 1
+                    return self._succeeded(now)
+                if response.status_code != 200:
+                    return self._failed(now, f"HTTP {response.status_code}: {response.text[:300]}")
+                data = checked_set(response.json())  # httpx has undone the gzip
+            except (httpx.HTTPError, ValueError) as exc:
+                return self._failed(now, f"{type(exc).__name__}: {exc}")
+            self._set, self._etag, self._index = data, response.headers.get("ETag"), None
+            return self._succeeded(now)
+
+    def _succeeded(self, now: float) -> bool:
+        self.last_error = None
+        self.last_success = now
+        self._next_refresh = now + self.refresh_interval
+        return True
+
+    def _failed(self, now: float, message: str) -> bool:
+        self.last_error = message
+        self._next_refresh = now + self.retry_interval
+        logger.warning("procmem: keeping the last good set of %s (%s)", self.agent, message)
+        return False
+
+    async def active_set(self) -> dict[str, Any]:
+        await self.refresh()
+        return self._set
+
+    async def procedures(self) -> list[dict[str, Any]]:
+        return list((await self.active_set())["procedures"])
+
+    # ------------------------------------------------------------------------------------ selection
+
+    async def session_set(self, session: str) -> dict[str, Any]:
+        """The set `session` receives (its rollout arms while a rollout runs); the cached set when
+        no rollout runs or the request fails."""
+        data = await self.active_set()
+        if not data.get("arms"):
+            return data
+        self.fetches += 1
+        try:
+            response = await self._http.get(
+                self._url(f"agents/{self.agent}/procedures"), params=self._set_params(session), headers=self._headers()
+            )
+            response.raise_for_status()
+            return checked_set(response.json())
+        except (httpx.HTTPError, ValueError) as exc:
+            self.last_error = f"{type(exc).__name__}: {exc}"
+            logger.warning("procmem: the set of session %s failed, using the shared set (%s)", session, self.last_error)
+            return data
+
+    async def select(self, *, task: str, intent: str | None = None, k: int | None = None, session: str | None = None) -> Selection:
+        """At most the set's injection cap, ranked here (in a worker thread: embedding the task is
+        CPU work) or by the server's select endpoint."""
+        if not self.local_ranking:
+            return await self._select_on_server(task=task, intent=intent, k=k, session=session)
+        data = await (self.session_set(session) if session else self.active_set())
+        if session and data.get("arms"):
+            index = await asyncio.to_thread((self._ranker or Ranker()).index, data["procedures"])
+        else:
+            index = await self._current_index(data)
+        return await asyncio.to_thread(index.select, task=task, intent=intent, cap=selection_cap(data), k=k)
+
+    async def _current_index(self, data: dict[str, Any]) -> Index:
+        """The index of the cached set, built once per set (off the event loop: it embeds)."""
+        if self._index is None or self._index_set is not data:
+            index = await asyncio.to_thread((self._ranker or Ranker()).index, data["procedures"])
+            self._index, self._index_set = index, data
+        return self._index
+
+    async def _select_on_server(self, *, task: str, intent: str | None, k: int | None, session: str | None) -> Selection:
+        query = select_query(task=task, intent=intent, k=k, environment=self.environment, session=session)
+        self.selects += 1
+        try:
+            response = await self._http.get(self._url(f"agents/{self.agent}/select"), params=query, headers=self._headers())
+            if response.status_code != 200:
+                raise ValueError(f"HTTP {response.status_code}: {response.text[:300]}")
+            data = response.json()
+            selection = selection_from_response(task, data)
+        except (httpx.HTTPError, ValueError) as exc:
+            self.last_error = str(exc) if str(exc).startswith("HTTP ") else f"{type(exc).__name__}: {exc}"
+            logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
+            return empty_selection(task, intent)
+        self.selected_set_etag = data.get("setEtag")
+        return selection
+
+    def render(self, records: Iterable[Mapping[str, Any]]) -> str:
+        return render_block(records, max_chars=self.max_chars)["text"]
+
+    async def instruction_for(
+        self, *, task: str, intent: str | None = None, base_instruction: str = "", session: str | None = None
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """The instruction (base + the block of selected procedures) and the injected records."""
+        selected = (await self.select(task=task, intent=intent, session=session))["injected"] if task.strip() else []
+        block = render_block(selected, max_chars=self.max_chars)
+        parts = [p for p in (base_instruction.strip(), block["text"]) if p]
+        return "\n\n".join(parts), block["included"]
+
+    @property
+    def current_set_etag(self) -> str | None:
+        """The ETag of the set the last selection came from."""
+        return self._etag if self.local_ranking else self.selected_set_etag
+
+    # ------------------------------------------------------------------------------------ reporting
+
+    async def report_sessions(self, sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """POST /api/v1/sessions with the ingest token; the server's answer. ProcmemError when the
+        server refuses the batch or cannot be reached."""
+        if not self._ingest_token:
+            raise ProcmemError("report_sessions needs an ingest token (AsyncProcmemClient(ingest_token=...))")
+        try:
+            response = await self._http.post(
+                self._url("sessions"), content=sessions_body(sessions),
+                headers={**self._headers(self._ingest_token), "Content-Type": "application/x-ndjson"},
+            )
+        except httpx.HTTPError as exc:
+            raise ProcmemError(f"POST /api/v1/sessions failed: {exc}") from None
+        try:
+            answer: Any = response.json() if response.content else {}
+        except ValueError:
+            answer = response.text[:300]
+        if response.status_code >= 400:
+            raise ProcmemError(f"POST /api/v1/sessions answered {response.status_code}", status=response.status_code, body=answer)
+        return answer
+
+    async def report_session(
+        self, *, session_id: str, task: str, resolved: bool | None, injected: Sequence[Mapping[str, Any]], **fields: Any
+    ) -> dict[str, Any]:
+        record = session_record(session_id=session_id, agent=self.agent, task=task, resolved=resolved, injected=injected, **fields)
+        return await self.report_sessions([record])
+
+
+__all__ = ["AsyncProcmemClient"]
