@@ -4,11 +4,12 @@ own endpoint, are in tests/library/test_mcp.py), and the tool arguments fuzzed w
 
 from __future__ import annotations
 
-import anyio
 import pytest
 from hypothesis import given, settings, strategies as st
 
 pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
+
+import anyio  # noqa: E402 (comes with the [mcp] extra: a fresh install of the client without it has none)
 
 from mcp import Client  # noqa: E402
 
