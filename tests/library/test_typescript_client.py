@@ -164,3 +164,25 @@ def test_npm_pack_yields_an_installable_package_without_runtime_dependencies(bui
     answer = json.loads(run.stdout)
     assert answer["text"] == render_block([{"id": "a.b", "version": 2, "steps": ["Do it."]}])["text"]
     assert answer["client"] == "function" and answer["adapter"] == "function"
+
+    # typed: a TypeScript consumer type-checks against the package's .d.ts, and a wrong use does not
+    (consumer / "tsconfig.json").write_text(json.dumps({"compilerOptions": {
+        "module": "NodeNext", "moduleResolution": "NodeNext", "target": "ES2022", "strict": True, "noEmit": True,
+        "lib": ["ES2022", "DOM"], "types": []}, "include": ["main.ts"]}))
+    (consumer / "main.ts").write_text(
+        "import { ProcmemClient, type ProcedureRecord, type Selection } from 'procmem-client';\n"
+        "import { withProcmem } from 'procmem-client/vercel-ai';\n"
+        "const client = new ProcmemClient({ baseUrl: 'http://127.0.0.1:1', agent: 'a', token: 't', maxChars: null });\n"
+        "export async function f(): Promise<string> {\n"
+        "  const selection: Selection = await client.select({ task: 'x', k: 3 });\n"
+        "  const first: ProcedureRecord | undefined = selection.injected[0];\n"
+        "  const params = await withProcmem(client, { prompt: 'x', system: 'base', temperature: 0 });\n"
+        "  return params.system + (first?.id ?? '') + String(params.temperature);\n"
+        "}\n"
+    )
+    tsc = str(TS / "node_modules" / "typescript" / "bin" / "tsc")
+    checked = _run(["node", tsc, "-p", "tsconfig.json"], cwd=consumer)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    (consumer / "main.ts").write_text("import { ProcmemClient } from 'procmem-client';\nnew ProcmemClient({ baseUrl: 'x', agent: 'a' });\n")
+    wrong = _run(["node", tsc, "-p", "tsconfig.json"], cwd=consumer)
+    assert wrong.returncode != 0 and "token" in wrong.stdout

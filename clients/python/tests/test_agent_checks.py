@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from procmem_client.agent_checks import CheckError, check_selection, check_snapshots, export_library, load_tools
 from procmem_client.check_cli import main, report
@@ -273,3 +275,82 @@ def test_the_pytest_plugin_runs_the_checks_as_tests(export, tmp_path):
     assert completed.returncode == 1, completed.stdout + completed.stderr
     assert "FAIL tools: refund.over_limit v3 requires createApproval, which is not in the agent's tool list (tools.txt, 1 tools)" in completed.stdout
     assert "1 failed, 1 passed" in completed.stdout
+
+
+# ------------------------------------------------------------------------------------------- MCP tools/list
+
+TOOLS_SERVER = '''
+import sys
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("agent-tools")
+for name in ("lookupOrder", "createApproval", "replyTemplates"):
+    server.add_tool(lambda order_id="": "", name=name, description=f"the agent's {name}")
+if len(sys.argv) > 1:
+    server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+else:
+    server.run()
+'''
+
+
+def test_the_tool_list_from_an_mcp_server_over_stdio_and_streamable_http(tmp_path):
+    """A small MCP server made with the official SDK; the check reads its tools/list with the SDK's client."""
+    pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
+    import socket
+    import time
+
+    script = tmp_path / "tools_server.py"
+    script.write_text(TOOLS_SERVER)
+    names, label = load_tools(f"mcp:{sys.executable} {script}")
+    assert names == ["lookupOrder", "createApproval", "replyTemplates"] and label == f"MCP tools/list of {sys.executable} {script}"
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert process.poll() is None and time.monotonic() < deadline, process.stderr.read().decode() if process.poll() is not None else "no answer in 60 s"
+                time.sleep(0.2)
+        assert load_tools(f"mcp:http://127.0.0.1:{port}/mcp")[0] == ["lookupOrder", "createApproval", "replyTemplates"]
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+    with pytest.raises(CheckError, match=r"tools/list failed"):
+        load_tools(f"mcp:{sys.executable} -c 'import sys; sys.exit(3)'", timeout=20)
+
+
+# ------------------------------------------------------------------------------------------- bad input
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.sampled_from(["task", "expect", "intent", "name", "base", "tools", "cases", "x"]), children, max_size=5),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(suffix=st.sampled_from([".jsonl", ".json", ".yaml", ".txt"]), payload=st.one_of(_json_values.map(json.dumps), st.text(max_size=200)))
+def test_any_fixture_file_gives_outcomes_or_a_check_error_naming_it(tmp_path, suffix, payload):
+    from procmem_client.agent_checks import Library, check_tools
+
+    library = Library(agent="a", source="test", procedures=[{"id": "x.y", "version": 1, "requiredTools": ["t"]}], select=lambda task, intent: ([], ""))
+    path = tmp_path / f"fixture{suffix}"
+    path.write_text(payload, encoding="utf-8")
+    snapshots = tmp_path / "snap"
+    snapshots.mkdir(exist_ok=True)
+    (snapshots / "contexts.json").write_text(payload, encoding="utf-8")
+    for check in (lambda: check_selection(library, path), lambda: check_snapshots(library, snapshots),
+                  lambda: check_tools(library, *load_tools(str(path)))):
+        try:
+            outcomes = check()
+        except CheckError as exc:
+            assert str(path) in str(exc) or str(snapshots) in str(exc)
+        else:
+            assert all(o.check in ("selection", "snapshot", "tools") for o in outcomes)
