@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 from collections import Counter
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -30,6 +31,7 @@ from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, Procedu
 from ..redaction import Redactor
 from ..services import audit, procedure_propose, required_reason
 from . import skeletons as mining
+from . import within
 
 logger = logging.getLogger(__name__)
 
@@ -95,15 +97,57 @@ def _at_or_after(cutoff: Cutoff) -> Q:
     return Q(ended_at__isnull=True) | Q(ended_at__gt=ended) | (Q(ended_at=ended) & same_end)
 
 
-def _held_q(cutoffs: Mapping[int, Cutoff]) -> Q | None:
+def held_back_tasks(agent: Agent, share: float) -> dict[int, Q]:
+    """intent id → the held-back sessions of the intent when holding back by task: per intent, the
+    last `share` of its sorted task keys (rounded up; code-point order), every session of those
+    tasks. For data where a task has many sessions, so that no task sits on both sides (sessions
+    without a task key are never held back this way)."""
+    if share <= 0:
+        return {}
+    pairs = (
+        AgentSession.objects.filter(agent=agent, intent__isnull=False).exclude(task_key="")
+        .values_list("intent_id", "task_key").distinct().order_by()
+    )
+    keys: dict[int, set[str]] = {}
+    for intent_id, key in pairs.iterator(chunk_size=5000):
+        keys.setdefault(intent_id, set()).add(key)
+    held: dict[int, Q] = {}
+    for intent_id, found in keys.items():
+        ordered = sorted(found)
+        count = math.ceil(len(ordered) * share - 1e-9)
+        if count >= 1:
+            held[intent_id] = Q(task_key__in=ordered[len(ordered) - count:])
+    return held
+
+
+class HoldOut:
+    NEWEST = "newest"  # the newest share of each intent's sessions (the default)
+    TASKS = "tasks"  # the last share of each intent's sorted task keys
+
+
+def held_back(agent: Agent, share: float, hold_out: str = HoldOut.NEWEST) -> dict[int, Q]:
+    """intent id → which of its sessions are held back for the backtest."""
+    if hold_out == HoldOut.TASKS:
+        return held_back_tasks(agent, share)
+    if hold_out != HoldOut.NEWEST:
+        raise ValueError(f"hold_out must be {HoldOut.NEWEST!r} or {HoldOut.TASKS!r}, not {hold_out!r}")
+    return {intent_id: _at_or_after(cutoff) for intent_id, cutoff in held_back_cutoffs(agent, share).items()}
+
+
+def _held_condition(held: Cutoff | Q) -> Q:
+    return held if isinstance(held, Q) else _at_or_after(held)
+
+
+def _held_q(cutoffs: Mapping[int, Cutoff | Q]) -> Q | None:
+    """The held-back sessions of every intent, from cutoffs (held_back_cutoffs) or conditions (held_back)."""
     query = None
     for intent_id, cutoff in cutoffs.items():
-        part = Q(intent_id=intent_id) & _at_or_after(cutoff)
+        part = Q(intent_id=intent_id) & _held_condition(cutoff)
         query = part if query is None else query | part
     return query
 
 
-def _annotated(agent: Agent, cutoffs: Mapping[int, Cutoff]):
+def _annotated(agent: Agent, cutoffs: Mapping[int, Cutoff | Q]):
     held = _held_q(cutoffs)
     return AgentSession.objects.filter(agent=agent).annotate(
         held=Case(When(held, then=Value(True)), default=Value(False), output_field=BooleanField()) if held is not None else Value(False, output_field=BooleanField()),
@@ -115,9 +159,10 @@ def _task_unit():
     return Case(When(task_key="", then=Concat(Value("session:"), Cast("id", CharField()))), default=F("task_key"), output_field=CharField())
 
 
-def task_groups(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int = 2000) -> Iterator[tuple[Any, list[int], list[str], int]]:
-    """(intent id, session labels, session skeletons as JSON text, tasks): the agent's tasks grouped
-    by the database by their make-up — the sorted list of their sessions' (label, skeleton), label
+def task_groups(agent: Agent, cutoffs: Mapping[int, Any], *, chunk_size: int = 2000) -> Iterator[tuple[Any, list[int], list[str], list[str], int]]:
+    """(intent id, session labels, session skeletons as JSON text, session models, tasks): the agent's
+    tasks grouped by the database by their make-up — the sorted list of their sessions' (label,
+    skeleton, model), label
     being mining.LABELS' code of the outcome and held-back flag — so that Python reads one row per
     distinct make-up, not one per session. The per-session rows are built, sorted and folded in
     PostgreSQL (narrow rows, C collation), read through a server-side cursor."""
@@ -125,7 +170,7 @@ def task_groups(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int 
         _annotated(agent, cutoffs)
         .annotate(unit=_task_unit(), skeleton_text=Cast("skeleton", TextField()))
         .order_by()
-        .values_list("intent_id", "unit", "resolved", "escalated", "held", "skeleton_text")
+        .values_list("intent_id", "unit", "resolved", "escalated", "held", "skeleton_text", "model")
     )
     base_sql, params = base.query.sql_with_params()
     connection = connections[base.db]
@@ -138,19 +183,20 @@ def task_groups(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int 
         return
     # label: 0 unknown, 1 resolved, 2 resolved by escalation, 3 failed; + 4 when held back
     sql = f"""
-        SELECT t.intent_id, t.labels, t.skeletons, COUNT(*)
+        SELECT t.intent_id, t.labels, t.skeletons, t.models, COUNT(*)
         FROM (
-            SELECT s.intent_id, s.unit, array_agg(s.label) AS labels, array_agg(s.skeleton) AS skeletons
+            SELECT s.intent_id, s.unit, array_agg(s.label) AS labels, array_agg(s.skeleton) AS skeletons,
+                   array_agg(s.model) AS models
             FROM (
                 SELECT b.intent_id, b.unit COLLATE "C" AS unit, {label_sql} AS label,
-                       b.skeleton_text COLLATE "C" AS skeleton
+                       b.skeleton_text COLLATE "C" AS skeleton, b.model COLLATE "C" AS model
                 FROM ({base_sql}) b
-                ORDER BY 1, 2, 3, 4
+                ORDER BY 1, 2, 3, 4, 5
                 OFFSET 0
             ) s
             GROUP BY s.intent_id, s.unit
         ) t
-        GROUP BY t.intent_id, t.labels, t.skeletons
+        GROUP BY t.intent_id, t.labels, t.skeletons, t.models
     """
     with transaction.atomic(using=base.db):
         # One sort of narrow rows read to the end: plan it for the whole result, not for its
@@ -169,23 +215,24 @@ def task_groups(agent: Agent, cutoffs: Mapping[int, Cutoff], *, chunk_size: int 
 def _task_groups_folded_here(connection, base_sql: str, params, label_sql: str, chunk_size: int):
     """task_groups() where the database has no array_agg (SQLite, the embedded default): the same
     sorted per-session rows, folded into tasks and make-ups in Python."""
-    sql = f"SELECT b.intent_id, b.unit, {label_sql} AS label, b.skeleton_text FROM ({base_sql}) b ORDER BY 1, 2, 3, 4"
+    sql = f"SELECT b.intent_id, b.unit, {label_sql} AS label, b.skeleton_text, b.model FROM ({base_sql}) b ORDER BY 1, 2, 3, 4, 5"
     makeups: Counter = Counter()
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        current, labels, skeletons = None, [], []
+        current, labels, skeletons, models = None, [], [], []
         while rows := cursor.fetchmany(chunk_size):
-            for intent_id, unit, label, skeleton in rows:
+            for intent_id, unit, label, skeleton, model in rows:
                 if (intent_id, unit) != current:
                     if current is not None:
-                        makeups[(current[0], tuple(labels), tuple(skeletons))] += 1
-                    current, labels, skeletons = (intent_id, unit), [], []
+                        makeups[(current[0], tuple(labels), tuple(skeletons), tuple(models))] += 1
+                    current, labels, skeletons, models = (intent_id, unit), [], [], []
                 labels.append(label)
                 skeletons.append(skeleton)
+                models.append(model)
         if current is not None:
-            makeups[(current[0], tuple(labels), tuple(skeletons))] += 1
-    for (intent_id, labels, skeletons), tasks in makeups.items():
-        yield intent_id, list(labels), list(skeletons), tasks
+            makeups[(current[0], tuple(labels), tuple(skeletons), tuple(models))] += 1
+    for (intent_id, labels, skeletons, models), tasks in makeups.items():
+        yield intent_id, list(labels), list(skeletons), list(models), tasks
 
 
 def _skeleton_filter(variants: Iterable[tuple[str, ...]]) -> Q:
@@ -195,11 +242,11 @@ def _skeleton_filter(variants: Iterable[tuple[str, ...]]) -> Q:
     return query
 
 
-def _mined_sessions(agent: Agent, intent_id: int, cutoffs: Mapping[int, Cutoff]):
+def _mined_sessions(agent: Agent, intent_id: int, cutoffs: Mapping[int, Cutoff | Q]):
     """The intent's sessions before its held-back cut, oldest first (the index's order)."""
     queryset = AgentSession.objects.filter(agent=agent, intent_id=intent_id).annotate(unit=_task_unit())
     if intent_id in cutoffs:
-        queryset = queryset.exclude(_at_or_after(cutoffs[intent_id]))
+        queryset = queryset.exclude(_held_condition(cutoffs[intent_id]))
     return queryset.order_by(*OLDEST_FIRST)
 
 
@@ -288,11 +335,14 @@ def mining_run_execute(
     started_by=None,
     support_threshold: int | None = None,
     trigger: str = Trigger.MANUAL,
+    hold_out: str = HoldOut.NEWEST,
 ) -> MiningRun:
     """Mines one agent's sessions into CANDIDATE versions and records the run. Refuses nothing
     silently: a switched-off agent gets a run row that says why nothing was mined."""
     params = mining_params_for(agent, support_threshold=support_threshold)
-    parameters = {**params.to_dict(), "trigger": trigger, "nearDuplicate": float(getattr(settings, "PROCMEM_MINING_NEAR_DUPLICATE", 0.85))}
+    if hold_out not in (HoldOut.NEWEST, HoldOut.TASKS):
+        raise ValueError(f"hold_out must be {HoldOut.NEWEST!r} or {HoldOut.TASKS!r}, not {hold_out!r}")
+    parameters = {**params.to_dict(), "trigger": trigger, "holdOut": hold_out, "nearDuplicate": float(getattr(settings, "PROCMEM_MINING_NEAR_DUPLICATE", 0.85))}
     user = started_by if started_by is not None and getattr(started_by, "is_authenticated", False) else None
     run = MiningRun.objects.create(agent=agent, parameters=parameters, started_by=user)
     off_reason = None
@@ -309,7 +359,7 @@ def mining_run_execute(
         run.save(update_fields=["state", "skipped", "report", "counts", "finished_at"])
         return run
     try:
-        return _mine(agent=agent, run=run, params=params, user=user)
+        return _mine(agent=agent, run=run, params=params, user=user, hold_out=hold_out)
     except Exception as exc:
         MiningRun.objects.filter(pk=run.pk).update(state=MiningRun.State.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now())
         raise
@@ -390,7 +440,7 @@ def mining_report_propose(*, run: MiningRun, intent_name: str, user, reason: str
         if intent is None:
             raise ValidationError({"intent": f"the agent {agent.name} has no intent {intent_name!r} any more"})
         draft = mining.Draft(**entry["draft"])
-        test = entry.get("skeletonTest") or {}
+        test = entry.get("withinTask") or entry.get("skeletonTest") or {}
         despite = {
             "by": user.get_username(), "at": timezone.now().isoformat(timespec="seconds"), "reason": reason,
             "pAdjusted": test.get("pAdjusted"), "alpha": test.get("alpha"),
@@ -420,12 +470,13 @@ def _decoded(cache: dict[Any, tuple[str, ...]], text: Any) -> tuple[str, ...]:
     return found
 
 
-def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) -> MiningRun:
-    cutoffs = held_back_cutoffs(agent, params.backtest_share)
-    aggregator = mining.Aggregator(params)
+def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, hold_out: str = HoldOut.NEWEST) -> MiningRun:
+    cutoffs = held_back(agent, params.backtest_share, hold_out)
     skeletons: dict[Any, tuple[str, ...]] = {}
-    aggregator.consume(task_groups(agent, cutoffs), lambda text: _decoded(skeletons, text))
-    aggregator.finish()
+    # two readings of the same make-ups: distinct-task counts, then the tested groups' within-task tables
+    aggregator = within.mine_tasks(
+        params, lambda stream: stream.consume(task_groups(agent, cutoffs), lambda text: _decoded(skeletons, text)).finish()
+    )
     groups, report = mining.choose_groups(aggregator)
     intents = {i.pk: i for i in Intent.objects.filter(agent=agent)}
     # every intent of the agent is named, also those with no session (yet)
@@ -448,6 +499,8 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
                 report.append(mining.report_entry(intent.name, mining.Status.NO_VERIFY_COMMAND, coded, figures={
                     **mining.intent_figures(stats), "support": group.support, "topSkeleton": list(group.skeleton), "topSupport": group.support,
                 }))
+            elif group.workflow:
+                report.append(mining.report_entry(intent.name, mining.Status.WORKFLOW, _workflow_reason(group, params), coded))
             elif not group.proposed:
                 report.append(mining.report_entry(intent.name, mining.Status.REPORTED, _not_credible_reason(group, params), coded))
             else:
@@ -471,6 +524,9 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user) ->
         # the evidence repeats each forbidden action's text
         for entry in draft.evidence.get("forbidden", []):
             entry["action"] = redactor.text(entry["action"])
+        if group.workflow:
+            report.append(mining.report_entry(intent.name, mining.Status.WORKFLOW, _workflow_reason(group, params), draft))
+            continue
         if not group.proposed:
             report.append(mining.report_entry(intent.name, mining.Status.REPORTED, _not_credible_reason(group, params), draft))
             continue
@@ -652,23 +708,33 @@ def _branches(
     return branches
 
 
-def _not_credible_reason(group: mining.GroupChoice, params: mining.MiningParams) -> str:
-    test = group.test
-    if not test["failedOf"]:
-        return "no failed task to contrast with: the tool order cannot be shown to matter"
-    # name what failed: the corrected p-value, or the lift's interval at the corrected level (which
-    # can reach down to 1 while the p-value passes: "adjusted p = 0.0256" alone read as a pass)
-    blockers = []
-    if test["pAdjusted"] >= params.significance_level:
-        blockers.append(f"adjusted p = {test['pAdjusted']:.3g} is not below {params.significance_level}")
-    corrected_low = test.get("liftLowCorrected")
-    if corrected_low is None or corrected_low <= 1:
-        level = 100 * (1 - params.significance_level / max(1, test["tests"]))
-        blockers.append(f"the lift's {level:.3g} % interval starts at {corrected_low if corrected_low is not None else 0}, not above 1")
+def _workflow_reason(group: mining.GroupChoice, params: mining.MiningParams) -> str:
     return (
-        f"the tool order does not credibly explain the outcome ({'; '.join(blockers) or 'not credible'}): lift {test['lift']} "
-        f"(95 % interval from {test['liftLow'] if test['liftLow'] is not None else 0}), adjusted p = {test['pAdjusted']:.3g} "
-        f"over {test['tests']} skeleton(s) tested, significance level {params.significance_level}"
+        f"a workflow: belongs in code — {len(group.skeleton)} calls, {mining.step_count(group.skeleton)} steps with each repeated "
+        f"block of calls as one step, more than the {params.max_steps} a procedure may have"
+    )
+
+
+def _not_credible_reason(group: mining.GroupChoice, params: mining.MiningParams) -> str:
+    """Why the gate (followers vs other sessions within tasks) refused the group, naming what failed."""
+    gate = group.within.get("gate") or {}
+    followers, others = gate.get("followers") or {}, gate.get("others") or {}
+    if not followers.get("of") or not others.get("of"):
+        return "no session to contrast with (every labelled session follows it, or none does): the tool order cannot be shown to matter"
+    if gate.get("riskRatio") is None:
+        return "no task has both sessions that follow it and sessions that do not: the tool order cannot be shown to matter within tasks"
+    blockers = []
+    if gate["pAdjusted"] >= params.significance_level:
+        blockers.append(f"adjusted p = {gate['pAdjusted']:.3g} is not below {params.significance_level}")
+    corrected_low = gate.get("lowCorrected")
+    if corrected_low is None or corrected_low <= 1:
+        level = 100 * (1 - params.significance_level / max(1, gate["tests"]))
+        blockers.append(f"the risk ratio's {level:.3g} % interval starts at {corrected_low if corrected_low is not None else 0}, not above 1")
+    return (
+        f"the tool order does not credibly explain the outcome within tasks ({'; '.join(blockers) or 'not credible'}): "
+        f"{followers['count']} of {followers['of']} sessions that follow it succeeded vs {others['count']} of {others['of']} that do not, "
+        f"risk ratio {gate['riskRatio']} (95 % interval from {gate['low'] if gate['low'] is not None else 0}), adjusted p = "
+        f"{gate['pAdjusted']:.3g} over {gate['tests']} skeleton(s) tested, significance level {params.significance_level}"
     )
 
 

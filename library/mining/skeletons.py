@@ -16,12 +16,17 @@ Definitions:
   Sessions with fewer than `min_tool_calls` tool calls (ignored tools not counted) are not mined.
 - Held back: the newest `backtest_share` of each intent's sessions (by end time) are not mined; the
   backtest measures every candidate on them.
-- Groups: (intent, skeleton) over successful tasks; a group at or above the support threshold
-  (distinct tasks) is tested: Fisher's exact test, one-sided, of "successful tasks follow this
-  skeleton more often than failed tasks", Bonferroni-corrected for all groups tested in the run; a
-  group is *credible* when the corrected p-value is below the agent's significance level and the
-  lift's interval at the corrected level lies above 1. One candidate per intent: the largest credible
-  group. An intent without a credible group is reported with its best group's figures, not proposed.
+- Groups: (intent, skeleton) over successful tasks with at least the support threshold of distinct
+  tasks. The gate is within tasks (library/mining/within.py, a second reading of the same tasks):
+  sessions that follow the skeleton (its steps in order, other calls between allowed) vs the other
+  sessions of the same task, pooled over tasks (Cochran–Mantel–Haenszel test, Mantel–Haenszel risk
+  ratio; single-session tasks pooled into one stratum), Bonferroni-corrected for all groups tested
+  in the run; *credible* when the corrected one-sided p-value is below the agent's significance
+  level and the risk ratio's interval at the corrected level lies above 1. One candidate per
+  intent: the largest credible group. An intent without a credible group is reported with its best
+  group's figures, not proposed; so is a group that, with each repeated block of calls as one step,
+  still has more steps than the cap ("a workflow: belongs in code"). The distinct-task contrast
+  (resolved vs failed tasks that took the skeleton: Fisher, Wilson lift) is kept as a description.
 - Forbidden actions: for steps A before B of the skeleton, "B called with no A before it"; each tool
   outside the skeleton and outside every successful variant at threshold. Each is tested on its own
   (failed tasks show it more often than successful ones), corrected for the features tested.
@@ -294,8 +299,8 @@ class IntentStats:
         variants[raw] += n
 
 
-# What one stored session of a task is to the aggregator: (resolved, escalated, held back, raw skeleton).
-SessionKey = tuple[bool | None, bool | None, bool, tuple[str, ...]]
+# What one stored session of a task is to the aggregator: (resolved, escalated, held back, raw skeleton, model).
+SessionKey = tuple[bool | None, bool | None, bool, tuple[str, ...], str]
 # The database's code of a session's outcome and held-back flag (library/mining/runs.py computes it in
 # SQL): outcome 0 unknown, 1 resolved, 2 resolved by escalation, 3 failed; + 4 when held back.
 LABELS: dict[int, tuple[bool | None, bool | None, bool]] = {
@@ -305,35 +310,18 @@ LABELS: dict[int, tuple[bool | None, bool | None, bool]] = {
 }
 
 
-class Aggregator:
-    """Counts distinct tasks by (intent, label, skeleton) and by tool, pair and order feature.
-
-    Fed one task at a time (add_tasks), or many tasks of the same make-up at once: the database
-    groups tasks by the multiset of their sessions' (outcome, held back, skeleton), so the miner
-    reads one row per distinct make-up instead of one per session (consume). add() is the same for
-    rows of single sessions ordered by (intent, task). Memory grows with distinct skeletons and
-    tools, not with sessions or tasks. Call finish() after the last row."""
+class TaskStream:
+    """What reads an agent's tasks: fed one task at a time (add_tasks), or many tasks of the same
+    make-up at once (consume: the database groups tasks by the multiset of their sessions' (outcome,
+    held back, skeleton, model), so a reader sees one row per distinct make-up instead of one per
+    session). add() is the same for rows of single sessions ordered by (intent, task). Subclasses
+    say what a task adds (add_tasks); call finish() after the last row."""
 
     def __init__(self, params: MiningParams):
         self.params = params
-        self.intents: dict[Any, IntentStats] = {}
-        self.sessions = 0
-        self.without_intent = 0
-        self.without_outcome = 0
-        self.too_few_calls = 0
-        self.held_back = 0
-        self.outcomes: Counter = Counter()
         self._current: tuple[Any, Any] | None = None
         self._buffer: Counter = Counter()
         self._reduced: dict[tuple[str, ...], tuple[Skeleton, bool]] = {}
-        self._features: dict[Skeleton, SkeletonFeatures] = {}
-        self._combinations = [COMBINATIONS_KEPT]
-
-    def features(self, skeleton: Skeleton) -> SkeletonFeatures:
-        found = self._features.get(skeleton)
-        if found is None:
-            found = self._features[skeleton] = SkeletonFeatures.of(skeleton)
-        return found
 
     def _reduce(self, raw: tuple[str, ...]) -> tuple[Skeleton, bool]:
         """The mining skeleton of a raw one, and whether it has enough tool calls to be mined."""
@@ -348,7 +336,7 @@ class Aggregator:
 
     def add(
         self, *, intent: Any, task: Any, resolved: bool | None, escalated: bool | None, raw_skeleton: Sequence[str],
-        count: int = 1, held: bool = False,
+        count: int = 1, held: bool = False, model: str = "",
     ) -> None:
         """`count` sessions of one task; rows of one task must be consecutive."""
         key = (intent, task)
@@ -356,35 +344,71 @@ class Aggregator:
             self._flush()
             self._current = key
         raw = raw_skeleton if isinstance(raw_skeleton, tuple) else tuple(raw_skeleton)
-        self._buffer[(resolved, bool(escalated) if resolved else None if resolved is None else False, held, raw)] += count
+        self._buffer[(resolved, bool(escalated) if resolved else None if resolved is None else False, held, raw, model or "")] += count
 
     def _flush(self) -> None:
         if self._buffer:
             self.add_tasks(self._current[0], self._buffer)
         self._buffer = Counter()
 
-    def consume(self, rows: Iterable[tuple[Any, Sequence[int], Sequence[Any], int]], decode: Callable[[Any], tuple[str, ...]]) -> "Aggregator":
-        """add_tasks() for every (intent, session labels, session skeleton keys, tasks) row: `tasks`
-        tasks of the intent whose sessions are, one each, the pairs of (LABELS code, skeleton key);
-        `decode` turns a key into the raw skeleton (called once per distinct key)."""
+    def consume(self, rows: Iterable[Sequence[Any]], decode: Callable[[Any], tuple[str, ...]]):
+        """add_tasks() for every (intent, session labels, session skeleton keys[, session models],
+        tasks) row: `tasks` tasks of the intent whose sessions are, one each, the pairs of (LABELS
+        code, skeleton key[, model]); `decode` turns a key into the raw skeleton (called once per
+        distinct key)."""
         self._flush()
         raws: dict[Any, tuple[str, ...]] = {}
-        for intent, labels, keys, tasks in rows:
+        for row in rows:
+            intent, labels, keys, tasks = row[0], row[1], row[2], row[-1]
+            models = row[3] if len(row) > 4 else None
             sessions: Counter = Counter()
-            for code, key in zip(labels, keys):
+            for i, (code, key) in enumerate(zip(labels, keys)):
                 raw = raws.get(key)
                 if raw is None:
                     raw = raws[key] = decode(key)
-                sessions[(*LABELS[code], raw)] += 1
+                sessions[(*LABELS[code], raw, (models[i] or "") if models is not None else "")] += 1
             self.add_tasks(intent, sessions, tasks)
         return self
+
+    def add_tasks(self, intent: Any, sessions: Mapping[SessionKey, int], tasks: int = 1) -> None:
+        raise NotImplementedError
+
+    def finish(self):
+        self._flush()
+        self._current = None
+        return self
+
+
+class Aggregator(TaskStream):
+    """Counts distinct tasks by (intent, label, skeleton) and by tool, pair and order feature.
+    Memory grows with distinct skeletons and tools, not with sessions or tasks."""
+
+    def __init__(self, params: MiningParams):
+        super().__init__(params)
+        self.intents: dict[Any, IntentStats] = {}
+        self.sessions = 0
+        self.without_intent = 0
+        self.without_outcome = 0
+        self.too_few_calls = 0
+        self.held_back = 0
+        self.outcomes: Counter = Counter()
+        self._features: dict[Skeleton, SkeletonFeatures] = {}
+        self._combinations = [COMBINATIONS_KEPT]
+        # the within-task tables of the groups tested (within.TaskTables, a second reading)
+        self.within: Any = None
+
+    def features(self, skeleton: Skeleton) -> SkeletonFeatures:
+        found = self._features.get(skeleton)
+        if found is None:
+            found = self._features[skeleton] = SkeletonFeatures.of(skeleton)
+        return found
 
     def add_tasks(self, intent: Any, sessions: Mapping[SessionKey, int], tasks: int = 1) -> None:
         """`tasks` tasks of `intent`, each with `sessions`: (resolved, escalated, held back, raw
         skeleton) → how many of its sessions."""
         total = sum(sessions.values()) * tasks
         self.sessions += total
-        self.without_outcome += sum(n for (resolved, _, _, _), n in sessions.items() if resolved is None) * tasks
+        self.without_outcome += sum(n for (resolved, *_), n in sessions.items() if resolved is None) * tasks
         if intent is None:
             self.without_intent += total
             return
@@ -394,7 +418,7 @@ class Aggregator:
         success: dict[Skeleton, int] = {}
         failed: dict[Skeleton, int] = {}
         held_any = mined_any = False
-        for (resolved, escalated, held, raw), per_task in sessions.items():
+        for (resolved, escalated, held, raw, *_), per_task in sessions.items():
             n = per_task * tasks
             reduced, enough = self._reduce(raw)
             outcome = outcome_of(resolved, escalated)
@@ -425,8 +449,7 @@ class Aggregator:
             stats.held_tasks_also_mined += tasks if mined_any else 0
 
     def finish(self) -> "Aggregator":
-        self._flush()
-        self._current = None
+        super().finish()
         for stats in self.intents.values():
             stats.success.finish(self.features)
             stats.failed.finish(self.features)
@@ -454,9 +477,13 @@ class GroupChoice:
     skeleton: Skeleton
     support: int  # distinct tasks
     support_sessions: int
-    test: dict[str, Any]
+    test: dict[str, Any]  # distinct tasks: resolved vs failed tasks that took the skeleton (described, not the gate)
     proposed: bool
     alternatives: list[tuple[Skeleton, int]]
+    # the gate: followers vs other sessions within tasks (within.TaskTables, statistics.within_task)
+    within: dict[str, Any] = field(default_factory=dict)
+    # too long even with its repeats as one step each: "a workflow: belongs in code", reported
+    workflow: bool = False
 
 
 class Status:
@@ -468,15 +495,24 @@ class Status:
     QUARANTINED = "quarantined"
     TOO_FEW_CALLS = "too few tool calls"
     NO_VERIFY_COMMAND = "no verify command"  # a coding group whose resolved sessions ran no passing test
+    WORKFLOW = "a workflow: belongs in code"  # the group's steps, repeats compressed, exceed the step cap
 
 
 def _skeleton_key(skeleton: Skeleton) -> str:
     return "\x1f".join(skeleton)
 
 
-def choose_groups(aggregator: Aggregator) -> tuple[list[GroupChoice], list[dict[str, Any]]]:
-    """Per intent: the group to draft (proposed when credible, else reported), and a report entry
-    for every intent that gets no group, with why and the figures."""
+def step_count(skeleton: Skeleton) -> int:
+    """The steps a skeleton takes as a procedure: a repeated block of calls is one step."""
+    from .within import compressed_length  # within builds on this module
+
+    return compressed_length(skeleton) if len(skeleton) > 1 else len(skeleton)
+
+
+def groups_to_test(aggregator: Aggregator) -> tuple[dict[Any, list[tuple[Skeleton, int]]], list[dict[str, Any]]]:
+    """Per intent, the groups to test: skeletons of successful tasks with at least the support
+    threshold of distinct tasks (any length: one too long even compressed is tested and reported as
+    a workflow, never replaced by a shorter fragment); and a report entry for every intent with none."""
     params = aggregator.params
     eligible: dict[Any, list[tuple[Skeleton, int]]] = {}
     report: list[dict[str, Any]] = []
@@ -493,26 +529,47 @@ def choose_groups(aggregator: Aggregator) -> tuple[list[GroupChoice], list[dict[
             )
             report.append({"intent": intent, "status": status, "reason": reason, "figures": figures})
             continue
-        usable = [(s, n) for s, n in ranked if n >= params.support_threshold and s and len(s) <= params.max_steps]
+        usable = [(s, n) for s, n in ranked if n >= params.support_threshold and s]
         if not usable:
             top, n = ranked[0]
             reason = f"the largest group has {n} distinct task(s); the support threshold is {params.support_threshold}"
-            if n >= params.support_threshold:
-                reason = f"no group at threshold has 1 to {params.max_steps} steps"
             report.append({"intent": intent, "status": Status.BELOW_THRESHOLD, "reason": reason,
                            "figures": {**figures, "topSkeleton": list(top), "topSupport": n}})
             continue
         eligible[intent] = usable
+    return eligible, report
+
+
+def choose_groups(aggregator: Aggregator) -> tuple[list[GroupChoice], list[dict[str, Any]]]:
+    """Per intent: the group to draft (proposed when credible, else reported), and a report entry
+    for every intent that gets no group, with why and the figures. The gate is the within-task
+    contrast of the second reading (within.mine_tasks fills `aggregator.within`), Bonferroni over
+    every group tested in the run; one candidate per intent: the largest credible group."""
+    params = aggregator.params
+    eligible, report = groups_to_test(aggregator)
+    within = aggregator.within
+    if eligible and within is None:
+        raise ValueError("choose_groups needs the within-task reading: build the aggregator with within.mine_tasks")
     tests = sum(len(groups) for groups in eligible.values())
     chosen: list[GroupChoice] = []
     for intent, groups in eligible.items():
         stats = aggregator.intents[intent]
-        tested = [(s, n, skeleton_test(stats, s, tests=tests, alpha=params.significance_level)) for s, n in groups]
+        tested = [(s, n, within.gate(intent, s, tests=tests, alpha=params.significance_level)) for s, n in groups]
         credible = [entry for entry in tested if entry[2]["credible"]]
-        skeleton, support, test = (credible or tested)[0]
+        skeleton, support, gate = (credible or tested)[0]
+        workflow = step_count(skeleton) > params.max_steps
         chosen.append(GroupChoice(
             intent=intent, skeleton=skeleton, support=support, support_sessions=stats.success.skeleton_sessions[skeleton],
-            test=test, proposed=bool(credible), alternatives=[(s, n) for s, n, _ in tested if s != skeleton],
+            test=skeleton_test(stats, skeleton, tests=tests, alpha=params.significance_level),
+            proposed=bool(credible) and not workflow, alternatives=[(s, n) for s, n, _ in tested if s != skeleton],
+            within={
+                "gate": gate,
+                "orderBeyondTools": within.order_beyond_tools(intent, skeleton, alpha=params.significance_level),
+                "byModelFamily": within.families(intent, skeleton, alpha=params.significance_level),
+                "held": within.table(intent, skeleton, "held"),
+                "heldOrderBeyondTools": within.order_beyond_tools(intent, skeleton, alpha=params.significance_level, held=True),
+            },
+            workflow=workflow,
         ))
     return chosen, report
 
@@ -649,37 +706,62 @@ def contrast(stats: IntentStats, group: GroupChoice, params: MiningParams) -> Co
 # ---------------------------------------------------------------------------------------------- backtest
 
 
-def backtest(stats: IntentStats, skeleton: Skeleton, params: MiningParams) -> dict[str, Any]:
-    """Success of the held-back (newest) sessions that follow the candidate (its steps in order,
-    other calls in between allowed) vs those that do not, with Wilson intervals; counted in
-    sessions, since each held-back session is one more trial. Contradicted when followers succeed
-    less often than the others."""
-    follow = [0, 0]
-    other = [0, 0]
-    for held_skeleton, (ok, bad) in stats.held.items():
-        target = follow if is_subsequence(skeleton, held_skeleton) else other
-        target[0] += ok
-        target[1] += bad
-    followers, others = follow[0] + follow[1], other[0] + other[1]
+def backtest(stats: IntentStats, skeleton: Skeleton, params: MiningParams, held_tables: Mapping[st.Table, int] | None = None) -> dict[str, Any]:
+    """Success of the held-back sessions that follow the candidate (its steps in order, other calls
+    in between allowed) vs those that do not, by the gate's own estimator (statistics.within_task:
+    within tasks, single-session tasks pooled), from `held_tables` (within.TaskTables' "held"
+    kind). Without them (a caller that has only the first reading) the held-back sessions are one
+    stratum. Supports: one-sided p below the significance level and the risk ratio's interval above
+    1; contradicts: followers succeed less often (risk ratio below 1); else inconclusive."""
+    if held_tables is None:
+        follow, other = [0, 0], [0, 0]
+        for held_skeleton, (ok, bad) in stats.held.items():
+            target = follow if is_subsequence(skeleton, held_skeleton) else other
+            target[0] += ok
+            target[1] += bad
+        held_tables = Counter({(follow[0], follow[1], other[0], other[1]): 1})
+    record = st.within_task(held_tables, alpha=params.significance_level)
+    followers, others = record["followers"], record["others"]
     result: dict[str, Any] = {
         "share": params.backtest_share,
         "heldBackSessions": stats.held_sessions,
         "heldBackTasks": stats.held_tasks,
         "heldBackTasksAlsoMined": stats.held_tasks_also_mined,
-        "followers": st.rate(follow[0], followers),
-        "others": st.rate(other[0], others),
-        "unit": "sessions",
+        "followers": followers,
+        "others": others,
+        "unit": "sessions, within tasks",
+        "withinTask": record,
     }
-    if not followers or not others:
+    if not followers["of"] or not others["of"]:
         result.update(verdict="inconclusive", contradicted=False, pValue=None,
-                      note="no held-back session follows it" if not followers else "every held-back session follows it")
+                      note="no held-back session follows it" if not followers["of"] else "every held-back session follows it")
         return result
-    follower_rate, other_rate = follow[0] / followers, other[0] / others
-    p = st.fisher_greater(follow[0], followers, other[0], others)
-    contradicted = follower_rate < other_rate
-    verdict = "contradicts" if contradicted else ("supports" if p < params.significance_level else "inconclusive")
-    result.update(verdict=verdict, contradicted=contradicted, pValue=float(f"{p:.4g}"))
+    ratio = st.ratio_number(record)
+    if ratio is None:
+        result.update(verdict="inconclusive", contradicted=False, pValue=None,
+                      note="no task has both followers and other sessions to compare")
+        return result
+    contradicted = ratio < 1
+    supports = record["pValue"] < params.significance_level and st.holds(record)
+    verdict = "contradicts" if contradicted else ("supports" if supports else "inconclusive")
+    result.update(verdict=verdict, contradicted=contradicted, pValue=record["pValue"], riskRatio=record["riskRatio"], low=record["low"], high=record["high"])
     return result
+
+
+def agreement(gate: Mapping[str, Any], back: Mapping[str, Any]) -> dict[str, Any]:
+    """Whether the gate and the backtest (the same estimator on other sessions) agree; the candidate
+    page says so when they do not."""
+    credible, verdict = bool(gate.get("credible")), back.get("verdict")
+    agree = (credible and verdict == "supports") or (not credible and verdict != "supports")
+    if agree:
+        text = "The gate and the backtest agree."
+    elif credible:
+        text = (f"The gate and the backtest disagree: the mined sessions show the order credibly (risk ratio "
+                f"{gate.get('riskRatio')}), the held-back sessions do not confirm it ({verdict}).")
+    else:
+        text = ("The gate and the backtest disagree: the held-back sessions support the order, the mined sessions "
+                "did not show it credibly.")
+    return {"agree": agree, "gate": "credible" if credible else "not credible", "backtest": verdict, "text": text}
 
 
 # ---------------------------------------------------------------------------------------------- drafting
@@ -1012,16 +1094,32 @@ def _interval(record: Mapping[str, Any]) -> str:
     return f"lift {lift_text} (95 % {low_text}–{high_text}), p = {record.get('pValue', 1):.3g}"
 
 
-def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any]) -> str:
-    """One paragraph for reviewers, in distinct tasks: the skeleton's support and test, the step that
-    separates success from failure most, and the backtest."""
+def _ratio_text(record: Mapping[str, Any]) -> str:
+    ratio, low, high = st.ratio_number(record), record.get("low"), record.get("high")
+    if ratio is None:
+        return "risk ratio not defined"
+    return ("risk ratio ∞" if ratio == float("inf") else f"risk ratio {ratio:.2f}") + f" (95 % {low if low is not None else 0:.2f}–" + (f"{high:.2f})" if isinstance(high, (int, float)) else "∞)")
+
+
+def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any], params: MiningParams) -> str:
+    """One paragraph for reviewers: the skeleton's support in distinct tasks, the gate (followers vs
+    the other sessions within tasks), what the order adds beyond the tools, and the backtest."""
     skeleton = group.skeleton
+    gate = group.within.get("gate") or {}
     text = (
         f"{result.support} of {result.resolved_total} resolved tasks followed {' → '.join(skeleton)}; "
-        f"{result.failed_with_skeleton} of {result.failed_total} failed tasks did ({_interval(group.test)}, "
-        f"{group.test['tests']} skeleton(s) tested, adjusted p = {group.test['pAdjusted']:.3g})."
+        f"{result.failed_with_skeleton} of {result.failed_total} failed tasks did."
     )
-    if not group.proposed:
+    if gate:
+        f, o = gate["followers"], gate["others"]
+        text += (
+            f" Within tasks, {f['count']} of {f['of']} sessions that follow it succeeded vs {o['count']} of {o['of']} that do not "
+            f"({_ratio_text(gate)}, {gate['tests']} skeleton(s) tested, adjusted p = {gate['pAdjusted']:.3g})."
+        )
+    if group.workflow:
+        text += (f" With its repeats as one step each it still has {step_count(skeleton)} steps, more than {params.max_steps}: "
+                 "a workflow, it belongs in code: reported, not proposed.")
+    elif not group.proposed:
         text += " The tool order does not credibly explain the outcome: reported, not proposed."
     steps = [t for t in result.tools if t["inSkeleton"]]
     if steps and result.failed_total:
@@ -1031,6 +1129,14 @@ def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any]) -> s
                 f" {key['tool']} was called in {key['resolved']} of {result.resolved_total} resolved and "
                 f"{key['failed']} of {result.failed_total} failed tasks ({_interval(key)})."
             )
+    beyond = group.within.get("orderBeyondTools") or {}
+    if beyond.get("order"):
+        order = beyond["order"]
+        text += (
+            f" Among sessions that call all its tools, {order['followers']['count']} of {order['followers']['of']} in this order succeeded vs "
+            f"{order['others']['count']} of {order['others']['of']} in another ({_ratio_text(order)})"
+            + (": a tool list, not an order." if beyond.get("toolList") else ".")
+        )
     followers, others = back["followers"], back["others"]
     if followers["of"] and others["of"]:
         text += (
@@ -1040,6 +1146,22 @@ def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any]) -> s
     else:
         text += f" Backtest: {back.get('note', 'no held-back sessions')}."
     return text
+
+
+def compressed_steps(skeleton: Skeleton, steps: Sequence[str]) -> list[str]:
+    """The step texts with each repeated block (within.compress_skeleton) as one step: "Repeat 2
+    times: goto(…), then open(…)." (the calls of the first pass, in order)."""
+    from .within import compress_skeleton
+
+    out: list[str] = []
+    for span in compress_skeleton(skeleton):
+        if span.times == 1:
+            out.append(steps[span.start])
+            continue
+        calls = [steps[i].rstrip(".") for i in range(span.start, span.start + span.length)]
+        calls = [c[0].lower() + c[1:] if c else c for c in calls]
+        out.append(f"Repeat {span.times} times: " + ", then ".join(calls) + ".")
+    return out
 
 
 @dataclass
@@ -1118,6 +1240,11 @@ def draft_candidate(
         samples = [(task, sample[position]) for task, sample in step_samples if position < len(sample)]
         steps.append(step_text(tool, render_call(tool, generalise_args(samples, params.literal_share, params.min_literal_tasks))))
     required_tools = list(dict.fromkeys(skeleton))
+    compressed = len(skeleton) > params.max_steps
+    if compressed:
+        # past the step cap, a repeated block of calls is one step (the skeleton itself stays whole)
+        steps = compressed_steps(skeleton, steps)
+        branches = ()  # a conditional step names a position of the uncompressed steps
     conditions = condition_tests([(b.split, b.with_results, b.without_results) for b in branches], alpha=params.significance_level)
     branch_of = {repr(list(b.split.with_skeleton)): b for b in branches}
     # (index in the candidate's steps, whether the candidate takes the step, record, text)
@@ -1162,8 +1289,9 @@ def draft_candidate(
                 "failLift": t["lift"], "failLiftLow": t["liftLow"], "failLiftHigh": t["liftHigh"],
                 "pValue": t["pValue"], "pAdjusted": t["pAdjusted"], "tests": t["tests"],
             })
-    back = backtest(stats, skeleton, params)
+    back = backtest(stats, skeleton, params, group.within.get("held"))
     test = group.test
+    gate = group.within.get("gate") or {}
     evidence: dict[str, Any] = {
         "intent": intent_name,
         "skeleton": list(skeleton),
@@ -1191,9 +1319,16 @@ def draft_candidate(
         "conditions": conditions,
         "alternatives": [{"skeleton": list(s), "support": n} for s, n in group.alternatives],
         "backtest": back,
+        "withinTask": gate,
+        "orderBeyondTools": group.within.get("orderBeyondTools") or {},
+        "heldOrderBeyondTools": group.within.get("heldOrderBeyondTools") or {},
+        "byModelFamily": group.within.get("byModelFamily") or [],
+        "agreement": agreement(gate, back),
+        "stepsCompressed": compressed,
+        "workflow": group.workflow,
         "sessionIds": list(session_ids),
         "excerpts": [{"sessionId": sid, "excerpt": excerpt} for sid, excerpt in excerpts],
-        "summary": _summary(result, group, back),
+        "summary": _summary(result, group, back, params),
         **{f"run{k[0].upper()}{k[1:]}": v for k, v in counts.items()},
     }
     return Draft(
@@ -1221,6 +1356,10 @@ def report_entry(intent_name: str, status: str, reason: str, draft: Draft | None
             figures={**ev["outcomes"], "support": ev["support"], "supportSessions": ev["supportSessions"],
                      "failedWithSkeleton": ev["failedWithSkeleton"]},
             skeletonTest=ev["skeletonTest"],
+            withinTask=ev.get("withinTask") or {},
+            orderBeyondTools=ev.get("orderBeyondTools") or {},
+            toolList=bool((ev.get("orderBeyondTools") or {}).get("toolList")),
+            agreement=ev.get("agreement") or {},
             backtest=ev["backtest"],
             summary=ev["summary"],
         )

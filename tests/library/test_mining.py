@@ -10,6 +10,7 @@ from django.core.management import call_command
 from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
 from library.mining import skeletons as mining
+from library.mining import within
 from library.mining.runs import Trigger, mining_run_execute
 from library.models import Agent, AgentSession, AuditEvent, MiningRun, ProcedureVersion, Source, Status
 from library.services import procedure_propose
@@ -30,12 +31,8 @@ def test_skeleton_ends_at_the_first_terminal_call():
 
 
 def _aggregator(rows, threshold=3, **params):
-    """rows: (intent, task, resolved, escalated, skeleton, sessions[, held])."""
-    agg = mining.Aggregator(mining.MiningParams(support_threshold=threshold, min_tool_calls=1, **params))
-    for row in sorted(rows, key=lambda r: (str(r[0]), str(r[1]))):
-        intent, task, resolved, escalated, skeleton, n, *held = row
-        agg.add(intent=intent, task=task, resolved=resolved, escalated=escalated, raw_skeleton=skeleton, count=n, held=bool(held and held[0]))
-    return agg.finish()
+    """rows: (intent, task, resolved, escalated, skeleton, sessions[, held[, model]]); both readings."""
+    return within.mine_tasks(mining.MiningParams(support_threshold=threshold, min_tool_calls=1, **params), within.feed_rows(rows))
 
 
 def test_repeated_trials_of_one_task_count_once():
@@ -125,9 +122,12 @@ def test_every_intent_without_a_group_is_reported_with_why():
         threshold=3,
     )
     chosen, report = mining.choose_groups(agg)
-    assert [g.intent for g in chosen] == ["refund"]
+    assert [g.intent for g in chosen] == ["long", "refund"]
+    # nine steps with no repeat to compress: tested, then reported whole as a workflow, never cut
+    long = chosen[0]
+    assert long.workflow and not long.proposed and long.skeleton == tuple("abcdefghi")
     statuses = {entry["intent"]: entry["status"] for entry in report}
-    assert statuses == {"rare": "below threshold", "lost": "no resolved session", "long": "below threshold"}
+    assert statuses == {"rare": "below threshold", "lost": "no resolved session"}
     rare = next(e for e in report if e["intent"] == "rare")
     assert rare["figures"]["topSupport"] == 2 and "threshold is 3" in rare["reason"]
 
@@ -403,11 +403,12 @@ def test_a_skeleton_failed_sessions_follow_as_often_is_reported_not_proposed(age
     run = mining_run_execute(agent=agent, support_threshold=3)
     assert run.counts["candidates"] == 0 and run.counts["reported"] == 1
     [entry] = [e for e in run.report if e["intent"] == "order_status"]
-    assert entry["status"] == "no significant contrast" and "does not credibly explain" in entry["reason"]
+    # every labelled session follows it: nothing within the tasks to compare the order with
+    assert entry["status"] == "no significant contrast" and "cannot be shown to matter" in entry["reason"]
     assert entry["skeletonTest"]["liftLow"] < 1 and entry["steps"] and "backtest" in entry
+    assert not entry["withinTask"]["credible"] and entry["withinTask"]["others"]["of"] == 0
     # every intent of the agent is named, also one without sessions
     assert {e["intent"]: e["status"] for e in run.report}["refund_over_limit"] == "no resolved session"
-    assert "adjusted p = " in entry["reason"] and "is not below 0.05" in entry["reason"]
 
 
 def test_the_report_names_the_condition_that_blocked_a_group():
@@ -417,15 +418,20 @@ def test_the_report_names_the_condition_that_blocked_a_group():
     from library.mining.runs import _not_credible_reason
     from library.mining.statistics import contrast
 
-    test = {**contrast(5, 8, 0, 8, tests=2, alpha=0.05), "failedOf": 8}
-    assert test["pAdjusted"] < 0.05 and not test["credible"]
-    reason = _not_credible_reason(SimpleNamespace(test=test), SimpleNamespace(significance_level=0.05))
+    from collections import Counter
+
+    from library.mining.statistics import within_task
+
+    # one session per task: 5 of 5 followers succeeded vs 3 of 11 others (the plain comparison)
+    gate = within_task(Counter({(1, 0, 0, 0): 5, (0, 0, 1, 0): 3, (0, 0, 0, 1): 8}), tests=2, alpha=0.05)
+    assert gate["pAdjusted"] < 0.05 and not gate["credible"]
+    reason = _not_credible_reason(SimpleNamespace(within={"gate": gate}), SimpleNamespace(significance_level=0.05))
     assert "interval starts at" in reason and "not above 1" in reason and "is not below" not in reason
 
 
 @pytest.mark.django_db
 def test_sessions_with_fewer_tool_calls_than_the_agents_minimum_are_not_mined(agent):
-    _contrasted(agent, skeleton=["lookupOrder", "replyTemplates"])
+    _contrasted(agent, skeleton=["checkReturnWindow", "replyTemplates"])  # the failed way checks after the reply
     run = mining_run_execute(agent=agent, support_threshold=3)
     assert run.counts["candidates"] == 0 and run.counts["tooFewToolCalls"] == 6  # 8 resolved, 2 held back
     agent.min_tool_calls = 2

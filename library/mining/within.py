@@ -1,0 +1,196 @@
+"""The miner's second reading: followers vs the other sessions *within* each task (pure Python, no
+Django). docs (mining) explain why this is the unit.
+
+The first reading (skeletons.Aggregator) counts distinct tasks and names the groups to test. This
+one reads the same tasks again and, for each tested skeleton S of an intent, files every task's
+2×2 table (followers succeeded, followers failed, others succeeded, others failed; in sessions)
+for:
+- the gate: mined sessions that follow S (its steps in order, other calls in between allowed) vs
+  the other mined sessions of the same task;
+- the backtest: the same on the held-back sessions (the same estimator, so the two cannot disagree
+  by construction; where the data still make them disagree, the evidence says so);
+- order beyond the tools: sessions that call every tool of S (in any order) vs those that do not,
+  and, among those that call them all, followers of S's order vs the rest;
+- each model family: the gate's contrast within the sessions of one family.
+
+Tables are counted, not kept per task: a table → how many tasks have it, so memory grows with the
+distinct tables (bounded by the sessions a task has), not with tasks. statistics.within_task pools
+them (single-session tasks into one stratum).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from . import statistics as st
+from .skeletons import Aggregator, MiningParams, SessionKey, Skeleton, TaskStream, groups_to_test, is_subsequence
+
+KINDS = ("mined", "held", "tools", "order", "heldTools", "heldOrder")
+
+
+def model_family(model: str) -> str:
+    """A model's family: its name after the last "/" up to the first "-", "_", "." or space,
+    lower-cased (gpt-4-0613 → gpt, Llama-2-70b-chat-hf → llama, openai/gpt-4o → gpt); "" unknown."""
+    name = (model or "").strip().rsplit("/", 1)[-1]
+    return re.split(r"[-_. ]", name, maxsplit=1)[0].lower() if name else ""
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stretch of a skeleton as one step: `length` calls from `start`, repeated `times` times
+    (times 1: one plain call)."""
+
+    start: int
+    length: int
+    times: int
+
+
+def compress_skeleton(skeleton: Sequence[str]) -> list[Span]:
+    """The skeleton's steps with every repeated sub-sequence as one repeat step: a block of two or
+    more calls that follows itself directly (goto → open → goto → open) becomes one step "repeat
+    goto → open, 2 times". The longest saving first, one level deep (a repeat holds plain calls)."""
+    spans = [Span(i, 1, 1) for i in range(len(skeleton))]
+    while True:
+        best: tuple[int, int, int, int] | None = None  # (saving, index in spans, block length, times)
+        for length in range(2, len(spans) // 2 + 1):
+            for i in range(len(spans) - 2 * length + 1):
+                block = spans[i:i + length]
+                if any(s.times > 1 for s in block):
+                    continue
+                names = [skeleton[s.start] for s in block]
+                times = 1
+                while [skeleton[s.start] for s in spans[i + times * length:i + (times + 1) * length]] == names and all(
+                    s.times == 1 for s in spans[i + times * length:i + (times + 1) * length]
+                ):
+                    times += 1
+                if times > 1 and (best is None or (times - 1) * length > best[0]):
+                    best = ((times - 1) * length, i, length, times)
+        if best is None:
+            return spans
+        _, i, length, times = best
+        spans[i:i + length * times] = [Span(spans[i].start, length, times)]
+
+
+def compressed_length(skeleton: Sequence[str]) -> int:
+    return len(compress_skeleton(skeleton))
+
+
+class TaskTables(TaskStream):
+    """The per-task tables of the tested skeletons (`tested`: intent → skeletons), counted by table."""
+
+    def __init__(self, params: MiningParams, tested: Mapping[Any, Sequence[Skeleton]]):
+        super().__init__(params)
+        self.tested = {intent: list(skeletons) for intent, skeletons in tested.items() if skeletons}
+        # (intent, skeleton, kind) → Counter of tables; kind "family:<name>" for a model family
+        self.tables: dict[tuple[Any, Skeleton, str], Counter] = {}
+        self._follows: dict[tuple[Skeleton, Skeleton], tuple[bool, bool]] = {}
+
+    def _relation(self, skeleton: Skeleton, reduced: Skeleton) -> tuple[bool, bool]:
+        """(follows the order, calls every tool) of a session's reduced skeleton."""
+        key = (skeleton, reduced)
+        found = self._follows.get(key)
+        if found is None:
+            found = self._follows[key] = (is_subsequence(skeleton, reduced), set(skeleton) <= set(reduced))
+        return found
+
+    def add_tasks(self, intent: Any, sessions: Mapping[SessionKey, int], tasks: int = 1) -> None:
+        skeletons = self.tested.get(intent)
+        if not skeletons:
+            return
+        for skeleton in skeletons:
+            cells: dict[str, list[int]] = {}
+            for (resolved, _escalated, held, raw, model), n in sessions.items():
+                if resolved is None:
+                    continue
+                reduced, enough = self._reduce(raw)
+                if not held and not enough:
+                    continue  # not mined (the first reading's rule); held-back sessions all count
+                follows, has_tools = self._relation(skeleton, reduced)
+                cell = (0 if resolved else 1)
+                prefix = "held" if held else ""
+                _cell(cells, "held" if held else "mined", (0 if follows else 2) + cell, n)
+                _cell(cells, prefix + ("Tools" if held else "tools"), (0 if has_tools else 2) + cell, n)
+                if has_tools:
+                    _cell(cells, prefix + ("Order" if held else "order"), (0 if follows else 2) + cell, n)
+                if not held:
+                    _cell(cells, "family:" + model_family(model), (0 if follows else 2) + cell, n)
+            for kind, table in cells.items():
+                counter = self.tables.get((intent, skeleton, kind))
+                if counter is None:
+                    counter = self.tables[(intent, skeleton, kind)] = Counter()
+                counter[tuple(table)] += tasks
+
+    def table(self, intent: Any, skeleton: Skeleton, kind: str) -> Counter:
+        return self.tables.get((intent, skeleton, kind)) or Counter()
+
+    def gate(self, intent: Any, skeleton: Skeleton, *, tests: int, alpha: float) -> dict[str, Any]:
+        return st.within_task(self.table(intent, skeleton, "mined"), tests=tests, alpha=alpha)
+
+    def families(self, intent: Any, skeleton: Skeleton, *, alpha: float) -> list[dict[str, Any]]:
+        """Per model family (mined sessions): the gate's contrast within the family, and whether it
+        holds there (risk ratio's 95 % interval above 1) or at least points the same way."""
+        found = []
+        for (i, s, kind), tables in self.tables.items():
+            if i != intent or s != skeleton or not kind.startswith("family:"):
+                continue
+            record = st.within_task(tables, alpha=alpha)
+            ratio = st.ratio_number(record)
+            record.update(
+                family=kind.removeprefix("family:") or "unknown",
+                holds=st.holds(record),
+                direction="not compared" if ratio is None else ("same" if ratio > 1 else ("opposite" if ratio < 1 else "none")),
+            )
+            found.append(record)
+        found.sort(key=lambda r: (-(r["followers"]["of"] + r["others"]["of"]), r["family"]))
+        return found
+
+    def order_beyond_tools(self, intent: Any, skeleton: Skeleton, *, alpha: float, held: bool = False) -> dict[str, Any]:
+        """The tool-presence contrast (every tool of the skeleton called, in any order, vs not) and
+        the order contrast among the sessions that call them all. `toolList`: the order adds nothing
+        credible (its risk ratio's 95 % interval does not lie above 1, or its one-sided p is not
+        below alpha, or no session calls the tools in another order)."""
+        tools = st.within_task(self.table(intent, skeleton, "heldTools" if held else "tools"), alpha=alpha)
+        order = st.within_task(self.table(intent, skeleton, "heldOrder" if held else "order"), alpha=alpha)
+        credible = st.holds(order) and order["pValue"] < alpha
+        return {"tools": tools, "order": order, "toolList": not credible}
+
+
+def _cell(cells: dict[str, list[int]], kind: str, index: int, n: int) -> None:
+    table = cells.get(kind)
+    if table is None:
+        table = cells[kind] = [0, 0, 0, 0]
+    table[index] += n
+
+
+def mine_tasks(params: MiningParams, feed: Callable[[TaskStream], Any]) -> Aggregator:
+    """Both readings of an agent's tasks: `feed(stream)` hands every task to `stream` (consume or
+    add); it is called once for the Aggregator and, when any group is tested, once more for the
+    TaskTables of the tested groups (kept as `aggregator.within`)."""
+    aggregator = Aggregator(params)
+    feed(aggregator)
+    aggregator.finish()
+    tested, _ = groups_to_test(aggregator)
+    within = TaskTables(params, {intent: [s for s, _ in groups] for intent, groups in tested.items()})
+    if within.tested:
+        feed(within)
+    within.finish()
+    aggregator.within = within
+    return aggregator
+
+
+def feed_rows(rows: Iterable[Sequence[Any]]) -> Callable[[TaskStream], Any]:
+    """A feed for mine_tasks from rows of single sessions (intent, task, resolved, escalated, raw
+    skeleton, count[, held[, model]]) in any order (sorted here by intent and task)."""
+    ordered = sorted(rows, key=lambda r: (str(r[0]), str(r[1])))
+
+    def feed(stream: TaskStream) -> None:
+        for row in ordered:
+            intent, task, resolved, escalated, skeleton, n, *rest = row
+            stream.add(intent=intent, task=task, resolved=resolved, escalated=escalated, raw_skeleton=skeleton, count=n,
+                       held=bool(rest and rest[0]), model=rest[1] if len(rest) > 1 else "")
+        stream.finish()
+
+    return feed
