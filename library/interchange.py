@@ -64,6 +64,8 @@ class _ParsedFile:
 
 def export_library(directory: Path, *, agents: list[Agent] | None = None) -> list[Path]:
     directory = Path(directory)
+    # with nothing to export the directory is still written: an empty export, which imports as nothing
+    directory.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     agent_qs = Agent.objects.all() if agents is None else agents
     for agent in agent_qs:

@@ -30,6 +30,8 @@ _SHOWN = {
     "agentKind", "verifyCommand", "verifySupport", "verifySessions", "distinctTasks", "orderContrast",
     # proposed by a reviewer from a run's report (library/mining/runs.mining_report_propose)
     "proposedDespite",
+    # the within-task gate and what it shows (library/mining/within.py)
+    "withinTask", "orderBeyondTools", "heldOrderBeyondTools", "byModelFamily", "agreement", "stepsCompressed", "workflow",
     *_EXCERPT_KEYS, *_SESSION_KEYS,
 }
 
@@ -94,6 +96,13 @@ class Evidence:
     coding_order_lines: list[str] = field(default_factory=list)
     # a reviewer proposed it although the skeleton's test was not credible: who, when, why
     proposed_despite: str = ""
+    # the gate: followers vs other sessions within tasks; what the order adds beyond the tools;
+    # whether the backtest agrees; the contrast per model family
+    within_line: str = ""
+    tool_list: bool = False
+    beyond_lines: list[str] = field(default_factory=list)
+    disagreement: str = ""
+    family_lines: list[tuple[str, str, bool]] = field(default_factory=list)  # (family, figures, holds)
 
     @property
     def has_contrast(self) -> bool:
@@ -225,7 +234,54 @@ def _backtest(raw: Any) -> dict[str, Any]:
         "others": side(raw.get("others")),
         "p": raw.get("pValue"),
         "note": str(raw.get("note") or ""),
+        "method": str((raw.get("withinTask") or {}).get("method") or "Fisher exact") if isinstance(raw.get("withinTask") or {}, dict) else "",
+        "ratio": _ratio(raw["withinTask"]) if isinstance(raw.get("withinTask"), dict) else "",
     }
+
+
+def _ratio(record: dict[str, Any]) -> str:
+    """"risk ratio 6.95 (95 % 4.37–11.05), p = 1e-20" from a within-task record."""
+    ratio, low, high = record.get("riskRatio"), record.get("low"), record.get("high")
+    if ratio == "inf":
+        text = "risk ratio ∞"
+    elif isinstance(ratio, (int, float)):
+        text = f"risk ratio {ratio:.2f}"
+    else:
+        return "risk ratio not defined (no task compares)"
+    text += f" (95 % {low if isinstance(low, (int, float)) else 0:.2f}–" + (f"{high:.2f})" if isinstance(high, (int, float)) else "∞)")
+    if isinstance(record.get("pValue"), (int, float)):
+        text += f", p = {record['pValue']:.2g}"
+    return text
+
+
+def _sides(record: dict[str, Any], follow: str = "follow it", other: str = "do not") -> str:
+    f, o = record.get("followers") or {}, record.get("others") or {}
+    return f"{f.get('count', '?')} of {f.get('of', '?')} sessions that {follow} succeeded vs {o.get('count', '?')} of {o.get('of', '?')} that {other}"
+
+
+def _within(evidence: Evidence, raw: dict[str, Any]) -> None:
+    gate = raw.get("withinTask")
+    if isinstance(gate, dict) and gate.get("followers"):
+        evidence.within_line = (
+            f"Within tasks: {_sides(gate)} ({_ratio(gate)}); {gate.get('tasks', '?')} tasks, {gate.get('strata', '?')} strata "
+            f"(tasks whose sessions do not compare pooled into one); Bonferroni-adjusted p = {gate.get('pAdjusted', 1):.2g} over "
+            f"{gate.get('tests', 1)} skeleton(s) tested — {'credible' if gate.get('credible') else 'not credible'}."
+        )
+    beyond = raw.get("orderBeyondTools")
+    if isinstance(beyond, dict) and isinstance(beyond.get("tools"), dict):
+        evidence.tool_list = bool(beyond.get("toolList"))
+        evidence.beyond_lines = [
+            f"Tools, in any order: {_sides(beyond['tools'], 'call all of them', 'do not')} ({_ratio(beyond['tools'])}).",
+            f"The order, among sessions that call them all: {_sides(beyond.get('order') or {}, 'keep this order', 'do not')} "
+            f"({_ratio(beyond.get('order') or {})}).",
+        ]
+    agreement = raw.get("agreement")
+    if isinstance(agreement, dict) and agreement.get("agree") is False:
+        evidence.disagreement = str(agreement.get("text") or "The gate and the backtest disagree.")
+    for family in [f for f in raw.get("byModelFamily") or [] if isinstance(f, dict)][:20]:
+        holds = bool(family.get("holds"))
+        verdict = "holds" if holds else {"same": "same direction, not credible", "opposite": "opposite direction"}.get(family.get("direction"), "not compared")
+        evidence.family_lines.append((str(family.get("family") or "unknown"), f"{_sides(family)} ({_ratio(family)}) — {verdict}", holds))
 
 
 def inline_excerpts(evidence: dict[str, Any]) -> list[Any]:
@@ -264,6 +320,7 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
             text = _rate_text(test.get(key))
             if text:
                 evidence.rate_lines.append(f"Share of {label} tasks that followed it: {text}")
+    _within(evidence, raw)
     outcomes = raw.get("outcomes")
     if isinstance(outcomes, dict):
         evidence.outcome_line = ", ".join(

@@ -47,6 +47,15 @@ def require_taubench() -> None:
         _missing(f"tau-bench data not found at {TAUBENCH_DIR} (set TAUBENCH_DIR)")
 
 
+MINT_ALFWORLD_DIR = _shared_data_dir("mint-alfworld", "sessions.jsonl", "MINT_ALFWORLD_DIR")
+
+
+def require_mint_alfworld() -> None:
+    """Skips (fails under REQUIRE_SERVICES=1) when the shared MINT ALFWorld sessions are missing."""
+    if not (MINT_ALFWORLD_DIR / "sessions.jsonl").exists():
+        _missing(f"MINT ALFWorld sessions not found at {MINT_ALFWORLD_DIR} (set MINT_ALFWORLD_DIR)")
+
+
 SWEBENCH_DIR = _shared_data_dir("swebench", "results.json", "SWEBENCH_DIR")
 SWEBENCH_TRAJS = SWEBENCH_DIR / "gemini-3-pro-django-trajs.tar.gz"
 SWEBENCH_RESULTS = SWEBENCH_DIR / "results.json"

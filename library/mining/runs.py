@@ -710,7 +710,7 @@ def _branches(
 
 def _workflow_reason(group: mining.GroupChoice, params: mining.MiningParams) -> str:
     return (
-        f"a workflow: belongs in code — {len(group.skeleton)} calls, {mining.step_count(group.skeleton)} steps with each repeated "
+        f"{len(group.skeleton)} calls, {mining.step_count(group.skeleton)} steps with each repeated "
         f"block of calls as one step, more than the {params.max_steps} a procedure may have"
     )
 

@@ -1140,7 +1140,7 @@ def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any], para
     followers, others = back["followers"], back["others"]
     if followers["of"] and others["of"]:
         text += (
-            f" Backtest on the newest {back['heldBackSessions']} sessions: {followers['count']} of {followers['of']} "
+            f" Backtest on the {back['heldBackSessions']} held-back sessions: {followers['count']} of {followers['of']} "
             f"sessions that follow it succeeded vs {others['count']} of {others['of']} that do not ({back['verdict']})."
         )
     else:

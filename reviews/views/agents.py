@@ -326,6 +326,21 @@ def _statistics_line(test: Any) -> str:
     )
 
 
+def _within_line(gate: Any) -> str:
+    """The gate: followers vs other sessions within tasks."""
+    if not isinstance(gate, dict) or not gate.get("followers"):
+        return ""
+    followers, others = gate["followers"], gate.get("others") or {}
+    ratio = gate.get("riskRatio")
+    ratio_text = "∞" if ratio == "inf" else (f"{ratio:.2f}" if isinstance(ratio, (int, float)) else "n/a")
+    low = gate.get("low")
+    return (
+        f"within tasks: {followers.get('count')} of {followers.get('of')} sessions that follow it vs {others.get('count')} of "
+        f"{others.get('of')} others succeeded; risk ratio {ratio_text} (95 % from {low if low is not None else 0}), "
+        f"adjusted p = {gate.get('pAdjusted', 1):.2g}"
+    )
+
+
 def _backtest_line(back: Any) -> str:
     if not isinstance(back, dict):
         return ""
@@ -348,6 +363,7 @@ def mining_run(request: HttpRequest, pk: int) -> HttpResponse:
             **entry,
             "version_url": _version_url(entry),
             "figure_items": figure_items(entry.get("figures") or {}),
+            "within_line": _within_line(entry.get("withinTask")),
             "statistics": _statistics_line(entry.get("skeletonTest")),
             "backtest_line": _backtest_line(entry.get("backtest")),
         })

@@ -110,3 +110,14 @@ def test_commands_round_trip(candidate, tmp_path, capsys):
     call_command("export_procedures", str(tmp_path))
     call_command("import_procedures", str(tmp_path))
     assert "already present were skipped" in capsys.readouterr().out
+
+
+@pytest.mark.django_db
+def test_nothing_to_export_says_so_and_writes_an_empty_valid_export(agent, tmp_path, capsys):
+    target = tmp_path / "export"
+    call_command("export_procedures", str(target), "--agent", agent.name)
+    out = capsys.readouterr().out
+    assert "Nothing to export" in out and agent.name in out
+    assert target.is_dir() and not list(target.rglob("*"))
+    call_command("import_procedures", str(target))  # valid: imports nothing
+    assert not ProcedureVersion.objects.filter(procedure__agent=agent).exists()

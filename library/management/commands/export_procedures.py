@@ -21,4 +21,11 @@ class Command(BaseCommand):
             if missing:
                 raise CommandError(f"No agent named {', '.join(sorted(missing))}")
         written = export_library(directory, agents=agents)
+        if not written:
+            scope = f"agent(s) {', '.join(sorted(agent))}" if agent else "any agent"
+            self.stdout.write(
+                f"Nothing to export: {scope} has no procedure. Wrote an empty export at {directory} "
+                "(a directory with no procedure files; import_procedures reads it as nothing to import)."
+            )
+            return
         self.stdout.write(self.style.SUCCESS(f"Wrote {len(written)} procedure files under {directory}"))

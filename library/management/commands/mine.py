@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from library.mining.runs import Trigger, mining_run_execute
+from library.mining.runs import HoldOut, Trigger, mining_run_execute
 from library.models import Agent
 
 
@@ -16,6 +16,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--agent", action="append", help="agent name (repeatable); default: every agent")
         parser.add_argument("--threshold", type=int, help="support threshold for this run (default: each agent's own)")
+        parser.add_argument(
+            "--hold-out", choices=[HoldOut.NEWEST, HoldOut.TASKS], default=HoldOut.NEWEST,
+            help="what the backtest holds back: the newest share of each intent's sessions (default), or the last share "
+            "of its sorted task keys (every session of those tasks: for data with many sessions per task)",
+        )
         parser.add_argument("--json", action="store_true", help="print one JSON list of the runs (counts, report, candidates) on stdout; the summary goes to stderr")
 
     def handle(self, *args, **options):
@@ -31,7 +36,7 @@ class Command(BaseCommand):
         summary = self.stderr if options["json"] else self.stdout
         runs = []
         for agent in agents:
-            run = mining_run_execute(agent=agent, support_threshold=options["threshold"], trigger=Trigger.MANUAL)
+            run = mining_run_execute(agent=agent, support_threshold=options["threshold"], trigger=Trigger.MANUAL, hold_out=options["hold_out"])
             versions = list(run.versions.select_related("procedure").order_by("procedure__key"))
             summary.write(
                 f"{agent.name}: mining run {run.pk}: {run.counts.get('sessions', 0)} sessions, "
@@ -45,6 +50,8 @@ class Command(BaseCommand):
                 )
             for version in versions:
                 flag = " [QUARANTINED]" if version.quarantined else ""
+                if (version.evidence.get("orderBeyondTools") or {}).get("toolList"):
+                    flag += " [a tool list, not an order]"
                 summary.write(f"  + {version.procedure.key} v{version.number}{flag}: {version.evidence.get('summary', '')}")
             # the report names every intent, with what happened to it and why
             for entry in run.report or run.skipped:
@@ -53,6 +60,8 @@ class Command(BaseCommand):
                 skeleton = entry.get("skeleton") or (entry.get("figures") or {}).get("topSkeleton")
                 skeleton_text = " → ".join(skeleton) if skeleton else "-"
                 status = f"{entry['status']}: " if entry.get("status") else ""
+                if entry.get("toolList"):
+                    status += "[a tool list, not an order] "
                 summary.write(f"  - {entry.get('intent') or '(agent)'} [{skeleton_text}]: {status}{entry['reason']}")
             runs.append({
                 "agent": agent.name, "run": run.pk, "counts": run.counts, "report": run.report,
