@@ -1,6 +1,6 @@
 """Benchmark: mining 100,000 and 1,000,000 stored sessions in PostgreSQL (docs/benchmarks.md).
 
-    .venv/bin/python bench/mining_bench.py [--db procmem_bench_mining] [--sizes 100000,1000000] [--repeat 3]
+    .venv/bin/python bench/mining_bench.py [--db procmem_bench_mining] [--sizes 100000,1000000] [--repeat 3] [--trials 4]
 
 Creates (or reuses) a dedicated database, migrates it, bulk-loads the sessions with one
 INSERT … SELECT over generate_series per agent (20 intents, ~30 skeleton variants each, ~70 %
@@ -11,7 +11,7 @@ newest quarter of each intent is held back for the backtest), then for every siz
 phase in a fresh process so that peak memory is the phase's own:
 
 - read:  a plain read of the same rows and columns the miner reads — every session of the agent with
-         the columns its result depends on (intent, task key, resolved, escalated, skeleton, and
+         the columns its result depends on (intent, task key, resolved, escalated, skeleton, model, and
          end time, receipt time and id, which decide whether it is held back) streamed into Python
          through a server-side cursor;
 - read4: the narrower read earlier runs compared against — (intent, resolved, escalated, skeleton)
@@ -89,13 +89,19 @@ def variant_skeletons() -> list[list[str]]:
     return variants
 
 
-def load(size: int) -> str:
-    """Loads `size` sessions for agent bench_<size> unless already there. Returns the agent name."""
+def load(size: int, trials: int = 4) -> str:
+    """Loads `size` sessions for agent bench_<size> (bench_<size>_x<trials> when a task has other than
+    4 sessions) unless already there. Returns the agent name. With 4 trials a task's sessions share
+    its outcome (the classic shape); with any other number the outcome and the variant are drawn
+    per session, so that followers and the others meet within tasks (the shape of MINT's repeated
+    tasks), and the sessions come from 4 model families."""
     from django.db import connection
 
     from library.models import Agent, AgentSession, Intent
 
-    name = f"bench_{size}"
+    name = f"bench_{size}" if trials == 4 else f"bench_{size}_x{trials}"
+    # what decides the outcome and the variant: the task (classic), or the session itself
+    key = "(g %% %(tasks)s)" if trials == 4 else "g"
     agent, _ = Agent.objects.get_or_create(name=name, defaults={"tools": TOOLS, "support_threshold": 20})
     if AgentSession.objects.filter(agent=agent).count() == size and not AgentSession.objects.filter(agent=agent, task_key="").exists():
         return name
@@ -120,22 +126,23 @@ def load(size: int) -> str:
             SELECT %(agent)s, 'b-' || g, 'bt-' || (g %% %(tasks)s),
                    CASE WHEN g %% 33 = 0 THEN NULL ELSE (%(intents)s::bigint[])[1 + ((g %% %(tasks)s) * 7) %% %(n_intents)s] END,
                    'I want a refund for ORD-12345',
-                   CASE WHEN g %% 20 = 0 THEN NULL ELSE (((g %% %(tasks)s) / 20) %% 4 <> 1) END,
+                   CASE WHEN g %% 20 = 0 THEN NULL ELSE ((KEY / 20) %% 4 <> 1) END,
                    (g %% 50 = 3),
                    NULL,
-                   v.skeleton, v.calls, v.excerpt, '[]'::jsonb, 1800, 'bench-model',
+                   v.skeleton, v.calls, v.excerpt, '[]'::jsonb, 1800,
+                   (ARRAY['gpt-4-0613', 'claude-2', 'llama-2-70b-chat', 'mistral-7b-instruct'])[1 + g %% 4],
                    now() - (g || ' seconds')::interval, now(), false, 'procmem'
             FROM generate_series(1, %(size)s) AS g
-            JOIN bench_variant v ON v.v = CASE WHEN ((g %% %(tasks)s) / 20) %% 4 = 1 THEN 4 + 7 * ((g * 13) %% 4) ELSE ((g * 31) %% 97) %% %(n_variants)s END
-            """,
-            {"agent": agent.pk, "intents": intents, "n_intents": INTENTS, "size": size, "n_variants": len(variants), "tasks": size // 4},
+            JOIN bench_variant v ON v.v = CASE WHEN (KEY / 20) %% 4 = 1 THEN 4 + 7 * ((g * 13) %% 4) ELSE ((g * 31) %% 97) %% %(n_variants)s END
+            """.replace("KEY", key),
+            {"agent": agent.pk, "intents": intents, "n_intents": INTENTS, "size": size, "n_variants": len(variants), "tasks": size // trials},
         )
     print(json.dumps({"loaded": size, "agent": name, "seconds": round(time.perf_counter() - started, 1)}), flush=True)
     return name
 
 
 READ_COLUMNS = {
-    "read": ("intent_id", "task_key", "resolved", "escalated", "skeleton", "ended_at", "received_at", "id"),
+    "read": ("intent_id", "task_key", "resolved", "escalated", "skeleton", "model", "ended_at", "received_at", "id"),
     "read4": ("intent_id", "resolved", "escalated", "skeleton"),
 }
 
@@ -194,6 +201,7 @@ def main() -> None:
     parser.add_argument("--db", default="procmem_bench_mining")
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--trials", type=int, default=4, help="sessions per task (4: the classic shape; e.g. 50: repeated tasks)")
     parser.add_argument("--phase", choices=["read", "read4", "mine"], help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
@@ -207,7 +215,7 @@ def main() -> None:
 
     call_command("migrate", verbosity=0)
     sizes = [int(s) for s in args.sizes.split(",")]
-    agents = {size: load(size) for size in sizes}
+    agents = {size: load(size, args.trials) for size in sizes}
     # a table in use has been vacuumed by autovacuum (visibility map set, so index-only scans stay
     # in the index); a freshly bulk-loaded one has not: measure the former, for both phases
     from django.db import connection
@@ -247,9 +255,11 @@ def main() -> None:
             "read_py_peak_mb": traced["read4"]["tracemalloc_peak_mb"],
             "mine_py_peak_mb": traced["mine"]["tracemalloc_peak_mb"],
             "candidates": measurements["mine"][0]["candidates"],
+            "trials": args.trials,
         })
     print(json.dumps({"loadavg_end": os.getloadavg()}), flush=True)
     print()
+    print(f"sessions per task: {args.trials}")
     print("| sessions | plain read (s) | mining (s) | mining / read | 4-column read (s) | mining / 4-column read | peak RSS read (MB) | peak RSS mining (MB) | Python peak 4-column read (MB) | Python peak mining (MB) | candidates |")
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in table:

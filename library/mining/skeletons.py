@@ -132,6 +132,49 @@ def outcome_of(resolved: bool | None, escalated: bool | None) -> str:
     return "failed"
 
 
+# ---------------------------------------------------------------------------------------------- repeats
+
+
+@dataclass(frozen=True)
+class Span:
+    """A stretch of a skeleton as one step: `length` calls from `start`, repeated `times` times
+    (times 1: one plain call)."""
+
+    start: int
+    length: int
+    times: int
+
+
+def compress_skeleton(skeleton: Sequence[str]) -> list[Span]:
+    """The skeleton's steps with every repeated sub-sequence as one repeat step: a block of two or
+    more calls that follows itself directly (goto → open → goto → open) becomes one step "repeat
+    goto → open, 2 times". The longest saving first, one level deep (a repeat holds plain calls)."""
+    spans = [Span(i, 1, 1) for i in range(len(skeleton))]
+    while True:
+        best: tuple[int, int, int, int] | None = None  # (saving, index in spans, block length, times)
+        for length in range(2, len(spans) // 2 + 1):
+            for i in range(len(spans) - 2 * length + 1):
+                block = spans[i:i + length]
+                if any(s.times > 1 for s in block):
+                    continue
+                names = [skeleton[s.start] for s in block]
+                times = 1
+                while [skeleton[s.start] for s in spans[i + times * length:i + (times + 1) * length]] == names and all(
+                    s.times == 1 for s in spans[i + times * length:i + (times + 1) * length]
+                ):
+                    times += 1
+                if times > 1 and (best is None or (times - 1) * length > best[0]):
+                    best = ((times - 1) * length, i, length, times)
+        if best is None:
+            return spans
+        _, i, length, times = best
+        spans[i:i + length * times] = [Span(spans[i].start, length, times)]
+
+
+def compressed_length(skeleton: Sequence[str]) -> int:
+    return len(compress_skeleton(skeleton))
+
+
 # ---------------------------------------------------------------------------------------------- aggregation
 
 
@@ -504,8 +547,6 @@ def _skeleton_key(skeleton: Skeleton) -> str:
 
 def step_count(skeleton: Skeleton) -> int:
     """The steps a skeleton takes as a procedure: a repeated block of calls is one step."""
-    from .within import compressed_length  # within builds on this module
-
     return compressed_length(skeleton) if len(skeleton) > 1 else len(skeleton)
 
 
@@ -1151,8 +1192,6 @@ def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any], para
 def compressed_steps(skeleton: Skeleton, steps: Sequence[str]) -> list[str]:
     """The step texts with each repeated block (within.compress_skeleton) as one step: "Repeat 2
     times: goto(…), then open(…)." (the calls of the first pass, in order)."""
-    from .within import compress_skeleton
-
     out: list[str] = []
     for span in compress_skeleton(skeleton):
         if span.times == 1:

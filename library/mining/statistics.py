@@ -178,7 +178,7 @@ def within_task(tables: Mapping[Table, int], *, tests: int = 1, alpha: float = 0
         "tests": max(1, tests),
         "alpha": alpha,
         "riskRatio": None, "low": None, "high": None, "lowCorrected": None,
-        "pValue": 1.0, "pAdjusted": 1.0, "zeroCorrected": False, "credible": False,
+        "pValue": 1.0, "pAdjusted": 1.0, "zeroCorrected": False, "credible": False, "method": "no task compares",
     }
     if not strata:
         return record
@@ -194,7 +194,7 @@ def within_task(tables: Mapping[Table, int], *, tests: int = 1, alpha: float = 0
             riskRatio=None if ratio is None else ("inf" if math.isinf(ratio) else _finite(ratio)),
             low=None if math.isinf(low) else _finite(low), high=_finite(high),
             lowCorrected=None if math.isinf(low_corrected) else _finite(low_corrected),
-            pValue=float(f"{p:.4g}"), pAdjusted=float(f"{adjusted:.4g}"), method="Fisher exact, Wilson-ratio interval (one stratum)",
+            pValue=float(f"{p:.4g}"), pAdjusted=float(f"{adjusted:.4g}"), method="Fisher exact test, ratio of score intervals (one stratum)",
             credible=bool(adjusted < alpha and low_corrected > 1.0),
         )
         return record

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import statistics as st
@@ -36,46 +35,6 @@ def model_family(model: str) -> str:
     lower-cased (gpt-4-0613 → gpt, Llama-2-70b-chat-hf → llama, openai/gpt-4o → gpt); "" unknown."""
     name = (model or "").strip().rsplit("/", 1)[-1]
     return re.split(r"[-_. ]", name, maxsplit=1)[0].lower() if name else ""
-
-
-@dataclass(frozen=True)
-class Span:
-    """A stretch of a skeleton as one step: `length` calls from `start`, repeated `times` times
-    (times 1: one plain call)."""
-
-    start: int
-    length: int
-    times: int
-
-
-def compress_skeleton(skeleton: Sequence[str]) -> list[Span]:
-    """The skeleton's steps with every repeated sub-sequence as one repeat step: a block of two or
-    more calls that follows itself directly (goto → open → goto → open) becomes one step "repeat
-    goto → open, 2 times". The longest saving first, one level deep (a repeat holds plain calls)."""
-    spans = [Span(i, 1, 1) for i in range(len(skeleton))]
-    while True:
-        best: tuple[int, int, int, int] | None = None  # (saving, index in spans, block length, times)
-        for length in range(2, len(spans) // 2 + 1):
-            for i in range(len(spans) - 2 * length + 1):
-                block = spans[i:i + length]
-                if any(s.times > 1 for s in block):
-                    continue
-                names = [skeleton[s.start] for s in block]
-                times = 1
-                while [skeleton[s.start] for s in spans[i + times * length:i + (times + 1) * length]] == names and all(
-                    s.times == 1 for s in spans[i + times * length:i + (times + 1) * length]
-                ):
-                    times += 1
-                if times > 1 and (best is None or (times - 1) * length > best[0]):
-                    best = ((times - 1) * length, i, length, times)
-        if best is None:
-            return spans
-        _, i, length, times = best
-        spans[i:i + length * times] = [Span(spans[i].start, length, times)]
-
-
-def compressed_length(skeleton: Sequence[str]) -> int:
-    return len(compress_skeleton(skeleton))
 
 
 class TaskTables(TaskStream):

@@ -339,3 +339,12 @@ def test_the_scanner_reports_each_leak_with_where_it_is(imported, tmp_path):
     assert {"surface": "library.AgentSession", "pk": session.pk, "field": "redacted_excerpt", "path": "[0].text", "kind": "reservation_id", "value": "4WQ150"} in hits
     assert {"surface": "library.ProcedureVersion", "pk": version.pk, "field": "evidence", "path": "note[1].who", "kind": "name", "value": "Mia Li"} in hits
     assert any(h["surface"] == "export" and h["path"].endswith(".who") for h in hits)  # the export shows evidence too
+
+
+def test_nothing_proposed_that_trial_3_contradicts(imported):
+    # mined on trials 0-2 (the older three quarters), judged on trial 3 by the gate's own estimator
+    for entry in imported.report:
+        if entry["status"] in ("mined", "quarantined"):
+            assert not entry["backtest"]["contradicted"], entry["intent"]
+        if entry.get("withinTask"):
+            assert "method" in entry["backtest"]["withinTask"] and entry["withinTask"]["unit"] == "sessions, within tasks"
