@@ -6,6 +6,8 @@ One pydantic model or validator per settings group:
   wait at most: the queue's ageing badges), the extra redaction patterns;
 - capture: automatic capture (scheduled mining, opt-in), which sessions are mined, the support
   threshold and how strict the evidence must be (docs/mining.md);
+- label rule: which label the miner uses for a session whose outcomes arrive later (library/outcomes.py:
+  the complaint window, closed-by-customer, the rating threshold); a change derives every label again;
 - limits: the agent API's rate limits per endpoint, per token and per client address, where they
   differ from the defaults (library/rate_limits.py);
 - environments: the environments beside production (library/environments.py: with `staging`,
@@ -84,6 +86,16 @@ class CaptureSettings(BaseModel):
     backtest_share: float = Field(ge=0, le=0.5)
 
 
+class LabelRuleSettings(BaseModel):
+    """Which label the miner uses for a session (library/outcomes.py)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    complaint_window_days: int = Field(ge=0, le=365)
+    closed_by_customer_resolves: bool
+    min_rating: float | None = Field(default=None, ge=-1e6, le=1e6)
+
+
 EVAL_FIELDS = (
     "eval_runner", "eval_url", "eval_python_path", "eval_concurrency", "eval_timeout_seconds",
     "model_base_url", "model_name", "tool_schemas", "base_instruction",
@@ -94,12 +106,16 @@ LABELS = {
     "support_threshold": "Support threshold (distinct tasks)",
     "significance_level": "Significance level (family-wise, per run)",
     "backtest_share": "Share of the newest sessions held back for the backtest",
+    "complaint_window_days": "Complaint window (days)",
+    "closed_by_customer_resolves": "A ticket closed by the customer counts as resolved",
+    "min_rating": "Rating that counts as resolved (at least)",
 }
 CAPTURE_FIELDS = tuple(CaptureSettings.model_fields)
 GENERAL_FIELDS = tuple(GeneralSettings.model_fields)
 ENVIRONMENT_FIELDS = ("environments",)
 LIMIT_FIELDS = ("api_rate_limits",)
-EDITABLE = GENERAL_FIELDS + CAPTURE_FIELDS + ENVIRONMENT_FIELDS + LIMIT_FIELDS + EVAL_FIELDS
+LABEL_RULE_FIELDS = tuple(LabelRuleSettings.model_fields)
+EDITABLE = GENERAL_FIELDS + CAPTURE_FIELDS + LABEL_RULE_FIELDS + ENVIRONMENT_FIELDS + LIMIT_FIELDS + EVAL_FIELDS
 
 
 # ------------------------------------------------------------------------------------ eval allow-lists
@@ -221,6 +237,7 @@ def _validate_limits(values: dict[str, Any]) -> dict[str, Any]:
 GROUPS: tuple[tuple[tuple[str, ...], Callable[[dict[str, Any]], dict[str, Any]]], ...] = (
     (GENERAL_FIELDS, _pydantic_validator(GeneralSettings)),
     (CAPTURE_FIELDS, _pydantic_validator(CaptureSettings)),
+    (LABEL_RULE_FIELDS, _pydantic_validator(LabelRuleSettings)),
     (ENVIRONMENT_FIELDS, _validate_environments),
     (LIMIT_FIELDS, _validate_limits),
     (EVAL_FIELDS, _validate_eval),
@@ -298,6 +315,10 @@ def agent_settings_update(
             reason=(reason or "").strip() or f"Agent settings changed: {', '.join(changed)}",
             before={k: before[k] for k in changed}, after={k: after[k] for k in changed},
         )
+        if set(LABEL_RULE_FIELDS) & set(changed):
+            from .outcomes import session_labels_recompute
+
+            session_labels_recompute(agent=locked)  # the rule decides every session's label
         if {"procedural_memory_enabled", "injection_cap", "environments"} & set(changed):
             agent_id = locked.pk
             transaction.on_commit(lambda: _notify_active_set_changed(agent_id), robust=True)

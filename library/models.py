@@ -190,6 +190,16 @@ class Agent(models.Model):
         default=list, blank=True,
         help_text="Environments beside production (always there), e.g. [\"staging\"]: with staging, approved versions go there first",
     )
+    # The label rule (library/outcomes.py): how a session's final label follows from its label history.
+    complaint_window_days = models.PositiveSmallIntegerField(
+        default=0, help_text="A complaint within this many days of a session's end makes it failed, and its label is final only then (0: off)"
+    )
+    closed_by_customer_resolves = models.BooleanField(
+        default=True, help_text="A ticket closed by the customer counts as resolved when no outcome says resolved or not"
+    )
+    min_rating = models.FloatField(
+        null=True, blank=True, help_text="A rating at or above this counts as resolved, below as failed, when no outcome says (empty: ratings decide nothing)"
+    )
     review_target_hours = models.PositiveIntegerField(
         default=72, help_text="How long a candidate of this agent should wait for review; the queue's ageing badges compare against it"
     )
@@ -737,6 +747,7 @@ class AuditEvent(models.Model):
         ROLLOUT_ROLLBACK = "rollout_rollback", "Rollout rolled back"
         SCOPE = "scope", "Scope changed (namespace, roles, priority, confidence)"
         NAMESPACE_CREATE = "namespace_create", "Namespace created"
+        OUTCOMES = "outcomes", "Session outcomes reported"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -800,6 +811,9 @@ class AgentSession(models.Model):
     # How the session reached procmem (the agent settings page counts them); empty: stored before
     # channels were recorded.
     channel = models.CharField(max_length=8, choices=Channel.choices, blank=True)
+    # The label is not final before this moment (the agent's complaint window is open): mining leaves
+    # the session out until then (library/outcomes.py). Null: final as it stands.
+    label_pending_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-ended_at", "-id"]
@@ -815,6 +829,27 @@ class AgentSession(models.Model):
 
     def __str__(self) -> str:
         return self.session_id
+
+
+class SessionLabel(models.Model):
+    """One outcome report of a session, kept as its label history (POST /api/v1/sessions/outcomes,
+    manage.py import_outcomes; the first row, source "session", is what the session itself said).
+    Rows are never changed; the session's resolved/escalated/rating are derived from them by the
+    agent's label rule (library/outcomes.py)."""
+
+    session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="labels")
+    resolved = models.BooleanField(null=True)
+    escalated = models.BooleanField(null=True)
+    rating = models.FloatField(null=True, blank=True)
+    complaint = models.BooleanField(null=True)
+    closed_by_customer = models.BooleanField(null=True)
+    at = models.DateTimeField(help_text="When the outcome happened (a rating given, a complaint made)")
+    source = models.CharField(max_length=100, blank=True, help_text="What reported it: csat_survey, helpdesk, session…")
+    via = models.CharField(max_length=100, blank=True, help_text="How it came: api token prefix, file name")
+    received_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
 
 
 class OtlpSpan(models.Model):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 
-from django.db.models import QuerySet
+from django.db.models import Count, Max, QuerySet
 
 from .coding import graph as coding_graph
-from .models import Agent, ProcedureVersion, Status
+from .models import Agent, AgentSession, OtlpSpan, ProcedureVersion, Status
 
 
 def active_versions_for_agent(agent: Agent, *, using: str = "default") -> QuerySet[ProcedureVersion]:
@@ -51,3 +51,22 @@ def coding_graph_for_agent(agent: Agent) -> coding_graph.Graph:
     return coding_graph.build_graph(
         [coding_graph.node_for(v.procedure.key, v.preconditions or [], v.postconditions or []) for v in chosen.values()]
     )
+
+
+def session_sources_for_agent(agent: Agent) -> list[dict]:
+    """Where the agent's sessions came from: per channel (client, file, OTLP, hook; "" before
+    channels were recorded) how many and the last received, in the channels' order; and the OTLP
+    spans still waiting for their session to complete."""
+    rows = {
+        row["channel"]: row
+        for row in AgentSession.objects.filter(agent=agent).values("channel").annotate(sessions=Count("pk"), last=Max("received_at"))
+    }
+    labels = dict(AgentSession.Channel.choices)
+    sources = [
+        {"channel": channel, "label": labels.get(channel, "Before channels were recorded"), "sessions": rows[channel]["sessions"], "last": rows[channel]["last"]}
+        for channel in [*AgentSession.Channel.values, ""] if channel in rows
+    ]
+    pending = OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING).count()
+    if pending:
+        sources.append({"channel": "otlp-pending", "label": "OTLP spans waiting for their session to complete", "sessions": pending, "last": None})
+    return sources

@@ -446,6 +446,19 @@ class AgentSettingsForm(forms.Form):
                                                     "corrected for the number of skeletons tested.")
     backtest_share = forms.FloatField(min_value=0, max_value=0.5, label=CAPTURE_LABELS["backtest_share"],
                                       help_text="The newest share of each intent's sessions is not mined; every candidate is tested on it.")
+    complaint_window_days = forms.IntegerField(
+        min_value=0, max_value=365, label=CAPTURE_LABELS["complaint_window_days"],
+        help_text="A complaint made within this many days of a session's end makes it failed, and the session is mined only once "
+                  "the window has passed (0: complaints change nothing and labels are final at once).",
+    )
+    closed_by_customer_resolves = forms.BooleanField(
+        required=False, label=CAPTURE_LABELS["closed_by_customer_resolves"],
+        help_text="Used when no outcome says resolved or not.",
+    )
+    min_rating = forms.FloatField(
+        required=False, min_value=-1e6, max_value=1e6, label=CAPTURE_LABELS["min_rating"],
+        help_text="When no outcome says resolved or not: a rating at or above this counts as resolved, below as failed. Empty: ratings decide nothing.",
+    )
     environments = forms.CharField(
         required=False, max_length=400, label="Environments beside production",
         help_text="Names separated by spaces, e.g. \"staging qa\". With staging, an approved version goes to staging first and "

@@ -22,6 +22,7 @@ FIGURE_LABELS = {
     "failedWithSkeleton": "failed tasks follow the skeleton",
     # the run's counts
     "withoutIntent": "without an intent (not mined)", "withoutOutcome": "without outcome", "intents": "intents",
+    "awaitingLabel": "waiting for a final label (not mined)",
     "groups": "skeleton groups", "groupsTested": "groups tested", "credible": "credible", "candidates": "candidates",
     "quarantined": "quarantined", "skipped": "intents not proposed", "reported": "reported",
 }

@@ -28,6 +28,7 @@ from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, par
 from .. import safe_json
 from ..ingest.store import sessions_store
 from ..models import Agent, AgentSession
+from ..outcomes import OutcomeIn, OutcomeInvalid, outcomes_record, parse_outcome
 from .tokens import api_error, token_required
 
 NDJSON_TYPES = {"application/x-ndjson", "application/jsonl", "application/x-jsonlines"}
@@ -60,11 +61,23 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
     fmt = request.GET.get("format", "procmem")
     if fmt not in FORMATS:
         return api_error(400, "bad_format", f"format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
-    content_type = request.content_type or ""
+    read = _items_of(request, body, key="sessions", noun="session")
+    if isinstance(read, JsonResponse):
+        return read
+    items, unreadable = read
+    answer = sessions_accept(agent=request.agent, items=items, fmt=fmt, unreadable=unreadable)
+    status = 200 if not answer["refused"] else (207 if answer["stored"] or answer["duplicate"] else 422)
+    return JsonResponse(answer, status=status)
+
+
+def _items_of(request: HttpRequest, body: bytes, *, key: str, noun: str) -> tuple[list[Any], dict[int, dict[str, Any]]] | JsonResponse:
+    """The items of a batch body — JSON Lines (one object a line), one object, a list, or
+    ``{key: [...]}`` — with the JSON Lines lines that are not JSON by their index; or the error
+    answer (400 not JSON / wrong shape / empty, 413 over PROCMEM_INGEST_MAX_BATCH)."""
     # Items that are not even JSON (a bad JSON Lines line): refused by their index, the rest stored.
     unreadable: dict[int, dict[str, Any]] = {}
-    if content_type in NDJSON_TYPES:
-        # JSON Lines (what procmem_client sends): one session object a line, blank lines ignored
+    if (request.content_type or "") in NDJSON_TYPES:
+        # JSON Lines (what procmem_client sends): one object a line, blank lines ignored
         items: list[Any] = []
         for number, line in enumerate((body or b"").splitlines(), start=1):
             if not line.strip():
@@ -79,24 +92,56 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
             payload = safe_json.parse(body or b"null", check_values=False)
         except safe_json.JsonRefused as exc:
             return api_error(400, "invalid_json", f"The body {exc.message}.")
-        if isinstance(payload, dict) and "sessions" in payload:
-            if not isinstance(payload["sessions"], list):
-                return api_error(400, "bad_shape", f'"sessions" must be a list of session objects, got {type(payload["sessions"]).__name__}.')
-            items = payload["sessions"]
+        if isinstance(payload, dict) and key in payload:
+            if not isinstance(payload[key], list):
+                return api_error(400, "bad_shape", f'"{key}" must be a list of {noun} objects, got {type(payload[key]).__name__}.')
+            items = payload[key]
         elif isinstance(payload, list):
             items = payload
         elif isinstance(payload, dict):
             items = [payload]
         else:
-            return api_error(400, "bad_shape", 'Send one session object, a list of them, or {"sessions": [...]}.')
+            return api_error(400, "bad_shape", f'Send one {noun} object, a list of them, or {{"{key}": [...]}}.')
     max_batch = settings.PROCMEM_INGEST_MAX_BATCH
     if len(items) > max_batch:
-        return api_error(413, "batch_too_large", f"{len(items)} sessions in one request; at most {max_batch}.", limit=max_batch)
+        return api_error(413, "batch_too_large", f"{len(items)} {noun}s in one request; at most {max_batch}.", limit=max_batch)
     if not items:
-        return api_error(400, "empty_batch", "The batch holds no sessions.")
+        return api_error(400, "empty_batch", f"The batch holds no {noun}s.")
+    return items, unreadable
 
-    answer = sessions_accept(agent=request.agent, items=items, fmt=fmt, unreadable=unreadable)
-    status = 200 if not answer["refused"] else (207 if answer["stored"] or answer["duplicate"] else 422)
+
+@csrf_exempt
+@require_POST
+@token_required("ingest", limit="ingest")
+def outcomes_ingest(request: HttpRequest) -> JsonResponse:
+    """POST /api/v1/sessions/outcomes: outcomes known after the session (library/outcomes.py).
+    200 all applied (or resent); 207 some ids unknown or some items refused; 422 none applied."""
+    limit = settings.PROCMEM_INGEST_MAX_BODY_BYTES
+    body = _read_body(request, limit)
+    if body is None:
+        return api_error(413, "body_too_large", f"The request body is over {limit} bytes; send smaller batches.", limit=limit)
+    read = _items_of(request, body, key="outcomes", noun="outcome")
+    if isinstance(read, JsonResponse):
+        return read
+    items, unreadable = read
+    good: list[OutcomeIn] = []
+    refused: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        if index in unreadable:
+            refused.append({"index": index, "session_id": None, "errors": [unreadable[index]]})
+            continue
+        try:
+            good.append(parse_outcome(item))
+        except OutcomeInvalid as exc:
+            refused.append({"index": index, "session_id": exc.session_id, "errors": [e.to_dict() for e in exc.errors]})
+    token = request.api_token
+    result = outcomes_record(agent=request.agent, outcomes=good, via=f"api:{token.prefix}", actor_label=f"token {token.prefix}")
+    answer = {
+        "agent": request.agent.name, "applied": result.applied, "duplicate": result.duplicate, "unknown": result.unknown,
+        "refused": refused,
+        "counts": {"applied": len(result.applied), "duplicate": len(result.duplicate), "unknown": len(result.unknown), "refused": len(refused)},
+    }
+    status = 200 if not refused and not result.unknown else (207 if result.applied or result.duplicate else 422)
     return JsonResponse(answer, status=status)
 
 

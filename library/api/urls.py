@@ -15,6 +15,7 @@ def _routes(api_version: str) -> list:
     return [
         path("health", views.health, served, name="health"),
         path("sessions", ingest.sessions_ingest, name="sessions"),
+        path("sessions/outcomes", ingest.outcomes_ingest, name="outcomes"),
         path("openapi.json", views.openapi, served, name="openapi"),
         path("agents/<str:agent>/", include([
             path("procedures", views.active_set, served, name="active_set"),

@@ -20,6 +20,7 @@ from .. import safe_json
 from ..mining.skeletons import is_safe_literal
 from ..models import Agent, AgentSession, Intent
 from ..redaction import RedactionCache, Redactor, redactor_for_session, strings_in
+from ..outcomes import pending_until_at_ingest
 from .formats import SessionIn
 
 EXCERPT_CALLS = 40
@@ -242,8 +243,13 @@ def _store(agent: Agent, sessions: list, prepare: Callable[[list], list[Prepared
         fresh = prepare([s for sid, s in unique.items() if sid not in existing])
         result.duplicate.extend(sid for sid in unique if sid in existing)
         intent_ids = intents_ensure(agent=agent, names={s.intent for s in fresh if s.intent})
+        now = timezone.now()
         rows = [
-            AgentSession(agent=agent, intent_id=intent_ids.get(s.intent) if s.intent else None, channel=channel, **s.fields)
+            AgentSession(
+                agent=agent, intent_id=intent_ids.get(s.intent) if s.intent else None, channel=channel,
+                # the agent's complaint window: the label is final only when it has passed (library/outcomes.py)
+                label_pending_until=pending_until_at_ingest(agent, s.fields["ended_at"], now), **s.fields,
+            )
             for s in fresh
         ]
         for start in range(0, len(rows), INSERT_BATCH):

@@ -28,6 +28,7 @@ from django.utils.module_loading import import_string
 
 from ..coding import procedures as coding
 from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
+from ..outcomes import label_final_q, sessions_waiting, waiting_report_entry
 from ..redaction import Redactor
 from ..services import audit, procedure_propose, required_reason
 from . import skeletons as mining
@@ -149,7 +150,8 @@ def _held_q(cutoffs: Mapping[int, Cutoff | Q]) -> Q | None:
 
 def _annotated(agent: Agent, cutoffs: Mapping[int, Cutoff | Q]):
     held = _held_q(cutoffs)
-    return AgentSession.objects.filter(agent=agent).annotate(
+    # sessions whose label is not final yet (the agent's complaint window is open) are not mined
+    return AgentSession.objects.filter(agent=agent).filter(label_final_q(timezone.now())).annotate(
         held=Case(When(held, then=Value(True)), default=Value(False), output_field=BooleanField()) if held is not None else Value(False, output_field=BooleanField()),
     )
 
@@ -485,6 +487,10 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
     for entry in report:
         entry["intent"] = intents[entry["intent"]].name if entry["intent"] in intents else entry["intent"]
     counts = aggregator.counts()
+    waiting = sessions_waiting(agent, timezone.now())
+    counts["awaitingLabel"] = waiting["awaitingLabel"]
+    if (entry := waiting_report_entry(waiting)) is not None:
+        report.append(entry)
     counts["groupsTested"] = sum(1 + len(g.alternatives) for g in groups)
     counts["credible"] = sum(1 for g in groups if g.proposed)
     redactor = Redactor(agent_patterns=agent.redaction_patterns, keep=agent.tools or [])

@@ -34,6 +34,7 @@ from library.api.tokens import token_create, token_is_live, token_revoke
 from library.models import Agent, ApiToken, MiningRun, ProcedureVersion, Status
 from library.permissions import user_can_manage_agent, user_is_reviewer
 from library.rate_limits import rate_limits_table
+from library.selectors import session_sources_for_agent
 from library.services import agent_set_tools
 
 from ..access import get_agent_for_user, require_reviewer, signed_in, visible_agents
@@ -253,7 +254,7 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
         request,
         "reviews/agent_settings.html",
         {"agent": target, "form": form, "tab": "settings", "runner": target.get_eval_runner_display(),
-         "rate_limits": rate_limits_table(target)},
+         "rate_limits": rate_limits_table(target), "session_sources": session_sources_for_agent(target)},
         status=400 if request.method == "POST" else 200,
     )
 
