@@ -53,9 +53,10 @@ class OutcomeIn:
     complaint: bool | None = None
     closed_by_customer: bool | None = None
     source: str = ""
+    at_given: bool = True  # False: `at` is when it was received (a resend without `at` is still a resend)
 
     def key(self) -> tuple:
-        return (self.at, self.resolved, self.escalated, self.rating, self.complaint, self.closed_by_customer, self.source)
+        return (self.resolved, self.escalated, self.rating, self.complaint, self.closed_by_customer, self.source)
 
 
 class OutcomeInvalid(ValueError):
@@ -107,7 +108,7 @@ def parse_outcome(item: Any, *, now: datetime | None = None) -> OutcomeIn:
         errors.append(FieldError("(item)", "says nothing: give at least one of resolved, escalated, rating, complaint, closed_by_customer"))
     if errors:
         raise OutcomeInvalid(errors, session_id)
-    return OutcomeIn(session_id=session_id, at=at, rating=rating, source=source.strip(), **values)
+    return OutcomeIn(session_id=session_id, at=at, rating=rating, source=source.strip(), at_given=item.get("at") not in (None, ""), **values)
 
 
 # ---------------------------------------------------------------------------------------------- the label rule
@@ -200,8 +201,9 @@ def outcomes_record(*, agent: Agent, outcomes: list[OutcomeIn], via: str, actor_
                 own = _own_label(session)
                 history.append(own)
                 new_rows.append(own)
-            keys = {(h.at, h.resolved, h.escalated, h.rating, h.complaint, h.closed_by_customer, h.source) for h in history}
-            if outcome.key() in keys:
+            # the same outcome again (at the same time, or with no time of its own): a resend
+            same = [h for h in history if (h.resolved, h.escalated, h.rating, h.complaint, h.closed_by_customer, h.source) == outcome.key()]
+            if any(h.at == outcome.at or not outcome.at_given for h in same):
                 result.duplicate.append(outcome.session_id)
                 continue
             row = SessionLabel(

@@ -447,7 +447,7 @@ class AgentSettingsForm(forms.Form):
     backtest_share = forms.FloatField(min_value=0, max_value=0.5, label=CAPTURE_LABELS["backtest_share"],
                                       help_text="The newest share of each intent's sessions is not mined; every candidate is tested on it.")
     complaint_window_days = forms.IntegerField(
-        min_value=0, max_value=365, label=CAPTURE_LABELS["complaint_window_days"],
+        required=False, min_value=0, max_value=365, label=CAPTURE_LABELS["complaint_window_days"],
         help_text="A complaint made within this many days of a session's end makes it failed, and the session is mined only once "
                   "the window has passed (0: complaints change nothing and labels are final at once).",
     )
@@ -482,6 +482,8 @@ class AgentSettingsForm(forms.Form):
 
     def clean(self):
         cleaned = super().clean()
+        if cleaned.get("complaint_window_days") is None:
+            cleaned["complaint_window_days"] = 0  # left empty: no complaint window
         limits: dict[str, dict[str, str]] = {}
         for endpoint in ENDPOINTS:
             for who in WHO:

@@ -275,6 +275,36 @@ _INGEST_RESULT: dict[str, Any] = {
 }
 
 
+_OUTCOME_IN: dict[str, Any] = {
+    "type": "object",
+    "description": "What became known about a finished session later; at least one of resolved, escalated, rating, complaint, closed_by_customer.",
+    "required": ["session_id"],
+    "additionalProperties": False,
+    "properties": {
+        "session_id": {"type": "string", "maxLength": 200, "description": "The id the session was reported with"},
+        "resolved": {"type": ["boolean", "null"]},
+        "escalated": {"type": ["boolean", "null"]},
+        "rating": {"type": ["number", "null"], "description": "e.g. a CSAT score; with the agent's min_rating it can decide resolved"},
+        "complaint": {"type": ["boolean", "null"], "description": "Within the agent's complaint window it makes the session failed"},
+        "closed_by_customer": {"type": ["boolean", "null"], "description": "Counts as resolved when no outcome says (the agent's rule)"},
+        "at": {"type": ["string", "null"], "format": "date-time", "description": "When it happened (default: when received)"},
+        "source": {"type": ["string", "null"], "maxLength": 100, "examples": ["csat_survey", "helpdesk"]},
+    },
+}
+_OUTCOMES_RESULT: dict[str, Any] = {
+    "type": "object",
+    "required": ["agent", "applied", "duplicate", "unknown", "refused", "counts"],
+    "properties": {
+        "agent": {"type": "string"},
+        "applied": {**_STR_LIST, "description": "Session ids whose label history took the outcome"},
+        "duplicate": {**_STR_LIST, "description": "Outcomes already in the history (a resend): nothing changed"},
+        "unknown": {**_STR_LIST, "description": "Session ids this agent has not reported: nothing stored for them"},
+        "refused": _INGEST_RESULT["properties"]["refused"],
+        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+    },
+}
+
+
 def _schemas(api_version: str) -> dict[str, Any]:
     """The component schemas of `api_version`: its apiVersion constants, and in v2 the evidence of a
     served procedure as scalar facts."""
@@ -333,7 +363,8 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                     "description": "A signed-in user holding manage_agent; send the CSRF token in X-CSRFToken",
                 },
             },
-            "schemas": {**_schemas(api_version), "SessionIn": _SESSION_IN, "TraceSession": _TRACE_SESSION, "IngestResult": _INGEST_RESULT},
+            "schemas": {**_schemas(api_version), "SessionIn": _SESSION_IN, "TraceSession": _TRACE_SESSION, "IngestResult": _INGEST_RESULT,
+                        "OutcomeIn": _OUTCOME_IN, "OutcomesResult": _OUTCOMES_RESULT},
         },
         "paths": {
             f"/{api_version}/health": {"get": {"summary": "Liveness", "security": [], "responses": {"200": {"description": "ok"}}}},
@@ -373,6 +404,38 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                         "413": _error("Body over PROCMEM_INGEST_MAX_BODY_BYTES or batch over PROCMEM_INGEST_MAX_BATCH"),
                         "429": _RATE_LIMITED,
                         "422": {"description": "Every item refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
+                    },
+                }
+            },
+            f"/{api_version}/sessions/outcomes": {
+                "post": {
+                    "summary": "Report outcomes known after the session (one, a list, {\"outcomes\": [...]}, or JSON Lines)",
+                    "description": (
+                        "Each outcome joins its session's label history (audited); the agent's label rule (shown on its "
+                        "settings page) derives the label the miner uses. Unknown session ids are answered under `unknown`, "
+                        "never dropped silently; an outcome already in the history is a duplicate and changes nothing."
+                    ),
+                    "security": [{"ingestToken": []}],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {"schema": {"oneOf": [
+                                {"$ref": "#/components/schemas/OutcomeIn"},
+                                {"type": "array", "items": {"$ref": "#/components/schemas/OutcomeIn"}},
+                                {"type": "object", "required": ["outcomes"], "properties": {"outcomes": {"type": "array", "items": {"$ref": "#/components/schemas/OutcomeIn"}}}},
+                            ]}},
+                            "application/x-ndjson": {"schema": {"type": "string", "description": "One OutcomeIn object a line"}},
+                        },
+                    },
+                    "responses": {
+                        "200": {"description": "Every outcome applied or a duplicate", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}}},
+                        "207": {"description": "Some applied; some ids unknown or some items refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}}},
+                        "422": {"description": "Nothing applied: every id unknown or every item refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}}},
+                        "400": _error("Not JSON, the wrong shape, or an empty batch"),
+                        "401": _error("No token, or an unknown or revoked one"),
+                        "403": _error("A token of another scope (e.g. read)"),
+                        "413": _error("Body over PROCMEM_INGEST_MAX_BODY_BYTES or batch over PROCMEM_INGEST_MAX_BATCH"),
+                        "429": _RATE_LIMITED,
                     },
                 }
             },

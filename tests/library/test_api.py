@@ -397,10 +397,14 @@ def test_openapi_document_describes_every_agent_route(client, api_version):
 
     described = set(document["paths"])
     served = [route for route in routes(api_urls.urlpatterns) if route.startswith(f"{api_version}/")]
-    assert len(served) == 7
+    assert len(served) == 8
     assert {"/" + route.replace("<str:agent>", "{agent}") for route in served} == described
     procedure = document["components"]["schemas"]["Procedure"]
     assert set(procedure["required"]) == SERVED_FIELDS
+    outcomes = document["paths"][f"/{api_version}/sessions/outcomes"]["post"]
+    assert outcomes["security"] == [{"ingestToken": []}] and {"200", "207", "422"} <= set(outcomes["responses"])
+    assert set(document["components"]["schemas"]["OutcomeIn"]["properties"]) == {
+        "session_id", "resolved", "escalated", "rating", "complaint", "closed_by_customer", "at", "source"}
 
 
 @pytest.mark.parametrize("name", ["api:health", "api:openapi"])

@@ -261,6 +261,21 @@ def test_client_reports_sessions_to_the_real_ingest_endpoint(server, agent, admi
     assert client.report_session(session_id="client-1", task="x", resolved=False, injected=[])["duplicate"] == ["client-1"]
 
 
+def test_client_reports_an_outcome_a_week_later(server, agent, admin_user):
+    """report_outcome reaches POST /api/v1/sessions/outcomes: the label changes, an unknown id is named."""
+    from library.models import AgentSession
+
+    ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest", user=admin_user)[1]
+    client = ProcmemClient(base_url=server.url, agent=agent.name, token="pm_unused", ingest_token=ingest)
+    client.report_session(session_id="later-1", task="Where is my order?", resolved=None, injected=[],
+                          tool_calls=[{"name": "lookupOrder", "args": {}, "ok": True}])
+    answer = client.report_outcome("later-1", resolved=True, rating=4.5, source="csat_survey")
+    assert answer["applied"] == ["later-1"] and answer["unknown"] == []
+    stored = AgentSession.objects.get(agent=agent, session_id="later-1")
+    assert (stored.resolved, stored.rating) == (True, 4.5)
+    assert client.report_outcome("never-seen", complaint=True)["unknown"] == ["never-seen"]
+
+
 def test_client_reads_an_environment_and_a_sessions_rollout_arm(server, served_agent, candidate, reviewer, admin_user):
     """The client's `environment` reads staging; with `session=` it gets the session's rollout arm
     (locally and through the server's select) and reports it with the session."""

@@ -10,7 +10,7 @@ from django.urls import reverse
 from guardian.shortcuts import assign_perm
 
 from library.agent_settings import agent_settings_update
-from library.models import Agent, AgentToolChange, AuditEvent
+from library.models import Agent, AgentSession, AgentToolChange, AuditEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -36,6 +36,9 @@ def _form(agent, **changes):
         "backtest_share": agent.backtest_share,
         "review_target_hours": agent.review_target_hours,
         "redaction_patterns": "[]",
+        "complaint_window_days": agent.complaint_window_days,
+        "closed_by_customer_resolves": "on" if agent.closed_by_customer_resolves else "",
+        "min_rating": "" if agent.min_rating is None else agent.min_rating,
         "reason": "",
     }
     data.update(changes)
@@ -134,3 +137,26 @@ def test_a_bad_pattern_saves_nothing_not_even_the_tools(client, agent, agent_adm
     assert response.status_code == 400 and "invalid regex" in response.content.decode()
     agent.refresh_from_db()
     assert len(agent.tools) == 4 and not AgentToolChange.objects.exists()
+
+
+def test_the_label_rule_is_set_on_the_page_and_derives_the_labels_again(client, agent, agent_admin):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from library.ingest.formats import parse_procmem
+    from library.ingest.store import sessions_store
+
+    sessions_store(agent=agent, sessions=[parse_procmem({
+        "session_id": "s-1", "task": "hello", "outcome": {"resolved": True}, "ended_at": (timezone.now() - timedelta(days=1)).isoformat(),
+    })], channel="otlp")
+    client.force_login(agent_admin)
+    url = reverse("reviews:agent_settings", args=[agent.name])
+    response = client.post(url, _form(agent, complaint_window_days=7, reason="complaints come within a week"))
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.complaint_window_days == 7
+    assert AgentSession.objects.get(session_id="s-1").label_pending_until > timezone.now()
+    page = client.get(url).content.decode()
+    assert "A complaint within 7 days of a session" in page
+    assert "OpenTelemetry traces (OTLP)" in page  # where the sessions came from

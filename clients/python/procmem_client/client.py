@@ -470,11 +470,36 @@ class ProcmemClient:
     def report_sessions(self, sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """POST /api/v1/sessions with the ingest token: one procmem JSONL line per session.
         Returns the server's answer (what was stored, skipped as duplicate, refused)."""
+        return self._post_jsonl("sessions", sessions, what="report_sessions")
+
+    def report_outcome(
+        self,
+        session_id: str,
+        *,
+        resolved: bool | None = None,
+        escalated: bool | None = None,
+        rating: float | None = None,
+        complaint: bool | None = None,
+        closed_by_customer: bool | None = None,
+        at: str | None = None,
+        source: str | None = None,
+    ) -> dict[str, Any]:
+        """Reports what became known about a finished session later (a rating, a complaint, a ticket
+        closed by the customer): POST /api/v1/sessions/outcomes with the ingest token. `at`: when it
+        happened (ISO 8601; default: now). Returns the server's answer; an id the server does not
+        know is listed under "unknown" (status 207/422 answers are returned, not raised)."""
+        outcome = {
+            "session_id": session_id, "resolved": resolved, "escalated": escalated, "rating": rating, "complaint": complaint,
+            "closed_by_customer": closed_by_customer, "at": at, "source": source,
+        }
+        return self._post_jsonl("sessions/outcomes", [{k: v for k, v in outcome.items() if v is not None}], what="report_outcome")
+
+    def _post_jsonl(self, path: str, items: Sequence[Mapping[str, Any]], *, what: str) -> dict[str, Any]:
         if not self._ingest_token:
-            raise ProcmemError("report_sessions needs an ingest token (ProcmemClient(ingest_token=...))")
-        body = sessions_body(sessions)
+            raise ProcmemError(f"{what} needs an ingest token (ProcmemClient(ingest_token=...))")
+        body = sessions_body(items)  # JSON Lines: one object a line
         request = urllib.request.Request(
-            self._url("sessions"),
+            self._url(path),
             data=body,
             method="POST",
             headers={
@@ -492,9 +517,11 @@ class ProcmemClient:
                 detail: Any = json.loads(raw)
             except ValueError:
                 detail = raw[:300].decode("utf-8", "replace")
-            raise ProcmemError(f"POST /api/v1/sessions answered {exc.code}", status=exc.code, body=detail) from None
+            if path == "sessions/outcomes" and exc.code == 422 and isinstance(detail, dict) and "unknown" in detail:
+                return detail  # the per-item answer: every outcome refused or naming an unknown session
+            raise ProcmemError(f"POST /api/{self.api_version}/{path} answered {exc.code}", status=exc.code, body=detail) from None
         except (urllib.error.URLError, OSError) as exc:
-            raise ProcmemError(f"POST /api/v1/sessions failed: {exc}") from None
+            raise ProcmemError(f"POST /api/{self.api_version}/{path} failed: {exc}") from None
         return json.loads(raw) if raw else {}
 
     def report_session(
