@@ -62,6 +62,10 @@ class Library:
     base_instruction: str = ""
 
 
+def plural(count: int, noun: str) -> str:
+    return f"{count:,} {noun}" + ("" if count == 1 else "s")
+
+
 # ---------------------------------------------------------------------------------------- sources
 
 
@@ -170,7 +174,7 @@ def export_library(
         block = render_block(selected, max_chars=max_chars)
         return [r["id"] for r in block["included"]], block["text"]
 
-    return Library(agent=agent_name, source=f"export {directory} ({len(files)} files)", procedures=procedures, select=select)
+    return Library(agent=agent_name, source=f"export {directory} ({plural(len(files), 'file')})", procedures=procedures, select=select)
 
 
 # ---------------------------------------------------------------------------------------- the tool list
@@ -290,7 +294,7 @@ def check_tools(library: Library, tools: Iterable[str], label: str) -> list[Outc
         if missing:
             listed = ", ".join(missing)
             message = (f"{name} requires {listed}, which {'is' if len(missing) == 1 else 'are'} not in the agent's "
-                       f"tool list ({label}, {len(have)} tools)")
+                       f"tool list ({label}, {plural(len(have), 'tool')})")
             outcomes.append(Outcome("tools", name, False, message))
         else:
             outcomes.append(Outcome("tools", name, True, f"{name}: its {len(record.get('requiredTools') or [])} required tools are in the list"))

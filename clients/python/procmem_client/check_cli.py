@@ -31,6 +31,7 @@ from .agent_checks import (
     export_library,
     live_library,
     load_tools,
+    plural,
 )
 from .rendering import DEFAULT_MAX_CHARS
 
@@ -138,7 +139,7 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except CheckError as exc:
         err.write(f"procmem check: error: {exc}\n")
         return EXIT_ERROR
-    out.write(f"procmem check: agent {library.agent}, {library.source}, {len(library.procedures)} ACTIVE procedures\n")
+    out.write(f"procmem check: agent {library.agent}, {library.source}, {plural(len(library.procedures), 'ACTIVE procedure')}\n")
     report(outcomes, out)
     if args.junit_xml:
         write_junit(args.junit_xml, outcomes, source=library.source)

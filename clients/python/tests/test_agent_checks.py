@@ -273,7 +273,7 @@ def test_the_pytest_plugin_runs_the_checks_as_tests(export, tmp_path):
         cwd=project, capture_output=True, text=True, timeout=120,
     )
     assert completed.returncode == 1, completed.stdout + completed.stderr
-    assert "FAIL tools: refund.over_limit v3 requires createApproval, which is not in the agent's tool list (tools.txt, 1 tools)" in completed.stdout
+    assert "FAIL tools: refund.over_limit v3 requires createApproval, which is not in the agent's tool list (tools.txt, 1 tool)" in completed.stdout
     assert "1 failed, 1 passed" in completed.stdout
 
 
