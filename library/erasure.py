@@ -64,17 +64,19 @@ FIXED_COLUMNS = {("library.EvalRun", "verdict_detail")}
 VERSION_TEXT_FIELDS = ("applies_when", "steps", "forbidden_actions", "preconditions", "postconditions", "verify_command")
 MINING_ENTRY_FIELDS = ("steps", "forbiddenActions", "summary", "skeleton", "draft", "verifyCommand", "preconditions", "postconditions")
 _WORD = re.compile(r"\w+")
+REFERENCE_RE = re.compile(r"\[erased with tombstone \d+\]")  # VersionTombstone.reference
 
 
 # ---------------------------------------------------------------------------------------------- the erased text
 
 
 def version_texts(version: ProcedureVersion) -> list[str]:
-    """The free text of a version's content (tool names are shared vocabulary, not its text)."""
+    """The free text of a version's content (tool names are shared vocabulary, not its text), but
+    not a reference an earlier sweep left there (that is no erased text, and exports show it)."""
     texts = [version.applies_when, version.verify_command or ""]
     for name in ("steps", "forbidden_actions", "preconditions", "postconditions"):
         texts.extend(str(item) for item in getattr(version, name) or [])
-    return [t for t in texts if t and t.strip()]
+    return [t for t in texts if t and t.strip() and not REFERENCE_RE.fullmatch(t.strip())]
 
 
 def needles(texts: Iterable[str]) -> list[str]:
@@ -83,7 +85,7 @@ def needles(texts: Iterable[str]) -> list[str]:
     found: set[str] = set()
     for text in texts:
         text = text.strip().lower()
-        if len(text) >= MIN_CHARS:
+        if len(text) >= MIN_CHARS and not REFERENCE_RE.fullmatch(text):
             found.add(text)
             if len(text) > PREFIX_CHARS:
                 found.add(text[:PREFIX_CHARS])
@@ -112,7 +114,7 @@ def fingerprints(texts: Iterable[str]) -> list[str]:
     key = _key()
     found: set[str] = set()
     for text in texts:
-        if len(text.strip()) < MIN_CHARS:
+        if len(text.strip()) < MIN_CHARS or REFERENCE_RE.fullmatch(text.strip()):
             continue
         words = _WORD.findall(text.lower())
         if not words:

@@ -1,17 +1,32 @@
 """Import and export of procedures as JSON files, so that a team can keep its library under code
-review in git: one directory per agent, one file per procedure with all its versions.
+review in git: one directory per agent, one file per procedure with its scope and all its versions.
 
     <dir>/<agent>/<procedure id>.json
     {"format": "procmem.procedure/1", "id": "refund.over_limit", "agent": "support_agent",
-     "intent": "refund_over_limit", "versions": [{"version": 1, "status": "ACTIVE", "appliesWhen": ...,
-     "steps": [...], "requiredTools": [...], "forbiddenActions": [...], "evidence": {...},
-     "approvedBy": "...", "approvedAt": "..."}]}
+     "intent": "refund_over_limit", "namespace": "support", "roles": [], "priority": 0,
+     "confidence": "medium", "releases": {"staging": 3},
+     "versions": [{"version": 1, "status": "ACTIVE", "source": "mined", "basedOn": null,
+     "appliesWhen": ..., "steps": [...], "requiredTools": [...], "forbiddenActions": [...],
+     "evidence": {...}, "approvedBy": "...", "approvedAt": "..."},
+     {"version": 2, "status": "ERASED", "tombstone": {"reference": "[erased with tombstone 4]",
+     "contentHash": "...", "statusBefore": "CANDIDATE", "ground": "personal_data", ...}}]}
+
+The export carries every field of the record; an erased version is its tombstone, without content.
+An empty library exports as an empty directory (valid: importing it changes nothing).
 
 Import never creates an ACTIVE version: every imported version arrives as a CANDIDATE (its status
 and approval in the file are kept in the provenance for the reviewer to read). A version whose
-content already exists for that procedure is skipped, so re-importing an export changes nothing.
-Every file is validated before anything is stored; one bad file stores nothing from any file, and
-the error names the file and the field.
+content already exists for that procedure (erased ones included: the tombstone keeps the hash) is
+skipped, and so is a tombstone, so re-importing an export changes nothing. Each file is validated
+and stored on its own: a bad file is reported with its path, the field and the reason, and the
+others go on.
+
+`library_differences` compares files and library per procedure without writing (`import_procedures
+--check`); `library_sync` turns each difference into what the library allows (`--sync`): a new or
+changed file's newest version becomes a CANDIDATE (review and the eval decide), a scope that
+differs is changed through `procedure_scope_update` by the given user, and a live procedure whose
+file is gone gets a retirement request (the `retirement_requested` signal: reviews opens a demotion
+proposal an admin confirms or dismisses). Nothing becomes ACTIVE without the gate.
 """
 
 from __future__ import annotations
@@ -25,7 +40,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from . import services
-from .models import Agent, Intent, ProcedureVersion, Source, procedure_key_validator
+from .models import Agent, Intent, Namespace, Procedure, ProcedureVersion, Source, Status, procedure_key_validator
 
 FORMAT = "procmem.procedure/1"
 
@@ -41,16 +56,18 @@ class ImportReport:
     created: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     intents_created: list[str] = field(default_factory=list)
+    errors: list[ImportFileError] = field(default_factory=list)
 
 
 @dataclass
 class _ParsedVersion:
     source_number: int | None
     source_status: str | None
-    content: services.Content
+    content: services.Content | None  # None: a tombstone (an erased version; never imported)
     evidence: dict
     approved_by: str | None
     approved_at: str | None
+    content_hash: str = ""
 
 
 @dataclass
@@ -60,29 +77,63 @@ class _ParsedFile:
     key: str
     intent: str
     versions: list[_ParsedVersion]
+    scope: dict[str, Any] = field(default_factory=dict)  # only the keys the file has
 
 
 def export_library(directory: Path, *, agents: list[Agent] | None = None) -> list[Path]:
+    """Writes one file per procedure; returns the paths (none for an empty library: the directory
+    is still created, an empty export)."""
     directory = Path(directory)
     # with nothing to export the directory is still written: an empty export, which imports as nothing
     directory.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
-    agent_qs = Agent.objects.all() if agents is None else agents
+    agent_qs = Agent.objects.order_by("name") if agents is None else sorted(agents, key=lambda a: a.name)
     for agent in agent_qs:
-        for procedure in agent.procedures.select_related("intent").order_by("key"):
-            versions = procedure.versions.select_related("approved_by", "procedure").order_by("number")
-            payload = {
-                "format": FORMAT,
-                "id": procedure.key,
-                "agent": agent.name,
-                "intent": procedure.intent.name,
-                "versions": [v.to_dict() for v in versions],
-            }
+        procedures = agent.procedures.select_related("intent", "namespace").prefetch_related("releases__version").order_by("key")
+        for procedure in procedures:
+            versions = procedure.versions.select_related("approved_by", "procedure", "based_on", "tombstone__erased_by").order_by("number")
+            payload = procedure_payload(procedure, list(versions))
             path = directory / agent.name / f"{procedure.key}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             written.append(path)
     return written
+
+
+def procedure_payload(procedure: Procedure, versions: list[ProcedureVersion]) -> dict[str, Any]:
+    return {
+        "format": FORMAT,
+        "id": procedure.key,
+        "agent": procedure.agent.name,
+        "intent": procedure.intent.name,
+        "namespace": procedure.namespace.name,
+        "roles": list(procedure.roles or []),
+        "priority": procedure.priority,
+        "confidence": procedure.confidence,
+        "releases": {r.environment: r.version.number for r in sorted(procedure.releases.all(), key=lambda r: r.environment)},
+        "versions": [_version_record(v) for v in versions],
+    }
+
+
+def _version_record(version: ProcedureVersion) -> dict[str, Any]:
+    if version.status == Status.ERASED:
+        tombstone = getattr(version, "tombstone", None)
+        record: dict[str, Any] = {"version": version.number, "status": Status.ERASED}
+        if tombstone is not None:
+            record["tombstone"] = {
+                "reference": tombstone.reference,
+                "contentHash": tombstone.content_hash,
+                "statusBefore": tombstone.status_before,
+                "ground": tombstone.ground,
+                "reason": tombstone.reason,
+                "erasedBy": tombstone.erased_by.get_username(),
+                "erasedAt": tombstone.erased_at.isoformat().replace("+00:00", "Z"),
+            }
+        return record
+    record = dict(version.to_dict())
+    record["source"] = version.source
+    record["basedOn"] = version.based_on.number if version.based_on_id else None
+    return record
 
 
 def _parse_file(path: Path, agent_name_from_dir: str | None) -> _ParsedFile:
@@ -116,6 +167,9 @@ def _parse_file(path: Path, agent_name_from_dir: str | None) -> _ParsedFile:
         where = f"versions[{index}]"
         if not isinstance(item, dict):
             raise ImportFileError(path, where, "must be an object")
+        if item.get("status") == Status.ERASED:
+            parsed.append(_parse_tombstone(path, where, item))
+            continue
         try:
             content = services.validate_content(
                 applies_when=item.get("appliesWhen"),
@@ -145,7 +199,44 @@ def _parse_file(path: Path, agent_name_from_dir: str | None) -> _ParsedFile:
                 approved_at=item.get("approvedAt") if isinstance(item.get("approvedAt"), str) else None,
             )
         )
-    return _ParsedFile(path=path, agent=agent_name, key=data["id"], intent=data["intent"], versions=parsed)
+    return _ParsedFile(
+        path=path, agent=agent_name, key=data["id"], intent=data["intent"], versions=parsed, scope=_parse_scope(path, data)
+    )
+
+
+def _parse_tombstone(path: Path, where: str, item: dict) -> _ParsedVersion:
+    tombstone = item.get("tombstone", {})
+    if not isinstance(tombstone, dict):
+        raise ImportFileError(path, f"{where}.tombstone", "must be an object")
+    content_fields = [k for k in ("appliesWhen", "steps", "preconditions", "postconditions", "verifyCommand") if item.get(k)]
+    if content_fields:
+        raise ImportFileError(path, f"{where}.{content_fields[0]}", "an erased version carries no content, only its tombstone")
+    number = item.get("version")
+    if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+        raise ImportFileError(path, f"{where}.version", "must be a positive integer")
+    content_hash = tombstone.get("contentHash", "")
+    return _ParsedVersion(
+        source_number=number, source_status=Status.ERASED, content=None, evidence={}, approved_by=None, approved_at=None,
+        content_hash=content_hash if isinstance(content_hash, str) else "",
+    )
+
+
+def _parse_scope(path: Path, data: dict) -> dict[str, Any]:
+    from .scope import clean_confidence, clean_priority, clean_roles
+
+    scope: dict[str, Any] = {}
+    cleaners = {"roles": clean_roles, "priority": clean_priority, "confidence": clean_confidence}
+    for name, clean in cleaners.items():
+        if name in data:
+            try:
+                scope[name] = clean(data[name])
+            except ValidationError as exc:
+                raise ImportFileError(path, name, "; ".join(exc.messages)) from None
+    if "namespace" in data:
+        if not isinstance(data["namespace"], str) or not data["namespace"]:
+            raise ImportFileError(path, "namespace", "must be a namespace name")
+        scope["namespace"] = data["namespace"]
+    return scope
 
 
 def _collect_files(paths: list[Path]) -> list[tuple[Path, str | None]]:
@@ -162,62 +253,226 @@ def _collect_files(paths: list[Path]) -> list[tuple[Path, str | None]]:
     return found
 
 
-def import_library(paths: list[Path], *, user=None, create_intents: bool = False) -> ImportReport:
-    """Validates every file, then stores all of them in one transaction (all or nothing)."""
-    parsed = [_parse_file(path, agent_dir) for path, agent_dir in _collect_files(paths)]
+def _parse_all(paths: list[Path]) -> tuple[list[_ParsedFile], list[ImportFileError], set[str]]:
+    """Every file parsed, or its error; and the agent names the paths cover (their directories)."""
+    parsed: list[_ParsedFile] = []
+    errors: list[ImportFileError] = []
+    for path, agent_dir in _collect_files(paths):
+        try:
+            parsed.append(_parse_file(path, agent_dir))
+        except ImportFileError as exc:
+            errors.append(exc)
+    covered = {p.agent for p in parsed}
+    for root in paths:
+        root = Path(root)
+        if root.is_dir():
+            covered.update(d.name for d in root.iterdir() if d.is_dir())
+            covered.add(root.name)
+    return parsed, errors, set(Agent.objects.filter(name__in=covered).values_list("name", flat=True))
+
+
+def _resolve(item: _ParsedFile, agents: dict[str, Agent], create_intents: bool) -> Agent:
+    if item.agent not in agents:
+        raise ImportFileError(item.path, "agent", f"no agent named {item.agent!r} exists")
+    if not create_intents and not Intent.objects.filter(agent=agents[item.agent], name=item.intent).exists():
+        raise ImportFileError(item.path, "intent", f"agent {item.agent!r} has no intent {item.intent!r} (use --create-intents)")
+    return agents[item.agent]
+
+
+def import_library(paths: list[Path], *, user=None, create_intents: bool = False, newest_only: bool = False) -> ImportReport:
+    """Validates and stores each file on its own transaction: a bad file lands in `report.errors`
+    (path, field, reason) with nothing of it stored, and the others go on. `newest_only`: of a
+    file's versions the library lacks, only the newest is proposed (a sync)."""
+    parsed, errors, _covered = _parse_all(paths)
+    report = ImportReport(errors=errors)
     agents = {a.name: a for a in Agent.objects.filter(name__in={p.agent for p in parsed})}
     for item in parsed:
-        if item.agent not in agents:
-            raise ImportFileError(item.path, "agent", f"no agent named {item.agent!r} exists")
-        if not create_intents and not Intent.objects.filter(agent=agents[item.agent], name=item.intent).exists():
-            raise ImportFileError(
-                item.path, "intent", f"agent {item.agent!r} has no intent {item.intent!r} (use --create-intents)"
+        try:
+            agent = _resolve(item, agents, create_intents)
+            with transaction.atomic():
+                _import_file(item, agent, user=user, report=report, newest_only=newest_only)
+        except ImportFileError as exc:
+            report.errors.append(exc)
+    return report
+
+
+def _import_file(item: _ParsedFile, agent: Agent, *, user, report: ImportReport, newest_only: bool) -> None:
+    intent, intent_created = Intent.objects.get_or_create(agent=agent, name=item.intent)
+    if intent_created:
+        report.intents_created.append(f"{agent.name}/{intent.name}")
+    existing = _known_hashes(ProcedureVersion.objects.filter(procedure__agent=agent, procedure__key=item.key)).get(item.key, set())
+    missing = []
+    for version in item.versions:
+        label = f"{agent.name}/{item.key} v{version.source_number or '?'}"
+        if version.content is None or version.content.hash in existing:
+            report.skipped.append(label + (" (erased: its tombstone)" if version.content is None else ""))
+            continue
+        missing.append(version)
+    if newest_only:
+        missing = missing[-1:]
+    for version in missing:
+        if version.content.hash in existing:
+            report.skipped.append(f"{agent.name}/{item.key} v{version.source_number or '?'}")
+            continue
+        try:
+            created = services.procedure_propose(
+                agent=agent,
+                intent=intent,
+                key=item.key,
+                applies_when=version.content.applies_when,
+                steps=version.content.steps,
+                required_tools=version.content.required_tools,
+                forbidden_actions=version.content.forbidden_actions,
+                preconditions=version.content.preconditions,
+                postconditions=version.content.postconditions,
+                verify_command=version.content.verify_command,
+                evidence=version.evidence,
+                source=Source.IMPORTED,
+                proposed_by=user,
+                actor_label="import",
+                provenance={
+                    "file": str(item.path),
+                    "fileVersion": version.source_number,
+                    "fileStatus": version.source_status,
+                    "fileApprovedBy": version.approved_by,
+                    "fileApprovedAt": version.approved_at,
+                },
+                reason=f"Imported from {item.path.name}",
             )
-    report = ImportReport()
-    with transaction.atomic():
-        for item in parsed:
-            agent = agents[item.agent]
-            intent, intent_created = Intent.objects.get_or_create(agent=agent, name=item.intent)
-            if intent_created:
-                report.intents_created.append(f"{agent.name}/{intent.name}")
-            existing = set(
-                ProcedureVersion.objects.filter(procedure__agent=agent, procedure__key=item.key).values_list(
-                    "content_hash", flat=True
+        except ValidationError as exc:
+            field_name = next(iter(exc.message_dict)) if hasattr(exc, "error_dict") else "intent"
+            raise ImportFileError(item.path, field_name, "; ".join(exc.messages)) from None
+        existing.add(created.content_hash)
+        report.created.append(f"{agent.name}/{item.key} v{created.number}")
+
+
+# ---------------------------------------------------------------------------------------------- check and sync
+
+
+@dataclass(frozen=True)
+class Difference:
+    """One way a procedure differs between the files and the library."""
+
+    agent: str
+    key: str
+    kind: str  # "new procedure", "new version", "scope", "removed"
+    detail: str
+    path: Path | None = None
+
+    def __str__(self) -> str:
+        return f"{self.agent}/{self.key}: {self.kind}: {self.detail}"
+
+
+@dataclass
+class Comparison:
+    differences: list[Difference] = field(default_factory=list)
+    errors: list[ImportFileError] = field(default_factory=list)
+    files: dict[tuple[str, str], _ParsedFile] = field(default_factory=dict)
+
+
+def _scope_differences(item: _ParsedFile, procedure: Procedure) -> list[str]:
+    now = {"namespace": procedure.namespace.name, "roles": list(procedure.roles or []), "priority": procedure.priority,
+           "confidence": procedure.confidence}
+    return [f"{name} {now[name]!r} in the library, {value!r} in the file" for name, value in item.scope.items() if now[name] != value]
+
+
+def _known_hashes(versions, by: str = "key") -> dict[Any, set[str]]:
+    """Per procedure (its key, or `by="procedure_id"`), the content hashes its versions are known
+    by: the recorded one (an erased version's tombstone keeps it, so erased content is never
+    imported again) and the hash of the text as it is now (a version an erasure sweep rewrote
+    keeps the hash of what was approved; library/erasure.py), so its export re-imports as nothing."""
+    known: dict[Any, set[str]] = {}
+    for version in versions.select_related("procedure"):
+        group = known.setdefault(version.procedure.key if by == "key" else version.procedure_id, set())
+        group.add(version.content_hash)
+        if version.status != Status.ERASED:
+            group.add(version.compute_content_hash())
+    return known
+
+
+def library_differences(paths: list[Path]) -> Comparison:
+    """Per procedure, what differs between the files under `paths` and the library. Never writes.
+    Agents compared: those the files name or whose directories the paths hold."""
+    parsed, errors, covered = _parse_all(paths)
+    result = Comparison(errors=errors)
+    procedures = {
+        (p.agent.name, p.key): p
+        for p in Procedure.objects.filter(agent__name__in=covered).select_related("agent", "namespace")
+    }
+    hashes = _known_hashes(ProcedureVersion.objects.filter(procedure__in=list(procedures.values())), by="procedure_id")
+    for item in parsed:
+        result.files[(item.agent, item.key)] = item
+        procedure = procedures.get((item.agent, item.key))
+        if procedure is None:
+            result.differences.append(Difference(item.agent, item.key, "new procedure", f"only in {item.path}", item.path))
+            continue
+        known = hashes.get(procedure.pk, set())
+        missing = [v.source_number for v in item.versions if v.content is not None and v.content.hash not in known]
+        if missing:
+            numbers = ", ".join(f"v{n}" if n else "a version" for n in missing)
+            result.differences.append(Difference(item.agent, item.key, "new version", f"{numbers} of {item.path} not in the library", item.path))
+        for detail in _scope_differences(item, procedure):
+            result.differences.append(Difference(item.agent, item.key, "scope", detail, item.path))
+    live = set(
+        ProcedureVersion.objects.filter(procedure__in=list(procedures.values()), status__in=[Status.ACTIVE, Status.APPROVED])
+        .values_list("procedure__agent__name", "procedure__key")
+    )
+    for agent_name, key in sorted(live - set(result.files)):
+        result.differences.append(Difference(agent_name, key, "removed", "no file for a procedure the library serves"))
+    result.differences.sort(key=lambda d: (d.agent, d.key, d.kind))
+    return result
+
+
+@dataclass
+class SyncReport:
+    imported: ImportReport
+    scope_changed: list[str] = field(default_factory=list)
+    retirement_requested: list[str] = field(default_factory=list)
+    not_applied: list[str] = field(default_factory=list)
+
+
+def library_sync(paths: list[Path], *, user=None, create_intents: bool = False) -> SyncReport:
+    """Turns each difference into what the library allows (module docstring). Bad files are in
+    `report.imported.errors`; a change the user may not make is in `not_applied` with the reason."""
+    from django.core.exceptions import PermissionDenied
+
+    from .scope import procedure_scope_update
+    from .signals import retirement_requested
+
+    comparison = library_differences(paths)
+    report = SyncReport(imported=import_library(paths, user=user, create_intents=create_intents, newest_only=True))
+    for difference in comparison.differences:
+        label = f"{difference.agent}/{difference.key}"
+        if difference.kind == "scope":
+            if label in report.scope_changed or any(n.startswith(label + ": scope") for n in report.not_applied):
+                continue
+            item = comparison.files[(difference.agent, difference.key)]
+            procedure = Procedure.objects.select_related("namespace").get(agent__name=difference.agent, key=difference.key)
+            namespace = Namespace.objects.filter(name=item.scope.get("namespace", procedure.namespace.name)).first()
+            try:
+                if user is None:
+                    raise PermissionDenied("a scope change needs a person (--as-user) who manages the procedure")
+                if namespace is None:
+                    raise ValidationError(f"no namespace named {item.scope['namespace']!r}")
+                procedure_scope_update(
+                    procedure=procedure, user=user, namespace=namespace,
+                    roles=item.scope.get("roles", procedure.roles), priority=item.scope.get("priority", procedure.priority),
+                    confidence=item.scope.get("confidence", procedure.confidence), reason=f"Synced from {item.path.name}",
                 )
+                report.scope_changed.append(label)
+            except (PermissionDenied, ValidationError) as exc:
+                message = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+                report.not_applied.append(f"{label}: scope: {message}")
+        elif difference.kind == "removed":
+            version = ProcedureVersion.objects.filter(
+                procedure__agent__name=difference.agent, procedure__key=difference.key, status=Status.ACTIVE
+            ).first()
+            if version is None:
+                report.not_applied.append(f"{label}: removed: no ACTIVE version to retire (an approved one is withdrawn on its page)")
+                continue
+            retirement_requested.send(
+                sender=ProcedureVersion, version_id=version.pk, reason="Its file was removed from the procedures repository",
+                actor_label="sync",
             )
-            for version in item.versions:
-                label = f"{agent.name}/{item.key} v{version.source_number or '?'}"
-                if version.content.hash in existing:
-                    report.skipped.append(label)
-                    continue
-                try:
-                    created = services.procedure_propose(
-                        agent=agent,
-                        intent=intent,
-                        key=item.key,
-                        applies_when=version.content.applies_when,
-                        steps=version.content.steps,
-                        required_tools=version.content.required_tools,
-                        forbidden_actions=version.content.forbidden_actions,
-                        preconditions=version.content.preconditions,
-                        postconditions=version.content.postconditions,
-                        verify_command=version.content.verify_command,
-                        evidence=version.evidence,
-                        source=Source.IMPORTED,
-                        proposed_by=user,
-                        actor_label="import",
-                        provenance={
-                            "file": str(item.path),
-                            "fileVersion": version.source_number,
-                            "fileStatus": version.source_status,
-                            "fileApprovedBy": version.approved_by,
-                            "fileApprovedAt": version.approved_at,
-                        },
-                        reason=f"Imported from {item.path.name}",
-                    )
-                except ValidationError as exc:
-                    field_name = next(iter(exc.message_dict)) if hasattr(exc, "error_dict") else "intent"
-                    raise ImportFileError(item.path, field_name, "; ".join(exc.messages)) from None
-                existing.add(created.content_hash)
-                report.created.append(f"{agent.name}/{item.key} v{created.number}")
+            report.retirement_requested.append(f"{label} v{version.number}")
     return report

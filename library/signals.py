@@ -34,3 +34,9 @@ version_erased = Signal()
 # kwargs: version_id, action ("approve", "retire" or "rollback"), user_id (int | None), reason (str).
 # A person changed which version of a procedure is ACTIVE. Sent by library/services.py.
 version_status_changed = Signal()
+
+# kwargs: version_id, reason (str), actor_label (str). Someone outside the review pages asks that an
+# ACTIVE version be retired (`import_procedures --sync`: its file was removed from the procedures
+# repository). reviews opens a demotion proposal; an admin confirms (retires) or dismisses it.
+# Sent synchronously by library/interchange.py (outside any transaction of its own).
+retirement_requested = Signal()

@@ -316,6 +316,7 @@ class DemotionProposal(models.Model):
     class Kind(models.TextChoices):
         RARELY_SELECTED = "rarely_selected", "Rarely selected"
         BELOW_EVAL = "below_eval", "Resolution significantly below the eval's"
+        REMOVED_FILE = "removed_file", "Its file was removed from the procedures repository"
 
     class State(models.TextChoices):
         OPEN = "open"

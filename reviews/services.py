@@ -260,6 +260,23 @@ def demotions_propose(*, agent: Agent, today=None) -> list[DemotionProposal]:
     return opened
 
 
+@receiver(library_signals.retirement_requested, dispatch_uid="reviews.retirement_request_as_demotion")
+def _on_retirement_requested(sender, version_id: int, reason: str, actor_label: str = "", **kwargs) -> None:
+    """A retirement request (a sync found the file gone) becomes a demotion proposal: an admin
+    confirms (retires) or dismisses it. One open proposal per version, as for the demotion check."""
+    with transaction.atomic():
+        locked = ProcedureVersion.objects.select_for_update().filter(pk=version_id, status=Status.ACTIVE).first()
+        if locked is None or DemotionProposal.objects.filter(version=locked, state=DemotionProposal.State.OPEN).exists():
+            return
+        proposal = DemotionProposal.objects.create(
+            version=locked, kind=DemotionProposal.Kind.REMOVED_FILE, figures={}, message=reason
+        )
+        audit(
+            action=AuditEvent.Action.DEMOTION_PROPOSE, actor_label=actor_label or "sync", version=locked, reason=reason,
+            after={"proposal": proposal.pk, "kind": proposal.kind},
+        )
+
+
 def _lock_open_proposal(proposal: DemotionProposal, user) -> DemotionProposal:
     locked = (
         DemotionProposal.objects.select_for_update(of=("self",))

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 
 import pytest
 from django.core.management import CommandError, call_command
@@ -25,7 +27,10 @@ def test_export_layout_and_record_fields(candidate, approver, tmp_path):
     record = data["versions"][0]
     assert set(record) == {
         "id", "version", "status", "appliesWhen", "steps", "requiredTools", "forbiddenActions",
-        "evidence", "approvedBy", "approvedAt",
+        "evidence", "approvedBy", "approvedAt", "source", "basedOn",
+    }
+    assert {k: data[k] for k in ("namespace", "roles", "priority", "confidence", "releases")} == {
+        "namespace": candidate.procedure.namespace.name, "roles": [], "priority": 0, "confidence": "medium", "releases": {},
     }
     assert record["status"] == "ACTIVE" and record["approvedBy"] == "approver"
 
@@ -79,7 +84,7 @@ def test_import_new_version_of_existing_procedure(candidate, tmp_path):
         (lambda d: d.update(agent="someone_else"), "agent"),
     ],
 )
-def test_malformed_file_names_file_and_field_and_stores_nothing(candidate, tmp_path, mutate, field):
+def test_malformed_file_is_reported_with_path_and_field_and_the_others_go_on(candidate, tmp_path, mutate, field):
     export_library(tmp_path)
     good = tmp_path / "support_agent" / "good.extra.json"
     good_data = json.loads((tmp_path / "support_agent" / "refund.over_limit.json").read_text())
@@ -91,19 +96,21 @@ def test_malformed_file_names_file_and_field_and_stores_nothing(candidate, tmp_p
     mutate(data)
     bad.write_text(json.dumps(data))
     before = ProcedureVersion.objects.count()
-    with pytest.raises(ImportFileError) as excinfo:
-        import_library([tmp_path])
-    assert excinfo.value.path == bad and excinfo.value.field == field
-    assert ProcedureVersion.objects.count() == before
-    assert not Procedure.objects.filter(key="good.extra").exists()
+    report = import_library([tmp_path])
+    [error] = report.errors
+    assert isinstance(error, ImportFileError) and error.path == bad and error.field == field
+    assert report.created == ["support_agent/good.extra v1"]  # the good file went on
+    assert ProcedureVersion.objects.count() == before + 1
 
 
 def test_invalid_json_named(agent, tmp_path):
     (tmp_path / "support_agent").mkdir()
     bad = tmp_path / "support_agent" / "x.y.json"
     bad.write_text("{not json")
-    with pytest.raises(CommandError, match=r"x\.y\.json: \(file\): is not valid JSON: line 1"):
-        call_command("import_procedures", str(tmp_path))
+    err = io.StringIO()
+    with pytest.raises(CommandError, match=r"1 file\(s\) refused"):
+        call_command("import_procedures", str(tmp_path), stderr=err)
+    assert re.search(r"x\.y\.json: \(file\): is not valid JSON: line 1", err.getvalue())
 
 
 def test_commands_round_trip(candidate, tmp_path, capsys):

@@ -1,0 +1,200 @@
+"""The library in git (issue 29 part 1): the export carries every field (scope, releases, tombstones),
+`import_procedures --check` reports differences and writes nothing, `--sync` turns them into what
+the library allows, and export → import → export is byte-identical on generated libraries, erased
+versions included (Hypothesis)."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from library import services
+from library.interchange import export_library, import_library, library_differences
+from library.models import AuditEvent, Procedure, ProcedureVersion, Source, Status
+from reviews.models import DemotionProposal
+from tests.conftest import make_passing_eval
+from tests.reviews.operations_helpers import activate
+
+pytestmark = pytest.mark.django_db
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*.json"))}
+
+
+def test_an_erased_version_exports_as_its_tombstone_and_reimports_as_nothing(candidate, admin_user, tmp_path):
+    v2 = services.version_revise(
+        version=candidate, user=admin_user, applies_when=candidate.applies_when, steps=[*candidate.steps, "Say goodbye politely."],
+        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
+    )
+    tombstone = services.version_erase(version=candidate, user=admin_user, ground="personal_data", reason="request 1")
+    [path] = export_library(tmp_path / "a")
+    first, second = json.loads(path.read_text())["versions"]
+    assert first == {
+        "version": 1, "status": "ERASED",
+        "tombstone": {"reference": tombstone.reference, "contentHash": candidate.content_hash, "statusBefore": "REJECTED",
+                      "ground": "personal_data", "reason": "request 1", "erasedBy": "admin",
+                      "erasedAt": tombstone.erased_at.isoformat().replace("+00:00", "Z")},
+    }
+    assert second["basedOn"] == 1 and second["source"] == "revision"
+    report = import_library([tmp_path / "a"])
+    assert report.errors == [] and report.created == []
+    assert "support_agent/refund.over_limit v1 (erased: its tombstone)" in report.skipped
+    export_library(tmp_path / "b")
+    assert _files(tmp_path / "a") == _files(tmp_path / "b")
+    assert ProcedureVersion.objects.count() == 2
+
+
+def test_an_empty_library_exports_an_empty_valid_export(db, tmp_path):
+    out = io.StringIO()
+    call_command("export_procedures", str(tmp_path / "repo"), stdout=out)
+    assert "Nothing to export" in out.getvalue() and (tmp_path / "repo").is_dir()
+    call_command("import_procedures", str(tmp_path / "repo"), "--check", stdout=io.StringIO())  # agrees: exit 0
+
+
+def test_check_reports_each_difference_and_writes_nothing(candidate, other_procedure, approver, admin_user, tmp_path):
+    activate(candidate, approver)
+    export_library(tmp_path)
+    call_command("import_procedures", str(tmp_path), "--check", stdout=io.StringIO())  # the same: exit 0
+    agent_dir = tmp_path / "support_agent"
+    changed = json.loads((agent_dir / "refund.over_limit.json").read_text())
+    changed["versions"].append({**changed["versions"][-1], "version": 2, "status": "CANDIDATE",
+                                "steps": [*changed["versions"][-1]["steps"], "Close the ticket."]})
+    changed["priority"] = 3
+    (agent_dir / "refund.over_limit.json").write_text(json.dumps(changed))
+    new = json.loads((agent_dir / "order.status.json").read_text())
+    new["id"] = "order.new"
+    (agent_dir / "order.new.json").write_text(json.dumps(new))
+    (agent_dir / "broken.json").write_text("{")
+    counts = (ProcedureVersion.objects.count(), AuditEvent.objects.count(), Procedure.objects.get(key="refund.over_limit").priority)
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError, match=r"3 difference\(s\) between the files and the library, 1 bad file"):
+        call_command("import_procedures", str(tmp_path), "--check", stdout=out, stderr=err)
+    lines = out.getvalue()
+    assert "support_agent/refund.over_limit: new version: v2 of" in lines
+    assert "support_agent/refund.over_limit: scope: priority 0 in the library, 3 in the file" in lines
+    assert "support_agent/order.new: new procedure" in lines
+    assert "broken.json: (file): is not valid JSON" in err.getvalue()
+    assert (ProcedureVersion.objects.count(), AuditEvent.objects.count(), Procedure.objects.get(key="refund.over_limit").priority) == counts
+
+    # a removed file of a served procedure is a difference too
+    (agent_dir / "refund.over_limit.json").unlink()
+    (agent_dir / "order.new.json").unlink()
+    (agent_dir / "broken.json").unlink()
+    kinds = [(d.key, d.kind) for d in library_differences([tmp_path]).differences]
+    assert kinds == [("refund.over_limit", "removed")]
+
+
+def test_sync_makes_candidates_scope_changes_and_retirement_requests_never_active(
+    candidate, other_procedure, approver, admin_user, tmp_path
+):
+    active = activate(candidate, approver)
+    other_version = other_procedure.versions.get()
+    activate(other_version, admin_user)
+    export_library(tmp_path)
+    agent_dir = tmp_path / "support_agent"
+    changed = json.loads((agent_dir / "order.status.json").read_text())
+    changed["versions"].append({**changed["versions"][-1], "version": 2, "status": "ACTIVE", "approvedBy": "someone",
+                                "steps": [*changed["versions"][-1]["steps"], "Close the ticket."]})
+    changed["confidence"] = "high"
+    (agent_dir / "order.status.json").write_text(json.dumps(changed))
+    (agent_dir / "refund.over_limit.json").unlink()
+    (agent_dir / "bad.json").write_text(json.dumps({"id": "bad.one", "intent": "order_status", "versions": [{"steps": []}]}))
+
+    out, err = io.StringIO(), io.StringIO()
+    with pytest.raises(CommandError, match=r"1 file\(s\) refused"):
+        call_command("import_procedures", str(tmp_path), "--sync", "--as-user", "admin", stdout=out, stderr=err)
+    assert "bad.json: versions[0].appliesWhen" in err.getvalue()
+    # the changed file's newest version is a CANDIDATE, whatever the file says
+    new = ProcedureVersion.objects.get(procedure=other_procedure, number=2)
+    assert new.status == Status.CANDIDATE and new.source == Source.IMPORTED and new.approved_by is None
+    assert other_procedure.versions.get(number=1).status == Status.ACTIVE
+    # the scope change went through the scope service, in the audit log
+    other_procedure.refresh_from_db()
+    assert other_procedure.confidence == "high"
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.SCOPE, procedure=other_procedure).exists()
+    # the removed file is a retirement request; the version stays ACTIVE until an admin confirms
+    proposal = DemotionProposal.objects.get(version=active)
+    assert proposal.kind == "removed_file" and proposal.state == "open"
+    active.refresh_from_db()
+    assert active.status == Status.ACTIVE
+    assert "retirement requested support_agent/refund.over_limit v1" in out.getvalue()
+    # a second sync changes nothing more
+    before = (ProcedureVersion.objects.count(), DemotionProposal.objects.count())
+    (agent_dir / "bad.json").unlink()
+    call_command("import_procedures", str(tmp_path), "--sync", "--as-user", "admin", stdout=io.StringIO())
+    assert (ProcedureVersion.objects.count(), DemotionProposal.objects.count()) == before
+
+
+# ---------------------------------------------------------------------------------------------- round trip
+
+_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40).filter(
+    lambda t: t.strip() == t and t.strip()
+)
+_version = st.fixed_dictionaries({
+    "applies_when": _text, "steps": st.lists(_text, min_size=1, max_size=3), "erase": st.booleans(),
+})
+_procedure = st.fixed_dictionaries({
+    "versions": st.lists(_version, min_size=1, max_size=3),
+    "roles": st.lists(st.sampled_from(["billing", "tier2", "admin"]), unique=True, max_size=2),
+    "priority": st.integers(-5, 5),
+    "confidence": st.sampled_from(["low", "medium", "high"]),
+    "activate_first": st.booleans(),
+})
+
+
+class _Rollback(Exception):
+    pass
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(library=st.lists(_procedure, min_size=1, max_size=3))
+def test_export_import_export_is_byte_identical(agent, intent, admin_user, library):
+    tmp = Path(tempfile.mkdtemp(prefix="procmem-roundtrip-"))
+    try:
+        with transaction.atomic():
+            for index, spec in enumerate(library):
+                previous = None
+                for number, version in enumerate(spec["versions"], start=1):
+                    steps = [f"{step} ({index}.{number}.{i})" for i, step in enumerate(version["steps"])]
+                    if previous is None:
+                        made = services.procedure_propose(
+                            agent=agent, intent=intent, key=f"gen.p{index}", applies_when=version["applies_when"], steps=steps,
+                            required_tools=[], forbidden_actions=[], source=Source.MANUAL, proposed_by=None,
+                        )
+                        procedure = made.procedure
+                        procedure.roles, procedure.priority, procedure.confidence = spec["roles"], spec["priority"], spec["confidence"]
+                        procedure.save(update_fields=["roles", "priority", "confidence"])
+                        if spec["activate_first"]:
+                            make_passing_eval(made)
+                            services.version_approve(version=made, user=admin_user, comment="gen", acknowledge_conflicts=True)
+                    else:
+                        made = services.version_revise(
+                            version=previous, user=admin_user, applies_when=version["applies_when"], steps=steps,
+                            required_tools=[], forbidden_actions=[],
+                        )
+                    previous = made
+                for number, version in enumerate(spec["versions"], start=1):
+                    if version["erase"]:
+                        target = ProcedureVersion.objects.get(procedure__key=f"gen.p{index}", procedure__agent=agent, number=number)
+                        services.version_erase(version=target, user=admin_user, ground="other", reason=f"gen {index}.{number}")
+            export_library(tmp / "a")
+            report = import_library([tmp / "a"])
+            assert report.errors == [] and report.created == []
+            export_library(tmp / "b")
+            assert _files(tmp / "a") == _files(tmp / "b") and _files(tmp / "a")
+            raise _Rollback
+    except _Rollback:
+        pass
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
