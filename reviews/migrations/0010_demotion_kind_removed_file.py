@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('reviews', '0008_choice_labels'),
+        ('reviews', '0009_external_identity'),
     ]
 
     operations = [
