@@ -276,6 +276,33 @@ def test_client_reports_an_outcome_a_week_later(server, agent, admin_user):
     assert client.report_outcome("never-seen", complaint=True)["unknown"] == ["never-seen"]
 
 
+def test_the_capture_hook_sends_a_claude_code_session_to_the_server(server, agent, admin_user, monkeypatch):
+    """procmem-capture, as Claude Code's SessionEnd hook runs it, stores the session in the trace
+    format: the steps classified, the channel "hook", nothing of the files' contents."""
+    import io
+    from pathlib import Path
+
+    from procmem_client.capture import main
+
+    from library.models import AgentSession
+
+    ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="hook", user=admin_user)[1]
+    monkeypatch.setenv("PROCMEM_URL", server.url)
+    monkeypatch.setenv("PROCMEM_INGEST_TOKEN", ingest)
+    transcript = Path(__file__).parents[2] / "clients/python/tests/data/transcripts/claude_code.jsonl"
+    hook = {"session_id": "cc-1", "transcript_path": str(transcript), "cwd": "/home/alice/work/django", "hook_event_name": "SessionEnd"}
+    err = io.StringIO()
+    assert main(["claude-code"], stdin=io.StringIO(json.dumps(hook)), stdout=io.StringIO(), stderr=err) == 0, err.getvalue()
+    stored = AgentSession.objects.get(agent=agent, session_id="cc-1")
+    assert stored.channel == AgentSession.Channel.HOOK and stored.source_format == "trace"
+    assert stored.skeleton == ["search", "read:source", "test", "edit:source", "edit:test", "test"]
+    assert [call["ok"] for call in stored.tool_calls] == [True, True, False, True, True, True]
+    assert "SECRET" not in json.dumps([stored.tool_calls, stored.redacted_excerpt, stored.task])
+    # run again (the hook fires twice): a duplicate
+    assert main(["claude-code"], stdin=io.StringIO(json.dumps(hook)), stdout=io.StringIO(), stderr=err) == 0
+    assert "duplicate 1" in err.getvalue()
+
+
 def test_client_reads_an_environment_and_a_sessions_rollout_arm(server, served_agent, candidate, reviewer, admin_user):
     """The client's `environment` reads staging; with `session=` it gets the session's rollout arm
     (locally and through the server's select) and reports it with the session."""
