@@ -6,7 +6,7 @@
  *   import { generateText } from "ai";
  *   import { withProcmem } from "procmem-client/vercel-ai";
  *
- *   let injected = [];
+ *   let injected: ProcedureRecord[] = [];
  *   const result = await generateText(await withProcmem(client, {
  *     model, system: "You are the support agent.", prompt: task,
  *   }, { onInjected: (records) => { injected = records; } }));
