@@ -101,7 +101,7 @@ def load(size: int, trials: int = 4) -> str:
 
     name = f"bench_{size}" if trials == 4 else f"bench_{size}_x{trials}"
     # what decides the outcome and the variant: the task (classic), or the session itself
-    key = "(g %% %(tasks)s)" if trials == 4 else "g"
+    key = "(g %% %(tasks)s)" if trials == 4 else "(g / 7)"  # g / 7: not aligned with the task cycle
     agent, _ = Agent.objects.get_or_create(name=name, defaults={"tools": TOOLS, "support_threshold": 20})
     if AgentSession.objects.filter(agent=agent).count() == size and not AgentSession.objects.filter(agent=agent, task_key="").exists():
         return name
@@ -122,7 +122,7 @@ def load(size: int, trials: int = 4) -> str:
             """
             INSERT INTO library_agentsession
                 (agent_id, session_id, task_key, intent_id, task, resolved, escalated, rating, skeleton, tool_calls,
-                 redacted_excerpt, injected, instruction_chars, model, ended_at, received_at, raw_purged, source_format)
+                 redacted_excerpt, injected, instruction_chars, model, ended_at, received_at, raw_purged, source_format, channel)
             SELECT %(agent)s, 'b-' || g, 'bt-' || (g %% %(tasks)s),
                    CASE WHEN g %% 33 = 0 THEN NULL ELSE (%(intents)s::bigint[])[1 + ((g %% %(tasks)s) * 7) %% %(n_intents)s] END,
                    'I want a refund for ORD-12345',
@@ -131,7 +131,7 @@ def load(size: int, trials: int = 4) -> str:
                    NULL,
                    v.skeleton, v.calls, v.excerpt, '[]'::jsonb, 1800,
                    (ARRAY['gpt-4-0613', 'claude-2', 'llama-2-70b-chat', 'mistral-7b-instruct'])[1 + g %% 4],
-                   now() - (g || ' seconds')::interval, now(), false, 'procmem'
+                   now() - (g || ' seconds')::interval, now(), false, 'procmem', ''
             FROM generate_series(1, %(size)s) AS g
             JOIN bench_variant v ON v.v = CASE WHEN (KEY / 20) %% 4 = 1 THEN 4 + 7 * ((g * 13) %% 4) ELSE ((g * 31) %% 97) %% %(n_variants)s END
             """.replace("KEY", key),

@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import logging
 import math
+import pickle
+import tempfile
 from collections import Counter
 from dataclasses import replace
 from typing import Any, Callable, Iterable, Iterator, Mapping
@@ -472,13 +474,80 @@ def _decoded(cache: dict[Any, tuple[str, ...]], text: Any) -> tuple[str, ...]:
     return found
 
 
+class _MakeUpSpool:
+    """The make-up rows of task_groups, read from the database once: the first feed() passes them on
+    and writes them to a spooled temporary file (in memory up to SPOOL_MEMORY, then on disk, so memory
+    stays flat), skeletons and models as small integers; later feeds replay the file."""
+
+    SPOOL_MEMORY = 8 * 2**20
+
+    def __init__(self, rows: Iterable[tuple]):
+        self._rows = rows
+        self._file = tempfile.SpooledTemporaryFile(max_size=self.SPOOL_MEMORY)
+        self._written = False
+        self._skeletons: dict[Any, int] = {}  # skeleton text → id
+        self._decoded: list[tuple[str, ...]] = []  # id → raw skeleton
+        self._models: dict[str, int] = {}
+        self._model_names: list[str] = []
+
+    def __enter__(self) -> "_MakeUpSpool":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._file.close()
+
+    def _skeleton_id(self, text: Any) -> int:
+        found = self._skeletons.get(text if not isinstance(text, list) else json.dumps(text))
+        if found is None:
+            key = text if not isinstance(text, list) else json.dumps(text)
+            found = self._skeletons[key] = len(self._decoded)
+            self._decoded.append(_decoded({}, text))
+        return found
+
+    def _model_id(self, model: str | None) -> int:
+        found = self._models.get(model or "")
+        if found is None:
+            found = self._models[model or ""] = len(self._model_names)
+            self._model_names.append(model or "")
+        return found
+
+    def _first(self) -> Iterator[tuple]:
+        batch: list[tuple] = []
+        for intent_id, labels, keys, models, tasks in self._rows:
+            row = (intent_id, labels, [self._skeleton_id(k) for k in keys], [self._model_id(m) for m in models], tasks)
+            batch.append(row)
+            if len(batch) >= 500:
+                pickle.dump(batch, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+                batch = []
+            yield row
+        if batch:
+            pickle.dump(batch, self._file, protocol=pickle.HIGHEST_PROTOCOL)
+        self._written = True
+
+    def _replay(self) -> Iterator[tuple]:
+        self._file.seek(0)
+        while True:
+            try:
+                batch = pickle.load(self._file)
+            except EOFError:
+                return
+            yield from batch
+
+    def feed(self, stream: mining.TaskStream) -> None:
+        rows = self._replay() if self._written else self._first()
+        models = self._model_names
+        stream.consume(
+            ((intent, labels, keys, [models[m] for m in model_ids], tasks) for intent, labels, keys, model_ids, tasks in rows),
+            self._decoded.__getitem__,
+        ).finish()
+
+
 def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, hold_out: str = HoldOut.NEWEST) -> MiningRun:
     cutoffs = held_back(agent, params.backtest_share, hold_out)
-    skeletons: dict[Any, tuple[str, ...]] = {}
-    # two readings of the same make-ups: distinct-task counts, then the tested groups' within-task tables
-    aggregator = within.mine_tasks(
-        params, lambda stream: stream.consume(task_groups(agent, cutoffs), lambda text: _decoded(skeletons, text)).finish()
-    )
+    # two readings of the same make-ups (distinct-task counts, then the tested groups' within-task
+    # tables): the database is read once, the second reading replays a spool of the first
+    with _MakeUpSpool(task_groups(agent, cutoffs)) as spool:
+        aggregator = within.mine_tasks(params, spool.feed)
     groups, report = mining.choose_groups(aggregator)
     intents = {i.pk: i for i in Intent.objects.filter(agent=agent)}
     # every intent of the agent is named, also those with no session (yet)

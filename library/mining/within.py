@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import statistics as st
@@ -30,6 +31,7 @@ from .skeletons import Aggregator, MiningParams, SessionKey, Skeleton, TaskStrea
 KINDS = ("mined", "held", "tools", "order", "heldTools", "heldOrder")
 
 
+@lru_cache(maxsize=4096)
 def model_family(model: str) -> str:
     """A model's family: its name after the last "/" up to the first "-", "_", "." or space,
     lower-cased (gpt-4-0613 → gpt, Llama-2-70b-chat-hf → llama, openai/gpt-4o → gpt); "" unknown."""
@@ -59,27 +61,32 @@ class TaskTables(TaskStream):
         skeletons = self.tested.get(intent)
         if not skeletons:
             return
+        # the task's labelled sessions once: (succeeded, held back, reduced skeleton, family, n)
+        labelled = []
+        for (resolved, _escalated, held, raw, model), n in sessions.items():
+            if resolved is None:
+                continue
+            reduced, enough = self._reduce(raw)
+            if held or enough:  # a mined session needs enough calls (the first reading's rule)
+                labelled.append((0 if resolved else 1, held, reduced, model_family(model), n))
+        if not labelled:
+            return
+        tables = self.tables
         for skeleton in skeletons:
             cells: dict[str, list[int]] = {}
-            for (resolved, _escalated, held, raw, model), n in sessions.items():
-                if resolved is None:
-                    continue
-                reduced, enough = self._reduce(raw)
-                if not held and not enough:
-                    continue  # not mined (the first reading's rule); held-back sessions all count
+            for cell, held, reduced, family, n in labelled:
                 follows, has_tools = self._relation(skeleton, reduced)
-                cell = (0 if resolved else 1)
-                prefix = "held" if held else ""
-                _cell(cells, "held" if held else "mined", (0 if follows else 2) + cell, n)
-                _cell(cells, prefix + ("Tools" if held else "tools"), (0 if has_tools else 2) + cell, n)
+                order = (0 if follows else 2) + cell
+                _cell(cells, "held" if held else "mined", order, n)
+                _cell(cells, "heldTools" if held else "tools", (0 if has_tools else 2) + cell, n)
                 if has_tools:
-                    _cell(cells, prefix + ("Order" if held else "order"), (0 if follows else 2) + cell, n)
+                    _cell(cells, "heldOrder" if held else "order", order, n)
                 if not held:
-                    _cell(cells, "family:" + model_family(model), (0 if follows else 2) + cell, n)
+                    _cell(cells, "family:" + family, order, n)
             for kind, table in cells.items():
-                counter = self.tables.get((intent, skeleton, kind))
+                counter = tables.get((intent, skeleton, kind))
                 if counter is None:
-                    counter = self.tables[(intent, skeleton, kind)] = Counter()
+                    counter = tables[(intent, skeleton, kind)] = Counter()
                 counter[tuple(table)] += tasks
 
     def table(self, intent: Any, skeleton: Skeleton, kind: str) -> Counter:
