@@ -198,3 +198,32 @@ def test_export_import_export_is_byte_identical(agent, intent, admin_user, libra
         pass
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=8),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(
+        ["id", "intent", "agent", "versions", "namespace", "roles", "priority", "confidence", "status", "version", "tombstone",
+         "appliesWhen", "steps", "requiredTools", "forbiddenActions", "evidence", "verifyCommand"]), children, max_size=6),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(document=_json)
+def test_check_and_import_report_any_bad_file_and_go_on(candidate, document):
+    """A file of any JSON shape is either read or reported with its path; the good file beside it
+    is still compared and imported, and nothing of the bad one is stored."""
+    tmp = Path(tempfile.mkdtemp(prefix="procmem-fuzz-"))
+    try:
+        export_library(tmp)
+        (tmp / "support_agent" / "fuzz.json").write_text(json.dumps(document))
+        comparison = library_differences([tmp])
+        assert all(e.path.name == "fuzz.json" for e in comparison.errors)
+        with transaction.atomic():
+            report = import_library([tmp])
+            assert all(e.path.name == "fuzz.json" for e in report.errors)
+            assert "support_agent/refund.over_limit v1" in report.skipped
+            transaction.set_rollback(True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
