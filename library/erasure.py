@@ -7,7 +7,9 @@ webhook deliveries. Inside the erasing transaction, `erasure_sweep` (caller hold
 and has just created the tombstone):
 
 1. gathers the erased text: the version's appliesWhen, steps, forbidden actions, pre/postconditions
-   and verify command, and what the `version_erasing` listeners wiped (reviews: comment bodies);
+   and verify command, and what the `version_erasing` listeners wiped (reviews: comment bodies),
+   less the texts that versions which stay still hold verbatim (a step inherited from the
+   predecessor lives on there: erase that version too to remove it);
 2. rewrites every stored text value that contains one of those texts (case-insensitive; a text of
    at least MIN_CHARS characters, and also its first PREFIX_CHARS characters, so a copy cut short —
    an audit reason keeps 200 characters of a comment, a notification 157 — is found too) to the
@@ -293,9 +295,23 @@ def _shared_fields(version: ProcedureVersion, erased: set[str], reference: str) 
     return updates
 
 
-def _flag_descendants(version: ProcedureVersion, texts: list[str], reference: str, user, result: SweepResult) -> None:
+def _texts_kept_elsewhere(version: ProcedureVersion, descendants: list[ProcedureVersion]) -> set[str]:
+    """The texts (lower-cased) of the agent's versions that stay: not erased, not this version, not
+    edited from it. A step this version inherited from its predecessor, or shares with another
+    procedure, still lives there; it is not the erased text (erase that version too to remove it)."""
+    others = (
+        ProcedureVersion.objects.filter(procedure__agent_id=version.procedure.agent_id)
+        .exclude(status=Status.ERASED).exclude(pk__in=[version.pk, *(d.pk for d in descendants)])
+        .only(*VERSION_TEXT_FIELDS)
+    )
+    return {t.strip().lower() for other in others.iterator(chunk_size=500) for t in version_texts(other)}
+
+
+def _flag_descendants(
+    version: ProcedureVersion, descendants: list[ProcedureVersion], texts: list[str], reference: str, user, result: SweepResult
+) -> None:
     erased = {t.strip().lower() for t in texts if t.strip()}
-    for child in _descendants(version):
+    for child in descendants:
         updates = _shared_fields(child, erased, reference)
         if not updates:
             continue
@@ -349,13 +365,16 @@ def erasure_sweep(*, version: ProcedureVersion, tombstone: VersionTombstone, tex
     after the version was wiped; `texts` is the erased text (version_texts of the version before
     the wipe, plus what the listeners wiped)."""
     reference = tombstone.reference
+    descendants = _descendants(version)
+    kept = _texts_kept_elsewhere(version, descendants)
+    texts = [t for t in texts if t.strip().lower() not in kept]
     sweep = ErasureSweep.objects.create(tombstone=tombstone, fingerprints=fingerprints(texts), started_at=timezone.now())
     result = SweepResult()
     lowered = needles(texts)
     _mining_entry(version, reference, result)
     if lowered:
         _rewrite_rows(lowered, reference, result)
-        _flag_descendants(version, texts, reference, user, result)
+        _flag_descendants(version, descendants, texts, reference, user, result)
         result.remaining = remaining_copies(lowered)
     ErasureSweep.objects.filter(pk=sweep.pk).update(
         rewritten={k: sorted(set(v)) for k, v in result.rewritten.items()},

@@ -272,8 +272,13 @@ def erasure_result(version) -> dict | None:
     sweep = ErasureSweep.objects.filter(tombstone__version=version).select_related("tombstone").first()
     if sweep is None:
         return None
-    labels = {f"{m._meta.app_label}.{m.__name__}": str(m._meta.verbose_name_plural) for m in apps.get_models()}
-    rewritten = [(labels.get(label, label), len(pks)) for label, pks in sorted((sweep.rewritten or {}).items())]
+    models_by_label = {f"{m._meta.app_label}.{m.__name__}": m._meta for m in apps.get_models()}
+
+    def words(label: str, count: int) -> str:
+        meta = models_by_label.get(label)
+        return label if meta is None else str(meta.verbose_name if count == 1 else meta.verbose_name_plural)
+
+    rewritten = [(words(label, len(pks)), len(pks)) for label, pks in sorted((sweep.rewritten or {}).items())]
     flagged = ProcedureVersion.objects.filter(pk__in=sweep.flagged_versions or []).select_related("procedure").order_by("number")
     return {"sweep": sweep, "reference": sweep.tombstone.reference, "rewritten": rewritten, "flagged": flagged,
             "remaining": sweep.remaining or []}

@@ -30,9 +30,15 @@ def test_admin_erases_a_version_and_the_agent_json_drops_it(live_server, page, s
     page.click("button:has-text('Erase v2')")
     page.wait_for_load_state("networkidle")
     assert "Erased refund.over_limit v2" in page.locator(".messages").inner_text()
+    assert "checked: 0 copies left" in page.locator(".messages").inner_text()
     row = page.locator("#v2").inner_text()
     assert "Erased" in row and "DSR-2026-114" in row and "Personal-data request" in row
     screenshot(page, "erased-tombstone")
+    # the erase page now reports what the erasure did to the copies of the text
+    page.goto(f"{live_server.url}/ops/versions/{v2.pk}/erase/")
+    result = page.locator(".erasure-result").inner_text()
+    assert "0 copies found" in result and "[erased with tombstone" in result
+    screenshot(page, "erasure-result")
 
     after, etag_after = _agent_json(live_server.url, token)
     assert "refund.over_limit" not in _served(after)

@@ -188,3 +188,20 @@ def test_scan_erased_finds_a_copy_written_after_the_erasure(candidate, admin_use
     with pytest.raises(CommandError, match="1 stored copy"):
         call_command("scan_erased", stdout=out)
     assert f"library.Agent {agent.pk} description" in out.getvalue()
+
+
+def test_text_a_version_inherited_stays_with_the_version_that_keeps_it(candidate, reviewer, admin_user):
+    """Erasing v2 removes what v2 added, not the steps it inherited from v1 (v1 stays: erase it too
+    to remove them); the check then finds no copy, and v1 is untouched."""
+    added = f"Tell {CONTENT_MARKER} the approval number."
+    v2 = services.version_revise(
+        version=candidate, user=reviewer, applies_when=candidate.applies_when, steps=[*candidate.steps, added],
+        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions, reason=f"adds '{added}'",
+    )
+    services.version_erase(version=v2, user=admin_user, ground="personal_data", reason="request 11")
+    sweep = ErasureSweep.objects.get(tombstone=v2.tombstone)
+    assert sweep.remaining == [] and sweep.flagged_versions == []
+    candidate.refresh_from_db()
+    assert candidate.steps[0].startswith("Look up the order") and candidate.compute_content_hash() == candidate.content_hash
+    assert stored_text_holding(CONTENT_MARKER) == []
+    call_command("scan_erased", stdout=io.StringIO())
