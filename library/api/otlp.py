@@ -7,7 +7,7 @@ follow the OTLP/HTTP specification, in the request's encoding (protobuf or JSON)
 - 200 with an `ExportTraceServiceResponse`; its `partial_success` (rejected_spans, error_message)
   is set when some spans were rejected (no GenAI attribute, invalid ids, a late span, …);
 - 400 with a `google.rpc.Status` when the body cannot be decoded (bad protobuf, bad JSON, bad gzip),
-  401/403 for a missing or wrong token, 429 (Retry-After) over the agent's ingest rate limit, 413 for a body over PROCMEM_INGEST_MAX_BODY_BYTES (also
+  401/403 for a missing or wrong token, 429 (Retry-After) over the agent's OTLP rate limit, 413 for a body over PROCMEM_INGEST_MAX_BODY_BYTES (also
   after gunzip), 415 for another Content-Type (answered in JSON), 405 for another method.
 
 Spans become sessions as library/ingest/otlp.py describes; the agent is the token's.
@@ -76,9 +76,9 @@ def traces(request: HttpRequest) -> HttpResponse:
         return response
     if token.scope != ApiToken.Scope.INGEST:
         return _status(403, "This token may not write sessions: use a token of scope ingest.", answer_as)
-    limited = rate_limited(request, token=token, endpoint="ingest")  # the same limit as POST /api/v1/sessions
+    limited = rate_limited(request, token=token, endpoint="otlp")  # the agent's OTLP limit (library/rate_limits.py)
     if limited is not None:
-        response = _status(429, "Over the agent's ingest rate limit; retry after the Retry-After seconds.", answer_as)
+        response = _status(429, "Over the agent's OTLP rate limit; retry after the Retry-After seconds.", answer_as)
         response["Retry-After"] = limited["Retry-After"]
         return response
     token_touch(token)
@@ -103,9 +103,8 @@ def traces(request: HttpRequest) -> HttpResponse:
     except otlp.OtlpRefused as exc:
         return _status(exc.status, exc.message, answer_as)
     accepted, rejected = otlp.spans_of(export)
-    rejected += otlp.spans_stage(agent=token.agent, spans=accepted)
-    if accepted:
-        otlp.sessions_flush(agent=token.agent, touched=accepted)
+    late, _stored = otlp.spans_accept(agent=token.agent, spans=accepted)
+    rejected += late
     response = ExportTraceServiceResponse()
     if rejected:
         response.partial_success.rejected_spans = len(rejected)

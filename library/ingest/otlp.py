@@ -211,10 +211,6 @@ def _read_span(span: Span) -> SpanIn | str:
         failed=span.status.code == Status.STATUS_CODE_ERROR or "error.type" in attributes,
         attributes=attributes, events=events,
     )
-    try:
-        safe_json.check({"name": found.name, "attributes": attributes, "events": events})
-    except safe_json.JsonRefused as exc:
-        return f"has a value that cannot be stored at {exc.path or 'its name'}: {exc.message}"
     if found.is_tool and normalise_tool_name(found.tool_name) is None:
         return f"is a tool call whose name {str(found.tool_name)[:80]!r} is not a tool name (letters, digits, _ . -, at most 128)"
     return found
@@ -237,10 +233,21 @@ def spans_of(request: ExportTraceServiceRequest) -> tuple[list[SpanIn], list[Rej
 # ---------------------------------------------------------------------------------------------- staging
 
 
+def _unstorable(span: SpanIn) -> str:
+    """Why the span's kept values cannot wait in the database (a NUL, a lone surrogate, an integer
+    past 64 bits), or "". Spans stored straight from their request are checked by the parser."""
+    try:
+        safe_json.check({"name": span.name, "attributes": span.attributes, "events": span.events})
+    except safe_json.JsonRefused as exc:
+        return f"has a value that cannot be stored at {exc.path or 'its name'}: {exc.message}"
+    return ""
+
+
 def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = None) -> list[Rejected]:
     """Stores the accepted spans of one request as pending OtlpSpan rows, in one transaction.
-    Returns the spans rejected as late: new spans of a session stored already. A span received
-    before (the same trace and span id) is a duplicate: nothing changes."""
+    Returns the spans rejected: new spans of a session stored already (late), and spans with a value
+    that cannot be stored. A span received before (the same trace and span id) is a duplicate:
+    nothing changes."""
     now = now or timezone.now()
     if not spans:
         return []
@@ -264,6 +271,10 @@ def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = Non
         if key in known or key in seen:
             continue
         seen.add(key)
+        problem = _unstorable(span)
+        if problem:
+            late.append(Rejected(f"span {span.span_id} of trace {span.trace_id}", problem))
+            continue
         session = closed_traces.get(span.trace_id) or ((span.conversation_id or span.trace_id) if (span.conversation_id or span.trace_id) in stored else "")
         if session:
             late.append(Rejected(f"span {span.span_id} of trace {span.trace_id}", f"arrived after its session {session!r} was stored; late spans are not added"))
@@ -370,7 +381,7 @@ def _outcome(spans: list[OtlpSpan]) -> dict[str, Any] | None:
     return outcome if any(v is not None for v in outcome.values()) else None
 
 
-def session_item(session_id: str, spans: list[OtlpSpan]) -> dict[str, Any]:
+def session_item(session_id: str, spans: list[OtlpSpan] | list[SpanIn]) -> dict[str, Any]:
     """The procmem-format item of one complete session: the tool calls of its execute_tool (or
     OpenInference TOOL) spans in start order, the task from the first user message, the model
     from gen_ai.request.model, the reply from the last assistant message, the end time from the
@@ -446,14 +457,35 @@ def _due_sessions(agent: Agent, now: datetime, touched: list[SpanIn] | None) -> 
     return due
 
 
-def _flush_lock(agent: Agent) -> bool:
-    """One flush per agent at a time (PostgreSQL: a transaction advisory lock; another process
-    flushing the same agent makes this one skip, it will store the same sessions)."""
+def _lock_sessions(agent: Agent, session_ids: Iterable[str]) -> None:
+    """Transaction advisory locks on these sessions of the agent (PostgreSQL), taken in one order:
+    two requests that complete the same session store it one after the other; different sessions
+    do not wait for each other."""
     if connection.vendor != "postgresql":
-        return True
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [0x6F746C70, agent.pk])
-        return bool(cursor.fetchone()[0])
+        return
+    ordered = sorted(session_ids)
+    if not ordered:
+        return
+    with connection.cursor() as cursor:  # one statement, the locks taken in the ids' order
+        cursor.execute(
+            "SELECT count(pg_advisory_xact_lock(%s, hashtext(x))) FROM (SELECT unnest(%s::text[]) AS x ORDER BY 1) ids",
+            [agent.pk, ordered],
+        )
+
+
+def _store_items(agent: Agent, items: dict[str, Any], result: FlushResult) -> None:
+    """Parses each complete session's item (the procmem format's rules and limits) and stores the
+    good ones in one sessions_store call; a refused one is logged with the reason."""
+    good = []
+    for session_id, item in items.items():
+        try:
+            good.append(parse_item(item, fmt="procmem", options=ImportOptions()))
+        except ItemInvalid as exc:
+            result.refused[session_id] = str(exc)[:300]
+            logger.warning("OTLP session %s of agent %s refused: %s", session_id, agent.name, exc)
+    stored: StoreResult = sessions_store(agent=agent, sessions=good, channel=AgentSession.Channel.OTLP)
+    result.stored.extend(stored.stored)
+    result.duplicate.extend(stored.duplicate)
 
 
 def sessions_flush(*, agent: Agent, now: datetime | None = None, touched: list[SpanIn] | None = None) -> FlushResult:
@@ -464,32 +496,89 @@ def sessions_flush(*, agent: Agent, now: datetime | None = None, touched: list[S
     now = now or timezone.now()
     result = FlushResult()
     with transaction.atomic():
-        if not _flush_lock(agent):
-            return result
         due = _due_sessions(agent, now, touched)
         if due:
+            _lock_sessions(agent, due)
             by_trace = {trace_id: session_id for session_id, ids in due.items() for trace_id in ids}
             spans: dict[str, list[OtlpSpan]] = defaultdict(list)
+            # still pending once the locks are held: another request may have stored some meanwhile
             for span in OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=list(by_trace)):
                 spans[by_trace[span.trace_id]].append(span)
-            good = []
-            for session_id, its in spans.items():
-                try:
-                    good.append(parse_item(session_item(session_id, its), fmt="procmem", options=ImportOptions()))
-                except ItemInvalid as exc:
-                    result.refused[session_id] = str(exc)[:300]
-                    logger.warning("OTLP session %s of agent %s refused: %s", session_id, agent.name, exc)
-            stored: StoreResult = sessions_store(agent=agent, sessions=good, channel=AgentSession.Channel.OTLP)
-            result.stored, result.duplicate = stored.stored, stored.duplicate
+            _store_items(agent, {session_id: session_item(session_id, its) for session_id, its in spans.items()}, result)
+            refused_traces = [t for t, session_id in by_trace.items() if session_id in result.refused]
+            OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=[t for t in by_trace if t not in set(refused_traces)]).update(
+                state=OtlpSpan.State.STORED,
+            )
+            if refused_traces:
+                OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=refused_traces).update(state=OtlpSpan.State.REFUSED)
+            # which session each span became part of (one statement per session only where it is not the trace id)
             for session_id, ids in due.items():
-                refused = session_id in result.refused
-                OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=ids).update(
-                    state=OtlpSpan.State.REFUSED if refused else OtlpSpan.State.STORED, session_id=session_id,
-                    note=result.refused.get(session_id, ""),
-                )
+                if ids != [session_id] or session_id in result.refused:
+                    OtlpSpan.objects.filter(agent=agent, trace_id__in=ids).update(session_id=session_id, note=result.refused.get(session_id, ""))
         if touched is None:
             OtlpSpan.objects.filter(agent=agent, received_at__lt=now - KEEP_STORED_SPANS).exclude(state=OtlpSpan.State.PENDING).delete()
     return result
+
+
+def spans_accept(*, agent: Agent, spans: list[SpanIn], now: datetime | None = None) -> tuple[list[Rejected], FlushResult]:
+    """What one request's accepted spans become. With PROCMEM_OTLP_QUIET_SECONDS = 0, a session
+    whose spans all came in this request — every trace of it with its root, nothing of it waiting
+    from earlier requests — is complete now: it is stored from the request's spans without waiting
+    rows. Every other span waits (spans_stage), and the sessions it completes are stored
+    (sessions_flush). Returns the spans rejected as late and what was stored."""
+    result = FlushResult()
+    if not spans:
+        return [], result
+    rest = spans
+    late: list[Rejected] = []
+    if quiet_seconds() == 0:
+        rest = _store_complete(agent, spans, result)
+        waiting = {id(s) for s in rest}
+        late += refused_spans(result, [s for s in spans if id(s) not in waiting])
+    late += spans_stage(agent=agent, spans=rest, now=now)
+    if rest:
+        flushed = sessions_flush(agent=agent, now=now, touched=rest)
+        result.stored += flushed.stored
+        result.duplicate += flushed.duplicate
+        result.refused.update(flushed.refused)
+    return late, result
+
+
+def _store_complete(agent: Agent, spans: list[SpanIn], result: FlushResult) -> list[SpanIn]:
+    """Stores the sessions complete within these spans (spans_accept); returns the other spans."""
+    conversation_of: dict[str, str] = {}
+    for span in spans:
+        if span.conversation_id:
+            conversation_of.setdefault(span.trace_id, span.conversation_id)
+    sessions: dict[str, list[SpanIn]] = defaultdict(list)
+    for span in spans:
+        sessions[conversation_of.get(span.trace_id) or span.trace_id].append(span)
+    complete = {
+        session_id: its for session_id, its in sessions.items()
+        if all(any(not s.parent_span_id for s in its if s.trace_id == t) for t in {s.trace_id for s in its})
+    }
+    if not complete:
+        return spans
+    traces = {s.trace_id for its in complete.values() for s in its}
+    with transaction.atomic():
+        _lock_sessions(agent, complete)
+        waiting = OtlpSpan.objects.filter(agent=agent).filter(Q(trace_id__in=traces) | Q(conversation_id__in=list(complete)))
+        busy = {conversation_of.get(t) or t for t in waiting.values_list("trace_id", flat=True).distinct()}
+        busy |= set(waiting.exclude(conversation_id="").values_list("conversation_id", flat=True).distinct())
+        stored = set(AgentSession.objects.filter(agent=agent, session_id__in=list(complete)).values_list("session_id", flat=True))
+        ready = {sid: its for sid, its in complete.items() if sid not in busy and sid not in stored}
+        _store_items(agent, {sid: session_item(sid, its) for sid, its in ready.items()}, result)
+    return [s for sid, its in sessions.items() if sid not in ready for s in its]
+
+
+def refused_spans(result: FlushResult, spans: list[SpanIn]) -> list[Rejected]:
+    """The spans of sessions the parser refused (stored straight from the request), as rejected."""
+    if not result.refused:
+        return []
+    return [
+        Rejected(f"span {s.span_id} of trace {s.trace_id}", f"belongs to session {key!r}, refused: {result.refused[key]}")
+        for s in spans for key in (s.conversation_id or s.trace_id,) if key in result.refused
+    ]
 
 
 def agents_with_pending_spans() -> list[int]:

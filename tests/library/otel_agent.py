@@ -41,7 +41,8 @@ def run_agent(tracer, *, conversation: str | None = "conv-1", tools=TOOLS, model
         for name, args, result in tools:
             with tracer.start_as_current_span(f"execute_tool {name}", attributes={
                 "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                "gen_ai.tool.call.arguments": json.dumps(args), "gen_ai.tool.call.result": json.dumps(result), **common,
+                "gen_ai.tool.call.arguments": json.dumps(args),
+                "gen_ai.tool.call.result": result if isinstance(result, str) else json.dumps(result), **common,
             }) as span:
                 if name == fail:
                     span.set_status(Status(StatusCode.ERROR, "tool failed"))

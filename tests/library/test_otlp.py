@@ -125,12 +125,20 @@ def test_a_trace_whose_root_never_comes_is_stored_after_the_longest_wait(client,
     assert sessions_flush(agent=agent, now=timezone.now() + timedelta(seconds=601)).stored == ["conv-1"]
 
 
-def test_a_resend_changes_nothing_and_a_late_span_is_rejected(client, agent, ingest_token, quiet0):
+@pytest.mark.parametrize("quiet", [0, 30])
+def test_a_resend_changes_nothing_and_a_late_span_is_rejected(client, agent, ingest_token, settings, quiet):
+    settings.PROCMEM_OTLP_QUIET_SECONDS = quiet
     spans = recorded_spans()
     post(client, ingest_token, otlp_protobuf(spans))
+    if quiet:
+        assert sessions_flush(agent=agent, now=timezone.now() + timedelta(seconds=31)).stored == ["conv-1"]
     before = list(AgentSession.objects.values())
     again = post(client, ingest_token, otlp_protobuf(spans))
-    assert again.status_code == 200 and not answer(again).HasField("partial_success")
+    assert again.status_code == 200
+    if quiet:  # the spans were kept: a resend is a duplicate
+        assert not answer(again).HasField("partial_success")
+    else:  # stored straight from the request: the resend is rejected as late, and changes nothing
+        assert answer(again).partial_success.rejected_spans == len(spans)
     late = recorded_spans(tools=[("replyTemplates", {}, {})])  # another trace of the same conversation
     response = post(client, ingest_token, otlp_protobuf(late))
     assert response.status_code == 200
@@ -250,3 +258,15 @@ def test_malformed_otlp_never_gets_a_500_and_changes_nothing_stored(client, agen
     else:
         assert status_of(response).message
     assert list(AgentSession.objects.filter(pk__in=[b["id"] for b in before]).order_by("pk").values()) == before
+
+
+@pytest.mark.parametrize("quiet", [0, 30])
+def test_a_value_postgresql_cannot_hold_rejects_spans_and_stores_nothing_of_it(client, agent, ingest_token, settings, quiet):
+    settings.PROCMEM_OTLP_QUIET_SECONDS = quiet
+    spans = recorded_spans(tools=[("lookupOrder", {"order_id": "A1"}, "ok\x00")])  # a NUL in the tool's result
+    response = post(client, ingest_token, otlp_protobuf(spans))
+    assert response.status_code == 200
+    partial = answer(response).partial_success
+    assert partial.rejected_spans >= 1 and "NUL" in partial.error_message
+    sessions_flush(agent=agent, now=timezone.now() + timedelta(hours=2))
+    assert "\\u0000" not in json.dumps(list(AgentSession.objects.values("tool_calls", "redacted_excerpt")))

@@ -1,0 +1,157 @@
+"""Benchmark: OTLP trace ingestion (POST /api/otlp/v1/traces) against POST /api/v1/sessions with the
+same sessions, in the same run, on gunicorn (docs/benchmarks.md).
+
+    .venv/bin/python -m bench.otlp_bench [--db procmem_bench_otlp] [--port 8031] [--sessions 3000]
+                                         [--rounds 3] [--clients 4] [--seconds 120]
+
+Each session is recorded once by the real OpenTelemetry SDK as an instrumented agent loop emits it
+(an invoke_agent root, a chat span with the user's request, four execute_tool spans with their
+arguments and results, a chat span with the reply: 7 spans) and the same session is written in
+procmem's format (task, the four tool calls, model, end time). Requests carry 100 sessions each:
+OTLP/protobuf (700 spans, the exporter's encoding) and procmem JSON. With
+PROCMEM_OTLP_QUIET_SECONDS=0 the OTLP request stores its sessions itself (staging, assembly, the same
+parser and redaction), so both sides measure spans-in to sessions-stored. Rounds alternate the two
+endpoints (fresh session ids every round); sessions/second per round and the ratio are printed.
+Rate limits are off for the bench.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.ingest_bench import hammer, prepare, server_env  # noqa: E402
+
+BATCH = 100
+TOOLS = ("lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates")
+
+
+def sessions(run: str, count: int):
+    """(procmem JSON bodies, OTLP protobuf bodies) of the same `count` sessions, BATCH a request."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("bench-agent")
+    procmem_bodies, otlp_bodies = [], []
+    for start in range(0, count, BATCH):
+        items = []
+        exporter.clear()
+        for n in range(start, min(start + BATCH, count)):
+            order = f"ORD-{10000 + n % 90000}"
+            task = f"Hi, I'm Anna Schmidt (anna.schmidt{n % 97}@example.com, +1 415 555 {1000 + n % 9000}). Refund {order} please."
+            calls = [
+                ("lookupOrder", {"order_id": order}), ("checkReturnWindow", {"order_id": order}),
+                ("createApproval", {"order_id": order, "amount": 120 + n % 500}),
+                ("replyTemplates", {"template": "approval_pending", "order_id": order}),
+            ]
+            conversation = f"{run}-{n}"
+            common = {"gen_ai.conversation.id": conversation}
+            with tracer.start_as_current_span("invoke_agent support", attributes={"gen_ai.operation.name": "invoke_agent", **common}) as root:
+                with tracer.start_as_current_span("chat bench-model", attributes={
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "bench-model",
+                    "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": task}]}]), **common,
+                }):
+                    pass
+                for name, args in calls:
+                    with tracer.start_as_current_span(f"execute_tool {name}", attributes={
+                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
+                        "gen_ai.tool.call.arguments": json.dumps(args), "gen_ai.tool.call.result": '{"status": "ok"}', **common,
+                    }):
+                        pass
+                with tracer.start_as_current_span("chat bench-model", attributes={
+                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "bench-model",
+                    "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Approved."}]}]), **common,
+                }):
+                    pass
+            ended = root.end_time / 1e9
+            items.append({
+                "session_id": conversation, "task": task, "reply": "Approved.", "model": "bench-model", "ended_at": ended,
+                "tool_calls": [{"name": name, "args": args, "ok": True, "result": {"status": "ok"}} for name, args in calls],
+            })
+        procmem_bodies.append(json.dumps({"sessions": items}).encode())
+        otlp_bodies.append(encode_spans(exporter.get_finished_spans()).SerializeToString())
+    provider.shutdown()
+    return procmem_bodies, otlp_bodies
+
+
+def stored(db: str, prefix: str) -> int:
+    import psycopg
+
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{db}") as conn:
+        return conn.execute("SELECT count(*) FROM library_agentsession WHERE session_id LIKE %s", [prefix + "%"]).fetchone()[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", default="procmem_bench_otlp")
+    parser.add_argument("--port", type=int, default=8031)
+    parser.add_argument("--sessions", type=int, default=3000, help="sessions per endpoint per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=120, help="time limit of one phase")
+    args = parser.parse_args()
+
+    token = prepare(args.db)
+    env = {**server_env(args.db), "PROCMEM_OTLP_QUIET_SECONDS": "0", "PROCMEM_RATE_LIMITS": "0"}
+    stamp = int(time.time())
+    rounds = []
+    for r in range(args.rounds):
+        rounds.append((f"p{stamp}r{r}", f"o{stamp}r{r}", *sessions(f"o{stamp}r{r}", args.sessions)))
+    # the procmem side's ids: the same sessions under their own prefix
+    rounds = [(pp, op, [b.replace(op.encode(), pp.encode()) for b in pb], ob) for pp, op, pb, ob in rounds]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", "--workers", "2", "--bind", f"127.0.0.1:{args.port}", "--log-level", "warning"],
+        cwd=ROOT, env=env, start_new_session=True,
+    )
+    results = []
+    try:
+        import http.client
+
+        for _ in range(100):
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=2)
+                conn.request("GET", "/api/v1/health")
+                if conn.getresponse().status == 200:
+                    break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise SystemExit("gunicorn did not answer")
+        hammer(args.port, [("GET", "/api/v1/health", None, {})] * 50, args.clients, 30)
+        json_headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+        pb_headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-protobuf"}
+        for procmem_prefix, otlp_prefix, procmem_bodies, otlp_bodies in rounds:
+            ingest = hammer(args.port, [("POST", "/api/v1/sessions", b, json_headers) for b in procmem_bodies], args.clients, args.seconds)
+            otlp = hammer(args.port, [("POST", "/api/otlp/v1/traces", b, pb_headers) for b in otlp_bodies], args.clients, args.seconds)
+            ingest_rate = stored(args.db, procmem_prefix) / ingest["seconds"]
+            otlp_rate = stored(args.db, otlp_prefix) / otlp["seconds"]
+            results.append({
+                "ingest_sessions_per_s": round(ingest_rate, 1), "otlp_sessions_per_s": round(otlp_rate, 1),
+                "ratio": round(otlp_rate / ingest_rate, 2), "ingest": ingest, "otlp": otlp,
+                "stored": {"ingest": stored(args.db, procmem_prefix), "otlp": stored(args.db, otlp_prefix)},
+            })
+            print(json.dumps(results[-1]), flush=True)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    ratios = sorted(r["ratio"] for r in results)
+    print(json.dumps({"rounds": len(results), "sessions_per_round": args.sessions, "clients": args.clients, "workers": 2,
+                      "median_ratio": ratios[len(ratios) // 2], "ratios": [r["ratio"] for r in results]}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
