@@ -96,9 +96,17 @@ def main() -> int:
     OUT.mkdir(parents=True, exist_ok=True)
     recreate_database(database_url)
     env = django_env(database_url)
-    env["READONLY_DATABASE_URL"] = ""
+    env.update(DEBUG="0", READONLY_DATABASE_URL="", STATIC_ROOT=str(OUT / "static"))  # production settings
     manage(env, "migrate", "--noinput")
+    manage(env, "collectstatic", "--noinput")  # production settings serve the hashed files (whitenoise's manifest)
     manage(env, "seed_demo")
+    # every version's appliesWhen vector stored, as the scheduled conflict scan (Celery beat) leaves
+    # them in production: the rounds measure a fresh process, not a version's first view ever
+    subprocess.run(
+        [sys.executable, "-c", "import django; django.setup(); from library.models import Agent;"
+         " from library.conflicts import conflicts_scan; [conflicts_scan(agent=a) for a in Agent.objects.all()]"],
+        cwd=ROOT, env=env, check=True, capture_output=True,
+    )
     path, cookie = _session_cookie(env)
     results: dict[bool, list[dict[str, float]]] = {True: [], False: []}
     for _ in range(args.rounds):

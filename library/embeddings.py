@@ -75,25 +75,28 @@ def version_vectors(versions) -> dict[int, np.ndarray]:
     """The stored appliesWhen vector of each version (VersionEmbedding, one per version and model);
     the ones nobody has stored yet are embedded here and stored, so each version is embedded once.
     Versions are immutable (an erased one has no text and is skipped)."""
+    return stored_vectors({v.pk: v.applies_when for v in versions if v.applies_when})
+
+
+def stored_vectors(texts: dict[int, str]) -> dict[int, np.ndarray]:
+    """`version_vectors` from version ids and their appliesWhen texts (the caller read them)."""
     from .models import VersionEmbedding
 
-    versions = [v for v in versions if v.applies_when]
-    if not versions:
+    texts = {pk: text for pk, text in texts.items() if text}
+    if not texts:
         return {}
     key = model_key()
-    stored = dict(
-        VersionEmbedding.objects.filter(version_id__in=[v.pk for v in versions], model_key=key).values_list("version_id", "vector")
-    )
+    stored = dict(VersionEmbedding.objects.filter(version_id__in=list(texts), model_key=key).values_list("version_id", "vector"))
     vectors = {vid: np.frombuffer(bytes(raw), dtype="<f4") for vid, raw in stored.items()}
-    missing = [v for v in versions if v.pk not in vectors]
+    missing = [pk for pk in texts if pk not in vectors]
     if missing:
-        computed = embed([v.applies_when for v in missing])
+        computed = embed([texts[pk] for pk in missing])
         VersionEmbedding.objects.bulk_create(
             [
-                VersionEmbedding(version_id=v.pk, model_key=key, dimensions=int(vec.shape[0]), vector=vec.astype("<f4").tobytes())
-                for v, vec in zip(missing, computed)
+                VersionEmbedding(version_id=pk, model_key=key, dimensions=int(vec.shape[0]), vector=vec.astype("<f4").tobytes())
+                for pk, vec in zip(missing, computed)
             ],
             ignore_conflicts=True,
         )
-        vectors.update({v.pk: np.asarray(vec, dtype=np.float32) for v, vec in zip(missing, computed)})
+        vectors.update({pk: np.asarray(vec, dtype=np.float32) for pk, vec in zip(missing, computed)})
     return vectors

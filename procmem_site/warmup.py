@@ -5,8 +5,9 @@ they never pay for it).
 The candidate page's overlap lint and conflict check embed texts. Loaded inside the first such
 request, the sentence-transformers model (torch, the weights, the first forward pass) made a fresh
 process's first candidate page cost about 8× a warm one (issue 30). Here the model is loaded and
-one text embedded, the URLconf imported (every view module) and the pages' templates compiled, so
-the first request costs about what the next ones do.
+one text embedded, the URLconf imported (every view module), the templates compiled and the
+database connection opened, so the first request costs about what the next ones do. (The texts
+themselves are not embedded per process: the candidate page reads each version's stored vector.)
 """
 
 from __future__ import annotations
@@ -16,8 +17,6 @@ import time
 
 logger = logging.getLogger(__name__)
 
-# the pages a reviewer opens first; their includes are compiled with them
-TEMPLATES = ("base.html", "reviews/queue.html", "reviews/version_detail.html", "reviews/search.html")
 
 
 def warm_up() -> dict[str, float]:
@@ -29,7 +28,8 @@ def warm_up() -> dict[str, float]:
     if not getattr(settings, "PROCMEM_WARM_UP", True):
         logger.info("procmem web process ready (PROCMEM_WARM_UP=0: nothing loaded before the first request)")
         return timings
-    for part, load in (("urls", _urls), ("templates", _templates), ("embedding model", _embedding_model)):
+    parts = (("urls", _urls), ("templates", _templates), ("database connection", _database), ("embedding model", _embedding_model))
+    for part, load in parts:
         started = time.perf_counter()
         try:
             load()
@@ -48,10 +48,22 @@ def _urls() -> None:
 
 
 def _templates() -> None:
+    """Every template of the project compiled into the cached loader (an {% include %} is compiled
+    when it is first rendered, so the pages' own names are not enough)."""
+    from pathlib import Path
+
+    from django.conf import settings
     from django.template.loader import get_template
 
-    for name in TEMPLATES:
-        get_template(name)
+    for folder in settings.TEMPLATES[0]["DIRS"]:
+        for path in sorted(Path(folder).rglob("*.html")):
+            get_template(str(path.relative_to(folder)))
+
+
+def _database() -> None:
+    from django.db import connection
+
+    connection.ensure_connection()
 
 
 def _embedding_model() -> None:

@@ -57,6 +57,7 @@ class ActiveProcedure:
     key: str
     number: int
     applies_when: str
+    version_id: int | None = None  # its embedding is stored (library.embeddings.version_vectors)
 
 
 def _stem(word: str) -> str:
@@ -149,15 +150,27 @@ def lint_content(
     return findings
 
 
-def overlap_findings(applies_when: str, others: Sequence[ActiveProcedure], *, threshold: float = OVERLAP_THRESHOLD) -> list[LintFinding]:
-    """Other ACTIVE procedures whose appliesWhen is close to this one by embedding similarity."""
+def overlap_findings(
+    applies_when: str, others: Sequence[ActiveProcedure], *, threshold: float = OVERLAP_THRESHOLD, version_id: int | None = None
+) -> list[LintFinding]:
+    """Other ACTIVE procedures whose appliesWhen is close to this one by embedding similarity.
+    Versions (`version_id`, each other's) are compared by their stored embeddings, read in one
+    query and embedded only once ever: a fresh process's first candidate page embedded every text
+    again (about a second each on a busy machine). A draft's text is embedded (and cached)."""
     if not others:
         return []
     try:
         from library import embeddings
 
-        mine = embeddings.embed_one(applies_when)
-        scored = [(embeddings.cosine(mine, embeddings.embed_one(o.applies_when)), o) for o in others]
+        stored = embeddings.stored_vectors(
+            {vid: text for vid, text in [(version_id, applies_when), *((o.version_id, o.applies_when) for o in others)] if vid}
+        )
+
+        def vector(vid: int | None, text: str):
+            return stored[vid] if vid in stored else embeddings.embed_one(text)
+
+        mine = vector(version_id, applies_when)
+        scored = [(embeddings.cosine(mine, vector(o.version_id, o.applies_when)), o) for o in others]
     except Exception as exc:  # the model is a local file; a broken install must not take the page down
         logger.warning("overlap lint unavailable: %s", exc)
         return [LintFinding("overlap", "info", f"The overlap check is unavailable: {exc}", "appliesWhen")]
@@ -187,6 +200,6 @@ def lint_version(version, *, other_active: Sequence[ActiveProcedure]) -> list[Li
         agent_tools=version.procedure.agent.tools,
         quarantine_reasons=version.quarantine_reasons or [],
     )
-    findings += overlap_findings(version.applies_when, other_active)
+    findings += overlap_findings(version.applies_when, other_active, version_id=version.pk)
     order = {"error": 0, "warning": 1, "info": 2}
     return sorted(findings, key=lambda f: order[f.severity])

@@ -36,11 +36,19 @@ def counted(self, *args, **kwargs):
     return original(self, *args, **kwargs)
 
 sentence_transformers.SentenceTransformer.__init__ = counted
+encodes = []
+original_encode = sentence_transformers.SentenceTransformer.encode
+
+def counted_encode(self, sentences, *args, **kwargs):
+    encodes.append(sentences)
+    return original_encode(self, sentences, *args, **kwargs)
+
+sentence_transformers.SentenceTransformer.encode = counted_encode
 
 from procmem_site.wsgi import application  # what gunicorn and runserver import
 from procmem_client import embeddings
 
-at_start = len(loads)
+at_start, encodes_at_start = len(loads), len(encodes)
 loaded_at_start = embeddings._model is not None
 status = []
 environ = {
@@ -52,7 +60,7 @@ environ = {
 body = b"".join(application(environ, lambda s, h, *a: status.append(s)))
 print(json.dumps({
     "status": status[0], "loaded_at_start": loaded_at_start, "loads_at_start": at_start,
-    "loads_in_request": len(loads) - at_start, "overlap_check_ran": b"overlap check is unavailable" not in body,
+    "loads_in_request": len(loads) - at_start, "encodes_in_request": len(encodes) - encodes_at_start, "overlap_check_ran": b"overlap check is unavailable" not in body,
 }))
 """
 
@@ -84,6 +92,10 @@ def test_a_fresh_process_loads_the_model_before_its_first_candidate_page(candida
     assert seen["loaded_at_start"] and seen["loads_at_start"] == 1
     assert seen["loads_in_request"] == 0
     assert "procmem web process ready: urls" in result.stderr
+    # the texts' vectors are stored by the first page that needs them: the next fresh process's
+    # first page embeds nothing at all (it reads them, as a warm page does)
+    again = json.loads(_run(FIRST_REQUEST, *candidate_page).stdout.strip().splitlines()[-1])
+    assert again["status"].startswith("200") and again["loads_in_request"] == 0 and again["encodes_in_request"] == 0
 
 
 def test_without_the_warm_up_the_first_candidate_page_loads_the_model(candidate_page):

@@ -139,7 +139,7 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
     run = selectors.latest_eval_run(version)
     current_hash = active_set_hash(version.procedure.agent) if run is not None else None
     other_active = [
-        lint_module.ActiveProcedure(v.procedure.key, v.number, v.applies_when) for v in selectors.other_active_versions(version)
+        lint_module.ActiveProcedure(v.procedure.key, v.number, v.applies_when, v.pk) for v in selectors.other_active_versions(version)
     ]
     retired_by_this = None
     if version.status == Status.ACTIVE:
