@@ -96,19 +96,21 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # the policy headers next, outside everything that may answer on its own (the input guards'
+    # 400, the API's JSON errors, 404, 413, 429, a 500): every response carries them, error pages too
+    "csp.middleware.CSPMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # input guards (procmem_site/middleware.py): JSON errors under /api/, chunked bodies read,
     # NUL and lone surrogates in paths, query strings and form fields refused before anything else
     "procmem_site.middleware.ApiErrorsMiddleware",
     "procmem_site.middleware.ChunkedBodyMiddleware",
     "procmem_site.middleware.InputGuardMiddleware",
-    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
-    "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     # last, as django-axes asks: it turns a locked-out sign-in into the 429 page
     "axes.middleware.AxesMiddleware",
@@ -225,6 +227,9 @@ AUTH_PASSWORD_VALIDATORS = [
 # After PROCMEM_LOGIN_FAILURE_LIMIT wrong passwords for one username from one address, that pair is
 # locked out for PROCMEM_LOGIN_COOLOFF_MINUTES (429, even with the right password); a successful
 # sign-in resets the count. `manage.py axes_reset` lifts every lock-out.
+# A right is never granted by its own grantee (reviews/rights.py refuse_self_grant): an admin's grant
+# to themselves (or to a group they are in) is refused; another admin grants it. On unless DEBUG.
+PROCMEM_NO_SELF_GRANT = env_bool("PROCMEM_NO_SELF_GRANT", not DEBUG)
 AXES_ENABLED = env_bool("PROCMEM_LOGIN_THROTTLING", True)
 AXES_FAILURE_LIMIT = env_int("PROCMEM_LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=1000)
 AXES_COOLOFF_TIME = env_float("PROCMEM_LOGIN_COOLOFF_MINUTES", 15.0, minimum=0.1) / 60.0  # axes counts hours

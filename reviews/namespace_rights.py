@@ -20,6 +20,8 @@ from library.models import AuditEvent, Namespace, NamespaceGroupObjectPermission
 from library.permissions import user_can_grant_namespace_rights
 from library.services import audit
 
+from .rights import refuse_self_grant
+
 # what a person grants → the object permission on the namespace
 NAMESPACE_PERMS = {
     "review": "review_namespace_procedures",
@@ -55,8 +57,10 @@ def _checked(*, namespace: Namespace, right: str, by) -> str:
 
 def namespace_right_grant(*, namespace: Namespace, grantee, right: str, by, reason: str = "") -> None:
     """Grants `right` ("review", "approve" or "manage") on every procedure in `namespace` to a user
-    or group. Refuses a right already held and a deactivated user."""
+    or group. Refuses a right already held, a deactivated user and a grant to oneself
+    (reviews.rights.refuse_self_grant)."""
     codename = _checked(namespace=namespace, right=right, by=by)
+    refuse_self_grant(grantee=grantee, by=by, where=f"namespace {namespace.name}")
     if not isinstance(grantee, Group) and not grantee.is_active:
         raise ValidationError({"grantee": f"{grantee.get_username()} is deactivated"})
     with transaction.atomic():

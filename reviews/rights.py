@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -47,6 +48,24 @@ def _check(*, agent: Agent, procedure: Procedure | None, by) -> None:
         raise PermissionDenied(f"You may not change approver rights of {agent.name}.")
 
 
+def refuse_self_grant(*, grantee, by, where: str) -> None:
+    """With PROCMEM_NO_SELF_GRANT (on unless DEBUG), nobody grants a right to themselves, directly or
+    to a group they belong to: another admin must. That admin's grant is audited with both people,
+    the admin as the actor and the grantee in the row."""
+    if not getattr(settings, "PROCMEM_NO_SELF_GRANT", True):
+        return
+    if isinstance(grantee, Group):
+        if by.groups.filter(pk=grantee.pk).exists():
+            raise ValidationError({"grantee": (
+                f"You belong to group {grantee.name}: a right is never granted by its own grantee; "
+                f"another admin of {where} must grant it (PROCMEM_NO_SELF_GRANT)"
+            )})
+    elif grantee.pk == by.pk:
+        raise ValidationError({"grantee": (
+            f"A right is never granted by its own grantee: another admin of {where} must grant it to you (PROCMEM_NO_SELF_GRANT)"
+        )})
+
+
 def _holds(grantee, perm: str, target) -> bool:
     """Directly assigned to this user or group (not through a group, not as a superuser)."""
     if isinstance(target, Procedure):
@@ -59,8 +78,10 @@ def _holds(grantee, perm: str, target) -> bool:
 
 def approver_right_grant(*, agent: Agent, grantee, by, procedure: Procedure | None = None, reason: str = "") -> None:
     """Grants `approve_procedure` on `procedure`, or `approve_agent_procedures` on `agent` when no
-    procedure is given, to a user or group. Refuses a right that is already held."""
+    procedure is given, to a user or group. Refuses a right that is already held, and one granted
+    to oneself (`refuse_self_grant`)."""
     _check(agent=agent, procedure=procedure, by=by)
+    refuse_self_grant(grantee=grantee, by=by, where=agent.name)
     if not isinstance(grantee, Group) and not grantee.is_active:
         raise ValidationError({"grantee": f"{grantee.get_username()} is deactivated"})
     target = procedure if procedure is not None else agent

@@ -1,4 +1,4 @@
-"""The site's URLs plus one API view that fails, for the test of the JSON 500."""
+"""The site's URLs plus a view that fails, under the API and as a page, for the tests of the 500s."""
 
 from django.urls import path
 
@@ -9,4 +9,4 @@ def failing_view(request):
     raise RuntimeError("a bug the view did not expect")
 
 
-urlpatterns = [path("api/v1/failing", failing_view), *site_urlpatterns]
+urlpatterns = [path("api/v1/failing", failing_view), path("failing-page/", failing_view), *site_urlpatterns]
