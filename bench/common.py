@@ -91,11 +91,12 @@ def drop_role(database_url: str, role: str) -> None:
 
 
 @contextmanager
-def gunicorn(env: dict[str, str], *, port: int, workers: int = 2, timeout: int = 600):
+def gunicorn(env: dict[str, str], *, port: int, workers: int = 2, timeout: int = 600, threads: int | None = None):
     log = open(OUT / f"gunicorn-{port}.log", "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", "--workers", str(workers), "--bind", f"127.0.0.1:{port}",
-         "--timeout", str(timeout), "--log-level", "warning", "--keep-alive", "5"],
+         "--timeout", str(timeout), "--log-level", "warning", "--keep-alive", "5",
+         *(["--threads", str(threads)] if threads else [])],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     try:

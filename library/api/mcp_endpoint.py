@@ -5,9 +5,15 @@ The tools, their schemas and answers are procmem_client.mcp_server's (`build_ser
 the official MCP SDK's streamable HTTP transport in stateless JSON mode: every POST is answered on its
 own, so any gunicorn worker can take any request. The Django view authenticates the bearer token
 first (a read token: recall_procedures and the resources; an ingest token: report_session), then
-hands the request to the SDK inside `async_to_sync`; the backend's database work comes back to this
-request's thread through `sync_to_async` (thread-sensitive), so it uses the request's connections
-as every other view does.
+hands the request to the SDK on an event loop:
+
+- read tokens: the view reads the served set (and builds its index) before the loop starts, so the
+  tools only rank and render — CPU work, no database — and run on a loop in this very thread
+  (`asyncio.run`; Django's async-safety check would stop any query made there);
+- ingest tokens: report_session writes, so the SDK runs inside `async_to_sync` and the write comes
+  back to this request's thread through `sync_to_async` (thread-sensitive), on the request's
+  connection as in every other view. (That bridge hands over between threads several times a
+  request: 10 ms more under load, bench/RESULTS.md, so reads avoid it.)
 
 recall_procedures answers with the select endpoint's own selection (`serving.select_for_agent`):
 the same set, ranker, caps and renderer, so the same block byte for byte.
@@ -16,6 +22,9 @@ the same set, ranker, caps and renderer, so the same block byte for byte.
 from __future__ import annotations
 
 from typing import Any
+
+import asyncio
+import logging
 
 import anyio
 from asgiref.sync import async_to_sync, sync_to_async
@@ -36,6 +45,9 @@ from .tokens import token_required
 # Django checks the Host header (ALLOWED_HOSTS) and the bearer token is required, so the SDK's
 # DNS-rebinding guard for unauthenticated local servers has nothing to add here.
 _SECURITY = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+# Stateless mode starts and stops a session manager per request; its INFO lines would be two log
+# lines per agent request.
+logging.getLogger("mcp.server.streamable_http_manager").setLevel(logging.WARNING)
 
 
 class ServedBackend:
@@ -48,9 +60,15 @@ class ServedBackend:
         self.api_version = api_version
         self.can_recall = scope == ApiToken.Scope.READ
         self.can_report = scope == ApiToken.Scope.INGEST
+        self._served: serving.ServedSet | None = None
+        if self.can_recall:  # read now, in the request's thread: the tools then touch no database
+            self._served = serving.active_set_for_agent(agent=agent)
+            self._served.index()
 
     def recall(self, *, task: str, intent: str | None) -> Recall:
-        result = serving.select_for_agent(agent=self._agent, task=task, intent=intent, api_version=self.api_version)
+        result = serving.select_for_agent(
+            agent=self._agent, task=task, intent=intent, served=self._served, api_version=self.api_version
+        )
         return {
             "rendered": result["rendered"],
             "chars": result["renderedChars"],
@@ -61,7 +79,7 @@ class ServedBackend:
         }
 
     def procedures(self) -> list[dict[str, Any]]:
-        return list(serving.active_set_for_agent(agent=self._agent).in_version(self.api_version).procedures)
+        return list(self._served.in_version(self.api_version).procedures) if self._served else []
 
     def report(self, record: dict[str, Any]) -> dict[str, Any]:
         return sessions_accept(agent=self._agent, items=[record])
@@ -84,9 +102,19 @@ def _asgi_scope(request: HttpRequest) -> dict[str, Any]:
     }
 
 
-async def _serve(backend: ServedBackend, scope: dict[str, Any], body: bytes) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+async def _here(function: Any, *args: Any) -> Any:
+    return function(*args)
+
+
+async def _in_request_thread(function: Any, *args: Any) -> Any:
+    return await sync_to_async(function, thread_sensitive=True)(*args)
+
+
+async def _serve(
+    backend: ServedBackend, scope: dict[str, Any], body: bytes, run_sync: Any = _here
+) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
     """One HTTP exchange with the SDK's stateless streamable HTTP transport."""
-    server = build_server(backend, run_sync=lambda function, *args: sync_to_async(function, thread_sensitive=True)(*args))
+    server = build_server(backend, run_sync=run_sync)
     manager = StreamableHTTPSessionManager(app=server, stateless=True, json_response=True, security_settings=_SECURITY)
     answered = anyio.Event()
     sent_body = False
@@ -124,7 +152,10 @@ def mcp(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRespon
     if refused is not None:
         return refused
     backend = ServedBackend(agent=request.agent, scope=request.api_token.scope, api_version=api_version)
-    status, headers, body = async_to_sync(_serve)(backend, _asgi_scope(request), request.body)
+    if backend.can_report:
+        status, headers, body = async_to_sync(_serve)(backend, _asgi_scope(request), request.body, _in_request_thread)
+    else:
+        status, headers, body = asyncio.run(_serve(backend, _asgi_scope(request), request.body))
     response = HttpResponse(body, status=status)
     for name, value in headers:
         if name.lower() != b"content-length":

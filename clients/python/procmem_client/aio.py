@@ -21,16 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 import httpx
 
-from . import embeddings
 from .client import (
-    API_VERSIONS,
+    ClientState,
     ProcmemError,
-    _empty_set,
     checked_set,
     empty_selection,
     select_query,
@@ -40,65 +37,25 @@ from .client import (
     sessions_body,
 )
 from .ranking import Index, Ranker, Selection
-from .rendering import DEFAULT_MAX_CHARS, render_block
+from .rendering import render_block
 
 logger = logging.getLogger("procmem.client")
 
 
-class AsyncProcmemClient:
+class AsyncProcmemClient(ClientState):
     """One per agent process and procmem agent; safe to share between tasks of one event loop."""
 
-    def __init__(
-        self,
-        *,
-        base_url: str,
-        agent: str,
-        token: str,
-        ingest_token: str | None = None,
-        refresh_interval: float = 30.0,
-        retry_interval: float = 5.0,
-        timeout: float = 5.0,
-        ranker: Ranker | None = None,
-        local_ranking: bool | None = None,
-        clock: Callable[[], float] = time.monotonic,
-        max_chars: int | None = DEFAULT_MAX_CHARS,
-        environment: str | None = None,
-        api_version: str = "v1",
-        max_connections: int = 100,
-        http: httpx.AsyncClient | None = None,
-    ) -> None:
-        """The arguments of `ProcmemClient`, plus `max_connections` (the pool's size) or an
-        `http` client of your own (then `aclose` leaves it open)."""
-        if api_version not in API_VERSIONS:
-            raise ValueError(f"api_version must be one of {', '.join(API_VERSIONS)}; got {api_version!r}")
-        self.api_version = api_version
-        self.base_url = base_url.rstrip("/")
-        self.agent = agent
-        self.environment = environment or None
-        self._token = token
-        self._ingest_token = ingest_token
-        self.refresh_interval = refresh_interval
-        self.retry_interval = retry_interval
-        self._ranker = ranker
-        self.local_ranking = (ranker is not None or embeddings.available()) if local_ranking is None else local_ranking
-        self._clock = clock
-        self.max_chars = max_chars
+    def __init__(self, *, max_connections: int = 100, http: httpx.AsyncClient | None = None, **options: Any) -> None:
+        """The arguments of `ProcmemClient` (procmem_client.client.ClientState), plus
+        `max_connections` (the pool's size) or an `http` client of your own (then `aclose` leaves
+        it open)."""
+        super().__init__(**options)
         self._own_http = http is None
         self._http = http or httpx.AsyncClient(
-            timeout=timeout, limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+            timeout=self.timeout, limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         )
         self._refresh_lock = asyncio.Lock()
-        self._set: dict[str, Any] = _empty_set(agent, api_version)
-        self._etag: str | None = None
-        self._index: Index | None = None
         self._index_set: dict[str, Any] | None = None  # the set `_index` was built from
-        self._next_refresh = 0.0
-        self.last_error: str | None = None
-        self.last_success: float | None = None
-        self.fetches = 0
-        self.not_modified = 0
-        self.selects = 0
-        self.selected_set_etag: str | None = None
 
     async def __aenter__(self) -> "AsyncProcmemClient":
         return self
@@ -111,21 +68,6 @@ class AsyncProcmemClient:
             await self._http.aclose()
 
     # ------------------------------------------------------------------------------------ the set
-
-    @property
-    def etag(self) -> str | None:
-        return self._etag
-
-    @property
-    def has_set(self) -> bool:
-        return self._etag is not None
-
-    @property
-    def can_report(self) -> bool:
-        return bool(self._ingest_token)
-
-    def _url(self, path: str) -> str:
-        return f"{self.base_url}/api/{self.api_version}/{path}"
 
     def _set_params(self, session: str | None = None) -> dict[str, str]:
         return {**({"environment": self.environment} if self.environment else {}), **({"session": session} if session else {})}
@@ -161,18 +103,6 @@ class AsyncProcmemClient:
                 return self._failed(now, f"{type(exc).__name__}: {exc}")
             self._set, self._etag, self._index = data, response.headers.get("ETag"), None
             return self._succeeded(now)
-
-    def _succeeded(self, now: float) -> bool:
-        self.last_error = None
-        self.last_success = now
-        self._next_refresh = now + self.refresh_interval
-        return True
-
-    def _failed(self, now: float, message: str) -> bool:
-        self.last_error = message
-        self._next_refresh = now + self.retry_interval
-        logger.warning("procmem: keeping the last good set of %s (%s)", self.agent, message)
-        return False
 
     async def active_set(self) -> dict[str, Any]:
         await self.refresh()

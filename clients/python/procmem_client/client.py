@@ -159,8 +159,9 @@ def session_record(
     }
 
 
-class ProcmemClient:
-    """Thread-safe. One per agent process and procmem agent."""
+class ClientState:
+    """What the sync and the async client share: their settings, the cached set and its ETag, the
+    counters, and the bookkeeping of a revalidation's success or failure."""
 
     def __init__(
         self,
@@ -198,8 +199,6 @@ class ProcmemClient:
         self.local_ranking = (ranker is not None or embeddings.available()) if local_ranking is None else local_ranking
         self._clock = clock
         self.max_chars = max_chars
-        self._lock = threading.RLock()
-        self._refresh_lock = threading.Lock()
         self._set: dict[str, Any] = _empty_set(agent, api_version)
         self._etag: str | None = None
         self._index: Index | None = None
@@ -211,10 +210,6 @@ class ProcmemClient:
         self.selects = 0  # requests sent to the select endpoint (without local ranking)
         self.selected_set_etag: str | None = None  # the ETag of the set the server selected from
         self.last_content_encoding: str | None = None  # of the last 200 ("gzip" from procmem)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    # ------------------------------------------------------------------------------------ the set
 
     @property
     def etag(self) -> str | None:
@@ -232,6 +227,31 @@ class ProcmemClient:
 
     def _url(self, path: str) -> str:
         return f"{self.base_url}/api/{self.api_version}/{path}"
+
+    def _succeeded(self, now: float) -> bool:
+        self.last_error = None
+        self.last_success = now
+        self._next_refresh = now + self.refresh_interval
+        return True
+
+    def _failed(self, now: float, message: str) -> bool:
+        self.last_error = message
+        self._next_refresh = now + self.retry_interval
+        logger.warning("procmem: keeping the last good set of %s (%s)", self.agent, message)
+        return False
+
+
+class ProcmemClient(ClientState):
+    """Thread-safe. One per agent process and procmem agent. The arguments: `ClientState`."""
+
+    def __init__(self, **options: Any) -> None:
+        super().__init__(**options)
+        self._lock = threading.RLock()
+        self._refresh_lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------------------------ the set
 
     def _set_url(self, session: str | None = None) -> str:
         query = {**({"environment": self.environment} if self.environment else {}), **({"session": session} if session else {})}
@@ -279,18 +299,6 @@ class ProcmemClient:
             return self._succeeded(now)
         finally:
             self._refresh_lock.release()
-
-    def _succeeded(self, now: float) -> bool:
-        self.last_error = None
-        self.last_success = now
-        self._next_refresh = now + self.refresh_interval
-        return True
-
-    def _failed(self, now: float, message: str) -> bool:
-        self.last_error = message
-        self._next_refresh = now + self.retry_interval
-        logger.warning("procmem: keeping the last good set of %s (%s)", self.agent, message)
-        return False
 
     def active_set(self) -> dict[str, Any]:
         """The current set (refreshed when due; the last good one when the server fails)."""
