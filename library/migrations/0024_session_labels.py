@@ -3,6 +3,8 @@
 import django.db.models.deletion
 from django.db import migrations, models
 
+from library.migrations._sqlite_triggers import agent_rebuild_operations
+
 
 class Migration(migrations.Migration):
 
@@ -10,21 +12,24 @@ class Migration(migrations.Migration):
         ('library', '0023_erasure_sweep'),
     ]
 
+    # SQLite rebuilds library_agent to add these columns: 0015's release trigger must step aside
     operations = [
-        migrations.AddField(
-            model_name='agent',
-            name='closed_by_customer_resolves',
-            field=models.BooleanField(default=True, help_text='A ticket closed by the customer counts as resolved when no outcome says resolved or not'),
-        ),
-        migrations.AddField(
-            model_name='agent',
-            name='complaint_window_days',
-            field=models.PositiveSmallIntegerField(default=0, help_text="A complaint within this many days of a session's end makes it failed, and its label is final only then (0: off)"),
-        ),
-        migrations.AddField(
-            model_name='agent',
-            name='min_rating',
-            field=models.FloatField(blank=True, help_text='A rating at or above this counts as resolved, below as failed, when no outcome says (empty: ratings decide nothing)', null=True),
+        *agent_rebuild_operations(
+            migrations.AddField(
+                model_name='agent',
+                name='closed_by_customer_resolves',
+                field=models.BooleanField(default=True, help_text='A ticket closed by the customer counts as resolved when no outcome says resolved or not'),
+            ),
+            migrations.AddField(
+                model_name='agent',
+                name='complaint_window_days',
+                field=models.PositiveSmallIntegerField(default=0, help_text="A complaint within this many days of a session's end makes it failed, and its label is final only then (0: off)"),
+            ),
+            migrations.AddField(
+                model_name='agent',
+                name='min_rating',
+                field=models.FloatField(blank=True, help_text='A rating at or above this counts as resolved, below as failed, when no outcome says (empty: ratings decide nothing)', null=True),
+            ),
         ),
         migrations.AddField(
             model_name='agentsession',

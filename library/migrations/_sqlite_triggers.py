@@ -191,3 +191,37 @@ def sqlite_sweep_triggers() -> list[str]:
             statement = f"{head}WHEN NOT ({_sweep_permit(sqlite=True)}) AND ({condition})\n       BEGIN{body}"
         statements.append(statement)
     return statements
+
+
+# ---------------------------------------------------------------------------------------------- agent table rebuilds
+# SQLite adds a column with a default by rebuilding the table (create, copy, drop, rename). 0015's
+# release trigger reads library_agent, and SQLite refuses to rename a table into place while a
+# trigger names it ("no such table: main.library_agent"). A migration that adds such a column to
+# Agent drops the trigger first and re-creates it after: `agent_rebuild_operations(*operations)`.
+
+
+def _release_guard() -> str:
+    guards = importlib.import_module("library.migrations.0015_environments_and_rollouts").SQLITE_TABLE_GUARDS
+    return next(s for s in guards if "CREATE TRIGGER procmem_release_approved BEFORE INSERT" in s)
+
+
+def drop_agent_table_guard(apps, schema_editor) -> None:
+    if schema_editor.connection.vendor == "sqlite":
+        schema_editor.execute("DROP TRIGGER IF EXISTS procmem_release_approved")
+
+
+def create_agent_table_guard(apps, schema_editor) -> None:
+    if schema_editor.connection.vendor == "sqlite":
+        schema_editor.execute("DROP TRIGGER IF EXISTS procmem_release_approved")
+        schema_editor.execute(_release_guard())
+
+
+def agent_rebuild_operations(*operations) -> list:
+    """`operations` (AddFields on Agent) between dropping and re-creating the SQLite release trigger."""
+    from django.db import migrations
+
+    return [
+        migrations.RunPython(drop_agent_table_guard, create_agent_table_guard),
+        *operations,
+        migrations.RunPython(create_agent_table_guard, drop_agent_table_guard),
+    ]
