@@ -4,8 +4,12 @@ shown first to reviewers, never approvable as it stands.
 
 Each rule is a category, a reason a reviewer can read, and patterns. Matching is on a normalised
 text (lower case, whitespace collapsed, common homoglyph tricks undone) so that "I g n o r e" or
-zero-width characters do not slip through. The rules cover English and the same instructions in
-Chinese, French, Spanish and German (an attacker writes in whatever language the agent reads).
+zero-width characters do not slip through. Every category has patterns in English, German, French,
+Spanish, Chinese, Japanese and Russian (an attacker writes in whatever language the agent reads).
+How well they do is measured on a labelled set of harmful paraphrases and benign near-misses
+(library/policy_data/screen_set.jsonl, `manage.py screen_eval`, docs/safety.md): they catch the
+wordings they were written for, and few paraphrases they were not — a reviewer still reads every
+candidate.
 
 Every screen result records POLICY_VERSION (bump it whenever a rule changes), so a reviewer can
 tell which rules judged a version; `trust_level` says how far the text's origin can be trusted
@@ -21,7 +25,7 @@ from typing import Any, Iterable
 
 # Bump on every change to _RULES or to normalise(): stored screen results name the version that
 # produced them.
-POLICY_VERSION = "2026.11.2"
+POLICY_VERSION = "2026.12.1"
 
 
 @dataclass(frozen=True)
@@ -35,6 +39,9 @@ class Finding:
         return {"category": self.category, "reason": self.reason, "field": self.field, "excerpt": self.excerpt}
 
 
+# Each category's patterns, by language: English first, then German, French, Spanish, Chinese,
+# Japanese and Russian. Matching is on normalise()d text (lower case). A finding of a category in
+# NEGATABLE is dropped when the sentence negates it ("do not grant admin access" is the lesson).
 _RULES: list[tuple[str, str, list[str]]] = [
     (
         "skip_approval",
@@ -47,11 +54,31 @@ _RULES: list[tuple[str, str, list[str]]] = [
             r"\bapprove\b[^.]{0,40}\b(yourself|on your own|by yourself)\b",
             r"\bwithout (waiting for |asking for |getting )?(an? |any |the )?((line )?manager'?s?|supervisor'?s?|human|team lead'?s?)? ?(sign[- ]?off|approval|review|confirmation|authori[sz]ation|ok)\b",
             r"\b(don'?t|do not|no need to|never) wait (for|on) (an? |the )?((line )?manager|supervisor|sign[- ]?off|approval|review)",
-            # Chinese, French, Spanish, German
-            r"(忽略|跳过|绕过|无需|不需要|不用|免除)[^。]{0,10}(审批|批准|审核|核准)",
-            r"\b(ignor(er|ez)|saut(er|ez)|contourn(er|ez)|sans)\b[^.]{0,30}\b(approbation|validation|autorisation|accord du (manager|responsable))",
-            r"\b(ignora[r]?|omit(ir|e)|salt(ar|a)|sin)\b[^.]{0,30}\b(aprobaci[oó]n|autorizaci[oó]n|validaci[oó]n)",
+            r"\beven (if|though|when)\b[^.]{0,40}\b(not|hasn'?t|haven'?t|no|yet to)\b[^.]{0,30}\b(sign(ed)?[- ]?off|approv|authori[sz])",
+            r"\b(no (reason|need)|not necessary|unnecessary|pointless)\b[^.]{0,15}\bto wait\b[^.]{0,30}\b(approv|sign[- ]?off|authori[sz])",
+            # German
             r"\b(ohne|ignorier(e|en)?|überspring(e|en)?)\b[^.]{0,30}\b(genehmigung|freigabe|zustimmung)",
+            r"\bauch wenn\b[^.]{0,40}\b(freigabe|genehmigung|zustimmung|einverständnis)\b[^.]{0,30}\b(fehlt|fehlen|aussteht|nicht)",
+            r"\b(warte|wartet|warten sie) nicht auf\b[^.]{0,30}\b(genehmigung|freigabe|zustimmung|manager|vorgesetzt)",
+            # French
+            r"\b(ignor(er|ez)|saut(er|ez)|contourn(er|ez)|sans)\b[^.]{0,30}\b(approbation|validation|autorisation|feu vert|aval|accord du (manager|responsable))",
+            r"\bm[êe]me (si|sans)\b[^.]{0,40}\b(feu vert|accord|approbation|validation|autorisation|aval)",
+            r"\b(inutile|pas besoin|pas la peine|nul besoin)\b[^.]{0,15}\battendre\b[^.]{0,30}\b(validation|approbation|accord|autorisation|feu vert|aval|responsable|manager)",
+            # Spanish
+            r"\b(ignora[r]?|omit(ir|e)|salt(ar|a)|sin)\b[^.]{0,30}\b(aprobaci[oó]n|autorizaci[oó]n|validaci[oó]n|visto bueno)",
+            r"\baunque\b[^.]{0,40}\b(no|todav[ií]a no|a[uú]n no)\b[^.]{0,30}\b(autoriz|aprob|firm|valid)",
+            r"\b(no hace falta|no es necesario|no necesitas|sin necesidad de)\b[^.]{0,15}\besperar\b[^.]{0,30}\b(aprobaci|autorizaci|validaci|visto bueno|supervisor|gerente)",
+            # Chinese
+            r"(忽略|跳过|绕过|无需|不需要|不用|免除)[^。]{0,10}(审批|批准|审核|核准)",
+            r"(即使|即便|就算|哪怕)[^。]{0,15}(没有|未|还没|尚未)[^。]{0,8}(签字|批准|审批|同意|授权|签批)",
+            r"(不必|不用|无需|不需要|用不着)[^。]{0,4}等[^。]{0,10}(批准|审批|同意|授权|签字)",
+            # Japanese
+            r"(承認|許可|決裁|サイン)[^。]{0,6}(がまだ|が無く|がなく|なしで|無しで|を待たず|を得ずに|を省略|をスキップ)",
+            r"(承認|許可|決裁)[^。]{0,4}を?待つ必要は(ありません|ない)",
+            # Russian
+            r"\bдаже если\b[^.]{0,40}\bне (согласова|одобри|утверди|подписа|разреши)",
+            r"\b(не нужно|не надо|незачем|нет нужды|не обязательно)\b[^.]{0,10}\bждать\b[^.]{0,30}\b(одобрени|согласовани|разрешени|подтверждени|руководител|менеджер)",
+            r"\bбез (одобрения|согласования|разрешения|подтверждения) (менеджера|руководителя)",
         ],
     ),
     (
@@ -61,10 +88,24 @@ _RULES: list[tuple[str, str, list[str]]] = [
             r"\b(skip|bypass|avoid|omit|ignore)\b[^.]{0,40}\b(identity|verification|verify|authenticat|kyc|id check)",
             r"\bwithout (verifying|checking|authenticating)\b[^.]{0,30}\b(identity|user|customer|caller)",
             r"\bno need to (verify|authenticate|check (the )?identity)",
-            r"(忽略|跳过|绕过|无需|不需要|不用)[^。]{0,10}(验证|身份|核实|认证)",
-            r"\b(ignor(er|ez)|saut(er|ez)|contourn(er|ez)|sans)\b[^.]{0,30}\b(v[ée]rification|identit[ée]|authentification)",
-            r"\b(ignora[r]?|omit(ir|e)|salt(ar|a)|sin)\b[^.]{0,30}\b(verificaci[oó]n|identidad|autenticaci[oó]n)",
+            r"\b(don'?t|do not|no need to|never)\b (bother )?(ask|request|check|verify|confirm)\w*\b[^.]{0,40}\b(who (they|he|she) (are|is)|identity|id\b|date of birth|verification code|one-time code)",
+            r"\btreat (any|every|anyone|whoever)\b[^.]{0,60}\bas (the )?(account )?(owner|holder|verified)",
+            # German
             r"\b(ohne|ignorier(e|en)?|überspring(e|en)?)\b[^.]{0,30}\b(überprüfung|prüfung|verifizierung|identität|authentifizierung)",
+            r"\b(frag|frage|fragen sie|prüfe|prüfen sie|verlange|verlangen sie)\b[^.]{0,30}\bnicht\b[^.]{0,30}\b(identität|ausweis|geburtsdatum|legitimation)",
+            # French
+            r"\b(ignor(er|ez|e)|saut(er|ez|e)|contourn(er|ez|e)|pass(er|ez|e)|omet(s|tez)?|sans)\b[^.]{0,30}\b(v[ée]rification|identit[ée]|authentification)",
+            r"\bne (demande|v[ée]rifie|contr[ôo]le|exige)\w* pas\b[^.]{0,40}\b(identit[ée]|pi[èe]ce d'identit|date de naissance|code)",
+            # Spanish
+            r"\b(ignora[r]?|omit(ir|e)|salt(ar|a|ate)|s[aá]ltate|evita|sin)\b[^.]{0,30}\b(verificaci[oó]n|identidad|autenticaci[oó]n|comprobaci[oó]n)",
+            r"\bno (le |les )?(pidas|pida|verifiques|compruebes|solicites)\b[^.]{0,40}\b(qui[ée]n es|identidad|documento|fecha de nacimiento|c[oó]digo)",
+            # Chinese
+            r"(忽略|跳过|绕过|省略|略过|无需|不需要|不用|不必)[^。]{0,10}(验证|身份|核实|认证)",
+            # Japanese
+            r"(本人確認|身元確認|認証)[^。]{0,6}(を求めず|をせず|せずに|しないで|を省略|を省き|をスキップ|は不要)",
+            # Russian
+            r"\bне (проси|спрашивай|проверяй|требуй|уточняй)\b[^.]{0,40}\b(личност|документ|дату рождения|код)",
+            r"\b(пропусти|пропускай|обойди|игнорируй|не проводи)\b[^.]{0,20}\b(проверк|верификаци|идентификаци)",
         ],
     ),
     (
@@ -72,8 +113,23 @@ _RULES: list[tuple[str, str, list[str]]] = [
         "tells the agent to widen permissions or escalate its own privileges",
         [
             r"\b(grant|give|escalate|elevate|widen|raise)\b[^.]{0,40}\b(admin|root|superuser|privilege|permission|access|role)",
+            r"\badd\b[^.]{0,30}\bto the (admin|administrator|owner|root|sudo)s?\b",
             r"\b(disable|turn off|remove)\b[^.]{0,30}\b(limit|rate limit|guard|restriction|check)s?\b",
             r"\bsudo\b|\bchmod\s+777\b",
+            # German
+            r"\b(gib|gebe|erteile|vergib|verleihe|gewähre|füge)\b[^.]{0,40}\b(admin\w*|administrator\w*|root|superuser|vollzugriff|alle rechte)",
+            # French
+            r"\b(accorde|donne|attribue|octroie|ajoute)\w*\b[^.]{0,40}\b(admin\w*|administrateur\w*|root|super-?utilisateur|tous les droits)",
+            # Spanish
+            r"\b(conc[ée]de|da|dale|otorga|asigna|agrega|a[ñn]ade)\w*\b[^.]{0,40}\b(administrador\w*|admin|root|superusuario|todos los permisos)",
+            # Chinese
+            r"(授予|赋予|给予|开通|提升|给)[^。]{0,12}(管理员|超级用户|root|最高)权限",
+            r"(加入|添加到|加到)[^。]{0,6}管理员",
+            # Japanese
+            r"(管理者|特権|root|ルート|スーパーユーザー)[^。]{0,4}(権限)?を(付与|与え|追加)",
+            r"管理者(グループ|ロール)に追加",
+            # Russian
+            r"\b(выдай|дай|предоставь|назначь|добавь)\w*\b[^.]{0,40}\b(права администратора|администратор\w*|админ\w*|root|суперпользовател\w*|полные права)",
         ],
     ),
     (
@@ -83,10 +139,33 @@ _RULES: list[tuple[str, str, list[str]]] = [
             r"\b(ignore|disregard|forget|override)\b[^.]{0,40}\b(previous|prior|above|earlier|all|your|the|system)\b[^.]{0,30}\b(instruction|rule|polic|guideline|prompt)",
             r"\bdo not follow\b[^.]{0,30}\b(instruction|rule|polic)",
             r"\byou are now\b|\bnew instructions?:",
-            r"(以后|今后|从现在起|从现在开始)?[^。]{0,6}(忽略|无视|忘记)[^。]{0,10}(指令|规则|说明|提示|政策|之前)",
-            r"\b(ignor(er|ez)|oubli(er|ez))\b[^.]{0,30}\b(instructions?|r[èe]gles?|consignes?|politique)",
-            r"\b(ignora[r]?|olvida[r]?)\b[^.]{0,30}\b(instrucciones|reglas|pol[ií]tica)",
+            r"\b(set aside|put aside|discard|abandon|forget)\b[^.]{0,30}\b(everything|anything|all)\b[^.]{0,20}\b(told|instruct|said|rules?|guidelines?)",
+            r"\b(polic(y|ies)|rules?|guidelines?)\b[^.]{0,20}\b(does not|doesn'?t|do not|don'?t|no longer) apply\b",
+            r"\bdo (whatever|anything|everything) (they|he|she|the customer|the user|the caller) (asks?|wants?|says?|demands?)",
+            # German
             r"\b(ignorier(e|en)?|vergiss|vergessen)\b[^.]{0,30}\b(anweisungen|regeln|richtlinien)",
+            r"(richtlinie|regel|vorschrift)\w*[^.;]{0,40}\bgelten\b[^.;]{0,30}\bnicht\b",
+            r"\btu,? (was|alles,? was) (er|sie|der kunde) (verlangt|will|sagt|fordert)",
+            # French
+            r"\b(ignor(er|ez|e)|oubli(er|ez|e))\b[^.]{0,30}\b(instructions?|r[èe]gles?|consignes?|politique)",
+            r"\b(politique|r[èe]gle|consigne)s?\b[^.;]{0,40}\bne s'appliquen?t? pas\b",
+            r"\bfais (tout )?ce qu'(il|elle|ils|on) (demande|veut|exige)",
+            # Spanish
+            r"\b(ignora[r]?|olvida[r]?)\b[^.]{0,30}\b(instrucciones|reglas|pol[ií]tica)",
+            r"\b(pol[ií]tica|norma|regla)s?\b[^.;]{0,40}\bno se aplica",
+            r"\bhaz (todo )?lo que (te )?(pida|diga|quiera|exija)\b(?![^.]{0,40}(p[aá]gina|resultado|salida|documento|herramienta))",
+            # Chinese
+            r"(以后|今后|从现在起|从现在开始)?[^。]{0,6}(忽略|无视|忘记|忘掉|抛开|不理会)[^。]{0,10}(指令|指示|规则|说明|提示|政策|之前)",
+            r"(政策|规定|规则)[^。]{0,12}不适用",
+            r"要求什么就(做|办)什么",
+            # Japanese
+            r"(指示|ルール|規則|命令|指令|ポリシー)[^。]{0,8}(を?忘れ|を?無視|を?無効に)",
+            r"(ポリシー|規則|ルール)[^。]{0,6}(は|が)?適用されません",
+            r"言われた(通り|とおり)に",
+            # Russian
+            r"\b(забудь|игнорируй|отбрось|не обращай внимания на)\b[^.]{0,30}\b(инструкци|правил|указани|политик)",
+            r"\b(правила|политика|регламент)\w*\b[^.;]{0,40}\bне (распространя|применя|действу)",
+            r"\bделай (всё|все|что угодно),? что (он|она|они|клиент) (просит|хочет|скажет|требует)",
         ],
     ),
     (
@@ -94,20 +173,46 @@ _RULES: list[tuple[str, str, list[str]]] = [
         "tells the agent to delete or disable things automatically, without a person deciding",
         [
             r"\b(automatically|auto-?|silently)\s*(delete|remove|purge|wipe|erase|disable|deactivate|drop|revoke|suspend)\b",
-            r"\b(delete|remove|purge|wipe|erase|disable|deactivate|drop|revoke|suspend)\b[^.]{0,50}\b(automatically|without (asking|confirm\w*|review\w*|a person|a human|approval)|no questions asked)",
-            r"\brm\s+-rf\b|\bdrop\s+(table|database)\b|\btruncate\s+table\b",
-            r"(自动|直接)[^。]{0,6}(删除|禁用|清除|停用|注销)",
-            r"\b(supprim(er|ez)|d[ée]sactiv(er|ez)|effac(er|ez))\b[^.]{0,30}\bautomatiquement\b|\bautomatiquement\b[^.]{0,20}\b(supprim|d[ée]sactiv|effac)",
-            r"\b(elimina[r]?|borra[r]?|desactiva[r]?)\b[^.]{0,30}\bautom[aá]ticamente\b",
+            r"\b(delete|remove|purge|wipe|erase|disable|deactivate|drop|revoke|suspend)\b[^.]{0,50}\b(automatically|silently|without (asking|checking|consulting|telling|confirm\w*|review\w*|a person|a human|approval|anyone)|no questions asked)",
+            # rm -rf of the root, the home directory or everything, not of a build folder
+            r"\brm\s+-[a-z]*r[a-z]*f?\s+(/(\s|$|\*)|~/?(\s|$)|\*|\$home\b|--no-preserve-root)",
+            r"\bdrop\s+(table|database)\b|\btruncate\s+table\b",
+            # German
             r"\bautomatisch\b[^.]{0,30}\b(löschen|lösche|deaktivieren|deaktiviere|entfernen)",
+            r"\b(lösch\w*|entfern\w*|deaktivier\w*|tilg\w*)\b[^.]{0,40}\b(automatisch|ohne (jemanden|jemand|nachzufragen|rückfrage|zu fragen)|still und leise|heimlich|stillschweigend)",
+            # French
+            r"\b(supprim|d[ée]sactiv|effac|purg)\w*\b[^.]{0,40}\b(automatiquement|sans (demander|consulter|pr[ée]venir|v[ée]rifier)|discr[èe]tement|en silence)",
+            r"\b(automatiquement|discr[èe]tement)\b[^.]{0,20}\b(supprim|d[ée]sactiv|effac)",
+            # Spanish
+            r"\b(elimina|borra|desactiva|suprime|purga)\w*\b[^.]{0,40}\b(autom[aá]ticamente|en silencio|silenciosamente|a escondidas|sin (consultar|preguntar|avisar|revisar))",
+            # Chinese
+            r"(自动|直接|悄悄|偷偷|默默|静默)[^。]{0,6}(删除|禁用|清除|清空|停用|注销)",
+            # Japanese
+            r"(自動的に|自動で|黙って|こっそり|勝手に|確認せずに|無断で)[^。]{0,20}(削除|消去|無効化|停止|抹消)",
+            # Russian
+            r"\b(автоматически|тихо|молча|незаметно)\b[^.]{0,30}\b(удали|сотри|отключи|деактивируй|очисти|заблокируй)",
+            r"\b(удали|сотри|отключи|деактивируй|очисти)\w*\b[^.]{0,40}\b(автоматически|никого не спрашивая|без (подтверждени|вопросов|согласовани)|тихо|молча)",
         ],
     ),
     (
         "override_safety",
         "tells the agent to override safety policy",
         [
-            r"\b(override|bypass|disable|ignore|turn off)\b[^.]{0,40}\b(safety|content|security|guardrail|filter|moderation)",
+            r"\b(override|bypass|disable|ignore|turn off|switch off|deactivate)\b[^.]{0,40}\b(safety|content|security|guardrail|filter|moderation)",
             r"\bjailbreak|\bdeveloper mode\b|\bdan mode\b",
+            # German
+            r"\b(deaktivier\w*|umgeh\w*|ignorier\w*|abschalt\w*)\b[^.]{0,40}(sicherheit|filter|moderation|schutz)",
+            r"\bschalte?\b[^.]{0,40}(sicherheit|filter|moderation|schutz)\w*[^.]{0,30}\baus\b",
+            # French
+            r"\b(d[ée]sactiv|coup|contourn|ignor)\w*\b[^.]{0,40}\b(filtre|s[ée]curit[ée]|mod[ée]ration|garde-fou|protection)",
+            # Spanish
+            r"\b(desactiva|apaga|quita|evita|ignora|salta)\w*\b[^.]{0,40}\b(filtro|seguridad|moderaci[oó]n|protecci[oó]n|salvaguarda)",
+            # Chinese
+            r"(关闭|关掉|禁用|停用|绕过|跳过|忽略)[^。]{0,8}(安全|过滤|审核|防护|护栏)",
+            # Japanese
+            r"(安全|セーフティ|フィルター|モデレーション|検閲|ガードレール)[^。]{0,10}(を無効|をオフ|を解除|を切|を外|を回避|をバイパス)",
+            # Russian
+            r"\b(отключи|выключи|обойди|игнорируй|деактивируй)\w*\b[^.]{0,30}\b(фильтр|безопасност|модераци|защит)",
         ],
     ),
     (
@@ -119,9 +224,39 @@ _RULES: list[tuple[str, str, list[str]]] = [
             r"\[\s*(system|inst)\s*\]|<<\s*sys\s*>>",
             r"\b(assistant|system)\s*:\s*(ignore|you must|always)",
             r"\bfollow the instructions (in|from) the (tool|function|api|result|output|document|page|email)",
+            r"\b(result|output|response|page|document|email|message)s?\b[^.]{0,40}\b(contains?|has|have|includes?|gives?)\b[^.]{0,20}\b(instructions?|commands?|directions?)\b[^.]{0,30}\b(carry|follow|obey|execute|do|perform|run)",
+            r"\b(do|follow|obey|execute) (what|whatever|everything)\b[^.]{0,40}\b(page|result|output|document|email|tool|site)\b[^.]{0,30}\b(tells?|says?|instructs?|asks?)",
+            # German
+            r"(ergebnis|ausgabe|antwort|seite|dokument|e-mail)\w*[^.]{0,40}\b(anweisung|befehl)\w*[^.]{0,40}\b(führe|befolge|folge|tu)",
+            r"\b(tu|tue|mach|mache|befolge)\b,? (was|alles,? was)\b[^.]{0,40}(seite|ergebnis|ausgabe|dokument|werkzeug|tool)\w*[^.]{0,30}\b(sagt|verlangt|anweist|vorgibt)",
+            # French
+            r"(r[ée]sultat|sortie|r[ée]ponse|page|document|e-mail|courriel)[^.]{0,40}\b(instructions?|consignes?|commandes?)\b[^.]{0,40}\b(ex[ée]cute|suis|applique|ob[ée]is|fais)",
+            r"\b(fais|suis|ex[ée]cute|applique)\b (tout )?ce que\b[^.]{0,40}\b(page|r[ée]sultat|sortie|document|outil|site)\b[^.]{0,30}\b(dit|demande|indique|ordonne)",
+            # Spanish
+            r"(resultado|salida|respuesta|p[aá]gina|documento|correo)[^.]{0,40}\binstrucciones?\b[^.]{0,40}\b(c[uú]mpl|sigu|ejecut|obedec|haz)",
+            r"\b(haz|sigue|ejecuta|obedece)\b (todo )?lo que\b[^.]{0,50}\b(p[aá]gina|resultado|salida|documento|herramienta|sitio)",
+            # Chinese
+            r"(结果|输出|返回|网页|页面|文档|邮件)[^。]{0,10}(指令|指示|命令)[^。]{0,12}(照做|执行|遵循|服从|按.{0,4}做)",
+            r"(按照|遵照|照着|听从)[^。]{0,10}(网页|页面|结果|输出|文档|工具)[^。]{0,15}(告诉|说|要求|指示)",
+            # Japanese
+            r"(結果|出力|ページ|文書|メール)[^。]{0,10}(指示|命令)[^。]{0,20}(その通り|従って|実行)",
+            r"(ページ|結果|出力|文書|ツール)[^。]{0,6}が[^。]{0,10}(指示|命令|言う|求める)[^。]{0,8}(こと|通り)を?(実行|し|行)",
+            # Russian
+            r"\b(результат|вывод|ответ|страниц|документ|письм)\w*\b[^.]{0,30}\b(инструкци|указани|команд)\w*\b[^.]{0,30}\b(выполни|следуй|исполни|сделай)",
+            r"\b(делай|сделай|выполняй|выполни|следуй)\b[^.]{0,10}\bчто\b[^.]{0,40}\b(страниц|результат|вывод|документ|инструмент|сайт)\w*\b[^.]{0,20}\b(скажет|говорит|велит|укажет|прикажет)",
         ],
     ),
 ]
+
+# Categories whose wording is also the lesson when negated: "do not grant admin access", "never
+# disable the safety filter", "keine Administratorrechte vergeben". (Skipping an approval is harmful
+# in the negative too: "don't wait for the approval".)
+NEGATABLE = {"widen_permissions", "destructive_automation", "override_safety"}
+_NEGATION = re.compile(
+    r"\b(do not|don'?t|never|must not|should not|shouldn'?t|cannot|can'?t|not|nicht|keine?[nmrs]?|niemals|nie|jamais|aucun\w*"
+    r"|nunca|jam[aá]s|no|не|никогда|нельзя)\b|\bn'|\bne\b|(不要|别|勿|禁止|不得|不能|不可)"
+)
+_NEGATION_AFTER = re.compile(r"^[^。]{0,4}(しない|せず|ないで|禁止|いけません)")
 
 _COMPILED = [(cat, reason, [re.compile(p, re.IGNORECASE) for p in patterns]) for cat, reason, patterns in _RULES]
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
@@ -134,12 +269,21 @@ def normalise(text: str) -> str:
     return re.sub(r"\s+", " ", text).strip().lower()
 
 
+def _negated(text: str, match: re.Match) -> bool:
+    """Whether the sentence negates what `match` found: a negation in the 25 characters before it or
+    the first 20 of it (German and French put it after the verb), or a Japanese negation after it."""
+    window = text[max(0, match.start() - 25) : match.start() + 20].replace("no questions asked", "")
+    return bool(_NEGATION.search(window) or _NEGATION_AFTER.search(text[match.end() :]))
+
+
 def screen_text(text: str, field: str) -> list[Finding]:
     normalised = normalise(text)
     findings: list[Finding] = []
     for category, reason, patterns in _COMPILED:
         for pattern in patterns:
-            match = pattern.search(normalised)
+            match = next(
+                (m for m in pattern.finditer(normalised) if category not in NEGATABLE or not _negated(normalised, m)), None
+            )
             if match:
                 start = max(0, match.start() - 20)
                 findings.append(Finding(category, reason, field, normalised[start : match.end() + 20]))
@@ -174,12 +318,26 @@ def screen_record(*, source: str, provenance: dict[str, Any] | None, findings: l
     return {"policyVersion": POLICY_VERSION, "findings": len(findings), "trust": level, "trustReason": why}
 
 
-def screen(*, applies_when: str, steps: Iterable[str], forbidden_actions: Iterable[str] = ()) -> list[Finding]:
-    """Screens the fields an agent would read as instructions. forbiddenActions are screened for
+def screen(
+    *,
+    applies_when: str,
+    steps: Iterable[str],
+    forbidden_actions: Iterable[str] = (),
+    preconditions: Iterable[str] = (),
+    postconditions: Iterable[str] = (),
+    verify_command: str = "",
+) -> list[Finding]:
+    """Screens every field an agent receives: appliesWhen, the steps (their conditions included),
+    and a coding procedure's Before:/After:/Verify: lines. forbiddenActions are screened for
     injected instructions only: "do not skip approval" is the lesson, not the attack."""
     findings = screen_text(applies_when, "appliesWhen")
     for index, step in enumerate(steps, start=1):
         findings.extend(screen_text(step, f"steps[{index}]"))
+    for name, items in (("preconditions", preconditions), ("postconditions", postconditions)):
+        for index, item in enumerate(items, start=1):
+            findings.extend(screen_text(item, f"{name}[{index}]"))
+    if verify_command:
+        findings.extend(screen_text(verify_command, "verifyCommand"))
     for index, action in enumerate(forbidden_actions, start=1):
         findings.extend(f for f in screen_text(action, f"forbiddenActions[{index}]") if f.category == "tool_output_instruction")
     return findings

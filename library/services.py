@@ -258,9 +258,7 @@ def procedure_propose(
         preconditions=preconditions, postconditions=postconditions, verify_command=verify_command,
         coding=agent.kind == Agent.Kind.CODING,
     )
-    findings = policy.screen(
-        applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions
-    )
+    findings = screen_content(content)
     with transaction.atomic():
         procedure, created = Procedure.objects.get_or_create(agent=agent, key=key, defaults={"intent": intent})
         if not created and procedure.intent_id != intent.pk:
@@ -288,6 +286,15 @@ def procedure_propose(
             after={**_status_snapshot(version), "quarantined": version.quarantined, "contentHash": version.content_hash},
         )
     return version
+
+
+def screen_content(content: Content) -> list[policy.Finding]:
+    """The policy screen over every field of `content` an agent receives: the one gate of every
+    write path (proposals, imports, edits)."""
+    return policy.screen(
+        applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions,
+        preconditions=content.preconditions, postconditions=content.postconditions, verify_command=content.verify_command,
+    )
 
 
 def _who(user, label: str) -> str:
@@ -362,9 +369,7 @@ def version_revise(
         verify_command=version.verify_command if verify_command is None else verify_command,
         coding=version.procedure.agent.kind == Agent.Kind.CODING,
     )
-    findings = policy.screen(
-        applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions
-    )
+    findings = screen_content(content)
     with transaction.atomic():
         _lock_procedure(version, agent_too=False)  # before the version row: the decisions' lock order
         locked = ProcedureVersion.objects.select_for_update().select_related("procedure__agent").get(pk=version.pk)
