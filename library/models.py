@@ -122,11 +122,19 @@ class NamespaceGroupObjectPermission(GroupObjectPermissionBase):
 
 class AgentQuerySet(models.QuerySet):
     def visible_to(self, user) -> "AgentQuerySet":
-        # Every signed-in staff member of the library sees every agent; objects are hidden from
-        # anonymous users only. Approve/retire rights are object permissions, checked per action.
+        """The agents `user` may read. Anonymous users: none. By default every signed-in member of
+        the library reads every agent (the queryset unfiltered: reviews.access.every_agent's fast
+        path). With read isolation by namespace on (settings.NAMESPACE_READ_ISOLATION), a user who
+        is neither a superuser nor a global reviewer reads only the agents of the namespaces they
+        hold a right in (library.permissions.agents_readable_under_isolation). Approve/retire
+        rights are object permissions, checked per action."""
         if user is None or not user.is_authenticated:
             return self.none()
-        return self
+        from .permissions import agents_readable_under_isolation, reads_every_namespace
+
+        if reads_every_namespace(user):
+            return self
+        return self.filter(pk__in=agents_readable_under_isolation(user).values("pk"))
 
 
 class Agent(models.Model):

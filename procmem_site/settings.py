@@ -369,6 +369,11 @@ PROCMEM_INJECTION_MAX_CHARS = env_int("PROCMEM_INJECTION_MAX_CHARS", 4000, minim
 PROCMEM_MAX_STEPS = 8
 # Review queue: a claim on a candidate lapses after this many hours unless renewed (claiming again).
 PROCMEM_CLAIM_HOURS = env_int("PROCMEM_CLAIM_HOURS", 24, minimum=1, maximum=24 * 30)
+
+# Read isolation by namespace (library.permissions.reads_are_isolated): off (the default), every
+# signed-in member reads every agent; on, a user reads only the namespaces they hold a right in
+# (superusers and global reviewers still read everything).
+NAMESPACE_READ_ISOLATION = env_bool("PROCMEM_NAMESPACE_READ_ISOLATION", False)
 # Metric warnings: a version's resolution rate over the last N days vs its eval result
 # (one-sided two-proportion z-test; see reviews/metrics/statistics.py).
 PROCMEM_METRIC_WARNING_DAYS = env_int("PROCMEM_METRIC_WARNING_DAYS", 14, minimum=1, maximum=365)

@@ -3,9 +3,11 @@
 Every helper takes the request, the object's key and what the user wants to do with it (`for_`):
 
 - "view":    see it. Hidden — a primary key that does not exist, or an object of an agent that
-             `Agent.objects.visible_to(user)` does not return — is a 404. Today every agent is hidden
-             from anonymous users and visible to every signed-in member of the library; that
-             queryset is the one place to narrow it.
+             `Agent.objects.visible_to(user)` does not return — is a 404. Every agent is hidden
+             from anonymous users. By default every signed-in member of the library sees every
+             agent; with read isolation by namespace on (PROCMEM_NAMESPACE_READ_ISOLATION), a user
+             who is neither a superuser nor a global reviewer sees only the agents of the
+             namespaces they hold a right in. That queryset is the one place visibility narrows.
 - "operate": see its operations pages (the active set, approver rights, metrics). Those exist only
              for superusers, reviewers and holders of an object permission on the agent, one of
              its procedures or a namespace it or one of its procedures is in (`operable_agents`);
@@ -30,26 +32,14 @@ from typing import Callable, Literal
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django_htmx.http import HttpResponseClientRedirect
 
-from library.models import (
-    Agent,
-    AgentGroupObjectPermission,
-    AgentUserObjectPermission,
-    EvalRun,
-    Namespace,
-    NamespaceGroupObjectPermission,
-    NamespaceUserObjectPermission,
-    Procedure,
-    ProcedureGroupObjectPermission,
-    ProcedureUserObjectPermission,
-    ProcedureVersion,
-    RegressionCase,
-)
+from library.models import Agent, EvalRun, Procedure, ProcedureVersion, RegressionCase
 from library.permissions import (
+    agents_with_a_right,
     user_can_approve,
     user_can_manage_agent,
     user_can_manage_procedure,
@@ -95,7 +85,8 @@ def visible_agents(request: HttpRequest) -> QuerySet[Agent]:
 
 def every_agent(agents: QuerySet[Agent]) -> bool:
     """Whether `agents` is the whole table, unfiltered (what `Agent.objects.visible_to` gives every
-    signed-in user today; anything it narrows, slices or empties is not)."""
+    signed-in user by default, and superusers and global reviewers under read isolation by
+    namespace; anything it narrows, slices or empties is not)."""
     query = agents.query
     return not (query.where or query.is_sliced or query.combinator or query.distinct)
 
@@ -121,21 +112,8 @@ def operable_agents(user) -> QuerySet[Agent]:
         return agents.none()
     if user.is_superuser or user_is_reviewer(user):
         return agents
-    groups = user.groups.all()
-    namespaces = Q(pk__in=NamespaceUserObjectPermission.objects.filter(user=user).values("content_object_id")) | Q(
-        pk__in=NamespaceGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id")
-    )
-    held_namespaces = Namespace.objects.filter(namespaces).values("pk")
-    held = Agent.objects.filter(
-        Q(pk__in=AgentUserObjectPermission.objects.filter(user=user).values("content_object_id"))
-        | Q(pk__in=AgentGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
-        | Q(procedures__in=ProcedureUserObjectPermission.objects.filter(user=user).values("content_object_id"))
-        | Q(procedures__in=ProcedureGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
-        | Q(namespace__in=held_namespaces)
-        | Q(procedures__namespace__in=held_namespaces)
-    )
     # a subquery, not a join: callers annotate counts over procedures, which a join would skew
-    return agents.filter(pk__in=held.values("pk"))
+    return agents.filter(pk__in=agents_with_a_right(user).values("pk"))
 
 
 def _agents_for(request: HttpRequest, for_: Purpose) -> QuerySet[Agent]:

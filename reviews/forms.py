@@ -393,6 +393,12 @@ class ScopeForm(forms.Form):
     confidence = forms.ChoiceField(choices=Confidence.choices)
     reason = forms.CharField(max_length=1000, help_text="Why (kept in the audit log)")
 
+    def __init__(self, *args, namespaces=None, **kwargs):
+        """`namespaces`: the choices (the namespaces the user may read; default every one)."""
+        super().__init__(*args, **kwargs)
+        if namespaces is not None:
+            self.fields["namespace"].queryset = namespaces.order_by("name")
+
 
 class NamespaceForm(forms.Form):
     name = forms.CharField(max_length=64, help_text="Lower-case letters, digits, _ and -, e.g. team-billing")

@@ -42,7 +42,7 @@ from library.models import (
     ProcedureUserObjectPermission,
     ProcedureVersion,
 )
-from library.permissions import REVIEW_PERM
+from library.permissions import REVIEW_PERM, reads_every_namespace
 
 from .models import Notification, NotificationKind, NotificationPreference
 from .signals import metric_warning
@@ -103,12 +103,18 @@ def preferences_for(user) -> dict[str, NotificationPreference]:
     return {kind: saved.get(kind) or default_preference(user, kind) for kind in NotificationKind.values}
 
 
-def notification_send(*, users: Iterable, kind: str, message: str, url: str = "") -> list[Notification]:
+def may_read_agent(user, agent: Agent) -> bool:
+    return Agent.objects.visible_to(user).filter(pk=agent.pk).exists()
+
+
+def notification_send(*, users: Iterable, kind: str, message: str, url: str = "", agent: Agent | None = None) -> list[Notification]:
     """Writes an in-app notification for each user who wants this kind in the app and queues an
-    e-mail (after commit) for each who wants it by mail. Returns the rows written."""
+    e-mail (after commit) for each who wants it by mail. Returns the rows written. `agent`: the
+    agent the message is about; users who may not read it (read isolation by namespace) get
+    nothing."""
     if kind not in NotificationKind.values:
         raise ValueError(f"unknown notification kind {kind!r}")
-    users = {u.pk: u for u in users}
+    users = {u.pk: u for u in users if agent is None or reads_every_namespace(u) or may_read_agent(u, agent)}
     if not users:
         return []
     saved = {
@@ -189,16 +195,14 @@ def notify_mentions(*, comment, thread, version: ProcedureVersion) -> list[Notif
     if not names:
         return []
     agent = version.procedure.agent
-    users = [
-        user for user in reviewers().filter(username__in=names).exclude(pk=comment.author_id)
-        if Agent.objects.visible_to(user).filter(pk=agent.pk).exists()
-    ]
+    users = [user for user in reviewers().filter(username__in=names).exclude(pk=comment.author_id) if may_read_agent(user, agent)]
     excerpt = comment.body if len(comment.body) <= 160 else comment.body[:157] + "…"
     return notification_send(
         users=users,
         kind=NotificationKind.MENTION,
         message=f"{comment.author.get_username()} mentioned you on {version.procedure.key} v{version.number} ({thread.anchor_label}): {excerpt}",
         url=reverse("reviews:version", kwargs={"pk": version.pk}) + f"#thread-{thread.pk}",
+        agent=agent,
     )
 
 
@@ -221,6 +225,7 @@ def _on_candidates_created(sender, agent_id: int, version_ids: list[int], mining
         kind=NotificationKind.NEW_CANDIDATES,
         message=f"{count} new candidate{'s' if count != 1 else ''} for {agent.name} wait{'s' if count == 1 else ''} for review{origin}: {names}",
         url=reverse("reviews:queue"),
+        agent=agent,
     )
 
 
@@ -239,6 +244,7 @@ def _on_eval_run_finished(sender, run_id: int, **kwargs):
         kind=NotificationKind.EVAL_FINISHED,
         message=f"Eval run {run.pk} for {version.procedure.key} v{version.number} ({version.procedure.agent.name}) finished: {outcome}.",
         url=reverse("reviews:ops_procedure", args=[version.procedure.agent.name, version.procedure.key]),
+        agent=version.procedure.agent,
     )
 
 
@@ -257,6 +263,7 @@ def _on_version_refused(sender, version_id: int, missing_tools: list[str], **kwa
             "are back or the procedure is retired or rolled back."
         ),
         url=reverse("reviews:ops_agent", args=[agent.name]),
+        agent=agent,
     )
 
 
@@ -272,4 +279,5 @@ def _on_metric_warning(sender, version_id: int, message: str, **kwargs):
         kind=NotificationKind.METRIC_WARNING,
         message=message,
         url=reverse("reviews:ops_version_metrics", args=[version.pk]),
+        agent=agent,
     )

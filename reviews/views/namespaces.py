@@ -1,4 +1,5 @@
-"""Namespaces on the operations pages: every namespace with its agents, procedures and rights;
+"""Namespaces on the operations pages: every namespace with its agents, procedures and rights
+(with read isolation by namespace on: only those the user holds a right in, unless a library admin);
 creating one and granting or revoking `review` / `approve` / `manage` on it (library admins).
 
 Access: the page exists for whoever may see the operations pages (superusers, reviewers, holders
@@ -12,13 +13,18 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied
-from django.db.models import Count
+from django.db.models import Count, Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET
 
 from library.models import Agent, Namespace
-from library.permissions import user_can_create_namespaces, user_can_grant_namespace_rights, user_is_reviewer
+from library.permissions import (
+    readable_namespaces,
+    user_can_create_namespaces,
+    user_can_grant_namespace_rights,
+    user_is_reviewer,
+)
 from library.scope import agent_namespace_set, namespace_create
 
 from .. import namespace_rights
@@ -39,8 +45,17 @@ def _require_page(request: HttpRequest) -> None:
 @signed_in
 def ops_namespaces(request: HttpRequest) -> HttpResponse:
     _require_page(request)
+    user = request.user
+    admin = user_can_create_namespaces(user) or user_can_grant_namespace_rights(user)
+    # library admins see every namespace (they create them and grant their rights); with read
+    # isolation on, everyone else sees only the namespaces they hold a right in, and their agents
+    # only as far as they may read them
+    shown = Namespace.objects.all() if admin else readable_namespaces(user)
+    agents = Agent.objects.all() if admin else Agent.objects.visible_to(user)
     namespaces = list(
-        Namespace.objects.annotate(procedure_count=Count("procedures", distinct=True)).prefetch_related("agents").order_by("name")
+        shown.annotate(procedure_count=Count("procedures", distinct=True))
+        .prefetch_related(Prefetch("agents", queryset=agents.order_by("name")))
+        .order_by("name")
     )
     rights_by_namespace: dict[int, list] = {}
     for right in namespace_rights.namespace_rights():

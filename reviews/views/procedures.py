@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import ValidationError
+from django.db.models import Q
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -13,8 +14,8 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
 from library import services as library_services
-from library.models import AuditEvent, Procedure, Source, Status
-from library.permissions import user_can_manage_procedure
+from library.models import AuditEvent, Namespace, Procedure, Source, Status
+from library.permissions import readable_namespaces, user_can_manage_procedure
 from library.scope import procedure_scope_update
 
 from .. import selectors
@@ -59,7 +60,7 @@ def procedure_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "fields": compare_versions(left, right) if right is not None else [],
         "audit_events": audit_events,
         "audit_limit": AUDIT_LIMIT,
-        "scope_form": _scope_form(procedure) if user_can_manage_procedure(request.user, procedure) else None,
+        "scope_form": _scope_form(procedure, request.user) if user_can_manage_procedure(request.user, procedure) else None,
         "served_to_agent": procedure.namespace_id == procedure.agent.namespace_id,
     }
     template = "reviews/procedure_detail.html"
@@ -68,8 +69,14 @@ def procedure_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return render(request, template, context)
 
 
-def _scope_form(procedure: Procedure) -> ScopeForm:
+def _scope_namespaces(procedure: Procedure, user):
+    """The namespaces a scope change offers: those the user may read, and the procedure's own."""
+    return Namespace.objects.filter(Q(pk__in=readable_namespaces(user).values("pk")) | Q(pk=procedure.namespace_id))
+
+
+def _scope_form(procedure: Procedure, user) -> ScopeForm:
     return ScopeForm(
+        namespaces=_scope_namespaces(procedure, user),
         initial={
             "namespace": procedure.namespace.name, "roles": ", ".join(procedure.roles),
             "priority": procedure.priority, "confidence": procedure.confidence,
@@ -82,7 +89,7 @@ def procedure_scope(request: HttpRequest, pk: int) -> HttpResponse:
     """Changes the procedure's namespace, roles, priority and confidence (its managers: 404 for
     those who may not see its operations, 403 for those who may but do not manage it)."""
     procedure = get_procedure_for_user(request, pk, for_="manage")
-    form = ScopeForm(request.POST)
+    form = ScopeForm(request.POST, namespaces=_scope_namespaces(procedure, request.user))
     if not form.is_valid():
         raise ValidationError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
     data = form.cleaned_data
