@@ -15,22 +15,19 @@ permissions held through groups (see seed_demo).
 
 from __future__ import annotations
 
-from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 
-from .models import (
+from .models import (  # noqa: F401 - who reads what lives beside Agent.objects.visible_to, read from here
+    REVIEW_PERM,
     Agent,
-    AgentGroupObjectPermission,
-    AgentUserObjectPermission,
     Namespace,
-    NamespaceGroupObjectPermission,
-    NamespaceUserObjectPermission,
     Procedure,
-    ProcedureGroupObjectPermission,
-    ProcedureUserObjectPermission,
+    agents_readable_under_isolation,
+    agents_with_a_right,
+    namespaces_with_a_right,
+    reads_are_isolated,
+    reads_every_namespace,
 )
-
-REVIEW_PERM = "library.review_procedureversion"
 REVIEWERS_GROUP = "reviewers"
 
 
@@ -106,67 +103,8 @@ def user_can_promote(user, procedure: Procedure) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------- reading
-
-
-def reads_are_isolated() -> bool:
-    """Read isolation by namespace (PROCMEM_NAMESPACE_READ_ISOLATION, off by default)."""
-    return bool(getattr(settings, "NAMESPACE_READ_ISOLATION", False))
-
-
-def reads_every_namespace(user) -> bool:
-    """Whether `user` (signed in) reads every agent: always with isolation off; with it on, only
-    superusers and global reviewers (the `reviewers` group's model permission)."""
-    return not reads_are_isolated() or user.is_superuser or user_is_reviewer(user)
-
-
-def _held(user) -> tuple[QuerySet[Namespace], QuerySet[Agent], QuerySet[Procedure]]:
-    """The namespaces, agents and procedures `user` holds an object permission on, directly or
-    through a group (any permission: review, approve, manage, promote), as subqueries."""
-    groups = user.groups.all()
-    namespaces = Namespace.objects.filter(
-        Q(pk__in=NamespaceUserObjectPermission.objects.filter(user=user).values("content_object_id"))
-        | Q(pk__in=NamespaceGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
-    )
-    agents = Agent.objects.filter(
-        Q(pk__in=AgentUserObjectPermission.objects.filter(user=user).values("content_object_id"))
-        | Q(pk__in=AgentGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
-    )
-    procedures = Procedure.objects.filter(
-        Q(pk__in=ProcedureUserObjectPermission.objects.filter(user=user).values("content_object_id"))
-        | Q(pk__in=ProcedureGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
-    )
-    return namespaces, agents, procedures
-
-
-def agents_with_a_right(user) -> QuerySet[Agent]:
-    """Agents on which `user` holds a right: on the agent, one of its procedures, its namespace or
-    a namespace one of its procedures is in (the operations pages' audience, reviews.access)."""
-    namespaces, agents, procedures = _held(user)
-    held_namespaces = namespaces.values("pk")
-    return Agent.objects.filter(
-        Q(pk__in=agents.values("pk"))
-        | Q(pk__in=procedures.values("agent_id"))
-        | Q(namespace__in=held_namespaces)
-        | Q(pk__in=Procedure.objects.filter(namespace__in=held_namespaces).values("agent_id"))
-    )
-
-
-def namespaces_with_a_right(user) -> QuerySet[Namespace]:
-    """Namespaces `user` holds a right in: a right on the namespace, on an agent in it or on a
-    procedure in it."""
-    namespaces, agents, procedures = _held(user)
-    return Namespace.objects.filter(
-        Q(pk__in=namespaces.values("pk")) | Q(pk__in=agents.values("namespace_id")) | Q(pk__in=procedures.values("namespace_id"))
-    )
-
-
-def agents_readable_under_isolation(user) -> QuerySet[Agent]:
-    """With read isolation on, the agents a user who does not read everything may read: every agent
-    of a namespace they hold a right in, and every agent they hold a right on (through one of its
-    procedures, possibly scoped to another namespace)."""
-    return Agent.objects.filter(
-        Q(namespace__in=namespaces_with_a_right(user).values("pk")) | Q(pk__in=agents_with_a_right(user).values("pk"))
-    )
+# (reads_are_isolated, reads_every_namespace, agents_with_a_right, namespaces_with_a_right and
+# agents_readable_under_isolation are in library/models.py: Agent.objects.visible_to uses them)
 
 
 def readable_namespaces(user) -> QuerySet[Namespace]:
