@@ -62,19 +62,19 @@ class TaskTables(TaskStream):
         if not skeletons:
             return
         # the task's labelled sessions once: (succeeded, held back, reduced skeleton, family, n)
-        labelled = []
+        labelled: Counter = Counter()
         for (resolved, _escalated, held, raw, model), n in sessions.items():
             if resolved is None:
                 continue
             reduced, enough = self._reduce(raw)
             if held or enough:  # a mined session needs enough calls (the first reading's rule)
-                labelled.append((0 if resolved else 1, held, reduced, model_family(model), n))
+                labelled[(0 if resolved else 1, held, reduced, model_family(model))] += n
         if not labelled:
             return
         tables = self.tables
         for skeleton in skeletons:
             cells: dict[str, list[int]] = {}
-            for cell, held, reduced, family, n in labelled:
+            for (cell, held, reduced, family), n in labelled.items():
                 follows, has_tools = self._relation(skeleton, reduced)
                 order = (0 if follows else 2) + cell
                 _cell(cells, "held" if held else "mined", order, n)
