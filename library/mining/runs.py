@@ -476,10 +476,10 @@ def _decoded(cache: dict[Any, tuple[str, ...]], text: Any) -> tuple[str, ...]:
 
 class _MakeUpSpool:
     """The make-up rows of task_groups, read from the database once: the first feed() passes them on
-    and writes them to a spooled temporary file (in memory up to SPOOL_MEMORY, then on disk, so memory
+    and writes them to a spooled temporary file (in memory up to SPOOL_MEMORY, 1 MB, then on disk, so memory
     stays flat), skeletons and models as small integers; later feeds replay the file."""
 
-    SPOOL_MEMORY = 8 * 2**20
+    SPOOL_MEMORY = 2**20
 
     def __init__(self, rows: Iterable[tuple]):
         self._rows = rows
