@@ -101,7 +101,7 @@ class AgentAdmin(EditOnlyModelAdmin):
     readonly_fields = ("name", "namespace", "tools", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
                        "support_threshold", "redaction_patterns", "eval_runner", "eval_url", "eval_python_path",
                        "eval_concurrency", "eval_timeout_seconds", "model_base_url", "model_name", "tool_schemas",
-                       "created_at")
+                       "selects_with_intent", "model_drafts_enabled", "created_at")
     inlines = [IntentInline]
 
 

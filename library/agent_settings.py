@@ -98,7 +98,7 @@ class LabelRuleSettings(BaseModel):
 
 EVAL_FIELDS = (
     "eval_runner", "eval_url", "eval_python_path", "eval_concurrency", "eval_timeout_seconds",
-    "model_base_url", "model_name", "tool_schemas", "base_instruction",
+    "model_base_url", "model_name", "tool_schemas", "base_instruction", "selects_with_intent", "model_drafts_enabled",
 )
 LABELS = {
     "auto_capture_enabled": "Automatic capture (scheduled mining)",
@@ -212,6 +212,11 @@ def _validate_eval(values: dict[str, Any]) -> dict[str, Any]:
         raise ValidationError({"eval_concurrency": "must be between 1 and 100"})
     if not 0 < cleaned["eval_timeout_seconds"] <= 600:
         raise ValidationError({"eval_timeout_seconds": "must be more than 0 and at most 600 seconds"})
+    for switch in ("selects_with_intent", "model_drafts_enabled"):
+        if not isinstance(cleaned[switch], bool):
+            raise ValidationError({switch: "must be true or false"})
+    if cleaned["model_drafts_enabled"] and not (cleaned["model_base_url"] and cleaned["model_name"]):
+        raise ValidationError({"model_drafts_enabled": "model-written drafts need the model base URL and model name"})
     schemas = cleaned["tool_schemas"]
     if isinstance(schemas, str):
         try:

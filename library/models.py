@@ -275,6 +275,16 @@ class Agent(models.Model):
     min_rating = models.FloatField(
         null=True, blank=True, help_text="A rating at or above this counts as resolved, below as failed, when no outcome says (empty: ratings decide nothing)"
     )
+    model_drafts_enabled = models.BooleanField(
+        default=False,
+        help_text="Mining asks the agent's model (model base URL, name and key) to word each mined draft; "
+        "the rule draft stays when the model fails or its draft is refused",
+    )
+    selects_with_intent = models.BooleanField(
+        default=True,
+        help_text="The agent passes the session's intent to select (a hard filter); eval replays select the same way. "
+        "Off: the agent selects by the task text alone, and a candidate competes with every intent's procedures",
+    )
     review_target_hours = models.PositiveIntegerField(
         default=72, help_text="How long a candidate of this agent should wait for review; the queue's ageing badges compare against it"
     )
@@ -1032,7 +1042,17 @@ class EvalRun(models.Model):
         FAIL = "fail"
         INCONCLUSIVE = "inconclusive"
 
+    class Kind(models.TextChoices):
+        APPROVAL = "approval", "Approval: the set with the candidate added"
+        RETIRE = "retire", "Retirement: the set with the version removed"
+        ROLLBACK = "rollback", "Rollback: the set with the version replaced by its predecessor"
+
     version = models.ForeignKey(ProcedureVersion, on_delete=models.PROTECT, related_name="eval_runs")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.APPROVAL)
+    # a rollback run: the version that would be served instead of `version`
+    replacement = models.ForeignKey(
+        ProcedureVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+    )
     content_hash = models.CharField(max_length=64, help_text="The exact content this run judged")
     baseline_hash = models.CharField(max_length=64, blank=True, help_text="Hash of the active set at the start")
     baseline_versions = models.JSONField(default=list, blank=True)
@@ -1099,6 +1119,9 @@ class EvalCaseResult(models.Model):
     tool_calls = models.JSONField(default=list, blank=True)
     reply = models.TextField(blank=True)
     duration_ms = models.FloatField(default=0)
+    # what this arm injected for the case, as the select endpoint chose it: [{"id", "version", "intent"}]
+    injected = models.JSONField(default=list, blank=True)
+    rendered_hash = models.CharField(max_length=64, blank=True, help_text="sha256 of the instruction's procedure block")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -414,8 +414,11 @@ def version_revise(
 # --------------------------------------------------------------------------------------------- status changes
 
 
-def _set_status(version: ProcedureVersion, new_status: str, *, user, reason: str, action: str, **extra) -> None:
-    """Caller holds the row lock. A conditional UPDATE so that a racing writer is refused, not merged."""
+def _set_status(
+    version: ProcedureVersion, new_status: str, *, user, reason: str, action: str, note: dict[str, Any] | None = None, **extra
+) -> None:
+    """Caller holds the row lock. A conditional UPDATE so that a racing writer is refused, not merged.
+    `note`: more facts for the audit row's `after` (e.g. the eval a retirement rests on)."""
     before = _status_snapshot(version)
     now = timezone.now()
     updated = ProcedureVersion.objects.filter(pk=version.pk, status=version.status).update(
@@ -428,7 +431,7 @@ def _set_status(version: ProcedureVersion, new_status: str, *, user, reason: str
     version.status_changed_at = now
     for field, value in extra.items():
         setattr(version, field, value)
-    audit(action=action, actor=user, version=version, reason=reason, before=before, after=_status_snapshot(version))
+    audit(action=action, actor=user, version=version, reason=reason, before=before, after={**_status_snapshot(version), **(note or {})})
 
 
 def _lock_procedure(version: ProcedureVersion, *, agent_too: bool) -> None:
@@ -493,10 +496,11 @@ def _retire_current_active(procedure: Procedure, *, user, reason: str) -> None:
 
 
 def passing_eval_for(version: ProcedureVersion) -> EvalRun | None:
-    """The newest passing eval run on this version's exact content, or None."""
+    """The newest passing approval eval run on this version's exact content, or None."""
     return (
         EvalRun.objects.filter(
             version=version,
+            kind=EvalRun.Kind.APPROVAL,
             content_hash=version.content_hash,
             state=EvalRun.State.DONE,
             verdict=EvalRun.Verdict.PASS,
@@ -530,6 +534,24 @@ def authored_since_active(version: ProcedureVersion, user) -> list[int]:
         rows[pk]["number"]
         for pk in since | seen
         if user.pk in (rows[pk]["proposed_by_id"], rows[pk]["edited_by_id"])
+    )
+
+
+def selection_reach_blocker(run: EvalRun) -> str:
+    """The blocker of a run whose served selection injected the candidate in too few of its intent's
+    cases ("" when none): its appliesWhen does not reach the tasks it is for. Runs from before the
+    replay selected as agents do carry no selection and get none."""
+    selection = (run.verdict_detail or {}).get("selection")
+    if not selection or not selection.get("targetCases"):
+        return ""
+    minimum = float((run.thresholds or {}).get("min_injected_share", 0.0))
+    share = selection.get("injectedShare") or 0.0
+    if share >= minimum:
+        return ""
+    return (
+        f"The served selection injected the candidate in {selection['injectedIn']} of {selection['targetCases']} cases "
+        f"of its intent {selection['targetIntent']} ({share:.0%}; at least {minimum:.0%} needed): its appliesWhen does "
+        "not reach the tasks it is for. Reword it and run the eval again."
     )
 
 
@@ -578,6 +600,9 @@ def approval_blockers(
 
         if run.baseline_hash and run.baseline_hash != active_set_hash(version.procedure.agent):
             reasons.append("The active set changed since the eval run started; start a new run.")
+        reach = selection_reach_blocker(run)
+        if reach:
+            reasons.append(reach)
     if not acknowledged_conflicts:
         from .conflicts import conflicts_for_candidate
 
@@ -697,15 +722,45 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
     return _decision(decide)
 
 
+def change_eval_for(version: ProcedureVersion, *, kind: str, replacement: ProcedureVersion | None = None) -> EvalRun | None:
+    """The newest eval of retiring `version` (kind retire) or of rolling it back to `replacement`
+    (kind rollback) on its exact content, finished or not, or None."""
+    return (
+        EvalRun.objects.filter(version=version, kind=kind, replacement=replacement, content_hash=version.content_hash)
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def change_eval_note(version: ProcedureVersion, *, kind: str, replacement: ProcedureVersion | None = None) -> dict[str, Any]:
+    """What the audit row of a retirement or rollback records about its eval: the run it rests on
+    (finished, on the current active set), or that the eval was skipped — or not needed, when the
+    change is forced because the agent no longer has a tool the version requires."""
+    missing = sorted(set(version.required_tools) - set(version.procedure.agent.tools))
+    if missing:
+        return {"eval": "not needed", "evalWhy": f"forced: the agent no longer has {', '.join(missing)}"}
+    run = change_eval_for(version, kind=kind, replacement=replacement)
+    if run is None or run.state != EvalRun.State.DONE:
+        return {"eval": "skipped"}
+    from .selectors import active_set_hash
+
+    if run.baseline_hash != active_set_hash(version.procedure.agent):
+        return {"eval": "skipped", "evalWhy": f"run {run.pk} was on an active set that has changed since"}
+    return {"eval": {"run": run.pk, "verdict": run.verdict}}
+
+
 def version_retire(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
-    """ACTIVE → RETIRED (admin), with a reason. The agent stops receiving the procedure at once."""
+    """ACTIVE → RETIRED (admin), with a reason. The agent stops receiving the procedure at once. The
+    audit row names the retirement eval it rests on, or records that it was skipped (or not needed:
+    the agent lost a tool the version requires)."""
     reason = required_reason(reason, "Retiring")
 
     def decide() -> ProcedureVersion:
         locked = _lock_for_admin_change(
             version, user=user, doing="retire", status=Status.ACTIVE, only="Only the active version can be retired"
         )
-        _set_status(locked, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.RETIRE)
+        note = change_eval_note(locked, kind=EvalRun.Kind.RETIRE)
+        _set_status(locked, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.RETIRE, note=note)
         _notify_after_commit(locked, "retire", user, reason)
         return locked
 
@@ -715,17 +770,20 @@ def version_retire(*, version: ProcedureVersion, user, reason: str) -> Procedure
 def version_rollback(*, version: ProcedureVersion, user, reason: str) -> ProcedureVersion:
     """RETIRED → ACTIVE (admin): the chosen earlier version becomes ACTIVE and the current ACTIVE one
     RETIRED, in one transaction. The version keeps its original approval and eval run. Two roll-backs
-    racing: the procedure lock serialises them and the second sees the state the first left."""
+    racing: the procedure lock serialises them and the second sees the state the first left. The
+    audit row names the rollback eval it rests on, or records that it was skipped."""
     reason = required_reason(reason, "Rolling back")
 
     def decide() -> ProcedureVersion:
         locked = _lock_for_admin_change(
             version, user=user, doing="roll back", status=Status.RETIRED, only="Only a retired version can be rolled back to"
         )
+        current = ProcedureVersion.objects.filter(procedure=locked.procedure, status=Status.ACTIVE).select_related("procedure__agent").first()
+        note = change_eval_note(current, kind=EvalRun.Kind.ROLLBACK, replacement=locked) if current else {"eval": "not needed", "evalWhy": "no active version"}
         _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")
         _set_status(
             locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK,
-            review_by=review_by_for(locked.procedure.agent),
+            review_by=review_by_for(locked.procedure.agent), note=note,
         )
         _notify_after_commit(locked, "rollback", user, reason)
         return locked

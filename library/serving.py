@@ -105,6 +105,7 @@ class ServedSet:
     etag_gzip: str
     version_ids: list[int] = field(default_factory=list)  # primary keys, aligned with data["procedures"]
     staged: Any = None  # environments.StagedPlan read in the set's snapshot: what other environments and rollouts serve
+    vectors_from: str = READONLY_ALIAS  # the connection stored embeddings are read through (an eval worker: "default")
     _index: Index | None = field(default=None, repr=False)
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # the role and version variants: never held while an index is built (that can take seconds)
@@ -430,6 +431,24 @@ def _forget_check(sender, agent_id: int, **kwargs) -> None:
 
 def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, list[tuple[int, list[str]]]]:
     """Caller holds the snapshot in which `fingerprint` was computed, so both see the same rows."""
+    versions = []
+    if agent.procedural_memory_enabled:
+        versions = (
+            ProcedureVersion.objects.using(using)
+            .filter(procedure__agent_id=agent.pk, procedure__namespace_id=agent.namespace_id, status=Status.ACTIVE)
+            .select_related("procedure", "procedure__intent", "approved_by")
+            .defer(*approver_secret_columns())
+            .order_by("procedure__key")
+        )
+    data, version_ids, refused_versions = _assemble(agent, versions)
+    staged = environments.read_plan(agent.pk, using=using) if agent.procedural_memory_enabled else environments.NOTHING_STAGED
+    return _packed(agent_id=agent.pk, fingerprint=fingerprint, data=data, version_ids=version_ids, staged=staged), refused_versions
+
+
+def _assemble(agent: Agent, versions) -> tuple[ActiveSet, list[int], list[tuple[int, list[str]]]]:
+    """The set's body for these versions (ordered by procedure key): the ones whose requiredTools
+    the agent has are served, the others refused with the reason. Returns (data, the served
+    version ids, (refused version id, missing tools) pairs)."""
     tools = list(agent.tools)
     data: ActiveSet = {
         "apiVersion": API_VERSION,
@@ -446,33 +465,43 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
     version_ids: list[int] = []
     if not agent.procedural_memory_enabled:
         data["note"] = "Procedural memory is switched off for this agent: no procedures are served."
-    else:
-        versions = (
-            ProcedureVersion.objects.using(using)
-            .filter(procedure__agent_id=agent.pk, procedure__namespace_id=agent.namespace_id, status=Status.ACTIVE)
-            .select_related("procedure", "procedure__intent", "approved_by")
-            .defer(*approver_secret_columns())
-            .order_by("procedure__key")
-        )
-        for version in versions:
-            missing = missing_tools(required=list(version.required_tools), available=tools)
-            if missing:
-                refused_versions.append((version.pk, missing))
-                data["refused"].append(
-                    {
-                        "id": version.procedure.key,
-                        "version": version.number,
-                        "intent": version.procedure.intent.name,
-                        "reason": "missing_tools",
-                        "message": f"The agent lacks the required tools: {', '.join(missing)}.",
-                        "missingTools": missing,
-                    }
-                )
-            else:
-                data["procedures"].append(_served(version, namespace=agent.namespace.name))
-                version_ids.append(version.pk)
-    staged = environments.read_plan(agent.pk, using=using) if agent.procedural_memory_enabled else environments.NOTHING_STAGED
-    return _packed(agent_id=agent.pk, fingerprint=fingerprint, data=data, version_ids=version_ids, staged=staged), refused_versions
+        return data, version_ids, refused_versions
+    for version in versions:
+        missing = missing_tools(required=list(version.required_tools), available=tools)
+        if missing:
+            refused_versions.append((version.pk, missing))
+            data["refused"].append(
+                {
+                    "id": version.procedure.key,
+                    "version": version.number,
+                    "intent": version.procedure.intent.name,
+                    "reason": "missing_tools",
+                    "message": f"The agent lacks the required tools: {', '.join(missing)}.",
+                    "missingTools": missing,
+                }
+            )
+        else:
+            data["procedures"].append(_served(version, namespace=agent.namespace.name))
+            version_ids.append(version.pk)
+    return data, version_ids, refused_versions
+
+
+def served_from_versions(*, agent: Agent, versions: list[ProcedureVersion], fingerprint: str) -> ServedSet:
+    """The set the agent would be served if exactly `versions` were ACTIVE (the eval replays' arms,
+    library/evals/payload.py): the same records, refusals, cap and bytes as the production set
+    would have — built from the given rows, not from the database's ACTIVE ones. Versions outside
+    the agent's namespace are not served, as in production. Procedural memory counts as switched
+    on: a replay judges what the set would do when served. Caller selects procedure, its intent and
+    approved_by; `fingerprint` names the set in this process (its index is built once per object)."""
+    served_agent = Agent(
+        id=agent.pk, name=agent.name, tools=list(agent.tools), procedural_memory_enabled=True,
+        injection_cap=agent.injection_cap, namespace=agent.namespace, namespace_id=agent.namespace_id,
+    )
+    kept = sorted((v for v in versions if v.procedure.namespace_id == agent.namespace_id), key=lambda v: v.procedure.key)
+    data, version_ids, _ = _assemble(served_agent, kept)
+    served = _packed(agent_id=agent.pk, fingerprint=fingerprint, data=data, version_ids=version_ids)
+    served.vectors_from = "default"  # built by a worker that writes through "default" anyway
+    return served
 
 
 def _packed(*, agent_id: int, fingerprint: str, data: ActiveSet, version_ids: list[int], staged: Any = None) -> ServedSet:
@@ -509,7 +538,7 @@ def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
     key = model_key()
     stored = {
         vid: (pk, vector, steps)
-        for pk, vid, vector, steps in VersionEmbedding.objects.using(READONLY_ALIAS)
+        for pk, vid, vector, steps in VersionEmbedding.objects.using(served.vectors_from)
         .filter(version_id__in=[vid for vid, _ in pending], model_key=key)
         .values_list("pk", "version_id", "vector", "steps_vectors")
     }
@@ -620,22 +649,28 @@ def ranker_config() -> SelectionConfig:
     return _ranker().config
 
 
+def embed_tasks(tasks: list[str]) -> np.ndarray:
+    """Task texts embedded as the ranker embeds a query, in one batch."""
+    return np.asarray(_ranker().cache.embedder(list(tasks)), dtype=np.float32)
+
+
 def injection_max_chars() -> int:
     return int(getattr(settings, "PROCMEM_INJECTION_MAX_CHARS", DEFAULT_MAX_CHARS))
 
 
 def select_for_agent(
     *, agent: Agent, task: str, intent: str | None = None, k: int | None = None, role: str | None = None,
-    served: ServedSet | None = None, api_version: str = API_VERSION,
+    served: ServedSet | None = None, api_version: str = API_VERSION, query_vector: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Selection over the agent's served set for `role` (refused versions are never candidates): the
     production set, or `served` (another environment's or a session's set, library/releases.py).
     At most the agent's injection cap is injected, and only what fits the block's character cap.
     `api_version` v2 answers with v2's records and the v2 set's ETag. Raises ValueError for bad
-    arguments (see procmem_client/ranking.py)."""
+    arguments (see procmem_client/ranking.py). `query_vector`: the task's embedding when the caller
+    has it already (an eval replay embeds a chunk's tasks in one batch, embed_tasks)."""
     served = (served or active_set_for_agent(agent=agent)).for_role(role)
     cap = served.data["injectionCap"]
-    result = served.index().select(task=task, intent=intent or None, cap=cap, k=k)
+    result = served.index().select(task=task, intent=intent or None, cap=cap, k=k, query_vector=query_vector)
     block = render_block(result["injected"], max_chars=injection_max_chars())
     kept = {(p["id"], p["version"]) for p in block["included"]}
     injected = block["included"] if api_version == "v1" else [slim_procedure(p) for p in block["included"]]

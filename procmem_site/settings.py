@@ -447,6 +447,8 @@ PROCMEM_EVAL_REGRESSION_ALPHA = env_float("PROCMEM_EVAL_REGRESSION_ALPHA", 0.10,
 PROCMEM_EVAL_MAX_PASS_RATE_DROP = env_float("PROCMEM_EVAL_MAX_PASS_RATE_DROP", 0.25, minimum=0.0, maximum=1.0)
 PROCMEM_EVAL_MIN_CASES = env_int("PROCMEM_EVAL_MIN_CASES", 5, minimum=1)
 PROCMEM_EVAL_MAX_ERROR_RATE = env_float("PROCMEM_EVAL_MAX_ERROR_RATE", 0.20, minimum=0.0, maximum=1.0)
+# approval blocker: the candidate injected (by the served selection) in fewer of its intent's cases
+PROCMEM_EVAL_MIN_INJECTED_SHARE = env_float("PROCMEM_EVAL_MIN_INJECTED_SHARE", 0.5, minimum=0.0, maximum=1.0)
 # Orchestration.
 PROCMEM_EVAL_CHUNK_SIZE = env_int("PROCMEM_EVAL_CHUNK_SIZE", 5, minimum=1, maximum=1000)
 PROCMEM_EVAL_HTTP_RETRIES = env_int("PROCMEM_EVAL_HTTP_RETRIES", 2, minimum=0, maximum=10)

@@ -341,6 +341,14 @@ class AgentEvalSettingsForm(forms.Form):
     clear_model_api_key = forms.BooleanField(required=False, label="Remove the stored key")
     tool_schemas = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}), help_text="Tool name → JSON schema of its parameters")
     base_instruction = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
+    selects_with_intent = forms.BooleanField(
+        required=False, initial=True, label="The agent passes the session's intent when it selects procedures",
+        help_text="Eval replays select each case the same way. Off: by the task text alone, so a candidate competes with every intent's procedures.",
+    )
+    model_drafts_enabled = forms.BooleanField(
+        required=False, label="Model-written drafts (mining asks this model to word each mined draft)",
+        help_text="Off by default. The rule draft stays when the model fails, drops a required tool or names a literal value.",
+    )
 
 
 # ---------------------------------------------------------------------------------------------- approver rights

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from library.models import EvalRun, ProcedureVersion
+from library.services import selection_reach_blocker
 
 from .key_words import FIGURE_LABELS, key_words, value_words
 
@@ -542,6 +543,8 @@ class EvalPanel:
     percent: int
     baseline_moved: bool
     thresholds: list[tuple[str, str]]
+    selection: dict[str, Any] | None = None  # what the served selection injected (library/evals/payload.selection_summary)
+    reach_blocker: str = ""
 
 
 def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_active_hash: str | None) -> EvalPanel:
@@ -574,4 +577,6 @@ def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_
         percent=percent,
         baseline_moved=baseline_moved,
         thresholds=thresholds,
+        selection=(run.verdict_detail or {}).get("selection") if run else None,
+        reach_blocker=selection_reach_blocker(run) if run and run.state == EvalRun.State.DONE else "",
     )

@@ -701,9 +701,10 @@ def other_active_versions(version: ProcedureVersion) -> list[ProcedureVersion]:
 
 
 def latest_eval_run(version: ProcedureVersion) -> EvalRun | None:
-    """The newest run on this version's exact content (runs of older content no longer count)."""
+    """The newest approval run on this version's exact content (runs of older content no longer
+    count; retirement and rollback evals are shown on their confirm pages)."""
     return (
-        EvalRun.objects.filter(version=version, content_hash=version.content_hash)
+        EvalRun.objects.filter(version=version, content_hash=version.content_hash, kind=EvalRun.Kind.APPROVAL)
         .select_related("started_by")
         .order_by("-created_at", "-id")
         .first()

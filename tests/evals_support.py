@@ -20,7 +20,9 @@ DEMO_CANDIDATE_STEPS = [
 ]
 
 
-def propose_demo_candidate(agent, key: str = "refund.over_limit", steps: list[str] | None = None, intent: str = "refund_over_limit"):
+def propose_demo_candidate(
+    agent, key: str = "refund.over_limit", steps: list[str] | None = None, intent: str = "refund_over_limit", applies_when: str | None = None
+):
     """The mined refund candidate of the demo (as the miner proposes it: no human proposer)."""
     from library import services
     from library.models import Source
@@ -31,7 +33,7 @@ def propose_demo_candidate(agent, key: str = "refund.over_limit", steps: list[st
         agent=agent,
         intent=agent.intents.get(name=intent),
         key=key,
-        applies_when="The customer asks for a refund larger than the amount the agent may grant on its own.",
+        applies_when=applies_when or "The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
         steps=steps,
         required_tools=tools,
         forbidden_actions=["Do not promise a refund before the approval is granted."],

@@ -23,8 +23,8 @@ from .evals import seed_demo_regression_cases
 DEMO_AGENT = "support_agent"
 DEMO_TOOLS = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
 DEMO_INTENTS = {
-    "refund_over_limit": "A refund above the amount the agent may grant on its own",
-    "refund_within_limit": "A refund the agent may grant on its own",
+    "refund_over_limit": "Money back for an expensive order of hundreds of EUR, more than the agent may refund on its own",
+    "refund_within_limit": "A small refund of tens of EUR, which the agent may grant on its own",
     "order_status": "Where is my order",
     "address_change": "Change the delivery address of an open order",
 }
@@ -148,7 +148,7 @@ def _seed_library(agent: Agent, users: dict) -> None:
     active(
         "refund.over_limit",
         "refund_over_limit",
-        "The customer asks for a refund larger than the amount the agent may grant on its own.",
+        "The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
         [
             "Look up the order with lookupOrder({{order_id}}).",
             "Check the return window with checkReturnWindow({{order_id}}).",
@@ -160,7 +160,7 @@ def _seed_library(agent: Agent, users: dict) -> None:
     active(
         "refund.within_limit",
         "refund_within_limit",
-        "The customer asks for a refund within the amount the agent may grant on its own.",
+        "The customer asks for a small refund of tens of EUR, which the agent may grant on its own.",
         [
             "Look up the order with lookupOrder({{order_id}}).",
             "Check the return window with checkReturnWindow({{order_id}}).",

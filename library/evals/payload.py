@@ -1,32 +1,38 @@
 """What a runner receives for one case and arm: the case (without its checks), the instruction and
-the injected procedures.
+the injected procedures — selected as the agent's own select request would select them.
 
-procmem does the selection the agent's runtime would do: a hard filter by the case's intent, the
-candidate first in the candidate arm (so that it is injected whenever it applies), then the other
-versions by id, at most the agent's injection cap. The baseline arm gets the versions that were
-ACTIVE when the run started (pinned by id); the candidate arm gets the same set with the candidate
-added, replacing the baseline version of the same procedure id if there is one.
+Each arm is a set as it would be served (library/serving.served_from_versions: the agent's
+namespace, refusals for missing tools, the agent's cap):
+
+- baseline: the versions that were ACTIVE when the run started (pinned by id in the run);
+- the other arm ("candidate" in the rows) depends on the run's kind: an approval run adds the
+  candidate, replacing the baseline version of the same procedure id if there is one; a retirement
+  run removes the version; a rollback run replaces it by its predecessor.
+
+Every case is selected by serving.select_for_agent over the arm's set — the function behind
+`GET /api/v1/agents/{agent}/select`: the same Index, ranker configuration, floors, priorities,
+producer pull-ins, injection cap and character cap — with the case's task, and its intent when the
+agent selects with one (`Agent.selects_with_intent`). So a candidate whose appliesWhen does not
+reach its intent's tasks is not injected, and a candidate that outranks another procedure under
+the cap displaces it, exactly as it would in production. Each result row records what was injected
+(ids, versions, intents) and the sha256 of the rendered block.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import hashlib
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
 
-from django.conf import settings
-from procmem_client.rendering import render_block, render_procedure
+import numpy as np
 
-from ..models import Agent, ProcedureVersion, RegressionCase
+from .. import serving
+from ..models import Agent, EvalRun, ProcedureVersion, RegressionCase
 
 BASELINE, CANDIDATE = "baseline", "candidate"
-
-
-def procedure_record(version: ProcedureVersion) -> dict:
-    """The agent-facing record plus its rendered text, rendered by the same function as the agent
-    API's `rendered` field, so that a replay injects the bytes agents will receive. Caller selects
-    procedure and approved_by."""
-    record = dict(version.to_dict())
-    record["rendered"] = render_procedure(record)
-    return record
+MAX_CACHED_RUNS = 8  # arm sets kept per process: a worker runs a run's chunks one after another
 
 
 def case_payload(case: RegressionCase) -> dict:
@@ -42,35 +48,164 @@ def case_payload(case: RegressionCase) -> dict:
 
 
 @dataclass
+class Selected:
+    """One arm's selection for one case."""
+
+    procedures: list[dict]  # the injected records as the select endpoint returns them
+    instruction: str
+    injected: list[dict]  # [{"id", "version", "intent"}], in injection order
+    rendered_hash: str
+
+
+@dataclass
 class ArmSets:
-    """The versions each arm may inject, ready to be filtered per case."""
+    """The two served sets of a run, and the selection of each case in each."""
 
     agent: Agent
-    baseline: list[ProcedureVersion]
-    candidate: ProcedureVersion
+    sets: dict[str, serving.ServedSet]
+    with_intent: bool
+    _vectors: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def versions_for(self, arm: str) -> list[ProcedureVersion]:
-        if arm == BASELINE:
-            return list(self.baseline)
-        others = [v for v in self.baseline if v.procedure_id != self.candidate.procedure_id]
-        return [self.candidate, *others]
+    def prepare(self, tasks: list[str]) -> None:
+        """Embeds the tasks not embedded yet, once for both arms (each as the select endpoint
+        embeds a query: one text per call, so the vectors are the same to the bit)."""
+        for task in dict.fromkeys(tasks):
+            with self._lock:
+                if task in self._vectors:
+                    continue
+            vector = serving.embed_tasks([task])[0]
+            with self._lock:
+                self._vectors[task] = vector
 
-    def injected(self, arm: str, case: RegressionCase) -> list[ProcedureVersion]:
-        versions = [v for v in self.versions_for(arm) if v.procedure.intent_id == case.intent_id]
-        first = [v for v in versions if v.pk == self.candidate.pk]
-        rest = sorted((v for v in versions if v.pk != self.candidate.pk), key=lambda v: v.procedure.key)
-        return (first + rest)[: self.agent.injection_cap]
+    def select(self, arm: str, case: RegressionCase) -> Selected:
+        self.prepare([case.task])
+        response = serving.select_for_agent(
+            agent=self.agent,
+            task=case.task,
+            intent=case.intent.name if self.with_intent else None,
+            served=self.sets[arm],
+            query_vector=self._vectors[case.task],
+        )
+        base = self.agent.base_instruction.strip()
+        parts = [base] if base else []
+        if response["rendered"]:
+            parts.append(response["rendered"])
+        return Selected(
+            procedures=response["injected"],
+            instruction="\n\n".join(parts),
+            injected=[{"id": p["id"], "version": p["version"], "intent": p.get("intent")} for p in response["injected"]],
+            rendered_hash=hashlib.sha256(response["rendered"].encode("utf-8")).hexdigest(),
+        )
 
-    def request(self, arm: str, case: RegressionCase) -> tuple[dict, str, list[dict]]:
-        block = render_block([procedure_record(v) for v in self.injected(arm, case)], max_chars=settings.PROCMEM_INJECTION_MAX_CHARS)
-        parts = [self.agent.base_instruction.strip()] if self.agent.base_instruction.strip() else []
-        if block["text"]:
-            parts.append(block["text"])
-        return case_payload(case), "\n\n".join(parts), block["included"]
+    def request(self, arm: str, case: RegressionCase) -> tuple[dict, str, list[dict], Selected]:
+        selected = self.select(arm, case)
+        return case_payload(case), selected.instruction, selected.procedures, selected
 
 
-def arm_sets(*, agent: Agent, baseline_ids: list[int], candidate: ProcedureVersion) -> ArmSets:
-    baseline = list(
-        ProcedureVersion.objects.filter(pk__in=baseline_ids).select_related("procedure__intent", "approved_by")
+def _versions(ids: list[int]) -> dict[int, ProcedureVersion]:
+    return {
+        v.pk: v
+        for v in ProcedureVersion.objects.filter(pk__in=ids)
+        .select_related("procedure__intent", "approved_by")
+        .defer(*serving.approver_secret_columns())
+    }
+
+
+def changed_versions(*, run: EvalRun, baseline: list[ProcedureVersion]) -> list[ProcedureVersion]:
+    """The other arm's versions: the baseline with the run's change applied."""
+    version = run.version
+    others = [v for v in baseline if v.procedure_id != version.procedure_id]
+    if run.kind == EvalRun.Kind.RETIRE:
+        return others
+    if run.kind == EvalRun.Kind.ROLLBACK:
+        return [*others, run.replacement] if run.replacement is not None else others
+    return [*others, version]
+
+
+_cache: OrderedDict[tuple, ArmSets] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def arm_sets(*, run: EvalRun) -> ArmSets:
+    """The run's two sets. Kept per run and agent settings in this process (versions are
+    immutable and the baseline is pinned), so a worker builds the indexes once per run, not per chunk."""
+    agent = run.version.procedure.agent
+    key = (
+        run.pk, agent.injection_cap, tuple(agent.tools), agent.namespace_id, agent.selects_with_intent,
+        agent.base_instruction, serving.model_key(),
     )
-    return ArmSets(agent=agent, baseline=baseline, candidate=candidate)
+    with _cache_lock:
+        cached = _cache.get(key)
+        if cached is not None:
+            _cache.move_to_end(key)
+            return cached
+    pinned = [b["id"] for b in run.baseline_versions]
+    loaded = _versions([*pinned, run.version_id, *([run.replacement_id] if run.replacement_id else [])])
+    baseline = [loaded[pk] for pk in pinned if pk in loaded]
+    run.version = loaded.get(run.version_id, run.version)
+    if run.replacement_id:
+        run.replacement = loaded.get(run.replacement_id)
+    sets = {
+        BASELINE: serving.served_from_versions(agent=agent, versions=baseline, fingerprint=f"eval:{run.pk}:{BASELINE}"),
+        CANDIDATE: serving.served_from_versions(
+            agent=agent, versions=changed_versions(run=run, baseline=baseline), fingerprint=f"eval:{run.pk}:{CANDIDATE}"
+        ),
+    }
+    built = ArmSets(agent=agent, sets=sets, with_intent=agent.selects_with_intent)
+    with _cache_lock:
+        _cache[key] = built
+        while len(_cache) > MAX_CACHED_RUNS:
+            _cache.popitem(last=False)
+    return built
+
+
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def selection_summary(rows: list[dict[str, Any]], *, run: EvalRun) -> dict[str, Any]:
+    """What the eval panel states about selection, from the finished rows
+    (`{"case_id", "case", "intent", "arm", "injected"}` each):
+
+    {"targetIntent", "changed": "key vN", "targetCases", "injectedIn": int (target cases whose
+     changed arm injected the version, or for a retirement: whose baseline did), "injectedShare",
+     "displaced": [{"case", "caseName", "intent", "procedure": "key vN"}]  # baseline injected it, the other arm not
+     "differs": int (cases whose two arms injected different things),
+     "cases": [{"case", "caseName", "intent", "baseline": ["key vN"], "candidate": [...], "same": bool}]}
+    """
+    version = run.version
+    key, target = version.procedure.key, version.procedure.intent.name
+    label = f"{key} v{version.number}"
+    by_case: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        entry = by_case.setdefault(row["case_id"], {"case": row["case_id"], "caseName": row["case"], "intent": row["intent"]})
+        entry[row["arm"]] = [f"{p['id']} v{p['version']}" for p in row["injected"] or []]
+    cases, displaced = [], []
+    injected_in = target_cases = differs = 0
+    for case_id in sorted(by_case):
+        entry = by_case[case_id]
+        base, other = entry.get(BASELINE, []), entry.get(CANDIDATE, [])
+        entry["baseline"], entry["candidate"] = base, other
+        entry["same"] = base == other
+        differs += not entry["same"]
+        if entry["intent"] == target:
+            target_cases += 1
+            injected_in += label in (base if run.kind == EvalRun.Kind.RETIRE or run.kind == EvalRun.Kind.ROLLBACK else other)
+        for name in base:
+            if name not in other and not name.startswith(f"{key} v"):
+                displaced.append({"case": case_id, "caseName": entry["caseName"], "intent": entry["intent"], "procedure": name})
+        cases.append(entry)
+    return {
+        "kind": run.kind,
+        "targetIntent": target,
+        "changed": label,
+        "targetCases": target_cases,
+        "injectedIn": injected_in,
+        "injectedShare": round(injected_in / target_cases, 4) if target_cases else None,
+        "displaced": displaced,
+        "differs": differs,
+        "withIntent": run.version.procedure.agent.selects_with_intent,
+        "cases": cases,
+    }

@@ -62,13 +62,13 @@ from django.db.models.functions import Least
 from django.utils import timezone
 
 from ..models import AuditEvent, EvalCaseResult, EvalRun, ProcedureVersion, RegressionCase, Status
-from ..permissions import user_can_review
+from ..permissions import user_can_manage_procedure, user_can_review
 from ..selectors import active_set_hash, active_versions_for_agent
 from ..services import LifecycleError, audit
 from ..signals import eval_run_finished
 from .checks import check_case
 from .errors import RunnerError
-from .payload import BASELINE, CANDIDATE, ArmSets, arm_sets
+from .payload import BASELINE, CANDIDATE, ArmSets, arm_sets, selection_summary
 from .runners import Runner, runner_for_agent
 from .verdict import PairedOutcome, Thresholds, judge
 
@@ -91,6 +91,7 @@ def eval_thresholds() -> Thresholds:
         max_pass_rate_drop=settings.PROCMEM_EVAL_MAX_PASS_RATE_DROP,
         min_cases=settings.PROCMEM_EVAL_MIN_CASES,
         max_error_rate=settings.PROCMEM_EVAL_MAX_ERROR_RATE,
+        min_injected_share=settings.PROCMEM_EVAL_MIN_INJECTED_SHARE,
     )
 
 
@@ -107,52 +108,90 @@ def eval_run_start(*, version: ProcedureVersion, user) -> EvalRun:
     if not user_can_review(user, version.procedure):
         raise PermissionDenied("Only reviewers may start eval runs.")
     with transaction.atomic():
-        locked = (
-            ProcedureVersion.objects.select_for_update(of=("self",))
-            .select_related("procedure__agent", "procedure__intent")
-            .get(pk=version.pk)
-        )
+        locked = _lock_for_run(version)
         if locked.status != Status.CANDIDATE:
             raise LifecycleError(f"Only candidates are evaluated; {locked} is {locked.get_status_display().lower()}.")
-        if locked.content_hash != locked.compute_content_hash():
-            raise LifecycleError("The stored content hash does not match the content.")
-        existing = (
-            EvalRun.objects.filter(version=locked, content_hash=locked.content_hash, state__in=UNFINISHED)
-            .order_by("-created_at")
-            .first()
+        return _start(locked=locked, user=user, kind=EvalRun.Kind.APPROVAL)
+
+
+def eval_run_start_change(*, version: ProcedureVersion, user, kind: str, replacement: ProcedureVersion | None = None) -> EvalRun:
+    """Starts the eval of retiring the ACTIVE `version` (kind RETIRE: the set without it) or of rolling
+    it back to the RETIRED `replacement` of the same procedure (kind ROLLBACK) — "retiring is the
+    same operation in reverse". Admins of the procedure only. Returns the run already queued or
+    running for the same change. The verdict asks only that no intent gets worse."""
+    if kind not in (EvalRun.Kind.RETIRE, EvalRun.Kind.ROLLBACK):
+        raise ValueError(f"not a change eval: {kind!r}")
+    if not user_can_manage_procedure(user, version.procedure):
+        raise PermissionDenied(f"Only admins of {version.procedure.key} may evaluate retiring or rolling back.")
+    with transaction.atomic():
+        locked = _lock_for_run(version)
+        if locked.status != Status.ACTIVE:
+            raise LifecycleError(f"Only the active version can be retired or rolled back; {locked} is {locked.status}.")
+        if kind == EvalRun.Kind.ROLLBACK:
+            if replacement is None or replacement.procedure_id != locked.procedure_id or replacement.status != Status.RETIRED:
+                raise LifecycleError("A rollback eval needs a retired version of the same procedure to roll back to.")
+        else:
+            replacement = None
+        return _start(locked=locked, user=user, kind=kind, replacement=replacement)
+
+
+def _lock_for_run(version: ProcedureVersion) -> ProcedureVersion:
+    locked = (
+        ProcedureVersion.objects.select_for_update(of=("self",))
+        .select_related("procedure__agent", "procedure__intent")
+        .get(pk=version.pk)
+    )
+    if locked.content_hash != locked.compute_content_hash():
+        raise LifecycleError("The stored content hash does not match the content.")
+    return locked
+
+
+def _start(*, locked: ProcedureVersion, user, kind: str, replacement: ProcedureVersion | None = None) -> EvalRun:
+    """Caller holds the version's row lock in a transaction."""
+    existing = (
+        EvalRun.objects.filter(
+            version=locked, content_hash=locked.content_hash, kind=kind, replacement=replacement, state__in=UNFINISHED
         )
-        if existing is not None:
-            return existing
-        agent = locked.procedure.agent
-        baseline = list(active_versions_for_agent(agent))
-        case_ids = list(
-            RegressionCase.objects.filter(agent=agent, is_active=True).order_by("intent_id", "pk").values_list("pk", flat=True)
-        )
-        thresholds = eval_thresholds()
-        run = EvalRun.objects.create(
-            version=locked,
-            content_hash=locked.content_hash,
-            baseline_hash=active_set_hash(agent),
-            baseline_versions=[
-                {"id": v.pk, "key": v.procedure.key, "version": v.number, "contentHash": v.content_hash} for v in baseline
-            ],
-            state=EvalRun.State.QUEUED,
-            thresholds=thresholds.to_dict(),
-            cases_total=len(case_ids),
-            runner=agent.eval_runner,
-            started_by=user,
-        )
-        EvalCaseResult.objects.bulk_create(
-            [EvalCaseResult(run=run, case_id=case_id, arm=arm) for case_id in case_ids for arm in ARMS], batch_size=1000
-        )
-        audit(
-            action=AuditEvent.Action.EVAL_START,
-            actor=user,
-            version=locked,
-            after={"run": run.pk, "contentHash": run.content_hash, "baselineHash": run.baseline_hash, "cases": len(case_ids), "runner": run.runner},
-        )
-        run_id = run.pk
-        transaction.on_commit(lambda: _queue_dispatch(run_id), robust=True)
+        .order_by("-created_at")
+        .first()
+    )
+    if existing is not None:
+        return existing
+    agent = locked.procedure.agent
+    baseline = list(active_versions_for_agent(agent))
+    case_ids = list(
+        RegressionCase.objects.filter(agent=agent, is_active=True).order_by("intent_id", "pk").values_list("pk", flat=True)
+    )
+    thresholds = eval_thresholds()
+    run = EvalRun.objects.create(
+        version=locked,
+        kind=kind,
+        replacement=replacement,
+        content_hash=locked.content_hash,
+        baseline_hash=active_set_hash(agent),
+        baseline_versions=[
+            {"id": v.pk, "key": v.procedure.key, "version": v.number, "contentHash": v.content_hash} for v in baseline
+        ],
+        state=EvalRun.State.QUEUED,
+        thresholds=thresholds.to_dict(),
+        cases_total=len(case_ids),
+        runner=agent.eval_runner,
+        started_by=user,
+    )
+    EvalCaseResult.objects.bulk_create(
+        [EvalCaseResult(run=run, case_id=case_id, arm=arm) for case_id in case_ids for arm in ARMS], batch_size=1000
+    )
+    audit(
+        action=AuditEvent.Action.EVAL_START,
+        actor=user,
+        version=locked,
+        after={
+            "run": run.pk, "kind": kind, "contentHash": run.content_hash, "baselineHash": run.baseline_hash,
+            "cases": len(case_ids), "runner": run.runner, **({"replacement": replacement.number} if replacement else {}),
+        },
+    )
+    run_id = run.pk
+    transaction.on_commit(lambda: _queue_dispatch(run_id), robust=True)
     return run
 
 
@@ -274,9 +313,10 @@ class _Replay:
         started = time.perf_counter()
         outcome: dict[str, Any] = {"passed": None, "error": "", "failures": [], "tool_calls": [], "reply": ""}
         try:
+            case_data, instruction, procedures, selected = self.sets.request(arm, case)
+            outcome.update(injected=selected.injected, rendered_hash=selected.rendered_hash)
             if self.runner is None:
                 raise RunnerError(self.runner_problem)
-            case_data, instruction, procedures = self.sets.request(arm, case)
             output = self.runner.run(case=case_data, instruction=instruction, procedures=procedures)
         except RunnerError as exc:
             outcome["error"] = str(exc)[:2000]
@@ -303,7 +343,7 @@ class _Replay:
 
 def _replay_for(run: EvalRun) -> _Replay:
     agent = run.version.procedure.agent
-    sets = arm_sets(agent=agent, baseline_ids=[b["id"] for b in run.baseline_versions], candidate=run.version)
+    sets = arm_sets(run=run)
     try:
         return _Replay(run=run, sets=sets, runner=runner_for_agent(agent), runner_problem="")
     except RunnerError as exc:
@@ -395,6 +435,8 @@ def _run_cases(*, run_id: int, case_ids: list[int], claim_token: str) -> int:
         .order_by("case_id", "arm")
     )
     replay = _replay_for(run) if rows else None
+    if replay is not None:
+        replay.sets.prepare([row.case.task for row in rows])
     ran = 0
     by_case: dict[int, list[EvalCaseResult]] = {}
     for row in rows:
@@ -442,15 +484,27 @@ def eval_run_finalize(*, run_id: int) -> EvalRun | None:
         )
         if counts["total"] != run.cases_total * len(ARMS) or counts["done"] != counts["total"]:
             return None
-        rows = EvalCaseResult.objects.filter(run_id=run_id).values_list("case_id", "case__intent__name", "arm", "passed")
+        rows = list(
+            EvalCaseResult.objects.filter(run_id=run_id).values("case_id", "case__name", "case__intent__name", "arm", "passed", "injected")
+        )
         pairs: dict[int, dict[str, Any]] = {}
-        for case_id, intent, arm, passed in rows:
-            pairs.setdefault(case_id, {"intent": intent})[arm] = passed
+        for row in rows:
+            pairs.setdefault(row["case_id"], {"intent": row["case__intent__name"]})[row["arm"]] = row["passed"]
         outcomes = [
             PairedOutcome(case_id=case_id, intent=p["intent"], baseline=p.get(BASELINE), candidate=p.get(CANDIDATE))
             for case_id, p in sorted(pairs.items())
         ]
-        detail = judge(outcomes, target_intent=run.version.procedure.intent.name, thresholds=Thresholds.from_dict(run.thresholds))
+        detail = judge(
+            outcomes, target_intent=run.version.procedure.intent.name, thresholds=Thresholds.from_dict(run.thresholds),
+            require_improvement=run.kind == EvalRun.Kind.APPROVAL,
+        )
+        detail["kind"] = run.kind
+        detail["selection"] = selection_summary(
+            [{"case_id": r["case_id"], "case": r["case__name"], "intent": r["case__intent__name"], "arm": r["arm"], "injected": r["injected"]} for r in rows],
+            run=run,
+        )
+        for entry in detail["intents"]:  # the other intents' results show what the change pushed out of the cap
+            entry["displaced"] = sum(1 for d in detail["selection"]["displaced"] if d["intent"] == entry["intent"])
         now = timezone.now()
         run.state = EvalRun.State.DONE
         run.verdict = detail["verdict"]

@@ -21,6 +21,9 @@ The rule (every threshold is a setting, stored with the run and written into the
 3. Fewer than `min_cases` paired cases of the target intent → INCONCLUSIVE (too few to judge).
 4. The target intent must improve: c > b and the exact one-sided p ≤ `alpha`; otherwise FAIL.
 5. Otherwise PASS.
+
+A retirement or rollback run (`require_improvement=False`) asks only the "nothing gets worse" half:
+rules 1–3, then PASS — the target intent (the retired version's) must not get worse either.
 """
 
 from __future__ import annotations
@@ -39,6 +42,9 @@ class Thresholds:
     max_pass_rate_drop: float = 0.25
     min_cases: int = 5
     max_error_rate: float = 0.20
+    # approval: the candidate must be injected in at least this share of its intent's cases
+    # (checked by library.services.approval_blockers against the run's selection, not by the verdict)
+    min_injected_share: float = 0.5
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -136,9 +142,11 @@ def _regresses(stats: IntentStats, thresholds: Thresholds) -> bool:
     return stats.p_regress <= thresholds.regression_alpha or drop > thresholds.max_pass_rate_drop
 
 
-def judge(outcomes: Iterable[PairedOutcome], *, target_intent: str, thresholds: Thresholds) -> dict:
+def judge(
+    outcomes: Iterable[PairedOutcome], *, target_intent: str, thresholds: Thresholds, require_improvement: bool = True
+) -> dict:
     """The verdict and every number behind it, as a JSON-ready dict (see library.evals.runs for the
-    shape stored in EvalRun.verdict_detail)."""
+    shape stored in EvalRun.verdict_detail). `require_improvement` False: a retirement or rollback."""
     by_intent: dict[str, list[PairedOutcome]] = {target_intent: []}
     for outcome in outcomes:
         by_intent.setdefault(outcome.intent, []).append(outcome)
@@ -197,6 +205,12 @@ def judge(outcomes: Iterable[PairedOutcome], *, target_intent: str, thresholds: 
     elif inconclusive:
         verdict = INCONCLUSIVE
         reasons = inconclusive
+    elif not require_improvement:
+        verdict = PASS
+        reasons = [
+            f"No intent got worse beyond noise without the change's version, the target intent {target.intent} "
+            f"included (pass rate {target.baseline_rate:.0%} → {target.candidate_rate:.0%})."
+        ]
     elif target.status != "improved":
         verdict = FAIL
         reasons = [

@@ -388,6 +388,16 @@ def _propose_draft(
         provenance["nearDuplicateOf"] = {"id": key, "version": near[0].number, "similarity": near[1]}
     else:
         key = _free_key(agent, draft.key, intent.pk)
+    drafted = None
+    if agent.model_drafts_enabled and not draft.verify_command:  # tool agents' drafts (library/mining/model_draft.py)
+        from .model_draft import model_draft, rule_draft_record
+
+        drafted = model_draft(agent=agent, draft=draft, intent_name=intent.name)
+        if drafted.status == "used":
+            provenance.update(draftedBy={"kind": "model", "model": drafted.model}, ruleDraft=rule_draft_record(draft))
+        else:
+            provenance["modelDraft"] = drafted.report()
+        draft = drafted.draft
     polish = _polisher()
     if polish is not None:
         polished = polish(replace(draft))
@@ -413,6 +423,8 @@ def _propose_draft(
     else:
         entry = mining.report_entry(intent.name, mining.Status.MINED, f"proposed as {key} v{version.number}", draft)
     entry["version"] = {"id": key, "number": version.number, "pk": version.pk}
+    if drafted is not None:
+        entry["modelDraft"] = drafted.report()
     return version, entry
 
 

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from library.evals import runs as evals
 from library.models import Agent, EvalCaseResult, EvalRun, Status
-from library.services import LifecycleError
+from library.services import LifecycleError, selection_reach_blocker
 
 from ..access import get_eval_run_for_user, signed_in
 from .refusals import safe_next
@@ -64,6 +64,7 @@ def eval_detail(request: HttpRequest, pk: int) -> HttpResponse:
             "runner_label": Agent.Runner(run.runner).label if run.runner in Agent.Runner.values else run.runner,
             "progress": progress,
             "baseline_moved": _baseline_moved(run, progress),
+            "reach_blocker": selection_reach_blocker(run) if run.state == EvalRun.State.DONE else "",
         },
     )
 

@@ -23,6 +23,7 @@ from django.core.paginator import Paginator
 from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from guardian.core import ObjectPermissionChecker
@@ -31,7 +32,10 @@ from library import selectors as library_selectors
 from library import services
 from library.coding import graph as coding_graph
 from library.conflicts import conflicts_scan
-from library.models import Agent, AuditEvent, ErasureSweep, LoadRefusal, Procedure, ProcedureVersion, Status, VersionConflict, VersionTombstone
+from library.evals import runs as evals
+from library.models import (
+    Agent, AuditEvent, ErasureSweep, EvalRun, LoadRefusal, Procedure, ProcedureVersion, Status, VersionConflict, VersionTombstone,
+)
 from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
 
 from .. import rights, selectors
@@ -179,6 +183,7 @@ def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpRespons
                   "placeholder": f"e.g. v{current.number if current else '…'} lowered the resolution rate"}
         ),
     }
+    context.update(_change_eval_context(version, current, action=action))
     template = "reviews/ops/confirm_retire.html" if action == "retire" else "reviews/ops/confirm_rollback.html"
     status = 200
     expected = Status.ACTIVE if action == "retire" else Status.RETIRED
@@ -206,6 +211,63 @@ def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpRespons
                 messages.success(request, f"Rolled back {version.procedure.key} to v{version.number}.{note}")
             return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
     return render(request, template, context, status=status)
+
+
+def _change(version: ProcedureVersion, current: ProcedureVersion | None, action: str) -> tuple[ProcedureVersion | None, str, ProcedureVersion | None]:
+    """(the ACTIVE version the change removes, the eval kind, the version that replaces it)."""
+    if action == "retire":
+        return version, EvalRun.Kind.RETIRE, None
+    return current, EvalRun.Kind.ROLLBACK, version
+
+
+def _change_eval_context(version: ProcedureVersion, current: ProcedureVersion | None, *, action: str) -> dict:
+    """The eval of this retirement or rollback for its confirm page: the newest run of exactly this
+    change (with its verdict, per-intent numbers and selection), whether it is still on the current
+    active set, and whether an eval is needed at all (a retirement forced by a removed tool is not)."""
+    removed, kind, replacement = _change(version, current, action)
+    if removed is None or removed.status != Status.ACTIVE:
+        return {"change_eval": None, "change_eval_possible": False}
+    run = services.change_eval_for(removed, kind=kind, replacement=replacement)
+    note = services.change_eval_note(removed, kind=kind, replacement=replacement)
+    return {
+        "change_eval": run,
+        "change_eval_possible": True,
+        "change_eval_kind": kind,
+        "change_eval_forced": note.get("eval") == "not needed",
+        "change_eval_counts": bool(isinstance(note.get("eval"), dict)),
+        "change_eval_note": note,
+    }
+
+
+def _start_change_eval(request: HttpRequest, pk: int, *, action: str) -> HttpResponse:
+    version = get_version_for_user(request, pk, for_="manage")
+    current = selectors.active_version_of(version.procedure)
+    removed, kind, replacement = _change(version, current, action)
+    target = "reviews:ops_retire" if action == "retire" else "reviews:ops_rollback"
+    if removed is None:
+        messages.error(request, f"{version.procedure.key} has no active version to change.")
+        return redirect(target, version.pk)
+    try:
+        run = evals.eval_run_start_change(version=removed, user=request.user, kind=kind, replacement=replacement)
+    except services.LifecycleError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Eval run {run.pk} of this change started.")
+    return redirect(reverse(target, args=[version.pk]) + "#change-eval")
+
+
+@require_POST
+@signed_in
+def ops_retire_eval(request: HttpRequest, pk: int) -> HttpResponse:
+    """Starts the replay with the ACTIVE version removed; its verdict shows on the confirm page."""
+    return _start_change_eval(request, pk, action="retire")
+
+
+@require_POST
+@signed_in
+def ops_rollback_eval(request: HttpRequest, pk: int) -> HttpResponse:
+    """Starts the replay with the ACTIVE version replaced by this retired one (pk)."""
+    return _start_change_eval(request, pk, action="roll_back")
 
 
 @require_http_methods(["GET", "POST"])

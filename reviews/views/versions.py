@@ -24,7 +24,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from library import services as library_services
 from library.models import ProcedureVersion, Status
-from library.permissions import user_can_approve, user_can_review
+from library.permissions import user_can_approve, user_can_manage_procedure, user_can_review
 from library.selectors import active_set_hash
 from library.conflicts import conflicts_for_candidate
 from library.services import LifecycleError, approval_blockers
@@ -167,6 +167,7 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "conflicts": _conflicts(version),
         "can_approve": can_approve,
         "can_review": user_can_review(request.user, version.procedure),
+        "can_manage": version.status == Status.ACTIVE and user_can_manage_procedure(request.user, version.procedure),
         "today": timezone.localdate(),
         "next_review_by": library_services.review_by_for(version.procedure.agent),
         "is_candidate": version.status == Status.CANDIDATE,
@@ -375,6 +376,7 @@ def eval_panel_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "eval": panel,
         "eval_run_url": _url_if_provided(("reviews:eval_detail",), run.pk if run else None),
         "can_review": user_can_review(request.user, version.procedure),
+        "can_manage": version.status == Status.ACTIVE and user_can_manage_procedure(request.user, version.procedure),
         "is_candidate": version.status == Status.CANDIDATE,
     }
     if not panel.in_progress:

@@ -35,7 +35,7 @@ def refund_candidate() -> ProcedureVersion:
     agent = Agent.objects.get(name="support_agent")
     return services.procedure_propose(
         agent=agent, intent=agent.intents.get(name="refund_over_limit"), key="refund.over_limit",
-        applies_when="The customer asks for a refund larger than the amount the agent may grant on its own.",
+        applies_when="The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
         steps=[
             "Look up the order with lookupOrder({{order_id}}).",
             "Check the return window with checkReturnWindow({{order_id}}).",

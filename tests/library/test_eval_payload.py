@@ -48,7 +48,7 @@ def test_an_eval_replays_the_bytes_the_agent_api_serves(client, django_capture_o
         agent=agent,
         intent=agent.intents.get(name="refund_over_limit"),
         key="refund.over_limit",
-        applies_when="The customer asks for a refund larger than the amount the agent may grant on its own.",
+        applies_when="The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
         steps=DEMO_CANDIDATE_STEPS,
         required_tools=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
         forbidden_actions=LESSONS,

@@ -142,12 +142,16 @@ def test_a_harmful_candidate_fails(demo, django_capture_on_commit_callbacks):
 def test_a_candidate_that_breaks_its_intent_fails_as_a_regression(demo, django_capture_on_commit_callbacks):
     agent, users = demo
     broken = propose_demo_candidate(
-        agent, key="order.status", intent="order_status", steps=["Answer from memory with replyTemplates('order_status')."]
+        agent, key="order.status", intent="order_status", steps=["Answer from memory with replyTemplates('order_status')."],
+        applies_when="The customer asks where their order is or when it will arrive.",
     )
     run = run_eval(broken, users["reviewer"], django_capture_on_commit_callbacks)
     assert run.verdict == EvalRun.Verdict.FAIL
     target = run.verdict_detail["intents"][0]
-    assert (target["intent"], target["regressed"], target["status"]) == ("order_status", 4, "regressed")
+    # the served selection reaches 3 of the 4 order questions with this appliesWhen ("Has ORD-30288
+    # shipped yet?" gets no procedure in either arm, and passes unguided in both)
+    assert (target["intent"], target["regressed"], target["status"]) == ("order_status", 3, "regressed")
+    assert run.verdict_detail["selection"]["injectedIn"] == 3
     with pytest.raises(services.LifecycleError, match="No passing eval run"):
         services.version_approve(version=broken, user=users["admin"])
 

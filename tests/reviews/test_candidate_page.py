@@ -24,7 +24,7 @@ def active_v1(agent, intent, proposer, admin_user):
     """refund.over_limit v1 ACTIVE (approved by admin), as in the demo data."""
     version = services.procedure_propose(
         agent=agent, intent=intent, key="refund.over_limit",
-        applies_when="The customer asks for a refund larger than the amount the agent may grant on its own.",
+        applies_when="The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
         steps=[
             "Look up the order with lookupOrder({{order_id}}).",
             "Check the return window with checkReturnWindow({{order_id}}).",
@@ -42,7 +42,7 @@ def active_v1(agent, intent, proposer, admin_user):
 def mined_v2(active_v1, agent, intent):
     return services.procedure_propose(
         agent=agent, intent=intent, key="refund.over_limit",
-        applies_when="The customer asks for a refund larger than the amount the agent may grant on its own.",
+        applies_when="The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
         steps=[
             "Look up the order with lookupOrder({{order_id}}).",
             "Check the return window with checkReturnWindow({{order_id}}).",
