@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('library', '0020_source_labels'),
+        ('library', '0023_erasure_sweep'),
     ]
 
     operations = [
