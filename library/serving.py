@@ -649,9 +649,11 @@ def ranker_config() -> SelectionConfig:
     return _ranker().config
 
 
-def embed_tasks(tasks: list[str]) -> np.ndarray:
-    """Task texts embedded as the ranker embeds a query, in one batch."""
-    return np.asarray(_ranker().cache.embedder(list(tasks)), dtype=np.float32)
+def embed_task(task: str) -> np.ndarray:
+    """A task text embedded as the ranker embeds a query (one text per call, so the vector is the
+    select endpoint's to the bit), kept in this process's per-text cache (embeddings.embed_one):
+    eval replays select the same regression cases for run after run."""
+    return embeddings.embed_one(task)
 
 
 def injection_max_chars() -> int:
@@ -667,7 +669,7 @@ def select_for_agent(
     At most the agent's injection cap is injected, and only what fits the block's character cap.
     `api_version` v2 answers with v2's records and the v2 set's ETag. Raises ValueError for bad
     arguments (see procmem_client/ranking.py). `query_vector`: the task's embedding when the caller
-    has it already (an eval replay embeds a chunk's tasks in one batch, embed_tasks)."""
+    has it already (an eval replay embeds each case's task once for both arms, embed_task)."""
     served = (served or active_set_for_agent(agent=agent)).for_role(role)
     cap = served.data["injectionCap"]
     result = served.index().select(task=task, intent=intent or None, cap=cap, k=k, query_vector=query_vector)

@@ -69,12 +69,13 @@ class ArmSets:
 
     def prepare(self, tasks: list[str]) -> None:
         """Embeds the tasks not embedded yet, once for both arms (each as the select endpoint
-        embeds a query: one text per call, so the vectors are the same to the bit)."""
+        embeds a query, so the vectors are the same to the bit; the process keeps them per text,
+        serving.embed_task, so the next run over the same cases embeds nothing)."""
         for task in dict.fromkeys(tasks):
             with self._lock:
                 if task in self._vectors:
                     continue
-            vector = serving.embed_tasks([task])[0]
+            vector = serving.embed_task(task)
             with self._lock:
                 self._vectors[task] = vector
 

@@ -90,16 +90,18 @@ def literal_problems(texts: list[str], *, tools: list[str], steps: int = 0) -> l
     literal, an e-mail address, a word with a digit (ORD-10231, 480), and in the first `steps` texts
     (the steps) an all-caps code. Tool names and typed placeholders are not literals."""
     problems: list[str] = []
-    allowed_words = {t.lower() for t in tools}
+    names = sorted({t for t in tools if t}, key=len, reverse=True)
+    tool_re = re.compile(r"(?<![\w.])(?:" + "|".join(re.escape(t) for t in names) + r")(?![\w])") if names else None
     for position, text in enumerate(texts):
         bare = _PLACEHOLDER.sub(" ", text)
         for match in _QUOTED.finditer(bare):
             value = match.group(1) or match.group(2)
             if not mining.is_safe_literal(value):
                 problems.append(f"the literal {value!r} is not a safe literal")
-        without_tools = " ".join(w for w in re.split(r"(\W+)", bare) if w.lower() not in allowed_words)
-        for match in re.finditer(r"[^\s@]+@[^\s@]+\.[a-z]{2,}", without_tools, re.IGNORECASE):
-            problems.append(f"the e-mail address {match.group(0)!r}")
+        for match in re.finditer(r"[^\s@'\"(]+@[^\s@]+\.[a-z]{2,}", bare, re.IGNORECASE):
+            problems.append(f"the e-mail address {match.group(0).rstrip('.')!r}")
+        bare = re.sub(r"[^\s@'\"(]+@[^\s@]+\.[a-z]{2,}", " ", bare, flags=re.IGNORECASE)
+        without_tools = tool_re.sub(" ", bare) if tool_re else bare
         for match in re.finditer(r"\b[\w#-]*\d[\w#-]*\b", without_tools):
             problems.append(f"the id-shaped value {match.group(0)!r}")
         if position < steps:

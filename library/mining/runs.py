@@ -469,6 +469,8 @@ def mining_report_propose(*, run: MiningRun, intent_name: str, user, reason: str
         if version is None:
             raise ValidationError({"intent": proposed["reason"]})
         report[index] = {**entry, "version": proposed["version"], "proposedDespite": despite}
+        if "modelDraft" in proposed:
+            report[index]["modelDraft"] = proposed["modelDraft"]
         run.report = report
         run.save(update_fields=["report"])
         agent_id, version_ids, run_id = agent.pk, [version.pk], run.pk

@@ -89,3 +89,58 @@ def test_an_eval_replays_the_bytes_the_agent_api_serves(client, django_capture_o
     cases = RegressionCase.objects.filter(agent=agent, is_active=True, intent__name="refund_over_limit").count()
     assert compared[("refund.over_limit", candidate.number)] == cases > 0  # the candidate arm of each case of its intent
     assert len(compared) >= 2  # and the other procedures of the active set, in both arms
+
+
+def _old_rule(run, case, arm):
+    """The selection replays made before they selected as agents do: the case's intent's versions,
+    the candidate first, the others by key, up to the cap."""
+    from library.models import ProcedureVersion
+
+    baseline = list(ProcedureVersion.objects.filter(pk__in=[b["id"] for b in run.baseline_versions]).select_related("procedure"))
+    versions = baseline if arm == "baseline" else [run.version, *[v for v in baseline if v.procedure_id != run.version.procedure_id]]
+    versions = [v for v in versions if v.procedure.intent_id == case.intent_id]
+    first = [v for v in versions if v.pk == run.version_id]
+    rest = sorted((v for v in versions if v.pk != run.version_id), key=lambda v: v.procedure.key)
+    return (first + rest)[: run.version.procedure.agent.injection_cap]
+
+
+def test_where_the_served_selection_agrees_with_the_old_rule_every_case_keeps_its_outcome(django_capture_on_commit_callbacks):
+    # given the demo candidate's eval, replayed with the served selection
+    from library.evals.simulator import simulate
+    from library.evals.checks import check_case
+    from library.evals.payload import case_payload
+    from library.evals.verdict import PairedOutcome, Thresholds, judge
+    from library.models import EvalCaseResult
+
+    demo = seed_demo()
+    users = {u.username: u for u in get_user_model().objects.all()}
+    candidate = evals_support.propose_demo_candidate(demo.agent)
+    with django_capture_on_commit_callbacks(execute=True):
+        run = runs.eval_run_start(version=candidate, user=users["reviewer"])
+    run.refresh_from_db()
+    # when each case-arm is replayed again with what the old rule injected
+    old_outcomes: dict[int, dict] = {}
+    agreed = differed = 0
+    for row in EvalCaseResult.objects.filter(run=run).select_related("case__intent"):
+        old = _old_rule(run, row.case, row.arm)
+        records = [dict(v.to_dict(), intent=v.procedure.intent.name) for v in old]
+        output = simulate(case=case_payload(row.case), procedures=records)
+        passed = not check_case(
+            expected_tools=row.case.expected_tools, forbidden_tools=row.case.forbidden_tools,
+            reply_must_match=row.case.reply_must_match, reply_must_not_match=row.case.reply_must_not_match,
+            tool_calls=output["tool_calls"], reply=output["reply"],
+        )
+        old_outcomes.setdefault(row.case_id, {"intent": row.case.intent.name})[row.arm] = passed
+        # then wherever the two selections agree, the outcome is the same: no case changes cell silently
+        if [(v.procedure.key, v.number) for v in old] == [(p["id"], p["version"]) for p in row.injected]:
+            agreed += 1
+            assert passed == row.passed, (row.case.name, row.arm)
+        else:
+            differed += 1  # recorded on the row (injected) and shown side by side on the panel
+    assert agreed >= 30 and differed >= 1
+    # and the verdict is the one the old rule gave
+    old = judge(
+        [PairedOutcome(case_id=k, intent=v["intent"], baseline=v["baseline"], candidate=v["candidate"]) for k, v in sorted(old_outcomes.items())],
+        target_intent="refund_over_limit", thresholds=Thresholds.from_dict(run.thresholds),
+    )
+    assert old["verdict"] == run.verdict == "pass"

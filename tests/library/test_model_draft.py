@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from library.mining import model_draft
+from library.mining.runs import mining_report_propose
 from library.models import Agent, MiningRun, ProcedureVersion
 from library.personal_data_scan import Matcher, taubench_values
 from tests.conftest import TAUBENCH_DIR, require_taubench
@@ -55,7 +56,7 @@ class FakeDrafter:
 
 
 @pytest.fixture
-def mined_with_a_model(settings):
+def mined_with_a_model(settings, admin_user):
     require_taubench()
     settings.PROCMEM_EVAL_ALLOWED_URLS = ["http://127.0.0.1"]
     settings.PROCMEM_EVAL_HTTP_RETRIES = 0
@@ -71,8 +72,15 @@ def mined_with_a_model(settings):
         agent.model_base_url, agent.model_name, agent.eval_timeout_seconds = f"{server.url}/v1", "fake-drafter", 1.0
         agent.save()
         call_command("mine", "--agent", "airline", "--threshold", "2", stdout=io.StringIO())
+        run = MiningRun.objects.get(agent=agent)
+        # the airline sessions' orders do not credibly explain their outcomes: every group is reported,
+        # not proposed; a reviewer proposes them anyway, through the same drafting path
+        reported = [e["intent"] for e in run.report if e.get("draft")]
+        assert len(reported) >= len(MODES), run.report
+        for intent in reported:
+            mining_report_propose(run=run, intent_name=intent, user=admin_user, reason="drafted by the model under test")
         requests = list(server.requests)
-    return fake, requests, MiningRun.objects.get(agent=agent)
+    return fake, requests, MiningRun.objects.get(pk=run.pk)
 
 
 def _version(skeleton: list[str]) -> ProcedureVersion:
