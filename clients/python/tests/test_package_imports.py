@@ -19,3 +19,23 @@ def test_the_client_imports_without_the_server_or_the_model():
     )
     completed = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
+
+
+def test_the_runtime_modules_import_without_the_server_or_the_model():
+    """procmem-mcp, the async client and the framework providers (each with its extra installed)."""
+    import importlib.util
+
+    import pytest
+
+    wanted = {"procmem_client.mcp_server": "mcp", "procmem_client.aio": "httpx",
+              "procmem_client.openai_agents": "agents", "procmem_client.langchain": "langchain"}
+    modules = [module for module, extra in wanted.items() if importlib.util.find_spec(extra) is not None]
+    if not modules:
+        pytest.skip("none of the [mcp], [async], [openai-agents], [langgraph] extras is installed")
+    code = (
+        f"import sys, importlib; [importlib.import_module(m) for m in {modules!r}]; "
+        f"bad = sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r})); "
+        "assert not bad, bad"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr
