@@ -34,6 +34,7 @@ from django.db import transaction
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from .coding.families import clean_family_rules
 from .models import Agent, AuditEvent
 from .permissions import user_can_manage_agent
 from .environments import clean_environments, environments_in_use
@@ -84,6 +85,19 @@ class CaptureSettings(BaseModel):
     support_threshold: int = Field(ge=1, le=100_000)
     significance_level: float = Field(gt=0, le=0.5)
     backtest_share: float = Field(ge=0, le=0.5)
+    # coding agents (library/coding/families.py): the traces a task family needs, and the grouping rules
+    coding_min_traces: int = Field(ge=1, le=1000)
+    coding_family_rules: Any = None
+
+    @field_validator("coding_family_rules")
+    @classmethod
+    def _family_rules(cls, rules: Any) -> list[dict[str, str]]:
+        if isinstance(rules, str):
+            try:
+                rules = json.loads(rules or "[]")
+            except ValueError:
+                raise ValueError("must be a JSON list of {\"prefix\": …, \"family\": …}") from None
+        return [{"prefix": r.prefix, "family": r.family} for r in clean_family_rules(rules)]
 
 
 class LabelRuleSettings(BaseModel):
@@ -109,6 +123,8 @@ LABELS = {
     "complaint_window_days": "Complaint window (days)",
     "closed_by_customer_resolves": "A ticket closed by the customer counts as resolved",
     "min_rating": "Rating that counts as resolved (at least)",
+    "coding_min_traces": "Coding agents: resolved sessions with a verify command per task family",
+    "coding_family_rules": "Coding agents: task family rules (path prefix → family)",
 }
 CAPTURE_FIELDS = tuple(CaptureSettings.model_fields)
 GENERAL_FIELDS = tuple(GeneralSettings.model_fields)

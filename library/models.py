@@ -242,6 +242,15 @@ class Agent(models.Model):
     backtest_share = models.FloatField(
         default=0.25, help_text="Share of each intent's newest sessions (by end time) held back to test candidates"
     )
+    # coding agents: a task family (library/coding/families.py) yields a candidate from this many
+    # resolved sessions with a verify command; rules override the default grouping by path
+    coding_min_traces = models.PositiveSmallIntegerField(
+        default=2, help_text="Coding agents: resolved sessions with a verify command a task family needs for a candidate"
+    )
+    coding_family_rules = models.JSONField(
+        default=list, blank=True,
+        help_text='Coding agents: task families by path, overriding the default: [{"prefix": "django/db/migrations", "family": "django/db/migrations"}]',
+    )
     review_after_days = models.PositiveSmallIntegerField(
         default=180, help_text="An ACTIVE version is due for re-review this many days after approval or its last review"
     )
@@ -318,6 +327,7 @@ class Agent(models.Model):
             ),
             models.CheckConstraint(condition=Q(min_tool_calls__gte=1), name="agent_min_tool_calls_positive"),
             models.CheckConstraint(condition=Q(support_threshold__gte=1), name="agent_support_threshold_positive"),
+            models.CheckConstraint(condition=Q(coding_min_traces__gte=1), name="agent_coding_min_traces_positive"),
             models.CheckConstraint(
                 condition=Q(review_after_days__gte=1) & Q(review_after_days__lte=3650), name="agent_review_after_days_range"
             ),

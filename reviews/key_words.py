@@ -25,6 +25,9 @@ FIGURE_LABELS = {
     "awaitingLabel": "waiting for a final label (not mined)",
     "groups": "skeleton groups", "groupsTested": "groups tested", "credible": "credible", "candidates": "candidates",
     "quarantined": "quarantined", "skipped": "intents not proposed", "reported": "reported",
+    # a coding agent's task families (library/coding/runs.py)
+    "families": "task families", "resolvedWithVerify": "resolved with a passing test command",
+    "familiesNotProposed": "task families not proposed",
 }
 
 # Other keys, as a label reads ("applies when: …", "minimum tool calls 2").
@@ -41,6 +44,8 @@ KEY_LABELS = {
     "miningRunId": "mining run", "miningRun": "mining run", "runSessions": "sessions in the run",
     "runWithoutIntent": "sessions of the run without an intent", "runWithoutOutcome": "sessions of the run without outcome",
     "nearDuplicateOf": "near-duplicate of", "escalatedExcluded": "escalated sessions left out",
+    # a coding agent's run (library/coding/runs.py coding_parameters)
+    "minTraces": "resolved sessions with a verify command a task family needs", "familyRules": "task family rules",
 }
 
 _HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")

@@ -29,6 +29,9 @@ _SHOWN = {
     "proposed", "supportSessions", "resolvedSessions", "failedSessions", "outcomes", "conditions",
     # a coding procedure's (library/mining/runs._draft_coding)
     "agentKind", "verifyCommand", "verifySupport", "verifySessions", "distinctTasks", "orderContrast",
+    # a coding task family's (library/coding/families.py)
+    "family", "traces", "tracesTotal", "verifyForm", "verifyForms", "verifyPassRate", "contrast", "filesRead",
+    "filesWritten", "testModules", "recoveryNotes", "minTraces", "words",
     # proposed by a reviewer from a run's report (library/mining/runs.mining_report_propose)
     "proposedDespite",
     # the within-task gate and what it shows (library/mining/within.py)
@@ -95,6 +98,11 @@ class Evidence:
     verify_line: str = ""
     distinct_tasks: int | None = None
     coding_order_lines: list[str] = field(default_factory=list)
+    # a coding task family: its name, its figures in words, its recovery notes, its traces
+    family: str = ""
+    family_lines: list[str] = field(default_factory=list)
+    recovery_lines: list[str] = field(default_factory=list)
+    trace_lines: list[str] = field(default_factory=list)
     # a reviewer proposed it although the skeleton's test was not credible: who, when, why
     proposed_despite: str = ""
     # the gate: followers vs other sessions within tasks; what the order adds beyond the tools;
@@ -400,6 +408,8 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
                 f"{raw['verifyCommand']} — the last passing test command in {raw.get('verifySupport', '?')} of "
                 f"{raw.get('verifySessions', '?')} resolved sessions with this skeleton"
             )
+        if isinstance(raw.get("family"), dict):
+            _family_evidence(evidence, raw)
         for item in [o for o in raw.get("orderContrast") or [] if isinstance(o, dict)][:10]:
             counts = _counts(item.get("resolved"), resolved, item.get("failed"), failed)
             evidence.coding_order_lines.append(f"{item.get('feature', '?')}: {counts}{_lift(item.get('failLift'), item)}")
@@ -408,6 +418,34 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
             continue
         evidence.other.append((key_words(key), value_words(value)))
     return evidence
+
+
+def _of(rate: Any) -> str:
+    return f"{rate.get('count', '?')} of {rate.get('of', '?')}" if isinstance(rate, dict) else "?"
+
+
+def _family_evidence(evidence: Evidence, raw: dict[str, Any]) -> None:
+    """A task family's candidate (library/coding/families.py): the family, how often its verify
+    command passed, the unresolved sessions beside the resolved (shown, not a gate), the files,
+    the recovery notes with the sessions each rests on, and the sessions themselves."""
+    evidence.family = str(raw["family"].get("key") or "")
+    rate = raw.get("verifyPassRate")
+    if raw.get("verifyCommand"):
+        evidence.verify_line = f"{raw['verifyCommand']} — its form ({raw.get('verifyForm', '?')}) passed last in {_of(rate)} resolved sessions of the family"
+    contrast = raw.get("contrast") if isinstance(raw.get("contrast"), dict) else {}
+    if contrast:
+        evidence.family_lines.append(
+            f"Resolved sessions with a passing test command: {_of(contrast.get('resolvedWithVerify'))}; unresolved sessions: "
+            f"{_of(contrast.get('failedWithVerify'))}, {_of(contrast.get('failedWithVerifyForm'))} with this form (shown, not a gate)."
+        )
+    for label, key, name in (("Read first", "filesRead", "path"), ("Changed", "filesWritten", "path"), ("Tests", "testModules", "module")):
+        items = [f"{i.get(name)} ({i.get('traces')})" for i in raw.get(key) or [] if isinstance(i, dict)]
+        if items:
+            evidence.family_lines.append(f"{label} (sessions): {', '.join(items)}")
+    for note in [n for n in raw.get("recoveryNotes") or [] if isinstance(n, dict)]:
+        evidence.recovery_lines.append(f"{note.get('text', '')} — {note.get('traces', '?')} session{'s' if note.get('traces') != 1 else ''}")
+    for trace in [t for t in raw.get("traces") or [] if isinstance(t, dict)]:
+        evidence.trace_lines.append(f"{trace.get('session')}: {trace.get('outcome')}; verify form: {trace.get('verifyForm') or 'none passed'}")
 
 
 def contrast_sentence(item: dict[str, Any]) -> str:

@@ -79,23 +79,6 @@ def swebench_dir(tmp_path_factory):
     return target / "trajs"
 
 
-# The largest group of the 231 SWE-bench sessions (41 of the 136 resolved mined tasks, 9 of the 38 failed).
-SWEBENCH_SKELETON = ["search", "read", "reproduce", "edit", "test", "submit"]
-
-
-def swebench_outcomes_separated_by_skeleton(agent, skeleton=tuple(SWEBENCH_SKELETON)) -> int:
-    """Relabels the imported SWE-bench sessions so that only resolved sessions with `skeleton` stay
-    resolved, the rest resolved turn failed: outcomes the skeleton credibly explains. The real
-    outcomes do not (lift 1.3, p = 0.29: the miner reports the group and proposes nothing), so the
-    pages of a proposed coding candidate are shown on these. Returns the sessions relabelled."""
-    from library.coding.procedures import coding_skeleton
-    from library.models import AgentSession
-
-    other = [pk for pk, raw in AgentSession.objects.filter(agent=agent, resolved=True).values_list("pk", "skeleton")
-             if coding_skeleton(raw or []) != tuple(skeleton)]
-    return AgentSession.objects.filter(pk__in=other).update(resolved=False)
-
-
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 

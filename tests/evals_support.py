@@ -128,3 +128,14 @@ def slow_demo_runner(*, case, instruction, procedures):
     from library.evals.simulator import simulate
 
     return simulate(case=case, procedures=procedures)
+
+
+def coding_agent_runner(*, case, instruction, procedures):
+    """A stand-in coding agent for evaluating a task-family procedure (library/coding/families.py):
+    without a procedure that names a verify command it first runs the tests the way that fails in
+    the SWE-bench containers (`python3 -m django.test <file>`), then the repository's runner; with
+    one it runs the procedure's verify command at once."""
+    verify = next((p.get("verifyCommand") for p in procedures if p.get("verifyCommand")), "")
+    calls = [] if verify else [{"name": "django_test", "args": {"command": "python3 -m django.test tests/x/tests.py"}}]
+    calls.append({"name": "runtests.py", "args": {"command": verify or "./tests/runtests.py x"}})
+    return {"tool_calls": calls, "reply": "The change is in and the tests pass."}

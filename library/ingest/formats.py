@@ -751,6 +751,15 @@ _OUTPUT_RE = re.compile(r"<output(?:_head|_tail)?>\n?([^<]*(?:<(?!/output(?:_hea
 _PR_RE = re.compile(r"<pr_description>(.*?)</pr_description>", re.S)
 
 
+_DIFF_FILE_RE = re.compile(r"^diff --git a/\S+ b/(\S+)", re.M)
+MAX_SUBMITTED_FILES = 50
+
+
+def submitted_files(patch: str) -> list[str]:
+    """The files a unified git diff changes (``diff --git a/x b/x``), in order, at most MAX_SUBMITTED_FILES."""
+    return list(dict.fromkeys(_DIFF_FILE_RE.findall(patch or "")))[:MAX_SUBMITTED_FILES]
+
+
 def _message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
@@ -806,9 +815,14 @@ def parse_mini_swe_agent(item: Any, options: ImportOptions | None = None) -> Ses
     if pending is not None:
         command, action = pending
         calls.append(coding_call(action, command=command, returncode=None))
+    submission = info.get("submission") if isinstance(info.get("submission"), str) else ""
+    changed = submitted_files(submission)
+    if changed and calls and calls[-1]["args"].get("activity") == "submit":
+        # the files the final patch changes: the task family's area (library/coding/families.py),
+        # kept on the submit call because the patch itself is kept only as a redacted excerpt
+        calls[-1]["args"]["files"] = changed
     tool_calls = _clean_tool_calls(calls, errors, "messages.command")
     intent = _intent_from_options(item, session_id, options, errors, item.get("intent") or DEFAULT_CODING_INTENT)
-    submission = info.get("submission") if isinstance(info.get("submission"), str) else ""
     model_stats = info.get("model_stats") if isinstance(info.get("model_stats"), Mapping) else {}
     session = SessionIn(
         session_id=session_id,

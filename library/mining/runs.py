@@ -28,7 +28,7 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from ..coding import procedures as coding
+from ..coding.runs import coding_mining_run, coding_parameters
 from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
 from ..outcomes import label_final_q, sessions_waiting, waiting_report_entry
 from ..redaction import Redactor
@@ -363,6 +363,11 @@ def mining_run_execute(
         run.save(update_fields=["state", "skipped", "report", "counts", "finished_at"])
         return run
     try:
+        if agent.kind == Agent.Kind.CODING:
+            # coding agents: one candidate per task family from resolved traces, no outcome gate
+            run.parameters = {**coding_parameters(agent), "trigger": trigger}
+            run.save(update_fields=["parameters"])
+            return coding_mining_run(agent=agent, run=run, user=user)
         return _mine(agent=agent, run=run, params=params, user=user, hold_out=hold_out)
     except Exception as exc:
         MiningRun.objects.filter(pk=run.pk).update(state=MiningRun.State.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now())
@@ -430,7 +435,7 @@ def _propose_draft(
 
 def mining_report_propose(*, run: MiningRun, intent_name: str, user, reason: str) -> ProcedureVersion:
     """A reviewer proposes, as a CANDIDATE, the group a run reported but did not propose because its
-    order did not credibly explain the outcome (e.g. real coding sessions where resolved and failed
+    order did not credibly explain the outcome (e.g. sessions where resolved and failed
     ones work in the same order). The draft is the run's, content and evidence unchanged, plus who
     proposed it against the test and why (`evidence.proposedDespite`). Nothing else changes: it is
     reviewed, needs a passing eval run, and its approver may not be this person (the proposer).
@@ -582,19 +587,6 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
     for group in groups:
         intent = intents[group.intent]
         stats = aggregator.intents[group.intent]
-        if params.agent_kind == Agent.Kind.CODING:
-            coded = _draft_coding(agent, intent, group, stats, params, cutoffs, counts, redactor)
-            if isinstance(coded, str):
-                report.append(mining.report_entry(intent.name, mining.Status.NO_VERIFY_COMMAND, coded, figures={
-                    **mining.intent_figures(stats), "support": group.support, "topSkeleton": list(group.skeleton), "topSupport": group.support,
-                }))
-            elif group.workflow:
-                report.append(mining.report_entry(intent.name, mining.Status.WORKFLOW, _workflow_reason(group, params), coded))
-            elif not group.proposed:
-                report.append(mining.report_entry(intent.name, mining.Status.REPORTED, _not_credible_reason(group, params), coded))
-            else:
-                drafts.append((group, coded))
-            continue
         rows = list(_sessions_with_variants(
             agent, intent.pk, cutoffs, variants=_top_variants(stats, mining.SUCCESS, [group.skeleton]), limit=STEP_SAMPLE_SESSIONS
         ))
@@ -662,31 +654,6 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
     return run
 
 
-def _coding_sessions(
-    agent: Agent, intent_id: int, cutoffs: Mapping[int, Cutoff], skeleton: mining.Skeleton, *, limit: int
-) -> list[tuple[str, Any, list, list]]:
-    """(session id, task, tool calls, redacted excerpt) of the intent's resolved mined (not held-back)
-    sessions whose coding skeleton is `skeleton`, oldest first, at most `limit`. Coding skeletons are
-    phases over raw step sequences that rarely repeat exactly, so the match is made here rather than
-    by a skeleton filter in SQL; the read is bounded by the agent's resolved sessions of one intent."""
-    found: list[tuple[str, Any, list, list]] = []
-    queryset = (
-        _mined_sessions(agent, intent_id, cutoffs)
-        .filter(resolved=True)
-        .values_list("session_id", "unit", "skeleton", "tool_calls", "redacted_excerpt", "raw_purged")
-    )
-    for session_id, task, raw, calls, excerpt, purged in queryset.iterator(chunk_size=200):
-        if coding.coding_skeleton(raw or []) != skeleton:
-            continue
-        if purged:
-            # past the retention window only the excerpt keeps commands (redacted, cut short)
-            calls = [{"name": e.get("tool"), "args": e.get("args") or {}, "ok": e.get("ok")} for e in excerpt or [] if e.get("role") == "tool_call"]
-        found.append((session_id, task, calls or [], excerpt or []))
-        if len(found) >= limit:
-            break
-    return found
-
-
 def _draft(intent, group, stats, params, counts, redactor: Redactor, shown: list[tuple[str, Any]], *,
            step_samples, failed_samples, branches=()) -> mining.Draft:
     """draft_candidate with the run's figures; `shown` is (session id, excerpt) of the sessions the
@@ -697,62 +664,6 @@ def _draft(intent, group, stats, params, counts, redactor: Redactor, shown: list
         session_ids=[sid for sid, _ in shown[: params.evidence_session_ids]],
         excerpts=[(sid, redactor.value(excerpt)) for sid, excerpt in shown[: params.evidence_excerpts]],
         counts={key: counts[key] for key in ("sessions", "withoutIntent", "withoutOutcome")}, branches=branches,
-    )
-
-
-def _draft_coding(agent, intent, group, stats, params, cutoffs, counts, redactor: Redactor) -> mining.Draft | str:
-    """A coding procedure for one group: the shared statistics, backtest and evidence of
-    draft_candidate (support in distinct tasks: one SWE-bench instance is one task), the coding
-    contract (steps, pre/postconditions, verify command) from the resolved sessions' commands, and
-    forbidden actions worded for coding. Returns the reason instead when no resolved session ran a
-    test that passed: no verify command, no coding procedure."""
-    rows = _coding_sessions(agent, intent.pk, cutoffs, group.skeleton, limit=STEP_SAMPLE_SESSIONS)
-    contract = coding.draft_contract(group.skeleton, [calls for _, _, calls, _ in rows])
-    if contract is None:
-        return f"no verify command: none of {len(rows)} resolved sessions with this skeleton ran a test that passed"
-    draft = _draft(
-        intent, group, stats, params, counts, redactor, [(sid, excerpt) for sid, _, _, excerpt in rows],
-        step_samples=[], failed_samples={},
-    )
-    result = mining.contrast(stats, group, params)
-    forbidden = [redactor.text(coding.forbidden_text(f.kind, f.tool, f.before)) for f in result.forbidden]
-    worded = {f.describe(): text for f, text in zip(result.forbidden, forbidden)}
-    for entry in draft.evidence["forbidden"]:
-        if entry.get("proposed") and entry.get("feature") in worded:
-            entry["action"] = worded[entry["feature"]]
-    # failed vs resolved tasks for every "B with no A before it" of the skeleton, forbidden or not:
-    # the reviewer sees e.g. "edit the source before you reproduce the issue" with its figures
-    order_features = []
-    for feature in result.features:
-        if feature.kind != "after_without_before" or not (feature.resolved or feature.failed):
-            continue  # no task did it: nothing to contrast
-        test = feature.test
-        order_features.append({
-            "feature": coding.forbidden_text("after_without_before", feature.tool, feature.before).removeprefix("Do not ").rstrip("."),
-            "resolved": feature.resolved, "failed": feature.failed,
-            "resolvedRate": test["failedRate"], "failedRate": test["resolvedRate"],
-            "failLift": test["lift"], "liftLow": test["liftLow"], "liftHigh": test["liftHigh"],
-            "pValue": test["pValue"], "pAdjusted": test["pAdjusted"],
-        })
-    order_features.sort(key=lambda e: (e["pValue"], e["feature"]))
-    verify = redactor.text(contract.verify_command)
-    draft.evidence.update(
-        agentKind=Agent.Kind.CODING,
-        verifyCommand=verify,
-        verifySupport=contract.verify_support,
-        verifySessions=contract.verify_sessions,
-        orderContrast=order_features[:10],
-        distinctTasks=group.support,
-    )
-    return replace(
-        draft,
-        applies_when=coding.applies_when_for(intent.name) if not intent.description else draft.applies_when,
-        steps=[redactor.text(step) for step in contract.steps],
-        required_tools=coding.tools_named(contract.steps, agent.tools or []),
-        forbidden_actions=forbidden,
-        preconditions=[redactor.text(p) for p in contract.preconditions],
-        postconditions=[redactor.text(p) for p in contract.postconditions],
-        verify_command=verify,
     )
 
 

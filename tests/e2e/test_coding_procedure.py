@@ -1,88 +1,86 @@
-"""A coding procedure in the browser: the 231 real SWE-bench sessions imported and mined, then the
-candidate page read by a reviewer — activities, targets, preconditions, postconditions, the verify
-command, the order contrast with unresolved sessions and the sessions' commands.
-
-On the real outcomes the miner reports its group without proposing it (resolved and failed
-sessions work in the same order); a reviewer proposes it from the run's report with a reason. The
-first test uses outcomes the skeleton separates (tests/conftest.swebench_outcomes_separated_by_skeleton)
-to reach a candidate the miner itself proposes. Screenshots in test-artifacts/screenshots/."""
+"""A coding procedure in the browser: the 231 real SWE-bench sessions imported and mined into one
+candidate per task family, the candidate page read by a reviewer — the family, its steps, the files
+read first and changed, the verify command, how often it passed, the unresolved sessions beside the
+resolved (shown, not a gate) and the recovery notes — then an eval run and the approval through the
+usual gate. The eval's agent is a stand-in (tests/evals_support.coding_agent_runner) that runs the
+verify command at once when a procedure names one, and otherwise first the test runner that fails
+in the SWE-bench containers. Screenshots in test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from django.core.management import call_command
 
 from library.demo import DEMO_USERS, seed_demo
+from library.evals.cases import regression_case_create
 from library.mining.runs import mining_run_execute
-from library.models import Agent, ProcedureVersion
-from tests.conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS, swebench_outcomes_separated_by_skeleton
+from library.models import Agent, EvalRun, ProcedureVersion, Status
+from tests.conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS
 from tests.e2e.conftest import sign_in
+from tests.e2e.test_review_flow import eval_worker  # noqa: F401  (the fixture: a real Celery worker on PostgreSQL)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
 
 
-def test_reviewer_reads_a_mined_coding_procedure(live_server, page, screenshot, swebench_dir):
+def test_reviewer_reads_a_family_candidate_and_the_approver_approves_it_after_its_eval(live_server, page, screenshot, swebench_dir, eval_worker):  # noqa: F811
     seed_demo()
     call_command("import_sessions", str(SWEBENCH_TRAJS), "--format", "mini-swe-agent", "--outcomes", str(SWEBENCH_RESULTS),
                  "--agent", "swe-gemini", "--create-agent", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
     agent = Agent.objects.get(name="swe-gemini")
-    swebench_outcomes_separated_by_skeleton(agent)
-    run = mining_run_execute(agent=agent, support_threshold=20)
-    version = ProcedureVersion.objects.get(mining_run=run)
+    run = mining_run_execute(agent=agent)
+    version = ProcedureVersion.objects.get(mining_run=run, procedure__key="fix.django.forms")
+    # the eval: regression cases of the intent, the stand-in coding agent as the runner
+    agent.eval_runner, agent.eval_python_path = "python", "tests.evals_support:coding_agent_runner"
+    agent.save()
+    intent = version.procedure.intent
+    for number in range(8):
+        regression_case_create(agent=agent, intent=intent, actor_label="test", name=f"forms task {number}",
+                               task=f"ModelForm field {number} loses its initial value", expected_tools=["runtests.py"], forbidden_tools=["django_test"])
+    base = live_server.url
 
-    sign_in(page, live_server.url, "reviewer", DEMO_USERS["reviewer"][0])
-    page.goto(live_server.url + _version_url(version))
+    # the reviewer reads the candidate
+    sign_in(page, base, "reviewer", DEMO_USERS["reviewer"][0])
+    page.goto(f"{base}/mining-runs/{run.pk}/")
+    report = page.locator("#run-report").inner_text()
+    assert "family django/django:django/forms" in report and "family django/django:django/views" in report
+    assert "no verify command" in report
+    screenshot(page, "coding-family-run-report")
+    page.goto(f"{base}/versions/{version.pk}/")
     contract = page.locator("#coding-contract")
     contract.wait_for()
-    activities = contract.locator("code.activity").all_inner_texts()
-    assert activities == ["search", "read", "reproduce", "edit", "test", "submit"]
     assert contract.locator("code.verify-command").inner_text() == version.verify_command
-    assert contract.locator("ul.preconditions li").count() == len(version.preconditions)
-    assert "{{source_file}}" in contract.locator("ul.postconditions").inner_text()
-    # the diff against nothing (a new procedure) lists the coding fields as content
-    for field in ("preconditions", "postconditions", "verifyCommand"):
-        assert page.locator(f'#diff [data-field="{field}"]').count() == 1
+    assert "django/forms/" in contract.locator("ul.postconditions").inner_text()
     evidence = page.locator("#evidence")
-    assert "Order of the work: resolved vs unresolved sessions" in evidence.inner_text()
-    assert "edit the source before you reproduce the issue" in evidence.inner_text()
-    first_session = evidence.locator("details.excerpt").first
-    assert "→ {{" in first_session.inner_text() and "[exit " in first_session.inner_text()
-    screenshot(page, "coding-candidate")
+    assert "django/django:django/forms" in evidence.locator("#evidence-family").inner_text()
+    assert "(shown, not a gate)" in evidence.inner_text()
+    notes = evidence.locator("#evidence-recovery-notes").inner_text()
+    assert "`forms` is not a test module here" in notes and "2 sessions" in notes
+    assert "python3 -m django.test" in notes
+    screenshot(page, "coding-family-candidate")
 
+    # an eval run on the candidate's content (a real worker on PostgreSQL)
+    page.click("#start-eval")
+    page.wait_for_selector("#eval .verdict", timeout=180_000)
+    assert "PASS" in page.locator("#eval .verdict").inner_text()
+    eval_run = EvalRun.objects.filter(version=version).latest("created_at")
+    assert (eval_run.state, eval_run.verdict) == (EvalRun.State.DONE, EvalRun.Verdict.PASS)
+    assert page.locator("#approve-button").is_disabled()  # a reviewer does not approve
 
-def test_reviewer_proposes_the_reported_group_of_the_real_sessions(live_server, page, screenshot, swebench_dir):
-    seed_demo()
-    call_command("import_sessions", str(SWEBENCH_TRAJS), "--format", "mini-swe-agent", "--outcomes", str(SWEBENCH_RESULTS),
-                 "--agent", "swe-gemini", "--create-agent", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
-    agent = Agent.objects.get(name="swe-gemini")
-    run = mining_run_execute(agent=agent, support_threshold=20)
-    assert not ProcedureVersion.objects.filter(mining_run=run).exists() and run.counts["reported"] == 1
-
-    sign_in(page, live_server.url, "reviewer", DEMO_USERS["reviewer"][0])
-    page.goto(f"{live_server.url}/mining-runs/{run.pk}/")
-    page.locator("tr.reported-steps summary").click()
-    reported = page.locator("tr.reported-steps")
-    assert "python3 tests/runtests.py {{test_label}}" in reported.locator("dl.contract").inner_text()
-    screenshot(page, "coding-reported-group")
-    reported.locator("input[name=reason]").fill("the held-back sessions lean its way; let the eval replay decide")
-    reported.locator("button[type=submit]").click()
-
-    contract = page.locator("#coding-contract")
-    contract.wait_for()
-    version = ProcedureVersion.objects.get(mining_run=run)
-    assert contract.locator("code.activity").all_inner_texts() == ["search", "read", "reproduce", "edit", "test", "submit"]
-    assert contract.locator("code.verify-command").inner_text() == version.verify_command
-    evidence = page.locator("#evidence")
-    assert "Proposed by reviewer" in evidence.locator("#evidence-proposed-despite").inner_text()
-    assert "Distinct tasks in the support: 41" in evidence.inner_text()
-    assert "41 of 136" in evidence.inner_text() and "9 of 38" in evidence.inner_text()
-    assert "57 sessions of the intent" in evidence.locator("#evidence-backtest").inner_text()
-    screenshot(page, "coding-candidate-proposed-from-report")
-
-
-def _version_url(version) -> str:
-    from django.urls import reverse
-
-    return reverse("reviews:version", args=[version.pk])
+    # the approver (the demo admin holds every approver right) approves it
+    page.click("text=Sign out")
+    page.wait_for_url(re.compile(r"/accounts/login/"))
+    sign_in(page, base, "admin", DEMO_USERS["admin"][0])
+    page.goto(f"{base}/versions/{version.pk}/")
+    page.click("#approve-button")
+    page.wait_for_selector("#approve-confirm")
+    page.check("#approve-confirm-check")
+    page.fill("#approve-comment", "The verify command and the notes save the runner hunt; the eval agrees.")
+    page.click("#approve-submit")
+    page.wait_for_selector(".notice-ok")
+    assert "v1 is the ACTIVE version: approved by admin" in page.locator(".notice-ok").inner_text()
+    screenshot(page, "coding-family-approved")
+    version.refresh_from_db()
+    assert (version.status, version.approved_by.username) == (Status.ACTIVE, "admin")

@@ -1,6 +1,6 @@
-"""Mining coding agents' sessions: the phase skeleton, the coding contract, what the 231 real
-SWE-bench sessions give (a reported group, which a reviewer may still propose with a reason) and the
-candidate of a group the outcomes credibly follow (library/coding/procedures.py, library/mining/runs.py)."""
+"""Mining coding agents' sessions: the phase skeleton, the coding contract, and what the 231 real
+SWE-bench sessions give: one candidate per task family from resolved traces, with its verify command,
+evidence and recovery notes (library/coding/procedures.py, families.py, runs.py)."""
 
 import io
 
@@ -11,12 +11,12 @@ from django.urls import reverse
 from library.coding.procedures import coding_skeleton, draft_contract, generalise_command, verify_command_of
 from django.core.exceptions import ValidationError
 
-from library.mining.runs import mining_report_propose, mining_run_execute
+from library.agent_settings import agent_settings_update
+from library.mining.runs import mining_run_execute
 from library.mining.skeletons import MiningParams, SKELETONS, Status, skeleton_function
 from library.models import Agent, AgentSession, ProcedureVersion
-from procmem_client.rendering import render_procedure
 
-from ..conftest import SWEBENCH_RESULTS, SWEBENCH_SKELETON, SWEBENCH_TRAJS, swebench_outcomes_separated_by_skeleton
+from ..conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS
 
 
 def call(step, command="", ok=True, path="", target="", role=""):
@@ -68,77 +68,60 @@ def _import_swebench():
 
 
 @pytest.mark.django_db
-def test_mining_the_231_real_sessions_reports_the_coding_group_with_its_verify_command_and_figures(swebench_dir):
-    # given: the 231 Gemini 3 Pro sessions on SWE-bench Verified's Django tasks, 179 resolved; each
-    # instance is one task
+def test_mining_the_231_real_sessions_proposes_one_candidate_per_task_family_with_its_verify_command(swebench_dir, client, admin_user):
+    # given: the 231 Gemini 3 Pro sessions on SWE-bench Verified's Django tasks, 179 resolved
     agent = _import_swebench()
     assert AgentSession.objects.filter(agent=agent).values("task_key").distinct().count() == 231
+    # the submit call keeps the files the final patch changed (the family's area)
+    calls = AgentSession.objects.get(agent=agent, session_id="django__django-10097").tool_calls
+    assert calls[-1]["args"]["files"] == ["django/core/validators.py"]
     # when
-    run = mining_run_execute(agent=agent, support_threshold=20)
-    # then: the largest group is search → read → reproduce → edit → test → submit, but the order
-    # does not credibly explain the outcome on the older 75 % (the newest 25 % are held back), so it
-    # is reported with its figures, its contract and its verify command, and not proposed
-    assert not ProcedureVersion.objects.filter(mining_run=run).exists()
-    (entry,) = [e for e in run.report if e["status"] == Status.REPORTED]
-    assert entry["skeleton"] == SWEBENCH_SKELETON
-    assert entry["figures"]["resolvedTasks"] == 136 and entry["figures"]["failedTasks"] == 38
-    assert entry["figures"]["heldBack"] == 57 and entry["figures"]["support"] >= 20
-    assert entry["skeletonTest"]["credible"] is False and entry["skeletonTest"]["pAdjusted"] > 0.05
-    assert entry["backtest"]["heldBackSessions"] == 57
-    assert "{{test_label}}" in entry["verifyCommand"] and entry["preconditions"] and entry["postconditions"]
-    assert run.counts["candidates"] == 0 and run.counts["reported"] == 1
-
-
-@pytest.mark.django_db
-def test_the_reported_group_of_the_real_sessions_is_proposed_by_a_reviewer_with_its_contract_and_evidence(swebench_dir, reviewer):
-    # given: the real outcomes, under which the miner reports its group and proposes nothing
-    agent = _import_swebench()
-    run = mining_run_execute(agent=agent, support_threshold=20)
-    assert run.counts["candidates"] == 0
-    # when: a reviewer proposes it anyway, saying why
-    with pytest.raises(ValidationError, match="needs a reason"):
-        mining_report_propose(run=run, intent_name="resolve_issue", user=reviewer, reason="")
-    version = mining_report_propose(run=run, intent_name="resolve_issue", user=reviewer, reason="the backtest leans its way")
-    # then: a CANDIDATE with the coding contract and the run's evidence, unchanged, plus who and why
-    assert version.status == "CANDIDATE" and version.mining_run == run and version.proposed_by == reviewer
-    assert version.skeleton == SWEBENCH_SKELETON and "{{test_label}}" in version.verify_command
-    assert version.preconditions and version.postconditions
-    evidence = version.evidence
-    assert evidence["distinctTasks"] == evidence["support"] == 41 and evidence["unit"] == "distinct tasks"
-    assert evidence["skeletonTest"]["credible"] is False and evidence["backtest"]["heldBackSessions"] == 57
-    assert evidence["outcomes"]["resolvedTasks"] == 136 and evidence["outcomes"]["failedTasks"] == 38
-    assert evidence["proposedDespite"]["reason"] == "the backtest leans its way" and evidence["proposedDespite"]["pAdjusted"] > 0.05
-    assert render_procedure(version.to_dict()).splitlines()[-1] == f"Verify: {version.verify_command}"
-    # the run says so, and the same group is not proposed twice
-    run.refresh_from_db()
-    assert run.report[0]["version"]["pk"] == version.pk
-    with pytest.raises(ValidationError, match="already proposed"):
-        mining_report_propose(run=run, intent_name="resolve_issue", user=reviewer, reason="again")
-
-
-@pytest.mark.django_db
-def test_a_credible_coding_group_becomes_a_candidate_with_a_verify_command(swebench_dir, client, admin_user):
-    # given: the real sessions, with outcomes that the skeleton separates (see the conftest helper)
-    agent = _import_swebench()
-    assert swebench_outcomes_separated_by_skeleton(agent) > 0
-    # when
-    run = mining_run_execute(agent=agent, support_threshold=20)
-    # then
-    version = ProcedureVersion.objects.get(mining_run=run)
-    assert version.skeleton == SWEBENCH_SKELETON
-    assert version.verify_command and "{{test_label}}" in version.verify_command
-    assert version.preconditions and version.postconditions
-    evidence = version.evidence
-    assert evidence["support"] == evidence["distinctTasks"] >= 20 and evidence["unit"] == "distinct tasks"
-    assert evidence["proposed"] is True and evidence["skeletonTest"]["credible"] is True
-    assert evidence["backtest"]["heldBackSessions"] == 57
-    assert evidence["verifySupport"] >= 1 and evidence["orderContrast"]
-    assert any("edit the source before you reproduce the issue" in f["feature"] for f in evidence["orderContrast"])
-    rendered = render_procedure(version.to_dict())
-    assert rendered.splitlines()[-1] == f"Verify: {version.verify_command}"
-    # the candidate page shows the activities, the contract and the evidence of the coding session
+    run = mining_run_execute(agent=agent)
+    # then: no outcome gate and nothing held back; one candidate per family with 2 or more resolved
+    # sessions that ran a passing test command
+    versions = {v.procedure.key: v for v in ProcedureVersion.objects.filter(mining_run=run).select_related("procedure")}
+    assert {"fix.django.db", "fix.django.core", "fix.django.forms", "fix.django.contrib.admin", "fix.django.utils"} <= set(versions)
+    assert run.counts["candidates"] == len(versions) >= 8 and run.parameters["minTraces"] == 2
+    for key, version in versions.items():
+        evidence = version.evidence
+        assert version.status == "CANDIDATE" and version.verify_command and "runtests.py {{test_label}}" in version.verify_command
+        assert evidence["family"]["key"].startswith("django/django:django/") and evidence["contrast"]["gate"] is False
+        assert evidence["verifyPassRate"]["count"] >= 2 and len(evidence["traces"]) >= 2
+        assert version.postconditions[-1] == f"The verify command passes: {version.verify_command}"
+        assert any(p.startswith("Changed: django/") for p in version.postconditions)
+    db = versions["fix.django.db"].evidence
+    assert db["verifyPassRate"]["of"] == db["contrast"]["resolved"] >= 80 and db["contrast"]["failed"] >= 20
+    # a runner that failed and a corrected one that passed, in 3 sessions: a recovery note
+    (note,) = [n for n in db["recoveryNotes"] if n["kind"] == "runner"]
+    assert note["traces"] == 3 and note["failed"] == "python3 -m django.test {{test_file}}" and "No module named django.test" in note["text"]
+    assert f"Note: {note['text']}" in versions["fix.django.db"].steps
+    # the families that yielded nothing are in the report, each with why
+    skipped = [e for e in run.report if e["status"] not in ("mined", "quarantined")]
+    assert skipped and all(e["reason"] and e["family"] for e in skipped)
+    assert {e["status"] for e in skipped} <= {Status.BELOW_THRESHOLD, Status.NO_RESOLVED, Status.NO_VERIFY_COMMAND, "no edited source file"}
+    assert any(e["family"] == "django/django:django/views" and e["status"] == Status.NO_VERIFY_COMMAND for e in skipped)
+    # the candidate page shows the family, the verify command, the contrast and the notes
     client.force_login(admin_user)
-    page = client.get(reverse("reviews:version", args=[version.pk])).content.decode()
-    assert 'id="coding-contract"' in page and version.verify_command in page
-    assert "Order of the work: resolved vs unresolved sessions" in page
-    assert "→ {{script}} (script)" in page or "→ {{source_file}} (source)" in page
+    page = client.get(reverse("reviews:version", args=[versions["fix.django.db"].pk])).content.decode()
+    assert 'id="evidence-family"' in page and "django/django:django/db" in page and 'id="evidence-recovery-notes"' in page
+    assert "(shown, not a gate)" in page and "./tests/runtests.py {{test_label}}" in page
+    run_page = client.get(reverse("reviews:mining_run", args=[run.pk])).content.decode()
+    assert "family <code>django/django:django/views</code>" in run_page
+    # mining again proposes nothing new: the same content is already a candidate
+    again = mining_run_execute(agent=agent)
+    assert again.counts["candidates"] == 0 and {e["status"] for e in again.report} >= {"duplicate"}
+
+
+@pytest.mark.django_db
+def test_an_admin_rule_regroups_the_families_and_min_traces_is_per_agent(swebench_dir):
+    agent = _import_swebench()
+    agent = agent_settings_update(agent=agent, user=None, actor_label="test", changes={
+        "coding_min_traces": 10,
+        "coding_family_rules": [{"prefix": "django/db/migrations", "family": "django/db/migrations"}],
+    })
+    run = mining_run_execute(agent=agent)
+    keys = set(ProcedureVersion.objects.filter(mining_run=run).values_list("procedure__key", flat=True))
+    assert "fix.django.db.migrations" in keys and "fix.django.conf" not in keys
+    assert any(e["family"] == "django/django:django/conf" and e["status"] == Status.BELOW_THRESHOLD for e in run.report)
+    with pytest.raises(ValidationError, match="needs a non-empty prefix"):
+        agent_settings_update(agent=agent, user=None, actor_label="test", changes={"coding_family_rules": [{"prefix": ""}]})

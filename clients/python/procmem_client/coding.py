@@ -173,6 +173,9 @@ def _terms(text: str) -> set[str]:
         if "/" in token or "." in token:
             found.add(lowered)
             found.add(name)  # ./tests/runtests.py also as runtests.py
+            if "/" in lowered and lowered.endswith(".py"):
+                # django/db/models/query.py also as the module django.db.models.query
+                found.add(lowered[: -len(".py")].replace("/", "."))
             placeholder, _role = generalise(token)
             if placeholder and ("." in name or is_label(token)):
                 found.add(placeholder)
@@ -207,6 +210,9 @@ CHARS_PER_TOKEN = 4  # the renderer's estimate (rendering.estimate_tokens)
 _WHEN_MAX_CHARS = 240
 _VERIFY_MAX_CHARS = 400
 _ID_MAX_CHARS = 120
+_FILES_MAX = 6
+_FILE_MAX_CHARS = 60  # 10 + 120 + 12 + 9 + 240 + 10 + (6 x 60 + 10) + 11 + 400 characters: under the bound
+_FILE_RE = re.compile(r"(?<![\w{./-])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,6}(?![\w/])")
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s")
 
 
@@ -215,16 +221,34 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+def pointer_files(record: Mapping[str, Any]) -> list[str]:
+    """The files a coding procedure names in its postconditions (written), then its preconditions
+    (read first): concrete paths only (placeholders are not files; the verify command's own script
+    is not a file of the work), at most _FILES_MAX."""
+    found: list[str] = []
+    verify = str(record.get("verifyCommand") or "")
+    for text in [*(record.get("postconditions") or []), *(record.get("preconditions") or [])]:
+        for path in _FILE_RE.findall(str(text or "")):
+            path = path.rstrip(".")
+            if path not in found and path not in verify:  # the verify command's script is shown with it
+                found.append(path)
+    return found[:_FILES_MAX]
+
+
 def recall_pointer(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The short served form of a coding procedure: {id, version, whenToUse, verifyCommand, text,
-    tokens}. `whenToUse` is the first sentence of appliesWhen on one line; `text` is what an agent
-    keeps in view ("Procedure fix.reproduce_edit_test v2 — when: … — verify: …"), at most
-    POINTER_MAX_TOKENS tokens (each part is cut, so the bound holds for any record)."""
+    """The short served form of a coding procedure: {id, version, whenToUse, verifyCommand, files,
+    text, tokens}. `whenToUse` is the first sentence of appliesWhen on one line (a family's names the
+    family); `files` the files its pre/postconditions name; `text` is what an agent keeps in view
+    ("Procedure fix.django.db v2 — when: … — files: … — verify: …"), at most POINTER_MAX_TOKENS
+    tokens (each part is cut, so the bound holds for any record)."""
     when = _SENTENCE_END_RE.split(" ".join(str(record.get("appliesWhen") or "").split()), maxsplit=1)[0]
     when = _cut(when, _WHEN_MAX_CHARS)
     verify = _cut(record.get("verifyCommand") or "", _VERIFY_MAX_CHARS)
     ident = _cut(record.get("id") or "", _ID_MAX_CHARS)
+    files = [_cut(path, _FILE_MAX_CHARS) for path in pointer_files(record)]
     text = f"Procedure {ident} v{int(record.get('version') or 0)} — when: {when}"
+    if files:
+        text += f" — files: {', '.join(files)}"
     if verify:
         text += f" — verify: {verify}"
     return {
@@ -232,6 +256,7 @@ def recall_pointer(record: Mapping[str, Any]) -> dict[str, Any]:
         "version": record.get("version"),
         "whenToUse": when,
         "verifyCommand": verify,
+        "files": files,
         "text": text,
         "tokens": math.ceil(len(text) / CHARS_PER_TOKEN),
     }

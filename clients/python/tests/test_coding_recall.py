@@ -130,12 +130,32 @@ def test_the_recall_pointer_names_id_when_and_verify_in_a_few_tokens():
         "— verify: ./tests/runtests.py {{test_label}} -v 2"
     )
     assert pointer["tokens"] == estimate_tokens(pointer["text"]) < 60
+    assert pointer["files"] == []  # placeholders and the verify command's script are not files of the work
+
+
+def test_a_family_pointer_names_the_files_it_changes_then_reads():
+    pointer = recall_pointer({
+        "id": "fix.django.forms", "version": 3, "appliesWhen": "A django/django task whose fix is in django/forms/ (family django/django:django/forms). More.",
+        "postconditions": ["Changed: django/forms/models.py.", "Changed: django/forms/fields.py.", "The verify command passes: ./tests/runtests.py {{test_label}}"],
+        "preconditions": ["Read before the edit: django/forms/forms.py.", "Read before the edit: django/forms/models.py."],
+        "verifyCommand": "./tests/runtests.py {{test_label}}",
+    })
+    assert pointer["files"] == ["django/forms/models.py", "django/forms/fields.py", "django/forms/forms.py"]
+    assert pointer["text"] == (
+        "Procedure fix.django.forms v3 — when: A django/django task whose fix is in django/forms/ (family django/django:django/forms). "
+        "— files: django/forms/models.py, django/forms/fields.py, django/forms/forms.py — verify: ./tests/runtests.py {{test_label}}"
+    )
+
+
+_PATHS = st.lists(st.from_regex(r"[a-z_]{1,200}(/[a-z_.]{1,200}){1,4}\.py", fullmatch=True), max_size=12)
 
 
 @settings(max_examples=200, deadline=None)
-@given(key=st.text(min_size=1, max_size=400), when=st.text(max_size=5000), verify=st.text(max_size=5000), version=st.integers(0, 10**6))
-def test_the_recall_pointer_stays_under_the_bound_whatever_the_record(key, when, verify, version):
-    pointer = recall_pointer({"id": key, "version": version, "appliesWhen": when, "verifyCommand": verify})
+@given(key=st.text(min_size=1, max_size=400), when=st.text(max_size=5000), verify=st.text(max_size=5000), version=st.integers(0, 10**6),
+       written=_PATHS, read=_PATHS)
+def test_the_recall_pointer_stays_under_the_bound_whatever_the_record(key, when, verify, version, written, read):
+    pointer = recall_pointer({"id": key, "version": version, "appliesWhen": when, "verifyCommand": verify,
+                              "postconditions": [f"Changed: {p}." for p in written], "preconditions": [f"Read before the edit: {p}." for p in read]})
     assert pointer["tokens"] == estimate_tokens(pointer["text"]) <= POINTER_MAX_TOKENS
     assert "\n" not in pointer["whenToUse"]
 

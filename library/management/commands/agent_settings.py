@@ -27,7 +27,8 @@ def _switch(value: str) -> bool:
 class Command(BaseCommand):
     help = (
         "Shows an agent's capture settings, or changes them: automatic capture (opt-in), minimum tool "
-        "calls, support threshold (distinct tasks), significance level, backtest share."
+        "calls, support threshold (distinct tasks), significance level, backtest share; for coding agents the "
+        "traces a task family needs and the family rules."
     )
 
     def add_arguments(self, parser):
@@ -37,6 +38,10 @@ class Command(BaseCommand):
         parser.add_argument("--support-threshold", type=int, dest="support_threshold")
         parser.add_argument("--significance-level", type=float, dest="significance_level")
         parser.add_argument("--backtest-share", type=float, dest="backtest_share")
+        parser.add_argument("--coding-min-traces", type=int, dest="coding_min_traces",
+                            help="coding agents: resolved sessions with a verify command a task family needs")
+        parser.add_argument("--coding-family-rules", dest="coding_family_rules", metavar="JSON",
+                            help='coding agents: task families by path, e.g. \'[{"prefix": "django/db/migrations", "family": "django/db/migrations"}]\' ("[]" clears)')
         parser.add_argument("--json", action="store_true", help="print the settings as JSON")
 
     def handle(self, *args, agent, **options):

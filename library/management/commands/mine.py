@@ -1,4 +1,4 @@
-"""manage.py mine: runs the skeleton miner now (docs/mining.md)."""
+"""manage.py mine: runs the miner now (docs/mining.md): the skeleton miner, or for a coding agent the task-family miner."""
 
 from __future__ import annotations
 
@@ -58,7 +58,8 @@ class Command(BaseCommand):
                 if entry.get("status") in ("mined", "quarantined"):
                     continue
                 skeleton = entry.get("skeleton") or (entry.get("figures") or {}).get("topSkeleton")
-                skeleton_text = " → ".join(skeleton) if skeleton else "-"
+                # a coding agent's entry names its task family (library/coding/runs.py)
+                skeleton_text = f"family {entry['family']}" if entry.get("family") else (" → ".join(skeleton) if skeleton else "-")
                 status = f"{entry['status']}: " if entry.get("status") else ""
                 if entry.get("toolList"):
                     status += "[a tool list, not an order] "

@@ -1,0 +1,204 @@
+"""What the family procedures would have saved, leave one task out (pure Python; recall is passed in).
+
+For each resolved trace: the library is built from the *other* traces of its repository (every trace
+of the same task left out, so a repeated trial does not teach its own answer), recalled with the
+trace's task text, and the first recalled pointer (procmem_client.coding.recall_pointer) is compared
+with what the trace did:
+
+- verify match: the pointer's verify command has the form (families.parse_test_command) of the test
+  command that passed last in the trace (traces without a passing test command are not counted);
+- edited files named: the share of the trace's edited source files that the pointer names, and
+  whether it names at least one;
+- failed test invocations avoided: of the trace's failed test invocations before its first passing
+  one, those the pointer's command makes unnecessary — the failure was the command, not the code:
+  it used another runner than the first passing invocation and the pointer's form is that one's, or
+  it named other test modules and the pointer names one of the passing invocation's modules. A test
+  run that fails because the change is not right yet is not avoidable by any command, and counts as
+  not avoided.
+
+Reported per repository and overall (`MeasureReport.to_dict`).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from procmem_client.coding import recall_pointer, target_role
+
+from .families import FamilyRule, Trace, edited_files, mine_families, parse_test_command, repository_of
+
+Recall = Callable[[list[dict[str, Any]], str], "list[Mapping[str, Any]]"]
+
+
+@dataclass
+class TraceResult:
+    session_id: str
+    repository: str
+    recalled: str | None  # the pointer's procedure id
+    verify_counted: bool
+    verify_match: bool
+    edited: int
+    edited_named: int
+    edited_named_all: int  # by any recalled pointer (an agent sees up to its cap of them)
+    failed_before_pass: int
+    avoided: int
+    command_failures: int  # failed invocations whose command (runner or modules) was corrected
+
+
+@dataclass
+class Totals:
+    traces: int = 0
+    recalled: int = 0
+    verify_counted: int = 0
+    verify_match: int = 0
+    with_edits: int = 0
+    names_edited: int = 0
+    names_edited_all: int = 0
+    edited_share_sum: float = 0.0
+    failed_before_pass: int = 0
+    avoided: int = 0
+    command_failures: int = 0
+
+    def add(self, result: TraceResult) -> None:
+        self.traces += 1
+        self.recalled += result.recalled is not None
+        self.verify_counted += result.verify_counted
+        self.verify_match += result.verify_match
+        if result.edited:
+            self.with_edits += 1
+            self.names_edited += result.edited_named > 0
+            self.names_edited_all += result.edited_named_all > 0
+            self.edited_share_sum += result.edited_named / result.edited
+        self.failed_before_pass += result.failed_before_pass
+        self.avoided += result.avoided
+        self.command_failures += result.command_failures
+
+    def to_dict(self) -> dict[str, Any]:
+        def share(part: float, whole: int) -> float | None:
+            return round(part / whole, 3) if whole else None
+
+        return {
+            "resolvedTraces": self.traces,
+            "recalled": self.recalled,
+            "verifyMatch": {"count": self.verify_match, "of": self.verify_counted, "rate": share(self.verify_match, self.verify_counted)},
+            "namesEditedFile": {"count": self.names_edited, "of": self.with_edits, "rate": share(self.names_edited, self.with_edits)},
+            "namesEditedFileAnyRecalled": {"count": self.names_edited_all, "of": self.with_edits, "rate": share(self.names_edited_all, self.with_edits)},
+            "editedFilesNamedShare": share(self.edited_share_sum, self.with_edits),
+            "failedTestInvocations": {
+                "before": self.failed_before_pass,
+                "perTrace": share(self.failed_before_pass, self.traces),
+                "avoided": self.avoided,
+                "after": self.failed_before_pass - self.avoided,
+                "afterPerTrace": share(self.failed_before_pass - self.avoided, self.traces),
+                "reduction": share(self.avoided, self.failed_before_pass),
+                "commandFailures": self.command_failures,
+                "commandFailuresAvoided": share(self.avoided, self.command_failures),
+            },
+        }
+
+
+@dataclass
+class MeasureReport:
+    results: list[TraceResult] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        overall = Totals()
+        per_repository: dict[str, Totals] = defaultdict(Totals)
+        for result in self.results:
+            overall.add(result)
+            per_repository[result.repository].add(result)
+        return {
+            "overall": overall.to_dict(),
+            "repositories": {repo or "(one repository)": totals.to_dict() for repo, totals in sorted(per_repository.items())},
+        }
+
+
+def served_record(candidate, *, version: int = 1, intent: str = "") -> dict[str, Any]:
+    """A family candidate as the agent API serves a procedure (the fields recall reads)."""
+    return {
+        "id": candidate.key, "version": version, "intent": intent or None, "status": "active",
+        "appliesWhen": candidate.applies_when, "steps": list(candidate.steps), "requiredTools": [],
+        "forbiddenActions": [], "preconditions": list(candidate.preconditions),
+        "postconditions": list(candidate.postconditions), "verifyCommand": candidate.verify_command,
+        "evidence": {}, "approvedBy": None, "approvedAt": None,
+    }
+
+
+def _pointer_modules(record: Mapping[str, Any]) -> set[str]:
+    """The test modules a procedure names: tests/<module>/ in its steps."""
+    found = set()
+    for step in record.get("steps") or []:
+        for word in str(step).replace(",", " ").split():
+            word = word.strip("()`.;:")
+            if word.startswith("tests/") and word.count("/") >= 1:
+                module = word.split("/")[1]
+                if module:
+                    found.add(module)
+    return found
+
+
+def judge(trace: Trace, recalled: Sequence[Mapping[str, Any]], repository: str) -> TraceResult:
+    """One resolved trace against the pointers recalled for it, the first one first."""
+    record = recalled[0] if recalled else None
+    pointer = recall_pointer(record) if record is not None else None
+    named_all = {path for r in recalled for path in recall_pointer(r)["files"]}
+    verify = trace.verify
+    pointer_form = None
+    if pointer and pointer["verifyCommand"]:
+        parsed = parse_test_command(pointer["verifyCommand"])
+        pointer_form = parsed[0] if parsed else None
+    edited = [p for p in trace.edited if target_role(p) == "source"]
+    named = set(pointer["files"]) if pointer else set()
+    failed, first_pass = trace.failed_before_first_pass()
+    avoided = command_failures = 0
+    modules = _pointer_modules(record) if record is not None else set()
+    if first_pass is not None:
+        for run in failed:
+            if run.runner != first_pass.runner:
+                command_failures += 1
+                avoided += pointer_form is not None and pointer_form == first_pass.form
+            elif run.modules and first_pass.modules and not set(run.modules) & set(first_pass.modules):
+                command_failures += 1
+                avoided += bool(modules & set(first_pass.modules))
+    return TraceResult(
+        session_id=trace.session_id, repository=repository, recalled=pointer["id"] if pointer else None,
+        verify_counted=verify is not None, verify_match=verify is not None and pointer_form == verify.form,
+        edited=len(edited), edited_named=sum(1 for p in edited if p in named), edited_named_all=sum(1 for p in edited if p in named_all),
+        failed_before_pass=len(failed), avoided=avoided, command_failures=command_failures,
+    )
+
+
+def measure(
+    traces: Sequence[Trace], recall: Recall, *, min_traces: int = 2, rules: Sequence[FamilyRule] = (),
+    intent: str = "", on_trace: Callable[[TraceResult], None] | None = None,
+) -> MeasureReport:
+    """Leave one task out over `traces`: `recall(records, task)` returns the records recalled for a
+    task text (best first; the client's recall injects up to the agent's cap) among the served
+    records built from the other traces."""
+    by_repository: dict[str, list[Trace]] = defaultdict(list)
+    for trace in traces:
+        by_repository[repository_of(trace.task_key)].append(trace)
+    report = MeasureReport()
+    for repository, members in sorted(by_repository.items()):
+        for trace in members:
+            if trace.resolved is not True:
+                continue
+            others = [t for t in members if t.task_key != trace.task_key or (not t.task_key and t.session_id != trace.session_id)]
+            records = [served_record(o.candidate, intent=intent) for o in mine_families(others, min_traces=min_traces, rules=rules) if o.candidate]
+            recalled = list(recall(records, trace.task)) if records else []
+            result = judge(trace, recalled, repository)
+            report.results.append(result)
+            if on_trace is not None:
+                on_trace(result)
+    return report
+
+
+def traces_from_rows(rows: Iterable[tuple[str, str, str, Any, Any]]) -> list[Trace]:
+    """Traces from stored sessions' (session id, task key, task, resolved, tool calls)."""
+    traces = []
+    for session_id, task_key, task, resolved, calls in rows:
+        calls = calls if isinstance(calls, list) else []
+        traces.append(Trace(session_id, task_key or "", task or "", resolved, calls, edited_files(calls)))
+    return traces

@@ -1,0 +1,82 @@
+"""manage.py measure_coding: what a coding agent's task-family procedures would have saved, leave one
+task out over its stored sessions (library/coding/measure.py; docs/mining.md)."""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from library.coding.families import clean_family_rules
+from library.coding.measure import measure, traces_from_rows
+from library.models import Agent, AgentSession
+
+
+def _percent(figure: dict) -> str:
+    return f"{figure['count']} of {figure['of']}" + (f" ({100 * figure['rate']:.0f} %)" if figure.get("rate") is not None else "")
+
+
+class Command(BaseCommand):
+    help = (
+        "Leave one task out over a coding agent's sessions: for each resolved one, the task-family procedures "
+        "of the other tasks of its repository are recalled with its task text; reports the verify command form "
+        "match, the edited files the pointer names and the failed test invocations it avoids, per repository and overall."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("agent")
+        parser.add_argument("--min-traces", type=int, help="resolved sessions with a verify command a family needs (default: the agent's)")
+        parser.add_argument("--family-rules", metavar="JSON", help="family rules to use instead of the agent's (a JSON list of {prefix, family})")
+        parser.add_argument("--cap", type=int, help="pointers recalled per task (default: the agent's injection cap)")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args, agent, min_traces, family_rules, cap, **options):
+        try:
+            agent_obj = Agent.objects.get(name=agent)
+        except Agent.DoesNotExist:
+            raise CommandError(f"No agent named {agent!r}") from None
+        try:
+            rules = clean_family_rules(_loads(family_rules) if family_rules is not None else agent_obj.coding_family_rules)
+        except ValueError as exc:
+            raise CommandError(f"--family-rules: {exc}") from None
+        min_traces = min_traces if min_traces is not None else agent_obj.coding_min_traces
+        if min_traces < 1:
+            raise CommandError("--min-traces must be at least 1")
+        cap = cap if cap is not None else (agent_obj.injection_cap or 2)
+        rows = AgentSession.objects.filter(agent=agent_obj).order_by("pk").values_list("session_id", "task_key", "task", "resolved", "tool_calls")
+        traces = traces_from_rows(rows.iterator(chunk_size=200))
+        if not traces:
+            raise CommandError(f"{agent_obj.name} has no stored sessions")
+        from procmem_client.ranking import Ranker  # the bundled model, loaded on first use
+
+        ranker = Ranker()
+
+        def recall(records, task):
+            return ranker.index(records).select(task=task or "(empty)", cap=cap)["injected"]
+
+        result = measure(traces, recall, min_traces=min_traces, rules=rules).to_dict()
+        result["parameters"] = {"agent": agent_obj.name, "minTraces": min_traces, "familyRules": [r.__dict__ for r in rules], "cap": cap}
+        if options["json"]:
+            self.stdout.write(_dumps(result))
+            return
+        self.stdout.write(f"{agent_obj.name}: leave one task out, min traces {min_traces}, {len(rules)} family rule(s), cap {cap}")
+        for name, figures in [("overall", result["overall"]), *result["repositories"].items()]:
+            failed = figures["failedTestInvocations"]
+            self.stdout.write(
+                f"  {name}: {figures['resolvedTraces']} resolved sessions, {figures['recalled']} recalled a pointer; "
+                f"verify form matches in {_percent(figures['verifyMatch'])}; the first pointer names an edited file in "
+                f"{_percent(figures['namesEditedFile'])}, a recalled one in {_percent(figures['namesEditedFileAnyRecalled'])}; "
+                f"failed test invocations before the first pass {failed['before']} ({failed['perTrace']} a session), "
+                f"avoided {failed['avoided']} ({failed['reduction']}), of which the command was wrong {failed['commandFailures']}"
+            )
+
+
+def _loads(text: str):
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"not JSON ({exc})") from None
+
+
+def _dumps(value) -> str:
+    return json.dumps(value, indent=1, sort_keys=True)
