@@ -9,7 +9,8 @@ In one process, per round (median of the rounds reported):
   into a fresh coding agent (parse, classify every command, redact, store in PostgreSQL), with the
   default worker processes (PROCMEM_IMPORT_WORKERS, else one per CPU), and again with `--workers 1`
   (all in one process); the CPU seconds of each (the command's process and its workers) are shown;
-- mining: one mining run of that agent (skeletons, contrast, the coding contract, the candidate).
+- mining: one mining run of that agent (library/coding/runs.py: the task families, their candidates
+  with verify commands and recovery notes, proposed as CANDIDATE versions).
 Targets: import ≤ 3× the plain parse; mining ≤ 1× the import. The agents stay in the database
 (their candidate versions are never deleted); each round uses a new agent name.
 """
@@ -107,7 +108,7 @@ def main() -> None:
         stored = AgentSession.objects.filter(agent=agent).count()
 
         started = time.perf_counter()
-        run = mining_run_execute(agent=agent, support_threshold=20)
+        run = mining_run_execute(agent=agent)
         mine_s.append(time.perf_counter() - started)
         print(f"round {round_no + 1}: {files} files; {out.getvalue().strip()} mining: {run.counts.get('candidates')} candidate(s); "
               f"parse {parse_s[-1]:.2f} s, import {import_s[-1]:.2f} s ({import_workers()} workers), in one process "
@@ -128,7 +129,7 @@ def main() -> None:
     print(f"| of one process: parsing the trajectories and classifying 8,238 commands | {c:.2f} | {c / p:.2f} × parse | |")
     print(f"| of one process: redaction (known values, the excerpts' redacted commands and outputs) | {r:.2f} | {r / p:.2f} × parse | |")
     print(f"| of one process: the rest (reading the archive, storing in PostgreSQL) | {max(o - c - r, 0):.2f} | {max(o - c - r, 0) / p:.2f} × parse | |")
-    print(f"| mining run (coding skeleton, contract, candidate) | {m:.2f} | {m / i:.2f} × import | ≤ 1× import: {'met' if m <= i else 'NOT met'} |")
+    print(f"| mining run (task families, their candidates) | {m:.2f} | {m / i:.2f} × import | ≤ 1× import: {'met' if m <= i else 'NOT met'} |")
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 
 

@@ -100,7 +100,7 @@ class Evidence:
     coding_order_lines: list[str] = field(default_factory=list)
     # a coding task family: its name, its figures in words, its recovery notes, its traces
     family: str = ""
-    family_lines: list[str] = field(default_factory=list)
+    task_family_lines: list[str] = field(default_factory=list)
     recovery_lines: list[str] = field(default_factory=list)
     trace_lines: list[str] = field(default_factory=list)
     # a reviewer proposed it although the skeleton's test was not credible: who, when, why
@@ -434,14 +434,14 @@ def _family_evidence(evidence: Evidence, raw: dict[str, Any]) -> None:
         evidence.verify_line = f"{raw['verifyCommand']} — its form ({raw.get('verifyForm', '?')}) passed last in {_of(rate)} resolved sessions of the family"
     contrast = raw.get("contrast") if isinstance(raw.get("contrast"), dict) else {}
     if contrast:
-        evidence.family_lines.append(
+        evidence.task_family_lines.append(
             f"Resolved sessions with a passing test command: {_of(contrast.get('resolvedWithVerify'))}; unresolved sessions: "
             f"{_of(contrast.get('failedWithVerify'))}, {_of(contrast.get('failedWithVerifyForm'))} with this form (shown, not a gate)."
         )
     for label, key, name in (("Read first", "filesRead", "path"), ("Changed", "filesWritten", "path"), ("Tests", "testModules", "module")):
         items = [f"{i.get(name)} ({i.get('traces')})" for i in raw.get(key) or [] if isinstance(i, dict)]
         if items:
-            evidence.family_lines.append(f"{label} (sessions): {', '.join(items)}")
+            evidence.task_family_lines.append(f"{label} (sessions): {', '.join(items)}")
     for note in [n for n in raw.get("recoveryNotes") or [] if isinstance(n, dict)]:
         evidence.recovery_lines.append(f"{note.get('text', '')} — {note.get('traces', '?')} session{'s' if note.get('traces') != 1 else ''}")
     for trace in [t for t in raw.get("traces") or [] if isinstance(t, dict)]:

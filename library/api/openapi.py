@@ -83,10 +83,11 @@ SCHEMAS: dict[str, Any] = {
             "recallPointer": {
                 "type": "object",
                 "description": "Coding procedures only (absent otherwise): the short form a coding agent keeps in view, at most 300 tokens (estimate: ceil(chars / 4))",
-                "required": ["id", "version", "whenToUse", "verifyCommand", "text", "tokens"],
+                "required": ["id", "version", "whenToUse", "verifyCommand", "files", "text", "tokens"],
                 "properties": {
                     "id": {"type": "string"}, "version": {"type": "integer"},
                     "whenToUse": {"type": "string", "description": "The first sentence of appliesWhen, on one line"},
+                    "files": {**_STR_LIST, "description": "The files its postconditions, then preconditions name (a task family's files; at most 6)"},
                     "verifyCommand": {"type": "string"}, "text": {"type": "string"}, "tokens": {"type": "integer", "maximum": 300},
                 },
             },

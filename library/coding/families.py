@@ -44,7 +44,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Mapping, Sequence
 
-from procmem_client.coding import is_label, target_role
+from procmem_client.coding import target_role
 
 from .activities import classify_command, split_command, strip_heredocs
 from .procedures import PHASE_TEXT, coding_skeleton

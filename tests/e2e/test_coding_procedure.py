@@ -25,6 +25,7 @@ from tests.e2e.test_review_flow import eval_worker  # noqa: F401  (the fixture: 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
 
 
+@pytest.mark.timeout(1200)  # imports and mines the 231 sessions, then an eval run
 def test_reviewer_reads_a_family_candidate_and_the_approver_approves_it_after_its_eval(live_server, page, screenshot, swebench_dir, eval_worker):  # noqa: F811
     seed_demo()
     call_command("import_sessions", str(SWEBENCH_TRAJS), "--format", "mini-swe-agent", "--outcomes", str(SWEBENCH_RESULTS),

@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from library.coding.families import (
-    FamilyRule, Reason, Trace, area_of, build_candidate, clean_family_rules, edited_files, family_of, family_words,
+    Reason, Trace, area_of, build_candidate, clean_family_rules, edited_files, family_of, family_words,
     mine_families, parse_test_command, procedure_key_for, recovery_notes, repository_of,
 )
 from library.coding.measure import judge, measure, served_record
