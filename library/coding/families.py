@@ -26,7 +26,8 @@ as the command most of those traces ran (labels as placeholders).
 
 Candidate. A family with at least `min_traces` resolved traces that carry a verify command yields
 one: the phases of the family's commonest skeleton as steps with their concrete targets, the files
-read first (preconditions) and written (postconditions), the verify command, and recovery notes.
+read first (preconditions) and written (postconditions), the verify command, and recovery notes (in
+the test step, after the verify command).
 
 Recovery notes. A failed test invocation before the first passing one is corrected when the passing
 one uses another runner (form) or other test modules: `python3 -m django.test tests/x.py` failed, then
@@ -541,6 +542,8 @@ def build_candidate(
     files_read = [p for p, _ in _top(read_first, FILES_READ_SHOWN)]
     skeletons = Counter(coding_skeleton([_args(c).get("step", "") for c in t.calls]) for t in resolved)
     skeleton = list(_top(skeletons, 1)[0][0]) if skeletons else ["search", "read", "edit", "test", "submit"]
+    if "test" not in skeleton:  # the verify command is a step of every family's procedure
+        skeleton.insert(skeleton.index("submit") if "submit" in skeleton else len(skeleton), "test")
     notes = [*repository_notes, *recovery_notes(traces, kind="module", min_traces=min_traces)]
     repository, _, area = family.partition(":")
     where = f"{repository} " if repository else ""
@@ -559,10 +562,10 @@ def build_candidate(
             steps.append(f"Edit the source file that causes the issue{_often(files_written)}.")
         elif phase == "test":
             modules_text = f" (this family's tests: {', '.join(f'tests/{m}/' for m in test_modules)})" if test_modules else ""
-            steps.append(f"Run the tests of the changed module: {verify}{modules_text}.")
+            # the recovery notes go with the step they correct (the step count stays the phases')
+            steps.append(" ".join([f"Run the tests of the changed module: {verify}{modules_text}.", *(f"Note: {note.text}" for note in notes)]))
         else:
             steps.append(PHASE_TEXT[phase].format(target=""))
-    steps.extend(f"Note: {note.text}" for note in notes)
     # the counts stay in the evidence: the texts change only when the files do (each text is embedded once)
     preconditions = [f"Read before the edit: {path}." for path in files_read]
     postconditions = [f"Changed: {path}." for path in files_written]
