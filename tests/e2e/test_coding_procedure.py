@@ -33,13 +33,14 @@ def test_reviewer_reads_a_family_candidate_and_the_approver_approves_it_after_it
     agent = Agent.objects.get(name="swe-gemini")
     run = mining_run_execute(agent=agent)
     version = ProcedureVersion.objects.get(mining_run=run, procedure__key="fix.django.forms")
-    # the eval: regression cases of the intent, the stand-in coding agent as the runner
+    # the eval: regression cases of the intent naming the family's file (the eval serves what the
+    # agent's selection would inject), the stand-in coding agent as the runner
     agent.eval_runner, agent.eval_python_path = "python", "tests.evals_support:coding_agent_runner"
     agent.save()
     intent = version.procedure.intent
     for number in range(8):
         regression_case_create(agent=agent, intent=intent, actor_label="test", name=f"forms task {number}",
-                               task=f"ModelForm field {number} loses its initial value", expected_tools=["runtests.py"], forbidden_tools=["django_test"])
+                               task=f"ModelForm in django/forms/models.py loses the initial value of field {number}", expected_tools=["runtests.py"], forbidden_tools=["django_test"])
     base = live_server.url
 
     # the reviewer reads the candidate
