@@ -17,6 +17,7 @@ from .models import (
     AgentUserObjectPermission,
     ApiToken,
     AuditEvent,
+    ErasureSweep,
     EvalCaseResult,
     EvalRun,
     Intent,
@@ -25,6 +26,7 @@ from .models import (
     Namespace,
     NamespaceGroupObjectPermission,
     NamespaceUserObjectPermission,
+    OtlpSpan,
     Procedure,
     ProcedureGroupObjectPermission,
     ProcedureRelease,
@@ -32,6 +34,7 @@ from .models import (
     ProcedureVersion,
     RegressionCase,
     Rollout,
+    SessionLabel,
     VersionConflict,
     VersionEmbedding,
     VersionTombstone,
@@ -166,6 +169,38 @@ class AgentSessionAdmin(ReadOnlyModelAdmin):
     list_filter = ("agent", "resolved", "escalated", "raw_purged", "source_format")
     search_fields = ("session_id", "model")
     date_hierarchy = "ended_at"
+
+
+@admin.register(SessionLabel)
+class SessionLabelAdmin(ReadOnlyModelAdmin):
+    """A session's outcome labels as they arrived (library/outcomes.py, audited there)."""
+
+    list_display = ("session", "resolved", "escalated", "rating", "complaint", "closed_by_customer", "at", "source", "via")
+    list_select_related = ("session",)
+    list_filter = ("source",)
+    search_fields = ("session__session_id", "source")
+
+
+@admin.register(OtlpSpan)
+class OtlpSpanAdmin(ReadOnlyModelAdmin):
+    """Spans waiting to become sessions (library/ingest/otlp.py): ids and state only. Their attributes
+    and events are the raw, unredacted messages and tool arguments, which no reviewer (admins
+    included) sees; the session they become is redacted."""
+
+    exclude = ("attributes", "events")
+    list_display = ("trace_id", "span_id", "agent", "name", "state", "received_at", "session_id")
+    list_select_related = ("agent",)
+    list_filter = ("state", "agent")
+    search_fields = ("trace_id", "session_id", "conversation_id")
+
+
+@admin.register(ErasureSweep)
+class ErasureSweepAdmin(ReadOnlyModelAdmin):
+    """What each erasure rewrote and flagged (library/erasure.py); fingerprints are keyed digests, never text."""
+
+    exclude = ("fingerprints",)
+    list_display = ("tombstone", "started_at", "finished_at")
+    list_select_related = ("tombstone",)
 
 
 @admin.register(MiningRun)

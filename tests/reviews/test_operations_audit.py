@@ -119,6 +119,7 @@ def test_audit_page_shows_before_and_after_per_field(client, admin_user, agent, 
     client.force_login(admin_user)
     page = client.get(reverse("reviews:ops_audit"), {"action": "retire"})
     (event,) = page.context["page"]
-    assert event.changes == [("status", "ACTIVE", "RETIRED"), ("version", "1", "1")]
+    # the retirement records that no retirement eval was run (issue 27): eval skipped
+    assert event.changes == [("eval", "", "skipped"), ("status", "ACTIVE", "RETIRED"), ("version", "1", "1")]
     assert '<span title="ACTIVE">ACTIVE</span> → <span title="RETIRED">RETIRED</span>' in page.content.decode()
     assert 'version:</span> <span title="1">1</span>' in page.content.decode()  # unchanged: shown once
