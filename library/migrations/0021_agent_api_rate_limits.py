@@ -13,6 +13,12 @@ FIELD = dict(
 )
 
 
+def _field() -> models.JSONField:
+    field = models.JSONField(**FIELD)
+    field.set_attributes_from_name("api_rate_limits")
+    return field
+
+
 def add_column(apps, schema_editor):
     if schema_editor.connection.vendor == "sqlite":
         schema_editor.execute(
@@ -20,16 +26,15 @@ def add_column(apps, schema_editor):
             """CHECK ((JSON_VALID("api_rate_limits") OR "api_rate_limits" IS NULL))"""
         )
         return
-    field = models.JSONField(**FIELD)
-    field.set_attributes_from_name("api_rate_limits")
-    schema_editor.add_field(apps.get_model("library", "Agent"), field)
+    schema_editor.add_field(apps.get_model("library", "Agent"), _field())
 
 
 def drop_column(apps, schema_editor):
     if schema_editor.connection.vendor == "sqlite":
         schema_editor.execute('ALTER TABLE library_agent DROP COLUMN "api_rate_limits"')
         return
-    schema_editor.remove_field(apps.get_model("library", "Agent"), apps.get_model("library", "Agent")._meta.get_field("api_rate_limits"))
+    # the state before this migration has no such field: remove the one this migration added
+    schema_editor.remove_field(apps.get_model("library", "Agent"), _field())
 
 
 class Migration(migrations.Migration):

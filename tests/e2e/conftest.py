@@ -28,8 +28,11 @@ CHROMIUM_ARGS = [
 ]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
+    """One Chromium per test module: Playwright's sync API keeps an event loop running in the test
+    thread while it is open, and the async tests that run after the browser tests (anyio) need the
+    thread without one."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
