@@ -21,6 +21,7 @@ from library.models import AuditEvent, ErasureSweep, MiningRun, ProcedureVersion
 from reviews import services as review_services
 from reviews.models import NotificationPreference
 from reviews.notifications import ERASED_MESSAGE, notification_email_send
+from tests.conftest import _missing
 from tests.reviews.operations_helpers import activate
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +34,7 @@ def stored_text_holding(needle: str) -> list[tuple[str, str, int]]:
     """(table, column, rows) for every text, varchar and json column of every table that holds
     `needle` (case-insensitive): the database's own list of columns, not the app's."""
     if connection.vendor != "postgresql":
-        pytest.skip("the column scan reads PostgreSQL's information_schema")
+        _missing("the column scan reads PostgreSQL's information_schema: set DATABASE_URL=postgres://…")
     found = []
     with connection.cursor() as cursor:
         cursor.execute(
