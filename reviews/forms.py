@@ -473,6 +473,15 @@ class AgentSettingsForm(forms.Form):
         required=False, min_value=-1e6, max_value=1e6, label=CAPTURE_LABELS["min_rating"],
         help_text="When no outcome says resolved or not: a rating at or above this counts as resolved, below as failed. Empty: ratings decide nothing.",
     )
+    coding_min_traces = forms.IntegerField(
+        required=False, min_value=1, max_value=1000, label=CAPTURE_LABELS["coding_min_traces"],
+        help_text="Coding agents: a task family becomes a candidate once this many resolved sessions ran a verify command. Empty keeps the current value.",
+    )
+    coding_family_rules = forms.JSONField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), label=CAPTURE_LABELS["coding_family_rules"],
+        help_text='Coding agents: sessions whose edited files start with a prefix belong to its family, the longest prefix first; '
+                  'the others group by repository and area. [{"prefix": "django/db/migrations", "family": "migrations"}]',
+    )
     environments = forms.CharField(
         required=False, max_length=400, label="Environments beside production",
         help_text="Names separated by spaces, e.g. \"staging qa\". With staging, an approved version goes to staging first and "
@@ -498,6 +507,9 @@ class AgentSettingsForm(forms.Form):
         cleaned = super().clean()
         if cleaned.get("complaint_window_days") is None:
             cleaned["complaint_window_days"] = 0  # left empty: no complaint window
+        if cleaned.get("coding_min_traces") is None:
+            cleaned.pop("coding_min_traces", None)  # left empty: the current value stays
+        cleaned["coding_family_rules"] = cleaned.get("coding_family_rules") or []
         limits: dict[str, dict[str, str]] = {}
         for endpoint in ENDPOINTS:
             for who in WHO:

@@ -160,3 +160,40 @@ def test_the_label_rule_is_set_on_the_page_and_derives_the_labels_again(client, 
     page = client.get(url).content.decode()
     assert "A complaint within 7 days of a session" in page
     assert "OpenTelemetry traces (OTLP)" in page  # where the sessions came from
+
+
+def test_the_coding_family_settings_are_on_the_page(client, agent, agent_admin):
+    """The task-family rules and the traces a family needs were settable only by `manage.py
+    agent_settings`; the page shows and changes them like every other capture setting."""
+    client.force_login(agent_admin)
+    url = reverse("reviews:agent_settings", args=[agent.name])
+    page = client.get(url).content.decode()
+    assert 'name="coding_min_traces"' in page and 'name="coding_family_rules"' in page
+    rules = '[{"prefix": "django/db/migrations", "family": "migrations"}]'
+    response = client.post(url, _form(agent, coding_min_traces=7, coding_family_rules=rules, reason="group migrations"))
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.coding_min_traces == 7
+    assert agent.coding_family_rules == [{"prefix": "django/db/migrations", "family": "migrations"}]
+    event = AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS, agent=agent).latest("id")
+    assert event.after["coding_min_traces"] == 7 and event.reason == "group migrations"
+    assert "django/db/migrations" in client.get(url).content.decode()  # shown back as it is stored
+    # left empty, the number keeps its value; the rules field emptied clears the rules
+    assert client.post(url, _form(agent, injection_cap=1)).status_code == 302
+    agent.refresh_from_db()
+    assert (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap) == (7, [], 1)
+
+
+@pytest.mark.parametrize("changes,message", [
+    ({"coding_family_rules": '[{"prefix": "", "family": "x"}]'}, "prefix"),
+    ({"coding_family_rules": '{"prefix": "a"}'}, "list"),
+    ({"coding_family_rules": "[not json"}, "JSON"),
+    ({"coding_min_traces": 0}, "greater than or equal to 1"),
+])
+def test_bad_coding_settings_are_named_and_nothing_changes(client, agent, agent_admin, changes, message):
+    client.force_login(agent_admin)
+    before = (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap)
+    response = client.post(reverse("reviews:agent_settings", args=[agent.name]), _form(agent, injection_cap=1, **changes))
+    assert response.status_code == 400 and message in response.content.decode()
+    agent.refresh_from_db()
+    assert (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap) == before
