@@ -502,6 +502,7 @@ class AgentSettingsForm(forms.Form):
                     widget=forms.TextInput(attrs={"placeholder": DEFAULT_LIMITS[endpoint][who]}),
                 )
                 self.initial.setdefault(name, (own.get(endpoint) or {}).get(who, ""))
+        self.fields["reason"] = self.fields.pop("reason")  # last, next to the submit button
 
     def clean(self):
         cleaned = super().clean()
