@@ -104,7 +104,7 @@ def user_can_promote(user, procedure: Procedure) -> bool:
 
 # ---------------------------------------------------------------------------------------------- reading
 # (reads_are_isolated, reads_every_namespace, agents_with_a_right, namespaces_with_a_right and
-# agents_readable_under_isolation are in library/models.py: Agent.objects.visible_to uses them)
+# agents_readable_under_isolation are in library/models/agents.py: Agent.objects.visible_to uses them)
 
 
 def readable_namespaces(user) -> QuerySet[Namespace]:

@@ -32,7 +32,7 @@ FIGURE_LABELS = {
 
 # Other keys, as a label reads ("applies when: …", "minimum tool calls 2").
 KEY_LABELS = {
-    # the procedure record (library/models.py ProcedureVersion, the agent API's JSON)
+    # the procedure record (library/models/versions.py ProcedureVersion, the agent API's JSON)
     "appliesWhen": "applies when", "requiredTools": "required tools", "forbiddenActions": "forbidden actions",
     "verifyCommand": "verify command", "contentHash": "content hash", "reviewBy": "review by",
     # a mining run's settings (library/mining/skeletons.py MiningParameters.to_dict)
