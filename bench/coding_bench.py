@@ -50,7 +50,7 @@ def breakdown(items: list) -> tuple[float, float]:
     from library.ingest.formats import ImportOptions, parse_item
     from library.ingest.store import build_excerpt, redactor_for
     from library.models import Agent
-    from library.redaction import RedactionCache
+    from library.redaction.echo import RedactionCache
 
     started = time.perf_counter()
     sessions = [parse_item(item, fmt="mini-swe-agent", options=ImportOptions()) for item in items]

@@ -40,7 +40,8 @@ from typing import Callable
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from library.redaction import PLACEHOLDER_RE, Redactor, redactor_for_session  # noqa: E402
+from library.redaction.recognizers import PLACEHOLDER_RE  # noqa: E402
+from library.redaction.redactor import Redactor, redactor_for_session  # noqa: E402
 
 Span = tuple[int, int]
 
@@ -273,14 +274,15 @@ _PROCMEM_PHONE = None
 
 
 def procmem_phone() -> Callable[[str, list], list[Span]]:
-    from library.redaction import BUILTIN_RECOGNIZERS, _apply
+    from library.redaction.recognizers import apply_recognizer
+    from library.redaction.shapes import BUILTIN_RECOGNIZERS
 
     phones = [r for r in BUILTIN_RECOGNIZERS if r.label == "phone_number"]
 
     def run(text: str, structured: list) -> list[Span]:
         redacted = text
         for recognizer in phones:
-            redacted = _apply(recognizer, redacted)
+            redacted = apply_recognizer(recognizer, redacted)
         return placeholder_spans(text, redacted)
 
     return run

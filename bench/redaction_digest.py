@@ -38,7 +38,7 @@ def _digest(rows) -> tuple[str, int]:
 def _stored(items, fmt: str, options, shared: bool) -> list:
     from library.ingest.formats import parse_item
     from library.ingest.store import build_excerpt, redactor_for, task_key_for
-    from library.redaction import RedactionCache
+    from library.redaction.echo import RedactionCache
 
     agent = SimpleNamespace(redaction_patterns=[])  # what redactor_for reads of an Agent
     cache = RedactionCache() if shared else None  # one per batch, as sessions_store does
@@ -66,7 +66,7 @@ def main() -> None:
     from bench.coding_bench import RESULTS, plain_parse
     from bench.redaction_compare import synthetic_corpus, taubench_corpus
     from library.ingest.formats import ImportOptions, outcomes_from_results
-    from library.redaction import Redactor, redactor_for_session
+    from library.redaction.redactor import Redactor, redactor_for_session
     from tests.conftest import TAUBENCH_DIR
     from tests.library.taubench_retail import retail_sessions
 

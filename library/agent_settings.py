@@ -39,7 +39,7 @@ from .models import Agent, AuditEvent
 from .permissions import user_can_manage_agent
 from .environments import clean_environments, environments_in_use
 from .rate_limits import clean_rate_limits
-from .redaction import compile_agent_patterns, slow_pattern_problem
+from .redaction.recognizers import compile_agent_patterns, slow_pattern_problem
 from .secret_store import seal_secret
 
 MAX_REVIEW_TARGET_HOURS = 24 * 365

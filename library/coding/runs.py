@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, ProcedureVersion, Source, Status
-from ..redaction import Redactor
+from ..redaction.redactor import Redactor
 from ..services import audit, procedure_propose
 from ..signals import candidates_created
 from .families import FamilyCandidate, FamilyOutcome, Trace, clean_family_rules, edited_files, mine_families

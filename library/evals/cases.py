@@ -41,7 +41,7 @@ from ..ingest.formats import taubench_intent
 from ..interchange import ImportReport
 from ..models import Agent, AgentSession, AuditEvent, Intent, RegressionCase, slug_validator
 from ..permissions import user_is_reviewer
-from ..redaction import redactor_for_session, strings_in
+from ..redaction.redactor import redactor_for_session, strings_in
 from .checks import CheckSpecError, validate_checks
 
 CASE_FIELDS = (

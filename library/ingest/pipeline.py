@@ -23,7 +23,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
-from ..redaction import RedactionCache
+from ..redaction.echo import RedactionCache
 from .formats import ImportOptions, ItemInvalid, parse_item
 from .reader import WHOLE_FILE_BYTES, read_items
 from .store import PreparedSession, raw_retention_days, session_prepare

@@ -19,7 +19,8 @@ from django.utils import timezone
 from .. import safe_json
 from ..mining.skeletons import is_safe_literal
 from ..models import Agent, AgentSession, Intent
-from ..redaction import RedactionCache, Redactor, redactor_for_session, strings_in
+from ..redaction.echo import RedactionCache
+from ..redaction.redactor import Redactor, redactor_for_session, strings_in
 from ..outcomes import pending_until_at_ingest
 from .formats import SessionIn
 

@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..evals.errors import RunnerError
 from ..evals.runners import HttpPolicy, post_json
 from ..models import Agent
-from ..redaction import Redactor
+from ..redaction.redactor import Redactor
 from . import skeletons as mining
 
 MAX_EXCERPTS = 3

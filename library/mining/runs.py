@@ -31,7 +31,7 @@ from django.utils.module_loading import import_string
 from ..coding.runs import coding_mining_run, coding_parameters
 from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
 from ..outcomes import label_final_q, sessions_waiting, waiting_report_entry
-from ..redaction import Redactor
+from ..redaction.redactor import Redactor
 from ..services import audit, procedure_propose, required_reason
 from . import skeletons as mining
 from . import within

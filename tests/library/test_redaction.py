@@ -1,4 +1,4 @@
-"""library/redaction.py: pure Python, no database."""
+"""library/redaction/: pure Python, no database."""
 
 import json
 import string
@@ -7,14 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from library.redaction import (
-    KnownValues,
-    Redactor,
-    collect_known_values,
-    compile_agent_patterns,
-    redactor_for_session,
-    slow_pattern_problem,
-)
+from library.redaction.echo import KnownValues, collect_known_values
+from library.redaction.recognizers import compile_agent_patterns, slow_pattern_problem
+from library.redaction.redactor import Redactor, redactor_for_session
 
 
 @pytest.fixture
@@ -350,7 +345,7 @@ def test_only_four_characters_fold_to_ascii():
     import re
     import sys
 
-    from library.redaction import _ASCII_FOLDS
+    from library.redaction.recognizers import ASCII_FOLDS
 
     ascii_ci = re.compile(r"(?i)[\x00-\x7f]")
     folding = {
@@ -358,7 +353,7 @@ def test_only_four_characters_fold_to_ascii():
         if not 0xD800 <= code <= 0xDFFF
         and (ascii_ci.fullmatch(chr(code)) or len(chr(code).lower()) != 1 or chr(code).lower().isascii())
     }
-    assert folding == set(_ASCII_FOLDS)
+    assert folding == set(ASCII_FOLDS)
 
 
 # every cue of _CUES with each optional ending, as a text writes it
@@ -374,11 +369,12 @@ _CUE_SAMPLES = [
 
 @pytest.mark.parametrize("cue", _CUE_SAMPLES)
 def test_every_name_cue_passes_the_pre_check(cue):
-    from library.redaction import _PERSON_CUE, _features, _select
+    from library.redaction.recognizers import Features, select_recognizers
+    from library.redaction.shapes import _PERSON_CUE
 
     text = f"x = 1; {cue} Anna Schmidt-Lee wrote"
     assert _PERSON_CUE.pattern.search(text) is not None
-    assert _select([_PERSON_CUE], _features(text)) == [_PERSON_CUE]
+    assert select_recognizers([_PERSON_CUE], Features(text)) == [_PERSON_CUE]
     assert "Anna" not in Redactor().text(text)
 
 
@@ -396,20 +392,22 @@ _FRAGMENTS = st.sampled_from([
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=st.lists(_FRAGMENTS, max_size=14).map("".join))
 def test_pre_checks_never_skip_a_recognizer_that_matches(text):
-    import library.redaction as r
+    from library.redaction import echo
+    from library.redaction.recognizers import Features, select_recognizers
+    from library.redaction.shapes import BUILTIN_RECOGNIZERS, NAME_RECOGNIZERS, SHAPE_RECOGNIZERS
 
-    features = r._features(text)
-    for recognizer in (*r.BUILTIN_RECOGNIZERS, *r.SHAPE_RECOGNIZERS, *r.NAME_RECOGNIZERS):
+    features = Features(text)
+    for recognizer in (*BUILTIN_RECOGNIZERS, *SHAPE_RECOGNIZERS, *NAME_RECOGNIZERS):
         # `needs` is part of the rule (a passport number has a digit); keywords, gates and checks
         # are only there to save time
         needed = not recognizer.needs or recognizer.needs in features.marks
         if needed and recognizer.pattern.search(text) is not None:
-            assert r._select([recognizer], features) == [recognizer], (recognizer.label, recognizer.pattern.pattern[:60])
-    assert r._echo_hint(text) == (r._ECHO_HINT_RE.search(text) is not None)
+            assert select_recognizers([recognizer], features) == [recognizer], (recognizer.label, recognizer.pattern.pattern[:60])
+    assert echo._echo_hint(text) == (echo._ECHO_HINT_RE.search(text) is not None)
 
 
 def test_a_cache_shared_by_sessions_changes_no_redaction():
-    from library.redaction import RedactionCache
+    from library.redaction.echo import RedactionCache
 
     sessions = [
         ([{"first_name": "Mia", "reservation_id": "ZFA04Y"}], ["Thanks Mia, reservation ZFA04Y is booked", "git diff", "Dear Anna Lee,"]),
@@ -431,7 +429,8 @@ def test_a_cache_shared_by_sessions_changes_no_redaction():
 @settings(max_examples=500, deadline=None)
 @given(text=st.text(alphabet="ab_=?&;#% \n.:-{}", max_size=30))
 def test_query_parameters_are_found_as_the_pattern_finds_them(text):
-    import library.redaction as r
+    from library.redaction import keys
+    from library.redaction.recognizers import _or_original
 
-    assert [(m.span(), m.groups()) for m in r._query_params(text)] == [(m.span(), m.groups()) for m in r._QUERY_PARAM_RE.finditer(text)]
-    assert r._replace_query_params(text) == r._QUERY_PARAM_RE.sub(lambda m: r._or_original(r._query_param(m), m), text)
+    assert [(m.span(), m.groups()) for m in keys.query_params(text)] == [(m.span(), m.groups()) for m in keys._QUERY_PARAM_RE.finditer(text)]
+    assert keys._replace_query_params(text) == keys._QUERY_PARAM_RE.sub(lambda m: _or_original(keys._query_param(m), m), text)

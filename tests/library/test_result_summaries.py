@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 from library.ingest.formats import parse_adk, parse_openai, parse_procmem
 from library.ingest.store import build_excerpt, redactor_for, result_summary
 from library.models import Agent
-from library.redaction import Redactor
+from library.redaction.redactor import Redactor
 
 RESERVATION = {
     "reservation_id": "JG7FMM", "user_id": "omar_davis_3817", "origin": "MCO", "flight_type": "one_way",

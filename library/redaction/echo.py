@@ -1,0 +1,203 @@
+"""Echo: every value a session puts in a personal position once (by key, in a query string, or
+after a cue in its text) becomes a known value of the session, replaced wherever it occurs in it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote_plus
+
+from .keys import (
+    BIRTH, PERSON, child_labels, is_personal_object, parse_json_string, person_resource, query_param_label, query_params,
+)
+from .recognizers import PLACEHOLDER_RE, Features, folds_like_ascii, select_recognizers
+from .shapes import BUILTIN_RECOGNIZERS, CAPITAL_RE, NAME_RECOGNIZERS, NOT_NAMES
+
+# shapes (e-mail, cards, ids) need no echo: the shape finds them again.
+_ECHOED = {BIRTH, "passport_number", "licence_number", "postal_code", PERSON}
+_ECHOED_SHAPES = [r for r in BUILTIN_RECOGNIZERS if r.label in _ECHOED]
+# A text can put a value in a personal position only with one of these (the cues of shapes.py).
+_ECHO_HINT_RE = re.compile(
+    r"(?i:dob|d\.o\.b|birth|born|geboren|passport|licen[cs]e|zip|postal|postcode|plz|name|i'm|i am|this is|dear|thank|"
+    r"hello|\bhi\b|\b(?:mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b|customer|client|caller|patient|passenger|guest|member|"
+    r"travel|cardholder|holder|subscriber|kunde|belong|behalf|signed by|booked for|addressed to|you are|you're|"
+    r"modified by|reported by|written by|authored by|author:|-by:)"
+    r"|[A-Z][a-z]+ [A-Z][a-z]+"
+)
+# The same test for ASCII text, faster: the words as substrings of the text in lower case (Python's
+# case-insensitive matching of ASCII text is exactly that), the bounded ones and two capitalised
+# words by patterns that the regular-expression engine can scan for by their first character.
+_ECHO_HINT_WORDS = (
+    "dob", "d.o.b", "birth", "born", "geboren", "passport", "licence", "license", "zip", "postal", "postcode", "plz",
+    "name", "i'm", "i am", "this is", "dear", "thank", "hello", "customer", "client", "caller", "patient", "passenger",
+    "guest", "member", "travel", "cardholder", "holder", "subscriber", "kunde", "belong", "behalf", "signed by",
+    "booked for", "addressed to", "you are", "you're", "modified by", "reported by", "written by", "authored by",
+    "author:", "-by:",
+)
+_ECHO_HINT_BOUNDED_RE = re.compile(r"\b(?:hi|mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b")
+_TWO_CAPITALISED_RE = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
+
+
+def _echo_hint(text: str) -> bool:
+    """_ECHO_HINT_RE.search(text) is not None."""
+    if not folds_like_ascii(text):
+        return _ECHO_HINT_RE.search(text) is not None
+    lowered = text.lower()
+    return (
+        any(map(lowered.__contains__, _ECHO_HINT_WORDS))
+        or _ECHO_HINT_BOUNDED_RE.search(lowered) is not None
+        or _TWO_CAPITALISED_RE.search(text) is not None
+    )
+
+
+_HANDLE_RE = re.compile(r"^([a-z]+)_([a-z]+)_\d+$")
+_EMAIL_NAME_RE = re.compile(r"^([a-z]+)[._]([a-z]+)\d*@", re.IGNORECASE)
+
+
+class RedactionCache:
+    """What redaction computed from a text alone, shared by the redactors of one batch of sessions
+    (an import, an API request): the same command, output or task recurs across sessions.
+
+    - `findings`: text → the (value, label) pairs `_collect_from_text` adds for it, in order — a
+      function of the text only;
+    - `redacted`: text → the text redacted by the built-in rules with no known value — what any
+      redactor without agent patterns or kept words makes of a text in which none of its known
+      values occurs (see Redactor.text).
+    Bounded: past MAX_ENTRIES a map takes nothing more (a cache miss only costs the work)."""
+
+    MAX_ENTRIES = 50_000
+
+    __slots__ = ("findings", "redacted")
+
+    def __init__(self) -> None:
+        self.findings: dict[str, tuple[tuple[str, str], ...]] = {}
+        self.redacted: dict[str, str] = {}
+
+
+@dataclass
+class KnownValues:
+    """Personal values seen in one session in a personal position: value → placeholder label."""
+
+    values: dict[str, str] = field(default_factory=dict)
+    # texts already read for values (a session's strings are read once, by structure and as text)
+    read: set[str] = field(default_factory=set, compare=False, repr=False)
+    # what texts gave across sessions (RedactionCache.findings), or None
+    cache: RedactionCache | None = field(default=None, compare=False, repr=False)
+
+    def add(self, value: Any, label: str) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            return
+        value = value.strip()
+        if len(value) < 2 or PLACEHOLDER_RE.search(value) or len(value) > 200:
+            return
+        if label == "secret" or (label not in (PERSON, "user_id") and len(value) < 3):
+            return  # a short code ("TX", "2") would redact ordinary words; secrets have their own shapes
+        if value.isdigit() and len(value) < 5 and label != "card_number":
+            return  # "123" would take prices and house numbers; a card's last four is worth it
+        self.values.setdefault(value, label)
+        if label == PERSON and " " in value:  # "Mia Li" → also "Mia" and "Li"
+            for part in value.split():
+                part = part.strip(".,")
+                if len(part) >= 2 and part.lower() not in NOT_NAMES:
+                    self.values.setdefault(part, label)
+        # Handles and addresses built from a name give the name away even where no tool result
+        # spells it out: sophia_silva_7557 → Sophia, Silva; mia.li3818@… → Mia, Li.
+        handle = _HANDLE_RE.match(value) if label == "user_id" else None
+        if handle is None and label == "email_address":
+            handle = _EMAIL_NAME_RE.match(value)
+        if handle is not None:
+            for part in handle.groups():
+                if len(part) >= 2:
+                    self.values.setdefault(part, PERSON)
+
+
+def collect_known_values(data: Any, known: KnownValues | None = None, *, parent_key: str = "") -> KnownValues:
+    """Walks JSON-like data (tool-call args, parsed tool results) and records every value that sits
+    in a personal position (the same rules `Redactor.value` replaces by)."""
+    known = known if known is not None else KnownValues()
+    _collect(data, known, parent_key, None, False, None)
+    return known
+
+
+def _collect(data: Any, known: KnownValues, key: str, label: str | None, personal: bool, resource: str | None) -> None:
+    if isinstance(data, dict):
+        personal_object = is_personal_object(data, key)
+        resource_id = person_resource(data)
+        children = child_labels(tuple(data), key, personal_object, resource_id)
+        for (raw_key, value), (child, child_label, payment) in zip(data.items(), children):
+            if payment:  # payment methods keyed by their id
+                known.add(raw_key, "payment_id")
+            if child == "name" and isinstance(value, (dict, list)):
+                child_label = None  # a name object: its parts are labelled below
+            _collect(value, known, child, child_label, personal_object, resource_id)
+    elif isinstance(data, list):
+        for item in data:
+            _collect(item, known, key, label, personal, resource)
+    elif isinstance(data, str):
+        parsed = parse_json_string(data)
+        if parsed is not None:
+            _collect(parsed, known, key, None, personal, resource)
+        elif label is not None:
+            known.add(data, label)
+        else:
+            _collect_from_text(data, known)
+    elif label is not None and isinstance(data, (int, float)) and not isinstance(data, bool):
+        known.add(data, label)
+
+
+def _collect_from_text(text: str, known: KnownValues) -> None:
+    """Values a text puts in a personal position: query-string parameters and what follows a cue."""
+    if len(text) < 6 or text in known.read:
+        return
+    known.read.add(text)
+    cache = known.cache
+    if cache is None:
+        _find_in_text(text, known.add)
+        return
+    findings = cache.findings.get(text)
+    if findings is None:
+        found: list[tuple[str, str]] = []
+        _find_in_text(text, lambda value, label: found.append((value, label)))
+        findings = tuple(found)
+        if len(cache.findings) < cache.MAX_ENTRIES:
+            cache.findings[text] = findings
+    for value, label in findings:
+        known.add(value, label)
+
+
+def _find_in_text(text: str, add: Callable[[Any, str], None]) -> None:
+    """Calls `add(value, label)` for each value `text` puts in a personal position, in order."""
+    if "=" in text:
+        for match in query_params(text):
+            label = query_param_label(match)
+            if label is not None and match.group(2):
+                decoded = unquote_plus(match.group(2))
+                add(decoded, label)
+                if label == PERSON and "," in decoded:
+                    for part in decoded.split(","):
+                        add(part, label)
+    # Most strings in tool results (flight numbers, dates, cities) have no cue at all: one search
+    # rules them out before the recognizers run.
+    if " " not in text or not _echo_hint(text):
+        return
+    features = Features(text)
+    recognizers = _ECHOED_SHAPES + (NAME_RECOGNIZERS if CAPITAL_RE.search(text) else [])
+    for recognizer in select_recognizers(recognizers, features):
+        for match in recognizer.pattern.finditer(text):
+            if recognizer.replace is not None and recognizer.replace(match) is None:
+                continue
+            add(match.group(recognizer.group), recognizer.label)
+
+
+def harvest_names(texts: Iterable[str], known: KnownValues) -> KnownValues:
+    """Values that texts put in a personal position anywhere in the session (a name after a cue, a
+    DOB after "born", a query parameter) become known values, so that the same value elsewhere —
+    without a cue, or in a tool argument — goes too."""
+    for text in texts:
+        if isinstance(text, str) and text:
+            _collect_from_text(text, known)
+    return known

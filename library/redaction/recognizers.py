@@ -1,0 +1,195 @@
+"""What a recognizer is and how a chain of them runs over a text: placeholders are never matched
+again, cheap pre-checks (features, keywords, gates) skip recognizers that cannot match, and the
+agent's own patterns become recognizers after a check that they cannot take exponential time."""
+
+from __future__ import annotations
+
+import re
+from re import _constants as sre_constants  # the parser of `re` itself, for slow_pattern_problem
+from re import _parser as sre_parse
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+PLACEHOLDER_RE = re.compile(r"\{\{[a-z_]+\}\}")
+
+
+@dataclass(frozen=True)
+class Recognizer:
+    label: str
+    pattern: re.Pattern
+    # Replaces one match; returns None to keep the text (a validator said it is not a real hit).
+    replace: Callable[[re.Match], str | None] | None = None
+    # The group that holds the personal value (for echo); 0 is the whole match.
+    group: int = 0
+    # Only worth running on text that has this feature ("digit", "@", "=", "/"): a cheap pre-check.
+    needs: str = ""
+    # Only worth running on text that holds one of these lower-case words (in any case): keywords
+    # every match contains, read off the pattern, checked with a substring search of the text in
+    # lower case. A necessary condition, so skipping changes nothing; texts with one of the four
+    # non-ASCII characters that case-insensitive patterns fold to ASCII ("İ", "ı", "ſ", "K")
+    # always run the pattern (folds_like_ascii).
+    words: tuple[str, ...] = ()
+    # Only worth running on text where this cheap pattern matches: a part every match contains,
+    # written so that the regular-expression engine can skip to its first character (the
+    # recognizers start with \b or a lookbehind, which makes the engine try every position): a
+    # rare literal first, what precedes it as a lookbehind (`-(?<=\d{3}-)\d{2}-\d{4}` for SSNs).
+    # Case-insensitive recognizers use it only on texts `words` may be checked on.
+    gate: re.Pattern | None = None
+    # Replaces in the whole text instead of `pattern` (the session's known values).
+    apply: Callable[[str], str] | None = None
+    # Any other necessary condition, read off the text's features (after `needs`, `words`, `gate`).
+    check: Callable[["Features"], bool] | None = None
+
+
+# The only characters outside ASCII that Python's case-insensitive matching takes for an ASCII
+# character ("İ" and "ı" for i, "ſ" for s, the Kelvin sign for k; checked over all of Unicode), and
+# "İ" is the only character whose lower case has another length. A text without them matches an
+# ASCII word case-insensitively exactly where its lower case holds the word: lower() maps character
+# by character, never turns another character into ASCII, and keeps word characters word characters.
+ASCII_FOLDS = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def folds_like_ascii(text: str) -> bool:
+    """Case-insensitive matching of ASCII words in `text` is a substring search of text.lower():
+    true of ASCII text, and of any text without the four characters of ASCII_FOLDS (an excerpt's
+    output cut with "…", a path with "é")."""
+    return text.isascii() or not any(char in text for char in ASCII_FOLDS)
+
+
+def compile_agent_patterns(patterns: Iterable[Mapping[str, Any]] | None) -> list[Recognizer]:
+    """Turns Agent.redaction_patterns into recognizers. Raises ValueError naming the bad entry."""
+    compiled: list[Recognizer] = []
+    for index, entry in enumerate(patterns or []):
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("regex"), str):
+            raise ValueError(f"redaction_patterns[{index}]: needs {{\"label\": ..., \"regex\": ...}}")
+        label = re.sub(r"[^a-z_]", "_", str(entry.get("label") or "id").lower()) or "id"
+        try:
+            compiled.append(Recognizer(label, re.compile(entry["regex"])))
+        except re.error as exc:
+            raise ValueError(f"redaction_patterns[{index}]: invalid regex {entry['regex']!r}: {exc}") from None
+    return compiled
+
+
+def _repeats(items: Any) -> Iterator[tuple[int, list]]:
+    """(upper bound, body) of every backtracking repeat in a parsed pattern, outermost first."""
+    for op, av in items:
+        if op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+            yield av[1], av[2]
+            yield from _repeats(av[2])
+        elif op == sre_constants.SUBPATTERN:
+            yield from _repeats(av[3])
+        elif op == sre_constants.BRANCH:
+            for branch in av[1]:
+                yield from _repeats(branch)
+        elif op in (sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+            yield from _repeats(av[1])
+
+
+def slow_pattern_problem(regex: str) -> str | None:
+    """Why a pattern may take exponential time, or None: an unbounded repeat inside another repeat
+    (`(a+)+`, `(\\w*\\s?)*`) backtracks through every split of a long run. Agent patterns run on every
+    ingested session, in the request; possessive repeats and atomic groups (`(?>a+)+`) do not
+    backtrack and pass."""
+    try:
+        parsed = sre_parse.parse(regex)
+    except re.error:
+        return None  # compiling says what is wrong
+    for upper, body in _repeats(parsed):
+        if upper > 1 and any(inner == sre_constants.MAXREPEAT for inner, _ in _repeats(body)):
+            return "has an unbounded repeat inside another repeat (like (a+)+), which can take exponential time"
+    return None
+
+
+def split_placeholders(text: str) -> list[tuple[bool, str]]:
+    """Splits text into (is_placeholder, piece) so recognizers never rewrite a placeholder."""
+    pieces: list[tuple[bool, str]] = []
+    last = 0
+    for match in PLACEHOLDER_RE.finditer(text):
+        if match.start() > last:
+            pieces.append((False, text[last : match.start()]))
+        pieces.append((True, match.group(0)))
+        last = match.end()
+    if last < len(text):
+        pieces.append((False, text[last:]))
+    return pieces
+
+
+def apply_recognizer(recognizer: Recognizer, text: str) -> str:
+    if recognizer.replace is None:
+        def sub(match: re.Match) -> str:
+            return "{{" + recognizer.label + "}}"
+    else:
+        def sub(match: re.Match) -> str:
+            replaced = recognizer.replace(match)
+            return match.group(0) if replaced is None else replaced
+
+    if "{{" not in text:  # the common case: nothing to protect
+        return recognizer.pattern.sub(sub, text)
+    return "".join(
+        piece if is_placeholder else recognizer.pattern.sub(sub, piece)
+        for is_placeholder, piece in split_placeholders(text)
+    )
+
+
+_DIGIT_RE = re.compile(r"\d")
+
+
+class Features:
+    """What the cheap pre-checks of the recognizers read from a text: which of "@", "=", "/" and
+    digits it has, and the text in lower case (None when case-insensitive patterns may match it
+    where its lower case holds no ASCII keyword: see folds_like_ascii)."""
+
+    __slots__ = ("text", "marks", "lowered")
+
+    def __init__(self, text: str):
+        self.text = text
+        self.marks = {char for char in "@=/" if char in text}
+        if _DIGIT_RE.search(text):
+            self.marks.add("digit")
+        self.lowered = text.lower() if folds_like_ascii(text) else None
+
+
+def run_chain(chain: list[Recognizer], text: str) -> str:
+    """Applies the recognizers in order to text that holds no placeholder; once one inserts a
+    placeholder, the rest run on the pieces between placeholders only."""
+    for index, recognizer in enumerate(chain):
+        if recognizer.apply is not None:
+            replaced = recognizer.apply(text)
+        elif recognizer.replace is None:
+            label = "{{" + recognizer.label + "}}"
+            replaced = recognizer.pattern.sub(lambda m: label, text)
+        else:
+            replace = recognizer.replace
+            replaced = recognizer.pattern.sub(lambda m: _or_original(replace(m), m), text)
+        if replaced != text and "{{" in replaced:
+            rest = chain[index + 1 :]
+            if not rest:
+                return replaced
+            return "".join(piece if is_placeholder else run_chain(rest, piece) for is_placeholder, piece in split_placeholders(replaced))
+        text = replaced
+    return text
+
+
+def _or_original(replaced: str | None, match: re.Match) -> str:
+    return match.group(0) if replaced is None else replaced
+
+
+def select_recognizers(recognizers: Iterable[Recognizer], features: Features) -> list[Recognizer]:
+    """The recognizers that may match the text: those whose necessary features and keywords it has
+    and whose gate and check pass. Checked on the whole text (the pieces the recognizers later see
+    are parts of it). One loop: it runs for every recognizer on every text redacted."""
+    marks, lowered, text = features.marks, features.lowered, features.text
+    selected = []
+    for recognizer in recognizers:
+        if recognizer.needs and recognizer.needs not in marks:
+            continue
+        if recognizer.words and lowered is not None and not any(map(lowered.__contains__, recognizer.words)):
+            continue
+        gate = recognizer.gate
+        if gate is not None and (lowered is not None or not recognizer.pattern.flags & re.IGNORECASE) and gate.search(text) is None:
+            continue
+        if recognizer.check is not None and not recognizer.check(features):
+            continue
+        selected.append(recognizer)
+    return selected

@@ -1,0 +1,195 @@
+"""The redactor of one session: the agent's patterns, the built-in shapes, the session's known
+values and names, applied in that order to texts and by structure to JSON-like values."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from .echo import KnownValues, RedactionCache, collect_known_values, harvest_names
+from .keys import child_labels, is_personal_object, key_label, normalise_key, parse_json_string, person_resource
+from .recognizers import (
+    PLACEHOLDER_RE, Features, Recognizer, compile_agent_patterns, run_chain, select_recognizers, split_placeholders,
+)
+from .shapes import BUILTIN_RECOGNIZERS, CAPITAL_RE, NAME_RECOGNIZERS, SHAPE_RECOGNIZERS
+
+_NO_PATTERN = re.compile(r"(?!)")
+
+
+class Redactor:
+    """Redacts text and JSON-like values. Build one per session (known values differ per session)."""
+
+    def __init__(
+        self,
+        *,
+        agent_patterns: Iterable[Mapping[str, Any]] | None = None,
+        known: KnownValues | None = None,
+        keep: Iterable[str] = (),
+        cache: RedactionCache | None = None,
+    ):
+        """`keep`: words never redacted, such as the agent's tool names in a drafted step
+        (`s3Upload` has the shape of an id). `cache`: shared with the other sessions of a batch."""
+        self.agent_recognizers = compile_agent_patterns(agent_patterns)
+        self._keep = sorted({word for word in keep if isinstance(word, str) and len(word) >= 3}, key=len, reverse=True)
+        self.known = known or KnownValues()
+        self._lowered = {value.lower(): label for value, label in self.known.values.items()}
+        # longest first, so "mia_li_3668" wins over "Mia"
+        self._by_length = sorted(self._lowered, key=len, reverse=True)
+        self._known_recognizer = Recognizer("known", _NO_PATTERN, apply=self._replace_known)
+        self._cache: dict[str, str] = {}
+        # texts redacted by the built-in rules alone, shared across sessions: only a redactor whose
+        # own additions (agent patterns, kept words) are empty may read or fill it
+        self._shared = cache.redacted if cache is not None and not self.agent_recognizers and not self._keep else None
+
+    def _shareable(self, text: str) -> bool:
+        """True when no known value of the session occurs in `text`: then the known values change
+        nothing (the recognizers only ever see parts of the text), and the text redacts as it would
+        in any session. Decided for ASCII text only, where parts of the text in lower case are
+        parts of the text's lower case."""
+        if not self._by_length:
+            return True
+        if not text.isascii():
+            return False
+        lowered = text.lower()
+        return not any(map(lowered.__contains__, self._by_length))
+
+    def text(self, text: str) -> str:
+        if not text:
+            return text
+        cached = self._cache.get(text)
+        if cached is not None:
+            return cached
+        if self._shared is not None and self._shareable(text):
+            redacted = self._shared.get(text)
+            if redacted is None:
+                redacted = self._redact(text)
+                if len(self._shared) < RedactionCache.MAX_ENTRIES:
+                    self._shared[text] = redacted
+            if len(self._cache) < 4096:
+                self._cache[text] = redacted
+            return redacted
+        kept = [word for word in self._keep if word in text]
+        if kept:
+            # kept words stand in as placeholders (which no rule touches) and come back after
+            sentinels = {f"{{{{keep_{chr(97 + i // 26)}{chr(97 + i % 26)}}}}}": word for i, word in enumerate(kept)}
+            masked = text
+            for sentinel, word in sentinels.items():
+                masked = re.sub(rf"(?<![\w]){re.escape(word)}(?![\w])", sentinel, masked)
+            redacted = self._redact(masked)
+            for sentinel, word in sentinels.items():
+                redacted = redacted.replace(sentinel, word)
+        else:
+            redacted = self._redact(text)
+        if len(self._cache) < 4096:
+            self._cache[text] = redacted
+        return redacted
+
+    def _redact(self, text: str) -> str:
+        # Order matters: whole tokens first (the agent's ids, secrets, e-mails, handles), so that a
+        # known first name never splits "mia.li3818@example.com" into "{{person_name}}.li3818@…";
+        # then the session's known values (their own placeholders), then id shapes, then names.
+        features = Features(text)
+        chain = [*self.agent_recognizers, *select_recognizers(BUILTIN_RECOGNIZERS, features)]
+        if self._by_length:
+            chain.append(self._known_recognizer)
+        chain.extend(select_recognizers(SHAPE_RECOGNIZERS, features))
+        if CAPITAL_RE.search(text):
+            chain.extend(select_recognizers(NAME_RECOGNIZERS, features))
+        if "{{" in text:
+            return "".join(piece if is_placeholder else run_chain(chain, piece) for is_placeholder, piece in split_placeholders(text))
+        return run_chain(chain, text)
+
+    def _replace_known(self, text: str) -> str:
+        """Replaces the session's known values as whole words, ignoring case. Plain substring search
+        instead of a regular expression: every session has other values, and compiling a pattern
+        for each one cost more than all the other rules together."""
+        lowered = text.lower()
+        if len(lowered) != len(text):  # a character whose lower case has another length: rare
+            pattern = re.compile(r"(?<![\w#])(" + "|".join(re.escape(v) for v in self._by_length) + r")(?![\w])", re.IGNORECASE)
+            return pattern.sub(lambda m: "{{" + self._lowered.get(m.group(1).lower(), "personal_data") + "}}", text)
+        spans: list[tuple[int, int, str]] = []
+        for value in self._by_length:
+            start = lowered.find(value)
+            while start >= 0:
+                end = start + len(value)
+                before = text[start - 1] if start else " "
+                after = text[end] if end < len(text) else " "
+                if not (before.isalnum() or before in "_#") and not (after.isalnum() or after == "_") and not any(
+                    s < end and start < e for s, e, _ in spans
+                ):
+                    spans.append((start, end, value))
+                start = lowered.find(value, start + 1)
+        if not spans:
+            return text
+        out, last = [], 0
+        for start, end, value in sorted(spans):
+            out.append(text[last:start])
+            out.append("{{" + self._lowered[value] + "}}")
+            last = end
+        out.append(text[last:])
+        return "".join(out)
+
+    def value(self, data: Any, *, key: str = "") -> Any:
+        """Redacts JSON-like data: values in a personal position (see the module docstring) become
+        their placeholder outright; every other string (and every object key) goes through `text`."""
+        normalised = normalise_key(key) if key else ""
+        return self._value(data, normalised, key_label(normalised) if normalised else None, None)
+
+    def _value(self, data: Any, key: str, label: str | None, resource: str | None) -> Any:
+        if isinstance(data, dict):
+            personal_object = is_personal_object(data, key)
+            resource_id = person_resource(data)
+            out = {}
+            children = child_labels(tuple(data), key, personal_object, resource_id)
+            for (raw_key, value), (child, child_label, _payment) in zip(data.items(), children):
+                if child == "name" and isinstance(value, (dict, list)):
+                    child_label = None
+                out[self.text(str(raw_key))] = self._value(value, child, child_label, resource_id)
+            return out
+        if isinstance(data, list):
+            return [self._value(item, key, label, resource) for item in data]
+        if label is not None and isinstance(data, (str, int, float)) and not isinstance(data, bool):
+            if isinstance(data, str) and (not data.strip() or PLACEHOLDER_RE.fullmatch(data.strip())):
+                return data
+            if isinstance(data, str) and parse_json_string(data) is not None:
+                return json.dumps(self._value(json.loads(data), key, None, resource))
+            return "{{" + label + "}}"
+        if isinstance(data, str):
+            parsed = parse_json_string(data)
+            if parsed is not None:
+                return json.dumps(self._value(parsed, key, None, resource))
+            redacted = self.text(data)
+            if redacted == "{{id}}" and key:  # a whole value of id shape: name it after its key
+                return "{{" + (re.sub(r"[^a-z_]", "", key).strip("_") or "id") + "}}"
+            return redacted
+        return data
+
+
+def redactor_for_session(
+    *, structured: Iterable[Any], texts: Iterable[str] = (), agent_patterns: Iterable[Mapping[str, Any]] | None = None,
+    cache: RedactionCache | None = None,
+) -> Redactor:
+    """A redactor that knows the personal values of one session: those its structured data (args,
+    tool results) holds in personal positions, and those its texts introduce with a cue. `cache`:
+    shared by the sessions of one batch (RedactionCache); the result is the same without it."""
+    known = KnownValues(cache=cache)
+    for item in structured:
+        collect_known_values(item, known)
+    harvest_names(texts, known)
+    return Redactor(agent_patterns=agent_patterns, known=known, cache=cache)
+
+
+def strings_in(data: Any) -> Iterator[str]:
+    """Every string inside JSON-like data, in order (for harvesting names from free-text arguments).
+    Iterative: a generator per level cost more than the harvest on coding sessions."""
+    stack = [data]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif isinstance(item, Mapping):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, list):
+            stack.extend(reversed(item))

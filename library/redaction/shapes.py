@@ -1,0 +1,301 @@
+"""The built-in recognizers by shape: secrets, e-mail, cards, IBANs, SSNs, IP addresses, dates of
+birth, passports and licences, street addresses, phone numbers, payment and user ids, FHIR
+references, id-shaped tokens, and names after a cue (docs/redaction.md has the measurements)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from .keys import BIRTH, PERSON, QUERY_RECOGNIZER
+from .recognizers import Features, Recognizer
+
+def _luhn_ok(digits: str) -> bool:
+    total, parity = 0, len(digits) % 2
+    for index, char in enumerate(digits):
+        value = int(char)
+        if index % 2 == parity:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+def _keep_prefix(group: int, label: str) -> Callable[[re.Match], str]:
+    return lambda m: m.group(0)[: m.start(group) - m.start(0)] + "{{" + label + "}}" + m.group(0)[m.end(group) - m.start(0):]
+
+
+def _after_cue(
+    label: str, pattern: re.Pattern, *, needs: str = "digit", replace=None, words: tuple[str, ...] = (), gate: re.Pattern | None = None,
+    check: Callable[["Features"], bool] | None = None,
+) -> Recognizer:
+    """A value announced by a cue ("passport no. X", "zip 12345", "customer Jane Doe"): group 1 is the
+    value and is replaced by the placeholder; the cue stays."""
+    return Recognizer(
+        label, pattern, replace=replace or _keep_prefix(1, label), group=1, needs=needs, words=words, gate=gate, check=check
+    )
+
+
+def _card(match: re.Match) -> str | None:
+    digits = re.sub(r"\D", "", match.group(0))
+    return "{{card_number}}" if 13 <= len(digits) <= 19 and _luhn_ok(digits) else None
+
+
+def _phone(match: re.Match) -> str | None:
+    digits = re.sub(r"\D", "", match.group(0))
+    return "{{phone_number}}" if 9 <= len(digits) <= 15 else None
+
+
+# --- id-shaped tokens ------------------------------------------------------------------------------
+# Letters mixed with digits (optionally joined by hyphens, optionally after "#"), at least five
+# letters-or-digits, with an upper-case letter or at least two digits: 4WQ150, S6534835, #W1234567,
+# ORD-12345, C-998877. Ordinals, times and units (24th, 9pm, 1000ml, 24-hour) are not ids, nor are
+# the escapes of code ('\u00a1', '\x1b'); a token after any other backslash is (C:\Users\AB12345).
+_MIXED_ID_RE = re.compile(
+    r"(?<![\w{}#\-@.])(?!(?<=\\)(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2})(?![A-Za-z0-9]))#?(?=[A-Za-z0-9\-]*\d)(?=[A-Za-z0-9\-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w{}@#]|-\w|\.\w)"
+)
+_UNIT_RE = re.compile(
+    r"^\d+(?:st|nd|rd|th|am|pm|a|p|s|k|m|x|h|hr|hrs|min|mins|ml|l|mg|g|kg|km|cm|mm|gb|mb|tb|kb|lb|lbs|oz|in|ft|px|pt|d|y)$",
+    re.IGNORECASE,
+)
+# "24-hour", "covid-19", and dates with a time ("2024-05-02T03") are not ids either.
+_NOT_ID_RE = re.compile(r"^\d+-[a-z]+(?:-[a-z]+)*$|^[a-z]+-\d{1,3}$|^\d{4}-\d{1,2}-\d{1,2}")
+
+
+def _mixed_id(match: re.Match) -> str | None:
+    token = match.group(0)
+    core = token.lstrip("#")
+    alnum = core.replace("-", "")
+    if len(alnum) < 5 or _UNIT_RE.match(core) or _NOT_ID_RE.match(core):
+        return None
+    digits = sum(char.isdigit() for char in alnum)
+    if not (any(char.isupper() for char in alnum) or digits >= 2):
+        return None
+    return "{{id}}"
+
+
+# All-caps letter codes (VAAOXJ) are ids only after an id word in the same sentence: shouted words
+# ("PLEASE") are not.
+_CAPS_CODE_RE = re.compile(r"(?<![\w{}#\-])[A-Z]{5,10}(?![\w{}\-])")
+_ID_CUE_RE = re.compile(
+    r"(?i)\b(?:reservations?|bookings?|confirmations?|orders?|codes?|records?|tickets?|locators?|pnrs?|ref|reference|"
+    r"ids?|numbers?|no|nr|mrn|members?|membership|vouchers?|trips?|accounts?|patients?|cases?|claims?|policy|passport|licen[cs]e)\b"
+)
+
+
+def _caps_code(match: re.Match) -> str | None:
+    before = match.string[max(0, match.start() - 60) : match.start()]
+    before = re.split(r"[.!?\n]\s", before)[-1]
+    return "{{id}}" if _ID_CUE_RE.search(before) else None
+
+
+_DATE = r"(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*,? \d{4})"
+_STREET_SUFFIX = r"(?:street|st|avenue|ave|road|rd|drive|dr|lane|ln|boulevard|blvd|way|court|ct|place|pl|terrace|parkway|pkwy|circle|cir|highway|hwy|square|sq|close|crescent|row|walk|gardens|hill)"
+_DE_STREET_WORDS = ("straße", "strasse", "str.", "weg", "gasse", "platz", "allee", "ring", "damm", "ufer", "chaussee", "steig", "pfad")
+_DE_STREET_NAMES = ("Straße", "Strasse", "Str.", "Weg", "Gasse", "Platz", "Allee", "Ring", "Damm", "Ufer")
+_DE_STREET = "(?:" + "|".join(map(re.escape, _DE_STREET_WORDS)) + ")"
+# A street word, an optional space, a digit — as a digit with the street word behind it, so that the
+# engine only stops at digits (an alternation of words is tried at every position); the last letters
+# of the words are looked behind for first, which rules out most digits at once.
+_DE_STREET_ENDS = re.escape("".join(sorted({word[-1] for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES)})))
+_DE_STREET_NUMBER_GATE = re.compile(
+    rf"\d(?:(?<=[{_DE_STREET_ENDS}]\d)|(?<=[{_DE_STREET_ENDS}] \d))"
+    r"(?:" + "|".join(f"(?<={re.escape(word)}{space}\\d)" for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES) for space in ("", " ")) + ")"
+)
+_NAME_WORD = r"[A-Z](?:[a-z]+|'[A-Z][a-z]+)(?:-[A-Z][a-z]+)?"
+
+
+BUILTIN_RECOGNIZERS: list[Recognizer] = [
+    # secrets first: they may contain anything else
+    Recognizer("secret", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), words=("eyj",)),
+    Recognizer(
+        "secret", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}\b"),
+        words=("sk-", "sk_", "pk-", "pk_", "rk-", "rk_"),
+    ),
+    Recognizer(
+        "secret", re.compile(r"\b(?:pm_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-|AKIA|ASIA|AIza)[A-Za-z0-9_\-]{12,}"),
+        words=("pm_", "ghp_", "gho_", "ghs_", "github_pat_", "xox", "akia", "asia", "aiza"),
+    ),
+    Recognizer("secret", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{16,}=*"), words=("bearer",)),
+    Recognizer(
+        "secret",
+        re.compile(r"(?i)\b(?:api[_ -]?key|access[_ -]?token|auth[_ -]?token|secret|password|passwd|pwd)\b(\s*[:=]\s*|\s+is\s+)(\"?)([^\s\"',;]{4,})"),
+        replace=lambda m: m.group(0)[: m.start(3) - m.start(0)] + "{{secret}}",
+        words=("api", "token", "secret", "passw", "pwd"),
+    ),
+    QUERY_RECOGNIZER,
+    Recognizer("email_address", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs="@"),
+    Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"), needs="digit", gate=re.compile(r"\d(?<=[A-Z]{2}\d)\d")),
+    Recognizer(
+        "card_number", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), replace=_card, needs="digit",
+        gate=re.compile(r"\d(?:[ -]?\d){12}"),
+    ),
+    Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), needs="digit", gate=re.compile(r"-(?<=\d{3}-)\d{2}-\d{4}")),
+    Recognizer(
+        "ip_address", re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"), needs="digit",
+        gate=re.compile(r"\.(?<=\d\.)\d{1,3}\.\d{1,3}\.\d"),
+    ),
+    _after_cue(
+        BIRTH,
+        re.compile(
+            r"(?i)\b(?:dob|d\.o\.b\.?|date of birth|birth ?date|birthday|born(?: on| in)?|geboren(?: am)?)\b[^0-9a-z{]{0,12}(?:is |was |on |of )?[^0-9a-z{]{0,3}(" + _DATE + r")"
+        ),
+        words=("dob", "d.o.b", "birth", "born", "geboren"),
+    ),
+    _after_cue(
+        "passport_number", re.compile(r"(?i)\bpassport(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,14})\b"),
+        words=("passport",),
+    ),
+    _after_cue(
+        "licence_number",
+        re.compile(r"(?i)\b(?:driver'?s |driving )?licen[cs]e(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,17})\b"),
+        replace=lambda m: None if not re.search(r"\d", m.group(1)) else _keep_prefix(1, "licence_number")(m),
+        words=("licence", "license"),
+    ),
+    Recognizer(
+        "address",
+        re.compile(
+            r"(?i)\b\d{1,6}[A-Za-z]?(?: [A-Z][a-z]+){1,4} " + _STREET_SUFFIX + r"\b\.?(?:,? (?:apt|apartment|suite|unit|flat|#) ?[A-Za-z0-9\-]+)?"
+        ),
+        needs="digit",
+        gate=re.compile(r"\d[A-Za-z]? [A-Za-z]"),
+    ),
+    Recognizer(
+        "address",
+        re.compile(
+            r"(?:\b[A-ZÄÖÜ][a-zäöüß]+[ \-])?\b[A-ZÄÖÜ][a-zäöüß]*(?:" + _DE_STREET + r"|[ \-](?:" + "|".join(map(re.escape, _DE_STREET_NAMES)) + "))"
+            r" ?\d{1,4}(?: ?[a-z]\b)?(?:,? \d{5}(?: [A-ZÄÖÜ][a-zäöüß]+(?:[ \-][A-ZÄÖÜ][a-zäöüß]+)?)?)?"
+        ),
+        needs="digit",
+        gate=_DE_STREET_NUMBER_GATE,
+    ),
+    Recognizer(
+        "address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit",
+        words=("apt", "apartment", "suite", "unit"),
+    ),
+    _after_cue(
+        "postal_code", re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b"),
+        words=("zip", "postal", "postcode", "plz"),
+    ),
+    Recognizer(
+        "phone_number",
+        re.compile(r"(?<![\w{])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?|\d{2,4}[ .\-])\d{3,4}[ .\-]\d{3,4}(?![\w}])"),
+        replace=_phone,
+        needs="digit",
+        gate=re.compile(r"\d{3}[ .\-]\d{3}"),
+    ),
+    # national numbers with a trunk 0 (German mobile "0151 23456789", "030/1234567")
+    Recognizer(
+        "phone_number", re.compile(r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])"), replace=_phone, needs="digit",
+        gate=re.compile(r"0\d{2,4}\)?[ /\-]?\d{5}"),  # the number without its edges: from the 0 to 5 digits after
+    ),
+    # international numbers in any grouping (+49 30 5511786, +44 20 7946 0958, +4915123456789)
+    Recognizer(
+        "phone_number", re.compile(r"(?<![\w{+])\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){1,5}(?![\w}])"), replace=_phone, needs="digit",
+        gate=re.compile(r"\+\d"),
+    ),
+    Recognizer(
+        "payment_id",
+        re.compile(r"(?i)\b(?:credit_card|debit_card|gift_card|certificate|paypal|bank_account|card|pm)_\d{4,}\b"),
+        needs="digit",
+        words=("card_", "certificate_", "paypal_", "bank_account_", "pm_"),
+    ),
+    Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit", gate=re.compile(r"_(?<=[a-z]_)\d{3}")),
+    Recognizer(
+        "patient_id",
+        re.compile(r"\b(Patient|Person|RelatedPerson|Practitioner)/([A-Za-z0-9\-.]{1,64})"),
+        replace=lambda m: f"{m.group(1)}/{{{{{'patient_id' if m.group(1) == 'Patient' else 'person_id'}}}}}",
+        group=2,
+        needs="/",
+        words=("patient/", "person/", "practitioner/"),
+    ),
+]
+# Id shapes run after the echo, so that a value the session named (reservation_id: 4WQ150) keeps
+# its own placeholder; these catch the ids no structure named.
+SHAPE_RECOGNIZERS: list[Recognizer] = [
+    Recognizer("id", _MIXED_ID_RE, replace=_mixed_id, needs="digit"),
+    Recognizer("id", _CAPS_CODE_RE, replace=_caps_code, gate=re.compile(r"[A-Z]{5}")),
+]
+
+# Capitalised words after "Hi", "Thanks", "I am" that are not names.
+NOT_NAMES = {
+    "there", "again", "team", "all", "everyone", "sir", "madam", "support", "i", "the", "a", "an", "so", "very", "for",
+    "sure", "yes", "no", "not", "happy", "sorry", "here", "looking", "trying", "calling", "writing", "interested",
+    "afraid", "glad", "good", "great", "ok", "okay", "please", "could", "can", "would", "unable", "also", "just",
+    "i'm", "i'd", "i've", "i'll", "we", "we're", "it", "it's", "this", "that", "my", "our", "your", "service", "services",
+    "care", "desk", "center", "centre", "agent", "agents", "relations", "account", "accounts", "id", "number", "support",
+}
+_CUES = (
+    r"\b[Nn]ame is|\b[Nn]ame:|\b[Yy]ou are|\b[Yy]ou're|\b[Tt]his is|\b[Ii] am|\bI'm|\b[Dd]ear|\b[Tt]hanks?,?|\b[Tt]hank you,|\b[Hh]ello,?|\b[Hh]i,?"
+    r"|\b(?:Mr|Mrs|Ms|Miss|Mx|Dr|Prof|Herr|Frau)\.?|\b(?:named|belongs to|belonging to|on behalf of|signed by|booked for|addressed to)"
+    r"|\b[Tt]hanks to"
+    r"|\b(?:[Cc]ustomer|[Cc]lient|[Cc]aller|[Pp]atient|[Pp]assenger|[Gg]uest|[Mm]ember|[Tt]raveller|[Tt]raveler|[Cc]ardholder|[Aa]ccount holder|[Ss]ubscriber|[Kk]unde|[Kk]undin)"
+)
+# Names the text introduces: after a cue ("Customer Anna Schmidt"), or two capitalised words before
+# a verb of contact ("John Smith called").
+_NOT_A_NAME = r"(?!(?i:" + "|".join(re.escape(w) for w in sorted(NOT_NAMES, key=len, reverse=True)) + r")\b)"
+# Each cue of _CUES in lower case with the space after it (a cue that may end in "," or "." once
+# with and once without): what the text in lower case holds right before the name.
+_CUE_WORDS = (
+    "name is ", "name: ", "you are ", "you're ", "this is ", "i am ", "i'm ", "dear ", "thank ", "thank, ", "thanks ", "thanks, ",
+    "thank you, ", "hello ", "hello, ", "hi ", "hi, ", "mr ", "mr. ", "mrs ", "mrs. ", "ms ", "ms. ", "miss ", "miss. ",
+    "mx ", "mx. ", "dr ", "dr. ", "prof ", "prof. ", "herr ", "herr. ", "frau ", "frau. ", "named ", "belongs to ",
+    "belonging to ", "on behalf of ", "signed by ", "booked for ", "addressed to ", "customer ", "client ", "caller ",
+    "patient ", "passenger ", "guest ", "member ", "traveller ", "traveler ", "cardholder ", "account holder ",
+    "subscriber ", "kunde ", "kundin ", "thanks to ",
+)
+_SPACE_CAPITAL_RE = re.compile(r" [A-Z]")
+
+
+def _cue_before_capital(features: Features) -> bool:
+    """A cue word right before a space and a capital: every match of _PERSON_CUE has one. One
+    `endswith` per space-capital instead of a substring search per cue word."""
+    lowered = features.lowered
+    if lowered is None:
+        return True
+    return any(lowered.endswith(_CUE_WORDS, 0, match.start() + 1) for match in _SPACE_CAPITAL_RE.finditer(features.text))
+
+
+_PERSON_CUE = _after_cue(
+    PERSON, re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"), needs="",
+    gate=_SPACE_CAPITAL_RE,  # the name after the cue: a space, then a capital
+    check=_cue_before_capital,
+)
+# two capitalised words before a verb of contact; every match of _PERSON_VERB holds a match of this
+# (the pattern without its leading checks), which starts with a capital the engine can scan for
+_NAME_BEFORE_VERB = (
+    r"(" + _NAME_WORD + r" " + _NAME_WORD + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
+    r"messaged|contacted|complained|asked|said|says|reported|requested|mentioned|explained|confirmed|booked|ordered|"
+    r"paid|cancell?ed|visited|signed|registered|returned|called in|reached out)\b"
+)
+_PERSON_VERB = _after_cue(
+    PERSON,
+    re.compile(r"\b(?=[A-Z])" + _NOT_A_NAME + _NAME_BEFORE_VERB),
+    needs="",
+    gate=re.compile(_NAME_BEFORE_VERB),  # holds the verbs: cheaper than looking for each verb
+)
+# two or three capitalised words before an e-mail in angle brackets ("Mariusz Felisiak <m@x.org>",
+# as commits and mail headers write an author), the e-mail already redacted or not
+_NAME_BEFORE_EMAIL = r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){1,2}) <(?:\{\{email_address\}\}|[^<>\s@]+@)"
+_PERSON_EMAIL = _after_cue(
+    PERSON, re.compile(r"\b(?=[A-Z])" + _NOT_A_NAME + _NAME_BEFORE_EMAIL), needs="", words=("@", "{{email_address}}"),
+    gate=re.compile(r"[a-z] <(?:\{\{email_address\}\}|[^<>\s@]+@)"),
+)
+# Who wrote, changed or reported something, as issue trackers and commits say it: after the cue a
+# name that may be a handle ("TheTerrasque") or hold letters beyond ASCII ("François Granade"); in
+# Trac's "(last modified by typonaut)" also a user name in lower case.
+_AUTHOR_WORD = r"[^\W\d_][\w'-]*"
+_PERSON_AUTHOR = _after_cue(
+    PERSON,
+    re.compile(
+        r"(?:\(last modified by |\b(?:[Mm]odified by|[Rr]eported by|[Ww]ritten by|[Aa]uthored by|Author:|Co-authored-by:|"
+        r"Signed-off-by:|Reported-by:|Reviewed-by:) " + _NOT_A_NAME + r"(?=[A-ZÀ-ÖØ-Þ]))"
+        r"(" + _AUTHOR_WORD + r"(?: (?=[A-ZÀ-ÖØ-Þ])" + _AUTHOR_WORD + r"){0,2})"
+    ),
+    needs="",
+    words=("modified by", "reported by", "written by", "authored by", "author:", "-by:"),
+)
+NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB, _PERSON_EMAIL, _PERSON_AUTHOR]
+# every match of the name recognizers holds a capitalised word: a text without one needs none of them
+CAPITAL_RE = re.compile(r"[A-Z][a-z]")
