@@ -33,7 +33,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import safe_json
-from .ingest.formats import FieldError, _parse_ended_at
+from .ingest.formats.fields import FieldError, parse_ended_at
 from .models import Agent, AgentSession, AuditEvent, SessionLabel
 
 OUTCOME_FIELDS = ("session_id", "resolved", "escalated", "rating", "complaint", "closed_by_customer", "at", "source")
@@ -103,7 +103,7 @@ def parse_outcome(item: Any, *, now: datetime | None = None) -> OutcomeIn:
     if not isinstance(source, str) or len(source) > MAX_SOURCE:
         errors.append(FieldError("source", f"must be a string of at most {MAX_SOURCE} characters"))
         source = ""
-    at = _parse_ended_at(item.get("at"), errors, "at") if item.get("at") not in (None, "") else (now or timezone.now())
+    at = parse_ended_at(item.get("at"), errors, "at") if item.get("at") not in (None, "") else (now or timezone.now())
     if not errors and rating is None and not any(values[name] is not None for name in FLAGS):
         errors.append(FieldError("(item)", "says nothing: give at least one of resolved, escalated, rating, complaint, closed_by_customer"))
     if errors:
