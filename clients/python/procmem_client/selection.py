@@ -1,0 +1,117 @@
+"""What a selection is: the configuration that shapes it (eligibility floors, ranking weights,
+the near-tie margin that priority breaks) and the records it returns (docs/selection.md)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NotRequired, TypedDict
+
+MAX_K = 20  # the agent API's diagnostic limit; Index.rank has none
+# Totals this close count as a near-tie, which priority breaks. The totals of requests for a
+# procedure spread over about 0.3–1.5, so 0.02 is well under the gap between a fitting and a
+# merely related procedure (docs/selection.md).
+PRIORITY_EPSILON = 0.02
+RETRIEVERS = ("semantic", "lexical", "exact", "step")
+
+
+@dataclass(frozen=True)
+class SelectionConfig:
+    """Eligibility floors and ranking weights.
+
+    Floors (eligibility only) trade recall for precision; on the tau2-bench labelled set they do not
+    separate well: the relevant procedure's semantic score has a median of 0.36 (a quarter below
+    0.25), and requests of another domain reach 0.29 at the median and 0.43 at the 90th percentile.
+    With these defaults 43–49 % of requests get a relevant procedure injected and 27 % of another
+    domain's requests get one (docs/selection.md, "What reaches the agent"). Weights (order only):
+    chosen on the tau2-bench labelled set (tests/library/data/tau2_selection/, docs: "Selection") —
+    tuned on one part and checked on the other."""
+
+    semantic_floor: float = 0.35
+    lexical_floor: float = 0.50
+    exact_floor: int = 1
+    lexical_needs_semantic: float = 0.30
+    semantic_weight: float = 1.0
+    lexical_weight: float = 0.5
+    exact_weight: float = 1.0
+    step_weight: float = 0.1
+    use_steps: bool = True
+    step_shortlist: int = 1000
+    priority_epsilon: float = PRIORITY_EPSILON
+
+    def __post_init__(self) -> None:
+        if not (self.priority_epsilon >= 0):
+            raise ValueError("SelectionConfig.priority_epsilon must be 0 or more")
+        for name in ("semantic_weight", "lexical_weight", "exact_weight", "step_weight"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"SelectionConfig.{name} must be 0 or more")
+        if self.step_shortlist < 1:
+            raise ValueError("SelectionConfig.step_shortlist must be at least 1")
+
+    def weights(self) -> dict[str, float]:
+        return {
+            "semantic": self.semantic_weight,
+            "lexical": self.lexical_weight,
+            "exact": self.exact_weight,
+            "step": self.step_weight if self.use_steps else 0.0,
+        }
+
+
+class Scores(TypedDict):
+    semantic: float
+    lexical: float
+    exact: int
+
+
+class Ranks(TypedDict):
+    semantic: int | None
+    lexical: int | None
+    exact: int | None
+
+
+class RankedCandidate(TypedDict):
+    """One candidate as the agent API's diagnostics (`k`) show it (API v1 fields)."""
+
+    id: str
+    version: int
+    intent: str | None
+    scores: Scores
+    ranks: Ranks
+    fused: float
+    eligible: bool
+    injected: bool
+
+
+class Explained(TypedDict):
+    """One candidate of a full ranking: every signal raw and normalised, its rank per retriever
+    (among the candidates at or above that retriever's floor), the weighted total and why it is
+    or is not eligible."""
+
+    position: int
+    id: str
+    version: int
+    intent: str | None
+    record: dict[str, Any]
+    scores: dict[str, float]
+    normalised: dict[str, float]
+    ranks: dict[str, int | None]
+    total: float
+    eligible: bool
+    reasons: list[str]
+    injected: bool
+    matched_identifiers: list[str]
+
+
+class PulledIn(TypedDict):
+    id: str
+    version: int
+    forId: str  # the injected procedure that consumes what it produces
+    artefacts: list[str]
+
+
+class Selection(TypedDict):
+    task: str
+    intent: str | None
+    cap: int
+    injected: list[dict[str, Any]]
+    ranked: list[RankedCandidate]
+    pulledIn: NotRequired[list[PulledIn]]
