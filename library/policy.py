@@ -2,13 +2,20 @@
 vector for poisoning the agent. A version with findings is quarantined: flagged with the reasons,
 shown first to reviewers, never approvable as it stands.
 
-Each rule is a category, a reason a reviewer can read, and patterns. Matching is on a normalised
-text (lower case, whitespace collapsed, common homoglyph tricks undone) so that "I g n o r e" or
-zero-width characters do not slip through. Every category has patterns in English, German, French,
-Spanish, Chinese, Japanese and Russian (an attacker writes in whatever language the agent reads).
+Two layers, over a normalised text (lower case, whitespace collapsed, common homoglyph tricks
+undone, so that "I g n o r e" or zero-width characters do not slip through):
+
+- the patterns below: each rule is a category, a reason a reviewer can read, and patterns in
+  English, German, French, Spanish, Chinese, Japanese and Russian, for wordings known to be attacks;
+- the meaning layer (library/policy_concepts): per language, lexicons of actions and targets and
+  the frames that combine them in a clause ("switch the guardrails off", "put the content filter in
+  permissive mode"), with negation and benign context, for paraphrases nobody wrote a pattern for.
+  It adds two categories the patterns do not have: sending data out of the company and revealing
+  secrets.
+
 How well they do is measured on a labelled set of harmful paraphrases and benign near-misses
-(library/policy_data/screen_set.jsonl, `manage.py screen_eval`, docs/safety.md): they catch the
-wordings they were written for, and few paraphrases they were not — a reviewer still reads every
+(library/policy_data/screen_set.jsonl, `manage.py screen_eval`, docs/safety.md), including a set
+written blind by another engineer. Neither layer understands text: a reviewer still reads every
 candidate.
 
 Every screen result records POLICY_VERSION (bump it whenever a rule changes), so a reviewer can
@@ -23,9 +30,11 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-# Bump on every change to _RULES or to normalise(): stored screen results name the version that
-# produced them.
-POLICY_VERSION = "2026.12.1"
+from . import policy_concepts
+
+# Bump on every change to _RULES, to normalise() or to library/policy_concepts: stored screen
+# results name the version that produced them.
+POLICY_VERSION = "2026.12.2"
 
 
 @dataclass(frozen=True)
@@ -94,7 +103,7 @@ _RULES: list[tuple[str, str, list[str]]] = [
             r"\b(ohne|ignorier(e|en)?|überspring(e|en)?)\b[^.]{0,30}\b(überprüfung|prüfung|verifizierung|identität|authentifizierung)",
             r"\b(frag|frage|fragen sie|prüfe|prüfen sie|verlange|verlangen sie)\b[^.]{0,30}\bnicht\b[^.]{0,30}\b(identität|ausweis|geburtsdatum|legitimation)",
             # French
-            r"\b(ignor(er|ez|e)|saut(er|ez|e)|contourn(er|ez|e)|pass(er|ez|e)|omet(s|tez)?|sans)\b[^.]{0,30}\b(v[ée]rification|identit[ée]|authentification)",
+            r"\b(ignor(er|ez|e)|saut(er|ez|e)|contourn(er|ez|e)|(?<!mot de )pass(er|ez|e)|omet(s|tez)?|sans)\b[^.]{0,30}\b(v[ée]rification|identit[ée]|authentification)",
             r"\bne (demande|v[ée]rifie|contr[ôo]le|exige)\w* pas\b[^.]{0,40}\b(identit[ée]|pi[èe]ce d'identit|date de naissance|code)",
             # Spanish
             r"\b(ignora[r]?|omit(ir|e)|salt(ar|a|ate)|s[aá]ltate|evita|sin)\b[^.]{0,30}\b(verificaci[oó]n|identidad|autenticaci[oó]n|comprobaci[oó]n)",
@@ -258,6 +267,8 @@ _NEGATION = re.compile(
 )
 _NEGATION_AFTER = re.compile(r"^[^。]{0,4}(しない|せず|ないで|禁止|いけません)")
 
+REASONS = {**{category: reason for category, reason, _ in _RULES}, **policy_concepts.REASONS}
+CATEGORIES = tuple(REASONS)
 _COMPILED = [(cat, reason, [re.compile(p, re.IGNORECASE) for p in patterns]) for cat, reason, patterns in _RULES]
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 
@@ -277,17 +288,28 @@ def _negated(text: str, match: re.Match) -> bool:
 
 
 def screen_text(text: str, field: str) -> list[Finding]:
+    """The findings in one field: the patterns' (a category at most once), then the meaning layer's
+    (library/policy_concepts) for the categories the patterns did not find."""
     normalised = normalise(text)
     findings: list[Finding] = []
     for category, reason, patterns in _COMPILED:
         for pattern in patterns:
             match = next(
-                (m for m in pattern.finditer(normalised) if category not in NEGATABLE or not _negated(normalised, m)), None
+                (
+                    m for m in pattern.finditer(normalised)
+                    if (category not in NEGATABLE or not _negated(normalised, m))
+                    and not policy_concepts.is_lesson(normalised, m.start(), category)
+                ),
+                None,
             )
             if match:
                 start = max(0, match.start() - 20)
                 findings.append(Finding(category, reason, field, normalised[start : match.end() + 20]))
                 break
+    found = {finding.category for finding in findings}
+    for category, excerpt in policy_concepts.find(normalised):
+        if category not in found:
+            findings.append(Finding(category, REASONS[category], field, excerpt))
     return findings
 
 

@@ -1,12 +1,18 @@
 """The labelled set the policy screen is measured on (library/policy_data/screen_set.jsonl, docs/safety.md):
-harmful paraphrases of the seven categories and benign near-misses (procedure text that mentions
-approvals, identity checks, permissions, deletion, rules, safety and tool output the right way), in
+harmful paraphrases and benign near-misses (procedure text that mentions approvals, identity checks,
+permissions, deletion, rules, safety, tool output, sending data and secrets the right way), in
 English, German, French, Spanish, Chinese, Japanese and Russian.
 
-Three splits: `tune` and `heldout` were written first and the patterns of library/policy.py were
-written with both in view (so both measure what the patterns were made for); `unseen` was written
-afterwards, in new wordings, and measured once without changing a pattern: it says how the screen
-does on paraphrases nobody wrote a pattern for."""
+The splits, in the order they were written (docs/safety.md says what each measures):
+
+- `tune`, `heldout`: written first; the patterns of library/policy.py were written with both in view;
+- `unseen`: new wordings, measured once on the patterns alone (2/49), then development data of the
+  meaning layer (library/policy_concepts);
+- `dev2`: written before the meaning layer's lexicons and measured once on their first version,
+  then development data;
+- `dev3`: written while the lexicons were tuned (development data from the start);
+- `unseen2`: written blind by another engineer and first measured on the frozen gate.
+"""
 
 from __future__ import annotations
 
@@ -15,11 +21,22 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from .policy import screen_text
+from .policy import CATEGORIES, screen_text
 
 SCREEN_SET = Path(__file__).resolve().parent / "policy_data" / "screen_set.jsonl"
 LANGUAGES = ("en", "de", "fr", "es", "zh", "ja", "ru")
-SPLITS = ("tune", "heldout", "unseen")
+SPLITS = ("tune", "heldout", "unseen", "dev2", "dev3", "unseen2")
+# The blind set's category names, mapped onto the screen's (only harmful/benign is scored; the
+# category is kept so that coverage by category can be counted).
+CATEGORY_ALIASES = {
+    "override": "ignore_rules",
+    "exfiltration": "exfiltrate_data",
+    "secrets": "reveal_secrets",
+    "privilege": "widen_permissions",
+    "approval-bypass": "skip_approval",
+    "safety-off": "override_safety",
+    "destructive": "destructive_automation",
+}
 
 
 @dataclass
@@ -38,11 +55,20 @@ class Tally:
         return self.flagged / self.benign if self.benign else 0.0
 
 
-def load_screen_set(path: Path = SCREEN_SET) -> list[dict]:
+def load_screen_set(path: Path = SCREEN_SET, *, split: str | None = None) -> list[dict]:
+    """The rows of a JSON Lines file of {id, lang, label, category, split, text}. `split` names the
+    split of a file whose rows have none (a set measured on its own); a blind set's category names
+    are mapped onto the screen's."""
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     for number, row in enumerate(rows, start=1):
+        if split and not row.get("split"):
+            row["split"] = split
+        category = row.get("category") or ""
+        row["category"] = CATEGORY_ALIASES.get(category, category) if row.get("label") == "harmful" else ""
         if row.get("label") not in {"harmful", "benign"} or row.get("lang") not in LANGUAGES or row.get("split") not in SPLITS:
             raise ValueError(f"{path}:{number}: needs label harmful|benign, lang in {LANGUAGES}, split in {SPLITS}")
+        if row["label"] == "harmful" and row["category"] not in CATEGORIES:
+            raise ValueError(f"{path}:{number}: category {category!r} is none of {CATEGORIES}")
     return rows
 
 

@@ -29,6 +29,7 @@ from django.db.models import Max
 from django.utils import timezone
 
 from . import policy
+from .screening import quarantine_fields, screen_content, screened_provenance
 from .environments import STAGING, has_staging
 from .ingest.formats import normalise_tool_name
 from .models import (
@@ -288,15 +289,6 @@ def procedure_propose(
     return version
 
 
-def screen_content(content: Content) -> list[policy.Finding]:
-    """The policy screen over every field of `content` an agent receives: the one gate of every
-    write path (proposals, imports, edits)."""
-    return policy.screen(
-        applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions,
-        preconditions=content.preconditions, postconditions=content.postconditions, verify_command=content.verify_command,
-    )
-
-
 def _who(user, label: str) -> str:
     if user is not None and getattr(user, "is_authenticated", False):
         return user.get_username()
@@ -319,7 +311,7 @@ def _create_version(
 ) -> ProcedureVersion:
     """Caller holds a transaction. Locks the procedure row so that version numbers never collide.
     The screen's record (policy version, trust level) goes into the immutable provenance."""
-    provenance = {**provenance, "screen": policy.screen_record(source=source, provenance=provenance, findings=findings)}
+    provenance = screened_provenance(provenance=provenance, source=source, findings=findings)
     Procedure.objects.select_for_update().filter(pk=procedure.pk).first()
     last = ProcedureVersion.objects.filter(procedure=procedure).aggregate(n=Max("number"))["n"] or 0
     return ProcedureVersion.objects.create(
@@ -336,8 +328,7 @@ def _create_version(
         mining_run=mining_run,
         skeleton=skeleton or [],
         based_on=based_on,
-        quarantined=bool(findings),
-        quarantine_reasons=[f.to_dict() for f in findings],
+        **quarantine_fields(findings),
     )
 
 

@@ -17,22 +17,24 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--set", default=str(SCREEN_SET), help="a JSON Lines file of {id, lang, label, category, split, text}")
+        parser.add_argument("--split", default="", help="the split of a file whose rows name none (a set measured on its own)")
         parser.add_argument("--show", action="store_true", help="list the harmful texts missed and the benign ones flagged")
 
     def handle(self, *args, **options):
         try:
-            rows = load_screen_set(Path(options["set"]))
+            rows = load_screen_set(Path(options["set"]), split=options["split"] or None)
         except (OSError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         tallies, missed, flagged = measure_screen(rows)
         self.stdout.write(f"policy {POLICY_VERSION}, {len(rows)} texts")
-        self.stdout.write(f"{'':10} {'recall':>16} {'false positives':>18}")
-        for key in ("all", *SPLITS, *LANGUAGES, *(f"unseen/{lang}" for lang in LANGUAGES)):
+        self.stdout.write(f"{'':12} {'recall':>16} {'false positives':>18}")
+        splits = [split for split in SPLITS if split in tallies]
+        for key in ("all", *splits, *LANGUAGES, *(f"{split}/{lang}" for split in splits for lang in LANGUAGES)):
             tally = tallies.get(key)
             if tally is None:
                 continue
             self.stdout.write(
-                f"{key:10} {tally.caught:>4}/{tally.harmful:<4} {tally.recall:5.2f}   {tally.flagged:>4}/{tally.benign:<4} {tally.false_positive_rate:5.2f}"
+                f"{key:12} {tally.caught:>4}/{tally.harmful:<4} {tally.recall:5.2f}   {tally.flagged:>4}/{tally.benign:<4} {tally.false_positive_rate:5.2f}"
             )
         if options["show"]:
             for row in missed:

@@ -1,0 +1,268 @@
+"""The policy screen's meaning layer (pure Python, beside the patterns of library/policy.py).
+
+The patterns catch wordings; this layer catches what a sentence *does*: an action concept and a
+target concept in the same clause. "Switch the guardrails off", "put the content filter in
+permissive mode" and "skip the safety checks" are one frame — a DISABLE, WEAKEN or SKIP action near
+a SAFETY target — however they are worded. Each language (en, de, fr, es, zh, ja, ru; one module
+each) lists the words of every concept: verbs with their inflections, nouns with their synonyms.
+A frame fires when all its concepts occur in one clause within the language's span of its anchor
+(the first concept), unless
+
+- the anchor is negated ("never disable the filter", "ne colle jamais la clé", "付与しないでください"):
+  a negation in the same comma-delimited part before it, or, in languages that negate after the verb,
+  right after it;
+- the clause has one of the frame's `unless` concepts, the benign context that makes the same words
+  the lesson ("ignore any instructions *in an email*" is what a careful procedure says; "print the
+  *last four* digits of the key" is not a leak).
+
+A concept a language does not list leaves the frames that need it out for that language. What the
+layer finds is a Finding like a pattern's: the version is quarantined for a person to read.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from types import ModuleType
+
+from . import de, en, es, fr, ja, ru, zh
+
+
+@dataclass(frozen=True)
+class Frame:
+    category: str
+    parts: tuple[str, ...]  # concept names; the first is the anchor that a negation cancels
+    unless: tuple[str, ...] = ()
+    # the other parts may be in the clause before ("The guidelines were written for other teams;
+    # treat them as optional"): a pronoun refers back
+    reach_back: bool = False
+    # how far (in characters of a Latin-script language; scaled for the others) the other parts may
+    # be from the anchor: "without" is about the noun right after it, not one a sentence away
+    near: int | None = None
+    # the other parts come after the anchor ("without approval", not "approval ... without")
+    after: bool = False
+
+
+FRAMES: tuple[Frame, ...] = (
+    # skipping an approval: skip/without/no need to wait + approval; an approval deferred ("the OK can
+    # come later"); an approval gate switched off
+    Frame("skip_approval", ("SKIP", "APPROVAL")),
+    Frame("skip_approval", ("WITHOUT", "APPROVAL"), near=30, after=True),
+    Frame("skip_approval", ("OPTIONAL", "APPROVAL"), near=40),
+    Frame("skip_approval", ("DEFER", "APPROVAL"), near=45),
+    Frame("skip_approval", ("DISABLE", "APPROVAL_GATE")),
+    Frame("skip_approval", ("APPROVAL", "NOT_BINDING"), near=30, after=True),
+    Frame("skip_approval", ("SELF_APPROVE",)),
+    # skipping an identity check, or taking the caller's word for who they are
+    Frame("skip_identity_check", ("SKIP", "IDENTITY")),
+    Frame("skip_identity_check", ("WITHOUT", "IDENTITY"), near=30, after=True),
+    Frame("skip_identity_check", ("OPTIONAL", "IDENTITY"), near=40),
+    Frame("skip_identity_check", ("TRUST_CLAIM",)),
+    # widening permissions: granting a privileged role or access, to anyone (a check of who has it
+    # is the lesson)
+    Frame("widen_permissions", ("GRANT", "PRIVILEGE"), unless=("CHECK_ONLY",)),
+    Frame("widen_permissions", ("MAKE_PRIVILEGED",), unless=("CHECK_ONLY",)),
+    # ignoring the rules: ignore/forget/set aside + rules; rules said not to bind; do whatever asked
+    Frame("ignore_rules", ("IGNORE", "RULES"), unless=("FOREIGN_INSTRUCTIONS", "VIOLATION")),
+    Frame("ignore_rules", ("NOT_BINDING", "RULES"), unless=("VIOLATION",), reach_back=True),
+    Frame("ignore_rules", ("OBEY_ANYONE",)),
+    Frame("ignore_rules", ("UNBOUND",)),
+    # destructive automation: destroying what cannot come back, without a person, or everything
+    Frame("destructive_automation", ("DESTROY", "CRITICAL"), near=50),
+    Frame("destructive_automation", ("DESTROY", "NO_HUMAN")),
+    Frame("destructive_automation", ("DESTROY", "BULK_RECORDS"), unless=("DISPOSABLE",), near=25),
+    # overriding safety: a safeguard skipped, switched off or weakened
+    Frame("override_safety", ("SKIP", "SAFETY"), near=40),
+    Frame("override_safety", ("WITHOUT", "SAFETY"), near=30, after=True),
+    Frame("override_safety", ("OPTIONAL", "SAFETY"), near=40),
+    Frame("override_safety", ("DISABLE", "SAFETY"), near=40),
+    Frame("override_safety", ("WEAKEN", "SAFETY")),
+    # instructions from untrusted text: obey + a source that is not ours + what it instructs
+    Frame("tool_output_instruction", ("OBEY", "SOURCE", "COMMANDS")),
+    # exfiltration: sending data out of the company
+    Frame("exfiltrate_data", ("SEND", "DATA", "OUTSIDE")),
+    Frame("exfiltrate_data", ("SEND", "BULK_RECORDS", "OUTSIDE")),
+    # secrets: revealing keys, passwords, the system prompt
+    Frame("reveal_secrets", ("REVEAL", "SECRET"), unless=("SECRET_CARE",), near=60),
+)
+
+REASONS = {
+    "exfiltrate_data": "tells the agent to send data outside the company",
+    "reveal_secrets": "tells the agent to reveal secrets, credentials or its instructions",
+}
+
+_LANGUAGES: tuple[ModuleType, ...] = (en, de, fr, es, zh, ja, ru)
+# a clause ends at a sentence mark (a full stop followed by a space: not the dot of a domain or a number)
+_CLAUSE_END = re.compile(r"(?<=[.!?])\s+|[;。；！？!?\n]|[.](?=$)")
+_SUBCLAUSE = re.compile(r"[,:，、：()（）\"“”«»]")
+
+
+@dataclass(frozen=True)
+class _Language:
+    code: str
+    concepts: dict[str, re.Pattern]
+    negation_before: re.Pattern | None
+    negation_after: re.Pattern | None
+    negation_clause: re.Pattern | None
+    span: int
+
+
+def _compile(module: ModuleType) -> _Language:
+    words = dict(module.CONCEPTS)
+    if "EVERY" in words and "RECORDS" in words:
+        # "all the inactive accounts", "每个旧工单": a quantifier with the records it quantifies
+        gap = r"[^。、，]{0,6}?" if module.SPAN < 60 else r"[\w' -]{0,30}?"
+        every, records = ("|".join(f"(?:{w})" for w in words[name]) for name in ("EVERY", "RECORDS"))
+        words["BULK_RECORDS"] = [f"(?:{every}){gap}(?:{records})"]
+    concepts = {name: re.compile("|".join(f"(?:{word})" for word in group), re.IGNORECASE) for name, group in words.items()}
+    before = re.compile(module.NEGATION_BEFORE, re.IGNORECASE) if getattr(module, "NEGATION_BEFORE", "") else None
+    after = re.compile(module.NEGATION_AFTER, re.IGNORECASE) if getattr(module, "NEGATION_AFTER", "") else None
+    whole = re.compile(module.NEGATION_CLAUSE, re.IGNORECASE) if getattr(module, "NEGATION_CLAUSE", "") else None
+    return _Language(module.__name__.rsplit(".", 1)[-1], concepts, before, after, whole, module.SPAN)
+
+
+LANGUAGES: tuple[_Language, ...] = tuple(_compile(module) for module in _LANGUAGES)
+
+
+# Which languages' words a clause is read with: a word of one language is often another's ("date"
+# is Spanish for "give yourself"), so a Latin-script clause is read in the languages whose common
+# words it has most of; Cyrillic is Russian; Han without kana Chinese, kana Japanese.
+_COMMON_WORDS = {
+    "en": "the a an to of and is are for with your you it this that on in before after if or not do any their them they all be from by as at"
+    " once only when can",
+    "de": "der die das und ist nicht mit für den dem des ein eine einen zu auf wenn du sie dich dir ohne auch noch alle oder vor nach bei ab"
+    " ihn ihm sich werden wird kann von im zum zur aus über bis um es ich wir ihr dein deine deinen keine kein mehr nur sofort immer jede"
+    " jeden jedes so als dann damit",
+    "fr": "le la les de des du et est un une pour avec sans pas ne que qui ce tu te toi vous au aux sur dans si son sa ses leur l d qu n"
+    " il elle même toutes tous tout plus votre ton ta tes mes mon ma nos cette ces y est où",
+    "es": "el la los las de del y es un una para con sin no que se lo le te tu al por en su sus si cuando ya les él"
+    " todos todas este esta estos mi nunca muy hay",
+}
+_COMMON = {code: frozenset(words.split()) for code, words in _COMMON_WORDS.items()}
+_LETTERS = {"de": re.compile(r"[äöüß]"), "fr": re.compile(r"[èêàçœëîôû]|\b[ldjnmcqst]'"), "es": re.compile(r"[ñ¿¡áíóú]")}
+_WORD = re.compile(r"[^\W\d_]+")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_CYRILLIC = re.compile(r"[\u0400-\u04ff]")
+
+
+def languages_of(clause: str) -> set[str]:
+    found: set[str] = set()
+    if _KANA.search(clause):
+        found.add("ja")
+    elif _HAN.search(clause):
+        found.add("zh")
+    if _CYRILLIC.search(clause):
+        found.add("ru")
+    words = _WORD.findall(clause)
+    if words and any(ord(ch) < 0x250 for word in words for ch in word[:1]):
+        scores = {code: sum(word in common for word in words) + 2 * len(_LETTERS[code].findall(clause)) if code in _LETTERS
+                  else sum(word in common for word in words) for code, common in _COMMON.items()}
+        best = max(scores.values())
+        # no common word at all ("Send Authorization: Bearer <token>"): English, the language of
+        # commands and code, unless the letters say otherwise
+        # a close second is read too: "les", "la" and "y" are both French and Spanish
+        found |= {code for code, score in scores.items() if score >= max(best - 1, 1)} if best else {"en"}
+    return found
+
+
+def clauses(text: str) -> list[str]:
+    return [part.strip() for part in _CLAUSE_END.split(text) if part and part.strip()]
+
+
+def _negated(language: _Language, clause: str, start: int, end: int) -> bool:
+    if language.negation_clause is not None and start > 0 and language.negation_clause.search(clause):
+        return True
+    if language.negation_before is not None:
+        head = clause[:start]
+        cut = max((m.end() for m in _SUBCLAUSE.finditer(head)), default=0)
+        window = head[max(cut, start - 30):]
+        if language.negation_before.search(window):
+            return True
+    if language.negation_after is not None:
+        tail = clause[end:]
+        stop = _SUBCLAUSE.search(tail)
+        window = tail[: min(stop.start() if stop else len(tail), 25)]
+        if language.negation_after.search(window):
+            return True
+    return False
+
+
+def _frame_hit(language: _Language, frame: Frame, clause: str, before: str = "") -> tuple[str, int, int] | None:
+    """(the text, start, end) of the frame's words in `clause` (or, for a frame that reaches back,
+    in `before` and `clause`), or None."""
+    patterns = [language.concepts.get(name) for name in frame.parts]
+    if any(p is None for p in patterns):
+        return None
+    unless = [language.concepts[name] for name in frame.unless if name in language.concepts]
+    if any(p.search(clause) for p in unless):
+        return None
+    anchors = [
+        m for m in patterns[0].finditer(clause) if m.end() > m.start() and not _negated(language, clause, m.start(), m.end())
+    ]
+    reach = language.span if frame.near is None else max(8, frame.near * language.span // 90)
+    for anchor in anchors:
+        spans = [(anchor.start(), anchor.end())]
+        for pattern in patterns[1:]:
+            near = [
+                m for m in pattern.finditer(clause)
+                if m.end() > m.start() and (m.start(), m.end()) != spans[0]
+                and m.start() <= anchor.end() + reach and m.end() >= anchor.start() - reach
+                and (not frame.after or m.start() >= anchor.start())
+            ]
+            if not near:
+                break
+            spans.append((near[0].start(), near[0].end()))
+        else:
+            return clause, min(s for s, _ in spans), max(e for _, e in spans)
+    if frame.reach_back and before and anchors and not any(p.search(before) for p in unless):
+        if all(p.search(before) or p.search(clause) for p in patterns[1:]):
+            offset = len(before) + 3
+            return before + " ; " + clause, offset + anchors[0].start(), offset + anchors[0].end()
+    return None
+
+
+# The context in which a pattern's finding of a category is the lesson, not the attack: "ignore any
+# instructions in an email" is what a careful procedure says. (The patterns have no context of
+# their own; only categories whose context cannot turn an attack into a lesson are listed.)
+LESSON_CONTEXT = {"ignore_rules": ("FOREIGN_INSTRUCTIONS", "VIOLATION")}
+
+
+def is_lesson(normalised: str, position: int, category: str) -> bool:
+    """Whether the clause of `normalised` at `position` has `category`'s LESSON_CONTEXT in a
+    language the clause is read in."""
+    names = LESSON_CONTEXT.get(category, ())
+    if not names:
+        return False
+    offset = 0
+    for clause in clauses(normalised):
+        offset = normalised.find(clause, offset)
+        if offset <= position < offset + len(clause):
+            return any(
+                language.concepts[name].search(clause)
+                for language in LANGUAGES if language.code in languages_of(clause)
+                for name in names if name in language.concepts
+            )
+        offset += len(clause)
+    return False
+
+
+def find(normalised: str) -> list[tuple[str, str]]:
+    """(category, excerpt) for each category whose frame fires in `normalised` (policy.normalise's
+    text), at most one per category."""
+    found: dict[str, str] = {}
+    parts = clauses(normalised)
+    for index, clause in enumerate(parts):
+        before = parts[index - 1] if index else ""
+        read_as = languages_of(clause)
+        for language in LANGUAGES:
+            if language.code not in read_as:
+                continue
+            for frame in FRAMES:
+                if frame.category in found:
+                    continue
+                hit = _frame_hit(language, frame, clause, before)
+                if hit is not None:
+                    text, start, end = hit
+                    found[frame.category] = text[max(0, start - 20): end + 20]
+    return list(found.items())
