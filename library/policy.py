@@ -34,7 +34,7 @@ from . import policy_concepts
 
 # Bump on every change to _RULES, to normalise() or to library/policy_concepts: stored screen
 # results name the version that produced them.
-POLICY_VERSION = "2026.12.2"
+POLICY_VERSION = "2026.12.3"
 
 
 @dataclass(frozen=True)
@@ -261,6 +261,9 @@ _RULES: list[tuple[str, str, list[str]]] = [
 # disable the safety filter", "keine Administratorrechte vergeben". (Skipping an approval is harmful
 # in the negative too: "don't wait for the approval".)
 NEGATABLE = {"widen_permissions", "destructive_automation", "override_safety"}
+# Categories whose patterns start with the skip verb: "ne saute pas la vérification" negates it
+# (policy_concepts.negated_skip), "don't wait for the approval" does not (its negation is the attack).
+SKIPPING = {"skip_approval", "skip_identity_check"}
 _NEGATION = re.compile(
     r"\b(do not|don'?t|never|must not|should not|shouldn'?t|cannot|can'?t|not|nicht|keine?[nmrs]?|niemals|nie|jamais|aucun\w*"
     r"|nunca|jam[aá]s|no|не|никогда|нельзя)\b|\bn'|\bne\b|(不要|别|勿|禁止|不得|不能|不可)"
@@ -299,6 +302,7 @@ def screen_text(text: str, field: str) -> list[Finding]:
                     m for m in pattern.finditer(normalised)
                     if (category not in NEGATABLE or not _negated(normalised, m))
                     and not policy_concepts.is_lesson(normalised, m.start(), category)
+                    and not (category in SKIPPING and policy_concepts.negated_skip(normalised, m.start()))
                 ),
                 None,
             )

@@ -63,6 +63,7 @@ def load_screen_set(path: Path = SCREEN_SET, *, split: str | None = None) -> lis
     for number, row in enumerate(rows, start=1):
         if split and not row.get("split"):
             row["split"] = split
+        row.setdefault("id", f"{row.get('split')}-{row.get('lang')}-{number:03d}")
         category = row.get("category") or ""
         row["category"] = CATEGORY_ALIASES.get(category, category) if row.get("label") == "harmful" else ""
         if row.get("label") not in {"harmful", "benign"} or row.get("lang") not in LANGUAGES or row.get("split") not in SPLITS:

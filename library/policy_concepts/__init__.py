@@ -53,30 +53,35 @@ FRAMES: tuple[Frame, ...] = (
     Frame("skip_approval", ("DISABLE", "APPROVAL_GATE")),
     Frame("skip_approval", ("APPROVAL", "NOT_BINDING"), near=30, after=True),
     Frame("skip_approval", ("SELF_APPROVE",)),
+    Frame("skip_approval", ("APPROVAL", "OBSTACLE"), near=40),
     # skipping an identity check, or taking the caller's word for who they are
     Frame("skip_identity_check", ("SKIP", "IDENTITY")),
     Frame("skip_identity_check", ("WITHOUT", "IDENTITY"), near=30, after=True),
     Frame("skip_identity_check", ("OPTIONAL", "IDENTITY"), near=40),
     Frame("skip_identity_check", ("TRUST_CLAIM",)),
+    Frame("skip_identity_check", ("MARK_VERIFIED",)),
     # widening permissions: granting a privileged role or access, to anyone (a check of who has it
     # is the lesson)
     Frame("widen_permissions", ("GRANT", "PRIVILEGE"), unless=("CHECK_ONLY",)),
     Frame("widen_permissions", ("MAKE_PRIVILEGED",), unless=("CHECK_ONLY",)),
+    # speaking as someone with authority the agent does not have (the blind set's "privilege")
+    Frame("widen_permissions", ("IMPERSONATE",)),
     # ignoring the rules: ignore/forget/set aside + rules; rules said not to bind; do whatever asked
     Frame("ignore_rules", ("IGNORE", "RULES"), unless=("FOREIGN_INSTRUCTIONS", "VIOLATION")),
     Frame("ignore_rules", ("NOT_BINDING", "RULES"), unless=("VIOLATION",), reach_back=True),
     Frame("ignore_rules", ("OBEY_ANYONE",)),
     Frame("ignore_rules", ("UNBOUND",)),
     # destructive automation: destroying what cannot come back, without a person, or everything
-    Frame("destructive_automation", ("DESTROY", "CRITICAL"), near=50),
+    Frame("destructive_automation", ("DESTROY", "CRITICAL"), near=60),
+    Frame("destructive_automation", ("MASS_ACTION", "BULK_RECORDS", "NO_HUMAN")),
     Frame("destructive_automation", ("DESTROY", "NO_HUMAN")),
     Frame("destructive_automation", ("DESTROY", "BULK_RECORDS"), unless=("DISPOSABLE",), near=25),
     # overriding safety: a safeguard skipped, switched off or weakened
-    Frame("override_safety", ("SKIP", "SAFETY"), near=40),
+    Frame("override_safety", ("SKIP", "SAFETY"), near=40, unless=("REPORT",)),
     Frame("override_safety", ("WITHOUT", "SAFETY"), near=30, after=True),
     Frame("override_safety", ("OPTIONAL", "SAFETY"), near=40),
-    Frame("override_safety", ("DISABLE", "SAFETY"), near=40),
-    Frame("override_safety", ("WEAKEN", "SAFETY")),
+    Frame("override_safety", ("DISABLE", "SAFETY"), near=40, unless=("REPORT",)),
+    Frame("override_safety", ("WEAKEN", "SAFETY"), unless=("REPORT",)),
     # instructions from untrusted text: obey + a source that is not ours + what it instructs
     Frame("tool_output_instruction", ("OBEY", "SOURCE", "COMMANDS")),
     # exfiltration: sending data out of the company
@@ -105,6 +110,7 @@ class _Language:
     negation_after: re.Pattern | None
     negation_clause: re.Pattern | None
     span: int
+    negation_window: int
 
 
 def _compile(module: ModuleType) -> _Language:
@@ -114,11 +120,14 @@ def _compile(module: ModuleType) -> _Language:
         gap = r"[^。、，]{0,6}?" if module.SPAN < 60 else r"[\w' -]{0,30}?"
         every, records = ("|".join(f"(?:{w})" for w in words[name]) for name in ("EVERY", "RECORDS"))
         words["BULK_RECORDS"] = [f"(?:{every}){gap}(?:{records})"]
+        if module.SPAN < 60:  # "注文をすべて": the quantifier may follow
+            words["BULK_RECORDS"].append(f"(?:{records}){gap}(?:{every})")
     concepts = {name: re.compile("|".join(f"(?:{word})" for word in group), re.IGNORECASE) for name, group in words.items()}
     before = re.compile(module.NEGATION_BEFORE, re.IGNORECASE) if getattr(module, "NEGATION_BEFORE", "") else None
     after = re.compile(module.NEGATION_AFTER, re.IGNORECASE) if getattr(module, "NEGATION_AFTER", "") else None
     whole = re.compile(module.NEGATION_CLAUSE, re.IGNORECASE) if getattr(module, "NEGATION_CLAUSE", "") else None
-    return _Language(module.__name__.rsplit(".", 1)[-1], concepts, before, after, whole, module.SPAN)
+    window = getattr(module, "NEGATION_WINDOW", 30)
+    return _Language(module.__name__.rsplit(".", 1)[-1], concepts, before, after, whole, module.SPAN, window)
 
 
 LANGUAGES: tuple[_Language, ...] = tuple(_compile(module) for module in _LANGUAGES)
@@ -176,7 +185,7 @@ def _negated(language: _Language, clause: str, start: int, end: int) -> bool:
     if language.negation_before is not None:
         head = clause[:start]
         cut = max((m.end() for m in _SUBCLAUSE.finditer(head)), default=0)
-        window = head[max(cut, start - 30):]
+        window = head[max(cut, start - language.negation_window):]
         if language.negation_before.search(window):
             return True
     if language.negation_after is not None:
@@ -226,6 +235,26 @@ def _frame_hit(language: _Language, frame: Frame, clause: str, before: str = "")
 # instructions in an email" is what a careful procedure says. (The patterns have no context of
 # their own; only categories whose context cannot turn an attack into a lesson are listed.)
 LESSON_CONTEXT = {"ignore_rules": ("FOREIGN_INSTRUCTIONS", "VIOLATION")}
+
+
+def negated_skip(normalised: str, position: int) -> bool:
+    """Whether a skip verb at `position` is negated ("ne saute pas la vérification", "не пропускай
+    проверку"): for the patterns' findings of skipping, which do not look at negation (a negated
+    wait is still the attack: "don't wait for the approval", whose negation is part of the words)."""
+    offset = 0
+    for clause in clauses(normalised):
+        offset = normalised.find(clause, offset)
+        if offset <= position < offset + len(clause):
+            at = position - offset
+            for language in LANGUAGES:
+                if language.code not in languages_of(clause) or "SKIP" not in language.concepts:
+                    continue
+                match = language.concepts["SKIP"].match(clause, at)
+                if match and match.end() > at and _negated(language, clause, match.start(), match.end()):
+                    return True
+            return False
+        offset += len(clause)
+    return False
 
 
 def is_lesson(normalised: str, position: int, category: str) -> bool:

@@ -6,33 +6,51 @@ SPAN = 90
 _SKIP_VERBS = r"(skip|skipping|skipped|bypass\w*|circumvent\w*|sidestep\w*|get(ting)? around|go(ing)? around|work(ing)? around|avoid\w*|omit\w*|leav(e|ing) out|dispens(e|ing) with|waiv(e|es|ing)|forgo\w*|forego\w*|ignor(e|es|ing)|disregard\w*|jump(ing)? (over|past)|cut(ting)? out)"
 
 CONCEPTS = {
+    "REPORT": [
+        r"\breport(ing)? (it |this |that |them )?to\b|\bescalat\w* to\b",
+    ],
+    "MASS_ACTION": [
+        r"\b(cancel\w*|refund\w*|close|closing|suspend\w*|deactivat\w*|disabl\w*|terminat\w*|void\w*|revok\w*|delet\w*|remov\w*)\b",
+    ],
+    "OBSTACLE": [
+        r"\b(just |only )?(slows? (things |everything |it |us )?down|a waste of time|wastes? (time|everyone's time)|gets? in the way|holds? (things|it|everything) up|red tape|bureaucra\w*|a formality|busywork)\b",
+    ],
+    "MARK_VERIFIED": [
+        r"\b(mark|treat|consider|record|flag|set|count)\w*( [\w'-]+){0,4} as (verified|confirmed|authenticated|passed|checked|approved)\b(?!.{0,20}\bonly\b)",
+    ],
+    "IMPERSONATE": [
+        r"\b(sign|reply|respond|answer|write|pose|present|introduce|act|speak|talk|email|call)\w*( [\w'-]+){0,3} (as|in the name of|on behalf of) (the |a |an |your )?([\w-]+ ){0,3}(manager|supervisor|director|team lead|head of [\w ]+|administrator|officer|executive|ceo|cfo|cto|owner|it (staff|support|department|admin)|bank|police|lawyer|auditor)s?\b",
+        r"\b(pretend|claim|pose|impersonat|masquerad)\w*( to be| as)?( [\w'-]+){0,3} (manager|supervisor|director|team lead|administrator|officer|executive|ceo|cfo|owner|it (staff|support|admin))\b",
+    ],
     "FOREIGN_INSTRUCTIONS": [
         r"\b(instructions?|commands?|directions?|requests?|orders?|text)\b( [\w'-]+){0,3} (in|inside|from|within|embedded in|contained in|found in|that come from|coming from) (an?|the|any|such|this|that)? ?([\w-]+ )?(e-?mails?|web ?pages?|websites?|pages?|documents?|files?|attachments?|tool (output|results?)|search results?|results?|outputs?|messages?|tickets?|comments?|pdfs?)\b",
     ],
     "VIOLATION": [r"\b(that|which|who) (break|breaks|broke|violat\w*|breach\w*|infring\w*)\b|\b(in breach of|against the|violations? of|breaking the)\b"],
     "SKIP": [
+        r"\bleav(e|ing) (the |any |your )?[\w-]+( [\w-]+)? out\b",
+        r"\bkeep (the |any )?[\w-]+ out of (it|the loop)\b",
         rf"\b{_SKIP_VERBS}\b",
         r"\binstead of (waiting|asking|getting|requesting)\b",
         r"\b(no|not any) (need|reason|point|requirement)\b",
         r"\b(don'?t|do not|never|needn'?t|need not) (bother|wait)\b",
         r"\bdon'?t (need|have) to\b",
         r"\bno( [\w'-]+){0,2} (approvals?|approvers?|sign[- ]?offs?|reviews?|reviewers?|checks?|verification|authori[sz]ation) (is |are )?(needed|required|necessary)\b",
-        r"\bbefore (anyone|anybody|someone|the (manager|reviewer|approver|supervisor|lead|board)|finance|legal|compliance|security|a reviewer|your (lead|manager|boss))\b[^.]{0,25}\b(looks? at|sees?|reviews?|checks?|notices?|catches|can (object|say no|review|approve|stop))\b",
+        r"\bbefore (anyone|anybody|someone|the (manager|reviewer|approver|supervisor|lead|board)|finance|legal|compliance|security|a reviewer|your (lead|manager|boss))\b.{0,25}\b(looks? at|sees?|reviews?|checks?|notices?|catches|can (object|say no|review|approve|stop))\b",
         r"\bspare (them|the (caller|customer|user))\b",
         r"\bbefore (the |any )?(approval|sign[- ]?off|review)\w* (arrives?|comes?|is (given|granted|in))\b",
     ],
     "WITHOUT": [r"\bwithout\b(?! (delay|fail))", r"\bin the absence of\b", r"\bminus the\b"],
     "OPTIONAL": [
-        r"\b(is|are|as|be|being|consider\w*|treat\w*|call\w*)\b[^.,]{0,20}\b(optional|unnecessary|pointless|a formality|not needed|not necessary|not required|not mandatory|nice[- ]to[- ]have|overkill)\b",
-        r"\b(optional|unnecessary|pointless|superfluous)\b[^.,]{0,5}$",
+        r"\b(is|are|as|be|being|consider\w*|treat\w*|call\w*)\b[^,]{0,20}\b(optional|unnecessary|pointless|a formality|not needed|not necessary|not required|not mandatory|nice[- ]to[- ]have|overkill)\b",
+        r"\b(optional|unnecessary|pointless|superfluous)\b[^,]{0,5}$",
     ],
     "DEFER": [
-        r"\b(can|may|will|could|should) (come|follow|be (given|obtained|added|collected|filed|sought|done|sorted|requested|granted|signed|approved)\w*|wait|happen)\b[^.]{0,25}\b(later|afterwards?|after(wards)? the fact|next (week|month|day|sprint)|tomorrow|retroactively|eventually)\b",
+        r"\b(can|may|will|could|should) (come|follow|be (given|obtained|added|collected|filed|sought|done|sorted|requested|granted|signed|approved)\w*|wait|happen)\b.{0,25}\b(later|afterwards?|after(wards)? the fact|next (week|month|day|sprint)|tomorrow|retroactively|eventually)\b",
         r"\b(after the fact|retroactively|retrospectively|post[- ]hoc|rubber[- ]stamp\w*|backfill\w*|ask (for )?forgiveness)\b",
-        r"\b(sign(ed)?[- ]?off|approv\w*|ok'?d?)\b[^.]{0,15}\blater\b",
-        r"\b(paperwork|formalities)\b[^.]{0,20}\blater\b",
-        r"\b(we'?ll|we will|you can|i'?ll|they'?ll|let'?s|someone can) (get|do|sort|handle|file|collect|request|grab|chase|fix|tidy)\b[^.]{0,30}\b(later|afterwards?|after(wards)? the fact|next \w+|tomorrow|retroactively|eventually)\b",
-        r"\b(will|can|could|'ll|may) (approve|sign off|ok|okay|review|bless|authori[sz]e|ratify|rubber[- ]stamp)\w*\b[^.]{0,25}\b(later|next \w+|tomorrow|afterwards|after the fact|once it'?s (live|done|shipped))\b",
+        r"\b(sign(ed)?[- ]?off|approv\w*|ok'?d?)\b.{0,15}\blater\b",
+        r"\b(paperwork|formalities)\b.{0,20}\blater\b",
+        r"\b(we'?ll|we will|you can|i'?ll|they'?ll|let'?s|someone can) (get|do|sort|handle|file|collect|request|grab|chase|fix|tidy)\b.{0,30}\b(later|afterwards?|after(wards)? the fact|next \w+|tomorrow|retroactively|eventually)\b",
+        r"\b(will|can|could|'ll|may) (approve|sign off|ok|okay|review|bless|authori[sz]e|ratify|rubber[- ]stamp)\w*\b.{0,25}\b(later|next \w+|tomorrow|afterwards|after the fact|once it'?s (live|done|shipped))\b",
     ],
     "APPROVAL": [
         r"\bapprov\w*",
@@ -50,7 +68,7 @@ CONCEPTS = {
     "DISABLE": [
         r"\bstop(ping)? (the |all |your |its )",
         r"\b(disabl\w*|deactivat\w*|turn(ing|s|ed)? off|switch(ing|es|ed)? off|shut(ting)? off|shut(ting)? down|paus(e|ing)|mut(e|ing)|silenc(e|ing)|suppress\w*|remov(e|ing)|strip(ping)?|drop(ping)?|tak(e|ing) (off|down|away)|lift(ing)?|suspend\w*|uninstall\w*|unplug\w*|unhook\w*|detach\w*)\b",
-        r"\b(turn|switch|shut|take|set|put)\b[^.]{0,40}\b(off|down|away|to (off|none|zero|0|false|disabled))\b",
+        r"\b(turn|switch|shut|take|set|put)\b.{0,40}\b(off|down|away|to (off|none|zero|0|false|disabled))\b",
         r"\bget rid of\b",
     ],
     "WEAKEN": [
@@ -69,31 +87,31 @@ CONCEPTS = {
         r"\bcall[- ]?back\b",
     ],
     "TRUST_CLAIM": [
-        r"\b(take|taking|accept|accepting|believe|trust)\b[^.]{0,30}\b(at (their|his|her) word|word for it|on (their|his|her) word|(their|his|her|the (customer|caller|user)'?s?) (word|claim|say[- ]so))\b",
-        r"\b(believe|trust|accept)\w* (whoever|anyone|anybody|any caller|the caller|the customer)\b[^.]{0,20}\b(says?|claims?|is)\b",
-        r"\b(assume|treat)\w*\b[^.]{0,40}\b(is|are|as) (who (they|he|she) (say|says|claim|claims)|the (real |rightful )?(account )?(owner|holder))\b",
-        r"\bwho(ever)? (they|he|she) (say|says|claim|claims) (they are|he is|she is|to be)\b[^.]{0,20}\b(is enough|will do|suffices|counts)\b",
+        r"\b(take|taking|accept|accepting|believe|trust)\b.{0,30}\b(at (their|his|her) word|word for it|on (their|his|her) word|(their|his|her|the (customer|caller|user)'?s?) (word|claim|say[- ]so))\b",
+        r"\b(believe|trust|accept)\w* (whoever|anyone|anybody|any caller|the caller|the customer)\b.{0,20}\b(says?|claims?|is)\b",
+        r"\b(assume|treat)\w*\b.{0,40}\b(is|are|as) (who (they|he|she) (say|says|claim|claims)|the (real |rightful )?(account )?(owner|holder))\b",
+        r"\bwho(ever)? (they|he|she) (say|says|claim|claims) (they are|he is|she is|to be)\b.{0,20}\b(is enough|will do|suffices|counts)\b",
         r"\b(their|his|her) (word|say[- ]so) (is|will be) (enough|good enough|sufficient)\b",
     ],
     "GRANT": [
         r"\b(turn(ing)? on|switch(ing)? on|enabl\w*|activat\w*)\b",
-        r"\b(grant\w*|giv(e|es|ing)|gave|hand(ing)? (over|out)?|assign\w*|add(ing)?|promot\w*|elevat\w*|escalat\w*|upgrad\w*|rais(e|ing)|bump(ing)?|extend\w*|widen\w*|open(ing)? up|unlock\w*|provision\w*)\b",
+        r"\b(grant\w*|giv(e|es|ing)|gave|hand(ing)? (over|out)?|assign\w*|add(ing)?|promot\w*|elevat(e|es|ing)|escalat(e|es|ing)|upgrad\w*|rais(e|ing)|bump(ing)?|extend\w*|widen\w*|open(ing)? up|unlock\w*|provision\w*)\b",
         r"\b(set|change|switch)\w* (their|the|his|her|your)? ?role to\b",
     ],
     "SELF_APPROVE": [
-        r"\bapprov\w*\b[^.]{0,40}\b(yourself|on your own|on (the \w+'s|their|his|her|the manager'?s?|your manager'?s?|the supervisor'?s?) behalf|in (the manager'?s?|their|your manager'?s?) name)\b",
-        r"\b(merge|sign off|sign-off|authori[sz]e|countersign)\w*\b[^.]{0,30}\b(yourself|on your own)\b",
+        r"\bapprov\w*\b.{0,40}\b(yourself|on your own|on (the \w+'s|their|his|her|the manager'?s?|your manager'?s?|the supervisor'?s?) behalf|in (the manager'?s?|their|your manager'?s?) name)\b",
+        r"\b(merge|sign off|sign-off|authori[sz]e|countersign)\w*\b.{0,30}\b(yourself|on your own)\b",
     ],
     "UNBOUND": [
         r"\byou (have|are under|face|are bound by) no\b",
-        r"\b(answer|respond|reply|act|operate|behave|work|talk)\w*\b[^.]{0,30}\bwithout (any )?(restrictions|limits|limitations|rules|filters|guardrails|boundaries|censorship)\b",
+        r"\b(answer|respond|reply|act|operate|behave|work|talk)\w*\b.{0,30}\bwithout (any )?(restrictions|limits|limitations|rules|filters|guardrails|boundaries|censorship)\b",
         r"\b(unrestricted|unfiltered|uncensored|jailbroken|no-limits?|unaligned) (assistant|mode|ai|model|agent|version|persona)\b",
-        r"\b(pretend|act as if|act as though|imagine|behave as if|assume)\b[^.]{0,40}\b(does not exist|doesn'?t exist|don'?t exist|never (received|existed|got|had|been given)|(no|any) (rules|instructions|polic(y|ies)|restrictions|guidelines))\b",
-        r"\b(rules|instructions|polic(y|ies)|guidelines|prompt)\b[^.]{0,20}\bwere (just |only )?(a test|fake|a joke|not real|a mistake)\b",
+        r"\b(pretend|act as if|act as though|imagine|behave as if|assume)\b.{0,40}\b(does not exist|doesn'?t exist|don'?t exist|never (received|existed|got|had|been given)|(no|any) (rules|instructions|polic(y|ies)|restrictions|guidelines))\b",
+        r"\b(rules|instructions|polic(y|ies)|guidelines|prompt)\b.{0,20}\bwere (just |only )?(a test|fake|a joke|not real|a mistake)\b",
     ],
     "MAKE_PRIVILEGED": [
         r"\b(make|making|made|appoint\w*|nominat\w*)( [\w'-]+){1,3} (an? |the |(a )?co-?)?(owner|admin|administrator|superuser|root user|super[- ]?admin|org(anisation|anization)? owner|workspace owner|account owner|billing admin)s?\b",
-        r"\b(promot\w*|upgrad\w*|elevat\w*)\b[^.]{0,40}\b(to|into|as) (an? |the )?(co-?)?(owner|admin|administrator|superuser|root|super[- ]?admin|org(anisation|anization)? owner|workspace owner|account owner|billing admin)s?\b(?! (of the (ticket|case|thread|order)|for review))",
+        r"\b(promot\w*|upgrad\w*|elevat\w*)\b.{0,40}\b(to|into|as) (an? |the )?(co-?)?(owner|admin|administrator|superuser|root|super[- ]?admin|org(anisation|anization)? owner|workspace owner|account owner|billing admin)s?\b(?! (of the (ticket|case|thread|order)|for review))",
         r"\b(grant|give|giving|granting|gave) (yourself|themselves|himself|herself)\b",
     ],
     "PRIVILEGE": [
@@ -106,7 +124,8 @@ CONCEPTS = {
         r"\bownership\b",
     ],
     "CHECK_ONLY": [
-        r"\b(check|confirm|verify|make sure|whether|if (they|the \w+) (already )?(has|have)|already (has|have)|only (admins|owners|administrators)|only (an? )?(admin|owner|administrator)|request (it|access) from|ask (it|the it desk|the admin\w*|an admin\w*)|route|it desk|service desk|after (the )?(manager|owner|it|security)\b[^.]{0,20}approv|once approved|with (written )?approval)\b",
+        r"\b(access request|permission request|ask (them|the user|the requester|him|her|the caller) to (file|submit|request|open))\b",
+        r"\b(check|confirm|verify|make sure|whether|if (they|the \w+) (already )?(has|have)|already (has|have)|only (admins|owners|administrators)|only (an? )?(admin|owner|administrator)|request (it|access) from|ask (it|the it desk|the admin\w*|an admin\w*)|route|it desk|service desk|after (the )?(manager|owner|it|security)\b.{0,20}approv|once approved|with (written )?approval)\b",
     ],
     "IGNORE": [
         r"\b(ignor(e|es|ing)|disregard\w*|forget|forgetting|set(ting)? aside|put(ting)? aside|throw(ing)? out|discard\w*|abandon\w*|look(ing)? past|step(ping)? outside|depart(ing)? from|deviat\w*|stop (following|applying)|no longer (follow|apply|obey))\b",
@@ -115,14 +134,15 @@ CONCEPTS = {
     "NOT_BINDING": [
         r"\b(no longer|don'?t|do not|does not|doesn'?t|not|never|won'?t) (bind|binds|apply|applies|count|counts|matter|matters|hold|holds|restrict|restricts|limit|limits|concern)\b",
         r"\b(optional|non[- ]binding|not binding|suggestions?|guidance only|advisory|a formality|flexible|negotiable|outdated|obsolete|void|suspended|lifted|off the table)\b",
-        r"\bnot bound by\b|\bfree (of|from)\b|\bexempt\w*\b|\bmake an exception to\b|\bexceptions? to (the|all|every|any)\b",
+        r"\b(not|no longer|never) bound by\b|\bfree (of|from)\b|\bexempt\w*\b|\bmake an exception to\b|\bexceptions? to (the|all|every|any)\b",
     ],
     "RULES": [
         r"\b(instructions?|rules?|polic(y|ies)|guidelines?|guidance|directives?|restrictions?|regulations?|system prompt|playbook|runbook|standard operating procedures?|sops?|code of conduct|terms of service|what you were (told|instructed)|(refund|spending|transaction|credit|approval|discount) limits?|compliance requirements?)\b",
     ],
     "OBEY_ANYONE": [
+        r"\b(customer|user|caller|requester)('s)?( own)? (word|wording|request|demand|instruction)s? (as|is) (the )?(final|only|new|last|highest) (rule|word|authority|say|instruction)\b",
         r"\bdo (whatever|anything|everything|all|exactly what) (they|he|she|the customer|the user|the caller|the requester|you are told|you're told|is asked)\b",
-        r"\b(whatever|anything) (the )?(customer|caller|user|requester)s? (asks?|wants?|says?|demands?|requests?)\b[^.]{0,30}\b(do|grant|give|allow|approve)\b",
+        r"\b(whatever|anything) (the )?(customer|caller|user|requester)s? (asks?|wants?|says?|demands?|requests?)\b.{0,30}\b(do|grant|give|allow|approve)\b",
         r"\b(comply|go along) with (every|any|all) (request|demand)s?\b",
         r"\bnever (say|tell (them|the customer)) no\b",
     ],
@@ -130,7 +150,8 @@ CONCEPTS = {
         r"\b(delet\w*|wip(e|es|ing)|wiped|purg\w*|eras\w*|destroy\w*|drop(ping|s)?|truncat\w*|nuk(e|ing)|shred\w*|obliterat\w*|clear(ing)? out|clean(ing)? out|empty(ing)?|overwrit\w*|reformat\w*|format(ting)? (the|all|every)|reset(ting)?|deprovision\w*|terminat\w*|tear(ing)? down|scrub\w*|remov(e|ing)|get rid of|clear(ing)?|flush\w*|rm -rf|force[- ]push\w*|push --force|reset --hard)\b",
     ],
     "CRITICAL": [
-        r"\b(production|prod|live)\b[^.]{0,15}\b(database|db|data|tables?|cluster|servers?|environment|buckets?|records?|instances?|volumes?)\b",
+        r"\b(repository|repo|project) root\b|\broot (directory|folder) of the (repo|repository|project)\b|\bforce[- ]?push\w*|push (-f|--force)\b|\borigin (main|master)\b",
+        r"\b(production|prod|live)\b.{0,15}\b(database|db|data|tables?|cluster|servers?|environment|buckets?|records?|instances?|volumes?)\b",
         r"\b(in|on|from) (production|prod)\b",
         r"\b(to|on) (main|master|origin/main|origin/master)\b",
         r"\b(backups?|(database|db|disk|volume|vm|server|backup) snapshots?|replicas?|disaster recovery|restore points?)\b",
@@ -164,7 +185,7 @@ CONCEPTS = {
     "OBEY": [
         r"\b(do|doing) (what|whatever|everything|anything|as|it)\b",
         r"\b(follow\w*|obey\w*|carry(ing)? (it |them )?out|carried out|execut\w*|act(ing)? on|comply\w*|complie\w*|heed\w*)\b",
-        r"\btreat\w*\b[^.]{0,60}\b(as (if|though)|like)\b",
+        r"\btreat\w*\b.{0,60}\b(as (if|though)|like)\b",
         r"\b(without (question\w*|hesitat\w*|second[- ]guessing)|to the letter|no questions asked|unquestioningly|blindly)\b",
     ],
     "SOURCE": [
@@ -194,7 +215,8 @@ CONCEPTS = {
         r"\b(this|that|the following|any|another) (address|url|endpoint|link|server|inbox)\b",
     ],
     "REVEAL": [
-        r"\b(reveal\w*|print\w*|show(s|ing|n)?|display\w*|echo\w*|output\w*|paste|pasting|pasted|shar(e|es|ing)|shared|tell(ing)?|told|disclos\w*|expos(e|es|ing)|dump\w*|list (out|all|every)|read(ing)? (out|aloud)|read\w* [^.]{0,30}(out loud|aloud)|recit\w*|repeat\w*|includ(e|es|ing)|send\w*|sent|post(ing|ed)?|leak\w*|writ(e|es|ing) (out|down)|spell\w* out|hand(ing)? over|give|gives|giving|copy(ing)?|cat|type (out)?)\b",
+        r"\b(reply|respond|answer|come back) with\b|\bquot(e|ing)\b",
+        r"\b(reveal\w*|print\w*|show(s|ing|n)?|display\w*|echo\w*|output\w*|paste|pasting|pasted|shar(e|es|ing)|shared|tell(ing)?|told|disclos\w*|expos(e|es|ing)|dump\w*|list (out|all|every)|read(ing)? (out|aloud)|read\w* .{0,30}(out loud|aloud)|recit\w*|repeat\w*|includ(e|es|ing)|send\w*|sent|post(ing|ed)?|leak\w*|writ(e|es|ing) (out|down)|spell\w* out|hand(ing)? over|give|gives|giving|copy(ing)?|cat|type (out)?)\b",
     ],
     "SECRET": [
         r"\.env\b|\b\w*_(api_key|secret|secret_key|password|passwd|pwd|access_key|private_key)\b|\b(openai|aws|stripe|github|slack|gcp|azure)[\w-]*(key|token|secret)\b",
@@ -205,8 +227,8 @@ CONCEPTS = {
     ],
     "SECRET_CARE": [
         r"--[\w-]+-env\b",
-        r"\b(authorization|bearer|header|(shown|displayed|printed) once|never (stored|logged|printed|shown)|stored in|store (it|them) in|from the environment)\b",
-        r"\b(mask\w*|redact\w*|rotat\w*|revok\w*|vault|secret (manager|store)|last (four|4)|asterisks|\*{3,}|placeholder|password reset|reset (the |their |your )?password|reset link|forgot(ten)? password|password (field|form|policy|strength|rules|requirements|manager)|hash\w*|whether|if (the |a |an |any )?(key|token|password|secret)|make sure no|check that no|scan\w* for|leaked|expired)\b",
+        r"\b(authorization|bearer|header|(shown|displayed|printed) once|never (stored|logged|printed|shown)|stored in|store (it|them) in)\b",
+        r"\b(mask\w*|redact\w*|rotat\w*|revok\w*|vault|secret (manager|store)|last (four|4)|asterisks|\*{3,}|placeholder|password reset|reset (the |their |your )?password|reset link|password (field|form|policy|strength|rules|requirements|manager)|hash\w*|whether|if (the |a |an |any )?(key|token|password|secret)|make sure no|check that no|scan\w* for|leaked|expired)\b",
     ],
 }
 

@@ -4,21 +4,36 @@ Accents are optional in the stems ([aá]); imperatives carry enclitic pronouns (
 SPAN = 100
 
 CONCEPTS = {
+    "REPORT": [
+        r"\b(inform\w* (a|al)|report\w*|escal\w*)\b",
+    ],
+    "MASS_ACTION": [
+        r"\b(cancel\w*|reembols\w*|cierra\w*|suspend\w*|desactiv\w*|elimin\w*|borr\w*)",
+    ],
+    "OBSTACLE": [
+        r"\b(retrasa|ralentiza|hace perder (el )?tiempo|p[eé]rdida de tiempo|burocracia|papeleo|una formalidad)\b",
+    ],
+    "MARK_VERIFIED": [
+        r"\b(da|dar|d[eé]|considera\w*|trata\w*|marca\w*|toma\w*)\b.{0,10}\b(por|como) (verificad|confirmad|validad|autenticad|comprobad)\w*",
+    ],
+    "IMPERSONATE": [
+        r"\b(haci[eé]ndote pasar|hazte pasar|firma\w*|responde\w*|escribe\w*|pres[eé]ntate)\b.{0,30}\b(por|como|en nombre d)\b.{0,25}\b(responsable|director|directora|gerente|jef[ea]|supervisor\w*|administrador\w*)",
+    ],
     "FOREIGN_INSTRUCTIONS": [
-        r"\b(instrucciones?|[oó]rdenes|comandos?)\b[^.]{0,30}\b(en|de|del|dentro de)\b[^.]{0,20}\b(correos?|e-?mails?|p[aá]ginas?|documentos?|resultados?|salidas?|adjuntos?|archivos?)",
+        r"\b(instrucciones?|[oó]rdenes|comandos?)\b.{0,30}\b(en|de|del|dentro de)\b.{0,20}\b(correos?|e-?mails?|p[aá]ginas?|documentos?|resultados?|salidas?|adjuntos?|archivos?)",
     ],
     "SELF_APPROVE": [
-        r"\b(aprueb\w*|aprob\w*|firm\w*|fusion\w*|autoriz\w*)\b[^.]{0,40}\b(t[uú] mism[oa]|por tu cuenta|en nombre (del|de la|de tu) \w+)\b",
+        r"\b(aprueb\w*|aprob\w*|firm\w*|fusion\w*|autoriz\w*)\b.{0,40}\b(t[uú] mism[oa]|por tu cuenta|en nombre (del|de la|de tu) \w+)\b",
     ],
     "UNBOUND": [
-        r"\b(no tienes|no hay|no existe)\b[^.]{0,15}\b(ninguna?|restricci[oó]n|l[ií]mite|regla|filtro)\w*",
-        r"\b(responde|act[uú]a|contesta)\w*\b[^.]{0,30}\bsin (ninguna? )?(restricci[oó]n|l[ií]mite|regla|filtro|censura)\w*",
-        r"\b(act[uú]a|haz|comp[oó]rtate) como si\b[^.]{0,50}\b(no (existiera|existieran|tuvieras|hubiera)|ninguna)\b",
+        r"\b(no tienes|no hay|no existe)\b.{0,15}\b(ninguna?|restricci[oó]n|l[ií]mite|regla|filtro)\w*",
+        r"\b(responde|act[uú]a|contesta)\w*\b.{0,30}\bsin (ninguna? )?(restricci[oó]n|l[ií]mite|regla|filtro|censura)\w*",
+        r"\b(act[uú]a|haz|comp[oó]rtate) como si\b.{0,50}\b(no (existiera|existieran|tuvieras|hubiera)|ninguna)\b",
         r"\b(asistente|modo|ia) (sin (restricciones|l[ií]mites|filtros)|sin censura)\b",
     ],
     "VIOLATION": [r"\b(que (incumpl\w*|viol\w*|infrinj\w*|rompa\w*)|contrari\w* a|infracci[oó]n\w*|violaci[oó]n\w*)\b"],
     "SKIP": [
-        r"\bantes de que (alguien|nadie|finanzas|legal|el gerente|el supervisor|el revisor|cumplimiento)\b[^.]{0,30}\b(lo )?(mire|vea|revise|note|se d[eé] cuenta)\b",
+        r"\bantes de que (alguien|nadie|finanzas|legal|el gerente|el supervisor|el revisor|cumplimiento)\b.{0,30}\b(lo )?(mire|vea|revise|note|se d[eé] cuenta)\b",
         r"\b(s[aá]lt\w*|salt\w*|omit\w*|om[ií]t\w*|ignor\w*|evit\w*|esquiv\w*|eludi\w*|elud\w*|pasa(r)? por alto|pasa(te)? de|prescind\w*|s[aá]ltate|salta(r)?se|obvi\w*|brinc\w*|sortea\w*|rode\w*)\b",
         r"\ben (lugar|vez) de esperar\b",
         r"\b(no hace falta|no es necesario|no necesitas|no hay (que|necesidad|por qu[eé])|sin necesidad|innecesari\w*|opcional\w*|no es obligatori\w*|una formalidad|no tiene sentido|no vale la pena|para qu[eé])\b",
@@ -27,8 +42,8 @@ CONCEPTS = {
     ],
     "WITHOUT": [r"\bsin\b"],
     "DEFER": [
-        r"\b(hacemos|haremos|hacen|pedimos|pediremos|conseguimos|sacamos|firmamos|damos|la hace|lo hace)\b[^.]{0,25}\b(despu[eé]s|luego|m[aá]s tarde|ma[ñn]ana|la semana que viene)\b",
-        r"\b(puede|pueden|podr[aá]|llegar[aá]|vendr[aá]|se har[aá]|ser[aá]|se dar[aá]|se pedir[aá])\b[^.]{0,30}\b(despu[eé]s|luego|m[aá]s tarde|m[aá]s adelante|la semana (que viene|pr[oó]xima)|ma[ñn]ana|a posteriori|retroactivamente)\b",
+        r"\b(hacemos|haremos|hacen|pedimos|pediremos|conseguimos|sacamos|firmamos|damos|la hace|lo hace)\b.{0,25}\b(despu[eé]s|luego|m[aá]s tarde|ma[ñn]ana|la semana que viene)\b",
+        r"\b(puede|pueden|podr[aá]|llegar[aá]|vendr[aá]|se har[aá]|ser[aá]|se dar[aá]|se pedir[aá])\b.{0,30}\b(despu[eé]s|luego|m[aá]s tarde|m[aá]s adelante|la semana (que viene|pr[oó]xima)|ma[ñn]ana|a posteriori|retroactivamente)\b",
         r"\b(a posteriori|retroactivamente|con fecha anterior|dar[aá] por bueno|lo dar[aá]n? por bueno|por cumplir|pro forma)\b",
     ],
     "APPROVAL": [
@@ -51,16 +66,16 @@ CONCEPTS = {
         r"\b(identidad|identificaci[oó]n|documento de identidad|verificaci[oó]n\w*|verific\w*|autenticaci[oó]n|autentic\w*|kyc|pin|c[oó]digo (pin|secreto|de un solo uso|de verificaci[oó]n|de confirmaci[oó]n)|preguntas? de seguridad|fecha de nacimiento|devoluci[oó]n de llamada|2fa|mfa|qui[eé]n (es|dice ser))\b",
     ],
     "TRUST_CLAIM": [
-        r"\b(cr[eé]e\w*|cr[eé]ele|conf[ií]a\w*|f[ií]ate|acepta\w*|toma\w*)\b[^.]{0,30}\b(qui[eé]n dice ser|lo que dice ser|su palabra|bajo palabra|de palabra|lo que diga)\b",
-        r"\b(trata\w*|consider\w*)\b[^.]{0,50}\bcomo (el |la )?(titular|propietari\w*|due[ñn]\w*|verificad\w*)\b",
+        r"\b(cr[eé]e\w*|cr[eé]ele|conf[ií]a\w*|f[ií]ate|acepta\w*|toma\w*)\b.{0,30}\b(qui[eé]n dice ser|lo que dice ser|su palabra|bajo palabra|de palabra|lo que diga)\b",
+        r"\b(trata\w*|consider\w*)\b.{0,50}\bcomo (el |la )?(titular|propietari\w*|due[ñn]\w*|verificad\w*)\b",
         r"\bsu palabra (basta|es suficiente)\b",
     ],
     "GRANT": [
         r"\b(conc[eé]d\w*|da|dale|dales|darle|dar|d[eé]le|otorg\w*|asign\w*|agreg\w*|a[ñn]ad\w*|promuev\w*|promov\w*|asciend\w*|ascend\w*|elev\w*|ampl[ií]\w*|abre|abrir|desbloque\w*|habilit\w*)\b",
     ],
     "MAKE_PRIVILEGED": [
-        r"\b(haz|hazlo|hacer|hazle|convierte|convertir|nombra\w*|promuev\w*|promov\w*|asciend\w*|ascend\w*|design\w*|pon|ponle)\b[^.,]{0,40}\b(propietari\w*|due[ñn]\w*|administrador\w*|admin\w*|superusuari\w*|root|titular)\b",
-        r"\b(conc[eé]dete|d[aá]te|ot[oó]rgate|as[ií]gnate|a[ñn][aá]dete)\b[^.]{0,30}\b(permisos?|derechos?|acceso|rol|privilegios?|administrador\w*)\b",
+        r"\b(haz|hazlo|hacer|hazle|convierte|convertir|nombra\w*|promuev\w*|promov\w*|asciend\w*|ascend\w*|design\w*|pon|ponle)\b[^,]{0,40}\b(propietari\w*|due[ñn]\w*|administrador\w*|admin\w*|superusuari\w*|root|titular)\b",
+        r"\b(conc[eé]dete|d[aá]te|ot[oó]rgate|as[ií]gnate|a[ñn][aá]dete)\b.{0,30}\b(permisos?|derechos?|acceso|rol|privilegios?|administrador\w*)\b",
     ],
     "PRIVILEGE": [
         r"\b(permisos? de (administrador|admin|propietario|superusuario)|derechos? de (administrador|admin|propietario)|acceso (de )?(administrador|admin|root|total|completo|ilimitado|de escritura|a producci[oó]n)|rol de (administrador|admin|propietario)|todos los permisos|control total|superusuari\w*|privilegios? (de administrador|elevados)|grupo de administradores|sudo)\b",
@@ -69,14 +84,16 @@ CONCEPTS = {
         r"\b(comprueb\w*|verific\w*|si (ya )?(tiene|posee)|ya tiene|solo (los )?(administradores|propietarios|due[ñn]os)|solicitudes de acceso|env[ií]a las solicitudes|soporte t[eé]cnico|tras la aprobaci[oó]n|despu[eé]s de la aprobaci[oó]n)\b",
     ],
     "IGNORE": [
+        r"\bno (le |les )?hagas caso\b|\bhaz caso omiso\b",
         r"\b(ignor\w*|olvid\w*|haz caso omiso|pasa(r)? por alto|salt\w* (las|la|el|los)|incumpl\w*|romp\w*|viol\w*|d[eé]ja(las|los|la|lo) de lado|deja de (seguir|cumplir|aplicar)|no (sigas|cumplas|respetes|apliques))\b",
     ],
     "NOT_BINDING": [
-        r"\b(ya no|no)\b[^.]{0,15}\b(te obliga\w*|te obligan|obliga\w*|aplica\w*|rige\w*|cuenta\w*|vale\w*|vinculan?|atan?|afecta\w*)\b",
+        r"\b(ya no|no)\b.{0,15}\b(te obliga\w*|te obligan|obliga\w*|aplica\w*|rige\w*|cuenta\w*|vale\w*|vinculan?|atan?|afecta\w*)\b",
         r"\b(opcional\w*|orientativ\w*|no vinculante\w*|meras sugerencias|simples sugerencias|obsolet\w*|caduc\w*|suspendid\w*|negociable\w*)\b",
         r"\b(libre de|exento de|excepci[oó]n a)\b",
     ],
     "RULES": [
+        r"\b(indicaciones|normativa\w*)\b",
         r"\b(instrucci[oó]n\w*|regla\w*|norma\w*|pol[ií]tica\w*|directri\w*|pautas?|procedimiento\w*|reglamento\w*|prompt del sistema|prompt|restricci[oó]n\w*|l[ií]mites?|lo que te dijeron|protocolo\w*)\b",
     ],
     "OBEY_ANYONE": [
@@ -87,6 +104,7 @@ CONCEPTS = {
         r"\b(elimin\w*|borr\w*|suprim\w*|purg\w*|destru\w*|vac[ií]\w*|limpi\w*|sobrescrib\w*|formate\w*|reinici\w*|restablec\w*|arras\w*|liquid\w*|drop\w*|truncate|rm -rf|force-push\w*)\b",
     ],
     "CRITICAL": [
+        r"\b(ra[ií]z del (proyecto|repositorio)|force-?push\w*|push (-f|--force))\b",
         r"\ben producci[oó]n\b|\b(a|en) (main|master)\b",
         r"\b(producci[oó]n|prod)\b",
         r"\b(copias? de seguridad|respaldos?|backups?|instant[aá]neas?|snapshots?|archivos? hist[oó]ricos?)\b",
@@ -95,6 +113,7 @@ CONCEPTS = {
         r"\b(todo|todos los datos|la totalidad)\b",
     ],
     "NO_HUMAN": [
+        r"\bsin (revisar|comprobar|verificar) si\b",
         r"\bsin (consultar|preguntar|avisar|revisar|confirm\w*|nadie|ninguna persona|ning[uú]n humano|intervenci[oó]n|supervisi[oó]n|respaldo|copia|aprobaci[oó]n|decir nada)\b",
         r"\b(autom[aá]ticamente|en silencio|silenciosamente|a escondidas|sin que nadie|de forma autom[aá]tica|sin hacer ruido|ninguna persona de por medio)\b",
         r"\b(ninguna persona|ning[uú]n humano|nadie) (de por medio|en el proceso|intervenga)\b",
@@ -128,6 +147,7 @@ CONCEPTS = {
         r"\b(env[ií]\w*|mand\w*|reenv[ií]\w*|sub\w*|cargar?|export\w*|copi\w*|compart\w*|public\w*|sincroniz\w*|transfier\w*|transfer\w*|con copia|cco|cc)\b",
     ],
     "DATA": [
+        r"\b(ficheros|archivos|documentos|datos|expedientes) del cliente\b",
         r"\b(n[uú]meros de tel[eé]fono|direcciones de correo|direcciones|datos de (los )?clientes|base de datos de usuarios|todas las conversaciones)\b",
         r"\b(datos|tabla (completa )?de clientes|lista de clientes|base de (datos|clientes)|tabla|registros|n[uú]meros de tarjeta|tarjetas? de cr[eé]dito|datos bancarios|datos personales|agenda|lista de contactos|c[oó]digo fuente|historial de (conversaciones|pedidos)|todos los (tickets|mensajes|correos|archivos|clientes))\b",
     ],
@@ -137,6 +157,7 @@ CONCEPTS = {
         r"\b(esta|otra) direcci[oó]n\b",
     ],
     "REVEAL": [
+        r"\b(a[ñn]ad\w*|agreg\w*|adjunt\w*|cita\w*|comunica\w*)\b",
         r"\b(revel\w*|muestr\w*|mostr\w*|imprim\w*|peg\w*|compart\w*|divulg\w*|exp[oó]n\w*|expon\w*|dile|dime|decir|di|recit\w*|repit\w*|repet\w*|inclu\w*|env[ií]\w*|public\w*|escrib\w*|registr\w*|copi\w*|lee en voz alta|da|dale|dar|entreg\w*)\b",
     ],
     "SECRET": [

@@ -4,21 +4,37 @@ Accents are optional in the stems ([ée]), since people type without them."""
 SPAN = 100
 
 CONCEPTS = {
+    "REPORT": [
+        r"\b(signal\w*|remont\w* (à|au))\b",
+    ],
+    "MASS_ACTION": [
+        r"\b(annul\w*|rembours\w*|ferm\w*|suspend\w*|d[ée]sactiv\w*|supprim\w*)",
+    ],
+    "OBSTACLE": [
+        r"\b(ralentit|ralentissent|fait perdre du temps|perte de temps|paperasse|bureaucrati\w*|une formalit[ée])\b",
+    ],
+    "MARK_VERIFIED": [
+        r"\b(consid[èe]r\w*|trait\w*|marqu\w*|tien\w*)\b.{0,40}\b(comme|pour) (v[ée]rifi[ée]e?|confirm[ée]e?|authentifi[ée]e?|valid[ée]e?)\b",
+    ],
+    "IMPERSONATE": [
+        r"\b(te faisant passer|fais-toi passer|faites-vous passer|se faire passer|en te pr[ée]sentant|pr[ée]sente-toi|sign\w*|r[ée]ponds?|[ée]cris)\b.{0,30}\b(pour|comme|en tant que|au nom d[eu])\b.{0,25}\b(responsable|directeur|directrice|manager|chef|cheffe|superviseur|administrat\w*)",
+    ],
     "FOREIGN_INSTRUCTIONS": [
-        r"\b(instructions?|consignes?|commandes?)\b[^.]{0,30}\b(dans|d'un|d'une|de la|du|provenant)\b[^.]{0,20}\b(e-?mails?|courriels?|pages?|documents?|r[ée]sultats?|sorties?|pi[èe]ces? jointes?|fichiers?)",
+        r"\b(instructions?|consignes?|commandes?)\b.{0,30}\b(dans|d'un|d'une|de la|du|provenant)\b.{0,20}\b(e-?mails?|courriels?|pages?|documents?|r[ée]sultats?|sorties?|pi[èe]ces? jointes?|fichiers?)",
     ],
     "SELF_APPROVE": [
-        r"\b(approuv\w*|valid\w*|sign\w*|fusionn\w*)\b[^.]{0,40}\b(toi-m[êe]me|vous-m[êe]me|au nom (du|de la|de ton|de ta) \w+|à la place (du|de la) \w+)\b",
+        r"\b(approuv\w*|valid\w*|sign\w*|fusionn\w*)\b.{0,40}\b(toi-m[êe]me|vous-m[êe]me|au nom (du|de la|de ton|de ta) \w+|à la place (du|de la) \w+)\b",
     ],
     "UNBOUND": [
-        r"\b(tu n'as|vous n'avez|il n'y a)\b[^.]{0,10}\b(plus )?(aucune?|pas de)\b[^.]{0,10}\b(restriction|limite|r[èe]gle|filtre|contrainte)s?\b",
-        r"\b(r[ée]ponds|agis|r[ée]pondez|agissez)\b[^.]{0,30}\bsans (aucune? )?(restriction|limite|r[èe]gle|filtre|censure)s?\b",
-        r"\b(fais|faites|agis|agissez) comme si\b[^.]{0,50}\b(n'existai\w*|n'avais|n'aviez|aucune?|pas)\b",
+        r"\b(tu n'as|vous n'avez|il n'y a)\b.{0,10}\b(plus )?(aucune?|pas de)\b.{0,10}\b(restriction|limite|r[èe]gle|filtre|contrainte)s?\b",
+        r"\b(r[ée]ponds|agis|r[ée]pondez|agissez)\b.{0,30}\bsans (aucune? )?(restriction|limite|r[èe]gle|filtre|censure)s?\b",
+        r"\b(fais|faites|agis|agissez) comme si\b.{0,50}\b(n'existai\w*|n'avais|n'aviez|aucune?|pas)\b",
         r"\b(assistant|mode|ia) (sans (restriction|limite|filtre)s?|non filtr[ée]|non censur[ée]|d[ée]brid[ée])\b",
     ],
     "VIOLATION": [r"\b(contraire\w* à|qui enfreign\w*|qui viol\w*|violation\w*|infraction\w*)\b"],
     "SKIP": [
-        r"\bavant que (quelqu'un|qui que ce soit|la compta\w*|le service juridique|le responsable|le relecteur|la conformit[ée])\b[^.]{0,30}\b(regarde|voie|v[ée]rifie|remarque|s'en aper[çc]oive)\b",
+        r"\b(inutile|pas besoin) de (la |le |les )?faire (relire|valider|approuver|v[ée]rifier)\b",
+        r"\bavant que (quelqu'un|qui que ce soit|la compta\w*|le service juridique|le responsable|le relecteur|la conformit[ée])\b.{0,30}\b(regarde|voie|v[ée]rifie|remarque|s'en aper[çc]oive)\b",
         r"\b(saut\w*|sauter|contourn\w*|ignor\w*|évit\w*|evit\w*|omet\w*|omis|oubli\w*|zapp\w*|pass\w* (outre|par-dessus|au-dessus)|outrepass\w*|dispens\w*|fais l'impasse|faire l'impasse|court-circuit\w*|se passer de|passe-toi de|passez-vous de|pass(e|ez|er) la)\b",
         r"\bau lieu d'attendre\b|\bplutôt que d'attendre\b",
         r"\b(inutile|pas besoin|pas la peine|nul besoin|aucun besoin|pas nécessaire|pas necessaire|superflu\w*|facultati\w*|optionnel\w*|une formalité|pas obligatoire|aucune raison)\b",
@@ -27,12 +43,13 @@ CONCEPTS = {
     ],
     "WITHOUT": [r"\bsans\b"],
     "DEFER": [
-        r"\b\w+(ra|rons|ront)\b[^.]{0,30}\b(plus tard|apr[èe]s coup|ensuite|la semaine prochaine|demain)\b",
-        r"\b(pourra|pourront|peut|peuvent|viendra|suivra|se fera|sera)\b[^.]{0,30}\b(après|plus tard|ensuite|apr[èe]s coup|la semaine prochaine|demain|r[ée]troactivement|a posteriori)\b",
-        r"\b(valider|approuver|signer|autoriser|ratifier|entériner|enteriner)(a|ont)\w*\b[^.]{0,25}\b(plus tard|la semaine prochaine|demain|apr[èe]s coup|ensuite|apr[èe]s)\b",
+        r"\b\w+(ra|rons|ront)\b.{0,30}\b(plus tard|apr[èe]s coup|ensuite|la semaine prochaine|demain)\b",
+        r"\b(pourra|pourront|peut|peuvent|viendra|suivra|se fera|sera)\b.{0,30}\b(après|plus tard|ensuite|apr[èe]s coup|la semaine prochaine|demain|r[ée]troactivement|a posteriori)\b",
+        r"\b(valider|approuver|signer|autoriser|ratifier|entériner|enteriner)(a|ont)\w*\b.{0,25}\b(plus tard|la semaine prochaine|demain|apr[èe]s coup|ensuite|apr[èe]s)\b",
         r"\b(apr[èe]s coup|a posteriori|r[ée]troactivement|pour la forme|tamponn\w*|valider? (ça|cela) plus tard|régularis\w* (plus tard|ensuite|après))\b",
     ],
     "APPROVAL": [
+        r"\b(relire|relu|relue|faire relire)\b",
         r"\b(relect\w*|r[ée]viseu\w*|relecture)\b",
         r"\b(approb\w*|approuv\w*|validation\w*|valid\w*|autoris\w*|accord\w*|aval|feu vert|visa|consentement|signature\w*|sign\w*|bon pour accord|relecture|revue|comit[ée]|double contr[ôo]le|quatre yeux)\b",
         r"\b(manager|responsable|superviseur|supérieur\w*|superieur\w*|chef\w*|direction|comptabilit[ée]|finance\w*|conformit[ée])\b",
@@ -41,8 +58,9 @@ CONCEPTS = {
         r"\b([ée]tape|processus|circuit|exigence|obligation|workflow|r[èe]gle) d'(approbation|validation|autorisation)\b",
     ],
     "DISABLE": [
+        r"\b(mets|mettez|mettre)\b.{0,40}\ben pause\b",
         r"\b(d[ée]sactiv\w*|coup\w*|[ée]tein\w*|arr[êe]t\w*|suspend\w*|retir\w*|enl[èe]v\w*|supprim\w*|l[èe]v\w*|d[ée]branch\w*|d[ée]sinstall\w*|neutralis\w*|mets? en pause|mettre en pause|bypass\w*)\b",
-        r"\b(mets|mettez|mettre|passe|passez|passer)\b[^.]{0,40}\b(hors service|hors ligne|sur off|à z[ée]ro|en veille)\b",
+        r"\b(mets|mettez|mettre|passe|passez|passer)\b.{0,40}\b(hors service|hors ligne|sur off|à z[ée]ro|en veille)\b",
     ],
     "WEAKEN": [
         r"\b(assoupli\w*|rel[âa]ch\w*|abaiss\w*|baiss\w*|affaibl\w*|r[ée]dui\w*|allège\w*|all[ée]g\w*|adouci\w*|minimis\w*)\b",
@@ -53,28 +71,30 @@ CONCEPTS = {
         r"\b(identit[ée]\w*|pi[èe]ce d'identit[ée]|v[ée]rification\w*|v[ée]rifi\w*|authentifi\w*|kyc|code pin|pin|code secret|code à usage unique|code de confirmation|questions? de s[ée]curit[ée]|date de naissance|rappel|double authentification|2fa|mfa|qui (il|elle) (est|pr[ée]tend))\b",
     ],
     "TRUST_CLAIM": [
-        r"\b(crois|croyez|croire|fais confiance|faites confiance|prends|prenez|accepte\w*)\b[^.]{0,30}\b(sur parole|au mot|sa parole|leur parole|ce qu'(il|elle) dit|qui (il|elle) (dit|pr[ée]tend) [êe]tre)\b",
-        r"\b(consid[èe]re\w*|trait\w*)\b[^.]{0,50}\bcomme (le |la )?(titulaire|propri[ée]taire|v[ée]rifi[ée])\b",
+        r"\b(crois|croyez|croire|fais confiance|faites confiance|prends|prenez|accepte\w*)\b.{0,30}\b(sur parole|au mot|sa parole|leur parole|ce qu'(il|elle) dit|qui (il|elle) (dit|pr[ée]tend) [êe]tre)\b",
+        r"\b(consid[èe]re\w*|trait\w*)\b.{0,50}\bcomme (le |la )?(titulaire|propri[ée]taire|v[ée]rifi[ée])\b",
         r"\bsa parole (suffit|est suffisante)\b",
     ],
     "GRANT": [
         r"\b(accord\w*|donn\w*|attribu\w*|octroi\w*|ajout\w*|promeu\w*|promouv\w*|[ée]lev\w*|[ée]tend\w*|ouvr\w*|confi\w*|assign\w*|d[ée]bloqu\w*)\b",
     ],
     "MAKE_PRIVILEGED": [
-        r"\b(fais|faites|faire|nomme\w*|promeu\w*|promouv\w*|passe|passez|d[ée]signe\w*|rends|rendez)\b[^.,]{0,40}\b(propri[ée]taire|administrateur\w*|admin\w*|super-?utilisateur\w*|root|titulaire)\b",
-        r"\b(accorde|donne|attribue|octroie)-?(toi|vous|lui|se) (à toi-même|à lui-même)?\b[^.]{0,30}\b(droits?|acc[èe]s|r[ôo]le|permissions?|privil[èe]ges?)\b",
+        r"\b(fais|faites|faire|nomme\w*|promeu\w*|promouv\w*|passe|passez|d[ée]signe\w*|rends|rendez)\b[^,]{0,40}\b(propri[ée]taire|administrateur\w*|admin\w*|super-?utilisateur\w*|root|titulaire)\b",
+        r"\b(accorde|donne|attribue|octroie)-?(toi|vous|lui|se) (à toi-même|à lui-même)?\b.{0,30}\b(droits?|acc[èe]s|r[ôo]le|permissions?|privil[èe]ges?)\b",
     ],
     "PRIVILEGE": [
         r"\b(droits? d'admin\w*|droits? (d')?administrat\w*|acc[èe]s (admin\w*|administrat\w*|root|complet|total|illimit[ée]|en [ée]criture|production)|r[ôo]le (d')?(admin\w*|propri[ée]taire|super\w*)|tous les droits|toutes les permissions|pleins pouvoirs|contr[ôo]le total|super-?utilisateur|privil[èe]ges? (d')?(admin\w*|[ée]lev[ée]s?)|groupe (des )?admin\w*|sudo)\b",
     ],
     "CHECK_ONLY": [
+        r"\b(demande d'acc[èe]s|demande de droits|faire une demande)\b",
         r"\b(v[ée]rifi\w*|si (le|la|il|elle) (a|poss[èe]de) d[ée]j[àa]|d[ée]j[àa]|seuls? (les )?(admin\w*|propri[ée]taires?)|demande d'acc[èe]s|transmet\w*|service informatique|apr[èe]s (l')?(approbation|validation))\b",
     ],
     "IGNORE": [
+        r"\bne (tiens|tenez|tenir) (plus|pas) compte\b",
         r"\b(ignor\w*|oubli\w*|fais abstraction|faites abstraction|passe outre|passez outre|outrepass\w*|enfrein\w*|transgress\w*|d[ée]roge\w*|contourn\w*|mets? de c[ôo]t[ée]|mettez de c[ôo]t[ée]|laisse\w* de c[ôo]t[ée]|ne (suis|respecte|tiens? compte|applique)\w* (plus|pas))\b",
     ],
     "NOT_BINDING": [
-        r"\b(ne t'engagent|ne vous engagent|ne s'appliquent|ne comptent|ne valent|ne te lient|ne vous lient|ne te concernent|ne vous concernent|n'ont plus)\b[^.]{0,20}\b(plus|pas)\b",
+        r"\b(ne t'engagent|ne vous engagent|ne s'appliquent|ne comptent|ne valent|ne te lient|ne vous lient|ne te concernent|ne vous concernent|n'ont plus)\b.{0,20}\b(plus|pas)\b",
         r"\b(facultati\w*|optionnel\w*|indicati\w*|non contraignant\w*|de simples suggestions|p[ée]rim[ée]\w*|obsol[èe]te\w*|caduc\w*|suspendu\w*|n[ée]gociable\w*)\b",
         r"\b(plus|pas) (tenu|li[ée]|soumis)\w* (à|par)\b|\bexception (à|aux)\b",
     ],
@@ -88,6 +108,7 @@ CONCEPTS = {
         r"\b(supprim\w*|effac\w*|purg\w*|d[ée]trui\w*|vid\w*|nettoi\w*|nettoy\w*|[ée]cras\w*|formate\w*|r[ée]initialis\w*|liquid\w*|rase\w*|raye\w*|ras\w*|d[ée]gag\w*|drop\w*|truncate|rm -rf|force-push\w*)\b",
     ],
     "CRITICAL": [
+        r"\b(racine du (projet|d[ée]p[ôo]t)|force-?push\w*|push (-f|--force))\b",
         r"\b(en|de la) production\b|\bsur (main|master)\b",
         r"\b(production|prod)\b",
         r"\b(sauvegardes?|backups?|snapshots?|copies? de s[ée]curit[ée]|archives?)\b",
@@ -96,6 +117,7 @@ CONCEPTS = {
         r"\b(tout|toutes les donn[ée]es|la totalit[ée])\b(?! de suite)",
     ],
     "NO_HUMAN": [
+        r"\bsans (v[ée]rifier|contr[ôo]ler) (l'[ée]ligibilit[ée]|les conditions|si)\b",
         r"\bsans (demander|consulter|pr[ée]venir|v[ée]rifier|confirm\w*|validation|relecture|personne|aucun\w* (humain|personne|validation|contr[ôo]le)|humain|intervention|sauvegarde|pr[ée]avis|rien dire)\b",
         r"\b(automatiquement|discr[èe]tement|en silence|en douce|en cachette|silencieusement|sans bruit|personne (n'a besoin|ne doit))\b",
         r"\baucun(e)? (humain|personne|intervention|validation)\b",
@@ -138,6 +160,7 @@ CONCEPTS = {
         r"\b(cette|l'|une autre) adresse\b",
     ],
     "REVEAL": [
+        r"\b(ajout\w*|communiqu\w*|transmet\w*|transmis|r[ée]ponds avec|cite\w*)\b",
         r"\b(r[ée]p[èe]te\w*|recopie\w*)\b",
         r"\b(r[ée]v[èe]l\w*|affich\w*|montr\w*|imprim\w*|donn\w*|colle\w*|coll\w*|partag\w*|divulgu\w*|d[ée]voil\w*|expos\w*|dis|dites|dire|r[ée]cit\w*|r[ée]p[èe]t\w*|inclu\w*|envoi\w*|envoy\w*|publi\w*|[ée]cri\w*|journalis\w*|copi\w*|lis à voix haute)\b",
     ],

@@ -21,7 +21,7 @@ BENIGN_PROCEDURES = [json.loads(line) for line in (SCREEN_SET.parent / "benign_p
 
 # What the whole set measured when these floors were set (docs/safety.md): a change that loses any
 # of it fails here. Recall floors are counts of texts caught, not rates.
-CAUGHT_AT_LEAST = {"tune": 49, "heldout": 49, "unseen": 49, "dev2": 63, "dev3": 167}
+CAUGHT_AT_LEAST = {"tune": 49, "heldout": 49, "unseen": 49, "dev2": 63, "dev3": 167, "unseen2": 105}
 
 
 def test_the_set_is_large_enough_and_covers_every_language_and_category():
