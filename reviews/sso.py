@@ -141,6 +141,17 @@ def _holds(user, rule: SsoRule, target) -> bool:
     return rows.objects.filter(content_object=target, user=user, permission__codename=_codename(rule)).exists()
 
 
+def _set_right(user, rule: SsoRule, target, *, granted: bool) -> None:
+    """Gives (`granted`) or takes the right a rule names: a group membership, or the object
+    permission on the namespace or agent."""
+    if rule.kind == "group":
+        (user.groups.add if granted else user.groups.remove)(target)
+    elif granted:
+        assign_perm(f"library.{_codename(rule)}", user, target)
+    else:
+        remove_perm(f"library.{_codename(rule)}", user, target)
+
+
 def sso_rights_sync(*, user, claims: dict) -> list[str]:
     """Gives `user` exactly the rights the rules map their claim values to, among the rights the
     rules name; one transaction, one audit row per change. Returns what changed, in words. A rule
@@ -161,28 +172,20 @@ def sso_rights_sync(*, user, claims: dict) -> list[str]:
             if target is None:
                 log.warning("single sign-on: rule %s names a %s that does not exist", rule.grant, rule.kind)
                 continue
-            held = _holds(user, rule, target)
-            if (matched is not None) == held:
+            granted = matched is not None
+            if granted == _holds(user, rule, target):
                 continue
+            _set_right(user, rule, target, granted=granted)
+            claim = settings.PROCMEM_OIDC_GROUPS_CLAIM
+            reason = f"{claim} claim has {matched!r}" if granted else f"{claim} claim no longer has {rule.claim_value!r}"
             change = {"permission": rule.grant, "on": f"{rule.kind} {target.name}", "user": user.get_username()}
-            if matched is not None:
-                if rule.kind == "group":
-                    user.groups.add(target)
-                else:
-                    assign_perm(f"library.{_codename(rule)}", user, target)
-                reason = f"{settings.PROCMEM_OIDC_GROUPS_CLAIM} claim has {matched!r}"
-                audit(action=AuditEvent.Action.GRANT, actor_label=SSO_ACTOR, agent=target if rule.kind == "agent" else None,
-                      reason=reason, after=change)
-                changes.append(f"granted: {rule.described} ({reason})")
-            else:
-                if rule.kind == "group":
-                    user.groups.remove(target)
-                else:
-                    remove_perm(f"library.{_codename(rule)}", user, target)
-                reason = f"{settings.PROCMEM_OIDC_GROUPS_CLAIM} claim no longer has {rule.claim_value!r}"
-                audit(action=AuditEvent.Action.REVOKE, actor_label=SSO_ACTOR, agent=target if rule.kind == "agent" else None,
-                      reason=reason, before=change)
-                changes.append(f"revoked: {rule.described} ({reason})")
+            audit(
+                action=AuditEvent.Action.GRANT if granted else AuditEvent.Action.REVOKE, actor_label=SSO_ACTOR,
+                agent=target if rule.kind == "agent" else None, reason=reason,
+                # a grant records the right it gave, a revocation the one it took
+                after=change if granted else None, before=None if granted else change,
+            )
+            changes.append(f"{'granted' if granted else 'revoked'}: {rule.described} ({reason})")
     return changes
 
 

@@ -60,6 +60,7 @@ def test_claims_give_and_take_the_rights_the_rules_name(sso_rules, agent, review
     events = AuditEvent.objects.filter(actor_label=SSO_ACTOR, action=AuditEvent.Action.GRANT)
     assert events.count() == 3
     assert {e.reason for e in events} >= {"groups claim has 'procmem-reviewers'"}
+    assert all(e.after["user"] == "sso-user" and not e.before for e in events)  # a grant records the right it gave
     # when: the next sign-in has only one of them; a second sync with the same claims changes nothing
     revoked = sso_rights_sync(user=user, claims={"sub": "1", "groups": "payments"})
     assert sso_rights_sync(user=user, claims={"sub": "1", "groups": "payments"}) == []
@@ -68,7 +69,10 @@ def test_claims_give_and_take_the_rights_the_rules_name(sso_rules, agent, review
     assert len(revoked) == 2 and not user_is_reviewer(user)
     assert not user.has_perm("library.approve_agent_procedures", Agent.objects.get(pk=agent.pk))
     assert user.has_perm("library.review_namespace_procedures", Namespace.objects.get(name="payments"))
-    assert AuditEvent.objects.filter(actor_label=SSO_ACTOR, action=AuditEvent.Action.REVOKE).count() == 2
+    revocations = AuditEvent.objects.filter(actor_label=SSO_ACTOR, action=AuditEvent.Action.REVOKE)
+    assert revocations.count() == 2
+    assert all(e.before["user"] == "sso-user" and not e.after for e in revocations)  # a revocation the right it took
+    assert {e.reason for e in revocations} >= {"groups claim no longer has 'procmem-reviewers'"}
 
 
 def test_rights_no_rule_names_are_left_alone(sso_rules, agent, candidate):
