@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -90,33 +91,63 @@ def drop_role(database_url: str, role: str) -> None:
         conn.execute(f'DROP ROLE IF EXISTS "{role}"')
 
 
+def ensure_database(database_url: str) -> None:
+    """Creates the database when it does not exist (a bench that keeps its data between runs)."""
+    import psycopg
+
+    name = urlparse(database_url).path.lstrip("/")
+    with psycopg.connect(admin_url(database_url), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def answers(url: str) -> bool:
+    """Whether a GET of `url` succeeds now (a server that is up and ready)."""
+    try:
+        urllib.request.urlopen(url, timeout=2).read()
+        return True
+    except OSError:
+        return False
+
+
+def stop(process: subprocess.Popen) -> None:
+    """SIGTERM, and SIGKILL when the process has not ended 20 s later."""
+    process.terminate()
+    try:
+        process.wait(timeout=20)
+    except subprocess.TimeoutExpired:
+        process.kill()
+
+
 @contextmanager
-def gunicorn(env: dict[str, str], *, port: int, workers: int = 2, timeout: int = 600, threads: int | None = None):
-    log = open(OUT / f"gunicorn-{port}.log", "w")
+def serve(args: list[str], env: dict[str, str], *, log_path: Path, ready: Callable[[], bool], deadline: float = 180, poll: float = 0.2):
+    """gunicorn serving procmem_site.wsgi with `args`, its output in `log_path`: yields the process
+    once `ready()` is true, and stops it after."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log = open(log_path, "w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", "--workers", str(workers), "--bind", f"127.0.0.1:{port}",
-         "--timeout", str(timeout), "--log-level", "warning", "--keep-alive", "5",
-         *(["--threads", str(threads)] if threads else [])],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
     )
     try:
-        deadline = time.monotonic() + 180  # each worker loads the embedding model before it serves (procmem_site/warmup.py)
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/bench/trivial", timeout=2).read()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit(f"gunicorn did not start: {(OUT / f'gunicorn-{port}.log').read_text()[-2000:]}")
-                time.sleep(0.2)
+        until = time.monotonic() + deadline
+        while not ready():
+            if process.poll() is not None or time.monotonic() > until:
+                raise SystemExit(f"gunicorn did not get ready: {log_path.read_text()[-2000:]}")
+            time.sleep(poll)
         yield process
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
         log.close()
+
+
+@contextmanager
+def gunicorn(env: dict[str, str], *, port: int, workers: int = 2, timeout: int = 600, threads: int | None = None):
+    """The bench settings' app on 127.0.0.1:`port`, ready once /bench/trivial answers (each worker
+    loads the embedding model before it serves: procmem_site/warmup.py)."""
+    args = ["--workers", str(workers), "--bind", f"127.0.0.1:{port}", "--timeout", str(timeout), "--log-level", "warning",
+            "--keep-alive", "5", *(["--threads", str(threads)] if threads else [])]
+    with serve(args, env, log_path=OUT / f"gunicorn-{port}.log", ready=lambda: answers(f"http://127.0.0.1:{port}/bench/trivial")) as process:
+        yield process
 
 
 def machine() -> str:

@@ -25,7 +25,7 @@ import time
 import urllib.request
 from urllib.parse import urlparse
 
-from bench.common import OUT, ROOT, append_results, django_env, machine, manage, recreate_database
+from bench.common import OUT, ROOT, append_results, django_env, machine, manage, recreate_database, serve
 
 READY = "procmem web process ready"
 
@@ -56,31 +56,15 @@ def _get(url: str, cookie: str) -> float:
 
 def _one_process(env: dict[str, str], *, warm_up: bool, port: int, path: str, cookie: str, warm: int) -> dict[str, float]:
     log_path = OUT / f"first-page-{port}.log"
-    log = open(log_path, "w")
+    args = ["--workers", "1", "--bind", f"127.0.0.1:{port}", "--timeout", "600", "--log-level", "warning"]
+    env = {**env, "PROCMEM_WARM_UP": "1" if warm_up else "0", "LOG_LEVEL": "INFO"}
     started = time.perf_counter()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", "--workers", "1", "--bind", f"127.0.0.1:{port}",
-         "--timeout", "600", "--log-level", "warning"],
-        cwd=ROOT, env={**env, "PROCMEM_WARM_UP": "1" if warm_up else "0", "LOG_LEVEL": "INFO"}, stdout=log, stderr=subprocess.STDOUT,
-    )
-    try:
-        deadline = time.monotonic() + 300
-        while READY not in log_path.read_text():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"gunicorn did not get ready: {log_path.read_text()[-2000:]}")
-            time.sleep(0.05)
+    with serve(args, env, log_path=log_path, ready=lambda: READY in log_path.read_text(), deadline=300, poll=0.05):
         ready_s = time.perf_counter() - started
         url = f"http://127.0.0.1:{port}{path}"
         first = _get(url, cookie)
         warm_ms = statistics.median(_get(url, cookie) for _ in range(warm))
         return {"ready_s": ready_s, "first": first, "warm": warm_ms}
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        log.close()
 
 
 def main() -> int:

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from bench.common import recreate_database  # noqa: E402
 
 
 def write(path: Path, size: int, as_list: bool) -> None:
@@ -45,12 +47,9 @@ def main() -> None:
     parser.add_argument("--db", default="procmem_bench_import")
     parser.add_argument("--sizes", default="10000,100000")
     args = parser.parse_args()
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{args.db}"')
-        conn.execute(f'CREATE DATABASE "{args.db}"')
-    env = dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{args.db}", DEBUG="1", HF_HUB_OFFLINE="1",
+    database_url = f"postgres://postgres@127.0.0.1:5432/{args.db}"
+    recreate_database(database_url)
+    env = dict(os.environ, DATABASE_URL=database_url, DEBUG="1", HF_HUB_OFFLINE="1",
                CELERY_BROKER_URL="memory://", LOG_LEVEL="WARNING")
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
     rows = []

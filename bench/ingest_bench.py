@@ -21,8 +21,6 @@ import argparse
 import http.client
 import json
 import os
-import signal
-import subprocess
 import sys
 import threading
 import time
@@ -30,6 +28,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench import common  # noqa: E402
 
 
 def server_env(db: str) -> dict[str, str]:
@@ -53,13 +52,18 @@ def server_env(db: str) -> dict[str, str]:
     return env
 
 
+def serving(env: dict[str, str], port: int):
+    """gunicorn (2 sync workers) on 127.0.0.1:`port` with `env`, ready once /api/v1/health answers;
+    its output in bench/out/gunicorn-<port>.log."""
+    args = ["--workers", "2", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
+    return common.serve(
+        args, env, log_path=common.OUT / f"gunicorn-{port}.log", ready=lambda: common.answers(f"http://127.0.0.1:{port}/api/v1/health")
+    )
+
+
 def prepare(db: str) -> str:
     """Creates the database, migrates it, makes the agent and returns a fresh ingest token."""
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db}"')
+    common.ensure_database(server_env(db)["DATABASE_URL"])
     os.environ.update(server_env(db))
     import django
 
@@ -152,30 +156,12 @@ def main() -> None:
     token = prepare(args.db)
     run = f"r{int(time.time())}"
     payloads = bodies(run, args.sessions // 100, 100)
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", "--workers", "2", "--bind", f"127.0.0.1:{args.port}",
-         "--log-level", "warning"],
-        cwd=ROOT, env=server_env(args.db), start_new_session=True,
-    )
-    try:
-        for _ in range(100):
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=2)
-                conn.request("GET", "/api/v1/health")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit("gunicorn did not answer")
+    with serving(server_env(args.db), args.port):
         # warm both workers (imports, DB connections) before measuring
         hammer(args.port, [("GET", "/api/v1/health", None, {})] * 50, args.clients, 30)
         baseline = hammer(args.port, [("GET", "/api/v1/health", None, {})] * args.baseline_requests, args.clients, args.seconds / 3)
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         ingest = hammer(args.port, [("POST", "/api/v1/sessions", body, headers) for body in payloads], args.clients, args.seconds)
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
     sessions_per_s = ingest["requests_ok"] * 100 / ingest["seconds"]
     result = {
         "baseline_health_rps": round(baseline["requests_ok"] / baseline["seconds"], 1),

@@ -50,13 +50,12 @@ def _prepare_environment(db_url: str) -> None:
 
 
 def _recreate_database(db_url: str) -> None:
-    parsed = urlparse(db_url)
-    name = parsed.path.lstrip("/")
+    name = urlparse(db_url).path.lstrip("/")
     if name in {"postgres", "root", "test", "template0", "template1"} or not name.startswith("procmem_bench"):
         raise SystemExit(f"refusing to recreate {name!r}: the bench database's name must start with procmem_bench")
-    base = ["psql", "-h", parsed.hostname or "127.0.0.1", "-p", str(parsed.port or 5432), "-U", parsed.username or "postgres", "-d", "postgres", "-qc"]
-    subprocess.run([*base, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'], check=True)
-    subprocess.run([*base, f'CREATE DATABASE "{name}"'], check=True)
+    from bench.common import recreate_database
+
+    recreate_database(db_url)
 
 
 def _seed(extra_procedures: int):
@@ -124,7 +123,7 @@ def _bulk_load_sessions(agent, count: int, *, prefix: str, days: int = 90, recei
     sql = f"""
         INSERT INTO library_agentsession
             (agent_id, session_id, intent_id, task, task_key, resolved, escalated, rating, skeleton, tool_calls,
-             redacted_excerpt, injected, instruction_chars, model, ended_at, received_at, raw_purged, source_format)
+             redacted_excerpt, injected, instruction_chars, model, ended_at, received_at, raw_purged, source_format, channel)
         SELECT %s, %s || g, v.intent_id, '', 'task-' || (g %% 5000), (hashtext(g::text) %% 100 + 100) %% 100 < 70, (g %% 17 = 0), NULL,
                '[]'::jsonb,
                (CASE WHEN g %% 4 = 0 THEN v.swapped ELSE v.calls END)
@@ -136,7 +135,7 @@ def _bulk_load_sessions(agent, count: int, *, prefix: str, days: int = 90, recei
                     ELSE jsonb_build_array(jsonb_build_object('id', v.key, 'version', v.number)) END,
                CASE WHEN g %% 5 = 0 THEN NULL ELSE 600 + (g * 7919) %% 1400 END,
                CASE WHEN (g %% {days}) < 30 THEN 'demo-model-2' ELSE 'demo-model-1' END,
-               t.ended_at, CASE WHEN %s THEN now() ELSE t.ended_at + interval '2 seconds' END, false, 'bench'
+               t.ended_at, CASE WHEN %s THEN now() ELSE t.ended_at + interval '2 seconds' END, false, 'bench', ''
         FROM generate_series(1::bigint, %s) AS g
         CROSS JOIN LATERAL (SELECT now() - make_interval(days => (g %% {days})::int, secs => ((g * 13) %% 80000)::double precision) AS ended_at) AS t
         JOIN (VALUES {values}) AS v(idx, intent_id, key, number, calls, swapped) ON v.idx = g %% {k}

@@ -41,6 +41,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from bench import common  # noqa: E402
 
 INTENTS = 20
 VARIANTS = 30
@@ -56,14 +57,6 @@ def setup_django(db: str) -> None:
     import django
 
     django.setup()
-
-
-def ensure_database(db: str) -> None:
-    import psycopg
-
-    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [db]).fetchone():
-            conn.execute(f'CREATE DATABASE "{db}"')
 
 
 def variant_skeletons() -> list[list[str]]:
@@ -209,7 +202,7 @@ def main() -> None:
     if args.phase:
         return child(args)
 
-    ensure_database(args.db)
+    common.ensure_database(f"postgres://postgres@127.0.0.1:5432/{args.db}")
     setup_django(args.db)
     from django.core.management import call_command
 

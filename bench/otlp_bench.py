@@ -20,9 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -30,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.ingest_bench import hammer, prepare, server_env  # noqa: E402
+from bench.ingest_bench import hammer, prepare, server_env, serving  # noqa: E402
 
 BATCH = 100
 TOOLS = ("lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates")
@@ -115,24 +112,8 @@ def main() -> None:
         rounds.append((f"p{stamp}r{r}", f"o{stamp}r{r}", *sessions(f"o{stamp}r{r}", args.sessions)))
     # the procmem side's ids: the same sessions under their own prefix
     rounds = [(pp, op, [b.replace(op.encode(), pp.encode()) for b in pb], ob) for pp, op, pb, ob in rounds]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", "--workers", "2", "--bind", f"127.0.0.1:{args.port}", "--log-level", "warning"],
-        cwd=ROOT, env=env, start_new_session=True,
-    )
     results = []
-    try:
-        import http.client
-
-        for _ in range(100):
-            try:
-                conn = http.client.HTTPConnection("127.0.0.1", args.port, timeout=2)
-                conn.request("GET", "/api/v1/health")
-                if conn.getresponse().status == 200:
-                    break
-            except OSError:
-                time.sleep(0.2)
-        else:
-            raise SystemExit("gunicorn did not answer")
+    with serving(env, args.port):
         hammer(args.port, [("GET", "/api/v1/health", None, {})] * 50, args.clients, 30)
         json_headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
         pb_headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/x-protobuf"}
@@ -157,9 +138,6 @@ def main() -> None:
                 "stored": {"ingest": stored(args.db, procmem_prefix), "otlp": stored(args.db, otlp_prefix)},
             })
             print(json.dumps(results[-1]), flush=True)
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=30)
     import statistics
 
     print(json.dumps({"rounds": len(results), "sessions_per_round": args.sessions, "clients": args.clients, "workers": 2, "gzip": args.gzip,
