@@ -248,9 +248,9 @@ class EvalRunAdmin(ReadOnlyModelAdmin):
     """A finished run never changes (the database refuses it) and a running one belongs to its
     Celery tasks; cancel and resume are on the eval page."""
 
-    list_display = ("id", "version", "state", "verdict", "cases_done", "cases_total", "errors", "runner", "started_by", "created_at")
+    list_display = ("id", "version", "kind", "environment", "state", "verdict", "cases_done", "cases_total", "errors", "runner", "started_by", "created_at")
     list_select_related = ("version__procedure", "started_by")
-    list_filter = ("state", "verdict", "runner")
+    list_filter = ("state", "verdict", "kind", "environment", "runner")
     search_fields = ("version__procedure__key", "content_hash")
     inlines = [EvalCaseResultInline]
 

@@ -19,7 +19,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db.models import F, Q
 
-from .models import ENVIRONMENT_RE, PRODUCTION, STAGING, Agent, ProcedureRelease, Rollout
+from .models import ENVIRONMENT_RE, PRODUCTION, STAGING, Agent, EvalRun, ProcedureRelease, ProcedureVersion, Rollout
 
 MAX_ENVIRONMENTS = 10
 MAX_SESSION_CHARS = 200  # AgentSession.session_id
@@ -34,6 +34,22 @@ def environment_names(agent: Agent) -> list[str]:
 
 def has_staging(agent: Agent) -> bool:
     return STAGING in (agent.environments or [])
+
+
+def approval_environment(agent: Agent) -> str:
+    """Where approving a candidate releases it, so the environment whose set its approval eval
+    replays against: staging when the agent has it, else production."""
+    return STAGING if has_staging(agent) else PRODUCTION
+
+
+def eval_target_environment(version: ProcedureVersion, kind: str) -> str:
+    """The environment whose served set an eval of `kind` on `version` replays against: the one the
+    decision it gates changes. Approving a candidate releases it to staging when the agent has
+    staging (services.version_approve), so its approval eval targets staging; promotion (an
+    APPROVED version to production), retirement and rollback change production."""
+    if kind == EvalRun.Kind.APPROVAL:
+        return approval_environment(version.procedure.agent)
+    return PRODUCTION
 
 
 def clean_environments(value: Any) -> list[str]:

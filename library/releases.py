@@ -16,6 +16,15 @@ until someone who holds the promote permission decides:
     rollout_complete / rollout_rollback                  the rollout ends: the version becomes ACTIVE,
                                                          or production stays as it was
 
+Promoting to production, outright or as a rollout, needs a passing eval of the version's exact
+content against production's set, still the set production serves (`promotion_blockers`: a
+promotion eval, evals.runs.eval_run_start_promotion, or the approval eval of an agent that approved
+it straight for production); completing a rollout needs that pass too, whatever production's set
+did meanwhile (the rollout measured production itself), and the database refuses any version that
+becomes ACTIVE without it (migration 0027_eval_run_environment). Releasing to another
+non-production environment needs no eval of its own: the approval eval judged the version against
+staging's set.
+
 Each is one transaction under the agent, procedure and version row locks (the lifecycle's lock
 order, services._lock_procedure), with an audit row; the database refuses a release or a rollout of
 a version that is not APPROVED, a second running rollout, a share outside (0, 100), and any status
@@ -34,7 +43,7 @@ from django.utils import timezone
 
 from . import serving
 from .environments import PRODUCTION, environment_names
-from .models import AuditEvent, Procedure, ProcedureRelease, ProcedureVersion, Rollout, Status
+from .models import AuditEvent, EvalRun, Procedure, ProcedureRelease, ProcedureVersion, Rollout, Status
 from .permissions import user_can_promote
 from .services import (
     LifecycleError,
@@ -52,6 +61,7 @@ from .services import (
     refuse_while_rollout_runs,
     required_reason,
     review_by_for,
+    selection_reach_blocker,
 )
 from .signals import version_erased
 
@@ -61,6 +71,47 @@ def _require_promoter(user, procedure: Procedure, what: str) -> None:
         raise PermissionDenied("Sign in to promote.")
     if not user_can_promote(user, procedure):
         raise PermissionDenied(f"You may not {what} versions of {procedure.key} (needs the promote permission).")
+
+
+def production_eval_for(version: ProcedureVersion) -> EvalRun | None:
+    """The newest passing eval of `version`'s exact content against production's set (a promotion
+    eval, or an approval eval that targeted production), or None."""
+    return (
+        EvalRun.objects.filter(
+            version=version, content_hash=version.content_hash, environment=PRODUCTION,
+            kind__in=[EvalRun.Kind.APPROVAL, EvalRun.Kind.PROMOTION], state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS,
+        )
+        .order_by("-finished_at", "-id")
+        .first()
+    )
+
+
+def latest_promotion_eval(version: ProcedureVersion) -> EvalRun | None:
+    """The newest promotion eval of `version`'s exact content, finished or not (the promote page)."""
+    return (
+        EvalRun.objects.filter(version=version, content_hash=version.content_hash, kind=EvalRun.Kind.PROMOTION)
+        .select_related("started_by")
+        .order_by("-created_at", "-id")
+        .first()
+    )
+
+
+def promotion_blockers(version: ProcedureVersion) -> list[str]:
+    """Why `version` may not go to production (outright or as a rollout) now, as far as its eval
+    goes (empty: it may): it needs a passing eval of its exact content against production's set,
+    pinned on the set production serves now, whose selection reached its intent's tasks."""
+    from .selectors import environment_set_hash
+
+    run = production_eval_for(version)
+    if run is None:
+        return ["No passing eval of this exact content against production's set yet: run the promotion eval."]
+    reasons = []
+    if run.baseline_hash != environment_set_hash(version.procedure.agent, PRODUCTION):
+        reasons.append(f"The active set changed since eval run {run.pk} started; run the promotion eval again.")
+    reach = selection_reach_blocker(run)
+    if reach:
+        reasons.append(reach)
+    return reasons
 
 
 def version_promote(*, version: ProcedureVersion, user, environment: str, reason: str, share: int | None = None) -> ProcedureVersion:
@@ -90,6 +141,9 @@ def version_promote(*, version: ProcedureVersion, user, environment: str, reason
             _notify_after_commit(locked, "stage", user, reason)
             return locked
         refuse_while_rollout_runs(procedure, "promote")
+        blockers = promotion_blockers(locked)
+        if blockers:
+            raise LifecycleError(" ".join(blockers))
         if share is not None:
             control = ProcedureVersion.objects.filter(procedure=procedure, status=Status.ACTIVE).first()
             rollout = Rollout.objects.create(
@@ -170,6 +224,11 @@ def rollout_complete(*, rollout: Rollout, user, reason: str) -> Rollout:
 
     def decide() -> ProcedureVersion:
         locked, version = _lock_rollout(rollout, user, "complete rollouts of")
+        if production_eval_for(version) is None:
+            raise LifecycleError(
+                f"v{version.number} has no passing eval of its exact content against production's set; "
+                "run the promotion eval before completing the rollout."
+            )
         _rollout_end(locked, state=Rollout.State.COMPLETED, user=user, reason=reason)
         _rollout_end_audit(locked, version, AuditEvent.Action.ROLLOUT_COMPLETE, user, reason)
         _to_production(version, user=user, reason=f"Rollout completed: {reason}", action=AuditEvent.Action.PROMOTE)

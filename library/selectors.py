@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 
-from django.db.models import Count, Max, QuerySet
+from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet, Value
 
 from .coding import graph as coding_graph
-from .models import Agent, AgentSession, OtlpSpan, ProcedureVersion, Status
+from .models import PRODUCTION, Agent, AgentSession, OtlpSpan, ProcedureRelease, ProcedureVersion, Status
 
 
 def active_versions_for_agent(agent: Agent, *, using: str = "default") -> QuerySet[ProcedureVersion]:
@@ -20,18 +20,51 @@ def active_versions_for_agent(agent: Agent, *, using: str = "default") -> QueryS
 
 
 def active_set_hash(agent: Agent, *, using: str = "default") -> str:
-    """A hash of which versions are ACTIVE for the agent (id, number, content hash) and of its tool
-    list. Eval runs pin it as their baseline; approval refuses a run whose baseline has moved."""
-    rows = (
-        ProcedureVersion.objects.using(using)
-        .filter(procedure__agent=agent, status=Status.ACTIVE)
-        .order_by("procedure__key")
-        .values_list("procedure__key", "number", "content_hash")
-    )
+    """A hash of which versions are ACTIVE for the agent (key, number, content hash): production's
+    set. Eval runs pin their target environment's set hash (`environment_set_hash`) as their
+    baseline; approval and promotion refuse a run whose baseline has moved."""
+    return environment_set_hash(agent, PRODUCTION, using=using)
+
+
+def environment_set_hash(agent: Agent, environment: str = PRODUCTION, *, using: str = "default") -> str:
+    """A hash of the set `environment` serves the agent (`environment_versions_for_agent`): per
+    procedure key, in the database's key order, the number and content hash of its version. One
+    query; two environments that serve the same versions have the same hash, and production's is
+    the hash eval runs pinned before they named an environment."""
+    rows = ProcedureVersion.objects.using(using).filter(procedure__agent=agent)
+    if environment == PRODUCTION:
+        rows = rows.filter(status=Status.ACTIVE).annotate(released=Value(False))
+    else:
+        released = ProcedureRelease.objects.filter(version=OuterRef("pk"), environment=environment)
+        rows = rows.annotate(released=Exists(released)).filter(Q(status=Status.ACTIVE) | Q(released=True))
+    chosen: dict[str, tuple[int, str]] = {}
+    for key, number, chash, is_released in rows.order_by("procedure__key").values_list(
+        "procedure__key", "number", "content_hash", "released"
+    ):
+        if is_released or key not in chosen:  # the released version replaces the ACTIVE one in place
+            chosen[key] = (number, chash)
     digest = hashlib.sha256()
-    for key, number, chash in rows:
+    for key, (number, chash) in chosen.items():
         digest.update(f"{key}\x1f{number}\x1f{chash}\x1e".encode())
     return digest.hexdigest()
+
+
+def environment_versions_for_agent(agent: Agent, environment: str = PRODUCTION, *, using: str = "default") -> list[ProcedureVersion]:
+    """The versions `environment` serves the agent, as library/releases.served_for derives them for a
+    fetch without a session id: production, the ACTIVE versions (a running rollout's control arm);
+    another environment, per procedure the version released to it (an APPROVED version), else the
+    ACTIVE one. In procedure key order, with procedure, intent and approver selected. (The served
+    set then keeps what the agent's namespace and tools allow: serving.served_from_versions.)"""
+    chosen = {v.procedure_id: v for v in active_versions_for_agent(agent, using=using)}
+    if environment != PRODUCTION:
+        released = (
+            ProcedureVersion.objects.using(using)
+            .filter(releases__environment=environment, releases__procedure__agent=agent)
+            .select_related("procedure", "procedure__intent", "approved_by")
+        )
+        for version in released:
+            chosen[version.procedure_id] = version
+    return sorted(chosen.values(), key=lambda v: v.procedure.key)
 
 
 def coding_graph_for_agent(agent: Agent) -> coding_graph.Graph:

@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from . import policy
 from .screening import quarantine_fields, screen_content, screened_provenance
-from .environments import STAGING, has_staging
+from .environments import STAGING, approval_environment, has_staging
 from .ingest.formats import normalise_tool_name
 from .models import (
     Agent,
@@ -486,19 +486,19 @@ def _retire_current_active(procedure: Procedure, *, user, reason: str) -> None:
         _set_status(current, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.AUTO_RETIRE)
 
 
-def passing_eval_for(version: ProcedureVersion) -> EvalRun | None:
-    """The newest passing approval eval run on this version's exact content, or None."""
-    return (
-        EvalRun.objects.filter(
-            version=version,
-            kind=EvalRun.Kind.APPROVAL,
-            content_hash=version.content_hash,
-            state=EvalRun.State.DONE,
-            verdict=EvalRun.Verdict.PASS,
-        )
-        .order_by("-finished_at", "-id")
-        .first()
+def passing_eval_for(version: ProcedureVersion, *, environment: str | None = None) -> EvalRun | None:
+    """The newest passing approval eval run on this version's exact content (against `environment`'s
+    set when given), or None."""
+    runs = EvalRun.objects.filter(
+        version=version,
+        kind=EvalRun.Kind.APPROVAL,
+        content_hash=version.content_hash,
+        state=EvalRun.State.DONE,
+        verdict=EvalRun.Verdict.PASS,
     )
+    if environment is not None:
+        runs = runs.filter(environment=environment)
+    return runs.order_by("-finished_at", "-id").first()
 
 
 def authored_since_active(version: ProcedureVersion, user) -> list[int]:
@@ -583,14 +583,21 @@ def approval_blockers(
     missing = sorted(set(version.required_tools) - set(version.procedure.agent.tools))
     if missing:
         reasons.append(f"The agent does not have the required tools: {', '.join(missing)}.")
-    run = passing_eval_for(version)
+    # the eval must have replayed against the set of the environment approving releases it to
+    target = approval_environment(version.procedure.agent)
+    run = passing_eval_for(version, environment=target)
     if run is None:
-        reasons.append("No passing eval run on this exact content yet.")
+        elsewhere = passing_eval_for(version)
+        reasons.append(
+            "No passing eval run on this exact content yet." if elsewhere is None else
+            f"Eval run {elsewhere.pk} passed against the {elsewhere.set_label}, but approving releases it to "
+            f"{target}: start a new run (it replays against the {target} set)."
+        )
     else:
-        from .selectors import active_set_hash
+        from .selectors import environment_set_hash
 
-        if run.baseline_hash and run.baseline_hash != active_set_hash(version.procedure.agent):
-            reasons.append("The active set changed since the eval run started; start a new run.")
+        if run.baseline_hash and run.baseline_hash != environment_set_hash(version.procedure.agent, target):
+            reasons.append(f"The {run.set_label} changed since the eval run started; start a new run.")
         reach = selection_reach_blocker(run)
         if reach:
             reasons.append(reach)
@@ -638,7 +645,7 @@ def version_approve(
                     action=AuditEvent.Action.CONFLICT_ACK, actor=user, version=locked, reason=comment,
                     after={"conflicts": [{"kind": c.kind, "with": c.b.pk, "message": c.message} for c in acknowledged]},
                 )
-        run = passing_eval_for(locked)
+        run = passing_eval_for(locked, environment=approval_environment(locked.procedure.agent))
         assert run is not None  # approval_blockers refused otherwise
         if has_staging(locked.procedure.agent):
             stage_on_approval(locked=locked, user=user, run=run, comment=comment)
@@ -733,9 +740,9 @@ def change_eval_note(version: ProcedureVersion, *, kind: str, replacement: Proce
     run = change_eval_for(version, kind=kind, replacement=replacement)
     if run is None or run.state != EvalRun.State.DONE:
         return {"eval": "skipped"}
-    from .selectors import active_set_hash
+    from .selectors import environment_set_hash
 
-    if run.baseline_hash != active_set_hash(version.procedure.agent):
+    if run.baseline_hash != environment_set_hash(version.procedure.agent, run.environment):
         return {"eval": "skipped", "evalWhy": f"run {run.pk} was on an active set that has changed since"}
     return {"eval": {"run": run.pk, "verdict": run.verdict}}
 

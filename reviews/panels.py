@@ -11,7 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from library.models import EvalRun, ProcedureVersion
+from library.environments import approval_environment
+from library.models import PRODUCTION, EvalRun, ProcedureVersion
 from library.services import selection_reach_blocker
 
 from .key_words import FIGURE_LABELS, key_words, value_words
@@ -583,9 +584,12 @@ class EvalPanel:
     thresholds: list[tuple[str, str]]
     selection: dict[str, Any] | None = None  # what the served selection injected (library/evals/payload.selection_summary)
     reach_blocker: str = ""
+    target_environment: str = PRODUCTION  # whose set a new approval run replays against (environments.approval_environment)
 
 
-def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_active_hash: str | None) -> EvalPanel:
+def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_set_hash: str | None) -> EvalPanel:
+    """`current_set_hash`: the hash of the set the run's environment serves now
+    (selectors.environment_set_hash(agent, run.environment)), None when there is no run."""
     in_progress = bool(run and run.state in {EvalRun.State.QUEUED, EvalRun.State.RUNNING})
     percent = 0
     if run and run.cases_total:
@@ -596,8 +600,8 @@ def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_
         version.status == "CANDIDATE"
         and run
         and run.baseline_hash
-        and current_active_hash
-        and run.baseline_hash != current_active_hash
+        and current_set_hash
+        and run.baseline_hash != current_set_hash
     )
     thresholds = []
     if run is not None:
@@ -617,4 +621,5 @@ def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_
         thresholds=thresholds,
         selection=(run.verdict_detail or {}).get("selection") if run else None,
         reach_blocker=selection_reach_blocker(run) if run and run.state == EvalRun.State.DONE else "",
+        target_environment=approval_environment(version.procedure.agent),
     )

@@ -65,6 +65,7 @@ urlpatterns = [
     path("ops/versions/<int:pk>/rollback/eval/", ops.ops_rollback_eval, name="ops_rollback_eval"),
     path("ops/versions/<int:pk>/erase/", ops.ops_erase, name="ops_erase"),
     path("ops/versions/<int:pk>/promote/", releases.ops_promote, name="ops_promote"),
+    path("ops/versions/<int:pk>/promote/eval/", releases.ops_promote_eval, name="ops_promote_eval"),
     path("ops/versions/<int:pk>/withdraw/", releases.ops_withdraw, name="ops_withdraw"),
     path("ops/rollouts/<int:pk>/", releases.ops_rollout, name="ops_rollout"),
     path("ops/rollouts/<int:pk>/complete/", releases.ops_rollout_end, {"decision": "complete"}, name="ops_rollout_complete"),

@@ -15,9 +15,10 @@ from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
 from .. import services
-from ..models import Agent, EvalRun, Intent, ProcedureVersion, Source
+from ..environments import eval_target_environment
+from ..models import Agent, EvalRun, Intent, ProcedureVersion, Source, Status
 from ..permissions import ensure_reviewers_group
-from ..selectors import active_set_hash
+from ..selectors import environment_set_hash
 from .evals import seed_demo_regression_cases
 
 DEMO_AGENT = "support_agent"
@@ -60,12 +61,18 @@ class DemoResult:
 def record_passing_eval(version: ProcedureVersion, *, runner: str, detail: dict | None = None) -> EvalRun:
     """A finished passing eval run on the version's exact content, recorded without a replay: the
     demo's pre-existing ACTIVE versions ('approved before procmem was installed', and their record
-    says so plainly) and the lifecycle tests that are not about evals."""
+    says so plainly) and the lifecycle tests that are not about evals. The run is of the kind and
+    against the environment the version's next decision needs: a candidate's approval eval (against
+    staging's set when the agent has staging), an approved version's promotion eval (production's)."""
     now = timezone.now()
+    kind = EvalRun.Kind.PROMOTION if version.status == Status.APPROVED else EvalRun.Kind.APPROVAL
+    environment = eval_target_environment(version, kind)
     return EvalRun.objects.create(
         version=version,
+        kind=kind,
+        environment=environment,
         content_hash=version.content_hash,
-        baseline_hash=active_set_hash(version.procedure.agent),
+        baseline_hash=environment_set_hash(version.procedure.agent, environment),
         state=EvalRun.State.DONE,
         verdict=EvalRun.Verdict.PASS,
         runner=runner,

@@ -4,10 +4,13 @@ the injected procedures — selected as the agent's own select request would sel
 Each arm is a set as it would be served (library/serving.served_from_versions: the agent's
 namespace, refusals for missing tools, the agent's cap):
 
-- baseline: the versions that were ACTIVE when the run started (pinned by id in the run);
-- the other arm ("candidate" in the rows) depends on the run's kind: an approval run adds the
-  candidate, replacing the baseline version of the same procedure id if there is one; a retirement
-  run removes the version; a rollback run replaces it by its predecessor.
+- baseline: the set the run's target environment served when the run started (pinned by id in the
+  run: production's ACTIVE versions, or for staging per procedure the version released there, else
+  the ACTIVE one; library/environments.py `eval_target_environment`);
+- the other arm ("candidate" in the rows) depends on the run's kind: an approval or a promotion run
+  adds the version, replacing the baseline version of the same procedure if there is one (the
+  version it revises, or the one released to the environment); a retirement run removes the
+  version; a rollback run replaces it by its predecessor.
 
 Every case is selected by serving.select_for_agent over the arm's set — the function behind
 `GET /api/v1/agents/{agent}/select`: the same Index, ranker configuration, floors, priorities,
@@ -170,7 +173,7 @@ def selection_summary(rows: list[dict[str, Any]], *, run: EvalRun) -> dict[str, 
     """What the eval panel states about selection, from the finished rows
     (`{"case_id", "case", "intent", "arm", "injected"}` each):
 
-    {"targetIntent", "changed": "key vN", "targetCases", "injectedIn": int (target cases whose
+    {"kind", "environment", "targetIntent", "changed": "key vN", "targetCases", "injectedIn": int (target cases whose
      changed arm injected the version, or for a retirement: whose baseline did), "injectedShare",
      "displaced": [{"case", "caseName", "intent", "procedure": "key vN"}]  # baseline injected it, the other arm not
      "differs": int (cases whose two arms injected different things),
@@ -200,6 +203,7 @@ def selection_summary(rows: list[dict[str, Any]], *, run: EvalRun) -> dict[str, 
         cases.append(entry)
     return {
         "kind": run.kind,
+        "environment": run.environment,
         "targetIntent": target,
         "changed": label,
         "targetCases": target_cases,

@@ -3,9 +3,20 @@ library/evals/tasks.py are thin wrappers around these; this module queues them b
 (`DISPATCH_TASK`, `CHUNK_TASK`) and never imports its task module.
 
 How a run goes:
-1. `eval_run_start` (a reviewer): pins the candidate's content hash and the agent's active set
-   (`baseline_hash`, `baseline_versions`), stores the thresholds, and creates one PENDING result row
-   per active regression case and arm (baseline, candidate). On commit it queues the dispatch task.
+1. `eval_run_start` (a reviewer; `eval_run_start_promotion` and `eval_run_start_change` for the
+   other kinds): pins the version's content hash, the environment the run targets and that
+   environment's served set (`environment`, `baseline_hash`, `baseline_versions`), stores the
+   thresholds, and creates one PENDING result row per active regression case and arm (baseline,
+   candidate). On commit it queues the dispatch task.
+
+   The target environment is the one the decision the run gates changes
+   (environments.eval_target_environment): an approval eval replays against the set of the
+   environment approving releases the candidate to — staging when the agent has it, else
+   production; a promotion eval (an APPROVED version on its way to production) and retirement and
+   rollback evals against production's. The baseline is that
+   environment's set as served (selectors.environment_versions_for_agent: per procedure the version
+   released there, else the ACTIVE one); the other arm is that set with the change applied
+   (library/evals/payload.py).
 2. The dispatch task claims the run (QUEUED → RUNNING, a conditional UPDATE) and fans the cases out
    as chunk tasks, so that several workers share one run.
 3. A chunk task claims each (case, arm) row with a conditional UPDATE (PENDING → RUNNING, with its
@@ -27,6 +38,8 @@ and the error text: they count as errors, not as failed cases.
 `EvalRun.verdict_detail` (for the eval panel) is the output of library.evals.verdict.judge:
 
     {"verdict": "pass" | "fail" | "inconclusive",
+     "kind": "approval" | "promotion" | "retire" | "rollback",
+     "environment": "production" | "staging" | ...,  # whose served set the baseline was
      "reasons": [str, ...],                       # why, in sentences
      "target_intent": "refund_over_limit",
      "test": "McNemar's exact test (...)",
@@ -61,9 +74,10 @@ from django.db.models import Count, F, Q
 from django.db.models.functions import Least
 from django.utils import timezone
 
+from ..environments import eval_target_environment
 from ..models import AuditEvent, EvalCaseResult, EvalRun, ProcedureVersion, RegressionCase, Status
-from ..permissions import user_can_manage_procedure, user_can_review
-from ..selectors import active_set_hash, active_versions_for_agent
+from ..permissions import user_can_manage_procedure, user_can_promote, user_can_review
+from ..selectors import environment_set_hash, environment_versions_for_agent
 from ..services import LifecycleError, audit
 from ..signals import eval_run_finished
 from .checks import check_case
@@ -114,6 +128,23 @@ def eval_run_start(*, version: ProcedureVersion, user) -> EvalRun:
         return _start(locked=locked, user=user, kind=EvalRun.Kind.APPROVAL)
 
 
+def eval_run_start_promotion(*, version: ProcedureVersion, user) -> EvalRun:
+    """Starts the eval of promoting the APPROVED `version` to production (kind PROMOTION):
+    production's set as served, and that set with the version in place of the procedure's ACTIVE
+    one. Promoting to production, outright or as a rollout, needs it to pass on the current
+    production set (releases.promotion_blockers; the database checks the pass). Promoters and
+    reviewers of the procedure. Returns the run already queued or running for the same content."""
+    if not (user_can_promote(user, version.procedure) or user_can_review(user, version.procedure)):
+        raise PermissionDenied(f"Only promoters and reviewers of {version.procedure.key} may evaluate promoting it.")
+    with transaction.atomic():
+        locked = _lock_for_run(version)
+        if locked.status != Status.APPROVED:
+            raise LifecycleError(
+                f"Only an approved version waiting for production gets a promotion eval; {locked} is {locked.get_status_display().lower()}."
+            )
+        return _start(locked=locked, user=user, kind=EvalRun.Kind.PROMOTION)
+
+
 def eval_run_start_change(*, version: ProcedureVersion, user, kind: str, replacement: ProcedureVersion | None = None) -> EvalRun:
     """Starts the eval of retiring the ACTIVE `version` (kind RETIRE: the set without it) or of rolling
     it back to the RETIRED `replacement` of the same procedure (kind ROLLBACK) — "retiring is the
@@ -148,9 +179,11 @@ def _lock_for_run(version: ProcedureVersion) -> ProcedureVersion:
 
 def _start(*, locked: ProcedureVersion, user, kind: str, replacement: ProcedureVersion | None = None) -> EvalRun:
     """Caller holds the version's row lock in a transaction."""
+    environment = eval_target_environment(locked, kind)
     existing = (
         EvalRun.objects.filter(
-            version=locked, content_hash=locked.content_hash, kind=kind, replacement=replacement, state__in=UNFINISHED
+            version=locked, content_hash=locked.content_hash, kind=kind, replacement=replacement, environment=environment,
+            state__in=UNFINISHED,
         )
         .order_by("-created_at")
         .first()
@@ -158,7 +191,7 @@ def _start(*, locked: ProcedureVersion, user, kind: str, replacement: ProcedureV
     if existing is not None:
         return existing
     agent = locked.procedure.agent
-    baseline = list(active_versions_for_agent(agent))
+    baseline = environment_versions_for_agent(agent, environment)
     case_ids = list(
         RegressionCase.objects.filter(agent=agent, is_active=True).order_by("intent_id", "pk").values_list("pk", flat=True)
     )
@@ -168,9 +201,14 @@ def _start(*, locked: ProcedureVersion, user, kind: str, replacement: ProcedureV
         kind=kind,
         replacement=replacement,
         content_hash=locked.content_hash,
-        baseline_hash=active_set_hash(agent),
+        environment=environment,
+        baseline_hash=environment_set_hash(agent, environment),
         baseline_versions=[
-            {"id": v.pk, "key": v.procedure.key, "version": v.number, "contentHash": v.content_hash} for v in baseline
+            {
+                "id": v.pk, "key": v.procedure.key, "version": v.number, "contentHash": v.content_hash,
+                **({"releasedTo": environment} if v.status == Status.APPROVED else {}),
+            }
+            for v in baseline
         ],
         state=EvalRun.State.QUEUED,
         thresholds=thresholds.to_dict(),
@@ -186,7 +224,7 @@ def _start(*, locked: ProcedureVersion, user, kind: str, replacement: ProcedureV
         actor=user,
         version=locked,
         after={
-            "run": run.pk, "kind": kind, "contentHash": run.content_hash, "baselineHash": run.baseline_hash,
+            "run": run.pk, "kind": kind, "environment": environment, "contentHash": run.content_hash, "baselineHash": run.baseline_hash,
             "cases": len(case_ids), "runner": run.runner, **({"replacement": replacement.number} if replacement else {}),
         },
     )
@@ -496,9 +534,10 @@ def eval_run_finalize(*, run_id: int) -> EvalRun | None:
         ]
         detail = judge(
             outcomes, target_intent=run.version.procedure.intent.name, thresholds=Thresholds.from_dict(run.thresholds),
-            require_improvement=run.kind == EvalRun.Kind.APPROVAL,
+            require_improvement=run.kind in (EvalRun.Kind.APPROVAL, EvalRun.Kind.PROMOTION),
         )
         detail["kind"] = run.kind
+        detail["environment"] = run.environment
         detail["selection"] = selection_summary(
             [{"case_id": r["case_id"], "case": r["case__name"], "intent": r["case__intent__name"], "arm": r["arm"], "injected": r["injected"]} for r in rows],
             run=run,
@@ -605,8 +644,11 @@ def eval_runs_recover() -> list[int]:
 
 
 def eval_run_progress(run: EvalRun) -> dict[str, Any]:
-    """The small JSON the progress endpoint serves (and the eval panel polls)."""
+    """The small JSON the progress endpoint serves (and the eval panel polls). `baselineCurrent`:
+    whether the target environment still serves the set the run pinned."""
     return {
+        "kind": run.kind,
+        "environment": run.environment,
         "id": run.pk,
         "state": run.state,
         "verdict": run.verdict or None,
@@ -617,5 +659,5 @@ def eval_run_progress(run: EvalRun) -> dict[str, Any]:
         "failureReason": run.failure_reason or None,
         "contentHash": run.content_hash,
         "baselineHash": run.baseline_hash,
-        "baselineCurrent": run.baseline_hash == active_set_hash(run.version.procedure.agent),
+        "baselineCurrent": run.baseline_hash == environment_set_hash(run.version.procedure.agent, run.environment),
     }

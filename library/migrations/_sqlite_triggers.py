@@ -225,3 +225,64 @@ def agent_rebuild_operations(*operations) -> list:
         *operations,
         migrations.RunPython(create_agent_table_guard, drop_agent_table_guard),
     ]
+
+
+# ---------------------------------------------------------------------------------------------- production's eval
+# 0027_eval_run_environment: a version that becomes ACTIVE from CANDIDATE or APPROVED needs a
+# passing approval or promotion eval of its exact content against production's set, and a run's
+# kind and environment never change. Separate triggers (the version guard function stays as 0023
+# left it); a later migration that rebuilds library_procedureversion on SQLite re-creates
+# `SQLITE_PRODUCTION_EVAL[0]` (library_evalrun is never rebuilt: 0025_served_selection_evals).
+
+_PRODUCTION_PASS = (
+    "SELECT 1 FROM library_evalrun r WHERE r.version_id = NEW.id AND r.content_hash = NEW.content_hash"
+    " AND r.state = 'done' AND r.verdict = 'pass' AND r.environment = 'production'"
+    " AND r.kind IN ('approval', 'promotion')"
+)
+_BECOMES_ACTIVE = "NEW.status = 'ACTIVE' AND OLD.status IN ('CANDIDATE', 'APPROVED')"
+_TARGET_CHANGED = "NEW.kind IS DISTINCT FROM OLD.kind OR NEW.environment IS DISTINCT FROM OLD.environment"
+_PRODUCTION_EVAL_MESSAGE = "procmem: a version becomes ACTIVE only with a passing eval of its exact content against production''s set"
+
+POSTGRES_PRODUCTION_EVAL = f"""
+CREATE OR REPLACE FUNCTION procmem_version_production_eval() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NOT EXISTS ({_PRODUCTION_PASS}) THEN
+        RAISE EXCEPTION '{_PRODUCTION_EVAL_MESSAGE} (version id %)', NEW.id
+            USING ERRCODE = 'integrity_constraint_violation';
+    END IF;
+    RETURN NEW;
+END;
+$$;
+CREATE TRIGGER procmem_version_production_eval
+    BEFORE UPDATE OF status ON library_procedureversion
+    FOR EACH ROW WHEN ({_BECOMES_ACTIVE})
+    EXECUTE FUNCTION procmem_version_production_eval();
+
+CREATE OR REPLACE FUNCTION procmem_evalrun_target_kept() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    RAISE EXCEPTION 'procmem: an eval run keeps its kind and environment (run id %)', OLD.id
+        USING ERRCODE = 'integrity_constraint_violation';
+END;
+$$;
+CREATE TRIGGER procmem_evalrun_target_kept
+    BEFORE UPDATE ON library_evalrun
+    FOR EACH ROW WHEN ({_TARGET_CHANGED})
+    EXECUTE FUNCTION procmem_evalrun_target_kept();
+"""
+
+POSTGRES_PRODUCTION_EVAL_REVERSE = """
+DROP TRIGGER IF EXISTS procmem_evalrun_target_kept ON library_evalrun;
+DROP FUNCTION IF EXISTS procmem_evalrun_target_kept();
+DROP TRIGGER IF EXISTS procmem_version_production_eval ON library_procedureversion;
+DROP FUNCTION IF EXISTS procmem_version_production_eval();
+"""
+
+SQLITE_PRODUCTION_EVAL = [
+    f"""CREATE TRIGGER procmem_version_production_eval BEFORE UPDATE ON library_procedureversion
+       WHEN {_BECOMES_ACTIVE} AND NOT EXISTS ({_PRODUCTION_PASS})
+       BEGIN SELECT RAISE(ABORT, '{_PRODUCTION_EVAL_MESSAGE}'); END""",
+    f"""CREATE TRIGGER procmem_evalrun_target_kept BEFORE UPDATE ON library_evalrun
+       WHEN {_TARGET_CHANGED.replace("IS DISTINCT FROM", "IS NOT")}
+       BEGIN SELECT RAISE(ABORT, 'procmem: an eval run keeps its kind and environment'); END""",
+]
+SQLITE_PRODUCTION_EVAL_NAMES = ["procmem_version_production_eval", "procmem_evalrun_target_kept"]

@@ -8,6 +8,7 @@ from django.db import models
 from django.db.models import Q
 
 from .agents import Agent, Intent
+from .releases import PRODUCTION
 from .sessions import AgentSession
 from .versions import ProcedureVersion
 
@@ -60,15 +61,22 @@ class EvalRun(models.Model):
         APPROVAL = "approval", "Approval: the set with the candidate added"
         RETIRE = "retire", "Retirement: the set with the version removed"
         ROLLBACK = "rollback", "Rollback: the set with the version replaced by its predecessor"
+        PROMOTION = "promotion", "Promotion: production's set with the approved version in place of the active one"
 
     version = models.ForeignKey(ProcedureVersion, on_delete=models.PROTECT, related_name="eval_runs")
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.APPROVAL)
+    # The environment whose served set is the baseline (library/environments.py `eval_target_environment`):
+    # an approval eval targets the environment approving releases the candidate to (staging when the
+    # agent has one), every other kind production. Pinned at the start with the baseline.
+    environment = models.CharField(
+        max_length=32, default=PRODUCTION, help_text="The environment whose served set the baseline is"
+    )
     # a rollback run: the version that would be served instead of `version`
     replacement = models.ForeignKey(
         ProcedureVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
     )
     content_hash = models.CharField(max_length=64, help_text="The exact content this run judged")
-    baseline_hash = models.CharField(max_length=64, blank=True, help_text="Hash of the active set at the start")
+    baseline_hash = models.CharField(max_length=64, blank=True, help_text="Hash of the target environment's set at the start")
     baseline_versions = models.JSONField(default=list, blank=True)
     state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
     verdict = models.CharField(max_length=12, choices=Verdict.choices, blank=True)
@@ -104,6 +112,11 @@ class EvalRun(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.state in {self.State.DONE, self.State.FAILED, self.State.CANCELLED}
+
+    @property
+    def set_label(self) -> str:
+        """The baseline's set in words: "active set" (production's) or "staging set"."""
+        return "active set" if self.environment == PRODUCTION else f"{self.environment} set"
 
 
 class EvalCaseResult(models.Model):

@@ -1,7 +1,8 @@
 """Environments and rollouts on the operations pages: what each environment of an agent serves for a
 procedure, promoting an approved version (to another environment, to production, or to a share of
-production), withdrawing it from an environment, and a rollout's page — its two arms compared —
-where it is completed or rolled back.
+production) with the eval production needs first (the promotion eval: production's set with the
+version in place of the active one), withdrawing it from an environment, and a rollout's page — its
+two arms compared — where it is completed or rolled back.
 
 Access: the pages exist for those who may operate the agent (404 otherwise); the actions need the
 promote permission on the procedure or its agent (403 otherwise), and the services check it again
@@ -15,10 +16,13 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from library import releases
 from library.environments import PRODUCTION, environment_names
+from library.evals import runs as evals
+from library.services import LifecycleError, selection_reach_blocker
 from library.models import Procedure, ProcedureRelease, ProcedureVersion, Rollout, Status
 from library.permissions import user_can_promote
 
@@ -80,6 +84,7 @@ def ops_promote(request: HttpRequest, pk: int) -> HttpResponse:
         "stale": version.status != Status.APPROVED,
         "tab": "active",
         "confirm": {"button": f"Promote v{version.number}", "button_class": "primary", "placeholder": "e.g. a week in staging without escalations"},
+        **promotion_eval_context(version),
     }
     if context["stale"]:
         context["error"] = f"v{version.number} is {version.get_status_display().lower()}; only an approved version waiting for production is promoted."
@@ -99,6 +104,37 @@ def ops_promote(request: HttpRequest, pk: int) -> HttpResponse:
             messages.success(request, f"Promoted {version.procedure.key} v{version.number} to {where}.")
             return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
     return render(request, "reviews/ops/confirm_promote.html", context, status=status)
+
+
+def promotion_eval_context(version: ProcedureVersion) -> dict:
+    """The promote page's eval section: the newest promotion eval of this exact content (its state,
+    verdict, per-intent numbers and selection), the eval production would rest on now, and why
+    production is not possible yet (releases.promotion_blockers)."""
+    if version.status != Status.APPROVED:
+        return {"promotion_eval": None, "promotion_eval_possible": False}
+    run = releases.latest_promotion_eval(version)
+    return {
+        "promotion_eval": run,
+        "promotion_eval_possible": True,
+        "promotion_eval_reach": selection_reach_blocker(run) if run is not None and run.state == "done" else "",
+        "production_eval": releases.production_eval_for(version),
+        "promotion_blockers": releases.promotion_blockers(version),
+    }
+
+
+@require_POST
+@signed_in
+def ops_promote_eval(request: HttpRequest, pk: int) -> HttpResponse:
+    """Starts the promotion eval of an approved version (promoters: 403 for who may see but not
+    promote, 404 for who may not see); its verdict shows on the promote page."""
+    version = get_version_for_user(request, pk, for_="promote")
+    try:
+        run = evals.eval_run_start_promotion(version=version, user=request.user)
+    except LifecycleError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"Eval run {run.pk} of promoting v{version.number} to production started.")
+    return redirect(reverse("reviews:ops_promote", args=[version.pk]) + "#promotion-eval")
 
 
 @require_http_methods(["GET", "POST"])

@@ -25,7 +25,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 from library import services as library_services
 from library.models import ProcedureVersion, Status
 from library.permissions import user_can_approve, user_can_manage_procedure, user_can_review
-from library.selectors import active_set_hash
+from library.selectors import environment_set_hash
 from library.conflicts import conflicts_for_candidate
 from library.services import LifecycleError, approval_blockers
 
@@ -137,7 +137,7 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
     active = next((s for s in siblings if s.status == Status.ACTIVE), None)
     base = _diff_base(request, version, active, siblings)
     run = selectors.latest_eval_run(version)
-    current_hash = active_set_hash(version.procedure.agent) if run is not None else None
+    current_hash = environment_set_hash(version.procedure.agent, run.environment) if run is not None else None
     other_active = [
         lint_module.ActiveProcedure(v.procedure.key, v.number, v.applies_when, v.pk) for v in selectors.other_active_versions(version)
     ]
@@ -158,7 +158,7 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "mining_run_url": _mining_run_url(version),
         # the run's counts in the words of the mining run page (one table: reviews.key_words)
         "mining_run_counts": figure_items(version.mining_run.counts or {}) if version.mining_run_id else [],
-        "eval": build_eval_panel(version, run, current_active_hash=current_hash),
+        "eval": build_eval_panel(version, run, current_set_hash=current_hash),
         "eval_run_url": _url_if_provided(("reviews:eval_detail",), run.pk if run else None),
         "lint": lint_module.lint_version(version, other_active=other_active),
         **threads_context(version),
@@ -369,8 +369,8 @@ def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
 def eval_panel_context(request: HttpRequest, version: ProcedureVersion) -> dict:
     """The eval panel of the candidate page (its own fragment, polled while a run is unfinished)."""
     run = selectors.latest_eval_run(version)
-    current_hash = active_set_hash(version.procedure.agent) if run is not None else None
-    panel = build_eval_panel(version, run, current_active_hash=current_hash)
+    current_hash = environment_set_hash(version.procedure.agent, run.environment) if run is not None else None
+    panel = build_eval_panel(version, run, current_set_hash=current_hash)
     context = {
         "version": version,
         "eval": panel,

@@ -1,7 +1,8 @@
 """Staging first, then a staged rollout, in a real browser (Debian's Chromium): the admin gives the
 demo agent a staging environment on its settings page; the approver approves the mined candidate
-refund.over_limit v2, which goes to staging while production keeps v1; the admin promotes it to 20 %
-of production; agents fetch with their session ids and report sessions with the arm they got; the
+refund.over_limit v2 on its eval against staging's set, and it goes to staging while production
+keeps v1; on the promote page the admin runs the promotion eval (production's set with v2 in place
+of v1), reads its verdict, and promotes v2 to 20 % of production; agents fetch with their session ids and report sessions with the arm they got; the
 rollout page compares the two arms; the admin completes the rollout and production serves v2 to
 every session."""
 
@@ -15,7 +16,7 @@ import pytest
 
 from library.api.tokens import token_create
 from library.demo import DEMO_USERS, seed_demo
-from library.models import Agent, ProcedureVersion, Rollout, Status
+from library.models import Agent, EvalRun, ProcedureVersion, Rollout, Status
 from tests.conftest import make_passing_eval
 from tests.e2e.conftest import sign_in
 
@@ -49,7 +50,6 @@ def demo_tokens():
     seed_demo()
     agent = Agent.objects.get(name="support_agent")
     v2 = ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2, status=Status.CANDIDATE)
-    make_passing_eval(v2)
     read = token_create(agent=agent, scope="read", name="e2e read")[1]
     ingest = token_create(agent=agent, scope="ingest", name="e2e ingest")[1]
     return v2, read, ingest
@@ -68,6 +68,8 @@ def test_staging_then_a_rollout_to_a_fifth_then_complete(live_server, page, scre
     page.wait_for_load_state("networkidle")
     assert page.locator("#id_environments").input_value() == "staging"
     page.click("text=Sign out")
+    run = make_passing_eval(v2)  # v2's approval eval, against staging's set (where approving releases it)
+    assert run.environment == "staging"
 
     # --- the approver approves v2: it goes to staging, production keeps v1 ----------------------
     sign_in(page, base, "approver", DEMO_USERS["approver"][0])
@@ -93,10 +95,21 @@ def test_staging_then_a_rollout_to_a_fifth_then_complete(live_server, page, scre
     assert "released here" in page.locator("#env-staging").inner_text()
     screenshot(page, "02-environments")
     page.click("#environments >> text=Promote v2…")
+    # production needs its own eval: the promote page runs it and shows the verdict
+    assert "No passing eval of this exact content against production's set yet" in page.locator("#promotion-blockers").inner_text()
+    page.click("#start-promotion-eval")
+    page.wait_for_load_state("networkidle")
+    page.locator("#promotion-eval-verdict").wait_for()
+    assert page.locator("#promotion-eval-verdict").inner_text().startswith("✓ PASS")
+    assert "refund.over_limit v2 was injected in 8 of 8" in page.locator("#selection-reach").inner_text()
+    assert page.locator("#promotion-ready").is_visible()
+    promotion = EvalRun.objects.get(version=v2, kind=EvalRun.Kind.PROMOTION)
+    assert (promotion.environment, promotion.verdict) == ("production", EvalRun.Verdict.PASS)
+    screenshot(page, "03-promotion-eval")
     page.select_option("#environment", "production")
     page.fill("#share", "20")
     page.fill("#reason", "A week in staging without escalations; a fifth of production first.")
-    screenshot(page, "03-confirm-promote")
+    screenshot(page, "03b-confirm-promote")
     page.click("button:has-text('Promote v2')")
     page.wait_for_selector("#arms")
     assert "to 20 %" in page.locator("h1").inner_text()

@@ -17,7 +17,7 @@ from procmem_client.client import STATE_INJECTED, ProcmemClient
 from library import serving, services
 from library.models import ApiToken, Source
 from library.api.tokens import token_create
-from tests.conftest import make_active
+from tests.conftest import make_active, make_passing_eval
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "readonly"])
 
@@ -324,6 +324,8 @@ def test_client_reads_an_environment_and_a_sessions_rollout_arm(server, served_a
     approver = get_user_model().objects.create_user("approver2", password="x")
     assign_perm("library.approve_procedure", approver, candidate.procedure)
     make_active(v2, approver)
+    v2.refresh_from_db()
+    make_passing_eval(v2)  # the promotion eval: a pass against production's set
     staging = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, environment="staging", local_ranking=False, timeout=60)
     assert {p["id"]: p["version"] for p in staging.procedures()}["refund.over_limit"] == 2
     releases.version_promote(version=v2, user=admin_user, environment="production", reason="half", share=50)

@@ -68,10 +68,12 @@ def _revise(version, reviewer, step: str):
 
 @pytest.fixture
 def v2(staging_agent, v1, reviewer, approver):
-    """v2 approved while the agent has staging: APPROVED, in staging."""
+    """v2 approved while the agent has staging: APPROVED, in staging (on a pass against staging's
+    set), with a pass against production's set too (its promotion eval), so that it may go on."""
     version = _revise(v1, reviewer, "Tell the customer the expected wait (two days) with replyTemplates('approval_pending').")
     make_active(version, approver)
     version.refresh_from_db()
+    make_passing_eval(version)
     return version
 
 

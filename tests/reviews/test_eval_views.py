@@ -73,7 +73,7 @@ def test_progress_fragment_polls_while_running_and_json_reports_numbers(client, 
     assert 'hx-trigger="every 1s"' in html and f'href="/evals/{run.pk}/"' in html
     data = client.get(reverse("reviews:eval_progress", args=[run.pk]) + "?format=json").json()
     assert data == {
-        "id": run.pk, "state": "queued", "verdict": None, "casesTotal": 0, "casesDone": 0, "errors": 0,
+        "kind": "approval", "environment": "production", "id": run.pk, "state": "queued", "verdict": None, "casesTotal": 0, "casesDone": 0, "errors": 0,
         "finished": False, "failureReason": None, "contentHash": run.content_hash,
         "baselineHash": run.baseline_hash, "baselineCurrent": True,
     }

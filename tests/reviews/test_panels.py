@@ -146,24 +146,24 @@ def test_eval_panel_rows_target_first_with_deltas(candidate):
         ("order_status", "9/10", "9/10", "±0", False),
     ]
     assert "p 0.0039" in rows[0].note
-    panel = build_eval_panel(candidate, run, current_active_hash=None)
+    panel = build_eval_panel(candidate, run, current_set_hash=None)
     assert panel.reason.startswith("refund_over_limit improved") and not panel.in_progress
 
 
 @pytest.mark.django_db
 def test_eval_panel_in_progress_and_baseline_moved(candidate):
     run = EvalRun(version=candidate, content_hash=candidate.content_hash, state=EvalRun.State.RUNNING, cases_total=40, cases_done=10, baseline_hash="old")
-    panel = build_eval_panel(candidate, run, current_active_hash="new")
+    panel = build_eval_panel(candidate, run, current_set_hash="new")
     assert panel.in_progress and panel.percent == 25 and panel.baseline_moved
-    assert build_eval_panel(candidate, run, current_active_hash="old").baseline_moved is False
-    assert build_eval_panel(candidate, None, current_active_hash=None).run is None
+    assert build_eval_panel(candidate, run, current_set_hash="old").baseline_moved is False
+    assert build_eval_panel(candidate, None, current_set_hash=None).run is None
 
 
 @pytest.mark.django_db
 def test_an_approved_versions_run_is_not_reported_as_stale(candidate):
     run = EvalRun(version=candidate, content_hash=candidate.content_hash, state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, baseline_hash="before")
     candidate.status = "ACTIVE"
-    assert build_eval_panel(candidate, run, current_active_hash="after").baseline_moved is False
+    assert build_eval_panel(candidate, run, current_set_hash="after").baseline_moved is False
 
 
 @pytest.mark.django_db
@@ -185,7 +185,7 @@ def test_eval_panel_reads_the_eval_runners_verdict_detail(candidate):
         ],
     }
     run = EvalRun(version=candidate, content_hash=candidate.content_hash, state=EvalRun.State.DONE, verdict="pass", verdict_detail=detail)
-    panel = build_eval_panel(candidate, run, current_active_hash=None)
+    panel = build_eval_panel(candidate, run, current_set_hash=None)
     assert panel.reason == "refund_over_limit improved: 1 → 4 of 4 (p = 0.0625). No other intent got worse."
     target, other = panel.rows
     assert (target.intent, target.baseline, target.candidate, target.delta, target.verdict, target.is_target) == (

@@ -14,7 +14,7 @@ from guardian.shortcuts import assign_perm
 from library import releases, services
 from library.models import AgentSession, AuditEvent, ProcedureRelease, Rollout, Status
 from reviews.metrics.arms import rollout_arms
-from tests.conftest import _user, make_active
+from tests.conftest import _user, make_active, make_passing_eval
 from tests.reviews.conftest import client_for
 
 pytestmark = pytest.mark.django_db
@@ -41,6 +41,7 @@ def staged(agent, candidate, approver, reviewer):
     make_active(v2, approver)
     candidate.refresh_from_db()
     v2.refresh_from_db()
+    make_passing_eval(v2)  # its promotion eval: a pass against production's set
     return candidate, v2
 
 
