@@ -33,7 +33,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import safe_json
-from .ingest.formats.fields import FieldError, parse_ended_at
+from .session_fields import FieldError, parse_ended_at
 from .models import Agent, AgentSession, AuditEvent, SessionLabel
 
 OUTCOME_FIELDS = ("session_id", "resolved", "escalated", "rating", "complaint", "closed_by_customer", "at", "source")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import hashlib
 
 from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet, Value
+from procmem_client.coding import Graph, build_graph, node_for
 
-from .coding import graph as coding_graph
 from .models import PRODUCTION, Agent, AgentSession, OtlpSpan, ProcedureRelease, ProcedureVersion, Status
 
 
@@ -67,7 +67,7 @@ def environment_versions_for_agent(agent: Agent, environment: str = PRODUCTION, 
     return sorted(chosen.values(), key=lambda v: v.procedure.key)
 
 
-def coding_graph_for_agent(agent: Agent) -> coding_graph.Graph:
+def coding_graph_for_agent(agent: Agent) -> Graph:
     """Producer → consumer links between a coding agent's procedures: per procedure its ACTIVE
     version, or else its newest CANDIDATE (what a reviewer is about to add)."""
     chosen: dict[int, ProcedureVersion] = {}
@@ -81,8 +81,8 @@ def coding_graph_for_agent(agent: Agent) -> coding_graph.Graph:
         current = chosen.get(version.procedure_id)
         if current is None or (version.status == Status.ACTIVE and current.status != Status.ACTIVE):
             chosen[version.procedure_id] = version
-    return coding_graph.build_graph(
-        [coding_graph.node_for(v.procedure.key, v.preconditions or [], v.postconditions or []) for v in chosen.values()]
+    return build_graph(
+        [node_for(v.procedure.key, v.preconditions or [], v.postconditions or []) for v in chosen.values()]
     )
 
 

@@ -31,7 +31,7 @@ from django.utils import timezone
 from . import policy
 from .screening import quarantine_fields, screen_content, screened_provenance
 from .environments import STAGING, approval_environment, has_staging
-from .ingest.formats import normalise_tool_name
+from .session_fields import normalise_tool_name
 from .models import (
     Agent,
     AuditEvent,

@@ -31,7 +31,7 @@ from ... import safe_json
 # the parsers, and what callers import from library.ingest.formats besides parse_item
 from .chat import parse_adk, parse_openai
 from .coding import MAX_OUTPUT_CHARS, outcomes_from_results, parse_mini_swe_agent, parse_trace
-from .fields import (
+from ...session_fields import (
     CODING_FORMATS, INTENT_DERIVATIONS, FieldError, ImportOptions, ItemInvalid, SessionIn, normalise_tool_name, taubench_intent,
 )
 from .procmem import parse_procmem

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .fields import (
+from ...session_fields import (
     FieldError, ImportOptions, ItemInvalid, SessionIn, bool_or_none, clean_session_id, clean_task_key, clean_tool_calls,
     intent_from_options, json_object, reported, valid_session, with_prefix,
 )

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...coding.activities import Action, classify_command, classify_tool
-from .fields import (
+from ...session_fields import (
     TOOL_NAME_RE, FieldError, ImportOptions, ItemInvalid, SessionIn, bool_or_none, call_entries, clean_session_id,
     clean_task_key, clean_text, clean_tool_calls, intent_from_options, json_object, reported, valid_session, with_prefix,
 )

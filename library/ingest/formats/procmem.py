@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from .fields import (
+from ...session_fields import (
     FieldError, ImportOptions, SessionIn, bool_or_none, clean_session_id, clean_task_key, clean_text, clean_tool_calls,
     intent_from_options, json_object, reported, valid_session, with_prefix,
 )

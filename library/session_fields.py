@@ -1,4 +1,4 @@
-"""What every session format yields, and the checks of its fields: `SessionIn`, `ImportOptions`,
+"""What every session format yields (library/ingest/formats reads the formats), and the checks of its fields: `SessionIn`, `ImportOptions`,
 `FieldError` and `ItemInvalid`, and the validation each parser applies to what it read (session
 ids, tool calls, injected procedures, times, intents). Nothing here touches the database."""
 
@@ -14,7 +14,7 @@ from typing import Any
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from ... import safe_json
+from . import safe_json
 
 # formats of coding agents: each call carries its activity class and generalised target, and the
 # session's skeleton is the sequence of activity steps (library/coding/activities.py)
