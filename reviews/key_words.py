@@ -35,7 +35,7 @@ KEY_LABELS = {
     # the procedure record (library/models/versions.py ProcedureVersion, the agent API's JSON)
     "appliesWhen": "applies when", "requiredTools": "required tools", "forbiddenActions": "forbidden actions",
     "verifyCommand": "verify command", "contentHash": "content hash", "reviewBy": "review by",
-    # a mining run's settings (library/mining/skeletons.py MiningParameters.to_dict)
+    # a mining run's settings (library/mining/skeletons.py MiningParams.to_dict)
     "agentKind": "kind of agent", "supportThreshold": "support threshold", "supportUnit": "support counted in",
     "ignoredTools": "ignored tools", "terminalTools": "terminal tools", "minToolCalls": "minimum tool calls",
     "significanceLevel": "significance level", "backtestShare": "share held back for the backtest",

@@ -19,7 +19,7 @@ from .key_words import FIGURE_LABELS, key_words, value_words
 
 # ------------------------------------------------------------------------------------------- evidence
 
-# Keys of the miner's evidence record (library/mining/skeletons.py) that the panel shows in its own places;
+# Keys of the miner's evidence record (library/mining/drafting.py) that the panel shows in its own places;
 # any other key is listed under "other recorded evidence".
 _EXCERPT_KEYS = ("excerpts", "redactedExcerpts", "examples")
 _SESSION_KEYS = ("sessionIds", "sessions", "session_ids", "exampleSessions")

@@ -12,7 +12,7 @@ session data. What it writes: `{"appliesWhen", "steps", "forbiddenActions"}`, va
 (pydantic). Its draft is used only when
 - it keeps every required tool named in a step (a draft that drops one is refused, with the tool),
 - its steps name no literal value: a quoted value must be a safe literal (a word or short phrase,
-  skeletons.is_safe_literal) and nothing id-shaped (digits, codes, e-mail addresses) appears outside
+  arguments.is_safe_literal) and nothing id-shaped (digits, codes, e-mail addresses) appears outside
   a typed `{{placeholder}}`;
 and it is redacted again like every draft, then proposed through the policy screen like any other
 (an injected instruction is quarantined there). The rule draft is kept in the version's provenance
@@ -33,7 +33,8 @@ from ..evals.errors import RunnerError
 from ..evals.runners import HttpPolicy, post_json
 from ..models import Agent
 from ..redaction.redactor import Redactor
-from . import skeletons as mining
+from .arguments import is_safe_literal
+from .drafting import Draft
 
 MAX_EXCERPTS = 3
 MAX_EXCERPT_CHARS = 1500
@@ -71,7 +72,7 @@ class DraftOut(BaseModel):
 class Outcome:
     """What the drafter did with one draft: `draft` is the one to propose (the model's or the rule's)."""
 
-    draft: mining.Draft
+    draft: Draft
     status: str  # "used" | "refused" | "failed"
     reason: str
     model: str
@@ -96,7 +97,7 @@ def literal_problems(texts: list[str], *, tools: list[str], steps: int = 0) -> l
         bare = _PLACEHOLDER.sub(" ", text)
         for match in _QUOTED.finditer(bare):
             value = match.group(1) or match.group(2)
-            if not mining.is_safe_literal(value):
+            if not is_safe_literal(value):
                 problems.append(f"the literal {value!r} is not a safe literal")
         for match in re.finditer(r"[^\s@'\"(]+@[^\s@]+\.[a-z]{2,}", bare, re.IGNORECASE):
             problems.append(f"the e-mail address {match.group(0).rstrip('.')!r}")
@@ -110,7 +111,7 @@ def literal_problems(texts: list[str], *, tools: list[str], steps: int = 0) -> l
     return list(dict.fromkeys(problems))
 
 
-def request_for(agent: Agent, draft: mining.Draft, *, intent_name: str) -> dict[str, Any]:
+def request_for(agent: Agent, draft: Draft, *, intent_name: str) -> dict[str, Any]:
     """The chat-completions request: only the skeleton, the rule draft, the contrast statistics and
     redacted excerpts (the evidence's, which are redacted when stored)."""
     evidence = draft.evidence or {}
@@ -176,7 +177,7 @@ def _policy(agent: Agent) -> HttpPolicy:
     )
 
 
-def model_draft(*, agent: Agent, draft: mining.Draft, intent_name: str) -> Outcome:
+def model_draft(*, agent: Agent, draft: Draft, intent_name: str) -> Outcome:
     """Asks the agent's model to word `draft`; returns the draft to propose and what happened. Never
     raises for the model's failures: the rule draft stays."""
     from ..agent_settings import url_allowed
@@ -217,6 +218,6 @@ def model_draft(*, agent: Agent, draft: mining.Draft, intent_name: str) -> Outco
     return Outcome(worded, "used", f"worded by {model}", model)
 
 
-def rule_draft_record(draft: mining.Draft) -> dict[str, Any]:
+def rule_draft_record(draft: Draft) -> dict[str, Any]:
     """The rule draft as the provenance keeps it for the side-by-side view."""
     return {"appliesWhen": draft.applies_when, "steps": list(draft.steps), "forbiddenActions": list(draft.forbidden_actions)}

@@ -1,4 +1,4 @@
-"""The miner's Django side: reads an agent's sessions, asks library/mining/skeletons.py for groups, statistics,
+"""The miner's Django side: reads an agent's sessions, asks the pure core (library/mining/) for groups, statistics,
 backtests and drafts, skips what the library already covers, proposes the credible rest as CANDIDATE
 versions through procedure_propose (which applies the policy screen), and records a report that
 names every intent of the agent with what happened to it and why. Every run leaves a MiningRun row.
@@ -35,6 +35,11 @@ from ..redaction.redactor import Redactor
 from ..services import audit, procedure_propose, required_reason
 from . import skeletons as mining
 from . import within
+from .arguments import calls_by_step, first_call_args, reduced_calls
+from .drafting import Draft, draft_candidate, report_entry
+from .evidence import Branch, splits_of
+from .groups import GroupChoice, choose_groups, step_count
+from .groups import Status as MiningStatus
 
 logger = logging.getLogger(__name__)
 
@@ -325,7 +330,7 @@ def _free_key(agent: Agent, base: str, intent_id: int) -> str:
     return f"{base}_{suffix}"
 
 
-def _polisher() -> Callable[[mining.Draft], mining.Draft] | None:
+def _polisher() -> Callable[[Draft], Draft] | None:
     path = getattr(settings, "PROCMEM_MINING_POLISH", "") or ""
     return import_string(path) if path else None
 
@@ -375,7 +380,7 @@ def mining_run_execute(
 
 
 def _propose_draft(
-    *, agent: Agent, run: MiningRun, intent: Intent, draft: mining.Draft, params: mining.MiningParams, support: int,
+    *, agent: Agent, run: MiningRun, intent: Intent, draft: Draft, params: mining.MiningParams, support: int,
     proposed_by=None, reason: str = "", evidence_extra: Mapping[str, Any] | None = None,
 ) -> tuple[ProcedureVersion | None, dict[str, Any]]:
     """Proposes one draft as a CANDIDATE of `intent` (under the caller's lock on the agent row), unless
@@ -385,7 +390,7 @@ def _propose_draft(
     covered = _covered_by(live, tuple(draft.skeleton), params)
     if covered is not None:
         why = f"covered by {covered.procedure.key} v{covered.number} ({covered.status}) with the same skeleton"
-        return None, mining.report_entry(intent.name, mining.Status.DUPLICATE, why, draft)
+        return None, report_entry(intent.name, MiningStatus.DUPLICATE, why, draft)
     near = _near_duplicate(live, draft.applies_when)
     provenance: dict[str, Any] = {"miningRun": run.pk, "support": support, "intent": intent.name}
     if near is not None:
@@ -424,9 +429,9 @@ def _propose_draft(
         reason=reason or evidence["summary"],
     )
     if version.quarantined:
-        entry = mining.report_entry(intent.name, mining.Status.QUARANTINED, "proposed, and quarantined by the policy screen", draft)
+        entry = report_entry(intent.name, MiningStatus.QUARANTINED, "proposed, and quarantined by the policy screen", draft)
     else:
-        entry = mining.report_entry(intent.name, mining.Status.MINED, f"proposed as {key} v{version.number}", draft)
+        entry = report_entry(intent.name, MiningStatus.MINED, f"proposed as {key} v{version.number}", draft)
     entry["version"] = {"id": key, "number": version.number, "pk": version.pk}
     if drafted is not None:
         entry["modelDraft"] = drafted.report()
@@ -448,7 +453,7 @@ def mining_report_propose(*, run: MiningRun, intent_name: str, user, reason: str
         run = MiningRun.objects.select_for_update().get(pk=run.pk)
         report = run.report or []
         index = next(
-            (i for i, e in enumerate(report) if e.get("intent") == intent_name and e.get("status") == mining.Status.REPORTED), None
+            (i for i, e in enumerate(report) if e.get("intent") == intent_name and e.get("status") == MiningStatus.REPORTED), None
         )
         if index is None:
             raise ValidationError({"intent": f"mining run {run.pk} reported no unproposed group for the intent {intent_name!r}"})
@@ -460,7 +465,7 @@ def mining_report_propose(*, run: MiningRun, intent_name: str, user, reason: str
         intent = Intent.objects.filter(agent=agent, name=intent_name).first()
         if intent is None:
             raise ValidationError({"intent": f"the agent {agent.name} has no intent {intent_name!r} any more"})
-        draft = mining.Draft(**entry["draft"])
+        draft = Draft(**entry["draft"])
         test = entry.get("withinTask") or entry.get("skeletonTest") or {}
         despite = {
             "by": user.get_username(), "at": timezone.now().isoformat(timespec="seconds"), "reason": reason,
@@ -567,11 +572,11 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
     # tables): the database is read once, the second reading replays a spool of the first
     with _MakeUpSpool(task_groups(agent, cutoffs)) as spool:
         aggregator = within.mine_tasks(params, spool.feed)
-    groups, report = mining.choose_groups(aggregator)
+    groups, report = choose_groups(aggregator)
     intents = {i.pk: i for i in Intent.objects.filter(agent=agent)}
     # every intent of the agent is named, also those with no session (yet)
     for intent_id in sorted(set(intents) - set(aggregator.intents), key=lambda pk: intents[pk].name):
-        report.append({"intent": intent_id, "status": mining.Status.NO_RESOLVED, "reason": "no session of this intent", "figures": {}})
+        report.append({"intent": intent_id, "status": MiningStatus.NO_RESOLVED, "reason": "no session of this intent", "figures": {}})
     for entry in report:
         entry["intent"] = intents[entry["intent"]].name if entry["intent"] in intents else entry["intent"]
     counts = aggregator.counts()
@@ -583,7 +588,7 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
     counts["credible"] = sum(1 for g in groups if g.proposed)
     redactor = Redactor(agent_patterns=agent.redaction_patterns, keep=agent.tools or [])
 
-    drafts: list[tuple[mining.GroupChoice, mining.Draft]] = []
+    drafts: list[tuple[GroupChoice, Draft]] = []
     for group in groups:
         intent = intents[group.intent]
         stats = aggregator.intents[group.intent]
@@ -592,7 +597,7 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
         ))
         step_samples = []
         for _sid, task, excerpt in rows:
-            sample = mining.calls_by_step(excerpt or [], group.skeleton, params.ignored_tools, params.terminal_tools)
+            sample = calls_by_step(excerpt or [], group.skeleton, params.ignored_tools, params.terminal_tools)
             if sample is not None:
                 step_samples.append((task, sample))
         draft = _draft(
@@ -606,10 +611,10 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
         for entry in draft.evidence.get("forbidden", []):
             entry["action"] = redactor.text(entry["action"])
         if group.workflow:
-            report.append(mining.report_entry(intent.name, mining.Status.WORKFLOW, _workflow_reason(group, params), draft))
+            report.append(report_entry(intent.name, MiningStatus.WORKFLOW, _workflow_reason(group, params), draft))
             continue
         if not group.proposed:
-            report.append(mining.report_entry(intent.name, mining.Status.REPORTED, _not_credible_reason(group, params), draft))
+            report.append(report_entry(intent.name, MiningStatus.REPORTED, _not_credible_reason(group, params), draft))
             continue
         drafts.append((group, draft))
 
@@ -627,12 +632,12 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
         skipped = [
             {"intent": e["intent"], "skeleton": e.get("skeleton") or e["figures"].get("topSkeleton"), "support": e["figures"].get("support", e["figures"].get("topSupport")),
              "status": e["status"], "reason": e["reason"]}
-            for e in report if e["status"] not in (mining.Status.MINED, mining.Status.QUARANTINED)
+            for e in report if e["status"] not in (MiningStatus.MINED, MiningStatus.QUARANTINED)
         ]
         counts["candidates"] = len(created)
         counts["quarantined"] = sum(1 for v in created if v.quarantined)
         counts["skipped"] = len(skipped)
-        counts["reported"] = sum(1 for e in report if e["status"] == mining.Status.REPORTED)
+        counts["reported"] = sum(1 for e in report if e["status"] == MiningStatus.REPORTED)
         run.counts = counts
         run.skipped = skipped
         run.report = report
@@ -655,10 +660,10 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
 
 
 def _draft(intent, group, stats, params, counts, redactor: Redactor, shown: list[tuple[str, Any]], *,
-           step_samples, failed_samples, branches=()) -> mining.Draft:
+           step_samples, failed_samples, branches=()) -> Draft:
     """draft_candidate with the run's figures; `shown` is (session id, excerpt) of the sessions the
     evidence may name and quote (redacted here); `branches`: the conditional-step material."""
-    return mining.draft_candidate(
+    return draft_candidate(
         intent_name=intent.name, intent_description=intent.description, group=group, stats=stats, params=params,
         step_samples=step_samples, failed_samples=failed_samples,
         session_ids=[sid for sid, _ in shown[: params.evidence_session_ids]],
@@ -668,10 +673,10 @@ def _draft(intent, group, stats, params, counts, redactor: Redactor, shown: list
 
 
 def _branches(
-    agent: Agent, intent_id: int, cutoffs, stats: mining.IntentStats, group: mining.GroupChoice, params: mining.MiningParams,
+    agent: Agent, intent_id: int, cutoffs, stats: mining.IntentStats, group: GroupChoice, params: mining.MiningParams,
     candidate_rows: list[tuple[str, Any, Any]],
-) -> list[mining.Branch]:
-    """The candidate's one-step variants (mining.splits_of) with, per resolved mined session of
+) -> list[Branch]:
+    """The candidate's one-step variants (splits_of) with, per resolved mined session of
     each side (at most STEP_SAMPLE_SESSIONS), the result summary of the step before the branch.
     The candidate's side is the sample already read; the other side is read only when the
     candidate's sessions kept a result summary of that step (else there is nothing to test)."""
@@ -679,7 +684,7 @@ def _branches(
     def calls(rows, skeleton):
         found = []
         for _sid, task, excerpt in rows:
-            names, entries = mining.reduced_calls(excerpt or [], params.ignored_tools, params.terminal_tools)
+            names, entries = reduced_calls(excerpt or [], params.ignored_tools, params.terminal_tools)
             if names == skeleton:
                 found.append((task, entries))
         return found
@@ -690,7 +695,7 @@ def _branches(
 
     mine = calls(candidate_rows, group.skeleton)
     branches = []
-    for split, candidate_has_step in mining.splits_of(stats, group.skeleton, min_tasks=params.min_literal_tasks):
+    for split, candidate_has_step in splits_of(stats, group.skeleton, min_tasks=params.min_literal_tasks):
         if not any(summary(entries[split.position - 1]) for _, entries in mine):
             continue
         other = split.without_skeleton if candidate_has_step else split.with_skeleton
@@ -698,7 +703,7 @@ def _branches(
             agent, intent_id, cutoffs, variants=_top_variants(stats, mining.SUCCESS, [other]), limit=STEP_SAMPLE_SESSIONS
         ), other)
         with_side, without_side = (mine, theirs) if candidate_has_step else (theirs, mine)
-        branches.append(mining.Branch(
+        branches.append(Branch(
             split=split,
             candidate_has_step=candidate_has_step,
             with_results=[(task, summary(entries[split.position - 1])) for task, entries in with_side],
@@ -708,14 +713,14 @@ def _branches(
     return branches
 
 
-def _workflow_reason(group: mining.GroupChoice, params: mining.MiningParams) -> str:
+def _workflow_reason(group: GroupChoice, params: mining.MiningParams) -> str:
     return (
-        f"{len(group.skeleton)} calls, {mining.step_count(group.skeleton)} steps with each repeated "
+        f"{len(group.skeleton)} calls, {step_count(group.skeleton)} steps with each repeated "
         f"block of calls as one step, more than the {params.max_steps} a procedure may have"
     )
 
 
-def _not_credible_reason(group: mining.GroupChoice, params: mining.MiningParams) -> str:
+def _not_credible_reason(group: GroupChoice, params: mining.MiningParams) -> str:
     """Why the gate (followers vs other sessions within tasks) refused the group, naming what failed."""
     gate = group.within.get("gate") or {}
     followers, others = gate.get("followers") or {}, gate.get("others") or {}
@@ -758,7 +763,7 @@ def _failed_samples(agent: Agent, intent_id: int, cutoffs, stats: mining.IntentS
     samples: dict[str, list[tuple[Any, Mapping[str, Any]]]] = {}
     for task, excerpt in rows:
         for tool in {e.get("tool") for e in excerpt or [] if e.get("role") == "tool_call"}:
-            args = mining.first_call_args(excerpt, tool)
+            args = first_call_args(excerpt, tool)
             if args is not None:
                 samples.setdefault(tool, []).append((task, args))
     return samples

@@ -1,4 +1,4 @@
-"""The statistics behind a mined candidate's evidence, all from scipy.stats (no hand-written tests):
+"""The statistics behind a mined candidate's evidence, from scipy.stats:
 
 - rate(k, n): the share with its Wilson score interval (``binomtest(k, n).proportion_ci(method="wilson")``);
 - lift(a, n_a, b, n_b): P(feature | a) / P(feature | b) with a conservative interval: the ratio of the
@@ -8,7 +8,12 @@
 - fisher(a, n_a, b, n_b): Fisher's exact test of the 2×2 table, one-sided "a shows it more often";
 - multiple testing: Bonferroni (p × m, at most 1), the correction the family-wise
   significance level of an agent promises, for m tests of one family (the skeletons of a run, or the
-  forbidden features of one candidate).
+  forbidden features of one candidate);
+- within_task: followers vs the other sessions within tasks, pooled over tasks (the gate and the
+  backtest): the Cochran–Mantel–Haenszel test and the Mantel–Haenszel risk ratio with its
+  Greenland–Robins interval, as statsmodels' StratifiedTable computes them, from sums accumulated
+  task by task in constant memory (WithinTaskSums) instead of the tables; the tail probabilities
+  from scipy.stats (chi2, norm).
 
 Units are distinct tasks (repeated trials of one task are one observation) unless a field says
 sessions.
@@ -18,9 +23,9 @@ from __future__ import annotations
 
 import math
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
-from scipy.stats import binomtest, fisher_exact
+from scipy.stats import binomtest, chi2, fisher_exact, norm
 
 CONFIDENCE = 0.95
 
@@ -128,64 +133,173 @@ def lift_number(record: dict[str, Any]) -> float:
 Table = tuple[int, int, int, int]
 
 
-def _strata(tables: Mapping[Table, int]) -> tuple[list[tuple[float, ...]], list[int], int]:
-    """The strata of the within-task contrast from `tables` (a task's table → how many tasks have
-    it). A task whose sessions compare (some follow, some do not) is its own stratum. A task whose
-    sessions do not compare (one session; or all follow, or none does) goes into one pooled stratum
-    as one observation (each of its n sessions weighs 1/n): one session per task is then exactly the
-    plain comparison, and a task retried the same way counts once, as in the distinct-task counts.
-    Returns the strata that compare (both rows non-empty), their multiplicities, and the tasks."""
-    pooled = [0.0, 0.0, 0.0, 0.0]
-    strata: list[tuple[float, ...]] = []
-    weights: list[int] = []
-    tasks = 0
-    for table, count in tables.items():
-        total = sum(table)
-        if not total:
-            continue
-        tasks += count
-        if table[0] + table[1] and table[2] + table[3]:
-            strata.append(tuple(float(x) for x in table))
-            weights.append(count)
+def _sums_of(a: float, b: float, c: float, d: float) -> tuple[float, ...]:
+    """What one stratum adds to the estimators, with statsmodels' own operations (StratifiedTable):
+    a, E[a] and Var[a] under the null (the CMH statistic), a(c+d)/n and c(a+b)/n (the
+    Mantel–Haenszel risk ratio's numerator and denominator) and ((a+b)(c+d)(a+c) - acn)/n² (the
+    Greenland–Robins variance of its logarithm); then the last three again with 0.5 added to every
+    cell (Haldane), for when a zero makes the ratio 0 or unbounded."""
+    n = a + b + c + d
+    apb, apc, bpd, cpd = a + b, a + c, b + d, c + d
+    found = [a, apb * apc / n, apb * apc * bpd * cpd / (n**2 * (n - 1)), a * cpd / n, c * apb / n, (apb * cpd * apc - a * c * n) / n**2]
+    a, b, c, d = a + 0.5, b + 0.5, c + 0.5, d + 0.5
+    n = a + b + c + d
+    apb, apc, cpd = a + b, a + c, c + d
+    found += [a * cpd / n, c * apb / n, (apb * cpd * apc - a * c * n) / n**2]
+    return tuple(found)
+
+
+# the positions in WithinTaskSums.sums
+A, EXPECTED, VARIANCE, R, S, P, R_HALF, S_HALF, P_HALF = range(9)
+
+
+class WithinTaskSums:
+    """The within-task contrast of one set of tasks, accumulated task by task (add) in constant
+    memory: what the estimators need, not the tables. A task whose sessions compare (some follow,
+    some do not) is its own stratum and adds its _sums_of; a task whose sessions do not compare (one
+    session; or all follow, or none does) goes into one pooled stratum as one observation (each of
+    its n sessions weighs 1/n), whose sums are added at the end: one session per task is then exactly
+    the plain comparison, and a task retried the same way counts once, as in the distinct-task
+    counts. record() gives the contrast (within_task)."""
+
+    __slots__ = ("totals", "tasks", "compared", "first", "pooled", "sums")
+
+    def __init__(self) -> None:
+        self.totals = [0, 0, 0, 0]  # sessions, per cell
+        self.tasks = 0
+        self.compared = 0  # tasks that are their own stratum
+        self.first: Table | None = None  # the first of them (the only stratum when it is alone)
+        self.pooled = [0.0, 0.0, 0.0, 0.0]
+        self.sums = [0.0] * 9
+
+    @classmethod
+    def of(cls, tables: Mapping[Table, int] | Iterable[Table]) -> "WithinTaskSums":
+        """From task tables: table → how many tasks have it, or one table per task."""
+        found = cls()
+        for table, count in (tables.items() if isinstance(tables, Mapping) else ((t, 1) for t in tables)):
+            found.add(table, count)
+        return found
+
+    def add(self, table: Table, count: int = 1) -> None:
+        """`count` tasks with this table."""
+        a, b, c, d = table
+        total = a + b + c + d
+        if not total or count <= 0:
+            return
+        totals = self.totals
+        totals[0] += a * count
+        totals[1] += b * count
+        totals[2] += c * count
+        totals[3] += d * count
+        self.tasks += count
+        if (a or b) and (c or d):
+            if not self.compared:
+                self.first = (a, b, c, d)
+            self.compared += count
+            added = _sums_of(a, b, c, d)
+            sums = self.sums
+            if count == 1:
+                for i in range(9):
+                    sums[i] += added[i]
+            else:
+                for i in range(9):
+                    sums[i] += added[i] * count
         else:
-            for i in range(4):
-                pooled[i] += table[i] * count / total
-    if (pooled[0] + pooled[1]) and (pooled[2] + pooled[3]):
-        strata.append(tuple(pooled))
-        weights.append(1)
-    return strata, weights, tasks
+            pooled = self.pooled
+            pooled[0] += a * count / total
+            pooled[1] += b * count / total
+            pooled[2] += c * count / total
+            pooled[3] += d * count / total
+
+    def _pooled_compares(self) -> bool:
+        pooled = self.pooled
+        return bool((pooled[0] + pooled[1]) and (pooled[2] + pooled[3]))
+
+    @property
+    def strata(self) -> int:
+        return self.compared + (1 if self._pooled_compares() else 0)
+
+    def final_sums(self) -> list[float]:
+        """The sums over every stratum, the pooled one included."""
+        sums = list(self.sums)
+        if self._pooled_compares():
+            for i, value in enumerate(_sums_of(*self.pooled)):
+                sums[i] += value
+        return sums
+
+    def only_stratum(self) -> tuple[float, ...] | None:
+        """The one stratum when there is exactly one."""
+        if self.strata != 1:
+            return None
+        return tuple(float(x) for x in self.first) if self.compared else tuple(self.pooled)
+
+    def record(self, *, tests: int = 1, alpha: float = 0.05) -> dict[str, Any]:
+        return within_task(self, tests=tests, alpha=alpha)
 
 
-def within_task(tables: Mapping[Table, int], *, tests: int = 1, alpha: float = 0.05) -> dict[str, Any]:
-    """Followers vs the other sessions, compared within each task and pooled over tasks: the
-    Cochran–Mantel–Haenszel test (statsmodels' StratifiedTable, with continuity correction, made
-    one-sided: followers succeed more often) and the Mantel–Haenszel risk ratio (StratifiedTable's
-    pooled estimate) with the Greenland–Robins interval of its logarithm, at 95 % and at the level
-    corrected for `tests` (Bonferroni). Single-session tasks form one pooled stratum. When a zero
-    makes the ratio 0 or unbounded, 0.5 is added to every cell of the compared strata (Haldane),
-    and `zeroCorrected` says so. `credible`: adjusted p < alpha and the corrected lower end > 1."""
-    totals = [0, 0, 0, 0]
-    for table, count in tables.items():
-        for i in range(4):
-            totals[i] += table[i] * count
-    strata, weights, tasks = _strata(tables)
+def cmh_test(sums: Sequence[float]) -> tuple[float, float, float]:
+    """(statistic, two-sided p, sum of a - E[a]): the Cochran–Mantel–Haenszel test with continuity
+    correction exactly as statsmodels' StratifiedTable.test_null_odds(correction=True) computes it
+    (1.0 where its p-value is not finite). A sum of a - E[a] within 1e-9 of 0 is 0: the order in
+    which tasks were added must not decide the side."""
+    difference = sums[A] - sums[EXPECTED]
+    if abs(difference) < 1e-9:
+        difference = 0.0
+    numerator = (abs(difference) - 0.5) ** 2
+    if sums[VARIANCE]:
+        statistic = numerator / sums[VARIANCE]
+    else:  # numpy's division, as statsmodels divides: x / 0 is inf, 0 / 0 is nan
+        statistic = math.inf if numerator else math.nan
+    p_two = float(1 - chi2.cdf(statistic, 1))
+    return statistic, (p_two if math.isfinite(p_two) else 1.0), difference
+
+
+def cmh_p_value(sums: Sequence[float]) -> float:
+    """The one-sided p-value that followers succeed more often: cmh_test's two-sided p halved on the
+    side the sum of a - E[a] points to."""
+    _, p_two, difference = cmh_test(sums)
+    return p_two / 2 if difference > 0 else 1 - p_two / 2
+
+
+def mh_risk_ratio(sums: Sequence[float]) -> tuple[float, float, bool]:
+    """(Mantel–Haenszel risk ratio, Greenland–Robins variance of its logarithm, zero-corrected): when a
+    zero makes the ratio 0 or unbounded, the sums of the tables with 0.5 added to every cell."""
+    r, s, p, corrected = sums[R], sums[S], sums[P], False
+    if not r or not s:
+        r, s, p, corrected = sums[R_HALF], sums[S_HALF], sums[P_HALF], True
+    return r / s, p / (r * s), corrected
+
+
+def within_task(tables: Mapping[Table, int] | WithinTaskSums, *, tests: int = 1, alpha: float = 0.05) -> dict[str, Any]:
+    """Followers vs the other sessions, compared within each task and pooled over tasks, from the
+    accumulated sums (WithinTaskSums) or from task tables (table → how many tasks have it): the
+    Cochran–Mantel–Haenszel test (as statsmodels' StratifiedTable computes it, with continuity
+    correction, made one-sided: followers succeed more often) and the Mantel–Haenszel risk ratio
+    (StratifiedTable.riskratio_pooled) with the Greenland–Robins interval of its logarithm, at 95 %
+    and at the level corrected for `tests` (Bonferroni). Single-session tasks form one pooled
+    stratum. When a zero makes the ratio 0 or unbounded, 0.5 is added to every cell of the compared
+    strata (Haldane), and `zeroCorrected` says so. `credible`: adjusted p < alpha and the corrected
+    lower end > 1."""
+    found = tables if isinstance(tables, WithinTaskSums) else WithinTaskSums.of(tables)
+    totals = found.totals
     record: dict[str, Any] = {
         "unit": "sessions, within tasks",
         "followers": rate(totals[0], totals[0] + totals[1]),
         "others": rate(totals[2], totals[2] + totals[3]),
-        "tasks": tasks,
-        "strata": int(sum(weights)),
+        "tasks": found.tasks,
+        "strata": found.strata,
         "tests": max(1, tests),
         "alpha": alpha,
         "riskRatio": None, "low": None, "high": None, "lowCorrected": None,
         "pValue": 1.0, "pAdjusted": 1.0, "zeroCorrected": False, "credible": False, "method": "no task compares",
     }
-    if not strata:
+    if not record["strata"]:
         return record
-    if len(strata) == 1:
+    only = found.only_stratum()
+    if only is not None:
         # one stratum (one session per task, or one task): the plain comparison, exactly as the
         # distinct-task contrast makes it: Fisher's exact test and the Wilson-ratio interval
-        a, b, c, d = (int(round(x)) for x in strata[0])  # a pooled stratum's task weights sum to whole tasks
+        a, b, c, d = (int(round(x)) for x in only)  # a pooled stratum's task weights sum to whole tasks
         ratio, low, high = lift_interval(a, a + b, c, c + d)
         _, low_corrected, _ = lift_interval(a, a + b, c, c + d, 1 - alpha / max(1, tests))
         p = fisher_greater(a, a + b, c, c + d)
@@ -198,30 +312,9 @@ def within_task(tables: Mapping[Table, int], *, tests: int = 1, alpha: float = 0
             credible=bool(adjusted < alpha and low_corrected > 1.0),
         )
         return record
-    import numpy as np
-    from scipy.stats import norm
-    from statsmodels.stats.contingency_tables import StratifiedTable
-
-    array = np.repeat(np.asarray(strata, dtype=float), weights, axis=0).reshape(-1, 2, 2)
-    a, b, c, d = array[:, 0, 0], array[:, 0, 1], array[:, 1, 0], array[:, 1, 1]
-    n = a + b + c + d
-    expected = (a + b) * (a + c) / n
-    # the CMH statistic's sign: do followers succeed more often than within-task chance?
-    direction = float((a - expected).sum())
-    table = StratifiedTable(array.transpose(1, 2, 0))
-    test = table.test_null_odds(correction=True)
-    p_two = float(test.pvalue) if np.isfinite(test.pvalue) else 1.0
-    p = p_two / 2 if direction > 0 else 1 - p_two / 2
-    if not (a * (c + d) / n).sum() or not (c * (a + b) / n).sum():
-        array = array + 0.5
-        record["zeroCorrected"] = True
-        table = StratifiedTable(array.transpose(1, 2, 0))
-        a, b, c, d = array[:, 0, 0], array[:, 0, 1], array[:, 1, 0], array[:, 1, 1]
-        n = a + b + c + d
-    ratio = float(table.riskratio_pooled)
-    # Greenland & Robins (1985): the variance of log RR_MH
-    r_sum, s_sum = float((a * (c + d) / n).sum()), float((c * (a + b) / n).sum())
-    variance = float((((a + b) * (c + d) * (a + c) - a * c * n) / n**2).sum()) / (r_sum * s_sum)
+    sums = found.final_sums()
+    p = cmh_p_value(sums)
+    ratio, variance, corrected = mh_risk_ratio(sums)
     se = math.sqrt(max(variance, 0.0))
     z = float(norm.ppf(1 - (1 - CONFIDENCE) / 2))
     z_corrected = float(norm.ppf(1 - alpha / max(1, tests) / 2))
@@ -231,7 +324,7 @@ def within_task(tables: Mapping[Table, int], *, tests: int = 1, alpha: float = 0
         method="Cochran–Mantel–Haenszel, Mantel–Haenszel risk ratio (Greenland–Robins interval)",
         riskRatio=_finite(ratio), low=_finite(ratio * math.exp(-z * se)), high=_finite(ratio * math.exp(z * se)),
         lowCorrected=_finite(low_corrected), pValue=float(f"{p:.4g}"), pAdjusted=float(f"{adjusted:.4g}"),
-        credible=bool(adjusted < alpha and low_corrected > 1.0),
+        zeroCorrected=corrected, credible=bool(adjusted < alpha and low_corrected > 1.0),
     )
     return record
 

@@ -13,9 +13,10 @@ for:
   and, among those that call them all, followers of S's order vs the rest;
 - each model family: the gate's contrast within the sessions of one family.
 
-Tables are counted, not kept per task: a table → how many tasks have it, so memory grows with the
-distinct tables (bounded by the sessions a task has), not with tasks. statistics.within_task pools
-them (single-session tasks into one stratum).
+Tables are not kept: each task's table is added to its set's statistics.WithinTaskSums (the
+sums the Cochran–Mantel–Haenszel test and the Mantel–Haenszel risk ratio with its Greenland–Robins
+interval need; single-session tasks into one pooled stratum), so memory is constant per table set:
+it grows with the tested groups and model families, not with tasks or sessions.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import statistics as st
-from .skeletons import Aggregator, MiningParams, SessionKey, Skeleton, TaskStream, groups_to_test, is_subsequence
+from .groups import groups_to_test
+from .skeletons import Aggregator, MiningParams, SessionKey, Skeleton, TaskStream, is_subsequence
 
 KINDS = ("mined", "held", "tools", "order", "heldTools", "heldOrder")
 
@@ -40,13 +42,13 @@ def model_family(model: str) -> str:
 
 
 class TaskTables(TaskStream):
-    """The per-task tables of the tested skeletons (`tested`: intent → skeletons), counted by table."""
+    """The within-task sums of the tested skeletons (`tested`: intent → skeletons), per table set."""
 
     def __init__(self, params: MiningParams, tested: Mapping[Any, Sequence[Skeleton]]):
         super().__init__(params)
         self.tested = {intent: list(skeletons) for intent, skeletons in tested.items() if skeletons}
-        # (intent, skeleton, kind) → Counter of tables; kind "family:<name>" for a model family
-        self.tables: dict[tuple[Any, Skeleton, str], Counter] = {}
+        # (intent, skeleton, kind) → the sums of its tasks' tables; kind "family:<name>" for a model family
+        self.tables: dict[tuple[Any, Skeleton, str], st.WithinTaskSums] = {}
         self._follows: dict[tuple[Skeleton, Skeleton], tuple[bool, bool]] = {}
 
     def _relation(self, skeleton: Skeleton, reduced: Skeleton) -> tuple[bool, bool]:
@@ -84,13 +86,14 @@ class TaskTables(TaskStream):
                 if not held:
                     _cell(cells, "family:" + family, order, n)
             for kind, table in cells.items():
-                counter = tables.get((intent, skeleton, kind))
-                if counter is None:
-                    counter = tables[(intent, skeleton, kind)] = Counter()
-                counter[tuple(table)] += tasks
+                sums = tables.get((intent, skeleton, kind))
+                if sums is None:
+                    sums = tables[(intent, skeleton, kind)] = st.WithinTaskSums()
+                sums.add(table, tasks)
 
-    def table(self, intent: Any, skeleton: Skeleton, kind: str) -> Counter:
-        return self.tables.get((intent, skeleton, kind)) or Counter()
+    def table(self, intent: Any, skeleton: Skeleton, kind: str) -> st.WithinTaskSums:
+        """The sums of one table set (empty when no task had it)."""
+        return self.tables.get((intent, skeleton, kind)) or st.WithinTaskSums()
 
     def gate(self, intent: Any, skeleton: Skeleton, *, tests: int, alpha: float) -> dict[str, Any]:
         return st.within_task(self.table(intent, skeleton, "mined"), tests=tests, alpha=alpha)

@@ -9,6 +9,7 @@ from django.core.management import call_command
 
 from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
+from library.mining import arguments, drafting, evidence, groups
 from library.mining import skeletons as mining
 from library.mining import within
 from library.mining.runs import Trigger, mining_run_execute
@@ -79,14 +80,14 @@ def test_held_back_sessions_are_not_mined_but_backtested():
     ])
     stats = agg.intents["refund"]
     assert stats.success.sessions == 1 and stats.held_sessions == 4 and stats.held_tasks == 2 and stats.held_tasks_also_mined == 1
-    back = mining.backtest(stats, ("a", "b"), mining.MiningParams())
+    back = evidence.backtest(stats, ("a", "b"), mining.MiningParams())
     assert back["followers"]["count"] == 1 and back["followers"]["of"] == 1 and back["others"]["of"] == 3
     assert back["verdict"] in ("supports", "inconclusive") and not back["contradicted"]
 
 
 def test_backtest_flags_a_candidate_its_followers_do_not_confirm():
     stats = mining.IntentStats(held={("a", "b"): [10, 5], ("a", "x", "b"): [2, 3], ("b",): [7, 3]})
-    back = mining.backtest(stats, ("a", "b"), mining.MiningParams())
+    back = evidence.backtest(stats, ("a", "b"), mining.MiningParams())
     # followers (in order, other calls between allowed): 12 of 20; the others 7 of 10
     assert (back["followers"]["count"], back["followers"]["of"], back["others"]["count"], back["others"]["of"]) == (12, 20, 7, 10)
     assert back["contradicted"] and back["verdict"] == "contradicts"
@@ -106,7 +107,7 @@ def test_only_a_credibly_better_skeleton_is_proposed():
         + _tasks("address", ["look", "change", "reply"], 12),
         threshold=5,
     )
-    chosen, report = mining.choose_groups(agg)
+    chosen, report = groups.choose_groups(agg)
     by_intent = {g.intent: g for g in chosen}
     assert by_intent["refund"].proposed and by_intent["refund"].test["liftLow"] > 1
     assert by_intent["refund"].test["tests"] == 3 and by_intent["refund"].test["pAdjusted"] < 0.05
@@ -121,7 +122,7 @@ def test_every_intent_without_a_group_is_reported_with_why():
         + _tasks("lost", ["a"], 4, resolved=False) + _tasks("long", list("abcdefghi"), 3),
         threshold=3,
     )
-    chosen, report = mining.choose_groups(agg)
+    chosen, report = groups.choose_groups(agg)
     assert [g.intent for g in chosen] == ["long", "refund"]
     # nine steps with no repeat to compress: tested, then reported whole as a workflow, never cut
     long = chosen[0]
@@ -140,8 +141,8 @@ def test_forbidden_action_needs_its_own_test():
         + _tasks("refund", ["look", "check", "approve", "reply", "transfer_to_human_agents"], 1, resolved=False),
         threshold=20,
     )
-    [group], _ = mining.choose_groups(agg)
-    result = mining.contrast(agg.intents["refund"], group, agg.params)
+    [group], _ = groups.choose_groups(agg)
+    result = evidence.contrast(agg.intents["refund"], group, agg.params)
     assert (result.support, result.resolved_total, result.failed_with_skeleton, result.failed_total) == (118, 140, 0, 61)
     approve = next(t for t in result.tools if t["tool"] == "approve")
     assert (approve["resolved"], approve["failed"]) == (130, 10) and approve["liftLow"] > 1
@@ -155,18 +156,18 @@ def test_forbidden_action_needs_its_own_test():
 
 def test_generalise_args_keeps_only_safe_literals_shared_across_tasks():
     samples = [(f"t{i}", {"template": "approval_pending", "order_id": "{{order_id}}", "amount": 10 * i, "note": f"n{i}"}) for i in range(10)]
-    assert mining.generalise_args(samples) == [
+    assert arguments.generalise_args(samples) == [
         ("order_id", "{{order_id}}"), ("amount", "{{amount}}"), ("note", "{{note}}"), ("template", "'approval_pending'"),
     ]
-    assert mining.generalise_args([("t1", {"customerEmail": "a"}), ("t2", {"customerEmail": "b"})]) == [("customerEmail", "{{customer_email}}")]
+    assert arguments.generalise_args([("t1", {"customerEmail": "a"}), ("t2", {"customerEmail": "b"})]) == [("customerEmail", "{{customer_email}}")]
     # one task, repeated: never a literal
-    assert mining.generalise_args([("t1", {"status": "pending"})] * 5) == [("status", "{{status}}")]
+    assert arguments.generalise_args([("t1", {"status": "pending"})] * 5) == [("status", "{{status}}")]
 
 
 @pytest.mark.parametrize("value", ["PEP4E0", "M05KNL", "PHL", "ATL", "credit_card_4421486", "mia_li_3668", "HAT123", "2024-05-01", "{{person}}", 42])
 def test_id_shaped_literals_become_typed_placeholders(value):
     samples = [(f"t{i}", {"reservation_id": value, "value": value}) for i in range(5)]
-    rendered = dict(mining.generalise_args(samples))
+    rendered = dict(arguments.generalise_args(samples))
     if value == "{{person}}":  # redaction typed it already
         assert rendered == {"reservation_id": "{{person}}", "value": "{{person}}"}
         return
@@ -175,25 +176,25 @@ def test_id_shaped_literals_become_typed_placeholders(value):
 
 
 def test_placeholder_typed_by_value_pattern_when_the_key_says_nothing():
-    assert mining.placeholder_for("value", ["a@b.example"]) == "{{email_address}}"
-    assert mining.placeholder_for("value", ["2024-05-01"]) == "{{date}}"
-    assert mining.placeholder_for("q", ["{{person}}"]) == "{{person}}"
-    assert mining.placeholder_for("contractRef", ["C-1"]) == "{{contract_ref}}"
+    assert arguments.placeholder_for("value", ["a@b.example"]) == "{{email_address}}"
+    assert arguments.placeholder_for("value", ["2024-05-01"]) == "{{date}}"
+    assert arguments.placeholder_for("q", ["{{person}}"]) == "{{person}}"
+    assert arguments.placeholder_for("contractRef", ["C-1"]) == "{{contract_ref}}"
 
 
 def test_keys_and_applies_when():
-    assert mining.procedure_key_for("refund_over_limit") == "refund.over_limit"
-    assert mining.procedure_key_for("cancel_reservation-update_reservation_flights") == "cancel.reservation_update_reservation_flights"
-    assert mining.procedure_key_for("refund") == "refund.main"
-    assert mining.applies_when_for("x", "A refund above the limit") == "The customer asks for a refund above the limit."
-    assert mining.applies_when_for("cancel_reservation") == "The customer asks to cancel reservation (intent cancel_reservation)."
-    assert mining.applies_when_for("no_write_action") == "The customer's request needs no write action (intent no_write_action)."
+    assert drafting.procedure_key_for("refund_over_limit") == "refund.over_limit"
+    assert drafting.procedure_key_for("cancel_reservation-update_reservation_flights") == "cancel.reservation_update_reservation_flights"
+    assert drafting.procedure_key_for("refund") == "refund.main"
+    assert drafting.applies_when_for("x", "A refund above the limit") == "The customer asks for a refund above the limit."
+    assert drafting.applies_when_for("cancel_reservation") == "The customer asks to cancel reservation (intent cancel_reservation)."
+    assert drafting.applies_when_for("no_write_action") == "The customer's request needs no write action (intent no_write_action)."
 
 
 def _draft(rows, *, step_samples, failed_samples, threshold=3):
     agg = _aggregator(rows, threshold=threshold)
-    [group], _ = mining.choose_groups(agg)
-    return mining.draft_candidate(
+    [group], _ = groups.choose_groups(agg)
+    return drafting.draft_candidate(
         intent_name="order_status", intent_description="", group=group, stats=agg.intents[group.intent],
         params=agg.params, step_samples=step_samples, failed_samples=failed_samples, session_ids=["s1"], excerpts=[], counts={},
     )
@@ -219,7 +220,7 @@ def test_argument_contrast_names_the_value_that_separates_outcomes():
     rows = _tasks("order_status", ["look", "reply"], 10) + _tasks("order_status", ["look", "reply"], 10, resolved=False)
     success = [(f"t{i}", [{}, {"template": "approval_pending"}]) for i in range(10)]
     failed = {"reply": [(f"f{i}", {"template": "refund_promised"}) for i in range(10)], "look": [(f"f{i}", {}) for i in range(10)]}
-    records = mining.argument_contrast(("look", "reply"), success, failed, alpha=0.05)
+    records = evidence.argument_contrast(("look", "reply"), success, failed, alpha=0.05)
     top = records[0]
     assert (top["step"], top["key"], top["separates"]) == (2, "template", True)
     assert {(r["value"], r["resolved"], r["failed"]) for r in records} == {("approval_pending", 10, 0), ("refund_promised", 0, 10)}

@@ -13,7 +13,8 @@ from django.core.exceptions import ValidationError
 
 from library.agent_settings import agent_settings_update
 from library.mining.runs import mining_run_execute
-from library.mining.skeletons import MiningParams, SKELETONS, Status, skeleton_function
+from library.mining.groups import Status
+from library.mining.skeletons import MiningParams, SKELETONS, skeleton_function
 from library.models import Agent, AgentSession, ProcedureVersion
 
 from ..conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS

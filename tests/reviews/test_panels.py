@@ -6,7 +6,7 @@ from library.models import AgentSession, EvalRun
 from reviews.panels import build_eval_panel, build_evidence, contrast_sentence, intent_results
 
 
-MINED = {  # the shape library/mining/skeletons.py stores
+MINED = {  # the shape library/mining/drafting.py stores
     "intent": "refund_over_limit",
     "skeleton": ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
     "support": 118, "resolved": 140, "failed": 60, "failedWithSkeleton": 9,
