@@ -16,7 +16,7 @@ that took the skeleton: Fisher, Wilson lift) is kept as a description.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Mapping
 
 from . import statistics as st
 from .skeletons import Aggregator, IntentStats, Skeleton, compressed_length, intent_figures
@@ -104,11 +104,9 @@ def choose_groups(aggregator: Aggregator) -> tuple[list[GroupChoice], list[dict[
         raise ValueError("choose_groups needs the within-task reading: build the aggregator with within.mine_tasks")
     tests = sum(len(groups) for groups in eligible.values())
     chosen: list[GroupChoice] = []
-    for intent, groups in eligible.items():
+    for intent, (skeleton, support, gate, tested) in _picks(aggregator, eligible, within).items():
         stats = aggregator.intents[intent]
-        tested = [(s, n, within.gate(intent, s, tests=tests, alpha=params.significance_level)) for s, n in groups]
         credible = [entry for entry in tested if entry[2]["credible"]]
-        skeleton, support, gate = (credible or tested)[0]
         workflow = step_count(skeleton) > params.max_steps
         chosen.append(GroupChoice(
             intent=intent, skeleton=skeleton, support=support, support_sessions=stats.success.skeleton_sessions[skeleton],
@@ -124,6 +122,26 @@ def choose_groups(aggregator: Aggregator) -> tuple[list[GroupChoice], list[dict[
             workflow=workflow,
         ))
     return chosen, report
+
+
+def _picks(aggregator: Aggregator, eligible: Mapping[Any, list[tuple[Skeleton, int]]], within: Any) -> dict[Any, tuple]:
+    """intent → (skeleton, support, gate, every tested (skeleton, support, gate)): the largest credible
+    group, else the largest, by the gate (`within.gate`), Bonferroni over every group tested."""
+    alpha = aggregator.params.significance_level
+    tests = sum(len(groups) for groups in eligible.values())
+    picks = {}
+    for intent, groups in eligible.items():
+        tested = [(s, n, within.gate(intent, s, tests=tests, alpha=alpha)) for s, n in groups]
+        credible = [entry for entry in tested if entry[2]["credible"]]
+        picks[intent] = (*(credible or tested)[0], tested)
+    return picks
+
+
+def chosen_skeletons(aggregator: Aggregator, within: Any) -> dict[Any, Skeleton]:
+    """intent → the skeleton choose_groups will draft, from the gates alone (`within.gate`), so that
+    the rest of the within-task figures need to be gathered for it only."""
+    eligible, _ = groups_to_test(aggregator)
+    return {intent: pick[0] for intent, pick in _picks(aggregator, eligible, within).items()}
 
 
 def skeleton_test(stats: IntentStats, skeleton: Skeleton, *, tests: int, alpha: float) -> dict[str, Any]:

@@ -47,6 +47,7 @@ ACTOR_LABEL = "miner"
 STEP_SAMPLE_SESSIONS = 200
 FAILED_SAMPLE_SESSIONS = 200
 RAW_VARIANTS_QUERIED = 10
+FETCH_SESSIONS = 10_000  # sessions' worth of make-up rows read from the database at a time
 
 
 class Trigger:
@@ -217,8 +218,18 @@ def task_groups(agent: Agent, cutoffs: Mapping[int, Any], *, chunk_size: int = 2
             cursor.execute("SET LOCAL work_mem = '128MB'")
         with connection.chunked_cursor() as cursor:
             cursor.execute(sql, params)
-            while rows := cursor.fetchmany(chunk_size):
+            # A make-up row holds one entry per session of its tasks, so rows are fetched by a budget
+            # of sessions (memory per fetch stays the same whether tasks have 4 sessions or 50), and
+            # the previous fetch is let go before the next one is read.
+            size = min(chunk_size, 100)
+            while True:
+                rows = cursor.fetchmany(size)
+                if not rows:
+                    break
+                sessions = sum(len(row[1]) for row in rows)
+                size = max(1, min(chunk_size, FETCH_SESSIONS * len(rows) // max(1, sessions)))
                 yield from rows
+                del rows
 
 
 def _task_groups_folded_here(connection, base_sql: str, params, label_sql: str, chunk_size: int):
@@ -501,7 +512,8 @@ def _decoded(cache: dict[Any, tuple[str, ...]], text: Any) -> tuple[str, ...]:
 class _MakeUpSpool:
     """The make-up rows of task_groups, read from the database once: the first feed() passes them on
     and writes them to a spooled temporary file (in memory up to SPOOL_MEMORY, 1 MB, then on disk, so memory
-    stays flat), skeletons and models as small integers; later feeds replay the file."""
+    stays flat), skeletons as small integers and each model name as one shared string (pickle writes
+    it once a batch); later feeds replay the file."""
 
     SPOOL_MEMORY = 2**20
 
@@ -511,8 +523,7 @@ class _MakeUpSpool:
         self._written = False
         self._skeletons: dict[Any, int] = {}  # skeleton text → id
         self._decoded: list[tuple[str, ...]] = []  # id → raw skeleton
-        self._models: dict[str, int] = {}
-        self._model_names: list[str] = []
+        self._models: dict[str, str] = {}  # model → the one string kept for it
 
     def __enter__(self) -> "_MakeUpSpool":
         return self
@@ -528,17 +539,16 @@ class _MakeUpSpool:
             self._decoded.append(_decoded({}, text))
         return found
 
-    def _model_id(self, model: str | None) -> int:
+    def _model(self, model: str | None) -> str:
         found = self._models.get(model or "")
         if found is None:
-            found = self._models[model or ""] = len(self._model_names)
-            self._model_names.append(model or "")
+            found = self._models[model or ""] = model or ""
         return found
 
     def _first(self) -> Iterator[tuple]:
         batch: list[tuple] = []
         for intent_id, labels, keys, models, tasks in self._rows:
-            row = (intent_id, labels, [self._skeleton_id(k) for k in keys], [self._model_id(m) for m in models], tasks)
+            row = (intent_id, labels, [self._skeleton_id(k) for k in keys], [self._model(m) for m in models], tasks)
             batch.append(row)
             if len(batch) >= 500:
                 pickle.dump(batch, self._file, protocol=pickle.HIGHEST_PROTOCOL)
@@ -558,12 +568,7 @@ class _MakeUpSpool:
             yield from batch
 
     def feed(self, stream: mining.TaskStream) -> None:
-        rows = self._replay() if self._written else self._first()
-        models = self._model_names
-        stream.consume(
-            ((intent, labels, keys, [models[m] for m in model_ids], tasks) for intent, labels, keys, model_ids, tasks in rows),
-            self._decoded.__getitem__,
-        ).finish()
+        stream.consume(self._replay() if self._written else self._first(), self._decoded.__getitem__).finish()
 
 
 def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, hold_out: str = HoldOut.NEWEST) -> MiningRun:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ..coding.procedures import coding_skeleton
@@ -385,13 +386,15 @@ class TaskStream:
         raws: dict[Any, tuple[str, ...]] = {}
         for row in rows:
             intent, labels, keys, tasks = row[0], row[1], row[2], row[-1]
-            models = row[3] if len(row) > 4 else None
-            sessions: Counter = Counter()
-            for i, (code, key) in enumerate(zip(labels, keys)):
+            # the task's sessions counted by (code, key, model) first: a make-up repeats them
+            same = Counter(zip(labels, keys, row[3] if len(row) > 4 else repeat("")))
+            sessions: dict[SessionKey, int] = {}
+            for (code, key, model), n in same.items():
                 raw = raws.get(key)
                 if raw is None:
                     raw = raws[key] = decode(key)
-                sessions[(*LABELS[code], raw, (models[i] or "") if models is not None else "")] += 1
+                session = (*LABELS[code], raw, model or "")
+                sessions[session] = sessions.get(session, 0) + n
             self.add_tasks(intent, sessions, tasks)
         return self
 

@@ -196,14 +196,9 @@ class WithinTaskSums:
             if not self.compared:
                 self.first = (a, b, c, d)
             self.compared += count
-            added = _sums_of(a, b, c, d)
             sums = self.sums
-            if count == 1:
-                for i in range(9):
-                    sums[i] += added[i]
-            else:
-                for i in range(9):
-                    sums[i] += added[i] * count
+            for i, value in enumerate(_sums_of(a, b, c, d)):
+                sums[i] += value * count
         else:
             pooled = self.pooled
             pooled[0] += a * count / total

@@ -22,12 +22,11 @@ it grows with the tested groups and model families, not with tasks or sessions.
 from __future__ import annotations
 
 import re
-from collections import Counter
 from functools import lru_cache
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from . import statistics as st
-from .groups import groups_to_test
+from .groups import chosen_skeletons, groups_to_test
 from .skeletons import Aggregator, MiningParams, SessionKey, Skeleton, TaskStream, is_subsequence
 
 KINDS = ("mined", "held", "tools", "order", "heldTools", "heldOrder")
@@ -44,56 +43,101 @@ def model_family(model: str) -> str:
 class TaskTables(TaskStream):
     """The within-task sums of the tested skeletons (`tested`: intent → skeletons), per table set."""
 
-    def __init__(self, params: MiningParams, tested: Mapping[Any, Sequence[Skeleton]]):
+    # how a session's reduced skeleton stands to a tested one
+    FOLLOWS, TOOLS_ONLY, NEITHER = 0, 1, 2  # its steps in order (so every tool); every tool, another order; not every tool
+
+    def __init__(self, params: MiningParams, tested: Mapping[Any, Sequence[Skeleton]], *, gates_only: bool = False):
         super().__init__(params)
         self.tested = {intent: list(skeletons) for intent, skeletons in tested.items() if skeletons}
-        # (intent, skeleton, kind) → the sums of its tasks' tables; kind "family:<name>" for a model family
-        self.tables: dict[tuple[Any, Skeleton, str], st.WithinTaskSums] = {}
-        self._follows: dict[tuple[Skeleton, Skeleton], tuple[bool, bool]] = {}
+        # only the gate's table set ("mined"): the rest is needed for the groups drafted only
+        self.gates_only = gates_only
+        # (intent, skeleton) → kind → the sums of its tasks' tables; kind "family:<name>" for a model family
+        self.tables: dict[tuple[Any, Skeleton], dict[str, st.WithinTaskSums]] = {}
+        self._relations: dict[tuple[Skeleton, Skeleton], int] = {}
 
-    def _relation(self, skeleton: Skeleton, reduced: Skeleton) -> tuple[bool, bool]:
-        """(follows the order, calls every tool) of a session's reduced skeleton."""
+    def _relation(self, skeleton: Skeleton, reduced: Skeleton) -> int:
         key = (skeleton, reduced)
-        found = self._follows.get(key)
+        found = self._relations.get(key)
         if found is None:
-            found = self._follows[key] = (is_subsequence(skeleton, reduced), set(skeleton) <= set(reduced))
+            found = self._relations[key] = (
+                self.FOLLOWS if is_subsequence(skeleton, reduced) else self.TOOLS_ONLY if set(skeleton) <= set(reduced) else self.NEITHER
+            )
         return found
 
     def add_tasks(self, intent: Any, sessions: Mapping[SessionKey, int], tasks: int = 1) -> None:
         skeletons = self.tested.get(intent)
         if not skeletons:
             return
-        # the task's labelled sessions once: (succeeded, held back, reduced skeleton, family, n)
-        labelled: Counter = Counter()
+        # the task's labelled sessions once, by reduced skeleton: [mined succeeded, mined failed, held
+        # back succeeded, held back failed], and the mined ones by model family too
+        by_reduced: dict[Skeleton, list[int]] = {}
+        by_family: dict[str, dict[Skeleton, list[int]]] = {}
+        gates_only = self.gates_only
         for (resolved, _escalated, held, raw, model), n in sessions.items():
-            if resolved is None:
+            if resolved is None or (held and gates_only):
                 continue
             reduced, enough = self._reduce(raw)
-            if held or enough:  # a mined session needs enough calls (the first reading's rule)
-                labelled[(0 if resolved else 1, held, reduced, model_family(model))] += n
-        if not labelled:
+            if not (held or enough):  # a mined session needs enough calls (the first reading's rule)
+                continue
+            counts = by_reduced.get(reduced)
+            if counts is None:
+                counts = by_reduced[reduced] = [0, 0, 0, 0]
+            cell = (0 if resolved else 1) + (2 if held else 0)
+            counts[cell] += n
+            if not (held or gates_only):
+                family = by_family.get(model_family(model))
+                if family is None:
+                    family = by_family[model_family(model)] = {}
+                counts = family.get(reduced)
+                if counts is None:
+                    counts = family[reduced] = [0, 0]
+                counts[cell] += n
+        if not by_reduced:
             return
-        tables = self.tables
+        relation = self._relation
+        if self.gates_only:
+            for skeleton in skeletons:
+                table = [0, 0, 0, 0]
+                for reduced, counts in by_reduced.items():
+                    other = 0 if relation(skeleton, reduced) == self.FOLLOWS else 2
+                    table[other] += counts[0]
+                    table[other + 1] += counts[1]
+                sets = self.tables.get((intent, skeleton))
+                if sets is None:
+                    sets = self.tables[(intent, skeleton)] = {}
+                _add(sets, "mined", table, tasks)
+            return
         for skeleton in skeletons:
-            cells: dict[str, list[int]] = {}
-            for (cell, held, reduced, family), n in labelled.items():
-                follows, has_tools = self._relation(skeleton, reduced)
-                order = (0 if follows else 2) + cell
-                _cell(cells, "held" if held else "mined", order, n)
-                _cell(cells, "heldTools" if held else "tools", (0 if has_tools else 2) + cell, n)
-                if has_tools:
-                    _cell(cells, "heldOrder" if held else "order", order, n)
-                if not held:
-                    _cell(cells, "family:" + family, order, n)
-            for kind, table in cells.items():
-                sums = tables.get((intent, skeleton, kind))
-                if sums is None:
-                    sums = tables[(intent, skeleton, kind)] = st.WithinTaskSums()
-                sums.add(table, tasks)
+            # sessions of the task by relation to the skeleton: [[mined ok, mined failed, held ok, held failed]; 3]
+            by = [[0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
+            for reduced, counts in by_reduced.items():
+                target = by[relation(skeleton, reduced)]
+                target[0] += counts[0]
+                target[1] += counts[1]
+                target[2] += counts[2]
+                target[3] += counts[3]
+            (f0, f1, f2, f3), (t0, t1, t2, t3), (n0, n1, n2, n3) = by
+            sets = self.tables.get((intent, skeleton))
+            if sets is None:
+                sets = self.tables[(intent, skeleton)] = {}
+            # followers vs the others; every tool vs not; among every tool: this order vs another
+            _add(sets, "mined", (f0, f1, t0 + n0, t1 + n1), tasks)
+            _add(sets, "held", (f2, f3, t2 + n2, t3 + n3), tasks)
+            _add(sets, "tools", (f0 + t0, f1 + t1, n0, n1), tasks)
+            _add(sets, "heldTools", (f2 + t2, f3 + t3, n2, n3), tasks)
+            _add(sets, "order", (f0, f1, t0, t1), tasks)
+            _add(sets, "heldOrder", (f2, f3, t2, t3), tasks)
+            for family, per_reduced in by_family.items():
+                table = [0, 0, 0, 0]
+                for reduced, (ok, failed) in per_reduced.items():
+                    other = 0 if relation(skeleton, reduced) == self.FOLLOWS else 2
+                    table[other] += ok
+                    table[other + 1] += failed
+                _add(sets, "family:" + family, table, tasks)
 
     def table(self, intent: Any, skeleton: Skeleton, kind: str) -> st.WithinTaskSums:
         """The sums of one table set (empty when no task had it)."""
-        return self.tables.get((intent, skeleton, kind)) or st.WithinTaskSums()
+        return self.tables.get((intent, skeleton), {}).get(kind) or st.WithinTaskSums()
 
     def gate(self, intent: Any, skeleton: Skeleton, *, tests: int, alpha: float) -> dict[str, Any]:
         return st.within_task(self.table(intent, skeleton, "mined"), tests=tests, alpha=alpha)
@@ -102,10 +146,10 @@ class TaskTables(TaskStream):
         """Per model family (mined sessions): the gate's contrast within the family, and whether it
         holds there (risk ratio's 95 % interval above 1) or at least points the same way."""
         found = []
-        for (i, s, kind), tables in self.tables.items():
-            if i != intent or s != skeleton or not kind.startswith("family:"):
+        for kind, sums in self.tables.get((intent, skeleton), {}).items():
+            if not kind.startswith("family:"):
                 continue
-            record = st.within_task(tables, alpha=alpha)
+            record = st.within_task(sums, alpha=alpha)
             ratio = st.ratio_number(record)
             record.update(
                 family=kind.removeprefix("family:") or "unknown",
@@ -127,25 +171,35 @@ class TaskTables(TaskStream):
         return {"tools": tools, "order": order, "toolList": not credible}
 
 
-def _cell(cells: dict[str, list[int]], kind: str, index: int, n: int) -> None:
-    table = cells.get(kind)
-    if table is None:
-        table = cells[kind] = [0, 0, 0, 0]
-    table[index] += n
+def _add(sets: dict[str, st.WithinTaskSums], kind: str, table: Sequence[int], tasks: int) -> None:
+    """Adds `tasks` tasks with `table` to the kind's sums (made when a task first has sessions of it)."""
+    if not (table[0] or table[1] or table[2] or table[3]):
+        return
+    sums = sets.get(kind)
+    if sums is None:
+        sums = sets[kind] = st.WithinTaskSums()
+    sums.add(table, tasks)
 
 
 def mine_tasks(params: MiningParams, feed: Callable[[TaskStream], Any]) -> Aggregator:
-    """Both readings of an agent's tasks: `feed(stream)` hands every task to `stream` (consume or
-    add); it is called once for the Aggregator and, when any group is tested, once more for the
-    TaskTables of the tested groups (kept as `aggregator.within`)."""
+    """The readings of an agent's tasks: `feed(stream)` hands every task to `stream` (consume or add).
+    First the Aggregator (distinct-task counts, the groups to test); when any group is tested, the
+    gates of all of them (followers vs others, mined sessions); then, for the group each intent
+    will draft (groups.chosen_skeletons), every other table set (held back, tools and order, model
+    families). Kept together as `aggregator.within`."""
     aggregator = Aggregator(params)
     feed(aggregator)
     aggregator.finish()
     tested, _ = groups_to_test(aggregator)
-    within = TaskTables(params, {intent: [s for s, _ in groups] for intent, groups in tested.items()})
+    within = TaskTables(params, {intent: [s for s, _ in groups] for intent, groups in tested.items()}, gates_only=True)
     if within.tested:
         feed(within)
-    within.finish()
+        within.finish()
+        details = TaskTables(params, {intent: [skeleton] for intent, skeleton in chosen_skeletons(aggregator, within).items()})
+        feed(details)
+        details.finish()
+        for key, sets in details.tables.items():
+            within.tables.setdefault(key, {}).update(sets)
     aggregator.within = within
     return aggregator
 
