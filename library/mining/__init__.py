@@ -1,2 +1,5 @@
-"""The skeleton miner: the pure core (skeletons), its statistics (statistics), an agent's capture
-settings (configuration), and the runs that feed the core from the database (runs)."""
+"""The skeleton miner. The pure core: skeletons (what a skeleton is, the first reading), groups (the
+groups tested, the gate's choice), within (followers vs the other sessions within tasks), evidence
+(feature contrast, backtest, argument and condition tests), arguments (which values a step may
+name), drafting (the draft and the run report), statistics (the estimators). runs feeds the core
+from the database; model_draft lets a model word a draft (off by default)."""
