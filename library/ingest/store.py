@@ -17,7 +17,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from .. import safe_json
-from ..mining.arguments import is_safe_literal
+from ..redaction.literals import is_safe_literal
 from ..models import Agent, AgentSession, Intent
 from ..redaction.echo import RedactionCache
 from ..redaction.redactor import Redactor, redactor_for_session, strings_in

@@ -1,7 +1,7 @@
 """A step's calls and the argument values it may name (pure Python, no Django): the calls of a
 session excerpt by skeleton step, and the rule that keeps a value literal (a word or short phrase
 shared by most tasks) or makes it a typed placeholder (ids, codes, amounts, dates, names). The
-ingest layer uses the same literal rule (library/ingest/store.py)."""
+literal rule itself is library/redaction/literals.py, shared with the ingest store."""
 
 from __future__ import annotations
 
@@ -9,13 +9,9 @@ import re
 from collections import Counter
 from typing import Any, Iterable, Mapping, Sequence
 
+from ..redaction.literals import PLACEHOLDER_RE, is_safe_literal
 from .skeletons import DEFAULT_TERMINAL_TOOLS, Skeleton
 
-PLACEHOLDER_RE = re.compile(r"^\{\{[a-z_]+\}\}$")
-# A literal a step may keep: words of letters (any case but not ALL CAPS), "_", "-" and spaces; no
-# digits. Everything else (codes, ids, amounts, dates, names from redaction) becomes a placeholder.
-SAFE_LITERAL_RE = re.compile(r"^[A-Za-z][A-Za-z_\- ]{1,39}$")
-ALL_CAPS_RE = re.compile(r"^[A-Z0-9_\-]+$")
 
 
 def _snake(name: str) -> str:
@@ -74,17 +70,6 @@ VALUE_TYPES = [
     (re.compile(r"^[A-Z]{3}$"), "code"),
     (re.compile(r"^-?\d+(\.\d+)?$"), "number"),
 ]
-
-
-def is_safe_literal(value: Any) -> bool:
-    """A value a step may name literally: a word or short phrase, not id-shaped (no digits, not an
-    all-caps code, not a redaction placeholder)."""
-    return (
-        isinstance(value, str)
-        and bool(SAFE_LITERAL_RE.match(value))
-        and not ALL_CAPS_RE.match(value)
-        and not PLACEHOLDER_RE.match(value)
-    )
 
 
 def placeholder_for(key: str, values: Sequence[Any]) -> str:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from . import statistics as st
-from .arguments import is_safe_literal
+from ..redaction.literals import is_safe_literal
 from .groups import GroupChoice, stats_contrast
 from .skeletons import IntentStats, MiningParams, Skeleton, is_subsequence, pairs_of
 

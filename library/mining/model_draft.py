@@ -12,7 +12,7 @@ session data. What it writes: `{"appliesWhen", "steps", "forbiddenActions"}`, va
 (pydantic). Its draft is used only when
 - it keeps every required tool named in a step (a draft that drops one is refused, with the tool),
 - its steps name no literal value: a quoted value must be a safe literal (a word or short phrase,
-  arguments.is_safe_literal) and nothing id-shaped (digits, codes, e-mail addresses) appears outside
+  redaction.literals.is_safe_literal) and nothing id-shaped (digits, codes, e-mail addresses) appears outside
   a typed `{{placeholder}}`;
 and it is redacted again like every draft, then proposed through the policy screen like any other
 (an injected instruction is quarantined there). The rule draft is kept in the version's provenance
@@ -33,7 +33,7 @@ from ..evals.errors import RunnerError
 from ..evals.runners import HttpPolicy, post_json
 from ..models import Agent
 from ..redaction.redactor import Redactor
-from .arguments import is_safe_literal
+from ..redaction.literals import is_safe_literal
 from .drafting import Draft
 
 MAX_EXCERPTS = 3
