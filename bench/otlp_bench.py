@@ -86,6 +86,44 @@ def sessions(run: str, count: int):
     return procmem_bodies, otlp_bodies
 
 
+def _cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds the processes have used so far (/proc/<pid>/stat)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def _workers(server_pid: int) -> list[int]:
+    try:
+        return [int(pid) for pid in Path(f"/proc/{server_pid}/task/{server_pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def _backends(db: str) -> list[int]:
+    """The PostgreSQL server processes of the connections to the bench database."""
+    import psycopg
+
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{db}") as conn:
+        return [row[0] for row in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [db])]
+
+
+def measured_phase(server_pid: int, db: str, port: int, requests: list, clients: int, seconds: float) -> dict:
+    """hammer() plus the CPU seconds the phase cost: this (client) process, the gunicorn workers and
+    the database's server processes (procfs; the machine's other load is not counted)."""
+    workers, backends = _workers(server_pid), _backends(db)
+    before = (time.process_time(), _cpu_seconds(workers), _cpu_seconds(backends))
+    result = hammer(port, requests, clients, seconds)
+    after = (time.process_time(), _cpu_seconds(workers), _cpu_seconds(backends))
+    result["cpu"] = {name: round(b - a, 2) for name, a, b in zip(("client", "server", "postgres"), before, after)}
+    return result
+
+
 def stored(db: str, prefix: str) -> int:
     import psycopg
 
@@ -128,20 +166,25 @@ def main() -> None:
             phases = [("ingest", "/api/v1/sessions", procmem_bodies, json_headers), ("otlp", "/api/otlp/v1/traces", otlp_bodies, pb_headers)]
             measured = {}
             for name, path, bodies_, headers in (phases if number % 2 == 0 else phases[::-1]):
-                measured[name] = hammer(args.port, [("POST", path, b, headers) for b in bodies_], args.clients, args.seconds)
+                measured[name] = measured_phase(server.pid, args.db, args.port, [("POST", path, b, headers) for b in bodies_], args.clients, args.seconds)
             ingest, otlp = measured["ingest"], measured["otlp"]
             ingest_rate = stored(args.db, procmem_prefix) / ingest["seconds"]
             otlp_rate = stored(args.db, otlp_prefix) / otlp["seconds"]
+            # CPU milliseconds per stored session, each side: load-independent where the wall clock is not
+            cpu_ms = {side: {k: round(1000 * v / max(1, stored(args.db, prefix)), 2) for k, v in phase["cpu"].items()}
+                      for side, phase, prefix in (("ingest", ingest, procmem_prefix), ("otlp", otlp, otlp_prefix))}
             results.append({
                 "ingest_sessions_per_s": round(ingest_rate, 1), "otlp_sessions_per_s": round(otlp_rate, 1),
-                "ratio": round(otlp_rate / ingest_rate, 2), "ingest": ingest, "otlp": otlp,
+                "ratio": round(otlp_rate / ingest_rate, 2), "cpu_ms_per_session": cpu_ms, "ingest": ingest, "otlp": otlp,
                 "stored": {"ingest": stored(args.db, procmem_prefix), "otlp": stored(args.db, otlp_prefix)},
             })
             print(json.dumps(results[-1]), flush=True)
     import statistics
 
+    server_cpu = {side: round(statistics.median(r["cpu_ms_per_session"][side]["server"] for r in results), 2) for side in ("ingest", "otlp")}
     print(json.dumps({"rounds": len(results), "sessions_per_round": args.sessions, "clients": args.clients, "workers": 2, "gzip": args.gzip,
-                      "median_ratio": round(statistics.median(r["ratio"] for r in results), 2), "ratios": [r["ratio"] for r in results]}, indent=1))
+                      "median_ratio": round(statistics.median(r["ratio"] for r in results), 2), "ratios": [r["ratio"] for r in results],
+                      "median_server_cpu_ms_per_session": server_cpu, "load_average": os.getloadavg()}, indent=1))
 
 
 if __name__ == "__main__":

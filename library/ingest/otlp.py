@@ -58,6 +58,8 @@ KEPT_PREFIXES = ("gen_ai.", "llm.", "tool.", "tool_call.", "input.", "output.", 
 KEPT_NAMES = {"session.id", "error.type"}
 # what marks a span as one of an agent's: any of these
 GENAI_PREFIXES = ("gen_ai.", "llm.", "tool.", "openinference.")
+# chat messages recorded one attribute per field (OpenLLMetry, OpenInference)
+INDEXED_MESSAGE_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
 MAX_VALUE_DEPTH = 16
 KEEP_STORED_SPANS = timedelta(days=1)
 _ID_KEYS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
@@ -132,11 +134,17 @@ def _value(value: AnyValue, depth: int = 0) -> Any:
 
 
 def _kept_attributes(pairs: Iterable[Any]) -> dict[str, Any]:
+    """The pairs whose key is kept, converted; every other value is never read (a span's HTTP and
+    database attributes, a message's binary parts)."""
     kept: dict[str, Any] = {}
     for pair in pairs:
         key = pair.key
         if key.startswith(KEPT_PREFIXES) or key in KEPT_NAMES:
-            found = _value(pair.value)
+            value = pair.value
+            if value.WhichOneof("value") == "string_value":  # nearly all of them: no conversion
+                kept[key] = value.string_value
+                continue
+            found = _value(value)
             if found is not None:
                 kept[key] = found
     return kept
@@ -156,6 +164,7 @@ class SpanIn:
     failed: bool
     attributes: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
+    normalised_tool: str | None = None  # a tool span's name as stored (set when the span is read)
 
     @property
     def conversation_id(self) -> str:
@@ -184,7 +193,8 @@ def _hex_id(raw: bytes, size: int) -> str | None:
 
 
 def _read_span(span: Span) -> SpanIn | str:
-    """The span, or why it is rejected."""
+    """The span, or why it is rejected. Each field of the protobuf span is read once (every read of
+    a field builds a new Python object)."""
     trace_id, span_id = _hex_id(span.trace_id, 16), _hex_id(span.span_id, 8)
     if trace_id is None or span_id is None:
         return "has an invalid trace or span id (16 and 8 bytes, not all zero)"
@@ -193,26 +203,30 @@ def _read_span(span: Span) -> SpanIn | str:
         return "has an invalid parent span id"
     try:
         attributes = _kept_attributes(span.attributes)
+        span_events = span.events
         events = [
             {"name": event.name, "attributes": _kept_attributes(event.attributes) or {
                 kv.key: _value(kv.value) for kv in event.attributes if kv.key in ("content", "role", "message")
             }}
-            for event in span.events if event.name.startswith("gen_ai.")
-        ]
+            for event in span_events if event.name.startswith("gen_ai.")
+        ] if span_events else []
     except ValueError as exc:
         return f"has an attribute {exc}"
     if not any(key.startswith(GENAI_PREFIXES) for key in attributes):
         return "has no GenAI (gen_ai.*) or OpenInference attribute: not a span of an agent"
-    if span.end_time_unix_nano and span.end_time_unix_nano < span.start_time_unix_nano:
+    start, end = span.start_time_unix_nano, span.end_time_unix_nano
+    if end and end < start:
         return "ends before it starts"
     found = SpanIn(
         trace_id=trace_id, span_id=span_id, parent_span_id=parent.hex() if parent else "", name=span.name[:200],
-        start_ns=min(span.start_time_unix_nano, 2**63 - 1), end_ns=min(span.end_time_unix_nano, 2**63 - 1),
+        start_ns=min(start, 2**63 - 1), end_ns=min(end, 2**63 - 1),
         failed=span.status.code == Status.STATUS_CODE_ERROR or "error.type" in attributes,
         attributes=attributes, events=events,
     )
-    if found.is_tool and normalise_tool_name(found.tool_name) is None:
-        return f"is a tool call whose name {str(found.tool_name)[:80]!r} is not a tool name (letters, digits, _ . -, at most 128)"
+    if found.is_tool:
+        found.normalised_tool = normalise_tool_name(found.tool_name)
+        if found.normalised_tool is None:
+            return f"is a tool call whose name {str(found.tool_name)[:80]!r} is not a tool name (letters, digits, _ . -, at most 128)"
     return found
 
 
@@ -324,9 +338,25 @@ def _messages(attributes: Mapping[str, Any], events: list[dict[str, Any]], *, ou
     gen_ai.completion.N.*, OpenInference's llm.input_messages.N.message.* / llm.output_messages.N.*,
     and the older gen_ai.user.message / gen_ai.choice events."""
     found: list[dict[str, Any]] = []
-    whole = _json_or_text(attributes.get("gen_ai.output.messages" if output else "gen_ai.input.messages"))
-    if isinstance(whole, list):
-        found.extend({"role": m.get("role", ""), "text": _message_text(m)} for m in whole if isinstance(m, Mapping))
+    whole = attributes.get("gen_ai.output.messages" if output else "gen_ai.input.messages")
+    if whole is not None:
+        whole = _json_or_text(whole)
+        if isinstance(whole, list):
+            found.extend({"role": m.get("role", ""), "text": _message_text(m)} for m in whole if isinstance(m, Mapping))
+    if any(key.startswith(INDEXED_MESSAGE_PREFIXES) for key in attributes):
+        found.extend(_indexed_messages(attributes, output=output))
+    for event in events:
+        names = ("gen_ai.choice", "gen_ai.assistant.message") if output else ("gen_ai.user.message",)
+        if event["name"] in names:
+            text = _message_text(_json_or_text(event["attributes"].get("message"))) or event["attributes"].get("content")
+            found.append({"role": "assistant" if output else "user", "text": text if isinstance(text, str) else ""})
+    return found
+
+
+def _indexed_messages(attributes: Mapping[str, Any], *, output: bool) -> list[dict[str, Any]]:
+    """OpenLLMetry's gen_ai.prompt.N.role/content (gen_ai.completion.N.*) and OpenInference's
+    llm.input_messages.N.message.role/content (llm.output_messages.N.*), in N order."""
+    found: list[dict[str, Any]] = []
     for prefix, role_key, content_key in (
         ("gen_ai.completion." if output else "gen_ai.prompt.", "role", "content"),
         ("llm.output_messages." if output else "llm.input_messages.", "message.role", "message.content"),
@@ -338,11 +368,6 @@ def _messages(attributes: Mapping[str, Any], events: list[dict[str, Any]], *, ou
                 if index.isdigit() and rest in (role_key, content_key):
                     indexed[int(index)]["role" if rest == role_key else "text"] = value
         found.extend({"role": m.get("role", ""), "text": m.get("text") if isinstance(m.get("text"), str) else ""} for _, m in sorted(indexed.items()))
-    for event in events:
-        names = ("gen_ai.choice", "gen_ai.assistant.message") if output else ("gen_ai.user.message",)
-        if event["name"] in names:
-            text = _message_text(_json_or_text(event["attributes"].get("message"))) or event["attributes"].get("content")
-            found.append({"role": "assistant" if output else "user", "text": text if isinstance(text, str) else ""})
     return found
 
 
@@ -355,11 +380,12 @@ def _first(spans: list[OtlpSpan], *keys: str) -> Any:
     return None
 
 
-def _tool_call(span: OtlpSpan) -> dict[str, Any]:
+def _tool_call(span: OtlpSpan | SpanIn) -> dict[str, Any]:
     attributes = span.attributes
     args = _json_or_text(attributes.get("gen_ai.tool.call.arguments", attributes.get("input.value")))
+    name = span.normalised_tool if isinstance(span, SpanIn) and span.normalised_tool else None
     call: dict[str, Any] = {
-        "name": normalise_tool_name(SpanIn(**_span_fields(span)).tool_name),
+        "name": name or normalise_tool_name((span if isinstance(span, SpanIn) else SpanIn(**_span_fields(span))).tool_name),
         "args": args if isinstance(args, Mapping) else ({} if args in (None, "") else {"input": args}),
         "ok": not span.failed,
     }
@@ -376,8 +402,27 @@ def _span_fields(span: OtlpSpan) -> dict[str, Any]:
     )
 
 
-def _outcome(spans: list[OtlpSpan]) -> dict[str, Any] | None:
-    outcome = {k: _first(spans, f"procmem.outcome.{k}") for k in ("resolved", "escalated", "rating")}
+def _firsts(spans: list[OtlpSpan] | list[SpanIn], keys: tuple[str, ...]) -> dict[str, Any]:
+    """Each key's first value (neither None nor "") in span order, in one pass over the spans:
+    `_first(spans, key)` for each key."""
+    found: dict[str, Any] = {}
+    for span in spans:
+        attributes = span.attributes
+        for key in keys:
+            if key not in found:
+                value = attributes.get(key)
+                if value not in (None, ""):
+                    found[key] = value
+        if len(found) == len(keys):
+            break
+    return found
+
+
+OWN_KEYS = ("procmem.intent", "procmem.task_key", "procmem.outcome.resolved", "procmem.outcome.escalated", "procmem.outcome.rating")
+
+
+def _outcome(own: Mapping[str, Any]) -> dict[str, Any] | None:
+    outcome = {k: own.get(f"procmem.outcome.{k}") for k in ("resolved", "escalated", "rating")}
     return outcome if any(v is not None for v in outcome.values()) else None
 
 
@@ -388,16 +433,20 @@ def session_item(session_id: str, spans: list[OtlpSpan] | list[SpanIn]) -> dict[
     last span's end."""
     spans = sorted(spans, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
     task = reply = ""
-    for span in spans:
-        if not task:
-            task = next((m["text"] for m in _messages(span.attributes, span.events, output=False) if m["role"] == "user" and m["text"]), "")
+    for span in spans:  # the first span with a user message
+        task = next((m["text"] for m in _messages(span.attributes, span.events, output=False) if m["role"] == "user" and m["text"]), "")
+        if task:
+            break
+    for span in reversed(spans):  # the last span with an assistant message: its last one
         said = [m["text"] for m in _messages(span.attributes, span.events, output=True) if m["role"] in ("assistant", "") and m["text"]]
         if said:
             reply = said[-1]
+            break
     if not task:  # an OpenInference agent or chain span's input is the user's request
         root = next((s for s in spans if not s.parent_span_id and isinstance(s.attributes.get("input.value"), str)), None)
         task = root.attributes["input.value"] if root is not None else ""
     ended = max((s.end_ns for s in spans), default=0)
+    own = _firsts(spans, OWN_KEYS)
     item: dict[str, Any] = {
         "session_id": session_id,
         "task": task,
@@ -405,11 +454,11 @@ def session_item(session_id: str, spans: list[OtlpSpan] | list[SpanIn]) -> dict[
         "tool_calls": [_tool_call(s) for s in spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"
                        or str(s.attributes.get("openinference.span.kind", "")).upper() == "TOOL"],
         "model": _first(spans, "gen_ai.request.model", "llm.model_name", "gen_ai.response.model") or "",
-        "intent": _first(spans, "procmem.intent"),
-        "task_key": _first(spans, "procmem.task_key"),
+        "intent": own.get("procmem.intent"),
+        "task_key": own.get("procmem.task_key"),
         "ended_at": datetime.fromtimestamp(ended / 1e9, tz=dt_timezone.utc).isoformat() if ended else None,
     }
-    outcome = _outcome(spans)
+    outcome = _outcome(own)
     if outcome is not None:
         item["outcome"] = outcome
     return item
@@ -475,7 +524,8 @@ def _lock_sessions(agent: Agent, session_ids: Iterable[str]) -> None:
 
 def _store_items(agent: Agent, items: dict[str, Any], result: FlushResult) -> None:
     """Parses each complete session's item (the procmem format's rules and limits) and stores the
-    good ones in one sessions_store call; a refused one is logged with the reason."""
+    good ones in one sessions_store call; a refused one is logged with the reason. The caller holds
+    a transaction (and the sessions' locks): the store needs no savepoint of its own."""
     good = []
     for session_id, item in items.items():
         try:
@@ -483,7 +533,7 @@ def _store_items(agent: Agent, items: dict[str, Any], result: FlushResult) -> No
         except ItemInvalid as exc:
             result.refused[session_id] = str(exc)[:300]
             logger.warning("OTLP session %s of agent %s refused: %s", session_id, agent.name, exc)
-    stored: StoreResult = sessions_store(agent=agent, sessions=good, channel=AgentSession.Channel.OTLP)
+    stored: StoreResult = sessions_store(agent=agent, sessions=good, channel=AgentSession.Channel.OTLP, savepoint=False)
     result.stored.extend(stored.stored)
     result.duplicate.extend(stored.duplicate)
 
@@ -562,13 +612,22 @@ def _store_complete(agent: Agent, spans: list[SpanIn], result: FlushResult) -> l
     traces = {s.trace_id for its in complete.values() for s in its}
     with transaction.atomic():
         _lock_sessions(agent, complete)
+        # sessions with spans waiting from earlier requests (by trace or conversation): one query
+        busy: set[str] = set()
         waiting = OtlpSpan.objects.filter(agent=agent).filter(Q(trace_id__in=traces) | Q(conversation_id__in=list(complete)))
-        busy = {conversation_of.get(t) or t for t in waiting.values_list("trace_id", flat=True).distinct()}
-        busy |= set(waiting.exclude(conversation_id="").values_list("conversation_id", flat=True).distinct())
-        stored = set(AgentSession.objects.filter(agent=agent, session_id__in=list(complete)).values_list("session_id", flat=True))
-        ready = {sid: its for sid, its in complete.items() if sid not in busy and sid not in stored}
+        for trace_id, conversation_id in waiting.values_list("trace_id", "conversation_id").distinct():
+            busy.add(conversation_of.get(trace_id) or trace_id)
+            if conversation_id:
+                busy.add(conversation_id)
+        ready = {sid: its for sid, its in complete.items() if sid not in busy}
+        # A session stored already (a resent request) is found by sessions_store's own look-up, which
+        # stores nothing for it: its spans go on to spans_stage, which rejects them as late (or, sent
+        # before as waiting spans, as duplicates), as if they had never been ready.
+        before = len(result.duplicate)
         _store_items(agent, {sid: session_item(sid, its) for sid, its in ready.items()}, result)
-    return [s for sid, its in sessions.items() if sid not in ready for s in its]
+        stored_before = {sid for sid in result.duplicate[before:] if sid in ready}
+        result.duplicate[before:] = [sid for sid in result.duplicate[before:] if sid not in stored_before]
+    return [s for sid, its in sessions.items() if sid not in ready or sid in stored_before for s in its]
 
 
 def refused_spans(result: FlushResult, spans: list[SpanIn]) -> list[Rejected]:

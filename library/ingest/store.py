@@ -203,7 +203,7 @@ def intents_ensure(*, agent: Agent, names: Iterable[str]) -> dict[str, int]:
     return found
 
 
-def sessions_store(*, agent: Agent, sessions: list[SessionIn], channel: str = "") -> StoreResult:
+def sessions_store(*, agent: Agent, sessions: list[SessionIn], channel: str = "", savepoint: bool = True) -> StoreResult:
     """Stores validated sessions of one agent in one transaction. Idempotent by session id: a session
     already stored (or repeated in the batch) is reported as duplicate and changes nothing.
 
@@ -211,8 +211,9 @@ def sessions_store(*, agent: Agent, sessions: list[SessionIn], channel: str = ""
     session's own personal values plus the agent's and the built-in patterns. With
     PROCMEM_RAW_RETENTION_DAYS=0 the raw task and arguments are never stored. Only sessions not
     stored yet are redacted (a resent batch costs a look-up). `channel`: how they reached procmem
-    (AgentSession.Channel: client, file, otlp, hook)."""
-    return _store(agent, sessions, lambda fresh: _prepare_all(agent, fresh), channel)
+    (AgentSession.Channel: client, file, otlp, hook). `savepoint=False`: the caller's transaction
+    is all there is to roll back (it lets an error propagate), so no savepoint is set inside it."""
+    return _store(agent, sessions, lambda fresh: _prepare_all(agent, fresh), channel, savepoint=savepoint)
 
 
 def prepared_store(*, agent: Agent, prepared: list[PreparedSession], channel: str = "") -> StoreResult:
@@ -227,7 +228,7 @@ def _prepare_all(agent: Agent, sessions: list[SessionIn]) -> list[PreparedSessio
     return [session_prepare(s, redaction_patterns=agent.redaction_patterns, keep_raw=keep_raw, cache=cache) for s in sessions]
 
 
-def _store(agent: Agent, sessions: list, prepare: Callable[[list], list[PreparedSession]], channel: str) -> StoreResult:
+def _store(agent: Agent, sessions: list, prepare: Callable[[list], list[PreparedSession]], channel: str, *, savepoint: bool = True) -> StoreResult:
     result = StoreResult()
     unique: dict[str, Any] = {}
     for session in sessions:
@@ -237,7 +238,7 @@ def _store(agent: Agent, sessions: list, prepare: Callable[[list], list[Prepared
             unique[session.session_id] = session
     if not unique:
         return result
-    with transaction.atomic():
+    with transaction.atomic(savepoint=savepoint):
         existing = set(
             AgentSession.objects.filter(agent=agent, session_id__in=list(unique)).values_list("session_id", flat=True)
         )

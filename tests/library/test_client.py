@@ -295,8 +295,9 @@ def test_the_capture_hook_sends_a_claude_code_session_to_the_server(server, agen
     assert main(["claude-code"], stdin=io.StringIO(json.dumps(hook)), stdout=io.StringIO(), stderr=err) == 0, err.getvalue()
     stored = AgentSession.objects.get(agent=agent, session_id="cc-1")
     assert stored.channel == AgentSession.Channel.HOOK and stored.source_format == "trace"
-    assert stored.skeleton == ["search", "read:source", "test", "edit:source", "edit:test", "test"]
-    assert [call["ok"] for call in stored.tool_calls] == [True, True, False, True, True, True]
+    # the subagent (Agent, Explore) is a step of its own kind ("other"); its own reads are not steps here
+    assert stored.skeleton == ["search", "read:source", "other", "test", "edit:source", "edit:test", "test"]
+    assert [call["ok"] for call in stored.tool_calls] == [True, True, True, False, True, True, True]
     assert "SECRET" not in json.dumps([stored.tool_calls, stored.redacted_excerpt, stored.task])
     # run again (the hook fires twice): a duplicate
     assert main(["claude-code"], stdin=io.StringIO(json.dumps(hook)), stdout=io.StringIO(), stderr=err) == 0
