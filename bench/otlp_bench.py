@@ -13,7 +13,10 @@ PROCMEM_OTLP_QUIET_SECONDS=0 the OTLP request stores its sessions itself (stagin
 parser and redaction), so both sides measure spans-in to sessions-stored. Rounds alternate the two
 endpoints, the first of them alternating (fresh session ids every round); sessions/second per round
 and the ratio are printed.
-Rate limits are off for the bench.
+Rate limits are off for the bench. Each round starts with ANALYZE of the tables both sides read
+(autovacuum is off on the shared machine). Per round the CPU milliseconds per stored session of
+the client, the gunicorn workers and the database's server processes are recorded as well: the
+wall-clock ratio moves with the machine's other load, CPU per session much less.
 """
 
 from __future__ import annotations
@@ -86,16 +89,22 @@ def sessions(run: str, count: int):
     return procmem_bodies, otlp_bodies
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds the processes have used so far (/proc/<pid>/stat)."""
-    total = 0
+def _cpu_seconds(pids: list[int]) -> dict[int, float]:
+    """User + system CPU seconds each process has used so far (/proc/<pid>/stat)."""
+    used = {}
     for pid in pids:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+        used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return used
+
+
+def _used(before: dict[int, float], after: dict[int, float]) -> float:
+    """CPU seconds used between the two readings by the processes alive at both (a database
+    connection closed and replaced during the phase is not counted)."""
+    return sum(after[pid] - before[pid] for pid in before if pid in after and after[pid] >= before[pid])
 
 
 def _workers(server_pid: int) -> list[int]:
@@ -117,11 +126,22 @@ def measured_phase(server_pid: int, db: str, port: int, requests: list, clients:
     """hammer() plus the CPU seconds the phase cost: this (client) process, the gunicorn workers and
     the database's server processes (procfs; the machine's other load is not counted)."""
     workers, backends = _workers(server_pid), _backends(db)
-    before = (time.process_time(), _cpu_seconds(workers), _cpu_seconds(backends))
+    client, server, database = time.process_time(), _cpu_seconds(workers), _cpu_seconds(backends)
     result = hammer(port, requests, clients, seconds)
-    after = (time.process_time(), _cpu_seconds(workers), _cpu_seconds(backends))
-    result["cpu"] = {name: round(b - a, 2) for name, a, b in zip(("client", "server", "postgres"), before, after)}
+    result["cpu"] = {"client": round(time.process_time() - client, 2), "server": round(_used(server, _cpu_seconds(workers)), 2),
+                     "postgres": round(_used(database, _cpu_seconds(backends)), 2)}
     return result
+
+
+def analyze(db: str) -> None:
+    """Fresh planner statistics for the tables the two endpoints read, as autovacuum keeps them in
+    a deployment (it is off on the shared machine's PostgreSQL): without them the look-up of a
+    batch's session ids among the agent's sessions is planned as a scan of all of them, a cost
+    that grows with every round and with every look-up a request makes."""
+    import psycopg
+
+    with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{db}", autocommit=True) as conn:
+        conn.execute("ANALYZE library_agentsession, library_otlpspan, library_apitoken, library_agent")
 
 
 def stored(db: str, prefix: str) -> int:
@@ -161,6 +181,7 @@ def main() -> None:
             pb_headers["Content-Encoding"] = "gzip"
             rounds = [(pp, op, pb, [gzip.compress(b) for b in ob]) for pp, op, pb, ob in rounds]
         for number, (procmem_prefix, otlp_prefix, procmem_bodies, otlp_bodies) in enumerate(rounds):
+            analyze(args.db)
             # which endpoint goes first alternates (the database's background work after a phase
             # of inserts falls on either side equally)
             phases = [("ingest", "/api/v1/sessions", procmem_bodies, json_headers), ("otlp", "/api/otlp/v1/traces", otlp_bodies, pb_headers)]

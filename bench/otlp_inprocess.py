@@ -8,8 +8,10 @@ spends its time on each side, apart from gunicorn, the network and the client (d
 The same sessions as bench.otlp_bench (recorded by the real OpenTelemetry SDK, 7 spans a session,
 100 a request; the procmem side in its own format), PROCMEM_OTLP_QUIET_SECONDS=0, production
 settings. Each request is one WSGI call with the body in `wsgi.input`, as gunicorn hands it over.
-Rounds alternate which endpoint goes first; per round the seconds of each side (wall and this
-process's CPU) and the ratio of sessions/s are printed. With --profile N, one more round of each
+Rounds alternate which endpoint goes first; per round the seconds of each side (wall, this
+process's CPU and its PostgreSQL server process's CPU) and two ratios are printed: of sessions/s
+(wall), and of CPU per session (this process + the database's), which the machine's other load
+changes far less than the wall clock. With --profile N, one more round of each
 runs under cProfile and the N functions with the most own time are printed per side.
 """
 
@@ -46,18 +48,33 @@ def _environ(path: str, body: bytes, headers: dict[str, str]) -> dict:
     return environ
 
 
+def _backend_cpu() -> float:
+    """CPU seconds used so far by this process's PostgreSQL server process (procfs)."""
+    from django.db import connection
+
+    connection.ensure_connection()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        pid = cursor.fetchone()[0]
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run(app, path: str, bodies: list[bytes], headers: dict[str, str]) -> dict:
     statuses: dict[int, int] = {}
 
     def start_response(status, _headers, exc_info=None):
         statuses[int(status[:3])] = statuses.get(int(status[:3]), 0) + 1
 
-    wall, cpu = time.perf_counter(), time.process_time()
+    wall, cpu, db_cpu = time.perf_counter(), time.process_time(), _backend_cpu()
     for body in bodies:
         response = app(_environ(path, body, headers), start_response)
         b"".join(response)
         getattr(response, "close", lambda: None)()
-    return {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "statuses": statuses}
+    return {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "db_cpu": _backend_cpu() - db_cpu, "statuses": statuses}
 
 
 def main() -> None:
@@ -92,7 +109,8 @@ def main() -> None:
     run(app, "/api/v1/sessions", warm_procmem[:1], json_headers)
     run(app, "/api/otlp/v1/traces", warm_otlp[:1], pb_headers)
     print(json.dumps({"body_bytes_per_request": {"procmem": len(warm_procmem[0]), "otlp": len(warm_otlp[0])}}), flush=True)
-    ratios = []
+    ratios: list[float] = []
+    cpu_ratios: list[float] = []
     for number in range(args.rounds):
         procmem_bodies, otlp_bodies = bodies(f"r{number}")
         sides = [("procmem", "/api/v1/sessions", procmem_bodies, json_headers), ("otlp", "/api/otlp/v1/traces", otlp_bodies, pb_headers)]
@@ -101,11 +119,16 @@ def main() -> None:
             measured[name] = run(app, path, bodies_, headers)
         ratio = measured["procmem"]["seconds"] / measured["otlp"]["seconds"]
         ratios.append(ratio)
+        # CPU (this process + its database server process) per session: what the machine's other load changes least
+        cpu_ms = {k: 1000 * (v["cpu"] + v["db_cpu"]) / args.sessions for k, v in measured.items()}
+        cpu_ratios.append(cpu_ms["procmem"] / cpu_ms["otlp"])
         print(json.dumps({"round": number + 1, "first": "procmem" if number % 2 == 0 else "otlp", "ratio": round(ratio, 2),
-                          **{k: {"seconds": round(v["seconds"], 3), "cpu": round(v["cpu"], 3), "statuses": v["statuses"],
+                          "cpu_ms_per_session": {k: round(v, 2) for k, v in cpu_ms.items()}, "cpu_ratio": round(cpu_ratios[-1], 2),
+                          **{k: {"seconds": round(v["seconds"], 3), "cpu": round(v["cpu"], 3), "db_cpu": round(v["db_cpu"], 3), "statuses": v["statuses"],
                                  "ms_per_request": round(1000 * v["seconds"] / len(procmem_bodies), 1)} for k, v in measured.items()}}), flush=True)
     summary = {"rounds": args.rounds, "sessions_per_round": args.sessions, "gzip": args.gzip, "median_ratio": round(statistics.median(ratios), 2),
-               "ratios": [round(r, 2) for r in ratios]}
+               "ratios": [round(r, 2) for r in ratios], "median_cpu_ratio": round(statistics.median(cpu_ratios), 2),
+               "cpu_ratios": [round(r, 2) for r in cpu_ratios], "load_average": os.getloadavg()}
     print(json.dumps(summary), flush=True)
     if args.profile:
         procmem_bodies, otlp_bodies = bodies("p")

@@ -141,8 +141,9 @@ def _kept_attributes(pairs: Iterable[Any]) -> dict[str, Any]:
         key = pair.key
         if key.startswith(KEPT_PREFIXES) or key in KEPT_NAMES:
             value = pair.value
-            if value.WhichOneof("value") == "string_value":  # nearly all of them: no conversion
-                kept[key] = value.string_value
+            text = value.string_value  # nearly all of them: read as it is, no conversion
+            if text:
+                kept[key] = text
                 continue
             found = _value(value)
             if found is not None:
