@@ -41,6 +41,20 @@ def warm_up() -> dict[str, float]:
     return timings
 
 
+def freeze_start_heap() -> None:
+    """Takes what the process has loaded so far — Django, every view module, the templates, the
+    embedding model (torch and sentence-transformers: some 600,000 objects) — out of the cyclic
+    garbage collector's sight: they live as long as the process. Otherwise each full collection
+    walks them all, about 0.4 s of CPU in a web process (measured, bench/RESULTS.md "OTLP trace
+    ingestion"), paid inside whichever request crosses the collector's threshold — most often one
+    that allocates much, such as a batch of OTLP spans. Garbage made so far is collected first;
+    what a request allocates later is collected as before."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def _urls() -> None:
     """Every view module imported, and the tables `reverse()` reads built (Django builds each
     namespace's on its first reverse: about a third of a fresh process's first page)."""

@@ -10,8 +10,11 @@ Claude Code (`~/.claude/settings.json` or the project's `.claude/settings.json`)
 
     "hooks": {"SessionEnd": [{"hooks": [{"type": "command", "command": "procmem-capture claude-code"}]}]}
 
-The hook gets `{"session_id", "transcript_path", "cwd", "hook_event_name", "reason"}` on standard input.
-Codex, or any harness, from a wrapper: `procmem-capture codex --transcript <rollout-….jsonl>`.
+The hook gets `{"session_id", "transcript_path", "cwd", "hook_event_name", "reason"}` on standard input
+(read without waiting for the pipe to close). Codex, or any harness, from a wrapper:
+`procmem-capture codex --transcript <rollout-….jsonl>`. The transcript shapes read — Claude Code's
+session JSONL, Codex's rollout (codex-rs RolloutLine) of the shell-tool and the unified-exec eras —
+and where they are defined: docs/api.md "A capture hook for coding agents".
 Where to send: PROCMEM_URL and PROCMEM_INGEST_TOKEN (an ingest token of the agent). `--dry-run`
 prints the trace instead of sending it. Standard library only.
 """
