@@ -1,5 +1,5 @@
 """The write gate's screen: the one place every write path (proposals, imports, model drafts, edits;
-library/services.py) screens a version's content before it is stored, and what a version records of
+library/services/) screens a version's content before it is stored, and what a version records of
 it. The rules are library/policy.py's patterns and library/policy_concepts' meaning layer
 (docs/safety.md); this module only applies them to every field an agent receives.
 

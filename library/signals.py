@@ -5,7 +5,7 @@ caused it commits (`transaction.on_commit`)."""
 from django.dispatch import Signal
 
 # kwargs: agent_id. The agent's active set may have changed (approve, retire, rollback, tool list).
-# Sent by library/services.py; library/serving.py drops its cached set.
+# Sent by library/services/; library/serving.py drops its cached set.
 active_set_changed = Signal()
 
 # kwargs: agent_id, version_ids (list[int]), mining_run_id (int | None). New candidates wait for review.
@@ -24,7 +24,7 @@ version_refused_at_load = Signal()
 # exception to "after commit"), so that what a listener wipes (reviews: comment texts) is wiped in the
 # same transaction as the content, or not at all. A listener returns the texts it wiped (a list of
 # str), so that the erasure sweep (library/erasure.py) removes their copies too. Sent by
-# library/services.py version_erase.
+# library/services/erasing.py version_erase.
 version_erasing = Signal()
 
 # kwargs: agent_id, version_id. A version was erased (after commit). library/serving.py drops this
@@ -32,7 +32,7 @@ version_erasing = Signal()
 version_erased = Signal()
 
 # kwargs: version_id, action ("approve", "retire" or "rollback"), user_id (int | None), reason (str).
-# A person changed which version of a procedure is ACTIVE. Sent by library/services.py.
+# A person changed which version of a procedure is ACTIVE. Sent by library/services/.
 version_status_changed = Signal()
 
 # kwargs: version_id, reason (str), actor_label (str). Someone outside the review pages asks that an

@@ -8,7 +8,7 @@ serving.py (API tokens, refusals at load, embeddings, conflicts). Every model's 
 Invariants that matter for safety are enforced by the database (constraints in Meta, triggers in
 migrations/0002_invariants.py), not only here: at most one ACTIVE version per procedure; an ACTIVE
 version has an approver, an approval time and a passing eval run on its exact content; version
-content never changes; the audit log is append-only. Writes go through library/services.py.
+content never changes; the audit log is append-only. Writes go through library/services/.
 """
 
 from .agents import (

@@ -1,5 +1,5 @@
 """What an erasure leaves: the tombstone of an erased version and the sweep of its copies
-(library/erasure.py, `version_erase` in library/services.py)."""
+(library/erasure.py, `version_erase` in library/services/erasing.py)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Procedure versions: the content fields and their hash, the status machine, the agent-facing record.
 
 A version never changes after creation except its status columns (and only through
-library/services.py); the database enforces it (constraints below, triggers in
+library/services/); the database enforces it (constraints below, triggers in
 migrations/0002_invariants.py): at most one ACTIVE version per procedure, and an ACTIVE or APPROVED
 version has an approver, an approval time and a passing eval run on its exact content.
 """
