@@ -196,6 +196,24 @@ def _timed(client, url: str, requests: int) -> list[float]:
     return samples
 
 
+def _profile(size: Size, prefix: str, requests: int = 20) -> None:
+    import cProfile
+    import pstats
+
+    label = next(label for label in size.pages if label.startswith(prefix))
+    _use(size)
+    profiler = cProfile.Profile()
+    with server_rendering():
+        profiler.enable()
+        for _ in range(requests):
+            size.client.get(size.pages[label])
+        profiler.disable()
+    print(f"\nprofile of {requests} requests of {label!r} at {size.count:,} candidates", file=sys.stderr)
+    stats = pstats.Stats(profiler, stream=sys.stderr)
+    stats.sort_stats("tottime").print_stats(30)
+    stats.sort_stats("cumulative").print_stats(60)
+
+
 def _pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
@@ -318,6 +336,10 @@ def main() -> int:
         "--keep", action="store_true",
         help="keep the bench databases after the run and reuse them (migrated) on the next, skipping the seeding when they hold the candidates",
     )
+    parser.add_argument(
+        "--profile", metavar="PAGE",
+        help="after the timing, profile 20 requests of the page whose label starts with PAGE (e.g. queue) at the largest size (cProfile, to stderr)",
+    )
     args = parser.parse_args()
     counts = [int(n) for n in args.candidates.split(",") if n.strip()]
 
@@ -351,6 +373,8 @@ def main() -> int:
                 _use(size)
                 for label, url in size.pages.items():
                     size.samples[label] += _timed(size.client, url, per_round)
+        if args.profile:
+            _profile(sizes[-1], args.profile)
     finally:
         for size in sizes:
             if size.wrapper is not None:

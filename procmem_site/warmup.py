@@ -8,15 +8,28 @@ process's first candidate page cost about 8× a warm one (issue 30). Here the mo
 one text embedded, the URLconf imported (every view module), the templates compiled and the
 database connection opened, so the first request costs about what the next ones do. (The texts
 themselves are not embedded per process: the candidate page reads each version's stored vector.)
+
+With those, a fresh process's first candidate page still cost 1.5–2.7× a warm one: a profile of
+its first request against its second (bench/first_request.py) found the rest spread over caches
+that Python, Django and PostgreSQL fill on first use — the regular expressions `reverse()` matches
+each URL against, the modules named in settings (context processors, authentication backends,
+message storage, session serializer) and the date formats, the content types guardian and the
+rights queries look up, each model's field maps, and the PostgreSQL backend's catalog entries for
+every table and index the page reads (its first query on a table plans several times slower). Each
+is filled here too: the parts below are named after what they load.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import time
 
 logger = logging.getLogger(__name__)
 
+# the URL namespaces whose reverse() regexes are compiled at start: the pages' own. The admin's
+# 250 are left out: compiled too they would crowd the `re` module's cache of 512 patterns.
+URL_NAMESPACES_NOT_WARMED = frozenset({"admin"})
 
 
 def warm_up() -> dict[str, float]:
@@ -28,7 +41,12 @@ def warm_up() -> dict[str, float]:
     if not getattr(settings, "PROCMEM_WARM_UP", True):
         logger.info("procmem web process ready (PROCMEM_WARM_UP=0: nothing loaded before the first request)")
         return timings
-    parts = (("urls", _urls), ("templates", _templates), ("database connection", _database), ("embedding model", _embedding_model))
+    # the model first: loading it compiles enough regular expressions to push the URLs' out of
+    # the `re` module's cache (512 patterns, the oldest dropped first)
+    parts = (
+        ("embedding model", _embedding_model), ("urls", _urls), ("templates", _templates),
+        ("request machinery", _request_machinery), ("database", _database),
+    )
     for part, load in parts:
         started = time.perf_counter()
         try:
@@ -56,33 +74,102 @@ def freeze_start_heap() -> None:
 
 
 def _urls() -> None:
-    """Every view module imported, and the tables `reverse()` reads built (Django builds each
-    namespace's on its first reverse: about a third of a fresh process's first page)."""
-    from django.urls import get_resolver
+    """Every view module imported, the tables `reverse()` reads built (Django builds each
+    namespace's on its first reverse: about a third of a fresh process's first page), and the
+    regular expressions compiled: the one each URL pattern resolves with (compiled on its first
+    match) and the one reverse() checks each candidate URL against (one per pattern, kept in `re`'s
+    cache: the candidate page reverses 24)."""
+    from django.urls import get_resolver, get_script_prefix
+    from django.urls.resolvers import get_ns_resolver
 
     resolver = get_resolver()
     resolver.reverse_dict  # imports every view module; the root's reverse table
-    for _prefix, namespace in resolver.namespace_dict.values():
+    resolvers = [resolver]
+    for name, (extra, namespace) in resolver.namespace_dict.items():
         namespace.reverse_dict
+        if name in URL_NAMESPACES_NOT_WARMED:
+            continue
+        # a namespace under a prefix ("api/") is reversed through a resolver of its own, which
+        # reverse() builds (and caches) on its first use: the same one, built now
+        resolvers.append(get_ns_resolver(extra, namespace, tuple(namespace.pattern.converters.items())) if extra else namespace)
+    _resolving_regexes(resolver)
+    prefix = re.escape(get_script_prefix())
+    for each in resolvers:
+        # as URLResolver._reverse_with_prefix searches: "^<script prefix><pattern>"
+        for _key, possibilities in each.reverse_dict.lists():
+            for _possibility, pattern, _defaults, _converters in possibilities:
+                re.compile(f"^{prefix}{pattern}")
+
+
+def _resolving_regexes(resolver) -> None:
+    from django.urls import URLResolver
+
+    resolver.pattern.regex
+    for entry in resolver.url_patterns:
+        if isinstance(entry, URLResolver):
+            _resolving_regexes(entry)
+        else:
+            entry.pattern.regex
 
 
 def _templates() -> None:
     """Every template of the project compiled into the cached loader (an {% include %} is compiled
-    when it is first rendered, so the pages' own names are not enough)."""
+    when it is first rendered, so the pages' own names are not enough), the context processors
+    imported (Django imports them on the first render with a request), and the date formats of
+    the default language looked up (the first |date loads the locale's format module)."""
     from pathlib import Path
 
     from django.conf import settings
+    from django.template import engines
     from django.template.loader import get_template
+    from django.utils import formats, timezone
 
     for folder in settings.TEMPLATES[0]["DIRS"]:
         for path in sorted(Path(folder).rglob("*.html")):
             get_template(str(path.relative_to(folder)))
+    for engine in engines.all():
+        getattr(engine, "engine", engine).template_context_processors
+    for name in ("DATE_FORMAT", "DATETIME_FORMAT", "SHORT_DATE_FORMAT", "DECIMAL_SEPARATOR", "THOUSAND_SEPARATOR"):
+        formats.get_format(name)
+    formats.date_format(timezone.now(), "Y-m-d H:i")  # compiles the date formatter's expressions
+
+
+def _request_machinery() -> None:
+    """The modules settings name and Django imports on first use inside a request: the
+    authentication backends (guardian's answers object permissions), the message storage, the
+    session serializer; and each model's field maps and relation tree (built on a model's first
+    query: the candidate page's queries touch most models)."""
+    from django.apps import apps
+    from django.conf import settings
+    from django.contrib.auth import get_backends
+    from django.utils.module_loading import import_string
+
+    get_backends()
+    import_string(settings.MESSAGE_STORAGE)
+    import_string(settings.SESSION_SERIALIZER)
+    for model in apps.get_models():
+        model._meta.get_fields()  # the relation tree of every model, once, and this model's fields
+        model._meta.fields_map  # name → field, as filters and select_related look fields up
 
 
 def _database() -> None:
-    from django.db import connection
+    """The connection opened, the content types of every model cached (guardian and the rights
+    queries look them up by model: one query each on a fresh process), and one query on each
+    table, which has the PostgreSQL backend of this connection load the table's and its indexes'
+    catalog entries (a first query on a table plans several times slower). On a database that is
+    not migrated yet this stops at the first missing table: the process starts all the same."""
+    from django.apps import apps
+    from django.contrib.contenttypes.models import ContentType
+    from django.db import DatabaseError, connection, router
 
     connection.ensure_connection()
+    models = [m for m in apps.get_models() if m._meta.managed and not m._meta.proxy and router.db_for_read(m) == "default"]
+    try:
+        ContentType.objects.get_for_models(*models)
+        for model in models:
+            model._base_manager.exists()  # SELECT 1 FROM <table> LIMIT 1: planned with every index
+    except DatabaseError as exc:  # not migrated (yet): the requests would fail the same way
+        logger.warning("warm-up: the database is not ready (%s); its tables were not read", str(exc).strip().splitlines()[0])
 
 
 def _embedding_model() -> None:

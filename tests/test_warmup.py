@@ -69,8 +69,9 @@ def _run(code: str, *args: str, **env_overrides: str) -> subprocess.CompletedPro
     env = dict(os.environ)
     env.update(
         DATABASE_URL=database_url(), DJANGO_SETTINGS_MODULE="procmem_site.test_settings", READONLY_DATABASE_URL="",
-        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])), **env_overrides,
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
     )
+    env.update(env_overrides)
     return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
 
 
@@ -91,7 +92,7 @@ def test_a_fresh_process_loads_the_model_before_its_first_candidate_page(candida
     assert seen["status"].startswith("200") and seen["overlap_check_ran"], seen
     assert seen["loaded_at_start"] and seen["loads_at_start"] == 1
     assert seen["loads_in_request"] == 0
-    assert "procmem web process ready: urls" in result.stderr
+    assert "procmem web process ready: embedding model" in result.stderr
     # the texts' vectors are stored by the first page that needs them: the next fresh process's
     # first page embeds nothing at all (it reads them, as a warm page does)
     again = json.loads(_run(FIRST_REQUEST, *candidate_page).stdout.strip().splitlines()[-1])
@@ -106,6 +107,103 @@ def test_without_the_warm_up_the_first_candidate_page_loads_the_model(candidate_
     seen = json.loads(result.stdout.strip().splitlines()[-1])
     assert seen["status"].startswith("200") and seen["overlap_check_ran"]
     assert not seen["loaded_at_start"] and seen["loads_in_request"] == 1
+
+
+PRIMED = r"""
+import gc, io, json, re, sys
+
+from procmem_site.wsgi import application  # what gunicorn and runserver import
+
+from django.contrib.contenttypes.models import ContentType
+from django.db import connection
+from django.template import engines
+
+loader = engines["django"].engine.template_loaders[0]
+while not hasattr(loader, "get_template_cache"):  # template_partials wraps Django's cached loader
+    loader = loader.loaders[0]
+at_start = {
+    "templates": sorted(loader.get_template_cache),
+    "content_types": len(ContentType.objects._cache.get(connection.alias, {})),
+    "frozen_objects": gc.get_freeze_count(),
+}
+modules, templates = set(sys.modules), set(loader.get_template_cache)
+compiled, queries = [], []
+original_compile = re._compile
+
+
+def compile_counted(pattern, flags):
+    key = (type(pattern), pattern, flags.value if isinstance(flags, re.RegexFlag) else flags)
+    if isinstance(pattern, str) and key not in re._cache:
+        compiled.append(pattern)
+    return original_compile(pattern, flags)
+
+
+def query_recorded(execute, sql, params, many, context):
+    queries.append(sql)
+    return execute(sql, params, many, context)
+
+
+re._compile = compile_counted
+status = []
+environ = {
+    "REQUEST_METHOD": "GET", "PATH_INFO": sys.argv[1], "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1",
+    "SERVER_PORT": "80", "HTTP_HOST": "127.0.0.1", "HTTP_COOKIE": sys.argv[2], "wsgi.input": io.BytesIO(),
+    "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr, "wsgi.multithread": False, "wsgi.multiprocess": True,
+    "wsgi.run_once": False, "wsgi.version": (1, 0), "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
+}
+with connection.execute_wrapper(query_recorded):
+    b"".join(application(environ, lambda s, h, *a: status.append(s)))
+re._compile = original_compile
+print(json.dumps({
+    "status": status[0], **at_start,
+    "templates_loaded_in_request": sorted(set(loader.get_template_cache) - templates),
+    "modules_imported_in_request": sorted(set(sys.modules) - modules),
+    "url_regexes_compiled_in_request": [p for p in compiled if p.startswith("^/")],
+    "content_type_lookups_in_request": [q for q in queries if q.startswith('SELECT "django_content_type"."id"')],
+}))
+"""
+
+
+def test_the_warm_up_loads_what_the_first_candidate_page_would(candidate_page):
+    """What the first request of a fresh process used to fill on its own (a profile of it against
+    the second, bench/first_request.py) is filled at start: the request loads no template, imports
+    no module, compiles no URL's regular expression and looks up no content type."""
+    result = _run(PRIMED, *candidate_page)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["status"].startswith("200"), seen
+    # before the request: the page's templates compiled, every model's content type cached, the
+    # warm-up's objects out of the garbage collector's way
+    assert {"base.html", "reviews/version_detail.html", "reviews/_diff.html", "reviews/_evidence.html"} <= set(seen["templates"])
+    assert seen["content_types"] >= 50
+    assert seen["frozen_objects"] > 100_000
+    # inside it: nothing of that
+    assert seen["templates_loaded_in_request"] == []
+    assert seen["modules_imported_in_request"] == []
+    assert seen["url_regexes_compiled_in_request"] == []
+    assert seen["content_type_lookups_in_request"] == []
+    for part in ("embedding model", "urls", "templates", "request machinery", "database"):
+        assert f"{part} " in result.stderr.split("procmem web process ready:")[1].splitlines()[0]
+
+
+UNMIGRATED = r"""
+from procmem_site import warmup
+
+warmup._embedding_model = lambda: None  # what this test is about is the database (the model takes seconds)
+print(sorted(warmup.warm_up()))
+"""
+
+
+def test_the_warm_up_on_a_database_not_migrated_yet_starts_all_the_same(tmp_path):
+    result = _run(
+        "import django; django.setup();" + UNMIGRATED, DATABASE_URL=f"sqlite:///{tmp_path / 'empty.sqlite3'}",
+        LOG_LEVEL="INFO",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "the database is not ready" in result.stderr
+    assert "Traceback" not in result.stderr
+    parts = result.stdout.strip().splitlines()[-1]
+    assert all(f"'{part}'" in parts for part in ("urls", "templates", "request machinery", "database"))
 
 
 def test_a_management_command_does_not_load_the_model(db):
