@@ -34,7 +34,7 @@ from library.models import Agent, AgentSession, EvalRun, Intent, Procedure, Proc
 from library.selectors import active_versions_for_agent
 from library.serving import missing_tools
 from reviews.access import of_agents
-from reviews.models import CandidateClaim, Comment
+from reviews.models import CandidateClaim
 
 # Within a segment of the queue (quarantined or not; for "group" also one intent, the segments in
 # agent and intent name order) each sort is a key that a partial index on the candidates serves
@@ -110,7 +110,7 @@ class QueueFilters:
         return bool(self.agent or self.intent or self.quarantined or self.passing or self.mine or self.assigned)
 
 
-def _passing_eval_exists():
+def passing_eval_exists():
     return Exists(
         EvalRun.objects.filter(
             version=OuterRef("pk"),
@@ -380,7 +380,7 @@ def queue_page(
 
     One query whatever the queue's length: a UNION ALL of one index-ordered, LIMITed scan per
     segment the page can reach (the group counts say how many rows each segment has, so the
-    union stops at the segment that fills the page); the page's rows are loaded by `queue_rows`."""
+    union stops at the segment that fills the page); the page's rows are loaded by reviews.queue_rows."""
     segments = _segments(filters, groups)
     cursor = None
     if after is not None:
@@ -477,54 +477,6 @@ def _page_of_my_claims(claims: QuerySet[CandidateClaim], filters: QueueFilters, 
     return pks[:size], len(pks) > size
 
 
-QUEUE_ROW_FIELDS = (
-    "procedure__key", "procedure__agent__name", "procedure__agent__review_target_hours", "procedure__intent__name",
-    "number", "status", "quarantined", "applies_when", "evidence", "content_hash", "source", "created_at",
-    "proposed_by__username", "claim__assignee__username", "claim__expires_at",
-)
-
-
-def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
-    """The rows of one queue page, in the order of `pks`, with what the table shows. Three queries
-    over the page's ids (versions, their eval runs, their comment counts) rather than correlated
-    subqueries per row."""
-    rows = (
-        ProcedureVersion.objects.filter(pk__in=pks)
-        .select_related("procedure__agent", "procedure__intent", "proposed_by", "claim__assignee")
-        # what a row shows (templates/reviews/_queue_row.html), not the content, the agent's
-        # settings or the people's profiles: building 50 full versions with their JSON was most
-        # of the page's time after the queries
-        .only(*QUEUE_ROW_FIELDS)
-        .annotate(support=evidence_support())
-        .order_by()  # put in the order of `pks` below
-    )
-    by_pk = {row.pk: row for row in rows}
-    now = timezone.now()
-    latest: dict[int, EvalRun] = {}
-    passing: set[int] = set()
-    for run in EvalRun.objects.filter(version_id__in=by_pk).only(
-        "version_id", "content_hash", "state", "verdict", "created_at"
-    ).order_by("-created_at", "-id"):
-        version = by_pk[run.version_id]
-        if run.content_hash != version.content_hash:
-            continue  # a run of older content no longer counts
-        latest.setdefault(run.version_id, run)
-        if run.is_passing:
-            passing.add(run.version_id)
-    comments = dict(
-        Comment.objects.filter(version_id__in=by_pk).order_by().values("version_id").annotate(n=Count("id")).values_list("version_id", "n")
-    )
-    for pk, row in by_pk.items():
-        run = latest.get(pk)
-        row.eval_state = run.state if run else None
-        row.eval_verdict = run.verdict if run else None
-        row.has_passing_eval = pk in passing
-        row.comment_count = comments.get(pk, 0)
-        row.live_claim = live_claim_of(row, now)
-        row.age = age_badge(row, now)
-    return [by_pk[pk] for pk in pks if pk in by_pk]
-
-
 def live_claim_of(version: ProcedureVersion, now) -> CandidateClaim | None:
     """The version's claim (selected with it) unless it has expired."""
     try:
@@ -532,27 +484,6 @@ def live_claim_of(version: ProcedureVersion, now) -> CandidateClaim | None:
     except CandidateClaim.DoesNotExist:
         return None
     return claim if claim.expires_at > now else None
-
-
-@dataclass(frozen=True)
-class AgeBadge:
-    """How long a candidate has waited against its agent's review target: "fresh" under half the
-    target, "due" from half, "overdue" past it."""
-
-    level: str
-    hours: float
-    target_hours: int
-
-    @property
-    def label(self) -> str:
-        return {"fresh": "fresh", "due": "due soon", "overdue": "overdue"}[self.level]
-
-
-def age_badge(version: ProcedureVersion, now) -> AgeBadge:
-    target = max(1, version.procedure.agent.review_target_hours)
-    hours = max(0.0, (now - version.created_at).total_seconds() / 3600)
-    level = "overdue" if hours >= target else "due" if hours >= target / 2 else "fresh"
-    return AgeBadge(level, hours, target)
 
 
 def _filtered(user, filters: QueueFilters, *, visible_agents) -> QuerySet[ProcedureVersion]:
@@ -576,9 +507,9 @@ def apply_filters(qs: QuerySet[ProcedureVersion], user, filters: QueueFilters) -
     elif filters.quarantined == "no":
         qs = qs.filter(quarantined=False)
     if filters.passing == "yes":
-        qs = qs.filter(_passing_eval_exists())
+        qs = qs.filter(passing_eval_exists())
     elif filters.passing == "no":
-        qs = qs.filter(~_passing_eval_exists())
+        qs = qs.filter(~passing_eval_exists())
     if filters.mine:
         qs = qs.filter(pk__in=waiting_for_approver(user).values("pk"))
     return qs

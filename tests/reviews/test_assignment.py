@@ -19,7 +19,7 @@ from guardian.shortcuts import assign_perm
 from library.models import AuditEvent, ProcedureVersion, Status
 from library.services import LifecycleError, version_reject
 from reviews.models import CandidateClaim
-from reviews.selectors import age_badge
+from reviews.queue_rows import age_badge
 from reviews.services import candidate_claim, candidate_release
 from tests.reviews.conftest import bulk_candidates, client_for
 
