@@ -6,7 +6,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")
 application = get_asgi_application()
 
 # as procmem_site.wsgi: loaded before the first request (procmem_site/warmup.py)
-from procmem_site.warmup import freeze_start_heap, warm_up  # noqa: E402
+from procmem_site.warmup import warm_up  # noqa: E402
 
-warm_up()
-freeze_start_heap()  # what was loaded stays: no full garbage collection walks it again
+warm_up()  # and freezes what was loaded: no full garbage collection walks it again

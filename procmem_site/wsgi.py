@@ -7,7 +7,6 @@ application = get_wsgi_application()
 
 # Each web process (a gunicorn worker, runserver) loads the embedding model, the views and the
 # templates now, not inside its first request (procmem_site/warmup.py).
-from procmem_site.warmup import freeze_start_heap, warm_up  # noqa: E402
+from procmem_site.warmup import warm_up  # noqa: E402
 
-warm_up()
-freeze_start_heap()  # what was loaded stays: no full garbage collection walks it again
+warm_up()  # and freezes what was loaded: no full garbage collection walks it again

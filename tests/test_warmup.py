@@ -182,7 +182,7 @@ def test_the_warm_up_loads_what_the_first_candidate_page_would(candidate_page):
     assert seen["modules_imported_in_request"] == []
     assert seen["url_regexes_compiled_in_request"] == []
     assert seen["content_type_lookups_in_request"] == []
-    for part in ("embedding model", "urls", "templates", "request machinery", "database"):
+    for part in ("embedding model", "urls", "templates", "request machinery", "database", "frozen heap"):
         assert f"{part} " in result.stderr.split("procmem web process ready:")[1].splitlines()[0]
 
 
@@ -203,7 +203,7 @@ def test_the_warm_up_on_a_database_not_migrated_yet_starts_all_the_same(tmp_path
     assert "the database is not ready" in result.stderr
     assert "Traceback" not in result.stderr
     parts = result.stdout.strip().splitlines()[-1]
-    assert all(f"'{part}'" in parts for part in ("urls", "templates", "request machinery", "database"))
+    assert all(f"'{part}'" in parts for part in ("urls", "templates", "request machinery", "database", "frozen heap"))
 
 
 def test_a_management_command_does_not_load_the_model(db):
