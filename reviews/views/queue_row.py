@@ -5,19 +5,20 @@ The row is built here, not by including a row template 50 times a page: each inc
 about 25 variables and a dozen conditions, and the 50 of them were most of the queue's rendering
 and its largest constant cost after the queries (issue 30: the queue at 100,000 candidates cost
 4.4x the empty page). Django's admin builds its change list rows the same way
-(`admin_list.items_for_result`). Every value is escaped as the template's autoescape escaped it;
-the markup is the template's, byte for byte (compared on 137 queue pages, 6,276 rows, when it
-moved here; tests/reviews/test_queue_row.py checks the escaping, the claim cell, the eval pill).
+(`admin_list.items_for_result`: each cell through format_html). Every value goes through
+format_html, so it is escaped as the template's autoescape escaped it; the markup is the
+template's, byte for byte (compared on 137 queue pages, 6,276 rows, when it moved here;
+tests/reviews/test_queue_row.py puts '<script>' in every field a row shows).
 """
 
 from __future__ import annotations
 
-import html
 from typing import Callable
 
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.formats import localize
+from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
@@ -64,61 +65,66 @@ def present_rows(rows, *, user, can_review: bool, now) -> None:
 
 
 def row_html(v, *, can_review: bool) -> SafeString:
-    """The row's <tr>, from what `present_rows` worked out. Every value written or stored by
-    someone goes through `_e` (Django's escape, without its lazy-string wrapper: format_html's
-    per-argument overhead was most of building 50 rows); numbers shown as the template showed them
-    (`localize`); ids are integers."""
-    key, number = _e(v.procedure.key), _e(localize(v.number))
-    select = (
-        f'<td class="sel"><input type="checkbox" name="versions" value="{v.pk:d}" aria-label="Select {key} v{number}"></td>'
-        if can_review else ""
-    )
-    flag = '<span class="flag small" title="quarantined by the policy screen">⚠ quarantined</span>' if v.quarantined else ""
-    comments = (
-        f'<span class="muted small" title="comments on this version">💬 {_e(localize(v.comment_count))}</span>' if v.comment_count else ""
-    )
-    proposer = f'<div class="muted">by {_e(v.proposer)}</div>' if v.proposer else ""
-    age = v.age
-    pill = f' <span class="pill age-pill age-{_e(age.level)}">{_e(age.label)}</span>' if age.level != "fresh" else ""
-    return mark_safe(  # noqa: S308 — every value above is escaped or an integer
-        f'<tr data-queue-row class="{"is-quarantined" if v.quarantined else ""}">\n'
-        f"  {select}\n"
-        f'  <td><a class="open" href="{_e(v.url)}"><strong>{key}</strong> v{number}</a>\n'
-        f"    {flag}\n"
-        f"    {comments}\n"
-        f'    <div class="muted small clamp">{_e(v.applies_when)}</div></td>\n'
-        f'  <td>{_e(v.agent_name)}<div class="muted small">{_e(v.intent_name)}</div></td>\n'
-        f'  <td class="num">{_support(v)}</td>\n'
-        f'  <td><span class="{_e(v.eval_class)}">{_e(v.eval_label)}</span></td>\n'
-        f'  <td class="small">{_e(v.source_label)}{proposer}</td>\n'
-        f'  <td class="small claim-cell">{_claim(v)}</td>\n'
-        f'  <td class="small" title="{_e(v.created_title)} UTC; review target {_e(localize(age.target_hours))} h">'
-        f'<span class="age age-{_e(age.level)}" data-age="{_e(age.level)}">{_e(v.waited)}</span>{pill}</td>\n'
-        "</tr>\n"
-    )
-
-
-def _e(value) -> str:
-    """django.utils.html.escape's text (it is `html.escape(str(value))`), as the template's
-    autoescape wrote it."""
-    return html.escape(str(value))
+    """The row's <tr>, from what `present_rows` worked out. Numbers as the template showed them
+    (`localize`); everything else escaped by format_html."""
+    procedure = v.procedure
+    parts = [
+        format_html('<tr data-queue-row class="{}">\n  ', "is-quarantined" if v.quarantined else ""),
+        format_html(
+            '<td class="sel"><input type="checkbox" name="versions" value="{}" aria-label="Select {} v{}"></td>',
+            localize(v.pk), procedure.key, localize(v.number),
+        ) if can_review else "",
+        format_html(
+            '\n  <td><a class="open" href="{}"><strong>{}</strong> v{}</a>\n    ', v.url, procedure.key, localize(v.number),
+        ),
+        '<span class="flag small" title="quarantined by the policy screen">⚠ quarantined</span>' if v.quarantined else "",
+        "\n    ",
+        format_html('<span class="muted small" title="comments on this version">💬 {}</span>', localize(v.comment_count))
+        if v.comment_count else "",
+        format_html(
+            '\n    <div class="muted small clamp">{}</div></td>\n  <td>{}<div class="muted small">{}</div></td>\n  <td class="num">',
+            v.applies_when, v.agent_name, v.intent_name,
+        ),
+        _support(v),
+        format_html(
+            '</td>\n  <td><span class="{}">{}</span></td>\n  <td class="small">{}', v.eval_class, v.eval_label, v.source_label,
+        ),
+        format_html('<div class="muted">by {}</div>', v.proposer) if v.proposer else "",
+        '</td>\n  <td class="small claim-cell">',
+        _claim(v),
+        format_html(
+            '</td>\n  <td class="small" title="{} UTC; review target {} h"><span class="age age-{}" data-age="{}">{}</span>',
+            v.created_title, localize(v.age.target_hours), v.age.level, v.age.level, v.waited,
+        ),
+        format_html(' <span class="pill age-pill age-{}">{}</span>', v.age.level, v.age.label) if v.age.level != "fresh" else "",
+        "</td>\n</tr>\n",
+    ]
+    return mark_safe("".join(parts))  # noqa: S308 — the literals above and format_html's escaped pieces
 
 
 def _support(v) -> str:
     if not v.support:
         return '<span class="muted">—</span>'
-    resolved = f'<span class="muted small"> of {_e(localize(v.resolved))}</span>' if v.resolved else ""
-    return f'<span title="sessions that support it">{_e(localize(v.support))}</span>{resolved}'
+    html = format_html('<span title="sessions that support it">{}</span>', localize(v.support))
+    if v.resolved:
+        html += format_html('<span class="muted small"> of {}</span>', localize(v.resolved))
+    return html
 
 
 def _claim(v) -> str:
     if v.claimed:
-        release = (
-            f'<button type="submit" form="claim-form" formaction="{_e(v.release_url)}" class="linklike small" data-release="{v.pk:d}">release</button>'
-            if v.release_url else ""
+        html = format_html(
+            '<span class="claimed{}" title="until {} UTC">{}</span>\n      ',
+            " claimed-me" if v.claimed_by_me else "", v.claimed_until, v.claimed_by,
         )
-        me = " claimed-me" if v.claimed_by_me else ""
-        return f'<span class="claimed{me}" title="until {_e(v.claimed_until)} UTC">{_e(v.claimed_by)}</span>\n      {release}\n    '
+        if v.release_url:
+            html += format_html(
+                '<button type="submit" form="claim-form" formaction="{}" class="linklike small" data-release="{}">release</button>',
+                v.release_url, localize(v.pk),
+            )
+        return html + "\n    "
     if v.claim_url:
-        return f'<button type="submit" form="claim-form" formaction="{_e(v.claim_url)}" class="small" data-claim="{v.pk:d}">Claim</button>'
+        return format_html(
+            '<button type="submit" form="claim-form" formaction="{}" class="small" data-claim="{}">Claim</button>', v.claim_url, localize(v.pk),
+        )
     return '<span class="muted">—</span>'

@@ -35,6 +35,37 @@ def test_a_row_escapes_what_people_and_miners_wrote(agent, intent, proposer, rev
     assert '<span title="sessions that support it">3</span><span class="muted small"> of &lt;b&gt;9&lt;/b&gt;</span>' in row
 
 
+def test_every_field_a_row_shows_is_escaped(agent, intent, proposer, reviewer):
+    """'<script>' in every text a row shows that someone wrote or named: the procedure id, the
+    appliesWhen, the agent's and intent's names, the proposer's and the claimant's user names and
+    the evidence (written here past the forms' validation, as a bulk insert or an import could)."""
+    from django.contrib.auth import get_user_model
+
+    from library.models import Agent, Intent, Procedure, ProcedureVersion
+
+    script = '<script>alert("x")</script>'
+    version = services.procedure_propose(
+        agent=agent, intent=intent, key="odd.fields", applies_when=f"When {script} happens.",
+        steps=["Reply with replyTemplates('x')."], required_tools=["replyTemplates"], forbidden_actions=[],
+        source=Source.MANUAL, proposed_by=proposer, evidence={"support": 3, "resolved": script},
+    )
+    Procedure.objects.filter(pk=version.procedure_id).update(key=f"odd.{script}")
+    Agent.objects.filter(pk=agent.pk).update(name=f"agent{script}")
+    Intent.objects.filter(pk=intent.pk).update(name=f"intent{script}")
+    get_user_model().objects.filter(pk=proposer.pk).update(username=f"proposer{script}")
+    claimant = get_user_model().objects.get(pk=reviewer.pk)
+    candidate_claim(version=ProcedureVersion.objects.get(pk=version.pk), user=claimant)
+    get_user_model().objects.filter(pk=reviewer.pk).update(username=f"claimant{script}")
+    page = client_for(proposer).get(QUEUE).content.decode()
+    start = page.index('<tr data-queue-row')
+    rows = page[start: page.rindex("</tr>")]
+    assert "<script>" not in rows
+    escaped = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"
+    for shown in (f"odd.{escaped}", f"When {escaped} happens.", f"agent{escaped}", f"intent{escaped}",
+                  f"by proposer{escaped}", f">claimant{escaped}</span>", f" of {escaped}</span>"):
+        assert shown in rows, shown
+
+
 def test_the_claim_cell_says_who_holds_the_candidate(candidate, reviewer, proposer, outsider):
     candidate_claim(version=candidate, user=reviewer)
     mine = _row(client_for(reviewer).get(QUEUE).content.decode(), "refund.over_limit")
