@@ -68,3 +68,36 @@ def bulk_candidates(agent, intent, count: int, *, prefix: str = "bulk", quaranti
             )
         )
     return ProcedureVersion.objects.bulk_create(versions)
+
+
+@pytest.fixture
+def promoter(candidate):
+    """Holds the promote right on the candidate's procedure (reviews/views/releases.py)."""
+    from guardian.shortcuts import assign_perm
+
+    from tests.conftest import _user
+
+    user = _user("promoter")
+    assign_perm("library.promote_procedure", user, candidate.procedure)
+    return user
+
+
+@pytest.fixture
+def approved_in_staging(agent, candidate, approver, reviewer):
+    """v1 ACTIVE; then the agent gets staging and v2 is approved on a pass against staging's set:
+    APPROVED, released to staging, not yet evaluated against production's. Returns (v1, v2)."""
+    from library import services
+    from tests.conftest import make_active
+
+    make_active(candidate, approver)
+    agent.environments = ["staging"]
+    agent.save(update_fields=["environments"])
+    v2 = services.version_revise(
+        version=candidate, user=reviewer, applies_when=candidate.applies_when,
+        steps=[*candidate.steps[:-1], "Tell the customer the expected wait (two days) with replyTemplates('approval_pending')."],
+        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
+    )
+    make_active(v2, approver)
+    candidate.refresh_from_db()
+    v2.refresh_from_db()
+    return candidate, v2

@@ -7,38 +7,20 @@ from __future__ import annotations
 
 import pytest
 from django.urls import reverse
-from guardian.shortcuts import assign_perm
 
 from library import services
 from library.models import EvalRun, Rollout, Status
-from tests.conftest import _user, make_active, make_passing_eval
+from tests.conftest import make_passing_eval
 from tests.reviews.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def promoter(candidate):
-    user = _user("promoter")
-    assign_perm("library.promote_procedure", user, candidate.procedure)
-    return user
-
-
-@pytest.fixture
-def staged(agent, candidate, approver, reviewer):
-    """v1 ACTIVE; then the agent gets staging and v2 is approved on a pass against staging's set."""
-    make_active(candidate, approver)
-    agent.environments = ["staging"]
-    agent.save(update_fields=["environments"])
-    v2 = services.version_revise(
-        version=candidate, user=reviewer, applies_when=candidate.applies_when,
-        steps=[*candidate.steps[:-1], "Tell the customer the expected wait (two days) with replyTemplates('approval_pending')."],
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
-    )
-    make_active(v2, approver)
-    v2.refresh_from_db()
+def staged(approved_in_staging):
+    v1, v2 = approved_in_staging
     assert v2.status == Status.APPROVED and v2.approval_eval_run.environment == "staging"
-    return candidate, v2
+    return v1, v2
 
 
 def test_the_promote_page_shows_that_production_needs_its_own_eval_and_refuses_without_it(staged, promoter):

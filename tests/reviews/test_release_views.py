@@ -9,40 +9,22 @@ import math
 
 import pytest
 from django.urls import reverse
-from guardian.shortcuts import assign_perm
 
-from library import releases, services
+from library import releases
 from library.models import AgentSession, AuditEvent, ProcedureRelease, Rollout, Status
 from reviews.metrics.arms import rollout_arms
-from tests.conftest import _user, make_active, make_passing_eval
+from tests.conftest import _user, make_passing_eval
 from tests.reviews.conftest import client_for
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def promoter(candidate):
-    user = _user("promoter")
-    assign_perm("library.promote_procedure", user, candidate.procedure)
-    return user
-
-
-@pytest.fixture
-def staged(agent, candidate, approver, reviewer):
-    """v1 ACTIVE; then the agent gets staging and v2 is approved: APPROVED, in staging."""
-    make_active(candidate, approver)
-    agent.environments = ["staging"]
-    agent.save(update_fields=["environments"])
-    v2 = services.version_revise(
-        version=candidate, user=reviewer, applies_when=candidate.applies_when,
-        steps=[*candidate.steps[:-1], "Tell the customer the expected wait (two days) with replyTemplates('approval_pending')."],
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
-    )
-    make_active(v2, approver)
-    candidate.refresh_from_db()
-    v2.refresh_from_db()
-    make_passing_eval(v2)  # its promotion eval: a pass against production's set
-    return candidate, v2
+def staged(approved_in_staging):
+    """v1 ACTIVE; v2 APPROVED in staging, with its promotion eval: a pass against production's set."""
+    v1, v2 = approved_in_staging
+    make_passing_eval(v2)
+    return v1, v2
 
 
 @pytest.fixture
