@@ -24,6 +24,7 @@ Definitions:
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections import Counter
 from dataclasses import dataclass, field
 from itertools import repeat
@@ -336,7 +337,7 @@ LABELS: dict[int, tuple[bool | None, bool | None, bool]] = {
 }
 
 
-class TaskStream:
+class TaskStream(ABC):
     """What reads an agent's tasks: fed one task at a time (add_tasks), or many tasks of the same
     make-up at once (consume: the database groups tasks by the multiset of their sessions' (outcome,
     held back, skeleton, model), so a reader sees one row per distinct make-up instead of one per
@@ -398,8 +399,9 @@ class TaskStream:
             self.add_tasks(intent, sessions, tasks)
         return self
 
+    @abstractmethod
     def add_tasks(self, intent: Any, sessions: Mapping[SessionKey, int], tasks: int = 1) -> None:
-        raise NotImplementedError
+        """What `tasks` tasks of the intent with these sessions (counted by key) add to the reader."""
 
     def finish(self):
         self._flush()
