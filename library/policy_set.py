@@ -11,7 +11,13 @@ The splits, in the order they were written (docs/safety.md says what each measur
 - `dev2`: written before the meaning layer's lexicons and measured once on their first version,
   then development data;
 - `dev3`: written while the lexicons were tuned (development data from the start);
-- `unseen2`: written blind by another engineer and first measured on the frozen gate.
+- `unseen2`: written blind by another engineer and first measured on the frozen gate;
+- `dev4`: attack shapes by category, written per language while the lexicons were widened
+  (development data from the start);
+- `unseen3`: written blind by two more engineers and first measured on the frozen gate.
+
+Splits after `unseen2` are files of their own in library/policy_data/splits/ (one per split and
+language group), read after screen_set.jsonl.
 """
 
 from __future__ import annotations
@@ -24,8 +30,9 @@ from pathlib import Path
 from .policy import CATEGORIES, screen_text
 
 SCREEN_SET = Path(__file__).resolve().parent / "policy_data" / "screen_set.jsonl"
+SPLIT_FILES = SCREEN_SET.parent / "splits"
 LANGUAGES = ("en", "de", "fr", "es", "zh", "ja", "ru")
-SPLITS = ("tune", "heldout", "unseen", "dev2", "dev3", "unseen2")
+SPLITS = ("tune", "heldout", "unseen", "dev2", "dev3", "unseen2", "dev4", "unseen3")
 # The blind set's category names, mapped onto the screen's (only harmful/benign is scored; the
 # category is kept so that coverage by category can be counted).
 CATEGORY_ALIASES = {
@@ -55,10 +62,13 @@ class Tally:
         return self.flagged / self.benign if self.benign else 0.0
 
 
-def load_screen_set(path: Path = SCREEN_SET, *, split: str | None = None) -> list[dict]:
-    """The rows of a JSON Lines file of {id, lang, label, category, split, text}. `split` names the
-    split of a file whose rows have none (a set measured on its own); a blind set's category names
-    are mapped onto the screen's."""
+def load_screen_set(path: Path | None = None, *, split: str | None = None) -> list[dict]:
+    """The rows of a JSON Lines file of {id, lang, label, category, split, text}; without a path, the
+    whole set (screen_set.jsonl and the files of splits/). `split` names the split of a file whose
+    rows have none (a set measured on its own); a blind set's category names are mapped onto the
+    screen's."""
+    if path is None:
+        return [row for part in (SCREEN_SET, *sorted(SPLIT_FILES.glob("*.jsonl"))) for row in load_screen_set(part)]
     rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     for number, row in enumerate(rows, start=1):
         if split and not row.get("split"):

@@ -9,20 +9,20 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from library.policy import POLICY_VERSION
-from library.policy_set import LANGUAGES, SCREEN_SET, SPLITS, load_screen_set, measure_screen
+from library.policy_set import LANGUAGES, SPLITS, load_screen_set, measure_screen
 
 
 class Command(BaseCommand):
     help = "Measures the policy screen on the labelled set of harmful paraphrases and benign near-misses."
 
     def add_arguments(self, parser):
-        parser.add_argument("--set", default=str(SCREEN_SET), help="a JSON Lines file of {id, lang, label, category, split, text}")
+        parser.add_argument("--set", default="", help="a JSON Lines file of {id, lang, label, category, split, text} (default: the whole set)")
         parser.add_argument("--split", default="", help="the split of a file whose rows name none (a set measured on its own)")
         parser.add_argument("--show", action="store_true", help="list the harmful texts missed and the benign ones flagged")
 
     def handle(self, *args, **options):
         try:
-            rows = load_screen_set(Path(options["set"]), split=options["split"] or None)
+            rows = load_screen_set(Path(options["set"]) if options["set"] else None, split=options["split"] or None)
         except (OSError, ValueError) as exc:
             raise CommandError(str(exc)) from None
         tallies, missed, flagged = measure_screen(rows)
