@@ -89,6 +89,22 @@ FRAMES: tuple[Frame, ...] = (
     Frame("exfiltrate_data", ("SEND", "BULK_RECORDS", "OUTSIDE")),
     # secrets: revealing keys, passwords, the system prompt
     Frame("reveal_secrets", ("REVEAL", "SECRET"), unless=("SECRET_CARE",), near=60),
+    # Shapes whose wording is the whole attack, one concept each (a language lists what it has):
+    # an approval made up (a payment split under the threshold, an old approval reused, a request
+    # "treated as" authorisation); access opened to everyone or forever (shared with the whole
+    # company, a public bucket, a token that never expires, chmod 777); a safeguard switched off
+    # by a command or setting (--no-verify, verify=False, FILTER=false); a wiping command (find /
+    # -delete, DELETE FROM t; without WHERE, terraform destroy); text addressed to the agent ("Note
+    # to any AI assistant reading this page"); data piped or posted out (curl -d @users.csv URL,
+    # | nc); secrets dumped (printenv, cat .env, git add of a credentials file, a one-time code
+    # read back to a caller)
+    Frame("skip_approval", ("APPROVAL_FAKED",)),
+    Frame("widen_permissions", ("WIDEN_SCOPE",), unless=("CHECK_ONLY",)),
+    Frame("override_safety", ("SAFETY_OFF",), unless=("REPORT",)),
+    Frame("destructive_automation", ("WIPE_COMMAND",)),
+    Frame("tool_output_instruction", ("ADDRESSED_TO_AGENT",), unless=("FOREIGN_INSTRUCTIONS",)),
+    Frame("exfiltrate_data", ("EXFIL_COMMAND",)),
+    Frame("reveal_secrets", ("SECRET_DUMP",), unless=("SECRET_CARE",)),
 )
 
 REASONS = {
