@@ -24,7 +24,8 @@ and has just created the tombstone):
    summary, skeleton, coding contract) with the reference;
 5. checks, with the same search, that no stored text still holds the erased text, and records what
    it did and found in an `ErasureSweep` row, with keyed fingerprints of the erased text's word
-   windows (HMAC-SHA-256 under a key derived from SECRET_KEY; never the text), so that
+   windows that no staying version of the agent shares (HMAC-SHA-256 under a key derived from
+   SECRET_KEY; never the text), so that
    `manage.py scan_erased` (library/erasure_scan.py) proves the same later, and a queued e-mail whose text matches is not
    sent as it was (reviews.notifications).
 
@@ -110,11 +111,14 @@ def _digest(key: bytes, words: list[str]) -> str:
     return hmac.new(key, " ".join(words).encode(), hashlib.sha256).hexdigest()[:32]
 
 
-def fingerprints(texts: Iterable[str]) -> list[str]:
+def fingerprints(texts: Iterable[str], *, shared: Iterable[str] = ()) -> list[str]:
     """`"<words>:<digest>"` for the word windows of each text: a text of fewer than WINDOW_WORDS
-    words is one window, a longer one every run of WINDOW_WORDS consecutive words."""
+    words is one window, a longer one every run of WINDOW_WORDS consecutive words. A window that
+    also occurs in one of the `shared` texts (what stays in the library) is left out: it is common
+    phrasing ("reply to the customer with replyTemplates"), not the erased text, and `scan_erased`
+    would otherwise find it in every procedure that says it."""
     key = _key()
-    found: set[str] = set()
+    windows: set[tuple[str, ...]] = set()
     for text in texts:
         if len(text.strip()) < MIN_CHARS or REFERENCE_RE.fullmatch(text.strip()):
             continue
@@ -123,8 +127,14 @@ def fingerprints(texts: Iterable[str]) -> list[str]:
             continue
         size = min(len(words), WINDOW_WORDS)
         for start in range(0, min(len(words) - size + 1, MAX_WINDOWS_PER_TEXT)):
-            found.add(f"{size}:{_digest(key, words[start:start + size])}")
-    return sorted(found)
+            windows.add(tuple(words[start:start + size]))
+    sizes = {len(window) for window in windows}
+    for text in shared if windows else ():
+        words = _WORD.findall(text.lower())
+        for size in sizes:
+            for start in range(0, len(words) - size + 1):
+                windows.discard(tuple(words[start:start + size]))
+    return sorted(f"{len(window)}:{_digest(key, list(window))}" for window in windows)
 
 
 class FingerprintMatcher:
@@ -368,7 +378,9 @@ def erasure_sweep(*, version: ProcedureVersion, tombstone: VersionTombstone, tex
     descendants = _descendants(version)
     kept = _texts_kept_elsewhere(version, descendants)
     texts = [t for t in texts if t.strip().lower() not in kept]
-    sweep = ErasureSweep.objects.create(tombstone=tombstone, fingerprints=fingerprints(texts), started_at=timezone.now())
+    sweep = ErasureSweep.objects.create(
+        tombstone=tombstone, fingerprints=fingerprints(texts, shared=kept), started_at=timezone.now()
+    )
     result = SweepResult()
     lowered = needles(texts)
     _mining_entry(version, reference, result)

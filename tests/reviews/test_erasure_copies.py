@@ -206,3 +206,36 @@ def test_text_a_version_inherited_stays_with_the_version_that_keeps_it(candidate
     assert candidate.steps[0].startswith("Look up the order") and candidate.compute_content_hash() == candidate.content_hash
     assert stored_text_holding(CONTENT_MARKER) == []
     call_command("scan_erased", stdout=io.StringIO())
+
+
+def test_phrasing_the_erased_version_shares_with_staying_ones_is_no_copy(candidate, other_procedure, admin_user, agent):
+    """A step of the erased version and a step of another procedure begin alike ("Reply to the
+    customer with replyTemplates(…)") but differ: right after the erasure `scan_erased` finds no
+    copy (as the erase page says), and a real copy of the erased step written later is still found."""
+    # given: the candidate ends with a step that shares its first six words with order.status's last
+    shared_start = "Reply to the customer with replyTemplates({{order_id}}, "
+    steps = [*candidate.steps[:-1], shared_start + "'approval_pending')."]
+    other_version = other_procedure.versions.get()
+    v2 = services.version_revise(
+        version=candidate, user=admin_user, applies_when=f"{candidate.applies_when} {CONTENT_MARKER}", steps=steps,
+        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
+    )
+    kept = services.version_revise(
+        version=other_version, user=admin_user, applies_when=other_version.applies_when,
+        steps=[*other_version.steps[:-1], shared_start + "'order_status')."], required_tools=other_version.required_tools,
+        forbidden_actions=other_version.forbidden_actions,
+    )
+    # when
+    services.version_erase(version=v2, user=admin_user, ground="personal_data", reason="request 12")
+    # then: no copy, and the staying version kept its step
+    out = io.StringIO()
+    call_command("scan_erased", "--no-export", stdout=out)
+    assert "0 copies of erased text found" in out.getvalue()
+    assert ErasureSweep.objects.get(tombstone=v2.tombstone).remaining == []
+    kept.refresh_from_db()
+    assert kept.steps[-1] == shared_start + "'order_status')."
+    # and: the erased step itself, pasted somewhere later, is found
+    agent.description = f"Remember: {shared_start}'approval_pending')."
+    agent.save(update_fields=["description"])
+    with pytest.raises(CommandError, match="1 stored copy"):
+        call_command("scan_erased", "--no-export", stdout=io.StringIO())
