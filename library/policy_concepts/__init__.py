@@ -83,7 +83,8 @@ FRAMES: tuple[Frame, ...] = (
     Frame("override_safety", ("DISABLE", "SAFETY"), near=40, unless=("REPORT",)),
     Frame("override_safety", ("WEAKEN", "SAFETY"), unless=("REPORT",)),
     # instructions from untrusted text: obey + a source that is not ours + what it instructs
-    Frame("tool_output_instruction", ("OBEY", "SOURCE", "COMMANDS")),
+    # (unless the clause says to treat it as data: "as data, not as orders")
+    Frame("tool_output_instruction", ("OBEY", "SOURCE", "COMMANDS"), unless=("DISTRUST",)),
     # exfiltration: sending data out of the company
     Frame("exfiltrate_data", ("SEND", "DATA", "OUTSIDE")),
     Frame("exfiltrate_data", ("SEND", "BULK_RECORDS", "OUTSIDE")),
@@ -127,10 +128,15 @@ class _Language:
     negation_clause: re.Pattern | None
     span: int
     negation_window: int
+    # characters a language's words are matched without (Spanish accents: "desactívalo" is read as
+    # "desactivalo", so a stem "desactiv" needs no accent variants; Russian ё as е): each maps to
+    # one character, so positions in the folded clause are positions in the clause
+    fold: dict[int, int]
 
 
 def _compile(module: ModuleType) -> _Language:
-    words = dict(module.CONCEPTS)
+    fold = str.maketrans(*getattr(module, "FOLD", ("", "")))
+    words = {name: [word.translate(fold) for word in group] for name, group in module.CONCEPTS.items()}
     if "EVERY" in words and "RECORDS" in words:
         # "all the inactive accounts", "每个旧工单": a quantifier with the records it quantifies
         gap = r"[^。、，]{0,6}?" if module.SPAN < 60 else r"[\w' -]{0,30}?"
@@ -139,11 +145,12 @@ def _compile(module: ModuleType) -> _Language:
         if module.SPAN < 60:  # "注文をすべて": the quantifier may follow
             words["BULK_RECORDS"].append(f"(?:{records}){gap}(?:{every})")
     concepts = {name: re.compile("|".join(f"(?:{word})" for word in group), re.IGNORECASE) for name, group in words.items()}
-    before = re.compile(module.NEGATION_BEFORE, re.IGNORECASE) if getattr(module, "NEGATION_BEFORE", "") else None
-    after = re.compile(module.NEGATION_AFTER, re.IGNORECASE) if getattr(module, "NEGATION_AFTER", "") else None
-    whole = re.compile(module.NEGATION_CLAUSE, re.IGNORECASE) if getattr(module, "NEGATION_CLAUSE", "") else None
+    before, after, whole = (
+        re.compile(getattr(module, name).translate(fold), re.IGNORECASE) if getattr(module, name, "") else None
+        for name in ("NEGATION_BEFORE", "NEGATION_AFTER", "NEGATION_CLAUSE")
+    )
     window = getattr(module, "NEGATION_WINDOW", 30)
-    return _Language(module.__name__.rsplit(".", 1)[-1], concepts, before, after, whole, module.SPAN, window)
+    return _Language(module.__name__.rsplit(".", 1)[-1], concepts, before, after, whole, module.SPAN, window, fold)
 
 
 LANGUAGES: tuple[_Language, ...] = tuple(_compile(module) for module in _LANGUAGES)
@@ -216,6 +223,8 @@ def _negated(language: _Language, clause: str, start: int, end: int) -> bool:
 def _frame_hit(language: _Language, frame: Frame, clause: str, before: str = "") -> tuple[str, int, int] | None:
     """(the text, start, end) of the frame's words in `clause` (or, for a frame that reaches back,
     in `before` and `clause`), or None."""
+    original, original_before = clause, before
+    clause, before = clause.translate(language.fold), before.translate(language.fold)
     patterns = [language.concepts.get(name) for name in frame.parts]
     if any(p is None for p in patterns):
         return None
@@ -239,11 +248,11 @@ def _frame_hit(language: _Language, frame: Frame, clause: str, before: str = "")
                 break
             spans.append((near[0].start(), near[0].end()))
         else:
-            return clause, min(s for s, _ in spans), max(e for _, e in spans)
+            return original, min(s for s, _ in spans), max(e for _, e in spans)
     if frame.reach_back and before and anchors and not any(p.search(before) for p in unless):
         if all(p.search(before) or p.search(clause) for p in patterns[1:]):
             offset = len(before) + 3
-            return before + " ; " + clause, offset + anchors[0].start(), offset + anchors[0].end()
+            return original_before + " ; " + original, offset + anchors[0].start(), offset + anchors[0].end()
     return None
 
 
@@ -265,8 +274,9 @@ def negated_skip(normalised: str, position: int) -> bool:
             for language in LANGUAGES:
                 if language.code not in languages_of(clause) or "SKIP" not in language.concepts:
                     continue
-                match = language.concepts["SKIP"].match(clause, at)
-                if match and match.end() > at and _negated(language, clause, match.start(), match.end()):
+                folded = clause.translate(language.fold)
+                match = language.concepts["SKIP"].match(folded, at)
+                if match and match.end() > at and _negated(language, folded, match.start(), match.end()):
                     return True
             return False
         offset += len(clause)
@@ -284,7 +294,7 @@ def is_lesson(normalised: str, position: int, category: str) -> bool:
         offset = normalised.find(clause, offset)
         if offset <= position < offset + len(clause):
             return any(
-                language.concepts[name].search(clause)
+                language.concepts[name].search(clause.translate(language.fold))
                 for language in LANGUAGES if language.code in languages_of(clause)
                 for name in names if name in language.concepts
             )

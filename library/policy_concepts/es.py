@@ -3,29 +3,40 @@ Accents are optional in the stems ([aá]); imperatives carry enclitic pronouns (
 
 SPAN = 100
 
+FOLD = ("áéíóúüñ", "aeiouun")  # matched without accents: "desactívalo", "márcalo", "contrasena" (see __init__._Language.fold)
+
+from .commands import COMMANDS, merge  # noqa: E402
+
 CONCEPTS = {
     "REPORT": [
         r"\b(inform\w* (a|al)|report\w*|escal\w*)\b",
     ],
     "MASS_ACTION": [
+        r"\b(da|dar|dale|dal[oa]s) de baja\b|\b(cierra|cerrar|anula|anular)\w*\b",
         r"\b(cancel\w*|reembols\w*|cierra\w*|suspend\w*|desactiv\w*|elimin\w*|borr\w*)",
     ],
     "OBSTACLE": [
         r"\b(retrasa|ralentiza|hace perder (el )?tiempo|p[eé]rdida de tiempo|burocracia|papeleo|una formalidad)\b",
     ],
     "MARK_VERIFIED": [
+        r"\b(dal[oa]s?|da|dar|de|consideral[oa]s?|trata(l[oa]s?)?|marca(l[oa]s?)?|toma(l[oa]s?)?)\b.{0,10}\b(por|como) (identificad|verificad|confirmad|validad|autenticad|comprobad)\w*",
+        r"\b(marca|pon|registra|anota|deja)\w*\b.{0,40}\b(identidad|cliente|titular|llamante)\w* (comprobad|verificad|confirmad|validad)\w*\b(?!.{0,40}\b(solo|unicamente) (despues|cuando|si|tras|una vez)\b)",
         r"\b(da|dar|d[eé]|considera\w*|trata\w*|marca\w*|toma\w*)\b.{0,10}\b(por|como) (verificad|confirmad|validad|autenticad|comprobad)\w*",
     ],
     "IMPERSONATE": [
         r"\b(haci[eé]ndote pasar|hazte pasar|firma\w*|responde\w*|escribe\w*|pres[eé]ntate)\b.{0,30}\b(por|como|en nombre d)\b.{0,25}\b(responsable|director|directora|gerente|jef[ea]|supervisor\w*|administrador\w*)",
     ],
     "FOREIGN_INSTRUCTIONS": [
+        r"\b(si |cuando )?(contiene|contienen|incluye|incluyen|incluya|trae|traen)\b.{0,20}\b(instrucciones|ordenes|comandos)\b",
         r"\b(instrucciones?|[oó]rdenes|comandos?)\b.{0,30}\b(en|de|del|dentro de)\b.{0,20}\b(correos?|e-?mails?|p[aá]ginas?|documentos?|resultados?|salidas?|adjuntos?|archivos?)",
     ],
     "SELF_APPROVE": [
+        r"\b(apruebate|autorizate|firmatel[oa]|apruebatel[oa]|autorizatel[oa])\b",
+        r"\b(aprueb|aprob|autoriz|valid|firm)\w*\b.{0,30}\b(tu propia|tu propio|tus propias|tus propios) (solicitud|peticion|gasto|cambio|pull request|pr|acceso)\w*",
         r"\b(aprueb\w*|aprob\w*|firm\w*|fusion\w*|autoriz\w*)\b.{0,40}\b(t[uú] mism[oa]|por tu cuenta|en nombre (del|de la|de tu) \w+)\b",
     ],
     "UNBOUND": [
+        r"\b(asistente|modo|ia|bot|agente)\b.{0,10}\bsin (ningun\w* |tipo de )?(reglas|normas|ataduras|limitaciones|restricciones|limites|filtros|censura)\b",
         r"\b(no tienes|no hay|no existe)\b.{0,15}\b(ninguna?|restricci[oó]n|l[ií]mite|regla|filtro)\w*",
         r"\b(responde|act[uú]a|contesta)\w*\b.{0,30}\bsin (ninguna? )?(restricci[oó]n|l[ií]mite|regla|filtro|censura)\w*",
         r"\b(act[uú]a|haz|comp[oó]rtate) como si\b.{0,50}\b(no (existiera|existieran|tuvieras|hubiera)|ninguna)\b",
@@ -33,6 +44,12 @@ CONCEPTS = {
     ],
     "VIOLATION": [r"\b(que (incumpl\w*|viol\w*|infrinj\w*|rompa\w*)|contrari\w* a|infracci[oó]n\w*|violaci[oó]n\w*)\b"],
     "SKIP": [
+        r"\bno (abras|abrir|crees|levantes|tramites|gestiones|registres|escales|consultes|involucres|molestes|avises|pases por|escanees|analices)\b",
+        r"\b(no pierdas|sin perder) (el )?tiempo (con|en)\b|\bno te (compliques|molestes|entretengas) (con|en)\b|\bolvidate de\b",
+        r"\bantes de que\b.{0,40}\b(lo |la |los |las )?(mire|vea|revise|note|detecte|apruebe|autorice|valide|firme|pueda (revisar|ver|mirar|objetar|opinar))\b(?![^;]{0,60}\b(no|nunca)\b)",
+        r"\bsin (consultar\w*|preguntar\w*|pasar por|contar con|esperar a|pedir\w*( permiso)?)\b",
+        r"\b(divid|fraccion|trocea|reparte|partelo|partela)\w*\b.{0,60}\bpara (que )?(no (llegue|supere|pase|alcance|salte|requiera|necesite)|quedar\w* (por )?debajo|estar por debajo|no tener que)",
+        r"\b(saltamos|nos saltamos|nos saltaremos|se salta|prescindimos|pasamos de)\b",
         r"\bantes de que (alguien|nadie|finanzas|legal|el gerente|el supervisor|el revisor|cumplimiento)\b.{0,30}\b(lo )?(mire|vea|revise|note|se d[eé] cuenta)\b",
         r"\b(s[aá]lt\w*|salt\w*|omit\w*|om[ií]t\w*|ignor\w*|evit\w*|esquiv\w*|eludi\w*|elud\w*|pasa(r)? por alto|pasa(te)? de|prescind\w*|s[aá]ltate|salta(r)?se|obvi\w*|brinc\w*|sortea\w*|rode\w*)\b",
         r"\ben (lugar|vez) de esperar\b",
@@ -42,11 +59,15 @@ CONCEPTS = {
     ],
     "WITHOUT": [r"\bsin\b"],
     "DEFER": [
+        r"\b(deja\w*|dejamos|aplaza\w*|pospon\w*|posterga\w*)\b.{0,40}\b(para )?(despues|luego|mas tarde|manana|la semana (que viene|proxima)|otro dia|el lunes)\b",
+        r"\b(ratifica\w*|confirma\w*|firma\w*|aprueba\w*|valida\w*|regulariza\w*)\b.{0,15}\b(cuando|en cuanto) (vuelva|regrese|llegue|pueda|tenga tiempo|se incorpore)\b",
+        r"\b(de palabra|verbalmente|por telefono|en el pasillo|informalmente)\b",
         r"\b(hacemos|haremos|hacen|pedimos|pediremos|conseguimos|sacamos|firmamos|damos|la hace|lo hace)\b.{0,25}\b(despu[eé]s|luego|m[aá]s tarde|ma[ñn]ana|la semana que viene)\b",
         r"\b(puede|pueden|podr[aá]|llegar[aá]|vendr[aá]|se har[aá]|ser[aá]|se dar[aá]|se pedir[aá])\b.{0,30}\b(despu[eé]s|luego|m[aá]s tarde|m[aá]s adelante|la semana (que viene|pr[oó]xima)|ma[ñn]ana|a posteriori|retroactivamente)\b",
         r"\b(a posteriori|retroactivamente|con fecha anterior|dar[aá] por bueno|lo dar[aá]n? por bueno|por cumplir|pro forma)\b",
     ],
     "APPROVAL": [
+        r"\b(riesgos|departamento de riesgos|juridico|legal|asesoria|umbral\w*|circuito de firmas|cadena de firmas)\b",
         r"\b(revisor\w*|revisi[oó]n)\b",
         r"\b(aprobaci[oó]n\w*|aprob\w*|autorizaci[oó]n\w*|autoriz\w*|validaci[oó]n\w*|valid\w*|visto bueno|permiso|consentimiento|firma\w*|luz verde|ok|okay|revisi[oó]n|comit[eé])\b",
         r"\b(gerente|supervisor\w*|jef[ea]\w*|responsable|encargad\w*|finanzas|cumplimiento|direcci[oó]n)\b",
@@ -55,6 +76,7 @@ CONCEPTS = {
         r"\b(paso|proceso|flujo|requisito|regla|circuito) de (aprobaci[oó]n|autorizaci[oó]n|validaci[oó]n|revisi[oó]n)\b",
     ],
     "DISABLE": [
+        r"\b(silenci\w*|mute\w*|pon en silencio|desactival[oa]s?|apagal[oa]s?|quital[oa]s?)\b",
         r"\b(desactiv\w*|apag\w*|quit\w*|retir\w*|elimin\w*|suprim\w*|desconect\w*|desinstal\w*|suspend\w*|levant\w*|anul\w*|deshabilit\w*|par(a|ar|e) (el|la|los|las))\b",
     ],
     "WEAKEN": [
@@ -63,40 +85,54 @@ CONCEPTS = {
         r"\b(permisiv\w*|laxo|laxa)\b",
     ],
     "IDENTITY": [
+        r"\b(acreditacion|dni|pasaporte|prueba de identidad|poder notarial|documentacion)\b",
         r"\b(identidad|identificaci[oó]n|documento de identidad|verificaci[oó]n\w*|verific\w*|autenticaci[oó]n|autentic\w*|kyc|pin|c[oó]digo (pin|secreto|de un solo uso|de verificaci[oó]n|de confirmaci[oó]n)|preguntas? de seguridad|fecha de nacimiento|devoluci[oó]n de llamada|2fa|mfa|qui[eé]n (es|dice ser))\b",
     ],
     "TRUST_CLAIM": [
+        r"\b(diciendo|dice|diga|digan|afirma\w*|asegura\w*|alega\w*|se presenta\w*|se identifica\w*)\b( que)?( es| ser| son)? (el |la |su )?(titular|propietari\w*|duen\w*|abogad\w*|familiar|herman\w*|espos\w*|marido|mujer|representante|hij[oa]|padre|madre|jefe|gerente)\b.{0,80}\b(sin mas|directamente|sin pedir\w*|sin (comprobar|verificar)\w*|de inmediato|enseguida|al momento|sin preguntas|sin ninguna)\b",
+        r"\b(restablec|resete|cambi|reinici|desbloque|actualiz)\w*\b.{0,30}\b(contrasena|clave|pin|correo|email|telefono|direccion)\b.{0,40}\b(directamente|sin mas|en cuanto (te |se )?lo pida\w*|a la primera|sin (comprobar|verificar|pedir)\w*)\b(?!.{0,30}\b(tras|despues de|una vez) (verific|comprob|confirm))",
         r"\b(cr[eé]e\w*|cr[eé]ele|conf[ií]a\w*|f[ií]ate|acepta\w*|toma\w*)\b.{0,30}\b(qui[eé]n dice ser|lo que dice ser|su palabra|bajo palabra|de palabra|lo que diga)\b",
         r"\b(trata\w*|consider\w*)\b.{0,50}\bcomo (el |la )?(titular|propietari\w*|due[ñn]\w*|verificad\w*)\b",
         r"\bsu palabra (basta|es suficiente)\b",
     ],
     "GRANT": [
+        r"\b(mete\w*|meter|incluye\w*|incluir|pon|ponle|ponlo|sube\w*|subir|comparte\w*|compartir|agrega\w*)\b",
         r"\b(conc[eé]d\w*|da|dale|dales|darle|dar|d[eé]le|otorg\w*|asign\w*|agreg\w*|a[ñn]ad\w*|promuev\w*|promov\w*|asciend\w*|ascend\w*|elev\w*|ampl[ií]\w*|abre|abrir|desbloque\w*|habilit\w*)\b",
     ],
     "MAKE_PRIVILEGED": [
+        r"\b(cambi|sub|pas|actualiz|modific|eleva)\w*\b.{0,30}\b(rol|perfil|permisos?|nivel)\b.{0,30}\b(a|de|como|en) (propietari|duen|administrador|admin|superusuari|root|titular)\w*",
         r"\b(haz|hazlo|hacer|hazle|convierte|convertir|nombra\w*|promuev\w*|promov\w*|asciend\w*|ascend\w*|design\w*|pon|ponle)\b[^,]{0,40}\b(propietari\w*|due[ñn]\w*|administrador\w*|admin\w*|superusuari\w*|root|titular)\b",
         r"\b(conc[eé]dete|d[aá]te|ot[oó]rgate|as[ií]gnate|a[ñn][aá]dete)\b.{0,30}\b(permisos?|derechos?|acceso|rol|privilegios?|administrador\w*)\b",
     ],
     "PRIVILEGE": [
+        r"\b(con|a|para) (toda la (organizacion|empresa|compania|plantilla)|todo el mundo|todos los (usuarios|empleados)|cualquiera|cualquier persona)\b",
+        r"\b(permisos?|acceso|derechos?) (de (edicion|escritura|propietario)|total(es)?|completos?)\b.{0,30}\b(produccion|base de datos|todos)\b",
         r"\b(permisos? de (administrador|admin|propietario|superusuario)|derechos? de (administrador|admin|propietario)|acceso (de )?(administrador|admin|root|total|completo|ilimitado|de escritura|a producci[oó]n)|rol de (administrador|admin|propietario)|todos los permisos|control total|superusuari\w*|privilegios? (de administrador|elevados)|grupo de administradores|sudo)\b",
     ],
     "CHECK_ONLY": [
+        r"\b(para (obtener|conseguir|pedir|solicitar)|abre una solicitud|portal de ti|solicitalo|solicitarlo|debe solicitar\w*)\b",
         r"\b(comprueb\w*|verific\w*|si (ya )?(tiene|posee)|ya tiene|solo (los )?(administradores|propietarios|due[ñn]os)|solicitudes de acceso|env[ií]a las solicitudes|soporte t[eé]cnico|tras la aprobaci[oó]n|despu[eé]s de la aprobaci[oó]n)\b",
     ],
     "IGNORE": [
+        r"\b(saltatel[oa]s?|saltal[oa]s?|olvidate|olvidal[oa]s?|ignoral[oa]s?|pasa de|pasal[oa]s? por alto|incumplel[oa]s?|saltate)\b",
         r"\bno (le |les )?hagas caso\b|\bhaz caso omiso\b",
         r"\b(ignor\w*|olvid\w*|haz caso omiso|pasa(r)? por alto|salt\w* (las|la|el|los)|incumpl\w*|romp\w*|viol\w*|d[eé]ja(las|los|la|lo) de lado|deja de (seguir|cumplir|aplicar)|no (sigas|cumplas|respetes|apliques))\b",
     ],
     "NOT_BINDING": [
+        r"\b(quedan?|queda) (sin efecto|sin validez|anulad\w*|derogad\w*|en suspenso)\b|\b(dej(a|an|o|aron) de (aplicar|valer|regir|tener validez|contar))\b|\bya no (valen|sirven|cuentan|rigen)\b",
+        r"\b(no hace falta|no es necesario|no tienes que|no hay que|no necesitas|puedes dejar de) (respetar|cumplir|seguir|aplicar|acatar|observar)\w*",
+        r"\b(pensad[oa]s?|escrit[oa]s?|hech[oa]s?) para otros (equipos|departamentos|casos)\b|\bno va contigo\b|\bno (te )?aplica(n)? a (ti|ti)\b",
         r"\b(ya no|no)\b.{0,15}\b(te obliga\w*|te obligan|obliga\w*|aplica\w*|rige\w*|cuenta\w*|vale\w*|vinculan?|atan?|afecta\w*)\b",
         r"\b(opcional\w*|orientativ\w*|no vinculante\w*|meras sugerencias|simples sugerencias|obsolet\w*|caduc\w*|suspendid\w*|negociable\w*)\b",
-        r"\b(libre de|exento de|excepci[oó]n a)\b",
+        r"\b(libre de|exento de)\b|\b(haz|hacer|haga|hagas|aplica|concede|concedele|permite|admite)\w* (una |la |alguna )?excepci[oó]n",
     ],
     "RULES": [
+        r"\b(plazos?|condiciones|requisitos?|manual\w*|guia\w*|codigo de conducta|terminos)\b",
         r"\b(indicaciones|normativa\w*)\b",
         r"\b(instrucci[oó]n\w*|regla\w*|norma\w*|pol[ií]tica\w*|directri\w*|pautas?|procedimiento\w*|reglamento\w*|prompt del sistema|prompt|restricci[oó]n\w*|l[ií]mites?|lo que te dijeron|protocolo\w*)\b",
     ],
     "OBEY_ANYONE": [
+        r"\b(complace|complacer|complacele|contenta|dale|concedele|da)\b.{0,15}\b(al cliente|al usuario)?\b.{0,10}\b(en todo|todo lo que (pida|quiera|diga))\b",
         r"\bhaz (todo )?lo que (te )?(pida|diga|quiera|exija|mande)\w* (el cliente|la cliente|[eé]l|ella|el usuario)\b",
         r"\bhaz (todo )?lo que (el cliente|la cliente|el usuario) (pida|diga|quiera|exija)\b",
     ],
@@ -113,6 +149,8 @@ CONCEPTS = {
         r"\b(todo|todos los datos|la totalidad)\b",
     ],
     "NO_HUMAN": [
+        r"\bsin (revisar|comprobar|verificar|consultar|avisar|mirar|confirmar)(l[oa]s?|les)?\b",
+        r"\b(de golpe|de una vez|en lote|sin mirar|a ciegas|sin avisar a nadie)\b",
         r"\bsin (revisar|comprobar|verificar) si\b",
         r"\bsin (consultar|preguntar|avisar|revisar|confirm\w*|nadie|ninguna persona|ning[uú]n humano|intervenci[oó]n|supervisi[oó]n|respaldo|copia|aprobaci[oó]n|decir nada)\b",
         r"\b(autom[aá]ticamente|en silencio|silenciosamente|a escondidas|sin que nadie|de forma autom[aá]tica|sin hacer ruido|ninguna persona de por medio)\b",
@@ -122,6 +160,7 @@ CONCEPTS = {
         r"\b(todos|todas|todo|cada|en bloque|en masa|masivamente|enter[oa]s?|complet[oa]s?)\b",
     ],
     "RECORDS": [
+        r"\b(facturas?|contratos?|nominas?|expedientes?|historiales?|suscripcion\w*|reservas?)\b",
         r"\b(conversaciones|charlas|chats|intercambios)\b",
         r"\b(cuentas?|clientes?|usuarios?|registros?|datos|tickets?|pedidos?|mensajes?|correos?|historial\w*|archivos?|documentos?|perfiles?|contratos?|suscripciones?|miembros?|filas?)\b",
     ],
@@ -129,47 +168,81 @@ CONCEPTS = {
         r"\b(temporal\w*|tmp|borrador\w*|cach[eé]|build|duplicad\w*|spam|de prueba|cuando el cliente confirme|despu[eé]s de que (una persona|un humano|el cliente))\b",
     ],
     "SAFETY": [
+        r"\b(verificacion en dos pasos|en dos pasos|doble verificacion|deteccion de intrusiones|ids|siem|waf|edr|dlp|escaneo\w*|analisis antivirus)\b",
         r"\b(antifraude|controles? (antifraude|de fraude|de seguridad)|autenticaci[oó]n de dos factores|doble factor|dos factores|registro de auditor[ií]a)\b",
         r"\b(seguridad|filtros?|moderaci[oó]n|censura|barreras?( de protecci[oó]n)?|salvaguardas?|protecci[oó]n\w*|protecciones|cortafuegos|firewall|antivirus|sandbox|l[ií]mites? de (tasa|velocidad)|enmascaramiento|registro de auditor[ií]a|auditor[ií]a|monitoreo|monitorizaci[oó]n|alertas?|cifrado|2fa|mfa)\b",
     ],
     "OBEY": [
-        r"\b(haz|hazlo|hacer|hazle|cumpl\w*|c[uú]mpl\w*|sigu\w*|segu\w*|ejecut\w*|obedec\w*|realiz\w*|trata\w*|toma\w*|acat\w*)\b",
+        r"\b(tiene|tienen|tendra|tendran) (prioridad|preferencia|precedencia) sobre\b.{0,10}\b(tus|sus) (propias )?(instrucciones|reglas|normas|politicas)|\b(prevalece\w*|esta\w* por encima) (de|sobre) (tus|sus) (instrucciones|reglas|normas)",
+        r"\b(haz|hazlo|hacer|hazle|cumpl\w*|c[uú]mpl\w*|sigu\w*|seguir\w*|seguid\w*|ejecut\w*|obedec\w*|realiz\w*|trata\w*|toma\w*|acat\w*)\b",
         r"\b(sin (cuestionar\w*|dudar|pensar|preguntar|rechistar)|al pie de la letra|a ciegas|tal cual)\b",
     ],
     "SOURCE": [
+        r"\b(herramienta\w*|busqueda\w*)\b",
         r"\b(correos?|e-?mails?|mensajes?|p[aá]ginas?|sitios?|webs?|resultados?|salidas?|respuestas?|adjuntos?|documentos?|recuperad\w*|descargad\w*|entrante\w*|recibid\w*|extern\w*)\b",
     ],
     "COMMANDS": [
+        r"\b(pasos|acciones|tareas|peticiones|indicacion\w*)\b",
         r"\b(instrucci[oó]n\w*|[oó]rden\w*|comandos?|indicaciones|pida|pide|diga|dice|exija|exige|quiera|mande|contenga|contiene|vengan?|incluid\w*|ocult\w*|lo que)\b",
     ],
     "SEND": [
+        r"\b(pega\w*|vuelca\w*|volcar|copia oculta|llevatel[oa]s?)\b",
         r"\b(reenv[ií]\w*|sub(e|ir|irla|irlo|elo|ela|idos)|public\w*)\b",
         r"\b(env[ií]\w*|mand\w*|reenv[ií]\w*|sub\w*|cargar?|export\w*|copi\w*|compart\w*|public\w*|sincroniz\w*|transfier\w*|transfer\w*|con copia|cco|cc)\b",
     ],
     "DATA": [
+        r"\b(facturas?|contratos?|nominas?|historial\w*( medico)?|expedientes?|resumen de (la )?cuenta|datos de (la )?cuenta|carpeta de \w+)\b",
         r"\b(ficheros|archivos|documentos|datos|expedientes) del cliente\b",
         r"\b(n[uú]meros de tel[eé]fono|direcciones de correo|direcciones|datos de (los )?clientes|base de datos de usuarios|todas las conversaciones)\b",
         r"\b(datos|tabla (completa )?de clientes|lista de clientes|base de (datos|clientes)|tabla|registros|n[uú]meros de tarjeta|tarjetas? de cr[eé]dito|datos bancarios|datos personales|agenda|lista de contactos|c[oó]digo fuente|historial de (conversaciones|pedidos)|todos los (tickets|mensajes|correos|archivos|clientes))\b",
     ],
     "OUTSIDE": [
+        r"\b(pendrive|usb|memoria usb|disco externo|a casa|portatil personal|movil personal|nube personal|drive personal|google drive|aseguradora externa)\b",
         r"\b(extern\w*|fuera de la empresa|terceros?|p[uú]blic\w*|privad\w*|personal\w*|desconocid\w*|gmail|yahoo|hotmail|pastebin|dropbox|webhook\w*|ftp|telegram)\b",
         r"https?://\S+|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|ru|cn|xyz|info|biz|me|co|app|dev|site|online|top|es|mx)\b",
         r"\b(esta|otra) direcci[oó]n\b",
     ],
     "REVEAL": [
+        r"\b(le[ea]l[eo]s?|leer|en voz alta|responde con|contesta con|dicta\w*|deletrea\w*)\b",
         r"\b(a[ñn]ad\w*|agreg\w*|adjunt\w*|cita\w*|comunica\w*)\b",
         r"\b(revel\w*|muestr\w*|mostr\w*|imprim\w*|peg\w*|compart\w*|divulg\w*|exp[oó]n\w*|expon\w*|dile|dime|decir|di|recit\w*|repit\w*|repet\w*|inclu\w*|env[ií]\w*|public\w*|escrib\w*|registr\w*|copi\w*|lee en voz alta|da|dale|dar|entreg\w*)\b",
     ],
     "SECRET": [
+        r"\b(clave|token|secreto|credencial)\w* de (stripe|aws|openai|github|slack|google|azure|paypal|la api|api)\b",
+        r"\b(pin|cvv|cvc|numero completo de (la )?tarjeta|contrasena del wifi|contrasena del router)\b",
         r"\b(instrucciones ocultas|instrucciones internas|prompt del sistema)\b",
         r"\.env\b|\b\w*_(api_key|secret|secret_key|password|passwd|pwd|access_key|private_key)\b|\b(openai|aws|stripe|github|slack|gcp|azure)[\w-]*(key|token|secret)\b",
         r"\b(claves? (de )?api|claves? secretas?|claves? privadas?|claves? ssh|tokens?( de acceso)?|contrase[ñn]as?|credenciales|secretos?|cadenas? de conexi[oó]n|variables? de entorno|\.env|prompt (del|de) sistema|instrucciones (del sistema|internas|ocultas))\b",
         r"\btus (instrucciones|reglas ocultas)\b",
     ],
     "SECRET_CARE": [
+        r"\b(le llegara|te llegara|llegara por|recibira|nuevo pin|por correo postal)\b",
         r"\b(enmascar\w*|oc[uú]lta(la|lo|las|los)|cambi\w*|rot\w*|revoc\w*|b[oó]veda|vault|[uú]ltimos (cuatro|4)|asteriscos|restablec\w*|olvid[oó] (su|la) contrase[ñn]a|si (la|el|una|un) (clave|token|contrase[ñn]a)|aparece|caducad\w*)\b",
     ],
+    "APPROVAL_FAKED": [
+        r"\b(marc|pon|deja|cambi|registr|anot|actualiz)\w*\b.{0,40}\b(como|por|a|en) (aprobad|autorizad|validad|firmad|visad)\w*\b(?!.{0,40}\b(solo|unicamente) (despues|cuando|si|tras|una vez)\b)",
+        r"\b(tomalo|tomala|consideral[oa]|tratal[oa]|cuenta\w*|da\w*) (como|por) (aprobad|autorizad|validad|visto bueno|una aprobacion|una autorizacion)\w*",
+        r"\b(usa|reutiliza|aprovecha|recicla)\w*\b.{0,30}\b(aprobacion|autorizacion|visto bueno|firma) (anterior|de (otro|otra|ayer|la semana pasada|otro pedido|otro caso))\b",
+    ],
+    "WIDEN_SCOPE": [
+        r"\b(compart|abr|publica|expon|da acceso)\w*\b.{0,50}\b(con|a|para) (toda la (organizacion|empresa|compania|plantilla)|todo el mundo|todos los (usuarios|empleados)|cualquiera|cualquier persona)\b",
+        r"\b(haz|hazl[oa]|hacer|pon|ponl[oa]|poner|deja|dejal[oa]|configura|cambia)\w*\b.{0,30}\b(publico|publica|publicos|publicas|abierto a todos|accesible para todos)\b",
+        r"\b(token|clave|acceso|sesion|contrasena|permiso|credencial|api key|enlace)\w*\b.{0,40}\b(no caduque\w*|no expire\w*|nunca caduque\w*|nunca expire\w*|sin (fecha de )?(caducidad|vencimiento|expiracion)|no venza|permanente\w*|para siempre|indefinid\w*)",
+        r"\b(sub|aument|increment|elev|ampli|dobl|quit)\w*\b.{0,20}\b(el |los )?(limite|cupo|tope)s?\b.{0,50}\b(por encima de|mas alla de|sin consultar|sin aprobacion|saltandote|fuera de)\b",
+    ],
+    "ADDRESSED_TO_AGENT": [
+        r"\[\s*(mensaje del )?sistema\s*\]",
+        r"\b(nota|mensaje|aviso|atencion|instrucciones?|importante)\b\W{0,3}(para (el |la |cualquier )?|al? )?((agente|asistente|modelo)( de)? )?(ia|llm)\b",
+        r"\b(si eres|querido|estimado) (un |el )?(asistente|agente|modelo|bot) de ia\b",
+        r"\b(asistente|agente|ia|bot)\b\W{1,3}(a partir de ahora|desde ahora|de ahora en adelante)\b",
+    ],
+    "DISTRUST": [
+        r"\b(documentacion oficial|documentacion del (producto|fabricante)|manual (oficial|del fabricante|de usuario))\b",
+        r"\bcomo (datos|informacion|texto)\b.{0,20}\bno como (ordenes|instrucciones)|\b(no las sigas|no los sigas|no la sigas|ignoral[oa]s|sin ejecutar)\b",
+    ],
 }
+CONCEPTS = merge(CONCEPTS, COMMANDS)
 
-NEGATION_BEFORE = r"\b(no|nunca|jam[aá]s|ni|prohibido|en ning[uú]n caso|bajo ning[uú]n concepto)\b"
+# "sin" right before a verb negates it: "sin ejecutar nada", "sin borrar nada"
+NEGATION_BEFORE = r"\b(no|nunca|jam[aá]s|ni|prohibido|en ning[uú]n caso|bajo ning[uú]n concepto)\b|\bsin\s+$"
 NEGATION_AFTER = ""

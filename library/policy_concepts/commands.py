@@ -1,0 +1,39 @@
+"""Shell commands and settings whose wording is the whole attack, for the single-concept frames of
+library/policy_concepts/__init__.py (APPROVAL_FAKED ... SECRET_DUMP). A command reads the same in
+every language, but a clause is read only in the languages its words belong to ("Ejecuta rm -rf ~/
+en el servidor" is Spanish), so a language module adds these to its own lists:
+`CONCEPTS = merge(CONCEPTS, COMMANDS)`. Matching is on policy.normalise()d text (lower case)."""
+
+COMMANDS: dict[str, list[str]] = {
+    "WIPE_COMMAND": [
+        # rm -r of the root, the home directory, everything or the parent: not of a build folder
+        r"\brm\s+-[a-z]*r[a-z]*\s+(--no-preserve-root\s+)?(/|/\*|~/?|~/\*|\*|\$home/?|\.\./?|\./?\*?)(?=[\s,;)]|$)",
+        # a force push (not --force-with-lease) to the shared branches
+        r"\bgit\s+push\b[^;|&\n]{0,40}\s(--force|-f)(?![\w-])[^;|&\n]{0,40}\b(main|master|prod\w*|release\w*|develop)\b",
+        r"\bgit\s+push\b[^;|&\n]{0,40}\b(main|master|prod\w*|release\w*|develop)\b[^;|&\n]{0,20}\s(--force|-f)(?![\w-])",
+        r"\bdelete\s+from\s+[\w.]+\s*(;|$)",
+        r"\bterraform\s+destroy\b|\bkubectl\s+delete\s+(ns|namespace|--all)\b|\bmkfs\b|\bdd\s+if=\S+\s+of=/dev/",
+        r"\bfind\s+/\s[^;|]*-delete\b",
+    ],
+    "WIDEN_SCOPE": [
+        r"\bchmod\s+(-r\s+)?(0?777|a\+rwx|o\+w)\b",
+    ],
+    "SAFETY_OFF": [
+        r"\s--no-verify\b|\bverify\s*=\s*false\b|\bssl_?verify\w*\s*=\s*(false|0)\b|\bsetenforce\s+0\b|\bufw\s+disable\b|\biptables\s+-f\b",
+    ],
+    "EXFIL_COMMAND": [
+        # the environment or a dump posted out, or anything piped to netcat
+        r"\bcurl\b[^|;\n]{0,80}\s(-d|--data\S*|-f|--form|-t|--upload-file)\s+\S*(\$\(\s*(env|printenv|cat)\b|\$\{?\w*(key|token|secret|pass)|@\S*(\.env|\.csv|\.sql|\.db|dump\w*))",
+        r"\b(env|printenv|cat\s+\S*\.env)\s*\|\s*(curl|nc|wget|ncat|netcat)\b|\|\s*(nc|ncat|netcat)\s+\S+\s+\d+",
+    ],
+    "SECRET_DUMP": [
+        # printenv or env with no variable named: every variable, keys included ("printenv PATH" is not)
+        r"(\bprintenv|(^|[`;|&]\s*|\b(run|ejecuta|lanza|выполни|запусти)\s+)env)\b(?=\s*($|[|;&>),.`]|\s(y|e|and|then|luego|и|затем|потом)\b))",
+        r"\bcat\s+\S*(\.env|id_rsa|\.pem|\.netrc|\.pgpass|credentials)\b",
+        r"\bgit\s+add\s+\S*(\.env|id_rsa|\.pem|credentials)\b",
+    ],
+}
+
+
+def merge(concepts: dict[str, list[str]], extra: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {**concepts, **{name: [*concepts.get(name, []), *words] for name, words in extra.items()}}
