@@ -22,11 +22,14 @@ and stored on its own: a bad file is reported with its path, the field and the r
 others go on.
 
 `library_differences` compares files and library per procedure without writing (`import_procedures
---check`); `library_sync` turns each difference into what the library allows (`--sync`): a new or
+--check`), both ways: what the files add, and where the library is ahead (content it erased still
+in a file, versions, statuses and releases the files lack; versions matched by content hash);
+`library_sync` turns each difference into what the library allows (`--sync`): a new or
 changed file's newest version becomes a CANDIDATE (review and the eval decide), a scope that
 differs is changed through `procedure_scope_update` by the given user, and a live procedure whose
 file is gone gets a retirement request (the `retirement_requested` signal: reviews opens a demotion
-proposal an admin confirms or dismisses). Nothing becomes ACTIVE without the gate.
+proposal an admin confirms or dismisses); where the library is ahead it reports, since only a new
+export changes the files. Nothing becomes ACTIVE without the gate.
 """
 
 from __future__ import annotations
@@ -78,6 +81,7 @@ class _ParsedFile:
     intent: str
     versions: list[_ParsedVersion]
     scope: dict[str, Any] = field(default_factory=dict)  # only the keys the file has
+    releases: dict[str, int] | None = None  # None: the file has no "releases"
 
 
 def export_library(directory: Path, *, agents: list[Agent] | None = None) -> list[Path]:
@@ -200,7 +204,8 @@ def _parse_file(path: Path, agent_name_from_dir: str | None) -> _ParsedFile:
             )
         )
     return _ParsedFile(
-        path=path, agent=agent_name, key=data["id"], intent=data["intent"], versions=parsed, scope=_parse_scope(path, data)
+        path=path, agent=agent_name, key=data["id"], intent=data["intent"], versions=parsed, scope=_parse_scope(path, data),
+        releases=_parse_releases(path, data),
     )
 
 
@@ -237,6 +242,18 @@ def _parse_scope(path: Path, data: dict) -> dict[str, Any]:
             raise ImportFileError(path, "namespace", "must be a namespace name")
         scope["namespace"] = data["namespace"]
     return scope
+
+
+def _parse_releases(path: Path, data: dict) -> dict[str, int] | None:
+    if "releases" not in data:
+        return None
+    releases = data["releases"]
+    if not isinstance(releases, dict):
+        raise ImportFileError(path, "releases", "must be an object of environment → version number")
+    for environment, number in releases.items():
+        if not isinstance(number, int) or isinstance(number, bool) or number < 1:
+            raise ImportFileError(path, f"releases.{environment}", "must be a positive version number")
+    return dict(releases)
 
 
 def _collect_files(paths: list[Path]) -> list[tuple[Path, str | None]]:
@@ -355,12 +372,23 @@ class Difference:
 
     agent: str
     key: str
-    kind: str  # "new procedure", "new version", "scope", "removed"
+    kind: str  # one of KINDS
     detail: str
     path: Path | None = None
 
     def __str__(self) -> str:
         return f"{self.agent}/{self.key}: {self.kind}: {self.detail}"
+
+
+# What --sync does with each kind: the first four change the library (through the gate); the
+# others say the library is ahead of the files, which only a new export (a commit) brings level.
+KINDS = ("new procedure", "new version", "scope", "removed", "erased", "library only", "status", "releases")
+EXPORT_AGAIN = {
+    "erased": "the file must hold the erased version's tombstone only (export_procedures writes it)",
+    "library only": "export_procedures writes it into the file",
+    "status": "statuses change in the library (review, approval, retirement); export_procedures writes them",
+    "releases": "releases change on the release page; export_procedures writes them",
+}
 
 
 @dataclass
@@ -373,7 +401,11 @@ class Comparison:
 def _scope_differences(item: _ParsedFile, procedure: Procedure) -> list[str]:
     now = {"namespace": procedure.namespace.name, "roles": list(procedure.roles or []), "priority": procedure.priority,
            "confidence": procedure.confidence}
-    return [f"{name} {now[name]!r} in the library, {value!r} in the file" for name, value in item.scope.items() if now[name] != value]
+
+    def same(name: str, value: Any) -> bool:  # roles are a set (clean_roles sorts them; older rows may not be)
+        return sorted(now[name]) == sorted(value) if name == "roles" else now[name] == value
+
+    return [f"{name} {now[name]!r} in the library, {value!r} in the file" for name, value in item.scope.items() if not same(name, value)]
 
 
 def _known_hashes(versions, by: str = "key") -> dict[Any, set[str]]:
@@ -390,15 +422,58 @@ def _known_hashes(versions, by: str = "key") -> dict[Any, set[str]]:
     return known
 
 
+def _version_differences(item: _ParsedFile, versions: list[ProcedureVersion]) -> list[tuple[str, str]]:
+    """(kind, detail) for each library version the file holds otherwise or not at all, matched by
+    content hash (numbers may differ: an imported version gets the library's next number)."""
+    in_file = {v.content.hash: v for v in item.versions if v.content is not None}
+    tombstones = {v.content_hash for v in item.versions if v.content is None and v.content_hash}
+    found: list[tuple[str, str]] = []
+    for version in versions:
+        if version.status == Status.ERASED:
+            reference = version.tombstone.reference if hasattr(version, "tombstone") else "its tombstone"
+            copy = in_file.get(version.content_hash)
+            if copy is not None:
+                found.append(("erased", f"v{copy.source_number or '?'} of {item.path} holds the content of v{version.number}, "
+                                        f"which the library erased ({reference})"))
+            elif version.content_hash not in tombstones:
+                found.append(("library only", f"v{version.number} (ERASED) is not in {item.path}"))
+            continue
+        match = in_file.get(version.content_hash) or in_file.get(version.compute_content_hash())
+        if match is None:
+            found.append(("library only", f"v{version.number} ({version.status}) is not in {item.path}"))
+        elif match.source_status and match.source_status != version.status:
+            found.append(("status", f"v{version.number} is {version.status} in the library, "
+                                    f"{match.source_status} in the file (its v{match.source_number or '?'})"))
+    return found
+
+
+def _release_differences(item: _ParsedFile, procedure: Procedure) -> list[str]:
+    if item.releases is None:
+        return []
+    now = {r.environment: r.version.number for r in procedure.releases.all()}
+    return [
+        f"{environment} serves v{now[environment] if environment in now else '-'} in the library, "
+        f"v{item.releases[environment] if environment in item.releases else '-'} in the file"
+        for environment in sorted(set(now) | set(item.releases)) if now.get(environment) != item.releases.get(environment)
+    ]
+
+
 def library_differences(paths: list[Path]) -> Comparison:
-    """Per procedure, what differs between the files under `paths` and the library. Never writes.
-    Agents compared: those the files name or whose directories the paths hold."""
+    """Per procedure, what differs between the files under `paths` and the library (KINDS). Never
+    writes. Agents compared: those the files name or whose directories the paths hold."""
     parsed, errors, covered = _parse_all(paths)
     result = Comparison(errors=errors)
     procedures = {
         (p.agent.name, p.key): p
         for p in Procedure.objects.filter(agent__name__in=covered).select_related("agent", "namespace")
+        .prefetch_related("releases__version")
     }
+    versions: dict[int, list[ProcedureVersion]] = {}
+    for version in (
+        ProcedureVersion.objects.filter(procedure__in=list(procedures.values()))
+        .select_related("procedure", "tombstone").order_by("procedure_id", "number")
+    ):
+        versions.setdefault(version.procedure_id, []).append(version)
     hashes = _known_hashes(ProcedureVersion.objects.filter(procedure__in=list(procedures.values())), by="procedure_id")
     for item in parsed:
         result.files[(item.agent, item.key)] = item
@@ -413,13 +488,20 @@ def library_differences(paths: list[Path]) -> Comparison:
             result.differences.append(Difference(item.agent, item.key, "new version", f"{numbers} of {item.path} not in the library", item.path))
         for detail in _scope_differences(item, procedure):
             result.differences.append(Difference(item.agent, item.key, "scope", detail, item.path))
-    live = set(
-        ProcedureVersion.objects.filter(procedure__in=list(procedures.values()), status__in=[Status.ACTIVE, Status.APPROVED])
-        .values_list("procedure__agent__name", "procedure__key")
-    )
-    for agent_name, key in sorted(live - set(result.files)):
-        result.differences.append(Difference(agent_name, key, "removed", "no file for a procedure the library serves"))
-    result.differences.sort(key=lambda d: (d.agent, d.key, d.kind))
+        for kind, detail in _version_differences(item, versions.get(procedure.pk, [])):
+            result.differences.append(Difference(item.agent, item.key, kind, detail, item.path))
+        for detail in _release_differences(item, procedure):
+            result.differences.append(Difference(item.agent, item.key, "releases", detail, item.path))
+    for (agent_name, key), procedure in sorted(procedures.items()):
+        if (agent_name, key) in result.files:
+            continue
+        own = versions.get(procedure.pk, [])
+        if any(v.status in (Status.ACTIVE, Status.APPROVED) for v in own):
+            result.differences.append(Difference(agent_name, key, "removed", "no file for a procedure the library serves"))
+        elif own:
+            listed = ", ".join(f"v{v.number} ({v.status})" for v in own)
+            result.differences.append(Difference(agent_name, key, "library only", f"{listed}: no file"))
+    result.differences.sort(key=lambda d: (d.agent, d.key, KINDS.index(d.kind)))
     return result
 
 
@@ -475,4 +557,6 @@ def library_sync(paths: list[Path], *, user=None, create_intents: bool = False) 
                 actor_label="sync",
             )
             report.retirement_requested.append(f"{label} v{version.number}")
+        elif difference.kind in EXPORT_AGAIN:
+            report.not_applied.append(f"{label}: {difference.kind}: {difference.detail}: {EXPORT_AGAIN[difference.kind]}")
     return report

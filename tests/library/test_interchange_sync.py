@@ -22,6 +22,7 @@ from library.interchange import export_library, import_library, library_differen
 from library.models import AuditEvent, Procedure, ProcedureVersion, Source, Status
 from reviews.models import DemotionProposal
 from tests.conftest import make_passing_eval
+from tests.reviews.conftest import approved_in_staging  # noqa: F401 (a fixture the release test uses)
 from tests.reviews.operations_helpers import activate
 
 pytestmark = pytest.mark.django_db
@@ -136,6 +137,61 @@ def test_sync_makes_candidates_scope_changes_and_retirement_requests_never_activ
     assert (ProcedureVersion.objects.count(), DemotionProposal.objects.count()) == before
 
 
+def test_check_reports_where_the_library_is_ahead_of_the_files(candidate, other_procedure, approver, admin_user, tmp_path):
+    """The files are the record: an export made before the library changed differs from it. Erased
+    content still in a file, a version only the library has, a status and a release that moved on
+    are each a difference; --sync cannot change the files, so it lists them as not applied and
+    writes nothing for them."""
+    # given: an export, then v2 of order.status proposed, refund.over_limit v1 approved, and
+    # order.status v1 erased (a personal-data request) in the library
+    old = tmp_path / "old"
+    export_library(old)
+    order_v1 = other_procedure.versions.get()
+    services.version_revise(
+        version=order_v1, user=admin_user, applies_when=order_v1.applies_when, steps=[*order_v1.steps, "Close the ticket."],
+        required_tools=order_v1.required_tools, forbidden_actions=order_v1.forbidden_actions,
+    )
+    activate(candidate, approver)
+    tombstone = services.version_erase(version=order_v1, user=admin_user, ground="personal_data", reason="request 7")
+    counts = (ProcedureVersion.objects.count(), AuditEvent.objects.count(), DemotionProposal.objects.count())
+
+    # when
+    out = io.StringIO()
+    with pytest.raises(CommandError, match=r"3 difference\(s\)"):
+        call_command("import_procedures", str(old), "--check", stdout=out, stderr=io.StringIO())
+    # then
+    lines = out.getvalue()
+    assert (f"support_agent/order.status: erased: v1 of {old}/support_agent/order.status.json holds the content of v1, "
+            f"which the library erased ({tombstone.reference})") in lines
+    assert f"support_agent/order.status: library only: v2 (CANDIDATE) is not in {old}/support_agent/order.status.json" in lines
+    assert "support_agent/refund.over_limit: status: v1 is ACTIVE in the library, CANDIDATE in the file (its v1)" in lines
+    sync = io.StringIO()
+    call_command("import_procedures", str(old), "--sync", "--as-user", "admin", stdout=sync)
+    assert sync.getvalue().count("  not applied ") == 3 and "export_procedures writes" in sync.getvalue()
+    assert (ProcedureVersion.objects.count(), AuditEvent.objects.count(), DemotionProposal.objects.count()) == counts
+    # and: a new export agrees again, without the erased content
+    new = tmp_path / "new"
+    export_library(new)
+    assert library_differences([new]).differences == []
+    assert "Read the carrier status." not in (new / "support_agent" / "order.status.json").read_text()
+
+
+def test_check_reports_a_release_the_file_does_not_have(approved_in_staging, tmp_path):
+    v1, v2 = approved_in_staging
+    export_library(tmp_path)
+    path = tmp_path / "support_agent" / "refund.over_limit.json"
+    data = json.loads(path.read_text())
+    assert data["releases"] == {"staging": v2.number}
+    data["releases"] = {}
+    path.write_text(json.dumps(data))
+    [difference] = library_differences([tmp_path]).differences
+    assert (difference.kind, difference.detail) == ("releases", f"staging serves v{v2.number} in the library, v- in the file")
+    data["releases"] = {"staging": "two"}
+    path.write_text(json.dumps(data))
+    [error] = library_differences([tmp_path]).errors
+    assert (error.path, error.field, error.message) == (path, "releases.staging", "must be a positive version number")
+
+
 # ---------------------------------------------------------------------------------------------- round trip
 
 _text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40).filter(
@@ -143,6 +199,8 @@ _text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", 
 )
 _version = st.fixed_dictionaries({
     "applies_when": _text, "steps": st.lists(_text, min_size=1, max_size=3), "erase": st.booleans(),
+    "forbidden_actions": st.lists(_text, max_size=2), "preconditions": st.lists(_text, max_size=2),
+    "postconditions": st.lists(_text, max_size=2), "verify_command": st.one_of(st.just(""), _text),
 })
 _procedure = st.fixed_dictionaries({
     "versions": st.lists(_version, min_size=1, max_size=3),
@@ -167,10 +225,11 @@ def test_export_import_export_is_byte_identical(agent, intent, admin_user, libra
                 previous = None
                 for number, version in enumerate(spec["versions"], start=1):
                     steps = [f"{step} ({index}.{number}.{i})" for i, step in enumerate(version["steps"])]
+                    content = {name: version[name] for name in ("forbidden_actions", "preconditions", "postconditions", "verify_command")}
                     if previous is None:
                         made = services.procedure_propose(
                             agent=agent, intent=intent, key=f"gen.p{index}", applies_when=version["applies_when"], steps=steps,
-                            required_tools=[], forbidden_actions=[], source=Source.MANUAL, proposed_by=None,
+                            required_tools=[], source=Source.MANUAL, proposed_by=None, **content,
                         )
                         procedure = made.procedure
                         procedure.roles, procedure.priority, procedure.confidence = spec["roles"], spec["priority"], spec["confidence"]
@@ -181,7 +240,7 @@ def test_export_import_export_is_byte_identical(agent, intent, admin_user, libra
                     else:
                         made = services.version_revise(
                             version=previous, user=admin_user, applies_when=version["applies_when"], steps=steps,
-                            required_tools=[], forbidden_actions=[],
+                            required_tools=[], **content,
                         )
                     previous = made
                 for number, version in enumerate(spec["versions"], start=1):
@@ -189,6 +248,7 @@ def test_export_import_export_is_byte_identical(agent, intent, admin_user, libra
                         target = ProcedureVersion.objects.get(procedure__key=f"gen.p{index}", procedure__agent=agent, number=number)
                         services.version_erase(version=target, user=admin_user, ground="other", reason=f"gen {index}.{number}")
             export_library(tmp / "a")
+            assert library_differences([tmp / "a"]).differences == []
             report = import_library([tmp / "a"])
             assert report.errors == [] and report.created == []
             export_library(tmp / "b")
