@@ -1,5 +1,6 @@
-"""Rate limits of the agent API: per token and per client address, for select, the active set and
-ingest (OTLP shares the mechanism); an exceeded limit is a JSON 429 with Retry-After; the limits are
+"""Rate limits of the agent API: per token and per client address, for select, the active set,
+ingest and OTLP traces; an exceeded limit is a 429 with Retry-After (JSON; OTLP's own status
+message for OTLP); the limits are
 agent settings, validated, audited and shown on the settings page. Under concurrent load on a live
 server: test_rate_limits_server.py."""
 
@@ -15,7 +16,7 @@ from hypothesis import given, settings as hypothesis_settings, strategies as st
 
 from library.agent_settings import agent_settings_update
 from library.api.tokens import token_create
-from library.models import ApiToken, AuditEvent
+from library.models import AgentSession, ApiToken, AuditEvent
 from library.rate_limits import DEFAULT_LIMITS, ENDPOINTS, clean_rate_limits, effective_limits
 from tests.conftest import make_active
 
@@ -73,8 +74,6 @@ def test_the_address_limit_counts_every_token_of_the_agent(client, agent, admin_
 
 @pytest.mark.django_db
 def test_ingest_is_limited_and_a_refused_batch_stores_nothing(client, agent, admin_user):
-    from library.models import AgentSession
-
     _limit(agent, admin_user, {"ingest": {"token": "1/minute"}})
     raw = _token(agent, admin_user, scope=ApiToken.Scope.INGEST, name="ingest")
     body = json.dumps({"sessions": [{"session_id": "s-1", "task": "where is my order",
@@ -182,3 +181,37 @@ def test_who_does_not_manage_the_agent_cannot_change_limits(client, agent, revie
     assert response.status_code == expected
     agent.refresh_from_db()
     assert agent.api_rate_limits == {}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("content_type", ["application/x-protobuf", "application/json"])
+def test_otlp_over_the_limit_is_an_otlp_429_with_retry_after_and_stores_nothing(client, agent, admin_user, settings, content_type):
+    from google.protobuf import json_format
+    from google.rpc import code_pb2, status_pb2
+
+    from library.models import OtlpSpan
+    from tests.library.otel_agent import otlp_json, otlp_protobuf, recorded_spans
+
+    # given: one OTLP export a minute per token
+    settings.PROCMEM_OTLP_QUIET_SECONDS = 0
+    _limit(agent, admin_user, {"otlp": {"token": "1/minute"}})
+    raw = _token(agent, admin_user, scope=ApiToken.Scope.INGEST, name="otel")
+    encode = otlp_protobuf if content_type == "application/x-protobuf" else otlp_json
+
+    def export():
+        return client.generic("POST", reverse("api:otlp_traces"), encode(recorded_spans()), content_type=content_type, **bearer(raw))
+
+    # when
+    assert export().status_code == 200
+    stored = (AgentSession.objects.filter(agent=agent).count(), OtlpSpan.objects.count())
+    refused = export()
+    # then: the exporter's own error shape (a google.rpc.Status in the request's encoding), retryable
+    assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
+    assert refused["Content-Type"] == content_type
+    status = status_pb2.Status()
+    if content_type == "application/x-protobuf":
+        status.ParseFromString(refused.content)
+    else:
+        json_format.Parse(refused.content, status)
+    assert status.code == code_pb2.RESOURCE_EXHAUSTED and "rate limit" in status.message
+    assert (AgentSession.objects.filter(agent=agent).count(), OtlpSpan.objects.count()) == stored

@@ -1,5 +1,6 @@
 """Rate limits under concurrent load on a live server (gunicorn, two worker processes) with the
-counters in Redis: exactly the limit passes, the rest get 429 with Retry-After."""
+counters in Redis: exactly the limit passes, per token and per client address (shared by every token
+of the agent), the rest get 429 with Retry-After and store nothing."""
 
 from __future__ import annotations
 
@@ -53,3 +54,32 @@ def test_under_concurrent_load_exactly_the_limit_passes(redis_limited_server, ag
     assert statuses.count(200) == 20, statuses
     assert statuses.count(429) == 40
     assert all(retry and 1 <= int(retry) <= 60 for status, retry in results if status == 429)
+
+
+def test_under_concurrent_load_the_address_limit_is_shared_by_every_token_and_refused_batches_store_nothing(
+    redis_limited_server, agent, admin_user
+):
+    import requests
+
+    from library.models import AgentSession
+
+    # given: 10 session reports a minute from one address, three ingest tokens of the agent
+    agent_settings_update(agent=agent, user=admin_user, changes={"api_rate_limits": {"ingest": {"ip": "10/minute"}}})
+    tokens = [token_create(agent=agent, scope=ApiToken.Scope.INGEST, name=f"ingest-{i}", user=admin_user)[1] for i in range(3)]
+    url = f"{redis_limited_server}/api/v1/sessions"
+
+    def report(i):
+        session = {"session_id": f"load-{i}", "task": "where is my order", "tool_calls": [{"name": "lookupOrder"}],
+                   "outcome": {"resolved": True}}
+        response = requests.post(url, json={"sessions": [session]}, headers={"Authorization": f"Bearer {tokens[i % 3]}"}, timeout=60)
+        return response.status_code, response.headers.get("Retry-After")
+
+    # when: 36 reports, 12 at a time, spread over the three tokens
+    with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
+        results = list(pool.map(report, range(36)))
+    # then: exactly 10 were taken, whichever token sent them, and only theirs are stored
+    statuses = [status for status, _ in results]
+    assert sum(1 for s in statuses if s in (200, 201, 202)) == 10, statuses
+    assert statuses.count(429) == 26
+    assert all(retry and 1 <= int(retry) <= 60 for status, retry in results if status == 429)
+    assert AgentSession.objects.filter(agent=agent, session_id__startswith="load-").count() == 10
