@@ -121,10 +121,11 @@ _RULES: list[tuple[str, str, list[str]]] = [
         "widen_permissions",
         "tells the agent to widen permissions or escalate its own privileges",
         [
-            r"\b(grant|give|escalate|elevate|widen|raise)\b[^.]{0,40}\b(admin|root|superuser|privilege|permission|access|role)",
+            r"\b(grant|give|escalate|elevate|widen|raise)\b[^.]{0,40}\b(admin|root|superuser|privilege|permission|(?<!read )(?<!view )(?<!read-only )access|role)",
             r"\badd\b[^.]{0,30}\bto the (admin|administrator|owner|root|sudo)s?\b",
             r"\b(disable|turn off|remove)\b[^.]{0,30}\b(limit|rate limit|guard|restriction|check)s?\b",
-            r"\bsudo\b|\bchmod\s+777\b",
+            # sudo (a verify command or a step run as root), except a system package installed
+            r"\bsudo\b(?!\s+(-\w+\s+)*(apt|apt-get|dnf|yum|apk|zypper)\s+(-\w+\s+)*(install|update)\b)|\bchmod\s+(-\w+\s+)*0?777\b",
             # German
             r"\b(gib|gebe|erteile|vergib|verleihe|gewähre|füge)\b[^.]{0,40}\b(admin\w*|administrator\w*|root|superuser|vollzugriff|alle rechte)",
             # French
