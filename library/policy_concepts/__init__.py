@@ -173,6 +173,8 @@ _COMMON_WORDS = {
 _COMMON = {code: frozenset(words.split()) for code, words in _COMMON_WORDS.items()}
 _LETTERS = {"de": re.compile(r"[äöüß]"), "fr": re.compile(r"[èêàçœëîôû]|\b[ldjnmcqst]'"), "es": re.compile(r"[ñ¿¡áíóú]")}
 _WORD = re.compile(r"[^\W\d_]+")
+# a command's options ("--no-verify", "-rf") are no language's words: "do not use --no-verify" is English
+_OPTIONS = re.compile(r"(?<![\w-])--?[a-z][\w-]*")
 _KANA = re.compile(r"[\u3040-\u30ff]")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _CYRILLIC = re.compile(r"[\u0400-\u04ff]")
@@ -186,7 +188,7 @@ def languages_of(clause: str) -> set[str]:
         found.add("zh")
     if _CYRILLIC.search(clause):
         found.add("ru")
-    words = _WORD.findall(clause)
+    words = _WORD.findall(_OPTIONS.sub(" ", clause))
     if words and any(ord(ch) < 0x250 for word in words for ch in word[:1]):
         scores = {code: sum(word in common for word in words) + 2 * len(_LETTERS[code].findall(clause)) if code in _LETTERS
                   else sum(word in common for word in words) for code, common in _COMMON.items()}
