@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -113,3 +114,23 @@ def test_an_explicit_database_url_always_wins(tmp_path):
     url = f"sqlite:///{tmp_path}/explicit.sqlite3"
     assert _test_settings_database({"DATABASE_URL": url}) == f"django.db.backends.sqlite3 {tmp_path}/explicit.sqlite3"
     assert _test_settings_database({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/procmem_h11"}).endswith(" procmem_h11")
+
+
+_READS = re.compile(
+    r"""(?:\benv_(?:str|bool|int|float|list)\(|os\.environ\.get\(|os\.environ\[|os\.getenv\(|environ\.setdefault\(|"""
+    r"""_shared_data_dir\([^)]*?,\s*)\s*["']([A-Z][A-Z0-9_]+)["']|process\.env\.([A-Z][A-Z0-9_]+)"""
+)
+# the operating system's and Python's own, which every process reads
+_NOT_OURS = {"DJANGO_SETTINGS_MODULE", "PYTHONPATH", "PATH"}
+
+
+def test_the_readme_names_every_environment_variable_the_code_reads():
+    sources = [
+        path for folder in ("procmem_site", "library", "reviews", "bench", "tests", "clients/python", "clients/typescript/src",
+                            "clients/typescript/test", "tests/oidc")
+        for path in (ROOT / folder).rglob("*") if path.suffix in {".py", ".ts", ".js", ".mjs"} and "node_modules" not in path.parts
+    ]
+    read = {name for path in sources for match in _READS.finditer(path.read_text(encoding="utf-8")) for name in match.groups() if name}
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(read) > 100  # the pattern still finds the settings
+    assert sorted(name for name in read - _NOT_OURS if f"`{name}`" not in readme) == []
