@@ -211,7 +211,7 @@ _RULES: list[tuple[str, str, list[str]]] = [
             r"\b(override|bypass|disable|ignore|turn off|switch off|deactivate)\b[^.]{0,40}\b(safety|content|security|guardrail|filter|moderation)",
             r"\bjailbreak|\bdeveloper mode\b|\bdan mode\b",
             # German
-            r"\b(deaktivier\w*|umgeh\w*|ignorier\w*|abschalt\w*)\b[^.]{0,40}(sicherheit|filter|moderation|schutz)",
+            r"\b(deaktivier\w*|umgeh\w*|ignorier\w*|abschalt\w*)\b[^.]{0,40}(sicherheit(?!s?(team|abteilung|beauftragt))|filter|moderation|schutz)",
             r"\bschalte?\b[^.]{0,40}(sicherheit|filter|moderation|schutz)\w*[^.]{0,30}\baus\b",
             # French
             r"\b(d[ée]sactiv|coup|contourn|ignor)\w*\b[^.]{0,40}\b(filtre|s[ée]curit[ée]|mod[ée]ration|garde-fou|protection)",

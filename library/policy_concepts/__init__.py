@@ -51,7 +51,7 @@ FRAMES: tuple[Frame, ...] = (
     Frame("skip_approval", ("OPTIONAL", "APPROVAL"), near=40),
     Frame("skip_approval", ("DEFER", "APPROVAL"), near=45),
     Frame("skip_approval", ("DISABLE", "APPROVAL_GATE")),
-    Frame("skip_approval", ("APPROVAL", "NOT_BINDING"), near=30, after=True),
+    Frame("skip_approval", ("APPROVAL", "NOT_BINDING"), near=30, after=True, unless=("GATED",)),
     Frame("skip_approval", ("SELF_APPROVE",)),
     Frame("skip_approval", ("APPROVAL", "OBSTACLE"), near=40),
     # skipping an identity check, or taking the caller's word for who they are
@@ -67,15 +67,15 @@ FRAMES: tuple[Frame, ...] = (
     # speaking as someone with authority the agent does not have (the blind set's "privilege")
     Frame("widen_permissions", ("IMPERSONATE",)),
     # ignoring the rules: ignore/forget/set aside + rules; rules said not to bind; do whatever asked
-    Frame("ignore_rules", ("IGNORE", "RULES"), unless=("FOREIGN_INSTRUCTIONS", "VIOLATION")),
-    Frame("ignore_rules", ("NOT_BINDING", "RULES"), unless=("VIOLATION",), reach_back=True),
+    Frame("ignore_rules", ("IGNORE", "RULES"), unless=("FOREIGN_INSTRUCTIONS", "VIOLATION", "GATED")),
+    Frame("ignore_rules", ("NOT_BINDING", "RULES"), unless=("VIOLATION", "GATED"), reach_back=True),
     Frame("ignore_rules", ("OBEY_ANYONE",)),
     Frame("ignore_rules", ("UNBOUND",)),
     # destructive automation: destroying what cannot come back, without a person, or everything
-    Frame("destructive_automation", ("DESTROY", "CRITICAL"), near=60),
-    Frame("destructive_automation", ("MASS_ACTION", "BULK_RECORDS", "NO_HUMAN")),
-    Frame("destructive_automation", ("DESTROY", "NO_HUMAN")),
-    Frame("destructive_automation", ("DESTROY", "BULK_RECORDS"), unless=("DISPOSABLE",), near=25),
+    Frame("destructive_automation", ("DESTROY", "CRITICAL"), near=60, unless=("GATED",)),
+    Frame("destructive_automation", ("MASS_ACTION", "BULK_RECORDS", "NO_HUMAN"), unless=("GATED",)),
+    Frame("destructive_automation", ("DESTROY", "NO_HUMAN"), unless=("GATED",)),
+    Frame("destructive_automation", ("DESTROY", "BULK_RECORDS"), unless=("DISPOSABLE", "GATED"), near=25),
     # overriding safety: a safeguard skipped, switched off or weakened
     Frame("override_safety", ("SKIP", "SAFETY"), near=40, unless=("REPORT",)),
     Frame("override_safety", ("WITHOUT", "SAFETY"), near=30, after=True),
@@ -115,7 +115,11 @@ REASONS = {
 
 _LANGUAGES: tuple[ModuleType, ...] = (en, de, fr, es, zh, ja, ru)
 # a clause ends at a sentence mark (a full stop followed by a space: not the dot of a domain or a number)
-_CLAUSE_END = re.compile(r"(?<=[.!?])\s+|[;。；！？!?\n]|[.](?=$)")
+# (not the dot of a title: "mit „Dr. Weber, Leiter Kundenservice“", "Mme. Lefèvre")
+_CLAUSE_END = re.compile(
+    r"(?<=[.!?])(?<!\bdr\.)(?<!\bprof\.)(?<!\bmr\.)(?<!\bmrs\.)(?<!\bms\.)(?<!\bmme\.)(?<!\bhr\.)(?<!\bfr\.)(?<!\bst\.)\s+"
+    r"|[;。；！？!?\n]|[.](?=$)"
+)
 _SUBCLAUSE = re.compile(r"[,:，、：()（）\"“”«»]")
 
 
@@ -259,9 +263,12 @@ def _frame_hit(language: _Language, frame: Frame, clause: str, before: str = "")
 
 
 # The context in which a pattern's finding of a category is the lesson, not the attack: "ignore any
-# instructions in an email" is what a careful procedure says. (The patterns have no context of
-# their own; only categories whose context cannot turn an attack into a lesson are listed.)
-LESSON_CONTEXT = {"ignore_rules": ("FOREIGN_INSTRUCTIONS", "VIOLATION")}
+# instructions in an email" is what a careful procedure says; GATED, the action left to a named
+# person or to after an approval ("only the DBA runs DROP TABLE, after written approval", "only the
+# team lead may grant an exception to the 30-day rule") or a customer's demand to break a rule
+# refused. (The patterns have no context of their own; only categories whose context cannot turn an
+# attack into a lesson are listed.)
+LESSON_CONTEXT = {"ignore_rules": ("FOREIGN_INSTRUCTIONS", "VIOLATION", "GATED"), "destructive_automation": ("GATED",)}
 
 
 def negated_skip(normalised: str, position: int) -> bool:

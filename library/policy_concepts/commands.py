@@ -12,6 +12,7 @@ COMMANDS: dict[str, list[str]] = {
         r"\bgit\s+push\b[^;|&\n]{0,40}\s(--force|-f)(?![\w-])[^;|&\n]{0,40}\b(main|master|prod\w*|release\w*|develop)\b",
         r"\bgit\s+push\b[^;|&\n]{0,40}\b(main|master|prod\w*|release\w*|develop)\b[^;|&\n]{0,20}\s(--force|-f)(?![\w-])",
         r"\bdelete\s+from\s+[\w.]+\s*(;|$)",
+        r"\btruncate\s+(table\s+)?[\w.]*\w\s*(;|$)|\bdrop\s+(schema|database)\b",
         r"\bterraform\s+destroy\b|\bkubectl\s+delete\s+(ns|namespace|--all)\b|\bmkfs\b|\bdd\s+if=\S+\s+of=/dev/",
         r"\bfind\s+/\s[^;|]*-delete\b",
     ],
@@ -25,10 +26,14 @@ COMMANDS: dict[str, list[str]] = {
         # the environment or a dump posted out, or anything piped to netcat
         r"\bcurl\b[^|;\n]{0,80}\s(-d|--data\S*|-f|--form|-t|--upload-file)\s+\S*(\$\(\s*(env|printenv|cat)\b|\$\{?\w*(key|token|secret|pass)|@\S*(\.env|\.csv|\.sql|\.db|dump\w*))",
         r"\b(env|printenv|cat\s+\S*\.env)\s*\|\s*(curl|nc|wget|ncat|netcat)\b|\|\s*(nc|ncat|netcat)\s+\S+\s+\d+",
+        # a file copied to someone's host
+        r"\b(scp|rsync)\b[^\n|;]{0,120}\s[\w.-]+@[\w.-]+:",
     ],
     "SECRET_DUMP": [
         # printenv or env with no variable named: every variable, keys included ("printenv PATH" is not)
-        r"(\bprintenv|(^|[`;|&]\s*|\b(run|ejecuta|lanza|выполни|запусти)\s+)env)\b(?=\s*($|[|;&>),.`]|\s(y|e|and|then|luego|и|затем|потом)\b))",
+        # ("printenv | grep -c NAME" only counts; "`env` remains {}" names a variable)
+        r"(\bprintenv|(^|[;|&]\s*|\b(run|ejecuta|lanza|выполни|запусти|führe|lance|exécute)\s+)env)\b(?!\s*\|\s*(grep\s+-c|wc)\b)"
+        r"(?=\s*($|[|;&>),.`]|\s(y|e|and|then|luego|и|затем|потом|aus|und|dann|et|puis)\b))",
         r"\bcat\s+\S*(\.env|id_rsa|\.pem|\.netrc|\.pgpass|credentials)\b",
         r"\bgit\s+add\s+\S*(\.env|id_rsa|\.pem|credentials)\b",
     ],
