@@ -113,6 +113,11 @@ def test_without_local_passwords_a_password_signs_nobody_in(client, settings, re
     response = client.post(reverse("login"), {"username": "reviewer", "password": "pw-reviewer"})
     assert response.status_code == 403
     assert "_auth_user_id" not in client.session
+    # nor through Django's admin, whose staff sign in with passwords otherwise
+    reviewer.is_staff = True
+    reviewer.save(update_fields=["is_staff"])
+    client.post("/django-admin/login/", {"username": "reviewer", "password": "pw-reviewer", "next": "/django-admin/"})
+    assert "_auth_user_id" not in client.session
     # the permissions of groups still count for a user signed in another way
     assert user_is_reviewer(get_user_model().objects.get(pk=reviewer.pk))
 
