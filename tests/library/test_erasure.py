@@ -202,3 +202,20 @@ def test_sqlite_and_postgres_both_refuse_erasure_without_a_tombstone_through_the
         status=Status.ERASED, applies_when="", steps=[], required_tools=[], forbidden_actions=[], skeleton=[],
         quarantine_reasons=[], evidence={}, provenance={},
     ))
+
+
+def test_another_finished_runs_reply_that_quotes_the_erased_step_loses_it(active, manager, other_procedure, admin_user):
+    # given: order.status's finished eval, whose agent quoted a step only the erased version has
+    erased_step = active.steps[2]
+    other = other_procedure.versions.get()
+    run = make_passing_eval(other)
+    assert run.state == EvalRun.State.DONE
+    case = RegressionCase.objects.create(agent=other_procedure.agent, intent=other_procedure.intent, task="t2")
+    result = EvalCaseResult.objects.create(run=run, case=case, arm="candidate", reply=f"I will now: {erased_step}",
+                                           tool_calls=[{"name": "createApproval"}])
+    # when
+    tombstone = services.version_erase(version=active, user=manager, ground=GROUND, reason="data-subject request 115")
+    # then: the reply is the reference; the run, its verdict and the tool calls stay
+    result.refresh_from_db()
+    assert result.reply == tombstone.reference and result.tool_calls == [{"name": "createApproval"}]
+    assert EvalRun.objects.get(pk=run.pk).verdict == run.verdict
