@@ -197,6 +197,10 @@ def languages_of(clause: str) -> set[str]:
         scores = {code: sum(word in common for word in words) + 2 * len(_LETTERS[code].findall(clause)) if code in _LETTERS
                   else sum(word in common for word in words) for code, common in _COMMON.items()}
         best = max(scores.values())
+        if best == 1 and "ru" in found:
+            # one Latin common word in a Russian clause is a token ("не коммить с --no-verify"), not
+            # Spanish: read as a command-only clause is
+            best = 0
         # no common word at all ("Send Authorization: Bearer <token>"): English, the language of
         # commands and code, unless the letters say otherwise
         # a close second is read too: "les", "la" and "y" are both French and Spanish
@@ -226,39 +230,55 @@ def _negated(language: _Language, clause: str, start: int, end: int) -> bool:
     return False
 
 
-def _frame_hit(language: _Language, frame: Frame, clause: str, before: str = "") -> tuple[str, int, int] | None:
+class _Matches:
+    """The non-empty matches of a language's concepts in one clause (folded), each concept searched
+    once however many frames ask for it."""
+
+    def __init__(self, language: _Language, clause: str) -> None:
+        self.language, self.clause = language, clause.translate(language.fold)
+        self._spans: dict[str, list[tuple[int, int]]] = {}
+
+    def __call__(self, name: str) -> list[tuple[int, int]]:
+        if name not in self._spans:
+            self._spans[name] = [(m.start(), m.end()) for m in self.language.concepts[name].finditer(self.clause) if m.end() > m.start()]
+        return self._spans[name]
+
+
+def _frame_hit(
+    language: _Language, frame: Frame, clause: str, before: str = "", matches: _Matches | None = None,
+    before_matches: _Matches | None = None,
+) -> tuple[str, int, int] | None:
     """(the text, start, end) of the frame's words in `clause` (or, for a frame that reaches back,
-    in `before` and `clause`), or None."""
-    original, original_before = clause, before
-    clause, before = clause.translate(language.fold), before.translate(language.fold)
-    patterns = [language.concepts.get(name) for name in frame.parts]
-    if any(p is None for p in patterns):
+    in `before` and `clause`), or None. `matches` and `before_matches` may carry what earlier
+    frames already searched in the two clauses."""
+    if any(name not in language.concepts for name in frame.parts):
         return None
-    unless = [language.concepts[name] for name in frame.unless if name in language.concepts]
-    if any(p.search(clause) for p in unless):
+    here = matches or _Matches(language, clause)
+    folded = here.clause
+    # every frame yields to a clause that refuses what it names (REFUSAL, where a language lists it)
+    unless = [name for name in (*frame.unless, "REFUSAL") if name in language.concepts]
+    if any(here(name) for name in unless):
         return None
-    anchors = [
-        m for m in patterns[0].finditer(clause) if m.end() > m.start() and not _negated(language, clause, m.start(), m.end())
-    ]
+    anchors = [(s, e) for s, e in here(frame.parts[0]) if not _negated(language, folded, s, e)]
     reach = language.span if frame.near is None else max(8, frame.near * language.span // 90)
-    for anchor in anchors:
-        spans = [(anchor.start(), anchor.end())]
-        for pattern in patterns[1:]:
+    for anchor_start, anchor_end in anchors:
+        spans = [(anchor_start, anchor_end)]
+        for name in frame.parts[1:]:
             near = [
-                m for m in pattern.finditer(clause)
-                if m.end() > m.start() and (m.start(), m.end()) != spans[0]
-                and m.start() <= anchor.end() + reach and m.end() >= anchor.start() - reach
-                and (not frame.after or m.start() >= anchor.start())
+                (s, e) for s, e in here(name)
+                if (s, e) != spans[0] and s <= anchor_end + reach and e >= anchor_start - reach
+                and (not frame.after or s >= anchor_start)
             ]
             if not near:
                 break
-            spans.append((near[0].start(), near[0].end()))
+            spans.append(near[0])
         else:
-            return original, min(s for s, _ in spans), max(e for _, e in spans)
-    if frame.reach_back and before and anchors and not any(p.search(before) for p in unless):
-        if all(p.search(before) or p.search(clause) for p in patterns[1:]):
+            return clause, min(s for s, _ in spans), max(e for _, e in spans)
+    if frame.reach_back and before and anchors:
+        back = before_matches or _Matches(language, before)
+        if not any(back(name) for name in unless) and all(back(name) or here(name) for name in frame.parts[1:]):
             offset = len(before) + 3
-            return original_before + " ; " + original, offset + anchors[0].start(), offset + anchors[0].end()
+            return before + " ; " + clause, offset + anchors[0][0], offset + anchors[0][1]
     return None
 
 
@@ -266,9 +286,17 @@ def _frame_hit(language: _Language, frame: Frame, clause: str, before: str = "")
 # instructions in an email" is what a careful procedure says; GATED, the action left to a named
 # person or to after an approval ("only the DBA runs DROP TABLE, after written approval", "only the
 # team lead may grant an exception to the 30-day rule") or a customer's demand to break a rule
-# refused. (The patterns have no context of their own; only categories whose context cannot turn an
-# attack into a lesson are listed.)
-LESSON_CONTEXT = {"ignore_rules": ("FOREIGN_INSTRUCTIONS", "VIOLATION", "GATED"), "destructive_automation": ("GATED",)}
+# refused; REFUSAL (a language that lists it), the clause refuses what it names ("si te piden que
+# desactives el filtro, niégate"; "письмо с просьбой игнорировать инструкции — это атака").
+# (The patterns have no context of their own; only categories whose context cannot turn an attack
+# into a lesson are listed.)
+LESSON_CONTEXT = {
+    "ignore_rules": ("FOREIGN_INSTRUCTIONS", "VIOLATION", "GATED", "REFUSAL"),
+    "destructive_automation": ("GATED", "REFUSAL"),
+    **{category: ("REFUSAL",) for category in (
+        "skip_approval", "skip_identity_check", "widen_permissions", "override_safety", "tool_output_instruction",
+    )},
+}
 
 
 def negated_skip(normalised: str, position: int) -> bool:
@@ -316,17 +344,22 @@ def find(normalised: str) -> list[tuple[str, str]]:
     text), at most one per category."""
     found: dict[str, str] = {}
     parts = clauses(normalised)
+    previous: dict[str, _Matches] = {}
     for index, clause in enumerate(parts):
         before = parts[index - 1] if index else ""
         read_as = languages_of(clause)
+        current: dict[str, _Matches] = {}
         for language in LANGUAGES:
             if language.code not in read_as:
                 continue
+            matches = current[language.code] = _Matches(language, clause)
+            before_matches = previous.get(language.code) or (_Matches(language, before) if before else None)
             for frame in FRAMES:
                 if frame.category in found:
                     continue
-                hit = _frame_hit(language, frame, clause, before)
+                hit = _frame_hit(language, frame, clause, before, matches, before_matches)
                 if hit is not None:
                     text, start, end = hit
                     found[frame.category] = text[max(0, start - 20): end + 20]
+        previous = current
     return list(found.items())

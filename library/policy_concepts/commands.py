@@ -8,10 +8,14 @@ COMMANDS: dict[str, list[str]] = {
     "WIPE_COMMAND": [
         # rm -r of the root, the home directory, everything or the parent: not of a build folder
         r"\brm\s+-[a-z]*r[a-z]*\s+(--no-preserve-root\s+)?(/|/\*|~/?|~/\*|\*|\$home/?|\.\./?|\./?\*?)(?=[\s,;)]|$)",
+        r"\brm\s+-[a-z]*r[a-z]*\s+/(var/lib|etc|usr|bin|boot|home|root|opt|srv|data|var/www|var/backups?)\b",
         # a force push (not --force-with-lease) to the shared branches
         r"\bgit\s+push\b[^;|&\n]{0,40}\s(--force|-f)(?![\w-])[^;|&\n]{0,40}\b(main|master|prod\w*|release\w*|develop)\b",
         r"\bgit\s+push\b[^;|&\n]{0,40}\b(main|master|prod\w*|release\w*|develop)\b[^;|&\n]{0,20}\s(--force|-f)(?![\w-])",
-        r"\bdelete\s+from\s+[\w.]+\s*(;|$)",
+        # DELETE without WHERE, except of a scratch table (orders_tmp, test_import)
+        r"\bdelete\s+from\s+(?![\w.]*(tmp|temp|test|scratch|staging))[\w.]+\s*(;|$)",
+        # a force push in words: "push it with --force to master", "запушь с --force в master"
+        r"\b(push\w*|пуш\w*|запуш\w*|empuj\w*)\b[^;|&\n]{0,20}\s(--force|-f)(?![\w-])[^;|&\n]{0,30}\b(main|master|prod\w*|release\w*)\b",
         r"\btruncate\s+(table\s+)?[\w.]*\w\s*(;|$)|\bdrop\s+(schema|database)\b",
         r"\bterraform\s+destroy\b|\bkubectl\s+delete\s+(ns|namespace|--all)\b|\bmkfs\b|\bdd\s+if=\S+\s+of=/dev/",
         r"\bfind\s+/\s[^;|]*-delete\b",
