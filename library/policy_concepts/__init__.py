@@ -197,10 +197,11 @@ def languages_of(clause: str) -> set[str]:
         scores = {code: sum(word in common for word in words) + 2 * len(_LETTERS[code].findall(clause)) if code in _LETTERS
                   else sum(word in common for word in words) for code, common in _COMMON.items()}
         best = max(scores.values())
-        if best == 1 and "ru" in found:
-            # one Latin common word in a Russian clause is a token ("не коммить с --no-verify"), not
-            # Spanish: read as a command-only clause is
-            best = 0
+        if best <= 1 and "ru" in found:
+            # Latin words in a Russian clause with at most one common word are a command's tokens
+            # ("никогда не используй verify=False"): read in Russian only, whose lists have the
+            # commands (policy_concepts.commands) and whose negation is the clause's
+            return found
         # no common word at all ("Send Authorization: Bearer <token>"): English, the language of
         # commands and code, unless the letters say otherwise
         # a close second is read too: "les", "la" and "y" are both French and Spanish
