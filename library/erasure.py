@@ -24,8 +24,8 @@ and has just created the tombstone):
    summary, skeleton, coding contract) with the reference;
 5. checks, with the same search, that no stored text still holds the erased text, and records what
    it did and found in an `ErasureSweep` row, with keyed fingerprints of the erased text's word
-   windows that no staying version of the agent shares (HMAC-SHA-256 under a key derived from
-   SECRET_KEY; never the text), so that
+   windows that no staying version of the agent shares, numbered by text (HMAC-SHA-256 under a key
+   derived from SECRET_KEY; never the text), so that
    `manage.py scan_erased` (library/erasure_scan.py) proves the same later, and a queued e-mail whose text matches is not
    sent as it was (reviews.notifications).
 
@@ -54,6 +54,7 @@ from .models import AuditEvent, ErasureSweep, MiningRun, ProcedureVersion, Statu
 MIN_CHARS = 8
 PREFIX_CHARS = 100
 WINDOW_WORDS = 6
+MATCH_WINDOWS = 3  # windows of one erased text a stored text must hold to count as its copy
 MAX_WINDOWS_PER_TEXT = 400
 SWEPT_APPS = ("library", "reviews", "admin")
 # not searched: the version rows (step 3 handles them), the erasure records, the raw session store,
@@ -112,13 +113,12 @@ def _digest(key: bytes, words: list[str]) -> str:
 
 
 def fingerprints(texts: Iterable[str], *, shared: Iterable[str] = ()) -> list[str]:
-    """`"<words>:<digest>"` for the word windows of each text: a text of fewer than WINDOW_WORDS
-    words is one window, a longer one every run of WINDOW_WORDS consecutive words. A window that
-    also occurs in one of the `shared` texts (what stays in the library) is left out: it is common
-    phrasing ("reply to the customer with replyTemplates"), not the erased text, and `scan_erased`
-    would otherwise find it in every procedure that says it."""
+    """`"<words>:<digest>:<text>"` for the word windows of each text (`<text>` numbers the erased
+    texts): a text of fewer than WINDOW_WORDS words is one window, a longer one every run of
+    WINDOW_WORDS consecutive words. A window that also occurs in one of the `shared` texts (what
+    stays in the library) is left out: it is common phrasing, not the erased text."""
     key = _key()
-    windows: set[tuple[str, ...]] = set()
+    groups: list[set[tuple[str, ...]]] = []
     for text in texts:
         if len(text.strip()) < MIN_CHARS or REFERENCE_RE.fullmatch(text.strip()):
             continue
@@ -126,43 +126,61 @@ def fingerprints(texts: Iterable[str], *, shared: Iterable[str] = ()) -> list[st
         if not words:
             continue
         size = min(len(words), WINDOW_WORDS)
-        for start in range(0, min(len(words) - size + 1, MAX_WINDOWS_PER_TEXT)):
-            windows.add(tuple(words[start:start + size]))
-    sizes = {len(window) for window in windows}
-    for text in shared if windows else ():
+        groups.append({tuple(words[start:start + size]) for start in range(0, min(len(words) - size + 1, MAX_WINDOWS_PER_TEXT))})
+    sizes = {len(window) for group in groups for window in group}
+    for text in shared if groups else ():
         words = _WORD.findall(text.lower())
         for size in sizes:
             for start in range(0, len(words) - size + 1):
-                windows.discard(tuple(words[start:start + size]))
-    return sorted(f"{len(window)}:{_digest(key, list(window))}" for window in windows)
+                window = tuple(words[start:start + size])
+                for group in groups:
+                    group.discard(window)
+    return sorted(
+        f"{len(window)}:{_digest(key, list(window))}:{number}" for number, group in enumerate(groups) for window in group
+    )
 
 
 class FingerprintMatcher:
-    """Whether a text holds a word window of any erased text (from every sweep's fingerprints)."""
+    """Whether a text holds an erased text (from every sweep's fingerprints): MATCH_WINDOWS of one
+    erased text's word windows, or all of them when it has fewer. One shared window is phrasing
+    ("reply to the customer with replyTemplates" begins many steps); a copy, even one cut short
+    (an audit reason keeps 200 characters), holds several. Fingerprints of the first format
+    (`"<words>:<digest>"`, no text number) count one window each."""
 
     def __init__(self, prints: Iterable[str] | None = None):
-        if prints is None:
-            prints = (p for row in ErasureSweep.objects.values_list("fingerprints", flat=True) for p in row or [])
-        self.digests: set[str] = set()
+        rows = ErasureSweep.objects.values_list("fingerprints", flat=True) if prints is None else [list(prints)]
+        self.groups_of: dict[str, set[tuple]] = {}
+        members: dict[tuple, set[str]] = {}
         self.sizes: set[int] = set()
-        for item in prints:
-            size, _, digest = str(item).partition(":")
-            if size.isdigit() and digest:
+        for row_number, row in enumerate(rows):
+            for item in row or []:
+                size, _, rest = str(item).partition(":")
+                digest, _, text_number = rest.partition(":")
+                if not size.isdigit() or not digest:
+                    continue
+                group = (row_number, text_number) if text_number else (row_number, "window", digest)
                 self.sizes.add(int(size))
-                self.digests.add(digest)
+                self.groups_of.setdefault(digest, set()).add(group)
+                members.setdefault(group, set()).add(digest)
+        self.needed = {group: min(MATCH_WINDOWS, len(digests)) for group, digests in members.items()}
         self._key = _key()
 
     def __bool__(self) -> bool:
-        return bool(self.digests)
+        return bool(self.groups_of)
 
     def matches(self, text: str) -> bool:
-        if not self.digests or not text:
+        if not self.groups_of or not text:
             return False
         words = _WORD.findall(text.lower())
+        found: dict[tuple, set[str]] = {}
         for size in self.sizes:
             for start in range(0, len(words) - size + 1):
-                if _digest(self._key, words[start:start + size]) in self.digests:
-                    return True
+                digest = _digest(self._key, words[start:start + size])
+                for group in self.groups_of.get(digest, ()):
+                    seen = found.setdefault(group, set())
+                    seen.add(digest)
+                    if len(seen) >= self.needed[group]:
+                        return True
         return False
 
 

@@ -219,3 +219,21 @@ def test_another_finished_runs_reply_that_quotes_the_erased_step_loses_it(active
     result.refresh_from_db()
     assert result.reply == tombstone.reference and result.tool_calls == [{"name": "createApproval"}]
     assert EvalRun.objects.get(pk=run.pk).verdict == run.verdict
+
+
+def test_a_copy_is_several_windows_of_one_erased_text_not_one_shared_phrase():
+    from library.erasure import FingerprintMatcher, fingerprints
+
+    erased = "Reply to the customer with replyTemplates({{order_id}}, 'approval_pending') and name Jane Roe of Leeds."
+    matcher = FingerprintMatcher(fingerprints([erased, "Call 07700 900123."]))
+    # a step that only begins the same way (two shared windows) is phrasing, not a copy
+    assert not matcher.matches("Reply to the customer with replyTemplates({{order_id}}, 'order_status').")
+    # the whole text, a copy cut short, and a short erased text in full are copies
+    assert matcher.matches(f"note: {erased}")
+    assert matcher.matches(erased[:90])  # an audit reason keeps 200 characters, a notification 157
+    assert matcher.matches("They said: call 07700 900123 today")
+    # a window the staying texts share is left out of the fingerprints
+    assert len(fingerprints([erased], shared=["Reply to the customer with replyTemplates now"])) == len(fingerprints([erased])) - 1
+    # fingerprints of the first format (no text number) still match one window each
+    [old] = [p.rsplit(":", 1)[0] for p in fingerprints(["Call 07700 900123."])]
+    assert FingerprintMatcher([old]).matches("call 07700 900123")
