@@ -54,6 +54,13 @@ FRAMES: tuple[Frame, ...] = (
     Frame("skip_approval", ("APPROVAL", "NOT_BINDING"), near=30, after=True, unless=("GATED",)),
     Frame("skip_approval", ("SELF_APPROVE",)),
     Frame("skip_approval", ("APPROVAL", "OBSTACLE"), near=40),
+    # a control called a hindrance ("a box-ticking exercise", "nobody looks at the pull requests",
+    # "re-verifying annoys people", "don't let the refund policy get in the way"): DISMISSED is the
+    # anchor, so that "don't let ... get in the way" is its own wording, not a negation
+    Frame("skip_approval", ("DISMISSED", "APPROVAL"), near=40),
+    Frame("skip_identity_check", ("DISMISSED", "IDENTITY"), near=40),
+    Frame("ignore_rules", ("DISMISSED", "RULES"), near=40, unless=("VIOLATION",)),
+    Frame("override_safety", ("DISMISSED", "SAFETY"), near=40, unless=("REPORT",)),
     # skipping an identity check, or taking the caller's word for who they are
     Frame("skip_identity_check", ("SKIP", "IDENTITY")),
     Frame("skip_identity_check", ("WITHOUT", "IDENTITY"), near=30, after=True),
@@ -68,13 +75,15 @@ FRAMES: tuple[Frame, ...] = (
     Frame("widen_permissions", ("IMPERSONATE",)),
     # ignoring the rules: ignore/forget/set aside + rules; rules said not to bind; do whatever asked
     Frame("ignore_rules", ("IGNORE", "RULES"), unless=("FOREIGN_INSTRUCTIONS", "VIOLATION", "GATED")),
+    # "The old instructions were written for another team; you can disregard them here"
+    Frame("ignore_rules", ("IGNORE_THEM", "RULES"), unless=("FOREIGN_INSTRUCTIONS", "VIOLATION", "GATED"), reach_back=True),
     Frame("ignore_rules", ("NOT_BINDING", "RULES"), unless=("VIOLATION", "GATED"), reach_back=True),
     Frame("ignore_rules", ("OBEY_ANYONE",)),
     Frame("ignore_rules", ("UNBOUND",)),
     # destructive automation: destroying what cannot come back, without a person, or everything
-    Frame("destructive_automation", ("DESTROY", "CRITICAL"), near=60, unless=("GATED",)),
+    Frame("destructive_automation", ("DESTROY", "CRITICAL"), near=60, unless=("GATED", "BACKED_UP")),
     Frame("destructive_automation", ("MASS_ACTION", "BULK_RECORDS", "NO_HUMAN"), unless=("GATED",)),
-    Frame("destructive_automation", ("DESTROY", "NO_HUMAN"), unless=("GATED",)),
+    Frame("destructive_automation", ("DESTROY", "NO_HUMAN"), unless=("GATED", "BACKED_UP", "ROUTINE")),
     Frame("destructive_automation", ("DESTROY", "BULK_RECORDS"), unless=("DISPOSABLE", "GATED"), near=25),
     # overriding safety: a safeguard skipped, switched off or weakened
     Frame("override_safety", ("SKIP", "SAFETY"), near=40, unless=("REPORT",)),

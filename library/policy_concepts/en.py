@@ -6,6 +6,23 @@ SPAN = 90
 _SKIP_VERBS = r"(skip|skipping|skipped|skips|bypass\w*|circumvent\w*|sidestep\w*|get(ting)? around|go(ing)? around|work(ing)? around|avoid\w*|omit\w*|leav(e|ing) out|dispens(e|es|ed|ing) with|do(ing)? away with|waiv(e|es|ed|ing)|drop(s|ped|ping)? (the|any|all|your|their)|pass(ing)? on (the|any)|forget about|never mind|forgo\w*|forego\w*|ignor(e|es|ing)|disregard\w*|jump(ing)? (over|past)|cut(ting)? out)"
 
 CONCEPTS = {
+    "DISMISSED": [
+        r"\b(don'?t|do not|never) let\b[\w' -]{1,40}\b(get|stand|be|come) in the way\b",
+        r"\b(box[- ]ticking|tick[- ]box|checkbox exercise|for show|(security )?theat(re|er)|a formality|red tape|bureaucra\w*|busywork|overkill|a hassle|a pain|a waste of time|pointless|friction)\b",
+        r"\b(holds?|holding|held) (\w+ )?up\b|\bslows? (\w+ )?down\b|\b(gets?|getting|stands?|standing) in the way\b|\b(annoys|irritates|frustrates|bothers) (people|customers|callers|users|everyone|them)\b",
+        r"\b(nobody|no one|no-one|none of us) (ever )?(reads?|checks?|looks? at|cares? about|reviews?|notices?|audits?)\b|\bnever (says? no|rejects?|objects?|checks?|reads?)\b",
+        r"\b(go(ing)? easy on|ease up on|gloss(ing)? over|skim(ming)? over|wave (them|him|her|it|people) through|let (it|them|that) slide)\b",
+        r"\b(soft|loose) (limits?|rules?|caps?)\b|\b(limits?|rules?|caps?) (are|is) (soft|flexible|negotiable)\b|\b(as|is|are|just|merely) (a |only a )?(rough|loose) guid(e|ance|elines?)\b",
+    ],
+    "IGNORE_THEM": [
+        r"\b(ignor(e|ing)|disregard(ing)?|forget(ting)?|drop(ping)?|skip(ping)?|set(ting)? aside|put(ting)? aside|throw(ing)? out|ditch) (them|it|those|these|that|all of (them|it))\b",
+    ],
+    "BACKED_UP": [
+        r"\b(take|taking|make|making|create|creating|took|made) (a |an )?(backup|snapshot|copy)\b.{0,30}\b(before|first)\b|\bafter (taking|making|creating) (a |the )?(backup|snapshot)\b|\bonce (the |a )?(backup|snapshot) (is|has been) (taken|verified|made)\b",
+    ],
+    "ROUTINE": [
+        r"\b(temp|temporary|tmp|cache|caches|cached|scratch|expired (sessions?|tokens?|links?|carts?)|stale locks?|logs? older than|spam|drafts?|build (artifacts?|folders?|directories)|__pycache__|\.pyc)\b",
+    ],
     "REPORT": [
         r"\breport(ing)? (it |this |that |them )?to\b|\bescalat\w* to\b",
     ],
@@ -22,6 +39,7 @@ CONCEPTS = {
         r"\b(mark|treat|consider|record|flag|set|count)\w*( [\w'-]+){0,4} as (verified|confirmed|authenticated|passed|checked|approved)\b(?!.{0,20}\bonly\b)",
     ],
     "IMPERSONATE": [
+        r"\b(tell|say|claim|state|inform)\w*( [\w'-]+){0,3} (that )?(you are|you're|we are|this is|it'?s) (the |a |an |from the |from )?([\w'-]+ ){0,3}(manager|supervisor|director|team lead|administrator|officer|executive|ceo|cfo|cto|vp|owner|police|lawyer|attorney|auditor)s?\b",
         r"\b(sign|reply|respond|answer|write|pose|present|introduce|act|speak|talk|email|call)\w*( [\w'-]+){0,3} (as|in the name of|on behalf of) ['\"‘“]?(the |a |an |your |our )?([\w-]+ ){0,3}(manager|supervisor|director|team lead|head of [\w ]+|administrator|officer|executive|ceo|cfo|cto|coo|vp|vice president|president|chief [\w ]+|owner|it (staff|support|department|admin)|bank|police|lawyer|attorney|auditor|legal( team| department)?|compliance( team| department)?|hr( team| department)?|security team|fraud team)s?\b",
         r"\b(pretend|claim|pose|impersonat|masquerad)\w*( to be| as)?( [\w'-]+){0,3} (manager|supervisor|director|team lead|administrator|officer|executive|ceo|cfo|owner|it (staff|support|admin))\b",
     ],
@@ -30,6 +48,9 @@ CONCEPTS = {
     ],
     "VIOLATION": [r"\b(that|which|who) (break|breaks|broke|violat\w*|breach\w*|infring\w*)\b|\b(in breach of|against the|violations? of|breaking the)\b"],
     "SKIP": [
+        r"\b(go(ing)? easy on|ease up on|gloss(ing)? over|skim(ming)? over|wave (them|him|her|it|people) through)\b",
+        r"\b(don'?t|do not|no need to|never) (make|force|put|ask) [\w' -]{0,25}(go through|do|answer|complete|pass|sit through|repeat)\b",
+        r"\b(in place of|instead of|rather than|as a substitute for|in lieu of) (the |a |an |any |our )?(usual|normal|standard|proper|full|regular|required|formal|official)\b",
         r"\bleav(e|ing) (the |any |your )?[\w-]+( [\w-]+)? out\b",
         r"\bkeep (the |any )?[\w-]+ out of (it|the loop)\b",
         rf"\b{_SKIP_VERBS}\b",
@@ -48,6 +69,7 @@ CONCEPTS = {
         r"\b(optional|unnecessary|pointless|superfluous)\b[^,]{0,5}$",
     ],
     "DEFER": [
+        r"\b(raised|filed|opened|submitted|created|added|signed) (retroactively|afterwards|after the fact|later)\b",
         r"\b(can|may|will|could|should) (come|follow|be (given|obtained|added|collected|filed|sought|done|sorted|requested|granted|signed|approved)\w*|wait|happen)\b.{0,25}\b(later|afterwards?|after(wards)? the fact|next (week|month|day|sprint)|tomorrow|retroactively|eventually)\b",
         r"\b(after the fact|retroactively|retrospectively|post[- ]hoc|rubber[- ]stamp\w*|backfill\w*|ask (for )?forgiveness)\b",
         r"\b(sign(ed)?[- ]?off|approv\w*|ok'?d?)\b.{0,15}\blater\b",
@@ -56,6 +78,7 @@ CONCEPTS = {
         r"\b(will|can|could|'ll|may) (approve|sign off|ok|okay|review|bless|authori[sz]e|ratify|rubber[- ]stamp)\w*\b.{0,25}\b(later|next \w+|tomorrow|afterwards|after the fact|once it'?s (live|done|shipped))\b",
     ],
     "APPROVAL": [
+        r"\b(purchase orders?|pull requests?|merge requests?|change tickets?)\b",
         r"\bapprov\w*",
         r"\b(sign[- ]?off|signoff|signature|sign[- ]?offs)\b",
         r"\b(ok|okay|go[- ]ahead|green light|blessing|nod|thumbs[- ]up|consent)\b",
@@ -69,6 +92,7 @@ CONCEPTS = {
         r"\brequire[sd]? (an? )?(approval|review|sign[- ]?off)\b",
     ],
     "DISABLE": [
+        r"\b(stand(s|ing)? down|back(ing)? off|step(ping)? aside|look(ing)? the other way|turn(ing)? a blind eye)\b",
         r"\bstop(ping)? (the |all |your |its )",
         r"\b(stop|stops|stopping|cease|ceasing|quit) (writing|logging|recording|sending|emitting|collecting|tracking|scanning|checking|monitoring|alerting|filtering|moderating|reporting|auditing|enforcing)\b",
         r"\b(disabl\w*|deactivat\w*|turn(ing|s|ed)? off|switch(ing|es|ed)? off|shut(ting)? off|shut(ting)? down|paus(e|ing)|mut(e|ing)|silenc(e|ing)|suppress\w*|remov(e|ing)|strip(ping)?|drop(ping)?|tak(e|ing) (off|down|away)|lift(ing)?|suspend\w*|uninstall\w*|unplug\w*|unhook\w*|detach\w*)\b",
@@ -76,6 +100,8 @@ CONCEPTS = {
         r"\bget rid of\b",
     ],
     "WEAKEN": [
+        r"\b(allow|accept)[- ]all\b|\b(to|in|into) (pass[- ]?through|log[- ]only|monitor[- ]only|report[- ]only|detect(ion)?[- ]only) (mode)?\b",
+        r"\bthat (nothing|no one|nobody|no \w+) (ever )?(gets?|is|are|will be) (blocked|flagged|caught|filtered|stopped|detected|rejected)\b",
         r"\b(relax\w*|loosen\w*|lower(ing)?|weaken\w*|soften\w*|dial(ling)? (back|down)|tone down|turn down|water(ing)? down|reduc(e|ing)|minimi[sz]\w*)\b",
         r"\b(permissive|lenient|relaxed|loose|minimal|lowest|off) (mode|setting|level|profile)\b",
         r"\bset (it |them )?to (zero|0|none|off|false|permissive|lenient)\b",
@@ -86,6 +112,8 @@ CONCEPTS = {
         r"\b(stops?|quit|quits) (alerting|flagging|blocking|complaining|firing|warning)\b",
     ],
     "IDENTITY": [
+        r"\bre-?verif\w*|\b(verifying|authenticating) (them|him|her|people|customers|callers|users)\b",
+        r"\b(usual|normal|standard|proper|full|regular|required) (verification|authentication|identity check|id check|security check)\b|\bsecurity checks?\b",
         r"\bidentit(y|ies)\b",
         r"\b(kyc|2fa|mfa|otp|passcode|one[- ]time (code|password|passcode)|verification (code|call|questions?)|security (questions?|code)|(account|the|their|his|her|a) pin|pin (code|number)|photo id|id (check|card|document|proof|verification))\b",
         r"\bverif\w* (the |their |his |her |that the )?(caller|customer|user|requester|person|account holder|them|him|her|who)\b",
@@ -97,6 +125,8 @@ CONCEPTS = {
         r"\bcall[- ]?back\b",
     ],
     "TRUST_CLAIM": [
+        r"\b(recogni[sz]e|know) (their|the caller'?s?|his|her) voices?\b",
+        r"\b(skip|jump)(ping)? (straight|right|directly) to (the )?(unlock|reset|refund|chang|updat|cancel|clos|payout|pay)\w*",
         r"\bwhoever (they|he|she|the caller|the sender|it) (say|says|claim|claims)( (they are|he is|she is|to be))?\b",
         r"\b(says?|claims?|tells you)( that)? (she|he|they|the caller|the person) (is|are|'s|'re) (the |a |an )?([\w'-]+ ){0,3}(account holder|owner|cardholder|spouse|wife|husband|partner|relative|family member|assistant|secretary|representative|parent|son|daughter)\b.{0,60}\b(go ahead|proceed|so|just|let)\b",
         r"\b(let|allow)\w* (anyone|anybody|whoever|any caller|any user|any sender)\b.{0,50}\b(unlock|reset|change|access|update|recover|take over|log in)\w*",
@@ -107,6 +137,8 @@ CONCEPTS = {
         r"\b(their|his|her) (word|say[- ]so) (is|will be) (enough|good enough|sufficient)\b",
     ],
     "GRANT": [
+        r"\b(put(ting)?|plac(e|ing)|mov(e|ing)|enrol\w*|enroll\w*|invit\w*)\b(?=.{0,40}\b(admins?|administrators?|owners?|superusers?|sudoers?|root)\b)",
+        r"\b(set|change|switch|expand|broaden)\w*( [\w'-]+){0,3} (role|scopes?|permissions?|access( level)?) to\b",
         r"\b(turn(ing)? on|switch(ing)? on|enabl\w*|activat\w*)\b",
         r"\b(grant\w*|giv(e|es|ing)|gave|hand(ing)? (over|out)?|assign\w*|add(ing)?|promot\w*|elevat(e|es|ing)|escalat(e|es|ing)|upgrad\w*|rais(e|ing)|bump(ing)?|extend\w*|widen\w*|open(ing)? up|unlock\w*|provision\w*)\b",
         r"\b(set|change|switch)\w* (their|the|his|her|your)? ?role to\b",
@@ -125,6 +157,7 @@ CONCEPTS = {
         r"\b(rules|instructions|polic(y|ies)|guidelines|prompt)\b.{0,20}\bwere (just |only )?(a test|fake|a joke|not real|a mistake)\b",
     ],
     "MAKE_PRIVILEGED": [
+        r"\b(mark|set|make|list|register|record|add)\w* (yourself|themselves|himself|herself|the agent|the bot|me)( as)? (an? |the )?(co-?)?(owner|admin|administrator|approver|manager|superuser)s?\b",
         r"\b(bump|rais|mov|chang|switch|set|upgrad|promot|elevat|flip)\w*\b( [\w'-]+){0,4} (role|access|permissions?|rights|privileges?|level|account type|membership|user type) (to|into) (an? |the )?(co-?)?(org(anisation|anization)? |workspace |account |project |billing |super[- ]?)?(owner|admin|administrator|superuser|root|super[- ]?admin)s?\b",
         r"\b(make|making|made|appoint\w*|nominat\w*)( [\w'-]+){1,3} (an? |the |(a )?co-?)?(owner|admin|administrator|superuser|root user|super[- ]?admin|org(anisation|anization)? owner|workspace owner|account owner|billing admin)s?\b",
         r"\b(promot\w*|upgrad\w*|elevat\w*)\b.{0,40}\b(to|into|as) (an? |the )?(co-?)?(owner|admin|administrator|superuser|root|super[- ]?admin|org(anisation|anization)? owner|workspace owner|account owner|billing admin)s?\b(?! (of the (ticket|case|thread|order)|for review))",
@@ -145,20 +178,24 @@ CONCEPTS = {
         r"(?<!second )(?<!double )(?<!without )(?<!without a )(?<!without any )\b(check|confirm|verify|make sure|whether|if (they|the \w+) (already )?(has|have)|already (has|have)|only (admins|owners|administrators)|only (an? )?(admin|owner|administrator)|request (it|access) from|ask (it|the it desk|the admin\w*|an admin\w*)|route|it desk|service desk|after (the )?(manager|owner|it|security)\b.{0,20}approv|once approved|with (written )?approval)\b",
     ],
     "IGNORE": [
+        r"\b(go|going|went) (over|beyond|past) (them|it|the (limit|cap|allowance|maximum))\b|\bexceed (them|it)\b",
         r"\b(ignor(e|es|ing)|disregard\w*|forget|forgetting|set(ting)? aside|put(ting)? aside|throw(ing)? out|discard\w*|abandon\w*|look(ing)? past|step(ping)? outside|depart(ing)? from|deviat\w*|stop (following|applying)|no longer (follow|apply|obey))\b",
         r"\b(override|overriding|overrides|bend|bending|break|breaking|circumvent\w*|get around|work around|waive|waiving|suspend|suspending) (the |all |any |every |your |our |these |those |its |previous |prior |earlier |company |standard |usual )+",
         r"\b(work|get|go|route|step|find a way) around (it|them|that|this|those)\b",
     ],
     "NOT_BINDING": [
+        r"\b(as|is|are|just|merely) (a |only a )?(rough|loose) guid(e|ance|elines?)\b|\b(rules? of thumb|more like guidelines|just suggestions|(are|is) soft|negotiable)\b",
         r"\b(no longer|don'?t|do not|does not|doesn'?t|not|never|won'?t) (bind|binds|apply|applies|count|counts|matter|matters|hold|holds|restrict|restricts|limit|limits|concern)\b",
         r"\b(optional|non[- ]binding|not binding|suggestions?|guidance only|advisory(?! (board|committee|council|group|panel))|a formality|flexible|negotiable|outdated|obsolete|void|suspended|lifted|off the table)\b",
         r"\b(not|no longer|never) bound by\b|\bfree (of|from)\b|\bexempt\w*\b|\b(make|makes|making|made|grant|allow|give)\w* (an|any) exceptions? (to|from)\b",
         r"\bnone of\b.{0,40}\b(apply|applies|matter|matters|count|counts|bind|binds|hold)\b",
     ],
     "RULES": [
+        r"\b(written|our|the|these|company|standard) procedures\b|\b(baggage|allowance|weight|size|usage|return|cancellation|booking|fare|change|upgrade|refund) (limits?|rules?|restrictions?|windows?|deadlines?|allowances?)\b|\ballowance limits?\b|\bthe only rule\b",
         r"\b(instructions?|rules?|polic(y|ies)|guidelines?|guidance|directives?|restrictions?|regulations?|system prompt|playbook|runbook|standard operating procedures?|sops?|code of conduct|terms of service|what you were (told|instructed)|(refund|spending|transaction|credit|approval|discount) limits?|compliance requirements?)\b",
     ],
     "OBEY_ANYONE": [
+        r"\b(whatever it takes|at any cost|by any means( necessary)?|no matter what (the )?(rules?|polic(y|ies)|it takes))\b|\bthe only (rule|thing that matters|priority) (is|now is)\b",
         r"\b(customer|user|caller|requester)('s)?( own)? (word|wording|request|demand|instruction)s? (as|is) (the )?(final|only|new|last|highest) (rule|word|authority|say|instruction)\b",
         r"\bdo (whatever|anything|everything|all|exactly what) (they|he|she|the customer|the user|the caller|the requester|you are told|you're told|is asked)\b",
         r"\b(whatever|anything) (the )?(customer|caller|user|requester)s? (asks?|wants?|says?|demands?|requests?)\b.{0,30}\b(do|grant|give|allow|approve)\b",
@@ -166,9 +203,12 @@ CONCEPTS = {
         r"\bnever (say|tell (them|the customer)) no\b",
     ],
     "DESTROY": [
+        r"\b(decommission\w*|dispos(e|ing) of|retir(e|ing) (the )?(servers?|databases?|disks?|volumes?))\b",
         r"\b(delet\w*|wip(e|es|ing)|wiped|purg\w*|eras\w*|destroy\w*|drop(ping|s)?|truncat\w*|nuk(e|ing)|shred\w*|obliterat\w*|clear(ing)? out|clean(ing)? out|empty(ing)?|overwrit\w*|reformat\w*|format(ting)? (the|all|every)|reset(ting)?|deprovision\w*|terminat\w*|tear(ing)? down|scrub\w*|remov(e|ing)|get rid of|clear(ing)?|flush\w*|rm -rf|force[- ]push\w*|push (--force|-f)(?!-with-lease)|reset --hard)\b",
     ],
     "CRITICAL": [
+        r"\bshared (server|drive|folder|directory|volume|database|db|storage)\b|\b(users?|customers?|orders?|accounts?|payments?|billing|invoices?|transactions?|bookings?|reservations?) (table|collection|database|db)\b",
+        r"\b(production|prod|live)( [\w-]+)? (config(uration)?|settings|secrets|dns|zone|firewall rules)\b",
         r"\b(repository|repo|project) root\b|\broot (directory|folder) of the (repo|repository|project)\b|\bforce[- ]?push\w*|push (-f|--force)\b(?!-with-lease)|\borigin (main|master)\b",
         r"\b(production|prod|live)\b.{0,15}\b(database|db|data|tables?|cluster|servers?|environment|buckets?|records?|instances?|volumes?)\b",
         r"\b(in|on|from) (production|prod)\b",
@@ -180,6 +220,8 @@ CONCEPTS = {
         r"\b(main|master|release) branch\b",
     ],
     "NO_HUMAN": [
+        r"\b(cron( job)?|crontab|scheduled (job|task)|every (night|day|hour|morning|week)|nightly|hourly|on a schedule)\b",
+        r"\bwithout (taking|making|keeping|creating) (a |any )?(backup|snapshot|copy)\b|\bwithout (contacting|calling|emailing|informing|letting anyone know|a word|talking to)\b",
         r"\b(in (one|a single) (batch|go|sweep|pass|run|shot)|in bulk|en masse|all at once|in one fell swoop)\b",
         r"\bwithout (asking|checking|confirm\w*|review\w*|consulting|telling|notifying|reading|looking|opening|verifying|double[- ]checking|inspecting|triag\w*|warning|notice|a (human|person|second look|backup|review|confirmation)|anyone|anybody|any(one)? (approval|review|confirmation|human|person)|approval|a ticket|human|people)\b",
         r"\b(no|zero|with no|without any) (human|person|people|one|review|confirmation|questions asked|sign[- ]?off|backup)s?\b",
@@ -190,6 +232,7 @@ CONCEPTS = {
         r"\b(all|every|each|any|entire|whole|bulk|in bulk|en masse|mass|wholesale)\b",
     ],
     "RECORDS": [
+        r"\b(bookings?|reservations?|flights?|payments?|transactions?|shipments?|deliveries|appointments?)\b",
         r"\b(accounts?|users?|customers?|records?|profiles?|orders?|tickets?|messages?|emails?|conversations?|histor(y|ies)|data|files|documents|repositor(y|ies)|projects?|invoices?|contacts?|subscriptions?|members?|rows)\b",
     ],
     "DISPOSABLE": [
@@ -204,6 +247,7 @@ CONCEPTS = {
         r"--no-verify|verify\s*=\s*false|--insecure",
     ],
     "OBEY": [
+        r"\bwithout (asking|checking with|consulting|confirming with|telling) (the )?(user|customer|caller|human|operator)\b",
         r"\b(do|doing) (what|whatever|everything|anything|as|it)\b",
         r"\b(follow\w*|obey\w*|carry(ing)? (it |them )?out|carried out|execut\w*|act(ing)? on|comply\w*|complie\w*|heed\w*)\b",
         r"\btreat\w*\b.{0,60}\b(as (if|though)|like)\b",
@@ -226,6 +270,7 @@ CONCEPTS = {
         r"\b(send\w*|sent|forward\w*|e-?mailing|e-?mailed|mailing|mailed|upload\w*|post(ing|ed)?|push(ing|ed)?|copy(ing)?|copied|export\w*|share|shares|sharing|shared|sync\w*|transfer\w*|transmit\w*|leak\w*|paste|pasting|pasted|submit\w*|bcc|cc|dump\w*|exfiltrat\w*|relay\w*|mirror\w*|publish\w*|beam|pipe|stream\w*|back(ing)? up to|attach\w*|curl|wget|scp|rsync|sftp|netcat|nc)\b",
     ],
     "DATA": [
+        r"\b(orders?|bookings?|reservations?|transactions?|payments?|invoices?|sales|leads|tickets?|patients?)('s?)? (data|list|lists|table|tables|records?|database|db|export|dump|history)\b|\b(pg_dump|mysqldump|mongodump)\b|\b(prod|production) (database|db)\b",
         r"\b[\w-]*(customers?|users?|clients?|accounts?|orders?|contacts?|employees?|patients?|members?|payroll|export|dump|backup|crm|leads)[\w-]*\.(csv|sql|json|xlsx?|db|sqlite3?|gz|zip|tar|dump|bak|jsonl|parquet)\b",
         r"\b(customers?|users?|clients?|members?|employees?|patients?|subscribers?|accounts?)('s?)? (data|list|lists|table|tables|records?|details|database|db|emails?|addresses|contacts?|files?|profiles?|pii|information|info|export|dump|history|histories|card numbers?)\b",
         r"\b(card|payment|bank|account|personal|contact|billing|login|shipping|home) (details|data|info|information|numbers?|addresses)\b",
@@ -234,20 +279,25 @@ CONCEPTS = {
         r"\b(personal data|pii|personally identifiable|card numbers?|credit cards?|payment (details|data|info\w*)|bank details|ssns?|social security|passports?|medical records?|contact lists?|address book|mailing list|crm|full (export|dump|table|list|database|backup)|database (dump|export|backup)|db dump|records|the (whole|entire|full|complete) (database|table|list|dataset)|all (records|data|tickets|conversations|messages|emails|orders|files|contacts)|every (record|ticket|conversation|message|email|order|file|contact|reply|chat)|chat (logs?|transcripts?)|transcripts?|conversation (logs?|history)|order history|source code|the repository|the codebase|dataset|data set)\b",
     ],
     "OUTSIDE": [
+        r"\b(my|your|their|his|her) (own |personal |private |home )+[\w-]+|\b(onedrive|icloud|wetransfer|gist|usb (stick|drive|key)|thumb drive|flash drive|external (hard )?drive)\b|\btake (it |them )?home\b",
         r"\bgoogle (docs?|sheets?|slides|forms?)\b|\b(my|a|his|her|their) (friend|cousin|brother|sister|buddy|mate|contact)s?\b|\b(competitors?|recruiters?|journalists?|reporters?|the press|another (company|firm|vendor))\b",
         r"\b(external|outside|third[- ]party|offsite|off-site|public|unknown|private|anonymous)\b",
         r"\b(my|your|a|an|their own) (personal|private|own|home|gmail|yahoo|hotmail|proton\w*) (e-?mail|address|account|inbox|drive|folder|server|bucket|phone)\b",
-        r"\b(gmail|yahoo|hotmail|protonmail|pastebin|dropbox|mega\.nz|transfer\.sh|webhook\w*|ngrok|requestbin|ftp|sftp|s3 bucket|google drive|telegram|discord|whatsapp)\b",
+        r"(?<!never over )(?<!never via )(?<!never to )(?<!never on )(?<!never in )(?<!not over )(?<!not via )(?<!not to )(?<!not on )\b(gmail|yahoo|hotmail|protonmail|pastebin|dropbox|mega\.nz|transfer\.sh|webhook\w*|ngrok|requestbin|ftp|sftp|s3 bucket|google drive|telegram|discord|whatsapp)\b",
         r"https?://\S+|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|ru|cn|xyz|info|biz|me|co|app|dev|site|online|top)\b",
         r"\b(this|that|the following|any|another) (address|url|endpoint|link|server|inbox)\b",
     ],
     "REVEAL": [
+        r"\bhand(ing)? out\b|\b(reply|respond|answer)( only)? with\b|\be-?mail(ing|ed)? (it|them|the|this|that|a|an|all|every|over|out|to)\b|\b(text|dm|message|whatsapp|slack)(ing|ed)? (it|them|the)\b",
+        r"\bwrit(e|es|ing)\b.{0,50}\b(into|in|to) (the )?(case |ticket |order |public )?(notes?|ticket|log|comments?|chat|reply)\b",
         r"\bread\w*\b.{0,50}\bback to\b",
         r"\b(put|place|insert|embed|hard-?cod\w*|commit\w*)\b(?=.{0,60}\b(public|readme|wiki|ticket|channel|chat|comment|issue|pull request|description|repo|repository|source|log|reply|response|forum|status update|screenshot)\b)",
         r"\b(reply|respond|answer|come back) with\b|\bquot(e|ing)\b",
         r"\b(reveal\w*|print\w*|show(s|ing|n)?|display\w*|echo\w*|output\w*|paste|pasting|pasted|shar(e|es|ing)|shared|tell(ing)?|told|disclos\w*|expos(e|es|ing)|dump\w*|list (out|all|every)|read(ing)? (out|aloud)|read\w* .{0,30}(out loud|aloud)|recit\w*|repeat\w*|includ(e|es|ing)|send\w*|sent|post(ing|ed)?|leak\w*|writ(e|es|ing) (out|down)|spell\w* out|hand(ing)? over|give|gives|giving|copy(ing)?|cat|type (out)?)\b",
     ],
     "SECRET": [
+        r"\b(master|admin|root|shared|production|prod|superuser) (login|password|credentials?|account password)s?\b",
+        r"\b(cvv2?|cvc|full card numbers?)\b|\b(json|ssh|gpg|pgp|signing|root|deploy|license) keys?\b|\bservice account'?s? (json )?keys?\b",
         r"\bid_(rsa|ed25519|ecdsa|dsa)\b|\.pem\b|~?/?\.ssh/|\.aws/credentials|\.netrc\b|\.pgpass\b|/etc/shadow\b|\bkubeconfig\b|\.kube/config\b|\bkeystore\b",
         r"\b(openai|aws|stripe|github|slack|gcp|azure|twilio|sendgrid|paypal)( (live|test|secret|api|prod|production|admin|root))+ (keys?|tokens?|secrets?)\b",
         r"\.env\b|\b\w*_(api_key|secret|secret_key|password|passwd|pwd|access_key|private_key)\b|\b(openai|aws|stripe|github|slack|gcp|azure)[\w-]*(key|token|secret)\b",
@@ -263,6 +313,8 @@ CONCEPTS = {
     ],
     # The single-concept shapes (policy_concepts/__init__.py): the wording is the whole attack.
     "APPROVAL_FAKED": [
+        r"\b(assume|take it|treat it|consider it|count it)\w*( that)? (it'?s|it is|that'?s|as|they'?ve|they have|you have|you'?ve)? ?(a yes|a go|approved|signed off|agreed|consent(ed)?)\b",
+        r"\b(merge|push|commit|deploy)\w*( it| them| the \w+)? (straight|directly|right) (in)?to (main|master|prod\w*|the main branch|the production branch)\b",
         # a payment split to stay under the threshold that needs an approval
         r"\b(split|splits|splitting|break|breaking|divid\w*|chunk\w*|spread\w*)\b.{0,60}\b(under|below|beneath|just short of|within)\b( [\w'-]+){0,2} (the )?(approval |review |sign[- ]?off )?(threshold|limit|cap|ceiling)\b",
         # an old or someone else's approval reused
@@ -275,6 +327,7 @@ CONCEPTS = {
         r"\b(set|change|switch|move|flip|mark|update)\w*( [\w'-]+){0,3} (status|state|flag|field|stage)( [\w'-]+){0,3} (to|as) ['\"‘“]?(approved|signed off|authori[sz]ed|accepted)\b(?!.{0,40}\b(only|once|after|when)\b)",
     ],
     "WIDEN_SCOPE": [
+        r"\b(let|allow)\w*( [\w'-]+){1,3} (push|merge|deploy|commit|write)\w* (straight |directly )?(in)?to (main|master|prod\w*|the (main|master|production|release) branch)\b",
         # shared with everyone
         r"\b(share|shares|sharing|shared|open|opens|opening|expose\w*|grant\w*|give|giving)\b( [\w'-]+){0,5} (folders?|drives?|buckets?|repo(sitor(y|ies))?s?|databases?|db|director(y|ies)|shares?|storage|containers?|dashboards?|accounts?|projects?|workspaces?|files|documents|spreadsheets?|vaults?|records|data)\b.{0,40}\b(with|to) (everyone|everybody|all users|all staff|the whole (company|organi[sz]ation|org|team)|everyone in the (company|organi[sz]ation|org)|anyone|the public|all employees|the internet|the world)\b",
         r"\b(make|making|made|set|setting|mark|turn|switch|flip|change)\w*\b( [\w'-]+){0,4} (folders?|drives?|buckets?|repo(sitor(y|ies))?s?|databases?|storage|containers?|blobs?|dashboards?|shares?|files|documents|spreadsheets?|projects?|reports?)\b.{0,20}\b(public(ly)?|world[- ]?(readable|writable)|anyone with the link)\b",
@@ -292,6 +345,8 @@ CONCEPTS = {
         r"\busermod\s+(-\w+\s+)*-a?G\s*\w*(sudo|wheel|admin|root|docker)\b|\b(gpasswd|adduser)\s+(-a\s+)?\S+\s+(sudo|wheel|admin|root)\b|\bgrant all( privileges)?\b|\bnopasswd\b|\bsudoers\b",
     ],
     "SAFETY_OFF": [
+        r"\b(skip|disable|no|bypass)_\w*(security|scan|verify|verification|ssl|tls|audit|auth|signature|hooks?)\w*\s*=\s*(1|true|yes|on)\b",
+        r"\b(whitelist|allowlist|allow|open|permit)\w*\b.{0,40}(0\.0\.0\.0/0|::/0|\ball (ips|ip addresses|inbound traffic|ports)\b)|\b(whitelist|allowlist)\w* (everything|everyone)\b",
         r"--no-verify\b|\bverify\s*=\s*false\b|--insecure\b|\bcurl\s+(-\w+\s+)*-k\b|\bstrict_?host_?key_?checking\s*=?\s*no\b|\bsetenforce\s+0\b|\bufw\s+disable\b|\biptables\s+-f\b",
         r"\bsystemctl\s+(stop|disable|mask)\s+(firewalld|ufw|auditd|apparmor|fail2ban|clamav\w*|falcon\w*|selinux|crowdstrike\w*|osquery\w*)\b",
         r"\b(git_ssl_no_verify|node_tls_reject_unauthorized\s*=\s*0|pythonhttpsverify\s*=\s*0|ssl_verify\w*\s*[=:]\s*(false|0|none|no))\b|--disable-(web-)?security\b|--skip-(ssl|tls|security|verification|verify)\b",
@@ -300,6 +355,7 @@ CONCEPTS = {
         r"\b(comment(ing)? out|delet\w*|remov\w*|disabl\w*) (the )?(failing|failed|security|safety)( [\w'-]+){0,2} (tests?|checks?|scans?|assertions?)\b.{0,40}\b(ship|release|merge|deploy|pass|green)\w*\b",
     ],
     "WIPE_COMMAND": [
+        r"\bgit\s+push\s+\S+\s+\+(main|master|release)\b|\bdocker\s+(volume\s+(rm|prune)|system\s+prune\s+(-\S+\s+)*(-a|--all|--volumes))\b",
         r"\bfind\s+(/|~|\$home|/home|/var|/etc|/usr)(\s[^|;\n]*)?\s-delete\b|\bfind\s+(/|~|\$home)\s[^;\n]*-exec\s+rm\b",
         r"\brm\s+-\w*[rf]\w*\s+(-\w+\s+)*(/\*?|~/?\*?|\.\.?/?\*?|\$home/?|/(home|etc|var|usr|opt|srv|data|mnt)/?\*?)(\s|$|;|&)",
         r"\b(run|execute|issue|exec|psql|mysql|sqlite3)\b.{0,60}\b(delete\s+from\s+[\w.\"`]+\s*(;|$|'|\")|truncate\s+(table\s+)?[\w.\"`]+\s*(;|$|'|\")|drop\s+(schema|database)\b)",
@@ -307,7 +363,12 @@ CONCEPTS = {
         r"\bgit\s+push\s+(\S+\s+)?(--delete\s+|:)(main|master|release)\b|\bgit\s+branch\s+-d\s+(main|master)\b|\bgh\s+repo\s+delete\b|\b-auto-approve\b.{0,30}\b(destroy|prod\w*)\b",
     ],
     "ADDRESSED_TO_AGENT": [
+        r"\bdo (as|what|whatever) (it|the (page|site|email|document|result|output|tool|response|file|pdf)) (says|tells you|asks|instructs|wants)\b",
+        r"\b(take|takes|taking|have|has|get|gets|given) (priority|precedence) over (the |your |any )?(user'?s?|customer'?s?|operator'?s?|system|original (instructions?|request|task|prompt)|instructions?|task|prompt)\b",
+        r"\b(begin|start|end)( of)? (agent|assistant|ai|system|hidden|secret) (instructions?|prompt|commands?)\b|\b(agent|assistant|ai|llm) instructions?\s*:",
+        r"['\"‘“](assistant|agent|ai|model|system)[,:]",
         r"\b((note|message|notice|instructions?|reminder|memo|warning) (to|for)|attention|hey|dear|important)( any| all| the| every)? (ai|llms?|language models?|ai assistants?|assistants?|agents?|chatbots?|bots?|gpts?)\b( [\w'-]+){0,2} ?(reading|processing|parsing|summari[sz]ing|viewing|crawling|analy[sz]ing|seeing|handling|from|:)",
+        r"\b(dear|hey|hi|hello|attention|ok|okay)( the)? (ai|assistant|agent|model|bot|chatbot|llm|gpt)\b\s*[,:!]",
         r"\bif you are (an? )?(ai|llm|large language model|language model|ai assistant|assistant|agent|bot|chatbot|automated (system|agent|assistant))\b( [\w'-]+){0,3}( reading| processing|,|:)",
         r"\b(ai|llm|language model|assistant|agent|bot)s? (reading|processing|parsing|summari[sz]ing|viewing|crawling|analy[sz]ing) (this|these)\b",
         r"\b(assistant|agent|ai|system)\s*:\s*(quietly|silently|secretly|also|now|from now on|new (task|instructions?)|please (also|now)|before (you )?(answer|repl|respond)\w*)",
