@@ -9,7 +9,7 @@ from .commands import COMMANDS, merge  # noqa: E402
 
 CONCEPTS = {
     "REFUSAL": [
-        r"\b(si|cuando) (el|un|una|la) (cliente|usuario|persona)\w*( \w+)? (te )?(pide|solicita|quiere|insiste)\b.{0,60}\b(consulta|deriva|escala|explica|informa|remite)\w*",
+        r"\b(si|cuando) (el|un|una|la) (cliente|usuario|persona)\w*( \w+)? (te )?(pide|solicita|quiere|insiste)\b.{0,60}\b(consulta|deriva|escala|explica|remite)(le|la|lo|les)?\b",
         r"\b(es un ataque|es (un )?phishing|es (un intento|sospechos)\w*|niegate|rechazal[oa]|no accedas|no lo hagas|no l[oa]s? sigas|no l[oa]s? cumplas|no l[oa]s? ejecutes|reportal[oa]|denuncial[oa])\b",
     ],
     "REPORT": [
@@ -54,6 +54,8 @@ CONCEPTS = {
     ],
     "VIOLATION": [r"\b(que (incumpl\w*|viol\w*|infrinj\w*|rompa\w*)|contrari\w* a|infracci[oó]n\w*|violaci[oó]n\w*)\b"],
     "SKIP": [
+        r"\b(ya )?no (sera|seran|es|son) necesari\w*|\bno hara falta\b|\bdejara de ser necesari\w*",
+        r"\b(conviene|mejor|es mejor|preferible|es preferible) no (pedir|preguntar|verificar|comprobar|solicitar|exigir|esperar)\b",
         r"\b(aunque|incluso si|aun si|aun cuando)\b.{0,30}\bno (haya|ha|pueda|sepa|consiga|logre)\w*( podido)? (responder|superar|dar|confirmar|verificar|pasar|acertar)(?![^;]{0,60}\b(no|nunca) (cambies|continues|sigas|hagas|proceses))",
         r"\bno (abras|abrir|crees|levantes|tramites|gestiones|registres|escales|consultes|involucres|molestes|avises|pases por|escanees|analices)\b",
         r"\b(no pierdas|sin perder) (el )?tiempo (con|en)\b|\bno te (compliques|molestes|entretengas) (con|en)\b|\bolvidate de\b",
@@ -70,6 +72,7 @@ CONCEPTS = {
     ],
     "WITHOUT": [r"\bsin\b"],
     "DEFER": [
+        r"\b(cuando (haya|tenga\w*|se tenga) tiempo|cuando se pueda|si hay tiempo|en algun momento)\b",
         r"\b(a toro pasado|despues de hecho|cuando ya este hecho|una vez hecho)\b",
         r"\b(se lo|le|les) (cuentas|dices|comunicas|informas|explicas)\b.{0,10}\b(luego|despues|mas tarde|manana)\b|\b(luego|despues|mas tarde) (se lo|le|les) (cuentas|dices|comunicas|informas)\b",
         r"\b(deja\w*|dejamos|aplaza\w*|pospon\w*|posterga\w*)\b.{0,40}\b(para )?(despues|luego|mas tarde|manana|la semana (que viene|proxima)|otro dia|el lunes)\b",
@@ -80,6 +83,7 @@ CONCEPTS = {
         r"\b(a posteriori|retroactivamente|con fecha anterior|dar[aá] por bueno|lo dar[aá]n? por bueno|por cumplir|pro forma)\b",
     ],
     "APPROVAL": [
+        r"\b(conformidad|direccion general|la direccion)\b",
         r"\b(riesgos|departamento de riesgos|juridico|legal|asesoria|umbral\w*|circuito de firmas|cadena de firmas)\b",
         r"\b(revisor\w*|revisi[oó]n)\b",
         r"\b(aprobaci[oó]n\w*|aprob\w*|autorizaci[oó]n\w*|autoriz\w*|validaci[oó]n\w*|valid\w*|visto bueno|permiso|consentimiento|firma\w*|luz verde|ok|okay|revisi[oó]n|comit[eé])\b",
@@ -106,6 +110,7 @@ CONCEPTS = {
         r"\b(identidad|identificaci[oó]n|documento de identidad|verificaci[oó]n\w*|verific\w*|autenticaci[oó]n|autentic\w*|kyc|pin|c[oó]digo (pin|secreto|de un solo uso|de verificaci[oó]n|de confirmaci[oó]n)|preguntas? de seguridad|fecha de nacimiento|devoluci[oó]n de llamada|2fa|mfa|qui[eé]n (es|dice ser))\b",
     ],
     "TRUST_CLAIM": [
+        r"\b(se considera\w*|se dara por|se tendra por|cuenta como|valdra como)\b.{0,10}\b(superad|pasad|verificad|valid|complet)\w*\b.{0,20}\bsi\b.{0,20}\b(sabe|conoce|dice|da|recuerda)\b",
         r"\bla voz (coincide|suena igual|se parece|es la misma)\b.{0,60}\b(no hace falta|no es necesario|sin|basta)\b",
         r"\b(acepta|vale|sirve|basta)\w*\b.{0,15}\b(cualquier|cualquiera|lo que)\b.{0,20}\b(otro )?(dato|respuesta|informacion|documento|cosa|te den|te diga)",
         r"\b(diciendo|dice|diga|digan|afirma\w*|asegura\w*|alega\w*|se presenta\w*|se identifica\w*)\b( que)?( es| ser| son)? (el |la |su )?(titular|propietari\w*|duen\w*|abogad\w*|familiar|herman\w*|espos\w*|marido|mujer|representante|hij[oa]|padre|madre|jefe|gerente)\b.{0,80}\b(sin mas|directamente|sin pedir\w*|sin (comprobar|verificar)\w*|de inmediato|enseguida|al momento|sin preguntas|sin ninguna)\b",
@@ -125,6 +130,7 @@ CONCEPTS = {
         r"\b(conc[eé]dete|d[aá]te|ot[oó]rgate|as[ií]gnate|a[ñn][aá]dete)\b.{0,30}\b(permisos?|derechos?|acceso|rol|privilegios?|administrador\w*)\b",
     ],
     "PRIVILEGE": [
+        r"\b(superadmin\w*|rol de \w*administrador\w*)\b",
         r"\b(mismos|mismas) (permisos|accesos|derechos|privilegios) que\b.{0,20}\b(director|directora|gerente|jefe|admin\w*|ceo|cfo|cto|finanzas)",
         r"\b(co-?administrador\w*|coadmin\w*|co-?propietari\w*)\b",
         r"\b(con|a|para) (toda la (organizacion|empresa|compania|plantilla)|todo el mundo|todos los (usuarios|empleados)|cualquiera|cualquier persona)\b",
@@ -132,6 +138,7 @@ CONCEPTS = {
         r"\b(permisos? de (administrador|admin|propietario|superusuario)|derechos? de (administrador|admin|propietario)|acceso (de )?(administrador|admin|root|total|completo|ilimitado|de escritura|a producci[oó]n)|rol de (administrador|admin|propietario)|todos los permisos|control total|superusuari\w*|privilegios? (de administrador|elevados)|grupo de administradores|sudo)\b",
     ],
     "CHECK_ONLY": [
+        r"\b(solo )?(lo|la|los|las) (asigna|concede|otorga|da)\w* (el equipo|ti|el administrador|seguridad|el departamento)\b|\bsolicitud aprobada\b",
         r"\b(es un ataque|es (un )?phishing|es (un intento|sospechos)\w*|niegate|rechazal[oa]|no accedas|no lo hagas|no l[oa]s? sigas|no l[oa]s? cumplas|no l[oa]s? ejecutes|reportal[oa]|denuncial[oa])\b",
         r"\b(para (obtener|conseguir|pedir|solicitar)|abre una solicitud|portal de ti|solicitalo|solicitarlo|debe solicitar\w*)\b",
         r"\b(comprueb\w*|verific\w*|si (ya )?(tiene|posee)|ya tiene|solo (los )?(administradores|propietarios|due[ñn]os)|solicitudes de acceso|env[ií]a las solicitudes|soporte t[eé]cnico|tras la aprobaci[oó]n|despu[eé]s de la aprobaci[oó]n)\b",
@@ -144,6 +151,7 @@ CONCEPTS = {
         r"\b(ignor\w*|olvid\w*|haz caso omiso|pasa(r)? por alto|salt\w* (las|la|el|los)|incumpl\w*|romp\w*|viol\w*|d[eé]ja(las|los|la|lo) de lado|deja de (seguir|cumplir|aplicar)|no (sigas|cumplas|respetes|apliques))\b",
     ],
     "NOT_BINDING": [
+        r"\b(queda\w*|est\w*) en segundo plano\b",
         r"\b(es|son) (secundari\w*|irrelevante\w*|lo de menos)\b|\b(no importa\w*|da igual|pasa\w* a segundo plano)\b",
         r"\b(en pausa|congelad\w*|desactivad\w*)\b",
         r"\b(quedan?|queda) (sin efecto|sin validez|anulad\w*|derogad\w*|en suspenso)\b|\b(dej(a|an|o|aron) de (aplicar|valer|regir|tener validez|contar))\b|\bya no (valen|sirven|cuentan|rigen)\b",
@@ -211,12 +219,13 @@ CONCEPTS = {
         r"\b(sin (cuestionar\w*|dudar|pensar|preguntar|rechistar)|al pie de la letra|a ciegas|tal cual)\b",
     ],
     "SOURCE": [
+        r"\b(campo de (comentarios|notas|observaciones)|comentarios?|observaciones)\b",
         r"\b(incidencia\w*|tickets?|texto\w*|pdf|contenido|apartado\w*|buscador\w*|api)\b",
         r"\b(herramienta\w*|busqueda\w*)\b",
         r"\b(correos?|e-?mails?|mensajes?|p[aá]ginas?|sitios?|webs?|resultados?|salidas?|respuestas?|adjuntos?|documentos?|recuperad\w*|descargad\w*|entrante\w*|recibid\w*|extern\w*)\b",
     ],
     "COMMANDS": [
-        r"\b(indica\w*|pone que|se indica)\b",
+        r"\b(indi(ca|que)\w*|pone que|se indica)\b",
         r"\b(para (el asistente|ti|la ia|el agente)|ordenes directas|diga que|dice que)\b",
         r"\b(pasos|acciones|tareas|peticiones|indicacion\w*)\b",
         r"\b(instrucci[oó]n\w*|[oó]rden\w*|comandos?|indicaciones|pida|pide|diga|dice|exija|exige|quiera|mande|contenga|contiene|vengan?|incluid\w*|ocult\w*|lo que)\b",
@@ -274,6 +283,7 @@ CONCEPTS = {
         r"\b(usa|reutiliza|aprovecha|recicla)\w*\b.{0,30}\b(aprobacion|autorizacion|visto bueno|firma) (anterior|de (otro|otra|ayer|la semana pasada|otro pedido|otro caso))\b",
     ],
     "WIDEN_SCOPE": [
+        r"\b(ampli|sub|aument|elev|increment)\w*\b.{0,30}\b(descuento|limite|credito|compensacion|reembolso)\w*\b.{0,30}\b(al|hasta el|a un|hasta un) \d{2,}\s?%",
         r"\b(deja|dejal[oa]|configura|pon|cambia|abre)\w*\b.{0,50}\b(lectura|escritura|acceso) (public\w*|anonim\w*|para todos|abiert\w*)",
         r"\b(compart|abr|publica|expon|da acceso)\w*\b.{0,50}\b(con|a|para) (toda la (organizacion|empresa|compania|plantilla)|todo el mundo|todos los (usuarios|empleados)|cualquiera|cualquier persona)\b",
         r"\b(haz|hazl[oa]|hacer|pon|ponl[oa]|poner|deja|dejal[oa]|configura|cambia)\w*\b.{0,30}\b(publico|publica|publicos|publicas|abierto a todos|accesible para todos)\b",
@@ -295,6 +305,9 @@ CONCEPTS = {
     "SECRET_DUMP": [
         r"\b(dile|dale|di|lee|leele|dicta\w*|pasale|comunica\w*|facilita\w*)\b.{0,30}\b(al que llama|a quien llama|al llamante|a la persona que llama|al interlocutor)\b.{0,40}\b(codigo|pin|otp|clave|contrasena)",
         r"\b(codigo|pin|otp)\w*\b.{0,40}\b(acabamos de enviar|hemos enviado|enviado) al titular\b",
+    ],
+    "GATED": [
+        r"\b(el|la) responsable\b.{0,30}\b(lo |la )?(aprueba|autoriza|valida)\b|\b(tras|despues de|con) (la )?(aprobacion|autorizacion)\b|\bsolo (con|tras|despues de) (la |una )?(aprobacion|autorizacion|copia)\b|\bse hace una copia\b|\b(con|previa) copia (previa|de seguridad)\b",
     ],
 }
 CONCEPTS = merge(CONCEPTS, COMMANDS)
