@@ -214,7 +214,7 @@ _RULES: list[tuple[str, str, list[str]]] = [
             r"\b(deaktivier\w*|umgeh\w*|ignorier\w*|abschalt\w*)\b[^.]{0,40}(sicherheit(?!s?(team|abteilung|beauftragt))|filter|moderation|schutz)",
             r"\bschalte?\b[^.]{0,40}(sicherheit|filter|moderation|schutz)\w*[^.]{0,30}\baus\b",
             # French
-            r"\b(d[ée]sactiv|coup|contourn|ignor)\w*\b[^.]{0,40}\b(filtre|s[ée]curit[ée]|mod[ée]ration|garde-fou|protection)",
+            r"\b(d[ée]sactiv|coup|contourn|ignor)\w*\b[^.]{0,40}\b(filtre|(?<!quipe )(?<!quipe de )(?<!quipe de la )(?<!service )s[ée]curit[ée]|mod[ée]ration|garde-fou|protection)",
             # Spanish
             r"\b(desactiva|apaga|quita|evita|ignora|salta)\w*\b[^.]{0,40}\b(filtro|seguridad|moderaci[oó]n|protecci[oó]n|salvaguarda)",
             # Chinese

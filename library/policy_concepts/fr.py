@@ -1,7 +1,29 @@
 """French concepts of the policy screen's meaning layer (library/policy_concepts/__init__.py).
 Accents are optional in the stems ([ée]), since people type without them."""
 
+from .commands import COMMANDS, merge
+
 SPAN = 100
+
+# A gap inside one clause with no negation in it: a verb and its object are one action only when
+# nothing between them negates it ("Ne lis jamais un code de confirmation ...").
+_NOT = r"(?:ne|n'|pas|jamais|aucun\w*)"
+
+
+def _gap(most: int, also: str = "") -> str:
+    stop = f"{_NOT}|{also}" if also else _NOT
+    return rf"(?:(?!\b(?:{stop})\b).){{0,{most}}}"
+
+
+# a negation right before a target noun: "des informations générales, aucune donnée client"
+_NO = r"(?<!aucune )(?<!aucun )(?<!jamais de )(?<!pas de )(?<!ni )"
+# the safeguards whose switching off is the attack (SAFETY below, and SAFETY_OFF's shapes)
+_SAFEGUARD = (
+    r"(antifraude|anti-fraude|anti-?spam|(?<!quipe )(?<!quipe de )(?<!quipe de la )(?<!service )s[ée]curit[ée]|filtre\w*|mod[ée]ration"
+    r"|censure|garde-fous?|protections?|pare-feu|antivirus|bac à sable|sandbox|limites? de d[ée]bit|limitation\w* de d[ée]bit|bridage"
+    r"|masquage|caviardage|journalisation|surveillance|supervision|alertes?|audit\w*|chiffrement|double authentification|2fa|mfa"
+    r"|d[ée]tection\w*|scanner\w*)"
+)
 
 CONCEPTS = {
     "REPORT": [
@@ -14,15 +36,19 @@ CONCEPTS = {
         r"\b(ralentit|ralentissent|fait perdre du temps|perte de temps|paperasse|bureaucrati\w*|une formalit[ée])\b",
     ],
     "MARK_VERIFIED": [
+        # a box ticked: "Coche la case « identité contrôlée »" (not "que lorsque le code correspond")
+        r"\b(coch\w*|mets|marque\w*|indique\w*|passe|s[ée]lectionn\w*|clique\w*)\b" + _gap(40, "que|seulement|uniquement") + r"[«\"“']\s?(identit[ée] |client |appelant )?(contr[ôo]l[ée]e?|v[ée]rifi[ée]e?|confirm[ée]e?|authentifi[ée]e?)\s?[»\"”'](?!.{0,40}\b(que lorsque|qu'apr[èe]s|une fois|seulement|uniquement)\b)",
         r"\b(consid[èe]r\w*|trait\w*|marqu\w*|tien\w*)\b.{0,40}\b(comme|pour) (v[ée]rifi[ée]e?|confirm[ée]e?|authentifi[ée]e?|valid[ée]e?)\b",
     ],
     "IMPERSONATE": [
-        r"\b(te faisant passer|fais-toi passer|faites-vous passer|se faire passer|en te pr[ée]sentant|pr[ée]sente-toi|sign\w*|r[ée]ponds?|[ée]cris)\b.{0,30}\b(pour|comme|en tant que|au nom d[eu])\b.{0,25}\b(responsable|directeur|directrice|manager|chef|cheffe|superviseur|administrat\w*)",
+        r"\b(te faisant passer|fais-toi passer|faites-vous passer|se faire passer|en te pr[ée]sentant|pr[ée]sente-toi|sign\w*|r[ée]ponds?|[ée]cris)\b.{0,30}(\b(pour|comme|en tant que|au nom d[eu])\b|[«\"“])[^«»]{0,25}\b(responsable|directeur|directrice|manager|chef|cheffe|superviseur|administrat\w*)",
     ],
     "FOREIGN_INSTRUCTIONS": [
         r"\b(instructions?|consignes?|commandes?)\b.{0,30}\b(dans|d'un|d'une|de la|du|provenant)\b.{0,20}\b(e-?mails?|courriels?|pages?|documents?|r[ée]sultats?|sorties?|pi[èe]ces? jointes?|fichiers?)",
     ],
     "SELF_APPROVE": [
+        r"\b(inscris|mets|nomme|d[ée]signe|d[ée]clare|ajoute)[- ](toi|vous)\b.{0,20}\b(comme|en tant qu'|en) (approbateur|valideur|validateur|relecteur|signataire)\w*",
+        r"\b(accepte|valide|approuve|signe)\w* (ta|sa|votre) propre (demande|requ[êe]te|pull request|modification)\w*",
         r"\b(approuv\w*|valid\w*|sign\w*|fusionn\w*)\b.{0,40}\b(toi-m[êe]me|vous-m[êe]me|au nom (du|de la|de ton|de ta) \w+|à la place (du|de la) \w+)\b",
     ],
     "UNBOUND": [
@@ -30,19 +56,30 @@ CONCEPTS = {
         r"\b(r[ée]ponds|agis|r[ée]pondez|agissez)\b.{0,30}\bsans (aucune? )?(restriction|limite|r[èe]gle|filtre|censure)s?\b",
         r"\b(fais|faites|agis|agissez) comme si\b.{0,50}\b(n'existai\w*|n'avais|n'aviez|aucune?|pas)\b",
         r"\b(assistant|mode|ia) (sans (restriction|limite|filtre)s?|non filtr[ée]|non censur[ée]|d[ée]brid[ée])\b",
+        r"\b(assistant|ia|mod[èe]le|bot|mode)\w* sans (aucune? )?(consignes?|r[èe]gles?|limites?|contraintes?|garde-fous?|censure|interdits?|filtres?|restrictions?)\b",
+        # new instructions said to outrank the rules
+        r"\b(priment?|pr[ée]valen?t|l'emporten?t|passen?t avant|ont (la )?priorit[ée]|a (la )?priorit[ée])\b.{0,10}\b(sur |avant )?(toutes |tous )?(les |tes |vos |ses )?\w*\s?(directives?|r[èe]gles?|consignes?|instructions?|politiques?|prompt)\b",
+        r"\bremplacen?t (toutes )?(les |tes |vos )(directives|r[èe]gles|consignes|instructions)\b",
+        # the rules set aside whatever they say
+        r"\b(quoi que|quoi qu'en) (disent|dise|pr[ée]voient|pr[ée]voie|exigent) (les|la|tes|vos|nos) \w*\s?(directives?|r[èe]gles?|consignes?|politiques?|proc[ée]dures?)",
+        r"\b(peu importe|qu'importe) (ce que )?(disent|dit|pr[ée]voient|pr[ée]voit) (les|la|tes) (directives?|r[èe]gles?|politique|consignes?)",
+        r"\bsans tenir compte (des|de la|du) (r[èe]gles?|politique|directives?|consignes?|r[èe]glement)",
+
     ],
     "VIOLATION": [r"\b(contraire\w* à|qui enfreign\w*|qui viol\w*|violation\w*|infraction\w*)\b"],
     "SKIP": [
         r"\b(inutile|pas besoin) de (la |le |les )?faire (relire|valider|approuver|v[ée]rifier)\b",
         r"\bavant que (quelqu'un|qui que ce soit|la compta\w*|le service juridique|le responsable|le relecteur|la conformit[ée])\b.{0,30}\b(regarde|voie|v[ée]rifie|remarque|s'en aper[çc]oive)\b",
-        r"\b(saut\w*|sauter|contourn\w*|ignor\w*|évit\w*|evit\w*|omet\w*|omis|oubli\w*|zapp\w*|pass\w* (outre|par-dessus|au-dessus)|outrepass\w*|dispens\w*|fais l'impasse|faire l'impasse|court-circuit\w*|se passer de|passe-toi de|passez-vous de|pass(e|ez|er) la)\b",
+        r"\b(saut\w*|sauter|contourn\w*|ignor\w*|évit\w*|evit\w*|omet\w*|omis|oubli\w*|zapp\w*|pass\w* (outre|par-dessus|au-dessus)|outrepass\w*|dispens\w*|fais l'impasse|faire l'impasse|court-circuit\w*|se passer d(e|u|es)|passe-toi d(e|u|es)|passez-vous d(e|u|es)|laisse\w* tomber|pass(e|ez|er) la)\b",
         r"\bau lieu d'attendre\b|\bplutôt que d'attendre\b",
         r"\b(inutile|pas besoin|pas la peine|nul besoin|aucun besoin|pas nécessaire|pas necessaire|superflu\w*|facultati\w*|optionnel\w*|une formalité|pas obligatoire|aucune raison)\b",
         r"\bn'attend(s|ez)? pas\b|\bne pas attendre\b|\bn'attends? plus\b",
-        r"\bne (demande|v[ée]rifie|contr[ôo]le|exige|r[ée]clame)\w* (rien|pas|plus)\b",
+        r"\bne (lui |leur |la |le |les |l')?(demande|v[ée]rifie|contr[ôo]le|exige|r[ée]clame)\w* (rien|pas|plus|jamais)\b|\bn'(exige|\w*v[ée]rifie)\w* (rien|pas|plus|jamais)\b",
+        r"\b(plus besoin|plus la peine|plus n[ée]cessaire|n'est plus (n[ée]cessaire|obligatoire|requis\w*))\b",
     ],
     "WITHOUT": [r"\bsans\b"],
     "DEFER": [
+        r"\br[ée]gularis\w*|\b\w+(ra|rons|ront)\b.{0,40}\b(lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche|le mois prochain)\b",
         r"\b\w+(ra|rons|ront)\b.{0,30}\b(plus tard|apr[èe]s coup|ensuite|la semaine prochaine|demain)\b",
         r"\b(pourra|pourront|peut|peuvent|viendra|suivra|se fera|sera)\b.{0,30}\b(après|plus tard|ensuite|apr[èe]s coup|la semaine prochaine|demain|r[ée]troactivement|a posteriori)\b",
         r"\b(valider|approuver|signer|autoriser|ratifier|entériner|enteriner)(a|ont)\w*\b.{0,25}\b(plus tard|la semaine prochaine|demain|apr[èe]s coup|ensuite|apr[èe]s)\b",
@@ -51,8 +88,8 @@ CONCEPTS = {
     "APPROVAL": [
         r"\b(relire|relu|relue|faire relire)\b",
         r"\b(relect\w*|r[ée]viseu\w*|relecture)\b",
-        r"\b(approb\w*|approuv\w*|validation\w*|valid\w*|autoris\w*|accord\w*|aval|feu vert|visa|consentement|signature\w*|sign\w*|bon pour accord|relecture|revue|comit[ée]|double contr[ôo]le|quatre yeux)\b",
-        r"\b(manager|responsable|superviseur|supérieur\w*|superieur\w*|chef\w*|direction|comptabilit[ée]|finance\w*|conformit[ée])\b",
+        r"\b(approb\w*|approuv\w*|validation\w*|valid\w*|autoris\w*|accord\w*|aval|feu vert|visa|consentement|signature\w*|signataire\w*|sign(e|es|ent|ez|er|é|ée|és|ées)|bon pour accord|relecture|revue|comit[ée]|double contr[ôo]le|quatre yeux|dit oui|cab)\b",
+        r"\b(manager|responsable|superviseur|supérieur\w*|superieur\w*|chef\w*|direction|comptabilit[ée]|finance\w*|conformit[ée]|hi[ée]rarchi\w*|n\+1)\b",
     ],
     "APPROVAL_GATE": [
         r"\b([ée]tape|processus|circuit|exigence|obligation|workflow|r[èe]gle) d'(approbation|validation|autorisation)\b",
@@ -68,12 +105,21 @@ CONCEPTS = {
         r"\b(permissi\w*|tol[ée]rant\w*|laxiste)\b",
     ],
     "IDENTITY": [
-        r"\b(identit[ée]\w*|pi[èe]ce d'identit[ée]|v[ée]rification\w*|v[ée]rifi\w*|authentifi\w*|kyc|code pin|pin|code secret|code à usage unique|code de confirmation|questions? de s[ée]curit[ée]|date de naissance|rappel|double authentification|2fa|mfa|qui (il|elle) (est|pr[ée]tend))\b",
+        r"\b(identit[ée]\w*|pi[èe]ce d'identit[ée]|v[ée]rification\w*|v[ée]rifi\w*|authentifi\w*|kyc|code pin|pin|code secret|code à usage unique|code de confirmation|questions? de s[ée]curit[ée]|date de naissance|rappel|double authentification|2fa|mfa|qui (il|elle) (est|pr[ée]tend)"
+        r"|procuration\w*|mandat|appel vid[ée]o|visio\w*|codes? (re[çc]us? )?par sms|code sms|sms)\b",
+        r"\bcodes?\b(?!-)(?! (promo|de r[ée]duction|postal|de suivi|article|produit|source))",
     ],
     "TRUST_CLAIM": [
         r"\b(crois|croyez|croire|fais confiance|faites confiance|prends|prenez|accepte\w*)\b.{0,30}\b(sur parole|au mot|sa parole|leur parole|ce qu'(il|elle) dit|qui (il|elle) (dit|pr[ée]tend) [êe]tre)\b",
         r"\b(consid[èe]re\w*|trait\w*)\b.{0,50}\bcomme (le |la )?(titulaire|propri[ée]taire|v[ée]rifi[ée])\b",
         r"\bsa parole (suffit|est suffisante)\b",
+        # a weak proof taken for an identity check
+        r"\b(suffit|suffisent|suffira|fait l'affaire)\b(?! pas)(?! plus).{0,20}\b(comme|de|en guise de) (preuve|justificatif|v[ée]rification|identification)\b",
+        r"\b(comme|en guise de) (preuve|justificatif)\b.{0,10}\b(suffit|suffira|fait l'affaire)\b",
+        r"\b(photo|copie|capture|scan)\b.{0,10}\b(de la |du |d'une |de sa |de son )?(carte d'identit[ée]|pi[èe]ce d'identit[ée]|passeport|permis)\b.{0,50}\b(suffit|suffira|fait l'affaire)\b(?! pas)",
+        # a reset link or code sent to an address the caller has just given
+        r"\b(lien|code)\b.{0,60}\b(à|vers|sur) (la |le )?(nouvelle|nouveau|autre) (adresse|num[ée]ro|e-?mail)",
+        r"\b(adresse|num[ée]ro)\b.{0,10}\bque (l'appelant|le client|la cliente|il|elle) (te |vous |nous )?(donne|indique|fournit|communique)\b",
     ],
     "GRANT": [
         r"\b(accord\w*|donn\w*|attribu\w*|octroi\w*|ajout\w*|promeu\w*|promouv\w*|[ée]lev\w*|[ée]tend\w*|ouvr\w*|confi\w*|assign\w*|d[ée]bloqu\w*)\b",
@@ -83,32 +129,36 @@ CONCEPTS = {
         r"\b(accorde|donne|attribue|octroie)-?(toi|vous|lui|se) (à toi-même|à lui-même)?\b.{0,30}\b(droits?|acc[èe]s|r[ôo]le|permissions?|privil[èe]ges?)\b",
     ],
     "PRIVILEGE": [
-        r"\b(droits? d'admin\w*|droits? (d')?administrat\w*|acc[èe]s (admin\w*|administrat\w*|root|complet|total|illimit[ée]|en [ée]criture|production)|r[ôo]le (d')?(admin\w*|propri[ée]taire|super\w*)|tous les droits|toutes les permissions|pleins pouvoirs|contr[ôo]le total|super-?utilisateur|privil[èe]ges? (d')?(admin\w*|[ée]lev[ée]s?)|groupe (des )?admin\w*|sudo)\b",
+        r"\b(droits? d'admin\w*|droits? (d')?administrat\w*|acc[èe]s (admin\w*|administrat\w*|root|complet|total|illimit[ée]|en [ée]criture|production)|r[ôo]le (d')?(admin\w*|propri[ée]taire|super\w*)|tous les droits|toutes les permissions|pleins pouvoirs|contr[ôo]le total|super-?utilisateur|privil[èe]ges? (d')?(admin\w*|[ée]lev[ée]s?)|groupe (des )?admin\w*|groupe\W{0,3}(\w+ )?admin\w*|sudo)\b",
     ],
     "CHECK_ONLY": [
         r"\b(demande d'acc[èe]s|demande de droits|faire une demande)\b",
         r"\b(v[ée]rifi\w*|si (le|la|il|elle) (a|poss[èe]de) d[ée]j[àa]|d[ée]j[àa]|seuls? (les )?(admin\w*|propri[ée]taires?)|demande d'acc[èe]s|transmet\w*|service informatique|apr[èe]s (l')?(approbation|validation))\b",
     ],
     "IGNORE": [
+        r"\bne (t'y|t'en|vous y|vous en) (fie|r[ée]f[èe]re|tiens)\w* (plus|pas)\b",
         r"\bne (tiens|tenez|tenir) (plus|pas) compte\b",
         r"\b(ignor\w*|oubli\w*|fais abstraction|faites abstraction|passe outre|passez outre|outrepass\w*|enfrein\w*|transgress\w*|d[ée]roge\w*|contourn\w*|mets? de c[ôo]t[ée]|mettez de c[ôo]t[ée]|laisse\w* de c[ôo]t[ée]|ne (suis|respecte|tiens? compte|applique)\w* (plus|pas))\b",
     ],
     "NOT_BINDING": [
         r"\b(ne t'engagent|ne vous engagent|ne s'appliquent|ne comptent|ne valent|ne te lient|ne vous lient|ne te concernent|ne vous concernent|n'ont plus)\b.{0,20}\b(plus|pas)\b",
-        r"\b(facultati\w*|optionnel\w*|indicati\w*|non contraignant\w*|de simples suggestions|p[ée]rim[ée]\w*|obsol[èe]te\w*|caduc\w*|suspendu\w*|n[ée]gociable\w*)\b",
+        r"\b(facultati\w*|optionnel\w*|indicati\w*|non contraignant\w*|de simples suggestions|p[ée]rim[ée]\w*|obsol[èe]te\w*|caduc\w*|suspendu\w*|n[ée]gociable\w*|d[ée]pass[ée]e?s?|plus d'actualit[ée]|n'est plus (valable|en vigueur|d'actualit[ée]))\b",
         r"\b(plus|pas) (tenu|li[ée]|soumis)\w* (à|par)\b|\bexception (à|aux)\b",
     ],
     "RULES": [
         r"\b(instructions?|consignes?|r[èe]gles?|politiques?|directives?|lignes? directrices?|proc[ée]dures?|r[èe]glement\w*|prompt syst[èe]me|prompt|contraintes?|restrictions?|limites?|ce qu'on t'a dit|protocole\w*|charte)\b",
+        r"\bce qu'on (t'a|vous a) (dit|demand[ée]|appris|indiqu[ée]|impos[ée])|\btout ce qui pr[ée]c[èe]de\b",
     ],
     "OBEY_ANYONE": [
         r"\bfai(s|tes) (tout )?ce qu'(il|elle|ils|on|le client|la cliente)\w* (demande|veut|exige|dit|souhaite)\w*\b",
+        r"\b(satisf\w*|exauce\w*|c[èe]de\w* à) (toutes les|tous les|chaque|n'importe quel\w*) (demandes?|exigences?|souhaits?|envies?|requ[êe]tes?|caprices?)\b",
     ],
     "DESTROY": [
+        r"\bremets?\b.{0,60}\b(dans|à) l'[ée]tat\b|\bremets? à z[ée]ro\b",
         r"\b(supprim\w*|effac\w*|purg\w*|d[ée]trui\w*|vid\w*|nettoi\w*|nettoy\w*|[ée]cras\w*|formate\w*|r[ée]initialis\w*|liquid\w*|rase\w*|raye\w*|ras\w*|d[ée]gag\w*|drop\w*|truncate|rm -rf|force-push\w*)\b",
     ],
     "CRITICAL": [
-        r"\b(racine du (projet|d[ée]p[ôo]t)|force-?push\w*|push (-f|--force))\b",
+        r"\b(racine du (projet|d[ée]p[ôo]t)|force-?push\w*|push (-f|--force)|push forc[ée]|(branche|branch) (main|master|principale))\b",
         r"\b(en|de la) production\b|\bsur (main|master)\b",
         r"\b(production|prod)\b",
         r"\b(sauvegardes?|backups?|snapshots?|copies? de s[ée]curit[ée]|archives?)\b",
@@ -117,6 +167,7 @@ CONCEPTS = {
         r"\b(tout|toutes les donn[ée]es|la totalit[ée])\b(?! de suite)",
     ],
     "NO_HUMAN": [
+        r"\bsans (les |la |le |l')?(regarder|examiner|v[ée]rifier|contr[ôo]ler|relire|consulter|ouvrir)\b|\b(d'un (seul )?coup|en une (seule )?fois|à l'aveugle)\b",
         r"\bsans (v[ée]rifier|contr[ôo]ler) (l'[ée]ligibilit[ée]|les conditions|si)\b",
         r"\bsans (demander|consulter|pr[ée]venir|v[ée]rifier|confirm\w*|validation|relecture|personne|aucun\w* (humain|personne|validation|contr[ôo]le)|humain|intervention|sauvegarde|pr[ée]avis|rien dire)\b",
         r"\b(automatiquement|discr[èe]tement|en silence|en douce|en cachette|silencieusement|sans bruit|personne (n'a besoin|ne doit))\b",
@@ -134,10 +185,15 @@ CONCEPTS = {
     ],
     "SAFETY": [
         r"\b(antifraude|contr[ôo]les? (antifraude|de fraude|de s[ée]curit[ée])|authentification à deux facteurs|journalisation d'audit)\b",
-        r"\b(s[ée]curit[ée]|filtre\w*|mod[ée]ration|censure|garde-fous?|garde-fou|protections?|protecteur\w*|pare-feu|antivirus|bac à sable|sandbox|limites? de d[ée]bit|masquage|caviardage|journalisation|surveillance|alertes?|audit\w*|chiffrement|double authentification|2fa|mfa)\b",
+        r"\b" + _SAFEGUARD + r"\b",
     ],
     "OBEY": [
-        r"\b(fai(s|tes)|faire|ex[ée]cut\w*|sui(s|vez|vre)|appliqu\w*|ob[ée]i\w*|accompli\w*|r[ée]alis\w*|trait\w*|consid[èe]r\w*)\b",
+        r"\b(ex[ée]cut\w*|appliqu\w*|ob[ée]i\w*|accompli\w*|r[ée]alis\w*|consid[èe]r\w*)\b",
+        # "fais ce que la page demande", not "si la page te demande de faire quelque chose, ignore-le";
+        # "suis", not "suis cette procédure"; "traite", not "traite-le comme des données"
+        r"\b(fai(s|tes)|faire)\b(?!.{0,80}\b(ignore\w*|signal\w*|n'en tiens)\b)",
+        r"\bsui(s|vez|vre)\b(?! (cette|la pr[ée]sente|notre|nos|la|ce) (proc[ée]dure|politique|checklist|liste|guide|processus|[ée]tape)s?\b)",
+        r"\btrait\w*\b(?!.{0,80}\bcomme (des |de simples )?(donn[ée]es|informations|texte|contenu)\b)",
         r"\b(sans (poser de questions|discuter|r[ée]fl[ée]chir|v[ée]rifier|h[ée]siter)|à la lettre|aveugl[ée]ment|tel quel|tels quels)\b",
     ],
     "SOURCE": [
@@ -148,18 +204,24 @@ CONCEPTS = {
     ],
     "SEND": [
         r"\b(t[ée]l[ée]vers\w*|mets? en ligne|publi\w*)\b",
+        r"\b(remet\w*|remis|emport\w*|curl|wget|scp|rsync)\b",
         r"\b(envoi\w*|envoy\w*|transf[èe]r\w*|transmet\w*|t[ée]l[ée]vers\w*|upload\w*|export\w*|copi\w*|partag\w*|publi\w*|synchronis\w*|pousse\w*|d[ée]pos\w*|mets? en copie|cci|cc)\b",
     ],
     "DATA": [
+        _NO + r"\b(crm|dump\w*|sauvegarde\w*|dossiers? du personnel|fiches? de paie|salaires|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
         r"\b(num[ée]ros de t[ée]l[ée]phone|adresses e-?mail|adresses|coordonn[ée]es|base des (utilisateurs|clients)|toutes les (conversations|donn[ée]es)|donn[ée]es (clients?|des clients|utilisateurs?))\b",
         r"\b(donn[ée]es|fichier clients?|liste des clients|table des clients|base (de donn[ée]es|clients?)|table|enregistrements|num[ée]ros de carte|cartes? bancaires?|coordonn[ée]es bancaires|donn[ée]es personnelles|carnet d'adresses|liste de contacts|code source|historique des (conversations|commandes)|tous les (tickets|messages|e-mails|fichiers|clients))\b",
     ],
     "OUTSIDE": [
-        r"\b(externe\w*|ext[ée]rieur\w*|tiers|publi(c|que)|priv[ée]e?|personnel\w*|inconnu\w*|gmail|yahoo|hotmail|pastebin|dropbox|webhook\w*|ftp|telegram)\b",
-        r"https?://\S+|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|ru|cn|xyz|info|biz|me|co|app|dev|site|online|top|fr)\b",
+        r"\b(externe\w*|ext[ée]rieur\w*|tiers|publi(c|que)|priv[ée]e?|(?<!donn[ée]es )personnel\w*|perso|inconnu\w*|gmail|yahoo|hotmail|pastebin|dropbox|webhook\w*|ftp|telegram)\b",
+        r"https?://\S+|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|ru|cn|xyz|info|biz|me|co|app|dev|site|online|top|fr|sh|cc|to|link|ly)\b",
         r"\b(cette|l'|une autre) adresse\b",
+        r"\b(cl[ée] usb|usb|disque (dur )?externe|chez (toi|moi|lui|elle)|à la maison|transfer\.sh|wetransfer|google drive|onedrive|icloud|(nouveau|nouvel|autre) (revendeur|partenaire|prestataire)|revendeur\w*|courtier\w*|concurren\w*)\b",
     ],
     "REVEAL": [
+        r"\b(joins|joindre|joignez|joint\w*|attache\w*|dict\w*|cit\w*)\b",
+        r"\bmets?\b(?=.{0,60}\bdans (le|la|les|un|une|ton|ta|tes) (message|commit|ticket|chat|r[ée]ponse|commentaire|log|journal|wiki|canal))",
+        r"\b(figur\w*|s'affich\w*)\b.{0,20}\b(dans|sur) (la|le|les|ta|ton) (r[ée]ponse|chat|ticket|message|commentaire)",
         r"\b(ajout\w*|communiqu\w*|transmet\w*|transmis|r[ée]ponds avec|cite\w*)\b",
         r"\b(r[ée]p[èe]te\w*|recopie\w*)\b",
         r"\b(r[ée]v[èe]l\w*|affich\w*|montr\w*|imprim\w*|donn\w*|colle\w*|coll\w*|partag\w*|divulgu\w*|d[ée]voil\w*|expos\w*|dis|dites|dire|r[ée]cit\w*|r[ée]p[èe]t\w*|inclu\w*|envoi\w*|envoy\w*|publi\w*|[ée]cri\w*|journalis\w*|copi\w*|lis à voix haute)\b",
@@ -169,12 +231,68 @@ CONCEPTS = {
         r"\.env\b|\b\w*_(api_key|secret|secret_key|password|passwd|pwd|access_key|private_key)\b|\b(openai|aws|stripe|github|slack|gcp|azure)[\w-]*(key|token|secret)\b",
         r"\b(cl[ée]s? (d')?api|cl[ée]s? secr[èe]tes?|cl[ée]s? priv[ée]es?|cl[ée]s? ssh|jetons?( d'acc[èe]s| api)?|tokens?|mots? de passe|identifiants?|secrets?|cha[îi]nes? de connexion|variables? d'environnement|\.env|prompt syst[èe]me|instructions? (syst[èe]me|internes|cach[ée]es))\b",
         r"\b(tes|vos) (instructions|consignes internes|r[èe]gles cach[ée]es)\b",
+        _NO + r"\b(cl[ée]s? (stripe|aws|openai|github|slack|twilio|sendgrid|de production|prod|d'acc[èe]s|d'authentification|de chiffrement|ma[îi]tresse)|codes? d'acc[èe]s|les acc[èe]s (de|du|à la|au|aux) (la |le |l')?(bo[îi]te|console|compte|serveur|base|messagerie))\b",
     ],
     "SECRET_CARE": [
         r"\b(masqu\w*|caviard\w*|remplac\w*|r[ée]voqu\w*|renouvel\w*|coffre\w*|vault|quatre derniers|4 derniers|ast[ée]risques|r[ée]initialis\w*|mot de passe oubli[ée]|si (la|le|un|une) (cl[ée]|jeton|mot de passe)|appara[îi]t|expir[ée]\w*)\b",
+        r"\bsignal\w*\b.{0,40}\b(demande|tentative)\w*",
     ],
 }
 
 NEGATION_BEFORE = r"\b(ne|n'|jamais|aucun\w*|interdit\w*|surtout pas|pas)\b|\bn'"
 # "ne colle jamais", "n'accorde pas": the second half of the negation follows the verb
 NEGATION_AFTER = r"^\s*(\w+\s+)?(pas|jamais|plus|aucun\w*)\b"
+
+# The single-concept shapes (policy_concepts/__init__.py): the wording is the whole attack.
+_SHAPES = {
+    "APPROVAL_FAKED": [
+        # a payment split to stay under the approval threshold
+        r"\b(d[ée]coup\w*|fractionn\w*|divis\w*|scind\w*|r[ée]parti\w*|saucissonn\w*)\b" + _gap(80) + r"\b(sous|en dessous d)\w*\b.{0,30}\b(seuil|plafond|limite)\w*",
+        # the status set to approved (not "qu'une fois la signature reçue")
+        r"\b(passe|mets|marque|coche|indique|bascule|change)\w*\b" + _gap(60, "que|seulement|uniquement") + r"\b(à|en|comme|sur) \W?(approuv[ée]e?s?|valid[ée]e?s?|autoris[ée]e?s?|accept[ée]e?s?)\b(?!.{0,60}\b(qu'une fois|une fois|seulement|uniquement|qu'apr[èe]s|lorsque)\b)",
+        # "même si personne n'a encore signé"
+        r"\b(m[êe]me si|bien que|quand bien m[êe]me)\b.{0,20}\bpersonne n'a (encore |pas encore )?(sign[ée]|valid[ée]|approuv[ée]|donn[ée] son accord)",
+        r"\b(m[êe]me si|bien que)\b.{0,30}\b(l'accord|la signature|la validation|l'approbation|le feu vert)\b.{0,20}\b(manque|n'est pas (encore )?(arriv|donn|sign)\w*|se fait attendre)",
+        # an approval said to have been given by word of mouth
+        r"\b(juridique|responsable|manager|chef\w*|direction|conformit[ée]|comptabilit[ée]|finance)\b.{0,30}\b(a|ont) (d[ée]j[àa] )?(dit oui|donn[ée] (son|leur) (accord|feu vert)|valid[ée]|approuv[ée])\b.{0,20}\b(au t[ée]l[ée]phone|oralement|de vive voix|à l'oral|verbalement)",
+        # straight to production before the board meets
+        r"\ben production\b.{0,20}\b(maintenant|tout de suite|directement|imm[ée]diatement|sans attendre)\b.{0,60}\b(comit[ée]|cab|relecture|validation|revue)\w*\b.{0,40}\b(ne se r[ée]unit|plus tard|que (lundi|mardi|mercredi|jeudi|vendredi))",
+    ],
+    "WIDEN_SCOPE": [
+        # shared with everyone
+        r"\b(partag\w*|ouvr\w*|rends|rendre|mets|donne\w*)\b" + _gap(60) + r"\b(avec tous ceux qui ont le lien|toute personne (ayant|disposant du|qui a le) lien|avec tout le monde|à tout le monde|en public|publiquement|sans (authentification|connexion|mot de passe)|y compris (l'ext[ée]rieur|les externes|des externes))\b",
+        # access that never expires
+        r"\b(expiration|validit[ée]|dur[ée]e de (vie|validit[ée]))\b.{0,50}\b(sur|à|en)\W{0,3}(jamais|illimit[ée]e?|infini\w*|aucune|z[ée]ro)\b",
+        r"\bn'expire(nt)? (plus )?jamais\b|\bsans (date d')?expiration\b|\bvalables? ind[ée]finiment\b|\b(acc[èe]s|jetons?|droits?|cl[ée]s?) permanent\w*",
+        # "you are authorised now", for any amount
+        r"\b(tu es|vous [êe]tes)\b.{0,20}\b(d[ée]sormais|dor[ée]navant|maintenant|à pr[ée]sent|d[èe]s maintenant|exceptionnellement)\b.{0,10}\b(habilit[ée]e?|autoris[ée]e?|accr[ée]dit[ée]e?|mandat[ée]e?)\b",
+        r"\b(habilit|autoris)\w*\b.{0,60}\b(n'importe quel montant|sans (limite|plafond)|tout montant|quel que soit le montant|illimit\w*)",
+        # a limit raised beyond what the policy allows
+        r"\b(augment\w*|rel[èe]v\w*|mont\w*|[ée]l[èe]v\w*|hausse\w*|doubl\w*|port\w*)\b.{0,50}\b(plafond|limite|seuil|enveloppe|quota)\w*\b.{0,60}\b(m[êe]me si|bien que|malgr[ée]|au-del[àa])",
+    ],
+    "SAFETY_OFF": [
+        # a safeguard said to serve no purpose any more, or kept from checking
+        r"\b" + _SAFEGUARD + r"\b.{0,70}\b(ne sert|ne servent) (plus )?à rien\b|\b" + _SAFEGUARD + r"\b.{0,40}\b(n'est plus (utile|n[ée]cessaire)|(est|sont) (devenue?s? )?(inutile|superflu)\w*)",
+        r"\b(pour que|afin que|de sorte que)\b.{0,10}\b(l'|le |la |les )" + _SAFEGUARD + r"\b.{0,50}\b(n'\w+|ne \w+) (plus|pas|jamais|rien)\b",
+        r"\b(mets|mettez|ajoute\w*|inscri\w*|place\w*)\b" + _gap(60) + r"\b(en|sur la|à la|dans la) (liste blanche|allowlist|whitelist|liste d'exceptions?|liste d'autoris\w*)\b",
+    ],
+    "ADDRESSED_TO_AGENT": [
+        r"\b(note|message|remarque|instructions?|attention|avis|important)\b[^:]{0,10}\b(à|pour) (l'|les |tout |toute )?(assistant|ia|agent|mod[èe]le|bot|chatbot|intelligence artificielle)\w*",
+        r"\bsi tu es (un|une) (ia|assistant|agent|mod[èe]le|bot|chatbot|intelligence artificielle)\b",
+        r"\b(t'engage|vous engage|fait foi pour toi|a force de loi|est imp[ée]ratif pour toi|s'impose à toi)\b",
+    ],
+    "SECRET_DUMP": [
+        # a one-time code read back to the caller
+        r"\b(lis|lisez|lire|dicte\w*|communiqu\w*|donne\w*|dis|dites|r[ée]p[èe]te\w*|[ée]pelle\w*|indique\w*)\b" + _gap(50) + r"\bcodes?\b(?! (promo|de r[ée]duction|de suivi|postal))" + _gap(60) + r"\b(envoy\w*|re[çc]u\w*|transmis|g[ée]n[ée]r[ée]\w*|exp[ée]di[ée]\w*)\b",
+    ],
+    "GATED": [
+        # the action left to a named person or to after an approval, or a customer's demand refused
+        r"\bseule?s? (le|la|les|l'|un|une)\b.{0,40}\b(peu[tv]\w*|a le droit|ont le droit|est habilit\w*|sont habilit\w*|d[ée]cide\w*)\b",
+        r"\b(uniquement|seulement) par (le|la|l')|\bne\b.{0,40}\bque par (le|la|l')",
+        r"\bqu'apr[èe]s\b|\bapr[èe]s (une |la |l')?(validation|approbation|accord|autorisation|signature)( [ée]crite)?\b|\bune fois (la |le |l')?(validation|approbation|accord|autorisation|signature)\b",
+        r"\bsi (un|une|le|la) (client|cliente|appelant\w*|utilisateur\w*)\b.{0,15}\b(exige|demande|r[ée]clame|insiste|veut|souhaite)\b.{0,80}\b(expli\w*|refus\w*|rappel\w*|d[ée]clin\w*)",
+        r"\bn'oublie (pas|jamais) de (respecter|suivre|appliquer)|\bne pas oublier de (respecter|suivre|appliquer)",
+    ],
+}
+
+CONCEPTS = merge(merge(CONCEPTS, _SHAPES), COMMANDS)
