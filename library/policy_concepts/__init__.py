@@ -179,7 +179,7 @@ _COMMON_WORDS = {
     " ihn ihm sich werden wird kann von im zum zur aus über bis um es ich wir ihr dein deine deinen keine kein mehr nur sofort immer jede"
     " jeden jedes so als dann damit",
     "fr": "le la les de des du et est un une pour avec sans pas ne que qui ce tu te toi vous au aux sur dans si son sa ses leur l d qu n"
-    " il elle même toutes tous tout plus votre ton ta tes mes mon ma nos cette ces y est où",
+    " il elle même toutes tous tout plus votre ton ta tes mes mon ma nos cette ces y est où aucun aucune jamais rien ni lui leur cas",
     "es": "el la los las de del y es un una para con sin no que se lo le te tu al por en su sus si cuando ya les él"
     " todos todas este esta estos mi nunca muy hay",
 }
