@@ -7,7 +7,7 @@ review in git: one directory per agent, one file per procedure with its scope an
      "confidence": "medium", "releases": {"staging": 3},
      "versions": [{"version": 1, "status": "ACTIVE", "source": "mined", "basedOn": null,
      "appliesWhen": ..., "steps": [...], "requiredTools": [...], "forbiddenActions": [...],
-     "evidence": {...}, "approvedBy": "...", "approvedAt": "..."},
+     "evidence": {...}, "approvedBy": "...", "approvedAt": "...", "proposedBy": "...", "miningRun": 12},
      {"version": 2, "status": "ERASED", "tombstone": {"reference": "[erased with tombstone 4]",
      "contentHash": "...", "statusBefore": "CANDIDATE", "ground": "personal_data", ...}}]}
 
@@ -95,7 +95,9 @@ def export_library(directory: Path, *, agents: list[Agent] | None = None) -> lis
     for agent in agent_qs:
         procedures = agent.procedures.select_related("intent", "namespace").prefetch_related("releases__version").order_by("key")
         for procedure in procedures:
-            versions = procedure.versions.select_related("approved_by", "procedure", "based_on", "tombstone__erased_by").order_by("number")
+            versions = procedure.versions.select_related(
+                "approved_by", "proposed_by", "procedure", "based_on", "tombstone__erased_by"
+            ).order_by("number")
             payload = procedure_payload(procedure, list(versions))
             path = directory / agent.name / f"{procedure.key}.json"
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,8 +137,12 @@ def _version_record(version: ProcedureVersion) -> dict[str, Any]:
             }
         return record
     record = dict(version.to_dict())
+    # the provenance of the record (docs/design.md): how it came, edited from which version, by whom,
+    # from which mining run
     record["source"] = version.source
     record["basedOn"] = version.based_on.number if version.based_on_id else None
+    record["proposedBy"] = version.proposed_by.get_username() if version.proposed_by_id else None
+    record["miningRun"] = version.mining_run_id
     return record
 
 

@@ -27,8 +27,9 @@ def test_export_layout_and_record_fields(candidate, approver, tmp_path):
     record = data["versions"][0]
     assert set(record) == {
         "id", "version", "status", "appliesWhen", "steps", "requiredTools", "forbiddenActions",
-        "evidence", "approvedBy", "approvedAt", "source", "basedOn",
+        "evidence", "approvedBy", "approvedAt", "source", "basedOn", "proposedBy", "miningRun",
     }
+    assert (record["proposedBy"], record["miningRun"], record["source"]) == ("proposer", None, "manual")
     assert {k: data[k] for k in ("namespace", "roles", "priority", "confidence", "releases")} == {
         "namespace": candidate.procedure.namespace.name, "roles": [], "priority": 0, "confidence": "medium", "releases": {},
     }
