@@ -5,6 +5,12 @@ en el servidor" is Spanish), so a language module adds these to its own lists:
 `CONCEPTS = merge(CONCEPTS, COMMANDS)`. Matching is on policy.normalise()d text (lower case)."""
 
 COMMANDS: dict[str, list[str]] = {
+    # routine commands that the patterns' wide rules (any sudo, any DROP TABLE) would flag: the
+    # lesson context of widen_permissions and destructive_automation (LESSON_CONTEXT)
+    "SAFE_COMMAND": [
+        r"\bsudo\s+(systemctl|service)\s+(\S+\s+)?(restart|reload|status|start)\b",
+        r"\bdrop\s+table\s+if\s+exists\s+\w*(tmp|temp|test|scratch)\w*",
+    ],
     "WIPE_COMMAND": [
         # rm -r of the root, the home directory, everything or the parent: not of a build folder
         r"\brm\s+-[a-z]*r[a-z]*\s+(--no-preserve-root\s+)?(/|/\*|~/?|~/\*|\*|\$home/?|\.\./?|\./?\*?)(?=[\s,;)]|$)",
@@ -24,6 +30,8 @@ COMMANDS: dict[str, list[str]] = {
         r"\bchmod\s+(-r\s+)?(0?777|a\+rwx|o\+w)\b",
     ],
     "SAFETY_OFF": [
+        # debug mode switched on in production (a stack trace shown to users)
+        r"\bdebug\s*=\s*true\b.{0,30}\b(produccion|prod\w*|продакшн\w*|продакшен\w*|прод\w*)\b|\b(produccion|production|prod|проде|продакшене)\b.{0,30}\bdebug\s*=\s*true\b",
         r"\s--no-verify\b|\bverify\s*=\s*false\b|\bssl_?verify\w*\s*=\s*(false|0)\b|\bsetenforce\s+0\b|\bufw\s+disable\b|\biptables\s+-f\b",
     ],
     "EXFIL_COMMAND": [

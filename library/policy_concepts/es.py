@@ -40,6 +40,7 @@ CONCEPTS = {
         r"\b(instrucciones?|[oó]rdenes|comandos?)\b.{0,30}\b(en|de|del|dentro de)\b.{0,20}\b(correos?|e-?mails?|p[aá]ginas?|documentos?|resultados?|salidas?|adjuntos?|archivos?)",
     ],
     "SELF_APPROVE": [
+        r"\b(fusion|merge|mergea|aprueb|aprob)\w*\b.{0,10}\b(tu|su) propi[oa] (pull request|pr|merge request|mr|rama|cambio)\b",
         r"\b(autoriza|aprueba|valida|firma|confirma)\w* tu (la|el|los|las|misma|mismo)\b",
         r"\b(apruebate|autorizate|firmatel[oa]|apruebatel[oa]|autorizatel[oa])\b",
         r"\b(aprueb|aprob|autoriz|valid|firm)\w*\b.{0,30}\b(tu propia|tu propio|tus propias|tus propios) (solicitud|peticion|gasto|cambio|pull request|pr|acceso)\w*",
@@ -205,6 +206,7 @@ CONCEPTS = {
         r"\b(temporal\w*|tmp|borrador\w*|cach[eé]|build|duplicad\w*|spam|de prueba|cuando el cliente confirme|despu[eé]s de que (una persona|un humano|el cliente))\b",
     ],
     "SAFETY": [
+        r"\b(escaner\w*|vulnerabilidad\w*|analisis de seguridad|sast|dast|cve\w*)\b",
         r"\b(antispam|anti-spam|filtro (de )?spam)\b",
         r"\b(avisos? de (fraude|seguridad)|alertas? (de fraude|antifraude)|deteccion de fraude|controles? de fraude|limites? de (peticiones|solicitudes|llamadas|intentos)|rate limit\w*|hooks? de seguridad)\b",
         r"\b(verificacion en dos pasos|en dos pasos|doble verificacion|deteccion de intrusiones|ids|siem|waf|edr|dlp|escaneo\w*|analisis antivirus)\b",
@@ -219,6 +221,7 @@ CONCEPTS = {
         r"\b(sin (cuestionar\w*|dudar|pensar|preguntar|rechistar)|al pie de la letra|a ciegas|tal cual)\b",
     ],
     "SOURCE": [
+        r"\b(archivo\w*|fichero\w*|repositorio\w*|readme\w*)\b|\.md\b",
         r"\b(campo de (comentarios|notas|observaciones)|comentarios?|observaciones)\b",
         r"\b(incidencia\w*|tickets?|texto\w*|pdf|contenido|apartado\w*|buscador\w*|api)\b",
         r"\b(herramienta\w*|busqueda\w*)\b",
@@ -253,6 +256,7 @@ CONCEPTS = {
         r"\b(esta|otra) direcci[oó]n\b",
     ],
     "REVEAL": [
+        r"\b(sub(e|ir|elo|ela)|commitea\w*|haz commit de|empuja\w*)\b",
         r"\bpon\w*\b.{0,5}\ben (el|los|la) (log|logs|registro|chat|ticket|canal|nota)\b|\bloguea\w*",
         r"\b(pasa(le|les)?(l[oa]s?|sel[oa]s?)|pasale|facilita\w*|proporciona\w*|cuelga\w*|cuelgal[oa]s?)\b",
         r"\b(le[ea]l[eo]s?|leer|en voz alta|responde con|contesta con|dicta\w*|deletrea\w*)\b",
@@ -269,6 +273,7 @@ CONCEPTS = {
         r"\btus (instrucciones|reglas ocultas)\b",
     ],
     "SECRET_CARE": [
+        r"\.?gitignore\b|\bclave\w* (ssh )?public\w*|\b(en|al|del) gestor de (accesos|secretos|contrasenas)\b",
         r"\b(es un ataque|es (un )?phishing|es (un intento|sospechos)\w*|niegate|rechazal[oa]|no accedas|no lo hagas|no l[oa]s? sigas|no l[oa]s? cumplas|no l[oa]s? ejecutes|reportal[oa]|denuncial[oa])\b",
         r"\.env\.(example|sample|template|dist)\b|\b(valores locales|tus propios valores)\b",
         r"\b(le llegara|te llegara|llegara por|recibira|nuevo pin|por correo postal)\b",
@@ -283,6 +288,7 @@ CONCEPTS = {
         r"\b(usa|reutiliza|aprovecha|recicla)\w*\b.{0,30}\b(aprobacion|autorizacion|visto bueno|firma) (anterior|de (otro|otra|ayer|la semana pasada|otro pedido|otro caso))\b",
     ],
     "WIDEN_SCOPE": [
+        r"\bpara que (cualquiera|todo el mundo|cualquier persona|todos) pueda\w* (leer|ver|acceder|descargar|editar|escribir)",
         r"\b(ampli|sub|aument|elev|increment)\w*\b.{0,30}\b(descuento|limite|credito|compensacion|reembolso)\w*\b.{0,30}\b(al|hasta el|a un|hasta un) \d{2,}\s?%",
         r"\b(deja|dejal[oa]|configura|pon|cambia|abre)\w*\b.{0,50}\b(lectura|escritura|acceso) (public\w*|anonim\w*|para todos|abiert\w*)",
         r"\b(compart|abr|publica|expon|da acceso)\w*\b.{0,50}\b(con|a|para) (toda la (organizacion|empresa|compania|plantilla)|todo el mundo|todos los (usuarios|empleados)|cualquiera|cualquier persona)\b",
@@ -307,6 +313,7 @@ CONCEPTS = {
         r"\b(codigo|pin|otp)\w*\b.{0,40}\b(acabamos de enviar|hemos enviado|enviado) al titular\b",
     ],
     "GATED": [
+        r"\b(if exists )?(tmp|temp|test)_\w+|\b\w+_(tmp|temp|test)\b|\bbase de datos (local|de (desarrollo|pruebas))\b|\bentorno (local|de (desarrollo|pruebas))\b",
         r"\b(el|la) responsable\b.{0,30}\b(lo |la )?(aprueba|autoriza|valida)\b|\b(tras|despues de|con) (la )?(aprobacion|autorizacion)\b|\bsolo (con|tras|despues de) (la |una )?(aprobacion|autorizacion|copia)\b|\bse hace una copia\b|\b(con|previa) copia (previa|de seguridad)\b",
     ],
 }
