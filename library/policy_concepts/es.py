@@ -17,6 +17,7 @@ CONCEPTS = {
         r"\b(inform\w* (a|al)|report\w*|escal\w*)\b",
     ],
     "MASS_ACTION": [
+        r"\b(cargate\w*|cargarse|fulmina\w*)\b",
         r"\b(da|dar|dale|dal[oa]s) de baja\b|\b(cierra|cerrar|anula|anular)\w*\b",
         r"\b(cancel\w*|reembols\w*|cierra\w*|suspend\w*|desactiv\w*|elimin\w*|borr\w*)",
     ],
@@ -29,6 +30,7 @@ CONCEPTS = {
         r"\b(da|dar|d[eé]|considera\w*|trata\w*|marca\w*|toma\w*)\b.{0,10}\b(por|como) (verificad|confirmad|validad|autenticad|comprobad)\w*",
     ],
     "IMPERSONATE": [
+        r"\b(hazte|haciendote|te haces|hacerte) pasar por\b",
         r"\b(habla|hables|firma|responde|escribe|presentate|actua|contesta)\w*\b.{0,20}\b(en nombre d|como si (fueras|fueses)|haciendote pasar por)\w*\b.{0,25}\b(departamento legal|legal|juridico|asesoria|recursos humanos|rrhh|compliance|cumplimiento|banco|policia|direccion|director\w*|gerente|jef[ea])",
         r"\b(haci[eé]ndote pasar|hazte pasar|firma\w*|responde\w*|escribe\w*|pres[eé]ntate)\b.{0,30}\b(por|como|en nombre d)\b.{0,25}\b(responsable|director|directora|gerente|jef[ea]|supervisor\w*|administrador\w*)",
     ],
@@ -55,6 +57,8 @@ CONCEPTS = {
     ],
     "VIOLATION": [r"\b(que (incumpl\w*|viol\w*|infrinj\w*|rompa\w*)|contrari\w* a|infracci[oó]n\w*|violaci[oó]n\w*)\b"],
     "SKIP": [
+        r"\b(te da pereza|da pereza|no te apetece|si no tienes ganas de)\b",
+        r"\bno (la |lo |los |las )?(repitas|vuelvas a (hacer|verificar|comprobar|pedir|preguntar))\b|\bno hace falta (repetir|volver a)\b",
         r"\b(ya )?no (sera|seran|es|son) necesari\w*|\bno hara falta\b|\bdejara de ser necesari\w*",
         r"\b(conviene|mejor|es mejor|preferible|es preferible) no (pedir|preguntar|verificar|comprobar|solicitar|exigir|esperar)\b",
         r"\b(aunque|incluso si|aun si|aun cuando)\b.{0,30}\bno (haya|ha|pueda|sepa|consiga|logre)\w*( podido)? (responder|superar|dar|confirmar|verificar|pasar|acertar)(?![^;]{0,60}\b(no|nunca) (cambies|continues|sigas|hagas|proceses))",
@@ -73,6 +77,7 @@ CONCEPTS = {
     ],
     "WITHOUT": [r"\bsin\b"],
     "DEFER": [
+        r"\b(nos )?(apanamos|arreglamos|ocupamos|encargamos|vemos)\b.{0,10}\b(luego|despues|mas tarde|manana)\b|\bya (se )?vera\b|\bluego se ve\b",
         r"\b(cuando (haya|tenga\w*|se tenga) tiempo|cuando se pueda|si hay tiempo|en algun momento)\b",
         r"\b(a toro pasado|despues de hecho|cuando ya este hecho|una vez hecho)\b",
         r"\b(se lo|le|les) (cuentas|dices|comunicas|informas|explicas)\b.{0,10}\b(luego|despues|mas tarde|manana)\b|\b(luego|despues|mas tarde) (se lo|le|les) (cuentas|dices|comunicas|informas)\b",
@@ -111,6 +116,7 @@ CONCEPTS = {
         r"\b(identidad|identificaci[oó]n|documento de identidad|verificaci[oó]n\w*|verific\w*|autenticaci[oó]n|autentic\w*|kyc|pin|c[oó]digo (pin|secreto|de un solo uso|de verificaci[oó]n|de confirmaci[oó]n)|preguntas? de seguridad|fecha de nacimiento|devoluci[oó]n de llamada|2fa|mfa|qui[eé]n (es|dice ser))\b",
     ],
     "TRUST_CLAIM": [
+        r"\bfiate\b(?= y\b|,|$)",
         r"\b(se considera\w*|se dara por|se tendra por|cuenta como|valdra como)\b.{0,10}\b(superad|pasad|verificad|valid|complet)\w*\b.{0,20}\bsi\b.{0,20}\b(sabe|conoce|dice|da|recuerda)\b",
         r"\bla voz (coincide|suena igual|se parece|es la misma)\b.{0,60}\b(no hace falta|no es necesario|sin|basta)\b",
         r"\b(acepta|vale|sirve|basta)\w*\b.{0,15}\b(cualquier|cualquiera|lo que)\b.{0,20}\b(otro )?(dato|respuesta|informacion|documento|cosa|te den|te diga)",
@@ -152,6 +158,7 @@ CONCEPTS = {
         r"\b(ignor\w*|olvid\w*|haz caso omiso|pasa(r)? por alto|salt\w* (las|la|el|los)|incumpl\w*|romp\w*|viol\w*|d[eé]ja(las|los|la|lo) de lado|deja de (seguir|cumplir|aplicar)|no (sigas|cumplas|respetes|apliques))\b",
     ],
     "NOT_BINDING": [
+        r"\b(papel mojado|letra muerta|no vale nada|no sirve de nada|es un paripe)\b",
         r"\b(queda\w*|est\w*) en segundo plano\b",
         r"\b(es|son) (secundari\w*|irrelevante\w*|lo de menos)\b|\b(no importa\w*|da igual|pasa\w* a segundo plano)\b",
         r"\b(en pausa|congelad\w*|desactivad\w*)\b",
@@ -169,12 +176,14 @@ CONCEPTS = {
         r"\b(instrucci[oó]n\w*|regla\w*|norma\w*|pol[ií]tica\w*|directri\w*|pautas?|procedimiento\w*|reglamento\w*|prompt del sistema|prompt|restricci[oó]n\w*|l[ií]mites?|lo que te dijeron|protocolo\w*)\b",
     ],
     "OBEY_ANYONE": [
+        r"\bse hace lo que (diga|pida|quiera|mande) el (cliente|usuario)\b",
         r"\bprioriza\w* (siempre )?lo que (pida|quiera|diga|exija) el (cliente|usuario)\b|\b(reembolsa|concede|da|haz) (todo )?lo que (te )?(pidan|pida|quiera|quieran)\b",
         r"\b(complace|complacer|complacele|contenta|dale|concedele|da)\b.{0,15}\b(al cliente|al usuario)?\b.{0,10}\b(en todo|todo lo que (pida|quiera|diga))\b",
         r"\bhaz (todo )?lo que (te )?(pida|diga|quiera|exija|mande)\w* (el cliente|la cliente|[eé]l|ella|el usuario)\b",
         r"\bhaz (todo )?lo que (el cliente|la cliente|el usuario) (pida|diga|quiera|exija)\b",
     ],
     "DESTROY": [
+        r"\b(cargate\w*|cargarse|fulmina\w*|revienta\w*|carga(te|rte) (todo|todas|todos))\b",
         r"\b(elimin\w*|borr\w*|suprim\w*|purg\w*|destru\w*|vac[ií]\w*|limpi\w*|sobrescrib\w*|formate\w*|reinici\w*|restablec\w*|arras\w*|liquid\w*|drop\w*|truncate|rm -rf|force-push\w*)\b",
     ],
     "CRITICAL": [
@@ -198,6 +207,7 @@ CONCEPTS = {
         r"\b(todos|todas|todo|cada|en bloque|en masa|masivamente|enter[oa]s?|complet[oa]s?)\b",
     ],
     "RECORDS": [
+        r"\b(incidencias?|tickets?|casos)\b",
         r"\b(facturas?|contratos?|nominas?|expedientes?|historiales?|suscripcion\w*|reservas?)\b",
         r"\b(conversaciones|charlas|chats|intercambios)\b",
         r"\b(cuentas?|clientes?|usuarios?|registros?|datos|tickets?|pedidos?|mensajes?|correos?|historial\w*|archivos?|documentos?|perfiles?|contratos?|suscripciones?|miembros?|filas?)\b",
@@ -206,6 +216,7 @@ CONCEPTS = {
         r"\b(temporal\w*|tmp|borrador\w*|cach[eé]|build|duplicad\w*|spam|de prueba|cuando el cliente confirme|despu[eé]s de que (una persona|un humano|el cliente))\b",
     ],
     "SAFETY": [
+        r"\b(limites? de contenido|restricciones de contenido)\b",
         r"\b(escaner\w*|vulnerabilidad\w*|analisis de seguridad|sast|dast|cve\w*)\b",
         r"\b(antispam|anti-spam|filtro (de )?spam)\b",
         r"\b(avisos? de (fraude|seguridad)|alertas? (de fraude|antifraude)|deteccion de fraude|controles? de fraude|limites? de (peticiones|solicitudes|llamadas|intentos)|rate limit\w*|hooks? de seguridad)\b",
@@ -234,12 +245,14 @@ CONCEPTS = {
         r"\b(instrucci[oó]n\w*|[oó]rden\w*|comandos?|indicaciones|pida|pide|diga|dice|exija|exige|quiera|mande|contenga|contiene|vengan?|incluid\w*|ocult\w*|lo que)\b",
     ],
     "SEND": [
+        r"\b(pasame\w*|pasanos\w*)\b",
         r"\b(guarda\w*|almacena\w*)\b",
         r"\b(pega\w*|vuelca\w*|volcar|copia oculta|llevatel[oa]s?)\b",
         r"\b(reenv[ií]\w*|sub(e|ir|irla|irlo|elo|ela|idos)|public\w*)\b",
         r"\b(env[ií]\w*|mand\w*|reenv[ií]\w*|sub\w*|cargar?|export\w*|copi\w*|compart\w*|public\w*|sincroniz\w*|transfier\w*|transferi\w*|con copia|cco|cc)\b",
     ],
     "DATA": [
+        r"\blistado\w*( completo)? de (clientes|usuarios|contactos|pacientes|empleados)\b",
         r"\b(fichas? de (los )?(pacientes|clientes|empleados)|historias clinicas|datos (de salud|medicos|clinicos))\b",
         r"\b(conversaciones( de soporte)?|chats?|historial de (chat|conversaciones)|volcados?( de la base de datos)?|dumps?|copia de la base( de datos)?)\b",
         r"\b(facturas?|contratos?|nominas?|historial\w*( medico)?|expedientes?|resumen de (la )?cuenta|datos de (la )?cuenta|carpeta de \w+)\b",
@@ -256,6 +269,7 @@ CONCEPTS = {
         r"\b(esta|otra) direcci[oó]n\b",
     ],
     "REVEAL": [
+        r"\b(chiva\w*|soplale\w*|cuentale\w*|filtra\w*)\b",
         r"\b(sub(e|ir|elo|ela)|commitea\w*|haz commit de|empuja\w*)\b",
         r"\bpon\w*\b.{0,5}\ben (el|los|la) (log|logs|registro|chat|ticket|canal|nota)\b|\bloguea\w*",
         r"\b(pasa(le|les)?(l[oa]s?|sel[oa]s?)|pasale|facilita\w*|proporciona\w*|cuelga\w*|cuelgal[oa]s?)\b",
@@ -264,6 +278,7 @@ CONCEPTS = {
         r"\b(revel\w*|muestr\w*|mostr\w*|imprim\w*|peg\w*|compart\w*|divulg\w*|exp[oó]n\w*|expon\w*|dile|dime|decir|di|recit\w*|repit\w*|repet\w*|inclu\w*|env[ií]\w*|public\w*|escrib\w*|registr\w*|copi\w*|lee en voz alta|da|dale|dar|entreg\w*)\b",
     ],
     "SECRET": [
+        r"\bclave (del|de la|de) (panel|admin\w*|servidor|wifi|router|acceso|cuenta)\b",
         r"\b(api[ -]?keys?|apikey|clave api|access key|secret key|tokens? de produccion|tu prompt|el prompt( completo)?|tus instrucciones (completas|iniciales|originales)|id_rsa|id_ed25519|clave privada|llave privada|ssh key)\b|\.pem\b",
         r"\b(clave|token|secreto|credencial)\w* de (stripe|aws|openai|github|slack|google|azure|paypal|la api|api)\b",
         r"\b(pin|cvv|cvc|numero completo de (la )?tarjeta|contrasena del wifi|contrasena del router)\b",
