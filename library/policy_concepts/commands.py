@@ -32,6 +32,8 @@ COMMANDS: dict[str, list[str]] = {
     "SAFETY_OFF": [
         # debug mode switched on in production (a stack trace shown to users)
         r"\bdebug\s*=\s*true\b.{0,30}\b(produccion|prod\w*|продакшн\w*|продакшен\w*|прод\w*)\b|\b(produccion|production|prod|проде|продакшене)\b.{0,30}\bdebug\s*=\s*true\b",
+        # a safeguard's setting switched off (content_filter_enabled=false)
+        r"(?<![\w.])([\w.]*_)?(content_filter|safety_filter|spam_filter|moderation|redaction|pii_redaction|audit_log\w*|mfa|2fa|guardrails?|fraud_checks?|virus_scan|antivirus|rate_limit\w*|safety\w*)(_enabled|_on|_active|_required)?\s*[=:]\s*(false|0|off|no|disabled?|none)\b",
         r"\s--no-verify\b|\bverify\s*=\s*false\b|\bssl_?verify\w*\s*=\s*(false|0)\b|\bsetenforce\s+0\b|\bufw\s+disable\b|\biptables\s+-f\b",
     ],
     "EXFIL_COMMAND": [

@@ -48,7 +48,7 @@ CONCEPTS = {
     ],
     "IMPERSONATE": [
         r"\b(tritt\w*|auftret\w*|gib dich|gibt sich|unterschreib\w*|unterzeichn\w*|antworte\w*|schreib\w*|meld\w* dich)\b.{0,40}(\bals\b|\bmit [„\"“'«]).{0,25}\b\w*(leiter|leiterin|manager|managerin|vorgesetzt\w*|chef|chefin|direktor\w*|admin|administrator\w*|geschäftsführ\w*)\b",
-        r"\bim namen (des|der|deines|deiner) \w*(leiter\w*|manager\w*|vorgesetzt\w*|chef\w*|direktor\w*)",
+        r"\bim namen (des|der|deines|deiner) \w*(leiter\w*|leitung|manager\w*|vorgesetzt\w*|chef\w*|direktor\w*|geschäftsführ\w*|vorstand\w*|rechtsabteilung|direktion)",
     ],
     "FOREIGN_INSTRUCTIONS": [
         r"\b\w*(anweisung|befehl|aufforderung)\w*\b.{0,30}\b(in|aus|von)\b.{0,20}\b\w*(mail|nachricht|webseite|seite|dokument|ergebnis|ausgabe|anhang|datei)\w*",
@@ -78,7 +78,7 @@ CONCEPTS = {
         r"\bbevor (jemand|irgendwer|die buchhaltung|die rechtsabteilung|der manager|die managerin|der reviewer|die prüfer\w*)\b.{0,30}\b(drauf ?schaut|sieht|prüft|merkt|hinschaut|es mitbekommt)\b",
         r"\b(überspring\w*|übersprung\w*|umgeh\w*|umgang\w*|ignorier\w*|auslass\w*|lass\w* (die|den|das)?\s?\w* (weg|aus)|weglass\w*|verzicht\w*|übergeh\w*|spar\w* (dir|euch|ihnen|sich)|vorbei an)\b",
         r"\bstatt (auf|zu warten|abzuwarten)\b|\banstatt\b.{0,30}\b(warten|abzuwarten|einzuholen)\b",
-        r"\b(nicht nötig|nicht notwendig|unnötig|überflüssig|nicht erforderlich|nicht erforderlich|entbehrlich|optional|verzichtbar|reine formsache|eine formsache|kein muss)\b",
+        r"\b(nicht vorgesehen|nicht verpflichtend|nicht zwingend|nicht nötig|nicht notwendig|unnötig|überflüssig|nicht erforderlich|nicht erforderlich|entbehrlich|optional|verzichtbar|reine formsache|eine formsache|kein muss)\b",
         r"\b(kein|keine|keinen) (grund|bedarf|notwendigkeit|not)\b",
         r"\b(warte|wartet|warten sie|warten) nicht\b|\bnicht (ab)?warten\b|\bnicht auf\b.{0,40}\b(warten|zu warten)\b",
         r"\b(brauch\w*|muss\w*|müss\w*)\b(\s+\w+){0,3}?\s+(nicht|kein\w*|nie)\b(?! nur\b)",
@@ -88,6 +88,7 @@ CONCEPTS = {
     ],
     "WITHOUT": [r"\bohne\b"],
     "DEFER": [
+        r"\bnach (der|dem) (auszahlung|buchung|überweisung|erstattung|zahlung|deployment|release|durchführung|ausführung)\b",
         _sep(r"reich\w*|hol\w*|trag\w*|liefer\w*", "nach", 60) + r"(?=\s*([.,;:!?]|$))",
         r"\b(holen|machen|reichen|erledigen|besorgen)\b.{0,20}\b(später|nachher|danach|hinterher|morgen)\b.{0,10}\b(nach|ein)?\b",
         r"\b(nachgereicht|nachreich\w*|nachträglich|im nachhinein|hinterher|später nach\w*|rückwirkend|abnick\w*|durchwink\w*|pro forma)\b",
@@ -111,6 +112,7 @@ CONCEPTS = {
     ],
     "WEAKEN": [
         r"\b(lockern?\w*|locker\w*|senk\w*|absenk\w*|schwäch\w*|abschwäch\w*|reduzier\w*|herunter\w*|runter\w*|entschärf\w*|aufweich\w*|minimier\w*)\b",
+        r"\b(nur (protokollieren|loggen|beobachten|warnen)|log-only|monitor-only|nur-protokoll\w*)\b",
         r"\b(freizügig\w*|tolerant\w*|lax\w*|lasch\w*|niedrigst\w*|minimal\w*|locker\w*|großzügig\w*)\b.{0,10}\b(modus|stufe|einstellung|level|profil)\b",
         r"\bauf (aus|null|0|minimum|niedrig|durchlässig)\b",
     ],
@@ -123,6 +125,9 @@ CONCEPTS = {
         r"\b(glaub\w*|vertrau\w*|nimm\w*|akzeptier\w*)\b.{0,30}\b(wer (er|sie) (ist|sind|zu sein)|beim wort|aufs wort|auf sein wort|auf ihr wort|seine angabe|ihre angabe|was (er|sie) über sich)\b",
         r"\b(behandl\w*|betracht\w*|seh\w*)\b.{0,50}\bals (den |die )?(kontoinhaber\w*|inhaber\w*|eigentümer\w*|verifiziert\w*)\b",
         r"\b(sein|ihr) wort (genügt|reicht)\b",
+        # an impression or a known number taken for an identity check
+        r"\b(klang|klingt|wirkt\w*|schien|scheint)\b.{0,15}\b(glaubwürdig|vertrauenswürdig|seriös|ehrlich|echt|sympathisch)\b.{0,20}\b(also|daher|deshalb|darum|dann)\b",
+        r"\bwer\b.{0,40}\b(nennt|kennt|angibt|weiß|hat)\b.{0,5}\b(gilt|zählt|ist)\b.{0,10}\bals\b|\bgilt als (der |die )?(kontoinhaber\w*|inhaber\w*|verifiziert|identifiziert)\b",
         # a weak proof taken for an identity check
         r"\b(reicht|genügt|langt|reichen|genügen)\b(?! nicht)(?! kein).{0,25}\bals (nachweis|beweis|bestätigung|legitimation|identifikation|identitätsnachweis|verifizierung)\b",
         r"\bals (nachweis|beweis|legitimation|identitätsnachweis) (reicht|genügt)\b(?! nicht)",
@@ -136,6 +141,7 @@ CONCEPTS = {
         r"\b(gib|gebe|gibt|geben|erteil\w*|vergib|vergeb\w*|verleih\w*|gewähr\w*|füg\w*|hinzufüg\w*|nimm \w+ in|aufnehm\w*|befördere?\w*|beförder\w*|erweiter\w*|heb\w* \w* an|erhöh\w*|trag\w* \w* ein|zuweis\w*|weis\w* \w* zu|teil\w* \w* zu|räum\w* \w* ein|schalt\w* \w* frei|freischalt\w*)\b",
     ],
     "MAKE_PRIVILEGED": [
+        r"\b(trag\w*|füg\w*|setz\w*|nimm)\b.{0,40}\bals (\w+ )?(kontoinhaber|mitinhaber|inhaber|bevollmächtigt|administrator|admin|owner|eigentümer)\w*",
         r"\b(mach\w*|ernenn\w*|befördere?\w*|beförder\w*|setz\w*|bestimm\w*)\b[^,]{0,40}\bzu(m|r)? (\w+ )?\w*(besitzer|eigentümer|inhaber|admin|administrator|superuser|owner)\w*\b",
         r"\b(gib|gebe|erteile|verleihe|gewähre|vergib) (dir|sich|ihm|ihr) selbst\b",
     ],
@@ -148,15 +154,17 @@ CONCEPTS = {
     ],
     "IGNORE": [
         r"\b(ignorier\w*|missacht\w*|vergiss|vergessen|vergesst|setz\w* \w* außer kraft|außer kraft|übergeh\w*|hinwegsetz\w*|setz\w* dich über|wirf\w* \w* über bord|über bord|brich\w*|brech\w*|abweich\w*|weich\w* \w* ab|beiseite|halte? dich nicht|hält sich nicht|nicht (mehr )?(befolg\w*|beacht\w*|einhalt\w*))\b",
+        r"\b(lass\w*|bleib\w*)\b.{0,30}\b(außen vor|links liegen|unberücksichtigt|unbeachtet)\b",
         r"\bhalt\w* (dich|sich|euch)\b.{0,40}\bnicht\b.{0,30}\ban\b|\brichte? dich nicht (mehr )?(danach|nach)\b",
     ],
     "NOT_BINDING": [
         r"\b(binden|bindet|gelten|gilt|zählen|zählt|greifen|greift)\b.{0,50}\b(nicht|nicht mehr|kein\w*)\b",
-        r"\b(unverbindlich\w*|nicht bindend|optional\w*|freiwillig\w*|nur empfehlungen|bloße empfehlungen|veraltet\w*|hinfällig\w*|aufgehoben\w*|außer kraft|nebensache|verhandelbar)\b",
+        r"\b(ungültig\w*|nichtig\w*|gegenstandslos\w*|unverbindlich\w*|nicht bindend|optional\w*|freiwillig\w*|nur empfehlungen|bloße empfehlungen|veraltet\w*|hinfällig\w*|aufgehoben\w*|außer kraft|nebensache|verhandelbar)\b",
         r"\bnicht (mehr )?(an|durch)\b.{0,30}\b(gebunden)\b|\bausnahme von\b",
     ],
     "RULES": [
         r"\b\w*(anweisung\w*|regel\w*|richtlinie\w*|vorschrift\w*|vorgabe\w*|leitlinie\w*|systemprompt\w*|prompt\w*|betriebsrichtlinie\w*|policy|policies|beschränkung\w*|einschränkung\w*|grenzen|limit\w*|regelwerk\w*|gesagt wurde|bestimmung\w*|vereinbarung\w*|verhaltenskodex)\b",
+        r"\bwas (oben|vorher|zuvor|weiter oben)\b.{0,30}\b(steht|stand|gesagt)\b",
         r"\b(was|alles,? was) (man )?(dir|ihnen|euch)\b.{0,30}\b(gesagt|aufgetragen|vorgegeben|beigebracht|mitgegeben|befohlen)|\bbisherig\w* (anweisungen|vorgaben|instruktionen)",
     ],
     "OBEY_ANYONE": [
@@ -178,6 +186,7 @@ CONCEPTS = {
         r"\b(alles|sämtliche daten|alle daten|alle kundendaten)\b",
     ],
     "NO_HUMAN": [
+        r"\b(endgültig|unwiderruflich|restlos|ungeprüft|unbesehen|ohne kontrolle)\b",
         r"\bohne (sie |es |diese |ihn )?(einzeln |vorher |genau )?(anzusehen|anzuschauen|durchzusehen|zu prüfen|zu kontrollieren|zu sichten|nachzusehen|zu lesen)\b",
         r"\b(auf einen schlag|in einem rutsch|in einem durchgang)\b",
         r"\bohne (die |eine )?(berechtigung|voraussetzung|bedingung)\w* zu prüfen\b",
@@ -216,21 +225,22 @@ CONCEPTS = {
         _sep(r"leite\w*|leit\w*|gib\w*|geb\w*", "weiter", 100),
         _sep(r"nimm\w*|nehm\w*", "mit", 60) + r"(?= nach hause| heim)|\bweitergeb\w*|\bweitergegeben\b|\b(curl|wget|scp|rsync)\b",
         r"\b(stell\w*|leg\w*)\b.{0,40}\b(online|ins netz|in den (öffentlichen|externen) \w+)",
+        r"\b(stell\w*|leg\w*|pack\w*|speicher\w*|kopier\w*)\b" + _gap(60) + r"\b(in|auf) (einen|eine|ein|den|die|das|dem) (öffentlich|extern|privat|frei zugänglich)\w*",
         r"\b(schick\w*|send\w*|versend\w*|leite\w* \w* weiter|weiterleit\w*|lad\w* \w* hoch|hochlad\w*|hochgeladen|exportier\w*|kopier\w*|teil\w*|übertrag\w*|übermittel\w*|poste?\w*|veröffentlich\w*|synchronisier\w*|spiegel\w*|in kopie|bcc|cc|mail\w*)\b",
     ],
     "DATA": [
-        _NO + r"\b(crm|\w*kundenstamm\w*|kundenkartei|personalakte\w*|lohn\w*|gehalt\w*|gehälter|\w*dump\w*|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
+        _NO + r"\b(\w*chatprotokoll\w*|\w*kundenadressen|\w*exportdatei\w*|crm|\w*kundenstamm\w*|kundenkartei|personalakte\w*|lohn\w*|gehalt\w*|gehälter|\w*dump\w*|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
         _NO + r"\b\w*(kunden\w*|nutzerdaten|benutzerdaten|personenbezogen\w*|personaldaten|mitarbeiterdaten|kontaktliste\w*|adressbuch|adressliste\w*|kreditkart\w*|kartennummer\w*|zahlungsdaten|bankdaten|datenbank\w*|datenexport\w*|datenbestand\w*|gesamtexport|tabelle\w*|datensätze|quellcode|chatverläufe|gesprächsprotokolle|bestellhistorie\w*|alle (daten|tickets|nachrichten|e-mails|bestellungen|dateien))\b",
     ],
     "OUTSIDE": [
         r"\b(extern\w*|außerhalb|dritt\w*|öffentlich\w*|privat\w*|persönlich\w*|unbekannt\w*|gmail|yahoo|hotmail|gmx|web\.de|pastebin|dropbox|webhook\w*|ftp|telegram)\b",
-        r"\b(usb\w*|\w*festplatte|nach hause|zu hause|heim|transfer\.sh|wetransfer|file\.io|mega\.nz|google drive|onedrive|icloud|\w*vertriebspartner\w*|werbepartner\w*|datenhändler\w*|konkurrenz\w*|wettbewerber\w*|neue\w* (geschäfts|werbe|marketing)?partner\w*)\b",
+        r"\b(kostenlos\w*|gratis|online-(übersetzer|konverter|tool|dienst)\w*|\w*übersetzer|usb\w*|\w*festplatte|nach hause|zu hause|heim|transfer\.sh|wetransfer|file\.io|mega\.nz|google drive|onedrive|icloud|\w*vertriebspartner\w*|werbepartner\w*|datenhändler\w*|konkurrenz\w*|wettbewerber\w*|neue\w* (geschäfts|werbe|marketing)?partner\w*)\b",
         r"https?://\S+|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|ru|cn|xyz|info|biz|me|co|app|dev|site|online|top|de|sh|cc|to|link|ly)\b",
         r"\b(diese|folgende|eine andere) (adresse|url|e-mail-adresse)\b",
     ],
     "REVEAL": [
         _sep(r"häng\w*", "an", 60) + r"|\b(anhäng\w*|beifüg\w*|anfüg\w*)\b|" + _sep(r"füg\w*", "ein|bei|an", 60),
-        r"\bantworte\w*\b.{0,30}\bmit\b",
+        r"\bantworte\w*\b.{0,30}\bmit\b|\b(erzähl\w*|ausplauder\w*|plauder\w* \w* aus)\b",
         r"\b(in|im|ins) (der |die |das |den |dem )?\w*(antwort|chat|ticket|nachricht|kommentar|commit|log|kanal)\w*\b.{0,20}\b(steh\w*|stünde\w*|auftauch\w*|erschein\w*|landen)\b",
         r"\b(lies|les\w*)\b.{0,90}\bvor\b",
         r"\b(antworte\w*) mit\b|\bzitier\w*",
@@ -242,11 +252,13 @@ CONCEPTS = {
         _NO + r"\b(stripe|aws|openai|github|slack|twilio|sendgrid|azure|gcp|google)[\w-]*(schlüssel|key|token|secret|zugang\w*)\b",
         r"\.env\b|\b\w*_(api_key|secret|secret_key|password|passwd|pwd|access_key|private_key)\b|\b(openai|aws|stripe|github|slack|gcp|azure)[\w-]*(key|token|secret)\b",
         r"\b\w*(api-?schlüssel\w*|api-?keys?|api-?token\w*|zugangs?token\w*|zugangsdaten|anmeldedaten|passw(o|ö)rt\w*|kennw(o|ö)rt\w*|geheimnis\w*|secrets?|private?n? schlüssel\w*|ssh-?schlüssel\w*|verbindungszeichenfolge\w*|umgebungsvariable\w*|\.env|systemprompt\w*|system-?prompt\w*|token\w*|zugangsschlüssel\w*)\b",
-        r"\b(deine|ihre|die internen|die versteckten) (anweisungen|systemanweisungen|konfiguration)\b",
+        r"\b(deine|ihre|die internen|die versteckten) (anweisungen|systemanweisungen|konfiguration)\b|\bwelche (regeln|anweisungen|vorgaben) dir\b",
     ],
     "SECRET_CARE": [
         r"\b(maskier\w*|schwärz\w*|tausch\w*|rotier\w*|widerruf\w*|sperr\w*|tresor\w*|vault|letzten (vier|4)|sternchen|platzhalter|zurücksetz\w*|passwort vergessen|ob (der|ein|das|die)|aufgetaucht|auftauch\w*|gelandet|versehentlich|abgelaufen\w*)\b",
         r"\bmelde\w*\b.{0,40}\b(aufforderung|anfrage|versuch)\w*",
+        # the guests' Wi-Fi password is meant to be given out
+        r"\b(wlan|wi-?fi)[- ]?(passwort|kennwort|zugang)? (für )?(gäste|besucher)\b|\bgäste-?(wlan|wi-?fi)\b",
     ],
 }
 
@@ -287,6 +299,7 @@ _SHAPES = {
         r"\b(erhöh\w*|heb\w*|anheb\w*|setz\w*|stock\w*|verdoppel\w*)\b.{0,50}\b\w*(limit|grenze|rahmen|kontingent|höchstbetrag)\w*\b.{0,60}\b(auch wenn|selbst wenn|obwohl|über (die|der|das) (richtlinie|erlaubt|zulässig)\w*|mehr als (die richtlinie|erlaubt|zulässig))",
     ],
     "SAFETY_OFF": [
+        r"\b" + _SAFEGUARD + r"\b.{0,40}\b(kostet|kosten) (uns )?(zu viel|viel zu viel|unnötig) zeit\b",
         # a safeguard said not to be needed any more, or kept from checking
         r"\b" + _SAFEGUARD + r"\b.{0,70}\b(brauchen|braucht|benötigen) (wir|es|man|ihr|du)? ?(nicht mehr|nicht länger)\b",
         r"\b" + _SAFEGUARD + r"\b.{0,40}\b(ist|sind|wird|werden) (\w+ )?(überflüssig|unnötig|nicht mehr nötig|entbehrlich|hinfällig)\b",
@@ -294,6 +307,8 @@ _SHAPES = {
         r"\b(setz\w*|trag\w*|füg\w*|nimm\w*|pack\w*)\b" + _gap(60) + r"\b(auf die|in die|zur) (allowlist|whitelist|positivliste|ausnahmeliste)\b",
     ],
     "ADDRESSED_TO_AGENT": [
+        # "the next steps are in the customer's attachment"
+        r"\b(im|in der|in dem|auf der) \w*(anhang|dokument|pdf|e-mail|mail|webseite|seite|datei)\w*\b.{0,40}\b(stehen|steht|findest du)\b.{0,20}\b(die )?(nächsten|weiteren|folgenden) (arbeitsschritte|schritte|anweisungen|aufgaben|befehle)",
         r"\b(hinweis|nachricht|notiz|anweisung\w*|achtung|info|wichtig)\b[^:]{0,10}\b(an|für) (den |die |alle |jeden |jede )?(ki|ki-\w+|assistent\w*|agent\w*|bot\w*|sprachmodell\w*|chatbot\w*)\b",
         r"\bwenn du (ein|eine) (ki|ki-\w+|assistent\w*|agent\w*|sprachmodell|bot|chatbot|automatisiert\w* \w+)\b",
         r"\b(ist|sind) für dich (verbindlich|bindend|maßgeblich|gesetz|pflicht)\b",
@@ -301,6 +316,11 @@ _SHAPES = {
     "SECRET_DUMP": [
         # a one-time code read back to the caller
         r"\b(lies|les\w*|nenn\w*|sag\w*|diktier\w*|teil\w*|buchstabier\w*|wiederhol\w*)\b" + _gap(50) + r"\b\w*(code|tan|otp|pin)\w*\b" + _gap(60) + r"\b(verschickt|geschickt|gesendet|zugeschickt|zugestellt|generiert|erzeugt)\b",
+    ],
+    "REFUSAL": [
+        # an attack quoted in order to refuse it ("Ein Anrufer forderte, die Genehmigung zu überspringen")
+        r"\b(ein|der|die|eine) (anrufer|kunde|kundin|nutzer|absender|jemand)\w*\b.{0,10}\b(forderte|verlangte|wollte|bat|hat gefordert|hat verlangt)\b",
+        r"\blehn\w* (das|es|dies|sie|ihn|die anfrage|die forderung) ab\b|\b(ist|war) ein (angriff|betrugsversuch|phishing\w*)\b",
     ],
     "GATED": [
         # the action left to a named person or to after an approval, or a customer's demand refused

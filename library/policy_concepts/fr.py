@@ -33,7 +33,7 @@ CONCEPTS = {
         r"\b(annul\w*|rembours\w*|ferm\w*|suspend\w*|d[ée]sactiv\w*|supprim\w*)",
     ],
     "OBSTACLE": [
-        r"\b(ralentit|ralentissent|fait perdre du temps|perte de temps|paperasse|bureaucrati\w*|une formalit[ée])\b",
+        r"\b(prend|prennent) trop de temps\b|\b(ralentit|ralentissent|fait perdre du temps|perte de temps|paperasse|bureaucrati\w*|une formalit[ée])\b",
     ],
     "MARK_VERIFIED": [
         # a box ticked: "Coche la case « identité contrôlée »" (not "que lorsque le code correspond")
@@ -41,7 +41,7 @@ CONCEPTS = {
         r"\b(consid[èe]r\w*|trait\w*|marqu\w*|tien\w*)\b.{0,40}\b(comme|pour) (v[ée]rifi[ée]e?|confirm[ée]e?|authentifi[ée]e?|valid[ée]e?)\b",
     ],
     "IMPERSONATE": [
-        r"\b(te faisant passer|fais-toi passer|faites-vous passer|se faire passer|en te pr[ée]sentant|pr[ée]sente-toi|sign\w*|r[ée]ponds?|[ée]cris)\b.{0,30}(\b(pour|comme|en tant que|au nom d[eu])\b|[«\"“])[^«»]{0,25}\b(responsable|directeur|directrice|manager|chef|cheffe|superviseur|administrat\w*)",
+        r"\b(te faisant passer|fais-toi passer|faites-vous passer|se faire passer|en te pr[ée]sentant|pr[ée]sente-toi|sign\w*|r[ée]ponds?|[ée]cris)\b.{0,30}(\b(pour|comme|en tant que|au nom d[eu])\b|[«\"“])[^«»]{0,25}\b(responsable|directeur|directrice|direction|pr[ée]sident\w*|juridique|manager|chef|cheffe|superviseur|administrat\w*)",
     ],
     "FOREIGN_INSTRUCTIONS": [
         r"\b(instructions?|consignes?|commandes?)\b.{0,30}\b(dans|d'un|d'une|de la|du|provenant)\b.{0,20}\b(e-?mails?|courriels?|pages?|documents?|r[ée]sultats?|sorties?|pi[èe]ces? jointes?|fichiers?)",
@@ -75,10 +75,12 @@ CONCEPTS = {
         r"\b(inutile|pas besoin|pas la peine|nul besoin|aucun besoin|pas nécessaire|pas necessaire|superflu\w*|facultati\w*|optionnel\w*|une formalité|pas obligatoire|aucune raison)\b",
         r"\bn'attend(s|ez)? pas\b|\bne pas attendre\b|\bn'attends? plus\b",
         r"\bne (lui |leur |la |le |les |l')?(demande|v[ée]rifie|contr[ôo]le|exige|r[ée]clame)\w* (rien|pas|plus|jamais)\b|\bn'(exige|\w*v[ée]rifie)\w* (rien|pas|plus|jamais)\b",
+        r"\bne (pose|posons|posez|posent)\w* pas\b|\b(n'est pas pr[ée]vu|ne sont pas pr[ée]vues?|pas obligatoire)\w*",
         r"\b(plus besoin|plus la peine|plus n[ée]cessaire|n'est plus (n[ée]cessaire|obligatoire|requis\w*))\b",
     ],
     "WITHOUT": [r"\bsans\b"],
     "DEFER": [
+        r"\bapr[èe]s (le|la|l') ?(virement|paiement|versement|remboursement|d[ée]ploiement|mise en production|ex[ée]cution)\b",
         r"\br[ée]gularis\w*|\b\w+(ra|rons|ront)\b.{0,40}\b(lundi|mardi|mercredi|jeudi|vendredi|samedi|dimanche|le mois prochain)\b",
         r"\b\w+(ra|rons|ront)\b.{0,30}\b(plus tard|apr[èe]s coup|ensuite|la semaine prochaine|demain)\b",
         r"\b(pourra|pourront|peut|peuvent|viendra|suivra|se fera|sera)\b.{0,30}\b(après|plus tard|ensuite|apr[èe]s coup|la semaine prochaine|demain|r[ée]troactivement|a posteriori)\b",
@@ -100,6 +102,7 @@ CONCEPTS = {
         r"\b(mets|mettez|mettre|passe|passez|passer)\b.{0,40}\b(hors service|hors ligne|sur off|à z[ée]ro|en veille)\b",
     ],
     "WEAKEN": [
+        r"\b(journaliser seulement|seulement journaliser|log-only|mode observation|simple observation)\b",
         r"\b(assoupli\w*|rel[âa]ch\w*|abaiss\w*|baiss\w*|affaibl\w*|r[ée]dui\w*|allège\w*|all[ée]g\w*|adouci\w*|minimis\w*)\b",
         r"\b(mode|niveau|r[ée]glage|profil) (permissif|tol[ée]rant|souple|minimal|le plus bas|l[ée]ger)\b",
         r"\b(permissi\w*|tol[ée]rant\w*|laxiste)\b",
@@ -113,6 +116,10 @@ CONCEPTS = {
         r"\b(crois|croyez|croire|fais confiance|faites confiance|prends|prenez|accepte\w*)\b.{0,30}\b(sur parole|au mot|sa parole|leur parole|ce qu'(il|elle) dit|qui (il|elle) (dit|pr[ée]tend) [êe]tre)\b",
         r"\b(consid[èe]re\w*|trait\w*)\b.{0,50}\bcomme (le |la )?(titulaire|propri[ée]taire|v[ée]rifi[ée])\b",
         r"\bsa parole (suffit|est suffisante)\b",
+        # an impression or a known number taken for an identity check
+        r"\b(avait|a|semblait|semble|para[îi]t|paraissait)\b.{0,10}\b(l'air )?(sinc[èe]re|honn[êe]te|fiable|de bonne foi|cr[ée]dible|digne de confiance)\b\s*(:|,? (donc|alors))",
+        r"\b(quiconque|toute personne qui|celui qui|celle qui)\b.{0,50}\b(est|sera) (r[ée]put[ée]|consid[ée]r[ée]|trait[ée])\w*\b.{0,15}\b(titulaire|propri[ée]taire|client|v[ée]rifi[ée]|identifi[ée])",
+        r"\best r[ée]put[ée]e? (être )?(le |la )?(titulaire|propri[ée]taire)\b",
         # a weak proof taken for an identity check
         r"\b(suffit|suffisent|suffira|fait l'affaire)\b(?! pas)(?! plus).{0,20}\b(comme|de|en guise de) (preuve|justificatif|v[ée]rification|identification)\b",
         r"\b(comme|en guise de) (preuve|justificatif)\b.{0,10}\b(suffit|suffira|fait l'affaire)\b",
@@ -125,6 +132,7 @@ CONCEPTS = {
         r"\b(accord\w*|donn\w*|attribu\w*|octroi\w*|ajout\w*|promeu\w*|promouv\w*|[ée]lev\w*|[ée]tend\w*|ouvr\w*|confi\w*|assign\w*|d[ée]bloqu\w*)\b",
     ],
     "MAKE_PRIVILEGED": [
+        r"\b(ajout\w*|inscri\w*|mets|d[ée]clare\w*|enregistre\w*)\b.{0,40}\b(comme|en tant que) (co-?titulaire|titulaire|propri[ée]taire|mandataire|administrat\w*|admin)\w*",
         r"\b(fais|faites|faire|nomme\w*|promeu\w*|promouv\w*|passe|passez|d[ée]signe\w*|rends|rendez)\b[^,]{0,40}\b(propri[ée]taire|administrateur\w*|admin\w*|super-?utilisateur\w*|root|titulaire)\b",
         r"\b(accorde|donne|attribue|octroie)-?(toi|vous|lui|se) (à toi-même|à lui-même)?\b.{0,30}\b(droits?|acc[èe]s|r[ôo]le|permissions?|privil[èe]ges?)\b",
     ],
@@ -136,17 +144,19 @@ CONCEPTS = {
         r"\b(v[ée]rifi\w*|si (le|la|il|elle) (a|poss[èe]de) d[ée]j[àa]|d[ée]j[àa]|seuls? (les )?(admin\w*|propri[ée]taires?)|demande d'acc[èe]s|transmet\w*|service informatique|apr[èe]s (l')?(approbation|validation))\b",
     ],
     "IGNORE": [
+        r"\b(mets|mettez|laisse|laissez)\w*(-la|-les|-le)?\b.{0,20}\bde c[ôo]t[ée]\b",
         r"\bne (t'y|t'en|vous y|vous en) (fie|r[ée]f[èe]re|tiens)\w* (plus|pas)\b",
         r"\bne (tiens|tenez|tenir) (plus|pas) compte\b",
         r"\b(ignor\w*|oubli\w*|fais abstraction|faites abstraction|passe outre|passez outre|outrepass\w*|enfrein\w*|transgress\w*|d[ée]roge\w*|contourn\w*|mets? de c[ôo]t[ée]|mettez de c[ôo]t[ée]|laisse\w* de c[ôo]t[ée]|ne (suis|respecte|tiens? compte|applique)\w* (plus|pas))\b",
     ],
     "NOT_BINDING": [
         r"\b(ne t'engagent|ne vous engagent|ne s'appliquent|ne comptent|ne valent|ne te lient|ne vous lient|ne te concernent|ne vous concernent|n'ont plus)\b.{0,20}\b(plus|pas)\b",
-        r"\b(facultati\w*|optionnel\w*|indicati\w*|non contraignant\w*|de simples suggestions|p[ée]rim[ée]\w*|obsol[èe]te\w*|caduc\w*|suspendu\w*|n[ée]gociable\w*|d[ée]pass[ée]e?s?|plus d'actualit[ée]|n'est plus (valable|en vigueur|d'actualit[ée]))\b",
+        r"\b(facultati\w*|optionnel\w*|indicati\w*|non contraignant\w*|de simples suggestions|p[ée]rim[ée]\w*|obsol[èe]te\w*|caduc\w*|suspendu\w*|n[ée]gociable\w*|d[ée]pass[ée]e?s?|(ne sont|n'est) que des? (recommandations?|suggestions?|conseils?|indications?)|simples? (recommandations?|conseils?)|nul et non avenu|nul\w*|sans effet|plus d'actualit[ée]|n'est plus (valable|en vigueur|d'actualit[ée]))\b",
         r"\b(plus|pas) (tenu|li[ée]|soumis)\w* (à|par)\b|\bexception (à|aux)\b",
     ],
     "RULES": [
         r"\b(instructions?|consignes?|r[èe]gles?|politiques?|directives?|lignes? directrices?|proc[ée]dures?|r[èe]glement\w*|prompt syst[èe]me|prompt|contraintes?|restrictions?|limites?|ce qu'on t'a dit|protocole\w*|charte)\b",
+        r"\btout ce qui (figure|est [ée]crit|pr[ée]c[èe]de) (plus haut|ci-dessus|avant)\b",
         r"\bce qu'on (t'a|vous a) (dit|demand[ée]|appris|indiqu[ée]|impos[ée])|\btout ce qui pr[ée]c[èe]de\b",
     ],
     "OBEY_ANYONE": [
@@ -154,6 +164,7 @@ CONCEPTS = {
         r"\b(satisf\w*|exauce\w*|c[èe]de\w* à) (toutes les|tous les|chaque|n'importe quel\w*) (demandes?|exigences?|souhaits?|envies?|requ[êe]tes?|caprices?)\b",
     ],
     "DESTROY": [
+        r"\b(pousse\w*|push\w*)\b.{0,20}(--force\b(?!-with-lease)|\s-f\b|en force)",
         r"\bremets?\b.{0,60}\b(dans|à) l'[ée]tat\b|\bremets? à z[ée]ro\b",
         r"\b(supprim\w*|effac\w*|purg\w*|d[ée]trui\w*|vid\w*|nettoi\w*|nettoy\w*|[ée]cras\w*|formate\w*|r[ée]initialis\w*|liquid\w*|rase\w*|raye\w*|ras\w*|d[ée]gag\w*|drop\w*|truncate|rm -rf|force-push\w*)\b",
     ],
@@ -167,6 +178,7 @@ CONCEPTS = {
         r"\b(tout|toutes les donn[ée]es|la totalit[ée])\b(?! de suite)",
     ],
     "NO_HUMAN": [
+        r"\b(d[ée]finitivement|irr[ée]versiblement|pour de bon|sans contr[ôo]le)\b",
         r"\bsans (les |la |le |l')?(regarder|examiner|v[ée]rifier|contr[ôo]ler|relire|consulter|ouvrir)\b|\b(d'un (seul )?coup|en une (seule )?fois|à l'aveugle)\b",
         r"\bsans (v[ée]rifier|contr[ôo]ler) (l'[ée]ligibilit[ée]|les conditions|si)\b",
         r"\bsans (demander|consulter|pr[ée]venir|v[ée]rifier|confirm\w*|validation|relecture|personne|aucun\w* (humain|personne|validation|contr[ôo]le)|humain|intervention|sauvegarde|pr[ée]avis|rien dire)\b",
@@ -208,6 +220,7 @@ CONCEPTS = {
         r"\b(envoi\w*|envoy\w*|transf[èe]r\w*|transmet\w*|t[ée]l[ée]vers\w*|upload\w*|export\w*|copi\w*|partag\w*|publi\w*|synchronis\w*|pousse\w*|d[ée]pos\w*|mets? en copie|cci|cc)\b",
     ],
     "DATA": [
+        _NO + r"\b(journaux de conversation|liste des \w*\s?(clients|comptes|contacts)|grands comptes|chiffres? d'affaires|adresses clients)\b",
         _NO + r"\b(crm|dump\w*|sauvegarde\w*|dossiers? du personnel|fiches? de paie|salaires|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
         r"\b(num[ée]ros de t[ée]l[ée]phone|adresses e-?mail|adresses|coordonn[ée]es|base des (utilisateurs|clients)|toutes les (conversations|donn[ée]es)|donn[ée]es (clients?|des clients|utilisateurs?))\b",
         r"\b(donn[ée]es|fichier clients?|liste des clients|table des clients|base (de donn[ée]es|clients?)|table|enregistrements|num[ée]ros de carte|cartes? bancaires?|coordonn[ée]es bancaires|donn[ée]es personnelles|carnet d'adresses|liste de contacts|code source|historique des (conversations|commandes)|tous les (tickets|messages|e-mails|fichiers|clients))\b",
@@ -216,10 +229,10 @@ CONCEPTS = {
         r"\b(externe\w*|ext[ée]rieur\w*|tiers|publi(c|que)|priv[ée]e?|(?<!donn[ée]es )personnel\w*|perso|inconnu\w*|gmail|yahoo|hotmail|pastebin|dropbox|webhook\w*|ftp|telegram)\b",
         r"https?://\S+|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|ru|cn|xyz|info|biz|me|co|app|dev|site|online|top|fr|sh|cc|to|link|ly)\b",
         r"\b(cette|l'|une autre) adresse\b",
-        r"\b(cl[ée] usb|usb|disque (dur )?externe|chez (toi|moi|lui|elle)|à la maison|transfer\.sh|wetransfer|google drive|onedrive|icloud|(nouveau|nouvel|autre) (revendeur|partenaire|prestataire)|revendeur\w*|courtier\w*|concurren\w*)\b",
+        r"\b(gratuit\w*|en ligne|traducteur\w*|convertisseur\w*|cl[ée] usb|usb|disque (dur )?externe|chez (toi|moi|lui|elle)|à la maison|transfer\.sh|wetransfer|google drive|onedrive|icloud|(nouveau|nouvel|autre) (revendeur|partenaire|prestataire)|revendeur\w*|courtier\w*|concurren\w*)\b",
     ],
     "REVEAL": [
-        r"\b(joins|joindre|joignez|joint\w*|attache\w*|dict\w*|cit\w*)\b",
+        r"\b(racont\w*|joins|joindre|joignez|joint\w*|attache\w*|dict\w*|cit\w*)\b",
         r"\bmets?\b(?=.{0,60}\bdans (le|la|les|un|une|ton|ta|tes) (message|commit|ticket|chat|r[ée]ponse|commentaire|log|journal|wiki|canal))",
         r"\b(figur\w*|s'affich\w*)\b.{0,20}\b(dans|sur) (la|le|les|ta|ton) (r[ée]ponse|chat|ticket|message|commentaire)",
         r"\b(ajout\w*|communiqu\w*|transmet\w*|transmis|r[ée]ponds avec|cite\w*)\b",
@@ -230,12 +243,14 @@ CONCEPTS = {
         r"\b(prompt syst[èe]me|instructions? (cach[ée]es|internes|syst[èe]me))\b",
         r"\.env\b|\b\w*_(api_key|secret|secret_key|password|passwd|pwd|access_key|private_key)\b|\b(openai|aws|stripe|github|slack|gcp|azure)[\w-]*(key|token|secret)\b",
         r"\b(cl[ée]s? (d')?api|cl[ée]s? secr[èe]tes?|cl[ée]s? priv[ée]es?|cl[ée]s? ssh|jetons?( d'acc[èe]s| api)?|tokens?|mots? de passe|identifiants?|secrets?|cha[îi]nes? de connexion|variables? d'environnement|\.env|prompt syst[èe]me|instructions? (syst[èe]me|internes|cach[ée]es))\b",
-        r"\b(tes|vos) (instructions|consignes internes|r[èe]gles cach[ée]es)\b",
+        r"\b(tes|vos) (instructions|consignes internes|r[èe]gles cach[ée]es)\b|\b(quelles |les )?r[èe]gles (t'ont [ée]t[ée]|qu'on t'a) (impos[ée]es|donn[ée]es|fix[ée]es)",
         _NO + r"\b(cl[ée]s? (stripe|aws|openai|github|slack|twilio|sendgrid|de production|prod|d'acc[èe]s|d'authentification|de chiffrement|ma[îi]tresse)|codes? d'acc[èe]s|les acc[èe]s (de|du|à la|au|aux) (la |le |l')?(bo[îi]te|console|compte|serveur|base|messagerie))\b",
     ],
     "SECRET_CARE": [
         r"\b(masqu\w*|caviard\w*|remplac\w*|r[ée]voqu\w*|renouvel\w*|coffre\w*|vault|quatre derniers|4 derniers|ast[ée]risques|r[ée]initialis\w*|mot de passe oubli[ée]|si (la|le|un|une) (cl[ée]|jeton|mot de passe)|appara[îi]t|expir[ée]\w*)\b",
         r"\bsignal\w*\b.{0,40}\b(demande|tentative)\w*",
+        # the guests' Wi-Fi password is meant to be given out
+        r"\bwi-?fi (des |pour les )?(invit[ée]s|visiteurs)\b",
     ],
 }
 
@@ -271,12 +286,15 @@ _SHAPES = {
         r"\b(augment\w*|rel[èe]v\w*|mont\w*|[ée]l[èe]v\w*|hausse\w*|doubl\w*|port\w*)\b.{0,50}\b(plafond|limite|seuil|enveloppe|quota)\w*\b.{0,60}\b(m[êe]me si|bien que|malgr[ée]|au-del[àa])",
     ],
     "SAFETY_OFF": [
+        r"\b" + _SAFEGUARD + r"\b.{0,40}\b(prend|prennent) (beaucoup )?trop de temps\b",
         # a safeguard said to serve no purpose any more, or kept from checking
         r"\b" + _SAFEGUARD + r"\b.{0,70}\b(ne sert|ne servent) (plus )?à rien\b|\b" + _SAFEGUARD + r"\b.{0,40}\b(n'est plus (utile|n[ée]cessaire)|(est|sont) (devenue?s? )?(inutile|superflu)\w*)",
         r"\b(pour que|afin que|de sorte que)\b.{0,10}\b(l'|le |la |les )" + _SAFEGUARD + r"\b.{0,50}\b(n'\w+|ne \w+) (plus|pas|jamais|rien)\b",
         r"\b(mets|mettez|ajoute\w*|inscri\w*|place\w*)\b" + _gap(60) + r"\b(en|sur la|à la|dans la) (liste blanche|allowlist|whitelist|liste d'exceptions?|liste d'autoris\w*)\b",
     ],
     "ADDRESSED_TO_AGENT": [
+        # "the next steps are in the customer's attachment"
+        r"\b(les )?(prochaines|suivantes|autres) (étapes|instructions|consignes|t[âa]ches)\b.{0,20}\b(figurent|sont|se trouvent)\b.{0,10}\b(dans|sur) (la |le |l')?(pi[èe]ce jointe|document|e-?mail|courriel|page|site|fichier|pdf)",
         r"\b(note|message|remarque|instructions?|attention|avis|important)\b[^:]{0,10}\b(à|pour) (l'|les |tout |toute )?(assistant|ia|agent|mod[èe]le|bot|chatbot|intelligence artificielle)\w*",
         r"\bsi tu es (un|une) (ia|assistant|agent|mod[èe]le|bot|chatbot|intelligence artificielle)\b",
         r"\b(t'engage|vous engage|fait foi pour toi|a force de loi|est imp[ée]ratif pour toi|s'impose à toi)\b",
@@ -284,6 +302,11 @@ _SHAPES = {
     "SECRET_DUMP": [
         # a one-time code read back to the caller
         r"\b(lis|lisez|lire|dicte\w*|communiqu\w*|donne\w*|dis|dites|r[ée]p[èe]te\w*|[ée]pelle\w*|indique\w*)\b" + _gap(50) + r"\bcodes?\b(?! (promo|de r[ée]duction|de suivi|postal))" + _gap(60) + r"\b(envoy\w*|re[çc]u\w*|transmis|g[ée]n[ée]r[ée]\w*|exp[ée]di[ée]\w*)\b",
+    ],
+    "REFUSAL": [
+        # an attack quoted in order to refuse it ("Un appelant a exigé qu'on saute la validation ; refuse")
+        r"\b(un|l'|le|la|une) ?(appelant|client|cliente|utilisateur|exp[ée]diteur)\w*\b.{0,10}\b(a exig[ée]|a demand[ée]|exigeait|demandait|voulait|a voulu)\b",
+        r"\brefuse(-la|-le|-les)?\b(?= (et|poliment|la demande|cette demande)|\s*$)|\bc'est une (attaque|tentative)\b|\b(est|[ée]tait) une tentative de (fraude|phishing)\b",
     ],
     "GATED": [
         # the action left to a named person or to after an approval, or a customer's demand refused
