@@ -245,6 +245,7 @@ CONCEPTS = {
         r"\b(instrucci[oó]n\w*|[oó]rden\w*|comandos?|indicaciones|pida|pide|diga|dice|exija|exige|quiera|mande|contenga|contiene|vengan?|incluid\w*|ocult\w*|lo que)\b",
     ],
     "SEND": [
+        r"\b(manda(le|les|selo|sela|selos|selas|me)|envia(le|les|selo|sela|selos|selas|me)|reenvia(le|les|selo|sela|me))\b",
         r"\b(pasame\w*|pasanos\w*)\b",
         r"\b(guarda\w*|almacena\w*)\b",
         r"\b(pega\w*|vuelca\w*|volcar|copia oculta|llevatel[oa]s?)\b",
@@ -269,6 +270,7 @@ CONCEPTS = {
         r"\b(esta|otra) direcci[oó]n\b",
     ],
     "REVEAL": [
+        r"\b(da(me|le|les|nos|selo|sela|selos|selas)|di(le|les|selo|sela|selos|selas|me)|cuenta(le|les|selo|sela)|lee(le|les|selo|sela)|ensena(le|les|selo|sela)?|muestra(le|les|selo|sela))\b",
         r"\b(chiva\w*|soplale\w*|cuentale\w*|filtra\w*)\b",
         r"\b(sub(e|ir|elo|ela)|commitea\w*|haz commit de|empuja\w*)\b",
         r"\bpon\w*\b.{0,5}\ben (el|los|la) (log|logs|registro|chat|ticket|canal|nota)\b|\bloguea\w*",
