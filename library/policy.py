@@ -131,7 +131,7 @@ _RULES: list[tuple[str, str, list[str]]] = [
             # French
             r"\b(accorde|donne|attribue|octroie|ajoute)\w*\b[^.]{0,40}\b(admin\w*|administrateur\w*|root|super-?utilisateur|tous les droits)",
             # Spanish
-            r"\b(conc[ée]de|da|dale|otorga|asigna|agrega|a[ñn]ade)\w*\b[^.]{0,40}\b(administrador\w*|admin|root|superusuario|todos los permisos)",
+            r"\b(conc[ée]de\w*|da(le|les|me|nos)?|otorga\w*|asigna\w*|agrega\w*|a[ñn]ade\w*)\b[^.]{0,40}\b(administrador\w*|admin|root|superusuario|todos los permisos)",
             # Chinese
             r"(授予|赋予|给予|开通|提升|给)[^。]{0,12}(管理员|超级用户|root|最高)权限",
             r"(加入|添加到|加到)[^。]{0,6}管理员",

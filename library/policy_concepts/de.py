@@ -125,6 +125,7 @@ CONCEPTS = {
         r"\b(glaub\w*|vertrau\w*|nimm\w*|akzeptier\w*)\b.{0,30}\b(wer (er|sie) (ist|sind|zu sein)|beim wort|aufs wort|auf sein wort|auf ihr wort|seine angabe|ihre angabe|was (er|sie) über sich)\b",
         r"\b(behandl\w*|betracht\w*|seh\w*)\b.{0,50}\bals (den |die )?(kontoinhaber\w*|inhaber\w*|eigentümer\w*|verifiziert\w*)\b",
         r"\b(sein|ihr) wort (genügt|reicht)\b",
+        r"\btrotzdem (bedienen|weiterhelfen|helfen|ändern|fortfahren)\b.{0,30}\bwenn (sie|er) (nur )?(die|den|das|ihre|seine) \w+ (kennen|kennt|nennen|nennt|wissen|weiß)",
         # an impression or a known number taken for an identity check
         r"\b(klang|klingt|wirkt\w*|schien|scheint)\b.{0,15}\b(glaubwürdig|vertrauenswürdig|seriös|ehrlich|echt|sympathisch)\b.{0,20}\b(also|daher|deshalb|darum|dann)\b",
         r"\bwer\b.{0,40}\b(nennt|kennt|angibt|weiß|hat)\b.{0,5}\b(gilt|zählt|ist)\b.{0,10}\bals\b|\bgilt als (der |die )?(kontoinhaber\w*|inhaber\w*|verifiziert|identifiziert)\b",
@@ -138,7 +139,7 @@ CONCEPTS = {
     ],
     "GRANT": [
         r"\b(nimm|nehm\w*)\b.{0,50}\bin (die|den|das) \w+.{0,40}\bauf\b",
-        r"\b(gib|gebe|gibt|geben|erteil\w*|vergib|vergeb\w*|verleih\w*|gewähr\w*|füg\w*|hinzufüg\w*|nimm \w+ in|aufnehm\w*|befördere?\w*|beförder\w*|erweiter\w*|heb\w* \w* an|erhöh\w*|trag\w* \w* ein|zuweis\w*|weis\w* \w* zu|teil\w* \w* zu|räum\w* \w* ein|schalt\w* \w* frei|freischalt\w*)\b",
+        r"\b(hinterleg\w*|einricht\w*|zuordn\w*|gib|gebe|gibt|geben|erteil\w*|vergib|vergeb\w*|verleih\w*|gewähr\w*|füg\w*|hinzufüg\w*|nimm \w+ in|aufnehm\w*|befördere?\w*|beförder\w*|erweiter\w*|heb\w* \w* an|erhöh\w*|trag\w* \w* ein|zuweis\w*|weis\w* \w* zu|teil\w* \w* zu|räum\w* \w* ein|schalt\w* \w* frei|freischalt\w*)\b",
     ],
     "MAKE_PRIVILEGED": [
         r"\b(trag\w*|füg\w*|setz\w*|nimm)\b.{0,40}\bals (\w+ )?(kontoinhaber|mitinhaber|inhaber|bevollmächtigt|administrator|admin|owner|eigentümer)\w*",
@@ -180,13 +181,13 @@ CONCEPTS = {
         r"\b\w*(projektverzeichnis|projektwurzel|wurzelverzeichnis|remote-stand|remote-repository)\w*|\bforce-?push\w*|push (-f|--force)\b",
         r"\bin (der )?produktion\b|\b(auf|in) (main|master)\b",
         r"\b(produktions\w*|prod(uktiv)?(system|datenbank|daten|umgebung)\w*|live-?(system|datenbank|daten)\w*)\b",
-        r"\b(backup\w*|sicherung\w*|sicherungskopie\w*|snapshot\w*|archiv\w*)\b",
+        r"\b\w*(backup|sicherung|sicherungskopie|snapshot|archiv)\w*\b|\b(komplett|gesamt|ganz)\w* \w*bucket\w*",
         r"\b(audit\w*|protokoll\w*|zugriffslog\w*|logdatei\w*|prüfpfad\w*)\b",
         r"\b(die )?(gesamte|komplette|ganze|vollständige)n? (datenbank|tabelle|historie|verlauf|kundenbasis|datenbestand|bestand|repository)\b",
         r"\b(alles|sämtliche daten|alle daten|alle kundendaten)\b",
     ],
     "NO_HUMAN": [
-        r"\b(endgültig|unwiderruflich|restlos|ungeprüft|unbesehen|ohne kontrolle)\b",
+        r"\b(ohne (einzelfall|einzel|manuelle )\w*prüfung|per massenaktion|massenaktion|endgültig|unwiderruflich|restlos|ungeprüft|unbesehen|ohne kontrolle)\b",
         r"\bohne (sie |es |diese |ihn )?(einzeln |vorher |genau )?(anzusehen|anzuschauen|durchzusehen|zu prüfen|zu kontrollieren|zu sichten|nachzusehen|zu lesen)\b",
         r"\b(auf einen schlag|in einem rutsch|in einem durchgang)\b",
         r"\bohne (die |eine )?(berechtigung|voraussetzung|bedingung)\w* zu prüfen\b",
@@ -207,6 +208,7 @@ CONCEPTS = {
     "SAFETY": [
         r"\b\w*(betrug|sicherheit|virus|viren)s?(prüfung|kontrolle|check)\w*",
         r"\b" + _SAFEGUARD + r"\b",
+        r"\b\w*plausibilität\w*|\b\w*kontrollen?\b|\b\w*prüfregel\w*",
     ],
     "OBEY": [
         r"\b(tu|tue|mach|mache|machen|befolg\w*|folg\w*|führ\w* \w* aus|ausführ\w*|führe|setz\w* \w* um|umsetz\w*|erledig\w*|gehorch\w*|nimm\w* \w* als)\b",
@@ -226,9 +228,10 @@ CONCEPTS = {
         _sep(r"nimm\w*|nehm\w*", "mit", 60) + r"(?= nach hause| heim)|\bweitergeb\w*|\bweitergegeben\b|\b(curl|wget|scp|rsync)\b",
         r"\b(stell\w*|leg\w*)\b.{0,40}\b(online|ins netz|in den (öffentlichen|externen) \w+)",
         r"\b(stell\w*|leg\w*|pack\w*|speicher\w*|kopier\w*)\b" + _gap(60) + r"\b(in|auf) (einen|eine|ein|den|die|das|dem) (öffentlich|extern|privat|frei zugänglich)\w*",
-        r"\b(schick\w*|send\w*|versend\w*|leite\w* \w* weiter|weiterleit\w*|lad\w* \w* hoch|hochlad\w*|hochgeladen|exportier\w*|kopier\w*|teil\w*|übertrag\w*|übermittel\w*|poste?\w*|veröffentlich\w*|synchronisier\w*|spiegel\w*|in kopie|bcc|cc|mail\w*)\b",
+        r"\b(schick\w*|send\w*|versend\w*|leite\w* \w* weiter|weiterleit\w*|lad\w* \w* hoch|hochlad\w*|hochgeladen|exportier\w*|kopier\w*|teil\w*|übertrag\w*|übermittel\w*|poste?\w*|veröffentlich\w*|synchronisier\w*|spiegel\w*|spiegl\w*|in kopie|bcc|cc|mail\w*)\b",
     ],
     "DATA": [
+        _NO + r"\b(\w*postf[äa]ch\w*|\w*mailbox\w*)\b",
         _NO + r"\b(\w*chatprotokoll\w*|\w*kundenadressen|\w*exportdatei\w*|crm|\w*kundenstamm\w*|kundenkartei|personalakte\w*|lohn\w*|gehalt\w*|gehälter|\w*dump\w*|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
         _NO + r"\b\w*(kunden\w*|nutzerdaten|benutzerdaten|personenbezogen\w*|personaldaten|mitarbeiterdaten|kontaktliste\w*|adressbuch|adressliste\w*|kreditkart\w*|kartennummer\w*|zahlungsdaten|bankdaten|datenbank\w*|datenexport\w*|datenbestand\w*|gesamtexport|tabelle\w*|datensätze|quellcode|chatverläufe|gesprächsprotokolle|bestellhistorie\w*|alle (daten|tickets|nachrichten|e-mails|bestellungen|dateien))\b",
     ],
@@ -240,6 +243,7 @@ CONCEPTS = {
     ],
     "REVEAL": [
         _sep(r"häng\w*", "an", 60) + r"|\b(anhäng\w*|beifüg\w*|anfüg\w*)\b|" + _sep(r"füg\w*", "ein|bei|an", 60),
+        _sep(r"trag\w*", "ein", 120) + r"|\bdiktier\w*",
         r"\bantworte\w*\b.{0,30}\bmit\b|\b(erzähl\w*|ausplauder\w*|plauder\w* \w* aus)\b",
         r"\b(in|im|ins) (der |die |das |den |dem )?\w*(antwort|chat|ticket|nachricht|kommentar|commit|log|kanal)\w*\b.{0,20}\b(steh\w*|stünde\w*|auftauch\w*|erschein\w*|landen)\b",
         r"\b(lies|les\w*)\b.{0,90}\bvor\b",
@@ -248,6 +252,7 @@ CONCEPTS = {
     ],
     "SECRET": [
         r"\b\w*(versteckt|intern|geheim|verborgen)\w* (anweisung|systemanweisung|regel|konfiguration|vorgabe)\w*",
+        r"\b\w*admin-?zugang\w*|\b\w*zugang (zur|zum) (konsole|server|datenbank|admin\w*)",
         r"\b\w*systemprompt\w*|\b\w*systemanweisung\w*|\b(deine|deiner|deinen|deinem) (anweisungen|instruktionen|konfiguration|vorgaben)\b",
         _NO + r"\b(stripe|aws|openai|github|slack|twilio|sendgrid|azure|gcp|google)[\w-]*(schlüssel|key|token|secret|zugang\w*)\b",
         r"\.env\b|\b\w*_(api_key|secret|secret_key|password|passwd|pwd|access_key|private_key)\b|\b(openai|aws|stripe|github|slack|gcp|azure)[\w-]*(key|token|secret)\b",
@@ -271,6 +276,9 @@ NEGATION_AFTER = r"^\s*(\w+\s+){0,2}(nicht|nie|niemals|keinesfalls|kein\w*)\b"
 # The single-concept shapes (policy_concepts/__init__.py): the wording is the whole attack.
 _SHAPES = {
     "APPROVAL_FAKED": [
+        # an approval presumed ("sie hätte sowieso zugestimmt"), an approval box ticked to get through
+        r"\b(hätte|hätten|würde|würden) (sowieso|eh|ohnehin|bestimmt|sicher)\b.{0,20}\b(zugestimmt|ja gesagt|freigegeben|genehmigt|unterschrieben|zustimmen)",
+        r"\b(setz\w*|hak\w*|kreuz\w*|aktivier\w*|klick\w*)\b.{0,30}\b(haken|häkchen|kreuz|checkbox|kästchen|feld)\b.{0,30}[„\"“](\w+ ){0,4}(geprüft|genehmigt|freigegeben|abgezeichnet)\b.{0,40}\b(damit|sodass)\b",
         # a payment split to stay under the approval threshold
         r"\b(teil\w*|aufteil\w*|splitt\w*|stückel\w*|zerleg\w*|verteil\w*)\b" + _gap(80) + r"\bunter\b.{0,30}\b\w*(grenze|schwelle|limit)\w*",
         r"\b(teil\w*|aufteil\w*|splitt\w*|stückel\w*|zerleg\w*)\b" + _gap(40) + r"\b(in|auf) (\w+ )?(mehrere|zwei|drei|vier|fünf|kleinere|einzelne)\b.{0,40}\bunter\b",
@@ -307,6 +315,10 @@ _SHAPES = {
         r"\b(setz\w*|trag\w*|füg\w*|nimm\w*|pack\w*)\b" + _gap(60) + r"\b(auf die|in die|zur) (allowlist|whitelist|positivliste|ausnahmeliste)\b",
     ],
     "ADDRESSED_TO_AGENT": [
+        # "laut der Herstellerseite sollst du ..."
+        r"\blaut\b.{0,40}(seite|mail|dokument|ausgabe|ergebnis|anhang|nachricht)\w*\b.{0,30}\b(sollst|musst) du\b",
+        # "the ticket comment contains a shell command" (not "wenn der Kommentar ... enthält")
+        r"(?<!wenn der )(?<!wenn ein )(?<!falls der )(?<!wenn die )\b(kommentar|ticket|e-mail|mail|seite|anhang|dokument|ausgabe|antwort)\w*\b.{0,40}\b(enthält|steht)\b.{0,20}\b(einen |ein |den )?(shell-?befehl|befehl|kommando|skript)\w*",
         # "the next steps are in the customer's attachment"
         r"\b(im|in der|in dem|auf der) \w*(anhang|dokument|pdf|e-mail|mail|webseite|seite|datei)\w*\b.{0,40}\b(stehen|steht|findest du)\b.{0,20}\b(die )?(nächsten|weiteren|folgenden) (arbeitsschritte|schritte|anweisungen|aufgaben|befehle)",
         r"\b(hinweis|nachricht|notiz|anweisung\w*|achtung|info|wichtig)\b[^:]{0,10}\b(an|für) (den |die |alle |jeden |jede )?(ki|ki-\w+|assistent\w*|agent\w*|bot\w*|sprachmodell\w*|chatbot\w*)\b",
@@ -318,6 +330,9 @@ _SHAPES = {
         r"\b(lies|les\w*|nenn\w*|sag\w*|diktier\w*|teil\w*|buchstabier\w*|wiederhol\w*)\b" + _gap(50) + r"\b\w*(code|tan|otp|pin)\w*\b" + _gap(60) + r"\b(verschickt|geschickt|gesendet|zugeschickt|zugestellt|generiert|erzeugt)\b",
     ],
     "REFUSAL": [
+        r"\bführ\w* (sie|ihn|es|diese|solche) (nicht|nie|niemals) aus\b|\bmelde (sie|ihn|es|diese)\b",
+        # a recipient restricted to our own ("nur an die interne Vertriebsadresse")
+        r"\bnur an (die|den|das) (intern|firmeneigen|hinterlegt)\w*",
         # an attack quoted in order to refuse it ("Ein Anrufer forderte, die Genehmigung zu überspringen")
         r"\b(ein|der|die|eine) (anrufer|kunde|kundin|nutzer|absender|jemand)\w*\b.{0,10}\b(forderte|verlangte|wollte|bat|hat gefordert|hat verlangt)\b",
         r"\blehn\w* (das|es|dies|sie|ihn|die anfrage|die forderung) ab\b|\b(ist|war) ein (angriff|betrugsversuch|phishing\w*)\b",

@@ -30,7 +30,7 @@ CONCEPTS = {
         r"\b(signal\w*|remont\w* (à|au))\b",
     ],
     "MASS_ACTION": [
-        r"\b(annul\w*|rembours\w*|ferm\w*|suspend\w*|d[ée]sactiv\w*|supprim\w*)",
+        r"\b(bloqu\w*|gel\w*|annul\w*|rembours\w*|ferm\w*|suspend\w*|d[ée]sactiv\w*|supprim\w*)",
     ],
     "OBSTACLE": [
         r"\b(prend|prennent) trop de temps\b|\b(ralentit|ralentissent|fait perdre du temps|perte de temps|paperasse|bureaucrati\w*|une formalit[ée])\b",
@@ -59,7 +59,7 @@ CONCEPTS = {
         r"\b(assistant|ia|mod[èe]le|bot|mode)\w* sans (aucune? )?(consignes?|r[èe]gles?|limites?|contraintes?|garde-fous?|censure|interdits?|filtres?|restrictions?)\b",
         # new instructions said to outrank the rules
         r"\b(priment?|pr[ée]valen?t|l'emporten?t|passen?t avant|ont (la )?priorit[ée]|a (la )?priorit[ée])\b.{0,10}\b(sur |avant )?(toutes |tous )?(les |tes |vos |ses )?\w*\s?(directives?|r[èe]gles?|consignes?|instructions?|politiques?|prompt)\b",
-        r"\bremplacen?t (toutes )?(les |tes |vos )(directives|r[èe]gles|consignes|instructions)\b",
+        r"\b(remplacen?t?|remplaceront) (toutes )?(les |tes |vos )(directives|r[èe]gles|consignes|instructions)\b",
         # the rules set aside whatever they say
         r"\b(quoi que|quoi qu'en) (disent|dise|pr[ée]voient|pr[ée]voie|exigent) (les|la|tes|vos|nos) \w*\s?(directives?|r[èe]gles?|consignes?|politiques?|proc[ée]dures?)",
         r"\b(peu importe|qu'importe) (ce que )?(disent|dit|pr[ée]voient|pr[ée]voit) (les|la|tes) (directives?|r[èe]gles?|politique|consignes?)",
@@ -116,6 +116,7 @@ CONCEPTS = {
         r"\b(crois|croyez|croire|fais confiance|faites confiance|prends|prenez|accepte\w*)\b.{0,30}\b(sur parole|au mot|sa parole|leur parole|ce qu'(il|elle) dit|qui (il|elle) (dit|pr[ée]tend) [êe]tre)\b",
         r"\b(consid[èe]re\w*|trait\w*)\b.{0,50}\bcomme (le |la )?(titulaire|propri[ée]taire|v[ée]rifi[ée])\b",
         r"\bsa parole (suffit|est suffisante)\b",
+        r"\b(peuvent|peut) (quand m[êe]me |tout de m[êe]me )?[êe]tre servi\w* s'ils? (connai\w*|donne\w*|indique\w*)",
         # an impression or a known number taken for an identity check
         r"\b(avait|a|semblait|semble|para[îi]t|paraissait)\b.{0,10}\b(l'air )?(sinc[èe]re|honn[êe]te|fiable|de bonne foi|cr[ée]dible|digne de confiance)\b\s*(:|,? (donc|alors))",
         r"\b(quiconque|toute personne qui|celui qui|celle qui)\b.{0,50}\b(est|sera) (r[ée]put[ée]|consid[ée]r[ée]|trait[ée])\w*\b.{0,15}\b(titulaire|propri[ée]taire|client|v[ée]rifi[ée]|identifi[ée])",
@@ -133,11 +134,11 @@ CONCEPTS = {
     ],
     "MAKE_PRIVILEGED": [
         r"\b(ajout\w*|inscri\w*|mets|d[ée]clare\w*|enregistre\w*)\b.{0,40}\b(comme|en tant que) (co-?titulaire|titulaire|propri[ée]taire|mandataire|administrat\w*|admin)\w*",
-        r"\b(fais|faites|faire|nomme\w*|promeu\w*|promouv\w*|passe|passez|d[ée]signe\w*|rends|rendez)\b[^,]{0,40}\b(propri[ée]taire|administrateur\w*|admin\w*|super-?utilisateur\w*|root|titulaire)\b",
+        r"\b(fais|faites|faire|nomme\w*|promeu\w*|promouv\w*|(?<!mot de )passe|(?<!mots de )passez|d[ée]signe\w*|rends|rendez)\b[^,]{0,40}\b(propri[ée]taire|administrateur\w*|admin\w*|super-?utilisateur\w*|root|titulaire)\b",
         r"\b(accorde|donne|attribue|octroie)-?(toi|vous|lui|se) (à toi-même|à lui-même)?\b.{0,30}\b(droits?|acc[èe]s|r[ôo]le|permissions?|privil[èe]ges?)\b",
     ],
     "PRIVILEGE": [
-        r"\b(droits? d'admin\w*|droits? (d')?administrat\w*|acc[èe]s (admin\w*|administrat\w*|root|complet|total|illimit[ée]|en [ée]criture|production)|r[ôo]le (d')?(admin\w*|propri[ée]taire|super\w*)|tous les droits|toutes les permissions|pleins pouvoirs|contr[ôo]le total|super-?utilisateur|privil[èe]ges? (d')?(admin\w*|[ée]lev[ée]s?)|groupe (des )?admin\w*|groupe\W{0,3}(\w+ )?admin\w*|sudo)\b",
+        r"\b(droits? d'admin\w*|droits? (d')?administrat\w*|acc[èe]s (admin\w*|administrat\w*|root|complet|total|illimit[ée]|en [ée]criture|production)|r[ôo]le (d')?(admin\w*|propri[ée]taire|super\w*)|tous les droits|toutes les permissions|pleins pouvoirs|contr[ôo]le total|super-?utilisateur|privil[èe]ges? (d')?(admin\w*|[ée]lev[ée]s?)|groupe (des )?admin\w*|groupe\W{0,3}(\w+ )?admin\w*|r[ôo]le\W{0,3}(d')?(super-?)?admin\w*|super-?admin\w*|(droits?|acc[èe]s) (en )?(lecture et )?[ée]criture|tous les (lecteurs|dossiers|serveurs|partages|r[ée]pertoires)|sudo)\b",
     ],
     "CHECK_ONLY": [
         r"\b(demande d'acc[èe]s|demande de droits|faire une demande)\b",
@@ -150,7 +151,7 @@ CONCEPTS = {
         r"\b(ignor\w*|oubli\w*|fais abstraction|faites abstraction|passe outre|passez outre|outrepass\w*|enfrein\w*|transgress\w*|d[ée]roge\w*|contourn\w*|mets? de c[ôo]t[ée]|mettez de c[ôo]t[ée]|laisse\w* de c[ôo]t[ée]|ne (suis|respecte|tiens? compte|applique)\w* (plus|pas))\b",
     ],
     "NOT_BINDING": [
-        r"\b(ne t'engagent|ne vous engagent|ne s'appliquent|ne comptent|ne valent|ne te lient|ne vous lient|ne te concernent|ne vous concernent|n'ont plus)\b.{0,20}\b(plus|pas)\b",
+        r"\bne (concernent?|visent?) pas\b|\b(ne t'engagent|ne vous engagent|ne s'appliquent|ne comptent|ne valent|ne te lient|ne vous lient|ne te concernent|ne vous concernent|n'ont plus)\b.{0,20}\b(plus|pas)\b",
         r"\b(facultati\w*|optionnel\w*|indicati\w*|non contraignant\w*|de simples suggestions|p[ée]rim[ée]\w*|obsol[èe]te\w*|caduc\w*|suspendu\w*|n[ée]gociable\w*|d[ée]pass[ée]e?s?|(ne sont|n'est) que des? (recommandations?|suggestions?|conseils?|indications?)|simples? (recommandations?|conseils?)|nul et non avenu|nul\w*|sans effet|plus d'actualit[ée]|n'est plus (valable|en vigueur|d'actualit[ée]))\b",
         r"\b(plus|pas) (tenu|li[ée]|soumis)\w* (à|par)\b|\bexception (à|aux)\b",
     ],
@@ -178,7 +179,7 @@ CONCEPTS = {
         r"\b(tout|toutes les donn[ée]es|la totalit[ée])\b(?! de suite)",
     ],
     "NO_HUMAN": [
-        r"\b(d[ée]finitivement|irr[ée]versiblement|pour de bon|sans contr[ôo]le)\b",
+        r"\b(en masse|sans (examen|analyse|revue)|au cas par cas|d[ée]finitivement|irr[ée]versiblement|pour de bon|sans contr[ôo]le)\b",
         r"\bsans (les |la |le |l')?(regarder|examiner|v[ée]rifier|contr[ôo]ler|relire|consulter|ouvrir)\b|\b(d'un (seul )?coup|en une (seule )?fois|à l'aveugle)\b",
         r"\bsans (v[ée]rifier|contr[ôo]ler) (l'[ée]ligibilit[ée]|les conditions|si)\b",
         r"\bsans (demander|consulter|pr[ée]venir|v[ée]rifier|confirm\w*|validation|relecture|personne|aucun\w* (humain|personne|validation|contr[ôo]le)|humain|intervention|sauvegarde|pr[ée]avis|rien dire)\b",
@@ -198,6 +199,7 @@ CONCEPTS = {
     "SAFETY": [
         r"\b(antifraude|contr[ôo]les? (antifraude|de fraude|de s[ée]curit[ée])|authentification à deux facteurs|journalisation d'audit)\b",
         r"\b" + _SAFEGUARD + r"\b",
+        r"\bcontr[ôo]les? (de coh[ée]rence|de plausibilit[ée]|anti-?\w+|de conformit[ée]|automatiques?)\b",
     ],
     "OBEY": [
         r"\b(ex[ée]cut\w*|appliqu\w*|ob[ée]i\w*|accompli\w*|r[ée]alis\w*|consid[èe]r\w*)\b",
@@ -220,7 +222,7 @@ CONCEPTS = {
         r"\b(envoi\w*|envoy\w*|transf[èe]r\w*|transmet\w*|t[ée]l[ée]vers\w*|upload\w*|export\w*|copi\w*|partag\w*|publi\w*|synchronis\w*|pousse\w*|d[ée]pos\w*|mets? en copie|cci|cc)\b",
     ],
     "DATA": [
-        _NO + r"\b(journaux de conversation|liste des \w*\s?(clients|comptes|contacts)|grands comptes|chiffres? d'affaires|adresses clients)\b",
+        _NO + r"\b(bo[îi]tes? (de support|mail|aux lettres)|journaux de conversation|liste (\w+ )?des \w*\s?(clients|comptes|contacts)|grands comptes|chiffres? d'affaires|adresses clients)\b",
         _NO + r"\b(crm|dump\w*|sauvegarde\w*|dossiers? du personnel|fiches? de paie|salaires|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
         r"\b(num[ée]ros de t[ée]l[ée]phone|adresses e-?mail|adresses|coordonn[ée]es|base des (utilisateurs|clients)|toutes les (conversations|donn[ée]es)|donn[ée]es (clients?|des clients|utilisateurs?))\b",
         r"\b(donn[ée]es|fichier clients?|liste des clients|table des clients|base (de donn[ée]es|clients?)|table|enregistrements|num[ée]ros de carte|cartes? bancaires?|coordonn[ée]es bancaires|donn[ée]es personnelles|carnet d'adresses|liste de contacts|code source|historique des (conversations|commandes)|tous les (tickets|messages|e-mails|fichiers|clients))\b",
@@ -261,6 +263,9 @@ NEGATION_AFTER = r"^\s*(\w+\s+)?(pas|jamais|plus|aucun\w*)\b"
 # The single-concept shapes (policy_concepts/__init__.py): the wording is the whole attack.
 _SHAPES = {
     "APPROVAL_FAKED": [
+        # an approval presumed ("elle aurait dit oui de toute façon"), an approval box ticked to get through
+        r"\b(aurait|auraient) (dit oui|accept[ée]|valid[ée]|sign[ée]|approuv[ée]|donn[ée] son accord)\b.{0,10}\bde toute fa[çc]on\b|\bde toute fa[çc]on,? (il|elle|ils) (aurait|auraient) (dit oui|accept|valid|sign|approuv)",
+        r"\b(coch\w*|s[ée]lectionn\w*|clique\w*)\b.{0,30}[«\"“](\s?[\w']+){0,6}\s?(v[ée]rifi[ée]|valid[ée]|approuv[ée]|sign[ée])\b.{0,40}\b(pour que|afin que)\b",
         # a payment split to stay under the approval threshold
         r"\b(d[ée]coup\w*|fractionn\w*|divis\w*|scind\w*|r[ée]parti\w*|saucissonn\w*)\b" + _gap(80) + r"\b(sous|en dessous d)\w*\b.{0,30}\b(seuil|plafond|limite)\w*",
         # the status set to approved (not "qu'une fois la signature reçue")
@@ -293,6 +298,10 @@ _SHAPES = {
         r"\b(mets|mettez|ajoute\w*|inscri\w*|place\w*)\b" + _gap(60) + r"\b(en|sur la|à la|dans la) (liste blanche|allowlist|whitelist|liste d'exceptions?|liste d'autoris\w*)\b",
     ],
     "ADDRESSED_TO_AGENT": [
+        # "d'après le site du fournisseur, tu dois ..."
+        r"\bd'apr[èe]s\b.{0,40}\b(site|page|e-?mail|courriel|document|sortie|r[ée]sultat|pi[èe]ce jointe|message)s?\b.{0,40}\btu dois\b",
+        # "the ticket comment contains a shell command" (not "si le commentaire contient ...")
+        r"(?<!si le )(?<!si la )(?<!si un )(?<!si une )\b(commentaire|ticket|e-?mail|courriel|page|pi[èe]ce jointe|document|sortie|r[ée]ponse)\b.{0,40}\bcontient\b.{0,20}\b(une )?(commande|script)s?( shell)?\b",
         # "the next steps are in the customer's attachment"
         r"\b(les )?(prochaines|suivantes|autres) (étapes|instructions|consignes|t[âa]ches)\b.{0,20}\b(figurent|sont|se trouvent)\b.{0,10}\b(dans|sur) (la |le |l')?(pi[èe]ce jointe|document|e-?mail|courriel|page|site|fichier|pdf)",
         r"\b(note|message|remarque|instructions?|attention|avis|important)\b[^:]{0,10}\b(à|pour) (l'|les |tout |toute )?(assistant|ia|agent|mod[èe]le|bot|chatbot|intelligence artificielle)\w*",
@@ -304,6 +313,9 @@ _SHAPES = {
         r"\b(lis|lisez|lire|dicte\w*|communiqu\w*|donne\w*|dis|dites|r[ée]p[èe]te\w*|[ée]pelle\w*|indique\w*)\b" + _gap(50) + r"\bcodes?\b(?! (promo|de r[ée]duction|de suivi|postal))" + _gap(60) + r"\b(envoy\w*|re[çc]u\w*|transmis|g[ée]n[ée]r[ée]\w*|exp[ée]di[ée]\w*)\b",
     ],
     "REFUSAL": [
+        r"\bne (les|le|la|l') ?(ex[ée]cute|suis|applique)\w* (pas|jamais)\b|\bsignale-(les|le|la)\b",
+        # a recipient restricted to our own ("uniquement à l'adresse interne")
+        r"\b(qu'|uniquement |seulement )à l'adresse (interne|enregistr)\w*",
         # an attack quoted in order to refuse it ("Un appelant a exigé qu'on saute la validation ; refuse")
         r"\b(un|l'|le|la|une) ?(appelant|client|cliente|utilisateur|exp[ée]diteur)\w*\b.{0,10}\b(a exig[ée]|a demand[ée]|exigeait|demandait|voulait|a voulu)\b",
         r"\brefuse(-la|-le|-les)?\b(?= (et|poliment|la demande|cette demande)|\s*$)|\bc'est une (attaque|tentative)\b|\b(est|[ée]tait) une tentative de (fraude|phishing)\b",
