@@ -121,7 +121,7 @@ _RULES: list[tuple[str, str, list[str]]] = [
         "widen_permissions",
         "tells the agent to widen permissions or escalate its own privileges",
         [
-            r"\b(grant|give|escalate|elevate|widen|raise)\b[^.]{0,40}\b(admin|root|superuser|privilege|permission|(?<!read )(?<!view )(?<!read-only )access|role)",
+            r"\b(grant|give|escalate|elevate|widen|raise)\b[^.]{0,40}\b(admin|root|superuser|privilege|permission|(?<!read )(?<!view )(?<!read-only )access|role)(?![^.]{0,60}\b(access request|listed in|once approved|after approval)\b)",
             r"\badd\b[^.]{0,30}\bto the (admin|administrator|owner|root|sudo)s?\b",
             r"\b(disable|turn off|remove)\b[^.]{0,30}\b(limit|rate limit|guard|restriction|check)s?\b",
             # sudo (a verify command or a step run as root), except a system package installed
@@ -186,7 +186,8 @@ _RULES: list[tuple[str, str, list[str]]] = [
             r"\b(delete|remove|purge|wipe|erase|disable|deactivate|drop|revoke|suspend)\b[^.]{0,50}\b(automatically|silently|without (asking|checking|consulting|telling|confirm\w*|review\w*|a person|a human|approval|anyone)|no questions asked)",
             # rm -rf of the root, the home directory or everything, not of a build folder
             r"\brm\s+-[a-z]*r[a-z]*f?\s+(/(\s|$|\*)|~/?(\s|$)|\*|\$home\b|--no-preserve-root)",
-            r"\bdrop\s+(table|database)\b|\btruncate\s+table\b",
+            # not of a scratch table ("DROP TABLE IF EXISTS tmp_import")
+            r"\b(drop\s+(table|database)|truncate\s+table)\b(?!\s+(if\s+exists\s+)?[\w.\"`]*(tmp|temp|scratch|staging_import|test)\w*)",
             # German
             r"\bautomatisch\b[^.]{0,30}\b(löschen|lösche|deaktivieren|deaktiviere|entfernen)",
             r"\b(lösch\w*|entfern\w*|deaktivier\w*|tilg\w*)\b[^.]{0,40}\b(automatisch|ohne (jemanden|jemand|nachzufragen|rückfrage|zu fragen)|still und leise|heimlich|stillschweigend)",

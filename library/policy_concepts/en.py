@@ -10,11 +10,12 @@ CONCEPTS = {
         r"\b(don'?t|do not|never) let\b[\w' -]{1,40}\b(get|stand|be|come) in the way\b",
         r"\b(box[- ]ticking|tick[- ]box|checkbox exercise|for show|(security )?theat(re|er)|a formality|red tape|bureaucra\w*|busywork|overkill|a hassle|a pain|a waste of time|pointless|friction)\b",
         r"\b(holds?|holding|held) (\w+ )?up\b|\bslows? (\w+ )?down\b|\b(gets?|getting|stands?|standing) in the way\b|\b(annoys|irritates|frustrates|bothers) (people|customers|callers|users|everyone|them)\b",
-        r"\b(nobody|no one|no-one|none of us) (ever )?(reads?|checks?|looks? at|cares? about|reviews?|notices?|audits?)\b|\bnever (says? no|rejects?|objects?|checks?|reads?)\b",
+        r"\b(nobody|no one|no-one|none of us) (ever )?(reads?|checks?|looks? at|cares? about|reviews?|notices?|audits?)\b|\b(they|he|she|finance|legal|compliance|anyone) never (says? no|rejects?|objects?|checks?|reads?)\b|\bnever (says no|rejects|objects|checks|reads)\b",
         r"\b(go(ing)? easy on|ease up on|gloss(ing)? over|skim(ming)? over|wave (them|him|her|it|people) through|let (it|them|that) slide)\b",
         r"\b(soft|loose) (limits?|rules?|caps?)\b|\b(limits?|rules?|caps?) (are|is) (soft|flexible|negotiable)\b|\b(as|is|are|just|merely) (a |only a )?(rough|loose) guid(e|ance|elines?)\b",
     ],
     "IGNORE_THEM": [
+        r"\b(bend|break|stretch|ignore|skip|drop)\w* (whatever|anything|whichever)\b",
         r"\b(ignor(e|ing)|disregard(ing)?|forget(ting)?|drop(ping)?|skip(ping)?|set(ting)? aside|put(ting)? aside|throw(ing)? out|ditch) (them|it|those|these|that|all of (them|it))\b",
     ],
     "BACKED_UP": [
@@ -40,14 +41,18 @@ CONCEPTS = {
     ],
     "IMPERSONATE": [
         r"\b(tell|say|claim|state|inform)\w*( [\w'-]+){0,3} (that )?(you are|you're|we are|this is|it'?s) (the |a |an |from the |from )?([\w'-]+ ){0,3}(manager|supervisor|director|team lead|administrator|officer|executive|ceo|cfo|cto|vp|owner|police|lawyer|attorney|auditor)s?\b",
-        r"\b(sign|reply|respond|answer|write|pose|present|introduce|act|speak|talk|email|call)\w*( [\w'-]+){0,3} (as|in the name of|on behalf of) ['\"‘“]?(the |a |an |your |our )?([\w-]+ ){0,3}(manager|supervisor|director|team lead|head of [\w ]+|administrator|officer|executive|ceo|cfo|cto|coo|vp|vice president|president|chief [\w ]+|owner|it (staff|support|department|admin)|bank|police|lawyer|attorney|auditor|legal( team| department)?|compliance( team| department)?|hr( team| department)?|security team|fraud team)s?\b",
+        r"\b(sign|reply|respond|answer|write|pose|present|introduce|act|speak|talk|email|call)\w*( [\w'-]+){0,3} (as|in the name of|on behalf of) ['\"‘“]?(the |a |an |your |our )?([\w-]+ ){0,5}(manager|supervisor|director|team lead|head of [\w ]+|administrator|officer|executive|ceo|cfo|cto|coo|vp|vice president|president|chief [\w ]+|owner|it (staff|support|department|admin)|bank|police|lawyer|attorney|auditor|legal( team| department)?|compliance( team| department)?|hr( team| department)?|security team|fraud team)s?\b",
         r"\b(pretend|claim|pose|impersonat|masquerad)\w*( to be| as)?( [\w'-]+){0,3} (manager|supervisor|director|team lead|administrator|officer|executive|ceo|cfo|owner|it (staff|support|admin))\b",
     ],
     "FOREIGN_INSTRUCTIONS": [
+        r"\b(e-?mails?|pages?|documents?|files?|faqs?|results?|outputs?|messages?|tickets?|attachments?|responses?|articles?)\b.{0,20}\b(contains?|includes?|has|carries|hides?)\b.{0,20}\b(instructions?|commands?|directions?)\b.{0,60}\b(ignore|disregard|do not (act|follow|obey)|don'?t (act|follow|obey)|flag|report)",
         r"\b(instructions?|commands?|directions?|requests?|orders?|text)\b( [\w'-]+){0,3} (in|inside|from|within|embedded in|contained in|found in|that come from|coming from) (an?|the|any|such|this|that)? ?([\w'-]+ ){0,2}(e-?mails?|web ?pages?|websites?|pages?|documents?|files?|attachments?|tool (output|results?)|search results?|results?|outputs?|messages?|tickets?|comments?|pdfs?)\b",
     ],
     "VIOLATION": [r"\b(that|which|who) (break|breaks|broke|violat\w*|breach\w*|infring\w*)\b|\b(in breach of|against the|violations? of|breaking the)\b"],
     "SKIP": [
+        r"\b(route|work|get|go|steer)\w* ([\w-]+ ){0,3}around (it|them|that|this|the (queue|process|check|review|approval))\b",
+        r"\b(continue|proceed|carry on)\w*( [\w'-]+){0,5} anyway\b",
+        r"\b(don'?t|do not|no need to|never) (put|send|make) [\w' -]{0,25}through\b",
         r"\b(go(ing)? easy on|ease up on|gloss(ing)? over|skim(ming)? over|wave (them|him|her|it|people) through)\b",
         r"\b(don'?t|do not|no need to|never) (make|force|put|ask) [\w' -]{0,25}(go through|do|answer|complete|pass|sit through|repeat)\b",
         r"\b(in place of|instead of|rather than|as a substitute for|in lieu of) (the |a |an |any |our )?(usual|normal|standard|proper|full|regular|required|formal|official)\b",
@@ -63,12 +68,13 @@ CONCEPTS = {
         r"\bspare (them|the (caller|customer|user))\b",
         r"\bbefore (the |any )?(approval|sign[- ]?off|review)\w* (arrives?|comes?|is (given|granted|in))\b",
     ],
-    "WITHOUT": [r"\bwithout\b(?! (delay|fail))", r"\bin the absence of\b", r"\bminus the\b"],
+    "WITHOUT": [r"\bwithout\b(?! (delay|fail))", r"\bwith no\b", r"\bin the absence of\b", r"\bminus the\b"],
     "OPTIONAL": [
         r"\b(is|are|as|be|being|consider\w*|treat\w*|call\w*)\b[^,]{0,20}\b(optional|unnecessary|pointless|a formality|not needed|not necessary|not required|not mandatory|nice[- ]to[- ]have|overkill)\b",
         r"\b(optional|unnecessary|pointless|superfluous)\b[^,]{0,5}$",
     ],
     "DEFER": [
+        r"\b(once|when|after) things (calm|settle|quiet)\w*( down)?\b|\bat (the )?(month|quarter|year)[- ]end\b|\bsquare (it|this|that) (away )?with\b",
         r"\b(raised|filed|opened|submitted|created|added|signed) (retroactively|afterwards|after the fact|later)\b",
         r"\b(can|may|will|could|should) (come|follow|be (given|obtained|added|collected|filed|sought|done|sorted|requested|granted|signed|approved)\w*|wait|happen)\b.{0,25}\b(later|afterwards?|after(wards)? the fact|next (week|month|day|sprint)|tomorrow|retroactively|eventually)\b",
         r"\b(after the fact|retroactively|retrospectively|post[- ]hoc|rubber[- ]stamp\w*|backfill\w*|ask (for )?forgiveness)\b",
@@ -78,6 +84,7 @@ CONCEPTS = {
         r"\b(will|can|could|'ll|may) (approve|sign off|ok|okay|review|bless|authori[sz]e|ratify|rubber[- ]stamp)\w*\b.{0,25}\b(later|next \w+|tomorrow|afterwards|after the fact|once it'?s (live|done|shipped))\b",
     ],
     "APPROVAL": [
+        r"\bchange records?\b",
         r"\b(purchase orders?|pull requests?|merge requests?|change tickets?)\b",
         r"\bapprov\w*",
         r"\b(sign[- ]?off|signoff|signature|sign[- ]?offs)\b",
@@ -92,6 +99,7 @@ CONCEPTS = {
         r"\brequire[sd]? (an? )?(approval|review|sign[- ]?off)\b",
     ],
     "DISABLE": [
+        r"\bcomment(ing|s)? out\b",
         r"\b(stand(s|ing)? down|back(ing)? off|step(ping)? aside|look(ing)? the other way|turn(ing)? a blind eye)\b",
         r"\bstop(ping)? (the |all |your |its )",
         r"\b(stop|stops|stopping|cease|ceasing|quit) (writing|logging|recording|sending|emitting|collecting|tracking|scanning|checking|monitoring|alerting|filtering|moderating|reporting|auditing|enforcing)\b",
@@ -100,6 +108,7 @@ CONCEPTS = {
         r"\bget rid of\b",
     ],
     "WEAKEN": [
+        r"\b(unblock\w*|unquarantin\w*|release (all|every)\w*)\b",
         r"\b(allow|accept)[- ]all\b|\b(to|in|into) (pass[- ]?through|log[- ]only|monitor[- ]only|report[- ]only|detect(ion)?[- ]only) (mode)?\b",
         r"\bthat (nothing|no one|nobody|no \w+) (ever )?(gets?|is|are|will be) (blocked|flagged|caught|filtered|stopped|detected|rejected)\b",
         r"\b(relax\w*|loosen\w*|lower(ing)?|weaken\w*|soften\w*|dial(ling)? (back|down)|tone down|turn down|water(ing)? down|reduc(e|ing)|minimi[sz]\w*)\b",
@@ -112,6 +121,7 @@ CONCEPTS = {
         r"\b(stops?|quit|quits) (alerting|flagging|blocking|complaining|firing|warning)\b",
     ],
     "IDENTITY": [
+        r"\bverification (service|system|tool|provider)\b",
         r"\bre-?verif\w*|\b(verifying|authenticating) (them|him|her|people|customers|callers|users)\b",
         r"\b(usual|normal|standard|proper|full|regular|required) (verification|authentication|identity check|id check|security check)\b|\bsecurity checks?\b",
         r"\bidentit(y|ies)\b",
@@ -125,6 +135,7 @@ CONCEPTS = {
         r"\bcall[- ]?back\b",
     ],
     "TRUST_CLAIM": [
+        r"\b(unlock|reset|change|open|release)\w*\b.{0,30}\bfor (anyone|anybody|whoever|any caller)\b",
         r"\b(recogni[sz]e|know) (their|the caller'?s?|his|her) voices?\b",
         r"\b(skip|jump)(ping)? (straight|right|directly) to (the )?(unlock|reset|refund|chang|updat|cancel|clos|payout|pay)\w*",
         r"\bwhoever (they|he|she|the caller|the sender|it) (say|says|claim|claims)( (they are|he is|she is|to be))?\b",
@@ -148,6 +159,7 @@ CONCEPTS = {
         r"\b(merge|sign off|sign-off|authori[sz]e|countersign)\w*\b.{0,30}\b(yourself|on your own)\b",
     ],
     "UNBOUND": [
+        r"\b(operate|act|answer|respond|behave) freely\b",
         r"\b(pretend|act as if|act as though|imagine|behave as if|behave as though)\b.{0,15}\b(the |your |our |company |these |those |all )*(rules|instructions|polic(y|ies)|policy document|guidelines|restrictions|system prompt|prompt|guardrails)\b.{0,40}\b((was|were|had been) never \w+|never (existed|loaded|written|sent|given|there)|(does|do|did)( not|n'?t) exist|(is|are|was|were)( not|n'?t) (there|loaded|real|valid|in effect)|no longer (exists?|appl\w+)|gone|deleted|removed|void|blank|empty)\b",
         r"\b(overrides?|overriding|supersedes?|replaces?|takes? precedence over|outranks?|cancels?) (your|the agent'?s|the assistant'?s|all (your|previous|prior|other)|any (previous|prior|other)) (task|instructions?|goal|prompt|rules|system prompt|orders|previous instructions|guidelines|polic(y|ies))\b",
         r"\byou (have|are under|face|are bound by) no\b",
@@ -184,6 +196,9 @@ CONCEPTS = {
         r"\b(work|get|go|route|step|find a way) around (it|them|that|this|those)\b",
     ],
     "NOT_BINDING": [
+        r"\b(meant|written|intended|made) (only )?for (new|junior|other|human|the other|different)\b.{0,30}\bnot (for )?you\b|\bnot (meant |intended |written )?for you\b",
+        r"\b(revoked|rescinded|withdrawn|repealed|no longer valid)\b",
+        r"\b(polic(y|ies)|rules?|guidelines?) or not\b|\bregardless of (the |any |our )?(polic(y|ies)|rules?|guidelines?|restrictions?)\b|\b(comes?|goes|put) (before|above|ahead of) (the )?(polic(y|ies)|rules?)\b",
         r"\b(as|is|are|just|merely) (a |only a )?(rough|loose) guid(e|ance|elines?)\b|\b(rules? of thumb|more like guidelines|just suggestions|(are|is) soft|negotiable)\b",
         r"\b(no longer|don'?t|do not|does not|doesn'?t|not|never|won'?t) (bind|binds|apply|applies|count|counts|matter|matters|hold|holds|restrict|restricts|limit|limits|concern)\b",
         r"\b(optional|non[- ]binding|not binding|suggestions?|guidance only|advisory(?! (board|committee|council|group|panel))|a formality|flexible|negotiable|outdated|obsolete|void|suspended|lifted|off the table)\b",
@@ -207,6 +222,7 @@ CONCEPTS = {
         r"\b(delet\w*|wip(e|es|ing)|wiped|purg\w*|eras\w*|destroy\w*|drop(ping|s)?|truncat\w*|nuk(e|ing)|shred\w*|obliterat\w*|clear(ing)? out|clean(ing)? out|empty(ing)?|overwrit\w*|reformat\w*|format(ting)? (the|all|every)|reset(ting)?|deprovision\w*|terminat\w*|tear(ing)? down|scrub\w*|remov(e|ing)|get rid of|clear(ing)?|flush\w*|rm -rf|force[- ]push\w*|push (--force|-f)(?!-with-lease)|reset --hard)\b",
     ],
     "CRITICAL": [
+        r"\brelease branch(es)?\b|\bgit tags\b",
         r"\bshared (server|drive|folder|directory|volume|database|db|storage)\b|\b(users?|customers?|orders?|accounts?|payments?|billing|invoices?|transactions?|bookings?|reservations?) (table|collection|database|db)\b",
         r"\b(production|prod|live)( [\w-]+)? (config(uration)?|settings|secrets|dns|zone|firewall rules)\b",
         r"\b(repository|repo|project) root\b|\broot (directory|folder) of the (repo|repository|project)\b|\bforce[- ]?push\w*|push (-f|--force)\b(?!-with-lease)|\borigin (main|master)\b",
@@ -239,6 +255,7 @@ CONCEPTS = {
         r"\b(temp|temporary|tmp|draft|drafts|cache|caches|cached|build|artifacts?|scratch|test (data|database|db|files?|fixtures?)|fixtures?|stale locks?|expired (sessions?|tokens?)|spam|duplicates?|\.pyc|__pycache__|node_modules|dist|logs? older than|after (a |the )?(human|person|manager|owner|customer) (review|confirm|approv)\w*|once (the )?(customer|owner|manager) (confirm|approv)\w*)\b",
     ],
     "SAFETY": [
+        r"\b(disclaimers?|quarantin\w*|blocklist|blacklist|csrf( protection| middleware| checks?| tokens?)?)\b",
         r"\b(safety|security|content|spam|profanity|nsfw|toxicity|abuse|fraud|moderation|output|input|prompt|word|keyword|pii|risk|harm) (filter|check|control|scan|feature|setting|system|net|layer|rule|polic(y|ies)|mode|measure|guard|threshold|level|score|classifier|detection|detector|screening)s?\b",
         r"\b(guardrails?|guard rails?|safeguards?|safety|moderation|censorship|protections?|defen[cs]es?|firewall|antivirus|anti-virus|malware scan\w*|virus scan\w*|sandbox\w*|rate[- ]limit\w*|throttl\w*|redaction|pii (masking|redaction)|masking|dlp|content polic(y|ies))\b",
         r"\b(audit (log|logging|trail|record|event|entr(y|ies))s?|auditing|logging|monitoring|alerting|alerts|tracing)\b",
@@ -257,6 +274,7 @@ CONCEPTS = {
         r"\b(without (question\w*|hesitat\w*|second[- ]guessing)|to the letter|no questions asked|unquestioningly|blindly)\b",
     ],
     "SOURCE": [
+        r"\b(uploaded|attached|user[- ]supplied|customer[- ]supplied) (\w+ )?(files?|documents?|content|text|attachments?)\b",
         r"\bticket (body|text|description|comments?)\b|\b(the|this|that) (ticket|message|email|comment)('s)? (body|text|contents?)\b|\b(fetched|retrieved|scraped|downloaded) web ?pages?\b",
         r"\b(e-?mails?|web ?pages?|websites?|web ?sites?|pages? you (retrieved|fetched|opened|visited|loaded)|search results?|lookup results?|tool (output|result|response)s?|api (output|response|result)s?|attachments?|pdfs?|incoming messages?|inbound messages?|chat messages? from|third[- ]party content|snippets?|scraped|(retrieved|fetched|downloaded|loaded|incoming|forwarded|received|external) (\w+ )?(documents?|docs?|files?|pages?|messages?|content|text|emails?|results?))\b",
     ],
@@ -266,6 +284,7 @@ CONCEPTS = {
         r"\b(whatever|anything) (it|they) (says?|asks?|tells?|wants?)\b|\b(embedded|hidden) (in|inside)\b",
     ],
     "SEND": [
+        r"\bput(ting)?\b(?=.{0,60}\b(public|external|outside)\b)",
         r"\b(e-?mail|mail)(ing|ed)? (it|them|the|this|that|a|an|all|every|everything|copies|a copy|out)\b",
         r"\b(send\w*|sent|forward\w*|e-?mailing|e-?mailed|mailing|mailed|upload\w*|post(ing|ed)?|push(ing|ed)?|copy(ing)?|copied|export\w*|share|shares|sharing|shared|sync\w*|transfer\w*|transmit\w*|leak\w*|paste|pasting|pasted|submit\w*|bcc|cc|dump\w*|exfiltrat\w*|relay\w*|mirror\w*|publish\w*|beam|pipe|stream\w*|back(ing)? up to|attach\w*|curl|wget|scp|rsync|sftp|netcat|nc)\b",
     ],
@@ -279,6 +298,7 @@ CONCEPTS = {
         r"\b(personal data|pii|personally identifiable|card numbers?|credit cards?|payment (details|data|info\w*)|bank details|ssns?|social security|passports?|medical records?|contact lists?|address book|mailing list|crm|full (export|dump|table|list|database|backup)|database (dump|export|backup)|db dump|records|the (whole|entire|full|complete) (database|table|list|dataset)|all (records|data|tickets|conversations|messages|emails|orders|files|contacts)|every (record|ticket|conversation|message|email|order|file|contact|reply|chat)|chat (logs?|transcripts?)|transcripts?|conversation (logs?|history)|order history|source code|the repository|the codebase|dataset|data set)\b",
     ],
     "OUTSIDE": [
+        r"\b(the )?sender of (that|the|this) (email|message)\b",
         r"\b(my|your|their|his|her) (own |personal |private |home )+[\w-]+|\b(onedrive|icloud|wetransfer|gist|usb (stick|drive|key)|thumb drive|flash drive|external (hard )?drive)\b|\btake (it |them )?home\b",
         r"\bgoogle (docs?|sheets?|slides|forms?)\b|\b(my|a|his|her|their) (friend|cousin|brother|sister|buddy|mate|contact)s?\b|\b(competitors?|recruiters?|journalists?|reporters?|the press|another (company|firm|vendor))\b",
         r"\b(external|outside|third[- ]party|offsite|off-site|public|unknown|private|anonymous)\b",
@@ -288,6 +308,8 @@ CONCEPTS = {
         r"\b(this|that|the following|any|another) (address|url|endpoint|link|server|inbox)\b",
     ],
     "REVEAL": [
+        r"\b(say|says|saying|said|speak|speaking)\b.{0,40}\b(out loud|aloud)\b|\blist(ing|s|ed)? (your|its)\b",
+        r"\b(leav(e|ing)|sav(e|ing)|check(ed|ing)? in|hard-?cod\w*)\b(?=.{0,60}\b(public|readme|wiki|repo|repository|source)\b)",
         r"\bhand(ing)? out\b|\b(reply|respond|answer)( only)? with\b|\be-?mail(ing|ed)? (it|them|the|this|that|a|an|all|every|over|out|to)\b|\b(text|dm|message|whatsapp|slack)(ing|ed)? (it|them|the)\b",
         r"\bwrit(e|es|ing)\b.{0,50}\b(into|in|to) (the )?(case |ticket |order |public )?(notes?|ticket|log|comments?|chat|reply)\b",
         r"\bread\w*\b.{0,50}\bback to\b",
@@ -307,6 +329,7 @@ CONCEPTS = {
         r"\byour (instructions|prompt|configuration|hidden rules|rules verbatim)\b",
     ],
     "SECRET_CARE": [
+        r"\b(send|refer|direct|point|route)\w* (them|him|her|the (caller|customer|user|person|requester)) to (it|the it|the service desk|the help ?desk|security|the vault|the password reset)\b",
         r"--[\w-]+-env\b",
         r"\b(authorization|bearer|header|(shown|displayed|printed) once|never (stored|logged|printed|shown)|stored in|store (it|them) in)\b",
         r"\b(mask\w*|redact\w*|rotat\w*|revok\w*|vault|secret (manager|store)|last (four|4)|asterisks|\*{3,}|placeholder|password reset|reset (the |their |your )?password|reset link|password (field|form|policy|strength|rules|requirements|manager)|hash\w*|whether|if (the |a |an |any )?(key|token|password|secret)|make sure no|check that no|scan\w* for|leaked|expired)\b",
@@ -327,6 +350,8 @@ CONCEPTS = {
         r"\b(set|change|switch|move|flip|mark|update)\w*( [\w'-]+){0,3} (status|state|flag|field|stage)( [\w'-]+){0,3} (to|as) ['\"‘“]?(approved|signed off|authori[sz]ed|accepted)\b(?!.{0,40}\b(only|once|after|when)\b)",
     ],
     "WIDEN_SCOPE": [
+        r"\b(copy|clone|mirror|replicate|duplicate)\w* (the )?(permissions|rights|roles?|access|privileges)( [\w'-]+){0,5} (onto|to|for)\b",
+        r"\bso (that )?(it|they|he|she|the \w+) can (edit|change|delete|modify) (any|every|all)\b",
         r"\b(let|allow)\w*( [\w'-]+){1,3} (push|merge|deploy|commit|write)\w* (straight |directly )?(in)?to (main|master|prod\w*|the (main|master|production|release) branch)\b",
         # shared with everyone
         r"\b(share|shares|sharing|shared|open|opens|opening|expose\w*|grant\w*|give|giving)\b( [\w'-]+){0,5} (folders?|drives?|buckets?|repo(sitor(y|ies))?s?|databases?|db|director(y|ies)|shares?|storage|containers?|dashboards?|accounts?|projects?|workspaces?|files|documents|spreadsheets?|vaults?|records|data)\b.{0,40}\b(with|to) (everyone|everybody|all users|all staff|the whole (company|organi[sz]ation|org|team)|everyone in the (company|organi[sz]ation|org)|anyone|the public|all employees|the internet|the world)\b",
@@ -345,6 +370,8 @@ CONCEPTS = {
         r"\busermod\s+(-\w+\s+)*-a?G\s*\w*(sudo|wheel|admin|root|docker)\b|\b(gpasswd|adduser)\s+(-a\s+)?\S+\s+(sudo|wheel|admin|root)\b|\bgrant all( privileges)?\b|\bnopasswd\b|\bsudoers\b",
     ],
     "SAFETY_OFF": [
+        r"\b(don'?t|do not|never|without) (log|record|audit|note|document)\w*( the| this| that| it| any)? (change|action|update|edit|access|refund|upgrade)s?\b",
+        r"\b(stop|cease|quit|no longer)( \w+)? (encrypting|signing|hashing|masking|redacting|scanning|auditing|verifying)\b",
         r"\b(skip|disable|no|bypass)_\w*(security|scan|verify|verification|ssl|tls|audit|auth|signature|hooks?)\w*\s*=\s*(1|true|yes|on)\b",
         r"\b(whitelist|allowlist|allow|open|permit)\w*\b.{0,40}(0\.0\.0\.0/0|::/0|\ball (ips|ip addresses|inbound traffic|ports)\b)|\b(whitelist|allowlist)\w* (everything|everyone)\b",
         r"--no-verify\b|\bverify\s*=\s*false\b|--insecure\b|\bcurl\s+(-\w+\s+)*-k\b|\bstrict_?host_?key_?checking\s*=?\s*no\b|\bsetenforce\s+0\b|\bufw\s+disable\b|\biptables\s+-f\b",
@@ -355,6 +382,7 @@ CONCEPTS = {
         r"\b(comment(ing)? out|delet\w*|remov\w*|disabl\w*) (the )?(failing|failed|security|safety)( [\w'-]+){0,2} (tests?|checks?|scans?|assertions?)\b.{0,40}\b(ship|release|merge|deploy|pass|green)\w*\b",
     ],
     "WIPE_COMMAND": [
+        r"\bso (that )?(nobody|no one|we|they|you) (can'?t |cannot |can )?(roll ?back|restore|recover|undo)\b",
         r"\bgit\s+push\s+\S+\s+\+(main|master|release)\b|\bdocker\s+(volume\s+(rm|prune)|system\s+prune\s+(-\S+\s+)*(-a|--all|--volumes))\b",
         r"\bfind\s+(/|~|\$home|/home|/var|/etc|/usr)(\s[^|;\n]*)?\s-delete\b|\bfind\s+(/|~|\$home)\s[^;\n]*-exec\s+rm\b",
         r"\brm\s+-\w*[rf]\w*\s+(-\w+\s+)*(/\*?|~/?\*?|\.\.?/?\*?|\$home/?|/(home|etc|var|usr|opt|srv|data|mnt)/?\*?)(\s|$|;|&)",
@@ -363,6 +391,8 @@ CONCEPTS = {
         r"\bgit\s+push\s+(\S+\s+)?(--delete\s+|:)(main|master|release)\b|\bgit\s+branch\s+-d\s+(main|master)\b|\bgh\s+repo\s+delete\b|\b-auto-approve\b.{0,30}\b(destroy|prod\w*)\b",
     ],
     "ADDRESSED_TO_AGENT": [
+        r"\b(contains?|includes?|has|carries|hides?)\b.{0,15}\b(a |an |some )?(line|note|message|steps?|text|section|paragraph)s? (for|to|addressed to) (you|the assistant|the agent|the ai|ai agents?|the model)\b",
+        r"\b(ai|llm) (agents?|assistants?|models?|tools?) (working|operating|running|reading)\b",
         r"\bdo (as|what|whatever) (it|the (page|site|email|document|result|output|tool|response|file|pdf)) (says|tells you|asks|instructs|wants)\b",
         r"\b(take|takes|taking|have|has|get|gets|given) (priority|precedence) over (the |your |any )?(user'?s?|customer'?s?|operator'?s?|system|original (instructions?|request|task|prompt)|instructions?|task|prompt)\b",
         r"\b(begin|start|end)( of)? (agent|assistant|ai|system|hidden|secret) (instructions?|prompt|commands?)\b|\b(agent|assistant|ai|llm) instructions?\s*:",
@@ -378,6 +408,7 @@ CONCEPTS = {
         r"\b(new|updated|additional|special|hidden|secret|override) (instructions?|commands?|orders|directives?) (for|to) (the |any |all )?(ai|assistant|agent|llm|model|bot)s?\b",
     ],
     "EXFIL_COMMAND": [
+        r"\bcurl\b[^\n|;]{0,80}\s(-t|--upload-file)\s+\S+\s+(?!\S*(localhost|127\.0\.0\.1))\S+",
         r"\b(curl|wget|http|httpie)\b[^\n|;]{0,120}\s(-d|--data\S*|-f|--form|-t|--upload-file|--post-file|--post-data|--body-file)\b[^\n|;]{0,160}https?://(?!localhost|127\.|0\.0\.0\.0|\[::1\])",
         r"\b(curl|wget)\b[^\n|;]{0,40}https?://(?!localhost|127\.|0\.0\.0\.0|\[::1\])\S+[^\n|;]{0,80}\s(-d|--data\S*|-f|--form|-t|--upload-file|--post-file)\s*@",
         r"\|\s*(curl|nc|ncat|netcat|wget)\b(?![^\n|;]*\b(localhost|127\.0\.0\.1)\b)|\b(nc|ncat|netcat)\s+\S+\s+\d+\s*<",
@@ -393,7 +424,7 @@ CONCEPTS = {
 }
 
 # Negation before the anchor (in its comma-delimited part): "do not", "never", "must not" ...
-NEGATION_BEFORE = r"\b(do not|don'?t|never|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|may not|won'?t|not|no one may|avoid|refuse to|under no circumstances|unable to|not able to|not allowed to|not permitted to)\b"
+NEGATION_BEFORE = r"\b(do not|don'?t|never|must not|mustn'?t|should not|shouldn'?t|cannot|can'?t|may not|won'?t|not|no one may|avoid|refuse to|under no circumstances|unable to|not able to|not allowed to|not permitted to|instead of|rather than)\b"
 NEGATION_AFTER = ""
 # a sentence that opens with one of these forbids everything it lists
 NEGATION_CLAUSE = r"^(never|under no circumstances|at no time|do not ever|don'?t ever)\b"
