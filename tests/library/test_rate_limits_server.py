@@ -5,6 +5,8 @@ of the agent), the rest get 429 with Retry-After and store nothing."""
 from __future__ import annotations
 
 import concurrent.futures
+import os
+import uuid
 
 import pytest
 
@@ -20,16 +22,33 @@ pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.
 
 @pytest.fixture
 def redis_limited_server(request, monkeypatch):
+    """A live server counting in the Redis of REDIS_URL under keys of this test alone (a prefix unique
+    to the run), so parallel runs on one Redis do not count each other's requests; the test deletes
+    its own keys only."""
     import redis
 
     if not _redis_answers(redis_url()):
         _missing(f"this test needs Redis at {redis_url()}")
-
-    db_url = redis_url().rsplit("/", 1)[0] + "/14"  # a database of its own: the counts are cleared first
-    redis.Redis.from_url(db_url).flushdb()
-    monkeypatch.setenv("PROCMEM_RATE_LIMIT_STORAGE", db_url)
+    prefix = f"procmem-test-{uuid.uuid4().hex}"
+    monkeypatch.setenv("PROCMEM_RATE_LIMIT_STORAGE", redis_url())
+    monkeypatch.setenv("PROCMEM_RATE_LIMIT_KEY_PREFIX", prefix)
     yield request.getfixturevalue("gunicorn_server")
-    redis.Redis.from_url(db_url).flushdb()
+    connection = redis.Redis.from_url(redis_url())
+    keys = list(connection.scan_iter(match=f"{prefix}:*"))
+    if keys:
+        connection.delete(*keys)
+
+
+def test_the_counters_are_under_the_runs_own_prefix(redis_limited_server, agent, admin_user):
+    import redis
+    import requests
+
+    # given: a request counted by the live server
+    raw = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
+    requests.get(f"{redis_limited_server}/api/v1/agents/{agent.name}/procedures", headers={"Authorization": f"Bearer {raw}"}, timeout=60)
+    # then: its counters are under this run's prefix (and the fixture deletes exactly those)
+    prefix = os.environ["PROCMEM_RATE_LIMIT_KEY_PREFIX"]
+    assert list(redis.Redis.from_url(redis_url()).scan_iter(match=f"{prefix}:*"))
 
 
 def test_under_concurrent_load_exactly_the_limit_passes(redis_limited_server, agent, admin_user, candidate):
