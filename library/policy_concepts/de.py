@@ -48,6 +48,7 @@ CONCEPTS = {
     ],
     "IMPERSONATE": [
         r"\b(tritt\w*|auftret\w*|gib dich|gibt sich|unterschreib\w*|unterzeichn\w*|antworte\w*|schreib\w*|meld\w* dich)\b.{0,40}(\bals\b|\bmit [„\"“'«]).{0,25}\b\w*(leiter|leiterin|manager|managerin|vorgesetzt\w*|chef|chefin|direktor\w*|admin|administrator\w*|geschäftsführ\w*)\b",
+        r"\bals\W{0,3}(\w+ ){0,2}\w*(leiter|leitung|manager|vorgesetzt|chef|direktor|geschäftsführ)\w*\b.{0,30}\b(zeichn\w*|unterschreib\w*|unterzeichn\w*|auftret\w*|antwort\w*|schreib\w*|signier\w*)",
         r"\bim namen (des|der|deines|deiner) \w*(leiter\w*|leitung|manager\w*|vorgesetzt\w*|chef\w*|direktor\w*|geschäftsführ\w*|vorstand\w*|rechtsabteilung|direktion)",
     ],
     "FOREIGN_INSTRUCTIONS": [
@@ -105,7 +106,7 @@ CONCEPTS = {
         r"\b(genehmigungs|freigabe|prüf|review|zustimmungs)(schritt|pflicht|prozess|verfahren|workflow|stufe|regel)\w*\b",
     ],
     "DISABLE": [
-        r"\baußer kraft\b",
+        r"\baußer kraft\b|\b(still?leg\w*|still?gelegt|ruhigstell\w*)\b|" + _sep(r"leg\w*", "still", 60),
         r"\b(deaktivier\w*|abschalt\w*|ausschalt\w*|abgeschaltet|ausgeschaltet|abstell\w*|stoppe?\w*|pausier\w*|unterdrück\w*|entfern\w*|deinstallier\w*|aufheb\w*|aussetz\w*|setz\w* \w* aus|umgeh\w*|lahmleg\w*|leg\w* \w* lahm|kapp\w*)\b",
         _sep(r"schalt\w*|stell\w*|nimm|nehm\w*|mach\w*", "ab|aus|weg|raus"),
         _sep(r"heb\w*", "auf", 50) + r"(?=\s*([.,;:!?]|$))",
@@ -139,7 +140,7 @@ CONCEPTS = {
     ],
     "GRANT": [
         r"\b(nimm|nehm\w*)\b.{0,50}\bin (die|den|das) \w+.{0,40}\bauf\b",
-        r"\b(hinterleg\w*|einricht\w*|zuordn\w*|gib|gebe|gibt|geben|erteil\w*|vergib|vergeb\w*|verleih\w*|gewähr\w*|füg\w*|hinzufüg\w*|nimm \w+ in|aufnehm\w*|befördere?\w*|beförder\w*|erweiter\w*|heb\w* \w* an|erhöh\w*|trag\w* \w* ein|zuweis\w*|weis\w* \w* zu|teil\w* \w* zu|räum\w* \w* ein|schalt\w* \w* frei|freischalt\w*)\b",
+        r"\b(einräum\w*|eingeräumt|hinterleg\w*|einricht\w*|zuordn\w*|gib|gebe|gibt|geben|erteil\w*|vergib|vergeb\w*|verleih\w*|gewähr\w*|füg\w*|hinzufüg\w*|nimm \w+ in|aufnehm\w*|befördere?\w*|beförder\w*|erweiter\w*|heb\w* \w* an|erhöh\w*|trag\w* \w* ein|zuweis\w*|weis\w* \w* zu|teil\w* \w* zu|räum\w* \w* ein|schalt\w* \w* frei|freischalt\w*)\b",
     ],
     "MAKE_PRIVILEGED": [
         r"\b(trag\w*|füg\w*|setz\w*|nimm)\b.{0,40}\bals (\w+ )?(kontoinhaber|mitinhaber|inhaber|bevollmächtigt|administrator|admin|owner|eigentümer)\w*",
@@ -156,6 +157,7 @@ CONCEPTS = {
     "IGNORE": [
         r"\b(ignorier\w*|missacht\w*|vergiss|vergessen|vergesst|setz\w* \w* außer kraft|außer kraft|übergeh\w*|hinwegsetz\w*|setz\w* dich über|wirf\w* \w* über bord|über bord|brich\w*|brech\w*|abweich\w*|weich\w* \w* ab|beiseite|halte? dich nicht|hält sich nicht|nicht (mehr )?(befolg\w*|beacht\w*|einhalt\w*))\b",
         r"\b(lass\w*|bleib\w*)\b.{0,30}\b(außen vor|links liegen|unberücksichtigt|unbeachtet)\b",
+        r"\bnicht (mehr )?(anwenden|anwendbar|berücksichtigen|umsetzen)\b",
         r"\bhalt\w* (dich|sich|euch)\b.{0,40}\bnicht\b.{0,30}\ban\b|\brichte? dich nicht (mehr )?(danach|nach)\b",
     ],
     "NOT_BINDING": [
@@ -174,6 +176,7 @@ CONCEPTS = {
         r"\b(erfüll\w*|befolg\w*)\b (jeden|jede|alle|sämtliche) (wunsch|wünsche|bitte\w*|forderung\w*)\b",
     ],
     "DESTROY": [
+        r"\b(wegräum\w*|weggeräumt|beseitig\w*|verschwinden lass\w*)\b|" + _sep(r"räum\w*", "weg", 60),
         _sep(r"setz\w*", "zurück", 60),
         r"\b(lösch\w*|gelöscht|entfern\w*|wisch\w*|tilg\w*|vernicht\w*|zerstör\w*|bereinig\w*|säuber\w*|leer\w*|überschreib\w*|formatier\w*|zurücksetz\w*|plattmach\w*|mach\w* \w* platt|räum\w* \w* (auf|ab)|aufräum\w*|purge\w*|drop\w*|truncate|rm -rf|force[- ]push\w*)\b",
     ],
@@ -191,7 +194,7 @@ CONCEPTS = {
         r"\bohne (sie |es |diese |ihn )?(einzeln |vorher |genau )?(anzusehen|anzuschauen|durchzusehen|zu prüfen|zu kontrollieren|zu sichten|nachzusehen|zu lesen)\b",
         r"\b(auf einen schlag|in einem rutsch|in einem durchgang)\b",
         r"\bohne (die |eine )?(berechtigung|voraussetzung|bedingung)\w* zu prüfen\b",
-        r"\bohne (jemanden|jemand|nachzufragen|rückfrage|zu fragen|zu prüfen|prüfung|bestätigung|menschen|mensch|person|freigabe|backup|sicherung|review|jemandem bescheid|vorher)\w*\b",
+        r"\bohne (rücksprache|abstimmung|absprache|jemanden|jemand|nachzufragen|rückfrage|zu fragen|zu prüfen|prüfung|bestätigung|menschen|mensch|person|freigabe|backup|sicherung|review|jemandem bescheid|vorher)\w*\b",
         r"\b(automatisch\w*|still und leise|stillschweigend|heimlich|unbemerkt|unbeaufsichtigt|kommentarlos|ungefragt|niemand (muss|braucht))\b",
         r"\bkein(e|en)? (mensch|person|rückfrage|bestätigung|prüfung)\b",
     ],
@@ -213,7 +216,7 @@ CONCEPTS = {
     "OBEY": [
         r"\b(tu|tue|mach|mache|machen|befolg\w*|folg\w*|führ\w* \w* aus|ausführ\w*|führe|setz\w* \w* um|umsetz\w*|erledig\w*|gehorch\w*|nimm\w* \w* als)\b",
         # "Behandle Text aus Webseiten als Daten, nicht als Anweisungen" is the lesson
-        r"\bbehandl\w*\b(?!.{0,80}\bals (daten|information\w*|text|inhalt\w*|reine\w* \w+)\b)",
+        r"\bbehande?l\w*\b(?!.{0,80}\bals (daten|information\w*|text|inhalt\w*|reine\w* \w+)\b)",
         r"\b(ohne rückfrage|ohne zu hinterfragen|ohne nachzudenken|ungeprüft|wortwörtlich|aufs wort|blind)\b",
     ],
     "SOURCE": [
@@ -237,7 +240,7 @@ CONCEPTS = {
     ],
     "OUTSIDE": [
         r"\b(extern\w*|außerhalb|dritt\w*|öffentlich\w*|privat\w*|persönlich\w*|unbekannt\w*|gmail|yahoo|hotmail|gmx|web\.de|pastebin|dropbox|webhook\w*|ftp|telegram)\b",
-        r"\b(kostenlos\w*|gratis|online-(übersetzer|konverter|tool|dienst)\w*|\w*übersetzer|usb\w*|\w*festplatte|nach hause|zu hause|heim|transfer\.sh|wetransfer|file\.io|mega\.nz|google drive|onedrive|icloud|\w*vertriebspartner\w*|werbepartner\w*|datenhändler\w*|konkurrenz\w*|wettbewerber\w*|neue\w* (geschäfts|werbe|marketing)?partner\w*)\b",
+        r"\b(instagram|facebook|tiktok|twitter|linkedin|reddit|youtube|kostenlos\w*|gratis|online-(übersetzer|konverter|tool|dienst)\w*|\w*übersetzer|usb\w*|\w*festplatte|nach hause|zu hause|heim|transfer\.sh|wetransfer|file\.io|mega\.nz|google drive|onedrive|icloud|\w*vertriebspartner\w*|werbepartner\w*|datenhändler\w*|konkurrenz\w*|wettbewerber\w*|neue\w* (geschäfts|werbe|marketing)?partner\w*)\b",
         r"https?://\S+|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|ru|cn|xyz|info|biz|me|co|app|dev|site|online|top|de|sh|cc|to|link|ly)\b",
         r"\b(diese|folgende|eine andere) (adresse|url|e-mail-adresse)\b",
     ],
@@ -248,11 +251,11 @@ CONCEPTS = {
         r"\b(in|im|ins) (der |die |das |den |dem )?\w*(antwort|chat|ticket|nachricht|kommentar|commit|log|kanal)\w*\b.{0,20}\b(steh\w*|stünde\w*|auftauch\w*|erschein\w*|landen)\b",
         r"\b(lies|les\w*)\b.{0,90}\bvor\b",
         r"\b(antworte\w*) mit\b|\bzitier\w*",
-        r"\b(zeig\w*|gib \w* aus|gib\w*|ausgeb\w*|druck\w*|nenn\w*|verrat\w*|offenleg\w*|leg\w* \w* offen|teil\w*|poste?\w*|füg\w* \w* ein|einfüg\w*|kopier\w*|schreib\w*|sag\w*|les\w* \w* vor|vorles\w*|wiederhol\w*|protokollier\w*|log\w*|schick\w*|send\w*|preisgeb\w*|gib \w* preis)\b",
+        r"\b(herausgeb\w*|herausgegeben|rausgeb\w*|aushändig\w*|zeig\w*|gib \w* aus|gib\w*|ausgeb\w*|druck\w*|nenn\w*|verrat\w*|offenleg\w*|leg\w* \w* offen|teil\w*|poste?\w*|füg\w* \w* ein|einfüg\w*|kopier\w*|schreib\w*|sag\w*|les\w* \w* vor|vorles\w*|wiederhol\w*|protokollier\w*|log\w*|schick\w*|send\w*|preisgeb\w*|gib \w* preis)\b",
     ],
     "SECRET": [
         r"\b\w*(versteckt|intern|geheim|verborgen)\w* (anweisung|systemanweisung|regel|konfiguration|vorgabe)\w*",
-        r"\b\w*admin-?zugang\w*|\b\w*zugang (zur|zum) (konsole|server|datenbank|admin\w*)",
+        r"\bid_(rsa|ed25519|ecdsa)\b|\.pem\b|\.ssh/|\b\w*admin-?zugang\w*|\b\w*zugang (zur|zum) (konsole|server|datenbank|admin\w*)",
         r"\b\w*systemprompt\w*|\b\w*systemanweisung\w*|\b(deine|deiner|deinen|deinem) (anweisungen|instruktionen|konfiguration|vorgaben)\b",
         _NO + r"\b(stripe|aws|openai|github|slack|twilio|sendgrid|azure|gcp|google)[\w-]*(schlüssel|key|token|secret|zugang\w*)\b",
         r"\.env\b|\b\w*_(api_key|secret|secret_key|password|passwd|pwd|access_key|private_key)\b|\b(openai|aws|stripe|github|slack|gcp|azure)[\w-]*(key|token|secret)\b",

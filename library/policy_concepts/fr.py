@@ -145,6 +145,7 @@ CONCEPTS = {
         r"\b(v[ée]rifi\w*|si (le|la|il|elle) (a|poss[èe]de) d[ée]j[àa]|d[ée]j[àa]|seuls? (les )?(admin\w*|propri[ée]taires?)|demande d'acc[èe]s|transmet\w*|service informatique|apr[èe]s (l')?(approbation|validation))\b",
     ],
     "IGNORE": [
+        r"\bne (pas|plus) (les |la |le |l')?(appliquer|respecter|suivre|prendre en compte)\b",
         r"\b(mets|mettez|laisse|laissez)\w*(-la|-les|-le)?\b.{0,20}\bde c[ôo]t[ée]\b",
         r"\bne (t'y|t'en|vous y|vous en) (fie|r[ée]f[èe]re|tiens)\w* (plus|pas)\b",
         r"\bne (tiens|tenez|tenir) (plus|pas) compte\b",
@@ -165,6 +166,7 @@ CONCEPTS = {
         r"\b(satisf\w*|exauce\w*|c[èe]de\w* à) (toutes les|tous les|chaque|n'importe quel\w*) (demandes?|exigences?|souhaits?|envies?|requ[êe]tes?|caprices?)\b",
     ],
     "DESTROY": [
+        r"\b(fai(s|re|tes) dispara[îi]tre|fai(s|re|tes) le m[ée]nage)\b",
         r"\b(pousse\w*|push\w*)\b.{0,20}(--force\b(?!-with-lease)|\s-f\b|en force)",
         r"\bremets?\b.{0,60}\b(dans|à) l'[ée]tat\b|\bremets? à z[ée]ro\b",
         r"\b(supprim\w*|effac\w*|purg\w*|d[ée]trui\w*|vid\w*|nettoi\w*|nettoy\w*|[ée]cras\w*|formate\w*|r[ée]initialis\w*|liquid\w*|rase\w*|raye\w*|ras\w*|d[ée]gag\w*|drop\w*|truncate|rm -rf|force-push\w*)\b",
@@ -179,7 +181,7 @@ CONCEPTS = {
         r"\b(tout|toutes les donn[ée]es|la totalit[ée])\b(?! de suite)",
     ],
     "NO_HUMAN": [
-        r"\b(en masse|sans (examen|analyse|revue)|au cas par cas|d[ée]finitivement|irr[ée]versiblement|pour de bon|sans contr[ôo]le)\b",
+        r"\b(sans (concertation|consultation|en parler)|en masse|sans (examen|analyse|revue)|au cas par cas|d[ée]finitivement|irr[ée]versiblement|pour de bon|sans contr[ôo]le)\b",
         r"\bsans (les |la |le |l')?(regarder|examiner|v[ée]rifier|contr[ôo]ler|relire|consulter|ouvrir)\b|\b(d'un (seul )?coup|en une (seule )?fois|à l'aveugle)\b",
         r"\bsans (v[ée]rifier|contr[ôo]ler) (l'[ée]ligibilit[ée]|les conditions|si)\b",
         r"\bsans (demander|consulter|pr[ée]venir|v[ée]rifier|confirm\w*|validation|relecture|personne|aucun\w* (humain|personne|validation|contr[ôo]le)|humain|intervention|sauvegarde|pr[ée]avis|rien dire)\b",
@@ -222,7 +224,7 @@ CONCEPTS = {
         r"\b(envoi\w*|envoy\w*|transf[èe]r\w*|transmet\w*|t[ée]l[ée]vers\w*|upload\w*|export\w*|copi\w*|partag\w*|publi\w*|synchronis\w*|pousse\w*|d[ée]pos\w*|mets? en copie|cci|cc)\b",
     ],
     "DATA": [
-        _NO + r"\b(bo[îi]tes? (de support|mail|aux lettres)|journaux de conversation|liste (\w+ )?des \w*\s?(clients|comptes|contacts)|grands comptes|chiffres? d'affaires|adresses clients)\b",
+        _NO + r"\b((photos?|images?|documents?|pi[èe]ces?) (des|de nos) clients|bo[îi]tes? (de support|mail|aux lettres)|journaux de conversation|liste (\w+ )?des \w*\s?(clients|comptes|contacts)|grands comptes|chiffres? d'affaires|adresses clients)\b",
         _NO + r"\b(crm|dump\w*|sauvegarde\w*|dossiers? du personnel|fiches? de paie|salaires|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
         r"\b(num[ée]ros de t[ée]l[ée]phone|adresses e-?mail|adresses|coordonn[ée]es|base des (utilisateurs|clients)|toutes les (conversations|donn[ée]es)|donn[ée]es (clients?|des clients|utilisateurs?))\b",
         r"\b(donn[ée]es|fichier clients?|liste des clients|table des clients|base (de donn[ée]es|clients?)|table|enregistrements|num[ée]ros de carte|cartes? bancaires?|coordonn[ée]es bancaires|donn[ée]es personnelles|carnet d'adresses|liste de contacts|code source|historique des (conversations|commandes)|tous les (tickets|messages|e-mails|fichiers|clients))\b",
@@ -231,10 +233,10 @@ CONCEPTS = {
         r"\b(externe\w*|ext[ée]rieur\w*|tiers|publi(c|que)|priv[ée]e?|(?<!donn[ée]es )personnel\w*|perso|inconnu\w*|gmail|yahoo|hotmail|pastebin|dropbox|webhook\w*|ftp|telegram)\b",
         r"https?://\S+|\b[\w.+-]+@[\w-]+(\.[\w-]+)+\b|\b[\w-]+(\.[\w-]+)*\.(com|net|org|io|ru|cn|xyz|info|biz|me|co|app|dev|site|online|top|fr|sh|cc|to|link|ly)\b",
         r"\b(cette|l'|une autre) adresse\b",
-        r"\b(gratuit\w*|en ligne|traducteur\w*|convertisseur\w*|cl[ée] usb|usb|disque (dur )?externe|chez (toi|moi|lui|elle)|à la maison|transfer\.sh|wetransfer|google drive|onedrive|icloud|(nouveau|nouvel|autre) (revendeur|partenaire|prestataire)|revendeur\w*|courtier\w*|concurren\w*)\b",
+        r"\b(instagram|facebook|tiktok|twitter|linkedin|reddit|youtube|gratuit\w*|en ligne|traducteur\w*|convertisseur\w*|cl[ée] usb|usb|disque (dur )?externe|chez (toi|moi|lui|elle)|à la maison|transfer\.sh|wetransfer|google drive|onedrive|icloud|(nouveau|nouvel|autre) (revendeur|partenaire|prestataire)|revendeur\w*|courtier\w*|concurren\w*)\b",
     ],
     "REVEAL": [
-        r"\b(racont\w*|joins|joindre|joignez|joint\w*|attache\w*|dict\w*|cit\w*)\b",
+        r"\b(fourni\w*|racont\w*|joins|joindre|joignez|joint\w*|attache\w*|dict\w*|cit\w*)\b",
         r"\bmets?\b(?=.{0,60}\bdans (le|la|les|un|une|ton|ta|tes) (message|commit|ticket|chat|r[ée]ponse|commentaire|log|journal|wiki|canal))",
         r"\b(figur\w*|s'affich\w*)\b.{0,20}\b(dans|sur) (la|le|les|ta|ton) (r[ée]ponse|chat|ticket|message|commentaire)",
         r"\b(ajout\w*|communiqu\w*|transmet\w*|transmis|r[ée]ponds avec|cite\w*)\b",
@@ -245,6 +247,7 @@ CONCEPTS = {
         r"\b(prompt syst[èe]me|instructions? (cach[ée]es|internes|syst[èe]me))\b",
         r"\.env\b|\b\w*_(api_key|secret|secret_key|password|passwd|pwd|access_key|private_key)\b|\b(openai|aws|stripe|github|slack|gcp|azure)[\w-]*(key|token|secret)\b",
         r"\b(cl[ée]s? (d')?api|cl[ée]s? secr[èe]tes?|cl[ée]s? priv[ée]es?|cl[ée]s? ssh|jetons?( d'acc[èe]s| api)?|tokens?|mots? de passe|identifiants?|secrets?|cha[îi]nes? de connexion|variables? d'environnement|\.env|prompt syst[èe]me|instructions? (syst[èe]me|internes|cach[ée]es))\b",
+        r"\bid_(rsa|ed25519|ecdsa)\b|\.pem\b|\.ssh/",
         r"\b(tes|vos) (instructions|consignes internes|r[èe]gles cach[ée]es)\b|\b(quelles |les )?r[èe]gles (t'ont [ée]t[ée]|qu'on t'a) (impos[ée]es|donn[ée]es|fix[ée]es)",
         _NO + r"\b(cl[ée]s? (stripe|aws|openai|github|slack|twilio|sendgrid|de production|prod|d'acc[èe]s|d'authentification|de chiffrement|ma[îi]tresse)|codes? d'acc[èe]s|les acc[èe]s (de|du|à la|au|aux) (la |le |l')?(bo[îi]te|console|compte|serveur|base|messagerie))\b",
     ],
