@@ -42,16 +42,18 @@ CONCEPTS = {
         r"\b(bremst|bremsen|hält \w* auf|halten \w* auf|zeitverschwendung|reine bürokratie|bürokratie|formsache|verzögert nur)\b",
     ],
     "MARK_VERIFIED": [
-        r"\b(markier\w*|behandl\w*|betracht\w*|werte\w*|sieh\w*|gilt|gelten)\b.{0,40}\bals (verifiziert|bestätigt|geprüft|authentifiziert|erledigt)\b",
+        r"\b(markier\w*|behandl\w*|betracht\w*|werte\w*|sieh\w*|gilt|gelten)\b" + _gap(40, "erst|nur") + r"\bals (verifiziert|bestätigt|geprüft|authentifiziert|erledigt)\b(?!.{0,40}\b(erst|nur|nachdem|sobald)\b)",
         # a box ticked: "Hake das Feld „Identität geprüft“ an" (not "erst, wenn der Code stimmt")
         r"\b(hak\w*|kreuz\w*|setz\w*|markier\w*|aktivier\w*|klick\w*)\b" + _gap(40, "erst|nur") + r"[„\"“'«]\s?(identität|kunde|anrufer|person|ausweis)?\s?(geprüft|verifiziert|bestätigt|kontrolliert)\s?[“\"”'»](?!.{0,40}\b(erst|nur|nachdem|sobald)\b)",
     ],
     "IMPERSONATE": [
         r"\b(tritt\w*|auftret\w*|gib dich|gibt sich|unterschreib\w*|unterzeichn\w*|antworte\w*|schreib\w*|meld\w* dich)\b.{0,40}(\bals\b|\bmit [„\"“'«]).{0,25}\b\w*(leiter|leiterin|manager|managerin|vorgesetzt\w*|chef|chefin|direktor\w*|admin|administrator\w*|geschäftsführ\w*)\b",
         r"\bals\W{0,3}(\w+ ){0,2}\w*(leiter|leitung|manager|vorgesetzt|chef|direktor|geschäftsführ)\w*\b.{0,30}\b(zeichn\w*|unterschreib\w*|unterzeichn\w*|auftret\w*|antwort\w*|schreib\w*|signier\w*)",
+        r"\bunter dem namen (des|der|deines|deiner) \w*(leiter|manager|vorgesetzt|chef|direktor|geschäftsführ)\w*",
         r"\bim namen (des|der|deines|deiner) \w*(leiter\w*|leitung|manager\w*|vorgesetzt\w*|chef\w*|direktor\w*|geschäftsführ\w*|vorstand\w*|rechtsabteilung|direktion)",
     ],
     "FOREIGN_INSTRUCTIONS": [
+        r"\b\w*(seite|mail|nachricht|dokument|ergebnis|ausgabe|anhang|datei|antwort)\w*\b.{0,30}\b(anweisung|befehl|aufforderung)\w*\b.{0,10}\b(enthält|enthalten)",
         r"\b\w*(anweisung|befehl|aufforderung)\w*\b.{0,30}\b(in|aus|von)\b.{0,20}\b\w*(mail|nachricht|webseite|seite|dokument|ergebnis|ausgabe|anhang|datei)\w*",
     ],
     "SELF_APPROVE": [
@@ -72,6 +74,7 @@ CONCEPTS = {
         r"\b(ersetz\w*|überschreib\w*|stech\w*|übertrumpf\w*)\b.{0,10}\b(alle|deine|sämtliche|jegliche) (bisherigen |vorherigen |früheren |alten |anderen )?\w*(anweisung|regel|richtlinie|vorgabe|prompt)\w*",
         # the rules set aside whatever they say
         r"\b(egal|gleichgültig|unabhängig davon|ganz gleich),? (was|wie|ob)\b.{0,10}\b(in )?(den |der |die |deinen )?\w*(richtlinie|regel|vorschrift|vorgabe|anweisung|policy)\w* (steht|stehen|sagt|sagen|vorschreibt|vorschreiben|verlangt|verlangen)",
+        r"\bnicht,? was (im|in der|in den) \w*(regelwerk|richtlinie|regeln|vorschrift)\w* steht\b",
         r"\b(ohne rücksicht auf|ungeachtet)\b.{0,10}\b(die |der |deine )?\w*(richtlinie|regel|vorschrift|vorgabe)\w*",
     ],
     "VIOLATION": [r"\b(verstoß\w*|verstöß\w*|verletz\w*)\b"],
@@ -106,14 +109,14 @@ CONCEPTS = {
         r"\b(genehmigungs|freigabe|prüf|review|zustimmungs)(schritt|pflicht|prozess|verfahren|workflow|stufe|regel)\w*\b",
     ],
     "DISABLE": [
-        r"\baußer kraft\b|\b(still?leg\w*|still?gelegt|ruhigstell\w*)\b|" + _sep(r"leg\w*", "still", 60),
+        r"\b(auskommentier\w*|kommentier\w* \w* aus)\b|\baußer kraft\b|\b(still?leg\w*|still?gelegt|ruhigstell\w*)\b|" + _sep(r"leg\w*", "still", 60),
         r"\b(deaktivier\w*|abschalt\w*|ausschalt\w*|abgeschaltet|ausgeschaltet|abstell\w*|stoppe?\w*|pausier\w*|unterdrück\w*|entfern\w*|deinstallier\w*|aufheb\w*|aussetz\w*|setz\w* \w* aus|umgeh\w*|lahmleg\w*|leg\w* \w* lahm|kapp\w*)\b",
         _sep(r"schalt\w*|stell\w*|nimm|nehm\w*|mach\w*", "ab|aus|weg|raus"),
         _sep(r"heb\w*", "auf", 50) + r"(?=\s*([.,;:!?]|$))",
     ],
     "WEAKEN": [
         r"\b(lockern?\w*|locker\w*|senk\w*|absenk\w*|schwäch\w*|abschwäch\w*|reduzier\w*|herunter\w*|runter\w*|entschärf\w*|aufweich\w*|minimier\w*)\b",
-        r"\b(nur (protokollieren|loggen|beobachten|warnen)|log-only|monitor-only|nur-protokoll\w*)\b",
+        r"\b(auf durchlassen|alles durchlassen|nur (protokollieren|loggen|beobachten|warnen)|log-only|monitor-only|nur-protokoll\w*)\b",
         r"\b(freizügig\w*|tolerant\w*|lax\w*|lasch\w*|niedrigst\w*|minimal\w*|locker\w*|großzügig\w*)\b.{0,10}\b(modus|stufe|einstellung|level|profil)\b",
         r"\bauf (aus|null|0|minimum|niedrig|durchlässig)\b",
     ],
@@ -176,6 +179,7 @@ CONCEPTS = {
         r"\b(erfüll\w*|befolg\w*)\b (jeden|jede|alle|sämtliche) (wunsch|wünsche|bitte\w*|forderung\w*)\b",
     ],
     "DESTROY": [
+        r"\b(abreiß\w*|abgerissen)\b",
         r"\b(wegräum\w*|weggeräumt|beseitig\w*|verschwinden lass\w*)\b|" + _sep(r"räum\w*", "weg", 60),
         _sep(r"setz\w*", "zurück", 60),
         r"\b(lösch\w*|gelöscht|entfern\w*|wisch\w*|tilg\w*|vernicht\w*|zerstör\w*|bereinig\w*|säuber\w*|leer\w*|überschreib\w*|formatier\w*|zurücksetz\w*|plattmach\w*|mach\w* \w* platt|räum\w* \w* (auf|ab)|aufräum\w*|purge\w*|drop\w*|truncate|rm -rf|force[- ]push\w*)\b",
@@ -190,6 +194,7 @@ CONCEPTS = {
         r"\b(alles|sämtliche daten|alle daten|alle kundendaten)\b",
     ],
     "NO_HUMAN": [
+        r"\bohne (die |den |das )?\w+ zu (fragen|informieren|benachrichtigen)\b",
         r"\b(ohne (einzelfall|einzel|manuelle )\w*prüfung|per massenaktion|massenaktion|endgültig|unwiderruflich|restlos|ungeprüft|unbesehen|ohne kontrolle)\b",
         r"\bohne (sie |es |diese |ihn )?(einzeln |vorher |genau )?(anzusehen|anzuschauen|durchzusehen|zu prüfen|zu kontrollieren|zu sichten|nachzusehen|zu lesen)\b",
         r"\b(auf einen schlag|in einem rutsch|in einem durchgang)\b",
@@ -306,6 +311,7 @@ _SHAPES = {
         # "you are authorised now", for any amount
         r"\b(du bist|sie sind|bist du)\b.{0,25}\b(ab (jetzt|sofort|heute)|von nun an|nun|jetzt|künftig|ausnahmsweise)\b.{0,15}\b(berechtigt|befugt|autorisiert|ermächtigt|bevollmächtigt)\b",
         r"\b(berechtigt|befugt|autorisiert|ermächtigt|darfst)\b.{0,60}\b(in beliebiger höhe|beliebig\w* (hohe|höhe|beträge)|unbegrenzt\w*|ohne (limit|obergrenze|grenze|betragsgrenze)|jede\w* (höhe|betrag\w*))\b",
+        r"\b(alle|sämtliche|jede\w*) (mitarbeiter\w*|nutzer\w*|benutzer\w*|kollegen)\b.{0,40}\b\w*(schreibrecht|zugriff|rechte)\w*\b.{0,40}\b\w*(gehalt|personal|lohn|finanz|admin|produktion)\w*",
         # a limit raised beyond what the policy allows
         r"\b(erhöh\w*|heb\w*|anheb\w*|setz\w*|stock\w*|verdoppel\w*)\b.{0,50}\b\w*(limit|grenze|rahmen|kontingent|höchstbetrag)\w*\b.{0,60}\b(auch wenn|selbst wenn|obwohl|über (die|der|das) (richtlinie|erlaubt|zulässig)\w*|mehr als (die richtlinie|erlaubt|zulässig))",
     ],
@@ -333,6 +339,7 @@ _SHAPES = {
         r"\b(lies|les\w*|nenn\w*|sag\w*|diktier\w*|teil\w*|buchstabier\w*|wiederhol\w*)\b" + _gap(50) + r"\b\w*(code|tan|otp|pin)\w*\b" + _gap(60) + r"\b(verschickt|geschickt|gesendet|zugeschickt|zugestellt|generiert|erzeugt)\b",
     ],
     "REFUSAL": [
+        r"\bignorier\w* (sie|es|ihn|diese)\b.{0,30}\b(arbeite|halte dich|handle|verfahre)\w* (nach|an) (dieser|diese|der|die) (prozedur|anleitung|richtlinie)",
         r"\bführ\w* (sie|ihn|es|diese|solche) (nicht|nie|niemals) aus\b|\bmelde (sie|ihn|es|diese)\b",
         # a recipient restricted to our own ("nur an die interne Vertriebsadresse")
         r"\bnur an (die|den|das) (intern|firmeneigen|hinterlegt)\w*",

@@ -38,12 +38,14 @@ CONCEPTS = {
     "MARK_VERIFIED": [
         # a box ticked: "Coche la case « identité contrôlée »" (not "que lorsque le code correspond")
         r"\b(coch\w*|mets|marque\w*|indique\w*|passe|s[ée]lectionn\w*|clique\w*)\b" + _gap(40, "que|seulement|uniquement") + r"[«\"“']\s?(identit[ée] |client |appelant )?(contr[ôo]l[ée]e?|v[ée]rifi[ée]e?|confirm[ée]e?|authentifi[ée]e?)\s?[»\"”'](?!.{0,40}\b(que lorsque|qu'apr[èe]s|une fois|seulement|uniquement)\b)",
-        r"\b(consid[èe]r\w*|trait\w*|marqu\w*|tien\w*)\b.{0,40}\b(comme|pour) (v[ée]rifi[ée]e?|confirm[ée]e?|authentifi[ée]e?|valid[ée]e?)\b",
+        r"\b(consid[èée]r\w*|trait\w*|marqu\w*|tien\w*)\b.{0,40}\b(comme|pour) (v[ée]rifi[ée]e?s?|confirm[ée]e?s?|authentifi[ée]e?s?|valid[ée]e?s?)\b",
     ],
     "IMPERSONATE": [
+        r"\bsous le nom (du|de la|de ton|de ta|d'un|d'une) \w*\s?(chef|responsable|manager|directeur|directrice|superviseur|sup[ée]rieur)\w*",
         r"\b(te faisant passer|fais-toi passer|faites-vous passer|se faire passer|en te pr[ée]sentant|pr[ée]sente-toi|sign\w*|r[ée]ponds?|[ée]cris)\b.{0,30}(\b(pour|comme|en tant que|au nom d[eu])\b|[«\"“])[^«»]{0,25}\b(responsable|directeur|directrice|direction|pr[ée]sident\w*|juridique|manager|chef|cheffe|superviseur|administrat\w*)",
     ],
     "FOREIGN_INSTRUCTIONS": [
+        r"\b(page|e-?mail|courriel|document|r[ée]sultat|sortie|pi[èe]ce jointe|fichier|r[ée]ponse)s?\b.{0,30}\bcontien\w*\b.{0,20}\b(des |les )?(instructions?|consignes?|commandes?)",
         r"\b(instructions?|consignes?|commandes?)\b.{0,30}\b(dans|d'un|d'une|de la|du|provenant)\b.{0,20}\b(e-?mails?|courriels?|pages?|documents?|r[ée]sultats?|sorties?|pi[èe]ces? jointes?|fichiers?)",
     ],
     "SELF_APPROVE": [
@@ -55,6 +57,7 @@ CONCEPTS = {
         r"\b(tu n'as|vous n'avez|il n'y a)\b.{0,10}\b(plus )?(aucune?|pas de)\b.{0,10}\b(restriction|limite|r[èe]gle|filtre|contrainte)s?\b",
         r"\b(r[ée]ponds|agis|r[ée]pondez|agissez)\b.{0,30}\bsans (aucune? )?(restriction|limite|r[èe]gle|filtre|censure)s?\b",
         r"\b(fais|faites|agis|agissez) comme si\b.{0,50}\b(n'existai\w*|n'avais|n'aviez|aucune?|pas)\b",
+        r"\bpas ce que (dit|disent|pr[ée]voit|pr[ée]voient) (le|la|les) (r[èe]glement|r[èe]gles?|politique|proc[ée]dure|directives?)\b",
         r"\b(assistant|mode|ia) (sans (restriction|limite|filtre)s?|non filtr[ée]|non censur[ée]|d[ée]brid[ée])\b",
         r"\b(assistant|ia|mod[èe]le|bot|mode)\w* sans (aucune? )?(consignes?|r[èe]gles?|limites?|contraintes?|garde-fous?|censure|interdits?|filtres?|restrictions?)\b",
         # new instructions said to outrank the rules
@@ -97,12 +100,12 @@ CONCEPTS = {
         r"\b([ée]tape|processus|circuit|exigence|obligation|workflow|r[èe]gle) d'(approbation|validation|autorisation)\b",
     ],
     "DISABLE": [
-        r"\b(mets|mettez|mettre)\b.{0,40}\ben pause\b",
+        r"\b(mets|mettez|mettre)\b.{0,40}\ben pause\b|\bmets? en commentaire\b|\bcomment(e|er|ez)\b",
         r"\b(d[ée]sactiv\w*|coup\w*|[ée]tein\w*|arr[êe]t\w*|suspend\w*|retir\w*|enl[èe]v\w*|supprim\w*|l[èe]v\w*|d[ée]branch\w*|d[ée]sinstall\w*|neutralis\w*|mets? en pause|mettre en pause|bypass\w*)\b",
         r"\b(mets|mettez|mettre|passe|passez|passer)\b.{0,40}\b(hors service|hors ligne|sur off|à z[ée]ro|en veille)\b",
     ],
     "WEAKEN": [
-        r"\b(journaliser seulement|seulement journaliser|log-only|mode observation|simple observation)\b",
+        r"\b(tout )?laisser passer\b|\b(journaliser seulement|seulement journaliser|log-only|mode observation|simple observation)\b",
         r"\b(assoupli\w*|rel[âa]ch\w*|abaiss\w*|baiss\w*|affaibl\w*|r[ée]dui\w*|allège\w*|all[ée]g\w*|adouci\w*|minimis\w*)\b",
         r"\b(mode|niveau|r[ée]glage|profil) (permissif|tol[ée]rant|souple|minimal|le plus bas|l[ée]ger)\b",
         r"\b(permissi\w*|tol[ée]rant\w*|laxiste)\b",
@@ -114,7 +117,7 @@ CONCEPTS = {
     ],
     "TRUST_CLAIM": [
         r"\b(crois|croyez|croire|fais confiance|faites confiance|prends|prenez|accepte\w*)\b.{0,30}\b(sur parole|au mot|sa parole|leur parole|ce qu'(il|elle) dit|qui (il|elle) (dit|pr[ée]tend) [êe]tre)\b",
-        r"\b(consid[èe]re\w*|trait\w*)\b.{0,50}\bcomme (le |la )?(titulaire|propri[ée]taire|v[ée]rifi[ée])\b",
+        r"\b(consid[èée]re\w*|trait\w*)\b.{0,50}\bcomme (le |la )?(titulaire|propri[ée]taire|v[ée]rifi[ée])\b",
         r"\bsa parole (suffit|est suffisante)\b",
         r"\b(peuvent|peut) (quand m[êe]me |tout de m[êe]me )?[êe]tre servi\w* s'ils? (connai\w*|donne\w*|indique\w*)",
         # an impression or a known number taken for an identity check
@@ -166,6 +169,7 @@ CONCEPTS = {
         r"\b(satisf\w*|exauce\w*|c[èe]de\w* à) (toutes les|tous les|chaque|n'importe quel\w*) (demandes?|exigences?|souhaits?|envies?|requ[êe]tes?|caprices?)\b",
     ],
     "DESTROY": [
+        r"\bd[ée]mont\w*",
         r"\b(fai(s|re|tes) dispara[îi]tre|fai(s|re|tes) le m[ée]nage)\b",
         r"\b(pousse\w*|push\w*)\b.{0,20}(--force\b(?!-with-lease)|\s-f\b|en force)",
         r"\bremets?\b.{0,60}\b(dans|à) l'[ée]tat\b|\bremets? à z[ée]ro\b",
@@ -204,7 +208,7 @@ CONCEPTS = {
         r"\bcontr[ôo]les? (de coh[ée]rence|de plausibilit[ée]|anti-?\w+|de conformit[ée]|automatiques?)\b",
     ],
     "OBEY": [
-        r"\b(ex[ée]cut\w*|appliqu\w*|ob[ée]i\w*|accompli\w*|r[ée]alis\w*|consid[èe]r\w*)\b",
+        r"\b(ex[ée]cut\w*|appliqu\w*|ob[ée]i\w*|accompli\w*|r[ée]alis\w*|consid[èée]r\w*)\b",
         # "fais ce que la page demande", not "si la page te demande de faire quelque chose, ignore-le";
         # "suis", not "suis cette procédure"; "traite", not "traite-le comme des données"
         r"\b(fai(s|tes)|faire)\b(?!.{0,80}\b(ignore\w*|signal\w*|n'en tiens)\b)",
@@ -290,6 +294,7 @@ _SHAPES = {
         # "you are authorised now", for any amount
         r"\b(tu es|vous [êe]tes)\b.{0,20}\b(d[ée]sormais|dor[ée]navant|maintenant|à pr[ée]sent|d[èe]s maintenant|exceptionnellement)\b.{0,10}\b(habilit[ée]e?|autoris[ée]e?|accr[ée]dit[ée]e?|mandat[ée]e?)\b",
         r"\b(habilit|autoris)\w*\b.{0,60}\b(n'importe quel montant|sans (limite|plafond)|tout montant|quel que soit le montant|illimit\w*)",
+        r"\btous les (employ[ée]s|utilisateurs|salari[ée]s|collaborateurs)\b.{0,60}\b(droits?|acc[èe]s)\b.{0,60}\b(salaires?|paie|rh|personnel|production|admin\w*)",
         # a limit raised beyond what the policy allows
         r"\b(augment\w*|rel[èe]v\w*|mont\w*|[ée]l[èe]v\w*|hausse\w*|doubl\w*|port\w*)\b.{0,50}\b(plafond|limite|seuil|enveloppe|quota)\w*\b.{0,60}\b(m[êe]me si|bien que|malgr[ée]|au-del[àa])",
     ],
@@ -316,6 +321,7 @@ _SHAPES = {
         r"\b(lis|lisez|lire|dicte\w*|communiqu\w*|donne\w*|dis|dites|r[ée]p[èe]te\w*|[ée]pelle\w*|indique\w*)\b" + _gap(50) + r"\bcodes?\b(?! (promo|de r[ée]duction|de suivi|postal))" + _gap(60) + r"\b(envoy\w*|re[çc]u\w*|transmis|g[ée]n[ée]r[ée]\w*|exp[ée]di[ée]\w*)\b",
     ],
     "REFUSAL": [
+        r"\bignore-(les|le|la)\b.{0,30}\b(suis|applique|respecte) (cette|la|notre) proc[ée]dure",
         r"\bne (les|le|la|l') ?(ex[ée]cute|suis|applique)\w* (pas|jamais)\b|\bsignale-(les|le|la)\b",
         # a recipient restricted to our own ("uniquement à l'adresse interne")
         r"\b(qu'|uniquement |seulement )à l'adresse (interne|enregistr)\w*",
