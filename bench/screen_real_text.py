@@ -13,10 +13,14 @@ The texts (shared/data beside the checkout; README there), each cut into sentenc
 - `swe-thought`, `swe-command`: what the coding agent thought and the shell command it ran, for
   each step of the 231 sessions;
 - with --outputs also `tau-tool` (the tools' JSON results) and `swe-output` (the commands' output),
-  which are mostly data and code.
+  which are mostly data and code;
+- with --locales also `po-<lang>`: the translations (msgstr) of the installed packages' gettext
+  catalogues (Django's admin, auth and contrib apps, django-guardian …) in the screen's languages
+  other than English, the only real text here in Chinese and Japanese: interface strings about
+  permissions, passwords, deleting, superusers and approvals, written by the projects' translators.
 
     PYTHONPATH=clients/python:. .venv/bin/python bench/screen_real_text.py [--show] [--outputs]
-        [--save FILE] [--against FILE]
+        [--locales] [--save FILE] [--against FILE]
 
 --show lists every text with a finding (source, categories, excerpt, text); --save writes the
 findings as JSON Lines; --against FILE lists only the findings that FILE (an earlier --save, e.g.
@@ -29,6 +33,7 @@ import json
 import os
 import re
 import sys
+import sysconfig
 import tarfile
 import time
 from collections import Counter
@@ -98,12 +103,51 @@ def swebench_texts(data: Path, *, outputs: bool) -> Iterator[tuple[str, str]]:
                     yield "swe-output", content[:LONGEST]
 
 
-def real_texts(*, outputs: bool = False) -> list[tuple[str, str]]:
+# gettext locale directories of the screen's languages other than English
+LOCALES = {"de": "de", "fr": "fr", "es": "es", "zh_Hans": "zh", "zh_Hant": "zh", "ja": "ja", "ru": "ru"}
+_PO_STRING = re.compile(r'^(msgid|msgid_plural|msgstr(?:\[\d+\])?)?\s*"(.*)"\s*$')
+_PO_PLACEHOLDER = re.compile(r"%\(\w+\)[sd]|%[sd]|\{\w*\}")
+
+
+def po_messages(text: str) -> Iterator[str]:
+    """The translations (msgstr) of a .po file's text, the header and untranslated ones left out."""
+    key, value, entry = "", [], {}
+    for line in [*text.splitlines(), ""]:
+        match = _PO_STRING.match(line.strip())
+        if match and match.group(1):
+            if key:
+                entry[key] = "".join(value)
+            key, value = match.group(1), [match.group(2)]
+        elif match:
+            value.append(match.group(2))
+        else:
+            if key:
+                entry[key] = "".join(value)
+            if entry.get("msgid"):
+                for name, message in entry.items():
+                    if name.startswith("msgstr") and message:
+                        yield message.encode("latin-1", "backslashreplace").decode("unicode_escape").replace("\\n", "\n")
+            key, value, entry = "", [], {}
+
+
+def locale_texts() -> Iterator[tuple[str, str]]:
+    """The installed packages' translations into the screen's languages, sentence by sentence, with
+    %(name)s placeholders taken out."""
+    packages = Path(sysconfig.get_paths()["purelib"])
+    for directory, lang in LOCALES.items():
+        for path in sorted(packages.glob(f"**/locale/{directory}/LC_MESSAGES/*.po")):
+            for message in po_messages(path.read_text(encoding="utf-8", errors="replace")):
+                for sentence in sentences(_PO_PLACEHOLDER.sub("X", message)):
+                    yield f"po-{lang}", sentence
+
+
+def real_texts(*, outputs: bool = False, locales: bool = False) -> list[tuple[str, str]]:
     """(source, text) pairs, each pair once, in a stable order."""
     data = _data_dir()
     seen: set[tuple[str, str]] = set()
     texts = []
-    for pair in (*tau2_texts(data), *taubench_texts(data, outputs=outputs), *swebench_texts(data, outputs=outputs)):
+    extra = locale_texts() if locales else ()
+    for pair in (*tau2_texts(data), *taubench_texts(data, outputs=outputs), *swebench_texts(data, outputs=outputs), *extra):
         if pair not in seen:
             seen.add(pair)
             texts.append(pair)
@@ -114,11 +158,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--show", action="store_true", help="list every text with a finding")
     parser.add_argument("--outputs", action="store_true", help="also the tools' and commands' output")
+    parser.add_argument("--locales", action="store_true", help="also the installed packages' translations (po-<lang>)")
     parser.add_argument("--save", type=Path, help="write the findings as JSON Lines")
     parser.add_argument("--against", type=Path, help="list only findings this earlier --save lacks")
     args = parser.parse_args()
 
-    texts = real_texts(outputs=args.outputs)
+    texts = real_texts(outputs=args.outputs, locales=args.locales)
     started = time.perf_counter()
     found = []
     for source, text in texts:

@@ -199,7 +199,7 @@ _RULES: list[tuple[str, str, list[str]]] = [
             # Chinese
             r"(自动|直接|悄悄|偷偷|默默|静默)[^。]{0,6}(删除|禁用|清除|清空|停用|注销)",
             # Japanese
-            r"(自動的に|自動で|黙って|こっそり|勝手に|確認せずに|無断で)[^。]{0,20}(削除|消去|無効化|停止|抹消)",
+            r"(黙って|こっそり|勝手に|確認せずに|無断で)[^。]{0,20}(削除|消去|無効化|停止|抹消)",
             # Russian
             r"\b(автоматически|тихо|молча|незаметно)\b[^.]{0,30}\b(удали|сотри|отключи|деактивируй|очисти|заблокируй)",
             r"\b(удали|сотри|отключи|деактивируй|очисти)\w*\b[^.]{0,40}\b(автоматически|никого не спрашивая|без (подтверждени|вопросов|согласовани)|тихо|молча)",
@@ -247,7 +247,7 @@ _RULES: list[tuple[str, str, list[str]]] = [
             r"(resultado|salida|respuesta|p[aá]gina|documento|correo)[^.]{0,40}\binstrucciones?\b[^.]{0,40}\b(c[uú]mpl|sigu|ejecut|obedec|haz)",
             r"\b(haz|sigue|ejecuta|obedece)\b (todo )?lo que\b[^.]{0,50}\b(p[aá]gina|resultado|salida|documento|herramienta|sitio)",
             # Chinese
-            r"(结果|输出|返回|网页|页面|文档|邮件)[^。]{0,10}(指令|指示|命令)[^。]{0,12}(照做|执行|遵循|服从|按.{0,4}做)",
+            r"(结果|输出|返回|网页|页面|文档|邮件)[^。]{0,10}(指令|指示|命令)[^。]{0,12}(?<!不要)(?<!别)(?<!不)(?<!勿)(照做|执行|遵循|服从|按.{0,4}做)",
             r"(按照|遵照|照着|听从)[^。]{0,10}(网页|页面|结果|输出|文档|工具)[^。]{0,15}(告诉|说|要求|指示)",
             # Japanese
             r"(結果|出力|ページ|文書|メール)[^。]{0,10}(指示|命令)[^。]{0,20}(その通り|従って|実行)",
@@ -270,7 +270,7 @@ _NEGATION = re.compile(
     r"\b(do not|don'?t|never|must not|should not|shouldn'?t|cannot|can'?t|not|nicht|keine?[nmrs]?|niemals|nie|jamais|aucun\w*"
     r"|nunca|jam[aá]s|no|не|никогда|нельзя)\b|\bn'|\bne\b|(不要|别|勿|禁止|不得|不能|不可)"
 )
-_NEGATION_AFTER = re.compile(r"^[^。]{0,4}(しない|せず|ないで|禁止|いけません)")
+_NEGATION_AFTER = re.compile(r"^[^。]{0,4}(しない|せず|ないで|禁止|いけません|(て|で)ほしい)")
 
 REASONS = {**{category: reason for category, reason, _ in _RULES}, **policy_concepts.REASONS}
 CATEGORIES = tuple(REASONS)

@@ -211,6 +211,10 @@ def languages_of(clause: str) -> set[str]:
             # ("никогда не используй verify=False"): read in Russian only, whose lists have the
             # commands (policy_concepts.commands) and whose negation is the clause's
             return found
+        if best == 0 and found & {"zh", "ja"}:
+            # and Latin words with no common word at all in a Chinese or Japanese clause are too
+            # ("调试时用 printenv | grep -v KEY 查看环境变量"): zh and ja merge the commands as well
+            return found
         # no common word at all ("Send Authorization: Bearer <token>"): English, the language of
         # commands and code, unless the letters say otherwise
         # a close second is read too: "les", "la" and "y" are both French and Spanish

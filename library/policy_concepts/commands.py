@@ -34,6 +34,8 @@ COMMANDS: dict[str, list[str]] = {
         r"\bdebug\s*=\s*true\b.{0,30}\b(produccion|prod\w*|продакшн\w*|продакшен\w*|прод\w*)\b|\b(produccion|production|prod|проде|продакшене)\b.{0,30}\bdebug\s*=\s*true\b",
         # a safeguard's setting switched off (content_filter_enabled=false)
         r"(?<![\w.])([\w.]*_)?(content_filter|safety_filter|spam_filter|moderation|redaction|pii_redaction|audit_log\w*|mfa|2fa|guardrails?|fraud_checks?|virus_scan|antivirus|rate_limit\w*|safety\w*)(_enabled|_on|_active|_required)?\s*[=:]\s*(false|0|off|no|disabled?|none)\b",
+        # a script fetched from the network and run unread
+        r"\b(curl|wget)\b[^|\n]{0,200}\|\s*(sudo\s+)?(ba|z|k)?sh\b",
         r"\s--no-verify\b|\bverify\s*=\s*false\b|\bssl_?verify\w*\s*=\s*(false|0)\b|\bsetenforce\s+0\b|\bufw\s+disable\b|\biptables\s+-f\b",
     ],
     "EXFIL_COMMAND": [
@@ -45,8 +47,8 @@ COMMANDS: dict[str, list[str]] = {
     ],
     "SECRET_DUMP": [
         # printenv or env with no variable named: every variable, keys included ("printenv PATH" is not)
-        # ("printenv | grep -c NAME" only counts; "`env` remains {}" names a variable)
-        r"(\bprintenv|(^|[;|&]\s*|\b(run|ejecuta|lanza|выполни|запусти|führe|lance|exécute)\s+)env)\b(?!\s*\|\s*(grep\s+-c|wc)\b)"
+        # ("printenv | grep -c NAME" only counts, "| grep -v KEY" leaves keys out; "`env` remains {}" names a variable)
+        r"(\bprintenv|(^|[;|&]\s*|\b(run|ejecuta|lanza|выполни|запусти|führe|lance|exécute)\s+)env)\b(?!\s*\|\s*(grep\s+-[cv]\w*|wc)\b)"
         r"(?=\s*($|[|;&>),.`]|\s(y|e|and|then|luego|и|затем|потом|aus|und|dann|et|puis)\b))",
         r"\bcat\s+\S*(\.env|id_rsa|\.pem|\.netrc|\.pgpass|credentials)\b",
         r"\bgit\s+add\s+\S*(\.env|id_rsa|\.pem|credentials)\b",
