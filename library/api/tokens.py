@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from ..models import Agent, ApiToken, AuditEvent
 from ..permissions import user_can_manage_agent
-from .limits import rate_limited
+from .limits import auth_failure_counted, auth_failures_exceeded, auth_failures_refused, rate_limited
 
 TOKEN_PREFIX = "pm_"
 
@@ -158,7 +158,8 @@ def token_required(
 ) -> Callable:
     """Authenticates `Authorization: Bearer <token>` for `scope` (or any of several) and the agent named in the URL
     (`agent` keyword argument, when the URL has one). 401 without a valid token, 403 for a token of
-    the wrong scope or of another agent. `cache_seconds` (a callable, read per request) lets the
+    the wrong scope or of another agent; 429 for a client address over its failed authentications
+(PROCMEM_RATE_LIMIT_AUTH_FAILURES). `cache_seconds` (a callable, read per request) lets the
     read endpoints reuse a recently read token (see `authenticate`). `limit` names the endpoint's
     class in the agent's rate limits (library/api/limits.py): over it, 429 with Retry-After."""
 
@@ -167,17 +168,18 @@ def token_required(
     def decorator(view: Callable) -> Callable:
         @functools.wraps(view)
         def wrapper(request: HttpRequest, *args, **kwargs):
+            retry_after = auth_failures_exceeded(request)  # before the lookup: a flood of bad tokens costs none
+            if retry_after is not None:
+                return auth_failures_refused(retry_after)
             header = request.headers.get("Authorization", "")
             kind, _, raw = header.partition(" ")
             if kind.lower() != "bearer" or not raw.strip():
-                response = api_error(401, "unauthorized", "Send Authorization: Bearer <token>.")
-                response["WWW-Authenticate"] = 'Bearer realm="procmem"'
-                return response
+                return _unauthorized(request, "Send Authorization: Bearer <token>.", 'Bearer realm="procmem"')
             token = authenticate(raw.strip(), cache_seconds=cache_seconds() if cache_seconds else 0.0)
             if token is None:
-                response = api_error(401, "unauthorized", "The token is unknown, revoked or expired.")
-                response["WWW-Authenticate"] = 'Bearer realm="procmem", error="invalid_token"'
-                return response
+                return _unauthorized(
+                    request, "The token is unknown, revoked or expired.", 'Bearer realm="procmem", error="invalid_token"'
+                )
             if token.scope not in scopes:
                 return api_error(403, "wrong_scope", f"This token may {token.get_scope_display().lower()}, not this.")
             agent_name = kwargs.get("agent")
@@ -195,6 +197,16 @@ def token_required(
         return wrapper
 
     return decorator
+
+
+def _unauthorized(request: HttpRequest, message: str, challenge: str) -> JsonResponse:
+    """401, counted against the client address's failed authentications (429 once over them)."""
+    retry_after = auth_failure_counted(request)
+    if retry_after is not None:
+        return auth_failures_refused(retry_after)
+    response = api_error(401, "unauthorized", message)
+    response["WWW-Authenticate"] = challenge
+    return response
 
 
 def get_agent_or_404(name: str) -> Agent:

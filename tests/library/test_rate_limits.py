@@ -1,7 +1,7 @@
 """Rate limits of the agent API: per token and per client address, for select, the active set,
-ingest and OTLP traces; an exceeded limit is a 429 with Retry-After (JSON; OTLP's own status
-message for OTLP); the limits are
-agent settings, validated, audited and shown on the settings page. Under concurrent load on a live
+ingest and OTLP traces, and failed authentications per address on every agent endpoint; an exceeded
+limit is a 429 with Retry-After (JSON; OTLP's own status message for OTLP); the limits are agent
+settings, validated, audited and shown on the settings page. Under concurrent load on a live
 server: test_rate_limits_server.py."""
 
 from __future__ import annotations
@@ -215,3 +215,112 @@ def test_otlp_over_the_limit_is_an_otlp_429_with_retry_after_and_stores_nothing(
         json_format.Parse(refused.content, status)
     assert status.code == code_pb2.RESOURCE_EXHAUSTED and "rate limit" in status.message
     assert (AgentSession.objects.filter(agent=agent).count(), OtlpSpan.objects.count()) == stored
+
+
+# ---------------------------------------------------------------- failed authentication, per address
+
+MCP_LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})
+MCP_HEADERS = {"HTTP_ACCEPT": "application/json, text/event-stream"}
+
+
+def _agent_call(client, endpoint: str, headers: dict):
+    """One request to an agent endpoint with `headers` (the Authorization, or none)."""
+    if endpoint == "select":
+        return client.get(select_url(), {"task": "refund"}, **headers)
+    if endpoint == "active_set":
+        return client.get(reverse("api:active_set", kwargs={"agent": "support_agent"}), **headers)
+    if endpoint == "ingest":
+        session = {"session_id": "auth-1", "task": "where is my order", "tool_calls": [{"name": "lookupOrder"}],
+                   "outcome": {"resolved": True}}
+        return client.post(reverse("api:sessions"), json.dumps({"sessions": [session]}), content_type="application/json", **headers)
+    if endpoint == "mcp":
+        return client.post(reverse("api:mcp", kwargs={"agent": "support_agent"}), MCP_LIST, content_type="application/json",
+                           **MCP_HEADERS, **headers)
+    from tests.library.otel_agent import otlp_json, recorded_spans
+
+    return client.generic("POST", reverse("api:otlp_traces"), otlp_json(recorded_spans()), content_type="application/json", **headers)
+
+
+def _bad_headers(kind: str, agent, admin_user) -> dict:
+    if kind == "missing":
+        return {}
+    if kind == "unknown":
+        return bearer("pm_not-a-token-of-anyone")
+    from library.api.tokens import token_revoke
+
+    token, raw = token_create(agent=agent, scope=ApiToken.Scope.READ, name="revoked", user=admin_user)
+    token_revoke(token=token, user=admin_user)
+    return bearer(raw)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("endpoint", ["select", "active_set", "ingest", "mcp", "otlp"])
+@pytest.mark.parametrize("kind", ["missing", "unknown", "revoked"])
+def test_failed_authentications_are_limited_per_address_before_any_token_lookup(
+    client, agent, admin_user, settings, endpoint, kind, django_assert_num_queries
+):
+    # given: 3 failed authentications a minute per client address
+    settings.PROCMEM_RATE_LIMIT_AUTH_FAILURES = "3/minute"
+    headers = _bad_headers(kind, agent, admin_user)
+    scope = ApiToken.Scope.INGEST if endpoint in ("ingest", "otlp") else ApiToken.Scope.READ
+    good = _token(agent, admin_user, scope=scope, name="good")
+    # when
+    statuses = [_agent_call(client, endpoint, headers).status_code for _ in range(5)]
+    # then: three 401s, then 429 with Retry-After, answered without looking the token up
+    assert statuses == [401, 401, 401, 429, 429]
+    with django_assert_num_queries(0):
+        refused = _agent_call(client, endpoint, bearer(good))  # a good token from that address too
+    assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
+    if endpoint != "otlp":
+        error = refused.json()["error"]
+        assert error["code"] == "rate_limited" and error["scope"] == "auth_failures" and error["limit"] == "3/minute"
+    # another address is counted apart, and its good token passes
+    assert _agent_call(client, endpoint, {**bearer(good), "REMOTE_ADDR": "10.0.0.7"}).status_code in (200, 202)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("content_type", ["application/x-protobuf", "application/json"])
+def test_otlp_over_the_failed_authentications_is_an_otlp_429(client, settings, content_type):
+    from google.protobuf import json_format
+    from google.rpc import code_pb2, status_pb2
+
+    from tests.library.otel_agent import otlp_json, otlp_protobuf, recorded_spans
+
+    settings.PROCMEM_RATE_LIMIT_AUTH_FAILURES = "1/minute"
+    encode = otlp_protobuf if content_type == "application/x-protobuf" else otlp_json
+
+    def export():
+        return client.generic("POST", reverse("api:otlp_traces"), encode(recorded_spans()), content_type=content_type,
+                              **bearer("pm_wrong"))
+
+    assert export().status_code == 401
+    refused = export()
+    assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
+    assert refused["Content-Type"] == content_type
+    status = status_pb2.Status()
+    if content_type == "application/x-protobuf":
+        status.ParseFromString(refused.content)
+    else:
+        json_format.Parse(refused.content, status)
+    assert status.code == code_pb2.RESOURCE_EXHAUSTED and "failed authentications" in status.message
+
+
+@pytest.mark.django_db
+def test_good_tokens_and_wrong_agents_do_not_use_up_the_failed_authentications(client, agent, admin_user, settings):
+    from library.models import Agent
+
+    settings.PROCMEM_RATE_LIMIT_AUTH_FAILURES = "2/minute"
+    raw = _token(agent, admin_user)
+    url = reverse("api:active_set", kwargs={"agent": agent.name})
+    assert [client.get(url, **bearer(raw)).status_code for _ in range(5)] == [200] * 5
+    # a valid token of another agent is a 403, not a failed authentication: it is the token's own limit's
+    stranger = _token(Agent.objects.create(name="other_agent", tools=[]), admin_user, name="stranger")
+    assert [client.get(url, **bearer(stranger)).status_code for _ in range(3)] == [403] * 3
+    assert [client.get(url, **bearer("pm_wrong")).status_code for _ in range(3)] == [401, 401, 429]
+
+
+@pytest.mark.django_db
+def test_the_failed_authentication_limit_is_off_with_the_other_limits(client, settings):
+    settings.PROCMEM_RATE_LIMITS = False
+    settings.PROCMEM_RATE_LIMIT_AUTH_FAILURES = "1/minute"
+    assert [client.get(select_url(), {"task": "x"}, **bearer("pm_wrong")).status_code for _ in range(3)] == [401] * 3

@@ -102,3 +102,45 @@ def test_under_concurrent_load_the_address_limit_is_shared_by_every_token_and_re
     assert statuses.count(429) == 26
     assert all(retry and 1 <= int(retry) <= 60 for status, retry in results if status == 429)
     assert AgentSession.objects.filter(agent=agent, session_id__startswith="load-").count() == 10
+
+
+@pytest.fixture
+def auth_limited_server(request, monkeypatch):
+    monkeypatch.setenv("PROCMEM_RATE_LIMIT_AUTH_FAILURES", "10/minute")
+    return request.getfixturevalue("redis_limited_server")
+
+
+def test_under_concurrent_load_bad_tokens_get_exactly_the_failed_authentication_limit_on_every_endpoint(
+    auth_limited_server, agent, admin_user
+):
+    import requests
+
+    # given: 10 failed authentications a minute per address, shared by every agent endpoint
+    base = auth_limited_server
+    calls = [
+        ("GET", f"{base}/api/v1/agents/{agent.name}/select?task=refund", None, {}),
+        ("GET", f"{base}/api/v1/agents/{agent.name}/procedures", None, {}),
+        ("POST", f"{base}/api/v1/sessions", b'{"sessions": []}', {"Content-Type": "application/json"}),
+        ("POST", f"{base}/api/v1/agents/{agent.name}/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+         {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}),
+        ("POST", f"{base}/api/otlp/v1/traces", b"{}", {"Content-Type": "application/json"}),
+    ]
+
+    def flood(i):
+        method, url, body, headers = calls[i % len(calls)]
+        bad = {} if i % 3 == 0 else {"Authorization": f"Bearer pm_flood-{i}"}  # missing or unknown
+        response = requests.request(method, url, data=body, headers={**headers, **bad}, timeout=60)
+        return response.status_code, response.headers.get("Retry-After")
+
+    # when: 60 bad requests, 12 at a time, over five endpoints
+    with concurrent.futures.ThreadPoolExecutor(max_workers=12) as pool:
+        results = list(pool.map(flood, range(60)))
+    # then: both worker processes share one count: exactly 10 were looked at, the rest refused
+    statuses = [status for status, _ in results]
+    assert statuses.count(401) == 10, statuses
+    assert statuses.count(429) == 50
+    assert all(retry and 1 <= int(retry) <= 60 for status, retry in results if status == 429)
+    # and the address is refused before any lookup, even with a good token, for the window
+    good = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
+    refused = requests.get(calls[1][1], headers={"Authorization": f"Bearer {good}"}, timeout=60)
+    assert refused.status_code == 429 and refused.json()["error"]["scope"] == "auth_failures"
