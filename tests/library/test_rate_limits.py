@@ -217,6 +217,22 @@ def test_otlp_over_the_limit_is_an_otlp_429_with_retry_after_and_stores_nothing(
     assert (AgentSession.objects.filter(agent=agent).count(), OtlpSpan.objects.count()) == stored
 
 
+@pytest.mark.django_db
+@pytest.mark.parametrize("scope, limited", [(ApiToken.Scope.READ, "select"), (ApiToken.Scope.INGEST, "ingest")])
+def test_the_mcp_endpoint_counts_against_the_limit_of_what_the_token_may_do(client, agent, admin_user, scope, limited):
+    # given: 2 requests a minute per token for the class the token's scope uses (live, with the
+    # official MCP client: test_rate_limits_server.py)
+    _limit(agent, admin_user, {limited: {"token": "2/minute"}})
+    raw = _token(agent, admin_user, scope=scope, name="mcp")
+    url = reverse("api:mcp", kwargs={"agent": agent.name})
+    # when
+    answers = [client.post(url, MCP_LIST, content_type="application/json", **MCP_HEADERS, **bearer(raw)) for _ in range(3)]
+    # then
+    assert [answer.status_code for answer in answers] == [200, 200, 429]
+    error = answers[2].json()["error"]
+    assert error["scope"] == "token" and error["limit"] == "2/minute" and 1 <= int(answers[2]["Retry-After"]) <= 60
+
+
 # ---------------------------------------------------------------- failed authentication, per address
 
 MCP_LIST = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}})

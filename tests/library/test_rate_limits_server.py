@@ -144,3 +144,47 @@ def test_under_concurrent_load_bad_tokens_get_exactly_the_failed_authentication_
     good = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
     refused = requests.get(calls[1][1], headers={"Authorization": f"Bearer {good}"}, timeout=60)
     assert refused.status_code == 429 and refused.json()["error"]["scope"] == "auth_failures"
+
+
+def test_the_mcp_endpoint_counts_each_request_of_a_real_mcp_client_against_its_tokens_limit(
+    redis_limited_server, agent, admin_user, candidate
+):
+    import anyio
+    import requests
+    from mcp import MCPError
+
+    from tests.library.test_mcp import http_client
+
+    # given: 8 requests a minute per read token (MCP with a read token counts against select)
+    make_active(candidate, admin_user)
+    agent_settings_update(agent=agent, user=admin_user, changes={"api_rate_limits": {"select": {"token": "8/minute"}}})
+    read = token_create(agent=agent, scope=ApiToken.Scope.READ, name="mcp read", user=admin_user)[1]
+    ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="mcp ingest", user=admin_user)[1]
+    answers: list = []
+
+    async def recall_ten_times() -> None:
+        async with http_client(redis_limited_server, read) as client:
+            for _ in range(10):
+                answers.append(await client.call_tool("recall_procedures", {"task": "refund 900 dollars", "intent": None}))
+
+    # when: the official SDK's client recalls ten times in one session
+    with pytest.raises(BaseExceptionGroup) as failed:
+        anyio.run(recall_ten_times)
+    # then: initialize and its notification are two requests, so six recalls pass and the seventh
+    # is refused, which the client reports as an error
+    assert len(answers) == 6 and all(not answer.is_error for answer in answers)
+    assert failed.group_contains(MCPError)
+    refused = requests.post(
+        f"{redis_limited_server}/api/v1/agents/{agent.name}/mcp",
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        headers={"Authorization": f"Bearer {read}", "Accept": "application/json, text/event-stream"}, timeout=60,
+    )
+    assert refused.status_code == 429 and 1 <= int(refused.headers["Retry-After"]) <= 60
+    assert refused.json()["error"]["scope"] == "token" and refused.json()["error"]["limit"] == "8/minute"
+
+    # and an ingest token of the agent counts against ingest, not select: its session goes on
+    async def ingest_tools() -> list[str]:
+        async with http_client(redis_limited_server, ingest) as client:
+            return [tool.name for tool in (await client.list_tools()).tools]
+
+    assert anyio.run(ingest_tools) == ["report_session"]
