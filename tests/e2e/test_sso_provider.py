@@ -2,7 +2,9 @@
 (tests/oidc/provider.mjs, installed by `make test`), driven through Debian's Chromium. The first
 sign-in creates the user and a group claim makes them a reviewer; with the claim removed at the
 provider, the next sign-in takes the right away; a cancelled sign-in comes back to the sign-in page
-with the reason; a tampered or expired ID token of that provider does not verify."""
+with the reason; a tampered or expired ID token of that provider does not verify, and a tampered
+one handed to the real sign-in callback (a relay in front of the provider's token endpoint changes
+it) signs nobody in."""
 
 from __future__ import annotations
 
@@ -171,3 +173,89 @@ def test_a_tampered_or_expired_id_token_does_not_verify(browser, provider, live_
     time.sleep(ID_TOKEN_TTL + 1)
     with pytest.raises(jwt.ExpiredSignatureError):
         backend.verify_token(token, nonce=nonce)
+
+
+@pytest.fixture
+def tampering_token_endpoint(provider, settings):
+    """A relay in front of the provider's token endpoint that hands procmem's callback the provider's
+    real answer with its ID token changed by `relay.tamper` (a function of the token)."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import requests
+
+    real = f"{provider}/token"
+
+    class Relay(BaseHTTPRequestHandler):
+        def do_POST(self):
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            headers = {name: self.headers[name] for name in ("Authorization", "Content-Type") if self.headers.get(name)}
+            answer = requests.post(real, data=body, headers=headers, timeout=30)
+            payload = answer.json()
+            if "id_token" in payload:
+                payload["id_token"] = server.tamper(payload["id_token"])
+            data = json.dumps(payload).encode()
+            self.send_response(answer.status_code)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    settings.OIDC_OP_TOKEN_ENDPOINT = f"http://127.0.0.1:{server.server_port}/token"
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+def _new_signature(token: str) -> str:
+    header, payload, signature = token.split(".")
+    return ".".join([header, payload, ("A" if signature[0] != "A" else "B") + signature[1:]])
+
+
+def _another_subject(token: str) -> str:
+    import jwt
+
+    header, _, signature = token.split(".")
+    claims = jwt.decode(token, options={"verify_signature": False}) | {"sub": "mallory", "preferred_username": "mallory"}
+    return ".".join([header, jwt.utils.base64url_encode(json.dumps(claims).encode()).decode(), signature])
+
+
+def test_the_relay_itself_changes_nothing_else(browser, provider, tampering_token_endpoint, live_server):
+    # the untouched token through the relay signs alice in, so the refusals below are the tampering's
+    tampering_token_endpoint.tamper = lambda token: token
+    context = browser.new_context()
+    page = context.new_page()
+    _sign_in_at_provider(page, live_server.url, "alice")
+    assert int(_session(page)["_auth_user_id"]) == get_user_model().objects.get(username="alice").pk
+    context.close()
+
+
+@pytest.mark.parametrize("tamper", [_new_signature, _another_subject], ids=["signature", "claims"])
+def test_a_tampered_id_token_at_the_real_callback_signs_nobody_in(
+    browser, provider, tampering_token_endpoint, live_server, tamper
+):
+    # given: the provider's real ID token, changed on its way to procmem's callback
+    tampering_token_endpoint.tamper = tamper
+    context = browser.new_context()
+    page = context.new_page()
+    # when: alice signs in at the provider as usual
+    page.goto(f"{live_server.url}/accounts/login/")
+    page.click("#sso-sign-in")
+    page.wait_for_selector("input[name=login]")
+    page.fill("input[name=login]", "alice")
+    page.fill("input[name=password]", "any")
+    page.click("button[type=submit]")
+    page.wait_for_selector("button:has-text('Continue')")
+    page.click("button:has-text('Continue')")
+    page.wait_for_url(f"{live_server.url}/accounts/login/**")
+    # then: back at the sign-in page with the reason; nobody is signed in or created
+    assert "Single sign-on did not sign you in" in page.content()
+    assert "sessionid" not in {c["name"] for c in context.cookies()} or "_auth_user_id" not in _session(page)
+    assert not get_user_model().objects.filter(username__in=["alice", "mallory"]).exists()
+    assert not ExternalIdentity.objects.exists()
+    context.close()
