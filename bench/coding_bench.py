@@ -28,9 +28,10 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("SWEBENCH_DIR", ROOT.parent / "shared" / "data" / "swebench"))
-if not (DATA / "results.json").exists():
-    DATA = Path("/work/shared/data/swebench")
+sys.path.insert(0, str(ROOT))
+from public_data import data_dir  # noqa: E402
+
+DATA = data_dir("swebench")  # public_data/swebench; SWEBENCH_DIR or SHARED_DATA_DIR overrides
 TRAJS = DATA / "gemini-3-pro-django-trajs.tar.gz"
 RESULTS = DATA / "results.json"
 

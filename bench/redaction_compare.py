@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import re
 import sys
@@ -42,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 
 from library.redaction.recognizers import PLACEHOLDER_RE  # noqa: E402
 from library.redaction.redactor import Redactor, redactor_for_session  # noqa: E402
+from public_data import data_dir  # noqa: E402
 
 Span = tuple[int, int]
 
@@ -346,11 +346,9 @@ def score(corpus, method, kinds: set[str] | None = None) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--taubench", default=os.environ.get("TAUBENCH_DIR", str(ROOT.parent / "shared" / "data" / "taubench")))
+    parser.add_argument("--taubench", default=str(data_dir("taubench")))
     args = parser.parse_args()
     directory = Path(args.taubench)
-    if not (directory / "gpt-4o-airline.json").exists():
-        directory = Path("/work/shared/data/taubench")
     corpora = {"tau-bench airline free text": taubench_corpus(directory), "synthetic (retail people + formats)": synthetic_corpus(directory)}
     presidio_all = presidio(0.0)
     methods = {

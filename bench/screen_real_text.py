@@ -2,7 +2,7 @@
 get a finding. Every finding on this text is a false positive unless reading it shows an attack, so
 a change to the screen's lexicons or frames is checked here before it lands (docs/safety.md).
 
-The texts (shared/data beside the checkout; README there), each cut into sentences or lines:
+The texts (public_data/ in the repository, or SHARED_DATA_DIR; README there), each cut into sentences or lines:
 
 - `tau2`: the tau2-bench airline and retail task instructions (reason for the call, what the
   customer knows and does not know, how they behave);
@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
 import sys
 import sysconfig
@@ -44,11 +43,11 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "clients" / "python")]
 
 from library.policy import screen_text  # noqa: E402
+from public_data import data_root  # noqa: E402
 
 
 def _data_dir() -> Path:
-    beside = ROOT.parent / "shared" / "data"
-    return Path(os.environ.get("SHARED_DATA_DIR", beside if beside.exists() else "/work/shared/data"))
+    return data_root()
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"'(`#*-])")

@@ -29,14 +29,15 @@ import time
 import urllib.parse
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 import numpy as np
+
+from public_data import data_dir
 
 from . import common
 
 PORT = 8108
-TAUBENCH = Path(os.environ.get("TAUBENCH_DIR", "/work/shared/data/taubench"))
+TAUBENCH = data_dir("taubench")  # public_data/taubench; TAUBENCH_DIR or SHARED_DATA_DIR overrides
 
 
 def queries(n: int) -> list[str]:

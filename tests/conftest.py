@@ -21,50 +21,38 @@ from django.db import connection
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
+# the public agent data: vendored in public_data/, a variable overrides each folder (README there)
+from public_data import data_dir
+
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "") in {"1", "true", "yes"}
 
-
-def _shared_data_dir(name: str, marker: str, env: str):
-    """A folder of the public test data (shared/data/<name> beside the checkout; the variable `env`
-    overrides): the first candidate that holds `marker`, else the default place, so a missing folder
-    is named in the skip (or failure) message."""
-    from pathlib import Path
-
-    candidates = [os.environ.get(env), Path(__file__).resolve().parents[2] / "shared" / "data" / name,
-                  f"/work/shared/data/{name}"]
-    for candidate in candidates:
-        if candidate and Path(candidate, marker).exists():
-            return Path(candidate)
-    return Path(candidates[1])
-
-
-TAUBENCH_DIR = _shared_data_dir("taubench", "gpt-4o-airline.json", "TAUBENCH_DIR")
+TAUBENCH_DIR = data_dir("taubench")
 
 
 def require_taubench() -> None:
-    """Skips (fails under REQUIRE_SERVICES=1) when the shared tau-bench data is missing."""
+    """Skips (fails under REQUIRE_SERVICES=1) when the public tau-bench data is missing."""
     if not (TAUBENCH_DIR / "gpt-4o-airline.json").exists():
-        _missing(f"tau-bench data not found at {TAUBENCH_DIR} (set TAUBENCH_DIR)")
+        _missing(f"tau-bench data not found at {TAUBENCH_DIR} (public_data/ in the repository unless TAUBENCH_DIR or SHARED_DATA_DIR is set)")
 
 
-MINT_ALFWORLD_DIR = _shared_data_dir("mint-alfworld", "sessions.jsonl", "MINT_ALFWORLD_DIR")
+MINT_ALFWORLD_DIR = data_dir("mint-alfworld")
 
 
 def require_mint_alfworld() -> None:
-    """Skips (fails under REQUIRE_SERVICES=1) when the shared MINT ALFWorld sessions are missing."""
+    """Skips (fails under REQUIRE_SERVICES=1) when the public MINT ALFWorld sessions are missing."""
     if not (MINT_ALFWORLD_DIR / "sessions.jsonl").exists():
-        _missing(f"MINT ALFWorld sessions not found at {MINT_ALFWORLD_DIR} (set MINT_ALFWORLD_DIR)")
+        _missing(f"MINT ALFWorld sessions not found at {MINT_ALFWORLD_DIR} (public_data/ in the repository unless MINT_ALFWORLD_DIR or SHARED_DATA_DIR is set)")
 
 
-SWEBENCH_DIR = _shared_data_dir("swebench", "results.json", "SWEBENCH_DIR")
+SWEBENCH_DIR = data_dir("swebench")
 SWEBENCH_TRAJS = SWEBENCH_DIR / "gemini-3-pro-django-trajs.tar.gz"
 SWEBENCH_RESULTS = SWEBENCH_DIR / "results.json"
 
 
 def require_swebench() -> None:
-    """Skips (fails under REQUIRE_SERVICES=1) when the shared SWE-bench data is missing."""
+    """Skips (fails under REQUIRE_SERVICES=1) when the public SWE-bench data is missing."""
     if not SWEBENCH_TRAJS.exists() or not SWEBENCH_RESULTS.exists():
-        _missing(f"SWE-bench trajectories not found at {SWEBENCH_DIR} (set SWEBENCH_DIR)")
+        _missing(f"SWE-bench trajectories not found at {SWEBENCH_DIR} (public_data/ in the repository unless SWEBENCH_DIR or SHARED_DATA_DIR is set)")
 
 
 @pytest.fixture(scope="session")

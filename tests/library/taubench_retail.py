@@ -1,5 +1,5 @@
 """Sessions of the tau-bench retail world, built from tau2-bench's retail tasks (there are no
-recorded retail trajectories in shared/data): the customer's request as the opening message, the
+recorded retail trajectories in public_data/): the customer's request as the opening message, the
 task's gold actions as the agent's tool calls, and the world's own records (retail_db) as the tool
 results, ending with a reply that greets the customer by name and repeats the order id and e-mail.
 OpenAI chat format with `info.task.actions`, like the airline trajectories, so `import_sessions

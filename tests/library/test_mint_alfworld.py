@@ -1,4 +1,4 @@
-"""Real data with repeated tasks: MINT's ALFWorld sessions (shared/data/mint-alfworld, README there),
+"""Real data with repeated tasks: MINT's ALFWorld sessions (public_data/mint-alfworld, README there),
 89 household tasks each attempted by the same 52 models. Split by task: per intent the first two
 thirds of the sorted task keys are mined, the rest judged (`mine --hold-out tasks`, backtest share
 1/3), so no task sits on both sides. docs/mining.md shows the same run with its figures."""

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import TAUBENCH_DIR, require_taubench
+from public_data import data_dir
+from tests.conftest import _missing
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
 
@@ -28,14 +29,15 @@ from library.personal_data_scan import scan, taubench_values
 
 pytestmark = pytest.mark.django_db
 
-# The public data sits beside the repository on these machines (../shared/data); TAU2_DATA_DIR overrides.
-TAU2 = TAUBENCH_DIR
+# tau2-bench's task files (public_data/taubench; TAU2_DATA_DIR, then TAUBENCH_DIR, overrides).
+TAU2 = data_dir("tau2")
 
 
 def needs_tau2(test):
     @functools.wraps(test)
     def wrapper(*args, **kwargs):
-        require_taubench()
+        if not (TAU2 / "tau2_airline_tasks.json").exists():
+            _missing(f"tau2-bench tasks not found at {TAU2} (public_data/taubench unless TAU2_DATA_DIR or TAUBENCH_DIR is set)")
         return test(*args, **kwargs)
 
     return wrapper

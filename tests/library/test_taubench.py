@@ -1,4 +1,4 @@
-"""Real data: tau-bench's 200 GPT-4o airline sessions (shared/data/taubench, README there).
+"""Real data: tau-bench's 200 GPT-4o airline sessions (public_data/taubench, README there).
 
 Imported with the one documented command, mined with a support threshold that fits its size, and
 checked against what the resolved sessions actually did; and every piece of personal data in those

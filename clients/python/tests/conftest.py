@@ -19,14 +19,18 @@ REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "") in {"1", "true", "yes"
 
 
 def _taubench_dir() -> Path:
-    """The public tau-bench data (shared/data/taubench beside the checkout; TAUBENCH_DIR overrides)."""
-    here = Path(__file__).resolve()  # <checkout>/clients/python/tests/conftest.py; shared/ is beside <checkout>
-    beside = here.parents[4] / "shared" / "data" / "taubench" if len(here.parents) > 4 else Path("shared/data/taubench")
-    candidates = [os.environ.get("TAUBENCH_DIR"), beside]
-    for candidate in candidates:
-        if candidate and (Path(candidate) / "tau2_airline_tasks.json").exists():
-            return Path(candidate)
-    return Path(candidates[-1])
+    """The public tau-bench data: the repository's own locator (public_data/__init__.py, loaded by path
+    since these tests run without the repository on sys.path), so TAUBENCH_DIR and SHARED_DATA_DIR
+    override as everywhere else. Outside the repository only TAUBENCH_DIR can name it."""
+    import importlib.util
+
+    locator = Path(__file__).resolve().parents[3] / "public_data" / "__init__.py"
+    if not locator.exists():
+        return Path(os.environ.get("TAUBENCH_DIR") or "public_data/taubench")
+    spec = importlib.util.spec_from_file_location("_procmem_public_data", locator)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.data_dir("taubench")
 
 
 TAUBENCH_DIR = _taubench_dir()
@@ -46,7 +50,7 @@ def model_and_data():
     if not embeddings.available():
         missing("the [embeddings] extra is not installed: pip install './clients/python[embeddings]'")
     if not (TAUBENCH_DIR / "tau2_airline_tasks.json").exists():
-        missing(f"tau-bench data not found at {TAUBENCH_DIR} (set TAUBENCH_DIR)")
+        missing(f"tau-bench data not found at {TAUBENCH_DIR} (public_data/ of the repository, or TAUBENCH_DIR)")
 
 
 REFUND = {

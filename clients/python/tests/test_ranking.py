@@ -2,7 +2,7 @@
 ranking or to an appliesWhen sentence cannot silently move traffic.
 
 The task texts are the `reason_for_call` of the tau2-bench airline and retail tasks
-(shared/data/taubench beside the checkout); the procedures (tests/data/selection_procedures.json) are one
+(public_data/taubench in the repository); the procedures (tests/data/selection_procedures.json) are one
 per kind of write action those tasks need, with an appliesWhen written for it. Each domain is one
 agent's set. selection_expectations.json freezes the injected ids for every task whose first pick
 is one of the procedures its gold actions need; unrelated requests must get nothing.

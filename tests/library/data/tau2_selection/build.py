@@ -1,6 +1,6 @@
 """Builds the tau2-bench labelled selection set: a procedure library per domain and graded queries.
 
-    python tests/library/data/tau2_selection/build.py [TAUBENCH_DIR]   # default /work/shared/data/taubench
+    python tests/library/data/tau2_selection/build.py [TAUBENCH_DIR]   # default: public_data/taubench (TAUBENCH_DIR overrides)
 
 Input: tau2_airline_tasks.json and tau2_retail_tasks.json (tau2-bench, MIT). Output, next to this
 file (committed; tests/library/test_selection_eval.py checks that they are what this script makes):
@@ -37,6 +37,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+REPO = HERE.parents[3]
 READ_PREFIXES = ("get_", "find_", "search_", "list_")
 READ_TOOLS = {"calculate", "think"}
 MAX_STEPS = 8
@@ -162,8 +163,16 @@ def write(built: dict[str, tuple[list[dict], list[dict]]], target: Path = HERE) 
         )
 
 
+def _default_source() -> Path:
+    """The tau2 task files as every test finds them (public_data/, a variable overrides)."""
+    sys.path.insert(0, str(REPO))
+    from public_data import data_dir
+
+    return data_dir("tau2")
+
+
 if __name__ == "__main__":
-    source = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/work/shared/data/taubench")
+    source = Path(sys.argv[1]) if len(sys.argv) > 1 else _default_source()
     result = build(source)
     write(result)
     for domain, (procedures, queries) in result.items():
