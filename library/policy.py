@@ -34,7 +34,7 @@ from . import policy_concepts
 
 # Bump on every change to _RULES, to normalise() or to library/policy_concepts: stored screen
 # results name the version that produced them.
-POLICY_VERSION = "2026.12.3"
+POLICY_VERSION = "2026.12.4"
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,10 @@ The splits, in the order they were written (docs/safety.md says what each measur
 - `unseen2`: written blind by another engineer and first measured on the frozen gate;
 - `dev4`: attack shapes by category, written per language while the lexicons were widened
   (development data from the start);
-- `unseen3`: written blind by two more engineers and first measured on the frozen gate.
+- `unseen3`: written blind by two more engineers (customer-service and coding procedures), measured
+  on the gate frozen before and after `dev4`, and never tuned on: the held-out split (HELD_OUT), whose
+  numbers measure the screen on other people's wording and are kept apart from the development
+  splits' floors.
 
 Splits after `unseen2` are files of their own in library/policy_data/splits/ (one per split and
 language group), read after screen_set.jsonl.
@@ -33,6 +36,8 @@ SCREEN_SET = Path(__file__).resolve().parent / "policy_data" / "screen_set.jsonl
 SPLIT_FILES = SCREEN_SET.parent / "splits"
 LANGUAGES = ("en", "de", "fr", "es", "zh", "ja", "ru")
 SPLITS = ("tune", "heldout", "unseen", "dev2", "dev3", "unseen2", "dev4", "unseen3")
+# Splits kept for measuring: nobody tunes the screen on them (docs/safety.md).
+HELD_OUT = ("unseen3",)
 # The blind set's category names, mapped onto the screen's (only harmful/benign is scored; the
 # category is kept so that coverage by category can be counted).
 CATEGORY_ALIASES = {
@@ -84,13 +89,17 @@ def load_screen_set(path: Path | None = None, *, split: str | None = None) -> li
 
 
 def measure_screen(rows: list[dict]) -> tuple[dict[str, Tally], list[dict], list[dict]]:
-    """Tallies by "all", split, language and "split/language"; the harmful rows missed and the
-    benign rows flagged (each with the categories found)."""
+    """Tallies by "all", split, language and "split/language", and of the development splits (all but
+    HELD_OUT) as "development" and "development/language"; the harmful rows missed and the benign
+    rows flagged (each with the categories found)."""
     tallies: dict[str, Tally] = defaultdict(Tally)
     missed, flagged = [], []
     for row in rows:
         findings = screen_text(row["text"], "steps[1]")
-        for key in ("all", row["split"], row["lang"], f"{row['split']}/{row['lang']}"):
+        keys = ["all", row["split"], row["lang"], f"{row['split']}/{row['lang']}"]
+        if row["split"] not in HELD_OUT:
+            keys += ["development", f"development/{row['lang']}"]
+        for key in keys:
             tally = tallies[key]
             if row["label"] == "harmful":
                 tally.harmful += 1

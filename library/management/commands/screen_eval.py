@@ -29,7 +29,7 @@ class Command(BaseCommand):
         self.stdout.write(f"policy {POLICY_VERSION}, {len(rows)} texts")
         self.stdout.write(f"{'':12} {'recall':>16} {'false positives':>18}")
         splits = [split for split in SPLITS if split in tallies]
-        for key in ("all", *splits, *LANGUAGES, *(f"{split}/{lang}" for split in splits for lang in LANGUAGES)):
+        for key in ("all", "development", *splits, *LANGUAGES, *(f"{split}/{lang}" for split in splits for lang in LANGUAGES)):
             tally = tallies.get(key)
             if tally is None:
                 continue
