@@ -84,24 +84,22 @@ def _address(request: HttpRequest) -> str:
 def auth_failures_exceeded(request: HttpRequest) -> int | None:
     """Retry-After seconds when the client address has used up its failed authentications, else
     None. Asked before the token lookup, so a flood of bad tokens stops costing lookups."""
-    if not settings.PROCMEM_RATE_LIMITS:
-        return None
-    limiter, item = _get_limiter(), _auth_failure_item()
-    keys = (*AUTH_FAILURE_KEYS, _address(request))
-    if limiter.test(item, *keys):
-        return None
-    return _retry_after(limiter, item, keys)
+    return _auth_failures(request, count=False)
 
 
 def auth_failure_counted(request: HttpRequest) -> int | None:
     """Counts one failed authentication of the client address; Retry-After seconds when it was over
     the limit (the caller answers 429 instead of 401: concurrent requests that all passed
     `auth_failures_exceeded` still get exactly the limit's number of 401s), else None."""
+    return _auth_failures(request, count=True)
+
+
+def _auth_failures(request: HttpRequest, *, count: bool) -> int | None:
     if not settings.PROCMEM_RATE_LIMITS:
         return None
     limiter, item = _get_limiter(), _auth_failure_item()
     keys = (*AUTH_FAILURE_KEYS, _address(request))
-    if limiter.hit(item, *keys):
+    if (limiter.hit if count else limiter.test)(item, *keys):
         return None
     return _retry_after(limiter, item, keys)
 

@@ -186,8 +186,7 @@ def test_who_does_not_manage_the_agent_cannot_change_limits(client, agent, revie
 @pytest.mark.django_db
 @pytest.mark.parametrize("content_type", ["application/x-protobuf", "application/json"])
 def test_otlp_over_the_limit_is_an_otlp_429_with_retry_after_and_stores_nothing(client, agent, admin_user, settings, content_type):
-    from google.protobuf import json_format
-    from google.rpc import code_pb2, status_pb2
+    from google.rpc import code_pb2
 
     from library.models import OtlpSpan
     from tests.library.otel_agent import otlp_json, otlp_protobuf, recorded_spans
@@ -208,11 +207,7 @@ def test_otlp_over_the_limit_is_an_otlp_429_with_retry_after_and_stores_nothing(
     # then: the exporter's own error shape (a google.rpc.Status in the request's encoding), retryable
     assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
     assert refused["Content-Type"] == content_type
-    status = status_pb2.Status()
-    if content_type == "application/x-protobuf":
-        status.ParseFromString(refused.content)
-    else:
-        json_format.Parse(refused.content, status)
+    status = _otlp_status(refused, content_type)
     assert status.code == code_pb2.RESOURCE_EXHAUSTED and "rate limit" in status.message
     assert (AgentSession.objects.filter(agent=agent).count(), OtlpSpan.objects.count()) == stored
 
@@ -297,8 +292,7 @@ def test_failed_authentications_are_limited_per_address_before_any_token_lookup(
 @pytest.mark.django_db
 @pytest.mark.parametrize("content_type", ["application/x-protobuf", "application/json"])
 def test_otlp_over_the_failed_authentications_is_an_otlp_429(client, settings, content_type):
-    from google.protobuf import json_format
-    from google.rpc import code_pb2, status_pb2
+    from google.rpc import code_pb2
 
     from tests.library.otel_agent import otlp_json, otlp_protobuf, recorded_spans
 
@@ -313,11 +307,7 @@ def test_otlp_over_the_failed_authentications_is_an_otlp_429(client, settings, c
     refused = export()
     assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
     assert refused["Content-Type"] == content_type
-    status = status_pb2.Status()
-    if content_type == "application/x-protobuf":
-        status.ParseFromString(refused.content)
-    else:
-        json_format.Parse(refused.content, status)
+    status = _otlp_status(refused, content_type)
     assert status.code == code_pb2.RESOURCE_EXHAUSTED and "failed authentications" in status.message
 
 
@@ -340,3 +330,16 @@ def test_the_failed_authentication_limit_is_off_with_the_other_limits(client, se
     settings.PROCMEM_RATE_LIMITS = False
     settings.PROCMEM_RATE_LIMIT_AUTH_FAILURES = "1/minute"
     assert [client.get(select_url(), {"task": "x"}, **bearer("pm_wrong")).status_code for _ in range(3)] == [401] * 3
+
+
+def _otlp_status(response, content_type: str):
+    """The google.rpc.Status of an OTLP error answer, in the request's encoding."""
+    from google.protobuf import json_format
+    from google.rpc import status_pb2
+
+    status = status_pb2.Status()
+    if content_type == "application/x-protobuf":
+        status.ParseFromString(response.content)
+    else:
+        json_format.Parse(response.content, status)
+    return status
