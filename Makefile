@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test browser typescript oidc-provider clean
+.PHONY: install demo test lint format browser typescript oidc-provider clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,15 @@ demo: install
 
 test: install browser typescript oidc-provider
 	$(PY) -m pytest $(PYTEST_ARGS)
+
+# The house style: `ruff format --check` and `ruff check` with the rules in pyproject.toml (.ci/run too).
+lint: install
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
+
+format: install
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
 
 clean:
 	rm -rf $(VENV) var/*.sqlite3 var/celery tests/oidc/node_modules

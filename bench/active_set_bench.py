@@ -60,7 +60,9 @@ def main() -> None:
         with common.gunicorn(env, port=PORT, workers=2):
             # warm both workers: each builds the set once
             for _ in range(8):
-                with urllib.request.urlopen(urllib.request.Request(set_url, headers={"Authorization": f"Bearer {token}"})) as r:
+                with urllib.request.urlopen(
+                    urllib.request.Request(set_url, headers={"Authorization": f"Bearer {token}"})
+                ) as r:
                     body = r.read()
                     etag = r.headers["ETag"]
             data = json.loads(body)
@@ -89,7 +91,13 @@ def main() -> None:
                 for round_number in range(args.rounds):
                     for name, (url, headers) in targets.items():
                         label = name if not name.startswith("active set") else f"{name} [recheck {recheck} s]"
-                        rps, p50 = wrk(url, duration=args.duration, connections=args.connections, threads=args.threads, headers=headers)
+                        rps, p50 = wrk(
+                            url,
+                            duration=args.duration,
+                            connections=args.connections,
+                            threads=args.threads,
+                            headers=headers,
+                        )
                         results.setdefault(label, []).append((rps, p50))
                         print(f"round {round_number + 1}: {label}: {rps:.0f} req/s (p50 {p50})", flush=True)
     finally:

@@ -99,11 +99,30 @@ def main() -> None:
             out = io.StringIO()
             before = os.times()
             started = time.perf_counter()
-            call_command("import_sessions", str(TRAJS), "--format", "mini-swe-agent", "--outcomes", str(RESULTS),
-                         "--agent", name, "--create-agent", "--no-progress", "--workers", workers, stdout=out, stderr=io.StringIO())
+            call_command(
+                "import_sessions",
+                str(TRAJS),
+                "--format",
+                "mini-swe-agent",
+                "--outcomes",
+                str(RESULTS),
+                "--agent",
+                name,
+                "--create-agent",
+                "--no-progress",
+                "--workers",
+                workers,
+                stdout=out,
+                stderr=io.StringIO(),
+            )
             seconds.append(time.perf_counter() - started)
             after = os.times()
-            cpu.append(sum(getattr(after, f) - getattr(before, f) for f in ("user", "system", "children_user", "children_system")))
+            cpu.append(
+                sum(
+                    getattr(after, f) - getattr(before, f)
+                    for f in ("user", "system", "children_user", "children_system")
+                )
+            )
         name = f"bench-coding-{stamp}-{round_no}-w{import_workers()}"
         agent = Agent.objects.get(name=name)
         stored = AgentSession.objects.filter(agent=agent).count()
@@ -111,9 +130,12 @@ def main() -> None:
         started = time.perf_counter()
         run = mining_run_execute(agent=agent)
         mine_s.append(time.perf_counter() - started)
-        print(f"round {round_no + 1}: {files} files; {out.getvalue().strip()} mining: {run.counts.get('candidates')} candidate(s); "
-              f"parse {parse_s[-1]:.2f} s, import {import_s[-1]:.2f} s ({import_workers()} workers), in one process "
-              f"{single_s[-1]:.2f} s, mining {mine_s[-1]:.2f} s", flush=True)
+        print(
+            f"round {round_no + 1}: {files} files; {out.getvalue().strip()} mining: {run.counts.get('candidates')} candidate(s); "
+            f"parse {parse_s[-1]:.2f} s, import {import_s[-1]:.2f} s ({import_workers()} workers), in one process "
+            f"{single_s[-1]:.2f} s, mining {mine_s[-1]:.2f} s",
+            flush=True,
+        )
         assert stored == files == 231, (stored, files)
 
     p, i, m = statistics.median(parse_s), statistics.median(import_s), statistics.median(mine_s)
@@ -121,16 +143,28 @@ def main() -> None:
     print(f"| step | median of {args.rounds} (s) | ratio | target |")
     print("| --- | ---: | ---: | --- |")
     print(f"| plain JSON parse of the 231 files (tar.gz) | {p:.2f} | 1.00 | baseline |")
-    print(f"| import_sessions --format mini-swe-agent ({import_workers()} worker processes) | {i:.2f} | {i / p:.2f} × parse | ≤ 3× parse: {'met' if i <= 3 * p else 'NOT met'} |")
-    print(f"| its CPU time (the command and its workers) | {statistics.median(import_cpu):.2f} | {statistics.median(import_cpu) / p:.2f} × parse | |")
+    print(
+        f"| import_sessions --format mini-swe-agent ({import_workers()} worker processes) | {i:.2f} | {i / p:.2f} × parse | ≤ 3× parse: {'met' if i <= 3 * p else 'NOT met'} |"
+    )
+    print(
+        f"| its CPU time (the command and its workers) | {statistics.median(import_cpu):.2f} | {statistics.median(import_cpu) / p:.2f} × parse | |"
+    )
     o = statistics.median(single_s)
     print(f"| the same with --workers 1 (one process) | {o:.2f} | {o / p:.2f} × parse | |")
     print(f"| its CPU time | {statistics.median(single_cpu):.2f} | {statistics.median(single_cpu) / p:.2f} × parse | |")
     c, r = statistics.median(classify_s), statistics.median(redact_s)
-    print(f"| of one process: parsing the trajectories and classifying 8,238 commands | {c:.2f} | {c / p:.2f} × parse | |")
-    print(f"| of one process: redaction (known values, the excerpts' redacted commands and outputs) | {r:.2f} | {r / p:.2f} × parse | |")
-    print(f"| of one process: the rest (reading the archive, storing in PostgreSQL) | {max(o - c - r, 0):.2f} | {max(o - c - r, 0) / p:.2f} × parse | |")
-    print(f"| mining run (task families, their candidates) | {m:.2f} | {m / i:.2f} × import | ≤ 1× import: {'met' if m <= i else 'NOT met'} |")
+    print(
+        f"| of one process: parsing the trajectories and classifying 8,238 commands | {c:.2f} | {c / p:.2f} × parse | |"
+    )
+    print(
+        f"| of one process: redaction (known values, the excerpts' redacted commands and outputs) | {r:.2f} | {r / p:.2f} × parse | |"
+    )
+    print(
+        f"| of one process: the rest (reading the archive, storing in PostgreSQL) | {max(o - c - r, 0):.2f} | {max(o - c - r, 0) / p:.2f} × parse | |"
+    )
+    print(
+        f"| mining run (task families, their candidates) | {m:.2f} | {m / i:.2f} × import | ≤ 1× import: {'met' if m <= i else 'NOT met'} |"
+    )
     print(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
 
 

@@ -11,7 +11,7 @@ import time
 import urllib.request
 from collections.abc import Callable
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -65,9 +65,8 @@ def prepare(database_url: str, agents: dict[str, int], role: str) -> tuple[dict[
     recreate_database(database_url)
     env = django_env(database_url)
     manage(env, "migrate", "--noinput")
-    seed_code = (
-        "import django; django.setup(); from bench.seed_active import seed_active_procedures; "
-        + "; ".join(f"seed_active_procedures(agent_name={name!r}, count={count})" for name, count in agents.items())
+    seed_code = "import django; django.setup(); from bench.seed_active import seed_active_procedures; " + "; ".join(
+        f"seed_active_procedures(agent_name={name!r}, count={count})" for name, count in agents.items()
     )
     started = time.perf_counter()
     subprocess.run([sys.executable, "-c", seed_code], cwd=ROOT, env=env, check=True)
@@ -78,7 +77,11 @@ def prepare(database_url: str, agents: dict[str, int], role: str) -> tuple[dict[
         conn.execute("ANALYZE")
     manage(env, "create_readonly_role", role, "--no-password")
     tokens = {name: manage(env, "create_token", name, "--scope", "read").strip() for name in agents}
-    readonly_url = urlparse(database_url)._replace(netloc=f"{role}@{urlparse(database_url).hostname}:{urlparse(database_url).port or 5432}").geturl()
+    readonly_url = (
+        urlparse(database_url)
+        ._replace(netloc=f"{role}@{urlparse(database_url).hostname}:{urlparse(database_url).port or 5432}")
+        .geturl()
+    )
     return django_env(database_url, readonly_url), tokens
 
 
@@ -120,13 +123,25 @@ def stop(process: subprocess.Popen) -> None:
 
 
 @contextmanager
-def serve(args: list[str], env: dict[str, str], *, log_path: Path, ready: Callable[[], bool], deadline: float = 180, poll: float = 0.2):
+def serve(
+    args: list[str],
+    env: dict[str, str],
+    *,
+    log_path: Path,
+    ready: Callable[[], bool],
+    deadline: float = 180,
+    poll: float = 0.2,
+):
     """gunicorn serving procmem_site.wsgi with `args`, its output in `log_path`: yields the process
     once `ready()` is true, and stops it after."""
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log = open(log_path, "w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", *args], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", *args],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     try:
         until = time.monotonic() + deadline
@@ -144,9 +159,25 @@ def serve(args: list[str], env: dict[str, str], *, log_path: Path, ready: Callab
 def gunicorn(env: dict[str, str], *, port: int, workers: int = 2, timeout: int = 600, threads: int | None = None):
     """The bench settings' app on 127.0.0.1:`port`, ready once /bench/trivial answers (each worker
     loads the embedding model before it serves: procmem_site/warmup.py)."""
-    args = ["--workers", str(workers), "--bind", f"127.0.0.1:{port}", "--timeout", str(timeout), "--log-level", "warning",
-            "--keep-alive", "5", *(["--threads", str(threads)] if threads else [])]
-    with serve(args, env, log_path=OUT / f"gunicorn-{port}.log", ready=lambda: answers(f"http://127.0.0.1:{port}/bench/trivial")) as process:
+    args = [
+        "--workers",
+        str(workers),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--timeout",
+        str(timeout),
+        "--log-level",
+        "warning",
+        "--keep-alive",
+        "5",
+        *(["--threads", str(threads)] if threads else []),
+    ]
+    with serve(
+        args,
+        env,
+        log_path=OUT / f"gunicorn-{port}.log",
+        ready=lambda: answers(f"http://127.0.0.1:{port}/bench/trivial"),
+    ) as process:
         yield process
 
 
@@ -159,5 +190,5 @@ def machine() -> str:
 def append_results(section: str) -> None:
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     existing = RESULTS.read_text() if RESULTS.exists() else "# Benchmark results\n"
-    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     RESULTS.write_text(existing.rstrip("\n") + "\n\n" + section.replace("{stamp}", stamp).rstrip("\n") + "\n")

@@ -40,9 +40,9 @@ def main() -> None:
     from guardian.shortcuts import assign_perm
 
     from bench.seed_active import seed_active_procedures
-    from library import releases, serving, services
-    from library.models import ProcedureVersion
+    from library import releases, services, serving
     from library.demo.seed import record_passing_eval
+    from library.models import ProcedureVersion
 
     call_command("migrate", verbosity=0)
     agent = seed_active_procedures(agent_name="bench_agent", count=args.count)
@@ -55,8 +55,12 @@ def main() -> None:
     approver = users.create_user("bench_promoter", password="x", is_superuser=True)
     version = ProcedureVersion.objects.filter(procedure__agent=agent, status="ACTIVE").order_by("pk").first()
     staged = services.version_revise(
-        version=version, user=editor, applies_when=version.applies_when, steps=[*version.steps, "Confirm the change with the customer."],
-        required_tools=version.required_tools, forbidden_actions=version.forbidden_actions,
+        version=version,
+        user=editor,
+        applies_when=version.applies_when,
+        steps=[*version.steps, "Confirm the change with the customer."],
+        required_tools=version.required_tools,
+        forbidden_actions=version.forbidden_actions,
     )
     record_passing_eval(staged, runner="bench")
     assign_perm("library.approve_procedure", approver, staged.procedure)
@@ -68,8 +72,16 @@ def main() -> None:
         cursor.execute("ANALYZE")
     baseline_sql, current_sql = _statements()
     served = serving.active_set_for_agent(agent=agent, using="default", recheck=0)
-    timings: dict[str, list[float]] = {k: [] for k in ("check, baseline", "check, with releases and rollouts",
-                                                      "production, no session", "staging", "production, a new session")}
+    timings: dict[str, list[float]] = {
+        k: []
+        for k in (
+            "check, baseline",
+            "check, with releases and rollouts",
+            "production, no session",
+            "staging",
+            "production, a new session",
+        )
+    }
     for n in range(args.repeat):
         for name, sql in (("check, baseline", baseline_sql), ("check, with releases and rollouts", current_sql)):
             start = time.perf_counter()
@@ -77,8 +89,11 @@ def main() -> None:
                 cursor.execute(sql, ["ACTIVE", agent.pk])
                 cursor.fetchone()
             timings[name].append(time.perf_counter() - start)
-        for name, kwargs in (("production, no session", {}), ("staging", {"environment": "staging"}),
-                             ("production, a new session", {"session": f"bench-{n}"})):
+        for name, kwargs in (
+            ("production, no session", {}),
+            ("staging", {"environment": "staging"}),
+            ("production, a new session", {"session": f"bench-{n}"}),
+        ):
             start = time.perf_counter()
             releases.served_for(served=served, using="default", **kwargs)
             timings[name].append(time.perf_counter() - start)
@@ -86,7 +101,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     rows = "\n".join(f"| {k} | {v:.3f} | {v / medians['check, baseline']:.2f} |" for k, v in medians.items())
     section = f"""
-## Environments and rollouts on the agent API's hot path ({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())})
+## Environments and rollouts on the agent API's hot path ({time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())})
 
 Command: `DATABASE_URL=postgres://postgres@127.0.0.1:5432/procmem_envs_bench .venv/bin/python -m bench.environments_bench --count {args.count} --repeat {args.repeat}`
 
@@ -98,7 +113,7 @@ version in staging and in a running rollout to 20 %; {args.repeat} interleaved r
 {rows}
 
 The check statement with the digest of releases and running rollouts costs
-{medians['check, with releases and rollouts'] / medians['check, baseline']:.2f}× the statement without it; the derived sets cost no query (the plan is
+{medians["check, with releases and rollouts"] / medians["check, baseline"]:.2f}× the statement without it; the derived sets cost no query (the plan is
 read with the built set) and are kept per production set and arm, so after the first request per arm they are a dictionary look-up.
 """
     print(section)
@@ -113,7 +128,7 @@ def _statements() -> tuple[str, str]:
 
     source = inspect.getsource(serving._current_state)
     start = source.index('f"""SELECT') + 4
-    template = source[start:source.index('"""', start)]
+    template = source[start : source.index('"""', start)]
     from django.contrib.auth import get_user_model
 
     from library.models import Agent, ProcedureVersion

@@ -20,7 +20,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -54,22 +54,32 @@ def _make_agent(cases: int, label: str):
     from django.contrib.auth import get_user_model
 
     from library import services
-    from library.permissions import ensure_reviewers_group
     from library.models import Agent, Intent, RegressionCase, Source
+    from library.permissions import ensure_reviewers_group
 
     reviewer, _ = get_user_model().objects.get_or_create(username="bench_reviewer")
     reviewer.groups.add(ensure_reviewers_group())
-    agent = Agent.objects.create(name=f"bench_{label}_{int(time.time() * 1000)}", tools=["lookupOrder"], eval_runner="python")
+    agent = Agent.objects.create(
+        name=f"bench_{label}_{int(time.time() * 1000)}", tools=["lookupOrder"], eval_runner="python"
+    )
     target = Intent.objects.create(agent=agent, name="target")
     other = Intent.objects.create(agent=agent, name="other")
     RegressionCase.objects.bulk_create(
-        RegressionCase(agent=agent, intent=target if i % 2 == 0 else other, task=f"case {i}", expected_tools=["lookupOrder"])
+        RegressionCase(
+            agent=agent, intent=target if i % 2 == 0 else other, task=f"case {i}", expected_tools=["lookupOrder"]
+        )
         for i in range(cases)
     )
     version = services.procedure_propose(
-        agent=agent, intent=target, key="bench.target", applies_when="Benchmark cases.",
-        steps=["Call lookupOrder.", "Reply.", "Stop."], required_tools=["lookupOrder"], forbidden_actions=[],
-        source=Source.MANUAL, actor_label="bench",
+        agent=agent,
+        intent=target,
+        key="bench.target",
+        applies_when="Benchmark cases.",
+        steps=["Call lookupOrder.", "Reply.", "Stop."],
+        required_tools=["lookupOrder"],
+        forbidden_actions=[],
+        source=Source.MANUAL,
+        actor_label="bench",
     )
     return agent, version, reviewer
 
@@ -82,11 +92,33 @@ def _start_workers(count: int, log_dir: Path) -> list[subprocess.Popen]:
     for index in range(count):
         name = f"bench-eval-{index}-{os.getpid()}@localhost"
         log = open(log_dir / f"worker-{index}.log", "w")
-        procs.append(subprocess.Popen(
-            [sys.executable, "-m", "celery", "-A", "procmem_site", "worker", "--pool", "prefork", "--concurrency", "1",
-             "--loglevel", "WARNING", "--hostname", name, "--without-mingle", "--without-gossip", "--without-heartbeat"],
-            cwd=ROOT, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT,
-        ))
+        procs.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "procmem_site",
+                    "worker",
+                    "--pool",
+                    "prefork",
+                    "--concurrency",
+                    "1",
+                    "--loglevel",
+                    "WARNING",
+                    "--hostname",
+                    name,
+                    "--without-mingle",
+                    "--without-gossip",
+                    "--without-heartbeat",
+                ],
+                cwd=ROOT,
+                env=dict(os.environ),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        )
         names.append(name)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -108,8 +140,8 @@ def _stop_workers(procs: list[subprocess.Popen]) -> None:
 
 def _one_run(version, reviewer) -> float:
     """Seconds from the start of the run to its stored verdict (the database's own timestamps)."""
-    from library.models import EvalRun
     from library.evals import runs as evals
+    from library.models import EvalRun
 
     run = evals.eval_run_start(version=version, user=reviewer)
     deadline = time.monotonic() + 600
@@ -143,7 +175,9 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--append", action="store_true", help="append the results to bench/RESULTS.md")
     args = parser.parse_args()
-    if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not os.environ.get("CELERY_BROKER_URL", "").startswith("redis"):
+    if not os.environ.get("DATABASE_URL", "").startswith("postgres") or not os.environ.get(
+        "CELERY_BROKER_URL", ""
+    ).startswith("redis"):
         raise SystemExit("set DATABASE_URL=postgres://… and CELERY_BROKER_URL=redis://… (see the docstring)")
     _setup_django()
     from django.conf import settings
@@ -161,7 +195,7 @@ def main() -> int:
     t_instant, t1, t2 = statistics.median(instant), statistics.median(slow1), statistics.median(slow2)
     load = os.getloadavg()
     lines = [
-        f"- when: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores (shared), load average at the end {load[0]:.2f}",
+        f"- when: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores (shared), load average at the end {load[0]:.2f}",
         f"- runs of {args.cases} cases = {arms} case-arms, chunks of {settings.PROCMEM_EVAL_CHUNK_SIZE} cases, "
         f"median of {args.repeats} runs, each after a warm-up run on freshly started workers (1- and 2-worker runs "
         f"alternate); time = start of the run → verdict stored",

@@ -21,7 +21,7 @@ import os
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,7 +49,9 @@ class LegacyArmSets:
         self.agent = run.version.procedure.agent
         self.candidate = run.version
         self.baseline = list(
-            ProcedureVersion.objects.filter(pk__in=[b["id"] for b in run.baseline_versions]).select_related("procedure__intent", "approved_by")
+            ProcedureVersion.objects.filter(pk__in=[b["id"] for b in run.baseline_versions]).select_related(
+                "procedure__intent", "approved_by"
+            )
         )
         self.max_chars = serving.injection_max_chars()
 
@@ -57,13 +59,14 @@ class LegacyArmSets:
         pass
 
     def request(self, arm, case):
+        from library.evals.payload import Selected, case_payload
         from procmem_client.rendering import render_block, render_procedure
 
-        from library.evals.payload import Selected, case_payload
-
-        versions = list(self.baseline) if arm == "baseline" else [
-            self.candidate, *[v for v in self.baseline if v.procedure_id != self.candidate.procedure_id]
-        ]
+        versions = (
+            list(self.baseline)
+            if arm == "baseline"
+            else [self.candidate, *[v for v in self.baseline if v.procedure_id != self.candidate.procedure_id]]
+        )
         versions = [v for v in versions if v.procedure.intent_id == case.intent_id]
         first = [v for v in versions if v.pk == self.candidate.pk]
         rest = sorted((v for v in versions if v.pk != self.candidate.pk), key=lambda v: v.procedure.key)
@@ -77,7 +80,9 @@ class LegacyArmSets:
         if block["text"]:
             parts.append(block["text"])
         injected = [{"id": p["id"], "version": p["version"], "intent": None} for p in block["included"]]
-        selected = Selected(procedures=block["included"], instruction="\n\n".join(parts), injected=injected, rendered_hash="")
+        selected = Selected(
+            procedures=block["included"], instruction="\n\n".join(parts), injected=injected, rendered_hash=""
+        )
         return case_payload(case), selected.instruction, selected.procedures, selected
 
 
@@ -99,16 +104,24 @@ def _setup(cases: int, procedures: int):
     from library.models import Agent, Intent, RegressionCase, Source
     from library.permissions import ensure_reviewers_group
 
-    admin, _ = get_user_model().objects.get_or_create(username="bench_admin", defaults={"is_superuser": True, "is_staff": True})
+    admin, _ = get_user_model().objects.get_or_create(
+        username="bench_admin", defaults={"is_superuser": True, "is_staff": True}
+    )
     admin.groups.add(ensure_reviewers_group())
     author, _ = get_user_model().objects.get_or_create(username="bench_author")
     author.groups.add(ensure_reviewers_group())
     tools = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
-    agent = Agent.objects.create(name=f"bench_evalsel_{int(time.time() * 1000)}", tools=tools, eval_runner="python",
-                                 eval_python_path="bench.eval_selection_bench:instant_runner")
+    agent = Agent.objects.create(
+        name=f"bench_evalsel_{int(time.time() * 1000)}",
+        tools=tools,
+        eval_runner="python",
+        eval_python_path="bench.eval_selection_bench:instant_runner",
+    )
     tasks = {
-        "refund_over_limit": [t for _, _, t in OVER_LIMIT], "refund_within_limit": [t for _, _, t in WITHIN_LIMIT],
-        "order_status": list(ORDER_STATUS.values()), "address_change": [t for _, _, t in ADDRESS_CHANGE],
+        "refund_over_limit": [t for _, _, t in OVER_LIMIT],
+        "refund_within_limit": [t for _, _, t in WITHIN_LIMIT],
+        "order_status": list(ORDER_STATUS.values()),
+        "address_change": [t for _, _, t in ADDRESS_CHANGE],
     }
     texts = {
         "refund_over_limit": "The customer asks for money back for an expensive order of hundreds of EUR",
@@ -121,27 +134,41 @@ def _setup(cases: int, procedures: int):
     for i in range(procedures):
         intent = names[i % len(names)]
         version = services.procedure_propose(
-            agent=agent, intent=intents[intent], key=f"{intent.replace('_', '.')}.p{i}",
+            agent=agent,
+            intent=intents[intent],
+            key=f"{intent.replace('_', '.')}.p{i}",
             applies_when=f"{texts[intent]} (variant {i}).",
             steps=["Look up the order with lookupOrder({{order_id}}).", f"Answer with replyTemplates('t{i}')."],
-            required_tools=["lookupOrder", "replyTemplates"], forbidden_actions=[], source=Source.MANUAL, proposed_by=author,
+            required_tools=["lookupOrder", "replyTemplates"],
+            forbidden_actions=[],
+            source=Source.MANUAL,
+            proposed_by=author,
         )
         record_passing_eval(version, runner="bench")
         services.version_approve(version=version, user=admin, comment="bench", acknowledge_conflicts=True)
     RegressionCase.objects.bulk_create(
         RegressionCase(
-            agent=agent, intent=intents[names[i % len(names)]],
+            agent=agent,
+            intent=intents[names[i % len(names)]],
             task=f"{tasks[names[i % len(names)]][(i // len(names)) % len(tasks[names[i % len(names)]])]} (ticket {i})",
             expected_tools=["lookupOrder"],
         )
         for i in range(cases)
     )
     candidate = services.procedure_propose(
-        agent=agent, intent=intents["refund_over_limit"], key="refund.over.limit.p0",
+        agent=agent,
+        intent=intents["refund_over_limit"],
+        key="refund.over.limit.p0",
         applies_when=f"{texts['refund_over_limit']}, more than the agent may refund on its own.",
-        steps=["Look up the order with lookupOrder({{order_id}}).", "Create an approval with createApproval({{order_id}}).",
-               "Reply with replyTemplates('approval_pending')."],
-        required_tools=["lookupOrder", "createApproval", "replyTemplates"], forbidden_actions=[], source=Source.MANUAL, proposed_by=admin,
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Create an approval with createApproval({{order_id}}).",
+            "Reply with replyTemplates('approval_pending').",
+        ],
+        required_tools=["lookupOrder", "createApproval", "replyTemplates"],
+        forbidden_actions=[],
+        source=Source.MANUAL,
+        proposed_by=admin,
     )
     return candidate, admin
 
@@ -197,7 +224,7 @@ def main() -> int:
     t_old, t_new = statistics.median(old), statistics.median(new)
     load = os.getloadavg()
     lines = [
-        f"- when: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores (shared), load average at the end {load[0]:.2f}",
+        f"- when: {datetime.now(UTC):%Y-%m-%d %H:%M} UTC; {os.cpu_count()} cores (shared), load average at the end {load[0]:.2f}",
         f"- runs of {args.cases} cases (= {2 * args.cases} case-arms) over {args.procedures} ACTIVE procedures of 4 intents, instant "
         f"runner, in process (eager Celery), median of {args.repeats} runs per path, the paths alternating after a warm-up each",
         f"- the rule it replaced (intent filter, candidate first): **{t_old * 1000 / args.cases:.1f} ms per case** "
@@ -216,7 +243,11 @@ def main() -> int:
             f"--repeats {args.repeats} --append"
         )
         with open(ROOT / "bench" / "RESULTS.md", "a", encoding="utf-8") as handle:
-            handle.write(f"\n## Eval orchestration with the served selection\n\n```sh\n{command}\n```\n\n" + "\n".join(lines) + "\n")
+            handle.write(
+                f"\n## Eval orchestration with the served selection\n\n```sh\n{command}\n```\n\n"
+                + "\n".join(lines)
+                + "\n"
+            )
     return 0
 
 

@@ -45,7 +45,9 @@ def _session_cookie(env: dict[str, str]) -> tuple[str, str]:
         " c.force_login(get_user_model().objects.get(username='reviewer'));"
         " print(f'/versions/{v.pk}/', settings.SESSION_COOKIE_NAME + '=' + c.cookies[settings.SESSION_COOKIE_NAME].value)"
     )
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout
     path, cookie = out.split()[-2:]
     return path, cookie
 
@@ -59,7 +61,9 @@ def _get(url: str, cookie: str) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def _one_process(env: dict[str, str], *, warm_up: bool, port: int, path: str, cookie: str, warm: int) -> dict[str, float]:
+def _one_process(
+    env: dict[str, str], *, warm_up: bool, port: int, path: str, cookie: str, warm: int
+) -> dict[str, float]:
     log_path = OUT / f"first-page-{port}.log"
     args = ["--workers", "1", "--bind", f"127.0.0.1:{port}", "--timeout", "600", "--log-level", "warning"]
     env = {**env, "PROCMEM_WARM_UP": "1" if warm_up else "0", "LOG_LEVEL": "INFO"}
@@ -75,7 +79,10 @@ def _one_process(env: dict[str, str], *, warm_up: bool, port: int, path: str, co
 def _in_process(env: dict[str, str], *, warm_up: bool, path: str, cookie: str, warm: int) -> dict[str, float]:
     completed = subprocess.run(
         [sys.executable, "-m", "bench.first_request", path, cookie, "--warm", str(warm)],
-        cwd=ROOT, env={**env, "PROCMEM_WARM_UP": "1" if warm_up else "0"}, capture_output=True, text=True,
+        cwd=ROOT,
+        env={**env, "PROCMEM_WARM_UP": "1" if warm_up else "0"},
+        capture_output=True,
+        text=True,
     )
     if completed.returncode != 0:
         raise SystemExit(f"bench.first_request failed: {completed.stderr[-3000:]}")
@@ -85,14 +92,24 @@ def _in_process(env: dict[str, str], *, warm_up: bool, path: str, cookie: str, w
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warm", type=int, default=10, help="warm requests per process (their median is the warm time)")
+    parser.add_argument(
+        "--warm", type=int, default=10, help="warm requests per process (their median is the warm time)"
+    )
     parser.add_argument("--port", type=int, default=8731)
-    parser.add_argument("--in-process", type=int, default=0, metavar="N", help="also N fresh in-process runs per setting (bench/first_request.py)")
+    parser.add_argument(
+        "--in-process",
+        type=int,
+        default=0,
+        metavar="N",
+        help="also N fresh in-process runs per setting (bench/first_request.py)",
+    )
     parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
     args = parser.parse_args()
     database_url = os.environ.get("DATABASE_URL", "")
     if not urlparse(database_url).path.lstrip("/").startswith("procmem_bench"):
-        raise SystemExit("DATABASE_URL must name a PostgreSQL database whose name starts with procmem_bench (it is recreated)")
+        raise SystemExit(
+            "DATABASE_URL must name a PostgreSQL database whose name starts with procmem_bench (it is recreated)"
+        )
     OUT.mkdir(parents=True, exist_ok=True)
     recreate_database(database_url)
     env = django_env(database_url)
@@ -105,16 +122,25 @@ def main() -> int:
     # scan compares only what is served; round 1 measured that one-time embedding, 7-22x, before):
     # the rounds measure a fresh process, not a version's first view
     subprocess.run(
-        [sys.executable, "-c", "import django; django.setup(); from library.models import Agent, ProcedureVersion;"
-         " from library.conflicts import conflicts_scan; from library.embeddings import version_vectors;"
-         " [conflicts_scan(agent=a) for a in Agent.objects.all()]; version_vectors(ProcedureVersion.objects.all())"],
-        cwd=ROOT, env=env, check=True, capture_output=True,
+        [
+            sys.executable,
+            "-c",
+            "import django; django.setup(); from library.models import Agent, ProcedureVersion;"
+            " from library.conflicts import conflicts_scan; from library.embeddings import version_vectors;"
+            " [conflicts_scan(agent=a) for a in Agent.objects.all()]; version_vectors(ProcedureVersion.objects.all())",
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
     )
     path, cookie = _session_cookie(env)
     results: dict[bool, list[dict[str, float]]] = {True: [], False: []}
     for _ in range(args.rounds):
         for warm_up in (True, False):
-            results[warm_up].append(_one_process(env, warm_up=warm_up, port=args.port, path=path, cookie=cookie, warm=args.warm))
+            results[warm_up].append(
+                _one_process(env, warm_up=warm_up, port=args.port, path=path, cookie=cookie, warm=args.warm)
+            )
     in_process: dict[bool, list[dict[str, float]]] = {True: [], False: []}
     for _ in range(args.in_process):
         for warm_up in (True, False):
@@ -136,8 +162,10 @@ def main() -> int:
         lines.append(f"| {label} | {ready:.1f} | {first:.0f} | {warm:.0f} | {ratios[warm_up]:.2f}× (each: {each}) |")
     if args.in_process:
         lines += [
-            "", f"In-process ({args.in_process} fresh processes per setting: `procmem_site.wsgi` imported, the WSGI application"
-            " called without a server; bench/first_request.py):", "",
+            "",
+            f"In-process ({args.in_process} fresh processes per setting: `procmem_site.wsgi` imported, the WSGI application"
+            " called without a server; bench/first_request.py):",
+            "",
             "| setting | import to ready, s | first page, ms | warm page, ms | first ÷ warm | the process's CPU time: first ÷ warm |",
             "| --- | ---: | ---: | ---: | ---: | ---: |",
         ]
@@ -149,7 +177,10 @@ def main() -> int:
             lines.append(
                 f"| {label} | {ready:.1f} | {first:.0f} | {warm:.0f} | {statistics.median(r['ratio'] for r in runs):.2f}× (each: {each}) | {cpu:.2f}× |"
             )
-    lines += ["", f"Target first ≤ 2× warm with the warm-up: {'met' if ratios[True] <= 2 else 'NOT met'} ({ratios[True]:.2f}×)."]
+    lines += [
+        "",
+        f"Target first ≤ 2× warm with the warm-up: {'met' if ratios[True] <= 2 else 'NOT met'} ({ratios[True]:.2f}×).",
+    ]
     report = "\n".join(lines)
     print(report.replace("{stamp}", time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
     if args.record:

@@ -30,10 +30,22 @@ from pathlib import Path
 
 def _environ(path: str, cookie: str) -> dict:
     return {
-        "REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "80",
-        "HTTP_HOST": "127.0.0.1", "HTTP_COOKIE": cookie, "wsgi.input": io.BytesIO(), "wsgi.url_scheme": "http",
-        "wsgi.errors": sys.stderr, "wsgi.multithread": False, "wsgi.multiprocess": True, "wsgi.run_once": False,
-        "wsgi.version": (1, 0), "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "80",
+        "HTTP_HOST": "127.0.0.1",
+        "HTTP_COOKIE": cookie,
+        "wsgi.input": io.BytesIO(),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr,
+        "wsgi.multithread": False,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+        "wsgi.version": (1, 0),
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "REMOTE_ADDR": "127.0.0.1",
     }
 
 
@@ -73,7 +85,9 @@ def main() -> int:
     parser.add_argument("path")
     parser.add_argument("cookie")
     parser.add_argument("--warm", type=int, default=10)
-    parser.add_argument("--profile", type=Path, help="write first.pstats and second.pstats here and print the differences")
+    parser.add_argument(
+        "--profile", type=Path, help="write first.pstats and second.pstats here and print the differences"
+    )
     parser.add_argument("--top", type=int, default=40)
     args = parser.parse_args()
 
@@ -83,11 +97,15 @@ def main() -> int:
     ready_s = time.perf_counter() - started
     # CPU time, not wall time: on a loaded machine a wall-clock profile charges whatever function
     # was running when the process lost its core
-    profilers = [cProfile.Profile(time.process_time), cProfile.Profile(time.process_time)] if args.profile else [None, None]
+    profilers = (
+        [cProfile.Profile(time.process_time), cProfile.Profile(time.process_time)] if args.profile else [None, None]
+    )
     first = _request(application, args.path, args.cookie, profilers[0])
     second = _request(application, args.path, args.cookie, profilers[1])
     # the profiled second request is slower than a plain one: with --profile it is not a warm sample
-    warm = ([] if args.profile else [second]) + [_request(application, args.path, args.cookie) for _ in range(args.warm - (0 if args.profile else 1))]
+    warm = ([] if args.profile else [second]) + [
+        _request(application, args.path, args.cookie) for _ in range(args.warm - (0 if args.profile else 1))
+    ]
     if args.profile:
         args.profile.mkdir(parents=True, exist_ok=True)
         stats = []
@@ -96,10 +114,19 @@ def main() -> int:
             stats.append(pstats.Stats(profiler))
         print(_differences(*stats, args.top), file=sys.stderr)
     wall, cpu = statistics.median(w for w, _ in warm), statistics.median(c for _, c in warm)
-    print(json.dumps({
-        "ready_s": round(ready_s, 3), "first": round(first[0], 2), "warm": round(wall, 2), "ratio": round(first[0] / wall, 3),
-        "first_cpu": round(first[1], 2), "warm_cpu": round(cpu, 2), "cpu_ratio": round(first[1] / cpu, 3),
-    }))
+    print(
+        json.dumps(
+            {
+                "ready_s": round(ready_s, 3),
+                "first": round(first[0], 2),
+                "warm": round(wall, 2),
+                "ratio": round(first[0] / wall, 3),
+                "first_cpu": round(first[1], 2),
+                "warm_cpu": round(cpu, 2),
+                "cpu_ratio": round(first[1] / cpu, 3),
+            }
+        )
+    )
     return 0
 
 

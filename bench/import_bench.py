@@ -30,12 +30,17 @@ def write(path: Path, size: int, as_list: bool) -> None:
         for n in range(size):
             order = f"ORD-{10000 + n % 90000}"
             item = {
-                "session_id": f"i-{n}", "intent": f"intent_{n % 8}",
-                "task": f"Hi, I'm Anna Schmidt (anna{n % 97}@example.com). Refund {order} please. " + "More context. " * 20,
+                "session_id": f"i-{n}",
+                "intent": f"intent_{n % 8}",
+                "task": f"Hi, I'm Anna Schmidt (anna{n % 97}@example.com). Refund {order} please. "
+                + "More context. " * 20,
                 "outcome": {"resolved": n % 4 != 1, "escalated": False},
-                "tool_calls": [{"name": t, "args": {"order_id": order, "note": "x" * 200}, "ok": True}
-                               for t in ("lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates")],
-                "model": "bench-model", "ended_at": "2026-11-29T10:00:00Z",
+                "tool_calls": [
+                    {"name": t, "args": {"order_id": order, "note": "x" * 200}, "ok": True}
+                    for t in ("lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates")
+                ],
+                "model": "bench-model",
+                "ended_at": "2026-11-29T10:00:00Z",
             }
             handle.write(json.dumps(item) + (",\n" if as_list and n < size - 1 else "\n"))
         if as_list:
@@ -49,8 +54,14 @@ def main() -> None:
     args = parser.parse_args()
     database_url = f"postgres://postgres@127.0.0.1:5432/{args.db}"
     recreate_database(database_url)
-    env = dict(os.environ, DATABASE_URL=database_url, DEBUG="1", HF_HUB_OFFLINE="1",
-               CELERY_BROKER_URL="memory://", LOG_LEVEL="WARNING")
+    env = dict(
+        os.environ,
+        DATABASE_URL=database_url,
+        DEBUG="1",
+        HF_HUB_OFFLINE="1",
+        CELERY_BROKER_URL="memory://",
+        LOG_LEVEL="WARNING",
+    )
     subprocess.run([sys.executable, "manage.py", "migrate", "-v", "0"], cwd=ROOT, env=env, check=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -61,13 +72,37 @@ def main() -> None:
                 agent = f"import_{size}_{'list' if as_list else 'lines'}"
                 started = time.perf_counter()
                 out = subprocess.run(
-                    ["/usr/bin/time", "-f", "%M", sys.executable, "manage.py", "import_sessions", str(path),
-                     "--agent", agent, "--create-agent", "--no-progress"],
-                    cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+                    [
+                        "/usr/bin/time",
+                        "-f",
+                        "%M",
+                        sys.executable,
+                        "manage.py",
+                        "import_sessions",
+                        str(path),
+                        "--agent",
+                        agent,
+                        "--create-agent",
+                        "--no-progress",
+                    ],
+                    cwd=ROOT,
+                    env=env,
+                    check=True,
+                    capture_output=True,
+                    text=True,
                 )
                 seconds = time.perf_counter() - started
                 rss_mb = int(out.stderr.strip().splitlines()[-1]) / 1024
-                rows.append((size, "JSON list" if as_list else "JSON Lines", path.stat().st_size / 2**20, seconds, size / seconds, rss_mb))
+                rows.append(
+                    (
+                        size,
+                        "JSON list" if as_list else "JSON Lines",
+                        path.stat().st_size / 2**20,
+                        seconds,
+                        size / seconds,
+                        rss_mb,
+                    )
+                )
                 print(out.stdout.strip(), flush=True)
     print()
     print("| sessions | file | file size (MB) | time (s) | sessions/s | peak RSS (MB) |")

@@ -57,7 +57,10 @@ def serving(env: dict[str, str], port: int):
     its output in bench/out/gunicorn-<port>.log."""
     args = ["--workers", "2", "--bind", f"127.0.0.1:{port}", "--log-level", "warning"]
     return common.serve(
-        args, env, log_path=common.OUT / f"gunicorn-{port}.log", ready=lambda: common.answers(f"http://127.0.0.1:{port}/api/v1/health")
+        args,
+        env,
+        log_path=common.OUT / f"gunicorn-{port}.log",
+        ready=lambda: common.answers(f"http://127.0.0.1:{port}/api/v1/health"),
     )
 
 
@@ -70,14 +73,16 @@ def prepare(db: str) -> str:
     django.setup()
     from django.core.management import call_command
 
-    from library.models import Agent
     from library.api.tokens import token_create
+    from library.models import Agent
 
     call_command("migrate", verbosity=0)
     agent, _ = Agent.objects.get_or_create(
         name="bench_ingest",
-        defaults={"tools": ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
-                  "redaction_patterns": [{"label": "order_id", "regex": r"\bORD-\d{4,}\b"}]},
+        defaults={
+            "tools": ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
+            "redaction_patterns": [{"label": "order_id", "regex": r"\bORD-\d{4,}\b"}],
+        },
     )
     return token_create(agent=agent, scope="ingest", name="bench")[1]
 
@@ -89,22 +94,28 @@ def bodies(run: str, batches: int, size: int) -> list[bytes]:
         for i in range(size):
             n = b * size + i
             order = f"ORD-{10000 + n % 90000}"
-            items.append({
-                "session_id": f"{run}-{n}",
-                "intent": f"intent_{n % 8}",
-                "task": f"Hi, I'm Anna Schmidt (anna.schmidt{n % 97}@example.com, +1 415 555 {1000 + n % 9000}). Refund {order} please.",
-                "outcome": {"resolved": n % 4 != 1, "escalated": False, "rating": 4},
-                "tool_calls": [
-                    {"name": "lookupOrder", "args": {"order_id": order}, "ok": True},
-                    {"name": "checkReturnWindow", "args": {"order_id": order}, "ok": True},
-                    {"name": "createApproval", "args": {"order_id": order, "amount": 120 + n % 500}, "ok": True},
-                    {"name": "replyTemplates", "args": {"template": "approval_pending", "order_id": order}, "ok": True},
-                ],
-                "injected": [{"id": "refund.over_limit", "version": 2}],
-                "instruction_chars": 2000,
-                "model": "bench-model",
-                "ended_at": "2026-11-29T10:00:00Z",
-            })
+            items.append(
+                {
+                    "session_id": f"{run}-{n}",
+                    "intent": f"intent_{n % 8}",
+                    "task": f"Hi, I'm Anna Schmidt (anna.schmidt{n % 97}@example.com, +1 415 555 {1000 + n % 9000}). Refund {order} please.",
+                    "outcome": {"resolved": n % 4 != 1, "escalated": False, "rating": 4},
+                    "tool_calls": [
+                        {"name": "lookupOrder", "args": {"order_id": order}, "ok": True},
+                        {"name": "checkReturnWindow", "args": {"order_id": order}, "ok": True},
+                        {"name": "createApproval", "args": {"order_id": order, "amount": 120 + n % 500}, "ok": True},
+                        {
+                            "name": "replyTemplates",
+                            "args": {"template": "approval_pending", "order_id": order},
+                            "ok": True,
+                        },
+                    ],
+                    "injected": [{"id": "refund.over_limit", "version": 2}],
+                    "instruction_chars": 2000,
+                    "model": "bench-model",
+                    "ended_at": "2026-11-29T10:00:00Z",
+                }
+            )
         out.append(json.dumps({"sessions": items}).encode())
     return out
 
@@ -140,7 +151,12 @@ def hammer(port: int, requests: list[tuple[str, str, bytes | None, dict]], clien
     for thread in threads:
         thread.join()
     elapsed = time.perf_counter() - started
-    return {"requests_ok": state["ok"], "errors": state["errors"], "statuses": state["statuses"], "seconds": round(elapsed, 2)}
+    return {
+        "requests_ok": state["ok"],
+        "errors": state["errors"],
+        "statuses": state["statuses"],
+        "seconds": round(elapsed, 2),
+    }
 
 
 def main() -> None:
@@ -159,9 +175,13 @@ def main() -> None:
     with serving(server_env(args.db), args.port):
         # warm both workers (imports, DB connections) before measuring
         hammer(args.port, [("GET", "/api/v1/health", None, {})] * 50, args.clients, 30)
-        baseline = hammer(args.port, [("GET", "/api/v1/health", None, {})] * args.baseline_requests, args.clients, args.seconds / 3)
+        baseline = hammer(
+            args.port, [("GET", "/api/v1/health", None, {})] * args.baseline_requests, args.clients, args.seconds / 3
+        )
         headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-        ingest = hammer(args.port, [("POST", "/api/v1/sessions", body, headers) for body in payloads], args.clients, args.seconds)
+        ingest = hammer(
+            args.port, [("POST", "/api/v1/sessions", body, headers) for body in payloads], args.clients, args.seconds
+        )
     sessions_per_s = ingest["requests_ok"] * 100 / ingest["seconds"]
     result = {
         "baseline_health_rps": round(baseline["requests_ok"] / baseline["seconds"], 1),

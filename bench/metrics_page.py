@@ -32,7 +32,7 @@ import statistics
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -60,11 +60,12 @@ def _recreate_database(db_url: str) -> None:
 
 def _seed(extra_procedures: int):
     from django.contrib.auth import get_user_model
+    from django.utils import timezone
+
     from library import services
     from library.demo import seed_demo
     from library.models import EvalRun, Intent, Source
     from library.selectors import active_set_hash
-    from django.utils import timezone
 
     result = seed_demo()
     agent = result.agent
@@ -76,26 +77,42 @@ def _seed(extra_procedures: int):
     for i in range(extra_procedures):
         intent = intents[i % len(intents)]
         version = services.procedure_propose(
-            agent=agent, intent=intent, key=f"bench.procedure_{i:02d}",
+            agent=agent,
+            intent=intent,
+            key=f"bench.procedure_{i:02d}",
             applies_when=f"Bench procedure {i} for {intent.name}.",
-            steps=["Look up the order with lookupOrder({{order_id}}).", f"Do step {i}.",
-                   "Refund with issueRefund({{order_id}})." if i % 5 == 1 else "Reply with replyTemplates('done')."],
+            steps=[
+                "Look up the order with lookupOrder({{order_id}}).",
+                f"Do step {i}.",
+                "Refund with issueRefund({{order_id}})." if i % 5 == 1 else "Reply with replyTemplates('done').",
+            ],
             # every fifth requires issueRefund, which the ones before them forbid (a conflict when served together)
             required_tools=["lookupOrder", "issueRefund"] if i % 5 == 1 else ["lookupOrder", "replyTemplates"],
             # every fifth forbids a tool outright: the tool-call accuracy counts calls to it
-            forbidden_actions=["Never call issueRefund."] if i % 5 == 0 else [], source=Source.MANUAL,
+            forbidden_actions=["Never call issueRefund."] if i % 5 == 0 else [],
+            source=Source.MANUAL,
             proposed_by=users["reviewer"],
         )
         now = timezone.now()
         EvalRun.objects.create(
-            version=version, content_hash=version.content_hash, baseline_hash=active_set_hash(agent),
-            state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, runner="bench", started_at=now, finished_at=now,
+            version=version,
+            content_hash=version.content_hash,
+            baseline_hash=active_set_hash(agent),
+            state=EvalRun.State.DONE,
+            verdict=EvalRun.Verdict.PASS,
+            runner="bench",
+            started_at=now,
+            finished_at=now,
         )
         services.version_approve(version=version, user=users["admin"], comment="bench", acknowledge_conflicts=True)
     # five versions past their review-by date (the stale-use figure)
     from library.models import ProcedureVersion, Status
 
-    stale = ProcedureVersion.objects.filter(procedure__agent=agent, status=Status.ACTIVE).order_by("pk").values_list("pk", flat=True)[:5]
+    stale = (
+        ProcedureVersion.objects.filter(procedure__agent=agent, status=Status.ACTIVE)
+        .order_by("pk")
+        .values_list("pk", flat=True)[:5]
+    )
     ProcedureVersion.objects.filter(pk__in=list(stale)).update(review_by=timezone.localdate() - timedelta(days=45))
     return agent
 
@@ -104,6 +121,7 @@ def _bulk_load_sessions(agent, count: int, *, prefix: str, days: int = 90, recei
     """One INSERT … SELECT over generate_series; returns seconds. Sessions are received two seconds
     after they end, or all now (`received_now`: the late arrivals the incremental refresh picks up)."""
     from django.db import connection
+
     from library.models import ProcedureVersion, Status
 
     versions = list(
@@ -111,6 +129,7 @@ def _bulk_load_sessions(agent, count: int, *, prefix: str, days: int = 90, recei
         .select_related("procedure")
         .order_by("procedure__key")
     )
+
     def calls(tools: list[str]) -> str:
         return json.dumps([{"name": t, "ok": True} for t in tools]).replace("'", "''")
 
@@ -247,7 +266,9 @@ def main() -> None:
         cursor.execute("SELECT count(*) FROM reviews_intentdayrollup")
         intent_rows = cursor.fetchone()[0]
 
-    version = ProcedureVersion.objects.get(procedure__agent=agent, procedure__key="refund.over_limit", status=Status.ACTIVE)
+    version = ProcedureVersion.objects.get(
+        procedure__agent=agent, procedure__key="refund.over_limit", status=Status.ACTIVE
+    )
     client = Client()
     from django.contrib.auth import get_user_model
 
@@ -261,7 +282,9 @@ def main() -> None:
     }
     load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
     timings = _time_pages(client, urls, args.requests)
-    timings["of the 90-day agent page: the quality of use (figures + partial)"] = _time_quality_section(agent, args.requests)
+    timings["of the 90-day agent page: the quality of use (figures + partial)"] = _time_quality_section(
+        agent, args.requests
+    )
 
     # Without the rollup: one version's resolution rate straight from the sessions (one of the
     # dozen figures a page shows).
@@ -275,13 +298,14 @@ def main() -> None:
         cursor.fetchone()
         raw_ms = (time.perf_counter() - started) * 1000
 
-    now = datetime.now(dt_timezone.utc)
+    now = datetime.now(UTC)
     lines = [
         f"### Metrics pages over {total:,} sessions — {now:%Y-%m-%d %H:%M} UTC",
         "",
         f"Command: `DATABASE_URL={db_url} .venv/bin/python -m bench.metrics_page"
         + (f" --sessions {args.sessions}" if args.sessions != 1_000_000 else "")
-        + (f" --requests {args.requests}" if args.requests != 40 else "") + "`",
+        + (f" --requests {args.requests}" if args.requests != 40 else "")
+        + "`",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
         f"PostgreSQL {connection.pg_version // 10000}.{connection.pg_version % 100}; in-process Django test client, "
@@ -311,7 +335,10 @@ def main() -> None:
     report = "\n".join(lines)
     print(report)
     if not args.no_append:
-        RESULTS.write_text(_append_to_section(RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "", report), encoding="utf-8")
+        RESULTS.write_text(
+            _append_to_section(RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else "", report),
+            encoding="utf-8",
+        )
         print(f"appended to {RESULTS.relative_to(ROOT)}")
 
 

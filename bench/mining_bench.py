@@ -45,7 +45,16 @@ from bench import common  # noqa: E402
 
 INTENTS = 20
 VARIANTS = 30
-TOOLS = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates", "verifyIdentity", "searchCatalog", "updateAddress", "think"]
+TOOLS = [
+    "lookupOrder",
+    "checkReturnWindow",
+    "createApproval",
+    "replyTemplates",
+    "verifyIdentity",
+    "searchCatalog",
+    "updateAddress",
+    "think",
+]
 
 
 def setup_django(db: str) -> None:
@@ -96,7 +105,10 @@ def load(size: int, trials: int = 4) -> str:
     # what decides the outcome and the variant: the task (classic), or the session itself
     key = "(g %% %(tasks)s)" if trials == 4 else "(g / 7)"  # g / 7: not aligned with the task cycle
     agent, _ = Agent.objects.get_or_create(name=name, defaults={"tools": TOOLS, "support_threshold": 20})
-    if AgentSession.objects.filter(agent=agent).count() == size and not AgentSession.objects.filter(agent=agent, task_key="").exists():
+    if (
+        AgentSession.objects.filter(agent=agent).count() == size
+        and not AgentSession.objects.filter(agent=agent, task_key="").exists()
+    ):
         return name
     AgentSession.objects.filter(agent=agent).delete()
     intents = [Intent.objects.get_or_create(agent=agent, name=f"intent_{i:02d}")[0].pk for i in range(INTENTS)]
@@ -104,13 +116,19 @@ def load(size: int, trials: int = 4) -> str:
     started = time.perf_counter()
     with connection.cursor() as cursor:
         cursor.execute("DROP TABLE IF EXISTS bench_variant")
-        cursor.execute("CREATE TEMP TABLE bench_variant (v int PRIMARY KEY, skeleton jsonb, excerpt jsonb, calls jsonb)")
+        cursor.execute(
+            "CREATE TEMP TABLE bench_variant (v int PRIMARY KEY, skeleton jsonb, excerpt jsonb, calls jsonb)"
+        )
         for index, skeleton in enumerate(variants):
             excerpt = [{"role": "user", "text": "Hi, I'm {{person}}, refund {{order_id}} please"}] + [
-                {"role": "tool_call", "tool": tool, "args": {"order_id": "{{order_id}}"}, "ok": True} for tool in skeleton
+                {"role": "tool_call", "tool": tool, "args": {"order_id": "{{order_id}}"}, "ok": True}
+                for tool in skeleton
             ]
             calls = [{"name": tool, "args": {"order_id": "ORD-12345"}, "ok": True} for tool in skeleton]
-            cursor.execute("INSERT INTO bench_variant VALUES (%s, %s, %s, %s)", [index, json.dumps(skeleton), json.dumps(excerpt), json.dumps(calls)])
+            cursor.execute(
+                "INSERT INTO bench_variant VALUES (%s, %s, %s, %s)",
+                [index, json.dumps(skeleton), json.dumps(excerpt), json.dumps(calls)],
+            )
         cursor.execute(
             """
             INSERT INTO library_agentsession
@@ -128,7 +146,14 @@ def load(size: int, trials: int = 4) -> str:
             FROM generate_series(1, %(size)s) AS g
             JOIN bench_variant v ON v.v = CASE WHEN (KEY / 20) %% 4 = 1 THEN 4 + 7 * ((g * 13) %% 4) ELSE ((g * 31) %% 97) %% %(n_variants)s END
             """.replace("KEY", key),
-            {"agent": agent.pk, "intents": intents, "n_intents": INTENTS, "size": size, "n_variants": len(variants), "tasks": size // trials},
+            {
+                "agent": agent.pk,
+                "intents": intents,
+                "n_intents": INTENTS,
+                "size": size,
+                "n_variants": len(variants),
+                "tasks": size // trials,
+            },
         )
     print(json.dumps({"loaded": size, "agent": name, "seconds": round(time.perf_counter() - started, 1)}), flush=True)
     return name
@@ -145,7 +170,9 @@ def phase_read(agent_name: str, columns: tuple[str, ...]) -> dict:
 
     rows = 0
     started = time.perf_counter()
-    for _row in AgentSession.objects.filter(agent__name=agent_name).order_by().values_list(*columns).iterator(chunk_size=5000):
+    for _row in (
+        AgentSession.objects.filter(agent__name=agent_name).order_by().values_list(*columns).iterator(chunk_size=5000)
+    ):
         rows += 1
     return {"rows": rows, "seconds": time.perf_counter() - started}
 
@@ -166,7 +193,11 @@ def phase_mine(agent_name: str) -> dict:
     try:
         with transaction.atomic():
             run = mining_run_execute(agent=agent)
-            result = {"sessions": run.counts["sessions"], "candidates": run.counts["candidates"], "groups": run.counts["groups"]}
+            result = {
+                "sessions": run.counts["sessions"],
+                "candidates": run.counts["candidates"],
+                "groups": run.counts["groups"],
+            }
             raise Rollback
     except Rollback:
         pass
@@ -183,7 +214,9 @@ def child(args) -> None:
         _current, peak = tracemalloc.get_traced_memory()
         result["tracemalloc_peak_mb"] = round(peak / 2**20, 2)
     result.update(
-        phase=args.phase, agent=args.agent, traced=args.trace,
+        phase=args.phase,
+        agent=args.agent,
+        traced=args.trace,
         max_rss_mb=round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     )
     print(json.dumps(result), flush=True)
@@ -194,7 +227,9 @@ def main() -> None:
     parser.add_argument("--db", default="procmem_bench_mining")
     parser.add_argument("--sizes", default="100000,1000000")
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--trials", type=int, default=4, help="sessions per task (4: the classic shape; e.g. 50: repeated tasks)")
+    parser.add_argument(
+        "--trials", type=int, default=4, help="sessions per task (4: the classic shape; e.g. 50: repeated tasks)"
+    )
     parser.add_argument("--phase", choices=["read", "read4", "mine"], help=argparse.SUPPRESS)
     parser.add_argument("--agent", help=argparse.SUPPRESS)
     parser.add_argument("--trace", action="store_true", help=argparse.SUPPRESS)
@@ -224,10 +259,17 @@ def main() -> None:
             # interleaved, so that cache warmth is shared fairly; the traced run skips the full read,
             # whose per-row datetime conversions tracemalloc slows down tenfold (its RSS is reported)
             for phase in ("read4", "mine") if trace else ("read", "read4", "mine"):
-                out = subprocess.run(
-                    [sys.executable, __file__, "--db", args.db, "--phase", phase, "--agent", agents[size]] + (["--trace"] if trace else []),
-                    check=True, capture_output=True, text=True,
-                ).stdout.strip().splitlines()[-1]
+                out = (
+                    subprocess.run(
+                        [sys.executable, __file__, "--db", args.db, "--phase", phase, "--agent", agents[size]]
+                        + (["--trace"] if trace else []),
+                        check=True,
+                        capture_output=True,
+                        text=True,
+                    )
+                    .stdout.strip()
+                    .splitlines()[-1]
+                )
                 print(out, flush=True)
                 if trace:
                     traced[phase] = json.loads(out)
@@ -236,27 +278,33 @@ def main() -> None:
         read_s = statistics.median(m["seconds"] for m in measurements["read"])
         read4_s = statistics.median(m["seconds"] for m in measurements["read4"])
         mine_s = statistics.median(m["seconds"] for m in measurements["mine"])
-        table.append({
-            "sessions": size,
-            "read_s": round(read_s, 2),
-            "mine_s": round(mine_s, 2),
-            "ratio": round(mine_s / read_s, 2),
-            "read4_s": round(read4_s, 2),
-            "ratio4": round(mine_s / read4_s, 2),
-            "read_rss_mb": max(m["max_rss_mb"] for m in measurements["read"]),
-            "mine_rss_mb": max(m["max_rss_mb"] for m in measurements["mine"]),
-            "read_py_peak_mb": traced["read4"]["tracemalloc_peak_mb"],
-            "mine_py_peak_mb": traced["mine"]["tracemalloc_peak_mb"],
-            "candidates": measurements["mine"][0]["candidates"],
-            "trials": args.trials,
-        })
+        table.append(
+            {
+                "sessions": size,
+                "read_s": round(read_s, 2),
+                "mine_s": round(mine_s, 2),
+                "ratio": round(mine_s / read_s, 2),
+                "read4_s": round(read4_s, 2),
+                "ratio4": round(mine_s / read4_s, 2),
+                "read_rss_mb": max(m["max_rss_mb"] for m in measurements["read"]),
+                "mine_rss_mb": max(m["max_rss_mb"] for m in measurements["mine"]),
+                "read_py_peak_mb": traced["read4"]["tracemalloc_peak_mb"],
+                "mine_py_peak_mb": traced["mine"]["tracemalloc_peak_mb"],
+                "candidates": measurements["mine"][0]["candidates"],
+                "trials": args.trials,
+            }
+        )
     print(json.dumps({"loadavg_end": os.getloadavg()}), flush=True)
     print()
     print(f"sessions per task: {args.trials}")
-    print("| sessions | plain read (s) | mining (s) | mining / read | 4-column read (s) | mining / 4-column read | peak RSS read (MB) | peak RSS mining (MB) | Python peak 4-column read (MB) | Python peak mining (MB) | candidates |")
+    print(
+        "| sessions | plain read (s) | mining (s) | mining / read | 4-column read (s) | mining / 4-column read | peak RSS read (MB) | peak RSS mining (MB) | Python peak 4-column read (MB) | Python peak mining (MB) | candidates |"
+    )
     print("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for row in table:
-        print(f"| {row['sessions']:,} | {row['read_s']} | {row['mine_s']} | {row['ratio']} | {row['read4_s']} | {row['ratio4']} | {row['read_rss_mb']} | {row['mine_rss_mb']} | {row['read_py_peak_mb']} | {row['mine_py_peak_mb']} | {row['candidates']} |")
+        print(
+            f"| {row['sessions']:,} | {row['read_s']} | {row['mine_s']} | {row['ratio']} | {row['read4_s']} | {row['ratio4']} | {row['read_rss_mb']} | {row['mine_rss_mb']} | {row['read_py_peak_mb']} | {row['mine_py_peak_mb']} | {row['candidates']} |"
+        )
 
 
 if __name__ == "__main__":

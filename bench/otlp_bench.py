@@ -57,34 +57,65 @@ def sessions(run: str, count: int):
             order = f"ORD-{10000 + n % 90000}"
             task = f"Hi, I'm Anna Schmidt (anna.schmidt{n % 97}@example.com, +1 415 555 {1000 + n % 9000}). Refund {order} please."
             calls = [
-                ("lookupOrder", {"order_id": order}), ("checkReturnWindow", {"order_id": order}),
+                ("lookupOrder", {"order_id": order}),
+                ("checkReturnWindow", {"order_id": order}),
                 ("createApproval", {"order_id": order, "amount": 120 + n % 500}),
                 ("replyTemplates", {"template": "approval_pending", "order_id": order}),
             ]
             conversation = f"{run}-{n}"
             common = {"gen_ai.conversation.id": conversation}
-            with tracer.start_as_current_span("invoke_agent support", attributes={"gen_ai.operation.name": "invoke_agent", **common}) as root:
-                with tracer.start_as_current_span("chat bench-model", attributes={
-                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "bench-model",
-                    "gen_ai.input.messages": json.dumps([{"role": "user", "parts": [{"type": "text", "content": task}]}]), **common,
-                }):
+            with tracer.start_as_current_span(
+                "invoke_agent support", attributes={"gen_ai.operation.name": "invoke_agent", **common}
+            ) as root:
+                with tracer.start_as_current_span(
+                    "chat bench-model",
+                    attributes={
+                        "gen_ai.operation.name": "chat",
+                        "gen_ai.request.model": "bench-model",
+                        "gen_ai.input.messages": json.dumps(
+                            [{"role": "user", "parts": [{"type": "text", "content": task}]}]
+                        ),
+                        **common,
+                    },
+                ):
                     pass
                 for name, args in calls:
-                    with tracer.start_as_current_span(f"execute_tool {name}", attributes={
-                        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                        "gen_ai.tool.call.arguments": json.dumps(args), "gen_ai.tool.call.result": '{"status": "ok"}', **common,
-                    }):
+                    with tracer.start_as_current_span(
+                        f"execute_tool {name}",
+                        attributes={
+                            "gen_ai.operation.name": "execute_tool",
+                            "gen_ai.tool.name": name,
+                            "gen_ai.tool.call.arguments": json.dumps(args),
+                            "gen_ai.tool.call.result": '{"status": "ok"}',
+                            **common,
+                        },
+                    ):
                         pass
-                with tracer.start_as_current_span("chat bench-model", attributes={
-                    "gen_ai.operation.name": "chat", "gen_ai.request.model": "bench-model",
-                    "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Approved."}]}]), **common,
-                }):
+                with tracer.start_as_current_span(
+                    "chat bench-model",
+                    attributes={
+                        "gen_ai.operation.name": "chat",
+                        "gen_ai.request.model": "bench-model",
+                        "gen_ai.output.messages": json.dumps(
+                            [{"role": "assistant", "parts": [{"type": "text", "content": "Approved."}]}]
+                        ),
+                        **common,
+                    },
+                ):
                     pass
             ended = root.end_time / 1e9
-            items.append({
-                "session_id": conversation, "task": task, "reply": "Approved.", "model": "bench-model", "ended_at": ended,
-                "tool_calls": [{"name": name, "args": args, "ok": True, "result": {"status": "ok"}} for name, args in calls],
-            })
+            items.append(
+                {
+                    "session_id": conversation,
+                    "task": task,
+                    "reply": "Approved.",
+                    "model": "bench-model",
+                    "ended_at": ended,
+                    "tool_calls": [
+                        {"name": name, "args": args, "ok": True, "result": {"status": "ok"}} for name, args in calls
+                    ],
+                }
+            )
         procmem_bodies.append(json.dumps({"sessions": items}).encode())
         otlp_bodies.append(encode_spans(exporter.get_finished_spans()).SerializeToString())
     provider.shutdown()
@@ -121,7 +152,12 @@ def _backends(db: str) -> list[int]:
     import psycopg
 
     with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{db}") as conn:
-        return [row[0] for row in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [db])]
+        return [
+            row[0]
+            for row in conn.execute(
+                "SELECT pid FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()", [db]
+            )
+        ]
 
 
 def measured_phase(server_pid: int, db: str, port: int, requests: list, clients: int, seconds: float) -> dict:
@@ -130,8 +166,11 @@ def measured_phase(server_pid: int, db: str, port: int, requests: list, clients:
     workers, backends = _workers(server_pid), _backends(db)
     client, server, database = time.process_time(), _cpu_seconds(workers), _cpu_seconds(backends)
     result = hammer(port, requests, clients, seconds)
-    result["cpu"] = {"client": round(time.process_time() - client, 2), "server": round(_used(server, _cpu_seconds(workers)), 2),
-                     "postgres": round(_used(database, _cpu_seconds(backends)), 2)}
+    result["cpu"] = {
+        "client": round(time.process_time() - client, 2),
+        "server": round(_used(server, _cpu_seconds(workers)), 2),
+        "postgres": round(_used(database, _cpu_seconds(backends)), 2),
+    }
     return result
 
 
@@ -150,7 +189,9 @@ def stored(db: str, prefix: str) -> int:
     import psycopg
 
     with psycopg.connect(f"postgresql://postgres@127.0.0.1:5432/{db}") as conn:
-        return conn.execute("SELECT count(*) FROM library_agentsession WHERE session_id LIKE %s", [prefix + "%"]).fetchone()[0]
+        return conn.execute(
+            "SELECT count(*) FROM library_agentsession WHERE session_id LIKE %s", [prefix + "%"]
+        ).fetchone()[0]
 
 
 def main() -> None:
@@ -161,7 +202,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--seconds", type=float, default=120, help="time limit of one phase")
-    parser.add_argument("--gzip", action="store_true", help="send the OTLP bodies gzip-compressed (OTEL_EXPORTER_OTLP_COMPRESSION=gzip)")
+    parser.add_argument(
+        "--gzip", action="store_true", help="send the OTLP bodies gzip-compressed (OTEL_EXPORTER_OTLP_COMPRESSION=gzip)"
+    )
     args = parser.parse_args()
 
     token = prepare(args.db)
@@ -187,34 +230,72 @@ def main() -> None:
             warm_otlp = [gzip.compress(b) for b in warm_otlp]
         # each endpoint's first requests in each worker (what it loads and caches on first use) are
         # not measured: two requests to each, more than one per worker
-        hammer(args.port, [("POST", "/api/v1/sessions", b, json_headers) for b in warm_procmem], args.clients, args.seconds)
-        hammer(args.port, [("POST", "/api/otlp/v1/traces", b, pb_headers) for b in warm_otlp], args.clients, args.seconds)
+        hammer(
+            args.port, [("POST", "/api/v1/sessions", b, json_headers) for b in warm_procmem], args.clients, args.seconds
+        )
+        hammer(
+            args.port, [("POST", "/api/otlp/v1/traces", b, pb_headers) for b in warm_otlp], args.clients, args.seconds
+        )
         for number, (procmem_prefix, otlp_prefix, procmem_bodies, otlp_bodies) in enumerate(rounds):
             analyze(args.db)
             # which endpoint goes first alternates (the database's background work after a phase
             # of inserts falls on either side equally)
-            phases = [("ingest", "/api/v1/sessions", procmem_bodies, json_headers), ("otlp", "/api/otlp/v1/traces", otlp_bodies, pb_headers)]
+            phases = [
+                ("ingest", "/api/v1/sessions", procmem_bodies, json_headers),
+                ("otlp", "/api/otlp/v1/traces", otlp_bodies, pb_headers),
+            ]
             measured = {}
-            for name, path, bodies_, headers in (phases if number % 2 == 0 else phases[::-1]):
-                measured[name] = measured_phase(server.pid, args.db, args.port, [("POST", path, b, headers) for b in bodies_], args.clients, args.seconds)
+            for name, path, bodies_, headers in phases if number % 2 == 0 else phases[::-1]:
+                measured[name] = measured_phase(
+                    server.pid,
+                    args.db,
+                    args.port,
+                    [("POST", path, b, headers) for b in bodies_],
+                    args.clients,
+                    args.seconds,
+                )
             ingest, otlp = measured["ingest"], measured["otlp"]
             ingest_rate = stored(args.db, procmem_prefix) / ingest["seconds"]
             otlp_rate = stored(args.db, otlp_prefix) / otlp["seconds"]
             # CPU milliseconds per stored session, each side: load-independent where the wall clock is not
-            cpu_ms = {side: {k: round(1000 * v / max(1, stored(args.db, prefix)), 2) for k, v in phase["cpu"].items()}
-                      for side, phase, prefix in (("ingest", ingest, procmem_prefix), ("otlp", otlp, otlp_prefix))}
-            results.append({
-                "ingest_sessions_per_s": round(ingest_rate, 1), "otlp_sessions_per_s": round(otlp_rate, 1),
-                "ratio": round(otlp_rate / ingest_rate, 2), "cpu_ms_per_session": cpu_ms, "ingest": ingest, "otlp": otlp,
-                "stored": {"ingest": stored(args.db, procmem_prefix), "otlp": stored(args.db, otlp_prefix)},
-            })
+            cpu_ms = {
+                side: {k: round(1000 * v / max(1, stored(args.db, prefix)), 2) for k, v in phase["cpu"].items()}
+                for side, phase, prefix in (("ingest", ingest, procmem_prefix), ("otlp", otlp, otlp_prefix))
+            }
+            results.append(
+                {
+                    "ingest_sessions_per_s": round(ingest_rate, 1),
+                    "otlp_sessions_per_s": round(otlp_rate, 1),
+                    "ratio": round(otlp_rate / ingest_rate, 2),
+                    "cpu_ms_per_session": cpu_ms,
+                    "ingest": ingest,
+                    "otlp": otlp,
+                    "stored": {"ingest": stored(args.db, procmem_prefix), "otlp": stored(args.db, otlp_prefix)},
+                }
+            )
             print(json.dumps(results[-1]), flush=True)
     import statistics
 
-    server_cpu = {side: round(statistics.median(r["cpu_ms_per_session"][side]["server"] for r in results), 2) for side in ("ingest", "otlp")}
-    print(json.dumps({"rounds": len(results), "sessions_per_round": args.sessions, "clients": args.clients, "workers": 2, "gzip": args.gzip,
-                      "median_ratio": round(statistics.median(r["ratio"] for r in results), 2), "ratios": [r["ratio"] for r in results],
-                      "median_server_cpu_ms_per_session": server_cpu, "load_average": os.getloadavg()}, indent=1))
+    server_cpu = {
+        side: round(statistics.median(r["cpu_ms_per_session"][side]["server"] for r in results), 2)
+        for side in ("ingest", "otlp")
+    }
+    print(
+        json.dumps(
+            {
+                "rounds": len(results),
+                "sessions_per_round": args.sessions,
+                "clients": args.clients,
+                "workers": 2,
+                "gzip": args.gzip,
+                "median_ratio": round(statistics.median(r["ratio"] for r in results), 2),
+                "ratios": [r["ratio"] for r in results],
+                "median_server_cpu_ms_per_session": server_cpu,
+                "load_average": os.getloadavg(),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

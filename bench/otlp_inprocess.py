@@ -32,15 +32,27 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.ingest_bench import prepare, server_env  # noqa: E402
+from bench.ingest_bench import prepare  # noqa: E402
 
 
 def _environ(path: str, body: bytes, headers: dict[str, str]) -> dict:
     environ = {
-        "REQUEST_METHOD": "POST", "PATH_INFO": path, "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1", "SERVER_PORT": "8031",
-        "SERVER_PROTOCOL": "HTTP/1.1", "HTTP_HOST": "127.0.0.1", "REMOTE_ADDR": "127.0.0.1", "CONTENT_LENGTH": str(len(body)),
-        "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": "http", "wsgi.errors": sys.stderr, "wsgi.version": (1, 0),
-        "wsgi.multithread": False, "wsgi.multiprocess": True, "wsgi.run_once": False,
+        "REQUEST_METHOD": "POST",
+        "PATH_INFO": path,
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8031",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "HTTP_HOST": "127.0.0.1",
+        "REMOTE_ADDR": "127.0.0.1",
+        "CONTENT_LENGTH": str(len(body)),
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr,
+        "wsgi.version": (1, 0),
+        "wsgi.multithread": False,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
     }
     for name, value in headers.items():
         key = name.upper().replace("-", "_")
@@ -74,7 +86,12 @@ def run(app, path: str, bodies: list[bytes], headers: dict[str, str]) -> dict:
         response = app(_environ(path, body, headers), start_response)
         b"".join(response)
         getattr(response, "close", lambda: None)()
-    return {"seconds": time.perf_counter() - wall, "cpu": time.process_time() - cpu, "db_cpu": _backend_cpu() - db_cpu, "statuses": statuses}
+    return {
+        "seconds": time.perf_counter() - wall,
+        "cpu": time.process_time() - cpu,
+        "db_cpu": _backend_cpu() - db_cpu,
+        "statuses": statuses,
+    }
 
 
 def main() -> None:
@@ -108,32 +125,64 @@ def main() -> None:
     warm_procmem, warm_otlp = bodies("w")
     run(app, "/api/v1/sessions", warm_procmem[:1], json_headers)
     run(app, "/api/otlp/v1/traces", warm_otlp[:1], pb_headers)
-    print(json.dumps({"body_bytes_per_request": {"procmem": len(warm_procmem[0]), "otlp": len(warm_otlp[0])}}), flush=True)
+    print(
+        json.dumps({"body_bytes_per_request": {"procmem": len(warm_procmem[0]), "otlp": len(warm_otlp[0])}}), flush=True
+    )
     ratios: list[float] = []
     cpu_ratios: list[float] = []
     for number in range(args.rounds):
         procmem_bodies, otlp_bodies = bodies(f"r{number}")
-        sides = [("procmem", "/api/v1/sessions", procmem_bodies, json_headers), ("otlp", "/api/otlp/v1/traces", otlp_bodies, pb_headers)]
+        sides = [
+            ("procmem", "/api/v1/sessions", procmem_bodies, json_headers),
+            ("otlp", "/api/otlp/v1/traces", otlp_bodies, pb_headers),
+        ]
         measured = {}
-        for name, path, bodies_, headers in (sides if number % 2 == 0 else sides[::-1]):
+        for name, path, bodies_, headers in sides if number % 2 == 0 else sides[::-1]:
             measured[name] = run(app, path, bodies_, headers)
         ratio = measured["procmem"]["seconds"] / measured["otlp"]["seconds"]
         ratios.append(ratio)
         # CPU (this process + its database server process) per session: what the machine's other load changes least
         cpu_ms = {k: 1000 * (v["cpu"] + v["db_cpu"]) / args.sessions for k, v in measured.items()}
         cpu_ratios.append(cpu_ms["procmem"] / cpu_ms["otlp"])
-        print(json.dumps({"round": number + 1, "first": "procmem" if number % 2 == 0 else "otlp", "ratio": round(ratio, 2),
-                          "cpu_ms_per_session": {k: round(v, 2) for k, v in cpu_ms.items()}, "cpu_ratio": round(cpu_ratios[-1], 2),
-                          **{k: {"seconds": round(v["seconds"], 3), "cpu": round(v["cpu"], 3), "db_cpu": round(v["db_cpu"], 3), "statuses": v["statuses"],
-                                 "ms_per_request": round(1000 * v["seconds"] / len(procmem_bodies), 1)} for k, v in measured.items()}}), flush=True)
-    summary = {"rounds": args.rounds, "sessions_per_round": args.sessions, "gzip": args.gzip, "median_ratio": round(statistics.median(ratios), 2),
-               "ratios": [round(r, 2) for r in ratios], "median_cpu_ratio": round(statistics.median(cpu_ratios), 2),
-               "cpu_ratios": [round(r, 2) for r in cpu_ratios], "load_average": os.getloadavg()}
+        print(
+            json.dumps(
+                {
+                    "round": number + 1,
+                    "first": "procmem" if number % 2 == 0 else "otlp",
+                    "ratio": round(ratio, 2),
+                    "cpu_ms_per_session": {k: round(v, 2) for k, v in cpu_ms.items()},
+                    "cpu_ratio": round(cpu_ratios[-1], 2),
+                    **{
+                        k: {
+                            "seconds": round(v["seconds"], 3),
+                            "cpu": round(v["cpu"], 3),
+                            "db_cpu": round(v["db_cpu"], 3),
+                            "statuses": v["statuses"],
+                            "ms_per_request": round(1000 * v["seconds"] / len(procmem_bodies), 1),
+                        }
+                        for k, v in measured.items()
+                    },
+                }
+            ),
+            flush=True,
+        )
+    summary = {
+        "rounds": args.rounds,
+        "sessions_per_round": args.sessions,
+        "gzip": args.gzip,
+        "median_ratio": round(statistics.median(ratios), 2),
+        "ratios": [round(r, 2) for r in ratios],
+        "median_cpu_ratio": round(statistics.median(cpu_ratios), 2),
+        "cpu_ratios": [round(r, 2) for r in cpu_ratios],
+        "load_average": os.getloadavg(),
+    }
     print(json.dumps(summary), flush=True)
     if args.profile:
         procmem_bodies, otlp_bodies = bodies("p")
-        for name, path, bodies_, headers in (("procmem", "/api/v1/sessions", procmem_bodies, json_headers),
-                                             ("otlp", "/api/otlp/v1/traces", otlp_bodies, pb_headers)):
+        for name, path, bodies_, headers in (
+            ("procmem", "/api/v1/sessions", procmem_bodies, json_headers),
+            ("otlp", "/api/otlp/v1/traces", otlp_bodies, pb_headers),
+        ):
             profiler = cProfile.Profile()
             profiler.enable()
             run(app, path, bodies_, headers)

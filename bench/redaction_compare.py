@@ -33,8 +33,8 @@ import re
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -73,7 +73,9 @@ def taubench_corpus(directory: Path) -> list[tuple[str, list[tuple[Span, str]], 
             values[payment_id] = "payment_id"
         values[user["address"]["address1"]] = "address"
         values[user["address"]["zip"]] = "zip"
-        pattern = re.compile(r"(?<![\w#])(" + "|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)) + r")(?![\w])")
+        pattern = re.compile(
+            r"(?<![\w#])(" + "|".join(re.escape(v) for v in sorted(values, key=len, reverse=True)) + r")(?![\w])"
+        )
         structured = []
         for message in session["traj"]:
             for call in message.get("tool_calls") or []:
@@ -135,11 +137,41 @@ def synthetic_corpus(directory: Path, n: int = 600, seed: int = 7) -> list[tuple
         lambda v: ["My new number is ", (v["phone"], "phone"), " and my zip code is ", (v["zip"], "zip"), "."],
         lambda v: ["Ship it to ", (v["address"], "address"), ", ", (v["city"], None), "."],
         lambda v: ["Lieferadresse: ", (v["de_address"], "address"), ", Mobil ", (v["de_phone"], "phone"), "."],
-        lambda v: ["Item ", (v["item"], None), " costs ", (v["price"], None), " and ships with tracking ", (v["tracking"], None), "."],
-        lambda v: ["My passport number is ", (v["passport"], "passport"), " and my driver's licence number is ", (v["licence"], "licence"), "."],
+        lambda v: [
+            "Item ",
+            (v["item"], None),
+            " costs ",
+            (v["price"], None),
+            " and ships with tracking ",
+            (v["tracking"], None),
+            ".",
+        ],
+        lambda v: [
+            "My passport number is ",
+            (v["passport"], "passport"),
+            " and my driver's licence number is ",
+            (v["licence"], "licence"),
+            ".",
+        ],
         lambda v: ["Pay with card ", (v["card"], "card"), " or IBAN ", (v["iban"], "iban"), "."],
-        lambda v: ["Patient record ", (v["mrn"], "record"), " belongs to ", (v["name"], "name"), ", DOB ", (v["dob"], "dob"), "."],
-        lambda v: ["Flight ", (v["flight"], None), " leaves on ", (v["date"], None), " with ", (v["qty"], None), " bags."],
+        lambda v: [
+            "Patient record ",
+            (v["mrn"], "record"),
+            " belongs to ",
+            (v["name"], "name"),
+            ", DOB ",
+            (v["dob"], "dob"),
+            ".",
+        ],
+        lambda v: [
+            "Flight ",
+            (v["flight"], None),
+            " leaves on ",
+            (v["date"], None),
+            " with ",
+            (v["qty"], None),
+            " bags.",
+        ],
         lambda v: ["Write to ", (v["email"], "email"), " about ", (v["ticket"], "order_id"), "."],
     ]
     corpus = []
@@ -160,7 +192,12 @@ def synthetic_corpus(directory: Path, n: int = 600, seed: int = 7) -> list[tuple
             "item": item["item_id"],
             "tracking": rng.choice(tracking),
             "passport": rng.choice([f"{rng.randint(100000000, 999999999)}", f"C{rng.randint(10**7, 10**8 - 1)}"]),
-            "licence": rng.choice([f"D{rng.randint(10**6, 10**7 - 1)}", f"{rng.choice('ABCDEFGH')}{rng.randint(100, 999)}-{rng.randint(1000, 9999)}-{rng.randint(1000, 9999)}"]),
+            "licence": rng.choice(
+                [
+                    f"D{rng.randint(10**6, 10**7 - 1)}",
+                    f"{rng.choice('ABCDEFGH')}{rng.randint(100, 999)}-{rng.randint(1000, 9999)}-{rng.randint(1000, 9999)}",
+                ]
+            ),
             "card": luhn_card(),
             "iban": iban(),
             "mrn": f"S{rng.randint(10**6, 10**7 - 1)}",
@@ -233,15 +270,32 @@ def presidio(min_score: float) -> Callable[[str, list], list[Span]] | None:
 
         logging.getLogger("tldextract").setLevel(logging.CRITICAL)
         from presidio_analyzer.predefined_recognizers import (
-            CreditCardRecognizer, DateRecognizer, DePassportRecognizer, EmailRecognizer, IbanRecognizer, IpRecognizer,
-            PhoneRecognizer, UkPassportRecognizer, UsLicenseRecognizer, UsPassportRecognizer, UsSsnRecognizer,
+            CreditCardRecognizer,
+            DateRecognizer,
+            DePassportRecognizer,
+            EmailRecognizer,
+            IbanRecognizer,
+            IpRecognizer,
+            PhoneRecognizer,
+            UkPassportRecognizer,
+            UsLicenseRecognizer,
+            UsPassportRecognizer,
+            UsSsnRecognizer,
         )
     except ImportError:
         return None
     recognizers = [
-        EmailRecognizer(), PhoneRecognizer(supported_regions=("US", "GB", "DE")), CreditCardRecognizer(), IbanRecognizer(),
-        IpRecognizer(), UsSsnRecognizer(), DateRecognizer(), UsPassportRecognizer(), UkPassportRecognizer(),
-        DePassportRecognizer(), UsLicenseRecognizer(),
+        EmailRecognizer(),
+        PhoneRecognizer(supported_regions=("US", "GB", "DE")),
+        CreditCardRecognizer(),
+        IbanRecognizer(),
+        IpRecognizer(),
+        UsSsnRecognizer(),
+        DateRecognizer(),
+        UsPassportRecognizer(),
+        UkPassportRecognizer(),
+        DePassportRecognizer(),
+        UsLicenseRecognizer(),
     ]
 
     def run(text: str, structured: list) -> list[Span]:
@@ -292,7 +346,8 @@ def stdnum_validated(run_inner: Callable[[str, list], list[Span]] | None) -> Cal
     """Presidio's spans, kept only where python-stdnum validates them as a card or IBAN, or they are
     not cards/IBANs (to show what a checksum adds)."""
     try:
-        from stdnum import iban as stdnum_iban, luhn
+        from stdnum import iban as stdnum_iban
+        from stdnum import luhn
     except ImportError:
         return None
     if run_inner is None:
@@ -333,7 +388,9 @@ def score(corpus, method, kinds: set[str] | None = None) -> dict:
             true_spans += 1
         for s, e in found:
             flagged += 1
-            flagged_right += any(s < end and start < e for (start, end), kind in spans if kinds is None or kind in kinds)
+            flagged_right += any(
+                s < end and start < e for (start, end), kind in spans if kinds is None or kind in kinds
+            )
     elapsed = time.perf_counter() - started
     recall = sum(v[0] for v in by_kind.values()) / max(1, true_spans)
     return {
@@ -349,7 +406,10 @@ def main() -> None:
     parser.add_argument("--taubench", default=str(data_dir("taubench")))
     args = parser.parse_args()
     directory = Path(args.taubench)
-    corpora = {"tau-bench airline free text": taubench_corpus(directory), "synthetic (retail people + formats)": synthetic_corpus(directory)}
+    corpora = {
+        "tau-bench airline free text": taubench_corpus(directory),
+        "synthetic (retail people + formats)": synthetic_corpus(directory),
+    }
     presidio_all = presidio(0.0)
     methods = {
         "procmem recognizers (shape only)": procmem_shapes(),
@@ -367,14 +427,21 @@ def main() -> None:
             if method is None:
                 continue
             result = score(corpus, method)
-            print(f"| {label} | {result['recall']:.3f} | {result['precision']:.3f} | {result['texts_per_s']:,.0f} | {', '.join(f'{k} {v}' for k, v in result['per_kind'].items())} |")
+            print(
+                f"| {label} | {result['recall']:.3f} | {result['precision']:.3f} | {result['texts_per_s']:,.0f} | {', '.join(f'{k} {v}' for k, v in result['per_kind'].items())} |"
+            )
     print("\n## phone numbers only (synthetic corpus)\n")
     print("| method | recall | precision | texts/s |")
     print("| --- | ---: | ---: | ---: |")
     # sentences without cards and IBANs: in the pipeline those go first, and a phone pattern that
     # also takes them is no loss
-    synthetic = [c for c in corpora["synthetic (retail people + formats)"] if not any(k in ("card", "iban") for _, k in c[1])]
-    for label, method in {"procmem phone patterns": procmem_phone(), "phonenumbers.PhoneNumberMatcher (US, DE, GB)": phonenumbers_matcher()}.items():
+    synthetic = [
+        c for c in corpora["synthetic (retail people + formats)"] if not any(k in ("card", "iban") for _, k in c[1])
+    ]
+    for label, method in {
+        "procmem phone patterns": procmem_phone(),
+        "phonenumbers.PhoneNumberMatcher (US, DE, GB)": phonenumbers_matcher(),
+    }.items():
         if method is None:
             continue
         result = score(synthetic, method, kinds={"phone"})

@@ -49,14 +49,29 @@ def _stored(items, fmt: str, options, shared: bool) -> list:
         redacted_task = redactor.text(session.task) if session.task else ""
         excerpt = build_excerpt(session, redactor, redacted_task=redacted_task)
         task_key = task_key_for(session, redactor, redacted_task=redacted_task)
-        rows.append([session.session_id, task_key, excerpt, sorted(redactor.known.values.items()), session.tool_calls, session.skeleton])
+        rows.append(
+            [
+                session.session_id,
+                task_key,
+                excerpt,
+                sorted(redactor.known.values.items()),
+                session.tool_calls,
+                session.skeleton,
+            ]
+        )
     return rows
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--no-cache", action="store_true", help="redact each session on its own (no RedactionCache shared by the sessions)")
-    parser.add_argument("--show", action="store_true", help="write the rows of each corpus to /tmp/redaction_digest_<corpus>.jsonl")
+    parser.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="redact each session on its own (no RedactionCache shared by the sessions)",
+    )
+    parser.add_argument(
+        "--show", action="store_true", help="write the rows of each corpus to /tmp/redaction_digest_<corpus>.jsonl"
+    )
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")
     os.environ.setdefault("DEBUG", "1")
@@ -76,9 +91,14 @@ def main() -> None:
     corpora["coding"] = _stored(plain_parse(), "mini-swe-agent", ImportOptions(outcomes=outcomes), not args.no_cache)
     airline = json.loads((TAUBENCH_DIR / "gpt-4o-airline.json").read_text())
     corpora["airline"] = _stored(airline, "auto", ImportOptions(intent_from="taubench-actions"), not args.no_cache)
-    corpora["retail"] = _stored(retail_sessions(TAUBENCH_DIR), "openai", ImportOptions(intent_from="taubench-actions"), not args.no_cache)
+    corpora["retail"] = _stored(
+        retail_sessions(TAUBENCH_DIR), "openai", ImportOptions(intent_from="taubench-actions"), not args.no_cache
+    )
     shapes = Redactor()
-    for name, corpus in (("texts-airline", taubench_corpus(TAUBENCH_DIR)), ("texts-synthetic", synthetic_corpus(TAUBENCH_DIR))):
+    for name, corpus in (
+        ("texts-airline", taubench_corpus(TAUBENCH_DIR)),
+        ("texts-synthetic", synthetic_corpus(TAUBENCH_DIR)),
+    ):
         redactors: dict[int, Redactor] = {}
         rows = []
         for text, _spans, structured in corpus:

@@ -39,7 +39,7 @@ import sys
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -71,20 +71,49 @@ def _urlpatterns():
     from django.contrib.auth.decorators import login_required
     from django.urls import include, path
 
-    return [path("bench/empty/", login_required(empty_page), name="bench_empty"), path("", include("procmem_site.urls"))]
+    return [
+        path("bench/empty/", login_required(empty_page), name="bench_empty"),
+        path("", include("procmem_site.urls")),
+    ]
 
 
 TOPICS = [
-    "a refund over the limit", "a late delivery", "a damaged parcel", "changing the delivery address",
-    "cancelling a subscription", "a duplicate charge", "a missing invoice", "upgrading the plan",
-    "a password reset", "a gift card balance", "an exchange for another size", "a warranty claim",
-    "a loyalty discount", "a payment that failed", "splitting a shipment", "a lost parcel",
-    "tax on an invoice", "a bulk order", "a price match", "closing the account", "a voucher code",
-    "a return label", "an order stuck in customs", "a wrong item", "refunds above the agent's limit",
+    "a refund over the limit",
+    "a late delivery",
+    "a damaged parcel",
+    "changing the delivery address",
+    "cancelling a subscription",
+    "a duplicate charge",
+    "a missing invoice",
+    "upgrading the plan",
+    "a password reset",
+    "a gift card balance",
+    "an exchange for another size",
+    "a warranty claim",
+    "a loyalty discount",
+    "a payment that failed",
+    "splitting a shipment",
+    "a lost parcel",
+    "tax on an invoice",
+    "a bulk order",
+    "a price match",
+    "closing the account",
+    "a voucher code",
+    "a return label",
+    "an order stuck in customs",
+    "a wrong item",
+    "refunds above the agent's limit",
 ]
-TOOL_SETS = [["lookupOrder", "replyTemplates"], ["lookupOrder", "checkReturnWindow", "replyTemplates"],
-             ["lookupCustomer", "replyTemplates"], ["lookupOrder", "issueVoucher"], ["lookupCustomer", "updateAddress"],
-             ["lookupOrder", "trackParcel"], ["lookupInvoice", "replyTemplates"], ["lookupOrder", "createApproval", "replyTemplates"]]
+TOOL_SETS = [
+    ["lookupOrder", "replyTemplates"],
+    ["lookupOrder", "checkReturnWindow", "replyTemplates"],
+    ["lookupCustomer", "replyTemplates"],
+    ["lookupOrder", "issueVoucher"],
+    ["lookupCustomer", "updateAddress"],
+    ["lookupOrder", "trackParcel"],
+    ["lookupInvoice", "replyTemplates"],
+    ["lookupOrder", "createApproval", "replyTemplates"],
+]
 
 
 def _bulk_candidates(agent, intents, count: int) -> None:
@@ -104,7 +133,10 @@ def _bulk_candidates(agent, intents, count: int) -> None:
     for start in range(0, count, batch):
         size = min(batch, count - start)
         procedures = Procedure.objects.bulk_create(
-            [Procedure(agent=agent, intent=intents[(start + i) % len(intents)], key=f"bench.p{start + i:06d}") for i in range(size)]
+            [
+                Procedure(agent=agent, intent=intents[(start + i) % len(intents)], key=f"bench.p{start + i:06d}")
+                for i in range(size)
+            ]
         )
         versions = []
         for offset, procedure in enumerate(procedures):
@@ -118,19 +150,35 @@ def _bulk_candidates(agent, intents, count: int) -> None:
             )
             versions.append(
                 ProcedureVersion(
-                    procedure=procedure, number=1, source=Source.MINED, content_hash=content_hash(**content),
+                    procedure=procedure,
+                    number=1,
+                    source=Source.MINED,
+                    content_hash=content_hash(**content),
                     evidence={"support": (i * 37) % 500, "resolved": 500, "failed": 100, "failedWithSkeleton": i % 40},
                     quarantined=i % 97 == 0,
-                    quarantine_reasons=[{"category": "skip_approval", "reason": "bench", "field": "steps[1]", "excerpt": "x"}] if i % 97 == 0 else [],
+                    quarantine_reasons=[
+                        {"category": "skip_approval", "reason": "bench", "field": "steps[1]", "excerpt": "x"}
+                    ]
+                    if i % 97 == 0
+                    else [],
                     **content,
                 )
             )
         created = ProcedureVersion.objects.bulk_create(versions)
         now = timezone.now()
         CandidateClaim.objects.bulk_create(
-            [CandidateClaim(version=v, assignee=approver, assigned_by=approver, claimed_at=now, expires_at=now + timedelta(hours=24),
-                            **CandidateClaim.keys_of(v))
-             for n, v in enumerate(created) if (start + n) % 50 == 0]
+            [
+                CandidateClaim(
+                    version=v,
+                    assignee=approver,
+                    assigned_by=approver,
+                    claimed_at=now,
+                    expires_at=now + timedelta(hours=24),
+                    **CandidateClaim.keys_of(v),
+                )
+                for n, v in enumerate(created)
+                if (start + n) % 50 == 0
+            ]
         )
 
 
@@ -140,18 +188,33 @@ def _forty_step_candidate(agent, intent, reviewer, editor):
     from library.models import Source
 
     tools = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
-    steps = [f"Step {i}: call {tools[i % 4]}({{{{order_id}}}}) and note the result for the customer record." for i in range(1, STEPS + 1)]
+    steps = [
+        f"Step {i}: call {tools[i % 4]}({{{{order_id}}}}) and note the result for the customer record."
+        for i in range(1, STEPS + 1)
+    ]
     v1 = services.procedure_propose(
-        agent=agent, intent=intent, key="bench.forty_steps", applies_when="A long deterministic workflow written as a procedure.",
-        steps=steps, required_tools=tools, forbidden_actions=["Do not promise a refund date before approval."],
-        source=Source.MANUAL, proposed_by=reviewer,
+        agent=agent,
+        intent=intent,
+        key="bench.forty_steps",
+        applies_when="A long deterministic workflow written as a procedure.",
+        steps=steps,
+        required_tools=tools,
+        forbidden_actions=["Do not promise a refund date before approval."],
+        source=Source.MANUAL,
+        proposed_by=reviewer,
     )
-    edited = [s.replace("note the result", "write down what it returned") if i % 3 == 0 else s for i, s in enumerate(steps)]
+    edited = [
+        s.replace("note the result", "write down what it returned") if i % 3 == 0 else s for i, s in enumerate(steps)
+    ]
     edited.insert(10, "Ask the customer to confirm the order number before going on.")
     edited.insert(25, "Check with checkReturnWindow({{order_id}}) once more if the customer changed the order.")
     del edited[33]
     return services.version_revise(
-        version=v1, user=editor, applies_when=v1.applies_when + " Edited.", steps=edited, required_tools=tools,
+        version=v1,
+        user=editor,
+        applies_when=v1.applies_when + " Edited.",
+        steps=edited,
+        required_tools=tools,
         forbidden_actions=v1.forbidden_actions + ["Do not skip the identity check for repeat customers."],
     )
 
@@ -261,8 +324,16 @@ def _seed(count: int, keep: bool) -> None:
     from library.models import Agent, ProcedureVersion
 
     users = get_user_model().objects
-    forty = ProcedureVersion.objects.filter(procedure__key="bench.forty_steps").order_by("-number").first() if keep else None
-    if keep and forty is not None and ProcedureVersion.objects.filter(procedure__key__startswith="bench.p").count() == count:
+    forty = (
+        ProcedureVersion.objects.filter(procedure__key="bench.forty_steps").order_by("-number").first()
+        if keep
+        else None
+    )
+    if (
+        keep
+        and forty is not None
+        and ProcedureVersion.objects.filter(procedure__key__startswith="bench.p").count() == count
+    ):
         seeded = True
     else:
         seeded = False
@@ -326,18 +397,23 @@ def _prepare_pages(size: Size) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument(
-        "--candidates", default="10000,100000",
+        "--candidates",
+        default="10000,100000",
         help="comma-separated bulk candidate counts, one bench database each (the demo adds its own 4)",
     )
     parser.add_argument("--requests", type=int, default=60, help="timed requests per page and size")
-    parser.add_argument("--rounds", type=int, default=6, help="the timed requests alternate between the sizes in this many rounds")
+    parser.add_argument(
+        "--rounds", type=int, default=6, help="the timed requests alternate between the sizes in this many rounds"
+    )
     parser.add_argument("--record", action="store_true", help="append the results to bench/RESULTS.md")
     parser.add_argument(
-        "--keep", action="store_true",
+        "--keep",
+        action="store_true",
         help="keep the bench databases after the run and reuse them (migrated) on the next, skipping the seeding when they hold the candidates",
     )
     parser.add_argument(
-        "--profile", metavar="PAGE",
+        "--profile",
+        metavar="PAGE",
         help="after the timing, profile 20 requests of the page whose label starts with PAGE (e.g. queue) at the largest size (cProfile, to stderr)",
     )
     args = parser.parse_args()
@@ -394,21 +470,28 @@ def _report(sizes: list[Size], args, per_round: int) -> str:
     p50 = {(size.count, label): statistics.median(samples) for size in sizes for label, samples in size.samples.items()}
     empty = "empty page (base layout)"
     lines = [
-        f"{datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC · {engine} · Python {platform.python_version()} · "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC · {engine} · Python {platform.python_version()} · "
         f"{len(next(iter(sizes[0].samples.values())))} requests per page and size after 5 warm-up requests, alternating between "
         f"the sizes in {args.rounds} rounds of {per_round} · setup "
         + ", ".join(f"{s.setup_s:.1f} s" for s in sizes)
         + f" · {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at the end · steps rows in the 40-step diff: "
         + f"{sizes[0].diff_rows} · search matches at {sizes[-1].candidates:,}: "
-        + ", ".join(f"{label.split('`')[1]}{' + unassigned' if 'unassigned' in label else ''} {n:,}" for label, n in sizes[-1].matches.items()),
+        + ", ".join(
+            f"{label.split('`')[1]}{' + unassigned' if 'unassigned' in label else ''} {n:,}"
+            for label, n in sizes[-1].matches.items()
+        ),
         "",
-        "| page | " + " | ".join(f"p50 ms at {s.candidates:,} | p95 ms | × empty" for s in sizes) + " | queries | HTML KB |",
+        "| page | "
+        + " | ".join(f"p50 ms at {s.candidates:,} | p95 ms | × empty" for s in sizes)
+        + " | queries | HTML KB |",
         "| --- | " + " | ".join("---: | ---: | ---:" for _ in sizes) + " | ---: | ---: |",
     ]
     for label in sizes[0].samples:
         cells = []
         for s in sizes:
-            cells.append(f"{p50[(s.count, label)]:.1f} | {_pct(s.samples[label], 0.95):.1f} | {p50[(s.count, label)] / p50[(s.count, empty)]:.2f}")
+            cells.append(
+                f"{p50[(s.count, label)]:.1f} | {_pct(s.samples[label], 0.95):.1f} | {p50[(s.count, label)] / p50[(s.count, empty)]:.2f}"
+            )
         queries = "/".join(str(s.queries[label]) for s in sizes)
         lines.append(f"| {label} | " + " | ".join(cells) + f" | {queries} | {sizes[-1].sizes[label] / 1024:.0f} |")
     if len(sizes) >= 2:
@@ -422,13 +505,26 @@ def _report(sizes: list[Size], args, per_round: int) -> str:
                 f" {to_empty:.2f}× the empty page (target ≤ 4×: {'met' if to_empty <= 4 else 'NOT met'})"
             )
         lines += ["", "; ".join(verdicts) + "."]
-    slow = [f"{label} {p50[(s.count, label)]:.0f} ms at {s.candidates:,}" for s in sizes for label in s.samples if p50[(s.count, label)] >= 100]
-    lines += ["", "Target p50 < 100 ms: " + ("met by every page." if not slow else "not met by " + "; ".join(slow) + ".")]
+    slow = [
+        f"{label} {p50[(s.count, label)]:.0f} ms at {s.candidates:,}"
+        for s in sizes
+        for label in s.samples
+        if p50[(s.count, label)] >= 100
+    ]
+    lines += [
+        "",
+        "Target p50 < 100 ms: " + ("met by every page." if not slow else "not met by " + "; ".join(slow) + "."),
+    ]
     return "\n".join(lines)
 
 
 def _record(report: str) -> None:
-    command = "DATABASE_URL=" + os.environ.get("DATABASE_URL", "(unset: SQLite)") + " .venv/bin/python -m bench.review_pages " + " ".join(sys.argv[1:])
+    command = (
+        "DATABASE_URL="
+        + os.environ.get("DATABASE_URL", "(unset: SQLite)")
+        + " .venv/bin/python -m bench.review_pages "
+        + " ".join(sys.argv[1:])
+    )
     path = ROOT / "bench" / "RESULTS.md"
     existing = path.read_text() if path.exists() else "# Benchmark results\n"
     if "## Review pages" not in existing:

@@ -51,27 +51,48 @@ async def latency_round(base: str, token: str, texts: list[str], env: dict[str, 
 
     script = str(Path(sys.executable).with_name("procmem-mcp"))
     stdio_env = {**env, "PROCMEM_URL": base, "PROCMEM_AGENT": AGENT, "PROCMEM_TOKEN": token}
-    times: dict[str, list[float]] = {"select endpoint": [], "procmem-mcp (server select)": [], "procmem-mcp (local ranking)": [], "server MCP endpoint": []}
+    times: dict[str, list[float]] = {
+        "select endpoint": [],
+        "procmem-mcp (server select)": [],
+        "procmem-mcp (local ranking)": [],
+        "server MCP endpoint": [],
+    }
     http = httpx.AsyncClient(timeout=120)
     mcp_http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
     async with (
-        Client(StdioServerParameters(command=script, args=["--local-ranking", "no"], env=stdio_env), read_timeout_seconds=120) as remote,
-        Client(StdioServerParameters(command=script, args=["--local-ranking", "yes"], env=stdio_env), read_timeout_seconds=120) as local,
-        Client(streamable_http_client(f"{base}/api/v1/agents/{AGENT}/mcp", http_client=mcp_http), read_timeout_seconds=120) as endpoint,
+        Client(
+            StdioServerParameters(command=script, args=["--local-ranking", "no"], env=stdio_env),
+            read_timeout_seconds=120,
+        ) as remote,
+        Client(
+            StdioServerParameters(command=script, args=["--local-ranking", "yes"], env=stdio_env),
+            read_timeout_seconds=120,
+        ) as local,
+        Client(
+            streamable_http_client(f"{base}/api/v1/agents/{AGENT}/mcp", http_client=mcp_http), read_timeout_seconds=120
+        ) as endpoint,
     ):
+
         async def select(task: str) -> None:
-            response = await http.get(f"{base}/api/v1/agents/{AGENT}/select", params={"task": task}, headers={"Authorization": f"Bearer {token}"})
+            response = await http.get(
+                f"{base}/api/v1/agents/{AGENT}/select",
+                params={"task": task},
+                headers={"Authorization": f"Bearer {token}"},
+            )
             response.raise_for_status()
 
         def recall(client):
             async def call(task: str) -> None:
                 result = await client.call_tool("recall_procedures", {"task": task})
                 assert not result.is_error and not result.structured_content["stale"], result
+
             return call
 
         paths = {
-            "select endpoint": select, "procmem-mcp (server select)": recall(remote),
-            "procmem-mcp (local ranking)": recall(local), "server MCP endpoint": recall(endpoint),
+            "select endpoint": select,
+            "procmem-mcp (server select)": recall(remote),
+            "procmem-mcp (local ranking)": recall(local),
+            "server MCP endpoint": recall(endpoint),
         }
         for call in paths.values():  # warm: connections, the local index, the workers' model
             for task in texts[:4]:
@@ -107,7 +128,9 @@ def async_throughput(base: str, token: str, texts: list[str], tasks: int, concur
     from procmem_client.aio import AsyncProcmemClient
 
     async def run() -> float:
-        async with AsyncProcmemClient(base_url=base, agent=AGENT, token=token, local_ranking=False, timeout=120) as client:
+        async with AsyncProcmemClient(
+            base_url=base, agent=AGENT, token=token, local_ranking=False, timeout=120
+        ) as client:
             gate = asyncio.Semaphore(concurrency)
 
             async def one(task: str) -> None:
@@ -133,7 +156,11 @@ def raw_throughput(base: str, token: str, texts: list[str], tasks: int, concurre
 
             async def one(task: str) -> None:
                 async with gate:
-                    response = await http.get(f"{base}/api/v1/agents/{AGENT}/select", params={"task": task}, headers={"Authorization": f"Bearer {token}"})
+                    response = await http.get(
+                        f"{base}/api/v1/agents/{AGENT}/select",
+                        params={"task": task},
+                        headers={"Authorization": f"Bearer {token}"},
+                    )
                 response.raise_for_status()
 
             started = time.perf_counter()
@@ -172,7 +199,10 @@ def main() -> None:
                 sync_rates.append(sync_throughput(base, token, texts, args.tasks))
                 async_rates.append(async_throughput(base, token, texts, args.tasks, args.concurrency))
                 raw_rates.append(raw_throughput(base, token, texts, args.tasks, args.concurrency))
-                print(f"round {number + 1}: sync {sync_rates[-1]:.1f}/s, async {async_rates[-1]:.1f}/s, raw {raw_rates[-1]:.1f}/s", flush=True)
+                print(
+                    f"round {number + 1}: sync {sync_rates[-1]:.1f}/s, async {async_rates[-1]:.1f}/s, raw {raw_rates[-1]:.1f}/s",
+                    flush=True,
+                )
     finally:
         common.drop_role(database_url, role)
 
@@ -181,7 +211,11 @@ def main() -> None:
     for name, values in latencies.items():
         p50 = statistics.median(values)
         rows.append(f"| {name} | {p50:.1f} | {percentile(values, 0.9):.1f} | {p50 / baseline:.2f}x |")
-    sync_rate, async_rate, raw_rate = statistics.median(sync_rates), statistics.median(async_rates), statistics.median(raw_rates)
+    sync_rate, async_rate, raw_rate = (
+        statistics.median(sync_rates),
+        statistics.median(async_rates),
+        statistics.median(raw_rates),
+    )
     section = f"""## Agent runtimes: MCP recall and the async client (issue 26)
 
 ```sh

@@ -28,7 +28,9 @@ BENIGN = SCREEN_SET.parent / "benign_procedures.jsonl"
 def fit(rows: list[dict]):
     vectoriser = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), sublinear_tf=True)
     features = vectoriser.fit_transform([normalise(row["text"]) for row in rows])
-    model = LogisticRegression(C=10, max_iter=2000, class_weight="balanced").fit(features, [row["label"] == "harmful" for row in rows])
+    model = LogisticRegression(C=10, max_iter=2000, class_weight="balanced").fit(
+        features, [row["label"] == "harmful" for row in rows]
+    )
     return lambda texts: model.predict_proba(vectoriser.transform([normalise(text) for text in texts]))[:, 1]
 
 
@@ -57,7 +59,9 @@ def main() -> None:
         print(f"threshold {threshold}: real procedure fields flagged {(whole >= threshold).sum()}/{len(benign)}")
         for key in ("all", *splits, *LANGUAGES):
             harmful, caught, total, flagged = tally[key]
-            print(f"  {key:8} recall {caught:>3}/{harmful:<3} {caught / harmful:.2f}   false positives {flagged:>3}/{total:<3} {flagged / total:.2f}")
+            print(
+                f"  {key:8} recall {caught:>3}/{harmful:<3} {caught / harmful:.2f}   false positives {flagged:>3}/{total:<3} {flagged / total:.2f}"
+            )
 
 
 if __name__ == "__main__":

@@ -36,8 +36,8 @@ import sysconfig
 import tarfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "clients" / "python")]
@@ -76,7 +76,9 @@ def taubench_texts(data: Path, *, outputs: bool) -> Iterator[tuple[str, str]]:
     for session in json.loads((data / "taubench" / "gpt-4o-airline.json").read_text()):
         for message in session["traj"]:
             role, content = message.get("role"), message.get("content") or ""
-            source = {"system": "tau-system", "user": "tau-user", "assistant": "tau-agent", "tool": "tau-tool"}.get(role)
+            source = {"system": "tau-system", "user": "tau-user", "assistant": "tau-agent", "tool": "tau-tool"}.get(
+                role
+            )
             if source == "tau-tool" and not outputs:
                 continue
             if source:
@@ -125,7 +127,9 @@ def po_messages(text: str) -> Iterator[str]:
             if entry.get("msgid"):
                 for name, message in entry.items():
                     if name.startswith("msgstr") and message:
-                        yield message.encode("latin-1", "backslashreplace").decode("unicode_escape").replace("\\n", "\n")
+                        yield (
+                            message.encode("latin-1", "backslashreplace").decode("unicode_escape").replace("\\n", "\n")
+                        )
             key, value, entry = "", [], {}
 
 
@@ -146,7 +150,12 @@ def real_texts(*, outputs: bool = False, locales: bool = False) -> list[tuple[st
     seen: set[tuple[str, str]] = set()
     texts = []
     extra = locale_texts() if locales else ()
-    for pair in (*tau2_texts(data), *taubench_texts(data, outputs=outputs), *swebench_texts(data, outputs=outputs), *extra):
+    for pair in (
+        *tau2_texts(data),
+        *taubench_texts(data, outputs=outputs),
+        *swebench_texts(data, outputs=outputs),
+        *extra,
+    ):
         if pair not in seen:
             seen.add(pair)
             texts.append(pair)
@@ -168,15 +177,23 @@ def main() -> None:
     for source, text in texts:
         findings = screen_text(text, "text")
         if findings:
-            found.append({"source": source, "categories": sorted({f.category for f in findings}),
-                          "excerpt": findings[0].excerpt, "text": text})
+            found.append(
+                {
+                    "source": source,
+                    "categories": sorted({f.category for f in findings}),
+                    "excerpt": findings[0].excerpt,
+                    "text": text,
+                }
+            )
     elapsed = time.perf_counter() - started
 
     totals, flagged = Counter(source for source, _ in texts), Counter(row["source"] for row in found)
     for source in totals:
         print(f"{source:12} {flagged[source]:5} of {totals[source]:6} texts have a finding")
-    print(f"{'all':12} {len(found):5} of {len(texts):6} texts have a finding; "
-          f"{1000 * elapsed / max(1, len(texts)):.2f} ms per text")
+    print(
+        f"{'all':12} {len(found):5} of {len(texts):6} texts have a finding; "
+        f"{1000 * elapsed / max(1, len(texts)):.2f} ms per text"
+    )
     by_category = Counter(category for row in found for category in row["categories"])
     if by_category:
         print("by category:", ", ".join(f"{category} {count}" for category, count in by_category.most_common()))

@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import time
 import urllib.parse
@@ -54,7 +53,11 @@ def large_records(count: int) -> list[dict]:
 
     records = []
     for i in range(count):
-        action, obj, qualifier = ACTIONS[i % len(ACTIONS)], OBJECTS[(i // len(ACTIONS)) % len(OBJECTS)], QUALIFIERS[(i // 900) % len(QUALIFIERS)]
+        action, obj, qualifier = (
+            ACTIONS[i % len(ACTIONS)],
+            OBJECTS[(i // len(ACTIONS)) % len(OBJECTS)],
+            QUALIFIERS[(i // 900) % len(QUALIFIERS)],
+        )
         tools = [TOOLS[i % len(TOOLS)], TOOLS[(i * 7 + 3) % len(TOOLS)]]
         records.append(
             {
@@ -62,7 +65,11 @@ def large_records(count: int) -> list[dict]:
                 "version": 1,
                 "intent": f"intent_{i % 20:02d}",
                 "appliesWhen": f"The customer wants to {action} {obj} {qualifier} (case {i}).",
-                "steps": [f"Call {tools[0]}({{{{id}}}}) for record {i}.", f"Check rule {i} with {tools[1]}.", f"Tell the customer outcome {i}."],
+                "steps": [
+                    f"Call {tools[0]}({{{{id}}}}) for record {i}.",
+                    f"Check rule {i} with {tools[1]}.",
+                    f"Tell the customer outcome {i}.",
+                ],
                 "requiredTools": list(dict.fromkeys(tools)),
                 "forbiddenActions": [],
             }
@@ -109,7 +116,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-endpoint", action="store_true", help="Skip the gunicorn endpoint measurement")
     args = parser.parse_args()
-    database_url = os.environ.get("BENCH_SELECTION_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/procmem_h8_bench_sel")
+    database_url = os.environ.get(
+        "BENCH_SELECTION_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/procmem_h8_bench_sel"
+    )
     role = "procmem_h8_bench_sel_reader"
     common.OUT.mkdir(parents=True, exist_ok=True)
     started_on = common.machine()
@@ -117,7 +126,13 @@ def main() -> None:
     token = tokens["bench_10k"]
     texts = queries(args.queries)
 
-    os.environ.update({k: v for k, v in env.items() if k in {"DJANGO_SETTINGS_MODULE", "DATABASE_URL", "DB_CONN_MAX_AGE", "HF_HUB_OFFLINE"}})
+    os.environ.update(
+        {
+            k: v
+            for k, v in env.items()
+            if k in {"DJANGO_SETTINGS_MODULE", "DATABASE_URL", "DB_CONN_MAX_AGE", "HF_HUB_OFFLINE"}
+        }
+    )
     import django
 
     django.setup()
@@ -174,12 +189,16 @@ def main() -> None:
 
         def call(text: str) -> None:
             url = f"{base}?{urllib.parse.urlencode({'task': text})}"
-            with urllib.request.urlopen(urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}), timeout=900) as r:
+            with urllib.request.urlopen(
+                urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"}), timeout=900
+            ) as r:
                 body = json.loads(r.read())
             assert len(body["injected"]) <= body["cap"]
 
         def embed_only(text: str) -> None:
-            with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/bench/embed?{urllib.parse.urlencode({'task': text})}", timeout=900) as r:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{PORT}/bench/embed?{urllib.parse.urlencode({'task': text})}", timeout=900
+            ) as r:
                 r.read()
 
         try:

@@ -40,7 +40,6 @@ from .models import (
     VersionTombstone,
 )
 
-
 # URLs without a scheme are read as https (Django 6's default), on every admin form
 URL_FIELDS = {models.URLField: {"assume_scheme": "https"}}
 
@@ -95,16 +94,42 @@ class AgentAdmin(EditOnlyModelAdmin):
     redaction patterns on the agent settings page (audited), the eval runner on its own page. Never
     deleted here: that would take its sessions, cases and audit trail with it."""
 
-    list_display = ("name", "namespace", "current_model", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
-                    "support_threshold", "eval_runner", "created_at")
+    list_display = (
+        "name",
+        "namespace",
+        "current_model",
+        "procedural_memory_enabled",
+        "auto_capture_enabled",
+        "injection_cap",
+        "support_threshold",
+        "eval_runner",
+        "created_at",
+    )
     list_select_related = ("namespace",)
     list_filter = ("procedural_memory_enabled", "auto_capture_enabled", "eval_runner")
     search_fields = ("name", "description")
     exclude = ("model_api_key",)
-    readonly_fields = ("name", "namespace", "tools", "procedural_memory_enabled", "auto_capture_enabled", "injection_cap",
-                       "support_threshold", "redaction_patterns", "eval_runner", "eval_url", "eval_python_path",
-                       "eval_concurrency", "eval_timeout_seconds", "model_base_url", "model_name", "tool_schemas",
-                       "selects_with_intent", "model_drafts_enabled", "created_at")
+    readonly_fields = (
+        "name",
+        "namespace",
+        "tools",
+        "procedural_memory_enabled",
+        "auto_capture_enabled",
+        "injection_cap",
+        "support_threshold",
+        "redaction_patterns",
+        "eval_runner",
+        "eval_url",
+        "eval_python_path",
+        "eval_concurrency",
+        "eval_timeout_seconds",
+        "model_base_url",
+        "model_name",
+        "tool_schemas",
+        "selects_with_intent",
+        "model_drafts_enabled",
+        "created_at",
+    )
     inlines = [IntentInline]
 
 
@@ -139,7 +164,16 @@ class ProcedureVersionAdmin(ReadOnlyModelAdmin):
     """Content never changes (the database refuses it); status changes only through the lifecycle
     services (approve, reject, retire, roll back) on the review pages."""
 
-    list_display = ("procedure", "number", "status", "source", "quarantined", "approved_by", "approved_at", "created_at")
+    list_display = (
+        "procedure",
+        "number",
+        "status",
+        "source",
+        "quarantined",
+        "approved_by",
+        "approved_at",
+        "created_at",
+    )
     list_select_related = ("procedure", "approved_by")
     list_filter = ("status", "source", "quarantined", "procedure__agent")
     search_fields = ("procedure__key", "applies_when", "content_hash")
@@ -175,7 +209,17 @@ class AgentSessionAdmin(ReadOnlyModelAdmin):
 class SessionLabelAdmin(ReadOnlyModelAdmin):
     """A session's outcome labels as they arrived (library/outcomes.py, audited there)."""
 
-    list_display = ("session", "resolved", "escalated", "rating", "complaint", "closed_by_customer", "at", "source", "via")
+    list_display = (
+        "session",
+        "resolved",
+        "escalated",
+        "rating",
+        "complaint",
+        "closed_by_customer",
+        "at",
+        "source",
+        "via",
+    )
     list_select_related = ("session",)
     list_filter = ("source",)
     search_fields = ("session__session_id", "source")
@@ -248,7 +292,20 @@ class EvalRunAdmin(ReadOnlyModelAdmin):
     """A finished run never changes (the database refuses it) and a running one belongs to its
     Celery tasks; cancel and resume are on the eval page."""
 
-    list_display = ("id", "version", "kind", "environment", "state", "verdict", "cases_done", "cases_total", "errors", "runner", "started_by", "created_at")
+    list_display = (
+        "id",
+        "version",
+        "kind",
+        "environment",
+        "state",
+        "verdict",
+        "cases_done",
+        "cases_total",
+        "errors",
+        "runner",
+        "started_by",
+        "created_at",
+    )
     list_select_related = ("version__procedure", "started_by")
     list_filter = ("state", "verdict", "kind", "environment", "runner")
     search_fields = ("version__procedure__key", "content_hash")
@@ -302,8 +359,12 @@ class ObjectPermissionAdmin(ReadOnlyModelAdmin):
 
 
 for _model in (
-    ProcedureUserObjectPermission, ProcedureGroupObjectPermission, AgentUserObjectPermission, AgentGroupObjectPermission,
-    NamespaceUserObjectPermission, NamespaceGroupObjectPermission,
+    ProcedureUserObjectPermission,
+    ProcedureGroupObjectPermission,
+    AgentUserObjectPermission,
+    AgentGroupObjectPermission,
+    NamespaceUserObjectPermission,
+    NamespaceGroupObjectPermission,
 ):
     admin.site.register(_model, ObjectPermissionAdmin)
 

@@ -35,9 +35,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from .coding.families import clean_family_rules
+from .environments import clean_environments, environments_in_use
 from .models import Agent, AuditEvent
 from .permissions import user_can_manage_agent
-from .environments import clean_environments, environments_in_use
 from .rate_limits import clean_rate_limits
 from .redaction.recognizers import compile_agent_patterns, slow_pattern_problem
 from .secret_store import seal_secret
@@ -62,7 +62,7 @@ class GeneralSettings(BaseModel):
         if patterns is None:
             return []
         if not isinstance(patterns, list):
-            raise ValueError(f"must be a list of {{\"label\": …, \"regex\": …}}, got {type(patterns).__name__}")
+            raise ValueError(f'must be a list of {{"label": …, "regex": …}}, got {type(patterns).__name__}')
         if len(patterns) > MAX_REDACTION_PATTERNS:
             raise ValueError(f"at most {MAX_REDACTION_PATTERNS} patterns")
         compile_agent_patterns(patterns)  # ValueError / TypeError naming the bad pattern
@@ -71,7 +71,9 @@ class GeneralSettings(BaseModel):
                 raise ValueError(f"redaction_patterns[{i}]: needs a label (what reviewers see instead of the match)")
             problem = slow_pattern_problem(pattern["regex"])
             if problem:
-                raise ValueError(f"redaction_patterns[{i}]: {pattern['regex']!r} {problem}; use a possessive repeat (a++) or one level")
+                raise ValueError(
+                    f"redaction_patterns[{i}]: {pattern['regex']!r} {problem}; use a possessive repeat (a++) or one level"
+                )
         return [{"label": str(p["label"]), "regex": str(p["regex"])} for p in patterns]
 
 
@@ -96,7 +98,7 @@ class CaptureSettings(BaseModel):
             try:
                 rules = json.loads(rules or "[]")
             except ValueError:
-                raise ValueError("must be a JSON list of {\"prefix\": …, \"family\": …}") from None
+                raise ValueError('must be a JSON list of {"prefix": …, "family": …}') from None
         return [{"prefix": r.prefix, "family": r.family} for r in clean_family_rules(rules)]
 
 
@@ -111,8 +113,17 @@ class LabelRuleSettings(BaseModel):
 
 
 EVAL_FIELDS = (
-    "eval_runner", "eval_url", "eval_python_path", "eval_concurrency", "eval_timeout_seconds",
-    "model_base_url", "model_name", "tool_schemas", "base_instruction", "selects_with_intent", "model_drafts_enabled",
+    "eval_runner",
+    "eval_url",
+    "eval_python_path",
+    "eval_concurrency",
+    "eval_timeout_seconds",
+    "model_base_url",
+    "model_name",
+    "tool_schemas",
+    "base_instruction",
+    "selects_with_intent",
+    "model_drafts_enabled",
 )
 LABELS = {
     "auto_capture_enabled": "Automatic capture (scheduled mining)",
@@ -141,7 +152,9 @@ def python_path_allowed(path: str) -> bool:
     """Whether a Python runner's dotted path lies in PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES (an empty
     list allows none: a runner path is code every worker imports and calls)."""
     prefixes = settings.PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES
-    return any(path == p or path.startswith(p.rstrip(".") + ".") or path.startswith(p.rstrip(".") + ":") for p in prefixes)
+    return any(
+        path == p or path.startswith(p.rstrip(".") + ".") or path.startswith(p.rstrip(".") + ":") for p in prefixes
+    )
 
 
 def _url_parts(url: str) -> tuple[str, str, int | None, str] | None:
@@ -213,7 +226,9 @@ def _validate_eval(values: dict[str, Any]) -> dict[str, Any]:
             except ValidationError:
                 raise ValidationError({field: "must be an http(s) URL"}) from None
             if not url_allowed(value):
-                raise ValidationError({field: f"{value} is outside PROCMEM_EVAL_ALLOWED_URLS (ask the operator to allow it)"})
+                raise ValidationError(
+                    {field: f"{value} is outside PROCMEM_EVAL_ALLOWED_URLS (ask the operator to allow it)"}
+                )
     runner = cleaned["eval_runner"]
     if runner == Agent.Runner.HTTP and not cleaned["eval_url"]:
         raise ValidationError({"eval_url": "the HTTP runner needs the agent's eval URL"})
@@ -221,7 +236,9 @@ def _validate_eval(values: dict[str, Any]) -> dict[str, Any]:
         raise ValidationError({"model_base_url": "model replay needs a base URL and a model name"})
     if runner == Agent.Runner.PYTHON:
         if not cleaned["eval_python_path"]:
-            raise ValidationError({"eval_python_path": "the Python runner needs a dotted path (package.module:function)"})
+            raise ValidationError(
+                {"eval_python_path": "the Python runner needs a dotted path (package.module:function)"}
+            )
         if not python_path_allowed(cleaned["eval_python_path"]):
             raise ValidationError({"eval_python_path": "is outside PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES"})
     if not 1 <= cleaned["eval_concurrency"] <= 100:
@@ -321,7 +338,9 @@ def agent_settings_update(
         after = agent_settings_snapshot(locked)
         dropped = sorted((set(before["environments"]) - set(after["environments"])) & environments_in_use(locked))
         if dropped:
-            raise ValidationError({"environments": f"{', '.join(dropped)} still serves released versions; promote or withdraw them first"})
+            raise ValidationError(
+                {"environments": f"{', '.join(dropped)} still serves released versions; promote or withdraw them first"}
+            )
         changed = [field for field in after if before[field] != after[field]]
         key_replaced = locked.model_api_key != stored_key
         if not changed and not key_replaced:
@@ -332,9 +351,13 @@ def agent_settings_update(
         if key_replaced and "model_api_key_set" not in changed:
             changed.append("model_api_key_set")  # a new key replaced the old one
         audit(
-            action=AuditEvent.Action.SETTINGS, actor=user, actor_label=actor_label, agent=locked,
+            action=AuditEvent.Action.SETTINGS,
+            actor=user,
+            actor_label=actor_label,
+            agent=locked,
             reason=(reason or "").strip() or f"Agent settings changed: {', '.join(changed)}",
-            before={k: before[k] for k in changed}, after={k: after[k] for k in changed},
+            before={k: before[k] for k in changed},
+            after={k: after[k] for k in changed},
         )
         if set(LABEL_RULE_FIELDS) & set(changed):
             from .outcomes import session_labels_recompute
@@ -344,4 +367,3 @@ def agent_settings_update(
             agent_id = locked.pk
             transaction.on_commit(lambda: _notify_active_set_changed(agent_id), robust=True)
     return locked
-

@@ -30,7 +30,9 @@ from django.utils import timezone
 
 from .models import Agent, AuditEvent, EvalRun, ProcedureVersion, Status, VersionConflict
 
-_NEGATION = re.compile(r"^(?:please\s+)?(?:do not|don't|dont|never|must not|mustn't|should not|shouldn't|avoid|no)\s+", re.I)
+_NEGATION = re.compile(
+    r"^(?:please\s+)?(?:do not|don't|dont|never|must not|mustn't|should not|shouldn't|avoid|no)\s+", re.I
+)
 _WORDS = re.compile(r"[a-z0-9_']+")
 
 
@@ -74,7 +76,8 @@ def _contains(haystack: list[str], needle: list[str]) -> bool:
 # use in some circumstances, not the tool: another procedure that requires the tool does not
 # contradict it by that alone.
 _CONDITIONAL = re.compile(
-    r"\b(before|until|unless|without|outside|after|if|when|while|except|beyond|above|below|more than|less than|instead)\b", re.I
+    r"\b(before|until|unless|without|outside|after|if|when|while|except|beyond|above|below|more than|less than|instead)\b",
+    re.I,
 )
 
 
@@ -147,20 +150,33 @@ def find_conflicts(versions: list[ProcedureVersion], *, pairs=None, vectors: dic
             found = requires_what_other_forbids(first, second)
             if found:
                 what = found[0].get("tools") or [found[0].get("step")]
-                conflicts.append(Conflict(
-                    first, second, VersionConflict.Kind.REQUIRES_FORBIDDEN, {"requires": _label(first), "forbids": _label(second), "items": found},
-                    f"{_label(first)} requires {', '.join(what)}; {_label(second)} forbids it: “{found[0]['forbidden']}”.",
-                ))
+                conflicts.append(
+                    Conflict(
+                        first,
+                        second,
+                        VersionConflict.Kind.REQUIRES_FORBIDDEN,
+                        {"requires": _label(first), "forbids": _label(second), "items": found},
+                        f"{_label(first)} requires {', '.join(what)}; {_label(second)} forbids it: “{found[0]['forbidden']}”.",
+                    )
+                )
         if _same_situation_candidate(a, b) and vectors and a.pk in vectors and b.pk in vectors:
             similarity = float(vectors[a.pk] @ vectors[b.pk])
             if similarity >= threshold:
-                conflicts.append(Conflict(
-                    a, b, VersionConflict.Kind.SAME_SITUATION,
-                    {"similarity": round(similarity, 4), "threshold": threshold,
-                     "toolsA": list(a.required_tools), "toolsB": list(b.required_tools)},
-                    f"{_label(a)} and {_label(b)} apply to the same situation (similarity {similarity:.2f} ≥ {threshold}) "
-                    f"but require different tools: {', '.join(a.required_tools) or '—'} vs {', '.join(b.required_tools) or '—'}.",
-                ))
+                conflicts.append(
+                    Conflict(
+                        a,
+                        b,
+                        VersionConflict.Kind.SAME_SITUATION,
+                        {
+                            "similarity": round(similarity, 4),
+                            "threshold": threshold,
+                            "toolsA": list(a.required_tools),
+                            "toolsB": list(b.required_tools),
+                        },
+                        f"{_label(a)} and {_label(b)} apply to the same situation (similarity {similarity:.2f} ≥ {threshold}) "
+                        f"but require different tools: {', '.join(a.required_tools) or '—'} vs {', '.join(b.required_tools) or '—'}.",
+                    )
+                )
     return conflicts
 
 
@@ -170,7 +186,8 @@ def _servable(agent: Agent) -> list[ProcedureVersion]:
     versions = ProcedureVersion.objects.filter(procedure__agent=agent).select_related("procedure")
     active = list(versions.filter(status=Status.ACTIVE))
     candidates = [
-        v for v in versions.filter(status=Status.CANDIDATE, pk__in=passing.values("version_id"))
+        v
+        for v in versions.filter(status=Status.CANDIDATE, pk__in=passing.values("version_id"))
         if passing.filter(version_id=v.pk, content_hash=v.content_hash).exists()
     ]
     return active + candidates
@@ -212,8 +229,13 @@ def conflicts_scan(*, agent: Agent, user=None, actor_label: str = "conflict scan
                 VersionConflict.objects.filter(pk=open_rows[key].pk).update(last_seen_at=now)
             else:
                 VersionConflict.objects.create(
-                    agent=agent, version_a_id=a_id, version_b_id=b_id, kind=conflict.kind,
-                    detail=conflict.detail, message=conflict.message, last_seen_at=now,
+                    agent=agent,
+                    version_a_id=a_id,
+                    version_b_id=b_id,
+                    kind=conflict.kind,
+                    detail=conflict.detail,
+                    message=conflict.message,
+                    last_seen_at=now,
                 )
                 opened += 1
         gone = [row.pk for key, row in open_rows.items() if key not in seen]
@@ -222,7 +244,10 @@ def conflicts_scan(*, agent: Agent, user=None, actor_label: str = "conflict scan
         if opened or gone:
             # the audit row written directly (library.services imports this module for approvals)
             AuditEvent.objects.create(
-                action=AuditEvent.Action.CONFLICT_SCAN, actor=user if user is not None and user.is_authenticated else None,
-                actor_label="" if user is not None else actor_label, agent=agent, after=counts,
+                action=AuditEvent.Action.CONFLICT_SCAN,
+                actor=user if user is not None and user.is_authenticated else None,
+                actor_label="" if user is not None else actor_label,
+                agent=agent,
+                after=counts,
             )
     return counts

@@ -13,6 +13,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+
 from procmem_client import embeddings as client_embeddings
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -67,7 +68,9 @@ def model_key() -> str:
         for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
             if (path / name).is_file():
                 digest.update(name.encode() + b"\0" + (path / name).read_bytes())
-        _model_key_value = f"{path.parent.name if path.name == 'model' else path.name}"[:40] + ":" + digest.hexdigest()[:16]
+        _model_key_value = (
+            f"{path.parent.name if path.name == 'model' else path.name}"[:40] + ":" + digest.hexdigest()[:16]
+        )
     return _model_key_value
 
 
@@ -86,14 +89,18 @@ def stored_vectors(texts: dict[int, str]) -> dict[int, np.ndarray]:
     if not texts:
         return {}
     key = model_key()
-    stored = dict(VersionEmbedding.objects.filter(version_id__in=list(texts), model_key=key).values_list("version_id", "vector"))
+    stored = dict(
+        VersionEmbedding.objects.filter(version_id__in=list(texts), model_key=key).values_list("version_id", "vector")
+    )
     vectors = {vid: np.frombuffer(bytes(raw), dtype="<f4") for vid, raw in stored.items()}
     missing = [pk for pk in texts if pk not in vectors]
     if missing:
         computed = embed([texts[pk] for pk in missing])
         VersionEmbedding.objects.bulk_create(
             [
-                VersionEmbedding(version_id=pk, model_key=key, dimensions=int(vec.shape[0]), vector=vec.astype("<f4").tobytes())
+                VersionEmbedding(
+                    version_id=pk, model_key=key, dimensions=int(vec.shape[0]), vector=vec.astype("<f4").tobytes()
+                )
                 for pk, vec in zip(missing, computed)
             ],
             ignore_conflicts=True,

@@ -64,7 +64,9 @@ def clean_environments(value: Any) -> list[str]:
         if not isinstance(item, str) or not re.fullmatch(ENVIRONMENT_RE, item.strip()):
             shown = item[:40] if isinstance(item, str) else type(item).__name__
             raise ValidationError(
-                {"environments": f"name {index} ({shown!r}) is not an environment name: lower-case letters, digits, _ and -, starting with a letter, at most 32"}
+                {
+                    "environments": f"name {index} ({shown!r}) is not an environment name: lower-case letters, digits, _ and -, starting with a letter, at most 32"
+                }
             )
         name = item.strip()
         if name == PRODUCTION:
@@ -73,7 +75,9 @@ def clean_environments(value: Any) -> list[str]:
             raise ValidationError({"environments": f"lists {name!r} twice"})
         names.append(name)
     if len(names) > MAX_ENVIRONMENTS:
-        raise ValidationError({"environments": f"has {len(names)} environments beside production; at most {MAX_ENVIRONMENTS}"})
+        raise ValidationError(
+            {"environments": f"has {len(names)} environments beside production; at most {MAX_ENVIRONMENTS}"}
+        )
     return names
 
 
@@ -114,10 +118,8 @@ def rollout_arm(*, rollout_id: int, share: int, session: str | None) -> str:
     rollout and the session id), `control` for the rest and for a fetch without a session id."""
     if not session:
         return Rollout.Arm.CONTROL
-    digest = hashlib.sha256(f"procmem-rollout:{rollout_id}:{session}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"procmem-rollout:{rollout_id}:{session}".encode()).digest()
     return Rollout.Arm.ROLLOUT if int.from_bytes(digest[:8], "big") % 100 < share else Rollout.Arm.CONTROL
-
-
 
 
 # ---------------------------------------------------------------------------------------------- the plan
@@ -135,7 +137,9 @@ class StagedPlan:
 
     @property
     def fingerprint(self) -> str:
-        rows = [f"r{env}:{key}:{vid}" for env, keys in sorted(self.releases.items()) for key, vid in sorted(keys.items())]
+        rows = [
+            f"r{env}:{key}:{vid}" for env, keys in sorted(self.releases.items()) for key, vid in sorted(keys.items())
+        ]
         rows += [f"o{r[0]}:{r[2]}:{r[3] or ''}:{r[4]}" for r in self.rollouts]
         return hashlib.md5(";".join(rows).encode()).hexdigest()
 
@@ -168,8 +172,10 @@ def read_plan(agent_id: int, *, using: str) -> StagedPlan:
         .order_by("pk")
     )
     rollouts = [tuple(row) for row in rows]
-    for environment, key, version_id in ProcedureRelease.objects.using(using).filter(in_namespace).values_list(
-        "environment", "procedure__key", "version_id"
+    for environment, key, version_id in (
+        ProcedureRelease.objects.using(using)
+        .filter(in_namespace)
+        .values_list("environment", "procedure__key", "version_id")
     ):
         releases.setdefault(environment, {})[key] = version_id
     return StagedPlan(releases=releases, rollouts=tuple(rollouts))

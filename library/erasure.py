@@ -39,8 +39,9 @@ import hashlib
 import hmac
 import json
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from django.apps import apps
 from django.conf import settings
@@ -60,13 +61,33 @@ SWEPT_APPS = ("library", "reviews", "admin")
 # not searched: the version rows (step 3 handles them), the erasure records, the raw session store,
 # binary and secret columns
 NOT_SWEPT = {
-    "library.ProcedureVersion", "library.VersionTombstone", "library.ErasureSweep", "library.AgentSession",
-    "library.VersionEmbedding", "library.ApiToken",
+    "library.ProcedureVersion",
+    "library.VersionTombstone",
+    "library.ErasureSweep",
+    "library.AgentSession",
+    "library.VersionEmbedding",
+    "library.ApiToken",
 }
 # columns the database keeps fixed for other reasons (a finished run's verdict never changes)
 FIXED_COLUMNS = {("library.EvalRun", "verdict_detail")}
-VERSION_TEXT_FIELDS = ("applies_when", "steps", "forbidden_actions", "preconditions", "postconditions", "verify_command")
-MINING_ENTRY_FIELDS = ("steps", "forbiddenActions", "summary", "skeleton", "draft", "verifyCommand", "preconditions", "postconditions")
+VERSION_TEXT_FIELDS = (
+    "applies_when",
+    "steps",
+    "forbidden_actions",
+    "preconditions",
+    "postconditions",
+    "verify_command",
+)
+MINING_ENTRY_FIELDS = (
+    "steps",
+    "forbiddenActions",
+    "summary",
+    "skeleton",
+    "draft",
+    "verifyCommand",
+    "preconditions",
+    "postconditions",
+)
 _WORD = re.compile(r"\w+")
 REFERENCE_RE = re.compile(r"\[erased with tombstone \d+\]")  # VersionTombstone.reference
 
@@ -126,17 +147,21 @@ def fingerprints(texts: Iterable[str], *, shared: Iterable[str] = ()) -> list[st
         if not words:
             continue
         size = min(len(words), WINDOW_WORDS)
-        groups.append({tuple(words[start:start + size]) for start in range(0, min(len(words) - size + 1, MAX_WINDOWS_PER_TEXT))})
+        groups.append(
+            {tuple(words[start : start + size]) for start in range(0, min(len(words) - size + 1, MAX_WINDOWS_PER_TEXT))}
+        )
     sizes = {len(window) for group in groups for window in group}
     for text in shared if groups else ():
         words = _WORD.findall(text.lower())
         for size in sizes:
             for start in range(0, len(words) - size + 1):
-                window = tuple(words[start:start + size])
+                window = tuple(words[start : start + size])
                 for group in groups:
                     group.discard(window)
     return sorted(
-        f"{len(window)}:{_digest(key, list(window))}:{number}" for number, group in enumerate(groups) for window in group
+        f"{len(window)}:{_digest(key, list(window))}:{number}"
+        for number, group in enumerate(groups)
+        for window in group
     )
 
 
@@ -175,7 +200,7 @@ class FingerprintMatcher:
         found: dict[tuple, set[str]] = {}
         for size in self.sizes:
             for start in range(0, len(words) - size + 1):
-                digest = _digest(self._key, words[start:start + size])
+                digest = _digest(self._key, words[start : start + size])
                 for group in self.groups_of.get(digest, ()):
                     seen = found.setdefault(group, set())
                     seen.add(digest)
@@ -199,8 +224,11 @@ def swept_columns() -> Iterator[tuple[type[models.Model], list[models.Field]]]:
             if label in NOT_SWEPT or model._meta.proxy:
                 continue
             columns = [
-                f for f in model._meta.concrete_fields
-                if isinstance(f, (models.CharField, models.TextField, models.JSONField)) and not f.primary_key and not f.choices
+                f
+                for f in model._meta.concrete_fields
+                if isinstance(f, (models.CharField, models.TextField, models.JSONField))
+                and not f.primary_key
+                and not f.choices
                 and (label, f.name) not in FIXED_COLUMNS
             ]
             if columns:
@@ -284,7 +312,11 @@ def _mining_entry(version: ProcedureVersion, reference: str, result: SweepResult
         return
     report, changed = [], False
     for entry in run.report or []:
-        linked = isinstance(entry, dict) and isinstance(entry.get("version"), dict) and entry["version"].get("pk") == version.pk
+        linked = (
+            isinstance(entry, dict)
+            and isinstance(entry.get("version"), dict)
+            and entry["version"].get("pk") == version.pk
+        )
         if linked:
             entry = {k: (reference if k in MINING_ENTRY_FIELDS else v) for k, v in entry.items()}
             changed = True
@@ -300,8 +332,11 @@ def _descendants(version: ProcedureVersion) -> list[ProcedureVersion]:
     seen = set(frontier)
     while frontier:
         children = list(
-            ProcedureVersion.objects.select_for_update(of=("self",)).select_related("procedure__agent")
-            .filter(based_on_id__in=frontier).exclude(status=Status.ERASED).order_by("pk")
+            ProcedureVersion.objects.select_for_update(of=("self",))
+            .select_related("procedure__agent")
+            .filter(based_on_id__in=frontier)
+            .exclude(status=Status.ERASED)
+            .order_by("pk")
         )
         frontier = [c.pk for c in children if c.pk not in seen]
         seen.update(frontier)
@@ -329,14 +364,20 @@ def _texts_kept_elsewhere(version: ProcedureVersion, descendants: list[Procedure
     procedure, still lives there; it is not the erased text (erase that version too to remove it)."""
     others = (
         ProcedureVersion.objects.filter(procedure__agent_id=version.procedure.agent_id)
-        .exclude(status=Status.ERASED).exclude(pk__in=[version.pk, *(d.pk for d in descendants)])
+        .exclude(status=Status.ERASED)
+        .exclude(pk__in=[version.pk, *(d.pk for d in descendants)])
         .only(*VERSION_TEXT_FIELDS)
     )
     return {t.strip().lower() for other in others.iterator(chunk_size=500) for t in version_texts(other)}
 
 
 def _flag_descendants(
-    version: ProcedureVersion, descendants: list[ProcedureVersion], texts: list[str], reference: str, user, result: SweepResult
+    version: ProcedureVersion,
+    descendants: list[ProcedureVersion],
+    texts: list[str],
+    reference: str,
+    user,
+    result: SweepResult,
 ) -> None:
     erased = {t.strip().lower() for t in texts if t.strip()}
     for child in descendants:
@@ -350,9 +391,14 @@ def _flag_descendants(
         _refresh_search_document(child.pk)
         result.flagged_versions.append(child.pk)
         AuditEvent.objects.create(  # as services.audit writes it (that module calls this one)
-            action=AuditEvent.Action.ERASE_COPY, actor=user, version=child, procedure=child.procedure, agent=child.procedure.agent,
+            action=AuditEvent.Action.ERASE_COPY,
+            actor=user,
+            version=child,
+            procedure=child.procedure,
+            agent=child.procedure.agent,
             reason=f"Shared text of v{version.number}, which was erased ({reference}): review this version",
-            before={"version": child.number, "fields": fields}, after={"version": child.number, "fields": fields, "flagged": True},
+            before={"version": child.number, "fields": fields},
+            after={"version": child.number, "fields": fields, "flagged": True},
         )
     if result.flagged_versions:
         from .models import VersionEmbedding
@@ -379,7 +425,10 @@ def _refresh_search_document(version_id: int) -> None:
 def remaining_copies(lowered: list[str]) -> list[dict]:
     """Where stored text still holds a needle: every swept column, and every version's text."""
     found = []
-    for model, columns in [*swept_columns(), (ProcedureVersion, [ProcedureVersion._meta.get_field(n) for n in VERSION_TEXT_FIELDS])]:
+    for model, columns in [
+        *swept_columns(),
+        (ProcedureVersion, [ProcedureVersion._meta.get_field(n) for n in VERSION_TEXT_FIELDS]),
+    ]:
         label = f"{model._meta.app_label}.{model.__name__}"
         for row in _rows_holding(model, columns, lowered):
             for column in columns:

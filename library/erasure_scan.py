@@ -5,9 +5,10 @@ searches, every version's text, the session store when asked, and the procedure 
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from .erasure import VERSION_TEXT_FIELDS, FingerprintMatcher, swept_columns
 from .interchange import export_library
@@ -30,7 +31,9 @@ def scan_erased(*, include_sessions: bool = False, include_export: bool = True) 
     hits: list[ErasedCopy] = []
     targets = [*swept_columns(), (ProcedureVersion, [ProcedureVersion._meta.get_field(n) for n in VERSION_TEXT_FIELDS])]
     if include_sessions:
-        targets.append((AgentSession, [AgentSession._meta.get_field(n) for n in ("task", "redacted_excerpt", "tool_calls")]))
+        targets.append(
+            (AgentSession, [AgentSession._meta.get_field(n) for n in ("task", "redacted_excerpt", "tool_calls")])
+        )
     for model, columns in targets:
         label = f"{model._meta.app_label}.{model.__name__}"
         names = [c.attname for c in columns]

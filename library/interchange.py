@@ -93,7 +93,9 @@ def export_library(directory: Path, *, agents: list[Agent] | None = None) -> lis
     written: list[Path] = []
     agent_qs = Agent.objects.order_by("name") if agents is None else sorted(agents, key=lambda a: a.name)
     for agent in agent_qs:
-        procedures = agent.procedures.select_related("intent", "namespace").prefetch_related("releases__version").order_by("key")
+        procedures = (
+            agent.procedures.select_related("intent", "namespace").prefetch_related("releases__version").order_by("key")
+        )
         for procedure in procedures:
             versions = procedure.versions.select_related(
                 "approved_by", "proposed_by", "procedure", "based_on", "tombstone__erased_by"
@@ -116,7 +118,9 @@ def procedure_payload(procedure: Procedure, versions: list[ProcedureVersion]) ->
         "roles": list(procedure.roles or []),
         "priority": procedure.priority,
         "confidence": procedure.confidence,
-        "releases": {r.environment: r.version.number for r in sorted(procedure.releases.all(), key=lambda r: r.environment)},
+        "releases": {
+            r.environment: r.version.number for r in sorted(procedure.releases.all(), key=lambda r: r.environment)
+        },
         "versions": [_version_record(v) for v in versions],
     }
 
@@ -152,7 +156,9 @@ def _parse_file(path: Path, agent_name_from_dir: str | None) -> _ParsedFile:
     except UnicodeDecodeError as exc:
         raise ImportFileError(path, "(file)", f"is not UTF-8 text: {exc}") from None
     except json.JSONDecodeError as exc:
-        raise ImportFileError(path, "(file)", f"is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise ImportFileError(
+            path, "(file)", f"is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
     if not isinstance(data, dict):
         raise ImportFileError(path, "(file)", "must hold a JSON object")
     if data.get("format", FORMAT) != FORMAT:
@@ -168,7 +174,9 @@ def _parse_file(path: Path, agent_name_from_dir: str | None) -> _ParsedFile:
     if not isinstance(agent_name, str) or not agent_name:
         raise ImportFileError(path, "agent", "is required (in the file or as the directory name)")
     if agent_name_from_dir and agent_name != agent_name_from_dir:
-        raise ImportFileError(path, "agent", f"says {agent_name!r} but the file lies in directory {agent_name_from_dir!r}")
+        raise ImportFileError(
+            path, "agent", f"says {agent_name!r} but the file lies in directory {agent_name_from_dir!r}"
+        )
     versions = data.get("versions")
     if not isinstance(versions, list) or not versions:
         raise ImportFileError(path, "versions", "must be a non-empty list")
@@ -210,7 +218,12 @@ def _parse_file(path: Path, agent_name_from_dir: str | None) -> _ParsedFile:
             )
         )
     return _ParsedFile(
-        path=path, agent=agent_name, key=data["id"], intent=data["intent"], versions=parsed, scope=_parse_scope(path, data),
+        path=path,
+        agent=agent_name,
+        key=data["id"],
+        intent=data["intent"],
+        versions=parsed,
+        scope=_parse_scope(path, data),
         releases=_parse_releases(path, data),
     )
 
@@ -219,15 +232,24 @@ def _parse_tombstone(path: Path, where: str, item: dict) -> _ParsedVersion:
     tombstone = item.get("tombstone", {})
     if not isinstance(tombstone, dict):
         raise ImportFileError(path, f"{where}.tombstone", "must be an object")
-    content_fields = [k for k in ("appliesWhen", "steps", "preconditions", "postconditions", "verifyCommand") if item.get(k)]
+    content_fields = [
+        k for k in ("appliesWhen", "steps", "preconditions", "postconditions", "verifyCommand") if item.get(k)
+    ]
     if content_fields:
-        raise ImportFileError(path, f"{where}.{content_fields[0]}", "an erased version carries no content, only its tombstone")
+        raise ImportFileError(
+            path, f"{where}.{content_fields[0]}", "an erased version carries no content, only its tombstone"
+        )
     number = item.get("version")
     if not isinstance(number, int) or isinstance(number, bool) or number < 1:
         raise ImportFileError(path, f"{where}.version", "must be a positive integer")
     content_hash = tombstone.get("contentHash", "")
     return _ParsedVersion(
-        source_number=number, source_status=Status.ERASED, content=None, evidence={}, approved_by=None, approved_at=None,
+        source_number=number,
+        source_status=Status.ERASED,
+        content=None,
+        evidence={},
+        approved_by=None,
+        approved_at=None,
         content_hash=content_hash if isinstance(content_hash, str) else "",
     )
 
@@ -298,11 +320,15 @@ def _resolve(item: _ParsedFile, agents: dict[str, Agent], create_intents: bool) 
     if item.agent not in agents:
         raise ImportFileError(item.path, "agent", f"no agent named {item.agent!r} exists")
     if not create_intents and not Intent.objects.filter(agent=agents[item.agent], name=item.intent).exists():
-        raise ImportFileError(item.path, "intent", f"agent {item.agent!r} has no intent {item.intent!r} (use --create-intents)")
+        raise ImportFileError(
+            item.path, "intent", f"agent {item.agent!r} has no intent {item.intent!r} (use --create-intents)"
+        )
     return agents[item.agent]
 
 
-def import_library(paths: list[Path], *, user=None, create_intents: bool = False, newest_only: bool = False) -> ImportReport:
+def import_library(
+    paths: list[Path], *, user=None, create_intents: bool = False, newest_only: bool = False
+) -> ImportReport:
     """Validates and stores each file on its own transaction: a bad file lands in `report.errors`
     (path, field, reason) with nothing of it stored, and the others go on. `newest_only`: of a
     file's versions the library lacks, only the newest is proposed (a sync)."""
@@ -323,7 +349,9 @@ def _import_file(item: _ParsedFile, agent: Agent, *, user, report: ImportReport,
     intent, intent_created = Intent.objects.get_or_create(agent=agent, name=item.intent)
     if intent_created:
         report.intents_created.append(f"{agent.name}/{intent.name}")
-    existing = _known_hashes(ProcedureVersion.objects.filter(procedure__agent=agent, procedure__key=item.key)).get(item.key, set())
+    existing = _known_hashes(ProcedureVersion.objects.filter(procedure__agent=agent, procedure__key=item.key)).get(
+        item.key, set()
+    )
     missing = []
     for version in item.versions:
         label = f"{agent.name}/{item.key} v{version.source_number or '?'}"
@@ -405,13 +433,21 @@ class Comparison:
 
 
 def _scope_differences(item: _ParsedFile, procedure: Procedure) -> list[str]:
-    now = {"namespace": procedure.namespace.name, "roles": list(procedure.roles or []), "priority": procedure.priority,
-           "confidence": procedure.confidence}
+    now = {
+        "namespace": procedure.namespace.name,
+        "roles": list(procedure.roles or []),
+        "priority": procedure.priority,
+        "confidence": procedure.confidence,
+    }
 
     def same(name: str, value: Any) -> bool:  # roles are a set (clean_roles sorts them; older rows may not be)
         return sorted(now[name]) == sorted(value) if name == "roles" else now[name] == value
 
-    return [f"{name} {now[name]!r} in the library, {value!r} in the file" for name, value in item.scope.items() if not same(name, value)]
+    return [
+        f"{name} {now[name]!r} in the library, {value!r} in the file"
+        for name, value in item.scope.items()
+        if not same(name, value)
+    ]
 
 
 def _known_hashes(versions, by: str = "key") -> dict[Any, set[str]]:
@@ -439,8 +475,13 @@ def _version_differences(item: _ParsedFile, versions: list[ProcedureVersion]) ->
             reference = version.tombstone.reference if hasattr(version, "tombstone") else "its tombstone"
             copy = in_file.get(version.content_hash)
             if copy is not None:
-                found.append(("erased", f"v{copy.source_number or '?'} of {item.path} holds the content of v{version.number}, "
-                                        f"which the library erased ({reference})"))
+                found.append(
+                    (
+                        "erased",
+                        f"v{copy.source_number or '?'} of {item.path} holds the content of v{version.number}, "
+                        f"which the library erased ({reference})",
+                    )
+                )
             elif version.content_hash not in tombstones:
                 found.append(("library only", f"v{version.number} (ERASED) is not in {item.path}"))
             continue
@@ -448,8 +489,13 @@ def _version_differences(item: _ParsedFile, versions: list[ProcedureVersion]) ->
         if match is None:
             found.append(("library only", f"v{version.number} ({version.status}) is not in {item.path}"))
         elif match.source_status and match.source_status != version.status:
-            found.append(("status", f"v{version.number} is {version.status} in the library, "
-                                    f"{match.source_status} in the file (its v{match.source_number or '?'})"))
+            found.append(
+                (
+                    "status",
+                    f"v{version.number} is {version.status} in the library, "
+                    f"{match.source_status} in the file (its v{match.source_number or '?'})",
+                )
+            )
     return found
 
 
@@ -460,7 +506,8 @@ def _release_differences(item: _ParsedFile, procedure: Procedure) -> list[str]:
     return [
         f"{environment} serves v{now[environment] if environment in now else '-'} in the library, "
         f"v{item.releases[environment] if environment in item.releases else '-'} in the file"
-        for environment in sorted(set(now) | set(item.releases)) if now.get(environment) != item.releases.get(environment)
+        for environment in sorted(set(now) | set(item.releases))
+        if now.get(environment) != item.releases.get(environment)
     ]
 
 
@@ -471,13 +518,15 @@ def library_differences(paths: list[Path]) -> Comparison:
     result = Comparison(errors=errors)
     procedures = {
         (p.agent.name, p.key): p
-        for p in Procedure.objects.filter(agent__name__in=covered).select_related("agent", "namespace")
+        for p in Procedure.objects.filter(agent__name__in=covered)
+        .select_related("agent", "namespace")
         .prefetch_related("releases__version")
     }
     versions: dict[int, list[ProcedureVersion]] = {}
     for version in (
         ProcedureVersion.objects.filter(procedure__in=list(procedures.values()))
-        .select_related("procedure", "tombstone").order_by("procedure_id", "number")
+        .select_related("procedure", "tombstone")
+        .order_by("procedure_id", "number")
     ):
         versions.setdefault(version.procedure_id, []).append(version)
     hashes = _known_hashes(ProcedureVersion.objects.filter(procedure__in=list(procedures.values())), by="procedure_id")
@@ -485,13 +534,19 @@ def library_differences(paths: list[Path]) -> Comparison:
         result.files[(item.agent, item.key)] = item
         procedure = procedures.get((item.agent, item.key))
         if procedure is None:
-            result.differences.append(Difference(item.agent, item.key, "new procedure", f"only in {item.path}", item.path))
+            result.differences.append(
+                Difference(item.agent, item.key, "new procedure", f"only in {item.path}", item.path)
+            )
             continue
         known = hashes.get(procedure.pk, set())
         missing = [v.source_number for v in item.versions if v.content is not None and v.content.hash not in known]
         if missing:
             numbers = ", ".join(f"v{n}" if n else "a version" for n in missing)
-            result.differences.append(Difference(item.agent, item.key, "new version", f"{numbers} of {item.path} not in the library", item.path))
+            result.differences.append(
+                Difference(
+                    item.agent, item.key, "new version", f"{numbers} of {item.path} not in the library", item.path
+                )
+            )
         for detail in _scope_differences(item, procedure):
             result.differences.append(Difference(item.agent, item.key, "scope", detail, item.path))
         for kind, detail in _version_differences(item, versions.get(procedure.pk, [])):
@@ -503,7 +558,9 @@ def library_differences(paths: list[Path]) -> Comparison:
             continue
         own = versions.get(procedure.pk, [])
         if any(v.status in (Status.ACTIVE, Status.APPROVED) for v in own):
-            result.differences.append(Difference(agent_name, key, "removed", "no file for a procedure the library serves"))
+            result.differences.append(
+                Difference(agent_name, key, "removed", "no file for a procedure the library serves")
+            )
         elif own:
             listed = ", ".join(f"v{v.number} ({v.status})" for v in own)
             result.differences.append(Difference(agent_name, key, "library only", f"{listed}: no file"))
@@ -535,7 +592,9 @@ def library_sync(paths: list[Path], *, user=None, create_intents: bool = False) 
             if label in report.scope_changed or any(n.startswith(label + ": scope") for n in report.not_applied):
                 continue
             item = comparison.files[(difference.agent, difference.key)]
-            procedure = Procedure.objects.select_related("namespace").get(agent__name=difference.agent, key=difference.key)
+            procedure = Procedure.objects.select_related("namespace").get(
+                agent__name=difference.agent, key=difference.key
+            )
             namespace = Namespace.objects.filter(name=item.scope.get("namespace", procedure.namespace.name)).first()
             try:
                 if user is None:
@@ -543,9 +602,13 @@ def library_sync(paths: list[Path], *, user=None, create_intents: bool = False) 
                 if namespace is None:
                     raise ValidationError(f"no namespace named {item.scope['namespace']!r}")
                 procedure_scope_update(
-                    procedure=procedure, user=user, namespace=namespace,
-                    roles=item.scope.get("roles", procedure.roles), priority=item.scope.get("priority", procedure.priority),
-                    confidence=item.scope.get("confidence", procedure.confidence), reason=f"Synced from {item.path.name}",
+                    procedure=procedure,
+                    user=user,
+                    namespace=namespace,
+                    roles=item.scope.get("roles", procedure.roles),
+                    priority=item.scope.get("priority", procedure.priority),
+                    confidence=item.scope.get("confidence", procedure.confidence),
+                    reason=f"Synced from {item.path.name}",
                 )
                 report.scope_changed.append(label)
             except (PermissionDenied, ValidationError) as exc:
@@ -556,13 +619,19 @@ def library_sync(paths: list[Path], *, user=None, create_intents: bool = False) 
                 procedure__agent__name=difference.agent, procedure__key=difference.key, status=Status.ACTIVE
             ).first()
             if version is None:
-                report.not_applied.append(f"{label}: removed: no ACTIVE version to retire (an approved one is withdrawn on its page)")
+                report.not_applied.append(
+                    f"{label}: removed: no ACTIVE version to retire (an approved one is withdrawn on its page)"
+                )
                 continue
             retirement_requested.send(
-                sender=ProcedureVersion, version_id=version.pk, reason="Its file was removed from the procedures repository",
+                sender=ProcedureVersion,
+                version_id=version.pk,
+                reason="Its file was removed from the procedures repository",
                 actor_label="sync",
             )
             report.retirement_requested.append(f"{label} v{version.number}")
         elif difference.kind in EXPORT_AGAIN:
-            report.not_applied.append(f"{label}: {difference.kind}: {difference.detail}: {EXPORT_AGAIN[difference.kind]}")
+            report.not_applied.append(
+                f"{label}: {difference.kind}: {difference.detail}: {EXPORT_AGAIN[difference.kind]}"
+            )
     return report

@@ -33,8 +33,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import safe_json
-from .session_fields import FieldError, parse_ended_at
 from .models import Agent, AgentSession, AuditEvent, SessionLabel
+from .session_fields import FieldError, parse_ended_at
 
 OUTCOME_FIELDS = ("session_id", "resolved", "escalated", "rating", "complaint", "closed_by_customer", "at", "source")
 FLAGS = ("resolved", "escalated", "complaint", "closed_by_customer")
@@ -69,7 +69,10 @@ class OutcomeInvalid(ValueError):
 def parse_outcome(item: Any, *, now: datetime | None = None) -> OutcomeIn:
     """One outcome object, or OutcomeInvalid naming every bad field. `at` defaults to now."""
     if not isinstance(item, Mapping):
-        raise OutcomeInvalid([FieldError("(item)", f"must be an object {{{', '.join(OUTCOME_FIELDS)}}}, got {type(item).__name__}")], None)
+        raise OutcomeInvalid(
+            [FieldError("(item)", f"must be an object {{{', '.join(OUTCOME_FIELDS)}}}, got {type(item).__name__}")],
+            None,
+        )
     try:
         safe_json.check(item)
     except safe_json.JsonRefused as exc:
@@ -94,8 +97,15 @@ def parse_outcome(item: Any, *, now: datetime | None = None) -> OutcomeIn:
         values[name] = value if isinstance(value, bool) else None
     rating = item.get("rating")
     if rating is not None:
-        if isinstance(rating, bool) or not isinstance(rating, (int, float)) or not math.isfinite(rating) or abs(rating) > MAX_RATING:
-            errors.append(FieldError("rating", f"must be a finite number of at most {MAX_RATING:g}, got {rating!r:.40}"))
+        if (
+            isinstance(rating, bool)
+            or not isinstance(rating, (int, float))
+            or not math.isfinite(rating)
+            or abs(rating) > MAX_RATING
+        ):
+            errors.append(
+                FieldError("rating", f"must be a finite number of at most {MAX_RATING:g}, got {rating!r:.40}")
+            )
             rating = None
         else:
             rating = float(rating)
@@ -105,10 +115,22 @@ def parse_outcome(item: Any, *, now: datetime | None = None) -> OutcomeIn:
         source = ""
     at = parse_ended_at(item.get("at"), errors, "at") if item.get("at") not in (None, "") else (now or timezone.now())
     if not errors and rating is None and not any(values[name] is not None for name in FLAGS):
-        errors.append(FieldError("(item)", "says nothing: give at least one of resolved, escalated, rating, complaint, closed_by_customer"))
+        errors.append(
+            FieldError(
+                "(item)",
+                "says nothing: give at least one of resolved, escalated, rating, complaint, closed_by_customer",
+            )
+        )
     if errors:
         raise OutcomeInvalid(errors, session_id)
-    return OutcomeIn(session_id=session_id, at=at, rating=rating, source=source.strip(), at_given=item.get("at") not in (None, ""), **values)
+    return OutcomeIn(
+        session_id=session_id,
+        at=at,
+        rating=rating,
+        source=source.strip(),
+        at_given=item.get("at") not in (None, ""),
+        **values,
+    )
 
 
 # ---------------------------------------------------------------------------------------------- the label rule
@@ -168,12 +190,19 @@ class OutcomesResult:
 
 def _own_label(session: AgentSession) -> SessionLabel:
     return SessionLabel(
-        session=session, resolved=session.resolved, escalated=session.escalated, rating=session.rating,
-        at=_session_end(session), source="session", via=session.channel or "",
+        session=session,
+        resolved=session.resolved,
+        escalated=session.escalated,
+        rating=session.rating,
+        at=_session_end(session),
+        source="session",
+        via=session.channel or "",
     )
 
 
-def outcomes_record(*, agent: Agent, outcomes: list[OutcomeIn], via: str, actor_label: str, user=None) -> OutcomesResult:
+def outcomes_record(
+    *, agent: Agent, outcomes: list[OutcomeIn], via: str, actor_label: str, user=None
+) -> OutcomesResult:
     """Adds outcomes to their sessions' label histories and derives each session's label again, in
     one transaction (the sessions' rows locked). An outcome naming a session the agent does not have
     is reported under `unknown`; one identical to a row already in the history (a resend) under
@@ -184,7 +213,9 @@ def outcomes_record(*, agent: Agent, outcomes: list[OutcomeIn], via: str, actor_
     with transaction.atomic():
         sessions = {
             s.session_id: s
-            for s in AgentSession.objects.select_for_update().filter(agent=agent, session_id__in={o.session_id for o in outcomes})
+            for s in AgentSession.objects.select_for_update().filter(
+                agent=agent, session_id__in={o.session_id for o in outcomes}
+            )
         }
         histories: dict[int, list[SessionLabel]] = {}
         for label in SessionLabel.objects.filter(session__in=list(sessions.values())):
@@ -202,14 +233,24 @@ def outcomes_record(*, agent: Agent, outcomes: list[OutcomeIn], via: str, actor_
                 history.append(own)
                 new_rows.append(own)
             # the same outcome again (at the same time, or with no time of its own): a resend
-            same = [h for h in history if (h.resolved, h.escalated, h.rating, h.complaint, h.closed_by_customer, h.source) == outcome.key()]
+            same = [
+                h
+                for h in history
+                if (h.resolved, h.escalated, h.rating, h.complaint, h.closed_by_customer, h.source) == outcome.key()
+            ]
             if any(h.at == outcome.at or not outcome.at_given for h in same):
                 result.duplicate.append(outcome.session_id)
                 continue
             row = SessionLabel(
-                session=session, resolved=outcome.resolved, escalated=outcome.escalated, rating=outcome.rating,
-                complaint=outcome.complaint, closed_by_customer=outcome.closed_by_customer, at=outcome.at,
-                source=outcome.source, via=via[:100],
+                session=session,
+                resolved=outcome.resolved,
+                escalated=outcome.escalated,
+                rating=outcome.rating,
+                complaint=outcome.complaint,
+                closed_by_customer=outcome.closed_by_customer,
+                at=outcome.at,
+                source=outcome.source,
+                via=via[:100],
             )
             history.append(row)
             new_rows.append(row)
@@ -221,10 +262,18 @@ def outcomes_record(*, agent: Agent, outcomes: list[OutcomeIn], via: str, actor_
         changed: list[AgentSession] = []
         for session_id, session in touched.items():
             label = final_label(agent, session, histories[session.pk])
-            old = {"resolved": session.resolved, "escalated": session.escalated, "rating": session.rating,
-                   "pendingUntil": session.label_pending_until.isoformat() if session.label_pending_until else None}
-            new = {"resolved": label.resolved, "escalated": label.escalated, "rating": label.rating,
-                   "pendingUntil": label.pending_until.isoformat() if label.pending_until else None}
+            old = {
+                "resolved": session.resolved,
+                "escalated": session.escalated,
+                "rating": session.rating,
+                "pendingUntil": session.label_pending_until.isoformat() if session.label_pending_until else None,
+            }
+            new = {
+                "resolved": label.resolved,
+                "escalated": label.escalated,
+                "rating": label.rating,
+                "pendingUntil": label.pending_until.isoformat() if label.pending_until else None,
+            }
             if old != new:
                 session.resolved, session.escalated, session.rating = label.resolved, label.escalated, label.rating
                 session.label_pending_until = label.pending_until
@@ -233,9 +282,13 @@ def outcomes_record(*, agent: Agent, outcomes: list[OutcomeIn], via: str, actor_
         AgentSession.objects.bulk_update(changed, ["resolved", "escalated", "rating", "label_pending_until"])
         if result.applied:
             AuditEvent.objects.create(
-                action=AuditEvent.Action.OUTCOMES, actor=user, actor_label=actor_label[:150], agent=agent,
+                action=AuditEvent.Action.OUTCOMES,
+                actor=user,
+                actor_label=actor_label[:150],
+                agent=agent,
                 reason=f"{len(result.applied)} outcome(s) via {via}: {len(changed)} label(s) changed",
-                before=dict(list(before.items())[:200]), after=dict(list(after.items())[:200]),
+                before=dict(list(before.items())[:200]),
+                after=dict(list(after.items())[:200]),
             )
     return result
 
@@ -265,7 +318,10 @@ def session_labels_recompute(*, agent: Agent) -> int:
     for session in AgentSession.objects.filter(pk__in=list(histories)):
         label = final_label(agent, session, histories[session.pk])
         if (session.resolved, session.escalated, session.rating, session.label_pending_until) != (
-            label.resolved, label.escalated, label.rating, label.pending_until
+            label.resolved,
+            label.escalated,
+            label.rating,
+            label.pending_until,
         ):
             session.resolved, session.escalated, session.rating = label.resolved, label.escalated, label.rating
             session.label_pending_until = label.pending_until
@@ -289,8 +345,12 @@ def sessions_waiting(agent: Agent, now: datetime) -> dict[str, Any]:
     unlabelled = AgentSession.objects.filter(agent=agent, resolved__isnull=True).filter(label_final_q(now))
     return {
         "awaitingLabel": pending.count(),
-        "awaitingLabelSessions": list(pending.order_by("label_pending_until", "pk").values_list("session_id", flat=True)[:WAITING_NAMED]),
-        "withoutOutcomeSessions": list(unlabelled.order_by("-ended_at", "-pk").values_list("session_id", flat=True)[:WAITING_NAMED]),
+        "awaitingLabelSessions": list(
+            pending.order_by("label_pending_until", "pk").values_list("session_id", flat=True)[:WAITING_NAMED]
+        ),
+        "withoutOutcomeSessions": list(
+            unlabelled.order_by("-ended_at", "-pk").values_list("session_id", flat=True)[:WAITING_NAMED]
+        ),
     }
 
 
@@ -302,11 +362,18 @@ def waiting_report_entry(waiting: Mapping[str, Any]) -> dict[str, Any] | None:
     parts = []
     if pending:
         more = waiting["awaitingLabel"] - len(pending)
-        parts.append(f"{waiting['awaitingLabel']} wait for the complaint window to close: {', '.join(pending)}" + (f" and {more} more" if more > 0 else ""))
+        parts.append(
+            f"{waiting['awaitingLabel']} wait for the complaint window to close: {', '.join(pending)}"
+            + (f" and {more} more" if more > 0 else "")
+        )
     if unlabelled:
-        parts.append(f"without any outcome yet (newest first): {', '.join(unlabelled)}" + (" …" if len(unlabelled) == WAITING_NAMED else ""))
+        parts.append(
+            f"without any outcome yet (newest first): {', '.join(unlabelled)}"
+            + (" …" if len(unlabelled) == WAITING_NAMED else "")
+        )
     return {
-        "intent": None, "status": "waiting for labels",
+        "intent": None,
+        "status": "waiting for labels",
         "reason": "Sessions without a final label are not mined; " + "; ".join(parts) + ".",
         "figures": {"awaitingLabel": waiting["awaitingLabel"]},
     }

@@ -28,6 +28,7 @@ from .models import (  # noqa: F401 - who reads what lives beside Agent.objects.
     reads_are_isolated,
     reads_every_namespace,
 )
+
 REVIEWERS_GROUP = "reviewers"
 
 
@@ -51,7 +52,9 @@ def _active(user) -> bool:
 
 def user_can_review(user, procedure: Procedure) -> bool:
     """A reviewer of every procedure, or of the procedure's namespace."""
-    return user_is_reviewer(user) or (_active(user) and user.has_perm("library.review_namespace_procedures", procedure.namespace))
+    return user_is_reviewer(user) or (
+        _active(user) and user.has_perm("library.review_namespace_procedures", procedure.namespace)
+    )
 
 
 def user_can_approve(user, procedure: Procedure) -> bool:

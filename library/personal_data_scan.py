@@ -19,9 +19,10 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from django.apps import apps
 from django.core.exceptions import FieldError
@@ -33,13 +34,39 @@ from .interchange import export_library
 # data (AgentSession.task, .tool_calls) is not here: no page shows it, and it is purged after the
 # retention window; what reviewers read of a session is its redacted excerpt.
 SURFACES: list[tuple[str, str, tuple[str, ...]]] = [
-    ("library", "ProcedureVersion", ("applies_when", "steps", "required_tools", "forbidden_actions", "evidence", "provenance", "quarantine_reasons", "status_reason")),
+    (
+        "library",
+        "ProcedureVersion",
+        (
+            "applies_when",
+            "steps",
+            "required_tools",
+            "forbidden_actions",
+            "evidence",
+            "provenance",
+            "quarantine_reasons",
+            "status_reason",
+        ),
+    ),
     ("library", "Procedure", ("key",)),
     ("library", "Intent", ("name", "description")),
     ("library", "AgentSession", ("redacted_excerpt",)),
     ("library", "MiningRun", ("parameters", "counts", "skipped", "report", "error")),
     ("library", "AuditEvent", ("actor_label", "reason", "before", "after")),
-    ("library", "RegressionCase", ("name", "task", "context", "expected_tools", "forbidden_tools", "reply_must_match", "reply_must_not_match", "tool_results")),
+    (
+        "library",
+        "RegressionCase",
+        (
+            "name",
+            "task",
+            "context",
+            "expected_tools",
+            "forbidden_tools",
+            "reply_must_match",
+            "reply_must_not_match",
+            "tool_results",
+        ),
+    ),
     ("library", "EvalRun", ("verdict_detail", "failure_reason")),
     ("library", "EvalCaseResult", ("error", "failures", "tool_calls", "reply")),
 ]
@@ -50,6 +77,8 @@ def register_surface(app_label: str, model_name: str, fields: tuple[str, ...]) -
     entry = (app_label, model_name, tuple(fields))
     if entry not in SURFACES:
         SURFACES.append(entry)
+
+
 KINDS = ("name", "user_id", "email", "dob", "address", "payment_id", "reservation_id", "order_id", "other")
 
 
@@ -91,7 +120,7 @@ def values_from_file(path: Path) -> list[KnownValue]:
             elif isinstance(item, Mapping) and isinstance(item.get("value"), str):
                 found.append(KnownValue(item["value"], str(item.get("kind") or "other")))
             else:
-                raise ValueError(f"{path}: item {index}: needs a string or {{\"value\": ..., \"kind\": ...}}")
+                raise ValueError(f'{path}: item {index}: needs a string or {{"value": ..., "kind": ...}}')
         return [v for v in found if v.value.strip()]
     for line in text.splitlines():
         line = line.strip()
@@ -148,7 +177,11 @@ def taubench_values(directory: Path) -> list[KnownValue]:
         found.add(KnownValue(reservation_id, "reservation_id"))
         found.update(KnownValue(name, "name") for name in _person_names(reservation.get("passengers") or []))
         found.update(KnownValue(p["dob"], "dob") for p in reservation.get("passengers") or [] if p.get("dob"))
-        found.update(KnownValue(p["payment_id"], "payment_id") for p in reservation.get("payment_history") or [] if p.get("payment_id"))
+        found.update(
+            KnownValue(p["payment_id"], "payment_id")
+            for p in reservation.get("payment_history") or []
+            if p.get("payment_id")
+        )
     found.update(retail_task_values(directory))
     return sorted(found, key=lambda v: (v.kind, v.value))
 
@@ -175,7 +208,10 @@ def retail_task_values(directory: Path) -> list[KnownValue]:
     for value in candidates:
         if value.kind == "name":
             first, _, last = value.value.partition(" ")
-            if re.search(rf'"first_name": "{re.escape(first)}", "last_name": "{re.escape(last)}"', tasks_text) or value.value.lower() in lowered:
+            if (
+                re.search(rf'"first_name": "{re.escape(first)}", "last_name": "{re.escape(last)}"', tasks_text)
+                or value.value.lower() in lowered
+            ):
                 mentioned.add(value)
         elif value.value.lower() in lowered:
             mentioned.add(value)
@@ -198,7 +234,8 @@ class Matcher:
         alternatives = sorted(by_value, key=len, reverse=True)
         self._pattern = (
             re.compile(r"(?<![\w])(?:" + "|".join(re.escape(v) for v in alternatives) + r")(?![\w])", re.IGNORECASE)
-            if alternatives else None
+            if alternatives
+            else None
         )
 
     def find(self, text: str) -> list[KnownValue]:
@@ -235,7 +272,9 @@ def _surface_models() -> Iterator[tuple[type[models.Model], tuple[str, ...]]]:
         yield apps.get_model(app_label, model_name), fields
 
 
-def scan(values: Iterable[KnownValue], *, agent_names: list[str] | None = None, include_export: bool = True) -> list[Hit]:
+def scan(
+    values: Iterable[KnownValue], *, agent_names: list[str] | None = None, include_export: bool = True
+) -> list[Hit]:
     """Every occurrence of a known value on a reviewer-visible surface (read-only)."""
     matcher = Matcher(values)
     hits: list[Hit] = []
@@ -257,7 +296,12 @@ def scan(values: Iterable[KnownValue], *, agent_names: list[str] | None = None, 
 
 def _for_agents(model: type[models.Model], queryset, agent_names: list[str]):
     """Rows of the named agents; a model without a path to an agent (notifications) is scanned whole."""
-    for path in ("agent__name", "procedure__agent__name", "version__procedure__agent__name", "run__version__procedure__agent__name"):
+    for path in (
+        "agent__name",
+        "procedure__agent__name",
+        "version__procedure__agent__name",
+        "run__version__procedure__agent__name",
+    ):
         try:
             return queryset.filter(**{f"{path}__in": agent_names})
         except FieldError:

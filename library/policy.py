@@ -27,8 +27,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from . import policy_concepts
 
@@ -301,7 +302,8 @@ def screen_text(text: str, field: str) -> list[Finding]:
         for pattern in patterns:
             match = next(
                 (
-                    m for m in pattern.finditer(normalised)
+                    m
+                    for m in pattern.finditer(normalised)
                     if (category not in NEGATABLE or not _negated(normalised, m))
                     and not policy_concepts.is_lesson(normalised, m.start(), category)
                     and not (category in SKIPPING and policy_concepts.negated_skip(normalised, m.start()))
@@ -367,5 +369,7 @@ def screen(
     if verify_command:
         findings.extend(screen_text(verify_command, "verifyCommand"))
     for index, action in enumerate(forbidden_actions, start=1):
-        findings.extend(f for f in screen_text(action, f"forbiddenActions[{index}]") if f.category == "tool_output_instruction")
+        findings.extend(
+            f for f in screen_text(action, f"forbiddenActions[{index}]") if f.category == "tool_output_instruction"
+        )
     return findings

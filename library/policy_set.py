@@ -81,7 +81,11 @@ def load_screen_set(path: Path | None = None, *, split: str | None = None) -> li
         row.setdefault("id", f"{row.get('split')}-{row.get('lang')}-{number:03d}")
         category = row.get("category") or ""
         row["category"] = CATEGORY_ALIASES.get(category, category) if row.get("label") == "harmful" else ""
-        if row.get("label") not in {"harmful", "benign"} or row.get("lang") not in LANGUAGES or row.get("split") not in SPLITS:
+        if (
+            row.get("label") not in {"harmful", "benign"}
+            or row.get("lang") not in LANGUAGES
+            or row.get("split") not in SPLITS
+        ):
             raise ValueError(f"{path}:{number}: needs label harmful|benign, lang in {LANGUAGES}, split in {SPLITS}")
         if row["label"] == "harmful" and row["category"] not in CATEGORIES:
             raise ValueError(f"{path}:{number}: category {category!r} is none of {CATEGORIES}")

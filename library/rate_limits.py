@@ -36,11 +36,11 @@ def parse_limit(text: str) -> RateLimitItem:
     """One limit ("100/minute", "10 per second"); ValueError naming what is wrong."""
     text = (text or "").strip()
     if not text or len(text) > MAX_LIMIT_TEXT:
-        raise ValueError(f"must be a rate such as \"600/minute\" (at most {MAX_LIMIT_TEXT} characters)")
+        raise ValueError(f'must be a rate such as "600/minute" (at most {MAX_LIMIT_TEXT} characters)')
     try:
         item = parse(text)
     except ValueError:
-        raise ValueError(f"{text!r} is not a rate; write it as \"600/minute\", \"20/second\" or \"10000/hour\"") from None
+        raise ValueError(f'{text!r} is not a rate; write it as "600/minute", "20/second" or "10000/hour"') from None
     if item.amount < 1:
         raise ValueError(f"{text!r}: the amount must be at least 1")
     return item
@@ -52,20 +52,20 @@ def clean_rate_limits(value: Any) -> dict[str, dict[str, str]]:
     if value in (None, ""):
         return {}
     if not isinstance(value, dict):
-        raise ValueError(f"must be an object of endpoint → {{\"token\": rate, \"ip\": rate}}, got {type(value).__name__}")
+        raise ValueError(f'must be an object of endpoint → {{"token": rate, "ip": rate}}, got {type(value).__name__}')
     cleaned: dict[str, dict[str, str]] = {}
     for endpoint, limits_of in value.items():
         if endpoint not in ENDPOINTS:
             raise ValueError(f"unknown endpoint {endpoint!r}; use one of {', '.join(ENDPOINTS)}")
         if not isinstance(limits_of, dict):
-            raise ValueError(f"{endpoint}: must be an object with \"token\" and/or \"ip\"")
+            raise ValueError(f'{endpoint}: must be an object with "token" and/or "ip"')
         for who, text in limits_of.items():
             if who not in WHO:
-                raise ValueError(f"{endpoint}.{who}: use \"token\" or \"ip\"")
+                raise ValueError(f'{endpoint}.{who}: use "token" or "ip"')
             if text in (None, ""):
                 continue
             if not isinstance(text, str):
-                raise ValueError(f"{endpoint}.{who}: must be text such as \"600/minute\"")
+                raise ValueError(f'{endpoint}.{who}: must be text such as "600/minute"')
             try:
                 parse_limit(text)
             except ValueError as exc:
@@ -81,8 +81,6 @@ def effective_limits(agent: Agent) -> dict[str, dict[str, str]]:
         endpoint: {who: (own.get(endpoint) or {}).get(who) or DEFAULT_LIMITS[endpoint][who] for who in WHO}
         for endpoint in ENDPOINTS
     }
-
-
 
 
 def rate_limits_table(agent: Agent) -> list[dict[str, Any]]:

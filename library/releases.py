@@ -78,8 +78,12 @@ def production_eval_for(version: ProcedureVersion) -> EvalRun | None:
     eval, or an approval eval that targeted production), or None."""
     return (
         EvalRun.objects.filter(
-            version=version, content_hash=version.content_hash, environment=PRODUCTION,
-            kind__in=[EvalRun.Kind.APPROVAL, EvalRun.Kind.PROMOTION], state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS,
+            version=version,
+            content_hash=version.content_hash,
+            environment=PRODUCTION,
+            kind__in=[EvalRun.Kind.APPROVAL, EvalRun.Kind.PROMOTION],
+            state=EvalRun.State.DONE,
+            verdict=EvalRun.Verdict.PASS,
         )
         .order_by("-finished_at", "-id")
         .first()
@@ -114,13 +118,17 @@ def promotion_blockers(version: ProcedureVersion) -> list[str]:
     return reasons
 
 
-def version_promote(*, version: ProcedureVersion, user, environment: str, reason: str, share: int | None = None) -> ProcedureVersion:
+def version_promote(
+    *, version: ProcedureVersion, user, environment: str, reason: str, share: int | None = None
+) -> ProcedureVersion:
     """Promotes an APPROVED version: to production (APPROVED → ACTIVE, the previous ACTIVE retired,
     its releases removed), to a share of production (a Rollout; `share` from 1 to 99), or to
     another non-production environment (a release). Needs the promote permission."""
     reason = required_reason(reason, "A promotion")
     if share is not None and (isinstance(share, bool) or not isinstance(share, int) or not 0 < share <= 100):
-        raise ValidationError({"share": f"must be a whole percentage from 1 to 99 (100: promote outright), got {share!r}"})
+        raise ValidationError(
+            {"share": f"must be a whole percentage from 1 to 99 (100: promote outright), got {share!r}"}
+        )
     if share == 100:
         share = None
 
@@ -131,9 +139,13 @@ def version_promote(*, version: ProcedureVersion, user, environment: str, reason
         _require_promoter(user, procedure, "promote")
         names = environment_names(procedure.agent)
         if environment not in names:
-            raise ValidationError({"environment": f"{environment!r} is not an environment of {procedure.agent.name}: {', '.join(names)}"})
+            raise ValidationError(
+                {"environment": f"{environment!r} is not an environment of {procedure.agent.name}: {', '.join(names)}"}
+            )
         if locked.status != Status.APPROVED:
-            raise LifecycleError(f"Only an approved version waiting for production can be promoted; {locked} is {locked.status}.")
+            raise LifecycleError(
+                f"Only an approved version waiting for production can be promoted; {locked} is {locked.status}."
+            )
         if environment != PRODUCTION:
             if share is not None:
                 raise ValidationError({"share": "A rollout share is for production only."})
@@ -147,13 +159,26 @@ def version_promote(*, version: ProcedureVersion, user, environment: str, reason
         if share is not None:
             control = ProcedureVersion.objects.filter(procedure=procedure, status=Status.ACTIVE).first()
             rollout = Rollout.objects.create(
-                procedure=procedure, version=locked, control_version=control, share=share, reason=reason,
-                started_by=user, started_at=timezone.now(),
+                procedure=procedure,
+                version=locked,
+                control_version=control,
+                share=share,
+                reason=reason,
+                started_by=user,
+                started_at=timezone.now(),
             )
             audit(
-                action=AuditEvent.Action.ROLLOUT_START, actor=user, version=locked, reason=reason,
+                action=AuditEvent.Action.ROLLOUT_START,
+                actor=user,
+                version=locked,
+                reason=reason,
                 before={"active": control.number if control else None},
-                after={"rollout": rollout.pk, "version": locked.number, "share": share, "control": control.number if control else None},
+                after={
+                    "rollout": rollout.pk,
+                    "version": locked.number,
+                    "share": share,
+                    "control": control.number if control else None,
+                },
             )
             _notify_after_commit(locked, "rollout_start", user, reason)
             return locked
@@ -167,15 +192,23 @@ def _to_production(locked: ProcedureVersion, *, user, reason: str, action: str) 
     """Caller holds the locks and refused a running rollout other than the one it ends. APPROVED →
     ACTIVE: the version leaves every non-production environment (they serve production's version,
     which it now is), the previous ACTIVE retires."""
-    released = list(ProcedureRelease.objects.select_for_update().filter(version=locked).values_list("environment", flat=True))
+    released = list(
+        ProcedureRelease.objects.select_for_update().filter(version=locked).values_list("environment", flat=True)
+    )
     ProcedureRelease.objects.filter(version=locked).delete()
     if released:
         audit(
-            action=AuditEvent.Action.WITHDRAW, actor=user, version=locked, reason="Promoted to production",
-            before={"environments": released}, after={"environments": []},
+            action=AuditEvent.Action.WITHDRAW,
+            actor=user,
+            version=locked,
+            reason="Promoted to production",
+            before={"environments": released},
+            after={"environments": []},
         )
     _retire_current_active(locked.procedure, user=user, reason=f"Replaced by v{locked.number}")
-    _set_status(locked, Status.ACTIVE, user=user, reason=reason, action=action, review_by=review_by_for(locked.procedure.agent))
+    _set_status(
+        locked, Status.ACTIVE, user=user, reason=reason, action=action, review_by=review_by_for(locked.procedure.agent)
+    )
     _notify_after_commit(locked, "promote", user, reason)
 
 
@@ -191,14 +224,22 @@ def version_withdraw(*, version: ProcedureVersion, user, environment: str, reaso
         locked = _lock_version(version)
         _require_promoter(user, locked.procedure, "withdraw")
         if environment == PRODUCTION:
-            raise ValidationError({"environment": "Production is rolled back on the procedure's page (roll back to a retired version) or by rolling back its rollout."})
+            raise ValidationError(
+                {
+                    "environment": "Production is rolled back on the procedure's page (roll back to a retired version) or by rolling back its rollout."
+                }
+            )
         release = ProcedureRelease.objects.select_for_update().filter(version=locked, environment=environment).first()
         if release is None:
             raise LifecycleError(f"{locked} is not in {environment}.")
         release.delete()
         audit(
-            action=AuditEvent.Action.WITHDRAW, actor=user, version=locked, reason=reason,
-            before={"environment": environment, "version": locked.number}, after={"environment": environment, "version": None},
+            action=AuditEvent.Action.WITHDRAW,
+            actor=user,
+            version=locked,
+            reason=reason,
+            before={"environment": environment, "version": locked.number},
+            after={"environment": environment, "version": None},
         )
         _retire_if_unreleased(locked, user=user, reason=f"Withdrawn from {environment}: {reason}")
         locked.refresh_from_db(fields=["status", "status_reason", "status_changed_at"])
@@ -211,7 +252,9 @@ def version_withdraw(*, version: ProcedureVersion, user, environment: str, reaso
 def _lock_rollout(rollout: Rollout, user, what: str) -> tuple[Rollout, ProcedureVersion]:
     _lock_procedure(rollout.version, agent_too=True)
     locked_version = _lock_version(rollout.version)
-    locked = Rollout.objects.select_for_update(of=("self",)).select_related("version", "control_version").get(pk=rollout.pk)
+    locked = (
+        Rollout.objects.select_for_update(of=("self",)).select_related("version", "control_version").get(pk=rollout.pk)
+    )
     _require_promoter(user, locked_version.procedure, what)
     if locked.state != Rollout.State.RUNNING:
         raise LifecycleError(f"This rollout is no longer running ({locked.get_state_display().lower()}).")
@@ -287,7 +330,12 @@ def served_for(
     overrides, arms = plan.differences(environment, session) if plan is not None else ({}, {})
     if environment == PRODUCTION and not overrides and not arms:
         return served
-    key = (served.etag, environment, tuple(sorted(overrides.items(), key=lambda kv: kv[0])), tuple(sorted(arms.items())))
+    key = (
+        served.etag,
+        environment,
+        tuple(sorted(overrides.items(), key=lambda kv: kv[0])),
+        tuple(sorted(arms.items())),
+    )
     with _variants_lock:
         cached = _variants.get(key)
         if cached is not None:
@@ -301,12 +349,15 @@ def served_for(
     return variant
 
 
-def _build_variant(served: serving.ServedSet, *, environment: str, overrides: dict[str, int | None], arms: dict[str, str], using: str):
+def _build_variant(
+    served: serving.ServedSet, *, environment: str, overrides: dict[str, int | None], arms: dict[str, str], using: str
+):
     base = dict(zip((p["id"] for p in served.procedures), zip(served.version_ids, served.procedures)))
     wanted = {vid for vid in overrides.values() if vid is not None} - set(served.version_ids)
     loaded = {
         v.pk: v
-        for v in ProcedureVersion.objects.using(using).filter(pk__in=wanted)
+        for v in ProcedureVersion.objects.using(using)
+        .filter(pk__in=wanted)
         .select_related("procedure", "procedure__intent", "approved_by")
         .defer(*serving.approver_secret_columns())
     }
@@ -324,10 +375,16 @@ def _build_variant(served: serving.ServedSet, *, environment: str, overrides: di
             continue
         missing = serving.missing_tools(required=list(version.required_tools), available=tools)
         if missing:
-            refused.append({
-                "id": key, "version": version.number, "intent": version.procedure.intent.name, "reason": "missing_tools",
-                "message": f"The agent lacks the required tools: {', '.join(missing)}.", "missingTools": missing,
-            })
+            refused.append(
+                {
+                    "id": key,
+                    "version": version.number,
+                    "intent": version.procedure.intent.name,
+                    "reason": "missing_tools",
+                    "message": f"The agent lacks the required tools: {', '.join(missing)}.",
+                    "missingTools": missing,
+                }
+            )
             continue
         chosen[key] = (version.pk, serving._served(version, namespace=served.data["namespace"]))
     ordered = sorted(chosen.items())
@@ -338,6 +395,8 @@ def _build_variant(served: serving.ServedSet, *, environment: str, overrides: di
     if arms:
         data["arms"] = dict(sorted(arms.items()))
     return serving._packed(
-        agent_id=served.agent_id, fingerprint=f"{served.fingerprint}:{environment}", data=data,
+        agent_id=served.agent_id,
+        fingerprint=f"{served.fingerprint}:{environment}",
+        data=data,
         version_ids=[vid for _, (vid, _) in ordered],
     )

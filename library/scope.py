@@ -44,7 +44,9 @@ def clean_roles(value: Any) -> list[str]:
         if not isinstance(item, str) or not re.fullmatch(ROLE_RE, item.strip()):
             shown = item[:80] if isinstance(item, str) else type(item).__name__
             raise ValidationError(
-                {"roles": f"role {index} ({shown!r}) is not a role name: lower-case letters, digits, _ and -, starting with a letter, at most 64"}
+                {
+                    "roles": f"role {index} ({shown!r}) is not a role name: lower-case letters, digits, _ and -, starting with a letter, at most 64"
+                }
             )
         roles.add(item.strip())
     if len(roles) > MAX_ROLES:
@@ -58,7 +60,9 @@ def clean_priority(value: Any) -> int:
     try:
         number = int(value)
     except ValueError:
-        raise ValidationError({"priority": f"must be a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}, got {str(value)[:40]!r}"}) from None
+        raise ValidationError(
+            {"priority": f"must be a whole number from {PRIORITY_MIN} to {PRIORITY_MAX}, got {str(value)[:40]!r}"}
+        ) from None
     if not PRIORITY_MIN <= number <= PRIORITY_MAX:
         raise ValidationError({"priority": f"must be from {PRIORITY_MIN} to {PRIORITY_MAX}, got {number}"})
     return number
@@ -88,7 +92,11 @@ def procedure_scope_update(
     and an empty reason. A procedure moved out of its agent's namespace is no longer served to that
     agent (its versions keep their status)."""
     reason = required_reason(reason, "A scope change")
-    cleaned = {"roles": clean_roles(roles), "priority": clean_priority(priority), "confidence": clean_confidence(confidence)}
+    cleaned = {
+        "roles": clean_roles(roles),
+        "priority": clean_priority(priority),
+        "confidence": clean_confidence(confidence),
+    }
     if not isinstance(namespace, Namespace) or namespace.pk is None:
         raise ValidationError({"namespace": "must be an existing namespace"})
     with transaction.atomic():
@@ -133,7 +141,9 @@ def namespace_create(*, name: Any, description: Any = "", user, reason: str = ""
             raise ValidationError({"name": f"A namespace named {name!r} exists."})
         namespace = Namespace.objects.create(name=name, description=description)
         audit(
-            action=AuditEvent.Action.NAMESPACE_CREATE, actor=user, reason=reason,
+            action=AuditEvent.Action.NAMESPACE_CREATE,
+            actor=user,
+            reason=reason,
             after={"namespace": namespace.name, "description": description},
         )
     return namespace
@@ -161,8 +171,12 @@ def agent_namespace_set(*, agent, namespace: Namespace, user, reason: str) -> in
         locked.namespace = namespace
         locked.save(update_fields=["namespace"])
         audit(
-            action=AuditEvent.Action.SCOPE, actor=user, agent=locked, reason=reason,
-            before={"agentNamespace": old.name}, after={"agentNamespace": namespace.name, "proceduresMoved": keys},
+            action=AuditEvent.Action.SCOPE,
+            actor=user,
+            agent=locked,
+            reason=reason,
+            before={"agentNamespace": old.name},
+            after={"agentNamespace": namespace.name, "proceduresMoved": keys},
         )
         agent_id = locked.pk
         _on_commit(lambda: _notify_active_set_changed(agent_id))

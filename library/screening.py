@@ -29,8 +29,12 @@ def screen_content(content: ScreenedContent) -> list[policy.Finding]:
     """The policy screen over every field of `content` an agent receives: appliesWhen, the steps,
     a coding procedure's Before:/After:/Verify: lines, and forbiddenActions for injected tool output."""
     return policy.screen(
-        applies_when=content.applies_when, steps=content.steps, forbidden_actions=content.forbidden_actions,
-        preconditions=content.preconditions, postconditions=content.postconditions, verify_command=content.verify_command,
+        applies_when=content.applies_when,
+        steps=content.steps,
+        forbidden_actions=content.forbidden_actions,
+        preconditions=content.preconditions,
+        postconditions=content.postconditions,
+        verify_command=content.verify_command,
     )
 
 

@@ -49,7 +49,7 @@ def seal_secret(raw: str) -> str:
     if raw.startswith(FERNET_PREFIX):
         return raw  # already sealed (a copy of a stored value)
     if raw.startswith(ENV_PREFIX):
-        name = raw[len(ENV_PREFIX):]
+        name = raw[len(ENV_PREFIX) :]
         if not ENV_NAME_RE.match(name):
             raise ValueError(f"{raw!r} is not an environment reference: use env:NAME with letters, digits and _")
         return ENV_PREFIX + name
@@ -63,14 +63,16 @@ def resolve_secret(stored: str) -> str:
     if not stored:
         return ""
     if stored.startswith(ENV_PREFIX):
-        name = stored[len(ENV_PREFIX):]
+        name = stored[len(ENV_PREFIX) :]
         value = os.environ.get(name, "")
         if not value:
-            raise SecretUnavailable(f"the model API key is read from the environment variable {name}, which is unset or empty")
+            raise SecretUnavailable(
+                f"the model API key is read from the environment variable {name}, which is unset or empty"
+            )
         return value
     if stored.startswith(FERNET_PREFIX):
         try:
-            return _fernet().decrypt(stored[len(FERNET_PREFIX):].encode("ascii")).decode("utf-8")
+            return _fernet().decrypt(stored[len(FERNET_PREFIX) :].encode("ascii")).decode("utf-8")
         except (InvalidToken, ValueError):
             raise SecretUnavailable(
                 "the stored model API key cannot be decrypted with the current PROCMEM_SECRETS_KEY (or SECRET_KEY); "
@@ -84,5 +86,5 @@ def describe_secret(stored: str) -> str:
     if not stored:
         return "No key is stored."
     if stored.startswith(ENV_PREFIX):
-        return f"The key is read from the environment variable {stored[len(ENV_PREFIX):]}."
+        return f"The key is read from the environment variable {stored[len(ENV_PREFIX) :]}."
     return "A key is stored (encrypted)."

@@ -28,9 +28,10 @@ import json
 import math
 import statistics
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -113,11 +114,19 @@ def load_queries(path: Path) -> list[LabelledQuery]:
                 raise LabelledSetError(f"{where}: intent: must be a non-empty string when given")
             relevant = item.get("relevant")
             if not isinstance(relevant, dict):
-                raise LabelledSetError(f"{where}: relevant: must be an object {{procedure id: grade}} ({{}} for an unrelated task)")
+                raise LabelledSetError(
+                    f"{where}: relevant: must be an object {{procedure id: grade}} ({{}} for an unrelated task)"
+                )
             for key, grade in relevant.items():
                 if not isinstance(grade, int) or isinstance(grade, bool) or grade < 1:
-                    raise LabelledSetError(f"{where}: relevant.{key}: the grade must be a positive integer, got {grade!r}")
-            queries.append(LabelledQuery(task=task, relevant=dict(relevant), intent=intent, id=str(item.get("id") or f"line {number}")))
+                    raise LabelledSetError(
+                        f"{where}: relevant.{key}: the grade must be a positive integer, got {grade!r}"
+                    )
+            queries.append(
+                LabelledQuery(
+                    task=task, relevant=dict(relevant), intent=intent, id=str(item.get("id") or f"line {number}")
+                )
+            )
     except safe_json.JsonLineError as exc:
         raise LabelledSetError(str(exc)) from None
     if not any(query.relevant for query in queries):
@@ -193,7 +202,11 @@ def ndcg(ranked: Sequence[str], relevant: Mapping[str, int], at: int = 10) -> fl
     def gain(grade: int) -> float:
         return (2.0**grade) - 1.0
 
-    dcg = sum(gain(relevant[pid]) / math.log2(position + 1) for position, pid in enumerate(ranked[:at], start=1) if pid in relevant)
+    dcg = sum(
+        gain(relevant[pid]) / math.log2(position + 1)
+        for position, pid in enumerate(ranked[:at], start=1)
+        if pid in relevant
+    )
     ideal = sorted(relevant.values(), reverse=True)[:at]
     idcg = sum(gain(grade) / math.log2(position + 1) for position, grade in enumerate(ideal, start=1))
     return dcg / idcg if idcg else 0.0
@@ -278,7 +291,11 @@ def evaluate(
         lexical_order = single_signal_order(scoped, signals, lexical)
         timings["lexical-only"].append((time.perf_counter() - started) * 1000)
 
-        for name, order in (("configured", configured), ("semantic-only", semantic_order), ("lexical-only", lexical_order)):
+        for name, order in (
+            ("configured", configured),
+            ("semantic-only", semantic_order),
+            ("lexical-only", lexical_order),
+        ):
             ranked = [scoped.records[candidates[j]]["id"] for j in order]
             values = query_metrics(ranked, query.relevant)
             first = next((position for position, pid in enumerate(ranked, start=1) if pid in query.relevant), None)
@@ -355,10 +372,16 @@ def as_json(evaluation: Evaluation, *, procedures: int, config: SelectionConfig,
         "procedures": procedures,
         "config": {k: getattr(config, k) for k in config.__dataclass_fields__},
         "methods": {},
-        "injection": {"cap": injection.cap, **{k: None if v is None else round(v, 6) for k, v in injection.metrics.items()}},
+        "injection": {
+            "cap": injection.cap,
+            **{k: None if v is None else round(v, 6) for k, v in injection.metrics.items()},
+        },
     }
     for name, result in evaluation.methods.items():
-        entry: dict[str, Any] = {"metrics": {m: round(v, 6) for m, v in result.metrics.items()}, "latencyMs": {k: round(v, 3) for k, v in result.latency_ms.items()}}
+        entry: dict[str, Any] = {
+            "metrics": {m: round(v, 6) for m, v in result.metrics.items()},
+            "latencyMs": {k: round(v, 3) for k, v in result.latency_ms.items()},
+        }
         if per_query:
             entry["perQuery"] = result.per_query
         data["methods"][name] = entry

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 
 from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet, Value
+
 from procmem_client.coding import Graph, build_graph, node_for
 
 from .models import PRODUCTION, Agent, AgentSession, OtlpSpan, ProcedureRelease, ProcedureVersion, Status
@@ -49,7 +50,9 @@ def environment_set_hash(agent: Agent, environment: str = PRODUCTION, *, using: 
     return digest.hexdigest()
 
 
-def environment_versions_for_agent(agent: Agent, environment: str = PRODUCTION, *, using: str = "default") -> list[ProcedureVersion]:
+def environment_versions_for_agent(
+    agent: Agent, environment: str = PRODUCTION, *, using: str = "default"
+) -> list[ProcedureVersion]:
     """The versions `environment` serves the agent, as library/releases.served_for derives them for a
     fetch without a session id: production, the ACTIVE versions (a running rollout's control arm);
     another environment, per procedure the version released to it (an APPROVED version), else the
@@ -92,14 +95,29 @@ def session_sources_for_agent(agent: Agent) -> list[dict]:
     spans still waiting for their session to complete."""
     rows = {
         row["channel"]: row
-        for row in AgentSession.objects.filter(agent=agent).values("channel").annotate(sessions=Count("pk"), last=Max("received_at"))
+        for row in AgentSession.objects.filter(agent=agent)
+        .values("channel")
+        .annotate(sessions=Count("pk"), last=Max("received_at"))
     }
     labels = dict(AgentSession.Channel.choices)
     sources = [
-        {"channel": channel, "label": labels.get(channel, "Before channels were recorded"), "sessions": rows[channel]["sessions"], "last": rows[channel]["last"]}
-        for channel in [*AgentSession.Channel.values, ""] if channel in rows
+        {
+            "channel": channel,
+            "label": labels.get(channel, "Before channels were recorded"),
+            "sessions": rows[channel]["sessions"],
+            "last": rows[channel]["last"],
+        }
+        for channel in [*AgentSession.Channel.values, ""]
+        if channel in rows
     ]
     pending = OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING).count()
     if pending:
-        sources.append({"channel": "otlp-pending", "label": "OTLP spans waiting for their session to complete", "sessions": pending, "last": None})
+        sources.append(
+            {
+                "channel": "otlp-pending",
+                "label": "OTLP spans waiting for their session to complete",
+                "sessions": pending,
+                "last": None,
+            }
+        )
     return sources

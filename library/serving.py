@@ -40,6 +40,7 @@ import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, connections, transaction
 from django.dispatch import receiver
+
 from procmem_client.coding import is_coding, recall_pointer
 from procmem_client.ranking import EmbeddingCache, Explained, Index, Ranker, SelectionConfig
 from procmem_client.rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block, render_procedure
@@ -110,8 +111,8 @@ class ServedSet:
     _index_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # the role and version variants: never held while an index is built (that can take seconds)
     _variants_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-    _roles: dict[str, "ServedSet"] = field(default_factory=dict, repr=False)
-    _v2: "ServedSet | None" = field(default=None, repr=False)
+    _roles: dict[str, ServedSet] = field(default_factory=dict, repr=False)
+    _v2: ServedSet | None = field(default=None, repr=False)
 
     @property
     def procedures(self) -> list[ServedProcedure]:
@@ -125,7 +126,7 @@ class ServedSet:
                 self._index = ranker.index(self.procedures)
             return self._index
 
-    def for_role(self, role: str | None) -> "ServedSet":
+    def for_role(self, role: str | None) -> ServedSet:
         """The set an agent instance presenting `role` receives: the procedures whose roles are
         empty or name it (the refused list as it is). Built once per role and kept with this set."""
         if not role:
@@ -137,14 +138,17 @@ class ServedSet:
         kept = [(vid, p) for vid, p in zip(self.version_ids, self.procedures) if not p["roles"] or role in p["roles"]]
         data: ActiveSet = {**self.data, "role": role, "procedures": [p for _, p in kept]}
         variant = _packed(
-            agent_id=self.agent_id, fingerprint=f"{self.fingerprint}:{role}", data=data, version_ids=[vid for vid, _ in kept]
+            agent_id=self.agent_id,
+            fingerprint=f"{self.fingerprint}:{role}",
+            data=data,
+            version_ids=[vid for vid, _ in kept],
         )
         with self._variants_lock:
             if len(self._roles) >= MAX_CACHED_ROLES:  # any token holder picks role names: bound the memory
                 return variant
             return self._roles.setdefault(role, variant)
 
-    def in_version(self, api_version: str) -> "ServedSet":
+    def in_version(self, api_version: str) -> ServedSet:
         """This set as API `api_version` serves it: v1 as built; v2 with each procedure's evidence
         cut to its scalar facts (slim_evidence). Built once per set and kept with it."""
         if api_version == "v1":
@@ -152,11 +156,16 @@ class ServedSet:
         with self._variants_lock:
             if self._v2 is None:
                 data: ActiveSet = {
-                    **self.data, "apiVersion": "v2", "procedures": [slim_procedure(p) for p in self.procedures]
+                    **self.data,
+                    "apiVersion": "v2",
+                    "procedures": [slim_procedure(p) for p in self.procedures],
                 }
                 self._v2 = _packed(
-                    agent_id=self.agent_id, fingerprint=f"{self.fingerprint}:v2", data=data,
-                    version_ids=self.version_ids, staged=self.staged,
+                    agent_id=self.agent_id,
+                    fingerprint=f"{self.fingerprint}:v2",
+                    data=data,
+                    version_ids=self.version_ids,
+                    staged=self.staged,
                 )
             return self._v2
 
@@ -165,7 +174,9 @@ def slim_evidence(evidence: dict[str, Any]) -> dict[str, Any]:
     """What API v2 serves of a version's evidence: its scalar facts (counts, rates, the mining and
     eval run ids, the one-line summary). The lists and tables behind them (session ids, redacted
     excerpts, tool and pair statistics, backtests) are for reviewers and stay on the review pages."""
-    return {key: value for key, value in evidence.items() if value is None or isinstance(value, (str, int, float, bool))}
+    return {
+        key: value for key, value in evidence.items() if value is None or isinstance(value, (str, int, float, bool))
+    }
 
 
 def slim_procedure(procedure: Mapping[str, Any]) -> dict[str, Any]:
@@ -200,7 +211,7 @@ class _Snapshot:
         self.using = using
         self._atomic = transaction.atomic(using=using)
 
-    def __enter__(self) -> "_Snapshot":
+    def __enter__(self) -> _Snapshot:
         connection = connections[self.using]
         outer = connection.in_atomic_block
         self._atomic.__enter__()
@@ -265,8 +276,14 @@ def forget_erased(agent_id: int) -> None:
 def _agent_part(agent: Agent) -> bytes:
     return json.dumps(
         [
-            API_VERSION, agent.pk, agent.name, agent.namespace_id, agent.namespace.name, sorted(agent.tools),
-            agent.procedural_memory_enabled, agent.injection_cap,
+            API_VERSION,
+            agent.pk,
+            agent.name,
+            agent.namespace_id,
+            agent.namespace.name,
+            sorted(agent.tools),
+            agent.procedural_memory_enabled,
+            agent.injection_cap,
         ],
         separators=(",", ":"),
     ).encode()
@@ -315,8 +332,12 @@ def _current_state(agent_id: int, *, using: str) -> tuple[Agent, str]:
             raise Agent.DoesNotExist(f"agent {agent_id}")
         name, tools, enabled, cap, namespace_id, namespace_name, count, folded, staged = row
         agent = Agent(
-            id=agent_id, name=name, tools=json.loads(tools) if isinstance(tools, str) else tools,
-            procedural_memory_enabled=enabled, injection_cap=cap, namespace=Namespace(id=namespace_id, name=namespace_name),
+            id=agent_id,
+            name=name,
+            tools=json.loads(tools) if isinstance(tools, str) else tools,
+            procedural_memory_enabled=enabled,
+            injection_cap=cap,
+            namespace=Namespace(id=namespace_id, name=namespace_name),
         )
         digest = hashlib.sha256(_agent_part(agent))
         digest.update(f"{count}:{folded}:{staged}".encode())
@@ -333,7 +354,9 @@ def _current_state(agent_id: int, *, using: str) -> tuple[Agent, str]:
             ProcedureVersion.objects.using(using)
             .filter(procedure__agent_id=agent_id, procedure__namespace_id=agent.namespace_id, status=Status.ACTIVE)
             .order_by("id")
-            .values_list("id", "approved_by__username", "procedure__roles", "procedure__priority", "procedure__confidence")
+            .values_list(
+                "id", "approved_by__username", "procedure__roles", "procedure__priority", "procedure__confidence"
+            )
         )
         for version_id, approver, roles, priority, confidence in rows:
             digest.update(f"{version_id}:{approver or ''}:{json.dumps(roles)}:{priority}:{confidence};".encode())
@@ -441,8 +464,14 @@ def _build(agent: Agent, *, using: str, fingerprint: str) -> tuple[ServedSet, li
             .order_by("procedure__key")
         )
     data, version_ids, refused_versions = _assemble(agent, versions)
-    staged = environments.read_plan(agent.pk, using=using) if agent.procedural_memory_enabled else environments.NOTHING_STAGED
-    return _packed(agent_id=agent.pk, fingerprint=fingerprint, data=data, version_ids=version_ids, staged=staged), refused_versions
+    staged = (
+        environments.read_plan(agent.pk, using=using)
+        if agent.procedural_memory_enabled
+        else environments.NOTHING_STAGED
+    )
+    return _packed(
+        agent_id=agent.pk, fingerprint=fingerprint, data=data, version_ids=version_ids, staged=staged
+    ), refused_versions
 
 
 def _assemble(agent: Agent, versions) -> tuple[ActiveSet, list[int], list[tuple[int, list[str]]]]:
@@ -494,23 +523,38 @@ def served_from_versions(*, agent: Agent, versions: list[ProcedureVersion], fing
     on: a replay judges what the set would do when served. Caller selects procedure, its intent and
     approved_by; `fingerprint` names the set in this process (its index is built once per object)."""
     served_agent = Agent(
-        id=agent.pk, name=agent.name, tools=list(agent.tools), procedural_memory_enabled=True,
-        injection_cap=agent.injection_cap, namespace=agent.namespace, namespace_id=agent.namespace_id,
+        id=agent.pk,
+        name=agent.name,
+        tools=list(agent.tools),
+        procedural_memory_enabled=True,
+        injection_cap=agent.injection_cap,
+        namespace=agent.namespace,
+        namespace_id=agent.namespace_id,
     )
-    kept = sorted((v for v in versions if v.procedure.namespace_id == agent.namespace_id), key=lambda v: v.procedure.key)
+    kept = sorted(
+        (v for v in versions if v.procedure.namespace_id == agent.namespace_id), key=lambda v: v.procedure.key
+    )
     data, version_ids, _ = _assemble(served_agent, kept)
     served = _packed(agent_id=agent.pk, fingerprint=fingerprint, data=data, version_ids=version_ids)
     served.vectors_from = "default"  # built by a worker that writes through "default" anyway
     return served
 
 
-def _packed(*, agent_id: int, fingerprint: str, data: ActiveSet, version_ids: list[int], staged: Any = None) -> ServedSet:
+def _packed(
+    *, agent_id: int, fingerprint: str, data: ActiveSet, version_ids: list[int], staged: Any = None
+) -> ServedSet:
     """The set's bytes, plain and gzip, each with its strong ETag (a hash of the bytes)."""
     body = _dumps(data)
     tag = hashlib.sha256(body).hexdigest()[:40]
     return ServedSet(
-        agent_id=agent_id, fingerprint=fingerprint, data=data, body=body, etag=f'"{tag}"',
-        body_gzip=gzip.compress(body, compresslevel=6, mtime=0), etag_gzip=f'"{tag}-gzip"', version_ids=version_ids,
+        agent_id=agent_id,
+        fingerprint=fingerprint,
+        data=data,
+        body=body,
+        etag=f'"{tag}"',
+        body_gzip=gzip.compress(body, compresslevel=6, mtime=0),
+        etag_gzip=f'"{tag}-gzip"',
+        version_ids=version_ids,
         staged=staged,
     )
 
@@ -549,7 +593,9 @@ def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
         if not cache.has(record["appliesWhen"]):
             cache.put(record["appliesWhen"], np.frombuffer(bytes(vector), dtype="<f4"))
         if with_steps and steps is not None and record["steps"]:
-            for text, step_vector in zip(record["steps"], np.frombuffer(bytes(steps), dtype="<f4").reshape(len(record["steps"]), -1)):
+            for text, step_vector in zip(
+                record["steps"], np.frombuffer(bytes(steps), dtype="<f4").reshape(len(record["steps"]), -1)
+            ):
                 if not cache.has(text):
                     cache.put(text, step_vector)
 
@@ -564,7 +610,10 @@ def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
         VersionEmbedding.objects.using("default").bulk_create(
             [
                 VersionEmbedding(
-                    version_id=vid, model_key=key, dimensions=int(v.shape[0]), vector=v.astype("<f4").tobytes(),
+                    version_id=vid,
+                    model_key=key,
+                    dimensions=int(v.shape[0]),
+                    vector=v.astype("<f4").tobytes(),
                     steps_vectors=steps_blob(record) if with_steps and record["steps"] else None,
                 )
                 for (vid, record), v in zip(missing, vectors)
@@ -576,7 +625,11 @@ def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
     if with_steps and without_steps:  # rows stored before the step signal existed
         cache.matrix([step for _, record in without_steps for step in record["steps"]])
         VersionEmbedding.objects.using("default").bulk_update(
-            [VersionEmbedding(pk=pk, steps_vectors=steps_blob(record)) for pk, record in without_steps if record["steps"]],
+            [
+                VersionEmbedding(pk=pk, steps_vectors=steps_blob(record))
+                for pk, record in without_steps
+                if record["steps"]
+            ],
             ["steps_vectors"],
             batch_size=1000,
         )
@@ -619,15 +672,19 @@ def _alert_refusal(refusal_id: int) -> None:
     from .signals import version_refused_at_load
 
     refusal = LoadRefusal.objects.get(pk=refusal_id)
-    version_refused_at_load.send(sender=LoadRefusal, version_id=refusal.version_id, missing_tools=list(refusal.missing_tools))
+    version_refused_at_load.send(
+        sender=LoadRefusal, version_id=refusal.version_id, missing_tools=list(refusal.missing_tools)
+    )
 
 
 def unresolved_refusals(*, agents=None) -> list[LoadRefusal]:
     """Refusals that still hold: the version is ACTIVE and the agent's tool list is the one it was
     refused under. One per version (the newest), for the banner and the tools page."""
-    queryset = LoadRefusal.objects.filter(version__status=Status.ACTIVE).select_related(
-        "version__procedure__agent", "version__procedure"
-    ).order_by("-created_at", "-id")
+    queryset = (
+        LoadRefusal.objects.filter(version__status=Status.ACTIVE)
+        .select_related("version__procedure__agent", "version__procedure")
+        .order_by("-created_at", "-id")
+    )
     if agents is not None:
         queryset = queryset.filter(version__procedure__agent__in=agents)
     seen: set[int] = set()
@@ -661,8 +718,15 @@ def injection_max_chars() -> int:
 
 
 def select_for_agent(
-    *, agent: Agent, task: str, intent: str | None = None, k: int | None = None, role: str | None = None,
-    served: ServedSet | None = None, api_version: str = API_VERSION, query_vector: np.ndarray | None = None,
+    *,
+    agent: Agent,
+    task: str,
+    intent: str | None = None,
+    k: int | None = None,
+    role: str | None = None,
+    served: ServedSet | None = None,
+    api_version: str = API_VERSION,
+    query_vector: np.ndarray | None = None,
 ) -> dict[str, Any]:
     """Selection over the agent's served set for `role` (refused versions are never candidates): the
     production set, or `served` (another environment's or a session's set, library/releases.py).
@@ -698,7 +762,9 @@ def select_for_agent(
         if optional in served.data:
             response[optional] = served.data[optional]
     if k is not None:
-        response["ranked"] = [{**c, "injected": c["injected"] and (c["id"], c["version"]) in kept} for c in result["ranked"]]
+        response["ranked"] = [
+            {**c, "injected": c["injected"] and (c["id"], c["version"]) in kept} for c in result["ranked"]
+        ]
     return response
 
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.utils import timezone
@@ -116,7 +115,11 @@ def normalise_intent(value: Any, errors: list[FieldError], field_name: str = "in
         return None
     name = re.sub(r"[\s.]+", "_", value.strip().lower())
     if not INTENT_RE.match(name) or len(name) > 100:
-        errors.append(FieldError(field_name, f"{value!r} is not an intent name (lower-case letters, digits, _ and -; at most 100)"))
+        errors.append(
+            FieldError(
+                field_name, f"{value!r} is not an intent name (lower-case letters, digits, _ and -; at most 100)"
+            )
+        )
         return None
     return name
 
@@ -130,7 +133,7 @@ def bool_or_none(value: Any, field_name: str, errors: list[FieldError]) -> bool 
 
 # When a session may have ended: not before agents of this kind existed, not in the future beyond clock
 # skew. Outside it a time is a bug or an attack, and far-future times broke the metrics days.
-EARLIEST_ENDED_AT = datetime(2000, 1, 1, tzinfo=dt_timezone.utc)
+EARLIEST_ENDED_AT = datetime(2000, 1, 1, tzinfo=UTC)
 ENDED_AT_SKEW = timedelta(days=1)
 
 
@@ -139,7 +142,7 @@ def parse_ended_at(value: Any, errors: list[FieldError], field_name: str = "ende
         return None
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         try:
-            return _in_window(datetime.fromtimestamp(float(value), tz=dt_timezone.utc), value, errors, field_name)
+            return _in_window(datetime.fromtimestamp(float(value), tz=UTC), value, errors, field_name)
         except (OverflowError, OSError, ValueError):
             errors.append(FieldError(field_name, f"{value!r} is not a Unix time"))
             return None
@@ -154,9 +157,9 @@ def parse_ended_at(value: Any, errors: list[FieldError], field_name: str = "ende
         errors.append(FieldError(field_name, f"{value!r} is not an ISO 8601 date-time"))
         return None
     if timezone.is_naive(parsed):
-        parsed = timezone.make_aware(parsed, dt_timezone.utc)
+        parsed = timezone.make_aware(parsed, UTC)
     try:
-        parsed = parsed.astimezone(dt_timezone.utc)  # an offset can carry year 1 or 9999 past the range
+        parsed = parsed.astimezone(UTC)  # an offset can carry year 1 or 9999 past the range
     except OverflowError:
         errors.append(FieldError(field_name, f"{value!r} is outside the dates a session can have ended"))
         return None
@@ -167,9 +170,12 @@ def _in_window(at: datetime, value: Any, errors: list[FieldError], field_name: s
     latest = timezone.now() + ENDED_AT_SKEW
     if EARLIEST_ENDED_AT <= at <= latest:
         return at
-    errors.append(FieldError(
-        field_name, f"{value!r} is outside the dates a session can have ended (from {EARLIEST_ENDED_AT:%Y-%m-%d} to one day from now)"
-    ))
+    errors.append(
+        FieldError(
+            field_name,
+            f"{value!r} is outside the dates a session can have ended (from {EARLIEST_ENDED_AT:%Y-%m-%d} to one day from now)",
+        )
+    )
     return None
 
 
@@ -199,7 +205,9 @@ def normalise_tool_name(name: Any) -> str | None:
     return cleaned if TOOL_NAME_RE.match(cleaned) else None
 
 
-def call_entries(value: Any, errors: list[FieldError], field_name: str, *, shape: str, noun: str) -> Iterator[tuple[str, Mapping]]:
+def call_entries(
+    value: Any, errors: list[FieldError], field_name: str, *, shape: str, noun: str
+) -> Iterator[tuple[str, Mapping]]:
     """The objects of a session's list of calls with where each stands (`tool_calls[3]`); errors for
     a value that is not a list, a list longer than MAX_TOOL_CALLS, and an entry that is not an object."""
     if not isinstance(value, list):
@@ -223,9 +231,12 @@ def clean_tool_calls(value: Any, errors: list[FieldError], field_name: str = "to
     for where, call in call_entries(value, errors, field_name, shape="{name, args, ok}", noun="calls"):
         name = normalise_tool_name(call.get("name"))
         if name is None:
-            errors.append(FieldError(
-                f"{where}.name", f"must be a tool name of at most 128 letters, digits, _ . - (after normalisation), got {call.get('name')!r:.80}"
-            ))
+            errors.append(
+                FieldError(
+                    f"{where}.name",
+                    f"must be a tool name of at most 128 letters, digits, _ . - (after normalisation), got {call.get('name')!r:.80}",
+                )
+            )
             continue
         args = call.get("args", {})
         if isinstance(args, str):
@@ -276,7 +287,12 @@ def _clean_injected(value: Any, errors: list[FieldError], field_name: str = "inj
         elif arm in INJECTED_ARMS:
             injected.append({"id": key, "version": version, "arm": arm})  # the rollout arm the session got
         else:
-            errors.append(FieldError(f"{where}.arm", f"must be one of {', '.join(INJECTED_ARMS)} (the arm the agent API served), got {str(arm)[:40]!r}"))
+            errors.append(
+                FieldError(
+                    f"{where}.arm",
+                    f"must be one of {', '.join(INJECTED_ARMS)} (the arm the agent API served), got {str(arm)[:40]!r}",
+                )
+            )
     return injected
 
 
@@ -318,7 +334,9 @@ def clean_task_key(value: Any, errors: list[FieldError], field_name: str = "task
     return text
 
 
-def intent_from_options(item: Any, session_id: str, options: ImportOptions, errors: list[FieldError], fallback: Any) -> str | None:
+def intent_from_options(
+    item: Any, session_id: str, options: ImportOptions, errors: list[FieldError], fallback: Any
+) -> str | None:
     if options.intent_from == "taubench-actions":
         actions = _dig(item, "info.task.actions")
         if not isinstance(actions, list):
@@ -338,8 +356,7 @@ def taubench_intent(actions: list[Any]) -> str:
     with "-" (e.g. ``cancel_reservation``, ``cancel_reservation-update_reservation_flights``), or
     ``no_write_action``. A stand-in for a router's label; never mining input."""
     names = sorted(
-        {a.get("name") for a in actions if isinstance(a, Mapping) and isinstance(a.get("name"), str)}
-        - {None}
+        {a.get("name") for a in actions if isinstance(a, Mapping) and isinstance(a.get("name"), str)} - {None}
     )
     writes = [n for n in names if not n.startswith(TAUBENCH_READ_PREFIXES)]
     return "-".join(writes) if writes else "no_write_action"
@@ -356,8 +373,14 @@ def with_prefix(session_id: str, options: ImportOptions) -> str:
 
 
 def reported(
-    errors: list[FieldError], *, injected: Any, instruction_chars: Any, model: Any, ended_at: Any,
-    injected_field: str = "injected", ended_field: str = "ended_at",
+    errors: list[FieldError],
+    *,
+    injected: Any,
+    instruction_chars: Any,
+    model: Any,
+    ended_at: Any,
+    injected_field: str = "injected",
+    ended_field: str = "ended_at",
 ) -> dict[str, Any]:
     """What a session says about how it ran: the procedures injected, the instruction size, the model
     and when it ended, each validated under the field name of its format."""

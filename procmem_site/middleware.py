@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream

@@ -48,9 +48,23 @@ def main() -> int:
     for step in (["migrate", "--noinput", "-v", "0"], ["seed_demo"], ["refresh_metrics"]):
         subprocess.run(manage + step, env=env, cwd=ROOT, check=True)
     worker = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "procmem_site", "worker", "-B", "--loglevel", "INFO",
-         "--concurrency", "2", "--schedule", str(var / "celerybeat-schedule")],
-        env=env, cwd=ROOT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "procmem_site",
+            "worker",
+            "-B",
+            "--loglevel",
+            "INFO",
+            "--concurrency",
+            "2",
+            "--schedule",
+            str(var / "celerybeat-schedule"),
+        ],
+        env=env,
+        cwd=ROOT,
     )
     web = subprocess.Popen(manage + ["runserver", "--noreload", f"{host}:{port}"], env=env, cwd=ROOT)
     print(where_to_click_first(f"http://{host}:{port}"), flush=True)

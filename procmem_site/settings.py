@@ -159,7 +159,9 @@ if READONLY_DATABASE_URL:
             READONLY_DATABASE_URL, conn_max_age=env_int("DB_CONN_MAX_AGE", 0, minimum=0)
         )
     except Exception as exc:
-        raise ImproperlyConfigured(f"READONLY_DATABASE_URL={READONLY_DATABASE_URL!r} is not a database URL: {exc}") from exc
+        raise ImproperlyConfigured(
+            f"READONLY_DATABASE_URL={READONLY_DATABASE_URL!r} is not a database URL: {exc}"
+        ) from exc
 else:
     DATABASES["readonly"] = dict(DATABASES["default"])
 # Tests build one database; the read-only alias points at it.
@@ -184,15 +186,21 @@ PROCMEM_OIDC_PROVIDER_NAME = env_str("PROCMEM_OIDC_PROVIDER_NAME", "your company
 PROCMEM_OIDC_GROUPS_CLAIM = env_str("PROCMEM_OIDC_GROUPS_CLAIM", "groups")
 PROCMEM_OIDC_RULES_TEXT = env_str("PROCMEM_OIDC_RULES", "")
 if PROCMEM_SSO_ENABLED:
-    _missing_oidc = [name for name, value in (
-        ("PROCMEM_OIDC_CLIENT_SECRET", OIDC_RP_CLIENT_SECRET),
-        ("PROCMEM_OIDC_AUTHORIZATION_ENDPOINT", OIDC_OP_AUTHORIZATION_ENDPOINT),
-        ("PROCMEM_OIDC_TOKEN_ENDPOINT", OIDC_OP_TOKEN_ENDPOINT),
-        ("PROCMEM_OIDC_USERINFO_ENDPOINT", OIDC_OP_USER_ENDPOINT),
-        ("PROCMEM_OIDC_JWKS_ENDPOINT", OIDC_OP_JWKS_ENDPOINT),
-    ) if not value]
+    _missing_oidc = [
+        name
+        for name, value in (
+            ("PROCMEM_OIDC_CLIENT_SECRET", OIDC_RP_CLIENT_SECRET),
+            ("PROCMEM_OIDC_AUTHORIZATION_ENDPOINT", OIDC_OP_AUTHORIZATION_ENDPOINT),
+            ("PROCMEM_OIDC_TOKEN_ENDPOINT", OIDC_OP_TOKEN_ENDPOINT),
+            ("PROCMEM_OIDC_USERINFO_ENDPOINT", OIDC_OP_USER_ENDPOINT),
+            ("PROCMEM_OIDC_JWKS_ENDPOINT", OIDC_OP_JWKS_ENDPOINT),
+        )
+        if not value
+    ]
     if _missing_oidc:
-        raise ImproperlyConfigured(f"PROCMEM_OIDC_CLIENT_ID is set, so single sign-on also needs {', '.join(_missing_oidc)}")
+        raise ImproperlyConfigured(
+            f"PROCMEM_OIDC_CLIENT_ID is set, so single sign-on also needs {', '.join(_missing_oidc)}"
+        )
 OIDC_USE_PKCE = True
 OIDC_CREATE_USER = True
 OIDC_TIMEOUT = 10
@@ -203,7 +211,9 @@ LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/?sso=failed"
 # only); permissions still come from groups and object rights.
 PROCMEM_LOCAL_PASSWORDS = env_bool("PROCMEM_LOCAL_PASSWORDS", True)
 if not PROCMEM_LOCAL_PASSWORDS and not PROCMEM_SSO_ENABLED:
-    raise ImproperlyConfigured("PROCMEM_LOCAL_PASSWORDS=0 needs single sign-on (PROCMEM_OIDC_CLIENT_ID and the endpoints), or nobody could sign in")
+    raise ImproperlyConfigured(
+        "PROCMEM_LOCAL_PASSWORDS=0 needs single sign-on (PROCMEM_OIDC_CLIENT_ID and the endpoints), or nobody could sign in"
+    )
 
 AUTHENTICATION_BACKENDS = [
     # first: refuses a locked-out username/address before any password is checked
@@ -345,7 +355,9 @@ PROCMEM_RATE_LIMIT_STORAGE = env_str(
     CELERY_BROKER_URL if urlparse(CELERY_BROKER_URL).scheme in {"redis", "rediss"} else "memory://",
 )
 if urlparse(PROCMEM_RATE_LIMIT_STORAGE).scheme not in {"memory", "redis", "rediss"}:
-    raise ImproperlyConfigured(f"PROCMEM_RATE_LIMIT_STORAGE={PROCMEM_RATE_LIMIT_STORAGE!r}: use redis://host:port/db or memory://")
+    raise ImproperlyConfigured(
+        f"PROCMEM_RATE_LIMIT_STORAGE={PROCMEM_RATE_LIMIT_STORAGE!r}: use redis://host:port/db or memory://"
+    )
 # The counters' Redis keys start with this, so several deployments (or test runs) can share one
 # Redis database without counting each other's requests.
 PROCMEM_RATE_LIMIT_KEY_PREFIX = env_str("PROCMEM_RATE_LIMIT_KEY_PREFIX", "LIMITS")
@@ -431,7 +443,9 @@ for _entry in PROCMEM_WEBHOOK_ALLOWED_HOSTS:
         try:
             ipaddress.ip_network(_entry, strict=False)
         except ValueError:
-            raise ImproperlyConfigured(f"PROCMEM_WEBHOOK_ALLOWED_HOSTS: {_entry!r} is not a network (e.g. 10.20.0.0/16)") from None
+            raise ImproperlyConfigured(
+                f"PROCMEM_WEBHOOK_ALLOWED_HOSTS: {_entry!r} is not a network (e.g. 10.20.0.0/16)"
+            ) from None
 
 # --- ingestion, redaction, mining (docs/api.md "Sessions in", docs/design.md "Mining") -------------
 PROCMEM_INGEST_MAX_BODY_BYTES = env_int("PROCMEM_INGEST_MAX_BODY_BYTES", 5 * 1024 * 1024, minimum=1024)
@@ -450,11 +464,16 @@ PROCMEM_MINING_TERMINAL_TOOLS = env_list(
     ["transfer_to_human_agents", "transfer_to_human", "escalate_to_human", "FINISH", "finish", "end_session"],
 )
 PROCMEM_MINING_POLISH = env_str("PROCMEM_MINING_POLISH", "")  # dotted path of a wording polisher; off by default
-CELERY_BEAT_SCHEDULE.update({
-    "procmem-mine-sessions": {"task": "library.mine_scheduled", "schedule": PROCMEM_MINING_INTERVAL_MINUTES * 60.0},
-    "procmem-purge-raw-sessions": {"task": "library.purge_raw_sessions", "schedule": 24 * 3600.0},
-    "procmem-otlp-flush": {"task": "library.otlp_flush", "schedule": float(max(10, min(PROCMEM_OTLP_QUIET_SECONDS, 60)))},
-})
+CELERY_BEAT_SCHEDULE.update(
+    {
+        "procmem-mine-sessions": {"task": "library.mine_scheduled", "schedule": PROCMEM_MINING_INTERVAL_MINUTES * 60.0},
+        "procmem-purge-raw-sessions": {"task": "library.purge_raw_sessions", "schedule": 24 * 3600.0},
+        "procmem-otlp-flush": {
+            "task": "library.otlp_flush",
+            "schedule": float(max(10, min(PROCMEM_OTLP_QUIET_SECONDS, 60))),
+        },
+    }
+)
 
 # --- eval replays (docs/design.md "Eval replays") -----------------------------------------------------
 # The verdict's thresholds; each run stores the values it was judged with.

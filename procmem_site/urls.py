@@ -14,9 +14,13 @@ urlpatterns = [
     # single sign-on: /oidc/authenticate/ and /oidc/callback/ (404 unless PROCMEM_OIDC_CLIENT_ID is set)
     path("oidc/", include("mozilla_django_oidc.urls")),
     # without local passwords Django's admin signs in through the same page (single sign-on)
-    *([] if settings.PROCMEM_LOCAL_PASSWORDS else [
-        path("django-admin/login/", RedirectView.as_view(pattern_name="login", query_string=True, permanent=False)),
-    ]),
+    *(
+        []
+        if settings.PROCMEM_LOCAL_PASSWORDS
+        else [
+            path("django-admin/login/", RedirectView.as_view(pattern_name="login", query_string=True, permanent=False)),
+        ]
+    ),
     path("django-admin/", admin.site.urls),
     path("", include("reviews.urls")),
 ]

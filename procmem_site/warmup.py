@@ -47,8 +47,11 @@ def warm_up() -> dict[str, float]:
     # the model first: loading it compiles enough regular expressions to push the URLs' out of
     # the `re` module's cache (512 patterns, the oldest dropped first)
     parts = (
-        ("embedding model", _embedding_model), ("urls", _urls), ("templates", _templates),
-        ("request machinery", _request_machinery), ("database", _database),
+        ("embedding model", _embedding_model),
+        ("urls", _urls),
+        ("templates", _templates),
+        ("request machinery", _request_machinery),
+        ("database", _database),
     )
     for part, load in parts:
         started = time.perf_counter()
@@ -63,7 +66,9 @@ def warm_up() -> dict[str, float]:
     started = time.perf_counter()
     freeze_start_heap()
     timings["frozen heap"] = time.perf_counter() - started
-    logger.info("procmem web process ready: " + ", ".join(f"{part} {seconds:.2f} s" for part, seconds in timings.items()))
+    logger.info(
+        "procmem web process ready: " + ", ".join(f"{part} {seconds:.2f} s" for part, seconds in timings.items())
+    )
     return timings
 
 
@@ -99,7 +104,9 @@ def _urls() -> None:
             continue
         # a namespace under a prefix ("api/") is reversed through a resolver of its own, which
         # reverse() builds (and caches) on its first use: the same one, built now
-        resolvers.append(get_ns_resolver(extra, namespace, tuple(namespace.pattern.converters.items())) if extra else namespace)
+        resolvers.append(
+            get_ns_resolver(extra, namespace, tuple(namespace.pattern.converters.items())) if extra else namespace
+        )
     _resolving_regexes(resolver)
     prefix = re.escape(get_script_prefix())
     for each in resolvers:
@@ -171,13 +178,17 @@ def _database() -> None:
     from django.db import DatabaseError, connection, router
 
     connection.ensure_connection()
-    models = [m for m in apps.get_models() if m._meta.managed and not m._meta.proxy and router.db_for_read(m) == "default"]
+    models = [
+        m for m in apps.get_models() if m._meta.managed and not m._meta.proxy and router.db_for_read(m) == "default"
+    ]
     try:
         ContentType.objects.get_for_models(*models)
         for model in models:
             model._base_manager.exists()  # SELECT 1 FROM <table> LIMIT 1: planned with every index
     except DatabaseError as exc:  # not migrated (yet): the requests would fail the same way
-        logger.warning("warm-up: the database is not ready (%s); its tables were not read", str(exc).strip().splitlines()[0])
+        logger.warning(
+            "warm-up: the database is not ready (%s); its tables were not read", str(exc).strip().splitlines()[0]
+        )
 
 
 def _embedding_model() -> None:

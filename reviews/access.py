@@ -27,8 +27,9 @@ possible *now* (the state) is for the services to say, under their row locks.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
-from typing import Callable, Literal
+from typing import TYPE_CHECKING, Literal
 
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
@@ -47,6 +48,9 @@ from library.permissions import (
     user_can_review,
     user_is_reviewer,
 )
+
+if TYPE_CHECKING:
+    from reviews.models import Webhook
 
 Purpose = Literal["view", "operate", "review", "approve", "manage", "promote"]
 
@@ -156,7 +160,10 @@ def get_agent_for_user(request: HttpRequest, name: str, *, for_: Purpose) -> Age
 
 def get_procedure_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> Procedure:
     procedure = get_object_or_404(
-        Procedure.objects.filter(agent__in=_agents_for(request, for_)).select_related("agent__namespace", "intent", "namespace"), pk=pk
+        Procedure.objects.filter(agent__in=_agents_for(request, for_)).select_related(
+            "agent__namespace", "intent", "namespace"
+        ),
+        pk=pk,
     )
     _check_procedure(request, procedure, for_)
     return procedure
@@ -167,7 +174,12 @@ def get_version_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> Pro
     possible *now* is `library.services.approval_blockers`, not this."""
     version = get_object_or_404(
         ProcedureVersion.objects.filter(procedure__agent__in=_agents_for(request, for_)).select_related(
-            "procedure__agent", "procedure__intent", "procedure__namespace", "proposed_by", "edited_by", "approved_by",
+            "procedure__agent",
+            "procedure__intent",
+            "procedure__namespace",
+            "proposed_by",
+            "edited_by",
+            "approved_by",
             "mining_run",
         ),
         pk=pk,
@@ -233,10 +245,12 @@ def _check_procedure(request: HttpRequest, procedure: Procedure, for_: Purpose) 
     elif for_ == "manage":
         _refuse_manage(request, procedure)
     elif for_ == "promote" and not user_can_promote(request.user, procedure):
-        raise PermissionDenied(f"You may not promote versions of {procedure.key} or run its rollouts (the promote permission).")
+        raise PermissionDenied(
+            f"You may not promote versions of {procedure.key} or run its rollouts (the promote permission)."
+        )
 
 
-def get_webhook_for_user(request: HttpRequest, agent: str, pk: int) -> "Webhook":
+def get_webhook_for_user(request: HttpRequest, agent: str, pk: int) -> Webhook:
     """A webhook of the agent, for its admins only (webhooks carry the agent's secrets): 404 for
     those who may not see the agent's operations pages, 403 for those who may but do not manage it,
     404 for a webhook of another agent."""

@@ -116,7 +116,18 @@ class VersionDayRollupAdmin(SessionOutcomesDayAdmin):
 
 @admin.register(VersionDayQuality)
 class VersionDayQualityAdmin(DayRollupAdmin):
-    list_display = ("day", "agent", "version", "sessions", "checked", "followed", "required_calls", "forbidden_calls", "conflicted", "stale")
+    list_display = (
+        "day",
+        "agent",
+        "version",
+        "sessions",
+        "checked",
+        "followed",
+        "required_calls",
+        "forbidden_calls",
+        "conflicted",
+        "stale",
+    )
     list_select_related = ("agent", "version__procedure")
 
 
@@ -158,4 +169,3 @@ class DemotionProposalAdmin(ReadOnlyModelAdmin):
     list_display = ("version", "kind", "state", "created_at", "decided_by", "decided_at")
     list_select_related = ("version__procedure", "decided_by")
     list_filter = ("kind", "state")
-

@@ -9,8 +9,9 @@ class ReviewsConfig(AppConfig):
     def ready(self) -> None:
         # The signal receivers (library.signals → notifications and webhooks), and the tasks registered in this
         # process too, so that a task queued by name runs in place when tasks are eager (tests, demo).
-        from . import notifications, services, tasks, webhooks  # noqa: F401
         from library.personal_data_scan import register_surface
+
+        from . import notifications, services, tasks, webhooks  # noqa: F401
 
         # What reviewers write and are told is reviewer-visible too: scan_personal_data reads it.
         register_surface("reviews", "Comment", ("body",))

@@ -4,7 +4,7 @@ the CSV export (cells a spreadsheet will not evaluate)."""
 from __future__ import annotations
 
 import json
-from typing import Iterator
+from collections.abc import Iterator
 
 from django.db.models import Q, QuerySet
 
@@ -45,7 +45,8 @@ def audit_changes(event: AuditEvent) -> list[tuple[str, str, str]]:
     before, after = event.before or {}, event.after or {}
     keys = sorted({*before, *after})
     return [
-        (key_words(k), _short(before.get(k)) if k in before else "", _short(after.get(k)) if k in after else "") for k in keys
+        (key_words(k), _short(before.get(k)) if k in before else "", _short(after.get(k)) if k in after else "")
+        for k in keys
     ]
 
 
@@ -57,7 +58,13 @@ def csv_cell(value) -> str:
     carriage return gets a leading apostrophe (OWASP's advice for CSV injection)."""
     if value is None:
         return ""
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True) if isinstance(value, (dict, list)) else str(value)
+    text = (
+        value
+        if isinstance(value, str)
+        else json.dumps(value, ensure_ascii=False, sort_keys=True)
+        if isinstance(value, (dict, list))
+        else str(value)
+    )
     if text.startswith(FORMULA_PREFIXES):
         return "'" + text
     return text

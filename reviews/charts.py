@@ -112,8 +112,13 @@ def time_chart(
                 if value:
                     y = y_of(value)
                     out.bars.append(
-                        (round(x_of(i) - bar / 2, 1), y, round(bar, 1), round(bottom - y, 1),
-                         f"{days[i]:%Y-%m-%d}: {_fmt(value, percent)}")
+                        (
+                            round(x_of(i) - bar / 2, 1),
+                            y,
+                            round(bar, 1),
+                            round(bottom - y, 1),
+                            f"{days[i]:%Y-%m-%d}: {_fmt(value, percent)}",
+                        )
                     )
         else:
             show_every_dot = len(spec.values) <= 62
@@ -143,6 +148,17 @@ def time_chart(
     ]
     ref = (y_of(reference[0]), reference[1]) if reference else None
     return Chart(
-        title=title, width=width, height=HEIGHT, plot_left=left, plot_right=right, plot_top=top, plot_bottom=bottom,
-        series=drawn, grid=grid, x_labels=x_labels, markers=drawn_markers, reference=ref, empty=not values,
+        title=title,
+        width=width,
+        height=HEIGHT,
+        plot_left=left,
+        plot_right=right,
+        plot_top=top,
+        plot_bottom=bottom,
+        series=drawn,
+        grid=grid,
+        x_labels=x_labels,
+        markers=drawn_markers,
+        reference=ref,
+        empty=not values,
     )

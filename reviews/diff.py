@@ -19,8 +19,9 @@ the small equalities that make a diff unreadable.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Literal
 
 from diff_match_patch import diff_match_patch
 
@@ -267,12 +268,18 @@ def compare_contents(old: Content | None, new: Content) -> list[FieldComparison]
         compare_text("appliesWhen", "Applies when", old.applies_when if old else None, new.applies_when),
         compare_list("steps", "Steps", old.steps if old else None, new.steps),
         compare_set("requiredTools", "Required tools", old.required_tools if old else None, new.required_tools),
-        compare_list("forbiddenActions", "Forbidden actions", old.forbidden_actions if old else None, new.forbidden_actions),
+        compare_list(
+            "forbiddenActions", "Forbidden actions", old.forbidden_actions if old else None, new.forbidden_actions
+        ),
     ]
     if new.is_coding or (old is not None and old.is_coding):
         fields += [
-            compare_list("preconditions", "Preconditions (before)", old.preconditions if old else None, new.preconditions),
-            compare_list("postconditions", "Postconditions (after)", old.postconditions if old else None, new.postconditions),
+            compare_list(
+                "preconditions", "Preconditions (before)", old.preconditions if old else None, new.preconditions
+            ),
+            compare_list(
+                "postconditions", "Postconditions (after)", old.postconditions if old else None, new.postconditions
+            ),
             compare_text("verifyCommand", "Verify command", old.verify_command if old else None, new.verify_command),
         ]
     return fields
@@ -281,8 +288,12 @@ def compare_contents(old: Content | None, new: Content) -> list[FieldComparison]
 def content_of(version) -> Content:
     """Adapts a ProcedureVersion (or anything with the content attributes; the coding ones are optional)."""
     return Content(
-        version.applies_when, list(version.steps), list(version.required_tools), list(version.forbidden_actions),
-        list(getattr(version, "preconditions", None) or []), list(getattr(version, "postconditions", None) or []),
+        version.applies_when,
+        list(version.steps),
+        list(version.required_tools),
+        list(version.forbidden_actions),
+        list(getattr(version, "preconditions", None) or []),
+        list(getattr(version, "postconditions", None) or []),
         getattr(version, "verify_command", "") or "",
     )
 

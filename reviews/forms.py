@@ -6,15 +6,14 @@ from __future__ import annotations
 import json
 
 from django import forms
-from django.forms.fields import InvalidJSONInput
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
+from django.forms.fields import InvalidJSONInput
 
 from library import safe_json
 from library.agent_settings import LABELS as CAPTURE_LABELS
 from library.agent_settings import MAX_INJECTION_CAP, MAX_REVIEW_TARGET_HOURS
-from library.rate_limits import DEFAULT_LIMITS, ENDPOINTS, MAX_LIMIT_TEXT, WHO, parse_limit
 from library.models import (
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -27,6 +26,7 @@ from library.models import (
     RegressionCase,
     procedure_key_validator,
 )
+from library.rate_limits import DEFAULT_LIMITS, ENDPOINTS, MAX_LIMIT_TEXT, WHO, parse_limit
 from library.services import MAX_STEPS_APPROVABLE
 
 from .models import SUBSCRIBABLE_EVENTS, Webhook
@@ -110,7 +110,7 @@ class ReviseForm(ContentForm):
     )
 
     @classmethod
-    def for_version(cls, version, data=None) -> "ReviseForm":
+    def for_version(cls, version, data=None) -> ReviseForm:
         tools = list(version.procedure.agent.tools)
         tools += [t for t in version.required_tools if t not in tools]
         initial = {
@@ -142,7 +142,9 @@ class ProposeForm(ContentForm):
 
 
 class AgentChoiceForm(forms.Form):
-    agent = forms.ModelChoiceField(queryset=Agent.objects.none(), label="Agent", to_field_name="name", empty_label="— choose —")
+    agent = forms.ModelChoiceField(
+        queryset=Agent.objects.none(), label="Agent", to_field_name="name", empty_label="— choose —"
+    )
 
     def __init__(self, *args, agents, **kwargs):
         super().__init__(*args, **kwargs)
@@ -151,7 +153,9 @@ class AgentChoiceForm(forms.Form):
 
 class RejectForm(forms.Form):
     reason = forms.CharField(
-        label="Why reject", max_length=1000, widget=forms.TextInput(attrs={"size": 50, "placeholder": "the reason, for the audit log"})
+        label="Why reject",
+        max_length=1000,
+        widget=forms.TextInput(attrs={"size": 50, "placeholder": "the reason, for the audit log"}),
     )
 
 
@@ -257,20 +261,35 @@ def _calls_to_text(calls: list) -> str:
 class RegressionCaseForm(forms.Form):
     intent = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = forms.CharField(max_length=200, required=False)
-    task = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), help_text="What the customer asks; the agent replays it.")
-    context = StorableJSONField(required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 3}), help_text='A JSON object, e.g. {"order_id": "ORD-1"}')
+    task = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4}), help_text="What the customer asks; the agent replays it."
+    )
+    context = StorableJSONField(
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text='A JSON object, e.g. {"order_id": "ORD-1"}',
+    )
     expected_tools = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
         help_text='Expected calls in order, one a line: a tool name, or {"name": "createApproval", "args": {"order_id": "ORD-1"}}',
     )
     forbidden_tools = forms.CharField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3}),
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
         help_text='Forbidden calls, one a line: a tool name, or {"name": "...", "args": {...}, "before": "createApproval"}',
     )
-    reply_must_match = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Regular expressions, one a line")
-    reply_must_not_match = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Regular expressions, one a line")
+    reply_must_match = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Regular expressions, one a line"
+    )
+    reply_must_not_match = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 2}), help_text="Regular expressions, one a line"
+    )
     tool_results = StorableJSONField(
-        required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 4}),
+        required=False,
+        initial=dict,
+        widget=forms.Textarea(attrs={"rows": 4}),
         help_text='For model replay: {"lookupOrder": [result of the 1st call, of the 2nd, …]}',
     )
     is_active = forms.BooleanField(required=False, initial=True, label="Active (replayed by eval runs)")
@@ -329,24 +348,34 @@ class CaseImportForm(forms.Form):
 class AgentEvalSettingsForm(forms.Form):
     eval_runner = forms.ChoiceField(choices=Agent.Runner.choices, label="Runner")
     eval_url = forms.URLField(required=False, label="Eval URL (HTTP runner)", assume_scheme="https")
-    eval_python_path = forms.CharField(required=False, max_length=255, label="Python callable (package.module:function)")
+    eval_python_path = forms.CharField(
+        required=False, max_length=255, label="Python callable (package.module:function)"
+    )
     eval_concurrency = forms.IntegerField(min_value=1, max_value=100, label="Concurrent calls to the agent at most")
     eval_timeout_seconds = forms.FloatField(min_value=0.1, max_value=600, label="Timeout per call (seconds)")
     model_base_url = forms.URLField(required=False, label="Model base URL (OpenAI-compatible)", assume_scheme="https")
     model_name = forms.CharField(required=False, max_length=128)
     model_api_key = forms.CharField(
-        required=False, max_length=512, widget=forms.PasswordInput(render_value=False), label="Model API key",
+        required=False,
+        max_length=512,
+        widget=forms.PasswordInput(render_value=False),
+        label="Model API key",
         help_text="Write-only: leave empty to keep the stored key.",
     )
     clear_model_api_key = forms.BooleanField(required=False, label="Remove the stored key")
-    tool_schemas = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 6}), help_text="Tool name → JSON schema of its parameters")
+    tool_schemas = forms.JSONField(
+        required=False, widget=forms.Textarea(attrs={"rows": 6}), help_text="Tool name → JSON schema of its parameters"
+    )
     base_instruction = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}))
     selects_with_intent = forms.BooleanField(
-        required=False, initial=True, label="The agent passes the session's intent when it selects procedures",
+        required=False,
+        initial=True,
+        label="The agent passes the session's intent when it selects procedures",
         help_text="Eval replays select each case the same way. Off: by the task text alone, so a candidate competes with every intent's procedures.",
     )
     model_drafts_enabled = forms.BooleanField(
-        required=False, label="Model-written drafts (mining asks this model to word each mined draft)",
+        required=False,
+        label="Model-written drafts (mining asks this model to word each mined draft)",
         help_text="Off by default. The rule draft stays when the model fails, drops a required tool or names a literal value.",
     )
 
@@ -391,7 +420,9 @@ def grantee_from_post(data):
 class ScopeForm(forms.Form):
     """A procedure's scope; `library.scope.procedure_scope_update` checks it all again."""
 
-    namespace = forms.ModelChoiceField(queryset=Namespace.objects.order_by("name"), to_field_name="name", empty_label=None)
+    namespace = forms.ModelChoiceField(
+        queryset=Namespace.objects.order_by("name"), to_field_name="name", empty_label=None
+    )
     roles = forms.CharField(
         required=False, max_length=1400, help_text="Role names, separated by commas; empty: every role"
     )
@@ -417,9 +448,14 @@ class TokenForm(forms.Form):
     name = forms.CharField(max_length=100, help_text="What uses it, e.g. “prod reader” or “nightly export”")
     scope = forms.ChoiceField(choices=ApiToken.Scope.choices)
     expires_in_days = forms.IntegerField(
-        required=False, min_value=1, max_value=3650, label="Expires in (days)",
+        required=False,
+        min_value=1,
+        max_value=3650,
+        label="Expires in (days)",
         help_text="Empty: never expires. Agents get 401 from the moment it expires.",
     )
+
+
 # ---------------------------------------------------------------------------------------------- webhooks and agent settings
 
 
@@ -427,65 +463,118 @@ class WebhookForm(forms.Form):
     """Shape only; reviews.webhooks validates again (http(s) URL, known events) and is what counts."""
 
     name = forms.CharField(max_length=100)
-    url = forms.CharField(max_length=500, label="URL", help_text="http:// or https:// at a public address; receives a signed POST per event",
-                          widget=forms.URLInput(attrs={"placeholder": "https://hooks.example.com/procmem"}))
-    events = forms.MultipleChoiceField(choices=[(e.value, f"{e.label} ({e.value})") for e in SUBSCRIBABLE_EVENTS],
-                                       widget=forms.CheckboxSelectMultiple)
-    body_format = forms.ChoiceField(choices=Webhook.BodyFormat.choices, label="Body",
-                                    help_text="Slack-compatible sends {\"text\": …} for an incoming-webhook URL")
+    url = forms.CharField(
+        max_length=500,
+        label="URL",
+        help_text="http:// or https:// at a public address; receives a signed POST per event",
+        widget=forms.URLInput(attrs={"placeholder": "https://hooks.example.com/procmem"}),
+    )
+    events = forms.MultipleChoiceField(
+        choices=[(e.value, f"{e.label} ({e.value})") for e in SUBSCRIBABLE_EVENTS], widget=forms.CheckboxSelectMultiple
+    )
+    body_format = forms.ChoiceField(
+        choices=Webhook.BodyFormat.choices,
+        label="Body",
+        help_text='Slack-compatible sends {"text": …} for an incoming-webhook URL',
+    )
     is_active = forms.BooleanField(required=False, initial=True, label="Active")
 
 
 class AgentSettingsForm(forms.Form):
     """The one page of an agent's own settings: tools, switches, limits and the capture (mining) settings."""
 
-    tools = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 5}),
-                            help_text="One tool name per line: what the agent really has. Procedures that need a tool not listed are refused at load.")
-    procedural_memory_enabled = forms.BooleanField(required=False, label="Procedural memory on (the agent receives procedures)")
-    injection_cap = forms.IntegerField(min_value=0, max_value=MAX_INJECTION_CAP, label="Procedures injected per task at most")
-    review_target_hours = forms.IntegerField(min_value=1, max_value=MAX_REVIEW_TARGET_HOURS, label="Review target (hours)",
-                                             help_text="How long a candidate should wait for review: the queue shows \"due soon\" from half of it and \"overdue\" after it")
-    redaction_patterns = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
-                                         help_text='Extra patterns redacted before reviewers see evidence: [{"label": "order_id", "regex": "\\\\bORD-\\\\d+\\\\b"}]')
+    tools = forms.CharField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 5}),
+        help_text="One tool name per line: what the agent really has. Procedures that need a tool not listed are refused at load.",
+    )
+    procedural_memory_enabled = forms.BooleanField(
+        required=False, label="Procedural memory on (the agent receives procedures)"
+    )
+    injection_cap = forms.IntegerField(
+        min_value=0, max_value=MAX_INJECTION_CAP, label="Procedures injected per task at most"
+    )
+    review_target_hours = forms.IntegerField(
+        min_value=1,
+        max_value=MAX_REVIEW_TARGET_HOURS,
+        label="Review target (hours)",
+        help_text='How long a candidate should wait for review: the queue shows "due soon" from half of it and "overdue" after it',
+    )
+    redaction_patterns = forms.JSONField(
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text='Extra patterns redacted before reviewers see evidence: [{"label": "order_id", "regex": "\\\\bORD-\\\\d+\\\\b"}]',
+    )
     auto_capture_enabled = forms.BooleanField(
-        required=False, label=CAPTURE_LABELS["auto_capture_enabled"],
+        required=False,
+        label=CAPTURE_LABELS["auto_capture_enabled"],
         help_text="Off by default: scheduled mining runs only for agents whose admins switch it on; a manual run (manage.py mine) always mines.",
     )
-    min_tool_calls = forms.IntegerField(min_value=1, max_value=100, label=CAPTURE_LABELS["min_tool_calls"],
-                                        help_text="Sessions with fewer tool calls (think not counted) are not mined.")
-    support_threshold = forms.IntegerField(min_value=1, max_value=100_000, label=CAPTURE_LABELS["support_threshold"],
-                                           help_text="Resolved sessions of distinct tasks a mined group needs before it becomes a candidate: repeated trials of one task count once.")
-    significance_level = forms.FloatField(min_value=0.0001, max_value=0.5, label=CAPTURE_LABELS["significance_level"],
-                                          help_text="A candidate is proposed only when its tool order is credibly better than the failed sessions', "
-                                                    "corrected for the number of skeletons tested.")
-    backtest_share = forms.FloatField(min_value=0, max_value=0.5, label=CAPTURE_LABELS["backtest_share"],
-                                      help_text="The newest share of each intent's sessions is not mined; every candidate is tested on it.")
+    min_tool_calls = forms.IntegerField(
+        min_value=1,
+        max_value=100,
+        label=CAPTURE_LABELS["min_tool_calls"],
+        help_text="Sessions with fewer tool calls (think not counted) are not mined.",
+    )
+    support_threshold = forms.IntegerField(
+        min_value=1,
+        max_value=100_000,
+        label=CAPTURE_LABELS["support_threshold"],
+        help_text="Resolved sessions of distinct tasks a mined group needs before it becomes a candidate: repeated trials of one task count once.",
+    )
+    significance_level = forms.FloatField(
+        min_value=0.0001,
+        max_value=0.5,
+        label=CAPTURE_LABELS["significance_level"],
+        help_text="A candidate is proposed only when its tool order is credibly better than the failed sessions', "
+        "corrected for the number of skeletons tested.",
+    )
+    backtest_share = forms.FloatField(
+        min_value=0,
+        max_value=0.5,
+        label=CAPTURE_LABELS["backtest_share"],
+        help_text="The newest share of each intent's sessions is not mined; every candidate is tested on it.",
+    )
     complaint_window_days = forms.IntegerField(
-        required=False, min_value=0, max_value=365, label=CAPTURE_LABELS["complaint_window_days"],
+        required=False,
+        min_value=0,
+        max_value=365,
+        label=CAPTURE_LABELS["complaint_window_days"],
         help_text="A complaint made within this many days of a session's end makes it failed, and the session is mined only once "
-                  "the window has passed (0: complaints change nothing and labels are final at once).",
+        "the window has passed (0: complaints change nothing and labels are final at once).",
     )
     closed_by_customer_resolves = forms.BooleanField(
-        required=False, label=CAPTURE_LABELS["closed_by_customer_resolves"],
+        required=False,
+        label=CAPTURE_LABELS["closed_by_customer_resolves"],
         help_text="Used when no outcome says resolved or not.",
     )
     min_rating = forms.FloatField(
-        required=False, min_value=-1e6, max_value=1e6, label=CAPTURE_LABELS["min_rating"],
+        required=False,
+        min_value=-1e6,
+        max_value=1e6,
+        label=CAPTURE_LABELS["min_rating"],
         help_text="When no outcome says resolved or not: a rating at or above this counts as resolved, below as failed. Empty: ratings decide nothing.",
     )
     coding_min_traces = forms.IntegerField(
-        required=False, min_value=1, max_value=1000, label=CAPTURE_LABELS["coding_min_traces"],
+        required=False,
+        min_value=1,
+        max_value=1000,
+        label=CAPTURE_LABELS["coding_min_traces"],
         help_text="Coding agents: a task family becomes a candidate once this many resolved sessions ran a verify command. Empty keeps the current value.",
     )
     coding_family_rules = forms.JSONField(
-        required=False, widget=forms.Textarea(attrs={"rows": 3}), label=CAPTURE_LABELS["coding_family_rules"],
-        help_text='Coding agents: sessions whose edited files start with a prefix belong to its family, the longest prefix first; '
-                  'the others group by repository and area. [{"prefix": "django/db/migrations", "family": "migrations"}]',
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label=CAPTURE_LABELS["coding_family_rules"],
+        help_text="Coding agents: sessions whose edited files start with a prefix belong to its family, the longest prefix first; "
+        'the others group by repository and area. [{"prefix": "django/db/migrations", "family": "migrations"}]',
     )
     environments = forms.CharField(
-        required=False, max_length=400, label="Environments beside production",
-        help_text="Names separated by spaces, e.g. \"staging qa\". With staging, an approved version goes to staging first and "
-                  "someone with the promote right moves it to production (outright or as a rollout to a share of sessions).",
+        required=False,
+        max_length=400,
+        label="Environments beside production",
+        help_text='Names separated by spaces, e.g. "staging qa". With staging, an approved version goes to staging first and '
+        "someone with the promote right moves it to production (outright or as a rollout to a share of sessions).",
     )
     reason = forms.CharField(required=False, max_length=500, help_text="Why (kept in the audit log)")
 
@@ -497,7 +586,9 @@ class AgentSettingsForm(forms.Form):
             for who, who_label in WHO.items():
                 name = f"limit_{endpoint}_{who}"
                 self.fields[name] = forms.CharField(
-                    required=False, max_length=MAX_LIMIT_TEXT, label=f"API limit: {label}, {who_label}",
+                    required=False,
+                    max_length=MAX_LIMIT_TEXT,
+                    label=f"API limit: {label}, {who_label}",
                     help_text=f"Empty: the default, {DEFAULT_LIMITS[endpoint][who]}. Over it, the agent gets 429 with Retry-After.",
                     widget=forms.TextInput(attrs={"placeholder": DEFAULT_LIMITS[endpoint][who]}),
                 )

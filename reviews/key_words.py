@@ -15,37 +15,70 @@ from typing import Any
 # A mining run's counts and a report entry's figures (library/mining/skeletons.py intent_figures), as
 # a count reads: "12 resolved by escalation", "3 with too few tool calls".
 FIGURE_LABELS = {
-    "sessions": "sessions", "mined": "mined", "heldBack": "held back for the backtest",
-    "tooFewToolCalls": "with too few tool calls", "resolved": "resolved", "resolvedByEscalation": "resolved by escalation",
-    "failed": "failed", "unknown": "without outcome", "resolvedTasks": "resolved tasks", "failedTasks": "failed tasks",
-    "support": "tasks follow the skeleton", "supportSessions": "sessions follow the skeleton", "topSupport": "tasks follow the top skeleton",
+    "sessions": "sessions",
+    "mined": "mined",
+    "heldBack": "held back for the backtest",
+    "tooFewToolCalls": "with too few tool calls",
+    "resolved": "resolved",
+    "resolvedByEscalation": "resolved by escalation",
+    "failed": "failed",
+    "unknown": "without outcome",
+    "resolvedTasks": "resolved tasks",
+    "failedTasks": "failed tasks",
+    "support": "tasks follow the skeleton",
+    "supportSessions": "sessions follow the skeleton",
+    "topSupport": "tasks follow the top skeleton",
     "failedWithSkeleton": "failed tasks follow the skeleton",
     # the run's counts
-    "withoutIntent": "without an intent (not mined)", "withoutOutcome": "without outcome", "intents": "intents",
+    "withoutIntent": "without an intent (not mined)",
+    "withoutOutcome": "without outcome",
+    "intents": "intents",
     "awaitingLabel": "waiting for a final label (not mined)",
-    "groups": "skeleton groups", "groupsTested": "groups tested", "credible": "credible", "candidates": "candidates",
-    "quarantined": "quarantined", "skipped": "intents not proposed", "reported": "reported",
+    "groups": "skeleton groups",
+    "groupsTested": "groups tested",
+    "credible": "credible",
+    "candidates": "candidates",
+    "quarantined": "quarantined",
+    "skipped": "intents not proposed",
+    "reported": "reported",
     # a coding agent's task families (library/coding/runs.py)
-    "families": "task families", "resolvedWithVerify": "resolved with a passing test command",
+    "families": "task families",
+    "resolvedWithVerify": "resolved with a passing test command",
     "familiesNotProposed": "task families not proposed",
 }
 
 # Other keys, as a label reads ("applies when: …", "minimum tool calls 2").
 KEY_LABELS = {
     # the procedure record (library/models/versions.py ProcedureVersion, the agent API's JSON)
-    "appliesWhen": "applies when", "requiredTools": "required tools", "forbiddenActions": "forbidden actions",
-    "verifyCommand": "verify command", "contentHash": "content hash", "reviewBy": "review by",
+    "appliesWhen": "applies when",
+    "requiredTools": "required tools",
+    "forbiddenActions": "forbidden actions",
+    "verifyCommand": "verify command",
+    "contentHash": "content hash",
+    "reviewBy": "review by",
     # a mining run's settings (library/mining/skeletons.py MiningParams.to_dict)
-    "agentKind": "kind of agent", "supportThreshold": "support threshold", "supportUnit": "support counted in",
-    "ignoredTools": "ignored tools", "terminalTools": "terminal tools", "minToolCalls": "minimum tool calls",
-    "significanceLevel": "significance level", "backtestShare": "share held back for the backtest",
-    "maxForbidden": "most forbidden actions", "maxSteps": "most steps", "nearDuplicate": "near-duplicate similarity",
+    "agentKind": "kind of agent",
+    "supportThreshold": "support threshold",
+    "supportUnit": "support counted in",
+    "ignoredTools": "ignored tools",
+    "terminalTools": "terminal tools",
+    "minToolCalls": "minimum tool calls",
+    "significanceLevel": "significance level",
+    "backtestShare": "share held back for the backtest",
+    "maxForbidden": "most forbidden actions",
+    "maxSteps": "most steps",
+    "nearDuplicate": "near-duplicate similarity",
     # evidence a mined candidate carries beside its figures (library/mining/runs.py)
-    "miningRunId": "mining run", "miningRun": "mining run", "runSessions": "sessions in the run",
-    "runWithoutIntent": "sessions of the run without an intent", "runWithoutOutcome": "sessions of the run without outcome",
-    "nearDuplicateOf": "near-duplicate of", "escalatedExcluded": "escalated sessions left out",
+    "miningRunId": "mining run",
+    "miningRun": "mining run",
+    "runSessions": "sessions in the run",
+    "runWithoutIntent": "sessions of the run without an intent",
+    "runWithoutOutcome": "sessions of the run without outcome",
+    "nearDuplicateOf": "near-duplicate of",
+    "escalatedExcluded": "escalated sessions left out",
     # a coding agent's run (library/coding/runs.py coding_parameters)
-    "minTraces": "resolved sessions with a verify command a task family needs", "familyRules": "task family rules",
+    "minTraces": "resolved sessions with a verify command a task family needs",
+    "familyRules": "task family rules",
 }
 
 _HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
@@ -64,7 +97,9 @@ def key_words(key: str) -> str:
 
 def figure_items(figures: dict[str, Any]) -> list[str]:
     """A run's counts or a report entry's figures as words ("12 resolved by escalation"), the skeleton left out."""
-    return [f"{value} {FIGURE_LABELS.get(key) or key_words(key)}" for key, value in figures.items() if key != "topSkeleton"]
+    return [
+        f"{value} {FIGURE_LABELS.get(key) or key_words(key)}" for key, value in figures.items() if key != "topSkeleton"
+    ]
 
 
 def value_words(value: Any) -> str:

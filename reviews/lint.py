@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Literal, Sequence
+from typing import Literal
 
 from library.services import MAX_STEPS_APPROVABLE
 
@@ -30,7 +31,9 @@ Severity = Literal["error", "warning", "info"]
 
 OVERLAP_THRESHOLD = 0.80
 
-_NEGATION_RE = re.compile(r"^\s*(do not|don't|dont|never|must not|mustn't|should not|shouldn't|avoid|no)\b[\s,:-]*", re.I)
+_NEGATION_RE = re.compile(
+    r"^\s*(do not|don't|dont|never|must not|mustn't|should not|shouldn't|avoid|no)\b[\s,:-]*", re.I
+)
 _WORD_RE = re.compile(r"[a-z0-9_]+")
 _STOPWORDS = frozenset(
     "a an the to of for in on at by with and or any before after from into than then that this it its "
@@ -135,7 +138,10 @@ def lint_content(
     for number, action in forbidden_conflicts(steps, forbidden_actions):
         findings.append(
             LintFinding(
-                "forbidden_conflict", "error", f"Step {number} appears to do what is forbidden: “{action}”", f"steps[{number}]"
+                "forbidden_conflict",
+                "error",
+                f"Step {number} appears to do what is forbidden: “{action}”",
+                f"steps[{number}]",
             )
         )
     if len(steps) > MAX_STEPS_APPROVABLE:
@@ -151,7 +157,11 @@ def lint_content(
 
 
 def overlap_findings(
-    applies_when: str, others: Sequence[ActiveProcedure], *, threshold: float = OVERLAP_THRESHOLD, version_id: int | None = None
+    applies_when: str,
+    others: Sequence[ActiveProcedure],
+    *,
+    threshold: float = OVERLAP_THRESHOLD,
+    version_id: int | None = None,
 ) -> list[LintFinding]:
     """Other ACTIVE procedures whose appliesWhen is close to this one by embedding similarity.
     Versions (`version_id`, each other's) are compared by their stored embeddings, read in one
@@ -163,7 +173,11 @@ def overlap_findings(
         from library import embeddings
 
         stored = embeddings.stored_vectors(
-            {vid: text for vid, text in [(version_id, applies_when), *((o.version_id, o.applies_when) for o in others)] if vid}
+            {
+                vid: text
+                for vid, text in [(version_id, applies_when), *((o.version_id, o.applies_when) for o in others)]
+                if vid
+            }
         )
 
         def vector(vid: int | None, text: str):

@@ -21,7 +21,9 @@ class CandidateClaim(models.Model):
 
     version = models.OneToOneField(ProcedureVersion, on_delete=models.CASCADE, related_name="claim")
     assignee = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="candidate_claims")
-    assigned_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    assigned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     claimed_at = models.DateTimeField()
     expires_at = models.DateTimeField()
     # The version's place in the queue, copied here so that "assigned to me" counts and pages one
@@ -38,7 +40,14 @@ class CandidateClaim(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["assignee", "expires_at"], name="claim_assignee_expiry_idx")]
-        constraints = [models.CheckConstraint(condition=Q(expires_at__gt=models.F("claimed_at")), name="claim_expires_after_claimed")]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(expires_at__gt=models.F("claimed_at")), name="claim_expires_after_claimed"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.version_id} claimed by {self.assignee_id} until {self.expires_at:%Y-%m-%d %H:%M}"
 
     @staticmethod
     def keys_of(version: ProcedureVersion) -> dict:
@@ -51,9 +60,6 @@ class CandidateClaim(models.Model):
             agent_id=version.procedure.agent_id,
             intent_id=version.procedure.intent_id,
         )
-
-    def __str__(self) -> str:
-        return f"{self.version_id} claimed by {self.assignee_id} until {self.expires_at:%Y-%m-%d %H:%M}"
 
 
 class Thread(models.Model):
@@ -74,7 +80,9 @@ class Thread(models.Model):
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
-    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+")
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, null=True, blank=True, related_name="+"
+    )
 
     class Meta:
         ordering = ["created_at", "id"]
@@ -84,7 +92,8 @@ class Thread(models.Model):
                 name="thread_step_only_for_step_anchor",
             ),
             models.CheckConstraint(
-                condition=Q(resolved_at__isnull=True, resolved_by__isnull=True) | Q(resolved_at__isnull=False, resolved_by__isnull=False),
+                condition=Q(resolved_at__isnull=True, resolved_by__isnull=True)
+                | Q(resolved_at__isnull=False, resolved_by__isnull=False),
                 name="thread_resolved_with_who",
             ),
         ]
@@ -161,7 +170,9 @@ class Notification(models.Model):
 
 
 class NotificationPreference(models.Model):
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_preferences")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notification_preferences"
+    )
     kind = models.CharField(max_length=20, choices=NotificationKind.choices)
     in_app = models.BooleanField(default=True)
     email = models.BooleanField(default=False)
@@ -270,7 +281,9 @@ class VersionDayQuality(DayRollup):
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["version", "day"], name="version_day_quality_unique"),
-            models.CheckConstraint(condition=models.Q(followed__lte=models.F("checked")), name="version_quality_followed_le_checked"),
+            models.CheckConstraint(
+                condition=models.Q(followed__lte=models.F("checked")), name="version_quality_followed_le_checked"
+            ),
         ]
         indexes = [models.Index(fields=["agent", "day"], name="version_quality_agent_day_idx")]
 
@@ -303,7 +316,9 @@ class MetricAlert(models.Model):
         ordering = ["-opened_at", "-id"]
         constraints = [
             models.UniqueConstraint(
-                fields=["version"], condition=models.Q(cleared_at__isnull=True), name="one_open_metric_alert_per_version"
+                fields=["version"],
+                condition=models.Q(cleared_at__isnull=True),
+                name="one_open_metric_alert_per_version",
             ),
         ]
 
@@ -329,16 +344,22 @@ class DemotionProposal(models.Model):
     figures = models.JSONField(default=dict)
     message = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["version"], condition=models.Q(state="open"), name="one_open_demotion_per_version"),
+            models.UniqueConstraint(
+                fields=["version"], condition=models.Q(state="open"), name="one_open_demotion_per_version"
+            ),
             models.CheckConstraint(
-                condition=(models.Q(state="open") & models.Q(decided_by__isnull=True) & models.Q(decided_at__isnull=True))
+                condition=(
+                    models.Q(state="open") & models.Q(decided_by__isnull=True) & models.Q(decided_at__isnull=True)
+                )
                 | (~models.Q(state="open") & models.Q(decided_by__isnull=False) & models.Q(decided_at__isnull=False)),
                 name="demotion_decided_iff_closed",
             ),
@@ -361,7 +382,7 @@ SUBSCRIBABLE_EVENTS = [event for event in WebhookEvent if event != WebhookEvent.
 class Webhook(models.Model):
     class BodyFormat(models.TextChoices):
         JSON = "json", "procmem JSON"
-        SLACK = "slack", "Slack-compatible ({\"text\": …})"
+        SLACK = "slack", 'Slack-compatible ({"text": …})'
 
     agent = models.ForeignKey("library.Agent", on_delete=models.CASCADE, related_name="webhooks")
     name = models.CharField(max_length=100)
@@ -371,7 +392,9 @@ class Webhook(models.Model):
     # Kept to sign each delivery (a hash could not sign); shown to the admin once, at creation or rotation.
     secret = models.CharField(max_length=128)
     is_active = models.BooleanField(default=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -389,7 +412,9 @@ class WebhookDelivery(models.Model):
 
     webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
     event = models.CharField(max_length=40, choices=WebhookEvent.choices)
-    delivery_id = models.UUIDField(unique=True, help_text="Sent as X-Procmem-Delivery; receivers use it to drop duplicates")
+    delivery_id = models.UUIDField(
+        unique=True, help_text="Sent as X-Procmem-Delivery; receivers use it to drop duplicates"
+    )
     payload = models.JSONField(help_text="The event body before formatting (JSON or Slack)")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
@@ -417,7 +442,9 @@ class ExternalIdentity(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="external_identity_issuer_subject_unique")]
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="external_identity_issuer_subject_unique")
+        ]
 
     def __str__(self) -> str:
         return f"{self.subject} at {self.issuer}"

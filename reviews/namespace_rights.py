@@ -69,7 +69,9 @@ def namespace_right_grant(*, namespace: Namespace, grantee, right: str, by, reas
             raise ValidationError({"grantee": f"{_describe(grantee)} already holds {right} on {locked.name}"})
         assign_perm(f"library.{codename}", grantee, locked)
         audit(
-            action=AuditEvent.Action.GRANT, actor=by, reason=reason,
+            action=AuditEvent.Action.GRANT,
+            actor=by,
+            reason=reason,
             after={"permission": codename, "on": f"namespace {locked.name}", **_who(grantee)},
         )
 
@@ -83,8 +85,11 @@ def namespace_right_revoke(*, namespace: Namespace, grantee, right: str, by, rea
             raise ValidationError({"grantee": f"{_describe(grantee)} does not hold {right} on {locked.name}"})
         remove_perm(f"library.{codename}", grantee, locked)
         audit(
-            action=AuditEvent.Action.REVOKE, actor=by, reason=reason,
-            before={"permission": codename, "on": f"namespace {locked.name}", **_who(grantee)}, after={},
+            action=AuditEvent.Action.REVOKE,
+            actor=by,
+            reason=reason,
+            before={"permission": codename, "on": f"namespace {locked.name}", **_who(grantee)},
+            after={},
         )
 
 
@@ -103,7 +108,9 @@ def namespace_rights() -> list[NamespaceRight]:
     for row in NamespaceUserObjectPermission.objects.filter(permission__codename__in=right_of).select_related(
         "content_object", "permission", "user"
     ):
-        rows.append(NamespaceRight(row.content_object, right_of[row.permission.codename], "user", row.user.get_username()))
+        rows.append(
+            NamespaceRight(row.content_object, right_of[row.permission.codename], "user", row.user.get_username())
+        )
     for row in NamespaceGroupObjectPermission.objects.filter(permission__codename__in=right_of).select_related(
         "content_object", "permission", "group"
     ):

@@ -63,12 +63,15 @@ def _counts(user, *, waiting: bool, for_me: bool) -> dict:
 
     zero = Value(0, output_field=IntegerField())
     row = (
-        get_user_model().objects.filter(pk=user.pk).values(
+        get_user_model()
+        .objects.filter(pk=user.pk)
+        .values(
             waiting=CappedCount(ProcedureVersion.objects.filter(status=Status.CANDIDATE)) if waiting else zero,
             for_me=CappedCount(waiting_for_approver(user)) if for_me else zero,
             unread=SubqueryCount(Notification.objects.filter(user=user, read_at__isnull=True)),
             any_refusal=Exists(LoadRefusal.objects.all()),
-        ).first()
+        )
+        .first()
     )
     return row or {"waiting": 0, "for_me": 0, "unread": 0, "any_refusal": False}
 
@@ -85,5 +88,7 @@ def refused_count(user, *, any_refusal: bool | None = None) -> int:
         any_refusal = LoadRefusal.objects.exists()
     if not any_refusal:  # the common case
         return 0
-    agents = Agent.objects.all() if user.is_superuser else get_objects_for_user(user, "library.manage_agent", klass=Agent)
+    agents = (
+        Agent.objects.all() if user.is_superuser else get_objects_for_user(user, "library.manage_agent", klass=Agent)
+    )
     return len(unresolved_refusals(agents=agents))

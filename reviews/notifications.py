@@ -19,12 +19,12 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Iterable
+from collections.abc import Iterable
 
 from celery import signature
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import get_connection, EmailMessage
+from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
 from django.db.models import Q
 from django.dispatch import receiver
@@ -72,22 +72,32 @@ def _object_perm_users(agent: Agent, agent_perms: list[str], procedure_perms: li
     permissions on the procedure, directly or through a group, plus the superusers."""
     User = get_user_model()
     condition = Q(is_superuser=True)
-    condition |= Q(pk__in=AgentUserObjectPermission.objects.filter(
-        content_object=agent, permission__codename__in=agent_perms).values("user_id"))
-    condition |= Q(groups__in=AgentGroupObjectPermission.objects.filter(
-        content_object=agent, permission__codename__in=agent_perms).values("group_id"))
+    condition |= Q(
+        pk__in=AgentUserObjectPermission.objects.filter(
+            content_object=agent, permission__codename__in=agent_perms
+        ).values("user_id")
+    )
+    condition |= Q(
+        groups__in=AgentGroupObjectPermission.objects.filter(
+            content_object=agent, permission__codename__in=agent_perms
+        ).values("group_id")
+    )
     if procedure_id is not None and procedure_perms:
-        condition |= Q(pk__in=ProcedureUserObjectPermission.objects.filter(
-            content_object_id=procedure_id, permission__codename__in=procedure_perms).values("user_id"))
-        condition |= Q(groups__in=ProcedureGroupObjectPermission.objects.filter(
-            content_object_id=procedure_id, permission__codename__in=procedure_perms).values("group_id"))
+        condition |= Q(
+            pk__in=ProcedureUserObjectPermission.objects.filter(
+                content_object_id=procedure_id, permission__codename__in=procedure_perms
+            ).values("user_id")
+        )
+        condition |= Q(
+            groups__in=ProcedureGroupObjectPermission.objects.filter(
+                content_object_id=procedure_id, permission__codename__in=procedure_perms
+            ).values("group_id")
+        )
     return User.objects.filter(condition, is_active=True).distinct()
 
 
 def agent_admins(agent: Agent, procedure_id: int | None = None):
-    return _object_perm_users(
-        agent, ["manage_agent", "manage_agent_procedures"], ["manage_procedure"], procedure_id
-    )
+    return _object_perm_users(agent, ["manage_agent", "manage_agent_procedures"], ["manage_procedure"], procedure_id)
 
 
 def procedure_approvers(agent: Agent, procedure_id: int):
@@ -107,7 +117,9 @@ def may_read_agent(user, agent: Agent) -> bool:
     return Agent.objects.visible_to(user).filter(pk=agent.pk).exists()
 
 
-def notification_send(*, users: Iterable, kind: str, message: str, url: str = "", agent: Agent | None = None) -> list[Notification]:
+def notification_send(
+    *, users: Iterable, kind: str, message: str, url: str = "", agent: Agent | None = None
+) -> list[Notification]:
     """Writes an in-app notification for each user who wants this kind in the app and queues an
     e-mail (after commit) for each who wants it by mail. Returns the rows written. `agent`: the
     agent the message is about; users who may not read it (read isolation by namespace) get
@@ -117,9 +129,7 @@ def notification_send(*, users: Iterable, kind: str, message: str, url: str = ""
     users = {u.pk: u for u in users if agent is None or reads_every_namespace(u) or may_read_agent(u, agent)}
     if not users:
         return []
-    saved = {
-        p.user_id: p for p in NotificationPreference.objects.filter(user_id__in=users, kind=kind)
-    }
+    saved = {p.user_id: p for p in NotificationPreference.objects.filter(user_id__in=users, kind=kind)}
     default = default_preference(None, kind)
     in_app = [uid for uid in users if (saved.get(uid) or default).in_app]
     by_mail = [uid for uid in users if (saved.get(uid) or default).email and users[uid].email]
@@ -164,7 +174,13 @@ def notification_email_send(*, user_ids: list[int], kind: str, message: str, url
         message = ERASED_MESSAGE
     subject = f"[procmem] {NotificationKind(kind).label}"
     base = getattr(settings, "PROCMEM_BASE_URL", "")
-    body = message + (f"\n\n{base}{url}" if url else "") + "\n\nChoose what you receive: " + base + reverse("reviews:notification_preferences")
+    body = (
+        message
+        + (f"\n\n{base}{url}" if url else "")
+        + "\n\nChoose what you receive: "
+        + base
+        + reverse("reviews:notification_preferences")
+    )
     messages = [EmailMessage(subject, body, settings.DEFAULT_FROM_EMAIL, [u.email]) for u in users]
     if not messages:
         return 0
@@ -195,7 +211,11 @@ def notify_mentions(*, comment, thread, version: ProcedureVersion) -> list[Notif
     if not names:
         return []
     agent = version.procedure.agent
-    users = [user for user in reviewers().filter(username__in=names).exclude(pk=comment.author_id) if may_read_agent(user, agent)]
+    users = [
+        user
+        for user in reviewers().filter(username__in=names).exclude(pk=comment.author_id)
+        if may_read_agent(user, agent)
+    ]
     excerpt = comment.body if len(comment.body) <= 160 else comment.body[:157] + "…"
     return notification_send(
         users=users,

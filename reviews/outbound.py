@@ -139,4 +139,6 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 
 def opener() -> urllib.request.OpenerDirector:
     """The opener deliveries use: peer checked on connect, no redirects, no proxy."""
-    return urllib.request.build_opener(urllib.request.ProxyHandler({}), _CheckedHTTPHandler, _CheckedHTTPSHandler, _NoRedirect)
+    return urllib.request.build_opener(
+        urllib.request.ProxyHandler({}), _CheckedHTTPHandler, _CheckedHTTPSHandler, _NoRedirect
+    )

@@ -24,20 +24,69 @@ from .key_words import FIGURE_LABELS, key_words, value_words
 _EXCERPT_KEYS = ("excerpts", "redactedExcerpts", "examples")
 _SESSION_KEYS = ("sessionIds", "sessions", "session_ids", "exampleSessions")
 _SHOWN = {
-    "support", "resolved", "failed", "failedWithSkeleton", "skeleton", "summary", "tools", "pairs", "forbidden",
-    "alternatives", "toolContrast", "contrasts", "intent", "supportRate", "failedWithSkeletonRate", "evalRunId",
-    "unit", "skeletonTest", "skeletonLift", "skeletonLiftLow", "skeletonLiftHigh", "backtest", "variants", "arguments",
-    "proposed", "supportSessions", "resolvedSessions", "failedSessions", "outcomes", "conditions",
+    "support",
+    "resolved",
+    "failed",
+    "failedWithSkeleton",
+    "skeleton",
+    "summary",
+    "tools",
+    "pairs",
+    "forbidden",
+    "alternatives",
+    "toolContrast",
+    "contrasts",
+    "intent",
+    "supportRate",
+    "failedWithSkeletonRate",
+    "evalRunId",
+    "unit",
+    "skeletonTest",
+    "skeletonLift",
+    "skeletonLiftLow",
+    "skeletonLiftHigh",
+    "backtest",
+    "variants",
+    "arguments",
+    "proposed",
+    "supportSessions",
+    "resolvedSessions",
+    "failedSessions",
+    "outcomes",
+    "conditions",
     # a coding procedure's (library/mining/runs._draft_coding)
-    "agentKind", "verifyCommand", "verifySupport", "verifySessions", "distinctTasks", "orderContrast",
+    "agentKind",
+    "verifyCommand",
+    "verifySupport",
+    "verifySessions",
+    "distinctTasks",
+    "orderContrast",
     # a coding task family's (library/coding/families.py)
-    "family", "traces", "tracesTotal", "verifyForm", "verifyForms", "verifyPassRate", "contrast", "filesRead",
-    "filesWritten", "testModules", "recoveryNotes", "minTraces", "words",
+    "family",
+    "traces",
+    "tracesTotal",
+    "verifyForm",
+    "verifyForms",
+    "verifyPassRate",
+    "contrast",
+    "filesRead",
+    "filesWritten",
+    "testModules",
+    "recoveryNotes",
+    "minTraces",
+    "words",
     # proposed by a reviewer from a run's report (library/mining/runs.mining_report_propose)
     "proposedDespite",
     # the within-task gate and what it shows (library/mining/within.py)
-    "withinTask", "orderBeyondTools", "heldOrderBeyondTools", "byModelFamily", "agreement", "stepsCompressed", "workflow",
-    *_EXCERPT_KEYS, *_SESSION_KEYS,
+    "withinTask",
+    "orderBeyondTools",
+    "heldOrderBeyondTools",
+    "byModelFamily",
+    "agreement",
+    "stepsCompressed",
+    "workflow",
+    *_EXCERPT_KEYS,
+    *_SESSION_KEYS,
 }
 
 
@@ -129,8 +178,16 @@ class Evidence:
     @property
     def is_empty(self) -> bool:
         return not (
-            self.has_contrast or self.support is not None or self.summary or self.skeleton or self.excerpts
-            or self.tool_lines or self.order_lines or self.forbidden_lines or self.other or self.backtest
+            self.has_contrast
+            or self.support is not None
+            or self.summary
+            or self.skeleton
+            or self.excerpts
+            or self.tool_lines
+            or self.order_lines
+            or self.forbidden_lines
+            or self.other
+            or self.backtest
         )
 
 
@@ -201,7 +258,7 @@ def _counts(r: Any, big_r: Any, f: Any, big_f: Any) -> str:
 
 
 def _lift(value: Any, record: dict[str, Any] | None = None) -> str:
-    """" (lift 5.6, 95 % 3.1–10.3, p = 2e-10)" when the record carries an interval and a p-value."""
+    """ " (lift 5.6, 95 % 3.1–10.3, p = 2e-10)" when the record carries an interval and a p-value."""
     if value == "inf":
         text = "lift ∞"
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -211,14 +268,16 @@ def _lift(value: Any, record: dict[str, Any] | None = None) -> str:
     record = record or {}
     if "liftLow" in record or "liftHigh" in record:
         low, high = record.get("liftLow"), record.get("liftHigh")
-        text += f", 95 % {low if low is not None else 0:.2f}–" + (f"{high:.2f}" if isinstance(high, (int, float)) else "∞")
+        text += f", 95 % {low if low is not None else 0:.2f}–" + (
+            f"{high:.2f}" if isinstance(high, (int, float)) else "∞"
+        )
     if isinstance(record.get("pValue"), (int, float)):
         text += f", p = {record['pValue']:.2g}"
     return f" ({text})"
 
 
 def _rate_text(record: Any) -> str:
-    """"84 % (95 % 77–89 %)" from a {"rate", "low", "high"} record."""
+    """ "84 % (95 % 77–89 %)" from a {"rate", "low", "high"} record."""
     if not isinstance(record, dict) or not isinstance(record.get("rate"), (int, float)):
         return ""
     text = f"{100 * record['rate']:.0f} %"
@@ -230,10 +289,12 @@ def _rate_text(record: Any) -> str:
 def _backtest(raw: Any) -> dict[str, Any]:
     if not isinstance(raw, dict):
         return {}
+
     def side(record: Any) -> str:
         if not isinstance(record, dict) or not record.get("of"):
             return "none"
         return f"{record.get('count')} of {record.get('of')} succeeded, {_rate_text(record)}"
+
     return {
         "verdict": str(raw.get("verdict") or ""),
         "contradicted": bool(raw.get("contradicted")),
@@ -244,13 +305,15 @@ def _backtest(raw: Any) -> dict[str, Any]:
         "others": side(raw.get("others")),
         "p": raw.get("pValue"),
         "note": str(raw.get("note") or ""),
-        "method": str((raw.get("withinTask") or {}).get("method") or "Fisher exact") if isinstance(raw.get("withinTask") or {}, dict) else "",
+        "method": str((raw.get("withinTask") or {}).get("method") or "Fisher exact")
+        if isinstance(raw.get("withinTask") or {}, dict)
+        else "",
         "ratio": _ratio(raw["withinTask"]) if isinstance(raw.get("withinTask"), dict) else "",
     }
 
 
 def _ratio(record: dict[str, Any]) -> str:
-    """"risk ratio 6.95 (95 % 4.37–11.05), p = 1e-20" from a within-task record."""
+    """ "risk ratio 6.95 (95 % 4.37–11.05), p = 1e-20" from a within-task record."""
     ratio, low, high = record.get("riskRatio"), record.get("low"), record.get("high")
     if ratio == "inf":
         text = "risk ratio ∞"
@@ -258,7 +321,9 @@ def _ratio(record: dict[str, Any]) -> str:
         text = f"risk ratio {ratio:.2f}"
     else:
         return "risk ratio not defined (no task compares)"
-    text += f" (95 % {low if isinstance(low, (int, float)) else 0:.2f}–" + (f"{high:.2f})" if isinstance(high, (int, float)) else "∞)")
+    text += f" (95 % {low if isinstance(low, (int, float)) else 0:.2f}–" + (
+        f"{high:.2f})" if isinstance(high, (int, float)) else "∞)"
+    )
     if isinstance(record.get("pValue"), (int, float)):
         text += f", p = {record['pValue']:.2g}"
     return text
@@ -290,8 +355,16 @@ def _within(evidence: Evidence, raw: dict[str, Any]) -> None:
         evidence.disagreement = str(agreement.get("text") or "The gate and the backtest disagree.")
     for family in [f for f in raw.get("byModelFamily") or [] if isinstance(f, dict)][:20]:
         holds = bool(family.get("holds"))
-        verdict = "holds" if holds else {"same": "same direction, not credible", "opposite": "opposite direction"}.get(family.get("direction"), "not compared")
-        evidence.family_lines.append((str(family.get("family") or "unknown"), f"{_sides(family)} ({_ratio(family)}) — {verdict}", holds))
+        verdict = (
+            "holds"
+            if holds
+            else {"same": "same direction, not credible", "opposite": "opposite direction"}.get(
+                family.get("direction"), "not compared"
+            )
+        )
+        evidence.family_lines.append(
+            (str(family.get("family") or "unknown"), f"{_sides(family)} ({_ratio(family)}) — {verdict}", holds)
+        )
 
 
 def inline_excerpts(evidence: dict[str, Any]) -> list[Any]:
@@ -362,41 +435,71 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
     mined_outcome = "resolved" if "skeletonTest" in raw else ""
     for index, item in enumerate(inline_excerpts(raw)[:5], start=1):
         session_id = item.get("sessionId") or item.get("session_id") if isinstance(item, dict) else None
-        evidence.excerpts.append(Excerpt(
-            title=f"session {session_id}" if session_id else f"example {index}", lines=_excerpt_lines(item), outcome=mined_outcome
-        ))
+        evidence.excerpts.append(
+            Excerpt(
+                title=f"session {session_id}" if session_id else f"example {index}",
+                lines=_excerpt_lines(item),
+                outcome=mined_outcome,
+            )
+        )
     if not evidence.excerpts:
         for session in sessions:
             evidence.excerpts.append(
-                Excerpt(title=f"session {session.session_id}", lines=_excerpt_lines(session.redacted_excerpt), outcome=_outcome(session))
+                Excerpt(
+                    title=f"session {session.session_id}",
+                    lines=_excerpt_lines(session.redacted_excerpt),
+                    outcome=_outcome(session),
+                )
             )
     for key in _SESSION_KEYS:
         if isinstance(raw.get(key), list):
             evidence.session_count = len(raw[key])
             break
     tools = [t for t in raw.get("tools") or raw.get("toolContrast") or [] if isinstance(t, dict)]
-    tools.sort(key=lambda t: (not t.get("inSkeleton", True), -(t.get("lift") or 0) if isinstance(t.get("lift"), (int, float)) else 0))
+    tools.sort(
+        key=lambda t: (
+            not t.get("inSkeleton", True),
+            -(t.get("lift") or 0) if isinstance(t.get("lift"), (int, float)) else 0,
+        )
+    )
     for t in tools[:12]:
-        counts = _counts(t.get("resolved", t.get("resolvedWith")), t.get("resolvedTotal", resolved), t.get("failed", t.get("failedWith")), t.get("failedTotal", failed))
+        counts = _counts(
+            t.get("resolved", t.get("resolvedWith")),
+            t.get("resolvedTotal", resolved),
+            t.get("failed", t.get("failedWith")),
+            t.get("failedTotal", failed),
+        )
         if counts:
             marker = "" if t.get("inSkeleton", True) else " (not in the procedure)"
             evidence.tool_lines.append(f"{t.get('tool', '?')}{marker}: {counts}{_lift(t.get('lift'), t)}")
     for pair in [p for p in raw.get("pairs") or [] if isinstance(p, dict)][:8]:
         counts = _counts(pair.get("resolved"), resolved, pair.get("failed"), failed)
         if counts and pair.get("before") and pair.get("after"):
-            evidence.order_lines.append(f"{pair['before']} before {pair['after']}: {counts}{_lift(pair.get('lift'), pair)}")
+            evidence.order_lines.append(
+                f"{pair['before']} before {pair['after']}: {counts}{_lift(pair.get('lift'), pair)}"
+            )
     for item in [f for f in raw.get("forbidden") or [] if isinstance(f, dict)]:
         counts = _counts(item.get("resolved"), resolved, item.get("failed"), failed)
-        record = {"liftLow": item.get("failLiftLow"), "liftHigh": item.get("failLiftHigh"), "pValue": item.get("pAdjusted")} if "failLiftLow" in item else None
+        record = (
+            {"liftLow": item.get("failLiftLow"), "liftHigh": item.get("failLiftHigh"), "pValue": item.get("pAdjusted")}
+            if "failLiftLow" in item
+            else None
+        )
         action = item.get("action") or f"(tested, not proposed: {item.get('feature', '…')})"
         evidence.forbidden_lines.append(
             f"“{action}” — {evidence.unit} in which the agent {item.get('feature', '…')}: {counts}{_lift(item.get('failLift'), record)}"
         )
     for alt in [a for a in raw.get("alternatives") or [] if isinstance(a, dict)]:
-        evidence.alternatives.append(f"{' → '.join(map(str, alt.get('skeleton') or []))} ({alt.get('support', '?')} {evidence.unit})")
+        evidence.alternatives.append(
+            f"{' → '.join(map(str, alt.get('skeleton') or []))} ({alt.get('support', '?')} {evidence.unit})"
+        )
     despite = raw.get("proposedDespite")
     if isinstance(despite, dict):
-        test = f" (adjusted p = {despite['pAdjusted']:.2g}, significance level {despite['alpha']})" if isinstance(despite.get("pAdjusted"), (int, float)) and despite.get("alpha") else ""
+        test = (
+            f" (adjusted p = {despite['pAdjusted']:.2g}, significance level {despite['alpha']})"
+            if isinstance(despite.get("pAdjusted"), (int, float)) and despite.get("alpha")
+            else ""
+        )
         evidence.proposed_despite = (
             f"Proposed by {despite.get('by', '?')} on {str(despite.get('at', '?'))[:10]} although the miner's test found no credible "
             f"contrast{test}: {despite.get('reason', '')}"
@@ -413,7 +516,9 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
             _family_evidence(evidence, raw)
         for item in [o for o in raw.get("orderContrast") or [] if isinstance(o, dict)][:10]:
             counts = _counts(item.get("resolved"), resolved, item.get("failed"), failed)
-            evidence.coding_order_lines.append(f"{item.get('feature', '?')}: {counts}{_lift(item.get('failLift'), item)}")
+            evidence.coding_order_lines.append(
+                f"{item.get('feature', '?')}: {counts}{_lift(item.get('failLift'), item)}"
+            )
     for key, value in raw.items():
         if key in _SHOWN:
             continue
@@ -439,18 +544,26 @@ def _family_evidence(evidence: Evidence, raw: dict[str, Any]) -> None:
             f"Resolved sessions with a passing test command: {_of(contrast.get('resolvedWithVerify'))}; unresolved sessions: "
             f"{_of(contrast.get('failedWithVerify'))}, {_of(contrast.get('failedWithVerifyForm'))} with this form (shown, not a gate)."
         )
-    for label, key, name in (("Read first", "filesRead", "path"), ("Changed", "filesWritten", "path"), ("Tests", "testModules", "module")):
+    for label, key, name in (
+        ("Read first", "filesRead", "path"),
+        ("Changed", "filesWritten", "path"),
+        ("Tests", "testModules", "module"),
+    ):
         items = [f"{i.get(name)} ({i.get('traces')})" for i in raw.get(key) or [] if isinstance(i, dict)]
         if items:
             evidence.task_family_lines.append(f"{label} (sessions): {', '.join(items)}")
     for note in [n for n in raw.get("recoveryNotes") or [] if isinstance(n, dict)]:
-        evidence.recovery_lines.append(f"{note.get('text', '')} — {note.get('traces', '?')} session{'s' if note.get('traces') != 1 else ''}")
+        evidence.recovery_lines.append(
+            f"{note.get('text', '')} — {note.get('traces', '?')} session{'s' if note.get('traces') != 1 else ''}"
+        )
     for trace in [t for t in raw.get("traces") or [] if isinstance(t, dict)]:
-        evidence.trace_lines.append(f"{trace.get('session')}: {trace.get('outcome')}; verify form: {trace.get('verifyForm') or 'none passed'}")
+        evidence.trace_lines.append(
+            f"{trace.get('session')}: {trace.get('outcome')}; verify form: {trace.get('verifyForm') or 'none passed'}"
+        )
 
 
 def contrast_sentence(item: dict[str, Any]) -> str:
-    """"createApproval: 118 of 140 resolved vs 9 of 60 failed" from one contrast record, whatever its
+    """ "createApproval: 118 of 140 resolved vs 9 of 60 failed" from one contrast record, whatever its
     key names; falls back to the record as JSON."""
     label = item.get("label") or item.get("tool") or item.get("what") or item.get("name") or ""
     if item.get("before") and item.get("after"):
@@ -506,7 +619,9 @@ def _intent_items(detail: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
     if isinstance(intents, dict):
         return [(str(name), data) for name, data in intents.items() if isinstance(data, dict)]
     if isinstance(intents, list):
-        return [(str(item.get("intent") or item.get("name") or "?"), item) for item in intents if isinstance(item, dict)]
+        return [
+            (str(item.get("intent") or item.get("name") or "?"), item) for item in intents if isinstance(item, dict)
+        ]
     return []
 
 
@@ -536,7 +651,11 @@ def intent_results(run: EvalRun, *, target_intent: str) -> list[IntentResult]:
         for key, label in (("p_value", "p"), ("pValue", "p"), ("p", "p"), ("p_improve", "p↑"), ("p_regress", "p↓")):
             if isinstance(data.get(key), (int, float)) and not isinstance(data.get(key), bool):
                 note_bits.append(f"{label} {data[key]:.3g}")
-        for key, one, many in (("improved", "improved", "improved"), ("regressed", "regressed", "regressed"), ("errors", "error", "errors")):
+        for key, one, many in (
+            ("improved", "improved", "improved"),
+            ("regressed", "regressed", "regressed"),
+            ("errors", "error", "errors"),
+        ):
             value = data.get(key)
             if isinstance(value, int) and not isinstance(value, bool) and value:
                 note_bits.append(f"{value} {one if value == 1 else many}")
@@ -582,9 +701,13 @@ class EvalPanel:
     percent: int
     baseline_moved: bool
     thresholds: list[tuple[str, str]]
-    selection: dict[str, Any] | None = None  # what the served selection injected (library/evals/payload.selection_summary)
+    selection: dict[str, Any] | None = (
+        None  # what the served selection injected (library/evals/payload.selection_summary)
+    )
     reach_blocker: str = ""
-    target_environment: str = PRODUCTION  # whose set a new approval run replays against (environments.approval_environment)
+    target_environment: str = (
+        PRODUCTION  # whose set a new approval run replays against (environments.approval_environment)
+    )
 
 
 def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_set_hash: str | None) -> EvalPanel:

@@ -17,7 +17,14 @@ from reviews.selectors import SubqueryCount, evidence_support, passing_eval_exis
 # what a row shows (reviews/views/queue_row.py), not the content, the evidence (a mined version's
 # lists its sessions), the agent's settings or the people's profiles
 QUEUE_ROW_FIELDS = (
-    "procedure__key", "procedure__agent", "procedure__intent", "number", "quarantined", "applies_when", "source", "created_at",
+    "procedure__key",
+    "procedure__agent",
+    "procedure__intent",
+    "number",
+    "quarantined",
+    "applies_when",
+    "source",
+    "created_at",
 )
 
 
@@ -29,7 +36,9 @@ def queue_rows(pks: list[int]) -> list[ProcedureVersion]:
     a model instance for each related row (agent, intent, people, claim: 200 a page) and a query
     each for the eval runs and the comment counts were about a fifth of the queue's time."""
     username = get_user_model().USERNAME_FIELD
-    runs = EvalRun.objects.filter(version=OuterRef("pk"), content_hash=OuterRef("content_hash")).order_by("-created_at", "-id")
+    runs = EvalRun.objects.filter(version=OuterRef("pk"), content_hash=OuterRef("content_hash")).order_by(
+        "-created_at", "-id"
+    )
     rows = (
         ProcedureVersion.objects.filter(pk__in=pks)
         .select_related("procedure")

@@ -56,14 +56,22 @@ def refuse_self_grant(*, grantee, by, where: str) -> None:
         return
     if isinstance(grantee, Group):
         if by.groups.filter(pk=grantee.pk).exists():
-            raise ValidationError({"grantee": (
-                f"You belong to group {grantee.name}: a right is never granted by its own grantee; "
-                f"another admin of {where} must grant it (PROCMEM_NO_SELF_GRANT)"
-            )})
+            raise ValidationError(
+                {
+                    "grantee": (
+                        f"You belong to group {grantee.name}: a right is never granted by its own grantee; "
+                        f"another admin of {where} must grant it (PROCMEM_NO_SELF_GRANT)"
+                    )
+                }
+            )
     elif grantee.pk == by.pk:
-        raise ValidationError({"grantee": (
-            f"A right is never granted by its own grantee: another admin of {where} must grant it to you (PROCMEM_NO_SELF_GRANT)"
-        )})
+        raise ValidationError(
+            {
+                "grantee": (
+                    f"A right is never granted by its own grantee: another admin of {where} must grant it to you (PROCMEM_NO_SELF_GRANT)"
+                )
+            }
+        )
 
 
 def _holds(grantee, perm: str, target) -> bool:
@@ -92,8 +100,13 @@ def approver_right_grant(*, agent: Agent, grantee, by, procedure: Procedure | No
             raise ValidationError({"grantee": f"{_describe(grantee)} already holds this right"})
         assign_perm(f"library.{perm}", grantee, target)
         audit(
-            action=AuditEvent.Action.GRANT, actor=by, agent=agent, procedure=procedure, reason=reason,
-            before={}, after={"permission": perm, "on": _target_label(target), **_grantee_label(grantee)},
+            action=AuditEvent.Action.GRANT,
+            actor=by,
+            agent=agent,
+            procedure=procedure,
+            reason=reason,
+            before={},
+            after={"permission": perm, "on": _target_label(target), **_grantee_label(grantee)},
         )
 
 
@@ -108,8 +121,13 @@ def approver_right_revoke(*, agent: Agent, grantee, by, procedure: Procedure | N
             raise ValidationError({"grantee": f"{_describe(grantee)} does not hold this right"})
         remove_perm(f"library.{perm}", grantee, target)
         audit(
-            action=AuditEvent.Action.REVOKE, actor=by, agent=agent, procedure=procedure, reason=reason,
-            before={"permission": perm, "on": _target_label(target), **_grantee_label(grantee)}, after={},
+            action=AuditEvent.Action.REVOKE,
+            actor=by,
+            agent=agent,
+            procedure=procedure,
+            reason=reason,
+            before={"permission": perm, "on": _target_label(target), **_grantee_label(grantee)},
+            after={},
         )
 
 
@@ -157,19 +175,21 @@ class NamedApprover:
 def approver_rights(agent: Agent) -> list[Right]:
     """Every approver right held directly on the agent or on one of its procedures."""
     rights: list[Right] = []
-    for row in AgentUserObjectPermission.objects.filter(content_object=agent, permission__codename=AGENT_PERM).select_related("user"):
+    for row in AgentUserObjectPermission.objects.filter(
+        content_object=agent, permission__codename=AGENT_PERM
+    ).select_related("user"):
         rights.append(Right("agent", None, row.user, None))
-    for row in AgentGroupObjectPermission.objects.filter(content_object=agent, permission__codename=AGENT_PERM).select_related("group"):
+    for row in AgentGroupObjectPermission.objects.filter(
+        content_object=agent, permission__codename=AGENT_PERM
+    ).select_related("group"):
         rights.append(Right("agent", None, None, row.group))
-    for row in (
-        ProcedureUserObjectPermission.objects.filter(content_object__agent=agent, permission__codename=PROCEDURE_PERM)
-        .select_related("user", "content_object")
-    ):
+    for row in ProcedureUserObjectPermission.objects.filter(
+        content_object__agent=agent, permission__codename=PROCEDURE_PERM
+    ).select_related("user", "content_object"):
         rights.append(Right("procedure", row.content_object, row.user, None))
-    for row in (
-        ProcedureGroupObjectPermission.objects.filter(content_object__agent=agent, permission__codename=PROCEDURE_PERM)
-        .select_related("group", "content_object")
-    ):
+    for row in ProcedureGroupObjectPermission.objects.filter(
+        content_object__agent=agent, permission__codename=PROCEDURE_PERM
+    ).select_related("group", "content_object"):
         rights.append(Right("procedure", row.content_object, None, row.group))
     rights.sort(key=lambda r: (r.scope != "agent", r.procedure.key if r.procedure else "", r.kind, r.name))
     return rights
@@ -201,9 +221,7 @@ def named_approvers(agent: Agent, rights: list[Right] | None = None) -> dict[str
     agent_bucket = result.setdefault(None, {})
     for user in superusers:
         agent_bucket.setdefault(user.pk, NamedApprover(user=user, via=[])).via.append("superuser")
-    return {
-        key: sorted(bucket.values(), key=lambda a: a.user.get_username()) for key, bucket in result.items()
-    }
+    return {key: sorted(bucket.values(), key=lambda a: a.user.get_username()) for key, bucket in result.items()}
 
 
 def active_approvals(agent: Agent):

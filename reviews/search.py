@@ -34,8 +34,8 @@ from django.utils.safestring import SafeString, mark_safe
 
 from library.models import Agent, ProcedureVersion, Status
 
-from .models import Comment
 from .access import of_agents
+from .models import Comment
 from .selectors import QueueFilters, apply_filters
 
 MAX_QUERY_CHARS = 200
@@ -49,7 +49,9 @@ MARK_START, MARK_STOP = "\ue000", "\ue001"
 IDENTIFIER_RE = re.compile(r"^(?:[A-Za-z][A-Za-z0-9]*(?:[._][A-Za-z0-9]+)+|[a-z][a-z0-9]*[A-Z][A-Za-z0-9]*)$")
 # Punctuation people put around a name they paste: `createApproval`, "refund.over_limit", (order_id),
 _WRAPPING = "`'\"()[]{}<>,;:!?"
-SQLITE_STOP_WORDS = frozenset("a an and are as at be by for from has in is it of on or that the to was were with".split())
+SQLITE_STOP_WORDS = frozenset(
+    "a an and are as at be by for from has in is it of on or that the to was were with".split()
+)
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class SearchFilters:
     status: str = ""  # "" any, or a Status value
 
     @classmethod
-    def from_query(cls, query) -> "SearchFilters":
+    def from_query(cls, query) -> SearchFilters:
         status = query.get("status", "")
         return cls(QueueFilters.from_query(query), status if status in Status.values else "")
 
@@ -176,8 +178,12 @@ def matching_versions(user, terms: SearchTerms, filters: SearchFilters, *, visib
         return qs.none().values_list("pk", flat=True), None
     if connection.vendor != "postgresql":
         content = Concat(
-            Cast("steps", TextField()), Value(" "), Cast("required_tools", TextField()), Value(" "),
-            Cast("forbidden_actions", TextField()), output_field=TextField(),
+            Cast("steps", TextField()),
+            Value(" "),
+            Cast("required_tools", TextField()),
+            Value(" "),
+            Cast("forbidden_actions", TextField()),
+            output_field=TextField(),
         )
         qs = qs.annotate(content_text=content).filter(_sqlite_condition(terms))
         return qs.order_by("-created_at", "-id").values_list("pk", flat=True), None
@@ -215,7 +221,9 @@ def highlight(text: str, identifiers: tuple[str, ...] = (), words: tuple[str, ..
     text = text or ""
     for needle in identifiers:
         text = re.sub(
-            rf"(?<![A-Za-z0-9_.]){re.escape(needle)}(?![A-Za-z0-9_])", lambda m: MARK_START + m.group(0) + MARK_STOP, text,
+            rf"(?<![A-Za-z0-9_.]){re.escape(needle)}(?![A-Za-z0-9_])",
+            lambda m: MARK_START + m.group(0) + MARK_STOP,
+            text,
             flags=re.IGNORECASE,
         )
     for needle in words:
@@ -224,14 +232,22 @@ def highlight(text: str, identifiers: tuple[str, ...] = (), words: tuple[str, ..
 
 
 HIT_FIELDS = (
-    "number", "status", "quarantined", "applies_when", "steps", "procedure__key", "procedure__agent__name", "procedure__intent__name",
+    "number",
+    "status",
+    "quarantined",
+    "applies_when",
+    "steps",
+    "procedure__key",
+    "procedure__agent__name",
+    "procedure__intent__name",
 )
 
 
 def search_hits(pks: list[int], terms: SearchTerms, query) -> list[SearchHit]:
     """The page's rows with highlighted appliesWhen, steps and matching comments (two queries)."""
     rows = (
-        ProcedureVersion.objects.filter(pk__in=pks).select_related("procedure__agent", "procedure__intent")
+        ProcedureVersion.objects.filter(pk__in=pks)
+        .select_related("procedure__agent", "procedure__intent")
         # what a hit shows (templates/reviews/search.html): building 25 whole versions and agents
         # decoded some 350 JSON fields a page
         .only(*HIT_FIELDS)
@@ -262,14 +278,22 @@ def search_hits(pks: list[int], terms: SearchTerms, query) -> list[SearchHit]:
         steps = getattr(row, "hl_steps", None)
         # ts_headline cannot see identifiers (they are lexemes of their own): show the steps that
         # name one, numbered, instead of the headline's first words
-        named = [f"{n}. {step}" for n, step in enumerate(row.steps or [], start=1) if any(p.search(str(step)) for p in patterns)]
+        named = [
+            f"{n}. {step}"
+            for n, step in enumerate(row.steps or [], start=1)
+            if any(p.search(str(step)) for p in patterns)
+        ]
         if named:
             steps = " · ".join(named)
         elif steps is None:
             steps = " · ".join(str(s) for s in row.steps or [])
-        by_pk[row.pk] = SearchHit(row, highlight(when, terms.identifiers, words), highlight(steps, terms.identifiers, words))
+        by_pk[row.pk] = SearchHit(
+            row, highlight(when, terms.identifiers, words), highlight(steps, terms.identifiers, words)
+        )
     for comment in comments[: 3 * len(pks)]:
         hit = by_pk.get(comment.version_id)
         if hit is not None and len(hit.comments) < 3:
-            hit.comments.append((comment, highlight(getattr(comment, "hl_body", comment.body), terms.identifiers, words)))
+            hit.comments.append(
+                (comment, highlight(getattr(comment, "hl_body", comment.body), terms.identifiers, words))
+            )
     return [by_pk[pk] for pk in pks if pk in by_pk]

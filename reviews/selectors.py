@@ -71,7 +71,7 @@ class QueueFilters:
     sort: str = "group"
 
     @classmethod
-    def from_query(cls, query) -> "QueueFilters":
+    def from_query(cls, query) -> QueueFilters:
         """Unknown values fall back to "no filter" rather than an error: these come from URLs people
         share and edit by hand."""
         quarantined = query.get("quarantined", "")
@@ -238,7 +238,9 @@ def approve_scope(user) -> ApproveScope:
             cursor.execute(sql, params)
             for kind, object_id in cursor.fetchall():
                 held[kind].add(object_id)
-        scope = ApproveScope(False, frozenset(held["procedure"]), frozenset(held["agent"]), frozenset(held["namespace"]))
+        scope = ApproveScope(
+            False, frozenset(held["procedure"]), frozenset(held["agent"]), frozenset(held["namespace"])
+        )
     user._procmem_approve_scope = scope
     return scope
 
@@ -261,7 +263,11 @@ def _approve_rights_models():
 
 
 # the approve right on each kind of object (guardian object permissions of app "library")
-_APPROVE_RIGHTS = {"procedure": "approve_procedure", "agent": "approve_agent_procedures", "namespace": "approve_namespace_procedures"}
+_APPROVE_RIGHTS = {
+    "procedure": "approve_procedure",
+    "agent": "approve_agent_procedures",
+    "namespace": "approve_namespace_procedures",
+}
 
 
 def _approve_rights_sql(user_id: int) -> tuple[str, list]:
@@ -289,7 +295,8 @@ def _approve_rights_sql(user_id: int) -> tuple[str, list]:
         for model, holder in ((by_user, "user"), (by_group, "group")):
             meta = model._meta
             held_by = (
-                f"o.{meta.get_field('user').column} = %s" if holder == "user"
+                f"o.{meta.get_field('user').column} = %s"
+                if holder == "user"
                 else f"o.{meta.get_field('group').column} IN (SELECT group_id FROM memberships)"
             )
             # `kind` is one of the fixed keys of _APPROVE_RIGHTS, never input
@@ -350,7 +357,9 @@ def _segments(filters: QueueFilters, groups: list[AgentGroups]) -> list[Segment]
 
 
 def group_selected(group: QueueGroup, filters: QueueFilters) -> bool:
-    return (not filters.agent or group.agent == filters.agent) and (not filters.intent or group.intent == filters.intent)
+    return (not filters.agent or group.agent == filters.agent) and (
+        not filters.intent or group.intent == filters.intent
+    )
 
 
 def _keyset(sort: str, cursor: dict) -> Q:
@@ -373,7 +382,13 @@ def _row(*expressions) -> Func:
 
 
 def queue_page(
-    user, filters: QueueFilters, *, visible_agents: QuerySet[Agent], groups: list[AgentGroups], after: int | None, size: int
+    user,
+    filters: QueueFilters,
+    *,
+    visible_agents: QuerySet[Agent],
+    groups: list[AgentGroups],
+    after: int | None,
+    size: int,
 ) -> tuple[list[int], bool]:
     """The ids of one page of the queue (CANDIDATE versions of visible agents, filtered and sorted,
     quarantined first) after the version `after` (None: the first page), and whether more follow.
@@ -387,7 +402,9 @@ def queue_page(
         cursor = (
             of_agents(ProcedureVersion.objects.filter(pk=after), visible_agents)
             .annotate(neg_support=neg_support())
-            .values("pk", "quarantined", "created_at", "neg_support", "procedure__agent__name", "procedure__intent__name")
+            .values(
+                "pk", "quarantined", "created_at", "neg_support", "procedure__agent__name", "procedure__intent__name"
+            )
             .first()
         )
     if cursor is not None:
@@ -416,7 +433,9 @@ def queue_page(
         continues = cursor is not None and segment.rank == at
         if continues:
             part = part.filter(_keyset(filters.sort, cursor))
-        parts.append(part.annotate(segment=Value(number)).order_by(*SORTS[filters.sort]).values_list("pk", "segment")[: size + 1])
+        parts.append(
+            part.annotate(segment=Value(number)).order_by(*SORTS[filters.sort]).values_list("pk", "segment")[: size + 1]
+        )
         reached += 0 if continues else segment.known
         if reached > size:
             break
@@ -435,14 +454,15 @@ def queue_page(
 
 
 def _my_claims(user, filters: QueueFilters, *, visible_agents) -> QuerySet[CandidateClaim]:
-    """"Assigned to me" as the person's live claims of candidates, under every filter: from the
+    """ "Assigned to me" as the person's live claims of candidates, under every filter: from the
     claims' own copies of their version's place in the queue (status, quarantine, support, age,
     agent, intent; kept true by triggers, reviews/migrations/0007_claim_queue_keys.py), so neither
     counting nor paging looks up each claimed version. Only "passing" and "waiting for me" ask the
     versions themselves. Like `_filtered`, every filter except agent and intent."""
     claims = of_agents(
         CandidateClaim.objects.filter(assignee=user, expires_at__gt=timezone.now(), version_status=Status.CANDIDATE),
-        visible_agents, through="agent",
+        visible_agents,
+        through="agent",
     )
     if filters.quarantined:
         claims = claims.filter(quarantined=filters.quarantined == "yes")
@@ -456,7 +476,9 @@ def _my_claims(user, filters: QueueFilters, *, visible_agents) -> QuerySet[Candi
 _CLAIM_KEYS = {"neg_support": "neg_support", "created_at": "version_created_at", "id": "version_id"}
 
 
-def _page_of_my_claims(claims: QuerySet[CandidateClaim], filters: QueueFilters, cursor: dict | None, size: int) -> tuple[list[int], bool]:
+def _page_of_my_claims(
+    claims: QuerySet[CandidateClaim], filters: QueueFilters, cursor: dict | None, size: int
+) -> tuple[list[int], bool]:
     """One page of "assigned to me" after the cursor's version, in the queue's order (quarantined
     first; "group" by agent and intent name, as the segments; then the sort), read from the claims
     in one query: one person's live claims are few (each expires), so sorting them costs less
@@ -466,12 +488,17 @@ def _page_of_my_claims(claims: QuerySet[CandidateClaim], filters: QueueFilters, 
         keys = ["agent__name", "intent__name"] + keys
     if cursor is not None:
         values = {
-            "agent__name": cursor["procedure__agent__name"], "intent__name": cursor["procedure__intent__name"],
-            "neg_support": cursor["neg_support"], "version_created_at": cursor["created_at"], "version_id": cursor["pk"],
+            "agent__name": cursor["procedure__agent__name"],
+            "intent__name": cursor["procedure__intent__name"],
+            "neg_support": cursor["neg_support"],
+            "version_created_at": cursor["created_at"],
+            "version_id": cursor["pk"],
         }
         columns = [key.lstrip("-") for key in keys]
         row, at = _row(*(F(c) for c in columns)), _row(*(Value(values[c]) for c in columns))
-        within = Q(quarantined=cursor["quarantined"]) & Q(LessThan(row, at) if filters.sort == "newest" else GreaterThan(row, at))
+        within = Q(quarantined=cursor["quarantined"]) & Q(
+            LessThan(row, at) if filters.sort == "newest" else GreaterThan(row, at)
+        )
         claims = claims.filter(within | Q(quarantined=False) if cursor["quarantined"] else within)
     pks = list(claims.order_by("-quarantined", *keys).values_list("version_id", flat=True)[: size + 1])
     return pks[:size], len(pks) > size
@@ -553,11 +580,17 @@ def _quarantined_per_intent(user, filters: QueueFilters, *, visible_agents) -> d
     their own index, each row's intent looked up by key: a subquery PostgreSQL keeps per row,
     where a join would read every procedure of every intent."""
     intent_of = Subquery(
-        of_agents(Procedure.objects.filter(pk=OuterRef("procedure_id")), visible_agents, through="agent").order_by().values("intent_id")[:1]
+        of_agents(Procedure.objects.filter(pk=OuterRef("procedure_id")), visible_agents, through="agent")
+        .order_by()
+        .values("intent_id")[:1]
     )
     flagged = apply_filters(ProcedureVersion.objects.filter(status=Status.CANDIDATE, quarantined=True), user, filters)
     return dict(
-        flagged.annotate(intent_of=intent_of).order_by().values("intent_of").annotate(q=Count("pk")).values_list("intent_of", "q")
+        flagged.annotate(intent_of=intent_of)
+        .order_by()
+        .values("intent_of")
+        .annotate(q=Count("pk"))
+        .values_list("intent_of", "q")
     )
 
 
@@ -576,7 +609,10 @@ def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGr
             .annotate(n=Count("pk"), q=Count("pk", filter=Q(quarantined=True)))
             .order_by()
         }
-        rows = [(pk, name, agent, exact[pk][0]) for pk, name, agent in intents.filter(pk__in=exact).values_list("pk", "name", "agent__name")]
+        rows = [
+            (pk, name, agent, exact[pk][0])
+            for pk, name, agent in intents.filter(pk__in=exact).values_list("pk", "name", "agent__name")
+        ]
         quarantined = {pk: q for pk, (_, q) in exact.items()}
     else:
         candidates = _filtered(user, filters, visible_agents=visible_agents)
@@ -598,7 +634,9 @@ def queue_groups(user, filters: QueueFilters, *, visible_agents) -> list[AgentGr
 
 def filter_choices(*, visible_agents) -> dict[str, list[str]]:
     agents = list(visible_agents.order_by("name").values_list("name", flat=True))
-    intents = sorted(set(of_agents(Intent.objects.all(), visible_agents, through="agent").values_list("name", flat=True)))
+    intents = sorted(
+        set(of_agents(Intent.objects.all(), visible_agents, through="agent").values_list("name", flat=True))
+    )
     return {"agents": agents, "intents": intents}
 
 
@@ -607,9 +645,7 @@ def filter_choices(*, visible_agents) -> dict[str, list[str]]:
 
 def active_version_of(procedure: Procedure) -> ProcedureVersion | None:
     return (
-        ProcedureVersion.objects.filter(procedure=procedure, status=Status.ACTIVE)
-        .select_related("approved_by")
-        .first()
+        ProcedureVersion.objects.filter(procedure=procedure, status=Status.ACTIVE).select_related("approved_by").first()
     )
 
 
@@ -651,8 +687,10 @@ def evidence_session_ids(evidence: dict[str, Any]) -> list[str]:
         value = evidence.get(key)
         if isinstance(value, list):
             ids = [
-                item if isinstance(item, (str, int)) and not isinstance(item, bool)
-                else (item.get("sessionId") or item.get("session_id") or item.get("id")) if isinstance(item, dict)
+                item
+                if isinstance(item, (str, int)) and not isinstance(item, bool)
+                else (item.get("sessionId") or item.get("session_id") or item.get("id"))
+                if isinstance(item, dict)
                 else None
                 for item in value
             ]

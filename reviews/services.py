@@ -12,8 +12,8 @@ reviewers claiming at once exactly one wins; the other gets a LifecycleError nam
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Sequence
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -66,7 +66,9 @@ def candidate_claim(*, version: ProcedureVersion, user, assignee=None) -> Candid
         raise PermissionDenied("Only reviewers may claim candidates.")
     can_assign = user_can_assign(user, version.procedure.agent)
     if assignee.pk != user.pk and not can_assign:
-        raise PermissionDenied(f"Only the admins of {version.procedure.agent.name} may assign its candidates to someone else.")
+        raise PermissionDenied(
+            f"Only the admins of {version.procedure.agent.name} may assign its candidates to someone else."
+        )
     if not user_can_review(assignee, version.procedure):
         raise ValidationError({"assignee": f"{assignee.get_username()} is not a reviewer."})
     with transaction.atomic():
@@ -82,7 +84,11 @@ def candidate_claim(*, version: ProcedureVersion, user, assignee=None) -> Candid
         before = {"assignee": held.assignee.get_username(), "expiresAt": held.expires_at.isoformat()} if held else {}
         if existing is None:
             claim = CandidateClaim.objects.create(
-                version=locked, assignee=assignee, assigned_by=user, claimed_at=now, expires_at=expires,
+                version=locked,
+                assignee=assignee,
+                assigned_by=user,
+                claimed_at=now,
+                expires_at=expires,
                 **CandidateClaim.keys_of(locked),
             )
         else:
@@ -106,13 +112,17 @@ def candidate_release(*, version: ProcedureVersion, user) -> None:
         raise PermissionDenied("Only reviewers may release candidates.")
     with transaction.atomic():
         locked = (
-            ProcedureVersion.objects.select_for_update(of=("self",)).select_related("procedure__agent").get(pk=version.pk)
+            ProcedureVersion.objects.select_for_update(of=("self",))
+            .select_related("procedure__agent")
+            .get(pk=version.pk)
         )
         held = live_claim(locked)
         if held is None:
             raise LifecycleError(f"{locked} is not claimed by anyone.")
         if held.assignee_id != user.pk and not user_can_assign(user, locked.procedure.agent):
-            raise PermissionDenied(f"{locked} is claimed by {held.assignee.get_username()}; only they or an admin of the agent may release it.")
+            raise PermissionDenied(
+                f"{locked} is claimed by {held.assignee.get_username()}; only they or an admin of the agent may release it."
+            )
         CandidateClaim.objects.filter(version=locked).delete()
         audit(
             action=AuditEvent.Action.RELEASE,
@@ -137,7 +147,11 @@ def _clean_body(body: str) -> str:
 def _clean_anchor(version: ProcedureVersion, anchor: str, step: int | None) -> tuple[str, int | None]:
     anchor = anchor or ""
     if anchor not in Thread.Anchor.values:
-        raise ValidationError({"anchor": f"Unknown anchor {anchor!r}: use one of {', '.join(a or '(whole version)' for a in Thread.Anchor.values)}."})
+        raise ValidationError(
+            {
+                "anchor": f"Unknown anchor {anchor!r}: use one of {', '.join(a or '(whole version)' for a in Thread.Anchor.values)}."
+            }
+        )
     if anchor != Thread.Anchor.STEP:
         return anchor, None
     steps = len(version.steps or [])
@@ -149,7 +163,10 @@ def _clean_anchor(version: ProcedureVersion, anchor: str, step: int | None) -> t
 def _add_comment(*, thread: Thread, version: ProcedureVersion, user, body: str) -> Comment:
     comment = Comment.objects.create(thread=thread, version=version, author=user, body=body)
     audit(
-        action=AuditEvent.Action.COMMENT, actor=user, version=version, reason=body[:200],
+        action=AuditEvent.Action.COMMENT,
+        actor=user,
+        version=version,
+        reason=body[:200],
         after={"comment": comment.pk, "thread": thread.pk, "anchor": thread.anchor_label},
     )
     notify_mentions(comment=comment, thread=thread, version=version)
@@ -195,11 +212,19 @@ def thread_reply(*, thread: Thread, user, body: str) -> Comment:
         raise PermissionDenied("Only reviewers may comment.")
     body = _clean_body(body)
     with transaction.atomic():
-        locked = Thread.objects.select_for_update(of=("self",)).select_related("version__procedure__agent").get(pk=thread.pk)
+        locked = (
+            Thread.objects.select_for_update(of=("self",)).select_related("version__procedure__agent").get(pk=thread.pk)
+        )
         if locked.resolved_at is not None:
             locked.resolved_at = locked.resolved_by = None
             locked.save(update_fields=["resolved_at", "resolved_by"])
-            audit(action=AuditEvent.Action.THREAD_REOPEN, actor=user, version=locked.version, reason="reopened by a reply", after={"thread": locked.pk})
+            audit(
+                action=AuditEvent.Action.THREAD_REOPEN,
+                actor=user,
+                version=locked.version,
+                reason="reopened by a reply",
+                after={"thread": locked.pk},
+            )
         return _add_comment(thread=locked, version=locked.version, user=user, body=body)
 
 
@@ -208,14 +233,21 @@ def thread_set_resolved(*, thread: Thread, user, resolved: bool) -> Thread:
     if not user_can_review(user, thread.version.procedure):
         raise PermissionDenied("Only reviewers may resolve or reopen threads.")
     with transaction.atomic():
-        locked = Thread.objects.select_for_update(of=("self",)).select_related("version__procedure__agent").get(pk=thread.pk)
+        locked = (
+            Thread.objects.select_for_update(of=("self",)).select_related("version__procedure__agent").get(pk=thread.pk)
+        )
         if locked.is_resolved == resolved:
-            raise LifecycleError(f"The thread on {locked.anchor_label} is already {'resolved' if resolved else 'open'}.")
+            raise LifecycleError(
+                f"The thread on {locked.anchor_label} is already {'resolved' if resolved else 'open'}."
+            )
         locked.resolved_at, locked.resolved_by = (timezone.now(), user) if resolved else (None, None)
         locked.save(update_fields=["resolved_at", "resolved_by"])
         audit(
             action=AuditEvent.Action.THREAD_RESOLVE if resolved else AuditEvent.Action.THREAD_REOPEN,
-            actor=user, version=locked.version, reason=locked.anchor_label, after={"thread": locked.pk},
+            actor=user,
+            version=locked.version,
+            reason=locked.anchor_label,
+            after={"thread": locked.pk},
         )
     return locked
 
@@ -246,15 +278,23 @@ def demotions_propose(*, agent: Agent, today=None) -> list[DemotionProposal]:
     opened: list[DemotionProposal] = []
     with transaction.atomic():
         for finding in findings:
-            locked = ProcedureVersion.objects.select_for_update().filter(pk=finding.version.pk, status=Status.ACTIVE).first()
-            if locked is None or DemotionProposal.objects.filter(version=locked, state=DemotionProposal.State.OPEN).exists():
+            locked = (
+                ProcedureVersion.objects.select_for_update().filter(pk=finding.version.pk, status=Status.ACTIVE).first()
+            )
+            if (
+                locked is None
+                or DemotionProposal.objects.filter(version=locked, state=DemotionProposal.State.OPEN).exists()
+            ):
                 continue
             proposal = DemotionProposal.objects.create(
                 version=locked, kind=finding.kind, figures=finding.figures, message=finding.message
             )
             audit(
-                action=AuditEvent.Action.DEMOTION_PROPOSE, actor_label="demotion check", version=finding.version,
-                reason=finding.message, after={"proposal": proposal.pk, "kind": finding.kind, **finding.figures},
+                action=AuditEvent.Action.DEMOTION_PROPOSE,
+                actor_label="demotion check",
+                version=finding.version,
+                reason=finding.message,
+                after={"proposal": proposal.pk, "kind": finding.kind, **finding.figures},
             )
             opened.append(proposal)
     return opened
@@ -266,13 +306,19 @@ def _on_retirement_requested(sender, version_id: int, reason: str, actor_label: 
     confirms (retires) or dismisses it. One open proposal per version, as for the demotion check."""
     with transaction.atomic():
         locked = ProcedureVersion.objects.select_for_update().filter(pk=version_id, status=Status.ACTIVE).first()
-        if locked is None or DemotionProposal.objects.filter(version=locked, state=DemotionProposal.State.OPEN).exists():
+        if (
+            locked is None
+            or DemotionProposal.objects.filter(version=locked, state=DemotionProposal.State.OPEN).exists()
+        ):
             return
         proposal = DemotionProposal.objects.create(
             version=locked, kind=DemotionProposal.Kind.REMOVED_FILE, figures={}, message=reason
         )
         audit(
-            action=AuditEvent.Action.DEMOTION_PROPOSE, actor_label=actor_label or "sync", version=locked, reason=reason,
+            action=AuditEvent.Action.DEMOTION_PROPOSE,
+            actor_label=actor_label or "sync",
+            version=locked,
+            reason=reason,
             after={"proposal": proposal.pk, "kind": proposal.kind},
         )
 
@@ -306,8 +352,13 @@ def demotion_confirm(*, proposal: DemotionProposal, user, reason: str) -> Demoti
         locked = _lock_open_proposal(proposal, user)
         version_retire(version=locked.version, user=user, reason=f"Demotion confirmed: {reason}")
         _close(locked, user=user, state=DemotionProposal.State.CONFIRMED, reason=reason)
-        audit(action=AuditEvent.Action.DEMOTION_CONFIRM, actor=user, version=locked.version, reason=reason,
-              after={"proposal": locked.pk, "kind": locked.kind})
+        audit(
+            action=AuditEvent.Action.DEMOTION_CONFIRM,
+            actor=user,
+            version=locked.version,
+            reason=reason,
+            after={"proposal": locked.pk, "kind": locked.kind},
+        )
     return locked
 
 
@@ -317,6 +368,11 @@ def demotion_dismiss(*, proposal: DemotionProposal, user, reason: str) -> Demoti
     with transaction.atomic():
         locked = _lock_open_proposal(proposal, user)
         _close(locked, user=user, state=DemotionProposal.State.DISMISSED, reason=reason)
-        audit(action=AuditEvent.Action.DEMOTION_DISMISS, actor=user, version=locked.version, reason=reason,
-              after={"proposal": locked.pk, "kind": locked.kind})
+        audit(
+            action=AuditEvent.Action.DEMOTION_DISMISS,
+            actor=user,
+            version=locked.version,
+            reason=reason,
+            after={"proposal": locked.pk, "kind": locked.kind},
+        )
     return locked

@@ -95,8 +95,9 @@ def parse_sso_rules(text: str) -> list[SsoRule]:
             if kind == "agent" and target and right in AGENT_RIGHTS:
                 rules.append(SsoRule(value, "agent", target, right))
                 continue
-            problem = ("the grant must be group:<name>, namespace:<name>:review|approve|manage "
-                       "or agent:<name>:approve|manage")
+            problem = (
+                "the grant must be group:<name>, namespace:<name>:review|approve|manage or agent:<name>:approve|manage"
+            )
         raise ImproperlyConfigured(f"PROCMEM_OIDC_RULES, rule {number} ({raw[:80]!r}): {problem}")
     return rules
 
@@ -177,13 +178,18 @@ def sso_rights_sync(*, user, claims: dict) -> list[str]:
                 continue
             _set_right(user, rule, target, granted=granted)
             claim = settings.PROCMEM_OIDC_GROUPS_CLAIM
-            reason = f"{claim} claim has {matched!r}" if granted else f"{claim} claim no longer has {rule.claim_value!r}"
+            reason = (
+                f"{claim} claim has {matched!r}" if granted else f"{claim} claim no longer has {rule.claim_value!r}"
+            )
             change = {"permission": rule.grant, "on": f"{rule.kind} {target.name}", "user": user.get_username()}
             audit(
-                action=AuditEvent.Action.GRANT if granted else AuditEvent.Action.REVOKE, actor_label=SSO_ACTOR,
-                agent=target if rule.kind == "agent" else None, reason=reason,
+                action=AuditEvent.Action.GRANT if granted else AuditEvent.Action.REVOKE,
+                actor_label=SSO_ACTOR,
+                agent=target if rule.kind == "agent" else None,
+                reason=reason,
                 # a grant records the right it gave, a revocation the one it took
-                after=change if granted else None, before=None if granted else change,
+                after=change if granted else None,
+                before=None if granted else change,
             )
             changes.append(f"{'granted' if granted else 'revoked'}: {rule.described} ({reason})")
     return changes
@@ -215,7 +221,9 @@ class ProcmemOIDCBackend(OIDCAuthenticationBackend):
     def verify_token(self, token, **kwargs):
         payload = super().verify_token(token, **kwargs)
         if settings.PROCMEM_OIDC_ISSUER and payload.get("iss") != settings.PROCMEM_OIDC_ISSUER:
-            raise SuspiciousOperation(f"ID token issued by {payload.get('iss')!r}, not {settings.PROCMEM_OIDC_ISSUER!r}")
+            raise SuspiciousOperation(
+                f"ID token issued by {payload.get('iss')!r}, not {settings.PROCMEM_OIDC_ISSUER!r}"
+            )
         audience = payload.get("aud")
         audiences = audience if isinstance(audience, list) else [audience]
         if self.OIDC_RP_CLIENT_ID not in audiences:
@@ -287,7 +295,9 @@ class SignInView(auth_views.LoginView):
     def get_context_data(self, **kwargs):
         context = super().get_context_data(**kwargs)
         context.update(
-            sso_enabled=settings.PROCMEM_SSO_ENABLED, sso_provider=settings.PROCMEM_OIDC_PROVIDER_NAME,
-            local_passwords=settings.PROCMEM_LOCAL_PASSWORDS, sso_failed=self.request.GET.get("sso") == "failed",
+            sso_enabled=settings.PROCMEM_SSO_ENABLED,
+            sso_provider=settings.PROCMEM_OIDC_PROVIDER_NAME,
+            local_passwords=settings.PROCMEM_LOCAL_PASSWORDS,
+            sso_failed=self.request.GET.get("sso") == "failed",
         )
         return context

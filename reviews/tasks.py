@@ -62,8 +62,14 @@ def demotions_check_all() -> int:
 # ---------------------------------------------------------------------------------------------- notifications
 
 
-@shared_task(name="reviews.notification_email", autoretry_for=(OSError,), retry_backoff=30, max_retries=5,
-             time_limit=120, soft_time_limit=100)
+@shared_task(
+    name="reviews.notification_email",
+    autoretry_for=(OSError,),
+    retry_backoff=30,
+    max_retries=5,
+    time_limit=120,
+    soft_time_limit=100,
+)
 def notification_email(*, user_ids: list[int], kind: str, message: str, url: str = "") -> int:
     """Queued by name from reviews.notifications.notification_send after its transaction commits."""
     return notification_email_send(user_ids=user_ids, kind=kind, message=message, url=url)
@@ -79,8 +85,15 @@ class _WebhookTask(Task):
             webhook_delivery_give_up(delivery_id=args[0], reason=f"{type(exc).__name__}: {exc}")
 
 
-@shared_task(bind=True, base=_WebhookTask, name="reviews.webhook_deliver", max_retries=None, acks_late=True,
-             time_limit=120, soft_time_limit=100)
+@shared_task(
+    bind=True,
+    base=_WebhookTask,
+    name="reviews.webhook_deliver",
+    max_retries=None,
+    acks_late=True,
+    time_limit=120,
+    soft_time_limit=100,
+)
 def webhook_deliver(self, delivery_id: int) -> str:
     """One attempt; on failure Celery retries it after the backoff that the attempt recorded
     (reviews.webhooks: PROCMEM_WEBHOOK_MAX_ATTEMPTS attempts in all, the delay doubling). Queued by

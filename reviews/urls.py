@@ -1,7 +1,21 @@
 from django.urls import path
 
 from .views import (
-    agents, cases, evals, metrics, namespaces, notifications, ops, procedures, quality, queue, releases, search, sso, versions, webhooks,
+    agents,
+    cases,
+    evals,
+    metrics,
+    namespaces,
+    notifications,
+    ops,
+    procedures,
+    quality,
+    queue,
+    releases,
+    search,
+    sso,
+    versions,
+    webhooks,
 )
 
 app_name = "reviews"
@@ -68,11 +82,25 @@ urlpatterns = [
     path("ops/versions/<int:pk>/promote/eval/", releases.ops_promote_eval, name="ops_promote_eval"),
     path("ops/versions/<int:pk>/withdraw/", releases.ops_withdraw, name="ops_withdraw"),
     path("ops/rollouts/<int:pk>/", releases.ops_rollout, name="ops_rollout"),
-    path("ops/rollouts/<int:pk>/complete/", releases.ops_rollout_end, {"decision": "complete"}, name="ops_rollout_complete"),
-    path("ops/rollouts/<int:pk>/rollback/", releases.ops_rollout_end, {"decision": "rollback"}, name="ops_rollout_rollback"),
+    path(
+        "ops/rollouts/<int:pk>/complete/",
+        releases.ops_rollout_end,
+        {"decision": "complete"},
+        name="ops_rollout_complete",
+    ),
+    path(
+        "ops/rollouts/<int:pk>/rollback/",
+        releases.ops_rollout_end,
+        {"decision": "rollback"},
+        name="ops_rollout_rollback",
+    ),
     path("ops/agents/<str:agent>/conflicts/scan/", ops.ops_conflicts_scan, name="ops_conflicts_scan"),
-    path("ops/demotions/<int:pk>/confirm/", ops.ops_demotion_decide, {"decision": "confirm"}, name="ops_demotion_confirm"),
-    path("ops/demotions/<int:pk>/dismiss/", ops.ops_demotion_decide, {"decision": "dismiss"}, name="ops_demotion_dismiss"),
+    path(
+        "ops/demotions/<int:pk>/confirm/", ops.ops_demotion_decide, {"decision": "confirm"}, name="ops_demotion_confirm"
+    ),
+    path(
+        "ops/demotions/<int:pk>/dismiss/", ops.ops_demotion_decide, {"decision": "dismiss"}, name="ops_demotion_dismiss"
+    ),
     path("versions/<int:pk>/review/", versions.version_review_confirm, name="version_review_confirm"),
     path("ops/agents/<str:agent>/approvers/", ops.ops_approvers, name="ops_approvers"),
     path("ops/agents/<str:agent>/approvers/grant/", ops.ops_grant, name="ops_grant"),

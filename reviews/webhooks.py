@@ -27,9 +27,10 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any, Iterable
+from typing import Any
 from urllib.parse import urlsplit
 
 from celery import signature
@@ -69,8 +70,15 @@ def signature_for(*, secret: str, timestamp: int, body: bytes) -> str:
     return "sha256=" + mac.hexdigest()
 
 
-def signature_valid(*, secret: str, timestamp_header: str, signature_header: str, body: bytes,
-                    tolerance_seconds: int = 300, now: float | None = None) -> bool:
+def signature_valid(
+    *,
+    secret: str,
+    timestamp_header: str,
+    signature_header: str,
+    body: bytes,
+    tolerance_seconds: int = 300,
+    now: float | None = None,
+) -> bool:
     """What a receiver does (written here once so the tests and the docs agree): the timestamp is
     recent, and the signature matches in constant time."""
     try:
@@ -109,7 +117,12 @@ def delivery_body(delivery: WebhookDelivery) -> bytes:
 
 
 def _version_data(version: ProcedureVersion) -> dict[str, Any]:
-    return {"procedure": version.procedure.key, "version": version.number, "versionId": version.pk, "status": version.status}
+    return {
+        "procedure": version.procedure.key,
+        "version": version.number,
+        "versionId": version.pk,
+        "status": version.status,
+    }
 
 
 # ---------------------------------------------------------------------------------------------- managing webhooks
@@ -166,8 +179,14 @@ def _clean(*, name: Any, url: Any, events: Any, body_format: Any) -> dict[str, A
 
 def _snapshot(webhook: Webhook) -> dict[str, Any]:
     # never the secret
-    return {"webhook": webhook.pk, "name": webhook.name, "url": webhook.url, "events": list(webhook.events),
-            "body_format": webhook.body_format, "is_active": webhook.is_active}
+    return {
+        "webhook": webhook.pk,
+        "name": webhook.name,
+        "url": webhook.url,
+        "events": list(webhook.events),
+        "body_format": webhook.body_format,
+        "is_active": webhook.is_active,
+    }
 
 
 def _require_manage(user, agent: Agent) -> None:
@@ -175,8 +194,9 @@ def _require_manage(user, agent: Agent) -> None:
         raise PermissionDenied(f"Only the admins of {agent.name} may change its webhooks.")
 
 
-def webhook_create(*, agent: Agent, user, name: str, url: str, events: list[str],
-                   body_format: str = Webhook.BodyFormat.JSON) -> tuple[Webhook, str]:
+def webhook_create(
+    *, agent: Agent, user, name: str, url: str, events: list[str], body_format: str = Webhook.BodyFormat.JSON
+) -> tuple[Webhook, str]:
     """Creates a webhook with a fresh secret. Returns (webhook, secret): the caller shows the secret
     once; pages never show it again (rotate to get a new one)."""
     _require_manage(user, agent)
@@ -184,13 +204,19 @@ def webhook_create(*, agent: Agent, user, name: str, url: str, events: list[str]
     secret = new_secret()
     with transaction.atomic():
         webhook = Webhook.objects.create(agent=agent, secret=secret, created_by=user, **cleaned)
-        audit(action=AuditEvent.Action.SETTINGS, actor=user, agent=agent, reason=f"Webhook {webhook.name!r} created",
-              after=_snapshot(webhook))
+        audit(
+            action=AuditEvent.Action.SETTINGS,
+            actor=user,
+            agent=agent,
+            reason=f"Webhook {webhook.name!r} created",
+            after=_snapshot(webhook),
+        )
     return webhook, secret
 
 
-def webhook_update(*, webhook: Webhook, user, name: str, url: str, events: list[str], body_format: str,
-                   is_active: bool) -> Webhook:
+def webhook_update(
+    *, webhook: Webhook, user, name: str, url: str, events: list[str], body_format: str, is_active: bool
+) -> Webhook:
     _require_manage(user, webhook.agent)
     cleaned = _clean(name=name, url=url, events=events, body_format=body_format)
     with transaction.atomic():
@@ -202,8 +228,14 @@ def webhook_update(*, webhook: Webhook, user, name: str, url: str, events: list[
         if after == before:
             return locked
         locked.save()
-        audit(action=AuditEvent.Action.SETTINGS, actor=user, agent=locked.agent,
-              reason=f"Webhook {locked.name!r} changed", before=before, after=after)
+        audit(
+            action=AuditEvent.Action.SETTINGS,
+            actor=user,
+            agent=locked.agent,
+            reason=f"Webhook {locked.name!r} changed",
+            before=before,
+            after=after,
+        )
     return locked
 
 
@@ -215,8 +247,13 @@ def webhook_rotate_secret(*, webhook: Webhook, user) -> tuple[Webhook, str]:
         locked = Webhook.objects.select_for_update().select_related("agent").get(pk=webhook.pk)
         locked.secret = secret
         locked.save(update_fields=["secret"])
-        audit(action=AuditEvent.Action.SETTINGS, actor=user, agent=locked.agent,
-              reason=f"Webhook {locked.name!r}: secret rotated", after={"webhook": locked.pk})
+        audit(
+            action=AuditEvent.Action.SETTINGS,
+            actor=user,
+            agent=locked.agent,
+            reason=f"Webhook {locked.name!r}: secret rotated",
+            after={"webhook": locked.pk},
+        )
     return locked, secret
 
 
@@ -227,8 +264,13 @@ def webhook_delete(*, webhook: Webhook, user) -> None:
         before = _snapshot(locked)
         agent = locked.agent
         locked.delete()
-        audit(action=AuditEvent.Action.SETTINGS, actor=user, agent=agent, reason=f"Webhook {before['name']!r} deleted",
-              before=before)
+        audit(
+            action=AuditEvent.Action.SETTINGS,
+            actor=user,
+            agent=agent,
+            reason=f"Webhook {before['name']!r} deleted",
+            before=before,
+        )
 
 
 # ---------------------------------------------------------------------------------------------- dispatching
@@ -241,8 +283,15 @@ def _queue(delivery_ids: list[int]) -> None:
         transaction.on_commit(task.delay, robust=True)
 
 
-def webhooks_dispatch(*, agent_id: int, event: str, text: str, url: str = "", data: dict[str, Any] | None = None,
-                      webhooks: Iterable[Webhook] | None = None) -> list[WebhookDelivery]:
+def webhooks_dispatch(
+    *,
+    agent_id: int,
+    event: str,
+    text: str,
+    url: str = "",
+    data: dict[str, Any] | None = None,
+    webhooks: Iterable[Webhook] | None = None,
+) -> list[WebhookDelivery]:
     """One delivery per active webhook of the agent that subscribed to `event`, each queued after
     commit. `text` is the one-line human summary (the Slack body); `data` the event's fields."""
     agent = Agent.objects.filter(pk=agent_id).first()
@@ -270,7 +319,9 @@ def webhook_send_test(*, webhook: Webhook, user) -> WebhookDelivery:
     """A "webhook.test" delivery to this webhook only (even if it is switched off)."""
     _require_manage(user, webhook.agent)
     (delivery,) = webhooks_dispatch(
-        agent_id=webhook.agent_id, event=WebhookEvent.TEST, webhooks=[webhook],
+        agent_id=webhook.agent_id,
+        event=WebhookEvent.TEST,
+        webhooks=[webhook],
         text=f"Test delivery from procmem for {webhook.agent.name}, sent by {user.get_username()}.",
         url=reverse("reviews:webhook_detail", args=[webhook.agent.name, webhook.pk]),
         data={"webhook": webhook.name},
@@ -341,8 +392,12 @@ def webhook_delivery_attempt(*, delivery_id: int) -> AttemptOutcome:
     duration_ms = (time.monotonic() - started) * 1000
     ok = code is not None and 200 <= code < 300
     now = timezone.now()
-    fields: dict[str, Any] = {"response_code": code, "response_excerpt": excerpt[:EXCERPT_CHARS], "error": error,
-                              "duration_ms": duration_ms}
+    fields: dict[str, Any] = {
+        "response_code": code,
+        "response_excerpt": excerpt[:EXCERPT_CHARS],
+        "error": error,
+        "duration_ms": duration_ms,
+    }
     retry_in = None
     if ok:
         fields.update(status=WebhookDelivery.Status.SUCCEEDED, finished_at=now)
@@ -358,7 +413,10 @@ def webhook_delivery_attempt(*, delivery_id: int) -> AttemptOutcome:
 def webhook_delivery_give_up(*, delivery_id: int, reason: str) -> None:
     """The task failed outside an attempt (time limit, lost broker): mark the delivery failed."""
     WebhookDelivery.objects.filter(pk=delivery_id, status=WebhookDelivery.Status.PENDING).update(
-        status=WebhookDelivery.Status.FAILED, error=reason[:EXCERPT_CHARS], finished_at=timezone.now(), next_attempt_at=None
+        status=WebhookDelivery.Status.FAILED,
+        error=reason[:EXCERPT_CHARS],
+        finished_at=timezone.now(),
+        next_attempt_at=None,
     )
 
 
@@ -368,17 +426,23 @@ def webhook_delivery_give_up(*, delivery_id: int, reason: str) -> None:
 
 
 def _subscribed(agent_id: int, event: str) -> bool:
-    return any(event in events for events in Webhook.objects.filter(agent_id=agent_id, is_active=True).values_list("events", flat=True))
+    return any(
+        event in events
+        for events in Webhook.objects.filter(agent_id=agent_id, is_active=True).values_list("events", flat=True)
+    )
 
 
 @receiver(signals.candidates_created, dispatch_uid="reviews.webhook_candidates_created")
 def _on_candidates_created(sender, agent_id: int, version_ids: list[int], mining_run_id: int | None = None, **kwargs):
     if not version_ids or not _subscribed(agent_id, WebhookEvent.CANDIDATE_CREATED):
         return
-    versions = list(ProcedureVersion.objects.filter(pk__in=version_ids).select_related("procedure").order_by("procedure__key"))
+    versions = list(
+        ProcedureVersion.objects.filter(pk__in=version_ids).select_related("procedure").order_by("procedure__key")
+    )
     names = ", ".join(f"{v.procedure.key} v{v.number}" for v in versions[:5]) + (" …" if len(versions) > 5 else "")
     webhooks_dispatch(
-        agent_id=agent_id, event=WebhookEvent.CANDIDATE_CREATED,
+        agent_id=agent_id,
+        event=WebhookEvent.CANDIDATE_CREATED,
         text=f"{len(versions)} new candidate{'s' if len(versions) != 1 else ''} wait for review: {names}",
         url=reverse("reviews:queue"),
         data={"candidates": [_version_data(v) for v in versions], "miningRunId": mining_run_id},
@@ -393,7 +457,8 @@ def _on_eval_run_finished(sender, run_id: int, **kwargs):
     version = run.version
     outcome = run.verdict or run.state
     webhooks_dispatch(
-        agent_id=version.procedure.agent_id, event=WebhookEvent.EVAL_FINISHED,
+        agent_id=version.procedure.agent_id,
+        event=WebhookEvent.EVAL_FINISHED,
         text=f"Eval run {run.pk} for {version.procedure.key} v{version.number} finished: {outcome}.",
         url=reverse("reviews:eval_detail", args=[run.pk]),
         data={**_version_data(version), "evalRunId": run.pk, "state": run.state, "verdict": run.verdict},
@@ -408,7 +473,9 @@ STATUS_EVENTS = {
 
 
 @receiver(signals.version_status_changed, dispatch_uid="reviews.webhook_version_status_changed")
-def _on_version_status_changed(sender, version_id: int, action: str, user_id: int | None = None, reason: str = "", **kwargs):
+def _on_version_status_changed(
+    sender, version_id: int, action: str, user_id: int | None = None, reason: str = "", **kwargs
+):
     if action not in STATUS_EVENTS:
         return
     version = ProcedureVersion.objects.filter(pk=version_id).select_related("procedure").first()
@@ -419,10 +486,14 @@ def _on_version_status_changed(sender, version_id: int, action: str, user_id: in
 
     who = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     by = f" by {who.get_username()}" if who else ""
-    text = (f"{version.procedure.key} {verb} v{version.number}{by}" if action == "rollback"
-            else f"{version.procedure.key} v{version.number} {verb}{by}")
+    text = (
+        f"{version.procedure.key} {verb} v{version.number}{by}"
+        if action == "rollback"
+        else f"{version.procedure.key} v{version.number} {verb}{by}"
+    )
     webhooks_dispatch(
-        agent_id=version.procedure.agent_id, event=event,
+        agent_id=version.procedure.agent_id,
+        event=event,
         text=text + (f": {reason}" if reason else "."),
         url=reverse("reviews:procedure", args=[version.procedure_id]),
         data={**_version_data(version), "by": who.get_username() if who else None, "reason": reason},
@@ -435,9 +506,12 @@ def _on_version_refused(sender, version_id: int, missing_tools: list[str], **kwa
     if version is None or not _subscribed(version.procedure.agent_id, WebhookEvent.REFUSED_AT_LOAD):
         return
     webhooks_dispatch(
-        agent_id=version.procedure.agent_id, event=WebhookEvent.REFUSED_AT_LOAD,
-        text=(f"{version.procedure.key} v{version.number} is refused at load: the agent no longer has "
-              f"{', '.join(missing_tools) or 'a required tool'}."),
+        agent_id=version.procedure.agent_id,
+        event=WebhookEvent.REFUSED_AT_LOAD,
+        text=(
+            f"{version.procedure.key} v{version.number} is refused at load: the agent no longer has "
+            f"{', '.join(missing_tools) or 'a required tool'}."
+        ),
         url=reverse("reviews:ops_agent", args=[version.procedure.agent.name]),
         data={**_version_data(version), "missingTools": list(missing_tools)},
     )
@@ -449,7 +523,9 @@ def _on_metric_warning(sender, version_id: int, message: str, **kwargs):
     if version is None or not _subscribed(version.procedure.agent_id, WebhookEvent.METRIC_WARNING):
         return
     webhooks_dispatch(
-        agent_id=version.procedure.agent_id, event=WebhookEvent.METRIC_WARNING, text=message,
+        agent_id=version.procedure.agent_id,
+        event=WebhookEvent.METRIC_WARNING,
+        text=message,
         url=reverse("reviews:ops_version_metrics", args=[version.pk]),
         data={**_version_data(version), "message": message},
     )

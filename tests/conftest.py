@@ -18,7 +18,6 @@ import pytest
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connection
-from django.utils import timezone
 from guardian.shortcuts import assign_perm
 
 # the public agent data: vendored in public_data/, a variable overrides each folder (README there)
@@ -32,7 +31,9 @@ TAUBENCH_DIR = data_dir("taubench")
 def require_taubench() -> None:
     """Skips (fails under REQUIRE_SERVICES=1) when the public tau-bench data is missing."""
     if not (TAUBENCH_DIR / "gpt-4o-airline.json").exists():
-        _missing(f"tau-bench data not found at {TAUBENCH_DIR} (public_data/ in the repository unless TAUBENCH_DIR or SHARED_DATA_DIR is set)")
+        _missing(
+            f"tau-bench data not found at {TAUBENCH_DIR} (public_data/ in the repository unless TAUBENCH_DIR or SHARED_DATA_DIR is set)"
+        )
 
 
 MINT_ALFWORLD_DIR = data_dir("mint-alfworld")
@@ -41,7 +42,9 @@ MINT_ALFWORLD_DIR = data_dir("mint-alfworld")
 def require_mint_alfworld() -> None:
     """Skips (fails under REQUIRE_SERVICES=1) when the public MINT ALFWorld sessions are missing."""
     if not (MINT_ALFWORLD_DIR / "sessions.jsonl").exists():
-        _missing(f"MINT ALFWorld sessions not found at {MINT_ALFWORLD_DIR} (public_data/ in the repository unless MINT_ALFWORLD_DIR or SHARED_DATA_DIR is set)")
+        _missing(
+            f"MINT ALFWorld sessions not found at {MINT_ALFWORLD_DIR} (public_data/ in the repository unless MINT_ALFWORLD_DIR or SHARED_DATA_DIR is set)"
+        )
 
 
 SWEBENCH_DIR = data_dir("swebench")
@@ -52,7 +55,9 @@ SWEBENCH_RESULTS = SWEBENCH_DIR / "results.json"
 def require_swebench() -> None:
     """Skips (fails under REQUIRE_SERVICES=1) when the public SWE-bench data is missing."""
     if not SWEBENCH_TRAJS.exists() or not SWEBENCH_RESULTS.exists():
-        _missing(f"SWE-bench trajectories not found at {SWEBENCH_DIR} (public_data/ in the repository unless SWEBENCH_DIR or SHARED_DATA_DIR is set)")
+        _missing(
+            f"SWE-bench trajectories not found at {SWEBENCH_DIR} (public_data/ in the repository unless SWEBENCH_DIR or SHARED_DATA_DIR is set)"
+        )
 
 
 @pytest.fixture(scope="session")
@@ -93,7 +98,10 @@ def _redis_answers(url: str) -> bool:
 
 
 def pytest_runtest_setup(item):
-    if item.get_closest_marker("postgres") and settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql":
+    if (
+        item.get_closest_marker("postgres")
+        and settings.DATABASES["default"]["ENGINE"] != "django.db.backends.postgresql"
+    ):
         _missing("this test needs PostgreSQL: set DATABASE_URL=postgres://… (see README)")
     if item.get_closest_marker("redis") or item.get_closest_marker("celery_worker"):
         if not _redis_answers(redis_url()):
@@ -134,7 +142,9 @@ def reviewers_group(db):
 
 
 def _user(name: str, group=None, **extra):
-    user = get_user_model().objects.create_user(username=name, password="pw-" + name, email=f"{name}@example.com", **extra)
+    user = get_user_model().objects.create_user(
+        username=name, password="pw-" + name, email=f"{name}@example.com", **extra
+    )
     if group is not None:
         user.groups.add(group)
     return user
@@ -200,7 +210,11 @@ def other_procedure(agent, proposer):
         intent=agent.intents.get(name="order_status"),
         key="order.status",
         applies_when="The customer asks where the order is.",
-        steps=["Look up the order with lookupOrder({{order_id}}).", "Read the carrier status.", "Reply with replyTemplates('order_status')."],
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Read the carrier status.",
+            "Reply with replyTemplates('order_status').",
+        ],
         required_tools=["lookupOrder", "replyTemplates"],
         forbidden_actions=[],
         source=Source.MANUAL,
@@ -288,9 +302,27 @@ def celery_worker_process(transactional_db, tmp_path):
     hostname = f"test-{os.getpid()}-{time.monotonic_ns()}@localhost"
     log = open(tmp_path / "worker.log", "w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "procmem_site", "worker", "--pool", "prefork", "--concurrency", "2",
-         "--loglevel", "INFO", "--hostname", hostname, "--without-mingle", "--without-gossip"],
-        env=env, stdout=log, stderr=subprocess.STDOUT,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "procmem_site",
+            "worker",
+            "--pool",
+            "prefork",
+            "--concurrency",
+            "2",
+            "--loglevel",
+            "INFO",
+            "--hostname",
+            hostname,
+            "--without-mingle",
+            "--without-gossip",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     old = (app.conf.task_always_eager, app.conf.broker_url)
     app.conf.task_always_eager = False
@@ -341,7 +373,9 @@ def make_active(version, approver):
     make_passing_eval(version)
     # Tests of other features approve sets of look-alike procedures ("Refund case 0/1 applies"); the
     # conflict gate at approval has its own tests (tests/library/test_conflicts.py).
-    return services.version_approve(version=version, user=approver, comment="approved in a test", acknowledge_conflicts=True)
+    return services.version_approve(
+        version=version, user=approver, comment="approved in a test", acknowledge_conflicts=True
+    )
 
 
 @pytest.fixture
@@ -420,9 +454,24 @@ def gunicorn_process(transactional_db, tmp_path):
     log_path = tmp_path / "server.log"
     log = open(log_path, "w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "procmem_site.wsgi", "--bind", f"127.0.0.1:{port}",
-         "--workers", "2", "--threads", "4", "--timeout", "60"],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "procmem_site.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            "2",
+            "--threads",
+            "4",
+            "--timeout",
+            "60",
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=REPO,
     )
     server = RunningServer(f"http://127.0.0.1:{port}", process, log)
     try:

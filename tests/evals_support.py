@@ -8,9 +8,10 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 DEMO_CANDIDATE_STEPS = [
     "Look up the order with lookupOrder({{order_id}}).",
@@ -21,19 +22,28 @@ DEMO_CANDIDATE_STEPS = [
 
 
 def propose_demo_candidate(
-    agent, key: str = "refund.over_limit", steps: list[str] | None = None, intent: str = "refund_over_limit", applies_when: str | None = None
+    agent,
+    key: str = "refund.over_limit",
+    steps: list[str] | None = None,
+    intent: str = "refund_over_limit",
+    applies_when: str | None = None,
 ):
     """The mined refund candidate of the demo (as the miner proposes it: no human proposer)."""
     from library import services
     from library.models import Source
 
     steps = steps or DEMO_CANDIDATE_STEPS
-    tools = [t for t in ("lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates") if any(t in s for s in steps)]
+    tools = [
+        t
+        for t in ("lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates")
+        if any(t in s for s in steps)
+    ]
     return services.procedure_propose(
         agent=agent,
         intent=agent.intents.get(name=intent),
         key=key,
-        applies_when=applies_when or "The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
+        applies_when=applies_when
+        or "The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
         steps=steps,
         required_tools=tools,
         forbidden_actions=["Do not promise a refund before the approval is granted."],
@@ -82,7 +92,7 @@ class ScriptedServer:
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def __enter__(self) -> "ScriptedServer":
+    def __enter__(self) -> ScriptedServer:
         self.thread.start()
         return self
 

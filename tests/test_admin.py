@@ -28,8 +28,13 @@ def test_every_list_and_detail_page_opens(client, admin_user, candidate, passing
     from reviews.webhooks import webhook_create
 
     make_passing_eval(candidate)
-    webhook, secret = webhook_create(agent=candidate.procedure.agent, user=admin_user, name="w",
-                                     url="https://h.example.com/", events=["eval.finished"])
+    webhook, secret = webhook_create(
+        agent=candidate.procedure.agent,
+        user=admin_user,
+        name="w",
+        url="https://h.example.com/",
+        events=["eval.finished"],
+    )
     client.force_login(admin_user)
     for model in _models():
         meta = model._meta
@@ -55,7 +60,12 @@ def test_what_the_database_forbids_has_no_change_or_delete(client, admin_user, c
     meta = model._meta
     change_url = reverse(f"admin:{meta.app_label}_{meta.model_name}_change", args=[obj.pk])
     assert client.post(change_url, {}).status_code == 403
-    assert client.post(reverse(f"admin:{meta.app_label}_{meta.model_name}_delete", args=[obj.pk]), {"post": "yes"}).status_code == 403
+    assert (
+        client.post(
+            reverse(f"admin:{meta.app_label}_{meta.model_name}_delete", args=[obj.pk]), {"post": "yes"}
+        ).status_code
+        == 403
+    )
     assert model.objects.filter(pk=obj.pk).exists()
 
 
@@ -72,7 +82,10 @@ def test_a_sessions_raw_text_is_not_in_the_admin(client, admin_user, agent):
     from library.models import AgentSession
 
     session = AgentSession.objects.create(
-        agent=agent, session_id="s-raw", task="I am Emma Kim, user emma_kim_9957", skeleton=["lookupOrder"],
+        agent=agent,
+        session_id="s-raw",
+        task="I am Emma Kim, user emma_kim_9957",
+        skeleton=["lookupOrder"],
         tool_calls=[{"name": "lookupOrder", "args": {"user_id": "emma_kim_9957"}}],
         redacted_excerpt=[{"role": "user", "text": "I am {{person_name}}, user {{user_id}}"}],
     )
@@ -112,8 +125,12 @@ def test_every_foreign_key_column_is_read_with_its_row():
 def test_inlines_show_their_rows_read_only():
     from library.admin import ReadOnlyInline
 
-    inlines = [inline for model_admin in admin.site._registry.values() for inline in model_admin.inlines
-               if issubclass(inline, ReadOnlyInline)]
+    inlines = [
+        inline
+        for model_admin in admin.site._registry.values()
+        for inline in model_admin.inlines
+        if issubclass(inline, ReadOnlyInline)
+    ]
     assert len(inlines) == 2
     request = type("R", (), {})()
     for inline in inlines:

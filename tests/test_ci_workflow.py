@@ -16,7 +16,9 @@ def test_the_workflow_runs_ci_run_with_postgres_and_redis():
     job = workflow["jobs"]["test"]
     services = job["services"]
     assert "5432:5432" in services["postgres"]["ports"]
-    assert services["postgres"]["env"]["POSTGRES_HOST_AUTH_METHOD"] == "trust"  # .ci/run connects as postgres without a password
+    assert (
+        services["postgres"]["env"]["POSTGRES_HOST_AUTH_METHOD"] == "trust"
+    )  # .ci/run connects as postgres without a password
     assert "6379:6379" in services["redis"]["ports"]
     runs = [step.get("run", "") for step in job["steps"]]
     assert "bash .ci/run" in runs

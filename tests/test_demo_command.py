@@ -45,12 +45,20 @@ def wait_for(url: str, process: subprocess.Popen, log: Path, timeout: float = 12
 
 def test_demo_serves_login_and_stops_on_ctrl_c(tmp_path):
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_", "SECRET_KEY", "ALLOWED_HOSTS"))}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_", "SECRET_KEY", "ALLOWED_HOSTS"))
+    }
     env.update(PROCMEM_VAR_DIR=str(tmp_path / "var"), DEMO_PORT=str(port), DEBUG="1")
     log = tmp_path / "demo.log"
     with open(log, "w") as out:
         process = subprocess.Popen(
-            [sys.executable, "-m", "procmem_site.rundemo"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+            [sys.executable, "-m", "procmem_site.rundemo"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
     try:
@@ -63,8 +71,12 @@ def test_demo_serves_login_and_stops_on_ctrl_c(tmp_path):
             opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
             page = opener.open(f"{base}/accounts/login/").read().decode()
             token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
-            data = urllib.parse.urlencode({"username": username, "password": password, "csrfmiddlewaretoken": token}).encode()
-            request = urllib.request.Request(f"{base}/accounts/login/", data=data, headers={"Referer": f"{base}/accounts/login/"})
+            data = urllib.parse.urlencode(
+                {"username": username, "password": password, "csrfmiddlewaretoken": token}
+            ).encode()
+            request = urllib.request.Request(
+                f"{base}/accounts/login/", data=data, headers={"Referer": f"{base}/accounts/login/"}
+            )
             landing = opener.open(request)
             body = landing.read().decode()
             assert "/accounts/login/" not in landing.url, username
@@ -95,7 +107,9 @@ def test_demo_serves_login_and_stops_on_ctrl_c(tmp_path):
     # (an exited child not yet reaped by init shows as <defunct>: it runs nothing)
     leftover = [
         line
-        for line in subprocess.run(["pgrep", "-a", "-g", str(process.pid)], capture_output=True, text=True).stdout.splitlines()
+        for line in subprocess.run(
+            ["pgrep", "-a", "-g", str(process.pid)], capture_output=True, text=True
+        ).stdout.splitlines()
         if "<defunct>" not in line
     ]
     assert leftover == [], f"processes left after Ctrl-C: {leftover}"

@@ -36,7 +36,7 @@ def demo(django_db_setup, django_db_blocker):
 
 
 def _story_rates() -> tuple[float, float]:
-    """"rose from about 56% to 90%" as make demo prints it (procmem_site.rundemo)."""
+    """ "rose from about 56% to 90%" as make demo prints it (procmem_site.rundemo)."""
     from procmem_site.rundemo import where_to_click_first
 
     found = re.search(r"rose from about (\d+)% to (\d+)%", where_to_click_first("http://x"))
@@ -132,7 +132,11 @@ def _crawl(client: Client, starts: list[str], limit: int) -> dict[str, str]:
         for link in page.links:
             link = link.split("#")[0]
             path = link.split("?")[0]
-            if not link.startswith("/") or link in seen or path.startswith(("/django-admin/", "/static/", "/api/", "/accounts/logout")):
+            if (
+                not link.startswith("/")
+                or link in seen
+                or path.startswith(("/django-admin/", "/static/", "/api/", "/accounts/logout"))
+            ):
                 continue
             if path.endswith((".csv", ".json", ".txt")):
                 continue
@@ -157,7 +161,11 @@ def test_no_reviewer_page_shows_a_camel_case_key(db, demo):
     client = Client()
     client.force_login(get_user_model().objects.get(username="admin"))
     pages = _crawl(client, ["/queue/", "/ops/", "/notifications/", "/search/?q=refund"], limit=150)
-    assert len(pages) > 40 and any(url.startswith("/versions/") for url in pages) and any("/mining-runs/" in url for url in pages)
+    assert (
+        len(pages) > 40
+        and any(url.startswith("/versions/") for url in pages)
+        and any("/mining-runs/" in url for url in pages)
+    )
     found = {}
     for url, text in pages.items():
         for word in CAMEL.findall(text):

@@ -17,7 +17,11 @@ from library.models import ApiToken
 pytestmark = pytest.mark.django_db
 
 SECURITY_HEADERS = (
-    "Content-Security-Policy", "X-Frame-Options", "X-Content-Type-Options", "Referrer-Policy", "Cross-Origin-Opener-Policy",
+    "Content-Security-Policy",
+    "X-Frame-Options",
+    "X-Content-Type-Options",
+    "Referrer-Policy",
+    "Cross-Origin-Opener-Policy",
     "Strict-Transport-Security",
 )
 
@@ -40,7 +44,9 @@ def _normal(name: str, value: str | None):
 def _assert_same(response, status: int, headers: dict[str, str]) -> None:
     assert response.status_code == status, response.content[:300]
     for name, value in headers.items():
-        assert _normal(name, response.get(name)) == _normal(name, value), f"{status}: {name} is {response.get(name)!r}, other pages send {value!r}"
+        assert _normal(name, response.get(name)) == _normal(name, value), (
+            f"{status}: {name} is {response.get(name)!r}, other pages send {value!r}"
+        )
 
 
 @pytest.fixture
@@ -60,17 +66,23 @@ def test_400_of_a_host_not_allowed(page_headers):
 
 def test_400_of_the_api(client, agent, page_headers):
     token = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest")[1]
-    response = client.post("/api/v1/sessions", data="{not json", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        "/api/v1/sessions", data="{not json", content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
     _assert_same(response, 400, page_headers)
 
 
 def test_403_of_a_missing_csrf_token(page_headers):
-    _assert_same(Client(enforce_csrf_checks=True).post("/accounts/login/", {"username": "x", "password": "y"}), 403, page_headers)
+    _assert_same(
+        Client(enforce_csrf_checks=True).post("/accounts/login/", {"username": "x", "password": "y"}), 403, page_headers
+    )
 
 
 def test_403_of_a_right_not_held(signed_in, agent, reviewer, page_headers):
     # granting approver rights is for the agent's admins: a reviewer is refused
-    response = signed_in.post(f"/ops/agents/{agent.name}/approvers/grant/", {"username": reviewer.username, "scope": "agent"})
+    response = signed_in.post(
+        f"/ops/agents/{agent.name}/approvers/grant/", {"username": reviewer.username, "scope": "agent"}
+    )
     _assert_same(response, 403, page_headers)
 
 
@@ -87,7 +99,9 @@ def test_413_of_a_body_too_large(client, agent, settings, page_headers):
     settings.PROCMEM_INGEST_MAX_BODY_BYTES = 64
     token = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest")[1]
     body = json.dumps([{"session_id": f"s-{i}", "agent": agent.name} for i in range(10)])
-    response = client.post("/api/v1/sessions", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        "/api/v1/sessions", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
     _assert_same(response, 413, page_headers)
 
 
@@ -97,7 +111,9 @@ def test_429_of_a_locked_out_sign_in(settings, page_headers):
     client = Client(REMOTE_ADDR="203.0.113.8")
     for _ in range(2):
         client.post("/accounts/login/", {"username": "locked", "password": "wrong"})
-    _assert_same(client.post("/accounts/login/", {"username": "locked", "password": "right-horse-battery"}), 429, page_headers)
+    _assert_same(
+        client.post("/accounts/login/", {"username": "locked", "password": "right-horse-battery"}), 429, page_headers
+    )
 
 
 @pytest.mark.urls("tests.failing_api_urls")

@@ -17,7 +17,8 @@ from django.apps import apps
 from django.db import connection
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -64,20 +65,50 @@ PARAMETERS = _parameter_names()
 
 hostile_text = st.one_of(
     st.text(max_size=40),
-    st.sampled_from(["\x00", "a\x00b", "\ud800", "x" * 5000, "-1", "0", str(2**63), str(10**30), "1e400", "NaN",
-                     "[]", "{}", '{"a": [1, {"b": null}]}', "../../etc/passwd", "<script>", "support_agent",
-                     "refund.over_limit", "read", "ingest", "json", "csv", "7", "30", "true", "on"]),
+    st.sampled_from(
+        [
+            "\x00",
+            "a\x00b",
+            "\ud800",
+            "x" * 5000,
+            "-1",
+            "0",
+            str(2**63),
+            str(10**30),
+            "1e400",
+            "NaN",
+            "[]",
+            "{}",
+            '{"a": [1, {"b": null}]}',
+            "../../etc/passwd",
+            "<script>",
+            "support_agent",
+            "refund.over_limit",
+            "read",
+            "ingest",
+            "json",
+            "csv",
+            "7",
+            "30",
+            "true",
+            "on",
+        ]
+    ),
 )
 path_values = {
     "int": st.one_of(st.integers(min_value=0, max_value=50), st.integers(min_value=0, max_value=10**30)),
     "str": hostile_text.filter(lambda s: s != "" and "/" not in s),
-    "slug": st.one_of(st.sampled_from(["support_agent", "nobody"]), st.from_regex(r"[-a-zA-Z0-9_]{1,70}", fullmatch=True)),
+    "slug": st.one_of(
+        st.sampled_from(["support_agent", "nobody"]), st.from_regex(r"[-a-zA-Z0-9_]{1,70}", fullmatch=True)
+    ),
     "path": hostile_text.filter(lambda s: s != ""),
 }
 
 
 def _row_counts() -> tuple[int, ...]:
-    tables = [m._meta.db_table for m in apps.get_models() if m._meta.app_label in {"library", "reviews"} and m._meta.managed]
+    tables = [
+        m._meta.db_table for m in apps.get_models() if m._meta.app_label in {"library", "reviews"} and m._meta.managed
+    ]
     with connection.cursor() as cursor:
         cursor.execute("SELECT " + ", ".join(f'(SELECT count(*) FROM "{t}")' for t in tables))
         return tuple(cursor.fetchone())
@@ -97,7 +128,9 @@ def demo(db):
 def _url(template: str, params, values) -> str:
     from urllib.parse import quote
 
-    return "/" + template.format(**{name: quote(str(values[name]), safe="", errors="surrogatepass") for name, _conv in params})
+    return "/" + template.format(
+        **{name: quote(str(values[name]), safe="", errors="surrogatepass") for name, _conv in params}
+    )
 
 
 @pytest.mark.parametrize("who", ["admin", "reviewer"])
@@ -119,7 +152,13 @@ def _real_values() -> dict[str, st.SearchStrategy]:
     """Half of the path values name things that exist, so the fuzzing gets past the 404s."""
     from library.models import Agent, EvalRun, Procedure, ProcedureVersion, RegressionCase
 
-    ids = sorted({pk for model in (ProcedureVersion, Procedure, EvalRun, RegressionCase) for pk in model.objects.values_list("pk", flat=True)})
+    ids = sorted(
+        {
+            pk
+            for model in (ProcedureVersion, Procedure, EvalRun, RegressionCase)
+            for pk in model.objects.values_list("pk", flat=True)
+        }
+    )
     names = [*Agent.objects.values_list("name", flat=True), *Procedure.objects.values_list("key", flat=True)]
     return {
         conv: st.one_of(st.sampled_from(ids if conv == "int" else names), strategy)
@@ -131,7 +170,9 @@ def _fuzz_route(client: Client, template: str, params, answered: set[int], real)
     @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None)
     @given(
         values=st.fixed_dictionaries({name: real.get(conv, real["str"]) for name, conv in params}),
-        query=st.dictionaries(st.sampled_from(PARAMETERS), hostile_text.filter(lambda s: "\ud800" not in s), max_size=4),
+        query=st.dictionaries(
+            st.sampled_from(PARAMETERS), hostile_text.filter(lambda s: "\ud800" not in s), max_size=4
+        ),
         form=st.dictionaries(st.sampled_from(PARAMETERS), hostile_text.filter(lambda s: "\ud800" not in s), max_size=6),
         method=st.sampled_from(["get", "post"]),
         htmx=st.booleans(),
@@ -147,6 +188,8 @@ def _fuzz_route(client: Client, template: str, params, answered: set[int], real)
         answered.add(response.status_code)
         assert response.status_code != 500, f"{method.upper()} {url} {query or ''} {form or ''} → 500"
         if 400 <= response.status_code < 500:
-            assert _row_counts() == before, f"{method.upper()} {url} {form} was refused ({response.status_code}) but changed rows"
+            assert _row_counts() == before, (
+                f"{method.upper()} {url} {form} was refused ({response.status_code}) but changed rows"
+            )
 
     one()

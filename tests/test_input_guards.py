@@ -68,14 +68,14 @@ def test_an_unhandled_exception_under_the_api_is_a_json_500(client):
     "body, where, message",
     [
         (b'{"a": NaN}', "", "not JSON"),
-        (b'[Infinity]', "", "not JSON"),
-        (b'[1e400]', "[0]", "finite"),
+        (b"[Infinity]", "", "not JSON"),
+        (b"[1e400]", "[0]", "finite"),
         (b'["\\ud800"]', "", "not JSON"),
         (b'{"a": ["x\\u0000y"]}', "a[0]", "NUL"),
         (b'{"k\\u0000": 1}', "", "key"),
-        (b'[' + str(2**64).encode() + b']', "[0]", "64-bit"),
-        (b'[' * 100 + b']' * 100, "", "deeper than 64"),
-        (b'[' * 1000 + b']' * 1000, "", "nested too deep"),
+        (b"[" + str(2**64).encode() + b"]", "[0]", "64-bit"),
+        (b"[" * 100 + b"]" * 100, "", "deeper than 64"),
+        (b"[" * 1000 + b"]" * 1000, "", "nested too deep"),
         (b'["\xff"]', "", "not JSON"),
     ],
 )
@@ -86,7 +86,7 @@ def test_the_json_layer_refuses_what_cannot_be_stored(body, where, message):
 
 
 def test_the_json_layer_keeps_what_can_be_stored():
-    value = {"a": [1, -2**63, 2.5, "😀", None, True, {"b": "ü"}]}
+    value = {"a": [1, -(2**63), 2.5, "😀", None, True, {"b": "ü"}]}
     assert parse(json.dumps(value, ensure_ascii=False).encode()) == value
     check([[[[]]]], max_depth=4)
 

@@ -29,8 +29,15 @@ def _renamed() -> dict[tuple[str, str], tuple[str, str]]:
 
 
 def _manage(url: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DATABASE_URL": url, "DJANGO_SETTINGS_MODULE": "procmem_site.test_settings", "READONLY_DATABASE_URL": ""}
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "DATABASE_URL": url,
+        "DJANGO_SETTINGS_MODULE": "procmem_site.test_settings",
+        "READONLY_DATABASE_URL": "",
+    }
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 def _admin_sql(sql: str) -> None:

@@ -34,8 +34,13 @@ def _manifest() -> dict[str, str]:
 def _repository_files() -> list[Path]:
     """Tracked and new (not ignored) files of the checkout; a walk where git is not there."""
     try:
-        listed = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO,
-                                capture_output=True, check=True).stdout.decode().split("\0")
+        listed = (
+            subprocess.run(
+                ["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True, check=True
+            )
+            .stdout.decode()
+            .split("\0")
+        )
         return [REPO / name for name in listed if name and (REPO / name).is_file()]
     except (OSError, subprocess.CalledProcessError):
         skip = {".git", ".venv", "node_modules", "__pycache__", "var", "build", "test-artifacts"}
@@ -53,7 +58,8 @@ def test_every_vendored_file_is_what_the_manifest_says():
 
 def test_the_manifest_lists_every_data_file():
     on_disk = {
-        p.relative_to(DATA).as_posix() for p in DATA.rglob("*")
+        p.relative_to(DATA).as_posix()
+        for p in DATA.rglob("*")
         if p.is_file() and p.parent.name not in {"LICENSES", "__pycache__"} and not (p.parent == DATA and p.name in OWN)
     }
     assert on_disk == set(_manifest())
@@ -74,8 +80,12 @@ def test_without_variables_every_folder_is_the_copy_in_the_repository(monkeypatc
     for variable in VARIABLES:
         monkeypatch.delenv(variable, raising=False)
     assert data_root() == DATA
-    for name, marker in (("taubench", "gpt-4o-airline.json"), ("tau2", "tau2_airline_tasks.json"),
-                         ("swebench", "results.json"), ("mint-alfworld", "sessions.jsonl")):
+    for name, marker in (
+        ("taubench", "gpt-4o-airline.json"),
+        ("tau2", "tau2_airline_tasks.json"),
+        ("swebench", "results.json"),
+        ("mint-alfworld", "sessions.jsonl"),
+    ):
         assert (data_dir(name) / marker).is_file()
         assert data_dir(name).is_relative_to(REPO)
 

@@ -19,7 +19,9 @@ LOGIN_PAGES = ["/accounts/login/", "/django-admin/login/"]
 
 @pytest.fixture
 def staff(db):
-    return get_user_model().objects.create_user("staffer", password="right-horse-battery", is_staff=True, is_superuser=True)
+    return get_user_model().objects.create_user(
+        "staffer", password="right-horse-battery", is_staff=True, is_superuser=True
+    )
 
 
 @pytest.mark.parametrize("path", LOGIN_PAGES)
@@ -52,7 +54,9 @@ def test_fewer_failures_than_the_limit_still_sign_in(settings, staff):
     client = Client(REMOTE_ADDR="203.0.113.9")
     for _ in range(4):
         client.post("/accounts/login/", {"username": "staffer", "password": "wrong"})
-    assert client.post("/accounts/login/", {"username": "staffer", "password": "right-horse-battery"}).status_code == 302
+    assert (
+        client.post("/accounts/login/", {"username": "staffer", "password": "right-horse-battery"}).status_code == 302
+    )
 
 
 def test_pages_carry_a_policy_without_inline_code(client):
@@ -67,8 +71,8 @@ def test_pages_carry_a_policy_without_inline_code(client):
 
 
 def test_templates_have_no_inline_handlers_or_styles():
-    from pathlib import Path
     import re
+    from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent / "templates"
     offenders = []
@@ -96,7 +100,9 @@ def test_the_settings_read_the_proxy_switch_from_the_environment():
 
     code = "from django.conf import settings; print(settings.SECURE_PROXY_SSL_HEADER)"
     assert run_manage("shell", "-c", code, env=PRODUCTION).stdout.strip().splitlines()[-1] == "None"
-    trusted = run_manage("shell", "-c", code, env={**PRODUCTION, "BEHIND_TLS_PROXY": "1"}).stdout.strip().splitlines()[-1]
+    trusted = (
+        run_manage("shell", "-c", code, env={**PRODUCTION, "BEHIND_TLS_PROXY": "1"}).stdout.strip().splitlines()[-1]
+    )
     assert trusted == "('HTTP_X_FORWARDED_PROTO', 'https')"
 
 

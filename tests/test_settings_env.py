@@ -16,10 +16,28 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_manage(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SECRET_KEY", "DEBUG", "ALLOWED_HOSTS", "SECURE_", "SESSION_COOKIE", "CSRF_", "BEHIND_TLS", "PROCMEM_TESTING"))}
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(
+            (
+                "DJANGO_",
+                "SECRET_KEY",
+                "DEBUG",
+                "ALLOWED_HOSTS",
+                "SECURE_",
+                "SESSION_COOKIE",
+                "CSRF_",
+                "BEHIND_TLS",
+                "PROCMEM_TESTING",
+            )
+        )
+    }
     clean.update(env)
     clean["DJANGO_SETTINGS_MODULE"] = "procmem_site.settings"
-    return subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120
+    )
 
 
 PRODUCTION = {
@@ -55,7 +73,9 @@ def test_bad_values_fail_loudly(env, message):
 
 def test_debug_has_a_development_secret_and_sqlite_default(tmp_path):
     result = run_manage(
-        "shell", "-c", "from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_BROKER_URL)",
+        "shell",
+        "-c",
+        "from django.conf import settings; print(settings.DATABASES['default']['ENGINE'], settings.CELERY_BROKER_URL)",
         env={"DEBUG": "1", "PROCMEM_VAR_DIR": str(tmp_path), "DATABASE_URL": "", "CELERY_BROKER_URL": ""},
     )
     assert result.returncode == 0, result.stderr
@@ -66,7 +86,8 @@ def test_the_filesystem_broker_keeps_all_its_folders_under_the_var_dir(tmp_path)
     """kombu's filesystem transport writes its control folder (exchange tables) to ./control in the
     working directory unless told otherwise: every folder of it lives under PROCMEM_VAR_DIR."""
     result = run_manage(
-        "shell", "-c",
+        "shell",
+        "-c",
         "from django.conf import settings; import json; print(json.dumps(settings.CELERY_BROKER_TRANSPORT_OPTIONS))",
         env={"DEBUG": "1", "PROCMEM_VAR_DIR": str(tmp_path), "DATABASE_URL": "", "CELERY_BROKER_URL": ""},
     )
@@ -87,7 +108,9 @@ def _test_settings_database(env: dict[str, str]) -> str:
     clean.update(env)
     clean["DJANGO_SETTINGS_MODULE"] = "procmem_site.test_settings"
     code = "import django; from django.conf import settings; d = settings.DATABASES['default']; print(d['ENGINE'], d['NAME'])"
-    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 
@@ -113,7 +136,9 @@ def test_test_settings_use_a_local_postgres_when_database_url_is_unset():
 def test_an_explicit_database_url_always_wins(tmp_path):
     url = f"sqlite:///{tmp_path}/explicit.sqlite3"
     assert _test_settings_database({"DATABASE_URL": url}) == f"django.db.backends.sqlite3 {tmp_path}/explicit.sqlite3"
-    assert _test_settings_database({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/procmem_h11"}).endswith(" procmem_h11")
+    assert _test_settings_database({"DATABASE_URL": "postgres://postgres@127.0.0.1:5432/procmem_h11"}).endswith(
+        " procmem_h11"
+    )
 
 
 _READS = re.compile(
@@ -126,11 +151,28 @@ _NOT_OURS = {"DJANGO_SETTINGS_MODULE", "PYTHONPATH", "PATH"}
 
 def test_the_readme_names_every_environment_variable_the_code_reads():
     sources = [
-        path for folder in ("procmem_site", "library", "reviews", "bench", "tests", "clients/python", "clients/typescript/src",
-                            "clients/typescript/test", "tests/oidc")
-        for path in (ROOT / folder).rglob("*") if path.suffix in {".py", ".ts", ".js", ".mjs"} and "node_modules" not in path.parts
+        path
+        for folder in (
+            "procmem_site",
+            "library",
+            "reviews",
+            "bench",
+            "tests",
+            "clients/python",
+            "clients/typescript/src",
+            "clients/typescript/test",
+            "tests/oidc",
+        )
+        for path in (ROOT / folder).rglob("*")
+        if path.suffix in {".py", ".ts", ".js", ".mjs"} and "node_modules" not in path.parts
     ]
-    read = {name for path in sources for match in _READS.finditer(path.read_text(encoding="utf-8")) for name in match.groups() if name}
+    read = {
+        name
+        for path in sources
+        for match in _READS.finditer(path.read_text(encoding="utf-8"))
+        for name in match.groups()
+        if name
+    }
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert len(read) > 100  # the pattern still finds the settings
     assert sorted(name for name in read - _NOT_OURS if f"`{name}`" not in readme) == []

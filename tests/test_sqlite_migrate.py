@@ -19,10 +19,22 @@ pytestmark = pytest.mark.slow
 
 
 def _migrate(tmp_path, database, *target: str) -> None:
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", "DJANGO_SETTINGS_MODULE": "procmem_site.settings",
-           "DEBUG": "1", "PROCMEM_VAR_DIR": str(tmp_path), "READONLY_DATABASE_URL": ""}
-    done = subprocess.run([sys.executable, "manage.py", "migrate", *target, "--no-input"], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=600)
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{database}",
+        "DJANGO_SETTINGS_MODULE": "procmem_site.settings",
+        "DEBUG": "1",
+        "PROCMEM_VAR_DIR": str(tmp_path),
+        "READONLY_DATABASE_URL": "",
+    }
+    done = subprocess.run(
+        [sys.executable, "manage.py", "migrate", *target, "--no-input"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 

@@ -68,11 +68,15 @@ print(json.dumps({
 def _run(code: str, *args: str, **env_overrides: str) -> subprocess.CompletedProcess:
     env = dict(os.environ)
     env.update(
-        DATABASE_URL=database_url(), DJANGO_SETTINGS_MODULE="procmem_site.test_settings", READONLY_DATABASE_URL="",
+        DATABASE_URL=database_url(),
+        DJANGO_SETTINGS_MODULE="procmem_site.test_settings",
+        READONLY_DATABASE_URL="",
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
     )
     env.update(env_overrides)
-    return subprocess.run([sys.executable, "-c", code, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args], env=env, cwd=REPO, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture
@@ -82,7 +86,10 @@ def candidate_page(transactional_db, candidate, other_procedure, admin_user, rev
     make_active(other_procedure.versions.get(), admin_user)
     client = Client()
     client.force_login(reviewer)
-    return f"/versions/{candidate.pk}/", f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+    return (
+        f"/versions/{candidate.pk}/",
+        f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}",
+    )
 
 
 def test_a_fresh_process_loads_the_model_before_its_first_candidate_page(candidate_page):
@@ -174,7 +181,9 @@ def test_the_warm_up_loads_what_the_first_candidate_page_would(candidate_page):
     assert seen["status"].startswith("200"), seen
     # before the request: the page's templates compiled, every model's content type cached, the
     # warm-up's objects out of the garbage collector's way
-    assert {"base.html", "reviews/version_detail.html", "reviews/_diff.html", "reviews/_evidence.html"} <= set(seen["templates"])
+    assert {"base.html", "reviews/version_detail.html", "reviews/_diff.html", "reviews/_evidence.html"} <= set(
+        seen["templates"]
+    )
     assert seen["content_types"] >= 50
     assert seen["frozen_objects"] > 100_000
     # inside it: nothing of that
@@ -196,7 +205,8 @@ print(sorted(warmup.warm_up()))
 
 def test_the_warm_up_on_a_database_not_migrated_yet_starts_all_the_same(tmp_path):
     result = _run(
-        "import django; django.setup();" + UNMIGRATED, DATABASE_URL=f"sqlite:///{tmp_path / 'empty.sqlite3'}",
+        "import django; django.setup();" + UNMIGRATED,
+        DATABASE_URL=f"sqlite:///{tmp_path / 'empty.sqlite3'}",
         LOG_LEVEL="INFO",
     )
     assert result.returncode == 0, result.stderr[-3000:]

@@ -15,7 +15,10 @@ def test_worker_answers_and_consumes(celery_worker_process):
 
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        if "library.ping" in celery_worker_process.log_path.read_text() and "succeeded" in celery_worker_process.log_path.read_text():
+        if (
+            "library.ping" in celery_worker_process.log_path.read_text()
+            and "succeeded" in celery_worker_process.log_path.read_text()
+        ):
             break
         time.sleep(0.2)
     else:

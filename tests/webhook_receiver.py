@@ -24,13 +24,15 @@ class Receiver:
     url: str = ""
     port: int = 0  # 0: any free port
 
-    def __enter__(self) -> "Receiver":
+    def __enter__(self) -> Receiver:
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):  # noqa: N802 (http.server's name)
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                receiver.received.append(Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body, time.monotonic()))
+                receiver.received.append(
+                    Received(self.path, {k.lower(): v for k, v in self.headers.items()}, body, time.monotonic())
+                )
                 status = receiver.statuses[min(len(receiver.received) - 1, len(receiver.statuses) - 1)]
                 reply = b"ok" if status < 400 else b"receiver says no"
                 self.send_response(status)

@@ -24,8 +24,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item
 from .. import safe_json
+from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item
 from ..ingest.store import sessions_store
 from ..models import Agent, AgentSession
 from ..outcomes import OutcomeIn, OutcomeInvalid, outcomes_record, parse_outcome
@@ -57,7 +57,9 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
     limit = settings.PROCMEM_INGEST_MAX_BODY_BYTES
     body = _read_body(request, limit)
     if body is None:
-        return api_error(413, "body_too_large", f"The request body is over {limit} bytes; send smaller batches.", limit=limit)
+        return api_error(
+            413, "body_too_large", f"The request body is over {limit} bytes; send smaller batches.", limit=limit
+        )
     fmt = request.GET.get("format", "procmem")
     if fmt not in FORMATS:
         return api_error(400, "bad_format", f"format must be one of {', '.join(FORMATS)}, not {fmt!r}.")
@@ -70,7 +72,9 @@ def sessions_ingest(request: HttpRequest) -> JsonResponse:
     return JsonResponse(answer, status=status)
 
 
-def _items_of(request: HttpRequest, body: bytes, *, key: str, noun: str) -> tuple[list[Any], dict[int, dict[str, Any]]] | JsonResponse:
+def _items_of(
+    request: HttpRequest, body: bytes, *, key: str, noun: str
+) -> tuple[list[Any], dict[int, dict[str, Any]]] | JsonResponse:
     """The items of a batch body — JSON Lines (one object a line), one object, a list, or
     ``{key: [...]}`` — with the JSON Lines lines that are not JSON by their index; or the error
     answer (400 not JSON / wrong shape / empty, 413 over PROCMEM_INGEST_MAX_BATCH)."""
@@ -94,7 +98,9 @@ def _items_of(request: HttpRequest, body: bytes, *, key: str, noun: str) -> tupl
             return api_error(400, "invalid_json", f"The body {exc.message}.")
         if isinstance(payload, dict) and key in payload:
             if not isinstance(payload[key], list):
-                return api_error(400, "bad_shape", f'"{key}" must be a list of {noun} objects, got {type(payload[key]).__name__}.')
+                return api_error(
+                    400, "bad_shape", f'"{key}" must be a list of {noun} objects, got {type(payload[key]).__name__}.'
+                )
             items = payload[key]
         elif isinstance(payload, list):
             items = payload
@@ -104,7 +110,9 @@ def _items_of(request: HttpRequest, body: bytes, *, key: str, noun: str) -> tupl
             return api_error(400, "bad_shape", f'Send one {noun} object, a list of them, or {{"{key}": [...]}}.')
     max_batch = settings.PROCMEM_INGEST_MAX_BATCH
     if len(items) > max_batch:
-        return api_error(413, "batch_too_large", f"{len(items)} {noun}s in one request; at most {max_batch}.", limit=max_batch)
+        return api_error(
+            413, "batch_too_large", f"{len(items)} {noun}s in one request; at most {max_batch}.", limit=max_batch
+        )
     if not items:
         return api_error(400, "empty_batch", f"The batch holds no {noun}s.")
     return items, unreadable
@@ -119,7 +127,9 @@ def outcomes_ingest(request: HttpRequest) -> JsonResponse:
     limit = settings.PROCMEM_INGEST_MAX_BODY_BYTES
     body = _read_body(request, limit)
     if body is None:
-        return api_error(413, "body_too_large", f"The request body is over {limit} bytes; send smaller batches.", limit=limit)
+        return api_error(
+            413, "body_too_large", f"The request body is over {limit} bytes; send smaller batches.", limit=limit
+        )
     read = _items_of(request, body, key="outcomes", noun="outcome")
     if isinstance(read, JsonResponse):
         return read
@@ -135,11 +145,21 @@ def outcomes_ingest(request: HttpRequest) -> JsonResponse:
         except OutcomeInvalid as exc:
             refused.append({"index": index, "session_id": exc.session_id, "errors": [e.to_dict() for e in exc.errors]})
     token = request.api_token
-    result = outcomes_record(agent=request.agent, outcomes=good, via=f"api:{token.prefix}", actor_label=f"token {token.prefix}")
+    result = outcomes_record(
+        agent=request.agent, outcomes=good, via=f"api:{token.prefix}", actor_label=f"token {token.prefix}"
+    )
     answer = {
-        "agent": request.agent.name, "applied": result.applied, "duplicate": result.duplicate, "unknown": result.unknown,
+        "agent": request.agent.name,
+        "applied": result.applied,
+        "duplicate": result.duplicate,
+        "unknown": result.unknown,
         "refused": refused,
-        "counts": {"applied": len(result.applied), "duplicate": len(result.duplicate), "unknown": len(result.unknown), "refused": len(refused)},
+        "counts": {
+            "applied": len(result.applied),
+            "duplicate": len(result.duplicate),
+            "unknown": len(result.unknown),
+            "refused": len(refused),
+        },
     }
     status = 200 if not refused and not result.unknown else (207 if result.applied or result.duplicate else 422)
     return JsonResponse(answer, status=status)
@@ -159,17 +179,26 @@ def sessions_accept(
             refused.append({"index": index, "session_id": None, "errors": [unreadable[index]]})
             continue
         if isinstance(item, dict) and item.get("agent") not in (None, "", agent.name):
-            refused.append({
-                "index": index, "session_id": item.get("session_id") if isinstance(item.get("session_id"), str) and not safe_json.text_problem(item["session_id"]) else None,
-                "errors": [{"field": "agent", "message": f"this token writes sessions of agent {agent.name!r} only"}],
-            })
+            refused.append(
+                {
+                    "index": index,
+                    "session_id": item.get("session_id")
+                    if isinstance(item.get("session_id"), str) and not safe_json.text_problem(item["session_id"])
+                    else None,
+                    "errors": [
+                        {"field": "agent", "message": f"this token writes sessions of agent {agent.name!r} only"}
+                    ],
+                }
+            )
             continue
         try:
             good.append(parse_item(item, fmt=fmt, options=ImportOptions()))
         except ItemInvalid as exc:
             refused.append({"index": index, "session_id": exc.session_id, "errors": [e.to_dict() for e in exc.errors]})
     # the trace format is what the coding agents' capture hook sends (procmem_client.capture)
-    result = sessions_store(agent=agent, sessions=good, channel=AgentSession.Channel.HOOK if fmt == "trace" else AgentSession.Channel.CLIENT)
+    result = sessions_store(
+        agent=agent, sessions=good, channel=AgentSession.Channel.HOOK if fmt == "trace" else AgentSession.Channel.CLIENT
+    )
     return {
         "agent": agent.name,
         "stored": result.stored,

@@ -108,11 +108,15 @@ def auth_failures_refused(retry_after: int) -> JsonResponse:
     """The JSON 429 of an address over the failed-authentication limit."""
     limit = settings.PROCMEM_RATE_LIMIT_AUTH_FAILURES
     response = JsonResponse(
-        {"error": {
-            "code": "rate_limited",
-            "message": f"More than {limit} failed authentications from this address; retry after {retry_after} s.",
-            "limit": limit, "scope": "auth_failures", "retryAfter": retry_after,
-        }},
+        {
+            "error": {
+                "code": "rate_limited",
+                "message": f"More than {limit} failed authentications from this address; retry after {retry_after} s.",
+                "limit": limit,
+                "scope": "auth_failures",
+                "retryAfter": retry_after,
+            }
+        },
         status=429,
     )
     response["Retry-After"] = str(retry_after)
@@ -124,14 +128,20 @@ def _retry_after(limiter, item: RateLimitItem, keys: tuple[str, ...]) -> int:
     return max(1, math.ceil(reset_at - time.time()))
 
 
-def _too_many(limiter, item: RateLimitItem, keys: tuple[str, ...], *, endpoint: str, who: str, limit: str) -> JsonResponse:
+def _too_many(
+    limiter, item: RateLimitItem, keys: tuple[str, ...], *, endpoint: str, who: str, limit: str
+) -> JsonResponse:
     retry_after = _retry_after(limiter, item, keys)
     response = JsonResponse(
-        {"error": {
-            "code": "rate_limited",
-            "message": f"{ENDPOINTS[endpoint]}: more than {limit} {WHO[who]}; retry after {retry_after} s.",
-            "limit": limit, "scope": who, "retryAfter": retry_after,
-        }},
+        {
+            "error": {
+                "code": "rate_limited",
+                "message": f"{ENDPOINTS[endpoint]}: more than {limit} {WHO[who]}; retry after {retry_after} s.",
+                "limit": limit,
+                "scope": who,
+                "retryAfter": retry_after,
+            }
+        },
         status=429,
     )
     response["Retry-After"] = str(retry_after)

@@ -21,10 +21,9 @@ the same set, ranker, caps and renderer, so the same block byte for byte.
 
 from __future__ import annotations
 
-from typing import Any
-
 import asyncio
 import logging
+from typing import Any
 
 import anyio
 from asgiref.sync import async_to_sync, sync_to_async
@@ -96,7 +95,9 @@ def _asgi_scope(request: HttpRequest) -> dict[str, Any]:
         "raw_path": request.path.encode(),
         "query_string": request.META.get("QUERY_STRING", "").encode("latin-1"),
         "root_path": "",
-        "headers": [(name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()],
+        "headers": [
+            (name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in request.headers.items()
+        ],
         "server": (request.get_host().rsplit(":", 1)[0], int(request.get_port())),
         "client": (request.META.get("REMOTE_ADDR", ""), 0),
     }
@@ -147,7 +148,9 @@ async def _serve(
 def mcp(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpResponse:
     # every JSON-RPC request counts against the rate limit of what the token may do here
     refused = rate_limited(
-        request, token=request.api_token, endpoint="select" if request.api_token.scope == ApiToken.Scope.READ else "ingest"
+        request,
+        token=request.api_token,
+        endpoint="select" if request.api_token.scope == ApiToken.Scope.READ else "ingest",
     )
     if refused is not None:
         return refused

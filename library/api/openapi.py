@@ -18,16 +18,25 @@ _STR_LIST = {"type": "array", "items": {"type": "string"}}
 
 
 def _error(description: str) -> dict[str, Any]:
-    return {"description": description, "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
+    return {
+        "description": description,
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
+    }
 
 
 _RATE_LIMITED = {
     **_error("Over the agent's rate limit for this endpoint, per token or per client address; nothing was stored"),
-    "headers": {"Retry-After": {"description": "Seconds until a request is admitted again", "schema": {"type": "integer"}}},
+    "headers": {
+        "Retry-After": {"description": "Seconds until a request is admitted again", "schema": {"type": "integer"}}
+    },
 }
 
 # the rollout arm a session got for a procedure (the served JSON says it; sessions report it back)
-_ARM = {"type": "string", "enum": ["rollout", "control"], "description": "The rollout arm the served JSON gave this session (optional)"}
+_ARM = {
+    "type": "string",
+    "enum": ["rollout", "control"],
+    "description": "The rollout arm the served JSON gave this session (optional)",
+}
 
 SCHEMAS: dict[str, Any] = {
     "Error": {
@@ -38,7 +47,16 @@ SCHEMAS: dict[str, Any] = {
                 "type": "object",
                 "required": ["code", "message"],
                 "properties": {
-                    "code": {"type": "string", "examples": ["unauthorized", "wrong_scope", "wrong_agent", "invalid_parameter", "unknown_environment"]},
+                    "code": {
+                        "type": "string",
+                        "examples": [
+                            "unauthorized",
+                            "wrong_scope",
+                            "wrong_agent",
+                            "invalid_parameter",
+                            "unknown_environment",
+                        ],
+                    },
                     "message": {"type": "string"},
                     "parameter": {"type": "string"},
                 },
@@ -53,14 +71,33 @@ SCHEMAS: dict[str, Any] = {
             "session's arm's version."
         ),
         "required": [
-            "id", "version", "status", "appliesWhen", "steps", "requiredTools", "forbiddenActions", "evidence",
-            "approvedBy", "approvedAt", "intent", "namespace", "roles", "priority", "confidence", "rendered",
-            "renderedChars", "renderedTokens",
+            "id",
+            "version",
+            "status",
+            "appliesWhen",
+            "steps",
+            "requiredTools",
+            "forbiddenActions",
+            "evidence",
+            "approvedBy",
+            "approvedAt",
+            "intent",
+            "namespace",
+            "roles",
+            "priority",
+            "confidence",
+            "rendered",
+            "renderedChars",
+            "renderedTokens",
         ],
         "properties": {
             "id": {"type": "string", "examples": ["refund.over_limit"]},
             "version": {"type": "integer", "minimum": 1},
-            "status": {"type": "string", "enum": ["ACTIVE", "APPROVED"], "description": "APPROVED: approved, not (yet) the production version"},
+            "status": {
+                "type": "string",
+                "enum": ["ACTIVE", "APPROVED"],
+                "description": "APPROVED: approved, not (yet) the production version",
+            },
             "appliesWhen": {"type": "string"},
             "steps": _STR_LIST,
             "requiredTools": _STR_LIST,
@@ -69,26 +106,60 @@ SCHEMAS: dict[str, Any] = {
             "approvedBy": {"type": ["string", "null"]},
             "approvedAt": {"type": ["string", "null"], "format": "date-time"},
             "intent": {"type": "string"},
-            "namespace": {"type": "string", "description": "The team or tenant the procedure belongs to (the agent's: only those are served)"},
-            "roles": {**_STR_LIST, "description": "Roles an agent instance must present (?role=) to receive it; empty: every role"},
-            "priority": {"type": "integer", "minimum": -100, "maximum": 100, "description": "Breaks near-ties in selection: higher first among totals within the ranker's PRIORITY_EPSILON (0.02)"},
-            "confidence": {"type": "string", "enum": ["low", "medium", "high"], "description": "How sure the library's people are of it (set by an admin; not a measured figure)"},
+            "namespace": {
+                "type": "string",
+                "description": "The team or tenant the procedure belongs to (the agent's: only those are served)",
+            },
+            "roles": {
+                **_STR_LIST,
+                "description": "Roles an agent instance must present (?role=) to receive it; empty: every role",
+            },
+            "priority": {
+                "type": "integer",
+                "minimum": -100,
+                "maximum": 100,
+                "description": "Breaks near-ties in selection: higher first among totals within the ranker's PRIORITY_EPSILON (0.02)",
+            },
+            "confidence": {
+                "type": "string",
+                "enum": ["low", "medium", "high"],
+                "description": "How sure the library's people are of it (set by an admin; not a measured figure)",
+            },
             "rendered": {"type": "string", "description": "The text to put into the instruction"},
             "renderedChars": {"type": "integer"},
             "renderedTokens": {"type": "integer", "description": "Estimate: ceil(chars / 4)"},
-            "preconditions": {**_STR_LIST, "description": "Coding procedures only (absent otherwise): artefacts that must exist before, e.g. a failing test that reproduces the issue"},
-            "postconditions": {**_STR_LIST, "description": "Coding procedures only (absent otherwise): artefacts that exist after, e.g. an edited source file, a passing test"},
-            "verifyCommand": {"type": "string", "description": "Coding procedures only (absent otherwise; a coding procedure always has one): the command that verifies the work"},
-            "arm": {"type": "string", "enum": ["rollout", "control"], "description": "Present only for a procedure under a production rollout: the arm this session got (report it with the session)"},
+            "preconditions": {
+                **_STR_LIST,
+                "description": "Coding procedures only (absent otherwise): artefacts that must exist before, e.g. a failing test that reproduces the issue",
+            },
+            "postconditions": {
+                **_STR_LIST,
+                "description": "Coding procedures only (absent otherwise): artefacts that exist after, e.g. an edited source file, a passing test",
+            },
+            "verifyCommand": {
+                "type": "string",
+                "description": "Coding procedures only (absent otherwise; a coding procedure always has one): the command that verifies the work",
+            },
+            "arm": {
+                "type": "string",
+                "enum": ["rollout", "control"],
+                "description": "Present only for a procedure under a production rollout: the arm this session got (report it with the session)",
+            },
             "recallPointer": {
                 "type": "object",
                 "description": "Coding procedures only (absent otherwise): the short form a coding agent keeps in view, at most 300 tokens (estimate: ceil(chars / 4))",
                 "required": ["id", "version", "whenToUse", "verifyCommand", "files", "text", "tokens"],
                 "properties": {
-                    "id": {"type": "string"}, "version": {"type": "integer"},
+                    "id": {"type": "string"},
+                    "version": {"type": "integer"},
                     "whenToUse": {"type": "string", "description": "The first sentence of appliesWhen, on one line"},
-                    "files": {**_STR_LIST, "description": "The files its postconditions, then preconditions name (a task family's files; at most 6)"},
-                    "verifyCommand": {"type": "string"}, "text": {"type": "string"}, "tokens": {"type": "integer", "maximum": 300},
+                    "files": {
+                        **_STR_LIST,
+                        "description": "The files its postconditions, then preconditions name (a task family's files; at most 6)",
+                    },
+                    "verifyCommand": {"type": "string"},
+                    "text": {"type": "string"},
+                    "tokens": {"type": "integer", "maximum": 300},
                 },
             },
         },
@@ -107,12 +178,28 @@ SCHEMAS: dict[str, Any] = {
     },
     "ActiveSet": {
         "type": "object",
-        "required": ["apiVersion", "agent", "namespace", "proceduralMemoryEnabled", "injectionCap", "tools", "toolsHash", "procedures", "refused"],
+        "required": [
+            "apiVersion",
+            "agent",
+            "namespace",
+            "proceduralMemoryEnabled",
+            "injectionCap",
+            "tools",
+            "toolsHash",
+            "procedures",
+            "refused",
+        ],
         "properties": {
             "apiVersion": {"type": "string", "const": "v1"},
             "agent": {"type": "string"},
-            "namespace": {"type": "string", "description": "The agent's namespace: the set holds its procedures in this namespace"},
-            "role": {"type": "string", "description": "Present with ?role=: the set holds only procedures open to this role"},
+            "namespace": {
+                "type": "string",
+                "description": "The agent's namespace: the set holds its procedures in this namespace",
+            },
+            "role": {
+                "type": "string",
+                "description": "Present with ?role=: the set holds only procedures open to this role",
+            },
             "proceduralMemoryEnabled": {"type": "boolean"},
             "injectionCap": {"type": "integer", "description": "At most this many procedures per task"},
             "tools": {**_STR_LIST, "description": "The agent's tool list the set was checked against"},
@@ -122,7 +209,8 @@ SCHEMAS: dict[str, Any] = {
             "note": {"type": "string", "description": "Present when procedural memory is switched off"},
             "environment": {"type": "string", "description": "Present for an environment other than production"},
             "arms": {
-                "type": "object", "additionalProperties": {"type": "string", "enum": ["rollout", "control"]},
+                "type": "object",
+                "additionalProperties": {"type": "string", "enum": ["rollout", "control"]},
                 "description": "Present while a rollout runs: procedure id → the arm this session got (control without ?session=)",
             },
         },
@@ -139,7 +227,10 @@ SCHEMAS: dict[str, Any] = {
                 "properties": {
                     "semantic": {"type": "number", "description": "cosine(task, appliesWhen)"},
                     "lexical": {"type": "number", "description": "IDF-weighted share of appliesWhen found in the task"},
-                    "exact": {"type": "integer", "description": "identifiers of the procedure (id, identifier-shaped tool names, paths) found in the task, ignoring case"},
+                    "exact": {
+                        "type": "integer",
+                        "description": "identifiers of the procedure (id, identifier-shaped tool names, paths) found in the task, ignoring case",
+                    },
                 },
             },
             "ranks": {
@@ -147,14 +238,28 @@ SCHEMAS: dict[str, Any] = {
                 "description": "Rank per retriever among candidates at or above its floor; null below the floor",
                 "properties": {k: {"type": ["integer", "null"]} for k in ("semantic", "lexical", "exact")},
             },
-            "fused": {"type": "number", "description": "The ranking score: the weighted sum of the normalised retriever scores (semantic, lexical, exact, best step)"},
+            "fused": {
+                "type": "number",
+                "description": "The ranking score: the weighted sum of the normalised retriever scores (semantic, lexical, exact, best step)",
+            },
             "eligible": {"type": "boolean"},
             "injected": {"type": "boolean"},
         },
     },
     "Selection": {
         "type": "object",
-        "required": ["apiVersion", "agent", "setEtag", "task", "intent", "cap", "injected", "rendered", "renderedChars", "renderedTokens"],
+        "required": [
+            "apiVersion",
+            "agent",
+            "setEtag",
+            "task",
+            "intent",
+            "cap",
+            "injected",
+            "rendered",
+            "renderedChars",
+            "renderedTokens",
+        ],
         "properties": {
             "apiVersion": {"type": "string", "const": "v1"},
             "agent": {"type": "string"},
@@ -163,22 +268,40 @@ SCHEMAS: dict[str, Any] = {
             "intent": {"type": ["string", "null"]},
             "role": {"type": "string", "description": "Present with ?role="},
             "cap": {"type": "integer"},
-            "injected": {"type": "array", "items": {"$ref": "#/components/schemas/Procedure"}, "description": "At most cap"},
+            "injected": {
+                "type": "array",
+                "items": {"$ref": "#/components/schemas/Procedure"},
+                "description": "At most cap",
+            },
             "rendered": {"type": "string"},
             "renderedChars": {"type": "integer"},
             "renderedTokens": {"type": "integer"},
-            "ranked": {"type": "array", "items": {"$ref": "#/components/schemas/RankedCandidate"}, "description": "Only with k"},
+            "ranked": {
+                "type": "array",
+                "items": {"$ref": "#/components/schemas/RankedCandidate"},
+                "description": "Only with k",
+            },
             "pulledIn": {
                 "type": "array",
                 "description": "Only when a selected coding procedure's producer was injected with it (docs/selection.md)",
                 "items": {
-                    "type": "object", "required": ["id", "version", "forId", "artefacts"],
-                    "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "forId": {"type": "string"}, "artefacts": _STR_LIST},
+                    "type": "object",
+                    "required": ["id", "version", "forId", "artefacts"],
+                    "properties": {
+                        "id": {"type": "string"},
+                        "version": {"type": "integer"},
+                        "forId": {"type": "string"},
+                        "artefacts": _STR_LIST,
+                    },
                 },
             },
             "note": {"type": "string"},
             "environment": {"type": "string", "description": "Present for an environment other than production"},
-            "arms": {"type": "object", "additionalProperties": {"type": "string", "enum": ["rollout", "control"]}, "description": "Present while a rollout runs"},
+            "arms": {
+                "type": "object",
+                "additionalProperties": {"type": "string", "enum": ["rollout", "control"]},
+                "description": "Present while a rollout runs",
+            },
         },
     },
     "ToolList": {
@@ -205,15 +328,27 @@ _SESSION_IN: dict[str, Any] = {
         "task": {"type": "string"},
         "outcome": {
             "type": "object",
-            "properties": {"resolved": {"type": "boolean"}, "escalated": {"type": "boolean"}, "rating": {"type": ["number", "null"]}},
+            "properties": {
+                "resolved": {"type": "boolean"},
+                "escalated": {"type": "boolean"},
+                "rating": {"type": ["number", "null"]},
+            },
         },
         "tool_calls": {
             "type": "array",
-            "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}, "args": {"type": "object"}, "ok": {"type": "boolean"}}},
+            "items": {
+                "type": "object",
+                "required": ["name"],
+                "properties": {"name": {"type": "string"}, "args": {"type": "object"}, "ok": {"type": "boolean"}},
+            },
         },
         "injected": {
             "type": "array",
-            "items": {"type": "object", "required": ["id", "version"], "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "arm": _ARM}},
+            "items": {
+                "type": "object",
+                "required": ["id", "version"],
+                "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "arm": _ARM},
+            },
         },
         "instruction_chars": {"type": "integer", "minimum": 0},
         "model": {"type": "string"},
@@ -241,14 +376,36 @@ _TRACE_SESSION: dict[str, Any] = {
                 "type": "object",
                 "additionalProperties": False,
                 "properties": {
-                    "tool": {"type": "string", "examples": ["Read", "Edit", "Grep", "pytest"], "description": "A tool or command name (this or command)"},
-                    "command": {"type": "string", "examples": ["python -m pytest tests/test_models.py"], "description": "A shell command line (this or tool)"},
-                    "target": {"type": "string", "examples": ["django/forms/models.py", "auth_tests.test_validators"], "description": "The path, module or test it acts on"},
-                    "result": {"type": ["integer", "boolean", "null"], "description": "Exit code (0 = success); true/false accepted"},
+                    "tool": {
+                        "type": "string",
+                        "examples": ["Read", "Edit", "Grep", "pytest"],
+                        "description": "A tool or command name (this or command)",
+                    },
+                    "command": {
+                        "type": "string",
+                        "examples": ["python -m pytest tests/test_models.py"],
+                        "description": "A shell command line (this or tool)",
+                    },
+                    "target": {
+                        "type": "string",
+                        "examples": ["django/forms/models.py", "auth_tests.test_validators"],
+                        "description": "The path, module or test it acts on",
+                    },
+                    "result": {
+                        "type": ["integer", "boolean", "null"],
+                        "description": "Exit code (0 = success); true/false accepted",
+                    },
                 },
             },
         },
-        "injected": {"type": "array", "items": {"type": "object", "required": ["id", "version"], "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "arm": _ARM}}},
+        "injected": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["id", "version"],
+                "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "arm": _ARM},
+            },
+        },
         "model": {"type": "string"},
         "ended_at": {"type": "string", "format": "date-time"},
     },
@@ -267,7 +424,13 @@ _INGEST_RESULT: dict[str, Any] = {
                 "properties": {
                     "index": {"type": "integer"},
                     "session_id": {"type": ["string", "null"]},
-                    "errors": {"type": "array", "items": {"type": "object", "properties": {"field": {"type": "string"}, "message": {"type": "string"}}}},
+                    "errors": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
+                        },
+                    },
                 },
             },
         },
@@ -285,10 +448,23 @@ _OUTCOME_IN: dict[str, Any] = {
         "session_id": {"type": "string", "maxLength": 200, "description": "The id the session was reported with"},
         "resolved": {"type": ["boolean", "null"]},
         "escalated": {"type": ["boolean", "null"]},
-        "rating": {"type": ["number", "null"], "description": "e.g. a CSAT score; with the agent's min_rating it can decide resolved"},
-        "complaint": {"type": ["boolean", "null"], "description": "Within the agent's complaint window it makes the session failed"},
-        "closed_by_customer": {"type": ["boolean", "null"], "description": "Counts as resolved when no outcome says (the agent's rule)"},
-        "at": {"type": ["string", "null"], "format": "date-time", "description": "When it happened (default: when received)"},
+        "rating": {
+            "type": ["number", "null"],
+            "description": "e.g. a CSAT score; with the agent's min_rating it can decide resolved",
+        },
+        "complaint": {
+            "type": ["boolean", "null"],
+            "description": "Within the agent's complaint window it makes the session failed",
+        },
+        "closed_by_customer": {
+            "type": ["boolean", "null"],
+            "description": "Counts as resolved when no outcome says (the agent's rule)",
+        },
+        "at": {
+            "type": ["string", "null"],
+            "format": "date-time",
+            "description": "When it happened (default: when received)",
+        },
         "source": {"type": ["string", "null"], "maxLength": 100, "examples": ["csat_survey", "helpdesk"]},
     },
 }
@@ -325,15 +501,33 @@ def _schemas(api_version: str) -> dict[str, Any]:
 
 
 def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> dict[str, Any]:
-    agent_param = {"name": "agent", "in": "path", "required": True, "schema": {"type": "string"}, "example": "support_agent"}
+    agent_param = {
+        "name": "agent",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string"},
+        "example": "support_agent",
+    }
     serving_params = [
-        {"name": "environment", "in": "query", "required": False, "schema": {"type": "string", "default": "production"},
-         "description": "production (default) or an environment the agent's admins defined, e.g. staging; an unknown one is a 400 unknown_environment naming the agent's environments"},
-        {"name": "session", "in": "query", "required": False, "schema": {"type": "string", "maxLength": 200},
-         "description": "The session id: picks this session's arm of every running rollout (deterministic: a hash of the session id)"},
+        {
+            "name": "environment",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string", "default": "production"},
+            "description": "production (default) or an environment the agent's admins defined, e.g. staging; an unknown one is a 400 unknown_environment naming the agent's environments",
+        },
+        {
+            "name": "session",
+            "in": "query",
+            "required": False,
+            "schema": {"type": "string", "maxLength": 200},
+            "description": "The session id: picks this session's arm of every running rollout (deterministic: a hash of the session id)",
+        },
     ]
     role_param = {
-        "name": "role", "in": "query", "required": False,
+        "name": "role",
+        "in": "query",
+        "required": False,
         "schema": {"type": "string", "pattern": "^[a-z][a-z0-9_\\-]{0,63}$"},
         "description": "The agent instance's role: only procedures whose roles are empty or name it (none given: every procedure of the namespace)",
     }
@@ -358,27 +552,50 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
         "components": {
             "securitySchemes": {
                 "readToken": {"type": "http", "scheme": "bearer", "description": "A read-scope token of the agent"},
-                "ingestToken": {"type": "http", "scheme": "bearer", "description": "An ingest-scope token of the agent"},
+                "ingestToken": {
+                    "type": "http",
+                    "scheme": "bearer",
+                    "description": "An ingest-scope token of the agent",
+                },
                 "adminSession": {
-                    "type": "apiKey", "in": "cookie", "name": "sessionid",
+                    "type": "apiKey",
+                    "in": "cookie",
+                    "name": "sessionid",
                     "description": "A signed-in user holding manage_agent; send the CSRF token in X-CSRFToken",
                 },
             },
-            "schemas": {**_schemas(api_version), "SessionIn": _SESSION_IN, "TraceSession": _TRACE_SESSION, "IngestResult": _INGEST_RESULT,
-                        "OutcomeIn": _OUTCOME_IN, "OutcomesResult": _OUTCOMES_RESULT},
+            "schemas": {
+                **_schemas(api_version),
+                "SessionIn": _SESSION_IN,
+                "TraceSession": _TRACE_SESSION,
+                "IngestResult": _INGEST_RESULT,
+                "OutcomeIn": _OUTCOME_IN,
+                "OutcomesResult": _OUTCOMES_RESULT,
+            },
         },
         "paths": {
-            f"/{api_version}/health": {"get": {"summary": "Liveness", "security": [], "responses": {"200": {"description": "ok"}}}},
+            f"/{api_version}/health": {
+                "get": {"summary": "Liveness", "security": [], "responses": {"200": {"description": "ok"}}}
+            },
             f"/{api_version}/sessions": {
                 "post": {
-                    "summary": "Report finished sessions (one, a list, or {\"sessions\": [...]})",
+                    "summary": 'Report finished sessions (one, a list, or {"sessions": [...]})',
                     "description": (
                         "Idempotent by session id. Each item is validated alone: good items are stored in one "
                         "transaction, bad ones are refused with their index and fields, never half-stored."
                     ),
                     "security": [{"ingestToken": []}],
                     "parameters": [
-                        {"name": "format", "in": "query", "required": False, "schema": {"type": "string", "enum": ["procmem", "openai", "adk", "mini-swe-agent", "trace"], "default": "procmem"}},
+                        {
+                            "name": "format",
+                            "in": "query",
+                            "required": False,
+                            "schema": {
+                                "type": "string",
+                                "enum": ["procmem", "openai", "adk", "mini-swe-agent", "trace"],
+                                "default": "procmem",
+                            },
+                        },
                     ],
                     "requestBody": {
                         "required": True,
@@ -388,29 +605,56 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                                     "oneOf": [
                                         {"$ref": "#/components/schemas/SessionIn"},
                                         {"$ref": "#/components/schemas/TraceSession"},
-                                        {"type": "object", "required": ["sessions"], "properties": {"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/TraceSession"}}}},
+                                        {
+                                            "type": "object",
+                                            "required": ["sessions"],
+                                            "properties": {
+                                                "sessions": {
+                                                    "type": "array",
+                                                    "items": {"$ref": "#/components/schemas/TraceSession"},
+                                                }
+                                            },
+                                        },
                                         {"type": "array", "items": {"$ref": "#/components/schemas/SessionIn"}},
-                                        {"type": "object", "required": ["sessions"], "properties": {"sessions": {"type": "array", "items": {"$ref": "#/components/schemas/SessionIn"}}}},
+                                        {
+                                            "type": "object",
+                                            "required": ["sessions"],
+                                            "properties": {
+                                                "sessions": {
+                                                    "type": "array",
+                                                    "items": {"$ref": "#/components/schemas/SessionIn"},
+                                                }
+                                            },
+                                        },
                                     ]
                                 }
                             }
                         },
                     },
                     "responses": {
-                        "200": {"description": "Nothing refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
-                        "207": {"description": "Some items refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
+                        "200": {
+                            "description": "Nothing refused",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}},
+                        },
+                        "207": {
+                            "description": "Some items refused",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}},
+                        },
                         "400": _error("Not JSON, an unknown format, or an empty batch"),
                         "401": _error("No token, or an unknown or revoked one"),
                         "403": _error("A token of another scope (e.g. read)"),
                         "413": _error("Body over PROCMEM_INGEST_MAX_BODY_BYTES or batch over PROCMEM_INGEST_MAX_BATCH"),
                         "429": _RATE_LIMITED,
-                        "422": {"description": "Every item refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}}},
+                        "422": {
+                            "description": "Every item refused",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}},
+                        },
                     },
                 }
             },
             f"/{api_version}/sessions/outcomes": {
                 "post": {
-                    "summary": "Report outcomes known after the session (one, a list, {\"outcomes\": [...]}, or JSON Lines)",
+                    "summary": 'Report outcomes known after the session (one, a list, {"outcomes": [...]}, or JSON Lines)',
                     "description": (
                         "Each outcome joins its session's label history (audited); the agent's label rule (shown on its "
                         "settings page) derives the label the miner uses. Unknown session ids are answered under `unknown`, "
@@ -420,18 +664,48 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                     "requestBody": {
                         "required": True,
                         "content": {
-                            "application/json": {"schema": {"oneOf": [
-                                {"$ref": "#/components/schemas/OutcomeIn"},
-                                {"type": "array", "items": {"$ref": "#/components/schemas/OutcomeIn"}},
-                                {"type": "object", "required": ["outcomes"], "properties": {"outcomes": {"type": "array", "items": {"$ref": "#/components/schemas/OutcomeIn"}}}},
-                            ]}},
-                            "application/x-ndjson": {"schema": {"type": "string", "description": "One OutcomeIn object a line"}},
+                            "application/json": {
+                                "schema": {
+                                    "oneOf": [
+                                        {"$ref": "#/components/schemas/OutcomeIn"},
+                                        {"type": "array", "items": {"$ref": "#/components/schemas/OutcomeIn"}},
+                                        {
+                                            "type": "object",
+                                            "required": ["outcomes"],
+                                            "properties": {
+                                                "outcomes": {
+                                                    "type": "array",
+                                                    "items": {"$ref": "#/components/schemas/OutcomeIn"},
+                                                }
+                                            },
+                                        },
+                                    ]
+                                }
+                            },
+                            "application/x-ndjson": {
+                                "schema": {"type": "string", "description": "One OutcomeIn object a line"}
+                            },
                         },
                     },
                     "responses": {
-                        "200": {"description": "Every outcome applied or a duplicate", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}}},
-                        "207": {"description": "Some applied; some ids unknown or some items refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}}},
-                        "422": {"description": "Nothing applied: every id unknown or every item refused", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}}},
+                        "200": {
+                            "description": "Every outcome applied or a duplicate",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}
+                            },
+                        },
+                        "207": {
+                            "description": "Some applied; some ids unknown or some items refused",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}
+                            },
+                        },
+                        "422": {
+                            "description": "Nothing applied: every id unknown or every item refused",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}
+                            },
+                        },
                         "400": _error("Not JSON, the wrong shape, or an empty batch"),
                         "401": _error("No token, or an unknown or revoked one"),
                         "403": _error("A token of another scope (e.g. read)"),
@@ -440,7 +714,13 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                     },
                 }
             },
-            f"/{api_version}/openapi.json": {"get": {"summary": "This document", "security": [], "responses": {"200": {"description": "OpenAPI 3.1"}}}},
+            f"/{api_version}/openapi.json": {
+                "get": {
+                    "summary": "This document",
+                    "security": [],
+                    "responses": {"200": {"description": "OpenAPI 3.1"}},
+                }
+            },
             f"/{api_version}/agents/{{agent}}/procedures": {
                 "get": {
                     "summary": "The active set",
@@ -463,11 +743,16 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                     "responses": {
                         "200": {
                             "description": "The set",
-                            "headers": {"ETag": {"schema": {"type": "string"}}, "Cache-Control": {"schema": {"type": "string"}}},
+                            "headers": {
+                                "ETag": {"schema": {"type": "string"}},
+                                "Cache-Control": {"schema": {"type": "string"}},
+                            },
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActiveSet"}}},
                         },
                         "304": {"description": "Not modified: the set's ETag matches If-None-Match"},
-                        "400": _error("role not a role name, an unknown environment (code unknown_environment) or a session id over 200 characters"),
+                        "400": _error(
+                            "role not a role name, an unknown environment (code unknown_environment) or a session id over 200 characters"
+                        ),
                         **token_errors,
                     },
                 }
@@ -486,15 +771,30 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                     "security": [{"readToken": []}],
                     "parameters": [
                         agent_param,
-                        {"name": "task", "in": "query", "required": True, "schema": {"type": "string", "maxLength": 8000}},
+                        {
+                            "name": "task",
+                            "in": "query",
+                            "required": True,
+                            "schema": {"type": "string", "maxLength": 8000},
+                        },
                         {"name": "intent", "in": "query", "required": False, "schema": {"type": "string"}},
-                        {"name": "k", "in": "query", "required": False, "schema": {"type": "integer", "minimum": 1, "maximum": MAX_K}},
+                        {
+                            "name": "k",
+                            "in": "query",
+                            "required": False,
+                            "schema": {"type": "integer", "minimum": 1, "maximum": MAX_K},
+                        },
                         role_param,
                         *serving_params,
                     ],
                     "responses": {
-                        "200": {"description": "The selection", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Selection"}}}},
-                        "400": _error("task missing or too long, k outside 1..20, role not a role name, an unknown environment or a session id over 200 characters"),
+                        "200": {
+                            "description": "The selection",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Selection"}}},
+                        },
+                        "400": _error(
+                            "task missing or too long, k outside 1..20, role not a role name, an unknown environment or a session id over 200 characters"
+                        ),
                         **token_errors,
                     },
                 }
@@ -512,7 +812,10 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                     "parameters": [agent_param],
                     "requestBody": {"required": True, "content": {"application/json": {"schema": {"type": "object"}}}},
                     "responses": {
-                        "200": {"description": "The JSON-RPC answer", "content": {"application/json": {"schema": {"type": "object"}}}},
+                        "200": {
+                            "description": "The JSON-RPC answer",
+                            "content": {"application/json": {"schema": {"type": "object"}}},
+                        },
                         "401": _error("No token, or an unknown or revoked one"),
                         "403": _error("A token of another agent"),
                     },
@@ -524,7 +827,10 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                     "security": [{"adminSession": []}],
                     "parameters": [agent_param],
                     "responses": {
-                        "200": {"description": "Tool list", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ToolList"}}}},
+                        "200": {
+                            "description": "Tool list",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ToolList"}}},
+                        },
                         "401": _error("Not signed in"),
                         "403": _error("Signed in without manage_agent on this agent"),
                         "404": _error("No such agent"),
@@ -551,7 +857,10 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                         },
                     },
                     "responses": {
-                        "200": {"description": "The new list and what it refuses", "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ToolList"}}}},
+                        "200": {
+                            "description": "The new list and what it refuses",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ToolList"}}},
+                        },
                         "400": _error("Not a list of distinct tool names"),
                         "401": _error("Not signed in"),
                         "403": _error("Without manage_agent, or without the CSRF token"),

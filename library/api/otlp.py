@@ -32,9 +32,15 @@ from .ingest import _read_body
 from .limits import auth_failure_counted, auth_failures_exceeded, rate_limited
 from .tokens import authenticate, token_touch
 
-_CODES = {400: code_pb2.INVALID_ARGUMENT, 401: code_pb2.UNAUTHENTICATED, 403: code_pb2.PERMISSION_DENIED,
-          405: code_pb2.UNIMPLEMENTED, 413: code_pb2.RESOURCE_EXHAUSTED, 415: code_pb2.INVALID_ARGUMENT,
-          429: code_pb2.RESOURCE_EXHAUSTED}
+_CODES = {
+    400: code_pb2.INVALID_ARGUMENT,
+    401: code_pb2.UNAUTHENTICATED,
+    403: code_pb2.PERMISSION_DENIED,
+    405: code_pb2.UNIMPLEMENTED,
+    413: code_pb2.RESOURCE_EXHAUSTED,
+    415: code_pb2.INVALID_ARGUMENT,
+    429: code_pb2.RESOURCE_EXHAUSTED,
+}
 
 
 def _encoded(message: Message, content_type: str, status: int) -> HttpResponse:
@@ -76,11 +82,15 @@ def traces(request: HttpRequest) -> HttpResponse:
         if token is None:
             retry_after = auth_failure_counted(request)
             if retry_after is None:
-                response = _status(401, "Send Authorization: Bearer <ingest token> (OTEL_EXPORTER_OTLP_HEADERS).", answer_as)
+                response = _status(
+                    401, "Send Authorization: Bearer <ingest token> (OTEL_EXPORTER_OTLP_HEADERS).", answer_as
+                )
                 response["WWW-Authenticate"] = 'Bearer realm="procmem"'
                 return response
     if retry_after is not None:
-        response = _status(429, "Too many failed authentications from this address; retry after the Retry-After seconds.", answer_as)
+        response = _status(
+            429, "Too many failed authentications from this address; retry after the Retry-After seconds.", answer_as
+        )
         response["Retry-After"] = str(retry_after)
         return response
     if token.scope != ApiToken.Scope.INGEST:
@@ -92,7 +102,9 @@ def traces(request: HttpRequest) -> HttpResponse:
         return response
     token_touch(token)
     if content_type not in (otlp.PROTOBUF, otlp.JSON):
-        return _status(415, f"Content-Type must be {otlp.PROTOBUF} or {otlp.JSON}, not {content_type or 'none'!r}.", otlp.JSON)
+        return _status(
+            415, f"Content-Type must be {otlp.PROTOBUF} or {otlp.JSON}, not {content_type or 'none'!r}.", otlp.JSON
+        )
     limit = settings.PROCMEM_INGEST_MAX_BODY_BYTES
     body = _read_body(request, limit)
     if body is None:

@@ -11,8 +11,8 @@ import functools
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
-from typing import Callable
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -49,7 +49,9 @@ def token_create(
     from ..services import audit
 
     if scope not in ApiToken.Scope.values:
-        raise ValidationError({"scope": f"unknown token scope {scope!r}; use one of {', '.join(ApiToken.Scope.values)}"})
+        raise ValidationError(
+            {"scope": f"unknown token scope {scope!r}; use one of {', '.join(ApiToken.Scope.values)}"}
+        )
     name = " ".join((name or "").split())
     if len(name) > MAX_TOKEN_NAME or "\x00" in name:
         raise ValidationError({"name": f"at most {MAX_TOKEN_NAME} characters, no NUL"})
@@ -60,13 +62,23 @@ def token_create(
     raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
         token = ApiToken.objects.create(
-            agent=agent, scope=scope, name=name or scope, prefix=raw[:10], token_hash=ApiToken.hash(raw),
-            created_by=user if user is not None and user.is_authenticated else None, expires_at=expires_at,
+            agent=agent,
+            scope=scope,
+            name=name or scope,
+            prefix=raw[:10],
+            token_hash=ApiToken.hash(raw),
+            created_by=user if user is not None and user.is_authenticated else None,
+            expires_at=expires_at,
         )
         audit(
-            action=AuditEvent.Action.TOKEN_CREATE, actor=user, actor_label=actor_label, agent=agent,
+            action=AuditEvent.Action.TOKEN_CREATE,
+            actor=user,
+            actor_label=actor_label,
+            agent=agent,
             after={
-                "token": token.prefix, "scope": scope, "name": token.name,
+                "token": token.prefix,
+                "scope": scope,
+                "name": token.name,
                 "expiresAt": expires_at.isoformat() if expires_at else None,
             },
         )
@@ -100,7 +112,10 @@ def token_revoke(*, token: ApiToken, user=None, actor_label: str = "") -> ApiTok
             locked.revoked_at = timezone.now()
             locked.save(update_fields=["revoked_at"])
             audit(
-                action=AuditEvent.Action.TOKEN_REVOKE, actor=user, actor_label=actor_label, agent=locked.agent,
+                action=AuditEvent.Action.TOKEN_REVOKE,
+                actor=user,
+                actor_label=actor_label,
+                agent=locked.agent,
                 before={"token": locked.prefix, "scope": locked.scope},
             )
     return locked
@@ -157,11 +172,11 @@ def token_required(
     scope: str | tuple[str, ...], *, cache_seconds: Callable[[], float] | None = None, limit: str | None = None
 ) -> Callable:
     """Authenticates `Authorization: Bearer <token>` for `scope` (or any of several) and the agent named in the URL
-    (`agent` keyword argument, when the URL has one). 401 without a valid token, 403 for a token of
-    the wrong scope or of another agent; 429 for a client address over its failed authentications
-(PROCMEM_RATE_LIMIT_AUTH_FAILURES). `cache_seconds` (a callable, read per request) lets the
-    read endpoints reuse a recently read token (see `authenticate`). `limit` names the endpoint's
-    class in the agent's rate limits (library/api/limits.py): over it, 429 with Retry-After."""
+        (`agent` keyword argument, when the URL has one). 401 without a valid token, 403 for a token of
+        the wrong scope or of another agent; 429 for a client address over its failed authentications
+    (PROCMEM_RATE_LIMIT_AUTH_FAILURES). `cache_seconds` (a callable, read per request) lets the
+        read endpoints reuse a recently read token (see `authenticate`). `limit` names the endpoint's
+        class in the agent's rate limits (library/api/limits.py): over it, 429 with Retry-After."""
 
     scopes = (scope,) if isinstance(scope, str) else scope
 
@@ -178,7 +193,9 @@ def token_required(
             token = authenticate(raw.strip(), cache_seconds=cache_seconds() if cache_seconds else 0.0)
             if token is None:
                 return _unauthorized(
-                    request, "The token is unknown, revoked or expired.", 'Bearer realm="procmem", error="invalid_token"'
+                    request,
+                    "The token is unknown, revoked or expired.",
+                    'Bearer realm="procmem", error="invalid_token"',
                 )
             if token.scope not in scopes:
                 return api_error(403, "wrong_scope", f"This token may {token.get_scope_display().lower()}, not this.")

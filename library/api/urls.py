@@ -17,12 +17,17 @@ def _routes(api_version: str) -> list:
         path("sessions", ingest.sessions_ingest, name="sessions"),
         path("sessions/outcomes", ingest.outcomes_ingest, name="outcomes"),
         path("openapi.json", views.openapi, served, name="openapi"),
-        path("agents/<str:agent>/", include([
-            path("procedures", views.active_set, served, name="active_set"),
-            path("select", views.select, served, name="select"),
-            path("tools", views.agent_tools, name="agent_tools"),
-            path("mcp", mcp_endpoint.mcp, served, name="mcp"),
-        ])),
+        path(
+            "agents/<str:agent>/",
+            include(
+                [
+                    path("procedures", views.active_set, served, name="active_set"),
+                    path("select", views.select, served, name="select"),
+                    path("tools", views.agent_tools, name="agent_tools"),
+                    path("mcp", mcp_endpoint.mcp, served, name="mcp"),
+                ]
+            ),
+        ),
     ]
 
 

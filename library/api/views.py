@@ -100,7 +100,9 @@ def _role_parameter(request: HttpRequest) -> tuple[str | None, HttpResponse | No
     role = request.GET.get("role") or None
     if role is not None and not serving.valid_role(role):
         return None, api_error(
-            400, "invalid_parameter", f"role must be a role name (lower-case letters, digits, _ and -, at most 64); got {role[:80]!r}.",
+            400,
+            "invalid_parameter",
+            f"role must be a role name (lower-case letters, digits, _ and -, at most 64); got {role[:80]!r}.",
             parameter="role",
         )
     return role, None
@@ -137,9 +139,13 @@ def active_set(request: HttpRequest, agent: str, api_version: str = "v1") -> Htt
     role, environment, session, refusal = _serving_parameters(request)
     if refusal is not None:
         return refusal
-    served = releases.served_for(
-        served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session
-    ).for_role(role).in_version(api_version)
+    served = (
+        releases.served_for(
+            served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session
+        )
+        .for_role(role)
+        .in_version(api_version)
+    )
     compressed = _accepts_gzip(request)
     etag = served.etag_gzip if compressed else served.etag
     header = request.headers.get("If-None-Match")
@@ -166,9 +172,13 @@ def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRes
     if refusal is not None:
         return refusal
     if not task.strip():
-        return api_error(400, "invalid_parameter", "task is required: the task text to select procedures for.", parameter="task")
+        return api_error(
+            400, "invalid_parameter", "task is required: the task text to select procedures for.", parameter="task"
+        )
     if len(task) > MAX_TASK_CHARS:
-        return api_error(400, "invalid_parameter", f"task is longer than {MAX_TASK_CHARS} characters.", parameter="task")
+        return api_error(
+            400, "invalid_parameter", f"task is longer than {MAX_TASK_CHARS} characters.", parameter="task"
+        )
     k: int | None = None
     if raw_k not in (None, ""):
         try:
@@ -177,10 +187,14 @@ def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRes
             k = -1
         if not (1 <= k <= MAX_K):
             return api_error(
-                400, "invalid_parameter", f"k must be an integer from 1 to {MAX_K} (diagnostics only); got {raw_k!r}.",
+                400,
+                "invalid_parameter",
+                f"k must be an integer from 1 to {MAX_K} (diagnostics only); got {raw_k!r}.",
                 parameter="k",
             )
-    served = releases.served_for(served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session)
+    served = releases.served_for(
+        served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session
+    )
     result = serving.select_for_agent(
         agent=request.agent, task=task, intent=intent, k=k, role=role, served=served, api_version=api_version
     )
@@ -209,15 +223,20 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
             payload: Any = safe_json.parse(request.body or b"{}")
         except safe_json.JsonRefused as exc:
             return api_error(
-                400, "invalid_json",
-                f"The body must be JSON: {{\"tools\": [\"name\", ...], \"reason\": \"...\"}} ({exc}).", field=exc.path or "(body)",
+                400,
+                "invalid_json",
+                f'The body must be JSON: {{"tools": ["name", ...], "reason": "..."}} ({exc}).',
+                field=exc.path or "(body)",
             )
         if not isinstance(payload, dict) or "tools" not in payload:
-            return api_error(400, "invalid_parameter", "The body needs a \"tools\" list.", parameter="tools")
+            return api_error(400, "invalid_parameter", 'The body needs a "tools" list.', parameter="tools")
         reason = payload.get("reason") or ""
         if not isinstance(reason, str) or len(reason) > MAX_REASON_CHARS:
             return api_error(
-                400, "invalid_parameter", f"reason must be text of at most {MAX_REASON_CHARS} characters.", parameter="reason"
+                400,
+                "invalid_parameter",
+                f"reason must be text of at most {MAX_REASON_CHARS} characters.",
+                parameter="reason",
             )
         try:
             target = agent_set_tools(agent=target, tools=payload["tools"], user=request.user, reason=reason)

@@ -30,47 +30,180 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Iterable
 
 from procmem_client.coding import _LABEL_RE, generalise, is_label, target_role  # noqa: F401  (one implementation, shared with the client)
 
 ACTIVITIES = ("search", "read", "edit", "run", "test", "build", "vcs", "environment", "submit", "other")
 ACTIVITY_LABELS = {
-    "search": "search", "read": "read", "edit": "edit", "run": "run", "test": "test",
-    "build": "build/install", "vcs": "version control", "environment": "environment",
-    "submit": "submit", "other": "other",
+    "search": "search",
+    "read": "read",
+    "edit": "edit",
+    "run": "run",
+    "test": "test",
+    "build": "build/install",
+    "vcs": "version control",
+    "environment": "environment",
+    "submit": "submit",
+    "other": "other",
 }
 # the roles that tell steps apart (editing a test is not editing the source)
 STEP_ROLES = {"read": ("source", "test"), "edit": ("source", "test", "script"), "run": ("script",), "test": ("script",)}
 ROLES = ("source", "test", "config", "docs", "script", "directory", "")
 # the strongest class of a compound command wins
-_STRENGTH = {name: rank for rank, name in enumerate(
-    ("other", "environment", "read", "search", "vcs", "build", "run", "test", "edit", "submit")
-)}
+_STRENGTH = {
+    name: rank
+    for rank, name in enumerate(
+        ("other", "environment", "read", "search", "vcs", "build", "run", "test", "edit", "submit")
+    )
+}
 SUBMIT_MARKERS = ("COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT", "MINI_SWE_AGENT_FINAL_OUTPUT")
 
 _SEARCH = {"grep", "egrep", "fgrep", "rg", "ag", "ack", "find", "ls", "tree", "locate", "fd", "ctags"}
-_READ = {"cat", "head", "tail", "nl", "less", "more", "awk", "wc", "diff", "cmp", "file", "stat", "od", "xxd", "strings", "jq", "column", "sort", "uniq", "cut", "tr"}
+_READ = {
+    "cat",
+    "head",
+    "tail",
+    "nl",
+    "less",
+    "more",
+    "awk",
+    "wc",
+    "diff",
+    "cmp",
+    "file",
+    "stat",
+    "od",
+    "xxd",
+    "strings",
+    "jq",
+    "column",
+    "sort",
+    "uniq",
+    "cut",
+    "tr",
+}
 _EDIT = {"patch", "cp", "mv", "rm", "touch", "tee", "ed", "ln", "truncate", "chmod", "dd", "unlink", "rmdir"}
 _TEST = {"pytest", "py.test", "tox", "nox", "runtests.py", "nosetests", "trial"}
-_BUILD = {"pip", "pip3", "uv", "poetry", "npm", "yarn", "pnpm", "make", "cargo", "go", "mvn", "gradle", "apt", "apt-get", "conda", "easy_install", "cmake", "gcc", "cc", "tsc"}
-_ENV = {"cd", "export", "env", "which", "pwd", "whoami", "mkdir", "echo", "printf", "sleep", "source", ".", "true", "false", "exit", "set", "unset", "type", "hash", "alias", "date", "uname", "id", "hostname", "history", "clear", "ps", "kill", "df", "du", "free", "locale", "ulimit", "nproc"}
-_RUN = {"python", "python3", "bash", "sh", "node", "ruby", "perl", "php", "sqlite3", "psql", "mysql", "django-admin", "curl", "wget", "java", "zsh"}
+_BUILD = {
+    "pip",
+    "pip3",
+    "uv",
+    "poetry",
+    "npm",
+    "yarn",
+    "pnpm",
+    "make",
+    "cargo",
+    "go",
+    "mvn",
+    "gradle",
+    "apt",
+    "apt-get",
+    "conda",
+    "easy_install",
+    "cmake",
+    "gcc",
+    "cc",
+    "tsc",
+}
+_ENV = {
+    "cd",
+    "export",
+    "env",
+    "which",
+    "pwd",
+    "whoami",
+    "mkdir",
+    "echo",
+    "printf",
+    "sleep",
+    "source",
+    ".",
+    "true",
+    "false",
+    "exit",
+    "set",
+    "unset",
+    "type",
+    "hash",
+    "alias",
+    "date",
+    "uname",
+    "id",
+    "hostname",
+    "history",
+    "clear",
+    "ps",
+    "kill",
+    "df",
+    "du",
+    "free",
+    "locale",
+    "ulimit",
+    "nproc",
+}
+_RUN = {
+    "python",
+    "python3",
+    "bash",
+    "sh",
+    "node",
+    "ruby",
+    "perl",
+    "php",
+    "sqlite3",
+    "psql",
+    "mysql",
+    "django-admin",
+    "curl",
+    "wget",
+    "java",
+    "zsh",
+}
 _WRAPPERS = {"timeout", "time", "nice", "nohup", "xargs", "sudo", "command", "exec", "stdbuf"}
 # named tools of coding agents (Claude Code, OpenHands, SWE-agent, Aider…), lower-cased
 TOOL_ACTIVITIES = {
-    "read": "read", "view": "read", "open": "read", "read_file": "read", "cat": "read", "notebookread": "read",
-    "grep": "search", "glob": "search", "search": "search", "find": "search", "find_file": "search",
-    "search_dir": "search", "search_file": "search", "ls": "search", "list_files": "search", "codebase_search": "search",
-    "edit": "edit", "multiedit": "edit", "write": "edit", "str_replace": "edit", "str_replace_editor": "edit",
-    "create": "edit", "insert": "edit", "apply_patch": "edit", "write_file": "edit", "notebookedit": "edit",
-    "test": "test", "run_tests": "test", "pytest": "test",
-    "build": "build", "install": "build",
-    "git": "vcs", "commit": "vcs",
-    "submit": "submit", "finish": "submit",
-    "python": "run", "execute": "run", "run": "run",
+    "read": "read",
+    "view": "read",
+    "open": "read",
+    "read_file": "read",
+    "cat": "read",
+    "notebookread": "read",
+    "grep": "search",
+    "glob": "search",
+    "search": "search",
+    "find": "search",
+    "find_file": "search",
+    "search_dir": "search",
+    "search_file": "search",
+    "ls": "search",
+    "list_files": "search",
+    "codebase_search": "search",
+    "edit": "edit",
+    "multiedit": "edit",
+    "write": "edit",
+    "str_replace": "edit",
+    "str_replace_editor": "edit",
+    "create": "edit",
+    "insert": "edit",
+    "apply_patch": "edit",
+    "write_file": "edit",
+    "notebookedit": "edit",
+    "test": "test",
+    "run_tests": "test",
+    "pytest": "test",
+    "build": "build",
+    "install": "build",
+    "git": "vcs",
+    "commit": "vcs",
+    "submit": "submit",
+    "finish": "submit",
+    "python": "run",
+    "execute": "run",
+    "run": "run",
 }
 SHELL_TOOLS = {"bash", "shell", "sh", "terminal", "run_command", "execute_bash", "exec_command", "run_shell_command"}
 
@@ -78,7 +211,9 @@ _HEREDOC_RE = re.compile(r"<<-?\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\1")
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _PATHLIKE_RE = re.compile(r"^[\w./\-]+$")
 _EXT_RE = re.compile(r"\.[A-Za-z0-9]{1,6}$")
-_WRITE_IN_CODE_RE = re.compile(r"open\([^)]*['\"][wa]\+?['\"]|\.write_text\(|\.write\(|shutil\.(copy|move)|os\.(remove|rename)")
+_WRITE_IN_CODE_RE = re.compile(
+    r"open\([^)]*['\"][wa]\+?['\"]|\.write_text\(|\.write\(|shutil\.(copy|move)|os\.(remove|rename)"
+)
 
 
 @dataclass(frozen=True)
@@ -94,7 +229,12 @@ class Action:
     def step(self) -> str:
         """The skeleton step: the activity with the target's role when it says more (edit:source,
         edit:test, run:script); a test run on a test target is just "test"."""
-        if self.role and self.role != self.activity and self.activity in STEP_ROLES and self.role in STEP_ROLES[self.activity]:
+        if (
+            self.role
+            and self.role != self.activity
+            and self.activity in STEP_ROLES
+            and self.role in STEP_ROLES[self.activity]
+        ):
             return f"{self.activity}:{self.role}"
         return self.activity
 
@@ -105,7 +245,7 @@ class Action:
 def _strip_cwd(path: str) -> str:
     for prefix in ("/testbed/", "./"):
         if path.startswith(prefix):
-            path = path[len(prefix):]
+            path = path[len(prefix) :]
     return path
 
 
@@ -146,14 +286,24 @@ def _tokens(part: str) -> list[str]:
         if not ("'" in word or '"' in word or "\\" in word):  # nothing to unquote
             words.append(word)
             continue
-        words.append(re.sub(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""", lambda m: m.group(1) if m.group(1) is not None else (m.group(2) if m.group(2) is not None else m.group(3)), word))
+        words.append(
+            re.sub(
+                r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""",
+                lambda m: (
+                    m.group(1) if m.group(1) is not None else (m.group(2) if m.group(2) is not None else m.group(3))
+                ),
+                word,
+            )
+        )
     return words
 
 
 # One simple command and the operator after it: quoted strings (to their closing quote, or to the end
 # when unclosed; a backslash escapes inside double quotes only), a backslash and the character after
 # it, any other character but the operators (a lone "&" included), then &&, ||, |, ; or a newline.
-_SIMPLE_COMMAND_RE = re.compile(r"""((?:'[^']*'?|"(?:[^"\\]|\\[\s\S]?)*"?|\\[\s\S]?|[^'"\\;\n|&]|&(?!&))*)(?:&&|\|\|?|[;\n]|\Z)""")
+_SIMPLE_COMMAND_RE = re.compile(
+    r"""((?:'[^']*'?|"(?:[^"\\]|\\[\s\S]?)*"?|\\[\s\S]?|[^'"\\;\n|&]|&(?!&))*)(?:&&|\|\|?|[;\n]|\Z)"""
+)
 
 
 def split_command(command: str) -> list[str]:
@@ -200,7 +350,20 @@ def _program(tokens: list[str]) -> tuple[str, list[str]]:
     return "", []
 
 
-_TEST_OPTIONS_WITH_VALUE = {"-e", "-k", "-m", "-p", "-n", "-c", "--settings", "--parallel", "--tag", "--exclude-tag", "-o", "--rootdir"}
+_TEST_OPTIONS_WITH_VALUE = {
+    "-e",
+    "-k",
+    "-m",
+    "-p",
+    "-n",
+    "-c",
+    "--settings",
+    "--parallel",
+    "--tag",
+    "--exclude-tag",
+    "-o",
+    "--rootdir",
+}
 
 
 def _test_action(program: str, args: list[str]) -> Action:
@@ -219,7 +382,7 @@ def _test_action(program: str, args: list[str]) -> Action:
         label = _strip_cwd(arg.split("::", 1)[0])
         if re.match(r"^[\w./\-]+$", label):
             role = target_role(label) if ("/" in label or label.endswith(".py")) else "test"
-            placeholder = ("{{test_label}}" if "/" not in label and not label.endswith(".py") else generalise(label)[0])
+            placeholder = "{{test_label}}" if "/" not in label and not label.endswith(".py") else generalise(label)[0]
             return Action("test", program, label, placeholder, role)
     return Action("test", program)
 
@@ -241,9 +404,15 @@ def _classify_part(part: str, bodies: list[str]) -> Action:
         placeholder, role = generalise(path) if path else ("", "")
         return Action(activity, program, path, placeholder, role)
 
-    if redirect and redirect not in ("/dev/null",) and lower in ("cat", "echo", "printf", "tee", "python", "python3", "sed", "awk", "git", "head", "tail"):
+    if (
+        redirect
+        and redirect not in ("/dev/null",)
+        and lower in ("cat", "echo", "printf", "tee", "python", "python3", "sed", "awk", "git", "head", "tail")
+    ):
         # cat > file <<EOF, echo … > file, python gen.py > out.py: a write
-        if lower in ("cat", "echo", "printf", "tee") or (_EXT_RE.search(redirect) and not redirect.endswith((".log", ".txt", ".out"))):
+        if lower in ("cat", "echo", "printf", "tee") or (
+            _EXT_RE.search(redirect) and not redirect.endswith((".log", ".txt", ".out"))
+        ):
             return act("edit", redirect)
     if lower == "sed":
         if any(a.startswith("-i") or a == "--in-place" for a in args):
@@ -302,7 +471,9 @@ def _classify_part(part: str, bodies: list[str]) -> Action:
             return act("environment")
         return act("build")
     if lower in ("bash", "sh", "zsh") or lower.endswith(".sh"):
-        script = _strip_cwd(program_path) if lower.endswith(".sh") else next((a for a in args if not a.startswith("-")), "")
+        script = (
+            _strip_cwd(program_path) if lower.endswith(".sh") else next((a for a in args if not a.startswith("-")), "")
+        )
         if "test" in script.rsplit("/", 1)[-1].lower():
             return act("test", _strip_cwd(script))
         return act("run", _strip_cwd(script) if script else "")
@@ -326,8 +497,10 @@ def classify_command(command: str) -> Action:
         action = _classify_part(part, bodies)
         if action.path and first_with_path is None:
             first_with_path = action
-        if best is None or _STRENGTH[action.activity] > _STRENGTH[best.activity] or (
-            action.activity == best.activity and not best.path and action.path
+        if (
+            best is None
+            or _STRENGTH[action.activity] > _STRENGTH[best.activity]
+            or (action.activity == best.activity and not best.path and action.path)
         ):
             best = action
     if best is None:

@@ -42,8 +42,9 @@ import posixpath
 import re
 import shlex
 from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from procmem_client.coding import target_role
 
@@ -65,7 +66,23 @@ _DIFF_FILE_RE = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.M)
 _INTERPRETER_RE = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)?)?$")
 _ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "command", "exec", "stdbuf"})
-_OPTIONS_WITH_VALUE = frozenset({"-k", "-m", "-p", "-n", "-c", "-o", "--settings", "--parallel", "--tag", "--exclude-tag", "--rootdir", "--verbosity", "-v"})
+_OPTIONS_WITH_VALUE = frozenset(
+    {
+        "-k",
+        "-m",
+        "-p",
+        "-n",
+        "-c",
+        "-o",
+        "--settings",
+        "--parallel",
+        "--tag",
+        "--exclude-tag",
+        "--rootdir",
+        "--verbosity",
+        "-v",
+    }
+)
 _CWD_PREFIXES = ("/testbed/", "/testbed")
 _KEY_WORD_RE = re.compile(r"[^a-z0-9_]+")
 _FAILURE_RE = re.compile(r"Error|No module|not found|cannot|No such")
@@ -145,7 +162,11 @@ def edited_files(calls: Sequence[Mapping[str, Any]], patch: str = "") -> tuple[s
     if not found:
         for call in calls:
             args = _args(call)
-            if args.get("activity") == "edit" and args.get("role") in ("source", "test", "config", "docs") and isinstance(args.get("path"), str):
+            if (
+                args.get("activity") == "edit"
+                and args.get("role") in ("source", "test", "config", "docs")
+                and isinstance(args.get("path"), str)
+            ):
                 found.append(args["path"])
     return tuple(dict.fromkeys(found))
 
@@ -174,9 +195,11 @@ def _words(part: str) -> list[str]:
 def _normal_path(path: str, cwd: str) -> str:
     for prefix in _CWD_PREFIXES:
         if path.startswith(prefix):
-            path = path[len(prefix):]
+            path = path[len(prefix) :]
             break
-    joined = posixpath.normpath(posixpath.join(cwd, path)) if cwd and not path.startswith("/") else posixpath.normpath(path)
+    joined = (
+        posixpath.normpath(posixpath.join(cwd, path)) if cwd and not path.startswith("/") else posixpath.normpath(path)
+    )
     return joined.lstrip("./") if joined.startswith("./") else ("" if joined == "." else joined)
 
 
@@ -188,7 +211,7 @@ def _test_module(argument: str) -> str:
         parts = [p for p in path.split("/") if p and p not in (".", "..")]
         if parts and parts[0] in ("tests", "test") and len(parts) > 1:
             return parts[1].removesuffix(".py")
-        return (parts[-1].removesuffix(".py") if parts else "")
+        return parts[-1].removesuffix(".py") if parts else ""
     return path.split(".", 1)[0]
 
 
@@ -232,7 +255,7 @@ def parse_test_command(command: str) -> tuple[str, str, str, tuple[str, ...]] | 
         if index >= len(words):
             continue
         program = words[index]
-        rest = words[index + 1:]
+        rest = words[index + 1 :]
         as_module = False
         if _INTERPRETER_RE.match(program.rsplit("/", 1)[-1]):
             if "-m" in rest:
@@ -240,13 +263,13 @@ def parse_test_command(command: str) -> tuple[str, str, str, tuple[str, ...]] | 
                 at = rest.index("-m")
                 module = rest[at + 1] if at + 1 < len(rest) else ""
                 runner = "django test" if module == "django" else module
-                rest = rest[at + 2:]
+                rest = rest[at + 2 :]
                 if rest[:1] == ["test"] and module == "django":
                     rest = rest[1:]
             else:
                 script = next((w for w in rest if not w.startswith("-")), "")
                 runner = _normal_path(script, cwd) if script else program
-                rest = rest[rest.index(script) + 1:] if script else []
+                rest = rest[rest.index(script) + 1 :] if script else []
         else:
             runner = _normal_path(program, cwd) if "/" in program else program
         if runner.endswith("manage.py") and rest[:1] == ["test"]:
@@ -262,10 +285,16 @@ def parse_test_command(command: str) -> tuple[str, str, str, tuple[str, ...]] | 
                 continue
             if word.startswith("-"):
                 following = rest[position + 1] if position + 1 < len(rest) else ""
-                skip = "=" not in word and word in _OPTIONS_WITH_VALUE and (word not in ("-v", "--verbosity") or following.isdigit())
+                skip = (
+                    "=" not in word
+                    and word in _OPTIONS_WITH_VALUE
+                    and (word not in ("-v", "--verbosity") or following.isdigit())
+                )
                 shown_args.append(word)
                 continue
-            placeholder = "{{test_file}}" if ("/" in word or word.split("::", 1)[0].endswith(".py")) else "{{test_label}}"
+            placeholder = (
+                "{{test_file}}" if ("/" in word or word.split("::", 1)[0].endswith(".py")) else "{{test_label}}"
+            )
             if not placeholders or placeholders[-1] != placeholder:
                 placeholders.append(placeholder)
             if not shown_args or shown_args[-1] != placeholder:
@@ -303,17 +332,24 @@ def clean_family_rules(rules: Any) -> list[FamilyRule]:
     if rules in (None, ""):
         return []
     if not isinstance(rules, list):
-        raise ValueError(f"must be a list of {{\"prefix\": …, \"family\": …}}, got {type(rules).__name__}")
+        raise ValueError(f'must be a list of {{"prefix": …, "family": …}}, got {type(rules).__name__}')
     cleaned = []
     for index, rule in enumerate(rules):
         if not isinstance(rule, Mapping):
-            raise ValueError(f"[{index}] must be an object {{\"prefix\": …, \"family\": …}}")
+            raise ValueError(f'[{index}] must be an object {{"prefix": …, "family": …}}')
         prefix = str(rule.get("prefix") or "").strip().strip("/")
         family = str(rule.get("family") or "").strip().strip("/")
         if not prefix or not family:
             raise ValueError(f"[{index}] needs a non-empty prefix and family")
-        if len(prefix) > 200 or len(family) > 100 or not re.fullmatch(r"[\w./-]+", prefix) or not re.fullmatch(r"[\w./-]+", family):
-            raise ValueError(f"[{index}] prefix and family are paths of letters, digits, _ . / - (at most 200 and 100 characters)")
+        if (
+            len(prefix) > 200
+            or len(family) > 100
+            or not re.fullmatch(r"[\w./-]+", prefix)
+            or not re.fullmatch(r"[\w./-]+", family)
+        ):
+            raise ValueError(
+                f"[{index}] prefix and family are paths of letters, digits, _ . / - (at most 200 and 100 characters)"
+            )
         cleaned.append(FamilyRule(prefix, family))
     return cleaned
 
@@ -321,7 +357,11 @@ def clean_family_rules(rules: Any) -> list[FamilyRule]:
 def area_of(path: str, rules: Sequence[FamilyRule] = ()) -> str:
     """The family area of one edited file: an override rule's family, else its directory cut at
     AREA_DEPTH (one more under a namespace directory)."""
-    best = max((r for r in rules if path == r.prefix or path.startswith(r.prefix + "/")), key=lambda r: len(r.prefix), default=None)
+    best = max(
+        (r for r in rules if path == r.prefix or path.startswith(r.prefix + "/")),
+        key=lambda r: len(r.prefix),
+        default=None,
+    )
     if best is not None:
         return best.family
     parts = path.strip("/").split("/")[:-1]  # the directories
@@ -365,8 +405,15 @@ class RecoveryNote:
     failure: str = ""
 
     def to_dict(self) -> dict[str, Any]:
-        return {"text": self.text, "kind": self.kind, "failed": self.failed, "corrected": self.corrected,
-                "traces": self.traces, "sessions": self.sessions[:10], "failure": self.failure}
+        return {
+            "text": self.text,
+            "kind": self.kind,
+            "failed": self.failed,
+            "corrected": self.corrected,
+            "traces": self.traces,
+            "sessions": self.sessions[:10],
+            "failure": self.failure,
+        }
 
 
 def corrections(trace: Trace) -> list[tuple[str, str, str, str]]:
@@ -387,7 +434,9 @@ def corrections(trace: Trace) -> list[tuple[str, str, str, str]]:
 
 def recovery_notes(traces: Iterable[Trace], *, kind: str, min_traces: int) -> list[RecoveryNote]:
     """The corrections of `kind` seen in at least `min_traces` traces, most traces first."""
-    by_failed: dict[str, dict[str, Any]] = defaultdict(lambda: {"sessions": [], "corrected": Counter(), "failure": Counter()})
+    by_failed: dict[str, dict[str, Any]] = defaultdict(
+        lambda: {"sessions": [], "corrected": Counter(), "failure": Counter()}
+    )
     for trace in traces:
         seen: set[str] = set()
         for found_kind, failed, corrected, failure in corrections(trace):
@@ -410,7 +459,9 @@ def recovery_notes(traces: Iterable[Trace], *, kind: str, min_traces: int) -> li
             why = f" ({failure})" if failure else ""
             text = f"`{failed}` fails here{why}: run `{corrected[0]}` instead."
         else:
-            text = f"`{failed}` is not a test module here: the tests are in {', '.join(f'`{c}`' for c in corrected[:3])}."
+            text = (
+                f"`{failed}` is not a test module here: the tests are in {', '.join(f'`{c}`' for c in corrected[:3])}."
+            )
         notes.append(RecoveryNote(text, kind, failed, corrected, count, sorted(entry["sessions"]), failure))
     notes.sort(key=lambda n: (-n.traces, n.failed))
     return notes
@@ -450,7 +501,8 @@ class FamilyOutcome:
     def figures(self) -> dict[str, Any]:
         resolved = [t for t in self.traces if t.resolved is True]
         return {
-            "sessions": len(self.traces), "resolved": len(resolved),
+            "sessions": len(self.traces),
+            "resolved": len(resolved),
             "failed": sum(1 for t in self.traces if t.resolved is False),
             "resolvedWithVerify": sum(1 for t in resolved if t.verify is not None),
         }
@@ -467,7 +519,11 @@ def _first_reads(trace: Trace) -> list[str]:
         args = _args(call)
         if args.get("activity") == "edit" and args.get("role") == "source":
             break
-        if args.get("activity") == "read" and args.get("role") in ("source", "test") and isinstance(args.get("path"), str):
+        if (
+            args.get("activity") == "read"
+            and args.get("role") in ("source", "test")
+            and isinstance(args.get("path"), str)
+        ):
             if args["path"] not in found:
                 found.append(args["path"])
                 if len(found) >= FIRST_READS_PER_TRACE:
@@ -480,21 +536,26 @@ def _rate(count: int, of: int) -> dict[str, Any]:
 
 
 _TASK_WORD_RE = re.compile(r"[A-Za-z][A-Za-z_]{3,30}")
-_COMMON_WORDS = frozenset("""
+_COMMON_WORDS = frozenset(
+    """
     about after also because been before being below between both could does doing down during each
     else even every from further have having here into itself just like make more most much must need
     only other same should since some still such than that their them then there these they this those
     through under until very want were what when where which while will with within without would your
     when issue problem following example expected actual behavior behaviour instead currently code
     using used case cases django https http github com would like added adding change changes
-""".split())
+""".split()
+)
 FAMILY_WORDS_SHOWN = 8
 
 
-def family_words(family_tasks: Sequence[str], all_tasks: Sequence[str], *, shown: int = FAMILY_WORDS_SHOWN) -> list[str]:
+def family_words(
+    family_tasks: Sequence[str], all_tasks: Sequence[str], *, shown: int = FAMILY_WORDS_SHOWN
+) -> list[str]:
     """The words the family's task texts use more than the repository's tasks do (by document
     frequency: share in the family over share in all, in at least 2 of the family's tasks), so that
     a new task's text recalls the family by the words its issues use ("queryset", "migration")."""
+
     def documents(texts: Sequence[str]) -> Counter:
         counter: Counter = Counter()
         for text in texts:
@@ -505,14 +566,20 @@ def family_words(family_tasks: Sequence[str], all_tasks: Sequence[str], *, shown
     n_in, n_all = max(1, len(family_tasks)), max(1, len(all_tasks))
     scored = [
         ((count / n_in) / (everywhere[word] / n_all), count, word)
-        for word, count in inside.items() if count >= 2 and everywhere[word]
+        for word, count in inside.items()
+        if count >= 2 and everywhere[word]
     ]
     scored.sort(key=lambda s: (-s[0], -s[1], s[2]))
     return [word for ratio, _count, word in scored if ratio > 1][:shown]
 
 
 def build_candidate(
-    family: str, traces: Sequence[Trace], *, min_traces: int, repository_notes: Sequence[RecoveryNote] = (), words: Sequence[str] = (),
+    family: str,
+    traces: Sequence[Trace],
+    *,
+    min_traces: int,
+    repository_notes: Sequence[RecoveryNote] = (),
+    words: Sequence[str] = (),
 ) -> FamilyOutcome:
     """One family's candidate, or the reason it yields none (Reason)."""
     outcome = FamilyOutcome(family, list(traces))
@@ -523,11 +590,17 @@ def build_candidate(
         return outcome
     verified = [t for t in resolved if t.verify is not None]
     if not verified:
-        outcome.status, outcome.reason = Reason.NO_VERIFY, f"none of its {len(resolved)} resolved sessions ran a test command that passed"
+        outcome.status, outcome.reason = (
+            Reason.NO_VERIFY,
+            f"none of its {len(resolved)} resolved sessions ran a test command that passed",
+        )
         return outcome
     if len(verified) < min_traces:
-        outcome.status, outcome.reason = Reason.BELOW, (
-            f"{len(verified)} resolved session{'s' if len(verified) != 1 else ''} with a verify command, fewer than the agent's {min_traces}"
+        outcome.status, outcome.reason = (
+            Reason.BELOW,
+            (
+                f"{len(verified)} resolved session{'s' if len(verified) != 1 else ''} with a verify command, fewer than the agent's {min_traces}"
+            ),
         )
         return outcome
     forms = Counter(t.verify.form for t in verified)
@@ -561,9 +634,18 @@ def build_candidate(
         elif phase == "edit":
             steps.append(f"Edit the source file that causes the issue{_often(files_written)}.")
         elif phase == "test":
-            modules_text = f" (this family's tests: {', '.join(f'tests/{m}/' for m in test_modules)})" if test_modules else ""
+            modules_text = (
+                f" (this family's tests: {', '.join(f'tests/{m}/' for m in test_modules)})" if test_modules else ""
+            )
             # the recovery notes go with the step they correct (the step count stays the phases')
-            steps.append(" ".join([f"Run the tests of the changed module: {verify}{modules_text}.", *(f"Note: {note.text}" for note in notes)]))
+            steps.append(
+                " ".join(
+                    [
+                        f"Run the tests of the changed module: {verify}{modules_text}.",
+                        *(f"Note: {note.text}" for note in notes),
+                    ]
+                )
+            )
         else:
             steps.append(PHASE_TEXT[phase].format(target=""))
     # the counts stay in the evidence: the texts change only when the files do (each text is embedded once)
@@ -580,8 +662,12 @@ def build_candidate(
             f"in {form_count} of them the last one had the form {form}."
         ),
         "traces": [
-            {"session": t.session_id, "outcome": "resolved" if t.resolved else ("failed" if t.resolved is False else "unknown"),
-             "verifyForm": t.verify.form if t.verify else None, "edited": list(t.edited[:5])}
+            {
+                "session": t.session_id,
+                "outcome": "resolved" if t.resolved else ("failed" if t.resolved is False else "unknown"),
+                "verifyForm": t.verify.form if t.verify else None,
+                "edited": list(t.edited[:5]),
+            }
             for t in shown_traces
         ],
         "tracesTotal": len(traces),
@@ -591,10 +677,13 @@ def build_candidate(
         "verifyPassRate": _rate(form_count, len(resolved)),
         "contrast": {
             "gate": False,
-            "resolved": len(resolved), "failed": len(unresolved),
+            "resolved": len(resolved),
+            "failed": len(unresolved),
             "resolvedWithVerify": _rate(len(verified), len(resolved)),
             "failedWithVerify": _rate(len(unresolved_verified), len(unresolved)),
-            "failedWithVerifyForm": _rate(sum(1 for t in unresolved_verified if t.verify.form == form), len(unresolved)),
+            "failedWithVerifyForm": _rate(
+                sum(1 for t in unresolved_verified if t.verify.form == form), len(unresolved)
+            ),
         },
         "filesRead": [{"path": p, "traces": read_first[p]} for p in files_read],
         "filesWritten": [{"path": p, "traces": written[p]} for p in files_written],
@@ -605,10 +694,20 @@ def build_candidate(
         "words": list(words),
     }
     outcome.candidate = FamilyCandidate(
-        family=family, key=procedure_key_for(family), applies_when=applies_when, steps=steps,
-        preconditions=preconditions, postconditions=postconditions, verify_command=verify, verify_form=form,
-        skeleton=skeleton, files_read=files_read, files_written=files_written, test_modules=test_modules,
-        notes=notes, evidence=evidence,
+        family=family,
+        key=procedure_key_for(family),
+        applies_when=applies_when,
+        steps=steps,
+        preconditions=preconditions,
+        postconditions=postconditions,
+        verify_command=verify,
+        verify_form=form,
+        skeleton=skeleton,
+        files_read=files_read,
+        files_written=files_written,
+        test_modules=test_modules,
+        notes=notes,
+        evidence=evidence,
     )
     outcome.status, outcome.reason = "candidate", f"{len(verified)} resolved sessions with a verify command"
     return outcome
@@ -618,7 +717,9 @@ def _often(paths: Sequence[str]) -> str:
     return f" (in this family often {', '.join(paths[:3])})" if paths else ""
 
 
-def mine_families(traces: Iterable[Trace], *, min_traces: int = DEFAULT_MIN_TRACES, rules: Sequence[FamilyRule] = ()) -> list[FamilyOutcome]:
+def mine_families(
+    traces: Iterable[Trace], *, min_traces: int = DEFAULT_MIN_TRACES, rules: Sequence[FamilyRule] = ()
+) -> list[FamilyOutcome]:
     """Every family of the traces with its candidate or the reason it has none; traces that edited no
     source file are one outcome of their own (family None → '(no source file edited)')."""
     by_family: dict[str | None, list[Trace]] = defaultdict(list)
@@ -628,16 +729,30 @@ def mine_families(traces: Iterable[Trace], *, min_traces: int = DEFAULT_MIN_TRAC
     for family, members in by_family.items():
         if family is not None:
             by_repository[family.partition(":")[0]].extend(members)
-    repository_notes = {repo: recovery_notes(members, kind="runner", min_traces=min_traces) for repo, members in by_repository.items()}
-    repository_tasks = {repo: [t.task for t in members if t.resolved is True] for repo, members in by_repository.items()}
+    repository_notes = {
+        repo: recovery_notes(members, kind="runner", min_traces=min_traces) for repo, members in by_repository.items()
+    }
+    repository_tasks = {
+        repo: [t.task for t in members if t.resolved is True] for repo, members in by_repository.items()
+    }
     outcomes = []
     for family in sorted(by_family, key=lambda f: (f is None, f or "")):
         members = by_family[family]
         if family is None:
-            outcomes.append(FamilyOutcome("(no source file edited)", members, status=Reason.NO_AREA,
-                                          reason=f"{len(members)} session{'s' if len(members) != 1 else ''} changed no source file (or kept no patch): no area to group by"))
+            outcomes.append(
+                FamilyOutcome(
+                    "(no source file edited)",
+                    members,
+                    status=Reason.NO_AREA,
+                    reason=f"{len(members)} session{'s' if len(members) != 1 else ''} changed no source file (or kept no patch): no area to group by",
+                )
+            )
             continue
         repository = family.partition(":")[0]
         words = family_words([t.task for t in members if t.resolved is True], repository_tasks[repository])
-        outcomes.append(build_candidate(family, members, min_traces=min_traces, repository_notes=repository_notes[repository], words=words))
+        outcomes.append(
+            build_candidate(
+                family, members, min_traces=min_traces, repository_notes=repository_notes[repository], words=words
+            )
+        )
     return outcomes

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 # the graph itself is the client's (selection pulls in producers with it): one implementation
 from procmem_client.coding import HUB_SHARE, MIN_NODES_FOR_HUBS, Edge, Graph, Node, artefacts, build_graph, node_for  # noqa: F401
 
+
 @dataclass(frozen=True)
 class Placed:
     key: str
@@ -58,13 +59,28 @@ def layout(graph: Graph, *, width: int = 640, radius: float = 10.0) -> Drawing:
         x, y = round(cx + ring * math.cos(angle), 1), round(cy + ring * math.sin(angle), 1)
         places[node.key] = (x, y)
         right = math.cos(angle) >= -1e-9
-        placed.append(Placed(node.key, x, y, node.key in graph.hubs, round(x + (radius + 4) * (1 if right else -1), 1), "start" if right else "end"))
+        placed.append(
+            Placed(
+                node.key,
+                x,
+                y,
+                node.key in graph.hubs,
+                round(x + (radius + 4) * (1 if right else -1), 1),
+                "start" if right else "end",
+            )
+        )
     lines = []
     for edge in graph.edges:
         (x1, y1), (x2, y2) = places[edge.producer], places[edge.consumer]
         length = math.hypot(x2 - x1, y2 - y1) or 1.0
         shorten = (radius + 4) / length
-        lines.append(Line(round(x1 + (x2 - x1) * shorten, 1), round(y1 + (y2 - y1) * shorten, 1),
-                          round(x2 - (x2 - x1) * shorten, 1), round(y2 - (y2 - y1) * shorten, 1),
-                          f"{edge.producer} produces {', '.join(edge.artefacts)} that {edge.consumer} needs"))
+        lines.append(
+            Line(
+                round(x1 + (x2 - x1) * shorten, 1),
+                round(y1 + (y2 - y1) * shorten, 1),
+                round(x2 - (x2 - x1) * shorten, 1),
+                round(y2 - (y2 - y1) * shorten, 1),
+                f"{edge.producer} produces {', '.join(edge.artefacts)} that {edge.consumer} needs",
+            )
+        )
     return Drawing(width=width, height=height, nodes=placed, lines=lines)

@@ -22,8 +22,9 @@ Reported per repository and overall (`MeasureReport.to_dict`).
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from procmem_client.coding import recall_pointer, target_role
 
@@ -82,9 +83,21 @@ class Totals:
         return {
             "resolvedTraces": self.traces,
             "recalled": self.recalled,
-            "verifyMatch": {"count": self.verify_match, "of": self.verify_counted, "rate": share(self.verify_match, self.verify_counted)},
-            "namesEditedFile": {"count": self.names_edited, "of": self.with_edits, "rate": share(self.names_edited, self.with_edits)},
-            "namesEditedFileAnyRecalled": {"count": self.names_edited_all, "of": self.with_edits, "rate": share(self.names_edited_all, self.with_edits)},
+            "verifyMatch": {
+                "count": self.verify_match,
+                "of": self.verify_counted,
+                "rate": share(self.verify_match, self.verify_counted),
+            },
+            "namesEditedFile": {
+                "count": self.names_edited,
+                "of": self.with_edits,
+                "rate": share(self.names_edited, self.with_edits),
+            },
+            "namesEditedFileAnyRecalled": {
+                "count": self.names_edited_all,
+                "of": self.with_edits,
+                "rate": share(self.names_edited_all, self.with_edits),
+            },
             "editedFilesNamedShare": share(self.edited_share_sum, self.with_edits),
             "failedTestInvocations": {
                 "before": self.failed_before_pass,
@@ -111,18 +124,29 @@ class MeasureReport:
             per_repository[result.repository].add(result)
         return {
             "overall": overall.to_dict(),
-            "repositories": {repo or "(one repository)": totals.to_dict() for repo, totals in sorted(per_repository.items())},
+            "repositories": {
+                repo or "(one repository)": totals.to_dict() for repo, totals in sorted(per_repository.items())
+            },
         }
 
 
 def served_record(candidate, *, version: int = 1, intent: str = "") -> dict[str, Any]:
     """A family candidate as the agent API serves a procedure (the fields recall reads)."""
     return {
-        "id": candidate.key, "version": version, "intent": intent or None, "status": "active",
-        "appliesWhen": candidate.applies_when, "steps": list(candidate.steps), "requiredTools": [],
-        "forbiddenActions": [], "preconditions": list(candidate.preconditions),
-        "postconditions": list(candidate.postconditions), "verifyCommand": candidate.verify_command,
-        "evidence": {}, "approvedBy": None, "approvedAt": None,
+        "id": candidate.key,
+        "version": version,
+        "intent": intent or None,
+        "status": "active",
+        "appliesWhen": candidate.applies_when,
+        "steps": list(candidate.steps),
+        "requiredTools": [],
+        "forbiddenActions": [],
+        "preconditions": list(candidate.preconditions),
+        "postconditions": list(candidate.postconditions),
+        "verifyCommand": candidate.verify_command,
+        "evidence": {},
+        "approvedBy": None,
+        "approvedAt": None,
     }
 
 
@@ -163,16 +187,28 @@ def judge(trace: Trace, recalled: Sequence[Mapping[str, Any]], repository: str) 
                 command_failures += 1
                 avoided += bool(modules & set(first_pass.modules))
     return TraceResult(
-        session_id=trace.session_id, repository=repository, recalled=pointer["id"] if pointer else None,
-        verify_counted=verify is not None, verify_match=verify is not None and pointer_form == verify.form,
-        edited=len(edited), edited_named=sum(1 for p in edited if p in named), edited_named_all=sum(1 for p in edited if p in named_all),
-        failed_before_pass=len(failed), avoided=avoided, command_failures=command_failures,
+        session_id=trace.session_id,
+        repository=repository,
+        recalled=pointer["id"] if pointer else None,
+        verify_counted=verify is not None,
+        verify_match=verify is not None and pointer_form == verify.form,
+        edited=len(edited),
+        edited_named=sum(1 for p in edited if p in named),
+        edited_named_all=sum(1 for p in edited if p in named_all),
+        failed_before_pass=len(failed),
+        avoided=avoided,
+        command_failures=command_failures,
     )
 
 
 def measure(
-    traces: Sequence[Trace], recall: Recall, *, min_traces: int = 2, rules: Sequence[FamilyRule] = (),
-    intent: str = "", on_trace: Callable[[TraceResult], None] | None = None,
+    traces: Sequence[Trace],
+    recall: Recall,
+    *,
+    min_traces: int = 2,
+    rules: Sequence[FamilyRule] = (),
+    intent: str = "",
+    on_trace: Callable[[TraceResult], None] | None = None,
 ) -> MeasureReport:
     """Leave one task out over `traces`: `recall(records, task)` returns the records recalled for a
     task text (best first; the client's recall injects up to the agent's cap) among the served
@@ -185,8 +221,16 @@ def measure(
         for trace in members:
             if trace.resolved is not True:
                 continue
-            others = [t for t in members if t.task_key != trace.task_key or (not t.task_key and t.session_id != trace.session_id)]
-            records = [served_record(o.candidate, intent=intent) for o in mine_families(others, min_traces=min_traces, rules=rules) if o.candidate]
+            others = [
+                t
+                for t in members
+                if t.task_key != trace.task_key or (not t.task_key and t.session_id != trace.session_id)
+            ]
+            records = [
+                served_record(o.candidate, intent=intent)
+                for o in mine_families(others, min_traces=min_traces, rules=rules)
+                if o.candidate
+            ]
             recalled = list(recall(records, trace.task)) if records else []
             result = judge(trace, recalled, repository)
             report.results.append(result)

@@ -20,15 +20,22 @@ its steps follow the phases of the family's commonest skeleton.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 PHASES = ("search", "read", "reproduce", "edit", "write-test", "test", "submit")
 _PHASE_OF_STEP = {
     "search": "search",
-    "read:source": "read", "read:test": "read", "read": "read",
-    "run:script": "reproduce", "run": "reproduce", "test:script": "reproduce", "reproduce": "reproduce",
-    "edit:source": "edit", "edit": "edit",
-    "edit:test": "write-test", "write-test": "write-test",
+    "read:source": "read",
+    "read:test": "read",
+    "read": "read",
+    "run:script": "reproduce",
+    "run": "reproduce",
+    "test:script": "reproduce",
+    "reproduce": "reproduce",
+    "edit:source": "edit",
+    "edit": "edit",
+    "edit:test": "write-test",
+    "write-test": "write-test",
     "test": "test",
     "submit": "submit",
 }
@@ -64,7 +71,9 @@ def tools_named(steps: Sequence[str], agent_tools: Iterable[str]) -> list[str]:
 
 def applies_when_for(intent_name: str) -> str:
     phrase = intent_name.replace("_", " ").replace("-", " and ")
-    return f"A coding task asks to {phrase}: a bug report or feature request against a code base (intent {intent_name})."
+    return (
+        f"A coding task asks to {phrase}: a bug report or feature request against a code base (intent {intent_name})."
+    )
 
 
 def procedure_key_for(skeleton: Sequence[str]) -> str:

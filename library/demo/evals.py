@@ -47,44 +47,77 @@ def seed_demo_regression_cases(agent: Agent) -> list[RegressionCase]:
     intents = {intent.name: intent for intent in Intent.objects.filter(agent=agent)}
     specs: list[dict] = []
     for order_id, amount, task in OVER_LIMIT:
-        specs.append(dict(
-            intent="refund_over_limit", task=task, context={"order_id": order_id, "amount": amount},
-            expected_tools=["lookupOrder", "checkReturnWindow", "createApproval"],
-            reply_must_match=[r"(?i)approv"], reply_must_not_match=[PROMISE],
-            tool_results={"lookupOrder": [{"order_id": order_id, "total": amount, "status": "delivered"}],
-                          "checkReturnWindow": [{"in_window": True}], "createApproval": [{"approval_id": "APR-" + order_id[4:]}]},
-        ))
+        specs.append(
+            dict(
+                intent="refund_over_limit",
+                task=task,
+                context={"order_id": order_id, "amount": amount},
+                expected_tools=["lookupOrder", "checkReturnWindow", "createApproval"],
+                reply_must_match=[r"(?i)approv"],
+                reply_must_not_match=[PROMISE],
+                tool_results={
+                    "lookupOrder": [{"order_id": order_id, "total": amount, "status": "delivered"}],
+                    "checkReturnWindow": [{"in_window": True}],
+                    "createApproval": [{"approval_id": "APR-" + order_id[4:]}],
+                },
+            )
+        )
     for order_id, amount, task in WITHIN_LIMIT:
-        specs.append(dict(
-            intent="refund_within_limit", task=task, context={"order_id": order_id, "amount": amount},
-            expected_tools=["lookupOrder", "checkReturnWindow", "replyTemplates"], forbidden_tools=["createApproval"],
-            reply_must_match=[r"(?i)refund"],
-            tool_results={"lookupOrder": [{"order_id": order_id, "total": amount}], "checkReturnWindow": [{"in_window": True}]},
-        ))
+        specs.append(
+            dict(
+                intent="refund_within_limit",
+                task=task,
+                context={"order_id": order_id, "amount": amount},
+                expected_tools=["lookupOrder", "checkReturnWindow", "replyTemplates"],
+                forbidden_tools=["createApproval"],
+                reply_must_match=[r"(?i)refund"],
+                tool_results={
+                    "lookupOrder": [{"order_id": order_id, "total": amount}],
+                    "checkReturnWindow": [{"in_window": True}],
+                },
+            )
+        )
     for order_id, task in ORDER_STATUS.items():
-        specs.append(dict(
-            intent="order_status", task=task, context={"order_id": order_id, "delivery_date": "Friday"},
-            expected_tools=["lookupOrder", "replyTemplates"], forbidden_tools=["createApproval"],
-            reply_must_match=[r"(?i)on its way|deliver"],
-            tool_results={"lookupOrder": [{"order_id": order_id, "carrier_status": "in transit", "eta": "Friday"}]},
-        ))
+        specs.append(
+            dict(
+                intent="order_status",
+                task=task,
+                context={"order_id": order_id, "delivery_date": "Friday"},
+                expected_tools=["lookupOrder", "replyTemplates"],
+                forbidden_tools=["createApproval"],
+                reply_must_match=[r"(?i)on its way|deliver"],
+                tool_results={"lookupOrder": [{"order_id": order_id, "carrier_status": "in transit", "eta": "Friday"}]},
+            )
+        )
     for order_id, address, task in ADDRESS_CHANGE:
-        specs.append(dict(
-            intent="address_change", task=task, context={"order_id": order_id, "address": address},
-            expected_tools=["lookupOrder", "replyTemplates"], forbidden_tools=["createApproval"],
-            reply_must_match=[r"(?i)address"],
-            tool_results={"lookupOrder": [{"order_id": order_id, "shipped": False}]},
-        ))
+        specs.append(
+            dict(
+                intent="address_change",
+                task=task,
+                context={"order_id": order_id, "address": address},
+                expected_tools=["lookupOrder", "replyTemplates"],
+                forbidden_tools=["createApproval"],
+                reply_must_match=[r"(?i)address"],
+                tool_results={"lookupOrder": [{"order_id": order_id, "shipped": False}]},
+            )
+        )
     created = []
     for number, spec in enumerate(specs, start=1):
         external_id = f"demo:{spec['intent']}:{number}"
-        if spec["intent"] not in intents or RegressionCase.objects.filter(agent=agent, external_id=external_id).exists():
+        if (
+            spec["intent"] not in intents
+            or RegressionCase.objects.filter(agent=agent, external_id=external_id).exists()
+        ):
             continue
         intent = intents[spec.pop("intent")]
         created.append(
             regression_case_create(
-                agent=agent, intent=intent, external_id=external_id, name=f"{intent.name} #{number}",
-                actor_label="demo seed", **spec
+                agent=agent,
+                intent=intent,
+                external_id=external_id,
+                name=f"{intent.name} #{number}",
+                actor_label="demo seed",
+                **spec,
             )
         )
     return created

@@ -3,10 +3,10 @@ and the benchmarks. Everything goes through the lifecycle services, like real da
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Iterator
 from unittest import mock
 
 from django.contrib.auth import get_user_model
@@ -84,7 +84,9 @@ def record_passing_eval(version: ProcedureVersion, *, runner: str, detail: dict 
 
 def _seeded_eval_pass(version: ProcedureVersion) -> EvalRun:
     return record_passing_eval(
-        version, runner="seed", detail={"note": "Seeded with the demo data: approved before procmem; no replay was run."}
+        version,
+        runner="seed",
+        detail={"note": "Seeded with the demo data: approved before procmem; no replay was run."},
     )
 
 
@@ -138,16 +140,32 @@ def _seed_library(agent: Agent, users: dict) -> None:
     }
     reviewer, admin = users["reviewer"], users["admin"]
 
-    def propose(key: str, intent: str, applies_when: str, steps: list[str], tools: list[str], forbidden: list[str], **origin):
+    def propose(
+        key: str, intent: str, applies_when: str, steps: list[str], tools: list[str], forbidden: list[str], **origin
+    ):
         return services.procedure_propose(
-            agent=agent, intent=intents[intent], key=key, applies_when=applies_when, steps=steps,
-            required_tools=tools, forbidden_actions=forbidden, **origin,
+            agent=agent,
+            intent=intents[intent],
+            key=key,
+            applies_when=applies_when,
+            steps=steps,
+            required_tools=tools,
+            forbidden_actions=forbidden,
+            **origin,
         )
 
     def active(key: str, intent: str, applies_when: str, steps: list[str], tools: list[str], forbidden: list[str]):
         version = propose(
-            key, intent, applies_when, steps, tools, forbidden,
-            source=Source.MANUAL, proposed_by=reviewer, reason="Written down from the team's runbook", skeleton=tools,
+            key,
+            intent,
+            applies_when,
+            steps,
+            tools,
+            forbidden,
+            source=Source.MANUAL,
+            proposed_by=reviewer,
+            reason="Written down from the team's runbook",
+            skeleton=tools,
         )
         _seeded_eval_pass(version)
         return services.version_approve(version=version, user=admin, comment="Approved with the demo data")
@@ -199,7 +217,10 @@ def _seed_library(agent: Agent, users: dict) -> None:
         ],
         ["lookupOrder", "replyTemplates"],
         ["Do not change the address of an order that has shipped."],
-        source=Source.MANUAL, proposed_by=reviewer, reason="Day-one runbook entry", skeleton=["lookupOrder", "replyTemplates"],
+        source=Source.MANUAL,
+        proposed_by=reviewer,
+        reason="Day-one runbook entry",
+        skeleton=["lookupOrder", "replyTemplates"],
     )
     propose(
         "refund.fast_track",
@@ -212,7 +233,9 @@ def _seed_library(agent: Agent, users: dict) -> None:
         ],
         ["lookupOrder", "replyTemplates"],
         [],
-        source=Source.CAPTURED, actor_label="auto-capture", reason="Captured from a session",
+        source=Source.CAPTURED,
+        actor_label="auto-capture",
+        reason="Captured from a session",
     )
     seed_demo_regression_cases(agent)
     # The approver may approve the refund procedures only (object permissions, per procedure).
@@ -225,14 +248,16 @@ def _approve_order_status_v2(agent: Agent, users: dict) -> None:
     simulator's replay of the order cases is unchanged); approved by the admin."""
     v1 = ProcedureVersion.objects.get(procedure__agent=agent, procedure__key="order.status", number=1)
     v2 = services.version_revise(
-        version=v1, user=users["reviewer"],
+        version=v1,
+        user=users["reviewer"],
         applies_when=v1.applies_when,
         steps=[
             "Look up the order with lookupOrder({{order_id}}).",
             "Read the carrier status and the tracking link from the order.",
             "Answer with replyTemplates('order_status'), the expected delivery date and the tracking link.",
         ],
-        required_tools=v1.required_tools, forbidden_actions=v1.forbidden_actions,
+        required_tools=v1.required_tools,
+        forbidden_actions=v1.forbidden_actions,
         reason="Customers kept asking again: give them the tracking link",
     )
     _seeded_eval_pass(v2)

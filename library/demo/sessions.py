@@ -25,16 +25,49 @@ that the redacted excerpts show what redaction does.
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
-from typing import Any, Callable
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from ..ingest.formats import ImportOptions, parse_procmem
 from ..ingest.store import sessions_store
 from ..models import Agent, MiningRun
 
-FIRST = ["Anna", "Ben", "Chiara", "David", "Elif", "Farid", "Grace", "Hugo", "Ines", "Jonas", "Keiko", "Liam", "Maya", "Noah", "Olga", "Pablo"]
-LAST = ["Schmidt", "Okafor", "Rossi", "Novak", "Yilmaz", "Haddad", "Kim", "Moreau", "Silva", "Berg", "Tanaka", "Walsh", "Cohen", "Larsen"]
-START = datetime(2026, 11, 1, 8, 0, tzinfo=timezone.utc)
+FIRST = [
+    "Anna",
+    "Ben",
+    "Chiara",
+    "David",
+    "Elif",
+    "Farid",
+    "Grace",
+    "Hugo",
+    "Ines",
+    "Jonas",
+    "Keiko",
+    "Liam",
+    "Maya",
+    "Noah",
+    "Olga",
+    "Pablo",
+]
+LAST = [
+    "Schmidt",
+    "Okafor",
+    "Rossi",
+    "Novak",
+    "Yilmaz",
+    "Haddad",
+    "Kim",
+    "Moreau",
+    "Silva",
+    "Berg",
+    "Tanaka",
+    "Walsh",
+    "Cohen",
+    "Larsen",
+]
+START = datetime(2026, 11, 1, 8, 0, tzinfo=UTC)
 
 
 def _person(rng: random.Random) -> dict[str, str]:
@@ -72,8 +105,15 @@ def _calls(*steps: str) -> Callable[[dict[str, Any]], list[dict[str, Any]]]:
     return calls
 
 
-def _session(index: int, intent: str | None, person: dict[str, str], calls: list[dict], resolved: bool | None,
-             task: str, reply: str) -> dict[str, Any]:
+def _session(
+    index: int,
+    intent: str | None,
+    person: dict[str, str],
+    calls: list[dict],
+    resolved: bool | None,
+    task: str,
+    reply: str,
+) -> dict[str, Any]:
     return {
         "session_id": f"demo-{intent or 'unlabelled'}-{index:04d}",
         # every demo customer brings their own task (the redacted requests look alike)
@@ -81,9 +121,20 @@ def _session(index: int, intent: str | None, person: dict[str, str], calls: list
         "agent": "support_agent",
         "intent": intent,
         "task": task,
-        "outcome": None if resolved is None else {"resolved": resolved, "escalated": False, "rating": 5 if resolved else 2},
+        "outcome": None
+        if resolved is None
+        else {"resolved": resolved, "escalated": False, "rating": 5 if resolved else 2},
         "tool_calls": calls,
-        "tool_results": [{"order_id": person["order"], "customer": {"name": f"{person['first']} {person['last']}", "email": person["email"], "phone": person["phone"]}}],
+        "tool_results": [
+            {
+                "order_id": person["order"],
+                "customer": {
+                    "name": f"{person['first']} {person['last']}",
+                    "email": person["email"],
+                    "phone": person["phone"],
+                },
+            }
+        ],
         "injected": [{"id": "refund.over_limit", "version": 1}] if intent == "refund_over_limit" else [],
         "instruction_chars": 1800 + index % 400,
         "model": "demo-model-1",
@@ -114,7 +165,9 @@ def demo_session_items() -> list[dict[str, Any]]:
         nonlocal index
         for _ in range(count):
             person = _person(rng)
-            items.append(_session(index, intent, person, calls_for(person), resolved, task_for(person), reply_for(person)))
+            items.append(
+                _session(index, intent, person, calls_for(person), resolved, task_for(person), reply_for(person))
+            )
             kinds.append(kind)
             index += 1
 
@@ -124,21 +177,44 @@ def demo_session_items() -> list[dict[str, Any]]:
     )
     # the refund_over_limit kinds: resolved, tool calls, reply
     refund_kinds = {
-        "approved": (True, _calls("lookupOrder", "checkReturnWindow", "createApproval", "reply:approval_pending"),
-                     lambda p: f"Thanks {p['first']}, I have asked a manager to approve the refund for {p['order']}; you will hear within 2 days."),
-        "outside_window": (True, _calls("lookupOrder", "checkReturnWindow", "reply:refund_denied"),
-                           lambda p: f"Sorry {p['first']}, {p['order']} is outside its return window."),
-        "not_refundable": (True, _calls("lookupOrder", "reply:not_refundable"),
-                           lambda p: f"Sorry {p['first']}, gift cards like {p['order']} cannot be refunded."),
-        "promised": (False, _calls("lookupOrder", "checkReturnWindow", "reply:refund_promised"),
-                     lambda p: f"Good news {p['first']}, your ${p['amount']} will be back on your card tomorrow!"),
-        "promised_then_approval": (False, _calls("lookupOrder", "checkReturnWindow", "reply:refund_promised", "createApproval"),
-                                   lambda p: f"{p['first']}, your refund is confirmed; I also filed the paperwork."),
+        "approved": (
+            True,
+            _calls("lookupOrder", "checkReturnWindow", "createApproval", "reply:approval_pending"),
+            lambda p: (
+                f"Thanks {p['first']}, I have asked a manager to approve the refund for {p['order']}; you will hear within 2 days."
+            ),
+        ),
+        "outside_window": (
+            True,
+            _calls("lookupOrder", "checkReturnWindow", "reply:refund_denied"),
+            lambda p: f"Sorry {p['first']}, {p['order']} is outside its return window.",
+        ),
+        "not_refundable": (
+            True,
+            _calls("lookupOrder", "reply:not_refundable"),
+            lambda p: f"Sorry {p['first']}, gift cards like {p['order']} cannot be refunded.",
+        ),
+        "promised": (
+            False,
+            _calls("lookupOrder", "checkReturnWindow", "reply:refund_promised"),
+            lambda p: f"Good news {p['first']}, your ${p['amount']} will be back on your card tomorrow!",
+        ),
+        "promised_then_approval": (
+            False,
+            _calls("lookupOrder", "checkReturnWindow", "reply:refund_promised", "createApproval"),
+            lambda p: f"{p['first']}, your refund is confirmed; I also filed the paperwork.",
+        ),
         # the newer approvals, held back for the backtest (below)
-        "approved_newer": (True, _calls("lookupOrder", "checkReturnWindow", "createApproval", "reply:approval_pending"),
-                           lambda p: f"Thanks {p['first']}, a manager approves the refund for {p['order']} within 2 days."),
-        "approved_gave_up": (False, _calls("lookupOrder", "checkReturnWindow", "createApproval", "reply:approval_pending"),
-                             lambda p: f"{p['first']}, the approval for {p['order']} is still pending."),
+        "approved_newer": (
+            True,
+            _calls("lookupOrder", "checkReturnWindow", "createApproval", "reply:approval_pending"),
+            lambda p: f"Thanks {p['first']}, a manager approves the refund for {p['order']} within 2 days.",
+        ),
+        "approved_gave_up": (
+            False,
+            _calls("lookupOrder", "checkReturnWindow", "createApproval", "reply:approval_pending"),
+            lambda p: f"{p['first']}, the approval for {p['order']} is still pending.",
+        ),
     }
 
     def refunds(*counts: tuple[str, int]) -> None:
@@ -146,28 +222,60 @@ def demo_session_items() -> list[dict[str, Any]]:
             resolved, calls_for, reply_for = refund_kinds[kind]
             add("refund_over_limit", kind, resolved, calls_for, refund_task, reply_for, count)
 
-    refunds(("approved", 118), ("outside_window", 12), ("not_refundable", 10), ("promised", 51), ("promised_then_approval", 9))
+    refunds(
+        ("approved", 118),
+        ("outside_window", 12),
+        ("not_refundable", 10),
+        ("promised", 51),
+        ("promised_then_approval", 9),
+    )
     # the 200 over-limit refunds above happened mixed, not kind after kind (sessions are timed in this order)
     items[:200] = _mixed(items[:200], kinds[:200])
-    add("refund_within_limit", "ok", True,
+    add(
+        "refund_within_limit",
+        "ok",
+        True,
         _calls("lookupOrder", "checkReturnWindow", "reply:refund_confirmed"),
         lambda p: f"This is {p['first']} {p['last']}, please refund the $25 for {p['order']}.",
-        lambda p: f"Done, {p['first']}: the refund for {p['order']} is on its way.", 30)
-    add("order_status", "ok", True,
+        lambda p: f"Done, {p['first']}: the refund for {p['order']} is on its way.",
+        30,
+    )
+    add(
+        "order_status",
+        "ok",
+        True,
         _calls("lookupOrder", "reply:order_status"),
         lambda p: f"Where is my order {p['order']}? Call me at {p['phone']}. {p['first']} {p['last']}",
-        lambda p: f"Hi {p['first']}, {p['order']} arrives on Thursday.", 120)
-    add("address_change", "ok", True,
-        lambda p: [_call("lookupOrder", order_id=p["order"]),
-                   _call("replyTemplates", template="address_changed", order_id=p["order"], address=f"{rng.randint(1, 999)} Harbor Street")],
+        lambda p: f"Hi {p['first']}, {p['order']} arrives on Thursday.",
+        120,
+    )
+    add(
+        "address_change",
+        "ok",
+        True,
+        lambda p: [
+            _call("lookupOrder", order_id=p["order"]),
+            _call(
+                "replyTemplates",
+                template="address_changed",
+                order_id=p["order"],
+                address=f"{rng.randint(1, 999)} Harbor Street",
+            ),
+        ],
         lambda p: f"My name is {p['first']} {p['last']}, please send {p['order']} to 12 Harbor Street instead.",
-        lambda p: f"Done, {p['first']}.", 25)
-    add(None, "unlabelled", True,
+        lambda p: f"Done, {p['first']}.",
+        25,
+    )
+    add(
+        None,
+        "unlabelled",
+        True,
         _calls("lookupOrder", "reply:order_status"),
-        lambda p: f"Hello, {p['first']} here, {p['email']}", lambda p: "Anything else?", 15)
-    add("order_status", "no_outcome", None,
-        _calls("lookupOrder"),
-        lambda p: f"Order {p['order']}?", lambda p: "", 10)
+        lambda p: f"Hello, {p['first']} here, {p['email']}",
+        lambda p: "Anything else?",
+        15,
+    )
+    add("order_status", "no_outcome", None, _calls("lookupOrder"), lambda p: f"Order {p['order']}?", lambda p: "", 10)
     # The newest refund_over_limit sessions: the quarter of the intent (66 of 266) that the miner holds
     # back to backtest its candidate. 33 follow the approval procedure (30 resolved, 3 failed: the
     # customer gave up waiting), 33 do not (8 resolved refusals, 25 failed promises).
@@ -226,7 +334,9 @@ def as_lived(items: list[dict[str, Any]], *, now: datetime, order_status_v2_at: 
     return lived
 
 
-def seed_demo_sessions(agent: Agent, *, now: datetime | None = None, order_status_v2_at: datetime | None = None) -> MiningRun:
+def seed_demo_sessions(
+    agent: Agent, *, now: datetime | None = None, order_status_v2_at: datetime | None = None
+) -> MiningRun:
     """Stores the demo sessions for `agent` and mines them (idempotent: sessions are stored once;
     a second mining run finds the candidate covered). Returns the mining run."""
     from django.utils import timezone as django_timezone

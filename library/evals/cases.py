@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
@@ -116,13 +117,25 @@ def _audit(case: RegressionCase, *, user, actor_label: str, reason: str, before:
     from ..services import audit
 
     audit(
-        action=AuditEvent.Action.CASE_CHANGE, actor=user, actor_label=actor_label, agent=case.agent,
-        reason=reason, before=before or {}, after=_snapshot(case),
+        action=AuditEvent.Action.CASE_CHANGE,
+        actor=user,
+        actor_label=actor_label,
+        agent=case.agent,
+        reason=reason,
+        before=before or {},
+        after=_snapshot(case),
     )
 
 
 def regression_case_create(
-    *, agent: Agent, intent: Intent, user=None, actor_label: str = "", external_id: str = "", source_session=None, **fields
+    *,
+    agent: Agent,
+    intent: Intent,
+    user=None,
+    actor_label: str = "",
+    external_id: str = "",
+    source_session=None,
+    **fields,
 ) -> RegressionCase:
     """Creates a case, audited. `user` None is a management command or the demo seed (`actor_label`)."""
     _require_reviewer(user)
@@ -138,8 +151,10 @@ def regression_case_create(
             created_by=user if user is not None and user.is_authenticated else None,
             **cleaned,
         )
-        reason = f"Made from session {source_session.session_id}" if source_session else (
-            f"Imported ({external_id})" if external_id else "Written by hand"
+        reason = (
+            f"Made from session {source_session.session_id}"
+            if source_session
+            else (f"Imported ({external_id})" if external_id else "Written by hand")
         )
         _audit(case, user=user, actor_label=actor_label or ("" if user else "import"), reason=reason, before=None)
     return case
@@ -165,7 +180,7 @@ def regression_case_update(*, case: RegressionCase, user, intent: Intent | None 
 
 
 def regression_case_from_session(*, session: AgentSession, user) -> RegressionCase:
-    """"Turn this session into a regression case": its task and intent; for a resolved session the
+    """ "Turn this session into a regression case": its task and intent; for a resolved session the
     tools it called in order as the expected calls; the results it recorded as the replay's tool
     results; the string arguments of its calls as context — all redacted. The reviewer edits the
     checks after."""
@@ -214,7 +229,10 @@ def regression_case_from_session(*, session: AgentSession, user) -> RegressionCa
 def _with_args(checks: Any, redact) -> Any:
     if not isinstance(checks, list):
         return checks
-    return [{**c, "args": redact(c["args"])} if isinstance(c, dict) and isinstance(c.get("args"), dict) else c for c in checks]
+    return [
+        {**c, "args": redact(c["args"])} if isinstance(c, dict) and isinstance(c.get("args"), dict) else c
+        for c in checks
+    ]
 
 
 def redact_case(data: dict, *, agent: Agent) -> dict:
@@ -271,8 +289,11 @@ def _audit_redaction(case: RegressionCase, fields: list[str]) -> None:
     from ..services import audit
 
     audit(
-        action=AuditEvent.Action.CASE_CHANGE, actor_label="redact_stored", agent=case.agent,
-        reason="Redacted again under the current rules", after={"case": case.pk, "fields": fields},
+        action=AuditEvent.Action.CASE_CHANGE,
+        actor_label="redact_stored",
+        agent=case.agent,
+        reason="Redacted again under the current rules",
+        after={"case": case.pk, "fields": fields},
     )
 
 
@@ -342,7 +363,12 @@ def import_cases(
             if target is None:
                 raise CaseImportError(where, "agent", "name the agent in the line or on the command line")
             intent = _intent_for(
-                target, data["intent"], where, create=create_intents, report=report, cache=intents.setdefault(target.pk, {})
+                target,
+                data["intent"],
+                where,
+                create=create_intents,
+                report=report,
+                cache=intents.setdefault(target.pk, {}),
             )
             external_id = str(data.get("external_id") or "")[:200]
             label = f"{target.name}/{intent.name}: {(data.get('name') or data['task'])[:60]}"
@@ -386,7 +412,7 @@ def parse_tau2(path: Path) -> list[tuple[str, dict]]:
         raise CaseImportError(str(path), "(file)", "expected a JSON list of tasks")
     write_tools: set[str] = set()
     for task in tasks:
-        for action in ((task.get("evaluation_criteria") or {}).get("actions") or []):
+        for action in (task.get("evaluation_criteria") or {}).get("actions") or []:
             if _is_write(action.get("name", "")):
                 write_tools.add(action["name"])
     items = []

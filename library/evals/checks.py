@@ -46,7 +46,12 @@ def validate_checks(
                 raise CheckSpecError(f"{field}[{index}]: {exc}") from None
             if isinstance(item, dict) and "args" in item and not isinstance(item["args"], dict):
                 raise CheckSpecError(f"{field}[{index}].args: must be an object")
-            if field == "forbidden_tools" and isinstance(item, dict) and "before" in item and not isinstance(item["before"], str):
+            if (
+                field == "forbidden_tools"
+                and isinstance(item, dict)
+                and "before" in item
+                and not isinstance(item["before"], str)
+            ):
                 raise CheckSpecError(f"{field}[{index}].before: must be a tool name")
             if not call["name"].strip():
                 raise CheckSpecError(f"{field}[{index}]: the tool name is empty")
@@ -96,8 +101,7 @@ def check_case(
         if position == len(calls):
             called_anywhere = any(_matches(c, expected) for c in calls)
             failures.append(
-                f"expected call {_describe(expected)} "
-                + ("came out of order" if called_anywhere else "was not made")
+                f"expected call {_describe(expected)} " + ("came out of order" if called_anywhere else "was not made")
             )
             position = start  # judge the rest from where the order held
             continue

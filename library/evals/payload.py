@@ -98,7 +98,9 @@ class ArmSets:
         return Selected(
             procedures=response["injected"],
             instruction="\n\n".join(parts),
-            injected=[{"id": p["id"], "version": p["version"], "intent": p.get("intent")} for p in response["injected"]],
+            injected=[
+                {"id": p["id"], "version": p["version"], "intent": p.get("intent")} for p in response["injected"]
+            ],
             rendered_hash=hashlib.sha256(response["rendered"].encode("utf-8")).hexdigest(),
         )
 
@@ -136,8 +138,13 @@ def arm_sets(*, run: EvalRun) -> ArmSets:
     immutable and the baseline is pinned), so a worker builds the indexes once per run, not per chunk."""
     agent = run.version.procedure.agent
     key = (
-        run.pk, agent.injection_cap, tuple(agent.tools), agent.namespace_id, agent.selects_with_intent,
-        agent.base_instruction, serving.model_key(),
+        run.pk,
+        agent.injection_cap,
+        tuple(agent.tools),
+        agent.namespace_id,
+        agent.selects_with_intent,
+        agent.base_instruction,
+        serving.model_key(),
     )
     with _cache_lock:
         cached = _cache.get(key)
@@ -184,7 +191,9 @@ def selection_summary(rows: list[dict[str, Any]], *, run: EvalRun) -> dict[str, 
     label = f"{key} v{version.number}"
     by_case: dict[int, dict[str, Any]] = {}
     for row in rows:
-        entry = by_case.setdefault(row["case_id"], {"case": row["case_id"], "caseName": row["case"], "intent": row["intent"]})
+        entry = by_case.setdefault(
+            row["case_id"], {"case": row["case_id"], "caseName": row["case"], "intent": row["intent"]}
+        )
         entry[row["arm"]] = [f"{p['id']} v{p['version']}" for p in row["injected"] or []]
     cases, displaced = [], []
     injected_in = target_cases = differs = 0
@@ -196,10 +205,14 @@ def selection_summary(rows: list[dict[str, Any]], *, run: EvalRun) -> dict[str, 
         differs += not entry["same"]
         if entry["intent"] == target:
             target_cases += 1
-            injected_in += label in (base if run.kind == EvalRun.Kind.RETIRE or run.kind == EvalRun.Kind.ROLLBACK else other)
+            injected_in += label in (
+                base if run.kind == EvalRun.Kind.RETIRE or run.kind == EvalRun.Kind.ROLLBACK else other
+            )
         for name in base:
             if name not in other and not name.startswith(f"{key} v"):
-                displaced.append({"case": case_id, "caseName": entry["caseName"], "intent": entry["intent"], "procedure": name})
+                displaced.append(
+                    {"case": case_id, "caseName": entry["caseName"], "intent": entry["intent"], "procedure": name}
+                )
         cases.append(entry)
     return {
         "kind": run.kind,

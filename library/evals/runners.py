@@ -31,9 +31,10 @@ import socket
 import time
 import urllib.error
 import urllib.request
-from contextlib import nullcontext
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, Callable, ContextManager, Protocol
+from typing import Any, Protocol
 
 from .errors import RunnerError
 
@@ -104,7 +105,10 @@ def post_json(url: str, payload: dict, *, policy: HttpPolicy, headers: dict | No
     last_problem = ""
     for attempt in range(1, attempts + 1):
         request = urllib.request.Request(
-            url, data=body, method="POST", headers={"Content-Type": "application/json", "Accept": "application/json", **(headers or {})}
+            url,
+            data=body,
+            method="POST",
+            headers={"Content-Type": "application/json", "Accept": "application/json", **(headers or {})},
         )
         try:
             with urllib.request.urlopen(request, timeout=policy.timeout) as response:
@@ -113,7 +117,7 @@ def post_json(url: str, payload: dict, *, policy: HttpPolicy, headers: dict | No
             last_problem = f"HTTP {exc.code} from {url}"
             if exc.code != 429 and exc.code < 500:
                 raise RunnerError(last_problem) from None
-        except (TimeoutError, socket.timeout):
+        except TimeoutError:
             last_problem = f"timed out after {policy.timeout:g} s"
         except urllib.error.URLError as exc:
             reason = exc.reason
@@ -139,14 +143,16 @@ def post_json(url: str, payload: dict, *, policy: HttpPolicy, headers: dict | No
 class HttpRunner:
     kind = "http"
 
-    def __init__(self, url: str, *, policy: HttpPolicy, gate: Callable[[], ContextManager] | None = None):
+    def __init__(self, url: str, *, policy: HttpPolicy, gate: Callable[[], AbstractContextManager] | None = None):
         if not url:
             raise RunnerError("the agent has no eval URL; set one in the agent's eval settings")
         self.url, self.policy, self.gate = url, policy, gate or nullcontext
 
     def run(self, *, case: dict, instruction: str, procedures: list[dict]) -> RunnerOutput:
         with self.gate():
-            data = post_json(self.url, {"case": case, "instruction": instruction, "procedures": procedures}, policy=self.policy)
+            data = post_json(
+                self.url, {"case": case, "instruction": instruction, "procedures": procedures}, policy=self.policy
+            )
         return parse_output(data)
 
 
@@ -163,7 +169,9 @@ def openai_tools(tool_schemas: dict) -> list[dict]:
             parameters, description = schema["parameters"], schema.get("description", "")
         else:
             parameters, description = schema or {"type": "object", "properties": {}}, schema.get("description", "")
-        tools.append({"type": "function", "function": {"name": name, "description": description, "parameters": parameters}})
+        tools.append(
+            {"type": "function", "function": {"name": name, "description": description, "parameters": parameters}}
+        )
     return tools
 
 
@@ -193,7 +201,7 @@ class ModelReplayRunner:
         tool_schemas: dict,
         policy: HttpPolicy,
         max_steps: int = 8,
-        gate: Callable[[], ContextManager] | None = None,
+        gate: Callable[[], AbstractContextManager] | None = None,
     ):
         if not base_url or not model:
             raise RunnerError("model replay needs the agent's model base URL and model name")
@@ -249,7 +257,11 @@ class ModelReplayRunner:
                 result = recorded_result(case.get("tool_results") or {}, name, counts.get(name, 0))
                 counts[name] = counts.get(name, 0) + 1
                 messages.append(
-                    {"role": "tool", "tool_call_id": tool_call.get("id", f"call_{len(calls)}"), "content": json.dumps(result, ensure_ascii=False)}
+                    {
+                        "role": "tool",
+                        "tool_call_id": tool_call.get("id", f"call_{len(calls)}"),
+                        "content": json.dumps(result, ensure_ascii=False),
+                    }
                 )
         return RunnerOutput(tool_calls=calls, reply="", stopped="step_limit")
 

@@ -145,7 +145,9 @@ def eval_run_start_promotion(*, version: ProcedureVersion, user) -> EvalRun:
         return _start(locked=locked, user=user, kind=EvalRun.Kind.PROMOTION)
 
 
-def eval_run_start_change(*, version: ProcedureVersion, user, kind: str, replacement: ProcedureVersion | None = None) -> EvalRun:
+def eval_run_start_change(
+    *, version: ProcedureVersion, user, kind: str, replacement: ProcedureVersion | None = None
+) -> EvalRun:
     """Starts the eval of retiring the ACTIVE `version` (kind RETIRE: the set without it) or of rolling
     it back to the RETIRED `replacement` of the same procedure (kind ROLLBACK) — "retiring is the
     same operation in reverse". Admins of the procedure only. Returns the run already queued or
@@ -159,7 +161,11 @@ def eval_run_start_change(*, version: ProcedureVersion, user, kind: str, replace
         if locked.status != Status.ACTIVE:
             raise LifecycleError(f"Only the active version can be retired or rolled back; {locked} is {locked.status}.")
         if kind == EvalRun.Kind.ROLLBACK:
-            if replacement is None or replacement.procedure_id != locked.procedure_id or replacement.status != Status.RETIRED:
+            if (
+                replacement is None
+                or replacement.procedure_id != locked.procedure_id
+                or replacement.status != Status.RETIRED
+            ):
                 raise LifecycleError("A rollback eval needs a retired version of the same procedure to roll back to.")
         else:
             replacement = None
@@ -182,7 +188,11 @@ def _start(*, locked: ProcedureVersion, user, kind: str, replacement: ProcedureV
     environment = eval_target_environment(locked, kind)
     existing = (
         EvalRun.objects.filter(
-            version=locked, content_hash=locked.content_hash, kind=kind, replacement=replacement, environment=environment,
+            version=locked,
+            content_hash=locked.content_hash,
+            kind=kind,
+            replacement=replacement,
+            environment=environment,
             state__in=UNFINISHED,
         )
         .order_by("-created_at")
@@ -193,7 +203,9 @@ def _start(*, locked: ProcedureVersion, user, kind: str, replacement: ProcedureV
     agent = locked.procedure.agent
     baseline = environment_versions_for_agent(agent, environment)
     case_ids = list(
-        RegressionCase.objects.filter(agent=agent, is_active=True).order_by("intent_id", "pk").values_list("pk", flat=True)
+        RegressionCase.objects.filter(agent=agent, is_active=True)
+        .order_by("intent_id", "pk")
+        .values_list("pk", flat=True)
     )
     thresholds = eval_thresholds()
     run = EvalRun.objects.create(
@@ -205,7 +217,10 @@ def _start(*, locked: ProcedureVersion, user, kind: str, replacement: ProcedureV
         baseline_hash=environment_set_hash(agent, environment),
         baseline_versions=[
             {
-                "id": v.pk, "key": v.procedure.key, "version": v.number, "contentHash": v.content_hash,
+                "id": v.pk,
+                "key": v.procedure.key,
+                "version": v.number,
+                "contentHash": v.content_hash,
                 **({"releasedTo": environment} if v.status == Status.APPROVED else {}),
             }
             for v in baseline
@@ -224,8 +239,14 @@ def _start(*, locked: ProcedureVersion, user, kind: str, replacement: ProcedureV
         actor=user,
         version=locked,
         after={
-            "run": run.pk, "kind": kind, "environment": environment, "contentHash": run.content_hash, "baselineHash": run.baseline_hash,
-            "cases": len(case_ids), "runner": run.runner, **({"replacement": replacement.number} if replacement else {}),
+            "run": run.pk,
+            "kind": kind,
+            "environment": environment,
+            "contentHash": run.content_hash,
+            "baselineHash": run.baseline_hash,
+            "cases": len(case_ids),
+            "runner": run.runner,
+            **({"replacement": replacement.number} if replacement else {}),
         },
     )
     run_id = run.pk
@@ -251,7 +272,13 @@ def eval_run_cancel(*, run: EvalRun, user) -> EvalRun:
         locked.failure_reason = f"Cancelled by {user.get_username()}"
         locked.finished_at = now
         locked.save(update_fields=["state", "failure_reason", "finished_at"])
-        audit(action=AuditEvent.Action.EVAL_CANCEL, actor=user, version=locked.version, before=before, after={"run": locked.pk, "state": locked.state})
+        audit(
+            action=AuditEvent.Action.EVAL_CANCEL,
+            actor=user,
+            version=locked.version,
+            before=before,
+            after={"run": locked.pk, "state": locked.state},
+        )
         _send_finished(locked.pk)
     return locked
 
@@ -259,7 +286,9 @@ def eval_run_cancel(*, run: EvalRun, user) -> EvalRun:
 def eval_run_fail(*, run_id: int, reason: str) -> bool:
     """Marks an unfinished run FAILED with the reason (no verdict). False when it had finished."""
     with transaction.atomic():
-        locked = EvalRun.objects.select_for_update().select_related("version__procedure__agent").filter(pk=run_id).first()
+        locked = (
+            EvalRun.objects.select_for_update().select_related("version__procedure__agent").filter(pk=run_id).first()
+        )
         if locked is None or locked.state not in UNFINISHED:
             return False
         locked.state = EvalRun.State.FAILED
@@ -295,14 +324,21 @@ def eval_run_dispatch(*, run_id: int) -> int:
 def queue_chunks(*, run_id: int, chunks: list[list[int]]) -> None:
     for case_ids in chunks:
         soft, hard = chunk_time_limits(run_id=run_id, cases=len(case_ids))
-        signature(CHUNK_TASK, kwargs={"run_id": run_id, "case_ids": case_ids}).apply_async(soft_time_limit=soft, time_limit=hard)
+        signature(CHUNK_TASK, kwargs={"run_id": run_id, "case_ids": case_ids}).apply_async(
+            soft_time_limit=soft, time_limit=hard
+        )
 
 
 def eval_run_begin(*, run_id: int) -> list[list[int]]:
     """Claims a QUEUED run (→ RUNNING) and returns its case ids in chunks. A redelivered dispatch
     (the run is no longer QUEUED) gets nothing to do."""
     now = timezone.now()
-    if EvalRun.objects.filter(pk=run_id, state=EvalRun.State.QUEUED).update(state=EvalRun.State.RUNNING, started_at=now, heartbeat_at=now) != 1:
+    if (
+        EvalRun.objects.filter(pk=run_id, state=EvalRun.State.QUEUED).update(
+            state=EvalRun.State.RUNNING, started_at=now, heartbeat_at=now
+        )
+        != 1
+    ):
         return []
     return pending_chunks(run_id=run_id)
 
@@ -393,7 +429,13 @@ def _claim(row: EvalCaseResult, token: str) -> str | None:
     finished or held by another live task."""
     nonce = uuid.uuid4().hex
     now = timezone.now()
-    claim = dict(state=EvalCaseResult.State.RUNNING, claimed_by=token, claim_nonce=nonce, claimed_at=now, attempts=F("attempts") + 1)
+    claim = dict(
+        state=EvalCaseResult.State.RUNNING,
+        claimed_by=token,
+        claim_nonce=nonce,
+        claimed_at=now,
+        attempts=F("attempts") + 1,
+    )
     if row.state == EvalCaseResult.State.PENDING:
         won = EvalCaseResult.objects.filter(pk=row.pk, state=EvalCaseResult.State.PENDING).update(**claim)
     elif row.state == EvalCaseResult.State.RUNNING and row.claimed_by == token:
@@ -406,10 +448,18 @@ def _claim(row: EvalCaseResult, token: str) -> str | None:
     if won != 1:
         return None
     if row.attempts + 1 > settings.PROCMEM_EVAL_MAX_ATTEMPTS:
-        _finish(row.pk, nonce, {
-            "passed": None, "failures": [], "tool_calls": [], "reply": "", "duration_ms": 0,
-            "error": f"the worker was lost {row.attempts} times while running this case; counted as an error",
-        })
+        _finish(
+            row.pk,
+            nonce,
+            {
+                "passed": None,
+                "failures": [],
+                "tool_calls": [],
+                "reply": "",
+                "duration_ms": 0,
+                "error": f"the worker was lost {row.attempts} times while running this case; counted as an error",
+            },
+        )
         return None
     return nonce
 
@@ -463,7 +513,11 @@ def eval_chunk_run(*, run_id: int, case_ids: list[int], claim_token: str) -> int
 
 
 def _run_cases(*, run_id: int, case_ids: list[int], claim_token: str) -> int:
-    run = EvalRun.objects.select_related("version__procedure__agent", "version__procedure__intent").filter(pk=run_id).first()
+    run = (
+        EvalRun.objects.select_related("version__procedure__agent", "version__procedure__intent")
+        .filter(pk=run_id)
+        .first()
+    )
     if run is None or run.state != EvalRun.State.RUNNING:
         return 0
     rows = list(
@@ -496,7 +550,8 @@ def _run_cases(*, run_id: int, case_ids: list[int], claim_token: str) -> int:
         ran += finished
         # the case is done when both arms are: both here, or the other one finished earlier
         complete = finished == len(ARMS) or (
-            EvalCaseResult.objects.filter(run_id=run_id, case_id=case_id, state=EvalCaseResult.State.DONE).count() == len(ARMS)
+            EvalCaseResult.objects.filter(run_id=run_id, case_id=case_id, state=EvalCaseResult.State.DONE).count()
+            == len(ARMS)
         )
         _count_progress(run_id, cases_done=int(complete), errors=errors)
     return ran
@@ -523,7 +578,9 @@ def eval_run_finalize(*, run_id: int) -> EvalRun | None:
         if counts["total"] != run.cases_total * len(ARMS) or counts["done"] != counts["total"]:
             return None
         rows = list(
-            EvalCaseResult.objects.filter(run_id=run_id).values("case_id", "case__name", "case__intent__name", "arm", "passed", "injected")
+            EvalCaseResult.objects.filter(run_id=run_id).values(
+                "case_id", "case__name", "case__intent__name", "arm", "passed", "injected"
+            )
         )
         pairs: dict[int, dict[str, Any]] = {}
         for row in rows:
@@ -533,13 +590,24 @@ def eval_run_finalize(*, run_id: int) -> EvalRun | None:
             for case_id, p in sorted(pairs.items())
         ]
         detail = judge(
-            outcomes, target_intent=run.version.procedure.intent.name, thresholds=Thresholds.from_dict(run.thresholds),
+            outcomes,
+            target_intent=run.version.procedure.intent.name,
+            thresholds=Thresholds.from_dict(run.thresholds),
             require_improvement=run.kind in (EvalRun.Kind.APPROVAL, EvalRun.Kind.PROMOTION),
         )
         detail["kind"] = run.kind
         detail["environment"] = run.environment
         detail["selection"] = selection_summary(
-            [{"case_id": r["case_id"], "case": r["case__name"], "intent": r["case__intent__name"], "arm": r["arm"], "injected": r["injected"]} for r in rows],
+            [
+                {
+                    "case_id": r["case_id"],
+                    "case": r["case__name"],
+                    "intent": r["case__intent__name"],
+                    "arm": r["arm"],
+                    "injected": r["injected"],
+                }
+                for r in rows
+            ],
             run=run,
         )
         for entry in detail["intents"]:  # the other intents' results show what the change pushed out of the cap
@@ -552,7 +620,9 @@ def eval_run_finalize(*, run_id: int) -> EvalRun | None:
         run.errors = sum(1 for p in pairs.values() for arm in ARMS if p.get(arm) is None)
         run.finished_at = now
         run.heartbeat_at = now
-        run.save(update_fields=["state", "verdict", "verdict_detail", "cases_done", "errors", "finished_at", "heartbeat_at"])
+        run.save(
+            update_fields=["state", "verdict", "verdict_detail", "cases_done", "errors", "finished_at", "heartbeat_at"]
+        )
         audit(
             action=AuditEvent.Action.EVAL_FINISH,
             actor_label="eval worker",
@@ -590,7 +660,9 @@ def eval_run_resume(*, run: EvalRun, user=None, reason: str = "") -> EvalRun:
             )
         why = reason or (f"resumed by {user.get_username()}" if user is not None else "no progress")
         if locked.resumes >= settings.PROCMEM_EVAL_MAX_RESUMES:
-            give_up = f"The run stalled after {locked.resumes} resumes ({why}); its workers kept dying. Start a new run."
+            give_up = (
+                f"The run stalled after {locked.resumes} resumes ({why}); its workers kept dying. Start a new run."
+            )
         else:
             released = EvalCaseResult.objects.filter(
                 run=locked, state=EvalCaseResult.State.RUNNING, claimed_at__lt=now - stale
@@ -622,18 +694,26 @@ def eval_runs_recover() -> list[int]:
     the beat schedule every minute (`RECOVER_TASK`); returns the ids it acted on."""
     now = timezone.now()
     cutoff = now - timedelta(seconds=settings.PROCMEM_EVAL_STALE_SECONDS)
-    candidates = EvalRun.objects.filter(
-        Q(state=EvalRun.State.RUNNING, heartbeat_at__lt=cutoff)
-        | Q(state=EvalRun.State.RUNNING, heartbeat_at__isnull=True, created_at__lt=cutoff)
-        | Q(state=EvalRun.State.QUEUED, created_at__lt=cutoff)
-    ).select_related("version__procedure__agent").order_by("pk")
+    candidates = (
+        EvalRun.objects.filter(
+            Q(state=EvalRun.State.RUNNING, heartbeat_at__lt=cutoff)
+            | Q(state=EvalRun.State.RUNNING, heartbeat_at__isnull=True, created_at__lt=cutoff)
+            | Q(state=EvalRun.State.QUEUED, created_at__lt=cutoff)
+        )
+        .select_related("version__procedure__agent")
+        .order_by("pk")
+    )
     acted = []
     for run in candidates:
         # an agent whose single case may run longer than the setting gets that long
-        if (run.heartbeat_at or run.created_at) > now - timedelta(seconds=stale_after_seconds(run.version.procedure.agent)):
+        if (run.heartbeat_at or run.created_at) > now - timedelta(
+            seconds=stale_after_seconds(run.version.procedure.agent)
+        ):
             continue
         try:
-            eval_run_resume(run=run, reason=f"no progress since {(run.heartbeat_at or run.created_at):%Y-%m-%d %H:%M:%S} UTC")
+            eval_run_resume(
+                run=run, reason=f"no progress since {(run.heartbeat_at or run.created_at):%Y-%m-%d %H:%M:%S} UTC"
+            )
         except LifecycleError:
             continue
         acted.append(run.pk)

@@ -91,7 +91,14 @@ def simulate(*, case: dict, procedures: list[dict]) -> dict:
         tools, template = UNGUIDED.get(intent, ([], "generic"))
         calls = [{"name": tool, "args": _args(tool, "", context)} for tool in tools]
         calls.append({"name": "replyTemplates", "args": {"template": template}})
-    values = _Defaults({"amount": "the amount", "order_id": "your order", "delivery_date": "the date given", "address": "the new address"})
+    values = _Defaults(
+        {
+            "amount": "the amount",
+            "order_id": "your order",
+            "delivery_date": "the date given",
+            "address": "the new address",
+        }
+    )
     values.update({k: v for k, v in context.items() if isinstance(v, (str, int, float))})
     reply = TEMPLATES.get(template, TEMPLATES["generic"]).format_map(values)
     return {"tool_calls": calls, "reply": reply}

@@ -28,8 +28,16 @@ class EvalRunTask(Task):
 
 
 @shared_task(
-    bind=True, base=EvalRunTask, name=runs.DISPATCH_TASK, acks_late=True, reject_on_worker_lost=True,
-    autoretry_for=RETRYABLE, retry_backoff=True, max_retries=5, soft_time_limit=120, time_limit=150,
+    bind=True,
+    base=EvalRunTask,
+    name=runs.DISPATCH_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=RETRYABLE,
+    retry_backoff=True,
+    max_retries=5,
+    soft_time_limit=120,
+    time_limit=150,
 )
 def eval_run_dispatch(self, run_id: int) -> int:
     """Claims the run and fans its cases out as chunk tasks."""
@@ -37,8 +45,14 @@ def eval_run_dispatch(self, run_id: int) -> int:
 
 
 @shared_task(
-    bind=True, base=EvalRunTask, name=runs.CHUNK_TASK, acks_late=True, reject_on_worker_lost=True,
-    autoretry_for=RETRYABLE, retry_backoff=True, max_retries=5,
+    bind=True,
+    base=EvalRunTask,
+    name=runs.CHUNK_TASK,
+    acks_late=True,
+    reject_on_worker_lost=True,
+    autoretry_for=RETRYABLE,
+    retry_backoff=True,
+    max_retries=5,
 )
 def eval_run_chunk(self, run_id: int, case_ids: list[int]) -> int:
     """Runs both arms of some cases. The claim token is the task id, which a redelivery keeps."""

@@ -28,9 +28,9 @@ rules 1–3, then PASS — the target intent (the retired version's) must not ge
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from math import comb
-from typing import Iterable
 
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 
@@ -50,7 +50,7 @@ class Thresholds:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "Thresholds":
+    def from_dict(cls, data: dict) -> Thresholds:
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
         return cls(**known)
 

@@ -29,8 +29,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -113,7 +112,9 @@ def decode_request(body: bytes, content_type: str) -> ExportTraceServiceRequest:
         try:
             json_format.ParseDict(payload, request, ignore_unknown_fields=True)
         except (json_format.ParseError, RecursionError, ValueError, TypeError) as exc:
-            raise OtlpRefused(400, f"The body is not an ExportTraceServiceRequest in OTLP/JSON: {str(exc)[:300]}") from None
+            raise OtlpRefused(
+                400, f"The body is not an ExportTraceServiceRequest in OTLP/JSON: {str(exc)[:300]}"
+            ) from None
         return request
     raise OtlpRefused(415, f"Content-Type must be {PROTOBUF} or {JSON}, not {content_type or 'none'!r}.")
 
@@ -174,13 +175,16 @@ class SpanIn:
 
     @property
     def is_tool(self) -> bool:
-        return self.attributes.get("gen_ai.operation.name") == "execute_tool" or str(
-            self.attributes.get("openinference.span.kind", "")
-        ).upper() == "TOOL"
+        return (
+            self.attributes.get("gen_ai.operation.name") == "execute_tool"
+            or str(self.attributes.get("openinference.span.kind", "")).upper() == "TOOL"
+        )
 
     @property
     def tool_name(self) -> Any:
-        return self.attributes.get("gen_ai.tool.name", self.attributes.get("tool.name", self.name.removeprefix("execute_tool ").strip()))
+        return self.attributes.get(
+            "gen_ai.tool.name", self.attributes.get("tool.name", self.name.removeprefix("execute_tool ").strip())
+        )
 
 
 @dataclass
@@ -205,12 +209,21 @@ def _read_span(span: Span) -> SpanIn | str:
     try:
         attributes = _kept_attributes(span.attributes)
         span_events = span.events
-        events = [
-            {"name": event.name, "attributes": _kept_attributes(event.attributes) or {
-                kv.key: _value(kv.value) for kv in event.attributes if kv.key in ("content", "role", "message")
-            }}
-            for event in span_events if event.name.startswith("gen_ai.")
-        ] if span_events else []
+        events = (
+            [
+                {
+                    "name": event.name,
+                    "attributes": _kept_attributes(event.attributes)
+                    or {
+                        kv.key: _value(kv.value) for kv in event.attributes if kv.key in ("content", "role", "message")
+                    },
+                }
+                for event in span_events
+                if event.name.startswith("gen_ai.")
+            ]
+            if span_events
+            else []
+        )
     except ValueError as exc:
         return f"has an attribute {exc}"
     if not any(key.startswith(GENAI_PREFIXES) for key in attributes):
@@ -219,10 +232,15 @@ def _read_span(span: Span) -> SpanIn | str:
     if end and end < start:
         return "ends before it starts"
     found = SpanIn(
-        trace_id=trace_id, span_id=span_id, parent_span_id=parent.hex() if parent else "", name=span.name[:200],
-        start_ns=min(start, 2**63 - 1), end_ns=min(end, 2**63 - 1),
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_span_id=parent.hex() if parent else "",
+        name=span.name[:200],
+        start_ns=min(start, 2**63 - 1),
+        end_ns=min(end, 2**63 - 1),
         failed=span.status.code == Status.STATUS_CODE_ERROR or "error.type" in attributes,
-        attributes=attributes, events=events,
+        attributes=attributes,
+        events=events,
     )
     if found.is_tool:
         found.normalised_tool = normalise_tool_name(found.tool_name)
@@ -269,9 +287,9 @@ def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = Non
     trace_ids = {s.trace_id for s in spans}
     known: dict[tuple[str, str], str] = {}
     closed_traces: dict[str, str] = {}
-    for trace_id, span_id, state, session_id in OtlpSpan.objects.filter(agent=agent, trace_id__in=trace_ids).values_list(
-        "trace_id", "span_id", "state", "session_id"
-    ):
+    for trace_id, span_id, state, session_id in OtlpSpan.objects.filter(
+        agent=agent, trace_id__in=trace_ids
+    ).values_list("trace_id", "span_id", "state", "session_id"):
         known[(trace_id, span_id)] = state
         if state != OtlpSpan.State.PENDING:
             closed_traces[trace_id] = session_id
@@ -290,15 +308,33 @@ def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = Non
         if problem:
             late.append(Rejected(f"span {span.span_id} of trace {span.trace_id}", problem))
             continue
-        session = closed_traces.get(span.trace_id) or ((span.conversation_id or span.trace_id) if (span.conversation_id or span.trace_id) in stored else "")
+        session = closed_traces.get(span.trace_id) or (
+            (span.conversation_id or span.trace_id) if (span.conversation_id or span.trace_id) in stored else ""
+        )
         if session:
-            late.append(Rejected(f"span {span.span_id} of trace {span.trace_id}", f"arrived after its session {session!r} was stored; late spans are not added"))
+            late.append(
+                Rejected(
+                    f"span {span.span_id} of trace {span.trace_id}",
+                    f"arrived after its session {session!r} was stored; late spans are not added",
+                )
+            )
             continue
-        rows.append(OtlpSpan(
-            agent=agent, trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id,
-            conversation_id=span.conversation_id, name=span.name, start_ns=span.start_ns, end_ns=span.end_ns,
-            failed=span.failed, attributes=span.attributes, events=span.events, received_at=now,
-        ))
+        rows.append(
+            OtlpSpan(
+                agent=agent,
+                trace_id=span.trace_id,
+                span_id=span.span_id,
+                parent_span_id=span.parent_span_id,
+                conversation_id=span.conversation_id,
+                name=span.name,
+                start_ns=span.start_ns,
+                end_ns=span.end_ns,
+                failed=span.failed,
+                attributes=span.attributes,
+                events=span.events,
+                received_at=now,
+            )
+        )
     if rows:
         OtlpSpan.objects.bulk_create(rows, ignore_conflicts=True)
     return late
@@ -323,7 +359,9 @@ def _message_text(message: Any) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
-    parts = message.get("parts") if isinstance(message.get("parts"), list) else content if isinstance(content, list) else []
+    parts = (
+        message.get("parts") if isinstance(message.get("parts"), list) else content if isinstance(content, list) else []
+    )
     texts = []
     for part in parts:
         if isinstance(part, Mapping) and part.get("type", "text") == "text":
@@ -349,7 +387,9 @@ def _messages(attributes: Mapping[str, Any], events: list[dict[str, Any]], *, ou
     for event in events:
         names = ("gen_ai.choice", "gen_ai.assistant.message") if output else ("gen_ai.user.message",)
         if event["name"] in names:
-            text = _message_text(_json_or_text(event["attributes"].get("message"))) or event["attributes"].get("content")
+            text = _message_text(_json_or_text(event["attributes"].get("message"))) or event["attributes"].get(
+                "content"
+            )
             found.append({"role": "assistant" if output else "user", "text": text if isinstance(text, str) else ""})
     return found
 
@@ -365,10 +405,13 @@ def _indexed_messages(attributes: Mapping[str, Any], *, output: bool) -> list[di
         indexed: dict[int, dict[str, Any]] = defaultdict(dict)
         for key, value in attributes.items():
             if key.startswith(prefix):
-                index, _, rest = key[len(prefix):].partition(".")
+                index, _, rest = key[len(prefix) :].partition(".")
                 if index.isdigit() and rest in (role_key, content_key):
                     indexed[int(index)]["role" if rest == role_key else "text"] = value
-        found.extend({"role": m.get("role", ""), "text": m.get("text") if isinstance(m.get("text"), str) else ""} for _, m in sorted(indexed.items()))
+        found.extend(
+            {"role": m.get("role", ""), "text": m.get("text") if isinstance(m.get("text"), str) else ""}
+            for _, m in sorted(indexed.items())
+        )
     return found
 
 
@@ -386,7 +429,8 @@ def _tool_call(span: OtlpSpan | SpanIn) -> dict[str, Any]:
     args = _json_or_text(attributes.get("gen_ai.tool.call.arguments", attributes.get("input.value")))
     name = span.normalised_tool if isinstance(span, SpanIn) and span.normalised_tool else None
     call: dict[str, Any] = {
-        "name": name or normalise_tool_name((span if isinstance(span, SpanIn) else SpanIn(**_span_fields(span))).tool_name),
+        "name": name
+        or normalise_tool_name((span if isinstance(span, SpanIn) else SpanIn(**_span_fields(span))).tool_name),
         "args": args if isinstance(args, Mapping) else ({} if args in (None, "") else {"input": args}),
         "ok": not span.failed,
     }
@@ -398,8 +442,15 @@ def _tool_call(span: OtlpSpan | SpanIn) -> dict[str, Any]:
 
 def _span_fields(span: OtlpSpan) -> dict[str, Any]:
     return dict(
-        trace_id=span.trace_id, span_id=span.span_id, parent_span_id=span.parent_span_id, name=span.name,
-        start_ns=span.start_ns, end_ns=span.end_ns, failed=span.failed, attributes=span.attributes, events=span.events,
+        trace_id=span.trace_id,
+        span_id=span.span_id,
+        parent_span_id=span.parent_span_id,
+        name=span.name,
+        start_ns=span.start_ns,
+        end_ns=span.end_ns,
+        failed=span.failed,
+        attributes=span.attributes,
+        events=span.events,
     )
 
 
@@ -419,7 +470,13 @@ def _firsts(spans: list[OtlpSpan] | list[SpanIn], keys: tuple[str, ...]) -> dict
     return found
 
 
-OWN_KEYS = ("procmem.intent", "procmem.task_key", "procmem.outcome.resolved", "procmem.outcome.escalated", "procmem.outcome.rating")
+OWN_KEYS = (
+    "procmem.intent",
+    "procmem.task_key",
+    "procmem.outcome.resolved",
+    "procmem.outcome.escalated",
+    "procmem.outcome.rating",
+)
 
 
 def _outcome(own: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -435,16 +492,29 @@ def session_item(session_id: str, spans: list[OtlpSpan] | list[SpanIn]) -> dict[
     spans = sorted(spans, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
     task = reply = ""
     for span in spans:  # the first span with a user message
-        task = next((m["text"] for m in _messages(span.attributes, span.events, output=False) if m["role"] == "user" and m["text"]), "")
+        task = next(
+            (
+                m["text"]
+                for m in _messages(span.attributes, span.events, output=False)
+                if m["role"] == "user" and m["text"]
+            ),
+            "",
+        )
         if task:
             break
     for span in reversed(spans):  # the last span with an assistant message: its last one
-        said = [m["text"] for m in _messages(span.attributes, span.events, output=True) if m["role"] in ("assistant", "") and m["text"]]
+        said = [
+            m["text"]
+            for m in _messages(span.attributes, span.events, output=True)
+            if m["role"] in ("assistant", "") and m["text"]
+        ]
         if said:
             reply = said[-1]
             break
     if not task:  # an OpenInference agent or chain span's input is the user's request
-        root = next((s for s in spans if not s.parent_span_id and isinstance(s.attributes.get("input.value"), str)), None)
+        root = next(
+            (s for s in spans if not s.parent_span_id and isinstance(s.attributes.get("input.value"), str)), None
+        )
         task = root.attributes["input.value"] if root is not None else ""
     ended = max((s.end_ns for s in spans), default=0)
     own = _firsts(spans, OWN_KEYS)
@@ -452,12 +522,16 @@ def session_item(session_id: str, spans: list[OtlpSpan] | list[SpanIn]) -> dict[
         "session_id": session_id,
         "task": task,
         "reply": reply,
-        "tool_calls": [_tool_call(s) for s in spans if s.attributes.get("gen_ai.operation.name") == "execute_tool"
-                       or str(s.attributes.get("openinference.span.kind", "")).upper() == "TOOL"],
+        "tool_calls": [
+            _tool_call(s)
+            for s in spans
+            if s.attributes.get("gen_ai.operation.name") == "execute_tool"
+            or str(s.attributes.get("openinference.span.kind", "")).upper() == "TOOL"
+        ],
         "model": _first(spans, "gen_ai.request.model", "llm.model_name", "gen_ai.response.model") or "",
         "intent": own.get("procmem.intent"),
         "task_key": own.get("procmem.task_key"),
-        "ended_at": datetime.fromtimestamp(ended / 1e9, tz=dt_timezone.utc).isoformat() if ended else None,
+        "ended_at": datetime.fromtimestamp(ended / 1e9, tz=UTC).isoformat() if ended else None,
     }
     outcome = _outcome(own)
     if outcome is not None:
@@ -489,8 +563,12 @@ def _due_sessions(agent: Agent, now: datetime, touched: list[SpanIn] | None) -> 
         conversations = {s.conversation_id for s in touched if s.conversation_id}
         pending = pending.filter(Q(trace_id__in={s.trace_id for s in touched}) | Q(conversation_id__in=conversations))
         # every pending trace of those conversations, also the ones whose spans carry no conversation id
-        pending = OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=pending.values("trace_id"))
-    for trace_id, conversation_id, parent, received_at in pending.values_list("trace_id", "conversation_id", "parent_span_id", "received_at"):
+        pending = OtlpSpan.objects.filter(
+            agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=pending.values("trace_id")
+        )
+    for trace_id, conversation_id, parent, received_at in pending.values_list(
+        "trace_id", "conversation_id", "parent_span_id", "received_at"
+    ):
         trace = traces.setdefault(trace_id, {"conversation": "", "root": False, "last": received_at})
         trace["conversation"] = trace["conversation"] or conversation_id
         trace["root"] = trace["root"] or not parent
@@ -555,23 +633,37 @@ def sessions_flush(*, agent: Agent, now: datetime | None = None, touched: list[S
             # still pending once the locks are held: another request may have stored some meanwhile
             for span in OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=list(by_trace)):
                 spans[by_trace[span.trace_id]].append(span)
-            _store_items(agent, {session_id: session_item(session_id, its) for session_id, its in spans.items()}, result)
+            _store_items(
+                agent, {session_id: session_item(session_id, its) for session_id, its in spans.items()}, result
+            )
             refused_traces = [t for t, session_id in by_trace.items() if session_id in result.refused]
-            OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=[t for t in by_trace if t not in set(refused_traces)]).update(
+            OtlpSpan.objects.filter(
+                agent=agent,
+                state=OtlpSpan.State.PENDING,
+                trace_id__in=[t for t in by_trace if t not in set(refused_traces)],
+            ).update(
                 state=OtlpSpan.State.STORED,
             )
             if refused_traces:
-                OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=refused_traces).update(state=OtlpSpan.State.REFUSED)
+                OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=refused_traces).update(
+                    state=OtlpSpan.State.REFUSED
+                )
             # which session each span became part of (one statement per session only where it is not the trace id)
             for session_id, ids in due.items():
                 if ids != [session_id] or session_id in result.refused:
-                    OtlpSpan.objects.filter(agent=agent, trace_id__in=ids).update(session_id=session_id, note=result.refused.get(session_id, ""))
+                    OtlpSpan.objects.filter(agent=agent, trace_id__in=ids).update(
+                        session_id=session_id, note=result.refused.get(session_id, "")
+                    )
         if touched is None:
-            OtlpSpan.objects.filter(agent=agent, received_at__lt=now - KEEP_STORED_SPANS).exclude(state=OtlpSpan.State.PENDING).delete()
+            OtlpSpan.objects.filter(agent=agent, received_at__lt=now - KEEP_STORED_SPANS).exclude(
+                state=OtlpSpan.State.PENDING
+            ).delete()
     return result
 
 
-def spans_accept(*, agent: Agent, spans: list[SpanIn], now: datetime | None = None) -> tuple[list[Rejected], FlushResult]:
+def spans_accept(
+    *, agent: Agent, spans: list[SpanIn], now: datetime | None = None
+) -> tuple[list[Rejected], FlushResult]:
     """What one request's accepted spans become. With PROCMEM_OTLP_QUIET_SECONDS = 0, a session
     whose spans all came in this request — every trace of it with its root, nothing of it waiting
     from earlier requests — is complete now: it is stored from the request's spans without waiting
@@ -605,7 +697,8 @@ def _store_complete(agent: Agent, spans: list[SpanIn], result: FlushResult) -> l
     for span in spans:
         sessions[conversation_of.get(span.trace_id) or span.trace_id].append(span)
     complete = {
-        session_id: its for session_id, its in sessions.items()
+        session_id: its
+        for session_id, its in sessions.items()
         if all(any(not s.parent_span_id for s in its if s.trace_id == t) for t in {s.trace_id for s in its})
     }
     if not complete:
@@ -615,7 +708,9 @@ def _store_complete(agent: Agent, spans: list[SpanIn], result: FlushResult) -> l
         _lock_sessions(agent, complete)
         # sessions with spans waiting from earlier requests (by trace or conversation): one query
         busy: set[str] = set()
-        waiting = OtlpSpan.objects.filter(agent=agent).filter(Q(trace_id__in=traces) | Q(conversation_id__in=list(complete)))
+        waiting = OtlpSpan.objects.filter(agent=agent).filter(
+            Q(trace_id__in=traces) | Q(conversation_id__in=list(complete))
+        )
         for trace_id, conversation_id in waiting.values_list("trace_id", "conversation_id").distinct():
             busy.add(conversation_of.get(trace_id) or trace_id)
             if conversation_id:
@@ -636,8 +731,12 @@ def refused_spans(result: FlushResult, spans: list[SpanIn]) -> list[Rejected]:
     if not result.refused:
         return []
     return [
-        Rejected(f"span {s.span_id} of trace {s.trace_id}", f"belongs to session {key!r}, refused: {result.refused[key]}")
-        for s in spans for key in (s.conversation_id or s.trace_id,) if key in result.refused
+        Rejected(
+            f"span {s.span_id} of trace {s.trace_id}", f"belongs to session {key!r}, refused: {result.refused[key]}"
+        )
+        for s in spans
+        for key in (s.conversation_id or s.trace_id,)
+        if key in result.refused
     ]
 
 
@@ -655,6 +754,15 @@ def partial_success_message(rejected: list[Rejected], limit: int = 5) -> str:
 
 
 __all__ = [
-    "OtlpRefused", "SpanIn", "Rejected", "FlushResult", "decode_request", "spans_of", "spans_stage", "sessions_flush",
-    "session_item", "partial_success_message", "agents_with_pending_spans",
+    "OtlpRefused",
+    "SpanIn",
+    "Rejected",
+    "FlushResult",
+    "decode_request",
+    "spans_of",
+    "spans_stage",
+    "sessions_flush",
+    "session_item",
+    "partial_success_message",
+    "agents_with_pending_spans",
 ]

@@ -67,8 +67,12 @@ def import_workers() -> int:
 
 
 def file_outcomes(
-    stream: IO[bytes], spec: ImportSpec, cache: RedactionCache | None = None, *,
-    on_bytes: Callable[[int], None] | None = None, size: int | None = None,
+    stream: IO[bytes],
+    spec: ImportSpec,
+    cache: RedactionCache | None = None,
+    *,
+    on_bytes: Callable[[int], None] | None = None,
+    size: int | None = None,
 ) -> Iterator[Outcome]:
     """The outcome of each item of one session file, in order."""
     for item in read_items(stream, on_bytes=on_bytes, size=size):
@@ -84,8 +88,11 @@ def file_outcomes(
 
 
 def import_outcomes(
-    sources: Iterable[tuple[str, IO[bytes], int | None]], spec: ImportSpec, *,
-    workers: int = 1, on_bytes: Callable[[int], None] | None = None,
+    sources: Iterable[tuple[str, IO[bytes], int | None]],
+    spec: ImportSpec,
+    *,
+    workers: int = 1,
+    on_bytes: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[str, Outcome]]:
     """(file name, outcome) for every item of every source (name, binary stream, size or None), in
     order. With workers > 1, files of known size up to WHOLE_FILE_BYTES go to worker processes once
@@ -103,7 +110,9 @@ def import_outcomes(
 
     def results(entry: tuple[str, Future | bytes]) -> Iterator[tuple[str, Outcome]]:
         name, work = entry
-        outcomes = file_outcomes(io.BytesIO(work), spec, cache, size=len(work)) if isinstance(work, bytes) else work.result()
+        outcomes = (
+            file_outcomes(io.BytesIO(work), spec, cache, size=len(work)) if isinstance(work, bytes) else work.result()
+        )
         for outcome in outcomes:
             yield name, outcome
 
@@ -124,7 +133,10 @@ def import_outcomes(
                     continue
                 if pool is None:
                     pool = ProcessPoolExecutor(
-                        workers, mp_context=multiprocessing.get_context("fork"), initializer=_worker_start, initargs=(spec,)
+                        workers,
+                        mp_context=multiprocessing.get_context("fork"),
+                        initializer=_worker_start,
+                        initargs=(spec,),
                     )
                     first_name, first_data = pending.popleft()
                     pending.appendleft((first_name, pool.submit(_worker_read, first_data)))

@@ -17,8 +17,9 @@ import io
 import json
 import os
 import tarfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import IO, Any, Callable, Iterator
+from typing import IO, Any
 
 from .. import safe_json
 
@@ -40,7 +41,9 @@ class _Prepended:
 
     def read(self, size: int = -1) -> bytes:
         if self.head:
-            data, self.head = (self.head, b"") if size < 0 or size >= len(self.head) else (self.head[:size], self.head[size:])
+            data, self.head = (
+                (self.head, b"") if size < 0 or size >= len(self.head) else (self.head[:size], self.head[size:])
+            )
             return data
         data = self.stream.read(size)
         if self.on_bytes is not None and data:
@@ -52,7 +55,11 @@ WHOLE_FILE_BYTES = 32 << 20  # a pretty-printed JSON object up to this size is p
 
 
 def read_items(
-    stream: IO[bytes], *, on_bytes: Callable[[int], None] | None = None, chunk_size: int = 1 << 20, size: int | None = None
+    stream: IO[bytes],
+    *,
+    on_bytes: Callable[[int], None] | None = None,
+    chunk_size: int = 1 << 20,
+    size: int | None = None,
 ) -> Iterator[ReadItem]:
     """`size`: the stream's length when known (a file, an archive member). A pretty-printed JSON
     object (a mini-swe-agent trajectory) of at most WHOLE_FILE_BYTES is then read whole and parsed
@@ -95,7 +102,9 @@ def read_items(
                 yield ReadItem(start_line, whole)
                 return
             first, stream, on_bytes = first + rest, io.BytesIO(b""), None
-    for line_number, value, error in _numbered_json_items(_Prepended(first, stream, on_bytes), chunk_size=chunk_size, on_bytes=None):
+    for line_number, value, error in _numbered_json_items(
+        _Prepended(first, stream, on_bytes), chunk_size=chunk_size, on_bytes=None
+    ):
         if error:
             yield ReadItem(line_number, error=error, fatal=True)
             return
@@ -114,12 +123,16 @@ def _json_lines(stream: IO[bytes], number: int, on_bytes: Callable[[int], None] 
         number += 1
 
 
-def iter_json_items(stream: IO[bytes], *, chunk_size: int = 1 << 20, on_bytes: Callable[[int], None] | None = None) -> Iterator[Any]:
+def iter_json_items(
+    stream: IO[bytes], *, chunk_size: int = 1 << 20, on_bytes: Callable[[int], None] | None = None
+) -> Iterator[Any]:
     """Yields the items of a JSON list, of JSON Lines, or a single JSON object, reading `stream` in
     chunks: memory holds one chunk plus the item being decoded, whatever the file's size.
 
     Raises ValueError naming the item index and its line on malformed input."""
-    for index, (line, value, error) in enumerate(_numbered_json_items(stream, chunk_size=chunk_size, on_bytes=on_bytes)):
+    for index, (line, value, error) in enumerate(
+        _numbered_json_items(stream, chunk_size=chunk_size, on_bytes=on_bytes)
+    ):
         if error:
             raise ValueError(f"item {index} (line {line}): {error}")
         yield value
@@ -203,7 +216,7 @@ def _numbered_json_items(
                 try:
                     value, end = decoder.raw_decode(buffer, position)
                     # a number or literal at the very end of a chunk may be cut; an object/list never ends early
-                    if end == len(buffer) and not eof and buffer[position] not in "{[\"":
+                    if end == len(buffer) and not eof and buffer[position] not in '{["':
                         raise json.JSONDecodeError("maybe truncated", buffer, end)
                     break
                 except json.JSONDecodeError as exc:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -17,11 +16,11 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from .. import safe_json
-from ..redaction.literals import is_safe_literal
 from ..models import Agent, AgentSession, Intent
-from ..redaction.echo import RedactionCache
-from ..redaction.redactor import Redactor, redactor_for_session, strings_in
 from ..outcomes import pending_until_at_ingest
+from ..redaction.echo import RedactionCache
+from ..redaction.literals import is_safe_literal
+from ..redaction.redactor import Redactor, redactor_for_session, strings_in
 from .formats import SessionIn
 
 EXCERPT_CALLS = 40
@@ -84,7 +83,10 @@ def build_excerpt(session: SessionIn, redactor: Redactor, *, redacted_task: str 
             return short(value, limit)
         if isinstance(value, Mapping):
             # a short string or a number stays as it is: no call for each (every command has 8 arguments)
-            return {k: v if type(v) in _KEPT_AS_IS and (type(v) is not str or len(v) <= limit) else short_args(v, limit) for k, v in value.items()}
+            return {
+                k: v if type(v) in _KEPT_AS_IS and (type(v) is not str or len(v) <= limit) else short_args(v, limit)
+                for k, v in value.items()
+            }
         if isinstance(value, list):
             return [short_args(v, limit) for v in value[:20]]
         return value
@@ -149,7 +151,11 @@ class PreparedSession:
 
 
 def session_prepare(
-    session: SessionIn, *, redaction_patterns: Any = None, keep_raw: bool | None = None, cache: RedactionCache | None = None
+    session: SessionIn,
+    *,
+    redaction_patterns: Any = None,
+    keep_raw: bool | None = None,
+    cache: RedactionCache | None = None,
 ) -> PreparedSession:
     """Redacts one session (its excerpt and task key, before any row exists) and builds its row's
     fields. `redaction_patterns`: the agent's; `keep_raw`: None reads PROCMEM_RAW_RETENTION_DAYS;
@@ -170,7 +176,8 @@ def session_prepare(
             rating=session.rating,
             skeleton=session.skeleton,
             # a tool's result is never stored whole: its summary is in the excerpt
-            tool_calls=[{k: v for k, v in c.items() if k != "result"} for c in session.tool_calls] if keep_raw
+            tool_calls=[{k: v for k, v in c.items() if k != "result"} for c in session.tool_calls]
+            if keep_raw
             else [{"name": c["name"], "ok": c["ok"]} for c in session.tool_calls],
             redacted_excerpt=excerpt,
             injected=session.injected,
@@ -203,7 +210,9 @@ def intents_ensure(*, agent: Agent, names: Iterable[str]) -> dict[str, int]:
     return found
 
 
-def sessions_store(*, agent: Agent, sessions: list[SessionIn], channel: str = "", savepoint: bool = True) -> StoreResult:
+def sessions_store(
+    *, agent: Agent, sessions: list[SessionIn], channel: str = "", savepoint: bool = True
+) -> StoreResult:
     """Stores validated sessions of one agent in one transaction. Idempotent by session id: a session
     already stored (or repeated in the batch) is reported as duplicate and changes nothing.
 
@@ -225,10 +234,20 @@ def prepared_store(*, agent: Agent, prepared: list[PreparedSession], channel: st
 def _prepare_all(agent: Agent, sessions: list[SessionIn]) -> list[PreparedSession]:
     keep_raw = raw_retention_days() > 0
     cache = RedactionCache()  # commands, outputs and requests recur across the sessions of a batch
-    return [session_prepare(s, redaction_patterns=agent.redaction_patterns, keep_raw=keep_raw, cache=cache) for s in sessions]
+    return [
+        session_prepare(s, redaction_patterns=agent.redaction_patterns, keep_raw=keep_raw, cache=cache)
+        for s in sessions
+    ]
 
 
-def _store(agent: Agent, sessions: list, prepare: Callable[[list], list[PreparedSession]], channel: str, *, savepoint: bool = True) -> StoreResult:
+def _store(
+    agent: Agent,
+    sessions: list,
+    prepare: Callable[[list], list[PreparedSession]],
+    channel: str,
+    *,
+    savepoint: bool = True,
+) -> StoreResult:
     result = StoreResult()
     unique: dict[str, Any] = {}
     for session in sessions:
@@ -248,9 +267,12 @@ def _store(agent: Agent, sessions: list, prepare: Callable[[list], list[Prepared
         now = timezone.now()
         rows = [
             AgentSession(
-                agent=agent, intent_id=intent_ids.get(s.intent) if s.intent else None, channel=channel,
+                agent=agent,
+                intent_id=intent_ids.get(s.intent) if s.intent else None,
+                channel=channel,
                 # the agent's complaint window: the label is final only when it has passed (library/outcomes.py)
-                label_pending_until=pending_until_at_ingest(agent, s.fields["ended_at"], now), **s.fields,
+                label_pending_until=pending_until_at_ingest(agent, s.fields["ended_at"], now),
+                **s.fields,
             )
             for s in fresh
         ]
@@ -290,7 +312,9 @@ def _insert_sessions(rows: list[AgentSession]) -> None:
         cursor.executemany(sql, values)
 
 
-def sessions_purge_raw(*, agent: Agent | None = None, older_than_days: int | None = None, batch_size: int = 2000) -> int:
+def sessions_purge_raw(
+    *, agent: Agent | None = None, older_than_days: int | None = None, batch_size: int = 2000
+) -> int:
     """Drops the raw task text and tool-call arguments of sessions received more than the retention
     window ago (tool names and order, the outcome and the redacted excerpt stay: mining needs no
     more). Returns how many sessions were purged. Batched, one short transaction per batch."""
@@ -302,11 +326,20 @@ def sessions_purge_raw(*, agent: Agent | None = None, older_than_days: int | Non
     purged = 0
     while True:
         with transaction.atomic():
-            batch = list(queryset.select_for_update(skip_locked=True).order_by("pk").values_list("pk", "tool_calls")[:batch_size])
+            batch = list(
+                queryset.select_for_update(skip_locked=True).order_by("pk").values_list("pk", "tool_calls")[:batch_size]
+            )
             if not batch:
                 return purged
             rows = [
-                AgentSession(pk=pk, task="", raw_purged=True, tool_calls=[{"name": c.get("name"), "ok": c.get("ok")} for c in (calls or []) if isinstance(c, Mapping)])
+                AgentSession(
+                    pk=pk,
+                    task="",
+                    raw_purged=True,
+                    tool_calls=[
+                        {"name": c.get("name"), "ok": c.get("ok")} for c in (calls or []) if isinstance(c, Mapping)
+                    ],
+                )
                 for pk, calls in batch
             ]
             AgentSession.objects.bulk_update(rows, ["task", "raw_purged", "tool_calls"])
@@ -328,7 +361,9 @@ def sessions_redact_again(*, agent: Agent | None = None, batch_size: int = 500) 
     while True:
         with transaction.atomic():
             batch = list(
-                queryset.filter(pk__gt=last_pk).select_for_update(skip_locked=True).order_by("pk")
+                queryset.filter(pk__gt=last_pk)
+                .select_for_update(skip_locked=True)
+                .order_by("pk")
                 .values_list("pk", "agent_id", "task", "tool_calls", "redacted_excerpt")[:batch_size]
             )
             if not batch:
@@ -337,9 +372,12 @@ def sessions_redact_again(*, agent: Agent | None = None, batch_size: int = 500) 
             rows = []
             for pk, agent_id, task, calls, excerpt in batch:
                 args = [c.get("args") for c in calls or [] if isinstance(c, Mapping) and c.get("args") is not None]
-                results = [c.get("result") for c in calls or [] if isinstance(c, Mapping) and c.get("result") is not None]
+                results = [
+                    c.get("result") for c in calls or [] if isinstance(c, Mapping) and c.get("result") is not None
+                ]
                 redactor = redactor_for_session(
-                    structured=[*args, *results, excerpt], texts=[task or "", *strings_in(excerpt)],
+                    structured=[*args, *results, excerpt],
+                    texts=[task or "", *strings_in(excerpt)],
                     agent_patterns=patterns.get(agent_id),
                 )
                 redacted = redactor.value(excerpt or [])

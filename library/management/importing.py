@@ -10,7 +10,13 @@ from library.interchange import ImportReport
 
 
 def import_and_report(
-    command: BaseCommand, run: Callable[[], ImportReport], *, refused: type[Exception], listed: str, prefix: str, noun: str
+    command: BaseCommand,
+    run: Callable[[], ImportReport],
+    *,
+    refused: type[Exception],
+    listed: str,
+    prefix: str,
+    noun: str,
 ) -> ImportReport:
     """Runs the import; a `refused` error stores nothing and becomes a CommandError. Prints each of
     `report.<listed>` after `prefix`, then how many `noun` were imported and skipped."""
@@ -21,6 +27,8 @@ def import_and_report(
     for item in getattr(report, listed):
         command.stdout.write(f"  {prefix} {item}")
     command.stdout.write(
-        command.style.SUCCESS(f"Imported {len(report.created)} {noun}; {len(report.skipped)} already present were skipped.")
+        command.style.SUCCESS(
+            f"Imported {len(report.created)} {noun}; {len(report.skipped)} already present were skipped."
+        )
     )
     return report

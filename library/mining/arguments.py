@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from ..redaction.literals import PLACEHOLDER_RE, is_safe_literal
 from .skeletons import DEFAULT_TERMINAL_TOOLS, Skeleton
-
 
 
 def _snake(name: str) -> str:
@@ -19,7 +19,9 @@ def _snake(name: str) -> str:
     return re.sub(r"[^a-z0-9_]+", "_", name.lower()).strip("_") or "value"
 
 
-def reduced_calls(excerpt: Sequence[Mapping[str, Any]], ignored: Iterable[str], terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS) -> tuple[Skeleton, list[Mapping[str, Any]]]:
+def reduced_calls(
+    excerpt: Sequence[Mapping[str, Any]], ignored: Iterable[str], terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS
+) -> tuple[Skeleton, list[Mapping[str, Any]]]:
     """A session excerpt's reduced skeleton and, per step, the excerpt entry of its first call (args,
     and the summary of its result where the store kept one)."""
     ignored_set, terminal_set = set(ignored), set(terminal)
@@ -40,7 +42,12 @@ def reduced_calls(excerpt: Sequence[Mapping[str, Any]], ignored: Iterable[str], 
     return tuple(names), entries
 
 
-def calls_by_step(excerpt: Sequence[Mapping[str, Any]], skeleton: Skeleton, ignored: Iterable[str], terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS) -> list[dict[str, Any]] | None:
+def calls_by_step(
+    excerpt: Sequence[Mapping[str, Any]],
+    skeleton: Skeleton,
+    ignored: Iterable[str],
+    terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS,
+) -> list[dict[str, Any]] | None:
     """The args of the first call of each skeleton step in one session's excerpt, or None when the
     excerpt does not reduce to `skeleton` (e.g. it was cut short)."""
     names, entries = reduced_calls(excerpt, ignored, terminal)
@@ -94,7 +101,9 @@ def _hashable(value: Any) -> Any:
     return value if isinstance(value, (str, int, float, bool)) or value is None else repr(value)
 
 
-def generalise_args(samples: Sequence[tuple[Any, Mapping[str, Any]]], literal_share: float = 0.8, min_tasks: int = 2) -> list[tuple[str, str]]:
+def generalise_args(
+    samples: Sequence[tuple[Any, Mapping[str, Any]]], literal_share: float = 0.8, min_tasks: int = 2
+) -> list[tuple[str, str]]:
     """(key, rendered value) for the most common argument keys of one step across sessions, from
     (task, args) samples. A value stays literal only when it is a safe literal (is_safe_literal) and
     shared by at least `literal_share` of the distinct tasks and by at least `min_tasks` of them;
@@ -116,7 +125,9 @@ def generalise_args(samples: Sequence[tuple[Any, Mapping[str, Any]]], literal_sh
                 values.append(value)
                 tasks.add(task)
                 tasks_by_value.setdefault(value, set()).add(task)
-        common, common_tasks = max(tasks_by_value.items(), key=lambda kv: (len(kv[1]), str(kv[0])), default=(None, set()))
+        common, common_tasks = max(
+            tasks_by_value.items(), key=lambda kv: (len(kv[1]), str(kv[0])), default=(None, set())
+        )
         shared = len(common_tasks) / max(1, len(tasks)) >= literal_share
         if isinstance(common, str) and PLACEHOLDER_RE.match(common) and shared:
             rendered.append((key, common))  # redaction already typed it ({{email_address}})

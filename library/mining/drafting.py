@@ -6,8 +6,9 @@ same inputs always give the same draft."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from . import statistics as st
 from .arguments import generalise_args
@@ -88,7 +89,11 @@ def _ratio_text(record: Mapping[str, Any]) -> str:
     ratio, low, high = st.ratio_number(record), record.get("low"), record.get("high")
     if ratio is None:
         return "risk ratio not defined"
-    return ("risk ratio ∞" if ratio == float("inf") else f"risk ratio {ratio:.2f}") + f" (95 % {low if low is not None else 0:.2f}–" + (f"{high:.2f})" if isinstance(high, (int, float)) else "∞)")
+    return (
+        ("risk ratio ∞" if ratio == float("inf") else f"risk ratio {ratio:.2f}")
+        + f" (95 % {low if low is not None else 0:.2f}–"
+        + (f"{high:.2f})" if isinstance(high, (int, float)) else "∞)")
+    )
 
 
 def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any], params: MiningParams) -> str:
@@ -107,8 +112,10 @@ def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any], para
             f"({_ratio_text(gate)}, {gate['tests']} skeleton(s) tested, adjusted p = {gate['pAdjusted']:.3g})."
         )
     if group.workflow:
-        text += (f" With its repeats as one step each it still has {step_count(skeleton)} steps, more than {params.max_steps}: "
-                 "a workflow, it belongs in code: reported, not proposed.")
+        text += (
+            f" With its repeats as one step each it still has {step_count(skeleton)} steps, more than {params.max_steps}: "
+            "a workflow, it belongs in code: reported, not proposed."
+        )
     elif not group.proposed:
         text += " The tool order does not credibly explain the outcome: reported, not proposed."
     steps = [t for t in result.tools if t["inSkeleton"]]
@@ -170,9 +177,14 @@ class Draft:
     def content(self) -> dict[str, Any]:
         """The procedure content it proposes, as `procedure_propose` takes it."""
         return {
-            "applies_when": self.applies_when, "steps": self.steps, "required_tools": self.required_tools,
-            "forbidden_actions": self.forbidden_actions, "skeleton": self.skeleton, "preconditions": self.preconditions,
-            "postconditions": self.postconditions, "verify_command": self.verify_command,
+            "applies_when": self.applies_when,
+            "steps": self.steps,
+            "required_tools": self.required_tools,
+            "forbidden_actions": self.forbidden_actions,
+            "skeleton": self.skeleton,
+            "preconditions": self.preconditions,
+            "postconditions": self.postconditions,
+            "verify_command": self.verify_command,
         }
 
 
@@ -188,13 +200,30 @@ def _variants(stats: IntentStats, group: GroupChoice) -> list[dict[str, Any]]:
         elif is_subsequence(skeleton, group.skeleton):
             differs = "leaves out " + ", ".join(missing)
         else:
-            differs = "another order" if not extra and not missing else (
-                "; ".join(filter(None, ["adds " + ", ".join(extra) if extra else "", "leaves out " + ", ".join(missing) if missing else ""]))
+            differs = (
+                "another order"
+                if not extra and not missing
+                else (
+                    "; ".join(
+                        filter(
+                            None,
+                            [
+                                "adds " + ", ".join(extra) if extra else "",
+                                "leaves out " + ", ".join(missing) if missing else "",
+                            ],
+                        )
+                    )
+                )
             )
-        result.append({
-            "skeleton": list(skeleton), "support": support, "supportSessions": stats.success.skeleton_sessions[skeleton],
-            "failedTasks": stats.failed.skeleton_tasks[skeleton], "differs": differs,
-        })
+        result.append(
+            {
+                "skeleton": list(skeleton),
+                "support": support,
+                "supportSessions": stats.success.skeleton_sessions[skeleton],
+                "failedTasks": stats.failed.skeleton_tasks[skeleton],
+                "differs": differs,
+            }
+        )
     return result
 
 
@@ -226,14 +255,18 @@ def draft_candidate(
     steps: list[str] = []
     for position, tool in enumerate(skeleton):
         samples = [(task, sample[position]) for task, sample in step_samples if position < len(sample)]
-        steps.append(step_text(tool, render_call(tool, generalise_args(samples, params.literal_share, params.min_literal_tasks))))
+        steps.append(
+            step_text(tool, render_call(tool, generalise_args(samples, params.literal_share, params.min_literal_tasks)))
+        )
     required_tools = list(dict.fromkeys(skeleton))
     compressed = len(skeleton) > params.max_steps
     if compressed:
         # past the step cap, a repeated block of calls is one step (the skeleton itself stays whole)
         steps = compressed_steps(skeleton, steps)
         branches = ()  # a conditional step names a position of the uncompressed steps
-    conditions = condition_tests([(b.split, b.with_results, b.without_results) for b in branches], alpha=params.significance_level)
+    conditions = condition_tests(
+        [(b.split, b.with_results, b.without_results) for b in branches], alpha=params.significance_level
+    )
     branch_of = {repr(list(b.split.with_skeleton)): b for b in branches}
     # (index in the candidate's steps, whether the candidate takes the step, record, text)
     changes: list[tuple[int, bool, dict[str, Any], str]] = []
@@ -244,7 +277,11 @@ def draft_candidate(
             continue
         args = branch.then_args
         if branch.candidate_has_step:
-            args = [(task, sample[branch.split.position]) for task, sample in step_samples if branch.split.position < len(sample)]
+            args = [
+                (task, sample[branch.split.position])
+                for task, sample in step_samples
+                if branch.split.position < len(sample)
+            ]
         call = render_call(branch.split.tool, generalise_args(args, params.literal_share, params.min_literal_tasks))
         changes.append((branch.split.position, branch.candidate_has_step, record, condition_text(record, call)))
     # the candidate takes the step: that step becomes conditional; it does not: the conditional
@@ -265,18 +302,36 @@ def draft_candidate(
         proposed = id(feature) in proposed_features
         text = None
         if proposed:
-            call = render_call(feature.tool, generalise_args(failed_samples.get(feature.tool, []), params.literal_share, params.min_literal_tasks), literals_only=True)
-            text = f"Do not call {call} for this task." if feature.kind == "tool" else f"Do not call {call} before {feature.before}."
+            call = render_call(
+                feature.tool,
+                generalise_args(failed_samples.get(feature.tool, []), params.literal_share, params.min_literal_tasks),
+                literals_only=True,
+            )
+            text = (
+                f"Do not call {call} for this task."
+                if feature.kind == "tool"
+                else f"Do not call {call} before {feature.before}."
+            )
             forbidden_actions.append(text)
         if proposed or len(forbidden_evidence) < 8:
             t = feature.test
-            forbidden_evidence.append({
-                "action": text, "feature": feature.describe(), "proposed": proposed,
-                "resolved": feature.resolved, "failed": feature.failed,
-                "resolvedRate": t["failedRate"], "failedRate": t["resolvedRate"],
-                "failLift": t["lift"], "failLiftLow": t["liftLow"], "failLiftHigh": t["liftHigh"],
-                "pValue": t["pValue"], "pAdjusted": t["pAdjusted"], "tests": t["tests"],
-            })
+            forbidden_evidence.append(
+                {
+                    "action": text,
+                    "feature": feature.describe(),
+                    "proposed": proposed,
+                    "resolved": feature.resolved,
+                    "failed": feature.failed,
+                    "resolvedRate": t["failedRate"],
+                    "failedRate": t["resolvedRate"],
+                    "failLift": t["lift"],
+                    "failLiftLow": t["liftLow"],
+                    "failLiftHigh": t["liftHigh"],
+                    "pValue": t["pValue"],
+                    "pAdjusted": t["pAdjusted"],
+                    "tests": t["tests"],
+                }
+            )
     back = backtest(stats, skeleton, params, group.within.get("held"))
     test = group.test
     gate = group.within.get("gate") or {}
@@ -331,7 +386,9 @@ def draft_candidate(
     )
 
 
-def report_entry(intent_name: str, status: str, reason: str, draft: Draft | None = None, figures: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def report_entry(
+    intent_name: str, status: str, reason: str, draft: Draft | None = None, figures: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """One line of a run's report. A reported (not proposed) draft keeps its steps and statistics
     so a reviewer sees what the sessions would have said."""
     entry: dict[str, Any] = {"intent": intent_name, "status": status, "reason": reason, "figures": dict(figures or {})}
@@ -341,8 +398,12 @@ def report_entry(intent_name: str, status: str, reason: str, draft: Draft | None
             skeleton=draft.skeleton,
             steps=draft.steps,
             forbiddenActions=draft.forbidden_actions,
-            figures={**ev["outcomes"], "support": ev["support"], "supportSessions": ev["supportSessions"],
-                     "failedWithSkeleton": ev["failedWithSkeleton"]},
+            figures={
+                **ev["outcomes"],
+                "support": ev["support"],
+                "supportSessions": ev["supportSessions"],
+                "failedWithSkeleton": ev["failedWithSkeleton"],
+            },
             skeletonTest=ev["skeletonTest"],
             withinTask=ev.get("withinTask") or {},
             orderBeyondTools=ev.get("orderBeyondTools") or {},
@@ -352,7 +413,11 @@ def report_entry(intent_name: str, status: str, reason: str, draft: Draft | None
             summary=ev["summary"],
         )
         if draft.verify_command:  # a coding group's contract, so a reported one still shows it
-            entry.update(verifyCommand=draft.verify_command, preconditions=draft.preconditions, postconditions=draft.postconditions)
+            entry.update(
+                verifyCommand=draft.verify_command,
+                preconditions=draft.preconditions,
+                postconditions=draft.postconditions,
+            )
         if status == Status.REPORTED:
             # the whole draft, so that a reviewer can still propose it (runs.mining_report_propose)
             entry["draft"] = asdict(draft)

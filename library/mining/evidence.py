@@ -11,14 +11,14 @@ outside the skeleton and outside every successful variant at threshold.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
-from . import statistics as st
 from ..redaction.literals import is_safe_literal
+from . import statistics as st
 from .groups import GroupChoice, stats_contrast
 from .skeletons import IntentStats, MiningParams, Skeleton, is_subsequence, pairs_of
-
 
 # ---------------------------------------------------------------------------------------------- contrast
 
@@ -80,11 +80,19 @@ def contrast(stats: IntentStats, group: GroupChoice, params: MiningParams) -> Co
     candidates: list[tuple[str, str, str | None, int, int]] = []
     seen: set[tuple[str, str]] = set()
     for i, before in enumerate(skeleton):
-        for after in skeleton[i + 1:]:
+        for after in skeleton[i + 1 :]:
             if before == after or (before, after) in seen:
                 continue
             seen.add((before, after))
-            candidates.append(("after_without_before", after, before, failed.without_before(before, after), success.without_before(before, after)))
+            candidates.append(
+                (
+                    "after_without_before",
+                    after,
+                    before,
+                    failed.without_before(before, after),
+                    success.without_before(before, after),
+                )
+            )
     for tool in vocabulary:
         if tool not in skeleton and tool not in variant_tools:
             candidates.append(("tool", tool, None, failed.tool_tasks[tool], success.tool_tasks[tool]))
@@ -116,7 +124,10 @@ def contrast(stats: IntentStats, group: GroupChoice, params: MiningParams) -> Co
 
 
 def backtest(
-    stats: IntentStats, skeleton: Skeleton, params: MiningParams, held_tables: st.WithinTaskSums | Mapping[st.Table, int] | None = None,
+    stats: IntentStats,
+    skeleton: Skeleton,
+    params: MiningParams,
+    held_tables: st.WithinTaskSums | Mapping[st.Table, int] | None = None,
 ) -> dict[str, Any]:
     """Success of the held-back sessions that follow the candidate (its steps in order, other calls
     in between allowed) vs those that do not, by the gate's own estimator (statistics.within_task:
@@ -144,18 +155,33 @@ def backtest(
         "withinTask": record,
     }
     if not followers["of"] or not others["of"]:
-        result.update(verdict="inconclusive", contradicted=False, pValue=None,
-                      note="no held-back session follows it" if not followers["of"] else "every held-back session follows it")
+        result.update(
+            verdict="inconclusive",
+            contradicted=False,
+            pValue=None,
+            note="no held-back session follows it" if not followers["of"] else "every held-back session follows it",
+        )
         return result
     ratio = st.ratio_number(record)
     if ratio is None:
-        result.update(verdict="inconclusive", contradicted=False, pValue=None,
-                      note="no task has both followers and other sessions to compare")
+        result.update(
+            verdict="inconclusive",
+            contradicted=False,
+            pValue=None,
+            note="no task has both followers and other sessions to compare",
+        )
         return result
     contradicted = ratio < 1
     supports = record["pValue"] < params.significance_level and st.holds(record)
     verdict = "contradicts" if contradicted else ("supports" if supports else "inconclusive")
-    result.update(verdict=verdict, contradicted=contradicted, pValue=record["pValue"], riskRatio=record["riskRatio"], low=record["low"], high=record["high"])
+    result.update(
+        verdict=verdict,
+        contradicted=contradicted,
+        pValue=record["pValue"],
+        riskRatio=record["riskRatio"],
+        low=record["low"],
+        high=record["high"],
+    )
     return result
 
 
@@ -167,11 +193,15 @@ def agreement(gate: Mapping[str, Any], back: Mapping[str, Any]) -> dict[str, Any
     if agree:
         text = "The gate and the backtest agree."
     elif credible:
-        text = (f"The gate and the backtest disagree: the mined sessions show the order credibly (risk ratio "
-                f"{gate.get('riskRatio')}), the held-back sessions do not confirm it ({verdict}).")
+        text = (
+            f"The gate and the backtest disagree: the mined sessions show the order credibly (risk ratio "
+            f"{gate.get('riskRatio')}), the held-back sessions do not confirm it ({verdict})."
+        )
     else:
-        text = ("The gate and the backtest disagree: the held-back sessions support the order, the mined sessions "
-                "did not show it credibly.")
+        text = (
+            "The gate and the backtest disagree: the held-back sessions support the order, the mined sessions "
+            "did not show it credibly."
+        )
     return {"agree": agree, "gate": "credible" if credible else "not credible", "backtest": verdict, "text": text}
 
 
@@ -209,12 +239,22 @@ def argument_contrast(
             if not success_all or not failed_all:
                 continue
             p = st.fisher_two_sided(a, len(success_all), b, len(failed_all))
-            records.append({
-                "step": position + 1, "tool": tool, "key": key, "value": value,
-                "resolved": a, "resolvedOf": len(success_all), "failed": b, "failedOf": len(failed_all),
-                "resolvedRate": st.rate(a, len(success_all)), "failedRate": st.rate(b, len(failed_all)),
-                "pValue": float(f"{p:.4g}"), "separates": p < alpha,
-            })
+            records.append(
+                {
+                    "step": position + 1,
+                    "tool": tool,
+                    "key": key,
+                    "value": value,
+                    "resolved": a,
+                    "resolvedOf": len(success_all),
+                    "failed": b,
+                    "failedOf": len(failed_all),
+                    "resolvedRate": st.rate(a, len(success_all)),
+                    "failedRate": st.rate(b, len(failed_all)),
+                    "pValue": float(f"{p:.4g}"),
+                    "separates": p < alpha,
+                }
+            )
     records.sort(key=lambda r: (r["pValue"], r["step"], r["key"], str(r["value"])))
     return records[:limit]
 
@@ -234,7 +274,9 @@ class Split:
     without_skeleton: Skeleton
 
 
-def splits_of(stats: IntentStats, skeleton: Skeleton, *, min_tasks: int = 2, limit: int = 3) -> list[tuple[Split, bool]]:
+def splits_of(
+    stats: IntentStats, skeleton: Skeleton, *, min_tasks: int = 2, limit: int = 3
+) -> list[tuple[Split, bool]]:
     """The successful variants of the intent that add one step to the candidate's skeleton (after
     a step of it) or leave one of its steps out (not the first), each with at least `min_tasks`
     distinct tasks, the largest first: (split, whether the candidate is the variant with the step)."""
@@ -242,9 +284,11 @@ def splits_of(stats: IntentStats, skeleton: Skeleton, *, min_tasks: int = 2, lim
     for other, tasks in stats.success.skeleton_tasks.items():
         if tasks < min_tasks or abs(len(other) - len(skeleton)) != 1:
             continue
-        longer, shorter, candidate_longer = (other, skeleton, False) if len(other) > len(skeleton) else (skeleton, other, True)
+        longer, shorter, candidate_longer = (
+            (other, skeleton, False) if len(other) > len(skeleton) else (skeleton, other, True)
+        )
         for i in range(1, len(longer)):
-            if longer[:i] + longer[i + 1:] == shorter and longer[i] != longer[i - 1]:
+            if longer[:i] + longer[i + 1 :] == shorter and longer[i] != longer[i - 1]:
                 found.append((tasks, Split(longer[i], longer[i - 1], i, longer, shorter), candidate_longer))
                 break
     found.sort(key=lambda f: (-f[0], f[1].with_skeleton))
@@ -267,7 +311,9 @@ def _result_values(samples: Sequence[tuple[Any, Mapping[str, Any]]]) -> tuple[di
 
 def condition_tests(
     splits: Sequence[tuple[Split, Sequence[tuple[Any, Mapping[str, Any]]], Sequence[tuple[Any, Mapping[str, Any]]]]],
-    *, alpha: float, min_tasks: int = 2,
+    *,
+    alpha: float,
+    min_tasks: int = 2,
 ) -> list[dict[str, Any]]:
     """For each split, (with samples, without samples): per task, the summary of the result of the
     step before the branch. Each value `key = v` seen with the step is tested: do tasks that took the
@@ -285,14 +331,26 @@ def condition_tests(
     for split, key, value, a, n_a, b, n_b in tables:
         test = st.contrast(a, n_a, b, n_b, tests=len(tables), alpha=alpha)
         record = {
-            "ifTool": split.after, "key": key, "value": value, "thenTool": split.tool,
-            "withStep": st.rate(a, n_a), "withoutStep": st.rate(b, n_b),
-            "pValue": test["pValue"], "pAdjusted": test["pAdjusted"], "tests": test["tests"],
+            "ifTool": split.after,
+            "key": key,
+            "value": value,
+            "thenTool": split.tool,
+            "withStep": st.rate(a, n_a),
+            "withoutStep": st.rate(b, n_b),
+            "pValue": test["pValue"],
+            "pAdjusted": test["pAdjusted"],
+            "tests": test["tests"],
             "proposed": bool(test["pAdjusted"] < alpha and a >= min_tasks and n_b > 0),
-            "withSkeleton": list(split.with_skeleton), "withoutSkeleton": list(split.without_skeleton),
+            "withSkeleton": list(split.with_skeleton),
+            "withoutSkeleton": list(split.without_skeleton),
         }
         best = records.get(split)
-        if best is None or (record["pValue"], -a, key, str(value)) < (best["pValue"], -best["withStep"]["count"], best["key"], str(best["value"])):
+        if best is None or (record["pValue"], -a, key, str(value)) < (
+            best["pValue"],
+            -best["withStep"]["count"],
+            best["key"],
+            str(best["value"]),
+        ):
             records[split] = record
     return sorted(records.values(), key=lambda r: (r["pValue"], r["ifTool"], r["thenTool"]))
 

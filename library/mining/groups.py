@@ -15,12 +15,12 @@ that took the skeleton: Fisher, Wilson lift) is kept as a description.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from . import statistics as st
 from .skeletons import Aggregator, IntentStats, Skeleton, compressed_length, intent_figures
-
 
 # ---------------------------------------------------------------------------------------------- groups
 
@@ -85,8 +85,14 @@ def groups_to_test(aggregator: Aggregator) -> tuple[dict[Any, list[tuple[Skeleto
         if not usable:
             top, n = ranked[0]
             reason = f"the largest group has {n} distinct task(s); the support threshold is {params.support_threshold}"
-            report.append({"intent": intent, "status": Status.BELOW_THRESHOLD, "reason": reason,
-                           "figures": {**figures, "topSkeleton": list(top), "topSupport": n}})
+            report.append(
+                {
+                    "intent": intent,
+                    "status": Status.BELOW_THRESHOLD,
+                    "reason": reason,
+                    "figures": {**figures, "topSkeleton": list(top), "topSupport": n},
+                }
+            )
             continue
         eligible[intent] = usable
     return eligible, report
@@ -108,19 +114,27 @@ def choose_groups(aggregator: Aggregator) -> tuple[list[GroupChoice], list[dict[
         stats = aggregator.intents[intent]
         credible = [entry for entry in tested if entry[2]["credible"]]
         workflow = step_count(skeleton) > params.max_steps
-        chosen.append(GroupChoice(
-            intent=intent, skeleton=skeleton, support=support, support_sessions=stats.success.skeleton_sessions[skeleton],
-            test=skeleton_test(stats, skeleton, tests=tests, alpha=params.significance_level),
-            proposed=bool(credible) and not workflow, alternatives=[(s, n) for s, n, _ in tested if s != skeleton],
-            within={
-                "gate": gate,
-                "orderBeyondTools": within.order_beyond_tools(intent, skeleton, alpha=params.significance_level),
-                "byModelFamily": within.families(intent, skeleton, alpha=params.significance_level),
-                "held": within.table(intent, skeleton, "held"),
-                "heldOrderBeyondTools": within.order_beyond_tools(intent, skeleton, alpha=params.significance_level, held=True),
-            },
-            workflow=workflow,
-        ))
+        chosen.append(
+            GroupChoice(
+                intent=intent,
+                skeleton=skeleton,
+                support=support,
+                support_sessions=stats.success.skeleton_sessions[skeleton],
+                test=skeleton_test(stats, skeleton, tests=tests, alpha=params.significance_level),
+                proposed=bool(credible) and not workflow,
+                alternatives=[(s, n) for s, n, _ in tested if s != skeleton],
+                within={
+                    "gate": gate,
+                    "orderBeyondTools": within.order_beyond_tools(intent, skeleton, alpha=params.significance_level),
+                    "byModelFamily": within.families(intent, skeleton, alpha=params.significance_level),
+                    "held": within.table(intent, skeleton, "held"),
+                    "heldOrderBeyondTools": within.order_beyond_tools(
+                        intent, skeleton, alpha=params.significance_level, held=True
+                    ),
+                },
+                workflow=workflow,
+            )
+        )
     return chosen, report
 
 
@@ -146,14 +160,22 @@ def chosen_skeletons(aggregator: Aggregator, within: Any) -> dict[Any, Skeleton]
 
 def skeleton_test(stats: IntentStats, skeleton: Skeleton, *, tests: int, alpha: float) -> dict[str, Any]:
     return stats_contrast(
-        stats.success.skeleton_tasks[skeleton], stats.success.tasks, stats.failed.skeleton_tasks[skeleton], stats.failed.tasks,
-        tests=tests, alpha=alpha,
+        stats.success.skeleton_tasks[skeleton],
+        stats.success.tasks,
+        stats.failed.skeleton_tasks[skeleton],
+        stats.failed.tasks,
+        tests=tests,
+        alpha=alpha,
     )
 
 
 def stats_contrast(a: int, n_a: int, b: int, n_b: int, *, tests: int = 1, alpha: float = 0.05) -> dict[str, Any]:
     return {
-        "resolved": a, "resolvedOf": n_a, "failed": b, "failedOf": n_b,
-        "resolvedRate": st.rate(a, n_a), "failedRate": st.rate(b, n_b),
+        "resolved": a,
+        "resolvedOf": n_a,
+        "failed": b,
+        "failedOf": n_b,
+        "resolvedRate": st.rate(a, n_a),
+        "failedRate": st.rate(b, n_b),
         **st.contrast(a, n_a, b, n_b, tests=tests, alpha=alpha),
     }

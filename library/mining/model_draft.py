@@ -32,8 +32,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from ..evals.errors import RunnerError
 from ..evals.runners import HttpPolicy, post_json
 from ..models import Agent
-from ..redaction.redactor import Redactor
 from ..redaction.literals import is_safe_literal
+from ..redaction.redactor import Redactor
 from .drafting import Draft
 
 MAX_EXCERPTS = 3
@@ -60,7 +60,7 @@ class DraftOut(BaseModel):
     steps: list[str] = Field(min_length=1, max_length=20)
     forbiddenActions: list[str] = Field(default_factory=list, max_length=10)
 
-    def clean(self) -> "DraftOut":
+    def clean(self) -> DraftOut:
         steps = [" ".join(s.split()) for s in self.steps]
         forbidden = [" ".join(s.split()) for s in self.forbiddenActions]
         if any(not s or len(s) > 500 for s in steps + forbidden):
@@ -117,25 +117,35 @@ def request_for(agent: Agent, draft: Draft, *, intent_name: str) -> dict[str, An
     evidence = draft.evidence or {}
     excerpts = []
     for item in (evidence.get("excerpts") or [])[:MAX_EXCERPTS]:
-        text = json.dumps(item.get("excerpt"), ensure_ascii=False) if not isinstance(item.get("excerpt"), str) else item["excerpt"]
+        text = (
+            json.dumps(item.get("excerpt"), ensure_ascii=False)
+            if not isinstance(item.get("excerpt"), str)
+            else item["excerpt"]
+        )
         excerpts.append(text[:MAX_EXCERPT_CHARS])
     contrast = {
         "resolvedTasks": evidence.get("support"),
         "failedWithSkeleton": evidence.get("failedWithSkeleton"),
         "tools": [
             {k: t.get(k) for k in ("tool", "resolvedRate", "failedRate", "separates") if k in t}
-            for t in (evidence.get("tools") or [])[:12] if isinstance(t, dict)
+            for t in (evidence.get("tools") or [])[:12]
+            if isinstance(t, dict)
         ],
         "arguments": [
             {k: a.get(k) for k in ("step", "tool", "key", "value", "resolvedRate", "failedRate", "separates")}
-            for a in (evidence.get("arguments") or [])[:12] if isinstance(a, dict)
+            for a in (evidence.get("arguments") or [])[:12]
+            if isinstance(a, dict)
         ],
     }
     user = {
         "intent": intent_name,
         "skeleton": draft.skeleton,
         "requiredTools": draft.required_tools,
-        "ruleDraft": {"appliesWhen": draft.applies_when, "steps": draft.steps, "forbiddenActions": draft.forbidden_actions},
+        "ruleDraft": {
+            "appliesWhen": draft.applies_when,
+            "steps": draft.steps,
+            "forbiddenActions": draft.forbidden_actions,
+        },
         "contrast": contrast,
         "redactedExcerpts": excerpts,
     }
@@ -164,7 +174,9 @@ def _parse(data: Any) -> DraftOut:
         return DraftOut.model_validate_json(text).clean()
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ValueError(f"the model's draft does not fit the schema: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}") from None
+        raise ValueError(
+            f"the model's draft does not fit the schema: {'.'.join(str(p) for p in first['loc'])}: {first['msg']}"
+        ) from None
 
 
 def _policy(agent: Agent) -> HttpPolicy:
@@ -195,15 +207,24 @@ def model_draft(*, agent: Agent, draft: Draft, intent_name: str) -> Outcome:
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     url = agent.model_base_url.rstrip("/") + "/chat/completions"
     try:
-        answer = _parse(post_json(url, request_for(agent, draft, intent_name=intent_name), policy=_policy(agent), headers=headers))
+        answer = _parse(
+            post_json(url, request_for(agent, draft, intent_name=intent_name), policy=_policy(agent), headers=headers)
+        )
     except (RunnerError, ValueError) as exc:
         return Outcome(draft, "failed", str(exc)[:500], model)
     named = " ".join(answer.steps)
     dropped = [tool for tool in draft.required_tools if not re.search(rf"(?<![\w.]){re.escape(tool)}(?![\w])", named)]
     if dropped:
-        return Outcome(draft, "refused", f"the model's draft drops the required tool{'s' if len(dropped) > 1 else ''} {', '.join(dropped)}", model)
+        return Outcome(
+            draft,
+            "refused",
+            f"the model's draft drops the required tool{'s' if len(dropped) > 1 else ''} {', '.join(dropped)}",
+            model,
+        )
     problems = literal_problems(
-        [*answer.steps, answer.appliesWhen, *answer.forbiddenActions], tools=draft.required_tools + draft.skeleton, steps=len(answer.steps)
+        [*answer.steps, answer.appliesWhen, *answer.forbiddenActions],
+        tools=draft.required_tools + draft.skeleton,
+        steps=len(answer.steps),
     )
     if problems:
         return Outcome(draft, "refused", "the model's draft names literal values: " + "; ".join(problems[:5]), model)
@@ -220,4 +241,8 @@ def model_draft(*, agent: Agent, draft: Draft, intent_name: str) -> Outcome:
 
 def rule_draft_record(draft: Draft) -> dict[str, Any]:
     """The rule draft as the provenance keeps it for the side-by-side view."""
-    return {"appliesWhen": draft.applies_when, "steps": list(draft.steps), "forbiddenActions": list(draft.forbidden_actions)}
+    return {
+        "appliesWhen": draft.applies_when,
+        "steps": list(draft.steps),
+        "forbiddenActions": list(draft.forbidden_actions),
+    }

@@ -17,8 +17,9 @@ import math
 import pickle
 import tempfile
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -92,8 +93,13 @@ def held_back_cutoffs(agent: Agent, share: float) -> dict[int, Cutoff]:
         held = int(size * share)
         if held < 1:
             continue
-        row = sessions.filter(intent_id=intent_id).order_by(*NEWEST_FIRST).values_list("ended_at", "received_at", "pk")[held - 1: held]
-        cutoffs.update({intent_id: tuple(r) for r in row})
+        row = (
+            sessions.filter(intent_id=intent_id)
+            .order_by(*NEWEST_FIRST)
+            .values_list("ended_at", "received_at", "pk")[held - 1 : held]
+        )
+        for r in row:
+            cutoffs[intent_id] = tuple(r)
     return cutoffs
 
 
@@ -114,8 +120,11 @@ def held_back_tasks(agent: Agent, share: float) -> dict[int, Q]:
     if share <= 0:
         return {}
     pairs = (
-        AgentSession.objects.filter(agent=agent, intent__isnull=False).exclude(task_key="")
-        .values_list("intent_id", "task_key").distinct().order_by()
+        AgentSession.objects.filter(agent=agent, intent__isnull=False)
+        .exclude(task_key="")
+        .values_list("intent_id", "task_key")
+        .distinct()
+        .order_by()
     )
     keys: dict[int, set[str]] = {}
     for intent_id, key in pairs.iterator(chunk_size=5000):
@@ -125,7 +134,7 @@ def held_back_tasks(agent: Agent, share: float) -> dict[int, Q]:
         ordered = sorted(found)
         count = math.ceil(len(ordered) * share - 1e-9)
         if count >= 1:
-            held[intent_id] = Q(task_key__in=ordered[len(ordered) - count:])
+            held[intent_id] = Q(task_key__in=ordered[len(ordered) - count :])
     return held
 
 
@@ -159,17 +168,29 @@ def _held_q(cutoffs: Mapping[int, Cutoff | Q]) -> Q | None:
 def _annotated(agent: Agent, cutoffs: Mapping[int, Cutoff | Q]):
     held = _held_q(cutoffs)
     # sessions whose label is not final yet (the agent's complaint window is open) are not mined
-    return AgentSession.objects.filter(agent=agent).filter(label_final_q(timezone.now())).annotate(
-        held=Case(When(held, then=Value(True)), default=Value(False), output_field=BooleanField()) if held is not None else Value(False, output_field=BooleanField()),
+    return (
+        AgentSession.objects.filter(agent=agent)
+        .filter(label_final_q(timezone.now()))
+        .annotate(
+            held=Case(When(held, then=Value(True)), default=Value(False), output_field=BooleanField())
+            if held is not None
+            else Value(False, output_field=BooleanField()),
+        )
     )
 
 
 def _task_unit():
     # a session without a task key is its own task
-    return Case(When(task_key="", then=Concat(Value("session:"), Cast("id", CharField()))), default=F("task_key"), output_field=CharField())
+    return Case(
+        When(task_key="", then=Concat(Value("session:"), Cast("id", CharField()))),
+        default=F("task_key"),
+        output_field=CharField(),
+    )
 
 
-def task_groups(agent: Agent, cutoffs: Mapping[int, Any], *, chunk_size: int = 2000) -> Iterator[tuple[Any, list[int], list[str], list[str], int]]:
+def task_groups(
+    agent: Agent, cutoffs: Mapping[int, Any], *, chunk_size: int = 2000
+) -> Iterator[tuple[Any, list[int], list[str], list[str], int]]:
     """(intent id, session labels, session skeletons as JSON text, session models, tasks): the agent's
     tasks grouped by the database by their make-up — the sorted list of their sessions' (label,
     skeleton, model), label
@@ -280,7 +301,9 @@ def _sessions_with_variants(agent: Agent, intent_id: int, cutoffs, *, variants: 
     )
 
 
-def _top_variants(stats: mining.IntentStats, label: str, reduced_skeletons: Iterable[mining.Skeleton]) -> list[tuple[str, ...]]:
+def _top_variants(
+    stats: mining.IntentStats, label: str, reduced_skeletons: Iterable[mining.Skeleton]
+) -> list[tuple[str, ...]]:
     merged: dict[tuple[str, ...], int] = {}
     for reduced in reduced_skeletons:
         for raw, n in stats.raw_variants.get((label, reduced), {}).items():
@@ -302,9 +325,15 @@ def _live_versions(agent: Agent, intent_id: int) -> list[ProcedureVersion]:
     )
 
 
-def _covered_by(versions: list[ProcedureVersion], skeleton: mining.Skeleton, params: mining.MiningParams) -> ProcedureVersion | None:
+def _covered_by(
+    versions: list[ProcedureVersion], skeleton: mining.Skeleton, params: mining.MiningParams
+) -> ProcedureVersion | None:
     for version in versions:
-        if version.skeleton and mining.skeleton_function(params)(version.skeleton, params.ignored_tools, params.terminal_tools) == skeleton:
+        if (
+            version.skeleton
+            and mining.skeleton_function(params)(version.skeleton, params.ignored_tools, params.terminal_tools)
+            == skeleton
+        ):
             return version
     return None
 
@@ -362,7 +391,12 @@ def mining_run_execute(
     params = mining_params_for(agent, support_threshold=support_threshold)
     if hold_out not in (HoldOut.NEWEST, HoldOut.TASKS):
         raise ValueError(f"hold_out must be {HoldOut.NEWEST!r} or {HoldOut.TASKS!r}, not {hold_out!r}")
-    parameters = {**params.to_dict(), "trigger": trigger, "holdOut": hold_out, "nearDuplicate": float(getattr(settings, "PROCMEM_MINING_NEAR_DUPLICATE", 0.85))}
+    parameters = {
+        **params.to_dict(),
+        "trigger": trigger,
+        "holdOut": hold_out,
+        "nearDuplicate": float(getattr(settings, "PROCMEM_MINING_NEAR_DUPLICATE", 0.85)),
+    }
     user = started_by if started_by is not None and getattr(started_by, "is_authenticated", False) else None
     run = MiningRun.objects.create(agent=agent, parameters=parameters, started_by=user)
     off_reason = None
@@ -386,13 +420,23 @@ def mining_run_execute(
             return coding_mining_run(agent=agent, run=run, user=user)
         return _mine(agent=agent, run=run, params=params, user=user, hold_out=hold_out)
     except Exception as exc:
-        MiningRun.objects.filter(pk=run.pk).update(state=MiningRun.State.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now())
+        MiningRun.objects.filter(pk=run.pk).update(
+            state=MiningRun.State.FAILED, error=f"{type(exc).__name__}: {exc}"[:2000], finished_at=timezone.now()
+        )
         raise
 
 
 def _propose_draft(
-    *, agent: Agent, run: MiningRun, intent: Intent, draft: Draft, params: mining.MiningParams, support: int,
-    proposed_by=None, reason: str = "", evidence_extra: Mapping[str, Any] | None = None,
+    *,
+    agent: Agent,
+    run: MiningRun,
+    intent: Intent,
+    draft: Draft,
+    params: mining.MiningParams,
+    support: int,
+    proposed_by=None,
+    reason: str = "",
+    evidence_extra: Mapping[str, Any] | None = None,
 ) -> tuple[ProcedureVersion | None, dict[str, Any]]:
     """Proposes one draft as a CANDIDATE of `intent` (under the caller's lock on the agent row), unless
     a live version of the intent already has its skeleton. Returns the version (None when covered) and
@@ -435,12 +479,22 @@ def _propose_draft(
     if near is not None:
         evidence["nearDuplicateOf"] = provenance["nearDuplicateOf"]
     version = procedure_propose(
-        agent=agent, intent=intent, key=key, **draft.content(), source=Source.MINED, proposed_by=proposed_by,
-        actor_label="" if proposed_by is not None else ACTOR_LABEL, evidence=evidence, provenance=provenance, mining_run=run,
+        agent=agent,
+        intent=intent,
+        key=key,
+        **draft.content(),
+        source=Source.MINED,
+        proposed_by=proposed_by,
+        actor_label="" if proposed_by is not None else ACTOR_LABEL,
+        evidence=evidence,
+        provenance=provenance,
+        mining_run=run,
         reason=reason or evidence["summary"],
     )
     if version.quarantined:
-        entry = report_entry(intent.name, MiningStatus.QUARANTINED, "proposed, and quarantined by the policy screen", draft)
+        entry = report_entry(
+            intent.name, MiningStatus.QUARANTINED, "proposed, and quarantined by the policy screen", draft
+        )
     else:
         entry = report_entry(intent.name, MiningStatus.MINED, f"proposed as {key} v{version.number}", draft)
     entry["version"] = {"id": key, "number": version.number, "pk": version.pk}
@@ -464,27 +518,47 @@ def mining_report_propose(*, run: MiningRun, intent_name: str, user, reason: str
         run = MiningRun.objects.select_for_update().get(pk=run.pk)
         report = run.report or []
         index = next(
-            (i for i, e in enumerate(report) if e.get("intent") == intent_name and e.get("status") == MiningStatus.REPORTED), None
+            (
+                i
+                for i, e in enumerate(report)
+                if e.get("intent") == intent_name and e.get("status") == MiningStatus.REPORTED
+            ),
+            None,
         )
         if index is None:
-            raise ValidationError({"intent": f"mining run {run.pk} reported no unproposed group for the intent {intent_name!r}"})
+            raise ValidationError(
+                {"intent": f"mining run {run.pk} reported no unproposed group for the intent {intent_name!r}"}
+            )
         entry = report[index]
         if entry.get("version"):
-            raise ValidationError({"intent": f"already proposed as {entry['version']['id']} v{entry['version']['number']}"})
+            raise ValidationError(
+                {"intent": f"already proposed as {entry['version']['id']} v{entry['version']['number']}"}
+            )
         if not isinstance(entry.get("draft"), dict):
-            raise ValidationError({"intent": f"mining run {run.pk} is older than proposing from a report: run the mining again"})
+            raise ValidationError(
+                {"intent": f"mining run {run.pk} is older than proposing from a report: run the mining again"}
+            )
         intent = Intent.objects.filter(agent=agent, name=intent_name).first()
         if intent is None:
             raise ValidationError({"intent": f"the agent {agent.name} has no intent {intent_name!r} any more"})
         draft = Draft(**entry["draft"])
         test = entry.get("withinTask") or entry.get("skeletonTest") or {}
         despite = {
-            "by": user.get_username(), "at": timezone.now().isoformat(timespec="seconds"), "reason": reason,
-            "pAdjusted": test.get("pAdjusted"), "alpha": test.get("alpha"),
+            "by": user.get_username(),
+            "at": timezone.now().isoformat(timespec="seconds"),
+            "reason": reason,
+            "pAdjusted": test.get("pAdjusted"),
+            "alpha": test.get("alpha"),
         }
         version, proposed = _propose_draft(
-            agent=agent, run=run, intent=intent, draft=draft, params=mining_params_for(agent), support=entry["figures"].get("support", 0),
-            proposed_by=user, reason=f"Proposed from mining run {run.pk} although the order was not credible: {reason}",
+            agent=agent,
+            run=run,
+            intent=intent,
+            draft=draft,
+            params=mining_params_for(agent),
+            support=entry["figures"].get("support", 0),
+            proposed_by=user,
+            reason=f"Proposed from mining run {run.pk} although the order was not credible: {reason}",
             evidence_extra={"proposedDespite": despite},
         )
         if version is None:
@@ -525,7 +599,7 @@ class _MakeUpSpool:
         self._decoded: list[tuple[str, ...]] = []  # id → raw skeleton
         self._models: dict[str, str] = {}  # model → the one string kept for it
 
-    def __enter__(self) -> "_MakeUpSpool":
+    def __enter__(self) -> _MakeUpSpool:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -571,7 +645,9 @@ class _MakeUpSpool:
         stream.consume(self._replay() if self._written else self._first(), self._decoded.__getitem__).finish()
 
 
-def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, hold_out: str = HoldOut.NEWEST) -> MiningRun:
+def _mine(
+    *, agent: Agent, run: MiningRun, params: mining.MiningParams, user, hold_out: str = HoldOut.NEWEST
+) -> MiningRun:
     cutoffs = held_back(agent, params.backtest_share, hold_out)
     # two readings of the same make-ups (distinct-task counts, then the tested groups' within-task
     # tables): the database is read once, the second reading replays a spool of the first
@@ -581,7 +657,14 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
     intents = {i.pk: i for i in Intent.objects.filter(agent=agent)}
     # every intent of the agent is named, also those with no session (yet)
     for intent_id in sorted(set(intents) - set(aggregator.intents), key=lambda pk: intents[pk].name):
-        report.append({"intent": intent_id, "status": MiningStatus.NO_RESOLVED, "reason": "no session of this intent", "figures": {}})
+        report.append(
+            {
+                "intent": intent_id,
+                "status": MiningStatus.NO_RESOLVED,
+                "reason": "no session of this intent",
+                "figures": {},
+            }
+        )
     for entry in report:
         entry["intent"] = intents[entry["intent"]].name if entry["intent"] in intents else entry["intent"]
     counts = aggregator.counts()
@@ -597,17 +680,30 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
     for group in groups:
         intent = intents[group.intent]
         stats = aggregator.intents[group.intent]
-        rows = list(_sessions_with_variants(
-            agent, intent.pk, cutoffs, variants=_top_variants(stats, mining.SUCCESS, [group.skeleton]), limit=STEP_SAMPLE_SESSIONS
-        ))
+        rows = list(
+            _sessions_with_variants(
+                agent,
+                intent.pk,
+                cutoffs,
+                variants=_top_variants(stats, mining.SUCCESS, [group.skeleton]),
+                limit=STEP_SAMPLE_SESSIONS,
+            )
+        )
         step_samples = []
         for _sid, task, excerpt in rows:
             sample = calls_by_step(excerpt or [], group.skeleton, params.ignored_tools, params.terminal_tools)
             if sample is not None:
                 step_samples.append((task, sample))
         draft = _draft(
-            intent, group, stats, params, counts, redactor, [(sid, ex or []) for sid, _, ex in rows],
-            step_samples=step_samples, failed_samples=_failed_samples(agent, intent.pk, cutoffs, stats),
+            intent,
+            group,
+            stats,
+            params,
+            counts,
+            redactor,
+            [(sid, ex or []) for sid, _, ex in rows],
+            step_samples=step_samples,
+            failed_samples=_failed_samples(agent, intent.pk, cutoffs, stats),
             branches=_branches(agent, intent.pk, cutoffs, stats, group, params, rows),
         )
         draft.steps = [redactor.text(step) for step in draft.steps]
@@ -629,15 +725,23 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
         # groups this one proposed already covered.
         Agent.objects.select_for_update().filter(pk=agent.pk).first()
         for group, draft in drafts:
-            version, entry = _propose_draft(agent=agent, run=run, intent=intents[group.intent], draft=draft, params=params, support=group.support)
+            version, entry = _propose_draft(
+                agent=agent, run=run, intent=intents[group.intent], draft=draft, params=params, support=group.support
+            )
             if version is not None:
                 created.append(version)
             report.append(entry)
         report.sort(key=lambda e: (str(e["intent"]), e["status"]))
         skipped = [
-            {"intent": e["intent"], "skeleton": e.get("skeleton") or e["figures"].get("topSkeleton"), "support": e["figures"].get("support", e["figures"].get("topSupport")),
-             "status": e["status"], "reason": e["reason"]}
-            for e in report if e["status"] not in (MiningStatus.MINED, MiningStatus.QUARANTINED)
+            {
+                "intent": e["intent"],
+                "skeleton": e.get("skeleton") or e["figures"].get("topSkeleton"),
+                "support": e["figures"].get("support", e["figures"].get("topSupport")),
+                "status": e["status"],
+                "reason": e["reason"],
+            }
+            for e in report
+            if e["status"] not in (MiningStatus.MINED, MiningStatus.QUARANTINED)
         ]
         counts["candidates"] = len(created)
         counts["quarantined"] = sum(1 for v in created if v.quarantined)
@@ -664,21 +768,43 @@ def _mine(*, agent: Agent, run: MiningRun, params: mining.MiningParams, user, ho
     return run
 
 
-def _draft(intent, group, stats, params, counts, redactor: Redactor, shown: list[tuple[str, Any]], *,
-           step_samples, failed_samples, branches=()) -> Draft:
+def _draft(
+    intent,
+    group,
+    stats,
+    params,
+    counts,
+    redactor: Redactor,
+    shown: list[tuple[str, Any]],
+    *,
+    step_samples,
+    failed_samples,
+    branches=(),
+) -> Draft:
     """draft_candidate with the run's figures; `shown` is (session id, excerpt) of the sessions the
     evidence may name and quote (redacted here); `branches`: the conditional-step material."""
     return draft_candidate(
-        intent_name=intent.name, intent_description=intent.description, group=group, stats=stats, params=params,
-        step_samples=step_samples, failed_samples=failed_samples,
+        intent_name=intent.name,
+        intent_description=intent.description,
+        group=group,
+        stats=stats,
+        params=params,
+        step_samples=step_samples,
+        failed_samples=failed_samples,
         session_ids=[sid for sid, _ in shown[: params.evidence_session_ids]],
         excerpts=[(sid, redactor.value(excerpt)) for sid, excerpt in shown[: params.evidence_excerpts]],
-        counts={key: counts[key] for key in ("sessions", "withoutIntent", "withoutOutcome")}, branches=branches,
+        counts={key: counts[key] for key in ("sessions", "withoutIntent", "withoutOutcome")},
+        branches=branches,
     )
 
 
 def _branches(
-    agent: Agent, intent_id: int, cutoffs, stats: mining.IntentStats, group: GroupChoice, params: mining.MiningParams,
+    agent: Agent,
+    intent_id: int,
+    cutoffs,
+    stats: mining.IntentStats,
+    group: GroupChoice,
+    params: mining.MiningParams,
     candidate_rows: list[tuple[str, Any, Any]],
 ) -> list[Branch]:
     """The candidate's one-step variants (splits_of) with, per resolved mined session of
@@ -704,17 +830,26 @@ def _branches(
         if not any(summary(entries[split.position - 1]) for _, entries in mine):
             continue
         other = split.without_skeleton if candidate_has_step else split.with_skeleton
-        theirs = calls(_sessions_with_variants(
-            agent, intent_id, cutoffs, variants=_top_variants(stats, mining.SUCCESS, [other]), limit=STEP_SAMPLE_SESSIONS
-        ), other)
+        theirs = calls(
+            _sessions_with_variants(
+                agent,
+                intent_id,
+                cutoffs,
+                variants=_top_variants(stats, mining.SUCCESS, [other]),
+                limit=STEP_SAMPLE_SESSIONS,
+            ),
+            other,
+        )
         with_side, without_side = (mine, theirs) if candidate_has_step else (theirs, mine)
-        branches.append(Branch(
-            split=split,
-            candidate_has_step=candidate_has_step,
-            with_results=[(task, summary(entries[split.position - 1])) for task, entries in with_side],
-            without_results=[(task, summary(entries[split.position - 1])) for task, entries in without_side],
-            then_args=[(task, entries[split.position].get("args") or {}) for task, entries in with_side],
-        ))
+        branches.append(
+            Branch(
+                split=split,
+                candidate_has_step=candidate_has_step,
+                with_results=[(task, summary(entries[split.position - 1])) for task, entries in with_side],
+                without_results=[(task, summary(entries[split.position - 1])) for task, entries in without_side],
+                then_args=[(task, entries[split.position].get("args") or {}) for task, entries in with_side],
+            )
+        )
     return branches
 
 
@@ -739,7 +874,9 @@ def _not_credible_reason(group: GroupChoice, params: mining.MiningParams) -> str
     corrected_low = gate.get("lowCorrected")
     if corrected_low is None or corrected_low <= 1:
         level = 100 * (1 - params.significance_level / max(1, gate["tests"]))
-        blockers.append(f"the risk ratio's {level:.3g} % interval starts at {corrected_low if corrected_low is not None else 0}, not above 1")
+        blockers.append(
+            f"the risk ratio's {level:.3g} % interval starts at {corrected_low if corrected_low is not None else 0}, not above 1"
+        )
     return (
         f"the tool order does not credibly explain the outcome within tasks ({'; '.join(blockers) or 'not credible'}): "
         f"{followers['count']} of {followers['of']} sessions that follow it succeeded vs {others['count']} of {others['of']} that do not, "
@@ -754,7 +891,9 @@ def _notify(agent_id: int, version_ids: list[int], run_id: int) -> None:
     candidates_created.send(sender=MiningRun, agent_id=agent_id, version_ids=version_ids, mining_run_id=run_id)
 
 
-def _failed_samples(agent: Agent, intent_id: int, cutoffs, stats: mining.IntentStats) -> dict[str, list[tuple[Any, Mapping[str, Any]]]]:
+def _failed_samples(
+    agent: Agent, intent_id: int, cutoffs, stats: mining.IntentStats
+) -> dict[str, list[tuple[Any, Mapping[str, Any]]]]:
     """tool → (task, args of the tool's first call) in failed mined sessions of the intent (at most
     FAILED_SAMPLE_SESSIONS, oldest first), for the argument contrast and for naming the literal
     arguments of a forbidden action (replyTemplates('refund_promised'))."""
@@ -776,5 +915,7 @@ def _failed_samples(agent: Agent, intent_id: int, cutoffs, stats: mining.IntentS
 
 def agents_for_scheduled_mining() -> list[int]:
     return list(
-        Agent.objects.filter(procedural_memory_enabled=True, auto_capture_enabled=True).order_by("pk").values_list("pk", flat=True)
+        Agent.objects.filter(procedural_memory_enabled=True, auto_capture_enabled=True)
+        .order_by("pk")
+        .values_list("pk", flat=True)
     )

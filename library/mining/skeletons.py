@@ -26,16 +26,24 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import repeat
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from ..coding.procedures import coding_skeleton
 
 Skeleton = tuple[str, ...]
 SUCCESS, FAILED = "success", "failed"
 COMBINATIONS_KEPT = 20_000
-DEFAULT_TERMINAL_TOOLS = ("transfer_to_human_agents", "transfer_to_human", "escalate_to_human", "FINISH", "finish", "end_session")
+DEFAULT_TERMINAL_TOOLS = (
+    "transfer_to_human_agents",
+    "transfer_to_human",
+    "escalate_to_human",
+    "FINISH",
+    "finish",
+    "end_session",
+)
 
 
 @dataclass(frozen=True)
@@ -71,7 +79,9 @@ class MiningParams:
         }
 
 
-def reduce_skeleton(tools: Iterable[str], ignored: Iterable[str] = ("think",), terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS) -> Skeleton:
+def reduce_skeleton(
+    tools: Iterable[str], ignored: Iterable[str] = ("think",), terminal: Iterable[str] = DEFAULT_TERMINAL_TOOLS
+) -> Skeleton:
     ignored_set, terminal_set = set(ignored), set(terminal)
     reduced: list[str] = []
     for name in tools:
@@ -94,7 +104,7 @@ SKELETONS: dict[str, SkeletonFunction] = {
 }
 
 
-def skeleton_function(params: "MiningParams") -> SkeletonFunction:
+def skeleton_function(params: MiningParams) -> SkeletonFunction:
     return SKELETONS.get(params.agent_kind, reduce_skeleton)
 
 
@@ -138,21 +148,21 @@ def compress_skeleton(skeleton: Sequence[str]) -> list[Span]:
         best: tuple[int, int, int, int] | None = None  # (saving, index in spans, block length, times)
         for length in range(2, len(spans) // 2 + 1):
             for i in range(len(spans) - 2 * length + 1):
-                block = spans[i:i + length]
+                block = spans[i : i + length]
                 if any(s.times > 1 for s in block):
                     continue
                 names = [skeleton[s.start] for s in block]
                 times = 1
-                while [skeleton[s.start] for s in spans[i + times * length:i + (times + 1) * length]] == names and all(
-                    s.times == 1 for s in spans[i + times * length:i + (times + 1) * length]
-                ):
+                while [
+                    skeleton[s.start] for s in spans[i + times * length : i + (times + 1) * length]
+                ] == names and all(s.times == 1 for s in spans[i + times * length : i + (times + 1) * length]):
                     times += 1
                 if times > 1 and (best is None or (times - 1) * length > best[0]):
                     best = ((times - 1) * length, i, length, times)
         if best is None:
             return spans
         _, i, length, times = best
-        spans[i:i + length * times] = [Span(spans[i].start, length, times)]
+        spans[i : i + length * times] = [Span(spans[i].start, length, times)]
 
 
 def compressed_length(skeleton: Sequence[str]) -> int:
@@ -163,7 +173,12 @@ def compressed_length(skeleton: Sequence[str]) -> int:
 
 
 def pairs_of(skeleton: Skeleton) -> set[tuple[str, str]]:
-    return {(skeleton[i], skeleton[j]) for i in range(len(skeleton)) for j in range(i + 1, len(skeleton)) if skeleton[i] != skeleton[j]}
+    return {
+        (skeleton[i], skeleton[j])
+        for i in range(len(skeleton))
+        for j in range(i + 1, len(skeleton))
+        if skeleton[i] != skeleton[j]
+    }
 
 
 def _before_first(skeleton: Skeleton) -> dict[str, frozenset[str]]:
@@ -187,10 +202,12 @@ class SkeletonFeatures:
     always_before: frozenset[tuple[str, str]]
 
     @classmethod
-    def of(cls, skeleton: Skeleton) -> "SkeletonFeatures":
+    def of(cls, skeleton: Skeleton) -> SkeletonFeatures:
         before = _before_first(skeleton)
         return cls(
-            tools=frozenset(skeleton), pairs=frozenset(pairs_of(skeleton)), before_first=before,
+            tools=frozenset(skeleton),
+            pairs=frozenset(pairs_of(skeleton)),
+            before_first=before,
             always_before=frozenset((a, b) for b, prefix in before.items() for a in prefix),
         )
 
@@ -217,7 +234,10 @@ class LabelStats:
     combination_tasks: Counter = field(default_factory=Counter)
 
     def add_task(
-        self, skeletons: Mapping[Skeleton, int], features: Callable[[Skeleton], SkeletonFeatures], budget: list[int] | None = None,
+        self,
+        skeletons: Mapping[Skeleton, int],
+        features: Callable[[Skeleton], SkeletonFeatures],
+        budget: list[int] | None = None,
         tasks: int = 1,
     ) -> None:
         """`tasks` tasks whose sessions of this label took `skeletons` (reduced skeleton → sessions of
@@ -240,7 +260,9 @@ class LabelStats:
         else:
             self._add_combination(combination, tasks, features)
 
-    def _add_combination(self, skeletons: Iterable[Skeleton], count: int, features: Callable[[Skeleton], SkeletonFeatures]) -> None:
+    def _add_combination(
+        self, skeletons: Iterable[Skeleton], count: int, features: Callable[[Skeleton], SkeletonFeatures]
+    ) -> None:
         """A task (or `count` tasks) whose sessions of this label took several skeletons: each
         feature counts once per task."""
         tools: set[str] = set()
@@ -362,8 +384,16 @@ class TaskStream(ABC):
         return found
 
     def add(
-        self, *, intent: Any, task: Any, resolved: bool | None, escalated: bool | None, raw_skeleton: Sequence[str],
-        count: int = 1, held: bool = False, model: str = "",
+        self,
+        *,
+        intent: Any,
+        task: Any,
+        resolved: bool | None,
+        escalated: bool | None,
+        raw_skeleton: Sequence[str],
+        count: int = 1,
+        held: bool = False,
+        model: str = "",
     ) -> None:
         """`count` sessions of one task; rows of one task must be consecutive."""
         key = (intent, task)
@@ -371,7 +401,9 @@ class TaskStream(ABC):
             self._flush()
             self._current = key
         raw = raw_skeleton if isinstance(raw_skeleton, tuple) else tuple(raw_skeleton)
-        self._buffer[(resolved, bool(escalated) if resolved else None if resolved is None else False, held, raw, model or "")] += count
+        self._buffer[
+            (resolved, bool(escalated) if resolved else None if resolved is None else False, held, raw, model or "")
+        ] += count
 
     def _flush(self) -> None:
         if self._buffer:
@@ -478,7 +510,7 @@ class Aggregator(TaskStream):
             stats.held_tasks += tasks
             stats.held_tasks_also_mined += tasks if mined_any else 0
 
-    def finish(self) -> "Aggregator":
+    def finish(self) -> Aggregator:
         super().finish()
         for stats in self.intents.values():
             stats.success.finish(self.features)

@@ -22,8 +22,9 @@ sessions.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from scipy.stats import binomtest, chi2, fisher_exact, norm
 
@@ -59,7 +60,9 @@ def rate(k: int, n: int, confidence: float = CONFIDENCE) -> dict[str, Any]:
     }
 
 
-def lift_interval(a: int, n_a: int, b: int, n_b: int, confidence: float = CONFIDENCE) -> tuple[float | None, float, float]:
+def lift_interval(
+    a: int, n_a: int, b: int, n_b: int, confidence: float = CONFIDENCE
+) -> tuple[float | None, float, float]:
     """(lift, low, high): the ratio of rates and the ratio of simultaneous Wilson bounds. lift is None
     when both rates are zero or a total is zero; low is 0 and high is inf where a bound is zero."""
     if n_a <= 0 or n_b <= 0:
@@ -141,7 +144,14 @@ def _sums_of(a: float, b: float, c: float, d: float) -> tuple[float, ...]:
     cell (Haldane), for when a zero makes the ratio 0 or unbounded."""
     n = a + b + c + d
     apb, apc, bpd, cpd = a + b, a + c, b + d, c + d
-    found = [a, apb * apc / n, apb * apc * bpd * cpd / (n**2 * (n - 1)), a * cpd / n, c * apb / n, (apb * cpd * apc - a * c * n) / n**2]
+    found = [
+        a,
+        apb * apc / n,
+        apb * apc * bpd * cpd / (n**2 * (n - 1)),
+        a * cpd / n,
+        c * apb / n,
+        (apb * cpd * apc - a * c * n) / n**2,
+    ]
     a, b, c, d = a + 0.5, b + 0.5, c + 0.5, d + 0.5
     n = a + b + c + d
     apb, apc, cpd = a + b, a + c, c + d
@@ -173,10 +183,10 @@ class WithinTaskSums:
         self.sums = [0.0] * 9
 
     @classmethod
-    def of(cls, tables: Mapping[Table, int] | Iterable[Table]) -> "WithinTaskSums":
+    def of(cls, tables: Mapping[Table, int] | Iterable[Table]) -> WithinTaskSums:
         """From task tables: table → how many tasks have it, or one table per task."""
         found = cls()
-        for table, count in (tables.items() if isinstance(tables, Mapping) else ((t, 1) for t in tables)):
+        for table, count in tables.items() if isinstance(tables, Mapping) else ((t, 1) for t in tables):
             found.add(table, count)
         return found
 
@@ -285,8 +295,15 @@ def within_task(tables: Mapping[Table, int] | WithinTaskSums, *, tests: int = 1,
         "strata": found.strata,
         "tests": max(1, tests),
         "alpha": alpha,
-        "riskRatio": None, "low": None, "high": None, "lowCorrected": None,
-        "pValue": 1.0, "pAdjusted": 1.0, "zeroCorrected": False, "credible": False, "method": "no task compares",
+        "riskRatio": None,
+        "low": None,
+        "high": None,
+        "lowCorrected": None,
+        "pValue": 1.0,
+        "pAdjusted": 1.0,
+        "zeroCorrected": False,
+        "credible": False,
+        "method": "no task compares",
     }
     if not record["strata"]:
         return record
@@ -301,9 +318,12 @@ def within_task(tables: Mapping[Table, int] | WithinTaskSums, *, tests: int = 1,
         adjusted = bonferroni(p, tests)
         record.update(
             riskRatio=None if ratio is None else ("inf" if math.isinf(ratio) else _finite(ratio)),
-            low=None if math.isinf(low) else _finite(low), high=_finite(high),
+            low=None if math.isinf(low) else _finite(low),
+            high=_finite(high),
             lowCorrected=None if math.isinf(low_corrected) else _finite(low_corrected),
-            pValue=float(f"{p:.4g}"), pAdjusted=float(f"{adjusted:.4g}"), method="Fisher exact test, ratio of score intervals (one stratum)",
+            pValue=float(f"{p:.4g}"),
+            pAdjusted=float(f"{adjusted:.4g}"),
+            method="Fisher exact test, ratio of score intervals (one stratum)",
             credible=bool(adjusted < alpha and low_corrected > 1.0),
         )
         return record
@@ -317,9 +337,14 @@ def within_task(tables: Mapping[Table, int] | WithinTaskSums, *, tests: int = 1,
     low_corrected = ratio * math.exp(-z_corrected * se)
     record.update(
         method="Cochran–Mantel–Haenszel, Mantel–Haenszel risk ratio (Greenland–Robins interval)",
-        riskRatio=_finite(ratio), low=_finite(ratio * math.exp(-z * se)), high=_finite(ratio * math.exp(z * se)),
-        lowCorrected=_finite(low_corrected), pValue=float(f"{p:.4g}"), pAdjusted=float(f"{adjusted:.4g}"),
-        zeroCorrected=corrected, credible=bool(adjusted < alpha and low_corrected > 1.0),
+        riskRatio=_finite(ratio),
+        low=_finite(ratio * math.exp(-z * se)),
+        high=_finite(ratio * math.exp(z * se)),
+        lowCorrected=_finite(low_corrected),
+        pValue=float(f"{p:.4g}"),
+        pAdjusted=float(f"{adjusted:.4g}"),
+        zeroCorrected=corrected,
+        credible=bool(adjusted < alpha and low_corrected > 1.0),
     )
     return record
 

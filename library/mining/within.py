@@ -22,8 +22,9 @@ it grows with the tested groups and model families, not with tasks or sessions.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import Any
 
 from . import statistics as st
 from .groups import chosen_skeletons, groups_to_test
@@ -44,7 +45,11 @@ class TaskTables(TaskStream):
     """The within-task sums of the tested skeletons (`tested`: intent → skeletons), per table set."""
 
     # how a session's reduced skeleton stands to a tested one
-    FOLLOWS, TOOLS_ONLY, NEITHER = 0, 1, 2  # its steps in order (so every tool); every tool, another order; not every tool
+    FOLLOWS, TOOLS_ONLY, NEITHER = (
+        0,
+        1,
+        2,
+    )  # its steps in order (so every tool); every tool, another order; not every tool
 
     def __init__(self, params: MiningParams, tested: Mapping[Any, Sequence[Skeleton]], *, gates_only: bool = False):
         super().__init__(params)
@@ -60,7 +65,11 @@ class TaskTables(TaskStream):
         found = self._relations.get(key)
         if found is None:
             found = self._relations[key] = (
-                self.FOLLOWS if is_subsequence(skeleton, reduced) else self.TOOLS_ONLY if set(skeleton) <= set(reduced) else self.NEITHER
+                self.FOLLOWS
+                if is_subsequence(skeleton, reduced)
+                else self.TOOLS_ONLY
+                if set(skeleton) <= set(reduced)
+                else self.NEITHER
             )
         return found
 
@@ -154,13 +163,17 @@ class TaskTables(TaskStream):
             record.update(
                 family=kind.removeprefix("family:") or "unknown",
                 holds=st.holds(record),
-                direction="not compared" if ratio is None else ("same" if ratio > 1 else ("opposite" if ratio < 1 else "none")),
+                direction="not compared"
+                if ratio is None
+                else ("same" if ratio > 1 else ("opposite" if ratio < 1 else "none")),
             )
             found.append(record)
         found.sort(key=lambda r: (-(r["followers"]["of"] + r["others"]["of"]), r["family"]))
         return found
 
-    def order_beyond_tools(self, intent: Any, skeleton: Skeleton, *, alpha: float, held: bool = False) -> dict[str, Any]:
+    def order_beyond_tools(
+        self, intent: Any, skeleton: Skeleton, *, alpha: float, held: bool = False
+    ) -> dict[str, Any]:
         """The tool-presence contrast (every tool of the skeleton called, in any order, vs not) and
         the order contrast among the sessions that call them all. `toolList`: the order adds nothing
         credible (its risk ratio's 95 % interval does not lie above 1, or its one-sided p is not
@@ -195,7 +208,9 @@ def mine_tasks(params: MiningParams, feed: Callable[[TaskStream], Any]) -> Aggre
     if within.tested:
         feed(within)
         within.finish()
-        details = TaskTables(params, {intent: [skeleton] for intent, skeleton in chosen_skeletons(aggregator, within).items()})
+        details = TaskTables(
+            params, {intent: [skeleton] for intent, skeleton in chosen_skeletons(aggregator, within).items()}
+        )
         feed(details)
         details.finish()
         for key, sets in details.tables.items():
@@ -212,8 +227,16 @@ def feed_rows(rows: Iterable[Sequence[Any]]) -> Callable[[TaskStream], Any]:
     def feed(stream: TaskStream) -> None:
         for row in ordered:
             intent, task, resolved, escalated, skeleton, n, *rest = row
-            stream.add(intent=intent, task=task, resolved=resolved, escalated=escalated, raw_skeleton=skeleton, count=n,
-                       held=bool(rest and rest[0]), model=rest[1] if len(rest) > 1 else "")
+            stream.add(
+                intent=intent,
+                task=task,
+                resolved=resolved,
+                escalated=escalated,
+                raw_skeleton=skeleton,
+                count=n,
+                held=bool(rest and rest[0]),
+                model=rest[1] if len(rest) > 1 else "",
+            )
         stream.finish()
 
     return feed

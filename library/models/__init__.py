@@ -12,20 +12,50 @@ content never changes; the audit log is append-only. Writes go through library/s
 """
 
 from .agents import (
-    DEFAULT_NAMESPACE, MAX_ROLES, PRIORITY_MAX, PRIORITY_MIN, PROCEDURE_KEY_RE, REVIEW_PERM, ROLE_RE, Agent,
-    AgentGroupObjectPermission, AgentQuerySet, AgentToolChange, AgentUserObjectPermission, Confidence, Intent,
-    Namespace, NamespaceGroupObjectPermission, NamespaceUserObjectPermission, Procedure,
-    ProcedureGroupObjectPermission, ProcedureQuerySet, ProcedureUserObjectPermission, agents_readable_under_isolation,
-    agents_with_a_right, default_namespace_pk, namespaces_with_a_right, procedure_key_validator, reads_are_isolated,
-    reads_every_namespace, slug_validator,
+    DEFAULT_NAMESPACE,
+    MAX_ROLES,
+    PRIORITY_MAX,
+    PRIORITY_MIN,
+    PROCEDURE_KEY_RE,
+    REVIEW_PERM,
+    ROLE_RE,
+    Agent,
+    AgentGroupObjectPermission,
+    AgentQuerySet,
+    AgentToolChange,
+    AgentUserObjectPermission,
+    Confidence,
+    Intent,
+    Namespace,
+    NamespaceGroupObjectPermission,
+    NamespaceUserObjectPermission,
+    Procedure,
+    ProcedureGroupObjectPermission,
+    ProcedureQuerySet,
+    ProcedureUserObjectPermission,
+    agents_readable_under_isolation,
+    agents_with_a_right,
+    default_namespace_pk,
+    namespaces_with_a_right,
+    procedure_key_validator,
+    reads_are_isolated,
+    reads_every_namespace,
+    slug_validator,
 )
-from .versions import (
-    CONTENT_FIELDS, CodingRecordFields, ProcedureRecord, ProcedureVersion, Source, Status, VersionQuerySet,
-    content_hash, content_of,
-)
-from .releases import ENVIRONMENT_RE, PRODUCTION, STAGING, ProcedureRelease, Rollout
-from .erasure import ErasureSweep, VersionTombstone
 from .audit import AuditEvent
-from .sessions import AgentSession, MiningRun, OtlpSpan, SessionLabel
+from .erasure import ErasureSweep, VersionTombstone
 from .evals import EvalCaseResult, EvalRun, RegressionCase
+from .releases import ENVIRONMENT_RE, PRODUCTION, STAGING, ProcedureRelease, Rollout
 from .serving import ApiToken, LoadRefusal, VersionConflict, VersionEmbedding
+from .sessions import AgentSession, MiningRun, OtlpSpan, SessionLabel
+from .versions import (
+    CONTENT_FIELDS,
+    CodingRecordFields,
+    ProcedureRecord,
+    ProcedureVersion,
+    Source,
+    Status,
+    VersionQuerySet,
+    content_hash,
+    content_of,
+)

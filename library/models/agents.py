@@ -36,7 +36,10 @@ class Namespace(models.Model):
         permissions = [
             ("review_namespace_procedures", "Can review candidates of every procedure in this namespace"),
             ("approve_namespace_procedures", "Can approve versions of every procedure in this namespace"),
-            ("manage_namespace_procedures", "Can retire, roll back and change the scope of every procedure in this namespace"),
+            (
+                "manage_namespace_procedures",
+                "Can retire, roll back and change the scope of every procedure in this namespace",
+            ),
         ]
         ordering = ["name"]
 
@@ -117,7 +120,9 @@ def namespaces_with_a_right(user) -> models.QuerySet[Namespace]:
     procedure in it."""
     namespaces, agents, procedures = _held(user)
     return Namespace.objects.filter(
-        Q(pk__in=namespaces.values("pk")) | Q(pk__in=agents.values("namespace_id")) | Q(pk__in=procedures.values("namespace_id"))
+        Q(pk__in=namespaces.values("pk"))
+        | Q(pk__in=agents.values("namespace_id"))
+        | Q(pk__in=procedures.values("namespace_id"))
     )
 
 
@@ -134,7 +139,7 @@ def agents_readable_under_isolation(user) -> models.QuerySet[Agent]:
 
 
 class AgentQuerySet(models.QuerySet):
-    def visible_to(self, user) -> "AgentQuerySet":
+    def visible_to(self, user) -> AgentQuerySet:
         """The agents `user` may read. Anonymous users: none. By default every signed-in member of
         the library reads every agent (the queryset unfiltered: reviews.access.every_agent's fast
         path). With read isolation by namespace on (settings.NAMESPACE_READ_ISOLATION), a user who
@@ -163,7 +168,10 @@ class Agent(models.Model):
     name = models.CharField(max_length=64, unique=True, validators=[slug_validator])
     description = models.TextField(blank=True)
     namespace = models.ForeignKey(
-        Namespace, on_delete=models.PROTECT, related_name="agents", default=default_namespace_pk,
+        Namespace,
+        on_delete=models.PROTECT,
+        related_name="agents",
+        default=default_namespace_pk,
         help_text="The team or tenant; the agent API serves this agent the procedures of this namespace",
     )
     kind = models.CharField(max_length=8, choices=Kind.choices, default=Kind.TOOLS)
@@ -189,10 +197,12 @@ class Agent(models.Model):
     # coding agents: a task family (library/coding/families.py) yields a candidate from this many
     # resolved sessions with a verify command; rules override the default grouping by path
     coding_min_traces = models.PositiveSmallIntegerField(
-        default=2, help_text="Coding agents: resolved sessions with a verify command a task family needs for a candidate"
+        default=2,
+        help_text="Coding agents: resolved sessions with a verify command a task family needs for a candidate",
     )
     coding_family_rules = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text='Coding agents: task families by path, overriding the default: [{"prefix": "django/db/migrations", "family": "django/db/migrations"}]',
     )
     review_after_days = models.PositiveSmallIntegerField(
@@ -215,18 +225,23 @@ class Agent(models.Model):
     model_api_key = models.CharField(max_length=512, blank=True)
     current_model = models.CharField(max_length=128, blank=True, help_text="The LLM the agent runs on now")
     environments = models.JSONField(
-        default=list, blank=True,
-        help_text="Environments beside production (always there), e.g. [\"staging\"]: with staging, approved versions go there first",
+        default=list,
+        blank=True,
+        help_text='Environments beside production (always there), e.g. ["staging"]: with staging, approved versions go there first',
     )
     # The label rule (library/outcomes.py): how a session's final label follows from its label history.
     complaint_window_days = models.PositiveSmallIntegerField(
-        default=0, help_text="A complaint within this many days of a session's end makes it failed, and its label is final only then (0: off)"
+        default=0,
+        help_text="A complaint within this many days of a session's end makes it failed, and its label is final only then (0: off)",
     )
     closed_by_customer_resolves = models.BooleanField(
-        default=True, help_text="A ticket closed by the customer counts as resolved when no outcome says resolved or not"
+        default=True,
+        help_text="A ticket closed by the customer counts as resolved when no outcome says resolved or not",
     )
     min_rating = models.FloatField(
-        null=True, blank=True, help_text="A rating at or above this counts as resolved, below as failed, when no outcome says (empty: ratings decide nothing)"
+        null=True,
+        blank=True,
+        help_text="A rating at or above this counts as resolved, below as failed, when no outcome says (empty: ratings decide nothing)",
     )
     model_drafts_enabled = models.BooleanField(
         default=False,
@@ -239,10 +254,12 @@ class Agent(models.Model):
         "Off: the agent selects by the task text alone, and a candidate competes with every intent's procedures",
     )
     review_target_hours = models.PositiveIntegerField(
-        default=72, help_text="How long a candidate of this agent should wait for review; the queue's ageing badges compare against it"
+        default=72,
+        help_text="How long a candidate of this agent should wait for review; the queue's ageing badges compare against it",
     )
     api_rate_limits = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text='The agent API\'s limits where they differ from the defaults: {"select": {"token": "600/minute", "ip": "1200/minute"}} (library/api/limits.py)',
     )
     created_at = models.DateTimeField(auto_now_add=True)
@@ -255,16 +272,22 @@ class Agent(models.Model):
             ("approve_agent_procedures", "Can approve versions of every procedure of this agent"),
             ("manage_agent_procedures", "Can retire and roll back every procedure of this agent"),
             ("manage_agent", "Can change this agent's tools, tokens and approver rights"),
-            ("promote_agent_procedures", "Can promote approved versions of every procedure of this agent between environments and run rollouts"),
+            (
+                "promote_agent_procedures",
+                "Can promote approved versions of every procedure of this agent between environments and run rollouts",
+            ),
         ]
         constraints = [
             models.CheckConstraint(condition=Q(injection_cap__lte=20), name="agent_injection_cap_lte_20"),
             models.CheckConstraint(
-                condition=Q(model_api_key="") | Q(model_api_key__startswith="env:") | Q(model_api_key__startswith="fernet:"),
+                condition=Q(model_api_key="")
+                | Q(model_api_key__startswith="env:")
+                | Q(model_api_key__startswith="fernet:"),
                 name="agent_model_api_key_sealed",
             ),
             models.CheckConstraint(
-                condition=Q(significance_level__gt=0) & Q(significance_level__lte=0.5), name="agent_significance_level_range"
+                condition=Q(significance_level__gt=0) & Q(significance_level__lte=0.5),
+                name="agent_significance_level_range",
             ),
             models.CheckConstraint(
                 condition=Q(backtest_share__gte=0) & Q(backtest_share__lte=0.5), name="agent_backtest_share_range"
@@ -273,7 +296,8 @@ class Agent(models.Model):
             models.CheckConstraint(condition=Q(support_threshold__gte=1), name="agent_support_threshold_positive"),
             models.CheckConstraint(condition=Q(coding_min_traces__gte=1), name="agent_coding_min_traces_positive"),
             models.CheckConstraint(
-                condition=Q(review_after_days__gte=1) & Q(review_after_days__lte=3650), name="agent_review_after_days_range"
+                condition=Q(review_after_days__gte=1) & Q(review_after_days__lte=3650),
+                name="agent_review_after_days_range",
             ),
         ]
 
@@ -365,7 +389,9 @@ class Procedure(models.Model):
     key = models.CharField("id", max_length=120, validators=[procedure_key_validator])
     intent = models.ForeignKey(Intent, on_delete=models.PROTECT, related_name="procedures")
     namespace = models.ForeignKey(Namespace, on_delete=models.PROTECT, related_name="procedures")
-    roles = models.JSONField(default=list, blank=True, help_text="Role names an agent instance may present; empty = all")
+    roles = models.JSONField(
+        default=list, blank=True, help_text="Role names an agent instance may present; empty = all"
+    )
     priority = models.SmallIntegerField(default=0, help_text="Higher wins a near-tie in selection")
     confidence = models.CharField(max_length=6, choices=Confidence.choices, default=Confidence.MEDIUM)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -377,14 +403,19 @@ class Procedure(models.Model):
         permissions = [
             ("approve_procedure", "Can approve versions of this procedure"),
             ("manage_procedure", "Can retire and roll back versions of this procedure"),
-            ("promote_procedure", "Can promote approved versions of this procedure between environments and run rollouts"),
+            (
+                "promote_procedure",
+                "Can promote approved versions of this procedure between environments and run rollouts",
+            ),
         ]
         constraints = [
             models.UniqueConstraint(fields=["agent", "key"], name="procedure_key_unique_per_agent"),
             models.CheckConstraint(
                 condition=Q(priority__gte=PRIORITY_MIN) & Q(priority__lte=PRIORITY_MAX), name="procedure_priority_range"
             ),
-            models.CheckConstraint(condition=Q(confidence__in=["low", "medium", "high"]), name="procedure_confidence_valid"),
+            models.CheckConstraint(
+                condition=Q(confidence__in=["low", "medium", "high"]), name="procedure_confidence_valid"
+            ),
         ]
 
     def __str__(self) -> str:

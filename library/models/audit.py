@@ -8,6 +8,7 @@ from django.db import models
 from .agents import Agent, Procedure
 from .versions import ProcedureVersion
 
+
 class AuditEvent(models.Model):
     """Append-only: the database refuses UPDATE and DELETE on this table (see 0002_invariants)."""
 
@@ -57,12 +58,18 @@ class AuditEvent(models.Model):
         OUTCOMES = "outcomes", "Session outcomes reported"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
-    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     actor_label = models.CharField(max_length=150, blank=True, help_text="For non-human actors: miner, import, token")
     action = models.CharField(max_length=20, choices=Action.choices, db_index=True)
     agent = models.ForeignKey(Agent, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    procedure = models.ForeignKey(Procedure, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
-    version = models.ForeignKey(ProcedureVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events")
+    procedure = models.ForeignKey(
+        Procedure, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"
+    )
+    version = models.ForeignKey(
+        ProcedureVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"
+    )
     reason = models.TextField(blank=True)
     before = models.JSONField(default=dict, blank=True)
     after = models.JSONField(default=dict, blank=True)

@@ -8,6 +8,7 @@ from django.db import models
 
 from .versions import ProcedureVersion
 
+
 class VersionTombstone(models.Model):
     """What is left of an erased version: the version row keeps its id, number and content hash
     (its content, evidence and provenance are wiped); this row says who erased it, when and why.
@@ -54,7 +55,9 @@ class ErasureSweep(models.Model):
     tombstone = models.OneToOneField(VersionTombstone, on_delete=models.PROTECT, related_name="sweep")
     fingerprints = models.JSONField(default=list, blank=True)
     rewritten = models.JSONField(default=dict, blank=True, help_text='{"library.AuditEvent": [pk, ...], ...}')
-    flagged_versions = models.JSONField(default=list, blank=True, help_text="Later versions that shared erased text verbatim")
+    flagged_versions = models.JSONField(
+        default=list, blank=True, help_text="Later versions that shared erased text verbatim"
+    )
     remaining = models.JSONField(default=list, blank=True, help_text="Copies the check after the sweep still found")
     started_at = models.DateTimeField()
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -12,6 +12,7 @@ from .releases import PRODUCTION
 from .sessions import AgentSession
 from .versions import ProcedureVersion
 
+
 class RegressionCase(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="regression_cases")
     intent = models.ForeignKey(Intent, on_delete=models.PROTECT, related_name="regression_cases")
@@ -25,10 +26,14 @@ class RegressionCase(models.Model):
     tool_results = models.JSONField(default=dict, blank=True, help_text="Recorded tool results for model replay")
     source_session = models.ForeignKey(AgentSession, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     external_id = models.CharField(
-        max_length=200, blank=True, help_text="Where an imported case came from (e.g. tau2:airline:7); re-imports skip it"
+        max_length=200,
+        blank=True,
+        help_text="Where an imported case came from (e.g. tau2:airline:7); re-imports skip it",
     )
     is_active = models.BooleanField(default=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -73,10 +78,16 @@ class EvalRun(models.Model):
     )
     # a rollback run: the version that would be served instead of `version`
     replacement = models.ForeignKey(
-        ProcedureVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        ProcedureVersion,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
     )
     content_hash = models.CharField(max_length=64, help_text="The exact content this run judged")
-    baseline_hash = models.CharField(max_length=64, blank=True, help_text="Hash of the target environment's set at the start")
+    baseline_hash = models.CharField(
+        max_length=64, blank=True, help_text="Hash of the target environment's set at the start"
+    )
     baseline_versions = models.JSONField(default=list, blank=True)
     state = models.CharField(max_length=10, choices=State.choices, default=State.QUEUED)
     verdict = models.CharField(max_length=12, choices=Verdict.choices, blank=True)
@@ -87,9 +98,13 @@ class EvalRun(models.Model):
     errors = models.PositiveIntegerField(default=0)
     runner = models.CharField(max_length=16, blank=True)
     failure_reason = models.TextField(blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True, help_text="Last progress; the recovery task resumes stale runs")
+    heartbeat_at = models.DateTimeField(
+        null=True, blank=True, help_text="Last progress; the recovery task resumes stale runs"
+    )
     resumes = models.PositiveSmallIntegerField(default=0)
-    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    started_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -97,9 +112,7 @@ class EvalRun(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.CheckConstraint(
-                condition=~Q(verdict="pass") | Q(state="done"), name="eval_pass_only_when_done"
-            ),
+            models.CheckConstraint(condition=~Q(verdict="pass") | Q(state="done"), name="eval_pass_only_when_done"),
         ]
 
     def __str__(self) -> str:

@@ -60,7 +60,11 @@ class Rollout(models.Model):
     procedure = models.ForeignKey(Procedure, on_delete=models.PROTECT, related_name="rollouts")
     version = models.ForeignKey(ProcedureVersion, on_delete=models.PROTECT, related_name="rollouts")
     control_version = models.ForeignKey(
-        ProcedureVersion, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        ProcedureVersion,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
         help_text="The ACTIVE version when the rollout started (serves the control arm)",
     )
     share = models.PositiveSmallIntegerField(help_text="Percent of production sessions that get the new version")
@@ -69,7 +73,9 @@ class Rollout(models.Model):
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
     started_at = models.DateTimeField()
     # who ended it and why (completed or rolled back), and when
-    ended_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    ended_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
     end_reason = models.TextField(blank=True)
     ended_at = models.DateTimeField(null=True, blank=True)
 
@@ -77,14 +83,20 @@ class Rollout(models.Model):
         ordering = ["-started_at", "-id"]
         constraints = [
             models.CheckConstraint(condition=Q(share__gt=0) & Q(share__lt=100), name="rollout_share_between_0_and_100"),
-            models.UniqueConstraint(fields=["procedure"], condition=Q(state="running"), name="one_running_rollout_per_procedure"),
-            models.CheckConstraint(condition=Q(state__in=["running", "completed", "rolled_back"]), name="rollout_state_valid"),
+            models.UniqueConstraint(
+                fields=["procedure"], condition=Q(state="running"), name="one_running_rollout_per_procedure"
+            ),
+            models.CheckConstraint(
+                condition=Q(state__in=["running", "completed", "rolled_back"]), name="rollout_state_valid"
+            ),
             models.CheckConstraint(
                 condition=(Q(state="running") & Q(ended_at__isnull=True) & Q(ended_by__isnull=True))
                 | (~Q(state="running") & Q(ended_at__isnull=False)),
                 name="rollout_ended_when_not_running",
             ),
-            models.CheckConstraint(condition=~Q(version=models.F("control_version")), name="rollout_version_not_control"),
+            models.CheckConstraint(
+                condition=~Q(version=models.F("control_version")), name="rollout_version_not_control"
+            ),
         ]
 
     def __str__(self) -> str:

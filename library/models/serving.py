@@ -12,6 +12,7 @@ from django.db.models import Q
 from .agents import Agent
 from .versions import ProcedureVersion
 
+
 class ApiToken(models.Model):
     """A bearer token scoped to one agent and one capability. Only the sha256 is stored."""
 
@@ -24,10 +25,14 @@ class ApiToken(models.Model):
     name = models.CharField(max_length=100)
     prefix = models.CharField(max_length=12, help_text="First characters, to recognise a token")
     token_hash = models.CharField(max_length=64, unique=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
-    expires_at = models.DateTimeField(null=True, blank=True, help_text="Refused from this moment on (none: never expires)")
+    expires_at = models.DateTimeField(
+        null=True, blank=True, help_text="Refused from this moment on (none: never expires)"
+    )
     last_used_at = models.DateTimeField(null=True, blank=True, help_text="Written at most once a minute")
 
     class Meta:
@@ -70,7 +75,6 @@ class VersionEmbedding(models.Model):
         constraints = [models.UniqueConstraint(fields=["version", "model_key"], name="one_embedding_per_version_model")]
 
 
-
 class VersionConflict(models.Model):
     """A pair of versions of one agent (different procedures, each ACTIVE or about to be: a candidate
     with a passing eval) whose steps contradict, found by the conflict scan (library/conflicts.py).
@@ -96,6 +100,8 @@ class VersionConflict(models.Model):
         constraints = [
             models.CheckConstraint(condition=Q(version_a__lt=models.F("version_b")), name="conflict_pair_ordered"),
             models.UniqueConstraint(
-                fields=["version_a", "version_b", "kind"], condition=Q(cleared_at__isnull=True), name="one_open_conflict_per_pair_kind"
+                fields=["version_a", "version_b", "kind"],
+                condition=Q(cleared_at__isnull=True),
+                name="one_open_conflict_per_pair_kind",
             ),
         ]

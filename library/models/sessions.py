@@ -8,6 +8,7 @@ from django.db import models
 
 from .agents import Agent, Intent
 
+
 class AgentSession(models.Model):
     """A finished agent session, as reported or imported. Tool-call args and the task text are kept
     raw only until the retention window passes (mining needs tool names and order, not the text);
@@ -56,7 +57,9 @@ class AgentSession(models.Model):
             models.Index(fields=["agent", "received_at"], name="session_agent_received_idx"),
             # the miner's held-back cut and its evidence samples read each intent's sessions in
             # this order ("newest" = by end time, then receipt time, then id)
-            models.Index(fields=["agent", "intent", "ended_at", "received_at", "id"], name="session_agent_intent_end_idx"),
+            models.Index(
+                fields=["agent", "intent", "ended_at", "received_at", "id"], name="session_agent_intent_end_idx"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -113,7 +116,9 @@ class OtlpSpan(models.Model):
     note = models.CharField(max_length=300, blank=True, help_text="Why the session was refused")
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["agent", "trace_id", "span_id"], name="otlp_span_unique_per_agent")]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "trace_id", "span_id"], name="otlp_span_unique_per_agent")
+        ]
         indexes = [models.Index(fields=["agent", "state", "trace_id"], name="otlp_span_agent_state_idx")]
 
 
@@ -129,7 +134,8 @@ class MiningRun(models.Model):
     counts = models.JSONField(default=dict, help_text="sessions in, labelled, unlabelled, groups, candidates, skipped")
     skipped = models.JSONField(default=list, help_text="[{intent, skeleton, reason}]")
     report = models.JSONField(
-        default=list, blank=True,
+        default=list,
+        blank=True,
         help_text="One entry per intent: status (mined, reported, below threshold, …), reason and figures",
     )
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)

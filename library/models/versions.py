@@ -20,7 +20,13 @@ from django.db.models import Q
 from .agents import Agent, Procedure
 
 CONTENT_FIELDS = (
-    "applies_when", "steps", "required_tools", "forbidden_actions", "preconditions", "postconditions", "verify_command",
+    "applies_when",
+    "steps",
+    "required_tools",
+    "forbidden_actions",
+    "preconditions",
+    "postconditions",
+    "verify_command",
 )
 
 
@@ -86,22 +92,22 @@ class Source(models.TextChoices):
 
 
 class VersionQuerySet(models.QuerySet):
-    def active(self) -> "VersionQuerySet":
+    def active(self) -> VersionQuerySet:
         return self.filter(status=Status.ACTIVE)
 
-    def due_for_review(self, today) -> "VersionQuerySet":
+    def due_for_review(self, today) -> VersionQuerySet:
         return self.filter(status=Status.ACTIVE, review_by__lte=today)
 
-    def approved(self) -> "VersionQuerySet":
+    def approved(self) -> VersionQuerySet:
         return self.filter(status=Status.APPROVED)
 
-    def candidates(self) -> "VersionQuerySet":
+    def candidates(self) -> VersionQuerySet:
         return self.filter(status=Status.CANDIDATE)
 
-    def for_agent(self, agent: Agent) -> "VersionQuerySet":
+    def for_agent(self, agent: Agent) -> VersionQuerySet:
         return self.filter(procedure__agent=agent)
 
-    def quarantined(self) -> "VersionQuerySet":
+    def quarantined(self) -> VersionQuerySet:
         return self.filter(quarantined=True)
 
 
@@ -129,7 +135,9 @@ class ProcedureRecord(CodingRecordFields):
 
 def _carries_approval_when(status: str) -> Q:
     """A version in `status` carries an approval: approver, time and the approving eval run."""
-    return ~Q(status=status) | (Q(approved_by__isnull=False) & Q(approved_at__isnull=False) & Q(approval_eval_run__isnull=False))
+    return ~Q(status=status) | (
+        Q(approved_by__isnull=False) & Q(approved_at__isnull=False) & Q(approval_eval_run__isnull=False)
+    )
 
 
 class ProcedureVersion(models.Model):
@@ -150,32 +158,46 @@ class ProcedureVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     edited_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="+",
         help_text="Who made this version's content (the last editor), if a person did",
     )
     provenance = models.JSONField(default=dict, blank=True, help_text="who/what proposed it, mining run, file")
     based_on = models.ForeignKey("self", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
-    mining_run = models.ForeignKey("MiningRun", null=True, blank=True, on_delete=models.PROTECT, related_name="versions")
+    mining_run = models.ForeignKey(
+        "MiningRun", null=True, blank=True, on_delete=models.PROTECT, related_name="versions"
+    )
     # the policy screen's verdict on this content (content never changes, so neither does this)
     quarantined = models.BooleanField(default=False)
     quarantine_reasons = models.JSONField(default=list, blank=True)
     skeleton = models.JSONField(default=list, blank=True, help_text="Ordered tool names of the mined group")
     # a coding procedure's contract (content: immutable and part of the content hash)
-    preconditions = models.JSONField(default=list, blank=True, help_text="Artefacts that must exist before, e.g. a failing test that reproduces the issue")
-    postconditions = models.JSONField(default=list, blank=True, help_text="Artefacts that exist after, e.g. an edited source file, a passing test")
-    verify_command = models.TextField(blank=True, help_text="The command that verifies the work (a coding procedure needs one)")
+    preconditions = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="Artefacts that must exist before, e.g. a failing test that reproduces the issue",
+    )
+    postconditions = models.JSONField(
+        default=list, blank=True, help_text="Artefacts that exist after, e.g. an edited source file, a passing test"
+    )
+    verify_command = models.TextField(
+        blank=True, help_text="The command that verifies the work (a coding procedure needs one)"
+    )
     # status columns
     approved_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
     )
     approved_at = models.DateTimeField(null=True, blank=True)
-    approval_eval_run = models.ForeignKey(
-        "EvalRun", null=True, blank=True, on_delete=models.PROTECT, related_name="+"
-    )
+    approval_eval_run = models.ForeignKey("EvalRun", null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     status_reason = models.TextField(blank=True)
     status_changed_at = models.DateTimeField(null=True, blank=True)
     review_by = models.DateField(
-        null=True, blank=True, help_text="ACTIVE versions: due for re-review on this day (set on approval, roll back and review)"
+        null=True,
+        blank=True,
+        help_text="ACTIVE versions: due for re-review on this day (set on approval, roll back and review)",
     )
     created_at = models.DateTimeField(auto_now_add=True)
     # The full-text document of the id and the four content fields. PostgreSQL fills it in a BEFORE
@@ -199,7 +221,9 @@ class ProcedureVersion(models.Model):
                 name="version_status_valid",
             ),
             models.CheckConstraint(condition=Q(number__gte=1), name="version_number_positive"),
-            models.CheckConstraint(condition=~Q(status="ACTIVE") | Q(review_by__isnull=False), name="active_version_has_review_by"),
+            models.CheckConstraint(
+                condition=~Q(status="ACTIVE") | Q(review_by__isnull=False), name="active_version_has_review_by"
+            ),
         ]
         indexes = [models.Index(fields=["status", "procedure"], name="version_status_idx")]
         permissions = [("review_procedureversion", "Can review candidates: edit, comment, reject, start eval runs")]

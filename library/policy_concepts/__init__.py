@@ -76,8 +76,12 @@ FRAMES: tuple[Frame, ...] = (
     # ignoring the rules: ignore/forget/set aside + rules; rules said not to bind; do whatever asked
     Frame("ignore_rules", ("IGNORE", "RULES"), unless=("FOREIGN_INSTRUCTIONS", "VIOLATION", "GATED")),
     # "The old instructions were written for another team; you can disregard them here"
-    Frame("ignore_rules", ("IGNORE_THEM", "RULES"), unless=("FOREIGN_INSTRUCTIONS", "VIOLATION", "GATED"), reach_back=True),
-    Frame("ignore_rules", ("NOT_BINDING", "RULES"), unless=("VIOLATION", "GATED", "FOREIGN_INSTRUCTIONS"), reach_back=True),
+    Frame(
+        "ignore_rules", ("IGNORE_THEM", "RULES"), unless=("FOREIGN_INSTRUCTIONS", "VIOLATION", "GATED"), reach_back=True
+    ),
+    Frame(
+        "ignore_rules", ("NOT_BINDING", "RULES"), unless=("VIOLATION", "GATED", "FOREIGN_INSTRUCTIONS"), reach_back=True
+    ),
     Frame("ignore_rules", ("OBEY_ANYONE",)),
     Frame("ignore_rules", ("UNBOUND",)),
     # destructive automation: destroying what cannot come back, without a person, or everything
@@ -157,7 +161,9 @@ def _compile(module: ModuleType) -> _Language:
         words["BULK_RECORDS"] = [f"(?:{every}){gap}(?:{records})"]
         if module.SPAN < 60:  # "注文をすべて": the quantifier may follow
             words["BULK_RECORDS"].append(f"(?:{records}){gap}(?:{every})")
-    concepts = {name: re.compile("|".join(f"(?:{word})" for word in group), re.IGNORECASE) for name, group in words.items()}
+    concepts = {
+        name: re.compile("|".join(f"(?:{word})" for word in group), re.IGNORECASE) for name, group in words.items()
+    }
     before, after, whole = (
         re.compile(getattr(module, name).translate(fold), re.IGNORECASE) if getattr(module, name, "") else None
         for name in ("NEGATION_BEFORE", "NEGATION_AFTER", "NEGATION_CLAUSE")
@@ -184,7 +190,11 @@ _COMMON_WORDS = {
     " todos todas este esta estos mi nunca muy hay",
 }
 _COMMON = {code: frozenset(words.split()) for code, words in _COMMON_WORDS.items()}
-_LETTERS = {"de": re.compile(r"[äöüß]"), "fr": re.compile(r"[èêàçœëîôû]|\b[ldjnmcqst]'"), "es": re.compile(r"[ñ¿¡áíóú]")}
+_LETTERS = {
+    "de": re.compile(r"[äöüß]"),
+    "fr": re.compile(r"[èêàçœëîôû]|\b[ldjnmcqst]'"),
+    "es": re.compile(r"[ñ¿¡áíóú]"),
+}
 _WORD = re.compile(r"[^\W\d_]+")
 # a command's options ("--no-verify", "-rf") are no language's words: "do not use --no-verify" is English
 _OPTIONS = re.compile(r"(?<![\w-])--?[a-z][\w-]*")
@@ -203,8 +213,12 @@ def languages_of(clause: str) -> set[str]:
         found.add("ru")
     words = _WORD.findall(_OPTIONS.sub(" ", clause))
     if words and any(ord(ch) < 0x250 for word in words for ch in word[:1]):
-        scores = {code: sum(word in common for word in words) + 2 * len(_LETTERS[code].findall(clause)) if code in _LETTERS
-                  else sum(word in common for word in words) for code, common in _COMMON.items()}
+        scores = {
+            code: sum(word in common for word in words) + 2 * len(_LETTERS[code].findall(clause))
+            if code in _LETTERS
+            else sum(word in common for word in words)
+            for code, common in _COMMON.items()
+        }
         best = max(scores.values())
         if best <= 1 and "ru" in found:
             # Latin words in a Russian clause with at most one common word are a command's tokens
@@ -232,7 +246,7 @@ def _negated(language: _Language, clause: str, start: int, end: int) -> bool:
     if language.negation_before is not None:
         head = clause[:start]
         cut = max((m.end() for m in _SUBCLAUSE.finditer(head)), default=0)
-        window = head[max(cut, start - language.negation_window):]
+        window = head[max(cut, start - language.negation_window) :]
         if language.negation_before.search(window):
             return True
     if language.negation_after is not None:
@@ -254,12 +268,18 @@ class _Matches:
 
     def __call__(self, name: str) -> list[tuple[int, int]]:
         if name not in self._spans:
-            self._spans[name] = [(m.start(), m.end()) for m in self.language.concepts[name].finditer(self.clause) if m.end() > m.start()]
+            self._spans[name] = [
+                (m.start(), m.end()) for m in self.language.concepts[name].finditer(self.clause) if m.end() > m.start()
+            ]
         return self._spans[name]
 
 
 def _frame_hit(
-    language: _Language, frame: Frame, clause: str, before: str = "", matches: _Matches | None = None,
+    language: _Language,
+    frame: Frame,
+    clause: str,
+    before: str = "",
+    matches: _Matches | None = None,
     before_matches: _Matches | None = None,
 ) -> tuple[str, int, int] | None:
     """(the text, start, end) of the frame's words in `clause` (or, for a frame that reaches back,
@@ -279,8 +299,11 @@ def _frame_hit(
         spans = [(anchor_start, anchor_end)]
         for name in frame.parts[1:]:
             near = [
-                (s, e) for s, e in here(name)
-                if (s, e) != spans[0] and s <= anchor_end + reach and e >= anchor_start - reach
+                (s, e)
+                for s, e in here(name)
+                if (s, e) != spans[0]
+                and s <= anchor_end + reach
+                and e >= anchor_start - reach
                 and (not frame.after or s >= anchor_start)
             ]
             if not near:
@@ -309,9 +332,15 @@ LESSON_CONTEXT = {
     "ignore_rules": ("FOREIGN_INSTRUCTIONS", "VIOLATION", "GATED", "REFUSAL"),
     "destructive_automation": ("GATED", "REFUSAL", "SAFE_COMMAND"),
     "widen_permissions": ("REFUSAL", "SAFE_COMMAND"),
-    **{category: ("REFUSAL",) for category in (
-        "skip_approval", "skip_identity_check", "override_safety", "tool_output_instruction",
-    )},
+    **{
+        category: ("REFUSAL",)
+        for category in (
+            "skip_approval",
+            "skip_identity_check",
+            "override_safety",
+            "tool_output_instruction",
+        )
+    },
 }
 
 
@@ -348,8 +377,10 @@ def is_lesson(normalised: str, position: int, category: str) -> bool:
         if offset <= position < offset + len(clause):
             return any(
                 language.concepts[name].search(clause.translate(language.fold))
-                for language in LANGUAGES if language.code in languages_of(clause)
-                for name in names if name in language.concepts
+                for language in LANGUAGES
+                if language.code in languages_of(clause)
+                for name in names
+                if name in language.concepts
             )
         offset += len(clause)
     return False
@@ -376,6 +407,6 @@ def find(normalised: str) -> list[tuple[str, str]]:
                 hit = _frame_hit(language, frame, clause, before, matches, before_matches)
                 if hit is not None:
                     text, start, end = hit
-                    found[frame.category] = text[max(0, start - 20): end + 20]
+                    found[frame.category] = text[max(0, start - 20) : end + 20]
         previous = current
     return list(found.items())

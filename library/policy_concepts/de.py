@@ -42,9 +42,13 @@ CONCEPTS = {
         r"\b(bremst|bremsen|hält \w* auf|halten \w* auf|zeitverschwendung|reine bürokratie|bürokratie|formsache|verzögert nur)\b",
     ],
     "MARK_VERIFIED": [
-        r"\b(markier\w*|behandl\w*|betracht\w*|werte\w*|sieh\w*|gilt|gelten)\b" + _gap(40, "erst|nur") + r"\bals (verifiziert|bestätigt|geprüft|authentifiziert|erledigt)\b(?!.{0,40}\b(erst|nur|nachdem|sobald)\b)",
+        r"\b(markier\w*|behandl\w*|betracht\w*|werte\w*|sieh\w*|gilt|gelten)\b"
+        + _gap(40, "erst|nur")
+        + r"\bals (verifiziert|bestätigt|geprüft|authentifiziert|erledigt)\b(?!.{0,40}\b(erst|nur|nachdem|sobald)\b)",
         # a box ticked: "Hake das Feld „Identität geprüft“ an" (not "erst, wenn der Code stimmt")
-        r"\b(hak\w*|kreuz\w*|setz\w*|markier\w*|aktivier\w*|klick\w*)\b" + _gap(40, "erst|nur") + r"[„\"“'«]\s?(identität|kunde|anrufer|person|ausweis)?\s?(geprüft|verifiziert|bestätigt|kontrolliert)\s?[“\"”'»](?!.{0,40}\b(erst|nur|nachdem|sobald)\b)",
+        r"\b(hak\w*|kreuz\w*|setz\w*|markier\w*|aktivier\w*|klick\w*)\b"
+        + _gap(40, "erst|nur")
+        + r"[„\"“'«]\s?(identität|kunde|anrufer|person|ausweis)?\s?(geprüft|verifiziert|bestätigt|kontrolliert)\s?[“\"”'»](?!.{0,40}\b(erst|nur|nachdem|sobald)\b)",
     ],
     "IMPERSONATE": [
         r"\b(tritt\w*|auftret\w*|gib dich|gibt sich|unterschreib\w*|unterzeichn\w*|antworte\w*|schreib\w*|meld\w* dich)\b.{0,40}(\bals\b|\bmit [„\"“'«]).{0,25}\b\w*(leiter|leiterin|manager|managerin|vorgesetzt\w*|chef|chefin|direktor\w*|admin|administrator\w*|geschäftsführ\w*)\b",
@@ -109,7 +113,8 @@ CONCEPTS = {
         r"\b(genehmigungs|freigabe|prüf|review|zustimmungs)(schritt|pflicht|prozess|verfahren|workflow|stufe|regel)\w*\b",
     ],
     "DISABLE": [
-        r"\b(auskommentier\w*|kommentier\w* \w* aus)\b|\baußer kraft\b|\b(still?leg\w*|still?gelegt|ruhigstell\w*)\b|" + _sep(r"leg\w*", "still", 60),
+        r"\b(auskommentier\w*|kommentier\w* \w* aus)\b|\baußer kraft\b|\b(still?leg\w*|still?gelegt|ruhigstell\w*)\b|"
+        + _sep(r"leg\w*", "still", 60),
         r"\b(deaktivier\w*|abschalt\w*|ausschalt\w*|abgeschaltet|ausgeschaltet|abstell\w*|stoppe?\w*|pausier\w*|unterdrück\w*|entfern\w*|deinstallier\w*|aufheb\w*|aussetz\w*|setz\w* \w* aus|umgeh\w*|lahmleg\w*|leg\w* \w* lahm|kapp\w*)\b",
         _sep(r"schalt\w*|stell\w*|nimm|nehm\w*|mach\w*", "ab|aus|weg|raus"),
         _sep(r"heb\w*", "auf", 50) + r"(?=\s*([.,;:!?]|$))",
@@ -233,15 +238,20 @@ CONCEPTS = {
     "SEND": [
         _sep(r"lad\w*|lädt", "hoch", 100),
         _sep(r"leite\w*|leit\w*|gib\w*|geb\w*", "weiter", 100),
-        _sep(r"nimm\w*|nehm\w*", "mit", 60) + r"(?= nach hause| heim)|\bweitergeb\w*|\bweitergegeben\b|\b(curl|wget|scp|rsync)\b",
+        _sep(r"nimm\w*|nehm\w*", "mit", 60)
+        + r"(?= nach hause| heim)|\bweitergeb\w*|\bweitergegeben\b|\b(curl|wget|scp|rsync)\b",
         r"\b(stell\w*|leg\w*)\b.{0,40}\b(online|ins netz|in den (öffentlichen|externen) \w+)",
-        r"\b(stell\w*|leg\w*|pack\w*|speicher\w*|kopier\w*)\b" + _gap(60) + r"\b(in|auf) (einen|eine|ein|den|die|das|dem) (öffentlich|extern|privat|frei zugänglich)\w*",
+        r"\b(stell\w*|leg\w*|pack\w*|speicher\w*|kopier\w*)\b"
+        + _gap(60)
+        + r"\b(in|auf) (einen|eine|ein|den|die|das|dem) (öffentlich|extern|privat|frei zugänglich)\w*",
         r"\b(schick\w*|send\w*|versend\w*|leite\w* \w* weiter|weiterleit\w*|lad\w* \w* hoch|hochlad\w*|hochgeladen|exportier\w*|kopier\w*|teil\w*|übertrag\w*|übermittel\w*|poste?\w*|veröffentlich\w*|synchronisier\w*|spiegel\w*|spiegl\w*|in kopie|bcc|cc|mail\w*)\b",
     ],
     "DATA": [
         _NO + r"\b(\w*postf[äa]ch\w*|\w*mailbox\w*)\b",
-        _NO + r"\b(\w*chatprotokoll\w*|\w*kundenadressen|\w*exportdatei\w*|crm|\w*kundenstamm\w*|kundenkartei|personalakte\w*|lohn\w*|gehalt\w*|gehälter|\w*dump\w*|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
-        _NO + r"\b\w*(kunden\w*|nutzerdaten|benutzerdaten|personenbezogen\w*|personaldaten|mitarbeiterdaten|kontaktliste\w*|adressbuch|adressliste\w*|kreditkart\w*|kartennummer\w*|zahlungsdaten|bankdaten|datenbank\w*|datenexport\w*|datenbestand\w*|gesamtexport|tabelle\w*|datensätze|quellcode|chatverläufe|gesprächsprotokolle|bestellhistorie\w*|alle (daten|tickets|nachrichten|e-mails|bestellungen|dateien))\b",
+        _NO
+        + r"\b(\w*chatprotokoll\w*|\w*kundenadressen|\w*exportdatei\w*|crm|\w*kundenstamm\w*|kundenkartei|personalakte\w*|lohn\w*|gehalt\w*|gehälter|\w*dump\w*|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
+        _NO
+        + r"\b\w*(kunden\w*|nutzerdaten|benutzerdaten|personenbezogen\w*|personaldaten|mitarbeiterdaten|kontaktliste\w*|adressbuch|adressliste\w*|kreditkart\w*|kartennummer\w*|zahlungsdaten|bankdaten|datenbank\w*|datenexport\w*|datenbestand\w*|gesamtexport|tabelle\w*|datensätze|quellcode|chatverläufe|gesprächsprotokolle|bestellhistorie\w*|alle (daten|tickets|nachrichten|e-mails|bestellungen|dateien))\b",
     ],
     "OUTSIDE": [
         r"\b(extern\w*|außerhalb|dritt\w*|öffentlich\w*|privat\w*|persönlich\w*|unbekannt\w*|gmail|yahoo|hotmail|gmx|web\.de|pastebin|dropbox|webhook\w*|ftp|telegram)\b",
@@ -262,7 +272,8 @@ CONCEPTS = {
         r"\b\w*(versteckt|intern|geheim|verborgen)\w* (anweisung|systemanweisung|regel|konfiguration|vorgabe)\w*",
         r"\bid_(rsa|ed25519|ecdsa)\b|\.pem\b|\.ssh/|\b\w*admin-?zugang\w*|\b\w*zugang (zur|zum) (konsole|server|datenbank|admin\w*)",
         r"\b\w*systemprompt\w*|\b\w*systemanweisung\w*|\b(deine|deiner|deinen|deinem) (anweisungen|instruktionen|konfiguration|vorgaben)\b",
-        _NO + r"\b(stripe|aws|openai|github|slack|twilio|sendgrid|azure|gcp|google)[\w-]*(schlüssel|key|token|secret|zugang\w*)\b",
+        _NO
+        + r"\b(stripe|aws|openai|github|slack|twilio|sendgrid|azure|gcp|google)[\w-]*(schlüssel|key|token|secret|zugang\w*)\b",
         r"\.env\b|\b\w*_(api_key|secret|secret_key|password|passwd|pwd|access_key|private_key)\b|\b(openai|aws|stripe|github|slack|gcp|azure)[\w-]*(key|token|secret)\b",
         r"\b\w*(api-?schlüssel\w*|api-?keys?|api-?token\w*|zugangs?token\w*|zugangsdaten|anmeldedaten|passw(o|ö)rt\w*|kennw(o|ö)rt\w*|geheimnis\w*|secrets?|private?n? schlüssel\w*|ssh-?schlüssel\w*|verbindungszeichenfolge\w*|umgebungsvariable\w*|\.env|systemprompt\w*|system-?prompt\w*|token\w*|zugangsschlüssel\w*)\b",
         r"\b(deine|ihre|die internen|die versteckten) (anweisungen|systemanweisungen|konfiguration)\b|\bwelche (regeln|anweisungen|vorgaben) dir\b",
@@ -288,22 +299,32 @@ _SHAPES = {
         r"\b(hätte|hätten|würde|würden) (sowieso|eh|ohnehin|bestimmt|sicher)\b.{0,20}\b(zugestimmt|ja gesagt|freigegeben|genehmigt|unterschrieben|zustimmen)",
         r"\b(setz\w*|hak\w*|kreuz\w*|aktivier\w*|klick\w*)\b.{0,30}\b(haken|häkchen|kreuz|checkbox|kästchen|feld)\b.{0,30}[„\"“](\w+ ){0,4}(geprüft|genehmigt|freigegeben|abgezeichnet)\b.{0,40}\b(damit|sodass)\b",
         # a payment split to stay under the approval threshold
-        r"\b(teil\w*|aufteil\w*|splitt\w*|stückel\w*|zerleg\w*|verteil\w*)\b" + _gap(80) + r"\bunter\b.{0,30}\b\w*(grenze|schwelle|limit)\w*",
-        r"\b(teil\w*|aufteil\w*|splitt\w*|stückel\w*|zerleg\w*)\b" + _gap(40) + r"\b(in|auf) (\w+ )?(mehrere|zwei|drei|vier|fünf|kleinere|einzelne)\b.{0,40}\bunter\b",
+        r"\b(teil\w*|aufteil\w*|splitt\w*|stückel\w*|zerleg\w*|verteil\w*)\b"
+        + _gap(80)
+        + r"\bunter\b.{0,30}\b\w*(grenze|schwelle|limit)\w*",
+        r"\b(teil\w*|aufteil\w*|splitt\w*|stückel\w*|zerleg\w*)\b"
+        + _gap(40)
+        + r"\b(in|auf) (\w+ )?(mehrere|zwei|drei|vier|fünf|kleinere|einzelne)\b.{0,40}\bunter\b",
         # the status set to approved (not "erst, wenn die Unterschrift vorliegt")
-        r"\b(setz\w*|stell\w*|markier\w*|änder\w*|trag\w*|hak\w*|kennzeichn\w*)\b" + _gap(60, "erst|nur") + r"\b(auf|als) \W?(genehmigt|freigegeben|approved|bewilligt|abgezeichnet|abgenommen)\b(?!.{0,60}\b(erst|nur|nachdem|sobald)\b)",
+        r"\b(setz\w*|stell\w*|markier\w*|änder\w*|trag\w*|hak\w*|kennzeichn\w*)\b"
+        + _gap(60, "erst|nur")
+        + r"\b(auf|als) \W?(genehmigt|freigegeben|approved|bewilligt|abgezeichnet|abgenommen)\b(?!.{0,60}\b(erst|nur|nachdem|sobald)\b)",
         # "auch wenn noch niemand unterschrieben hat"
         r"\b(auch wenn|selbst wenn|obwohl|obgleich)\b.{0,20}\b(noch )?(niemand|keiner|kein mensch)\b.{0,20}\b(unterschrieben|freigegeben|genehmigt|zugestimmt|abgezeichnet|abgenickt)\b",
         r"\b(auch wenn|selbst wenn|obwohl)\b.{0,30}\b\w*(freigabe|genehmigung|unterschrift|zustimmung)\w*\b.{0,20}\b(fehlt|fehlen|aussteht|ausstehen|noch nicht)\b",
         # an approval said to have been given by word of mouth, or an old one reused
         r"\b\w*(rechtsabteilung|legal|chef|chefin|manager\w*|vorgesetzt\w*|leitung|compliance|buchhaltung|finanz\w*|direktor\w*|geschäftsführ\w*)\b.{0,30}\b(mündlich|telefonisch|per telefon|per zuruf|auf dem flur|informell|stillschweigend)\b.{0,20}\b(schon |bereits )?(zugestimmt|freigegeben|genehmigt|abgesegnet|ok gegeben|okay gegeben|grünes licht gegeben)\b",
-        r"\b(verwend\w*|nutz\w*|benutz\w*|nimm|kopier\w*|übernimm|übernehm\w*)\b" + _gap(40) + r"\b(alte|frühere|vorherige|letzte|bestehende)\w* (freigabe|genehmigung|freigabenummer|genehmigungsnummer)\w*",
+        r"\b(verwend\w*|nutz\w*|benutz\w*|nimm|kopier\w*|übernimm|übernehm\w*)\b"
+        + _gap(40)
+        + r"\b(alte|frühere|vorherige|letzte|bestehende)\w* (freigabe|genehmigung|freigabenummer|genehmigungsnummer)\w*",
         # straight to production while the board has not met
         r"\b(direkt|sofort|gleich|jetzt)\b.{0,30}\b(in (die )?produktion|auf (den |die )?(produktion|live|prod)\w*)\b.{0,60}\b(change[- ]?(advisory[- ])?board|cab|gremium|komitee|review|freigabe)\w*\b.{0,30}\b(erst|später|nächste|tagt|dauert)\b",
     ],
     "WIDEN_SCOPE": [
         # shared with everyone
-        r"\b(gib\w*|geb\w*|teil\w*|öffne\w*|mach\w*|stell\w*|schalt\w*)\b" + _gap(60) + r"\b(für alle(?= mit\b|,|\s*$| auch)|für jeden(?= mit\b)|alle mit (dem )?link|jede[rnm]? mit (dem )?link|für (die )?öffentlichkeit|öffentlich (zugänglich|lesbar|sichtbar|beschreibbar)|für externe|für jedermann|ohne (anmeldung|login|passwort|authentifizierung))\b",
+        r"\b(gib\w*|geb\w*|teil\w*|öffne\w*|mach\w*|stell\w*|schalt\w*)\b"
+        + _gap(60)
+        + r"\b(für alle(?= mit\b|,|\s*$| auch)|für jeden(?= mit\b)|alle mit (dem )?link|jede[rnm]? mit (dem )?link|für (die )?öffentlichkeit|öffentlich (zugänglich|lesbar|sichtbar|beschreibbar)|für externe|für jedermann|ohne (anmeldung|login|passwort|authentifizierung))\b",
         # access that never expires
         r"\b(ablauf\w*|gültigkeit\w*|laufzeit\w*|verfall\w*)\b.{0,50}\b(auf|als)\W{0,2}(nie|niemals|unbegrenzt|unendlich|9999|kein\w*)\b",
         r"\b\w*(token|schlüssel|zugang|zugriff|passw[oö]rt|kennw[oö]rt|sitzung|session|berechtigung|rechte|konto|link)\w*\b.{0,40}\b(unbegrenzt|dauerhaft|für immer|unbefristet|ohne ablaufdatum)\b",
@@ -318,10 +339,18 @@ _SHAPES = {
     "SAFETY_OFF": [
         r"\b" + _SAFEGUARD + r"\b.{0,40}\b(kostet|kosten) (uns )?(zu viel|viel zu viel|unnötig) zeit\b",
         # a safeguard said not to be needed any more, or kept from checking
-        r"\b" + _SAFEGUARD + r"\b.{0,70}\b(brauchen|braucht|benötigen) (wir|es|man|ihr|du)? ?(nicht mehr|nicht länger)\b",
-        r"\b" + _SAFEGUARD + r"\b.{0,40}\b(ist|sind|wird|werden) (\w+ )?(überflüssig|unnötig|nicht mehr nötig|entbehrlich|hinfällig)\b",
-        r"\b(damit|sodass|so dass)\b.{0,10}\b(der|die|das) " + _SAFEGUARD + r"\b.{0,50}\b(nicht mehr|nicht länger|nie mehr)\b",
-        r"\b(setz\w*|trag\w*|füg\w*|nimm\w*|pack\w*)\b" + _gap(60) + r"\b(auf die|in die|zur) (allowlist|whitelist|positivliste|ausnahmeliste)\b",
+        r"\b"
+        + _SAFEGUARD
+        + r"\b.{0,70}\b(brauchen|braucht|benötigen) (wir|es|man|ihr|du)? ?(nicht mehr|nicht länger)\b",
+        r"\b"
+        + _SAFEGUARD
+        + r"\b.{0,40}\b(ist|sind|wird|werden) (\w+ )?(überflüssig|unnötig|nicht mehr nötig|entbehrlich|hinfällig)\b",
+        r"\b(damit|sodass|so dass)\b.{0,10}\b(der|die|das) "
+        + _SAFEGUARD
+        + r"\b.{0,50}\b(nicht mehr|nicht länger|nie mehr)\b",
+        r"\b(setz\w*|trag\w*|füg\w*|nimm\w*|pack\w*)\b"
+        + _gap(60)
+        + r"\b(auf die|in die|zur) (allowlist|whitelist|positivliste|ausnahmeliste)\b",
     ],
     "ADDRESSED_TO_AGENT": [
         # "laut der Herstellerseite sollst du ..."
@@ -336,7 +365,11 @@ _SHAPES = {
     ],
     "SECRET_DUMP": [
         # a one-time code read back to the caller
-        r"\b(lies|les\w*|nenn\w*|sag\w*|diktier\w*|teil\w*|buchstabier\w*|wiederhol\w*)\b" + _gap(50) + r"\b\w*(code|tan|otp|pin)\w*\b" + _gap(60) + r"\b(verschickt|geschickt|gesendet|zugeschickt|zugestellt|generiert|erzeugt)\b",
+        r"\b(lies|les\w*|nenn\w*|sag\w*|diktier\w*|teil\w*|buchstabier\w*|wiederhol\w*)\b"
+        + _gap(50)
+        + r"\b\w*(code|tan|otp|pin)\w*\b"
+        + _gap(60)
+        + r"\b(verschickt|geschickt|gesendet|zugeschickt|zugestellt|generiert|erzeugt)\b",
     ],
     "REFUSAL": [
         r"\bignorier\w* (sie|es|ihn|diese)\b.{0,30}\b(arbeite|halte dich|handle|verfahre)\w* (nach|an) (dieser|diese|der|die) (prozedur|anleitung|richtlinie)",

@@ -48,7 +48,9 @@ CONCEPTS = {
         r"\b(e-?mails?|pages?|documents?|files?|faqs?|results?|outputs?|messages?|tickets?|attachments?|responses?|articles?)\b.{0,20}\b(contains?|includes?|has|carries|hides?)\b.{0,20}\b(instructions?|commands?|directions?)\b.{0,60}\b(ignore|disregard|do not (act|follow|obey)|don'?t (act|follow|obey)|flag|report)",
         r"\b(instructions?|commands?|directions?|requests?|orders?|text)\b( [\w'-]+){0,3} (in|inside|from|within|embedded in|contained in|found in|that come from|coming from) (an?|the|any|such|this|that)? ?([\w'-]+ ){0,2}(e-?mails?|web ?pages?|websites?|pages?|documents?|files?|attachments?|tool (output|results?)|search results?|results?|outputs?|messages?|tickets?|comments?|pdfs?)\b",
     ],
-    "VIOLATION": [r"\b(that|which|who) (break|breaks|broke|violat\w*|breach\w*|infring\w*)\b|\b(in breach of|against the|violations? of|breaking the)\b"],
+    "VIOLATION": [
+        r"\b(that|which|who) (break|breaks|broke|violat\w*|breach\w*|infring\w*)\b|\b(in breach of|against the|violations? of|breaking the)\b"
+    ],
     "SKIP": [
         r"\b(route|work|get|go|steer)\w* ([\w-]+ ){0,3}around (it|them|that|this|the (queue|process|check|review|approval))\b",
         r"\b(continue|proceed|carry on)\w*( [\w'-]+){0,5} anyway\b",

@@ -3,7 +3,10 @@ Accents are optional in the stems ([aá]); imperatives carry enclitic pronouns (
 
 SPAN = 100
 
-FOLD = ("áéíóúüñ", "aeiouun")  # matched without accents: "desactívalo", "márcalo", "contrasena" (see __init__._Language.fold)
+FOLD = (
+    "áéíóúüñ",
+    "aeiouun",
+)  # matched without accents: "desactívalo", "márcalo", "contrasena" (see __init__._Language.fold)
 
 from .commands import COMMANDS, merge  # noqa: E402
 

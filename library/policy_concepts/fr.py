@@ -37,7 +37,9 @@ CONCEPTS = {
     ],
     "MARK_VERIFIED": [
         # a box ticked: "Coche la case « identité contrôlée »" (not "que lorsque le code correspond")
-        r"\b(coch\w*|mets|marque\w*|indique\w*|passe|s[ée]lectionn\w*|clique\w*)\b" + _gap(40, "que|seulement|uniquement") + r"[«\"“']\s?(identit[ée] |client |appelant )?(contr[ôo]l[ée]e?|v[ée]rifi[ée]e?|confirm[ée]e?|authentifi[ée]e?)\s?[»\"”'](?!.{0,40}\b(que lorsque|qu'apr[èe]s|une fois|seulement|uniquement)\b)",
+        r"\b(coch\w*|mets|marque\w*|indique\w*|passe|s[ée]lectionn\w*|clique\w*)\b"
+        + _gap(40, "que|seulement|uniquement")
+        + r"[«\"“']\s?(identit[ée] |client |appelant )?(contr[ôo]l[ée]e?|v[ée]rifi[ée]e?|confirm[ée]e?|authentifi[ée]e?)\s?[»\"”'](?!.{0,40}\b(que lorsque|qu'apr[èe]s|une fois|seulement|uniquement)\b)",
         r"\b(consid[èée]r\w*|trait\w*|marqu\w*|tien\w*)\b.{0,40}\b(comme|pour) (v[ée]rifi[ée]e?s?|confirm[ée]e?s?|authentifi[ée]e?s?|valid[ée]e?s?)\b",
     ],
     "IMPERSONATE": [
@@ -67,7 +69,6 @@ CONCEPTS = {
         r"\b(quoi que|quoi qu'en) (disent|dise|pr[ée]voient|pr[ée]voie|exigent) (les|la|tes|vos|nos) \w*\s?(directives?|r[èe]gles?|consignes?|politiques?|proc[ée]dures?)",
         r"\b(peu importe|qu'importe) (ce que )?(disent|dit|pr[ée]voient|pr[ée]voit) (les|la|tes) (directives?|r[èe]gles?|politique|consignes?)",
         r"\bsans tenir compte (des|de la|du) (r[èe]gles?|politique|directives?|consignes?|r[èe]glement)",
-
     ],
     "VIOLATION": [r"\b(contraire\w* à|qui enfreign\w*|qui viol\w*|violation\w*|infraction\w*)\b"],
     "SKIP": [
@@ -228,8 +229,10 @@ CONCEPTS = {
         r"\b(envoi\w*|envoy\w*|transf[èe]r\w*|transmet\w*|t[ée]l[ée]vers\w*|upload\w*|export\w*|copi\w*|partag\w*|publi\w*|synchronis\w*|pousse\w*|d[ée]pos\w*|mets? en copie|cci|cc)\b",
     ],
     "DATA": [
-        _NO + r"\b((photos?|images?|documents?|pi[èe]ces?) (des|de nos) clients|bo[îi]tes? (de support|mail|aux lettres)|journaux de conversation|liste (\w+ )?des \w*\s?(clients|comptes|contacts)|grands comptes|chiffres? d'affaires|adresses clients)\b",
-        _NO + r"\b(crm|dump\w*|sauvegarde\w*|dossiers? du personnel|fiches? de paie|salaires|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
+        _NO
+        + r"\b((photos?|images?|documents?|pi[èe]ces?) (des|de nos) clients|bo[îi]tes? (de support|mail|aux lettres)|journaux de conversation|liste (\w+ )?des \w*\s?(clients|comptes|contacts)|grands comptes|chiffres? d'affaires|adresses clients)\b",
+        _NO
+        + r"\b(crm|dump\w*|sauvegarde\w*|dossiers? du personnel|fiches? de paie|salaires|[\w-]+\.(csv|sql|xlsx?|json|db|sqlite3?|bak|dump|jsonl))\b",
         r"\b(num[ée]ros de t[ée]l[ée]phone|adresses e-?mail|adresses|coordonn[ée]es|base des (utilisateurs|clients)|toutes les (conversations|donn[ée]es)|donn[ée]es (clients?|des clients|utilisateurs?))\b",
         r"\b(donn[ée]es|fichier clients?|liste des clients|table des clients|base (de donn[ée]es|clients?)|table|enregistrements|num[ée]ros de carte|cartes? bancaires?|coordonn[ée]es bancaires|donn[ée]es personnelles|carnet d'adresses|liste de contacts|code source|historique des (conversations|commandes)|tous les (tickets|messages|e-mails|fichiers|clients))\b",
     ],
@@ -253,7 +256,8 @@ CONCEPTS = {
         r"\b(cl[ée]s? (d')?api|cl[ée]s? secr[èe]tes?|cl[ée]s? priv[ée]es?|cl[ée]s? ssh|jetons?( d'acc[èe]s| api)?|tokens?|mots? de passe|identifiants?|secrets?|cha[îi]nes? de connexion|variables? d'environnement|\.env|prompt syst[èe]me|instructions? (syst[èe]me|internes|cach[ée]es))\b",
         r"\bid_(rsa|ed25519|ecdsa)\b|\.pem\b|\.ssh/",
         r"\b(tes|vos) (instructions|consignes internes|r[èe]gles cach[ée]es)\b|\b(quelles |les )?r[èe]gles (t'ont [ée]t[ée]|qu'on t'a) (impos[ée]es|donn[ée]es|fix[ée]es)",
-        _NO + r"\b(cl[ée]s? (stripe|aws|openai|github|slack|twilio|sendgrid|de production|prod|d'acc[èe]s|d'authentification|de chiffrement|ma[îi]tresse)|codes? d'acc[èe]s|les acc[èe]s (de|du|à la|au|aux) (la |le |l')?(bo[îi]te|console|compte|serveur|base|messagerie))\b",
+        _NO
+        + r"\b(cl[ée]s? (stripe|aws|openai|github|slack|twilio|sendgrid|de production|prod|d'acc[èe]s|d'authentification|de chiffrement|ma[îi]tresse)|codes? d'acc[èe]s|les acc[èe]s (de|du|à la|au|aux) (la |le |l')?(bo[îi]te|console|compte|serveur|base|messagerie))\b",
     ],
     "SECRET_CARE": [
         r"\b(masqu\w*|caviard\w*|remplac\w*|r[ée]voqu\w*|renouvel\w*|coffre\w*|vault|quatre derniers|4 derniers|ast[ée]risques|r[ée]initialis\w*|mot de passe oubli[ée]|si (la|le|un|une) (cl[ée]|jeton|mot de passe)|appara[îi]t|expir[ée]\w*)\b",
@@ -274,9 +278,13 @@ _SHAPES = {
         r"\b(aurait|auraient) (dit oui|accept[ée]|valid[ée]|sign[ée]|approuv[ée]|donn[ée] son accord)\b.{0,10}\bde toute fa[çc]on\b|\bde toute fa[çc]on,? (il|elle|ils) (aurait|auraient) (dit oui|accept|valid|sign|approuv)",
         r"\b(coch\w*|s[ée]lectionn\w*|clique\w*)\b.{0,30}[«\"“](\s?[\w']+){0,6}\s?(v[ée]rifi[ée]|valid[ée]|approuv[ée]|sign[ée])\b.{0,40}\b(pour que|afin que)\b",
         # a payment split to stay under the approval threshold
-        r"\b(d[ée]coup\w*|fractionn\w*|divis\w*|scind\w*|r[ée]parti\w*|saucissonn\w*)\b" + _gap(80) + r"\b(sous|en dessous d)\w*\b.{0,30}\b(seuil|plafond|limite)\w*",
+        r"\b(d[ée]coup\w*|fractionn\w*|divis\w*|scind\w*|r[ée]parti\w*|saucissonn\w*)\b"
+        + _gap(80)
+        + r"\b(sous|en dessous d)\w*\b.{0,30}\b(seuil|plafond|limite)\w*",
         # the status set to approved (not "qu'une fois la signature reçue")
-        r"\b(passe|mets|marque|coche|indique|bascule|change)\w*\b" + _gap(60, "que|seulement|uniquement") + r"\b(à|en|comme|sur) \W?(approuv[ée]e?s?|valid[ée]e?s?|autoris[ée]e?s?|accept[ée]e?s?)\b(?!.{0,60}\b(qu'une fois|une fois|seulement|uniquement|qu'apr[èe]s|lorsque)\b)",
+        r"\b(passe|mets|marque|coche|indique|bascule|change)\w*\b"
+        + _gap(60, "que|seulement|uniquement")
+        + r"\b(à|en|comme|sur) \W?(approuv[ée]e?s?|valid[ée]e?s?|autoris[ée]e?s?|accept[ée]e?s?)\b(?!.{0,60}\b(qu'une fois|une fois|seulement|uniquement|qu'apr[èe]s|lorsque)\b)",
         # "même si personne n'a encore signé"
         r"\b(m[êe]me si|bien que|quand bien m[êe]me)\b.{0,20}\bpersonne n'a (encore |pas encore )?(sign[ée]|valid[ée]|approuv[ée]|donn[ée] son accord)",
         r"\b(m[êe]me si|bien que)\b.{0,30}\b(l'accord|la signature|la validation|l'approbation|le feu vert)\b.{0,20}\b(manque|n'est pas (encore )?(arriv|donn|sign)\w*|se fait attendre)",
@@ -287,7 +295,9 @@ _SHAPES = {
     ],
     "WIDEN_SCOPE": [
         # shared with everyone
-        r"\b(partag\w*|ouvr\w*|rends|rendre|mets|donne\w*)\b" + _gap(60) + r"\b(avec tous ceux qui ont le lien|toute personne (ayant|disposant du|qui a le) lien|avec tout le monde|à tout le monde|en public|publiquement|sans (authentification|connexion|mot de passe)|y compris (l'ext[ée]rieur|les externes|des externes))\b",
+        r"\b(partag\w*|ouvr\w*|rends|rendre|mets|donne\w*)\b"
+        + _gap(60)
+        + r"\b(avec tous ceux qui ont le lien|toute personne (ayant|disposant du|qui a le) lien|avec tout le monde|à tout le monde|en public|publiquement|sans (authentification|connexion|mot de passe)|y compris (l'ext[ée]rieur|les externes|des externes))\b",
         # access that never expires
         r"\b(expiration|validit[ée]|dur[ée]e de (vie|validit[ée]))\b.{0,50}\b(sur|à|en)\W{0,3}(jamais|illimit[ée]e?|infini\w*|aucune|z[ée]ro)\b",
         r"\bn'expire(nt)? (plus )?jamais\b|\bsans (date d')?expiration\b|\bvalables? ind[ée]finiment\b|\b(acc[èe]s|jetons?|droits?|cl[ée]s?) permanent\w*",
@@ -301,9 +311,17 @@ _SHAPES = {
     "SAFETY_OFF": [
         r"\b" + _SAFEGUARD + r"\b.{0,40}\b(prend|prennent) (beaucoup )?trop de temps\b",
         # a safeguard said to serve no purpose any more, or kept from checking
-        r"\b" + _SAFEGUARD + r"\b.{0,70}\b(ne sert|ne servent) (plus )?à rien\b|\b" + _SAFEGUARD + r"\b.{0,40}\b(n'est plus (utile|n[ée]cessaire)|(est|sont) (devenue?s? )?(inutile|superflu)\w*)",
-        r"\b(pour que|afin que|de sorte que)\b.{0,10}\b(l'|le |la |les )" + _SAFEGUARD + r"\b.{0,50}\b(n'\w+|ne \w+) (plus|pas|jamais|rien)\b",
-        r"\b(mets|mettez|ajoute\w*|inscri\w*|place\w*)\b" + _gap(60) + r"\b(en|sur la|à la|dans la) (liste blanche|allowlist|whitelist|liste d'exceptions?|liste d'autoris\w*)\b",
+        r"\b"
+        + _SAFEGUARD
+        + r"\b.{0,70}\b(ne sert|ne servent) (plus )?à rien\b|\b"
+        + _SAFEGUARD
+        + r"\b.{0,40}\b(n'est plus (utile|n[ée]cessaire)|(est|sont) (devenue?s? )?(inutile|superflu)\w*)",
+        r"\b(pour que|afin que|de sorte que)\b.{0,10}\b(l'|le |la |les )"
+        + _SAFEGUARD
+        + r"\b.{0,50}\b(n'\w+|ne \w+) (plus|pas|jamais|rien)\b",
+        r"\b(mets|mettez|ajoute\w*|inscri\w*|place\w*)\b"
+        + _gap(60)
+        + r"\b(en|sur la|à la|dans la) (liste blanche|allowlist|whitelist|liste d'exceptions?|liste d'autoris\w*)\b",
     ],
     "ADDRESSED_TO_AGENT": [
         # "d'après le site du fournisseur, tu dois ..."
@@ -318,7 +336,11 @@ _SHAPES = {
     ],
     "SECRET_DUMP": [
         # a one-time code read back to the caller
-        r"\b(lis|lisez|lire|dicte\w*|communiqu\w*|donne\w*|dis|dites|r[ée]p[èe]te\w*|[ée]pelle\w*|indique\w*)\b" + _gap(50) + r"\bcodes?\b(?! (promo|de r[ée]duction|de suivi|postal))" + _gap(60) + r"\b(envoy\w*|re[çc]u\w*|transmis|g[ée]n[ée]r[ée]\w*|exp[ée]di[ée]\w*)\b",
+        r"\b(lis|lisez|lire|dicte\w*|communiqu\w*|donne\w*|dis|dites|r[ée]p[èe]te\w*|[ée]pelle\w*|indique\w*)\b"
+        + _gap(50)
+        + r"\bcodes?\b(?! (promo|de r[ée]duction|de suivi|postal))"
+        + _gap(60)
+        + r"\b(envoy\w*|re[çc]u\w*|transmis|g[ée]n[ée]r[ée]\w*|exp[ée]di[ée]\w*)\b",
     ],
     "REFUSAL": [
         r"\bignore-(les|le|la)\b.{0,30}\b(suis|applique|respecte) (cette|la|notre) proc[ée]dure",

@@ -10,7 +10,14 @@ from typing import Any
 from urllib.parse import unquote_plus
 
 from .keys import (
-    BIRTH, PERSON, child_labels, is_personal_object, parse_json_string, person_resource, query_param_label, query_params,
+    BIRTH,
+    PERSON,
+    child_labels,
+    is_personal_object,
+    parse_json_string,
+    person_resource,
+    query_param_label,
+    query_params,
 )
 from .recognizers import PLACEHOLDER_RE, Features, folds_like_ascii, select_recognizers
 from .shapes import BUILTIN_RECOGNIZERS, CAPITAL_RE, NAME_RECOGNIZERS, NOT_NAMES
@@ -30,11 +37,50 @@ _ECHO_HINT_RE = re.compile(
 # case-insensitive matching of ASCII text is exactly that), the bounded ones and two capitalised
 # words by patterns that the regular-expression engine can scan for by their first character.
 _ECHO_HINT_WORDS = (
-    "dob", "d.o.b", "birth", "born", "geboren", "passport", "licence", "license", "zip", "postal", "postcode", "plz",
-    "name", "i'm", "i am", "this is", "dear", "thank", "hello", "customer", "client", "caller", "patient", "passenger",
-    "guest", "member", "travel", "cardholder", "holder", "subscriber", "kunde", "belong", "behalf", "signed by",
-    "booked for", "addressed to", "you are", "you're", "modified by", "reported by", "written by", "authored by",
-    "author:", "-by:",
+    "dob",
+    "d.o.b",
+    "birth",
+    "born",
+    "geboren",
+    "passport",
+    "licence",
+    "license",
+    "zip",
+    "postal",
+    "postcode",
+    "plz",
+    "name",
+    "i'm",
+    "i am",
+    "this is",
+    "dear",
+    "thank",
+    "hello",
+    "customer",
+    "client",
+    "caller",
+    "patient",
+    "passenger",
+    "guest",
+    "member",
+    "travel",
+    "cardholder",
+    "holder",
+    "subscriber",
+    "kunde",
+    "belong",
+    "behalf",
+    "signed by",
+    "booked for",
+    "addressed to",
+    "you are",
+    "you're",
+    "modified by",
+    "reported by",
+    "written by",
+    "authored by",
+    "author:",
+    "-by:",
 )
 _ECHO_HINT_BOUNDED_RE = re.compile(r"\b(?:hi|mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b")
 _TWO_CAPITALISED_RE = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")

@@ -20,9 +20,26 @@ BIRTH = "birth_date"
 PII_KEYS: dict[str, str] = {
     **dict.fromkeys(
         (
-            "first_name", "last_name", "middle_name", "full_name", "firstname", "lastname", "given_name",
-            "family_name", "given", "family", "customer_name", "passenger_name", "patient_name", "person_name",
-            "maiden_name", "birth_name", "display_name", "contact_name", "account_holder", "cardholder_name",
+            "first_name",
+            "last_name",
+            "middle_name",
+            "full_name",
+            "firstname",
+            "lastname",
+            "given_name",
+            "family_name",
+            "given",
+            "family",
+            "customer_name",
+            "passenger_name",
+            "patient_name",
+            "person_name",
+            "maiden_name",
+            "birth_name",
+            "display_name",
+            "contact_name",
+            "account_holder",
+            "cardholder_name",
         ),
         PERSON,
     ),
@@ -37,8 +54,16 @@ PII_KEYS: dict[str, str] = {
     **dict.fromkeys(("card_number", "last_four", "card_last_four", "cvv", "cvc"), "card_number"),
     "iban": "iban",
     **dict.fromkeys(
-        ("address", "address1", "address2", "address_line", "address_line1", "address_line2", "street",
-         "street_address"),
+        (
+            "address",
+            "address1",
+            "address2",
+            "address_line",
+            "address_line1",
+            "address_line2",
+            "street",
+            "street_address",
+        ),
         "address",
     ),
     **dict.fromkeys(("zip", "zip_code", "zipcode", "postal_code", "postcode", "address_postalcode"), "postal_code"),
@@ -47,13 +72,25 @@ PII_KEYS: dict[str, str] = {
     **dict.fromkeys(("mrn", "medical_record_number", "record_number"), "medical_record_number"),
     **dict.fromkeys(("member", "member_id", "member_number", "membership_number", "membership_id"), "member_id"),
     **dict.fromkeys(("patient", "patient_id", "subject_id"), "patient_id"),
-    **dict.fromkeys(("reservation", "reservation_id", "reservations", "booking", "booking_id", "booking_reference", "pnr"), "reservation_id"),
+    **dict.fromkeys(
+        ("reservation", "reservation_id", "reservations", "booking", "booking_id", "booking_reference", "pnr"),
+        "reservation_id",
+    ),
     **dict.fromkeys(("order", "order_id", "orders", "order_number"), "order_id"),
-    **dict.fromkeys(("confirmation", "confirmation_number", "confirmation_code", "confirmation_id"), "confirmation_number"),
+    **dict.fromkeys(
+        ("confirmation", "confirmation_number", "confirmation_code", "confirmation_id"), "confirmation_number"
+    ),
     **dict.fromkeys(("passport", "passport_number", "passport_no"), "passport_number"),
     **dict.fromkeys(
-        ("license_number", "licence_number", "driver_license", "drivers_license", "driving_licence",
-         "driving_license", "driver_license_number"),
+        (
+            "license_number",
+            "licence_number",
+            "driver_license",
+            "drivers_license",
+            "driving_licence",
+            "driving_license",
+            "driver_license_number",
+        ),
         "licence_number",
     ),
     **dict.fromkeys(("password", "api_key", "token", "secret", "access_token", "refresh_token"), "secret"),
@@ -62,13 +99,42 @@ PII_KEYS: dict[str, str] = {
 _NOT_PERSONAL = {"resource_type", "status", "use", "system", "source", "type"}
 # Objects that describe a person: their `name` and `id` are personal.
 _PERSON_CONTAINERS = {
-    "passengers", "saved_passengers", "passenger", "customer", "user", "contact", "contacts", "traveler", "traveller",
-    "travelers", "travellers", "patient", "person", "guest", "guests", "member", "subject", "owner", "holder",
-    "account_holder", "recipient", "sender", "employee", "emergency_contact", "related_person", "practitioner",
+    "passengers",
+    "saved_passengers",
+    "passenger",
+    "customer",
+    "user",
+    "contact",
+    "contacts",
+    "traveler",
+    "traveller",
+    "travelers",
+    "travellers",
+    "patient",
+    "person",
+    "guest",
+    "guests",
+    "member",
+    "subject",
+    "owner",
+    "holder",
+    "account_holder",
+    "recipient",
+    "sender",
+    "employee",
+    "emergency_contact",
+    "related_person",
+    "practitioner",
 }
 # Inside these containers the `value`/`text`/`line` strings are personal (FHIR identifier, telecom,
 # HumanName, Address).
-_VALUE_CONTAINERS = {"identifier": "identifier", "identifiers": "identifier", "telecom": "contact", "name": PERSON, "address": "address"}
+_VALUE_CONTAINERS = {
+    "identifier": "identifier",
+    "identifiers": "identifier",
+    "telecom": "contact",
+    "name": PERSON,
+    "address": "address",
+}
 _FHIR_PERSON_RESOURCES = {"patient", "person", "relatedperson", "practitioner"}
 
 
@@ -109,7 +175,16 @@ def _has_personal_key(keys: tuple) -> bool:
     tool call of an agent has the same argument names)."""
     for raw_key in keys:
         key = normalise_key(str(raw_key))
-        if key not in ("id", "name") and PII_KEYS.get(key) in (PERSON, BIRTH, "email_address", "phone_number", "address", "user_id", "ssn", "national_id"):
+        if key not in ("id", "name") and PII_KEYS.get(key) in (
+            PERSON,
+            BIRTH,
+            "email_address",
+            "phone_number",
+            "address",
+            "user_id",
+            "ssn",
+            "national_id",
+        ):
             return True
     return False
 
@@ -144,7 +219,11 @@ def person_resource(mapping: Mapping) -> str | None:
     """The FHIR resource type of an object that describes a person (`patient`, `person`, …), in
     lower case, or None."""
     resource_type = mapping.get("resourceType")
-    return resource_type.lower() if isinstance(resource_type, str) and resource_type.lower() in _FHIR_PERSON_RESOURCES else None
+    return (
+        resource_type.lower()
+        if isinstance(resource_type, str) and resource_type.lower() in _FHIR_PERSON_RESOURCES
+        else None
+    )
 
 
 _PAYMENT_KEY_RE = re.compile(r"(?:credit_card|debit_card|gift_card|certificate|paypal|bank_account)_\d+")
@@ -156,7 +235,9 @@ def _is_payment_key(key: str) -> bool:
 
 
 @lru_cache(maxsize=4096)
-def child_labels(keys: tuple, parent_key: str, personal_object: bool, resource: str | None) -> tuple[tuple[str, str | None, bool], ...]:
+def child_labels(
+    keys: tuple, parent_key: str, personal_object: bool, resource: str | None
+) -> tuple[tuple[str, str | None, bool], ...]:
     """Per key of an object: the key normalised, the placeholder of a scalar under it (_leaf_label)
     and whether the key is a payment method's id. Objects of the same keys recur (every tool call
     of an agent has the same argument names), so this is worked out once per key set."""
@@ -221,6 +302,11 @@ def _replace_query_params(text: str) -> str:
 
 
 QUERY_RECOGNIZER = Recognizer(
-    "query", _QUERY_PARAM_RE, replace=_query_param, group=2, needs="=", gate=re.compile(r"=(?<=[\w.\-:]=)"),
+    "query",
+    _QUERY_PARAM_RE,
+    replace=_query_param,
+    group=2,
+    needs="=",
+    gate=re.compile(r"=(?<=[\w.\-:]=)"),
     apply=_replace_query_params,
 )

@@ -5,10 +5,10 @@ agent's own patterns become recognizers after a check that they cannot take expo
 from __future__ import annotations
 
 import re
-from re import _constants as sre_constants  # the parser of `re` itself, for slow_pattern_problem
-from re import _parser as sre_parse
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from re import _constants as sre_constants  # the parser of `re` itself, for slow_pattern_problem
+from re import _parser as sre_parse
 from typing import Any
 
 PLACEHOLDER_RE = re.compile(r"\{\{[a-z_]+\}\}")
@@ -39,7 +39,7 @@ class Recognizer:
     # Replaces in the whole text instead of `pattern` (the session's known values).
     apply: Callable[[str], str] | None = None
     # Any other necessary condition, read off the text's features (after `needs`, `words`, `gate`).
-    check: Callable[["Features"], bool] | None = None
+    check: Callable[[Features], bool] | None = None
 
 
 # The only characters outside ASCII that Python's case-insensitive matching takes for an ASCII
@@ -62,7 +62,7 @@ def compile_agent_patterns(patterns: Iterable[Mapping[str, Any]] | None) -> list
     compiled: list[Recognizer] = []
     for index, entry in enumerate(patterns or []):
         if not isinstance(entry, Mapping) or not isinstance(entry.get("regex"), str):
-            raise ValueError(f"redaction_patterns[{index}]: needs {{\"label\": ..., \"regex\": ...}}")
+            raise ValueError(f'redaction_patterns[{index}]: needs {{"label": ..., "regex": ...}}')
         label = re.sub(r"[^a-z_]", "_", str(entry.get("label") or "id").lower()) or "id"
         try:
             compiled.append(Recognizer(label, re.compile(entry["regex"])))
@@ -117,9 +117,11 @@ def split_placeholders(text: str) -> list[tuple[bool, str]]:
 
 def apply_recognizer(recognizer: Recognizer, text: str) -> str:
     if recognizer.replace is None:
+
         def sub(match: re.Match) -> str:
             return "{{" + recognizer.label + "}}"
     else:
+
         def sub(match: re.Match) -> str:
             replaced = recognizer.replace(match)
             return match.group(0) if replaced is None else replaced
@@ -166,7 +168,10 @@ def run_chain(chain: list[Recognizer], text: str) -> str:
             rest = chain[index + 1 :]
             if not rest:
                 return replaced
-            return "".join(piece if is_placeholder else run_chain(rest, piece) for is_placeholder, piece in split_placeholders(replaced))
+            return "".join(
+                piece if is_placeholder else run_chain(rest, piece)
+                for is_placeholder, piece in split_placeholders(replaced)
+            )
         text = replaced
     return text
 
@@ -187,7 +192,11 @@ def select_recognizers(recognizers: Iterable[Recognizer], features: Features) ->
         if recognizer.words and lowered is not None and not any(map(lowered.__contains__, recognizer.words)):
             continue
         gate = recognizer.gate
-        if gate is not None and (lowered is not None or not recognizer.pattern.flags & re.IGNORECASE) and gate.search(text) is None:
+        if (
+            gate is not None
+            and (lowered is not None or not recognizer.pattern.flags & re.IGNORECASE)
+            and gate.search(text) is None
+        ):
             continue
         if recognizer.check is not None and not recognizer.check(features):
             continue

@@ -11,7 +11,13 @@ from typing import Any
 from .echo import KnownValues, RedactionCache, collect_known_values, harvest_names
 from .keys import child_labels, is_personal_object, key_label, normalise_key, parse_json_string, person_resource
 from .recognizers import (
-    PLACEHOLDER_RE, Features, Recognizer, compile_agent_patterns, run_chain, select_recognizers, split_placeholders,
+    PLACEHOLDER_RE,
+    Features,
+    Recognizer,
+    compile_agent_patterns,
+    run_chain,
+    select_recognizers,
+    split_placeholders,
 )
 from .shapes import BUILTIN_RECOGNIZERS, CAPITAL_RE, NAME_RECOGNIZERS, SHAPE_RECOGNIZERS
 
@@ -98,7 +104,10 @@ class Redactor:
         if CAPITAL_RE.search(text):
             chain.extend(select_recognizers(NAME_RECOGNIZERS, features))
         if "{{" in text:
-            return "".join(piece if is_placeholder else run_chain(chain, piece) for is_placeholder, piece in split_placeholders(text))
+            return "".join(
+                piece if is_placeholder else run_chain(chain, piece)
+                for is_placeholder, piece in split_placeholders(text)
+            )
         return run_chain(chain, text)
 
     def _replace_known(self, text: str) -> str:
@@ -107,7 +116,9 @@ class Redactor:
         for each one cost more than all the other rules together."""
         lowered = text.lower()
         if len(lowered) != len(text):  # a character whose lower case has another length: rare
-            pattern = re.compile(r"(?<![\w#])(" + "|".join(re.escape(v) for v in self._by_length) + r")(?![\w])", re.IGNORECASE)
+            pattern = re.compile(
+                r"(?<![\w#])(" + "|".join(re.escape(v) for v in self._by_length) + r")(?![\w])", re.IGNORECASE
+            )
             return pattern.sub(lambda m: "{{" + self._lowered.get(m.group(1).lower(), "personal_data") + "}}", text)
         spans: list[tuple[int, int, str]] = []
         for value in self._by_length:
@@ -116,8 +127,10 @@ class Redactor:
                 end = start + len(value)
                 before = text[start - 1] if start else " "
                 after = text[end] if end < len(text) else " "
-                if not (before.isalnum() or before in "_#") and not (after.isalnum() or after == "_") and not any(
-                    s < end and start < e for s, e, _ in spans
+                if (
+                    not (before.isalnum() or before in "_#")
+                    and not (after.isalnum() or after == "_")
+                    and not any(s < end and start < e for s, e, _ in spans)
                 ):
                     spans.append((start, end, value))
                 start = lowered.find(value, start + 1)
@@ -168,7 +181,10 @@ class Redactor:
 
 
 def redactor_for_session(
-    *, structured: Iterable[Any], texts: Iterable[str] = (), agent_patterns: Iterable[Mapping[str, Any]] | None = None,
+    *,
+    structured: Iterable[Any],
+    texts: Iterable[str] = (),
+    agent_patterns: Iterable[Mapping[str, Any]] | None = None,
     cache: RedactionCache | None = None,
 ) -> Redactor:
     """A redactor that knows the personal values of one session: those its structured data (args,

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from .keys import BIRTH, PERSON, QUERY_RECOGNIZER
 from .recognizers import Features, Recognizer
 
+
 def _luhn_ok(digits: str) -> bool:
     total, parity = 0, len(digits) % 2
     for index, char in enumerate(digits):
@@ -23,17 +24,32 @@ def _luhn_ok(digits: str) -> bool:
 
 
 def _keep_prefix(group: int, label: str) -> Callable[[re.Match], str]:
-    return lambda m: m.group(0)[: m.start(group) - m.start(0)] + "{{" + label + "}}" + m.group(0)[m.end(group) - m.start(0):]
+    return lambda m: (
+        m.group(0)[: m.start(group) - m.start(0)] + "{{" + label + "}}" + m.group(0)[m.end(group) - m.start(0) :]
+    )
 
 
 def _after_cue(
-    label: str, pattern: re.Pattern, *, needs: str = "digit", replace=None, words: tuple[str, ...] = (), gate: re.Pattern | None = None,
-    check: Callable[["Features"], bool] | None = None,
+    label: str,
+    pattern: re.Pattern,
+    *,
+    needs: str = "digit",
+    replace=None,
+    words: tuple[str, ...] = (),
+    gate: re.Pattern | None = None,
+    check: Callable[[Features], bool] | None = None,
 ) -> Recognizer:
     """A value announced by a cue ("passport no. X", "zip 12345", "customer Jane Doe"): group 1 is the
     value and is replaced by the placeholder; the cue stays."""
     return Recognizer(
-        label, pattern, replace=replace or _keep_prefix(1, label), group=1, needs=needs, words=words, gate=gate, check=check
+        label,
+        pattern,
+        replace=replace or _keep_prefix(1, label),
+        group=1,
+        needs=needs,
+        words=words,
+        gate=gate,
+        check=check,
     )
 
 
@@ -92,7 +108,21 @@ def _caps_code(match: re.Match) -> str | None:
 
 _DATE = r"(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*,? \d{4})"
 _STREET_SUFFIX = r"(?:street|st|avenue|ave|road|rd|drive|dr|lane|ln|boulevard|blvd|way|court|ct|place|pl|terrace|parkway|pkwy|circle|cir|highway|hwy|square|sq|close|crescent|row|walk|gardens|hill)"
-_DE_STREET_WORDS = ("straße", "strasse", "str.", "weg", "gasse", "platz", "allee", "ring", "damm", "ufer", "chaussee", "steig", "pfad")
+_DE_STREET_WORDS = (
+    "straße",
+    "strasse",
+    "str.",
+    "weg",
+    "gasse",
+    "platz",
+    "allee",
+    "ring",
+    "damm",
+    "ufer",
+    "chaussee",
+    "steig",
+    "pfad",
+)
 _DE_STREET_NAMES = ("Straße", "Strasse", "Str.", "Weg", "Gasse", "Platz", "Allee", "Ring", "Damm", "Ufer")
 _DE_STREET = "(?:" + "|".join(map(re.escape, _DE_STREET_WORDS)) + ")"
 # A street word, an optional space, a digit — as a digit with the street word behind it, so that the
@@ -101,62 +131,89 @@ _DE_STREET = "(?:" + "|".join(map(re.escape, _DE_STREET_WORDS)) + ")"
 _DE_STREET_ENDS = re.escape("".join(sorted({word[-1] for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES)})))
 _DE_STREET_NUMBER_GATE = re.compile(
     rf"\d(?:(?<=[{_DE_STREET_ENDS}]\d)|(?<=[{_DE_STREET_ENDS}] \d))"
-    r"(?:" + "|".join(f"(?<={re.escape(word)}{space}\\d)" for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES) for space in ("", " ")) + ")"
+    r"(?:"
+    + "|".join(
+        f"(?<={re.escape(word)}{space}\\d)" for word in (*_DE_STREET_WORDS, *_DE_STREET_NAMES) for space in ("", " ")
+    )
+    + ")"
 )
 _NAME_WORD = r"[A-Z](?:[a-z]+|'[A-Z][a-z]+)(?:-[A-Z][a-z]+)?"
 
 
 BUILTIN_RECOGNIZERS: list[Recognizer] = [
     # secrets first: they may contain anything else
-    Recognizer("secret", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), words=("eyj",)),
     Recognizer(
-        "secret", re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}\b"),
+        "secret", re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"), words=("eyj",)
+    ),
+    Recognizer(
+        "secret",
+        re.compile(r"\b(?:sk|pk|rk)[-_](?:live|test|proj)?[-_]?[A-Za-z0-9]{16,}\b"),
         words=("sk-", "sk_", "pk-", "pk_", "rk-", "rk_"),
     ),
     Recognizer(
-        "secret", re.compile(r"\b(?:pm_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-|AKIA|ASIA|AIza)[A-Za-z0-9_\-]{12,}"),
+        "secret",
+        re.compile(r"\b(?:pm_|ghp_|gho_|ghs_|github_pat_|xox[abpr]-|AKIA|ASIA|AIza)[A-Za-z0-9_\-]{12,}"),
         words=("pm_", "ghp_", "gho_", "ghs_", "github_pat_", "xox", "akia", "asia", "aiza"),
     ),
     Recognizer("secret", re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/\-]{16,}=*"), words=("bearer",)),
     Recognizer(
         "secret",
-        re.compile(r"(?i)\b(?:api[_ -]?key|access[_ -]?token|auth[_ -]?token|secret|password|passwd|pwd)\b(\s*[:=]\s*|\s+is\s+)(\"?)([^\s\"',;]{4,})"),
+        re.compile(
+            r"(?i)\b(?:api[_ -]?key|access[_ -]?token|auth[_ -]?token|secret|password|passwd|pwd)\b(\s*[:=]\s*|\s+is\s+)(\"?)([^\s\"',;]{4,})"
+        ),
         replace=lambda m: m.group(0)[: m.start(3) - m.start(0)] + "{{secret}}",
         words=("api", "token", "secret", "passw", "pwd"),
     ),
     QUERY_RECOGNIZER,
     Recognizer("email_address", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs="@"),
-    Recognizer("iban", re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"), needs="digit", gate=re.compile(r"\d(?<=[A-Z]{2}\d)\d")),
     Recognizer(
-        "card_number", re.compile(r"\b(?:\d[ -]?){12,18}\d\b"), replace=_card, needs="digit",
+        "iban",
+        re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"),
+        needs="digit",
+        gate=re.compile(r"\d(?<=[A-Z]{2}\d)\d"),
+    ),
+    Recognizer(
+        "card_number",
+        re.compile(r"\b(?:\d[ -]?){12,18}\d\b"),
+        replace=_card,
+        needs="digit",
         gate=re.compile(r"\d(?:[ -]?\d){12}"),
     ),
     Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), needs="digit", gate=re.compile(r"-(?<=\d{3}-)\d{2}-\d{4}")),
     Recognizer(
-        "ip_address", re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"), needs="digit",
+        "ip_address",
+        re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"),
+        needs="digit",
         gate=re.compile(r"\.(?<=\d\.)\d{1,3}\.\d{1,3}\.\d"),
     ),
     _after_cue(
         BIRTH,
         re.compile(
-            r"(?i)\b(?:dob|d\.o\.b\.?|date of birth|birth ?date|birthday|born(?: on| in)?|geboren(?: am)?)\b[^0-9a-z{]{0,12}(?:is |was |on |of )?[^0-9a-z{]{0,3}(" + _DATE + r")"
+            r"(?i)\b(?:dob|d\.o\.b\.?|date of birth|birth ?date|birthday|born(?: on| in)?|geboren(?: am)?)\b[^0-9a-z{]{0,12}(?:is |was |on |of )?[^0-9a-z{]{0,3}("
+            + _DATE
+            + r")"
         ),
         words=("dob", "d.o.b", "birth", "born", "geboren"),
     ),
     _after_cue(
-        "passport_number", re.compile(r"(?i)\bpassport(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,14})\b"),
+        "passport_number",
+        re.compile(r"(?i)\bpassport(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,14})\b"),
         words=("passport",),
     ),
     _after_cue(
         "licence_number",
-        re.compile(r"(?i)\b(?:driver'?s |driving )?licen[cs]e(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,17})\b"),
+        re.compile(
+            r"(?i)\b(?:driver'?s |driving )?licen[cs]e(?: (?:no\.?|number|nr\.?|#|id))?(?: is|:)?\s*#?\s*([A-Z0-9][A-Z0-9\-]{4,17})\b"
+        ),
         replace=lambda m: None if not re.search(r"\d", m.group(1)) else _keep_prefix(1, "licence_number")(m),
         words=("licence", "license"),
     ),
     Recognizer(
         "address",
         re.compile(
-            r"(?i)\b\d{1,6}[A-Za-z]?(?: [A-Z][a-z]+){1,4} " + _STREET_SUFFIX + r"\b\.?(?:,? (?:apt|apartment|suite|unit|flat|#) ?[A-Za-z0-9\-]+)?"
+            r"(?i)\b\d{1,6}[A-Za-z]?(?: [A-Z][a-z]+){1,4} "
+            + _STREET_SUFFIX
+            + r"\b\.?(?:,? (?:apt|apartment|suite|unit|flat|#) ?[A-Za-z0-9\-]+)?"
         ),
         needs="digit",
         gate=re.compile(r"\d[A-Za-z]? [A-Za-z]"),
@@ -164,18 +221,25 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
     Recognizer(
         "address",
         re.compile(
-            r"(?:\b[A-ZÄÖÜ][a-zäöüß]+[ \-])?\b[A-ZÄÖÜ][a-zäöüß]*(?:" + _DE_STREET + r"|[ \-](?:" + "|".join(map(re.escape, _DE_STREET_NAMES)) + "))"
+            r"(?:\b[A-ZÄÖÜ][a-zäöüß]+[ \-])?\b[A-ZÄÖÜ][a-zäöüß]*(?:"
+            + _DE_STREET
+            + r"|[ \-](?:"
+            + "|".join(map(re.escape, _DE_STREET_NAMES))
+            + "))"
             r" ?\d{1,4}(?: ?[a-z]\b)?(?:,? \d{5}(?: [A-ZÄÖÜ][a-zäöüß]+(?:[ \-][A-ZÄÖÜ][a-zäöüß]+)?)?)?"
         ),
         needs="digit",
         gate=_DE_STREET_NUMBER_GATE,
     ),
     Recognizer(
-        "address", re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"), needs="digit",
+        "address",
+        re.compile(r"(?i)\b(?:apt|apartment|suite|unit)\.? ?#? ?\d+[A-Za-z]?\b"),
+        needs="digit",
         words=("apt", "apartment", "suite", "unit"),
     ),
     _after_cue(
-        "postal_code", re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b"),
+        "postal_code",
+        re.compile(r"(?i)\b(?:zip|zip code|zipcode|postal code|postcode|plz)\b(?: is|:)?\s*(\d{4,5}(?:-\d{4})?)\b"),
         words=("zip", "postal", "postcode", "plz"),
     ),
     Recognizer(
@@ -187,12 +251,18 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
     ),
     # national numbers with a trunk 0 (German mobile "0151 23456789", "030/1234567")
     Recognizer(
-        "phone_number", re.compile(r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])"), replace=_phone, needs="digit",
+        "phone_number",
+        re.compile(r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])"),
+        replace=_phone,
+        needs="digit",
         gate=re.compile(r"0\d{2,4}\)?[ /\-]?\d{5}"),  # the number without its edges: from the 0 to 5 digits after
     ),
     # international numbers in any grouping (+49 30 5511786, +44 20 7946 0958, +4915123456789)
     Recognizer(
-        "phone_number", re.compile(r"(?<![\w{+])\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){1,5}(?![\w}])"), replace=_phone, needs="digit",
+        "phone_number",
+        re.compile(r"(?<![\w{+])\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){1,5}(?![\w}])"),
+        replace=_phone,
+        needs="digit",
         gate=re.compile(r"\+\d"),
     ),
     Recognizer(
@@ -201,7 +271,9 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         needs="digit",
         words=("card_", "certificate_", "paypal_", "bank_account_", "pm_"),
     ),
-    Recognizer("user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit", gate=re.compile(r"_(?<=[a-z]_)\d{3}")),
+    Recognizer(
+        "user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit", gate=re.compile(r"_(?<=[a-z]_)\d{3}")
+    ),
     Recognizer(
         "patient_id",
         re.compile(r"\b(Patient|Person|RelatedPerson|Practitioner)/([A-Za-z0-9\-.]{1,64})"),
@@ -220,11 +292,72 @@ SHAPE_RECOGNIZERS: list[Recognizer] = [
 
 # Capitalised words after "Hi", "Thanks", "I am" that are not names.
 NOT_NAMES = {
-    "there", "again", "team", "all", "everyone", "sir", "madam", "support", "i", "the", "a", "an", "so", "very", "for",
-    "sure", "yes", "no", "not", "happy", "sorry", "here", "looking", "trying", "calling", "writing", "interested",
-    "afraid", "glad", "good", "great", "ok", "okay", "please", "could", "can", "would", "unable", "also", "just",
-    "i'm", "i'd", "i've", "i'll", "we", "we're", "it", "it's", "this", "that", "my", "our", "your", "service", "services",
-    "care", "desk", "center", "centre", "agent", "agents", "relations", "account", "accounts", "id", "number", "support",
+    "there",
+    "again",
+    "team",
+    "all",
+    "everyone",
+    "sir",
+    "madam",
+    "support",
+    "i",
+    "the",
+    "a",
+    "an",
+    "so",
+    "very",
+    "for",
+    "sure",
+    "yes",
+    "no",
+    "not",
+    "happy",
+    "sorry",
+    "here",
+    "looking",
+    "trying",
+    "calling",
+    "writing",
+    "interested",
+    "afraid",
+    "glad",
+    "good",
+    "great",
+    "ok",
+    "okay",
+    "please",
+    "could",
+    "can",
+    "would",
+    "unable",
+    "also",
+    "just",
+    "i'm",
+    "i'd",
+    "i've",
+    "i'll",
+    "we",
+    "we're",
+    "it",
+    "it's",
+    "this",
+    "that",
+    "my",
+    "our",
+    "your",
+    "service",
+    "services",
+    "care",
+    "desk",
+    "center",
+    "centre",
+    "agent",
+    "agents",
+    "relations",
+    "account",
+    "accounts",
+    "id",
+    "number",
 }
 _CUES = (
     r"\b[Nn]ame is|\b[Nn]ame:|\b[Yy]ou are|\b[Yy]ou're|\b[Tt]his is|\b[Ii] am|\bI'm|\b[Dd]ear|\b[Tt]hanks?,?|\b[Tt]hank you,|\b[Hh]ello,?|\b[Hh]i,?"
@@ -238,12 +371,63 @@ _NOT_A_NAME = r"(?!(?i:" + "|".join(re.escape(w) for w in sorted(NOT_NAMES, key=
 # Each cue of _CUES in lower case with the space after it (a cue that may end in "," or "." once
 # with and once without): what the text in lower case holds right before the name.
 _CUE_WORDS = (
-    "name is ", "name: ", "you are ", "you're ", "this is ", "i am ", "i'm ", "dear ", "thank ", "thank, ", "thanks ", "thanks, ",
-    "thank you, ", "hello ", "hello, ", "hi ", "hi, ", "mr ", "mr. ", "mrs ", "mrs. ", "ms ", "ms. ", "miss ", "miss. ",
-    "mx ", "mx. ", "dr ", "dr. ", "prof ", "prof. ", "herr ", "herr. ", "frau ", "frau. ", "named ", "belongs to ",
-    "belonging to ", "on behalf of ", "signed by ", "booked for ", "addressed to ", "customer ", "client ", "caller ",
-    "patient ", "passenger ", "guest ", "member ", "traveller ", "traveler ", "cardholder ", "account holder ",
-    "subscriber ", "kunde ", "kundin ", "thanks to ",
+    "name is ",
+    "name: ",
+    "you are ",
+    "you're ",
+    "this is ",
+    "i am ",
+    "i'm ",
+    "dear ",
+    "thank ",
+    "thank, ",
+    "thanks ",
+    "thanks, ",
+    "thank you, ",
+    "hello ",
+    "hello, ",
+    "hi ",
+    "hi, ",
+    "mr ",
+    "mr. ",
+    "mrs ",
+    "mrs. ",
+    "ms ",
+    "ms. ",
+    "miss ",
+    "miss. ",
+    "mx ",
+    "mx. ",
+    "dr ",
+    "dr. ",
+    "prof ",
+    "prof. ",
+    "herr ",
+    "herr. ",
+    "frau ",
+    "frau. ",
+    "named ",
+    "belongs to ",
+    "belonging to ",
+    "on behalf of ",
+    "signed by ",
+    "booked for ",
+    "addressed to ",
+    "customer ",
+    "client ",
+    "caller ",
+    "patient ",
+    "passenger ",
+    "guest ",
+    "member ",
+    "traveller ",
+    "traveler ",
+    "cardholder ",
+    "account holder ",
+    "subscriber ",
+    "kunde ",
+    "kundin ",
+    "thanks to ",
 )
 _SPACE_CAPITAL_RE = re.compile(r" [A-Z]")
 
@@ -254,18 +438,26 @@ def _cue_before_capital(features: Features) -> bool:
     lowered = features.lowered
     if lowered is None:
         return True
-    return any(lowered.endswith(_CUE_WORDS, 0, match.start() + 1) for match in _SPACE_CAPITAL_RE.finditer(features.text))
+    return any(
+        lowered.endswith(_CUE_WORDS, 0, match.start() + 1) for match in _SPACE_CAPITAL_RE.finditer(features.text)
+    )
 
 
 _PERSON_CUE = _after_cue(
-    PERSON, re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"), needs="",
+    PERSON,
+    re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"),
+    needs="",
     gate=_SPACE_CAPITAL_RE,  # the name after the cue: a space, then a capital
     check=_cue_before_capital,
 )
 # two capitalised words before a verb of contact; every match of _PERSON_VERB holds a match of this
 # (the pattern without its leading checks), which starts with a capital the engine can scan for
 _NAME_BEFORE_VERB = (
-    r"(" + _NAME_WORD + r" " + _NAME_WORD + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
+    r"("
+    + _NAME_WORD
+    + r" "
+    + _NAME_WORD
+    + r")(?:'s)? (?:has |had |just |again |also |then )?(?:called|phoned|rang|wrote|emailed|e-mailed|texted|"
     r"messaged|contacted|complained|asked|said|says|reported|requested|mentioned|explained|confirmed|booked|ordered|"
     r"paid|cancell?ed|visited|signed|registered|returned|called in|reached out)\b"
 )
@@ -279,7 +471,10 @@ _PERSON_VERB = _after_cue(
 # as commits and mail headers write an author), the e-mail already redacted or not
 _NAME_BEFORE_EMAIL = r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){1,2}) <(?:\{\{email_address\}\}|[^<>\s@]+@)"
 _PERSON_EMAIL = _after_cue(
-    PERSON, re.compile(r"\b(?=[A-Z])" + _NOT_A_NAME + _NAME_BEFORE_EMAIL), needs="", words=("@", "{{email_address}}"),
+    PERSON,
+    re.compile(r"\b(?=[A-Z])" + _NOT_A_NAME + _NAME_BEFORE_EMAIL),
+    needs="",
+    words=("@", "{{email_address}}"),
     gate=re.compile(r"[a-z] <(?:\{\{email_address\}\}|[^<>\s@]+@)"),
 )
 # Who wrote, changed or reported something, as issue trackers and commits say it: after the cue a

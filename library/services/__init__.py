@@ -25,7 +25,14 @@ Every caller imports from here.
 
 from ..models import ProcedureVersion  # read as services.ProcedureVersion
 from .approval import approval_blockers, authored_since_active, passing_eval_for, selection_reach_blocker
-from .content import MAX_FIELD_CHARS, MAX_STEPS_APPROVABLE, MAX_STEPS_STORED, MAX_VERIFY_COMMAND_CHARS, Content, validate_content
+from .content import (
+    MAX_FIELD_CHARS,
+    MAX_STEPS_APPROVABLE,
+    MAX_STEPS_STORED,
+    MAX_VERIFY_COMMAND_CHARS,
+    Content,
+    validate_content,
+)
 from .erasing import ERASED_CONTENT, version_erase
 from .errors import DecisionConflict, LifecycleError
 from .events import _notify_active_set_changed, _notify_after_commit, _on_commit, audit, required_reason
@@ -53,7 +60,6 @@ from .transitions import (
     version_review_confirm,
     version_rollback,
 )
-
 
 __all__ = [
     "Content",

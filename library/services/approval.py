@@ -45,9 +45,7 @@ def authored_since_active(version: ProcedureVersion, user) -> list[int]:
         seen.add(pk)
         pk = rows[pk]["based_on_id"]
     return sorted(
-        rows[pk]["number"]
-        for pk in since | seen
-        if user.pk in (rows[pk]["proposed_by_id"], rows[pk]["edited_by_id"])
+        rows[pk]["number"] for pk in since | seen if user.pk in (rows[pk]["proposed_by_id"], rows[pk]["edited_by_id"])
     )
 
 
@@ -112,8 +110,9 @@ def approval_blockers(
     if run is None:
         elsewhere = passing_eval_for(version)
         reasons.append(
-            "No passing eval run on this exact content yet." if elsewhere is None else
-            f"Eval run {elsewhere.pk} passed against the {elsewhere.set_label}, but approving releases it to "
+            "No passing eval run on this exact content yet."
+            if elsewhere is None
+            else f"Eval run {elsewhere.pk} passed against the {elsewhere.set_label}, but approving releases it to "
             f"{target}: start a new run (it replays against the {target} set)."
         )
     else:

@@ -78,12 +78,18 @@ def validate_content(
     if verify_command is None:
         verify_command = ""
     if not isinstance(verify_command, str):
-        raise ValidationError({"verifyCommand": f"must be a string (one shell command), got {type(verify_command).__name__}"})
+        raise ValidationError(
+            {"verifyCommand": f"must be a string (one shell command), got {type(verify_command).__name__}"}
+        )
     verify_command = verify_command.strip()
     if len(verify_command) > MAX_VERIFY_COMMAND_CHARS:
         raise ValidationError({"verifyCommand": f"is longer than {MAX_VERIFY_COMMAND_CHARS} characters"})
     if coding and not verify_command:
-        raise ValidationError({"verifyCommand": "is required for a coding agent's procedure: the command that verifies the work (e.g. the test run that passed)"})
+        raise ValidationError(
+            {
+                "verifyCommand": "is required for a coding agent's procedure: the command that verifies the work (e.g. the test run that passed)"
+            }
+        )
     if not isinstance(applies_when, str) or not applies_when.strip():
         raise ValidationError({"appliesWhen": "is required: one sentence saying when the procedure applies"})
     applies_when = " ".join(applies_when.split())
@@ -94,4 +100,6 @@ def validate_content(
     if len(set(required_tools)) != len(required_tools):
         raise ValidationError({"requiredTools": "lists a tool twice"})
     forbidden_actions = _clean_str_list(forbidden_actions, "forbiddenActions", allow_empty=True, max_items=50)
-    return Content(applies_when, steps, required_tools, forbidden_actions, preconditions, postconditions, verify_command)
+    return Content(
+        applies_when, steps, required_tools, forbidden_actions, preconditions, postconditions, verify_command
+    )

@@ -13,12 +13,19 @@ from .events import _notify_active_set_changed, _on_commit, audit
 from .locking import _lock_procedure, _lock_version
 from .rollouts import release_for_erasure
 
-
 # What erasure leaves of a version's content, evidence, provenance and policy excerpts: the values
 # the database's version guard lets an erasure write, once.
 ERASED_CONTENT = {
-    "applies_when": "", "steps": [], "required_tools": [], "forbidden_actions": [], "skeleton": [],
-    "quarantine_reasons": [], "evidence": {}, "provenance": {}, "preconditions": [], "postconditions": [],
+    "applies_when": "",
+    "steps": [],
+    "required_tools": [],
+    "forbidden_actions": [],
+    "skeleton": [],
+    "quarantine_reasons": [],
+    "evidence": {},
+    "provenance": {},
+    "preconditions": [],
+    "postconditions": [],
     "verify_command": "",
     "search_vector": None,  # the full-text document of the erased content
 }
@@ -37,7 +44,9 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
     from ..signals import version_erased, version_erasing
 
     if ground not in VersionTombstone.Ground.values:
-        raise ValidationError({"ground": f"unknown ground {ground!r}; one of {', '.join(VersionTombstone.Ground.values)}"})
+        raise ValidationError(
+            {"ground": f"unknown ground {ground!r}; one of {', '.join(VersionTombstone.Ground.values)}"}
+        )
     reason = (reason or "").strip()
     if not reason:
         raise ValidationError({"reason": "Erasing needs a reason (it is kept in the tombstone)."})
@@ -85,8 +94,12 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
             reason=reason,
             before={"version": locked.number, "status": status_before, "contentHash": locked.content_hash},
             after={
-                "version": locked.number, "status": Status.ERASED, "ground": ground, "copiesRewritten": sweep.rewritten_count,
-                "versionsFlagged": sweep.flagged_versions, "copiesRemaining": len(sweep.remaining),
+                "version": locked.number,
+                "status": Status.ERASED,
+                "ground": ground,
+                "copiesRewritten": sweep.rewritten_count,
+                "versionsFlagged": sweep.flagged_versions,
+                "copiesRemaining": len(sweep.remaining),
             },
         )
         agent_id = locked.procedure.agent_id
@@ -108,7 +121,9 @@ def _erase_eval_records(*, version_id: int) -> None:
 
     unfinished = [EvalRun.State.QUEUED, EvalRun.State.RUNNING]
     cancelled = list(
-        EvalRun.objects.select_for_update().filter(version_id=version_id, state__in=unfinished).values_list("pk", flat=True)
+        EvalRun.objects.select_for_update()
+        .filter(version_id=version_id, state__in=unfinished)
+        .values_list("pk", flat=True)
     )
     EvalRun.objects.filter(pk__in=cancelled).update(
         state=EvalRun.State.CANCELLED, failure_reason="Cancelled: the version was erased", finished_at=timezone.now()

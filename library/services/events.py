@@ -3,7 +3,8 @@ signals sent after commit."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -60,7 +61,9 @@ def _notify_status_changed(version_id: int, action: str, user, reason: str) -> N
     from ..signals import version_status_changed
 
     user_id = user.pk if user is not None and getattr(user, "is_authenticated", False) else None
-    version_status_changed.send(sender=ProcedureVersion, version_id=version_id, action=action, user_id=user_id, reason=reason)
+    version_status_changed.send(
+        sender=ProcedureVersion, version_id=version_id, action=action, user_id=user_id, reason=reason
+    )
 
 
 def required_reason(reason: str | None, what: str) -> str:

@@ -4,7 +4,8 @@ a lost race into a DecisionConflict, and the conditional status UPDATE under the
 from __future__ import annotations
 
 import logging
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from django.db import IntegrityError, OperationalError, transaction
 from django.utils import timezone
@@ -18,13 +19,24 @@ logger = logging.getLogger("library.services")
 try:  # PostgreSQL's "you lost a race" errors; SQLite serialises writers and has none
     from psycopg import errors as _pg_errors
 
-    _LOST_RACE_ERRORS: tuple[type[BaseException], ...] = (_pg_errors.DeadlockDetected, _pg_errors.SerializationFailure, _pg_errors.LockNotAvailable)
+    _LOST_RACE_ERRORS: tuple[type[BaseException], ...] = (
+        _pg_errors.DeadlockDetected,
+        _pg_errors.SerializationFailure,
+        _pg_errors.LockNotAvailable,
+    )
 except ImportError:  # pragma: no cover
     _LOST_RACE_ERRORS = ()
 
 
 def _set_status(
-    version: ProcedureVersion, new_status: str, *, user, reason: str, action: str, note: dict[str, Any] | None = None, **extra
+    version: ProcedureVersion,
+    new_status: str,
+    *,
+    user,
+    reason: str,
+    action: str,
+    note: dict[str, Any] | None = None,
+    **extra,
 ) -> None:
     """Caller holds the row lock. A conditional UPDATE so that a racing writer is refused, not merged.
     `note`: more facts for the audit row's `after` (e.g. the eval a retirement rests on)."""
@@ -40,7 +52,14 @@ def _set_status(
     version.status_changed_at = now
     for field, value in extra.items():
         setattr(version, field, value)
-    audit(action=action, actor=user, version=version, reason=reason, before=before, after={**_status_snapshot(version), **(note or {})})
+    audit(
+        action=action,
+        actor=user,
+        version=version,
+        reason=reason,
+        before=before,
+        after={**_status_snapshot(version), **(note or {})},
+    )
 
 
 def _lock_procedure(version: ProcedureVersion, *, agent_too: bool) -> None:

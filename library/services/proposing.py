@@ -10,7 +10,6 @@ from django.db import transaction
 from django.db.models import Max
 
 from .. import policy
-from ..screening import quarantine_fields, screen_content, screened_provenance
 from ..models import (
     Agent,
     AuditEvent,
@@ -24,6 +23,7 @@ from ..models import (
     procedure_key_validator,
 )
 from ..permissions import user_can_review
+from ..screening import quarantine_fields, screen_content, screened_provenance
 from .content import Content, validate_content
 from .errors import LifecycleError
 from .events import _status_snapshot, audit
@@ -59,8 +59,13 @@ def procedure_propose(
         raise ValidationError({"intent": f"intent {intent.name!r} belongs to another agent"})
     procedure_key_validator(key)
     content = validate_content(
-        applies_when=applies_when, steps=steps, required_tools=required_tools, forbidden_actions=forbidden_actions,
-        preconditions=preconditions, postconditions=postconditions, verify_command=verify_command,
+        applies_when=applies_when,
+        steps=steps,
+        required_tools=required_tools,
+        forbidden_actions=forbidden_actions,
+        preconditions=preconditions,
+        postconditions=postconditions,
+        verify_command=verify_command,
         coding=agent.kind == Agent.Kind.CODING,
     )
     findings = screen_content(content)
@@ -88,7 +93,11 @@ def procedure_propose(
             actor_label=actor_label,
             version=version,
             reason=reason,
-            after={**_status_snapshot(version), "quarantined": version.quarantined, "contentHash": version.content_hash},
+            after={
+                **_status_snapshot(version),
+                "quarantined": version.quarantined,
+                "contentHash": version.content_hash,
+            },
         )
     return version
 
@@ -126,7 +135,9 @@ def _create_version(
         evidence=evidence,
         content_hash=content.hash,
         source=source,
-        proposed_by=proposed_by if proposed_by is not None and getattr(proposed_by, "is_authenticated", False) else None,
+        proposed_by=proposed_by
+        if proposed_by is not None and getattr(proposed_by, "is_authenticated", False)
+        else None,
         edited_by=edited_by,
         provenance=provenance,
         mining_run=mining_run,
@@ -158,7 +169,10 @@ def version_revise(
     if not user_can_review(user, version.procedure):
         raise PermissionDenied("Only reviewers may edit procedures.")
     content = validate_content(
-        applies_when=applies_when, steps=steps, required_tools=required_tools, forbidden_actions=forbidden_actions,
+        applies_when=applies_when,
+        steps=steps,
+        required_tools=required_tools,
+        forbidden_actions=forbidden_actions,
         preconditions=version.preconditions if preconditions is None else preconditions,
         postconditions=version.postconditions if postconditions is None else postconditions,
         verify_command=version.verify_command if verify_command is None else verify_command,

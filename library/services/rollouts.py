@@ -15,7 +15,9 @@ from .locking import _set_status
 def _release_to(locked: ProcedureVersion, *, environment: str, user, reason: str) -> None:
     """Caller holds the locks; `locked` is APPROVED. Replaces what `environment` served for the
     procedure; a version that this displaces and that is released nowhere else is retired."""
-    previous = ProcedureRelease.objects.select_for_update().filter(procedure=locked.procedure, environment=environment).first()
+    previous = (
+        ProcedureRelease.objects.select_for_update().filter(procedure=locked.procedure, environment=environment).first()
+    )
     if previous is not None and previous.version_id == locked.pk:
         raise LifecycleError(f"{locked} is already in {environment}.")
     now = timezone.now()
@@ -28,7 +30,10 @@ def _release_to(locked: ProcedureVersion, *, environment: str, user, reason: str
         ProcedureRelease.objects.filter(pk=previous.pk).update(version=locked, released_by=user, released_at=now)
         _retire_if_unreleased(displaced, user=user, reason=f"Replaced in {environment} by v{locked.number}")
     audit(
-        action=AuditEvent.Action.STAGE, actor=user, version=locked, reason=reason,
+        action=AuditEvent.Action.STAGE,
+        actor=user,
+        version=locked,
+        reason=reason,
         before={"environment": environment, "version": previous.version.number if previous else None},
         after={"environment": environment, "version": locked.number},
     )
@@ -37,7 +42,9 @@ def _release_to(locked: ProcedureVersion, *, environment: str, user, reason: str
 def _retire_if_unreleased(version: ProcedureVersion, *, user, reason: str) -> None:
     """An APPROVED version that no environment serves and no rollout runs is retired: nothing
     could serve it again but a promotion nobody asked for."""
-    version = ProcedureVersion.objects.select_for_update(of=("self",)).select_related("procedure__agent").get(pk=version.pk)
+    version = (
+        ProcedureVersion.objects.select_for_update(of=("self",)).select_related("procedure__agent").get(pk=version.pk)
+    )
     if version.status != Status.APPROVED:
         return
     if ProcedureRelease.objects.filter(version=version).exists():
@@ -68,8 +75,14 @@ def stage_on_approval(*, locked: ProcedureVersion, user, run: EvalRun, comment: 
     approval recorded, released to staging. Production is untouched."""
     refuse_while_rollout_runs(locked.procedure, "approve another version")
     _set_status(
-        locked, Status.APPROVED, user=user, reason=comment, action=AuditEvent.Action.APPROVE,
-        approved_by=user, approved_at=timezone.now(), approval_eval_run=run,
+        locked,
+        Status.APPROVED,
+        user=user,
+        reason=comment,
+        action=AuditEvent.Action.APPROVE,
+        approved_by=user,
+        approved_at=timezone.now(),
+        approval_eval_run=run,
     )
     _release_to(locked, environment=STAGING, user=user, reason=f"Approved v{locked.number}: staging first")
 
@@ -86,7 +99,10 @@ def _rollout_end(rollout: Rollout, *, state: str, user, reason: str) -> None:
 
 def _rollout_end_audit(rollout: Rollout, version: ProcedureVersion, action: str, user, reason: str) -> None:
     audit(
-        action=action, actor=user, version=version, reason=reason,
+        action=action,
+        actor=user,
+        version=version,
+        reason=reason,
         before={"rollout": rollout.pk, "share": rollout.share, "state": Rollout.State.RUNNING},
         after={"rollout": rollout.pk, "state": rollout.state},
     )
@@ -96,16 +112,24 @@ def release_for_erasure(*, locked: ProcedureVersion, user) -> None:
     """Part of `services.version_erase` (caller holds the locks): an erased version leaves every
     environment, and a running rollout in which it is either arm is rolled back, so production
     serves what it served before the rollout (or, when the control is erased, nothing of it)."""
-    released = list(ProcedureRelease.objects.select_for_update().filter(version=locked).values_list("environment", flat=True))
+    released = list(
+        ProcedureRelease.objects.select_for_update().filter(version=locked).values_list("environment", flat=True)
+    )
     if released:
         ProcedureRelease.objects.filter(version=locked).delete()
         audit(
-            action=AuditEvent.Action.WITHDRAW, actor=user, version=locked, reason="Erased",
-            before={"environments": released}, after={"environments": []},
+            action=AuditEvent.Action.WITHDRAW,
+            actor=user,
+            version=locked,
+            reason="Erased",
+            before={"environments": released},
+            after={"environments": []},
         )
     for rollout in Rollout.objects.select_for_update().filter(state=Rollout.State.RUNNING, procedure=locked.procedure):
         if locked.pk in (rollout.version_id, rollout.control_version_id):
             _rollout_end(rollout, state=Rollout.State.ROLLED_BACK, user=user, reason=f"v{locked.number} was erased")
-            _rollout_end_audit(rollout, locked, AuditEvent.Action.ROLLOUT_ROLLBACK, user, f"v{locked.number} was erased")
+            _rollout_end_audit(
+                rollout, locked, AuditEvent.Action.ROLLOUT_ROLLBACK, user, f"v{locked.number} was erased"
+            )
             if rollout.version_id != locked.pk:
                 _retire_if_unreleased(rollout.version, user=user, reason=f"Rollout ended: v{locked.number} was erased")

@@ -26,7 +26,11 @@ def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "
         stored = normalise_tool_name(name)
         if stored != name:
             hint = f"; sessions store it as {stored!r}" if stored else ""
-            raise ValidationError({"tools": f"tools[{index}]: {name[:80]!r} is not a tool name (letters, digits, _ . -, at most 128){hint}"})
+            raise ValidationError(
+                {
+                    "tools": f"tools[{index}]: {name[:80]!r} is not a tool name (letters, digits, _ . -, at most 128){hint}"
+                }
+            )
     with transaction.atomic():
         locked = Agent.objects.select_for_update().get(pk=agent.pk)
         before = list(locked.tools)
@@ -35,7 +39,11 @@ def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "
         locked.tools = cleaned
         locked.save(update_fields=["tools"])
         AgentToolChange.objects.create(
-            agent=locked, tools_before=before, tools_after=cleaned, changed_by=user if user and user.is_authenticated else None, reason=reason
+            agent=locked,
+            tools_before=before,
+            tools_after=cleaned,
+            changed_by=user if user and user.is_authenticated else None,
+            reason=reason,
         )
         audit(
             action=AuditEvent.Action.TOOLS_CHANGE,

@@ -42,7 +42,6 @@ def _retire_current_active(procedure: Procedure, *, user, reason: str) -> None:
         _set_status(current, Status.RETIRED, user=user, reason=reason, action=AuditEvent.Action.AUTO_RETIRE)
 
 
-
 def version_approve(
     *, version: ProcedureVersion, user, comment: str = "", acknowledge_conflicts: bool = False
 ) -> ProcedureVersion:
@@ -76,7 +75,10 @@ def version_approve(
             acknowledged = conflicts_for_candidate(locked)
             if acknowledged:
                 audit(
-                    action=AuditEvent.Action.CONFLICT_ACK, actor=user, version=locked, reason=comment,
+                    action=AuditEvent.Action.CONFLICT_ACK,
+                    actor=user,
+                    version=locked,
+                    reason=comment,
                     after={"conflicts": [{"kind": c.kind, "with": c.b.pk, "message": c.message} for c in acknowledged]},
                 )
         run = passing_eval_for(locked, environment=approval_environment(locked.procedure.agent))
@@ -131,8 +133,12 @@ def version_review_confirm(*, version: ProcedureVersion, user, comment: str = ""
             raise LifecycleError(f"{locked} changed while you were deciding; reload and try again.")
         locked.review_by = review_by
         audit(
-            action=AuditEvent.Action.REVIEW, actor=user, version=locked, reason=(comment or "").strip(),
-            before=before, after={"version": locked.number, "reviewBy": review_by.isoformat()},
+            action=AuditEvent.Action.REVIEW,
+            actor=user,
+            version=locked,
+            reason=(comment or "").strip(),
+            before=before,
+            after={"version": locked.number, "reviewBy": review_by.isoformat()},
         )
     return locked
 
@@ -154,7 +160,9 @@ def version_reject(*, version: ProcedureVersion, user, reason: str) -> Procedure
     return _decision(decide)
 
 
-def change_eval_for(version: ProcedureVersion, *, kind: str, replacement: ProcedureVersion | None = None) -> EvalRun | None:
+def change_eval_for(
+    version: ProcedureVersion, *, kind: str, replacement: ProcedureVersion | None = None
+) -> EvalRun | None:
     """The newest eval of retiring `version` (kind retire) or of rolling it back to `replacement`
     (kind rollback) on its exact content, finished or not, or None."""
     return (
@@ -164,7 +172,9 @@ def change_eval_for(version: ProcedureVersion, *, kind: str, replacement: Proced
     )
 
 
-def change_eval_note(version: ProcedureVersion, *, kind: str, replacement: ProcedureVersion | None = None) -> dict[str, Any]:
+def change_eval_note(
+    version: ProcedureVersion, *, kind: str, replacement: ProcedureVersion | None = None
+) -> dict[str, Any]:
     """What the audit row of a retirement or rollback records about its eval: the run it rests on
     (finished, on the current active set), or that the eval was skipped — or not needed, when the
     change is forced because the agent no longer has a tool the version requires."""
@@ -208,14 +218,31 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
 
     def decide() -> ProcedureVersion:
         locked = _lock_for_admin_change(
-            version, user=user, doing="roll back", status=Status.RETIRED, only="Only a retired version can be rolled back to"
+            version,
+            user=user,
+            doing="roll back",
+            status=Status.RETIRED,
+            only="Only a retired version can be rolled back to",
         )
-        current = ProcedureVersion.objects.filter(procedure=locked.procedure, status=Status.ACTIVE).select_related("procedure__agent").first()
-        note = change_eval_note(current, kind=EvalRun.Kind.ROLLBACK, replacement=locked) if current else {"eval": "not needed", "evalWhy": "no active version"}
+        current = (
+            ProcedureVersion.objects.filter(procedure=locked.procedure, status=Status.ACTIVE)
+            .select_related("procedure__agent")
+            .first()
+        )
+        note = (
+            change_eval_note(current, kind=EvalRun.Kind.ROLLBACK, replacement=locked)
+            if current
+            else {"eval": "not needed", "evalWhy": "no active version"}
+        )
         _retire_current_active(locked.procedure, user=user, reason=f"Rolled back to v{locked.number}: {reason}")
         _set_status(
-            locked, Status.ACTIVE, user=user, reason=reason, action=AuditEvent.Action.ROLLBACK,
-            review_by=review_by_for(locked.procedure.agent), note=note,
+            locked,
+            Status.ACTIVE,
+            user=user,
+            reason=reason,
+            action=AuditEvent.Action.ROLLBACK,
+            review_by=review_by_for(locked.procedure.agent),
+            note=note,
         )
         _notify_after_commit(locked, "rollback", user, reason)
         return locked

@@ -11,9 +11,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from library.models import Agent, ProcedureVersion, Status
-from ..signals import metric_warning
 
 from ..models import MetricAlert
+from ..signals import metric_warning
 from .reads import version_figures, window
 from .statistics import resolution_drop_test, setting
 
@@ -53,12 +53,17 @@ def metric_warnings_check(*, agent: Agent, today: date | None = None) -> list[Me
                     figures={
                         "observed": [test.observed.hits, test.observed.total],
                         "expected": [test.expected.hits, test.expected.total],
-                        "z": test.z, "p": test.p_value, "from": start.isoformat(), "to": end.isoformat(),
+                        "z": test.z,
+                        "p": test.p_value,
+                        "from": start.isoformat(),
+                        "to": end.isoformat(),
                     },
                 )
                 opened.append(alert)
                 transaction.on_commit(
-                    lambda vid=version.pk, msg=message: metric_warning.send(sender=MetricAlert, version_id=vid, message=msg),
+                    lambda vid=version.pk, msg=message: metric_warning.send(
+                        sender=MetricAlert, version_id=vid, message=msg
+                    ),
                     robust=True,
                 )
             elif not test.significant and version.pk in open_alerts:
@@ -70,4 +75,3 @@ def metric_warnings_check(*, agent: Agent, today: date | None = None) -> list[Me
                 alert.cleared_at = timezone.now()
                 alert.save(update_fields=["cleared_at"])
     return opened
-

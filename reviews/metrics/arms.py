@@ -54,20 +54,28 @@ def _wilson(rate: Rate) -> tuple[float | None, float | None]:
     return float(interval.low), float(interval.high)
 
 
-def _counts(rollout: Rollout, arm: str, version: ProcedureVersion | None, since: datetime, until: datetime) -> tuple[int, int, int]:
+def _counts(
+    rollout: Rollout, arm: str, version: ProcedureVersion | None, since: datetime, until: datetime
+) -> tuple[int, int, int]:
     """(sessions, labelled, resolved) of one arm."""
     if version is None:
         return 0, 0, 0
     entry = {"id": rollout.procedure.key, "version": version.number, "arm": arm}
-    sessions = AgentSession.objects.filter(agent_id=rollout.procedure.agent_id, received_at__gte=since, received_at__lte=until)
+    sessions = AgentSession.objects.filter(
+        agent_id=rollout.procedure.agent_id, received_at__gte=since, received_at__lte=until
+    )
     if connection.vendor == "postgresql":  # jsonb containment, on the agent's sessions of the window
         row = sessions.filter(injected__contains=[entry]).aggregate(
-            n=Count("pk"), labelled=Count("pk", filter=Q(resolved__isnull=False)), resolved=Count("pk", filter=Q(resolved=True))
+            n=Count("pk"),
+            labelled=Count("pk", filter=Q(resolved__isnull=False)),
+            resolved=Count("pk", filter=Q(resolved=True)),
         )
         return row["n"], row["labelled"], row["resolved"]
     n = labelled = resolved = 0  # SQLite (the demo) has no JSON containment: read the window
     for injected, outcome in sessions.values_list("injected", "resolved").iterator():
-        if isinstance(injected, list) and any(isinstance(i, dict) and all(i.get(k) == v for k, v in entry.items()) for i in injected):
+        if isinstance(injected, list) and any(
+            isinstance(i, dict) and all(i.get(k) == v for k, v in entry.items()) for i in injected
+        ):
             n += 1
             labelled += outcome is not None
             resolved += outcome is True
@@ -99,7 +107,12 @@ def interval_drawing(comparison: ArmsComparison, *, width: int = 560) -> list[di
     rows = []
     for index, figures in enumerate(comparison.arms):
         y = 24 + 30 * index
-        row = {"y": y, "label": figures.label, "arm": figures.arm, "text": f"{figures.rate.percent} ({figures.interval})"}
+        row = {
+            "y": y,
+            "label": figures.label,
+            "arm": figures.arm,
+            "text": f"{figures.rate.percent} ({figures.interval})",
+        }
         if figures.rate.total:
             scale = lambda v: round(left + (right - left) * v, 1)  # noqa: E731
             row.update(x1=scale(figures.low), x2=scale(figures.high), cx=scale(figures.rate.value))

@@ -59,8 +59,12 @@ class ReviewerFigures:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "user": self.user, "decisions": self.approval.total, "approved": self.approved, "rejected": self.rejected,
-            "approvalRate": rate_dict(self.approval), "medianHoursToDecision": self.median_hours,
+            "user": self.user,
+            "decisions": self.approval.total,
+            "approved": self.approved,
+            "rejected": self.rejected,
+            "approvalRate": rate_dict(self.approval),
+            "medianHoursToDecision": self.median_hours,
         }
 
 
@@ -68,12 +72,18 @@ def reviewer_figures(agent: Agent, start: date, end: date) -> list[ReviewerFigur
     """Per person who decided on the agent's candidates in [start, end], most decisions first (one query)."""
     low, high = _bounds(start, end)
     superseded = ProcedureVersion.objects.filter(
-        based_on_id=OuterRef("version_id"), created_at__lte=OuterRef("at"), created_at__gte=OuterRef("at") - SUPERSEDED_WITHIN
+        based_on_id=OuterRef("version_id"),
+        created_at__lte=OuterRef("at"),
+        created_at__gte=OuterRef("at") - SUPERSEDED_WITHIN,
     )
     rows = (
         AuditEvent.objects.filter(
-            agent=agent, action__in=(AuditEvent.Action.APPROVE, AuditEvent.Action.REJECT),
-            actor__isnull=False, version__isnull=False, at__gte=low, at__lt=high,
+            agent=agent,
+            action__in=(AuditEvent.Action.APPROVE, AuditEvent.Action.REJECT),
+            actor__isnull=False,
+            version__isnull=False,
+            at__gte=low,
+            at__lt=high,
         )
         .annotate(superseded=Exists(superseded))
         .values_list("actor__username", "action", "at", "version__created_at", "superseded")
@@ -108,8 +118,11 @@ class Escape:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "versionPk": self.version_id, "version": self.label, "how": self.how,
-            "approvedAt": self.approved_at.isoformat(), "removedAt": self.removed_at.isoformat(),
+            "versionPk": self.version_id,
+            "version": self.label,
+            "how": self.how,
+            "approvedAt": self.approved_at.isoformat(),
+            "removedAt": self.removed_at.isoformat(),
             "daysAfterApproval": round(self.days_after, 2),
         }
 
@@ -121,7 +134,12 @@ class EscapeFigures:
     escapes: list[Escape] = field(default_factory=list)  # every escape of an approval in the window
 
     def to_dict(self) -> dict[str, Any]:
-        return {**rate_dict(self.rate), "withinDays": ESCAPE_DAYS, "pending": self.pending, "escapes": [e.to_dict() for e in self.escapes]}
+        return {
+            **rate_dict(self.rate),
+            "withinDays": ESCAPE_DAYS,
+            "pending": self.pending,
+            "escapes": [e.to_dict() for e in self.escapes],
+        }
 
 
 def escape_figures(agent: Agent, start: date, end: date, *, now: datetime | None = None) -> EscapeFigures:

@@ -60,31 +60,62 @@ def demotion_findings(*, agent: Agent, today: date | None = None) -> list[Demoti
     )
     findings: list[DemotionFinding] = []
     for fig in version_figures(versions, start, end):
-        findings.extend(_findings_for(fig, days=days, start=start, end=end, window_start=window_start,
-                                      min_selected=min_selected, min_sessions=min_sessions, alpha=alpha))
+        findings.extend(
+            _findings_for(
+                fig,
+                days=days,
+                start=start,
+                end=end,
+                window_start=window_start,
+                min_selected=min_selected,
+                min_sessions=min_sessions,
+                alpha=alpha,
+            )
+        )
     return findings
 
 
-def _findings_for(fig: VersionFigures, *, days, start, end, window_start, min_selected, min_sessions, alpha) -> list[DemotionFinding]:
+def _findings_for(
+    fig: VersionFigures, *, days, start, end, window_start, min_selected, min_sessions, alpha
+) -> list[DemotionFinding]:
     version = fig.version
     label = f"{version.procedure.key} v{version.number}"
-    base = {"from": start.isoformat(), "to": end.isoformat(), "days": days, "selected": fig.selected,
-            "resolved": fig.with_rate.hits, "labelled": fig.with_rate.total,
-            "evalPassed": fig.eval_rate.hits, "evalTotal": fig.eval_rate.total}
+    base = {
+        "from": start.isoformat(),
+        "to": end.isoformat(),
+        "days": days,
+        "selected": fig.selected,
+        "resolved": fig.with_rate.hits,
+        "labelled": fig.with_rate.total,
+        "evalPassed": fig.eval_rate.hits,
+        "evalTotal": fig.eval_rate.total,
+    }
     out: list[DemotionFinding] = []
     since = _active_since(version)
     if since is not None and since <= window_start and fig.selected < min_selected:
-        out.append(DemotionFinding(
-            version, "rarely_selected", {**base, "minSelected": min_selected},
-            f"{label} was served to {fig.selected} session(s) in the last {days} days (fewer than {min_selected}).",
-        ))
+        out.append(
+            DemotionFinding(
+                version,
+                "rarely_selected",
+                {**base, "minSelected": min_selected},
+                f"{label} was served to {fig.selected} session(s) in the last {days} days (fewer than {min_selected}).",
+            )
+        )
     if fig.with_rate.total >= min_sessions:
-        p = below_eval_test(resolved=fig.with_rate.hits, labelled=fig.with_rate.total,
-                            eval_passed=fig.eval_rate.hits, eval_total=fig.eval_rate.total)
+        p = below_eval_test(
+            resolved=fig.with_rate.hits,
+            labelled=fig.with_rate.total,
+            eval_passed=fig.eval_rate.hits,
+            eval_total=fig.eval_rate.total,
+        )
         if p is not None and p < alpha:
-            out.append(DemotionFinding(
-                version, "below_eval", {**base, "p": p, "alpha": alpha, "test": "fisher_exact one-sided less"},
-                f"{label} resolved {fig.with_rate.hits} of {fig.with_rate.total} sessions in the last {days} days vs "
-                f"{fig.eval_rate.hits} of {fig.eval_rate.total} in its eval run (Fisher exact, one-sided p = {p:.4g} < {alpha}).",
-            ))
+            out.append(
+                DemotionFinding(
+                    version,
+                    "below_eval",
+                    {**base, "p": p, "alpha": alpha, "test": "fisher_exact one-sided less"},
+                    f"{label} resolved {fig.with_rate.hits} of {fig.with_rate.total} sessions in the last {days} days vs "
+                    f"{fig.eval_rate.hits} of {fig.eval_rate.total} in its eval run (Fisher exact, one-sided p = {p:.4g} < {alpha}).",
+                )
+            )
     return out

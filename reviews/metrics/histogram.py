@@ -38,7 +38,7 @@ class CharsHistogram:
     def add(self, value: float, count: int = 1) -> None:
         self.counts[self.index(value)] += count
 
-    def merge(self, other: dict[str, int] | dict[int, int] | "CharsHistogram") -> None:
+    def merge(self, other: dict[str, int] | dict[int, int] | CharsHistogram) -> None:
         items = other.counts.items() if isinstance(other, CharsHistogram) else other.items()
         for key, value in items:
             self.counts[int(key)] += int(value)
@@ -62,7 +62,6 @@ class CharsHistogram:
 
     def to_json(self) -> dict[str, int]:
         return {str(k): v for k, v in sorted(self.counts.items()) if v}
-
 
 
 def merge_counts(target: dict[int, int], source: dict) -> None:

@@ -52,14 +52,28 @@ def interval_chart(*, title: str, items: list[tuple[str, Rate]], width: int = WI
     for i, (label, rate) in enumerate(items):
         ci = rate.interval
         y = round(top + ROW * (i + 0.5), 1)
-        title_text = f"{label}: {rate.percent} ({rate.hits} of {rate.total}{', ' + rate.interval_percent if ci else ''})"
-        rows.append(IntervalRow(
-            label=label, y=y,
-            x=x_of(rate.value) if rate.value is not None else None,
-            x_low=x_of(ci[0]) if ci else None, x_high=x_of(ci[1]) if ci else None, title=title_text,
-        ))
+        title_text = (
+            f"{label}: {rate.percent} ({rate.hits} of {rate.total}{', ' + rate.interval_percent if ci else ''})"
+        )
+        rows.append(
+            IntervalRow(
+                label=label,
+                y=y,
+                x=x_of(rate.value) if rate.value is not None else None,
+                x_low=x_of(ci[0]) if ci else None,
+                x_high=x_of(ci[1]) if ci else None,
+                title=title_text,
+            )
+        )
     grid = [(x_of(f), f"{f * 100:.0f} %") for f in (0, 0.25, 0.5, 0.75, 1.0)]
     return IntervalChart(
-        title=title, width=width, height=bottom + PAD_BOTTOM, plot_left=left, plot_right=right,
-        plot_top=top, plot_bottom=bottom, rows=rows, grid=grid,
+        title=title,
+        width=width,
+        height=bottom + PAD_BOTTOM,
+        plot_left=left,
+        plot_right=right,
+        plot_top=top,
+        plot_bottom=bottom,
+        rows=rows,
+        grid=grid,
     )

@@ -22,10 +22,11 @@ accuracy add up the versions' counts (a session given two procedures counts for 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from itertools import combinations
-from typing import Any, Iterable
+from typing import Any
 
 from django.db.models import Sum
 from django.utils.dateparse import parse_date
@@ -158,7 +159,10 @@ class QualityFold:
             batch_size=2000,
         )
         AgentDayQuality.objects.bulk_create(
-            [AgentDayQuality(agent=agent, day=day, **dict(zip(AGENT_COUNTS, counts))) for day, counts in self.by_day.items()],
+            [
+                AgentDayQuality(agent=agent, day=day, **dict(zip(AGENT_COUNTS, counts)))
+                for day, counts in self.by_day.items()
+            ],
             batch_size=2000,
         )
 
@@ -180,7 +184,7 @@ class QualityFigures:
     multi: int = 0  # agent only: sessions given two or more versions
 
     @classmethod
-    def from_version_sums(cls, row: dict[str, int]) -> "QualityFigures":
+    def from_version_sums(cls, row: dict[str, int]) -> QualityFigures:
         required, forbidden = row["required_calls"] or 0, row["forbidden_calls"] or 0
         return cls(
             sessions=row["sessions"] or 0,
@@ -227,7 +231,9 @@ def version_quality(version_ids: list[int], start: date, end: date) -> dict[int,
 
 
 def version_quality_days(version_id: int, start: date, end: date) -> dict[date, QualityFigures]:
-    rows = VersionDayQuality.objects.filter(version_id=version_id, day__gte=start, day__lte=end).values("day", *VERSION_COUNTS)
+    rows = VersionDayQuality.objects.filter(version_id=version_id, day__gte=start, day__lte=end).values(
+        "day", *VERSION_COUNTS
+    )
     return {row["day"]: QualityFigures.from_version_sums(row) for row in rows}
 
 

@@ -29,7 +29,10 @@ def _days(start: date, end: date) -> list[date]:
 def _quality_chart(title: str, by_day: dict[date, QualityFigures], start: date, end: date, width: int) -> charts.Chart:
     days = _days(start, end)
     return charts.time_chart(
-        title=title, days=days, percent=True, width=width,
+        title=title,
+        days=days,
+        percent=True,
+        width=width,
         series=[
             charts.SeriesSpec(label, [getattr(by_day[d], name).value if d in by_day else None for d in days], css)
             for label, name, css in SERIES
@@ -44,8 +47,14 @@ class VersionRow:
 
     def to_dict(self) -> dict[str, Any]:
         v = self.version
-        return {"pk": v.pk, "id": v.procedure.key, "version": v.number, "status": v.status,
-                "reviewBy": v.review_by.isoformat() if v.review_by else None, **self.figures.to_dict()}
+        return {
+            "pk": v.pk,
+            "id": v.procedure.key,
+            "version": v.number,
+            "status": v.status,
+            "reviewBy": v.review_by.isoformat() if v.review_by else None,
+            **self.figures.to_dict(),
+        }
 
 
 @dataclass
@@ -64,7 +73,9 @@ class AgentQualityReport:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "agent": self.agent.name, "from": self.start.isoformat(), "to": self.end.isoformat(),
+            "agent": self.agent.name,
+            "from": self.start.isoformat(),
+            "to": self.end.isoformat(),
             "agentFigures": {**self.total.to_dict(), "sessionsGivenTwoOrMore": self.total.multi},
             "versions": [row.to_dict() for row in self.versions],
             "reviewers": [r.to_dict() for r in self.reviewers],
@@ -79,15 +90,21 @@ def agent_quality_report(
     quality = agent_quality(agent, start, end)
     per_version = version_quality([v.pk for v in versions], start, end)
     report = AgentQualityReport(
-        agent=agent, start=start, end=end, total=quality.total,
+        agent=agent,
+        start=start,
+        end=end,
+        total=quality.total,
         versions=[VersionRow(v, per_version[v.pk]) for v in versions],
-        reviewers=reviewer_figures(agent, start, end), escapes=escape_figures(agent, start, end),
+        reviewers=reviewer_figures(agent, start, end),
+        escapes=escape_figures(agent, start, end),
     )
     if with_charts:
         report.chart = _quality_chart(f"{agent.name}: quality of use per day", quality.days, start, end, charts.WIDTH)
         report.adherence_chart = interval_chart(
             title="Adherence per version (95 % Wilson interval)",
-            items=[(f"{row.version.procedure.key} v{row.version.number}", row.figures.adherence) for row in report.versions],
+            items=[
+                (f"{row.version.procedure.key} v{row.version.number}", row.figures.adherence) for row in report.versions
+            ],
         )
         report.reviewer_chart = interval_chart(
             title="Approval rate per reviewer (95 % Wilson interval)",
@@ -108,7 +125,8 @@ class VersionQualityReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             **VersionRow(self.version, self.figures).to_dict(),
-            "from": self.start.isoformat(), "to": self.end.isoformat(),
+            "from": self.start.isoformat(),
+            "to": self.end.isoformat(),
             "days": [{"day": d.isoformat(), **self.days[d].to_dict()} for d in sorted(self.days)],
         }
 

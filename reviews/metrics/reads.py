@@ -16,9 +16,10 @@ What is measured (docs, "Operating"):
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from django.db.models import Q, Sum
 from django.utils import timezone
@@ -43,10 +44,9 @@ def eval_resolution_rates(versions: Iterable[ProcedureVersion]) -> dict[int, Rat
     rates = {v.pk: Rate(0, 0) for v in versions}
     if not runs:
         return rates
-    rows = (
-        EvalCaseResult.objects.filter(run_id__in=runs, arm=EvalCaseResult.Arm.CANDIDATE, passed__isnull=False)
-        .values_list("run_id", "case__intent_id", "passed")
-    )
+    rows = EvalCaseResult.objects.filter(
+        run_id__in=runs, arm=EvalCaseResult.Arm.CANDIDATE, passed__isnull=False
+    ).values_list("run_id", "case__intent_id", "passed")
     for run_id, intent_id, passed in rows:
         version = runs[run_id]
         if intent_id == version.procedure.intent_id:
@@ -223,9 +223,9 @@ def version_figures(
     hists: dict[int, dict[int, int]] = defaultdict(dict)
     day_hists: dict[tuple[int, date], dict[int, int]] = defaultdict(dict)
     if daily or precomputed is None:
-        for version_id, day, hist in VersionDayRollup.objects.filter(version_id__in=version_ids, **in_window).values_list(
-            "version_id", "day", "chars_hist"
-        ):
+        for version_id, day, hist in VersionDayRollup.objects.filter(
+            version_id__in=version_ids, **in_window
+        ).values_list("version_id", "day", "chars_hist"):
             if hist:
                 merge_counts(hists[version_id], hist)
                 if daily:
@@ -256,24 +256,32 @@ def version_figures(
                 is_active = day in version_active
                 series.append(
                     DayFigures(
-                        day=day, selected=d_s, with_rate=Rate(d_r, d_l),
+                        day=day,
+                        selected=d_s,
+                        with_rate=Rate(d_r, d_l),
                         # same intent, without this version: the intent's sessions minus those that got it
                         without_rate=Rate(i_r - d_or, i_l - d_ol),
                         bare_rate=Rate(i_b, i_s) if is_active else Rate(0, 0),
                         p95_chars=CharsHistogram(day_hists.get((version.pk, day))).quantile(0.95),
-                        model=models_by_day.get(day, ""), active=is_active,
+                        model=models_by_day.get(day, ""),
+                        active=is_active,
                     )
                 )
         results.append(
             VersionFigures(
-                version=version, selected=sessions, with_rate=Rate(resolved, labelled),
-                without_rate=Rate(all_r - own_r, all_l - own_l), bare_rate=Rate(bare_hits, bare_total),
+                version=version,
+                selected=sessions,
+                with_rate=Rate(resolved, labelled),
+                without_rate=Rate(all_r - own_r, all_l - own_l),
+                bare_rate=Rate(bare_hits, bare_total),
                 p95_chars=(
-                    precomputed.get(str(version.pk)) if precomputed is not None and not daily
+                    precomputed.get(str(version.pk))
+                    if precomputed is not None and not daily
                     else CharsHistogram(hists.get(version.pk)).quantile(0.95)
                 ),
                 eval_rate=eval_rates[version.pk],
-                alert=alerts.get(version.pk), days=series,
+                alert=alerts.get(version.pk),
+                days=series,
             )
         )
     return results
@@ -298,7 +306,9 @@ def agent_daily(agent: Agent, start: date, end: date) -> list[dict[str, Any]]:
     rows = (
         IntentDayRollup.objects.filter(agent=agent, day__gte=start, day__lte=end)
         .values("day", "intent_id")
-        .annotate(sessions=Sum("sessions"), labelled=Sum("labelled"), resolved=Sum("resolved"), bare=Sum("bare_sessions"))
+        .annotate(
+            sessions=Sum("sessions"), labelled=Sum("labelled"), resolved=Sum("resolved"), bare=Sum("bare_sessions")
+        )
         .order_by("day")
     )
     versions = list(
@@ -313,11 +323,17 @@ def agent_daily(agent: Agent, start: date, end: date) -> list[dict[str, Any]]:
     for row in rows:
         day = row["day"]
         acc = per_day.setdefault(
-            day, {"day": day, "sessions": 0, "resolution": Rate(0, 0), "bare": Rate(0, 0), "model": models_by_day.get(day, "")}
+            day,
+            {
+                "day": day,
+                "sessions": 0,
+                "resolution": Rate(0, 0),
+                "bare": Rate(0, 0),
+                "model": models_by_day.get(day, ""),
+            },
         )
         acc["sessions"] += row["sessions"]
         acc["resolution"] += Rate(row["resolved"], row["labelled"])
         if (row["intent_id"], day) in covered:
             acc["bare"] += Rate(row["bare"], row["sessions"])
     return [per_day[day] for day in sorted(per_day)]
-

@@ -13,9 +13,10 @@ the WINDOWS the pages offer are precomputed here.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from typing import Any, Iterable
+from typing import Any
 
 from django.db import transaction
 from django.db.models.functions import Coalesce, TruncDate
@@ -63,7 +64,11 @@ class _Tally:
         self.resolved += success
 
     def fields(self, prefix: str = "") -> dict[str, int]:
-        return {f"{prefix}sessions": self.sessions, f"{prefix}labelled": self.labelled, f"{prefix}resolved": self.resolved}
+        return {
+            f"{prefix}sessions": self.sessions,
+            f"{prefix}labelled": self.labelled,
+            f"{prefix}resolved": self.resolved,
+        }
 
 
 @dataclass
@@ -141,7 +146,14 @@ def _aggregate(agent: Agent, sessions: Iterable[tuple]) -> _Folded:
 
 def _session_rows(queryset) -> Iterable[tuple]:
     return queryset.values_list(
-        "ended_at", "received_at", "intent_id", "model", "resolved", "escalated", "injected", "instruction_chars",
+        "ended_at",
+        "received_at",
+        "intent_id",
+        "model",
+        "resolved",
+        "escalated",
+        "injected",
+        "instruction_chars",
         "tool_calls",
     ).iterator(chunk_size=5000)
 
@@ -152,7 +164,9 @@ def _sessions_of_days(sessions, days: set[date]) -> Iterable[tuple]:
     for day in sorted(days):
         bounds = _day_bounds(day)
         yield from _session_rows(sessions.filter(**{f"ended_at__{op}": at for op, at in bounds.items()}))
-        yield from _session_rows(sessions.filter(ended_at__isnull=True, **{f"received_at__{op}": at for op, at in bounds.items()}))
+        yield from _session_rows(
+            sessions.filter(ended_at__isnull=True, **{f"received_at__{op}": at for op, at in bounds.items()})
+        )
 
 
 def _replace_days(agent: Agent, days: set[date] | None, folded: _Folded) -> None:
@@ -176,7 +190,12 @@ def _replace_days(agent: Agent, days: set[date] | None, folded: _Folded) -> None
     VersionDayRollup.objects.bulk_create(
         [
             VersionDayRollup(
-                agent=agent, day=day, version_id=version_id, intent_id=intent_id, model=model, **c.every.fields(),
+                agent=agent,
+                day=day,
+                version_id=version_id,
+                intent_id=intent_id,
+                model=model,
+                **c.every.fields(),
                 chars_hist=c.hist.to_json() if c.hist else {},
             )
             for (day, version_id, intent_id, model), c in folded.by_version.items()
@@ -240,17 +259,22 @@ def metrics_refresh(*, agent: Agent, full: bool = False) -> RefreshResult:
             fresh = sessions.filter(received_at__gte=state.refreshed_until - REFRESH_OVERLAP)
             days = {
                 d
-                for d in fresh.annotate(d=TruncDate(Coalesce("ended_at", "received_at"))).values_list("d", flat=True).distinct()
+                for d in fresh.annotate(d=TruncDate(Coalesce("ended_at", "received_at")))
+                .values_list("d", flat=True)
+                .distinct()
                 if d is not None
             }
             folded = _aggregate(agent, _sessions_of_days(sessions, days)) if days else _Folded()
         if days is None or days:
             _replace_days(agent, days, folded)
-        day_count = len({key[0] for key in folded.by_intent} | {key[0] for key in folded.by_version}) if days is None else len(days)
+        day_count = (
+            len({key[0] for key in folded.by_intent} | {key[0] for key in folded.by_version})
+            if days is None
+            else len(days)
+        )
         state.window_p95 = window_p95s(agent)
         state.refreshed_until = started
         state.refreshed_at = timezone.now()
         state.days_recomputed = day_count
         state.save(update_fields=["refreshed_until", "refreshed_at", "days_recomputed", "window_p95"])
     return RefreshResult(agent=agent.name, full=full, days=day_count, sessions_read=folded.rows)
-

@@ -31,7 +31,7 @@ class Rate:
     def percent(self) -> str:
         return "—" if self.total == 0 else f"{100 * self.hits / self.total:.1f} %"
 
-    def __add__(self, other: "Rate") -> "Rate":
+    def __add__(self, other: Rate) -> Rate:
         return Rate(self.hits + other.hits, self.total + other.total)
 
     @property
@@ -41,7 +41,7 @@ class Rate:
 
     @property
     def interval_percent(self) -> str:
-        """"95 % CI 61.2–88.0 %", or "" without observations."""
+        """ "95 % CI 61.2–88.0 %", or "" without observations."""
         ci = self.interval
         return "" if ci is None else f"95 % CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f} %"
 
@@ -83,7 +83,9 @@ class DropTest:
     reason: str
 
 
-def resolution_drop_test(*, observed: Rate, expected: Rate, alpha: float | None = None, min_sessions: int | None = None) -> DropTest:
+def resolution_drop_test(
+    *, observed: Rate, expected: Rate, alpha: float | None = None, min_sessions: int | None = None
+) -> DropTest:
     """Is the observed resolution rate significantly below the expected (eval) rate?
 
     One-sided two-proportion z-test with pooled variance: H0 p_observed ≥ p_expected,
@@ -110,4 +112,3 @@ def resolution_drop_test(*, observed: Rate, expected: Rate, alpha: float | None 
         f"(z = {z:.2f}, one-sided p = {p_value:.4f}, α = {alpha})"
     )
     return DropTest(significant, observed, expected, z, p_value, reason)
-

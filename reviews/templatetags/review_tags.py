@@ -18,7 +18,9 @@ def querystring_for(filters, **override) -> str:
 @register.filter
 def status_sign(status: str) -> str:
     """A sign per status, shown next to the coloured label so that colour is never the only cue."""
-    return {"CANDIDATE": "◇", "APPROVED": "◐", "ACTIVE": "●", "RETIRED": "○", "REJECTED": "✕", "ERASED": "⌫"}.get(status, "")
+    return {"CANDIDATE": "◇", "APPROVED": "◐", "ACTIVE": "●", "RETIRED": "○", "REJECTED": "✕", "ERASED": "⌫"}.get(
+        status, ""
+    )
 
 
 @register.filter

@@ -29,8 +29,8 @@ from guardian.shortcuts import get_objects_for_user
 
 from library import serving
 from library.agent_settings import agent_settings_snapshot, agent_settings_update
-from library.mining.runs import mining_report_propose
 from library.api.tokens import token_create, token_is_live, token_revoke
+from library.mining.runs import mining_report_propose
 from library.models import Agent, ApiToken, MiningRun, ProcedureVersion, Status
 from library.permissions import user_can_manage_agent, user_is_reviewer
 from library.rate_limits import rate_limits_table
@@ -67,12 +67,18 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
             messages.success(
                 request,
                 f"Tool list of {updated.name} saved."
-                + (f" {refused} ACTIVE procedure{'s are' if refused != 1 else ' is'} refused at load." if refused else ""),
+                + (
+                    f" {refused} ACTIVE procedure{'s are' if refused != 1 else ' is'} refused at load."
+                    if refused
+                    else ""
+                ),
             )
             return redirect("reviews:agent_tools", agent=updated.name)
     served = serving.active_set_for_agent(agent=target, using="default")
     needed: dict[str, list[str]] = {}
-    for version in ProcedureVersion.objects.filter(procedure__agent=target, status=Status.ACTIVE).select_related("procedure"):
+    for version in ProcedureVersion.objects.filter(procedure__agent=target, status=Status.ACTIVE).select_related(
+        "procedure"
+    ):
         for tool in version.required_tools:
             needed.setdefault(tool, []).append(f"{version.procedure.key} v{version.number}")
     return render(
@@ -94,8 +100,10 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
 @signed_in
 def refused_at_load(request: HttpRequest) -> HttpResponse:
     """Every unresolved refusal on the agents the user manages (what the banner counts)."""
-    agents = Agent.objects.all() if request.user.is_superuser else get_objects_for_user(
-        request.user, "library.manage_agent", klass=Agent
+    agents = (
+        Agent.objects.all()
+        if request.user.is_superuser
+        else get_objects_for_user(request.user, "library.manage_agent", klass=Agent)
     )
     return render(request, "reviews/refused_at_load.html", {"refusals": serving.unresolved_refusals(agents=agents)})
 
@@ -179,7 +187,10 @@ def agent_tokens(request: HttpRequest, agent: str) -> HttpResponse:
                 days = form.cleaned_data["expires_in_days"]
                 try:
                     created, created_raw = token_create(
-                        agent=target, scope=form.cleaned_data["scope"], name=form.cleaned_data["name"], user=request.user,
+                        agent=target,
+                        scope=form.cleaned_data["scope"],
+                        name=form.cleaned_data["name"],
+                        user=request.user,
                         expires_at=timezone.now() + timedelta(days=days) if days else None,
                     )
                 except ValidationError as exc:
@@ -194,7 +205,8 @@ def agent_tokens(request: HttpRequest, agent: str) -> HttpResponse:
         else:
             return HttpResponseBadRequest("action must be create or revoke")
     response = render(
-        request, "reviews/agent_tokens.html",
+        request,
+        "reviews/agent_tokens.html",
         {"agent": target, "form": form, "tokens": _token_rows(target), "created": created, "created_raw": created_raw},
         status=400 if request.method == "POST" and created is None else 200,
     )
@@ -216,8 +228,17 @@ def _int_or_404(value) -> int:
 # --------------------------------------------------------------------------------------------- agent settings
 
 
-def _settings_saved(request: HttpRequest, form, target: Agent, changes: dict, *, reason: str = "",
-                    tools: list[str] | None = None, what: str, page: str) -> HttpResponse | None:
+def _settings_saved(
+    request: HttpRequest,
+    form,
+    target: Agent,
+    changes: dict,
+    *,
+    reason: str = "",
+    tools: list[str] | None = None,
+    what: str,
+    page: str,
+) -> HttpResponse | None:
     """Saves a settings form's changes (and the tool list, when given) in one transaction through
     the services; the redirect back to `page`, or None with the refusal on the form."""
     try:
@@ -240,21 +261,33 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
     One submit may change the tools and the rest: each through its own service, in one transaction,
     each audited."""
     target = get_agent_for_user(request, agent, for_="manage")
-    initial = {**agent_settings_snapshot(target), "tools": "\n".join(target.tools), "environments": " ".join(target.environments)}
+    initial = {
+        **agent_settings_snapshot(target),
+        "tools": "\n".join(target.tools),
+        "environments": " ".join(target.environments),
+    }
     form = AgentSettingsForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         data = dict(form.cleaned_data)
         reason = data.pop("reason", "").strip()
         tools = _parse_tools(data.pop("tools") or "")
         data["redaction_patterns"] = data.get("redaction_patterns") or []
-        saved = _settings_saved(request, form, target, data, reason=reason, tools=tools, what="Settings", page="reviews:agent_settings")
+        saved = _settings_saved(
+            request, form, target, data, reason=reason, tools=tools, what="Settings", page="reviews:agent_settings"
+        )
         if saved:
             return saved
     return render(
         request,
         "reviews/agent_settings.html",
-        {"agent": target, "form": form, "tab": "settings", "runner": target.get_eval_runner_display(),
-         "rate_limits": rate_limits_table(target), "session_sources": session_sources_for_agent(target)},
+        {
+            "agent": target,
+            "form": form,
+            "tab": "settings",
+            "runner": target.get_eval_runner_display(),
+            "rate_limits": rate_limits_table(target),
+            "session_sources": session_sources_for_agent(target),
+        },
         status=400 if request.method == "POST" else 200,
     )
 
@@ -273,11 +306,15 @@ def agent_eval_settings(request: HttpRequest, agent: str) -> HttpResponse:
         clear = data.pop("clear_model_api_key")
         data["tool_schemas"] = data.get("tool_schemas") or {}
         key_change = {"model_api_key": ""} if clear else ({"model_api_key": key} if key else {})
-        saved = _settings_saved(request, form, agent, {**data, **key_change}, what="Eval settings", page="reviews:agent_eval_settings")
+        saved = _settings_saved(
+            request, form, agent, {**data, **key_change}, what="Eval settings", page="reviews:agent_eval_settings"
+        )
         if saved:
             return saved
     return render(
-        request, "reviews/evals/settings.html", {"agent": agent, "form": form, "key_set": bool(agent.model_api_key)},
+        request,
+        "reviews/evals/settings.html",
+        {"agent": agent, "form": form, "key_set": bool(agent.model_api_key)},
         status=400 if request.method == "POST" else 200,  # a POST gets here only when it was refused
     )
 
@@ -360,19 +397,28 @@ def mining_run(request: HttpRequest, pk: int) -> HttpResponse:
     agent_obj = run_obj.agent
     report = []
     for entry in run_obj.report or []:
-        report.append({
-            **entry,
-            "version_url": _version_url(entry),
-            "figure_items": figure_items(entry.get("figures") or {}),
-            "within_line": _within_line(entry.get("withinTask")),
-            "statistics": _statistics_line(entry.get("skeletonTest")),
-            "backtest_line": _backtest_line(entry.get("backtest")),
-        })
-    return render(request, "reviews/mining/run.html", {
-        "agent": agent_obj, "run": run_obj, "report": report, "can_propose": user_is_reviewer(request.user),
-        "count_items": figure_items(run_obj.counts or {}),
-        "parameter_items": [f"{key_words(k)} {value_words(v)}" for k, v in (run_obj.parameters or {}).items()],
-    })
+        report.append(
+            {
+                **entry,
+                "version_url": _version_url(entry),
+                "figure_items": figure_items(entry.get("figures") or {}),
+                "within_line": _within_line(entry.get("withinTask")),
+                "statistics": _statistics_line(entry.get("skeletonTest")),
+                "backtest_line": _backtest_line(entry.get("backtest")),
+            }
+        )
+    return render(
+        request,
+        "reviews/mining/run.html",
+        {
+            "agent": agent_obj,
+            "run": run_obj,
+            "report": report,
+            "can_propose": user_is_reviewer(request.user),
+            "count_items": figure_items(run_obj.counts or {}),
+            "parameter_items": [f"{key_words(k)} {value_words(v)}" for k, v in (run_obj.parameters or {}).items()],
+        },
+    )
 
 
 @require_http_methods(["POST"])
@@ -384,7 +430,9 @@ def mining_run_propose(request: HttpRequest, pk: int) -> HttpResponse:
     require_reviewer(request)
     intent = request.POST.get("intent", "")
     try:
-        version = mining_report_propose(run=run_obj, intent_name=intent, user=request.user, reason=request.POST.get("reason", ""))
+        version = mining_report_propose(
+            run=run_obj, intent_name=intent, user=request.user, reason=request.POST.get("reason", "")
+        )
     except ValidationError as exc:
         messages.error(request, f"Not proposed ({intent or 'no intent given'}): " + "; ".join(exc.messages))
         return redirect(reverse("reviews:mining_run", args=[run_obj.pk]) + "#run-report")

@@ -39,7 +39,11 @@ CASES_PER_PAGE = 100
 @signed_in
 def case_list(request: HttpRequest, agent: str) -> HttpResponse:
     agent = get_agent_for_user(request, agent, for_="review")
-    cases = RegressionCase.objects.filter(agent=agent).select_related("intent", "source_session").order_by("intent__name", "pk")
+    cases = (
+        RegressionCase.objects.filter(agent=agent)
+        .select_related("intent", "source_session")
+        .order_by("intent__name", "pk")
+    )
     intent_name = request.GET.get("intent", "")
     if intent_name:
         cases = cases.filter(intent__name=intent_name)
@@ -67,7 +71,9 @@ def case_edit(request: HttpRequest, pk: int) -> HttpResponse:
 
 def _case_form_page(request: HttpRequest, agent: Agent, case: RegressionCase | None) -> HttpResponse:
     """Create (case None) or edit a case; back to the agent's case list once saved."""
-    form = RegressionCaseForm(request.POST or None, agent=agent, initial=RegressionCaseForm.initial_for(case) if case else None)
+    form = RegressionCaseForm(
+        request.POST or None, agent=agent, initial=RegressionCaseForm.initial_for(case) if case else None
+    )
     if request.method == "POST" and form.is_valid():
         fields = {"intent": form.cleaned_data["intent"], "user": request.user, **form.service_fields()}
         try:
@@ -99,14 +105,17 @@ def case_import(request: HttpRequest, agent: str) -> HttpResponse:
             try:
                 text = io.TextIOWrapper(upload.file, encoding="utf-8")
                 items = parse_jsonl(text, source=upload.name)
-                report = import_cases(items, agent=agent, user=request.user, create_intents=form.cleaned_data["create_intents"])
+                report = import_cases(
+                    items, agent=agent, user=request.user, create_intents=form.cleaned_data["create_intents"]
+                )
             except UnicodeDecodeError:
                 form.add_error("file", "The file is not UTF-8 text.")
             except CaseImportError as exc:
                 form.add_error("file", f"Nothing was imported. {exc}")
             else:
                 messages.success(
-                    request, f"Imported {len(report.created)} regression cases; {len(report.skipped)} already present were skipped."
+                    request,
+                    f"Imported {len(report.created)} regression cases; {len(report.skipped)} already present were skipped.",
                 )
                 return redirect("reviews:case_list", agent=agent.name)
     status = 400 if request.method == "POST" else 200
@@ -132,6 +141,7 @@ def case_from_session(request: HttpRequest, agent: str) -> HttpResponse:
         messages.error(request, " ".join(exc.messages))
         return redirect("reviews:case_list", agent=agent.name)
     messages.success(
-        request, f"Regression case {case.pk} made from session {session.session_id}. Check the task text for personal data and the checks."
+        request,
+        f"Regression case {case.pk} made from session {session.session_id}. Check the task text for personal data and the checks.",
     )
     return redirect(reverse("reviews:case_edit", args=[case.pk]))

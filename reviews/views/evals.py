@@ -32,7 +32,9 @@ def _baseline_moved(run: EvalRun, progress: dict) -> bool:
 
 def _progress_response(request: HttpRequest, run: EvalRun) -> HttpResponse:
     progress = evals.eval_run_progress(run)
-    response = render(request, "reviews/evals/_progress.html", {"run": run, "baseline_moved": _baseline_moved(run, progress)})
+    response = render(
+        request, "reviews/evals/_progress.html", {"run": run, "baseline_moved": _baseline_moved(run, progress)}
+    )
     if run.is_finished:
         # lets the page around the fragment (the eval panel) refresh itself once
         response["HX-Trigger"] = "evalRunFinished"

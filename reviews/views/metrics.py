@@ -35,7 +35,10 @@ def _all_days(start: date, end: date) -> list[date]:
 
 
 def _markers(changes: list[reads.ModelChange]) -> list[tuple[date, str, str]]:
-    return [(c.day, c.after or "(none)", f"{c.day:%Y-%m-%d}: model {c.before or '(none)'} → {c.after or '(none)'}") for c in changes]
+    return [
+        (c.day, c.after or "(none)", f"{c.day:%Y-%m-%d}: model {c.before or '(none)'} → {c.after or '(none)'}")
+        for c in changes
+    ]
 
 
 @require_GET
@@ -55,7 +58,9 @@ def ops_metrics(request: HttpRequest, agent: str) -> HttpResponse:
         days=day_list,
         percent=True,
         series=[
-            charts.SeriesSpec("resolution rate", [by_day[d]["resolution"].value if d in by_day else None for d in day_list], "s1"),
+            charts.SeriesSpec(
+                "resolution rate", [by_day[d]["resolution"].value if d in by_day else None for d in day_list], "s1"
+            ),
             charts.SeriesSpec(
                 "no procedure received (intents that had one)",
                 [by_day[d]["bare"].value if d in by_day else None for d in day_list],

@@ -35,7 +35,12 @@ from .refusals import post_action
 
 def _require_page(request: HttpRequest) -> None:
     user = request.user
-    if user.is_superuser or user_is_reviewer(user) or user_can_create_namespaces(user) or user_can_grant_namespace_rights(user):
+    if (
+        user.is_superuser
+        or user_is_reviewer(user)
+        or user_can_create_namespaces(user)
+        or user_can_grant_namespace_rights(user)
+    ):
         return
     if not operable_agents(user).exists():
         raise Http404("No namespaces to show")
@@ -69,7 +74,9 @@ def ops_namespaces(request: HttpRequest) -> HttpResponse:
             "can_grant": user_can_grant_namespace_rights(request.user),
             "rights": list(namespace_rights.NAMESPACE_PERMS),
             "form": NamespaceForm(),
-            "agents": Agent.objects.select_related("namespace").order_by("name") if user_can_grant_namespace_rights(request.user) else [],
+            "agents": Agent.objects.select_related("namespace").order_by("name")
+            if user_can_grant_namespace_rights(request.user)
+            else [],
         },
     )
 
@@ -78,7 +85,9 @@ def ops_namespaces(request: HttpRequest) -> HttpResponse:
 def ops_namespace_create(request: HttpRequest) -> HttpResponse:
     _require_page(request)
     namespace = namespace_create(
-        name=request.POST.get("name", ""), description=request.POST.get("description", ""), user=request.user,
+        name=request.POST.get("name", ""),
+        description=request.POST.get("description", ""),
+        user=request.user,
         reason=request.POST.get("reason", "").strip(),
     )
     messages.success(request, f"Namespace {namespace.name} created.")
@@ -93,7 +102,13 @@ def _right_change(request: HttpRequest, *, grant: bool) -> HttpResponse:
     grantee = grantee_from_post(request.POST)
     right = request.POST.get("right", "")
     service = namespace_rights.namespace_right_grant if grant else namespace_rights.namespace_right_revoke
-    service(namespace=namespace, grantee=grantee, right=right, by=request.user, reason=request.POST.get("reason", "").strip())
+    service(
+        namespace=namespace,
+        grantee=grantee,
+        right=right,
+        by=request.user,
+        reason=request.POST.get("reason", "").strip(),
+    )
     who = f"group {grantee.name}" if isinstance(grantee, Group) else grantee.get_username()
     verb = "now holds" if grant else "no longer holds"
     messages.success(request, f"{who} {verb} {right} on every procedure in {namespace.name}.")
@@ -110,7 +125,6 @@ def ops_namespace_revoke(request: HttpRequest) -> HttpResponse:
     return _right_change(request, grant=False)
 
 
-
 @post_action
 def ops_agent_namespace(request: HttpRequest) -> HttpResponse:
     """Moves an agent (and its procedures in its old namespace) into another namespace."""
@@ -119,6 +133,10 @@ def ops_agent_namespace(request: HttpRequest) -> HttpResponse:
         raise PermissionDenied("Only library admins may move an agent into another namespace.")
     agent = get_object_or_404(Agent, name=request.POST.get("agent", "").strip()[:64])
     namespace = get_object_or_404(Namespace, name=request.POST.get("namespace", "").strip()[:64])
-    moved = agent_namespace_set(agent=agent, namespace=namespace, user=request.user, reason=request.POST.get("reason", ""))
-    messages.success(request, f"{agent.name} is now in {namespace.name}, with {moved} procedure{'s' if moved != 1 else ''}.")
+    moved = agent_namespace_set(
+        agent=agent, namespace=namespace, user=request.user, reason=request.POST.get("reason", "")
+    )
+    messages.success(
+        request, f"{agent.name} is now in {namespace.name}, with {moved} procedure{'s' if moved != 1 else ''}."
+    )
     return redirect("reviews:ops_namespaces")

@@ -34,7 +34,16 @@ from library.coding import graph as coding_graph
 from library.conflicts import conflicts_scan
 from library.evals import runs as evals
 from library.models import (
-    Agent, AuditEvent, ErasureSweep, EvalRun, LoadRefusal, Procedure, ProcedureVersion, Status, VersionConflict, VersionTombstone,
+    Agent,
+    AuditEvent,
+    ErasureSweep,
+    EvalRun,
+    LoadRefusal,
+    Procedure,
+    ProcedureVersion,
+    Status,
+    VersionConflict,
+    VersionTombstone,
 )
 from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
 
@@ -84,8 +93,7 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
         for p in procedures
     ]
     refusals = {
-        r.version_id: r
-        for r in LoadRefusal.objects.filter(version__procedure__agent=agent_obj).order_by("created_at")
+        r.version_id: r for r in LoadRefusal.objects.filter(version__procedure__agent=agent_obj).order_by("created_at")
     }
     demotions = list(
         DemotionProposal.objects.filter(version__procedure__agent=agent_obj, state=DemotionProposal.State.OPEN)
@@ -100,8 +108,10 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
         .order_by("found_at")
     )
     due = list(
-        ProcedureVersion.objects.for_agent(agent_obj).due_for_review(timezone.localdate())
-        .select_related("procedure").order_by("review_by")
+        ProcedureVersion.objects.for_agent(agent_obj)
+        .due_for_review(timezone.localdate())
+        .select_related("procedure")
+        .order_by("review_by")
     )
     return render(
         request,
@@ -135,14 +145,14 @@ def ops_procedure(request: HttpRequest, agent: str, key: str) -> HttpResponse:
     agent_obj = get_agent_for_user(request, agent, for_="operate")
     procedure = get_object_or_404(Procedure.objects.select_related("intent"), agent=agent_obj, key=key)
     versions = list(
-        procedure.versions.select_related("approved_by", "approval_eval_run", "tombstone__erased_by").order_by("-number")
+        procedure.versions.select_related("approved_by", "approval_eval_run", "tombstone__erased_by").order_by(
+            "-number"
+        )
     )
     for version in versions:
         version.missing_tools = selectors.version_missing_tools(version, agent_obj)
     events = (
-        AuditEvent.objects.filter(procedure=procedure)
-        .select_related("actor", "version")
-        .order_by("-at", "-id")[:30]
+        AuditEvent.objects.filter(procedure=procedure).select_related("actor", "version").order_by("-at", "-id")[:30]
     )
     return render(
         request,
@@ -176,11 +186,17 @@ def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpRespons
         "error": "",
         "tab": "active",
         "confirm": (
-            {"button": f"Retire v{version.number}", "button_class": "danger",
-             "placeholder": "e.g. agents promised refund dates before approval"}
+            {
+                "button": f"Retire v{version.number}",
+                "button_class": "danger",
+                "placeholder": "e.g. agents promised refund dates before approval",
+            }
             if action == "retire"
-            else {"button": f"Roll back to v{version.number}", "button_class": "primary",
-                  "placeholder": f"e.g. v{current.number if current else '…'} lowered the resolution rate"}
+            else {
+                "button": f"Roll back to v{version.number}",
+                "button_class": "primary",
+                "placeholder": f"e.g. v{current.number if current else '…'} lowered the resolution rate",
+            }
         ),
     }
     context.update(_change_eval_context(version, current, action=action))
@@ -201,7 +217,9 @@ def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpRespons
         status = decision_status(context, lambda: service(version=version, user=request.user, reason=reason))
         if status == 200:
             if action == "retire":
-                messages.success(request, f"Retired {version.procedure.key} v{version.number}. Agents no longer receive it.")
+                messages.success(
+                    request, f"Retired {version.procedure.key} v{version.number}. Agents no longer receive it."
+                )
             else:
                 note = (
                     f" It is refused at load: the agent lacks {', '.join(context['missing_tools'])}."
@@ -213,7 +231,9 @@ def _status_change(request: HttpRequest, pk: int, *, action: str) -> HttpRespons
     return render(request, template, context, status=status)
 
 
-def _change(version: ProcedureVersion, current: ProcedureVersion | None, action: str) -> tuple[ProcedureVersion | None, str, ProcedureVersion | None]:
+def _change(
+    version: ProcedureVersion, current: ProcedureVersion | None, action: str
+) -> tuple[ProcedureVersion | None, str, ProcedureVersion | None]:
     """(the ACTIVE version the change removes, the eval kind, the version that replaces it)."""
     if action == "retire":
         return version, EvalRun.Kind.RETIRE, None
@@ -300,8 +320,12 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
         "error": "",
         "stale": version.status == Status.ERASED,
         "tab": "active",
-        "confirm": {"button": f"Erase v{version.number}", "button_class": "danger", "placeholder": "e.g. data-subject request 2026-114",
-                    "reason_hint": "required, kept in the tombstone and the audit log — do not repeat the personal data here"},
+        "confirm": {
+            "button": f"Erase v{version.number}",
+            "button_class": "danger",
+            "placeholder": "e.g. data-subject request 2026-114",
+            "reason_hint": "required, kept in the tombstone and the audit log — do not repeat the personal data here",
+        },
     }
     if version.status == Status.ERASED:
         # the page of an erased version reports what the erasure did to the copies of its text
@@ -312,7 +336,9 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         status = decision_status(
             context,
-            lambda: services.version_erase(version=version, user=request.user, ground=context["ground"], reason=context["reason"]),
+            lambda: services.version_erase(
+                version=version, user=request.user, ground=context["ground"], reason=context["reason"]
+            ),
         )
         if status == 200:
             result = erasure_result(version)
@@ -322,7 +348,11 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
                 request,
                 f"Erased {version.procedure.key} v{version.number}: content and evidence wiped, tombstone kept. "
                 f"Agents no longer receive it. {copies} stored cop{'y' if copies == 1 else 'ies'} of its text rewritten"
-                + (f", {len(result['flagged'])} later version(s) flagged for review" if result and result["flagged"] else "")
+                + (
+                    f", {len(result['flagged'])} later version(s) flagged for review"
+                    if result and result["flagged"]
+                    else ""
+                )
                 + (f"; {remaining} still found (see the erase page)." if remaining else "; checked: 0 copies left."),
             )
             return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
@@ -341,9 +371,18 @@ def erasure_result(version) -> dict | None:
         return label if meta is None else str(meta.verbose_name if count == 1 else meta.verbose_name_plural)
 
     rewritten = [(words(label, len(pks)), len(pks)) for label, pks in sorted((sweep.rewritten or {}).items())]
-    flagged = ProcedureVersion.objects.filter(pk__in=sweep.flagged_versions or []).select_related("procedure").order_by("number")
-    return {"sweep": sweep, "reference": sweep.tombstone.reference, "rewritten": rewritten, "flagged": flagged,
-            "remaining": sweep.remaining or []}
+    flagged = (
+        ProcedureVersion.objects.filter(pk__in=sweep.flagged_versions or [])
+        .select_related("procedure")
+        .order_by("number")
+    )
+    return {
+        "sweep": sweep,
+        "reference": sweep.tombstone.reference,
+        "rewritten": rewritten,
+        "flagged": flagged,
+        "remaining": sweep.remaining or [],
+    }
 
 
 # ---------------------------------------------------------------------------------------------- conflicts
@@ -423,7 +462,9 @@ def _rights_change(request: HttpRequest, agent: str, *, grant: bool) -> HttpResp
         return redirect("reviews:ops_approvers", agent_obj.name)
     target = procedure.key if procedure else f"every procedure of {agent_obj.name}"
     who = f"group {grantee.name}" if isinstance(grantee, Group) else grantee.get_username()
-    messages.success(request, f"{'Granted' if grant else 'Revoked'}: {who} {'may' if grant else 'may no longer'} approve {target}.")
+    messages.success(
+        request, f"{'Granted' if grant else 'Revoked'}: {who} {'may' if grant else 'may no longer'} approve {target}."
+    )
     return redirect("reviews:ops_approvers", agent_obj.name)
 
 
@@ -484,6 +525,8 @@ def ops_audit_csv(request: HttpRequest) -> StreamingHttpResponse:
         raise Http404("No audit log to export")
     events = audit_events(request.user, {k: request.GET.get(k, "").strip() for k in AUDIT_FILTERS})
     writer = csv.writer(_Echo())
-    response = StreamingHttpResponse((writer.writerow(row) for row in audit_csv_rows(events)), content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(
+        (writer.writerow(row) for row in audit_csv_rows(events)), content_type="text/csv; charset=utf-8"
+    )
     response["Content-Disposition"] = f'attachment; filename="procmem-audit-{timezone.now():%Y%m%d-%H%M%S}.csv"'
     return response

@@ -19,7 +19,14 @@ from library.permissions import readable_namespaces, user_can_manage_procedure
 from library.scope import procedure_scope_update
 
 from .. import selectors
-from ..access import get_agent_for_user, get_procedure_for_user, get_sibling_version, require_reviewer, signed_in, visible_agents
+from ..access import (
+    get_agent_for_user,
+    get_procedure_for_user,
+    get_sibling_version,
+    require_reviewer,
+    signed_in,
+    visible_agents,
+)
 from ..diff import compare_versions
 from ..forms import AgentChoiceForm, ProposeForm, ScopeForm
 from .refusals import add_service_errors, post_action, refusals
@@ -37,7 +44,11 @@ def procedure_detail(request: HttpRequest, pk: int) -> HttpResponse:
     versions = selectors.versions_of(procedure)
     by_pk = {v.pk: v for v in versions}
     active = next((v for v in versions if v.status == Status.ACTIVE), None)
-    right = by_pk[get_sibling_version(procedure, request.GET["b"]).pk] if request.GET.get("b") else (versions[0] if versions else None)
+    right = (
+        by_pk[get_sibling_version(procedure, request.GET["b"]).pk]
+        if request.GET.get("b")
+        else (versions[0] if versions else None)
+    )
     a = request.GET.get("a")
     if a == "none":
         left = None
@@ -48,7 +59,9 @@ def procedure_detail(request: HttpRequest, pk: int) -> HttpResponse:
     else:
         left = next((v for v in versions if right is not None and v.number < right.number), None)
     audit_events = list(
-        AuditEvent.objects.filter(procedure=procedure).select_related("actor", "version").order_by("-at", "-id")[:AUDIT_LIMIT]
+        AuditEvent.objects.filter(procedure=procedure)
+        .select_related("actor", "version")
+        .order_by("-at", "-id")[:AUDIT_LIMIT]
     )
     context = {
         "procedure": procedure,
@@ -60,7 +73,9 @@ def procedure_detail(request: HttpRequest, pk: int) -> HttpResponse:
         "fields": compare_versions(left, right) if right is not None else [],
         "audit_events": audit_events,
         "audit_limit": AUDIT_LIMIT,
-        "scope_form": _scope_form(procedure, request.user) if user_can_manage_procedure(request.user, procedure) else None,
+        "scope_form": _scope_form(procedure, request.user)
+        if user_can_manage_procedure(request.user, procedure)
+        else None,
         "served_to_agent": procedure.namespace_id == procedure.agent.namespace_id,
     }
     template = "reviews/procedure_detail.html"
@@ -78,9 +93,11 @@ def _scope_form(procedure: Procedure, user) -> ScopeForm:
     return ScopeForm(
         namespaces=_scope_namespaces(procedure, user),
         initial={
-            "namespace": procedure.namespace.name, "roles": ", ".join(procedure.roles),
-            "priority": procedure.priority, "confidence": procedure.confidence,
-        }
+            "namespace": procedure.namespace.name,
+            "roles": ", ".join(procedure.roles),
+            "priority": procedure.priority,
+            "confidence": procedure.confidence,
+        },
     )
 
 
@@ -94,8 +111,13 @@ def procedure_scope(request: HttpRequest, pk: int) -> HttpResponse:
         raise ValidationError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
     data = form.cleaned_data
     updated = procedure_scope_update(
-        procedure=procedure, user=request.user, namespace=data["namespace"], roles=data["roles"],
-        priority=data["priority"], confidence=data["confidence"], reason=data["reason"],
+        procedure=procedure,
+        user=request.user,
+        namespace=data["namespace"],
+        roles=data["roles"],
+        priority=data["priority"],
+        confidence=data["confidence"],
+        reason=data["reason"],
     )
     messages.success(
         request,

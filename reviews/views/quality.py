@@ -30,15 +30,21 @@ def _response(request: HttpRequest, agent_id: int, report_for) -> JsonResponse:
 @signed_in
 def ops_metrics_json(request: HttpRequest, agent: str) -> JsonResponse:
     agent_obj = get_agent_for_user(request, agent, for_="operate")
-    return _response(request, agent_obj.pk, lambda start, end: agent_quality_report(
-        agent_obj, reads.versions_with_metrics(agent_obj, start, end), start, end, with_charts=False
-    ))
+    return _response(
+        request,
+        agent_obj.pk,
+        lambda start, end: agent_quality_report(
+            agent_obj, reads.versions_with_metrics(agent_obj, start, end), start, end, with_charts=False
+        ),
+    )
 
 
 @require_GET
 @signed_in
 def ops_version_metrics_json(request: HttpRequest, pk: int) -> JsonResponse:
     version = get_version_for_user(request, pk, for_="operate")
-    return _response(request, version.procedure.agent_id, lambda start, end: version_quality_report(
-        version, start, end, with_chart=False
-    ))
+    return _response(
+        request,
+        version.procedure.agent_id,
+        lambda start, end: version_quality_report(version, start, end, with_chart=False),
+    )

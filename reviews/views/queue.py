@@ -81,7 +81,9 @@ def _queue_context(request: HttpRequest, query: QueryDict) -> dict:
     )
     number = _positive_int(query.get("page"), 2) if after is not None else 1
     page = QueuePage(
-        number=number, counts=tuple(g.count for g in shown), has_next=has_next,
+        number=number,
+        counts=tuple(g.count for g in shown),
+        has_next=has_next,
         next_after=pks[-1] if has_next else None,
     )
     rows = queue_rows(pks)
@@ -100,8 +102,10 @@ def _queue_context(request: HttpRequest, query: QueryDict) -> dict:
         "can_review": can_review,
         "query": urlencode(filters.as_query()),
         "due_for_review": list(
-            visible_versions(request).due_for_review(timezone.localdate())
-            .select_related("procedure__agent").only("number", "review_by", "procedure__key", "procedure__agent__name")
+            visible_versions(request)
+            .due_for_review(timezone.localdate())
+            .select_related("procedure__agent")
+            .only("number", "review_by", "procedure__key", "procedure__agent__name")
             .order_by("review_by", "pk")[:DUE_SHOWN]
         ),
     }
@@ -132,10 +136,14 @@ def queue_bulk_reject(request: HttpRequest) -> HttpResponse:
         raise Http404("Some of the selected candidates do not exist.")
     rejected = versions_bulk_reject(versions=versions, user=request.user, reason=form.cleaned_data["reason"])
     messages.success(
-        request, f"Rejected {len(rejected)} candidate{'s' if len(rejected) != 1 else ''}: " + ", ".join(str(v) for v in rejected)
+        request,
+        f"Rejected {len(rejected)} candidate{'s' if len(rejected) != 1 else ''}: "
+        + ", ".join(str(v) for v in rejected),
     )
     if request.htmx:
-        return render(request, "reviews/queue.html#queue-body", _queue_context(request, QueryDict(urlsplit(back).query)))
+        return render(
+            request, "reviews/queue.html#queue-body", _queue_context(request, QueryDict(urlsplit(back).query))
+        )
     return redirect(back)
 
 

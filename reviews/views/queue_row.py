@@ -13,7 +13,7 @@ tests/reviews/test_queue_row.py puts '<script>' in every field a row shows).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from django.urls import reverse
 from django.utils import timezone
@@ -23,7 +23,12 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.timesince import timesince
 
 MINUTE = "%Y-%m-%d %H:%M"  # the template's date:"Y-m-d H:i", without its per-call formatter (4x slower)
-EVAL_PILLS = {"passing": "pill pill-pass", "queued": "pill pill-running", "running": "pill pill-running", "verdict": "pill pill-fail"}
+EVAL_PILLS = {
+    "passing": "pill pill-pass",
+    "queued": "pill pill-running",
+    "running": "pill pill-running",
+    "verdict": "pill pill-fail",
+}
 
 
 def url_for_pk(name: str) -> Callable[[int], str]:
@@ -37,7 +42,11 @@ def url_for_pk(name: str) -> Callable[[int], str]:
 def present_rows(rows, *, user, can_review: bool, now) -> None:
     """What each row of the table shows (rows of reviews.queue_rows), worked out here once per
     row: its URLs, the claim cell, the eval pill, the dates as text; then the row's HTML (`v.html`)."""
-    version_url, claim_url, release_url = url_for_pk("reviews:version"), url_for_pk("reviews:version_claim"), url_for_pk("reviews:version_release")
+    version_url, claim_url, release_url = (
+        url_for_pk("reviews:version"),
+        url_for_pk("reviews:version_claim"),
+        url_for_pk("reviews:version_release"),
+    )
     for v in rows:
         v.url = version_url(v.pk)
         if v.has_passing_eval:
@@ -72,31 +81,54 @@ def row_html(v, *, can_review: bool) -> SafeString:
         format_html('<tr data-queue-row class="{}">\n  ', "is-quarantined" if v.quarantined else ""),
         format_html(
             '<td class="sel"><input type="checkbox" name="versions" value="{}" aria-label="Select {} v{}"></td>',
-            localize(v.pk), procedure.key, localize(v.number),
-        ) if can_review else "",
+            localize(v.pk),
+            procedure.key,
+            localize(v.number),
+        )
+        if can_review
+        else "",
         format_html(
-            '\n  <td><a class="open" href="{}"><strong>{}</strong> v{}</a>\n    ', v.url, procedure.key, localize(v.number),
+            '\n  <td><a class="open" href="{}"><strong>{}</strong> v{}</a>\n    ',
+            v.url,
+            procedure.key,
+            localize(v.number),
         ),
-        '<span class="flag small" title="quarantined by the policy screen">⚠ quarantined</span>' if v.quarantined else "",
+        '<span class="flag small" title="quarantined by the policy screen">⚠ quarantined</span>'
+        if v.quarantined
+        else "",
         "\n    ",
-        format_html('<span class="muted small" title="comments on this version">💬 {}</span>', localize(v.comment_count))
-        if v.comment_count else "",
+        format_html(
+            '<span class="muted small" title="comments on this version">💬 {}</span>', localize(v.comment_count)
+        )
+        if v.comment_count
+        else "",
         format_html(
             '\n    <div class="muted small clamp">{}</div></td>\n  <td>{}<div class="muted small">{}</div></td>\n  <td class="num">',
-            v.applies_when, v.agent_name, v.intent_name,
+            v.applies_when,
+            v.agent_name,
+            v.intent_name,
         ),
         _support(v),
         format_html(
-            '</td>\n  <td><span class="{}">{}</span></td>\n  <td class="small">{}', v.eval_class, v.eval_label, v.source_label,
+            '</td>\n  <td><span class="{}">{}</span></td>\n  <td class="small">{}',
+            v.eval_class,
+            v.eval_label,
+            v.source_label,
         ),
         format_html('<div class="muted">by {}</div>', v.proposer) if v.proposer else "",
         '</td>\n  <td class="small claim-cell">',
         _claim(v),
         format_html(
             '</td>\n  <td class="small" title="{} UTC; review target {} h"><span class="age age-{}" data-age="{}">{}</span>',
-            v.created_title, localize(v.age.target_hours), v.age.level, v.age.level, v.waited,
+            v.created_title,
+            localize(v.age.target_hours),
+            v.age.level,
+            v.age.level,
+            v.waited,
         ),
-        format_html(' <span class="pill age-pill age-{}">{}</span>', v.age.level, v.age.label) if v.age.level != "fresh" else "",
+        format_html(' <span class="pill age-pill age-{}">{}</span>', v.age.level, v.age.label)
+        if v.age.level != "fresh"
+        else "",
         "</td>\n</tr>\n",
     ]
     return mark_safe("".join(parts))  # noqa: S308 — the literals above and format_html's escaped pieces
@@ -115,16 +147,21 @@ def _claim(v) -> str:
     if v.claimed:
         html = format_html(
             '<span class="claimed{}" title="until {} UTC">{}</span>\n      ',
-            " claimed-me" if v.claimed_by_me else "", v.claimed_until, v.claimed_by,
+            " claimed-me" if v.claimed_by_me else "",
+            v.claimed_until,
+            v.claimed_by,
         )
         if v.release_url:
             html += format_html(
                 '<button type="submit" form="claim-form" formaction="{}" class="linklike small" data-release="{}">release</button>',
-                v.release_url, localize(v.pk),
+                v.release_url,
+                localize(v.pk),
             )
         return html + "\n    "
     if v.claim_url:
         return format_html(
-            '<button type="submit" form="claim-form" formaction="{}" class="small" data-claim="{}">Claim</button>', v.claim_url, localize(v.pk),
+            '<button type="submit" form="claim-form" formaction="{}" class="small" data-claim="{}">Claim</button>',
+            v.claim_url,
+            localize(v.pk),
         )
     return '<span class="muted">—</span>'

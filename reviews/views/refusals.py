@@ -8,8 +8,8 @@ retargeted to #flash.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
-from typing import Callable
 
 from django import forms
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -24,7 +24,11 @@ from library.services import LifecycleError
 from ..access import signed_in
 
 # The services name the record's fields; the forms use Python names.
-_FORM_FIELD = {"appliesWhen": "applies_when", "requiredTools": "required_tools", "forbiddenActions": "forbidden_actions"}
+_FORM_FIELD = {
+    "appliesWhen": "applies_when",
+    "requiredTools": "required_tools",
+    "forbiddenActions": "forbidden_actions",
+}
 
 
 def _error_text(exc: Exception) -> str:
@@ -89,10 +93,11 @@ def add_service_errors(form, exc: ValidationError) -> None:
         form.add_error(target if target in form.fields else None, messages_)
 
 
-
 def safe_next(request: HttpRequest, fallback: str) -> str:
     candidate = request.POST.get("next") or request.GET.get("next") or ""
-    if candidate and url_has_allowed_host_and_scheme(candidate, {request.get_host()}, require_https=request.is_secure()):
+    if candidate and url_has_allowed_host_and_scheme(
+        candidate, {request.get_host()}, require_https=request.is_secure()
+    ):
         return candidate
     return fallback
 

@@ -22,9 +22,9 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from library import releases
 from library.environments import PRODUCTION, environment_names
 from library.evals import runs as evals
-from library.services import LifecycleError, selection_reach_blocker
 from library.models import Procedure, ProcedureRelease, ProcedureVersion, Rollout, Status
 from library.permissions import user_can_promote
+from library.services import LifecycleError, selection_reach_blocker
 
 from ..access import get_version_for_user, signed_in
 from ..metrics.arms import interval_drawing, rollout_arms
@@ -42,7 +42,11 @@ def environments_panel(procedure: Procedure, user) -> dict:
     rows = [{"name": PRODUCTION, "version": active, "released": False}]
     for name in environment_names(procedure.agent)[1:]:
         rows.append({"name": name, "version": released.get(name) or active, "released": name in released})
-    rollouts = list(Rollout.objects.filter(procedure=procedure).select_related("version", "control_version", "started_by", "ended_by")[:20])
+    rollouts = list(
+        Rollout.objects.filter(procedure=procedure).select_related(
+            "version", "control_version", "started_by", "ended_by"
+        )[:20]
+    )
     return {
         "environments": rows,
         "rollout": next((r for r in rollouts if r.state == Rollout.State.RUNNING), None),
@@ -83,22 +87,37 @@ def ops_promote(request: HttpRequest, pk: int) -> HttpResponse:
         "error": "",
         "stale": version.status != Status.APPROVED,
         "tab": "active",
-        "confirm": {"button": f"Promote v{version.number}", "button_class": "primary", "placeholder": "e.g. a week in staging without escalations"},
+        "confirm": {
+            "button": f"Promote v{version.number}",
+            "button_class": "primary",
+            "placeholder": "e.g. a week in staging without escalations",
+        },
         **promotion_eval_context(version),
     }
     if context["stale"]:
-        context["error"] = f"v{version.number} is {version.get_status_display().lower()}; only an approved version waiting for production is promoted."
+        context["error"] = (
+            f"v{version.number} is {version.get_status_display().lower()}; only an approved version waiting for production is promoted."
+        )
     status = 200
     if request.method == "POST":
-        status = decision_status(context, lambda: releases.version_promote(
-            version=version, user=request.user, environment=context["environment"], reason=context["reason"],
-            share=_share(context["share"]),
-        ))
+        status = decision_status(
+            context,
+            lambda: releases.version_promote(
+                version=version,
+                user=request.user,
+                environment=context["environment"],
+                reason=context["reason"],
+                share=_share(context["share"]),
+            ),
+        )
         if status == 200:
             where = context["environment"]
             share = _share(context["share"])
             if where == PRODUCTION and share not in (None, 100):
-                messages.success(request, f"Rollout started: {share} % of production sessions get {version.procedure.key} v{version.number}.")
+                messages.success(
+                    request,
+                    f"Rollout started: {share} % of production sessions get {version.procedure.key} v{version.number}.",
+                )
                 rollout = Rollout.objects.get(procedure=version.procedure, state=Rollout.State.RUNNING)
                 return redirect("reviews:ops_rollout", rollout.pk)
             messages.success(request, f"Promoted {version.procedure.key} v{version.number} to {where}.")
@@ -145,21 +164,35 @@ def ops_withdraw(request: HttpRequest, pk: int) -> HttpResponse:
     agent = version.procedure.agent
     environment = request.POST.get("environment") or request.GET.get("environment") or ""
     context = {
-        "agent": agent, "version": version, "environment": environment, "reason": request.POST.get("reason", ""),
+        "agent": agent,
+        "version": version,
+        "environment": environment,
+        "reason": request.POST.get("reason", ""),
         "current": ProcedureVersion.objects.filter(procedure=version.procedure, status=Status.ACTIVE).first(),
-        "error": "", "stale": not ProcedureRelease.objects.filter(version=version, environment=environment).exists(), "tab": "active",
-        "confirm": {"button": f"Withdraw v{version.number} from {environment}", "button_class": "danger",
-                    "placeholder": "e.g. the staging agent escalates more with it"},
+        "error": "",
+        "stale": not ProcedureRelease.objects.filter(version=version, environment=environment).exists(),
+        "tab": "active",
+        "confirm": {
+            "button": f"Withdraw v{version.number} from {environment}",
+            "button_class": "danger",
+            "placeholder": "e.g. the staging agent escalates more with it",
+        },
     }
     if context["stale"]:
         context["error"] = f"v{version.number} is not in {environment or 'that environment'}."
     status = 200
     if request.method == "POST":
-        status = decision_status(context, lambda: releases.version_withdraw(
-            version=version, user=request.user, environment=environment, reason=context["reason"]
-        ))
+        status = decision_status(
+            context,
+            lambda: releases.version_withdraw(
+                version=version, user=request.user, environment=environment, reason=context["reason"]
+            ),
+        )
         if status == 200:
-            messages.success(request, f"Withdrew {version.procedure.key} v{version.number} from {environment}; it serves the production version again.")
+            messages.success(
+                request,
+                f"Withdrew {version.procedure.key} v{version.number} from {environment}; it serves the production version again.",
+            )
             return redirect("reviews:ops_procedure", agent.name, version.procedure.key)
     return render(request, "reviews/ops/confirm_withdraw.html", context, status=status)
 
@@ -199,7 +232,13 @@ def ops_rollout_end(request: HttpRequest, pk: int, decision: Literal["complete",
     service = releases.rollout_complete if decision == "complete" else releases.rollout_rollback
     service(rollout=rollout, user=request.user, reason=request.POST.get("reason", ""))
     if decision == "complete":
-        messages.success(request, f"Rollout completed: {rollout.procedure.key} v{rollout.version.number} is ACTIVE for every session.")
+        messages.success(
+            request,
+            f"Rollout completed: {rollout.procedure.key} v{rollout.version.number} is ACTIVE for every session.",
+        )
     else:
-        messages.success(request, f"Rollout rolled back: production serves {'v' + str(rollout.control_version.number) if rollout.control_version else 'no version'} to every session.")
+        messages.success(
+            request,
+            f"Rollout rolled back: production serves {'v' + str(rollout.control_version.number) if rollout.control_version else 'no version'} to every session.",
+        )
     return redirect("reviews:ops_rollout", rollout.pk)

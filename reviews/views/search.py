@@ -6,9 +6,9 @@ from __future__ import annotations
 from urllib.parse import urlencode
 
 from django.core.paginator import Paginator
-from django.utils.functional import cached_property
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.functional import cached_property
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 

@@ -26,21 +26,25 @@ def ops_sso(request: HttpRequest) -> HttpResponse:
         if user_is_reviewer(user):
             raise PermissionDenied("Only library admins see the single sign-on settings.")
         raise Http404("No such page")
-    return render(request, "reviews/ops/sso.html", {
-        "enabled": settings.PROCMEM_SSO_ENABLED,
-        "provider": settings.PROCMEM_OIDC_PROVIDER_NAME,
-        "endpoints": [
-            ("Issuer", settings.PROCMEM_OIDC_ISSUER or "(not checked)"),
-            ("Authorization", settings.OIDC_OP_AUTHORIZATION_ENDPOINT),
-            ("Token", settings.OIDC_OP_TOKEN_ENDPOINT),
-            ("User info", settings.OIDC_OP_USER_ENDPOINT),
-            ("Signing keys (JWKS)", settings.OIDC_OP_JWKS_ENDPOINT),
-        ],
-        "client_id": settings.OIDC_RP_CLIENT_ID,
-        "scopes": settings.OIDC_RP_SCOPES,
-        "claim": settings.PROCMEM_OIDC_GROUPS_CLAIM,
-        "local_passwords": settings.PROCMEM_LOCAL_PASSWORDS,
-        "rules": sso_rule_rows(),
-        "sso_users": ExternalIdentity.objects.count(),
-        "actor": SSO_ACTOR,
-    })
+    return render(
+        request,
+        "reviews/ops/sso.html",
+        {
+            "enabled": settings.PROCMEM_SSO_ENABLED,
+            "provider": settings.PROCMEM_OIDC_PROVIDER_NAME,
+            "endpoints": [
+                ("Issuer", settings.PROCMEM_OIDC_ISSUER or "(not checked)"),
+                ("Authorization", settings.OIDC_OP_AUTHORIZATION_ENDPOINT),
+                ("Token", settings.OIDC_OP_TOKEN_ENDPOINT),
+                ("User info", settings.OIDC_OP_USER_ENDPOINT),
+                ("Signing keys (JWKS)", settings.OIDC_OP_JWKS_ENDPOINT),
+            ],
+            "client_id": settings.OIDC_RP_CLIENT_ID,
+            "scopes": settings.OIDC_RP_SCOPES,
+            "claim": settings.PROCMEM_OIDC_GROUPS_CLAIM,
+            "local_passwords": settings.PROCMEM_LOCAL_PASSWORDS,
+            "rules": sso_rule_rows(),
+            "sso_users": ExternalIdentity.objects.count(),
+            "actor": SSO_ACTOR,
+        },
+    )

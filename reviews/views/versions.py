@@ -9,11 +9,10 @@ does not allow it, 400 for invalid input (reviews.views.refusals).
 
 from __future__ import annotations
 
-from django.contrib import messages
-from django.db.models import Prefetch
-from django.utils import timezone
 from django.conf import settings
+from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db.models import Prefetch
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
@@ -23,25 +22,24 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from library import services as library_services
+from library.conflicts import conflicts_for_candidate
+from library.evals import runs as evals
 from library.models import ProcedureVersion, Status
 from library.permissions import user_can_approve, user_can_manage_procedure, user_can_review
 from library.selectors import environment_set_hash
-from library.conflicts import conflicts_for_candidate
 from library.services import LifecycleError, approval_blockers
 
-from library.evals import runs as evals
 from .. import lint as lint_module
 from .. import selectors
 from ..access import get_thread_for_user, get_version_for_user, signed_in
 from ..diff import compare_versions
 from ..forms import ApproveForm, CommentForm, RejectForm, ReviseForm, ThreadForm
+from ..key_words import figure_items, key_words
 from ..models import Comment, Thread
 from ..notifications import reviewers
-from ..key_words import figure_items, key_words
 from ..panels import build_eval_panel, build_evidence
 from ..services import comment_create, thread_create, thread_reply, thread_set_resolved, user_can_assign
 from .refusals import add_service_errors, post_action, posted_form, refusals
-
 
 # ------------------------------------------------------------------------------------------- the candidate page
 
@@ -52,7 +50,9 @@ def procedure_threads(version: ProcedureVersion) -> list[Thread]:
     return list(
         Thread.objects.filter(version__procedure_id=version.procedure_id)
         .select_related("version", "created_by", "resolved_by")
-        .prefetch_related(Prefetch("comments", queryset=Comment.objects.select_related("author").order_by("created_at", "id")))
+        .prefetch_related(
+            Prefetch("comments", queryset=Comment.objects.select_related("author").order_by("created_at", "id"))
+        )
     )
 
 
@@ -139,12 +139,14 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
     run = selectors.latest_eval_run(version)
     current_hash = environment_set_hash(version.procedure.agent, run.environment) if run is not None else None
     other_active = [
-        lint_module.ActiveProcedure(v.procedure.key, v.number, v.applies_when, v.pk) for v in selectors.other_active_versions(version)
+        lint_module.ActiveProcedure(v.procedure.key, v.number, v.applies_when, v.pk)
+        for v in selectors.other_active_versions(version)
     ]
     retired_by_this = None
     if version.status == Status.ACTIVE:
         retired_by_this = next(
-            (s for s in siblings if s.status == Status.RETIRED and s.status_reason == f"Replaced by v{version.number}"), None
+            (s for s in siblings if s.status == Status.RETIRED and s.status_reason == f"Replaced by v{version.number}"),
+            None,
         )
     return {
         "version": version,
@@ -172,7 +174,9 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
         "next_review_by": library_services.review_by_for(version.procedure.agent),
         "is_candidate": version.status == Status.CANDIDATE,
         "retired_by_this": retired_by_this,
-        "newer_candidate": next((s for s in siblings if s.status == Status.CANDIDATE and s.number > version.number), None),
+        "newer_candidate": next(
+            (s for s in siblings if s.status == Status.CANDIDATE and s.number > version.number), None
+        ),
     }
 
 
@@ -218,7 +222,9 @@ def version_reject(request: HttpRequest, pk: int) -> HttpResponse:
 def version_review_confirm(request: HttpRequest, pk: int) -> HttpResponse:
     """A re-review that keeps an ACTIVE version: its review-by date moves on (version_review_confirm)."""
     version = get_version_for_user(request, pk, for_="approve")
-    version = library_services.version_review_confirm(version=version, user=request.user, comment=request.POST.get("comment", ""))
+    version = library_services.version_review_confirm(
+        version=version, user=request.user, comment=request.POST.get("comment", "")
+    )
     return _after_write(request, version, f"Reviewed {version}; next review by {version.review_by:%Y-%m-%d}.")
 
 
@@ -226,17 +232,24 @@ def version_review_confirm(request: HttpRequest, pk: int) -> HttpResponse:
 def version_comment(request: HttpRequest, pk: int) -> HttpResponse:
     version = get_version_for_user(request, pk, for_="review")
     comment_create(
-        version=version, user=request.user, body=posted_form(request, CommentForm, invalid="A comment cannot be empty.")["body"]
+        version=version,
+        user=request.user,
+        body=posted_form(request, CommentForm, invalid="A comment cannot be empty.")["body"],
     )
     return _after_thread_write(request, version, "Comment added.")
 
 
-def _after_thread_write(request: HttpRequest, version: ProcedureVersion, text: str, anchor: str = "comments") -> HttpResponse:
+def _after_thread_write(
+    request: HttpRequest, version: ProcedureVersion, text: str, anchor: str = "comments"
+) -> HttpResponse:
     if request.htmx:
         # the decision panel's unresolved count goes along out of band
         context = {
-            "version": version, "can_review": True, "oob_threads": True,
-            "is_candidate": version.status == Status.CANDIDATE, **threads_context(version),
+            "version": version,
+            "can_review": True,
+            "oob_threads": True,
+            "is_candidate": version.status == Status.CANDIDATE,
+            **threads_context(version),
         }
         return render(request, "reviews/version_detail.html#comments", context)
     messages.success(request, text)
@@ -267,14 +280,18 @@ def thread_reply_view(request: HttpRequest, pk: int) -> HttpResponse:
 def thread_resolve(request: HttpRequest, pk: int) -> HttpResponse:
     thread = get_thread_for_user(request, pk, for_="review")
     thread_set_resolved(thread=thread, user=request.user, resolved=True)
-    return _after_thread_write(request, thread.version, f"Thread on {thread.anchor_label} resolved.", f"thread-{thread.pk}")
+    return _after_thread_write(
+        request, thread.version, f"Thread on {thread.anchor_label} resolved.", f"thread-{thread.pk}"
+    )
 
 
 @post_action
 def thread_reopen(request: HttpRequest, pk: int) -> HttpResponse:
     thread = get_thread_for_user(request, pk, for_="review")
     thread_set_resolved(thread=thread, user=request.user, resolved=False)
-    return _after_thread_write(request, thread.version, f"Thread on {thread.anchor_label} reopened.", f"thread-{thread.pk}")
+    return _after_thread_write(
+        request, thread.version, f"Thread on {thread.anchor_label} reopened.", f"thread-{thread.pk}"
+    )
 
 
 @require_http_methods(["GET", "POST"])
@@ -327,7 +344,9 @@ def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         user = request.user
         if user.pk in {version.proposed_by_id, version.edited_by_id}:
-            raise PermissionDenied("You proposed or last edited this version; another approver must decide (four-eyes rule).")
+            raise PermissionDenied(
+                "You proposed or last edited this version; another approver must decide (four-eyes rule)."
+            )
         authored = library_services.authored_since_active(version, user)
         if authored:
             raise PermissionDenied(
@@ -336,12 +355,20 @@ def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
             )
         if form.is_valid():
             approved = library_services.version_approve(
-                version=version, user=user, comment=form.cleaned_data["comment"],
+                version=version,
+                user=user,
+                comment=form.cleaned_data["comment"],
                 acknowledge_conflicts=form.cleaned_data["acknowledge_conflicts"],
             )
             if approved.status == Status.APPROVED:
-                return _after_write(request, version, f"Approved {version}: it is in staging; production keeps its version until it is promoted.")
-            return _after_write(request, version, f"Approved {version}: it is now ACTIVE for {version.procedure.agent}.")
+                return _after_write(
+                    request,
+                    version,
+                    f"Approved {version}: it is in staging; production keeps its version until it is promoted.",
+                )
+            return _after_write(
+                request, version, f"Approved {version}: it is now ACTIVE for {version.procedure.agent}."
+            )
     can_approve = user_can_approve(request.user, version.procedure)
     context = {
         "version": version,
@@ -351,7 +378,9 @@ def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
         "conflicts": _conflicts(version),
         "can_approve": can_approve,
         "active": selectors.active_version_of(version.procedure),
-        "unresolved_threads": Thread.objects.filter(version__procedure_id=version.procedure_id, resolved_at__isnull=True).count(),
+        "unresolved_threads": Thread.objects.filter(
+            version__procedure_id=version.procedure_id, resolved_at__isnull=True
+        ).count(),
     }
     template = "reviews/version_approve.html"
     if request.htmx:
@@ -388,7 +417,9 @@ def eval_panel_context(request: HttpRequest, version: ProcedureVersion) -> dict:
             conflicts=_conflicts(version),
             can_approve=user_can_approve(request.user, version.procedure),
             siblings=selectors.versions_of(version.procedure),
-            unresolved_threads=Thread.objects.filter(version__procedure_id=version.procedure_id, resolved_at__isnull=True).count(),
+            unresolved_threads=Thread.objects.filter(
+                version__procedure_id=version.procedure_id, resolved_at__isnull=True
+            ).count(),
             **claim_context(request, version),
         )
     return context

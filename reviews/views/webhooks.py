@@ -27,34 +27,73 @@ def webhook_list(request: HttpRequest, agent: str) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            webhook, secret = webhook_create(agent=target, user=request.user, name=data["name"], url=data["url"],
-                                             events=data["events"], body_format=data["body_format"])
+            webhook, secret = webhook_create(
+                agent=target,
+                user=request.user,
+                name=data["name"],
+                url=data["url"],
+                events=data["events"],
+                body_format=data["body_format"],
+            )
         except ValidationError as exc:
             add_service_errors(form, exc)
         else:
             if not data["is_active"]:
-                webhook = webhook_update(webhook=webhook, user=request.user, name=webhook.name, url=webhook.url,
-                                         events=webhook.events, body_format=webhook.body_format, is_active=False)
+                webhook = webhook_update(
+                    webhook=webhook,
+                    user=request.user,
+                    name=webhook.name,
+                    url=webhook.url,
+                    events=webhook.events,
+                    body_format=webhook.body_format,
+                    is_active=False,
+                )
             # no redirect: the secret is in this response only
             return _detail(request, webhook, secret=secret, status=201)
     latest = WebhookDelivery.objects.filter(webhook=OuterRef("pk")).order_by("-created_at", "-id")
-    webhooks = Webhook.objects.filter(agent=target).order_by("name", "id").annotate(
-        last_status=Subquery(latest.values("status")[:1]),
-        last_code=Subquery(latest.values("response_code")[:1]),
-        last_at=Subquery(latest.values("created_at")[:1]),
+    webhooks = (
+        Webhook.objects.filter(agent=target)
+        .order_by("name", "id")
+        .annotate(
+            last_status=Subquery(latest.values("status")[:1]),
+            last_code=Subquery(latest.values("response_code")[:1]),
+            last_at=Subquery(latest.values("created_at")[:1]),
+        )
     )
-    return render(request, "reviews/webhooks/list.html", {"agent": target, "webhooks": webhooks, "form": form, "tab": "webhooks"},
-                  status=400 if request.method == "POST" else 200)
+    return render(
+        request,
+        "reviews/webhooks/list.html",
+        {"agent": target, "webhooks": webhooks, "form": form, "tab": "webhooks"},
+        status=400 if request.method == "POST" else 200,
+    )
 
 
-def _detail(request: HttpRequest, webhook: Webhook, *, form: WebhookForm | None = None, secret: str = "",
-            status: int = 200) -> HttpResponse:
-    form = form or WebhookForm(initial={"name": webhook.name, "url": webhook.url, "events": webhook.events,
-                                        "body_format": webhook.body_format, "is_active": webhook.is_active})
+def _detail(
+    request: HttpRequest, webhook: Webhook, *, form: WebhookForm | None = None, secret: str = "", status: int = 200
+) -> HttpResponse:
+    form = form or WebhookForm(
+        initial={
+            "name": webhook.name,
+            "url": webhook.url,
+            "events": webhook.events,
+            "body_format": webhook.body_format,
+            "is_active": webhook.is_active,
+        }
+    )
     deliveries = webhook.deliveries.all()[:LOG_ROWS]
-    return render(request, "reviews/webhooks/detail.html",
-                  {"agent": webhook.agent, "webhook": webhook, "form": form, "secret": secret,
-                   "deliveries": deliveries, "tab": "webhooks"}, status=status)
+    return render(
+        request,
+        "reviews/webhooks/detail.html",
+        {
+            "agent": webhook.agent,
+            "webhook": webhook,
+            "form": form,
+            "secret": secret,
+            "deliveries": deliveries,
+            "tab": "webhooks",
+        },
+        status=status,
+    )
 
 
 @require_http_methods(["GET", "POST"])

@@ -51,8 +51,11 @@ def page(browser):
     violations: list[str] = []
     page.on(
         "console",
-        lambda message: violations.append(f"{message.text} (at {message.location} on {page.url})")
-        if "Content Security Policy" in message.text else None,
+        lambda message: (
+            violations.append(f"{message.text} (at {message.location} on {page.url})")
+            if "Content Security Policy" in message.text
+            else None
+        ),
     )
     yield page
     context.close()

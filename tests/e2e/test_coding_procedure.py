@@ -26,10 +26,24 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases
 
 
 @pytest.mark.timeout(1200)  # imports and mines the 231 sessions, then an eval run
-def test_reviewer_reads_a_family_candidate_and_the_approver_approves_it_after_its_eval(live_server, page, screenshot, swebench_dir, eval_worker):  # noqa: F811
+def test_reviewer_reads_a_family_candidate_and_the_approver_approves_it_after_its_eval(
+    live_server, page, screenshot, swebench_dir, eval_worker
+):  # noqa: F811
     seed_demo()
-    call_command("import_sessions", str(SWEBENCH_TRAJS), "--format", "mini-swe-agent", "--outcomes", str(SWEBENCH_RESULTS),
-                 "--agent", "swe-gemini", "--create-agent", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(
+        "import_sessions",
+        str(SWEBENCH_TRAJS),
+        "--format",
+        "mini-swe-agent",
+        "--outcomes",
+        str(SWEBENCH_RESULTS),
+        "--agent",
+        "swe-gemini",
+        "--create-agent",
+        "--no-progress",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     agent = Agent.objects.get(name="swe-gemini")
     run = mining_run_execute(agent=agent)
     version = ProcedureVersion.objects.get(mining_run=run, procedure__key="fix.django.forms")
@@ -39,8 +53,15 @@ def test_reviewer_reads_a_family_candidate_and_the_approver_approves_it_after_it
     agent.save()
     intent = version.procedure.intent
     for number in range(8):
-        regression_case_create(agent=agent, intent=intent, actor_label="test", name=f"forms task {number}",
-                               task=f"ModelForm in django/forms/models.py loses the initial value of field {number}", expected_tools=["runtests.py"], forbidden_tools=["django_test"])
+        regression_case_create(
+            agent=agent,
+            intent=intent,
+            actor_label="test",
+            name=f"forms task {number}",
+            task=f"ModelForm in django/forms/models.py loses the initial value of field {number}",
+            expected_tools=["runtests.py"],
+            forbidden_tools=["django_test"],
+        )
     base = live_server.url
 
     # the reviewer reads the candidate

@@ -33,5 +33,8 @@ def test_reviewer_reads_a_conditional_step(live_server, page, screenshot):
     assert conditions.count() == 1
     assert "lookupOrder returned shipping = 'express'" in conditions.first.inner_text()
     assert "that called refundShipping next" in conditions.first.inner_text()
-    assert "→ status: delayed, shipping: standard, customer.tier: gold" in evidence.locator("details.excerpt").first.inner_text()
+    assert (
+        "→ status: delayed, shipping: standard, customer.tier: gold"
+        in evidence.locator("details.excerpt").first.inner_text()
+    )
     screenshot(page, "conditional-step")

@@ -48,7 +48,9 @@ def test_admin_erases_a_version_and_the_agent_json_drops_it(live_server, page, s
     assert VersionTombstone.objects.get(version=v2).erased_by.username == "admin"
 
 
-def test_admin_erases_a_staged_version_and_the_staging_json_drops_it(live_server, page, screenshot, demo_with_two_versions):  # noqa: F811
+def test_admin_erases_a_staged_version_and_the_staging_json_drops_it(
+    live_server, page, screenshot, demo_with_two_versions
+):  # noqa: F811
     """With staging: an approved v3 waits in staging (production serves v2); erasing it drops it from
     the staging JSON at once (staging serves the production version again), production unchanged."""
     from django.contrib.auth import get_user_model
@@ -65,12 +67,20 @@ def test_admin_erases_a_staged_version_and_the_staging_json_drops_it(live_server
     users = get_user_model().objects
     v2 = ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2)
     v3 = services.version_revise(
-        version=v2, user=users.get(username="reviewer"), applies_when=v2.applies_when,
-        steps=[*v2.steps[:-1], "Tell the customer the expected wait with replyTemplates({{order_id}}, 'approval_pending')."],
-        required_tools=v2.required_tools, forbidden_actions=v2.forbidden_actions,
+        version=v2,
+        user=users.get(username="reviewer"),
+        applies_when=v2.applies_when,
+        steps=[
+            *v2.steps[:-1],
+            "Tell the customer the expected wait with replyTemplates({{order_id}}, 'approval_pending').",
+        ],
+        required_tools=v2.required_tools,
+        forbidden_actions=v2.forbidden_actions,
     )
     make_passing_eval(v3)
-    services.version_approve(version=v3, user=users.get(username="approver"), comment="staging first", acknowledge_conflicts=True)
+    services.version_approve(
+        version=v3, user=users.get(username="approver"), comment="staging first", acknowledge_conflicts=True
+    )
     staging, staging_etag = _get(live_server.url, token, environment="staging")
     assert _served(staging)["refund.over_limit"] == 3
 

@@ -39,12 +39,15 @@ def demo_with_two_versions():
     """The demo data with its mined candidate refund.over_limit v2 approved (by the approver, after
     a passing eval), so v1 is RETIRED and can be rolled back to. Returns a read token."""
     from django.contrib.auth import get_user_model
+
     from library.api.tokens import token_create
 
     seed_demo()
     v2 = ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2, status=Status.CANDIDATE)
     make_passing_eval(v2)
-    services.version_approve(version=v2, user=get_user_model().objects.get(username="approver"), comment="mined and replayed")
+    services.version_approve(
+        version=v2, user=get_user_model().objects.get(username="approver"), comment="mined and replayed"
+    )
     _token, raw = token_create(agent=Agent.objects.get(name="support_agent"), scope="read", name="e2e")
     return raw
 
@@ -106,7 +109,12 @@ def _seed_sessions(agent: Agent) -> None:
     """Three weeks of sessions: the agent switched from demo-model-1 to demo-model-2 nine days ago,
     after which refund.over_limit v1 resolves far less often."""
     intents = {i.name: i for i in agent.intents.all()}
-    versions = {v.procedure.key: v for v in ProcedureVersion.objects.filter(procedure__agent=agent, status=Status.ACTIVE).select_related("procedure")}
+    versions = {
+        v.procedure.key: v
+        for v in ProcedureVersion.objects.filter(procedure__agent=agent, status=Status.ACTIVE).select_related(
+            "procedure"
+        )
+    }
     rows = []
     today = timezone.localdate()
     for days_ago in range(20, -1, -1):
@@ -117,13 +125,19 @@ def _seed_sessions(agent: Agent) -> None:
             version = versions[key]
             bare = i % 5 == 0
             good = (i % 10) < (4 if (model == "demo-model-2" and key == "refund.over_limit") else 8)
-            rows.append(AgentSession(
-                agent=agent, session_id=f"e2e-{days_ago}-{i}", intent=intents[version.procedure.intent.name],
-                resolved=good, escalated=False, model=model,
-                injected=[] if bare else [{"id": key, "version": version.number}],
-                instruction_chars=None if bare else 900 + 37 * (i % 11),
-                ended_at=timezone.make_aware(datetime.combine(day, time(9 + i % 8))),
-            ))
+            rows.append(
+                AgentSession(
+                    agent=agent,
+                    session_id=f"e2e-{days_ago}-{i}",
+                    intent=intents[version.procedure.intent.name],
+                    resolved=good,
+                    escalated=False,
+                    model=model,
+                    injected=[] if bare else [{"id": key, "version": version.number}],
+                    instruction_chars=None if bare else 900 + 37 * (i % 11),
+                    ended_at=timezone.make_aware(datetime.combine(day, time(9 + i % 8))),
+                )
+            )
     AgentSession.objects.bulk_create(rows)
     metrics_refresh(agent=agent)
 

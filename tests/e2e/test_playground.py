@@ -13,7 +13,9 @@ from tests.e2e.conftest import sign_in
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
 
 
-def test_reviewer_types_a_task_and_sees_the_block(live_server, page, screenshot, candidate, other_procedure, admin_user, reviewer):
+def test_reviewer_types_a_task_and_sees_the_block(
+    live_server, page, screenshot, candidate, other_procedure, admin_user, reviewer
+):
     make_active(candidate, admin_user)
     make_active(other_procedure.versions.get(number=1), admin_user)
     serving.clear_cache()

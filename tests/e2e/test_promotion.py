@@ -34,7 +34,9 @@ def _get(base_url: str, token: str, **params) -> tuple[dict, str]:
 
 def _report(base_url: str, token: str, sessions: list[dict]) -> None:
     request = urllib.request.Request(
-        f"{base_url}/api/v1/sessions", data=json.dumps(sessions).encode(), method="POST",
+        f"{base_url}/api/v1/sessions",
+        data=json.dumps(sessions).encode(),
+        method="POST",
         headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
     )
     with urllib.request.urlopen(request, timeout=30) as response:
@@ -81,7 +83,11 @@ def test_staging_then_a_rollout_to_a_fifth_then_complete(live_server, page, scre
     page.click("#approve-submit")
     page.wait_for_selector("#approved-notice")
     notice = page.locator("#approved-notice").inner_text()
-    assert "approved, not yet in production" in notice and "Served in staging" in notice and "Production serves v1" in notice
+    assert (
+        "approved, not yet in production" in notice
+        and "Served in staging" in notice
+        and "Production serves v1" in notice
+    )
     screenshot(page, "01-approved-in-staging")
     production, production_etag = _get(base, read)
     staging, staging_etag = _get(base, read, environment="staging")
@@ -96,7 +102,10 @@ def test_staging_then_a_rollout_to_a_fifth_then_complete(live_server, page, scre
     screenshot(page, "02-environments")
     page.click("#environments >> text=Promote v2…")
     # production needs its own eval: the promote page runs it and shows the verdict
-    assert "No passing eval of this exact content against production's set yet" in page.locator("#promotion-blockers").inner_text()
+    assert (
+        "No passing eval of this exact content against production's set yet"
+        in page.locator("#promotion-blockers").inner_text()
+    )
     page.click("#start-promotion-eval")
     page.wait_for_load_state("networkidle")
     page.locator("#promotion-eval-verdict").wait_for()
@@ -122,14 +131,20 @@ def test_staging_then_a_rollout_to_a_fifth_then_complete(live_server, page, scre
         session = f"e2e-{n}"
         served, _ = _get(base, read, session=session)
         (record,) = [p for p in served["procedures"] if p["id"] == "refund.over_limit"]
-        assert served["arms"]["refund.over_limit"] == record["arm"] and record["version"] == (2 if record["arm"] == "rollout" else 1)
+        assert served["arms"]["refund.over_limit"] == record["arm"] and record["version"] == (
+            2 if record["arm"] == "rollout" else 1
+        )
         arms[record["arm"]] += 1
-        reports.append({
-            "session_id": session, "intent": "refund_over_limit", "task": "refund above the limit",
-            "outcome": {"resolved": n % 5 != 0 if record["arm"] == "rollout" else n % 2 == 0},
-            "tool_calls": [{"name": "lookupOrder"}, {"name": "checkReturnWindow"}, {"name": "createApproval"}],
-            "injected": [{"id": record["id"], "version": record["version"], "arm": record["arm"]}],
-        })
+        reports.append(
+            {
+                "session_id": session,
+                "intent": "refund_over_limit",
+                "task": "refund above the limit",
+                "outcome": {"resolved": n % 5 != 0 if record["arm"] == "rollout" else n % 2 == 0},
+                "tool_calls": [{"name": "lookupOrder"}, {"name": "checkReturnWindow"}, {"name": "createApproval"}],
+                "injected": [{"id": record["id"], "version": record["version"], "arm": record["arm"]}],
+            }
+        )
     assert arms["rollout"] > 0 and arms["control"] > arms["rollout"]
     _report(base, ingest, reports)
 

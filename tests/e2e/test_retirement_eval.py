@@ -16,12 +16,16 @@ from tests.e2e.conftest import sign_in
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
 
 
-def test_admin_evaluates_retiring_from_the_version_page_and_sees_the_verdict_before_confirming(live_server, page, screenshot):
+def test_admin_evaluates_retiring_from_the_version_page_and_sees_the_verdict_before_confirming(
+    live_server, page, screenshot
+):
     # given the demo with its mined refund candidate v2 approved (v1 retired)
     seed_demo()
     v2 = ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2, status=Status.CANDIDATE)
     make_passing_eval(v2)
-    services.version_approve(version=v2, user=get_user_model().objects.get(username="approver"), comment="mined and replayed")
+    services.version_approve(
+        version=v2, user=get_user_model().objects.get(username="approver"), comment="mined and replayed"
+    )
 
     # when the admin opens v2's version page and evaluates retiring it
     sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])

@@ -34,7 +34,9 @@ def refund_candidate() -> ProcedureVersion:
         return existing
     agent = Agent.objects.get(name="support_agent")
     return services.procedure_propose(
-        agent=agent, intent=agent.intents.get(name="refund_over_limit"), key="refund.over_limit",
+        agent=agent,
+        intent=agent.intents.get(name="refund_over_limit"),
+        key="refund.over_limit",
         applies_when="The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
         steps=[
             "Look up the order with lookupOrder({{order_id}}).",
@@ -43,8 +45,13 @@ def refund_candidate() -> ProcedureVersion:
             "Tell the customer the expected wait with replyTemplates('approval_pending').",
         ],
         required_tools=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
-        forbidden_actions=["Do not refund an order outside its return window.", "Do not promise a refund date before approval."],
-        source=Source.MINED, actor_label="miner", skeleton=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
+        forbidden_actions=[
+            "Do not refund an order outside its return window.",
+            "Do not promise a refund date before approval.",
+        ],
+        source=Source.MINED,
+        actor_label="miner",
+        skeleton=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
         evidence={"support": 118, "resolved": 140, "failed": 60, "failedWithSkeleton": 9},
     )
 
@@ -102,7 +109,9 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot, eval_w
     assert "Comparing v2 with v1" in page.locator(".compare-line").inner_text()
     steps = page.locator('[data-field="steps"]')
     assert steps.locator("tr.row-added").count() + steps.locator("tr.row-changed").count() >= 1
-    assert "createApproval" in steps.locator("ins").all_inner_texts()[0] + " ".join(steps.locator("td.new").all_inner_texts())
+    assert "createApproval" in steps.locator("ins").all_inner_texts()[0] + " ".join(
+        steps.locator("td.new").all_inner_texts()
+    )
     assert "118 of 140" in page.locator("#evidence").inner_text()
     assert "9 of 60" in page.locator("#evidence").inner_text()
     screenshot(page, "03-candidate")
@@ -127,7 +136,9 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot, eval_w
     # a forged POST is refused by the server
     token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
     forged = page.request.post(
-        f"{base}/versions/{candidate.pk}/approve/", form={"confirm": "on"}, headers={"X-CSRFToken": token, "Referer": page.url}
+        f"{base}/versions/{candidate.pk}/approve/",
+        form={"confirm": "on"},
+        headers={"X-CSRFToken": token, "Referer": page.url},
     )
     assert forged.status == 403
     candidate.refresh_from_db()
@@ -198,7 +209,10 @@ def test_write_a_procedure_by_hand_then_edit_it(live_server, page, screenshot):
     page.select_option("#id_intent", label="refund_within_limit")
     page.fill("#id_key", "refund.damaged_item")
     page.fill("#id_applies_when", "The customer reports that an item arrived damaged.")
-    page.fill("#id_steps", "Look up the order with lookupOrder({{order_id}}).\nAsk for a photo of the damage <script>alert(1)</script>.\nReply with replyTemplates('damage_received').")
+    page.fill(
+        "#id_steps",
+        "Look up the order with lookupOrder({{order_id}}).\nAsk for a photo of the damage <script>alert(1)</script>.\nReply with replyTemplates('damage_received').",
+    )
     page.check("input[value=lookupOrder]")
     page.check("input[value=replyTemplates]")
     page.fill("#id_forbidden_actions", "Do not promise a replacement before the photo is checked.")
@@ -212,7 +226,10 @@ def test_write_a_procedure_by_hand_then_edit_it(live_server, page, screenshot):
 
     page.click("text=Edit (makes v2)")
     assert "The old eval no longer counts" in page.locator(".notice-warn").inner_text()
-    page.fill("#id_steps", "Look up the order with lookupOrder({{order_id}}).\nAsk for a photo of the damage.\nReply with replyTemplates('damage_received').")
+    page.fill(
+        "#id_steps",
+        "Look up the order with lookupOrder({{order_id}}).\nAsk for a photo of the damage.\nReply with replyTemplates('damage_received').",
+    )
     page.fill("#id_reason", "removed markup")
     screenshot(page, "03-edit")
     page.click("button:has-text('Save as a new version')")

@@ -38,7 +38,14 @@ def accounts(tmp_path):
     def write(**people):
         path.write_text(json.dumps(people))
 
-    write(alice={"email": "alice@example.com", "preferred_username": "alice", "name": "Alice", "groups": ["procmem-reviewers"]})
+    write(
+        alice={
+            "email": "alice@example.com",
+            "preferred_username": "alice",
+            "name": "Alice",
+            "groups": ["procmem-reviewers"],
+        }
+    )
     write.path = path
     return write
 
@@ -52,7 +59,10 @@ def provider(live_server, accounts, settings, reviewers_group):
     issuer = f"http://127.0.0.1:{port}"
     process = subprocess.Popen(
         [node, "provider.mjs", str(port), f"{live_server.url}/oidc/callback/", str(accounts.path)],
-        cwd=PROVIDER_DIR, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=PROVIDER_DIR,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={"PATH": "/usr/bin:/bin:/usr/local/bin", "ID_TOKEN_TTL": str(ID_TOKEN_TTL)},
     )
     try:
@@ -78,8 +88,11 @@ def provider(live_server, accounts, settings, reviewers_group):
         settings.PROCMEM_OIDC_ISSUER = issuer
         settings.OIDC_STORE_ID_TOKEN = True  # so the test can check the provider's real token afterwards
         settings.PROCMEM_OIDC_RULES_TEXT = "procmem-reviewers -> group:reviewers"
-        settings.AUTHENTICATION_BACKENDS = [*settings.AUTHENTICATION_BACKENDS[:-1], "reviews.sso.ProcmemOIDCBackend",
-                                            settings.AUTHENTICATION_BACKENDS[-1]]
+        settings.AUTHENTICATION_BACKENDS = [
+            *settings.AUTHENTICATION_BACKENDS[:-1],
+            "reviews.sso.ProcmemOIDCBackend",
+            settings.AUTHENTICATION_BACKENDS[-1],
+        ]
         yield issuer
     finally:
         process.terminate()
@@ -104,7 +117,9 @@ def _session(page) -> SessionStore:
     return SessionStore(session_key=cookie["value"])
 
 
-def test_a_group_claim_grants_review_and_its_removal_takes_it_away(browser, provider, live_server, accounts, screenshot):
+def test_a_group_claim_grants_review_and_its_removal_takes_it_away(
+    browser, provider, live_server, accounts, screenshot
+):
     # when: alice signs in for the first time
     context = browser.new_context()
     page = context.new_page()
@@ -116,7 +131,9 @@ def test_a_group_claim_grants_review_and_its_removal_takes_it_away(browser, prov
     assert alice.email == "alice@example.com" and not alice.has_usable_password()
     assert user_is_reviewer(alice)
     assert int(_session(page)["_auth_user_id"]) == alice.pk
-    assert AuditEvent.objects.filter(actor_label=SSO_ACTOR, action=AuditEvent.Action.GRANT, after__user="alice").exists()
+    assert AuditEvent.objects.filter(
+        actor_label=SSO_ACTOR, action=AuditEvent.Action.GRANT, after__user="alice"
+    ).exists()
     context.close()
 
     # when: the provider drops the group, and she signs in again (a new browser)
@@ -221,7 +238,10 @@ def _another_subject(token: str) -> str:
     import jwt
 
     header, _, signature = token.split(".")
-    claims = jwt.decode(token, options={"verify_signature": False}) | {"sub": "mallory", "preferred_username": "mallory"}
+    claims = jwt.decode(token, options={"verify_signature": False}) | {
+        "sub": "mallory",
+        "preferred_username": "mallory",
+    }
     return ".".join([header, jwt.utils.base64url_encode(json.dumps(claims).encode()).decode(), signature])
 
 

@@ -75,8 +75,12 @@ def test_token_created_used_and_revoked(live_server, page, screenshot):
     refused = _active_set(page, base, raw)
     assert refused.status in (401, 403), refused.status
     assert refused.json()["error"]["code"]
-    assert AuditEvent.objects.filter(action=AuditEvent.Action.TOKEN_CREATE, after__token=token.prefix, actor__username="admin").exists()
-    assert AuditEvent.objects.filter(action=AuditEvent.Action.TOKEN_REVOKE, before__token=token.prefix, actor__username="admin").exists()
+    assert AuditEvent.objects.filter(
+        action=AuditEvent.Action.TOKEN_CREATE, after__token=token.prefix, actor__username="admin"
+    ).exists()
+    assert AuditEvent.objects.filter(
+        action=AuditEvent.Action.TOKEN_REVOKE, before__token=token.prefix, actor__username="admin"
+    ).exists()
 
 
 def test_a_revoke_the_admin_cancels_keeps_the_token(live_server, page):

@@ -48,8 +48,11 @@ def test_webhook_delivered_signed_then_a_failing_receiver_retried(live_server, p
     page.click("nav.tabs >> text=Webhooks")
     screenshot(page, "01-webhooks-empty")
 
-    with Receiver(port=8121) as good, Receiver(port=8122, statuses=[500, 503, 200]) as flaky, \
-            Receiver(port=8123, statuses=[500]) as down:
+    with (
+        Receiver(port=8121) as good,
+        Receiver(port=8122, statuses=[500, 503, 200]) as flaky,
+        Receiver(port=8123, statuses=[500]) as down,
+    ):
         # --- a webhook to a receiver that answers -----------------------------------------------
         secret = _add_webhook(page, base, "team chat", good.url, ["version.approved", "eval.finished"])
         assert secret.startswith("whsec_")
@@ -61,8 +64,12 @@ def test_webhook_delivered_signed_then_a_failing_receiver_retried(live_server, p
         assert len(good.received) == 1
         got = good.received[0]
         assert got.headers["x-procmem-event"] == "webhook.test"
-        assert signature_valid(secret=secret, timestamp_header=got.headers["x-procmem-timestamp"],
-                               signature_header=got.headers["x-procmem-signature"], body=got.body)
+        assert signature_valid(
+            secret=secret,
+            timestamp_header=got.headers["x-procmem-timestamp"],
+            signature_header=got.headers["x-procmem-signature"],
+            body=got.body,
+        )
         assert secret not in page.content()  # shown once only
         screenshot(page, "03-test-delivered")
 
@@ -72,8 +79,12 @@ def test_webhook_delivered_signed_then_a_failing_receiver_retried(live_server, p
         services.version_approve(version=v2, user=get_user_model().objects.get(username="approver"), comment="replayed")
         approved = json.loads(good.received[-1].body)
         assert approved["event"] == "version.approved" and approved["data"]["version"] == 2
-        assert signature_valid(secret=secret, timestamp_header=good.received[-1].headers["x-procmem-timestamp"],
-                               signature_header=good.received[-1].headers["x-procmem-signature"], body=good.received[-1].body)
+        assert signature_valid(
+            secret=secret,
+            timestamp_header=good.received[-1].headers["x-procmem-timestamp"],
+            signature_header=good.received[-1].headers["x-procmem-signature"],
+            body=good.received[-1].body,
+        )
         page.reload()
         assert page.locator("#deliveries tbody tr[data-event='version.approved'][data-status='succeeded']").count() == 1
 

@@ -23,34 +23,59 @@ TOOLS = [
 ]
 
 
-def run_agent(tracer, *, conversation: str | None = "conv-1", tools=TOOLS, model: str = "gpt-4o", fail: str = "") -> None:
+def run_agent(
+    tracer, *, conversation: str | None = "conv-1", tools=TOOLS, model: str = "gpt-4o", fail: str = ""
+) -> None:
     """One session: an invoke_agent root, a chat span holding the user's request, one execute_tool
     span per tool call (in order), and a last chat span with the reply."""
     common = {"gen_ai.conversation.id": conversation} if conversation else {}
-    with tracer.start_as_current_span("invoke_agent support", attributes={
-        "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "support", "http.route": "/chat", **common,
-    }):
+    with tracer.start_as_current_span(
+        "invoke_agent support",
+        attributes={
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": "support",
+            "http.route": "/chat",
+            **common,
+        },
+    ):
         messages = [
             {"role": "system", "parts": [{"type": "text", "content": "You are a support agent."}]},
             {"role": "user", "parts": [{"type": "text", "content": TASK}]},
         ]
-        with tracer.start_as_current_span(f"chat {model}", attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": model, "gen_ai.input.messages": json.dumps(messages), **common,
-        }):
+        with tracer.start_as_current_span(
+            f"chat {model}",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": model,
+                "gen_ai.input.messages": json.dumps(messages),
+                **common,
+            },
+        ):
             pass
         for name, args, result in tools:
-            with tracer.start_as_current_span(f"execute_tool {name}", attributes={
-                "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": name,
-                "gen_ai.tool.call.arguments": json.dumps(args),
-                "gen_ai.tool.call.result": result if isinstance(result, str) else json.dumps(result), **common,
-            }) as span:
+            with tracer.start_as_current_span(
+                f"execute_tool {name}",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.name": name,
+                    "gen_ai.tool.call.arguments": json.dumps(args),
+                    "gen_ai.tool.call.result": result if isinstance(result, str) else json.dumps(result),
+                    **common,
+                },
+            ) as span:
                 if name == fail:
                     span.set_status(Status(StatusCode.ERROR, "tool failed"))
-        with tracer.start_as_current_span(f"chat {model}", attributes={
-            "gen_ai.operation.name": "chat", "gen_ai.request.model": model,
-            "gen_ai.output.messages": json.dumps([{"role": "assistant", "parts": [{"type": "text", "content": "Your refund is approved."}]}]),
-            **common,
-        }):
+        with tracer.start_as_current_span(
+            f"chat {model}",
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": model,
+                "gen_ai.output.messages": json.dumps(
+                    [{"role": "assistant", "parts": [{"type": "text", "content": "Your refund is approved."}]}]
+                ),
+                **common,
+            },
+        ):
             pass
 
 

@@ -21,9 +21,13 @@ def _user_for(args: dict[str, Any], users: dict[str, Any]) -> str | None:
         return next((uid for uid, u in users.items() if u["email"] == args["email"]), None)
     if "first_name" in args:
         return next(
-            (uid for uid, u in users.items()
-             if u["name"]["first_name"] == args["first_name"] and u["name"]["last_name"] == args.get("last_name")
-             and u["address"]["zip"] == args.get("zip")),
+            (
+                uid
+                for uid, u in users.items()
+                if u["name"]["first_name"] == args["first_name"]
+                and u["name"]["last_name"] == args.get("last_name")
+                and u["address"]["zip"] == args.get("zip")
+            ),
             None,
         )
     return None
@@ -36,7 +40,9 @@ def retail_sessions(directory: Path, *, trials: int = 2) -> list[dict[str, Any]]
     sessions = []
     for task in tasks:
         instructions = task["user_scenario"]["instructions"]
-        opening = " ".join(part for part in (instructions.get("reason_for_call"), instructions.get("known_info")) if part)
+        opening = " ".join(
+            part for part in (instructions.get("reason_for_call"), instructions.get("known_info")) if part
+        )
         actions = task["evaluation_criteria"]["actions"] or []
         user_id = None
         order_id = None
@@ -44,9 +50,19 @@ def retail_sessions(directory: Path, *, trials: int = 2) -> list[dict[str, Any]]
         for index, action in enumerate(actions):
             args = action.get("arguments") or {}
             call_id = f"call_{task['id']}_{index}"
-            messages.append({"role": "assistant", "content": None, "tool_calls": [
-                {"id": call_id, "type": "function", "function": {"name": action["name"], "arguments": json.dumps(args)}}
-            ]})
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": action["name"], "arguments": json.dumps(args)},
+                        }
+                    ],
+                }
+            )
             found_user = _user_for(args, users)
             user_id = user_id or found_user
             if action["name"].startswith("find_user_id"):
@@ -64,10 +80,24 @@ def retail_sessions(directory: Path, *, trials: int = 2) -> list[dict[str, Any]]
         if user is not None:
             name = f"{user['name']['first_name']} {user['name']['last_name']}"
             about = f" Order {order_id} is updated." if order_id else ""
-            messages.append({"role": "assistant", "content": f"Thank you, {name}.{about} A confirmation went to {user['email']}."})
+            messages.append(
+                {"role": "assistant", "content": f"Thank you, {name}.{about} A confirmation went to {user['email']}."}
+            )
         else:
             messages.append({"role": "assistant", "content": "Is there anything else I can help with?"})
-        info = {"task": {"user_id": user_id, "actions": [{"name": a["name"], "kwargs": a.get("arguments") or {}} for a in actions]}}
+        info = {
+            "task": {
+                "user_id": user_id,
+                "actions": [{"name": a["name"], "kwargs": a.get("arguments") or {}} for a in actions],
+            }
+        }
         for trial in range(trials):
-            sessions.append({"session_id": f"retail-task{task['id']}-trial{trial}", "reward": 1.0, "info": info, "messages": messages})
+            sessions.append(
+                {
+                    "session_id": f"retail-task{task['id']}-trial{trial}",
+                    "reward": 1.0,
+                    "info": info,
+                    "messages": messages,
+                }
+            )
     return sessions

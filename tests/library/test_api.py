@@ -11,15 +11,24 @@ from django.urls import URLResolver, reverse
 from guardian.shortcuts import assign_perm
 
 from library import services
-from library.models import Agent, ApiToken, AuditEvent, LoadRefusal, ProcedureRecord, Source, Status
 from library.api.tokens import token_create
+from library.models import Agent, ApiToken, AuditEvent, LoadRefusal, ProcedureRecord, Source, Status
 from tests.conftest import _user, make_active
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")
 
 # the fields every record carries; a coding procedure adds the optional ones (preconditions, postconditions, verifyCommand)
 RECORD_FIELDS = set(ProcedureRecord.__required_keys__)
-SERVED_FIELDS = RECORD_FIELDS | {"intent", "namespace", "roles", "priority", "confidence", "rendered", "renderedChars", "renderedTokens"}
+SERVED_FIELDS = RECORD_FIELDS | {
+    "intent",
+    "namespace",
+    "roles",
+    "priority",
+    "confidence",
+    "rendered",
+    "renderedChars",
+    "renderedTokens",
+}
 
 
 def bearer(raw: str) -> dict:
@@ -65,14 +74,16 @@ def test_active_set_carries_records_tools_and_headers(client, read_token, active
     for record in body["procedures"]:
         assert set(record) == SERVED_FIELDS
         assert record["status"] == "ACTIVE" and record["approvedBy"] == "admin" and record["approvedAt"].endswith("Z")
-        assert record["rendered"].startswith(f"Procedure {record['id']} v{record['version']} (source: written by reviewers; approved by admin on 20")
+        assert record["rendered"].startswith(
+            f"Procedure {record['id']} v{record['version']} (source: written by reviewers; approved by admin on 20"
+        )
         assert "\n1. " in record["rendered"]
         assert record["renderedChars"] == len(record["rendered"])
         assert set(record["requiredTools"]) <= set(body["tools"])
         assert record["evidence"]["evalRunId"]
     assert body["refused"] == []
     etag = response["ETag"]
-    assert etag.startswith('"') and etag.endswith('"') and not etag.startswith('W/')
+    assert etag.startswith('"') and etag.endswith('"') and not etag.startswith("W/")
     assert "max-age=10" in response["Cache-Control"]
     assert "Authorization" in response["Vary"]
 
@@ -82,9 +93,15 @@ def test_every_active_record_parses_and_its_tools_are_checked(client, read_token
     versions = []
     for n, tools in enumerate([["lookupOrder"], ["lookupOrder", "createApproval"], ["lookupOrder", "issueRefund"]]):
         version = services.procedure_propose(
-            agent=agent, intent=intent, key=f"refund.case_{n}", applies_when=f"Refund case {n} applies.",
-            steps=[f"Call {t}." for t in tools] + ["Reply to the customer."], required_tools=tools,
-            forbidden_actions=[], source=Source.MANUAL, proposed_by=proposer,
+            agent=agent,
+            intent=intent,
+            key=f"refund.case_{n}",
+            applies_when=f"Refund case {n} applies.",
+            steps=[f"Call {t}." for t in tools] + ["Reply to the customer."],
+            required_tools=tools,
+            forbidden_actions=[],
+            source=Source.MANUAL,
+            proposed_by=proposer,
         )
         versions.append(version)
     # approval checks the tools too, so the third gets its tool for the approval only
@@ -106,8 +123,12 @@ def test_every_active_record_parses_and_its_tools_are_checked(client, read_token
         assert not set(record["requiredTools"]) - set(body["tools"])
     assert body["refused"] == [
         {
-            "id": "refund.case_2", "version": 1, "intent": "refund_over_limit", "reason": "missing_tools",
-            "message": "The agent lacks the required tools: issueRefund.", "missingTools": ["issueRefund"],
+            "id": "refund.case_2",
+            "version": 1,
+            "intent": "refund_over_limit",
+            "reason": "missing_tools",
+            "message": "The agent lacks the required tools: issueRefund.",
+            "missingTools": ["issueRefund"],
         }
     ]
 
@@ -135,7 +156,9 @@ def test_removed_tool_refuses_the_version_and_raises_exactly_one_alert(
     assert all("refund.over_limit v1" in m.body and "createApproval" in m.body for m in mail.outbox)
 
     # a new tool-list state that still lacks the tool raises a new alert, once
-    services.agent_set_tools(agent=agent, tools=["lookupOrder", "replyTemplates", "checkReturnWindow", "newTool"], user=admin_user)
+    services.agent_set_tools(
+        agent=agent, tools=["lookupOrder", "replyTemplates", "checkReturnWindow", "newTool"], user=admin_user
+    )
     for _ in range(2):
         with django_capture_on_commit_callbacks(execute=True):
             get_set(client, read_token)
@@ -148,7 +171,9 @@ def test_removed_tool_refuses_the_version_and_raises_exactly_one_alert(
     assert {p["id"] for p in body["procedures"]} == {"order.status", "refund.over_limit"} and body["refused"] == []
 
 
-def test_banner_counts_unresolved_refusals_for_agent_managers(client, read_token, active_pair, agent, admin_user, reviewer):
+def test_banner_counts_unresolved_refusals_for_agent_managers(
+    client, read_token, active_pair, agent, admin_user, reviewer
+):
     services.agent_set_tools(agent=agent, tools=["lookupOrder", "replyTemplates"], user=admin_user)
     get_set(client, read_token)
     client.force_login(admin_user)
@@ -189,16 +214,23 @@ def test_etag_304_and_change_after_rollback(client, read_token, active_pair, can
 
     # a new approval changes the set: new ETag, the old one no longer gives 304
     v2 = services.procedure_propose(
-        agent=candidate.procedure.agent, intent=intent, key="refund.over_limit",
+        agent=candidate.procedure.agent,
+        intent=intent,
+        key="refund.over_limit",
         applies_when="The customer asks for a refund above the agent's limit.",
         steps=list(candidate.steps) + ["Record the approval id in the ticket."],
-        required_tools=list(candidate.required_tools), forbidden_actions=list(candidate.forbidden_actions),
-        source=Source.MANUAL, proposed_by=proposer,
+        required_tools=list(candidate.required_tools),
+        forbidden_actions=list(candidate.forbidden_actions),
+        source=Source.MANUAL,
+        proposed_by=proposer,
     )
     make_active(v2, admin_user)
     changed = get_set(client, read_token, HTTP_IF_NONE_MATCH=first["ETag"])
     assert changed.status_code == 200 and changed["ETag"] != first["ETag"]
-    assert {(p["id"], p["version"]) for p in changed.json()["procedures"]} == {("order.status", 1), ("refund.over_limit", 2)}
+    assert {(p["id"], p["version"]) for p in changed.json()["procedures"]} == {
+        ("order.status", 1),
+        ("refund.over_limit", 2),
+    }
 
     # roll back: the set goes back to v1, and so do its bytes and ETag
     services.version_rollback(version=candidate, user=admin_user, reason="v2 confuses the agent")
@@ -272,7 +304,9 @@ def test_token_scopes_and_agents(client, read_token, ingest_token, active_pair, 
     assert client.get(url("select"), {"task": "refund"}, **bearer(ingest_token)).status_code == 403
     # a read token cannot write
     for method in ("post", "put", "patch", "delete"):
-        response = getattr(client, method)(url("active_set"), data=json.dumps({"id": "x"}), content_type="application/json", **bearer(read_token))
+        response = getattr(client, method)(
+            url("active_set"), data=json.dumps({"id": "x"}), content_type="application/json", **bearer(read_token)
+        )
         assert response.status_code == 405, method
         assert response.json()["error"]["code"] == "method_not_allowed"
     # agent A's token cannot read agent B, and B's cannot read A
@@ -288,16 +322,22 @@ def test_token_scopes_and_agents(client, read_token, ingest_token, active_pair, 
 
 
 def test_select_endpoint_caps_and_reports_scores(client, read_token, active_pair, agent):
-    response = client.get(url("select"), {"task": "The customer wants a refund of 900 dollars, above my limit."}, **bearer(read_token))
+    response = client.get(
+        url("select"), {"task": "The customer wants a refund of 900 dollars, above my limit."}, **bearer(read_token)
+    )
     assert response.status_code == 200
     body = response.json()
     assert [p["id"] for p in body["injected"]] == ["refund.over_limit"]
     assert body["cap"] == 2 and "ranked" not in body
-    assert body["rendered"].startswith("Reviewed procedures for this task") and body["renderedChars"] == len(body["rendered"])
+    assert body["rendered"].startswith("Reviewed procedures for this task") and body["renderedChars"] == len(
+        body["rendered"]
+    )
     assert "\n\nProcedure refund.over_limit v1 (source: written by reviewers; approved by admin on " in body["rendered"]
     assert body["setEtag"] == get_set(client, read_token)["ETag"]
 
-    diagnostic = client.get(url("select"), {"task": "Where is my order? Please check lookupOrder.", "k": "5"}, **bearer(read_token)).json()
+    diagnostic = client.get(
+        url("select"), {"task": "Where is my order? Please check lookupOrder.", "k": "5"}, **bearer(read_token)
+    ).json()
     assert len(diagnostic["ranked"]) == 2
     for candidate in diagnostic["ranked"]:
         assert set(candidate["scores"]) == {"semantic", "lexical", "exact"}
@@ -307,17 +347,30 @@ def test_select_endpoint_caps_and_reports_scores(client, read_token, active_pair
     assert len(diagnostic["injected"]) <= 2
 
     Agent.objects.filter(pk=agent.pk).update(injection_cap=1)
-    capped = client.get(url("select"), {"task": "refund above the limit for the order, lookupOrder", "k": "2"}, **bearer(read_token)).json()
+    capped = client.get(
+        url("select"), {"task": "refund above the limit for the order, lookupOrder", "k": "2"}, **bearer(read_token)
+    ).json()
     assert capped["cap"] == 1 and len(capped["injected"]) == 1
 
-    by_intent = client.get(url("select"), {"task": "refund above the limit", "intent": "order_status", "k": "3"}, **bearer(read_token)).json()
+    by_intent = client.get(
+        url("select"), {"task": "refund above the limit", "intent": "order_status", "k": "3"}, **bearer(read_token)
+    ).json()
     assert {c["id"] for c in by_intent["ranked"]} == {"order.status"}
 
     unrelated = client.get(url("select"), {"task": "Write a haiku about autumn leaves."}, **bearer(read_token)).json()
     assert unrelated["injected"] == [] and unrelated["rendered"] == ""
 
 
-@pytest.mark.parametrize("params,parameter", [({"task": "x", "k": "21"}, "k"), ({"task": "x", "k": "0"}, "k"), ({"task": "x", "k": "two"}, "k"), ({}, "task"), ({"task": "   "}, "task")])
+@pytest.mark.parametrize(
+    "params,parameter",
+    [
+        ({"task": "x", "k": "21"}, "k"),
+        ({"task": "x", "k": "0"}, "k"),
+        ({"task": "x", "k": "two"}, "k"),
+        ({}, "task"),
+        ({"task": "   "}, "task"),
+    ],
+)
 def test_select_rejects_bad_parameters(client, read_token, active_pair, params, parameter):
     response = client.get(url("select"), params, **bearer(read_token))
     assert response.status_code == 400
@@ -330,7 +383,9 @@ def test_select_rejects_bad_parameters(client, read_token, active_pair, params, 
 # --------------------------------------------------------------------------------------------- admin: tools
 
 
-def test_admin_tools_call_needs_a_manager_session_and_csrf(client, agent, admin_user, reviewer, read_token, active_pair):
+def test_admin_tools_call_needs_a_manager_session_and_csrf(
+    client, agent, admin_user, reviewer, read_token, active_pair
+):
     tools_url = url("agent_tools")
     payload = json.dumps({"tools": ["lookupOrder", "replyTemplates"], "reason": "createApproval moved to billing"})
     assert client.put(tools_url, payload, content_type="application/json").status_code == 401
@@ -404,7 +459,15 @@ def test_openapi_document_describes_every_agent_route(client, api_version):
     outcomes = document["paths"][f"/{api_version}/sessions/outcomes"]["post"]
     assert outcomes["security"] == [{"ingestToken": []}] and {"200", "207", "422"} <= set(outcomes["responses"])
     assert set(document["components"]["schemas"]["OutcomeIn"]["properties"]) == {
-        "session_id", "resolved", "escalated", "rating", "complaint", "closed_by_customer", "at", "source"}
+        "session_id",
+        "resolved",
+        "escalated",
+        "rating",
+        "complaint",
+        "closed_by_customer",
+        "at",
+        "source",
+    }
 
 
 @pytest.mark.parametrize("name", ["api:health", "api:openapi"])
@@ -418,7 +481,9 @@ def test_a_write_method_on_a_read_only_route_is_the_documented_json_405(name, me
     assert response.json()["error"]["code"] == "method_not_allowed"
 
 
-def test_embeddings_are_computed_once_per_version_and_shared_through_the_database(client, read_token, active_pair, agent):
+def test_embeddings_are_computed_once_per_version_and_shared_through_the_database(
+    client, read_token, active_pair, agent
+):
     import numpy as np
 
     from library import serving
@@ -442,7 +507,9 @@ def test_embeddings_are_computed_once_per_version_and_shared_through_the_databas
     assert VersionEmbedding.objects.count() == 2  # nothing stored twice
 
 
-def test_select_block_is_capped_in_characters_dropping_the_lower_ranked_first(client, read_token, active_pair, settings):
+def test_select_block_is_capped_in_characters_dropping_the_lower_ranked_first(
+    client, read_token, active_pair, settings
+):
     task = "refund above the limit for the order, lookupOrder"
     full = client.get(url("select"), {"task": task, "k": "2"}, **bearer(read_token)).json()
     assert [p["id"] for p in full["injected"]] == ["refund.over_limit", "order.status"]

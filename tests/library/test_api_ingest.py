@@ -5,8 +5,8 @@ import json
 import pytest
 from django.urls import reverse
 
-from library.models import Agent, AgentSession, ApiToken
 from library.api.tokens import token_create, token_revoke
+from library.models import Agent, AgentSession, ApiToken
 
 from .test_ingest import procmem_item
 
@@ -32,26 +32,38 @@ def test_route_name():
 def test_one_session_is_stored_and_a_resend_is_a_duplicate(client, agent, ingest_token):
     response = post(client, ingest_token, procmem_item("s-1"))
     assert response.status_code == 200
-    assert response.json()["stored"] == ["s-1"] and response.json()["counts"] == {"stored": 1, "duplicate": 0, "refused": 0}
+    assert response.json()["stored"] == ["s-1"] and response.json()["counts"] == {
+        "stored": 1,
+        "duplicate": 0,
+        "refused": 0,
+    }
     again = post(client, ingest_token, procmem_item("s-1"))
     assert again.status_code == 200 and again.json()["duplicate"] == ["s-1"] and again.json()["stored"] == []
     assert AgentSession.objects.filter(agent=agent).count() == 1
 
 
 def test_batch_with_bad_items_stores_the_good_ones_whole_and_names_index_and_field(client, agent, ingest_token):
-    batch = {"sessions": [
-        procmem_item("good-1"),
-        procmem_item("bad-1", tool_calls=[{"name": "lookupOrder"}, {"name": "x", "args": "not json"}]),
-        procmem_item("good-2"),
-        "not an object",
-    ]}
+    batch = {
+        "sessions": [
+            procmem_item("good-1"),
+            procmem_item("bad-1", tool_calls=[{"name": "lookupOrder"}, {"name": "x", "args": "not json"}]),
+            procmem_item("good-2"),
+            "not an object",
+        ]
+    }
     response = post(client, ingest_token, batch)
     assert response.status_code == 207
     body = response.json()
     assert body["stored"] == ["good-1", "good-2"]
     assert body["refused"][0] == {
-        "index": 1, "session_id": "bad-1",
-        "errors": [{"field": "tool_calls[1].args", "message": "is a string that is not JSON: expected ident at line 1 column 2"}],
+        "index": 1,
+        "session_id": "bad-1",
+        "errors": [
+            {
+                "field": "tool_calls[1].args",
+                "message": "is a string that is not JSON: expected ident at line 1 column 2",
+            }
+        ],
     }
     assert body["refused"][1]["index"] == 3 and body["refused"][1]["errors"][0]["field"] == "(item)"
     # nothing of the bad item exists
@@ -123,21 +135,36 @@ def test_get_is_405(client, ingest_token):
 
 
 def test_openai_format_by_query_parameter(client, agent, ingest_token):
-    item = {"session_id": "chat-1", "intent": "order_status", "outcome": {"resolved": True},
-            "messages": [{"role": "user", "content": "where is it"},
-                         {"role": "assistant", "tool_calls": [{"function": {"name": "lookupOrder", "arguments": "{}"}}]}]}
-    response = client.post(URL + "?format=openai", data=json.dumps(item), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {ingest_token}")
+    item = {
+        "session_id": "chat-1",
+        "intent": "order_status",
+        "outcome": {"resolved": True},
+        "messages": [
+            {"role": "user", "content": "where is it"},
+            {"role": "assistant", "tool_calls": [{"function": {"name": "lookupOrder", "arguments": "{}"}}]},
+        ],
+    }
+    response = client.post(
+        URL + "?format=openai",
+        data=json.dumps(item),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {ingest_token}",
+    )
     assert response.status_code == 200, response.content
     assert AgentSession.objects.get(session_id="chat-1").skeleton == ["lookupOrder"]
 
 
 def test_json_lines_body(client, agent, ingest_token):
     lines = "\n".join(json.dumps(procmem_item(f"nd-{i}")) for i in range(3)) + "\n\n"
-    response = client.post(URL, data=lines, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {ingest_token}")
+    response = client.post(
+        URL, data=lines, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {ingest_token}"
+    )
     assert response.status_code == 200, response.json()
     assert sorted(response.json()["stored"]) == ["nd-0", "nd-1", "nd-2"]
     bad = json.dumps(procmem_item("nd-9")) + "\n{broken\n"
-    response = client.post(URL, data=bad, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {ingest_token}")
+    response = client.post(
+        URL, data=bad, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {ingest_token}"
+    )
     # the broken line is refused by its line; the good one is stored
     assert response.status_code == 207 and response.json()["refused"][0]["errors"][0]["line"] == 2
     assert AgentSession.objects.filter(session_id="nd-9").exists()
@@ -150,26 +177,58 @@ def test_json_lines_body(client, agent, ingest_token):
     "bad_item, field, message",
     [
         ('{"session_id": "bad", "task": "a\\u0000b"}', "task", "NUL"),
-        ('{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": {"q": "x\\u0000"}}]}', "tool_calls[0].args.q", "NUL"),
+        (
+            '{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": {"q": "x\\u0000"}}]}',
+            "tool_calls[0].args.q",
+            "NUL",
+        ),
         ('{"session_id": "bad", "instruction_chars": 2147483648}', "instruction_chars", "0 to 2147483647"),
         ('{"session_id": "bad", "instruction_chars": 100000000000000000000000}', "instruction_chars", "64-bit"),
-        ('{"session_id": "bad", "injected": [{"id": "a.b", "version": 1000000000000000000000000000000}]}', "injected[0].version", "64-bit"),
-        ('{"session_id": "bad", "injected": [{"id": "a.b", "version": 2147483648}]}', "injected[0].version", "positive integer"),
+        (
+            '{"session_id": "bad", "injected": [{"id": "a.b", "version": 1000000000000000000000000000000}]}',
+            "injected[0].version",
+            "64-bit",
+        ),
+        (
+            '{"session_id": "bad", "injected": [{"id": "a.b", "version": 2147483648}]}',
+            "injected[0].version",
+            "positive integer",
+        ),
         ('{"session_id": "bad", "outcome": {"rating": 1e400}}', "outcome.rating", "finite"),
-        ('{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": ' + "[" * 100 + "]" * 100 + "}]}", "tool_calls[0].args", "deeper than 64"),
-        ('{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": "{\\"a\\": NaN}"}]}', "tool_calls[0].args", "not JSON"),
+        (
+            '{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": ' + "[" * 100 + "]" * 100 + "}]}",
+            "tool_calls[0].args",
+            "deeper than 64",
+        ),
+        (
+            '{"session_id": "bad", "tool_calls": [{"name": "lookupOrder", "args": "{\\"a\\": NaN}"}]}',
+            "tool_calls[0].args",
+            "not JSON",
+        ),
         ('{"session_id": "bad", "tool_calls": [{"name": "///"}]}', "tool_calls[0].name", "tool name"),
         # times no session can have ended at: far-future ones stopped every metrics refresh, and an
         # offset that carries the year past 9999 or before 1 failed the whole batch at the database
         ('{"session_id": "bad", "ended_at": "9999-12-31T23:59:59Z"}', "ended_at", "outside the dates"),
         ('{"session_id": "bad", "ended_at": "9999-12-31T23:59:59-14:00"}', "ended_at", "outside the dates"),
         ('{"session_id": "bad", "ended_at": "0001-01-01T00:00:00+14:00"}', "ended_at", "outside the dates"),
-        ('{"session_id": "bad", "ended_at": "1999-12-31T23:59:59Z"}', "ended_at", "from 2000-01-01 to one day from now"),
+        (
+            '{"session_id": "bad", "ended_at": "1999-12-31T23:59:59Z"}',
+            "ended_at",
+            "from 2000-01-01 to one day from now",
+        ),
         ('{"session_id": "bad", "ended_at": 253402300799}', "ended_at", "outside the dates"),
     ],
 )
 def test_a_bad_item_is_refused_alone_and_the_rest_stored(client, agent, ingest_token, bad_item, field, message):
-    body = '{"sessions": [' + json.dumps(procmem_item("good-1")) + ", " + bad_item + ", " + json.dumps(procmem_item("good-2")) + "]}"
+    body = (
+        '{"sessions": ['
+        + json.dumps(procmem_item("good-1"))
+        + ", "
+        + bad_item
+        + ", "
+        + json.dumps(procmem_item("good-2"))
+        + "]}"
+    )
     response = post(client, ingest_token, body)
     assert response.status_code == 207, response.content
     refused = response.json()["refused"]
@@ -196,9 +255,17 @@ def test_a_body_that_is_not_storable_json_is_a_json_400(client, agent, ingest_to
 
 
 def test_a_bad_json_lines_line_is_refused_by_its_line_and_the_rest_stored(client, agent, ingest_token):
-    lines = [json.dumps(procmem_item("l-1")), '{"session_id": "l-2", oops', "", json.dumps(procmem_item("l-3")), b'{"session_id": "\xff"}']
+    lines = [
+        json.dumps(procmem_item("l-1")),
+        '{"session_id": "l-2", oops',
+        "",
+        json.dumps(procmem_item("l-3")),
+        b'{"session_id": "\xff"}',
+    ]
     body = b"\n".join(line if isinstance(line, bytes) else line.encode() for line in lines)
-    response = client.post(URL, data=body, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {ingest_token}")
+    response = client.post(
+        URL, data=body, content_type="application/x-ndjson", HTTP_AUTHORIZATION=f"Bearer {ingest_token}"
+    )
     assert response.status_code == 207
     refused = response.json()["refused"]
     assert [(r["index"], r["errors"][0]["line"]) for r in refused] == [(1, 2), (3, 5)]
@@ -206,7 +273,9 @@ def test_a_bad_json_lines_line_is_refused_by_its_line_and_the_rest_stored(client
 
 
 def test_tool_names_as_agents_write_http_calls_are_normalised(client, agent, ingest_token):
-    item = procmem_item("http-1", tool_calls=[{"name": "GET Observation", "args": {}}, {"name": "POST /Patient/$match", "args": {}}])
+    item = procmem_item(
+        "http-1", tool_calls=[{"name": "GET Observation", "args": {}}, {"name": "POST /Patient/$match", "args": {}}]
+    )
     assert post(client, ingest_token, item).status_code == 200
     stored = AgentSession.objects.get(agent=agent, session_id="http-1")
     assert [c["name"] for c in stored.tool_calls] == ["GET_Observation", "POST_Patient_match"]
@@ -214,8 +283,17 @@ def test_tool_names_as_agents_write_http_calls_are_normalised(client, agent, ing
 
 @pytest.mark.parametrize(
     "raw, normalised",
-    [("GET Observation", "GET_Observation"), ("fhir/Patient.search", "fhir_Patient.search"), ("  spaced  out ", "spaced_out"),
-     ("7eleven", "_7eleven"), ("lookupOrder", "lookupOrder"), ("///", None), ("", None), ("x" * 200, None), (5, None)],
+    [
+        ("GET Observation", "GET_Observation"),
+        ("fhir/Patient.search", "fhir_Patient.search"),
+        ("  spaced  out ", "spaced_out"),
+        ("7eleven", "_7eleven"),
+        ("lookupOrder", "lookupOrder"),
+        ("///", None),
+        ("", None),
+        ("x" * 200, None),
+        (5, None),
+    ],
 )
 def test_the_tool_name_normalisation(raw, normalised):
     from library.ingest.formats import normalise_tool_name

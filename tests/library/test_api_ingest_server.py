@@ -22,7 +22,9 @@ def _chunked_post(base: str, path: str, chunks: list[bytes], headers: dict) -> t
     parts = urlsplit(base)
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=60)
     try:
-        connection.request("POST", path, body=iter(chunks), headers={**headers, "Transfer-Encoding": "chunked"}, encode_chunked=True)
+        connection.request(
+            "POST", path, body=iter(chunks), headers={**headers, "Transfer-Encoding": "chunked"}, encode_chunked=True
+        )
         response = connection.getresponse()
         return response.status, json.loads(response.read() or b"null")
     finally:
@@ -32,9 +34,12 @@ def _chunked_post(base: str, path: str, chunks: list[bytes], headers: dict) -> t
 def test_a_chunked_body_is_read_whole(gunicorn_server, agent, settings):
     raw = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="chunked")[1]
     body = json.dumps({"sessions": [procmem_item(f"c-{i}") for i in range(20)]}).encode()
-    chunks = [body[i:i + 1000] for i in range(0, len(body), 1000)]
+    chunks = [body[i : i + 1000] for i in range(0, len(body), 1000)]
     status, answer = _chunked_post(
-        gunicorn_server, "/api/v1/sessions", chunks, {"Authorization": f"Bearer {raw}", "Content-Type": "application/json"}
+        gunicorn_server,
+        "/api/v1/sessions",
+        chunks,
+        {"Authorization": f"Bearer {raw}", "Content-Type": "application/json"},
     )
     assert status == 200, answer
     assert answer["counts"]["stored"] == 20
@@ -46,7 +51,10 @@ def test_a_chunked_body_over_the_limit_is_a_json_413(gunicorn_server, agent, set
     limit = settings.PROCMEM_INGEST_MAX_BODY_BYTES
     chunks = [b"[" + b" " * (1 << 20)] * (limit // (1 << 20) + 2)
     status, answer = _chunked_post(
-        gunicorn_server, "/api/v1/sessions", chunks, {"Authorization": f"Bearer {raw}", "Content-Type": "application/json"}
+        gunicorn_server,
+        "/api/v1/sessions",
+        chunks,
+        {"Authorization": f"Bearer {raw}", "Content-Type": "application/json"},
     )
     assert status == 413 and answer["error"]["code"] == "body_too_large"
     assert not AgentSession.objects.filter(agent=agent).exists()

@@ -12,17 +12,24 @@ import pytest
 from django.core.management import call_command
 from django.urls import reverse
 
-from library.models import ApiToken, Status
 from library.api.tokens import token_create
+from library.models import ApiToken, Status
 from tests.conftest import TAUBENCH_DIR, make_active, require_taubench
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")
 
 RICH_EVIDENCE = {
-    "support": 118, "supportRate": 0.84, "skeletonLift": "inf", "miningRunId": 7, "proposed": True, "nearDuplicateOf": None,
+    "support": 118,
+    "supportRate": 0.84,
+    "skeletonLift": "inf",
+    "miningRunId": 7,
+    "proposed": True,
+    "nearDuplicateOf": None,
     "summary": "118 of 140 resolved tasks followed lookupOrder → createApproval.",
-    "sessionIds": ["s-1", "s-2"], "excerpts": [{"session": "s-1", "turns": [{"role": "user", "text": "Refund {{order_id}}"}]}],
-    "pairs": {"lookupOrder→createApproval": [118, 9]}, "backtest": {"verdict": "supports"},
+    "sessionIds": ["s-1", "s-2"],
+    "excerpts": [{"session": "s-1", "turns": [{"role": "user", "text": "Refund {{order_id}}"}]}],
+    "pairs": {"lookupOrder→createApproval": [118, 9]},
+    "backtest": {"verdict": "supports"},
 }
 
 
@@ -48,10 +55,19 @@ def rich_active(agent, intent, proposer, admin_user):
     from library.services import procedure_propose
 
     version = procedure_propose(
-        agent=agent, intent=intent, key="refund.mined", applies_when="The customer asks for a refund above the limit.",
-        steps=["Look up the order with lookupOrder({{order_id}}).", "Create the approval with createApproval({{order_id}})."],
-        required_tools=["lookupOrder", "createApproval"], forbidden_actions=["Do not promise a refund date."],
-        source="mined", proposed_by=proposer, evidence=RICH_EVIDENCE,
+        agent=agent,
+        intent=intent,
+        key="refund.mined",
+        applies_when="The customer asks for a refund above the limit.",
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Create the approval with createApproval({{order_id}}).",
+        ],
+        required_tools=["lookupOrder", "createApproval"],
+        forbidden_actions=["Do not promise a refund date."],
+        source="mined",
+        proposed_by=proposer,
+        evidence=RICH_EVIDENCE,
     )
     return make_active(version, admin_user)
 
@@ -65,8 +81,14 @@ def test_v2_serves_the_same_set_with_the_evidence_cut_to_its_scalar_facts(client
     [old], [new] = first["procedures"], second["procedures"]
     assert old["evidence"]["sessionIds"] == ["s-1", "s-2"]  # v1 as it was
     assert new["evidence"] == {
-        "support": 118, "supportRate": 0.84, "skeletonLift": "inf", "miningRunId": 7, "proposed": True, "nearDuplicateOf": None,
-        "summary": "118 of 140 resolved tasks followed lookupOrder → createApproval.", "evalRunId": old["evidence"]["evalRunId"],
+        "support": 118,
+        "supportRate": 0.84,
+        "skeletonLift": "inf",
+        "miningRunId": 7,
+        "proposed": True,
+        "nearDuplicateOf": None,
+        "summary": "118 of 140 resolved tasks followed lookupOrder → createApproval.",
+        "evalRunId": old["evidence"]["evalRunId"],
     }
     # everything else, the rendered text included, is v1's
     assert {k: v for k, v in new.items() if k != "evidence"} == {k: v for k, v in old.items() if k != "evidence"}
@@ -88,7 +110,10 @@ def test_v2_selection_injects_v2_records_and_names_the_v2_set(client, read_token
     assert [p["id"] for p in two["injected"]] == [p["id"] for p in one["injected"]] == ["refund.mined"]
     assert "sessionIds" not in two["injected"][0]["evidence"] and "sessionIds" in one["injected"][0]["evidence"]
     v2_set = client.get(v2("active_set"), **bearer(read_token))
-    assert two["setEtag"] == v2_set["ETag"] and one["setEtag"] == client.get(v1("active_set"), **bearer(read_token))["ETag"]
+    assert (
+        two["setEtag"] == v2_set["ETag"]
+        and one["setEtag"] == client.get(v1("active_set"), **bearer(read_token))["ETag"]
+    )
 
 
 def test_v2_keeps_every_refusal_of_v1(client, agent, admin_user, reviewer, read_token, rich_active):
@@ -102,7 +127,10 @@ def test_v2_keeps_every_refusal_of_v1(client, agent, admin_user, reviewer, read_
     assert client.get(v2("active_set"), **bearer(foreign)).json()["error"]["code"] == "wrong_agent"
     assert client.post(v2("active_set"), **bearer(read_token)).status_code == 405
     assert client.get(v2("active_set"), {"role": "Not A Role"}, **bearer(read_token)).status_code == 400
-    assert client.get(v2("active_set"), {"environment": "nowhere"}, **bearer(read_token)).json()["error"]["code"] == "unknown_environment"
+    assert (
+        client.get(v2("active_set"), {"environment": "nowhere"}, **bearer(read_token)).json()["error"]["code"]
+        == "unknown_environment"
+    )
     assert client.get(v2("select"), {"task": " "}, **bearer(read_token)).status_code == 400
     # the writes: sessions need an ingest token; the tool list a signed-in admin of the agent
     session = json.dumps({"session_id": "x", "agent": agent.name, "task": "t", "tool_calls": []})
@@ -120,9 +148,16 @@ def test_v2_keeps_every_refusal_of_v1(client, agent, admin_user, reviewer, read_
 
 def test_v2_takes_sessions_as_v1_does(client, agent, admin_user):
     ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest", user=admin_user)[1]
-    session = {"session_id": "v2-1", "agent": agent.name, "task": "Where is my order?", "tool_calls": [{"name": "lookupOrder"}],
-               "resolved": True}
-    response = client.post(reverse("api:v2:sessions"), json.dumps(session), content_type="application/json", **bearer(ingest))
+    session = {
+        "session_id": "v2-1",
+        "agent": agent.name,
+        "task": "Where is my order?",
+        "tool_calls": [{"name": "lookupOrder"}],
+        "resolved": True,
+    }
+    response = client.post(
+        reverse("api:v2:sessions"), json.dumps(session), content_type="application/json", **bearer(ingest)
+    )
     assert response.status_code in (200, 201), response.content
     assert agent.sessions.filter(session_id="v2-1").exists()
 
@@ -133,8 +168,15 @@ def test_on_procedures_mined_from_the_real_sessions_v2_is_a_fraction_of_v1(clien
     # by a reviewer, and every candidate made ACTIVE
     require_taubench()
     call_command(
-        "import_sessions", str(TAUBENCH_DIR / "gpt-4o-airline.json"), "--agent", "airline", "--create-agent",
-        "--intent-from", "taubench-actions", "--no-progress", stdout=io.StringIO(),
+        "import_sessions",
+        str(TAUBENCH_DIR / "gpt-4o-airline.json"),
+        "--agent",
+        "airline",
+        "--create-agent",
+        "--intent-from",
+        "taubench-actions",
+        "--no-progress",
+        stdout=io.StringIO(),
     )
     call_command("mine", "--agent", "airline", "--threshold", "2", stdout=io.StringIO())
     from library.mining.runs import mining_report_propose
@@ -158,7 +200,9 @@ def test_on_procedures_mined_from_the_real_sessions_v2_is_a_fraction_of_v1(clien
     assert [p["rendered"] for p in second["procedures"]] == [p["rendered"] for p in first["procedures"]]
     assert len(second["procedures"]) == len(candidates)
     for procedure in second["procedures"]:
-        assert all(value is None or isinstance(value, (str, int, float, bool)) for value in procedure["evidence"].values())
+        assert all(
+            value is None or isinstance(value, (str, int, float, bool)) for value in procedure["evidence"].values()
+        )
         assert {"support", "miningRunId", "summary"} <= set(procedure["evidence"])
     assert len(two.content) * 4 < len(one.content), (len(two.content), len(one.content))
 
@@ -176,15 +220,23 @@ def test_concurrent_v1_and_v2_fetches_of_a_fresh_set_agree(agent, intent, propos
     from library.services import procedure_propose
 
     version = procedure_propose(
-        agent=agent, intent=intent, key="refund.mined", applies_when="The customer asks for a refund above the limit.",
-        steps=["Look up the order with lookupOrder({{order_id}})."], required_tools=["lookupOrder"], forbidden_actions=[],
-        source="mined", proposed_by=proposer, evidence=RICH_EVIDENCE,
+        agent=agent,
+        intent=intent,
+        key="refund.mined",
+        applies_when="The customer asks for a refund above the limit.",
+        steps=["Look up the order with lookupOrder({{order_id}})."],
+        required_tools=["lookupOrder"],
+        forbidden_actions=[],
+        source="mined",
+        proposed_by=proposer,
+        evidence=RICH_EVIDENCE,
     )
     make_active(version, admin_user)
     token = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
     serving.clear_cache()
     live = LiveServer("127.0.0.1:0")
     try:
+
         def fetch(path: str) -> tuple[str, str, bytes]:
             request = Request(live.url + path, headers={"Authorization": f"Bearer {token}"})
             with urlopen(request, timeout=120) as response:

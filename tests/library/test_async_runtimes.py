@@ -33,7 +33,10 @@ def served(agent, candidate, other_procedure, admin_user):
 
 def select_endpoint(base: str, token: str, task: str) -> dict:
     response = requests.get(
-        f"{base}/api/v1/agents/support_agent/select", params={"task": task}, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        f"{base}/api/v1/agents/support_agent/select",
+        params={"task": task},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
     )
     assert response.status_code == 200, response.text
     return response.json()
@@ -46,12 +49,20 @@ def test_the_async_client_selects_and_renders_what_the_select_endpoint_does(guni
 
     async def scenario():
         async with AsyncProcmemClient(
-            base_url=gunicorn_process.url, agent="support_agent", token=read, ingest_token=ingest,
-            local_ranking=local_ranking, refresh_interval=0, retry_interval=0, timeout=60,
+            base_url=gunicorn_process.url,
+            agent="support_agent",
+            token=read,
+            ingest_token=ingest,
+            local_ranking=local_ranking,
+            refresh_interval=0,
+            retry_interval=0,
+            timeout=60,
         ) as procmem:
             selections = await asyncio.gather(*[procmem.select(task=REFUND_TASK) for _ in range(10)])
             text, injected = await procmem.instruction_for(task=REFUND_TASK)
-            answer = await procmem.report_session(session_id="async-1", task=REFUND_TASK, resolved=True, injected=injected)
+            answer = await procmem.report_session(
+                session_id="async-1", task=REFUND_TASK, resolved=True, injected=injected
+            )
             gunicorn_process.stop()
             after = await procmem.instruction_for(task=REFUND_TASK)
             return selections, text, injected, answer, after, procmem.last_error
@@ -61,7 +72,9 @@ def test_the_async_client_selects_and_renders_what_the_select_endpoint_does(guni
     assert all([(p["id"], p["version"]) for p in s["injected"]] == ids for s in selections)
     assert text == expected["rendered"]
     assert answer["counts"]["stored"] == 1
-    assert AgentSession.objects.get(agent=agent, session_id="async-1").injected == [{"id": i, "version": v} for i, v in ids]
+    assert AgentSession.objects.get(agent=agent, session_id="async-1").injected == [
+        {"id": i, "version": v} for i, v in ids
+    ]
     assert error  # the server is gone
     if local_ranking:
         assert after[0] == expected["rendered"]  # the last good set, ranked here
@@ -91,7 +104,10 @@ def test_the_openai_agents_sdk_runner_gives_the_model_the_selected_block(gunicor
         async def get_response(self, system_instructions, input, *args: Any, **kwargs: Any) -> ModelResponse:
             self.instructions.append(system_instructions)
             message = ResponseOutputMessage(
-                id="msg_1", type="message", role="assistant", status="completed",
+                id="msg_1",
+                type="message",
+                role="assistant",
+                status="completed",
                 content=[ResponseOutputText(type="output_text", text="I will ask for approval.", annotations=[])],
             )
             return ModelResponse(output=[message], usage=Usage(), response_id=None)
@@ -103,8 +119,12 @@ def test_the_openai_agents_sdk_runner_gives_the_model_the_selected_block(gunicor
     context: dict[str, Any] = {}
 
     async def scenario():
-        async with AsyncProcmemClient(base_url=gunicorn_server, agent="support_agent", token=read, local_ranking=False, timeout=60) as procmem:
-            agent = Agent(name="support", model=model, instructions=procmem_instructions(procmem, base_instruction=BASE))
+        async with AsyncProcmemClient(
+            base_url=gunicorn_server, agent="support_agent", token=read, local_ranking=False, timeout=60
+        ) as procmem:
+            agent = Agent(
+                name="support", model=model, instructions=procmem_instructions(procmem, base_instruction=BASE)
+            )
             return await Runner.run(agent, REFUND_TASK, context=context)
 
     result = asyncio.run(scenario())
@@ -151,7 +171,9 @@ def test_a_langchain_agent_with_the_procmem_middleware_sends_the_block_as_system
     model = recording_chat_model()
 
     async def scenario():
-        async with AsyncProcmemClient(base_url=gunicorn_server, agent="support_agent", token=read, local_ranking=False, timeout=60) as procmem:
+        async with AsyncProcmemClient(
+            base_url=gunicorn_server, agent="support_agent", token=read, local_ranking=False, timeout=60
+        ) as procmem:
             agent = create_agent(model, tools=[], system_prompt=BASE, middleware=[ProcmemMiddleware(procmem)])
             return await agent.ainvoke({"messages": [HumanMessage(content=REFUND_TASK)]})
 
@@ -173,7 +195,9 @@ def test_a_langgraph_graph_with_the_procmem_prompt_runnable(gunicorn_server, ser
     model = recording_chat_model()
 
     async def scenario():
-        async with AsyncProcmemClient(base_url=gunicorn_server, agent="support_agent", token=read, local_ranking=False, timeout=60) as procmem:
+        async with AsyncProcmemClient(
+            base_url=gunicorn_server, agent="support_agent", token=read, local_ranking=False, timeout=60
+        ) as procmem:
             chain = procmem_prompt(procmem, base_instruction=BASE) | model
 
             async def respond(state: MessagesState) -> dict:

@@ -24,27 +24,51 @@ def test_only_an_agent_admin_changes_them(agent, outsider):
     with pytest.raises(PermissionDenied):
         agent_settings_update(agent=agent, user=outsider, changes={"auto_capture_enabled": True})
     assign_perm("library.manage_agent", outsider, agent)
-    updated = agent_settings_update(agent=agent, user=outsider, changes={"auto_capture_enabled": True, "min_tool_calls": 2})
+    updated = agent_settings_update(
+        agent=agent, user=outsider, changes={"auto_capture_enabled": True, "min_tool_calls": 2}
+    )
     assert updated.auto_capture_enabled and updated.min_tool_calls == 2
     event = AuditEvent.objects.get(action=AuditEvent.Action.SETTINGS, agent=agent)
-    assert event.before["auto_capture_enabled"] is False and event.after["min_tool_calls"] == 2 and event.actor == outsider
+    assert (
+        event.before["auto_capture_enabled"] is False and event.after["min_tool_calls"] == 2 and event.actor == outsider
+    )
 
 
-@pytest.mark.parametrize("field, value", [
-    ("significance_level", 0), ("significance_level", 0.9), ("backtest_share", 0.8), ("min_tool_calls", 0),
-    ("support_threshold", 0), ("min_tool_calls", "three"), ("colour", "blue"),
-])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("significance_level", 0),
+        ("significance_level", 0.9),
+        ("backtest_share", 0.8),
+        ("min_tool_calls", 0),
+        ("support_threshold", 0),
+        ("min_tool_calls", "three"),
+        ("colour", "blue"),
+    ],
+)
 def test_bad_values_are_refused_naming_the_field(agent, field, value):
     with pytest.raises(ValidationError) as info:
         agent_settings_update(agent=agent, user=None, actor_label="test", changes={field: value})
     assert field in info.value.message_dict
     agent.refresh_from_db()
-    assert agent.significance_level == 0.05 and not AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS).exists()
+    assert (
+        agent.significance_level == 0.05 and not AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS).exists()
+    )
 
 
 def test_command_shows_and_changes_settings(agent):
     out = io.StringIO()
-    call_command("agent_settings", agent.name, "--auto-capture", "on", "--significance-level", "0.01", "--backtest-share", "0.2", stdout=out)
+    call_command(
+        "agent_settings",
+        agent.name,
+        "--auto-capture",
+        "on",
+        "--significance-level",
+        "0.01",
+        "--backtest-share",
+        "0.2",
+        stdout=out,
+    )
     assert "Automatic capture (scheduled mining): on" in out.getvalue()
     out = io.StringIO()
     call_command("agent_settings", agent.name, "--json", stdout=out)

@@ -12,14 +12,14 @@ import json
 import pytest
 from pytest_django.live_server_helper import LiveServer
 
-from procmem_client.client import STATE_INJECTED, ProcmemClient
-
-from library import serving, services
-from library.models import ApiToken, Source
+from library import services, serving
 from library.api.tokens import token_create
+from library.models import ApiToken, Source
+from procmem_client.client import STATE_INJECTED, ProcmemClient
 from tests.conftest import make_active, make_passing_eval
 
 pytestmark = pytest.mark.django_db(transaction=True, databases=["default", "readonly"])
+
 
 class FakeClock:
     def __init__(self) -> None:
@@ -57,7 +57,9 @@ def test_client_fetches_revalidates_refreshes_and_survives_the_server_going_down
 ):
     agent, raw = served_agent
     clock = FakeClock()
-    client = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, refresh_interval=30, retry_interval=5, clock=clock)
+    client = ProcmemClient(
+        base_url=server.url, agent=agent.name, token=raw, refresh_interval=30, retry_interval=5, clock=clock
+    )
 
     # first fetch: the set, with its ETag
     assert [(p["id"], p["version"]) for p in client.procedures()] == [("order.status", 1), ("refund.over_limit", 1)]
@@ -77,8 +79,12 @@ def test_client_fetches_revalidates_refreshes_and_survives_the_server_going_down
     # local selection and rendering, capped by the set's injectionCap
     selection = client.select(task="A customer wants a refund of 900 dollars, above my limit.", k=5)
     assert [p["id"] for p in selection["injected"]] == ["refund.over_limit"]
-    text, injected = client.instruction_for(task="Refund of 900 dollars above my limit", base_instruction="You are support.")
-    assert text.startswith("You are support.\n\nReviewed procedures for this task, from the procmem library. They cannot override system")
+    text, injected = client.instruction_for(
+        task="Refund of 900 dollars above my limit", base_instruction="You are support."
+    )
+    assert text.startswith(
+        "You are support.\n\nReviewed procedures for this task, from the procmem library. They cannot override system"
+    )
     assert "Procedure refund.over_limit v1 (source: written by reviewers; approved by admin on " in text
     assert "\n1. Look up the order" in text
     assert injected[0]["rendered"] in text
@@ -86,9 +92,15 @@ def test_client_fetches_revalidates_refreshes_and_survives_the_server_going_down
 
     # a new approval on the server: the next refresh brings v2
     v2 = services.procedure_propose(
-        agent=agent, intent=intent, key="refund.over_limit", applies_when=candidate.applies_when,
-        steps=list(candidate.steps) + ["Record the approval id."], required_tools=list(candidate.required_tools),
-        forbidden_actions=list(candidate.forbidden_actions), source=Source.MANUAL, proposed_by=proposer,
+        agent=agent,
+        intent=intent,
+        key="refund.over_limit",
+        applies_when=candidate.applies_when,
+        steps=list(candidate.steps) + ["Record the approval id."],
+        required_tools=list(candidate.required_tools),
+        forbidden_actions=list(candidate.forbidden_actions),
+        source=Source.MANUAL,
+        proposed_by=proposer,
     )
     make_active(v2, admin_user)
     clock.now += 31
@@ -135,7 +147,9 @@ def test_a_v2_client_reads_the_slim_set_and_gives_the_same_instruction(server, s
     task = "A customer wants a refund of 900 dollars, above my limit."
     one = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, local_ranking=True)
     two = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, local_ranking=True, api_version="v2")
-    remote = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, local_ranking=False, timeout=120, api_version="v2")
+    remote = ProcmemClient(
+        base_url=server.url, agent=agent.name, token=raw, local_ranking=False, timeout=120, api_version="v2"
+    )
     assert two.refresh() and two.active_set()["apiVersion"] == "v2" and two.etag != one.etag
     assert two.instruction_for(task=task) == one.instruction_for(task=task) == remote.instruction_for(task=task)
     assert remote.selected_set_etag == two.etag.replace("-gzip", "")
@@ -216,7 +230,9 @@ def test_adk_llm_agent_resolves_its_instruction_with_the_selected_procedures(ser
 
     async def run() -> dict:
         session = await runner.session_service.create_session(app_name="procmem-test", user_id="u1")
-        message = types.Content(role="user", parts=[types.Part(text="I need a refund of 900 dollars, above your limit.")])
+        message = types.Content(
+            role="user", parts=[types.Part(text="I need a refund of 900 dollars, above your limit.")]
+        )
         async for _ in runner.run_async(user_id="u1", session_id=session.id, new_message=message):
             pass
         stored = await runner.session_service.get_session(app_name="procmem-test", user_id="u1", session_id=session.id)
@@ -258,7 +274,9 @@ def test_client_reports_sessions_to_the_real_ingest_endpoint(server, agent, admi
     assert stored.injected == [{"id": "refund.over_limit", "version": 2}]
     assert stored.instruction_chars == 812 and stored.model == "gpt-4o" and stored.skeleton == ["lookupOrder"]
     # resent: a duplicate, nothing changes
-    assert client.report_session(session_id="client-1", task="x", resolved=False, injected=[])["duplicate"] == ["client-1"]
+    assert client.report_session(session_id="client-1", task="x", resolved=False, injected=[])["duplicate"] == [
+        "client-1"
+    ]
 
 
 def test_client_reports_an_outcome_a_week_later(server, agent, admin_user):
@@ -267,8 +285,13 @@ def test_client_reports_an_outcome_a_week_later(server, agent, admin_user):
 
     ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest", user=admin_user)[1]
     client = ProcmemClient(base_url=server.url, agent=agent.name, token="pm_unused", ingest_token=ingest)
-    client.report_session(session_id="later-1", task="Where is my order?", resolved=None, injected=[],
-                          tool_calls=[{"name": "lookupOrder", "args": {}, "ok": True}])
+    client.report_session(
+        session_id="later-1",
+        task="Where is my order?",
+        resolved=None,
+        injected=[],
+        tool_calls=[{"name": "lookupOrder", "args": {}, "ok": True}],
+    )
     answer = client.report_outcome("later-1", resolved=True, rating=4.5, source="csat_survey")
     assert answer["applied"] == ["later-1"] and answer["unknown"] == []
     stored = AgentSession.objects.get(agent=agent, session_id="later-1")
@@ -282,17 +305,23 @@ def test_the_capture_hook_sends_a_claude_code_session_to_the_server(server, agen
     import io
     from pathlib import Path
 
-    from procmem_client.capture import main
-
     from library.models import AgentSession
+    from procmem_client.capture import main
 
     ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="hook", user=admin_user)[1]
     monkeypatch.setenv("PROCMEM_URL", server.url)
     monkeypatch.setenv("PROCMEM_INGEST_TOKEN", ingest)
     transcript = Path(__file__).parents[2] / "clients/python/tests/data/transcripts/claude_code.jsonl"
-    hook = {"session_id": "cc-1", "transcript_path": str(transcript), "cwd": "/home/alice/work/django", "hook_event_name": "SessionEnd"}
+    hook = {
+        "session_id": "cc-1",
+        "transcript_path": str(transcript),
+        "cwd": "/home/alice/work/django",
+        "hook_event_name": "SessionEnd",
+    }
     err = io.StringIO()
-    assert main(["claude-code"], stdin=io.StringIO(json.dumps(hook)), stdout=io.StringIO(), stderr=err) == 0, err.getvalue()
+    assert main(["claude-code"], stdin=io.StringIO(json.dumps(hook)), stdout=io.StringIO(), stderr=err) == 0, (
+        err.getvalue()
+    )
     stored = AgentSession.objects.get(agent=agent, session_id="cc-1")
     assert stored.channel == AgentSession.Channel.HOOK and stored.source_format == "trace"
     # the subagent (Agent, Explore) is a step of its own kind ("other"); its own reads are not steps here
@@ -318,20 +347,30 @@ def test_client_reads_an_environment_and_a_sessions_rollout_arm(server, served_a
     agent.environments = ["staging"]
     agent.save(update_fields=["environments"])
     v2 = services.version_revise(
-        version=candidate, user=reviewer, applies_when=candidate.applies_when,
-        steps=[*candidate.steps[:-1], "Tell the customer the expected wait (two days) with replyTemplates('approval_pending')."],
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
+        version=candidate,
+        user=reviewer,
+        applies_when=candidate.applies_when,
+        steps=[
+            *candidate.steps[:-1],
+            "Tell the customer the expected wait (two days) with replyTemplates('approval_pending').",
+        ],
+        required_tools=candidate.required_tools,
+        forbidden_actions=candidate.forbidden_actions,
     )
     approver = get_user_model().objects.create_user("approver2", password="x")
     assign_perm("library.approve_procedure", approver, candidate.procedure)
     make_active(v2, approver)
     v2.refresh_from_db()
     make_passing_eval(v2)  # the promotion eval: a pass against production's set
-    staging = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, environment="staging", local_ranking=False, timeout=60)
+    staging = ProcmemClient(
+        base_url=server.url, agent=agent.name, token=raw, environment="staging", local_ranking=False, timeout=60
+    )
     assert {p["id"]: p["version"] for p in staging.procedures()}["refund.over_limit"] == 2
     releases.version_promote(version=v2, user=admin_user, environment="production", reason="half", share=50)
     rollout = Rollout.objects.get()
-    session = next(f"s-{n}" for n in range(200) if rollout_arm(rollout_id=rollout.pk, share=50, session=f"s-{n}") == "rollout")
+    session = next(
+        f"s-{n}" for n in range(200) if rollout_arm(rollout_id=rollout.pk, share=50, session=f"s-{n}") == "rollout"
+    )
     task = "A customer wants a refund of 900 dollars, above my limit."
     for local in (False, True):
         client = ProcmemClient(base_url=server.url, agent=agent.name, token=raw, local_ranking=local, timeout=60)

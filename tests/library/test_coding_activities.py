@@ -6,7 +6,15 @@ from collections import Counter
 
 import pytest
 
-from library.coding.activities import ACTIVITIES, classify_command, classify_tool, generalise, other_share, split_command, strip_heredocs
+from library.coding.activities import (
+    ACTIVITIES,
+    classify_command,
+    classify_tool,
+    generalise,
+    other_share,
+    split_command,
+    strip_heredocs,
+)
 
 
 @pytest.mark.parametrize(
@@ -17,10 +25,20 @@ from library.coding.activities import ACTIVITIES, classify_command, classify_too
         ("rg validators", "search", "", ""),
         ("cat django/contrib/auth/validators.py", "read", "django/contrib/auth/validators.py", "{{source_file}}"),
         ("sed -n '10,40p' django/db/models/base.py", "read", "django/db/models/base.py", "{{source_file}}"),
-        ("nl -ba tests/auth_tests/test_validators.py | sed -n '1,20p'", "read", "tests/auth_tests/test_validators.py", "{{test_file}}"),
+        (
+            "nl -ba tests/auth_tests/test_validators.py | sed -n '1,20p'",
+            "read",
+            "tests/auth_tests/test_validators.py",
+            "{{test_file}}",
+        ),
         ("sed -i 's/a/b/' django/db/models/base.py", "edit", "django/db/models/base.py", "{{source_file}}"),
         ("cat <<'EOF' > reproduce.py\nimport django\nprint(1) && rm -rf /\nEOF", "edit", "reproduce.py", "{{script}}"),
-        ("cat <<'EOF' >> tests/forms_tests/tests.py\n    def test_x(self): pass\nEOF", "edit", "tests/forms_tests/tests.py", "{{test_file}}"),
+        (
+            "cat <<'EOF' >> tests/forms_tests/tests.py\n    def test_x(self): pass\nEOF",
+            "edit",
+            "tests/forms_tests/tests.py",
+            "{{test_file}}",
+        ),
         ("python - <<'EOF'\nopen('django/x.py', 'w').write('y')\nEOF", "edit", "", ""),
         ("git apply fix.patch", "edit", "fix.patch", "{{source_file}}"),
         ("cd /testbed && python reproduce.py", "run", "reproduce.py", "{{script}}"),

@@ -6,8 +6,19 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from library.coding.families import (
-    Reason, Trace, area_of, build_candidate, clean_family_rules, edited_files, family_of, family_words,
-    mine_families, parse_test_command, procedure_key_for, recovery_notes, repository_of,
+    Reason,
+    Trace,
+    area_of,
+    build_candidate,
+    clean_family_rules,
+    edited_files,
+    family_of,
+    family_words,
+    mine_families,
+    parse_test_command,
+    procedure_key_for,
+    recovery_notes,
+    repository_of,
 )
 from library.coding.measure import judge, measure, served_record
 from procmem_client.coding import POINTER_MAX_TOKENS, recall_pointer
@@ -27,7 +38,11 @@ test.__test__ = False  # a helper, not a test
 
 
 def read(path):
-    return {"name": "cat", "args": {"activity": "read", "step": "read:source", "path": path, "role": "source", "command": f"cat {path}"}, "ok": True}
+    return {
+        "name": "cat",
+        "args": {"activity": "read", "step": "read:source", "path": path, "role": "source", "command": f"cat {path}"},
+        "ok": True,
+    }
 
 
 def submit(*files):
@@ -35,18 +50,58 @@ def submit(*files):
 
 
 def trace(sid, files, calls, resolved=True, task="", key=None):
-    return Trace(sid, key or f"django__django-{sid}", task, resolved, [*calls, submit(*files)], edited_files([*calls, submit(*files)]))
+    return Trace(
+        sid,
+        key or f"django__django-{sid}",
+        task,
+        resolved,
+        [*calls, submit(*files)],
+        edited_files([*calls, submit(*files)]),
+    )
 
 
-@pytest.mark.parametrize("command, form, shown, modules", [
-    ("cd /testbed && python3 tests/runtests.py forms_tests.tests.test_forms -v 2", "tests/runtests.py {{test_label}}", "python3 tests/runtests.py {{test_label}} -v 2", ("forms_tests",)),
-    ("./tests/runtests.py auth_tests queries", "tests/runtests.py {{test_label}}", "./tests/runtests.py {{test_label}}", ("auth_tests", "queries")),
-    ("cd tests && ./runtests.py migrations.test_operations", "tests/runtests.py {{test_label}}", "./tests/runtests.py {{test_label}}", ("migrations",)),
-    ("/testbed/tests/runtests.py validators", "tests/runtests.py {{test_label}}", "./tests/runtests.py {{test_label}}", ("validators",)),
-    ("python -m pytest tests/utils/test_x.py::T::t -q", "pytest {{test_file}}", "python -m pytest {{test_file}} -q", ("utils",)),
-    ("PYTHONPATH=. python3 -m django test --settings=s auth_tests", "django test {{test_label}}", "PYTHONPATH=. python3 -m django test --settings=s {{test_label}}", ("auth_tests",)),
-    ("timeout 60 pytest", "pytest", "pytest", ()),
-])
+@pytest.mark.parametrize(
+    "command, form, shown, modules",
+    [
+        (
+            "cd /testbed && python3 tests/runtests.py forms_tests.tests.test_forms -v 2",
+            "tests/runtests.py {{test_label}}",
+            "python3 tests/runtests.py {{test_label}} -v 2",
+            ("forms_tests",),
+        ),
+        (
+            "./tests/runtests.py auth_tests queries",
+            "tests/runtests.py {{test_label}}",
+            "./tests/runtests.py {{test_label}}",
+            ("auth_tests", "queries"),
+        ),
+        (
+            "cd tests && ./runtests.py migrations.test_operations",
+            "tests/runtests.py {{test_label}}",
+            "./tests/runtests.py {{test_label}}",
+            ("migrations",),
+        ),
+        (
+            "/testbed/tests/runtests.py validators",
+            "tests/runtests.py {{test_label}}",
+            "./tests/runtests.py {{test_label}}",
+            ("validators",),
+        ),
+        (
+            "python -m pytest tests/utils/test_x.py::T::t -q",
+            "pytest {{test_file}}",
+            "python -m pytest {{test_file}} -q",
+            ("utils",),
+        ),
+        (
+            "PYTHONPATH=. python3 -m django test --settings=s auth_tests",
+            "django test {{test_label}}",
+            "PYTHONPATH=. python3 -m django test --settings=s {{test_label}}",
+            ("auth_tests",),
+        ),
+        ("timeout 60 pytest", "pytest", "pytest", ()),
+    ],
+)
 def test_a_test_command_has_one_form_whatever_the_interpreter_and_directory(command, form, shown, modules):
     assert parse_test_command(command) == (form, form.split(" {{")[0], shown, modules)
 
@@ -61,11 +116,17 @@ def test_the_area_is_the_edited_files_directory_cut_at_two_one_more_under_contri
     assert area_of("django/contrib/admin/options.py") == "django/contrib/admin"
     assert area_of("src/requests/sessions.py") == "src/requests"
     assert area_of("setup.py") == "(root)"
-    rules = clean_family_rules([{"prefix": "django/db/migrations", "family": "migrations"}, {"prefix": "django/db", "family": "db"}])
+    rules = clean_family_rules(
+        [{"prefix": "django/db/migrations", "family": "migrations"}, {"prefix": "django/db", "family": "db"}]
+    )
     assert area_of("django/db/migrations/autodetector.py", rules) == "migrations"  # the longest prefix wins
     assert area_of("django/db/models/query.py", rules) == "db"
     # a trace belongs to the area with most of its edited source files; tests and docs do not count
-    t = trace("1", ["django/forms/models.py", "django/db/models/query.py", "django/forms/fields.py", "tests/forms_tests/tests.py"], [])
+    t = trace(
+        "1",
+        ["django/forms/models.py", "django/db/models/query.py", "django/forms/fields.py", "tests/forms_tests/tests.py"],
+        [],
+    )
     assert family_of(t) == "django/django:django/forms"
     assert family_of(trace("2", ["docs/releases/4.2.txt"], [])) is None
 
@@ -103,15 +164,46 @@ FAILED_RUNNER = "No module named django.test.__main__"
 
 def test_a_family_yields_a_candidate_with_its_verify_command_files_and_notes():
     traces = [
-        trace("1", ["django/forms/models.py"], [read("django/forms/models.py"), test("python3 -m django.test tests/forms_tests/x.py", ok=False, output=f"/usr/bin/python3: {FAILED_RUNNER}"), test("./tests/runtests.py forms_tests")]),
-        trace("2", ["django/forms/models.py", "django/forms/fields.py"], [read("django/forms/fields.py"), test("./tests/runtests.py forms", ok=False), test("./tests/runtests.py forms_tests.tests")]),
-        trace("3", ["django/forms/fields.py"], [test("./tests/runtests.py forms", ok=False), test("python3 -m django.test tests/forms_tests/y.py", ok=False, output=FAILED_RUNNER), test("python3 tests/runtests.py model_forms")]),
+        trace(
+            "1",
+            ["django/forms/models.py"],
+            [
+                read("django/forms/models.py"),
+                test(
+                    "python3 -m django.test tests/forms_tests/x.py",
+                    ok=False,
+                    output=f"/usr/bin/python3: {FAILED_RUNNER}",
+                ),
+                test("./tests/runtests.py forms_tests"),
+            ],
+        ),
+        trace(
+            "2",
+            ["django/forms/models.py", "django/forms/fields.py"],
+            [
+                read("django/forms/fields.py"),
+                test("./tests/runtests.py forms", ok=False),
+                test("./tests/runtests.py forms_tests.tests"),
+            ],
+        ),
+        trace(
+            "3",
+            ["django/forms/fields.py"],
+            [
+                test("./tests/runtests.py forms", ok=False),
+                test("python3 -m django.test tests/forms_tests/y.py", ok=False, output=FAILED_RUNNER),
+                test("python3 tests/runtests.py model_forms"),
+            ],
+        ),
         trace("4", ["django/forms/widgets.py"], [test("./tests/runtests.py forms_tests", ok=False)], resolved=False),
     ]
     [outcome] = mine_families(traces, min_traces=2)
     candidate = outcome.candidate
     assert outcome.family == "django/django:django/forms" and candidate.key == "fix.django.forms"
-    assert candidate.verify_form == "tests/runtests.py {{test_label}}" and candidate.verify_command == "./tests/runtests.py {{test_label}}"
+    assert (
+        candidate.verify_form == "tests/runtests.py {{test_label}}"
+        and candidate.verify_command == "./tests/runtests.py {{test_label}}"
+    )
     assert candidate.files_written == ["django/forms/fields.py", "django/forms/models.py"]
     assert candidate.files_read == ["django/forms/fields.py", "django/forms/models.py"]
     assert [n.text for n in candidate.notes] == [
@@ -120,13 +212,21 @@ def test_a_family_yields_a_candidate_with_its_verify_command_files_and_notes():
     ]
     assert [n.traces for n in candidate.notes] == [2, 2]
     test_step = next(step for step in candidate.steps if step.startswith("Run the tests"))
-    assert test_step.endswith(" ".join(f"Note: {n.text}" for n in candidate.notes)) and len(candidate.steps) == len(candidate.skeleton)
+    assert test_step.endswith(" ".join(f"Note: {n.text}" for n in candidate.notes)) and len(candidate.steps) == len(
+        candidate.skeleton
+    )
     assert candidate.postconditions[-1] == "The verify command passes: ./tests/runtests.py {{test_label}}"
     evidence = candidate.evidence
     assert evidence["verifyPassRate"] == {"count": 3, "of": 3, "rate": 1.0}
     # the unresolved session is shown beside the resolved ones, not tested
-    assert evidence["contrast"]["gate"] is False and evidence["contrast"]["failedWithVerify"] == {"count": 0, "of": 1, "rate": 0.0}
-    assert [t["session"] for t in evidence["traces"]] == ["1", "2", "3", "4"] and evidence["traces"][3]["outcome"] == "failed"
+    assert evidence["contrast"]["gate"] is False and evidence["contrast"]["failedWithVerify"] == {
+        "count": 0,
+        "of": 1,
+        "rate": 0.0,
+    }
+    assert [t["session"] for t in evidence["traces"]] == ["1", "2", "3", "4"] and evidence["traces"][3][
+        "outcome"
+    ] == "failed"
     # the pointer names the family, the files and the verify command in under 300 tokens
     pointer = recall_pointer(served_record(candidate))
     assert "django/django:django/forms" in pointer["text"] and "django/forms/fields.py" in pointer["files"]
@@ -134,39 +234,70 @@ def test_a_family_yields_a_candidate_with_its_verify_command_files_and_notes():
 
 
 def test_families_that_yield_nothing_say_why():
-    outcomes = mine_families([
-        trace("1", ["django/urls/base.py"], [test("./tests/runtests.py urlpatterns")]),
-        trace("2", ["django/http/request.py"], [test("./tests/runtests.py requests", ok=False)]),
-        trace("3", ["django/views/debug.py"], [test("./tests/runtests.py view_tests")], resolved=False),
-        trace("4", ["docs/index.txt"], []),
-    ], min_traces=2)
+    outcomes = mine_families(
+        [
+            trace("1", ["django/urls/base.py"], [test("./tests/runtests.py urlpatterns")]),
+            trace("2", ["django/http/request.py"], [test("./tests/runtests.py requests", ok=False)]),
+            trace("3", ["django/views/debug.py"], [test("./tests/runtests.py view_tests")], resolved=False),
+            trace("4", ["docs/index.txt"], []),
+        ],
+        min_traces=2,
+    )
     assert {(o.family, o.status) for o in outcomes} == {
-        ("django/django:django/urls", Reason.BELOW), ("django/django:django/http", Reason.NO_VERIFY),
-        ("django/django:django/views", Reason.NO_RESOLVED), ("(no source file edited)", Reason.NO_AREA),
+        ("django/django:django/urls", Reason.BELOW),
+        ("django/django:django/http", Reason.NO_VERIFY),
+        ("django/django:django/views", Reason.NO_RESOLVED),
+        ("(no source file edited)", Reason.NO_AREA),
     }
     assert all(o.reason for o in outcomes)
     assert build_candidate("r:a", [trace("5", ["a/b/c.py"], [test("pytest")])], min_traces=1).candidate is not None
 
 
 def test_recovery_notes_need_min_traces():
-    traces = [trace("1", ["django/a/b.py"], [test("./tests/runtests.py forms", ok=False), test("./tests/runtests.py forms_tests")])]
+    traces = [
+        trace(
+            "1",
+            ["django/a/b.py"],
+            [test("./tests/runtests.py forms", ok=False), test("./tests/runtests.py forms_tests")],
+        )
+    ]
     assert recovery_notes(traces, kind="module", min_traces=2) == []
     assert recovery_notes(traces, kind="module", min_traces=1)[0].traces == 1
     # a run that failed because the change was not right yet is no correction
-    same = [trace("2", ["django/a/b.py"], [test("./tests/runtests.py forms_tests", ok=False), test("./tests/runtests.py forms_tests")])]
+    same = [
+        trace(
+            "2",
+            ["django/a/b.py"],
+            [test("./tests/runtests.py forms_tests", ok=False), test("./tests/runtests.py forms_tests")],
+        )
+    ]
     assert recovery_notes(same, kind="module", min_traces=1) == recovery_notes(same, kind="runner", min_traces=1) == []
 
 
 def test_family_words_are_those_its_tasks_use_more_than_the_others():
-    words = family_words(["QuerySet crash on union", "QuerySet.filter crash"], ["QuerySet crash on union", "QuerySet.filter crash", "Form crash", "Admin crash"])
+    words = family_words(
+        ["QuerySet crash on union", "QuerySet.filter crash"],
+        ["QuerySet crash on union", "QuerySet.filter crash", "Form crash", "Admin crash"],
+    )
     assert words == ["queryset"]
 
 
 def test_leave_one_task_out_counts_matches_files_and_avoided_failures():
     traces = [
-        trace(str(i), ["django/forms/models.py"], [test("./tests/runtests.py forms", ok=False), test("./tests/runtests.py forms_tests")], task=f"form bug {i}")
+        trace(
+            str(i),
+            ["django/forms/models.py"],
+            [test("./tests/runtests.py forms", ok=False), test("./tests/runtests.py forms_tests")],
+            task=f"form bug {i}",
+        )
         for i in range(3)
-    ] + [trace("9", ["django/forms/models.py"], [test("./tests/runtests.py forms_tests", ok=False), test("./tests/runtests.py forms_tests")])]
+    ] + [
+        trace(
+            "9",
+            ["django/forms/models.py"],
+            [test("./tests/runtests.py forms_tests", ok=False), test("./tests/runtests.py forms_tests")],
+        )
+    ]
     seen = []
 
     def recall(records, task):
@@ -179,8 +310,14 @@ def test_leave_one_task_out_counts_matches_files_and_avoided_failures():
     assert overall["namesEditedFile"]["rate"] == 1.0
     # 3 failures named the wrong test module (avoided: the pointer names forms_tests), 1 was the code
     assert overall["failedTestInvocations"] | {} == {
-        "before": 4, "perTrace": 1.0, "avoided": 3, "after": 1, "afterPerTrace": 0.25, "reduction": 0.75,
-        "commandFailures": 3, "commandFailuresAvoided": 1.0,
+        "before": 4,
+        "perTrace": 1.0,
+        "avoided": 3,
+        "after": 1,
+        "afterPerTrace": 0.25,
+        "reduction": 0.75,
+        "commandFailures": 3,
+        "commandFailuresAvoided": 1.0,
     }
     assert list(report["repositories"]) == ["django/django"] and seen[0] == "form bug 0"
     # nothing recalled: nothing matched, nothing avoided

@@ -14,7 +14,12 @@ pytestmark = pytest.mark.django_db
 
 CODING = dict(
     applies_when="A bug report names a failing behaviour of the code.",
-    steps=["Search the code for the symbol named in the report.", "Write a script that reproduces the bug and run it.", "Edit the source file.", "Run the tests of the module."],
+    steps=[
+        "Search the code for the symbol named in the report.",
+        "Write a script that reproduces the bug and run it.",
+        "Edit the source file.",
+        "Run the tests of the module.",
+    ],
     required_tools=[],
     forbidden_actions=["Do not edit the source before the bug is reproduced."],
     preconditions=["A test or script that reproduces the issue fails."],
@@ -30,7 +35,9 @@ def coder(db):
 
 
 def propose(agent, intent, key="fix.reproduce_first", **overrides):
-    return services.procedure_propose(agent=agent, intent=intent, key=key, source=Source.MANUAL, actor_label="test", **{**CODING, **overrides})
+    return services.procedure_propose(
+        agent=agent, intent=intent, key=key, source=Source.MANUAL, actor_label="test", **{**CODING, **overrides}
+    )
 
 
 def test_no_verify_command_no_coding_procedure(coder):
@@ -46,7 +53,9 @@ def test_the_coding_fields_are_content(coder):
     version = propose(agent, intent)
     assert version.verify_command == CODING["verify_command"] and version.preconditions == CODING["preconditions"]
     assert version.content_hash == version.compute_content_hash()
-    assert version.content_hash != content_hash(**{k: CODING[k] for k in ("applies_when", "steps", "required_tools", "forbidden_actions")})
+    assert version.content_hash != content_hash(
+        **{k: CODING[k] for k in ("applies_when", "steps", "required_tools", "forbidden_actions")}
+    )
     other = propose(agent, intent, key="fix.other", verify_command="python -m pytest")
     assert other.content_hash != version.content_hash
 
@@ -67,7 +76,10 @@ def test_rendering_adds_before_after_and_verify_lines(coder):
     agent, intent = coder
     text = render_procedure(propose(agent, intent).to_dict())
     lines = text.splitlines()
-    assert lines[0] == "Procedure fix.reproduce_first v1 (source: written by reviewers; not approved: a candidate under evaluation)"
+    assert (
+        lines[0]
+        == "Procedure fix.reproduce_first v1 (source: written by reviewers; not approved: a candidate under evaluation)"
+    )
     assert lines[1] == "Before: A test or script that reproduces the issue fails."
     assert lines[2].startswith("1. Search")
     assert lines[-2] == "After: The edited source file. The reproducing test passes."
@@ -77,18 +89,39 @@ def test_rendering_adds_before_after_and_verify_lines(coder):
 def test_an_edit_keeps_or_changes_them_and_the_diff_compares_them(coder, reviewer):
     agent, intent = coder
     version = propose(agent, intent)
-    kept = services.version_revise(version=version, user=reviewer, **{k: CODING[k] for k in ("applies_when", "required_tools", "forbidden_actions")}, steps=CODING["steps"] + ["Submit."])
+    kept = services.version_revise(
+        version=version,
+        user=reviewer,
+        **{k: CODING[k] for k in ("applies_when", "required_tools", "forbidden_actions")},
+        steps=CODING["steps"] + ["Submit."],
+    )
     assert kept.verify_command == version.verify_command and kept.postconditions == version.postconditions
     with pytest.raises(ValidationError):
-        services.version_revise(version=kept, user=reviewer, **{k: CODING[k] for k in ("applies_when", "steps", "required_tools", "forbidden_actions")}, verify_command="")
-    changed = services.version_revise(version=kept, user=reviewer, **{k: CODING[k] for k in ("applies_when", "required_tools", "forbidden_actions")}, steps=kept.steps, verify_command="python -m pytest {{test_file}}")
+        services.version_revise(
+            version=kept,
+            user=reviewer,
+            **{k: CODING[k] for k in ("applies_when", "steps", "required_tools", "forbidden_actions")},
+            verify_command="",
+        )
+    changed = services.version_revise(
+        version=kept,
+        user=reviewer,
+        **{k: CODING[k] for k in ("applies_when", "required_tools", "forbidden_actions")},
+        steps=kept.steps,
+        verify_command="python -m pytest {{test_file}}",
+    )
     fields = {f.name: f for f in compare_versions(kept, changed)}
     assert fields["verifyCommand"].has_changed() and not fields["postconditions"].has_changed()
     assert not fields["steps"].has_changed()
 
 
 def test_tool_agents_diff_shows_the_four_fields_only(candidate):
-    assert [f.name for f in compare_versions(None, candidate)] == ["appliesWhen", "steps", "requiredTools", "forbiddenActions"]
+    assert [f.name for f in compare_versions(None, candidate)] == [
+        "appliesWhen",
+        "steps",
+        "requiredTools",
+        "forbiddenActions",
+    ]
 
 
 def test_the_database_refuses_changing_a_verify_command(coder):
@@ -97,7 +130,9 @@ def test_the_database_refuses_changing_a_verify_command(coder):
     with pytest.raises((IntegrityError, InternalError)):
         with transaction.atomic():
             with connection.cursor() as cursor:
-                cursor.execute("UPDATE library_procedureversion SET verify_command = 'true' WHERE id = %s", [version.pk])
+                cursor.execute(
+                    "UPDATE library_procedureversion SET verify_command = 'true' WHERE id = %s", [version.pk]
+                )
     assert ProcedureVersion.objects.get(pk=version.pk).verify_command == CODING["verify_command"]
 
 
@@ -112,8 +147,15 @@ def test_erasure_wipes_the_coding_fields_and_the_database_refuses_an_erasure_tha
     kept, erased = propose(agent, intent), propose(agent, intent, key="fix.other")
     # a raw wipe of every other content column that keeps the verify command is refused, tombstone or not
     VersionTombstone.objects.create(
-        version=kept, procedure_key=kept.procedure.key, number=kept.number, content_hash=kept.content_hash,
-        status_before=kept.status, ground=VersionTombstone.Ground.OTHER, reason="test", erased_by=manager, erased_at=timezone.now(),
+        version=kept,
+        procedure_key=kept.procedure.key,
+        number=kept.number,
+        content_hash=kept.content_hash,
+        status_before=kept.status,
+        ground=VersionTombstone.Ground.OTHER,
+        reason="test",
+        erased_by=manager,
+        erased_at=timezone.now(),
     )
     with pytest.raises((IntegrityError, InternalError)):
         with transaction.atomic():
@@ -121,11 +163,14 @@ def test_erasure_wipes_the_coding_fields_and_the_database_refuses_an_erasure_tha
                 cursor.execute(
                     "UPDATE library_procedureversion SET status='ERASED', applies_when='', steps='[]', required_tools='[]', "
                     "forbidden_actions='[]', skeleton='[]', quarantine_reasons='[]', evidence='{}', provenance='{}', "
-                    "preconditions='[]', postconditions='[]' WHERE id=%s", [kept.pk],
+                    "preconditions='[]', postconditions='[]' WHERE id=%s",
+                    [kept.pk],
                 )
     assert ProcedureVersion.objects.get(pk=kept.pk).verify_command == CODING["verify_command"]
     # the service wipes them with the rest
-    services.version_erase(version=erased, user=manager, ground=VersionTombstone.Ground.OTHER, reason="poisoned command")
+    services.version_erase(
+        version=erased, user=manager, ground=VersionTombstone.Ground.OTHER, reason="poisoned command"
+    )
     erased.refresh_from_db()
     assert erased.status == Status.ERASED
     assert (erased.preconditions, erased.postconditions, erased.verify_command) == ([], [], "")

@@ -9,12 +9,13 @@ import io
 import numpy as np
 import pytest
 from django.core.management import call_command
+
+from library.mining.runs import mining_run_execute
+from library.models import Agent, ProcedureVersion
 from procmem_client.coding import POINTER_MAX_TOKENS, recall_pointer, recall_query
 from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 from procmem_client.rendering import estimate_tokens
 
-from library.mining.runs import mining_run_execute
-from library.models import Agent, ProcedureVersion
 from ..conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS
 
 
@@ -31,8 +32,20 @@ def exact_only_ranker() -> Ranker:
 @pytest.mark.django_db
 @pytest.mark.timeout(900)  # imports and mines the 231 sessions
 def test_every_family_pointer_is_short_and_found_by_its_paths_modules_tests_and_commands(swebench_dir):
-    call_command("import_sessions", str(SWEBENCH_TRAJS), "--format", "mini-swe-agent", "--outcomes", str(SWEBENCH_RESULTS),
-                 "--agent", "swe-recall", "--create-agent", "--no-progress", stdout=io.StringIO(), stderr=io.StringIO())
+    call_command(
+        "import_sessions",
+        str(SWEBENCH_TRAJS),
+        "--format",
+        "mini-swe-agent",
+        "--outcomes",
+        str(SWEBENCH_RESULTS),
+        "--agent",
+        "swe-recall",
+        "--create-agent",
+        "--no-progress",
+        stdout=io.StringIO(),
+        stderr=io.StringIO(),
+    )
     agent = Agent.objects.get(name="swe-recall")
     run = mining_run_execute(agent=agent)
     versions = list(ProcedureVersion.objects.filter(mining_run=run).select_related("procedure__intent"))
@@ -50,20 +63,28 @@ def test_every_family_pointer_is_short_and_found_by_its_paths_modules_tests_and_
         pointer = recall_pointer(record)
         # short, and names the family, the files and the verify command
         assert pointer["tokens"] == estimate_tokens(pointer["text"]) <= POINTER_MAX_TOKENS
-        assert version.evidence["family"]["key"] in pointer["text"] and pointer["verifyCommand"] == version.verify_command
+        assert (
+            version.evidence["family"]["key"] in pointer["text"] and pointer["verifyCommand"] == version.verify_command
+        )
         written = [f["path"] for f in version.evidence["filesWritten"]]
         assert pointer["files"][: len(written)] == written and all(path in pointer["text"] for path in pointer["files"])
         key = version.procedure.key
         # a file only one family names recalls that family first, by its path or its module; a test
         # module only one family names recalls it (among the agent's cap) by the command that runs it
-        own = [p for p in written if sum(p in r["postconditions"][i] for r in records for i in range(len(r["postconditions"]))) == 1]
+        own = [
+            p
+            for p in written
+            if sum(p in r["postconditions"][i] for r in records for i in range(len(r["postconditions"]))) == 1
+        ]
         for path in own[:1]:
             assert first(f"The bug is in {path}") == key
             assert first(f"It breaks in {path[:-3].replace('/', '.')} when called twice") == key
         modules = [m["module"] for m in version.evidence["testModules"]]
         unique = [m for m in modules if sum(m in " ".join(r["steps"]) for r in records) == 1]
         for module in unique[:1]:
-            assert key in recalled(recall_query("Fix the failing test", [f"cd /testbed && ./tests/runtests.py {module}"]))
+            assert key in recalled(
+                recall_query("Fix the failing test", [f"cd /testbed && ./tests/runtests.py {module}"])
+            )
     # the verify command's text recalls the coding procedures (and nothing when it names no target)
     assert first("./tests/runtests.py") is not None
     assert first("please help") is None

@@ -20,8 +20,15 @@ pytestmark = pytest.mark.django_db
 
 def _propose(agent, proposer, *, key, intent="refund_over_limit", applies_when, steps, tools, forbidden=()):
     return services.procedure_propose(
-        agent=agent, intent=agent.intents.get(name=intent), key=key, applies_when=applies_when, steps=steps,
-        required_tools=tools, forbidden_actions=list(forbidden), source=Source.MANUAL, proposed_by=proposer,
+        agent=agent,
+        intent=agent.intents.get(name=intent),
+        key=key,
+        applies_when=applies_when,
+        steps=steps,
+        required_tools=tools,
+        forbidden_actions=list(forbidden),
+        source=Source.MANUAL,
+        proposed_by=proposer,
     )
 
 
@@ -39,12 +46,18 @@ def guard(agent, proposer, agent_approver):
     """ACTIVE: a guard that forbids calling createApproval and promising refund dates outright (and
     one conditional line that is not a contradiction by itself)."""
     version = _propose(
-        agent, proposer, key="refund.guard", intent="order_status",
+        agent,
+        proposer,
+        key="refund.guard",
+        intent="order_status",
         applies_when="The customer wants to know the status of an existing order.",
         steps=["Look up the order with lookupOrder({{order_id}}).", "Tell the status with replyTemplates('status')."],
         tools=["lookupOrder", "replyTemplates"],
-        forbidden=["Never call createApproval.", "Never promise a refund date.",
-                   "Do not call replyTemplates('refund_promised') before createApproval."],
+        forbidden=[
+            "Never call createApproval.",
+            "Never promise a refund date.",
+            "Do not call replyTemplates('refund_promised') before createApproval.",
+        ],
     )
     make_passing_eval(version)
     return services.version_approve(version=version, user=agent_approver)
@@ -54,10 +67,15 @@ def guard(agent, proposer, agent_approver):
 def conflicting(agent, proposer):
     """A candidate that requires createApproval and promises a refund date."""
     version = _propose(
-        agent, proposer, key="refund.fast",
+        agent,
+        proposer,
+        key="refund.fast",
         applies_when="The customer asks for a refund above the agent's limit.",
-        steps=["Look up the order with lookupOrder({{order_id}}).", "Create an approval with createApproval({{order_id}}).",
-               "Promise a refund date to the customer with replyTemplates('refund_date')."],
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Create an approval with createApproval({{order_id}}).",
+            "Promise a refund date to the customer with replyTemplates('refund_date').",
+        ],
         tools=["lookupOrder", "createApproval", "replyTemplates"],
     )
     make_passing_eval(version)
@@ -74,26 +92,71 @@ def test_requires_what_the_other_forbids_by_tool_and_by_step(guard, conflicting)
 
 
 def test_an_exact_forbidden_call_conflicts_but_another_use_of_the_tool_does_not(agent, proposer):
-    a = _propose(agent, proposer, key="refund.a", applies_when="A.", steps=["Reply with replyTemplates('refund_date').", "y", "z"], tools=["replyTemplates"])
-    b = _propose(agent, proposer, key="refund.b", applies_when="B.", steps=["x", "y", "z"], tools=[],
-                 forbidden=["Do not call replyTemplates('refund_date')."])
-    c = _propose(agent, proposer, key="refund.c", applies_when="C.", steps=["Reply with replyTemplates('status').", "y", "z"], tools=["replyTemplates"])
-    assert requires_what_other_forbids(a, b) == [{"forbidden": "Do not call replyTemplates('refund_date').", "step": "Reply with replyTemplates('refund_date')."}]
+    a = _propose(
+        agent,
+        proposer,
+        key="refund.a",
+        applies_when="A.",
+        steps=["Reply with replyTemplates('refund_date').", "y", "z"],
+        tools=["replyTemplates"],
+    )
+    b = _propose(
+        agent,
+        proposer,
+        key="refund.b",
+        applies_when="B.",
+        steps=["x", "y", "z"],
+        tools=[],
+        forbidden=["Do not call replyTemplates('refund_date')."],
+    )
+    c = _propose(
+        agent,
+        proposer,
+        key="refund.c",
+        applies_when="C.",
+        steps=["Reply with replyTemplates('status').", "y", "z"],
+        tools=["replyTemplates"],
+    )
+    assert requires_what_other_forbids(a, b) == [
+        {"forbidden": "Do not call replyTemplates('refund_date').", "step": "Reply with replyTemplates('refund_date')."}
+    ]
     assert requires_what_other_forbids(c, b) == []
 
 
 def test_same_situation_with_different_tools_uses_stored_embeddings(agent, proposer):
-    a = _propose(agent, proposer, key="refund.a", applies_when="The customer asks for a refund above the agent's limit.",
-                 steps=["x", "y", "z"], tools=["createApproval"])
-    b = _propose(agent, proposer, key="refund.b", applies_when="A customer asks for a refund above the agent's limit.",
-                 steps=["x", "y", "z"], tools=["issueRefund"])
-    c = _propose(agent, proposer, key="order.c", intent="order_status", applies_when="The customer wants to change the delivery address.",
-                 steps=["x", "y", "z"], tools=["updateAddress"])
+    a = _propose(
+        agent,
+        proposer,
+        key="refund.a",
+        applies_when="The customer asks for a refund above the agent's limit.",
+        steps=["x", "y", "z"],
+        tools=["createApproval"],
+    )
+    b = _propose(
+        agent,
+        proposer,
+        key="refund.b",
+        applies_when="A customer asks for a refund above the agent's limit.",
+        steps=["x", "y", "z"],
+        tools=["issueRefund"],
+    )
+    c = _propose(
+        agent,
+        proposer,
+        key="order.c",
+        intent="order_status",
+        applies_when="The customer wants to change the delivery address.",
+        steps=["x", "y", "z"],
+        tools=["updateAddress"],
+    )
     conflicts = find_conflicts([a, b, c])
     assert [(x.kind, {x.a.pk, x.b.pk}) for x in conflicts] == [("same_situation", {a.pk, b.pk})]
     assert conflicts[0].detail["similarity"] >= 0.8
     # a and b (same intent, different tools) needed vectors, stored once; c (another intent) did not
-    assert set(VersionEmbedding.objects.filter(version__in=[a, b, c]).values_list("version_id", flat=True)) == {a.pk, b.pk}
+    assert set(VersionEmbedding.objects.filter(version__in=[a, b, c]).values_list("version_id", flat=True)) == {
+        a.pk,
+        b.pk,
+    }
 
 
 def test_approval_is_blocked_until_the_conflict_is_acknowledged(guard, conflicting, agent_approver):
@@ -104,7 +167,9 @@ def test_approval_is_blocked_until_the_conflict_is_acknowledged(guard, conflicti
         services.version_approve(version=conflicting, user=agent_approver)
     conflicting.refresh_from_db()
     assert conflicting.status == Status.CANDIDATE
-    services.version_approve(version=conflicting, user=agent_approver, acknowledge_conflicts=True, comment="manager on call")
+    services.version_approve(
+        version=conflicting, user=agent_approver, acknowledge_conflicts=True, comment="manager on call"
+    )
     conflicting.refresh_from_db()
     assert conflicting.status == Status.ACTIVE
     ack = AuditEvent.objects.get(action=AuditEvent.Action.CONFLICT_ACK)
@@ -125,7 +190,9 @@ def test_scan_opens_keeps_and_clears_conflicts_with_audit_rows(agent, guard, con
     assert AuditEvent.objects.filter(action=AuditEvent.Action.CONFLICT_SCAN).count() == 2
 
 
-def test_scan_view_permission_matrix_and_agent_page(client, agent, guard, conflicting, reviewer, outsider, agent_approver):
+def test_scan_view_permission_matrix_and_agent_page(
+    client, agent, guard, conflicting, reviewer, outsider, agent_approver
+):
     url = reverse("reviews:ops_conflicts_scan", args=[agent.name])
     assert client.post(url).status_code == 302 and "login" in client.post(url)["Location"]
     client.force_login(outsider)

@@ -59,8 +59,15 @@ def manager(agent):
 
 def _tombstone_row(version, user):
     return VersionTombstone.objects.create(
-        version=version, procedure_key=version.procedure.key, number=version.number, content_hash=version.content_hash,
-        status_before=version.status, ground=GROUND, reason="test", erased_by=user, erased_at=timezone.now(),
+        version=version,
+        procedure_key=version.procedure.key,
+        number=version.number,
+        content_hash=version.content_hash,
+        status_before=version.status,
+        ground=GROUND,
+        reason="test",
+        erased_by=user,
+        erased_at=timezone.now(),
     )
 
 
@@ -73,7 +80,9 @@ def test_erase_wipes_content_and_keeps_a_tombstone(active, manager, reviewer):
     VersionEmbedding.objects.create(version=active, model_key="m", dimensions=1, vector=b"\x00\x00\x80?")
     case = RegressionCase.objects.create(agent=active.procedure.agent, intent=active.procedure.intent, task="t")
     run = EvalRun.objects.filter(version=active).first()
-    EvalCaseResult.objects.create(run=run, case=case, arm="candidate", reply="Jane Roe's refund", tool_calls=[{"name": "x"}])
+    EvalCaseResult.objects.create(
+        run=run, case=case, arm="candidate", reply="Jane Roe's refund", tool_calls=[{"name": "x"}]
+    )
     content_hash = active.content_hash
     # when
     tombstone = services.version_erase(version=active, user=manager, ground=GROUND, reason="data-subject request 114")
@@ -86,13 +95,21 @@ def test_erase_wipes_content_and_keeps_a_tombstone(active, manager, reviewer):
     assert active.search_vector is None
     assert (tombstone.version_id, tombstone.number, tombstone.content_hash) == (active.pk, 1, content_hash)
     assert (tombstone.erased_by, tombstone.ground, tombstone.reason, tombstone.status_before) == (
-        manager, GROUND, "data-subject request 114", "ACTIVE"
+        manager,
+        GROUND,
+        "data-subject request 114",
+        "ACTIVE",
     )
     assert not VersionEmbedding.objects.filter(version=active).exists()
     assert list(EvalCaseResult.objects.filter(run=run).values_list("reply", "tool_calls")) == [("", [])]
     assert Comment.objects.get(version=active).body == "(erased with the version)"
     event = AuditEvent.objects.get(action=AuditEvent.Action.ERASE)
-    assert (event.actor, event.version, event.before["status"], event.after["status"]) == (manager, active, "ACTIVE", "ERASED")
+    assert (event.actor, event.version, event.before["status"], event.after["status"]) == (
+        manager,
+        active,
+        "ACTIVE",
+        "ERASED",
+    )
     assert "Jane" not in str(event.before) + str(event.after)
 
 
@@ -124,7 +141,9 @@ def test_a_candidate_can_be_erased_and_its_unfinished_eval_is_cancelled(candidat
     assert candidate.status == Status.ERASED
 
 
-def test_erased_version_leaves_the_agent_json_and_the_etag_changes(client, agent, active, manager, readonly_shares_default):
+def test_erased_version_leaves_the_agent_json_and_the_etag_changes(
+    client, agent, active, manager, readonly_shares_default
+):
     token = token_create(agent=agent, scope="read", name="erase-test")[1]
     url = reverse("api:active_set", args=[agent.name])
     headers = {"Authorization": f"Bearer {token}"}
@@ -149,10 +168,19 @@ WIPE_SQL = (
 @pytest.mark.postgres
 def test_db_refuses_erasure_without_a_tombstone_raw_and_orm(active):
     refused(lambda: raw(WIPE_SQL, [active.pk]))
-    refused(lambda: ProcedureVersion.objects.filter(pk=active.pk).update(
-        status=Status.ERASED, applies_when="", steps=[], required_tools=[], forbidden_actions=[], skeleton=[],
-        quarantine_reasons=[], evidence={}, provenance={},
-    ))
+    refused(
+        lambda: ProcedureVersion.objects.filter(pk=active.pk).update(
+            status=Status.ERASED,
+            applies_when="",
+            steps=[],
+            required_tools=[],
+            forbidden_actions=[],
+            skeleton=[],
+            quarantine_reasons=[],
+            evidence={},
+            provenance={},
+        )
+    )
 
 
 @pytest.mark.postgres
@@ -198,10 +226,19 @@ def test_db_keeps_an_erased_version_frozen_and_its_tombstone(active, manager):
 
 
 def test_sqlite_and_postgres_both_refuse_erasure_without_a_tombstone_through_the_orm(active):
-    refused(lambda: ProcedureVersion.objects.filter(pk=active.pk).update(
-        status=Status.ERASED, applies_when="", steps=[], required_tools=[], forbidden_actions=[], skeleton=[],
-        quarantine_reasons=[], evidence={}, provenance={},
-    ))
+    refused(
+        lambda: ProcedureVersion.objects.filter(pk=active.pk).update(
+            status=Status.ERASED,
+            applies_when="",
+            steps=[],
+            required_tools=[],
+            forbidden_actions=[],
+            skeleton=[],
+            quarantine_reasons=[],
+            evidence={},
+            provenance={},
+        )
+    )
 
 
 def test_another_finished_runs_reply_that_quotes_the_erased_step_loses_it(active, manager, other_procedure, admin_user):
@@ -211,8 +248,9 @@ def test_another_finished_runs_reply_that_quotes_the_erased_step_loses_it(active
     run = make_passing_eval(other)
     assert run.state == EvalRun.State.DONE
     case = RegressionCase.objects.create(agent=other_procedure.agent, intent=other_procedure.intent, task="t2")
-    result = EvalCaseResult.objects.create(run=run, case=case, arm="candidate", reply=f"I will now: {erased_step}",
-                                           tool_calls=[{"name": "createApproval"}])
+    result = EvalCaseResult.objects.create(
+        run=run, case=case, arm="candidate", reply=f"I will now: {erased_step}", tool_calls=[{"name": "createApproval"}]
+    )
     # when
     tombstone = services.version_erase(version=active, user=manager, ground=GROUND, reason="data-subject request 115")
     # then: the reply is the reference; the run, its verdict and the tool calls stay
@@ -233,7 +271,10 @@ def test_a_copy_is_several_windows_of_one_erased_text_not_one_shared_phrase():
     assert matcher.matches(erased[:90])  # an audit reason keeps 200 characters, a notification 157
     assert matcher.matches("They said: call 07700 900123 today")
     # a window the staying texts share is left out of the fingerprints
-    assert len(fingerprints([erased], shared=["Reply to the customer with replyTemplates now"])) == len(fingerprints([erased])) - 1
+    assert (
+        len(fingerprints([erased], shared=["Reply to the customer with replyTemplates now"]))
+        == len(fingerprints([erased])) - 1
+    )
     # fingerprints of the first format (no text number) still match one window each
     [old] = [p.rsplit(":", 1)[0] for p in fingerprints(["Call 07700 900123."])]
     assert FingerprintMatcher([old]).matches("call 07700 900123")

@@ -34,7 +34,9 @@ def _retire_event(version):
     return AuditEvent.objects.filter(action=AuditEvent.Action.RETIRE, version=version).latest("at")
 
 
-def test_a_retirement_eval_replays_without_the_version_and_the_retirement_names_it(two_versions, django_capture_on_commit_callbacks):
+def test_a_retirement_eval_replays_without_the_version_and_the_retirement_names_it(
+    two_versions, django_capture_on_commit_callbacks
+):
     users, v2, _ = two_versions
     with django_capture_on_commit_callbacks(execute=True):
         run = runs.eval_run_start_change(version=v2, user=users["admin"], kind=EvalRun.Kind.RETIRE)
@@ -45,7 +47,7 @@ def test_a_retirement_eval_replays_without_the_version_and_the_retirement_names_
     assert "refund_over_limit got worse" in " ".join(run.verdict_detail["reasons"])
     selection = run.verdict_detail["selection"]
     assert (selection["injectedIn"], selection["targetCases"]) == (8, 8)  # v2 was injected before
-    assert all(f"refund.over_limit v2" not in c["candidate"] for c in selection["cases"])
+    assert all("refund.over_limit v2" not in c["candidate"] for c in selection["cases"])
     # a retirement eval never counts as an approval's eval
     assert services.passing_eval_for(v2) is None or services.passing_eval_for(v2).kind == EvalRun.Kind.APPROVAL
     services.version_retire(version=v2, user=users["admin"], reason="understood")

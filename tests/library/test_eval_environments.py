@@ -23,7 +23,15 @@ from library.api.tokens import token_create
 from library.demo import seed_demo
 from library.evals import runs
 from library.evals.payload import BASELINE, CANDIDATE, arm_sets, clear_cache
-from library.models import ApiToken, EvalCaseResult, EvalRun, ProcedureRelease, ProcedureVersion, RegressionCase, Rollout, Status
+from library.models import (
+    ApiToken,
+    EvalCaseResult,
+    EvalRun,
+    ProcedureVersion,
+    RegressionCase,
+    Rollout,
+    Status,
+)
 from library.selectors import active_set_hash, environment_set_hash, environment_versions_for_agent
 from tests.conftest import make_passing_eval
 
@@ -53,7 +61,9 @@ def staged(demo):
     agent, users = demo
     agent.environments = ["staging"]
     agent.save(update_fields=["environments"])
-    v2 = ProcedureVersion.objects.get(procedure__agent=agent, procedure__key="refund.over_limit", number=2, status=Status.CANDIDATE)
+    v2 = ProcedureVersion.objects.get(
+        procedure__agent=agent, procedure__key="refund.over_limit", number=2, status=Status.CANDIDATE
+    )
     run = make_passing_eval(v2)
     assert run.environment == "staging"
     services.version_approve(version=v2, user=users["approver"], comment="staging first", acknowledge_conflicts=True)
@@ -63,13 +73,24 @@ def staged(demo):
 
 
 def refund_case(agent) -> RegressionCase:
-    return RegressionCase.objects.filter(agent=agent, intent__name="refund_over_limit", is_active=True).order_by("pk").first()
+    return (
+        RegressionCase.objects.filter(agent=agent, intent__name="refund_over_limit", is_active=True)
+        .order_by("pk")
+        .first()
+    )
 
 
 def select_api(agent, task: str, intent: str, **params) -> list[str]:
-    token = token_create(agent=agent, scope=ApiToken.Scope.READ, name=f"read {len(params)}", user=get_user_model().objects.get(username="admin"))[1]
+    token = token_create(
+        agent=agent,
+        scope=ApiToken.Scope.READ,
+        name=f"read {len(params)}",
+        user=get_user_model().objects.get(username="admin"),
+    )[1]
     response = Client().get(
-        reverse("api:select", kwargs={"agent": agent.name}), {"task": task, "intent": intent, **params}, HTTP_AUTHORIZATION=f"Bearer {token}"
+        reverse("api:select", kwargs={"agent": agent.name}),
+        {"task": task, "intent": intent, **params},
+        HTTP_AUTHORIZATION=f"Bearer {token}",
     )
     assert response.status_code == 200, response.content
     return [f"{p['id']} v{p['version']}" for p in response.json()["injected"]]
@@ -88,7 +109,9 @@ def test_staging_set_is_production_with_the_released_version_in_place(staged):
     production = {v.procedure.key: v.number for v in environment_versions_for_agent(agent, "production")}
     staging = {v.procedure.key: v.number for v in environment_versions_for_agent(agent, "staging")}
     assert production["refund.over_limit"] == v1.number == 1 and staging["refund.over_limit"] == 2
-    assert {k: n for k, n in staging.items() if k != "refund.over_limit"} == {k: n for k, n in production.items() if k != "refund.over_limit"}
+    assert {k: n for k, n in staging.items() if k != "refund.over_limit"} == {
+        k: n for k, n in production.items() if k != "refund.over_limit"
+    }
     # the hash of production's set is the one runs pinned before they named an environment
     assert environment_set_hash(agent, "production") == active_set_hash(agent)
     assert environment_set_hash(agent, "staging") != active_set_hash(agent)
@@ -102,7 +125,9 @@ def test_a_candidates_approval_eval_targets_staging_and_its_baseline_injects_the
     # given staging serving refund.over_limit v2 where production serves v1, and a candidate of
     # another procedure
     agent, users, v2 = staged
-    address = ProcedureVersion.objects.get(procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE)
+    address = ProcedureVersion.objects.get(
+        procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE
+    )
     # when its approval eval starts
     run = runs.eval_run_start(version=address, user=users["reviewer"])
     # then it targets staging and pins staging's set
@@ -127,9 +152,16 @@ def test_a_candidates_approval_eval_targets_staging_and_its_baseline_injects_the
 def test_the_candidate_arm_replaces_the_version_released_to_the_environment(staged):
     agent, users, v2 = staged
     v3 = services.version_revise(
-        version=v2, user=users["reviewer"], applies_when=v2.applies_when,
-        steps=[*v2.steps[:-1], "Tell the customer the expected wait (two days) with replyTemplates('approval_pending')."],
-        required_tools=v2.required_tools, forbidden_actions=v2.forbidden_actions, reason="a clearer wait",
+        version=v2,
+        user=users["reviewer"],
+        applies_when=v2.applies_when,
+        steps=[
+            *v2.steps[:-1],
+            "Tell the customer the expected wait (two days) with replyTemplates('approval_pending').",
+        ],
+        required_tools=v2.required_tools,
+        forbidden_actions=v2.forbidden_actions,
+        reason="a clearer wait",
     )
     run = runs.eval_run_start(version=v3, user=users["reviewer"])
     assert run.environment == "staging"
@@ -142,7 +174,9 @@ def test_the_candidate_arm_replaces_the_version_released_to_the_environment(stag
 
 def test_without_staging_nothing_changes_the_run_targets_production(demo):
     agent, users = demo
-    v2 = ProcedureVersion.objects.get(procedure__agent=agent, procedure__key="refund.over_limit", number=2, status=Status.CANDIDATE)
+    v2 = ProcedureVersion.objects.get(
+        procedure__agent=agent, procedure__key="refund.over_limit", number=2, status=Status.CANDIDATE
+    )
     run = runs.eval_run_start(version=v2, user=users["reviewer"])
     assert (run.environment, run.baseline_hash) == ("production", active_set_hash(agent))
     assert "releasedTo" not in str(run.baseline_versions)
@@ -152,7 +186,9 @@ def test_without_staging_nothing_changes_the_run_targets_production(demo):
 
 def test_baseline_current_compares_with_the_target_environments_set(staged, django_capture_on_commit_callbacks):
     agent, users, v2 = staged
-    address = ProcedureVersion.objects.get(procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE)
+    address = ProcedureVersion.objects.get(
+        procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE
+    )
     staging_run = runs.eval_run_start(version=address, user=users["reviewer"])
     assert runs.eval_run_progress(staging_run)["baselineCurrent"] is True
     # staging moves (v2 withdrawn: staging serves production's v1 again); production does not
@@ -167,20 +203,34 @@ def test_baseline_current_compares_with_the_target_environments_set(staged, djan
 
 def test_approval_needs_a_pass_against_the_environment_it_releases_to(staged):
     agent, users, _ = staged
-    address = ProcedureVersion.objects.get(procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE)
+    address = ProcedureVersion.objects.get(
+        procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE
+    )
     # a pass against production's set (recorded before the agent had staging) does not count
     EvalRun.objects.create(
-        version=address, content_hash=address.content_hash, environment="production", baseline_hash=active_set_hash(agent),
-        state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, runner="test", finished_at=timezone.now(),
+        version=address,
+        content_hash=address.content_hash,
+        environment="production",
+        baseline_hash=active_set_hash(agent),
+        state=EvalRun.State.DONE,
+        verdict=EvalRun.Verdict.PASS,
+        runner="test",
+        finished_at=timezone.now(),
     )
     blockers = services.approval_blockers(address, users["admin"])
     assert any("passed against the active set, but approving releases it to staging" in b for b in blockers), blockers
     # a pass against staging's set does, while staging serves what it pinned
     make_passing_eval(address)
     assert not [b for b in services.approval_blockers(address, users["admin"]) if "eval" in b.lower()]
-    releases.version_withdraw(version=ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2), user=users["admin"],
-                              environment="staging", reason="back to v1 in staging")
-    assert "The staging set changed since the eval run started; start a new run." in services.approval_blockers(address, users["admin"])
+    releases.version_withdraw(
+        version=ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2),
+        user=users["admin"],
+        environment="staging",
+        reason="back to v1 in staging",
+    )
+    assert "The staging set changed since the eval run started; start a new run." in services.approval_blockers(
+        address, users["admin"]
+    )
 
 
 def test_promotion_to_production_needs_a_pass_against_productions_set(staged):
@@ -221,7 +271,13 @@ def test_completing_a_rollout_needs_the_production_pass(staged):
     v1 = ProcedureVersion.objects.get(procedure=v2.procedure, number=1)
     # a rollout started before promotion needed an eval (the database allows it: v2 is APPROVED)
     rollout = Rollout.objects.create(
-        procedure=v2.procedure, version=v2, control_version=v1, share=20, reason="legacy", started_by=users["admin"], started_at=timezone.now(),
+        procedure=v2.procedure,
+        version=v2,
+        control_version=v1,
+        share=20,
+        reason="legacy",
+        started_by=users["admin"],
+        started_at=timezone.now(),
     )
     with pytest.raises(services.LifecycleError, match="run the promotion eval before completing the rollout"):
         releases.rollout_complete(rollout=rollout, user=users["admin"], reason="the arm resolves more")
@@ -242,9 +298,14 @@ def test_a_promotion_eval_replays_productions_set_with_the_approved_version(stag
     assert (run.kind, run.environment, run.state) == (EvalRun.Kind.PROMOTION, "production", EvalRun.State.DONE)
     assert run.baseline_hash == active_set_hash(agent)
     assert {b["key"]: b["version"] for b in run.baseline_versions}["refund.over_limit"] == 1
-    rows = {(r.case_id, r.arm): [f"{p['id']} v{p['version']}" for p in r.injected] for r in EvalCaseResult.objects.filter(run=run)}
+    rows = {
+        (r.case_id, r.arm): [f"{p['id']} v{p['version']}" for p in r.injected]
+        for r in EvalCaseResult.objects.filter(run=run)
+    }
     case = refund_case(agent)
-    assert rows[(case.pk, "baseline")] == ["refund.over_limit v1"] and rows[(case.pk, "candidate")] == ["refund.over_limit v2"]
+    assert rows[(case.pk, "baseline")] == ["refund.over_limit v1"] and rows[(case.pk, "candidate")] == [
+        "refund.over_limit v2"
+    ]
     # the demo's v2 improves the refund cases against production's v1 too
     assert run.verdict == EvalRun.Verdict.PASS, run.verdict_detail["reasons"]
     assert run.verdict_detail["environment"] == "production" and run.verdict_detail["selection"]["kind"] == "promotion"
@@ -255,7 +316,9 @@ def test_promotion_eval_is_for_approved_versions_and_promoters_or_reviewers(stag
     agent, users, v2 = staged
     with pytest.raises(PermissionDenied):
         runs.eval_run_start_promotion(version=v2, user=outsider)
-    candidate = ProcedureVersion.objects.get(procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE)
+    candidate = ProcedureVersion.objects.get(
+        procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE
+    )
     with pytest.raises(services.LifecycleError, match="Only an approved version"):
         runs.eval_run_start_promotion(version=candidate, user=users["admin"])
     first = runs.eval_run_start_promotion(version=v2, user=users["reviewer"])
@@ -274,7 +337,10 @@ def test_database_refuses_active_without_a_pass_against_production(staged):
         with connection.cursor() as cursor:
             cursor.execute("DELETE FROM library_procedurerelease WHERE version_id = %s", [v2.pk])
             cursor.execute("UPDATE library_procedureversion SET status = 'RETIRED' WHERE id = %s", [v1.pk])
-            cursor.execute("UPDATE library_procedureversion SET status = 'ACTIVE', review_by = %s WHERE id = %s", [timezone.localdate(), v2.pk])
+            cursor.execute(
+                "UPDATE library_procedureversion SET status = 'ACTIVE', review_by = %s WHERE id = %s",
+                [timezone.localdate(), v2.pk],
+            )
 
     # v2's approval eval replayed against staging's set: not enough for production
     with pytest.raises(DB_ERRORS, match="against production's set"):
@@ -282,16 +348,28 @@ def test_database_refuses_active_without_a_pass_against_production(staged):
             make_v2_active()
     # a passing promotion eval of another content does not count either
     EvalRun.objects.create(
-        version=v2, kind=EvalRun.Kind.PROMOTION, content_hash="0" * 64, environment="production",
-        state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, runner="test", finished_at=timezone.now(),
+        version=v2,
+        kind=EvalRun.Kind.PROMOTION,
+        content_hash="0" * 64,
+        environment="production",
+        state=EvalRun.State.DONE,
+        verdict=EvalRun.Verdict.PASS,
+        runner="test",
+        finished_at=timezone.now(),
     )
     with pytest.raises(DB_ERRORS, match="against production's set"):
         with transaction.atomic():
             make_v2_active()
     # nor a retirement eval of the exact content against production
     EvalRun.objects.create(
-        version=v2, kind=EvalRun.Kind.RETIRE, content_hash=v2.content_hash, environment="production",
-        state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, runner="test", finished_at=timezone.now(),
+        version=v2,
+        kind=EvalRun.Kind.RETIRE,
+        content_hash=v2.content_hash,
+        environment="production",
+        state=EvalRun.State.DONE,
+        verdict=EvalRun.Verdict.PASS,
+        runner="test",
+        finished_at=timezone.now(),
     )
     with pytest.raises(DB_ERRORS, match="against production's set"):
         with transaction.atomic():
@@ -351,7 +429,9 @@ def test_the_migration_goes_back_and_forth_and_earlier_runs_target_production(ca
         assert not {"procmem_version_production_eval", "procmem_evalrun_target_kept"} & _triggers()
         old = executor.loader.project_state(BEFORE).apps
         OldRun = old.get_model("library", "EvalRun")
-        earlier = OldRun.objects.create(version_id=candidate.pk, content_hash=candidate.content_hash, state="done", verdict="pass")
+        earlier = OldRun.objects.create(
+            version_id=candidate.pk, content_hash=candidate.content_hash, state="done", verdict="pass"
+        )
     finally:
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()

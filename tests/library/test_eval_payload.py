@@ -10,10 +10,10 @@ from django.contrib.auth import get_user_model
 from django.urls import reverse
 
 from library import services
+from library.api.tokens import token_create
 from library.demo import seed_demo
 from library.evals import runs
 from library.models import ApiToken, EvalRun, RegressionCase, Source
-from library.api.tokens import token_create
 from tests import evals_support
 from tests.evals_support import DEMO_CANDIDATE_STEPS
 
@@ -30,9 +30,7 @@ LESSONS = [
 
 def served_texts(client, agent, token: str) -> dict[tuple[str, int], str]:
     """(id, version) → `rendered`, as GET /api/v1/agents/<agent>/procedures serves them."""
-    response = client.get(
-        reverse("api:active_set", kwargs={"agent": agent.name}), HTTP_AUTHORIZATION=f"Bearer {token}"
-    )
+    response = client.get(reverse("api:active_set", kwargs={"agent": agent.name}), HTTP_AUTHORIZATION=f"Bearer {token}")
     assert response.status_code == 200
     return {(p["id"], p["version"]): p["rendered"] for p in response.json()["procedures"]}
 
@@ -87,7 +85,9 @@ def test_an_eval_replays_the_bytes_the_agent_api_serves(client, django_capture_o
                 assert served[key] in received["instruction"].split("\n\n")
             compared[key] = compared.get(key, 0) + 1
     cases = RegressionCase.objects.filter(agent=agent, is_active=True, intent__name="refund_over_limit").count()
-    assert compared[("refund.over_limit", candidate.number)] == cases > 0  # the candidate arm of each case of its intent
+    assert (
+        compared[("refund.over_limit", candidate.number)] == cases > 0
+    )  # the candidate arm of each case of its intent
     assert len(compared) >= 2  # and the other procedures of the active set, in both arms
 
 
@@ -96,19 +96,27 @@ def _old_rule(run, case, arm):
     the candidate first, the others by key, up to the cap."""
     from library.models import ProcedureVersion
 
-    baseline = list(ProcedureVersion.objects.filter(pk__in=[b["id"] for b in run.baseline_versions]).select_related("procedure"))
-    versions = baseline if arm == "baseline" else [run.version, *[v for v in baseline if v.procedure_id != run.version.procedure_id]]
+    baseline = list(
+        ProcedureVersion.objects.filter(pk__in=[b["id"] for b in run.baseline_versions]).select_related("procedure")
+    )
+    versions = (
+        baseline
+        if arm == "baseline"
+        else [run.version, *[v for v in baseline if v.procedure_id != run.version.procedure_id]]
+    )
     versions = [v for v in versions if v.procedure.intent_id == case.intent_id]
     first = [v for v in versions if v.pk == run.version_id]
     rest = sorted((v for v in versions if v.pk != run.version_id), key=lambda v: v.procedure.key)
     return (first + rest)[: run.version.procedure.agent.injection_cap]
 
 
-def test_where_the_served_selection_agrees_with_the_old_rule_every_case_keeps_its_outcome(django_capture_on_commit_callbacks):
+def test_where_the_served_selection_agrees_with_the_old_rule_every_case_keeps_its_outcome(
+    django_capture_on_commit_callbacks,
+):
     # given the demo candidate's eval, replayed with the served selection
-    from library.evals.simulator import simulate
     from library.evals.checks import check_case
     from library.evals.payload import case_payload
+    from library.evals.simulator import simulate
     from library.evals.verdict import PairedOutcome, Thresholds, judge
     from library.models import EvalCaseResult
 
@@ -126,9 +134,12 @@ def test_where_the_served_selection_agrees_with_the_old_rule_every_case_keeps_it
         records = [dict(v.to_dict(), intent=v.procedure.intent.name) for v in old]
         output = simulate(case=case_payload(row.case), procedures=records)
         passed = not check_case(
-            expected_tools=row.case.expected_tools, forbidden_tools=row.case.forbidden_tools,
-            reply_must_match=row.case.reply_must_match, reply_must_not_match=row.case.reply_must_not_match,
-            tool_calls=output["tool_calls"], reply=output["reply"],
+            expected_tools=row.case.expected_tools,
+            forbidden_tools=row.case.forbidden_tools,
+            reply_must_match=row.case.reply_must_match,
+            reply_must_not_match=row.case.reply_must_not_match,
+            tool_calls=output["tool_calls"],
+            reply=output["reply"],
         )
         old_outcomes.setdefault(row.case_id, {"intent": row.case.intent.name})[row.arm] = passed
         # then wherever the two selections agree, the outcome is the same: no case changes cell silently
@@ -140,7 +151,11 @@ def test_where_the_served_selection_agrees_with_the_old_rule_every_case_keeps_it
     assert agreed >= 30 and differed >= 1
     # and the verdict is the one the old rule gave
     old = judge(
-        [PairedOutcome(case_id=k, intent=v["intent"], baseline=v["baseline"], candidate=v["candidate"]) for k, v in sorted(old_outcomes.items())],
-        target_intent="refund_over_limit", thresholds=Thresholds.from_dict(run.thresholds),
+        [
+            PairedOutcome(case_id=k, intent=v["intent"], baseline=v["baseline"], candidate=v["candidate"])
+            for k, v in sorted(old_outcomes.items())
+        ],
+        target_intent="refund_over_limit",
+        thresholds=Thresholds.from_dict(run.thresholds),
     )
     assert old["verdict"] == run.verdict == "pass"

@@ -35,12 +35,18 @@ def check(calls, reply="", **spec):
 
 
 def test_expected_calls_in_order_with_other_calls_between():
-    calls = [{"name": "lookupOrder", "args": {"order_id": "A"}}, {"name": "think"}, {"name": "createApproval", "args": {"order_id": "A", "amount": 5}}]
+    calls = [
+        {"name": "lookupOrder", "args": {"order_id": "A"}},
+        {"name": "think"},
+        {"name": "createApproval", "args": {"order_id": "A", "amount": 5}},
+    ]
     assert check(calls, expected_tools=["lookupOrder", {"name": "createApproval", "args": {"order_id": "A"}}]) == []
     assert check(calls, expected_tools=[{"name": "createApproval", "args": {"order_id": "B"}}]) == [
         "expected call createApproval(order_id='B') was not made"
     ]
-    assert check(calls, expected_tools=["createApproval", "lookupOrder"]) == ["expected call lookupOrder came out of order"]
+    assert check(calls, expected_tools=["createApproval", "lookupOrder"]) == [
+        "expected call lookupOrder came out of order"
+    ]
 
 
 def test_forbidden_calls_and_forbidden_before():
@@ -54,8 +60,18 @@ def test_forbidden_calls_and_forbidden_before():
 
 
 def test_reply_patterns():
-    assert check([], reply="Your refund is pending approval", reply_must_match=["(?i)approval"], reply_must_not_match=["confirmed"]) == []
-    assert len(check([], reply="Refund confirmed", reply_must_match=["approval"], reply_must_not_match=["confirmed"])) == 2
+    assert (
+        check(
+            [],
+            reply="Your refund is pending approval",
+            reply_must_match=["(?i)approval"],
+            reply_must_not_match=["confirmed"],
+        )
+        == []
+    )
+    assert (
+        len(check([], reply="Refund confirmed", reply_must_match=["approval"], reply_must_not_match=["confirmed"])) == 2
+    )
 
 
 @pytest.mark.parametrize(
@@ -76,7 +92,12 @@ def test_malformed_checks_name_the_field(spec, message):
 # --------------------------------------------------------------------------------------------- the simulator
 
 
-REFUND_CASE = {"id": 1, "intent": "refund_over_limit", "task": "Refund ORD-1", "context": {"order_id": "ORD-1", "amount": "480 EUR"}}
+REFUND_CASE = {
+    "id": 1,
+    "intent": "refund_over_limit",
+    "task": "Refund ORD-1",
+    "context": {"order_id": "ORD-1", "amount": "480 EUR"},
+}
 
 
 def test_simulator_without_procedure_promises_the_refund_without_approval():
@@ -86,9 +107,20 @@ def test_simulator_without_procedure_promises_the_refund_without_approval():
 
 
 def test_simulator_follows_the_injected_procedure_and_is_deterministic():
-    procedure = {"id": "refund.over_limit", "version": 2, "steps": DEMO_CANDIDATE_STEPS, "requiredTools": [], "forbiddenActions": []}
+    procedure = {
+        "id": "refund.over_limit",
+        "version": 2,
+        "steps": DEMO_CANDIDATE_STEPS,
+        "requiredTools": [],
+        "forbiddenActions": [],
+    }
     out = simulate(case=REFUND_CASE, procedures=[procedure])
-    assert [c["name"] for c in out["tool_calls"]] == ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
+    assert [c["name"] for c in out["tool_calls"]] == [
+        "lookupOrder",
+        "checkReturnWindow",
+        "createApproval",
+        "replyTemplates",
+    ]
     assert out["tool_calls"][0]["args"] == {"order_id": "ORD-1"}
     assert "approval" in out["reply"] and "480 EUR" in out["reply"]
     assert simulate(case=REFUND_CASE, procedures=[procedure]) == out
@@ -106,9 +138,15 @@ def test_simulator_without_a_reply_step_replies_by_what_it_did():
 def test_http_runner_posts_case_instruction_procedures_and_reads_the_answer():
     answer = {"tool_calls": [{"name": "lookupOrder", "args": {"order_id": "ORD-1"}}], "reply": "done"}
     with ScriptedServer(lambda path, body, headers: (200, answer, 0)) as server:
-        out = HttpRunner(server.url + "/eval", policy=NO_WAIT).run(case=REFUND_CASE, instruction="Be brief.", procedures=[{"id": "a.b"}])
+        out = HttpRunner(server.url + "/eval", policy=NO_WAIT).run(
+            case=REFUND_CASE, instruction="Be brief.", procedures=[{"id": "a.b"}]
+        )
     assert out.tool_calls == [{"name": "lookupOrder", "args": {"order_id": "ORD-1"}}] and out.reply == "done"
-    assert server.requests[0]["body"] == {"case": REFUND_CASE, "instruction": "Be brief.", "procedures": [{"id": "a.b"}]}
+    assert server.requests[0]["body"] == {
+        "case": REFUND_CASE,
+        "instruction": "Be brief.",
+        "procedures": [{"id": "a.b"}],
+    }
 
 
 def test_http_runner_times_out_after_its_retries():
@@ -155,7 +193,9 @@ def test_http_runner_reports_a_refused_connection():
     with ScriptedServer(lambda *a: (200, {}, 0)) as server:
         url = server.url
     with pytest.raises(RunnerError, match="could not reach|connection"):
-        HttpRunner(url, policy=HttpPolicy(timeout=0.5, retries=1, backoff=0.0)).run(case=REFUND_CASE, instruction="", procedures=[])
+        HttpRunner(url, policy=HttpPolicy(timeout=0.5, retries=1, backoff=0.0)).run(
+            case=REFUND_CASE, instruction="", procedures=[]
+        )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -203,7 +243,10 @@ def test_the_agent_concurrency_limit_holds_across_threads(agent):
 # --------------------------------------------------------------------------------------------- model replay
 
 SCHEMAS = {
-    "lookupOrder": {"description": "Find an order", "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}}},
+    "lookupOrder": {
+        "description": "Find an order",
+        "parameters": {"type": "object", "properties": {"order_id": {"type": "string"}}},
+    },
     "createApproval": {"type": "object", "properties": {"order_id": {"type": "string"}}},
 }
 
@@ -214,24 +257,56 @@ def tool_call(call_id, name, arguments):
 
 def test_model_replay_answers_tool_calls_from_recorded_results():
     # given a scripted model: look up the order, then call an unrecorded tool, then reply
-    script = iter([
-        {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [tool_call("c1", "lookupOrder", '{"order_id": "ORD-1"}')]}}]},
-        {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [tool_call("c2", "createApproval", '{"order_id": "ORD-1"}')]}}]},
-        {"choices": [{"message": {"role": "assistant", "content": "I asked for approval."}}]},
-    ])
+    script = iter(
+        [
+            {
+                "choices": [
+                    {
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [tool_call("c1", "lookupOrder", '{"order_id": "ORD-1"}')],
+                        }
+                    }
+                ]
+            },
+            {
+                "choices": [
+                    {
+                        "message": {
+                            "role": "assistant",
+                            "content": None,
+                            "tool_calls": [tool_call("c2", "createApproval", '{"order_id": "ORD-1"}')],
+                        }
+                    }
+                ]
+            },
+            {"choices": [{"message": {"role": "assistant", "content": "I asked for approval."}}]},
+        ]
+    )
     case = {**REFUND_CASE, "tool_results": {"lookupOrder": [{"total": 480}]}}
     with ScriptedServer(lambda path, body, headers: (200, next(script), 0)) as server:
         runner = ModelReplayRunner(
-            base_url=server.url + "/v1", model="scripted-1", api_key="sk-secret-123", tool_schemas=SCHEMAS, policy=NO_WAIT
+            base_url=server.url + "/v1",
+            model="scripted-1",
+            api_key="sk-secret-123",
+            tool_schemas=SCHEMAS,
+            policy=NO_WAIT,
         )
         out = runner.run(case=case, instruction="You are the support agent.\n\nProcedure x.y v1", procedures=[])
     # then the calls and reply are read back
-    assert out.tool_calls == [{"name": "lookupOrder", "args": {"order_id": "ORD-1"}}, {"name": "createApproval", "args": {"order_id": "ORD-1"}}]
+    assert out.tool_calls == [
+        {"name": "lookupOrder", "args": {"order_id": "ORD-1"}},
+        {"name": "createApproval", "args": {"order_id": "ORD-1"}},
+    ]
     assert out.reply == "I asked for approval." and out.stopped == "reply"
     first, second, third = (r["body"] for r in server.requests)
     assert all(r["path"] == "/v1/chat/completions" for r in server.requests)
     assert server.requests[0]["headers"]["Authorization"] == "Bearer sk-secret-123"
-    assert first["model"] == "scripted-1" and first["messages"][0] == {"role": "system", "content": "You are the support agent.\n\nProcedure x.y v1"}
+    assert first["model"] == "scripted-1" and first["messages"][0] == {
+        "role": "system",
+        "content": "You are the support agent.\n\nProcedure x.y v1",
+    }
     assert first["messages"][1]["content"].startswith("Refund ORD-1")
     assert {t["function"]["name"] for t in first["tools"]} == {"lookupOrder", "createApproval"}
     # the recorded result answers lookupOrder; the unrecorded createApproval gets an error result
@@ -243,7 +318,9 @@ def test_model_replay_answers_tool_calls_from_recorded_results():
 def test_model_replay_stops_at_the_step_limit():
     looping = {"choices": [{"message": {"role": "assistant", "tool_calls": [tool_call("c", "lookupOrder", "{}")]}}]}
     with ScriptedServer(lambda path, body, headers: (200, looping, 0)) as server:
-        runner = ModelReplayRunner(base_url=server.url, model="m", api_key="", tool_schemas=SCHEMAS, policy=NO_WAIT, max_steps=3)
+        runner = ModelReplayRunner(
+            base_url=server.url, model="m", api_key="", tool_schemas=SCHEMAS, policy=NO_WAIT, max_steps=3
+        )
         out = runner.run(case=REFUND_CASE, instruction="", procedures=[])
     assert out.stopped == "step_limit" and out.reply == "" and len(out.tool_calls) == 3
     assert len(server.requests) == 3
@@ -280,4 +357,6 @@ def test_python_runner_errors_are_runner_errors():
 
 
 def test_parse_output_accepts_json_string_args():
-    assert parse_output({"tool_calls": [{"name": "a", "arguments": '{"x": 1}'}], "reply": None}).tool_calls == [{"name": "a", "args": {"x": 1}}]
+    assert parse_output({"tool_calls": [{"name": "a", "arguments": '{"x": 1}'}], "reply": None}).tool_calls == [
+        {"name": "a", "args": {"x": 1}}
+    ]

@@ -106,15 +106,27 @@ def test_a_second_start_returns_the_unfinished_run(demo):
 # --------------------------------------------------------------------------------------------- the demo verdicts and the gate
 
 
-def test_demo_candidate_passes_and_the_approval_carries_the_run(demo, django_capture_on_commit_callbacks, finished_signals):
+def test_demo_candidate_passes_and_the_approval_carries_the_run(
+    demo, django_capture_on_commit_callbacks, finished_signals
+):
     agent, users = demo
     candidate = propose_demo_candidate(agent)
     run = run_eval(candidate, users["reviewer"], django_capture_on_commit_callbacks)
     assert (run.state, run.verdict) == (EvalRun.State.DONE, EvalRun.Verdict.PASS)
     assert run.cases_done == run.cases_total == 19 and run.errors == 0
     target = run.verdict_detail["intents"][0]
-    assert (target["intent"], target["improved"], target["regressed"], target["baseline_passed"], target["candidate_passed"]) == (
-        "refund_over_limit", 8, 0, 0, 8,
+    assert (
+        target["intent"],
+        target["improved"],
+        target["regressed"],
+        target["baseline_passed"],
+        target["candidate_passed"],
+    ) == (
+        "refund_over_limit",
+        8,
+        0,
+        0,
+        8,
     )
     assert all(row["status"] == "unchanged" for row in run.verdict_detail["intents"][1:])
     assert finished_signals == [run.pk]
@@ -142,7 +154,10 @@ def test_a_harmful_candidate_fails(demo, django_capture_on_commit_callbacks):
 def test_a_candidate_that_breaks_its_intent_fails_as_a_regression(demo, django_capture_on_commit_callbacks):
     agent, users = demo
     broken = propose_demo_candidate(
-        agent, key="order.status", intent="order_status", steps=["Answer from memory with replyTemplates('order_status')."],
+        agent,
+        key="order.status",
+        intent="order_status",
+        steps=["Answer from memory with replyTemplates('order_status')."],
         applies_when="The customer asks where their order is or when it will arrive.",
     )
     run = run_eval(broken, users["reviewer"], django_capture_on_commit_callbacks)
@@ -161,8 +176,11 @@ def test_an_edit_voids_the_passing_run(demo, django_capture_on_commit_callbacks)
     candidate = propose_demo_candidate(agent)
     assert run_eval(candidate, users["reviewer"], django_capture_on_commit_callbacks).is_passing
     edited = services.version_revise(
-        version=candidate, user=users["reviewer"], applies_when=candidate.applies_when,
-        steps=candidate.steps + ["Thank the customer."], required_tools=candidate.required_tools,
+        version=candidate,
+        user=users["reviewer"],
+        applies_when=candidate.applies_when,
+        steps=candidate.steps + ["Thank the customer."],
+        required_tools=candidate.required_tools,
         forbidden_actions=candidate.forbidden_actions,
     )
     assert "No passing eval run on this exact content yet." in services.approval_blockers(edited, users["approver"])
@@ -266,7 +284,9 @@ def test_rows_held_by_another_live_task_are_left_alone(demo):
     assert held.get().state == "running" and held.get().claimed_by == "other-task"
 
 
-def test_a_lost_worker_leaves_the_run_resumable_and_never_half_judged(demo, settings, django_capture_on_commit_callbacks, finished_signals):
+def test_a_lost_worker_leaves_the_run_resumable_and_never_half_judged(
+    demo, settings, django_capture_on_commit_callbacks, finished_signals
+):
     agent, users = demo
     settings.PROCMEM_EVAL_STALE_SECONDS = 60
     run = start_only(propose_demo_candidate(agent), users["reviewer"])
@@ -317,7 +337,9 @@ def test_a_case_that_keeps_killing_workers_becomes_an_error(demo, settings):
     assert row.state == "done" and row.passed is None and "worker was lost 3 times" in row.error
 
 
-def test_a_run_that_keeps_stalling_fails_with_the_reason(demo, settings, finished_signals, django_capture_on_commit_callbacks):
+def test_a_run_that_keeps_stalling_fails_with_the_reason(
+    demo, settings, finished_signals, django_capture_on_commit_callbacks
+):
     agent, users = demo
     settings.PROCMEM_EVAL_STALE_SECONDS = 60
     settings.PROCMEM_EVAL_MAX_RESUMES = 2
@@ -389,7 +411,9 @@ def test_a_reviewer_may_resume_only_a_stalled_run(demo, settings, django_capture
         runs.eval_run_resume(run=run, user=users["reviewer"])
     run.refresh_from_db()
     assert (run.state, run.verdict, run.resumes) == (EvalRun.State.DONE, EvalRun.Verdict.PASS, 1)
-    assert AuditEvent.objects.filter(action=AuditEvent.Action.EVAL_START, actor=users["reviewer"], reason__startswith="Resumed").exists()
+    assert AuditEvent.objects.filter(
+        action=AuditEvent.Action.EVAL_START, actor=users["reviewer"], reason__startswith="Resumed"
+    ).exists()
 
 
 def test_a_model_replay_run_against_a_scripted_chat_completions_server(demo, django_capture_on_commit_callbacks):
@@ -407,18 +431,27 @@ def test_a_model_replay_run_against_a_scripted_chat_completions_server(demo, dja
             name = plan[len(done)]
             call = {"id": f"c{len(done)}", "type": "function", "function": {"name": name, "arguments": "{}"}}
             return 200, {"choices": [{"message": {"role": "assistant", "content": None, "tool_calls": [call]}}]}, 0
-        reply = "I asked for approval; you will hear from us." if guided else "Your refund of 480 EUR is being processed."
+        reply = (
+            "I asked for approval; you will hear from us." if guided else "Your refund of 480 EUR is being processed."
+        )
         return 200, {"choices": [{"message": {"role": "assistant", "content": reply}}]}, 0
 
     with ScriptedServer(model) as server:
-        agent.eval_runner, agent.model_base_url, agent.model_name, agent.model_api_key = "model", server.url + "/v1", "scripted", "sk-top-secret"
+        agent.eval_runner, agent.model_base_url, agent.model_name, agent.model_api_key = (
+            "model",
+            server.url + "/v1",
+            "scripted",
+            "sk-top-secret",
+        )
         agent.save()
         run = run_eval(propose_demo_candidate(agent), users["reviewer"], django_capture_on_commit_callbacks)
     assert (run.state, run.verdict) == (EvalRun.State.DONE, EvalRun.Verdict.PASS), run.verdict_detail
     # the recorded lookupOrder result came back to the model as the tool message
     second_call = next(r["body"] for r in server.requests if any(m["role"] == "tool" for m in r["body"]["messages"]))
     assert '"total": "' in next(m["content"] for m in second_call["messages"] if m["role"] == "tool")
-    stored = " ".join(str(v) for v in EvalCaseResult.objects.filter(run=run).values_list("error", "reply", "tool_calls"))
+    stored = " ".join(
+        str(v) for v in EvalCaseResult.objects.filter(run=run).values_list("error", "reply", "tool_calls")
+    )
     assert "sk-top-secret" not in stored + str(run.verdict_detail)
 
 
@@ -437,7 +470,12 @@ def test_a_worker_registers_every_task_the_runs_queue_and_the_beat_schedule_name
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "procmem_site.test_settings", "CELERY_SKIP_CHECKS": "1"}
     result = subprocess.run(
-        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", code],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr[-3000:]
     registered = set(result.stdout.split())

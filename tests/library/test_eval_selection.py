@@ -24,20 +24,34 @@ from library import services
 from library.api.tokens import token_create
 from library.demo import seed_demo
 from library.evals import runs
-from library.models import Agent, ApiToken, EvalCaseResult, EvalRun, Intent, ProcedureVersion, RegressionCase, Source, Status
+from library.models import (
+    Agent,
+    ApiToken,
+    EvalCaseResult,
+    EvalRun,
+    Intent,
+    ProcedureVersion,
+    RegressionCase,
+    Source,
+    Status,
+)
 from tests.conftest import make_active
-from tests.evals_support import DEMO_CANDIDATE_STEPS, propose_demo_candidate
+from tests.evals_support import DEMO_CANDIDATE_STEPS
 from tests.library.test_eval_worker import finished, wait_for
 
 pytestmark = [
-    pytest.mark.celery_worker, pytest.mark.redis, pytest.mark.postgres,
+    pytest.mark.celery_worker,
+    pytest.mark.redis,
+    pytest.mark.postgres,
     pytest.mark.django_db(transaction=True, databases=["default", "readonly"]),
 ]
 
 
 def api_injected(agent: Agent, token: str, task: str, intent: str | None) -> list[str]:
     params = {"task": task, **({"intent": intent} if intent else {})}
-    response = Client().get(reverse("api:select", kwargs={"agent": agent.name}), params, HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = Client().get(
+        reverse("api:select", kwargs={"agent": agent.name}), params, HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
     assert response.status_code == 200, response.content
     return [p["id"] for p in response.json()["injected"]]
 
@@ -52,22 +66,35 @@ def twin_of(agent: Agent, versions: list[ProcedureVersion]) -> Agent:
     `versions` (same keys, intents and texts: the same ranking)."""
     admin = get_user_model().objects.get(username="admin")
     twin = Agent.objects.create(
-        name=f"{agent.name}_twin", tools=list(agent.tools), injection_cap=agent.injection_cap,
-        selects_with_intent=agent.selects_with_intent, namespace=agent.namespace,
+        name=f"{agent.name}_twin",
+        tools=list(agent.tools),
+        injection_cap=agent.injection_cap,
+        selects_with_intent=agent.selects_with_intent,
+        namespace=agent.namespace,
     )
     for version in versions:
         intent, _ = Intent.objects.get_or_create(agent=twin, name=version.procedure.intent.name)
         copy = services.procedure_propose(
-            agent=twin, intent=intent, key=version.procedure.key, applies_when=version.applies_when, steps=list(version.steps),
-            required_tools=list(version.required_tools), forbidden_actions=list(version.forbidden_actions),
-            source=Source.MANUAL, proposed_by=get_user_model().objects.get(username="reviewer"),
+            agent=twin,
+            intent=intent,
+            key=version.procedure.key,
+            applies_when=version.applies_when,
+            steps=list(version.steps),
+            required_tools=list(version.required_tools),
+            forbidden_actions=list(version.forbidden_actions),
+            source=Source.MANUAL,
+            proposed_by=get_user_model().objects.get(username="reviewer"),
         )
         make_active(copy, admin)
     return twin
 
 
 def arm_versions(run: EvalRun) -> list[ProcedureVersion]:
-    baseline = list(ProcedureVersion.objects.filter(pk__in=[b["id"] for b in run.baseline_versions]).select_related("procedure__intent"))
+    baseline = list(
+        ProcedureVersion.objects.filter(pk__in=[b["id"] for b in run.baseline_versions]).select_related(
+            "procedure__intent"
+        )
+    )
     return [v for v in baseline if v.procedure_id != run.version.procedure_id] + [run.version]
 
 
@@ -94,10 +121,15 @@ def test_a_candidate_that_does_not_reach_its_tasks_is_not_injected_and_is_blocke
     agent = demo.agent
     users = {u.username: u for u in get_user_model().objects.all()}
     candidate = services.procedure_propose(
-        agent=agent, intent=agent.intents.get(name="refund_over_limit"), key="refund.over_limit",
+        agent=agent,
+        intent=agent.intents.get(name="refund_over_limit"),
+        key="refund.over_limit",
         applies_when="The customer wants to change the delivery address of an order that has not shipped.",
-        steps=DEMO_CANDIDATE_STEPS, required_tools=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
-        forbidden_actions=["Do not promise a refund before the approval is granted."], source=Source.MINED, actor_label="miner",
+        steps=DEMO_CANDIDATE_STEPS,
+        required_tools=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
+        forbidden_actions=["Do not promise a refund before the approval is granted."],
+        source=Source.MINED,
+        actor_label="miner",
     )
     # when the eval runs on the worker
     run = runs.eval_run_start(version=candidate, user=users["reviewer"])
@@ -107,7 +139,10 @@ def test_a_candidate_that_does_not_reach_its_tasks_is_not_injected_and_is_blocke
     selection = run.verdict_detail["selection"]
     assert (selection["targetCases"], selection["injectedIn"], selection["injectedShare"]) == (8, 0, 0.0)
     target_rows = EvalCaseResult.objects.filter(run=run, case__intent__name="refund_over_limit", arm="candidate")
-    assert all(f"refund.over_limit v{candidate.number}" not in [f"{p['id']} v{p['version']}" for p in r.injected] for r in target_rows)
+    assert all(
+        f"refund.over_limit v{candidate.number}" not in [f"{p['id']} v{p['version']}" for p in r.injected]
+        for r in target_rows
+    )
     # the run says so as a blocker (here the verdict fails too: nothing improved)
     blocker = services.selection_reach_blocker(run)
     assert "injected the candidate in 0 of 8 cases of its intent refund_over_limit" in blocker
@@ -125,19 +160,31 @@ def test_a_candidate_that_displaces_another_intents_procedure_under_cap_2_is_rep
     agent.save()
     users = {u.username: u for u in get_user_model().objects.all()}
     tracking = services.procedure_propose(
-        agent=agent, intent=agent.intents.get(name="order_status"), key="order.tracking",
+        agent=agent,
+        intent=agent.intents.get(name="order_status"),
+        key="order.tracking",
         applies_when="The customer asks whether an order has shipped and for its tracking.",
-        steps=["Look up the order with lookupOrder({{order_id}}).", "Answer with replyTemplates('order_status') and the tracking link."],
-        required_tools=["lookupOrder", "replyTemplates"], forbidden_actions=[], source=Source.MANUAL, proposed_by=users["reviewer"],
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Answer with replyTemplates('order_status') and the tracking link.",
+        ],
+        required_tools=["lookupOrder", "replyTemplates"],
+        forbidden_actions=[],
+        source=Source.MANUAL,
+        proposed_by=users["reviewer"],
     )
     make_active(tracking, users["admin"])
     # and a refund_over_limit candidate whose appliesWhen reads like an order-status question
     candidate = services.procedure_propose(
-        agent=agent, intent=agent.intents.get(name="refund_over_limit"), key="refund.delivery_check",
+        agent=agent,
+        intent=agent.intents.get(name="refund_over_limit"),
+        key="refund.delivery_check",
         applies_when="The customer asks where their order is, when it will be delivered, whether it has shipped, or for its tracking.",
         steps=DEMO_CANDIDATE_STEPS[:1] + DEMO_CANDIDATE_STEPS[2:],
-        required_tools=["lookupOrder", "createApproval", "replyTemplates"], forbidden_actions=[],
-        source=Source.MINED, actor_label="miner",
+        required_tools=["lookupOrder", "createApproval", "replyTemplates"],
+        forbidden_actions=[],
+        source=Source.MINED,
+        actor_label="miner",
     )
     # when the eval runs on the worker
     run = runs.eval_run_start(version=candidate, user=users["reviewer"])

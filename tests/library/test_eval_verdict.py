@@ -21,7 +21,10 @@ T = Thresholds(alpha=0.05, regression_alpha=0.10, max_pass_rate_drop=0.25, min_c
 def pairs(intent: str, *cells: tuple[bool | None, bool | None, int]) -> list[PairedOutcome]:
     out: list[PairedOutcome] = []
     for baseline, candidate, count in cells:
-        out += [PairedOutcome(case_id=len(out) + i, intent=intent, baseline=baseline, candidate=candidate) for i in range(count)]
+        out += [
+            PairedOutcome(case_id=len(out) + i, intent=intent, baseline=baseline, candidate=candidate)
+            for i in range(count)
+        ]
     return out
 
 

@@ -76,7 +76,9 @@ def test_a_worker_process_killed_mid_run_never_leaves_a_half_judged_run(slow_run
     run = runs.eval_run_start(version=propose_demo_candidate(agent), user=reviewer)
     wait_for(
         lambda: EvalCaseResult.objects.filter(run_id=run.pk, state="done").count() >= 4,
-        timeout=60, worker=celery_worker_process, what="the first finished cases",
+        timeout=60,
+        worker=celery_worker_process,
+        what="the first finished cases",
     )
     # when the pool process that is running a case is killed (as the OOM killer would)
     newest = max(slow_runner_env.iterdir(), key=lambda p: p.stat().st_mtime)
@@ -89,12 +91,17 @@ def test_a_worker_process_killed_mid_run_never_leaves_a_half_judged_run(slow_run
     # then the lost chunk is delivered again and the run resumes to a complete verdict
     run = wait_for(lambda: finished(run.pk), timeout=180, worker=celery_worker_process, what="the resumed run")
     rows = EvalCaseResult.objects.filter(run=run)
-    print(f"killed pool process {victim}; the run ended {run.state} {run.verdict}, resumes {run.resumes}, "
-          f"re-run case-arms {rows.filter(attempts__gt=1).count()}")
+    print(
+        f"killed pool process {victim}; the run ended {run.state} {run.verdict}, resumes {run.resumes}, "
+        f"re-run case-arms {rows.filter(attempts__gt=1).count()}"
+    )
     if run.state == EvalRun.State.DONE:
         assert not rows.exclude(state="done").exists()
         assert run.verdict == EvalRun.Verdict.PASS and run.verdict_detail["totals"]["cases"] == run.cases_total == 19
         assert rows.filter(attempts__gt=1).exists(), "the case the killed process held was run again"
     else:  # failed with the reason, never with a verdict
         assert run.state == EvalRun.State.FAILED and run.verdict == "" and run.failure_reason
-    assert "WorkerLostError" in celery_worker_process.log_path.read_text() or "SIGKILL" in celery_worker_process.log_path.read_text()
+    assert (
+        "WorkerLostError" in celery_worker_process.log_path.read_text()
+        or "SIGKILL" in celery_worker_process.log_path.read_text()
+    )

@@ -9,7 +9,8 @@ import json
 
 import pytest
 from django.test import Client
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from library.api.tokens import token_create
 from library.models import AgentSession, ApiToken
@@ -17,17 +18,36 @@ from library.models import AgentSession, ApiToken
 from .test_ingest import procmem_item
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
-FUZZ = settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None)
+FUZZ = settings(
+    max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True, database=None
+)
 
 leaves = st.one_of(
-    st.none(), st.booleans(),
+    st.none(),
+    st.booleans(),
     st.integers(min_value=-(2**70), max_value=2**70),
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=30),
     st.sampled_from(["\x00", "a\x00", "GET Observation", "/", "", "x" * 300]),
 )
-values = st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)), max_leaves=20)
-FIELDS = ["session_id", "intent", "task", "outcome", "tool_calls", "injected", "instruction_chars", "model", "ended_at", "reply", "agent"]
+values = st.recursive(
+    leaves,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)),
+    max_leaves=20,
+)
+FIELDS = [
+    "session_id",
+    "intent",
+    "task",
+    "outcome",
+    "tool_calls",
+    "injected",
+    "instruction_chars",
+    "model",
+    "ended_at",
+    "reply",
+    "agent",
+]
 
 
 def _encode(value) -> bytes:
@@ -41,7 +61,9 @@ def ingest(agent):
     client = Client(raise_request_exception=False)
 
     def post(body: bytes):
-        return client.post("/api/v1/sessions", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}")
+        return client.post(
+            "/api/v1/sessions", data=body, content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {raw}"
+        )
 
     return post
 
@@ -50,7 +72,10 @@ def test_sessions_with_fuzzed_fields(agent, ingest):
     counter = iter(range(10**9))
 
     @FUZZ
-    @given(overrides=st.dictionaries(st.sampled_from(FIELDS), values, min_size=1, max_size=3), calls=st.lists(values, max_size=3))
+    @given(
+        overrides=st.dictionaries(st.sampled_from(FIELDS), values, min_size=1, max_size=3),
+        calls=st.lists(values, max_size=3),
+    )
     def one(overrides, calls):
         n = next(counter)
         fuzzed = {**procmem_item(f"fz-{n}"), **overrides}
@@ -64,7 +89,11 @@ def test_sessions_with_fuzzed_fields(agent, ingest):
         if response.status_code in (200, 207, 422):
             report = response.json()
             assert after - before == set(report["stored"])
-            assert f"ok-{n}" in report["stored"] or f"ok-{n}" in report["duplicate"] or fuzzed.get("session_id") == f"ok-{n}"
+            assert (
+                f"ok-{n}" in report["stored"]
+                or f"ok-{n}" in report["duplicate"]
+                or fuzzed.get("session_id") == f"ok-{n}"
+            )
         else:
             assert response.status_code in (400, 413) and after == before
 

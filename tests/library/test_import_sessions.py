@@ -9,9 +9,9 @@ import json
 
 import pytest
 from django.core.management import call_command
+from django.core.management.base import CommandError
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from django.core.management.base import CommandError
 
 from library.ingest.reader import read_items
 from library.models import Agent, AgentSession
@@ -39,12 +39,22 @@ def test_a_bad_line_and_a_bad_byte_are_refused_by_line_and_the_rest_is_imported(
     # given: 100 good sessions, then a malformed line, a line with a non-UTF-8 byte, and 5 more good ones
     good = [procmem_item(f"g-{i}") for i in range(100)]
     path = tmp_path / "sessions.jsonl"
-    path.write_bytes(_lines(*good, b'{"session_id": "broken", ', b'{"session_id": "latin-\xe9"}', *[procmem_item(f"h-{i}") for i in range(5)]))
+    path.write_bytes(
+        _lines(
+            *good,
+            b'{"session_id": "broken", ',
+            b'{"session_id": "latin-\xe9"}',
+            *[procmem_item(f"h-{i}") for i in range(5)],
+        )
+    )
     out, err, failure = _run(path, "--agent", agent.name, "--batch-size", "30")
     assert AgentSession.objects.filter(agent=agent).count() == 105
     assert "line 101:" in err and "line 102:" in err
     assert "support_agent: 105 stored, 0 duplicate, 2 refused." in out
-    assert failure == "2 item(s) refused (listed above); 105 stored and 0 duplicate were kept, each item whole or not at all."
+    assert (
+        failure
+        == "2 item(s) refused (listed above); 105 stored and 0 duplicate were kept, each item whole or not at all."
+    )
 
 
 def test_the_summary_never_claims_what_did_not_happen(agent, tmp_path):
@@ -66,8 +76,12 @@ def test_a_json_list_keeps_the_items_before_a_malformed_one_and_says_where_it_st
 def test_an_agent_created_by_an_import_gets_the_tools_of_the_stored_sessions(tmp_path):
     path = tmp_path / "fhir.jsonl"
     sessions = [
-        procmem_item("f-1", agent=None, tool_calls=[{"name": "GET Patient", "args": {}}, {"name": "GET Observation", "args": {}}]),
-        procmem_item("f-2", agent=None, tool_calls=[{"name": "bad\x00tool", "args": {}}]),  # refused: its tool is not seen
+        procmem_item(
+            "f-1", agent=None, tool_calls=[{"name": "GET Patient", "args": {}}, {"name": "GET Observation", "args": {}}]
+        ),
+        procmem_item(
+            "f-2", agent=None, tool_calls=[{"name": "bad\x00tool", "args": {}}]
+        ),  # refused: its tool is not seen
     ]
     path.write_bytes(_lines(*sessions))
     _run(path, "--agent", "fhir_agent", "--create-agent")
@@ -108,7 +122,10 @@ def test_an_agent_with_tools_keeps_its_list(agent, tmp_path):
 @pytest.mark.parametrize("sized", [False, True])
 def test_read_items_numbers_lines(data, expected, sized):
     # with the size known, a pretty-printed object is parsed whole: same items, same lines, same errors
-    got = [(item.line, item.value, "x" if item.error else "") for item in read_items(io.BytesIO(data), chunk_size=8, size=len(data) if sized else None)]
+    got = [
+        (item.line, item.value, "x" if item.error else "")
+        for item in read_items(io.BytesIO(data), chunk_size=8, size=len(data) if sized else None)
+    ]
     assert got == expected
 
 
@@ -144,7 +161,11 @@ _json_values = st.recursive(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=st.dictionaries(st.text(max_size=8), _json_values, max_size=6), cut=st.integers(min_value=0), junk=st.sampled_from([b"", b"x", b"\n{", b"]", b"\xff"]))
+@given(
+    value=st.dictionaries(st.text(max_size=8), _json_values, max_size=6),
+    cut=st.integers(min_value=0),
+    junk=st.sampled_from([b"", b"x", b"\n{", b"]", b"\xff"]),
+)
 # found by CI: an intact object and a byte that is not UTF-8 in one chunk lost the object
 @example(value={"00\r\x07\x80\x80\x80\U00010000": None}, cut=34, junk=b"\xff")
 def test_reading_an_object_whole_gives_what_streaming_gives(value, cut, junk):
@@ -152,6 +173,11 @@ def test_reading_an_object_whole_gives_what_streaming_gives(value, cut, junk):
     or followed by junk: the same items, lines and errors."""
     data = json.dumps(value, indent=2, ensure_ascii=False).encode()
     data = data[: cut % (len(data) + 1)] + junk if junk or cut % 3 == 0 else data
+
     def items(size):
-        return [(item.line, item.value, item.error, item.fatal) for item in read_items(io.BytesIO(data), chunk_size=16, size=size)]
+        return [
+            (item.line, item.value, item.error, item.fatal)
+            for item in read_items(io.BytesIO(data), chunk_size=16, size=size)
+        ]
+
     assert items(len(data)) == items(None)

@@ -8,7 +8,15 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from library.ingest.formats import ImportOptions, ItemInvalid, parse_adk, parse_item, parse_openai, parse_procmem, taubench_intent
+from library.ingest.formats import (
+    ImportOptions,
+    ItemInvalid,
+    parse_adk,
+    parse_item,
+    parse_openai,
+    parse_procmem,
+    taubench_intent,
+)
 from library.ingest.reader import iter_json_items
 from library.ingest.store import sessions_purge_raw, sessions_store
 from library.models import AgentSession, Intent
@@ -23,7 +31,11 @@ def procmem_item(session_id="s-1", **overrides):
         "outcome": {"resolved": True, "escalated": False, "rating": 5},
         "tool_calls": [
             {"name": "lookupOrder", "args": {"order_id": "ORD-12345"}, "ok": True},
-            {"name": "createApproval", "args": {"order_id": "ORD-12345", "customer_email": "anna@example.com"}, "ok": True},
+            {
+                "name": "createApproval",
+                "args": {"order_id": "ORD-12345", "customer_email": "anna@example.com"},
+                "ok": True,
+            },
         ],
         "injected": [{"id": "refund.over_limit", "version": 3}],
         "instruction_chars": 2100,
@@ -60,8 +72,13 @@ def test_procmem_errors_name_every_bad_field():
         parse_procmem(bad)
     fields = {error.field for error in caught.value.errors}
     assert fields == {
-        "session_id", "outcome.resolved", "tool_calls[1].name", "tool_calls[2].args", "injected[0].version",
-        "instruction_chars", "ended_at",
+        "session_id",
+        "outcome.resolved",
+        "tool_calls[1].name",
+        "tool_calls[2].args",
+        "injected[0].version",
+        "instruction_chars",
+        "ended_at",
     }
 
 
@@ -74,11 +91,17 @@ def test_openai_taubench_item_outcome_escalation_and_intent():
         "traj": [
             {"role": "system", "content": "policy"},
             {"role": "user", "content": "Cancel my trip please"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"function": {"name": "get_user_details", "arguments": "{\"user_id\": \"mia_li_3668\"}"}}]},
-            {"role": "tool", "name": "get_user_details", "content": "{\"email\": \"mia@example.com\"}"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"function": {"name": "transfer_to_human_agents", "arguments": "{\"summary\": \"x\"}"}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"function": {"name": "get_user_details", "arguments": '{"user_id": "mia_li_3668"}'}}],
+            },
+            {"role": "tool", "name": "get_user_details", "content": '{"email": "mia@example.com"}'},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [{"function": {"name": "transfer_to_human_agents", "arguments": '{"summary": "x"}'}}],
+            },
             {"role": "assistant", "content": "Transferring you."},
         ],
     }
@@ -88,25 +111,39 @@ def test_openai_taubench_item_outcome_escalation_and_intent():
     assert session.resolved is True and session.escalated is True
     assert session.skeleton == ["get_user_details", "transfer_to_human_agents"]
     assert session.tool_calls[0]["args"] == {"user_id": "mia_li_3668"}
-    assert session.task == "Cancel my trip please" and session.reply == "Transferring you." and session.model == "gpt-4o"
-    assert session.structured == ["{\"email\": \"mia@example.com\"}"]
+    assert (
+        session.task == "Cancel my trip please" and session.reply == "Transferring you." and session.model == "gpt-4o"
+    )
+    assert session.structured == ['{"email": "mia@example.com"}']
 
 
 def test_taubench_intent_uses_write_actions_only():
-    assert taubench_intent([{"name": "get_user_details"}, {"name": "update_reservation_flights"}, {"name": "cancel_reservation"}]) == (
-        "cancel_reservation-update_reservation_flights"
-    )
+    assert taubench_intent(
+        [{"name": "get_user_details"}, {"name": "update_reservation_flights"}, {"name": "cancel_reservation"}]
+    ) == ("cancel_reservation-update_reservation_flights")
     assert taubench_intent([{"name": "get_reservation_details"}]) == "no_write_action"
 
 
 def test_adk_session_events():
     item = {
         "id": "adk-1",
-        "state": {"intent": "order_status", "outcome": {"resolved": False}, "procmem:injected": [{"id": "order.status", "version": 2}]},
+        "state": {
+            "intent": "order_status",
+            "outcome": {"resolved": False},
+            "procmem:injected": [{"id": "order.status", "version": 2}],
+        },
         "events": [
             {"author": "user", "content": {"parts": [{"text": "Where is ORD-12345?"}]}},
-            {"author": "agent", "content": {"parts": [{"functionCall": {"name": "lookupOrder", "args": {"order_id": "ORD-12345"}}}]}},
-            {"author": "agent", "content": {"parts": [{"functionResponse": {"name": "lookupOrder", "response": {"status": "shipped"}}}]}},
+            {
+                "author": "agent",
+                "content": {"parts": [{"functionCall": {"name": "lookupOrder", "args": {"order_id": "ORD-12345"}}}]},
+            },
+            {
+                "author": "agent",
+                "content": {
+                    "parts": [{"functionResponse": {"name": "lookupOrder", "response": {"status": "shipped"}}}]
+                },
+            },
             {"author": "agent", "content": {"parts": [{"text": "It shipped."}]}},
         ],
         "lastUpdateTime": 1764410000.0,
@@ -132,7 +169,7 @@ def test_intent_field_and_map():
 
 @pytest.mark.parametrize("chunk_size", [1, 7, 64, 1 << 20])
 def test_iter_json_items_list_and_lines_in_any_chunking(chunk_size):
-    items = [{"a": i, "text": "é,[]{}\"" * i} for i in range(5)] + [3, "x", None]
+    items = [{"a": i, "text": 'é,[]{}"' * i} for i in range(5)] + [3, "x", None]
     as_list = json.dumps(items, indent=1).encode()
     as_lines = ("\n".join(json.dumps(i) for i in items) + "\n").encode()
     assert list(iter_json_items(io.BytesIO(as_list), chunk_size=chunk_size)) == items
@@ -153,14 +190,20 @@ def test_iter_json_items_names_the_bad_item():
 def test_store_redacts_before_storing_and_is_idempotent(agent):
     agent.redaction_patterns = [{"label": "order_id", "regex": r"\bORD-\d{4,}\b"}]
     agent.save()
-    first = sessions_store(agent=agent, sessions=[parse_procmem(procmem_item("s-1")), parse_procmem(procmem_item("s-1"))])
+    first = sessions_store(
+        agent=agent, sessions=[parse_procmem(procmem_item("s-1")), parse_procmem(procmem_item("s-1"))]
+    )
     assert first.stored == ["s-1"] and first.duplicate == ["s-1"]
     row = AgentSession.objects.get(agent=agent, session_id="s-1")
     excerpt = json.dumps(row.redacted_excerpt)
     assert "Anna" not in excerpt and "anna@example.com" not in excerpt and "ORD-12345" not in excerpt
     assert "{{email_address}}" in excerpt and "{{order_id}}" in excerpt
     assert row.skeleton == ["lookupOrder", "createApproval"] and row.intent.name == "refund_over_limit"
-    assert row.injected == [{"id": "refund.over_limit", "version": 3}] and row.instruction_chars == 2100 and row.model == "gpt-4o"
+    assert (
+        row.injected == [{"id": "refund.over_limit", "version": 3}]
+        and row.instruction_chars == 2100
+        and row.model == "gpt-4o"
+    )
     # a resend changes nothing, even with other content
     again = sessions_store(agent=agent, sessions=[parse_procmem(procmem_item("s-1", task="changed"))])
     assert again.stored == [] and again.duplicate == ["s-1"]
@@ -178,7 +221,11 @@ def test_zero_retention_never_stores_raw_content(agent, settings):
     settings.PROCMEM_RAW_RETENTION_DAYS = 0
     sessions_store(agent=agent, sessions=[parse_procmem(procmem_item("s-3"))])
     row = AgentSession.objects.get(session_id="s-3")
-    assert row.raw_purged and row.task == "" and row.tool_calls == [{"name": "lookupOrder", "ok": True}, {"name": "createApproval", "ok": True}]
+    assert (
+        row.raw_purged
+        and row.task == ""
+        and row.tool_calls == [{"name": "lookupOrder", "ok": True}, {"name": "createApproval", "ok": True}]
+    )
     assert row.skeleton == ["lookupOrder", "createApproval"] and row.redacted_excerpt
 
 
@@ -206,7 +253,9 @@ def test_import_sessions_command_stores_good_items_and_names_bad_ones(agent, tmp
     path.write_text("\n".join(json.dumps(line) for line in lines))
     err = io.StringIO()
     with pytest.raises(CommandError, match="1 item\\(s\\) refused"):
-        call_command("import_sessions", str(path), "--agent", agent.name, "--no-progress", stdout=io.StringIO(), stderr=err)
+        call_command(
+            "import_sessions", str(path), "--agent", agent.name, "--no-progress", stdout=io.StringIO(), stderr=err
+        )
     assert "line 2: (b) tool_calls[0].name" in err.getvalue()
     assert set(AgentSession.objects.values_list("session_id", flat=True)) == {"a", "c"}
 
@@ -231,5 +280,16 @@ def test_import_sessions_intent_map_file(agent, tmp_path):
     data.write_text(json.dumps(procmem_item("m-1", intent=None, route="R7")) + "\n")
     mapping = tmp_path / "map.json"
     mapping.write_text(json.dumps({"R7": "order_status"}))
-    call_command("import_sessions", str(data), "--agent", agent.name, "--intent-field", "route", "--intent-map", str(mapping), "--no-progress", stdout=io.StringIO())
+    call_command(
+        "import_sessions",
+        str(data),
+        "--agent",
+        agent.name,
+        "--intent-field",
+        "route",
+        "--intent-map",
+        str(mapping),
+        "--no-progress",
+        stdout=io.StringIO(),
+    )
     assert AgentSession.objects.get(session_id="m-1").intent.name == "order_status"

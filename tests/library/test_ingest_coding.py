@@ -3,14 +3,21 @@ the trace-hook format (import and POST /api/v1/sessions?format=trace)."""
 
 import io
 import json
-import shutil
 import tarfile
 
 import pytest
 from django.core.management import CommandError, call_command
 
 from library.api.tokens import token_create
-from library.ingest.formats import MAX_OUTPUT_CHARS, ImportOptions, ItemInvalid, outcomes_from_results, parse_item, parse_mini_swe_agent, parse_trace
+from library.ingest.formats import (
+    MAX_OUTPUT_CHARS,
+    ImportOptions,
+    ItemInvalid,
+    outcomes_from_results,
+    parse_item,
+    parse_mini_swe_agent,
+    parse_trace,
+)
 from library.models import Agent, AgentSession, ApiToken
 
 from ..conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS
@@ -19,36 +26,61 @@ from ..conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS
 def traj(instance_id="django__django-1", commands=(("grep -rn Foo django/", 0, "django/a.py:1"),), submit=True):
     messages = [
         {"role": "system", "content": "You are a helpful assistant"},
-        {"role": "user", "content": "<pr_description>\nConsider the following PR description:\nFoo breaks for anna@example.com\n</pr_description>"},
+        {
+            "role": "user",
+            "content": "<pr_description>\nConsider the following PR description:\nFoo breaks for anna@example.com\n</pr_description>",
+        },
     ]
     for command, code, output in commands:
         messages.append({"role": "assistant", "content": f"THOUGHT: look\n\n```bash\n{command}\n```"})
         messages.append({"role": "user", "content": f"<returncode>{code}</returncode>\n<output>\n{output}\n</output>"})
     if submit:
-        messages.append({"role": "assistant", "content": "THOUGHT: done\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```"})
+        messages.append(
+            {
+                "role": "assistant",
+                "content": "THOUGHT: done\n\n```bash\necho COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached\n```",
+            }
+        )
         messages.append({"role": "user", "content": "diff --git a/django/a.py b/django/a.py\n+fixed"})
-    return {"instance_id": instance_id, "trajectory_format": "mini-swe-agent-1", "info": {"exit_status": "Submitted", "submission": "diff --git a/django/a.py"}, "messages": messages}
+    return {
+        "instance_id": instance_id,
+        "trajectory_format": "mini-swe-agent-1",
+        "info": {"exit_status": "Submitted", "submission": "diff --git a/django/a.py"},
+        "messages": messages,
+    }
 
 
 def test_mini_swe_agent_commands_become_classified_calls_with_return_codes():
-    item = traj(commands=[
-        ("grep -rn Foo django/", 0, "django/a.py:1"),
-        ("cat <<'EOF' > reproduce.py\nimport django\nEOF", 0, ""),
-        ("python reproduce.py", 1, "Traceback: boom"),
-        ("sed -i 's/a/b/' django/a.py", 0, ""),
-        ("./tests/runtests.py foo_tests", 0, "OK"),
-    ])
+    item = traj(
+        commands=[
+            ("grep -rn Foo django/", 0, "django/a.py:1"),
+            ("cat <<'EOF' > reproduce.py\nimport django\nEOF", 0, ""),
+            ("python reproduce.py", 1, "Traceback: boom"),
+            ("sed -i 's/a/b/' django/a.py", 0, ""),
+            ("./tests/runtests.py foo_tests", 0, "OK"),
+        ]
+    )
     # a turn with two commands was refused by the agent's loop and ran nothing
     item["messages"].insert(4, {"role": "assistant", "content": "```bash\nls\n```\n```bash\npwd\n```"})
-    item["messages"].insert(5, {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks."})
+    item["messages"].insert(
+        5, {"role": "user", "content": "Please always provide EXACTLY ONE action in triple backticks."}
+    )
     session = parse_item(item, options=ImportOptions(outcomes={"django__django-1": True}))
     assert session.source_format == "mini-swe-agent" and session.resolved is True and session.intent == "resolve_issue"
     assert session.task == "Foo breaks for anna@example.com"
     assert session.skeleton == ["search", "edit:script", "run:script", "edit:source", "test", "submit"]
     run = session.tool_calls[2]
     assert run["name"] == "python" and run["ok"] is False
-    assert run["args"] == {"activity": "run", "step": "run:script", "command": "python reproduce.py", "path": "reproduce.py",
-                           "target": "{{script}}", "role": "script", "returncode": 1, "output": "Traceback: boom\n"}
+    assert run["args"] == {
+        "activity": "run",
+        "step": "run:script",
+        "command": "python reproduce.py",
+        "path": "reproduce.py",
+        "target": "{{script}}",
+        "role": "script",
+        "returncode": 1,
+        "output": "Traceback: boom\n",
+    }
     assert session.tool_calls[-1]["ok"] is None and "output" not in session.tool_calls[-1]["args"]
     assert session.reply == "diff --git a/django/a.py"
 
@@ -66,7 +98,9 @@ def test_mini_swe_agent_errors_name_the_field():
 
 
 def test_outcome_files_of_three_shapes():
-    assert outcomes_from_results({"instances": [{"instance_id": "a", "resolved": True}, {"instance_id": "b", "resolved": False}]}) == {"a": True, "b": False}
+    assert outcomes_from_results(
+        {"instances": [{"instance_id": "a", "resolved": True}, {"instance_id": "b", "resolved": False}]}
+    ) == {"a": True, "b": False}
     assert outcomes_from_results({"resolved": ["a"], "unresolved": ["b"]}) == {"a": True, "b": False}
     assert outcomes_from_results({"a": True}) == {"a": True}
     with pytest.raises(ValueError, match=r"instances\[0\]"):
@@ -74,15 +108,19 @@ def test_outcome_files_of_three_shapes():
 
 
 def test_trace_actions_carry_tool_or_command_target_and_result_only():
-    session = parse_trace({
-        "session_id": "t-1", "outcome": {"resolved": False}, "task": "fix the bug",
-        "actions": [
-            {"tool": "Grep", "target": "django/forms"},
-            {"tool": "Read", "target": "django/forms/models.py", "result": 0},
-            {"tool": "Edit", "target": "django/forms/models.py", "result": 0},
-            {"command": "python -m pytest tests/forms/test_models.py", "result": 1},
-        ],
-    })
+    session = parse_trace(
+        {
+            "session_id": "t-1",
+            "outcome": {"resolved": False},
+            "task": "fix the bug",
+            "actions": [
+                {"tool": "Grep", "target": "django/forms"},
+                {"tool": "Read", "target": "django/forms/models.py", "result": 0},
+                {"tool": "Edit", "target": "django/forms/models.py", "result": 0},
+                {"command": "python -m pytest tests/forms/test_models.py", "result": 1},
+            ],
+        }
+    )
     assert session.skeleton == ["search", "read:source", "edit:source", "test"]
     assert [c["ok"] for c in session.tool_calls] == [None, True, True, False]
     assert session.tool_calls[3]["args"]["path"] == "tests/forms/test_models.py"
@@ -91,11 +129,16 @@ def test_trace_actions_carry_tool_or_command_target_and_result_only():
 
 def test_trace_refuses_extra_fields_and_bad_results():
     with pytest.raises(ItemInvalid) as caught:
-        parse_trace({"session_id": "t-2", "actions": [
-            {"tool": "Read", "output": "secret file contents"},
-            {"tool": "Edit", "result": "fine"},
-            {"target": "x.py"},
-        ]})
+        parse_trace(
+            {
+                "session_id": "t-2",
+                "actions": [
+                    {"tool": "Read", "output": "secret file contents"},
+                    {"tool": "Edit", "result": "fine"},
+                    {"target": "x.py"},
+                ],
+            }
+        )
     assert [e.field for e in caught.value.errors] == ["actions[0]", "actions[1].result", "actions[2]"]
     assert "output" in caught.value.errors[0].message
 
@@ -108,27 +151,62 @@ def test_import_sessions_reads_a_directory_and_an_archive_with_an_outcome_file(t
         (folder / name / f"{name}.traj.json").write_text(json.dumps(traj(name)))
     (folder / "broken.traj.json").write_text("{not json")
     outcomes = tmp_path / "results.json"
-    outcomes.write_text(json.dumps({"instances": [{"instance_id": "django__django-1", "resolved": True}, {"instance_id": "django__django-2", "resolved": False}]}))
+    outcomes.write_text(
+        json.dumps(
+            {
+                "instances": [
+                    {"instance_id": "django__django-1", "resolved": True},
+                    {"instance_id": "django__django-2", "resolved": False},
+                ]
+            }
+        )
+    )
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(CommandError, match="1 item"):
-        call_command("import_sessions", str(folder), "--format", "mini-swe-agent", "--outcomes", str(outcomes),
-                     "--agent", "coder", "--create-agent", "--no-progress", stdout=out, stderr=err)
+        call_command(
+            "import_sessions",
+            str(folder),
+            "--format",
+            "mini-swe-agent",
+            "--outcomes",
+            str(outcomes),
+            "--agent",
+            "coder",
+            "--create-agent",
+            "--no-progress",
+            stdout=out,
+            stderr=err,
+        )
     assert "2 stored" in out.getvalue() and "broken.traj.json" in err.getvalue()
     agent = Agent.objects.get(name="coder")
     assert agent.kind == Agent.Kind.CODING
-    assert dict(AgentSession.objects.filter(agent=agent).values_list("session_id", "resolved")) == {"django__django-1": True, "django__django-2": False}
+    assert dict(AgentSession.objects.filter(agent=agent).values_list("session_id", "resolved")) == {
+        "django__django-1": True,
+        "django__django-2": False,
+    }
     (folder / "broken.traj.json").unlink()
     archive = tmp_path / "trajs.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(folder, arcname="trajs")
     out = io.StringIO()
-    call_command("import_sessions", str(archive), "--format", "mini-swe-agent", "--agent", "coder", "--no-progress", stdout=out, stderr=io.StringIO())
+    call_command(
+        "import_sessions",
+        str(archive),
+        "--format",
+        "mini-swe-agent",
+        "--agent",
+        "coder",
+        "--no-progress",
+        stdout=out,
+        stderr=io.StringIO(),
+    )
     assert "0 stored, 2 duplicate, 0 refused" in out.getvalue()
 
 
 def _stored(agent_name):
     return list(
-        AgentSession.objects.filter(agent__name=agent_name).order_by("session_id")
+        AgentSession.objects.filter(agent__name=agent_name)
+        .order_by("session_id")
         .values_list("session_id", "task_key", "resolved", "skeleton", "tool_calls", "redacted_excerpt", "task")
     )
 
@@ -145,20 +223,42 @@ def _trajectory_folder(tmp_path, count, commands):
 
 @pytest.mark.django_db
 def test_worker_processes_store_what_one_process_stores(tmp_path):
-    folder = _trajectory_folder(tmp_path, 12, lambda number: [
-        (f"grep -rn Foo{number} django/", 0, "django/a.py:1"), (f"python reproduce_{number}.py", 1, "Error for mia.li@example.com"),
-    ])
+    folder = _trajectory_folder(
+        tmp_path,
+        12,
+        lambda number: [
+            (f"grep -rn Foo{number} django/", 0, "django/a.py:1"),
+            (f"python reproduce_{number}.py", 1, "Error for mia.li@example.com"),
+        ],
+    )
     (folder / "django__django-5.traj.json").write_text('{\n  "instance_id": "django__django-5",\n  "messages": oops\n}')
     for workers, agent in (("1", "one"), ("2", "two"), ("3", "three")):
         out, err = io.StringIO(), io.StringIO()
         with pytest.raises(CommandError, match="1 item"):
-            call_command("import_sessions", str(folder), "--format", "mini-swe-agent", "--agent", agent, "--create-agent",
-                         "--no-progress", "--workers", workers, "--batch-size", "4", stdout=out, stderr=err)
+            call_command(
+                "import_sessions",
+                str(folder),
+                "--format",
+                "mini-swe-agent",
+                "--agent",
+                agent,
+                "--create-agent",
+                "--no-progress",
+                "--workers",
+                workers,
+                "--batch-size",
+                "4",
+                stdout=out,
+                stderr=err,
+            )
         assert "11 stored, 0 duplicate, 1 refused" in out.getvalue()
         # the broken file is named with the line where the reading stopped
         assert err.getvalue().strip() == f"{folder}/django__django-5.traj.json: line 3: invalid JSON: Expecting value"
     assert _stored("one") == _stored("two") == _stored("three")
-    assert all("mia.li@example.com" not in json.dumps(row[5]) and "{{email_address}}" in json.dumps(row[5]) for row in _stored("two"))
+    assert all(
+        "mia.li@example.com" not in json.dumps(row[5]) and "{{email_address}}" in json.dumps(row[5])
+        for row in _stored("two")
+    )
     assert Agent.objects.get(name="two").tools == Agent.objects.get(name="one").tools == ["grep", "python", "submit"]
 
 
@@ -170,9 +270,24 @@ def test_a_broken_archive_keeps_what_was_read_before_the_break(tmp_path):
         tar.add(folder, arcname="trajs")
     data = archive.read_bytes()
     archive.write_bytes(data[: len(data) * 2 // 3])
-    with pytest.raises(CommandError, match=r"trajs\.tar\.gz:trajs/django__django-\d+\.traj\.json: .* \((\d+) sessions stored before it\)") as caught:
-        call_command("import_sessions", str(archive), "--format", "mini-swe-agent", "--agent", "coder", "--create-agent",
-                     "--no-progress", "--workers", "2", stdout=io.StringIO(), stderr=io.StringIO())
+    with pytest.raises(
+        CommandError,
+        match=r"trajs\.tar\.gz:trajs/django__django-\d+\.traj\.json: .* \((\d+) sessions stored before it\)",
+    ) as caught:
+        call_command(
+            "import_sessions",
+            str(archive),
+            "--format",
+            "mini-swe-agent",
+            "--agent",
+            "coder",
+            "--create-agent",
+            "--no-progress",
+            "--workers",
+            "2",
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
     stored = AgentSession.objects.filter(agent__name="coder").count()
     assert 10 < stored < 40 and f"({stored} sessions stored before it)" in str(caught.value)
 
@@ -186,24 +301,51 @@ def test_a_worker_that_dies_stops_the_import_with_a_clear_error(tmp_path, monkey
     folder = _trajectory_folder(tmp_path, 6, lambda number: [(f"grep -rn Foo{number} django/", 0, "django/a.py:1")])
     # the forked workers inherit it (the function a worker runs is sent by name, and calls this one)
     monkeypatch.setattr(pipeline, "file_outcomes", lambda *args, **kwargs: os._exit(3))
-    with pytest.raises(CommandError, match=r"a worker process stopped unexpectedly .*; try --workers 1 \(0 sessions stored before it\)"):
-        call_command("import_sessions", str(folder), "--format", "mini-swe-agent", "--agent", "coder", "--create-agent",
-                     "--no-progress", "--workers", "2", stdout=io.StringIO(), stderr=io.StringIO())
+    with pytest.raises(
+        CommandError, match=r"a worker process stopped unexpectedly .*; try --workers 1 \(0 sessions stored before it\)"
+    ):
+        call_command(
+            "import_sessions",
+            str(folder),
+            "--format",
+            "mini-swe-agent",
+            "--agent",
+            "coder",
+            "--create-agent",
+            "--no-progress",
+            "--workers",
+            "2",
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
     assert not AgentSession.objects.filter(agent__name="coder").exists()
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("args, env, message", [
-    (("--workers", "0"), "", "--workers must be at least 1, got 0"),
-    (("--batch-size", "0"), "", "--batch-size must be at least 1, got 0"),
-    ((), "two", "PROCMEM_IMPORT_WORKERS must be a whole number, got 'two'"),
-    ((), "0", "PROCMEM_IMPORT_WORKERS must be at least 1, got 0"),
-])
+@pytest.mark.parametrize(
+    "args, env, message",
+    [
+        (("--workers", "0"), "", "--workers must be at least 1, got 0"),
+        (("--batch-size", "0"), "", "--batch-size must be at least 1, got 0"),
+        ((), "two", "PROCMEM_IMPORT_WORKERS must be a whole number, got 'two'"),
+        ((), "0", "PROCMEM_IMPORT_WORKERS must be at least 1, got 0"),
+    ],
+)
 def test_a_bad_worker_count_is_refused_before_anything_is_written(tmp_path, monkeypatch, args, env, message):
     monkeypatch.setenv("PROCMEM_IMPORT_WORKERS", env)
     (tmp_path / "a.traj.json").write_text(json.dumps(traj()))
     with pytest.raises(CommandError) as caught:
-        call_command("import_sessions", str(tmp_path), "--format", "mini-swe-agent", "--agent", "coder", "--create-agent", "--no-progress", *args)
+        call_command(
+            "import_sessions",
+            str(tmp_path),
+            "--format",
+            "mini-swe-agent",
+            "--agent",
+            "coder",
+            "--create-agent",
+            "--no-progress",
+            *args,
+        )
     assert str(caught.value) == message
     assert not Agent.objects.filter(name="coder").exists()
 
@@ -213,14 +355,37 @@ def test_bad_outcome_file_is_named(tmp_path):
     bad = tmp_path / "results.json"
     bad.write_text("[1, 2]")
     with pytest.raises(CommandError, match="--outcomes"):
-        call_command("import_sessions", str(tmp_path), "--format", "mini-swe-agent", "--outcomes", str(bad), "--agent", "coder", "--create-agent", "--no-progress")
+        call_command(
+            "import_sessions",
+            str(tmp_path),
+            "--format",
+            "mini-swe-agent",
+            "--outcomes",
+            str(bad),
+            "--agent",
+            "coder",
+            "--create-agent",
+            "--no-progress",
+        )
 
 
 @pytest.mark.django_db
 def test_all_231_real_trajectories_import_redacted_with_their_outcomes(swebench_dir):
     out, err = io.StringIO(), io.StringIO()
-    call_command("import_sessions", str(SWEBENCH_TRAJS), "--format", "mini-swe-agent", "--outcomes", str(SWEBENCH_RESULTS),
-                 "--agent", "swe-gemini", "--create-agent", "--no-progress", stdout=out, stderr=err)
+    call_command(
+        "import_sessions",
+        str(SWEBENCH_TRAJS),
+        "--format",
+        "mini-swe-agent",
+        "--outcomes",
+        str(SWEBENCH_RESULTS),
+        "--agent",
+        "swe-gemini",
+        "--create-agent",
+        "--no-progress",
+        stdout=out,
+        stderr=err,
+    )
     assert "231 stored, 0 duplicate, 0 refused" in out.getvalue()
     sessions = AgentSession.objects.filter(agent__name="swe-gemini")
     assert sessions.filter(resolved=True).count() == 179 and sessions.filter(resolved=False).count() == 52
@@ -236,11 +401,22 @@ def test_all_231_real_trajectories_import_redacted_with_their_outcomes(swebench_
 @pytest.mark.django_db
 def test_post_sessions_accepts_the_trace_format(client, agent):
     token = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest")[1]
-    body = {"sessions": [
-        {"session_id": "hook-1", "outcome": {"resolved": True}, "actions": [{"tool": "Read", "target": "a/b.py"}, {"command": "pytest tests/test_b.py", "result": 0}]},
-        {"session_id": "hook-2", "actions": [{"tool": "Read", "args": {"x": 1}}]},
-    ]}
-    response = client.post("/api/v1/sessions?format=trace", data=json.dumps(body), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    body = {
+        "sessions": [
+            {
+                "session_id": "hook-1",
+                "outcome": {"resolved": True},
+                "actions": [{"tool": "Read", "target": "a/b.py"}, {"command": "pytest tests/test_b.py", "result": 0}],
+            },
+            {"session_id": "hook-2", "actions": [{"tool": "Read", "args": {"x": 1}}]},
+        ]
+    }
+    response = client.post(
+        "/api/v1/sessions?format=trace",
+        data=json.dumps(body),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token}",
+    )
     assert response.status_code == 207
     assert response.json()["stored"] == ["hook-1"]
     assert response.json()["refused"][0]["errors"][0]["field"] == "actions[0]"

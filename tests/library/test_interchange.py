@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 
 from library import services
 from library.interchange import ImportFileError, export_library, import_library
-from library.models import Agent, Procedure, ProcedureVersion, Status
+from library.models import Agent, ProcedureVersion, Status
 from tests.conftest import make_passing_eval
 
 pytestmark = pytest.mark.django_db
@@ -26,12 +26,28 @@ def test_export_layout_and_record_fields(candidate, approver, tmp_path):
     assert data["id"] == "refund.over_limit" and data["intent"] == "refund_over_limit"
     record = data["versions"][0]
     assert set(record) == {
-        "id", "version", "status", "appliesWhen", "steps", "requiredTools", "forbiddenActions",
-        "evidence", "approvedBy", "approvedAt", "source", "basedOn", "proposedBy", "miningRun",
+        "id",
+        "version",
+        "status",
+        "appliesWhen",
+        "steps",
+        "requiredTools",
+        "forbiddenActions",
+        "evidence",
+        "approvedBy",
+        "approvedAt",
+        "source",
+        "basedOn",
+        "proposedBy",
+        "miningRun",
     }
     assert (record["proposedBy"], record["miningRun"], record["source"]) == ("proposer", None, "manual")
     assert {k: data[k] for k in ("namespace", "roles", "priority", "confidence", "releases")} == {
-        "namespace": candidate.procedure.namespace.name, "roles": [], "priority": 0, "confidence": "medium", "releases": {},
+        "namespace": candidate.procedure.namespace.name,
+        "roles": [],
+        "priority": 0,
+        "confidence": "medium",
+        "releases": {},
     }
     assert record["status"] == "ACTIVE" and record["approvedBy"] == "approver"
 

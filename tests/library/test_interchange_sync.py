@@ -33,18 +33,29 @@ def _files(root: Path) -> dict[str, bytes]:
 
 
 def test_an_erased_version_exports_as_its_tombstone_and_reimports_as_nothing(candidate, admin_user, tmp_path):
-    v2 = services.version_revise(
-        version=candidate, user=admin_user, applies_when=candidate.applies_when, steps=[*candidate.steps, "Say goodbye politely."],
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
+    services.version_revise(
+        version=candidate,
+        user=admin_user,
+        applies_when=candidate.applies_when,
+        steps=[*candidate.steps, "Say goodbye politely."],
+        required_tools=candidate.required_tools,
+        forbidden_actions=candidate.forbidden_actions,
     )
     tombstone = services.version_erase(version=candidate, user=admin_user, ground="personal_data", reason="request 1")
     [path] = export_library(tmp_path / "a")
     first, second = json.loads(path.read_text())["versions"]
     assert first == {
-        "version": 1, "status": "ERASED",
-        "tombstone": {"reference": tombstone.reference, "contentHash": candidate.content_hash, "statusBefore": "REJECTED",
-                      "ground": "personal_data", "reason": "request 1", "erasedBy": "admin",
-                      "erasedAt": tombstone.erased_at.isoformat().replace("+00:00", "Z")},
+        "version": 1,
+        "status": "ERASED",
+        "tombstone": {
+            "reference": tombstone.reference,
+            "contentHash": candidate.content_hash,
+            "statusBefore": "REJECTED",
+            "ground": "personal_data",
+            "reason": "request 1",
+            "erasedBy": "admin",
+            "erasedAt": tombstone.erased_at.isoformat().replace("+00:00", "Z"),
+        },
     }
     assert second["basedOn"] == 1 and second["source"] == "revision"
     report = import_library([tmp_path / "a"])
@@ -68,15 +79,25 @@ def test_check_reports_each_difference_and_writes_nothing(candidate, other_proce
     call_command("import_procedures", str(tmp_path), "--check", stdout=io.StringIO())  # the same: exit 0
     agent_dir = tmp_path / "support_agent"
     changed = json.loads((agent_dir / "refund.over_limit.json").read_text())
-    changed["versions"].append({**changed["versions"][-1], "version": 2, "status": "CANDIDATE",
-                                "steps": [*changed["versions"][-1]["steps"], "Close the ticket."]})
+    changed["versions"].append(
+        {
+            **changed["versions"][-1],
+            "version": 2,
+            "status": "CANDIDATE",
+            "steps": [*changed["versions"][-1]["steps"], "Close the ticket."],
+        }
+    )
     changed["priority"] = 3
     (agent_dir / "refund.over_limit.json").write_text(json.dumps(changed))
     new = json.loads((agent_dir / "order.status.json").read_text())
     new["id"] = "order.new"
     (agent_dir / "order.new.json").write_text(json.dumps(new))
     (agent_dir / "broken.json").write_text("{")
-    counts = (ProcedureVersion.objects.count(), AuditEvent.objects.count(), Procedure.objects.get(key="refund.over_limit").priority)
+    counts = (
+        ProcedureVersion.objects.count(),
+        AuditEvent.objects.count(),
+        Procedure.objects.get(key="refund.over_limit").priority,
+    )
 
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(CommandError, match=r"3 difference\(s\) between the files and the library, 1 bad file"):
@@ -86,7 +107,11 @@ def test_check_reports_each_difference_and_writes_nothing(candidate, other_proce
     assert "support_agent/refund.over_limit: scope: priority 0 in the library, 3 in the file" in lines
     assert "support_agent/order.new: new procedure" in lines
     assert "broken.json: (file): is not valid JSON" in err.getvalue()
-    assert (ProcedureVersion.objects.count(), AuditEvent.objects.count(), Procedure.objects.get(key="refund.over_limit").priority) == counts
+    assert (
+        ProcedureVersion.objects.count(),
+        AuditEvent.objects.count(),
+        Procedure.objects.get(key="refund.over_limit").priority,
+    ) == counts
 
     # a removed file of a served procedure is a difference too
     (agent_dir / "refund.over_limit.json").unlink()
@@ -105,12 +130,21 @@ def test_sync_makes_candidates_scope_changes_and_retirement_requests_never_activ
     export_library(tmp_path)
     agent_dir = tmp_path / "support_agent"
     changed = json.loads((agent_dir / "order.status.json").read_text())
-    changed["versions"].append({**changed["versions"][-1], "version": 2, "status": "ACTIVE", "approvedBy": "someone",
-                                "steps": [*changed["versions"][-1]["steps"], "Close the ticket."]})
+    changed["versions"].append(
+        {
+            **changed["versions"][-1],
+            "version": 2,
+            "status": "ACTIVE",
+            "approvedBy": "someone",
+            "steps": [*changed["versions"][-1]["steps"], "Close the ticket."],
+        }
+    )
     changed["confidence"] = "high"
     (agent_dir / "order.status.json").write_text(json.dumps(changed))
     (agent_dir / "refund.over_limit.json").unlink()
-    (agent_dir / "bad.json").write_text(json.dumps({"id": "bad.one", "intent": "order_status", "versions": [{"steps": []}]}))
+    (agent_dir / "bad.json").write_text(
+        json.dumps({"id": "bad.one", "intent": "order_status", "versions": [{"steps": []}]})
+    )
 
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(CommandError, match=r"1 file\(s\) refused"):
@@ -137,7 +171,9 @@ def test_sync_makes_candidates_scope_changes_and_retirement_requests_never_activ
     assert (ProcedureVersion.objects.count(), DemotionProposal.objects.count()) == before
 
 
-def test_check_reports_where_the_library_is_ahead_of_the_files(candidate, other_procedure, approver, admin_user, tmp_path):
+def test_check_reports_where_the_library_is_ahead_of_the_files(
+    candidate, other_procedure, approver, admin_user, tmp_path
+):
     """The files are the record: an export made before the library changed differs from it. Erased
     content still in a file, a version only the library has, a status and a release that moved on
     are each a difference; --sync cannot change the files, so it lists them as not applied and
@@ -148,8 +184,12 @@ def test_check_reports_where_the_library_is_ahead_of_the_files(candidate, other_
     export_library(old)
     order_v1 = other_procedure.versions.get()
     services.version_revise(
-        version=order_v1, user=admin_user, applies_when=order_v1.applies_when, steps=[*order_v1.steps, "Close the ticket."],
-        required_tools=order_v1.required_tools, forbidden_actions=order_v1.forbidden_actions,
+        version=order_v1,
+        user=admin_user,
+        applies_when=order_v1.applies_when,
+        steps=[*order_v1.steps, "Close the ticket."],
+        required_tools=order_v1.required_tools,
+        forbidden_actions=order_v1.forbidden_actions,
     )
     activate(candidate, approver)
     tombstone = services.version_erase(version=order_v1, user=admin_user, ground="personal_data", reason="request 7")
@@ -161,10 +201,17 @@ def test_check_reports_where_the_library_is_ahead_of_the_files(candidate, other_
         call_command("import_procedures", str(old), "--check", stdout=out, stderr=io.StringIO())
     # then
     lines = out.getvalue()
-    assert (f"support_agent/order.status: erased: v1 of {old}/support_agent/order.status.json holds the content of v1, "
-            f"which the library erased ({tombstone.reference})") in lines
-    assert f"support_agent/order.status: library only: v2 (CANDIDATE) is not in {old}/support_agent/order.status.json" in lines
-    assert "support_agent/refund.over_limit: status: v1 is ACTIVE in the library, CANDIDATE in the file (its v1)" in lines
+    assert (
+        f"support_agent/order.status: erased: v1 of {old}/support_agent/order.status.json holds the content of v1, "
+        f"which the library erased ({tombstone.reference})"
+    ) in lines
+    assert (
+        f"support_agent/order.status: library only: v2 (CANDIDATE) is not in {old}/support_agent/order.status.json"
+        in lines
+    )
+    assert (
+        "support_agent/refund.over_limit: status: v1 is ACTIVE in the library, CANDIDATE in the file (its v1)" in lines
+    )
     sync = io.StringIO()
     call_command("import_procedures", str(old), "--sync", "--as-user", "admin", stdout=sync)
     assert sync.getvalue().count("  not applied ") == 3 and "export_procedures writes" in sync.getvalue()
@@ -185,7 +232,10 @@ def test_check_reports_a_release_the_file_does_not_have(approved_in_staging, tmp
     data["releases"] = {}
     path.write_text(json.dumps(data))
     [difference] = library_differences([tmp_path]).differences
-    assert (difference.kind, difference.detail) == ("releases", f"staging serves v{v2.number} in the library, v- in the file")
+    assert (difference.kind, difference.detail) == (
+        "releases",
+        f"staging serves v{v2.number} in the library, v- in the file",
+    )
     data["releases"] = {"staging": "two"}
     path.write_text(json.dumps(data))
     [error] = library_differences([tmp_path]).errors
@@ -197,25 +247,35 @@ def test_check_reports_a_release_the_file_does_not_have(approved_in_staging, tmp
 _text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=40).filter(
     lambda t: t.strip() == t and t.strip()
 )
-_version = st.fixed_dictionaries({
-    "applies_when": _text, "steps": st.lists(_text, min_size=1, max_size=3), "erase": st.booleans(),
-    "forbidden_actions": st.lists(_text, max_size=2), "preconditions": st.lists(_text, max_size=2),
-    "postconditions": st.lists(_text, max_size=2), "verify_command": st.one_of(st.just(""), _text),
-})
-_procedure = st.fixed_dictionaries({
-    "versions": st.lists(_version, min_size=1, max_size=3),
-    "roles": st.lists(st.sampled_from(["billing", "tier2", "admin"]), unique=True, max_size=2),
-    "priority": st.integers(-5, 5),
-    "confidence": st.sampled_from(["low", "medium", "high"]),
-    "activate_first": st.booleans(),
-})
+_version = st.fixed_dictionaries(
+    {
+        "applies_when": _text,
+        "steps": st.lists(_text, min_size=1, max_size=3),
+        "erase": st.booleans(),
+        "forbidden_actions": st.lists(_text, max_size=2),
+        "preconditions": st.lists(_text, max_size=2),
+        "postconditions": st.lists(_text, max_size=2),
+        "verify_command": st.one_of(st.just(""), _text),
+    }
+)
+_procedure = st.fixed_dictionaries(
+    {
+        "versions": st.lists(_version, min_size=1, max_size=3),
+        "roles": st.lists(st.sampled_from(["billing", "tier2", "admin"]), unique=True, max_size=2),
+        "priority": st.integers(-5, 5),
+        "confidence": st.sampled_from(["low", "medium", "high"]),
+        "activate_first": st.booleans(),
+    }
+)
 
 
 class _Rollback(Exception):
     pass
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(library=st.lists(_procedure, min_size=1, max_size=3))
 def test_export_import_export_is_byte_identical(agent, intent, admin_user, library):
     tmp = Path(tempfile.mkdtemp(prefix="procmem-roundtrip-"))
@@ -225,28 +285,52 @@ def test_export_import_export_is_byte_identical(agent, intent, admin_user, libra
                 previous = None
                 for number, version in enumerate(spec["versions"], start=1):
                     steps = [f"{step} ({index}.{number}.{i})" for i, step in enumerate(version["steps"])]
-                    content = {name: version[name] for name in ("forbidden_actions", "preconditions", "postconditions", "verify_command")}
+                    content = {
+                        name: version[name]
+                        for name in ("forbidden_actions", "preconditions", "postconditions", "verify_command")
+                    }
                     if previous is None:
                         made = services.procedure_propose(
-                            agent=agent, intent=intent, key=f"gen.p{index}", applies_when=version["applies_when"], steps=steps,
-                            required_tools=[], source=Source.MANUAL, proposed_by=None, **content,
+                            agent=agent,
+                            intent=intent,
+                            key=f"gen.p{index}",
+                            applies_when=version["applies_when"],
+                            steps=steps,
+                            required_tools=[],
+                            source=Source.MANUAL,
+                            proposed_by=None,
+                            **content,
                         )
                         procedure = made.procedure
-                        procedure.roles, procedure.priority, procedure.confidence = spec["roles"], spec["priority"], spec["confidence"]
+                        procedure.roles, procedure.priority, procedure.confidence = (
+                            spec["roles"],
+                            spec["priority"],
+                            spec["confidence"],
+                        )
                         procedure.save(update_fields=["roles", "priority", "confidence"])
                         if spec["activate_first"]:
                             make_passing_eval(made)
-                            services.version_approve(version=made, user=admin_user, comment="gen", acknowledge_conflicts=True)
+                            services.version_approve(
+                                version=made, user=admin_user, comment="gen", acknowledge_conflicts=True
+                            )
                     else:
                         made = services.version_revise(
-                            version=previous, user=admin_user, applies_when=version["applies_when"], steps=steps,
-                            required_tools=[], **content,
+                            version=previous,
+                            user=admin_user,
+                            applies_when=version["applies_when"],
+                            steps=steps,
+                            required_tools=[],
+                            **content,
                         )
                     previous = made
                 for number, version in enumerate(spec["versions"], start=1):
                     if version["erase"]:
-                        target = ProcedureVersion.objects.get(procedure__key=f"gen.p{index}", procedure__agent=agent, number=number)
-                        services.version_erase(version=target, user=admin_user, ground="other", reason=f"gen {index}.{number}")
+                        target = ProcedureVersion.objects.get(
+                            procedure__key=f"gen.p{index}", procedure__agent=agent, number=number
+                        )
+                        services.version_erase(
+                            version=target, user=admin_user, ground="other", reason=f"gen {index}.{number}"
+                        )
             export_library(tmp / "a")
             assert library_differences([tmp / "a"]).differences == []
             report = import_library([tmp / "a"])
@@ -262,9 +346,34 @@ def test_export_import_export_is_byte_identical(agent, intent, admin_user, libra
 
 _json = st.recursive(
     st.none() | st.booleans() | st.integers(-3, 3) | st.text(max_size=8),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(
-        ["id", "intent", "agent", "versions", "namespace", "roles", "priority", "confidence", "status", "version", "tombstone",
-         "appliesWhen", "steps", "requiredTools", "forbiddenActions", "evidence", "verifyCommand"]), children, max_size=6),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "id",
+                    "intent",
+                    "agent",
+                    "versions",
+                    "namespace",
+                    "roles",
+                    "priority",
+                    "confidence",
+                    "status",
+                    "version",
+                    "tombstone",
+                    "appliesWhen",
+                    "steps",
+                    "requiredTools",
+                    "forbiddenActions",
+                    "evidence",
+                    "verifyCommand",
+                ]
+            ),
+            children,
+            max_size=6,
+        )
+    ),
     max_leaves=12,
 )
 

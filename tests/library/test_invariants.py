@@ -41,8 +41,15 @@ def active(candidate, approver):
 @pytest.fixture
 def second_candidate(active, agent, intent, proposer):
     return services.procedure_propose(
-        agent=agent, intent=intent, key="refund.over_limit", source=Source.MANUAL, proposed_by=proposer,
-        applies_when="Another wording.", steps=["a", "b", "c"], required_tools=[], forbidden_actions=[],
+        agent=agent,
+        intent=intent,
+        key="refund.over_limit",
+        source=Source.MANUAL,
+        proposed_by=proposer,
+        applies_when="Another wording.",
+        steps=["a", "b", "c"],
+        required_tools=[],
+        forbidden_actions=[],
     )
 
 
@@ -74,38 +81,48 @@ def test_second_active_refused_raw_sql(active, second_candidate, approver):
 
 def test_active_without_approver_refused(candidate):
     run = make_passing_eval(candidate)
-    refused(lambda: raw(
-        "UPDATE library_procedureversion SET status='ACTIVE', approved_at=now(), approval_eval_run_id=%s WHERE id=%s",
-        [run.pk, candidate.pk],
-    ))
+    refused(
+        lambda: raw(
+            "UPDATE library_procedureversion SET status='ACTIVE', approved_at=now(), approval_eval_run_id=%s WHERE id=%s",
+            [run.pk, candidate.pk],
+        )
+    )
 
 
 def test_active_without_eval_refused(candidate, approver):
-    refused(lambda: raw(
-        "UPDATE library_procedureversion SET status='ACTIVE', approved_by_id=%s, approved_at=now() WHERE id=%s",
-        [approver.pk, candidate.pk],
-    ))
+    refused(
+        lambda: raw(
+            "UPDATE library_procedureversion SET status='ACTIVE', approved_by_id=%s, approved_at=now() WHERE id=%s",
+            [approver.pk, candidate.pk],
+        )
+    )
 
 
-@pytest.mark.parametrize("state, verdict, same_hash", [("done", "fail", True), ("running", "", True), ("done", "pass", False)])
+@pytest.mark.parametrize(
+    "state, verdict, same_hash", [("done", "fail", True), ("running", "", True), ("done", "pass", False)]
+)
 def test_active_with_non_passing_or_other_content_eval_refused(candidate, approver, state, verdict, same_hash):
     run = EvalRun.objects.create(
         version=candidate, content_hash=candidate.content_hash if same_hash else "f" * 64, state=state, verdict=verdict
     )
-    refused(lambda: ProcedureVersion.objects.filter(pk=candidate.pk).update(
-        status=Status.ACTIVE, approved_by=approver, approved_at=timezone.now(), approval_eval_run=run
-    ))
+    refused(
+        lambda: ProcedureVersion.objects.filter(pk=candidate.pk).update(
+            status=Status.ACTIVE, approved_by=approver, approved_at=timezone.now(), approval_eval_run=run
+        )
+    )
 
 
 def test_insert_active_directly_refused(candidate, approver):
     run = make_passing_eval(candidate)
-    refused(lambda: raw(
-        "INSERT INTO library_procedureversion (procedure_id, number, status, applies_when, steps, required_tools, "
-        "forbidden_actions, evidence, content_hash, source, provenance, quarantined, quarantine_reasons, skeleton, "
-        "approved_by_id, approved_at, approval_eval_run_id, status_reason, created_at) VALUES "
-        "(%s, 99, 'ACTIVE', 'x', '[]', '[]', '[]', '{}', %s, 'manual', '{}', false, '[]', '[]', %s, now(), %s, '', now())",
-        [candidate.procedure_id, candidate.content_hash, approver.pk, run.pk],
-    ))
+    refused(
+        lambda: raw(
+            "INSERT INTO library_procedureversion (procedure_id, number, status, applies_when, steps, required_tools, "
+            "forbidden_actions, evidence, content_hash, source, provenance, quarantined, quarantine_reasons, skeleton, "
+            "approved_by_id, approved_at, approval_eval_run_id, status_reason, created_at) VALUES "
+            "(%s, 99, 'ACTIVE', 'x', '[]', '[]', '[]', '{}', %s, 'manual', '{}', false, '[]', '[]', %s, now(), %s, '', now())",
+            [candidate.procedure_id, candidate.content_hash, approver.pk, run.pk],
+        )
+    )
 
 
 def test_finished_eval_verdict_cannot_change(candidate):
@@ -121,9 +138,11 @@ def test_finished_eval_verdict_cannot_change(candidate):
 def test_rejected_cannot_come_back(candidate, reviewer, approver, target):
     run = make_passing_eval(candidate)
     services.version_reject(version=candidate, user=reviewer, reason="no")
-    refused(lambda: ProcedureVersion.objects.filter(pk=candidate.pk).update(
-        status=target, approved_by=approver, approved_at=timezone.now(), approval_eval_run=run
-    ))
+    refused(
+        lambda: ProcedureVersion.objects.filter(pk=candidate.pk).update(
+            status=target, approved_by=approver, approved_at=timezone.now(), approval_eval_run=run
+        )
+    )
 
 
 def test_active_cannot_go_back_to_candidate(active):
@@ -166,7 +185,16 @@ def test_the_guard_lists_every_content_column():
     with connection.cursor() as cursor:
         cursor.execute("SELECT prosrc FROM pg_proc WHERE proname = 'procmem_version_guard'")
         source = cursor.fetchone()[0]
-    content = {"applies_when", "steps", "required_tools", "forbidden_actions", "preconditions", "postconditions", "verify_command", "content_hash"}
+    content = {
+        "applies_when",
+        "steps",
+        "required_tools",
+        "forbidden_actions",
+        "preconditions",
+        "postconditions",
+        "verify_command",
+        "content_hash",
+    }
     assert content <= set(IMMUTABLE_VERSION_COLUMNS)
     for column in IMMUTABLE_VERSION_COLUMNS:
         assert f"NEW.{column} IS DISTINCT FROM OLD.{column}" in source
@@ -182,13 +210,15 @@ def test_version_not_deletable(candidate):
 
 
 def test_duplicate_version_number_refused(candidate):
-    refused(lambda: raw(
-        "INSERT INTO library_procedureversion (procedure_id, number, status, applies_when, steps, required_tools, "
-        "forbidden_actions, evidence, content_hash, source, provenance, quarantined, quarantine_reasons, skeleton, "
-        "status_reason, created_at) VALUES (%s, 1, 'CANDIDATE', 'x', '[]', '[]', '[]', '{}', 'h', 'manual', '{}', "
-        "false, '[]', '[]', '', now())",
-        [candidate.procedure_id],
-    ))
+    refused(
+        lambda: raw(
+            "INSERT INTO library_procedureversion (procedure_id, number, status, applies_when, steps, required_tools, "
+            "forbidden_actions, evidence, content_hash, source, provenance, quarantined, quarantine_reasons, skeleton, "
+            "status_reason, created_at) VALUES (%s, 1, 'CANDIDATE', 'x', '[]', '[]', '[]', '{}', 'h', 'manual', '{}', "
+            "false, '[]', '[]', '', now())",
+            [candidate.procedure_id],
+        )
+    )
 
 
 # ------------------------------------------------------------------------------ append-only audit

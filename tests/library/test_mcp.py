@@ -45,8 +45,10 @@ def served(agent, candidate, other_procedure, admin_user):
 
 def selected_block(base: str, token: str, task: str) -> dict:
     response = requests.get(
-        f"{base}/api/v1/agents/support_agent/select", params={"task": task},
-        headers={"Authorization": f"Bearer {token}"}, timeout=60,
+        f"{base}/api/v1/agents/support_agent/select",
+        params={"task": task},
+        headers={"Authorization": f"Bearer {token}"},
+        timeout=60,
     )
     assert response.status_code == 200, response.text
     return response.json()
@@ -55,9 +57,13 @@ def selected_block(base: str, token: str, task: str) -> dict:
 def stdio_parameters(base: str, read: str, ingest: str | None = None) -> StdioServerParameters:
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "clients" / "python"), os.environ.get("PYTHONPATH", "")])),
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(REPO / "clients" / "python"), os.environ.get("PYTHONPATH", "")])
+        ),
         "HF_HUB_OFFLINE": "1",
-        "PROCMEM_URL": base, "PROCMEM_AGENT": "support_agent", "PROCMEM_TOKEN": read,
+        "PROCMEM_URL": base,
+        "PROCMEM_AGENT": "support_agent",
+        "PROCMEM_TOKEN": read,
         **({"PROCMEM_INGEST_TOKEN": ingest} if ingest else {}),
     }
     if os.environ.get("EMBEDDING_MODEL_PATH"):
@@ -83,11 +89,16 @@ def test_procmem_mcp_over_stdio_recalls_the_select_block_and_survives_the_server
             answers["resources"] = (await client.list_resources()).resources
             answers["read"] = await client.read_resource(answers["resources"][0].uri)
             answers["bad"] = await client.call_tool("recall_procedures", {"task": "  "})
-            answers["report"] = await client.call_tool("report_session", {
-                "session_id": "mcp-1", "task": REFUND_TASK, "resolved": True,
-                "tool_calls": [{"name": "lookupOrder", "args": {"order_id": "1234"}}],
-                "injected": answers["refund"].structured_content["injected"],
-            })
+            answers["report"] = await client.call_tool(
+                "report_session",
+                {
+                    "session_id": "mcp-1",
+                    "task": REFUND_TASK,
+                    "resolved": True,
+                    "tool_calls": [{"name": "lookupOrder", "args": {"order_id": "1234"}}],
+                    "injected": answers["refund"].structured_content["injected"],
+                },
+            )
             # the server goes down: the last good set answers, and the answer says it is stale
             await anyio.to_thread.run_sync(gunicorn_process.stop)
             answers["stale"] = await client.call_tool("recall_procedures", {"task": REFUND_TASK})
@@ -100,14 +111,22 @@ def test_procmem_mcp_over_stdio_recalls_the_select_block_and_survives_the_server
     for name, expected in (("refund", refund), ("status", status)):
         result = answers[name]
         assert not result.is_error
-        assert result.structured_content["rendered"] == expected["rendered"]  # byte for byte the select endpoint's block
+        assert (
+            result.structured_content["rendered"] == expected["rendered"]
+        )  # byte for byte the select endpoint's block
         assert result.content[0].text == expected["rendered"]
-        assert result.structured_content["injected"] == [{"id": p["id"], "version": p["version"]} for p in expected["injected"]]
+        assert result.structured_content["injected"] == [
+            {"id": p["id"], "version": p["version"]} for p in expected["injected"]
+        ]
         assert result.structured_content["stale"] is False
     assert sorted(resource.name for resource in answers["resources"]) == ["order.status", "refund.over_limit"]
     first = answers["resources"][0]
     assert str(first.uri) == f"procmem://support_agent/procedures/{first.name}"
-    assert answers["read"].contents[0].text.startswith(f"Procedure {first.name} v1 (source: written by reviewers; approved by admin")
+    assert (
+        answers["read"]
+        .contents[0]
+        .text.startswith(f"Procedure {first.name} v1 (source: written by reviewers; approved by admin")
+    )
     assert answers["bad"].is_error and "task must be a non-empty string" in answers["bad"].content[0].text
     assert not answers["report"].is_error, answers["report"].content[0].text
     assert answers["report"].structured_content["counts"]["stored"] == 1
@@ -139,7 +158,9 @@ def http_client(base: str, token: str) -> Client:
     from mcp.client.streamable_http import streamable_http_client
 
     http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
-    return Client(streamable_http_client(f"{base}/api/v1/agents/support_agent/mcp", http_client=http), read_timeout_seconds=120)
+    return Client(
+        streamable_http_client(f"{base}/api/v1/agents/support_agent/mcp", http_client=http), read_timeout_seconds=120
+    )
 
 
 def test_the_servers_mcp_endpoint_answers_remote_clients_behind_token_auth(gunicorn_server, served):
@@ -152,13 +173,20 @@ def test_the_servers_mcp_endpoint_answers_remote_clients_behind_token_auth(gunic
             answers["read_tools"] = [tool.name for tool in (await client.list_tools()).tools]
             answers["refund"] = await client.call_tool("recall_procedures", {"task": REFUND_TASK, "intent": None})
             answers["resources"] = sorted(r.name for r in (await client.list_resources()).resources)
-            answers["not_offered"] = await client.call_tool("report_session", {"session_id": "h-1", "task": "t", "resolved": True})
+            answers["not_offered"] = await client.call_tool(
+                "report_session", {"session_id": "h-1", "task": "t", "resolved": True}
+            )
         async with http_client(gunicorn_server, ingest) as client:
             answers["ingest_tools"] = [tool.name for tool in (await client.list_tools()).tools]
-            answers["report"] = await client.call_tool("report_session", {
-                "session_id": "http-1", "task": REFUND_TASK, "resolved": False,
-                "injected": answers["refund"].structured_content["injected"],
-            })
+            answers["report"] = await client.call_tool(
+                "report_session",
+                {
+                    "session_id": "http-1",
+                    "task": REFUND_TASK,
+                    "resolved": False,
+                    "injected": answers["refund"].structured_content["injected"],
+                },
+            )
 
     anyio.run(sessions)
     assert answers["read_tools"] == ["recall_procedures"]

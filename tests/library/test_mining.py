@@ -1,17 +1,16 @@
 """The skeleton miner: the pure core (library/mining/skeletons.py) and the runs (library/mining/runs.py)."""
 
 import io
-from collections import Counter
 import json
+from collections import Counter
 
 import pytest
 from django.core.management import call_command
 
 from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
-from library.mining import arguments, drafting, evidence, groups
+from library.mining import arguments, drafting, evidence, groups, within
 from library.mining import skeletons as mining
-from library.mining import within
 from library.mining.runs import Trigger, mining_run_execute
 from library.models import Agent, AgentSession, AuditEvent, MiningRun, ProcedureVersion, Source, Status
 from library.services import procedure_propose
@@ -33,16 +32,20 @@ def test_skeleton_ends_at_the_first_terminal_call():
 
 def _aggregator(rows, threshold=3, **params):
     """rows: (intent, task, resolved, escalated, skeleton, sessions[, held[, model]]); both readings."""
-    return within.mine_tasks(mining.MiningParams(support_threshold=threshold, min_tool_calls=1, **params), within.feed_rows(rows))
+    return within.mine_tasks(
+        mining.MiningParams(support_threshold=threshold, min_tool_calls=1, **params), within.feed_rows(rows)
+    )
 
 
 def test_repeated_trials_of_one_task_count_once():
-    agg = _aggregator([
-        ("refund", "t1", True, False, ["a", "b"], 4),  # four trials of one task
-        ("refund", "t2", True, False, ["a", "b"], 1),
-        ("refund", "t3", True, False, ["a", "c", "b"], 1),
-        ("refund", "t3", False, False, ["b"], 2),
-    ])
+    agg = _aggregator(
+        [
+            ("refund", "t1", True, False, ["a", "b"], 4),  # four trials of one task
+            ("refund", "t2", True, False, ["a", "b"], 1),
+            ("refund", "t3", True, False, ["a", "c", "b"], 1),
+            ("refund", "t3", False, False, ["b"], 2),
+        ]
+    )
     stats = agg.intents["refund"]
     assert stats.success.skeleton_tasks[("a", "b")] == 2 and stats.success.skeleton_sessions[("a", "b")] == 5
     assert (stats.success.tasks, stats.success.sessions, stats.failed.tasks, stats.failed.sessions) == (3, 6, 1, 2)
@@ -51,13 +54,15 @@ def test_repeated_trials_of_one_task_count_once():
 
 
 def test_outcomes_as_they_are_and_what_is_not_mined():
-    agg = _aggregator([
-        ("refund", "t1", True, False, ["a", "b"], 5),
-        ("refund", "t2", True, True, ["a", "transfer_to_human_agents"], 2),  # resolved by escalation: mined
-        ("refund", "t3", False, False, ["a"], 4),
-        ("refund", "t4", None, None, ["a"], 3),  # no outcome
-        (None, "t5", True, False, ["a", "b"], 7),  # no intent
-    ])
+    agg = _aggregator(
+        [
+            ("refund", "t1", True, False, ["a", "b"], 5),
+            ("refund", "t2", True, True, ["a", "transfer_to_human_agents"], 2),  # resolved by escalation: mined
+            ("refund", "t3", False, False, ["a"], 4),
+            ("refund", "t4", None, None, ["a"], 3),  # no outcome
+            (None, "t5", True, False, ["a", "b"], 7),  # no intent
+        ]
+    )
     counts = agg.counts()
     assert (counts["sessions"], counts["withoutIntent"], counts["withoutOutcome"]) == (21, 7, 3)
     assert (counts["resolved"], counts["resolvedByEscalation"], counts["failed"]) == (5, 2, 4)
@@ -73,13 +78,20 @@ def test_sessions_with_too_few_tool_calls_are_not_mined():
 
 
 def test_held_back_sessions_are_not_mined_but_backtested():
-    agg = _aggregator([
-        ("refund", "t1", True, False, ["a", "b"], 1),
-        ("refund", "t1", True, False, ["a", "b"], 1, True),
-        ("refund", "t9", False, False, ["b"], 3, True),
-    ])
+    agg = _aggregator(
+        [
+            ("refund", "t1", True, False, ["a", "b"], 1),
+            ("refund", "t1", True, False, ["a", "b"], 1, True),
+            ("refund", "t9", False, False, ["b"], 3, True),
+        ]
+    )
     stats = agg.intents["refund"]
-    assert stats.success.sessions == 1 and stats.held_sessions == 4 and stats.held_tasks == 2 and stats.held_tasks_also_mined == 1
+    assert (
+        stats.success.sessions == 1
+        and stats.held_sessions == 4
+        and stats.held_tasks == 2
+        and stats.held_tasks_also_mined == 1
+    )
     back = evidence.backtest(stats, ("a", "b"), mining.MiningParams())
     assert back["followers"]["count"] == 1 and back["followers"]["of"] == 1 and back["others"]["of"] == 3
     assert back["verdict"] in ("supports", "inconclusive") and not back["contradicted"]
@@ -89,20 +101,30 @@ def test_backtest_flags_a_candidate_its_followers_do_not_confirm():
     stats = mining.IntentStats(held={("a", "b"): [10, 5], ("a", "x", "b"): [2, 3], ("b",): [7, 3]})
     back = evidence.backtest(stats, ("a", "b"), mining.MiningParams())
     # followers (in order, other calls between allowed): 12 of 20; the others 7 of 10
-    assert (back["followers"]["count"], back["followers"]["of"], back["others"]["count"], back["others"]["of"]) == (12, 20, 7, 10)
+    assert (back["followers"]["count"], back["followers"]["of"], back["others"]["count"], back["others"]["of"]) == (
+        12,
+        20,
+        7,
+        10,
+    )
     assert back["contradicted"] and back["verdict"] == "contradicts"
     assert back["followers"]["low"] < 0.6 < back["followers"]["high"]
 
 
 def _tasks(intent, skeleton, n, *, resolved=True, start=0, escalated=False):
-    return [(intent, f"{intent}-{'.'.join(skeleton)}-{resolved}-{start + i}", resolved, escalated, list(skeleton), 1) for i in range(n)]
+    return [
+        (intent, f"{intent}-{'.'.join(skeleton)}-{resolved}-{start + i}", resolved, escalated, list(skeleton), 1)
+        for i in range(n)
+    ]
 
 
 def test_only_a_credibly_better_skeleton_is_proposed():
     agg = _aggregator(
-        _tasks("refund", ["look", "approve", "reply"], 30) + _tasks("refund", ["look", "reply"], 30, resolved=False)
+        _tasks("refund", ["look", "approve", "reply"], 30)
+        + _tasks("refund", ["look", "reply"], 30, resolved=False)
         # the same order in resolved and failed tasks: lift about 1
-        + _tasks("status", ["look", "reply", "note"], 20) + _tasks("status", ["look", "reply", "note"], 20, resolved=False)
+        + _tasks("status", ["look", "reply", "note"], 20)
+        + _tasks("status", ["look", "reply", "note"], 20, resolved=False)
         # no failed task at all: nothing to contrast with
         + _tasks("address", ["look", "change", "reply"], 12),
         threshold=5,
@@ -118,8 +140,10 @@ def test_only_a_credibly_better_skeleton_is_proposed():
 
 def test_every_intent_without_a_group_is_reported_with_why():
     agg = _aggregator(
-        _tasks("refund", ["a", "b"], 5) + _tasks("rare", ["a", "b"], 2)
-        + _tasks("lost", ["a"], 4, resolved=False) + _tasks("long", list("abcdefghi"), 3),
+        _tasks("refund", ["a", "b"], 5)
+        + _tasks("rare", ["a", "b"], 2)
+        + _tasks("lost", ["a"], 4, resolved=False)
+        + _tasks("long", list("abcdefghi"), 3),
         threshold=3,
     )
     chosen, report = groups.choose_groups(agg)
@@ -135,15 +159,22 @@ def test_every_intent_without_a_group_is_reported_with_why():
 
 def test_forbidden_action_needs_its_own_test():
     agg = _aggregator(
-        _tasks("refund", ["look", "check", "approve", "reply"], 118) + _tasks("refund", ["look", "check", "reply"], 10)
-        + _tasks("refund", ["look", "approve", "reply"], 12) + _tasks("refund", ["look", "check", "reply"], 51, resolved=False)
+        _tasks("refund", ["look", "check", "approve", "reply"], 118)
+        + _tasks("refund", ["look", "check", "reply"], 10)
+        + _tasks("refund", ["look", "approve", "reply"], 12)
+        + _tasks("refund", ["look", "check", "reply"], 51, resolved=False)
         + _tasks("refund", ["look", "check", "reply", "approve"], 9, resolved=False, start=100)
         + _tasks("refund", ["look", "check", "approve", "reply", "transfer_to_human_agents"], 1, resolved=False),
         threshold=20,
     )
     [group], _ = groups.choose_groups(agg)
     result = evidence.contrast(agg.intents["refund"], group, agg.params)
-    assert (result.support, result.resolved_total, result.failed_with_skeleton, result.failed_total) == (118, 140, 0, 61)
+    assert (result.support, result.resolved_total, result.failed_with_skeleton, result.failed_total) == (
+        118,
+        140,
+        0,
+        61,
+    )
     approve = next(t for t in result.tools if t["tool"] == "approve")
     assert (approve["resolved"], approve["failed"]) == (130, 10) and approve["liftLow"] > 1
     [feature] = result.forbidden
@@ -155,16 +186,27 @@ def test_forbidden_action_needs_its_own_test():
 
 
 def test_generalise_args_keeps_only_safe_literals_shared_across_tasks():
-    samples = [(f"t{i}", {"template": "approval_pending", "order_id": "{{order_id}}", "amount": 10 * i, "note": f"n{i}"}) for i in range(10)]
-    assert arguments.generalise_args(samples) == [
-        ("order_id", "{{order_id}}"), ("amount", "{{amount}}"), ("note", "{{note}}"), ("template", "'approval_pending'"),
+    samples = [
+        (f"t{i}", {"template": "approval_pending", "order_id": "{{order_id}}", "amount": 10 * i, "note": f"n{i}"})
+        for i in range(10)
     ]
-    assert arguments.generalise_args([("t1", {"customerEmail": "a"}), ("t2", {"customerEmail": "b"})]) == [("customerEmail", "{{customer_email}}")]
+    assert arguments.generalise_args(samples) == [
+        ("order_id", "{{order_id}}"),
+        ("amount", "{{amount}}"),
+        ("note", "{{note}}"),
+        ("template", "'approval_pending'"),
+    ]
+    assert arguments.generalise_args([("t1", {"customerEmail": "a"}), ("t2", {"customerEmail": "b"})]) == [
+        ("customerEmail", "{{customer_email}}")
+    ]
     # one task, repeated: never a literal
     assert arguments.generalise_args([("t1", {"status": "pending"})] * 5) == [("status", "{{status}}")]
 
 
-@pytest.mark.parametrize("value", ["PEP4E0", "M05KNL", "PHL", "ATL", "credit_card_4421486", "mia_li_3668", "HAT123", "2024-05-01", "{{person}}", 42])
+@pytest.mark.parametrize(
+    "value",
+    ["PEP4E0", "M05KNL", "PHL", "ATL", "credit_card_4421486", "mia_li_3668", "HAT123", "2024-05-01", "{{person}}", 42],
+)
 def test_id_shaped_literals_become_typed_placeholders(value):
     samples = [(f"t{i}", {"reservation_id": value, "value": value}) for i in range(5)]
     rendered = dict(arguments.generalise_args(samples))
@@ -184,24 +226,45 @@ def test_placeholder_typed_by_value_pattern_when_the_key_says_nothing():
 
 def test_keys_and_applies_when():
     assert drafting.procedure_key_for("refund_over_limit") == "refund.over_limit"
-    assert drafting.procedure_key_for("cancel_reservation-update_reservation_flights") == "cancel.reservation_update_reservation_flights"
+    assert (
+        drafting.procedure_key_for("cancel_reservation-update_reservation_flights")
+        == "cancel.reservation_update_reservation_flights"
+    )
     assert drafting.procedure_key_for("refund") == "refund.main"
-    assert drafting.applies_when_for("x", "A refund above the limit") == "The customer asks for a refund above the limit."
-    assert drafting.applies_when_for("cancel_reservation") == "The customer asks to cancel reservation (intent cancel_reservation)."
-    assert drafting.applies_when_for("no_write_action") == "The customer's request needs no write action (intent no_write_action)."
+    assert (
+        drafting.applies_when_for("x", "A refund above the limit") == "The customer asks for a refund above the limit."
+    )
+    assert (
+        drafting.applies_when_for("cancel_reservation")
+        == "The customer asks to cancel reservation (intent cancel_reservation)."
+    )
+    assert (
+        drafting.applies_when_for("no_write_action")
+        == "The customer's request needs no write action (intent no_write_action)."
+    )
 
 
 def _draft(rows, *, step_samples, failed_samples, threshold=3):
     agg = _aggregator(rows, threshold=threshold)
     [group], _ = groups.choose_groups(agg)
     return drafting.draft_candidate(
-        intent_name="order_status", intent_description="", group=group, stats=agg.intents[group.intent],
-        params=agg.params, step_samples=step_samples, failed_samples=failed_samples, session_ids=["s1"], excerpts=[], counts={},
+        intent_name="order_status",
+        intent_description="",
+        group=group,
+        stats=agg.intents[group.intent],
+        params=agg.params,
+        step_samples=step_samples,
+        failed_samples=failed_samples,
+        session_ids=["s1"],
+        excerpts=[],
+        counts={},
     )
 
 
 def test_draft_is_deterministic_and_has_only_the_steps_sessions_took():
-    rows = _tasks("order_status", ["look", "FINISH"], 12) + _tasks("order_status", ["look", "promise"], 12, resolved=False)
+    rows = _tasks("order_status", ["look", "FINISH"], 12) + _tasks(
+        "order_status", ["look", "promise"], 12, resolved=False
+    )
     kwargs = dict(
         step_samples=[(f"t{i}", [{"order_id": "{{order_id}}"}, {}]) for i in range(12)],
         failed_samples={"promise": [(f"f{i}", {"template": "refund_promised"}) for i in range(12)]},
@@ -219,17 +282,24 @@ def test_draft_is_deterministic_and_has_only_the_steps_sessions_took():
 def test_argument_contrast_names_the_value_that_separates_outcomes():
     rows = _tasks("order_status", ["look", "reply"], 10) + _tasks("order_status", ["look", "reply"], 10, resolved=False)
     success = [(f"t{i}", [{}, {"template": "approval_pending"}]) for i in range(10)]
-    failed = {"reply": [(f"f{i}", {"template": "refund_promised"}) for i in range(10)], "look": [(f"f{i}", {}) for i in range(10)]}
+    failed = {
+        "reply": [(f"f{i}", {"template": "refund_promised"}) for i in range(10)],
+        "look": [(f"f{i}", {}) for i in range(10)],
+    }
     records = evidence.argument_contrast(("look", "reply"), success, failed, alpha=0.05)
     top = records[0]
     assert (top["step"], top["key"], top["separates"]) == (2, "template", True)
-    assert {(r["value"], r["resolved"], r["failed"]) for r in records} == {("approval_pending", 10, 0), ("refund_promised", 0, 10)}
+    assert {(r["value"], r["resolved"], r["failed"]) for r in records} == {
+        ("approval_pending", 10, 0),
+        ("refund_promised", 0, 10),
+    }
     assert rows  # the same shape the draft passes
 
 
 def test_variants_are_shown_side_by_side():
     rows = (
-        _tasks("refund", ["look", "approve", "reply"], 8) + _tasks("refund", ["look", "check", "approve", "reply"], 6)
+        _tasks("refund", ["look", "approve", "reply"], 8)
+        + _tasks("refund", ["look", "check", "approve", "reply"], 6)
         + _tasks("refund", ["look", "reply"], 8, resolved=False)
     )
     draft = _draft(rows, step_samples=[], failed_samples={})
@@ -246,7 +316,9 @@ STATUS_WAY = ["lookupOrder", "checkReturnWindow", "replyTemplates"]
 WRONG_WAY = ["lookupOrder", "replyTemplates", "replyTemplates", "checkReturnWindow"]
 
 
-def _sessions(agent, intent, skeleton, n, *, resolved=True, escalated=False, prefix=None, args=None, task=None, start=None):
+def _sessions(
+    agent, intent, skeleton, n, *, resolved=True, escalated=False, prefix=None, args=None, task=None, start=None
+):
     prefix = prefix or f"{intent}-{'-'.join(skeleton)}-{resolved}"
     items = [
         {
@@ -255,7 +327,10 @@ def _sessions(agent, intent, skeleton, n, *, resolved=True, escalated=False, pre
             "intent": intent,
             "task": f"Hi, I'm Carla Diaz, carla{i}@example.com",
             "outcome": None if resolved is None else {"resolved": resolved, "escalated": escalated},
-            "tool_calls": [{"name": tool, "args": (args or {}).get(tool, {"order_id": f"ORD-{1000 + i}"}), "ok": True} for tool in skeleton],
+            "tool_calls": [
+                {"name": tool, "args": (args or {}).get(tool, {"order_id": f"ORD-{1000 + i}"}), "ok": True}
+                for tool in skeleton
+            ],
             "ended_at": f"2026-11-{(start or 1):02d}T{i // 60 % 24:02d}:{i % 60:02d}:00Z",
         }
         for i in range(n)
@@ -301,9 +376,18 @@ def test_demo_seed_mines_refund_over_limit_v2_with_the_worked_example(seeded):
     # and a backtest on the newest quarter of the intent's sessions
     back = ev["backtest"]
     assert back["heldBackSessions"] == 66 and back["verdict"] == "supports" and not back["contradicted"]
-    assert (back["followers"]["count"], back["followers"]["of"], back["others"]["count"], back["others"]["of"]) == (30, 33, 8, 33)
+    assert (back["followers"]["count"], back["followers"]["of"], back["others"]["count"], back["others"]["of"]) == (
+        30,
+        33,
+        8,
+        33,
+    )
     assert version.forbidden_actions == ["Do not call replyTemplates('refund_promised') before createApproval."]
-    assert ev["forbidden"][0]["failed"] == 60 and ev["forbidden"][0]["proposed"] and ev["nearDuplicateOf"]["id"] == "refund.over_limit"
+    assert (
+        ev["forbidden"][0]["failed"] == 60
+        and ev["forbidden"][0]["proposed"]
+        and ev["nearDuplicateOf"]["id"] == "refund.over_limit"
+    )
     assert any(a["value"] == "refund_promised" and a["separates"] for a in ev["arguments"])
     assert len(ev["sessionIds"]) == 20 and len(ev["excerpts"]) == 3
     text = json.dumps(ev)
@@ -342,7 +426,9 @@ def test_candidates_created_is_sent_on_commit(agent, django_capture_on_commit_ca
     finally:
         candidates_created.disconnect(listener)
     [version] = run.versions.all()
-    assert received == [{"signal": candidates_created, "agent_id": agent.pk, "version_ids": [version.pk], "mining_run_id": run.pk}]
+    assert received == [
+        {"signal": candidates_created, "agent_id": agent.pk, "version_ids": [version.pk], "mining_run_id": run.pk}
+    ]
 
 
 @pytest.mark.django_db
@@ -351,9 +437,16 @@ def test_near_duplicate_with_a_different_skeleton_becomes_a_new_version(agent, p
     intent.description = "Where is my order"
     intent.save()
     procedure_propose(
-        agent=agent, intent=intent, key="order.where", applies_when="The customer asks where their order is.",
-        steps=["Look up the order.", "Read the status.", "Reply."], required_tools=["lookupOrder"], forbidden_actions=[],
-        source=Source.MANUAL, proposed_by=proposer, skeleton=["lookupOrder"],
+        agent=agent,
+        intent=intent,
+        key="order.where",
+        applies_when="The customer asks where their order is.",
+        steps=["Look up the order.", "Read the status.", "Reply."],
+        required_tools=["lookupOrder"],
+        forbidden_actions=[],
+        source=Source.MANUAL,
+        proposed_by=proposer,
+        skeleton=["lookupOrder"],
     )
     _contrasted(agent)
     run = mining_run_execute(agent=agent, support_threshold=3)
@@ -375,8 +468,13 @@ def test_repeated_trials_of_one_task_are_one_piece_of_support(agent):
 @pytest.mark.django_db
 def test_sessions_without_task_key_are_keyed_by_their_redacted_request(agent):
     items = [
-        {"session_id": f"s{i}", "intent": "order_status", "task": f"Where is ORD-{1000 + i}? I'm Carla Diaz",
-         "outcome": {"resolved": True}, "tool_calls": [{"name": t, "args": {}, "ok": True} for t in STATUS_WAY]}
+        {
+            "session_id": f"s{i}",
+            "intent": "order_status",
+            "task": f"Where is ORD-{1000 + i}? I'm Carla Diaz",
+            "outcome": {"resolved": True},
+            "tool_calls": [{"name": t, "args": {}, "ok": True} for t in STATUS_WAY],
+        }
         for i in range(3)
     ]
     sessions_store(agent=agent, sessions=[parse_procmem(item) for item in items])
@@ -416,13 +514,10 @@ def test_a_skeleton_failed_sessions_follow_as_often_is_reported_not_proposed(age
 
 def test_the_report_names_the_condition_that_blocked_a_group():
     # the airline run: the p-value passes after correction but the lift's corrected interval reaches 1
+    from collections import Counter
     from types import SimpleNamespace
 
     from library.mining.runs import _not_credible_reason
-    from library.mining.statistics import contrast
-
-    from collections import Counter
-
     from library.mining.statistics import within_task
 
     # one session per task: 5 of 5 followers succeeded vs 3 of 11 others (the plain comparison)
@@ -550,22 +645,27 @@ def _grouped(rows):
 
 
 def test_grouped_tasks_count_exactly_like_single_sessions():
-    rows = sorted([
-        ("refund", "t1", True, False, False, ["a", "b", "c"], 4),
-        ("refund", "t1", True, True, False, ["a", "transfer_to_human_agents", "x"], 1),
-        ("refund", "t1", False, False, False, ["a", "c", "b"], 2),
-        ("refund", "t2", True, False, True, ["a", "b", "c"], 1),
-        ("refund", "t2", None, None, False, ["a", "b", "c"], 3),
-        ("refund", "t3", False, False, False, ["a"], 2),
-        ("refund", "t4", True, False, False, ["a", "b", "c"], 4),  # the same make-up as t1's part: grouped
-        ("refund", "t5", True, False, False, ["a", "b", "c"], 4),
-        ("status", "t1", True, False, False, ["a", "b", "c"], 1),
-        (None, "t9", True, False, False, ["a", "b", "c"], 5),
-    ], key=lambda r: (str(r[0]), r[1]))
+    rows = sorted(
+        [
+            ("refund", "t1", True, False, False, ["a", "b", "c"], 4),
+            ("refund", "t1", True, True, False, ["a", "transfer_to_human_agents", "x"], 1),
+            ("refund", "t1", False, False, False, ["a", "c", "b"], 2),
+            ("refund", "t2", True, False, True, ["a", "b", "c"], 1),
+            ("refund", "t2", None, None, False, ["a", "b", "c"], 3),
+            ("refund", "t3", False, False, False, ["a"], 2),
+            ("refund", "t4", True, False, False, ["a", "b", "c"], 4),  # the same make-up as t1's part: grouped
+            ("refund", "t5", True, False, False, ["a", "b", "c"], 4),
+            ("status", "t1", True, False, False, ["a", "b", "c"], 1),
+            (None, "t9", True, False, False, ["a", "b", "c"], 5),
+        ],
+        key=lambda r: (str(r[0]), r[1]),
+    )
     params = mining.MiningParams(min_tool_calls=2)
     slow = mining.Aggregator(params)
     for intent, task, resolved, escalated, held, skeleton, n in rows:
-        slow.add(intent=intent, task=task, resolved=resolved, escalated=escalated, held=held, raw_skeleton=skeleton, count=n)
+        slow.add(
+            intent=intent, task=task, resolved=resolved, escalated=escalated, held=held, raw_skeleton=skeleton, count=n
+        )
     slow.finish()
     grouped = _grouped(rows)
     assert len(grouped) < len({(r[0], r[1]) for r in rows})
@@ -576,15 +676,23 @@ def test_grouped_tasks_count_exactly_like_single_sessions():
 
 
 def test_counts_do_not_depend_on_how_many_skeleton_sets_are_kept(monkeypatch):
-    rows = [("refund", f"t{i}", i % 3 != 0, False, i % 5 == 0, skeleton, 1)
-            for i in range(40) for skeleton in (["a", "b", "c"], ["a", "c", "b"][: 2 + i % 2], ["b", "a", "c"])[: 1 + i % 3]]
+    rows = [
+        ("refund", f"t{i}", i % 3 != 0, False, i % 5 == 0, skeleton, 1)
+        for i in range(40)
+        for skeleton in (["a", "b", "c"], ["a", "c", "b"][: 2 + i % 2], ["b", "a", "c"])[: 1 + i % 3]
+    ]
 
     def run():
-        return mining.Aggregator(mining.MiningParams(min_tool_calls=1)).consume(_grouped(rows), lambda text: tuple(json.loads(text))).finish()
+        return (
+            mining.Aggregator(mining.MiningParams(min_tool_calls=1))
+            .consume(_grouped(rows), lambda text: tuple(json.loads(text)))
+            .finish()
+        )
 
     kept = run()
     monkeypatch.setattr(mining, "COMBINATIONS_KEPT", 1)
     assert run().intents["refund"] == kept.intents["refund"]
+
 
 # ---------------------------------------------------------------------------------------------- conditional steps
 
@@ -597,22 +705,42 @@ def _conditional_sessions(agent, *, express_tasks=20, standard_tasks=30, failed_
     def add(name, calls, resolved, tasks):
         for t in range(tasks):
             for trial in range(2):
-                items.append({
-                    "session_id": f"{name}-{t}-{trial}", "task_key": f"{name}-{t}", "intent": "late_delivery",
-                    "task": "My parcel is late", "outcome": {"resolved": resolved, "escalated": False},
-                    "tool_calls": calls(t), "ended_at": f"2026-11-0{1 + trial}T{t // 60:02d}:{t % 60:02d}:00Z",
-                })
+                items.append(
+                    {
+                        "session_id": f"{name}-{t}-{trial}",
+                        "task_key": f"{name}-{t}",
+                        "intent": "late_delivery",
+                        "task": "My parcel is late",
+                        "outcome": {"resolved": resolved, "escalated": False},
+                        "tool_calls": calls(t),
+                        "ended_at": f"2026-11-0{1 + trial}T{t // 60:02d}:{t % 60:02d}:00Z",
+                    }
+                )
 
     def lookup(shipping):
-        return {"name": "lookupOrder", "args": {"order_id": "ORD-7731"}, "ok": True,
-                "result": {"order_id": "ORD-7731", "status": "delayed", "shipping": shipping, "customer": {"name": "Carla Diaz", "tier": "gold"}}}
+        return {
+            "name": "lookupOrder",
+            "args": {"order_id": "ORD-7731"},
+            "ok": True,
+            "result": {
+                "order_id": "ORD-7731",
+                "status": "delayed",
+                "shipping": shipping,
+                "customer": {"name": "Carla Diaz", "tier": "gold"},
+            },
+        }
 
     reply = {"name": "replyTemplates", "args": {"template": "apology"}, "ok": True}
     refund = {"name": "refundShipping", "args": {"order_id": "ORD-7731", "reason": "late"}, "ok": True}
     verify = {"name": "verifyIdentity", "args": {}, "ok": True}
     add("express", lambda t: [verify, lookup("express"), refund, reply], True, express_tasks)
     add("standard", lambda t: [verify, lookup("standard"), reply], True, standard_tasks)
-    add("failed", lambda t: [verify, reply, reply, {"name": "escalateTicket", "args": {}, "ok": True}], False, failed_tasks)
+    add(
+        "failed",
+        lambda t: [verify, reply, reply, {"name": "escalateTicket", "args": {}, "ok": True}],
+        False,
+        failed_tasks,
+    )
     sessions_store(agent=agent, sessions=[parse_procmem(item) for item in items])
 
 
@@ -625,16 +753,26 @@ def test_a_step_taken_only_when_the_lookup_calls_for_it_becomes_conditional():
     conditional = "If lookupOrder returns shipping = 'express', call refundShipping({{order_id}}, 'late')."
     assert conditional in version.steps
     # after the lookup it depends on, before the reply
-    assert version.steps.index(conditional) == [i for i, s in enumerate(version.steps) if "lookupOrder" in s and not s.startswith("If")][0] + 1
+    assert (
+        version.steps.index(conditional)
+        == [i for i, s in enumerate(version.steps) if "lookupOrder" in s and not s.startswith("If")][0] + 1
+    )
     assert "refundShipping" in version.required_tools
     [record] = [c for c in version.evidence["conditions"] if c["proposed"]]
-    assert (record["ifTool"], record["key"], record["value"], record["thenTool"]) == ("lookupOrder", "shipping", "express", "refundShipping")
+    assert (record["ifTool"], record["key"], record["value"], record["thenTool"]) == (
+        "lookupOrder",
+        "shipping",
+        "express",
+        "refundShipping",
+    )
     assert record["withStep"]["count"] == 20 and record["withoutStep"]["count"] == 0 and record["pAdjusted"] < 0.05
     # the content hash covers the condition, and the client's renderer shows it
     from procmem_client.rendering import render_procedure
 
     assert version.content_hash == version.compute_content_hash()
-    rendered = render_procedure({"id": version.procedure.key, "version": version.number, "steps": version.steps, "forbiddenActions": []})
+    rendered = render_procedure(
+        {"id": version.procedure.key, "version": version.number, "steps": version.steps, "forbiddenActions": []}
+    )
     assert conditional in rendered
 
 
@@ -642,14 +780,22 @@ def test_a_step_taken_only_when_the_lookup_calls_for_it_becomes_conditional():
 def test_no_condition_without_a_separating_value():
     agent = Agent.objects.create(name="unconditional_agent", support_threshold=5, backtest_share=0.0)
     _conditional_sessions(agent, express_tasks=0)
-    items = [{
-        "session_id": f"mixed-{t}", "task_key": f"mixed-{t}", "intent": "late_delivery", "task": "My parcel is late",
-        "outcome": {"resolved": True, "escalated": False},
-        "tool_calls": [{"name": "verifyIdentity", "args": {}, "ok": True},
-                       {"name": "lookupOrder", "args": {"order_id": "ORD-1"}, "ok": True, "result": {"shipping": "standard"}},
-                       {"name": "refundShipping", "args": {"order_id": "ORD-1"}, "ok": True},
-                       {"name": "replyTemplates", "args": {"template": "apology"}, "ok": True}],
-    } for t in range(20)]
+    items = [
+        {
+            "session_id": f"mixed-{t}",
+            "task_key": f"mixed-{t}",
+            "intent": "late_delivery",
+            "task": "My parcel is late",
+            "outcome": {"resolved": True, "escalated": False},
+            "tool_calls": [
+                {"name": "verifyIdentity", "args": {}, "ok": True},
+                {"name": "lookupOrder", "args": {"order_id": "ORD-1"}, "ok": True, "result": {"shipping": "standard"}},
+                {"name": "refundShipping", "args": {"order_id": "ORD-1"}, "ok": True},
+                {"name": "replyTemplates", "args": {"template": "apology"}, "ok": True},
+            ],
+        }
+        for t in range(20)
+    ]
     sessions_store(agent=agent, sessions=[parse_procmem(item) for item in items])
     run = mining_run_execute(agent=agent)
     version = run.versions.get()

@@ -26,7 +26,8 @@ TABLE = hst.tuples(CELL, CELL, CELL, CELL)
 SINGLE = hst.sampled_from([(1, 0, 0, 0), (0, 1, 0, 0), (0, 0, 1, 0), (0, 0, 0, 1)])
 # a task whose sessions all follow (or none does): pooled too, weighing 1/n a session
 ONE_SIDED = hst.one_of(
-    hst.tuples(CELL, CELL).map(lambda t: (t[0], t[1], 0, 0)), hst.tuples(CELL, CELL).map(lambda t: (0, 0, t[0], t[1])),
+    hst.tuples(CELL, CELL).map(lambda t: (t[0], t[1], 0, 0)),
+    hst.tuples(CELL, CELL).map(lambda t: (0, 0, t[0], t[1])),
 )
 TASKS = hst.lists(hst.tuples(hst.one_of(TABLE, SINGLE, ONE_SIDED), hst.integers(min_value=1, max_value=4)), max_size=30)
 
@@ -75,7 +76,13 @@ def _reference(cube: np.ndarray) -> dict:
         n = a + b + c + d
     r, s = float((a * (c + d) / n).sum()), float((c * (a + b) / n).sum())
     variance = float((((a + b) * (c + d) * (a + c) - a * c * n) / n**2).sum()) / (r * s)
-    return {"p_two": p_two, "difference": difference, "ratio": float(table.riskratio_pooled), "variance": variance, "corrected": corrected}
+    return {
+        "p_two": p_two,
+        "difference": difference,
+        "ratio": float(table.riskratio_pooled),
+        "variance": variance,
+        "corrected": corrected,
+    }
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -118,10 +125,14 @@ def test_the_record_is_the_estimator_on_the_tables_in_any_order_and_grouping(tas
     assert record["strata"] == len(cube) and record["tasks"] == sum(count for table, count in tasks if sum(table))
     if len(cube) >= 2:
         expected = _reference(cube)
-        assert record["method"].startswith("Cochran–Mantel–Haenszel") and record["zeroCorrected"] == expected["corrected"]
+        assert (
+            record["method"].startswith("Cochran–Mantel–Haenszel") and record["zeroCorrected"] == expected["corrected"]
+        )
         z = norm.ppf(0.975)
         assert record["riskRatio"] == pytest.approx(expected["ratio"], rel=1e-3, abs=1e-4)
-        assert record["low"] == pytest.approx(expected["ratio"] * math.exp(-z * math.sqrt(max(expected["variance"], 0))), rel=1e-3, abs=1e-4)
+        assert record["low"] == pytest.approx(
+            expected["ratio"] * math.exp(-z * math.sqrt(max(expected["variance"], 0))), rel=1e-3, abs=1e-4
+        )
 
 
 def test_one_session_per_task_is_the_plain_comparison():
@@ -129,7 +140,12 @@ def test_one_session_per_task_is_the_plain_comparison():
     tasks = Counter({(1, 0, 0, 0): 118, (0, 1, 0, 0): 22, (0, 0, 1, 0): 9, (0, 0, 0, 1): 51})
     record = st.within_task(tasks)
     assert record["strata"] == 1 and record["tasks"] == 200 and record["method"].startswith("Fisher exact test")
-    assert (record["followers"]["count"], record["followers"]["of"], record["others"]["count"], record["others"]["of"]) == (118, 140, 9, 60)
+    assert (
+        record["followers"]["count"],
+        record["followers"]["of"],
+        record["others"]["count"],
+        record["others"]["of"],
+    ) == (118, 140, 9, 60)
     assert record["riskRatio"] == 5.619 and record["credible"]
 
 

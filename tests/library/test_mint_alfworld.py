@@ -25,7 +25,15 @@ def run():
     out = io.StringIO()
     call_command("import_sessions", str(DATA), "--agent", "alfworld", "--create-agent", "--no-progress", stdout=out)
     assert "alfworld: 4628 stored" in out.getvalue()
-    call_command("agent_settings", "alfworld", "--support-threshold", "3", "--backtest-share", "0.3333333333333333", stdout=io.StringIO())
+    call_command(
+        "agent_settings",
+        "alfworld",
+        "--support-threshold",
+        "3",
+        "--backtest-share",
+        "0.3333333333333333",
+        stdout=io.StringIO(),
+    )
     printed = io.StringIO()
     call_command("mine", "--agent", "alfworld", "--hold-out", "tasks", stdout=printed)
     run = MiningRun.objects.get(agent__name="alfworld")
@@ -70,7 +78,9 @@ def test_candidates_for_most_intents_each_confirmed_within_tasks_on_the_judged_t
         # and per model family, whether it holds within each
         families = {f["family"] for f in ev["byModelFamily"]}
         assert {"gpt", "claude", "llama"} <= families
-        assert all("holds" in f and f["direction"] in ("same", "opposite", "none", "not compared") for f in ev["byModelFamily"])
+        assert all(
+            "holds" in f and f["direction"] in ("same", "opposite", "none", "not compared") for f in ev["byModelFamily"]
+        )
     assert agent.sessions.count() == 4628
 
 
@@ -82,4 +92,17 @@ def test_pick_two_obj_is_shown_whole_never_as_a_fragment(run):
         steps = entry.get("steps") or run.versions.get(procedure__intent__name="pick_two_obj").steps
         assert len(steps) <= 8 and (len(entry["skeleton"]) <= 8 or any(s.startswith("Repeat ") for s in steps))
     # the group is the intent's largest: no shorter fragment was put in its place
-    assert entry["skeleton"] == ["goto", "open", "take", "goto", "put", "open", "put", "goto", "open", "take", "goto", "put"]
+    assert entry["skeleton"] == [
+        "goto",
+        "open",
+        "take",
+        "goto",
+        "put",
+        "open",
+        "put",
+        "goto",
+        "open",
+        "take",
+        "goto",
+        "put",
+    ]

@@ -64,8 +64,19 @@ def mined_with_a_model(settings, admin_user):
     with ScriptedServer(fake.respond) as server:
         out = io.StringIO()
         call_command(
-            "import_sessions", str(TAUBENCH_DIR / "gpt-4o-airline.json"), "--agent", "airline", "--create-agent",
-            "--intent-from", "taubench-actions", "--model", "gpt-4o", "--id-prefix", "gpt-4o-airline/", "--no-progress", stdout=out,
+            "import_sessions",
+            str(TAUBENCH_DIR / "gpt-4o-airline.json"),
+            "--agent",
+            "airline",
+            "--create-agent",
+            "--intent-from",
+            "taubench-actions",
+            "--model",
+            "gpt-4o",
+            "--id-prefix",
+            "gpt-4o-airline/",
+            "--no-progress",
+            stdout=out,
         )
         agent = Agent.objects.get(name="airline")
         agent.model_drafts_enabled = True
@@ -78,7 +89,9 @@ def mined_with_a_model(settings, admin_user):
         reported = [e["intent"] for e in run.report if e.get("draft")]
         assert len(reported) >= len(MODES), run.report
         for intent in reported:
-            mining_report_propose(run=run, intent_name=intent, user=admin_user, reason="drafted by the model under test")
+            mining_report_propose(
+                run=run, intent_name=intent, user=admin_user, reason="drafted by the model under test"
+            )
         requests = list(server.requests)
     return fake, requests, MiningRun.objects.get(pk=run.pk)
 
@@ -113,7 +126,11 @@ def test_model_drafts_are_used_refused_quarantined_or_left_as_the_rule_said(mine
     version = _version(dropped["skeleton"])
     assert version.steps == dropped["rule"]["steps"]
     entry = _entry(run, version)["modelDraft"]
-    assert entry["status"] == "refused" and f"drops the required tool" in entry["reason"] and dropped["tools"][0] in entry["reason"]
+    assert (
+        entry["status"] == "refused"
+        and "drops the required tool" in entry["reason"]
+        and dropped["tools"][0] in entry["reason"]
+    )
     assert version.provenance["modelDraft"]["status"] == "refused"
     assert "refused" in client.get(reverse("reviews:mining_run", args=[run.pk])).content.decode()
 
@@ -142,11 +159,20 @@ def test_model_drafts_are_used_refused_quarantined_or_left_as_the_rule_said(mine
 
 def test_the_literal_rules_refuse_id_shaped_values_and_keep_placeholders():
     tools = ["get_reservation_details", "cancel_reservation"]
-    assert model_draft.literal_problems(
-        ["Look up the reservation with get_reservation_details({{reservation_id}}).", "Cancel it with cancel_reservation('economy')."],
-        tools=tools, steps=2,
-    ) == []
-    problems = model_draft.literal_problems(["Cancel reservation ZFA04Y with cancel_reservation.", "Mail mia.li@example.com."], tools=tools, steps=2)
+    assert (
+        model_draft.literal_problems(
+            [
+                "Look up the reservation with get_reservation_details({{reservation_id}}).",
+                "Cancel it with cancel_reservation('economy').",
+            ],
+            tools=tools,
+            steps=2,
+        )
+        == []
+    )
+    problems = model_draft.literal_problems(
+        ["Cancel reservation ZFA04Y with cancel_reservation.", "Mail mia.li@example.com."], tools=tools, steps=2
+    )
     assert any("ZFA04Y" in p for p in problems) and any("mia.li@example.com" in p for p in problems)
 
 

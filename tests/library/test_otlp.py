@@ -13,8 +13,12 @@ from django.urls import reverse
 from django.utils import timezone
 from google.protobuf import json_format
 from google.rpc import status_pb2
-from hypothesis import HealthCheck, given, settings as hyp_settings, strategies as st
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest, ExportTraceServiceResponse
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceResponse,
+)
 
 from library.api.tokens import token_create
 from library.ingest.otlp import sessions_flush
@@ -66,7 +70,9 @@ def test_route_name():
 
 
 @pytest.mark.parametrize("encoding", ["protobuf", "json", "protobuf+gzip", "json+gzip"])
-def test_an_agent_loop_becomes_one_redacted_session_with_its_tool_calls_in_order(client, agent, ingest_token, quiet0, encoding):
+def test_an_agent_loop_becomes_one_redacted_session_with_its_tool_calls_in_order(
+    client, agent, ingest_token, quiet0, encoding
+):
     spans = recorded_spans(fail="checkReturnWindow")
     body = otlp_json(spans) if encoding.startswith("json") else otlp_protobuf(spans)
     headers = {}
@@ -95,7 +101,9 @@ def test_without_a_conversation_id_the_trace_id_is_the_session(client, agent, in
     assert session.session_id == format(spans[0].context.trace_id, "032x")
 
 
-def test_spans_out_of_order_across_requests_wait_for_the_root_and_the_quiet_period(client, agent, ingest_token, settings):
+def test_spans_out_of_order_across_requests_wait_for_the_root_and_the_quiet_period(
+    client, agent, ingest_token, settings
+):
     settings.PROCMEM_OTLP_QUIET_SECONDS = 30
     spans = recorded_spans()
     root = [s for s in spans if s.parent is None]
@@ -181,16 +189,31 @@ def test_openinference_spans_are_read_too(client, agent, ingest_token, quiet0):
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = provider.get_tracer("openinference")
-    with tracer.start_as_current_span("agent", attributes={"openinference.span.kind": "AGENT", "session.id": "oi-1", "input.value": "Where is my order?"}):
-        with tracer.start_as_current_span("llm", attributes={
-            "openinference.span.kind": "LLM", "llm.model_name": "claude-x",
-            "llm.input_messages.0.message.role": "system", "llm.input_messages.0.message.content": "Be brief.",
-            "llm.input_messages.1.message.role": "user", "llm.input_messages.1.message.content": "Where is order W1234567?",
-        }):
+    with tracer.start_as_current_span(
+        "agent",
+        attributes={"openinference.span.kind": "AGENT", "session.id": "oi-1", "input.value": "Where is my order?"},
+    ):
+        with tracer.start_as_current_span(
+            "llm",
+            attributes={
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "claude-x",
+                "llm.input_messages.0.message.role": "system",
+                "llm.input_messages.0.message.content": "Be brief.",
+                "llm.input_messages.1.message.role": "user",
+                "llm.input_messages.1.message.content": "Where is order W1234567?",
+            },
+        ):
             pass
-        with tracer.start_as_current_span("lookupOrder", attributes={
-            "openinference.span.kind": "TOOL", "tool.name": "lookupOrder", "input.value": '{"order_id": "W1234567"}', "output.value": "delivered",
-        }):
+        with tracer.start_as_current_span(
+            "lookupOrder",
+            attributes={
+                "openinference.span.kind": "TOOL",
+                "tool.name": "lookupOrder",
+                "input.value": '{"order_id": "W1234567"}',
+                "output.value": "delivered",
+            },
+        ):
             pass
     assert post(client, ingest_token, otlp_protobuf(exporter.get_finished_spans())).status_code == 200
     session = AgentSession.objects.get(agent=agent)
@@ -209,7 +232,11 @@ def test_errors_follow_the_otlp_http_specification(client, agent, ingest_token, 
         (post(client, read, body), 403, PB),
         (post(client, ingest_token, b"\xff\x00garbage"), 400, PB),
         (post(client, ingest_token, b"{not json", JS), 400, JS),
-        (post(client, ingest_token, b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}', JS), 400, JS),
+        (
+            post(client, ingest_token, b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}', JS),
+            400,
+            JS,
+        ),
         (post(client, ingest_token, b'{"resourceSpans": 3}', JS), 400, JS),
         (post(client, ingest_token, body, "text/plain"), 415, JS),
         (post(client, ingest_token, b"not gzip", PB, **{"Content-Encoding": "gzip"}), 400, PB),
@@ -230,28 +257,55 @@ def test_errors_follow_the_otlp_http_specification(client, agent, ingest_token, 
 _stored_before: list = []
 
 
-@hyp_settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@hyp_settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
 @given(
     body=st.one_of(
         st.binary(max_size=400),
         st.builds(lambda b, cut: b[:cut], st.just(otlp_protobuf(recorded_spans())), st.integers(0, 3000)),
         st.recursive(
             st.one_of(st.none(), st.booleans(), st.integers(), st.text(max_size=20)),
-            lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(
-                st.sampled_from(["resourceSpans", "scopeSpans", "spans", "traceId", "spanId", "attributes", "key", "value", "stringValue", "name"]),
-                inner, max_size=4)),
+            lambda inner: st.one_of(
+                st.lists(inner, max_size=3),
+                st.dictionaries(
+                    st.sampled_from(
+                        [
+                            "resourceSpans",
+                            "scopeSpans",
+                            "spans",
+                            "traceId",
+                            "spanId",
+                            "attributes",
+                            "key",
+                            "value",
+                            "stringValue",
+                            "name",
+                        ]
+                    ),
+                    inner,
+                    max_size=4,
+                ),
+            ),
             max_leaves=20,
         ).map(lambda v: json.dumps(v).encode()),
     ),
     content_type=st.sampled_from([PB, JS, "text/plain", ""]),
     gzipped=st.booleans(),
 )
-def test_malformed_otlp_never_gets_a_500_and_changes_nothing_stored(client, agent, ingest_token, quiet0, body, content_type, gzipped):
+def test_malformed_otlp_never_gets_a_500_and_changes_nothing_stored(
+    client, agent, ingest_token, quiet0, body, content_type, gzipped
+):
     if not AgentSession.objects.exists():
         post(client, ingest_token, otlp_protobuf(recorded_spans(conversation="kept")))
     before = list(AgentSession.objects.order_by("pk").values())
-    response = post(client, ingest_token, gzip.compress(body) if gzipped else body, content_type or "application/octet-stream",
-                    **({"Content-Encoding": "gzip"} if gzipped else {}))
+    response = post(
+        client,
+        ingest_token,
+        gzip.compress(body) if gzipped else body,
+        content_type or "application/octet-stream",
+        **({"Content-Encoding": "gzip"} if gzipped else {}),
+    )
     assert response.status_code in (200, 400, 413, 415), response.content
     if response.status_code == 200:
         answer(response)
@@ -261,7 +315,9 @@ def test_malformed_otlp_never_gets_a_500_and_changes_nothing_stored(client, agen
 
 
 @pytest.mark.parametrize("quiet", [0, 30])
-def test_a_value_postgresql_cannot_hold_rejects_spans_and_stores_nothing_of_it(client, agent, ingest_token, settings, quiet):
+def test_a_value_postgresql_cannot_hold_rejects_spans_and_stores_nothing_of_it(
+    client, agent, ingest_token, settings, quiet
+):
     settings.PROCMEM_OTLP_QUIET_SECONDS = quiet
     spans = recorded_spans(tools=[("lookupOrder", {"order_id": "A1"}, "ok\x00")])  # a NUL in the tool's result
     response = post(client, ingest_token, otlp_protobuf(spans))

@@ -39,9 +39,16 @@ class OtlpJsonExporter(SpanExporter):
         self.answers: list[requests.Response] = []
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        response = requests.post(self.endpoint, data=gzip.compress(otlp_json(spans)), timeout=30, headers={
-            "Content-Type": "application/json", "Content-Encoding": "gzip", "Authorization": f"Bearer {self.token}",
-        })
+        response = requests.post(
+            self.endpoint,
+            data=gzip.compress(otlp_json(spans)),
+            timeout=30,
+            headers={
+                "Content-Type": "application/json",
+                "Content-Encoding": "gzip",
+                "Authorization": f"Bearer {self.token}",
+            },
+        )
         self.answers.append(response)
         return SpanExportResult.SUCCESS if response.status_code == 200 else SpanExportResult.FAILURE
 

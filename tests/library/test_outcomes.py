@@ -11,7 +11,9 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings as hyp_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hyp_settings
+from hypothesis import strategies as st
 
 from library.agent_settings import agent_settings_update
 from library.api.tokens import token_create
@@ -33,28 +35,47 @@ def ingest_token(agent):
 
 def post(client, token, body, content_type="application/json"):
     data = body if isinstance(body, (bytes, str)) else json.dumps(body)
-    return client.post(URL, data=data, content_type=content_type, **({"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {}))
+    return client.post(
+        URL, data=data, content_type=content_type, **({"HTTP_AUTHORIZATION": f"Bearer {token}"} if token else {})
+    )
 
 
 def store(agent, prefix, n, *, skeleton=STATUS_WAY, resolved=None, days_ago=8, intent="order_status"):
     ended = timezone.now() - timedelta(days=days_ago)
-    items = [{
-        "session_id": f"{prefix}-{i}", "task_key": f"{prefix}-task-{i}", "intent": intent,
-        "task": f"Hi, I'm Carla Diaz, carla{i}@example.com",
-        "outcome": None if resolved is None else {"resolved": resolved, "escalated": False},
-        "tool_calls": [{"name": t, "args": {"order_id": f"ORD-{1000 + i}"}, "ok": True} for t in skeleton],
-        "ended_at": (ended + timedelta(minutes=i)).isoformat(),
-    } for i in range(n)]
+    items = [
+        {
+            "session_id": f"{prefix}-{i}",
+            "task_key": f"{prefix}-task-{i}",
+            "intent": intent,
+            "task": f"Hi, I'm Carla Diaz, carla{i}@example.com",
+            "outcome": None if resolved is None else {"resolved": resolved, "escalated": False},
+            "tool_calls": [{"name": t, "args": {"order_id": f"ORD-{1000 + i}"}, "ok": True} for t in skeleton],
+            "ended_at": (ended + timedelta(minutes=i)).isoformat(),
+        }
+        for i in range(n)
+    ]
     sessions_store(agent=agent, sessions=[parse_procmem(item) for item in items])
 
 
 def test_outcomes_update_labels_keep_the_history_and_name_unknown_ids(client, agent, ingest_token):
     store(agent, "s", 2)
-    response = post(client, ingest_token, {"outcomes": [
-        {"session_id": "s-0", "resolved": True, "rating": 5, "at": timezone.now().isoformat(), "source": "csat_survey"},
-        {"session_id": "s-1", "closed_by_customer": True, "source": "helpdesk"},
-        {"session_id": "nope-7", "resolved": False},
-    ]})
+    response = post(
+        client,
+        ingest_token,
+        {
+            "outcomes": [
+                {
+                    "session_id": "s-0",
+                    "resolved": True,
+                    "rating": 5,
+                    "at": timezone.now().isoformat(),
+                    "source": "csat_survey",
+                },
+                {"session_id": "s-1", "closed_by_customer": True, "source": "helpdesk"},
+                {"session_id": "nope-7", "resolved": False},
+            ]
+        },
+    )
     assert response.status_code == 207, response.json()
     answer = response.json()
     assert answer["applied"] == ["s-0", "s-1"] and answer["unknown"] == ["nope-7"] and answer["refused"] == []
@@ -77,11 +98,18 @@ def test_bad_outcomes_are_refused_by_field_and_tokens_are_checked(client, agent,
     read = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read")[1]
     assert post(client, None, [{"session_id": "s-0", "resolved": True}]).status_code == 401
     assert post(client, read, [{"session_id": "s-0", "resolved": True}]).status_code == 403
-    response = post(client, ingest_token, [
-        {"session_id": "s-0", "resolved": "yes"}, {"session_id": "s-0", "mood": "happy", "resolved": True},
-        {"session_id": "s-0"}, {"resolved": True}, {"session_id": "s-0", "resolved": True, "at": "2999-01-01T00:00:00Z"},
-        "text",
-    ])
+    response = post(
+        client,
+        ingest_token,
+        [
+            {"session_id": "s-0", "resolved": "yes"},
+            {"session_id": "s-0", "mood": "happy", "resolved": True},
+            {"session_id": "s-0"},
+            {"resolved": True},
+            {"session_id": "s-0", "resolved": True, "at": "2999-01-01T00:00:00Z"},
+            "text",
+        ],
+    )
     assert response.status_code == 422
     fields = [r["errors"][0]["field"] for r in response.json()["refused"]]
     assert fields == ["resolved", "mood", "(item)", "session_id", "at", "(item)"]
@@ -90,13 +118,23 @@ def test_bad_outcomes_are_refused_by_field_and_tokens_are_checked(client, agent,
     assert not SessionLabel.objects.exists() and AgentSession.objects.get().resolved is None
 
 
-@hyp_settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(body=st.recursive(
-    st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12)),
-    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(
-        st.sampled_from(["outcomes", "session_id", "resolved", "rating", "complaint", "at", "source", "x"]), inner, max_size=4)),
-    max_leaves=12,
-))
+@hyp_settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow]
+)
+@given(
+    body=st.recursive(
+        st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=12)),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3),
+            st.dictionaries(
+                st.sampled_from(["outcomes", "session_id", "resolved", "rating", "complaint", "at", "source", "x"]),
+                inner,
+                max_size=4,
+            ),
+        ),
+        max_leaves=12,
+    )
+)
 def test_fuzzed_outcomes_never_fail_and_change_nothing_unless_applied(client, agent, ingest_token, body):
     if not AgentSession.objects.exists():
         store(agent, "s", 1)
@@ -135,7 +173,11 @@ def test_outcomes_sent_a_week_later_change_the_next_mining_run(client, agent, in
     [waiting] = [e for e in first.report if e["status"] == "waiting for labels"]
     assert "later-7" in waiting["reason"]
     # when: their outcomes arrive a week after the sessions
-    response = post(client, ingest_token, [{"session_id": f"later-{i}", "resolved": True, "source": "ticket closed"} for i in range(8)])
+    response = post(
+        client,
+        ingest_token,
+        [{"session_id": f"later-{i}", "resolved": True, "source": "ticket closed"} for i in range(8)],
+    )
     assert response.status_code == 200
     # then: the next run counts them, and mines the order they followed
     second = mining_run_execute(agent=agent, support_threshold=3)
@@ -158,7 +200,9 @@ def test_the_rating_threshold_and_the_rule_on_the_settings_page(client, agent, i
 def test_import_outcomes_reads_csv_and_jsonl_and_names_unknown_ids(agent, tmp_path, capsys):
     store(agent, "s", 3)
     csv_file = tmp_path / "outcomes.csv"
-    csv_file.write_text("session_id,resolved,rating,complaint,at,source\ns-0,true,5,,2026-11-30T10:00:00Z,survey\ns-1,no,,,,\n")
+    csv_file.write_text(
+        "session_id,resolved,rating,complaint,at,source\ns-0,true,5,,2026-11-30T10:00:00Z,survey\ns-1,no,,,,\n"
+    )
     call_command("import_outcomes", str(csv_file), "--agent", agent.name)
     assert "2 applied, 0 duplicate, 0 unknown, 0 refused" in capsys.readouterr().out
     jsonl = tmp_path / "outcomes.jsonl"

@@ -54,20 +54,26 @@ def test_health_records_sessions_leave_no_name_dob_or_record_number_in_candidate
     # when they are mined into a candidate
     run = mining_run_execute(agent=agent, support_threshold=1)  # one task, asked by six patients
     # (six sessions make a draft: proposed as a candidate, or reported in the run when not credible)
-    drafts = [v.to_dict() for v in ProcedureVersion.objects.filter(procedure__agent=agent)] + [e for e in run.report if e.get("steps")]
+    drafts = [v.to_dict() for v in ProcedureVersion.objects.filter(procedure__agent=agent)] + [
+        e for e in run.report if e.get("steps")
+    ]
     assert len(drafts) == 1, run.report
     # then the scanner finds no patient's name, DOB, record number or patient id anywhere
     values = tmp_path / "patients.json"
-    values.write_text(json.dumps(
-        [{"value": f"{f} {l}", "kind": "name"} for f, l, _, _ in PATIENTS]
-        + [{"value": v, "kind": k} for _, _, dob, mrn in PATIENTS for v, k in ((dob, "dob"), (mrn, "record"))]
-        + [{"value": f"pat-{i:04d}", "kind": "patient_id"} for i in range(len(PATIENTS) * 2)]
-    ))
+    values.write_text(
+        json.dumps(
+            [{"value": f"{f} {l}", "kind": "name"} for f, l, _, _ in PATIENTS]
+            + [{"value": v, "kind": k} for _, _, dob, mrn in PATIENTS for v, k in ((dob, "dob"), (mrn, "record"))]
+            + [{"value": f"pat-{i:04d}", "kind": "patient_id"} for i in range(len(PATIENTS) * 2)]
+        )
+    )
     out = io.StringIO()
     call_command("scan_personal_data", "--values", str(values), stdout=out)
     assert "No personal values found." in out.getvalue()
     # and not a first or last name alone either
-    visible = json.dumps([drafts, list(AgentSession.objects.filter(agent=agent).values_list("redacted_excerpt", flat=True))])
+    visible = json.dumps(
+        [drafts, list(AgentSession.objects.filter(agent=agent).values_list("redacted_excerpt", flat=True))]
+    )
     for first, last, _, _ in PATIENTS:
         assert first not in visible and last not in visible
     assert "Patient?name={{person_name}}&birthdate={{birth_date}}" in visible
@@ -88,7 +94,9 @@ def test_values_file_formats_and_errors(tmp_path):
 
 
 def test_matcher_needs_word_boundaries_and_ignores_short_values():
-    matcher = Matcher([KnownValue("Mia Li", "name"), KnownValue("4WQ150", "reservation_id"), KnownValue("USA", "other")])
+    matcher = Matcher(
+        [KnownValue("Mia Li", "name"), KnownValue("4WQ150", "reservation_id"), KnownValue("USA", "other")]
+    )
     assert [v.value for v in matcher.find("mia li booked 4wq150 in the USA")] == ["Mia Li", "4WQ150"]
     assert matcher.find("Mia Lin booked X4WQ150") == []
 
@@ -97,17 +105,32 @@ def test_excerpts_stored_under_older_rules_are_redacted_again():
     # given an excerpt stored before reservation ids and FHIR name parts were recognised
     agent = Agent.objects.create(name="old_airline", tools=["get_reservation_details"])
     old = AgentSession.objects.create(
-        agent=agent, session_id="old-1", task="Hi, cancel ZFA04Y for Okafor please", skeleton=["get_reservation_details"],
-        tool_calls=[{"name": "get_reservation_details", "args": {"reservation_id": "ZFA04Y", "family": "Okafor"}, "ok": True}],
+        agent=agent,
+        session_id="old-1",
+        task="Hi, cancel ZFA04Y for Okafor please",
+        skeleton=["get_reservation_details"],
+        tool_calls=[
+            {"name": "get_reservation_details", "args": {"reservation_id": "ZFA04Y", "family": "Okafor"}, "ok": True}
+        ],
         redacted_excerpt=[
             {"role": "user", "text": "Hi, cancel ZFA04Y for Okafor please"},
-            {"role": "tool_call", "tool": "get_reservation_details", "args": {"reservation_id": "ZFA04Y", "family": "Okafor"}, "ok": True},
+            {
+                "role": "tool_call",
+                "tool": "get_reservation_details",
+                "args": {"reservation_id": "ZFA04Y", "family": "Okafor"},
+                "ok": True,
+            },
         ],
     )
     purged = AgentSession.objects.create(
-        agent=agent, session_id="old-2", raw_purged=True, skeleton=["get_reservation_details"],
-        redacted_excerpt=[{"role": "tool_call", "tool": "get_reservation_details", "args": {"reservation_id": "VAAOXJ"}, "ok": True},
-                          {"role": "assistant", "text": "VAAOXJ is cancelled."}],
+        agent=agent,
+        session_id="old-2",
+        raw_purged=True,
+        skeleton=["get_reservation_details"],
+        redacted_excerpt=[
+            {"role": "tool_call", "tool": "get_reservation_details", "args": {"reservation_id": "VAAOXJ"}, "ok": True},
+            {"role": "assistant", "text": "VAAOXJ is cancelled."},
+        ],
     )
     # when the stored excerpts are redacted again
     out = io.StringIO()

@@ -18,7 +18,7 @@ import pytest
 from django.core.management import call_command
 from pytest_django.live_server_helper import LiveServer
 
-from library import serving, services
+from library import services, serving
 from library.api.tokens import token_create
 from library.models import ApiToken
 from tests.conftest import make_active
@@ -71,37 +71,66 @@ def served(agent, candidate, other_procedure, admin_user):
     return token_create(agent=agent, scope=ApiToken.Scope.READ, name="ci", user=admin_user)[1]
 
 
-def procmem_check(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def procmem_check(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
     """`procmem check …` as a CI step runs it: its own process, the environment variables."""
-    environment = {**os.environ, **(env or {}), "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO / "clients" / "python"), os.environ.get("PYTHONPATH", "")]))}
+    environment = {
+        **os.environ,
+        **(env or {}),
+        "PYTHONPATH": os.pathsep.join(
+            filter(None, [str(REPO / "clients" / "python"), os.environ.get("PYTHONPATH", "")])
+        ),
+    }
     environment.pop("GITHUB_ACTIONS", None)
-    return subprocess.run([sys.executable, "-m", "procmem_client.check_cli", "check", *args], capture_output=True, text=True,
-                          timeout=600, env=environment, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "procmem_client.check_cli", "check", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=environment,
+        cwd=cwd,
+    )
 
 
-def test_procmem_check_against_a_live_server_with_an_mcp_tool_list(server, agent, served, tmp_path, admin_user, reviewer, candidate):
+def test_procmem_check_against_a_live_server_with_an_mcp_tool_list(
+    server, agent, served, tmp_path, admin_user, reviewer, candidate
+):
     env = {"PROCMEM_URL": server.url, "PROCMEM_AGENT": agent.name, "PROCMEM_TOKEN": served}
     tools_server = tmp_path / "agent_tools_mcp.py"
     tools_server.write_text(AGENT_TOOLS_SERVER)
-    (tmp_path / "selection.yaml").write_text(textwrap.dedent(f"""
+    (tmp_path / "selection.yaml").write_text(
+        textwrap.dedent(f"""
         - task: "{REFUND_TASK}"
           expect: [refund.over_limit]
         - task: "{STATUS_TASK}"
           intent: order_status
           expect: [order.status]
-    """))
+    """)
+    )
     snapshots = tmp_path / "snapshots"
     snapshots.mkdir()
-    (snapshots / "contexts.yaml").write_text(f'- name: refund_900\n  task: "{REFUND_TASK}"\n  base: You are the support agent.\n')
+    (snapshots / "contexts.yaml").write_text(
+        f'- name: refund_900\n  task: "{REFUND_TASK}"\n  base: You are the support agent.\n'
+    )
 
     # the tool list from the agent's MCP server lacks createApproval: the build fails, naming both
     junit = tmp_path / "reports" / "procmem.xml"
-    completed = procmem_check("--tools", f"mcp:{sys.executable} {tools_server}", "--selection", str(tmp_path / "selection.yaml"),
-                              "--junit-xml", str(junit), env=env)
+    completed = procmem_check(
+        "--tools",
+        f"mcp:{sys.executable} {tools_server}",
+        "--selection",
+        str(tmp_path / "selection.yaml"),
+        "--junit-xml",
+        str(junit),
+        env=env,
+    )
     assert completed.returncode == 1, completed.stdout + completed.stderr
     out = completed.stdout
-    assert (f"FAIL tools     refund.over_limit v1 requires createApproval, which is not in the agent's tool list "
-            f"(MCP tools/list of {sys.executable} {tools_server}, 3 tools)") in out
+    assert (
+        f"FAIL tools     refund.over_limit v1 requires createApproval, which is not in the agent's tool list "
+        f"(MCP tools/list of {sys.executable} {tools_server}, 3 tools)"
+    ) in out
     assert "PASS tools     order.status v1" in out
     assert "PASS selection" in out and "procmem check: 1 failed, 3 passed" in out
     suite = ET.parse(junit).getroot().find("testsuite")
@@ -110,7 +139,9 @@ def test_procmem_check_against_a_live_server_with_an_mcp_tool_list(server, agent
     assert failed.get("classname") == "procmem.tools" and failed.get("name") == "refund.over_limit v1"
 
     # a selection fixture that moves fails
-    (tmp_path / "moved.yaml").write_text(f'- task: "{STATUS_TASK}"\n  intent: order_status\n  expect: [refund.over_limit]\n')
+    (tmp_path / "moved.yaml").write_text(
+        f'- task: "{STATUS_TASK}"\n  intent: order_status\n  expect: [refund.over_limit]\n'
+    )
     completed = procmem_check("--selection", str(tmp_path / "moved.yaml"), env=env)
     assert completed.returncode == 1
     assert "expected [refund.over_limit], got [order.status]" in completed.stdout
@@ -123,9 +154,13 @@ def test_procmem_check_against_a_live_server_with_an_mcp_tool_list(server, agent
     assert procmem_check("--snapshot", str(snapshots), env=env).returncode == 0
 
     revised = services.version_revise(
-        version=candidate, user=reviewer, applies_when=candidate.applies_when,
+        version=candidate,
+        user=reviewer,
+        applies_when=candidate.applies_when,
         steps=[*candidate.steps, "Log the approval request id in the ticket."],
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions, reason="audit trail",
+        required_tools=candidate.required_tools,
+        forbidden_actions=candidate.forbidden_actions,
+        reason="audit trail",
     )
     make_active(revised, admin_user)
     completed = procmem_check("--snapshot", str(snapshots), env=env)
@@ -148,10 +183,23 @@ def test_procmem_check_on_an_export_directory_agrees_with_the_live_server(server
         f'{{"task": "{REFUND_TASK}", "expect": ["refund.over_limit"]}}\n'
         f'{{"task": "{STATUS_TASK}", "intent": "order_status", "expect": ["order.status"]}}\n'
     )
-    live = procmem_check("--tools", str(tmp_path / "tools.txt"), "--selection", str(tmp_path / "selection.jsonl"),
-                         env={"PROCMEM_URL": server.url, "PROCMEM_AGENT": agent.name, "PROCMEM_TOKEN": served})
-    exported = procmem_check("--export", str(export), "--agent", agent.name, "--tools", str(tmp_path / "tools.txt"),
-                             "--selection", str(tmp_path / "selection.jsonl"))
+    live = procmem_check(
+        "--tools",
+        str(tmp_path / "tools.txt"),
+        "--selection",
+        str(tmp_path / "selection.jsonl"),
+        env={"PROCMEM_URL": server.url, "PROCMEM_AGENT": agent.name, "PROCMEM_TOKEN": served},
+    )
+    exported = procmem_check(
+        "--export",
+        str(export),
+        "--agent",
+        agent.name,
+        "--tools",
+        str(tmp_path / "tools.txt"),
+        "--selection",
+        str(tmp_path / "selection.jsonl"),
+    )
     assert live.returncode == exported.returncode == 1, live.stdout + exported.stdout + exported.stderr
     for completed in (live, exported):
         assert "FAIL tools     refund.over_limit v1 requires createApproval" in completed.stdout

@@ -12,7 +12,9 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.urls import reverse
 from guardian.shortcuts import assign_perm
-from hypothesis import given, settings as hypothesis_settings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from library.agent_settings import agent_settings_update
 from library.api.tokens import token_create
@@ -32,7 +34,9 @@ def _token(agent, admin_user, scope=ApiToken.Scope.READ, name="read"):
 
 
 def _limit(agent, admin_user, limits):
-    return agent_settings_update(agent=agent, user=admin_user, changes={"api_rate_limits": limits}, reason="test limits")
+    return agent_settings_update(
+        agent=agent, user=admin_user, changes={"api_rate_limits": limits}, reason="test limits"
+    )
 
 
 def select_url(agent="support_agent"):
@@ -46,7 +50,9 @@ def test_select_over_the_token_limit_is_a_429_with_retry_after(client, agent, ad
     _limit(agent, admin_user, {"select": {"token": "3/minute"}})
     raw = _token(agent, admin_user)
     # when
-    statuses = [client.get(select_url(), {"task": "refund over the limit"}, **bearer(raw)).status_code for _ in range(5)]
+    statuses = [
+        client.get(select_url(), {"task": "refund over the limit"}, **bearer(raw)).status_code for _ in range(5)
+    ]
     refused = client.get(select_url(), {"task": "refund over the limit"}, **bearer(raw))
     # then
     assert statuses == [200, 200, 200, 429, 429]
@@ -76,12 +82,24 @@ def test_the_address_limit_counts_every_token_of_the_agent(client, agent, admin_
 def test_ingest_is_limited_and_a_refused_batch_stores_nothing(client, agent, admin_user):
     _limit(agent, admin_user, {"ingest": {"token": "1/minute"}})
     raw = _token(agent, admin_user, scope=ApiToken.Scope.INGEST, name="ingest")
-    body = json.dumps({"sessions": [{"session_id": "s-1", "task": "where is my order",
-                                     "tool_calls": [{"name": "lookupOrder"}], "outcome": {"resolved": True}}]})
+    body = json.dumps(
+        {
+            "sessions": [
+                {
+                    "session_id": "s-1",
+                    "task": "where is my order",
+                    "tool_calls": [{"name": "lookupOrder"}],
+                    "outcome": {"resolved": True},
+                }
+            ]
+        }
+    )
     first = client.post(reverse("api:sessions"), body, content_type="application/json", **bearer(raw))
     assert first.status_code in (200, 201, 202), first.content
     stored = AgentSession.objects.filter(agent=agent).count()
-    second = client.post(reverse("api:sessions"), body.replace("s-1", "s-2"), content_type="application/json", **bearer(raw))
+    second = client.post(
+        reverse("api:sessions"), body.replace("s-1", "s-2"), content_type="application/json", **bearer(raw)
+    )
     assert second.status_code == 429 and "Retry-After" in second
     assert AgentSession.objects.filter(agent=agent).count() == stored
 
@@ -115,12 +133,16 @@ def test_a_change_is_audited_with_before_and_after(agent, admin_user):
     assert event.after == {"api_rate_limits": {"select": {"token": "100/minute"}}}
 
 
-@given(st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(
-        st.sampled_from([*ENDPOINTS, "token", "ip", "x"]), children, max_size=4),
-    max_leaves=10,
-))
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(max_size=20),
+        lambda children: (
+            st.lists(children, max_size=3)
+            | st.dictionaries(st.sampled_from([*ENDPOINTS, "token", "ip", "x"]), children, max_size=4)
+        ),
+        max_leaves=10,
+    )
+)
 @hypothesis_settings(max_examples=300, deadline=None)
 def test_any_json_is_either_clean_limits_or_a_value_error(value):
     try:
@@ -146,10 +168,15 @@ def agent_admin(agent, reviewers_group):
 
 def _form(agent, **changes):
     data = {
-        "tools": "\n".join(agent.tools), "procedural_memory_enabled": "on", "injection_cap": agent.injection_cap,
-        "support_threshold": agent.support_threshold, "min_tool_calls": agent.min_tool_calls,
-        "significance_level": agent.significance_level, "backtest_share": agent.backtest_share,
-        "review_target_hours": agent.review_target_hours, "redaction_patterns": "[]",
+        "tools": "\n".join(agent.tools),
+        "procedural_memory_enabled": "on",
+        "injection_cap": agent.injection_cap,
+        "support_threshold": agent.support_threshold,
+        "min_tool_calls": agent.min_tool_calls,
+        "significance_level": agent.significance_level,
+        "backtest_share": agent.backtest_share,
+        "review_target_hours": agent.review_target_hours,
+        "redaction_patterns": "[]",
     }
     data.update(changes)
     return data
@@ -177,7 +204,9 @@ def test_the_settings_page_shows_and_changes_the_limits(client, agent, agent_adm
 @pytest.mark.parametrize("who, expected", [("reviewer", 403), ("outsider", 404)])
 def test_who_does_not_manage_the_agent_cannot_change_limits(client, agent, reviewer, outsider, who, expected):
     client.force_login({"reviewer": reviewer, "outsider": outsider}[who])
-    response = client.post(reverse("reviews:agent_settings", args=[agent.name]), _form(agent, limit_select_token="1/minute"))
+    response = client.post(
+        reverse("reviews:agent_settings", args=[agent.name]), _form(agent, limit_select_token="1/minute")
+    )
     assert response.status_code == expected
     agent.refresh_from_db()
     assert agent.api_rate_limits == {}
@@ -185,7 +214,9 @@ def test_who_does_not_manage_the_agent_cannot_change_limits(client, agent, revie
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("content_type", ["application/x-protobuf", "application/json"])
-def test_otlp_over_the_limit_is_an_otlp_429_with_retry_after_and_stores_nothing(client, agent, admin_user, settings, content_type):
+def test_otlp_over_the_limit_is_an_otlp_429_with_retry_after_and_stores_nothing(
+    client, agent, admin_user, settings, content_type
+):
     from google.rpc import code_pb2
 
     from library.models import OtlpSpan
@@ -198,7 +229,9 @@ def test_otlp_over_the_limit_is_an_otlp_429_with_retry_after_and_stores_nothing(
     encode = otlp_protobuf if content_type == "application/x-protobuf" else otlp_json
 
     def export():
-        return client.generic("POST", reverse("api:otlp_traces"), encode(recorded_spans()), content_type=content_type, **bearer(raw))
+        return client.generic(
+            "POST", reverse("api:otlp_traces"), encode(recorded_spans()), content_type=content_type, **bearer(raw)
+        )
 
     # when
     assert export().status_code == 200
@@ -221,7 +254,9 @@ def test_the_mcp_endpoint_counts_against_the_limit_of_what_the_token_may_do(clie
     raw = _token(agent, admin_user, scope=scope, name="mcp")
     url = reverse("api:mcp", kwargs={"agent": agent.name})
     # when
-    answers = [client.post(url, MCP_LIST, content_type="application/json", **MCP_HEADERS, **bearer(raw)) for _ in range(3)]
+    answers = [
+        client.post(url, MCP_LIST, content_type="application/json", **MCP_HEADERS, **bearer(raw)) for _ in range(3)
+    ]
     # then
     assert [answer.status_code for answer in answers] == [200, 200, 429]
     error = answers[2].json()["error"]
@@ -241,15 +276,28 @@ def _agent_call(client, endpoint: str, headers: dict):
     if endpoint == "active_set":
         return client.get(reverse("api:active_set", kwargs={"agent": "support_agent"}), **headers)
     if endpoint == "ingest":
-        session = {"session_id": "auth-1", "task": "where is my order", "tool_calls": [{"name": "lookupOrder"}],
-                   "outcome": {"resolved": True}}
-        return client.post(reverse("api:sessions"), json.dumps({"sessions": [session]}), content_type="application/json", **headers)
+        session = {
+            "session_id": "auth-1",
+            "task": "where is my order",
+            "tool_calls": [{"name": "lookupOrder"}],
+            "outcome": {"resolved": True},
+        }
+        return client.post(
+            reverse("api:sessions"), json.dumps({"sessions": [session]}), content_type="application/json", **headers
+        )
     if endpoint == "mcp":
-        return client.post(reverse("api:mcp", kwargs={"agent": "support_agent"}), MCP_LIST, content_type="application/json",
-                           **MCP_HEADERS, **headers)
+        return client.post(
+            reverse("api:mcp", kwargs={"agent": "support_agent"}),
+            MCP_LIST,
+            content_type="application/json",
+            **MCP_HEADERS,
+            **headers,
+        )
     from tests.library.otel_agent import otlp_json, recorded_spans
 
-    return client.generic("POST", reverse("api:otlp_traces"), otlp_json(recorded_spans()), content_type="application/json", **headers)
+    return client.generic(
+        "POST", reverse("api:otlp_traces"), otlp_json(recorded_spans()), content_type="application/json", **headers
+    )
 
 
 def _bad_headers(kind: str, agent, admin_user) -> dict:
@@ -300,8 +348,13 @@ def test_otlp_over_the_failed_authentications_is_an_otlp_429(client, settings, c
     encode = otlp_protobuf if content_type == "application/x-protobuf" else otlp_json
 
     def export():
-        return client.generic("POST", reverse("api:otlp_traces"), encode(recorded_spans()), content_type=content_type,
-                              **bearer("pm_wrong"))
+        return client.generic(
+            "POST",
+            reverse("api:otlp_traces"),
+            encode(recorded_spans()),
+            content_type=content_type,
+            **bearer("pm_wrong"),
+        )
 
     assert export().status_code == 401
     refused = export()

@@ -18,8 +18,6 @@ from tests.conftest import _missing, _redis_answers, make_active, redis_url
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
-
-
 @pytest.fixture
 def redis_limited_server(request, monkeypatch):
     """A live server counting in the Redis of REDIS_URL under keys of this test alone (a prefix unique
@@ -45,7 +43,11 @@ def test_the_counters_are_under_the_runs_own_prefix(redis_limited_server, agent,
 
     # given: a request counted by the live server
     raw = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
-    requests.get(f"{redis_limited_server}/api/v1/agents/{agent.name}/procedures", headers={"Authorization": f"Bearer {raw}"}, timeout=60)
+    requests.get(
+        f"{redis_limited_server}/api/v1/agents/{agent.name}/procedures",
+        headers={"Authorization": f"Bearer {raw}"},
+        timeout=60,
+    )
     # then: its counters are under this run's prefix (and the fixture deletes exactly those)
     prefix = os.environ["PROCMEM_RATE_LIMIT_KEY_PREFIX"]
     assert list(redis.Redis.from_url(redis_url()).scan_iter(match=f"{prefix}:*"))
@@ -57,7 +59,9 @@ def test_under_concurrent_load_exactly_the_limit_passes(redis_limited_server, ag
     # given: 20 reads of the active set a minute per token, two gunicorn workers with four threads
     # each (the set, not select: select's first call in a fresh worker loads the embedding model)
     make_active(candidate, admin_user)
-    agent_settings_update(agent=agent, user=admin_user, changes={"api_rate_limits": {"active_set": {"token": "20/minute"}}})
+    agent_settings_update(
+        agent=agent, user=admin_user, changes={"api_rate_limits": {"active_set": {"token": "20/minute"}}}
+    )
     raw = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read", user=admin_user)[1]
     url = f"{redis_limited_server}/api/v1/agents/{agent.name}/procedures"
 
@@ -84,13 +88,21 @@ def test_under_concurrent_load_the_address_limit_is_shared_by_every_token_and_re
 
     # given: 10 session reports a minute from one address, three ingest tokens of the agent
     agent_settings_update(agent=agent, user=admin_user, changes={"api_rate_limits": {"ingest": {"ip": "10/minute"}}})
-    tokens = [token_create(agent=agent, scope=ApiToken.Scope.INGEST, name=f"ingest-{i}", user=admin_user)[1] for i in range(3)]
+    tokens = [
+        token_create(agent=agent, scope=ApiToken.Scope.INGEST, name=f"ingest-{i}", user=admin_user)[1] for i in range(3)
+    ]
     url = f"{redis_limited_server}/api/v1/sessions"
 
     def report(i):
-        session = {"session_id": f"load-{i}", "task": "where is my order", "tool_calls": [{"name": "lookupOrder"}],
-                   "outcome": {"resolved": True}}
-        response = requests.post(url, json={"sessions": [session]}, headers={"Authorization": f"Bearer {tokens[i % 3]}"}, timeout=60)
+        session = {
+            "session_id": f"load-{i}",
+            "task": "where is my order",
+            "tool_calls": [{"name": "lookupOrder"}],
+            "outcome": {"resolved": True},
+        }
+        response = requests.post(
+            url, json={"sessions": [session]}, headers={"Authorization": f"Bearer {tokens[i % 3]}"}, timeout=60
+        )
         return response.status_code, response.headers.get("Retry-After")
 
     # when: 36 reports, 12 at a time, spread over the three tokens
@@ -121,8 +133,12 @@ def test_under_concurrent_load_bad_tokens_get_exactly_the_failed_authentication_
         ("GET", f"{base}/api/v1/agents/{agent.name}/select?task=refund", None, {}),
         ("GET", f"{base}/api/v1/agents/{agent.name}/procedures", None, {}),
         ("POST", f"{base}/api/v1/sessions", b'{"sessions": []}', {"Content-Type": "application/json"}),
-        ("POST", f"{base}/api/v1/agents/{agent.name}/mcp", b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
-         {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}),
+        (
+            "POST",
+            f"{base}/api/v1/agents/{agent.name}/mcp",
+            b'{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}',
+            {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+        ),
         ("POST", f"{base}/api/otlp/v1/traces", b"{}", {"Content-Type": "application/json"}),
     ]
 
@@ -165,7 +181,9 @@ def test_the_mcp_endpoint_counts_each_request_of_a_real_mcp_client_against_its_t
     async def recall_ten_times() -> None:
         async with http_client(redis_limited_server, read) as client:
             for _ in range(10):
-                answers.append(await client.call_tool("recall_procedures", {"task": "refund 900 dollars", "intent": None}))
+                answers.append(
+                    await client.call_tool("recall_procedures", {"task": "refund 900 dollars", "intent": None})
+                )
 
     # when: the official SDK's client recalls ten times in one session
     with pytest.raises(BaseExceptionGroup) as failed:
@@ -177,7 +195,8 @@ def test_the_mcp_endpoint_counts_each_request_of_a_real_mcp_client_against_its_t
     refused = requests.post(
         f"{redis_limited_server}/api/v1/agents/{agent.name}/mcp",
         json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-        headers={"Authorization": f"Bearer {read}", "Accept": "application/json, text/event-stream"}, timeout=60,
+        headers={"Authorization": f"Bearer {read}", "Accept": "application/json, text/event-stream"},
+        timeout=60,
     )
     assert refused.status_code == 429 and 1 <= int(refused.headers["Retry-After"]) <= 60
     assert refused.json()["error"]["scope"] == "token" and refused.json()["error"]["limit"] == "8/minute"

@@ -73,7 +73,10 @@ def test_recognizers_replace_with_typed_placeholders(redactor, text, expected):
         ("zip code 19122 please", "zip code {{postal_code}} please"),
         # FHIR references and query strings
         ("subject Patient/12345", "subject Patient/{{patient_id}}"),
-        ("GET Patient?name=John%20Smith&birthdate=1970-01-01&_count=5", "GET Patient?name={{person_name}}&birthdate={{birth_date}}&_count=5"),
+        (
+            "GET Patient?name=John%20Smith&birthdate=1970-01-01&_count=5",
+            "GET Patient?name={{person_name}}&birthdate={{birth_date}}&_count=5",
+        ),
         ("/Patient?family=Smith&given=John", "/Patient?family={{person_name}}&given={{person_name}}"),
     ],
 )
@@ -163,17 +166,33 @@ def test_id_keys_at_any_depth_are_named_after_the_key():
     redactor = Redactor()
     value = {"a": {"b": [{"patientId": 123, "member": "M-77", "mrn": "S6534835", "ticket_id": "x", "id": "9"}]}}
     assert redactor.value(value) == {
-        "a": {"b": [{"patientId": "{{patient_id}}", "member": "{{member_id}}", "mrn": "{{medical_record_number}}", "ticket_id": "{{ticket_id}}", "id": "9"}]}
+        "a": {
+            "b": [
+                {
+                    "patientId": "{{patient_id}}",
+                    "member": "{{member_id}}",
+                    "mrn": "{{medical_record_number}}",
+                    "ticket_id": "{{ticket_id}}",
+                    "id": "9",
+                }
+            ]
+        }
     }
 
 
 def test_id_and_name_beside_personal_fields_are_personal():
     redactor = Redactor()
     assert redactor.value({"id": "u-1", "name": "Ada Lovelace", "email": "ada@example.org"}) == {
-        "id": "{{id}}", "name": "{{person_name}}", "email": "{{email_address}}"
+        "id": "{{id}}",
+        "name": "{{person_name}}",
+        "email": "{{email_address}}",
     }
     # a product's name and id are not
-    assert redactor.value({"id": "p-1", "name": "Water Bottle", "price": 3}) == {"id": "p-1", "name": "Water Bottle", "price": 3}
+    assert redactor.value({"id": "p-1", "name": "Water Bottle", "price": 3}) == {
+        "id": "p-1",
+        "name": "Water Bottle",
+        "price": 3,
+    }
 
 
 def test_health_records_calls_and_results():
@@ -182,16 +201,22 @@ def test_health_records_calls_and_results():
     call = {"request": "GET Patient?name=Eve%20Holt&birthdate=1961-07-30", "identifier": "S6534835"}
     result = {
         "resourceType": "Bundle",
-        "entry": [{"resource": {
-            "resourceType": "Patient",
-            "id": "pat-0042",
-            "identifier": [{"system": "urn:oid:1.2.36.146.595.217.0.1", "value": "S6534835"}],
-            "name": [{"use": "official", "family": "Holt", "given": ["Eve", "Marie"], "text": "Eve Marie Holt"}],
-            "birthDate": "1961-07-30",
-            "telecom": [{"system": "phone", "value": "(03) 5555 6473"}],
-            "address": [{"line": ["534 Erewhon St"], "city": "PleasantVille", "postalCode": "3999"}],
-            "gender": "female",
-        }}],
+        "entry": [
+            {
+                "resource": {
+                    "resourceType": "Patient",
+                    "id": "pat-0042",
+                    "identifier": [{"system": "urn:oid:1.2.36.146.595.217.0.1", "value": "S6534835"}],
+                    "name": [
+                        {"use": "official", "family": "Holt", "given": ["Eve", "Marie"], "text": "Eve Marie Holt"}
+                    ],
+                    "birthDate": "1961-07-30",
+                    "telecom": [{"system": "phone", "value": "(03) 5555 6473"}],
+                    "address": [{"line": ["534 Erewhon St"], "city": "PleasantVille", "postalCode": "3999"}],
+                    "gender": "female",
+                }
+            }
+        ],
     }
     task = "Eve Holt (DOB 1961-07-30) needs her lab results"
     redactor = redactor_for_session(structured=[call, json.dumps(result)], texts=[task])
@@ -199,11 +224,16 @@ def test_health_records_calls_and_results():
     redacted_call = redactor.value(call)
     redacted_result = json.dumps(redactor.value(result))
     redacted_task = redactor.text(task)
-    reply = redactor.text("Eve's record S6534835 (Holt, Eve Marie) shows pat-0042 born 1961-07-30; call Eve Holt at (03) 5555 6473.")
+    reply = redactor.text(
+        "Eve's record S6534835 (Holt, Eve Marie) shows pat-0042 born 1961-07-30; call Eve Holt at (03) 5555 6473."
+    )
     # then no name, DOB, record number, patient id, phone or address line is left
     for leaked in ("Eve", "Holt", "Marie", "1961-07-30", "S6534835", "pat-0042", "5555", "534 Erewhon"):
         assert leaked not in json.dumps(redacted_call) + redacted_result + redacted_task + reply, leaked
-    assert redacted_call == {"request": "GET Patient?name={{person_name}}&birthdate={{birth_date}}", "identifier": "{{identifier}}"}
+    assert redacted_call == {
+        "request": "GET Patient?name={{person_name}}&birthdate={{birth_date}}",
+        "identifier": "{{identifier}}",
+    }
     assert '"birthDate": "{{birth_date}}"' in redacted_result and '"id": "{{patient_id}}"' in redacted_result
     assert '"gender": "female"' in redacted_result and '"system": "phone"' in redacted_result
     assert redacted_task == "{{person_name}} (DOB {{birth_date}}) needs her lab results"
@@ -234,20 +264,23 @@ def test_bad_agent_pattern_names_the_entry():
         compile_agent_patterns([{"label": "no regex"}])
 
 
-@pytest.mark.parametrize("text, redacted", [
-    # as the SWE-bench Django issue texts and commits name people (42 of 231 excerpts kept such a name)
-    ("Description (last modified by Tim Bell)", "Description (last modified by {{person_name}})"),
-    ("(last modified by François Granade)", "(last modified by {{person_name}})"),
-    ("Description (last modified by typonaut)", "Description (last modified by {{person_name}})"),
-    ("Author: Mariusz Felisiak <felisiak.mariusz@gmail.com>", "Author: {{person_name}} <{{email_address}}>"),
-    ("Co-authored-by: Adam Johnson <me@adamj.eu>", "Co-authored-by: {{person_name}} <{{email_address}}>"),
-    ("Reported by Carlton Gibson on the list.", "Reported by {{person_name}} on the list."),
-    ("Thanks to Simon Charette for the review.", "Thanks to {{person_name}} for the review."),
-    ("You're Chen Smith, living in Jacksonville.", "You're {{person_name}}, living in Jacksonville."),
-    # not names
-    ("Reported by the user", "Reported by the user"),
-    ("Author: 1\nSUCCESS", "Author: 1\nSUCCESS"),
-])
+@pytest.mark.parametrize(
+    "text, redacted",
+    [
+        # as the SWE-bench Django issue texts and commits name people (42 of 231 excerpts kept such a name)
+        ("Description (last modified by Tim Bell)", "Description (last modified by {{person_name}})"),
+        ("(last modified by François Granade)", "(last modified by {{person_name}})"),
+        ("Description (last modified by typonaut)", "Description (last modified by {{person_name}})"),
+        ("Author: Mariusz Felisiak <felisiak.mariusz@gmail.com>", "Author: {{person_name}} <{{email_address}}>"),
+        ("Co-authored-by: Adam Johnson <me@adamj.eu>", "Co-authored-by: {{person_name}} <{{email_address}}>"),
+        ("Reported by Carlton Gibson on the list.", "Reported by {{person_name}} on the list."),
+        ("Thanks to Simon Charette for the review.", "Thanks to {{person_name}} for the review."),
+        ("You're Chen Smith, living in Jacksonville.", "You're {{person_name}}, living in Jacksonville."),
+        # not names
+        ("Reported by the user", "Reported by the user"),
+        ("Author: 1\nSUCCESS", "Author: 1\nSUCCESS"),
+    ],
+)
 def test_authors_and_reporters_are_names(text, redacted):
     assert Redactor().text(text) == redacted
 
@@ -258,11 +291,22 @@ def test_escapes_in_code_are_not_ids_but_a_token_after_a_path_separator_is():
     assert Redactor().text("C:\\Users\\AB12345 and ORD-12345") == "C:\\Users\\{{id}} and {{id}}"
 
 
-@pytest.mark.parametrize("regex, slow", [
-    (r"(a+)+$", True), (r"(\w*\s?)*", True), (r"(?:ab|c+)*x", True), (r"(x+){2,5}", True), (r"(?=(a+)+)b", True),
-    (r"(?>a+)+", False), (r"(a++)+", False), (r"\bORD-\d{5}\b", False), (r"(a|b)+", False), (r"(\d{3}-)+", False),
-    (r"(", False),  # not a pattern at all: compiling says so
-])
+@pytest.mark.parametrize(
+    "regex, slow",
+    [
+        (r"(a+)+$", True),
+        (r"(\w*\s?)*", True),
+        (r"(?:ab|c+)*x", True),
+        (r"(x+){2,5}", True),
+        (r"(?=(a+)+)b", True),
+        (r"(?>a+)+", False),
+        (r"(a++)+", False),
+        (r"\bORD-\d{5}\b", False),
+        (r"(a|b)+", False),
+        (r"(\d{3}-)+", False),
+        (r"(", False),  # not a pattern at all: compiling says so
+    ],
+)
 def test_nested_unbounded_repeats_are_the_slow_patterns(regex, slow):
     assert (slow_pattern_problem(regex) is not None) == slow
 
@@ -271,8 +315,11 @@ def test_nested_unbounded_repeats_are_the_slow_patterns(regex, slow):
 
 _words = st.text(alphabet=string.ascii_letters + string.digits + " .,:;!?-#@/_'()", max_size=60)
 _json = st.recursive(
-    st.none() | st.booleans() | st.integers(-10**6, 10**6) | _words,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.sampled_from(["a", "note", "text", "items", "data"]), children, max_size=4),
+    st.none() | st.booleans() | st.integers(-(10**6), 10**6) | _words,
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(["a", "note", "text", "items", "data"]), children, max_size=4)
+    ),
     max_leaves=20,
 )
 
@@ -294,10 +341,21 @@ def test_value_redaction_is_idempotent(data):
 
 
 _PLANTED = [
-    ("first_name", "Zhenya"), ("last_name", "Okonkwo-Smith"), ("dob", "1987-11-23"), ("birthDate", "1954-02-01"),
-    ("email", "z.okonkwo77@example.net"), ("user_id", "zhenya_okonkwo_4821"), ("reservation_id", "QX7R2M"),
-    ("order_id", "#W7418520"), ("mrn", "S6534835"), ("payment_id", "credit_card_5550123"), ("address1", "17 Quarry Lane"),
-    ("given", "Thaddeus"), ("family", "Wojcik"), ("confirmation", "KZPQRL"), ("patient", "P-008877"),
+    ("first_name", "Zhenya"),
+    ("last_name", "Okonkwo-Smith"),
+    ("dob", "1987-11-23"),
+    ("birthDate", "1954-02-01"),
+    ("email", "z.okonkwo77@example.net"),
+    ("user_id", "zhenya_okonkwo_4821"),
+    ("reservation_id", "QX7R2M"),
+    ("order_id", "#W7418520"),
+    ("mrn", "S6534835"),
+    ("payment_id", "credit_card_5550123"),
+    ("address1", "17 Quarry Lane"),
+    ("given", "Thaddeus"),
+    ("family", "Wojcik"),
+    ("confirmation", "KZPQRL"),
+    ("patient", "P-008877"),
 ]
 
 
@@ -308,7 +366,10 @@ def _planted(draw):
     for _ in range(draw(st.integers(0, 6))):
         wrap = draw(st.sampled_from(["dict", "list", "json"]))
         if wrap == "dict":
-            container = {draw(st.sampled_from(["result", "data", "entry", "resource", "x"])): container, "n": draw(st.integers(0, 9))}
+            container = {
+                draw(st.sampled_from(["result", "data", "entry", "resource", "x"])): container,
+                "n": draw(st.integers(0, 9)),
+            }
         elif wrap == "list":
             container = [draw(_json), container]
         else:
@@ -349,7 +410,8 @@ def test_only_four_characters_fold_to_ascii():
 
     ascii_ci = re.compile(r"(?i)[\x00-\x7f]")
     folding = {
-        chr(code) for code in range(128, sys.maxunicode + 1)
+        chr(code)
+        for code in range(128, sys.maxunicode + 1)
         if not 0xD800 <= code <= 0xDFFF
         and (ascii_ci.fullmatch(chr(code)) or len(chr(code).lower()) != 1 or chr(code).lower().isascii())
     }
@@ -358,12 +420,59 @@ def test_only_four_characters_fold_to_ascii():
 
 # every cue of _CUES with each optional ending, as a text writes it
 _CUE_SAMPLES = [
-    "name is", "Name is", "name:", "you are", "You are", "this is", "This is", "i am", "I am", "I'm", "dear", "Dear",
-    "Thank", "thanks", "Thanks,", "thank,", "Thank you,", "Hello", "hello,", "Hi", "hi,",
-    *(f"{title}{dot}" for title in ("Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Prof", "Herr", "Frau") for dot in ("", ".")),
-    "named", "belongs to", "belonging to", "on behalf of", "signed by", "booked for", "addressed to",
-    *(word for cue in ("customer", "client", "caller", "patient", "passenger", "guest", "member", "traveller", "traveler",
-                       "cardholder", "account holder", "subscriber", "kunde", "kundin") for word in (cue, cue[0].upper() + cue[1:])),
+    "name is",
+    "Name is",
+    "name:",
+    "you are",
+    "You are",
+    "this is",
+    "This is",
+    "i am",
+    "I am",
+    "I'm",
+    "dear",
+    "Dear",
+    "Thank",
+    "thanks",
+    "Thanks,",
+    "thank,",
+    "Thank you,",
+    "Hello",
+    "hello,",
+    "Hi",
+    "hi,",
+    *(
+        f"{title}{dot}"
+        for title in ("Mr", "Mrs", "Ms", "Miss", "Mx", "Dr", "Prof", "Herr", "Frau")
+        for dot in ("", ".")
+    ),
+    "named",
+    "belongs to",
+    "belonging to",
+    "on behalf of",
+    "signed by",
+    "booked for",
+    "addressed to",
+    *(
+        word
+        for cue in (
+            "customer",
+            "client",
+            "caller",
+            "patient",
+            "passenger",
+            "guest",
+            "member",
+            "traveller",
+            "traveler",
+            "cardholder",
+            "account holder",
+            "subscriber",
+            "kunde",
+            "kundin",
+        )
+        for word in (cue, cue[0].upper() + cue[1:])
+    ),
 ]
 
 
@@ -379,14 +488,89 @@ def test_every_name_cue_passes_the_pre_check(cue):
 
 
 # fragments of what the recognizers look for, and of what is near it, in any order
-_FRAGMENTS = st.sampled_from([
-    *_CUE_SAMPLES, " ", ", ", ". ", "\n", "Anna", "Schmidt", "Li", "called", "asked", "#", "-", "_", "/", "=", "?", "&", ";", ":",
-    "@example.com", "mia.li", "eyJhbGciOiJIUzI1", ".eyJzdWIiOiIx", "sk-", "pm_", "AKIA", "Bearer ", "api_key", "password",
-    "DE89", "3704", "0044", "0532", "4111", "1111", "123", "45", "6789", "192.168.", "10.20", "+49", "0151", "(415)", "555",
-    "born on", "DOB ", "1985-03-12", "12/03/1985", "passport", "licence", "zip code", "975", "Sunset", "Drive", "Suite",
-    "Hauptstraße", "Berliner Straße", "Gartenweg", "Str.", "12a", "10115", "credit_card_", "4421486", "mia_li_", "3668",
-    "Patient/", "ORD-", "W1234567", "VAAOXJ", "reservation", "4WQ150", "…", "é", "İ", "ı", "ſ", "K", "{{id}}", "ÄÖÜ",
-])
+_FRAGMENTS = st.sampled_from(
+    [
+        *_CUE_SAMPLES,
+        " ",
+        ", ",
+        ". ",
+        "\n",
+        "Anna",
+        "Schmidt",
+        "Li",
+        "called",
+        "asked",
+        "#",
+        "-",
+        "_",
+        "/",
+        "=",
+        "?",
+        "&",
+        ";",
+        ":",
+        "@example.com",
+        "mia.li",
+        "eyJhbGciOiJIUzI1",
+        ".eyJzdWIiOiIx",
+        "sk-",
+        "pm_",
+        "AKIA",
+        "Bearer ",
+        "api_key",
+        "password",
+        "DE89",
+        "3704",
+        "0044",
+        "0532",
+        "4111",
+        "1111",
+        "123",
+        "45",
+        "6789",
+        "192.168.",
+        "10.20",
+        "+49",
+        "0151",
+        "(415)",
+        "555",
+        "born on",
+        "DOB ",
+        "1985-03-12",
+        "12/03/1985",
+        "passport",
+        "licence",
+        "zip code",
+        "975",
+        "Sunset",
+        "Drive",
+        "Suite",
+        "Hauptstraße",
+        "Berliner Straße",
+        "Gartenweg",
+        "Str.",
+        "12a",
+        "10115",
+        "credit_card_",
+        "4421486",
+        "mia_li_",
+        "3668",
+        "Patient/",
+        "ORD-",
+        "W1234567",
+        "VAAOXJ",
+        "reservation",
+        "4WQ150",
+        "…",
+        "é",
+        "İ",
+        "ı",
+        "ſ",
+        "K",
+        "{{id}}",
+        "ÄÖÜ",
+    ]
+)
 
 
 @settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -402,7 +586,10 @@ def test_pre_checks_never_skip_a_recognizer_that_matches(text):
         # are only there to save time
         needed = not recognizer.needs or recognizer.needs in features.marks
         if needed and recognizer.pattern.search(text) is not None:
-            assert select_recognizers([recognizer], features) == [recognizer], (recognizer.label, recognizer.pattern.pattern[:60])
+            assert select_recognizers([recognizer], features) == [recognizer], (
+                recognizer.label,
+                recognizer.pattern.pattern[:60],
+            )
     assert echo._echo_hint(text) == (echo._ECHO_HINT_RE.search(text) is not None)
 
 
@@ -410,7 +597,10 @@ def test_a_cache_shared_by_sessions_changes_no_redaction():
     from library.redaction.echo import RedactionCache
 
     sessions = [
-        ([{"first_name": "Mia", "reservation_id": "ZFA04Y"}], ["Thanks Mia, reservation ZFA04Y is booked", "git diff", "Dear Anna Lee,"]),
+        (
+            [{"first_name": "Mia", "reservation_id": "ZFA04Y"}],
+            ["Thanks Mia, reservation ZFA04Y is booked", "git diff", "Dear Anna Lee,"],
+        ),
         ([{"note": "nothing personal"}], ["git diff", "Thanks Mia, reservation ZFA04Y is booked", "Dear Anna Lee,"]),
         ([{"email": "mia.li3818@example.com"}], ["git diff", "write to mia.li3818@example.com", "Thanks Mia"]),
     ]
@@ -432,5 +622,9 @@ def test_query_parameters_are_found_as_the_pattern_finds_them(text):
     from library.redaction import keys
     from library.redaction.recognizers import _or_original
 
-    assert [(m.span(), m.groups()) for m in keys.query_params(text)] == [(m.span(), m.groups()) for m in keys._QUERY_PARAM_RE.finditer(text)]
-    assert keys._replace_query_params(text) == keys._QUERY_PARAM_RE.sub(lambda m: _or_original(keys._query_param(m), m), text)
+    assert [(m.span(), m.groups()) for m in keys.query_params(text)] == [
+        (m.span(), m.groups()) for m in keys._QUERY_PARAM_RE.finditer(text)
+    ]
+    assert keys._replace_query_params(text) == keys._QUERY_PARAM_RE.sub(
+        lambda m: _or_original(keys._query_param(m), m), text
+    )

@@ -5,12 +5,8 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 
 import pytest
-
-from public_data import data_dir
-from tests.conftest import _missing
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
 
@@ -26,6 +22,8 @@ from library.evals.cases import (
 from library.ingest.formats import taubench_intent
 from library.models import Agent, AgentSession, AuditEvent, RegressionCase
 from library.personal_data_scan import scan, taubench_values
+from public_data import data_dir
+from tests.conftest import _missing
 
 pytestmark = pytest.mark.django_db
 
@@ -37,7 +35,9 @@ def needs_tau2(test):
     @functools.wraps(test)
     def wrapper(*args, **kwargs):
         if not (TAU2 / "tau2_airline_tasks.json").exists():
-            _missing(f"tau2-bench tasks not found at {TAU2} (public_data/taubench unless TAU2_DATA_DIR or TAUBENCH_DIR is set)")
+            _missing(
+                f"tau2-bench tasks not found at {TAU2} (public_data/taubench unless TAU2_DATA_DIR or TAUBENCH_DIR is set)"
+            )
         return test(*args, **kwargs)
 
     return wrapper
@@ -49,9 +49,15 @@ def line(**data) -> str:
 
 def test_jsonl_import_stores_every_field_and_skips_known_external_ids(agent, reviewer):
     text = [
-        line(name="first", expected_tools=["lookupOrder", {"name": "createApproval", "args": {"order_id": "ORD-1"}}],
-             forbidden_tools=[{"name": "replyTemplates", "before": "createApproval"}], reply_must_match=["approv"],
-             context={"order_id": "ORD-1"}, tool_results={"lookupOrder": [{"total": 480}]}, external_id="crm-1"),
+        line(
+            name="first",
+            expected_tools=["lookupOrder", {"name": "createApproval", "args": {"order_id": "ORD-1"}}],
+            forbidden_tools=[{"name": "replyTemplates", "before": "createApproval"}],
+            reply_must_match=["approv"],
+            context={"order_id": "ORD-1"},
+            tool_results={"lookupOrder": [{"total": 480}]},
+            external_id="crm-1",
+        ),
         "",
         line(intent="order_status", task="Where is ORD-2?"),
     ]
@@ -105,13 +111,19 @@ def test_tau2_task_files_import_as_cases():
     _where, first_retail = retail[0]
     raw = json.loads((TAU2 / "tau2_retail_tasks.json").read_text())[0]
     assert first_retail["task"] == raw["user_scenario"]["instructions"]["reason_for_call"]
-    assert first_retail["expected_tools"] == [{"name": a["name"], "args": a["arguments"]} for a in raw["evaluation_criteria"]["actions"]]
+    assert first_retail["expected_tools"] == [
+        {"name": a["name"], "args": a["arguments"]} for a in raw["evaluation_criteria"]["actions"]
+    ]
     assert first_retail["intent"] == "exchange_delivered_order_items"
     assert "cancel_pending_order" in first_retail["forbidden_tools"]  # a write the gold actions do not make
     assert first_retail["external_id"] == "tau2:retail:0"
     # a task without gold writes (a refusal) forbids every write tool
     _where, refusal = airline[0]
-    assert refusal["intent"] == "no_write_action" and refusal["expected_tools"] == [] and "cancel_reservation" in refusal["forbidden_tools"]
+    assert (
+        refusal["intent"] == "no_write_action"
+        and refusal["expected_tools"] == []
+        and "cancel_reservation" in refusal["forbidden_tools"]
+    )
 
 
 @needs_tau2
@@ -119,8 +131,15 @@ def test_tau2_cases_reach_reviewers_without_a_personal_value_of_the_worlds():
     # given both tau2 task files, whose tasks, known info and gold arguments name the worlds' people
     # ("You're Chen Smith, living in Jacksonville 32278", user ids, birth dates, payment ids)
     for domain in ("airline", "retail"):
-        call_command("import_regression_cases", str(TAU2 / f"tau2_{domain}_tasks.json"), "--tau2", "--agent", domain,
-                     "--create-agent", "--create-intents")
+        call_command(
+            "import_regression_cases",
+            str(TAU2 / f"tau2_{domain}_tasks.json"),
+            "--tau2",
+            "--agent",
+            domain,
+            "--create-agent",
+            "--create-intents",
+        )
     # then no value of the worlds is stored in a case or in the audit rows that record them
     hits = scan(taubench_values(TAU2))
     assert hits == [], [hit.to_dict() for hit in hits[:5]]
@@ -143,8 +162,19 @@ def test_cases_stored_before_imports_were_redacted_are_redacted_again():
         agent = Agent.objects.create(name=domain)
         for _, data in parse_tau2(TAU2 / f"tau2_{domain}_tasks.json"):
             intent, _ = Intent.objects.get_or_create(agent=agent, name=data["intent"])
-            fields = {key: data[key] for key in ("name", "task", "context", "expected_tools", "forbidden_tools",
-                                                 "reply_must_match", "tool_results") if key in data}
+            fields = {
+                key: data[key]
+                for key in (
+                    "name",
+                    "task",
+                    "context",
+                    "expected_tools",
+                    "forbidden_tools",
+                    "reply_must_match",
+                    "tool_results",
+                )
+                if key in data
+            }
             RegressionCase.objects.create(agent=agent, intent=intent, external_id=data["external_id"], **fields)
             stored += 1
     values = taubench_values(TAU2)
@@ -174,9 +204,9 @@ def test_redacting_again_names_an_unknown_agent():
 
 
 def test_tau2_intent_from_the_gold_writes():
-    assert tau2_intent([{"name": "get_user_details"}, {"name": "cancel_reservation"}, {"name": "book_reservation"}]) == (
-        "book_reservation-cancel_reservation"
-    )
+    assert tau2_intent(
+        [{"name": "get_user_details"}, {"name": "cancel_reservation"}, {"name": "book_reservation"}]
+    ) == ("book_reservation-cancel_reservation")
     assert tau2_intent([{"name": "get_order_details"}]) == "no_write_action"  # as the sessions' label says
     # the same label import_sessions gives a session with these gold actions, escalation included
     actions = [{"name": "find_user_id_by_email"}, {"name": "transfer_to_human_agents"}]
@@ -185,7 +215,15 @@ def test_tau2_intent_from_the_gold_writes():
 
 @needs_tau2
 def test_the_import_command_reads_tau2_and_jsonl(tmp_path, capsys):
-    call_command("import_regression_cases", str(TAU2 / "tau2_airline_tasks.json"), "--tau2", "--agent", "airline", "--create-agent", "--create-intents")
+    call_command(
+        "import_regression_cases",
+        str(TAU2 / "tau2_airline_tasks.json"),
+        "--tau2",
+        "--agent",
+        "airline",
+        "--create-agent",
+        "--create-intents",
+    )
     agent = Agent.objects.get(name="airline")
     assert agent.regression_cases.count() == 50 and "cancel_reservation" in agent.tools
     call_command("import_regression_cases", str(TAU2 / "tau2_airline_tasks.json"), "--tau2", "--agent", "airline")
@@ -198,7 +236,12 @@ def test_the_import_command_reads_tau2_and_jsonl(tmp_path, capsys):
 
 def test_a_session_becomes_a_case(agent, intent, reviewer):
     session = AgentSession.objects.create(
-        agent=agent, session_id="s-42", intent=intent, task="Refund ORD-9 (900 EUR) please", resolved=True, escalated=False,
+        agent=agent,
+        session_id="s-42",
+        intent=intent,
+        task="Refund ORD-9 (900 EUR) please",
+        resolved=True,
+        escalated=False,
         skeleton=["lookupOrder", "checkReturnWindow", "createApproval"],
         tool_calls=[
             {"name": "lookupOrder", "args": {"order_id": "ORD-9"}, "ok": True, "result": {"total": 900}},
@@ -217,24 +260,41 @@ def test_a_session_becomes_a_case(agent, intent, reviewer):
 def test_a_case_made_from_a_session_shows_no_personal_data(agent, intent, reviewer):
     # given a session whose raw task, arguments and results name the customer
     session = AgentSession.objects.create(
-        agent=agent, session_id="s-43", intent=intent, resolved=True, escalated=False, skeleton=["get_user_details"],
+        agent=agent,
+        session_id="s-43",
+        intent=intent,
+        resolved=True,
+        escalated=False,
+        skeleton=["get_user_details"],
         task="Hi, I'm Mia Li (mia_li_3668), reservation VAAOXJ, born 1990-04-05",
-        tool_calls=[{"name": "get_user_details", "args": {"user_id": "mia_li_3668"}, "ok": True,
-                     "result": {"name": {"first_name": "Mia", "last_name": "Li"}, "dob": "1990-04-05", "reservations": ["VAAOXJ"]}}],
+        tool_calls=[
+            {
+                "name": "get_user_details",
+                "args": {"user_id": "mia_li_3668"},
+                "ok": True,
+                "result": {
+                    "name": {"first_name": "Mia", "last_name": "Li"},
+                    "dob": "1990-04-05",
+                    "reservations": ["VAAOXJ"],
+                },
+            }
+        ],
     )
     # when a reviewer turns it into a case
     case = regression_case_from_session(session=session, user=reviewer)
     # then the case, and the audit row that records it, carry placeholders only
     audit_row = AuditEvent.objects.filter(action=AuditEvent.Action.CASE_CHANGE).latest("pk")
     stored = json.dumps([case.task, case.context, case.tool_results, audit_row.after])
-    for value in ("Mia", "Li\"", "mia_li_3668", "VAAOXJ", "1990-04-05"):
+    for value in ("Mia", 'Li"', "mia_li_3668", "VAAOXJ", "1990-04-05"):
         assert value not in stored, value
     assert case.task == "Hi, I'm {{person_name}} ({{user_id}}), reservation {{reservation_id}}, born {{birth_date}}"
     assert case.tool_results["get_user_details"][0]["reservations"] == ["{{reservation_id}}"]
 
 
 def test_a_failed_or_purged_session_is_handled(agent, intent, reviewer):
-    failed = AgentSession.objects.create(agent=agent, session_id="s-1", intent=intent, task="x", resolved=False, skeleton=["lookupOrder"])
+    failed = AgentSession.objects.create(
+        agent=agent, session_id="s-1", intent=intent, task="x", resolved=False, skeleton=["lookupOrder"]
+    )
     assert regression_case_from_session(session=failed, user=reviewer).expected_tools == []
     purged = AgentSession.objects.create(agent=agent, session_id="s-2", intent=intent, task="", raw_purged=True)
     with pytest.raises(ValidationError, match="purged"):

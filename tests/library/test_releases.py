@@ -14,11 +14,13 @@ from django.db import IntegrityError, InternalError, connection, transaction
 from django.urls import reverse
 from django.utils import timezone
 from guardian.shortcuts import assign_perm
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from library import agent_settings, environments, releases, services
 from library.api.tokens import token_create
-from library.models import ApiToken, AgentSession, AuditEvent, ProcedureRelease, Rollout, Status, VersionTombstone
+from library.models import AgentSession, ApiToken, AuditEvent, ProcedureRelease, Rollout, Status, VersionTombstone
 from tests.conftest import _user, make_active, make_passing_eval
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")
@@ -61,8 +63,13 @@ def staging_agent(agent, v1):
 
 def _revise(version, reviewer, step: str):
     return services.version_revise(
-        version=version, user=reviewer, applies_when=version.applies_when, steps=[*version.steps[:-1], step],
-        required_tools=version.required_tools, forbidden_actions=version.forbidden_actions, reason="edit",
+        version=version,
+        user=reviewer,
+        applies_when=version.applies_when,
+        steps=[*version.steps[:-1], step],
+        required_tools=version.required_tools,
+        forbidden_actions=version.forbidden_actions,
+        reason="edit",
     )
 
 
@@ -70,7 +77,9 @@ def _revise(version, reviewer, step: str):
 def v2(staging_agent, v1, reviewer, approver):
     """v2 approved while the agent has staging: APPROVED, in staging (on a pass against staging's
     set), with a pass against production's set too (its promotion eval), so that it may go on."""
-    version = _revise(v1, reviewer, "Tell the customer the expected wait (two days) with replyTemplates('approval_pending').")
+    version = _revise(
+        v1, reviewer, "Tell the customer the expected wait (two days) with replyTemplates('approval_pending')."
+    )
     make_active(version, approver)
     version.refresh_from_db()
     make_passing_eval(version)
@@ -83,7 +92,9 @@ def read_token(agent, admin_user):
 
 
 def fetch(client, token, **params):
-    return client.get(reverse("api:active_set", kwargs={"agent": "support_agent"}), params, HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client.get(
+        reverse("api:active_set", kwargs={"agent": "support_agent"}), params, HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
 
 
 def served_versions(response) -> dict[str, int]:
@@ -106,7 +117,8 @@ def test_approval_with_staging_goes_to_staging_and_production_keeps_the_active(v
 def test_without_staging_approval_is_active_as_before(v1, reviewer, approver):
     v2 = _revise(v1, reviewer, "Reply with replyTemplates('approval_pending').")
     make_active(v2, approver)
-    v1.refresh_from_db(); v2.refresh_from_db()
+    v1.refresh_from_db()
+    v2.refresh_from_db()
     assert (v1.status, v2.status) == (Status.RETIRED, Status.ACTIVE)
     assert not ProcedureRelease.objects.exists()
 
@@ -119,8 +131,10 @@ def test_api_serves_each_environment_with_its_own_etag(client, read_token, v1, v
     assert production["ETag"] != staging["ETag"]
     assert fetch(client, read_token, environment="production")["ETag"] == production["ETag"]
     again = client.get(
-        reverse("api:active_set", kwargs={"agent": "support_agent"}), {"environment": "staging"},
-        HTTP_AUTHORIZATION=f"Bearer {read_token}", HTTP_IF_NONE_MATCH=staging["ETag"],
+        reverse("api:active_set", kwargs={"agent": "support_agent"}),
+        {"environment": "staging"},
+        HTTP_AUTHORIZATION=f"Bearer {read_token}",
+        HTTP_IF_NONE_MATCH=staging["ETag"],
     )
     assert again.status_code == 304
 
@@ -137,7 +151,8 @@ def test_promotion_to_production_is_its_own_permission(v1, v2, approver, promote
     with pytest.raises(PermissionDenied):
         releases.version_promote(version=v2, user=approver, environment="production", reason="looks good")
     releases.version_promote(version=v2, user=promoter, environment="production", reason="staging fine for a week")
-    v1.refresh_from_db(); v2.refresh_from_db()
+    v1.refresh_from_db()
+    v2.refresh_from_db()
     assert (v1.status, v2.status) == (Status.RETIRED, Status.ACTIVE) and v2.review_by is not None
     assert not ProcedureRelease.objects.exists()
     event = AuditEvent.objects.get(version=v2, action=AuditEvent.Action.PROMOTE)
@@ -163,9 +178,12 @@ def test_withdraw_from_staging_serves_production_there_again(client, read_token,
 
 
 def test_a_newer_approval_replaces_the_staged_version(v1, v2, reviewer, approver):
-    v3 = _revise(v2, reviewer, "Tell the customer the expected wait (three days) with replyTemplates('approval_pending').")
+    v3 = _revise(
+        v2, reviewer, "Tell the customer the expected wait (three days) with replyTemplates('approval_pending')."
+    )
     make_active(v3, approver)
-    v2.refresh_from_db(); v3.refresh_from_db()
+    v2.refresh_from_db()
+    v3.refresh_from_db()
     assert (v2.status, v3.status) == (Status.RETIRED, Status.APPROVED)
     assert ProcedureRelease.objects.get(environment="staging").version_id == v3.pk
 
@@ -185,7 +203,12 @@ def test_other_environments_are_released_to_by_promotion(client, read_token, sta
 def test_rollout_serves_a_share_by_session_and_says_the_arm(client, read_token, v1, v2, promoter):
     releases.version_promote(version=v2, user=promoter, environment="production", reason="try on a fifth", share=20)
     rollout = Rollout.objects.get()
-    assert (rollout.state, rollout.share, rollout.version_id, rollout.control_version_id) == ("running", 20, v2.pk, v1.pk)
+    assert (rollout.state, rollout.share, rollout.version_id, rollout.control_version_id) == (
+        "running",
+        20,
+        v2.pk,
+        v1.pk,
+    )
     arms = Counter()
     for n in range(300):
         body = fetch(client, read_token, session=f"s-{n}").json()
@@ -203,7 +226,11 @@ def test_rollout_serves_a_share_by_session_and_says_the_arm(client, read_token, 
 
 def test_select_gives_the_session_its_arm(client, read_token, v1, v2, promoter):
     releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=50)
-    session = next(f"s-{n}" for n in range(100) if environments.rollout_arm(rollout_id=Rollout.objects.get().pk, share=50, session=f"s-{n}") == "rollout")
+    session = next(
+        f"s-{n}"
+        for n in range(100)
+        if environments.rollout_arm(rollout_id=Rollout.objects.get().pk, share=50, session=f"s-{n}") == "rollout"
+    )
     response = client.get(
         reverse("api:select", kwargs={"agent": "support_agent"}),
         {"task": "refund above my limit for order 12", "session": session},
@@ -216,8 +243,11 @@ def test_select_gives_the_session_its_arm(client, read_token, v1, v2, promoter):
 
 def test_complete_rollout_makes_it_active(v1, v2, promoter):
     releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=20)
-    rollout = releases.rollout_complete(rollout=Rollout.objects.get(), user=promoter, reason="rollout arm resolves more")
-    v1.refresh_from_db(); v2.refresh_from_db()
+    rollout = releases.rollout_complete(
+        rollout=Rollout.objects.get(), user=promoter, reason="rollout arm resolves more"
+    )
+    v1.refresh_from_db()
+    v2.refresh_from_db()
     assert rollout.state == Rollout.State.COMPLETED
     assert (v1.status, v2.status) == (Status.RETIRED, Status.ACTIVE)
     assert not ProcedureRelease.objects.exists()
@@ -229,7 +259,8 @@ def test_complete_rollout_makes_it_active(v1, v2, promoter):
 def test_rollback_rollout_keeps_production_and_staging(client, read_token, v1, v2, promoter):
     releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=20)
     releases.rollout_rollback(rollout=Rollout.objects.get(), user=promoter, reason="rollout arm escalates more")
-    v1.refresh_from_db(); v2.refresh_from_db()
+    v1.refresh_from_db()
+    v2.refresh_from_db()
     assert (v1.status, v2.status) == (Status.ACTIVE, Status.APPROVED)
     assert "arms" not in fetch(client, read_token, session="s-1").json()
     assert served_versions(fetch(client, read_token, environment="staging")) == {"refund.over_limit": 2}
@@ -276,14 +307,24 @@ def test_erasing_a_version_in_rollout_ends_it_and_drops_it_everywhere(client, re
 def test_reported_sessions_record_the_arm(client, agent, admin_user, v2):
     token = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest", user=admin_user)[1]
     item = {
-        "session_id": "s-arm", "intent": "refund_over_limit", "task": "refund", "outcome": {"resolved": True},
-        "tool_calls": [{"name": "lookupOrder"}], "injected": [{"id": "refund.over_limit", "version": 2, "arm": "rollout"}],
+        "session_id": "s-arm",
+        "intent": "refund_over_limit",
+        "task": "refund",
+        "outcome": {"resolved": True},
+        "tool_calls": [{"name": "lookupOrder"}],
+        "injected": [{"id": "refund.over_limit", "version": 2, "arm": "rollout"}],
     }
-    response = client.post(reverse("api:sessions"), json.dumps(item), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        reverse("api:sessions"), json.dumps(item), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
     assert response.status_code == 200, response.content
-    assert AgentSession.objects.get(session_id="s-arm").injected == [{"id": "refund.over_limit", "version": 2, "arm": "rollout"}]
+    assert AgentSession.objects.get(session_id="s-arm").injected == [
+        {"id": "refund.over_limit", "version": 2, "arm": "rollout"}
+    ]
     bad = {**item, "session_id": "s-bad", "injected": [{"id": "refund.over_limit", "version": 2, "arm": "treatment"}]}
-    response = client.post(reverse("api:sessions"), json.dumps(bad), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.post(
+        reverse("api:sessions"), json.dumps(bad), content_type="application/json", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
     assert response.status_code == 422 and "injected[0].arm" in response.content.decode()
 
 
@@ -291,7 +332,9 @@ def test_reported_sessions_record_the_arm(client, agent, admin_user, v2):
 @given(session=st.text(min_size=1, max_size=200), share=st.integers(1, 99), rollout_id=st.integers(1, 2**31))
 def test_arm_is_deterministic_and_one_of_two(session, share, rollout_id):
     arm = environments.rollout_arm(rollout_id=rollout_id, share=share, session=session)
-    assert arm in ("rollout", "control") and arm == environments.rollout_arm(rollout_id=rollout_id, share=share, session=session)
+    assert arm in ("rollout", "control") and arm == environments.rollout_arm(
+        rollout_id=rollout_id, share=share, session=session
+    )
 
 
 # ------------------------------------------------------------------------------ environments in the agent settings
@@ -300,7 +343,9 @@ def test_arm_is_deterministic_and_one_of_two(session, share, rollout_id):
 def test_environments_are_edited_audited_and_kept_while_in_use(v2, agent, admin_user):
     with pytest.raises(ValidationError, match="staging still serves"):
         agent_settings.agent_settings_update(agent=agent, user=admin_user, changes={"environments": []})
-    agent_settings.agent_settings_update(agent=agent, user=admin_user, changes={"environments": "staging qa"}, reason="a qa cluster")
+    agent_settings.agent_settings_update(
+        agent=agent, user=admin_user, changes={"environments": "staging qa"}, reason="a qa cluster"
+    )
     agent.refresh_from_db()
     assert agent.environments == ["staging", "qa"]
     event = AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS).latest("at")
@@ -332,12 +377,27 @@ def _approved_columns(version):
 def test_database_refuses_a_release_or_rollout_of_an_unapproved_version(v2, reviewer, approver, promoter):
     v3 = _revise(v2, reviewer, "Reply with replyTemplates('approval_pending') and the case number.")
     now = timezone.now()
-    refused(lambda: raw(
-        "UPDATE library_procedurerelease SET version_id = %s WHERE version_id = %s", [v3.pk, v2.pk]))
-    refused(lambda: ProcedureRelease.objects.create(procedure=v3.procedure, environment="qa", version=v2, released_by=approver, released_at=now))
-    refused(lambda: ProcedureRelease.objects.create(procedure=v3.procedure, environment="production", version=v2, released_by=approver, released_at=now))
-    refused(lambda: Rollout.objects.create(procedure=v3.procedure, version=v3, share=20, reason="x", started_by=promoter, started_at=now))
-    refused(lambda: Rollout.objects.create(procedure=v3.procedure, version=v2, share=20, reason="x", started_by=promoter, started_at=now))  # control must be the ACTIVE
+    refused(lambda: raw("UPDATE library_procedurerelease SET version_id = %s WHERE version_id = %s", [v3.pk, v2.pk]))
+    refused(
+        lambda: ProcedureRelease.objects.create(
+            procedure=v3.procedure, environment="qa", version=v2, released_by=approver, released_at=now
+        )
+    )
+    refused(
+        lambda: ProcedureRelease.objects.create(
+            procedure=v3.procedure, environment="production", version=v2, released_by=approver, released_at=now
+        )
+    )
+    refused(
+        lambda: Rollout.objects.create(
+            procedure=v3.procedure, version=v3, share=20, reason="x", started_by=promoter, started_at=now
+        )
+    )
+    refused(
+        lambda: Rollout.objects.create(
+            procedure=v3.procedure, version=v2, share=20, reason="x", started_by=promoter, started_at=now
+        )
+    )  # control must be the ACTIVE
     # promise 2: no path by raw SQL turns a candidate into an approved or active version without an approval
     refused(lambda: raw("UPDATE library_procedureversion SET status = 'APPROVED' WHERE id = %s", [v3.pk]))
     refused(lambda: raw("UPDATE library_procedureversion SET status = 'ACTIVE' WHERE id = %s", [v3.pk]))
@@ -354,7 +414,17 @@ def test_database_keeps_released_and_rollout_versions_in_their_status(v1, v2, pr
     refused(lambda: raw("UPDATE library_rollout SET share = 100, state = 'running'"))
     refused(lambda: raw("DELETE FROM library_rollout"))
     now = timezone.now()
-    refused(lambda: Rollout.objects.create(procedure=v2.procedure, version=v2, control_version=v1, share=30, reason="x", started_by=promoter, started_at=now))
+    refused(
+        lambda: Rollout.objects.create(
+            procedure=v2.procedure,
+            version=v2,
+            control_version=v1,
+            share=30,
+            reason="x",
+            started_by=promoter,
+            started_at=now,
+        )
+    )
     releases.rollout_rollback(rollout=Rollout.objects.get(), user=promoter, reason="no")
     refused(lambda: raw("UPDATE library_rollout SET state = 'completed'"))
 
@@ -363,7 +433,17 @@ def test_database_keeps_released_and_rollout_versions_in_their_status(v1, v2, pr
 def test_database_refuses_a_share_outside_0_to_100(v1, v2, promoter):
     now = timezone.now()
     for share in (0, 100):
-        refused(lambda: Rollout.objects.create(procedure=v2.procedure, version=v2, control_version=v1, share=share, reason="x", started_by=promoter, started_at=now))
+        refused(
+            lambda: Rollout.objects.create(
+                procedure=v2.procedure,
+                version=v2,
+                control_version=v1,
+                share=share,
+                reason="x",
+                started_by=promoter,
+                started_at=now,
+            )
+        )
 
 
 def test_a_procedure_outside_the_agents_namespace_is_served_in_no_environment(client, read_token, v1, v2, promoter):

@@ -13,7 +13,16 @@ from hypothesis import strategies as st
 
 from library import services
 from library.api.tokens import token_create
-from library.models import DEFAULT_NAMESPACE, ApiToken, AuditEvent, Namespace, Procedure, ProcedureVersion, Source, Status
+from library.models import (
+    DEFAULT_NAMESPACE,
+    ApiToken,
+    AuditEvent,
+    Namespace,
+    Procedure,
+    ProcedureVersion,
+    Source,
+    Status,
+)
 from library.scope import agent_namespace_set, clean_priority, clean_roles, namespace_create, procedure_scope_update
 from tests.conftest import _user, make_active
 
@@ -36,13 +45,18 @@ def billing(admin_user):
 
 
 def _get(client, token, name="active_set", **params):
-    return client.get(reverse(f"api:{name}", kwargs={"agent": "support_agent"}), params, HTTP_AUTHORIZATION=f"Bearer {token}")
+    return client.get(
+        reverse(f"api:{name}", kwargs={"agent": "support_agent"}), params, HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
 
 
 def _scope(procedure, user, **changes):
     current = {
-        "namespace": procedure.namespace, "roles": list(procedure.roles), "priority": procedure.priority,
-        "confidence": procedure.confidence, "reason": "a test",
+        "namespace": procedure.namespace,
+        "roles": list(procedure.roles),
+        "priority": procedure.priority,
+        "confidence": procedure.confidence,
+        "reason": "a test",
     }
     return procedure_scope_update(procedure=procedure, user=user, **{**current, **changes})
 
@@ -65,14 +79,34 @@ def test_existing_and_new_agents_and_procedures_are_in_the_default_namespace(age
 
 def test_scope_update_is_audited_with_before_and_after_and_changes_no_version(candidate, admin_user, billing):
     procedure = candidate.procedure
-    updated = _scope(procedure, admin_user, namespace=billing, roles=["billing", "Billing ".lower().strip(), "tier-2"], priority=5, confidence="high", reason="billing owns it")
-    assert (updated.namespace.name, updated.roles, updated.priority, updated.confidence) == ("team-billing", ["billing", "tier-2"], 5, "high")
+    updated = _scope(
+        procedure,
+        admin_user,
+        namespace=billing,
+        roles=["billing", "Billing ".lower().strip(), "tier-2"],
+        priority=5,
+        confidence="high",
+        reason="billing owns it",
+    )
+    assert (updated.namespace.name, updated.roles, updated.priority, updated.confidence) == (
+        "team-billing",
+        ["billing", "tier-2"],
+        5,
+        "high",
+    )
     event = AuditEvent.objects.filter(action=AuditEvent.Action.SCOPE, procedure=procedure).get()
     assert event.actor == admin_user and event.reason == "billing owns it"
     assert event.before == {"namespace": "default", "roles": [], "priority": 0, "confidence": "medium"}
-    assert event.after == {"namespace": "team-billing", "roles": ["billing", "tier-2"], "priority": 5, "confidence": "high"}
+    assert event.after == {
+        "namespace": "team-billing",
+        "roles": ["billing", "tier-2"],
+        "priority": 5,
+        "confidence": "high",
+    }
     # scope is not content: no new version, no status change (nothing here can make a version ACTIVE)
-    assert list(ProcedureVersion.objects.filter(procedure=procedure).values_list("number", "status")) == [(1, Status.CANDIDATE)]
+    assert list(ProcedureVersion.objects.filter(procedure=procedure).values_list("number", "status")) == [
+        (1, Status.CANDIDATE)
+    ]
 
 
 @pytest.mark.parametrize(
@@ -108,7 +142,9 @@ def test_the_database_refuses_a_priority_or_confidence_out_of_range(candidate):
             Procedure.objects.filter(pk=candidate.procedure_id).update(**{column: value})
 
 
-def test_scope_update_needs_the_manage_right_where_the_procedure_is_and_where_it_goes(candidate, reviewer, billing, admin_user):
+def test_scope_update_needs_the_manage_right_where_the_procedure_is_and_where_it_goes(
+    candidate, reviewer, billing, admin_user
+):
     procedure = candidate.procedure
     with pytest.raises(PermissionDenied):
         _scope(procedure, reviewer, priority=3)
@@ -131,7 +167,14 @@ def test_scope_update_needs_the_manage_right_where_the_procedure_is_and_where_it
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(value=st.one_of(st.text(max_size=80), st.lists(st.one_of(st.text(max_size=70), st.integers()), max_size=25), st.integers(), st.none()))
+@given(
+    value=st.one_of(
+        st.text(max_size=80),
+        st.lists(st.one_of(st.text(max_size=70), st.integers()), max_size=25),
+        st.integers(),
+        st.none(),
+    )
+)
 def test_clean_roles_either_returns_role_names_or_says_what_is_wrong(value):
     try:
         roles = clean_roles(value)
@@ -175,14 +218,23 @@ def test_served_json_carries_the_scope_and_the_set_its_namespace(client, read_to
     assert body["namespace"] == "default" and "role" not in body
     by_id = {p["id"]: p for p in body["procedures"]}
     assert {k: by_id["refund.over_limit"][k] for k in ("namespace", "roles", "priority", "confidence")} == {
-        "namespace": "default", "roles": ["billing"], "priority": 4, "confidence": "high",
+        "namespace": "default",
+        "roles": ["billing"],
+        "priority": 4,
+        "confidence": "high",
     }
-    assert {k: by_id["order.status"][k] for k in ("roles", "priority", "confidence")} == {"roles": [], "priority": 0, "confidence": "medium"}
+    assert {k: by_id["order.status"][k] for k in ("roles", "priority", "confidence")} == {
+        "roles": [],
+        "priority": 0,
+        "confidence": "medium",
+    }
     # the rendered text is the content only: scope is not rendered
     assert "billing" not in by_id["refund.over_limit"]["rendered"]
 
 
-def test_role_narrows_the_set_and_procedures_without_roles_are_always_served(client, read_token, active_pair, admin_user):
+def test_role_narrows_the_set_and_procedures_without_roles_are_always_served(
+    client, read_token, active_pair, admin_user
+):
     refund, _ = active_pair
     _scope(refund.procedure, admin_user, roles=["billing", "supervisor"])
     ids = lambda response: sorted(p["id"] for p in response.json()["procedures"])  # noqa: E731
@@ -196,12 +248,16 @@ def test_role_narrows_the_set_and_procedures_without_roles_are_always_served(cli
     etags = {everyone["ETag"], billing["ETag"], shipping["ETag"]}
     assert len(etags) == 3
     again = client.get(
-        reverse("api:active_set", kwargs={"agent": "support_agent"}), {"role": "shipping"},
-        HTTP_AUTHORIZATION=f"Bearer {read_token}", HTTP_IF_NONE_MATCH=shipping["ETag"],
+        reverse("api:active_set", kwargs={"agent": "support_agent"}),
+        {"role": "shipping"},
+        HTTP_AUTHORIZATION=f"Bearer {read_token}",
+        HTTP_IF_NONE_MATCH=shipping["ETag"],
     )
     assert again.status_code == 304
     # and selection for a role only ever picks from that role's set
-    selected = _get(client, read_token, name="select", task="The customer wants a refund above my limit.", role="shipping", k="5").json()
+    selected = _get(
+        client, read_token, name="select", task="The customer wants a refund above my limit.", role="shipping", k="5"
+    ).json()
     assert selected["role"] == "shipping" and {c["id"] for c in selected["ranked"]} == {"order.status"}
 
 
@@ -222,7 +278,9 @@ def test_the_etag_changes_with_every_part_of_the_scope(client, read_token, activ
     assert len(set(seen)) == len(seen)
 
 
-def test_a_procedure_moved_out_of_the_agents_namespace_is_not_served_and_keeps_its_status(client, read_token, active_pair, admin_user, billing):
+def test_a_procedure_moved_out_of_the_agents_namespace_is_not_served_and_keeps_its_status(
+    client, read_token, active_pair, admin_user, billing
+):
     refund, _ = active_pair
     _scope(refund.procedure, admin_user, namespace=billing)
     assert [p["id"] for p in _get(client, read_token).json()["procedures"]] == ["order.status"]
@@ -234,7 +292,8 @@ def test_a_procedure_moved_out_of_the_agents_namespace_is_not_served_and_keeps_i
     assert body["namespace"] == "team-billing"
     assert sorted(p["id"] for p in body["procedures"]) == ["order.status", "refund.over_limit"]
     assert AuditEvent.objects.filter(action=AuditEvent.Action.SCOPE, agent=agent, procedure=None).get().after == {
-        "agentNamespace": "team-billing", "proceduresMoved": ["order.status"],
+        "agentNamespace": "team-billing",
+        "proceduresMoved": ["order.status"],
     }
 
 
@@ -253,9 +312,15 @@ def test_select_endpoint_breaks_a_near_tie_by_priority(client, read_token, activ
     # given a second procedure with the same situation and steps as refund.over_limit (equal totals)
     refund, _ = active_pair
     twin = services.procedure_propose(
-        agent=refund.procedure.agent, intent=intent, key="refund.twin", applies_when=refund.applies_when,
-        steps=list(refund.steps), required_tools=list(refund.required_tools), forbidden_actions=list(refund.forbidden_actions),
-        source=Source.MANUAL, proposed_by=proposer,
+        agent=refund.procedure.agent,
+        intent=intent,
+        key="refund.twin",
+        applies_when=refund.applies_when,
+        steps=list(refund.steps),
+        required_tools=list(refund.required_tools),
+        forbidden_actions=list(refund.forbidden_actions),
+        source=Source.MANUAL,
+        proposed_by=proposer,
     )
     make_active(twin, admin_user)
     task = "The customer wants a refund of 900 dollars, above my limit."

@@ -12,9 +12,16 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from library.selection_eval import (
+    Injection,
+    LabelledSetError,
+    average_precision,
+    load_export,
+    load_queries,
+    ndcg,
+    query_metrics,
+)
 from tests.conftest import TAUBENCH_DIR, make_active, require_taubench
-
-from library.selection_eval import Injection, LabelledSetError, average_precision, load_export, load_queries, ndcg, query_metrics
 
 SET = Path(__file__).parent / "data" / "tau2_selection"
 
@@ -37,17 +44,26 @@ def test_metrics_on_a_hand_computed_ranking():
     assert ndcg(ranked, relevant) == pytest.approx((3 / math.log2(3) + 1 / math.log2(5)) / ideal)
     metrics = query_metrics(ranked, relevant)
     assert metrics["P@1"] == 0.0 and metrics["recall@2"] == 0.5
-    assert query_metrics(["b", "d", "a"], relevant) == {"P@1": 1.0, "MAP@10": 1.0, "MAP": 1.0, "nDCG@10": 1.0, "recall@2": 1.0}
+    assert query_metrics(["b", "d", "a"], relevant) == {
+        "P@1": 1.0,
+        "MAP@10": 1.0,
+        "MAP": 1.0,
+        "nDCG@10": 1.0,
+        "recall@2": 1.0,
+    }
 
 
 def test_injection_measures_on_hand_counted_queries():
-    injection = Injection(cap=2, per_query=[
-        {"id": "a", "related": True, "injected": ["x", "y"], "injectedRelevant": [True, False]},
-        {"id": "b", "related": True, "injected": ["y"], "injectedRelevant": [False]},
-        {"id": "c", "related": True, "injected": [], "injectedRelevant": []},
-        {"id": "d", "related": False, "injected": ["x"], "injectedRelevant": [False]},
-        {"id": "e", "related": False, "injected": [], "injectedRelevant": []},
-    ])
+    injection = Injection(
+        cap=2,
+        per_query=[
+            {"id": "a", "related": True, "injected": ["x", "y"], "injectedRelevant": [True, False]},
+            {"id": "b", "related": True, "injected": ["y"], "injectedRelevant": [False]},
+            {"id": "c", "related": True, "injected": [], "injectedRelevant": []},
+            {"id": "d", "related": False, "injected": ["x"], "injectedRelevant": [False]},
+            {"id": "e", "related": False, "injected": [], "injectedRelevant": []},
+        ],
+    )
     injection.measure()
     assert (injection.related, injection.unrelated) == (3, 2)
     assert injection.metrics == pytest.approx(
@@ -93,7 +109,10 @@ def test_the_committed_labelled_set_is_what_the_build_script_makes(tmp_path):
     # each domain's requests are the other's unrelated tasks
     assert {q.task for q in airline if not q.relevant} == {q.task for q in retail if q.relevant}
     assert {q.task for q in retail if not q.relevant} == {q.task for q in airline if q.relevant}
-    assert len(load_export(SET / "library" / "tau2_airline")) == 10 and len(load_export(SET / "library" / "tau2_retail")) == 23
+    assert (
+        len(load_export(SET / "library" / "tau2_airline")) == 10
+        and len(load_export(SET / "library" / "tau2_retail")) == 23
+    )
 
 
 # every query is embedded on its own (the per-query latency is part of the report): on a loaded
@@ -104,7 +123,9 @@ def test_configured_ranker_is_at_or_above_both_baselines_on_the_tau2_set(db, dom
     """The quality gate: on each domain of the tau2-derived set, the configured ranker scores at
     least as well as semantic-only and lexical-only on P@1 and MAP@10 (and the command's own
     --fail-below-baselines passes)."""
-    data = _run("--library", str(SET / "library" / f"tau2_{domain}"), str(SET / f"{domain}.jsonl"), "--fail-below-baselines")
+    data = _run(
+        "--library", str(SET / "library" / f"tau2_{domain}"), str(SET / f"{domain}.jsonl"), "--fail-below-baselines"
+    )
     methods = data["methods"]
     for metric in ("P@1", "MAP@10"):
         mine = methods["configured"]["metrics"][metric]
@@ -127,8 +148,18 @@ def test_the_table_lists_the_three_rankers_and_the_failing_gate_is_an_error(db, 
     args = ["--library", str(SET / "library" / "tau2_airline"), str(SET / "airline.jsonl")]
     call_command("eval_selection", *args, stdout=out)
     table = out.getvalue()
-    for name in ("| configured |", "| semantic-only |", "| lexical-only |", "P@1", "MAP@10", "nDCG@10", "recall@2", "latency p50",
-                 "Injected by the configured ranker (cap 2; 27 related and 107 unrelated queries)", "unrelated tasks given a procedure"):
+    for name in (
+        "| configured |",
+        "| semantic-only |",
+        "| lexical-only |",
+        "P@1",
+        "MAP@10",
+        "nDCG@10",
+        "recall@2",
+        "latency p50",
+        "Injected by the configured ranker (cap 2; 27 related and 107 unrelated queries)",
+        "unrelated tasks given a procedure",
+    ):
         assert name in table
     with pytest.raises(CommandError, match="--cap 21: must be between 0 and 20"):
         call_command("eval_selection", *args, "--cap", "21", stdout=StringIO())
@@ -140,22 +171,43 @@ def test_the_table_lists_the_three_rankers_and_the_failing_gate_is_an_error(db, 
     # lexical weight 0 and semantic weight 0: the configured ranker orders by the identifier score
     # and ties by semantic score, which loses to lexical-only here
     with pytest.raises(CommandError, match="below the lexical-only baseline"):
-        call_command("eval_selection", *args, "--set", "lexical_weight=0", "--set", "semantic_weight=0", "--set", "step_weight=0", "--fail-below-baselines", stdout=StringIO())
+        call_command(
+            "eval_selection",
+            *args,
+            "--set",
+            "lexical_weight=0",
+            "--set",
+            "semantic_weight=0",
+            "--set",
+            "step_weight=0",
+            "--fail-below-baselines",
+            stdout=StringIO(),
+        )
     with pytest.raises(CommandError, match="--set 'bogus=1'"):
         call_command("eval_selection", *args, "--set", "bogus=1", stdout=StringIO())
     missing = tmp_path / "q.jsonl"
     missing.write_text('{"task": "cancel it", "relevant": {"airline.nope": 1}}\n')
     with pytest.raises(CommandError, match="airline.nope not in the library"):
-        call_command("eval_selection", "--library", str(SET / "library" / "tau2_airline"), str(missing), stdout=StringIO())
+        call_command(
+            "eval_selection", "--library", str(SET / "library" / "tau2_airline"), str(missing), stdout=StringIO()
+        )
 
 
-def test_eval_selection_on_an_agents_served_set(readonly_shares_default, candidate, other_procedure, admin_user, tmp_path):
+def test_eval_selection_on_an_agents_served_set(
+    readonly_shares_default, candidate, other_procedure, admin_user, tmp_path
+):
     make_active(candidate, admin_user)
     make_active(other_procedure.versions.get(number=1), admin_user)
     queries = tmp_path / "q.jsonl"
     queries.write_text(
-        json.dumps({"id": "refund", "task": "The customer wants a refund above my limit", "relevant": {"refund.over_limit": 1}}) + "\n"
-        + json.dumps({"id": "status", "task": "Where is my order?", "intent": "order_status", "relevant": {"order.status": 1}}) + "\n"
+        json.dumps(
+            {"id": "refund", "task": "The customer wants a refund above my limit", "relevant": {"refund.over_limit": 1}}
+        )
+        + "\n"
+        + json.dumps(
+            {"id": "status", "task": "Where is my order?", "intent": "order_status", "relevant": {"order.status": 1}}
+        )
+        + "\n"
     )
     data = _run("--agent", "support_agent", str(queries), "--per-query")
     assert data["procedures"] == 2 and data["queries"] == 2

@@ -14,9 +14,9 @@ from django.db.utils import DatabaseError
 from django.test import Client
 from django.urls import reverse
 
-from library import serving, services
-from library.models import ApiToken, LoadRefusal, Source, Status
+from library import services, serving
 from library.api.tokens import token_create
+from library.models import ApiToken, LoadRefusal, Source, Status
 from tests.conftest import make_active
 
 # Real separate connections: committed rows (transaction=True), and the read alias allowed.
@@ -118,10 +118,13 @@ def test_the_agent_api_works_through_the_readonly_role(readonly_role, candidate,
     serving.clear_cache()
     try:
         # when
-        response = Client().get(reverse("api:active_set", kwargs={"agent": agent.name}), HTTP_AUTHORIZATION=f"Bearer {raw}")
+        response = Client().get(
+            reverse("api:active_set", kwargs={"agent": agent.name}), HTTP_AUTHORIZATION=f"Bearer {raw}"
+        )
         services.agent_set_tools(agent=agent, tools=agent.tools + ["createApproval"], user=admin_user)
         selection = Client().get(
-            reverse("api:select", kwargs={"agent": agent.name}), {"task": "a refund above the agent's limit"},
+            reverse("api:select", kwargs={"agent": agent.name}),
+            {"task": "a refund above the agent's limit"},
             HTTP_AUTHORIZATION=f"Bearer {raw}",
         )
     finally:
@@ -160,9 +163,14 @@ def test_rollbacks_and_approvals_racing_with_readers_never_show_two_versions_of_
     for key in ("refund.over_limit", "refund.partial"):
         for n in (1, 2):
             version = services.procedure_propose(
-                agent=agent, intent=intent, key=key, applies_when=f"Refunds ({key}), wording {n}.",
+                agent=agent,
+                intent=intent,
+                key=key,
+                applies_when=f"Refunds ({key}), wording {n}.",
                 steps=["Look up the order with lookupOrder.", f"Variant {n}.", "Reply with replyTemplates."],
-                required_tools=["lookupOrder", "replyTemplates"], forbidden_actions=[], source=Source.MANUAL,
+                required_tools=["lookupOrder", "replyTemplates"],
+                forbidden_actions=[],
+                source=Source.MANUAL,
                 proposed_by=proposer,
             )
             make_active(version, admin_user)
@@ -215,7 +223,9 @@ def test_rollbacks_and_approvals_racing_with_readers_never_show_two_versions_of_
     assert {("refund.over_limit", 1), ("refund.over_limit", 2)} <= versions_seen
 
 
-def test_step_vectors_are_stored_once_with_the_applies_when_vector(readonly_shares_default, candidate, admin_user, agent):
+def test_step_vectors_are_stored_once_with_the_applies_when_vector(
+    readonly_shares_default, candidate, admin_user, agent
+):
     from library.models import VersionEmbedding
     from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 

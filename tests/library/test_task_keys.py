@@ -7,8 +7,14 @@ from library.ingest.store import sessions_store
 
 
 def _procmem(**extra):
-    return {"session_id": "s1", "intent": "order_status", "task": "Where is my order?", "outcome": {"resolved": True},
-            "tool_calls": [{"name": "lookupOrder", "args": {}, "ok": True}], **extra}
+    return {
+        "session_id": "s1",
+        "intent": "order_status",
+        "task": "Where is my order?",
+        "outcome": {"resolved": True},
+        "tool_calls": [{"name": "lookupOrder", "args": {}, "ok": True}],
+        **extra,
+    }
 
 
 def test_procmem_task_key_and_its_validation():
@@ -33,9 +39,18 @@ def _adk(state=None):
         "state": {"intent": "order_status", "outcome": {"resolved": True}, **(state or {})},
         "events": [
             {"author": "user", "content": {"parts": [{"text": "Where is ORD-12345?"}]}},
-            {"author": "support", "content": {"parts": [{"functionCall": {"name": "lookupOrder", "args": {"order_id": "ORD-12345"}}}]}},
-            {"author": "billing_helper", "content": {"parts": [{"functionCall": {"name": "chargeCard", "args": {"card": "4111"}}}]}},
-            {"author": "billing_helper", "content": {"parts": [{"functionResponse": {"name": "chargeCard", "response": {"status": "error"}}}]}},
+            {
+                "author": "support",
+                "content": {"parts": [{"functionCall": {"name": "lookupOrder", "args": {"order_id": "ORD-12345"}}}]},
+            },
+            {
+                "author": "billing_helper",
+                "content": {"parts": [{"functionCall": {"name": "chargeCard", "args": {"card": "4111"}}}]},
+            },
+            {
+                "author": "billing_helper",
+                "content": {"parts": [{"functionResponse": {"name": "chargeCard", "response": {"status": "error"}}}]},
+            },
             {"author": "support", "content": {"parts": [{"functionCall": {"name": "replyTemplates", "args": {}}}]}},
         ],
     }
@@ -54,9 +69,13 @@ def test_adk_keeps_only_the_agents_own_calls_by_author():
 @pytest.mark.django_db
 def test_store_keys_a_session_without_task_key_by_its_redacted_request(agent):
     items = [
-        _procmem(session_id=f"s{i}", task=f"I'm Carla Diaz (carla{i}@example.com), where is my order?") for i in range(3)
-    ] + [_procmem(session_id="other", task="Please change my address"), _procmem(session_id="keyed", task_key="ticket-1"),
-         _procmem(session_id="blank", task="")]
+        _procmem(session_id=f"s{i}", task=f"I'm Carla Diaz (carla{i}@example.com), where is my order?")
+        for i in range(3)
+    ] + [
+        _procmem(session_id="other", task="Please change my address"),
+        _procmem(session_id="keyed", task_key="ticket-1"),
+        _procmem(session_id="blank", task=""),
+    ]
     sessions_store(agent=agent, sessions=[parse_procmem(item) for item in items])
     keys = dict(agent.sessions.values_list("session_id", "task_key"))
     # the e-mail differs, the redacted request does not: the same task

@@ -7,18 +7,16 @@ sessions is looked for in everything a reviewer can open."""
 import io
 import json
 import re
-from collections import Counter, defaultdict
-from pathlib import Path
+from collections import defaultdict
 
 import pytest
-
-from tests.conftest import TAUBENCH_DIR, require_taubench
-from tests.library.taubench_retail import retail_sessions
 from django.core.management import CommandError, call_command
 
 from library.evals.cases import regression_case_from_session
 from library.models import AgentSession, Intent, MiningRun, ProcedureVersion, Source
 from library.services import procedure_propose
+from tests.conftest import TAUBENCH_DIR, require_taubench
+from tests.library.taubench_retail import retail_sessions
 
 DATA = TAUBENCH_DIR / "gpt-4o-airline.json"
 READ_PREFIXES = ("get_", "search_", "list_", "calculate", "think")
@@ -37,8 +35,19 @@ def raw():
 def imported(raw):
     out = io.StringIO()
     call_command(
-        "import_sessions", str(DATA), "--agent", "airline", "--create-agent", "--intent-from", "taubench-actions",
-        "--model", "gpt-4o", "--id-prefix", "gpt-4o-airline/", "--no-progress", stdout=out,
+        "import_sessions",
+        str(DATA),
+        "--agent",
+        "airline",
+        "--create-agent",
+        "--intent-from",
+        "taubench-actions",
+        "--model",
+        "gpt-4o",
+        "--id-prefix",
+        "gpt-4o-airline/",
+        "--no-progress",
+        stdout=out,
     )
     assert "airline: 200 stored, 0 duplicate, 0 refused." in out.getvalue()
     call_command("mine", "--agent", "airline", "--threshold", str(THRESHOLD), stdout=io.StringIO())
@@ -61,7 +70,9 @@ def _skeleton(tools):
 
 def test_sessions_keep_outcome_model_and_the_derived_intent(raw, imported):
     assert AgentSession.objects.filter(agent__name="airline").count() == 200
-    assert AgentSession.objects.filter(agent__name="airline", resolved=True).count() == sum(1 for s in raw if s["reward"] == 1.0)
+    assert AgentSession.objects.filter(agent__name="airline", resolved=True).count() == sum(
+        1 for s in raw if s["reward"] == 1.0
+    )
     escalated = sum(1 for s in raw if "transfer_to_human_agents" in _tools(s))
     assert AgentSession.objects.filter(agent__name="airline").values("task_key").distinct().count() == 50
     assert AgentSession.objects.filter(agent__name="airline", escalated=True).count() == escalated
@@ -90,14 +101,29 @@ def _mined_part(raw):
 def _drafts(run):
     """Every candidate of the run: the proposed versions and the reported (not proposed) drafts."""
     drafts = [
-        {"intent": v.procedure.intent.name, "skeleton": v.skeleton, "steps": v.steps, "forbidden": v.forbidden_actions,
-         "support": v.evidence["support"], "test": v.evidence["skeletonTest"], "proposed": True}
+        {
+            "intent": v.procedure.intent.name,
+            "skeleton": v.skeleton,
+            "steps": v.steps,
+            "forbidden": v.forbidden_actions,
+            "support": v.evidence["support"],
+            "test": v.evidence["skeletonTest"],
+            "proposed": True,
+        }
         for v in ProcedureVersion.objects.filter(mining_run=run).select_related("procedure__intent")
     ]
     drafts += [
-        {"intent": e["intent"], "skeleton": e["skeleton"], "steps": e["steps"], "forbidden": e["forbiddenActions"],
-         "support": e["figures"]["support"], "test": e["skeletonTest"], "proposed": False}
-        for e in run.report if e.get("steps") is not None and e["status"] != "mined"
+        {
+            "intent": e["intent"],
+            "skeleton": e["skeleton"],
+            "steps": e["steps"],
+            "forbidden": e["forbiddenActions"],
+            "support": e["figures"]["support"],
+            "test": e["skeletonTest"],
+            "proposed": False,
+        }
+        for e in run.report
+        if e.get("steps") is not None and e["status"] != "mined"
     ]
     return drafts
 
@@ -130,8 +156,10 @@ def test_no_step_or_forbidden_action_holds_an_id_of_the_airline_world(imported):
 def test_result_summaries_keep_the_reservation_kind_and_no_id_of_the_world(imported):
     ids = _airline_ids()
     summaries = [
-        call["result"] for excerpt in AgentSession.objects.filter(agent__name="airline").values_list("redacted_excerpt", flat=True)
-        for call in excerpt if call.get("role") == "tool_call" and call.get("result")
+        call["result"]
+        for excerpt in AgentSession.objects.filter(agent__name="airline").values_list("redacted_excerpt", flat=True)
+        for call in excerpt
+        if call.get("role") == "tool_call" and call.get("result")
     ]
     reservations = [s for s in summaries if "cabin" in s]
     assert reservations and {s["cabin"] for s in reservations} <= {"basic_economy", "economy", "business"}
@@ -168,7 +196,7 @@ def test_backtest_on_the_newest_trials(raw, imported):
         by_intent[_intent(session)].append(session)
     for draft_entry in [e for e in imported.report if e.get("backtest")]:
         back = draft_entry["backtest"]
-        newest = by_intent[draft_entry["intent"]][-(len(by_intent[draft_entry["intent"]]) // 4):]
+        newest = by_intent[draft_entry["intent"]][-(len(by_intent[draft_entry["intent"]]) // 4) :]
         assert back["heldBackSessions"] == len(newest)
         assert back["followers"]["of"] + back["others"]["of"] == len(newest)
 
@@ -186,7 +214,9 @@ def _airline_ids():
                 ids.add(method["id"])
         ids.update(user.get("reservations") or [])
     for reservation in reservations.values():
-        ids.update(filter(None, (reservation.get("origin"), reservation.get("destination"), reservation.get("user_id"))))
+        ids.update(
+            filter(None, (reservation.get("origin"), reservation.get("destination"), reservation.get("user_id")))
+        )
         for flight in reservation.get("flights") or []:
             ids.update(filter(None, (flight.get("flight_number"), flight.get("origin"), flight.get("destination"))))
         for payment in reservation.get("payment_history") or []:
@@ -239,7 +269,10 @@ def _personal_values(raw):
 def test_no_personal_data_survives_in_anything_a_reviewer_can_open(raw, imported):
     values = _personal_values(raw)
     assert all(values[kind] for kind in values), {k: len(v) for k, v in values.items()}
-    reviewer_visible = [json.dumps(row) for row in AgentSession.objects.filter(agent__name="airline").values_list("redacted_excerpt", flat=True)]
+    reviewer_visible = [
+        json.dumps(row)
+        for row in AgentSession.objects.filter(agent__name="airline").values_list("redacted_excerpt", flat=True)
+    ]
     for version in ProcedureVersion.objects.filter(procedure__agent__name="airline"):
         reviewer_visible.append(json.dumps(version.to_dict()))
         reviewer_visible.append(json.dumps(version.provenance))
@@ -265,8 +298,17 @@ def retail_imported(tmp_path):
     path.write_text(json.dumps(sessions))
     out = io.StringIO()
     call_command(
-        "import_sessions", str(path), "--agent", "retail", "--create-agent", "--format", "openai",
-        "--intent-from", "taubench-actions", "--no-progress", stdout=out,
+        "import_sessions",
+        str(path),
+        "--agent",
+        "retail",
+        "--create-agent",
+        "--format",
+        "openai",
+        "--intent-from",
+        "taubench-actions",
+        "--no-progress",
+        stdout=out,
     )
     assert f"retail: {len(sessions)} stored, 0 duplicate, 0 refused." in out.getvalue()
     call_command("mine", "--agent", "retail", "--threshold", "2", stdout=io.StringIO())
@@ -277,11 +319,22 @@ def test_scan_finds_no_value_of_the_taubench_worlds_after_import_and_mining(impo
     # given every airline session and the retail tasks' sessions imported and mined, and a regression
     # case made from one resolved session of each agent
     for agent_name in ("airline", "retail"):
-        session = AgentSession.objects.filter(agent__name=agent_name, resolved=True, intent__isnull=False).order_by("pk").first()
+        session = (
+            AgentSession.objects.filter(agent__name=agent_name, resolved=True, intent__isnull=False)
+            .order_by("pk")
+            .first()
+        )
         regression_case_from_session(session=session, user=reviewer)
     # drafts from both: proposed candidates, or reported (not proposed) drafts in the run's report
-    drafted = {v.procedure.agent.name for v in ProcedureVersion.objects.filter(procedure__agent__name__in=["airline", "retail"])}
-    drafted |= {run.agent.name for run in MiningRun.objects.select_related("agent") if any(e.get("steps") for e in run.report or [])}
+    drafted = {
+        v.procedure.agent.name
+        for v in ProcedureVersion.objects.filter(procedure__agent__name__in=["airline", "retail"])
+    }
+    drafted |= {
+        run.agent.name
+        for run in MiningRun.objects.select_related("agent")
+        if any(e.get("steps") for e in run.report or [])
+    }
     assert drafted == {"airline", "retail"}
     # when the scanner looks for every personal value of the two worlds
     out = io.StringIO()
@@ -309,8 +362,14 @@ def test_no_retail_name_survives_alone_either(retail_imported):
         if reply.startswith("Thank you, "):
             names.update(reply.removeprefix("Thank you, ").split(".")[0].split())
     assert len(names) > 20
-    visible = [json.dumps(row) for row in AgentSession.objects.filter(agent__name="retail").values_list("redacted_excerpt", flat=True)]
-    visible += [json.dumps(v.to_dict()) + json.dumps(v.provenance) for v in ProcedureVersion.objects.filter(procedure__agent__name="retail")]
+    visible = [
+        json.dumps(row)
+        for row in AgentSession.objects.filter(agent__name="retail").values_list("redacted_excerpt", flat=True)
+    ]
+    visible += [
+        json.dumps(v.to_dict()) + json.dumps(v.provenance)
+        for v in ProcedureVersion.objects.filter(procedure__agent__name="retail")
+    ]
     text = "\n".join(visible)
     assert "{{person_name}}" in text and "{{order_id}}" in text
     leaked = sorted(name for name in names if re.search(rf"\b{re.escape(name)}\b", text))
@@ -321,13 +380,25 @@ def test_the_scanner_reports_each_leak_with_where_it_is(imported, tmp_path):
     # given a reservation id and a full name planted where a reviewer would see them
     intent = Intent.objects.filter(agent__name="airline", name="cancel_reservation").get()
     version = procedure_propose(
-        agent=intent.agent, intent=intent, key="cancel.planted", applies_when="A customer cancels a reservation.",
-        steps=["Look up the reservation with get_reservation_details({{reservation_id}}).", "Cancel it with cancel_reservation({{reservation_id}}).", "Tell the customer."],
-        required_tools=["get_reservation_details", "cancel_reservation"], forbidden_actions=[],
-        source=Source.MANUAL, actor_label="test", evidence={"note": ["ok", {"who": "Mia Li"}]},
+        agent=intent.agent,
+        intent=intent,
+        key="cancel.planted",
+        applies_when="A customer cancels a reservation.",
+        steps=[
+            "Look up the reservation with get_reservation_details({{reservation_id}}).",
+            "Cancel it with cancel_reservation({{reservation_id}}).",
+            "Tell the customer.",
+        ],
+        required_tools=["get_reservation_details", "cancel_reservation"],
+        forbidden_actions=[],
+        source=Source.MANUAL,
+        actor_label="test",
+        evidence={"note": ["ok", {"who": "Mia Li"}]},
     )
     session = AgentSession.objects.filter(agent__name="airline").order_by("pk").first()
-    AgentSession.objects.filter(pk=session.pk).update(redacted_excerpt=[{"role": "user", "text": "cancel 4WQ150 please"}])
+    AgentSession.objects.filter(pk=session.pk).update(
+        redacted_excerpt=[{"role": "user", "text": "cancel 4WQ150 please"}]
+    )
     values = tmp_path / "values.txt"
     values.write_text("name\tMia Li\nreservation_id\t4WQ150\n# a comment\n")
     # when the scanner runs with that list
@@ -336,8 +407,22 @@ def test_the_scanner_reports_each_leak_with_where_it_is(imported, tmp_path):
         call_command("scan_personal_data", "--values", str(values), "--json", stdout=out)
     # then each hit names the model, the row, the field and the path inside it
     hits = json.loads(out.getvalue())["hits"]
-    assert {"surface": "library.AgentSession", "pk": session.pk, "field": "redacted_excerpt", "path": "[0].text", "kind": "reservation_id", "value": "4WQ150"} in hits
-    assert {"surface": "library.ProcedureVersion", "pk": version.pk, "field": "evidence", "path": "note[1].who", "kind": "name", "value": "Mia Li"} in hits
+    assert {
+        "surface": "library.AgentSession",
+        "pk": session.pk,
+        "field": "redacted_excerpt",
+        "path": "[0].text",
+        "kind": "reservation_id",
+        "value": "4WQ150",
+    } in hits
+    assert {
+        "surface": "library.ProcedureVersion",
+        "pk": version.pk,
+        "field": "evidence",
+        "path": "note[1].who",
+        "kind": "name",
+        "value": "Mia Li",
+    } in hits
     assert any(h["surface"] == "export" and h["path"].endswith(".who") for h in hits)  # the export shows evidence too
 
 
@@ -347,4 +432,6 @@ def test_nothing_proposed_that_trial_3_contradicts(imported):
         if entry["status"] in ("mined", "quarantined"):
             assert not entry["backtest"]["contradicted"], entry["intent"]
         if entry.get("withinTask"):
-            assert "method" in entry["backtest"]["withinTask"] and entry["withinTask"]["unit"] == "sessions, within tasks"
+            assert (
+                "method" in entry["backtest"]["withinTask"] and entry["withinTask"]["unit"] == "sessions, within tasks"
+            )

@@ -1,8 +1,8 @@
 import pytest
 from django.core.exceptions import PermissionDenied
 
-from library.models import ApiToken, AuditEvent
 from library.api.tokens import authenticate, token_create, token_revoke
+from library.models import ApiToken, AuditEvent
 
 pytestmark = pytest.mark.django_db
 
@@ -40,7 +40,9 @@ def _fetch(raw: str, agent):
 
 @pytest.mark.django_db(transaction=True, databases=["default", "readonly"])
 def test_an_expired_token_is_refused(agent):
-    token, raw = token_create(agent=agent, scope=ApiToken.Scope.READ, name="short", expires_at=timezone.now() + timedelta(hours=1))
+    token, raw = token_create(
+        agent=agent, scope=ApiToken.Scope.READ, name="short", expires_at=timezone.now() + timedelta(hours=1)
+    )
     assert _fetch(raw, agent).status_code == 200
     ApiToken.objects.filter(pk=token.pk).update(expires_at=timezone.now() - timedelta(seconds=1))
     response = _fetch(raw, agent)

@@ -24,11 +24,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pytest_django.live_server_helper import LiveServer
 
-from procmem_client.rendering import render_block, render_procedure
-
 from library import serving
 from library.api.tokens import token_create
 from library.models import AgentSession, ApiToken
+from procmem_client.rendering import render_block, render_procedure
 from tests.conftest import _missing, make_active
 
 TS = Path(__file__).resolve().parents[2] / "clients" / "typescript"
@@ -39,7 +38,9 @@ STATUS_TASK = "Where is my order? It has not arrived yet."
 
 
 def _run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run(args, cwd=kwargs.pop("cwd", TS), capture_output=True, text=True, timeout=kwargs.pop("timeout", 300), **kwargs)
+    return subprocess.run(
+        args, cwd=kwargs.pop("cwd", TS), capture_output=True, text=True, timeout=kwargs.pop("timeout", 300), **kwargs
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,9 @@ def server(transactional_db):
 
 
 @pytest.mark.django_db(transaction=True, databases=["default", "readonly"])
-def test_the_typescript_client_against_a_live_server(built, server, agent, candidate, other_procedure, admin_user, tmp_path):
+def test_the_typescript_client_against_a_live_server(
+    built, server, agent, candidate, other_procedure, admin_user, tmp_path
+):
     # given: two ACTIVE procedures, a read and an ingest token, and what the select endpoint answers
     make_active(candidate, admin_user)
     make_active(other_procedure.versions.get(number=1), admin_user)
@@ -75,20 +78,43 @@ def test_the_typescript_client_against_a_live_server(built, server, agent, candi
     for task, intent in ((REFUND_TASK, None), (STATUS_TASK, "order_status"), (REFUND_TASK, "order_status")):
         # the first selection loads the model in the server: minutes on a loaded machine
         params = {"task": task, **({"intent": intent} if intent else {})}
-        answer = requests.get(f"{server.url}/api/v1/agents/{agent.name}/select", params=params, headers=headers, timeout=300).json()
-        selections.append({"task": task, "intent": intent, "injected": [p["id"] for p in answer["injected"]], "rendered": answer["rendered"]})
-    assert selections[0]["injected"] == ["refund.over_limit"] and selections[1]["injected"] == ["order.status"] and selections[2]["injected"] == []
+        answer = requests.get(
+            f"{server.url}/api/v1/agents/{agent.name}/select", params=params, headers=headers, timeout=300
+        ).json()
+        selections.append(
+            {
+                "task": task,
+                "intent": intent,
+                "injected": [p["id"] for p in answer["injected"]],
+                "rendered": answer["rendered"],
+            }
+        )
+    assert (
+        selections[0]["injected"] == ["refund.over_limit"]
+        and selections[1]["injected"] == ["order.status"]
+        and selections[2]["injected"] == []
+    )
     served = requests.get(f"{server.url}/api/v1/agents/{agent.name}/procedures", headers=headers, timeout=300).json()
     expect = tmp_path / "expect.json"
-    expect.write_text(json.dumps({
-        "procedures": [[p["id"], p["version"]] for p in served["procedures"]],
-        "selections": selections,
-        "reportSessionId": "ts-client-1",
-    }))
+    expect.write_text(
+        json.dumps(
+            {
+                "procedures": [[p["id"], p["version"]] for p in served["procedures"]],
+                "selections": selections,
+                "reportSessionId": "ts-client-1",
+            }
+        )
+    )
 
     # when: node's test runner runs the client's tests against this server
-    env = {**os.environ, "PROCMEM_URL": server.url, "PROCMEM_AGENT": agent.name, "PROCMEM_TOKEN": read,
-           "PROCMEM_INGEST_TOKEN": ingest, "PROCMEM_EXPECT": str(expect)}
+    env = {
+        **os.environ,
+        "PROCMEM_URL": server.url,
+        "PROCMEM_AGENT": agent.name,
+        "PROCMEM_TOKEN": read,
+        "PROCMEM_INGEST_TOKEN": ingest,
+        "PROCMEM_EXPECT": str(expect),
+    }
     completed = _run(["node", "--test", "test/golden.test.js", "test/client.test.js"], env=env)
 
     # then: every test ran and passed, and the reported session is stored with its injected version
@@ -105,11 +131,23 @@ def test_the_typescript_client_against_a_live_server(built, server, agent, candi
 
 
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)
-_spaced = st.one_of(_text, st.builds(lambda pre, body, post: pre + body + post,
-                                     st.sampled_from(["", " ", "\x1c", "\x85", "\u3000", "\ufeff", "\u00a0", "\t\n"]), _text,
-                                     st.sampled_from(["", " ", "\x1f", "\u2029", "\ufeff", "."])))
-_forbidden = st.one_of(_spaced, st.builds(lambda prefix, body: prefix + body,
-                                          st.sampled_from(["Do not ", "don't ", "Don’t: ", "NEVER ", "never\u3000", "do\x1cnot: ", "Never:"]), _text))
+_spaced = st.one_of(
+    _text,
+    st.builds(
+        lambda pre, body, post: pre + body + post,
+        st.sampled_from(["", " ", "\x1c", "\x85", "\u3000", "\ufeff", "\u00a0", "\t\n"]),
+        _text,
+        st.sampled_from(["", " ", "\x1f", "\u2029", "\ufeff", "."]),
+    ),
+)
+_forbidden = st.one_of(
+    _spaced,
+    st.builds(
+        lambda prefix, body: prefix + body,
+        st.sampled_from(["Do not ", "don't ", "Don’t: ", "NEVER ", "never\u3000", "do\x1cnot: ", "Never:"]),
+        _text,
+    ),
+)
 _record = st.fixed_dictionaries(
     {"id": st.from_regex(r"[a-z][a-z0-9_]{0,8}\.[a-z_]{1,8}", fullmatch=True), "version": st.integers(1, 999)},
     optional={
@@ -118,7 +156,9 @@ _record = st.fixed_dictionaries(
         "preconditions": st.lists(_spaced, max_size=3),
         "postconditions": st.lists(_spaced, max_size=3),
         "verifyCommand": _spaced,
-        "evidence": st.fixed_dictionaries({}, optional={"miningRunId": st.one_of(st.integers(0, 99), st.text(max_size=5))}),
+        "evidence": st.fixed_dictionaries(
+            {}, optional={"miningRunId": st.one_of(st.integers(0, 99), st.text(max_size=5))}
+        ),
         "approvedBy": st.one_of(st.none(), _text),
         "approvedAt": st.one_of(st.none(), _text, st.just("2026-11-29T10:04:05Z")),
     },
@@ -128,7 +168,9 @@ _record = st.fixed_dictionaries(
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records=st.lists(_record, min_size=1, max_size=4), cap=st.one_of(st.none(), st.integers(0, 1500)))
 def test_both_renderers_make_the_same_text_of_generated_records(built, tmp_path_factory, records, cap):
-    cases = [{"render": "procedure", "records": [r]} for r in records] + [{"render": "block", "records": records, "maxChars": cap}]
+    cases = [{"render": "procedure", "records": [r]} for r in records] + [
+        {"render": "block", "records": records, "maxChars": cap}
+    ]
     path = tmp_path_factory.mktemp("fuzz") / "cases.json"
     path.write_text(json.dumps(cases, ensure_ascii=False), encoding="utf-8")
     completed = _run(["node", "test-support/render-json.js", str(path)], timeout=60)
@@ -137,8 +179,12 @@ def test_both_renderers_make_the_same_text_of_generated_records(built, tmp_path_
     for record, got in zip(records, rendered):
         assert got["text"] == render_procedure(record)
     block = render_block(records, max_chars=cap)
-    assert rendered[-1] == {"text": block["text"], "chars": block["chars"], "tokens": block["tokens"],
-                            "included": [r["id"] for r in block["included"]]}
+    assert rendered[-1] == {
+        "text": block["text"],
+        "chars": block["chars"],
+        "tokens": block["tokens"],
+        "included": [r["id"] for r in block["included"]],
+    }
 
 
 def test_npm_pack_yields_an_installable_package_without_runtime_dependencies(built, tmp_path):
@@ -148,13 +194,20 @@ def test_npm_pack_yields_an_installable_package_without_runtime_dependencies(bui
     with tarfile.open(tarball) as archive:
         names = set(archive.getnames())
         manifest = json.load(archive.extractfile("package/package.json"))
-    assert {"package/dist/index.js", "package/dist/index.d.ts", "package/dist/vercel-ai.js", "package/dist/vercel-ai.d.ts"} <= names
+    assert {
+        "package/dist/index.js",
+        "package/dist/index.d.ts",
+        "package/dist/vercel-ai.js",
+        "package/dist/vercel-ai.d.ts",
+    } <= names
     assert not any(name.startswith(("package/src/", "package/test", "package/node_modules")) for name in names)
     assert "dependencies" not in manifest and "peerDependencies" not in manifest
 
     consumer = tmp_path / "consumer"
     consumer.mkdir()
-    (consumer / "package.json").write_text(json.dumps({"name": "consumer", "version": "1.0.0", "type": "module", "private": True}))
+    (consumer / "package.json").write_text(
+        json.dumps({"name": "consumer", "version": "1.0.0", "type": "module", "private": True})
+    )
     install = _run(["npm", "install", "--no-audit", "--no-fund", "--offline", str(tarball)], cwd=consumer)
     assert install.returncode == 0, install.stderr[-3000:]
     script = (
@@ -170,9 +223,22 @@ def test_npm_pack_yields_an_installable_package_without_runtime_dependencies(bui
     assert answer["client"] == "function" and answer["adapter"] == "function"
 
     # typed: a TypeScript consumer type-checks against the package's .d.ts, and a wrong use does not
-    (consumer / "tsconfig.json").write_text(json.dumps({"compilerOptions": {
-        "module": "NodeNext", "moduleResolution": "NodeNext", "target": "ES2022", "strict": True, "noEmit": True,
-        "lib": ["ES2022", "DOM"], "types": []}, "include": ["main.ts"]}))
+    (consumer / "tsconfig.json").write_text(
+        json.dumps(
+            {
+                "compilerOptions": {
+                    "module": "NodeNext",
+                    "moduleResolution": "NodeNext",
+                    "target": "ES2022",
+                    "strict": True,
+                    "noEmit": True,
+                    "lib": ["ES2022", "DOM"],
+                    "types": [],
+                },
+                "include": ["main.ts"],
+            }
+        )
+    )
     (consumer / "main.ts").write_text(
         "import { ProcmemClient, type ProcedureRecord, type Selection } from 'procmem-client';\n"
         "import { withProcmem } from 'procmem-client/vercel-ai';\n"
@@ -187,6 +253,8 @@ def test_npm_pack_yields_an_installable_package_without_runtime_dependencies(bui
     tsc = str(TS / "node_modules" / "typescript" / "bin" / "tsc")
     checked = _run(["node", tsc, "-p", "tsconfig.json"], cwd=consumer)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    (consumer / "main.ts").write_text("import { ProcmemClient } from 'procmem-client';\nnew ProcmemClient({ baseUrl: 'x', agent: 'a' });\n")
+    (consumer / "main.ts").write_text(
+        "import { ProcmemClient } from 'procmem-client';\nnew ProcmemClient({ baseUrl: 'x', agent: 'a' });\n"
+    )
     wrong = _run(["node", tsc, "-p", "tsconfig.json"], cwd=consumer)
     assert wrong.returncode != 0 and "token" in wrong.stdout

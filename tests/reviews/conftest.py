@@ -42,7 +42,9 @@ def outsider_client(outsider):
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
-def bulk_candidates(agent, intent, count: int, *, prefix: str = "bulk", quarantined_every: int = 0, with_evidence: bool = True):
+def bulk_candidates(
+    agent, intent, count: int, *, prefix: str = "bulk", quarantined_every: int = 0, with_evidence: bool = True
+):
     """`count` CANDIDATE versions of `count` new procedures, inserted in bulk (these tests measure
     pages, not the proposing service, which tests/library covers)."""
     from library.models import Procedure, ProcedureVersion, Source, content_hash
@@ -52,8 +54,16 @@ def bulk_candidates(agent, intent, count: int, *, prefix: str = "bulk", quaranti
     )
     versions = []
     for i, procedure in enumerate(procedures):
-        steps = [f"Look up the order with lookupOrder({{{{order_id}}}}) variant {i}.", "Reply with replyTemplates('x')."]
-        content = dict(applies_when=f"The customer asks about case {i}.", steps=steps, required_tools=["lookupOrder", "replyTemplates"], forbidden_actions=[])
+        steps = [
+            f"Look up the order with lookupOrder({{{{order_id}}}}) variant {i}.",
+            "Reply with replyTemplates('x').",
+        ]
+        content = dict(
+            applies_when=f"The customer asks about case {i}.",
+            steps=steps,
+            required_tools=["lookupOrder", "replyTemplates"],
+            forbidden_actions=[],
+        )
         flagged = bool(quarantined_every) and i % quarantined_every == 0
         versions.append(
             ProcedureVersion(
@@ -61,9 +71,15 @@ def bulk_candidates(agent, intent, count: int, *, prefix: str = "bulk", quaranti
                 number=1,
                 source=Source.MINED,
                 content_hash=content_hash(**content),
-                evidence={"support": (i * 7) % 200, "resolved": 200, "failed": 50, "failedWithSkeleton": 3} if with_evidence else {},
+                evidence={"support": (i * 7) % 200, "resolved": 200, "failed": 50, "failedWithSkeleton": 3}
+                if with_evidence
+                else {},
                 quarantined=flagged,
-                quarantine_reasons=[{"category": "skip_approval", "reason": "test", "field": "steps[1]", "excerpt": "x"}] if flagged else [],
+                quarantine_reasons=[
+                    {"category": "skip_approval", "reason": "test", "field": "steps[1]", "excerpt": "x"}
+                ]
+                if flagged
+                else [],
                 **content,
             )
         )
@@ -93,9 +109,15 @@ def approved_in_staging(agent, candidate, approver, reviewer):
     agent.environments = ["staging"]
     agent.save(update_fields=["environments"])
     v2 = services.version_revise(
-        version=candidate, user=reviewer, applies_when=candidate.applies_when,
-        steps=[*candidate.steps[:-1], "Tell the customer the expected wait (two days) with replyTemplates('approval_pending')."],
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
+        version=candidate,
+        user=reviewer,
+        applies_when=candidate.applies_when,
+        steps=[
+            *candidate.steps[:-1],
+            "Tell the customer the expected wait (two days) with replyTemplates('approval_pending').",
+        ],
+        required_tools=candidate.required_tools,
+        forbidden_actions=candidate.forbidden_actions,
     )
     make_active(v2, approver)
     candidate.refresh_from_db()

@@ -31,7 +31,9 @@ def revise_and_activate(version: ProcedureVersion, editor, approver, *, step: st
 
 
 def make_user(name: str, *, group=None, **extra):
-    user = get_user_model().objects.create_user(username=name, password="pw-" + name, email=f"{name}@example.com", **extra)
+    user = get_user_model().objects.create_user(
+        username=name, password="pw-" + name, email=f"{name}@example.com", **extra
+    )
     if group is not None:
         user.groups.add(group)
     return user

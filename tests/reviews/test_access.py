@@ -113,7 +113,9 @@ def test_version_and_procedure_purposes(people, candidate, who):
     request = _request(people[who])
     for purpose, expected in VERSION_MATRIX[who].items():
         assert _outcome(lambda: access.get_version_for_user(request, candidate.pk, for_=purpose)) == expected, purpose
-        assert _outcome(lambda: access.get_procedure_for_user(request, candidate.procedure_id, for_=purpose)) == expected, purpose
+        assert (
+            _outcome(lambda: access.get_procedure_for_user(request, candidate.procedure_id, for_=purpose)) == expected
+        ), purpose
     assert _outcome(lambda: access.get_version_for_user(request, 999_999, for_="view")) == 404
 
 
@@ -162,5 +164,8 @@ def test_of_agents_leaves_out_only_a_condition_that_holds_for_every_agent(candid
     other = Agent.objects.create(name="other_agent")
     assert not access.of_agents(ProcedureVersion.objects.all(), Agent.objects.filter(pk=other.pk)).exists()
     assert not access.of_agents(ProcedureVersion.objects.all(), Agent.objects.none()).exists()
-    assert access.of_agents(ProcedureVersion.objects.all(), Agent.objects.exclude(pk=other.pk)).count() == ProcedureVersion.objects.count()
+    assert (
+        access.of_agents(ProcedureVersion.objects.all(), Agent.objects.exclude(pk=other.pk)).count()
+        == ProcedureVersion.objects.count()
+    )
     assert not access.of_agents(ProcedureVersion.objects.all(), Agent.objects.order_by("-pk")[:1]).exists()

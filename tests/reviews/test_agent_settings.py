@@ -46,8 +46,16 @@ def _form(agent, **changes):
 
 
 def test_service_saves_and_audits_before_and_after(agent, agent_admin):
-    agent_settings_update(agent=agent, user=agent_admin, reason="pilot", changes={
-        "injection_cap": 1, "procedural_memory_enabled": False, "redaction_patterns": [{"label": "ticket", "regex": r"\bT-\d+\b"}]})
+    agent_settings_update(
+        agent=agent,
+        user=agent_admin,
+        reason="pilot",
+        changes={
+            "injection_cap": 1,
+            "procedural_memory_enabled": False,
+            "redaction_patterns": [{"label": "ticket", "regex": r"\bT-\d+\b"}],
+        },
+    )
     agent.refresh_from_db()
     assert (agent.injection_cap, agent.procedural_memory_enabled) == (1, False)
     event = AuditEvent.objects.get(action=AuditEvent.Action.SETTINGS, agent=agent)
@@ -69,18 +77,21 @@ def test_no_change_writes_no_audit_row(agent, agent_admin):
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS).exists()
 
 
-@pytest.mark.parametrize("changes,field", [
-    ({"injection_cap": 21}, "injection_cap"),
-    ({"injection_cap": -1}, "injection_cap"),
-    ({"support_threshold": 0}, "support_threshold"),
-    ({"review_target_hours": 0}, "review_target_hours"),
-    ({"review_target_hours": "72"}, "review_target_hours"),
-    ({"redaction_patterns": [{"label": "x", "regex": "(unclosed"}]}, "redaction_patterns"),
-    ({"redaction_patterns": [{"regex": "x"}]}, "redaction_patterns"),
-    ({"redaction_patterns": "ORD-"}, "redaction_patterns"),
-    ({"procedural_memory_enabled": "yes"}, "procedural_memory_enabled"),
-    ({"eval_url": "http://x"}, "eval_url"),
-])
+@pytest.mark.parametrize(
+    "changes,field",
+    [
+        ({"injection_cap": 21}, "injection_cap"),
+        ({"injection_cap": -1}, "injection_cap"),
+        ({"support_threshold": 0}, "support_threshold"),
+        ({"review_target_hours": 0}, "review_target_hours"),
+        ({"review_target_hours": "72"}, "review_target_hours"),
+        ({"redaction_patterns": [{"label": "x", "regex": "(unclosed"}]}, "redaction_patterns"),
+        ({"redaction_patterns": [{"regex": "x"}]}, "redaction_patterns"),
+        ({"redaction_patterns": "ORD-"}, "redaction_patterns"),
+        ({"procedural_memory_enabled": "yes"}, "procedural_memory_enabled"),
+        ({"eval_url": "http://x"}, "eval_url"),
+    ],
+)
 def test_bad_values_are_named_and_nothing_changes(agent, agent_admin, changes, field):
     with pytest.raises(ValidationError) as exc:
         agent_settings_update(agent=agent, user=agent_admin, changes=changes)
@@ -108,11 +119,22 @@ def test_admin_changes_tools_and_settings_in_one_submit(client, agent, agent_adm
     url = reverse("reviews:agent_settings", args=[agent.name])
     page = client.get(url)
     assert page.status_code == 200 and "Eval runner" in page.content.decode()
-    response = client.post(url, _form(agent, tools="lookupOrder\nreplyTemplates", injection_cap=1, auto_capture_enabled="",
-                                      redaction_patterns='[{"label": "ticket", "regex": "T-\\\\d+"}]', reason="trim"))
+    response = client.post(
+        url,
+        _form(
+            agent,
+            tools="lookupOrder\nreplyTemplates",
+            injection_cap=1,
+            auto_capture_enabled="",
+            redaction_patterns='[{"label": "ticket", "regex": "T-\\\\d+"}]',
+            reason="trim",
+        ),
+    )
     assert response.status_code == 302
     agent.refresh_from_db()
-    assert agent.tools == ["lookupOrder", "replyTemplates"] and agent.injection_cap == 1 and not agent.auto_capture_enabled
+    assert (
+        agent.tools == ["lookupOrder", "replyTemplates"] and agent.injection_cap == 1 and not agent.auto_capture_enabled
+    )
     assert agent.redaction_patterns == [{"label": "ticket", "regex": r"T-\d+"}]
     assert AgentToolChange.objects.filter(agent=agent).count() == 1
     actions = list(AuditEvent.objects.filter(agent=agent).values_list("action", flat=True).order_by("id"))
@@ -123,8 +145,10 @@ def test_admin_changes_tools_and_settings_in_one_submit(client, agent, agent_adm
 def test_a_pattern_that_can_take_exponential_time_is_refused(client, agent, agent_admin, regex):
     # it would run on every ingested session of the agent, inside the request: "a" * 40 + "!" took days
     client.force_login(agent_admin)
-    response = client.post(reverse("reviews:agent_settings", args=[agent.name]),
-                           _form(agent, redaction_patterns='[{"label": "x", "regex": "' + regex + '"}]'))
+    response = client.post(
+        reverse("reviews:agent_settings", args=[agent.name]),
+        _form(agent, redaction_patterns='[{"label": "x", "regex": "' + regex + '"}]'),
+    )
     assert response.status_code == 400 and "exponential time" in response.content.decode()
     agent.refresh_from_db()
     assert agent.redaction_patterns == []
@@ -132,8 +156,10 @@ def test_a_pattern_that_can_take_exponential_time_is_refused(client, agent, agen
 
 def test_a_bad_pattern_saves_nothing_not_even_the_tools(client, agent, agent_admin):
     client.force_login(agent_admin)
-    response = client.post(reverse("reviews:agent_settings", args=[agent.name]),
-                           _form(agent, tools="lookupOrder", redaction_patterns='[{"label": "x", "regex": "("}]'))
+    response = client.post(
+        reverse("reviews:agent_settings", args=[agent.name]),
+        _form(agent, tools="lookupOrder", redaction_patterns='[{"label": "x", "regex": "("}]'),
+    )
     assert response.status_code == 400 and "invalid regex" in response.content.decode()
     agent.refresh_from_db()
     assert len(agent.tools) == 4 and not AgentToolChange.objects.exists()
@@ -147,9 +173,20 @@ def test_the_label_rule_is_set_on_the_page_and_derives_the_labels_again(client, 
     from library.ingest.formats import parse_procmem
     from library.ingest.store import sessions_store
 
-    sessions_store(agent=agent, sessions=[parse_procmem({
-        "session_id": "s-1", "task": "hello", "outcome": {"resolved": True}, "ended_at": (timezone.now() - timedelta(days=1)).isoformat(),
-    })], channel="otlp")
+    sessions_store(
+        agent=agent,
+        sessions=[
+            parse_procmem(
+                {
+                    "session_id": "s-1",
+                    "task": "hello",
+                    "outcome": {"resolved": True},
+                    "ended_at": (timezone.now() - timedelta(days=1)).isoformat(),
+                }
+            )
+        ],
+        channel="otlp",
+    )
     client.force_login(agent_admin)
     url = reverse("reviews:agent_settings", args=[agent.name])
     response = client.post(url, _form(agent, complaint_window_days=7, reason="complaints come within a week"))
@@ -184,16 +221,21 @@ def test_the_coding_family_settings_are_on_the_page(client, agent, agent_admin):
     assert (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap) == (7, [], 1)
 
 
-@pytest.mark.parametrize("changes,message", [
-    ({"coding_family_rules": '[{"prefix": "", "family": "x"}]'}, "prefix"),
-    ({"coding_family_rules": '{"prefix": "a"}'}, "list"),
-    ({"coding_family_rules": "[not json"}, "JSON"),
-    ({"coding_min_traces": 0}, "greater than or equal to 1"),
-])
+@pytest.mark.parametrize(
+    "changes,message",
+    [
+        ({"coding_family_rules": '[{"prefix": "", "family": "x"}]'}, "prefix"),
+        ({"coding_family_rules": '{"prefix": "a"}'}, "list"),
+        ({"coding_family_rules": "[not json"}, "JSON"),
+        ({"coding_min_traces": 0}, "greater than or equal to 1"),
+    ],
+)
 def test_bad_coding_settings_are_named_and_nothing_changes(client, agent, agent_admin, changes, message):
     client.force_login(agent_admin)
     before = (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap)
-    response = client.post(reverse("reviews:agent_settings", args=[agent.name]), _form(agent, injection_cap=1, **changes))
+    response = client.post(
+        reverse("reviews:agent_settings", args=[agent.name]), _form(agent, injection_cap=1, **changes)
+    )
     assert response.status_code == 400 and message in response.content.decode()
     agent.refresh_from_db()
     assert (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap) == before

@@ -43,7 +43,9 @@ def test_bad_input_is_refused_without_a_token(agent, admin_user):
     client = _client(admin_user)
     url = reverse("reviews:agent_tokens", args=[agent.name])
     assert client.post(url, {"action": "create", "name": "", "scope": "write"}).status_code == 400
-    assert client.post(url, {"action": "create", "name": "x", "scope": "read", "expires_in_days": "0"}).status_code == 400
+    assert (
+        client.post(url, {"action": "create", "name": "x", "scope": "read", "expires_in_days": "0"}).status_code == 400
+    )
     assert client.post(url, {"action": "revoke", "token": "99999999999999999999999"}).status_code == 404
     assert client.post(url, {"action": "dance"}).status_code == 400
     assert not ApiToken.objects.exists()

@@ -52,7 +52,9 @@ def test_saving_a_tool_list_refuses_at_once_and_alerts_once(
 
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(
-            page_url(), {"tools": "lookupOrder\ncheckReturnWindow, replyTemplates\n\n", "reason": "approvals moved"}, follow=True
+            page_url(),
+            {"tools": "lookupOrder\ncheckReturnWindow, replyTemplates\n\n", "reason": "approvals moved"},
+            follow=True,
         )
     assert response.status_code == 200
     html = response.content.decode()

@@ -73,7 +73,9 @@ def test_someone_elses_live_claim_is_refused_until_it_expires(candidate, reviewe
     with pytest.raises(PermissionDenied):
         candidate_release(version=candidate, user=proposer)
     # expired: it counts as no claim, and the next claim replaces it
-    CandidateClaim.objects.filter(pk=claim.pk).update(claimed_at=timezone.now() - timedelta(hours=30), expires_at=timezone.now() - timedelta(hours=1))
+    CandidateClaim.objects.filter(pk=claim.pk).update(
+        claimed_at=timezone.now() - timedelta(hours=30), expires_at=timezone.now() - timedelta(hours=1)
+    )
     taken = candidate_claim(version=candidate, user=proposer)
     assert taken.pk == claim.pk and taken.assignee == proposer
     assert CandidateClaim.objects.count() == 1
@@ -85,11 +87,15 @@ def test_assigning_to_someone_else_needs_the_agents_admin_right(candidate, revie
         candidate_claim(version=candidate, user=reviewer, assignee=proposer)
     claim = candidate_claim(version=candidate, user=agent_admin, assignee=reviewer)
     assert (claim.assignee, claim.assigned_by) == (reviewer, agent_admin)
-    assert AuditEvent.objects.filter(action=AuditEvent.Action.ASSIGN, actor=agent_admin, after__assignee="reviewer").exists()
+    assert AuditEvent.objects.filter(
+        action=AuditEvent.Action.ASSIGN, actor=agent_admin, after__assignee="reviewer"
+    ).exists()
     # an admin moves a live claim (audited with the previous holder) and may release anyone's
     moved = candidate_claim(version=candidate, user=agent_admin, assignee=proposer)
     assert moved.assignee == proposer
-    assert AuditEvent.objects.filter(action=AuditEvent.Action.ASSIGN, before__assignee="reviewer", after__assignee="proposer").exists()
+    assert AuditEvent.objects.filter(
+        action=AuditEvent.Action.ASSIGN, before__assignee="reviewer", after__assignee="proposer"
+    ).exists()
     candidate_release(version=candidate, user=agent_admin)
     # only reviewers can hold a claim
     from django.core.exceptions import ValidationError
@@ -180,7 +186,9 @@ def test_ageing_badges_compare_the_age_with_the_agents_review_target(agent, inte
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("url", [QUEUE, QUEUE + "?assigned=me", QUEUE + "?assigned=none&sort=oldest"])
-def test_queue_with_claims_keeps_a_constant_number_of_queries(django_assert_num_queries, agent, intent, reviewer, proposer, url):
+def test_queue_with_claims_keeps_a_constant_number_of_queries(
+    django_assert_num_queries, agent, intent, reviewer, proposer, url
+):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -225,8 +233,11 @@ def test_two_reviewers_claiming_at_once_exactly_one_wins(live_server, agent, int
         def claim(session, token) -> None:
             barrier.wait()
             response = session.post(
-                f"{live_server.url}{_claim_url(version)}", data={"csrfmiddlewaretoken": token},
-                headers={"Referer": live_server.url + "/"}, allow_redirects=False, timeout=60,
+                f"{live_server.url}{_claim_url(version)}",
+                data={"csrfmiddlewaretoken": token},
+                headers={"Referer": live_server.url + "/"},
+                allow_redirects=False,
+                timeout=60,
             )
             with lock:
                 statuses.append(response.status_code)

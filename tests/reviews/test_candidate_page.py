@@ -23,7 +23,9 @@ def url(name, version, **extra):
 def active_v1(agent, intent, proposer, admin_user):
     """refund.over_limit v1 ACTIVE (approved by admin), as in the demo data."""
     version = services.procedure_propose(
-        agent=agent, intent=intent, key="refund.over_limit",
+        agent=agent,
+        intent=intent,
+        key="refund.over_limit",
         applies_when="The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
         steps=[
             "Look up the order with lookupOrder({{order_id}}).",
@@ -32,7 +34,8 @@ def active_v1(agent, intent, proposer, admin_user):
         ],
         required_tools=["lookupOrder", "checkReturnWindow", "replyTemplates"],
         forbidden_actions=["Do not refund an order outside its return window."],
-        source=Source.MANUAL, proposed_by=proposer,
+        source=Source.MANUAL,
+        proposed_by=proposer,
     )
     make_passing_eval(version)
     return services.version_approve(version=version, user=admin_user)
@@ -41,7 +44,9 @@ def active_v1(agent, intent, proposer, admin_user):
 @pytest.fixture
 def mined_v2(active_v1, agent, intent):
     return services.procedure_propose(
-        agent=agent, intent=intent, key="refund.over_limit",
+        agent=agent,
+        intent=intent,
+        key="refund.over_limit",
         applies_when="The customer asks for money back for an expensive order of hundreds of EUR, more than the agent may refund on its own.",
         steps=[
             "Look up the order with lookupOrder({{order_id}}).",
@@ -50,8 +55,13 @@ def mined_v2(active_v1, agent, intent):
             "Tell the customer the expected wait with replyTemplates('approval_pending').",
         ],
         required_tools=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
-        forbidden_actions=["Do not refund an order outside its return window.", "Do not promise a refund date before approval."],
-        source=Source.MINED, actor_label="miner", skeleton=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
+        forbidden_actions=[
+            "Do not refund an order outside its return window.",
+            "Do not promise a refund date before approval.",
+        ],
+        source=Source.MINED,
+        actor_label="miner",
+        skeleton=["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"],
         evidence={"support": 118, "resolved": 140, "failed": 60, "failedWithSkeleton": 9},
     )
 
@@ -90,13 +100,19 @@ def test_a_new_procedure_says_so(reviewer_client, candidate):
 
 def test_diff_against_any_other_version_and_its_partial(reviewer_client, mined_v2, active_v1, reviewer):
     v3 = services.version_revise(
-        version=mined_v2, user=reviewer, applies_when=mined_v2.applies_when, steps=mined_v2.steps[:3] + ["Reply."],
-        required_tools=mined_v2.required_tools, forbidden_actions=mined_v2.forbidden_actions,
+        version=mined_v2,
+        user=reviewer,
+        applies_when=mined_v2.applies_when,
+        steps=mined_v2.steps[:3] + ["Reply."],
+        required_tools=mined_v2.required_tools,
+        forbidden_actions=mined_v2.forbidden_actions,
     )
     response = reviewer_client.get(url("version", v3) + f"?against={mined_v2.pk}")
     assert response.context["base"] == mined_v2
     partial = reviewer_client.get(url("version", v3) + f"?against={mined_v2.pk}", HTTP_HX_TARGET="diff", **HTMX)
-    assert b"<html" not in partial.content and b"Comparing <strong>v3</strong> with <strong>v2</strong>" in partial.content
+    assert (
+        b"<html" not in partial.content and b"Comparing <strong>v3</strong> with <strong>v2</strong>" in partial.content
+    )
     assert "HX-Target" in partial["Vary"]
 
 
@@ -114,10 +130,15 @@ def test_evidence_panel_shows_the_contrast_and_skeleton(reviewer_client, mined_v
 
 def test_procedure_text_is_always_escaped(reviewer_client, agent, intent, proposer):
     version = services.procedure_propose(
-        agent=agent, intent=intent, key="xss.test", applies_when="When <b>bold</b> things happen.",
+        agent=agent,
+        intent=intent,
+        key="xss.test",
+        applies_when="When <b>bold</b> things happen.",
         steps=["Reply <script>alert('x')</script> with replyTemplates('x').", "Then <img src=x onerror=alert(1)>."],
-        required_tools=["replyTemplates"], forbidden_actions=["Do not <i>italicise</i>."],
-        source=Source.MANUAL, proposed_by=proposer,
+        required_tools=["replyTemplates"],
+        forbidden_actions=["Do not <i>italicise</i>."],
+        source=Source.MANUAL,
+        proposed_by=proposer,
     )
     thread = Thread.objects.create(version=version, created_by=proposer)
     Comment.objects.create(thread=thread, version=version, author=proposer, body="<script>alert('c')</script>")
@@ -146,12 +167,12 @@ def test_approve_is_disabled_with_the_reasons_for_a_reviewer(reviewer_client, mi
     html = reviewer_client.get(url("version", mined_v2)).content.decode()
     assert re.search(r'<button type="button" class="primary" id="approve-button" disabled', html)
     assert "You do not hold the approve permission" in html
-    assert 'href="/versions/%d/approve/"' % mined_v2.pk not in html
+    assert f'href="/versions/{mined_v2.pk}/approve/"' not in html
 
 
 def test_approve_is_disabled_without_a_passing_eval_even_for_an_approver(refund_approver, mined_v2):
     html = client_for(refund_approver).get(url("version", mined_v2)).content.decode()
-    assert "id=\"approve-button\" disabled" in html and "No passing eval run on this exact content yet." in html
+    assert 'id="approve-button" disabled' in html and "No passing eval run on this exact content yet." in html
 
 
 def test_approver_is_offered_approve_and_must_confirm(refund_approver, mined_v2, active_v1):
@@ -203,8 +224,12 @@ def test_forged_approve_post_without_a_passing_eval_is_409(refund_approver, mine
 
 def test_approver_who_edited_the_version_is_refused_403(refund_approver, mined_v2):
     edited = services.version_revise(
-        version=mined_v2, user=refund_approver, applies_when=mined_v2.applies_when + " Edited.", steps=mined_v2.steps,
-        required_tools=mined_v2.required_tools, forbidden_actions=mined_v2.forbidden_actions,
+        version=mined_v2,
+        user=refund_approver,
+        applies_when=mined_v2.applies_when + " Edited.",
+        steps=mined_v2.steps,
+        required_tools=mined_v2.required_tools,
+        forbidden_actions=mined_v2.forbidden_actions,
     )
     make_passing_eval(edited)
     client = client_for(refund_approver)
@@ -245,13 +270,16 @@ def test_edit_creates_a_new_version_and_says_the_old_eval_no_longer_counts(revie
     make_passing_eval(mined_v2)
     form = reviewer_client.get(url("version_edit", mined_v2)).content.decode()
     assert "The old eval no longer counts" in form and "creates a <strong>new candidate version</strong>" in form
-    response = reviewer_client.post(url("version_edit", mined_v2), {
-        "applies_when": mined_v2.applies_when,
-        "steps": "\n".join(mined_v2.steps[:3] + ["Tell the customer a manager decides within two business days."]),
-        "required_tools": mined_v2.required_tools,
-        "forbidden_actions": "\n".join(mined_v2.forbidden_actions),
-        "reason": "clearer wait",
-    })
+    response = reviewer_client.post(
+        url("version_edit", mined_v2),
+        {
+            "applies_when": mined_v2.applies_when,
+            "steps": "\n".join(mined_v2.steps[:3] + ["Tell the customer a manager decides within two business days."]),
+            "required_tools": mined_v2.required_tools,
+            "forbidden_actions": "\n".join(mined_v2.forbidden_actions),
+            "reason": "clearer wait",
+        },
+    )
     v3 = ProcedureVersion.objects.get(procedure=mined_v2.procedure, number=3)
     assert response.status_code == 302 and response["Location"] == url("version", v3)
     assert (v3.status, v3.edited_by, v3.based_on_id) == (Status.CANDIDATE, reviewer, mined_v2.pk)
@@ -259,17 +287,24 @@ def test_edit_creates_a_new_version_and_says_the_old_eval_no_longer_counts(revie
     assert mined_v2.status == Status.REJECTED and mined_v2.status_reason == "Superseded by v3"
     page = reviewer_client.get(url("version", v3))
     assert "no longer count" in page.content.decode()
-    assert page.context["eval"].run is None and "No passing eval run on this exact content yet." in page.context["blockers"]
+    assert (
+        page.context["eval"].run is None
+        and "No passing eval run on this exact content yet." in page.context["blockers"]
+    )
 
 
 def test_edit_with_no_change_or_bad_input_shows_the_form_again(reviewer_client, mined_v2):
     same = {
-        "applies_when": mined_v2.applies_when, "steps": "\n".join(mined_v2.steps),
-        "required_tools": mined_v2.required_tools, "forbidden_actions": "\n".join(mined_v2.forbidden_actions),
+        "applies_when": mined_v2.applies_when,
+        "steps": "\n".join(mined_v2.steps),
+        "required_tools": mined_v2.required_tools,
+        "forbidden_actions": "\n".join(mined_v2.forbidden_actions),
     }
     response = reviewer_client.post(url("version_edit", mined_v2), same)
     assert response.status_code == 400 and b"Nothing changed" in response.content
-    response = reviewer_client.post(url("version_edit", mined_v2), {**same, "steps": "", "required_tools": ["noSuchTool"]})
+    response = reviewer_client.post(
+        url("version_edit", mined_v2), {**same, "steps": "", "required_tools": ["noSuchTool"]}
+    )
     assert response.status_code == 400
     assert set(response.context["form"].errors) == {"steps", "required_tools"}
     assert ProcedureVersion.objects.filter(procedure=mined_v2.procedure).count() == 2
@@ -279,19 +314,28 @@ def test_edit_with_no_change_or_bad_input_shows_the_form_again(reviewer_client, 
 
 
 def test_eval_panel_shows_the_latest_run_for_this_content_and_polls_while_running(reviewer_client, mined_v2, active_v1):
-    EvalRun.objects.create(version=mined_v2, content_hash="0" * 64, state=EvalRun.State.DONE, verdict=EvalRun.Verdict.FAIL)
-    run = EvalRun.objects.create(version=mined_v2, content_hash=mined_v2.content_hash, state=EvalRun.State.RUNNING, cases_total=20, cases_done=5)
+    EvalRun.objects.create(
+        version=mined_v2, content_hash="0" * 64, state=EvalRun.State.DONE, verdict=EvalRun.Verdict.FAIL
+    )
+    run = EvalRun.objects.create(
+        version=mined_v2, content_hash=mined_v2.content_hash, state=EvalRun.State.RUNNING, cases_total=20, cases_done=5
+    )
     response = reviewer_client.get(url("version", mined_v2))
     assert response.context["eval"].run == run
     html = response.content.decode()
     assert f'hx-get="/versions/{mined_v2.pk}/eval/" hx-trigger="every 2s"' in html and "5 of 20 cases" in html
     # the polled partial, still running: polling continues, no decision panel sent along
     poll = reviewer_client.get(url("version_eval_panel", mined_v2), **HTMX)
-    assert b"every 2s" in poll.content and b'hx-swap-oob' not in poll.content and b"<html" not in poll.content
+    assert b"every 2s" in poll.content and b"hx-swap-oob" not in poll.content and b"<html" not in poll.content
     # finished: no more polling, the verdict, and the decision panel refreshed out of band
     EvalRun.objects.filter(pk=run.pk).update(
-        state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS, cases_done=20,
-        verdict_detail={"reason": "refund_over_limit improved", "intents": {"refund_over_limit": {"baseline": [2, 10], "candidate": [9, 10]}}},
+        state=EvalRun.State.DONE,
+        verdict=EvalRun.Verdict.PASS,
+        cases_done=20,
+        verdict_detail={
+            "reason": "refund_over_limit improved",
+            "intents": {"refund_over_limit": {"baseline": [2, 10], "candidate": [9, 10]}},
+        },
     )
     poll = reviewer_client.get(url("version_eval_panel", mined_v2), **HTMX).content.decode()
     assert "every 2s" not in poll and "✓ PASS" in poll and "refund_over_limit improved" in poll
@@ -301,7 +345,13 @@ def test_eval_panel_shows_the_latest_run_for_this_content_and_polls_while_runnin
 
 
 def test_eval_panel_says_when_the_active_set_moved(reviewer_client, mined_v2):
-    EvalRun.objects.create(version=mined_v2, content_hash=mined_v2.content_hash, baseline_hash="stale", state=EvalRun.State.DONE, verdict=EvalRun.Verdict.PASS)
+    EvalRun.objects.create(
+        version=mined_v2,
+        content_hash=mined_v2.content_hash,
+        baseline_hash="stale",
+        state=EvalRun.State.DONE,
+        verdict=EvalRun.Verdict.PASS,
+    )
     html = reviewer_client.get(url("version", mined_v2)).content.decode()
     assert "The active set changed since this run started" in html
     assert "The active set changed since the eval run started; start a new run." in html  # the blocker
@@ -317,7 +367,9 @@ def test_start_eval_run_calls_the_eval_service(reviewer_client, mined_v2):
 # ------------------------------------------------------------------------------------------- query counts
 
 
-def test_candidate_page_queries_do_not_grow_with_the_queue(django_assert_num_queries, refund_approver, mined_v2, agent, intent):
+def test_candidate_page_queries_do_not_grow_with_the_queue(
+    django_assert_num_queries, refund_approver, mined_v2, agent, intent
+):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -330,8 +382,12 @@ def test_candidate_page_queries_do_not_grow_with_the_queue(django_assert_num_que
     with CaptureQueriesContext(connection) as small:
         assert client.get(url("version", mined_v2)).status_code == 200
     bulk_candidates(agent, intent, 990, prefix="large")
-    threads = Thread.objects.bulk_create([Thread(version=mined_v2, created_by=refund_approver, anchor="step", step=1 + i % 3) for i in range(30)])
-    Comment.objects.bulk_create([Comment(thread=t, version=mined_v2, author=refund_approver, body=f"c{i}") for i, t in enumerate(threads)])
+    threads = Thread.objects.bulk_create(
+        [Thread(version=mined_v2, created_by=refund_approver, anchor="step", step=1 + i % 3) for i in range(30)]
+    )
+    Comment.objects.bulk_create(
+        [Comment(thread=t, version=mined_v2, author=refund_approver, body=f"c{i}") for i, t in enumerate(threads)]
+    )
     with django_assert_num_queries(len(small.captured_queries)):
         response = client.get(url("version", mined_v2))
     assert response.status_code == 200 and len(response.context["threads"]) == 31

@@ -16,7 +16,9 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def case(agent, intent):
-    return RegressionCase.objects.create(agent=agent, intent=intent, task="Refund ORD-1", expected_tools=["lookupOrder"])
+    return RegressionCase.objects.create(
+        agent=agent, intent=intent, task="Refund ORD-1", expected_tools=["lookupOrder"]
+    )
 
 
 def urls(agent, case):
@@ -64,10 +66,16 @@ def test_a_reviewer_creates_and_edits_a_case(client, agent, intent, reviewer, ca
     response = client.post(
         reverse("reviews:case_create", args=[agent.name]),
         {
-            "intent": intent.pk, "name": "big refund", "task": "Refund ORD-7, 900 EUR", "context": '{"order_id": "ORD-7"}',
+            "intent": intent.pk,
+            "name": "big refund",
+            "task": "Refund ORD-7, 900 EUR",
+            "context": '{"order_id": "ORD-7"}',
             "expected_tools": 'lookupOrder\n{"name": "createApproval", "args": {"order_id": "ORD-7"}}',
             "forbidden_tools": '{"name": "replyTemplates", "before": "createApproval"}',
-            "reply_must_match": "(?i)approv", "reply_must_not_match": "", "tool_results": "{}", "is_active": "on",
+            "reply_must_match": "(?i)approv",
+            "reply_must_not_match": "",
+            "tool_results": "{}",
+            "is_active": "on",
         },
     )
     assert response.status_code == 302
@@ -84,9 +92,13 @@ def test_a_reviewer_creates_and_edits_a_case(client, agent, intent, reviewer, ca
     assert "Refund ORD-7, 900 EUR" in page.content.decode()
     # an edit with a broken regex is refused with the field named
     edit = reverse("reviews:case_edit", args=[created.pk])
-    bad = client.post(edit, {"intent": intent.pk, "task": "x", "reply_must_match": "(", "context": "{}", "tool_results": "{}"})
+    bad = client.post(
+        edit, {"intent": intent.pk, "task": "x", "reply_must_match": "(", "context": "{}", "tool_results": "{}"}
+    )
     assert bad.status_code == 400 and "not a regular expression" in bad.content.decode()
-    good = client.post(edit, {"intent": intent.pk, "task": "<script>alert(1)</script>", "context": "{}", "tool_results": "{}"})
+    good = client.post(
+        edit, {"intent": intent.pk, "task": "<script>alert(1)</script>", "context": "{}", "tool_results": "{}"}
+    )
     assert good.status_code == 302
     created.refresh_from_db()
     assert created.task == "<script>alert(1)</script>" and created.is_active is False
@@ -97,7 +109,10 @@ def test_a_reviewer_creates_and_edits_a_case(client, agent, intent, reviewer, ca
 
 def test_a_reviewer_imports_jsonl(client, agent, reviewer):
     client.force_login(reviewer)
-    body = "\n".join(json.dumps({"intent": "order_status", "task": f"Where is ORD-{i}?", "expected_tools": ["lookupOrder"]}) for i in range(3))
+    body = "\n".join(
+        json.dumps({"intent": "order_status", "task": f"Where is ORD-{i}?", "expected_tools": ["lookupOrder"]})
+        for i in range(3)
+    )
     upload = SimpleUploadedFile("cases.jsonl", body.encode(), content_type="application/jsonl")
     response = client.post(reverse("reviews:case_import", args=[agent.name]), {"file": upload})
     assert response.status_code == 302
@@ -120,25 +135,39 @@ UNSTORABLE_JSON = [
 @pytest.mark.parametrize("context", UNSTORABLE_JSON)
 def test_json_a_database_cannot_store_is_a_form_error_not_a_500(client, agent, intent, reviewer, case, context):
     client.force_login(reviewer)
-    fields = {"intent": intent.pk, "task": "t", "context": context, "tool_results": "{}", "expected_tools": "lookupOrder"}
+    fields = {
+        "intent": intent.pk,
+        "task": "t",
+        "context": context,
+        "tool_results": "{}",
+        "expected_tools": "lookupOrder",
+    }
     before = list(RegressionCase.objects.values_list("pk", "context"))
     for url in (reverse("reviews:case_create", args=[agent.name]), reverse("reviews:case_edit", args=[case.pk])):
         response = client.post(url, fields)
         assert response.status_code == 400 and "Enter valid JSON" in response.content.decode(), url
         # the same in an expected call's arguments
-        response = client.post(url, {**fields, "context": "{}", "expected_tools": '{"name": "lookupOrder", "args": ' + context + "}"})
+        response = client.post(
+            url, {**fields, "context": "{}", "expected_tools": '{"name": "lookupOrder", "args": ' + context + "}"}
+        )
         assert response.status_code == 400, url
     assert list(RegressionCase.objects.values_list("pk", "context")) == before
 
 
-@pytest.mark.parametrize("line, message", [
-    ('{"intent": "order_status", "task": "t", "context": {"a": "\\udc00"}}', "lone surrogate"),
-    ('{"intent": "order_status", "task": "a\\ud800b"}', "lone surrogate"),
-    ('{"intent": "order_status", "task": "t", "context": {"a": NaN}}', "NaN"),
-    ('{"intent": "order_status", "task": "t", "tool_results": {"a": [1e999]}}', "finite"),
-    ('{"intent": "order_status", "task": "t", "context": {"a": "x\\u0000"}}', "NUL"),
-    ('{"intent": "order_status", "task": "t", "context": ' + '{"a":' * 2000 + "1" + "}" * 2000 + "}", "nested too deep"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ('{"intent": "order_status", "task": "t", "context": {"a": "\\udc00"}}', "lone surrogate"),
+        ('{"intent": "order_status", "task": "a\\ud800b"}', "lone surrogate"),
+        ('{"intent": "order_status", "task": "t", "context": {"a": NaN}}', "NaN"),
+        ('{"intent": "order_status", "task": "t", "tool_results": {"a": [1e999]}}', "finite"),
+        ('{"intent": "order_status", "task": "t", "context": {"a": "x\\u0000"}}', "NUL"),
+        (
+            '{"intent": "order_status", "task": "t", "context": ' + '{"a":' * 2000 + "1" + "}" * 2000 + "}",
+            "nested too deep",
+        ),
+    ],
+)
 def test_an_import_line_a_database_cannot_store_imports_nothing_and_is_named(client, agent, reviewer, line, message):
     client.force_login(reviewer)
     good = json.dumps({"intent": "order_status", "task": "Where is my parcel?"})
@@ -152,7 +181,12 @@ def test_an_import_line_a_database_cannot_store_imports_nothing_and_is_named(cli
 def test_a_reviewer_turns_a_session_into_a_case(client, agent, intent, reviewer):
     client.force_login(reviewer)
     session = AgentSession.objects.create(
-        agent=agent, session_id="sess-9", intent=intent, task="Refund ORD-9", resolved=True, escalated=False,
+        agent=agent,
+        session_id="sess-9",
+        intent=intent,
+        task="Refund ORD-9",
+        resolved=True,
+        escalated=False,
         skeleton=["lookupOrder", "createApproval"],
     )
     response = client.post(reverse("reviews:case_from_session", args=[agent.name]), {"session": "sess-9"})

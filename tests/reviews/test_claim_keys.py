@@ -20,8 +20,17 @@ from tests.reviews.conftest import bulk_candidates, client_for
 QUEUE = "/queue/"
 # evidence whose support the queue reads as a number, and some it reads as 0
 EVIDENCE = [
-    {"support": 42}, {"support": "17"}, {"support": 0}, {"support": 999999999}, {"support": 1000000000},
-    {"support": -3}, {"support": 5.5}, {"support": "abc"}, {"support": None}, {"support": [1]}, {},
+    {"support": 42},
+    {"support": "17"},
+    {"support": 0},
+    {"support": 999999999},
+    {"support": 1000000000},
+    {"support": -3},
+    {"support": 5.5},
+    {"support": "abc"},
+    {"support": None},
+    {"support": [1]},
+    {},
 ]
 
 
@@ -34,8 +43,13 @@ def _versions_with(agent, intent, evidences: list[dict]) -> list[ProcedureVersio
         content = dict(applies_when=f"Case {i}.", steps=[f"Step {i}."], required_tools=[], forbidden_actions=[])
         versions.append(
             ProcedureVersion(
-                procedure=procedure, number=1, source=Source.MINED, content_hash=content_hash(**content),
-                evidence=evidence, quarantined=i % 3 == 0, **content,
+                procedure=procedure,
+                number=1,
+                source=Source.MINED,
+                content_hash=content_hash(**content),
+                evidence=evidence,
+                quarantined=i % 3 == 0,
+                **content,
             )
         )
     return ProcedureVersion.objects.bulk_create(versions)
@@ -43,7 +57,14 @@ def _versions_with(agent, intent, evidences: list[dict]) -> list[ProcedureVersio
 
 def _copies(claim: CandidateClaim) -> tuple:
     claim.refresh_from_db()
-    return (claim.version_status, claim.quarantined, claim.neg_support, claim.version_created_at, claim.agent_id, claim.intent_id)
+    return (
+        claim.version_status,
+        claim.quarantined,
+        claim.neg_support,
+        claim.version_created_at,
+        claim.agent_id,
+        claim.intent_id,
+    )
 
 
 def _truth(version: ProcedureVersion) -> tuple:
@@ -68,9 +89,16 @@ def test_the_database_overrules_what_an_insert_says(agent, intent, reviewer):
     claims = CandidateClaim.objects.bulk_create(
         [
             CandidateClaim(
-                version=v, assignee=reviewer, claimed_at=now, expires_at=now + timedelta(hours=1),
-                version_status=Status.REJECTED, quarantined=not v.quarantined, neg_support=12345,
-                version_created_at=now - timedelta(days=9), agent=agent, intent=other,
+                version=v,
+                assignee=reviewer,
+                claimed_at=now,
+                expires_at=now + timedelta(hours=1),
+                version_status=Status.REJECTED,
+                quarantined=not v.quarantined,
+                neg_support=12345,
+                version_created_at=now - timedelta(days=9),
+                agent=agent,
+                intent=other,
             )
             for v in versions
         ]
@@ -97,7 +125,7 @@ def test_a_decision_takes_the_claim_out_of_assigned_to_me(agent, intent, reviewe
 
 @pytest.mark.django_db
 def test_moving_a_procedure_to_another_intent_moves_its_claims(agent, intent, reviewer):
-    version, = bulk_candidates(agent, intent, 1)
+    (version,) = bulk_candidates(agent, intent, 1)
     claim = candidate_claim(version=version, user=reviewer)
     other = agent.intents.get(name="order_status")
     Procedure.objects.filter(pk=version.procedure_id).update(intent=other)
@@ -108,7 +136,7 @@ def test_moving_a_procedure_to_another_intent_moves_its_claims(agent, intent, re
 
 @pytest.mark.django_db
 def test_an_expired_claim_taken_again_keeps_its_copies(agent, intent, reviewer, proposer):
-    version, = bulk_candidates(agent, intent, 1, quarantined_every=1)
+    (version,) = bulk_candidates(agent, intent, 1, quarantined_every=1)
     claim = candidate_claim(version=version, user=reviewer)
     past = timezone.now() - timedelta(hours=2)
     CandidateClaim.objects.filter(pk=claim.pk).update(claimed_at=past, expires_at=past + timedelta(hours=1))
@@ -120,7 +148,7 @@ def test_an_expired_claim_taken_again_keeps_its_copies(agent, intent, reviewer, 
 
 @pytest.mark.django_db
 def test_assigned_to_me_combines_with_the_version_filters(candidate, approver, agent, intent):
-    """"Waiting for me" and "passing" are read from the versions, quarantine from the copies."""
+    """ "Waiting for me" and "passing" are read from the versions, quarantine from the copies."""
     flagged, plain = bulk_candidates(agent, intent, 2, quarantined_every=2)
     for version in (candidate, flagged, plain):
         candidate_claim(version=version, user=approver)

@@ -24,7 +24,8 @@ def test_existing_comments_become_unanchored_threads(candidate, reviewer):
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(AFTER)
-    from reviews.models import Comment as NewComment, Thread
+    from reviews.models import Comment as NewComment
+    from reviews.models import Thread
 
     threads = list(Thread.objects.order_by("id"))
     assert len(threads) == 2

@@ -134,17 +134,26 @@ def test_two_approvers_of_two_candidates_one_wins(server, agent, intent, people)
             make_passing_eval(candidate)
         mark = _last_audit_id()
         # when: both approvers press "Approve" at once, each on a different candidate
-        codes = _race([
-            lambda b=browser, c=candidate: b.post(
-                f"{server}/versions/{c.pk}/approve/", data={"comment": "go", "confirm": "on"}, allow_redirects=False
-            )
-            for browser, candidate in zip(browsers, candidates)
-        ])
+        codes = _race(
+            [
+                lambda b=browser, c=candidate: b.post(
+                    f"{server}/versions/{c.pk}/approve/", data={"comment": "go", "confirm": "on"}, allow_redirects=False
+                )
+                for browser, candidate in zip(browsers, candidates)
+            ]
+        )
         # then: one is ACTIVE, v1 retired once, the loser is still a candidate
         winner = candidates[_one_winner(codes)]
         loser = candidates[1 - _one_winner(codes)]
-        assert _versions(v1.procedure) == {1: Status.RETIRED, winner.number: Status.ACTIVE, loser.number: Status.CANDIDATE}
-        assert _audit(v1.procedure, mark) == [(AuditEvent.Action.AUTO_RETIRE, 1), (AuditEvent.Action.APPROVE, winner.number)]
+        assert _versions(v1.procedure) == {
+            1: Status.RETIRED,
+            winner.number: Status.ACTIVE,
+            loser.number: Status.CANDIDATE,
+        }
+        assert _audit(v1.procedure, mark) == [
+            (AuditEvent.Action.AUTO_RETIRE, 1),
+            (AuditEvent.Action.APPROVE, winner.number),
+        ]
 
 
 def test_two_rollbacks_to_one_version_one_wins(server, agent, intent, people):
@@ -161,12 +170,16 @@ def test_two_rollbacks_to_one_version_one_wins(server, agent, intent, people):
         # given: one version ACTIVE, the other RETIRED; both admins roll back to the retired one
         target, current = (v1, v2) if round_ % 2 == 0 else (v2, v1)
         mark = _last_audit_id()
-        codes = _race([
-            lambda b=browser: b.post(
-                f"{server}/ops/versions/{target.pk}/rollback/", data={"reason": f"round {round_}"}, allow_redirects=False
-            )
-            for browser in browsers
-        ])
+        codes = _race(
+            [
+                lambda b=browser: b.post(
+                    f"{server}/ops/versions/{target.pk}/rollback/",
+                    data={"reason": f"round {round_}"},
+                    allow_redirects=False,
+                )
+                for browser in browsers
+            ]
+        )
         _one_winner(codes)
         assert _versions(v1.procedure) == {target.number: Status.ACTIVE, current.number: Status.RETIRED}
         assert _audit(v1.procedure, mark) == [
@@ -189,14 +202,18 @@ def test_approve_against_retire_one_wins(server, agent, intent, people):
         make_passing_eval(v2)
         mark = _last_audit_id()
         # when: the approver approves v2 while an admin retires v1
-        codes = _race([
-            lambda: approver_browser.post(
-                f"{server}/versions/{v2.pk}/approve/", data={"comment": "go", "confirm": "on"}, allow_redirects=False
-            ),
-            lambda: admin_browser.post(
-                f"{server}/ops/versions/{v1.pk}/retire/", data={"reason": f"round {round_}"}, allow_redirects=False
-            ),
-        ])
+        codes = _race(
+            [
+                lambda: approver_browser.post(
+                    f"{server}/versions/{v2.pk}/approve/",
+                    data={"comment": "go", "confirm": "on"},
+                    allow_redirects=False,
+                ),
+                lambda: admin_browser.post(
+                    f"{server}/ops/versions/{v1.pk}/retire/", data={"reason": f"round {round_}"}, allow_redirects=False
+                ),
+            ]
+        )
         # then: either the approval replaced v1 (and the retire found nothing active to retire), or
         # v1 was retired (and the approval was refused: its eval's baseline is gone)
         if _one_winner(codes) == 0:
@@ -220,7 +237,8 @@ def test_reviewers_proposing_one_reported_group_at_once_make_one_candidate(serve
 
     def propose(index, browser):
         answers[index] = browser.post(
-            f"{server}/mining-runs/{run.pk}/propose/", data={"intent": "order_status", "reason": f"reviewer {index}"},
+            f"{server}/mining-runs/{run.pk}/propose/",
+            data={"intent": "order_status", "reason": f"reviewer {index}"},
             allow_redirects=False,
         )
         return answers[index]

@@ -40,12 +40,19 @@ def test_side_drops_the_other_sides_changes_and_merges_neighbours():
 
 def test_align_items_keeps_one_step_per_row_and_pairs_edited_steps():
     old = ["Look up the order.", "Check the return window.", "Tell the customer the refund is processed."]
-    new = ["Look up the order.", "Check the return window.", "Create an approval request.", "Tell the customer the expected wait."]
+    new = [
+        "Look up the order.",
+        "Check the return window.",
+        "Create an approval request.",
+        "Tell the customer the expected wait.",
+    ]
     rows = align_items(old, new)
     assert [r.kind for r in rows] == ["same", "same", "added", "changed"]
     assert [(r.old_number, r.new_number) for r in rows] == [(1, 1), (2, 2), (None, 3), (3, 4)]
     changed = rows[3]
-    assert Piece("insert", "expected wait") in changed.new or any(p.op == "insert" and "wait" in p.text for p in changed.new)
+    assert Piece("insert", "expected wait") in changed.new or any(
+        p.op == "insert" and "wait" in p.text for p in changed.new
+    )
     assert all(p.op != "insert" for p in changed.old)
 
 
@@ -59,7 +66,11 @@ def test_tools_compare_as_a_set_ignoring_order():
     same = compare_set("requiredTools", "Required tools", ["a", "b"], ["b", "a"])
     assert not same.has_changed()
     changed = compare_set("requiredTools", "Required tools", ["a", "b"], ["b", "c"])
-    assert [(r.kind, r.new[0].text if r.new else r.old[0].text) for r in changed.rows] == [("same", "b"), ("added", "c"), ("removed", "a")]
+    assert [(r.kind, r.new[0].text if r.new else r.old[0].text) for r in changed.rows] == [
+        ("same", "b"),
+        ("added", "c"),
+        ("removed", "a"),
+    ]
     assert changed.summary == "1 added, 1 removed"
 
 

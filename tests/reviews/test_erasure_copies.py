@@ -58,17 +58,28 @@ def history(candidate, reviewer, approver, admin_user, django_capture_on_commit_
     approver.email = "approver@example.com"
     approver.save(update_fields=["email"])
     with django_capture_on_commit_callbacks(execute=True):  # the mention's e-mail is queued after commit
-        review_services.comment_create(version=candidate, user=reviewer, body=f"note {MARKER}: the customer's name is in step 2, @approver")
+        review_services.comment_create(
+            version=candidate, user=reviewer, body=f"note {MARKER}: the customer's name is in step 2, @approver"
+        )
     review_services.thread_create(version=candidate, user=reviewer, body=f"step {MARKER} again", anchor="step", step=1)
     step = f"Tell {CONTENT_MARKER} the approval number."
     v2 = services.version_revise(
-        version=candidate, user=reviewer, applies_when=candidate.applies_when, steps=[*candidate.steps, step],
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions, reason=f"adds the step '{step}'",
+        version=candidate,
+        user=reviewer,
+        applies_when=candidate.applies_when,
+        steps=[*candidate.steps, step],
+        required_tools=candidate.required_tools,
+        forbidden_actions=candidate.forbidden_actions,
+        reason=f"adds the step '{step}'",
     )
     review_services.thread_create(version=v2, user=reviewer, body=f"thread on v2 with {MARKER}")
     v3 = services.version_revise(
-        version=v2, user=reviewer, applies_when=v2.applies_when, steps=[*v2.steps, "Close the ticket when approved."],
-        required_tools=v2.required_tools, forbidden_actions=v2.forbidden_actions,
+        version=v2,
+        user=reviewer,
+        applies_when=v2.applies_when,
+        steps=[*v2.steps, "Close the ticket when approved."],
+        required_tools=v2.required_tools,
+        forbidden_actions=v2.forbidden_actions,
     )
     v3 = activate(v3, approver)
     return candidate, v2, v3
@@ -88,7 +99,9 @@ def test_erasure_leaves_the_markers_nowhere(client, history, admin_user, approve
 
     # when: an admin erases both versions on the erase page
     for version in (v1, v2):
-        response = client.post(reverse("reviews:ops_erase", args=[version.pk]), {"ground": "personal_data", "reason": "request 32"})
+        response = client.post(
+            reverse("reviews:ops_erase", args=[version.pk]), {"ground": "personal_data", "reason": "request 32"}
+        )
         assert response.status_code == 302
         assert "checked: 0 copies left" in client.get(response["Location"]).content.decode()
         page = client.get(reverse("reviews:ops_erase", args=[version.pk])).content.decode()  # the erase page reports it
@@ -146,14 +159,28 @@ def test_erasure_leaves_the_markers_nowhere(client, history, admin_user, approve
 def test_the_mining_report_entry_loses_its_draft(agent, intent, admin_user):
     run = MiningRun.objects.create(agent=agent, state=MiningRun.State.DONE)
     version = services.procedure_propose(
-        agent=agent, intent=intent, key="mined.one", applies_when=f"A customer {CONTENT_MARKER} asks twice.",
+        agent=agent,
+        intent=intent,
+        key="mined.one",
+        applies_when=f"A customer {CONTENT_MARKER} asks twice.",
         steps=[f"Greet {CONTENT_MARKER} by name.", "Look up the order with lookupOrder({{order_id}})."],
-        required_tools=["lookupOrder"], forbidden_actions=[], source=Source.MINED, mining_run=run,
+        required_tools=["lookupOrder"],
+        forbidden_actions=[],
+        source=Source.MINED,
+        mining_run=run,
     )
     run.report = [
-        {"intent": intent.name, "status": "mined", "reason": "proposed as mined.one v1", "steps": version.steps,
-         "forbiddenActions": [], "summary": "lookupOrder in 30 of 31 resolved sessions", "skeleton": ["lookupOrder"],
-         "figures": {"support": 31}, "version": {"id": "mined.one", "number": 1, "pk": version.pk}},
+        {
+            "intent": intent.name,
+            "status": "mined",
+            "reason": "proposed as mined.one v1",
+            "steps": version.steps,
+            "forbiddenActions": [],
+            "summary": "lookupOrder in 30 of 31 resolved sessions",
+            "skeleton": ["lookupOrder"],
+            "figures": {"support": 31},
+            "version": {"id": "mined.one", "number": 1, "pk": version.pk},
+        },
         {"intent": "other", "status": "below_threshold", "reason": "too few sessions", "figures": {"support": 2}},
     ]
     run.save(update_fields=["report"])
@@ -196,14 +223,22 @@ def test_text_a_version_inherited_stays_with_the_version_that_keeps_it(candidate
     to remove them); the check then finds no copy, and v1 is untouched."""
     added = f"Tell {CONTENT_MARKER} the approval number."
     v2 = services.version_revise(
-        version=candidate, user=reviewer, applies_when=candidate.applies_when, steps=[*candidate.steps, added],
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions, reason=f"adds '{added}'",
+        version=candidate,
+        user=reviewer,
+        applies_when=candidate.applies_when,
+        steps=[*candidate.steps, added],
+        required_tools=candidate.required_tools,
+        forbidden_actions=candidate.forbidden_actions,
+        reason=f"adds '{added}'",
     )
     services.version_erase(version=v2, user=admin_user, ground="personal_data", reason="request 11")
     sweep = ErasureSweep.objects.get(tombstone=v2.tombstone)
     assert sweep.remaining == [] and sweep.flagged_versions == []
     candidate.refresh_from_db()
-    assert candidate.steps[0].startswith("Look up the order") and candidate.compute_content_hash() == candidate.content_hash
+    assert (
+        candidate.steps[0].startswith("Look up the order")
+        and candidate.compute_content_hash() == candidate.content_hash
+    )
     assert stored_text_holding(CONTENT_MARKER) == []
     call_command("scan_erased", stdout=io.StringIO())
 
@@ -217,12 +252,19 @@ def test_phrasing_the_erased_version_shares_with_staying_ones_is_no_copy(candida
     steps = [*candidate.steps[:-1], shared_start + "'approval_pending')."]
     other_version = other_procedure.versions.get()
     v2 = services.version_revise(
-        version=candidate, user=admin_user, applies_when=f"{candidate.applies_when} {CONTENT_MARKER}", steps=steps,
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
+        version=candidate,
+        user=admin_user,
+        applies_when=f"{candidate.applies_when} {CONTENT_MARKER}",
+        steps=steps,
+        required_tools=candidate.required_tools,
+        forbidden_actions=candidate.forbidden_actions,
     )
     kept = services.version_revise(
-        version=other_version, user=admin_user, applies_when=other_version.applies_when,
-        steps=[*other_version.steps[:-1], shared_start + "'order_status')."], required_tools=other_version.required_tools,
+        version=other_version,
+        user=admin_user,
+        applies_when=other_version.applies_when,
+        steps=[*other_version.steps[:-1], shared_start + "'order_status')."],
+        required_tools=other_version.required_tools,
         forbidden_actions=other_version.forbidden_actions,
     )
     # when

@@ -27,8 +27,14 @@ def test_the_key_is_stored_used_and_never_shown_back(client, agent, admin_user):
     client.force_login(admin_user)
     url = reverse("reviews:agent_eval_settings", args=[agent.name])
     form = {
-        "eval_runner": "model", "model_base_url": "http://127.0.0.1:9/v1", "model_name": "m-1", "model_api_key": "sk-very-secret",
-        "eval_concurrency": 3, "eval_timeout_seconds": 20, "tool_schemas": '{"lookupOrder": {"type": "object"}}', "base_instruction": "Be brief.",
+        "eval_runner": "model",
+        "model_base_url": "http://127.0.0.1:9/v1",
+        "model_name": "m-1",
+        "model_api_key": "sk-very-secret",
+        "eval_concurrency": 3,
+        "eval_timeout_seconds": 20,
+        "tool_schemas": '{"lookupOrder": {"type": "object"}}',
+        "base_instruction": "Be brief.",
     }
     assert client.post(url, form).status_code == 302
     agent.refresh_from_db()
@@ -55,8 +61,14 @@ def test_incomplete_settings_are_refused_naming_the_field(agent, admin_user, rev
     assert "eval_url" in excinfo.value.message_dict
     settings.PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES = ["tests.evals_support"]
     with pytest.raises(ValidationError, match="outside PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES"):
-        agent_settings_update(agent=agent, user=admin_user, changes={"eval_runner": "python", "eval_python_path": "os:system"})
-    agent_settings_update(agent=agent, user=admin_user, changes={"eval_runner": "python", "eval_python_path": "tests.evals_support:recording_runner"})
+        agent_settings_update(
+            agent=agent, user=admin_user, changes={"eval_runner": "python", "eval_python_path": "os:system"}
+        )
+    agent_settings_update(
+        agent=agent,
+        user=admin_user,
+        changes={"eval_runner": "python", "eval_python_path": "tests.evals_support:recording_runner"},
+    )
     with pytest.raises(PermissionDenied):
         agent_settings_update(agent=agent, user=reviewer, changes={"eval_runner": "demo"})
 
@@ -90,9 +102,15 @@ def test_no_allow_list_means_no_http_or_python_runner(settings, agent, admin_use
     settings.PROCMEM_EVAL_ALLOWED_URLS = []
     settings.PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES = []
     with pytest.raises(ValidationError, match="outside PROCMEM_EVAL_ALLOWED_URLS"):
-        agent_settings_update(agent=agent, user=admin_user, changes={"eval_runner": "http", "eval_url": "http://127.0.0.1:9/eval"})
+        agent_settings_update(
+            agent=agent, user=admin_user, changes={"eval_runner": "http", "eval_url": "http://127.0.0.1:9/eval"}
+        )
     with pytest.raises(ValidationError, match="outside PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES"):
-        agent_settings_update(agent=agent, user=admin_user, changes={"eval_runner": "python", "eval_python_path": "tests.evals_support:recording_runner"})
+        agent_settings_update(
+            agent=agent,
+            user=admin_user,
+            changes={"eval_runner": "python", "eval_python_path": "tests.evals_support:recording_runner"},
+        )
 
 
 def test_a_stored_url_outside_the_allow_list_is_refused_at_run_time(settings, agent):
@@ -109,9 +127,14 @@ def test_a_key_given_as_an_environment_reference_is_read_at_use(agent, admin_use
     from library.evals.runners import RunnerError, runner_for_agent
 
     agent_settings_update(
-        agent=agent, user=admin_user,
-        changes={"eval_runner": "model", "model_base_url": "http://127.0.0.1:9/v1", "model_name": "m",
-                 "model_api_key": "env:PROCMEM_TEST_MODEL_KEY"},
+        agent=agent,
+        user=admin_user,
+        changes={
+            "eval_runner": "model",
+            "model_base_url": "http://127.0.0.1:9/v1",
+            "model_name": "m",
+            "model_api_key": "env:PROCMEM_TEST_MODEL_KEY",
+        },
     )
     agent.refresh_from_db()
     assert agent.model_api_key == "env:PROCMEM_TEST_MODEL_KEY"

@@ -53,19 +53,26 @@ def test_missing_runs_and_versions_are_404(client, reviewer, run):
     assert client.get(reverse("reviews:version_eval_start", args=[run.version_id])).status_code == 405
 
 
-def test_start_runs_and_the_detail_shows_the_verdict(client, agent, candidate, reviewer, django_capture_on_commit_callbacks):
+def test_start_runs_and_the_detail_shows_the_verdict(
+    client, agent, candidate, reviewer, django_capture_on_commit_callbacks
+):
     client.force_login(reviewer)
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post(reverse("reviews:version_eval_start", args=[candidate.pk]))
     run = EvalRun.objects.get(version=candidate)
-    assert response.status_code == 302 and response["Location"] == reverse("reviews:version", args=[candidate.pk]) + "#eval"
+    assert (
+        response.status_code == 302
+        and response["Location"] == reverse("reviews:version", args=[candidate.pk]) + "#eval"
+    )
     # the fixture agent has no regression cases: the run is judged inconclusive, and says why
     page = client.get(reverse("reviews:eval_detail", args=[run.pk])).content.decode()
     assert "INCONCLUSIVE" in page and "at least 5 are needed" in page
     assert "Demo agent (simulator)" in page
 
 
-def test_progress_fragment_polls_while_running_and_json_reports_numbers(client, reviewer, run, django_assert_max_num_queries):
+def test_progress_fragment_polls_while_running_and_json_reports_numbers(
+    client, reviewer, run, django_assert_max_num_queries
+):
     client.force_login(reviewer)
     with django_assert_max_num_queries(12):
         fragment = client.get(reverse("reviews:eval_progress", args=[run.pk]), **HTMX)
@@ -73,9 +80,19 @@ def test_progress_fragment_polls_while_running_and_json_reports_numbers(client, 
     assert 'hx-trigger="every 1s"' in html and f'href="/evals/{run.pk}/"' in html
     data = client.get(reverse("reviews:eval_progress", args=[run.pk]) + "?format=json").json()
     assert data == {
-        "kind": "approval", "environment": "production", "id": run.pk, "state": "queued", "verdict": None, "casesTotal": 0, "casesDone": 0, "errors": 0,
-        "finished": False, "failureReason": None, "contentHash": run.content_hash,
-        "baselineHash": run.baseline_hash, "baselineCurrent": True,
+        "kind": "approval",
+        "environment": "production",
+        "id": run.pk,
+        "state": "queued",
+        "verdict": None,
+        "casesTotal": 0,
+        "casesDone": 0,
+        "errors": 0,
+        "finished": False,
+        "failureReason": None,
+        "contentHash": run.content_hash,
+        "baselineHash": run.baseline_hash,
+        "baselineCurrent": True,
     }
 
 
@@ -89,7 +106,9 @@ def test_cancel_from_htmx_swaps_the_fragment_and_stops_polling(client, reviewer,
     assert run.state == EvalRun.State.CANCELLED
 
 
-def test_the_run_page_costs_the_same_queries_for_few_and_many_cases(client, agent, intent, candidate, reviewer, django_capture_on_commit_callbacks):
+def test_the_run_page_costs_the_same_queries_for_few_and_many_cases(
+    client, agent, intent, candidate, reviewer, django_capture_on_commit_callbacks
+):
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -100,7 +119,8 @@ def test_the_run_page_costs_the_same_queries_for_few_and_many_cases(client, agen
     def queries(cases: int) -> int:
         RegressionCase.objects.filter(agent=agent).update(is_active=False)
         RegressionCase.objects.bulk_create(
-            RegressionCase(agent=agent, intent=intent, task=f"Refund ORD-{i}", expected_tools=["lookupOrder"]) for i in range(cases)
+            RegressionCase(agent=agent, intent=intent, task=f"Refund ORD-{i}", expected_tools=["lookupOrder"])
+            for i in range(cases)
         )
         with django_capture_on_commit_callbacks(execute=True):
             run = evals.eval_run_start(version=candidate, user=reviewer)
@@ -112,7 +132,9 @@ def test_the_run_page_costs_the_same_queries_for_few_and_many_cases(client, agen
     assert queries(3) == queries(30)
 
 
-def test_the_page_says_when_the_active_set_moved_since_the_run(client, agent, intent, candidate, reviewer, other_procedure, admin_user, django_capture_on_commit_callbacks):
+def test_the_page_says_when_the_active_set_moved_since_the_run(
+    client, agent, intent, candidate, reviewer, other_procedure, admin_user, django_capture_on_commit_callbacks
+):
     from library import services
     from tests.conftest import make_passing_eval
 
@@ -136,7 +158,10 @@ def test_an_approved_versions_run_does_not_ask_for_a_new_run(client, candidate, 
     run = make_passing_eval(candidate)
     services.version_approve(version=candidate, user=admin_user)
     client.force_login(reviewer)
-    assert "The active set changed since this run started" not in client.get(reverse("reviews:eval_detail", args=[run.pk])).content.decode()
+    assert (
+        "The active set changed since this run started"
+        not in client.get(reverse("reviews:eval_detail", args=[run.pk])).content.decode()
+    )
     assert "start a new run" not in client.get(reverse("reviews:eval_progress", args=[run.pk]), **HTMX).content.decode()
 
 

@@ -18,14 +18,24 @@ TAG = re.compile(r"<(\w+)\b([^>]*)>", re.S)
 
 def _pages(candidate, reviewer):
     v2 = services.version_revise(
-        version=candidate, user=reviewer, applies_when=candidate.applies_when + " Edited.", steps=candidate.steps,
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
+        version=candidate,
+        user=reviewer,
+        applies_when=candidate.applies_when + " Edited.",
+        steps=candidate.steps,
+        required_tools=candidate.required_tools,
+        forbidden_actions=candidate.forbidden_actions,
     )
     EvalRun.objects.create(version=v2, content_hash=v2.content_hash, state=EvalRun.State.RUNNING, cases_total=4)
     return [
-        "/queue/", "/queue/?mine=1&sort=evidence", f"/versions/{v2.pk}/", f"/versions/{candidate.pk}/",
-        f"/versions/{v2.pk}/edit/", f"/versions/{v2.pk}/approve/", f"/procedures/{candidate.procedure_id}/",
-        "/procedures/new/", "/procedures/new/?agent=support_agent",
+        "/queue/",
+        "/queue/?mine=1&sort=evidence",
+        f"/versions/{v2.pk}/",
+        f"/versions/{candidate.pk}/",
+        f"/versions/{v2.pk}/edit/",
+        f"/versions/{v2.pk}/approve/",
+        f"/procedures/{candidate.procedure_id}/",
+        "/procedures/new/",
+        "/procedures/new/?agent=support_agent",
     ]
 
 

@@ -12,13 +12,26 @@ from library.models import AuditEvent, Source, Status
 
 pytestmark = pytest.mark.django_db
 
-FORM = {"min_tool_calls": 2, "support_threshold": 5, "significance_level": 0.01, "backtest_share": 0.2, "auto_capture_enabled": "on"}
+FORM = {
+    "min_tool_calls": 2,
+    "support_threshold": 5,
+    "significance_level": 0.01,
+    "backtest_share": 0.2,
+    "auto_capture_enabled": "on",
+}
 
 
 def _settings_form(agent, **changes):
     """The whole agent settings form as it stands, with `changes`."""
-    data = {"tools": "\n".join(agent.tools), "procedural_memory_enabled": "on", "injection_cap": agent.injection_cap,
-            "review_target_hours": agent.review_target_hours, "redaction_patterns": "[]", **FORM, **changes}
+    data = {
+        "tools": "\n".join(agent.tools),
+        "procedural_memory_enabled": "on",
+        "injection_cap": agent.injection_cap,
+        "review_target_hours": agent.review_target_hours,
+        "redaction_patterns": "[]",
+        **FORM,
+        **changes,
+    }
     return data
 
 
@@ -44,7 +57,13 @@ def test_capture_settings_are_changed_on_the_agent_settings_page(client, agent, 
     client.force_login(admin_user)
     assert client.post(url, _settings_form(agent)).status_code == 302
     agent.refresh_from_db()
-    assert (agent.auto_capture_enabled, agent.min_tool_calls, agent.support_threshold, agent.significance_level, agent.backtest_share) == (True, 2, 5, 0.01, 0.2)
+    assert (
+        agent.auto_capture_enabled,
+        agent.min_tool_calls,
+        agent.support_threshold,
+        agent.significance_level,
+        agent.backtest_share,
+    ) == (True, 2, 5, 0.01, 0.2)
     assert AuditEvent.objects.get(action=AuditEvent.Action.SETTINGS, agent=agent).actor == admin_user
 
 
@@ -56,10 +75,24 @@ def test_capture_settings_refuse_bad_values_on_the_page(client, agent, admin_use
 
 def _run(agent):
     items = [
-        {"session_id": f"{label}-{i}", "task_key": f"{label}-{i}", "intent": "order_status", "task": "Where is my order?",
-         "outcome": {"resolved": label == "ok"}, "ended_at": f"2026-11-01T10:{i:02d}:00Z",
-         "tool_calls": [{"name": t, "args": {}, "ok": True} for t in (["lookupOrder", "checkReturnWindow", "replyTemplates"] if label == "ok" else ["replyTemplates", "lookupOrder", "checkReturnWindow"])]}
-        for label in ("ok", "bad") for i in range(8)
+        {
+            "session_id": f"{label}-{i}",
+            "task_key": f"{label}-{i}",
+            "intent": "order_status",
+            "task": "Where is my order?",
+            "outcome": {"resolved": label == "ok"},
+            "ended_at": f"2026-11-01T10:{i:02d}:00Z",
+            "tool_calls": [
+                {"name": t, "args": {}, "ok": True}
+                for t in (
+                    ["lookupOrder", "checkReturnWindow", "replyTemplates"]
+                    if label == "ok"
+                    else ["replyTemplates", "lookupOrder", "checkReturnWindow"]
+                )
+            ],
+        }
+        for label in ("ok", "bad")
+        for i in range(8)
     ]
     sessions_store(agent=agent, sessions=[parse_procmem(item) for item in items])
     return mining_run_execute(agent=agent, support_threshold=3)
@@ -93,10 +126,19 @@ def _reported_run(agent):
     """Resolved and failed sessions that call the same tools in the same order: the group is tested,
     not credible, and reported (not proposed)."""
     items = [
-        {"session_id": f"{label}-{i}", "task_key": f"{label}-{i}", "intent": "order_status", "task": "Where is my order?",
-         "outcome": {"resolved": label == "ok"}, "ended_at": f"2026-11-01T10:{i:02d}:00Z",
-         "tool_calls": [{"name": t, "args": {}, "ok": True} for t in ["lookupOrder", "checkReturnWindow", "replyTemplates"]]}
-        for label in ("ok", "bad") for i in range(8)
+        {
+            "session_id": f"{label}-{i}",
+            "task_key": f"{label}-{i}",
+            "intent": "order_status",
+            "task": "Where is my order?",
+            "outcome": {"resolved": label == "ok"},
+            "ended_at": f"2026-11-01T10:{i:02d}:00Z",
+            "tool_calls": [
+                {"name": t, "args": {}, "ok": True} for t in ["lookupOrder", "checkReturnWindow", "replyTemplates"]
+            ],
+        }
+        for label in ("ok", "bad")
+        for i in range(8)
     ]
     sessions_store(agent=agent, sessions=[parse_procmem(item) for item in items])
     run = mining_run_execute(agent=agent, support_threshold=3)
@@ -156,5 +198,9 @@ def test_a_reported_group_that_a_live_version_covers_is_not_proposed_again(clien
     # a second run reports the same group again; the first candidate covers it
     second = mining_run_execute(agent=agent, support_threshold=3)
     client.force_login(reviewer)
-    page = client.post(reverse("reviews:mining_run_propose", args=[second.pk]), {"intent": "order_status", "reason": "second"}, follow=True)
+    page = client.post(
+        reverse("reviews:mining_run_propose", args=[second.pk]),
+        {"intent": "order_status", "reason": "second"},
+        follow=True,
+    )
     assert "covered by" in page.content.decode() and not second.versions.exists()

@@ -36,10 +36,14 @@ def _login(client, user):
 # ---------------------------------------------------------------------------------------------- active set
 
 
-def test_active_set_page_lists_served_and_refused_with_the_missing_tool(client, admin_user, agent, active, other_procedure, approver, other_approver):
+def test_active_set_page_lists_served_and_refused_with_the_missing_tool(
+    client, admin_user, agent, active, other_procedure, approver, other_approver
+):
     # given: order.status active, then the agent loses createApproval which refund.over_limit needs
     activate(other_procedure.versions.get(), other_approver)
-    services.agent_set_tools(agent=agent, tools=["lookupOrder", "checkReturnWindow", "replyTemplates"], user=admin_user, reason="test")
+    services.agent_set_tools(
+        agent=agent, tools=["lookupOrder", "checkReturnWindow", "replyTemplates"], user=admin_user, reason="test"
+    )
     # when
     response = _login(client, admin_user).get(reverse("reviews:ops_agent", args=[agent.name]))
     # then
@@ -57,7 +61,9 @@ def test_active_set_page_is_hidden_from_an_outsider_and_needs_login(client, outs
     assert _login(client, outsider).get(url).status_code == 404
 
 
-def test_agent_page_shows_manage_rights_from_prefetched_object_permissions(client, agent, active, other_procedure, django_assert_max_num_queries):
+def test_agent_page_shows_manage_rights_from_prefetched_object_permissions(
+    client, agent, active, other_procedure, django_assert_max_num_queries
+):
     manager = procedure_manager(active.procedure)
     _login(client, manager)
     # the manager holds a per-procedure right only; the page is still visible to them. The budget
@@ -79,7 +85,10 @@ def test_retire_permission_matrix(client, agent, active, reviewer, outsider, adm
     assert response.status_code == 302 and reverse("login") in response["Location"]
     # outsider cannot see the agent's operations → 404; a version that does not exist → 404
     assert _login(client, outsider).post(url, {"reason": "x"}).status_code == 404
-    assert _login(client, admin_user).post(reverse("reviews:ops_retire", args=[999999]), {"reason": "x"}).status_code == 404
+    assert (
+        _login(client, admin_user).post(reverse("reviews:ops_retire", args=[999999]), {"reason": "x"}).status_code
+        == 404
+    )
     # a reviewer sees it but may not retire → 403, on the confirmation page too
     _login(client, reviewer)
     assert client.get(url).status_code == 403
@@ -97,11 +106,19 @@ def test_retire_permission_matrix(client, agent, active, reviewer, outsider, adm
     active.refresh_from_db()
     assert active.status == Status.RETIRED
     event = AuditEvent.objects.get(action=AuditEvent.Action.RETIRE, version=active)
-    assert (event.actor, event.reason, event.before["status"], event.after["status"]) == (manager, "promised refund dates", "ACTIVE", "RETIRED")
+    assert (event.actor, event.reason, event.before["status"], event.after["status"]) == (
+        manager,
+        "promised refund dates",
+        "ACTIVE",
+        "RETIRED",
+    )
 
 
 def test_approver_without_manage_right_gets_403_on_retire(client, active, approver):
-    assert _login(client, approver).post(reverse("reviews:ops_retire", args=[active.pk]), {"reason": "x"}).status_code == 403
+    assert (
+        _login(client, approver).post(reverse("reviews:ops_retire", args=[active.pk]), {"reason": "x"}).status_code
+        == 403
+    )
 
 
 def test_retire_needs_a_reason_and_changes_nothing_without_one(client, active, agent):
@@ -120,7 +137,9 @@ def test_retire_of_a_version_that_is_no_longer_active_is_a_conflict(client, admi
     assert "Only the active version can be retired" in response.content.decode()
 
 
-def test_agent_wide_manager_and_superuser_may_retire(client, agent, active, admin_user, other_procedure, other_approver):
+def test_agent_wide_manager_and_superuser_may_retire(
+    client, agent, active, admin_user, other_procedure, other_approver
+):
     manager = agent_manager(agent)
     _login(client, manager).post(reverse("reviews:ops_retire", args=[active.pk]), {"reason": "agent-wide"})
     active.refresh_from_db()
@@ -160,7 +179,9 @@ def test_rollback_permission_matrix(client, rolled_pair, reviewer, outsider, app
 
 def test_rollback_confirmation_warns_when_the_version_misses_a_current_tool(client, admin_user, agent, rolled_pair):
     v1, _v2 = rolled_pair
-    services.agent_set_tools(agent=agent, tools=["lookupOrder", "checkReturnWindow", "replyTemplates"], user=admin_user, reason="test")
+    services.agent_set_tools(
+        agent=agent, tools=["lookupOrder", "checkReturnWindow", "replyTemplates"], user=admin_user, reason="test"
+    )
     _login(client, admin_user)
     page = client.get(reverse("reviews:ops_rollback", args=[v1.pk]))
     assert page.context["missing_tools"] == ["createApproval"]
@@ -203,16 +224,25 @@ def _revoke(client, agent, **data):
 def test_grant_permission_matrix(client, agent, candidate, reviewer, outsider, approver):
     grantee = make_user("newcomer")
     data = {"scope": candidate.procedure.key, "grantee_kind": "user", "grantee": "newcomer"}
-    assert _grant(client, agent, **data).status_code == 302 and not grantee.has_perm("library.approve_procedure", candidate.procedure)
+    assert _grant(client, agent, **data).status_code == 302 and not grantee.has_perm(
+        "library.approve_procedure", candidate.procedure
+    )
     assert _login(client, outsider).post(reverse("reviews:ops_grant", args=[agent.name]), data).status_code == 404
     assert _login(client, reviewer).post(reverse("reviews:ops_grant", args=[agent.name]), data).status_code == 403
     # holding approve rights, or manage rights on procedures, does not let one hand out approve rights
     assert _login(client, approver).post(reverse("reviews:ops_grant", args=[agent.name]), data).status_code == 403
-    assert _login(client, procedure_manager(candidate.procedure)).post(reverse("reviews:ops_grant", args=[agent.name]), data).status_code == 403
+    assert (
+        _login(client, procedure_manager(candidate.procedure))
+        .post(reverse("reviews:ops_grant", args=[agent.name]), data)
+        .status_code
+        == 403
+    )
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.GRANT).exists()
     manager = make_user("owner")
     assign_perm("library.manage_agent", manager, agent)
-    response = _login(client, manager).post(reverse("reviews:ops_grant", args=[agent.name]), {**data, "reason": "new team lead"})
+    response = _login(client, manager).post(
+        reverse("reviews:ops_grant", args=[agent.name]), {**data, "reason": "new team lead"}
+    )
     assert response.status_code == 302
     grantee = type(grantee).objects.get(pk=grantee.pk)  # fresh permission cache
     assert grantee.has_perm("library.approve_procedure", candidate.procedure)
@@ -247,14 +277,24 @@ def test_grant_and_revoke_to_a_group_for_the_whole_agent(client, agent, candidat
     assert agent_wide["admin"] == ["superuser"]
     _revoke(client, agent, scope="agent", grantee_kind="group", grantee="refund-leads")
     assert not type(member).objects.get(pk=member.pk).has_perm("library.approve_agent_procedures", agent)
-    actions = list(AuditEvent.objects.filter(agent=agent, action__in=["grant", "revoke"]).order_by("id").values_list("action", "after", "before"))
+    actions = list(
+        AuditEvent.objects.filter(agent=agent, action__in=["grant", "revoke"])
+        .order_by("id")
+        .values_list("action", "after", "before")
+    )
     assert actions == [
         ("grant", {"permission": "approve_agent_procedures", "on": "agent support_agent", "group": "refund-leads"}, {}),
-        ("revoke", {}, {"permission": "approve_agent_procedures", "on": "agent support_agent", "group": "refund-leads"}),
+        (
+            "revoke",
+            {},
+            {"permission": "approve_agent_procedures", "on": "agent support_agent", "group": "refund-leads"},
+        ),
     ]
 
 
-def test_granting_a_held_right_or_to_an_unknown_user_is_refused_without_audit(client, agent, candidate, approver, admin_user):
+def test_granting_a_held_right_or_to_an_unknown_user_is_refused_without_audit(
+    client, agent, candidate, approver, admin_user
+):
     _login(client, admin_user)
     response = _grant(client, agent, scope=candidate.procedure.key, grantee_kind="user", grantee="approver")
     assert response.status_code == 302
@@ -267,13 +307,17 @@ def test_granting_a_held_right_or_to_an_unknown_user_is_refused_without_audit(cl
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.GRANT).exists()
 
 
-def test_approvers_page_names_who_approved_each_active_version(client, agent, active, approver, reviewer, django_assert_max_num_queries):
+def test_approvers_page_names_who_approved_each_active_version(
+    client, agent, active, approver, reviewer, django_assert_max_num_queries
+):
     _login(client, reviewer)
     with django_assert_max_num_queries(20):
         page = client.get(reverse("reviews:ops_approvers", args=[agent.name]))
     assert page.status_code == 200
     assert [(v.procedure.key, v.approved_by) for v in page.context["approvals"]] == [("refund.over_limit", approver)]
-    per_procedure = {p.key: [a.user.get_username() for a in approvers] for p, approvers in page.context["procedure_approvers"]}
+    per_procedure = {
+        p.key: [a.user.get_username() for a in approvers] for p, approvers in page.context["procedure_approvers"]
+    }
     assert per_procedure == {"refund.over_limit": ["approver"]}
     assert page.context["can_manage"] is False
     assert reverse("reviews:ops_grant", args=[agent.name]) not in page.content.decode()
@@ -284,7 +328,7 @@ def test_a_stale_retire_or_rollback_link_says_why_and_offers_no_button(client, a
     _login(client, admin_user)
     retire_v1 = client.get(reverse("reviews:ops_retire", args=[v1.pk]))
     assert "v1 is retired; only the active version can be retired." in retire_v1.content.decode()
-    assert "<form method=\"post\">" not in retire_v1.content.decode()
+    assert '<form method="post">' not in retire_v1.content.decode()
     rollback_v2 = client.get(reverse("reviews:ops_rollback", args=[v2.pk])).content.decode()
     assert "v2 is active; only a retired version can be rolled back to." in rollback_v2
 
@@ -305,7 +349,9 @@ def test_index_counts_active_and_refused_versions_per_agent(client, admin_user, 
     assert _login(client, outsider).get(reverse("reviews:ops_index")).status_code == 404
 
 
-def test_a_per_procedure_manager_sees_the_agent_with_true_counts(client, agent, active, other_procedure, other_approver):
+def test_a_per_procedure_manager_sees_the_agent_with_true_counts(
+    client, agent, active, other_procedure, other_approver
+):
     activate(other_procedure.versions.get(), other_approver)
     manager = procedure_manager(active.procedure)
     page = _login(client, manager).get(reverse("reviews:ops_index"))

@@ -30,7 +30,9 @@ def _served(response) -> dict[str, int]:
     return {p["id"]: p["version"] for p in response.json()["procedures"]}
 
 
-def test_retire_and_rollback_views_change_the_agent_json_and_its_etag(client, agent, candidate, approver, reviewer, admin_user, read_token):
+def test_retire_and_rollback_views_change_the_agent_json_and_its_etag(
+    client, agent, candidate, approver, reviewer, admin_user, read_token
+):
     v1 = activate(candidate, approver)
     v2 = revise_and_activate(v1, reviewer, approver, step="Log the request with replyTemplates('logged').")
     before = _fetch(client, agent, read_token)
@@ -47,16 +49,22 @@ def test_retire_and_rollback_views_change_the_agent_json_and_its_etag(client, ag
     assert len({before["ETag"], retired["ETag"], rolled["ETag"]}) == 3
 
 
-def test_a_rolled_back_version_missing_a_tool_is_refused_in_the_json_as_on_the_page(client, agent, candidate, approver, reviewer, admin_user, read_token):
+def test_a_rolled_back_version_missing_a_tool_is_refused_in_the_json_as_on_the_page(
+    client, agent, candidate, approver, reviewer, admin_user, read_token
+):
     v1 = activate(candidate, approver)
     revise_and_activate(v1, reviewer, approver, step="Log the request with replyTemplates('logged').")
     # the agent loses createApproval, which both versions need
-    services.agent_set_tools(agent=agent, tools=["lookupOrder", "checkReturnWindow", "replyTemplates"], user=admin_user, reason="t")
+    services.agent_set_tools(
+        agent=agent, tools=["lookupOrder", "checkReturnWindow", "replyTemplates"], user=admin_user, reason="t"
+    )
     client.force_login(admin_user)
     client.post(reverse("reviews:ops_rollback", args=[v1.pk]), {"reason": "back to v1"})
     data = _fetch(client, agent, read_token).json()
     assert data["procedures"] == []
-    assert [(r["id"], r["version"], r["missingTools"]) for r in data["refused"]] == [("refund.over_limit", 1, ["createApproval"])]
+    assert [(r["id"], r["version"], r["missingTools"]) for r in data["refused"]] == [
+        ("refund.over_limit", 1, ["createApproval"])
+    ]
     page = client.get(reverse("reviews:ops_agent", args=[agent.name]))
     assert [(v.procedure.key, v.number, missing) for v, missing, _ in page.context["refused"]] == [
         ("refund.over_limit", 1, ["createApproval"])

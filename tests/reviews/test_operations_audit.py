@@ -26,7 +26,7 @@ def _csv(response) -> list[list[str]]:
 @pytest.mark.parametrize(
     "value, expected",
     [
-        ("=HYPERLINK(\"http://evil\",\"x\")", "'=HYPERLINK(\"http://evil\",\"x\")"),
+        ('=HYPERLINK("http://evil","x")', '\'=HYPERLINK("http://evil","x")'),
         ("+1+2", "'+1+2"),
         ("-2+3", "'-2+3"),
         ("@SUM(A1:A2)", "'@SUM(A1:A2)"),
@@ -44,8 +44,15 @@ def test_csv_cell_escapes_formula_starts(value, expected):
 
 
 def test_csv_export_escapes_formulas_in_every_column(client, admin_user, agent, candidate):
-    audit(action=AuditEvent.Action.RETIRE, actor_label="=cmd|' /C calc'!A0", agent=agent, procedure=candidate.procedure,
-          reason="@SUM(1+1)*cmd", before={"x": 1}, after={})
+    audit(
+        action=AuditEvent.Action.RETIRE,
+        actor_label="=cmd|' /C calc'!A0",
+        agent=agent,
+        procedure=candidate.procedure,
+        reason="@SUM(1+1)*cmd",
+        before={"x": 1},
+        after={},
+    )
     audit(action=AuditEvent.Action.RETIRE, actor=admin_user, agent=agent, reason="-1+1", after={"status": "RETIRED"})
     client.force_login(admin_user)
     rows = _csv(client.get(reverse("reviews:ops_audit_csv"), {"action": "retire"}))
@@ -65,10 +72,12 @@ def test_csv_export_applies_the_filters(client, admin_user, agent, candidate, ap
     assert [r[1] for r in rows[1:]] == ["approve"]
     response = client.get(reverse("reviews:ops_audit_csv"))
     assert response["Content-Type"].startswith("text/csv")
-    assert "attachment; filename=\"procmem-audit-" in response["Content-Disposition"]
+    assert 'attachment; filename="procmem-audit-' in response["Content-Disposition"]
 
 
-def test_audit_filters_by_agent_procedure_user_and_action(client, admin_user, agent, candidate, other_procedure, approver):
+def test_audit_filters_by_agent_procedure_user_and_action(
+    client, admin_user, agent, candidate, other_procedure, approver
+):
     activate(candidate, approver)
     client.force_login(admin_user)
     url = reverse("reviews:ops_audit")
@@ -76,7 +85,10 @@ def test_audit_filters_by_agent_procedure_user_and_action(client, admin_user, ag
     def actions(**params):
         return [(e.action, e.procedure.key if e.procedure else None) for e in client.get(url, params).context["page"]]
 
-    assert actions(procedure="refund.over_limit") == [("approve", "refund.over_limit"), ("propose", "refund.over_limit")]
+    assert actions(procedure="refund.over_limit") == [
+        ("approve", "refund.over_limit"),
+        ("propose", "refund.over_limit"),
+    ]
     assert actions(user="approver") == [("approve", "refund.over_limit")]
     assert actions(action="propose") == [("propose", "order.status"), ("propose", "refund.over_limit")]
     assert actions(agent="support_agent", action="approve", user="proposer") == []
@@ -91,7 +103,9 @@ def test_audit_paginates_and_the_htmx_request_gets_only_the_results(client, admi
     first = client.get(reverse("reviews:ops_audit"))
     assert first.context["page"].paginator.num_pages == 2 and len(first.context["page"]) == 50
     assert first.context["page"][0].reason == "change 59"
-    second = client.get(reverse("reviews:ops_audit"), {"page": 2}, headers={"HX-Request": "true", "HX-Target": "audit-results"})
+    second = client.get(
+        reverse("reviews:ops_audit"), {"page": 2}, headers={"HX-Request": "true", "HX-Target": "audit-results"}
+    )
     html = second.content.decode()
     assert "<html" not in html and html.strip().startswith('<div id="audit-results">')
     assert "change 0" in html and "change 59" not in html

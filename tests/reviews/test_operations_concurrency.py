@@ -9,7 +9,6 @@ import threading
 
 import pytest
 from django.db import connections
-
 from django.test import Client
 from django.urls import reverse
 

@@ -62,7 +62,12 @@ def test_versions_page_shows_the_tombstone_not_the_content(client, active, admin
     assert "lookupOrder({{order_id}})" not in body
     # the version page and a second erase attempt do not fail
     assert client.get(reverse("reviews:version", args=[active.pk])).status_code == 200
-    assert client.post(reverse("reviews:ops_erase", args=[active.pk]), {"ground": "poisoned", "reason": "again"}).status_code == 409
+    assert (
+        client.post(
+            reverse("reviews:ops_erase", args=[active.pk]), {"ground": "poisoned", "reason": "again"}
+        ).status_code
+        == 409
+    )
 
 
 def test_an_erased_version_cannot_be_edited(active, reviewer, admin_user):
@@ -71,4 +76,6 @@ def test_an_erased_version_cannot_be_edited(active, reviewer, admin_user):
     services.version_erase(version=active, user=admin_user, ground="poisoned", reason="x")
     active.refresh_from_db()
     with pytest.raises(services.LifecycleError, match="erased"):
-        services.version_revise(version=active, user=reviewer, applies_when="a", steps=["b"], required_tools=[], forbidden_actions=[])
+        services.version_revise(
+            version=active, user=reviewer, applies_when="a", steps=["b"], required_tools=[], forbidden_actions=[]
+        )

@@ -4,8 +4,7 @@ fixture, the incremental refresh, the p95 histogram, the drop test and the warni
 from __future__ import annotations
 
 import math
-from datetime import datetime, time, timedelta
-from datetime import timezone as dt_timezone
+from datetime import UTC, datetime, time, timedelta
 from itertools import count
 
 import pytest
@@ -17,7 +16,15 @@ from library.models import AgentSession, EvalCaseResult, RegressionCase
 from reviews.metrics import alerts, reads, rollup
 from reviews.metrics.histogram import CharsHistogram
 from reviews.metrics.statistics import Rate, resolution_drop_test
-from reviews.models import IntentDayRollup, MetricAlert, MetricsState, Notification, NotificationKind, NotificationPreference, VersionDayRollup
+from reviews.models import (
+    IntentDayRollup,
+    MetricAlert,
+    MetricsState,
+    Notification,
+    NotificationKind,
+    NotificationPreference,
+    VersionDayRollup,
+)
 from reviews.signals import metric_warning
 from tests.reviews.operations_helpers import activate
 
@@ -33,8 +40,15 @@ def _at(days_ago: int, hour: int = 12):
 
 def session(agent, intent, *, days_ago=0, injected=(), resolved=True, escalated=False, chars=None, model="m-1"):
     return AgentSession.objects.create(
-        agent=agent, session_id=f"s{next(_ids)}", intent=intent, resolved=resolved, escalated=escalated,
-        injected=list(injected), instruction_chars=chars, model=model, ended_at=_at(days_ago),
+        agent=agent,
+        session_id=f"s{next(_ids)}",
+        intent=intent,
+        resolved=resolved,
+        escalated=escalated,
+        injected=list(injected),
+        instruction_chars=chars,
+        model=model,
+        ended_at=_at(days_ago),
     )
 
 
@@ -46,7 +60,9 @@ def v1(candidate, approver):
     intent = version.procedure.intent
     other = version.procedure.agent.intents.get(name="order_status")
     for i in range(12):
-        case = RegressionCase.objects.create(agent=version.procedure.agent, intent=intent if i < 11 else other, task=f"case {i}")
+        case = RegressionCase.objects.create(
+            agent=version.procedure.agent, intent=intent if i < 11 else other, task=f"case {i}"
+        )
         passed = None if i == 10 else (i < 9 or i == 11)
         EvalCaseResult.objects.create(run=run, case=case, arm=EvalCaseResult.Arm.CANDIDATE, passed=passed)
         EvalCaseResult.objects.create(run=run, case=case, arm=EvalCaseResult.Arm.BASELINE, passed=False)
@@ -80,21 +96,27 @@ def fixture_sessions(agent, intent, v1):
 def test_version_figures_match_hand_computed_values(agent, v1, fixture_sessions):
     start, end = reads.window(30)
     (fig,) = reads.version_figures([v1], start, end, daily=True)
-    assert fig.selected == 14                      # 12 today + 2 yesterday
-    assert fig.with_rate == Rate(10, 12)           # 8 today + 2 yesterday resolved; 12 labelled
-    assert fig.without_rate == Rate(4, 10)         # bare 2/5 + unknown version 1/1 today, bare 1/4 yesterday
-    assert fig.bare_rate == Rate(5, 18)            # today only (v1 ACTIVE since today): 5 bare of 18 sessions
-    assert fig.eval_rate == Rate(9, 10)            # errored case and the other intent's case left out
+    assert fig.selected == 14  # 12 today + 2 yesterday
+    assert fig.with_rate == Rate(10, 12)  # 8 today + 2 yesterday resolved; 12 labelled
+    assert fig.without_rate == Rate(4, 10)  # bare 2/5 + unknown version 1/1 today, bare 1/4 yesterday
+    assert fig.bare_rate == Rate(5, 18)  # today only (v1 ACTIVE since today): 5 bare of 18 sessions
+    assert fig.eval_rate == Rate(9, 10)  # errored case and the other intent's case left out
     # p95 (nearest rank 14 of 14) is 6000; the histogram is within 1 %
     assert fig.p95_chars == pytest.approx(6000, rel=0.01)
     by_day = {d.day: d for d in fig.days}
     today, yesterday = timezone.localdate(), timezone.localdate() - timedelta(days=1)
     assert (by_day[today].selected, by_day[today].with_rate, by_day[today].without_rate, by_day[today].bare_rate) == (
-        12, Rate(8, 10), Rate(3, 6), Rate(5, 18)
+        12,
+        Rate(8, 10),
+        Rate(3, 6),
+        Rate(5, 18),
     )
-    assert (by_day[yesterday].selected, by_day[yesterday].with_rate, by_day[yesterday].without_rate, by_day[yesterday].bare_rate) == (
-        2, Rate(2, 2), Rate(1, 4), Rate(0, 0)
-    )
+    assert (
+        by_day[yesterday].selected,
+        by_day[yesterday].with_rate,
+        by_day[yesterday].without_rate,
+        by_day[yesterday].bare_rate,
+    ) == (2, Rate(2, 2), Rate(1, 4), Rate(0, 0))
     assert (by_day[yesterday].model, by_day[today].model) == ("m-0", "m-1")
     assert fig.difference_points == f"{(10 / 12 - 4 / 10) * 100:+.1f} pts"
 
@@ -109,11 +131,21 @@ def test_refresh_is_incremental_and_never_counts_twice(agent, intent, v1, fixtur
     rows_before = sorted(IntentDayRollup.objects.values_list("day", "intent_id", "model", "sessions", "resolved"))
     # a second refresh with nothing new changes nothing
     rollup.metrics_refresh(agent=agent)
-    assert sorted(IntentDayRollup.objects.values_list("day", "intent_id", "model", "sessions", "resolved")) == rows_before
+    assert (
+        sorted(IntentDayRollup.objects.values_list("day", "intent_id", "model", "sessions", "resolved")) == rows_before
+    )
     # a late session for three days ago: only that day is recomputed and added (the fixture's
     # sessions were received an hour ago, outside the refresh's overlap window)
     AgentSession.objects.update(received_at=timezone.now() - timedelta(hours=1))
-    session(agent, intent, days_ago=3, injected=[{"id": "refund.over_limit", "version": 1}], resolved=False, model="m-0", chars=300)
+    session(
+        agent,
+        intent,
+        days_ago=3,
+        injected=[{"id": "refund.over_limit", "version": 1}],
+        resolved=False,
+        model="m-0",
+        chars=300,
+    )
     result = rollup.metrics_refresh(agent=agent)
     assert result.days == 1 and not result.full
     start, end = reads.window(30)
@@ -123,17 +155,22 @@ def test_refresh_is_incremental_and_never_counts_twice(agent, intent, v1, fixtur
     rollup.metrics_refresh(agent=agent, full=True)
     (again,) = reads.version_figures([v1], start, end)
     assert (again.selected, again.with_rate, again.without_rate, again.bare_rate) == (
-        fig.selected, fig.with_rate, fig.without_rate, fig.bare_rate
+        fig.selected,
+        fig.with_rate,
+        fig.without_rate,
+        fig.bare_rate,
     )
 
 
 def test_a_row_on_the_last_day_a_date_holds_does_not_stop_the_refresh(agent, intent, v1, fixture_sessions):
     # a session stored before ingestion refused far-future times (ended_at 9999-12-31)
     late = session(agent, intent, resolved=True, chars=10)
-    AgentSession.objects.filter(pk=late.pk).update(ended_at=datetime(9999, 12, 31, 23, 59, 59, tzinfo=dt_timezone.utc))
+    AgentSession.objects.filter(pk=late.pk).update(ended_at=datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC))
     # the incremental refresh reads that day and the full rebuild reads every day, without an OverflowError
     assert rollup.metrics_refresh(agent=agent).days >= 1
-    assert rollup.metrics_refresh(agent=agent, full=True).sessions_read == AgentSession.objects.filter(agent=agent).count()
+    assert (
+        rollup.metrics_refresh(agent=agent, full=True).sessions_read == AgentSession.objects.filter(agent=agent).count()
+    )
 
 
 def test_a_session_committed_late_inside_the_overlap_is_picked_up(agent, intent, v1, fixture_sessions):
@@ -142,7 +179,10 @@ def test_a_session_committed_late_inside_the_overlap_is_picked_up(agent, intent,
     state = MetricsState.objects.get(agent=agent)
     AgentSession.objects.filter(pk=late.pk).update(received_at=state.refreshed_until - timedelta(minutes=2))
     rollup.metrics_refresh(agent=agent)
-    assert VersionDayRollup.objects.filter(version=v1, day=timezone.localdate()).values_list("sessions", flat=True).get() == 13
+    assert (
+        VersionDayRollup.objects.filter(version=v1, day=timezone.localdate()).values_list("sessions", flat=True).get()
+        == 13
+    )
 
 
 def test_histogram_p95_is_within_one_percent_of_the_exact_nearest_rank_value():
@@ -191,7 +231,9 @@ def test_warning_opens_once_notifies_admins_and_approvers_and_clears_on_recovery
     assert [a.version for a in opened] == [v1]
     assert [kw["version_id"] for kw in sent] == [v1.pk]
     assert "15 of 40" not in sent[0]["message"] and "37.5 %" in sent[0]["message"]
-    recipients = set(Notification.objects.filter(kind=NotificationKind.METRIC_WARNING).values_list("user__username", flat=True))
+    recipients = set(
+        Notification.objects.filter(kind=NotificationKind.METRIC_WARNING).values_list("user__username", flat=True)
+    )
     assert recipients == {"admin", "approver"}  # the superuser and the procedure's approver, not the reviewer
     assert [m.to for m in mail.outbox] == [["approver@example.com"]]
     # recovery: 60 more resolved sessions bring the rate to 75/100 — within noise of 9/10
@@ -202,7 +244,9 @@ def test_warning_opens_once_notifies_admins_and_approvers_and_clears_on_recovery
     assert MetricAlert.objects.get().cleared_at is not None
 
 
-def test_metrics_pages_show_figures_and_the_model_marker(client, admin_user, agent, v1, fixture_sessions, django_assert_max_num_queries):
+def test_metrics_pages_show_figures_and_the_model_marker(
+    client, admin_user, agent, v1, fixture_sessions, django_assert_max_num_queries
+):
     client.force_login(admin_user)
     with django_assert_max_num_queries(26):  # 20, and the quality of use (6)
         page = client.get(reverse("reviews:ops_metrics", args=[agent.name]))
@@ -210,7 +254,7 @@ def test_metrics_pages_show_figures_and_the_model_marker(client, admin_user, age
     figures = {f.version.pk: f for f in page.context["figures"]}
     assert figures[v1.pk].with_rate == Rate(10, 12)
     html = page.content.decode()
-    assert "83.3 %" in html and "class=\"model-change\"" in html
+    assert "83.3 %" in html and 'class="model-change"' in html
     with django_assert_max_num_queries(20):
         page = client.get(reverse("reviews:ops_version_metrics", args=[v1.pk]), {"days": 7})
     assert page.status_code == 200
@@ -242,15 +286,19 @@ def test_refresh_precomputes_each_windows_p95_equal_to_merging_the_days(agent, i
 
 
 def test_refresh_task_and_command_fill_the_rollup_and_skip_a_vanished_agent(agent, intent, v1):
-    from django.core.management import call_command
     from io import StringIO
+
+    from django.core.management import call_command
 
     from reviews.tasks import metrics_refresh_agent, metrics_refresh_all
 
     session(agent, intent, injected=[{"id": "refund.over_limit", "version": 1}], resolved=True, chars=500)
     assert metrics_refresh_all.delay().get() == 1  # eager in tests: the per-agent task ran too
     assert VersionDayRollup.objects.get(version=v1).sessions == 1
-    assert metrics_refresh_agent.delay(agent.pk + 1000).get() == {"agent_id": agent.pk + 1000, "skipped": "agent is gone"}
+    assert metrics_refresh_agent.delay(agent.pk + 1000).get() == {
+        "agent_id": agent.pk + 1000,
+        "skipped": "agent is gone",
+    }
     session(agent, intent, injected=[], resolved=False)
     out = StringIO()
     call_command("refresh_metrics", "--agent", agent.name, stdout=out)

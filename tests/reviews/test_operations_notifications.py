@@ -25,7 +25,9 @@ def test_new_candidates_go_to_reviewers_in_app_and_by_mail_for_those_who_chose_i
     agent, candidate, reviewer, admin_user, outsider, django_capture_on_commit_callbacks
 ):
     NotificationPreference.objects.create(user=reviewer, kind=NotificationKind.NEW_CANDIDATES, in_app=True, email=True)
-    NotificationPreference.objects.create(user=admin_user, kind=NotificationKind.NEW_CANDIDATES, in_app=False, email=False)
+    NotificationPreference.objects.create(
+        user=admin_user, kind=NotificationKind.NEW_CANDIDATES, in_app=False, email=False
+    )
     # the library sends its signals after commit; the e-mail is queued after the rows commit
     with django_capture_on_commit_callbacks(execute=True):
         signals.candidates_created.send(sender=None, agent_id=agent.pk, version_ids=[candidate.pk], mining_run_id=7)
@@ -41,8 +43,13 @@ def test_new_candidates_go_to_reviewers_in_app_and_by_mail_for_those_who_chose_i
 
 def test_eval_finished_goes_to_its_starter_and_reviewers(agent, candidate, reviewer, outsider):
     run = EvalRun.objects.create(
-        version=candidate, content_hash=candidate.content_hash, state=EvalRun.State.DONE, verdict=EvalRun.Verdict.FAIL,
-        started_by=outsider, started_at=timezone.now(), finished_at=timezone.now(),
+        version=candidate,
+        content_hash=candidate.content_hash,
+        state=EvalRun.State.DONE,
+        verdict=EvalRun.Verdict.FAIL,
+        started_by=outsider,
+        started_at=timezone.now(),
+        finished_at=timezone.now(),
     )
     signals.eval_run_finished.send(sender=EvalRun, run_id=run.pk)
     assert _recipients(NotificationKind.EVAL_FINISHED) == {"outsider", "reviewer", "proposer"}
@@ -67,11 +74,16 @@ def test_preferences_page_saves_choices_that_the_next_notification_follows(
     assert [(kind, pref.in_app, pref.email) for kind, _label, pref in page.context["rows"]] == [
         (kind, True, kind == NotificationKind.REFUSED_AT_LOAD) for kind in NotificationKind.values
     ]  # only refusals at load are mailed by default
-    client.post(reverse("reviews:notification_preferences"), {"new_candidates-email": "on", "eval_finished-in_app": "on"})
+    client.post(
+        reverse("reviews:notification_preferences"), {"new_candidates-email": "on", "eval_finished-in_app": "on"}
+    )
     saved = {p.kind: (p.in_app, p.email) for p in NotificationPreference.objects.filter(user=reviewer)}
     assert saved == {
-        "new_candidates": (False, True), "eval_finished": (True, False),
-        "refused_at_load": (False, False), "metric_warning": (False, False), "mention": (False, False),
+        "new_candidates": (False, True),
+        "eval_finished": (True, False),
+        "refused_at_load": (False, False),
+        "metric_warning": (False, False),
+        "mention": (False, False),
     }
     with django_capture_on_commit_callbacks(execute=True):
         signals.candidates_created.send(sender=None, agent_id=agent.pk, version_ids=[candidate.pk], mining_run_id=None)
@@ -90,7 +102,7 @@ def test_unread_count_in_the_nav_and_marking_read(client, reviewer, agent, candi
     assert response["Location"] == reverse("reviews:queue")
     assert 'data-unread="1"' in client.get(reverse("reviews:notifications")).content.decode()
     client.post(reverse("reviews:notifications_read_all"))
-    assert 'data-unread' not in client.get(reverse("reviews:notifications")).content.decode()
+    assert "data-unread" not in client.get(reverse("reviews:notifications")).content.decode()
 
 
 def test_a_user_cannot_mark_someone_elses_notification(client, reviewer, proposer, agent, candidate):

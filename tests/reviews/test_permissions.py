@@ -22,7 +22,9 @@ MISSING = 999_999
 
 
 def _run(candidate):
-    return EvalRun.objects.create(version=candidate, content_hash=candidate.content_hash, state=EvalRun.State.RUNNING, cases_total=4)
+    return EvalRun.objects.create(
+        version=candidate, content_hash=candidate.content_hash, state=EvalRun.State.RUNNING, cases_total=4
+    )
 
 
 # name → (url builder, POST data). The builder takes the candidate (or None for "hidden").
@@ -46,8 +48,12 @@ def _data(name, candidate, hidden=False):
         return {"versions": [MISSING if hidden else candidate.pk], "reason": "dup"}
     if name == "propose":
         return {
-            "agent": "no_such_agent" if hidden else candidate.procedure.agent.name, "intent": candidate.procedure.intent_id,
-            "key": "hand.written", "applies_when": "When.", "steps": "a\nb\nc", "forbidden_actions": "",
+            "agent": "no_such_agent" if hidden else candidate.procedure.agent.name,
+            "intent": candidate.procedure.intent_id,
+            "key": "hand.written",
+            "applies_when": "When.",
+            "steps": "a\nb\nc",
+            "forbidden_actions": "",
         }
     return MUTATIONS[name][1]
 
@@ -71,7 +77,9 @@ def test_anonymous_is_sent_to_sign_in(client, candidate, name):
 @pytest.mark.parametrize("name", MUTATIONS)
 def test_anonymous_htmx_request_gets_a_client_redirect(client, candidate, name):
     target = MUTATIONS[name][0](candidate)
-    response = client.post(target, _data(name, candidate), HTTP_HX_CURRENT_URL=f"http://testserver/versions/{candidate.pk}/", **HTMX)
+    response = client.post(
+        target, _data(name, candidate), HTTP_HX_CURRENT_URL=f"http://testserver/versions/{candidate.pk}/", **HTMX
+    )
     assert response.status_code == 200
     assert response["HX-Redirect"] == f"/accounts/login/?next=/versions/{candidate.pk}/"
     _unchanged(candidate)
@@ -122,7 +130,14 @@ def test_eval_run_of_a_hidden_agent_is_404_and_stays_running(reviewer_client, ca
 
 @pytest.mark.parametrize(
     "page",
-    ["/queue/", "/versions/{v}/", "/versions/{v}/edit/", "/versions/{v}/approve/", "/procedures/{p}/", "/procedures/new/"],
+    [
+        "/queue/",
+        "/versions/{v}/",
+        "/versions/{v}/edit/",
+        "/versions/{v}/approve/",
+        "/procedures/{p}/",
+        "/procedures/new/",
+    ],
 )
 def test_pages_need_sign_in(client, candidate, page):
     response = client.get(page.format(v=candidate.pk, p=candidate.procedure_id))

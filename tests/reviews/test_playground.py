@@ -34,7 +34,9 @@ def test_who_may_use_the_playground(client, agent, reviewer, outsider, served):
     assert client.get(page_url("no_such_agent")).status_code == 404
 
 
-def test_the_block_is_the_one_the_select_endpoint_returns(client, agent, reviewer, served, django_assert_max_num_queries):
+def test_the_block_is_the_one_the_select_endpoint_returns(
+    client, agent, reviewer, served, django_assert_max_num_queries
+):
     # given
     client.force_login(reviewer)
     task = "The customer wants a refund of 900 dollars, above my limit. Check lookupOrder."
@@ -60,7 +62,9 @@ def test_intent_filter_unknown_intent_and_unrelated_task(client, agent, reviewer
     filtered = client.get(page_url(), {"task": "refund above my limit", "intent": "order_status"}).context["result"]
     assert [c["id"] for c in filtered["ranking"]] == ["order.status"]
     unknown = client.get(page_url(), {"task": "refund", "intent": "no_such_intent"})
-    assert unknown.status_code == 200 and "has no intent" in unknown.content.decode() and unknown.context["result"] is None
+    assert (
+        unknown.status_code == 200 and "has no intent" in unknown.content.decode() and unknown.context["result"] is None
+    )
     unrelated = client.get(page_url(), {"task": "Write a haiku about autumn leaves."})
     assert unrelated.context["result"]["block"]["text"] == ""
     assert "Nothing is injected" in unrelated.content.decode()

@@ -59,7 +59,11 @@ def test_with_a_pass_against_production_the_page_says_so_and_promotes(staged, pr
     client = client_for(promoter)
     url = reverse("reviews:ops_promote", args=[v2.pk])
     page = client.get(url).content.decode()
-    assert 'id="promotion-ready"' in page and f"eval run #{run.pk} passed" in page and 'id="promotion-eval-verdict"' in page
+    assert (
+        'id="promotion-ready"' in page
+        and f"eval run #{run.pk} passed" in page
+        and 'id="promotion-eval-verdict"' in page
+    )
     assert client.post(url, {"environment": "production", "reason": "a week in staging"}).status_code == 302
     v2.refresh_from_db()
     assert v2.status == Status.ACTIVE
@@ -85,9 +89,15 @@ def test_a_stale_promotion_eval_start_says_why(staged, promoter):
 def test_the_candidate_page_run_page_and_progress_name_the_target_environment(staged, reviewer):
     v1, v2 = staged
     v3 = services.version_revise(
-        version=v2, user=reviewer, applies_when=v2.applies_when,
-        steps=[*v2.steps[:-1], "Tell the customer the expected wait (three days) with replyTemplates('approval_pending')."],
-        required_tools=v2.required_tools, forbidden_actions=v2.forbidden_actions,
+        version=v2,
+        user=reviewer,
+        applies_when=v2.applies_when,
+        steps=[
+            *v2.steps[:-1],
+            "Tell the customer the expected wait (three days) with replyTemplates('approval_pending').",
+        ],
+        required_tools=v2.required_tools,
+        forbidden_actions=v2.forbidden_actions,
     )
     client = client_for(reviewer)
     page = client.get(reverse("reviews:version", args=[v3.pk])).content.decode()

@@ -33,8 +33,12 @@ def _at(days_ago: int):
 
 def _session(agent, *refs, calls=(), days_ago=0, ended_at=None):
     return AgentSession.objects.create(
-        agent=agent, session_id=f"q{next(_ids)}", injected=[{"id": k, "version": n} for k, n in refs],
-        tool_calls=[{"name": c, "ok": True} for c in calls], ended_at=ended_at or _at(days_ago), resolved=True,
+        agent=agent,
+        session_id=f"q{next(_ids)}",
+        injected=[{"id": k, "version": n} for k, n in refs],
+        tool_calls=[{"name": c, "ok": True} for c in calls],
+        ended_at=ended_at or _at(days_ago),
+        resolved=True,
     )
 
 
@@ -42,9 +46,15 @@ def _propose(agent, intent, key, required, forbidden=(), proposer=None, hours_ol
     # the candidate is created `hours_old` hours ago (content and creation time never change after)
     with mock.patch("django.utils.timezone.now", return_value=timezone.now() - hours_old * HOUR):
         return services.procedure_propose(
-            agent=agent, intent=intent, key=key, applies_when=f"The situation of {key}.",
-            steps=[f"Call {tool}({{{{order_id}}}})." for tool in required], required_tools=list(required),
-            forbidden_actions=list(forbidden), source=Source.MANUAL, proposed_by=proposer,
+            agent=agent,
+            intent=intent,
+            key=key,
+            applies_when=f"The situation of {key}.",
+            steps=[f"Call {tool}({{{{order_id}}}})." for tool in required],
+            required_tools=list(required),
+            forbidden_actions=list(forbidden),
+            source=Source.MANUAL,
+            proposed_by=proposer,
         )
 
 
@@ -65,8 +75,18 @@ def world(agent, intent, proposer, reviewer, admin_user):
     orders = agent.intents.get(name="order_status")
     address = Intent.objects.create(agent=agent, name="address_change")
     # admin approves A (6 h old), B1 (2 h), C (30 h) and later B2 (just created)
-    a = _approve(_propose(agent, intent, A[0], ["lookupOrder", "createApproval"],
-                          ["Never call issueRefund.", "Do not call replyTemplates before createApproval."], proposer, 6), admin_user)
+    a = _approve(
+        _propose(
+            agent,
+            intent,
+            A[0],
+            ["lookupOrder", "createApproval"],
+            ["Never call issueRefund.", "Do not call replyTemplates before createApproval."],
+            proposer,
+            6,
+        ),
+        admin_user,
+    )
     b1 = _approve(_propose(agent, orders, B[0], ["lookupOrder", "issueRefund"], (), proposer, 2), admin_user)
     c = _approve(_propose(agent, address, C[0], ["lookupOrder", "replyTemplates"], (), proposer, 30), admin_user)
     # reviewer approves F (1 h old), rejects D (4 h) and E (8 h), and edits G (a superseding
@@ -75,10 +95,18 @@ def world(agent, intent, proposer, reviewer, admin_user):
     assign_perm("library.approve_procedure", reviewer, f.procedure)
     f = _approve(f, reviewer)
     for key, hours in (("refund.d", 4), ("refund.e", 8)):
-        services.version_reject(version=_propose(agent, intent, key, ["lookupOrder"], (), proposer, hours), user=reviewer, reason="no")
+        services.version_reject(
+            version=_propose(agent, intent, key, ["lookupOrder"], (), proposer, hours), user=reviewer, reason="no"
+        )
     g = _propose(agent, intent, "refund.g", ["lookupOrder"], (), proposer, 50)
-    services.version_revise(version=g, user=reviewer, applies_when=g.applies_when, steps=[*g.steps, "Reply."],
-                            required_tools=g.required_tools, forbidden_actions=g.forbidden_actions)
+    services.version_revise(
+        version=g,
+        user=reviewer,
+        applies_when=g.applies_when,
+        steps=[*g.steps, "Reply."],
+        required_tools=g.required_tools,
+        forbidden_actions=g.forbidden_actions,
+    )
     # A's review-by date passed two days ago; B's passed five days ago until a re-review just now
     today = timezone.localdate()
     ProcedureVersion.objects.filter(pk=a.pk).update(review_by=today - timedelta(days=2))
@@ -86,26 +114,45 @@ def world(agent, intent, proposer, reviewer, admin_user):
     b1 = services.version_review_confirm(version=ProcedureVersion.objects.get(pk=b1.pk), user=admin_user)
     reviewed_at = b1.audit_events.get(action="review").at
     # escapes: C retired, F erased, B2 replaced by a rollback to B1; B1 was replaced by B2's approval (not an escape)
-    b2 = services.version_revise(version=b1, user=reviewer, applies_when=b1.applies_when, steps=[*b1.steps, "Reply."],
-                                 required_tools=b1.required_tools, forbidden_actions=b1.forbidden_actions)
+    b2 = services.version_revise(
+        version=b1,
+        user=reviewer,
+        applies_when=b1.applies_when,
+        steps=[*b1.steps, "Reply."],
+        required_tools=b1.required_tools,
+        forbidden_actions=b1.forbidden_actions,
+    )
     b2 = _approve(b2, admin_user)
     services.version_retire(version=c, user=admin_user, reason="wrong")
     services.version_erase(version=f, user=admin_user, ground="poisoned", reason="bad")
     services.version_rollback(version=ProcedureVersion.objects.get(pk=b1.pk), user=admin_user, reason="v2 misbehaves")
 
-    _session(agent, A, calls=["lookupOrder", "checkReturnWindow", "createApproval"])                  # s1
-    _session(agent, A, calls=["createApproval", "lookupOrder"])                                        # s2
-    _session(agent, A, B, calls=["lookupOrder", "issueRefund", "createApproval"], days_ago=1)          # s3
-    _session(agent, A, C, calls=["lookupOrder", "lookupOrder", "replyTemplates"], days_ago=2)          # s4
-    _session(agent, B, calls=["issueRefund", "lookupOrder"], days_ago=3)                               # s5
-    _session(agent, B, calls=["lookupOrder", "issueRefund"], days_ago=6)                               # s6
-    _session(agent, B, calls=[], ended_at=reviewed_at + timedelta(seconds=1))                          # s7
-    _session(agent, A, B, C, calls=["issueRefund", "issueRefund", "lookupOrder", "createApproval", "replyTemplates"], days_ago=1)  # s8
-    _session(agent, calls=["issueRefund"])                                                             # s9: no procedure
-    _session(agent, ("refund.over_limit", 99), calls=["issueRefund"])                                  # s10: unknown version
-    _session(agent, A, A, calls=["lookupOrder", "createApproval"], days_ago=1)                         # s11: listed twice
+    _session(agent, A, calls=["lookupOrder", "checkReturnWindow", "createApproval"])  # s1
+    _session(agent, A, calls=["createApproval", "lookupOrder"])  # s2
+    _session(agent, A, B, calls=["lookupOrder", "issueRefund", "createApproval"], days_ago=1)  # s3
+    _session(agent, A, C, calls=["lookupOrder", "lookupOrder", "replyTemplates"], days_ago=2)  # s4
+    _session(agent, B, calls=["issueRefund", "lookupOrder"], days_ago=3)  # s5
+    _session(agent, B, calls=["lookupOrder", "issueRefund"], days_ago=6)  # s6
+    _session(agent, B, calls=[], ended_at=reviewed_at + timedelta(seconds=1))  # s7
+    _session(
+        agent,
+        A,
+        B,
+        C,
+        calls=["issueRefund", "issueRefund", "lookupOrder", "createApproval", "replyTemplates"],
+        days_ago=1,
+    )  # s8
+    _session(agent, calls=["issueRefund"])  # s9: no procedure
+    _session(agent, ("refund.over_limit", 99), calls=["issueRefund"])  # s10: unknown version
+    _session(agent, A, A, calls=["lookupOrder", "createApproval"], days_ago=1)  # s11: listed twice
     rollup.metrics_refresh(agent=agent)
-    return {"a": ProcedureVersion.objects.get(pk=a.pk), "b": ProcedureVersion.objects.get(pk=b1.pk), "c": c, "f": f, "b2": b2}
+    return {
+        "a": ProcedureVersion.objects.get(pk=a.pk),
+        "b": ProcedureVersion.objects.get(pk=b1.pk),
+        "c": c,
+        "f": f,
+        "b2": b2,
+    }
 
 
 def test_version_figures_match_hand_computed_values(world):
@@ -116,15 +163,21 @@ def test_version_figures_match_hand_computed_values(world):
     assert (a.sessions, a.adherence) == (6, Rate(4, 6))
     # two required calls in each of the six; issueRefund once in s3, twice in s8
     assert (a.accuracy, a.forbidden_calls) == (Rate(12, 15), 3)
-    assert a.conflict == Rate(2, 6)          # s3 and s8 also gave B
-    assert a.stale == Rate(5, 6)             # review-by two days ago: s4 (that day) is not past it
+    assert a.conflict == Rate(2, 6)  # s3 and s8 also gave B
+    assert a.stale == Rate(5, 6)  # review-by two days ago: s4 (that day) is not past it
     # B in s3 s5 s6 s7 s8; followed in s3 and s6; 2+2+2+0+3 required calls, it forbids nothing
     assert (b.sessions, b.adherence, b.accuracy, b.forbidden_calls) == (5, Rate(2, 5), Rate(9, 9), 0)
     assert b.conflict == Rate(2, 5)
     # the date in force: five days ago before the re-review (s3 s5 s8 past it, s6 not), 180 days after (s7)
     assert b.stale == Rate(3, 5)
     # C in s4 and s8, followed in both, 3 + 2 required calls, no conflict, not stale
-    assert (c.sessions, c.adherence, c.accuracy, c.conflict, c.stale) == (2, Rate(2, 2), Rate(5, 5), Rate(0, 2), Rate(0, 2))
+    assert (c.sessions, c.adherence, c.accuracy, c.conflict, c.stale) == (
+        2,
+        Rate(2, 2),
+        Rate(5, 5),
+        Rate(0, 2),
+        Rate(0, 2),
+    )
     days = quality.version_quality_days(world["a"].pk, start, end)
     today = timezone.localdate()
     assert (days[today].sessions, days[today].adherence, days[today].stale) == (2, Rate(1, 2), Rate(2, 2))  # s1 s2
@@ -138,8 +191,8 @@ def test_agent_figures_match_hand_computed_values(agent, world):
     assert (total.sessions, total.multi) == (9, 3)
     assert total.adherence == Rate(4 + 2 + 2, 6 + 5 + 2)
     assert total.accuracy == Rate(12 + 9 + 5, 12 + 9 + 5 + 3)
-    assert total.conflict == Rate(2, 9)      # s3, s8
-    assert total.stale == Rate(6, 9)         # s1 s2 s3 s5 s8 s11
+    assert total.conflict == Rate(2, 9)  # s3, s8
+    assert total.stale == Rate(6, 9)  # s1 s2 s3 s5 s8 s11
     yesterday = timezone.localdate() - timedelta(days=1)
     assert (result.days[yesterday].sessions, result.days[yesterday].conflict) == (3, Rate(2, 3))  # s3 s8 s11
 
@@ -163,7 +216,10 @@ def test_reviewer_figures_match_hand_computed_values(agent, world):
     # admin approved A (6 h after its creation), B1 (2 h), C (30 h), B2 (~0 h): median (2 + 6) / 2
     assert (figures["admin"].approval, figures["admin"].median_hours) == (Rate(4, 4), pytest.approx(4.0, abs=0.02))
     # reviewer approved F (1 h), rejected D (4 h) and E (8 h); G's superseding rejection left out
-    assert (figures["reviewer"].approval, figures["reviewer"].median_hours) == (Rate(1, 3), pytest.approx(4.0, abs=0.02))
+    assert (figures["reviewer"].approval, figures["reviewer"].median_hours) == (
+        Rate(1, 3),
+        pytest.approx(4.0, abs=0.02),
+    )
     assert list(figures) == ["admin", "reviewer"]
 
 
@@ -173,7 +229,9 @@ def test_escape_rate_matches_hand_computed_values(agent, world):
     today = decisions.escape_figures(agent, start, end)
     assert (today.rate, today.pending) == (Rate(0, 0), 2)
     assert sorted((e.label, e.how) for e in today.escapes) == [
-        ("address.change v1", "retired"), ("address.other v1", "erased"), ("order.status v2", "rolled back"),
+        ("address.change v1", "retired"),
+        ("address.other v1", "erased"),
+        ("order.status v2", "rolled back"),
     ]
     # 20 days on, all five approvals are old enough: C, F and B2 escaped
     later = decisions.escape_figures(agent, start, end, now=timezone.now() + timedelta(days=20))
@@ -201,7 +259,9 @@ def test_incremental_refresh_recomputes_only_new_days_and_a_full_one_agrees(agen
     assert AgentDayQuality.objects.get(agent=agent, day=four_days_ago).served == 1
 
 
-def test_pages_show_the_figures_with_a_fixed_number_of_queries(client, admin_user, agent, world, django_assert_num_queries):
+def test_pages_show_the_figures_with_a_fixed_number_of_queries(
+    client, admin_user, agent, world, django_assert_num_queries
+):
     client.force_login(admin_user)
     with django_assert_num_queries(22):  # 16 of the page, 6 of the quality section
         page = client.get(reverse("reviews:ops_metrics", args=[agent.name]))
@@ -236,8 +296,10 @@ def test_json_gives_the_figures_with_intervals(client, admin_user, agent, world,
 def test_outsiders_get_404_and_signed_out_users_the_sign_in_page(client, outsider, agent, world):
     client.force_login(outsider)
     for url in (
-        reverse("reviews:ops_metrics", args=[agent.name]), reverse("reviews:ops_metrics_json", args=[agent.name]),
-        reverse("reviews:ops_version_metrics", args=[world["a"].pk]), reverse("reviews:ops_version_metrics_json", args=[world["a"].pk]),
+        reverse("reviews:ops_metrics", args=[agent.name]),
+        reverse("reviews:ops_metrics_json", args=[agent.name]),
+        reverse("reviews:ops_version_metrics", args=[world["a"].pk]),
+        reverse("reviews:ops_version_metrics_json", args=[world["a"].pk]),
     ):
         assert client.get(url).status_code == 404, url
     client.logout()

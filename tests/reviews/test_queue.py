@@ -18,13 +18,18 @@ def _keys(response):
     return [v.procedure.key for v in rows]
 
 
-def test_queue_groups_candidates_by_agent_and_intent_with_counts(reviewer_client, candidate, other_procedure, agent, intent):
+def test_queue_groups_candidates_by_agent_and_intent_with_counts(
+    reviewer_client, candidate, other_procedure, agent, intent
+):
     bulk_candidates(agent, intent, 3, quarantined_every=3)
     response = reviewer_client.get(QUEUE)
     assert response.status_code == 200
     [group] = response.context["groups"]
     assert (group.agent, group.count, group.quarantined) == ("support_agent", 5, 1)
-    assert [(g.intent, g.count, g.quarantined) for g in group.intents] == [("order_status", 1, 0), ("refund_over_limit", 4, 1)]
+    assert [(g.intent, g.count, g.quarantined) for g in group.intents] == [
+        ("order_status", 1, 0),
+        ("refund_over_limit", 4, 1),
+    ]
     assert b"refund_over_limit" in response.content
 
 
@@ -42,7 +47,11 @@ def test_filters(reviewer_client, agent, intent, candidate, other_procedure, app
     bulk_candidates(agent, intent, 2, quarantined_every=2)
     make_passing_eval(candidate)
     assert set(_keys(reviewer_client.get(QUEUE + "?intent=order_status"))) == {"order.status"}
-    assert set(_keys(reviewer_client.get(QUEUE + "?agent=support_agent&intent=refund_over_limit"))) == {"refund.over_limit", "bulk.p00000", "bulk.p00001"}
+    assert set(_keys(reviewer_client.get(QUEUE + "?agent=support_agent&intent=refund_over_limit"))) == {
+        "refund.over_limit",
+        "bulk.p00000",
+        "bulk.p00001",
+    }
     assert _keys(reviewer_client.get(QUEUE + "?agent=nobody")) == []
     assert _keys(reviewer_client.get(QUEUE + "?quarantined=yes")) == ["bulk.p00000"]
     assert "bulk.p00000" not in _keys(reviewer_client.get(QUEUE + "?quarantined=no"))
@@ -65,8 +74,12 @@ def test_a_passing_eval_of_older_content_does_not_count(reviewer_client, candida
 
     make_passing_eval(candidate)
     edited = services.version_revise(
-        version=candidate, user=reviewer, applies_when=candidate.applies_when + " Edited.", steps=candidate.steps,
-        required_tools=candidate.required_tools, forbidden_actions=candidate.forbidden_actions,
+        version=candidate,
+        user=reviewer,
+        applies_when=candidate.applies_when + " Edited.",
+        steps=candidate.steps,
+        required_tools=candidate.required_tools,
+        forbidden_actions=candidate.forbidden_actions,
     )
     assert _keys(reviewer_client.get(QUEUE + "?passing=yes")) == []
     row = reviewer_client.get(QUEUE).context["rows"][0]
@@ -89,8 +102,16 @@ def test_non_numeric_support_sorts_as_zero(reviewer_client, agent, intent):
 
     def propose(key, evidence):
         return services.procedure_propose(
-            agent=agent, intent=intent, key=key, applies_when=f"When {key}.", steps=["Reply with replyTemplates('x')."],
-            required_tools=["replyTemplates"], forbidden_actions=[], source=Source.IMPORTED, actor_label="test", evidence=evidence,
+            agent=agent,
+            intent=intent,
+            key=key,
+            applies_when=f"When {key}.",
+            steps=["Reply with replyTemplates('x')."],
+            required_tools=["replyTemplates"],
+            forbidden_actions=[],
+            source=Source.IMPORTED,
+            actor_label="test",
+            evidence=evidence,
         )
 
     weird = propose("odd.one", {"support": "lots"})
@@ -130,14 +151,27 @@ def test_pagination(reviewer_client, agent, intent):
 
 def _expected_order(sort):
     """The queue's order computed in Python from every candidate: quarantined first, then the sort."""
-    rows = list(ProcedureVersion.objects.filter(status=Status.CANDIDATE).select_related("procedure__agent", "procedure__intent"))
+    rows = list(
+        ProcedureVersion.objects.filter(status=Status.CANDIDATE).select_related("procedure__agent", "procedure__intent")
+    )
 
     def support(v):
         value = (v.evidence or {}).get("support")
-        return int(value) if isinstance(value, int) or (isinstance(value, str) and value.isdigit() and len(value) <= 9) else 0
+        return (
+            int(value)
+            if isinstance(value, int) or (isinstance(value, str) and value.isdigit() and len(value) <= 9)
+            else 0
+        )
 
     keys = {
-        "group": lambda v: (not v.quarantined, v.procedure.agent.name, v.procedure.intent.name, -support(v), v.created_at, v.pk),
+        "group": lambda v: (
+            not v.quarantined,
+            v.procedure.agent.name,
+            v.procedure.intent.name,
+            -support(v),
+            v.created_at,
+            v.pk,
+        ),
         "evidence": lambda v: (not v.quarantined, -support(v), v.created_at, v.pk),
         "oldest": lambda v: (not v.quarantined, v.created_at, v.pk),
         "newest": lambda v: (not v.quarantined, -v.created_at.timestamp(), -v.pk),
@@ -159,8 +193,10 @@ def test_pages_read_by_keyset_follow_the_order_of_the_whole_queue(reviewer_clien
 
 
 @pytest.mark.parametrize("sort", ["group", "evidence", "oldest", "newest"])
-def test_pages_of_my_claims_follow_the_order_of_the_whole_queue(reviewer_client, reviewer, agent, intent, monkeypatch, sort):
-    """"Assigned to me" sorts the person's claims by their copies of the sort keys and pages them
+def test_pages_of_my_claims_follow_the_order_of_the_whole_queue(
+    reviewer_client, reviewer, agent, intent, monkeypatch, sort
+):
+    """ "Assigned to me" sorts the person's claims by their copies of the sort keys and pages them
     with its own keyset: walking it yields exactly the queue's order restricted to the claimed
     candidates."""
     from reviews.services import candidate_claim
@@ -178,7 +214,9 @@ def test_pages_of_my_claims_follow_the_order_of_the_whole_queue(reviewer_client,
     assert walked == [key for key in _expected_order(sort) if key in claimed]
 
 
-def test_a_page_after_a_candidate_that_left_the_queue_goes_on_from_its_place(reviewer_client, reviewer, agent, intent, monkeypatch):
+def test_a_page_after_a_candidate_that_left_the_queue_goes_on_from_its_place(
+    reviewer_client, reviewer, agent, intent, monkeypatch
+):
     from library import services
     from reviews.views import queue
 
@@ -206,7 +244,7 @@ def test_counts_stop_at_the_cap_and_say_so(reviewer_client, agent, intent, monke
     page = first.context["page"]
     assert page.capped and page.num_pages is None
     html = first.content.decode()
-    count_line = html[html.index('class="muted count-line"'):]
+    count_line = html[html.index('class="muted count-line"') :]
     count_line = count_line[: count_line.index("</p>")]
     assert "10+ candidates · page 1 · sorted" in count_line
     assert 'title="candidates waiting for review">10+<' in html
@@ -242,7 +280,8 @@ def test_every_hx_get_of_the_queue_has_an_href(reviewer_client, agent, intent, c
 def test_bulk_reject_rejects_all_with_one_reason(reviewer_client, reviewer, agent, intent):
     versions = bulk_candidates(agent, intent, 3)
     response = reviewer_client.post(
-        reverse("reviews:queue_bulk_reject"), {"versions": [v.pk for v in versions[:2]], "reason": "duplicates", "next": "/queue/?sort=oldest"}
+        reverse("reviews:queue_bulk_reject"),
+        {"versions": [v.pk for v in versions[:2]], "reason": "duplicates", "next": "/queue/?sort=oldest"},
     )
     assert response.status_code == 302 and response["Location"] == "/queue/?sort=oldest"
     statuses = dict(ProcedureVersion.objects.filter(pk__in=[v.pk for v in versions]).values_list("pk", "status"))
@@ -257,15 +296,21 @@ def test_bulk_reject_is_all_or_nothing(reviewer_client, reviewer, agent, intent)
 
     versions = bulk_candidates(agent, intent, 3)
     services.version_reject(version=versions[2], user=reviewer, reason="already")
-    response = reviewer_client.post(reverse("reviews:queue_bulk_reject"), {"versions": [v.pk for v in versions], "reason": "batch"})
+    response = reviewer_client.post(
+        reverse("reviews:queue_bulk_reject"), {"versions": [v.pk for v in versions], "reason": "batch"}
+    )
     assert response.status_code == 409
     assert f"{versions[2]}" in response.content.decode()  # the refusal names the version
-    assert ProcedureVersion.objects.filter(pk__in=[versions[0].pk, versions[1].pk], status=Status.CANDIDATE).count() == 2
+    assert (
+        ProcedureVersion.objects.filter(pk__in=[versions[0].pk, versions[1].pk], status=Status.CANDIDATE).count() == 2
+    )
 
 
 def test_bulk_reject_by_htmx_returns_the_refreshed_queue_body(reviewer_client, agent, intent):
     versions = bulk_candidates(agent, intent, 2)
-    response = reviewer_client.post(reverse("reviews:queue_bulk_reject"), {"versions": [versions[0].pk], "reason": "dup"}, **HTMX)
+    response = reviewer_client.post(
+        reverse("reviews:queue_bulk_reject"), {"versions": [versions[0].pk], "reason": "dup"}, **HTMX
+    )
     assert response.status_code == 200 and b"<html" not in response.content
     assert _keys(response) == [versions[1].procedure.key]
     assert b"Rejected 1 candidate" in response.content  # the message travels out of band into #flash
@@ -274,19 +319,29 @@ def test_bulk_reject_by_htmx_returns_the_refreshed_queue_body(reviewer_client, a
 
 def test_bulk_reject_needs_a_reason_and_a_selection(reviewer_client, agent, intent):
     versions = bulk_candidates(agent, intent, 1)
-    assert reviewer_client.post(reverse("reviews:queue_bulk_reject"), {"versions": [versions[0].pk], "reason": ""}).status_code == 400
+    assert (
+        reviewer_client.post(
+            reverse("reviews:queue_bulk_reject"), {"versions": [versions[0].pk], "reason": ""}
+        ).status_code
+        == 400
+    )
     assert reviewer_client.post(reverse("reviews:queue_bulk_reject"), {"reason": "x"}).status_code == 400
     assert ProcedureVersion.objects.get(pk=versions[0].pk).status == Status.CANDIDATE
 
 
-@pytest.mark.parametrize("posted, message", [
-    (["99999999999999999999"], "out of range"),  # past bigint: a 500 at the database before
-    (["0"], "out of range"),
-    (["abc"], "Select a valid choice"),
-])
+@pytest.mark.parametrize(
+    "posted, message",
+    [
+        (["99999999999999999999"], "out of range"),  # past bigint: a 500 at the database before
+        (["0"], "out of range"),
+        (["abc"], "Select a valid choice"),
+    ],
+)
 def test_bulk_reject_names_a_bad_candidate_id(reviewer_client, agent, intent, posted, message):
     versions = bulk_candidates(agent, intent, 1)
-    response = reviewer_client.post(reverse("reviews:queue_bulk_reject"), {"versions": [versions[0].pk, *posted], "reason": "x"})
+    response = reviewer_client.post(
+        reverse("reviews:queue_bulk_reject"), {"versions": [versions[0].pk, *posted], "reason": "x"}
+    )
     assert response.status_code == 400 and message in response.content.decode()
     assert ProcedureVersion.objects.get(pk=versions[0].pk).status == Status.CANDIDATE
 
@@ -316,7 +371,9 @@ def _queue_queries(client, django_assert_num_queries, url, expected):
     return response
 
 
-@pytest.mark.parametrize("url", [QUEUE, QUEUE + "?sort=evidence&passing=no&quarantined=no", QUEUE + "?mine=1&agent=support_agent"])
+@pytest.mark.parametrize(
+    "url", [QUEUE, QUEUE + "?sort=evidence&passing=no&quarantined=no", QUEUE + "?mine=1&agent=support_agent"]
+)
 def test_queue_queries_do_not_grow_with_the_queue(django_assert_num_queries, approver, agent, intent, url):
     client = client_for(approver)
     bulk_candidates(agent, intent, 10, prefix="small", quarantined_every=4)
@@ -331,7 +388,9 @@ def test_queue_queries_do_not_grow_with_the_queue(django_assert_num_queries, app
     assert response.context["page"].count >= 1 or "mine" in url
 
 
-def test_approve_rights_held_through_a_group_count_for_role_and_queue(agent, intent, candidate, outsider, reviewers_group):
+def test_approve_rights_held_through_a_group_count_for_role_and_queue(
+    agent, intent, candidate, outsider, reviewers_group
+):
     from django.contrib.auth.models import Group
 
     from reviews.navigation import role_of
@@ -366,7 +425,9 @@ def test_superuser_may_approve_what_others_proposed(admin_user, candidate):
 
 
 @pytest.mark.parametrize("sort", ["group", "oldest"])
-def test_a_later_page_keeps_a_constant_number_of_queries(django_assert_num_queries, approver, agent, intent, monkeypatch, sort):
+def test_a_later_page_keeps_a_constant_number_of_queries(
+    django_assert_num_queries, approver, agent, intent, monkeypatch, sort
+):
     """A page read after a cursor costs one query more than the first page (the cursor's row),
     whatever the queue's length."""
     from django.db import connection
@@ -382,4 +443,6 @@ def test_a_later_page_keeps_a_constant_number_of_queries(django_assert_num_queri
     with CaptureQueriesContext(connection) as small:
         assert client.get(QUEUE + f"?sort={sort}&after={after}&page=2").status_code == 200
     bulk_candidates(agent, intent, 990, prefix="large", quarantined_every=50)
-    _queue_queries(client, django_assert_num_queries, QUEUE + f"?sort={sort}&after={after}&page=2", len(small.captured_queries))
+    _queue_queries(
+        client, django_assert_num_queries, QUEUE + f"?sort={sort}&after={after}&page=2", len(small.captured_queries)
+    )

@@ -20,19 +20,29 @@ QUEUE = "/queue/"
 def _row(html: str, key: str) -> str:
     """The <tr> of the procedure `key` in the page."""
     start = html.index(f"<strong>{key}</strong>")
-    return html[html.rindex("<tr data-queue-row", 0, start): html.index("</tr>", start) + len("</tr>")]
+    return html[html.rindex("<tr data-queue-row", 0, start) : html.index("</tr>", start) + len("</tr>")]
 
 
 def test_a_row_escapes_what_people_and_miners_wrote(agent, intent, proposer, reviewer):
     services.procedure_propose(
-        agent=agent, intent=intent, key="odd.text", applies_when="When <script>alert(\"x\")</script> & 'y' happens.",
-        steps=["Reply with replyTemplates('x')."], required_tools=["replyTemplates"], forbidden_actions=[],
-        source=Source.IMPORTED, actor_label="test", evidence={"support": 3, "resolved": "<b>9</b>"},
+        agent=agent,
+        intent=intent,
+        key="odd.text",
+        applies_when="When <script>alert(\"x\")</script> & 'y' happens.",
+        steps=["Reply with replyTemplates('x')."],
+        required_tools=["replyTemplates"],
+        forbidden_actions=[],
+        source=Source.IMPORTED,
+        actor_label="test",
+        evidence={"support": 3, "resolved": "<b>9</b>"},
     )
     row = _row(client_for(reviewer).get(QUEUE).content.decode(), "odd.text")
     assert "<script>" not in row and "<b>" not in row
     assert "When &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#x27;y&#x27; happens." in row
-    assert '<span title="sessions that support it">3</span><span class="muted small"> of &lt;b&gt;9&lt;/b&gt;</span>' in row
+    assert (
+        '<span title="sessions that support it">3</span><span class="muted small"> of &lt;b&gt;9&lt;/b&gt;</span>'
+        in row
+    )
 
 
 def test_every_field_a_row_shows_is_escaped(agent, intent, proposer, reviewer):
@@ -45,9 +55,16 @@ def test_every_field_a_row_shows_is_escaped(agent, intent, proposer, reviewer):
 
     script = '<script>alert("x")</script>'
     version = services.procedure_propose(
-        agent=agent, intent=intent, key="odd.fields", applies_when=f"When {script} happens.",
-        steps=["Reply with replyTemplates('x')."], required_tools=["replyTemplates"], forbidden_actions=[],
-        source=Source.MANUAL, proposed_by=proposer, evidence={"support": 3, "resolved": script},
+        agent=agent,
+        intent=intent,
+        key="odd.fields",
+        applies_when=f"When {script} happens.",
+        steps=["Reply with replyTemplates('x')."],
+        required_tools=["replyTemplates"],
+        forbidden_actions=[],
+        source=Source.MANUAL,
+        proposed_by=proposer,
+        evidence={"support": 3, "resolved": script},
     )
     Procedure.objects.filter(pk=version.procedure_id).update(key=f"odd.{script}")
     Agent.objects.filter(pk=agent.pk).update(name=f"agent{script}")
@@ -57,12 +74,19 @@ def test_every_field_a_row_shows_is_escaped(agent, intent, proposer, reviewer):
     candidate_claim(version=ProcedureVersion.objects.get(pk=version.pk), user=claimant)
     get_user_model().objects.filter(pk=reviewer.pk).update(username=f"claimant{script}")
     page = client_for(proposer).get(QUEUE).content.decode()
-    start = page.index('<tr data-queue-row')
-    rows = page[start: page.rindex("</tr>")]
+    start = page.index("<tr data-queue-row")
+    rows = page[start : page.rindex("</tr>")]
     assert "<script>" not in rows
     escaped = "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;"
-    for shown in (f"odd.{escaped}", f"When {escaped} happens.", f"agent{escaped}", f"intent{escaped}",
-                  f"by proposer{escaped}", f">claimant{escaped}</span>", f" of {escaped}</span>"):
+    for shown in (
+        f"odd.{escaped}",
+        f"When {escaped} happens.",
+        f"agent{escaped}",
+        f"intent{escaped}",
+        f"by proposer{escaped}",
+        f">claimant{escaped}</span>",
+        f" of {escaped}</span>",
+    ):
         assert shown in rows, shown
 
 
@@ -82,7 +106,9 @@ def test_the_claim_cell_says_who_holds_the_candidate(candidate, reviewer, propos
 def test_an_expired_claim_leaves_the_candidate_free_to_claim(candidate, reviewer, proposer):
     candidate_claim(version=candidate, user=reviewer)
     now = timezone.now()
-    CandidateClaim.objects.filter(version=candidate).update(claimed_at=now - timedelta(hours=30), expires_at=now - timedelta(hours=6))
+    CandidateClaim.objects.filter(version=candidate).update(
+        claimed_at=now - timedelta(hours=30), expires_at=now - timedelta(hours=6)
+    )
     row = _row(client_for(proposer).get(QUEUE).content.decode(), "refund.over_limit")
     assert "claimed" not in row.split('claim-cell">')[1]
     assert f'data-claim="{candidate.pk}">Claim</button>' in row
@@ -119,4 +145,6 @@ def test_a_row_counts_the_comments_on_its_version(candidate, reviewer, proposer)
 def test_sorted_by_group_each_intent_gets_a_header(candidate, other_procedure, reviewer):
     page = client_for(reviewer).get(QUEUE + "?sort=group").content.decode()
     assert page.index('<th colspan="8">support_agent · order_status</th>') < page.index("<strong>order.status</strong>")
-    assert page.index('<th colspan="8">support_agent · refund_over_limit</th>') < page.index("<strong>refund.over_limit</strong>")
+    assert page.index('<th colspan="8">support_agent · refund_over_limit</th>') < page.index(
+        "<strong>refund.over_limit</strong>"
+    )

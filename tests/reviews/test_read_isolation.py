@@ -28,7 +28,14 @@ pytestmark = pytest.mark.django_db
 TOOLS = ["lookupOrder", "replyTemplates"]
 USERS = ("nobody", "rev_a", "rev_b", "global_rev", "admin_a", "root")
 # which of the two agents each user reads with the setting on (off: every user reads both)
-READS_ON = {"nobody": set(), "rev_a": {"a"}, "rev_b": {"b"}, "global_rev": {"a", "b"}, "admin_a": {"a"}, "root": {"a", "b"}}
+READS_ON = {
+    "nobody": set(),
+    "rev_a": {"a"},
+    "rev_b": {"b"},
+    "global_rev": {"a", "b"},
+    "admin_a": {"a"},
+    "root": {"a", "b"},
+}
 # who sees the operations pages (a right on the agent; both settings: operations never were open)
 OPERATES = READS_ON
 
@@ -41,21 +48,31 @@ class World:
         proposer = User.objects.create_user("proposer_x", password="pw")
         proposer.groups.add(reviewers_group)
         for side in "ab":
-            agent = Agent.objects.create(name=f"agent_{side}lpha" if side == "a" else "agent_beta", tools=TOOLS,
-                                         namespace=self.namespaces[side])
+            agent = Agent.objects.create(
+                name=f"agent_{side}lpha" if side == "a" else "agent_beta", tools=TOOLS, namespace=self.namespaces[side]
+            )
             intent = Intent.objects.create(agent=agent, name=f"intent_{side}")
             version = services.procedure_propose(
-                agent=agent, intent=intent, key=f"proc{side}.refund",
+                agent=agent,
+                intent=intent,
+                key=f"proc{side}.refund",
                 applies_when=f"The customer asks about marker{side}zz.",
                 steps=["Look up the order with lookupOrder({{order_id}}).", "Reply with replyTemplates('done')."],
-                required_tools=TOOLS, forbidden_actions=[], source=Source.MANUAL, proposed_by=proposer,
+                required_tools=TOOLS,
+                forbidden_actions=[],
+                source=Source.MANUAL,
+                proposed_by=proposer,
             )
             self.agents[side], self.versions[side] = agent, version
             self.runs[side] = EvalRun.objects.create(
                 version=version, content_hash=version.content_hash, state=EvalRun.State.RUNNING, cases_total=2
             )
-            self.mining[side] = MiningRun.objects.create(agent=agent, started_by=proposer, parameters={"trigger": "manual"})
-        self.users = {name: User.objects.create_user(name, password="pw-" + name, email=f"{name}@example.com") for name in USERS}
+            self.mining[side] = MiningRun.objects.create(
+                agent=agent, started_by=proposer, parameters={"trigger": "manual"}
+            )
+        self.users = {
+            name: User.objects.create_user(name, password="pw-" + name, email=f"{name}@example.com") for name in USERS
+        }
         assign_perm("library.review_namespace_procedures", self.users["rev_a"], self.namespaces["a"])
         assign_perm("library.review_namespace_procedures", self.users["rev_b"], self.namespaces["b"])
         self.users["global_rev"].groups.add(reviewers_group)
@@ -142,7 +159,9 @@ def test_object_pages(world, isolation, user):
                 assert status in (200, 403), (user, side, name, status)
                 continue
             assert status == (200 if readable else 404), (user, side, name, status)
-        stable = client.get(reverse("reviews:procedure_by_key", kwargs={"agent": world.agents[side].name, "key": f"proc{side}.refund"}))
+        stable = client.get(
+            reverse("reviews:procedure_by_key", kwargs={"agent": world.agents[side].name, "key": f"proc{side}.refund"})
+        )
         assert stable.status_code == (302 if readable else 404), (user, side)
 
 
@@ -160,7 +179,12 @@ def test_operations_pages(world, isolation, user):
                 else:
                     assert response.status_code == 404 and not OPERATES[user], (user, side, name)
                 continue
-            assert response.status_code == (200 if side in OPERATES[user] else 404), (user, side, name, response.status_code)
+            assert response.status_code == (200 if side in OPERATES[user] else 404), (
+                user,
+                side,
+                name,
+                response.status_code,
+            )
 
 
 @pytest.mark.parametrize("user", USERS)
@@ -211,7 +235,9 @@ def test_namespaces_page_lists_only_namespaces_with_a_right(world, settings):
 
 def test_notifications_reach_only_readers_of_the_agent(world, isolation):
     users = [world.users[name] for name in USERS]
-    rows = notification_send(users=users, kind=NotificationKind.EVAL_FINISHED, message="about markerazz", agent=world.agents["a"])
+    rows = notification_send(
+        users=users, kind=NotificationKind.EVAL_FINISHED, message="about markerazz", agent=world.agents["a"]
+    )
     got = {row.user.username for row in Notification.objects.filter(pk__in=[r.pk for r in rows]).select_related("user")}
     assert got == ({u for u in USERS if "a" in READS_ON[u]} if isolation else set(USERS))
     for name in USERS:

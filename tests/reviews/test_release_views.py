@@ -73,7 +73,8 @@ def test_promote_page_promotes_to_production(staged, promoter):
     assert client.post(url, {"environment": "production", "reason": ""}).status_code == 400
     response = client.post(url, {"environment": "production", "share": "", "reason": "a week in staging"})
     assert response.status_code == 302
-    v1.refresh_from_db(); v2.refresh_from_db()
+    v1.refresh_from_db()
+    v2.refresh_from_db()
     assert (v1.status, v2.status) == (Status.RETIRED, Status.ACTIVE)
     assert client.post(url, {"environment": "production", "reason": "again"}).status_code == 409
 
@@ -87,8 +88,6 @@ def test_promote_page_starts_a_rollout_and_refuses_a_bad_share(staged, promoter)
     rollout = Rollout.objects.get()
     assert response.status_code == 302 and response["Location"] == reverse("reviews:ops_rollout", args=[rollout.pk])
     assert rollout.share == 20 and rollout.started_by == promoter
-
-
 
 
 def test_withdraw_page_rolls_staging_back(staged, promoter):
@@ -106,17 +105,24 @@ def test_complete_and_rollback_through_the_rollout_page(staged, rollout, promote
     page = client.get(reverse("reviews:ops_rollout", args=[rollout.pk]))
     assert page.status_code == 200 and b"Complete: v2 for every session" in page.content
     assert client.post(reverse("reviews:ops_rollout_complete", args=[rollout.pk]), {"reason": ""}).status_code == 400
-    assert client.post(reverse("reviews:ops_rollout_complete", args=[rollout.pk]), {"reason": "better"}).status_code == 302
+    assert (
+        client.post(reverse("reviews:ops_rollout_complete", args=[rollout.pk]), {"reason": "better"}).status_code == 302
+    )
     staged[1].refresh_from_db()
     assert staged[1].status == Status.ACTIVE
-    assert client.post(reverse("reviews:ops_rollout_rollback", args=[rollout.pk]), {"reason": "late"}).status_code == 409
+    assert (
+        client.post(reverse("reviews:ops_rollout_rollback", args=[rollout.pk]), {"reason": "late"}).status_code == 409
+    )
     assert AuditEvent.objects.filter(action=AuditEvent.Action.ROLLOUT_COMPLETE, actor=promoter).exists()
 
 
 def test_rollback_through_the_rollout_page(staged, rollout, promoter):
-    response = client_for(promoter).post(reverse("reviews:ops_rollout_rollback", args=[rollout.pk]), {"reason": "escalates"})
+    response = client_for(promoter).post(
+        reverse("reviews:ops_rollout_rollback", args=[rollout.pk]), {"reason": "escalates"}
+    )
     assert response.status_code == 302
-    rollout.refresh_from_db(); staged[0].refresh_from_db()
+    rollout.refresh_from_db()
+    staged[0].refresh_from_db()
     assert rollout.state == Rollout.State.ROLLED_BACK and staged[0].status == Status.ACTIVE
 
 
@@ -132,9 +138,17 @@ def test_agent_settings_page_edits_environments(agent, admin_user):
     client = client_for(admin_user)
     url = reverse("reviews:agent_settings", args=[agent.name])
     form = {
-        "tools": "\n".join(agent.tools), "procedural_memory_enabled": "on", "injection_cap": 2, "support_threshold": 20,
-        "review_target_hours": 72, "redaction_patterns": "[]", "environments": "staging qa", "reason": "a staging cluster",
-        "min_tool_calls": 3, "significance_level": 0.05, "backtest_share": 0.25,
+        "tools": "\n".join(agent.tools),
+        "procedural_memory_enabled": "on",
+        "injection_cap": 2,
+        "support_threshold": 20,
+        "review_target_hours": 72,
+        "redaction_patterns": "[]",
+        "environments": "staging qa",
+        "reason": "a staging cluster",
+        "min_tool_calls": 3,
+        "significance_level": 0.05,
+        "backtest_share": 0.25,
     }
     assert client.post(url, form).status_code == 302
     agent.refresh_from_db()
@@ -156,7 +170,9 @@ def test_arms_figures_match_hand_computed_values(staged, rollout, agent):
     def report(n, *, version, arm, resolved, prefix):
         for i in range(n):
             injected = [{"id": "refund.over_limit", "version": version, **({"arm": arm} if arm else {})}]
-            AgentSession.objects.create(agent=agent, session_id=f"{prefix}-{i}", injected=injected, resolved=resolved(i))
+            AgentSession.objects.create(
+                agent=agent, session_id=f"{prefix}-{i}", injected=injected, resolved=resolved(i)
+            )
 
     report(10, version=2, arm="rollout", resolved=lambda i: i < 8, prefix="r")
     report(22, version=1, arm="control", resolved=lambda i: None if i >= 20 else i < 10, prefix="c")
@@ -173,8 +189,16 @@ def test_arms_figures_match_hand_computed_values(staged, rollout, agent):
         assert figures.low == pytest.approx(low, abs=1e-9) and figures.high == pytest.approx(high, abs=1e-9)
     # Fisher's exact test on [[8, 2], [10, 10]]: two-sided p = sum of the tables no likelier than it
     assert comparison.p_value == pytest.approx(_fisher_two_sided(8, 2, 10, 10), rel=1e-9)
-    page = client_for(_user("viewer_admin", is_superuser=True)).get(reverse("reviews:ops_rollout", args=[rollout.pk])).content.decode()
-    assert "80.0 %" in page and "50.0 %" in page and f"{100 * _wilson(8, 10)[0]:.1f}–{100 * _wilson(8, 10)[1]:.1f} %" in page
+    page = (
+        client_for(_user("viewer_admin", is_superuser=True))
+        .get(reverse("reviews:ops_rollout", args=[rollout.pk]))
+        .content.decode()
+    )
+    assert (
+        "80.0 %" in page
+        and "50.0 %" in page
+        and f"{100 * _wilson(8, 10)[0]:.1f}–{100 * _wilson(8, 10)[1]:.1f} %" in page
+    )
 
 
 def _fisher_two_sided(a: int, b: int, c: int, d: int) -> float:

@@ -90,7 +90,10 @@ def test_queue_and_agent_page_show_versions_due_for_re_review(client, active, re
     body = client.get(reverse("reviews:queue")).content.decode()
     assert "due-for-review" in body and "refund.over_limit v1" in body
     client.force_login(admin_user)
-    assert "due-for-review" in client.get(reverse("reviews:ops_agent", args=[active.procedure.agent.name])).content.decode()
+    assert (
+        "due-for-review"
+        in client.get(reverse("reviews:ops_agent", args=[active.procedure.agent.name])).content.decode()
+    )
 
 
 # ------------------------------------------------------------------------------ demotion figures
@@ -114,14 +117,21 @@ def test_below_eval_test_matches_a_hand_computed_fisher_p():
 def _eval_results(version, passed: int, total: int) -> None:
     run = version.approval_eval_run
     for i in range(total):
-        case = RegressionCase.objects.create(agent=version.procedure.agent, intent=version.procedure.intent, task=f"t{i}")
+        case = RegressionCase.objects.create(
+            agent=version.procedure.agent, intent=version.procedure.intent, task=f"t{i}"
+        )
         EvalCaseResult.objects.create(run=run, case=case, arm="candidate", state="done", passed=i < passed)
 
 
 def _rollup(version, *, sessions: int, labelled: int, resolved: int) -> None:
     VersionDayRollup.objects.create(
-        agent=version.procedure.agent, version=version, intent=version.procedure.intent,
-        day=timezone.localdate() - timedelta(days=1), sessions=sessions, labelled=labelled, resolved=resolved,
+        agent=version.procedure.agent,
+        version=version,
+        intent=version.procedure.intent,
+        day=timezone.localdate() - timedelta(days=1),
+        sessions=sessions,
+        labelled=labelled,
+        resolved=resolved,
     )
 
 
@@ -133,7 +143,12 @@ def test_demotion_check_proposes_with_figures_and_retires_nothing(active):
     kinds = {p.kind for p in opened}
     assert kinds == {"below_eval"}  # 40 sessions: not rarely selected
     proposal = opened[0]
-    assert (proposal.figures["resolved"], proposal.figures["labelled"], proposal.figures["evalPassed"], proposal.figures["evalTotal"]) == (12, 40, 9, 10)
+    assert (
+        proposal.figures["resolved"],
+        proposal.figures["labelled"],
+        proposal.figures["evalPassed"],
+        proposal.figures["evalTotal"],
+    ) == (12, 40, 9, 10)
     assert proposal.figures["p"] == pytest.approx(_fisher_less_by_hand(12, 28, 9, 1))
     active.refresh_from_db()
     assert active.status == Status.ACTIVE

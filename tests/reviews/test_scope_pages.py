@@ -35,14 +35,23 @@ def _holder(name: str, perm: str, namespace):
 
 
 def _scope_post(client, procedure, **changes):
-    data = {"namespace": procedure.namespace.name, "roles": "", "priority": "0", "confidence": "medium", "reason": "a test", **changes}
+    data = {
+        "namespace": procedure.namespace.name,
+        "roles": "",
+        "priority": "0",
+        "confidence": "medium",
+        "reason": "a test",
+        **changes,
+    }
     return client.post(reverse("reviews:procedure_scope", args=[procedure.pk]), data)
 
 
 # --------------------------------------------------------------------------------------------- the scope form
 
 
-def test_the_procedure_page_shows_the_scope_and_the_form_to_its_managers_only(candidate, admin_user, reviewer, default_ns):
+def test_the_procedure_page_shows_the_scope_and_the_form_to_its_managers_only(
+    candidate, admin_user, reviewer, default_ns
+):
     procedure = candidate.procedure
     page = client_for(admin_user).get(reverse("reviews:procedure", args=[procedure.pk]))
     assert b'id="scope-form"' in page.content and b"every role" in page.content
@@ -51,11 +60,20 @@ def test_the_procedure_page_shows_the_scope_and_the_form_to_its_managers_only(ca
     assert b'id="scope-form"' not in client_for(reviewer).get(reverse("reviews:procedure", args=[procedure.pk])).content
 
 
-def test_a_namespace_manager_changes_the_scope_and_others_get_403_or_404(candidate, reviewer, outsider, default_ns, other_ns):
+def test_a_namespace_manager_changes_the_scope_and_others_get_403_or_404(
+    candidate, reviewer, outsider, default_ns, other_ns
+):
     procedure = candidate.procedure
     # only the manage right on the procedure's namespace (not a reviewer, nothing on the agent)
     manager = _holder("ns_manager", "manage_namespace_procedures", default_ns)
-    response = _scope_post(client_for(manager), procedure, roles="billing, tier-2", priority="7", confidence="high", reason="billing owns it")
+    response = _scope_post(
+        client_for(manager),
+        procedure,
+        roles="billing, tier-2",
+        priority="7",
+        confidence="high",
+        reason="billing owns it",
+    )
     assert response.status_code == 302
     procedure.refresh_from_db()
     assert (procedure.roles, procedure.priority, procedure.confidence) == (["billing", "tier-2"], 7, "high")
@@ -73,8 +91,13 @@ def test_a_namespace_manager_changes_the_scope_and_others_get_403_or_404(candida
 def test_bad_scope_input_is_a_400_saying_which_field(candidate, admin_user):
     procedure = candidate.procedure
     client = client_for(admin_user)
-    for changes, word in (({"priority": "1000"}, b"priority"), ({"roles": "Not A Role"}, b"roles"), ({"reason": ""}, b"reason"),
-                          ({"namespace": "nowhere"}, b"namespace"), ({"confidence": "sure"}, b"confidence")):
+    for changes, word in (
+        ({"priority": "1000"}, b"priority"),
+        ({"roles": "Not A Role"}, b"roles"),
+        ({"reason": ""}, b"reason"),
+        ({"namespace": "nowhere"}, b"namespace"),
+        ({"confidence": "sure"}, b"confidence"),
+    ):
         response = _scope_post(client, procedure, **{"priority": "3", **changes})
         assert response.status_code == 400, changes
         assert word in response.content
@@ -95,10 +118,14 @@ def test_review_granted_on_a_namespace_lets_its_holder_reject_there_only(candida
     assert candidate.status == Status.REJECTED
 
 
-def test_approve_granted_on_a_namespace_counts_for_its_procedures_and_the_queue(candidate, other_procedure, default_ns, other_ns, admin_user):
+def test_approve_granted_on_a_namespace_counts_for_its_procedures_and_the_queue(
+    candidate, other_procedure, default_ns, other_ns, admin_user
+):
     ns_approver = _holder("ns_approver", "approve_namespace_procedures", default_ns)
     other_approver = _holder("ns_other_approver", "approve_namespace_procedures", other_ns)
-    assert user_can_approve(ns_approver, candidate.procedure) and not user_can_approve(other_approver, candidate.procedure)
+    assert user_can_approve(ns_approver, candidate.procedure) and not user_can_approve(
+        other_approver, candidate.procedure
+    )
     waiting = set(selectors.waiting_for_approver(ns_approver).values_list("procedure__key", flat=True))
     assert waiting == {"refund.over_limit", "order.status"}
     assert not selectors.waiting_for_approver(other_approver).exists()
@@ -107,8 +134,12 @@ def test_approve_granted_on_a_namespace_counts_for_its_procedures_and_the_queue(
     for user in (ns_approver, other_approver):
         user._procmem_approve_scope = None
         del user._procmem_approve_scope
-    assert set(selectors.waiting_for_approver(ns_approver).values_list("procedure__key", flat=True)) == {"refund.over_limit"}
-    assert set(selectors.waiting_for_approver(other_approver).values_list("procedure__key", flat=True)) == {"order.status"}
+    assert set(selectors.waiting_for_approver(ns_approver).values_list("procedure__key", flat=True)) == {
+        "refund.over_limit"
+    }
+    assert set(selectors.waiting_for_approver(other_approver).values_list("procedure__key", flat=True)) == {
+        "order.status"
+    }
     # approving: the other namespace's approver is refused (403), the namespace's approves
     from tests.conftest import make_passing_eval
 
@@ -120,7 +151,9 @@ def test_approve_granted_on_a_namespace_counts_for_its_procedures_and_the_queue(
     assert candidate.status == Status.ACTIVE and candidate.approved_by == ns_approver
 
 
-def test_manage_granted_on_a_namespace_opens_the_agents_operations_and_retire(candidate, admin_user, default_ns, other_ns):
+def test_manage_granted_on_a_namespace_opens_the_agents_operations_and_retire(
+    candidate, admin_user, default_ns, other_ns
+):
     from tests.conftest import make_active
 
     active = make_active(candidate, admin_user)
@@ -128,7 +161,9 @@ def test_manage_granted_on_a_namespace_opens_the_agents_operations_and_retire(ca
     stranger = _holder("other_manager", "manage_namespace_procedures", other_ns)
     assert client_for(stranger).post(url, {"reason": "no"}).status_code == 404
     manager = _holder("ns_manager", "manage_namespace_procedures", default_ns)
-    assert client_for(manager).get(reverse("reviews:ops_agent", args=[candidate.procedure.agent.name])).status_code == 200
+    assert (
+        client_for(manager).get(reverse("reviews:ops_agent", args=[candidate.procedure.agent.name])).status_code == 200
+    )
     assert client_for(manager).post(url, {"reason": "outdated"}).status_code == 302
     active.refresh_from_db()
     assert active.status == Status.RETIRED
@@ -141,9 +176,20 @@ def test_the_namespaces_page_creates_grants_and_revokes_audited(agent, admin_use
     client = client_for(admin_user)
     page = client.get(reverse("reviews:ops_namespaces"))
     assert page.status_code == 200 and b'id="namespace-create-form"' in page.content
-    assert client.post(reverse("reviews:ops_namespace_create"), {"name": "team-billing", "description": "Billing"}).status_code == 302
+    assert (
+        client.post(
+            reverse("reviews:ops_namespace_create"), {"name": "team-billing", "description": "Billing"}
+        ).status_code
+        == 302
+    )
     billing = Namespace.objects.get(name="team-billing")
-    grant = {"namespace": "team-billing", "right": "approve", "grantee_kind": "user", "grantee": "reviewer", "reason": "lead"}
+    grant = {
+        "namespace": "team-billing",
+        "right": "approve",
+        "grantee_kind": "user",
+        "grantee": "reviewer",
+        "reason": "lead",
+    }
     assert client.post(reverse("reviews:ops_namespace_grant"), grant).status_code == 302
     assert reviewer.has_perm("library.approve_namespace_procedures", billing)
     assert client.post(reverse("reviews:ops_namespace_grant"), grant).status_code == 400  # already held
@@ -169,8 +215,16 @@ def test_the_namespaces_page_refuses_who_may_not(agent, reviewer, outsider, admi
     assert reviewer_client.post(reverse("reviews:ops_namespace_grant"), grant).status_code == 403
     assert reviewer_client.post(reverse("reviews:ops_agent_namespace"), move).status_code == 403
     outsider_client = client_for(outsider)
-    for name, data in (("ops_namespaces", None), ("ops_namespace_create", {"name": "team-y"}), ("ops_namespace_grant", grant)):
-        response = outsider_client.post(reverse(f"reviews:{name}"), data) if data else outsider_client.get(reverse(f"reviews:{name}"))
+    for name, data in (
+        ("ops_namespaces", None),
+        ("ops_namespace_create", {"name": "team-y"}),
+        ("ops_namespace_grant", grant),
+    ):
+        response = (
+            outsider_client.post(reverse(f"reviews:{name}"), data)
+            if data
+            else outsider_client.get(reverse(f"reviews:{name}"))
+        )
         assert response.status_code == 404, name
     assert not Namespace.objects.filter(name__in=["team-x", "team-y"]).exists()
     assert not reviewer.has_perm("library.manage_namespace_procedures", Namespace.objects.get(name="team-billing"))

@@ -26,10 +26,19 @@ def library(agent, intent, candidate, other_procedure, proposer):
     """refund.over_limit (candidate), order.status (candidate), and a near neighbour whose tool and
     id share parts with the first: createApprovalDraft, refund.under_limit."""
     services.procedure_propose(
-        agent=agent, intent=intent, key="refund.under_limit",
+        agent=agent,
+        intent=intent,
+        key="refund.under_limit",
         applies_when="The customer asks for a small refund the agent may grant itself.",
-        steps=["Look up the order with lookupOrder({{order_id}}).", "Draft it with createApprovalDraft({{order_id}}).", "Reply with replyTemplates('done')."],
-        required_tools=["lookupOrder", "replyTemplates"], forbidden_actions=[], source=Source.MANUAL, proposed_by=proposer,
+        steps=[
+            "Look up the order with lookupOrder({{order_id}}).",
+            "Draft it with createApprovalDraft({{order_id}}).",
+            "Reply with replyTemplates('done').",
+        ],
+        required_tools=["lookupOrder", "replyTemplates"],
+        forbidden_actions=[],
+        source=Source.MANUAL,
+        proposed_by=proposer,
     )
     return candidate
 
@@ -52,7 +61,11 @@ def test_tool_names_and_ids_match_exactly(reviewer_client, library):
     assert _keys(reviewer_client.get(SEARCH, {"q": "createApproval"})) == ["refund.over_limit"]
     assert _keys(reviewer_client.get(SEARCH, {"q": "refund.over_limit"})) == ["refund.over_limit"]
     assert _keys(reviewer_client.get(SEARCH, {"q": "refund.under_limit"})) == ["refund.under_limit"]
-    assert sorted(_keys(reviewer_client.get(SEARCH, {"q": "lookupOrder"}))) == ["order.status", "refund.over_limit", "refund.under_limit"]
+    assert sorted(_keys(reviewer_client.get(SEARCH, {"q": "lookupOrder"}))) == [
+        "order.status",
+        "refund.over_limit",
+        "refund.under_limit",
+    ]
 
 
 def test_an_identifier_never_matches_a_longer_name_or_its_parts(reviewer_client, library):
@@ -64,7 +77,13 @@ def test_an_identifier_never_matches_a_longer_name_or_its_parts(reviewer_client,
 
 def test_comments_are_searched_and_highlighted(reviewer_client, reviewer, library, other_procedure):
     order_status = other_procedure.versions.get()
-    thread_create(version=order_status, user=reviewer, body="Should the carrier be asked first? <b>bold</b>", anchor="step", step=2)
+    thread_create(
+        version=order_status,
+        user=reviewer,
+        body="Should the carrier be asked first? <b>bold</b>",
+        anchor="step",
+        step=2,
+    )
     response = reviewer_client.get(SEARCH, {"q": "carrier"})
     assert "order.status" in _keys(response)
     html = response.content.decode()
@@ -80,9 +99,15 @@ def test_highlight_escapes_text_and_marks_identifiers():
 
 def test_procedure_text_in_results_is_escaped(reviewer_client, agent, intent, proposer):
     services.procedure_propose(
-        agent=agent, intent=intent, key="xss.probe", applies_when="The customer writes <img src=x onerror=alert(1)> about refunds.",
-        steps=["Reply with replyTemplates('<script>x</script>').", "b", "c"], required_tools=["replyTemplates"], forbidden_actions=[],
-        source=Source.MANUAL, proposed_by=proposer,
+        agent=agent,
+        intent=intent,
+        key="xss.probe",
+        applies_when="The customer writes <img src=x onerror=alert(1)> about refunds.",
+        steps=["Reply with replyTemplates('<script>x</script>').", "b", "c"],
+        required_tools=["replyTemplates"],
+        forbidden_actions=[],
+        source=Source.MANUAL,
+        proposed_by=proposer,
     )
     html = reviewer_client.get(SEARCH, {"q": "refunds"}).content.decode()
     assert "<img src=x" not in html and "<script>x</script>" not in html

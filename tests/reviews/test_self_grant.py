@@ -37,7 +37,8 @@ def _client(user) -> Client:
 def _grant(client, agent, grantee: str, kind: str = "user"):
     return client.post(
         reverse("reviews:ops_grant", args=[agent.name]),
-        {"scope": "agent", "grantee_kind": kind, "grantee": grantee, "reason": "covering the holidays"}, follow=True,
+        {"scope": "agent", "grantee_kind": kind, "grantee": grantee, "reason": "covering the holidays"},
+        follow=True,
     )
 
 
@@ -53,14 +54,22 @@ def test_the_setting_is_on_in_production_and_off_with_debug():
     code = "from django.conf import settings; print(settings.PROCMEM_NO_SELF_GRANT)"
     assert run_manage("shell", "-c", code, env=PRODUCTION).stdout.split()[-1] == "True"
     assert run_manage("shell", "-c", code, env={**PRODUCTION, "DEBUG": "1"}).stdout.split()[-1] == "False"
-    assert run_manage("shell", "-c", code, env={**PRODUCTION, "DEBUG": "1", "PROCMEM_NO_SELF_GRANT": "1"}).stdout.split()[-1] == "True"
+    assert (
+        run_manage("shell", "-c", code, env={**PRODUCTION, "DEBUG": "1", "PROCMEM_NO_SELF_GRANT": "1"}).stdout.split()[
+            -1
+        ]
+        == "True"
+    )
 
 
 def test_an_admin_granting_themselves_approver_rights_is_refused_with_the_reason(agent, candidate, admins):
     first, _second = admins
     response = _grant(_client(first), agent, "first-admin")
     assert response.status_code == 200
-    assert "A right is never granted by its own grantee: another admin of support_agent must grant it to you" in response.content.decode()
+    assert (
+        "A right is never granted by its own grantee: another admin of support_agent must grant it to you"
+        in response.content.decode()
+    )
     first = type(first).objects.get(pk=first.pk)  # fresh permission cache
     assert not user_can_approve(first, candidate.procedure)
     assert not AuditEvent.objects.filter(action=AuditEvent.Action.GRANT).exists()
@@ -78,7 +87,7 @@ def test_a_second_admins_grant_works_and_the_audit_log_shows_both(agent, candida
     assert event.actor == second and event.after["user"] == "first-admin" and event.reason == "covering the holidays"
     # the audit log page's row names the admin who granted and the one who received
     page = _client(admin_user).get(reverse("reviews:ops_audit") + "?action=grant").content.decode()
-    row = page[page.index("covering the holidays") - 2000:page.index("covering the holidays") + 2000]
+    row = page[page.index("covering the holidays") - 2000 : page.index("covering the holidays") + 2000]
     assert "second-admin" in row and "first-admin" in row
 
 

@@ -27,12 +27,15 @@ def test_rules_are_parsed_in_order():
     assert parse_sso_rules("cn=ops,ou=groups -> group:reviewers")[0].claim_value == "cn=ops,ou=groups"
 
 
-@pytest.mark.parametrize("text, names", [
-    ("procmem-reviewers group:reviewers", "rule 1"),
-    ("a -> group:reviewers; b -> namespace:payments:own", "rule 2"),
-    ("a -> agent:support_agent:review", "agent:<name>:approve|manage"),
-    (" -> group:reviewers", "claim value"),
-])
+@pytest.mark.parametrize(
+    "text, names",
+    [
+        ("procmem-reviewers group:reviewers", "rule 1"),
+        ("a -> group:reviewers; b -> namespace:payments:own", "rule 2"),
+        ("a -> agent:support_agent:review", "agent:<name>:approve|manage"),
+        (" -> group:reviewers", "claim value"),
+    ],
+)
 def test_a_bad_rule_stops_the_start_naming_the_variable_and_the_rule(text, names):
     with pytest.raises(ImproperlyConfigured) as refused:
         parse_sso_rules(text)
@@ -50,7 +53,9 @@ def test_claims_give_and_take_the_rights_the_rules_name(sso_rules, agent, review
     Namespace.objects.create(name="payments")
     user = get_user_model().objects.create_user("sso-user")
     # when
-    granted = sso_rights_sync(user=user, claims={"sub": "1", "groups": ["procmem-reviewers", "payments", "refund-leads", "other"]})
+    granted = sso_rights_sync(
+        user=user, claims={"sub": "1", "groups": ["procmem-reviewers", "payments", "refund-leads", "other"]}
+    )
     # then
     user = get_user_model().objects.get(pk=user.pk)
     assert len(granted) == 3 and all(change.startswith("granted") for change in granted)
@@ -106,7 +111,9 @@ def test_without_local_passwords_a_password_signs_nobody_in(client, settings, re
     settings.PROCMEM_SSO_ENABLED = True
     settings.PROCMEM_LOCAL_PASSWORDS = False
     settings.AUTHENTICATION_BACKENDS = [
-        "axes.backends.AxesStandaloneBackend", "reviews.sso.PermissionsOnlyBackend", "guardian.backends.ObjectPermissionBackend",
+        "axes.backends.AxesStandaloneBackend",
+        "reviews.sso.PermissionsOnlyBackend",
+        "guardian.backends.ObjectPermissionBackend",
     ]
     page = client.get(reverse("login")).content.decode()
     assert 'id="id_password"' not in page and "Passwords are switched off" in page
@@ -123,7 +130,9 @@ def test_without_local_passwords_a_password_signs_nobody_in(client, settings, re
 
 
 @pytest.mark.parametrize("who, expected", [("admin", 200), ("reviewer", 403), ("outsider", 404)])
-def test_the_operations_page_shows_the_rules_to_library_admins(client, sso_rules, admin_user, reviewer, outsider, who, expected):
+def test_the_operations_page_shows_the_rules_to_library_admins(
+    client, sso_rules, admin_user, reviewer, outsider, who, expected
+):
     client.force_login({"admin": admin_user, "reviewer": reviewer, "outsider": outsider}[who])
     response = client.get(reverse("reviews:ops_sso"))
     assert response.status_code == expected

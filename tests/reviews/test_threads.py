@@ -24,13 +24,21 @@ def _version_url(version) -> str:
 
 
 def test_mentions_are_parsed_from_the_body():
-    assert mentioned_usernames("@approver can you check step 3? cc @reviewer. mail me@example.com") == ["approver", "reviewer"]
+    assert mentioned_usernames("@approver can you check step 3? cc @reviewer. mail me@example.com") == [
+        "approver",
+        "reviewer",
+    ]
     assert mentioned_usernames("no mention here") == []
 
 
-def test_a_thread_on_a_step_with_a_mention_notifies_the_mentioned_reviewer(candidate, reviewer, approver, outsider, proposer):
+def test_a_thread_on_a_step_with_a_mention_notifies_the_mentioned_reviewer(
+    candidate, reviewer, approver, outsider, proposer
+):
     thread = thread_create(
-        version=candidate, user=reviewer, anchor="step", step=3,
+        version=candidate,
+        user=reviewer,
+        anchor="step",
+        step=3,
         body="@approver should createApproval come before the return-window check? @outsider @nobody @reviewer",
     )
     assert (thread.anchor, thread.step, thread.anchor_label) == ("step", 3, "step 3")
@@ -66,9 +74,13 @@ def test_resolve_reopen_and_a_reply_that_reopens(candidate, reviewer, proposer):
     assert actions[-4:] == ["comment", "thread_resolve", "thread_reopen", "comment"]
 
 
-def test_the_page_shows_threads_and_the_decision_panel_counts_the_unresolved(candidate, reviewer, approver, reviewer_client):
+def test_the_page_shows_threads_and_the_decision_panel_counts_the_unresolved(
+    candidate, reviewer, approver, reviewer_client
+):
     make_passing_eval(candidate)
-    open_thread = thread_create(version=candidate, user=reviewer, body="Check <script>x</script> step 4", anchor="step", step=4)
+    open_thread = thread_create(
+        version=candidate, user=reviewer, body="Check <script>x</script> step 4", anchor="step", step=4
+    )
     done = thread_create(version=candidate, user=reviewer, body="Typo in appliesWhen", anchor="appliesWhen")
     thread_set_resolved(thread=done, user=reviewer, resolved=True)
     html = client_for(approver).get(_version_url(candidate)).content.decode()
@@ -79,7 +91,9 @@ def test_the_page_shows_threads_and_the_decision_panel_counts_the_unresolved(can
     confirm = client_for(approver).get(reverse("reviews:version_approve", kwargs={"pk": candidate.pk})).content.decode()
     assert "1 thread is still unresolved on this procedure" in confirm
     # approval stays possible with an open thread
-    response = client_for(approver).post(reverse("reviews:version_approve", kwargs={"pk": candidate.pk}), {"confirm": "on"})
+    response = client_for(approver).post(
+        reverse("reviews:version_approve", kwargs={"pk": candidate.pk}), {"confirm": "on"}
+    )
     assert response.status_code == 302
     candidate.refresh_from_db()
     assert candidate.status == Status.ACTIVE
@@ -87,22 +101,33 @@ def test_the_page_shows_threads_and_the_decision_panel_counts_the_unresolved(can
 
 def test_thread_views(candidate, reviewer, reviewer_client, approver):
     response = reviewer_client.post(
-        reverse("reviews:version_thread_create", kwargs={"pk": candidate.pk}), {"anchor": "step:2", "body": "@approver look"}, **HTMX
+        reverse("reviews:version_thread_create", kwargs={"pk": candidate.pk}),
+        {"anchor": "step:2", "body": "@approver look"},
+        **HTMX,
     )
     assert response.status_code == 200 and b"<html" not in response.content and b"step 2" in response.content
     thread = Thread.objects.get()
     assert thread.step == 2
     assert Notification.objects.filter(user=approver, kind=NotificationKind.MENTION).count() == 1
-    assert reviewer_client.post(reverse("reviews:thread_reply", kwargs={"pk": thread.pk}), {"body": "more"}).status_code == 302
+    assert (
+        reviewer_client.post(reverse("reviews:thread_reply", kwargs={"pk": thread.pk}), {"body": "more"}).status_code
+        == 302
+    )
     assert reviewer_client.post(reverse("reviews:thread_resolve", kwargs={"pk": thread.pk})).status_code == 302
     assert reviewer_client.post(reverse("reviews:thread_resolve", kwargs={"pk": thread.pk})).status_code == 409
     assert reviewer_client.post(reverse("reviews:thread_reopen", kwargs={"pk": thread.pk})).status_code == 302
-    assert reviewer_client.post(
-        reverse("reviews:version_thread_create", kwargs={"pk": candidate.pk}), {"anchor": "step:99", "body": "x"}
-    ).status_code == 400
-    assert reviewer_client.post(
-        reverse("reviews:version_thread_create", kwargs={"pk": candidate.pk}), {"anchor": "step:x", "body": "x"}
-    ).status_code == 400
+    assert (
+        reviewer_client.post(
+            reverse("reviews:version_thread_create", kwargs={"pk": candidate.pk}), {"anchor": "step:99", "body": "x"}
+        ).status_code
+        == 400
+    )
+    assert (
+        reviewer_client.post(
+            reverse("reviews:version_thread_create", kwargs={"pk": candidate.pk}), {"anchor": "step:x", "body": "x"}
+        ).status_code
+        == 400
+    )
     assert Comment.objects.count() == 2
 
 
@@ -115,15 +140,26 @@ def test_thread_views_refuse_the_wrong_people(client, candidate, reviewer, outsi
     create = reverse("reviews:version_thread_create", kwargs={"pk": candidate.pk})
     # anonymous: to sign-in (htmx: HX-Redirect)
     assert client.post(create, {"body": "x"})["Location"].startswith("/accounts/login/")
-    assert client.post(reverse("reviews:thread_reply", kwargs={"pk": thread.pk}), {"body": "x"}, **HTMX)["HX-Redirect"].startswith("/accounts/login/")
+    assert client.post(reverse("reviews:thread_reply", kwargs={"pk": thread.pk}), {"body": "x"}, **HTMX)[
+        "HX-Redirect"
+    ].startswith("/accounts/login/")
     # signed in without the reviewer role: 403
     outsider_client = client_for(outsider)
     assert outsider_client.post(create, {"body": "x"}).status_code == 403
     for name in THREAD_ACTIONS:
-        assert outsider_client.post(reverse(f"reviews:{name}", kwargs={"pk": thread.pk}), {"body": "x"}).status_code == 403
+        assert (
+            outsider_client.post(reverse(f"reviews:{name}", kwargs={"pk": thread.pk}), {"body": "x"}).status_code == 403
+        )
     # hidden: 404
     reviewer_client = client_for(reviewer)
-    assert reviewer_client.post(reverse("reviews:version_thread_create", kwargs={"pk": 999_999}), {"body": "x"}).status_code == 404
+    assert (
+        reviewer_client.post(
+            reverse("reviews:version_thread_create", kwargs={"pk": 999_999}), {"body": "x"}
+        ).status_code
+        == 404
+    )
     for name in THREAD_ACTIONS:
-        assert reviewer_client.post(reverse(f"reviews:{name}", kwargs={"pk": 999_999}), {"body": "x"}).status_code == 404
+        assert (
+            reviewer_client.post(reverse(f"reviews:{name}", kwargs={"pk": 999_999}), {"body": "x"}).status_code == 404
+        )
     assert (Thread.objects.count(), Comment.objects.count(), AuditEvent.objects.count()) == before

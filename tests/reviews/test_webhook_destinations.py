@@ -50,19 +50,24 @@ def test_local_addresses_are_refused_when_saved(url, kind, agent, agent_admin, d
     assert not Webhook.objects.exists()
 
 
-@pytest.mark.parametrize("url", ["https://hooks.slack.com/services/T0/B0/x", "https://93.184.216.34/hook", "https://[2606:4700::1111]/"])
+@pytest.mark.parametrize(
+    "url", ["https://hooks.slack.com/services/T0/B0/x", "https://93.184.216.34/hook", "https://[2606:4700::1111]/"]
+)
 def test_public_destinations_are_accepted(url, agent, agent_admin, db):
     with override_settings(**LOCAL_ONLY_OFF):
         webhook, _ = webhook_create(agent=agent, user=agent_admin, name="x", url=url, events=["version.approved"])
     assert webhook.url == url
 
 
-@pytest.mark.parametrize("url, message", [
-    ("http://[::1]:99999/", "port outside 1 to 65535"),
-    ("https://hooks.example.com:0/", "port outside 1 to 65535"),
-    ("https://user:secret@hooks.example.com/", "may not carry a user or password"),
-    ("https://token@hooks.example.com/", "may not carry a user or password"),
-])
+@pytest.mark.parametrize(
+    "url, message",
+    [
+        ("http://[::1]:99999/", "port outside 1 to 65535"),
+        ("https://hooks.example.com:0/", "port outside 1 to 65535"),
+        ("https://user:secret@hooks.example.com/", "may not carry a user or password"),
+        ("https://token@hooks.example.com/", "may not carry a user or password"),
+    ],
+)
 def test_urls_a_delivery_cannot_use_are_refused_when_saved(url, message, agent, agent_admin, db):
     with pytest.raises(ValidationError) as excinfo:
         webhook_create(agent=agent, user=agent_admin, name="x", url=url, events=["version.approved"])
@@ -71,18 +76,31 @@ def test_urls_a_delivery_cannot_use_are_refused_when_saved(url, message, agent, 
 
 
 def test_the_operator_allows_a_network_or_a_host(agent, agent_admin, db):
-    with override_settings(PROCMEM_WEBHOOK_ALLOW_LOCAL=False, PROCMEM_WEBHOOK_ALLOWED_HOSTS=["10.20.0.0/16", "hooks.localhost"]):
-        webhook_create(agent=agent, user=agent_admin, name="a", url="http://10.20.3.4/hook", events=["version.approved"])
-        webhook_create(agent=agent, user=agent_admin, name="b", url="http://hooks.localhost/hook", events=["version.approved"])
+    with override_settings(
+        PROCMEM_WEBHOOK_ALLOW_LOCAL=False, PROCMEM_WEBHOOK_ALLOWED_HOSTS=["10.20.0.0/16", "hooks.localhost"]
+    ):
+        webhook_create(
+            agent=agent, user=agent_admin, name="a", url="http://10.20.3.4/hook", events=["version.approved"]
+        )
+        webhook_create(
+            agent=agent, user=agent_admin, name="b", url="http://hooks.localhost/hook", events=["version.approved"]
+        )
         with pytest.raises(ValidationError):
-            webhook_create(agent=agent, user=agent_admin, name="c", url="http://10.21.0.1/hook", events=["version.approved"])
+            webhook_create(
+                agent=agent, user=agent_admin, name="c", url="http://10.21.0.1/hook", events=["version.approved"]
+            )
     assert Webhook.objects.count() == 2
 
 
 def test_the_page_says_why_and_stores_nothing(client, agent, agent_admin, db):
     client.force_login(agent_admin)
-    form = {"name": "meta", "url": "http://169.254.169.254/latest/meta-data/", "events": ["version.approved"],
-            "body_format": "json", "is_active": "on"}
+    form = {
+        "name": "meta",
+        "url": "http://169.254.169.254/latest/meta-data/",
+        "events": ["version.approved"],
+        "body_format": "json",
+        "is_active": "on",
+    }
     with override_settings(**LOCAL_ONLY_OFF):
         response = client.post(reverse("reviews:webhook_list", args=[agent.name]), form)
     assert response.status_code == 400
@@ -91,12 +109,15 @@ def test_the_page_says_why_and_stores_nothing(client, agent, agent_admin, db):
 
 
 @override_settings(PROCMEM_WEBHOOK_BACKOFF_SECONDS=0, PROCMEM_WEBHOOK_MAX_ATTEMPTS=5)
-def test_a_delivery_that_reaches_a_local_address_is_refused_before_sending(agent, agent_admin, db,
-                                                                          django_capture_on_commit_callbacks):
+def test_a_delivery_that_reaches_a_local_address_is_refused_before_sending(
+    agent, agent_admin, db, django_capture_on_commit_callbacks
+):
     """As when a public name later resolves to a local address: saved while local addresses were
     allowed, delivered after the operator turned that off."""
     with Receiver() as receiver:
-        webhook, _ = webhook_create(agent=agent, user=agent_admin, name="rebound", url=receiver.url, events=["version.approved"])
+        webhook, _ = webhook_create(
+            agent=agent, user=agent_admin, name="rebound", url=receiver.url, events=["version.approved"]
+        )
         with override_settings(**LOCAL_ONLY_OFF), django_capture_on_commit_callbacks(execute=True):
             webhook_send_test(webhook=webhook, user=agent_admin)
         assert receiver.received == []
@@ -145,8 +166,13 @@ def test_https_is_refused_before_the_tls_handshake():
 
 @override_settings(PROCMEM_WEBHOOK_BACKOFF_SECONDS=0)
 def test_an_allowed_network_is_delivered_to(agent, agent_admin, db, django_capture_on_commit_callbacks):
-    with Receiver() as receiver, override_settings(PROCMEM_WEBHOOK_ALLOW_LOCAL=False, PROCMEM_WEBHOOK_ALLOWED_HOSTS=["127.0.0.0/8"]):
-        webhook, _ = webhook_create(agent=agent, user=agent_admin, name="in-cluster", url=receiver.url, events=["version.approved"])
+    with (
+        Receiver() as receiver,
+        override_settings(PROCMEM_WEBHOOK_ALLOW_LOCAL=False, PROCMEM_WEBHOOK_ALLOWED_HOSTS=["127.0.0.0/8"]),
+    ):
+        webhook, _ = webhook_create(
+            agent=agent, user=agent_admin, name="in-cluster", url=receiver.url, events=["version.approved"]
+        )
         with django_capture_on_commit_callbacks(execute=True):
             webhook_send_test(webhook=webhook, user=agent_admin)
         assert len(receiver.received) == 1

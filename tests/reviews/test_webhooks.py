@@ -4,7 +4,6 @@ retries and backoff, and who may manage them (admins of the agent only)."""
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -63,7 +62,9 @@ def test_backoff_doubles():
 # ---------------------------------------------------------------------------------------------- managing
 
 
-@pytest.mark.parametrize("url", ["ftp://example.com/x", "javascript:alert(1)", "file:///etc/passwd", "example.com/hook", ""])
+@pytest.mark.parametrize(
+    "url", ["ftp://example.com/x", "javascript:alert(1)", "file:///etc/passwd", "example.com/hook", ""]
+)
 def test_only_http_urls(agent, agent_admin, url):
     with pytest.raises(ValidationError) as exc:
         webhook_create(agent=agent, user=agent_admin, name="x", url=url, events=["version.approved"])
@@ -73,7 +74,9 @@ def test_only_http_urls(agent, agent_admin, url):
 
 def test_unknown_or_no_events_refused(agent, agent_admin):
     with pytest.raises(ValidationError) as exc:
-        webhook_create(agent=agent, user=agent_admin, name="x", url="https://h.example.com/", events=["version.deleted"])
+        webhook_create(
+            agent=agent, user=agent_admin, name="x", url="https://h.example.com/", events=["version.deleted"]
+        )
     assert "version.deleted" in exc.value.message_dict["events"][0]
     with pytest.raises(ValidationError):
         webhook_create(agent=agent, user=agent_admin, name="x", url="https://h.example.com/", events=[])
@@ -82,25 +85,41 @@ def test_unknown_or_no_events_refused(agent, agent_admin):
 
 
 def test_create_rotate_delete_are_audited_without_the_secret(agent, agent_admin):
-    webhook, secret = webhook_create(agent=agent, user=agent_admin, name="chat", url="https://h.example.com/",
-                                     events=["version.approved", "eval.finished"])
+    webhook, secret = webhook_create(
+        agent=agent,
+        user=agent_admin,
+        name="chat",
+        url="https://h.example.com/",
+        events=["version.approved", "eval.finished"],
+    )
     assert secret.startswith("whsec_") and webhook.secret == secret
     assert webhook.events == ["eval.finished", "version.approved"]  # the canonical order
     _, new_secret = webhook_rotate_secret(webhook=webhook, user=agent_admin)
     assert new_secret != secret
     webhook_delete(webhook=webhook, user=agent_admin)
     rows = list(AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS, agent=agent).order_by("id"))
-    assert [r.reason for r in rows] == ["Webhook 'chat' created", "Webhook 'chat': secret rotated", "Webhook 'chat' deleted"]
-    assert all(secret not in json.dumps([r.before, r.after]) and new_secret not in json.dumps([r.before, r.after]) for r in rows)
+    assert [r.reason for r in rows] == [
+        "Webhook 'chat' created",
+        "Webhook 'chat': secret rotated",
+        "Webhook 'chat' deleted",
+    ]
+    assert all(
+        secret not in json.dumps([r.before, r.after]) and new_secret not in json.dumps([r.before, r.after])
+        for r in rows
+    )
 
 
 def test_services_refuse_non_admins(agent, reviewer, agent_admin):
     with pytest.raises(PermissionDenied):
         webhook_create(agent=agent, user=reviewer, name="x", url="https://h.example.com/", events=["version.approved"])
-    webhook, _ = webhook_create(agent=agent, user=agent_admin, name="x", url="https://h.example.com/", events=["version.approved"])
-    for call in (lambda: webhook_rotate_secret(webhook=webhook, user=reviewer),
-                 lambda: webhook_send_test(webhook=webhook, user=reviewer),
-                 lambda: webhook_delete(webhook=webhook, user=reviewer)):
+    webhook, _ = webhook_create(
+        agent=agent, user=agent_admin, name="x", url="https://h.example.com/", events=["version.approved"]
+    )
+    for call in (
+        lambda: webhook_rotate_secret(webhook=webhook, user=reviewer),
+        lambda: webhook_send_test(webhook=webhook, user=reviewer),
+        lambda: webhook_delete(webhook=webhook, user=reviewer),
+    ):
         with pytest.raises(PermissionDenied):
             call()
 
@@ -108,19 +127,25 @@ def test_services_refuse_non_admins(agent, reviewer, agent_admin):
 # ---------------------------------------------------------------------------------------------- delivering
 
 
-def test_approval_is_delivered_signed_to_a_local_receiver(agent, agent_admin, candidate, approver,
-                                                          django_capture_on_commit_callbacks):
+def test_approval_is_delivered_signed_to_a_local_receiver(
+    agent, agent_admin, candidate, approver, django_capture_on_commit_callbacks
+):
     with Receiver() as receiver:
-        webhook, secret = webhook_create(agent=agent, user=agent_admin, name="ci", url=receiver.url,
-                                         events=["version.approved"])
+        webhook, secret = webhook_create(
+            agent=agent, user=agent_admin, name="ci", url=receiver.url, events=["version.approved"]
+        )
         make_passing_eval(candidate)
         # the approval's on-commit signal writes the delivery; its on-commit queues the (eager) task
         with django_capture_on_commit_callbacks(execute=True):
             services.version_approve(version=candidate, user=approver, comment="looks right")
         assert len(receiver.received) == 1
         got = receiver.received[0]
-    assert signature_valid(secret=secret, timestamp_header=got.headers["x-procmem-timestamp"],
-                           signature_header=got.headers["x-procmem-signature"], body=got.body)
+    assert signature_valid(
+        secret=secret,
+        timestamp_header=got.headers["x-procmem-timestamp"],
+        signature_header=got.headers["x-procmem-signature"],
+        body=got.body,
+    )
     body = json.loads(got.body)
     assert body["event"] == "version.approved" == got.headers["x-procmem-event"]
     assert body["data"]["procedure"] == "refund.over_limit" and body["data"]["by"] == "approver"
@@ -129,8 +154,9 @@ def test_approval_is_delivered_signed_to_a_local_receiver(agent, agent_admin, ca
     assert (delivery.status, delivery.attempts, delivery.response_code) == ("succeeded", 1, 200)
 
 
-def test_unsubscribed_and_switched_off_webhooks_receive_nothing(agent, agent_admin, candidate, approver,
-                                                                django_capture_on_commit_callbacks):
+def test_unsubscribed_and_switched_off_webhooks_receive_nothing(
+    agent, agent_admin, candidate, approver, django_capture_on_commit_callbacks
+):
     webhook_create(agent=agent, user=agent_admin, name="evals", url="https://h.example.com/", events=["eval.finished"])
     make_passing_eval(candidate)
     with django_capture_on_commit_callbacks(execute=True):
@@ -143,8 +169,9 @@ def test_failing_receiver_is_retried_until_it_answers(agent, agent_admin, django
     # Eager tasks retry at once (Celery runs the retry in place, without the countdown); the worker
     # test below waits for real countdowns.
     with Receiver(statuses=[500, 503, 200]) as receiver:
-        webhook, secret = webhook_create(agent=agent, user=agent_admin, name="flaky", url=receiver.url,
-                                         events=["version.approved"])
+        webhook, secret = webhook_create(
+            agent=agent, user=agent_admin, name="flaky", url=receiver.url, events=["version.approved"]
+        )
         with django_capture_on_commit_callbacks(execute=True):
             webhook_send_test(webhook=webhook, user=agent_admin)
         assert len(receiver.received) == 3
@@ -155,10 +182,13 @@ def test_failing_receiver_is_retried_until_it_answers(agent, agent_admin, django
 
 
 @override_settings(PROCMEM_WEBHOOK_BACKOFF_SECONDS=0, PROCMEM_WEBHOOK_MAX_ATTEMPTS=3)
-def test_receiver_that_keeps_failing_is_given_up_after_the_last_attempt(agent, agent_admin,
-                                                                        django_capture_on_commit_callbacks):
+def test_receiver_that_keeps_failing_is_given_up_after_the_last_attempt(
+    agent, agent_admin, django_capture_on_commit_callbacks
+):
     with Receiver(statuses=[500]) as receiver:
-        webhook, _ = webhook_create(agent=agent, user=agent_admin, name="down", url=receiver.url, events=["eval.finished"])
+        webhook, _ = webhook_create(
+            agent=agent, user=agent_admin, name="down", url=receiver.url, events=["eval.finished"]
+        )
         with django_capture_on_commit_callbacks(execute=True):
             webhook_send_test(webhook=webhook, user=agent_admin)
         assert len(receiver.received) == 3
@@ -174,7 +204,9 @@ def test_unreachable_receiver_records_the_error(agent, agent_admin, django_captu
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    webhook, _ = webhook_create(agent=agent, user=agent_admin, name="gone", url=f"http://127.0.0.1:{port}/", events=["eval.finished"])
+    webhook, _ = webhook_create(
+        agent=agent, user=agent_admin, name="gone", url=f"http://127.0.0.1:{port}/", events=["eval.finished"]
+    )
     with django_capture_on_commit_callbacks(execute=True):
         webhook_send_test(webhook=webhook, user=agent_admin)
     delivery = WebhookDelivery.objects.get()
@@ -183,10 +215,18 @@ def test_unreachable_receiver_records_the_error(agent, agent_admin, django_captu
 
 def test_slack_body_is_text_only(agent, agent_admin, django_capture_on_commit_callbacks):
     with Receiver() as receiver:
-        webhook, secret = webhook_create(agent=agent, user=agent_admin, name="slack", url=receiver.url,
-                                         events=["metric.warning"], body_format="slack")
+        webhook, secret = webhook_create(
+            agent=agent,
+            user=agent_admin,
+            name="slack",
+            url=receiver.url,
+            events=["metric.warning"],
+            body_format="slack",
+        )
         with django_capture_on_commit_callbacks(execute=True):
-            webhooks_dispatch(agent_id=agent.pk, event=WebhookEvent.METRIC_WARNING, text="refund.over_limit v1 resolves less")
+            webhooks_dispatch(
+                agent_id=agent.pk, event=WebhookEvent.METRIC_WARNING, text="refund.over_limit v1 resolves less"
+            )
         body = json.loads(receiver.received[0].body)
     assert list(body) == ["text"] and "refund.over_limit v1 resolves less" in body["text"]
 
@@ -195,7 +235,9 @@ def test_a_delivered_task_run_again_sends_nothing(agent, agent_admin, django_cap
     from reviews.tasks import webhook_deliver
 
     with Receiver() as receiver:
-        webhook, _ = webhook_create(agent=agent, user=agent_admin, name="once", url=receiver.url, events=["eval.finished"])
+        webhook, _ = webhook_create(
+            agent=agent, user=agent_admin, name="once", url=receiver.url, events=["eval.finished"]
+        )
         with django_capture_on_commit_callbacks(execute=True):
             delivery = webhook_send_test(webhook=webhook, user=agent_admin)
         assert webhook_deliver.apply(args=[delivery.pk]).get() == "not pending"
@@ -215,12 +257,22 @@ def _urls(agent, webhook):
     }
 
 
-FORM = {"name": "chat", "url": "https://h.example.com/hook", "events": ["version.approved"], "body_format": "json", "is_active": "on"}
+FORM = {
+    "name": "chat",
+    "url": "https://h.example.com/hook",
+    "events": ["version.approved"],
+    "body_format": "json",
+    "is_active": "on",
+}
 
 
 @pytest.mark.parametrize("who,expected", [("reviewer", 403), ("outsider", 404)])
-def test_every_webhook_view_refuses_who_does_not_manage_the_agent(client, agent, agent_admin, reviewer, outsider, who, expected):
-    webhook, _ = webhook_create(agent=agent, user=agent_admin, name="x", url="https://h.example.com/", events=["eval.finished"])
+def test_every_webhook_view_refuses_who_does_not_manage_the_agent(
+    client, agent, agent_admin, reviewer, outsider, who, expected
+):
+    webhook, _ = webhook_create(
+        agent=agent, user=agent_admin, name="x", url="https://h.example.com/", events=["eval.finished"]
+    )
     client.force_login({"reviewer": reviewer, "outsider": outsider}[who])
     urls = _urls(agent, webhook)
     assert client.get(urls["list"]).status_code == expected
@@ -238,7 +290,9 @@ def test_a_webhook_of_another_agent_is_not_found(client, agent, agent_admin):
 
     other = Agent.objects.create(name="other_agent")
     assign_perm("library.manage_agent", agent_admin, other)
-    webhook, _ = webhook_create(agent=other, user=agent_admin, name="x", url="https://h.example.com/", events=["eval.finished"])
+    webhook, _ = webhook_create(
+        agent=other, user=agent_admin, name="x", url="https://h.example.com/", events=["eval.finished"]
+    )
     client.force_login(agent_admin)
     assert client.get(reverse("reviews:webhook_detail", args=[agent.name, webhook.pk])).status_code == 404
 

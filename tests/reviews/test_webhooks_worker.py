@@ -23,13 +23,17 @@ def one_second_backoff(monkeypatch):
     monkeypatch.setenv("PROCMEM_WEBHOOK_MAX_ATTEMPTS", "4")
 
 
-def test_worker_retries_a_failing_receiver_with_growing_delays(one_second_backoff, celery_worker_process, agent, reviewers_group):
+def test_worker_retries_a_failing_receiver_with_growing_delays(
+    one_second_backoff, celery_worker_process, agent, reviewers_group
+):
     from django.contrib.auth import get_user_model
 
     admin = get_user_model().objects.create_user("hook_admin")
     assign_perm("library.manage_agent", admin, agent)
     with Receiver(statuses=[500, 502, 200]) as receiver:
-        webhook, secret = webhook_create(agent=agent, user=admin, name="flaky", url=receiver.url, events=["eval.finished"])
+        webhook, secret = webhook_create(
+            agent=agent, user=admin, name="flaky", url=receiver.url, events=["eval.finished"]
+        )
         delivery = webhook_send_test(webhook=webhook, user=admin)  # autocommit: queued at once
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline:
@@ -41,7 +45,14 @@ def test_worker_retries_a_failing_receiver_with_growing_delays(one_second_backof
     log = celery_worker_process.log_path.read_text()[-3000:]
     assert (delivery.status, delivery.attempts, delivery.response_code) == ("succeeded", 3, 200), log
     assert len(received) == 3
-    assert all(signature_valid(secret=secret, timestamp_header=r.headers["x-procmem-timestamp"],
-                               signature_header=r.headers["x-procmem-signature"], body=r.body) for r in received)
+    assert all(
+        signature_valid(
+            secret=secret,
+            timestamp_header=r.headers["x-procmem-timestamp"],
+            signature_header=r.headers["x-procmem-signature"],
+            body=r.body,
+        )
+        for r in received
+    )
     first_wait, second_wait = received[1].at - received[0].at, received[2].at - received[1].at
     assert first_wait >= 0.9 and second_wait >= 1.9, (first_wait, second_wait)

@@ -9,4 +9,13 @@
 from .client import ProcmemClient, ProcmemError, RecallSession, session_record
 from .rendering import estimate_tokens, render_block, render_procedure, render_procedures
 
-__all__ = ["ProcmemClient", "ProcmemError", "RecallSession", "estimate_tokens", "render_block", "render_procedure", "render_procedures", "session_record"]
+__all__ = [
+    "ProcmemClient",
+    "ProcmemError",
+    "RecallSession",
+    "estimate_tokens",
+    "render_block",
+    "render_procedure",
+    "render_procedures",
+    "session_record",
+]

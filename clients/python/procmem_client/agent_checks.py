@@ -26,9 +26,10 @@ import shlex
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from .rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block
 
@@ -105,11 +106,16 @@ def live_library(
         if not isinstance(answer, dict) or not isinstance(answer.get("injected"), list):
             raise CheckError(f"{agent_path}/select: the answer is not a selection")
         rendered = answer.get("rendered")
-        return [p["id"] for p in answer["injected"]], rendered if isinstance(rendered, str) else render_block(answer["injected"])["text"]
+        return [p["id"] for p in answer["injected"]], rendered if isinstance(rendered, str) else render_block(
+            answer["injected"]
+        )["text"]
 
     return Library(
-        agent=agent, source=f"{base} (set {etag or 'without ETag'})", procedures=data["procedures"],
-        refused=list(data.get("refused") or []), select=select,
+        agent=agent,
+        source=f"{base} (set {etag or 'without ETag'})",
+        procedures=data["procedures"],
+        refused=list(data.get("refused") or []),
+        select=select,
     )
 
 
@@ -122,7 +128,9 @@ def _export_files(directory: Path, agent: str | None) -> tuple[str, list[Path]]:
     agents = sorted(p.name for p in directory.iterdir() if p.is_dir() and any(p.glob("*.json")))
     if agent:
         if agent not in agents:
-            raise CheckError(f"--export {directory}: no procedures of agent {agent!r} (it has: {', '.join(agents) or 'none'})")
+            raise CheckError(
+                f"--export {directory}: no procedures of agent {agent!r} (it has: {', '.join(agents) or 'none'})"
+            )
         return agent, sorted((directory / agent).glob("*.json"))
     if len(agents) != 1:
         raise CheckError(f"--export {directory}: holds the agents {', '.join(agents) or 'none'}; name one with --agent")
@@ -154,7 +162,12 @@ def _active_record(path: Path) -> dict[str, Any] | None:
 
 
 def export_library(
-    *, directory: Path, agent: str | None = None, cap: int = 2, max_chars: int | None = DEFAULT_MAX_CHARS, ranker: Any = None
+    *,
+    directory: Path,
+    agent: str | None = None,
+    cap: int = 2,
+    max_chars: int | None = DEFAULT_MAX_CHARS,
+    ranker: Any = None,
 ) -> Library:
     """The ACTIVE versions of an export directory; selection ranks locally with procmem's ranker
     (the `[embeddings]` extra, or a `ranker`) and keeps what the block's character cap keeps."""
@@ -168,13 +181,20 @@ def export_library(
             from .ranking import Ranker
 
             if ranker is None and not embeddings.available():
-                raise CheckError("selection over an export directory ranks locally: pip install 'procmem-client[embeddings]'")
+                raise CheckError(
+                    "selection over an export directory ranks locally: pip install 'procmem-client[embeddings]'"
+                )
             index.append((ranker or Ranker()).index(procedures))
         selected = index[0].select(task=task, intent=intent, cap=cap)["injected"]
         block = render_block(selected, max_chars=max_chars)
         return [r["id"] for r in block["included"]], block["text"]
 
-    return Library(agent=agent_name, source=f"export {directory} ({plural(len(files), 'file')})", procedures=procedures, select=select)
+    return Library(
+        agent=agent_name,
+        source=f"export {directory} ({plural(len(files), 'file')})",
+        procedures=procedures,
+        select=select,
+    )
 
 
 # ---------------------------------------------------------------------------------------- the tool list
@@ -195,7 +215,9 @@ def _tool_name(item: Any, where: str) -> str:
 def _tool_names(value: Any, where: str) -> list[str]:
     if isinstance(value, Mapping) and "tools" in value:  # an MCP tools/list result, an agent config
         value = value["tools"]
-    elif not isinstance(value, (list, tuple, set, frozenset, Mapping)) and isinstance(getattr(value, "tools", None), (list, tuple)):
+    elif not isinstance(value, (list, tuple, set, frozenset, Mapping)) and isinstance(
+        getattr(value, "tools", None), (list, tuple)
+    ):
         value = value.tools  # an agent object (ADK LlmAgent, OpenAI Agents Agent)
     if isinstance(value, Mapping):
         return [_tool_name(key, where) for key in value]
@@ -231,7 +253,9 @@ def _tools_from_import(spec: str) -> list[str]:
         try:  # a function that returns the tool list (not a tool itself: it takes no arguments)
             target = target()
         except TypeError as exc:
-            raise CheckError(f"--tools {spec}: a callable must take no arguments and return the tool list ({exc})") from None
+            raise CheckError(
+                f"--tools {spec}: a callable must take no arguments and return the tool list ({exc})"
+            ) from None
     return _tool_names(target, f"--tools {spec}")
 
 
@@ -240,7 +264,9 @@ async def _mcp_list_tools(target: str, timeout: float) -> list[str]:
         from mcp import StdioServerParameters
         from mcp.client.client import Client
     except ImportError:
-        raise CheckError("--tools mcp:…: reading an MCP tools/list needs the official SDK: pip install 'procmem-client[mcp]'") from None
+        raise CheckError(
+            "--tools mcp:…: reading an MCP tools/list needs the official SDK: pip install 'procmem-client[mcp]'"
+        ) from None
     server: Any
     if target.startswith(("http://", "https://")):
         server = target
@@ -279,9 +305,15 @@ def load_tools(spec: str, *, timeout: float = 60.0) -> tuple[list[str], str]:
     path = Path(spec)
     if path.exists():
         return _tools_from_file(path), str(path)
-    if re.fullmatch(r"[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?", spec) and ("." in spec or ":" in spec) and not spec.endswith((".txt", ".json")):
+    if (
+        re.fullmatch(r"[A-Za-z_][\w.]*(:[A-Za-z_][\w.]*)?", spec)
+        and ("." in spec or ":" in spec)
+        and not spec.endswith((".txt", ".json"))
+    ):
         return _tools_from_import(spec), spec
-    raise CheckError(f"--tools {spec}: no such file (a Python import path is module:ATTR; an MCP server is mcp:COMMAND)")
+    raise CheckError(
+        f"--tools {spec}: no such file (a Python import path is module:ATTR; an MCP server is mcp:COMMAND)"
+    )
 
 
 def check_tools(library: Library, tools: Iterable[str], label: str) -> list[Outcome]:
@@ -293,18 +325,41 @@ def check_tools(library: Library, tools: Iterable[str], label: str) -> list[Outc
         missing = [tool for tool in record.get("requiredTools") or [] if tool not in have]
         if missing:
             listed = ", ".join(missing)
-            message = (f"{name} requires {listed}, which {'is' if len(missing) == 1 else 'are'} not in the agent's "
-                       f"tool list ({label}, {plural(len(have), 'tool')})")
+            message = (
+                f"{name} requires {listed}, which {'is' if len(missing) == 1 else 'are'} not in the agent's "
+                f"tool list ({label}, {plural(len(have), 'tool')})"
+            )
             outcomes.append(Outcome("tools", name, False, message))
         else:
-            outcomes.append(Outcome("tools", name, True, f"{name}: its {len(record.get('requiredTools') or [])} required tools are in the list"))
+            outcomes.append(
+                Outcome(
+                    "tools",
+                    name,
+                    True,
+                    f"{name}: its {len(record.get('requiredTools') or [])} required tools are in the list",
+                )
+            )
     for refusal in library.refused:  # ACTIVE, but the server refuses it against the admin's tool list
         name = f"{refusal.get('id')} v{refusal.get('version')}"
         missing = [t for t in refusal.get("missingTools") or [] if t not in have]
         if missing:
-            outcomes.append(Outcome("tools", name, False, f"{name} requires {', '.join(missing)}, which the agent's tool list ({label}) lacks too (the server refuses it: {refusal.get('message', '')})"))
+            outcomes.append(
+                Outcome(
+                    "tools",
+                    name,
+                    False,
+                    f"{name} requires {', '.join(missing)}, which the agent's tool list ({label}) lacks too (the server refuses it: {refusal.get('message', '')})",
+                )
+            )
         else:
-            outcomes.append(Outcome("tools", name, True, f"{name}: not served (the server's tool list lacks {', '.join(refusal.get('missingTools') or [])}), though the agent has it: update the tool list in procmem"))
+            outcomes.append(
+                Outcome(
+                    "tools",
+                    name,
+                    True,
+                    f"{name}: not served (the server's tool list lacks {', '.join(refusal.get('missingTools') or [])}), though the agent has it: update the tool list in procmem",
+                )
+            )
     return outcomes
 
 
@@ -382,7 +437,9 @@ def check_selection(library: Library, path: Path) -> list[Outcome]:
         if got == expect:
             outcomes.append(Outcome("selection", name, True, f"{shown}: selects [{', '.join(got)}]"))
         else:
-            outcomes.append(Outcome("selection", name, False, f"{shown}: expected [{', '.join(expect)}], got [{', '.join(got)}]"))
+            outcomes.append(
+                Outcome("selection", name, False, f"{shown}: expected [{', '.join(expect)}], got [{', '.join(got)}]")
+            )
     return outcomes
 
 
@@ -391,17 +448,29 @@ def snapshot_contexts(directory: Path) -> tuple[Path, list[tuple[str, str, str, 
     directory = Path(directory)
     found = [directory / name for name in CONTEXT_FILES if (directory / name).exists()]
     if not found:
-        raise CheckError(f"--snapshot {directory}: needs a contexts file ({', '.join(CONTEXT_FILES)}) listing {{name, task, intent?, base?}}")
+        raise CheckError(
+            f"--snapshot {directory}: needs a contexts file ({', '.join(CONTEXT_FILES)}) listing {{name, task, intent?, base?}}"
+        )
     contexts, names = [], set()
     for where, entry in _read_entries(found[0], "--snapshot"):
         name = _text_field(entry, "name", where) or ""
         if not _SNAPSHOT_NAME.match(name) or name in names:
-            raise CheckError(f"{where}: name: {name!r} must be unique and made of letters, digits, '.', '_', '-' (it names {name}.txt)")
+            raise CheckError(
+                f"{where}: name: {name!r} must be unique and made of letters, digits, '.', '_', '-' (it names {name}.txt)"
+            )
         names.add(name)
         base = entry.get("base", "")
         if not isinstance(base, str):
             raise CheckError(f"{where}: base: must be a string")
-        contexts.append((where, name, _text_field(entry, "task", where) or "", _text_field(entry, "intent", where, required=False), base))
+        contexts.append(
+            (
+                where,
+                name,
+                _text_field(entry, "task", where) or "",
+                _text_field(entry, "intent", where, required=False),
+                base,
+            )
+        )
     return found[0], contexts
 
 
@@ -424,18 +493,36 @@ def check_snapshots(library: Library, directory: Path, *, update: bool = False) 
             outcomes.append(Outcome("snapshot", name, True, f"{name}: unchanged ({size})"))
         elif update:
             path.write_text(text, encoding="utf-8")
-            outcomes.append(Outcome("snapshot", name, True, f"{name}: {'written' if old is None else 'updated'} ({size})"))
+            outcomes.append(
+                Outcome("snapshot", name, True, f"{name}: {'written' if old is None else 'updated'} ({size})")
+            )
         elif old is None:
-            outcomes.append(Outcome("snapshot", name, False, f"{name}: no snapshot at {path} yet ({size}); run with --update to write it", text))
+            outcomes.append(
+                Outcome(
+                    "snapshot",
+                    name,
+                    False,
+                    f"{name}: no snapshot at {path} yet ({size}); run with --update to write it",
+                    text,
+                )
+            )
         else:
             growth = len(text) - len(old)
-            diff = "\n".join(difflib.unified_diff(old.splitlines(), text.splitlines(), f"{path} (snapshot)", f"{name} (rendered now)", lineterm=""))
-            outcomes.append(Outcome(
-                "snapshot", name, False,
-                f"{name}: the rendered instruction changed: {len(old):,} → {len(text):,} chars ({growth:+,}; "
-                f"~{estimate_tokens(text) - estimate_tokens(old):+,} tokens); review the diff, then run with --update",
-                diff,
-            ))
+            diff = "\n".join(
+                difflib.unified_diff(
+                    old.splitlines(), text.splitlines(), f"{path} (snapshot)", f"{name} (rendered now)", lineterm=""
+                )
+            )
+            outcomes.append(
+                Outcome(
+                    "snapshot",
+                    name,
+                    False,
+                    f"{name}: the rendered instruction changed: {len(old):,} → {len(text):,} chars ({growth:+,}; "
+                    f"~{estimate_tokens(text) - estimate_tokens(old):+,} tokens); review the diff, then run with --update",
+                    diff,
+                )
+            )
     return outcomes
 
 

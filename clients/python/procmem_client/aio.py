@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 import httpx
 
@@ -52,12 +53,13 @@ class AsyncProcmemClient(ClientState):
         super().__init__(**options)
         self._own_http = http is None
         self._http = http or httpx.AsyncClient(
-            timeout=self.timeout, limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
+            timeout=self.timeout,
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
         )
         self._refresh_lock = asyncio.Lock()
         self._index_set: dict[str, Any] | None = None  # the set `_index` was built from
 
-    async def __aenter__(self) -> "AsyncProcmemClient":
+    async def __aenter__(self) -> AsyncProcmemClient:
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -70,7 +72,10 @@ class AsyncProcmemClient(ClientState):
     # ------------------------------------------------------------------------------------ the set
 
     def _set_params(self, session: str | None = None) -> dict[str, str]:
-        return {**({"environment": self.environment} if self.environment else {}), **({"session": session} if session else {})}
+        return {
+            **({"environment": self.environment} if self.environment else {}),
+            **({"session": session} if session else {}),
+        }
 
     def _headers(self, token: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {token or self._token}", "Accept": "application/json"}
@@ -92,7 +97,9 @@ class AsyncProcmemClient(ClientState):
                 headers["If-None-Match"] = self._etag
             self.fetches += 1
             try:
-                response = await self._http.get(self._url(f"agents/{self.agent}/procedures"), params=self._set_params(), headers=headers)
+                response = await self._http.get(
+                    self._url(f"agents/{self.agent}/procedures"), params=self._set_params(), headers=headers
+                )
                 if response.status_code == 304:
                     self.not_modified += 1
                     return self._succeeded(now)
@@ -131,7 +138,9 @@ class AsyncProcmemClient(ClientState):
             logger.warning("procmem: the set of session %s failed, using the shared set (%s)", session, self.last_error)
             return data
 
-    async def select(self, *, task: str, intent: str | None = None, k: int | None = None, session: str | None = None) -> Selection:
+    async def select(
+        self, *, task: str, intent: str | None = None, k: int | None = None, session: str | None = None
+    ) -> Selection:
         """At most the set's injection cap, ranked here (in a worker thread: embedding the task is
         CPU work) or by the server's select endpoint."""
         if not self.local_ranking:
@@ -150,11 +159,15 @@ class AsyncProcmemClient(ClientState):
             self._index, self._index_set = index, data
         return self._index
 
-    async def _select_on_server(self, *, task: str, intent: str | None, k: int | None, session: str | None) -> Selection:
+    async def _select_on_server(
+        self, *, task: str, intent: str | None, k: int | None, session: str | None
+    ) -> Selection:
         query = select_query(task=task, intent=intent, k=k, environment=self.environment, session=session)
         self.selects += 1
         try:
-            response = await self._http.get(self._url(f"agents/{self.agent}/select"), params=query, headers=self._headers())
+            response = await self._http.get(
+                self._url(f"agents/{self.agent}/select"), params=query, headers=self._headers()
+            )
             if response.status_code != 200:
                 raise ValueError(f"HTTP {response.status_code}: {response.text[:300]}")
             data = response.json()
@@ -192,7 +205,8 @@ class AsyncProcmemClient(ClientState):
             raise ProcmemError("report_sessions needs an ingest token (AsyncProcmemClient(ingest_token=...))")
         try:
             response = await self._http.post(
-                self._url("sessions"), content=sessions_body(sessions),
+                self._url("sessions"),
+                content=sessions_body(sessions),
                 headers={**self._headers(self._ingest_token), "Content-Type": "application/x-ndjson"},
             )
         except httpx.HTTPError as exc:
@@ -202,13 +216,17 @@ class AsyncProcmemClient(ClientState):
         except ValueError:
             answer = response.text[:300]
         if response.status_code >= 400:
-            raise ProcmemError(f"POST /api/v1/sessions answered {response.status_code}", status=response.status_code, body=answer)
+            raise ProcmemError(
+                f"POST /api/v1/sessions answered {response.status_code}", status=response.status_code, body=answer
+            )
         return answer
 
     async def report_session(
         self, *, session_id: str, task: str, resolved: bool | None, injected: Sequence[Mapping[str, Any]], **fields: Any
     ) -> dict[str, Any]:
-        record = session_record(session_id=session_id, agent=self.agent, task=task, resolved=resolved, injected=injected, **fields)
+        record = session_record(
+            session_id=session_id, agent=self.agent, task=task, resolved=resolved, injected=injected, **fields
+        )
         return await self.report_sessions([record])
 
 

@@ -41,19 +41,42 @@ HOOK_STDIN_SECONDS = 5.0
 # was renamed Agent; MultiEdit, LS and NotebookRead are gone from newer versions but still in old
 # transcripts.
 CLAUDE_TARGETS = {
-    "Read": "file_path", "Edit": "file_path", "MultiEdit": "file_path", "Write": "file_path",
-    "NotebookEdit": "notebook_path", "NotebookRead": "notebook_path", "Grep": "path", "Glob": "path", "LS": "path",
-    "WebFetch": "url", "WebSearch": "query", "Task": "subagent_type", "Agent": "subagent_type",
+    "Read": "file_path",
+    "Edit": "file_path",
+    "MultiEdit": "file_path",
+    "Write": "file_path",
+    "NotebookEdit": "notebook_path",
+    "NotebookRead": "notebook_path",
+    "Grep": "path",
+    "Glob": "path",
+    "LS": "path",
+    "WebFetch": "url",
+    "WebSearch": "query",
+    "Task": "subagent_type",
+    "Agent": "subagent_type",
 }
 CLAUDE_VERBATIM = {"url", "query", "subagent_type"}  # targets that are not paths
 # the agents' own to-do lists: bookkeeping, not steps that act on the project
 NOT_STEPS = {"TodoWrite", "TaskCreate", "TaskUpdate", "TaskList", "TaskGet", "update_plan"}
 # user lines that are not the user's request: slash commands and their output, hook and system text
-CLAUDE_NOT_A_PROMPT = ("<command-", "<local-command", "<system-reminder>", "<user-prompt-submit-hook>", "Caveat:",
-                       "[Request interrupted")
+CLAUDE_NOT_A_PROMPT = (
+    "<command-",
+    "<local-command",
+    "<system-reminder>",
+    "<user-prompt-submit-hook>",
+    "Caveat:",
+    "[Request interrupted",
+)
 # user messages Codex writes itself before the request (environment, AGENTS.md, permissions)
-CODEX_CONTEXT = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<permissions instructions>",
-                 "<user_shell_command>", "<turn_aborted>", "<skill>")
+CODEX_CONTEXT = (
+    "<environment_context>",
+    "<user_instructions>",
+    "# AGENTS.md instructions",
+    "<permissions instructions>",
+    "<user_shell_command>",
+    "<turn_aborted>",
+    "<skill>",
+)
 SHELLS = {"bash", "sh", "zsh", "dash", "fish", "powershell", "powershell.exe", "pwsh", "pwsh.exe", "cmd", "cmd.exe"}
 PATCH_FILE_RE = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.M)
 # the result code in a tool's output header (never the output itself): Codex's freeform shell output
@@ -112,7 +135,11 @@ def _text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(b.get("text", "") for b in content if isinstance(b, Mapping) and b.get("type") in ("text", "input_text") and isinstance(b.get("text"), str))
+        return "\n".join(
+            b.get("text", "")
+            for b in content
+            if isinstance(b, Mapping) and b.get("type") in ("text", "input_text") and isinstance(b.get("text"), str)
+        )
     return ""
 
 
@@ -154,7 +181,11 @@ def claude_code_trace(transcript: str, *, session_id: str = "", cwd: str = "") -
                         actions.append(action)
                         by_id[str(block.get("id"))] = action
         elif line.get("type") == "user":
-            results = [b for b in content if isinstance(b, Mapping) and b.get("type") == "tool_result"] if isinstance(content, list) else []
+            results = (
+                [b for b in content if isinstance(b, Mapping) and b.get("type") == "tool_result"]
+                if isinstance(content, list)
+                else []
+            )
             for block in results:
                 action = by_id.get(str(block.get("tool_use_id")))
                 if action is not None:
@@ -282,7 +313,11 @@ def _command_line(command: Any) -> str | None:
     """A shell tool's command as one line: a string as it is; an argv whose program is a shell
     with -c/-lc (bash -lc "…") as its script; any other argv quoted."""
     if isinstance(command, list) and all(isinstance(part, str) for part in command):
-        if len(command) == 3 and os.path.basename(command[0]).lower() in SHELLS and command[1] in ("-c", "-lc", "-Command", "/c"):
+        if (
+            len(command) == 3
+            and os.path.basename(command[0]).lower() in SHELLS
+            and command[1] in ("-c", "-lc", "-Command", "/c")
+        ):
             command = command[2]
         else:
             command = shlex.join(command)
@@ -303,7 +338,11 @@ def _codex_action(item: str, payload: Mapping[str, Any], cwd: str) -> dict[str, 
     if item == "web_search_call":
         search = payload.get("action") if isinstance(payload.get("action"), Mapping) else {}
         target = search.get("query") or search.get("url")
-        return {"tool": "web_search", "target": target.strip()[:MAX_TARGET]} if isinstance(target, str) and target.strip() else {"tool": "web_search"}
+        return (
+            {"tool": "web_search", "target": target.strip()[:MAX_TARGET]}
+            if isinstance(target, str) and target.strip()
+            else {"tool": "web_search"}
+        )
     raw_name = payload.get("name")
     if isinstance(raw_name, str) and isinstance(payload.get("namespace"), str):
         raw_name = payload["namespace"] + raw_name  # an MCP tool: its server's namespace, then its name
@@ -448,7 +487,9 @@ def main(argv: Iterable[str] | None = None, *, stdin=None, stdout=None, stderr=N
     stdin, stdout, stderr = stdin or sys.stdin, stdout or sys.stdout, stderr or sys.stderr
     parser = argparse.ArgumentParser(prog="procmem-capture", description=__doc__.split("\n\n")[0])
     parser.add_argument("harness", choices=sorted(READERS), help="whose transcript format to read")
-    parser.add_argument("--transcript", help="the transcript file (default: transcript_path of the hook's JSON on standard input)")
+    parser.add_argument(
+        "--transcript", help="the transcript file (default: transcript_path of the hook's JSON on standard input)"
+    )
     parser.add_argument("--session-id", default="", help="the session id (default: the hook's, else the transcript's)")
     parser.add_argument("--dry-run", action="store_true", help="print the trace session instead of sending it")
     args = parser.parse_args(list(argv) if argv is not None else None)
@@ -461,7 +502,9 @@ def main(argv: Iterable[str] | None = None, *, stdin=None, stdout=None, stderr=N
     transcript = args.transcript or os.path.expanduser(hook["transcript_path"])
     try:
         session = READERS[args.harness](
-            transcript, session_id=args.session_id or str(hook.get("session_id") or ""), cwd=str(hook.get("cwd") or ""),
+            transcript,
+            session_id=args.session_id or str(hook.get("session_id") or ""),
+            cwd=str(hook.get("cwd") or ""),
         )
         if args.dry_run:
             stdout.write(json.dumps(session, ensure_ascii=False, indent=1) + "\n")
@@ -474,8 +517,10 @@ def main(argv: Iterable[str] | None = None, *, stdin=None, stdout=None, stderr=N
         stderr.write(f"procmem-capture: {exc}\n")
         return 1
     counts = answer.get("counts", {})
-    stderr.write(f"procmem-capture: session {session['session_id']}: {len(session['actions'])} steps; "
-                 f"stored {counts.get('stored', 0)}, duplicate {counts.get('duplicate', 0)}, refused {counts.get('refused', 0)}\n")
+    stderr.write(
+        f"procmem-capture: session {session['session_id']}: {len(session['actions'])} steps; "
+        f"stored {counts.get('stored', 0)}, duplicate {counts.get('duplicate', 0)}, refused {counts.get('refused', 0)}\n"
+    )
     return 0 if not answer.get("refused") else 1
 
 

@@ -18,8 +18,9 @@ import argparse
 import os
 import sys
 import xml.etree.ElementTree as ET
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence, TextIO
+from typing import TextIO
 
 from .agent_checks import (
     CheckError,
@@ -42,7 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="procmem", description="procmem's agent-side tools")
     commands = parser.add_subparsers(dest="command", required=True)
     check = commands.add_parser(
-        "check", help="check the agent's procmem library in CI: tools, selection, rendering snapshot",
+        "check",
+        help="check the agent's procmem library in CI: tools, selection, rendering snapshot",
         description="Checks the agent's ACTIVE procedures against its real tool list, fixed task texts against "
         "the procedure ids they must select, and the rendered instruction against snapshots. "
         "Exit 0: passed; 1: a check failed; 2: the check could not run.",
@@ -53,18 +55,43 @@ def _parser() -> argparse.ArgumentParser:
     source.add_argument("--token", help="a read token (default: PROCMEM_TOKEN)")
     source.add_argument("--environment", help="the agent's environment to check (default production)")
     source.add_argument("--role", help="the agent instance's role")
-    source.add_argument("--export", type=Path, metavar="DIR", help="an export directory (manage.py export_procedures) instead of a server")
+    source.add_argument(
+        "--export",
+        type=Path,
+        metavar="DIR",
+        help="an export directory (manage.py export_procedures) instead of a server",
+    )
     source.add_argument("--cap", type=int, default=2, help="with --export: procedures injected per task (default 2)")
-    source.add_argument("--max-chars", type=int, default=DEFAULT_MAX_CHARS, help="with --export: the block's character cap (default 4000)")
+    source.add_argument(
+        "--max-chars",
+        type=int,
+        default=DEFAULT_MAX_CHARS,
+        help="with --export: the block's character cap (default 4000)",
+    )
     checks = check.add_argument_group("the checks (at least one)")
-    checks.add_argument("--tools", metavar="SPEC", help="the agent's real tool list: a file (one name a line, or JSON), "
-                        "a Python import path (module:ATTR), or mcp:COMMAND / mcp:URL (an MCP server's tools/list)")
-    checks.add_argument("--selection", type=Path, metavar="FILE", help="YAML, JSON or JSONL of {task, intent?, expect: [ids]}")
-    checks.add_argument("--snapshot", type=Path, metavar="DIR", help="a directory with contexts.yaml ({name, task, intent?, base?}) and one <name>.txt each")
-    checks.add_argument("--update", action="store_true", help="write the snapshots as rendered now instead of comparing")
+    checks.add_argument(
+        "--tools",
+        metavar="SPEC",
+        help="the agent's real tool list: a file (one name a line, or JSON), "
+        "a Python import path (module:ATTR), or mcp:COMMAND / mcp:URL (an MCP server's tools/list)",
+    )
+    checks.add_argument(
+        "--selection", type=Path, metavar="FILE", help="YAML, JSON or JSONL of {task, intent?, expect: [ids]}"
+    )
+    checks.add_argument(
+        "--snapshot",
+        type=Path,
+        metavar="DIR",
+        help="a directory with contexts.yaml ({name, task, intent?, base?}) and one <name>.txt each",
+    )
+    checks.add_argument(
+        "--update", action="store_true", help="write the snapshots as rendered now instead of comparing"
+    )
     report = check.add_argument_group("output")
     report.add_argument("--junit-xml", type=Path, metavar="PATH", help="also write the outcomes as JUnit XML")
-    report.add_argument("--timeout", type=float, default=60.0, help="seconds per request to the server or the MCP server")
+    report.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds per request to the server or the MCP server"
+    )
     return parser
 
 
@@ -78,8 +105,12 @@ def load_library(args: argparse.Namespace) -> Library:
             raise CheckError("--cap and --max-chars must be 0 or more")
         return export_library(directory=args.export, agent=agent, cap=args.cap, max_chars=args.max_chars)
     return live_library(
-        url=args.url or os.environ.get("PROCMEM_URL", ""), agent=agent or "", token=args.token or os.environ.get("PROCMEM_TOKEN", ""),
-        environment=args.environment, role=args.role, timeout=args.timeout,
+        url=args.url or os.environ.get("PROCMEM_URL", ""),
+        agent=agent or "",
+        token=args.token or os.environ.get("PROCMEM_TOKEN", ""),
+        environment=args.environment,
+        role=args.role,
+        timeout=args.timeout,
     )
 
 
@@ -100,8 +131,18 @@ def run_checks(args: argparse.Namespace) -> tuple[Library, list[Outcome]]:
 
 def write_junit(path: Path, outcomes: Sequence[Outcome], *, source: str) -> None:
     failures = sum(not o.ok for o in outcomes)
-    suites = ET.Element("testsuites", name="procmem check", tests=str(len(outcomes)), failures=str(failures), errors="0")
-    suite = ET.SubElement(suites, "testsuite", name="procmem check", tests=str(len(outcomes)), failures=str(failures), errors="0", skipped="0")
+    suites = ET.Element(
+        "testsuites", name="procmem check", tests=str(len(outcomes)), failures=str(failures), errors="0"
+    )
+    suite = ET.SubElement(
+        suites,
+        "testsuite",
+        name="procmem check",
+        tests=str(len(outcomes)),
+        failures=str(failures),
+        errors="0",
+        skipped="0",
+    )
     ET.SubElement(ET.SubElement(suite, "properties"), "property", name="source", value=source)
     for outcome in outcomes:
         case = ET.SubElement(suite, "testcase", classname=f"procmem.{outcome.check}", name=outcome.name)
@@ -139,7 +180,9 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     except CheckError as exc:
         err.write(f"procmem check: error: {exc}\n")
         return EXIT_ERROR
-    out.write(f"procmem check: agent {library.agent}, {library.source}, {plural(len(library.procedures), 'ACTIVE procedure')}\n")
+    out.write(
+        f"procmem check: agent {library.agent}, {library.source}, {plural(len(library.procedures), 'ACTIVE procedure')}\n"
+    )
     report(outcomes, out)
     if args.junit_xml:
         write_junit(args.junit_xml, outcomes, source=library.source)

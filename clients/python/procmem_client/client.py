@@ -45,8 +45,9 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from . import embeddings
 from .coding import recall_pointer, recall_query
@@ -73,7 +74,15 @@ API_VERSIONS = ("v1", "v2")
 
 
 def _empty_set(agent: str, api_version: str = "v1") -> dict[str, Any]:
-    return {"apiVersion": api_version, "agent": agent, "proceduralMemoryEnabled": True, "injectionCap": 0, "tools": [], "procedures": [], "refused": []}
+    return {
+        "apiVersion": api_version,
+        "agent": agent,
+        "proceduralMemoryEnabled": True,
+        "injectionCap": 0,
+        "tools": [],
+        "procedures": [],
+        "refused": [],
+    }
 
 
 def select_query(
@@ -83,8 +92,11 @@ def select_query(
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
     return {
-        "task": task, **({"intent": intent} if intent else {}), **({"k": str(k)} if k is not None else {}),
-        **({"environment": environment} if environment else {}), **({"session": session} if session else {}),
+        "task": task,
+        **({"intent": intent} if intent else {}),
+        **({"k": str(k)} if k is not None else {}),
+        **({"environment": environment} if environment else {}),
+        **({"session": session} if session else {}),
     }
 
 
@@ -115,7 +127,9 @@ def checked_set(data: Any) -> dict[str, Any]:
 
 def sessions_body(sessions: Sequence[Mapping[str, Any]]) -> bytes:
     """procmem JSON Lines: one session a line (POST /api/v1/sessions)."""
-    return "".join(json.dumps(dict(s), ensure_ascii=False, separators=(",", ":")) + "\n" for s in sessions).encode("utf-8")
+    return "".join(json.dumps(dict(s), ensure_ascii=False, separators=(",", ":")) + "\n" for s in sessions).encode(
+        "utf-8"
+    )
 
 
 def selection_cap(data: Mapping[str, Any]) -> int:
@@ -140,9 +154,9 @@ def session_record(
 ) -> dict[str, Any]:
     """One finished session in procmem JSONL form (docs/api.md "Sessions in: ingestion")."""
     if isinstance(ended_at, datetime):
-        ended = ended_at.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+        ended = ended_at.astimezone(UTC).isoformat().replace("+00:00", "Z")
     else:
-        ended = ended_at or datetime.now(timezone.utc).isoformat().replace("+00:00", "Z")
+        ended = ended_at or datetime.now(UTC).isoformat().replace("+00:00", "Z")
     return {
         "session_id": session_id,
         "agent": agent,
@@ -151,7 +165,8 @@ def session_record(
         "outcome": {"resolved": resolved, "escalated": escalated, "rating": rating},
         "tool_calls": [{"name": c["name"], "args": c.get("args", {}), "ok": c.get("ok", True)} for c in tool_calls],
         "injected": [
-            {"id": p["id"], "version": int(p["version"]), **({"arm": p["arm"]} if p.get("arm") else {})} for p in injected
+            {"id": p["id"], "version": int(p["version"]), **({"arm": p["arm"]} if p.get("arm") else {})}
+            for p in injected
         ],
         "instruction_chars": instruction_chars,
         "model": model,
@@ -254,7 +269,10 @@ class ProcmemClient(ClientState):
     # ------------------------------------------------------------------------------------ the set
 
     def _set_url(self, session: str | None = None) -> str:
-        query = {**({"environment": self.environment} if self.environment else {}), **({"session": session} if session else {})}
+        query = {
+            **({"environment": self.environment} if self.environment else {}),
+            **({"session": session} if session else {}),
+        }
         return self._url(f"agents/{self.agent}/procedures" + (f"?{urllib.parse.urlencode(query)}" if query else ""))
 
     def refresh(self, *, force: bool = False) -> bool:
@@ -271,7 +289,11 @@ class ProcmemClient(ClientState):
                 self._set_url(),
                 # gzip: the set is served from a representation compressed once per set, several
                 # times smaller on the wire (bench/RESULTS.md, the active-set benchmark)
-                headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json", "Accept-Encoding": "gzip"},
+                headers={
+                    "Authorization": f"Bearer {self._token}",
+                    "Accept": "application/json",
+                    "Accept-Encoding": "gzip",
+                },
             )
             if self._etag:
                 request.add_header("If-None-Match", self._etag)
@@ -358,7 +380,9 @@ class ProcmemClient(ClientState):
             return data
         return own
 
-    def select(self, *, task: str, intent: str | None = None, k: int | None = None, session: str | None = None) -> Selection:
+    def select(
+        self, *, task: str, intent: str | None = None, k: int | None = None, session: str | None = None
+    ) -> Selection:
         """At most the set's injection cap: ranked here (see procmem_client/ranking.py) or, without
         the embeddings extra, by the server's select endpoint over the same set. With `session`,
         over the session's set (its rollout arms; each injected record says its `arm`)."""
@@ -367,11 +391,17 @@ class ProcmemClient(ClientState):
         if session:
             data = self.session_set(session)
             if data.get("arms"):
-                return (self._ranker or Ranker()).index(data["procedures"]).select(task=task, intent=intent, cap=selection_cap(data), k=k)
+                return (
+                    (self._ranker or Ranker())
+                    .index(data["procedures"])
+                    .select(task=task, intent=intent, cap=selection_cap(data), k=k)
+                )
         index, data = self._current_index()
         return index.select(task=task, intent=intent, cap=selection_cap(data), k=k)
 
-    def _select_on_server(self, *, task: str, intent: str | None, k: int | None, session: str | None = None) -> Selection:
+    def _select_on_server(
+        self, *, task: str, intent: str | None, k: int | None, session: str | None = None
+    ) -> Selection:
         """GET /api/v1/agents/{agent}/select. When the server fails, nothing is injected (the error is
         in `last_error`): the agent still runs, only without procedures."""
         query = select_query(task=task, intent=intent, k=k, environment=self.environment, session=session)
@@ -405,7 +435,7 @@ class ProcmemClient(ClientState):
         selection = self.select(task=recall_query(prompt, tool_calls), intent=intent)
         return [record.get("recallPointer") or recall_pointer(record) for record in selection["injected"]]
 
-    def recall_session(self, prompt: str, *, intent: str | None = None, after_calls: int = 3) -> "RecallSession":
+    def recall_session(self, prompt: str, *, intent: str | None = None, after_calls: int = 3) -> RecallSession:
         """Recall for one prompt, again after its first `after_calls` tool calls (see RecallSession)."""
         return RecallSession(self, prompt, intent=intent, after_calls=after_calls)
 
@@ -448,12 +478,16 @@ class ProcmemClient(ClientState):
             session = getattr(ctx, "session", None)
             session_id = getattr(session, "id", None)
             text, injected = self.instruction_for(
-                task=task, intent=intent, base_instruction=base_instruction, session=str(session_id) if session_id else None
+                task=task,
+                intent=intent,
+                base_instruction=base_instruction,
+                session=str(session_id) if session_id else None,
             )
             target = getattr(session, "state", None)
             if isinstance(target, dict):
                 target[STATE_INJECTED] = [
-                    {"id": p["id"], "version": p["version"], **({"arm": p["arm"]} if p.get("arm") else {})} for p in injected
+                    {"id": p["id"], "version": p["version"], **({"arm": p["arm"]} if p.get("arm") else {})}
+                    for p in injected
                 ]
                 target[STATE_INSTRUCTION_CHARS] = len(text)
                 target[STATE_SET_ETAG] = self._etag if self.local_ranking else self.selected_set_etag
@@ -497,10 +531,18 @@ class ProcmemClient(ClientState):
         happened (ISO 8601; default: now). Returns the server's answer; an id the server does not
         know is listed under "unknown" (status 207/422 answers are returned, not raised)."""
         outcome = {
-            "session_id": session_id, "resolved": resolved, "escalated": escalated, "rating": rating, "complaint": complaint,
-            "closed_by_customer": closed_by_customer, "at": at, "source": source,
+            "session_id": session_id,
+            "resolved": resolved,
+            "escalated": escalated,
+            "rating": rating,
+            "complaint": complaint,
+            "closed_by_customer": closed_by_customer,
+            "at": at,
+            "source": source,
         }
-        return self._post_jsonl("sessions/outcomes", [{k: v for k, v in outcome.items() if v is not None}], what="report_outcome")
+        return self._post_jsonl(
+            "sessions/outcomes", [{k: v for k, v in outcome.items() if v is not None}], what="report_outcome"
+        )
 
     def _post_jsonl(self, path: str, items: Sequence[Mapping[str, Any]], *, what: str) -> dict[str, Any]:
         if not self._ingest_token:
@@ -527,7 +569,9 @@ class ProcmemClient(ClientState):
                 detail = raw[:300].decode("utf-8", "replace")
             if path == "sessions/outcomes" and exc.code == 422 and isinstance(detail, dict) and "unknown" in detail:
                 return detail  # the per-item answer: every outcome refused or naming an unknown session
-            raise ProcmemError(f"POST /api/{self.api_version}/{path} answered {exc.code}", status=exc.code, body=detail) from None
+            raise ProcmemError(
+                f"POST /api/{self.api_version}/{path} answered {exc.code}", status=exc.code, body=detail
+            ) from None
         except (urllib.error.URLError, OSError) as exc:
             raise ProcmemError(f"POST /api/{self.api_version}/{path} failed: {exc}") from None
         return json.loads(raw) if raw else {}
@@ -542,7 +586,9 @@ class ProcmemClient(ClientState):
         **fields: Any,
     ) -> dict[str, Any]:
         """Reports one finished session (see `session_record` for the fields)."""
-        record = session_record(session_id=session_id, agent=self.agent, task=task, resolved=resolved, injected=injected, **fields)
+        record = session_record(
+            session_id=session_id, agent=self.agent, task=task, resolved=resolved, injected=injected, **fields
+        )
         return self.report_sessions([record])
 
 

@@ -30,15 +30,54 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 _LABEL_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")
 
 _DOC_EXT = {".txt", ".rst", ".md", ".html", ".adoc"}
 _CONFIG_EXT = {".cfg", ".ini", ".toml", ".yaml", ".yml", ".json", ".lock", ".env"}
-_CONFIG_NAMES = {"setup.py", "setup.cfg", "tox.ini", "pyproject.toml", "requirements.txt", "makefile", "package.json", "manifest.in", "conftest.py", ".gitignore", "dockerfile", ".flake8", "pytest.ini", "settings.py"}
-_FILE_EXTENSIONS = (".py", ".pyi", ".txt", ".cfg", ".ini", ".toml", ".json", ".rst", ".md", ".sh", ".yaml", ".yml", ".html", ".js", ".css", ".po", ".mo", ".sql", ".log", ".out", ".diff", ".patch")
+_CONFIG_NAMES = {
+    "setup.py",
+    "setup.cfg",
+    "tox.ini",
+    "pyproject.toml",
+    "requirements.txt",
+    "makefile",
+    "package.json",
+    "manifest.in",
+    "conftest.py",
+    ".gitignore",
+    "dockerfile",
+    ".flake8",
+    "pytest.ini",
+    "settings.py",
+}
+_FILE_EXTENSIONS = (
+    ".py",
+    ".pyi",
+    ".txt",
+    ".cfg",
+    ".ini",
+    ".toml",
+    ".json",
+    ".rst",
+    ".md",
+    ".sh",
+    ".yaml",
+    ".yml",
+    ".html",
+    ".js",
+    ".css",
+    ".po",
+    ".mo",
+    ".sql",
+    ".log",
+    ".out",
+    ".diff",
+    ".patch",
+)
 
 
 def is_label(path: str) -> bool:
@@ -54,7 +93,11 @@ def target_role(path: str) -> str:
     parts = [p.lower() for p in path.strip("/").split("/")]
     if is_label(path):
         # a dotted label: tests name their modules *_tests / test_*; others are source modules
-        return "test" if any(part.startswith("test") or part.endswith("tests") for part in path.lower().split(".")) else "source"
+        return (
+            "test"
+            if any(part.startswith("test") or part.endswith("tests") for part in path.lower().split("."))
+            else "source"
+        )
     if name in _CONFIG_NAMES:
         return "config"
     ext = ("." + name.rsplit(".", 1)[-1]) if "." in name else ""
@@ -62,7 +105,11 @@ def target_role(path: str) -> str:
         # a script in the working directory's root or /tmp: the agent's own, to try things out
         # (a project keeps its code and tests in packages; setup.py and conftest.py are config)
         return "script"
-    if any(p in ("tests", "test", "testing") or p.endswith("_tests") for p in parts[:-1]) or name.startswith("test_") or name.endswith(("_test.py", "_tests.py", "tests.py")):
+    if (
+        any(p in ("tests", "test", "testing") or p.endswith("_tests") for p in parts[:-1])
+        or name.startswith("test_")
+        or name.endswith(("_test.py", "_tests.py", "tests.py"))
+    ):
         return "test"
     if ext in _DOC_EXT or parts[0] in ("docs", "doc"):
         return "docs"
@@ -83,7 +130,13 @@ def generalise(path: str) -> tuple[str, str]:
         return ("{{test_label}}" if label else "{{test_file}}"), role
     if role == "source" and label:
         return "{{module}}", role
-    placeholder = {"source": "{{source_file}}", "config": "{{config_file}}", "docs": "{{doc_file}}", "script": "{{script}}", "directory": "{{directory}}"}[role]
+    placeholder = {
+        "source": "{{source_file}}",
+        "config": "{{config_file}}",
+        "docs": "{{doc_file}}",
+        "script": "{{script}}",
+        "directory": "{{directory}}",
+    }[role]
     return placeholder, role
 
 
@@ -196,7 +249,12 @@ def record_terms(record: Mapping[str, Any]) -> set[str]:
     (placeholders as they are). Empty for a procedure that is not a coding one."""
     if not is_coding(record):
         return set()
-    texts = [record.get("verifyCommand") or "", *(record.get("steps") or []), *(record.get("preconditions") or []), *(record.get("postconditions") or [])]
+    texts = [
+        record.get("verifyCommand") or "",
+        *(record.get("steps") or []),
+        *(record.get("preconditions") or []),
+        *(record.get("postconditions") or []),
+    ]
     found: set[str] = set()
     for text in texts:
         found.update(_terms(text))
@@ -274,7 +332,11 @@ def tool_call_text(call: Any) -> str:
         return call
     if not isinstance(call, Mapping):
         return ""
-    parts = [str(call[key]) for key in _CALL_FIELDS if isinstance(call.get(key), (str, int)) and not isinstance(call.get(key), bool)]
+    parts = [
+        str(call[key])
+        for key in _CALL_FIELDS
+        if isinstance(call.get(key), (str, int)) and not isinstance(call.get(key), bool)
+    ]
     for nested in ("args", "input", "arguments"):
         if isinstance(call.get(nested), Mapping):
             parts.append(tool_call_text(call[nested]))

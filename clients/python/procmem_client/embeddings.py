@@ -46,7 +46,9 @@ def get_model(path: str | None = None):
             from sentence_transformers import SentenceTransformer
 
             if not os.path.isdir(path):
-                raise FileNotFoundError(f"EMBEDDING_MODEL_PATH {path!r} is not a directory with a sentence-transformers model")
+                raise FileNotFoundError(
+                    f"EMBEDDING_MODEL_PATH {path!r} is not a directory with a sentence-transformers model"
+                )
             _model = SentenceTransformer(path, device="cpu")
             _model_path = path
         return _model

@@ -19,7 +19,8 @@ Either takes an `AsyncProcmemClient` (the graph runs with `ainvoke`/`astream`) o
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, NotRequired, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, NotRequired
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
@@ -134,7 +135,11 @@ def procmem_prompt(client: Client, *, base_instruction: str = "", intent_key: st
             raise TypeError("procmem_prompt with an AsyncProcmemClient runs in async graphs (ainvoke/astream)")
         messages, intent = split(value)
         task = task_from_messages(messages)
-        text = client.instruction_for(task=task, intent=intent, base_instruction=base_instruction)[0] if task.strip() else base_instruction
+        text = (
+            client.instruction_for(task=task, intent=intent, base_instruction=base_instruction)[0]
+            if task.strip()
+            else base_instruction
+        )
         return build(messages, text)
 
     return RunnableLambda(invoke, afunc=ainvoke, name="procmem_prompt")

@@ -24,7 +24,8 @@ import argparse
 import functools
 import os
 import sys
-from typing import Any, Awaitable, Callable, Mapping, Protocol, TypedDict
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol, TypedDict
 
 import anyio
 import anyio.to_thread
@@ -76,8 +77,16 @@ class ToolInputError(ValueError):
 RECALL_INPUT = {
     "type": "object",
     "properties": {
-        "task": {"type": "string", "description": "The task or user request, in words.", "minLength": 1, "maxLength": MAX_TASK_CHARS},
-        "intent": {"type": "string", "description": "The task's intent label, when the agent knows it (narrows the candidates)."},
+        "task": {
+            "type": "string",
+            "description": "The task or user request, in words.",
+            "minLength": 1,
+            "maxLength": MAX_TASK_CHARS,
+        },
+        "intent": {
+            "type": "string",
+            "description": "The task's intent label, when the agent knows it (narrows the candidates).",
+        },
     },
     "required": ["task"],
     "additionalProperties": False,
@@ -89,7 +98,11 @@ RECALL_OUTPUT = {
         "chars": {"type": "integer"},
         "injected": {
             "type": "array",
-            "items": {"type": "object", "properties": {"id": {"type": "string"}, "version": {"type": "integer"}}, "required": ["id", "version"]},
+            "items": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "version": {"type": "integer"}},
+                "required": ["id", "version"],
+            },
         },
         "setEtag": {"type": ["string", "null"]},
         "stale": {"type": "boolean"},
@@ -100,7 +113,11 @@ RECALL_OUTPUT = {
 REPORT_INPUT = {
     "type": "object",
     "properties": {
-        "session_id": {"type": "string", "minLength": 1, "description": "Your id of the session (a repeat is stored once)."},
+        "session_id": {
+            "type": "string",
+            "minLength": 1,
+            "description": "Your id of the session (a repeat is stored once).",
+        },
         "task": {"type": "string", "minLength": 1, "description": "The task the session worked on."},
         "resolved": {"type": ["boolean", "null"], "description": "Did the session resolve the task (null: unknown)."},
         "escalated": {"type": ["boolean", "null"]},
@@ -133,28 +150,32 @@ REPORT_INPUT = {
 def tools_for(backend: Backend) -> list[types.Tool]:
     tools = []
     if backend.can_recall:
-        tools.append(types.Tool(
-            name=RECALL_TOOL,
-            title="Recall reviewed procedures",
-            description=(
-                f"The reviewed procedures of agent {backend.agent} that apply to a task, rendered for your "
-                "instructions (at most the agent's cap). Call it once at the start of a task and follow them."
-            ),
-            input_schema=RECALL_INPUT,
-            output_schema=RECALL_OUTPUT,
-            annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
-        ))
+        tools.append(
+            types.Tool(
+                name=RECALL_TOOL,
+                title="Recall reviewed procedures",
+                description=(
+                    f"The reviewed procedures of agent {backend.agent} that apply to a task, rendered for your "
+                    "instructions (at most the agent's cap). Call it once at the start of a task and follow them."
+                ),
+                input_schema=RECALL_INPUT,
+                output_schema=RECALL_OUTPUT,
+                annotations=types.ToolAnnotations(read_only_hint=True, open_world_hint=False),
+            )
+        )
     if backend.can_report:
-        tools.append(types.Tool(
-            name=REPORT_TOOL,
-            title="Report a finished session",
-            description=(
-                f"Reports one finished session of agent {backend.agent} to procmem: the task, the outcome, the "
-                "tool calls and the procedures recall_procedures injected."
-            ),
-            input_schema=REPORT_INPUT,
-            annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
-        ))
+        tools.append(
+            types.Tool(
+                name=REPORT_TOOL,
+                title="Report a finished session",
+                description=(
+                    f"Reports one finished session of agent {backend.agent} to procmem: the task, the outcome, the "
+                    "tool calls and the procedures recall_procedures injected."
+                ),
+                input_schema=REPORT_INPUT,
+                annotations=types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True),
+            )
+        )
     return tools
 
 
@@ -195,12 +216,22 @@ def report_record(agent: str, arguments: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(call.get("name"), str) or not call["name"]:
             raise ToolInputError(f"tool_calls[{position}].name must be a non-empty string")
     for position, item in enumerate(arguments.get("injected", [])):
-        if not isinstance(item.get("id"), str) or not isinstance(item.get("version"), int) or isinstance(item.get("version"), bool):
+        if (
+            not isinstance(item.get("id"), str)
+            or not isinstance(item.get("version"), int)
+            or isinstance(item.get("version"), bool)
+        ):
             raise ToolInputError(f"injected[{position}] needs an id (string) and a version (integer)")
     return session_record(
-        session_id=session_id or "", agent=agent, task=task or "", resolved=arguments["resolved"],
-        escalated=arguments.get("escalated"), rating=arguments.get("rating"), intent=arguments.get("intent"),
-        tool_calls=arguments.get("tool_calls", []), injected=arguments.get("injected", []),
+        session_id=session_id or "",
+        agent=agent,
+        task=task or "",
+        resolved=arguments["resolved"],
+        escalated=arguments.get("escalated"),
+        rating=arguments.get("rating"),
+        intent=arguments.get("intent"),
+        tool_calls=arguments.get("tool_calls", []),
+        injected=arguments.get("injected", []),
         model=arguments.get("model") or "",
     )
 
@@ -256,7 +287,9 @@ def build_server(backend: Backend, *, run_sync: RunSync = _in_thread, name: str 
                 return recall_result(await run_sync(functools.partial(backend.recall, task=task, intent=intent)))
             if params.name == REPORT_TOOL and backend.can_report:
                 answer = await run_sync(backend.report, report_record(backend.agent, arguments))
-                return types.CallToolResult(content=[types.TextContent(text=_report_summary(answer))], structured_content=answer)
+                return types.CallToolResult(
+                    content=[types.TextContent(text=_report_summary(answer))], structured_content=answer
+                )
         except ToolInputError as exc:
             return _error(f"{params.name}: {exc}")
         except ProcmemError as exc:
@@ -274,7 +307,9 @@ def build_server(backend: Backend, *, run_sync: RunSync = _in_thread, name: str 
         for record in records:
             if resource_uri(backend.agent, record["id"]) == uri:
                 return types.ReadResourceResult(
-                    contents=[types.TextResourceContents(uri=uri, mime_type="text/plain", text=render_procedure(record))]
+                    contents=[
+                        types.TextResourceContents(uri=uri, mime_type="text/plain", text=render_procedure(record))
+                    ]
                 )
         raise MCPError(INVALID_PARAMS, f"no ACTIVE procedure at {uri} (resources/list names them)")
 
@@ -291,7 +326,9 @@ def build_server(backend: Backend, *, run_sync: RunSync = _in_thread, name: str 
 
 def _report_summary(answer: Mapping[str, Any]) -> str:
     counts = answer.get("counts") or {}
-    return f"stored {counts.get('stored', 0)}, duplicate {counts.get('duplicate', 0)}, refused {counts.get('refused', 0)}"
+    return (
+        f"stored {counts.get('stored', 0)}, duplicate {counts.get('duplicate', 0)}, refused {counts.get('refused', 0)}"
+    )
 
 
 # ---------------------------------------------------------------------------------------------- the client's backend
@@ -315,9 +352,8 @@ class ClientBackend:
         block = render_block(selection["injected"], max_chars=self.client.max_chars)
         stale = self.client.last_error is not None
         if stale:
-            note = (
-                f"procmem is unreachable ({self.client.last_error}); "
-                + ("these come from the last good set." if self.client.has_set else "no set has been fetched yet.")
+            note = f"procmem is unreachable ({self.client.last_error}); " + (
+                "these come from the last good set." if self.client.has_set else "no set has been fetched yet."
             )
         else:
             note = None
@@ -349,24 +385,34 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--agent", default=env("PROCMEM_AGENT"), help="the agent's name (PROCMEM_AGENT)")
     parser.add_argument("--token", default=env("PROCMEM_TOKEN"), help="a read token of the agent (PROCMEM_TOKEN)")
     parser.add_argument(
-        "--ingest-token", default=env("PROCMEM_INGEST_TOKEN"),
+        "--ingest-token",
+        default=env("PROCMEM_INGEST_TOKEN"),
         help="an ingest token: adds the report_session tool (PROCMEM_INGEST_TOKEN)",
     )
     parser.add_argument("--transport", choices=("stdio", "streamable-http"), default="stdio")
     parser.add_argument("--host", default="127.0.0.1", help="streamable HTTP: the address to listen on")
     parser.add_argument("--port", type=int, default=8765, help="streamable HTTP: the port (path /mcp)")
     parser.add_argument("--refresh-interval", type=float, default=30.0, help="seconds between revalidations of the set")
-    parser.add_argument("--local-ranking", choices=("auto", "yes", "no"), default="auto",
-                        help="rank here with the [embeddings] extra (auto: when it is installed), or ask the server")
+    parser.add_argument(
+        "--local-ranking",
+        choices=("auto", "yes", "no"),
+        default="auto",
+        help="rank here with the [embeddings] extra (auto: when it is installed), or ask the server",
+    )
     return parser
 
 
 def client_from_arguments(arguments: argparse.Namespace) -> ProcmemClient:
-    missing = [f"--{name} (or PROCMEM_{name.upper()})" for name in ("url", "agent", "token") if not getattr(arguments, name)]
+    missing = [
+        f"--{name} (or PROCMEM_{name.upper()})" for name in ("url", "agent", "token") if not getattr(arguments, name)
+    ]
     if missing:
         raise SystemExit(f"procmem-mcp: missing {', '.join(missing)}")
     return ProcmemClient(
-        base_url=arguments.url, agent=arguments.agent, token=arguments.token, ingest_token=arguments.ingest_token or None,
+        base_url=arguments.url,
+        agent=arguments.agent,
+        token=arguments.token,
+        ingest_token=arguments.ingest_token or None,
         refresh_interval=arguments.refresh_interval,
         local_ranking={"auto": None, "yes": True, "no": False}[arguments.local_ranking],
     )
@@ -403,6 +449,18 @@ if __name__ == "__main__":  # pragma: no cover
 
 
 __all__ = [
-    "Backend", "ClientBackend", "Recall", "RECALL_TOOL", "REPORT_TOOL", "ToolInputError", "build_server", "main",
-    "procedure_resource", "recall_arguments", "recall_result", "report_record", "resource_uri", "tools_for",
+    "Backend",
+    "ClientBackend",
+    "Recall",
+    "RECALL_TOOL",
+    "REPORT_TOOL",
+    "ToolInputError",
+    "build_server",
+    "main",
+    "procedure_resource",
+    "recall_arguments",
+    "recall_result",
+    "report_record",
+    "resource_uri",
+    "tools_for",
 ]

@@ -14,7 +14,8 @@ with a `procmem_injected` attribute) receives the injected ids and versions.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
 
 from .aio import AsyncProcmemClient
 from .client import STATE_INJECTED, ProcmemClient
@@ -35,7 +36,11 @@ def task_from_input(items: list[Any]) -> str:
         if isinstance(content, str):
             return content
         if isinstance(content, list):
-            return "\n".join(part.get("text", "") for part in content if isinstance(part, dict) and part.get("type") in ("input_text", "text"))
+            return "\n".join(
+                part.get("text", "")
+                for part in content
+                if isinstance(part, dict) and part.get("type") in ("input_text", "text")
+            )
     return ""
 
 
@@ -53,12 +58,16 @@ def procmem_instructions(
         task = _context_value(context, task_key) or task_from_input(list(getattr(run_context, "turn_input", []) or []))
         intent = _context_value(context, intent_key) or None
         if isinstance(client, AsyncProcmemClient):
-            text, injected = await client.instruction_for(task=str(task), intent=intent, base_instruction=base_instruction)
+            text, injected = await client.instruction_for(
+                task=str(task), intent=intent, base_instruction=base_instruction
+            )
         else:
             text, injected = await asyncio.to_thread(
                 lambda: client.instruction_for(task=str(task), intent=intent, base_instruction=base_instruction)
             )
-        record = [{"id": p["id"], "version": p["version"], **({"arm": p["arm"]} if p.get("arm") else {})} for p in injected]
+        record = [
+            {"id": p["id"], "version": p["version"], **({"arm": p["arm"]} if p.get("arm") else {})} for p in injected
+        ]
         if isinstance(context, MutableMapping):
             context[STATE_INJECTED] = record
         elif context is not None and hasattr(context, "procmem_injected"):

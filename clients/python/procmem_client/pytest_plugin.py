@@ -24,7 +24,17 @@ from pathlib import Path
 
 import pytest
 
-from .agent_checks import CheckError, Library, Outcome, check_selection, check_snapshots, check_tools, export_library, live_library, load_tools
+from .agent_checks import (
+    CheckError,
+    Library,
+    Outcome,
+    check_selection,
+    check_snapshots,
+    check_tools,
+    export_library,
+    live_library,
+    load_tools,
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,7 +43,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--procmem-agent", help="the agent (default: PROCMEM_AGENT)")
     group.addoption("--procmem-token", help="a read token (default: PROCMEM_TOKEN)")
     group.addoption("--procmem-export", type=Path, help="an export directory instead of a server")
-    group.addoption("--procmem-update", action="store_true", help="rewrite the rendering snapshots instead of comparing")
+    group.addoption(
+        "--procmem-update", action="store_true", help="rewrite the rendering snapshots instead of comparing"
+    )
 
 
 class ProcmemChecks:
@@ -50,7 +62,10 @@ class ProcmemChecks:
             option = self._config.getoption
             try:
                 if option("procmem_export"):
-                    self._library = export_library(directory=option("procmem_export"), agent=option("procmem_agent") or os.environ.get("PROCMEM_AGENT"))
+                    self._library = export_library(
+                        directory=option("procmem_export"),
+                        agent=option("procmem_agent") or os.environ.get("PROCMEM_AGENT"),
+                    )
                 else:
                     self._library = live_library(
                         url=option("procmem_url") or os.environ.get("PROCMEM_URL", ""),

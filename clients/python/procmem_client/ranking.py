@@ -61,15 +61,23 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from . import coding
 from .embedding_cache import Embedder, EmbeddingCache, default_cache
 from .selection import (
-    MAX_K, PRIORITY_EPSILON, RETRIEVERS, Explained, PulledIn, RankedCandidate, Selection, SelectionConfig,
+    MAX_K,
+    PRIORITY_EPSILON,
+    RETRIEVERS,
+    Explained,
+    PulledIn,
+    RankedCandidate,
+    Selection,
+    SelectionConfig,
 )
 from .terms import compounds, identifiers, is_identifier, record_identifiers, stem, tokens, words
 
@@ -124,7 +132,9 @@ class Index:
             for term in terms:
                 postings[term].append(i)
         self.postings = {term: np.asarray(ids, dtype=np.int64) for term, ids in postings.items()}
-        self.doc_weight = np.asarray([sum(self.idf[t] for t in terms) for terms in doc_terms] or [0.0], dtype=np.float64)[:n]
+        self.doc_weight = np.asarray(
+            [sum(self.idf[t] for t in terms) for terms in doc_terms] or [0.0], dtype=np.float64
+        )[:n]
         # a compound the task may write as one word ("desklamp") → the documents with the two words
         # adjacent, per pair of stems they contribute
         split: dict[str, dict[tuple[str, ...], list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -148,7 +158,11 @@ class Index:
         self.producers: dict[int, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
         if self.has_coding:
             graph = coding.build_graph(
-                [coding.node_for(str(i), r.get("preconditions") or [], r.get("postconditions") or []) for i, r in enumerate(self.records) if coding.is_coding(r)]
+                [
+                    coding.node_for(str(i), r.get("preconditions") or [], r.get("postconditions") or [])
+                    for i, r in enumerate(self.records)
+                    if coding.is_coding(r)
+                ]
             )
             for edge in graph.edges:
                 self.producers[int(edge.consumer)].append((int(edge.producer), edge.artefacts))
@@ -253,13 +267,17 @@ class Index:
             if candidates.size <= limit:
                 chosen = np.arange(candidates.size)
             else:
-                partial = self._weighted(semantic, lexical, exact, np.zeros(candidates.size), {**self.config.weights(), "step": 0.0})
+                partial = self._weighted(
+                    semantic, lexical, exact, np.zeros(candidates.size), {**self.config.weights(), "step": 0.0}
+                )
                 chosen = np.argpartition(-partial, limit - 1)[:limit]
             step[chosen] = self.step_scores(candidates[chosen], vector)
         return Signals(candidates, semantic, lexical, exact, step)
 
     @staticmethod
-    def normalise(semantic: np.ndarray, lexical: np.ndarray, exact: np.ndarray, step: np.ndarray) -> dict[str, np.ndarray]:
+    def normalise(
+        semantic: np.ndarray, lexical: np.ndarray, exact: np.ndarray, step: np.ndarray
+    ) -> dict[str, np.ndarray]:
         """Fixed scales (the same for every task, so a score means the same thing across tasks):
         cosines clipped to 0..1, lexical coverage as it is (0..1), n identifier matches n/(n+1)."""
         exact = exact.astype(np.float64)
@@ -283,7 +301,11 @@ class Index:
         return (
             (signals.semantic >= config.semantic_floor)
             | ((signals.exact >= config.exact_floor) & (signals.exact > 0))
-            | ((signals.lexical >= config.lexical_floor) & (signals.lexical > 0) & (signals.semantic >= config.lexical_needs_semantic))
+            | (
+                (signals.lexical >= config.lexical_floor)
+                & (signals.lexical > 0)
+                & (signals.semantic >= config.lexical_needs_semantic)
+            )
         )
 
     def totals(self, signals: Signals, config: SelectionConfig | None = None) -> np.ndarray:
@@ -291,7 +313,9 @@ class Index:
         weights = (config or self.config).weights()
         return self._weighted(signals.semantic, signals.lexical, signals.exact, signals.step, weights)
 
-    def order(self, signals: Signals, totals: np.ndarray, positions: np.ndarray | None = None, m: int | None = None) -> list[int]:
+    def order(
+        self, signals: Signals, totals: np.ndarray, positions: np.ndarray | None = None, m: int | None = None
+    ) -> list[int]:
         """Positions (into `signals.candidates`) by total, then semantic score, then id and version,
         near-ties regrouped by priority (`near_ties_by_priority`); the first m (all when m is None).
         Only the few that can make the top m are fully sorted."""
@@ -308,11 +332,15 @@ class Index:
         tie = self.tie_rank[signals.candidates[positions]]
         ordered = positions[np.lexsort((tie, -signals.semantic[positions], -totals[positions]))]
         if epsilon > 0:
-            ordered = self.near_ties_by_priority(ordered, totals[ordered], self.priority[signals.candidates[ordered]], epsilon)
+            ordered = self.near_ties_by_priority(
+                ordered, totals[ordered], self.priority[signals.candidates[ordered]], epsilon
+            )
         return ordered.tolist() if m is None else ordered[:m].tolist()
 
     @staticmethod
-    def near_ties_by_priority(ordered: np.ndarray, totals: np.ndarray, priority: np.ndarray, epsilon: float) -> np.ndarray:
+    def near_ties_by_priority(
+        ordered: np.ndarray, totals: np.ndarray, priority: np.ndarray, epsilon: float
+    ) -> np.ndarray:
         """`ordered` (by total, descending) regrouped: the first candidate opens a group with every
         following one whose total is within `epsilon` of its own; inside a group higher priority
         first, equal priorities in their given order; the next candidate outside opens the next
@@ -380,7 +408,9 @@ class Index:
                 )
         return result
 
-    def inject(self, signals: Signals, totals: np.ndarray, eligible: np.ndarray, cap: int) -> tuple[list[int], list[PulledIn]]:
+    def inject(
+        self, signals: Signals, totals: np.ndarray, eligible: np.ndarray, cap: int
+    ) -> tuple[list[int], list[PulledIn]]:
         """The injection rule: the first `cap` eligible candidates in ranking order, then the
         producers they pull in while the cap has room. Positions into signals.candidates."""
         chosen = self.order(signals, totals, np.flatnonzero(eligible), cap)
@@ -400,13 +430,22 @@ class Index:
                 continue
             if position_of is None:
                 position_of = {int(c): p for p, c in enumerate(signals.candidates.tolist())}
-            options = {position_of[i]: artefacts for i, artefacts in links if i in position_of and position_of[i] not in chosen}
+            options = {
+                position_of[i]: artefacts for i, artefacts in links if i in position_of and position_of[i] not in chosen
+            }
             if not options:
                 continue
             best = self.order(signals, totals, np.asarray(sorted(options), dtype=np.int64), 1)[0]
             chosen.append(best)
             producer, consumer = self.records[signals.candidates[best]], self.records[signals.candidates[j]]
-            pulled.append({"id": producer["id"], "version": producer["version"], "forId": consumer["id"], "artefacts": list(options[best])})
+            pulled.append(
+                {
+                    "id": producer["id"],
+                    "version": producer["version"],
+                    "forId": consumer["id"],
+                    "artefacts": list(options[best]),
+                }
+            )
             if len(chosen) >= cap:
                 break
         return pulled
@@ -414,8 +453,18 @@ class Index:
     def _ranks(self, signals: Signals) -> dict[str, list[int | None]]:
         """Each retriever's rank of every candidate among those at or above its floor (None below)."""
         config = self.config
-        floors = {"semantic": config.semantic_floor, "lexical": config.lexical_floor, "exact": config.exact_floor, "step": 0.0}
-        values = {"semantic": signals.semantic, "lexical": signals.lexical, "exact": signals.exact.astype(np.float64), "step": signals.step}
+        floors = {
+            "semantic": config.semantic_floor,
+            "lexical": config.lexical_floor,
+            "exact": config.exact_floor,
+            "step": 0.0,
+        }
+        values = {
+            "semantic": signals.semantic,
+            "lexical": signals.lexical,
+            "exact": signals.exact.astype(np.float64),
+            "step": signals.step,
+        }
         tie = self.tie_rank[signals.candidates]
         ranks: dict[str, list[int | None]] = {}
         for name, scores in values.items():
@@ -438,9 +487,13 @@ class Index:
             met.append(f"{exact} identifier{'s' if exact != 1 else ''} of it in the task")
         if lexical >= config.lexical_floor and lexical > 0:
             if semantic >= config.lexical_needs_semantic:
-                met.append(f"lexical {lexical:.3f} ≥ floor {config.lexical_floor:.2f} with semantic {semantic:.3f} ≥ {config.lexical_needs_semantic:.2f}")
+                met.append(
+                    f"lexical {lexical:.3f} ≥ floor {config.lexical_floor:.2f} with semantic {semantic:.3f} ≥ {config.lexical_needs_semantic:.2f}"
+                )
             elif not met:
-                return [f"lexical {lexical:.3f} ≥ floor {config.lexical_floor:.2f} but semantic {semantic:.3f} < {config.lexical_needs_semantic:.2f} (word overlap alone is not enough)"]
+                return [
+                    f"lexical {lexical:.3f} ≥ floor {config.lexical_floor:.2f} but semantic {semantic:.3f} < {config.lexical_needs_semantic:.2f} (word overlap alone is not enough)"
+                ]
         if met:
             return met
         missed = [f"semantic {semantic:.3f} < floor {config.semantic_floor:.2f}", "no identifier of it in the task"]
@@ -494,7 +547,8 @@ class Index:
                     "ranks": {name: ranks[name][j] for name in RETRIEVERS},
                     "total": round(float(totals[j]), 6),
                     "eligible": bool(eligible[j]),
-                    "reasons": self.reasons(signals, j) + [r for r in [pulled_reason.get((record["id"], record["version"]))] if r],
+                    "reasons": self.reasons(signals, j)
+                    + [r for r in [pulled_reason.get((record["id"], record["version"]))] if r],
                     "injected": j in injected,
                     "matched_identifiers": matched_by_position.get(int(signals.candidates[j]), []),
                 }
@@ -527,7 +581,13 @@ class Ranker:
         return Index(list(records), cache=self.cache, config=self.config)
 
     def select(
-        self, *, task: str, records: Iterable[Mapping[str, Any]], intent: str | None = None, cap: int = 2, k: int | None = None
+        self,
+        *,
+        task: str,
+        records: Iterable[Mapping[str, Any]],
+        intent: str | None = None,
+        cap: int = 2,
+        k: int | None = None,
     ) -> Selection:
         """One-shot: builds an index and selects. Build an `Index` once when the records repeat."""
         return self.index(records).select(task=task, intent=intent, cap=cap, k=k)

@@ -30,7 +30,8 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, Iterable, Mapping, TypedDict
+from collections.abc import Iterable, Mapping
+from typing import Any, TypedDict
 
 CHARS_PER_TOKEN = 4.0
 DEFAULT_MAX_CHARS = 4000
@@ -69,7 +70,9 @@ def _forbidden_line(action: str) -> str:
 
 
 def _sentences(items: Iterable[str]) -> str:
-    return " ".join(item.strip() if item.strip().endswith((".", "!", "?")) else item.strip() + "." for item in items if item.strip())
+    return " ".join(
+        item.strip() if item.strip().endswith((".", "!", "?")) else item.strip() + "." for item in items if item.strip()
+    )
 
 
 def source_label(record: Mapping[str, Any]) -> str:

@@ -5,7 +5,8 @@ names, paths) of tasks and of procedure records. Pure Python."""
 from __future__ import annotations
 
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 STOP_WORDS = frozenset(
     """
@@ -28,7 +29,16 @@ _DOTTED_RE = re.compile(r"[A-Za-z0-9]\.[A-Za-z0-9_]")
 
 def stem(word: str) -> str:
     """A light suffix stemmer: enough that 'cancelled', 'cancelling' and 'cancel' meet."""
-    for suffix, keep in (("ations", 3), ("ation", 3), ("ing", 3), ("ied", 3), ("ies", 3), ("ed", 3), ("es", 3), ("s", 3)):
+    for suffix, keep in (
+        ("ations", 3),
+        ("ation", 3),
+        ("ing", 3),
+        ("ied", 3),
+        ("ies", 3),
+        ("ed", 3),
+        ("es", 3),
+        ("s", 3),
+    ):
         if word.endswith(suffix) and len(word) - len(suffix) >= keep:
             word = word[: -len(suffix)]
             if suffix in {"ied", "ies"}:

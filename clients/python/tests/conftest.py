@@ -54,16 +54,25 @@ def model_and_data():
 
 
 REFUND = {
-    "id": "refund.over_limit", "version": 1, "intent": "refund_over_limit",
+    "id": "refund.over_limit",
+    "version": 1,
+    "intent": "refund_over_limit",
     "appliesWhen": "The customer asks for a refund above the agent's approval limit.",
-    "steps": ["Look up the order with lookupOrder({{order_id}}).", "Create an approval request with createApproval({{order_id}})."],
-    "requiredTools": ["lookupOrder", "createApproval"], "forbiddenActions": ["Do not promise a refund date before approval."],
+    "steps": [
+        "Look up the order with lookupOrder({{order_id}}).",
+        "Create an approval request with createApproval({{order_id}}).",
+    ],
+    "requiredTools": ["lookupOrder", "createApproval"],
+    "forbiddenActions": ["Do not promise a refund date before approval."],
 }
 STATUS = {
-    "id": "order.status", "version": 1, "intent": "order_status",
+    "id": "order.status",
+    "version": 1,
+    "intent": "order_status",
     "appliesWhen": "The customer asks where the order is.",
     "steps": ["Look up the order with lookupOrder({{order_id}}).", "Reply with the carrier status."],
-    "requiredTools": ["lookupOrder"], "forbiddenActions": [],
+    "requiredTools": ["lookupOrder"],
+    "forbiddenActions": [],
 }
 
 
@@ -85,9 +94,23 @@ class FakeProcmem:
         served = []
         for record in self.procedures:
             rendered = render_procedure(record)
-            served.append({**record, "rendered": rendered, "renderedChars": len(rendered), "renderedTokens": estimate_tokens(rendered)})
-        data = {"apiVersion": "v1", "agent": self.agent, "proceduralMemoryEnabled": True, "injectionCap": self.cap,
-                "tools": ["lookupOrder", "createApproval"], "procedures": served, "refused": []}
+            served.append(
+                {
+                    **record,
+                    "rendered": rendered,
+                    "renderedChars": len(rendered),
+                    "renderedTokens": estimate_tokens(rendered),
+                }
+            )
+        data = {
+            "apiVersion": "v1",
+            "agent": self.agent,
+            "proceduralMemoryEnabled": True,
+            "injectionCap": self.cap,
+            "tools": ["lookupOrder", "createApproval"],
+            "procedures": served,
+            "refused": [],
+        }
         return json.dumps(data, separators=(",", ":")).encode()
 
     def etag(self) -> str:
@@ -111,7 +134,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 (http.server's naming)
         fake = self.fake
         url = urlparse(self.path)
-        fake.requests.append({"method": "GET", "path": url.path, "query": parse_qs(url.query), "headers": dict(self.headers)})
+        fake.requests.append(
+            {"method": "GET", "path": url.path, "query": parse_qs(url.query), "headers": dict(self.headers)}
+        )
         if fake.status:
             return self._json(fake.status, {"error": {"code": "forced", "message": f"status {fake.status}"}})
         if self.headers.get("Authorization") != f"Bearer {fake.token}":
@@ -122,17 +147,31 @@ class _Handler(BaseHTTPRequestHandler):
                 body, etag = gzip.compress(body, mtime=0), etag[:-1] + '-gzip"'
                 if self.headers.get("If-None-Match") == etag:
                     return self._send(304, b"", {"ETag": etag})
-                return self._send(200, body, {"ETag": etag, "Content-Encoding": "gzip", "Content-Type": "application/json"})
+                return self._send(
+                    200, body, {"ETag": etag, "Content-Encoding": "gzip", "Content-Type": "application/json"}
+                )
             return self._send(200, body, {"ETag": etag, "Content-Type": "application/json"})
         if url.path == f"/api/v1/agents/{fake.agent}/select":
             query = parse_qs(url.query)
             data = json.loads(fake.active_set())
             intent = query.get("intent", [None])[0]
-            injected = [p for p in data["procedures"] if p["id"] == "refund.over_limit" and intent in (None, p["intent"])]
+            injected = [
+                p for p in data["procedures"] if p["id"] == "refund.over_limit" and intent in (None, p["intent"])
+            ]
             if fake.selection is not None:
                 injected = fake.selection
-            return self._json(200, {"apiVersion": "v1", "agent": fake.agent, "setEtag": fake.etag(), "task": query["task"][0],
-                                    "intent": intent, "cap": fake.cap, "injected": injected[: fake.cap]})
+            return self._json(
+                200,
+                {
+                    "apiVersion": "v1",
+                    "agent": fake.agent,
+                    "setEtag": fake.etag(),
+                    "task": query["task"][0],
+                    "intent": intent,
+                    "cap": fake.cap,
+                    "injected": injected[: fake.cap],
+                },
+            )
         return self._json(404, {"error": {"code": "not_found", "message": url.path}})
 
     def do_POST(self):  # noqa: N802

@@ -24,15 +24,29 @@ from procmem_client.ranking import EmbeddingCache, Ranker
 from procmem_client.rendering import render_block
 
 REFUND = {
-    "version": 3, "status": "ACTIVE", "appliesWhen": "The customer asks for a refund above the agent's approval limit.",
-    "steps": ["Look up the order with lookupOrder({{order_id}}).", "Create an approval request with createApproval({{order_id}})."],
-    "requiredTools": ["lookupOrder", "createApproval"], "forbiddenActions": ["Do not promise a refund date before approval."],
-    "evidence": {"miningRunId": 4}, "approvedBy": "alice", "approvedAt": "2026-11-29T10:00:00Z",
+    "version": 3,
+    "status": "ACTIVE",
+    "appliesWhen": "The customer asks for a refund above the agent's approval limit.",
+    "steps": [
+        "Look up the order with lookupOrder({{order_id}}).",
+        "Create an approval request with createApproval({{order_id}}).",
+    ],
+    "requiredTools": ["lookupOrder", "createApproval"],
+    "forbiddenActions": ["Do not promise a refund date before approval."],
+    "evidence": {"miningRunId": 4},
+    "approvedBy": "alice",
+    "approvedAt": "2026-11-29T10:00:00Z",
 }
 STATUS = {
-    "version": 1, "status": "ACTIVE", "appliesWhen": "The customer asks where the order is.",
+    "version": 1,
+    "status": "ACTIVE",
+    "appliesWhen": "The customer asks where the order is.",
     "steps": ["Look up the order with lookupOrder({{order_id}}).", "Reply with the carrier status."],
-    "requiredTools": ["lookupOrder"], "forbiddenActions": [], "evidence": {}, "approvedBy": "bob", "approvedAt": "2026-10-01T08:00:00Z",
+    "requiredTools": ["lookupOrder"],
+    "forbiddenActions": [],
+    "evidence": {},
+    "approvedBy": "bob",
+    "approvedAt": "2026-10-01T08:00:00Z",
 }
 TOOLS = ["lookupOrder", "createApproval", "replyTemplates"]
 
@@ -42,19 +56,30 @@ def write_export(root: Path, procedures: dict[str, tuple[str, list[dict]]], agen
     for key, (intent, versions) in procedures.items():
         path = root / agent / f"{key}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        payload = {"format": "procmem.procedure/1", "id": key, "agent": agent, "intent": intent,
-                   "versions": [{"id": key, **v} for v in versions]}
+        payload = {
+            "format": "procmem.procedure/1",
+            "id": key,
+            "agent": agent,
+            "intent": intent,
+            "versions": [{"id": key, **v} for v in versions],
+        }
         path.write_text(json.dumps(payload, indent=2), encoding="utf-8")
     return root
 
 
 @pytest.fixture
 def export(tmp_path):
-    return write_export(tmp_path / "export", {
-        "refund.over_limit": ("refund_over_limit", [{**REFUND, "version": 2, "status": "RETIRED"}, REFUND]),
-        "order.status": ("order_status", [STATUS]),
-        "order.cancel": ("cancel_order", [{**STATUS, "version": 1, "status": "CANDIDATE", "requiredTools": ["cancelOrder"]}]),
-    })
+    return write_export(
+        tmp_path / "export",
+        {
+            "refund.over_limit": ("refund_over_limit", [{**REFUND, "version": 2, "status": "RETIRED"}, REFUND]),
+            "order.status": ("order_status", [STATUS]),
+            "order.cancel": (
+                "cancel_order",
+                [{**STATUS, "version": 1, "status": "CANDIDATE", "requiredTools": ["cancelOrder"]}],
+            ),
+        },
+    )
 
 
 def keyword_ranker() -> Ranker:
@@ -78,7 +103,10 @@ def test_a_missing_tool_fails_naming_the_procedure_and_the_tool(export, tmp_path
     tools.write_text("# the agent's real tools\nlookupOrder\n\nreplyTemplates\n")
     code, out, err = run("--export", str(export), "--tools", str(tools))
     assert code == 1, out + err
-    assert f"FAIL tools     refund.over_limit v3 requires createApproval, which is not in the agent's tool list ({tools}, 2 tools)" in out
+    assert (
+        f"FAIL tools     refund.over_limit v3 requires createApproval, which is not in the agent's tool list ({tools}, 2 tools)"
+        in out
+    )
     assert "PASS tools     order.status v1" in out
     assert "order.cancel" not in out and "v2" not in out  # only ACTIVE versions are checked
     assert out.rstrip().endswith("procmem check: 1 failed, 1 passed")
@@ -98,7 +126,8 @@ def test_the_tool_list_as_json_an_mcp_result_openai_definitions_or_an_import_pat
         (tmp_path / name).write_text(text)
         assert load_tools(str(tmp_path / name))[0] == TOOLS, name
 
-    (tmp_path / "agent_tools.py").write_text(textwrap.dedent("""
+    (tmp_path / "agent_tools.py").write_text(
+        textwrap.dedent("""
         def lookupOrder(order_id): ...
         def createApproval(order_id): ...
         class Tool:
@@ -110,7 +139,8 @@ def test_the_tool_list_as_json_an_mcp_result_openai_definitions_or_an_import_pat
             tools = [Tool("lookupOrder"), {"name": "createApproval"}]
         agent = Agent()
         NUMBERS = [1, 2]
-    """))
+    """)
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     assert load_tools("agent_tools:TOOLS") == (TOOLS, "agent_tools:TOOLS")
     assert load_tools("py:agent_tools.NAMES")[0] == ["lookupOrder", "createApproval"]
@@ -125,7 +155,7 @@ def test_the_tool_list_as_json_an_mcp_result_openai_definitions_or_an_import_pat
         load_tools("agent_tools:MISSING")
     with pytest.raises(CheckError, match="no such file"):
         load_tools(str(tmp_path / "absent.txt"))
-    (tmp_path / "broken.json").write_text("[\"a\",")
+    (tmp_path / "broken.json").write_text('["a",')
     with pytest.raises(CheckError, match="broken.json: not valid JSON"):
         load_tools(str(tmp_path / "broken.json"))
 
@@ -138,9 +168,13 @@ def test_exit_code_2_and_a_message_when_the_check_cannot_run(export, tmp_path):
     (tmp_path / "tools.txt").write_text("lookupOrder\n")
     code, _, err = run("--export", str(tmp_path / "nowhere"), "--tools", str(tmp_path / "tools.txt"))
     assert code == 2 and "not a directory" in err
-    code, _, err = run("--url", "http://127.0.0.1:9", "--agent", "a", "--token", "t", "--tools", str(tmp_path / "none.txt"))
+    code, _, err = run(
+        "--url", "http://127.0.0.1:9", "--agent", "a", "--token", "t", "--tools", str(tmp_path / "none.txt")
+    )
     assert code == 2 and "no such file" in err
-    code, _, err = run("--url", "http://127.0.0.1:9", "--agent", "a", "--token", "t", "--tools", str(tmp_path / "tools.txt"))
+    code, _, err = run(
+        "--url", "http://127.0.0.1:9", "--agent", "a", "--token", "t", "--tools", str(tmp_path / "tools.txt")
+    )
     assert code == 2 and "GET http://127.0.0.1:9/api/v1/agents/a/procedures" in err and "failed" in err
     code, _, err = run("--tools", str(tmp_path / "tools.txt"))
     assert code == 2 and "--url (or PROCMEM_URL)" in err
@@ -156,7 +190,7 @@ def test_the_live_server_is_read_with_the_token_and_its_refusals_are_reported(se
     monkeypatch.setenv("PROCMEM_TOKEN", fake.token)
     code, out, _ = run("--tools", str(tmp_path / "tools.txt"))
     assert code == 1 and "FAIL tools     refund.over_limit v1 requires createApproval" in out
-    assert f"agent support_agent, {server.url} (set \"" in out
+    assert f'agent support_agent, {server.url} (set "' in out
     monkeypatch.setenv("PROCMEM_TOKEN", "pm_wrong")
     code, _, err = run("--tools", str(tmp_path / "tools.txt"))
     assert code == 2 and "answered 401: bad token" in err
@@ -169,31 +203,48 @@ def test_a_selection_fixture_that_moves_fails(export, tmp_path):
     library = export_library(directory=export, ranker=keyword_ranker())
     fixture = tmp_path / "selection.jsonl"
     fixture.write_text(
-        json.dumps({"task": "I want a refund of $900, above your limit", "expect": ["refund.over_limit"]}) + "\n\n"
-        + json.dumps({"task": "Where is my order?", "intent": "order_status", "expect": ["order.status"]}) + "\n"
+        json.dumps({"task": "I want a refund of $900, above your limit", "expect": ["refund.over_limit"]})
+        + "\n\n"
+        + json.dumps({"task": "Where is my order?", "intent": "order_status", "expect": ["order.status"]})
+        + "\n"
     )
     assert all(o.ok for o in check_selection(library, fixture))
 
     # the fixture moves: another procedure is expected than the one selected
-    fixture.write_text(json.dumps({"task": "I want a refund of $900, above your limit", "expect": ["order.status"]}) + "\n")
+    fixture.write_text(
+        json.dumps({"task": "I want a refund of $900, above your limit", "expect": ["order.status"]}) + "\n"
+    )
     [outcome] = check_selection(library, fixture)
     assert not outcome.ok
-    assert outcome.message == f"{fixture}:1 'I want a refund of $900, above your limit': expected [order.status], got [refund.over_limit]"
+    assert (
+        outcome.message
+        == f"{fixture}:1 'I want a refund of $900, above your limit': expected [order.status], got [refund.over_limit]"
+    )
 
     yaml_fixture = tmp_path / "selection.yaml"
-    yaml_fixture.write_text("- task: Where is my order?\n  intent: order_status\n  expect: [order.status]\n- task: x\n  expect: nothing\n")
+    yaml_fixture.write_text(
+        "- task: Where is my order?\n  intent: order_status\n  expect: [order.status]\n- task: x\n  expect: nothing\n"
+    )
     with pytest.raises(CheckError, match=r"selection.yaml entry 2: expect: must be a list of procedure ids"):
         check_selection(library, yaml_fixture)
 
 
 def test_selection_over_an_export_with_the_bundled_model_through_the_cli(model_and_data, export, tmp_path):
     fixture = tmp_path / "selection.yaml"
-    fixture.write_text("cases:\n- task: The customer wants a refund of 900 dollars, above my approval limit.\n  expect: [refund.over_limit]\n")
+    fixture.write_text(
+        "cases:\n- task: The customer wants a refund of 900 dollars, above my approval limit.\n  expect: [refund.over_limit]\n"
+    )
     junit = tmp_path / "reports" / "procmem.xml"
-    code, out, _ = run("--export", str(export / "support_agent"), "--selection", str(fixture), "--junit-xml", str(junit))
+    code, out, _ = run(
+        "--export", str(export / "support_agent"), "--selection", str(fixture), "--junit-xml", str(junit)
+    )
     assert code == 0, out
-    fixture.write_text("cases:\n- task: The customer wants a refund of 900 dollars, above my approval limit.\n  expect: []\n")
-    code, out, _ = run("--export", str(export / "support_agent"), "--selection", str(fixture), "--junit-xml", str(junit))
+    fixture.write_text(
+        "cases:\n- task: The customer wants a refund of 900 dollars, above my approval limit.\n  expect: []\n"
+    )
+    code, out, _ = run(
+        "--export", str(export / "support_agent"), "--selection", str(fixture), "--junit-xml", str(junit)
+    )
     assert code == 1 and "expected [], got [refund.over_limit]" in out
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("tests") == "1" and suite.get("failures") == "1"
@@ -218,18 +269,31 @@ def test_a_changed_snapshot_shows_a_readable_diff_and_update_accepts_it(export, 
     written = check_snapshots(library, snapshots, update=True)
     assert all(o.ok for o in written) and "written" in written[0].message
     text = (snapshots / "refund_900.txt").read_text(encoding="utf-8")
-    assert text == "You are the support agent.\n\n" + render_block([{**REFUND, "id": "refund.over_limit", "intent": "refund_over_limit"}])["text"]
+    assert (
+        text
+        == "You are the support agent.\n\n"
+        + render_block([{**REFUND, "id": "refund.over_limit", "intent": "refund_over_limit"}])["text"]
+    )
     assert all(o.ok for o in check_snapshots(library, snapshots))
 
     # the library changes: a step is reworded and one added
-    changed = {**REFUND, "steps": [REFUND["steps"][0], "Create an approval request with createApproval({{order_id}}, {{amount}}).",
-                                   "Tell the customer the expected wait."]}
+    changed = {
+        **REFUND,
+        "steps": [
+            REFUND["steps"][0],
+            "Create an approval request with createApproval({{order_id}}, {{amount}}).",
+            "Tell the customer the expected wait.",
+        ],
+    }
     write_export(export, {"refund.over_limit": ("refund_over_limit", [changed])})
     library = export_library(directory=export, ranker=keyword_ranker())
     printed = io.StringIO()
     report(check_snapshots(library, snapshots), printed)
     out = printed.getvalue()
-    assert "FAIL snapshot  refund_900: the rendered instruction changed: " in out and "review the diff, then run with --update" in out
+    assert (
+        "FAIL snapshot  refund_900: the rendered instruction changed: " in out
+        and "review the diff, then run with --update" in out
+    )
     assert "PASS snapshot  where_is_my_order: unchanged" in out
     assert f"    --- {snapshots / 'refund_900.txt'} (snapshot)" in out and "    +++ refund_900 (rendered now)" in out
     assert "    -2. Create an approval request with createApproval({{order_id}})." in out
@@ -261,25 +325,33 @@ def test_the_pytest_plugin_runs_the_checks_as_tests(export, tmp_path):
     project.mkdir()
     (project / "tools.txt").write_text("lookupOrder\n")
     (project / "conftest.py").write_text('pytest_plugins = ["procmem_client.pytest_plugin"]\n')
-    (project / "test_procmem.py").write_text(textwrap.dedent("""
+    (project / "test_procmem.py").write_text(
+        textwrap.dedent("""
         def test_tools(procmem):
             procmem.check_tools("tools.txt")
 
         def test_library_is_read_once(procmem):
             assert procmem.library is procmem.library and procmem.library.agent == "support_agent"
-    """))
+    """)
+    )
     completed = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--procmem-export", str(export), str(project)],
-        cwd=project, capture_output=True, text=True, timeout=120,
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert completed.returncode == 1, completed.stdout + completed.stderr
-    assert "FAIL tools: refund.over_limit v3 requires createApproval, which is not in the agent's tool list (tools.txt, 1 tool)" in completed.stdout
+    assert (
+        "FAIL tools: refund.over_limit v3 requires createApproval, which is not in the agent's tool list (tools.txt, 1 tool)"
+        in completed.stdout
+    )
     assert "1 failed, 1 passed" in completed.stdout
 
 
 # ------------------------------------------------------------------------------------------- MCP tools/list
 
-TOOLS_SERVER = '''
+TOOLS_SERVER = """
 import sys
 from mcp.server.mcpserver import MCPServer
 
@@ -290,7 +362,7 @@ if len(sys.argv) > 1:
     server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
 else:
     server.run()
-'''
+"""
 
 
 def test_the_tool_list_from_an_mcp_server_over_stdio_and_streamable_http(tmp_path):
@@ -302,12 +374,17 @@ def test_the_tool_list_from_an_mcp_server_over_stdio_and_streamable_http(tmp_pat
     script = tmp_path / "tools_server.py"
     script.write_text(TOOLS_SERVER)
     names, label = load_tools(f"mcp:{sys.executable} {script}")
-    assert names == ["lookupOrder", "createApproval", "replyTemplates"] and label == f"MCP tools/list of {sys.executable} {script}"
+    assert (
+        names == ["lookupOrder", "createApproval", "replyTemplates"]
+        and label == f"MCP tools/list of {sys.executable} {script}"
+    )
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    process = subprocess.Popen([sys.executable, str(script), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    process = subprocess.Popen(
+        [sys.executable, str(script), str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -315,7 +392,9 @@ def test_the_tool_list_from_an_mcp_server_over_stdio_and_streamable_http(tmp_pat
                 socket.create_connection(("127.0.0.1", port), timeout=1).close()
                 break
             except OSError:
-                assert process.poll() is None and time.monotonic() < deadline, process.stderr.read().decode() if process.poll() is not None else "no answer in 60 s"
+                assert process.poll() is None and time.monotonic() < deadline, (
+                    process.stderr.read().decode() if process.poll() is not None else "no answer in 60 s"
+                )
                 time.sleep(0.2)
         assert load_tools(f"mcp:http://127.0.0.1:{port}/mcp")[0] == ["lookupOrder", "createApproval", "replyTemplates"]
     finally:
@@ -330,24 +409,40 @@ def test_the_tool_list_from_an_mcp_server_over_stdio_and_streamable_http(tmp_pat
 
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(max_size=20),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.sampled_from(["task", "expect", "intent", "name", "base", "tools", "cases", "x"]), children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(["task", "expect", "intent", "name", "base", "tools", "cases", "x"]), children, max_size=5
+        )
+    ),
     max_leaves=12,
 )
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(suffix=st.sampled_from([".jsonl", ".json", ".yaml", ".txt"]), payload=st.one_of(_json_values.map(json.dumps), st.text(max_size=200)))
+@given(
+    suffix=st.sampled_from([".jsonl", ".json", ".yaml", ".txt"]),
+    payload=st.one_of(_json_values.map(json.dumps), st.text(max_size=200)),
+)
 def test_any_fixture_file_gives_outcomes_or_a_check_error_naming_it(tmp_path, suffix, payload):
     from procmem_client.agent_checks import Library, check_tools
 
-    library = Library(agent="a", source="test", procedures=[{"id": "x.y", "version": 1, "requiredTools": ["t"]}], select=lambda task, intent: ([], ""))
+    library = Library(
+        agent="a",
+        source="test",
+        procedures=[{"id": "x.y", "version": 1, "requiredTools": ["t"]}],
+        select=lambda task, intent: ([], ""),
+    )
     path = tmp_path / f"fixture{suffix}"
     path.write_text(payload, encoding="utf-8")
     snapshots = tmp_path / "snap"
     snapshots.mkdir(exist_ok=True)
     (snapshots / "contexts.json").write_text(payload, encoding="utf-8")
-    for check in (lambda: check_selection(library, path), lambda: check_snapshots(library, snapshots),
-                  lambda: check_tools(library, *load_tools(str(path)))):
+    for check in (
+        lambda: check_selection(library, path),
+        lambda: check_snapshots(library, snapshots),
+        lambda: check_tools(library, *load_tools(str(path))),
+    ):
         try:
             outcomes = check()
         except CheckError as exc:

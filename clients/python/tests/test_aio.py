@@ -14,9 +14,8 @@ pytest.importorskip("httpx", reason="the [async] extra is not installed")
 
 from procmem_client import ProcmemError  # noqa: E402
 from procmem_client.aio import AsyncProcmemClient  # noqa: E402
-from procmem_client.rendering import render_block  # noqa: E402
-
 from procmem_client.ranking import EmbeddingCache, Ranker  # noqa: E402
+from procmem_client.rendering import render_block  # noqa: E402
 
 
 class FakeClock:
@@ -31,7 +30,13 @@ def keyword_ranker() -> Ranker:
     """Refund texts on one axis, the rest on another: local ranking without the model."""
     import numpy as np
 
-    return Ranker(cache=EmbeddingCache(lambda texts: np.asarray([[1.0, 0.0] if "refund" in t.lower() else [0.0, 1.0] for t in texts], dtype=np.float32)))
+    return Ranker(
+        cache=EmbeddingCache(
+            lambda texts: np.asarray(
+                [[1.0, 0.0] if "refund" in t.lower() else [0.0, 1.0] for t in texts], dtype=np.float32
+            )
+        )
+    )
 
 
 def client_for(server, fake, **options) -> AsyncProcmemClient:
@@ -42,7 +47,9 @@ def test_revalidates_with_the_etag_and_keeps_the_last_good_set(server, fake):
     clock = FakeClock()
 
     async def scenario():
-        async with client_for(server, fake, refresh_interval=30, retry_interval=5, clock=clock, local_ranking=False) as procmem:
+        async with client_for(
+            server, fake, refresh_interval=30, retry_interval=5, clock=clock, local_ranking=False
+        ) as procmem:
             first = await procmem.procedures()
             etag = procmem.etag
             clock.now += 31
@@ -99,7 +106,9 @@ def test_local_selection_and_fifty_concurrent_tasks_share_one_fetch(server, fake
 def test_reports_post_jsonl_with_the_ingest_token_and_refusals_raise(server, fake):
     async def scenario():
         async with client_for(server, fake, ingest_token="pm_ingest", local_ranking=False) as procmem:
-            answer = await procmem.report_session(session_id="s-1", task="refund", resolved=True, injected=[{"id": "refund.over_limit", "version": 1}])
+            answer = await procmem.report_session(
+                session_id="s-1", task="refund", resolved=True, injected=[{"id": "refund.over_limit", "version": 1}]
+            )
             with pytest.raises(ProcmemError) as refused:
                 await procmem.report_session(session_id="bad", task="bad", resolved=True, injected=[])
             return answer, refused.value
@@ -107,7 +116,10 @@ def test_reports_post_jsonl_with_the_ingest_token_and_refusals_raise(server, fak
     answer, refused = asyncio.run(scenario())
     assert answer["stored"] == 1 and refused.status == 400
     posted = [r for r in fake.requests if r["method"] == "POST"][0]
-    assert posted["headers"]["Authorization"] == "Bearer pm_ingest" and posted["headers"]["Content-Type"] == "application/x-ndjson"
+    assert (
+        posted["headers"]["Authorization"] == "Bearer pm_ingest"
+        and posted["headers"]["Content-Type"] == "application/x-ndjson"
+    )
     assert json.loads(posted["body"].splitlines()[0])["injected"] == [{"id": "refund.over_limit", "version": 1}]
 
 

@@ -53,9 +53,13 @@ def test_a_claude_code_tool_use_written_twice_is_one_step(tmp_path):
     lines = (DATA / "claude_code.jsonl").read_text().splitlines()
     grep = next(line for line in lines if "toolu_01Grep" in line and '"assistant"' in line)
     transcript = tmp_path / "resumed.jsonl"
-    transcript.write_text("\n".join([*lines, grep, '{"type": "assistant", "message": {"content": [{"type": "tool_u']) + "\n")
+    transcript.write_text(
+        "\n".join([*lines, grep, '{"type": "assistant", "message": {"content": [{"type": "tool_u']) + "\n"
+    )
     # a tool_use seen again (a resumed or re-streamed message) and a half-written last line change nothing
-    assert claude_code_trace(str(transcript))["actions"] == claude_code_trace(str(DATA / "claude_code.jsonl"))["actions"]
+    assert (
+        claude_code_trace(str(transcript))["actions"] == claude_code_trace(str(DATA / "claude_code.jsonl"))["actions"]
+    )
 
 
 def test_a_codex_rollout_of_the_shell_tool_becomes_a_trace_of_steps():
@@ -102,16 +106,60 @@ def test_codex_results_come_from_events_when_the_output_has_none(tmp_path):
     exec_command_end / patch_apply_end / mcp_tool_call_end give the result."""
     lines = [
         {"timestamp": "t0", "type": "session_meta", "payload": {"id": "s-events", "cwd": "/w"}},
-        {"timestamp": "t1", "type": "response_item", "payload": {"type": "local_shell_call", "call_id": "c1", "status": "completed",
-                                                                 "action": {"type": "exec", "command": ["make", "test"], "working_directory": "/w"}}},
-        {"timestamp": "t2", "type": "event_msg", "payload": {"type": "exec_command_end", "call_id": "c1", "exit_code": 2}},
-        {"timestamp": "t3", "type": "response_item", "payload": {"type": "function_call_output", "call_id": "c1", "output": "no header here"}},
-        {"timestamp": "t4", "type": "response_item", "payload": {"type": "custom_tool_call", "call_id": "c2", "name": "apply_patch",
-                                                                 "input": "*** Begin Patch\n*** Delete File: /w/old.py\n*** End Patch\n"}},
-        {"timestamp": "t5", "type": "event_msg", "payload": {"type": "patch_apply_end", "call_id": "c2", "success": False}},
-        {"timestamp": "t6", "type": "response_item", "payload": {"type": "custom_tool_call_output", "call_id": "c2", "output": "apply_patch verification failed"}},
-        {"timestamp": "t7", "type": "response_item", "payload": {"type": "function_call", "name": "lookup", "arguments": "{}", "call_id": "c3"}},
-        {"timestamp": "t8", "type": "event_msg", "payload": {"type": "mcp_tool_call_end", "call_id": "c3", "result": {"Err": "server gone"}}},
+        {
+            "timestamp": "t1",
+            "type": "response_item",
+            "payload": {
+                "type": "local_shell_call",
+                "call_id": "c1",
+                "status": "completed",
+                "action": {"type": "exec", "command": ["make", "test"], "working_directory": "/w"},
+            },
+        },
+        {
+            "timestamp": "t2",
+            "type": "event_msg",
+            "payload": {"type": "exec_command_end", "call_id": "c1", "exit_code": 2},
+        },
+        {
+            "timestamp": "t3",
+            "type": "response_item",
+            "payload": {"type": "function_call_output", "call_id": "c1", "output": "no header here"},
+        },
+        {
+            "timestamp": "t4",
+            "type": "response_item",
+            "payload": {
+                "type": "custom_tool_call",
+                "call_id": "c2",
+                "name": "apply_patch",
+                "input": "*** Begin Patch\n*** Delete File: /w/old.py\n*** End Patch\n",
+            },
+        },
+        {
+            "timestamp": "t5",
+            "type": "event_msg",
+            "payload": {"type": "patch_apply_end", "call_id": "c2", "success": False},
+        },
+        {
+            "timestamp": "t6",
+            "type": "response_item",
+            "payload": {
+                "type": "custom_tool_call_output",
+                "call_id": "c2",
+                "output": "apply_patch verification failed",
+            },
+        },
+        {
+            "timestamp": "t7",
+            "type": "response_item",
+            "payload": {"type": "function_call", "name": "lookup", "arguments": "{}", "call_id": "c3"},
+        },
+        {
+            "timestamp": "t8",
+            "type": "event_msg",
+            "payload": {"type": "mcp_tool_call_end", "call_id": "c3", "result": {"Err": "server gone"}},
+        },
     ]
     transcript = tmp_path / "rollout.jsonl"
     transcript.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -123,8 +171,13 @@ def test_codex_results_come_from_events_when_the_output_has_none(tmp_path):
 
 
 def test_the_hook_reads_its_json_from_standard_input():
-    hook = {"session_id": "hook-7", "transcript_path": str(DATA / "claude_code.jsonl"), "cwd": "/home/alice/work/django",
-            "hook_event_name": "SessionEnd", "reason": "exit"}
+    hook = {
+        "session_id": "hook-7",
+        "transcript_path": str(DATA / "claude_code.jsonl"),
+        "cwd": "/home/alice/work/django",
+        "hook_event_name": "SessionEnd",
+        "reason": "exit",
+    }
     out, err = io.StringIO(), io.StringIO()
     assert main(["claude-code", "--dry-run"], stdin=io.StringIO(json.dumps(hook)), stdout=out, stderr=err) == 0
     printed = json.loads(out.getvalue())
@@ -155,9 +208,25 @@ def test_missing_input_and_settings_are_said_not_raised(tmp_path, monkeypatch):
     assert main(["claude-code"], stdin=io.StringIO(""), stdout=io.StringIO(), stderr=err) == 2
     assert "transcript_path" in err.getvalue()
     err = io.StringIO()
-    assert main(["codex", "--transcript", str(tmp_path / "none.jsonl")], stdin=io.StringIO(), stdout=io.StringIO(), stderr=err) == 1
+    assert (
+        main(
+            ["codex", "--transcript", str(tmp_path / "none.jsonl")],
+            stdin=io.StringIO(),
+            stdout=io.StringIO(),
+            stderr=err,
+        )
+        == 1
+    )
     assert "cannot read the transcript" in err.getvalue()
     monkeypatch.delenv("PROCMEM_URL", raising=False)
     err = io.StringIO()
-    assert main(["codex", "--transcript", str(DATA / "codex_rollout.jsonl")], stdin=io.StringIO(), stdout=io.StringIO(), stderr=err) == 1
+    assert (
+        main(
+            ["codex", "--transcript", str(DATA / "codex_rollout.jsonl")],
+            stdin=io.StringIO(),
+            stdout=io.StringIO(),
+            stderr=err,
+        )
+        == 1
+    )
     assert "PROCMEM_URL" in err.getvalue()

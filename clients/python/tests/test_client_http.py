@@ -37,7 +37,9 @@ def keyword_ranker() -> Ranker:
 
 def test_fetches_revalidates_and_keeps_the_last_good_set_when_the_server_goes_down(server, fake):
     clock = FakeClock()
-    client = ProcmemClient(base_url=server.url, agent=fake.agent, token=fake.token, refresh_interval=30, retry_interval=5, clock=clock)
+    client = ProcmemClient(
+        base_url=server.url, agent=fake.agent, token=fake.token, refresh_interval=30, retry_interval=5, clock=clock
+    )
     assert [p["id"] for p in client.procedures()] == ["order.status", "refund.over_limit"]
     assert client.fetches == 1 and client.etag and client.last_error is None and client.has_set
     assert client.last_content_encoding == "gzip"
@@ -101,8 +103,12 @@ def test_local_ranking_selects_and_renders_with_the_shared_code(server, fake):
     assert client.local_ranking
     selection = client.select(task="A refund of 900 dollars, above the approval limit", k=2)
     assert [p["id"] for p in selection["injected"]] == ["refund.over_limit"]
-    text, injected = client.instruction_for(task="A refund of 900 dollars, above the approval limit", base_instruction="You are support.")
-    assert text == "You are support.\n\n" + HEADER + "\n\n" + render_procedure(fake.procedures[1])  # the one block renderer
+    text, injected = client.instruction_for(
+        task="A refund of 900 dollars, above the approval limit", base_instruction="You are support."
+    )
+    assert text == "You are support.\n\n" + HEADER + "\n\n" + render_procedure(
+        fake.procedures[1]
+    )  # the one block renderer
     assert injected[0]["rendered"] == render_procedure(fake.procedures[1])  # the server's text, byte for byte
     assert client.instruction_for(task="   ")[1] == []
 
@@ -156,9 +162,16 @@ def test_instruction_provider_writes_the_injected_ids_into_the_session_state(ser
 def test_report_session_posts_procmem_jsonl_with_the_ingest_token(server, fake):
     client = ProcmemClient(base_url=server.url, agent="support_agent", token="pm_read", ingest_token="pm_ingest")
     answer = client.report_session(
-        session_id="s-1", task="Refund above limit", resolved=True, escalated=False, rating=4.5, intent="refund_over_limit",
+        session_id="s-1",
+        task="Refund above limit",
+        resolved=True,
+        escalated=False,
+        rating=4.5,
+        intent="refund_over_limit",
         tool_calls=[{"name": "lookupOrder", "args": {"order_id": "1"}, "ok": True}],
-        injected=[{"id": "refund.over_limit", "version": 3, "rendered": "…"}], instruction_chars=812, model="gemini-2.0-flash",
+        injected=[{"id": "refund.over_limit", "version": 3, "rendered": "…"}],
+        instruction_chars=812,
+        model="gemini-2.0-flash",
         ended_at="2026-11-29T12:00:00Z",
     )
     assert answer == {"stored": 1, "duplicates": 0, "refused": []}
@@ -169,19 +182,24 @@ def test_report_session_posts_procmem_jsonl_with_the_ingest_token(server, fake):
     lines = request["body"].splitlines()
     assert len(lines) == 1
     assert json.loads(lines[0]) == {
-        "session_id": "s-1", "agent": "support_agent", "intent": "refund_over_limit", "task": "Refund above limit",
+        "session_id": "s-1",
+        "agent": "support_agent",
+        "intent": "refund_over_limit",
+        "task": "Refund above limit",
         "outcome": {"resolved": True, "escalated": False, "rating": 4.5},
         "tool_calls": [{"name": "lookupOrder", "args": {"order_id": "1"}, "ok": True}],
-        "injected": [{"id": "refund.over_limit", "version": 3}], "instruction_chars": 812,
-        "model": "gemini-2.0-flash", "ended_at": "2026-11-29T12:00:00Z",
+        "injected": [{"id": "refund.over_limit", "version": 3}],
+        "instruction_chars": 812,
+        "model": "gemini-2.0-flash",
+        "ended_at": "2026-11-29T12:00:00Z",
     }
     # a batch is one line per session; an error answer raises with the status and the server's detail
-    client.report_sessions([session_record(session_id=f"s-{i}", agent="support_agent", task="t", resolved=False) for i in range(3)])
+    client.report_sessions(
+        [session_record(session_id=f"s-{i}", agent="support_agent", task="t", resolved=False) for i in range(3)]
+    )
     assert len(fake.requests[1]["body"].splitlines()) == 3
     with pytest.raises(ProcmemError) as caught:
         client.report_session(session_id="bad", task="bad", resolved=None, injected=[])
     assert caught.value.status == 400 and caught.value.body["error"]["code"] == "invalid"
     with pytest.raises(ProcmemError):
         ProcmemClient(base_url=server.url, agent="a", token="pm_read").report_sessions([])
-
-

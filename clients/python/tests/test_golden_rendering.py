@@ -29,7 +29,11 @@ def _render(case: dict) -> tuple[str, dict]:
     if case["render"] == "procedures":
         return render_procedures(records), {}
     block = render_block(records, max_chars=case["maxChars"]) if "maxChars" in case else render_block(records)
-    return block["text"], {"included": [r["id"] for r in block["included"]], "chars": block["chars"], "tokens": block["tokens"]}
+    return block["text"], {
+        "included": [r["id"] for r in block["included"]],
+        "chars": block["chars"],
+        "tokens": block["tokens"],
+    }
 
 
 def test_the_golden_cases_cover_each_kind_of_rendering():

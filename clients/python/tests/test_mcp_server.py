@@ -5,23 +5,29 @@ own endpoint, are in tests/library/test_mcp.py), and the tool arguments fuzzed w
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
 
 import anyio  # noqa: E402 (comes with the [mcp] extra: a fresh install of the client without it has none)
-
 from mcp import Client  # noqa: E402
 
 from procmem_client import ProcmemClient  # noqa: E402
 from procmem_client.mcp_server import (  # noqa: E402
-    ClientBackend, ToolInputError, build_server, recall_arguments, report_record,
+    ClientBackend,
+    ToolInputError,
+    build_server,
+    recall_arguments,
+    report_record,
 )
 from procmem_client.rendering import render_block, render_procedure  # noqa: E402
 
 
 def backend_for(server, fake, **options) -> ClientBackend:
-    return ClientBackend(ProcmemClient(base_url=server.url, agent=fake.agent, token=fake.token, local_ranking=False, **options))
+    return ClientBackend(
+        ProcmemClient(base_url=server.url, agent=fake.agent, token=fake.token, local_ranking=False, **options)
+    )
 
 
 def test_recall_renders_the_selection_with_the_one_renderer_and_lists_the_procedures(server, fake):
@@ -31,10 +37,14 @@ def test_recall_renders_the_selection_with_the_one_renderer_and_lists_the_proced
     async def session() -> None:
         async with Client(build_server(backend)) as client:
             seen["tools"] = [tool.name for tool in (await client.list_tools()).tools]
-            seen["recall"] = await client.call_tool("recall_procedures", {"task": "refund of 900 dollars", "intent": "refund_over_limit"})
+            seen["recall"] = await client.call_tool(
+                "recall_procedures", {"task": "refund of 900 dollars", "intent": "refund_over_limit"}
+            )
             seen["resources"] = (await client.list_resources()).resources
             seen["read"] = await client.read_resource("procmem://support_agent/procedures/order.status")
-            seen["report"] = await client.call_tool("report_session", {"session_id": "s-1", "task": "refund", "resolved": True})
+            seen["report"] = await client.call_tool(
+                "report_session", {"session_id": "s-1", "task": "refund", "resolved": True}
+            )
 
     anyio.run(session)
     assert seen["tools"] == ["recall_procedures", "report_session"]
@@ -67,8 +77,20 @@ def test_when_the_select_endpoint_fails_the_answer_says_so(server, fake):
 arguments = st.dictionaries(
     st.sampled_from(["task", "intent", "session_id", "resolved", "tool_calls", "injected", "model", "rating", "other"]),
     st.one_of(
-        st.none(), st.booleans(), st.integers(), st.text(max_size=30), st.just("x" * 9000),
-        st.lists(st.one_of(st.text(max_size=5), st.dictionaries(st.sampled_from(["id", "version", "name"]), st.one_of(st.text(max_size=5), st.integers(), st.booleans())))),
+        st.none(),
+        st.booleans(),
+        st.integers(),
+        st.text(max_size=30),
+        st.just("x" * 9000),
+        st.lists(
+            st.one_of(
+                st.text(max_size=5),
+                st.dictionaries(
+                    st.sampled_from(["id", "version", "name"]),
+                    st.one_of(st.text(max_size=5), st.integers(), st.booleans()),
+                ),
+            )
+        ),
     ),
 )
 

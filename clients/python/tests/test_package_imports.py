@@ -7,7 +7,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-FORBIDDEN = ("django", "celery", "kombu", "psycopg", "psycopg2", "torch", "sentence_transformers", "library", "reviews", "procmem_site")
+FORBIDDEN = (
+    "django",
+    "celery",
+    "kombu",
+    "psycopg",
+    "psycopg2",
+    "torch",
+    "sentence_transformers",
+    "library",
+    "reviews",
+    "procmem_site",
+)
 
 
 def test_the_client_imports_without_the_server_or_the_model():
@@ -17,7 +28,9 @@ def test_the_client_imports_without_the_server_or_the_model():
         f"bad = sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r})); "
         "assert not bad, bad"
     )
-    completed = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True)
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True
+    )
     assert completed.returncode == 0, completed.stderr
 
 
@@ -27,8 +40,12 @@ def test_the_runtime_modules_import_without_the_server_or_the_model():
 
     import pytest
 
-    wanted = {"procmem_client.mcp_server": "mcp", "procmem_client.aio": "httpx",
-              "procmem_client.openai_agents": "agents", "procmem_client.langchain": "langchain"}
+    wanted = {
+        "procmem_client.mcp_server": "mcp",
+        "procmem_client.aio": "httpx",
+        "procmem_client.openai_agents": "agents",
+        "procmem_client.langchain": "langchain",
+    }
     modules = [module for module, extra in wanted.items() if importlib.util.find_spec(extra) is not None]
     if not modules:
         pytest.skip("none of the [mcp], [async], [openai-agents], [langgraph] extras is installed")
@@ -37,5 +54,7 @@ def test_the_runtime_modules_import_without_the_server_or_the_model():
         f"bad = sorted({{m.split('.')[0] for m in sys.modules}} & set({FORBIDDEN!r})); "
         "assert not bad, bad"
     )
-    completed = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True)
+    completed = subprocess.run(
+        [sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[1], capture_output=True, text=True
+    )
     assert completed.returncode == 0, completed.stderr

@@ -17,7 +17,16 @@ import numpy as np
 import pytest
 from conftest import TAUBENCH_DIR
 
-from procmem_client.ranking import MAX_K, EmbeddingCache, Ranker, SelectionConfig, compounds, identifiers, is_identifier, words
+from procmem_client.ranking import (
+    MAX_K,
+    EmbeddingCache,
+    Ranker,
+    SelectionConfig,
+    compounds,
+    identifiers,
+    is_identifier,
+    words,
+)
 
 DATA = Path(__file__).parent / "data"
 TAUBENCH = TAUBENCH_DIR
@@ -70,7 +79,8 @@ def records(model_and_data):
 def indexes(records):
     ranker = Ranker()
     return {
-        domain: ranker.index([r for r in records if r["id"].startswith(domain + ".")]) for domain in ("airline", "retail")
+        domain: ranker.index([r for r in records if r["id"].startswith(domain + ".")])
+        for domain in ("airline", "retail")
     }
 
 
@@ -93,7 +103,9 @@ def test_first_pick_accuracy_over_all_tau2_tasks_does_not_regress(indexes):
     right = wrong = nothing = 0
     for domain in ("airline", "retail"):
         for task in _tasks(domain).values():
-            gold = {GOLD[a["name"]] for a in (task["evaluation_criteria"] or {}).get("actions") or [] if a["name"] in GOLD}
+            gold = {
+                GOLD[a["name"]] for a in (task["evaluation_criteria"] or {}).get("actions") or [] if a["name"] in GOLD
+            }
             if not gold:
                 continue
             injected = [r["id"] for r in indexes[domain].select(task=_text(task))["injected"]]
@@ -123,7 +135,11 @@ def test_intent_is_a_hard_filter(indexes):
     filtered = index.select(task=text, intent="return_items", k=10)
     assert {c["id"] for c in filtered["ranked"]} == {"retail.return_items"}
     assert index.select(task=text, intent="no_such_intent", k=5) == {
-        "task": text, "intent": "no_such_intent", "cap": 2, "injected": [], "ranked": []
+        "task": text,
+        "intent": "no_such_intent",
+        "cap": 2,
+        "injected": [],
+        "ranked": [],
     }
 
 
@@ -185,11 +201,15 @@ def test_a_candidate_two_retrievers_pass_does_not_outrank_a_much_closer_one(inde
     assert ranking[0]["normalised"]["semantic"] >= max(c["normalised"]["semantic"] for c in ranking) - 0.2
     weights = index.config.weights()
     for candidate in ranking:
-        assert candidate["total"] == pytest.approx(sum(weights[n] * candidate["normalised"][n] for n in weights), abs=1e-3)
+        assert candidate["total"] == pytest.approx(
+            sum(weights[n] * candidate["normalised"][n] for n in weights), abs=1e-3
+        )
 
 
 def test_eligibility_decides_injection_not_order():
-    ranker = Ranker(cache=EmbeddingCache(_axis_embedder), config=SelectionConfig(semantic_floor=0.9, lexical_needs_semantic=0.95))
+    ranker = Ranker(
+        cache=EmbeddingCache(_axis_embedder), config=SelectionConfig(semantic_floor=0.9, lexical_needs_semantic=0.95)
+    )
     index = ranker.index(
         [
             {"id": "a.close", "version": 1, "appliesWhen": "alpha", "steps": ["s1"], "requiredTools": []},
@@ -222,18 +242,29 @@ def _axis_embedder(texts: list[str]) -> np.ndarray:
 
 def test_ties_break_by_semantic_score_then_id_and_version():
     ranker = Ranker(cache=EmbeddingCache(lambda texts: np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)))
-    records = [{"id": f"t.p{i}", "version": 1, "appliesWhen": "same", "steps": ["x"], "requiredTools": []} for i in (3, 1, 2)]
+    records = [
+        {"id": f"t.p{i}", "version": 1, "appliesWhen": "same", "steps": ["x"], "requiredTools": []} for i in (3, 1, 2)
+    ]
     records.append({"id": "t.p1", "version": 2, "appliesWhen": "same", "steps": ["x"], "requiredTools": []})
     ranking = ranker.index(records).rank(task="anything")
     assert [(c["id"], c["version"]) for c in ranking] == [("t.p1", 1), ("t.p1", 2), ("t.p2", 1), ("t.p3", 1)]
 
 
 def test_lexical_joins_adjacent_words_both_ways():
-    ranker = Ranker(cache=EmbeddingCache(lambda texts: np.zeros((len(texts), 2), dtype=np.float32)), config=SelectionConfig(use_steps=False))
+    ranker = Ranker(
+        cache=EmbeddingCache(lambda texts: np.zeros((len(texts), 2), dtype=np.float32)),
+        config=SelectionConfig(use_steps=False),
+    )
     index = ranker.index(
         [
             {"id": "a.lamp", "version": 1, "appliesWhen": "Turn on the desklamp", "steps": ["x"], "requiredTools": []},
-            {"id": "a.soap", "version": 1, "appliesWhen": "Put the soap bar in the garbage can", "steps": ["x"], "requiredTools": []},
+            {
+                "id": "a.soap",
+                "version": 1,
+                "appliesWhen": "Put the soap bar in the garbage can",
+                "steps": ["x"],
+                "requiredTools": [],
+            },
         ]
     )
     by_id = lambda task: dict(zip([r["id"] for r in index.records], index.lexical_scores(task)))  # noqa: E731
@@ -248,7 +279,13 @@ def test_exact_matches_identifiers_without_case_and_never_plain_words():
     ranker = Ranker(cache=EmbeddingCache(lambda texts: np.zeros((len(texts), 2), dtype=np.float32)))
     index = ranker.index(
         [
-            {"id": "orders.lookup", "version": 1, "appliesWhen": "x", "steps": ["Read tests/runtests.py"], "requiredTools": ["lookupOrder", "search", "calculate"]},
+            {
+                "id": "orders.lookup",
+                "version": 1,
+                "appliesWhen": "x",
+                "steps": ["Read tests/runtests.py"],
+                "requiredTools": ["lookupOrder", "search", "calculate"],
+            },
         ]
     )
     assert index.exact_scores("please run LOOKUPORDER")[0] == 1
@@ -283,7 +320,16 @@ def test_step_signal_reads_the_steps_once_per_distinct_text():
 
 def test_step_signal_on_a_shortlist_in_large_sets():
     ranker = Ranker(cache=EmbeddingCache(_axis_embedder), config=SelectionConfig(step_shortlist=2))
-    records = [{"id": f"a.p{i}", "version": 1, "appliesWhen": "alpha" if i < 2 else "beta", "steps": ["s1"], "requiredTools": []} for i in range(5)]
+    records = [
+        {
+            "id": f"a.p{i}",
+            "version": 1,
+            "appliesWhen": "alpha" if i < 2 else "beta",
+            "steps": ["s1"],
+            "requiredTools": [],
+        }
+        for i in range(5)
+    ]
     ranking = ranker.index(records).rank(task="alpha")
     computed = [c["id"] for c in ranking if c["scores"]["step"] is not None]
     assert computed == ["a.p0", "a.p1"]
@@ -370,7 +416,9 @@ def test_a_group_spans_at_most_epsilon_from_its_first_candidate():
 
 
 def test_priority_epsilon_zero_switches_priority_off_and_a_negative_one_is_refused():
-    index = _fixed_semantic_ranker({"top": 0.80, "near": 0.79}, priority_epsilon=0.0).index([_record("top", 0), _record("near", 9)])
+    index = _fixed_semantic_ranker({"top": 0.80, "near": 0.79}, priority_epsilon=0.0).index(
+        [_record("top", 0), _record("near", 9)]
+    )
     assert [c["id"] for c in index.rank(task="anything")] == ["t.top", "t.near"]
     with pytest.raises(ValueError, match="priority_epsilon"):
         SelectionConfig(priority_epsilon=-0.1)
@@ -400,7 +448,10 @@ def test_near_ties_by_priority_matches_a_plain_reference():
     from procmem_client.ranking import Index
 
     @settings(max_examples=200, deadline=None)
-    @given(st.lists(st.tuples(st.floats(0, 2, allow_nan=False), st.integers(-3, 3)), min_size=1, max_size=30), st.floats(0, 0.2))
+    @given(
+        st.lists(st.tuples(st.floats(0, 2, allow_nan=False), st.integers(-3, 3)), min_size=1, max_size=30),
+        st.floats(0, 0.2),
+    )
     def check(rows, epsilon):
         rows = sorted(rows, key=lambda r: -r[0])
         totals = np.asarray([r[0] for r in rows])

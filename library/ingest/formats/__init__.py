@@ -28,12 +28,20 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ... import safe_json
+from ...session_fields import (
+    CODING_FORMATS,
+    INTENT_DERIVATIONS,
+    FieldError,
+    ImportOptions,
+    ItemInvalid,
+    SessionIn,
+    normalise_tool_name,
+    taubench_intent,
+)
+
 # the parsers, and what callers import from library.ingest.formats besides parse_item
 from .chat import parse_adk, parse_openai
 from .coding import MAX_OUTPUT_CHARS, outcomes_from_results, parse_mini_swe_agent, parse_trace
-from ...session_fields import (
-    CODING_FORMATS, INTENT_DERIVATIONS, FieldError, ImportOptions, ItemInvalid, SessionIn, normalise_tool_name, taubench_intent,
-)
 from .procmem import parse_procmem
 
 FORMATS = ("procmem", "openai", "adk", "mini-swe-agent", "trace")
@@ -50,7 +58,9 @@ PARSERS: dict[str, Callable[[Any, ImportOptions | None], SessionIn]] = {
 
 def detect_format(item: Any) -> str:
     if isinstance(item, Mapping):
-        if str(item.get("trajectory_format", "")).startswith("mini-swe-agent") or ("instance_id" in item and "messages" in item):
+        if str(item.get("trajectory_format", "")).startswith("mini-swe-agent") or (
+            "instance_id" in item and "messages" in item
+        ):
             return "mini-swe-agent"
         if "actions" in item and "tool_calls" not in item:
             return "trace"

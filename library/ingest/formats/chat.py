@@ -8,9 +8,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...session_fields import (
-    FieldError, ImportOptions, ItemInvalid, SessionIn, bool_or_none, clean_session_id, clean_task_key, clean_tool_calls,
-    intent_from_options, json_object, reported, valid_session, with_prefix,
+    FieldError,
+    ImportOptions,
+    ItemInvalid,
+    SessionIn,
+    bool_or_none,
+    clean_session_id,
+    clean_task_key,
+    clean_tool_calls,
+    intent_from_options,
+    json_object,
+    reported,
+    valid_session,
+    with_prefix,
 )
+
 
 @dataclass
 class Conversation:
@@ -188,8 +200,11 @@ def parse_openai(item: Any, options: ImportOptions | None = None) -> SessionIn:
         rating=float(reward) if isinstance(reward, (int, float)) and not isinstance(reward, bool) else None,
         tool_calls=tool_calls,
         **reported(
-            errors, injected=item.get("injected"), instruction_chars=item.get("instruction_chars"),
-            model=item.get("model") or options.model, ended_at=item.get("ended_at"),
+            errors,
+            injected=item.get("injected"),
+            instruction_chars=item.get("instruction_chars"),
+            model=item.get("model") or options.model,
+            ended_at=item.get("ended_at"),
         ),
         source_format="openai",
         reply=chat.reply[:20000],
@@ -210,8 +225,12 @@ def parse_adk(item: Any, options: ImportOptions | None = None) -> SessionIn:
     session_id = with_prefix(clean_session_id(item.get("id", item.get("session_id")), errors, "id"), options)
     # Only the session's own agent's calls make its skeleton; a sub-agent's calls are its own
     # procedure (they are still read for personal values).
-    own_author = options.adk_author or state.get("procmem:author") or next(
-        (e.get("author") for e in events if isinstance(e, Mapping) and e.get("author") not in (None, "user")), None
+    own_author = (
+        options.adk_author
+        or state.get("procmem:author")
+        or next(
+            (e.get("author") for e in events if isinstance(e, Mapping) and e.get("author") not in (None, "user")), None
+        )
     )
     chat = walk_chat(events, "events", _adk_reader(own_author), errors)
     tool_calls = clean_tool_calls(chat.calls, errors, "events.functionCall")

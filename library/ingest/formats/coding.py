@@ -10,8 +10,22 @@ from typing import Any
 
 from ...coding.activities import Action, classify_command, classify_tool
 from ...session_fields import (
-    TOOL_NAME_RE, FieldError, ImportOptions, ItemInvalid, SessionIn, bool_or_none, call_entries, clean_session_id,
-    clean_task_key, clean_text, clean_tool_calls, intent_from_options, json_object, reported, valid_session, with_prefix,
+    TOOL_NAME_RE,
+    FieldError,
+    ImportOptions,
+    ItemInvalid,
+    SessionIn,
+    bool_or_none,
+    call_entries,
+    clean_session_id,
+    clean_task_key,
+    clean_text,
+    clean_tool_calls,
+    intent_from_options,
+    json_object,
+    reported,
+    valid_session,
+    with_prefix,
 )
 
 DEFAULT_CODING_INTENT = "resolve_issue"
@@ -40,7 +54,9 @@ def coding_call(action: Action, *, command: str, returncode: int | None, output:
     return {"name": name, "args": args, "ok": None if returncode is None else returncode == 0}
 
 
-def _coding_outcome(item: Mapping[str, Any], session_key: str, options: ImportOptions, errors: list[FieldError]) -> bool | None:
+def _coding_outcome(
+    item: Mapping[str, Any], session_key: str, options: ImportOptions, errors: list[FieldError]
+) -> bool | None:
     """resolved from the outcome file (SWE-bench results.json) or the item's own outcome."""
     if options.outcomes is not None and session_key in options.outcomes:
         return options.outcomes[session_key]
@@ -58,7 +74,11 @@ def outcomes_from_results(data: Any) -> dict[str, bool]:
     if isinstance(data, Mapping) and isinstance(data.get("instances"), list):
         result = {}
         for index, entry in enumerate(data["instances"]):
-            if not isinstance(entry, Mapping) or not isinstance(entry.get("instance_id"), str) or not isinstance(entry.get("resolved"), bool):
+            if (
+                not isinstance(entry, Mapping)
+                or not isinstance(entry.get("instance_id"), str)
+                or not isinstance(entry.get("resolved"), bool)
+            ):
                 raise ValueError(f"instances[{index}] must be {{instance_id: string, resolved: true|false}}")
             result[entry["instance_id"]] = entry["resolved"]
         return result
@@ -68,7 +88,9 @@ def outcomes_from_results(data: Any) -> dict[str, bool]:
         return result
     if isinstance(data, Mapping) and all(isinstance(v, bool) for v in data.values()):
         return {str(k): v for k, v in data.items()}
-    raise ValueError('not an outcome file: expected {"instances": [{"instance_id", "resolved"}]}, {"resolved": [ids]} or {id: true|false}')
+    raise ValueError(
+        'not an outcome file: expected {"instances": [{"instance_id", "resolved"}]}, {"resolved": [ids]} or {id: true|false}'
+    )
 
 
 # As mini-swe-agent reads its actions (```bash\s*\n(.*?)\n```) and the outputs in its replies
@@ -76,7 +98,9 @@ def outcomes_from_results(data: Any) -> dict[str, bool]:
 # next "<", instead of trying the end marker after every character (outputs are up to megabytes).
 _BASH_BLOCK_RE = re.compile(r"```bash\s*\n([^\n]*(?:\n(?!```)[^\n]*)*)\n```")
 _RETURNCODE_RE = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
-_OUTPUT_RE = re.compile(r"<output(?:_head|_tail)?>\n?([^<]*(?:<(?!/output(?:_head|_tail)?>)[^<]*)*)</output(?:_head|_tail)?>")
+_OUTPUT_RE = re.compile(
+    r"<output(?:_head|_tail)?>\n?([^<]*(?:<(?!/output(?:_head|_tail)?>)[^<]*)*)</output(?:_head|_tail)?>"
+)
 _PR_RE = re.compile(r"<pr_description>(.*?)</pr_description>", re.S)
 
 
@@ -93,7 +117,9 @@ def _message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):  # [{"type": "text", "text": ...}]
-        return "\n".join(part.get("text", "") for part in content if isinstance(part, Mapping) and isinstance(part.get("text"), str))
+        return "\n".join(
+            part.get("text", "") for part in content if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+        )
     return ""
 
 
@@ -140,7 +166,9 @@ def parse_mini_swe_agent(item: Any, options: ImportOptions | None = None) -> Ses
             output = "\n".join(_OUTPUT_RE.findall(text)) if code else ""
             if action.activity == "submit":
                 output = ""  # the final patch: kept once, as the reply
-            calls.append(coding_call(action, command=command, returncode=int(code.group(1)) if code else None, output=output))
+            calls.append(
+                coding_call(action, command=command, returncode=int(code.group(1)) if code else None, output=output)
+            )
     if pending is not None:
         command, action = pending
         calls.append(coding_call(action, command=command, returncode=None))
@@ -162,8 +190,11 @@ def parse_mini_swe_agent(item: Any, options: ImportOptions | None = None) -> Ses
         rating=None,
         tool_calls=tool_calls,
         **reported(
-            errors, injected=item.get("injected"), instruction_chars=item.get("instruction_chars"),
-            model=item.get("model") or model_stats.get("model") or options.model, ended_at=item.get("ended_at"),
+            errors,
+            injected=item.get("injected"),
+            instruction_chars=item.get("instruction_chars"),
+            model=item.get("model") or model_stats.get("model") or options.model,
+            ended_at=item.get("ended_at"),
         ),
         source_format="mini-swe-agent",
         reply=submission[:20000],
@@ -178,14 +209,28 @@ def _clean_trace_actions(value: Any, errors: list[FieldError], field_name: str =
     """The trace hook's actions: ``{"tool": name, "target": path|module|test, "result": exit code}``
     (or ``"command"``: a shell line instead of a tool name). Nothing else is read."""
     calls: list[dict[str, Any]] = []
-    for where, entry in call_entries(value, errors, field_name, shape="{tool or command, target, result}", noun="actions"):
+    for where, entry in call_entries(
+        value, errors, field_name, shape="{tool or command, target, result}", noun="actions"
+    ):
         unknown = sorted(set(entry) - {"tool", "command", "target", "result"})
         if unknown:
-            errors.append(FieldError(where, f"has fields the trace format does not carry: {', '.join(unknown)} (only tool or command, target, result)"))
+            errors.append(
+                FieldError(
+                    where,
+                    f"has fields the trace format does not carry: {', '.join(unknown)} (only tool or command, target, result)",
+                )
+            )
             continue
-        tool, command, target, result = entry.get("tool"), entry.get("command"), entry.get("target"), entry.get("result")
+        tool, command, target, result = (
+            entry.get("tool"),
+            entry.get("command"),
+            entry.get("target"),
+            entry.get("result"),
+        )
         if tool is not None and (not isinstance(tool, str) or not TOOL_NAME_RE.match(tool)):
-            errors.append(FieldError(f"{where}.tool", f"must be a tool or command name (letters, digits, _ . -), got {tool!r}"))
+            errors.append(
+                FieldError(f"{where}.tool", f"must be a tool or command name (letters, digits, _ . -), got {tool!r}")
+            )
             continue
         if command is not None and (not isinstance(command, str) or not command.strip()):
             errors.append(FieldError(f"{where}.command", "must be a non-empty shell command line"))
@@ -194,13 +239,22 @@ def _clean_trace_actions(value: Any, errors: list[FieldError], field_name: str =
             errors.append(FieldError(where, "needs a tool name or a command"))
             continue
         if target is not None and (not isinstance(target, str) or len(target) > 1000):
-            errors.append(FieldError(f"{where}.target", "must be a path, module or test name (a string of at most 1000 characters)"))
+            errors.append(
+                FieldError(
+                    f"{where}.target", "must be a path, module or test name (a string of at most 1000 characters)"
+                )
+            )
             continue
         if result is not None and (isinstance(result, bool) or not isinstance(result, int)):
             if isinstance(result, bool):
                 result = 0 if result else 1
             else:
-                errors.append(FieldError(f"{where}.result", f"must be the exit code (an integer; 0 = success), true/false or null, got {result!r}"))
+                errors.append(
+                    FieldError(
+                        f"{where}.result",
+                        f"must be the exit code (an integer; 0 = success), true/false or null, got {result!r}",
+                    )
+                )
                 continue
         action = classify_tool(tool or "", target or "", command or "")
         call = coding_call(action, command=command or "", returncode=result)
@@ -230,8 +284,11 @@ def parse_trace(item: Any, options: ImportOptions | None = None) -> SessionIn:
         rating=None,
         tool_calls=clean_tool_calls(calls, errors, "actions") if not errors else calls,
         **reported(
-            errors, injected=item.get("injected"), instruction_chars=item.get("instruction_chars"),
-            model=item.get("model") or options.model, ended_at=item.get("ended_at"),
+            errors,
+            injected=item.get("injected"),
+            instruction_chars=item.get("instruction_chars"),
+            model=item.get("model") or options.model,
+            ended_at=item.get("ended_at"),
         ),
         source_format="trace",
         task_key=clean_task_key(item.get("task_key"), errors),

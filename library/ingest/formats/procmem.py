@@ -8,8 +8,19 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...session_fields import (
-    FieldError, ImportOptions, SessionIn, bool_or_none, clean_session_id, clean_task_key, clean_text, clean_tool_calls,
-    intent_from_options, json_object, reported, valid_session, with_prefix,
+    FieldError,
+    ImportOptions,
+    SessionIn,
+    bool_or_none,
+    clean_session_id,
+    clean_task_key,
+    clean_text,
+    clean_tool_calls,
+    intent_from_options,
+    json_object,
+    reported,
+    valid_session,
+    with_prefix,
 )
 
 MAX_RATING = 1e6
@@ -37,7 +48,12 @@ def parse_procmem(item: Any, options: ImportOptions | None = None) -> SessionIn:
                     or not math.isfinite(rating_raw)
                     or abs(rating_raw) > MAX_RATING
                 ):
-                    errors.append(FieldError("outcome.rating", f"must be a finite number of at most {MAX_RATING:g}, got {rating_raw!r:.40}"))
+                    errors.append(
+                        FieldError(
+                            "outcome.rating",
+                            f"must be a finite number of at most {MAX_RATING:g}, got {rating_raw!r:.40}",
+                        )
+                    )
                 else:
                     rating = float(rating_raw)
     tool_calls = clean_tool_calls(item.get("tool_calls"), errors)
@@ -51,8 +67,11 @@ def parse_procmem(item: Any, options: ImportOptions | None = None) -> SessionIn:
         rating=rating,
         tool_calls=tool_calls,
         **reported(
-            errors, injected=item.get("injected"), instruction_chars=item.get("instruction_chars"),
-            model=item.get("model") or options.model, ended_at=item.get("ended_at"),
+            errors,
+            injected=item.get("injected"),
+            instruction_chars=item.get("instruction_chars"),
+            model=item.get("model") or options.model,
+            ended_at=item.get("ended_at"),
         ),
         source_format="procmem",
         reply=clean_text(item.get("reply"), "reply", errors),

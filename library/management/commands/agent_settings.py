@@ -38,10 +38,18 @@ class Command(BaseCommand):
         parser.add_argument("--support-threshold", type=int, dest="support_threshold")
         parser.add_argument("--significance-level", type=float, dest="significance_level")
         parser.add_argument("--backtest-share", type=float, dest="backtest_share")
-        parser.add_argument("--coding-min-traces", type=int, dest="coding_min_traces",
-                            help="coding agents: resolved sessions with a verify command a task family needs")
-        parser.add_argument("--coding-family-rules", dest="coding_family_rules", metavar="JSON",
-                            help='coding agents: task families by path, e.g. \'[{"prefix": "django/db/migrations", "family": "django/db/migrations"}]\' ("[]" clears)')
+        parser.add_argument(
+            "--coding-min-traces",
+            type=int,
+            dest="coding_min_traces",
+            help="coding agents: resolved sessions with a verify command a task family needs",
+        )
+        parser.add_argument(
+            "--coding-family-rules",
+            dest="coding_family_rules",
+            metavar="JSON",
+            help='coding agents: task families by path, e.g. \'[{"prefix": "django/db/migrations", "family": "django/db/migrations"}]\' ("[]" clears)',
+        )
         parser.add_argument("--json", action="store_true", help="print the settings as JSON")
 
     def handle(self, *args, agent, **options):
@@ -52,9 +60,13 @@ class Command(BaseCommand):
         changes = {field: options[field] for field in CAPTURE_FIELDS if options.get(field) is not None}
         if changes:
             try:
-                agent_obj = agent_settings_update(agent=agent_obj, user=None, changes=changes, actor_label="manage.py agent_settings")
+                agent_obj = agent_settings_update(
+                    agent=agent_obj, user=None, changes=changes, actor_label="manage.py agent_settings"
+                )
             except ValidationError as exc:
-                raise CommandError("; ".join(f"{field}: {m}" for field, messages in exc.message_dict.items() for m in messages)) from None
+                raise CommandError(
+                    "; ".join(f"{field}: {m}" for field, messages in exc.message_dict.items() for m in messages)
+                ) from None
         snapshot = {field: getattr(agent_obj, field) for field in CAPTURE_FIELDS}
         if options["json"]:
             self.stdout.write(json.dumps({"agent": agent_obj.name, **snapshot}))

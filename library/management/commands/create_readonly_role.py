@@ -30,7 +30,17 @@ def readonly_grants() -> list[tuple[str, list[str] | None]]:
     renamed table or column follows."""
     from django.contrib.auth import get_user_model
 
-    from library.models import Agent, Intent, LoadRefusal, Namespace, Procedure, ProcedureRelease, ProcedureVersion, Rollout, VersionEmbedding
+    from library.models import (
+        Agent,
+        Intent,
+        LoadRefusal,
+        Namespace,
+        Procedure,
+        ProcedureRelease,
+        ProcedureVersion,
+        Rollout,
+        VersionEmbedding,
+    )
 
     user = get_user_model()
     agent_columns = ["id", "name", "tools", "procedural_memory_enabled", "injection_cap", "namespace"]
@@ -49,7 +59,9 @@ def readonly_grants() -> list[tuple[str, list[str] | None]]:
     ]
 
 
-def readonly_role_statements(*, role: str, password: str | None, database: str, schema: str, owner: str, exists: bool) -> list[tuple[str, list]]:
+def readonly_role_statements(
+    *, role: str, password: str | None, database: str, schema: str, owner: str, exists: bool
+) -> list[tuple[str, list]]:
     """The statements, with identifiers quoted by psycopg and the password passed as a literal."""
     from psycopg import sql
 
@@ -60,9 +72,9 @@ def readonly_role_statements(*, role: str, password: str | None, database: str, 
             statements.append(sql.SQL("ALTER ROLE {} WITH LOGIN PASSWORD {}").format(r, sql.Literal(password)))
     else:
         statements.append(
-            sql.SQL("CREATE ROLE {} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION PASSWORD {}").format(
-                r, sql.Literal(password) if password is not None else sql.SQL("NULL")
-            )
+            sql.SQL(
+                "CREATE ROLE {} WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOINHERIT NOREPLICATION PASSWORD {}"
+            ).format(r, sql.Literal(password) if password is not None else sql.SQL("NULL"))
         )
     statements += [
         sql.SQL("ALTER ROLE {} SET default_transaction_read_only = on").format(r),
@@ -71,7 +83,9 @@ def readonly_role_statements(*, role: str, password: str | None, database: str, 
         sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM {}").format(sch, r),
         sql.SQL("REVOKE ALL ON ALL SEQUENCES IN SCHEMA {} FROM {}").format(sch, r),
         # earlier versions of this command granted every future table; take that back
-        sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA {} REVOKE SELECT ON TABLES FROM {}").format(own, sch, r),
+        sql.SQL("ALTER DEFAULT PRIVILEGES FOR ROLE {} IN SCHEMA {} REVOKE SELECT ON TABLES FROM {}").format(
+            own, sch, r
+        ),
     ]
     for table, columns in readonly_grants():
         target = sql.SQL("{}.{}").format(sch, sql.Identifier(table))
@@ -79,7 +93,9 @@ def readonly_role_statements(*, role: str, password: str | None, database: str, 
             statements.append(sql.SQL("GRANT SELECT ON {} TO {}").format(target, r))
         else:
             statements.append(
-                sql.SQL("GRANT SELECT ({}) ON {} TO {}").format(sql.SQL(", ").join(map(sql.Identifier, columns)), target, r)
+                sql.SQL("GRANT SELECT ({}) ON {} TO {}").format(
+                    sql.SQL(", ").join(map(sql.Identifier, columns)), target, r
+                )
             )
     return statements
 

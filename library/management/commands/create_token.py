@@ -1,7 +1,7 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from library.models import Agent, ApiToken
 from library.api.tokens import token_create
+from library.models import Agent, ApiToken
 
 
 class Command(BaseCommand):

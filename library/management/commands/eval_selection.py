@@ -4,7 +4,6 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from procmem_client.ranking import Ranker, SelectionConfig
 from library.selection_eval import (
     LabelledSetError,
     as_json,
@@ -15,6 +14,7 @@ from library.selection_eval import (
     load_export,
     load_queries,
 )
+from procmem_client.ranking import Ranker, SelectionConfig
 
 _FIELDS = {f.name: f.type for f in fields(SelectionConfig)}
 
@@ -45,20 +45,31 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         source = parser.add_mutually_exclusive_group(required=True)
-        source.add_argument("--library", type=Path, help="An export (directory or file, as export_procedures writes): its ACTIVE versions")
+        source.add_argument(
+            "--library",
+            type=Path,
+            help="An export (directory or file, as export_procedures writes): its ACTIVE versions",
+        )
         source.add_argument("--agent", help="An agent in the database: its served active set")
         parser.add_argument("queries", type=Path, help='JSONL, one {"task", "intent"?, "relevant": {id: grade}} a line')
         parser.add_argument(
-            "--cap", type=int, metavar="N",
+            "--cap",
+            type=int,
+            metavar="N",
             help="How many procedures may be injected (default: the agent's injection cap with --agent, else 2)",
         )
         parser.add_argument("--json", action="store_true", help="Print the results as JSON")
         parser.add_argument("--per-query", action="store_true", help="Include every query's metrics and top three")
         parser.add_argument(
-            "--set", action="append", default=[], metavar="NAME=VALUE", help="Override a SelectionConfig field (repeatable)"
+            "--set",
+            action="append",
+            default=[],
+            metavar="NAME=VALUE",
+            help="Override a SelectionConfig field (repeatable)",
         )
         parser.add_argument(
-            "--fail-below-baselines", action="store_true",
+            "--fail-below-baselines",
+            action="store_true",
             help="Exit with an error when the configured ranker's MAP@10 is below either baseline's",
         )
 
@@ -97,10 +108,15 @@ class Command(BaseCommand):
                 for name, result in results.items():
                     self.stdout.write(f"\n{name}:")
                     for q in result.per_query:
-                        self.stdout.write(f"  {q['id']}: first relevant at {q['first_relevant_at']}, top {', '.join(q['top'])}")
+                        self.stdout.write(
+                            f"  {q['id']}: first relevant at {q['first_relevant_at']}, top {', '.join(q['top'])}"
+                        )
                 self.stdout.write("\ninjected:")
                 for q in evaluation.injection.per_query:
-                    marks = ", ".join(f"{pid}{'' if hit else ' (not relevant)'}" for pid, hit in zip(q["injected"], q["injectedRelevant"]))
+                    marks = ", ".join(
+                        f"{pid}{'' if hit else ' (not relevant)'}"
+                        for pid, hit in zip(q["injected"], q["injectedRelevant"])
+                    )
                     self.stdout.write(f"  {q['id']}{'' if q['related'] else ' (unrelated)'}: {marks or 'nothing'}")
         if failing and options["fail_below_baselines"]:
             raise CommandError(f"The configured ranker's MAP@10 is below the {' and the '.join(failing)} baseline")

@@ -42,9 +42,16 @@ def _rows(path: str, fmt: str):
             reader = csv.DictReader(stream)
             unknown = sorted(set(reader.fieldnames or []) - set(OUTCOME_FIELDS))
             if "session_id" not in (reader.fieldnames or []) or unknown:
-                raise CommandError(f"{path}: the header must name session_id and only {', '.join(OUTCOME_FIELDS)}" + (f" (not {', '.join(unknown)})" if unknown else ""))
+                raise CommandError(
+                    f"{path}: the header must name session_id and only {', '.join(OUTCOME_FIELDS)}"
+                    + (f" (not {', '.join(unknown)})" if unknown else "")
+                )
             for row in reader:
-                yield reader.line_num, {k: v for k, v in ((c, _csv_value(c, t or "")) for c, t in row.items() if c) if v is not None}, None
+                yield (
+                    reader.line_num,
+                    {k: v for k, v in ((c, _csv_value(c, t or "")) for c, t in row.items() if c) if v is not None},
+                    None,
+                )
         else:
             for number, line in enumerate(stream, start=1):
                 if not line.strip():
@@ -71,7 +78,12 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("file", help="the CSV or JSON Lines file ('-' reads standard input)")
         parser.add_argument("--agent", required=True)
-        parser.add_argument("--format", choices=("auto", "csv", "jsonl"), default="auto", help="default: by the file's extension (.csv, else JSON Lines)")
+        parser.add_argument(
+            "--format",
+            choices=("auto", "csv", "jsonl"),
+            default="auto",
+            help="default: by the file's extension (.csv, else JSON Lines)",
+        )
 
     def handle(self, *args, **options):
         agent = Agent.objects.filter(name=options["agent"]).first()
@@ -115,7 +127,9 @@ class Command(BaseCommand):
         if unknown:
             shown = ", ".join(unknown[:20]) + (f" and {len(unknown) - 20} more" if len(unknown) > 20 else "")
             self.stderr.write(f"unknown session ids (not stored for {agent.name}): {shown}")
-        summary = f"{agent.name}: {applied} applied, {duplicate} duplicate, {len(unknown)} unknown, {len(refused)} refused."
+        summary = (
+            f"{agent.name}: {applied} applied, {duplicate} duplicate, {len(unknown)} unknown, {len(refused)} refused."
+        )
         if refused or unknown:
             raise CommandError(summary)
         self.stdout.write(summary)

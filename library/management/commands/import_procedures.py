@@ -16,11 +16,17 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("paths", nargs="+", type=Path)
-        parser.add_argument("--as-user", help="Record this user as the proposer (and, with --sync, the one who changes scope)")
+        parser.add_argument(
+            "--as-user", help="Record this user as the proposer (and, with --sync, the one who changes scope)"
+        )
         parser.add_argument("--create-intents", action="store_true", help="Create intents the agent lacks")
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--check", action="store_true", help="Report per procedure what differs; write nothing")
-        mode.add_argument("--sync", action="store_true", help="New or changed file → candidate; scope → scope change; removed file → retirement request")
+        mode.add_argument(
+            "--sync",
+            action="store_true",
+            help="New or changed file → candidate; scope → scope change; removed file → retirement request",
+        )
 
     def handle(self, *args, paths, as_user=None, create_intents=False, check=False, sync=False, **options):
         for path in paths:
@@ -40,7 +46,9 @@ class Command(BaseCommand):
             for label in report.scope_changed:
                 self.stdout.write(f"  scope changed {label}")
             for label in report.retirement_requested:
-                self.stdout.write(f"  retirement requested {label} (an admin confirms or dismisses it on the demotions page)")
+                self.stdout.write(
+                    f"  retirement requested {label} (an admin confirms or dismisses it on the demotions page)"
+                )
             for line in report.not_applied:
                 self.stdout.write(f"  not applied {line}")
             self._fail_on_errors(report.imported)
@@ -55,12 +63,16 @@ class Command(BaseCommand):
         for error in report.errors:
             self.stderr.write(f"  refused {error}")
         self.stdout.write(
-            self.style.SUCCESS(f"Imported {len(report.created)} versions as candidates; {len(report.skipped)} already present were skipped.")
+            self.style.SUCCESS(
+                f"Imported {len(report.created)} versions as candidates; {len(report.skipped)} already present were skipped."
+            )
         )
 
     def _fail_on_errors(self, report: ImportReport) -> None:
         if report.errors:
-            raise CommandError(f"{len(report.errors)} file(s) refused (nothing of them stored); the others were imported.")
+            raise CommandError(
+                f"{len(report.errors)} file(s) refused (nothing of them stored); the others were imported."
+            )
 
     def _check(self, paths) -> None:
         comparison = library_differences(paths)

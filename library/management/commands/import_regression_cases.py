@@ -17,10 +17,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("path", type=Path)
         parser.add_argument("--agent", help="The agent the cases belong to (required with --tau2)")
-        parser.add_argument("--tau2", action="store_true", help="The file is a tau2-bench task list (tau2_*_tasks.json)")
+        parser.add_argument(
+            "--tau2", action="store_true", help="The file is a tau2-bench task list (tau2_*_tasks.json)"
+        )
         parser.add_argument("--create-intents", action="store_true", help="Create intents the agent lacks")
         parser.add_argument(
-            "--create-agent", action="store_true",
+            "--create-agent",
+            action="store_true",
             help="With --tau2: create the agent when missing, with the tools the tasks name",
         )
 
@@ -42,12 +45,18 @@ class Command(BaseCommand):
                 if not (tau2 and create_agent):
                     raise CommandError(f"--agent: no agent named {agent!r}" + (" (add --create-agent)" if tau2 else ""))
                 target = Agent.objects.create(
-                    name=agent, tools=tau2_tools(items), description=f"Imported with the tau2-bench tasks of {path.name}"
+                    name=agent,
+                    tools=tau2_tools(items),
+                    description=f"Imported with the tau2-bench tasks of {path.name}",
                 )
                 self.stdout.write(f"Created agent {agent} with {len(target.tools)} tools.")
         elif tau2:
             raise CommandError("--tau2 needs --agent")
         import_and_report(
-            self, lambda: import_cases(items, agent=target, create_intents=create_intents),
-            refused=CaseImportError, listed="intents_created", prefix="new intent", noun="regression cases",
+            self,
+            lambda: import_cases(items, agent=target, create_intents=create_intents),
+            refused=CaseImportError,
+            listed="intents_created",
+            prefix="new intent",
+            noun="regression cases",
         )

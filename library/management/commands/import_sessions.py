@@ -33,20 +33,45 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("file", help="the file to import ('-' reads standard input), or a directory or tar archive of session files")
+        parser.add_argument(
+            "file", help="the file to import ('-' reads standard input), or a directory or tar archive of session files"
+        )
         parser.add_argument("--agent", required=True, help="the agent the sessions belong to")
-        parser.add_argument("--create-agent", action="store_true", help="create the agent if it does not exist. An agent without tools (a new one, or one left empty) gets the tools seen in the sessions stored")
-        parser.add_argument("--format", default="auto", choices=("auto",) + FORMATS, help="input format (default: detected per item)")
+        parser.add_argument(
+            "--create-agent",
+            action="store_true",
+            help="create the agent if it does not exist. An agent without tools (a new one, or one left empty) gets the tools seen in the sessions stored",
+        )
+        parser.add_argument(
+            "--format", default="auto", choices=("auto",) + FORMATS, help="input format (default: detected per item)"
+        )
         parser.add_argument("--intent-field", help="dotted path of the intent in each item, e.g. info.task.intent")
-        parser.add_argument("--intent-map", help="JSON file mapping the intent field's value (or the session id) to an intent name")
-        parser.add_argument("--intent-from", choices=INTENT_DERIVATIONS, help="derive the intent: taubench-actions = the set of the task's gold write actions")
-        parser.add_argument("--id-prefix", default="", help="prefix for session ids (keeps ids of different files apart)")
+        parser.add_argument(
+            "--intent-map", help="JSON file mapping the intent field's value (or the session id) to an intent name"
+        )
+        parser.add_argument(
+            "--intent-from",
+            choices=INTENT_DERIVATIONS,
+            help="derive the intent: taubench-actions = the set of the task's gold write actions",
+        )
+        parser.add_argument(
+            "--id-prefix", default="", help="prefix for session ids (keeps ids of different files apart)"
+        )
         parser.add_argument("--model", default="", help="model name to record where the file does not say")
-        parser.add_argument("--outcomes", help="outcome file: SWE-bench results.json ({instances: [{instance_id, resolved}]}) or {id: true|false}")
-        parser.add_argument("--batch-size", type=int, default=100, help="sessions stored per transaction (default 100): the store works while the next ones are read")
+        parser.add_argument(
+            "--outcomes",
+            help="outcome file: SWE-bench results.json ({instances: [{instance_id, resolved}]}) or {id: true|false}",
+        )
+        parser.add_argument(
+            "--batch-size",
+            type=int,
+            default=100,
+            help="sessions stored per transaction (default 100): the store works while the next ones are read",
+        )
         parser.add_argument("--no-progress", action="store_true")
         parser.add_argument(
-            "--workers", type=int,
+            "--workers",
+            type=int,
             help="processes that parse and redact the files of a directory or archive (default: PROCMEM_IMPORT_WORKERS, else one per CPU; 1 = this process only)",
         )
 
@@ -60,7 +85,6 @@ class Command(BaseCommand):
         except ValueError as exc:
             raise CommandError(str(exc)) from None
         agent = Agent.objects.filter(name=options["agent"]).first()
-        created = False
         if agent is None:
             if not options["create_agent"]:
                 raise CommandError(f"Unknown agent {options['agent']!r}; create it first or pass --create-agent.")
@@ -70,7 +94,6 @@ class Command(BaseCommand):
                 raise CommandError(f"--agent {options['agent']!r}: {'; '.join(exc.messages)}") from None
             kind = Agent.Kind.CODING if options["format"] in CODING_FORMATS else Agent.Kind.TOOLS
             agent = Agent.objects.create(name=options["agent"], description="Created by import_sessions", kind=kind)
-            created = True
         intent_map = None
         if options["intent_map"]:
             try:
@@ -79,7 +102,9 @@ class Command(BaseCommand):
             except (OSError, ValueError) as exc:
                 raise CommandError(f"--intent-map {options['intent_map']}: {exc}") from None
             if not isinstance(intent_map, dict) or not all(isinstance(v, str) for v in intent_map.values()):
-                raise CommandError(f"--intent-map {options['intent_map']}: must be a JSON object of strings to intent names")
+                raise CommandError(
+                    f"--intent-map {options['intent_map']}: must be a JSON object of strings to intent names"
+                )
         outcomes = None
         if options["outcomes"]:
             try:
@@ -162,7 +187,9 @@ class Command(BaseCommand):
                     flush()
                 if not agent.tools and tools_in_store:
                     agent_set_tools(
-                        agent=agent, tools=sorted(tools_in_store), actor_label="import_sessions",
+                        agent=agent,
+                        tools=sorted(tools_in_store),
+                        actor_label="import_sessions",
                         reason=f"tools seen in the sessions of {options['file']}",
                     )
             finally:
@@ -173,7 +200,9 @@ class Command(BaseCommand):
             self.stderr.write(line)
         if len(refused) > 50:
             self.stderr.write(f"… and {len(refused) - 50} more refused items")
-        summary = f"{agent.name}: {totals['stored']} stored, {totals['duplicate']} duplicate, {totals['refused']} refused"
+        summary = (
+            f"{agent.name}: {totals['stored']} stored, {totals['duplicate']} duplicate, {totals['refused']} refused"
+        )
         if unread_after is not None:
             summary += f"; the rest of the file after line {unread_after} was not read (a JSON list cannot resume after a malformed item; JSON Lines can)"
         self.stdout.write(summary + ".")

@@ -13,7 +13,9 @@ from library.models import Agent, AgentSession
 
 
 def _percent(figure: dict) -> str:
-    return f"{figure['count']} of {figure['of']}" + (f" ({100 * figure['rate']:.0f} %)" if figure.get("rate") is not None else "")
+    return f"{figure['count']} of {figure['of']}" + (
+        f" ({100 * figure['rate']:.0f} %)" if figure.get("rate") is not None else ""
+    )
 
 
 class Command(BaseCommand):
@@ -25,8 +27,16 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("agent")
-        parser.add_argument("--min-traces", type=int, help="resolved sessions with a verify command a family needs (default: the agent's)")
-        parser.add_argument("--family-rules", metavar="JSON", help="family rules to use instead of the agent's (a JSON list of {prefix, family})")
+        parser.add_argument(
+            "--min-traces",
+            type=int,
+            help="resolved sessions with a verify command a family needs (default: the agent's)",
+        )
+        parser.add_argument(
+            "--family-rules",
+            metavar="JSON",
+            help="family rules to use instead of the agent's (a JSON list of {prefix, family})",
+        )
         parser.add_argument("--cap", type=int, help="pointers recalled per task (default: the agent's injection cap)")
         parser.add_argument("--json", action="store_true")
 
@@ -36,14 +46,20 @@ class Command(BaseCommand):
         except Agent.DoesNotExist:
             raise CommandError(f"No agent named {agent!r}") from None
         try:
-            rules = clean_family_rules(_loads(family_rules) if family_rules is not None else agent_obj.coding_family_rules)
+            rules = clean_family_rules(
+                _loads(family_rules) if family_rules is not None else agent_obj.coding_family_rules
+            )
         except ValueError as exc:
             raise CommandError(f"--family-rules: {exc}") from None
         min_traces = min_traces if min_traces is not None else agent_obj.coding_min_traces
         if min_traces < 1:
             raise CommandError("--min-traces must be at least 1")
         cap = cap if cap is not None else (agent_obj.injection_cap or 2)
-        rows = AgentSession.objects.filter(agent=agent_obj).order_by("pk").values_list("session_id", "task_key", "task", "resolved", "tool_calls")
+        rows = (
+            AgentSession.objects.filter(agent=agent_obj)
+            .order_by("pk")
+            .values_list("session_id", "task_key", "task", "resolved", "tool_calls")
+        )
         traces = traces_from_rows(rows.iterator(chunk_size=200))
         if not traces:
             raise CommandError(f"{agent_obj.name} has no stored sessions")
@@ -55,11 +71,18 @@ class Command(BaseCommand):
             return ranker.index(records).select(task=task or "(empty)", cap=cap)["injected"]
 
         result = measure(traces, recall, min_traces=min_traces, rules=rules).to_dict()
-        result["parameters"] = {"agent": agent_obj.name, "minTraces": min_traces, "familyRules": [r.__dict__ for r in rules], "cap": cap}
+        result["parameters"] = {
+            "agent": agent_obj.name,
+            "minTraces": min_traces,
+            "familyRules": [r.__dict__ for r in rules],
+            "cap": cap,
+        }
         if options["json"]:
             self.stdout.write(_dumps(result))
             return
-        self.stdout.write(f"{agent_obj.name}: leave one task out, min traces {min_traces}, {len(rules)} family rule(s), cap {cap}")
+        self.stdout.write(
+            f"{agent_obj.name}: leave one task out, min traces {min_traces}, {len(rules)} family rule(s), cap {cap}"
+        )
         for name, figures in [("overall", result["overall"]), *result["repositories"].items()]:
             failed = figures["failedTestInvocations"]
             self.stdout.write(

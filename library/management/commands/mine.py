@@ -17,11 +17,17 @@ class Command(BaseCommand):
         parser.add_argument("--agent", action="append", help="agent name (repeatable); default: every agent")
         parser.add_argument("--threshold", type=int, help="support threshold for this run (default: each agent's own)")
         parser.add_argument(
-            "--hold-out", choices=[HoldOut.NEWEST, HoldOut.TASKS], default=HoldOut.NEWEST,
+            "--hold-out",
+            choices=[HoldOut.NEWEST, HoldOut.TASKS],
+            default=HoldOut.NEWEST,
             help="what the backtest holds back: the newest share of each intent's sessions (default), or the last share "
             "of its sorted task keys (every session of those tasks: for data with many sessions per task)",
         )
-        parser.add_argument("--json", action="store_true", help="print one JSON list of the runs (counts, report, candidates) on stdout; the summary goes to stderr")
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="print one JSON list of the runs (counts, report, candidates) on stdout; the summary goes to stderr",
+        )
 
     def handle(self, *args, **options):
         if options["threshold"] is not None and options["threshold"] < 1:
@@ -36,7 +42,12 @@ class Command(BaseCommand):
         summary = self.stderr if options["json"] else self.stdout
         runs = []
         for agent in agents:
-            run = mining_run_execute(agent=agent, support_threshold=options["threshold"], trigger=Trigger.MANUAL, hold_out=options["hold_out"])
+            run = mining_run_execute(
+                agent=agent,
+                support_threshold=options["threshold"],
+                trigger=Trigger.MANUAL,
+                hold_out=options["hold_out"],
+            )
             versions = list(run.versions.select_related("procedure").order_by("procedure__key"))
             summary.write(
                 f"{agent.name}: mining run {run.pk}: {run.counts.get('sessions', 0)} sessions, "
@@ -52,21 +63,30 @@ class Command(BaseCommand):
                 flag = " [QUARANTINED]" if version.quarantined else ""
                 if (version.evidence.get("orderBeyondTools") or {}).get("toolList"):
                     flag += " [a tool list, not an order]"
-                summary.write(f"  + {version.procedure.key} v{version.number}{flag}: {version.evidence.get('summary', '')}")
+                summary.write(
+                    f"  + {version.procedure.key} v{version.number}{flag}: {version.evidence.get('summary', '')}"
+                )
             # the report names every intent, with what happened to it and why
             for entry in run.report or run.skipped:
                 if entry.get("status") in ("mined", "quarantined"):
                     continue
                 skeleton = entry.get("skeleton") or (entry.get("figures") or {}).get("topSkeleton")
                 # a coding agent's entry names its task family (library/coding/runs.py)
-                skeleton_text = f"family {entry['family']}" if entry.get("family") else (" → ".join(skeleton) if skeleton else "-")
+                skeleton_text = (
+                    f"family {entry['family']}" if entry.get("family") else (" → ".join(skeleton) if skeleton else "-")
+                )
                 status = f"{entry['status']}: " if entry.get("status") else ""
                 if entry.get("toolList"):
                     status += "[a tool list, not an order] "
                 summary.write(f"  - {entry.get('intent') or '(agent)'} [{skeleton_text}]: {status}{entry['reason']}")
-            runs.append({
-                "agent": agent.name, "run": run.pk, "counts": run.counts, "report": run.report,
-                "candidates": [{"id": v.procedure.key, "version": v.number, "pk": v.pk} for v in versions],
-            })
+            runs.append(
+                {
+                    "agent": agent.name,
+                    "run": run.pk,
+                    "counts": run.counts,
+                    "report": run.report,
+                    "candidates": [{"id": v.procedure.key, "version": v.number, "pk": v.pk} for v in versions],
+                }
+            )
         if options["json"]:
             self.stdout.write(json.dumps(runs, indent=2))

@@ -13,7 +13,9 @@ class Command(BaseCommand):
     help = "Drops the raw task text and tool-call arguments of sessions older than PROCMEM_RAW_RETENTION_DAYS."
 
     def add_arguments(self, parser):
-        parser.add_argument("--days", type=int, help=f"override the retention (default {settings.PROCMEM_RAW_RETENTION_DAYS})")
+        parser.add_argument(
+            "--days", type=int, help=f"override the retention (default {settings.PROCMEM_RAW_RETENTION_DAYS})"
+        )
         parser.add_argument("--agent", help="only this agent's sessions")
 
     def handle(self, *args, **options):

@@ -20,19 +20,26 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--include-sessions", action="store_true", help="also the stored sessions (task, excerpt, tool calls)")
+        parser.add_argument(
+            "--include-sessions", action="store_true", help="also the stored sessions (task, excerpt, tool calls)"
+        )
         parser.add_argument("--no-export", action="store_true", help="skip the procedure export")
-        parser.add_argument("--json", action="store_true", help="print {erasures, copies: [{model, pk, field}]} as JSON")
+        parser.add_argument(
+            "--json", action="store_true", help="print {erasures, copies: [{model, pk, field}]} as JSON"
+        )
 
     def handle(self, *args, **options):
         erasures = ErasureSweep.objects.count()
         copies = (
             scan_erased(include_sessions=options["include_sessions"], include_export=not options["no_export"])
-            if FingerprintMatcher() else []
+            if FingerprintMatcher()
+            else []
         )
         as_json = options["json"]
         if as_json:
-            self.stdout.write(json.dumps({"erasures": erasures, "copies": [c.__dict__ for c in copies]}, indent=2, default=str))
+            self.stdout.write(
+                json.dumps({"erasures": erasures, "copies": [c.__dict__ for c in copies]}, indent=2, default=str)
+            )
         else:
             self.stdout.write(f"Looked for the text of {erasures} erasure{'s' if erasures != 1 else ''}.")
             for copy in copies:

@@ -21,17 +21,27 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--values", action="append", default=[], metavar="FILE",
+            "--values",
+            action="append",
+            default=[],
+            metavar="FILE",
             help="values to look for: a JSON list (strings or {value, kind}) or text, one value (or kind<TAB>value) a line; repeatable",
         )
         parser.add_argument(
-            "--taubench", metavar="DIR",
+            "--taubench",
+            metavar="DIR",
             help="look for the tau-bench worlds' values: DIR holds airline_db/, retail_db/ and tau2_retail_tasks.json",
         )
         parser.add_argument("--agent", action="append", help="only this agent's rows (repeatable); default: everything")
         parser.add_argument("--no-export", action="store_true", help="skip the procedure export")
-        parser.add_argument("--show-values", action="store_true", help="print the leaked values in full (default: masked)")
-        parser.add_argument("--json", action="store_true", help="print {values, hits: [{surface, pk, field, path, kind, value}]} as JSON")
+        parser.add_argument(
+            "--show-values", action="store_true", help="print the leaked values in full (default: masked)"
+        )
+        parser.add_argument(
+            "--json",
+            action="store_true",
+            help="print {values, hits: [{surface, pk, field, path, kind, value}]} as JSON",
+        )
 
     def handle(self, *args, **options):
         values: list[KnownValue] = []
@@ -60,13 +70,25 @@ class Command(BaseCommand):
             return value if show else value[:2] + "…" + f"({len(value)} chars)"
 
         if options["json"]:
-            self.stdout.write(json.dumps({"values": dict(sorted(by_kind.items())), "hits": [h.to_dict() for h in hits]}, indent=2, default=str))
+            self.stdout.write(
+                json.dumps(
+                    {"values": dict(sorted(by_kind.items())), "hits": [h.to_dict() for h in hits]},
+                    indent=2,
+                    default=str,
+                )
+            )
         else:
-            self.stdout.write(f"Looked for {len(values)} values ({', '.join(f'{k} {n}' for k, n in sorted(by_kind.items()))}).")
+            self.stdout.write(
+                f"Looked for {len(values)} values ({', '.join(f'{k} {n}' for k, n in sorted(by_kind.items()))})."
+            )
             for hit in hits:
-                self.stdout.write(f"  {hit.surface} {hit.pk} {hit.field} {hit.path or '-'}: {hit.kind} {shown(hit.value)}")
+                self.stdout.write(
+                    f"  {hit.surface} {hit.pk} {hit.field} {hit.path or '-'}: {hit.kind} {shown(hit.value)}"
+                )
         if hits:
             kinds = Counter(h.kind for h in hits)
-            raise CommandError(f"{len(hits)} personal value(s) found: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())))
+            raise CommandError(
+                f"{len(hits)} personal value(s) found: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+            )
         if not options["json"]:
             self.stdout.write("No personal values found.")

@@ -16,9 +16,17 @@ class Command(BaseCommand):
     help = "Measures the policy screen on the labelled set of harmful paraphrases and benign near-misses."
 
     def add_arguments(self, parser):
-        parser.add_argument("--set", default="", help="a JSON Lines file of {id, lang, label, category, split, text} (default: the whole set)")
-        parser.add_argument("--split", default="", help="the split of a file whose rows name none (a set measured on its own)")
-        parser.add_argument("--show", action="store_true", help="list the harmful texts missed and the benign ones flagged")
+        parser.add_argument(
+            "--set",
+            default="",
+            help="a JSON Lines file of {id, lang, label, category, split, text} (default: the whole set)",
+        )
+        parser.add_argument(
+            "--split", default="", help="the split of a file whose rows name none (a set measured on its own)"
+        )
+        parser.add_argument(
+            "--show", action="store_true", help="list the harmful texts missed and the benign ones flagged"
+        )
 
     def handle(self, *args, **options):
         try:
@@ -29,7 +37,13 @@ class Command(BaseCommand):
         self.stdout.write(f"policy {POLICY_VERSION}, {len(rows)} texts")
         self.stdout.write(f"{'':12} {'recall':>16} {'false positives':>18}")
         splits = [split for split in SPLITS if split in tallies]
-        for key in ("all", "development", *splits, *LANGUAGES, *(f"{split}/{lang}" for split in splits for lang in LANGUAGES)):
+        for key in (
+            "all",
+            "development",
+            *splits,
+            *LANGUAGES,
+            *(f"{split}/{lang}" for split in splits for lang in LANGUAGES),
+        ):
             tally = tallies.get(key)
             if tally is None:
                 continue

@@ -13,7 +13,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument(
-            "--force", action="store_true",
+            "--force",
+            action="store_true",
             help="seed even though the database has users (never on a production database: it creates admin / a known password)",
         )
 

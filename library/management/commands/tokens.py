@@ -1,8 +1,8 @@
 """Agent API tokens from the command line: create (shown once), list, revoke.
 
-    manage.py tokens create support_agent --scope read --name "prod reader" --expires-in-days 90
-    manage.py tokens list [support_agent] [--all]
-    manage.py tokens revoke pm_AbCdEfG       (the prefix `list` shows, or the token's id)
+manage.py tokens create support_agent --scope read --name "prod reader" --expires-in-days 90
+manage.py tokens list [support_agent] [--all]
+manage.py tokens revoke pm_AbCdEfG       (the prefix `list` shows, or the token's id)
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from library.models import Agent, ApiToken
 from library.api.tokens import token_create, token_is_live, token_revoke
+from library.models import Agent, ApiToken
 
 ACTOR = "manage.py tokens"
 
@@ -28,7 +28,9 @@ class Command(BaseCommand):
         create.add_argument("agent")
         create.add_argument("--scope", choices=ApiToken.Scope.values, required=True)
         create.add_argument("--name", default="")
-        create.add_argument("--expires-in-days", type=float, default=None, help="refused after this many days (default: never)")
+        create.add_argument(
+            "--expires-in-days", type=float, default=None, help="refused after this many days (default: never)"
+        )
         listing = sub.add_parser("list", help="list tokens (live ones unless --all)")
         listing.add_argument("agent", nargs="?")
         listing.add_argument("--all", action="store_true", help="also revoked and expired tokens")
@@ -51,7 +53,9 @@ class Command(BaseCommand):
                 raise CommandError("--expires-in-days must be more than 0 and at most 3650")
             expires_at = timezone.now() + timedelta(days=expires_in_days)
         try:
-            token, raw = token_create(agent=self._agent(agent), scope=scope, name=name, actor_label=ACTOR, expires_at=expires_at)
+            token, raw = token_create(
+                agent=self._agent(agent), scope=scope, name=name, actor_label=ACTOR, expires_at=expires_at
+            )
         except ValidationError as exc:
             raise CommandError(" ".join(exc.messages)) from None
         self.stdout.write(raw)
@@ -67,7 +71,9 @@ class Command(BaseCommand):
         if not rows:
             self.stdout.write("No tokens.")
             return
-        self.stdout.write(f"{'id':>5}  {'prefix':<11} {'agent':<20} {'scope':<7} {'state':<8} {'expires':<17} {'last used':<17} name")
+        self.stdout.write(
+            f"{'id':>5}  {'prefix':<11} {'agent':<20} {'scope':<7} {'state':<8} {'expires':<17} {'last used':<17} name"
+        )
         for t in rows:
             state = "revoked" if t.revoked_at else ("expired" if not token_is_live(t, now=now) else "live")
             when = lambda d: f"{d:%Y-%m-%d %H:%M}" if d else "-"  # noqa: E731
@@ -76,10 +82,16 @@ class Command(BaseCommand):
             )
 
     def _revoke(self, *, token, **_):
-        matches = list(ApiToken.objects.filter(pk=int(token)) if token.isdigit() else ApiToken.objects.filter(prefix__startswith=token))
+        matches = list(
+            ApiToken.objects.filter(pk=int(token))
+            if token.isdigit()
+            else ApiToken.objects.filter(prefix__startswith=token)
+        )
         if not matches:
             raise CommandError(f"No token matches {token!r} (give the prefix `tokens list` shows, or the id)")
         if len(matches) > 1:
             raise CommandError(f"{len(matches)} tokens start with {token!r}; give the id")
         revoked = token_revoke(token=matches[0], actor_label=ACTOR)
-        self.stdout.write(f"Revoked {revoked.prefix}… of {revoked.agent.name} at {revoked.revoked_at:%Y-%m-%d %H:%M:%S} UTC.")
+        self.stdout.write(
+            f"Revoked {revoked.prefix}… of {revoked.agent.name} at {revoked.revoked_at:%Y-%m-%d %H:%M:%S} UTC."
+        )

@@ -143,7 +143,8 @@ def build(taubench: Path) -> dict[str, tuple[list[dict], list[dict]]]:
             if other != domain:
                 queries.extend(
                     {"id": f"unrelated:{q['id']}", "task": q["task"], "relevant": {}, "label": f"unrelated ({other})"}
-                    for q in out[other][1] if q["relevant"]
+                    for q in out[other][1]
+                    if q["relevant"]
                 )
     return out
 

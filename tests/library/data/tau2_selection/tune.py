@@ -31,8 +31,16 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[3]))
 sys.path.insert(0, str(HERE.parents[3] / "clients" / "python"))
 
+from library.selection_eval import (  # noqa: E402 (after the sys.path lines above)
+    INJECTION_METRICS,
+    METRICS,
+    Injection,
+    evaluate,
+    load_export,
+    load_queries,
+    query_metrics,
+)  # noqa: E402
 from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig  # noqa: E402
-from library.selection_eval import INJECTION_METRICS, METRICS, Injection, evaluate, load_export, load_queries, query_metrics  # noqa: E402
 
 WEIGHT_GRID = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 1.5)
 DOMAINS = ("airline", "retail")
@@ -45,7 +53,11 @@ def task_number(query) -> int:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--previous", type=Path, help="the previous ranker module (e.g. `git show 2ffa492:library/selection.py`), to measure it on the same set")
+    parser.add_argument(
+        "--previous",
+        type=Path,
+        help="the previous ranker module (e.g. `git show 2ffa492:library/selection.py`), to measure it on the same set",
+    )
     args = parser.parse_args()
 
     cache = EmbeddingCache()
@@ -87,12 +99,22 @@ def main() -> None:
                 best = (key, config)
         config = best[1]
         report[split] = {
-            "weights": {"semantic": config.semantic_weight, "lexical": config.lexical_weight, "step": config.step_weight, "exact": config.exact_weight},
+            "weights": {
+                "semantic": config.semantic_weight,
+                "lexical": config.lexical_weight,
+                "step": config.step_weight,
+                "exact": config.exact_weight,
+            },
             f"tuned on {tune_name}": score(config, tune_part),
             f"held out: {held_name}": score(config, held_part),
         }
     report["defaults"] = {
-        "weights": {"semantic": base.semantic_weight, "lexical": base.lexical_weight, "step": base.step_weight, "exact": base.exact_weight},
+        "weights": {
+            "semantic": base.semantic_weight,
+            "lexical": base.lexical_weight,
+            "step": base.step_weight,
+            "exact": base.exact_weight,
+        },
         "all queries": score(base, lambda d, q: True),
         "even ids": score(base, splits["task id"][0]),
         "odd ids": score(base, splits["task id"][1]),
@@ -111,14 +133,26 @@ def main() -> None:
         for part, methods in entry.items():
             if part == "weights":
                 continue
-            print(f"\n{part}:\n| ranker | queries | " + " | ".join(METRICS) + " |\n| --- | ---: |" + " ---: |" * len(METRICS))
+            print(
+                f"\n{part}:\n| ranker | queries | "
+                + " | ".join(METRICS)
+                + " |\n| --- | ---: |"
+                + " ---: |" * len(METRICS)
+            )
             for method, metrics in methods.items():
                 print(f"| {method} | {metrics['queries']} | " + " | ".join(f"{metrics[m]:.3f}" for m in METRICS) + " |")
-    print("\n## injection with the defaults\n\n| cap | part | related | unrelated | " + " | ".join(label for _, label in INJECTION_METRICS)
-          + " |\n| ---: | --- | ---: | ---: |" + " ---: |" * len(INJECTION_METRICS))
+    print(
+        "\n## injection with the defaults\n\n| cap | part | related | unrelated | "
+        + " | ".join(label for _, label in INJECTION_METRICS)
+        + " |\n| ---: | --- | ---: | ---: |"
+        + " ---: |" * len(INJECTION_METRICS)
+    )
     for row in injection:
-        print(f"| {row['cap']} | {row['part']} | {row['related']} | {row['unrelated']} | "
-              + " | ".join(f"{row[key]:.3f}" for key, _ in INJECTION_METRICS) + " |")
+        print(
+            f"| {row['cap']} | {row['part']} | {row['related']} | {row['unrelated']} | "
+            + " | ".join(f"{row[key]:.3f}" for key, _ in INJECTION_METRICS)
+            + " |"
+        )
 
 
 def injection_report(cache, config) -> list[dict]:
@@ -138,7 +172,15 @@ def injection_report(cache, config) -> list[dict]:
                 result = evaluate(index, [q for q, _ in chosen], vectors=[v for _, v in chosen], cap=cap).injection
                 combined.per_query += result.per_query
             combined.measure()
-            rows.append({"cap": cap, "part": part, "related": combined.related, "unrelated": combined.unrelated, **combined.metrics})
+            rows.append(
+                {
+                    "cap": cap,
+                    "part": part,
+                    "related": combined.related,
+                    "unrelated": combined.unrelated,
+                    **combined.metrics,
+                }
+            )
     return rows
 
 
@@ -150,19 +192,30 @@ def previous_ranker(path: Path, data) -> dict[str, dict[str, dict[str, float]]]:
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)  # type: ignore[union-attr]
     out: dict[str, dict[str, dict[str, float]]] = {}
-    rows_by_part: dict[str, list[dict[str, float]]] = {"all queries": [], "even ids": [], "odd ids": [], "airline": [], "retail": []}
+    rows_by_part: dict[str, list[dict[str, float]]] = {
+        "all queries": [],
+        "even ids": [],
+        "odd ids": [],
+        "airline": [],
+        "retail": [],
+    }
     for domain, (records, queries, index, vectors) in data.items():
         old = module.Index(records, cache=module.EmbeddingCache(index._cache.embedder), config=module.SelectionConfig())
         for query in queries:
             top = [c["id"] for c in old.select(task=query.task, k=module.MAX_K)["ranked"]]
             semantic = old.semantic_scores(query.task)
-            rest = sorted((r["id"] for r in records if r["id"] not in top), key=lambda pid: -semantic[[r["id"] for r in records].index(pid)])
+            rest = sorted(
+                (r["id"] for r in records if r["id"] not in top),
+                key=lambda pid: -semantic[[r["id"] for r in records].index(pid)],
+            )
             metrics = query_metrics(top + rest, query.relevant)
             rows_by_part["all queries"].append(metrics)
             rows_by_part["even ids" if task_number(query) % 2 == 0 else "odd ids"].append(metrics)
             rows_by_part[domain].append(metrics)
     for part, rows in rows_by_part.items():
-        out[part] = {"previous (RRF)": {m: statistics.fmean(r[m] for r in rows) for m in METRICS} | {"queries": len(rows)}}
+        out[part] = {
+            "previous (RRF)": {m: statistics.fmean(r[m] for r in rows) for m in METRICS} | {"queries": len(rows)}
+        }
     return out
 
 
