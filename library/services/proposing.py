@@ -50,9 +50,15 @@ def procedure_propose(
     preconditions: Any = None,
     postconditions: Any = None,
     verify_command: Any = None,
+    screen_also: dict[str, str] | None = None,
+    based_on: ProcedureVersion | None = None,
 ) -> ProcedureVersion:
     """Creates a CANDIDATE version (and the procedure identity if it is new). Never ACTIVE.
-    A coding agent's procedure needs a verify command (validate_content)."""
+    A coding agent's procedure needs a verify command (validate_content).
+
+    `screen_also`: more texts that come with the content ({field label: text}, e.g. an imported
+    skill's body kept beside its steps), screened like the content; a finding quarantines the
+    version. `based_on`: the version of the same procedure this one changes (its diff's base)."""
     if source not in Source.values:
         raise ValidationError({"source": f"unknown source {source!r}"})
     if intent.agent_id != agent.pk:
@@ -69,12 +75,16 @@ def procedure_propose(
         coding=agent.kind == Agent.Kind.CODING,
     )
     findings = screen_content(content)
+    for label, text in (screen_also or {}).items():
+        findings.extend(policy.screen_text(text, label))
     with transaction.atomic():
         procedure, created = Procedure.objects.get_or_create(agent=agent, key=key, defaults={"intent": intent})
         if not created and procedure.intent_id != intent.pk:
             raise ValidationError(
                 {"intent": f"procedure {key} serves intent {procedure.intent.name!r}, not {intent.name!r}"}
             )
+        if based_on is not None and based_on.procedure_id != procedure.pk:
+            raise ValidationError({"basedOn": f"{based_on} is a version of another procedure"})
         version = _create_version(
             procedure=procedure,
             content=content,
@@ -86,6 +96,7 @@ def procedure_propose(
             mining_run=mining_run,
             skeleton=skeleton or [],
             findings=findings,
+            based_on=based_on,
         )
         audit(
             action=AuditEvent.Action.PROPOSE if source != Source.IMPORTED else AuditEvent.Action.IMPORT,
