@@ -163,7 +163,9 @@ def _intent_for(mapped: MappedSkill, agent: Agent, procedure: Procedure | None, 
     try:
         slug_validator(name)
     except ValidationError:
-        raise SkillError("metadata.procmem-intent" if mapped.intent else "name", f"{name!r} is no intent name") from None
+        raise SkillError(
+            "metadata.procmem-intent" if mapped.intent else "name", f"{name!r} is no intent name"
+        ) from None
     return Intent.objects.get_or_create(agent=agent, name=name)
 
 

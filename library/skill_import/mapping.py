@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
 from procmem_client import skills
 
 COMPATIBILITY_MAX = 500

@@ -107,11 +107,7 @@ def _member_problem(info: zipfile.ZipInfo) -> str:
         return "is encrypted"
     if not info.is_dir() and info.file_size > MAX_FILE_BYTES:
         return f"unpacks to {info.file_size:,} bytes; a file may have at most {MAX_FILE_BYTES:,}"
-    if (
-        info.file_size > RATIO_FROM_BYTES
-        and info.compress_size > 0
-        and info.file_size / info.compress_size > MAX_RATIO
-    ):
+    if info.file_size > RATIO_FROM_BYTES and info.compress_size > 0 and info.file_size / info.compress_size > MAX_RATIO:
         return (
             f"is compressed {info.file_size / info.compress_size:,.0f} to 1 "
             f"({info.compress_size:,} → {info.file_size:,} bytes); at most {MAX_RATIO} to 1 is read (a zip bomb?)"
@@ -155,9 +151,7 @@ def read_archive(handle: IO[bytes], *, label: str) -> Source:
         for info in sorted(skill_infos, key=lambda i: i.filename):
             member = PurePosixPath(info.filename.replace("\\", "/"))
             folder = str(member.parent)
-            found = FoundSkill(
-                path=f"{label}: {info.filename}", folder=member.parent.name if folder != "." else stem
-            )
+            found = FoundSkill(path=f"{label}: {info.filename}", folder=member.parent.name if folder != "." else stem)
             if info.file_size > MAX_SKILL_MD_BYTES:
                 found.problem = f"is {info.file_size:,} bytes; a SKILL.md may have at most {MAX_SKILL_MD_BYTES:,}"
             else:
@@ -268,7 +262,9 @@ def _read_skill_folder(skill_path: Path, folders: set[Path]) -> FoundSkill:
                     return found
                 total += size
                 if len(listed) >= MAX_FILES or total > MAX_TOTAL_BYTES:
-                    found.problem = f"the skill's folder holds more than {MAX_FILES:,} files or {MAX_TOTAL_BYTES:,} bytes"
+                    found.problem = (
+                        f"the skill's folder holds more than {MAX_FILES:,} files or {MAX_TOTAL_BYTES:,} bytes"
+                    )
                     return found
                 if file != skill_path:
                     listed.append(ListedFile(relative, size, hashlib.sha256(file.read_bytes()).hexdigest()))

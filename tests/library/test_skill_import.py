@@ -78,7 +78,9 @@ def test_real_public_skills_import_as_candidates_with_their_text_kept(agent, pro
         assert version.applies_when == " ".join(original.split("description: ", 1)[1].split("\n", 1)[0].split())
     comms = next(v for _, v in report.created if v.procedure.key == "internal.comms")
     assert comms.steps[0] == "**Identify the communication type** from the request"
-    assert len(comms.steps) == 3 and "examples/faq-answers.md" in {f["path"] for f in comms.provenance["skill"]["files"]}
+    assert len(comms.steps) == 3 and "examples/faq-answers.md" in {
+        f["path"] for f in comms.provenance["skill"]["files"]
+    }
     brand = next(v for _, v in report.created if v.procedure.key == "brand.guidelines")
     assert brand.steps == [NO_STEPS]
     assert AuditEvent.objects.filter(action=AuditEvent.Action.IMPORT).count() == 5
@@ -124,7 +126,9 @@ def test_one_bad_skill_is_reported_with_path_and_field_and_the_others_go_on(agen
         "foreign-tool",
         skill_md("foreign-tool", "Use when x.", "1. Run it.\n", **{"allowed-tools": "Bash(git:*) lookupOrder"}),
     )
-    write_skill(tmp_path, "too-many-steps", skill_md("too-many-steps", "d", "".join(f"{i}. s\n" for i in range(1, 102))))
+    write_skill(
+        tmp_path, "too-many-steps", skill_md("too-many-steps", "d", "".join(f"{i}. s\n" for i in range(1, 102)))
+    )
     report = skills_import_path(agent=agent, path=tmp_path)
     assert [v.procedure.key for _, v in report.created] == ["refund.over_limit"]
     errors = {Path(e.path).parent.name: (e.field, e.message) for e in report.errors}
@@ -223,9 +227,7 @@ def test_the_command_reports_and_fails_on_a_bad_skill(agent, tmp_path, proposer)
     write_skill(tmp_path, "wrong", REFUND)
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(CommandError, match="1 skill"):
-        call_command(
-            "import_skills", str(tmp_path), agent="support_agent", as_user="proposer", stdout=out, stderr=err
-        )
+        call_command("import_skills", str(tmp_path), agent="support_agent", as_user="proposer", stdout=out, stderr=err)
     assert "candidate support_agent/refund.over_limit v1" in out.getvalue()
     assert f"refused {tmp_path / 'wrong' / 'SKILL.md'}: name:" in err.getvalue()
     with pytest.raises(CommandError, match="no agent named"):
@@ -273,7 +275,9 @@ def test_a_skill_archive_imports_like_a_folder(agent):
     assert version.provenance["skill"]["files"][0]["path"] == "references/policy.md"
     assert version.provenance["file"] == "refund.skill: refund-over-limit/SKILL.md"
     # a .skill with SKILL.md at its root takes its name from the archive
-    root = skills_import_archive(agent=agent, handle=zip_of({"SKILL.md": REFUND.encode()}), name="refund-over-limit.skill")
+    root = skills_import_archive(
+        agent=agent, handle=zip_of({"SKILL.md": REFUND.encode()}), name="refund-over-limit.skill"
+    )
     assert root.errors == [] and len(root.unchanged) == 1
 
 
@@ -298,7 +302,11 @@ def test_the_real_skills_zipped_import_the_same(agent):
         ({"refund/SKILL.md": REFUND.encode(), "refund/link": b"/etc/passwd"}, ("refund/link",), "symbolic link"),
         ({"refund/SKILL.md": b"/etc/passwd"}, ("refund/SKILL.md",), "symbolic link"),
         ({"refund/SKILL.md": REFUND.encode(), "refund/bomb.bin": b"\0" * (8 * 1024 * 1024)}, (), "a zip bomb?"),
-        ({"refund/SKILL.md": REFUND.encode(), "refund/big.bin": os.urandom(sources.MAX_FILE_BYTES + 1)}, (), "a file may have at most"),
+        (
+            {"refund/SKILL.md": REFUND.encode(), "refund/big.bin": os.urandom(sources.MAX_FILE_BYTES + 1)},
+            (),
+            "a file may have at most",
+        ),
         ({"notes/readme.md": b"hello"}, (), "holds no SKILL.md"),
     ],
 )
@@ -313,8 +321,10 @@ def test_hostile_archives_are_refused_whole_with_the_reason(agent, members, syml
 def test_an_oversize_skill_md_is_refused_and_the_others_go_on(agent):
     noise = base64.b64encode(os.urandom(sources.MAX_SKILL_MD_BYTES)).decode()  # incompressible: no bomb
     big = REFUND.replace("1. Look", noise + "\n1. Look")
-    members = {"refund-over-limit/SKILL.md": big.encode(), "order-status/SKILL.md": REFUND.replace(
-        "refund-over-limit", "order-status").encode()}
+    members = {
+        "refund-over-limit/SKILL.md": big.encode(),
+        "order-status/SKILL.md": REFUND.replace("refund-over-limit", "order-status").encode(),
+    }
     report = skills_import_archive(agent=agent, handle=zip_of(members), name="two.zip")
     assert [v.procedure.key for _, v in report.created] == ["order.status"]
     [error] = report.errors
@@ -328,7 +338,8 @@ def test_too_many_members_and_too_much_in_all_are_refused(agent, monkeypatch):
     assert "has 6 members; at most 5" in report.errors[0].message
     monkeypatch.setattr(sources, "MAX_TOTAL_BYTES", 1000)
     report = skills_import_archive(
-        agent=agent, handle=zip_of({"a/SKILL.md": b"x" * 600, "b/SKILL.md": b"y" * 600}, method=zipfile.ZIP_STORED),
+        agent=agent,
+        handle=zip_of({"a/SKILL.md": b"x" * 600, "b/SKILL.md": b"y" * 600}, method=zipfile.ZIP_STORED),
         name="much.zip",
     )
     assert "unpacks to more than 1,000 bytes" in report.errors[0].message
@@ -365,7 +376,11 @@ def test_yaml_aliases_are_refused(agent, tmp_path):
 # ---------------------------------------------------------------------------------------------- fuzz
 
 _scalar = st.one_of(st.text(max_size=40), st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False))
-_value = st.recursive(_scalar, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3), max_leaves=6)
+_value = st.recursive(
+    _scalar,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+    max_leaves=6,
+)
 _front = st.fixed_dictionaries(
     {},
     optional={
