@@ -13,6 +13,7 @@ from .views import (
     queue,
     releases,
     search,
+    skill_import,
     sso,
     versions,
     webhooks,
@@ -55,6 +56,7 @@ urlpatterns = [
     path("cases/<int:pk>/edit/", cases.case_edit, name="case_edit"),
     # agents' tool lists
     path("agents/<str:agent>/tools/", agents.agent_tools, name="agent_tools"),
+    path("agents/<str:agent>/skills/import/", skill_import.skills_import, name="skills_import"),
     path("agents/<str:agent>/tokens/", agents.agent_tokens, name="agent_tokens"),
     path("agents/<str:agent>/playground/", agents.agent_playground, name="agent_playground"),
     path("refused-at-load/", agents.refused_at_load, name="refused_at_load"),
