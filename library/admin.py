@@ -26,6 +26,7 @@ from .models import (
     Namespace,
     NamespaceGroupObjectPermission,
     NamespaceUserObjectPermission,
+    OtlpFlushFailure,
     OtlpSpan,
     Procedure,
     ProcedureGroupObjectPermission,
@@ -236,6 +237,16 @@ class OtlpSpanAdmin(ReadOnlyModelAdmin):
     list_select_related = ("agent",)
     list_filter = ("state", "agent")
     search_fields = ("trace_id", "session_id", "conversation_id")
+
+
+@admin.register(OtlpFlushFailure)
+class OtlpFlushFailureAdmin(ReadOnlyModelAdmin):
+    """OTLP sessions whose storing failed (library/ingest/otlp_failures.py): retried on the ops page
+    or with `manage.py otlp_dead_letters --retry`."""
+
+    list_display = ("agent", "session_id", "state", "attempts", "error", "last_failed_at", "next_attempt_at")
+    list_select_related = ("agent",)
+    list_filter = ("state", "agent")
 
 
 @admin.register(ErasureSweep)

@@ -69,13 +69,34 @@ def purge_raw_sessions() -> int:
 @shared_task(name="library.otlp_flush", time_limit=300, soft_time_limit=270)
 def otlp_flush() -> int:
     """Beat entry point: stores the OTLP sessions that became complete by waiting (their quiet
-    period or the longest wait passed; library/ingest/otlp.py). Returns how many were stored."""
+    period or the longest wait passed; library/ingest/otlp.py). Returns how many were stored.
+    Each agent on its own: an agent whose flush fails is logged, counted (an OtlpFlushFailure row,
+    shown on the ops page) and tried again after its back-off; the other agents go on. Within an
+    agent each session is isolated the same way (library/ingest/otlp_failures.py)."""
+    import logging
+
+    from celery.exceptions import SoftTimeLimitExceeded
+    from django.utils import timezone
+
+    from .ingest import otlp_failures
     from .ingest.otlp import agents_with_pending_spans, sessions_flush
     from .models import Agent
 
     stored = 0
-    for agent in Agent.objects.filter(pk__in=agents_with_pending_spans()):
-        stored += len(sessions_flush(agent=agent).stored)
+    now = timezone.now()
+    failing = otlp_failures.agents_failing()  # agent id → its next attempt
+    waiting = [pk for pk, at in failing.items() if at is not None and at > now]
+    for agent in Agent.objects.filter(pk__in=agents_with_pending_spans()).exclude(pk__in=waiting).order_by("pk"):
+        try:
+            stored += len(sessions_flush(agent=agent).stored)
+        except SoftTimeLimitExceeded:
+            raise  # the task's time is up: not this agent's fault
+        except Exception as exc:
+            logging.getLogger(__name__).exception("The OTLP flush of agent %s failed", agent.name)
+            otlp_failures.agent_flush_failed(agent_id=agent.pk, exc=exc, now=now)
+        else:
+            if agent.pk in failing:
+                otlp_failures.agent_flush_ok(agent.pk)
     return stored
 
 

@@ -455,6 +455,11 @@ PROCMEM_RAW_RETENTION_DAYS = env_int("PROCMEM_RAW_RETENTION_DAYS", 30, minimum=0
 # it for this many seconds; without a root, after the longest wait.
 PROCMEM_OTLP_QUIET_SECONDS = env_int("PROCMEM_OTLP_QUIET_SECONDS", 60, minimum=0, maximum=24 * 3600)
 PROCMEM_OTLP_MAX_WAIT_SECONDS = env_int("PROCMEM_OTLP_MAX_WAIT_SECONDS", 3600, minimum=1, maximum=7 * 24 * 3600)
+# A session whose storing fails (a fault, not a refusal) is tried again after this many seconds,
+# doubled per failure (at most an hour), and dead-lettered after the last attempt
+# (library/ingest/otlp_failures.py; docs/operations.md "OTLP sessions that fail").
+PROCMEM_OTLP_FLUSH_RETRY_SECONDS = env_int("PROCMEM_OTLP_FLUSH_RETRY_SECONDS", 60, minimum=0, maximum=3600)
+PROCMEM_OTLP_FLUSH_MAX_ATTEMPTS = env_int("PROCMEM_OTLP_FLUSH_MAX_ATTEMPTS", 5, minimum=1, maximum=100)
 PROCMEM_MINING_INTERVAL_MINUTES = env_int("PROCMEM_MINING_INTERVAL_MINUTES", 60, minimum=1)
 PROCMEM_MINING_NEAR_DUPLICATE = env_float("PROCMEM_MINING_NEAR_DUPLICATE", 0.85, minimum=0.0, maximum=1.0)
 PROCMEM_MINING_IGNORED_TOOLS = env_list("PROCMEM_MINING_IGNORED_TOOLS", ["think"])

@@ -8,6 +8,7 @@ from .views import (
     namespaces,
     notifications,
     ops,
+    otlp,
     procedures,
     quality,
     queue,
@@ -97,6 +98,7 @@ urlpatterns = [
         name="ops_rollout_rollback",
     ),
     path("ops/agents/<str:agent>/conflicts/scan/", ops.ops_conflicts_scan, name="ops_conflicts_scan"),
+    path("ops/agents/<str:agent>/otlp/<int:pk>/retry/", otlp.ops_otlp_retry, name="ops_otlp_retry"),
     path(
         "ops/demotions/<int:pk>/confirm/", ops.ops_demotion_decide, {"decision": "confirm"}, name="ops_demotion_confirm"
     ),

@@ -351,6 +351,60 @@ def celery_worker_process(transactional_db, tmp_path):
         _forget_broker_connections(app)
 
 
+@pytest.fixture
+def celery_beat_process(celery_worker_process, tmp_path):
+    """A real `celery beat` process beside the worker, on the same broker, with the settings'
+    schedule (CELERY_BEAT_SCHEDULE) and its state file in the test's folder. Environment variables
+    set before the fixture is requested (monkeypatch.setenv) reach it as they reach the worker."""
+    import subprocess
+    import sys
+    import time
+
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url(),
+        CELERY_BROKER_URL=redis_url(),
+        DJANGO_SETTINGS_MODULE="procmem_site.test_settings",
+        CELERY_TASK_ALWAYS_EAGER="0",
+    )
+    log_path = tmp_path / "beat.log"
+    log = open(log_path, "w")
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "procmem_site",
+            "beat",
+            "--loglevel",
+            "INFO",
+            "--schedule",
+            str(tmp_path / "beat-schedule"),
+            "--pidfile",
+            str(tmp_path / "beat.pid"),
+        ],
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while "beat: Starting" not in log_path.read_text():
+            if process.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"beat did not start: {log_path.read_text()[-3000:]}")
+            time.sleep(0.2)
+        process.log_path = log_path
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+
+
 def _forget_broker_connections(app) -> None:
     """After a change of broker_url: the app keeps the connection pool (and producer pool) of the
     broker it first used, so without this, when an earlier test sent a task on the default

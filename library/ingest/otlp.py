@@ -14,9 +14,11 @@ What an OTLP request becomes:
 4. `sessions_flush`: a session is complete when (a) a root span (one without a parent) of each of
    its traces has arrived and no span of it came for PROCMEM_OTLP_QUIET_SECONDS, or (b) no span of
    it came for PROCMEM_OTLP_MAX_WAIT_SECONDS (a trace whose root was never sent). It is then built
-   (`session_item`) into a procmem-format item and stored through the same parser, limits,
-   tool-name rules and redaction as POST /api/v1/sessions. New spans of a session already stored are
-   rejected as late; a span resent unchanged is a duplicate and changes nothing.
+   (`session_item`, library/ingest/otlp_items.py) into a procmem-format item and stored through the
+   same parser, limits, tool-name rules and redaction as POST /api/v1/sessions. New spans of a
+   session already stored are rejected as late; a span resent unchanged is a duplicate and changes
+   nothing. A session whose building or storing raises is retried with back-off and dead-lettered
+   without stopping the others (library/ingest/otlp_failures.py).
 
 The session id is `gen_ai.conversation.id` (OpenInference: `session.id`) when a span of the trace
 carries one, else the trace id in hex; a conversation's traces (one per turn) make one session.
@@ -29,7 +31,7 @@ import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -44,7 +46,9 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from .. import safe_json
 from ..models import Agent, AgentSession, OtlpSpan
+from . import otlp_failures
 from .formats import ImportOptions, ItemInvalid, normalise_tool_name, parse_item
+from .otlp_items import SpanIn, session_item
 from .store import StoreResult, sessions_store
 
 logger = logging.getLogger(__name__)
@@ -57,8 +61,6 @@ KEPT_PREFIXES = ("gen_ai.", "llm.", "tool.", "tool_call.", "input.", "output.", 
 KEPT_NAMES = {"session.id", "error.type"}
 # what marks a span as one of an agent's: any of these
 GENAI_PREFIXES = ("gen_ai.", "llm.", "tool.", "openinference.")
-# chat messages recorded one attribute per field (OpenLLMetry, OpenInference)
-INDEXED_MESSAGE_PREFIXES = ("gen_ai.prompt.", "gen_ai.completion.", "llm.input_messages.", "llm.output_messages.")
 MAX_VALUE_DEPTH = 16
 KEEP_STORED_SPANS = timedelta(days=1)
 _ID_KEYS = {"traceId", "spanId", "parentSpanId", "trace_id", "span_id", "parent_span_id"}
@@ -153,38 +155,6 @@ def _kept_attributes(pairs: Iterable[Any]) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------------------------- one span
-
-
-@dataclass
-class SpanIn:
-    trace_id: str
-    span_id: str
-    parent_span_id: str
-    name: str
-    start_ns: int
-    end_ns: int
-    failed: bool
-    attributes: dict[str, Any]
-    events: list[dict[str, Any]] = field(default_factory=list)
-    normalised_tool: str | None = None  # a tool span's name as stored (set when the span is read)
-
-    @property
-    def conversation_id(self) -> str:
-        value = self.attributes.get("gen_ai.conversation.id", self.attributes.get("session.id"))
-        return str(value).strip()[:200] if isinstance(value, (str, int)) and not isinstance(value, bool) else ""
-
-    @property
-    def is_tool(self) -> bool:
-        return (
-            self.attributes.get("gen_ai.operation.name") == "execute_tool"
-            or str(self.attributes.get("openinference.span.kind", "")).upper() == "TOOL"
-        )
-
-    @property
-    def tool_name(self) -> Any:
-        return self.attributes.get(
-            "gen_ai.tool.name", self.attributes.get("tool.name", self.name.removeprefix("execute_tool ").strip())
-        )
 
 
 @dataclass
@@ -287,15 +257,20 @@ def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = Non
     trace_ids = {s.trace_id for s in spans}
     known: dict[tuple[str, str], str] = {}
     closed_traces: dict[str, str] = {}
+    dead: set[str] = set()
     for trace_id, span_id, state, session_id in OtlpSpan.objects.filter(
         agent=agent, trace_id__in=trace_ids
     ).values_list("trace_id", "span_id", "state", "session_id"):
         known[(trace_id, span_id)] = state
         if state != OtlpSpan.State.PENDING:
-            closed_traces[trace_id] = session_id
+            closed_traces[trace_id] = session_id or trace_id
+            if state == OtlpSpan.State.DEAD:
+                dead.add(session_id or trace_id)
     # a trace first seen now, whose conversation is stored already
     keys = {s.conversation_id for s in spans if s.conversation_id} | trace_ids
     stored = set(AgentSession.objects.filter(agent=agent, session_id__in=keys).values_list("session_id", flat=True))
+    dead |= otlp_failures.dead_lettered(agent, keys)
+    stored |= dead
     late: list[Rejected] = []
     rows: list[OtlpSpan] = []
     seen: set[tuple[str, str]] = set()
@@ -315,7 +290,10 @@ def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = Non
             late.append(
                 Rejected(
                     f"span {span.span_id} of trace {span.trace_id}",
-                    f"arrived after its session {session!r} was stored; late spans are not added",
+                    f"belongs to session {session!r}, which is dead-lettered (storing it kept failing; an "
+                    "operator can retry it); spans are not added to it"
+                    if session in dead
+                    else f"arrived after its session {session!r} was stored; late spans are not added",
                 )
             )
             continue
@@ -343,202 +321,6 @@ def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = Non
 # ---------------------------------------------------------------------------------------------- sessions
 
 
-def _json_or_text(value: Any) -> Any:
-    if isinstance(value, str) and value.lstrip()[:1] in ("{", "["):
-        try:
-            return safe_json.parse(value)
-        except safe_json.JsonRefused:
-            return value
-    return value
-
-
-def _message_text(message: Any) -> str:
-    """The text of one chat message in any of the shapes instrumentations record."""
-    if not isinstance(message, Mapping):
-        return ""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    parts = (
-        message.get("parts") if isinstance(message.get("parts"), list) else content if isinstance(content, list) else []
-    )
-    texts = []
-    for part in parts:
-        if isinstance(part, Mapping) and part.get("type", "text") == "text":
-            text = part.get("content", part.get("text"))
-            if isinstance(text, str):
-                texts.append(text)
-    return "\n".join(texts)
-
-
-def _messages(attributes: Mapping[str, Any], events: list[dict[str, Any]], *, output: bool) -> list[dict[str, Any]]:
-    """The span's input (or output) messages as [{role, text}]: GenAI semconv's
-    gen_ai.input.messages / gen_ai.output.messages, OpenLLMetry's gen_ai.prompt.N.* /
-    gen_ai.completion.N.*, OpenInference's llm.input_messages.N.message.* / llm.output_messages.N.*,
-    and the older gen_ai.user.message / gen_ai.choice events."""
-    found: list[dict[str, Any]] = []
-    whole = attributes.get("gen_ai.output.messages" if output else "gen_ai.input.messages")
-    if whole is not None:
-        whole = _json_or_text(whole)
-        if isinstance(whole, list):
-            found.extend({"role": m.get("role", ""), "text": _message_text(m)} for m in whole if isinstance(m, Mapping))
-    if any(key.startswith(INDEXED_MESSAGE_PREFIXES) for key in attributes):
-        found.extend(_indexed_messages(attributes, output=output))
-    for event in events:
-        names = ("gen_ai.choice", "gen_ai.assistant.message") if output else ("gen_ai.user.message",)
-        if event["name"] in names:
-            text = _message_text(_json_or_text(event["attributes"].get("message"))) or event["attributes"].get(
-                "content"
-            )
-            found.append({"role": "assistant" if output else "user", "text": text if isinstance(text, str) else ""})
-    return found
-
-
-def _indexed_messages(attributes: Mapping[str, Any], *, output: bool) -> list[dict[str, Any]]:
-    """OpenLLMetry's gen_ai.prompt.N.role/content (gen_ai.completion.N.*) and OpenInference's
-    llm.input_messages.N.message.role/content (llm.output_messages.N.*), in N order."""
-    found: list[dict[str, Any]] = []
-    for prefix, role_key, content_key in (
-        ("gen_ai.completion." if output else "gen_ai.prompt.", "role", "content"),
-        ("llm.output_messages." if output else "llm.input_messages.", "message.role", "message.content"),
-    ):
-        indexed: dict[int, dict[str, Any]] = defaultdict(dict)
-        for key, value in attributes.items():
-            if key.startswith(prefix):
-                index, _, rest = key[len(prefix) :].partition(".")
-                if index.isdigit() and rest in (role_key, content_key):
-                    indexed[int(index)]["role" if rest == role_key else "text"] = value
-        found.extend(
-            {"role": m.get("role", ""), "text": m.get("text") if isinstance(m.get("text"), str) else ""}
-            for _, m in sorted(indexed.items())
-        )
-    return found
-
-
-def _first(spans: list[OtlpSpan], *keys: str) -> Any:
-    for span in spans:
-        for key in keys:
-            value = span.attributes.get(key)
-            if value not in (None, ""):
-                return value
-    return None
-
-
-def _tool_call(span: OtlpSpan | SpanIn) -> dict[str, Any]:
-    attributes = span.attributes
-    args = _json_or_text(attributes.get("gen_ai.tool.call.arguments", attributes.get("input.value")))
-    name = span.normalised_tool if isinstance(span, SpanIn) and span.normalised_tool else None
-    call: dict[str, Any] = {
-        "name": name
-        or normalise_tool_name((span if isinstance(span, SpanIn) else SpanIn(**_span_fields(span))).tool_name),
-        "args": args if isinstance(args, Mapping) else ({} if args in (None, "") else {"input": args}),
-        "ok": not span.failed,
-    }
-    result = attributes.get("gen_ai.tool.call.result", attributes.get("output.value"))
-    if result is not None:
-        call["result"] = _json_or_text(result)
-    return call
-
-
-def _span_fields(span: OtlpSpan) -> dict[str, Any]:
-    return dict(
-        trace_id=span.trace_id,
-        span_id=span.span_id,
-        parent_span_id=span.parent_span_id,
-        name=span.name,
-        start_ns=span.start_ns,
-        end_ns=span.end_ns,
-        failed=span.failed,
-        attributes=span.attributes,
-        events=span.events,
-    )
-
-
-def _firsts(spans: list[OtlpSpan] | list[SpanIn], keys: tuple[str, ...]) -> dict[str, Any]:
-    """Each key's first value (neither None nor "") in span order, in one pass over the spans:
-    `_first(spans, key)` for each key."""
-    found: dict[str, Any] = {}
-    for span in spans:
-        attributes = span.attributes
-        for key in keys:
-            if key not in found:
-                value = attributes.get(key)
-                if value not in (None, ""):
-                    found[key] = value
-        if len(found) == len(keys):
-            break
-    return found
-
-
-OWN_KEYS = (
-    "procmem.intent",
-    "procmem.task_key",
-    "procmem.outcome.resolved",
-    "procmem.outcome.escalated",
-    "procmem.outcome.rating",
-)
-
-
-def _outcome(own: Mapping[str, Any]) -> dict[str, Any] | None:
-    outcome = {k: own.get(f"procmem.outcome.{k}") for k in ("resolved", "escalated", "rating")}
-    return outcome if any(v is not None for v in outcome.values()) else None
-
-
-def session_item(session_id: str, spans: list[OtlpSpan] | list[SpanIn]) -> dict[str, Any]:
-    """The procmem-format item of one complete session: the tool calls of its execute_tool (or
-    OpenInference TOOL) spans in start order, the task from the first user message, the model
-    from gen_ai.request.model, the reply from the last assistant message, the end time from the
-    last span's end."""
-    spans = sorted(spans, key=lambda s: (s.start_ns, s.end_ns, s.span_id))
-    task = reply = ""
-    for span in spans:  # the first span with a user message
-        task = next(
-            (
-                m["text"]
-                for m in _messages(span.attributes, span.events, output=False)
-                if m["role"] == "user" and m["text"]
-            ),
-            "",
-        )
-        if task:
-            break
-    for span in reversed(spans):  # the last span with an assistant message: its last one
-        said = [
-            m["text"]
-            for m in _messages(span.attributes, span.events, output=True)
-            if m["role"] in ("assistant", "") and m["text"]
-        ]
-        if said:
-            reply = said[-1]
-            break
-    if not task:  # an OpenInference agent or chain span's input is the user's request
-        root = next(
-            (s for s in spans if not s.parent_span_id and isinstance(s.attributes.get("input.value"), str)), None
-        )
-        task = root.attributes["input.value"] if root is not None else ""
-    ended = max((s.end_ns for s in spans), default=0)
-    own = _firsts(spans, OWN_KEYS)
-    item: dict[str, Any] = {
-        "session_id": session_id,
-        "task": task,
-        "reply": reply,
-        "tool_calls": [
-            _tool_call(s)
-            for s in spans
-            if s.attributes.get("gen_ai.operation.name") == "execute_tool"
-            or str(s.attributes.get("openinference.span.kind", "")).upper() == "TOOL"
-        ],
-        "model": _first(spans, "gen_ai.request.model", "llm.model_name", "gen_ai.response.model") or "",
-        "intent": own.get("procmem.intent"),
-        "task_key": own.get("procmem.task_key"),
-        "ended_at": datetime.fromtimestamp(ended / 1e9, tz=UTC).isoformat() if ended else None,
-    }
-    outcome = _outcome(own)
-    if outcome is not None:
-        item["outcome"] = outcome
-    return item
-
-
 def quiet_seconds() -> float:
     return float(getattr(settings, "PROCMEM_OTLP_QUIET_SECONDS", 60))
 
@@ -552,6 +334,8 @@ class FlushResult:
     stored: list[str] = field(default_factory=list)
     duplicate: list[str] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)  # session id → why
+    failed: dict[str, str] = field(default_factory=dict)  # session id → the fault (otlp_failures), retried
+    dead: list[str] = field(default_factory=list)  # dead-lettered by this flush
 
 
 def _due_sessions(agent: Agent, now: datetime, touched: list[SpanIn] | None) -> dict[str, list[str]]:
@@ -582,6 +366,9 @@ def _due_sessions(agent: Agent, now: datetime, touched: list[SpanIn] | None) -> 
         last = max(t["last"] for t in its)
         if (all(t["root"] for t in its) and now - last >= quiet) or now - last >= longest:
             due[session_id] = [t["id"] for t in its]
+    # a session that failed waits for its next attempt (library/ingest/otlp_failures.py)
+    for session_id in otlp_failures.in_backoff(agent, due, now):
+        del due[session_id]
     return due
 
 
@@ -601,27 +388,70 @@ def _lock_sessions(agent: Agent, session_ids: Iterable[str]) -> None:
         )
 
 
+def _failed(agent: Agent, session_id: str, exc: BaseException, result: FlushResult) -> None:
+    result.failed[session_id] = otlp_failures.failure_text(exc)
+    logger.exception("OTLP session %s of agent %s could not be stored", session_id, agent.name)
+
+
+def _items(agent: Agent, spans: Mapping[str, list[OtlpSpan]] | Mapping[str, list[SpanIn]], result: FlushResult):
+    """Each session's procmem-format item; a session whose item cannot be built (a fault) is
+    counted in `result.failed` and the others go on."""
+    items: dict[str, Any] = {}
+    for session_id, its in spans.items():
+        try:
+            items[session_id] = session_item(session_id, its)
+        except Exception as exc:  # one session's fault must not stop the others (issue 42)
+            _failed(agent, session_id, exc, result)
+    return items
+
+
 def _store_items(agent: Agent, items: dict[str, Any], result: FlushResult) -> None:
     """Parses each complete session's item (the procmem format's rules and limits) and stores the
-    good ones in one sessions_store call; a refused one is logged with the reason. The caller holds
-    a transaction (and the sessions' locks): the store needs no savepoint of its own."""
-    good = []
+    good ones in one sessions_store call; a refused one is logged with the reason. When storing them
+    together fails, each is stored on its own (a savepoint each) and only the faulty ones are counted
+    in `result.failed`. The caller holds a transaction (and the sessions' locks)."""
+    good: list[tuple[str, Any]] = []
     for session_id, item in items.items():
         try:
-            good.append(parse_item(item, fmt="procmem", options=ImportOptions()))
+            good.append((session_id, parse_item(item, fmt="procmem", options=ImportOptions())))
         except ItemInvalid as exc:
             result.refused[session_id] = str(exc)[:300]
             logger.warning("OTLP session %s of agent %s refused: %s", session_id, agent.name, exc)
-    stored: StoreResult = sessions_store(agent=agent, sessions=good, channel=AgentSession.Channel.OTLP, savepoint=False)
+        except Exception as exc:
+            _failed(agent, session_id, exc, result)
+    if not good:
+        return
+    try:
+        with transaction.atomic():  # a savepoint: a fault undoes this store only
+            stored = _store(agent, [session for _, session in good])
+    except Exception:
+        logger.warning("Storing %d OTLP sessions of agent %s together failed; one by one", len(good), agent.name)
+        stored = StoreResult()
+        for session_id, session in good:
+            try:
+                with transaction.atomic():
+                    one = _store(agent, [session])
+            except Exception as exc:
+                _failed(agent, session_id, exc, result)
+            else:
+                stored.stored += one.stored
+                stored.duplicate += one.duplicate
     result.stored.extend(stored.stored)
     result.duplicate.extend(stored.duplicate)
+
+
+def _store(agent: Agent, sessions: list) -> StoreResult:
+    return sessions_store(agent=agent, sessions=sessions, channel=AgentSession.Channel.OTLP, savepoint=False)
 
 
 def sessions_flush(*, agent: Agent, now: datetime | None = None, touched: list[SpanIn] | None = None) -> FlushResult:
     """Stores the agent's complete sessions (the rule in the module docstring), each through the
     procmem parser and sessions_store; marks their spans stored (or refused, with the reason) and
     drops spans of sessions closed more than a day ago. One transaction. `touched`: only the
-    sessions of these spans (the request that brought them; the periodic flush takes all)."""
+    sessions of these spans (the request that brought them; the periodic flush takes all).
+    A session that fails to be built or stored is counted (`failed`), its spans wait for the next
+    attempt, and after the last it is dead-lettered (library/ingest/otlp_failures.py); the other
+    sessions are stored."""
     now = now or timezone.now()
     result = FlushResult()
     with transaction.atomic():
@@ -633,14 +463,13 @@ def sessions_flush(*, agent: Agent, now: datetime | None = None, touched: list[S
             # still pending once the locks are held: another request may have stored some meanwhile
             for span in OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=list(by_trace)):
                 spans[by_trace[span.trace_id]].append(span)
-            _store_items(
-                agent, {session_id: session_item(session_id, its) for session_id, its in spans.items()}, result
-            )
-            refused_traces = [t for t, session_id in by_trace.items() if session_id in result.refused]
+            _store_items(agent, _items(agent, spans, result), result)
+            closed = {t: sid for t, sid in by_trace.items() if sid not in result.failed}
+            refused_traces = [t for t, session_id in closed.items() if session_id in result.refused]
             OtlpSpan.objects.filter(
                 agent=agent,
                 state=OtlpSpan.State.PENDING,
-                trace_id__in=[t for t in by_trace if t not in set(refused_traces)],
+                trace_id__in=[t for t in closed if t not in set(refused_traces)],
             ).update(
                 state=OtlpSpan.State.STORED,
             )
@@ -650,13 +479,15 @@ def sessions_flush(*, agent: Agent, now: datetime | None = None, touched: list[S
                 )
             # which session each span became part of (one statement per session only where it is not the trace id)
             for session_id, ids in due.items():
-                if ids != [session_id] or session_id in result.refused:
+                if session_id not in result.failed and (ids != [session_id] or session_id in result.refused):
                     OtlpSpan.objects.filter(agent=agent, trace_id__in=ids).update(
                         session_id=session_id, note=result.refused.get(session_id, "")
                     )
+            result.dead = otlp_failures.failures_record(agent=agent, failed=result.failed, traces=due, now=now)
+            otlp_failures.failures_clear(agent=agent, session_ids=[sid for sid in due if sid not in result.failed])
         if touched is None:
             OtlpSpan.objects.filter(agent=agent, received_at__lt=now - KEEP_STORED_SPANS).exclude(
-                state=OtlpSpan.State.PENDING
+                state__in=(OtlpSpan.State.PENDING, OtlpSpan.State.DEAD)
             ).delete()
     return result
 
@@ -684,6 +515,8 @@ def spans_accept(
         result.stored += flushed.stored
         result.duplicate += flushed.duplicate
         result.refused.update(flushed.refused)
+        result.failed.update(flushed.failed)
+        result.dead += flushed.dead
     return late, result
 
 
@@ -720,10 +553,13 @@ def _store_complete(agent: Agent, spans: list[SpanIn], result: FlushResult) -> l
         # stores nothing for it: its spans go on to spans_stage, which rejects them as late (or, sent
         # before as waiting spans, as duplicates), as if they had never been ready.
         before = len(result.duplicate)
-        _store_items(agent, {sid: session_item(sid, its) for sid, its in ready.items()}, result)
+        _store_items(agent, _items(agent, ready, result), result)
         stored_before = {sid for sid in result.duplicate[before:] if sid in ready}
         result.duplicate[before:] = [sid for sid in result.duplicate[before:] if sid not in stored_before]
-    return [s for sid, its in sessions.items() if sid not in ready or sid in stored_before for s in its]
+        # a session that failed waits like any other: the flush that follows counts its attempt
+        wait = stored_before | set(result.failed)
+        result.failed.clear()
+    return [s for sid, its in sessions.items() if sid not in ready or sid in wait for s in its]
 
 
 def refused_spans(result: FlushResult, spans: list[SpanIn]) -> list[Rejected]:

@@ -56,6 +56,7 @@ class AuditEvent(models.Model):
         SCOPE = "scope", "Scope changed (namespace, roles, priority, confidence)"
         NAMESPACE_CREATE = "namespace_create", "Namespace created"
         OUTCOMES = "outcomes", "Session outcomes reported"
+        OTLP_RETRY = "otlp_retry", "Dead-lettered OTLP session retried"
 
     at = models.DateTimeField(auto_now_add=True, db_index=True)
     actor = models.ForeignKey(

@@ -98,6 +98,7 @@ class OtlpSpan(models.Model):
         PENDING = "pending"
         STORED = "stored"
         REFUSED = "refused"
+        DEAD = "dead", "Dead-lettered"  # storing its session kept failing (OtlpFlushFailure)
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
     trace_id = models.CharField(max_length=32)
@@ -120,6 +121,35 @@ class OtlpSpan(models.Model):
             models.UniqueConstraint(fields=["agent", "trace_id", "span_id"], name="otlp_span_unique_per_agent")
         ]
         indexes = [models.Index(fields=["agent", "state", "trace_id"], name="otlp_span_agent_state_idx")]
+
+
+class OtlpFlushFailure(models.Model):
+    """An OTLP session whose storing failed with an error (not a refusal: a refused session is
+    stored as refused at once), or, with no session id, an agent's whole flush. The flush retries it
+    with back-off (PROCMEM_OTLP_FLUSH_RETRY_SECONDS, doubling); after PROCMEM_OTLP_FLUSH_MAX_ATTEMPTS
+    the session is dead-lettered: its spans stop waiting (OtlpSpan.State.DEAD) until an operator
+    retries it (the ops page, `manage.py otlp_dead_letters --retry`). The row goes once the session
+    is stored. `error` is the exception's class and where it was raised, never a value of the spans."""
+
+    class State(models.TextChoices):
+        RETRYING = "retrying"
+        DEAD = "dead", "Dead-lettered"
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    session_id = models.CharField(max_length=200, blank=True, help_text="Empty: the agent's flush as a whole")
+    state = models.CharField(max_length=8, choices=State.choices, default=State.RETRYING)
+    attempts = models.PositiveIntegerField(default=0)
+    error = models.CharField(max_length=300, blank=True)
+    first_failed_at = models.DateTimeField()
+    last_failed_at = models.DateTimeField()
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    trace_ids = models.JSONField(default=list, blank=True, help_text="The traces of the session")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "session_id"], name="otlp_flush_failure_unique_per_agent")
+        ]
+        ordering = ["agent_id", "-last_failed_at"]
 
 
 class MiningRun(models.Model):

@@ -53,6 +53,7 @@ from ..audit import AUDIT_FILTERS, audit_changes, audit_csv_rows, audit_events
 from ..forms import approver_right_from_post
 from ..models import DemotionProposal
 from ..services import demotion_confirm, demotion_dismiss
+from .otlp import otlp_panel
 from .refusals import decision_status
 from .releases import environments_panel
 
@@ -127,6 +128,7 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
             "due": due,
             "tab": "active",
             "graph": _coding_graph_drawing(agent_obj),
+            "otlp": otlp_panel(agent_obj, request.user),
         },
     )
 
