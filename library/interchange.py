@@ -19,7 +19,9 @@ and approval in the file are kept in the provenance for the reviewer to read). A
 content already exists for that procedure (erased ones included: the tombstone keeps the hash) is
 skipped, and so is a tombstone, so re-importing an export changes nothing. Each file is validated
 and stored on its own: a bad file is reported with its path, the field and the reason, and the
-others go on.
+others go on. No file can stop the run (library/interchange_files.py): symbolic links, files over
+5 MB, JSON nested over 64 levels, a NUL or a lone surrogate anywhere are refused with the path and
+where; two files with one agent and id are both refused, each naming the other.
 
 `library_differences` compares files and library per procedure without writing (`import_procedures
 --check`), both ways: what the files add, and where the library is ahead (content it erased still
@@ -27,7 +29,9 @@ in a file, versions, statuses and releases the files lack; versions matched by c
 `library_sync` turns each difference into what the library allows (`--sync`): a new or
 changed file's newest version becomes a CANDIDATE (review and the eval decide), a scope that
 differs is changed through `procedure_scope_update` by the given user, and a live procedure whose
-file is gone gets a retirement request (the `retirement_requested` signal: reviews opens a demotion
+file is gone gets a retirement request — only for an agent whose whole directory the paths hold
+and none of whose files was refused (otherwise a missing file may only be one not given or not
+readable: the comparison says so in `partial` and looks for no removals there) (the `retirement_requested` signal: reviews opens a demotion
 proposal an admin confirms or dismisses); where the library is ahead it reports, since only a new
 export changes the files. Nothing becomes ACTIVE without the gate.
 """
@@ -40,18 +44,13 @@ from pathlib import Path
 from typing import Any
 
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from . import services
+from .interchange_files import ImportFileError, collect_files, read_json
 from .models import Agent, Intent, Namespace, Procedure, ProcedureVersion, Source, Status, procedure_key_validator
 
 FORMAT = "procmem.procedure/1"
-
-
-class ImportFileError(Exception):
-    def __init__(self, path: Path, field: str, message: str):
-        self.path, self.field, self.message = path, field, message
-        super().__init__(f"{path}: {field}: {message}")
 
 
 @dataclass
@@ -151,14 +150,7 @@ def _version_record(version: ProcedureVersion) -> dict[str, Any]:
 
 
 def _parse_file(path: Path, agent_name_from_dir: str | None) -> _ParsedFile:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError as exc:
-        raise ImportFileError(path, "(file)", f"is not UTF-8 text: {exc}") from None
-    except json.JSONDecodeError as exc:
-        raise ImportFileError(
-            path, "(file)", f"is not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
+    data = read_json(path, agent=agent_name_from_dir)  # size, depth, NUL and surrogates checked
     if not isinstance(data, dict):
         raise ImportFileError(path, "(file)", "must hold a JSON object")
     if data.get("format", FORMAT) != FORMAT:
@@ -284,36 +276,63 @@ def _parse_releases(path: Path, data: dict) -> dict[str, int] | None:
     return dict(releases)
 
 
-def _collect_files(paths: list[Path]) -> list[tuple[Path, str | None]]:
-    found: list[tuple[Path, str | None]] = []
-    for root in paths:
-        root = Path(root)
-        if root.is_file():
-            found.append((root, None))
-        elif root.is_dir():
-            # <dir>/<agent>/<id>.json, or an agent's own directory given directly
-            found.extend((file, file.parent.name) for file in sorted(root.rglob("*.json")))
-        else:
-            raise ImportFileError(root, "(path)", "does not exist")
-    return found
+@dataclass
+class _Files:
+    parsed: list[_ParsedFile]
+    errors: list[ImportFileError]
+    covered: set[str]  # existing agents the paths name (files or directories)
+    # existing agents whose every procedure file the paths hold: their directory was given and
+    # none of its files was refused. Only for those does a procedure without a file count as removed.
+    complete: set[str]
+    partial: list[str]  # why each other covered agent is not complete
 
 
-def _parse_all(paths: list[Path]) -> tuple[list[_ParsedFile], list[ImportFileError], set[str]]:
-    """Every file parsed, or its error; and the agent names the paths cover (their directories)."""
+def _parse_all(paths: list[Path]) -> _Files:
+    """Every file parsed, or its error; two files with the same agent and id are both refused."""
+    found, errors = collect_files(paths)
     parsed: list[_ParsedFile] = []
-    errors: list[ImportFileError] = []
-    for path, agent_dir in _collect_files(paths):
+    for path, agent_dir in found:
         try:
             parsed.append(_parse_file(path, agent_dir))
         except ImportFileError as exc:
             errors.append(exc)
-    covered = {p.agent for p in parsed}
-    for root in paths:
-        root = Path(root)
-        if root.is_dir():
-            covered.update(d.name for d in root.iterdir() if d.is_dir())
-            covered.add(root.name)
-    return parsed, errors, set(Agent.objects.filter(name__in=covered).values_list("name", flat=True))
+    by_id: dict[tuple[str, str], list[_ParsedFile]] = {}
+    for item in parsed:
+        by_id.setdefault((item.agent, item.key), []).append(item)
+    for (agent_name, key), items in by_id.items():
+        if len(items) > 1:
+            for item in items:
+                others = ", ".join(str(o.path) for o in items if o is not item)
+                errors.append(
+                    ImportFileError(
+                        item.path,
+                        "id",
+                        f"{key!r} of agent {agent_name!r} is also the id in {others}: one file per procedure",
+                        agent=agent_name,
+                    )
+                )
+    parsed = [item for item in parsed if len(by_id[(item.agent, item.key)]) == 1]
+    directories: set[str] = set()
+    for root in map(Path, paths):
+        if root.is_dir() and not root.is_symlink():
+            directories.update(d.name for d in root.iterdir() if d.is_dir() and not d.is_symlink())
+            directories.add(root.name)
+    named = {p.agent for p in parsed} | {e.agent for e in errors if e.agent} | directories
+    covered = set(Agent.objects.filter(name__in=named).values_list("name", flat=True))
+    refused_in = {e.agent for e in errors if e.agent}
+    partial = []
+    for name in sorted(covered):
+        if name not in directories:
+            partial.append(
+                f"{name}: only single files of this agent were given, not its directory: "
+                "procedures without a file are not looked for (give the directory to sync removals)"
+            )
+        elif name in refused_in:
+            partial.append(
+                f"{name}: a file of this agent was refused: procedures without a readable file are not looked for"
+            )
+    complete = {name for name in covered if name in directories and name not in refused_in}
+    return _Files(parsed=parsed, errors=errors, covered=covered, complete=complete, partial=partial)
 
 
 def _resolve(item: _ParsedFile, agents: dict[str, Agent], create_intents: bool) -> Agent:
@@ -332,16 +351,18 @@ def import_library(
     """Validates and stores each file on its own transaction: a bad file lands in `report.errors`
     (path, field, reason) with nothing of it stored, and the others go on. `newest_only`: of a
     file's versions the library lacks, only the newest is proposed (a sync)."""
-    parsed, errors, _covered = _parse_all(paths)
-    report = ImportReport(errors=errors)
-    agents = {a.name: a for a in Agent.objects.filter(name__in={p.agent for p in parsed})}
-    for item in parsed:
+    files = _parse_all(paths)
+    report = ImportReport(errors=files.errors)
+    agents = {a.name: a for a in Agent.objects.filter(name__in={p.agent for p in files.parsed})}
+    for item in files.parsed:
         try:
             agent = _resolve(item, agents, create_intents)
             with transaction.atomic():
                 _import_file(item, agent, user=user, report=report, newest_only=newest_only)
         except ImportFileError as exc:
             report.errors.append(exc)
+        except (DatabaseError, ValueError) as exc:  # what the checks above missed: this file only
+            report.errors.append(ImportFileError(item.path, "(file)", f"could not be stored: {exc}"))
     return report
 
 
@@ -430,6 +451,8 @@ class Comparison:
     differences: list[Difference] = field(default_factory=list)
     errors: list[ImportFileError] = field(default_factory=list)
     files: dict[tuple[str, str], _ParsedFile] = field(default_factory=dict)
+    # agents whose files the paths hold only in part (`_Files.partial`): nothing is "removed" there
+    partial: list[str] = field(default_factory=list)
 
 
 def _scope_differences(item: _ParsedFile, procedure: Procedure) -> list[str]:
@@ -514,11 +537,11 @@ def _release_differences(item: _ParsedFile, procedure: Procedure) -> list[str]:
 def library_differences(paths: list[Path]) -> Comparison:
     """Per procedure, what differs between the files under `paths` and the library (KINDS). Never
     writes. Agents compared: those the files name or whose directories the paths hold."""
-    parsed, errors, covered = _parse_all(paths)
-    result = Comparison(errors=errors)
+    files = _parse_all(paths)
+    result = Comparison(errors=files.errors, partial=files.partial)
     procedures = {
         (p.agent.name, p.key): p
-        for p in Procedure.objects.filter(agent__name__in=covered)
+        for p in Procedure.objects.filter(agent__name__in=files.covered)
         .select_related("agent", "namespace")
         .prefetch_related("releases__version")
     }
@@ -530,7 +553,7 @@ def library_differences(paths: list[Path]) -> Comparison:
     ):
         versions.setdefault(version.procedure_id, []).append(version)
     hashes = _known_hashes(ProcedureVersion.objects.filter(procedure__in=list(procedures.values())), by="procedure_id")
-    for item in parsed:
+    for item in files.parsed:
         result.files[(item.agent, item.key)] = item
         procedure = procedures.get((item.agent, item.key))
         if procedure is None:
@@ -554,8 +577,8 @@ def library_differences(paths: list[Path]) -> Comparison:
         for detail in _release_differences(item, procedure):
             result.differences.append(Difference(item.agent, item.key, "releases", detail, item.path))
     for (agent_name, key), procedure in sorted(procedures.items()):
-        if (agent_name, key) in result.files:
-            continue
+        if (agent_name, key) in result.files or agent_name not in files.complete:
+            continue  # a procedure without a file counts only where the paths hold all the agent's files
         own = versions.get(procedure.pk, [])
         if any(v.status in (Status.ACTIVE, Status.APPROVED) for v in own):
             result.differences.append(
@@ -574,6 +597,7 @@ class SyncReport:
     scope_changed: list[str] = field(default_factory=list)
     retirement_requested: list[str] = field(default_factory=list)
     not_applied: list[str] = field(default_factory=list)
+    partial: list[str] = field(default_factory=list)
 
 
 def library_sync(paths: list[Path], *, user=None, create_intents: bool = False) -> SyncReport:
@@ -585,7 +609,10 @@ def library_sync(paths: list[Path], *, user=None, create_intents: bool = False) 
     from .signals import retirement_requested
 
     comparison = library_differences(paths)
-    report = SyncReport(imported=import_library(paths, user=user, create_intents=create_intents, newest_only=True))
+    report = SyncReport(
+        imported=import_library(paths, user=user, create_intents=create_intents, newest_only=True),
+        partial=comparison.partial,
+    )
     for difference in comparison.differences:
         label = f"{difference.agent}/{difference.key}"
         if difference.kind == "scope":

@@ -10,8 +10,10 @@ class Command(BaseCommand):
     help = (
         "Imports procedure JSON files (a file, an agent directory, or a directory of agent directories). "
         "Every imported version arrives as a CANDIDATE; a bad file is reported with its path and reason and the "
-        "others go on (exit 1 if any was bad). --check reports what differs between the files and the library "
-        "(exit 1 if anything does) and writes nothing; --sync turns each difference into what the library allows."
+        "others go on (exit 1 if any was bad); symbolic links, files over 5 MB or nested over 64 levels, and two files "
+        "with one id are refused. --check reports what differs between the files and the library "
+        "(exit 1 if anything does) and writes nothing; --sync turns each difference into what the library allows (a procedure without a file counts as removed only "
+        "when its agent's whole directory was given and none of its files was refused)."
     )
 
     def add_arguments(self, parser):
@@ -51,6 +53,8 @@ class Command(BaseCommand):
                 )
             for line in report.not_applied:
                 self.stdout.write(f"  not applied {line}")
+            for line in report.partial:
+                self.stdout.write(f"  partial {line}")
             self._fail_on_errors(report.imported)
             return
         report = import_library(paths, user=user, create_intents=create_intents)
@@ -80,6 +84,8 @@ class Command(BaseCommand):
             self.stderr.write(f"  refused {error}")
         for difference in comparison.differences:
             self.stdout.write(f"  {difference}")
+        for line in comparison.partial:
+            self.stdout.write(f"  partial {line}")
         if comparison.differences or comparison.errors:
             raise CommandError(
                 f"{len(comparison.differences)} difference(s) between the files and the library"
