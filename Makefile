@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export HF_HUB_OFFLINE := 1
 
-.PHONY: install demo test lint format browser typescript oidc-provider clean
+.PHONY: install demo test lint format browser typescript oidc-provider skills-ref clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -48,10 +48,19 @@ $(OIDC_STAMP): tests/oidc/package-lock.json
 
 oidc-provider: $(OIDC_STAMP)
 
+# The Agent Skills reference validator (npm skills-ref) that the skills tests run with node on every
+# skill procmem serves and `procmem skills sync` writes (tests/skills_ref).
+SKILLS_REF_STAMP := tests/skills_ref/node_modules/.installed
+$(SKILLS_REF_STAMP): tests/skills_ref/package-lock.json
+	npm ci --prefix tests/skills_ref --no-audit --no-fund --loglevel=error
+	touch $(SKILLS_REF_STAMP)
+
+skills-ref: $(SKILLS_REF_STAMP)
+
 demo: install
 	$(PY) -m procmem_site.rundemo
 
-test: install browser typescript oidc-provider
+test: install browser typescript oidc-provider skills-ref
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # The house style: `ruff format --check` and `ruff check` with the rules in pyproject.toml (.ci/run too).
@@ -64,4 +73,4 @@ format: install
 	$(VENV)/bin/ruff check --fix .
 
 clean:
-	rm -rf $(VENV) var/*.sqlite3 var/celery tests/oidc/node_modules
+	rm -rf $(VENV) var/*.sqlite3 var/celery tests/oidc/node_modules tests/skills_ref/node_modules

@@ -113,6 +113,9 @@ class ServedSet:
     _variants_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _roles: dict[str, ServedSet] = field(default_factory=dict, repr=False)
     _v2: ServedSet | None = field(default=None, repr=False)
+    skills: Any = field(
+        default=None, repr=False
+    )  # the set as Agent Skills, built on first use (library/skill_serving.py)
 
     @property
     def procedures(self) -> list[ServedProcedure]:

@@ -11,6 +11,8 @@ urlpatterns = [
     path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("library.api.urls")),
+    # the served set as Agent Skills: the discovery index and each skill's versioned folder (library/api/skills.py)
+    path(".well-known/agent-skills/", include("library.api.skills")),
     # single sign-on: /oidc/authenticate/ and /oidc/callback/ (404 unless PROCMEM_OIDC_CLIENT_ID is set)
     path("oidc/", include("mozilla_django_oidc.urls")),
     # without local passwords Django's admin signs in through the same page (single sign-on)

@@ -159,6 +159,7 @@ def skill_name_to_id(name: str) -> str:
 # What PyYAML reads as printable inside a double-quoted scalar, less the line breaks (which would
 # fold) and the byte order mark; everything else is written as an escape.
 _UNPRINTABLE = re.compile("[^\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_BARE_KEY = re.compile(r"[a-z][a-z0-9]*(-[a-z0-9]+)+")
 _SHORT_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r"}
 
 
@@ -168,15 +169,22 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def quote(value: str) -> str:
-    """A YAML double-quoted scalar on one line that PyYAML (and js-yaml) read back as `value`."""
+    """A YAML double-quoted scalar on one line that PyYAML (and js-yaml) read back as `value`.
+    Three hyphens in a row are written `--\\x2d`: the reference validator (skills-ref) finds the end
+    of the front matter at the next `---` anywhere, even inside a quoted value."""
     escaped = _UNPRINTABLE.sub(_escape, value.replace("\\", "\\\\").replace('"', '\\"'))
-    return f'"{escaped}"'
+    return '"' + escaped.replace("---", "--\\x2d") + '"'
+
+
+def _key(key: str) -> str:
+    # hyphenated lower-case words are never a YAML 1.1 boolean, null or number: written bare
+    return key if _BARE_KEY.fullmatch(key) else quote(key)
 
 
 def write_front_matter(fields: Mapping[str, Any]) -> str:
     """`---`, one line per key in the order given, `---`, each line ending in a newline. Values:
     `name` as a bare word (it is a valid skill name), strings double-quoted, a mapping of strings
-    one level deep (keys and values quoted), a list of strings as a flow sequence."""
+    one level deep (values quoted, keys bare when they are hyphenated words), a list of strings as a flow sequence."""
     lines = ["---"]
     for key, value in fields.items():
         if key == "name":
@@ -187,7 +195,7 @@ def write_front_matter(fields: Mapping[str, Any]) -> str:
             lines.append(f"{key}: {quote(value)}")
         elif isinstance(value, Mapping):
             lines.append(f"{key}:" if value else f"{key}: {{}}")
-            lines.extend(f"  {quote(str(k))}: {quote(str(v))}" for k, v in value.items())
+            lines.extend(f"  {_key(str(k))}: {quote(str(v))}" for k, v in value.items())
         elif isinstance(value, list | tuple):
             lines.append(f"{key}: [{', '.join(quote(str(item)) for item in value)}]")
         else:

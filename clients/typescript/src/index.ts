@@ -14,4 +14,19 @@ export {
   renderProcedures,
   sourceLabel,
 } from "./rendering.js";
+export {
+  DESCRIPTION_MAX,
+  SKILL_FILE,
+  VERIFY_SCRIPT,
+  contentSha256,
+  describe,
+  idToSkillName,
+  quote,
+  renderSkill,
+  sha256Hex,
+  skillBody,
+  skillMetadata,
+  writeFrontMatter,
+} from "./skills.js";
+export type { SkillFolder } from "./skills.js";
 export type * from "./types.js";

@@ -1,0 +1,95 @@
+"""The served set as Agent Skills over HTTP, at the well-known discovery path (docs/api.md "Agent
+Skills"; the skills themselves: library/skill_serving.py).
+
+    GET /.well-known/agent-skills/index.json?role=&environment=&session=            read token
+    GET /.well-known/agent-skills/skills/<name>/v<N>/SKILL.md?role=&environment=&session=
+    GET /.well-known/agent-skills/skills/<name>/v<N>/skill.tar.gz   (and any file of the folder)
+
+The token names the agent. The parameters are the active-set view's and pick the same set, so a
+token reads exactly the skills its agent is served there, and a version it is not served is 404.
+The index has a strong ETag and 304s like the active set; a skill's URL names its version, whose
+bytes never change, so a client may keep it as long as it likes (`immutable`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.http import HttpRequest, HttpResponse
+from django.urls import path
+from django.utils.cache import patch_vary_headers
+from django.utils.http import parse_etags
+from django.views.decorators.csrf import csrf_exempt
+
+from .. import releases, serving
+from ..skill_serving import ARCHIVE_FILE, SkillSet, skills_for
+from .tokens import api_error, token_required
+from .views import _agent_get_only, _cache_headers, _serving_parameters
+
+SKILL_MAX_AGE = 365 * 24 * 3600
+CONTENT_TYPES = {"SKILL.md": "text/markdown; charset=utf-8", ARCHIVE_FILE: "application/gzip"}
+
+
+def _requested(request: HttpRequest) -> tuple[SkillSet | None, dict[str, str], HttpResponse | None]:
+    """The skills of the set the request's token and parameters name, the parameters as given (for
+    the index's URLs), or the refusal of a bad parameter."""
+    role, environment, session, refusal = _serving_parameters(request)
+    if refusal is not None:
+        return None, {}, refusal
+    served = releases.served_for(
+        served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session
+    ).for_role(role)
+    query = {key: request.GET[key] for key in ("environment", "role", "session") if request.GET.get(key)}
+    return skills_for(served), query, None
+
+
+def _not_modified(request: HttpRequest, etag: str) -> bool:
+    header = request.headers.get("If-None-Match")
+    return bool(header) and (header.strip() == "*" or etag in parse_etags(header))
+
+
+@csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
+@token_required("read", cache_seconds=serving.recheck_seconds, limit="active_set")
+@_agent_get_only
+def index(request: HttpRequest) -> HttpResponse:
+    skills, query, refusal = _requested(request)
+    if refusal is not None:
+        return refusal
+    body, etag = skills.index(query)
+    if _not_modified(request, etag):
+        return _cache_headers(HttpResponse(status=304), etag)
+    return _cache_headers(HttpResponse(body, content_type="application/json"), etag)
+
+
+@csrf_exempt
+@token_required("read", cache_seconds=serving.recheck_seconds, limit="active_set")
+@_agent_get_only
+def skill_file(request: HttpRequest, name: str, version: int, file: str) -> HttpResponse:
+    skills, _, refusal = _requested(request)
+    if refusal is not None:
+        return refusal
+    skill = skills.get(name, version)
+    if skill is None:
+        return api_error(
+            404, "not_found", f"No skill {name!r} v{version} is served to this agent here (the index lists them)."
+        )
+    if file == ARCHIVE_FILE:
+        body = skill.archive()
+    elif file in skill.files:
+        body = skill.files[file]
+    else:
+        return api_error(404, "not_found", f"Skill {name!r} v{version} has no file {file!r}.")
+    etag = f'"{hashlib.sha256(body).hexdigest()}"'
+    response = HttpResponse(status=304) if _not_modified(request, etag) else HttpResponse(body)
+    response["Content-Type"] = CONTENT_TYPES.get(file, "text/plain; charset=utf-8")
+    response["ETag"] = etag
+    response["Cache-Control"] = f"private, max-age={SKILL_MAX_AGE}, immutable"
+    patch_vary_headers(response, ["Authorization"])
+    return response
+
+
+app_name = "skills"
+urlpatterns = [
+    path("index.json", index, name="index"),
+    path("skills/<str:name>/v<int:version>/<path:file>", skill_file, name="file"),
+]
