@@ -638,7 +638,7 @@ def library_sync(paths: list[Path], *, user=None, create_intents: bool = False) 
                     reason=f"Synced from {item.path.name}",
                 )
                 report.scope_changed.append(label)
-            except (PermissionDenied, ValidationError) as exc:
+            except (PermissionDenied, ValidationError, services.LifecycleError) as exc:
                 message = "; ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
                 report.not_applied.append(f"{label}: scope: {message}")
         elif difference.kind == "removed":

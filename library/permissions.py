@@ -7,7 +7,8 @@ permissions held through groups (see seed_demo).
 - approver: a reviewer who also holds `approve_procedure` on the procedure,
   `approve_agent_procedures` on its agent or `approve_namespace_procedures` on its namespace;
 - admin: `manage_procedure` / `manage_agent_procedures` / `manage_namespace_procedures` (retire,
-  roll back, change the scope), `promote_procedure` / `promote_agent_procedures` (promotion between
+  roll back, change the scope; a move to another namespace needs `manage_namespace_procedures` on
+  both namespaces), `promote_procedure` / `promote_agent_procedures` (promotion between
   environments, rollouts) and `manage_agent` (tools, tokens, approver rights); superusers hold
   every permission. Namespaces are created and their rights granted by holders of the model
   permissions `library.add_namespace` and `library.change_namespace` (superusers).
@@ -57,14 +58,24 @@ def user_can_review(user, procedure: Procedure) -> bool:
     )
 
 
-def user_can_approve(user, procedure: Procedure) -> bool:
+def user_can_approve(user, procedure: Procedure, *, namespace: Namespace | None = None) -> bool:
+    """`namespace`: judge as if the procedure were in that namespace (a move's destination)."""
     if not _active(user):
         return False
     return (
         user.has_perm("library.approve_procedure", procedure)
         or user.has_perm("library.approve_agent_procedures", procedure.agent)
-        or user.has_perm("library.approve_namespace_procedures", procedure.namespace)
+        or user.has_perm("library.approve_namespace_procedures", namespace or procedure.namespace)
     )
+
+
+def approval_holds_in(version, namespace: Namespace) -> bool:
+    """Whether `version`'s approval would pass the approve gate of `namespace`: the person who
+    approved it holds the approve right on its procedure judged there (the procedure's and the
+    agent's rights travel with the procedure; a namespace's right holds in that namespace only).
+    No recorded approver, or one who is no longer active, does not hold."""
+    approver = version.approved_by
+    return approver is not None and user_can_approve(approver, version.procedure, namespace=namespace)
 
 
 def user_can_manage_procedure(user, procedure: Procedure, *, namespace: Namespace | None = None) -> bool:
@@ -75,6 +86,19 @@ def user_can_manage_procedure(user, procedure: Procedure, *, namespace: Namespac
         user.has_perm("library.manage_procedure", procedure)
         or user.has_perm("library.manage_agent_procedures", procedure.agent)
         or user.has_perm("library.manage_namespace_procedures", namespace or procedure.namespace)
+    )
+
+
+def user_can_move_procedure(user, procedure: Procedure, namespace: Namespace) -> bool:
+    """Moving a procedure between namespaces (a change of tenant) needs the manage right on both
+    sides: `manage_namespace_procedures` on the namespace it is in and on the one it goes to. The
+    procedure's and the agent's manage rights travel with the procedure, so they count for neither
+    side: otherwise a right on an agent would open every namespace to its procedures (issue 42).
+    Whether its approved versions may go along is the scope service's gate (`approval_holds_in`)."""
+    return (
+        _active(user)
+        and user.has_perm("library.manage_namespace_procedures", procedure.namespace)
+        and user.has_perm("library.manage_namespace_procedures", namespace)
     )
 
 

@@ -24,10 +24,17 @@ from .models import (
     Confidence,
     Namespace,
     Procedure,
+    ProcedureVersion,
+    Status,
     slug_validator,
 )
-from .permissions import user_can_create_namespaces, user_can_manage_procedure
-from .services import _notify_active_set_changed, _on_commit, audit, required_reason
+from .permissions import (
+    approval_holds_in,
+    user_can_create_namespaces,
+    user_can_manage_procedure,
+    user_can_move_procedure,
+)
+from .services import LifecycleError, _notify_active_set_changed, _on_commit, audit, required_reason
 
 MAX_DESCRIPTION_CHARS = 2000
 
@@ -83,14 +90,41 @@ def _scope_snapshot(procedure: Procedure) -> dict[str, Any]:
     }
 
 
+def _refuse_approvals_that_do_not_hold(procedure: Procedure, namespace: Namespace) -> None:
+    """The approve gate of the namespace a procedure moves into: every version that is served or may
+    be served without a new approval (ACTIVE, APPROVED) must have been approved by someone holding
+    the approve right there; otherwise the move is refused, naming each. Caller holds the procedure's
+    row lock (every status change takes it first, so no version changes status meanwhile). Retired
+    versions are checked when someone rolls back to one (services.version_rollback)."""
+    stranded = [
+        version
+        for version in ProcedureVersion.objects.filter(
+            procedure=procedure, status__in=[Status.ACTIVE, Status.APPROVED]
+        ).select_related("approved_by")
+        if not approval_holds_in(version, namespace)
+    ]
+    if stranded:
+        listed = "; ".join(
+            f"v{v.number} is {v.get_status_display().lower()}, approved by {v.approved_by.get_username() if v.approved_by else 'nobody recorded'}"
+            for v in sorted(stranded, key=lambda v: v.number)
+        )
+        raise LifecycleError(
+            f"{procedure.key} cannot move into namespace {namespace.name}: {listed}, who does not hold the approve "
+            f"right in {namespace.name}, so it would be served there without passing that namespace's approval. "
+            "Retire or withdraw it first (an approver of the new namespace approves a new version after the move)."
+        )
+
+
 def procedure_scope_update(
     *, procedure: Procedure, user, namespace: Namespace, roles: Any, priority: Any, confidence: Any, reason: str
 ) -> Procedure:
     """Sets a procedure's namespace, roles, priority and confidence (all four, as given). The user
-    manages the procedure where it is and, when it moves, where it goes (`manage_namespace_procedures`
-    on the new namespace, or the procedure's or its agent's manage right). Refuses an unchanged scope
-    and an empty reason. A procedure moved out of its agent's namespace is no longer served to that
-    agent (its versions keep their status)."""
+    manages the procedure; a move to another namespace needs `manage_namespace_procedures` on both
+    namespaces (`user_can_move_procedure`: PermissionDenied), and is refused (LifecycleError) while
+    an ACTIVE or APPROVED version's approver does not hold the approve right in the new namespace.
+    Refuses an unchanged scope and an empty reason. A procedure moved out of its agent's namespace
+    is no longer served to that agent (its versions keep their status). The audit row names both
+    namespaces (before and after)."""
     reason = required_reason(reason, "A scope change")
     cleaned = {
         "roles": clean_roles(roles),
@@ -103,8 +137,13 @@ def procedure_scope_update(
         locked = Procedure.objects.select_for_update().select_related("agent", "namespace").get(pk=procedure.pk)
         if not user_can_manage_procedure(user, locked):
             raise PermissionDenied(f"You may not change the scope of {locked.key}.")
-        if namespace.pk != locked.namespace_id and not user_can_manage_procedure(user, locked, namespace=namespace):
-            raise PermissionDenied(f"You may not move {locked.key} into namespace {namespace.name}.")
+        if namespace.pk != locked.namespace_id:
+            if not user_can_move_procedure(user, locked, namespace):
+                raise PermissionDenied(
+                    f"Moving {locked.key} from namespace {locked.namespace.name} into namespace {namespace.name} needs the "
+                    "manage right on both namespaces."
+                )
+            _refuse_approvals_that_do_not_hold(locked, namespace)
         before = _scope_snapshot(locked)
         locked.namespace = namespace
         locked.roles, locked.priority, locked.confidence = cleaned["roles"], cleaned["priority"], cleaned["confidence"]

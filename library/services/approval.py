@@ -3,9 +3,11 @@ screen, the step limit, tools, a passing eval on the exact content, conflicts)."
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from ..environments import approval_environment
-from ..models import EvalRun, ProcedureVersion, Status
-from ..permissions import user_can_approve
+from ..models import AuditEvent, EvalRun, ProcedureVersion, Status
+from ..permissions import approval_holds_in, user_can_approve
 from .content import MAX_STEPS_APPROVABLE
 
 
@@ -129,3 +131,36 @@ def approval_blockers(
         for conflict in conflicts_for_candidate(version):
             reasons.append(f"Conflict (acknowledge it on the approve page to approve anyway): {conflict.message}")
     return reasons
+
+
+def moved_since_approval(version: ProcedureVersion) -> bool:
+    """Whether `version`'s procedure changed namespace after the version was approved: a scope move
+    of the procedure, or a move of its agent that took it along (read from the `scope` audit rows,
+    written in the same transaction as every move). Without a recorded approval time, any move."""
+    procedure = version.procedure
+    events = AuditEvent.objects.filter(action=AuditEvent.Action.SCOPE).filter(
+        Q(procedure_id=procedure.pk) | Q(procedure__isnull=True, agent_id=procedure.agent_id)
+    )
+    if version.approved_at is not None:
+        events = events.filter(at__gte=version.approved_at)
+    for procedure_id, before, after in events.values_list("procedure_id", "before", "after"):
+        if procedure_id is not None and (before or {}).get("namespace") != (after or {}).get("namespace"):
+            return True
+        if procedure_id is None and procedure.key in (after or {}).get("proceduresMoved", []):
+            return True
+    return False
+
+
+def rollback_gate_blocker(version: ProcedureVersion) -> str:
+    """Why rolling back to `version` would carry it past the approve gate of the namespace its
+    procedure is in now ("" when it would not): the procedure moved after the version was approved,
+    and its approver does not hold the approve right here. Caller holds the procedure's row lock."""
+    namespace = version.procedure.namespace
+    if not moved_since_approval(version) or approval_holds_in(version, namespace):
+        return ""
+    who = version.approved_by.get_username() if version.approved_by_id else "nobody recorded"
+    return (
+        f"v{version.number} was approved by {who} before {version.procedure.key} moved into namespace "
+        f"{namespace.name}, and {who} does not hold the approve right there: an approver of {namespace.name} "
+        "approves a new version instead."
+    )

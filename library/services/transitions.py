@@ -12,7 +12,7 @@ from django.utils import timezone
 from ..environments import approval_environment, has_staging
 from ..models import Agent, AuditEvent, EvalRun, Procedure, ProcedureVersion, Status
 from ..permissions import user_can_approve, user_can_manage_procedure, user_can_review
-from .approval import approval_blockers, passing_eval_for
+from .approval import approval_blockers, passing_eval_for, rollback_gate_blocker
 from .errors import LifecycleError
 from .events import _notify_after_commit, audit, required_reason
 from .locking import _decision, _lock_procedure, _lock_version, _set_status
@@ -213,7 +213,10 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
     """RETIRED → ACTIVE (admin): the chosen earlier version becomes ACTIVE and the current ACTIVE one
     RETIRED, in one transaction. The version keeps its original approval and eval run. Two roll-backs
     racing: the procedure lock serialises them and the second sees the state the first left. The
-    audit row names the rollback eval it rests on, or records that it was skipped."""
+    audit row names the rollback eval it rests on, or records that it was skipped. Refused when the
+    procedure moved namespace after the version's approval and its approver does not hold the
+    approve right where it is now (`rollback_gate_blocker`: a move must not carry a version past
+    the gate of the namespace it ends in)."""
     reason = required_reason(reason, "Rolling back")
 
     def decide() -> ProcedureVersion:
@@ -224,6 +227,9 @@ def version_rollback(*, version: ProcedureVersion, user, reason: str) -> Procedu
             status=Status.RETIRED,
             only="Only a retired version can be rolled back to",
         )
+        blocker = rollback_gate_blocker(locked)
+        if blocker:
+            raise LifecycleError(blocker)
         current = (
             ProcedureVersion.objects.filter(procedure=locked.procedure, status=Status.ACTIVE)
             .select_related("procedure__agent")

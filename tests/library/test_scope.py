@@ -349,3 +349,138 @@ def test_role_sets_kept_per_built_set_are_bounded(client, read_token, active_pai
     assert _get(client, read_token, role="shipping")["ETag"] == second["ETag"]
     served = serving.active_set_for_agent(agent=refund.procedure.agent)
     assert list(served._roles) == ["billing"]
+
+
+# --------------------------------------------------------------------------------------------- moves between namespaces (issue 42)
+
+
+@pytest.fixture
+def tenant_b(admin_user):
+    return namespace_create(name="tenant-b", user=admin_user)
+
+
+def _holder(name: str, *grants):
+    """A reviewer-less user holding each (permission, object) in `grants`."""
+    user = _user(name)
+    for perm, obj in grants:
+        assign_perm(f"library.{perm}", user, obj)
+    return user
+
+
+def test_a_move_needs_the_manage_right_on_both_namespaces_and_no_other_right_counts(candidate, agent, tenant_b):
+    procedure = candidate.procedure
+    default = procedure.namespace
+    # the probe's admin: manage on the agent, approve in tenant-b; the agent's right travels with
+    # the procedure, so it opens no namespace
+    probe = _holder(
+        "probe",
+        ("manage_agent", agent),
+        ("manage_agent_procedures", agent),
+        ("manage_procedure", procedure),
+        ("approve_namespace_procedures", tenant_b),
+    )
+    only_source = _holder("only_source", ("manage_namespace_procedures", default))
+    only_destination = _holder(
+        "only_destination", ("manage_namespace_procedures", tenant_b), ("manage_agent_procedures", agent)
+    )
+    for user in (probe, only_source, only_destination):
+        with pytest.raises(PermissionDenied, match="manage right on both namespaces"):
+            _scope(procedure, user, namespace=tenant_b)
+    # they may still change what is not a move where they manage the procedure
+    assert _scope(procedure, probe, priority=2).priority == 2
+    both = _holder("both", ("manage_namespace_procedures", default), ("manage_namespace_procedures", tenant_b))
+    assert _scope(procedure, both, namespace=tenant_b).namespace == tenant_b
+    # and back: the same two rights, the other way round; a manager of tenant-b only may not
+    with pytest.raises(PermissionDenied):
+        _scope(Procedure.objects.get(pk=procedure.pk), only_destination, namespace=default)
+    assert _scope(Procedure.objects.get(pk=procedure.pk), both, namespace=default).namespace == default
+    moves = AuditEvent.objects.filter(action=AuditEvent.Action.SCOPE, procedure=procedure).order_by("id")
+    assert [(e.before["namespace"], e.after["namespace"], e.actor) for e in moves if e.actor == both] == [
+        ("default", "tenant-b", both),
+        ("tenant-b", "default", both),
+    ]
+
+
+def test_a_move_does_not_carry_an_active_version_past_the_gate_of_the_namespace_it_ends_in(
+    client, read_token, candidate, agent, tenant_b
+):
+    # given a tenant admin who manages both namespaces but approves in tenant-b only
+    procedure = candidate.procedure
+    default = procedure.namespace
+    tenant_admin = _holder(
+        "tenant_admin",
+        ("manage_namespace_procedures", default),
+        ("manage_namespace_procedures", tenant_b),
+        ("approve_namespace_procedures", tenant_b),
+    )
+    from tests.conftest import make_passing_eval
+
+    make_passing_eval(candidate)
+    with pytest.raises(PermissionDenied):
+        services.version_approve(version=candidate, user=tenant_admin, comment="x", acknowledge_conflicts=True)
+    # when the procedure goes to tenant-b, is approved there, and is moved back
+    _scope(procedure, tenant_admin, namespace=tenant_b)
+    approved = services.version_approve(
+        version=candidate, user=tenant_admin, comment="ok here", acknowledge_conflicts=True
+    )
+    assert approved.status == Status.ACTIVE
+    with pytest.raises(services.LifecycleError, match=r"v1 is active, approved by tenant_admin.*right in default"):
+        _scope(Procedure.objects.get(pk=procedure.pk), tenant_admin, namespace=default)
+    # then nothing moved and the agent is not served the version tenant_admin could not approve
+    assert Procedure.objects.get(pk=procedure.pk).namespace == tenant_b
+    assert _get(client, read_token).json()["procedures"] == []
+    # a version whose approver's right holds in the destination moves freely (here the approve
+    # right on the agent, which travels with the procedure)
+    assign_perm("library.approve_agent_procedures", tenant_admin, agent)
+    assert _scope(Procedure.objects.get(pk=procedure.pk), tenant_admin, namespace=default).namespace == default
+    assert [p["id"] for p in _get(client, read_token).json()["procedures"]] == ["refund.over_limit"]
+
+
+def test_an_approved_staged_version_is_gated_like_an_active_one(candidate, agent, tenant_b, admin_user):
+    procedure = candidate.procedure
+    default = procedure.namespace
+    tenant_admin = _holder(
+        "tenant_admin",
+        ("manage_namespace_procedures", default),
+        ("manage_namespace_procedures", tenant_b),
+        ("approve_namespace_procedures", tenant_b),
+    )
+    agent.environments = ["staging"]
+    agent.save(update_fields=["environments"])
+    _scope(procedure, tenant_admin, namespace=tenant_b)
+    from library.demo.seed import record_passing_eval
+
+    record_passing_eval(candidate, runner="test")  # against staging's set: the agent has staging
+    staged = services.version_approve(version=candidate, user=tenant_admin, comment="ok", acknowledge_conflicts=True)
+    assert staged.status == Status.APPROVED
+    with pytest.raises(services.LifecycleError, match="v1 is approved"):
+        _scope(Procedure.objects.get(pk=procedure.pk), tenant_admin, namespace=default)
+
+
+def test_rolling_back_after_a_move_needs_an_approval_that_holds_where_the_procedure_is_now(
+    candidate, agent, tenant_b, admin_user
+):
+    # given v1 approved in tenant-b by its approver, then retired there
+    procedure = candidate.procedure
+    default = procedure.namespace
+    tenant_admin = _holder(
+        "tenant_admin",
+        ("manage_namespace_procedures", default),
+        ("manage_namespace_procedures", tenant_b),
+        ("approve_namespace_procedures", tenant_b),
+    )
+    _scope(procedure, tenant_admin, namespace=tenant_b)
+    active = make_active(candidate, tenant_admin)
+    retired = services.version_retire(version=active, user=tenant_admin, reason="not now")
+    # a rollback where it was approved is allowed
+    services.version_rollback(version=retired, user=tenant_admin, reason="needed after all")
+    services.version_retire(version=retired, user=tenant_admin, reason="not now")
+    # when the retired version's procedure moves into default (nothing served moves along)
+    _scope(Procedure.objects.get(pk=procedure.pk), tenant_admin, namespace=default)
+    # then rolling back to it there would serve it past default's gate: refused
+    with pytest.raises(services.LifecycleError, match="approve right there"):
+        services.version_rollback(version=retired, user=tenant_admin, reason="bring it back")
+    assert ProcedureVersion.objects.get(pk=retired.pk).status == Status.RETIRED
+    # once its approver holds the approve right in default too, the rollback goes through
+    assign_perm("library.approve_namespace_procedures", tenant_admin, default)
+    assert services.version_rollback(version=retired, user=tenant_admin, reason="ok now").status == Status.ACTIVE

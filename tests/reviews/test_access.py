@@ -169,3 +169,75 @@ def test_of_agents_leaves_out_only_a_condition_that_holds_for_every_agent(candid
         == ProcedureVersion.objects.count()
     )
     assert not access.of_agents(ProcedureVersion.objects.all(), Agent.objects.order_by("-pk")[:1]).exists()
+
+
+# ---------------------------------------------------------------------------------------------- moving between namespaces
+
+# who → status of POST /procedures/<pk>/scope/ moving the procedure out of its namespace ("out":
+# default → tenant-b) and back ("in": tenant-b → default). A move needs the manage right on both
+# namespaces (library.permissions.user_can_move_procedure); the procedure's and the agent's rights
+# travel with it and open neither side (issue 42). 404: the user does not see the agent's operations.
+SCOPE_MOVE_MATRIX = {
+    "anonymous": {"out": 302, "in": 302},  # to the sign-in page
+    "outsider": {"out": 404, "in": 404},
+    "reviewer": {"out": 403, "in": 403},
+    "approver": {"out": 403, "in": 403},
+    "manager": {"out": 403, "in": 403},
+    "agent_manager": {"out": 403, "in": 403},
+    "default_manager": {"out": 403, "in": 403},
+    "tenant_b_manager": {"out": 404, "in": 403},
+    "tenant_b_admin": {"out": 403, "in": 403},  # manage on the agent, approve in tenant-b: the probe's admin
+    "both_managers": {"out": 302, "in": 302},
+    "admin": {"out": 302, "in": 302},
+}
+
+
+@pytest.fixture
+def movers(people, candidate, admin_user):
+    from guardian.shortcuts import assign_perm
+
+    from library.models import Namespace
+    from library.scope import namespace_create
+    from tests.reviews.operations_helpers import agent_manager, make_user
+
+    default = candidate.procedure.namespace
+    tenant_b = namespace_create(name="tenant-b", user=admin_user)
+    extra = {
+        "agent_manager": agent_manager(candidate.procedure.agent),
+        "default_manager": make_user("default_manager"),
+        "tenant_b_manager": make_user("tenant_b_manager"),
+        "tenant_b_admin": agent_manager(candidate.procedure.agent, name="tenant_b_admin"),
+        "both_managers": make_user("both_managers"),
+    }
+    assign_perm("library.manage_namespace_procedures", extra["default_manager"], default)
+    assign_perm("library.manage_namespace_procedures", extra["tenant_b_manager"], tenant_b)
+    assign_perm("library.approve_namespace_procedures", extra["tenant_b_admin"], tenant_b)
+    for namespace in (default, tenant_b):
+        assign_perm("library.manage_namespace_procedures", extra["both_managers"], namespace)
+    return {**people, **extra}, {"default": default, "tenant-b": Namespace.objects.get(pk=tenant_b.pk)}
+
+
+@pytest.mark.parametrize("direction", ["out", "in"])
+@pytest.mark.parametrize("who", SCOPE_MOVE_MATRIX)
+def test_scope_moves_between_namespaces(movers, candidate, who, direction):
+    from django.test import Client
+
+    from library.models import AuditEvent, Procedure
+
+    users, namespaces = movers
+    start, goal = ("default", "tenant-b") if direction == "out" else ("tenant-b", "default")
+    Procedure.objects.filter(pk=candidate.procedure_id).update(namespace=namespaces[start])
+    client = Client()
+    if who != "anonymous":
+        client.force_login(users[who])
+    data = {"namespace": goal, "roles": "", "priority": "0", "confidence": "medium", "reason": "a move"}
+    response = client.post(reverse("reviews:procedure_scope", args=[candidate.procedure_id]), data)
+    expected = SCOPE_MOVE_MATRIX[who][direction]
+    assert response.status_code == expected, response.content[:300]
+    moved = Procedure.objects.get(pk=candidate.procedure_id).namespace.name
+    events = AuditEvent.objects.filter(action=AuditEvent.Action.SCOPE, procedure_id=candidate.procedure_id)
+    if expected == 302 and who != "anonymous":
+        assert moved == goal
+        assert [(e.before["namespace"], e.after["namespace"]) for e in events] == [(start, goal)]
+    else:
+        assert moved == start and not events.exists()
