@@ -284,7 +284,8 @@ def test_client_reports_an_outcome_a_week_later(server, agent, admin_user):
     from library.models import AgentSession
 
     ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest", user=admin_user)[1]
-    client = ProcmemClient(base_url=server.url, agent=agent.name, token="pm_unused", ingest_token=ingest)
+    # a generous timeout: the first request of a live server on a loaded machine can take seconds
+    client = ProcmemClient(base_url=server.url, agent=agent.name, token="pm_unused", ingest_token=ingest, timeout=120)
     client.report_session(
         session_id="later-1",
         task="Where is my order?",
@@ -297,6 +298,31 @@ def test_client_reports_an_outcome_a_week_later(server, agent, admin_user):
     stored = AgentSession.objects.get(agent=agent, session_id="later-1")
     assert (stored.resolved, stored.rating) == (True, 4.5)
     assert client.report_outcome("never-seen", complaint=True)["unknown"] == ["never-seen"]
+
+
+def test_the_async_client_reports_an_outcome_a_week_later(server, agent, admin_user):
+    """AsyncProcmemClient.report_outcome reaches the same endpoint with the same answer as the sync client's."""
+    from library.models import AgentSession
+    from procmem_client.aio import AsyncProcmemClient
+
+    ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest", user=admin_user)[1]
+
+    async def run() -> tuple[dict, dict]:
+        async with AsyncProcmemClient(
+            base_url=server.url, agent=agent.name, token="pm_unused", ingest_token=ingest, timeout=120
+        ) as procmem:
+            await procmem.report_session(
+                session_id="later-async", task="Where is my order?", resolved=None, injected=[]
+            )
+            applied = await procmem.report_outcome("later-async", resolved=True, rating=4.0, source="csat_survey")
+            unknown = await procmem.report_outcome("never-seen-async", complaint=True)
+            return applied, unknown
+
+    applied, unknown = asyncio.run(run())
+    assert applied["applied"] == ["later-async"] and applied["unknown"] == []
+    assert unknown["unknown"] == ["never-seen-async"]
+    stored = AgentSession.objects.get(agent=agent, session_id="later-async")
+    assert (stored.resolved, stored.rating) == (True, 4.0)
 
 
 def test_the_capture_hook_sends_a_claude_code_session_to_the_server(server, agent, admin_user, monkeypatch):

@@ -128,6 +128,10 @@ def test_the_typescript_client_against_a_live_server(
     assert stored.injected == [{"id": "refund.over_limit", "version": 1}]
     assert stored.model == "mock-model" and stored.skeleton == ["lookupOrder"] and stored.resolved is True
     assert stored.instruction_chars == len("You are the support agent.\n\n" + selections[0]["rendered"])
+    # reportOutcome, after the session was stored
+    stored.refresh_from_db()
+    assert stored.rating == 4.5
+    assert stored.labels.get(source="csat_survey").closed_by_customer is True
 
 
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=40)

@@ -31,12 +31,15 @@ from .client import (
     ProcmemError,
     checked_set,
     empty_selection,
+    outcome_record,
+    outcome_refusal,
     select_query,
     selection_cap,
     selection_from_response,
     session_record,
     sessions_body,
 )
+from .coding import recall_pointer, recall_query
 from .ranking import Index, Ranker, Selection
 from .rendering import render_block
 
@@ -179,6 +182,24 @@ class AsyncProcmemClient(ClientState):
         self.selected_set_etag = data.get("setEtag")
         return selection
 
+    # ------------------------------------------------------------------------------------ recall (coding agents)
+
+    async def recall(
+        self, *, prompt: str, tool_calls: Sequence[Any] = (), intent: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The recall pointers of the procedures selected for a coding agent's prompt and, when
+        given, its tool calls (as the sync client's `recall`)."""
+        selection = await self.select(task=recall_query(prompt, tool_calls), intent=intent)
+        return [record.get("recallPointer") or recall_pointer(record) for record in selection["injected"]]
+
+    async def recall_session(
+        self, prompt: str, *, intent: str | None = None, after_calls: int = 3
+    ) -> AsyncRecallSession:
+        """Recall for one prompt, again after its first `after_calls` tool calls (AsyncRecallSession)."""
+        session = AsyncRecallSession(self, prompt, intent=intent, after_calls=after_calls)
+        session.pointers = await self.recall(prompt=prompt, intent=intent)
+        return session
+
     def render(self, records: Iterable[Mapping[str, Any]]) -> str:
         return render_block(records, max_chars=self.max_chars)["text"]
 
@@ -191,34 +212,58 @@ class AsyncProcmemClient(ClientState):
         parts = [p for p in (base_instruction.strip(), block["text"]) if p]
         return "\n\n".join(parts), block["included"]
 
-    @property
-    def current_set_etag(self) -> str | None:
-        """The ETag of the set the last selection came from."""
-        return self._etag if self.local_ranking else self.selected_set_etag
-
     # ------------------------------------------------------------------------------------ reporting
 
     async def report_sessions(self, sessions: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """POST /api/v1/sessions with the ingest token; the server's answer. ProcmemError when the
         server refuses the batch or cannot be reached."""
+        return await self._post_jsonl("sessions", sessions, what="report_sessions")
+
+    async def report_outcome(
+        self,
+        session_id: str,
+        *,
+        resolved: bool | None = None,
+        escalated: bool | None = None,
+        rating: float | None = None,
+        complaint: bool | None = None,
+        closed_by_customer: bool | None = None,
+        at: str | None = None,
+        source: str | None = None,
+    ) -> dict[str, Any]:
+        """What became known about a finished session later, as the sync client's `report_outcome`:
+        POST /api/v1/sessions/outcomes with the ingest token; an id the server does not know is
+        listed under "unknown" (a 422 per-item answer is returned, not raised)."""
+        outcome = outcome_record(
+            session_id,
+            resolved=resolved,
+            escalated=escalated,
+            rating=rating,
+            complaint=complaint,
+            closed_by_customer=closed_by_customer,
+            at=at,
+            source=source,
+        )
+        return await self._post_jsonl("sessions/outcomes", [outcome], what="report_outcome")
+
+    async def _post_jsonl(self, path: str, items: Sequence[Mapping[str, Any]], *, what: str) -> dict[str, Any]:
         if not self._ingest_token:
-            raise ProcmemError("report_sessions needs an ingest token (AsyncProcmemClient(ingest_token=...))")
+            raise ProcmemError(f"{what} needs an ingest token (AsyncProcmemClient(ingest_token=...))")
+        where = f"POST /api/{self.api_version}/{path}"
         try:
             response = await self._http.post(
-                self._url("sessions"),
-                content=sessions_body(sessions),
+                self._url(path),
+                content=sessions_body(items),  # JSON Lines: one object a line
                 headers={**self._headers(self._ingest_token), "Content-Type": "application/x-ndjson"},
             )
         except httpx.HTTPError as exc:
-            raise ProcmemError(f"POST /api/v1/sessions failed: {exc}") from None
+            raise ProcmemError(f"{where} failed: {exc}") from None
         try:
             answer: Any = response.json() if response.content else {}
         except ValueError:
             answer = response.text[:300]
-        if response.status_code >= 400:
-            raise ProcmemError(
-                f"POST /api/v1/sessions answered {response.status_code}", status=response.status_code, body=answer
-            )
+        if response.status_code >= 400 and not outcome_refusal(path, response.status_code, answer):
+            raise ProcmemError(f"{where} answered {response.status_code}", status=response.status_code, body=answer)
         return answer
 
     async def report_session(
@@ -230,4 +275,34 @@ class AsyncProcmemClient(ClientState):
         return await self.report_sessions([record])
 
 
-__all__ = ["AsyncProcmemClient"]
+class AsyncRecallSession:
+    """The sync client's RecallSession for async agents: recalled on the prompt, and once more after
+    the first `after_calls` tool calls (`await session.observe(call)` returns the new pointers then)."""
+
+    def __init__(
+        self, client: AsyncProcmemClient, prompt: str, *, intent: str | None = None, after_calls: int = 3
+    ) -> None:
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ValueError("prompt must be a non-empty string")
+        if after_calls < 1:
+            raise ValueError("after_calls must be at least 1")
+        self._client = client
+        self.prompt = prompt
+        self.intent = intent
+        self.after_calls = after_calls
+        self.calls: list[Any] = []
+        self.recalls = 1
+        self.pointers: list[dict[str, Any]] = []
+
+    async def observe(self, call: Any) -> list[dict[str, Any]] | None:
+        """Records one tool call; after the `after_calls`-th, recalls again and returns the new
+        pointers (None otherwise)."""
+        self.calls.append(call)
+        if len(self.calls) != self.after_calls:
+            return None
+        self.pointers = await self._client.recall(prompt=self.prompt, tool_calls=self.calls, intent=self.intent)
+        self.recalls += 1
+        return self.pointers
+
+
+__all__ = ["AsyncProcmemClient", "AsyncRecallSession"]

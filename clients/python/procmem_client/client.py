@@ -132,6 +132,38 @@ def sessions_body(sessions: Sequence[Mapping[str, Any]]) -> bytes:
     )
 
 
+def outcome_record(
+    session_id: str,
+    *,
+    resolved: bool | None = None,
+    escalated: bool | None = None,
+    rating: float | None = None,
+    complaint: bool | None = None,
+    closed_by_customer: bool | None = None,
+    at: str | None = None,
+    source: str | None = None,
+) -> dict[str, Any]:
+    """One line of POST /api/v1/sessions/outcomes: what became known about a finished session later
+    (the fields left out are unknown, not false)."""
+    outcome = {
+        "session_id": session_id,
+        "resolved": resolved,
+        "escalated": escalated,
+        "rating": rating,
+        "complaint": complaint,
+        "closed_by_customer": closed_by_customer,
+        "at": at,
+        "source": source,
+    }
+    return {key: value for key, value in outcome.items() if value is not None}
+
+
+def outcome_refusal(path: str, status: int, detail: Any) -> bool:
+    """True when an error answer of the outcomes endpoint is its per-item answer (every outcome
+    refused or naming an unknown session): returned to the caller, not raised."""
+    return path == "sessions/outcomes" and status == 422 and isinstance(detail, dict) and "unknown" in detail
+
+
 def selection_cap(data: Mapping[str, Any]) -> int:
     """How many procedures a set lets a task receive (0 while procedural memory is switched off)."""
     return int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
@@ -239,6 +271,11 @@ class ClientState:
     def has_set(self) -> bool:
         """True once a set has been fetched successfully (it may be stale now)."""
         return self._etag is not None
+
+    @property
+    def current_set_etag(self) -> str | None:
+        """The ETag of the set the last selection came from."""
+        return self._etag if self.local_ranking else self.selected_set_etag
 
     def _url(self, path: str) -> str:
         return f"{self.base_url}/api/{self.api_version}/{path}"
@@ -530,19 +567,17 @@ class ProcmemClient(ClientState):
         closed by the customer): POST /api/v1/sessions/outcomes with the ingest token. `at`: when it
         happened (ISO 8601; default: now). Returns the server's answer; an id the server does not
         know is listed under "unknown" (status 207/422 answers are returned, not raised)."""
-        outcome = {
-            "session_id": session_id,
-            "resolved": resolved,
-            "escalated": escalated,
-            "rating": rating,
-            "complaint": complaint,
-            "closed_by_customer": closed_by_customer,
-            "at": at,
-            "source": source,
-        }
-        return self._post_jsonl(
-            "sessions/outcomes", [{k: v for k, v in outcome.items() if v is not None}], what="report_outcome"
+        outcome = outcome_record(
+            session_id,
+            resolved=resolved,
+            escalated=escalated,
+            rating=rating,
+            complaint=complaint,
+            closed_by_customer=closed_by_customer,
+            at=at,
+            source=source,
         )
+        return self._post_jsonl("sessions/outcomes", [outcome], what="report_outcome")
 
     def _post_jsonl(self, path: str, items: Sequence[Mapping[str, Any]], *, what: str) -> dict[str, Any]:
         if not self._ingest_token:
@@ -567,7 +602,7 @@ class ProcmemClient(ClientState):
                 detail: Any = json.loads(raw)
             except ValueError:
                 detail = raw[:300].decode("utf-8", "replace")
-            if path == "sessions/outcomes" and exc.code == 422 and isinstance(detail, dict) and "unknown" in detail:
+            if outcome_refusal(path, exc.code, detail):
                 return detail  # the per-item answer: every outcome refused or naming an unknown session
             raise ProcmemError(
                 f"POST /api/{self.api_version}/{path} answered {exc.code}", status=exc.code, body=detail
@@ -649,5 +684,6 @@ __all__ = [
     "STATE_INSTRUCTION_CHARS",
     "STATE_SET_ETAG",
     "estimate_tokens",
+    "outcome_record",
     "session_record",
 ]

@@ -84,6 +84,27 @@ export interface Instruction {
   injected: ProcedureRecord[];
 }
 
+/** What became known about a finished session later (fields left out are unknown, not false). */
+export interface OutcomeReport {
+  resolved?: boolean | null;
+  escalated?: boolean | null;
+  rating?: number | null;
+  complaint?: boolean | null;
+  closedByCustomer?: boolean | null;
+  /** When it happened (ISO 8601; default: when the server receives it). */
+  at?: string | null;
+  source?: string | null;
+}
+
+/** A coding agent's tool call as recall reads it: a shell line, or an object with its command/target. */
+export type RecallCall = string | Record<string, unknown>;
+
+export interface RecallOptions {
+  prompt: string;
+  toolCalls?: readonly RecallCall[];
+  intent?: string;
+}
+
 export interface SessionReport {
   sessionId: string;
   task: string;
@@ -124,6 +145,47 @@ export function sessionRecord(agent: string, report: SessionReport): SessionReco
     model: report.model ?? "",
     ended_at: ended,
   };
+}
+
+/** One line of POST /api/{v}/sessions/outcomes (the Python client's outcome_record). */
+export function outcomeRecord(sessionId: string, outcome: OutcomeReport): Record<string, unknown> {
+  const fields: Record<string, unknown> = {
+    session_id: sessionId,
+    resolved: outcome.resolved,
+    escalated: outcome.escalated,
+    rating: outcome.rating,
+    complaint: outcome.complaint,
+    closed_by_customer: outcome.closedByCustomer,
+    at: outcome.at,
+    source: outcome.source,
+  };
+  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined && value !== null));
+}
+
+const CALL_FIELDS = ["command", "cmd", "target", "path", "file_path", "file", "pattern", "tool", "name"] as const;
+
+/** The targets and command of one tool call as text (procmem_client/coding.py tool_call_text). */
+export function toolCallText(call: unknown): string {
+  if (typeof call === "string") return call;
+  if (!call || typeof call !== "object" || Array.isArray(call)) return "";
+  const record = call as Record<string, unknown>;
+  const parts: string[] = [];
+  for (const key of CALL_FIELDS) {
+    const value = record[key];
+    if (typeof value === "string") parts.push(value);
+    else if (typeof value === "number" && Number.isInteger(value)) parts.push(String(value));
+  }
+  for (const nested of ["args", "input", "arguments"]) {
+    const value = record[nested];
+    if (value && typeof value === "object" && !Array.isArray(value)) parts.push(toolCallText(value));
+  }
+  return parts.filter((part) => part).join(" ");
+}
+
+/** The prompt, then one line per tool call with its targets and command (coding.py recall_query). */
+export function recallQuery(prompt: string, toolCalls: readonly RecallCall[] = []): string {
+  const lines = [pyStrip(prompt), ...toolCalls.map((call) => pyStrip(toolCallText(call)))];
+  return lines.filter((line) => line).join("\n");
 }
 
 function describe(error: unknown): string {
@@ -199,6 +261,16 @@ export class ProcmemClient {
     return this.#etag !== null;
   }
 
+  /** True when an ingest token is configured (reportSessions and reportOutcome need one). */
+  get canReport(): boolean {
+    return this.#ingestToken !== null;
+  }
+
+  /** The ETag of the set the last selection came from (selection is the server's here). */
+  get currentSetEtag(): string | null {
+    return this.selectedSetEtag;
+  }
+
   #url(path: string, query: Record<string, string | undefined | null> = {}): string {
     const url = new URL(`${this.baseUrl}/api/${this.apiVersion}/${path}`);
     for (const [key, value] of Object.entries(query)) {
@@ -268,6 +340,30 @@ export class ProcmemClient {
   }
 
   /**
+   * The set `session` receives: the cached set when no rollout runs (it has no `arms`), otherwise
+   * the session's own, asked of the server; the cached set when that fails.
+   */
+  async sessionSet(session: string): Promise<ActiveSet> {
+    const shared = await this.activeSet();
+    if (!shared.arms || Object.keys(shared.arms).length === 0) return shared;
+    this.fetches += 1;
+    try {
+      const response = await this.#request(this.#url(`agents/${encodeURIComponent(this.agent)}/procedures`, this.#scope(session)), {
+        headers: { Authorization: `Bearer ${this.#token}`, Accept: "application/json" },
+      });
+      if (!response.ok) throw new ProcmemError(`HTTP ${response.status}`, { status: response.status });
+      const data = (await response.json()) as unknown;
+      if (!data || typeof data !== "object" || !Array.isArray((data as ActiveSet).procedures)) {
+        throw new ProcmemError("the response is not an active set");
+      }
+      return data as ActiveSet;
+    } catch (error) {
+      this.lastError = error instanceof ProcmemError ? error.message : describe(error);
+      return shared;
+    }
+  }
+
+  /**
    * At most the set's injection cap, ranked by the server's select endpoint over the same set.
    * When the server fails, nothing is injected (the error is in `lastError`): the agent still runs.
    */
@@ -307,6 +403,24 @@ export class ProcmemClient {
     }
   }
 
+  /**
+   * The recall pointers (id, when to use it, the verify command; under 300 tokens each) of the
+   * coding procedures selected for a coding agent's prompt and, when given, its tool calls. The
+   * server computes each pointer (`recallPointer`); a selected record without one is not a coding
+   * procedure and is left out.
+   */
+  async recall(options: RecallOptions): Promise<Record<string, unknown>[]> {
+    const selection = await this.select({ task: recallQuery(options.prompt, options.toolCalls ?? []), intent: options.intent });
+    return selection.injected.flatMap((record) => (record.recallPointer ? [record.recallPointer] : []));
+  }
+
+  /** Recall for one prompt, and again after its first `afterCalls` tool calls (RecallSession). */
+  async recallSession(prompt: string, options: { intent?: string; afterCalls?: number } = {}): Promise<RecallSession> {
+    const session = new RecallSession(this, prompt, options);
+    session.pointers = await this.recall({ prompt, intent: options.intent });
+    return session;
+  }
+
   /** The block the server's select endpoint returns for these records (header, character cap). */
   render(records: Iterable<ProcedureRecord>): string {
     return renderBlock(records, { maxChars: this.maxChars }).text;
@@ -323,11 +437,24 @@ export class ProcmemClient {
   /** POST /api/{v}/sessions with the ingest token: one JSONL line per session. Throws ProcmemError
    * when the server refuses the request or cannot be reached. */
   async reportSessions(sessions: readonly SessionRecord[]): Promise<IngestReport> {
-    if (!this.#ingestToken) throw new ProcmemError("reportSessions needs an ingest token (new ProcmemClient({ingestToken}))");
-    const body = sessions.map((session) => `${JSON.stringify(session)}\n`).join("");
+    return (await this.#postJsonl("sessions", sessions, "reportSessions")) as IngestReport;
+  }
+
+  /**
+   * What became known about a finished session later (a rating, a complaint, a ticket closed by the
+   * customer): POST /api/{v}/sessions/outcomes with the ingest token. An id the server does not know
+   * is listed under "unknown" (a 422 per-item answer is returned, not thrown).
+   */
+  async reportOutcome(sessionId: string, outcome: OutcomeReport = {}): Promise<Record<string, unknown>> {
+    return this.#postJsonl("sessions/outcomes", [outcomeRecord(sessionId, outcome)], "reportOutcome");
+  }
+
+  async #postJsonl(path: string, items: readonly unknown[], what: string): Promise<Record<string, unknown>> {
+    if (!this.#ingestToken) throw new ProcmemError(`${what} needs an ingest token (new ProcmemClient({ingestToken}))`);
+    const body = items.map((item) => `${JSON.stringify(item)}\n`).join("");
     let response: Response;
     try {
-      response = await this.#request(this.#url("sessions"), {
+      response = await this.#request(this.#url(path), {
         method: "POST",
         body,
         headers: {
@@ -337,7 +464,7 @@ export class ProcmemClient {
         },
       });
     } catch (error) {
-      throw new ProcmemError(`POST /api/${this.apiVersion}/sessions failed: ${describe(error)}`);
+      throw new ProcmemError(`POST /api/${this.apiVersion}/${path} failed: ${describe(error)}`);
     }
     const raw = await response.text();
     if (!response.ok) {
@@ -347,13 +474,48 @@ export class ProcmemClient {
       } catch {
         // not JSON: keep the text
       }
-      throw new ProcmemError(`POST /api/${this.apiVersion}/sessions answered ${response.status}`, { status: response.status, body: detail });
+      const perItem = path === "sessions/outcomes" && response.status === 422 && !!detail && typeof detail === "object" && "unknown" in detail;
+      if (perItem) return detail as Record<string, unknown>;
+      throw new ProcmemError(`POST /api/${this.apiVersion}/${path} answered ${response.status}`, { status: response.status, body: detail });
     }
-    return (raw ? JSON.parse(raw) : {}) as IngestReport;
+    return (raw ? JSON.parse(raw) : {}) as Record<string, unknown>;
   }
 
   /** Reports one finished session (see sessionRecord for the fields). */
   async reportSession(report: SessionReport): Promise<IngestReport> {
     return this.reportSessions([sessionRecord(this.agent, report)]);
+  }
+}
+
+/**
+ * Recall as the Python client's RecallSession: once on the prompt, and once more when the first
+ * `afterCalls` (three) tool calls are known; `await session.observe(call)` returns the new pointers then.
+ */
+export class RecallSession {
+  readonly prompt: string;
+  readonly intent: string | undefined;
+  readonly afterCalls: number;
+  readonly calls: RecallCall[] = [];
+  recalls = 1;
+  pointers: Record<string, unknown>[] = [];
+  readonly #client: ProcmemClient;
+
+  constructor(client: ProcmemClient, prompt: string, options: { intent?: string; afterCalls?: number } = {}) {
+    if (typeof prompt !== "string" || pyStrip(prompt) === "") throw new TypeError("prompt must be a non-empty string");
+    const afterCalls = options.afterCalls ?? 3;
+    if (!Number.isInteger(afterCalls) || afterCalls < 1) throw new RangeError("afterCalls must be at least 1");
+    this.#client = client;
+    this.prompt = prompt;
+    this.intent = options.intent;
+    this.afterCalls = afterCalls;
+  }
+
+  /** Records one tool call; after the `afterCalls`-th, recalls again and returns the new pointers (else null). */
+  async observe(call: RecallCall): Promise<Record<string, unknown>[] | null> {
+    this.calls.push(call);
+    if (this.calls.length !== this.afterCalls) return null;
+    this.pointers = await this.#client.recall({ prompt: this.prompt, toolCalls: this.calls, intent: this.intent });
+    this.recalls += 1;
+    return this.pointers;
   }
 }

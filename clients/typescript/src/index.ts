@@ -1,5 +1,14 @@
-export { ProcmemClient, ProcmemError, sessionRecord } from "./client.js";
-export type { Instruction, InstructionOptions, ProcmemClientOptions, SelectOptions, SessionReport } from "./client.js";
+export { outcomeRecord, ProcmemClient, ProcmemError, RecallSession, recallQuery, sessionRecord, toolCallText } from "./client.js";
+export type {
+  Instruction,
+  InstructionOptions,
+  OutcomeReport,
+  ProcmemClientOptions,
+  RecallCall,
+  RecallOptions,
+  SelectOptions,
+  SessionReport,
+} from "./client.js";
 export {
   CHARS_PER_TOKEN,
   DEFAULT_MAX_CHARS,

@@ -19,6 +19,8 @@ export interface ProcedureRecord {
   preconditions?: string[];
   postconditions?: string[];
   verifyCommand?: string;
+  /** Coding procedures only: the short form a coding agent recalls (procmem_client/coding.py recall_pointer). */
+  recallPointer?: Record<string, unknown>;
   namespace?: string;
   roles?: string[];
   priority?: number;

@@ -196,6 +196,16 @@ describe("against a live procmem server", { skip }, () => {
     await assert.rejects(client({ ingestToken: undefined }).reportSessions([]), /ingest token/);
   });
 
+  test("an outcome reported later changes the stored session; an unknown id is named, not thrown", async () => {
+    const c = client();
+    const answer = await c.reportOutcome(expectations.reportSessionId, { rating: 4.5, closedByCustomer: true, source: "csat_survey" });
+    assert.deepEqual(answer.applied, [expectations.reportSessionId]);
+    assert.deepEqual(answer.unknown, []);
+    const unknown = await c.reportOutcome("ts-never-seen", { complaint: true });
+    assert.deepEqual(unknown.unknown, ["ts-never-seen"]);
+    await assert.rejects(client({ ingestToken: undefined }).reportOutcome("x", { resolved: true }), /ingest token/);
+  });
+
   test("Vercel AI SDK: generateText's model receives procmem's block in the system prompt", async () => {
     const c = client();
     const expected = expectations.selections[0];
