@@ -1,5 +1,9 @@
 """`make demo`: migrate, seed, then run a Celery worker (filesystem broker, embedded beat) and the
-web server on http://127.0.0.1:8000 until Ctrl-C, which stops both.
+web server on http://127.0.0.1:8000 (DEMO_HOST, DEMO_PORT) until Ctrl-C, which stops both and exits 0.
+
+The children run in their own process group, so a terminal's Ctrl-C reaches only this process,
+which stops them in order (otherwise a child dying of the same SIGINT first looked like a crash and
+`make` reported "Error 1"). "Where to click first" is printed once the web server answers.
 
 Runs on the embedded defaults (SQLite and kombu's filesystem transport under var/) unless
 DATABASE_URL / CELERY_BROKER_URL say otherwise."""
@@ -11,6 +15,8 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,6 +37,22 @@ Where to click first:
   3. {base}/agents/support_agent/settings/  and  {base}/agents/support_agent/webhooks/
      as admin: the agent's switches and limits, and webhooks (send a test to any local receiver).
 """
+
+
+def wait_until_served(url: str, children: list[subprocess.Popen], timeout: float = 300) -> bool:
+    """True once `url` answers (any HTTP status); False when a child exits or the time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(child.poll() is not None for child in children):
+            return False
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return True
+        except urllib.error.HTTPError:
+            return True
+        except OSError:
+            time.sleep(0.5)
+    return False
 
 
 def main() -> int:
@@ -65,10 +87,11 @@ def main() -> int:
         ],
         env=env,
         cwd=ROOT,
+        process_group=0,
     )
-    web = subprocess.Popen(manage + ["runserver", "--noreload", f"{host}:{port}"], env=env, cwd=ROOT)
-    print(where_to_click_first(f"http://{host}:{port}"), flush=True)
+    web = subprocess.Popen(manage + ["runserver", "--noreload", f"{host}:{port}"], env=env, cwd=ROOT, process_group=0)
     children = [web, worker]
+    print(f"Starting the web server on http://{host}:{port}/ (DEMO_PORT sets the port) ...", flush=True)
 
     def stop(*_):
         for child in children:
@@ -83,6 +106,8 @@ def main() -> int:
 
     signal.signal(signal.SIGTERM, lambda *_: (stop(), sys.exit(0)))
     try:
+        if wait_until_served(f"http://{host}:{port}/accounts/login/", children):
+            print(where_to_click_first(f"http://{host}:{port}"), flush=True)
         while all(child.poll() is None for child in children):
             time.sleep(0.5)
         print("A demo process exited; stopping the other.", file=sys.stderr)

@@ -1,6 +1,7 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
@@ -8,6 +9,8 @@ from reviews.sso import SignInView
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="reviews:queue", permanent=False)),
+    # browsers and crawlers ask for /favicon.ico whatever the page's <link rel="icon"> says
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("library.api.urls")),

@@ -11,7 +11,7 @@ from django.db.models import Q, QuerySet
 from library.models import AuditEvent
 
 from .access import operable_agents
-from .key_words import key_words, value_words
+from .key_words import key_words
 
 AUDIT_FILTERS = ("agent", "procedure", "user", "action")
 
@@ -33,21 +33,94 @@ def audit_events(user, filters: dict[str, str]) -> QuerySet[AuditEvent]:
     return events.order_by("-at", "-id")
 
 
-def _short(value) -> str:
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) or "(none)"
-    return "" if value is None else value_words(value)
+# Keys of the audit snapshots that the record's tables (key_words) do not know: the regression case's
+# columns (library/evals/cases.py CASE_FIELDS) and a session's label (library/outcomes.py).
+AUDIT_KEY_LABELS = {
+    "expected_tools": "expected tools",
+    "forbidden_tools": "forbidden tools",
+    "reply_must_match": "reply must match",
+    "reply_must_not_match": "reply must not match",
+    "tool_results": "tool results",
+    "is_active": "active",
+    "pendingUntil": "label final after",
+    "closed_by_customer": "closed by customer",
+}
+_FOCUS = 60  # characters of a long text shown around where before and after start to differ
+
+
+def field_words(key) -> str:
+    """A snapshot's field key in words: the tables' words, else its humps or underscores as spaces."""
+    key = str(key)
+    if key in AUDIT_KEY_LABELS:
+        return AUDIT_KEY_LABELS[key]
+    return key_words(key).replace("_", " ")
+
+
+def shown(value) -> str:
+    """A recorded value as a page shows it: identifiers, tool names and text verbatim (never split
+    into words), truth values as yes/no, numbers as written, lists joined, objects as compact JSON."""
+    if value is None:
+        return "(none)"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)) and all(not isinstance(v, (dict, list, tuple)) for v in value):
+        return ", ".join(shown(v) for v in value) or "(none)"
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return str(value)
+
+
+def focused(before: str, after: str) -> tuple[str, str]:
+    """Two long texts cut to where they differ ("…" marks what is left out), so a change deep in a
+    long value is visible and both sides are not the same prefix."""
+    if len(before) <= _FOCUS and len(after) <= _FOCUS:
+        return before, after
+    common = 0
+    for a, b in zip(before, after):
+        if a != b:
+            break
+        common += 1
+    start = max(0, common - 15)
+
+    def cut(text: str) -> str:
+        piece = text[start : start + _FOCUS]
+        return ("…" if start else "") + piece + ("…" if start + _FOCUS < len(text) else "")
+
+    return cut(before), cut(after)
+
+
+def _leaves(snapshot: dict) -> dict[tuple[str, str], object]:
+    """(identifier, field) -> value: a top-level value that is an object on either side is a
+    record named by its key (a session id, a case), its keys its fields; other keys are fields."""
+    leaves = {}
+    for key, value in snapshot.items():
+        if isinstance(value, dict):
+            for field, inner in value.items():
+                leaves[(str(key), str(field))] = inner
+        else:
+            leaves[("", str(key))] = value
+    return leaves
 
 
 def audit_changes(event: AuditEvent) -> list[tuple[str, str, str]]:
-    """(field in words, before, after) for each key of the event's before/after snapshots, sorted by key (a
-    jsonb column does not keep key order); a side that lacks the key shows as an empty string."""
-    before, after = event.before or {}, event.after or {}
-    keys = sorted({*before, *after})
-    return [
-        (key_words(k), _short(before.get(k)) if k in before else "", _short(after.get(k)) if k in after else "")
-        for k in keys
-    ]
+    """(what, before, after) of an event: the fields whose value changed, each with its identifier
+    verbatim ("hA-otel-1 · rating") and its key in words; a field that did not change is shown once
+    (before == after) when it names the record (a version number, an intent), left out when it is
+    one of a nested record's unchanged fields. A side that lacks the field shows as an empty string."""
+    before, after = _leaves(event.before or {}), _leaves(event.after or {})
+    changes = []
+    for ident, field in sorted({*before, *after}):
+        old = shown(before[(ident, field)]) if (ident, field) in before else ""
+        new = shown(after[(ident, field)]) if (ident, field) in after else ""
+        if ident and old == new:
+            continue
+        if old != new:
+            old, new = focused(old, new)
+        label = f"{ident} · {field_words(field)}" if ident else field_words(field)
+        changes.append((label, old, new))
+    return changes
 
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")

@@ -57,7 +57,7 @@ from .otlp import otlp_panel
 from .refusals import decision_status
 from .releases import environments_panel
 
-AUDIT_PAGE_SIZE = 50
+AUDIT_PAGE_SIZE = 25  # a page a reviewer reads without scrolling through screens of rows
 
 
 # ---------------------------------------------------------------------------------------------- the active set

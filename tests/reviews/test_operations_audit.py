@@ -101,10 +101,10 @@ def test_audit_paginates_and_the_htmx_request_gets_only_the_results(client, admi
         audit(action=AuditEvent.Action.SETTINGS, actor=admin_user, agent=agent, reason=f"change {i}")
     client.force_login(admin_user)
     first = client.get(reverse("reviews:ops_audit"))
-    assert first.context["page"].paginator.num_pages == 2 and len(first.context["page"]) == 50
+    assert first.context["page"].paginator.num_pages == 3 and len(first.context["page"]) == 25
     assert first.context["page"][0].reason == "change 59"
     second = client.get(
-        reverse("reviews:ops_audit"), {"page": 2}, headers={"HX-Request": "true", "HX-Target": "audit-results"}
+        reverse("reviews:ops_audit"), {"page": 3}, headers={"HX-Request": "true", "HX-Target": "audit-results"}
     )
     html = second.content.decode()
     assert "<html" not in html and html.strip().startswith('<div id="audit-results">')
@@ -135,5 +135,56 @@ def test_audit_page_shows_before_and_after_per_field(client, admin_user, agent, 
     (event,) = page.context["page"]
     # the retirement records that no retirement eval was run (issue 27): eval skipped
     assert event.changes == [("eval", "", "skipped"), ("status", "ACTIVE", "RETIRED"), ("version", "1", "1")]
-    assert '<span title="ACTIVE">ACTIVE</span> → <span title="RETIRED">RETIRED</span>' in page.content.decode()
-    assert 'version:</span> <span title="1">1</span>' in page.content.decode()  # unchanged: shown once
+    assert '<span class="before">ACTIVE</span> → <span class="after">RETIRED</span>' in page.content.decode()
+    assert "version:</span> <span>1</span>" in page.content.decode()  # unchanged: shown once
+
+
+def test_an_outcome_change_shows_the_session_id_verbatim_and_only_what_changed(client, admin_user, agent):
+    """A label change shows "hA-otel-1 · rating: 5.0 → 4.0": the id as sent (not "h a-otel-1"), the
+    one field that changed, not the same cut prefix on both sides."""
+    label = {"resolved": True, "escalated": False, "rating": 5.0, "pendingUntil": None}
+    audit(
+        action=AuditEvent.Action.OUTCOMES,
+        actor=admin_user,
+        agent=agent,
+        reason="1 outcome(s) via api: 1 label(s) changed",
+        before={"hA-otel-1": label},
+        after={"hA-otel-1": {**label, "rating": 4.0}},
+    )
+    client.force_login(admin_user)
+    page = client.get(reverse("reviews:ops_audit"), {"action": "outcomes"})
+    (event,) = page.context["page"]
+    assert event.changes == [("hA-otel-1 · rating", "5.0", "4.0")]
+    html = page.content.decode()
+    assert 'hA-otel-1 · rating:</span> <span class="before">5.0</span> → <span class="after">4.0</span>' in html
+    assert "h a-otel-1" not in html
+
+
+def test_a_case_change_shows_its_keys_in_words_and_tool_names_verbatim(client, admin_user, agent):
+    before = {"case": 7, "intent": "order_status", "expected_tools": ["lookupOrder"], "is_active": True}
+    audit(
+        action=AuditEvent.Action.CASE_CHANGE,
+        actor=admin_user,
+        agent=agent,
+        reason="edited",
+        before=before,
+        after={**before, "expected_tools": ["lookupOrder", "createApproval"], "is_active": False},
+    )
+    client.force_login(admin_user)
+    (event,) = client.get(reverse("reviews:ops_audit"), {"action": "case_change"}).context["page"]
+    assert event.changes == [  # in the order of the keys (case, expected_tools, intent, is_active)
+        ("case", "7", "7"),
+        ("expected tools", "lookupOrder", "lookupOrder, createApproval"),
+        ("intent", "order_status", "order_status"),
+        ("active", "yes", "no"),
+    ]
+
+
+def test_a_long_text_changed_deep_inside_is_cut_to_where_it_differs():
+    from reviews.audit import focused
+
+    before = "Look up the order with lookupOrder and read its status to the customer. " * 3 + "Then close."
+    after = before.replace("Then close.", "Then ask whether anything else is needed.")
+    old, new = focused(before, after)
+    assert old != new and old.startswith("…") and new.startswith("…")
+    assert "Then close." in old and "Then ask whether" in new
