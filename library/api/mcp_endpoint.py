@@ -15,6 +15,9 @@ hands the request to the SDK on an event loop:
   connection as in every other view. (That bridge hands over between threads several times a
   request: 10 ms more under load, bench/RESULTS.md, so reads avoid it.)
 
+The resources are the served procedures (`procmem://…`) and the served skills (`skill://<name>/v<N>`,
+their SKILL.md exactly as /.well-known/agent-skills/ serves it without parameters).
+
 recall_procedures answers with the select endpoint's own selection (`serving.select_for_agent`):
 the same set, ranker, caps and renderer, so the same block byte for byte.
 """
@@ -33,10 +36,11 @@ from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from procmem_client.mcp_server import Recall, build_server
+from procmem_client.mcp_server import Recall, Skill, build_server
 
 from .. import serving
 from ..models import Agent, ApiToken
+from ..skill_serving import skills_for
 from .ingest import sessions_accept
 from .limits import rate_limited
 from .tokens import token_required
@@ -82,6 +86,20 @@ class ServedBackend:
 
     def report(self, record: dict[str, Any]) -> dict[str, Any]:
         return sessions_accept(agent=self._agent, items=[record])
+
+    def skills(self) -> list[Skill]:
+        """The set's skills as /.well-known/agent-skills/ serves them (built once per set)."""
+        if self._served is None:
+            return []
+        return [
+            {
+                "name": skill.name,
+                "version": skill.version,
+                "description": skill.description,
+                "skill_md": skill.skill_md.decode("utf-8"),
+            }
+            for skill in skills_for(self._served).skills.values()
+        ]
 
 
 def _asgi_scope(request: HttpRequest) -> dict[str, Any]:

@@ -5,6 +5,7 @@ ACTIVE procedure; `procmem-mcp` still answers from the last good set once the se
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import sys
@@ -119,7 +120,12 @@ def test_procmem_mcp_over_stdio_recalls_the_select_block_and_survives_the_server
             {"id": p["id"], "version": p["version"]} for p in expected["injected"]
         ]
         assert result.structured_content["stale"] is False
-    assert sorted(resource.name for resource in answers["resources"]) == ["order.status", "refund.over_limit"]
+    procedures = [r for r in answers["resources"] if str(r.uri).startswith("procmem://")]
+    assert sorted(resource.name for resource in procedures) == ["order.status", "refund.over_limit"]
+    assert sorted(str(r.uri) for r in answers["resources"] if str(r.uri).startswith("skill://")) == [
+        "skill://order-status/v1",
+        "skill://refund-over-limit/v1",
+    ]
     first = answers["resources"][0]
     assert str(first.uri) == f"procmem://support_agent/procedures/{first.name}"
     assert (
@@ -172,7 +178,12 @@ def test_the_servers_mcp_endpoint_answers_remote_clients_behind_token_auth(gunic
         async with http_client(gunicorn_server, read) as client:
             answers["read_tools"] = [tool.name for tool in (await client.list_tools()).tools]
             answers["refund"] = await client.call_tool("recall_procedures", {"task": REFUND_TASK, "intent": None})
-            answers["resources"] = sorted(r.name for r in (await client.list_resources()).resources)
+            listed = (await client.list_resources()).resources
+            answers["resources"] = sorted(r.name for r in listed if str(r.uri).startswith("procmem://"))
+            answers["skills"] = {str(r.uri): r for r in listed if str(r.uri).startswith("skill://")}
+            answers["skill_md"] = {
+                uri: (await client.read_resource(uri)).contents[0] for uri in sorted(answers["skills"])
+            }
             answers["not_offered"] = await client.call_tool(
                 "report_session", {"session_id": "h-1", "task": "t", "resolved": True}
             )
@@ -194,6 +205,21 @@ def test_the_servers_mcp_endpoint_answers_remote_clients_behind_token_auth(gunic
     assert answers["refund"].content[0].text == refund["rendered"]
     assert answers["refund"].structured_content["setEtag"] == refund["setEtag"]
     assert answers["resources"] == ["order.status", "refund.over_limit"]
+    # the served skills as resources: each SKILL.md byte for byte what the well-known URL serves
+    index = requests.get(
+        f"{gunicorn_server}/.well-known/agent-skills/index.json",
+        headers={"Authorization": f"Bearer {read}"},
+        timeout=60,
+    ).json()
+    assert sorted(answers["skills"]) == sorted(
+        f"skill://{entry['name']}/v{entry['procmemVersion']}" for entry in index["skills"]
+    )
+    for entry in index["skills"]:
+        uri = f"skill://{entry['name']}/v{entry['procmemVersion']}"
+        assert answers["skills"][uri].description == entry["description"]
+        content = answers["skill_md"][uri]
+        assert content.mime_type == "text/markdown"
+        assert "sha256:" + hashlib.sha256(content.text.encode("utf-8")).hexdigest() == entry["digest"]
     assert answers["not_offered"].is_error
     assert answers["ingest_tools"] == ["report_session"]
     assert answers["report"].structured_content["counts"]["stored"] == 1

@@ -10,7 +10,9 @@ What an MCP client sees (the same from the procmem server's own endpoint, librar
   structured content with the injected ids and versions and the set's ETag;
 - tool `report_session(...)`: reports one finished session (POST /api/v1/sessions), listed only when
   an ingest token is configured (at the server's endpoint: when the caller's token has the ingest scope);
-- one resource per ACTIVE procedure, `procmem://<agent>/procedures/<id>`: the procedure as rendered.
+- one resource per ACTIVE procedure, `procmem://<agent>/procedures/<id>`: the procedure as rendered;
+- one resource per served skill, `skill://<name>/v<N>`: its SKILL.md (text/markdown), the bytes the
+  server's /.well-known/agent-skills/ serves for it (procmem_client.skill_rendering).
 
 The tools, their schemas and their answers are defined once here (`build_server`) over a `Backend`:
 `ClientBackend` reads through `ProcmemClient` (its ETag cache; the last good set when procmem is
@@ -35,10 +37,12 @@ from mcp.shared.exceptions import MCPError
 
 from .client import ProcmemClient, ProcmemError, session_record
 from .rendering import render_block, render_procedure
+from .skill_rendering import SKILL_FILE, render_skill
 
 RECALL_TOOL = "recall_procedures"
 REPORT_TOOL = "report_session"
 RESOURCE_PREFIX = "procmem://"
+SKILL_PREFIX = "skill://"
 MAX_TASK_CHARS = 8000  # as the select endpoint (library/api/views.py)
 NOTHING_APPLIES = "No reviewed procedure applies to this task."
 INVALID_PARAMS = -32602
@@ -66,6 +70,33 @@ class Backend(Protocol):
     def procedures(self) -> list[dict[str, Any]]: ...
 
     def report(self, record: dict[str, Any]) -> dict[str, Any]: ...
+
+    def skills(self) -> list[Skill]: ...
+
+
+class Skill(TypedDict):
+    """A served skill as the MCP resources list it: name, version, description and SKILL.md."""
+
+    name: str
+    version: int
+    description: str
+    skill_md: str
+
+
+def skills_of(records: list[dict[str, Any]]) -> list[Skill]:
+    """The served records as skills, rendered here (the server's backend reads its built ones)."""
+    skills: list[Skill] = []
+    for record in records:
+        folder = render_skill(record)
+        skills.append(
+            {
+                "name": folder["name"],
+                "version": int(record["version"]),
+                "description": folder["description"],
+                "skill_md": folder["files"][SKILL_FILE],
+            }
+        )
+    return skills
 
 
 class ToolInputError(ValueError):
@@ -265,6 +296,20 @@ def procedure_resource(agent: str, record: Mapping[str, Any]) -> types.Resource:
     )
 
 
+def skill_uri(skill: Skill) -> str:
+    return f"{SKILL_PREFIX}{skill['name']}/v{skill['version']}"
+
+
+def skill_resource(skill: Skill) -> types.Resource:
+    return types.Resource(
+        uri=skill_uri(skill),
+        name=skill["name"],
+        title=f"{skill['name']} v{skill['version']}",
+        description=skill["description"],
+        mime_type="text/markdown",
+    )
+
+
 RunSync = Callable[..., Awaitable[Any]]
 
 
@@ -299,10 +344,23 @@ def build_server(backend: Backend, *, run_sync: RunSync = _in_thread, name: str 
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         records = await run_sync(backend.procedures) if backend.can_recall else []
-        return types.ListResourcesResult(resources=[procedure_resource(backend.agent, record) for record in records])
+        skills = await run_sync(backend.skills) if backend.can_recall else []
+        return types.ListResourcesResult(
+            resources=[procedure_resource(backend.agent, record) for record in records]
+            + [skill_resource(skill) for skill in skills]
+        )
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         uri = str(params.uri)
+        if uri.startswith(SKILL_PREFIX):
+            for skill in await run_sync(backend.skills) if backend.can_recall else []:
+                if skill_uri(skill) == uri:
+                    return types.ReadResourceResult(
+                        contents=[
+                            types.TextResourceContents(uri=uri, mime_type="text/markdown", text=skill["skill_md"])
+                        ]
+                    )
+            raise MCPError(INVALID_PARAMS, f"no served skill at {uri} (resources/list names them)")
         records = await run_sync(backend.procedures) if backend.can_recall else []
         for record in records:
             if resource_uri(backend.agent, record["id"]) == uri:
@@ -368,6 +426,9 @@ class ClientBackend:
 
     def procedures(self) -> list[dict[str, Any]]:
         return self.client.procedures()
+
+    def skills(self) -> list[Skill]:
+        return skills_of(self.client.procedures())
 
     def report(self, record: dict[str, Any]) -> dict[str, Any]:
         return self.client.report_sessions([record])
@@ -454,6 +515,7 @@ __all__ = [
     "Recall",
     "RECALL_TOOL",
     "REPORT_TOOL",
+    "Skill",
     "ToolInputError",
     "build_server",
     "main",
@@ -462,5 +524,8 @@ __all__ = [
     "recall_result",
     "report_record",
     "resource_uri",
+    "skill_resource",
+    "skill_uri",
+    "skills_of",
     "tools_for",
 ]

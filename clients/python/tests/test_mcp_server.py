@@ -12,6 +12,7 @@ pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
 
 import anyio  # noqa: E402 (comes with the [mcp] extra: a fresh install of the client without it has none)
 from mcp import Client  # noqa: E402
+from mcp.shared.exceptions import MCPError  # noqa: E402
 
 from procmem_client import ProcmemClient  # noqa: E402
 from procmem_client.mcp_server import (  # noqa: E402
@@ -22,6 +23,7 @@ from procmem_client.mcp_server import (  # noqa: E402
     report_record,
 )
 from procmem_client.rendering import render_block, render_procedure  # noqa: E402
+from procmem_client.skill_rendering import render_skill  # noqa: E402
 
 
 def backend_for(server, fake, **options) -> ClientBackend:
@@ -42,6 +44,11 @@ def test_recall_renders_the_selection_with_the_one_renderer_and_lists_the_proced
             )
             seen["resources"] = (await client.list_resources()).resources
             seen["read"] = await client.read_resource("procmem://support_agent/procedures/order.status")
+            seen["skill"] = await client.read_resource("skill://order-status/v1")
+            try:
+                await client.read_resource("skill://order-status/v9")
+            except MCPError as error:
+                seen["no_skill"] = str(error)
             seen["report"] = await client.call_tool(
                 "report_session", {"session_id": "s-1", "task": "refund", "resolved": True}
             )
@@ -54,8 +61,15 @@ def test_recall_renders_the_selection_with_the_one_renderer_and_lists_the_proced
     expected = render_block(refund)["text"]
     assert seen["recall"].content[0].text == expected
     assert seen["recall"].structured_content["injected"] == [{"id": "refund.over_limit", "version": 1}]
-    assert [r.name for r in seen["resources"]] == ["order.status", "refund.over_limit"]
+    procedures = [r.name for r in seen["resources"] if str(r.uri).startswith("procmem://")]
+    assert procedures == ["order.status", "refund.over_limit"]
     assert seen["read"].contents[0].text == render_procedure(fake.procedures[0])
+    # the served skills too, each with its SKILL.md as the skill renderer writes it
+    skills = {str(r.uri): r for r in seen["resources"] if str(r.uri).startswith("skill://")}
+    assert list(skills) == ["skill://order-status/v1", "skill://refund-over-limit/v1"]
+    assert skills["skill://order-status/v1"].mime_type == "text/markdown"
+    assert seen["skill"].contents[0].text == render_skill(fake.procedures[0])["files"]["SKILL.md"]
+    assert "no served skill at skill://order-status/v9" in seen["no_skill"]
     posted = [r for r in fake.requests if r["method"] == "POST"]
     assert posted and posted[0]["headers"]["Authorization"] == "Bearer pm_ingest"
 
