@@ -34,7 +34,12 @@ def _quality_chart(title: str, by_day: dict[date, QualityFigures], start: date, 
         percent=True,
         width=width,
         series=[
-            charts.SeriesSpec(label, [getattr(by_day[d], name).value if d in by_day else None for d in days], css)
+            charts.SeriesSpec(
+                label,
+                [getattr(by_day[d], name).value if d in by_day else None for d in days],
+                css,
+                counts=[getattr(by_day[d], name).total if d in by_day else None for d in days],
+            )
             for label, name, css in SERIES
         ],
     )

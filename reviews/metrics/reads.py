@@ -108,6 +108,7 @@ class VersionFigures:
     eval_rate: Rate
     alert: MetricAlert | None = None
     days: list[DayFigures] = field(default_factory=list)
+    later_in_window: bool = False  # a newer version of the procedure is in the same window
 
     @property
     def difference(self) -> float | None:
@@ -119,7 +120,10 @@ class VersionFigures:
     def difference_points(self) -> str:
         """With minus without, in percentage points ("+12.5 pts"), or "—"."""
         diff = self.difference
-        return "—" if diff is None else f"{diff * 100:+.1f} pts"
+        if diff is None:
+            return "—"
+        points = round(diff * 100, 1)
+        return "0.0 pts" if points == 0 else f"{points:+.1f} pts"  # never "−0.0"
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,12 @@ def ops_metrics(request: HttpRequest, agent: str) -> HttpResponse:
     start, end = reads.window(days)
     versions = reads.versions_with_metrics(agent_obj, start, end)
     figures = reads.version_figures(versions, start, end)
+    # "without it" of an older version counts the sessions that received a newer one: say so on its row
+    newest = {}
+    for f in figures:
+        newest[f.version.procedure_id] = max(newest.get(f.version.procedure_id, 0), f.version.number)
+    for f in figures:
+        f.later_in_window = f.version.number < newest[f.version.procedure_id]
     daily = reads.agent_daily(agent_obj, start, end)
     by_day = {row["day"]: row for row in daily}
     day_list = _all_days(start, end)
@@ -59,12 +65,16 @@ def ops_metrics(request: HttpRequest, agent: str) -> HttpResponse:
         percent=True,
         series=[
             charts.SeriesSpec(
-                "resolution rate", [by_day[d]["resolution"].value if d in by_day else None for d in day_list], "s1"
+                "resolution rate",
+                [by_day[d]["resolution"].value if d in by_day else None for d in day_list],
+                "s1",
+                counts=[by_day[d]["resolution"].total if d in by_day else None for d in day_list],
             ),
             charts.SeriesSpec(
                 "no procedure received (intents that had one)",
                 [by_day[d]["bare"].value if d in by_day else None for d in day_list],
                 "s3",
+                counts=[by_day[d]["bare"].total if d in by_day else None for d in day_list],
             ),
         ],
         markers=_markers(changes),
@@ -117,8 +127,18 @@ def ops_version_metrics(request: HttpRequest, pk: int) -> HttpResponse:
         days=day_list,
         percent=True,
         series=[
-            charts.SeriesSpec("with this version", series(lambda d: d.with_rate.value), "s1"),
-            charts.SeriesSpec("same intent, without it", series(lambda d: d.without_rate.value), "s2"),
+            charts.SeriesSpec(
+                "with this version",
+                series(lambda d: d.with_rate.value),
+                "s1",
+                counts=series(lambda d: d.with_rate.total),
+            ),
+            charts.SeriesSpec(
+                "same intent, without it",
+                series(lambda d: d.without_rate.value),
+                "s2",
+                counts=series(lambda d: d.without_rate.total),
+            ),
         ],
         markers=markers,
         reference=(eval_value, f"eval {fig.eval_rate.percent}") if eval_value is not None else None,
@@ -135,7 +155,11 @@ def ops_version_metrics(request: HttpRequest, pk: int) -> HttpResponse:
         title="Sessions of its intent that received no procedure while it was ACTIVE",
         days=day_list,
         percent=True,
-        series=[charts.SeriesSpec("no procedure", series(lambda d: d.bare_rate.value), "s3")],
+        series=[
+            charts.SeriesSpec(
+                "no procedure", series(lambda d: d.bare_rate.value), "s3", counts=series(lambda d: d.bare_rate.total)
+            )
+        ],
         markers=markers,
         width=SMALL_CHART,
     )
