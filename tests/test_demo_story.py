@@ -177,3 +177,26 @@ def test_no_reviewer_page_shows_a_camel_case_key(db, demo):
     # the candidate page's mining run line reads as the run page does
     candidate = next(text for url, text in pages.items() if "From mining run" in text)
     assert re.search(r"15 without an intent \(not mined\), 10 without outcome", candidate)
+
+
+def test_the_playground_selects_the_english_procedure_for_a_german_and_a_japanese_customer(db, demo):
+    """The demo's customers write German and Japanese; its library is English (issue 41). The
+    playground offers both tasks and shows each selecting the right procedure, injected."""
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    from library.demo import DEMO_PLAYGROUND_TASKS
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="reviewer"))
+    url = reverse("reviews:agent_playground", kwargs={"agent": demo.name})
+    page = client.get(url).content.decode()
+    assert 'id="playground-examples"' in page
+    assert {language for language, _, _ in DEMO_PLAYGROUND_TASKS} == {"German", "Japanese"}
+    for language, task, expected in DEMO_PLAYGROUND_TASKS:
+        assert task in page, language
+        response = client.get(url, {"task": task})
+        assert response.status_code == 200
+        ranking = response.context["result"]["ranking"]
+        assert ranking[0]["id"] == expected and ranking[0]["injected"], (language, ranking[:2])
+        assert f"Procedure {expected} v" in response.context["result"]["block"]["text"]

@@ -195,9 +195,12 @@ def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRes
     served = releases.served_for(
         served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session
     )
-    result = serving.select_for_agent(
-        agent=request.agent, task=task, intent=intent, k=k, role=role, served=served, api_version=api_version
-    )
+    try:
+        result = serving.select_for_agent(
+            agent=request.agent, task=task, intent=intent, k=k, role=role, served=served, api_version=api_version
+        )
+    except serving.EmbeddingsNotReady as exc:
+        return api_error(503, "embeddings_not_ready", str(exc))
     response = JsonResponse(result, json_dumps_params={"ensure_ascii": False})
     response["Cache-Control"] = "no-store"
     patch_vary_headers(response, ["Authorization"])

@@ -2,6 +2,6 @@
 regression cases (evals.py) and sessions that mine into a candidate (sessions.py). Callers use
 what this face hands on."""
 
-from .seed import DEMO_AGENT, DEMO_USERS, DemoResult, seed_demo
+from .seed import DEMO_AGENT, DEMO_PLAYGROUND_TASKS, DEMO_USERS, DemoResult, seed_demo
 
-__all__ = ["DEMO_AGENT", "DEMO_USERS", "DemoResult", "seed_demo"]
+__all__ = ["DEMO_AGENT", "DEMO_PLAYGROUND_TASKS", "DEMO_USERS", "DemoResult", "seed_demo"]

@@ -29,6 +29,16 @@ DEMO_INTENTS = {
     "order_status": "Where is my order",
     "address_change": "Change the delivery address of an open order",
 }
+# The playground's examples of the demo's customers writing in their own language (the library is
+# English): each selects the named procedure (tests/test_demo_story.py; docs/selection.md).
+DEMO_PLAYGROUND_TASKS = (
+    (
+        "German",
+        "Ich möchte mein Geld für die Bestellung ORD-10231 zurück, die Jacke hat 480 EUR gekostet und passt nicht.",
+        "refund.over_limit",
+    ),
+    ("Japanese", "注文 ORD-30012 はどこにありますか？昨日届くはずでした。", "order.status"),
+)
 # The demo's history (library/demo/sessions.py spreads the sessions over the same days): the library
 # went live LIVE_DAYS_AGO days before the seed; order.status v2 was approved ORDER_STATUS_V2_DAYS_AGO
 # days ago, and the order questions' resolution rate rose after it.

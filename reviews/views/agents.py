@@ -134,7 +134,10 @@ def agent_playground(request: HttpRequest, agent: str) -> HttpResponse:
         elif intent and intent not in intents:
             error = f"{target.name} has no intent {intent!r}."
         else:
-            result = serving.explain_for_agent(agent=target, task=task, intent=intent)
+            try:
+                result = serving.explain_for_agent(agent=target, task=task, intent=intent)
+            except serving.EmbeddingsNotReady as exc:
+                error = str(exc)
     total = len(result["ranking"]) if result else 0
     if result:
         result["ranking"] = result["ranking"][:PLAYGROUND_ROWS]
@@ -147,6 +150,7 @@ def agent_playground(request: HttpRequest, agent: str) -> HttpResponse:
             "task": task,
             "intent": intent or "",
             "intents": intents,
+            "examples": _playground_examples(target),
             "result": result,
             "error": error,
             "total": total,
@@ -438,3 +442,13 @@ def mining_run_propose(request: HttpRequest, pk: int) -> HttpResponse:
         return redirect(reverse("reviews:mining_run", args=[run_obj.pk]) + "#run-report")
     messages.success(request, f"Proposed {version}; it waits in the queue for review, an eval run and an approver.")
     return redirect("reviews:version", pk=version.pk)
+
+
+def _playground_examples(agent) -> list[dict[str, str]]:
+    """The demo agent's playground offers tasks in other languages than its library's (its
+    customers write German and Japanese; library/demo/seed.py)."""
+    from library.demo import DEMO_AGENT, DEMO_PLAYGROUND_TASKS
+
+    if agent.name != DEMO_AGENT:
+        return []
+    return [{"language": language, "task": task, "expected": key} for language, task, key in DEMO_PLAYGROUND_TASKS]

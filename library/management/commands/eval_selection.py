@@ -4,6 +4,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from library import embeddings
 from library.selection_eval import (
     LabelledSetError,
     as_json,
@@ -14,7 +15,8 @@ from library.selection_eval import (
     load_export,
     load_queries,
 )
-from procmem_client.ranking import Ranker, SelectionConfig
+from procmem_client import embeddings as client_embeddings
+from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 
 _FIELDS = {f.name: f.type for f in fields(SelectionConfig)}
 
@@ -67,6 +69,12 @@ class Command(BaseCommand):
             metavar="NAME=VALUE",
             help="Override a SelectionConfig field (repeatable)",
         )
+        parser.add_argument("--split", help='Only the queries of this split (their "split" field, e.g. heldout)')
+        parser.add_argument(
+            "--backend",
+            help="The embedding backend (default: EMBEDDING_BACKEND): minilm, e5-small, use-multilingual, "
+            "sentence-transformers:NAME_OR_PATH",
+        )
         parser.add_argument(
             "--fail-below-baselines",
             action="store_true",
@@ -80,6 +88,12 @@ class Command(BaseCommand):
             raise CommandError(f"--cap {cap}: must be between 0 and 20")
         try:
             labelled = load_queries(queries)
+            if options["split"]:
+                labelled = [q for q in labelled if q.split == options["split"]]
+                if not any(q.relevant for q in labelled):
+                    raise LabelledSetError(
+                        f"{queries}: no query with a relevant procedure in split {options['split']!r}"
+                    )
             if library is not None:
                 records = load_export(library)
                 source = str(library)
@@ -90,7 +104,11 @@ class Command(BaseCommand):
             check_labels(labelled, records)
         except LabelledSetError as exc:
             raise CommandError(str(exc)) from None
-        index = Ranker(config=config).index(records)
+        try:
+            backend = client_embeddings.backend(options["backend"]) if options["backend"] else embeddings.backend()
+        except ValueError as exc:
+            raise CommandError(f"--backend: {exc}") from None
+        index = Ranker(cache=EmbeddingCache(backend=backend), config=config).index(records)
         evaluation = evaluate(index, labelled, cap=2 if cap is None else cap)
         results = evaluation.methods
         failing = below_baselines(results)
