@@ -486,7 +486,7 @@ def test_embeddings_are_computed_once_per_version_and_shared_through_the_databas
 ):
     import numpy as np
 
-    from library import serving
+    from library import embeddings, serving
     from library.models import VersionEmbedding
     from procmem_client.ranking import EmbeddingCache, Ranker
 
@@ -494,7 +494,8 @@ def test_embeddings_are_computed_once_per_version_and_shared_through_the_databas
     stored = VersionEmbedding.objects.filter(model_key=serving.model_key())
     assert sorted(stored.values_list("version_id", flat=True)) == sorted(v.pk for v in active_pair)
     vector = np.frombuffer(bytes(stored.first().vector), dtype="<f4")
-    assert vector.shape == (384,) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-4
+    # the configured backend's dimension (the default's two models side by side: 384 + 512)
+    assert vector.shape == (embeddings.dimension(),) and abs(float(np.linalg.norm(vector)) - 1.0) < 1e-4
 
     # another process (a fresh cache whose model must not be called) builds its index from the rows
     def no_model(texts):

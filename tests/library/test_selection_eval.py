@@ -217,3 +217,41 @@ def test_eval_selection_on_an_agents_served_set(
     assert [q["top"] for q in data["methods"]["configured"]["perQuery"]][1] == ["order.status"]  # the intent filter
     with pytest.raises(CommandError, match="No agent named 'nobody'"):
         _run("--agent", "nobody", str(queries))
+
+
+# --------------------------------------------------------------------------------------------- the multilingual set
+
+MULTILINGUAL = Path(__file__).parent / "data" / "multilingual_selection"
+
+
+def test_the_multilingual_set_is_what_its_build_script_makes(tmp_path):
+    spec = importlib.util.spec_from_file_location("multilingual_build", MULTILINGUAL / "build.py")
+    build = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(build)  # type: ignore[union-attr]
+    build.write(build.build(), tmp_path)
+    for name in ("airline.jsonl", "retail.jsonl", "demo.jsonl"):
+        assert (tmp_path / name).read_text() == (MULTILINGUAL / name).read_text(), name
+    queries = [q for name in ("airline", "retail", "demo") for q in load_queries(MULTILINGUAL / f"{name}.jsonl")]
+    for language in ("en", "de", "fr", "es", "zh", "ja", "ru"):
+        mine = [q for q in queries if q.language == language]
+        assert len(mine) == 60 and sum(q.split == "heldout" for q in mine) == 20, language
+    # the held-out third is the same tasks in every language
+    heldout = {(q.id.split("@")[0]) for q in queries if q.split == "heldout"}
+    assert len(heldout) == 20
+    paraphrases = load_queries(MULTILINGUAL / "paraphrases.jsonl")
+    assert len(paraphrases) == 84 and sum(not q.relevant for q in paraphrases) == 28
+
+
+@pytest.mark.timeout(1200)
+def test_eval_selection_reports_per_language_on_one_split(db):
+    data = _run(
+        "--library", str(MULTILINGUAL / "library" / "demo"), str(MULTILINGUAL / "demo.jsonl"), "--split", "heldout"
+    )
+    assert data["queries"] == 14  # demo/3 and demo/6 in seven languages
+    assert set(data["languages"]) == {"en", "de", "fr", "es", "zh", "ja", "ru"}
+    for language, methods in data["languages"].items():
+        assert methods["configured"]["queries"] == 2 and 0.0 <= methods["configured"]["P@1"] <= 1.0, language
+    with pytest.raises(CommandError, match="no query with a relevant procedure in split 'nope'"):
+        _run("--library", str(MULTILINGUAL / "library" / "demo"), str(MULTILINGUAL / "demo.jsonl"), "--split", "nope")
+    with pytest.raises(CommandError, match="--backend: EMBEDDING_BACKEND 'nope' is not one of"):
+        _run("--library", str(MULTILINGUAL / "library" / "demo"), str(MULTILINGUAL / "demo.jsonl"), "--backend", "nope")

@@ -14,7 +14,7 @@ from django.db.utils import DatabaseError
 from django.test import Client
 from django.urls import reverse
 
-from library import services, serving
+from library import embeddings, services, serving
 from library.api.tokens import token_create
 from library.models import ApiToken, LoadRefusal, Source, Status
 from tests.conftest import make_active
@@ -252,11 +252,13 @@ def test_step_vectors_are_stored_once_with_the_applies_when_vector(
     # then: the steps were embedded and stored, one vector per step; the appliesWhen vector was read
     row.refresh_from_db()
     vectors = np.frombuffer(bytes(row.steps_vectors), dtype="<f4").reshape(len(candidate.steps), -1)
-    assert vectors.shape == (4, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
+    assert vectors.shape == (4, embeddings.dimension()) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     assert candidate.applies_when not in embedded and set(embedded) == set(candidate.steps)
     # and a third process reads both from the row without embedding anything
     serving.clear_cache()
     again: list[str] = []
-    third = EmbeddingCache(lambda texts: again.extend(texts) or np.zeros((len(texts), 384), np.float32))
+    third = EmbeddingCache(
+        lambda texts: again.extend(texts) or np.zeros((len(texts), embeddings.dimension()), np.float32)
+    )
     serving.active_set_for_agent(agent=agent).index(Ranker(cache=third))
     assert again == [] and np.allclose(third.matrix(candidate.steps), vectors)
