@@ -66,7 +66,7 @@ def main() -> None:
     assign_perm("library.approve_procedure", approver, staged.procedure)
     services.version_approve(version=staged, user=approver, comment="bench", acknowledge_conflicts=True)
     record_passing_eval(staged, runner="bench")  # production needs its own pass (the promotion eval)
-    releases.version_promote(version=staged, user=approver, environment="production", reason="bench", share=20)
+    services.version_promote(version=staged, user=approver, environment="production", reason="bench", share=20)
 
     with connection.cursor() as cursor:  # the statistics autovacuum keeps in a running database
         cursor.execute("ANALYZE")

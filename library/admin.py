@@ -401,7 +401,7 @@ class VersionConflictAdmin(ReadOnlyModelAdmin):
 
 @admin.register(ProcedureRelease)
 class ProcedureReleaseAdmin(ReadOnlyModelAdmin):
-    """Written by approval (staging first) and promotion (library/releases.py), audited there."""
+    """Written by approval (staging first) and promotion (library/services/releases.py), audited there."""
 
     list_display = ("procedure", "environment", "version", "released_by", "released_at")
     list_select_related = ("procedure", "version__procedure", "released_by")
@@ -410,7 +410,7 @@ class ProcedureReleaseAdmin(ReadOnlyModelAdmin):
 
 @admin.register(Rollout)
 class RolloutAdmin(ReadOnlyModelAdmin):
-    """Started, completed and rolled back on the rollout's page (library/releases.py)."""
+    """Started, completed and rolled back on the rollout's page (library/services/releases.py)."""
 
     list_display = ("procedure", "version", "control_version", "share", "state", "started_by", "started_at", "ended_at")
     list_select_related = ("procedure", "version__procedure", "control_version__procedure", "started_by")

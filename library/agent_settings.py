@@ -346,7 +346,7 @@ def agent_settings_update(
         if not changed and not key_replaced:
             return locked
         locked.save(update_fields=[f for f in EDITABLE if before[f] != after[f]] + ([API_KEY] if key_replaced else []))
-        from .services import _notify_active_set_changed, audit
+        from .services import active_set_changed_on_commit, audit
 
         if key_replaced and "model_api_key_set" not in changed:
             changed.append("model_api_key_set")  # a new key replaced the old one
@@ -364,6 +364,5 @@ def agent_settings_update(
 
             session_labels_recompute(agent=locked)  # the rule decides every session's label
         if {"procedural_memory_enabled", "injection_cap", "environments"} & set(changed):
-            agent_id = locked.pk
-            transaction.on_commit(lambda: _notify_active_set_changed(agent_id), robust=True)
+            active_set_changed_on_commit(locked.pk)
     return locked

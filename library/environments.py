@@ -2,7 +2,7 @@
 always; the ones the agent's admins list in its settings), the rollout arm of a session, and the
 plan of releases and running rollouts that the served sets are derived with (library/releases.py).
 Pure reads and checks; the state changes are in library/services/ (approve, erase) and
-library/releases.py (promote, withdraw, rollouts).
+library/services/releases.py (promote, withdraw, rollouts).
 
 Which arm a session gets is a hash of the rollout and the session id the agent sends (`?session=`):
 deterministic, so one session sees one arm however often it fetches, and independent between

@@ -247,7 +247,7 @@ def _parse_tombstone(path: Path, where: str, item: dict) -> _ParsedVersion:
 
 
 def _parse_scope(path: Path, data: dict) -> dict[str, Any]:
-    from .scope import clean_confidence, clean_priority, clean_roles
+    from .services import clean_confidence, clean_priority, clean_roles
 
     scope: dict[str, Any] = {}
     cleaners = {"roles": clean_roles, "priority": clean_priority, "confidence": clean_confidence}
@@ -605,7 +605,7 @@ def library_sync(paths: list[Path], *, user=None, create_intents: bool = False) 
     `report.imported.errors`; a change the user may not make is in `not_applied` with the reason."""
     from django.core.exceptions import PermissionDenied
 
-    from .scope import procedure_scope_update
+    from .services import procedure_scope_update
     from .signals import retirement_requested
 
     comparison = library_differences(paths)

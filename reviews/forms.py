@@ -418,7 +418,7 @@ def grantee_from_post(data):
 
 
 class ScopeForm(forms.Form):
-    """A procedure's scope; `library.scope.procedure_scope_update` checks it all again."""
+    """A procedure's scope; `library.services.procedure_scope_update` checks it all again."""
 
     namespace = forms.ModelChoiceField(
         queryset=Namespace.objects.order_by("name"), to_field_name="name", empty_label=None

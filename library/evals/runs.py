@@ -132,7 +132,7 @@ def eval_run_start_promotion(*, version: ProcedureVersion, user) -> EvalRun:
     """Starts the eval of promoting the APPROVED `version` to production (kind PROMOTION):
     production's set as served, and that set with the version in place of the procedure's ACTIVE
     one. Promoting to production, outright or as a rollout, needs it to pass on the current
-    production set (releases.promotion_blockers; the database checks the pass). Promoters and
+    production set (services.promotion_blockers; the database checks the pass). Promoters and
     reviewers of the procedure. Returns the run already queued or running for the same content."""
     if not (user_can_promote(user, version.procedure) or user_can_review(user, version.procedure)):
         raise PermissionDenied(f"Only promoters and reviewers of {version.procedure.key} may evaluate promoting it.")

@@ -1,5 +1,5 @@
 """Where an approved version is served besides production: releases to other environments and
-staged production rollouts (library/releases.py)."""
+staged production rollouts (written by library/services/releases.py, served by library/releases.py)."""
 
 from __future__ import annotations
 

@@ -8,8 +8,8 @@ Celery tasks and management commands all call these; none of them writes a statu
 Allowed status changes (the database's transition trigger refuses every other one):
     CANDIDATE → ACTIVE    version_approve   (approver with object permission, four eyes, passing eval)
     CANDIDATE → APPROVED  version_approve   (the same, when the agent has staging: released there)
-    APPROVED  → ACTIVE    releases.version_promote / rollout_complete (promote permission)
-    APPROVED  → RETIRED   releases.version_withdraw / superseded (served by no environment any more)
+    APPROVED  → ACTIVE    version_promote / rollout_complete (promote permission)
+    APPROVED  → RETIRED   version_withdraw / superseded (served by no environment any more)
     CANDIDATE → REJECTED  version_reject    (reviewer, with a reason)
     ACTIVE    → RETIRED   version_retire    (admin, with a reason) — also done by approve/rollback
     RETIRED   → ACTIVE    version_rollback  (admin, with a reason)
@@ -18,13 +18,25 @@ Allowed status changes (the database's transition trigger refuses every other on
 
 One module per reason to change: content (a version's shape), proposing (new versions),
 approval (the approval rules), transitions (approve, reject, retire, roll back), rollouts
-(staging and rollouts), erasing, tools (an agent's tool list), locking (the lock order, lost
-races, the conditional status write), events (audit rows and after-commit signals), errors.
-Every caller imports from here.
+(the staging and rollout parts of those), releases (promotion between environments, withdrawal,
+rollouts), scope (namespaces and a procedure's scope), erasing, tools (an agent's tool list),
+locking (the lock order, lost races, the conditional status write), events (audit rows and
+after-commit signals), errors.
+
+Every caller outside this package imports from here, and only the public names below: the
+helpers whose names start with `_` are the package's own (tests/library/test_services_only_writer.py
+fails when a module outside it imports one, or writes a version's status itself).
 """
 
 from ..models import ProcedureVersion  # read as services.ProcedureVersion
-from .approval import approval_blockers, authored_since_active, passing_eval_for, selection_reach_blocker
+from .approval import (
+    approval_blockers,
+    authored_since_active,
+    moved_since_approval,
+    passing_eval_for,
+    rollback_gate_blocker,
+    selection_reach_blocker,
+)
 from .content import (
     MAX_FIELD_CHARS,
     MAX_STEPS_APPROVABLE,
@@ -35,22 +47,29 @@ from .content import (
 )
 from .erasing import ERASED_CONTENT, version_erase
 from .errors import DecisionConflict, LifecycleError
-from .events import _notify_active_set_changed, _notify_after_commit, _on_commit, audit, required_reason
-from .locking import _decision, _lock_procedure, _lock_version, _set_status
+from .events import active_set_changed_on_commit, audit, required_reason
 from .proposing import procedure_propose, version_revise
-from .rollouts import (
-    _release_to,
-    _retire_if_unreleased,
-    _rollout_end,
-    _rollout_end_audit,
-    refuse_while_rollout_runs,
-    release_for_erasure,
-    running_rollout,
-    stage_on_approval,
+from .releases import (
+    latest_promotion_eval,
+    production_eval_for,
+    promotion_blockers,
+    rollout_complete,
+    rollout_rollback,
+    version_promote,
+    version_withdraw,
+)
+from .rollouts import refuse_while_rollout_runs, release_for_erasure, running_rollout, stage_on_approval
+from .scope import (
+    MAX_DESCRIPTION_CHARS,
+    agent_namespace_set,
+    clean_confidence,
+    clean_priority,
+    clean_roles,
+    namespace_create,
+    procedure_scope_update,
 )
 from .tools import agent_set_tools
 from .transitions import (
-    _retire_current_active,
     change_eval_for,
     change_eval_note,
     review_by_for,
@@ -62,25 +81,53 @@ from .transitions import (
 )
 
 __all__ = [
+    "ERASED_CONTENT",
+    "MAX_DESCRIPTION_CHARS",
+    "MAX_FIELD_CHARS",
+    "MAX_STEPS_APPROVABLE",
+    "MAX_STEPS_STORED",
+    "MAX_VERIFY_COMMAND_CHARS",
     "Content",
     "DecisionConflict",
     "LifecycleError",
-    "authored_since_active",
+    "ProcedureVersion",
+    "active_set_changed_on_commit",
+    "agent_namespace_set",
+    "agent_set_tools",
     "approval_blockers",
     "audit",
-    "agent_set_tools",
+    "authored_since_active",
+    "change_eval_for",
+    "change_eval_note",
+    "clean_confidence",
+    "clean_priority",
+    "clean_roles",
+    "latest_promotion_eval",
+    "moved_since_approval",
+    "namespace_create",
     "passing_eval_for",
     "procedure_propose",
+    "procedure_scope_update",
+    "production_eval_for",
+    "promotion_blockers",
     "refuse_while_rollout_runs",
     "release_for_erasure",
+    "required_reason",
+    "review_by_for",
+    "rollback_gate_blocker",
+    "rollout_complete",
+    "rollout_rollback",
     "running_rollout",
+    "selection_reach_blocker",
+    "stage_on_approval",
     "validate_content",
     "version_approve",
     "version_erase",
     "version_reject",
     "version_retire",
     "version_review_confirm",
-    "review_by_for",
     "version_revise",
     "version_rollback",
+    "version_promote",
+    "version_withdraw",
 ]

@@ -57,6 +57,12 @@ def _notify_active_set_changed(agent_id: int) -> None:
     active_set_changed.send(sender=Agent, agent_id=agent_id)
 
 
+def active_set_changed_on_commit(agent_id: int) -> None:
+    """After commit, tells the listeners (`active_set_changed`) that what `agent_id` is served may
+    have changed: for writes that change no status but the served set (scope, agent settings)."""
+    _on_commit(lambda: _notify_active_set_changed(agent_id))
+
+
 def _notify_status_changed(version_id: int, action: str, user, reason: str) -> None:
     from ..signals import version_status_changed
 

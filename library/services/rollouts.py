@@ -1,5 +1,5 @@
 """The parts of approve, retire, roll back and erase that concern staging and rollouts; promotion
-itself is library/releases.py."""
+itself is services/releases.py."""
 
 from __future__ import annotations
 

@@ -47,7 +47,7 @@ def version_approve(
 ) -> ProcedureVersion:
     """CANDIDATE → ACTIVE. The previous ACTIVE version of the same procedure becomes RETIRED in the
     same transaction. When the agent has a staging environment, CANDIDATE → APPROVED instead:
-    released to staging, production untouched (library/releases.py). Two approvers racing: the procedure lock serialises them, the second re-checks
+    released to staging, production untouched (services/releases.py). Two approvers racing: the procedure lock serialises them, the second re-checks
     every blocker against what the first committed and is refused (LifecycleError, a 409). A
     conflict with another ACTIVE procedure blocks unless `acknowledge_conflicts`; then it is
     recorded in a `conflict_ack` audit row."""

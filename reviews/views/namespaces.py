@@ -25,7 +25,7 @@ from library.permissions import (
     user_can_grant_namespace_rights,
     user_is_reviewer,
 )
-from library.scope import agent_namespace_set, namespace_create
+from library.services import agent_namespace_set, namespace_create
 
 from .. import namespace_rights
 from ..access import operable_agents, signed_in

@@ -16,7 +16,6 @@ from django_htmx.http import HttpResponseClientRedirect
 from library import services as library_services
 from library.models import AuditEvent, Namespace, Procedure, Source, Status
 from library.permissions import readable_namespaces, user_can_manage_procedure
-from library.scope import procedure_scope_update
 
 from .. import selectors
 from ..access import (
@@ -110,7 +109,7 @@ def procedure_scope(request: HttpRequest, pk: int) -> HttpResponse:
     if not form.is_valid():
         raise ValidationError("; ".join(f"{field}: {' '.join(errors)}" for field, errors in form.errors.items()))
     data = form.cleaned_data
-    updated = procedure_scope_update(
+    updated = library_services.procedure_scope_update(
         procedure=procedure,
         user=request.user,
         namespace=data["namespace"],

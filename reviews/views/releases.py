@@ -6,7 +6,7 @@ two arms compared — where it is completed or rolled back.
 
 Access: the pages exist for those who may operate the agent (404 otherwise); the actions need the
 promote permission on the procedure or its agent (403 otherwise), and the services check it again
-under their row locks (library/releases.py)."""
+under their row locks (library/services/releases.py)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from library import releases
+from library import services
 from library.environments import PRODUCTION, environment_names
 from library.evals import runs as evals
 from library.models import Procedure, ProcedureRelease, ProcedureVersion, Rollout, Status
 from library.permissions import user_can_promote
-from library.services import LifecycleError, selection_reach_blocker
 
 from ..access import get_version_for_user, signed_in
 from ..metrics.arms import interval_drawing, rollout_arms
@@ -102,7 +101,7 @@ def ops_promote(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         status = decision_status(
             context,
-            lambda: releases.version_promote(
+            lambda: services.version_promote(
                 version=version,
                 user=request.user,
                 environment=context["environment"],
@@ -128,16 +127,18 @@ def ops_promote(request: HttpRequest, pk: int) -> HttpResponse:
 def promotion_eval_context(version: ProcedureVersion) -> dict:
     """The promote page's eval section: the newest promotion eval of this exact content (its state,
     verdict, per-intent numbers and selection), the eval production would rest on now, and why
-    production is not possible yet (releases.promotion_blockers)."""
+    production is not possible yet (services.promotion_blockers)."""
     if version.status != Status.APPROVED:
         return {"promotion_eval": None, "promotion_eval_possible": False}
-    run = releases.latest_promotion_eval(version)
+    run = services.latest_promotion_eval(version)
     return {
         "promotion_eval": run,
         "promotion_eval_possible": True,
-        "promotion_eval_reach": selection_reach_blocker(run) if run is not None and run.state == "done" else "",
-        "production_eval": releases.production_eval_for(version),
-        "promotion_blockers": releases.promotion_blockers(version),
+        "promotion_eval_reach": services.selection_reach_blocker(run)
+        if run is not None and run.state == "done"
+        else "",
+        "production_eval": services.production_eval_for(version),
+        "promotion_blockers": services.promotion_blockers(version),
     }
 
 
@@ -149,7 +150,7 @@ def ops_promote_eval(request: HttpRequest, pk: int) -> HttpResponse:
     version = get_version_for_user(request, pk, for_="promote")
     try:
         run = evals.eval_run_start_promotion(version=version, user=request.user)
-    except LifecycleError as exc:
+    except services.LifecycleError as exc:
         messages.error(request, str(exc))
     else:
         messages.success(request, f"Eval run {run.pk} of promoting v{version.number} to production started.")
@@ -184,7 +185,7 @@ def ops_withdraw(request: HttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST":
         status = decision_status(
             context,
-            lambda: releases.version_withdraw(
+            lambda: services.version_withdraw(
                 version=version, user=request.user, environment=environment, reason=context["reason"]
             ),
         )
@@ -229,7 +230,7 @@ def ops_rollout(request: HttpRequest, pk: int) -> HttpResponse:
 def ops_rollout_end(request: HttpRequest, pk: int, decision: Literal["complete", "rollback"]) -> HttpResponse:
     """Complete a running rollout (its version becomes ACTIVE) or roll it back; `decision` comes from the URL."""
     rollout = _rollout_for_user(request, pk, "promote")
-    service = releases.rollout_complete if decision == "complete" else releases.rollout_rollback
+    service = services.rollout_complete if decision == "complete" else services.rollout_rollback
     service(rollout=rollout, user=request.user, reason=request.POST.get("reason", ""))
     if decision == "complete":
         messages.success(

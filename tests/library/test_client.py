@@ -365,7 +365,6 @@ def test_client_reads_an_environment_and_a_sessions_rollout_arm(server, served_a
     from django.contrib.auth import get_user_model
     from guardian.shortcuts import assign_perm
 
-    from library import releases
     from library.environments import rollout_arm
     from library.models import Rollout
 
@@ -392,7 +391,7 @@ def test_client_reads_an_environment_and_a_sessions_rollout_arm(server, served_a
         base_url=server.url, agent=agent.name, token=raw, environment="staging", local_ranking=False, timeout=60
     )
     assert {p["id"]: p["version"] for p in staging.procedures()}["refund.over_limit"] == 2
-    releases.version_promote(version=v2, user=admin_user, environment="production", reason="half", share=50)
+    services.version_promote(version=v2, user=admin_user, environment="production", reason="half", share=50)
     rollout = Rollout.objects.get()
     session = next(
         f"s-{n}" for n in range(200) if rollout_arm(rollout_id=rollout.pk, share=50, session=f"s-{n}") == "rollout"

@@ -18,7 +18,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from library import releases, services
+from library import services
 from library.api.tokens import token_create
 from library.demo import seed_demo
 from library.evals import runs
@@ -193,7 +193,7 @@ def test_baseline_current_compares_with_the_target_environments_set(staged, djan
     assert runs.eval_run_progress(staging_run)["baselineCurrent"] is True
     # staging moves (v2 withdrawn: staging serves production's v1 again); production does not
     promoter = users["admin"]
-    releases.version_withdraw(version=v2, user=promoter, environment="staging", reason="not yet")
+    services.version_withdraw(version=v2, user=promoter, environment="staging", reason="not yet")
     assert runs.eval_run_progress(staging_run)["baselineCurrent"] is False
     assert runs.eval_run_progress(staging_run)["environment"] == "staging"
 
@@ -222,7 +222,7 @@ def test_approval_needs_a_pass_against_the_environment_it_releases_to(staged):
     # a pass against staging's set does, while staging serves what it pinned
     make_passing_eval(address)
     assert not [b for b in services.approval_blockers(address, users["admin"]) if "eval" in b.lower()]
-    releases.version_withdraw(
+    services.version_withdraw(
         version=ProcedureVersion.objects.get(procedure__key="refund.over_limit", number=2),
         user=users["admin"],
         environment="staging",
@@ -236,21 +236,21 @@ def test_approval_needs_a_pass_against_the_environment_it_releases_to(staged):
 def test_promotion_to_production_needs_a_pass_against_productions_set(staged):
     agent, users, v2 = staged
     admin = users["admin"]
-    blockers = releases.promotion_blockers(v2)
+    blockers = services.promotion_blockers(v2)
     assert blockers == ["No passing eval of this exact content against production's set yet: run the promotion eval."]
     with pytest.raises(services.LifecycleError, match="against production's set"):
-        releases.version_promote(version=v2, user=admin, environment="production", reason="a week in staging")
+        services.version_promote(version=v2, user=admin, environment="production", reason="a week in staging")
     with pytest.raises(services.LifecycleError, match="against production's set"):
-        releases.version_promote(version=v2, user=admin, environment="production", reason="a fifth first", share=20)
+        services.version_promote(version=v2, user=admin, environment="production", reason="a fifth first", share=20)
     # another non-production environment needs no eval of its own
     agent.environments = ["staging", "qa"]
     agent.save(update_fields=["environments"])
-    releases.version_promote(version=v2, user=admin, environment="qa", reason="qa too")
+    services.version_promote(version=v2, user=admin, environment="qa", reason="qa too")
     # a pass against production's set that production still serves: promoted
     run = make_passing_eval(v2)
     assert (run.kind, run.environment) == (EvalRun.Kind.PROMOTION, "production")
-    assert releases.promotion_blockers(v2) == []
-    releases.version_promote(version=v2, user=admin, environment="production", reason="a week in staging")
+    assert services.promotion_blockers(v2) == []
+    services.version_promote(version=v2, user=admin, environment="production", reason="a week in staging")
     v2.refresh_from_db()
     assert v2.status == Status.ACTIVE
 
@@ -261,9 +261,9 @@ def test_a_promotion_eval_whose_production_set_moved_no_longer_counts(staged):
     # production's set moves: order.status is retired
     order = ProcedureVersion.objects.get(procedure__agent=agent, procedure__key="order.status", status=Status.ACTIVE)
     services.version_retire(version=order, user=users["admin"], reason="rewritten soon")
-    assert releases.promotion_blockers(v2)[0].startswith("The active set changed since eval run")
+    assert services.promotion_blockers(v2)[0].startswith("The active set changed since eval run")
     with pytest.raises(services.LifecycleError, match="active set changed"):
-        releases.version_promote(version=v2, user=users["admin"], environment="production", reason="go")
+        services.version_promote(version=v2, user=users["admin"], environment="production", reason="go")
 
 
 def test_completing_a_rollout_needs_the_production_pass(staged):
@@ -280,9 +280,9 @@ def test_completing_a_rollout_needs_the_production_pass(staged):
         started_at=timezone.now(),
     )
     with pytest.raises(services.LifecycleError, match="run the promotion eval before completing the rollout"):
-        releases.rollout_complete(rollout=rollout, user=users["admin"], reason="the arm resolves more")
+        services.rollout_complete(rollout=rollout, user=users["admin"], reason="the arm resolves more")
     make_passing_eval(v2)
-    releases.rollout_complete(rollout=rollout, user=users["admin"], reason="the arm resolves more")
+    services.rollout_complete(rollout=rollout, user=users["admin"], reason="the arm resolves more")
     v2.refresh_from_db()
     assert v2.status == Status.ACTIVE
 
@@ -309,7 +309,7 @@ def test_a_promotion_eval_replays_productions_set_with_the_approved_version(stag
     # the demo's v2 improves the refund cases against production's v1 too
     assert run.verdict == EvalRun.Verdict.PASS, run.verdict_detail["reasons"]
     assert run.verdict_detail["environment"] == "production" and run.verdict_detail["selection"]["kind"] == "promotion"
-    assert releases.promotion_blockers(v2) == []
+    assert services.promotion_blockers(v2) == []
 
 
 def test_promotion_eval_is_for_approved_versions_and_promoters_or_reviewers(staged, outsider):

@@ -17,7 +17,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from library import releases, services
+from library import services
 from library.api.tokens import token_create
 from library.demo import seed_demo
 from library.evals import runs
@@ -98,7 +98,7 @@ def test_a_promotion_eval_replays_production_against_production_with_the_staged_
 ):
     # given v2 waiting in staging; production needs its own eval first
     agent, users, v2, token = staged_demo
-    assert releases.promotion_blockers(v2)
+    assert services.promotion_blockers(v2)
     # when its promotion eval runs on the worker
     run = runs.eval_run_start_promotion(version=v2, user=users["admin"])
     run = wait_for(lambda: finished(run.pk), timeout=240, worker=celery_worker_process, what="the promotion eval")
@@ -126,6 +126,6 @@ def test_a_promotion_eval_replays_production_against_production_with_the_staged_
     )
     # and it passes: production may take v2
     assert run.verdict == EvalRun.Verdict.PASS, run.verdict_detail["reasons"]
-    assert releases.promotion_blockers(v2) == []
-    releases.version_promote(version=v2, user=users["admin"], environment="production", reason="a week in staging")
+    assert services.promotion_blockers(v2) == []
+    services.version_promote(version=v2, user=users["admin"], environment="production", reason="a week in staging")
     assert ProcedureVersion.objects.get(pk=v2.pk).status == Status.ACTIVE

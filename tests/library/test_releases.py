@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from library import agent_settings, environments, releases, services
+from library import agent_settings, environments, services
 from library.api.tokens import token_create
 from library.models import AgentSession, ApiToken, AuditEvent, ProcedureRelease, Rollout, Status, VersionTombstone
 from tests.conftest import _user, make_active, make_passing_eval
@@ -149,8 +149,8 @@ def test_unknown_environment_is_a_400_that_names_the_known_ones(client, read_tok
 
 def test_promotion_to_production_is_its_own_permission(v1, v2, approver, promoter):
     with pytest.raises(PermissionDenied):
-        releases.version_promote(version=v2, user=approver, environment="production", reason="looks good")
-    releases.version_promote(version=v2, user=promoter, environment="production", reason="staging fine for a week")
+        services.version_promote(version=v2, user=approver, environment="production", reason="looks good")
+    services.version_promote(version=v2, user=promoter, environment="production", reason="staging fine for a week")
     v1.refresh_from_db()
     v2.refresh_from_db()
     assert (v1.status, v2.status) == (Status.RETIRED, Status.ACTIVE) and v2.review_by is not None
@@ -162,15 +162,15 @@ def test_promotion_to_production_is_its_own_permission(v1, v2, approver, promote
 
 def test_promotion_needs_a_reason_and_an_approved_version(v1, v2, promoter):
     with pytest.raises(ValidationError):
-        releases.version_promote(version=v2, user=promoter, environment="production", reason=" ")
+        services.version_promote(version=v2, user=promoter, environment="production", reason=" ")
     with pytest.raises(services.LifecycleError):
-        releases.version_promote(version=v1, user=promoter, environment="production", reason="again")
+        services.version_promote(version=v1, user=promoter, environment="production", reason="again")
     with pytest.raises(ValidationError):
-        releases.version_promote(version=v2, user=promoter, environment="moon", reason="x")
+        services.version_promote(version=v2, user=promoter, environment="moon", reason="x")
 
 
 def test_withdraw_from_staging_serves_production_there_again(client, read_token, v1, v2, promoter):
-    releases.version_withdraw(version=v2, user=promoter, environment="staging", reason="broke the staging agent")
+    services.version_withdraw(version=v2, user=promoter, environment="staging", reason="broke the staging agent")
     v2.refresh_from_db()
     assert v2.status == Status.RETIRED
     assert served_versions(fetch(client, read_token, environment="staging")) == {"refund.over_limit": 1}
@@ -191,17 +191,17 @@ def test_a_newer_approval_replaces_the_staged_version(v1, v2, reviewer, approver
 def test_other_environments_are_released_to_by_promotion(client, read_token, staging_agent, v2, promoter):
     staging_agent.environments = ["staging", "qa"]
     staging_agent.save(update_fields=["environments"])
-    releases.version_promote(version=v2, user=promoter, environment="qa", reason="qa run")
+    services.version_promote(version=v2, user=promoter, environment="qa", reason="qa run")
     assert served_versions(fetch(client, read_token, environment="qa")) == {"refund.over_limit": 2}
     with pytest.raises(ValidationError):
-        releases.version_promote(version=v2, user=promoter, environment="qa", reason="x", share=20)
+        services.version_promote(version=v2, user=promoter, environment="qa", reason="x", share=20)
 
 
 # ------------------------------------------------------------------------------ rollouts
 
 
 def test_rollout_serves_a_share_by_session_and_says_the_arm(client, read_token, v1, v2, promoter):
-    releases.version_promote(version=v2, user=promoter, environment="production", reason="try on a fifth", share=20)
+    services.version_promote(version=v2, user=promoter, environment="production", reason="try on a fifth", share=20)
     rollout = Rollout.objects.get()
     assert (rollout.state, rollout.share, rollout.version_id, rollout.control_version_id) == (
         "running",
@@ -225,7 +225,7 @@ def test_rollout_serves_a_share_by_session_and_says_the_arm(client, read_token, 
 
 
 def test_select_gives_the_session_its_arm(client, read_token, v1, v2, promoter):
-    releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=50)
+    services.version_promote(version=v2, user=promoter, environment="production", reason="try", share=50)
     session = next(
         f"s-{n}"
         for n in range(100)
@@ -242,8 +242,8 @@ def test_select_gives_the_session_its_arm(client, read_token, v1, v2, promoter):
 
 
 def test_complete_rollout_makes_it_active(v1, v2, promoter):
-    releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=20)
-    rollout = releases.rollout_complete(
+    services.version_promote(version=v2, user=promoter, environment="production", reason="try", share=20)
+    rollout = services.rollout_complete(
         rollout=Rollout.objects.get(), user=promoter, reason="rollout arm resolves more"
     )
     v1.refresh_from_db()
@@ -253,12 +253,12 @@ def test_complete_rollout_makes_it_active(v1, v2, promoter):
     assert not ProcedureRelease.objects.exists()
     assert AuditEvent.objects.filter(version=v2, action=AuditEvent.Action.ROLLOUT_COMPLETE).exists()
     with pytest.raises(services.LifecycleError):
-        releases.rollout_rollback(rollout=rollout, user=promoter, reason="too late")
+        services.rollout_rollback(rollout=rollout, user=promoter, reason="too late")
 
 
 def test_rollback_rollout_keeps_production_and_staging(client, read_token, v1, v2, promoter):
-    releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=20)
-    releases.rollout_rollback(rollout=Rollout.objects.get(), user=promoter, reason="rollout arm escalates more")
+    services.version_promote(version=v2, user=promoter, environment="production", reason="try", share=20)
+    services.rollout_rollback(rollout=Rollout.objects.get(), user=promoter, reason="rollout arm escalates more")
     v1.refresh_from_db()
     v2.refresh_from_db()
     assert (v1.status, v2.status) == (Status.ACTIVE, Status.APPROVED)
@@ -267,13 +267,13 @@ def test_rollback_rollout_keeps_production_and_staging(client, read_token, v1, v
 
 
 def test_while_a_rollout_runs_the_control_stays(v1, v2, promoter, reviewer, approver, agent):
-    releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=20)
+    services.version_promote(version=v2, user=promoter, environment="production", reason="try", share=20)
     manager = _user("manager")
     assign_perm("library.manage_agent_procedures", manager, agent)
     with pytest.raises(services.LifecycleError, match="rollout"):
         services.version_retire(version=v1, user=manager, reason="no")
     with pytest.raises(services.LifecycleError, match="rollout"):
-        releases.version_promote(version=v2, user=promoter, environment="production", reason="again", share=30)
+        services.version_promote(version=v2, user=promoter, environment="production", reason="again", share=30)
     v3 = _revise(v2, reviewer, "Reply with replyTemplates('approval_pending') and the case number.")
     with pytest.raises(services.LifecycleError, match="rollout"):
         make_active(v3, approver)
@@ -282,17 +282,17 @@ def test_while_a_rollout_runs_the_control_stays(v1, v2, promoter, reviewer, appr
 @pytest.mark.parametrize("share", [0, -5, 101, True, "20"])
 def test_share_out_of_range_is_refused(v2, promoter, share):
     with pytest.raises(ValidationError):
-        releases.version_promote(version=v2, user=promoter, environment="production", reason="x", share=share)
+        services.version_promote(version=v2, user=promoter, environment="production", reason="x", share=share)
     assert not Rollout.objects.exists()
 
 
 def test_rollout_without_permission_is_refused(v2, approver):
     with pytest.raises(PermissionDenied):
-        releases.version_promote(version=v2, user=approver, environment="production", reason="x", share=20)
+        services.version_promote(version=v2, user=approver, environment="production", reason="x", share=20)
 
 
 def test_erasing_a_version_in_rollout_ends_it_and_drops_it_everywhere(client, read_token, v1, v2, promoter, agent):
-    releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=99)
+    services.version_promote(version=v2, user=promoter, environment="production", reason="try", share=99)
     manager = _user("manager")
     assign_perm("library.manage_agent_procedures", manager, agent)
     services.version_erase(version=v2, user=manager, ground=VersionTombstone.Ground.POISONED, reason="poisoned")
@@ -408,7 +408,7 @@ def test_database_keeps_released_and_rollout_versions_in_their_status(v1, v2, pr
     refused(lambda: raw("UPDATE library_procedureversion SET status = 'RETIRED' WHERE id = %s", [v2.pk]))
     refused(lambda: raw("UPDATE library_procedureversion SET status = 'ACTIVE' WHERE id = %s", [v2.pk]))
     refused(lambda: raw("UPDATE library_agent SET environments = '[]'::jsonb WHERE id = %s", [agent.pk]))
-    releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=20)
+    services.version_promote(version=v2, user=promoter, environment="production", reason="try", share=20)
     refused(lambda: raw("UPDATE library_procedureversion SET status = 'RETIRED' WHERE id = %s", [v1.pk]))
     refused(lambda: raw("UPDATE library_rollout SET share = 50"))
     refused(lambda: raw("UPDATE library_rollout SET share = 100, state = 'running'"))
@@ -425,7 +425,7 @@ def test_database_keeps_released_and_rollout_versions_in_their_status(v1, v2, pr
             started_at=now,
         )
     )
-    releases.rollout_rollback(rollout=Rollout.objects.get(), user=promoter, reason="no")
+    services.rollout_rollback(rollout=Rollout.objects.get(), user=promoter, reason="no")
     refused(lambda: raw("UPDATE library_rollout SET state = 'completed'"))
 
 
@@ -449,7 +449,7 @@ def test_database_refuses_a_share_outside_0_to_100(v1, v2, promoter):
 def test_a_procedure_outside_the_agents_namespace_is_served_in_no_environment(client, read_token, v1, v2, promoter):
     from library.models import Namespace, Procedure
 
-    releases.version_promote(version=v2, user=promoter, environment="production", reason="try", share=50)
+    services.version_promote(version=v2, user=promoter, environment="production", reason="try", share=50)
     elsewhere = Namespace.objects.create(name="other_team")
     Procedure.objects.filter(pk=v2.procedure_id).update(namespace=elsewhere)
     for params in ({}, {"environment": "staging"}, {"session": "s-1"}, {"session": "s-2"}):

@@ -23,7 +23,13 @@ from library.models import (
     Source,
     Status,
 )
-from library.scope import agent_namespace_set, clean_priority, clean_roles, namespace_create, procedure_scope_update
+from library.services import (
+    agent_namespace_set,
+    clean_priority,
+    clean_roles,
+    namespace_create,
+    procedure_scope_update,
+)
 from tests.conftest import _user, make_active
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")

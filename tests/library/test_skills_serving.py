@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from library import services
 from library.api.tokens import token_create
 from library.models import Agent, ApiToken, Intent, Namespace, Source
-from library.scope import procedure_scope_update
+from library.services import procedure_scope_update
 from procmem_client.skill_rendering import content_sha256, render_skill
 from procmem_client.skills import read_skill_file
 from tests.conftest import make_active

@@ -197,7 +197,7 @@ def movers(people, candidate, admin_user):
     from guardian.shortcuts import assign_perm
 
     from library.models import Namespace
-    from library.scope import namespace_create
+    from library.services import namespace_create
     from tests.reviews.operations_helpers import agent_manager, make_user
 
     default = candidate.procedure.namespace

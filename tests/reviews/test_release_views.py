@@ -10,7 +10,7 @@ import math
 import pytest
 from django.urls import reverse
 
-from library import releases
+from library import services
 from library.models import AgentSession, AuditEvent, ProcedureRelease, Rollout, Status
 from reviews.metrics.arms import rollout_arms
 from tests.conftest import _user, make_passing_eval
@@ -29,7 +29,7 @@ def staged(approved_in_staging):
 
 @pytest.fixture
 def rollout(staged, promoter):
-    releases.version_promote(version=staged[1], user=promoter, environment="production", reason="a fifth", share=20)
+    services.version_promote(version=staged[1], user=promoter, environment="production", reason="a fifth", share=20)
     return Rollout.objects.get()
 
 

@@ -18,7 +18,7 @@ from guardian.shortcuts import assign_perm
 
 from library.api.tokens import token_create
 from library.models import ApiToken, AuditEvent, Procedure, ProcedureVersion, Status
-from library.scope import namespace_create
+from library.services import namespace_create
 from tests.conftest import make_passing_eval
 from tests.reviews.operations_helpers import make_user
 

@@ -11,7 +11,7 @@ from guardian.shortcuts import assign_perm
 
 from library.models import DEFAULT_NAMESPACE, AuditEvent, Namespace, Procedure, Status
 from library.permissions import user_can_approve
-from library.scope import namespace_create
+from library.services import namespace_create
 from reviews import selectors
 from tests.conftest import _user
 

@@ -15,11 +15,12 @@ from typing import Any
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from .models import (
+from ..models import (
     MAX_ROLES,
     PRIORITY_MAX,
     PRIORITY_MIN,
     ROLE_RE,
+    Agent,
     AuditEvent,
     Confidence,
     Namespace,
@@ -28,13 +29,15 @@ from .models import (
     Status,
     slug_validator,
 )
-from .permissions import (
+from ..permissions import (
     approval_holds_in,
     user_can_create_namespaces,
+    user_can_grant_namespace_rights,
     user_can_manage_procedure,
     user_can_move_procedure,
 )
-from .services import LifecycleError, _notify_active_set_changed, _on_commit, audit, required_reason
+from .errors import LifecycleError
+from .events import active_set_changed_on_commit, audit, required_reason
 
 MAX_DESCRIPTION_CHARS = 2000
 
@@ -152,8 +155,7 @@ def procedure_scope_update(
             raise ValidationError({"__all__": "Nothing changed: the scope is already this."})
         locked.save(update_fields=["namespace", "roles", "priority", "confidence"])
         audit(action=AuditEvent.Action.SCOPE, actor=user, procedure=locked, reason=reason, before=before, after=after)
-        agent_id = locked.agent_id
-        _on_commit(lambda: _notify_active_set_changed(agent_id))
+        active_set_changed_on_commit(locked.agent_id)
     procedure.namespace, procedure.roles = locked.namespace, locked.roles
     procedure.priority, procedure.confidence = locked.priority, locked.confidence
     return locked
@@ -193,9 +195,6 @@ def agent_namespace_set(*, agent, namespace: Namespace, user, reason: str) -> in
     its procedures that were in its old namespace, so the agent keeps being served what it was;
     procedures it had in other namespaces stay where they are. Returns how many procedures moved.
     One transaction, the agent row locked, one audit row."""
-    from .models import Agent
-    from .permissions import user_can_grant_namespace_rights
-
     if not user_can_grant_namespace_rights(user, namespace):
         raise PermissionDenied("Only library admins may move an agent into another namespace.")
     reason = required_reason(reason, "Moving an agent")
@@ -217,7 +216,6 @@ def agent_namespace_set(*, agent, namespace: Namespace, user, reason: str) -> in
             before={"agentNamespace": old.name},
             after={"agentNamespace": namespace.name, "proceduresMoved": keys},
         )
-        agent_id = locked.pk
-        _on_commit(lambda: _notify_active_set_changed(agent_id))
+        active_set_changed_on_commit(locked.pk)
     agent.namespace = namespace
     return moved
