@@ -348,6 +348,7 @@ def sessions_waiting(agent: Agent, now: datetime) -> dict[str, Any]:
         "awaitingLabelSessions": list(
             pending.order_by("label_pending_until", "pk").values_list("session_id", flat=True)[:WAITING_NAMED]
         ),
+        "withoutOutcome": unlabelled.count(),
         "withoutOutcomeSessions": list(
             unlabelled.order_by("-ended_at", "-pk").values_list("session_id", flat=True)[:WAITING_NAMED]
         ),
@@ -367,13 +368,17 @@ def waiting_report_entry(waiting: Mapping[str, Any]) -> dict[str, Any] | None:
             + (f" and {more} more" if more > 0 else "")
         )
     if unlabelled:
+        without = waiting.get("withoutOutcome", len(unlabelled))
+        more = without - len(unlabelled)
         parts.append(
-            f"without any outcome yet (newest first): {', '.join(unlabelled)}"
-            + (" …" if len(unlabelled) == WAITING_NAMED else "")
+            f"{without} have no outcome at all yet (newest first): {', '.join(unlabelled)}"
+            + (f" and {more} more" if more > 0 else "")
         )
+    figures = {"awaitingLabel": waiting["awaitingLabel"], "withoutOutcome": waiting.get("withoutOutcome", 0)}
     return {
         "intent": None,
-        "status": "waiting for labels",
+        "status": "not mined: no final label",
         "reason": "Sessions without a final label are not mined; " + "; ".join(parts) + ".",
-        "figures": {"awaitingLabel": waiting["awaitingLabel"]},
+        # the counts the line names, each only when there is one (never "0 waiting" beside a list)
+        "figures": {key: count for key, count in figures.items() if count},
     }

@@ -397,7 +397,10 @@ def test_demo_seed_mines_refund_over_limit_v2_with_the_worked_example(seeded):
     statuses = {entry["intent"]: entry["status"] for entry in run.report}
     assert statuses["refund_over_limit"] == "mined"
     # and one line for the agent naming the sessions left out for their label (the 10 without outcome)
-    assert statuses.pop(None) == "waiting for labels"
+    assert statuses.pop(None) == "not mined: no final label"
+    # its figures are the counts it names: 10 without an outcome, and no "0 waiting" beside them
+    [waiting] = [entry for entry in run.report if entry["intent"] is None]
+    assert waiting["figures"] == {"withoutOutcome": 10} and "10 have no outcome at all yet" in waiting["reason"]
     assert set(statuses) == set(seeded.intents.values_list("name", flat=True))
     assert {s["intent"] for s in run.skipped} - {None} == set(statuses) - {"refund_over_limit"}
     assert AuditEvent.objects.filter(action=AuditEvent.Action.MINE, agent=seeded).exists()

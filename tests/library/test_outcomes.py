@@ -152,7 +152,7 @@ def test_a_complaint_window_holds_sessions_out_of_mining_until_it_closes(client,
     assert AgentSession.objects.filter(label_pending_until__gt=timezone.now()).count() == 3
     run = mining_run_execute(agent=agent, support_threshold=2)
     assert run.counts["awaitingLabel"] == 3 and run.counts["sessions"] == 3
-    [waiting] = [e for e in run.report if e["status"] == "waiting for labels"]
+    [waiting] = [e for e in run.report if e["status"] == "not mined: no final label"]
     assert "fresh-0, fresh-1, fresh-2" in waiting["reason"]
     # a complaint inside the window fails the session at once, and its label is final
     post(client, ingest_token, [{"session_id": "fresh-1", "complaint": True}])
@@ -170,7 +170,7 @@ def test_outcomes_sent_a_week_later_change_the_next_mining_run(client, agent, in
     store(agent, "failed", 8, skeleton=WRONG_WAY, resolved=False, days_ago=8)
     first = mining_run_execute(agent=agent, support_threshold=3)
     assert first.counts["withoutOutcome"] == 8 and first.counts["resolved"] == 0 and first.counts["candidates"] == 0
-    [waiting] = [e for e in first.report if e["status"] == "waiting for labels"]
+    [waiting] = [e for e in first.report if e["status"] == "not mined: no final label"]
     assert "later-7" in waiting["reason"]
     # when: their outcomes arrive a week after the sessions
     response = post(
@@ -183,7 +183,7 @@ def test_outcomes_sent_a_week_later_change_the_next_mining_run(client, agent, in
     second = mining_run_execute(agent=agent, support_threshold=3)
     assert second.counts["withoutOutcome"] == 0 and second.counts["resolved"] + second.counts["heldBack"] >= 8
     assert second.counts["resolved"] > 0 and second.counts["candidates"] == 1
-    assert not [e for e in second.report if e["status"] == "waiting for labels"]
+    assert not [e for e in second.report if e["status"] == "not mined: no final label"]
 
 
 def test_the_rating_threshold_and_the_rule_on_the_settings_page(client, agent, ingest_token, admin_user):
