@@ -3,6 +3,7 @@
     procmem check --tools tools.txt --selection procmem/selection.yaml --snapshot procmem/snapshots
     procmem check --export procedures/ --agent support_agent --tools myagent.tools:TOOLS
     procmem check --snapshot procmem/snapshots --update          # accept the rendered instruction as it is now
+    procmem skills sync .claude/skills [--check]                  # the served skills into a folder (skills_sync.py)
 
 The server comes from --url/--agent/--token or PROCMEM_URL, PROCMEM_AGENT, PROCMEM_TOKEN (a read
 token); --export DIR reads an export directory instead. Exit codes: 0 every check passed, 1 a check
@@ -22,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from . import skills_sync
 from .agent_checks import (
     CheckError,
     Library,
@@ -92,6 +94,7 @@ def _parser() -> argparse.ArgumentParser:
     report.add_argument(
         "--timeout", type=float, default=60.0, help="seconds per request to the server or the MCP server"
     )
+    skills_sync.add_parser(commands)
     return parser
 
 
@@ -175,6 +178,8 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None, err: T
     out = out or sys.stdout
     err = err or sys.stderr
     args = _parser().parse_args(argv)
+    if args.command == "skills":
+        return skills_sync.run(args, out, err)
     try:
         library, outcomes = run_checks(args)
     except CheckError as exc:
