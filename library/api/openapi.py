@@ -155,7 +155,11 @@ SCHEMAS: dict[str, Any] = {
                     "whenToUse": {"type": "string", "description": "The first sentence of appliesWhen, on one line"},
                     "files": {
                         **_STR_LIST,
-                        "description": "The files its postconditions, then preconditions name (a task family's files; at most 6)",
+                        "description": "The source files its postconditions, then preconditions name (a task family's most edited files; at most 6)",
+                    },
+                    "tests": {
+                        **_STR_LIST,
+                        "description": "The test files it names (a task family's, those that pair with its files first; at most 3): what fills the verify command's {{test_file}}",
                     },
                     "verifyCommand": {"type": "string"},
                     "text": {"type": "string"},

@@ -38,24 +38,24 @@ at least `min_traces` traces becomes a note, with the number of traces it rests 
 
 from __future__ import annotations
 
-import posixpath
 import re
-import shlex
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 from procmem_client.coding import target_role
 
-from .activities import classify_command, split_command, strip_heredocs
 from .procedures import PHASE_TEXT, coding_skeleton
+from .runners import mistake_kind
+from .testruns import TestRun, parse_test, parse_test_command, test_run_of  # noqa: F401  (the parser's home)
 
 AREA_DEPTH = 2
 NAMESPACE_DIRS = frozenset({"contrib", "ext", "extensions", "plugins", "packages"})
 ROOT_DIRS = frozenset({"src", "lib"})
 FILES_READ_SHOWN = 3
-FILES_WRITTEN_SHOWN = 4
+FILES_WRITTEN_SHOWN = 5
 TEST_MODULES_SHOWN = 3
 TRACES_IN_EVIDENCE = 40
 FIRST_READS_PER_TRACE = 3
@@ -63,30 +63,7 @@ DEFAULT_MIN_TRACES = 2
 
 _SWEBENCH_KEY_RE = re.compile(r"^(?P<owner>[\w.-]+?)__(?P<name>[\w.-]+)-\d+$")
 _DIFF_FILE_RE = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.M)
-_INTERPRETER_RE = re.compile(r"^(?:python|pypy)(?:\d+(?:\.\d+)?)?$")
-_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_WRAPPERS = frozenset({"timeout", "time", "nice", "nohup", "env", "sudo", "command", "exec", "stdbuf"})
-_OPTIONS_WITH_VALUE = frozenset(
-    {
-        "-k",
-        "-m",
-        "-p",
-        "-n",
-        "-c",
-        "-o",
-        "--settings",
-        "--parallel",
-        "--tag",
-        "--exclude-tag",
-        "--rootdir",
-        "--verbosity",
-        "-v",
-    }
-)
-_CWD_PREFIXES = ("/testbed/", "/testbed")
 _KEY_WORD_RE = re.compile(r"[^a-z0-9_]+")
-_FAILURE_RE = re.compile(r"Error|No module|not found|cannot|No such")
-_LEADING_PATH_RE = re.compile(r"^/\S+: ")
 
 
 class Reason:
@@ -99,18 +76,6 @@ class Reason:
 
 
 # ---------------------------------------------------------------------------------------------- traces
-
-
-@dataclass(frozen=True)
-class TestRun:
-    """One test invocation: its form, the command shown (labels as placeholders), the test modules it names."""
-
-    form: str
-    runner: str
-    shown: str
-    modules: tuple[str, ...]
-    ok: bool | None
-    failure: str = ""  # the first error line of a failed run's output ('' when not kept)
 
 
 @dataclass
@@ -129,23 +94,55 @@ class Trace:
 
     @property
     def tests(self) -> list[TestRun]:
+        """Its test invocations; those that ran only files the agent created in the session (and did
+        not hand in) marked temporary: they verify one task, never a family."""
         if self._tests is None:
-            self._tests = [run for run in (test_run_of(call) for call in self.calls) if run is not None]
+            created = created_files(self.calls) - set(self.edited)
+            self._tests = [
+                replace(run, temporary=True) if run.files and created.issuperset(run.files) else run
+                for run in (test_run_of(call) for call in self.calls)
+                if run is not None
+            ]
         return self._tests
 
     @property
     def verify(self) -> TestRun | None:
-        """The last test invocation that passed."""
-        return next((run for run in reversed(self.tests) if run.ok is True), None)
+        """The last test invocation of the repository's tests that passed."""
+        return next((run for run in reversed(self.tests) if run.ok is True and not run.temporary), None)
 
     def failed_before_first_pass(self) -> tuple[list[TestRun], TestRun | None]:
         failed: list[TestRun] = []
         for run in self.tests:
+            if run.temporary:
+                continue
             if run.ok is True:
                 return failed, run
             if run.ok is False:
                 failed.append(run)
         return failed, None
+
+
+_WRITE_TARGET_RE = re.compile(r"(?<![>&])>\s*['\"]?(?:/testbed/)?([\w./-]+)")
+
+
+def created_files(calls: Sequence[Mapping[str, Any]]) -> set[str]:
+    """The files the agent created in the session: written with ``>`` (``cat <<EOF > tests/test_x.py``)
+    before any call named them."""
+    seen: set[str] = set()
+    created: set[str] = set()
+    for call in calls:
+        args = _args(call)
+        path = args.get("path")
+        command = args.get("command")
+        if args.get("activity") == "edit" and isinstance(command, str):
+            for target in _WRITE_TARGET_RE.findall(command):
+                target = target.removeprefix("./")
+                if target not in seen:
+                    created.add(target)
+                seen.add(target)
+        if isinstance(path, str):
+            seen.add(path.removeprefix("/testbed/"))
+    return created
 
 
 def edited_files(calls: Sequence[Mapping[str, Any]], patch: str = "") -> tuple[str, ...]:
@@ -180,142 +177,6 @@ def repository_of(task_key: str) -> str:
     """owner/name from a SWE-bench task key (django__django-11099 → django/django); '' otherwise."""
     match = _SWEBENCH_KEY_RE.match(task_key or "")
     return f"{match.group('owner')}/{match.group('name')}" if match else ""
-
-
-# ---------------------------------------------------------------------------------------------- test runs
-
-
-def _words(part: str) -> list[str]:
-    try:
-        return shlex.split(part, comments=True)
-    except ValueError:  # an unclosed quote: words as written
-        return part.split()
-
-
-def _normal_path(path: str, cwd: str) -> str:
-    for prefix in _CWD_PREFIXES:
-        if path.startswith(prefix):
-            path = path[len(prefix) :]
-            break
-    joined = (
-        posixpath.normpath(posixpath.join(cwd, path)) if cwd and not path.startswith("/") else posixpath.normpath(path)
-    )
-    return joined.lstrip("./") if joined.startswith("./") else ("" if joined == "." else joined)
-
-
-def _test_module(argument: str) -> str:
-    """The test module a runner argument names: forms_tests.tests.Test → forms_tests,
-    tests/forms_tests/test_x.py::T → forms_tests."""
-    path = argument.split("::", 1)[0]
-    if "/" in path or path.endswith(".py"):
-        parts = [p for p in path.split("/") if p and p not in (".", "..")]
-        if parts and parts[0] in ("tests", "test") and len(parts) > 1:
-            return parts[1].removesuffix(".py")
-        return parts[-1].removesuffix(".py") if parts else ""
-    return path.split(".", 1)[0]
-
-
-def test_run_of(call: Mapping[str, Any]) -> TestRun | None:
-    """The test invocation of one stored call (activity "test" with a command), None otherwise."""
-    args = _args(call)
-    if args.get("activity") != "test" or not isinstance(args.get("command"), str):
-        return None
-    found = parse_test_command(args["command"])
-    if found is None:
-        return None
-    form, runner, shown, modules = found
-    ok = call.get("ok")
-    failure = ""
-    if ok is False and isinstance(args.get("output"), str):
-        failure = next((line.strip() for line in args["output"].splitlines() if _FAILURE_RE.search(line)), "")
-        # "/opt/…/bin/python3: No module named …": the message, not the interpreter's path
-        failure = _LEADING_PATH_RE.sub("", failure)
-        failure = failure if len(failure) <= 100 else failure[:99] + "…"
-    return TestRun(form, runner, shown, modules, ok if isinstance(ok, bool) else None, failure)
-
-
-def parse_test_command(command: str) -> tuple[str, str, str, tuple[str, ...]] | None:
-    """(form, runner, command shown, test modules) of a test command; None when no part runs tests."""
-    text, _bodies = strip_heredocs((command or "").replace("\\\n", " "))
-    cwd = ""
-    for part in split_command(text):
-        words = _words(part)
-        if not words:
-            continue
-        if words[0] == "cd" and len(words) > 1:
-            cwd = _normal_path(words[1], cwd)
-            continue
-        if classify_command(part).activity != "test":
-            continue
-        index = 0
-        while index < len(words) and (_ASSIGN_RE.match(words[index]) or words[index].rsplit("/", 1)[-1] in _WRAPPERS):
-            index += 1
-            while index < len(words) and (words[index].startswith("-") or words[index].rstrip("smhd").isdigit()):
-                index += 1
-        if index >= len(words):
-            continue
-        program = words[index]
-        rest = words[index + 1 :]
-        as_module = False
-        if _INTERPRETER_RE.match(program.rsplit("/", 1)[-1]):
-            if "-m" in rest:
-                as_module = True
-                at = rest.index("-m")
-                module = rest[at + 1] if at + 1 < len(rest) else ""
-                runner = "django test" if module == "django" else module
-                rest = rest[at + 2 :]
-                if rest[:1] == ["test"] and module == "django":
-                    rest = rest[1:]
-            else:
-                script = next((w for w in rest if not w.startswith("-")), "")
-                runner = _normal_path(script, cwd) if script else program
-                rest = rest[rest.index(script) + 1 :] if script else []
-        else:
-            runner = _normal_path(program, cwd) if "/" in program else program
-        if runner.endswith("manage.py") and rest[:1] == ["test"]:
-            runner, rest = runner + " test", rest[1:]
-        placeholders: list[str] = []
-        shown_args: list[str] = []
-        modules: list[str] = []
-        skip = False
-        for position, word in enumerate(rest):
-            if skip:
-                skip = False
-                shown_args.append(word)
-                continue
-            if word.startswith("-"):
-                following = rest[position + 1] if position + 1 < len(rest) else ""
-                skip = (
-                    "=" not in word
-                    and word in _OPTIONS_WITH_VALUE
-                    and (word not in ("-v", "--verbosity") or following.isdigit())
-                )
-                shown_args.append(word)
-                continue
-            placeholder = (
-                "{{test_file}}" if ("/" in word or word.split("::", 1)[0].endswith(".py")) else "{{test_label}}"
-            )
-            if not placeholders or placeholders[-1] != placeholder:
-                placeholders.append(placeholder)
-            if not shown_args or shown_args[-1] != placeholder:
-                shown_args.append(placeholder)
-            module = _test_module(word)
-            if module and module not in modules:
-                modules.append(module)
-        form = " ".join([runner, *dict.fromkeys(placeholders)])
-        shown = " ".join([_shown_program(words[:index], program, runner, as_module), *shown_args])
-        return form, runner, shown, tuple(modules)
-    return None
-
-
-def _shown_program(prefix: list[str], program: str, runner: str, as_module: bool) -> str:
-    """The program as a command to copy: the interpreter kept, the runner from the repository's root
-    (cd and /testbed dropped): python3 tests/runtests.py, ./tests/runtests.py, python -m pytest."""
-    env = [w for w in prefix if _ASSIGN_RE.match(w) and not w.startswith("PYTHONPATH=$")]
-    name = program.rsplit("/", 1)[-1]
-    if _INTERPRETER_RE.match(name):
-        return " ".join([*env, f"{name} -m" if as_module else name, runner])
-    return " ".join([*env, runner if "/" not in runner else "./" + runner])
 
 
 # ---------------------------------------------------------------------------------------------- families
@@ -416,19 +277,31 @@ class RecoveryNote:
         }
 
 
+# the kinds of mistake (runners.mistake_kind) and where their notes are counted: the runner and how
+# it is launched belong to the repository, the test modules to the family
+REPOSITORY_NOTE_KINDS = ("runner", "invocation", "options")
+
+
 def corrections(trace: Trace) -> list[tuple[str, str, str, str]]:
     """(kind, what failed, what passed, first error line) for each failed test invocation before the
-    first passing one that the passing one corrected: another runner, or other test modules."""
+    first passing one that the passing one corrected (runners.mistake_kind): another runner, the same
+    runner launched another way, other test modules, other options."""
     failed, passed = trace.failed_before_first_pass()
     if passed is None:
         return []
     found = []
     for run in failed:
-        if run.runner != passed.runner:
+        kind = mistake_kind(run, passed)
+        if kind == "runner":
             found.append(("runner", run.shown, passed.shown, run.failure))
-        elif run.modules and passed.modules and not set(run.modules) & set(passed.modules):
+        elif kind == "test path":
             for module in run.modules:
                 found.append(("module", module, ", ".join(passed.modules), run.failure))
+        elif kind == "invocation":
+            found.append(("invocation", run.invocation, passed.shown, run.failure))
+        elif kind == "options":
+            options = " ".join(o for o in run.options if o not in passed.options)
+            found.append(("options", f"{run.invocation} {options}".strip(), passed.shown, run.failure))
     return found
 
 
@@ -455,9 +328,12 @@ def recovery_notes(traces: Iterable[Trace], *, kind: str, min_traces: int) -> li
             continue
         corrected = [c for c, _ in sorted(entry["corrected"].items(), key=lambda kv: (-kv[1], kv[0]))]
         failure = entry["failure"].most_common(1)[0][0] if entry["failure"] else ""
-        if kind == "runner":
+        if kind in ("runner", "invocation"):
             why = f" ({failure})" if failure else ""
             text = f"`{failed}` fails here{why}: run `{corrected[0]}` instead."
+        elif kind == "options":
+            why = f" ({failure})" if failure else ""
+            text = f"`{failed}` selects no tests here{why}: run `{corrected[0]}` instead."
         else:
             text = (
                 f"`{failed}` is not a test module here: the tests are in {', '.join(f'`{c}`' for c in corrected[:3])}."
@@ -486,6 +362,7 @@ class FamilyCandidate:
     test_modules: list[str]
     notes: list[RecoveryNote]
     evidence: dict[str, Any]
+    test_files: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -549,6 +426,12 @@ _COMMON_WORDS = frozenset(
 FAMILY_WORDS_SHOWN = 8
 
 
+@lru_cache(maxsize=4096)
+def _task_words(text: str) -> frozenset[str]:
+    """The words of one task text (cached: leave-one-out measuring reads each text once per task)."""
+    return frozenset({w.lower() for w in _TASK_WORD_RE.findall(text)} - _COMMON_WORDS)
+
+
 def family_words(
     family_tasks: Sequence[str], all_tasks: Sequence[str], *, shown: int = FAMILY_WORDS_SHOWN
 ) -> list[str]:
@@ -559,7 +442,7 @@ def family_words(
     def documents(texts: Sequence[str]) -> Counter:
         counter: Counter = Counter()
         for text in texts:
-            counter.update({w.lower() for w in _TASK_WORD_RE.findall(text or "")} - _COMMON_WORDS)
+            counter.update(_task_words(text or ""))
         return counter
 
     inside, everywhere = documents(family_tasks), documents(all_tasks)
@@ -580,8 +463,11 @@ def build_candidate(
     min_traces: int,
     repository_notes: Sequence[RecoveryNote] = (),
     words: Sequence[str] = (),
+    repository_forms: Mapping[str, int] | None = None,
 ) -> FamilyOutcome:
-    """One family's candidate, or the reason it yields none (Reason)."""
+    """One family's candidate, or the reason it yields none (Reason). `repository_forms`: the verify
+    forms of the repository's resolved sessions, to break a tie."""
+    repository_forms = repository_forms or {}
     outcome = FamilyOutcome(family, list(traces))
     resolved = [t for t in traces if t.resolved is True]
     unresolved = [t for t in traces if t.resolved is False]
@@ -604,26 +490,45 @@ def build_candidate(
         )
         return outcome
     forms = Counter(t.verify.form for t in verified)
-    form, form_count = _top(forms, 1)[0]
+    # a tie goes to the form the repository's resolved sessions passed with most (its runner)
+    form, form_count = min(forms.items(), key=lambda kv: (-kv[1], -repository_forms.get(kv[0], 0), kv[0]))
     shown = Counter(t.verify.shown for t in verified if t.verify.form == form)
     verify = _top(shown, 1)[0][0]
+    alternatives = [
+        (f, n, _top(Counter(t.verify.shown for t in verified if t.verify.form == f), 1)[0][0])
+        for f, n in sorted(forms.items(), key=lambda kv: (-kv[1], kv[0]))
+        if f != form
+    ]
+    disagreement = (
+        f"Resolved sessions disagree on the verify command: {form_count} ran `{verify}`, "
+        + ", ".join(f"{n} `{command}`" for _f, n, command in alternatives[:3])
+        + "."
+        if alternatives
+        else ""
+    )
     modules = Counter(m for t in verified if t.verify.form == form for m in dict.fromkeys(t.verify.modules))
     test_modules = [m for m, _ in _top(modules, TEST_MODULES_SHOWN)]
     written = Counter(path for t in resolved for path in t.edited if target_role(path) == "source")
     read_first = Counter(path for t in resolved for path in _first_reads(t))
     files_written = [p for p, _ in _top(written, FILES_WRITTEN_SHOWN)]
     files_read = [p for p, _ in _top(read_first, FILES_READ_SHOWN)]
+    test_counts = _test_files(resolved)
+    test_files = area_test_files(files_written, test_counts, min_traces=min_traces)
+    labels = "{{test_label}}" in form
     skeletons = Counter(coding_skeleton([_args(c).get("step", "") for c in t.calls]) for t in resolved)
     skeleton = list(_top(skeletons, 1)[0][0]) if skeletons else ["search", "read", "edit", "test", "submit"]
     if "test" not in skeleton:  # the verify command is a step of every family's procedure
         skeleton.insert(skeleton.index("submit") if "submit" in skeleton else len(skeleton), "test")
     notes = [*repository_notes, *recovery_notes(traces, kind="module", min_traces=min_traces)]
+    tests_text = (
+        ", ".join(f"tests/{m}/" for m in test_modules) if labels else ", ".join(test_files[:TEST_MODULES_SHOWN])
+    )
     repository, _, area = family.partition(":")
     where = f"{repository} " if repository else ""
     applies_when = (
         f"A {where}task whose fix is in {area}/ (family {family}). "
         f"Resolved tasks of this family changed {', '.join(files_written[:3]) or area} and were verified with {verify}"
-        + (f" on {', '.join(f'tests/{m}/' for m in test_modules)}." if test_modules else ".")
+        + (f" on {tests_text}." if tests_text else ".")
     ) + (f" Its issues mention {', '.join(words)}." if words else "")
     steps = []
     for phase in skeleton:
@@ -634,14 +539,13 @@ def build_candidate(
         elif phase == "edit":
             steps.append(f"Edit the source file that causes the issue{_often(files_written)}.")
         elif phase == "test":
-            modules_text = (
-                f" (this family's tests: {', '.join(f'tests/{m}/' for m in test_modules)})" if test_modules else ""
-            )
+            modules_text = f" (this family's tests: {tests_text})" if tests_text else ""
             # the recovery notes go with the step they correct (the step count stays the phases')
             steps.append(
                 " ".join(
                     [
                         f"Run the tests of the changed module: {verify}{modules_text}.",
+                        *([disagreement] if disagreement else []),
                         *(f"Note: {note.text}" for note in notes),
                     ]
                 )
@@ -650,6 +554,7 @@ def build_candidate(
             steps.append(PHASE_TEXT[phase].format(target=""))
     # the counts stay in the evidence: the texts change only when the files do (each text is embedded once)
     preconditions = [f"Read before the edit: {path}." for path in files_read]
+    preconditions += [f"Test of this area: {path}." for path in test_files]
     postconditions = [f"Changed: {path}." for path in files_written]
     postconditions.append(f"The verify command passes: {verify}")
     unresolved_verified = [t for t in unresolved if t.verify is not None]
@@ -674,6 +579,9 @@ def build_candidate(
         "verifyCommand": verify,
         "verifyForm": form,
         "verifyForms": [{"form": f, "traces": n} for f, n in _top(forms, 5)],
+        "verifyAlternatives": [{"form": f, "command": c, "traces": n} for f, n, c in alternatives[:5]],
+        "verifyDisagreement": disagreement,
+        "testFiles": [{"path": p, "traces": test_counts[p]} for p in test_files],
         "verifyPassRate": _rate(form_count, len(resolved)),
         "contrast": {
             "gate": False,
@@ -705,12 +613,52 @@ def build_candidate(
         skeleton=skeleton,
         files_read=files_read,
         files_written=files_written,
+        test_files=test_files,
         test_modules=test_modules,
         notes=notes,
         evidence=evidence,
     )
     outcome.status, outcome.reason = "candidate", f"{len(verified)} resolved sessions with a verify command"
     return outcome
+
+
+TEST_FILES_SHOWN = 3
+_TEST_NAME_PATTERNS = ("test_{}.py", "{}_test.py", "unittest_{}.py", "tests_{}.py")
+
+
+def _test_files(resolved: Sequence[Trace]) -> Counter:
+    """In how many resolved traces each test file was edited (handed in) or run by a passing test
+    run of the repository's tests (a failed run may name a file that does not exist)."""
+    counts: Counter = Counter()
+    for trace in resolved:
+        found = {path for path in trace.edited if target_role(path) == "test"}
+        for run in trace.tests:
+            if run.ok is True and not run.temporary:
+                found.update(f for f in run.files if f.endswith(".py") or "{{" not in f)
+        counts.update(found)
+    return counts
+
+
+def pairs_with(source: str, test: str) -> bool:
+    """A test file pairs with a source file by the usual conventions: pkg/mod.py ↔
+    pkg/tests/test_mod.py, tests/test_mod.py, testing/test_mod.py (or mod_test.py, any test folder)."""
+    stem = source.rsplit("/", 1)[-1].removesuffix(".py")
+    name = test.rsplit("/", 1)[-1]
+    if stem in ("__init__", "") or name not in {pattern.format(stem) for pattern in _TEST_NAME_PATTERNS}:
+        return False
+    folders = test.split("/")[:-1]
+    return not folders or any(f in ("tests", "test", "testing") or f.endswith("_tests") for f in folders)
+
+
+def area_test_files(sources: Sequence[str], counts: Mapping[str, int], *, min_traces: int) -> list[str]:
+    """The test files of a family's area: those that pair with its source files by convention, then
+    those its resolved sessions ran or edited in at least `min_traces` of them, ranked by that count
+    (a test file one session touched is one task's, not the family's, unless the agent asks for one)."""
+    need = max(1, min(min_traces, 2))
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    paired = [p for p, n in ranked if n >= need and any(pairs_with(s, p) for s in sources)]
+    frequent = [p for p, n in ranked if n >= need and p not in paired]
+    return [*paired, *frequent][:TEST_FILES_SHOWN]
 
 
 def _often(paths: Sequence[str]) -> str:
@@ -730,7 +678,14 @@ def mine_families(
         if family is not None:
             by_repository[family.partition(":")[0]].extend(members)
     repository_notes = {
-        repo: recovery_notes(members, kind="runner", min_traces=min_traces) for repo, members in by_repository.items()
+        repo: [
+            note for kind in REPOSITORY_NOTE_KINDS for note in recovery_notes(members, kind=kind, min_traces=min_traces)
+        ]
+        for repo, members in by_repository.items()
+    }
+    repository_forms = {
+        repo: Counter(t.verify.form for t in members if t.resolved is True and t.verify is not None)
+        for repo, members in by_repository.items()
     }
     repository_tasks = {
         repo: [t.task for t in members if t.resolved is True] for repo, members in by_repository.items()
@@ -752,7 +707,12 @@ def mine_families(
         words = family_words([t.task for t in members if t.resolved is True], repository_tasks[repository])
         outcomes.append(
             build_candidate(
-                family, members, min_traces=min_traces, repository_notes=repository_notes[repository], words=words
+                family,
+                members,
+                min_traces=min_traces,
+                repository_notes=repository_notes[repository],
+                words=words,
+                repository_forms=repository_forms[repository],
             )
         )
     return outcomes

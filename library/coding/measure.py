@@ -28,7 +28,9 @@ from typing import Any
 
 from procmem_client.coding import recall_pointer, target_role
 
-from .families import FamilyRule, Trace, edited_files, mine_families, parse_test_command, repository_of
+from .families import FamilyRule, Trace, edited_files, mine_families, repository_of
+from .runners import mistake_kind
+from .testruns import parse_test
 
 Recall = Callable[[list[dict[str, Any]], str], "list[Mapping[str, Any]]"]
 
@@ -169,23 +171,36 @@ def judge(trace: Trace, recalled: Sequence[Mapping[str, Any]], repository: str) 
     pointer = recall_pointer(record) if record is not None else None
     named_all = {path for r in recalled for path in recall_pointer(r)["files"]}
     verify = trace.verify
-    pointer_form = None
-    if pointer and pointer["verifyCommand"]:
-        parsed = parse_test_command(pointer["verifyCommand"])
-        pointer_form = parsed[0] if parsed else None
+    parsed = parse_test(pointer["verifyCommand"]) if pointer and pointer["verifyCommand"] else None
+    pointer_form = parsed.form if parsed else None
     edited = [p for p in trace.edited if target_role(p) == "source"]
     named = set(pointer["files"]) if pointer else set()
     failed, first_pass = trace.failed_before_first_pass()
     avoided = command_failures = 0
-    modules = _pointer_modules(record) if record is not None else set()
+    tests = set(pointer["tests"]) if pointer else set()
+    tests |= {t.rsplit("/", 1)[-1].removesuffix(".py") for t in tests}
+    tests |= _pointer_modules(record) if record is not None else set()
     if first_pass is not None:
         for run in failed:
-            if run.runner != first_pass.runner:
-                command_failures += 1
+            kind = mistake_kind(run, first_pass)
+            if not kind:
+                continue  # the code was not right yet: no command avoids that
+            command_failures += 1
+            if kind == "runner":
                 avoided += pointer_form is not None and pointer_form == first_pass.form
-            elif run.modules and first_pass.modules and not set(run.modules) & set(first_pass.modules):
-                command_failures += 1
-                avoided += bool(modules & set(first_pass.modules))
+            elif kind == "test path":
+                avoided += bool(tests & (set(first_pass.modules) | set(first_pass.files)))
+            elif kind == "invocation":
+                avoided += parsed is not None and (parsed.runner, parsed.invocation) == (
+                    first_pass.runner,
+                    first_pass.invocation,
+                )
+            else:  # options: the pointer's command runs the same runner without the refused options
+                avoided += (
+                    parsed is not None
+                    and parsed.runner == first_pass.runner
+                    and not (set(parsed.options) - set(first_pass.options))
+                )
     return TraceResult(
         session_id=trace.session_id,
         repository=repository,

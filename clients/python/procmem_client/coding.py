@@ -22,8 +22,9 @@ also as its role placeholder); `record_terms` reads a procedure's verify command
 pre/postconditions the same way. The exact retriever counts the terms they share.
 
 Recall pointer. `recall_pointer` is the short form of a coding procedure an agent keeps in view (its
-id and version, one line on when to use it, its verify command): at most POINTER_MAX_TOKENS tokens
-by the renderer's estimate (characters / 4, rounded up), guaranteed by cutting each part.
+id and version, one line on when to use it, its files, its verify command and the test files that
+fill the command's placeholder for the next task): at most POINTER_MAX_TOKENS tokens by the renderer's
+estimate (characters / 4, rounded up), guaranteed by cutting each part and dropping files from the end.
 """
 
 from __future__ import annotations
@@ -269,6 +270,7 @@ _WHEN_MAX_CHARS = 240
 _VERIFY_MAX_CHARS = 400
 _ID_MAX_CHARS = 120
 _FILES_MAX = 6
+_TESTS_MAX = 3
 _FILE_MAX_CHARS = 60  # 10 + 120 + 12 + 9 + 240 + 10 + (6 x 60 + 10) + 11 + 400 characters: under the bound
 _FILE_RE = re.compile(r"(?<![\w{./-])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,6}(?![\w/])")
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s")
@@ -279,10 +281,7 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def pointer_files(record: Mapping[str, Any]) -> list[str]:
-    """The files a coding procedure names in its postconditions (written), then its preconditions
-    (read first): concrete paths only (placeholders are not files; the verify command's own script
-    is not a file of the work), at most _FILES_MAX."""
+def _named_paths(record: Mapping[str, Any]) -> list[str]:
     found: list[str] = []
     verify = str(record.get("verifyCommand") or "")
     for text in [*(record.get("postconditions") or []), *(record.get("preconditions") or [])]:
@@ -290,31 +289,62 @@ def pointer_files(record: Mapping[str, Any]) -> list[str]:
             path = path.rstrip(".")
             if path not in found and path not in verify:  # the verify command's script is shown with it
                 found.append(path)
-    return found[:_FILES_MAX]
+    return found
 
 
-def recall_pointer(record: Mapping[str, Any]) -> dict[str, Any]:
-    """The short served form of a coding procedure: {id, version, whenToUse, verifyCommand, files,
-    text, tokens}. `whenToUse` is the first sentence of appliesWhen on one line (a family's names the
-    family); `files` the files its pre/postconditions name; `text` is what an agent keeps in view
-    ("Procedure fix.django.db v2 — when: … — files: … — verify: …"), at most POINTER_MAX_TOKENS
-    tokens (each part is cut, so the bound holds for any record)."""
-    when = _SENTENCE_END_RE.split(" ".join(str(record.get("appliesWhen") or "").split()), maxsplit=1)[0]
-    when = _cut(when, _WHEN_MAX_CHARS)
-    verify = _cut(record.get("verifyCommand") or "", _VERIFY_MAX_CHARS)
-    ident = _cut(record.get("id") or "", _ID_MAX_CHARS)
-    files = [_cut(path, _FILE_MAX_CHARS) for path in pointer_files(record)]
-    text = f"Procedure {ident} v{int(record.get('version') or 0)} — when: {when}"
+def pointer_files(record: Mapping[str, Any]) -> list[str]:
+    """The files a coding procedure names in its postconditions (written, most edited first), then its
+    preconditions (read first): concrete paths only, test files apart (`pointer_tests`; placeholders
+    are not files; the verify command's own script is not a file of the work), at most _FILES_MAX."""
+    return [path for path in _named_paths(record) if target_role(path) != "test"][:_FILES_MAX]
+
+
+def pointer_tests(record: Mapping[str, Any]) -> list[str]:
+    """The test files a coding procedure names (a family's test files, those that pair with its source
+    files first): what fills its verify command's {{test_file}} for the next task; at most _TESTS_MAX."""
+    return [path for path in _named_paths(record) if target_role(path) == "test"][:_TESTS_MAX]
+
+
+def _pointer_text(ident: str, version: int, when: str, files: list[str], verify: str, tests: list[str]) -> str:
+    text = f"Procedure {ident} v{version} — when: {when}"
     if files:
         text += f" — files: {', '.join(files)}"
     if verify:
         text += f" — verify: {verify}"
+    if tests:
+        text += f" — tests: {', '.join(tests)}"
+    return text
+
+
+def recall_pointer(record: Mapping[str, Any]) -> dict[str, Any]:
+    """The short served form of a coding procedure: {id, version, whenToUse, verifyCommand, files,
+    tests, text, tokens}. `whenToUse` is the first sentence of appliesWhen on one line (a family's
+    names the family); `files` the source files its pre/postconditions name, `tests` its test files
+    (what fills the verify command's placeholder); `text` is what an agent keeps in view ("Procedure
+    fix.django.db v2 — when: … — files: … — verify: … — tests: …"), at most POINTER_MAX_TOKENS tokens:
+    each part is cut, then test files and files are dropped from the end until it fits (so the bound
+    holds for any record)."""
+    when = _SENTENCE_END_RE.split(" ".join(str(record.get("appliesWhen") or "").split()), maxsplit=1)[0]
+    when = _cut(when, _WHEN_MAX_CHARS)
+    verify = _cut(record.get("verifyCommand") or "", _VERIFY_MAX_CHARS)
+    ident = _cut(record.get("id") or "", _ID_MAX_CHARS)
+    version = int(record.get("version") or 0)
+    files = [_cut(path, _FILE_MAX_CHARS) for path in pointer_files(record)]
+    tests = [_cut(path, _FILE_MAX_CHARS) for path in pointer_tests(record)]
+    text = _pointer_text(ident, version, when, files, verify, tests)
+    while math.ceil(len(text) / CHARS_PER_TOKEN) > POINTER_MAX_TOKENS and (tests or files):
+        if tests:
+            tests.pop()
+        else:
+            files.pop()
+        text = _pointer_text(ident, version, when, files, verify, tests)
     return {
         "id": record.get("id"),
         "version": record.get("version"),
         "whenToUse": when,
         "verifyCommand": verify,
         "files": files,
+        "tests": tests,
         "text": text,
         "tokens": math.ceil(len(text) / CHARS_PER_TOKEN),
     }
