@@ -22,6 +22,14 @@ and has just created the tombstone):
    for re-review today);
 4. in the mining run that proposed it, replaces the report entry's draft (steps, forbidden actions,
    summary, skeleton, coding contract) with the reference;
+4b. reaches the copies made from the sessions the version was mined from (its evidence names them):
+   each regression case made from one of them (issue 42: the sessions' text — a customer's name —
+   is what the version's content came from) loses its task, name, context and recorded tool results
+   to the reference and is deactivated, its `case_change` audit rows' snapshots lose the same
+   fields, and the replies its eval runs recorded are wiped. The sessions themselves stay (the
+   session store is kept or purged by retention), but their tasks and the cases' are fingerprinted
+   with the erased text, so `scan_erased` finds a copy of them written later, and
+   `--include-sessions` lists the sessions that still hold it;
 5. checks, with the same search, that no stored text still holds the erased text, and records what
    it did and found in an `ErasureSweep` row, with keyed fingerprints of the erased text's word
    windows that no staying version of the agent shares, numbered by text (HMAC-SHA-256 under a key
@@ -50,7 +58,17 @@ from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
 
-from .models import AuditEvent, ErasureSweep, MiningRun, ProcedureVersion, Status, VersionTombstone
+from .models import (
+    AgentSession,
+    AuditEvent,
+    ErasureSweep,
+    EvalCaseResult,
+    MiningRun,
+    ProcedureVersion,
+    RegressionCase,
+    Status,
+    VersionTombstone,
+)
 
 MIN_CHARS = 8
 PREFIX_CHARS = 100
@@ -437,10 +455,73 @@ def remaining_copies(lowered: list[str]) -> list[dict]:
     return found
 
 
-def erasure_sweep(*, version: ProcedureVersion, tombstone: VersionTombstone, texts: list[str], user) -> ErasureSweep:
+# ---------------------------------------------------------------------------------------------- copies made from sessions
+
+CASE_COPY_FIELDS = ("task", "name", "context", "tool_results")  # what a case took from its session
+
+
+def mined_from_sessions(evidence: dict[str, Any]) -> list[str]:
+    """The ids of the sessions a version's evidence names: its session list and its excerpts'."""
+    from .selectors import evidence_session_ids
+
+    ids = list(evidence_session_ids(evidence or {}))
+    for excerpt in (evidence or {}).get("excerpts") or []:
+        if isinstance(excerpt, dict) and isinstance(excerpt.get("sessionId"), (str, int)):
+            ids.append(str(excerpt["sessionId"]))
+    return list(dict.fromkeys(ids))
+
+
+def _session_copies(version: ProcedureVersion, session_ids: list[str], reference: str, result: SweepResult) -> list[str]:
+    """Step 4b of the module docstring; returns the texts to fingerprint (the sessions' and the
+    cases' tasks). Caller holds the version's lock, inside the sweep (audit rows may change)."""
+    if not session_ids:
+        return []
+    agent_id = version.procedure.agent_id
+    sessions = AgentSession.objects.filter(agent_id=agent_id, session_id__in=session_ids)
+    texts = [task for task in sessions.values_list("task", flat=True) if task]
+    cases = list(
+        RegressionCase.objects.select_for_update()
+        .filter(agent_id=agent_id)
+        .filter(Q(source_session__in=sessions) | Q(external_id__in=[f"session:{sid}"[:200] for sid in session_ids]))
+        .order_by("pk")
+    )
+    if not cases:
+        return texts
+    texts.extend(case.task for case in cases if case.task and not REFERENCE_RE.fullmatch(case.task.strip()))
+    case_ids = [case.pk for case in cases]
+    wiped = {"task": reference, "name": reference, "context": {}, "tool_results": {}}
+    RegressionCase.objects.filter(pk__in=case_ids).update(**wiped, is_active=False)
+    result.rewritten["library.RegressionCase"] = case_ids
+    EvalCaseResult.objects.filter(case_id__in=case_ids).update(reply="", tool_calls=[], failures=[], error="")
+    events = AuditEvent.objects.filter(action=AuditEvent.Action.CASE_CHANGE, agent_id=agent_id).filter(
+        Q(before__case__in=case_ids) | Q(after__case__in=case_ids)
+    )
+    for event in events.order_by("pk"):
+        before, after = (_without_case_text(snapshot, wiped) for snapshot in (event.before, event.after))
+        if (before, after) != (event.before, event.after):
+            AuditEvent.objects.filter(pk=event.pk).update(before=before, after=after)
+            result.rewritten.setdefault("library.AuditEvent", []).append(event.pk)
+    return texts
+
+
+def _without_case_text(snapshot: Any, wiped: dict[str, Any]) -> Any:
+    if not isinstance(snapshot, dict):
+        return snapshot
+    return {key: (wiped[key] if key in wiped and value not in ("", {}, None) else value) for key, value in snapshot.items()}
+
+
+def erasure_sweep(
+    *,
+    version: ProcedureVersion,
+    tombstone: VersionTombstone,
+    texts: list[str],
+    user,
+    session_ids: list[str] = (),
+) -> ErasureSweep:
     """Steps 2-5 of the module docstring. Caller: `services.version_erase`, inside its transaction,
     after the version was wiped; `texts` is the erased text (version_texts of the version before
-    the wipe, plus what the listeners wiped)."""
+    the wipe, plus what the listeners wiped); `session_ids` the sessions it was mined from
+    (`mined_from_sessions` of its evidence before the wipe)."""
     reference = tombstone.reference
     descendants = _descendants(version)
     kept = _texts_kept_elsewhere(version, descendants)
@@ -450,6 +531,9 @@ def erasure_sweep(*, version: ProcedureVersion, tombstone: VersionTombstone, tex
     )
     result = SweepResult()
     lowered = needles(texts)
+    copied = _session_copies(version, list(session_ids), reference, result)
+    if copied:
+        ErasureSweep.objects.filter(pk=sweep.pk).update(fingerprints=fingerprints([*texts, *copied], shared=kept))
     _mining_entry(version, reference, result)
     if lowered:
         _rewrite_rows(lowered, reference, result)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from typing import Any
 
 from django.db.models import Count, Exists, Max, OuterRef, Q, QuerySet, Value
 
@@ -121,3 +122,24 @@ def session_sources_for_agent(agent: Agent) -> list[dict]:
             }
         )
     return sources
+
+
+_SESSION_ID_KEYS = ("sessionIds", "sessions", "session_ids", "exampleSessions")
+
+
+def evidence_session_ids(evidence: dict[str, Any]) -> list[str]:
+    """The ids of the sessions a version's evidence names (the miner's `sessionIds`; an import's
+    `sessions` and the like), in its order."""
+    for key in _SESSION_ID_KEYS:
+        value = evidence.get(key)
+        if isinstance(value, list):
+            ids = [
+                item
+                if isinstance(item, (str, int)) and not isinstance(item, bool)
+                else (item.get("sessionId") or item.get("session_id") or item.get("id"))
+                if isinstance(item, dict)
+                else None
+                for item in value
+            ]
+            return [str(i) for i in ids if i not in (None, "")]
+    return []

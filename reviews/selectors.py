@@ -31,7 +31,7 @@ from django.db.models.lookups import GreaterThan, LessThan
 from django.utils import timezone
 
 from library.models import Agent, AgentSession, EvalRun, Intent, Procedure, ProcedureVersion, Status
-from library.selectors import active_versions_for_agent
+from library.selectors import active_versions_for_agent, evidence_session_ids
 from library.serving import missing_tools
 from reviews.access import of_agents
 from reviews.models import CandidateClaim
@@ -679,25 +679,6 @@ def latest_eval_run(version: ProcedureVersion) -> EvalRun | None:
 
 
 EXCERPT_LIMIT = 5
-_SESSION_ID_KEYS = ("sessionIds", "sessions", "session_ids", "exampleSessions")
-
-
-def evidence_session_ids(evidence: dict[str, Any]) -> list[str]:
-    for key in _SESSION_ID_KEYS:
-        value = evidence.get(key)
-        if isinstance(value, list):
-            ids = [
-                item
-                if isinstance(item, (str, int)) and not isinstance(item, bool)
-                else (item.get("sessionId") or item.get("session_id") or item.get("id"))
-                if isinstance(item, dict)
-                else None
-                for item in value
-            ]
-            return [str(i) for i in ids if i not in (None, "")]
-    return []
-
-
 def evidence_sessions(version: ProcedureVersion) -> list[AgentSession]:
     """Example sessions named in the evidence, for evidence that carries no excerpts of its own
     (the miner stores them inline; an import may only name sessions). Only the redacted excerpts

@@ -61,6 +61,7 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
             raise LifecycleError(f"{locked} was already erased.")
         release_for_erasure(locked=locked, user=user)  # it leaves every environment and rollout first
         erased_texts = erasure.version_texts(locked)
+        mined_from = erasure.mined_from_sessions(locked.evidence)  # read before the evidence is wiped
         now = timezone.now()
         status_before = locked.status
         tombstone = VersionTombstone.objects.create(
@@ -86,7 +87,9 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
         _erase_eval_records(version_id=locked.pk)
         for _receiver, wiped in version_erasing.send(sender=ProcedureVersion, version_id=locked.pk):
             erased_texts.extend(wiped or [])  # listeners return the texts they wiped (comment bodies)
-        sweep = erasure.erasure_sweep(version=locked, tombstone=tombstone, texts=erased_texts, user=user)
+        sweep = erasure.erasure_sweep(
+            version=locked, tombstone=tombstone, texts=erased_texts, user=user, session_ids=mined_from
+        )
         audit(
             action=AuditEvent.Action.ERASE,
             actor=user,

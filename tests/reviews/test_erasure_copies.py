@@ -281,3 +281,110 @@ def test_phrasing_the_erased_version_shares_with_staying_ones_is_no_copy(candida
     agent.save(update_fields=["description"])
     with pytest.raises(CommandError, match="1 stored copy"):
         call_command("scan_erased", "--no-export", stdout=io.StringIO())
+
+
+SESSION_MARKER = "zqsessionmarker"  # letters only: the redactor keeps it (a code would become {{id}})
+
+
+def test_copies_made_from_the_sessions_a_version_was_mined_from_are_erased_and_scanned(
+    client, agent, intent, reviewer, admin_user
+):
+    """Issue 42 finding 7: after erasing a mined version, the regression cases made from the
+    sessions it was mined from still held the sessions' text (a marker), as did their case_change
+    audit rows (the audit page, its CSV, the cases page), and `scan_erased --include-sessions`
+    reported 0. Now the cases and their audit rows lose it, a case from another session keeps its
+    own, and the scan finds the sessions that still hold it (retention purges those)."""
+    from library.evals.cases import regression_case_from_session
+    from library.models import AgentSession, RegressionCase
+
+    # given: two sessions with the marker in the task and a third without, a version mined from
+    # the two (one named in its session list, one by its excerpt), and a case made from each
+    def session(n: int, task: str) -> AgentSession:
+        return AgentSession.objects.create(
+            agent=agent,
+            session_id=f"s-{n}",
+            intent=intent,
+            task=task,
+            resolved=True,
+            skeleton=["lookupOrder"],
+            tool_calls=[{"name": "lookupOrder", "args": {"order_id": f"100{n}"}, "result": {"total": 900}}],
+        )
+
+    mined_sessions = [
+        session(n, f"Refund order {n} for {SESSION_MARKER} who lives at the old mill, above my limit please")
+        for n in range(2)
+    ]
+    unrelated = session(2, "My parcel never came and I would like my money back for it today")
+    version = services.procedure_propose(
+        agent=agent,
+        intent=intent,
+        key="mined.refund",
+        applies_when="A refund above the agent's limit is asked for.",
+        steps=["Look up the order with lookupOrder({{order_id}}).", "Ask a supervisor to approve the refund."],
+        required_tools=["lookupOrder"],
+        forbidden_actions=[],
+        source=Source.MINED,
+        evidence={"sessionIds": ["s-0"], "excerpts": [{"sessionId": "s-1", "excerpt": []}]},
+    )
+    cases = [regression_case_from_session(session=s, user=reviewer) for s in [*mined_sessions, unrelated]]
+    assert all(SESSION_MARKER in case.task for case in cases[:2])
+    case_changes = AuditEvent.objects.filter(action=AuditEvent.Action.CASE_CHANGE)
+    assert case_changes.filter(after__task__icontains=SESSION_MARKER).count() == 2
+    client.force_login(admin_user)
+    pages = [
+        reverse("reviews:case_list", args=[agent.name]),
+        *(reverse("reviews:case_edit", args=[case.pk]) for case in cases),
+        reverse("reviews:ops_audit") + f"?agent={agent.name}",
+        reverse("reviews:ops_audit_csv") + f"?agent={agent.name}",
+    ]
+
+    def shown() -> list[str]:
+        found = []
+        for url in pages:
+            response = client.get(url)
+            assert response.status_code == 200, url
+            body = b"".join(response.streaming_content) if response.streaming else response.content
+            if SESSION_MARKER.encode() in body:
+                found.append(url)
+        return found
+
+    assert shown()  # the marker is on the pages before
+
+    # when
+    services.version_erase(version=version, user=admin_user, ground="personal_data", reason="request 42")
+
+    # then: the two cases made from the mined sessions lost what they took from them, and rest
+    reference = version.tombstone.reference
+    for case in RegressionCase.objects.filter(pk__in=[c.pk for c in cases[:2]]):
+        assert (case.task, case.name, case.context, case.tool_results, case.is_active) == (
+            reference,
+            reference,
+            {},
+            {},
+            False,
+        )
+    kept = RegressionCase.objects.get(pk=cases[2].pk)
+    assert (kept.task, kept.is_active, kept.tool_results) == (cases[2].task, True, {"lookupOrder": [{"total": 900}]})
+    # ... and so did their audit rows (the other case's keeps its text)
+    assert not case_changes.filter(after__task__icontains=SESSION_MARKER).exists()
+    assert case_changes.filter(after__task=reference).count() == 2
+    assert case_changes.filter(after__task=cases[2].task).count() == 1
+    sweep = ErasureSweep.objects.get(tombstone=version.tombstone)
+    assert sweep.rewritten["library.RegressionCase"] == sorted(c.pk for c in cases[:2])
+    assert len(sweep.rewritten["library.AuditEvent"]) >= 2
+    # ... no page shows the marker
+    assert shown() == []
+    # ... the scan finds no copy outside the sessions, and exactly the two mined sessions inside
+    out = io.StringIO()
+    call_command("scan_erased", "--no-export", stdout=out)
+    assert "0 copies of erased text found" in out.getvalue()
+    out = io.StringIO()
+    with pytest.raises(CommandError, match="2 stored copies"):
+        call_command("scan_erased", "--no-export", "--include-sessions", stdout=out)
+    for mined in mined_sessions:
+        assert f"library.AgentSession {mined.pk} task" in out.getvalue()
+    # ... and a copy of a mined session's text written later is found
+    agent.description = f"Note: {mined_sessions[0].task}"
+    agent.save(update_fields=["description"])
+    with pytest.raises(CommandError, match="1 stored copy"):
+        call_command("scan_erased", "--no-export", stdout=io.StringIO())
