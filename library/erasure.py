@@ -471,7 +471,9 @@ def mined_from_sessions(evidence: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def _session_copies(version: ProcedureVersion, session_ids: list[str], reference: str, result: SweepResult) -> list[str]:
+def _session_copies(
+    version: ProcedureVersion, session_ids: list[str], reference: str, result: SweepResult
+) -> list[str]:
     """Step 4b of the module docstring; returns the texts to fingerprint (the sessions' and the
     cases' tasks). Caller holds the version's lock, inside the sweep (audit rows may change)."""
     if not session_ids:
@@ -507,7 +509,9 @@ def _session_copies(version: ProcedureVersion, session_ids: list[str], reference
 def _without_case_text(snapshot: Any, wiped: dict[str, Any]) -> Any:
     if not isinstance(snapshot, dict):
         return snapshot
-    return {key: (wiped[key] if key in wiped and value not in ("", {}, None) else value) for key, value in snapshot.items()}
+    return {
+        key: (wiped[key] if key in wiped and value not in ("", {}, None) else value) for key, value in snapshot.items()
+    }
 
 
 def erasure_sweep(

@@ -8,7 +8,6 @@ Every function here issues a fixed number of queries whatever the size of the qu
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from django.db import connections
 from django.db.models import (
@@ -679,6 +678,8 @@ def latest_eval_run(version: ProcedureVersion) -> EvalRun | None:
 
 
 EXCERPT_LIMIT = 5
+
+
 def evidence_sessions(version: ProcedureVersion) -> list[AgentSession]:
     """Example sessions named in the evidence, for evidence that carries no excerpts of its own
     (the miner stores them inline; an import may only name sessions). Only the redacted excerpts
