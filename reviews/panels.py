@@ -191,7 +191,7 @@ class Evidence:
         )
 
 
-def _excerpt_lines(raw: Any) -> list[ExcerptLine]:
+def excerpt_lines(raw: Any) -> list[ExcerptLine]:
     """A redacted excerpt is a list of turns: strings, or dicts such as {"role": "user", "text": …},
     {"role": "tool_call", "tool": …, "args": {…}, "ok": …}, {"role": "note", "text": …}."""
     if isinstance(raw, str):
@@ -438,7 +438,7 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
         evidence.excerpts.append(
             Excerpt(
                 title=f"session {session_id}" if session_id else f"example {index}",
-                lines=_excerpt_lines(item),
+                lines=excerpt_lines(item),
                 outcome=mined_outcome,
             )
         )
@@ -447,7 +447,7 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
             evidence.excerpts.append(
                 Excerpt(
                     title=f"session {session.session_id}",
-                    lines=_excerpt_lines(session.redacted_excerpt),
+                    lines=excerpt_lines(session.redacted_excerpt),
                     outcome=_outcome(session),
                 )
             )

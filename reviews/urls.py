@@ -14,6 +14,7 @@ from .views import (
     queue,
     releases,
     search,
+    sessions,
     skill_import,
     sso,
     versions,
@@ -70,6 +71,8 @@ urlpatterns = [
     path("agents/<str:agent>/webhooks/<int:pk>/delete/", webhooks.webhook_remove, name="webhook_remove"),
     path("agents/<str:agent>/capture-settings/", agents.agent_capture_settings, name="agent_capture_settings"),
     path("agents/<str:agent>/mining/", agents.mining_runs, name="mining_runs"),
+    path("agents/<str:agent>/sessions/", sessions.sessions_list, name="sessions_list"),
+    path("agents/<str:agent>/sessions/<int:pk>/", sessions.session_detail, name="session_detail"),
     path("mining-runs/<int:pk>/", agents.mining_run, name="mining_run"),
     path("mining-runs/<int:pk>/propose/", agents.mining_run_propose, name="mining_run_propose"),
     # operating the library
