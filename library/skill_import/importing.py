@@ -35,7 +35,8 @@ from . import sources
 from .mapping import MappedSkill, SkillError, map_skill
 from .trigger import says_when_to_use
 
-UNREDACTED_METADATA = ("procmem-id", "procmem-intent", "procmem-version", "procmem-sha256")
+# metadata procmem writes into a skill it serves (ids, version, approval, content hash): not redacted
+UNREDACTED_PREFIX = "procmem-"
 # CSS colour literals with a hex letter (`#d97757`): a skill's design values, not ids of anyone
 _COLOUR = re.compile(r"(?<![\w#])#(?=[0-9a-f]*[a-f])(?:[0-9a-f]{8}|[0-9a-f]{6}|[0-9a-f]{3})(?![\w])", re.IGNORECASE)
 
@@ -100,23 +101,6 @@ def skills_import(
     return report
 
 
-def _render_body(mapped: MappedSkill) -> str | None:
-    """The body procmem's own SKILL.md writer gives these fields (None while there is none)."""
-    try:
-        from procmem_client.skills import render_body
-    except ImportError:
-        return None
-    return render_body(
-        {
-            "steps": mapped.steps,
-            "forbiddenActions": mapped.forbidden_actions,
-            "preconditions": mapped.preconditions,
-            "postconditions": mapped.postconditions,
-            "verifyCommand": mapped.verify_command,
-        }
-    )
-
-
 def _redacted(mapped: MappedSkill, redactor: Redactor) -> list[str]:
     """Redacts the mapped skill in place; returns the fields redaction changed."""
     changed: list[str] = []
@@ -138,7 +122,7 @@ def _redacted(mapped: MappedSkill, redactor: Redactor) -> list[str]:
             mapped.front_matter[key] = text(value, key)
         elif key == "metadata":
             mapped.front_matter[key] = {
-                k: v if k in UNREDACTED_METADATA else text(v, f"metadata.{k}") for k, v in value.items()
+                k: v if k.startswith(UNREDACTED_PREFIX) else text(v, f"metadata.{k}") for k, v in value.items()
             }
     return changed
 
@@ -148,7 +132,7 @@ def _screened_texts(mapped: MappedSkill) -> dict[str, str]:
     texts = {"body": mapped.unmapped_body} if mapped.unmapped_body else {}
     for key, value in mapped.front_matter.items():
         if isinstance(value, dict):
-            texts.update({f"metadata.{k}": v for k, v in value.items() if k not in UNREDACTED_METADATA})
+            texts.update({f"metadata.{k}": v for k, v in value.items() if not k.startswith(UNREDACTED_PREFIX)})
         elif isinstance(value, str):
             texts[key] = value
         elif value is not None:
@@ -183,7 +167,7 @@ def _import_one(
     if found.text is None or found.problem:
         raise SkillError(found.problem_field, found.problem)
     mapped = map_skill(
-        found.text, folder=found.folder, coding=agent.kind == Agent.Kind.CODING, render_body=_render_body
+        found.text, folder=found.folder, coding=agent.kind == Agent.Kind.CODING
     )
     missing = [tool for tool in mapped.required_tools if tool not in agent.tools]
     if missing:
@@ -210,7 +194,11 @@ def _import_one(
         procedure = Procedure.objects.filter(agent=agent, key=mapped.key).select_related("intent").first()
         label = f"{agent.name}/{mapped.key}"
         if procedure is not None:
-            versions = list(procedure.versions.order_by("-number"))
+            versions = list(procedure.versions.select_related("approved_by").order_by("-number"))
+            served = _served_as(versions, found.text, mapped)
+            if served is not None:
+                report.unchanged.append((found.path, f"{label} v{served.number}"))
+                return
             if _unchanged(procedure, versions, content.hash, mapped.unmapped_body):
                 same = next((v for v in versions if v.content_hash == content.hash), None)
                 if same is not None and same.status == Status.ERASED:
@@ -250,6 +238,27 @@ def _import_one(
         report.warnings.append(
             SkillProblem(found.path, "description", "does not say when to use the skill; agents choose by it alone")
         )
+
+
+def _served_as(versions: list[ProcedureVersion], text: str, mapped: MappedSkill) -> ProcedureVersion | None:
+    """The version whose served SKILL.md (procmem_client.skill_rendering) is `text` exactly, when
+    the skill names the content hash procmem wrote into it: a skill procmem served, unedited. (Its
+    parsed fields need not hash alike: "Do not" prefixes and joined Before: lines are written
+    differently from how they are stored.)"""
+    digest = (mapped.front_matter.get("metadata") or {}).get("procmem-content-sha256")
+    if not digest:
+        return None
+    try:
+        from procmem_client.skill_rendering import render_skill
+    except ImportError:  # the serving side's renderer is not installed
+        return None
+    for version in versions:
+        if version.status == Status.ERASED or version.content_hash != digest:
+            continue
+        record = {**version.to_dict(), "intent": version.procedure.intent.name}
+        if render_skill(record)["files"]["SKILL.md"] == text.lstrip("\ufeff"):
+            return version
+    return None
 
 
 def _unchanged(procedure: Procedure, versions: list[ProcedureVersion], content_hash: str, kept: str) -> bool:

@@ -5,14 +5,15 @@ same reader and name mapping the serving side writes with.
 - `name` (equal to the folder's name) → the procedure id: `metadata.procmem-id` when the skill
   carries one (procmem wrote it), else `skill_name_to_id(name)`, else, for a one-word name that is
   no procmem name, `skill.<name with _>` (a warning says so: that id serves as another name);
-- `description` → appliesWhen (whole);
+- `description` → appliesWhen (whole; of a skill procmem wrote, its "Use it when:" part);
 - `allowed-tools` (space-delimited, or a YAML list) → requiredTools, checked against the agent's
   tools by the importer;
 - the body: the first numbered list → the steps; `Do not:` lines → forbiddenActions; a coding
   procedure's `Before:`, `After:` and `Verify:` lines → preconditions, postconditions and the verify
-  command. Everything else cannot be mapped: unless the body is exactly what the mapped fields
-  render back to, the whole body is kept (`unmapped_body`), shown on the candidate page and never
-  dropped. A body with no numbered list gets one step that points at that kept text.
+  command; the lines procmem's skill renderer writes around them map to nothing. When any other
+  line is there (prose, headings, code, a second list), the whole body is kept (`unmapped_body`),
+  shown on the candidate page and never dropped. A body with no numbered list gets one step that
+  points at that kept text.
 - `license`, `compatibility`, `metadata` and any other keys are kept as read (`front_matter`).
 """
 
@@ -25,6 +26,7 @@ from typing import Any
 import yaml
 
 from procmem_client import skills
+from procmem_client.rendering import HEADER
 
 COMPATIBILITY_MAX = 500
 NO_STEPS = (
@@ -109,44 +111,77 @@ def procedure_key(name: str, metadata: dict[str, str]) -> tuple[str, str]:
         return key, f"name {name!r} is no procmem name: imported as {key}, which procmem serves as {served!r}"
 
 
+# Lines procmem's own skill renderer writes around the fields (procmem_client.skill_rendering):
+# the renderer's header, the procedure line, "Use it when: …" and the pointer to scripts/verify.sh.
+# They map to nothing and lose nothing (they are rebuilt from the fields).
+_PROCEDURE_LINE = re.compile(r"^Procedure [a-z][a-z0-9_]*(\.[a-z0-9_]+)+ v\d+ \(source: .*\)$")
+_USE_WHEN = re.compile(r"^Use it when: (\S.*)$")
+_VERIFY_POINTER = "The Verify command is also scripts/verify.sh in this folder."
+
+
+def _procmem_line(line: str) -> bool:
+    return line == HEADER or line == _VERIFY_POINTER or bool(_PROCEDURE_LINE.match(line) or _USE_WHEN.match(line))
+
+
 def map_body(body: str, *, coding: bool = False) -> tuple[dict[str, Any], bool]:
-    """The fields the body's lines give, and whether the body had a numbered list. Lines inside
-    code fences are never read as fields; `Before:`, `After:` and `Verify:` only for a coding
-    agent (another agent's procedure has no such fields: the lines stay in the kept body)."""
-    fields: dict[str, Any] = {"steps": [], "forbidden": [], "pre": [], "post": [], "verify": ""}
-    in_fence, list_state = False, "before"  # before → in (the first numbered list) → after
+    """The fields the body's lines give, and whether every line mapped (blank lines and the lines
+    procmem writes around the fields aside). Lines inside code fences are never read as fields;
+    `Before:`, `After:` and `Verify:` only for a coding agent (another agent's procedure has no such
+    fields: the lines stay in the kept body). Only the first numbered list gives steps."""
+    fields: dict[str, Any] = {"steps": [], "forbidden": [], "pre": [], "post": [], "verify": "", "when": ""}
+    in_fence, list_state, every_line = False, "before", True  # list: before → in → after
     for line in body.splitlines():
         if _FENCE.match(line):
-            in_fence = not in_fence
-            continue
-        if in_fence:
+            in_fence, every_line = not in_fence, False
             continue
         stripped = line.strip()
+        if in_fence or not stripped:
+            every_line = every_line and not in_fence
+            continue
         numbered = _NUMBERED.match(line) if list_state != "after" else None
         if numbered:
             list_state = "in"
             fields["steps"].append(numbered.group(2).strip())
             continue
-        if list_state == "in" and stripped and not line[:1].isspace():
+        if list_state == "in" and not line[:1].isspace():
             list_state = "after"
+        if _procmem_line(line):
+            when = _USE_WHEN.match(line)
+            if when and not fields["when"]:
+                fields["when"] = when.group(1).strip()
+            continue
         lowered = stripped.lower()
         for prefix, name in _LINE_FIELDS.items():
             if lowered.startswith(prefix) and not line[:1].isspace() and (coding or name == "forbidden"):
                 text = stripped[len(prefix) :].strip()
                 if not text:
-                    break
+                    continue
                 if name == "verify":
                     fields["verify"] = fields["verify"] or text.strip("`")
                 else:
                     fields[name].append(text)
                 break
-    return fields, bool(fields["steps"])
+        else:
+            every_line = False
+    return fields, every_line and bool(fields["steps"])
 
 
-def map_skill(text: str, *, folder: str, coding: bool = False, render_body=None) -> MappedSkill:
-    """The mapped skill, or SkillError naming the field. `render_body(mapped) -> str`: the body
-    procmem would write for these fields (the serving side's renderer); a body equal to it is
-    fully mapped and nothing is kept beside it."""
+def applies_when_from(description: str, metadata: dict[str, str], body_when: str) -> str:
+    """appliesWhen: the description whole, except for a skill procmem wrote ("<what it does>. Use it
+    when: <appliesWhen>"): then its "Use it when:" part (the body's line first: the description may
+    have been cut to fit 1,024 characters)."""
+    description = " ".join(description.split())
+    if "procmem-id" in metadata:
+        if body_when:
+            return body_when
+        _, found, when = description.partition(" Use it when: ")
+        if found and when:
+            return when
+    return description
+
+
+def map_skill(text: str, *, folder: str, coding: bool = False) -> MappedSkill:
+    """The mapped skill, or SkillError naming the field."""
     try:
         _refuse_aliases(text)
         front, body = skills.read_skill_file(text)
@@ -165,14 +200,14 @@ def map_skill(text: str, *, folder: str, coding: bool = False, render_body=None)
     if len(set(tools)) != len(tools):
         raise SkillError("allowed-tools", "lists a tool twice")
     key, key_warning = procedure_key(name, metadata)
-    fields, numbered = map_body(body, coding=coding)
+    fields, every_line = map_body(body, coding=coding)
     kept = {k: v for k, v in front.items() if k not in ("name", "description")}
     if "metadata" in kept:
         kept["metadata"] = metadata
     mapped = MappedSkill(
         name=name,
         key=key,
-        applies_when=" ".join(front["description"].split()),
+        applies_when=applies_when_from(front["description"], metadata, fields["when"]),
         steps=fields["steps"] or [NO_STEPS],
         required_tools=tools,
         forbidden_actions=fields["forbidden"],
@@ -183,11 +218,11 @@ def map_skill(text: str, *, folder: str, coding: bool = False, render_body=None)
         intent=metadata.get("procmem-intent", ""),
         warnings=[key_warning] if key_warning else [],
     )
-    rendered = render_body(mapped) if (render_body is not None and numbered) else None
-    if rendered is None or rendered.strip() != body.strip():
+    if not every_line:
         mapped.unmapped_body = body.strip("\n")
-        if not numbered:
-            mapped.warnings.append("no numbered list of steps: the whole body is kept for the reviewer")
-        else:
-            mapped.warnings.append("body text beyond the steps is kept whole beside them")
+        mapped.warnings.append(
+            "body text beyond the steps is kept whole beside them"
+            if fields["steps"]
+            else "no numbered list of steps: the whole body is kept for the reviewer"
+        )
     return mapped

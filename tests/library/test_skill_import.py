@@ -395,11 +395,20 @@ _front = st.fixed_dictionaries(
 )
 
 
+_line = st.one_of(
+    st.text(max_size=60),
+    st.builds(lambda n, t: f"{n}. {t}", st.integers(1, 12), st.text(min_size=1, max_size=30)),
+    st.builds(lambda t: f"Do not: {t}", st.text(max_size=30)),
+    st.sampled_from(["", "```", "# Heading", "  - nested", "Use it when: x"]),
+)
+
+
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(front=_front, body=st.text(max_size=300))
-def test_any_front_matter_maps_or_is_refused_with_a_field(front, body):
+@given(front=_front, lines=st.lists(_line, max_size=8))
+def test_any_front_matter_maps_or_is_refused_with_a_field(front, lines):
     import yaml
 
+    body = "\n".join(lines)
     text = "---\n" + yaml.safe_dump(front, allow_unicode=True) + "---\n" + body
     try:
         mapped = map_skill(text, folder="refund-over-limit")
@@ -409,5 +418,9 @@ def test_any_front_matter_maps_or_is_refused_with_a_field(front, body):
     assert mapped.name == "refund-over-limit" and mapped.steps
     assert mapped.applies_when and len(mapped.applies_when) <= 1024
     assert all(isinstance(tool, str) and tool for tool in mapped.required_tools)
-    # without procmem's renderer to compare with, the body is kept whole: never dropped
-    assert mapped.unmapped_body == body.strip("\n")
+    # never dropped: the body is kept whole unless every line of it was read into a field
+    if mapped.unmapped_body != body.strip("\n"):
+        assert mapped.unmapped_body == ""
+        assert mapped.steps != [NO_STEPS]
+        read = len(mapped.steps) + len(mapped.forbidden_actions)
+        assert read == sum(1 for line in body.splitlines() if line.strip() and not line.startswith("Use it when: "))
