@@ -166,9 +166,7 @@ def _import_one(
 ) -> None:
     if found.text is None or found.problem:
         raise SkillError(found.problem_field, found.problem)
-    mapped = map_skill(
-        found.text, folder=found.folder, coding=agent.kind == Agent.Kind.CODING
-    )
+    mapped = map_skill(found.text, folder=found.folder, coding=agent.kind == Agent.Kind.CODING)
     missing = [tool for tool in mapped.required_tools if tool not in agent.tools]
     if missing:
         raise SkillError(

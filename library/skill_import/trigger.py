@@ -17,6 +17,17 @@ _WHEN = re.compile(
 )
 
 
-def says_when_to_use(description: str) -> bool:
-    """True when the description says when to use the skill (one of the wordings above)."""
-    return bool(_WHEN.search(description or ""))
+# ... or a situation: someone or something doing or being something ("The customer asks for a refund",
+# "a test fails"), the way procmem's appliesWhen sentences are written
+_SITUATION = re.compile(
+    r"\b(customers?|users?|callers?|clients?|agents?|someone|requesters?|passengers?|patients?|tasks?|tests?|"
+    r"builds?|tickets?|requests?|orders?)\b[^.]{0,40}?\b(asks?|wants?|needs?|requests?|reports?|fails?|has|have|is|are|"
+    r"cannot|can't|says?|calls?|breaks?|contains?)\b",
+    re.IGNORECASE,
+)
+
+
+def says_when_to_use(text: str) -> bool:
+    """True when `text` (a skill's description, or the appliesWhen procmem's description is built
+    from) says when to use the skill: a wording above, or a situation."""
+    return bool(_WHEN.search(text or "") or _SITUATION.search(text or ""))

@@ -88,3 +88,27 @@ def test_the_candidate_page_shows_the_kept_body_and_the_diff(reviewer_client, ag
     assert second.based_on_id == version.pk
     page = reviewer_client.get(reverse("reviews:version", args=[second.pk])).content.decode()
     assert "Comparing <strong>v2</strong> with <strong>v1</strong>" in page and "Pick the brand colours." in page
+
+
+def test_the_eval_panel_loads_the_trigger_measure(reviewer_client, candidate, agent, intent):
+    from library.models import RegressionCase
+
+    RegressionCase.objects.create(agent=agent, intent=intent, task="Refund 900 dollars, above my limit")
+    page = reviewer_client.get(reverse("reviews:version", args=[candidate.pk])).content.decode()
+    url = reverse("reviews:version_trigger", args=[candidate.pk])
+    assert f'hx-get="{url}"' in page and f'href="{url}"' in page
+    fragment = reviewer_client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "<html" not in fragment and 'id="trigger-figures"' in fragment
+    assert "of 1</strong> tasks of its intent refund_over_limit" in fragment
+    # the fixture's appliesWhen says what happens, not "use it when": procmem's description adds it
+    full = reviewer_client.get(url)
+    assert full.status_code == 200 and "<html" in full.content.decode()
+
+
+def test_the_trigger_warns_when_the_description_does_not_say_when(reviewer_client, agent):
+    members = {"webapp-testing/SKILL.md": (ANTHROPIC / "webapp-testing" / "SKILL.md").read_text(encoding="utf-8")}
+    reviewer_client.post(reverse("reviews:skills_import", args=[agent.name]), {"archive": archive(members)})
+    version = ProcedureVersion.objects.get(procedure__key="webapp.testing")
+    fragment = reviewer_client.get(reverse("reviews:version_trigger", args=[version.pk]), HTTP_HX_REQUEST="true")
+    text = fragment.content.decode()
+    assert 'id="trigger-when-warning"' in text and "nothing to measure it on" in text

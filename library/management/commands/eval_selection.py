@@ -15,6 +15,7 @@ from library.selection_eval import (
     load_export,
     load_queries,
 )
+from library.skill_trigger import description_config, description_records
 from procmem_client import embeddings as client_embeddings
 from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 
@@ -76,6 +77,12 @@ class Command(BaseCommand):
             "sentence-transformers:NAME_OR_PATH",
         )
         parser.add_argument(
+            "--description-only",
+            action="store_true",
+            help="Rank each procedure by its skill description alone (as skills-aware agents choose a skill): "
+            "no steps, no tool list (library/skill_trigger.py)",
+        )
+        parser.add_argument(
             "--fail-below-baselines",
             action="store_true",
             help="Exit with an error when the configured ranker's MAP@10 is below either baseline's",
@@ -104,6 +111,10 @@ class Command(BaseCommand):
             check_labels(labelled, records)
         except LabelledSetError as exc:
             raise CommandError(str(exc)) from None
+        if options["description_only"]:
+            records = description_records(records)
+            config = description_config(config)
+            source += ", by skill description only"
         try:
             backend = client_embeddings.backend(options["backend"]) if options["backend"] else embeddings.backend()
         except ValueError as exc:
