@@ -167,6 +167,8 @@ def _import_one(
     if found.text is None or found.problem:
         raise SkillError(found.problem_field, found.problem)
     mapped = map_skill(found.text, folder=found.folder, coding=agent.kind == Agent.Kind.CODING)
+    if not mapped.required_tools:
+        mapped.required_tools = _tools_kept_from_procmem(mapped, agent)
     missing = [tool for tool in mapped.required_tools if tool not in agent.tools]
     if missing:
         raise SkillError(
@@ -236,6 +238,23 @@ def _import_one(
         report.warnings.append(
             SkillProblem(found.path, "description", "does not say when to use the skill; agents choose by it alone")
         )
+
+
+def _tools_kept_from_procmem(mapped: MappedSkill, agent: Agent) -> list[str]:
+    """A skill procmem wrote carries no allowed-tools (procmem serves requiredTools as the steps'
+    text): its requiredTools are those of the version it was written from (`procmem-version`) that
+    the steps still name. Empty for any other skill."""
+    metadata = mapped.front_matter.get("metadata") or {}
+    number = metadata.get("procmem-version", "")
+    if "procmem-id" not in metadata or not number.isdigit():
+        return []
+    base = ProcedureVersion.objects.filter(
+        procedure__agent=agent, procedure__key=mapped.key, number=int(number)
+    ).first()
+    if base is None:
+        return []
+    steps = " ".join(mapped.steps)
+    return [tool for tool in base.required_tools if re.search(rf"(?<![\w]){re.escape(tool)}(?![\w])", steps)]
 
 
 def _served_as(versions: list[ProcedureVersion], text: str, mapped: MappedSkill) -> ProcedureVersion | None:

@@ -6,7 +6,8 @@ same reader and name mapping the serving side writes with.
   carries one (procmem wrote it), else `skill_name_to_id(name)`, else, for a one-word name that is
   no procmem name, `skill.<name with _>` (a warning says so: that id serves as another name);
 - `description` → appliesWhen (whole; of a skill procmem wrote, its "Use it when:" part);
-- `allowed-tools` (space-delimited, or a YAML list) → requiredTools, checked against the agent's
+- `allowed-tools` (space-delimited, or a YAML list) → requiredTools (of a skill procmem wrote, which has
+  none: those of its `procmem-version` that the steps still name), checked against the agent's
   tools by the importer;
 - the body: the first numbered list → the steps; `Do not:` lines → forbiddenActions; a coding
   procedure's `Before:`, `After:` and `Verify:` lines → preconditions, postconditions and the verify

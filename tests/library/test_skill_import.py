@@ -424,3 +424,37 @@ def test_any_front_matter_maps_or_is_refused_with_a_field(front, lines):
         assert mapped.steps != [NO_STEPS]
         read = len(mapped.steps) + len(mapped.forbidden_actions)
         assert read == sum(1 for line in body.splitlines() if line.strip() and not line.startswith("Use it when: "))
+
+
+# ---------------------------------------------------------------------------------------------- round trip
+
+
+def test_a_served_skill_imports_back_as_nothing_and_an_edited_one_as_a_new_version(
+    candidate, approver, agent, tmp_path
+):
+    from procmem_client.skill_rendering import render_skill
+    from tests.conftest import make_active
+
+    active = make_active(candidate, approver)
+    record = {**active.to_dict(), "intent": active.procedure.intent.name}
+    folder = render_skill(record)
+    write_skill(tmp_path, folder["name"], folder["files"]["SKILL.md"])
+    # served, synced into a repository, imported back unedited: nothing changes
+    report = skills_import_path(agent=agent, path=tmp_path)
+    assert report.errors == [] and report.created == []
+    assert report.unchanged == [
+        (str(tmp_path / "refund-over-limit" / "SKILL.md"), "support_agent/refund.over_limit v1")
+    ]
+    # someone edits a step in the repository: a new candidate whose fields come back from the body
+    edited = folder["files"]["SKILL.md"].replace("Check the return window", "Check the 30-day return window")
+    write_skill(tmp_path, folder["name"], edited)
+    [(_, version)] = skills_import_path(agent=agent, path=tmp_path).created
+    assert version.number == 2 and version.status == Status.CANDIDATE and version.based_on_id == active.pk
+    assert version.applies_when == active.applies_when
+    assert version.steps[1] == "Check the 30-day return window with checkReturnWindow({{order_id}})."
+    assert version.steps[0] == active.steps[0] and len(version.steps) == len(active.steps)
+    # requiredTools: the served skill has no allowed-tools; those of v1 that the steps still name
+    assert version.required_tools == active.required_tools
+    assert version.forbidden_actions == ["promise a refund date before approval."]
+    # every line of the body was read into a field: nothing kept beside them
+    assert version.provenance["skill"]["unmappedBody"] == ""

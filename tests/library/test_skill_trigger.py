@@ -46,7 +46,7 @@ def test_a_description_that_names_its_tasks_ranks_first_and_a_vague_one_does_not
     ]
     other_tasks = ["Where is my parcel?", "Ship it to my new address please"]
     good = measure(
-        record=record("refund.over_limit", "The customer asks for a refund of money for an order.", "refund"),
+        record=record("refund.over_limit", "The customer asks for a refund of money for an order.", "case_a"),
         others=others,
         tasks=tasks,
         other_tasks=other_tasks,
@@ -55,7 +55,7 @@ def test_a_description_that_names_its_tasks_ranks_first_and_a_vague_one_does_not
     assert good.sources == {"regression case": 1, "labelled session": 1}
     assert good.wrongly_first == 0 and good.other_tasks == 2 and good.says_when
     vague = measure(
-        record=record("refund.over_limit", "Handles several situations that come up.", "refund"), others=others,
+        record=record("refund.over_limit", "Handles several situations that come up.", "case_a"), others=others,
         tasks=tasks, other_tasks=other_tasks,
     )  # fmt: skip
     assert vague.first < good.first and vague.outranked_by and not vague.says_when
