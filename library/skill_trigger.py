@@ -169,4 +169,6 @@ def version_trigger(version) -> TriggerMeasure:
         .order_by("-pk")
         .values_list("task", flat=True)[:MAX_TASKS],
     ][:MAX_TASKS]
-    return measure(record=record, others=served.procedures, tasks=tasks, other_tasks=other_tasks)
+    # the server's embedding backend and vector cache (library/serving.py), with the step signal off
+    ranker = Ranker(cache=serving._ranker().cache, config=description_config())
+    return measure(record=record, others=served.procedures, tasks=tasks, other_tasks=other_tasks, ranker=ranker)
