@@ -266,6 +266,10 @@ def main() -> None:
 
 def backend_run(args) -> None:
     """The 100,000 run and the re-embedding cost with one backend (module docstring)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")  # bench.seed_active's models
+    import django
+
+    django.setup()
     from procmem_client import embeddings
     from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 

@@ -36,6 +36,8 @@ Where to click first:
      questions' resolution rate rose from about 56% to 90% (click order.status for its charts).
   3. {base}/agents/support_agent/settings/  and  {base}/agents/support_agent/webhooks/
      as admin: the agent's switches and limits, and webhooks (send a test to any local receiver).
+  4. {base}/agents/support_agent/playground/
+     as reviewer: a German and a Japanese customer's task select the English procedures (click them).
 """
 
 
