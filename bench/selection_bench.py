@@ -266,7 +266,7 @@ def main() -> None:
 
 def backend_run(args) -> None:
     """The 100,000 run and the re-embedding cost with one backend (module docstring)."""
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")  # bench.seed_active's models
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")  # bench.seed_active imports the models
     import django
 
     django.setup()

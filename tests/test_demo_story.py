@@ -179,7 +179,9 @@ def test_no_reviewer_page_shows_a_camel_case_key(db, demo):
     assert re.search(r"15 without an intent \(not mined\), 10 without outcome", candidate)
 
 
-def test_the_playground_selects_the_english_procedure_for_a_german_and_a_japanese_customer(db, demo):
+def test_the_playground_selects_the_english_procedure_for_a_german_and_a_japanese_customer(
+    db, demo, readonly_shares_default
+):
     """The demo's customers write German and Japanese; its library is English (issue 41). The
     playground offers both tasks and shows each selecting the right procedure, injected."""
     from django.contrib.auth import get_user_model
