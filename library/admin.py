@@ -20,6 +20,7 @@ from .models import (
     ErasureSweep,
     EvalCaseResult,
     EvalRun,
+    HeldOutcome,
     Intent,
     LoadRefusal,
     MiningRun,
@@ -232,11 +233,12 @@ class OtlpSpanAdmin(ReadOnlyModelAdmin):
     and events are the raw, unredacted messages and tool arguments, which no reviewer (admins
     included) sees; the session they become is redacted."""
 
-    exclude = ("attributes", "events")
-    list_display = ("trace_id", "span_id", "agent", "name", "state", "received_at", "session_id")
+    # the span's name and the refusal note are text from the sender (a note may quote a value)
+    exclude = ("attributes", "events", "name", "note")
+    list_display = ("trace_id", "span_id", "agent", "state", "received_at", "session_id")
     list_select_related = ("agent",)
     list_filter = ("state", "agent")
-    search_fields = ("trace_id", "session_id", "conversation_id")
+    search_fields = ("trace_id", "span_id", "session_id")
 
 
 @admin.register(OtlpFlushFailure)
@@ -247,6 +249,15 @@ class OtlpFlushFailureAdmin(ReadOnlyModelAdmin):
     list_display = ("agent", "session_id", "state", "attempts", "error", "last_failed_at", "next_attempt_at")
     list_select_related = ("agent",)
     list_filter = ("state", "agent")
+
+
+@admin.register(HeldOutcome)
+class HeldOutcomeAdmin(ReadOnlyModelAdmin):
+    """Outcomes waiting for their OTLP session to be stored (library/ingest/otlp_outcomes.py)."""
+
+    list_display = ("agent", "session_id", "via", "received_at", "hold_until")
+    list_select_related = ("agent",)
+    list_filter = ("agent",)
 
 
 @admin.register(ErasureSweep)

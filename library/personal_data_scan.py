@@ -50,7 +50,11 @@ SURFACES: list[tuple[str, str, tuple[str, ...]]] = [
     ),
     ("library", "Procedure", ("key",)),
     ("library", "Intent", ("name", "description")),
-    ("library", "AgentSession", ("redacted_excerpt",)),
+    # the identifiers a session carries as sent are shown as they are (lists, filters, the admin)
+    ("library", "AgentSession", ("redacted_excerpt", "session_id", "model", "task_key")),
+    # OTLP spans waiting or kept a day, and failed OTLP sessions: the admin and the ops page show their ids
+    ("library", "OtlpSpan", ("name", "conversation_id", "session_id", "note")),
+    ("library", "OtlpFlushFailure", ("session_id", "error")),
     ("library", "MiningRun", ("parameters", "counts", "skipped", "report", "error")),
     ("library", "AuditEvent", ("actor_label", "reason", "before", "after")),
     (

@@ -80,6 +80,7 @@ def otlp_flush() -> int:
 
     from .ingest import otlp_failures
     from .ingest.otlp import agents_with_pending_spans, sessions_flush
+    from .ingest.otlp_outcomes import held_outcomes_expire
     from .models import Agent
 
     stored = 0
@@ -97,6 +98,7 @@ def otlp_flush() -> int:
         else:
             if agent.pk in failing:
                 otlp_failures.agent_flush_ok(agent.pk)
+    held_outcomes_expire(now)
     return stored
 
 

@@ -19,11 +19,13 @@ from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 
+from library.api.otlp import otlp_error, otlp_error_matches
 from library.safe_json import text_problem
 
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
+OTLP_PREFIX = "/api/otlp/"
 FORM_TYPES = {"application/x-www-form-urlencoded", "multipart/form-data"}
 ERROR_CODES = {
     400: ("bad_request", "The request is malformed."),
@@ -103,10 +105,18 @@ class ApiErrorsMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if response.status_code < 400 or not is_api(request) or _is_json(response):
+        if response.status_code < 400 or not is_api(request):
             return response
         code, message = ERROR_CODES.get(response.status_code, ("error", "The request failed."))
-        converted = api_error_response(response.status_code, code, message)
+        if request.path_info.startswith(OTLP_PREFIX):
+            # OTLP/HTTP: every error is a google.rpc.Status in the request's encoding, a 500 included
+            if otlp_error_matches(request, response):
+                return response
+            converted = otlp_error(request, response.status_code, message)
+        elif _is_json(response):
+            return response
+        else:
+            converted = api_error_response(response.status_code, code, message)
         for header in KEPT_HEADERS:
             if header in response:
                 converted[header] = response[header]

@@ -464,6 +464,13 @@ PROCMEM_OTLP_MAX_WAIT_SECONDS = env_int("PROCMEM_OTLP_MAX_WAIT_SECONDS", 3600, m
 # (library/ingest/otlp_failures.py; docs/operations.md "OTLP sessions that fail").
 PROCMEM_OTLP_FLUSH_RETRY_SECONDS = env_int("PROCMEM_OTLP_FLUSH_RETRY_SECONDS", 60, minimum=0, maximum=3600)
 PROCMEM_OTLP_FLUSH_MAX_ATTEMPTS = env_int("PROCMEM_OTLP_FLUSH_MAX_ATTEMPTS", 5, minimum=1, maximum=100)
+# Spans in one OTLP request (more: 413), and spans waiting per session (more: rejected as partial
+# success) (docs/operations.md "OTLP limits").
+PROCMEM_OTLP_MAX_SPANS_PER_REQUEST = env_int("PROCMEM_OTLP_MAX_SPANS_PER_REQUEST", 10_000, minimum=1)
+PROCMEM_OTLP_MAX_SPANS_PER_SESSION = env_int("PROCMEM_OTLP_MAX_SPANS_PER_SESSION", 5_000, minimum=1)
+# An outcome sent while its OTLP session waits is held this long at most (0: the longest wait plus
+# ten minutes) and applied when the session is stored (library/ingest/otlp_outcomes.py).
+PROCMEM_OTLP_HOLD_OUTCOME_SECONDS = env_int("PROCMEM_OTLP_HOLD_OUTCOME_SECONDS", 0, minimum=0, maximum=30 * 24 * 3600)
 PROCMEM_MINING_INTERVAL_MINUTES = env_int("PROCMEM_MINING_INTERVAL_MINUTES", 60, minimum=1)
 PROCMEM_MINING_NEAR_DUPLICATE = env_float("PROCMEM_MINING_NEAR_DUPLICATE", 0.85, minimum=0.0, maximum=1.0)
 PROCMEM_MINING_IGNORED_TOOLS = env_list("PROCMEM_MINING_IGNORED_TOOLS", ["think"])

@@ -17,6 +17,7 @@ read (docs/api.md "Errors and limits"). A chunked body without Content-Length is
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from django.conf import settings
@@ -26,9 +27,12 @@ from django.views.decorators.http import require_POST
 
 from .. import safe_json
 from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item
+from ..ingest.otlp_items import personal_session_id
+from ..ingest.otlp_outcomes import hold_seconds, outcomes_hold
 from ..ingest.store import sessions_store
 from ..models import Agent, AgentSession
 from ..outcomes import OutcomeIn, OutcomeInvalid, outcomes_record, parse_outcome
+from ..redaction.identifiers import personal_in_identifier
 from .tokens import api_error, token_required
 
 NDJSON_TYPES = {"application/x-ndjson", "application/jsonl", "application/x-jsonlines"}
@@ -123,7 +127,9 @@ def _items_of(
 @token_required("ingest", limit="ingest")
 def outcomes_ingest(request: HttpRequest) -> JsonResponse:
     """POST /api/v1/sessions/outcomes: outcomes known after the session (library/outcomes.py).
-    200 all applied (or resent); 207 some ids unknown or some items refused; 422 none applied."""
+    200 all applied (or resent); 202 all applied or held (an OTLP session still waiting: applied
+    when it is stored, library/ingest/otlp_outcomes.py); 207 some ids unknown or some items refused;
+    422 none applied or held."""
     limit = settings.PROCMEM_INGEST_MAX_BODY_BYTES
     body = _read_body(request, limit)
     if body is None:
@@ -145,24 +151,53 @@ def outcomes_ingest(request: HttpRequest) -> JsonResponse:
         except OutcomeInvalid as exc:
             refused.append({"index": index, "session_id": exc.session_id, "errors": [e.to_dict() for e in exc.errors]})
     token = request.api_token
-    result = outcomes_record(
-        agent=request.agent, outcomes=good, via=f"api:{token.prefix}", actor_label=f"token {token.prefix}"
+    via, actor_label = f"api:{token.prefix}", f"token {token.prefix}"
+    good = [_otlp_session_id(request.agent, o) for o in good]
+    result = outcomes_record(agent=request.agent, outcomes=good, via=via, actor_label=actor_label)
+    # an OTLP session still waiting for its quiet period: held, applied when it is stored
+    unknown = set(result.unknown)
+    held = outcomes_hold(
+        agent=request.agent, outcomes=[o for o in good if o.session_id in unknown], via=via, actor_label=actor_label
     )
+    result.applied += held.applied
+    result.duplicate += held.duplicate
+    result.unknown = [s for s in result.unknown if s not in {*held.held, *held.applied, *held.duplicate}]
     answer = {
         "agent": request.agent.name,
         "applied": result.applied,
         "duplicate": result.duplicate,
+        "held": held.held,
         "unknown": result.unknown,
         "refused": refused,
         "counts": {
             "applied": len(result.applied),
             "duplicate": len(result.duplicate),
+            "held": len(held.held),
             "unknown": len(result.unknown),
             "refused": len(refused),
         },
     }
-    status = 200 if not refused and not result.unknown else (207 if result.applied or result.duplicate else 422)
+    if held.held:
+        answer["message"] = (
+            f"{len(held.held)} outcome(s) name an OTLP session whose spans still wait for the quiet period: "
+            f"held, and applied when the session is stored (held at most {hold_seconds():.0f} s)."
+        )
+    if refused or result.unknown:
+        status = 207 if result.applied or result.duplicate or held.held else 422
+    else:
+        status = 202 if held.held else 200
     return JsonResponse(answer, status=status)
+
+
+def _otlp_session_id(agent: Agent, outcome: OutcomeIn) -> OutcomeIn:
+    """An outcome naming an OTLP conversation id that looked personal names the session it was stored
+    as (library/ingest/otlp_items.py `personal_session_id`), unless the agent has a session of that
+    very id (sent by another channel)."""
+    if not personal_in_identifier(outcome.session_id):
+        return outcome
+    if AgentSession.objects.filter(agent=agent, session_id=outcome.session_id).exists():
+        return outcome
+    return dataclasses.replace(outcome, session_id=personal_session_id(outcome.session_id))
 
 
 def sessions_accept(

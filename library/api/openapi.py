@@ -474,10 +474,16 @@ _OUTCOME_IN: dict[str, Any] = {
 }
 _OUTCOMES_RESULT: dict[str, Any] = {
     "type": "object",
-    "required": ["agent", "applied", "duplicate", "unknown", "refused", "counts"],
+    "required": ["agent", "applied", "duplicate", "held", "unknown", "refused", "counts"],
     "properties": {
         "agent": {"type": "string"},
         "applied": {**_STR_LIST, "description": "Session ids whose label history took the outcome"},
+        "held": {
+            **_STR_LIST,
+            "description": "OTLP sessions whose spans still wait for the quiet period: the outcome is held and "
+            "applied when the session is stored",
+        },
+        "message": {"type": "string", "description": "Present when outcomes were held: what happens to them"},
         "duplicate": {**_STR_LIST, "description": "Outcomes already in the history (a resend): nothing changed"},
         "unknown": {**_STR_LIST, "description": "Session ids this agent has not reported: nothing stored for them"},
         "refused": _INGEST_RESULT["properties"]["refused"],
@@ -694,6 +700,13 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                     "responses": {
                         "200": {
                             "description": "Every outcome applied or a duplicate",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}
+                            },
+                        },
+                        "202": {
+                            "description": "Every outcome applied, a duplicate or held (some for OTLP sessions "
+                            "still waiting: applied when they are stored)",
                             "content": {
                                 "application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}
                             },

@@ -7,9 +7,12 @@ follow the OTLP/HTTP specification, in the request's encoding (protobuf or JSON)
 - 200 with an `ExportTraceServiceResponse`; its `partial_success` (rejected_spans, error_message)
   is set when some spans were rejected (no GenAI attribute, invalid ids, a late span, …);
 - 400 with a `google.rpc.Status` when the body cannot be decoded (bad protobuf, bad JSON, bad gzip),
-  401/403 for a missing or wrong token, 429 (Retry-After) over the agent's OTLP rate limit or the
-  address's failed authentications, 413 for a body over PROCMEM_INGEST_MAX_BODY_BYTES (also
-  after gunzip), 415 for another Content-Type (answered in JSON), 405 for another method.
+  401 for a missing token and for an unknown, revoked or expired one (each saying which), 403 for a
+  token of another scope, 429 (Retry-After) over the agent's OTLP rate limit or the address's failed
+  authentications, 413 for a body over PROCMEM_INGEST_MAX_BODY_BYTES (also after gunzip) or more
+  spans than PROCMEM_OTLP_MAX_SPANS_PER_REQUEST, 415 for another Content-Type (answered in JSON),
+  405 for another method; a 500 is a Status too (procmem_site/middleware.py turns any error the
+  view did not answer into one, in the request's encoding).
 
 Spans become sessions as library/ingest/otlp.py describes; the agent is the token's.
 """
@@ -40,6 +43,8 @@ _CODES = {
     413: code_pb2.RESOURCE_EXHAUSTED,
     415: code_pb2.INVALID_ARGUMENT,
     429: code_pb2.RESOURCE_EXHAUSTED,
+    500: code_pb2.INTERNAL,
+    503: code_pb2.UNAVAILABLE,
 }
 
 
@@ -51,6 +56,22 @@ def _encoded(message: Message, content_type: str, status: int) -> HttpResponse:
 
 def _status(status: int, message: str, content_type: str) -> HttpResponse:
     return _encoded(status_pb2.Status(code=_CODES.get(status, code_pb2.UNKNOWN), message=message), content_type, status)
+
+
+def _answer_as(request: HttpRequest) -> str:
+    return otlp.PROTOBUF if (request.content_type or "") == otlp.PROTOBUF else otlp.JSON
+
+
+def otlp_error(request: HttpRequest, status: int, message: str) -> HttpResponse:
+    """An error the view did not answer itself (a 500, a refusal of a middleware) as OTLP/HTTP
+    wants it: a google.rpc.Status in the request's encoding (procmem_site/middleware.py)."""
+    return _status(status, message, _answer_as(request))
+
+
+def otlp_error_matches(request: HttpRequest, response: HttpResponse) -> bool:
+    """True when an error answer is in the request's encoding already (the view's own Status; a
+    JSON request's JSON error)."""
+    return response.get("Content-Type", "").startswith(_answer_as(request))
 
 
 def _gunzip(body: bytes, limit: int) -> bytes | None:
@@ -70,7 +91,7 @@ def _gunzip(body: bytes, limit: int) -> bytes | None:
 @csrf_exempt  # bearer tokens, no cookies
 def traces(request: HttpRequest) -> HttpResponse:
     content_type = request.content_type or ""
-    answer_as = otlp.PROTOBUF if content_type == otlp.PROTOBUF else otlp.JSON
+    answer_as = _answer_as(request)
     if request.method != "POST":
         response = _status(405, "Only POST: OTLP/HTTP trace export.", answer_as)
         response["Allow"] = "POST"
@@ -78,14 +99,24 @@ def traces(request: HttpRequest) -> HttpResponse:
     retry_after = auth_failures_exceeded(request)  # before the lookup: a flood of bad tokens costs none
     if retry_after is None:
         kind, _, raw = request.headers.get("Authorization", "").partition(" ")
-        token = authenticate(raw.strip()) if kind.lower() == "bearer" and raw.strip() else None
+        sent = kind.lower() == "bearer" and raw.strip()
+        token = authenticate(raw.strip()) if sent else None
         if token is None:
             retry_after = auth_failure_counted(request)
             if retry_after is None:
+                # say which: no token at all, or one procmem does not accept (issue 39)
                 response = _status(
-                    401, "Send Authorization: Bearer <ingest token> (OTEL_EXPORTER_OTLP_HEADERS).", answer_as
+                    401,
+                    "The bearer token is unknown, revoked or expired: send a live ingest token "
+                    "(OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<token>)."
+                    if sent
+                    else "No bearer token: send Authorization: Bearer <ingest token> "
+                    "(OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<token>).",
+                    answer_as,
                 )
-                response["WWW-Authenticate"] = 'Bearer realm="procmem"'
+                response["WWW-Authenticate"] = (
+                    'Bearer realm="procmem", error="invalid_token"' if sent else 'Bearer realm="procmem"'
+                )
                 return response
     if retry_after is not None:
         response = _status(
@@ -123,11 +154,20 @@ def traces(request: HttpRequest) -> HttpResponse:
         export = otlp.decode_request(body, content_type)
     except otlp.OtlpRefused as exc:
         return _status(exc.status, exc.message, answer_as)
+    count, most = sum(len(s.spans) for r in export.resource_spans for s in r.scope_spans), otlp.max_spans_per_request()
+    if count > most:
+        return _status(
+            413,
+            f"The request carries {count} spans; at most {most} per request (PROCMEM_OTLP_MAX_SPANS_PER_REQUEST): "
+            "export smaller batches (OTEL_BSP_MAX_EXPORT_BATCH_SIZE).",
+            answer_as,
+        )
     accepted, rejected = otlp.spans_of(export)
     late, _stored = otlp.spans_accept(agent=token.agent, spans=accepted)
     rejected += late
     response = ExportTraceServiceResponse()
-    if rejected:
+    notes = [note for span in accepted for note in span.notes]
+    if rejected or notes:  # rejected_spans 0 with a message: a warning (the OTLP specification)
         response.partial_success.rejected_spans = len(rejected)
-        response.partial_success.error_message = otlp.partial_success_message(rejected)
+        response.partial_success.error_message = otlp.partial_success_message(rejected, notes=notes)
     return _encoded(response, answer_as, 200)

@@ -28,15 +28,16 @@ from __future__ import annotations
 
 import base64
 import logging
-from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Q
+from django.db import DatabaseError, connection, transaction
+from django.db.models import Count, Max, Min, Q
 from django.utils import timezone
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -48,7 +49,8 @@ from .. import safe_json
 from ..models import Agent, AgentSession, OtlpSpan
 from . import otlp_failures
 from .formats import ImportOptions, ItemInvalid, normalise_tool_name, parse_item
-from .otlp_items import SpanIn, session_item
+from .otlp_items import SpanIn, screen_identifiers, session_item
+from .otlp_outcomes import held_outcomes_apply, lock_sessions
 from .store import StoreResult, sessions_store
 
 logger = logging.getLogger(__name__)
@@ -201,16 +203,19 @@ def _read_span(span: Span) -> SpanIn | str:
     start, end = span.start_time_unix_nano, span.end_time_unix_nano
     if end and end < start:
         return "ends before it starts"
+    # identifiers that look personal are replaced or dropped before anything keeps them (issue 42)
+    name, notes = screen_identifiers(span.name[:200], attributes)
     found = SpanIn(
         trace_id=trace_id,
         span_id=span_id,
         parent_span_id=parent.hex() if parent else "",
-        name=span.name[:200],
+        name=name,
         start_ns=min(start, 2**63 - 1),
         end_ns=min(end, 2**63 - 1),
         failed=span.status.code == Status.STATUS_CODE_ERROR or "error.type" in attributes,
         attributes=attributes,
         events=events,
+        notes=notes,
     )
     if found.is_tool:
         found.normalised_tool = normalise_tool_name(found.tool_name)
@@ -271,6 +276,8 @@ def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = Non
     stored = set(AgentSession.objects.filter(agent=agent, session_id__in=keys).values_list("session_id", flat=True))
     dead |= otlp_failures.dead_lettered(agent, keys)
     stored |= dead
+    waiting = _waiting_counts(agent, spans)
+    limit = max_spans_per_session()
     late: list[Rejected] = []
     rows: list[OtlpSpan] = []
     seen: set[tuple[str, str]] = set()
@@ -297,6 +304,17 @@ def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = Non
                 )
             )
             continue
+        session_key = span.conversation_id or span.trace_id
+        if waiting[session_key] >= limit:
+            late.append(
+                Rejected(
+                    f"span {span.span_id} of trace {span.trace_id}",
+                    f"belongs to session {session_key!r}, which has {limit} spans waiting already "
+                    "(PROCMEM_OTLP_MAX_SPANS_PER_SESSION); no more are kept",
+                )
+            )
+            continue
+        waiting[session_key] += 1
         rows.append(
             OtlpSpan(
                 agent=agent,
@@ -316,6 +334,42 @@ def spans_stage(*, agent: Agent, spans: list[SpanIn], now: datetime | None = Non
     if rows:
         OtlpSpan.objects.bulk_create(rows, ignore_conflicts=True)
     return late
+
+
+def _waiting_counts(agent: Agent, spans: list[SpanIn]) -> Counter:
+    """Spans waiting now per session of these spans (a conversation id, else a trace id)."""
+    counts: Counter = Counter()
+    pending = OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING)
+    conversations = sorted({s.conversation_id for s in spans if s.conversation_id})
+    plain = sorted({s.trace_id for s in spans if not s.conversation_id})
+    with _index_scans():
+        if conversations:
+            counts.update(
+                dict(
+                    pending.filter(conversation_id__in=conversations)
+                    .values_list("conversation_id")
+                    .annotate(n=Count("id"))
+                    .order_by()
+                )
+            )
+        if plain:
+            counts.update(
+                dict(
+                    pending.filter(trace_id__in=plain, conversation_id="")
+                    .values_list("trace_id")
+                    .annotate(n=Count("id"))
+                    .order_by()
+                )
+            )
+    return counts
+
+
+def max_spans_per_request() -> int:
+    return int(getattr(settings, "PROCMEM_OTLP_MAX_SPANS_PER_REQUEST", 10_000))
+
+
+def max_spans_per_session() -> int:
+    return int(getattr(settings, "PROCMEM_OTLP_MAX_SPANS_PER_SESSION", 5_000))
 
 
 # ---------------------------------------------------------------------------------------------- sessions
@@ -338,25 +392,61 @@ class FlushResult:
     dead: list[str] = field(default_factory=list)  # dead-lettered by this flush
 
 
+@contextmanager
+def _index_scans() -> Iterator[None]:
+    """PostgreSQL: the completion look-ups below are planned with the indexes made for them whatever
+    the table's statistics say. On a table without fresh statistics the planner once joined the
+    spans of one 20,000-span trace with themselves row by row (issue 42: over 120 s); the look-ups
+    have no join any more, and this keeps each one an index scan. Local to the caller's transaction
+    and undone after."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    if not connection.in_atomic_block:  # the setting is local to a transaction
+        with transaction.atomic(), _index_scans():
+            yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting('enable_seqscan'), set_config('enable_seqscan', 'off', true)")
+        previous = cursor.fetchone()[0]
+    try:
+        yield
+    finally:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT set_config('enable_seqscan', %s, true)", [previous])
+        except DatabaseError:  # the transaction failed: its rollback undoes the setting anyway
+            pass
+
+
 def _due_sessions(agent: Agent, now: datetime, touched: list[SpanIn] | None) -> dict[str, list[str]]:
     """Session id → its trace ids, for the agent's pending sessions that are complete now (with
-    `touched`: only those of these spans' traces and conversations)."""
+    `touched`: only those of these spans' traces and conversations). Two flat look-ups, each on its
+    index (OtlpSpan's Meta): the traces of the touched conversations, then one row per trace."""
     traces: dict[str, dict[str, Any]] = {}
     pending = OtlpSpan.objects.filter(agent=agent, state=OtlpSpan.State.PENDING)
-    if touched is not None:
-        conversations = {s.conversation_id for s in touched if s.conversation_id}
-        pending = pending.filter(Q(trace_id__in={s.trace_id for s in touched}) | Q(conversation_id__in=conversations))
-        # every pending trace of those conversations, also the ones whose spans carry no conversation id
-        pending = OtlpSpan.objects.filter(
-            agent=agent, state=OtlpSpan.State.PENDING, trace_id__in=pending.values("trace_id")
+    with _index_scans():
+        if touched is not None:
+            trace_ids = {s.trace_id for s in touched}
+            conversations = sorted({s.conversation_id for s in touched if s.conversation_id})
+            if conversations:
+                # every pending trace of those conversations, also the ones whose spans carry no conversation id
+                trace_ids |= set(
+                    pending.filter(conversation_id__in=conversations).values_list("trace_id", flat=True).distinct()
+                )
+            pending = pending.filter(trace_id__in=sorted(trace_ids))
+        per_trace = (
+            pending.values("trace_id")
+            .annotate(conversation=Max("conversation_id"), first_parent=Min("parent_span_id"), last=Max("received_at"))
+            .order_by()
         )
-    for trace_id, conversation_id, parent, received_at in pending.values_list(
-        "trace_id", "conversation_id", "parent_span_id", "received_at"
-    ):
-        trace = traces.setdefault(trace_id, {"conversation": "", "root": False, "last": received_at})
-        trace["conversation"] = trace["conversation"] or conversation_id
-        trace["root"] = trace["root"] or not parent
-        trace["last"] = max(trace["last"], received_at)
+        for row in per_trace:
+            # a root is a span without a parent: "" is the smallest parent id of a trace that has one
+            traces[row["trace_id"]] = {
+                "conversation": row["conversation"],
+                "root": row["first_parent"] == "",
+                "last": row["last"],
+            }
     sessions: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for trace_id, trace in traces.items():
         sessions[trace["conversation"] or trace_id].append({"id": trace_id, **trace})
@@ -370,22 +460,6 @@ def _due_sessions(agent: Agent, now: datetime, touched: list[SpanIn] | None) -> 
     for session_id in otlp_failures.in_backoff(agent, due, now):
         del due[session_id]
     return due
-
-
-def _lock_sessions(agent: Agent, session_ids: Iterable[str]) -> None:
-    """Transaction advisory locks on these sessions of the agent (PostgreSQL), taken in one order:
-    two requests that complete the same session store it one after the other; different sessions
-    do not wait for each other."""
-    if connection.vendor != "postgresql":
-        return
-    ordered = sorted(session_ids)
-    if not ordered:
-        return
-    with connection.cursor() as cursor:  # one statement, the locks taken in the ids' order
-        cursor.execute(
-            "SELECT count(pg_advisory_xact_lock(%s, hashtext(x))) FROM (SELECT unnest(%s::text[]) AS x ORDER BY 1) ids",
-            [agent.pk, ordered],
-        )
 
 
 def _failed(agent: Agent, session_id: str, exc: BaseException, result: FlushResult) -> None:
@@ -438,6 +512,8 @@ def _store_items(agent: Agent, items: dict[str, Any], result: FlushResult) -> No
                 stored.duplicate += one.duplicate
     result.stored.extend(stored.stored)
     result.duplicate.extend(stored.duplicate)
+    # outcomes sent while these sessions waited (library/ingest/otlp_outcomes.py)
+    held_outcomes_apply(agent=agent, session_ids=stored.stored)
 
 
 def _store(agent: Agent, sessions: list) -> StoreResult:
@@ -457,7 +533,7 @@ def sessions_flush(*, agent: Agent, now: datetime | None = None, touched: list[S
     with transaction.atomic():
         due = _due_sessions(agent, now, touched)
         if due:
-            _lock_sessions(agent, due)
+            lock_sessions(agent, due)
             by_trace = {trace_id: session_id for session_id, ids in due.items() for trace_id in ids}
             spans: dict[str, list[OtlpSpan]] = defaultdict(list)
             # still pending once the locks are held: another request may have stored some meanwhile
@@ -538,7 +614,7 @@ def _store_complete(agent: Agent, spans: list[SpanIn], result: FlushResult) -> l
         return spans
     traces = {s.trace_id for its in complete.values() for s in its}
     with transaction.atomic():
-        _lock_sessions(agent, complete)
+        lock_sessions(agent, complete)
         # sessions with spans waiting from earlier requests (by trace or conversation): one query
         busy: set[str] = set()
         waiting = OtlpSpan.objects.filter(agent=agent).filter(
@@ -580,13 +656,19 @@ def agents_with_pending_spans() -> list[int]:
     return list(OtlpSpan.objects.filter(state=OtlpSpan.State.PENDING).values_list("agent_id", flat=True).distinct())
 
 
-def partial_success_message(rejected: list[Rejected], limit: int = 5) -> str:
-    """The response's error_message: how many spans were rejected and why, the first few named."""
-    if not rejected:
-        return ""
-    named = "; ".join(f"{r.span} {r.message}" for r in rejected[:limit])
-    more = f"; and {len(rejected) - limit} more" if len(rejected) > limit else ""
-    return f"{len(rejected)} span(s) rejected: {named}{more}"
+def partial_success_message(rejected: list[Rejected], limit: int = 5, *, notes: Iterable[str] = ()) -> str:
+    """The response's error_message: how many spans were rejected and why, the first few named;
+    then what was changed of the accepted spans (identifiers that looked personal), each once."""
+    parts = []
+    if rejected:
+        named = "; ".join(f"{r.span} {r.message}" for r in rejected[:limit])
+        more = f"; and {len(rejected) - limit} more" if len(rejected) > limit else ""
+        parts.append(f"{len(rejected)} span(s) rejected: {named}{more}")
+    changed = list(dict.fromkeys(notes))
+    if changed:
+        more = f"; and {len(changed) - limit} more" if len(changed) > limit else ""
+        parts.append("Accepted with changes: " + "; ".join(changed[:limit]) + more)
+    return ". ".join(parts)
 
 
 __all__ = [

@@ -5,14 +5,19 @@ OpenInference's attributes (docs/api.md "OpenTelemetry traces")."""
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from django.conf import settings
+
 from .. import safe_json
 from ..models import OtlpSpan
+from ..redaction.identifiers import personal_in_identifier, redacted_identifier
 from .formats import normalise_tool_name
 
 # chat messages recorded one attribute per field (OpenLLMetry, OpenInference)
@@ -32,6 +37,7 @@ class SpanIn:
     attributes: dict[str, Any]
     events: list[dict[str, Any]] = field(default_factory=list)
     normalised_tool: str | None = None  # a tool span's name as stored (set when the span is read)
+    notes: list[str] = field(default_factory=list)  # identifiers replaced or dropped (screen_identifiers)
 
     @property
     def conversation_id(self) -> str:
@@ -50,6 +56,62 @@ class SpanIn:
         return self.attributes.get(
             "gen_ai.tool.name", self.attributes.get("tool.name", self.name.removeprefix("execute_tool ").strip())
         )
+
+
+# ---------------------------------------------------------------------------------------------- identifiers
+
+SESSION_ID_KEYS = ("gen_ai.conversation.id", "session.id")
+# dropped when they look personal: a session without them is still a session
+DROPPED_IF_PERSONAL = ("gen_ai.request.model", "gen_ai.response.model", "llm.model_name", "procmem.intent")
+# replaced by a keyed digest: they group sessions, and the digest of a value still groups its sessions
+DIGESTED_IF_PERSONAL = ("procmem.task_key",)
+
+
+def personal_session_id(value: str) -> str:
+    """The session id stored for a conversation id that looks personal: a keyed digest (the same
+    for the same id, so a conversation's traces stay one session and an outcome sent with the
+    original id still finds it; library/api/ingest.py)."""
+    return "otlp-" + _digest("session", value)
+
+
+def _digest(kind: str, value: str) -> str:
+    return hmac.new(settings.SECRET_KEY.encode(), f"{kind}:{value}".encode(), hashlib.sha256).hexdigest()[:24]
+
+
+def screen_identifiers(name: str, attributes: dict[str, Any]) -> tuple[str, list[str]]:
+    """The span's name with what looks personal replaced by placeholders, and what was changed in
+    `attributes` (in place): a conversation id that looks personal becomes `personal_session_id`,
+    a model or intent is dropped, a task key becomes a digest (library/redaction/identifiers.py
+    decides). Returns the name and one note per change, naming the key and the kind, never the value."""
+    notes: list[str] = []
+    for key in SESSION_ID_KEYS:
+        value = attributes.get(key)
+        if isinstance(value, (str, int)) and not isinstance(value, bool):
+            text = str(value).strip()[:200]
+            found = personal_in_identifier(text)
+            if found:
+                attributes[key] = personal_session_id(text)
+                notes.append(f"{key} looks personal ({', '.join(found)}): the session id is {attributes[key]}")
+    for key in (*DROPPED_IF_PERSONAL, *DIGESTED_IF_PERSONAL):
+        value = attributes.get(key)
+        if isinstance(value, str):
+            found = personal_in_identifier(value)
+            if found:
+                if key in DIGESTED_IF_PERSONAL:
+                    attributes[key] = "k-" + _digest(key, value)
+                    notes.append(f"{key} looks personal ({', '.join(found)}): stored as {attributes[key]}")
+                else:
+                    del attributes[key]
+                    notes.append(f"{key} looks personal ({', '.join(found)}): dropped")
+    screened = redacted_identifier(name)
+    if screened != name:
+        notes.append(
+            f"the span name looks personal ({', '.join(personal_in_identifier(name))}): stored as {screened!r}"
+        )
+    return screened, notes
+
+
+# ---------------------------------------------------------------------------------------------- the item
 
 
 def _json_or_text(value: Any) -> Any:

@@ -7,389 +7,819 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('auth', '0012_alter_user_first_name_max_length'),
+        ("auth", "0012_alter_user_first_name_max_length"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='Agent',
+            name="Agent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=64, unique=True, validators=[django.core.validators.RegexValidator('^[a-z][a-z0-9_\\-]*$', 'Use lower-case letters, digits, _ and -')])),
-                ('description', models.TextField(blank=True)),
-                ('tools', models.JSONField(default=list, help_text='The tool names this agent really has')),
-                ('tool_schemas', models.JSONField(blank=True, default=dict, help_text='Tool name → JSON schema (model replay)')),
-                ('procedural_memory_enabled', models.BooleanField(default=True)),
-                ('auto_capture_enabled', models.BooleanField(default=True)),
-                ('injection_cap', models.PositiveSmallIntegerField(default=2)),
-                ('support_threshold', models.PositiveIntegerField(default=20)),
-                ('redaction_patterns', models.JSONField(blank=True, default=list, help_text='Extra redaction patterns: [{"label": "order_id", "regex": "#W\\d+"}]')),
-                ('base_instruction', models.TextField(blank=True)),
-                ('eval_runner', models.CharField(choices=[('demo', 'Demo agent (deterministic simulator)'), ('http', 'HTTP eval endpoint'), ('python', 'Python callable'), ('model', 'Model replay (OpenAI-compatible chat completions)')], default='demo', max_length=16)),
-                ('eval_url', models.URLField(blank=True)),
-                ('eval_python_path', models.CharField(blank=True, max_length=255)),
-                ('eval_concurrency', models.PositiveSmallIntegerField(default=4)),
-                ('eval_timeout_seconds', models.FloatField(default=30.0)),
-                ('model_base_url', models.URLField(blank=True)),
-                ('model_name', models.CharField(blank=True, max_length=128)),
-                ('model_api_key', models.CharField(blank=True, max_length=512)),
-                ('current_model', models.CharField(blank=True, help_text='The LLM the agent runs on now', max_length=128)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=64,
+                        unique=True,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[a-z][a-z0-9_\\-]*$", "Use lower-case letters, digits, _ and -"
+                            )
+                        ],
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("tools", models.JSONField(default=list, help_text="The tool names this agent really has")),
+                (
+                    "tool_schemas",
+                    models.JSONField(blank=True, default=dict, help_text="Tool name → JSON schema (model replay)"),
+                ),
+                ("procedural_memory_enabled", models.BooleanField(default=True)),
+                ("auto_capture_enabled", models.BooleanField(default=True)),
+                ("injection_cap", models.PositiveSmallIntegerField(default=2)),
+                ("support_threshold", models.PositiveIntegerField(default=20)),
+                (
+                    "redaction_patterns",
+                    models.JSONField(
+                        blank=True,
+                        default=list,
+                        help_text='Extra redaction patterns: [{"label": "order_id", "regex": "#W\\d+"}]',
+                    ),
+                ),
+                ("base_instruction", models.TextField(blank=True)),
+                (
+                    "eval_runner",
+                    models.CharField(
+                        choices=[
+                            ("demo", "Demo agent (deterministic simulator)"),
+                            ("http", "HTTP eval endpoint"),
+                            ("python", "Python callable"),
+                            ("model", "Model replay (OpenAI-compatible chat completions)"),
+                        ],
+                        default="demo",
+                        max_length=16,
+                    ),
+                ),
+                ("eval_url", models.URLField(blank=True)),
+                ("eval_python_path", models.CharField(blank=True, max_length=255)),
+                ("eval_concurrency", models.PositiveSmallIntegerField(default=4)),
+                ("eval_timeout_seconds", models.FloatField(default=30.0)),
+                ("model_base_url", models.URLField(blank=True)),
+                ("model_name", models.CharField(blank=True, max_length=128)),
+                ("model_api_key", models.CharField(blank=True, max_length=512)),
+                (
+                    "current_model",
+                    models.CharField(blank=True, help_text="The LLM the agent runs on now", max_length=128),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['name'],
-                'permissions': [('approve_agent_procedures', 'Can approve versions of every procedure of this agent'), ('manage_agent_procedures', 'Can retire and roll back every procedure of this agent'), ('manage_agent', "Can change this agent's tools, tokens and approver rights")],
-                'constraints': [models.CheckConstraint(condition=models.Q(('injection_cap__lte', 20)), name='agent_injection_cap_lte_20')],
+                "ordering": ["name"],
+                "permissions": [
+                    ("approve_agent_procedures", "Can approve versions of every procedure of this agent"),
+                    ("manage_agent_procedures", "Can retire and roll back every procedure of this agent"),
+                    ("manage_agent", "Can change this agent's tools, tokens and approver rights"),
+                ],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("injection_cap__lte", 20)), name="agent_injection_cap_lte_20"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='AgentToolChange',
+            name="AgentToolChange",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tools_before', models.JSONField(default=list)),
-                ('tools_after', models.JSONField(default=list)),
-                ('reason', models.TextField(blank=True)),
-                ('changed_at', models.DateTimeField(auto_now_add=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tool_changes', to='library.agent')),
-                ('changed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tools_before", models.JSONField(default=list)),
+                ("tools_after", models.JSONField(default=list)),
+                ("reason", models.TextField(blank=True)),
+                ("changed_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="tool_changes", to="library.agent"
+                    ),
+                ),
+                (
+                    "changed_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-changed_at', '-id'],
+                "ordering": ["-changed_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='ApiToken',
+            name="ApiToken",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('scope', models.CharField(choices=[('read', 'Read the active set'), ('ingest', 'Write sessions')], max_length=10)),
-                ('name', models.CharField(max_length=100)),
-                ('prefix', models.CharField(help_text='First characters, to recognise a token', max_length=12)),
-                ('token_hash', models.CharField(max_length=64, unique=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('revoked_at', models.DateTimeField(blank=True, null=True)),
-                ('last_used_at', models.DateTimeField(blank=True, null=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='tokens', to='library.agent')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "scope",
+                    models.CharField(
+                        choices=[("read", "Read the active set"), ("ingest", "Write sessions")], max_length=10
+                    ),
+                ),
+                ("name", models.CharField(max_length=100)),
+                ("prefix", models.CharField(help_text="First characters, to recognise a token", max_length=12)),
+                ("token_hash", models.CharField(max_length=64, unique=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("revoked_at", models.DateTimeField(blank=True, null=True)),
+                ("last_used_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="tokens", to="library.agent"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['agent_id', '-created_at'],
+                "ordering": ["agent_id", "-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='EvalRun',
+            name="EvalRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('content_hash', models.CharField(help_text='The exact content this run judged', max_length=64)),
-                ('baseline_hash', models.CharField(blank=True, help_text='Hash of the active set at the start', max_length=64)),
-                ('baseline_versions', models.JSONField(blank=True, default=list)),
-                ('state', models.CharField(choices=[('queued', 'Queued'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='queued', max_length=10)),
-                ('verdict', models.CharField(blank=True, choices=[('pass', 'Pass'), ('fail', 'Fail'), ('inconclusive', 'Inconclusive')], max_length=12)),
-                ('verdict_detail', models.JSONField(blank=True, default=dict)),
-                ('thresholds', models.JSONField(blank=True, default=dict)),
-                ('cases_total', models.PositiveIntegerField(default=0)),
-                ('cases_done', models.PositiveIntegerField(default=0)),
-                ('errors', models.PositiveIntegerField(default=0)),
-                ('runner', models.CharField(blank=True, max_length=16)),
-                ('failure_reason', models.TextField(blank=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('started_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("content_hash", models.CharField(help_text="The exact content this run judged", max_length=64)),
+                (
+                    "baseline_hash",
+                    models.CharField(blank=True, help_text="Hash of the active set at the start", max_length=64),
+                ),
+                ("baseline_versions", models.JSONField(blank=True, default=list)),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "verdict",
+                    models.CharField(
+                        blank=True,
+                        choices=[("pass", "Pass"), ("fail", "Fail"), ("inconclusive", "Inconclusive")],
+                        max_length=12,
+                    ),
+                ),
+                ("verdict_detail", models.JSONField(blank=True, default=dict)),
+                ("thresholds", models.JSONField(blank=True, default=dict)),
+                ("cases_total", models.PositiveIntegerField(default=0)),
+                ("cases_done", models.PositiveIntegerField(default=0)),
+                ("errors", models.PositiveIntegerField(default=0)),
+                ("runner", models.CharField(blank=True, max_length=16)),
+                ("failure_reason", models.TextField(blank=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "started_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at', '-id'],
+                "ordering": ["-created_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Intent',
+            name="Intent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=100, validators=[django.core.validators.RegexValidator('^[a-z][a-z0-9_\\-]*$', 'Use lower-case letters, digits, _ and -')])),
-                ('description', models.TextField(blank=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='intents', to='library.agent')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "name",
+                    models.CharField(
+                        max_length=100,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[a-z][a-z0-9_\\-]*$", "Use lower-case letters, digits, _ and -"
+                            )
+                        ],
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="intents", to="library.agent"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['agent__name', 'name'],
+                "ordering": ["agent__name", "name"],
             },
         ),
         migrations.CreateModel(
-            name='AgentSession',
+            name="AgentSession",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('session_id', models.CharField(max_length=200)),
-                ('task', models.TextField(blank=True)),
-                ('resolved', models.BooleanField(null=True)),
-                ('escalated', models.BooleanField(null=True)),
-                ('rating', models.FloatField(blank=True, null=True)),
-                ('skeleton', models.JSONField(default=list)),
-                ('tool_calls', models.JSONField(blank=True, default=list)),
-                ('redacted_excerpt', models.JSONField(blank=True, default=list)),
-                ('injected', models.JSONField(blank=True, default=list)),
-                ('instruction_chars', models.PositiveIntegerField(blank=True, null=True)),
-                ('model', models.CharField(blank=True, max_length=128)),
-                ('ended_at', models.DateTimeField(blank=True, db_index=True, null=True)),
-                ('received_at', models.DateTimeField(auto_now_add=True)),
-                ('raw_purged', models.BooleanField(default=False)),
-                ('source_format', models.CharField(blank=True, max_length=16)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sessions', to='library.agent')),
-                ('intent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='sessions', to='library.intent')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("session_id", models.CharField(max_length=200)),
+                ("task", models.TextField(blank=True)),
+                ("resolved", models.BooleanField(null=True)),
+                ("escalated", models.BooleanField(null=True)),
+                ("rating", models.FloatField(blank=True, null=True)),
+                ("skeleton", models.JSONField(default=list)),
+                ("tool_calls", models.JSONField(blank=True, default=list)),
+                ("redacted_excerpt", models.JSONField(blank=True, default=list)),
+                ("injected", models.JSONField(blank=True, default=list)),
+                ("instruction_chars", models.PositiveIntegerField(blank=True, null=True)),
+                ("model", models.CharField(blank=True, max_length=128)),
+                ("ended_at", models.DateTimeField(blank=True, db_index=True, null=True)),
+                ("received_at", models.DateTimeField(auto_now_add=True)),
+                ("raw_purged", models.BooleanField(default=False)),
+                ("source_format", models.CharField(blank=True, max_length=16)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="sessions", to="library.agent"
+                    ),
+                ),
+                (
+                    "intent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="sessions",
+                        to="library.intent",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-ended_at', '-id'],
+                "ordering": ["-ended_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='MiningRun',
+            name="MiningRun",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('state', models.CharField(choices=[('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='running', max_length=10)),
-                ('parameters', models.JSONField(default=dict)),
-                ('counts', models.JSONField(default=dict, help_text='sessions in, labelled, unlabelled, groups, candidates, skipped')),
-                ('skipped', models.JSONField(default=list, help_text='[{intent, skeleton, reason}]')),
-                ('started_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('error', models.TextField(blank=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='mining_runs', to='library.agent')),
-                ('started_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("running", "Running"), ("done", "Done"), ("failed", "Failed")],
+                        default="running",
+                        max_length=10,
+                    ),
+                ),
+                ("parameters", models.JSONField(default=dict)),
+                (
+                    "counts",
+                    models.JSONField(
+                        default=dict, help_text="sessions in, labelled, unlabelled, groups, candidates, skipped"
+                    ),
+                ),
+                ("skipped", models.JSONField(default=list, help_text="[{intent, skeleton, reason}]")),
+                ("started_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("error", models.TextField(blank=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="mining_runs", to="library.agent"
+                    ),
+                ),
+                (
+                    "started_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-started_at', '-id'],
+                "ordering": ["-started_at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='Procedure',
+            name="Procedure",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=120, validators=[django.core.validators.RegexValidator('^[a-z][a-z0-9_]*(\\.[a-z0-9_]+)+$', 'A procedure id is dotted lower-case words, e.g. refund.over_limit')], verbose_name='id')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='procedures', to='library.agent')),
-                ('intent', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='procedures', to='library.intent')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "key",
+                    models.CharField(
+                        max_length=120,
+                        validators=[
+                            django.core.validators.RegexValidator(
+                                "^[a-z][a-z0-9_]*(\\.[a-z0-9_]+)+$",
+                                "A procedure id is dotted lower-case words, e.g. refund.over_limit",
+                            )
+                        ],
+                        verbose_name="id",
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="procedures", to="library.agent"
+                    ),
+                ),
+                (
+                    "intent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="procedures", to="library.intent"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['agent__name', 'key'],
-                'permissions': [('approve_procedure', 'Can approve versions of this procedure'), ('manage_procedure', 'Can retire and roll back versions of this procedure')],
+                "ordering": ["agent__name", "key"],
+                "permissions": [
+                    ("approve_procedure", "Can approve versions of this procedure"),
+                    ("manage_procedure", "Can retire and roll back versions of this procedure"),
+                ],
             },
         ),
         migrations.CreateModel(
-            name='ProcedureGroupObjectPermission',
+            name="ProcedureGroupObjectPermission",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('content_object', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='library.procedure')),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='auth.group')),
-                ('permission', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='auth.permission')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "content_object",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="library.procedure"),
+                ),
+                ("group", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="auth.group")),
+                ("permission", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="auth.permission")),
             ],
             options={
-                'abstract': False,
+                "abstract": False,
             },
         ),
         migrations.CreateModel(
-            name='ProcedureUserObjectPermission',
+            name="ProcedureUserObjectPermission",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('content_object', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='library.procedure')),
-                ('permission', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='auth.permission')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "content_object",
+                    models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="library.procedure"),
+                ),
+                ("permission", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="auth.permission")),
+                ("user", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                'abstract': False,
+                "abstract": False,
             },
         ),
         migrations.CreateModel(
-            name='ProcedureVersion',
+            name="ProcedureVersion",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveIntegerField()),
-                ('status', models.CharField(choices=[('CANDIDATE', 'Candidate'), ('ACTIVE', 'Active'), ('RETIRED', 'Retired'), ('REJECTED', 'Rejected')], default='CANDIDATE', max_length=10)),
-                ('applies_when', models.TextField()),
-                ('steps', models.JSONField()),
-                ('required_tools', models.JSONField(default=list)),
-                ('forbidden_actions', models.JSONField(default=list)),
-                ('evidence', models.JSONField(blank=True, default=dict)),
-                ('content_hash', models.CharField(max_length=64)),
-                ('source', models.CharField(choices=[('mined', 'Mined from sessions'), ('captured', 'Captured automatically'), ('imported', 'Imported from a file'), ('manual', 'Written by hand'), ('revision', 'Edited by a reviewer')], max_length=10)),
-                ('provenance', models.JSONField(blank=True, default=dict, help_text='who/what proposed it, mining run, file')),
-                ('quarantined', models.BooleanField(default=False)),
-                ('quarantine_reasons', models.JSONField(blank=True, default=list)),
-                ('skeleton', models.JSONField(blank=True, default=list, help_text='Ordered tool names of the mined group')),
-                ('approved_at', models.DateTimeField(blank=True, null=True)),
-                ('status_reason', models.TextField(blank=True)),
-                ('status_changed_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('approval_eval_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='library.evalrun')),
-                ('approved_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('based_on', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='library.procedureversion')),
-                ('edited_by', models.ForeignKey(blank=True, help_text="Who made this version's content (the last editor), if a person did", null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('mining_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='library.miningrun')),
-                ('procedure', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='versions', to='library.procedure')),
-                ('proposed_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveIntegerField()),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("CANDIDATE", "Candidate"),
+                            ("ACTIVE", "Active"),
+                            ("RETIRED", "Retired"),
+                            ("REJECTED", "Rejected"),
+                        ],
+                        default="CANDIDATE",
+                        max_length=10,
+                    ),
+                ),
+                ("applies_when", models.TextField()),
+                ("steps", models.JSONField()),
+                ("required_tools", models.JSONField(default=list)),
+                ("forbidden_actions", models.JSONField(default=list)),
+                ("evidence", models.JSONField(blank=True, default=dict)),
+                ("content_hash", models.CharField(max_length=64)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[
+                            ("mined", "Mined from sessions"),
+                            ("captured", "Captured automatically"),
+                            ("imported", "Imported from a file"),
+                            ("manual", "Written by hand"),
+                            ("revision", "Edited by a reviewer"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                (
+                    "provenance",
+                    models.JSONField(blank=True, default=dict, help_text="who/what proposed it, mining run, file"),
+                ),
+                ("quarantined", models.BooleanField(default=False)),
+                ("quarantine_reasons", models.JSONField(blank=True, default=list)),
+                (
+                    "skeleton",
+                    models.JSONField(blank=True, default=list, help_text="Ordered tool names of the mined group"),
+                ),
+                ("approved_at", models.DateTimeField(blank=True, null=True)),
+                ("status_reason", models.TextField(blank=True)),
+                ("status_changed_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "approval_eval_run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="library.evalrun",
+                    ),
+                ),
+                (
+                    "approved_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "based_on",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="library.procedureversion",
+                    ),
+                ),
+                (
+                    "edited_by",
+                    models.ForeignKey(
+                        blank=True,
+                        help_text="Who made this version's content (the last editor), if a person did",
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "mining_run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="versions",
+                        to="library.miningrun",
+                    ),
+                ),
+                (
+                    "procedure",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="versions", to="library.procedure"
+                    ),
+                ),
+                (
+                    "proposed_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['procedure_id', '-number'],
-                'permissions': [('review_procedureversion', 'Can review candidates: edit, comment, reject, start eval runs')],
+                "ordering": ["procedure_id", "-number"],
+                "permissions": [
+                    ("review_procedureversion", "Can review candidates: edit, comment, reject, start eval runs")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='LoadRefusal',
+            name="LoadRefusal",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('tools_hash', models.CharField(max_length=64)),
-                ('missing_tools', models.JSONField(default=list)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='load_refusals', to='library.procedureversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("tools_hash", models.CharField(max_length=64)),
+                ("missing_tools", models.JSONField(default=list)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="load_refusals",
+                        to="library.procedureversion",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='evalrun',
-            name='version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='eval_runs', to='library.procedureversion'),
+            model_name="evalrun",
+            name="version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="eval_runs", to="library.procedureversion"
+            ),
         ),
         migrations.CreateModel(
-            name='AuditEvent',
+            name="AuditEvent",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('at', models.DateTimeField(auto_now_add=True, db_index=True)),
-                ('actor_label', models.CharField(blank=True, help_text='For non-human actors: miner, import, token', max_length=150)),
-                ('action', models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed')], db_index=True, max_length=20)),
-                ('reason', models.TextField(blank=True)),
-                ('before', models.JSONField(blank=True, default=dict)),
-                ('after', models.JSONField(blank=True, default=dict)),
-                ('actor', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('agent', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='library.agent')),
-                ('procedure', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='audit_events', to='library.procedure')),
-                ('version', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='audit_events', to='library.procedureversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("at", models.DateTimeField(auto_now_add=True, db_index=True)),
+                (
+                    "actor_label",
+                    models.CharField(
+                        blank=True, help_text="For non-human actors: miner, import, token", max_length=150
+                    ),
+                ),
+                (
+                    "action",
+                    models.CharField(
+                        choices=[
+                            ("propose", "Proposed"),
+                            ("revise", "Edited (new version)"),
+                            ("approve", "Approved"),
+                            ("reject", "Rejected"),
+                            ("retire", "Retired"),
+                            ("rollback", "Rolled back"),
+                            ("auto_retire", "Retired by a newer approval"),
+                            ("import", "Imported"),
+                            ("grant", "Approver right granted"),
+                            ("revoke", "Approver right revoked"),
+                            ("token_create", "API token created"),
+                            ("token_revoke", "API token revoked"),
+                            ("tools_change", "Tool list changed"),
+                            ("refused_at_load", "Refused at load"),
+                            ("eval_start", "Eval run started"),
+                            ("eval_finish", "Eval run finished"),
+                            ("eval_cancel", "Eval run cancelled"),
+                            ("mine", "Mining run"),
+                            ("comment", "Commented"),
+                            ("settings", "Agent settings changed"),
+                        ],
+                        db_index=True,
+                        max_length=20,
+                    ),
+                ),
+                ("reason", models.TextField(blank=True)),
+                ("before", models.JSONField(blank=True, default=dict)),
+                ("after", models.JSONField(blank=True, default=dict)),
+                (
+                    "actor",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="library.agent",
+                    ),
+                ),
+                (
+                    "procedure",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="audit_events",
+                        to="library.procedure",
+                    ),
+                ),
+                (
+                    "version",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="audit_events",
+                        to="library.procedureversion",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-at', '-id'],
+                "ordering": ["-at", "-id"],
             },
         ),
         migrations.CreateModel(
-            name='RegressionCase',
+            name="RegressionCase",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('task', models.TextField()),
-                ('context', models.JSONField(blank=True, default=dict)),
-                ('expected_tools', models.JSONField(blank=True, default=list, help_text='Tool calls expected, in order')),
-                ('forbidden_tools', models.JSONField(blank=True, default=list)),
-                ('reply_must_match', models.JSONField(blank=True, default=list, help_text='Regexes the reply must match')),
-                ('reply_must_not_match', models.JSONField(blank=True, default=list)),
-                ('tool_results', models.JSONField(blank=True, default=dict, help_text='Recorded tool results for model replay')),
-                ('is_active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='regression_cases', to='library.agent')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('intent', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='regression_cases', to='library.intent')),
-                ('source_session', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='library.agentsession')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(blank=True, max_length=200)),
+                ("task", models.TextField()),
+                ("context", models.JSONField(blank=True, default=dict)),
+                (
+                    "expected_tools",
+                    models.JSONField(blank=True, default=list, help_text="Tool calls expected, in order"),
+                ),
+                ("forbidden_tools", models.JSONField(blank=True, default=list)),
+                (
+                    "reply_must_match",
+                    models.JSONField(blank=True, default=list, help_text="Regexes the reply must match"),
+                ),
+                ("reply_must_not_match", models.JSONField(blank=True, default=list)),
+                (
+                    "tool_results",
+                    models.JSONField(blank=True, default=dict, help_text="Recorded tool results for model replay"),
+                ),
+                ("is_active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="regression_cases", to="library.agent"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "intent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="regression_cases",
+                        to="library.intent",
+                    ),
+                ),
+                (
+                    "source_session",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="library.agentsession",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['agent_id', 'intent_id', 'id'],
+                "ordering": ["agent_id", "intent_id", "id"],
             },
         ),
         migrations.CreateModel(
-            name='EvalCaseResult',
+            name="EvalCaseResult",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('arm', models.CharField(choices=[('baseline', 'Without the candidate'), ('candidate', 'With the candidate')], max_length=10)),
-                ('passed', models.BooleanField(help_text='None when the runner errored', null=True)),
-                ('error', models.TextField(blank=True)),
-                ('failures', models.JSONField(blank=True, default=list)),
-                ('tool_calls', models.JSONField(blank=True, default=list)),
-                ('reply', models.TextField(blank=True)),
-                ('duration_ms', models.FloatField(default=0)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='case_results', to='library.evalrun')),
-                ('case', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='library.regressioncase')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "arm",
+                    models.CharField(
+                        choices=[("baseline", "Without the candidate"), ("candidate", "With the candidate")],
+                        max_length=10,
+                    ),
+                ),
+                ("passed", models.BooleanField(help_text="None when the runner errored", null=True)),
+                ("error", models.TextField(blank=True)),
+                ("failures", models.JSONField(blank=True, default=list)),
+                ("tool_calls", models.JSONField(blank=True, default=list)),
+                ("reply", models.TextField(blank=True)),
+                ("duration_ms", models.FloatField(default=0)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="case_results", to="library.evalrun"
+                    ),
+                ),
+                (
+                    "case",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to="library.regressioncase"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='AgentGroupObjectPermission',
+            name="AgentGroupObjectPermission",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('content_object', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='library.agent')),
-                ('group', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='auth.group')),
-                ('permission', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='auth.permission')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("content_object", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="library.agent")),
+                ("group", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="auth.group")),
+                ("permission", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="auth.permission")),
             ],
             options={
-                'abstract': False,
-                'unique_together': {('group', 'permission', 'content_object')},
+                "abstract": False,
+                "unique_together": {("group", "permission", "content_object")},
             },
         ),
         migrations.CreateModel(
-            name='AgentUserObjectPermission',
+            name="AgentUserObjectPermission",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('content_object', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='library.agent')),
-                ('permission', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to='auth.permission')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("content_object", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="library.agent")),
+                ("permission", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to="auth.permission")),
+                ("user", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, to=settings.AUTH_USER_MODEL)),
             ],
             options={
-                'abstract': False,
-                'unique_together': {('user', 'permission', 'content_object')},
+                "abstract": False,
+                "unique_together": {("user", "permission", "content_object")},
             },
         ),
         migrations.AddConstraint(
-            model_name='intent',
-            constraint=models.UniqueConstraint(fields=('agent', 'name'), name='intent_unique_per_agent'),
+            model_name="intent",
+            constraint=models.UniqueConstraint(fields=("agent", "name"), name="intent_unique_per_agent"),
         ),
         migrations.AddIndex(
-            model_name='agentsession',
-            index=models.Index(fields=['agent', 'intent', 'resolved'], name='session_agent_intent_idx'),
+            model_name="agentsession",
+            index=models.Index(fields=["agent", "intent", "resolved"], name="session_agent_intent_idx"),
         ),
         migrations.AddConstraint(
-            model_name='agentsession',
-            constraint=models.UniqueConstraint(fields=('agent', 'session_id'), name='session_id_unique_per_agent'),
+            model_name="agentsession",
+            constraint=models.UniqueConstraint(fields=("agent", "session_id"), name="session_id_unique_per_agent"),
         ),
         migrations.AddConstraint(
-            model_name='procedure',
-            constraint=models.UniqueConstraint(fields=('agent', 'key'), name='procedure_key_unique_per_agent'),
+            model_name="procedure",
+            constraint=models.UniqueConstraint(fields=("agent", "key"), name="procedure_key_unique_per_agent"),
         ),
         migrations.AlterUniqueTogether(
-            name='proceduregroupobjectpermission',
-            unique_together={('group', 'permission', 'content_object')},
+            name="proceduregroupobjectpermission",
+            unique_together={("group", "permission", "content_object")},
         ),
         migrations.AlterUniqueTogether(
-            name='procedureuserobjectpermission',
-            unique_together={('user', 'permission', 'content_object')},
+            name="procedureuserobjectpermission",
+            unique_together={("user", "permission", "content_object")},
         ),
         migrations.AddIndex(
-            model_name='procedureversion',
-            index=models.Index(fields=['status', 'procedure'], name='version_status_idx'),
+            model_name="procedureversion",
+            index=models.Index(fields=["status", "procedure"], name="version_status_idx"),
         ),
         migrations.AddConstraint(
-            model_name='procedureversion',
-            constraint=models.UniqueConstraint(fields=('procedure', 'number'), name='version_number_unique'),
+            model_name="procedureversion",
+            constraint=models.UniqueConstraint(fields=("procedure", "number"), name="version_number_unique"),
         ),
         migrations.AddConstraint(
-            model_name='procedureversion',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'ACTIVE')), fields=('procedure',), name='one_active_version_per_procedure'),
+            model_name="procedureversion",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "ACTIVE")), fields=("procedure",), name="one_active_version_per_procedure"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='procedureversion',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'ACTIVE'), _negated=True), models.Q(('approved_by__isnull', False), ('approved_at__isnull', False), ('approval_eval_run__isnull', False)), _connector='OR'), name='active_version_is_approved'),
+            model_name="procedureversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "ACTIVE"), _negated=True),
+                    models.Q(
+                        ("approved_by__isnull", False),
+                        ("approved_at__isnull", False),
+                        ("approval_eval_run__isnull", False),
+                    ),
+                    _connector="OR",
+                ),
+                name="active_version_is_approved",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='procedureversion',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['CANDIDATE', 'ACTIVE', 'RETIRED', 'REJECTED'])), name='version_status_valid'),
+            model_name="procedureversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["CANDIDATE", "ACTIVE", "RETIRED", "REJECTED"])),
+                name="version_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='procedureversion',
-            constraint=models.CheckConstraint(condition=models.Q(('number__gte', 1)), name='version_number_positive'),
+            model_name="procedureversion",
+            constraint=models.CheckConstraint(condition=models.Q(("number__gte", 1)), name="version_number_positive"),
         ),
         migrations.AddConstraint(
-            model_name='loadrefusal',
-            constraint=models.UniqueConstraint(fields=('version', 'tools_hash'), name='one_refusal_per_tool_state'),
+            model_name="loadrefusal",
+            constraint=models.UniqueConstraint(fields=("version", "tools_hash"), name="one_refusal_per_tool_state"),
         ),
         migrations.AddConstraint(
-            model_name='evalrun',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('verdict', 'pass'), _negated=True), ('state', 'done'), _connector='OR'), name='eval_pass_only_when_done'),
+            model_name="evalrun",
+            constraint=models.CheckConstraint(
+                condition=models.Q(models.Q(("verdict", "pass"), _negated=True), ("state", "done"), _connector="OR"),
+                name="eval_pass_only_when_done",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='evalcaseresult',
-            constraint=models.UniqueConstraint(fields=('run', 'case', 'arm'), name='one_result_per_case_arm'),
+            model_name="evalcaseresult",
+            constraint=models.UniqueConstraint(fields=("run", "case", "arm"), name="one_result_per_case_arm"),
         ),
     ]

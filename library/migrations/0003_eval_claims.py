@@ -23,82 +23,131 @@ def _create_sqlite_triggers(apps, schema_editor):
 
 class Migration(migrations.Migration):
     # Renamed to a descriptive name: a database migrated under the old one counts this as applied.
-    replaces = [('library', '0003_issue5_eval_claims')]
+    replaces = [("library", "0003_issue5_eval_claims")]
 
     dependencies = [
-        ('library', '0002_invariants'),
+        ("library", "0002_invariants"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RunPython(_drop_sqlite_triggers, _create_sqlite_triggers),
         migrations.AddField(
-            model_name='evalcaseresult',
-            name='attempts',
+            model_name="evalcaseresult",
+            name="attempts",
             field=models.PositiveSmallIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='evalcaseresult',
-            name='claim_nonce',
-            field=models.CharField(blank=True, help_text='One per claim; only its holder may finish it', max_length=32),
+            model_name="evalcaseresult",
+            name="claim_nonce",
+            field=models.CharField(blank=True, help_text="One per claim; only its holder may finish it", max_length=32),
         ),
         migrations.AddField(
-            model_name='evalcaseresult',
-            name='claimed_at',
+            model_name="evalcaseresult",
+            name="claimed_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='evalcaseresult',
-            name='claimed_by',
-            field=models.CharField(blank=True, help_text='The Celery task id that claimed it', max_length=64),
+            model_name="evalcaseresult",
+            name="claimed_by",
+            field=models.CharField(blank=True, help_text="The Celery task id that claimed it", max_length=64),
         ),
         migrations.AddField(
-            model_name='evalcaseresult',
-            name='finished_at',
+            model_name="evalcaseresult",
+            name="finished_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='evalcaseresult',
-            name='state',
-            field=models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('done', 'Done')], default='pending', max_length=10),
+            model_name="evalcaseresult",
+            name="state",
+            field=models.CharField(
+                choices=[("pending", "Pending"), ("running", "Running"), ("done", "Done")],
+                default="pending",
+                max_length=10,
+            ),
         ),
         migrations.AddField(
-            model_name='evalrun',
-            name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text='Last progress; the recovery task resumes stale runs', null=True),
+            model_name="evalrun",
+            name="heartbeat_at",
+            field=models.DateTimeField(
+                blank=True, help_text="Last progress; the recovery task resumes stale runs", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='evalrun',
-            name='resumes',
+            model_name="evalrun",
+            name="resumes",
             field=models.PositiveSmallIntegerField(default=0),
         ),
         migrations.AddField(
-            model_name='regressioncase',
-            name='external_id',
-            field=models.CharField(blank=True, help_text='Where an imported case came from (e.g. tau2:airline:7); re-imports skip it', max_length=200),
+            model_name="regressioncase",
+            name="external_id",
+            field=models.CharField(
+                blank=True,
+                help_text="Where an imported case came from (e.g. tau2:airline:7); re-imports skip it",
+                max_length=200,
+            ),
         ),
         migrations.AddField(
-            model_name='regressioncase',
-            name='updated_at',
+            model_name="regressioncase",
+            name="updated_at",
             field=models.DateTimeField(auto_now=True),
         ),
         migrations.AlterField(
-            model_name='agent',
-            name='eval_runner',
-            field=models.CharField(choices=[('demo', 'Demo agent (simulator)'), ('http', 'HTTP eval endpoint'), ('python', 'Python callable'), ('model', 'Model replay (OpenAI-compatible chat completions)')], default='demo', max_length=16),
+            model_name="agent",
+            name="eval_runner",
+            field=models.CharField(
+                choices=[
+                    ("demo", "Demo agent (simulator)"),
+                    ("http", "HTTP eval endpoint"),
+                    ("python", "Python callable"),
+                    ("model", "Model replay (OpenAI-compatible chat completions)"),
+                ],
+                default="demo",
+                max_length=16,
+            ),
         ),
         migrations.AddIndex(
-            model_name='evalcaseresult',
-            index=models.Index(fields=['run', 'state'], name='evalcaseresult_run_state_idx'),
+            model_name="evalcaseresult",
+            index=models.Index(fields=["run", "state"], name="evalcaseresult_run_state_idx"),
         ),
         migrations.AddConstraint(
-            model_name='regressioncase',
-            constraint=models.UniqueConstraint(condition=models.Q(('external_id', ''), _negated=True), fields=('agent', 'external_id'), name='case_external_id_unique_per_agent'),
+            model_name="regressioncase",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("external_id", ""), _negated=True),
+                fields=("agent", "external_id"),
+                name="case_external_id_unique_per_agent",
+            ),
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed'), ('case_change', 'Regression case changed')], db_index=True, max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("propose", "Proposed"),
+                    ("revise", "Edited (new version)"),
+                    ("approve", "Approved"),
+                    ("reject", "Rejected"),
+                    ("retire", "Retired"),
+                    ("rollback", "Rolled back"),
+                    ("auto_retire", "Retired by a newer approval"),
+                    ("import", "Imported"),
+                    ("grant", "Approver right granted"),
+                    ("revoke", "Approver right revoked"),
+                    ("token_create", "API token created"),
+                    ("token_revoke", "API token revoked"),
+                    ("tools_change", "Tool list changed"),
+                    ("refused_at_load", "Refused at load"),
+                    ("eval_start", "Eval run started"),
+                    ("eval_finish", "Eval run finished"),
+                    ("eval_cancel", "Eval run cancelled"),
+                    ("mine", "Mining run"),
+                    ("comment", "Commented"),
+                    ("settings", "Agent settings changed"),
+                    ("case_change", "Regression case changed"),
+                ],
+                db_index=True,
+                max_length=20,
+            ),
         ),
         migrations.RunPython(_create_sqlite_triggers, _drop_sqlite_triggers),
     ]

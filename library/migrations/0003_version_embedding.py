@@ -6,25 +6,37 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     # Renamed to a descriptive name: a database migrated under the old one counts this as applied.
-    replaces = [('library', '0003_issue6_versionembedding')]
+    replaces = [("library", "0003_issue6_versionembedding")]
 
     dependencies = [
-        ('library', '0002_invariants'),
+        ("library", "0002_invariants"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='VersionEmbedding',
+            name="VersionEmbedding",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model_key', models.CharField(help_text='Identifies the embedding model (path digest)', max_length=64)),
-                ('dimensions', models.PositiveSmallIntegerField()),
-                ('vector', models.BinaryField(help_text='float32, little-endian, L2-normalised')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('version', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='embeddings', to='library.procedureversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "model_key",
+                    models.CharField(help_text="Identifies the embedding model (path digest)", max_length=64),
+                ),
+                ("dimensions", models.PositiveSmallIntegerField()),
+                ("vector", models.BinaryField(help_text="float32, little-endian, L2-normalised")),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "version",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="embeddings",
+                        to="library.procedureversion",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('version', 'model_key'), name='one_embedding_per_version_model')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("version", "model_key"), name="one_embedding_per_version_model")
+                ],
             },
         ),
     ]

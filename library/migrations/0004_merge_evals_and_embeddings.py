@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0003_eval_claims'),
-        ('library', '0003_version_embedding'),
+        ("library", "0003_eval_claims"),
+        ("library", "0003_version_embedding"),
     ]
 
-    operations = [
-    ]
+    operations = []

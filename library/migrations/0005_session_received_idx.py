@@ -5,15 +5,15 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     # Renamed to a descriptive name: a database migrated under the old one counts this as applied.
-    replaces = [('library', '0005_issue7_session_received_idx')]
+    replaces = [("library", "0005_issue7_session_received_idx")]
 
     dependencies = [
-        ('library', '0004_merge_evals_and_embeddings'),
+        ("library", "0004_merge_evals_and_embeddings"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='agentsession',
-            index=models.Index(fields=['agent', 'received_at'], name='session_agent_received_idx'),
+            model_name="agentsession",
+            index=models.Index(fields=["agent", "received_at"], name="session_agent_received_idx"),
         ),
     ]

@@ -4,65 +4,89 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0005_session_received_idx'),
+        ("library", "0005_session_received_idx"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='agent',
-            name='backtest_share',
-            field=models.FloatField(default=0.25, help_text="Share of each intent's newest sessions (by end time) held back to test candidates"),
+            model_name="agent",
+            name="backtest_share",
+            field=models.FloatField(
+                default=0.25,
+                help_text="Share of each intent's newest sessions (by end time) held back to test candidates",
+            ),
         ),
         migrations.AddField(
-            model_name='agent',
-            name='min_tool_calls',
-            field=models.PositiveSmallIntegerField(default=3, help_text='Sessions with fewer tool calls (after ignored tools) are not mined'),
+            model_name="agent",
+            name="min_tool_calls",
+            field=models.PositiveSmallIntegerField(
+                default=3, help_text="Sessions with fewer tool calls (after ignored tools) are not mined"
+            ),
         ),
         migrations.AddField(
-            model_name='agent',
-            name='significance_level',
-            field=models.FloatField(default=0.05, help_text='Family-wise error rate of the skeleton tests of one mining run'),
+            model_name="agent",
+            name="significance_level",
+            field=models.FloatField(
+                default=0.05, help_text="Family-wise error rate of the skeleton tests of one mining run"
+            ),
         ),
         migrations.AddField(
-            model_name='agentsession',
-            name='task_key',
+            model_name="agentsession",
+            name="task_key",
             field=models.CharField(blank=True, max_length=200),
         ),
         migrations.AddField(
-            model_name='miningrun',
-            name='report',
-            field=models.JSONField(blank=True, default=list, help_text='One entry per intent: status (mined, reported, below threshold, …), reason and figures'),
+            model_name="miningrun",
+            name="report",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="One entry per intent: status (mined, reported, below threshold, …), reason and figures",
+            ),
         ),
         migrations.AlterField(
-            model_name='agent',
-            name='auto_capture_enabled',
+            model_name="agent",
+            name="auto_capture_enabled",
             field=models.BooleanField(default=False),
         ),
         migrations.AlterField(
-            model_name='agent',
-            name='support_threshold',
-            field=models.PositiveIntegerField(default=20, help_text='Distinct tasks a group of resolved sessions needs before it is tested'),
+            model_name="agent",
+            name="support_threshold",
+            field=models.PositiveIntegerField(
+                default=20, help_text="Distinct tasks a group of resolved sessions needs before it is tested"
+            ),
         ),
         migrations.AddIndex(
-            model_name='agentsession',
-            index=models.Index(fields=['agent', 'intent', 'ended_at', 'received_at', 'id'], name='session_agent_intent_end_idx'),
+            model_name="agentsession",
+            index=models.Index(
+                fields=["agent", "intent", "ended_at", "received_at", "id"], name="session_agent_intent_end_idx"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.CheckConstraint(condition=models.Q(('significance_level__gt', 0), ('significance_level__lte', 0.5)), name='agent_significance_level_range'),
+            model_name="agent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("significance_level__gt", 0), ("significance_level__lte", 0.5)),
+                name="agent_significance_level_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.CheckConstraint(condition=models.Q(('backtest_share__gte', 0), ('backtest_share__lte', 0.5)), name='agent_backtest_share_range'),
+            model_name="agent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("backtest_share__gte", 0), ("backtest_share__lte", 0.5)),
+                name="agent_backtest_share_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.CheckConstraint(condition=models.Q(('min_tool_calls__gte', 1)), name='agent_min_tool_calls_positive'),
+            model_name="agent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("min_tool_calls__gte", 1)), name="agent_min_tool_calls_positive"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.CheckConstraint(condition=models.Q(('support_threshold__gte', 1)), name='agent_support_threshold_positive'),
+            model_name="agent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("support_threshold__gte", 1)), name="agent_support_threshold_positive"
+            ),
         ),
     ]

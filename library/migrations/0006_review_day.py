@@ -98,27 +98,60 @@ def _create_sqlite_triggers(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0005_session_received_idx'),
+        ("library", "0005_session_received_idx"),
     ]
 
     operations = [
         migrations.RunPython(_drop_sqlite_triggers, _create_sqlite_triggers),
         migrations.AddField(
-            model_name='agent',
-            name='review_target_hours',
-            field=models.PositiveIntegerField(default=72, help_text="How long a candidate of this agent should wait for review; the queue's ageing badges compare against it"),
+            model_name="agent",
+            name="review_target_hours",
+            field=models.PositiveIntegerField(
+                default=72,
+                help_text="How long a candidate of this agent should wait for review; the queue's ageing badges compare against it",
+            ),
         ),
         migrations.AddField(
-            model_name='procedureversion',
-            name='search_vector',
+            model_name="procedureversion",
+            name="search_vector",
             field=django.contrib.postgres.search.SearchVectorField(editable=False, null=True),
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed'), ('case_change', 'Regression case changed'), ('claim', 'Candidate claimed'), ('assign', 'Candidate assigned'), ('release', 'Candidate released'), ('thread_resolve', 'Thread resolved'), ('thread_reopen', 'Thread reopened')], db_index=True, max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("propose", "Proposed"),
+                    ("revise", "Edited (new version)"),
+                    ("approve", "Approved"),
+                    ("reject", "Rejected"),
+                    ("retire", "Retired"),
+                    ("rollback", "Rolled back"),
+                    ("auto_retire", "Retired by a newer approval"),
+                    ("import", "Imported"),
+                    ("grant", "Approver right granted"),
+                    ("revoke", "Approver right revoked"),
+                    ("token_create", "API token created"),
+                    ("token_revoke", "API token revoked"),
+                    ("tools_change", "Tool list changed"),
+                    ("refused_at_load", "Refused at load"),
+                    ("eval_start", "Eval run started"),
+                    ("eval_finish", "Eval run finished"),
+                    ("eval_cancel", "Eval run cancelled"),
+                    ("mine", "Mining run"),
+                    ("comment", "Commented"),
+                    ("settings", "Agent settings changed"),
+                    ("case_change", "Regression case changed"),
+                    ("claim", "Candidate claimed"),
+                    ("assign", "Candidate assigned"),
+                    ("release", "Candidate released"),
+                    ("thread_resolve", "Thread resolved"),
+                    ("thread_reopen", "Thread reopened"),
+                ],
+                db_index=True,
+                max_length=20,
+            ),
         ),
         migrations.RunPython(_create_sqlite_triggers, _drop_sqlite_triggers),
         migrations.RunPython(_search_forward, _search_reverse),

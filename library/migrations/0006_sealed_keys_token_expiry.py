@@ -11,7 +11,9 @@ def seal_keys(apps, schema_editor):
     from library.secret_store import is_sealed, seal_secret
 
     Agent = apps.get_model("library", "Agent")
-    for pk, stored in Agent.objects.using(schema_editor.connection.alias).exclude(model_api_key="").values_list("pk", "model_api_key"):
+    for pk, stored in (
+        Agent.objects.using(schema_editor.connection.alias).exclude(model_api_key="").values_list("pk", "model_api_key")
+    ):
         if not is_sealed(stored):
             Agent.objects.using(schema_editor.connection.alias).filter(pk=pk).update(model_api_key=seal_secret(stored))
 
@@ -20,30 +22,43 @@ def unseal_keys(apps, schema_editor):
     from library.secret_store import FERNET_PREFIX, resolve_secret
 
     Agent = apps.get_model("library", "Agent")
-    for pk, stored in Agent.objects.using(schema_editor.connection.alias).filter(model_api_key__startswith=FERNET_PREFIX).values_list("pk", "model_api_key"):
+    for pk, stored in (
+        Agent.objects.using(schema_editor.connection.alias)
+        .filter(model_api_key__startswith=FERNET_PREFIX)
+        .values_list("pk", "model_api_key")
+    ):
         Agent.objects.using(schema_editor.connection.alias).filter(pk=pk).update(model_api_key=resolve_secret(stored))
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0005_session_received_idx'),
+        ("library", "0005_session_received_idx"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='apitoken',
-            name='expires_at',
-            field=models.DateTimeField(blank=True, help_text='Refused from this moment on (none: never expires)', null=True),
+            model_name="apitoken",
+            name="expires_at",
+            field=models.DateTimeField(
+                blank=True, help_text="Refused from this moment on (none: never expires)", null=True
+            ),
         ),
         migrations.AlterField(
-            model_name='apitoken',
-            name='last_used_at',
-            field=models.DateTimeField(blank=True, help_text='Written at most once a minute', null=True),
+            model_name="apitoken",
+            name="last_used_at",
+            field=models.DateTimeField(blank=True, help_text="Written at most once a minute", null=True),
         ),
         migrations.RunPython(seal_keys, unseal_keys),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.CheckConstraint(condition=models.Q(('model_api_key', ''), ('model_api_key__startswith', 'env:'), ('model_api_key__startswith', 'fernet:'), _connector='OR'), name='agent_model_api_key_sealed'),
+            model_name="agent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("model_api_key", ""),
+                    ("model_api_key__startswith", "env:"),
+                    ("model_api_key__startswith", "fernet:"),
+                    _connector="OR",
+                ),
+                name="agent_model_api_key_sealed",
+            ),
         ),
     ]

@@ -13,7 +13,8 @@ class Migration(migrations.Migration):
             model_name="versionembedding",
             name="steps_vectors",
             field=models.BinaryField(
-                help_text="One vector per step, in step order (steps × dimensions float32); null until computed", null=True
+                help_text="One vector per step, in step order (steps × dimensions float32); null until computed",
+                null=True,
             ),
         ),
     ]

@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0006_mining_evidence'),
-        ('library', '0006_review_day'),
+        ("library", "0006_mining_evidence"),
+        ("library", "0006_review_day"),
     ]
 
-    operations = [
-    ]
+    operations = []

@@ -144,7 +144,8 @@ _ERASURE = (
     "SELECT 1 FROM library_versiontombstone t WHERE t.version_id = NEW.id AND t.content_hash = OLD.content_hash))"
 )
 _sqlite_transition = " OR ".join(
-    [f"(OLD.status = '{a}' AND NEW.status = '{b}')" for a, b in ALLOWED] + ["(OLD.status <> 'ERASED' AND NEW.status = 'ERASED')"]
+    [f"(OLD.status = '{a}' AND NEW.status = '{b}')" for a, b in ALLOWED]
+    + ["(OLD.status <> 'ERASED' AND NEW.status = 'ERASED')"]
 )
 WIPED_COLUMNS = list(WIPED)
 # Replaces 0002's procmem_version_immutable and procmem_version_transition; adds two.
@@ -207,63 +208,118 @@ def reverse(apps, schema_editor):
             "DROP FUNCTION IF EXISTS procmem_version_guard();",
             params=None,
         )
-        schema_editor.execute(_invariants.POSTGRES_FORWARD.split("CREATE OR REPLACE FUNCTION procmem_evalrun_guard")[0], params=None)
+        schema_editor.execute(
+            _invariants.POSTGRES_FORWARD.split("CREATE OR REPLACE FUNCTION procmem_evalrun_guard")[0], params=None
+        )
     elif vendor == "sqlite":
         _drop_sqlite(apps, schema_editor)
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0007_merge_mining_evidence_and_review_day'),
+        ("library", "0007_merge_mining_evidence_and_review_day"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RunPython(_drop_sqlite, _create_sqlite_0002),
         migrations.CreateModel(
-            name='VersionTombstone',
+            name="VersionTombstone",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('procedure_key', models.CharField(max_length=200)),
-                ('number', models.PositiveIntegerField()),
-                ('content_hash', models.CharField(max_length=64)),
-                ('status_before', models.CharField(max_length=10)),
-                ('ground', models.CharField(choices=[('personal_data', 'Personal-data request'), ('poisoned', 'Poisoned or harmful content'), ('other', 'Other')], max_length=16)),
-                ('reason', models.TextField()),
-                ('erased_at', models.DateTimeField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("procedure_key", models.CharField(max_length=200)),
+                ("number", models.PositiveIntegerField()),
+                ("content_hash", models.CharField(max_length=64)),
+                ("status_before", models.CharField(max_length=10)),
+                (
+                    "ground",
+                    models.CharField(
+                        choices=[
+                            ("personal_data", "Personal-data request"),
+                            ("poisoned", "Poisoned or harmful content"),
+                            ("other", "Other"),
+                        ],
+                        max_length=16,
+                    ),
+                ),
+                ("reason", models.TextField()),
+                ("erased_at", models.DateTimeField()),
             ],
             options={
-                'ordering': ['-erased_at', '-id'],
+                "ordering": ["-erased_at", "-id"],
             },
         ),
         migrations.RemoveConstraint(
-            model_name='procedureversion',
-            name='version_status_valid',
+            model_name="procedureversion",
+            name="version_status_valid",
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed'), ('case_change', 'Regression case changed'), ('erase', 'Erased (tombstone kept)')], db_index=True, max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("propose", "Proposed"),
+                    ("revise", "Edited (new version)"),
+                    ("approve", "Approved"),
+                    ("reject", "Rejected"),
+                    ("retire", "Retired"),
+                    ("rollback", "Rolled back"),
+                    ("auto_retire", "Retired by a newer approval"),
+                    ("import", "Imported"),
+                    ("grant", "Approver right granted"),
+                    ("revoke", "Approver right revoked"),
+                    ("token_create", "API token created"),
+                    ("token_revoke", "API token revoked"),
+                    ("tools_change", "Tool list changed"),
+                    ("refused_at_load", "Refused at load"),
+                    ("eval_start", "Eval run started"),
+                    ("eval_finish", "Eval run finished"),
+                    ("eval_cancel", "Eval run cancelled"),
+                    ("mine", "Mining run"),
+                    ("comment", "Commented"),
+                    ("settings", "Agent settings changed"),
+                    ("case_change", "Regression case changed"),
+                    ("erase", "Erased (tombstone kept)"),
+                ],
+                db_index=True,
+                max_length=20,
+            ),
         ),
         migrations.AlterField(
-            model_name='procedureversion',
-            name='status',
-            field=models.CharField(choices=[('CANDIDATE', 'Candidate'), ('ACTIVE', 'Active'), ('RETIRED', 'Retired'), ('REJECTED', 'Rejected'), ('ERASED', 'Erased')], default='CANDIDATE', max_length=10),
+            model_name="procedureversion",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("CANDIDATE", "Candidate"),
+                    ("ACTIVE", "Active"),
+                    ("RETIRED", "Retired"),
+                    ("REJECTED", "Rejected"),
+                    ("ERASED", "Erased"),
+                ],
+                default="CANDIDATE",
+                max_length=10,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='procedureversion',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['CANDIDATE', 'ACTIVE', 'RETIRED', 'REJECTED', 'ERASED'])), name='version_status_valid'),
+            model_name="procedureversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["CANDIDATE", "ACTIVE", "RETIRED", "REJECTED", "ERASED"])),
+                name="version_status_valid",
+            ),
         ),
         migrations.AddField(
-            model_name='versiontombstone',
-            name='erased_by',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="versiontombstone",
+            name="erased_by",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='versiontombstone',
-            name='version',
-            field=models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='tombstone', to='library.procedureversion'),
+            model_name="versiontombstone",
+            name="version",
+            field=models.OneToOneField(
+                on_delete=django.db.models.deletion.PROTECT, related_name="tombstone", to="library.procedureversion"
+            ),
         ),
         migrations.RunPython(forward, reverse),
     ]

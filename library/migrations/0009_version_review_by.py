@@ -32,37 +32,82 @@ def _fill_review_by(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0008_version_erasure'),
+        ("library", "0008_version_erasure"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RunPython(_drop_sqlite, _create_sqlite),
         migrations.AddField(
-            model_name='agent',
-            name='review_after_days',
-            field=models.PositiveSmallIntegerField(default=180, help_text='An ACTIVE version is due for re-review this many days after approval or its last review'),
+            model_name="agent",
+            name="review_after_days",
+            field=models.PositiveSmallIntegerField(
+                default=180,
+                help_text="An ACTIVE version is due for re-review this many days after approval or its last review",
+            ),
         ),
         migrations.AddField(
-            model_name='procedureversion',
-            name='review_by',
-            field=models.DateField(blank=True, help_text='ACTIVE versions: due for re-review on this day (set on approval, roll back and review)', null=True),
+            model_name="procedureversion",
+            name="review_by",
+            field=models.DateField(
+                blank=True,
+                help_text="ACTIVE versions: due for re-review on this day (set on approval, roll back and review)",
+                null=True,
+            ),
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed'), ('case_change', 'Regression case changed'), ('erase', 'Erased (tombstone kept)'), ('review', 'Re-reviewed (kept ACTIVE)'), ('demotion_propose', 'Demotion proposed'), ('demotion_dismiss', 'Demotion dismissed'), ('demotion_confirm', 'Demotion confirmed')], db_index=True, max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("propose", "Proposed"),
+                    ("revise", "Edited (new version)"),
+                    ("approve", "Approved"),
+                    ("reject", "Rejected"),
+                    ("retire", "Retired"),
+                    ("rollback", "Rolled back"),
+                    ("auto_retire", "Retired by a newer approval"),
+                    ("import", "Imported"),
+                    ("grant", "Approver right granted"),
+                    ("revoke", "Approver right revoked"),
+                    ("token_create", "API token created"),
+                    ("token_revoke", "API token revoked"),
+                    ("tools_change", "Tool list changed"),
+                    ("refused_at_load", "Refused at load"),
+                    ("eval_start", "Eval run started"),
+                    ("eval_finish", "Eval run finished"),
+                    ("eval_cancel", "Eval run cancelled"),
+                    ("mine", "Mining run"),
+                    ("comment", "Commented"),
+                    ("settings", "Agent settings changed"),
+                    ("case_change", "Regression case changed"),
+                    ("erase", "Erased (tombstone kept)"),
+                    ("review", "Re-reviewed (kept ACTIVE)"),
+                    ("demotion_propose", "Demotion proposed"),
+                    ("demotion_dismiss", "Demotion dismissed"),
+                    ("demotion_confirm", "Demotion confirmed"),
+                ],
+                db_index=True,
+                max_length=20,
+            ),
         ),
         migrations.RunPython(_fill_review_by, migrations.RunPython.noop),
         migrations.AddConstraint(
-            model_name='agent',
-            constraint=models.CheckConstraint(condition=models.Q(('review_after_days__gte', 1), ('review_after_days__lte', 3650)), name='agent_review_after_days_range'),
+            model_name="agent",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("review_after_days__gte", 1), ("review_after_days__lte", 3650)),
+                name="agent_review_after_days_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='procedureversion',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'ACTIVE'), _negated=True), ('review_by__isnull', False), _connector='OR'), name='active_version_has_review_by'),
+            model_name="procedureversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "ACTIVE"), _negated=True), ("review_by__isnull", False), _connector="OR"
+                ),
+                name="active_version_has_review_by",
+            ),
         ),
         migrations.RunPython(_create_sqlite, _drop_sqlite),
     ]

@@ -5,34 +5,99 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0009_version_review_by'),
+        ("library", "0009_version_review_by"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed'), ('case_change', 'Regression case changed'), ('erase', 'Erased (tombstone kept)'), ('review', 'Re-reviewed (kept ACTIVE)'), ('demotion_propose', 'Demotion proposed'), ('demotion_dismiss', 'Demotion dismissed'), ('demotion_confirm', 'Demotion confirmed'), ('conflict_scan', 'Conflict scan changed the open conflicts'), ('conflict_ack', 'Approved despite a conflict (acknowledged)')], db_index=True, max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("propose", "Proposed"),
+                    ("revise", "Edited (new version)"),
+                    ("approve", "Approved"),
+                    ("reject", "Rejected"),
+                    ("retire", "Retired"),
+                    ("rollback", "Rolled back"),
+                    ("auto_retire", "Retired by a newer approval"),
+                    ("import", "Imported"),
+                    ("grant", "Approver right granted"),
+                    ("revoke", "Approver right revoked"),
+                    ("token_create", "API token created"),
+                    ("token_revoke", "API token revoked"),
+                    ("tools_change", "Tool list changed"),
+                    ("refused_at_load", "Refused at load"),
+                    ("eval_start", "Eval run started"),
+                    ("eval_finish", "Eval run finished"),
+                    ("eval_cancel", "Eval run cancelled"),
+                    ("mine", "Mining run"),
+                    ("comment", "Commented"),
+                    ("settings", "Agent settings changed"),
+                    ("case_change", "Regression case changed"),
+                    ("erase", "Erased (tombstone kept)"),
+                    ("review", "Re-reviewed (kept ACTIVE)"),
+                    ("demotion_propose", "Demotion proposed"),
+                    ("demotion_dismiss", "Demotion dismissed"),
+                    ("demotion_confirm", "Demotion confirmed"),
+                    ("conflict_scan", "Conflict scan changed the open conflicts"),
+                    ("conflict_ack", "Approved despite a conflict (acknowledged)"),
+                ],
+                db_index=True,
+                max_length=20,
+            ),
         ),
         migrations.CreateModel(
-            name='VersionConflict',
+            name="VersionConflict",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('requires_forbidden', 'One requires what the other forbids'), ('same_situation', 'Same situation, different required tools')], max_length=20)),
-                ('detail', models.JSONField(default=dict)),
-                ('message', models.TextField()),
-                ('found_at', models.DateTimeField(auto_now_add=True)),
-                ('last_seen_at', models.DateTimeField()),
-                ('cleared_at', models.DateTimeField(blank=True, null=True)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='conflicts', to='library.agent')),
-                ('version_a', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='library.procedureversion')),
-                ('version_b', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='library.procedureversion')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("requires_forbidden", "One requires what the other forbids"),
+                            ("same_situation", "Same situation, different required tools"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("detail", models.JSONField(default=dict)),
+                ("message", models.TextField()),
+                ("found_at", models.DateTimeField(auto_now_add=True)),
+                ("last_seen_at", models.DateTimeField()),
+                ("cleared_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="conflicts", to="library.agent"
+                    ),
+                ),
+                (
+                    "version_a",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="library.procedureversion"
+                    ),
+                ),
+                (
+                    "version_b",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="library.procedureversion"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-found_at', '-id'],
-                'constraints': [models.CheckConstraint(condition=models.Q(('version_a__lt', models.F('version_b'))), name='conflict_pair_ordered'), models.UniqueConstraint(condition=models.Q(('cleared_at__isnull', True)), fields=('version_a', 'version_b', 'kind'), name='one_open_conflict_per_pair_kind')],
+                "ordering": ["-found_at", "-id"],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(("version_a__lt", models.F("version_b"))), name="conflict_pair_ordered"
+                    ),
+                    models.UniqueConstraint(
+                        condition=models.Q(("cleared_at__isnull", True)),
+                        fields=("version_a", "version_b", "kind"),
+                        name="one_open_conflict_per_pair_kind",
+                    ),
+                ],
             },
         ),
     ]

@@ -25,6 +25,7 @@ def _guard(later: bool):
                 schema_editor.execute(statement)
         elif vendor == "postgresql":
             schema_editor.execute(_sqlite_triggers.postgres_erasure_guard(later), params=None)
+
     return run
 
 
@@ -37,32 +38,48 @@ def _unguard_content_columns(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0013_merge_sealed_keys_and_governance'),
+        ("library", "0013_merge_sealed_keys_and_governance"),
     ]
 
     operations = [
         migrations.RunPython(_drop_sqlite_triggers, _guard(False)),
         migrations.AddField(
-            model_name='agent',
-            name='kind',
-            field=models.CharField(choices=[('tools', 'Tool-calling agent (skeleton = tool names)'), ('coding', 'Coding agent (skeleton = activity classes; procedures need a verify command)')], default='tools', max_length=8),
+            model_name="agent",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("tools", "Tool-calling agent (skeleton = tool names)"),
+                    ("coding", "Coding agent (skeleton = activity classes; procedures need a verify command)"),
+                ],
+                default="tools",
+                max_length=8,
+            ),
         ),
         migrations.AddField(
-            model_name='procedureversion',
-            name='postconditions',
-            field=models.JSONField(blank=True, default=list, help_text='Artefacts that exist after, e.g. an edited source file, a passing test'),
+            model_name="procedureversion",
+            name="postconditions",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="Artefacts that exist after, e.g. an edited source file, a passing test",
+            ),
         ),
         migrations.AddField(
-            model_name='procedureversion',
-            name='preconditions',
-            field=models.JSONField(blank=True, default=list, help_text='Artefacts that must exist before, e.g. a failing test that reproduces the issue'),
+            model_name="procedureversion",
+            name="preconditions",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="Artefacts that must exist before, e.g. a failing test that reproduces the issue",
+            ),
         ),
         migrations.AddField(
-            model_name='procedureversion',
-            name='verify_command',
-            field=models.TextField(blank=True, help_text='The command that verifies the work (a coding procedure needs one)'),
+            model_name="procedureversion",
+            name="verify_command",
+            field=models.TextField(
+                blank=True, help_text="The command that verifies the work (a coding procedure needs one)"
+            ),
         ),
         migrations.RunPython(_guard(True), _unguard_content_columns),
     ]

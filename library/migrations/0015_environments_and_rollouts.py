@@ -173,7 +173,12 @@ SQLITE_TABLE_GUARDS = [
        WHEN OLD.state <> 'running'
        BEGIN SELECT RAISE(ABORT, 'procmem: a finished rollout never changes'); END""",
 ]
-SQLITE_TABLE_GUARD_NAMES = ["procmem_release_approved", "procmem_release_approved_update", "procmem_rollout_approved", "procmem_rollout_finished"]
+SQLITE_TABLE_GUARD_NAMES = [
+    "procmem_release_approved",
+    "procmem_release_approved_update",
+    "procmem_rollout_approved",
+    "procmem_rollout_finished",
+]
 
 
 def _drop_sqlite_version_triggers(apps, schema_editor):
@@ -223,142 +228,300 @@ def _recreate_0014_sqlite(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0014_coding_procedures'),
+        ("library", "0014_coding_procedures"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RunPython(_drop_sqlite_version_triggers, _recreate_0014_sqlite),
         migrations.CreateModel(
-            name='ProcedureRelease',
+            name="ProcedureRelease",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('environment', models.CharField(max_length=32)),
-                ('released_at', models.DateTimeField()),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("environment", models.CharField(max_length=32)),
+                ("released_at", models.DateTimeField()),
             ],
             options={
-                'ordering': ['procedure_id', 'environment'],
+                "ordering": ["procedure_id", "environment"],
             },
         ),
         migrations.CreateModel(
-            name='Rollout',
+            name="Rollout",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('share', models.PositiveSmallIntegerField(help_text='Percent of production sessions that get the new version')),
-                ('state', models.CharField(choices=[('running', 'Running'), ('completed', 'Completed (the version is ACTIVE)'), ('rolled_back', 'Rolled back')], default='running', max_length=12)),
-                ('reason', models.TextField()),
-                ('started_at', models.DateTimeField()),
-                ('ended_at', models.DateTimeField(blank=True, null=True)),
-                ('end_reason', models.TextField(blank=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "share",
+                    models.PositiveSmallIntegerField(
+                        help_text="Percent of production sessions that get the new version"
+                    ),
+                ),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[
+                            ("running", "Running"),
+                            ("completed", "Completed (the version is ACTIVE)"),
+                            ("rolled_back", "Rolled back"),
+                        ],
+                        default="running",
+                        max_length=12,
+                    ),
+                ),
+                ("reason", models.TextField()),
+                ("started_at", models.DateTimeField()),
+                ("ended_at", models.DateTimeField(blank=True, null=True)),
+                ("end_reason", models.TextField(blank=True)),
             ],
             options={
-                'ordering': ['-started_at', '-id'],
+                "ordering": ["-started_at", "-id"],
             },
         ),
         migrations.AlterModelOptions(
-            name='agent',
-            options={'ordering': ['name'], 'permissions': [('approve_agent_procedures', 'Can approve versions of every procedure of this agent'), ('manage_agent_procedures', 'Can retire and roll back every procedure of this agent'), ('manage_agent', "Can change this agent's tools, tokens and approver rights"), ('promote_agent_procedures', 'Can promote approved versions of every procedure of this agent between environments and run rollouts')]},
+            name="agent",
+            options={
+                "ordering": ["name"],
+                "permissions": [
+                    ("approve_agent_procedures", "Can approve versions of every procedure of this agent"),
+                    ("manage_agent_procedures", "Can retire and roll back every procedure of this agent"),
+                    ("manage_agent", "Can change this agent's tools, tokens and approver rights"),
+                    (
+                        "promote_agent_procedures",
+                        "Can promote approved versions of every procedure of this agent between environments and run rollouts",
+                    ),
+                ],
+            },
         ),
         migrations.AlterModelOptions(
-            name='procedure',
-            options={'ordering': ['agent__name', 'key'], 'permissions': [('approve_procedure', 'Can approve versions of this procedure'), ('manage_procedure', 'Can retire and roll back versions of this procedure'), ('promote_procedure', 'Can promote approved versions of this procedure between environments and run rollouts')]},
+            name="procedure",
+            options={
+                "ordering": ["agent__name", "key"],
+                "permissions": [
+                    ("approve_procedure", "Can approve versions of this procedure"),
+                    ("manage_procedure", "Can retire and roll back versions of this procedure"),
+                    (
+                        "promote_procedure",
+                        "Can promote approved versions of this procedure between environments and run rollouts",
+                    ),
+                ],
+            },
         ),
         migrations.RemoveConstraint(
-            model_name='procedureversion',
-            name='version_status_valid',
+            model_name="procedureversion",
+            name="version_status_valid",
         ),
         migrations.AddField(
-            model_name='agent',
-            name='environments',
-            field=models.JSONField(blank=True, default=list, help_text='Environments beside production (always there), e.g. ["staging"]: with staging, approved versions go there first'),
+            model_name="agent",
+            name="environments",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text='Environments beside production (always there), e.g. ["staging"]: with staging, approved versions go there first',
+            ),
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed'), ('case_change', 'Regression case changed'), ('erase', 'Erased (tombstone kept)'), ('review', 'Re-reviewed (kept ACTIVE)'), ('demotion_propose', 'Demotion proposed'), ('demotion_dismiss', 'Demotion dismissed'), ('demotion_confirm', 'Demotion confirmed'), ('conflict_scan', 'Conflict scan changed the open conflicts'), ('conflict_ack', 'Approved despite a conflict (acknowledged)'), ('claim', 'Candidate claimed'), ('assign', 'Candidate assigned'), ('release', 'Candidate released'), ('thread_resolve', 'Thread resolved'), ('thread_reopen', 'Thread reopened'), ('stage', 'Released to a non-production environment'), ('promote', 'Promoted to production'), ('withdraw', 'Withdrawn from an environment'), ('rollout_start', 'Rollout started'), ('rollout_complete', 'Rollout completed'), ('rollout_rollback', 'Rollout rolled back')], db_index=True, max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("propose", "Proposed"),
+                    ("revise", "Edited (new version)"),
+                    ("approve", "Approved"),
+                    ("reject", "Rejected"),
+                    ("retire", "Retired"),
+                    ("rollback", "Rolled back"),
+                    ("auto_retire", "Retired by a newer approval"),
+                    ("import", "Imported"),
+                    ("grant", "Approver right granted"),
+                    ("revoke", "Approver right revoked"),
+                    ("token_create", "API token created"),
+                    ("token_revoke", "API token revoked"),
+                    ("tools_change", "Tool list changed"),
+                    ("refused_at_load", "Refused at load"),
+                    ("eval_start", "Eval run started"),
+                    ("eval_finish", "Eval run finished"),
+                    ("eval_cancel", "Eval run cancelled"),
+                    ("mine", "Mining run"),
+                    ("comment", "Commented"),
+                    ("settings", "Agent settings changed"),
+                    ("case_change", "Regression case changed"),
+                    ("erase", "Erased (tombstone kept)"),
+                    ("review", "Re-reviewed (kept ACTIVE)"),
+                    ("demotion_propose", "Demotion proposed"),
+                    ("demotion_dismiss", "Demotion dismissed"),
+                    ("demotion_confirm", "Demotion confirmed"),
+                    ("conflict_scan", "Conflict scan changed the open conflicts"),
+                    ("conflict_ack", "Approved despite a conflict (acknowledged)"),
+                    ("claim", "Candidate claimed"),
+                    ("assign", "Candidate assigned"),
+                    ("release", "Candidate released"),
+                    ("thread_resolve", "Thread resolved"),
+                    ("thread_reopen", "Thread reopened"),
+                    ("stage", "Released to a non-production environment"),
+                    ("promote", "Promoted to production"),
+                    ("withdraw", "Withdrawn from an environment"),
+                    ("rollout_start", "Rollout started"),
+                    ("rollout_complete", "Rollout completed"),
+                    ("rollout_rollback", "Rollout rolled back"),
+                ],
+                db_index=True,
+                max_length=20,
+            ),
         ),
         migrations.AlterField(
-            model_name='procedureversion',
-            name='status',
-            field=models.CharField(choices=[('CANDIDATE', 'Candidate'), ('ACTIVE', 'Active'), ('APPROVED', 'Approved (not in production)'), ('RETIRED', 'Retired'), ('REJECTED', 'Rejected'), ('ERASED', 'Erased')], default='CANDIDATE', max_length=10),
+            model_name="procedureversion",
+            name="status",
+            field=models.CharField(
+                choices=[
+                    ("CANDIDATE", "Candidate"),
+                    ("ACTIVE", "Active"),
+                    ("APPROVED", "Approved (not in production)"),
+                    ("RETIRED", "Retired"),
+                    ("REJECTED", "Rejected"),
+                    ("ERASED", "Erased"),
+                ],
+                default="CANDIDATE",
+                max_length=10,
+            ),
         ),
         migrations.AddConstraint(
-            model_name='procedureversion',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'APPROVED'), _negated=True), models.Q(('approved_by__isnull', False), ('approved_at__isnull', False), ('approval_eval_run__isnull', False)), _connector='OR'), name='approved_version_is_approved'),
+            model_name="procedureversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "APPROVED"), _negated=True),
+                    models.Q(
+                        ("approved_by__isnull", False),
+                        ("approved_at__isnull", False),
+                        ("approval_eval_run__isnull", False),
+                    ),
+                    _connector="OR",
+                ),
+                name="approved_version_is_approved",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='procedureversion',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['CANDIDATE', 'APPROVED', 'ACTIVE', 'RETIRED', 'REJECTED', 'ERASED'])), name='version_status_valid'),
+            model_name="procedureversion",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("status__in", ["CANDIDATE", "APPROVED", "ACTIVE", "RETIRED", "REJECTED", "ERASED"])
+                ),
+                name="version_status_valid",
+            ),
         ),
         migrations.AddField(
-            model_name='procedurerelease',
-            name='procedure',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='releases', to='library.procedure'),
+            model_name="procedurerelease",
+            name="procedure",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="releases", to="library.procedure"
+            ),
         ),
         migrations.AddField(
-            model_name='procedurerelease',
-            name='released_by',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="procedurerelease",
+            name="released_by",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='procedurerelease',
-            name='version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='releases', to='library.procedureversion'),
+            model_name="procedurerelease",
+            name="version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="releases", to="library.procedureversion"
+            ),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='control_version',
-            field=models.ForeignKey(blank=True, help_text='The ACTIVE version when the rollout started (serves the control arm)', null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='library.procedureversion'),
+            model_name="rollout",
+            name="control_version",
+            field=models.ForeignKey(
+                blank=True,
+                help_text="The ACTIVE version when the rollout started (serves the control arm)",
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to="library.procedureversion",
+            ),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='ended_by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="rollout",
+            name="ended_by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='procedure',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='rollouts', to='library.procedure'),
+            model_name="rollout",
+            name="procedure",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="rollouts", to="library.procedure"
+            ),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='started_by',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="rollout",
+            name="started_by",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="+", to=settings.AUTH_USER_MODEL
+            ),
         ),
         migrations.AddField(
-            model_name='rollout',
-            name='version',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='rollouts', to='library.procedureversion'),
+            model_name="rollout",
+            name="version",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.PROTECT, related_name="rollouts", to="library.procedureversion"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='procedurerelease',
-            constraint=models.UniqueConstraint(fields=('procedure', 'environment'), name='one_release_per_procedure_environment'),
+            model_name="procedurerelease",
+            constraint=models.UniqueConstraint(
+                fields=("procedure", "environment"), name="one_release_per_procedure_environment"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='procedurerelease',
-            constraint=models.CheckConstraint(condition=models.Q(('environment', 'production'), _negated=True), name='release_not_production'),
+            model_name="procedurerelease",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("environment", "production"), _negated=True), name="release_not_production"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rollout',
-            constraint=models.CheckConstraint(condition=models.Q(('share__gt', 0), ('share__lt', 100)), name='rollout_share_between_0_and_100'),
+            model_name="rollout",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("share__gt", 0), ("share__lt", 100)), name="rollout_share_between_0_and_100"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rollout',
-            constraint=models.UniqueConstraint(condition=models.Q(('state', 'running')), fields=('procedure',), name='one_running_rollout_per_procedure'),
+            model_name="rollout",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("state", "running")),
+                fields=("procedure",),
+                name="one_running_rollout_per_procedure",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rollout',
-            constraint=models.CheckConstraint(condition=models.Q(('state__in', ['running', 'completed', 'rolled_back'])), name='rollout_state_valid'),
+            model_name="rollout",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("state__in", ["running", "completed", "rolled_back"])), name="rollout_state_valid"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rollout',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('state', 'running'), ('ended_at__isnull', True), ('ended_by__isnull', True)), models.Q(models.Q(('state', 'running'), _negated=True), ('ended_at__isnull', False)), _connector='OR'), name='rollout_ended_when_not_running'),
+            model_name="rollout",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("state", "running"), ("ended_at__isnull", True), ("ended_by__isnull", True)),
+                    models.Q(models.Q(("state", "running"), _negated=True), ("ended_at__isnull", False)),
+                    _connector="OR",
+                ),
+                name="rollout_ended_when_not_running",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='rollout',
-            constraint=models.CheckConstraint(condition=models.Q(('version', models.F('control_version')), _negated=True), name='rollout_version_not_control'),
+            model_name="rollout",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("version", models.F("control_version")), _negated=True),
+                name="rollout_version_not_control",
+            ),
         ),
         migrations.RunPython(forward, reverse),
     ]

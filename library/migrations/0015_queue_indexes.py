@@ -20,7 +20,10 @@ INDEXES = {
     # the quarantined candidates come first in every order, and are few: their own small indexes
     "version_quarantined_support_idx": (f"{NEG_SUPPORT}, created_at, id", "status = 'CANDIDATE' AND quarantined"),
     # (with the procedure, so that the group counts of the quarantined read the index alone)
-    "version_quarantined_created_idx": ("created_at, id) INCLUDE (procedure_id", "status = 'CANDIDATE' AND quarantined"),
+    "version_quarantined_created_idx": (
+        "created_at, id) INCLUDE (procedure_id",
+        "status = 'CANDIDATE' AND quarantined",
+    ),
 }
 
 
@@ -28,7 +31,9 @@ def create(apps, schema_editor):
     if schema_editor.connection.vendor != "postgresql":
         return
     for name, (columns, condition) in INDEXES.items():
-        schema_editor.execute(f"CREATE INDEX IF NOT EXISTS {name} ON library_procedureversion ({columns}) WHERE {condition}")
+        schema_editor.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON library_procedureversion ({columns}) WHERE {condition}"
+        )
 
 
 def drop(apps, schema_editor):
@@ -39,7 +44,6 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("library", "0014_coding_procedures"),
     ]

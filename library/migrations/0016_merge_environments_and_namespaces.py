@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0015_environments_and_rollouts'),
-        ('library', '0015_namespaces_and_procedure_scope'),
+        ("library", "0015_environments_and_rollouts"),
+        ("library", "0015_namespaces_and_procedure_scope"),
     ]
 
-    operations = [
-    ]
+    operations = []

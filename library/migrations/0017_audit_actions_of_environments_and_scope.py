@@ -4,15 +4,60 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0016_merge_environments_and_namespaces'),
+        ("library", "0016_merge_environments_and_namespaces"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed'), ('case_change', 'Regression case changed'), ('erase', 'Erased (tombstone kept)'), ('review', 'Re-reviewed (kept ACTIVE)'), ('demotion_propose', 'Demotion proposed'), ('demotion_dismiss', 'Demotion dismissed'), ('demotion_confirm', 'Demotion confirmed'), ('conflict_scan', 'Conflict scan changed the open conflicts'), ('conflict_ack', 'Approved despite a conflict (acknowledged)'), ('claim', 'Candidate claimed'), ('assign', 'Candidate assigned'), ('release', 'Candidate released'), ('thread_resolve', 'Thread resolved'), ('thread_reopen', 'Thread reopened'), ('stage', 'Released to a non-production environment'), ('promote', 'Promoted to production'), ('withdraw', 'Withdrawn from an environment'), ('rollout_start', 'Rollout started'), ('rollout_complete', 'Rollout completed'), ('rollout_rollback', 'Rollout rolled back'), ('scope', 'Scope changed (namespace, roles, priority, confidence)'), ('namespace_create', 'Namespace created')], db_index=True, max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("propose", "Proposed"),
+                    ("revise", "Edited (new version)"),
+                    ("approve", "Approved"),
+                    ("reject", "Rejected"),
+                    ("retire", "Retired"),
+                    ("rollback", "Rolled back"),
+                    ("auto_retire", "Retired by a newer approval"),
+                    ("import", "Imported"),
+                    ("grant", "Approver right granted"),
+                    ("revoke", "Approver right revoked"),
+                    ("token_create", "API token created"),
+                    ("token_revoke", "API token revoked"),
+                    ("tools_change", "Tool list changed"),
+                    ("refused_at_load", "Refused at load"),
+                    ("eval_start", "Eval run started"),
+                    ("eval_finish", "Eval run finished"),
+                    ("eval_cancel", "Eval run cancelled"),
+                    ("mine", "Mining run"),
+                    ("comment", "Commented"),
+                    ("settings", "Agent settings changed"),
+                    ("case_change", "Regression case changed"),
+                    ("erase", "Erased (tombstone kept)"),
+                    ("review", "Re-reviewed (kept ACTIVE)"),
+                    ("demotion_propose", "Demotion proposed"),
+                    ("demotion_dismiss", "Demotion dismissed"),
+                    ("demotion_confirm", "Demotion confirmed"),
+                    ("conflict_scan", "Conflict scan changed the open conflicts"),
+                    ("conflict_ack", "Approved despite a conflict (acknowledged)"),
+                    ("claim", "Candidate claimed"),
+                    ("assign", "Candidate assigned"),
+                    ("release", "Candidate released"),
+                    ("thread_resolve", "Thread resolved"),
+                    ("thread_reopen", "Thread reopened"),
+                    ("stage", "Released to a non-production environment"),
+                    ("promote", "Promoted to production"),
+                    ("withdraw", "Withdrawn from an environment"),
+                    ("rollout_start", "Rollout started"),
+                    ("rollout_complete", "Rollout completed"),
+                    ("rollout_rollback", "Rollout rolled back"),
+                    ("scope", "Scope changed (namespace, roles, priority, confidence)"),
+                    ("namespace_create", "Namespace created"),
+                ],
+                db_index=True,
+                max_length=20,
+            ),
         ),
     ]

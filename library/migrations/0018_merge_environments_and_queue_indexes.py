@@ -4,11 +4,9 @@ from django.db import migrations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0016_merge_queue_indexes_and_namespaces'),
-        ('library', '0017_audit_actions_of_environments_and_scope'),
+        ("library", "0016_merge_queue_indexes_and_namespaces"),
+        ("library", "0017_audit_actions_of_environments_and_scope"),
     ]
 
-    operations = [
-    ]
+    operations = []

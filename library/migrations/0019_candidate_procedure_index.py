@@ -22,7 +22,6 @@ def drop(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("library", "0018_merge_environments_and_queue_indexes"),
     ]

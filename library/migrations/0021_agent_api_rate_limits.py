@@ -8,7 +8,8 @@ table: main.library_agent"). PostgreSQL adds it as Django always does."""
 from django.db import migrations, models
 
 FIELD = dict(
-    blank=True, default=dict,
+    blank=True,
+    default=dict,
     help_text='The agent API\'s limits where they differ from the defaults: {"select": {"token": "600/minute", "ip": "1200/minute"}} (library/api/limits.py)',
 )
 
@@ -38,14 +39,15 @@ def drop_column(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0020_source_labels'),
+        ("library", "0020_source_labels"),
     ]
 
     operations = [
         migrations.SeparateDatabaseAndState(
-            state_operations=[migrations.AddField(model_name='agent', name='api_rate_limits', field=models.JSONField(**FIELD))],
+            state_operations=[
+                migrations.AddField(model_name="agent", name="api_rate_limits", field=models.JSONField(**FIELD))
+            ],
             database_operations=[migrations.RunPython(add_column, drop_column)],
         ),
     ]

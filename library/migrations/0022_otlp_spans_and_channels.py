@@ -5,40 +5,65 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0021_agent_api_rate_limits'),
+        ("library", "0021_agent_api_rate_limits"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='agentsession',
-            name='channel',
-            field=models.CharField(blank=True, choices=[('client', 'Client (POST /api/v1/sessions)'), ('file', 'File import (manage.py import_sessions)'), ('otlp', 'OpenTelemetry traces (OTLP)'), ('hook', 'Coding-agent hook (trace format)')], max_length=8),
+            model_name="agentsession",
+            name="channel",
+            field=models.CharField(
+                blank=True,
+                choices=[
+                    ("client", "Client (POST /api/v1/sessions)"),
+                    ("file", "File import (manage.py import_sessions)"),
+                    ("otlp", "OpenTelemetry traces (OTLP)"),
+                    ("hook", "Coding-agent hook (trace format)"),
+                ],
+                max_length=8,
+            ),
         ),
         migrations.CreateModel(
-            name='OtlpSpan',
+            name="OtlpSpan",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('trace_id', models.CharField(max_length=32)),
-                ('span_id', models.CharField(max_length=16)),
-                ('parent_span_id', models.CharField(blank=True, max_length=16)),
-                ('conversation_id', models.CharField(blank=True, max_length=200)),
-                ('name', models.CharField(blank=True, max_length=200)),
-                ('start_ns', models.BigIntegerField(default=0)),
-                ('end_ns', models.BigIntegerField(default=0)),
-                ('failed', models.BooleanField(default=False)),
-                ('attributes', models.JSONField(blank=True, default=dict)),
-                ('events', models.JSONField(blank=True, default=list)),
-                ('received_at', models.DateTimeField()),
-                ('state', models.CharField(choices=[('pending', 'Pending'), ('stored', 'Stored'), ('refused', 'Refused')], default='pending', max_length=8)),
-                ('session_id', models.CharField(blank=True, help_text='The session the span became part of', max_length=200)),
-                ('note', models.CharField(blank=True, help_text='Why the session was refused', max_length=300)),
-                ('agent', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='library.agent')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("trace_id", models.CharField(max_length=32)),
+                ("span_id", models.CharField(max_length=16)),
+                ("parent_span_id", models.CharField(blank=True, max_length=16)),
+                ("conversation_id", models.CharField(blank=True, max_length=200)),
+                ("name", models.CharField(blank=True, max_length=200)),
+                ("start_ns", models.BigIntegerField(default=0)),
+                ("end_ns", models.BigIntegerField(default=0)),
+                ("failed", models.BooleanField(default=False)),
+                ("attributes", models.JSONField(blank=True, default=dict)),
+                ("events", models.JSONField(blank=True, default=list)),
+                ("received_at", models.DateTimeField()),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("pending", "Pending"), ("stored", "Stored"), ("refused", "Refused")],
+                        default="pending",
+                        max_length=8,
+                    ),
+                ),
+                (
+                    "session_id",
+                    models.CharField(blank=True, help_text="The session the span became part of", max_length=200),
+                ),
+                ("note", models.CharField(blank=True, help_text="Why the session was refused", max_length=300)),
+                (
+                    "agent",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="library.agent"
+                    ),
+                ),
             ],
             options={
-                'indexes': [models.Index(fields=['agent', 'state', 'trace_id'], name='otlp_span_agent_state_idx')],
-                'constraints': [models.UniqueConstraint(fields=('agent', 'trace_id', 'span_id'), name='otlp_span_unique_per_agent')],
+                "indexes": [models.Index(fields=["agent", "state", "trace_id"], name="otlp_span_agent_state_idx")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("agent", "trace_id", "span_id"), name="otlp_span_unique_per_agent")
+                ],
             },
         ),
     ]

@@ -83,32 +83,96 @@ def reverse(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0022_otlp_spans_and_channels'),
+        ("library", "0022_otlp_spans_and_channels"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ErasureSweep',
+            name="ErasureSweep",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('fingerprints', models.JSONField(blank=True, default=list)),
-                ('rewritten', models.JSONField(blank=True, default=dict, help_text='{"library.AuditEvent": [pk, ...], ...}')),
-                ('flagged_versions', models.JSONField(blank=True, default=list, help_text='Later versions that shared erased text verbatim')),
-                ('remaining', models.JSONField(blank=True, default=list, help_text='Copies the check after the sweep still found')),
-                ('started_at', models.DateTimeField()),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('tombstone', models.OneToOneField(on_delete=django.db.models.deletion.PROTECT, related_name='sweep', to='library.versiontombstone')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("fingerprints", models.JSONField(blank=True, default=list)),
+                (
+                    "rewritten",
+                    models.JSONField(blank=True, default=dict, help_text='{"library.AuditEvent": [pk, ...], ...}'),
+                ),
+                (
+                    "flagged_versions",
+                    models.JSONField(
+                        blank=True, default=list, help_text="Later versions that shared erased text verbatim"
+                    ),
+                ),
+                (
+                    "remaining",
+                    models.JSONField(
+                        blank=True, default=list, help_text="Copies the check after the sweep still found"
+                    ),
+                ),
+                ("started_at", models.DateTimeField()),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "tombstone",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="sweep", to="library.versiontombstone"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-started_at', '-id'],
+                "ordering": ["-started_at", "-id"],
             },
         ),
         migrations.RunPython(forward, reverse),
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed'), ('case_change', 'Regression case changed'), ('erase', 'Erased (tombstone kept)'), ('erase_copy', 'Erased text removed (flagged for review)'), ('review', 'Re-reviewed (kept ACTIVE)'), ('demotion_propose', 'Demotion proposed'), ('demotion_dismiss', 'Demotion dismissed'), ('demotion_confirm', 'Demotion confirmed'), ('conflict_scan', 'Conflict scan changed the open conflicts'), ('conflict_ack', 'Approved despite a conflict (acknowledged)'), ('claim', 'Candidate claimed'), ('assign', 'Candidate assigned'), ('release', 'Candidate released'), ('thread_resolve', 'Thread resolved'), ('thread_reopen', 'Thread reopened'), ('stage', 'Released to a non-production environment'), ('promote', 'Promoted to production'), ('withdraw', 'Withdrawn from an environment'), ('rollout_start', 'Rollout started'), ('rollout_complete', 'Rollout completed'), ('rollout_rollback', 'Rollout rolled back'), ('scope', 'Scope changed (namespace, roles, priority, confidence)'), ('namespace_create', 'Namespace created')], db_index=True, max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("propose", "Proposed"),
+                    ("revise", "Edited (new version)"),
+                    ("approve", "Approved"),
+                    ("reject", "Rejected"),
+                    ("retire", "Retired"),
+                    ("rollback", "Rolled back"),
+                    ("auto_retire", "Retired by a newer approval"),
+                    ("import", "Imported"),
+                    ("grant", "Approver right granted"),
+                    ("revoke", "Approver right revoked"),
+                    ("token_create", "API token created"),
+                    ("token_revoke", "API token revoked"),
+                    ("tools_change", "Tool list changed"),
+                    ("refused_at_load", "Refused at load"),
+                    ("eval_start", "Eval run started"),
+                    ("eval_finish", "Eval run finished"),
+                    ("eval_cancel", "Eval run cancelled"),
+                    ("mine", "Mining run"),
+                    ("comment", "Commented"),
+                    ("settings", "Agent settings changed"),
+                    ("case_change", "Regression case changed"),
+                    ("erase", "Erased (tombstone kept)"),
+                    ("erase_copy", "Erased text removed (flagged for review)"),
+                    ("review", "Re-reviewed (kept ACTIVE)"),
+                    ("demotion_propose", "Demotion proposed"),
+                    ("demotion_dismiss", "Demotion dismissed"),
+                    ("demotion_confirm", "Demotion confirmed"),
+                    ("conflict_scan", "Conflict scan changed the open conflicts"),
+                    ("conflict_ack", "Approved despite a conflict (acknowledged)"),
+                    ("claim", "Candidate claimed"),
+                    ("assign", "Candidate assigned"),
+                    ("release", "Candidate released"),
+                    ("thread_resolve", "Thread resolved"),
+                    ("thread_reopen", "Thread reopened"),
+                    ("stage", "Released to a non-production environment"),
+                    ("promote", "Promoted to production"),
+                    ("withdraw", "Withdrawn from an environment"),
+                    ("rollout_start", "Rollout started"),
+                    ("rollout_complete", "Rollout completed"),
+                    ("rollout_rollback", "Rollout rolled back"),
+                    ("scope", "Scope changed (namespace, roles, priority, confidence)"),
+                    ("namespace_create", "Namespace created"),
+                ],
+                db_index=True,
+                max_length=20,
+            ),
         ),
     ]

@@ -7,57 +7,127 @@ from library.migrations._sqlite_triggers import agent_rebuild_operations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0023_erasure_sweep'),
+        ("library", "0023_erasure_sweep"),
     ]
 
     # SQLite rebuilds library_agent to add these columns: 0015's release trigger must step aside
     operations = [
         *agent_rebuild_operations(
             migrations.AddField(
-                model_name='agent',
-                name='closed_by_customer_resolves',
-                field=models.BooleanField(default=True, help_text='A ticket closed by the customer counts as resolved when no outcome says resolved or not'),
+                model_name="agent",
+                name="closed_by_customer_resolves",
+                field=models.BooleanField(
+                    default=True,
+                    help_text="A ticket closed by the customer counts as resolved when no outcome says resolved or not",
+                ),
             ),
             migrations.AddField(
-                model_name='agent',
-                name='complaint_window_days',
-                field=models.PositiveSmallIntegerField(default=0, help_text="A complaint within this many days of a session's end makes it failed, and its label is final only then (0: off)"),
+                model_name="agent",
+                name="complaint_window_days",
+                field=models.PositiveSmallIntegerField(
+                    default=0,
+                    help_text="A complaint within this many days of a session's end makes it failed, and its label is final only then (0: off)",
+                ),
             ),
             migrations.AddField(
-                model_name='agent',
-                name='min_rating',
-                field=models.FloatField(blank=True, help_text='A rating at or above this counts as resolved, below as failed, when no outcome says (empty: ratings decide nothing)', null=True),
+                model_name="agent",
+                name="min_rating",
+                field=models.FloatField(
+                    blank=True,
+                    help_text="A rating at or above this counts as resolved, below as failed, when no outcome says (empty: ratings decide nothing)",
+                    null=True,
+                ),
             ),
         ),
         migrations.AddField(
-            model_name='agentsession',
-            name='label_pending_until',
+            model_name="agentsession",
+            name="label_pending_until",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AlterField(
-            model_name='auditevent',
-            name='action',
-            field=models.CharField(choices=[('propose', 'Proposed'), ('revise', 'Edited (new version)'), ('approve', 'Approved'), ('reject', 'Rejected'), ('retire', 'Retired'), ('rollback', 'Rolled back'), ('auto_retire', 'Retired by a newer approval'), ('import', 'Imported'), ('grant', 'Approver right granted'), ('revoke', 'Approver right revoked'), ('token_create', 'API token created'), ('token_revoke', 'API token revoked'), ('tools_change', 'Tool list changed'), ('refused_at_load', 'Refused at load'), ('eval_start', 'Eval run started'), ('eval_finish', 'Eval run finished'), ('eval_cancel', 'Eval run cancelled'), ('mine', 'Mining run'), ('comment', 'Commented'), ('settings', 'Agent settings changed'), ('case_change', 'Regression case changed'), ('erase', 'Erased (tombstone kept)'), ('erase_copy', 'Erased text removed (flagged for review)'), ('review', 'Re-reviewed (kept ACTIVE)'), ('demotion_propose', 'Demotion proposed'), ('demotion_dismiss', 'Demotion dismissed'), ('demotion_confirm', 'Demotion confirmed'), ('conflict_scan', 'Conflict scan changed the open conflicts'), ('conflict_ack', 'Approved despite a conflict (acknowledged)'), ('claim', 'Candidate claimed'), ('assign', 'Candidate assigned'), ('release', 'Candidate released'), ('thread_resolve', 'Thread resolved'), ('thread_reopen', 'Thread reopened'), ('stage', 'Released to a non-production environment'), ('promote', 'Promoted to production'), ('withdraw', 'Withdrawn from an environment'), ('rollout_start', 'Rollout started'), ('rollout_complete', 'Rollout completed'), ('rollout_rollback', 'Rollout rolled back'), ('scope', 'Scope changed (namespace, roles, priority, confidence)'), ('namespace_create', 'Namespace created'), ('outcomes', 'Session outcomes reported')], db_index=True, max_length=20),
+            model_name="auditevent",
+            name="action",
+            field=models.CharField(
+                choices=[
+                    ("propose", "Proposed"),
+                    ("revise", "Edited (new version)"),
+                    ("approve", "Approved"),
+                    ("reject", "Rejected"),
+                    ("retire", "Retired"),
+                    ("rollback", "Rolled back"),
+                    ("auto_retire", "Retired by a newer approval"),
+                    ("import", "Imported"),
+                    ("grant", "Approver right granted"),
+                    ("revoke", "Approver right revoked"),
+                    ("token_create", "API token created"),
+                    ("token_revoke", "API token revoked"),
+                    ("tools_change", "Tool list changed"),
+                    ("refused_at_load", "Refused at load"),
+                    ("eval_start", "Eval run started"),
+                    ("eval_finish", "Eval run finished"),
+                    ("eval_cancel", "Eval run cancelled"),
+                    ("mine", "Mining run"),
+                    ("comment", "Commented"),
+                    ("settings", "Agent settings changed"),
+                    ("case_change", "Regression case changed"),
+                    ("erase", "Erased (tombstone kept)"),
+                    ("erase_copy", "Erased text removed (flagged for review)"),
+                    ("review", "Re-reviewed (kept ACTIVE)"),
+                    ("demotion_propose", "Demotion proposed"),
+                    ("demotion_dismiss", "Demotion dismissed"),
+                    ("demotion_confirm", "Demotion confirmed"),
+                    ("conflict_scan", "Conflict scan changed the open conflicts"),
+                    ("conflict_ack", "Approved despite a conflict (acknowledged)"),
+                    ("claim", "Candidate claimed"),
+                    ("assign", "Candidate assigned"),
+                    ("release", "Candidate released"),
+                    ("thread_resolve", "Thread resolved"),
+                    ("thread_reopen", "Thread reopened"),
+                    ("stage", "Released to a non-production environment"),
+                    ("promote", "Promoted to production"),
+                    ("withdraw", "Withdrawn from an environment"),
+                    ("rollout_start", "Rollout started"),
+                    ("rollout_complete", "Rollout completed"),
+                    ("rollout_rollback", "Rollout rolled back"),
+                    ("scope", "Scope changed (namespace, roles, priority, confidence)"),
+                    ("namespace_create", "Namespace created"),
+                    ("outcomes", "Session outcomes reported"),
+                ],
+                db_index=True,
+                max_length=20,
+            ),
         ),
         migrations.CreateModel(
-            name='SessionLabel',
+            name="SessionLabel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('resolved', models.BooleanField(null=True)),
-                ('escalated', models.BooleanField(null=True)),
-                ('rating', models.FloatField(blank=True, null=True)),
-                ('complaint', models.BooleanField(null=True)),
-                ('closed_by_customer', models.BooleanField(null=True)),
-                ('at', models.DateTimeField(help_text='When the outcome happened (a rating given, a complaint made)')),
-                ('source', models.CharField(blank=True, help_text='What reported it: csat_survey, helpdesk, session…', max_length=100)),
-                ('via', models.CharField(blank=True, help_text='How it came: api token prefix, file name', max_length=100)),
-                ('received_at', models.DateTimeField(auto_now_add=True)),
-                ('session', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='labels', to='library.agentsession')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("resolved", models.BooleanField(null=True)),
+                ("escalated", models.BooleanField(null=True)),
+                ("rating", models.FloatField(blank=True, null=True)),
+                ("complaint", models.BooleanField(null=True)),
+                ("closed_by_customer", models.BooleanField(null=True)),
+                ("at", models.DateTimeField(help_text="When the outcome happened (a rating given, a complaint made)")),
+                (
+                    "source",
+                    models.CharField(
+                        blank=True, help_text="What reported it: csat_survey, helpdesk, session…", max_length=100
+                    ),
+                ),
+                (
+                    "via",
+                    models.CharField(blank=True, help_text="How it came: api token prefix, file name", max_length=100),
+                ),
+                ("received_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="labels", to="library.agentsession"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['at', 'id'],
+                "ordering": ["at", "id"],
             },
         ),
     ]

@@ -10,7 +10,11 @@ from library.migrations._sqlite_triggers import agent_rebuild_operations
 # finished-run trigger would go with the old table. Both databases add these columns in place.
 EVAL_COLUMNS = [
     ("library_evalrun", "kind", "varchar(10) NOT NULL DEFAULT 'approval'"),
-    ("library_evalrun", "replacement_id", "bigint NULL REFERENCES library_procedureversion (id) DEFERRABLE INITIALLY DEFERRED"),
+    (
+        "library_evalrun",
+        "replacement_id",
+        "bigint NULL REFERENCES library_procedureversion (id) DEFERRABLE INITIALLY DEFERRED",
+    ),
     ("library_evalcaseresult", "injected", "{json} NOT NULL DEFAULT '[]'"),
     ("library_evalcaseresult", "rendered_hash", "varchar(64) NOT NULL DEFAULT ''"),
 ]
@@ -30,47 +34,68 @@ def _drop_eval_columns(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0024_session_labels'),
+        ("library", "0024_session_labels"),
     ]
 
     operations = [
         # SQLite rebuilds library_agent to add these columns: 0015's release trigger must step aside
         *agent_rebuild_operations(
             migrations.AddField(
-                model_name='agent',
-                name='model_drafts_enabled',
-                field=models.BooleanField(default=False, help_text="Mining asks the agent's model (model base URL, name and key) to word each mined draft; the rule draft stays when the model fails or its draft is refused"),
+                model_name="agent",
+                name="model_drafts_enabled",
+                field=models.BooleanField(
+                    default=False,
+                    help_text="Mining asks the agent's model (model base URL, name and key) to word each mined draft; the rule draft stays when the model fails or its draft is refused",
+                ),
             ),
             migrations.AddField(
-                model_name='agent',
-                name='selects_with_intent',
-                field=models.BooleanField(default=True, help_text="The agent passes the session's intent to select (a hard filter); eval replays select the same way. Off: the agent selects by the task text alone, and a candidate competes with every intent's procedures"),
+                model_name="agent",
+                name="selects_with_intent",
+                field=models.BooleanField(
+                    default=True,
+                    help_text="The agent passes the session's intent to select (a hard filter); eval replays select the same way. Off: the agent selects by the task text alone, and a candidate competes with every intent's procedures",
+                ),
             ),
         ),
         migrations.SeparateDatabaseAndState(
             database_operations=[migrations.RunPython(_add_eval_columns, _drop_eval_columns)],
             state_operations=[
                 migrations.AddField(
-                    model_name='evalcaseresult',
-                    name='injected',
+                    model_name="evalcaseresult",
+                    name="injected",
                     field=models.JSONField(blank=True, default=list),
                 ),
                 migrations.AddField(
-                    model_name='evalcaseresult',
-                    name='rendered_hash',
-                    field=models.CharField(blank=True, help_text="sha256 of the instruction's procedure block", max_length=64),
+                    model_name="evalcaseresult",
+                    name="rendered_hash",
+                    field=models.CharField(
+                        blank=True, help_text="sha256 of the instruction's procedure block", max_length=64
+                    ),
                 ),
                 migrations.AddField(
-                    model_name='evalrun',
-                    name='kind',
-                    field=models.CharField(choices=[('approval', 'Approval: the set with the candidate added'), ('retire', 'Retirement: the set with the version removed'), ('rollback', 'Rollback: the set with the version replaced by its predecessor')], default='approval', max_length=10),
+                    model_name="evalrun",
+                    name="kind",
+                    field=models.CharField(
+                        choices=[
+                            ("approval", "Approval: the set with the candidate added"),
+                            ("retire", "Retirement: the set with the version removed"),
+                            ("rollback", "Rollback: the set with the version replaced by its predecessor"),
+                        ],
+                        default="approval",
+                        max_length=10,
+                    ),
                 ),
                 migrations.AddField(
-                    model_name='evalrun',
-                    name='replacement',
-                    field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='library.procedureversion'),
+                    model_name="evalrun",
+                    name="replacement",
+                    field=models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="library.procedureversion",
+                    ),
                 ),
             ],
         ),

@@ -6,27 +6,35 @@ from library.migrations._sqlite_triggers import agent_rebuild_operations
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0025_served_selection_evals'),
+        ("library", "0025_served_selection_evals"),
     ]
 
     operations = [
         # SQLite rebuilds library_agent to add these columns: 0015's release trigger must step aside
         *agent_rebuild_operations(
             migrations.AddField(
-                model_name='agent',
-                name='coding_family_rules',
-                field=models.JSONField(blank=True, default=list, help_text='Coding agents: task families by path, overriding the default: [{"prefix": "django/db/migrations", "family": "django/db/migrations"}]'),
+                model_name="agent",
+                name="coding_family_rules",
+                field=models.JSONField(
+                    blank=True,
+                    default=list,
+                    help_text='Coding agents: task families by path, overriding the default: [{"prefix": "django/db/migrations", "family": "django/db/migrations"}]',
+                ),
             ),
             migrations.AddField(
-                model_name='agent',
-                name='coding_min_traces',
-                field=models.PositiveSmallIntegerField(default=2, help_text='Coding agents: resolved sessions with a verify command a task family needs for a candidate'),
+                model_name="agent",
+                name="coding_min_traces",
+                field=models.PositiveSmallIntegerField(
+                    default=2,
+                    help_text="Coding agents: resolved sessions with a verify command a task family needs for a candidate",
+                ),
             ),
             migrations.AddConstraint(
-                model_name='agent',
-                constraint=models.CheckConstraint(condition=models.Q(('coding_min_traces__gte', 1)), name='agent_coding_min_traces_positive'),
+                model_name="agent",
+                constraint=models.CheckConstraint(
+                    condition=models.Q(("coding_min_traces__gte", 1)), name="agent_coding_min_traces_positive"
+                ),
             ),
         ),
     ]

@@ -52,9 +52,8 @@ def _drop_triggers(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('library', '0026_agent_coding_families'),
+        ("library", "0026_agent_coding_families"),
     ]
 
     operations = [
@@ -62,19 +61,37 @@ class Migration(migrations.Migration):
             database_operations=[migrations.RunPython(_add_column, _drop_column)],
             state_operations=[
                 migrations.AddField(
-                    model_name='evalrun',
-                    name='environment',
-                    field=models.CharField(default='production', help_text='The environment whose served set the baseline is', max_length=32),
+                    model_name="evalrun",
+                    name="environment",
+                    field=models.CharField(
+                        default="production",
+                        help_text="The environment whose served set the baseline is",
+                        max_length=32,
+                    ),
                 ),
                 migrations.AlterField(
-                    model_name='evalrun',
-                    name='kind',
-                    field=models.CharField(choices=[('approval', 'Approval: the set with the candidate added'), ('retire', 'Retirement: the set with the version removed'), ('rollback', 'Rollback: the set with the version replaced by its predecessor'), ('promotion', "Promotion: production's set with the approved version in place of the active one")], default='approval', max_length=10),
+                    model_name="evalrun",
+                    name="kind",
+                    field=models.CharField(
+                        choices=[
+                            ("approval", "Approval: the set with the candidate added"),
+                            ("retire", "Retirement: the set with the version removed"),
+                            ("rollback", "Rollback: the set with the version replaced by its predecessor"),
+                            (
+                                "promotion",
+                                "Promotion: production's set with the approved version in place of the active one",
+                            ),
+                        ],
+                        default="approval",
+                        max_length=10,
+                    ),
                 ),
                 migrations.AlterField(
-                    model_name='evalrun',
-                    name='baseline_hash',
-                    field=models.CharField(blank=True, help_text="Hash of the target environment's set at the start", max_length=64),
+                    model_name="evalrun",
+                    name="baseline_hash",
+                    field=models.CharField(
+                        blank=True, help_text="Hash of the target environment's set at the start", max_length=64
+                    ),
                 ),
             ],
         ),

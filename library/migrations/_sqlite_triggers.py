@@ -37,7 +37,11 @@ def postgres_version_guard(columns: list[str] | None = None) -> str:
 # transition triggers) with one that allows the erasure wipe. The functions below give that guard
 # with the content columns added after it (LATER_CONTENT_COLUMNS) immutable and wiped on erasure.
 
-LATER_WIPED = {"preconditions": ("'[]'::jsonb", "'[]'"), "postconditions": ("'[]'::jsonb", "'[]'"), "verify_command": ("''", "''")}
+LATER_WIPED = {
+    "preconditions": ("'[]'::jsonb", "'[]'"),
+    "postconditions": ("'[]'::jsonb", "'[]'"),
+    "verify_command": ("''", "''"),
+}
 
 
 def _erasure():
@@ -80,15 +84,20 @@ def sqlite_erasure_triggers(later: bool = True) -> list[str]:
         if "ON library_procedureversion" in statement
     ]
     kept = [
-        statement for statement in SQLITE_FORWARD
+        statement
+        for statement in SQLITE_FORWARD
         if "ON library_procedureversion" in statement
-        and "procmem_version_immutable" not in statement and "procmem_version_transition" not in statement
+        and "procmem_version_immutable" not in statement
+        and "procmem_version_transition" not in statement
     ]
     return kept + own
 
 
 def sqlite_version_trigger_names() -> list[str]:
-    names = re.findall(r"CREATE TRIGGER (\w+) BEFORE \w+ ON library_procedureversion", " ".join(SQLITE_FORWARD + _erasure().SQLITE_FORWARD))
+    names = re.findall(
+        r"CREATE TRIGGER (\w+) BEFORE \w+ ON library_procedureversion",
+        " ".join(SQLITE_FORWARD + _erasure().SQLITE_FORWARD),
+    )
     return sorted(set(names))
 
 
@@ -165,7 +174,9 @@ def _sweep_permit(sqlite: bool) -> str:
     changed = erasure._sqlite_changed if sqlite else erasure._pg_changed
     kept = [c for c in IMMUTABLE_VERSION_COLUMNS if c not in SWEEP_TEXT_COLUMNS]
     cast = "" if sqlite else "::text"
-    text = " || ".join(f"NEW.{c}{cast if c not in ('applies_when', 'verify_command') else ''}" for c in SWEEP_TEXT_COLUMNS)
+    text = " || ".join(
+        f"NEW.{c}{cast if c not in ('applies_when', 'verify_command') else ''}" for c in SWEEP_TEXT_COLUMNS
+    )
     return (
         f"OLD.status <> 'ERASED' AND NEW.status = OLD.status AND {SWEEP_UNDER_WAY} "
         f"AND NOT ({changed(kept)}) AND NOT ({changed(_invariants.SET_ONCE_COLUMNS)}) AND ({text}) LIKE {REFERENCE_LIKE}"
@@ -241,7 +252,9 @@ _PRODUCTION_PASS = (
 )
 _BECOMES_ACTIVE = "NEW.status = 'ACTIVE' AND OLD.status IN ('CANDIDATE', 'APPROVED')"
 _TARGET_CHANGED = "NEW.kind IS DISTINCT FROM OLD.kind OR NEW.environment IS DISTINCT FROM OLD.environment"
-_PRODUCTION_EVAL_MESSAGE = "procmem: a version becomes ACTIVE only with a passing eval of its exact content against production''s set"
+_PRODUCTION_EVAL_MESSAGE = (
+    "procmem: a version becomes ACTIVE only with a passing eval of its exact content against production''s set"
+)
 
 POSTGRES_PRODUCTION_EVAL = f"""
 CREATE OR REPLACE FUNCTION procmem_version_production_eval() RETURNS trigger LANGUAGE plpgsql AS $$

@@ -120,7 +120,16 @@ class OtlpSpan(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["agent", "trace_id", "span_id"], name="otlp_span_unique_per_agent")
         ]
-        indexes = [models.Index(fields=["agent", "state", "trace_id"], name="otlp_span_agent_state_idx")]
+        indexes = [
+            # the completion check's two look-ups (library/ingest/otlp.py `_due_sessions`): by trace,
+            # and the waiting spans of a conversation
+            models.Index(fields=["agent", "state", "trace_id"], name="otlp_span_agent_state_idx"),
+            models.Index(
+                fields=["agent", "conversation_id"],
+                condition=models.Q(state="pending"),
+                name="otlp_span_pending_conv_idx",
+            ),
+        ]
 
 
 class OtlpFlushFailure(models.Model):
@@ -150,6 +159,23 @@ class OtlpFlushFailure(models.Model):
             models.UniqueConstraint(fields=["agent", "session_id"], name="otlp_flush_failure_unique_per_agent")
         ]
         ordering = ["agent_id", "-last_failed_at"]
+
+
+class HeldOutcome(models.Model):
+    """An outcome sent for an OTLP session whose spans still wait for the quiet period
+    (library/ingest/otlp_outcomes.py): held until the session is stored, then applied as if it had
+    just arrived; dropped at `hold_until` if the session never is."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    session_id = models.CharField(max_length=200)
+    outcome = models.JSONField(help_text="The parsed outcome (library/outcomes.py OutcomeIn), `at` in ISO 8601")
+    via = models.CharField(max_length=100)
+    actor_label = models.CharField(max_length=150, blank=True)
+    received_at = models.DateTimeField()
+    hold_until = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["agent", "session_id"], name="held_outcome_session_idx")]
 
 
 class MiningRun(models.Model):

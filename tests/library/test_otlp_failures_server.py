@@ -131,3 +131,25 @@ def test_a_poisoned_session_is_dead_lettered_while_the_other_tenants_are_stored(
     assert "1 stored" in capsys.readouterr().err
     assert AgentSession.objects.filter(agent=agent, session_id="poison-a").exists()
     assert not OtlpFlushFailure.objects.exists()
+
+
+def test_an_outcome_sent_right_after_an_otlp_session_is_held_and_applied_when_it_is_stored(live, agent):
+    """Issue 39, item 10: the SDK exporter sends a session, the Python client reports its outcome at
+    once (the spans wait for the quiet period): 202, held; beat's flush stores the session and
+    applies it."""
+    from procmem_client import ProcmemClient
+
+    read = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read")[1]
+    ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest")[1]
+    _send(live, ingest, [("conv-rated", {})])
+    client = ProcmemClient(base_url=live, agent=agent.name, token=read, ingest_token=ingest, timeout=30)
+    answer = client.report_outcome("conv-rated", resolved=True, rating=5, source="csat")
+    assert answer["held"] == ["conv-rated"] and answer["unknown"] == [], answer
+    assert "applied when the session is stored" in answer["message"]
+    assert not AgentSession.objects.filter(session_id="conv-rated").exists()  # still waiting
+    session = _until(
+        lambda: AgentSession.objects.filter(session_id="conv-rated", resolved__isnull=False).first(),
+        90,
+        "the session was not stored with its outcome",
+    )
+    assert (session.resolved, session.rating) == (True, 5.0)

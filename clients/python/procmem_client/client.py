@@ -566,7 +566,8 @@ class ProcmemClient(ClientState):
         """Reports what became known about a finished session later (a rating, a complaint, a ticket
         closed by the customer): POST /api/v1/sessions/outcomes with the ingest token. `at`: when it
         happened (ISO 8601; default: now). Returns the server's answer; an id the server does not
-        know is listed under "unknown" (status 207/422 answers are returned, not raised)."""
+        know is listed under "unknown" (status 207/422 answers are returned, not raised), an OTLP
+        session whose spans still wait under "held" (202: applied when the session is stored)."""
         outcome = outcome_record(
             session_id,
             resolved=resolved,
