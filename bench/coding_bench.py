@@ -1,6 +1,7 @@
-"""Benchmark: importing and mining the 231 real coding-agent sessions (SWE-bench, mini-swe-agent).
+"""Benchmark: importing and mining real coding-agent sessions (SWE-bench, mini-swe-agent): the 231
+Django sessions, and the 140 of six other repositories (sympy, sphinx, requests, pylint, seaborn, flask).
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python -m bench.coding_bench [--rounds 3]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python -m bench.coding_bench [--rounds 3] [--data django|other]
 
 In one process, per round (median of the rounds reported):
 - baseline: a plain parse of the same files — read every .traj.json member of the tar.gz and
@@ -32,8 +33,11 @@ sys.path.insert(0, str(ROOT))
 from public_data import data_dir  # noqa: E402
 
 DATA = data_dir("swebench")  # public_data/swebench; SWEBENCH_DIR or SHARED_DATA_DIR overrides
-TRAJS = DATA / "gemini-3-pro-django-trajs.tar.gz"
-RESULTS = DATA / "results.json"
+DATASETS = {
+    "django": (DATA / "gemini-3-pro-django-trajs.tar.gz", DATA / "results.json", 231),
+    "other": (DATA / "gemini-3-pro-other-repos-trajs.tar.gz", DATA / "results-other-repos.json", 140),
+}
+TRAJS, RESULTS, FILES = DATASETS["django"]
 
 
 def plain_parse() -> list:
@@ -67,7 +71,10 @@ def breakdown(items: list) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--data", choices=sorted(DATASETS), default="django")
     args = parser.parse_args()
+    global TRAJS, RESULTS, FILES
+    TRAJS, RESULTS, FILES = DATASETS[args.data]
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")
     os.environ.setdefault("DEBUG", "1")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -95,7 +102,7 @@ def main() -> None:
         redact_s.append(redact)
 
         for workers, seconds, cpu in ((str(import_workers()), import_s, import_cpu), ("1", single_s, single_cpu)):
-            name = f"bench-coding-{stamp}-{round_no}-w{workers}"
+            name = f"bench-coding-{args.data}-{stamp}-{round_no}-w{workers}"
             out = io.StringIO()
             before = os.times()
             started = time.perf_counter()
@@ -123,7 +130,7 @@ def main() -> None:
                     for f in ("user", "system", "children_user", "children_system")
                 )
             )
-        name = f"bench-coding-{stamp}-{round_no}-w{import_workers()}"
+        name = f"bench-coding-{args.data}-{stamp}-{round_no}-w{import_workers()}"
         agent = Agent.objects.get(name=name)
         stored = AgentSession.objects.filter(agent=agent).count()
 
@@ -136,13 +143,13 @@ def main() -> None:
             f"{single_s[-1]:.2f} s, mining {mine_s[-1]:.2f} s",
             flush=True,
         )
-        assert stored == files == 231, (stored, files)
+        assert stored == files == FILES, (stored, files)
 
     p, i, m = statistics.median(parse_s), statistics.median(import_s), statistics.median(mine_s)
     print()
     print(f"| step | median of {args.rounds} (s) | ratio | target |")
     print("| --- | ---: | ---: | --- |")
-    print(f"| plain JSON parse of the 231 files (tar.gz) | {p:.2f} | 1.00 | baseline |")
+    print(f"| plain JSON parse of the {FILES} files ({TRAJS.name}) | {p:.2f} | 1.00 | baseline |")
     print(
         f"| import_sessions --format mini-swe-agent ({import_workers()} worker processes) | {i:.2f} | {i / p:.2f} × parse | ≤ 3× parse: {'met' if i <= 3 * p else 'NOT met'} |"
     )
@@ -154,7 +161,7 @@ def main() -> None:
     print(f"| its CPU time | {statistics.median(single_cpu):.2f} | {statistics.median(single_cpu) / p:.2f} × parse | |")
     c, r = statistics.median(classify_s), statistics.median(redact_s)
     print(
-        f"| of one process: parsing the trajectories and classifying 8,238 commands | {c:.2f} | {c / p:.2f} × parse | |"
+        f"| of one process: parsing the trajectories and classifying their commands | {c:.2f} | {c / p:.2f} × parse | |"
     )
     print(
         f"| of one process: redaction (known values, the excerpts' redacted commands and outputs) | {r:.2f} | {r / p:.2f} × parse | |"

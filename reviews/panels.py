@@ -72,6 +72,9 @@ _SHOWN = {
     "filesRead",
     "filesWritten",
     "testModules",
+    "testFiles",
+    "verifyAlternatives",
+    "verifyDisagreement",
     "recoveryNotes",
     "minTraces",
     "words",
@@ -538,6 +541,14 @@ def _family_evidence(evidence: Evidence, raw: dict[str, Any]) -> None:
     rate = raw.get("verifyPassRate")
     if raw.get("verifyCommand"):
         evidence.verify_line = f"{raw['verifyCommand']} — its form ({raw.get('verifyForm', '?')}) passed last in {_of(rate)} resolved sessions of the family"
+    alternatives = [a for a in raw.get("verifyAlternatives") or [] if isinstance(a, dict)]
+    if alternatives:
+        # the resolved sessions disagree: the reviewer sees the other commands and how many passed with each
+        evidence.task_family_lines.append(
+            f"Resolved sessions disagree on the verify command: {_of(rate)} passed last with {raw.get('verifyCommand')}; "
+            + "; ".join(f"{a.get('traces', '?')} with {a.get('command', a.get('form', '?'))}" for a in alternatives[:5])
+            + "."
+        )
     contrast = raw.get("contrast") if isinstance(raw.get("contrast"), dict) else {}
     if contrast:
         evidence.task_family_lines.append(
@@ -548,6 +559,7 @@ def _family_evidence(evidence: Evidence, raw: dict[str, Any]) -> None:
         ("Read first", "filesRead", "path"),
         ("Changed", "filesWritten", "path"),
         ("Tests", "testModules", "module"),
+        ("Test files", "testFiles", "path"),
     ):
         items = [f"{i.get(name)} ({i.get('traces')})" for i in raw.get(key) or [] if isinstance(i, dict)]
         if items:
