@@ -3,14 +3,15 @@
 Every helper takes the request, the object's key and what the user wants to do with it (`for_`):
 
 - "view":    see it. Hidden — a primary key that does not exist, or an object of an agent that
-             `Agent.objects.visible_to(user)` does not return — is a 404. Every agent is hidden
+             `library.permissions.agents_visible_to(user)` does not return — is a 404. Every agent is hidden
              from anonymous users. By default every signed-in member of the library sees every
              agent; with read isolation by namespace on (PROCMEM_NAMESPACE_READ_ISOLATION), a user
              who is neither a superuser nor a global reviewer sees only the agents of the
              namespaces they hold a right in. That queryset is the one place visibility narrows.
 - "operate": see its operations pages (the active set, approver rights, metrics). Those exist only
              for superusers, reviewers and holders of an object permission on the agent, one of
-             its procedures or a namespace it or one of its procedures is in (`operable_agents`);
+             its procedures or a namespace it or one of its procedures is in (the rulebook's
+             `operable_agents`);
              for everyone else they are a 404.
 - "review":  view, and hold the reviewer role (edit, comment, reject, evals, regression cases), or
              for a procedure the review right on its namespace (`user_can_review`): 403.
@@ -21,6 +22,7 @@ Every helper takes the request, the object's key and what the user wants to do w
 - "promote": operate, and hold the promote permission (move an approved version between
              environments, start, complete or roll back its rollout): 403.
 
+The rules are the rulebook's (library/permissions.py); this module turns them into 404 and 403.
 What a user may not see is a 404; what a user may see but not do is a 403. Whether an action is
 possible *now* (the state) is for the services to say, under their row locks.
 """
@@ -38,9 +40,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django_htmx.http import HttpResponseClientRedirect
 
+from library import permissions
 from library.models import Agent, EvalRun, Procedure, ProcedureVersion, RegressionCase
 from library.permissions import (
-    agents_with_a_right,
+    operable_agents,
     user_can_approve,
     user_can_manage_agent,
     user_can_manage_procedure,
@@ -84,11 +87,12 @@ def require_reviewer(request: HttpRequest) -> None:
 
 
 def visible_agents(request: HttpRequest) -> QuerySet[Agent]:
-    return Agent.objects.visible_to(request.user)
+    # read through the module: the rulebook's agents_visible_to is the one place visibility narrows
+    return permissions.agents_visible_to(request.user)
 
 
 def every_agent(agents: QuerySet[Agent]) -> bool:
-    """Whether `agents` is the whole table, unfiltered (what `Agent.objects.visible_to` gives every
+    """Whether `agents` is the whole table, unfiltered (what `agents_visible_to` gives every
     signed-in user by default, and superusers and global reviewers under read isolation by
     namespace; anything it narrows, slices or empties is not)."""
     query = agents.query
@@ -107,17 +111,6 @@ def of_agents(queryset: QuerySet, agents: QuerySet[Agent], *, through: str = "pr
 
 def visible_versions(request: HttpRequest) -> QuerySet[ProcedureVersion]:
     return of_agents(ProcedureVersion.objects.all(), visible_agents(request))
-
-
-def operable_agents(user) -> QuerySet[Agent]:
-    """Agents whose operations pages the user may see."""
-    agents = Agent.objects.visible_to(user)
-    if not user.is_authenticated:
-        return agents.none()
-    if user.is_superuser or user_is_reviewer(user):
-        return agents
-    # a subquery, not a join: callers annotate counts over procedures, which a join would skew
-    return agents.filter(pk__in=agents_with_a_right(user).values("pk"))
 
 
 def _agents_for(request: HttpRequest, for_: Purpose) -> QuerySet[Agent]:

@@ -79,16 +79,12 @@ def _counts(user, *, waiting: bool, for_me: bool) -> dict:
 def refused_count(user, *, any_refusal: bool | None = None) -> int:
     """Unresolved refusals at load on the agents this user manages (superusers: all agents).
     `any_refusal`: whether any refusal exists, when the caller already asked."""
-    from guardian.shortcuts import get_objects_for_user
-
-    from library.models import Agent, LoadRefusal
+    from library.models import LoadRefusal
+    from library.permissions import agents_managed_by
     from library.serving import unresolved_refusals
 
     if any_refusal is None:
         any_refusal = LoadRefusal.objects.exists()
     if not any_refusal:  # the common case
         return 0
-    agents = (
-        Agent.objects.all() if user.is_superuser else get_objects_for_user(user, "library.manage_agent", klass=Agent)
-    )
-    return len(unresolved_refusals(agents=agents))
+    return len(unresolved_refusals(agents=agents_managed_by(user)))

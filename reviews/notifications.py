@@ -42,7 +42,7 @@ from library.models import (
     ProcedureUserObjectPermission,
     ProcedureVersion,
 )
-from library.permissions import REVIEW_PERM, reads_every_namespace
+from library.permissions import REVIEW_PERM, agents_visible_to, reads_every_namespace
 
 from .models import Notification, NotificationKind, NotificationPreference
 from .signals import metric_warning
@@ -114,7 +114,7 @@ def preferences_for(user) -> dict[str, NotificationPreference]:
 
 
 def may_read_agent(user, agent: Agent) -> bool:
-    return Agent.objects.visible_to(user).filter(pk=agent.pk).exists()
+    return agents_visible_to(user).filter(pk=agent.pk).exists()
 
 
 def notification_send(

@@ -1,9 +1,16 @@
-"""Approver rights: who may approve what, granted and revoked by agent managers.
+"""Granting rights: the one module that hands out and takes back object permissions (who may hold
+what is the rulebook's, library/permissions.py).
 
-A right is a django-guardian object permission: `approve_procedure` on one procedure, or
-`approve_agent_procedures` on an agent (every procedure of it, present and future), held by a user
-or by a group. Only a user with `manage_agent` on the agent (or a superuser) grants or revokes.
-Each change is atomic, serialised per agent by a row lock, and audited (GRANT / REVOKE).
+- Approver rights on an agent: `approve_procedure` on one procedure, or `approve_agent_procedures`
+  on an agent (every procedure of it, present and future), held by a user or by a group. Only a
+  user with `manage_agent` on the agent (or a superuser) grants or revokes; serialised per agent.
+- Rights on a namespace: `review`, `approve` or `manage` granted on a namespace hold for every
+  procedure in it, of any agent. Only holders of the model permission `library.change_namespace`
+  (superusers) grant and revoke; a namespace's managers do not hand out its rights; serialised per
+  namespace.
+
+Each change is atomic, row-locked, refuses a grant to oneself (`refuse_self_grant`) and is audited
+(GRANT / REVOKE, `on: procedure <key>`, `agent <name>` or `namespace <name>`).
 """
 
 from __future__ import annotations
@@ -22,17 +29,26 @@ from library.models import (
     AgentGroupObjectPermission,
     AgentUserObjectPermission,
     AuditEvent,
+    Namespace,
+    NamespaceGroupObjectPermission,
+    NamespaceUserObjectPermission,
     Procedure,
     ProcedureGroupObjectPermission,
     ProcedureUserObjectPermission,
     ProcedureVersion,
     Status,
 )
-from library.permissions import user_can_manage_agent
+from library.permissions import user_can_grant_namespace_rights, user_can_manage_agent
 from library.services import audit
 
 PROCEDURE_PERM = "approve_procedure"
 AGENT_PERM = "approve_agent_procedures"
+# what a person grants on a namespace → the object permission
+NAMESPACE_PERMS = {
+    "review": "review_namespace_procedures",
+    "approve": "approve_namespace_procedures",
+    "manage": "manage_namespace_procedures",
+}
 
 
 def _grantee_label(grantee) -> dict[str, str]:
@@ -76,11 +92,14 @@ def refuse_self_grant(*, grantee, by, where: str) -> None:
 
 def _holds(grantee, perm: str, target) -> bool:
     """Directly assigned to this user or group (not through a group, not as a superuser)."""
+    group = isinstance(grantee, Group)
     if isinstance(target, Procedure):
-        model = ProcedureGroupObjectPermission if isinstance(grantee, Group) else ProcedureUserObjectPermission
+        model = ProcedureGroupObjectPermission if group else ProcedureUserObjectPermission
+    elif isinstance(target, Namespace):
+        model = NamespaceGroupObjectPermission if group else NamespaceUserObjectPermission
     else:
-        model = AgentGroupObjectPermission if isinstance(grantee, Group) else AgentUserObjectPermission
-    who = {"group": grantee} if isinstance(grantee, Group) else {"user": grantee}
+        model = AgentGroupObjectPermission if group else AgentUserObjectPermission
+    who = {"group": grantee} if group else {"user": grantee}
     return model.objects.filter(content_object=target, permission__codename=perm, **who).exists()
 
 
@@ -136,7 +155,60 @@ def _describe(grantee) -> str:
 
 
 def _target_label(target) -> str:
-    return f"procedure {target.key}" if isinstance(target, Procedure) else f"agent {target.name}"
+    if isinstance(target, Procedure):
+        return f"procedure {target.key}"
+    if isinstance(target, Namespace):
+        return f"namespace {target.name}"
+    return f"agent {target.name}"
+
+
+# ---------------------------------------------------------------------------------------------- namespaces
+
+
+def _namespace_perm(*, namespace: Namespace, right: str, by) -> str:
+    if not user_can_grant_namespace_rights(by, namespace):
+        raise PermissionDenied("Only library admins may grant or revoke rights on namespaces.")
+    if right not in NAMESPACE_PERMS:
+        raise ValidationError({"right": f"choose one of {', '.join(NAMESPACE_PERMS)}, not {str(right)[:40]!r}"})
+    return NAMESPACE_PERMS[right]
+
+
+def namespace_right_grant(*, namespace: Namespace, grantee, right: str, by, reason: str = "") -> None:
+    """Grants `right` ("review", "approve" or "manage") on every procedure in `namespace` to a user
+    or group. Refuses a right already held, a deactivated user and a grant to oneself
+    (`refuse_self_grant`)."""
+    codename = _namespace_perm(namespace=namespace, right=right, by=by)
+    refuse_self_grant(grantee=grantee, by=by, where=f"namespace {namespace.name}")
+    if not isinstance(grantee, Group) and not grantee.is_active:
+        raise ValidationError({"grantee": f"{grantee.get_username()} is deactivated"})
+    with transaction.atomic():
+        locked = Namespace.objects.select_for_update().get(pk=namespace.pk)
+        if _holds(grantee, codename, locked):
+            raise ValidationError({"grantee": f"{_describe(grantee)} already holds {right} on {locked.name}"})
+        assign_perm(f"library.{codename}", grantee, locked)
+        audit(
+            action=AuditEvent.Action.GRANT,
+            actor=by,
+            reason=reason,
+            after={"permission": codename, "on": _target_label(locked), **_grantee_label(grantee)},
+        )
+
+
+def namespace_right_revoke(*, namespace: Namespace, grantee, right: str, by, reason: str = "") -> None:
+    """Revokes a directly held right on the namespace. Refuses a right that is not held."""
+    codename = _namespace_perm(namespace=namespace, right=right, by=by)
+    with transaction.atomic():
+        locked = Namespace.objects.select_for_update().get(pk=namespace.pk)
+        if not _holds(grantee, codename, locked):
+            raise ValidationError({"grantee": f"{_describe(grantee)} does not hold {right} on {locked.name}"})
+        remove_perm(f"library.{codename}", grantee, locked)
+        audit(
+            action=AuditEvent.Action.REVOKE,
+            actor=by,
+            reason=reason,
+            before={"permission": codename, "on": _target_label(locked), **_grantee_label(grantee)},
+            after={},
+        )
 
 
 # ---------------------------------------------------------------------------------------------- selectors
@@ -231,3 +303,30 @@ def active_approvals(agent: Agent):
         .select_related("procedure__intent", "approved_by", "approval_eval_run")
         .order_by("procedure__key")
     )
+
+
+@dataclass(frozen=True)
+class NamespaceRight:
+    namespace: Namespace
+    right: str  # review, approve, manage
+    kind: str  # user, group
+    name: str
+
+
+def namespace_rights() -> list[NamespaceRight]:
+    """Every right held directly on a namespace, by namespace, right and holder (two queries)."""
+    right_of = {codename: right for right, codename in NAMESPACE_PERMS.items()}
+    rows: list[NamespaceRight] = []
+    for row in NamespaceUserObjectPermission.objects.filter(permission__codename__in=right_of).select_related(
+        "content_object", "permission", "user"
+    ):
+        rows.append(
+            NamespaceRight(row.content_object, right_of[row.permission.codename], "user", row.user.get_username())
+        )
+    for row in NamespaceGroupObjectPermission.objects.filter(permission__codename__in=right_of).select_related(
+        "content_object", "permission", "group"
+    ):
+        rows.append(NamespaceRight(row.content_object, right_of[row.permission.codename], "group", row.group.name))
+    order = list(NAMESPACE_PERMS)
+    rows.sort(key=lambda r: (r.namespace.name, order.index(r.right), r.kind, r.name))
+    return rows

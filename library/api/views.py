@@ -28,8 +28,7 @@ from django.views.decorators.http import require_GET
 from procmem_client.ranking import MAX_K
 
 from .. import environments, releases, safe_json, serving
-from ..models import Agent
-from ..permissions import user_can_manage_agent
+from ..permissions import agents_visible_to, user_can_manage_agent
 from ..services import agent_set_tools
 from .openapi import openapi_document
 from .tokens import api_error, token_required
@@ -216,7 +215,7 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
     says who. GET returns the current list and the versions refused under it."""
     if not request.user.is_authenticated:
         return api_error(401, "unauthorized", "Sign in as an admin of this agent (session cookie and X-CSRFToken).")
-    target = Agent.objects.visible_to(request.user).filter(name=agent).first()
+    target = agents_visible_to(request.user).filter(name=agent).first()
     if target is None:
         return api_error(404, "not_found", f"No agent named {agent!r}.")
     if not user_can_manage_agent(request.user, target):

@@ -1,5 +1,5 @@
 """The procedure store, one module per reason to change: agents.py (namespaces, agents, intents,
-procedures, their object permissions and who reads which agent), versions.py (content, hash, status),
+procedures and their object permissions), versions.py (content, hash, status),
 releases.py (environments, rollouts), erasure.py (tombstones, sweeps), audit.py (the audit log),
 sessions.py (sessions, labels, OTLP spans, mining runs), evals.py (cases, runs, results) and
 serving.py (API tokens, refusals at load, embeddings, conflicts). Every model's app is `library`;
@@ -17,11 +17,9 @@ from .agents import (
     PRIORITY_MAX,
     PRIORITY_MIN,
     PROCEDURE_KEY_RE,
-    REVIEW_PERM,
     ROLE_RE,
     Agent,
     AgentGroupObjectPermission,
-    AgentQuerySet,
     AgentToolChange,
     AgentUserObjectPermission,
     Confidence,
@@ -33,13 +31,8 @@ from .agents import (
     ProcedureGroupObjectPermission,
     ProcedureQuerySet,
     ProcedureUserObjectPermission,
-    agents_readable_under_isolation,
-    agents_with_a_right,
     default_namespace_pk,
-    namespaces_with_a_right,
     procedure_key_validator,
-    reads_are_isolated,
-    reads_every_namespace,
     slug_validator,
 )
 from .audit import AuditEvent

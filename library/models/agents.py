@@ -1,5 +1,6 @@
 """Who owns what: namespaces, agents, their intents and procedures (the identities and their scope;
-content lives in versions.py), the object permissions on each, and who reads which agent."""
+content lives in versions.py) and the object permission tables of each. Who may read or do what
+with them is the rulebook's (library/permissions.py)."""
 
 from __future__ import annotations
 
@@ -64,93 +65,7 @@ class NamespaceGroupObjectPermission(GroupObjectPermissionBase):
     content_object = models.ForeignKey(Namespace, on_delete=models.CASCADE)
 
 
-# ---------------------------------------------------------------------------------------------- who reads what
-#
-# Agent.objects.visible_to's rule (library/permissions.py has the rest of who may do what; these
-# live here because the queryset needs them and permissions imports the models).
-
-REVIEW_PERM = "library.review_procedureversion"
-
-
-def reads_are_isolated() -> bool:
-    """Read isolation by namespace (PROCMEM_NAMESPACE_READ_ISOLATION, off by default)."""
-    return bool(getattr(settings, "NAMESPACE_READ_ISOLATION", False))
-
-
-def reads_every_namespace(user) -> bool:
-    """Whether `user` (signed in) reads every agent: always with isolation off; with it on, only
-    superusers and global reviewers (the `reviewers` group's model permission)."""
-    return not reads_are_isolated() or user.is_superuser or (user.is_active and user.has_perm(REVIEW_PERM))
-
-
-def _held(user) -> tuple[models.QuerySet[Namespace], models.QuerySet[Agent], models.QuerySet[Procedure]]:
-    """The namespaces, agents and procedures `user` holds an object permission on, directly or
-    through a group (any permission: review, approve, manage, promote), as subqueries."""
-    groups = user.groups.all()
-    namespaces = Namespace.objects.filter(
-        Q(pk__in=NamespaceUserObjectPermission.objects.filter(user=user).values("content_object_id"))
-        | Q(pk__in=NamespaceGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
-    )
-    agents = Agent.objects.filter(
-        Q(pk__in=AgentUserObjectPermission.objects.filter(user=user).values("content_object_id"))
-        | Q(pk__in=AgentGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
-    )
-    procedures = Procedure.objects.filter(
-        Q(pk__in=ProcedureUserObjectPermission.objects.filter(user=user).values("content_object_id"))
-        | Q(pk__in=ProcedureGroupObjectPermission.objects.filter(group__in=groups).values("content_object_id"))
-    )
-    return namespaces, agents, procedures
-
-
-def agents_with_a_right(user) -> models.QuerySet[Agent]:
-    """Agents on which `user` holds a right: on the agent, one of its procedures, its namespace or
-    a namespace one of its procedures is in (the operations pages' audience, reviews.access)."""
-    namespaces, agents, procedures = _held(user)
-    held_namespaces = namespaces.values("pk")
-    return Agent.objects.filter(
-        Q(pk__in=agents.values("pk"))
-        | Q(pk__in=procedures.values("agent_id"))
-        | Q(namespace__in=held_namespaces)
-        | Q(pk__in=Procedure.objects.filter(namespace__in=held_namespaces).values("agent_id"))
-    )
-
-
-def namespaces_with_a_right(user) -> models.QuerySet[Namespace]:
-    """Namespaces `user` holds a right in: a right on the namespace, on an agent in it or on a
-    procedure in it."""
-    namespaces, agents, procedures = _held(user)
-    return Namespace.objects.filter(
-        Q(pk__in=namespaces.values("pk"))
-        | Q(pk__in=agents.values("namespace_id"))
-        | Q(pk__in=procedures.values("namespace_id"))
-    )
-
-
-def agents_readable_under_isolation(user) -> models.QuerySet[Agent]:
-    """With read isolation on, the agents a user who does not read everything may read: every agent
-    of a namespace they hold a right in, and every agent they hold a right on (through one of its
-    procedures, possibly scoped to another namespace)."""
-    return Agent.objects.filter(
-        Q(namespace__in=namespaces_with_a_right(user).values("pk")) | Q(pk__in=agents_with_a_right(user).values("pk"))
-    )
-
-
 # ---------------------------------------------------------------------------------------------- agents
-
-
-class AgentQuerySet(models.QuerySet):
-    def visible_to(self, user) -> AgentQuerySet:
-        """The agents `user` may read. Anonymous users: none. By default every signed-in member of
-        the library reads every agent (the queryset unfiltered: reviews.access.every_agent's fast
-        path). With read isolation by namespace on (settings.NAMESPACE_READ_ISOLATION), a user who
-        is neither a superuser nor a global reviewer reads only the agents of the namespaces they
-        hold a right in (agents_readable_under_isolation). Approve/retire rights are object
-        permissions, checked per action."""
-        if user is None or not user.is_authenticated:
-            return self.none()
-        if reads_every_namespace(user):
-            return self
-        return self.filter(pk__in=agents_readable_under_isolation(user).values("pk"))
 
 
 class Agent(models.Model):
@@ -263,8 +178,6 @@ class Agent(models.Model):
         help_text='The agent API\'s limits where they differ from the defaults: {"select": {"token": "600/minute", "ip": "1200/minute"}} (library/api/limits.py)',
     )
     created_at = models.DateTimeField(auto_now_add=True)
-
-    objects = AgentQuerySet.as_manager()
 
     class Meta:
         ordering = ["name"]

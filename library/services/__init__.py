@@ -32,6 +32,7 @@ from ..models import ProcedureVersion  # read as services.ProcedureVersion
 from .approval import (
     approval_blockers,
     authored_since_active,
+    four_eyes_blockers,
     moved_since_approval,
     passing_eval_for,
     rollback_gate_blocker,
@@ -99,6 +100,7 @@ __all__ = [
     "authored_since_active",
     "change_eval_for",
     "change_eval_note",
+    "four_eyes_blockers",
     "clean_confidence",
     "clean_priority",
     "clean_roles",

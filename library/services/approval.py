@@ -51,6 +51,29 @@ def authored_since_active(version: ProcedureVersion, user) -> list[int]:
     )
 
 
+def four_eyes_blockers(version: ProcedureVersion, user) -> list[str]:
+    """The four-eyes rule, the one place it is decided: why `user` may not approve `version` because
+    they wrote it (empty: they did not). Whoever proposed the version, made its last edit, or
+    proposed or edited any version on its way since the ACTIVE one (`authored_since_active`) must
+    leave the decision to another approver. `approval_blockers` includes these; the approve page
+    asks for them to explain its 403."""
+    if user is None or not user.is_authenticated:
+        return []
+    reasons = []
+    if version.proposed_by_id == user.pk:
+        reasons.append("You proposed this procedure; another approver must decide (four-eyes rule).")
+    if version.edited_by_id == user.pk:
+        reasons.append("You made the last edit of this version; another approver must decide (four-eyes rule).")
+    earlier = [n for n in authored_since_active(version, user) if n != version.number]
+    if earlier and version.proposed_by_id != user.pk and version.edited_by_id != user.pk:
+        listed = ", ".join(f"v{n}" for n in earlier)
+        reasons.append(
+            f"You proposed or edited {listed} of this procedure since its active version; "
+            "another approver must decide (four-eyes rule)."
+        )
+    return reasons
+
+
 def selection_reach_blocker(run: EvalRun) -> str:
     """The blocker of a run whose served selection injected the candidate in too few of its intent's
     cases ("" when none): its appliesWhen does not reach the tasks it is for. Runs from before the
@@ -70,7 +93,11 @@ def selection_reach_blocker(run: EvalRun) -> str:
 
 
 def approval_blockers(
-    version: ProcedureVersion, user, *, acknowledged_conflicts: bool = False, may_approve: bool | None = None
+    version: ProcedureVersion,
+    user,
+    *,
+    acknowledged_conflicts: bool = False,
+    may_approve: bool | None = None,
 ) -> list[str]:
     """Every reason why `user` may not approve `version` now (empty: may approve). The UI shows
     these next to a disabled button; version_approve re-checks them under the row lock. Conflicts
@@ -83,18 +110,7 @@ def approval_blockers(
         return reasons
     if not (user_can_approve(user, version.procedure) if may_approve is None else may_approve):
         reasons.append("You do not hold the approve permission for this procedure or its agent.")
-    if user is not None and user.is_authenticated:
-        if version.proposed_by_id == user.pk:
-            reasons.append("You proposed this procedure; another approver must decide (four-eyes rule).")
-        if version.edited_by_id == user.pk:
-            reasons.append("You made the last edit of this version; another approver must decide (four-eyes rule).")
-        earlier = [n for n in authored_since_active(version, user) if n != version.number]
-        if earlier and version.proposed_by_id != user.pk and version.edited_by_id != user.pk:
-            listed = ", ".join(f"v{n}" for n in earlier)
-            reasons.append(
-                f"You proposed or edited {listed} of this procedure since its active version; "
-                "another approver must decide (four-eyes rule)."
-            )
+    reasons.extend(four_eyes_blockers(version, user))
     if version.quarantined:
         reasons.append("The policy screen quarantined this version; edit out the flagged text first.")
     if len(version.steps) > MAX_STEPS_APPROVABLE:

@@ -25,14 +25,13 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
-from guardian.shortcuts import get_objects_for_user
 
 from library import serving
 from library.agent_settings import agent_settings_snapshot, agent_settings_update
 from library.api.tokens import token_create, token_is_live, token_revoke
 from library.mining.runs import mining_report_propose
 from library.models import Agent, ApiToken, MiningRun, ProcedureVersion, Status
-from library.permissions import user_can_manage_agent, user_is_reviewer
+from library.permissions import agents_managed_by, user_can_manage_agent, user_is_reviewer
 from library.rate_limits import rate_limits_table
 from library.selectors import session_sources_for_agent
 from library.services import agent_set_tools
@@ -100,11 +99,7 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
 @signed_in
 def refused_at_load(request: HttpRequest) -> HttpResponse:
     """Every unresolved refusal on the agents the user manages (what the banner counts)."""
-    agents = (
-        Agent.objects.all()
-        if request.user.is_superuser
-        else get_objects_for_user(request.user, "library.manage_agent", klass=Agent)
-    )
+    agents = agents_managed_by(request.user)
     return render(request, "reviews/refused_at_load.html", {"refusals": serving.unresolved_refusals(agents=agents)})
 
 

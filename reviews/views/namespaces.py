@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET
 
 from library.models import Agent, Namespace
 from library.permissions import (
+    agents_visible_to,
     readable_namespaces,
     user_can_create_namespaces,
     user_can_grant_namespace_rights,
@@ -27,7 +28,7 @@ from library.permissions import (
 )
 from library.services import agent_namespace_set, namespace_create
 
-from .. import namespace_rights
+from .. import rights
 from ..access import operable_agents, signed_in
 from ..forms import NamespaceForm, grantee_from_post
 from .refusals import post_action
@@ -56,14 +57,14 @@ def ops_namespaces(request: HttpRequest) -> HttpResponse:
     # isolation on, everyone else sees only the namespaces they hold a right in, and their agents
     # only as far as they may read them
     shown = Namespace.objects.all() if admin else readable_namespaces(user)
-    agents = Agent.objects.all() if admin else Agent.objects.visible_to(user)
+    agents = Agent.objects.all() if admin else agents_visible_to(user)
     namespaces = list(
         shown.annotate(procedure_count=Count("procedures", distinct=True))
         .prefetch_related(Prefetch("agents", queryset=agents.order_by("name")))
         .order_by("name")
     )
     rights_by_namespace: dict[int, list] = {}
-    for right in namespace_rights.namespace_rights():
+    for right in rights.namespace_rights():
         rights_by_namespace.setdefault(right.namespace.pk, []).append(right)
     return render(
         request,
@@ -72,7 +73,7 @@ def ops_namespaces(request: HttpRequest) -> HttpResponse:
             "rows": [(n, rights_by_namespace.get(n.pk, [])) for n in namespaces],
             "can_create": user_can_create_namespaces(request.user),
             "can_grant": user_can_grant_namespace_rights(request.user),
-            "rights": list(namespace_rights.NAMESPACE_PERMS),
+            "rights": list(rights.NAMESPACE_PERMS),
             "form": NamespaceForm(),
             "agents": Agent.objects.select_related("namespace").order_by("name")
             if user_can_grant_namespace_rights(request.user)
@@ -101,7 +102,7 @@ def _right_change(request: HttpRequest, *, grant: bool) -> HttpResponse:
         raise PermissionDenied("Only library admins may grant or revoke rights on namespaces.")
     grantee = grantee_from_post(request.POST)
     right = request.POST.get("right", "")
-    service = namespace_rights.namespace_right_grant if grant else namespace_rights.namespace_right_revoke
+    service = rights.namespace_right_grant if grant else rights.namespace_right_revoke
     service(
         namespace=namespace,
         grantee=grantee,

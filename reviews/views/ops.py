@@ -26,7 +26,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
-from guardian.core import ObjectPermissionChecker
 
 from library import selectors as library_selectors
 from library import services
@@ -45,7 +44,7 @@ from library.models import (
     VersionConflict,
     VersionTombstone,
 )
-from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
+from library.permissions import manage_checker, user_can_manage_agent, user_can_manage_procedure, user_is_reviewer
 
 from .. import rights, selectors
 from ..access import get_agent_for_user, get_version_for_user, operable_agents, signed_in
@@ -79,20 +78,12 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
     served, refused = selectors.served_and_refused(agent_obj)
     procedures = list(
         Procedure.objects.filter(agent=agent_obj)
-        .select_related("intent")
+        .select_related("intent", "agent", "namespace")
         .prefetch_related(Prefetch("versions", queryset=ProcedureVersion.objects.order_by("number")))
     )
-    checker = ObjectPermissionChecker(request.user)
-    checker.prefetch_perms(procedures)
-    agent_wide = checker.has_perm("manage_agent_procedures", agent_obj)
-    rows = [
-        {
-            "procedure": p,
-            "versions": list(p.versions.all()),
-            "can_manage": agent_wide or checker.has_perm("manage_procedure", p),
-        }
-        for p in procedures
-    ]
+    may_manage = manage_checker(request.user, procedures)
+    rows = [{"procedure": p, "versions": list(p.versions.all()), "can_manage": may_manage(p)} for p in procedures]
+    by_pk = {p.pk: p for p in procedures}
     refusals = {
         r.version_id: r for r in LoadRefusal.objects.filter(version__procedure__agent=agent_obj).order_by("created_at")
     }
@@ -102,7 +93,7 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
         .order_by("created_at")
     )
     for proposal in demotions:
-        proposal.can_decide = agent_wide or checker.has_perm("manage_procedure", proposal.version.procedure)
+        proposal.can_decide = may_manage(by_pk.get(proposal.version.procedure_id, proposal.version.procedure))
     conflicts = list(
         VersionConflict.objects.filter(agent=agent_obj, cleared_at__isnull=True)
         .select_related("version_a__procedure", "version_b__procedure")

@@ -337,22 +337,17 @@ def version_edit(request: HttpRequest, pk: int) -> HttpResponse:
 @vary_on_headers("HX-Request")
 def version_approve(request: HttpRequest, pk: int) -> HttpResponse:
     """GET: the explicit confirmation. POST: approve. The POST re-checks everything whatever the page
-    showed: the object permission and the four-eyes rule (403), then the state — eval, quarantine,
+    showed: the object permission and the four-eyes rule (403, the service's reasons), then the state — eval, quarantine,
     steps, tools (409, from version_approve under the row lock)."""
     version = get_version_for_user(request, pk, for_="approve" if request.method == "POST" else "view")
     form = ApproveForm(request.POST if request.method == "POST" else None)
     if request.method == "POST":
         user = request.user
-        if user.pk in {version.proposed_by_id, version.edited_by_id}:
-            raise PermissionDenied(
-                "You proposed or last edited this version; another approver must decide (four-eyes rule)."
-            )
-        authored = library_services.authored_since_active(version, user)
-        if authored:
-            raise PermissionDenied(
-                f"You proposed or edited {', '.join(f'v{n}' for n in authored)} of this procedure since its active "
-                "version; another approver must decide (four-eyes rule)."
-            )
+        # the four-eyes rule is the service's (services.approval.four_eyes_blockers, checked again
+        # under the row lock); the page only turns its reason into a 403
+        wrote_it = library_services.four_eyes_blockers(version, user)
+        if wrote_it:
+            raise PermissionDenied(" ".join(wrote_it))
         if form.is_valid():
             approved = library_services.version_approve(
                 version=version,

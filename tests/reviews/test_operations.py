@@ -68,8 +68,10 @@ def test_agent_page_shows_manage_rights_from_prefetched_object_permissions(
     _login(client, manager)
     # the manager holds a per-procedure right only; the page is still visible to them. The budget
     # includes one query each for open conflicts, demotion proposals, versions due for re-review
-    # and the scan right; none grows with the number of procedures.
-    with django_assert_max_num_queries(24):
+    # and the scan right, and two each (the user's and the groups') for the rights held on the
+    # agent and on the procedures' namespaces (the rulebook's manage_checker: a namespace's manage
+    # right counts); none grows with the number of procedures.
+    with django_assert_max_num_queries(28):
         response = client.get(reverse("reviews:ops_agent", args=[agent.name]))
     rights = {row["procedure"].key: row["can_manage"] for row in response.context["rows"]}
     assert rights == {"order.status": False, "refund.over_limit": True}

@@ -4,7 +4,7 @@
   so the form does not land inside a fragment);
 - signed in without the permission (the outsider holds no role) → 403;
 - a hidden object → 404. Hidden means: a primary key that does not exist, or an object of an agent
-  outside `Agent.objects.visible_to(user)`.
+  outside `library.permissions.agents_visible_to(user)`.
 
 The state is checked to be unchanged after each refusal.
 """
@@ -100,10 +100,12 @@ def test_hidden_object_is_404(reviewer_client, candidate, name):
 
 
 def test_objects_of_an_agent_hidden_from_the_user_are_404(reviewer_client, candidate, monkeypatch):
-    """Narrowing Agent.objects.visible_to hides every object of that agent, reads and writes alike."""
-    from library.models import AgentQuerySet
+    """Narrowing the rulebook's agents_visible_to hides every object of that agent, reads and writes alike."""
+    from library.models import Agent
 
-    monkeypatch.setattr(AgentQuerySet, "visible_to", lambda self, user: self.exclude(pk=candidate.procedure.agent_id))
+    monkeypatch.setattr(
+        "library.permissions.agents_visible_to", lambda user: Agent.objects.exclude(pk=candidate.procedure.agent_id)
+    )
     pages = [
         reverse("reviews:version", kwargs={"pk": candidate.pk}),
         reverse("reviews:procedure", kwargs={"pk": candidate.procedure_id}),
@@ -118,11 +120,11 @@ def test_objects_of_an_agent_hidden_from_the_user_are_404(reviewer_client, candi
 
 
 def test_eval_run_of_a_hidden_agent_is_404_and_stays_running(reviewer_client, candidate, other_procedure, monkeypatch):
-    from library.models import AgentQuerySet
+    from library.models import Agent
 
     foreign = _run(other_procedure.versions.get())
     hidden_agent = other_procedure.agent_id
-    monkeypatch.setattr(AgentQuerySet, "visible_to", lambda self, user: self.exclude(pk=hidden_agent))
+    monkeypatch.setattr("library.permissions.agents_visible_to", lambda user: Agent.objects.exclude(pk=hidden_agent))
     assert reviewer_client.post(reverse("reviews:eval_cancel", kwargs={"pk": foreign.pk})).status_code == 404
     foreign.refresh_from_db()
     assert foreign.state == EvalRun.State.RUNNING

@@ -133,9 +133,11 @@ def test_search_shows_only_what_the_user_may_see(client, library, outsider, monk
     assert client.get(SEARCH, {"q": "refund"})["Location"].startswith("/accounts/login/")
     # the outsider sees every agent today; narrow visible_to and the results follow
     assert "refund.over_limit" in _keys(client_for(outsider).get(SEARCH, {"q": "refund"}))
-    from library.models import AgentQuerySet
+    from library.models import Agent
 
-    monkeypatch.setattr(AgentQuerySet, "visible_to", lambda self, user: self.exclude(name="support_agent"))
+    monkeypatch.setattr(
+        "library.permissions.agents_visible_to", lambda user: Agent.objects.exclude(name="support_agent")
+    )
     assert _keys(client_for(outsider).get(SEARCH, {"q": "refund"})) == []
 
 

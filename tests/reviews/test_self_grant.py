@@ -13,8 +13,7 @@ from guardian.shortcuts import assign_perm
 
 from library.models import AuditEvent, Namespace
 from library.permissions import user_can_approve
-from reviews.namespace_rights import namespace_right_grant
-from reviews.rights import approver_right_grant
+from reviews.rights import approver_right_grant, namespace_right_grant
 from tests.reviews.operations_helpers import make_user
 
 pytestmark = pytest.mark.django_db
