@@ -225,35 +225,47 @@ def _on_disk(folder: Path) -> dict[str, str] | None:
     return found
 
 
-def _write_folder(directory: Path, name: str, files: Mapping[str, bytes]) -> None:
-    """`directory/name` becomes exactly `files`: written beside it, then renamed into place."""
-    staging = directory / f".{name}.procmem-new"
-    shutil.rmtree(staging, ignore_errors=True)
+def _write_folder(directory: Path, name: str, files: Mapping[str, bytes], *, replace: bool) -> None:
+    """`directory/name` becomes exactly `files`: written beside it, then renamed into place (`replace`:
+    a folder of procmem's is there already). Plain os calls: this runs once per skill."""
+    base = os.fspath(directory)
+    staging = os.path.join(base, f".{name}.procmem-new")
+    if os.path.lexists(staging):  # left by a sync that was stopped
+        shutil.rmtree(staging)
+    os.mkdir(staging)
     for path, data in files.items():
-        target = staging / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
-        target.chmod(FILE_MODES.get(path, 0o644))
-    final = directory / name
-    if final.exists():
-        retired = directory / f".{name}.procmem-old"
-        shutil.rmtree(retired, ignore_errors=True)
-        final.rename(retired)
-        staging.rename(final)
+        target = os.path.join(staging, path)
+        parent = os.path.dirname(target)
+        if parent != staging:
+            os.makedirs(parent, exist_ok=True)
+        with open(target, "wb") as handle:
+            handle.write(data)
+        os.chmod(target, FILE_MODES.get(path, 0o644))
+    final = os.path.join(base, name)
+    if replace:
+        retired = os.path.join(base, f".{name}.procmem-old")
+        if os.path.lexists(retired):
+            shutil.rmtree(retired)
+        os.rename(final, retired)
+        os.rename(staging, final)
         shutil.rmtree(retired)
     else:
-        staging.rename(final)
+        os.rename(staging, final)
 
 
 def _write_lock(directory: Path, skills: Mapping[str, dict[str, Any]]) -> None:
-    body = json.dumps(
-        {"generatedBy": "procmem skills sync", "lockVersion": 1, "skills": dict(sorted(skills.items()))},
-        indent=2,
-        sort_keys=True,
-        ensure_ascii=False,
+    """The lock: one line per skill (sorted, stable), so a change reads as a one-line diff."""
+    entries = ",\n".join(
+        f"    {json.dumps(name)}: {json.dumps(entry, sort_keys=True, ensure_ascii=False)}"
+        for name, entry in sorted(skills.items())
+    )
+    body = (
+        '{\n  "generatedBy": "procmem skills sync",\n  "lockVersion": 1,\n  "skills": {'
+        + (f"\n{entries}\n  " if entries else "")
+        + "}\n}\n"
     )
     staging = directory / f".{LOCK_FILE}.new"
-    staging.write_text(body + "\n", encoding="utf-8")
+    staging.write_text(body, encoding="utf-8")
     os.replace(staging, directory / LOCK_FILE)
 
 
@@ -270,11 +282,13 @@ def plan_and_apply(
     lock = read_lock(directory) if directory.exists() else {}
     kept: dict[str, dict[str, Any]] = {}
     to_write: list[Served] = []
+    present = set(os.listdir(directory)) if directory.is_dir() else set()  # one listing, not a stat per skill
     for skill in served:
         folder = directory / skill.name
         owned = lock.get(skill.name)
-        disk = _on_disk(folder) if folder.exists() or folder.is_symlink() else {}
-        if owned is None and (folder.exists() or folder.is_symlink()):
+        there = skill.name in present
+        disk = _on_disk(folder) if there else {}
+        if owned is None and there:
             report.say("LEFT", f"{skill.name}: {folder} exists and procmem did not write it; not touched", bad=True)
             continue
         if disk is None or (owned is not None and set(disk) - set(owned["files"])):
@@ -300,7 +314,7 @@ def plan_and_apply(
         if name in names:
             continue
         folder = directory / name
-        disk = _on_disk(folder) if folder.exists() or folder.is_symlink() else {}
+        disk = _on_disk(folder) if name in present else {}
         if disk is None or set(disk) - set(owned.get("files", {})):
             report.say("LEFT", f"{name}: no longer served, but {folder} holds files procmem did not write", bad=True)
             kept[name] = owned
@@ -315,10 +329,11 @@ def plan_and_apply(
         directory.mkdir(parents=True, exist_ok=True)
         contents = files_for(to_write) if to_write else {}
         for skill in to_write:
-            _write_folder(directory, skill.name, contents[skill.name])
+            _write_folder(directory, skill.name, contents[skill.name], replace=skill.name in present)
             kept[skill.name] = skill.lock_entry()
         for name in to_remove:
-            shutil.rmtree(directory / name)
+            if name in present:
+                shutil.rmtree(directory / name)
         _write_lock(directory, kept)
     return report
 
