@@ -193,15 +193,57 @@ def _servable(agent: Agent) -> list[ProcedureVersion]:
     return active + candidates
 
 
-def conflicts_for_candidate(version: ProcedureVersion) -> list[Conflict]:
-    """The conflicts approving `version` would create with the ACTIVE versions of the agent's other
-    procedures (its own procedure's ACTIVE version is replaced, so it does not count)."""
-    others = list(
+class VectorsMissing(Exception):
+    """Raised under a lock instead of embedding there: the vectors computed before the lock miss
+    some that the check needs now (the active set changed in between). The caller releases the
+    lock, computes them (`vectors_for_candidate`) and decides again."""
+
+    def __init__(self, versions: list[ProcedureVersion]):
+        self.versions = versions
+        super().__init__(f"vectors missing for versions {sorted(v.pk for v in versions)}")
+
+
+def _candidate_pairs(version: ProcedureVersion) -> list[tuple[ProcedureVersion, ProcedureVersion]]:
+    others = (
         ProcedureVersion.objects.filter(procedure__agent_id=version.procedure.agent_id, status=Status.ACTIVE)
         .exclude(procedure_id=version.procedure_id)
         .select_related("procedure")
     )
-    return find_conflicts([version, *others], pairs=[(version, other) for other in others])
+    return [(version, other) for other in others]
+
+
+def _needing_vectors(pairs) -> dict[int, ProcedureVersion]:
+    return {
+        v.pk: v
+        for a, b in pairs
+        if a.procedure_id != b.procedure_id and not a.is_erased and not b.is_erased and _same_situation_candidate(a, b)
+        for v in (a, b)
+        if v.applies_when
+    }
+
+
+def vectors_for_candidate(version: ProcedureVersion) -> dict:
+    """The appliesWhen vectors `conflicts_for_candidate(version)` needs against the current ACTIVE
+    set, stored or embedded now. Call it before taking any lock: embedding may load the model and
+    takes far longer than a decision should hold a row lock."""
+    from . import embeddings
+
+    needed = _needing_vectors(_candidate_pairs(version))
+    return embeddings.version_vectors(needed.values()) if needed else {}
+
+
+def conflicts_for_candidate(version: ProcedureVersion, *, vectors: dict | None = None) -> list[Conflict]:
+    """The conflicts approving `version` would create with the ACTIVE versions of the agent's other
+    procedures (its own procedure's ACTIVE version is replaced, so it does not count). `vectors`:
+    computed beforehand (`vectors_for_candidate`), for a caller holding a lock; then nothing is
+    embedded here, and VectorsMissing is raised when the active set now needs one it lacks.
+    Without `vectors` (a page, no lock) the missing ones are embedded here."""
+    pairs = _candidate_pairs(version)
+    if vectors is not None:
+        missing = [v for pk, v in _needing_vectors(pairs).items() if pk not in vectors]
+        if missing:
+            raise VectorsMissing(missing)
+    return find_conflicts([version, *(b for _, b in pairs)], pairs=pairs, vectors=vectors)
 
 
 def conflicts_scan(*, agent: Agent, user=None, actor_label: str = "conflict scan") -> dict[str, int]:

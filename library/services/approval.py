@@ -98,12 +98,15 @@ def approval_blockers(
     *,
     acknowledged_conflicts: bool = False,
     may_approve: bool | None = None,
+    conflict_vectors: dict | None = None,
 ) -> list[str]:
     """Every reason why `user` may not approve `version` now (empty: may approve). The UI shows
     these next to a disabled button; version_approve re-checks them under the row lock. Conflicts
     with the agent's other ACTIVE procedures (library/conflicts.py) block unless acknowledged.
     `may_approve`: `user_can_approve(user, version.procedure)` when a page has already asked;
-    None asks (as version_approve does, under the lock)."""
+    None asks (as version_approve does, under the lock). `conflict_vectors`: the embeddings the
+    conflict check needs, computed before a lock was taken (conflicts.vectors_for_candidate);
+    with them nothing is embedded here (conflicts.VectorsMissing when they no longer suffice)."""
     reasons: list[str] = []
     if version.status != Status.CANDIDATE:
         reasons.append(f"Only a candidate can be approved; this version is {version.get_status_display().lower()}.")
@@ -144,7 +147,7 @@ def approval_blockers(
     if not acknowledged_conflicts:
         from ..conflicts import conflicts_for_candidate
 
-        for conflict in conflicts_for_candidate(version):
+        for conflict in conflicts_for_candidate(version, vectors=conflict_vectors):
             reasons.append(f"Conflict (acknowledge it on the approve page to approve anyway): {conflict.message}")
     return reasons
 

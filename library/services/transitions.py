@@ -9,14 +9,18 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
+from .. import embeddings
+from ..conflicts import VectorsMissing, conflicts_for_candidate, vectors_for_candidate
 from ..environments import approval_environment, has_staging
 from ..models import Agent, AuditEvent, EvalRun, Procedure, ProcedureVersion, Status
 from ..permissions import user_can_approve, user_can_manage_procedure, user_can_review
 from .approval import approval_blockers, passing_eval_for, rollback_gate_blocker
-from .errors import LifecycleError
+from .errors import DecisionConflict, LifecycleError
 from .events import _notify_after_commit, audit, required_reason
 from .locking import _decision, _lock_procedure, _lock_version, _set_status
 from .rollouts import refuse_while_rollout_runs, stage_on_approval
+
+APPROVAL_ATTEMPTS = 3  # decisions abandoned because the active set needed new vectors meanwhile
 
 
 def _lock_for_admin_change(version: ProcedureVersion, *, user, doing: str, status: str, only: str) -> ProcedureVersion:
@@ -53,6 +57,11 @@ def version_approve(
     recorded in a `conflict_ack` audit row."""
     if user is None or not user.is_authenticated:
         raise PermissionDenied("Sign in to approve.")
+    # The conflict check compares appliesWhen embeddings; computing one may load the model and
+    # take seconds, so it happens here, before any lock, and the check under the lock only reads
+    # them. Should the active set change in between and need another, the decision is abandoned
+    # (locks released), the missing vectors computed, and it is decided again.
+    vectors = vectors_for_candidate(version)
 
     def decide() -> ProcedureVersion:
         _lock_procedure(version, agent_too=True)
@@ -66,13 +75,13 @@ def version_approve(
             raise LifecycleError(f"Only a candidate can be approved; {locked} is {locked.status}.")
         if not user_can_approve(user, locked.procedure):
             raise PermissionDenied(f"You do not hold the approve permission for {locked.procedure.key}.")
-        blockers = approval_blockers(locked, user, acknowledged_conflicts=acknowledge_conflicts)
+        blockers = approval_blockers(
+            locked, user, acknowledged_conflicts=acknowledge_conflicts, conflict_vectors=vectors
+        )
         if blockers:
             raise LifecycleError(" ".join(blockers))
         if acknowledge_conflicts:
-            from ..conflicts import conflicts_for_candidate
-
-            acknowledged = conflicts_for_candidate(locked)
+            acknowledged = conflicts_for_candidate(locked, vectors=vectors)
             if acknowledged:
                 audit(
                     action=AuditEvent.Action.CONFLICT_ACK,
@@ -103,7 +112,17 @@ def version_approve(
         _notify_after_commit(locked, "approve", user, comment)
         return locked
 
-    return _decision(decide)
+    for _attempt in range(APPROVAL_ATTEMPTS - 1):
+        try:
+            return _decision(decide)
+        except VectorsMissing as missing:
+            vectors.update(embeddings.version_vectors(missing.versions))
+    try:
+        return _decision(decide)
+    except VectorsMissing:
+        raise DecisionConflict(
+            "The agent's active set kept changing while you were approving; reload and try again."
+        ) from None
 
 
 def review_by_for(agent: Agent, *, today=None):
