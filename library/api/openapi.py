@@ -814,7 +814,44 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                         ),
                         **token_errors,
                     },
-                }
+                },
+                "post": {
+                    "summary": "Select procedures for a task (the parameters in the body)",
+                    "description": (
+                        "The GET's selection with its parameters in a JSON object instead of the query string, so the "
+                        "task appears in no URL and hence in no access or proxy log; the clients use it."
+                    ),
+                    "security": [{"readToken": []}],
+                    "parameters": [agent_param],
+                    "requestBody": {
+                        "required": True,
+                        "content": {
+                            "application/json": {
+                                "schema": {
+                                    "type": "object",
+                                    "required": ["task"],
+                                    "additionalProperties": False,
+                                    "properties": {
+                                        "task": {"type": "string", "maxLength": 8000},
+                                        "intent": {"type": ["string", "null"]},
+                                        "k": {"type": ["integer", "string", "null"], "minimum": 1, "maximum": MAX_K},
+                                        "role": {"type": ["string", "null"]},
+                                        "environment": {"type": ["string", "null"]},
+                                        "session": {"type": ["string", "null"]},
+                                    },
+                                }
+                            }
+                        },
+                    },
+                    "responses": {
+                        "200": {
+                            "description": "The selection (the GET's, byte for byte)",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Selection"}}},
+                        },
+                        "400": _error("not a JSON object, an unknown field, or a parameter the GET would refuse"),
+                        **token_errors,
+                    },
+                },
             },
             f"/{api_version}/agents/{{agent}}/mcp": {
                 "post": {

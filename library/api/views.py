@@ -5,6 +5,8 @@ to its scalar facts; docs/api.md "API versions: v1 and v2"). Agents read; they n
     GET  /api/v1/openapi.json                       the OpenAPI 3.1 document (no token)
     GET  /api/v1/agents/{agent}/procedures?role=&environment=&session=   read token: the active set, strong ETag, 304
     GET  /api/v1/agents/{agent}/select?task=&intent=&k=&role=&environment=&session=   read token: selection (k ≤ 20: diagnostics)
+    POST /api/v1/agents/{agent}/select             the same with the parameters in a JSON body: the task stays
+                                                   out of URLs, so out of access and proxy logs (the clients' way)
     PUT  /api/v1/agents/{agent}/tools               signed-in admin session + CSRF: replace the tool list
 
 Agent endpoints authenticate through `token_required("read")` (the token lookup and its
@@ -61,18 +63,25 @@ def _method_not_allowed(request: HttpRequest, allowed: list[str]) -> HttpRespons
     return response
 
 
-def _agent_get_only(view):
-    """Agent endpoints are read-only: any other method is 405 (after the token check, so an
-    unauthenticated caller learns nothing)."""
+def _agent_reads(*methods: str):
+    """Agent endpoints are read-only: a method not in `methods` is 405 (after the token check, so an
+    unauthenticated caller learns nothing). POST is a read too where it is allowed (select: the
+    task in the body)."""
 
-    def wrapper(request: HttpRequest, *args, **kwargs):
-        if request.method not in {"GET", "HEAD"}:
-            return _method_not_allowed(request, ["GET", "HEAD"])
-        return view(request, *args, **kwargs)
+    def decorator(view):
+        def wrapper(request: HttpRequest, *args, **kwargs):
+            if request.method not in methods:
+                return _method_not_allowed(request, list(methods))
+            return view(request, *args, **kwargs)
 
-    wrapper.__name__ = view.__name__
-    wrapper.__doc__ = view.__doc__
-    return wrapper
+        wrapper.__name__ = view.__name__
+        wrapper.__doc__ = view.__doc__
+        return wrapper
+
+    return decorator
+
+
+_agent_get_only = _agent_reads("GET", "HEAD")
 
 
 def _cache_headers(response: HttpResponse, etag: str) -> HttpResponse:
@@ -94,9 +103,9 @@ def _accepts_gzip(request: HttpRequest) -> bool:
     return False
 
 
-def _role_parameter(request: HttpRequest) -> tuple[str | None, HttpResponse | None]:
+def _role_parameter(params) -> tuple[str | None, HttpResponse | None]:
     """`?role=`: absent or empty means no role (every procedure of the namespace, whatever its roles)."""
-    role = request.GET.get("role") or None
+    role = params.get("role") or None
     if role is not None and not serving.valid_role(role):
         return None, api_error(
             400,
@@ -107,28 +116,61 @@ def _role_parameter(request: HttpRequest) -> tuple[str | None, HttpResponse | No
     return role, None
 
 
-def _served_set(request: HttpRequest) -> tuple[str, str | None, HttpResponse | None]:
+def _served_set(request: HttpRequest, params) -> tuple[str, str | None, HttpResponse | None]:
     """`?environment=` (default production; a name the agent does not have is a 400 saying which it
     has) and `?session=` (the session id: picks the session's rollout arms)."""
     try:
-        environment = environments.resolve_environment(request.agent, request.GET.get("environment"))
+        environment = environments.resolve_environment(request.agent, params.get("environment"))
     except environments.UnknownEnvironment as exc:
         return "", None, api_error(400, "unknown_environment", str(exc), parameter="environment")
     try:
-        session = environments.clean_session(request.GET.get("session"))
+        session = environments.clean_session(params.get("session"))
     except ValueError as exc:
         return "", None, api_error(400, "invalid_parameter", str(exc), parameter="session")
     return environment, session, None
 
 
-def _serving_parameters(request: HttpRequest) -> tuple[str | None, str, str | None, HttpResponse | None]:
-    """The served-set endpoints' `?role=`, `?environment=` and `?session=`, or the refusal of the
-    first bad one."""
-    role, refusal = _role_parameter(request)
+def _serving_parameters(request: HttpRequest, params=None) -> tuple[str | None, str, str | None, HttpResponse | None]:
+    """The served-set endpoints' `role`, `environment` and `session` (from the query string, or
+    `params`: a POST body's), or the refusal of the first bad one."""
+    params = request.GET if params is None else params
+    role, refusal = _role_parameter(params)
     if refusal is not None:
         return None, "", None, refusal
-    environment, session, refusal = _served_set(request)
+    environment, session, refusal = _served_set(request, params)
     return role, environment, session, refusal
+
+
+SELECT_PARAMETERS = ("task", "intent", "k", "role", "environment", "session")
+
+
+def _select_body(request: HttpRequest) -> tuple[dict[str, str], HttpResponse | None]:
+    """A POST select's JSON object ({"task", "intent"?, "k"?, "role"?, "environment"?, "session"?})
+    as the query string's strings; a refusal names the field."""
+    try:
+        body = safe_json.parse(request.body or b"")
+    except safe_json.JsonRefused as exc:
+        return {}, api_error(400, "invalid_json", f"The body must be a JSON object: {exc}")
+    if not isinstance(body, dict):
+        return {}, api_error(400, "invalid_json", "The body must be a JSON object with the task.")
+    params: dict[str, str] = {}
+    for name, value in body.items():
+        if name not in SELECT_PARAMETERS:
+            return {}, api_error(
+                400,
+                "invalid_parameter",
+                f"unknown field {name[:80]!r}; select takes {', '.join(SELECT_PARAMETERS)}",
+                parameter=name[:80],
+            )
+        if value is None:
+            continue
+        if name == "k" and isinstance(value, int) and not isinstance(value, bool):
+            value = str(value)
+        if not isinstance(value, str):
+            expected = "an integer" if name == "k" else "a string"
+            return {}, api_error(400, "invalid_parameter", f"{name} must be {expected}.", parameter=name)
+        params[name] = value
+    return params, None
 
 
 @csrf_exempt  # bearer-token endpoints: no cookies, so no CSRF; a write method gets a JSON 405
@@ -162,12 +204,17 @@ def active_set(request: HttpRequest, agent: str, api_version: str = "v1") -> Htt
 
 @csrf_exempt
 @token_required("read", cache_seconds=serving.recheck_seconds, limit="select")
-@_agent_get_only
+@_agent_reads("GET", "HEAD", "POST")
 def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpResponse:
-    task = request.GET.get("task", "")
-    intent = request.GET.get("intent") or None
-    raw_k = request.GET.get("k")
-    role, environment, session, refusal = _serving_parameters(request)
+    params = request.GET
+    if request.method == "POST":  # the parameters in the body: the task is in no URL, so in no log
+        params, refusal = _select_body(request)
+        if refusal is not None:
+            return refusal
+    task = params.get("task", "")
+    intent = params.get("intent") or None
+    raw_k = params.get("k")
+    role, environment, session, refusal = _serving_parameters(request, params)
     if refusal is not None:
         return refusal
     if not task.strip():

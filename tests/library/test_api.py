@@ -380,6 +380,55 @@ def test_select_rejects_bad_parameters(client, read_token, active_pair, params, 
         assert "1 to 20" in error["message"]
 
 
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"task": "The customer wants a refund of 900 dollars, above my limit."},
+        {"task": "refund above the limit", "intent": "order_status", "k": 3},
+        {"task": "Where is my order? Please check lookupOrder.", "k": "5", "environment": None},
+    ],
+)
+def test_select_by_post_answers_as_the_get_does(client, read_token, active_pair, params):
+    """Issue 42 finding 8: POST with the parameters in a JSON body (the task in no URL, so in no
+    access or proxy log) answers exactly what the GET answers."""
+    posted = client.post(url("select"), json.dumps(params), content_type="application/json", **bearer(read_token))
+    query = {name: str(value) for name, value in params.items() if value is not None}
+    assert posted.status_code == 200, posted.content
+    assert posted.content == client.get(url("select"), query, **bearer(read_token)).content
+    assert posted["Cache-Control"] == "no-store"
+
+
+@pytest.mark.parametrize(
+    "body,parameter,code",
+    [
+        ('{"task": "x", "k": 21}', "k", "invalid_parameter"),
+        ('{"task": "x", "k": true}', "k", "invalid_parameter"),
+        ('{"task": 7}', "task", "invalid_parameter"),
+        ('{"task": "x", "color": "red"}', "color", "invalid_parameter"),
+        ("{}", "task", "invalid_parameter"),
+        ('["refund"]', None, "invalid_json"),
+        ('{"task": "x"', None, "invalid_json"),
+        ('{"task": "a\\u0000b"}', None, "invalid_json"),
+    ],
+)
+def test_select_by_post_refuses_a_bad_body_naming_the_field(client, read_token, active_pair, body, parameter, code):
+    response = client.post(url("select"), body, content_type="application/json", **bearer(read_token))
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == code and error.get("parameter") == parameter
+
+
+def test_select_by_post_needs_the_read_token_and_other_methods_are_405(
+    client, read_token, active_pair, agent, admin_user
+):
+    body = json.dumps({"task": "refund above the limit"})
+    assert client.post(url("select"), body, content_type="application/json").status_code == 401
+    ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest", user=admin_user)[1]
+    assert client.post(url("select"), body, content_type="application/json", **bearer(ingest)).status_code == 403
+    refused = client.put(url("select"), body, content_type="application/json", **bearer(read_token))
+    assert refused.status_code == 405 and refused["Allow"] == "GET, HEAD, POST"
+
+
 # --------------------------------------------------------------------------------------------- admin: tools
 
 
