@@ -20,17 +20,28 @@ their SKILL.md exactly as /.well-known/agent-skills/ serves it without parameter
 
 recall_procedures answers with the select endpoint's own selection (`serving.select_for_agent`):
 the same set, ranker, caps and renderer, so the same block byte for byte.
+
+Only POST is served. A GET is the streamable HTTP transport's stream for server-initiated messages:
+in stateless mode there are none, and the SDK would hold the stream (and with it a sync worker)
+open until the worker is killed (issue 42), so GET — like DELETE, which ends sessions this mode
+does not keep — is answered 405 with `Allow: POST`, as the transport's specification provides for
+a server without that stream. Every refusal (405, 401, 403, 429) carries a JSON-RPC error body
+besides its status and headers, which MCP clients show as the error's message (the official SDK
+turns any other error body into "Server returned an error response"); a 401 keeps its
+`WWW-Authenticate` challenge (MCP authorization, RFC 6750).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
+import json
 import logging
 from typing import Any
 
 import anyio
 from asgiref.sync import async_to_sync, sync_to_async
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -43,7 +54,7 @@ from ..models import Agent, ApiToken
 from ..skill_serving import skills_for
 from .ingest import sessions_accept
 from .limits import rate_limited
-from .tokens import token_required
+from .tokens import api_error, token_required
 
 # Django checks the Host header (ALLOWED_HOSTS) and the bearer token is required, so the SDK's
 # DNS-rebinding guard for unauthenticated local servers has nothing to add here.
@@ -161,7 +172,80 @@ async def _serve(
     return status, headers, b"".join(chunks)
 
 
+# JSON-RPC error codes of the refusals (implementation-defined server errors, -32000 to -32099);
+# `data` names the HTTP status and the agent API's error code.
+REFUSAL_CODES = {401: -32001, 403: -32003, 405: -32005, 429: -32029}
+SERVER_ERROR = -32000
+
+
+def _request_id(body: bytes) -> Any:
+    """The JSON-RPC id of the request in `body`, or None (an id the body does not carry, a batch,
+    or no JSON)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    request_id = message.get("id") if isinstance(message, dict) else None
+    return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
+
+
+def _as_jsonrpc_error(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """`response` (an agent API error: {"error": {"code", "message", ...}}) with a JSON-RPC error
+    body instead, same status and headers (WWW-Authenticate, Retry-After)."""
+    try:
+        error = json.loads(response.content)["error"]
+        code, message = str(error["code"]), str(error["message"])
+    except (ValueError, KeyError, TypeError):
+        code, message = "error", response.reason_phrase
+    prefix = "Unauthorized: " if response.status_code == 401 else ""
+    answer = JsonResponse(
+        {
+            "jsonrpc": "2.0",
+            "id": _request_id(request.body) if request.method == "POST" else None,
+            "error": {
+                "code": REFUSAL_CODES.get(response.status_code, SERVER_ERROR),
+                "message": f"{prefix}{message} (HTTP {response.status_code} {code})",
+                "data": {"status": response.status_code, "code": code},
+            },
+        },
+        status=response.status_code,
+    )
+    for name, value in response.items():
+        if name.lower() not in {"content-type", "content-length"}:
+            answer[name] = value
+    return answer
+
+
+def _jsonrpc_refusals(view):
+    """Serves POST only (405 otherwise, before any token lookup) and gives every refusal of `view`
+    a JSON-RPC error body (see the module's docstring)."""
+
+    @functools.wraps(view)
+    def wrapper(request: HttpRequest, *args, **kwargs) -> HttpResponse:
+        if request.method != "POST":
+            refused = api_error(
+                405,
+                "method_not_allowed",
+                "This endpoint is stateless streamable HTTP: POST JSON-RPC messages; it offers no GET stream.",
+            )
+            refused["Allow"] = "POST"
+            return _as_jsonrpc_error(request, refused)
+        response = view(request, *args, **kwargs)
+        # the SDK's own errors (a malformed message: 400) are JSON-RPC already; the agent API's are not
+        if response.status_code >= 400 and response.get("Content-Type", "").startswith("application/json"):
+            try:
+                is_api_error = "jsonrpc" not in json.loads(response.content)
+            except ValueError:
+                is_api_error = False
+            if is_api_error:
+                return _as_jsonrpc_error(request, response)
+        return response
+
+    return wrapper
+
+
 @csrf_exempt  # bearer-token endpoint: no cookies, so no CSRF
+@_jsonrpc_refusals
 @token_required((ApiToken.Scope.READ, ApiToken.Scope.INGEST))
 def mcp(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpResponse:
     # every JSON-RPC request counts against the rate limit of what the token may do here

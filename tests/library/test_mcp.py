@@ -234,6 +234,96 @@ def test_the_servers_mcp_endpoint_refuses_without_a_token_or_with_another_agents
     url = f"{gunicorn_server}/api/v1/agents/support_agent/mcp"
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    assert requests.post(url, json=body, headers=headers, timeout=60).status_code == 401
+    none = requests.post(url, json=body, headers=headers, timeout=60)
+    assert none.status_code == 401 and none.headers["WWW-Authenticate"] == 'Bearer realm="procmem"'
+    assert none.json()["id"] == 1 and none.json()["error"]["data"] == {"status": 401, "code": "unauthorized"}
     wrong = requests.post(url, json=body, headers={**headers, "Authorization": f"Bearer {stranger}"}, timeout=60)
-    assert wrong.status_code == 403 and wrong.json()["error"]["code"] == "wrong_agent"
+    assert wrong.status_code == 403 and wrong.json()["error"]["data"]["code"] == "wrong_agent"
+    assert "belongs to agent 'other_agent'" in wrong.json()["error"]["message"]
+
+
+def test_a_get_stream_is_refused_at_once_and_holds_no_worker(gunicorn_server, served):
+    """Issue 42: a GET with Accept: text/event-stream opened a stream that never ended; three held
+    every sync worker. The server (2 workers × 4 threads) gets three times its threads in GETs at
+    once: each is a 405 naming POST, and the SDK client still works right after."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    _, read, _ = served
+    url = f"{gunicorn_server}/api/v1/agents/support_agent/mcp"
+    stream = {"Authorization": f"Bearer {read}", "Accept": "text/event-stream"}
+
+    def get(_: int) -> requests.Response:
+        return requests.get(url, headers=stream, timeout=(10, 20), stream=True)
+
+    with ThreadPoolExecutor(24) as pool:
+        answers = list(pool.map(get, range(24)))
+    for answer in answers:
+        assert answer.status_code == 405 and answer.headers["Allow"] == "POST"
+        assert answer.headers["Content-Type"] == "application/json"
+        assert "no GET stream" in answer.json()["error"]["message"]
+    deleted = requests.delete(url, headers={**stream, "Mcp-Session-Id": "x"}, timeout=20)
+    assert deleted.status_code == 405
+    # without a token too: the method is refused before any token lookup
+    assert requests.get(url, headers={"Accept": "text/event-stream"}, timeout=20).status_code == 405
+
+    async def recall() -> str:
+        async with http_client(gunicorn_server, read) as client:
+            return (await client.call_tool("recall_procedures", {"task": REFUND_TASK})).content[0].text
+
+    assert anyio.run(recall) == selected_block(gunicorn_server, read, REFUND_TASK)["rendered"]
+
+
+def test_a_wrong_token_is_reported_by_the_sdk_client_over_http(gunicorn_server, served):
+    """Issue 39: the SDK showed only "Server returned an error response" for the 401. Now the 401
+    has a Bearer challenge (error="invalid_token") and a JSON-RPC error the client raises."""
+    from mcp.shared.exceptions import MCPError
+
+    url = f"{gunicorn_server}/api/v1/agents/support_agent/mcp"
+    raw = requests.post(
+        url,
+        json={"jsonrpc": "2.0", "id": "a", "method": "tools/list"},
+        headers={"Authorization": "Bearer pm_wrong", "Accept": "application/json, text/event-stream"},
+        timeout=60,
+    )
+    assert raw.status_code == 401
+    assert raw.headers["WWW-Authenticate"] == 'Bearer realm="procmem", error="invalid_token"'
+
+    async def connect() -> None:
+        async with http_client(gunicorn_server, "pm_wrong") as client:
+            await client.list_tools()
+
+    with pytest.raises(BaseException) as refused:  # the SDK raises it out of its task groups
+        anyio.run(connect)
+    error = refused.value
+    while isinstance(error, BaseExceptionGroup):
+        error = error.exceptions[0]
+    assert isinstance(error, MCPError), refused.value
+    assert str(error) == "Unauthorized: The token is unknown, revoked or expired. (HTTP 401 unauthorized)"
+
+
+def test_procmem_mcp_with_a_wrong_token_fails_the_tool_and_says_why(gunicorn_server, served):
+    """Issue 39: with a wrong token procmem-mcp answered "No reviewed procedure applies to this
+    task." and an agent went on without procedures. Now the tool fails (isError) naming the cause,
+    with the server's ranking and with local ranking alike; listing the resources fails too."""
+    from mcp.shared.exceptions import MCPError
+
+    answers: dict = {}
+
+    async def session(local: str) -> None:
+        parameters = stdio_parameters(gunicorn_server, "pm_wrong")
+        parameters.args = [*parameters.args, "--local-ranking", local]
+        async with Client(parameters, read_timeout_seconds=120) as client:
+            answers[local] = await client.call_tool("recall_procedures", {"task": REFUND_TASK})
+            with pytest.raises(MCPError) as refused:
+                await client.list_resources()
+            answers[f"{local} resources"] = str(refused.value)
+
+    for local in ("no", "yes"):
+        anyio.run(session, local)
+        result = answers[local]
+        assert result.is_error, result.content[0].text
+        text = result.content[0].text
+        assert "procmem refused the read token for agent support_agent (HTTP 401" in text
+        assert "The token is unknown, revoked or expired." in text and "check PROCMEM_TOKEN" in text
+        assert "No reviewed procedure applies" not in text
+        assert "procmem refused the read token" in answers[f"{local} resources"]

@@ -107,7 +107,9 @@ class AsyncProcmemClient(ClientState):
                     self.not_modified += 1
                     return self._succeeded(now)
                 if response.status_code != 200:
-                    return self._failed(now, f"HTTP {response.status_code}: {response.text[:300]}")
+                    return self._failed(
+                        now, f"HTTP {response.status_code}: {response.text[:300]}", status=response.status_code
+                    )
                 data = checked_set(response.json())  # httpx has undone the gzip
             except (httpx.HTTPError, ValueError) as exc:
                 return self._failed(now, f"{type(exc).__name__}: {exc}")
@@ -168,10 +170,11 @@ class AsyncProcmemClient(ClientState):
         query = select_query(task=task, intent=intent, k=k, environment=self.environment, session=session)
         self.selects += 1
         try:
-            response = await self._http.get(
-                self._url(f"agents/{self.agent}/select"), params=query, headers=self._headers()
+            response = await self._http.post(  # the task in the body: in no URL, so in no access log
+                self._url(f"agents/{self.agent}/select"), json=query, headers=self._headers()
             )
             if response.status_code != 200:
+                self.last_error_status = response.status_code
                 raise ValueError(f"HTTP {response.status_code}: {response.text[:300]}")
             data = response.json()
             selection = selection_from_response(task, data)

@@ -22,7 +22,8 @@ What it does:
   agent without procmem still runs, only without procedures;
 - selects at most the set's `injectionCap` procedures: locally with the same ranker as the server
   when the `[embeddings]` extra is installed (or a `ranker` is given), otherwise by asking
-  GET /api/v1/agents/{agent}/select?task=&intent= (the server runs that same ranker); either way it
+  POST /api/v1/agents/{agent}/select with the task in the body (the server runs that same ranker;
+  the task stays out of URLs and so out of access logs); either way it
   renders with procmem_client.rendering, the server's renderer;
 - reports finished sessions to POST /api/v1/sessions with an ingest token, in procmem JSONL
   (docs/api.md "Sessions in: ingestion"), including the injected ids and versions (and the rollout
@@ -251,6 +252,9 @@ class ClientState:
         self._index: Index | None = None
         self._next_refresh = 0.0
         self.last_error: str | None = None
+        # the HTTP status of the last failure when it had one: 401/403 mean the token is refused
+        # (a configuration error, not an outage: see `token_refused`)
+        self.last_error_status: int | None = None
         self.last_success: float | None = None
         self.fetches = 0  # requests sent (for tests and metrics)
         self.not_modified = 0
@@ -280,14 +284,22 @@ class ClientState:
     def _url(self, path: str) -> str:
         return f"{self.base_url}/api/{self.api_version}/{path}"
 
+    @property
+    def token_refused(self) -> bool:
+        """True when the server's last answer refused the token (401: unknown, revoked or expired;
+        403: another agent's or another scope's), not an outage."""
+        return self.last_error is not None and self.last_error_status in (401, 403)
+
     def _succeeded(self, now: float) -> bool:
         self.last_error = None
+        self.last_error_status = None
         self.last_success = now
         self._next_refresh = now + self.refresh_interval
         return True
 
-    def _failed(self, now: float, message: str) -> bool:
+    def _failed(self, now: float, message: str, *, status: int | None = None) -> bool:
         self.last_error = message
+        self.last_error_status = status
         self._next_refresh = now + self.retry_interval
         logger.warning("procmem: keeping the last good set of %s (%s)", self.agent, message)
         return False
@@ -348,7 +360,9 @@ class ProcmemClient(ClientState):
                 if exc.code == 304:
                     self.not_modified += 1
                     return self._succeeded(now)
-                return self._failed(now, f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', 'replace')}")
+                return self._failed(
+                    now, f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', 'replace')}", status=exc.code
+                )
             except (urllib.error.URLError, OSError, ValueError, EOFError) as exc:  # EOFError: truncated gzip
                 return self._failed(now, f"{type(exc).__name__}: {exc}")
             with self._lock:
@@ -439,12 +453,19 @@ class ProcmemClient(ClientState):
     def _select_on_server(
         self, *, task: str, intent: str | None, k: int | None, session: str | None = None
     ) -> Selection:
-        """GET /api/v1/agents/{agent}/select. When the server fails, nothing is injected (the error is
+        """POST /api/v1/agents/{agent}/select. When the server fails, nothing is injected (the error is
         in `last_error`): the agent still runs, only without procedures."""
         query = select_query(task=task, intent=intent, k=k, environment=self.environment, session=session)
+        # POST: the task goes in the body, never in a URL that access and proxy logs keep
         request = urllib.request.Request(
-            self._url(f"agents/{self.agent}/select?{urllib.parse.urlencode(query)}"),
-            headers={"Authorization": f"Bearer {self._token}", "Accept": "application/json"},
+            self._url(f"agents/{self.agent}/select"),
+            data=json.dumps(query).encode(),
+            method="POST",
+            headers={
+                "Authorization": f"Bearer {self._token}",
+                "Accept": "application/json",
+                "Content-Type": "application/json",
+            },
         )
         self.selects += 1
         try:
@@ -453,10 +474,12 @@ class ProcmemClient(ClientState):
             selection = selection_from_response(task, data)
         except urllib.error.HTTPError as exc:
             self.last_error = f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', 'replace')}"
+            self.last_error_status = exc.code
             logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
             return empty_selection(task, intent)
         except (urllib.error.URLError, OSError, ValueError) as exc:
             self.last_error = f"{type(exc).__name__}: {exc}"
+            self.last_error_status = None
             logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
             return empty_selection(task, intent)
         self.selected_set_etag = data.get("setEtag")

@@ -46,6 +46,7 @@ SKILL_PREFIX = "skill://"
 MAX_TASK_CHARS = 8000  # as the select endpoint (library/api/views.py)
 NOTHING_APPLIES = "No reviewed procedure applies to this task."
 INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
 
 
 class Recall(TypedDict):
@@ -342,8 +343,14 @@ def build_server(backend: Backend, *, run_sync: RunSync = _in_thread, name: str 
         offered = ", ".join(tool.name for tool in tools_for(backend)) or "none"
         return _error(f"unknown tool {params.name!r}; this connection offers: {offered}")
 
+    async def procedures() -> list[dict[str, Any]]:
+        try:
+            return await run_sync(backend.procedures) if backend.can_recall else []
+        except ProcmemError as exc:
+            raise MCPError(INTERNAL_ERROR, str(exc)) from None
+
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        records = await run_sync(backend.procedures) if backend.can_recall else []
+        records = await procedures()
         skills = await run_sync(backend.skills) if backend.can_recall else []
         return types.ListResourcesResult(
             resources=[procedure_resource(backend.agent, record) for record in records]
@@ -361,7 +368,7 @@ def build_server(backend: Backend, *, run_sync: RunSync = _in_thread, name: str 
                         ]
                     )
             raise MCPError(INVALID_PARAMS, f"no served skill at {uri} (resources/list names them)")
-        records = await run_sync(backend.procedures) if backend.can_recall else []
+        records = await procedures()
         for record in records:
             if resource_uri(backend.agent, record["id"]) == uri:
                 return types.ReadResourceResult(
@@ -407,6 +414,7 @@ class ClientBackend:
         if not self.client.local_ranking:
             self.client.last_error = None  # the server's select reports its own failure; a success leaves it as it was
         selection = self.client.select(task=task, intent=intent)
+        self._refuse_a_refused_token()
         block = render_block(selection["injected"], max_chars=self.client.max_chars)
         stale = self.client.last_error is not None
         if stale:
@@ -425,13 +433,26 @@ class ClientBackend:
         }
 
     def procedures(self) -> list[dict[str, Any]]:
-        return self.client.procedures()
+        records = self.client.procedures()
+        self._refuse_a_refused_token()
+        return records
 
     def skills(self) -> list[Skill]:
         return skills_of(self.client.procedures())
 
     def report(self, record: dict[str, Any]) -> dict[str, Any]:
         return self.client.report_sessions([record])
+
+    def _refuse_a_refused_token(self) -> None:
+        """A token the server refuses is a configuration error, not an outage: answered as an
+        empty library ("No reviewed procedure applies") an agent would go on without procedures
+        and nobody would know (issue 39), so the tool fails and says why."""
+        if self.client.token_refused:
+            raise ProcmemError(
+                f"procmem refused the read token for agent {self.agent} ({self.client.last_error}); "
+                "check PROCMEM_TOKEN (--token): it must be a live read token of this agent",
+                status=self.client.last_error_status,
+            )
 
 
 # ---------------------------------------------------------------------------------------------- procmem-mcp

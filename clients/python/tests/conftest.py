@@ -152,31 +152,43 @@ class _Handler(BaseHTTPRequestHandler):
                 )
             return self._send(200, body, {"ETag": etag, "Content-Type": "application/json"})
         if url.path == f"/api/v1/agents/{fake.agent}/select":
-            query = parse_qs(url.query)
-            data = json.loads(fake.active_set())
-            intent = query.get("intent", [None])[0]
-            injected = [
-                p for p in data["procedures"] if p["id"] == "refund.over_limit" and intent in (None, p["intent"])
-            ]
-            if fake.selection is not None:
-                injected = fake.selection
-            return self._json(
-                200,
-                {
-                    "apiVersion": "v1",
-                    "agent": fake.agent,
-                    "setEtag": fake.etag(),
-                    "task": query["task"][0],
-                    "intent": intent,
-                    "cap": fake.cap,
-                    "injected": injected[: fake.cap],
-                },
-            )
+            return self._select(parse_qs(url.query))
         return self._json(404, {"error": {"code": "not_found", "message": url.path}})
+
+    def _select(self, query: dict[str, list[str]]):
+        """The select endpoint's answer; `query` as parse_qs gives it (a POST body's fields alike)."""
+        fake = self.fake
+        data = json.loads(fake.active_set())
+        intent = query.get("intent", [None])[0]
+        injected = [p for p in data["procedures"] if p["id"] == "refund.over_limit" and intent in (None, p["intent"])]
+        if fake.selection is not None:
+            injected = fake.selection
+        return self._json(
+            200,
+            {
+                "apiVersion": "v1",
+                "agent": fake.agent,
+                "setEtag": fake.etag(),
+                "task": query["task"][0],
+                "intent": intent,
+                "cap": fake.cap,
+                "injected": injected[: fake.cap],
+            },
+        )
 
     def do_POST(self):  # noqa: N802
         fake = self.fake
         body = self.rfile.read(int(self.headers["Content-Length"])).decode("utf-8")
+        if urlparse(self.path).path == f"/api/v1/agents/{fake.agent}/select":  # the task in the body
+            query = {name: [str(value)] for name, value in json.loads(body).items()}
+            fake.requests.append(
+                {"method": "POST", "path": self.path, "query": query, "headers": dict(self.headers), "body": body}
+            )
+            if fake.status:
+                return self._json(fake.status, {"error": {"code": "forced", "message": f"status {fake.status}"}})
+            if self.headers.get("Authorization") != f"Bearer {fake.token}":
+                return self._json(401, {"error": {"code": "unauthorized", "message": "bad token"}})
+            return self._select(query)
         fake.requests.append({"method": "POST", "path": self.path, "headers": dict(self.headers), "body": body})
         if "bad" in body:
             return self._json(400, {"error": {"code": "invalid", "message": "line 1: outcome"}})

@@ -86,6 +86,10 @@ def test_server_selection_renders_with_the_one_renderer_and_fails_to_nothing(ser
             return text, injected, empty, procmem.last_error
 
     text, injected, empty, error = asyncio.run(scenario())
+    selects = [r for r in fake.requests if r["path"].startswith("/api/v1/agents/support_agent/select")]
+    assert [(r["method"], r["path"], r["query"]["task"]) for r in selects] == [
+        ("POST", "/api/v1/agents/support_agent/select", ["a refund of 900"])
+    ] * 2  # the task in the body, in no URL
     refund = [p for p in json.loads(fake.active_set())["procedures"] if p["id"] == "refund.over_limit"]
     assert text == "You are support.\n\n" + render_block(refund)["text"]
     assert [p["id"] for p in injected] == ["refund.over_limit"]
@@ -115,7 +119,7 @@ def test_reports_post_jsonl_with_the_ingest_token_and_refusals_raise(server, fak
 
     answer, refused = asyncio.run(scenario())
     assert answer["stored"] == 1 and refused.status == 400
-    posted = [r for r in fake.requests if r["method"] == "POST"][0]
+    posted = [r for r in fake.requests if r["method"] == "POST" and r["path"].endswith("/sessions")][0]
     assert (
         posted["headers"]["Authorization"] == "Bearer pm_ingest"
         and posted["headers"]["Content-Type"] == "application/x-ndjson"

@@ -117,7 +117,9 @@ def test_without_the_embeddings_extra_the_server_selects(server, fake):
     client = ProcmemClient(base_url=server.url, agent=fake.agent, token=fake.token, local_ranking=False)
     text, injected = client.instruction_for(task="Refund of $900, above my limit?", intent="refund_over_limit")
     request = fake.requests[-1]
-    assert request["path"] == "/api/v1/agents/support_agent/select"
+    # POST with the task in the body: no URL (so no access log) carries it
+    assert request["method"] == "POST" and request["path"] == "/api/v1/agents/support_agent/select"
+    assert request["headers"]["Content-Type"] == "application/json"
     assert request["query"] == {"task": ["Refund of $900, above my limit?"], "intent": ["refund_over_limit"]}
     assert request["headers"]["Authorization"] == "Bearer pm_read"
     assert [p["id"] for p in injected] == ["refund.over_limit"] and client.fetches == 0 and client.selects == 1

@@ -70,7 +70,7 @@ def test_recall_renders_the_selection_with_the_one_renderer_and_lists_the_proced
     assert skills["skill://order-status/v1"].mime_type == "text/markdown"
     assert seen["skill"].contents[0].text == render_skill(fake.procedures[0])["files"]["SKILL.md"]
     assert "no served skill at skill://order-status/v9" in seen["no_skill"]
-    posted = [r for r in fake.requests if r["method"] == "POST"]
+    posted = [r for r in fake.requests if r["method"] == "POST" and r["path"].endswith("/sessions")]
     assert posted and posted[0]["headers"]["Authorization"] == "Bearer pm_ingest"
 
 

@@ -372,15 +372,23 @@ export class ProcmemClient {
     if (typeof task !== "string" || pyStrip(task) === "") throw new TypeError("task must be a non-empty string");
     if (k !== undefined && (!Number.isInteger(k) || k < 1 || k > 20)) throw new RangeError("k must be an integer from 1 to 20");
     const empty: Selection = { task, intent: intent || null, cap: 0, injected: [], ranked: [], rendered: "", setEtag: null };
-    const url = this.#url(`agents/${encodeURIComponent(this.agent)}/select`, {
+    // POST with the parameters in the body: the task stays out of URLs, so out of access and proxy logs
+    const parameters: Record<string, string> = {};
+    for (const [key, value] of Object.entries({
       task,
       intent: intent ?? undefined,
       k: k === undefined ? undefined : String(k),
       ...this.#scope(session),
-    });
+    })) {
+      if (value !== undefined && value !== null && value !== "") parameters[key] = value;
+    }
     this.selects += 1;
     try {
-      const response = await this.#request(url, { headers: { Authorization: `Bearer ${this.#token}`, Accept: "application/json" } });
+      const response = await this.#request(this.#url(`agents/${encodeURIComponent(this.agent)}/select`), {
+        method: "POST",
+        body: JSON.stringify(parameters),
+        headers: { Authorization: `Bearer ${this.#token}`, Accept: "application/json", "Content-Type": "application/json" },
+      });
       if (!response.ok) {
         const body = (await response.text()).slice(0, 300);
         throw new ProcmemError(`HTTP ${response.status}: ${body}`, { status: response.status, body });

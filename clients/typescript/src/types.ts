@@ -58,7 +58,7 @@ export interface ActiveSet {
   note?: string;
 }
 
-/** GET /api/v1/agents/{agent}/select (the fields a client reads). */
+/** POST (or GET) /api/v1/agents/{agent}/select (the fields a client reads). */
 export interface Selection {
   task: string;
   intent: string | null;
