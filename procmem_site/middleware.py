@@ -5,6 +5,8 @@
 - `InputGuardMiddleware`: a NUL character or a lone surrogate in the path, a query parameter or a
   form field is refused with 400 before any view, sign-in backend or lock-out record sees it
   (PostgreSQL cannot store a NUL; a view reading the value without a Django form would fail).
+- `LockoutRetryAfterMiddleware`: the sign-in lock-out's 429 (django-axes) says when to try again,
+  `Retry-After` in seconds, as every other 429 of the site does.
 - `ApiErrorsMiddleware`: under /api/ every error is JSON, `{"error": {"code", "message"}}`, even
   the ones that happen above the views (404 of an unknown URL, 405, 413, an unhandled exception's
   500); the status and headers such as Allow and WWW-Authenticate are kept.
@@ -127,3 +129,41 @@ def _is_json(response: HttpResponse) -> bool:
     """A JSON answer is the view's own (the API's error shape, or a 207/422 ingest report); so is a
     protobuf one (the OTLP endpoint's google.rpc.Status, as OTLP/HTTP prescribes)."""
     return response.get("Content-Type", "").startswith(("application/json", "application/x-protobuf"))
+
+
+class LockoutRetryAfterMiddleware:
+    """Adds `Retry-After` to django-axes' lock-out answer: the seconds until the pair of username
+    and address is let in again (its last failure plus the cool-off; the whole cool-off when the
+    record cannot be read). Placed just outside AxesMiddleware, which builds the 429."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        response = self.get_response(request)
+        if response.status_code == 429 and getattr(request, "axes_locked_out", False) and "Retry-After" not in response:
+            response["Retry-After"] = str(_lockout_seconds_left(request))
+        return response
+
+
+def _lockout_seconds_left(request: HttpRequest) -> int:
+    import math
+
+    from axes.helpers import get_client_ip_address, get_client_username, get_cool_off
+    from axes.models import AccessAttempt
+    from django.utils import timezone
+
+    cool_off = get_cool_off(request)
+    if cool_off is None:
+        return 60
+    credentials = getattr(request, "axes_credentials", None)
+    last = (
+        AccessAttempt.objects.filter(
+            username=get_client_username(request, credentials), ip_address=get_client_ip_address(request)
+        )
+        .order_by("-attempt_time")
+        .values_list("attempt_time", flat=True)
+        .first()
+    )
+    left = (last + cool_off - timezone.now()).total_seconds() if last else cool_off.total_seconds()
+    return max(1, math.ceil(min(left, cool_off.total_seconds())))

@@ -112,6 +112,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # the lock-out's 429 gets Retry-After (the seconds its cool-off has left)
+    "procmem_site.middleware.LockoutRetryAfterMiddleware",
     # last, as django-axes asks: it turns a locked-out sign-in into the 429 page
     "axes.middleware.AxesMiddleware",
 ]
@@ -387,6 +389,9 @@ EMBEDDING_MODEL_PATH = env_str("EMBEDDING_MODEL_PATH")  # older: sentence-transf
 # A web process (procmem_site.wsgi / asgi) loads the model, the views and the templates before its
 # first request (procmem_site/warmup.py); off, the first request that needs each pays for it.
 PROCMEM_WARM_UP = env_bool("PROCMEM_WARM_UP", True)
+# the embedding model loads in a thread of the web process after the rest of the warm-up, so health
+# and pages without the model answer while it loads (procmem_site/warmup.py); 0: before the first request
+PROCMEM_WARM_UP_MODEL_IN_BACKGROUND = env_bool("PROCMEM_WARM_UP_MODEL_IN_BACKGROUND", True)
 
 # --- procmem --------------------------------------------------------------------------------------
 PROCMEM_DEFAULT_INJECTION_CAP = env_int("PROCMEM_DEFAULT_INJECTION_CAP", 2, minimum=0, maximum=20)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 
 logger = logging.getLogger(__name__)
@@ -32,27 +33,56 @@ logger = logging.getLogger(__name__)
 URL_NAMESPACES_NOT_WARMED = frozenset({"admin"})
 
 
-def warm_up() -> dict[str, float]:
+# Set once the warm-up is complete (the model loaded, the heap frozen): `wait_until_ready`.
+ready = threading.Event()
+
+
+def warm_up(*, model_in_background: bool | None = None) -> dict[str, float]:
     """Loads what the first requests would otherwise load, then freezes the heap
     (`freeze_start_heap`), and only then logs that the process is ready; returns seconds per part.
     A part that fails is logged and skipped: the request that needs it will load it (and show its
-    error)."""
+    error).
+
+    With `model_in_background` (settings.PROCMEM_WARM_UP_MODEL_IN_BACKGROUND, on by default) the
+    embedding model — 30-60 s of a fresh worker on a loaded machine, most of the warm-up — loads in a
+    thread of this process after the rest, so the process answers at once: after its workers were
+    killed, the health check and every page that needs no model no longer wait for it (issue 42),
+    and a request that needs the model waits for that one load (procmem_client.embeddings holds a
+    lock over it), never loads it twice. The thread then compiles the URL regexes again (the model's
+    own pushed them out of `re`'s cache), freezes the heap and logs the ready line; `ready` is set."""
     from django.conf import settings
 
     timings: dict[str, float] = {}
     if not getattr(settings, "PROCMEM_WARM_UP", True):
         freeze_start_heap()
+        ready.set()
         logger.info("procmem web process ready (PROCMEM_WARM_UP=0: nothing loaded before the first request)")
         return timings
-    # the model first: loading it compiles enough regular expressions to push the URLs' out of
-    # the `re` module's cache (512 patterns, the oldest dropped first)
-    parts = (
-        ("embedding model", _embedding_model),
+    if model_in_background is None:
+        model_in_background = getattr(settings, "PROCMEM_WARM_UP_MODEL_IN_BACKGROUND", True)
+    # the model before the URLs (or the URLs again after it): loading it compiles enough regular
+    # expressions to push the URLs' out of the `re` module's cache (512 patterns, the oldest dropped first)
+    parts = [
         ("urls", _urls),
         ("templates", _templates),
         ("request machinery", _request_machinery),
         ("database", _database),
-    )
+    ]
+    if model_in_background:
+        _load(parts, timings)
+        threading.Thread(target=_finish_in_background, args=(timings,), name="procmem-warm-up", daemon=True).start()
+        return timings
+    _load([("embedding model", _embedding_model), *parts], timings)
+    _freeze_and_say_ready(timings)
+    return timings
+
+
+def wait_until_ready(timeout: float | None = None) -> bool:
+    """Waits for the warm-up (the model included); True when it is complete."""
+    return ready.wait(timeout)
+
+
+def _load(parts, timings: dict[str, float]) -> None:
     for part, load in parts:
         started = time.perf_counter()
         try:
@@ -60,16 +90,27 @@ def warm_up() -> dict[str, float]:
         except Exception:  # noqa: BLE001 — a start must not fail for what one page needs
             logger.exception("warm-up: loading the %s failed; the first request that needs it will load it", part)
             continue
-        timings[part] = time.perf_counter() - started
+        timings[part] = timings.get(part, 0.0) + time.perf_counter() - started
+
+
+def _finish_in_background(timings: dict[str, float]) -> None:
+    try:
+        _load([("embedding model", _embedding_model), ("urls", _urls)], timings)
+        _freeze_and_say_ready(timings)
+    finally:
+        ready.set()
+
+
+def _freeze_and_say_ready(timings: dict[str, float]) -> None:
     # last, and before the process says it is ready: collecting the 600,000 objects took 0.4-1.3 s,
     # which the first request waited for when it came right after the line below
     started = time.perf_counter()
     freeze_start_heap()
     timings["frozen heap"] = time.perf_counter() - started
+    ready.set()
     logger.info(
         "procmem web process ready: " + ", ".join(f"{part} {seconds:.2f} s" for part, seconds in timings.items())
     )
-    return timings
 
 
 def freeze_start_heap() -> None:

@@ -111,9 +111,10 @@ def test_429_of_a_locked_out_sign_in(settings, page_headers):
     client = Client(REMOTE_ADDR="203.0.113.8")
     for _ in range(2):
         client.post("/accounts/login/", {"username": "locked", "password": "wrong"})
-    _assert_same(
-        client.post("/accounts/login/", {"username": "locked", "password": "right-horse-battery"}), 429, page_headers
-    )
+    locked = client.post("/accounts/login/", {"username": "locked", "password": "right-horse-battery"})
+    _assert_same(locked, 429, page_headers)
+    # Retry-After: the cool-off (15 minutes by default) less the seconds since the last failure
+    assert 15 * 60 - 60 <= int(locked["Retry-After"]) <= 15 * 60
 
 
 @pytest.mark.urls("tests.failing_api_urls")

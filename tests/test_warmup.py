@@ -46,7 +46,10 @@ def counted_encode(self, sentences, *args, **kwargs):
 sentence_transformers.SentenceTransformer.encode = counted_encode
 
 from procmem_site.wsgi import application  # what gunicorn and runserver import
+from procmem_site import warmup
 from procmem_client import embeddings
+
+warmup.wait_until_ready()  # the model loads in the background (the health check does not wait for it)
 
 at_start, encodes_at_start = len(loads), len(encodes)
 loaded_at_start = embeddings._model is not None
@@ -120,6 +123,9 @@ PRIMED = r"""
 import gc, io, json, re, sys
 
 from procmem_site.wsgi import application  # what gunicorn and runserver import
+from procmem_site import warmup
+
+warmup.wait_until_ready()
 
 from django.contrib.contenttypes.models import ContentType
 from django.db import connection
@@ -193,6 +199,62 @@ def test_the_warm_up_loads_what_the_first_candidate_page_would(candidate_page):
     assert seen["content_type_lookups_in_request"] == []
     for part in ("embedding model", "urls", "templates", "request machinery", "database", "frozen heap"):
         assert f"{part} " in result.stderr.split("procmem web process ready:")[1].splitlines()[0]
+
+
+HEALTH_FIRST = r"""
+import io, json, sys, threading
+import sentence_transformers
+
+# the model's load is held until the health check has answered: a model that takes as long as it likes
+release, loads = threading.Event(), []
+original = sentence_transformers.SentenceTransformer.__init__
+
+built = []
+
+def held(self, *args, **kwargs):
+    loads.append(threading.current_thread().name)
+    release.wait(120)
+    original(self, *args, **kwargs)
+    built.append(True)
+
+sentence_transformers.SentenceTransformer.__init__ = held
+
+from procmem_site.wsgi import application  # returns while the model still loads
+from procmem_site import warmup
+
+
+def get(path):
+    status = []
+    environ = {
+        "REQUEST_METHOD": "GET", "PATH_INFO": path, "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "80", "HTTP_HOST": "127.0.0.1", "wsgi.input": io.BytesIO(), "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr, "wsgi.multithread": True, "wsgi.multiprocess": True, "wsgi.run_once": False,
+        "wsgi.version": (1, 0), "SERVER_PROTOCOL": "HTTP/1.1", "REMOTE_ADDR": "127.0.0.1",
+    }
+    body = b"".join(application(environ, lambda s, h, *a: status.append(s)))
+    return status[0], body.decode()
+
+
+health = get("/api/v1/health")
+seen = {"health": health, "ready_at_health": warmup.ready.is_set(), "model_at_health": bool(built)}
+release.set()
+seen["ready"] = warmup.wait_until_ready(120)
+seen["loads"] = loads
+print(json.dumps(seen))
+"""
+
+
+def test_health_answers_while_the_model_still_loads(transactional_db):
+    """Issue 42: after the web workers were killed, health took 30-60 s while each worker loaded the
+    model before it answered anything. The model now loads in a thread of the process: health
+    answers while that load is held, and the load happens once, in the warm-up thread."""
+    result = _run(HEALTH_FIRST)
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert seen["health"][0].startswith("200") and '"status": "ok"' in seen["health"][1]
+    assert seen["ready_at_health"] is False and seen["model_at_health"] is False
+    assert seen["ready"] is True and set(seen["loads"]) == {"procmem-warm-up"}  # loaded in the warm-up thread only
+    assert "procmem web process ready: urls" in result.stderr and "embedding model" in result.stderr
 
 
 UNMIGRATED = r"""
