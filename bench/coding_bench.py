@@ -10,7 +10,7 @@ In one process, per round (median of the rounds reported):
   into a fresh coding agent (parse, classify every command, redact, store in PostgreSQL), with the
   default worker processes (PROCMEM_IMPORT_WORKERS, else one per CPU), and again with `--workers 1`
   (all in one process); the CPU seconds of each (the command's process and its workers) are shown;
-- mining: one mining run of that agent (library/coding/runs.py: the task families, their candidates
+- mining: one mining run of that agent (library/mining/coding_runs.py: the task families, their candidates
   with verify commands and recovery notes, proposed as CANDIDATE versions).
 Targets: import ≤ 3× the plain parse; mining ≤ 1× the import. The agents stay in the database
 (their candidate versions are never deleted); each round uses a new agent name.

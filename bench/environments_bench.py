@@ -40,9 +40,11 @@ def main() -> None:
     from guardian.shortcuts import assign_perm
 
     from bench.seed_active import seed_active_procedures
-    from library import releases, services, serving
+    from library import services
     from library.demo.seed import record_passing_eval
     from library.models import ProcedureVersion
+    from library.serving import active_set as serving
+    from library.serving import environment_sets as releases
 
     call_command("migrate", verbosity=0)
     agent = seed_active_procedures(agent_name="bench_agent", count=args.count)
@@ -121,10 +123,11 @@ read with the built set) and are kept per production set and arm, so after the f
 
 
 def _statements() -> tuple[str, str]:
-    """The fingerprint statement of library/serving.py, without and with the releases and rollouts column."""
+    """The fingerprint statement of library/serving/active_set.py, without and with the releases and rollouts column."""
     import inspect
 
-    from library import environments, serving
+    from library import environments
+    from library.serving import active_set as serving
 
     source = inspect.getsource(serving._current_state)
     start = source.index('f"""SELECT') + 4

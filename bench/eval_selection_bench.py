@@ -43,8 +43,8 @@ class LegacyArmSets:
     the cap, rendered into one block."""
 
     def __init__(self, run):
-        from library import serving
         from library.models import ProcedureVersion
+        from library.serving import active_set as serving
 
         self.agent = run.version.procedure.agent
         self.candidate = run.version

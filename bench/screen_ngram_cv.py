@@ -1,10 +1,10 @@
 """The alternative to the policy screen's meaning layer that was measured and not shipped: a
 character n-gram logistic regression trained on the labelled set (docs/safety.md).
 
-Leave one split out: for each split of library/policy_data/screen_set.jsonl, a model trained on the
+Leave one split out: for each split of library/policy/data/screen_set.jsonl, a model trained on the
 other splits judges it, so no text is judged by a model that saw it. Prints recall and false
 positives per split and language at two thresholds, and how many of the project's real procedure
-fields (library/policy_data/benign_procedures.jsonl) a model trained on the whole set flags.
+fields (library/policy/data/benign_procedures.jsonl) a model trained on the whole set flags.
 
     PYTHONPATH=clients/python:. .venv/bin/python bench/screen_ngram_cv.py
 
@@ -19,8 +19,8 @@ from pathlib import Path
 from sklearn.feature_extraction.text import TfidfVectorizer
 from sklearn.linear_model import LogisticRegression
 
-from library.policy import normalise
-from library.policy_set import LANGUAGES, SCREEN_SET, SPLITS, load_screen_set
+from library.policy.rules import normalise
+from library.policy.screen_set import LANGUAGES, SCREEN_SET, SPLITS, load_screen_set
 
 BENIGN = SCREEN_SET.parent / "benign_procedures.jsonl"
 

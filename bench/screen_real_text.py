@@ -1,4 +1,4 @@
-"""The policy screen (library/policy.py) on real text nobody on this project wrote: how many texts
+"""The policy screen (library/policy/rules.py) on real text nobody on this project wrote: how many texts
 get a finding. Every finding on this text is a false positive unless reading it shows an attack, so
 a change to the screen's lexicons or frames is checked here before it lands (docs/safety.md).
 
@@ -42,7 +42,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "clients" / "python")]
 
-from library.policy import screen_text  # noqa: E402
+from library.policy.rules import screen_text  # noqa: E402
 from public_data import data_root  # noqa: E402
 
 

@@ -158,8 +158,9 @@ def main() -> None:
     import django
 
     django.setup()
-    from library import embeddings, serving
+    from library import embeddings
     from library.models import Agent
+    from library.serving import active_set as serving
     from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 
     embeddings.embed(["warm the model up"])

@@ -209,7 +209,7 @@ class AgentSessionAdmin(ReadOnlyModelAdmin):
 
 @admin.register(SessionLabel)
 class SessionLabelAdmin(ReadOnlyModelAdmin):
-    """A session's outcome labels as they arrived (library/outcomes.py, audited there)."""
+    """A session's outcome labels as they arrived (library/ingest/outcomes.py, audited there)."""
 
     list_display = (
         "session",
@@ -262,7 +262,7 @@ class HeldOutcomeAdmin(ReadOnlyModelAdmin):
 
 @admin.register(ErasureSweep)
 class ErasureSweepAdmin(ReadOnlyModelAdmin):
-    """What each erasure rewrote and flagged (library/erasure.py); fingerprints are keyed digests, never text."""
+    """What each erasure rewrote and flagged (library/services/erasure_sweep.py); fingerprints are keyed digests, never text."""
 
     exclude = ("fingerprints",)
     list_display = ("tombstone", "started_at", "finished_at")

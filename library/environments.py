@@ -1,6 +1,6 @@
 """An agent's environments and what each one serves besides production: the names (production
 always; the ones the agent's admins list in its settings), the rollout arm of a session, and the
-plan of releases and running rollouts that the served sets are derived with (library/releases.py).
+plan of releases and running rollouts that the served sets are derived with (library/serving/environment_sets.py).
 Pure reads and checks; the state changes are in library/services/ (approve, erase) and
 library/services/releases.py (promote, withdraw, rollouts).
 
@@ -130,7 +130,7 @@ class StagedPlan:
     """What an agent's non-production environments and running rollouts serve instead of the
     production version: per environment, procedure key → released version id; per running rollout
     (id, procedure key, version id, control version id or None, share). Read in the snapshot of the
-    production set it goes with (library/serving.py), so both show one committed state."""
+    production set it goes with (library/serving/active_set.py), so both show one committed state."""
 
     releases: dict[str, dict[str, int]] = field(default_factory=dict)
     rollouts: tuple[tuple[int, str, int, int | None, int], ...] = ()
@@ -181,7 +181,7 @@ def read_plan(agent_id: int, *, using: str) -> StagedPlan:
     return StagedPlan(releases=releases, rollouts=tuple(rollouts))
 
 
-# What the fingerprint statement of library/serving.py adds for the plan: a digest of the agent's
+# What the fingerprint statement of library/serving/active_set.py adds for the plan: a digest of the agent's
 # releases and running rollouts (the set is rebuilt, with its plan, when they change).
 STAGED_COLUMN = f"""(SELECT md5(coalesce(string_agg(x, ';' ORDER BY x), '')) FROM (
         SELECT 'r' || r.environment || ':' || r.procedure_id || ':' || r.version_id AS x

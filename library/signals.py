@@ -5,7 +5,7 @@ caused it commits (`transaction.on_commit`)."""
 from django.dispatch import Signal
 
 # kwargs: agent_id. The agent's active set may have changed (approve, retire, rollback, tool list).
-# Sent by library/services/; library/serving.py drops its cached set.
+# Sent by library/services/; library/serving/active_set.py drops its cached set.
 active_set_changed = Signal()
 
 # kwargs: agent_id, version_ids (list[int]), mining_run_id (int | None). New candidates wait for review.
@@ -17,17 +17,17 @@ candidates_created = Signal()
 eval_run_finished = Signal()
 
 # kwargs: version_id, missing_tools (list[str]). A version was refused at load, first time for this tool list.
-# Sent by library/serving.py.
+# Sent by library/serving/active_set.py.
 version_refused_at_load = Signal()
 
 # kwargs: version_id. A version is being erased: sent INSIDE the erasing transaction (the one
 # exception to "after commit"), so that what a listener wipes (reviews: comment texts) is wiped in the
 # same transaction as the content, or not at all. A listener returns the texts it wiped (a list of
-# str), so that the erasure sweep (library/erasure.py) removes their copies too. Sent by
+# str), so that the erasure sweep (library/services/erasure_sweep.py) removes their copies too. Sent by
 # library/services/erasing.py version_erase.
 version_erasing = Signal()
 
-# kwargs: agent_id, version_id. A version was erased (after commit). library/serving.py drops this
+# kwargs: agent_id, version_id. A version was erased (after commit). library/serving/active_set.py drops this
 # process's built set of the agent and its text-keyed caches (they held the erased text).
 version_erased = Signal()
 
@@ -38,5 +38,5 @@ version_status_changed = Signal()
 # kwargs: version_id, reason (str), actor_label (str). Someone outside the review pages asks that an
 # ACTIVE version be retired (`import_procedures --sync`: its file was removed from the procedures
 # repository). reviews opens a demotion proposal; an admin confirms (retires) or dismisses it.
-# Sent synchronously by library/interchange.py (outside any transaction of its own).
+# Sent synchronously by library/interchange/procedure_files.py (outside any transaction of its own).
 retirement_requested = Signal()

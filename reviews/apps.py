@@ -9,7 +9,7 @@ class ReviewsConfig(AppConfig):
     def ready(self) -> None:
         # The signal receivers (library.signals → notifications and webhooks), and the tasks registered in this
         # process too, so that a task queued by name runs in place when tasks are eager (tests, demo).
-        from library.personal_data_scan import register_surface
+        from library.scans.personal_data import register_surface
 
         from . import notifications, services, tasks, webhooks  # noqa: F401
 

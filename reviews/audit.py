@@ -34,7 +34,7 @@ def audit_events(user, filters: dict[str, str]) -> QuerySet[AuditEvent]:
 
 
 # Keys of the audit snapshots that the record's tables (key_words) do not know: the regression case's
-# columns (library/evals/cases.py CASE_FIELDS) and a session's label (library/outcomes.py).
+# columns (library/evals/cases.py CASE_FIELDS) and a session's label (library/ingest/outcomes.py).
 AUDIT_KEY_LABELS = {
     "expected_tools": "expected tools",
     "forbidden_tools": "forbidden tools",

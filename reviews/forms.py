@@ -12,8 +12,9 @@ from django.core.exceptions import ValidationError
 from django.forms.fields import InvalidJSONInput
 
 from library import safe_json
-from library.agent_settings import LABELS as CAPTURE_LABELS
-from library.agent_settings import MAX_INJECTION_CAP, MAX_REVIEW_TARGET_HOURS
+from library.agents.rate_limits import DEFAULT_LIMITS, ENDPOINTS, MAX_LIMIT_TEXT, WHO, parse_limit
+from library.agents.settings import LABELS as CAPTURE_LABELS
+from library.agents.settings import MAX_INJECTION_CAP, MAX_REVIEW_TARGET_HOURS
 from library.models import (
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -26,7 +27,6 @@ from library.models import (
     RegressionCase,
     procedure_key_validator,
 )
-from library.rate_limits import DEFAULT_LIMITS, ENDPOINTS, MAX_LIMIT_TEXT, WHO, parse_limit
 from library.services import MAX_STEPS_APPROVABLE
 
 from .models import SUBSCRIBABLE_EVENTS, Webhook

@@ -41,7 +41,7 @@ FIGURE_LABELS = {
     "quarantined": "quarantined",
     "skipped": "intents not proposed",
     "reported": "reported",
-    # a coding agent's task families (library/coding/runs.py)
+    # a coding agent's task families (library/mining/coding_runs.py)
     "families": "task families",
     "resolvedWithVerify": "resolved with a passing test command",
     "familiesNotProposed": "task families not proposed",
@@ -76,7 +76,7 @@ KEY_LABELS = {
     "runWithoutOutcome": "sessions of the run without outcome",
     "nearDuplicateOf": "near-duplicate of",
     "escalatedExcluded": "escalated sessions left out",
-    # a coding agent's run (library/coding/runs.py coding_parameters)
+    # a coding agent's run (library/mining/coding_runs.py coding_parameters)
     "minTraces": "resolved sessions with a verify command a task family needs",
     "familyRules": "task family rules",
 }

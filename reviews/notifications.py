@@ -32,7 +32,6 @@ from django.urls import reverse
 from django.utils import timezone
 
 from library import signals
-from library.erasure import FingerprintMatcher
 from library.models import (
     Agent,
     AgentGroupObjectPermission,
@@ -43,6 +42,7 @@ from library.models import (
     ProcedureVersion,
 )
 from library.permissions import REVIEW_PERM, agents_visible_to, reads_every_namespace
+from library.services.erasure_sweep import FingerprintMatcher
 
 from .models import Notification, NotificationKind, NotificationPreference
 from .signals import metric_warning
@@ -167,7 +167,7 @@ def notification_email_send(*, user_ids: list[int], kind: str, message: str, url
     """One e-mail per recipient through Django's mail settings (reviews.tasks.notification_email
     runs this and retries while the mail server is unreachable). Recipients who were deactivated or
     lost their address meanwhile are skipped. A message that quotes text erased after it was queued
-    (library/erasure.py's fingerprints) is sent without it. Returns the number of e-mails sent."""
+    (library/services/erasure_sweep.py's fingerprints) is sent without it. Returns the number of e-mails sent."""
     users = get_user_model().objects.filter(pk__in=user_ids, is_active=True).exclude(email="")
     if FingerprintMatcher().matches(message):
         # queued before an erasure whose text it quotes: the in-app copy was rewritten then, this one now

@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from library.models import Agent, AgentSession, EvalRun, Intent, Procedure, ProcedureVersion, Status
 from library.selectors import active_versions_for_agent, evidence_session_ids
-from library.serving import missing_tools
+from library.serving.active_set import missing_tools
 from reviews.access import of_agents
 from reviews.models import CandidateClaim
 
@@ -704,7 +704,7 @@ def evidence_sessions(version: ProcedureVersion) -> list[AgentSession]:
 
 
 def version_missing_tools(version: ProcedureVersion, agent: Agent) -> list[str]:
-    """The agent API's own load-time check (library.serving), so the operations pages and the JSON
+    """The agent API's own load-time check (library.serving.active_set), so the operations pages and the JSON
     agree on what is refused at load."""
     return missing_tools(required=list(version.required_tools), available=list(agent.tools))
 

@@ -180,7 +180,7 @@ ERASED_COMMENT = "(erased with the version)"
 def _wipe_comments(sender, version_id: int, **kwargs) -> list[str]:
     """Inside the erasing transaction: comments can quote the erased content. The rows stay (who
     commented when), their text goes; the texts are returned, so the erasure sweep removes their
-    copies (audit reasons of "Commented" events, mention notifications; library/erasure.py). The
+    copies (audit reasons of "Commented" events, mention notifications; library/services/erasure_sweep.py). The
     search document follows the body (its trigger fires on UPDATE OF body)."""
     comments = Comment.objects.filter(version_id=version_id)
     bodies = [body for body in comments.values_list("body", flat=True) if body != ERASED_COMMENT]

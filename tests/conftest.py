@@ -440,7 +440,7 @@ def readonly_shares_default(db):
     `transactional_db` instead (tests/library/test_serving.py)."""
     from django.db import connections
 
-    from library import serving
+    from library.serving import active_set as serving
 
     original = connections["readonly"]
     connections["readonly"] = connections["default"]

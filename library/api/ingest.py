@@ -29,9 +29,9 @@ from .. import safe_json
 from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item
 from ..ingest.otlp_items import personal_session_id
 from ..ingest.otlp_outcomes import hold_seconds, outcomes_hold
+from ..ingest.outcomes import OutcomeIn, OutcomeInvalid, outcomes_record, parse_outcome
 from ..ingest.store import sessions_store
 from ..models import Agent, AgentSession
-from ..outcomes import OutcomeIn, OutcomeInvalid, outcomes_record, parse_outcome
 from ..redaction.identifiers import personal_in_identifier
 from .tokens import api_error, token_required
 
@@ -126,7 +126,7 @@ def _items_of(
 @require_POST
 @token_required("ingest", limit="ingest")
 def outcomes_ingest(request: HttpRequest) -> JsonResponse:
-    """POST /api/v1/sessions/outcomes: outcomes known after the session (library/outcomes.py).
+    """POST /api/v1/sessions/outcomes: outcomes known after the session (library/ingest/outcomes.py).
     200 all applied (or resent); 202 all applied or held (an OTLP session still waiting: applied
     when it is stored, library/ingest/otlp_outcomes.py); 207 some ids unknown or some items refused;
     422 none applied or held."""

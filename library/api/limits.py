@@ -1,4 +1,4 @@
-"""Counting the agent API's requests against its rate limits (the rules: library/rate_limits.py).
+"""Counting the agent API's requests against its rate limits (the rules: library/agents/rate_limits.py).
 
 Counting is the maintained `limits` library's moving window. Its counters live in the storage
 PROCMEM_RATE_LIMIT_STORAGE names: Redis when the deployment has it (one count for every process and
@@ -20,8 +20,8 @@ from django.conf import settings
 from django.http import HttpRequest, JsonResponse
 from limits import RateLimitItem, storage, strategies
 
+from ..agents.rate_limits import ENDPOINTS, WHO, effective_limits, parse_limit
 from ..models import ApiToken
-from ..rate_limits import ENDPOINTS, WHO, effective_limits, parse_limit
 
 _limiter: strategies.MovingWindowRateLimiter | None = None
 _limiter_url: tuple[str, str] | None = None

@@ -49,9 +49,9 @@ from mcp.server.transport_security import TransportSecuritySettings
 
 from procmem_client.mcp_server import Recall, Skill, build_server
 
-from .. import serving
 from ..models import Agent, ApiToken
-from ..skill_serving import skills_for
+from ..serving import active_set as serving
+from ..serving.skills import skills_for
 from .ingest import sessions_accept
 from .limits import rate_limited
 from .tokens import api_error, token_required

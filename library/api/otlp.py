@@ -126,7 +126,9 @@ def traces(request: HttpRequest) -> HttpResponse:
         return response
     if token.scope != ApiToken.Scope.INGEST:
         return _status(403, "This token may not write sessions: use a token of scope ingest.", answer_as)
-    limited = rate_limited(request, token=token, endpoint="otlp")  # the agent's OTLP limit (library/rate_limits.py)
+    limited = rate_limited(
+        request, token=token, endpoint="otlp"
+    )  # the agent's OTLP limit (library/agents/rate_limits.py)
     if limited is not None:
         response = _status(429, "Over the agent's OTLP rate limit; retry after the Retry-After seconds.", answer_as)
         response["Retry-After"] = limited["Retry-After"]

@@ -1,5 +1,5 @@
 """The served set as Agent Skills over HTTP, at the well-known discovery path (docs/api.md "Agent
-Skills"; the skills themselves: library/skill_serving.py).
+Skills"; the skills themselves: library/serving/skills.py).
 
     GET /.well-known/agent-skills/index.json?role=&environment=&session=            read token
     GET /.well-known/agent-skills/skills/<name>/v<N>/SKILL.md?role=&environment=&session=
@@ -21,8 +21,9 @@ from django.utils.cache import patch_vary_headers
 from django.utils.http import parse_etags
 from django.views.decorators.csrf import csrf_exempt
 
-from .. import releases, serving
-from ..skill_serving import ARCHIVE_FILE, SkillSet, skills_for
+from ..serving import active_set as serving
+from ..serving import environment_sets as releases
+from ..serving.skills import ARCHIVE_FILE, SkillSet, skills_for
 from .tokens import api_error, token_required
 from .views import _agent_get_only, _cache_headers, _serving_parameters
 

@@ -29,9 +29,11 @@ from django.views.decorators.http import require_GET
 
 from procmem_client.ranking import MAX_K
 
-from .. import environments, releases, safe_json, serving
+from .. import environments, safe_json
 from ..permissions import agents_visible_to, user_can_manage_agent
 from ..services import agent_set_tools
+from ..serving import active_set as serving
+from ..serving import environment_sets as releases
 from .openapi import openapi_document
 from .tokens import api_error, token_required
 

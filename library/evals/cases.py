@@ -39,7 +39,7 @@ from django.db import transaction
 
 from .. import safe_json
 from ..ingest.formats import taubench_intent
-from ..interchange import ImportReport
+from ..interchange.procedure_files import ImportReport
 from ..models import Agent, AgentSession, AuditEvent, Intent, RegressionCase, slug_validator
 from ..permissions import user_is_reviewer
 from ..redaction.redactor import redactor_for_session, strings_in

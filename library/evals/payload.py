@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import serving
 from ..models import Agent, EvalRun, ProcedureVersion, RegressionCase
+from ..serving import active_set as serving
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 MAX_CACHED_RUNS = 8  # arm sets kept per process: a worker runs a run's chunks one after another

@@ -329,7 +329,7 @@ def runner_for_agent(agent) -> Runner:
     def gate():
         return agent_slot(agent_id=agent.pk, limit=max(1, agent.eval_concurrency), wait_seconds=wait)
 
-    from ..agent_settings import url_allowed
+    from ..agents.settings import url_allowed
 
     kind = agent.eval_runner
     if kind in ("http", "model"):
@@ -339,7 +339,7 @@ def runner_for_agent(agent) -> Runner:
     if kind == "http":
         return HttpRunner(agent.eval_url, policy=policy, gate=gate)
     if kind == "model":
-        from ..secret_store import SecretUnavailable, resolve_secret
+        from ..models.secret_store import SecretUnavailable, resolve_secret
 
         try:
             api_key = resolve_secret(agent.model_api_key)
@@ -355,7 +355,7 @@ def runner_for_agent(agent) -> Runner:
             gate=gate,
         )
     if kind == "python":
-        from ..agent_settings import python_path_allowed
+        from ..agents.settings import python_path_allowed
 
         if not python_path_allowed(agent.eval_python_path):
             raise RunnerError(f"{agent.eval_python_path!r} is outside PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES")

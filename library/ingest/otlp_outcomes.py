@@ -25,7 +25,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from ..models import Agent, AgentSession, HeldOutcome, OtlpSpan
-from ..outcomes import OutcomeIn, outcomes_record
+from .outcomes import OutcomeIn, outcomes_record
 
 logger = logging.getLogger(__name__)
 

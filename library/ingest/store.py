@@ -17,11 +17,11 @@ from django.utils import timezone
 
 from .. import safe_json
 from ..models import Agent, AgentSession, Intent
-from ..outcomes import pending_until_at_ingest
 from ..redaction.echo import RedactionCache
 from ..redaction.literals import is_safe_literal
 from ..redaction.redactor import Redactor, redactor_for_session, strings_in
 from .formats import SessionIn
+from .outcomes import pending_until_at_ingest
 
 EXCERPT_CALLS = 40
 EXCERPT_TEXT_CHARS = 400
@@ -270,7 +270,7 @@ def _store(
                 agent=agent,
                 intent_id=intent_ids.get(s.intent) if s.intent else None,
                 channel=channel,
-                # the agent's complaint window: the label is final only when it has passed (library/outcomes.py)
+                # the agent's complaint window: the label is final only when it has passed (library/ingest/outcomes.py)
                 label_pending_until=pending_until_at_ingest(agent, s.fields["ended_at"], now),
                 **s.fields,
             )

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 from django.core.management.base import BaseCommand, CommandError
 
-from library.interchange import ImportReport
+from library.interchange.procedure_files import ImportReport
 
 
 def import_and_report(

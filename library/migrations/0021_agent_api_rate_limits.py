@@ -1,5 +1,5 @@
 """Agent.api_rate_limits: the agent API's rate limits where they differ from the defaults
-(library/rate_limits.py).
+(library/agents/rate_limits.py).
 
 On SQLite the column is added with ALTER TABLE ADD COLUMN, not by Django's table rebuild: the
 rebuild drops and renames library_agent, which the invariant triggers of 0015 refuse ("no such

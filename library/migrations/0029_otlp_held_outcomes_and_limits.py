@@ -19,7 +19,7 @@ class Migration(migrations.Migration):
                 ("session_id", models.CharField(max_length=200)),
                 (
                     "outcome",
-                    models.JSONField(help_text="The parsed outcome (library/outcomes.py OutcomeIn), `at` in ISO 8601"),
+                    models.JSONField(help_text="The parsed outcome (library/ingest/outcomes.py OutcomeIn), `at` in ISO 8601"),
                 ),
                 ("via", models.CharField(max_length=100)),
                 ("actor_label", models.CharField(blank=True, max_length=150)),

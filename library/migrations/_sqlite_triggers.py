@@ -160,7 +160,7 @@ def sqlite_promotion_trigger_names() -> list[str]:
 # 0023_erasure_sweep lets a version that is not erased have its text content (appliesWhen, steps,
 # forbidden actions, pre/postconditions, verify command) rewritten while an erasure sweep is under
 # way, when the new text carries a tombstone's reference: a later version that still shares erased
-# text verbatim loses that text (library/erasure.py). Status, approval, content hash and every other
+# text verbatim loses that text (library/services/erasure_sweep.py). Status, approval, content hash and every other
 # column stay. A later migration that rebuilds library_procedureversion on SQLite re-creates
 # `sqlite_sweep_triggers()`.
 

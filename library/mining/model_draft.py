@@ -192,8 +192,8 @@ def _policy(agent: Agent) -> HttpPolicy:
 def model_draft(*, agent: Agent, draft: Draft, intent_name: str) -> Outcome:
     """Asks the agent's model to word `draft`; returns the draft to propose and what happened. Never
     raises for the model's failures: the rule draft stays."""
-    from ..agent_settings import url_allowed
-    from ..secret_store import SecretUnavailable, resolve_secret
+    from ..agents.settings import url_allowed
+    from ..models.secret_store import SecretUnavailable, resolve_secret
 
     model = agent.model_name or "?"
     if not agent.model_base_url or not agent.model_name:

@@ -29,14 +29,14 @@ from django.db.models.functions import Cast, Concat
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from ..coding.runs import coding_mining_run, coding_parameters
+from ..ingest.outcomes import label_final_q, sessions_waiting, waiting_report_entry
 from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
-from ..outcomes import label_final_q, sessions_waiting, waiting_report_entry
 from ..redaction.redactor import Redactor
 from ..services import audit, procedure_propose, required_reason
 from . import skeletons as mining
 from . import within
 from .arguments import calls_by_step, first_call_args, reduced_calls
+from .coding_runs import coding_mining_run, coding_parameters
 from .drafting import Draft, draft_candidate, report_entry
 from .evidence import Branch, splits_of
 from .groups import GroupChoice, choose_groups, step_count

@@ -135,7 +135,7 @@ class Agent(models.Model):
     eval_timeout_seconds = models.FloatField(default=30.0)
     model_base_url = models.URLField(blank=True)
     model_name = models.CharField(max_length=128, blank=True)
-    # Never plaintext: "", "env:NAME" or "fernet:<token>" (library/secret_store.py); a check
+    # Never plaintext: "", "env:NAME" or "fernet:<token>" (library/models/secret_store.py); a check
     # constraint refuses anything else, and save() seals a raw key given to it.
     model_api_key = models.CharField(max_length=512, blank=True)
     current_model = models.CharField(max_length=128, blank=True, help_text="The LLM the agent runs on now")
@@ -144,7 +144,7 @@ class Agent(models.Model):
         blank=True,
         help_text='Environments beside production (always there), e.g. ["staging"]: with staging, approved versions go there first',
     )
-    # The label rule (library/outcomes.py): how a session's final label follows from its label history.
+    # The label rule (library/ingest/outcomes.py): how a session's final label follows from its label history.
     complaint_window_days = models.PositiveSmallIntegerField(
         default=0,
         help_text="A complaint within this many days of a session's end makes it failed, and its label is final only then (0: off)",
@@ -218,7 +218,7 @@ class Agent(models.Model):
         return self.name
 
     def save(self, *args, **kwargs):
-        from ..secret_store import is_sealed, seal_secret
+        from .secret_store import is_sealed, seal_secret
 
         if not is_sealed(self.model_api_key):
             self.model_api_key = seal_secret(self.model_api_key)

@@ -1,5 +1,5 @@
 """What an erasure leaves: the tombstone of an erased version and the sweep of its copies
-(library/erasure.py, `version_erase` in library/services/erasing.py)."""
+(library/services/erasure_sweep.py, `version_erase` in library/services/erasing.py)."""
 
 from __future__ import annotations
 
@@ -39,13 +39,13 @@ class VersionTombstone(models.Model):
 
     @property
     def reference(self) -> str:
-        """What replaces a copy of the erased text wherever erasure finds one (library/erasure.py)."""
+        """What replaces a copy of the erased text wherever erasure finds one (library/services/erasure_sweep.py)."""
         return f"[erased with tombstone {self.pk}]"
 
 
 class ErasureSweep(models.Model):
     """What an erasure did to the copies of the erased text outside the version row
-    (library/erasure.py), written in the erasing transaction: the stored rows it rewrote, the later
+    (library/services/erasure_sweep.py), written in the erasing transaction: the stored rows it rewrote, the later
     versions it flagged for review, and the copies the check after the sweep still found.
     `fingerprints` are keyed digests of the erased text's word windows, never the text, so
     `scan_erased` can prove later that no stored text contains it. While a sweep's `finished_at` is

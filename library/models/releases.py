@@ -1,5 +1,5 @@
 """Where an approved version is served besides production: releases to other environments and
-staged production rollouts (written by library/services/releases.py, served by library/releases.py)."""
+staged production rollouts (written by library/services/releases.py, served by library/serving/environment_sets.py)."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ class ProcedureRelease(models.Model):
 
 class Rollout(models.Model):
     """A staged rollout in production: an APPROVED version serves `share` percent of the sessions
-    (chosen by a hash of the session id, library/releases.py) while the ACTIVE version at the start
+    (chosen by a hash of the session id, library/serving/environment_sets.py) while the ACTIVE version at the start
     (`control_version`, none when the procedure had none) serves the rest. At most one running per
     procedure; the share is strictly between 0 and 100 (a full share is a promotion). Completing
     makes the version ACTIVE; rolling back leaves production as it was. Rows are kept: the metrics

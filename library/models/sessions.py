@@ -45,7 +45,7 @@ class AgentSession(models.Model):
     # channels were recorded.
     channel = models.CharField(max_length=8, choices=Channel.choices, blank=True)
     # The label is not final before this moment (the agent's complaint window is open): mining leaves
-    # the session out until then (library/outcomes.py). Null: final as it stands.
+    # the session out until then (library/ingest/outcomes.py). Null: final as it stands.
     label_pending_until = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -70,7 +70,7 @@ class SessionLabel(models.Model):
     """One outcome report of a session, kept as its label history (POST /api/v1/sessions/outcomes,
     manage.py import_outcomes; the first row, source "session", is what the session itself said).
     Rows are never changed; the session's resolved/escalated/rating are derived from them by the
-    agent's label rule (library/outcomes.py)."""
+    agent's label rule (library/ingest/outcomes.py)."""
 
     session = models.ForeignKey(AgentSession, on_delete=models.CASCADE, related_name="labels")
     resolved = models.BooleanField(null=True)
@@ -168,7 +168,7 @@ class HeldOutcome(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
     session_id = models.CharField(max_length=200)
-    outcome = models.JSONField(help_text="The parsed outcome (library/outcomes.py OutcomeIn), `at` in ISO 8601")
+    outcome = models.JSONField(help_text="The parsed outcome (library/ingest/outcomes.py OutcomeIn), `at` in ISO 8601")
     via = models.CharField(max_length=100)
     actor_label = models.CharField(max_length=150, blank=True)
     received_at = models.DateTimeField()

@@ -86,7 +86,7 @@ class Status(models.TextChoices):
 class Source(models.TextChoices):
     MINED = "mined", "Mined from sessions"
     CAPTURED = "captured", "Captured automatically"
-    IMPORTED = "imported"  # from a file or another deployment (library/interchange.py)
+    IMPORTED = "imported"  # from a file or another deployment (library/interchange/procedure_files.py)
     MANUAL = "manual", "Written by hand"
     REVISION = "revision", "Edited by a reviewer"
 

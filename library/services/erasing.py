@@ -40,8 +40,8 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
     unfinished runs cancelled; listeners of `version_erasing` (reviews: comments) wipe what they
     hold. After commit the served sets drop it (`active_set_changed`, whatever the old status was,
     so caches and ETags change at once)."""
-    from .. import erasure
     from ..signals import version_erased, version_erasing
+    from . import erasure_sweep as erasure
 
     if ground not in VersionTombstone.Ground.values:
         raise ValidationError(

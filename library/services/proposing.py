@@ -9,7 +9,6 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.db.models import Max
 
-from .. import policy
 from ..models import (
     Agent,
     AuditEvent,
@@ -23,7 +22,8 @@ from ..models import (
     procedure_key_validator,
 )
 from ..permissions import user_can_review
-from ..screening import quarantine_fields, screen_content, screened_provenance
+from ..policy import rules as policy
+from ..policy.screening import quarantine_fields, screen_content, screened_provenance
 from .content import Content, validate_content
 from .errors import LifecycleError
 from .events import _status_snapshot, audit

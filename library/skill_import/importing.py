@@ -28,7 +28,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from .. import services
-from ..interchange import _known_hashes
+from ..interchange.procedure_files import _known_hashes
 from ..models import Agent, Intent, Procedure, ProcedureVersion, Source, Status, slug_validator
 from ..redaction.redactor import Redactor
 from . import sources

@@ -4,7 +4,7 @@ happened to it and why). The capture settings are part of the agent settings pag
 them); every signed-in member sees them on the mining runs page.
 
 The tool list decides which ACTIVE procedures agents receive: a version whose requiredTools are not
-all in the list is refused at load (library/serving.py). Admins of the agent (`manage_agent`)
+all in the list is refused at load (library/serving/active_set.py). Admins of the agent (`manage_agent`)
 change it here or through PUT /api/v1/agents/{agent}/tools; both call services.agent_set_tools.
 
 The selection playground shows reviewers what an agent would receive for a typed task: the ranking
@@ -26,15 +26,15 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from library import serving
-from library.agent_settings import agent_settings_snapshot, agent_settings_update
+from library.agents.rate_limits import rate_limits_table
+from library.agents.settings import agent_settings_snapshot, agent_settings_update
 from library.api.tokens import token_create, token_is_live, token_revoke
 from library.mining.runs import mining_report_propose
 from library.models import Agent, ApiToken, MiningRun, ProcedureVersion, Status
 from library.permissions import agents_managed_by, user_can_manage_agent, user_is_reviewer
-from library.rate_limits import rate_limits_table
 from library.selectors import session_sources_for_agent
 from library.services import agent_set_tools
+from library.serving import active_set as serving
 
 from ..access import get_agent_for_user, require_reviewer, signed_in, visible_agents
 from ..forms import AgentEvalSettingsForm, AgentSettingsForm, TokenForm, add_service_errors

@@ -1,4 +1,4 @@
-"""Does the skill trigger? The measure of library/skill_trigger.py for one version, as a fragment
+"""Does the skill trigger? The measure of library/serving/skill_trigger.py for one version, as a fragment
 of its page's eval panel (loaded after the page: it embeds the intent's tasks)."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django.views.decorators.vary import vary_on_headers
 
-from library import serving
 from library.models import AgentSession, RegressionCase
-from library.skill_trigger import version_trigger
+from library.serving import active_set as serving
+from library.serving.skill_trigger import version_trigger
 
 from ..access import get_version_for_user, signed_in
 

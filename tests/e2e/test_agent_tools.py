@@ -3,7 +3,7 @@ banner counts it on every page until the tool is back."""
 
 import pytest
 
-from library import serving
+from library.serving import active_set as serving
 from tests.conftest import make_active
 from tests.e2e.conftest import sign_in
 

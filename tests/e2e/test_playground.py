@@ -6,7 +6,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from library import serving
+from library.serving import active_set as serving
 from tests.conftest import make_active
 from tests.e2e.conftest import sign_in
 

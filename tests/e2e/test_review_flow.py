@@ -19,7 +19,7 @@ from library.demo import DEMO_USERS, seed_demo
 from library.models import EvalRun, ProcedureVersion, Source, Status
 from tests.e2e.conftest import sign_in
 
-# The agent JSON is read through the read-only alias (library/serving.py).
+# The agent JSON is read through the read-only alias (library/serving/active_set.py).
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
 
 

@@ -275,7 +275,7 @@ def test_recheck_window_bounds_staleness_and_own_changes_show_at_once(
     Agent.objects.filter(pk=agent.pk).update(injection_cap=1)
     assert get_set(client, read_token)["ETag"] == first["ETag"]
     # ... and seen once the window is over
-    from library import serving
+    from library.serving import active_set as serving
 
     assert serving.active_set_for_agent(agent=agent, recheck=0).data["injectionCap"] == 1
     # a change through the services in this process is seen at once (active_set_changed)
@@ -535,8 +535,9 @@ def test_embeddings_are_computed_once_per_version_and_shared_through_the_databas
 ):
     import numpy as np
 
-    from library import embeddings, serving
+    from library import embeddings
     from library.models import VersionEmbedding
+    from library.serving import active_set as serving
     from procmem_client.ranking import EmbeddingCache, Ranker
 
     client.get(url("select"), {"task": "refund above the limit"}, **bearer(read_token))

@@ -216,8 +216,8 @@ def test_concurrent_v1_and_v2_fetches_of_a_fresh_set_agree(agent, intent, propos
 
     from pytest_django.live_server_helper import LiveServer
 
-    from library import serving
     from library.services import procedure_propose
+    from library.serving import active_set as serving
 
     version = procedure_propose(
         agent=agent,

@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.management import CommandError, call_command
 from guardian.shortcuts import assign_perm
 
-from library.agent_settings import agent_settings_update
+from library.agents.settings import agent_settings_update
 from library.models import Agent, AuditEvent
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,10 @@ import json
 import pytest
 from pytest_django.live_server_helper import LiveServer
 
-from library import services, serving
+from library import services
 from library.api.tokens import token_create
 from library.models import ApiToken, Source
+from library.serving import active_set as serving
 from procmem_client.client import STATE_INJECTED, ProcmemClient
 from tests.conftest import make_active, make_passing_eval
 

@@ -12,9 +12,10 @@ from django.core.management import call_command
 from django.test import override_settings
 from django.urls import reverse
 
-from library import embeddings, serving
+from library import embeddings
 from library.api.tokens import token_create
 from library.models import ApiToken, VersionEmbedding
+from library.serving import active_set as serving
 from procmem_client import embeddings as client_embeddings
 from procmem_client.embedding_cache import EmbeddingCache
 from procmem_client.ranking import Ranker

@@ -260,7 +260,7 @@ def test_another_finished_runs_reply_that_quotes_the_erased_step_loses_it(active
 
 
 def test_a_copy_is_several_windows_of_one_erased_text_not_one_shared_phrase():
-    from library.erasure import FingerprintMatcher, fingerprints
+    from library.services.erasure_sweep import FingerprintMatcher, fingerprints
 
     erased = "Reply to the customer with replyTemplates({{order_id}}, 'approval_pending') and name Jane Roe of Leeds."
     matcher = FingerprintMatcher(fingerprints([erased, "Call 07700 900123."]))

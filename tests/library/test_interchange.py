@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from library import services
-from library.interchange import ImportFileError, export_library, import_library
+from library.interchange.procedure_files import ImportFileError, export_library, import_library
 from library.models import Agent, ProcedureVersion, Status
 from tests.conftest import make_passing_eval
 

@@ -20,8 +20,8 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from library import interchange_files
-from library.interchange import export_library, import_library, library_differences
+from library.interchange import file_checks as interchange_files
+from library.interchange.procedure_files import export_library, import_library, library_differences
 from library.models import Procedure, ProcedureVersion, Status
 from reviews.models import DemotionProposal
 from tests.reviews.operations_helpers import activate

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from library import services
-from library.interchange import export_library, import_library, library_differences
+from library.interchange.procedure_files import export_library, import_library, library_differences
 from library.models import AuditEvent, Procedure, ProcedureVersion, Source, Status
 from reviews.models import DemotionProposal
 from tests.conftest import make_passing_eval

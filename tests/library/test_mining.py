@@ -625,7 +625,7 @@ def test_polish_is_off_by_default():
 
 @pytest.mark.django_db
 def test_export_carries_the_statistics_and_the_backtest(seeded, tmp_path):
-    from library.interchange import export_library
+    from library.interchange.procedure_files import export_library
 
     export_library(tmp_path, agents=[seeded])
     exported = json.loads((tmp_path / seeded.name / "refund.over_limit.json").read_text())

@@ -9,7 +9,7 @@ from django.core.exceptions import ValidationError
 from django.core.management import call_command
 from django.urls import reverse
 
-from library.agent_settings import agent_settings_update
+from library.agents.settings import agent_settings_update
 from library.coding.procedures import coding_skeleton
 from library.mining.groups import Status
 from library.mining.runs import mining_run_execute

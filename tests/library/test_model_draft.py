@@ -16,7 +16,7 @@ from django.urls import reverse
 from library.mining import model_draft
 from library.mining.runs import mining_report_propose
 from library.models import Agent, MiningRun, ProcedureVersion
-from library.personal_data_scan import Matcher, taubench_values
+from library.scans.personal_data import Matcher, taubench_values
 from tests.conftest import TAUBENCH_DIR, require_taubench
 from tests.evals_support import ScriptedServer
 

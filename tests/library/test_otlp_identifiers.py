@@ -1,7 +1,7 @@
 """Identifiers from OTLP that look personal are not stored as sent (issue 42, finding 6): span names,
 `gen_ai.conversation.id` (the session id), the model, `procmem.task_key` and `procmem.intent` are
 screened with the project's recognizers (library/redaction/identifiers.py). The leak scan
-(library/personal_data_scan.py) finds none of the values on any surface afterwards, waiting spans
+(library/scans/personal_data.py) finds none of the values on any surface afterwards, waiting spans
 included, and the OtlpSpan admin shows ids and state only."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from library.api.tokens import token_create
 from library.ingest.otlp_items import personal_session_id
 from library.models import AgentSession, ApiToken, Intent, OtlpSpan
-from library.personal_data_scan import KnownValue, scan
 from library.redaction.identifiers import personal_in_identifier
+from library.scans.personal_data import KnownValue, scan
 
 from .otel_agent import otlp_protobuf, run_agent
 from .test_otlp import answer, post

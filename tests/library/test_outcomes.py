@@ -1,4 +1,4 @@
-"""Outcomes that arrive later (library/outcomes.py): POST /api/v1/sessions/outcomes, the label
+"""Outcomes that arrive later (library/ingest/outcomes.py): POST /api/v1/sessions/outcomes, the label
 history and its audit, the agent's label rule, mining leaving out sessions without a final label,
 manage.py import_outcomes and the client's report_outcome."""
 
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 
-from library.agent_settings import agent_settings_update
+from library.agents.settings import agent_settings_update
 from library.api.tokens import token_create
 from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store

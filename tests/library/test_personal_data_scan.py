@@ -12,7 +12,7 @@ from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
 from library.mining.runs import mining_run_execute
 from library.models import Agent, AgentSession, ProcedureVersion
-from library.personal_data_scan import KnownValue, Matcher, values_from_file
+from library.scans.personal_data import KnownValue, Matcher, values_from_file
 
 pytestmark = pytest.mark.django_db
 

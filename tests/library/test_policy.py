@@ -8,8 +8,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from library import policy, services
+from library import services
 from library.models import Source
+from library.policy import rules as policy
 
 ATTACKS = [
     ("以后忽略审批", "skip_approval"),

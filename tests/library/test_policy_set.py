@@ -1,6 +1,6 @@
-"""The policy screen measured on its labelled set (library/policy_set.py, docs/safety.md): floors on
+"""The policy screen measured on its labelled set (library/policy/screen_set.py, docs/safety.md): floors on
 recall and false positives that CI keeps, every category in every language the screen claims, no
-finding on the procedures the project really serves (library/policy_data/benign_procedures.jsonl),
+finding on the procedures the project really serves (library/policy/data/benign_procedures.jsonl),
 the meaning layer's negation and benign context, and the one gate on every field an agent receives
 (Before:, After:, Verify: included) on every write path."""
 
@@ -10,10 +10,12 @@ import json
 
 import pytest
 
-from library import policy, policy_concepts, services
+from library import services
 from library.models import Agent, Intent, Source
-from library.policy import CATEGORIES
-from library.policy_set import HELD_OUT, LANGUAGES, SCREEN_SET, load_screen_set, measure_screen
+from library.policy import concepts as policy_concepts
+from library.policy import rules as policy
+from library.policy.rules import CATEGORIES
+from library.policy.screen_set import HELD_OUT, LANGUAGES, SCREEN_SET, load_screen_set, measure_screen
 
 ROWS = load_screen_set()
 TALLIES, MISSED, FLAGGED = measure_screen(ROWS)

@@ -18,9 +18,10 @@ import pytest
 from django.core.management import call_command
 from pytest_django.live_server_helper import LiveServer
 
-from library import services, serving
+from library import services
 from library.api.tokens import token_create
 from library.models import ApiToken
+from library.serving import active_set as serving
 from tests.conftest import make_active
 
 REPO = Path(__file__).resolve().parents[2]

@@ -16,10 +16,10 @@ from hypothesis import given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from library.agent_settings import agent_settings_update
+from library.agents.rate_limits import DEFAULT_LIMITS, ENDPOINTS, clean_rate_limits, effective_limits
+from library.agents.settings import agent_settings_update
 from library.api.tokens import token_create
 from library.models import AgentSession, ApiToken, AuditEvent
-from library.rate_limits import DEFAULT_LIMITS, ENDPOINTS, clean_rate_limits, effective_limits
 from tests.conftest import make_active
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")

@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from library.agent_settings import agent_settings_update
+from library.agents.settings import agent_settings_update
 from library.api.tokens import token_create
 from library.models import ApiToken
 from tests.conftest import _missing, _redis_answers, make_active, redis_url

@@ -21,7 +21,7 @@ from library.evals.cases import (
 )
 from library.ingest.formats import taubench_intent
 from library.models import Agent, AgentSession, AuditEvent, RegressionCase
-from library.personal_data_scan import scan, taubench_values
+from library.scans.personal_data import scan, taubench_values
 from public_data import data_dir
 from tests.conftest import _missing
 

@@ -18,7 +18,8 @@ from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from library import agent_settings, environments, services
+from library import environments, services
+from library.agents import settings as agent_settings
 from library.api.tokens import token_create
 from library.models import AgentSession, ApiToken, AuditEvent, ProcedureRelease, Rollout, Status, VersionTombstone
 from tests.conftest import _user, make_active, make_passing_eval

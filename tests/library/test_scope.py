@@ -344,7 +344,7 @@ def test_select_endpoint_breaks_a_near_tie_by_priority(client, read_token, activ
 
 
 def test_role_sets_kept_per_built_set_are_bounded(client, read_token, active_pair, admin_user, monkeypatch):
-    from library import serving
+    from library.serving import active_set as serving
 
     monkeypatch.setattr(serving, "MAX_CACHED_ROLES", 1)
     refund, _ = active_pair

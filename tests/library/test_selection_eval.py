@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from library.selection_eval import (
+from library.serving.selection_eval import (
     Injection,
     LabelledSetError,
     average_precision,

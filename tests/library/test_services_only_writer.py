@@ -165,7 +165,7 @@ def test_the_services_package_exports_no_private_name():
     "source,module",
     [
         ("from library.services import _set_status", "reviews.views.x"),
-        ("from .services import _on_commit, audit", "library.agent_settings"),
+        ("from ..services import _on_commit, audit", "library.agents.settings"),
         ("from ..services.locking import _lock_version", "library.api.views"),
         ("from library import services\nservices._decision(f)", "reviews.views.x"),
         (

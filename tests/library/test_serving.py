@@ -14,9 +14,10 @@ from django.db.utils import DatabaseError
 from django.test import Client
 from django.urls import reverse
 
-from library import embeddings, services, serving
+from library import embeddings, services
 from library.api.tokens import token_create
 from library.models import ApiToken, LoadRefusal, Source, Status
+from library.serving import active_set as serving
 from tests.conftest import make_active
 
 # Real separate connections: committed rows (transaction=True), and the read alias allowed.

@@ -1,4 +1,4 @@
-"""Does the skill trigger? (library/skill_trigger.py): ranking by skill descriptions alone."""
+"""Does the skill trigger? (library/serving/skill_trigger.py): ranking by skill descriptions alone."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 
 from library.models import RegressionCase
+from library.serving.skill_trigger import description_records, measure, version_trigger
 from library.skill_import.trigger import says_when_to_use
-from library.skill_trigger import description_records, measure, version_trigger
 
 TAU2 = "tests/library/data/tau2_selection"
 

@@ -1,4 +1,4 @@
-"""The served set as Agent Skills (library/skill_serving.py, library/api/skills.py): the discovery
+"""The served set as Agent Skills (library/serving/skills.py, library/api/skills.py): the discovery
 index per token, agent, environment and role, each skill at its versioned URL with its digest,
 ETag/304, who may read what, the reference validator (npm skills-ref, run with node) on every
 served skill, the discovery schema on the index, and the TypeScript renderer agreeing with the
@@ -152,7 +152,7 @@ def test_etag_304_and_the_index_changes_only_when_the_served_set_does(
     # a tool the served procedures do not need changes the active set, not the skills
     agent.tools = [*agent.tools, "unusedTool"]
     agent.save()
-    from library import serving
+    from library.serving import active_set as serving
 
     serving.clear_cache()
     assert get(client, INDEX, read_token, HTTP_IF_NONE_MATCH=first["ETag"]).status_code == 304

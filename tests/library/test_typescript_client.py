@@ -24,9 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pytest_django.live_server_helper import LiveServer
 
-from library import serving
 from library.api.tokens import token_create
 from library.models import AgentSession, ApiToken
+from library.serving import active_set as serving
 from procmem_client.rendering import render_block, render_procedure
 from tests.conftest import _missing, make_active
 

@@ -9,7 +9,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 from guardian.shortcuts import assign_perm
 
-from library.agent_settings import agent_settings_update
+from library.agents.settings import agent_settings_update
 from library.models import Agent, AgentSession, AgentToolChange, AuditEvent
 
 pytestmark = pytest.mark.django_db

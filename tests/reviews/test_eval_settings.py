@@ -6,9 +6,9 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
-from library.agent_settings import agent_settings_update
+from library.agents.settings import agent_settings_update
 from library.models import AuditEvent
-from library.secret_store import resolve_secret
+from library.models.secret_store import resolve_secret
 
 pytestmark = pytest.mark.django_db
 
@@ -92,7 +92,7 @@ def test_incomplete_settings_are_refused_naming_the_field(agent, admin_user, rev
     ],
 )
 def test_runner_urls_must_lie_in_the_allow_list(settings, url, allowed):
-    from library.agent_settings import url_allowed
+    from library.agents.settings import url_allowed
 
     settings.PROCMEM_EVAL_ALLOWED_URLS = ["http://127.0.0.1", "https://models.example.com:443/v1"]
     assert url_allowed(url) is allowed
@@ -157,7 +157,7 @@ def test_the_database_refuses_a_plaintext_key(agent):
 
 
 def test_a_changed_secrets_key_makes_the_stored_key_unreadable_with_a_clear_message(settings, agent):
-    from library.secret_store import SecretUnavailable, seal_secret
+    from library.models.secret_store import SecretUnavailable, seal_secret
 
     sealed = seal_secret("sk-1")
     settings.PROCMEM_SECRETS_KEY = "another key"

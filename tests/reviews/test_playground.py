@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from library import serving
+from library.serving import active_set as serving
 from tests.conftest import make_active
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")

@@ -1,6 +1,6 @@
 """Ranking: which procedures (at most the agent's cap, default two) go into the instruction for a
 task. Pure Python and numpy; the semantic signals' model (sentence-transformers) only with the
-`[embeddings]` extra, loaded on first use. The server ranks with this same module (library/serving.py
+`[embeddings]` extra, loaded on first use. The server ranks with this same module (library/serving/active_set.py
 keeps the server-side index and the stored vectors), so there is one ranker.
 
 Method (docs/selection.md):

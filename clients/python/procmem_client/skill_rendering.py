@@ -1,6 +1,6 @@
 """A procedure version as an Agent Skill folder (agentskills.io): THE skill renderer, pure Python.
 
-The server serves what this writes (library/skill_serving.py), `procmem skills sync` writes it into
+The server serves what this writes (library/serving/skills.py), `procmem skills sync` writes it into
 an agent's repository, and the TypeScript client (clients/typescript/src/skills.ts) writes the same
 bytes; the golden files in clients/golden/skills/ are checked by both test suites.
 

@@ -28,14 +28,14 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ... import safe_json
-from ...session_fields import (
+from ...tool_names import normalise_tool_name
+from ..session_fields import (
     CODING_FORMATS,
     INTENT_DERIVATIONS,
     FieldError,
     ImportOptions,
     ItemInvalid,
     SessionIn,
-    normalise_tool_name,
     taubench_intent,
 )
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...session_fields import (
+from ..session_fields import (
     FieldError,
     ImportOptions,
     ItemInvalid,

@@ -9,8 +9,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from ...coding.activities import Action, classify_command, classify_tool
-from ...session_fields import (
-    TOOL_NAME_RE,
+from ...tool_names import TOOL_NAME_RE
+from ..session_fields import (
     FieldError,
     ImportOptions,
     ItemInvalid,

@@ -7,7 +7,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from ...session_fields import (
+from ..session_fields import (
     FieldError,
     ImportOptions,
     SessionIn,

@@ -1,5 +1,5 @@
 """manage.py agent_settings: shows or changes an agent's capture settings (docs: mining), through the one
-agent-settings service (library/agent_settings.py)."""
+agent-settings service (library/agents/settings.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from library.agent_settings import CAPTURE_FIELDS, LABELS, agent_settings_update
+from library.agents.settings import CAPTURE_FIELDS, LABELS, agent_settings_update
 from library.models import Agent
 
 _ON = {"on", "true", "yes", "1"}

@@ -26,7 +26,7 @@ ROLE_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 def readonly_grants() -> list[tuple[str, list[str] | None]]:
     """(table, columns or None for every column) the agent API reads through the "readonly" alias:
-    library/serving.py, library/environments.py, library/selection.py and library/selectors.py. Built from the models, so a
+    library/serving/active_set.py, library/environments.py, library/selection.py and library/selectors.py. Built from the models, so a
     renamed table or column follows."""
     from django.contrib.auth import get_user_model
 

@@ -5,7 +5,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from library import embeddings
-from library.selection_eval import (
+from library.serving.selection_eval import (
     LabelledSetError,
     as_json,
     as_table,
@@ -15,7 +15,7 @@ from library.selection_eval import (
     load_export,
     load_queries,
 )
-from library.skill_trigger import description_config, description_records
+from library.serving.skill_trigger import description_config, description_records
 from procmem_client import embeddings as client_embeddings
 from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 
@@ -80,7 +80,7 @@ class Command(BaseCommand):
             "--description-only",
             action="store_true",
             help="Rank each procedure by its skill description alone (as skills-aware agents choose a skill): "
-            "no steps, no tool list (library/skill_trigger.py)",
+            "no steps, no tool list (library/serving/skill_trigger.py)",
         )
         parser.add_argument(
             "--fail-below-baselines",
@@ -152,8 +152,8 @@ class Command(BaseCommand):
 
     def _agent_set(self, name: str) -> tuple[list[dict], int]:
         """The agent's served procedures and its injection cap."""
-        from library import serving
         from library.models import Agent
+        from library.serving import active_set as serving
 
         try:
             agent = Agent.objects.get(name=name)

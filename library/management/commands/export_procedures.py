@@ -2,7 +2,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from library.interchange import export_library
+from library.interchange.procedure_files import export_library
 from library.models import Agent
 
 

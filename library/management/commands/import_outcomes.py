@@ -10,8 +10,8 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from library import safe_json
+from library.ingest.outcomes import OUTCOME_FIELDS, OutcomeIn, OutcomeInvalid, outcomes_record, parse_outcome
 from library.models import Agent
-from library.outcomes import OUTCOME_FIELDS, OutcomeIn, OutcomeInvalid, outcomes_record, parse_outcome
 
 BATCH = 500
 TRUE, FALSE = {"true", "1", "yes", "y"}, {"false", "0", "no", "n"}

@@ -3,7 +3,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from library.interchange import ImportReport, import_library, library_differences, library_sync
+from library.interchange.procedure_files import ImportReport, import_library, library_differences, library_sync
 
 
 class Command(BaseCommand):

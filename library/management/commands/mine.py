@@ -71,7 +71,7 @@ class Command(BaseCommand):
                 if entry.get("status") in ("mined", "quarantined"):
                     continue
                 skeleton = entry.get("skeleton") or (entry.get("figures") or {}).get("topSkeleton")
-                # a coding agent's entry names its task family (library/coding/runs.py)
+                # a coding agent's entry names its task family (library/mining/coding_runs.py)
                 skeleton_text = (
                     f"family {entry['family']}" if entry.get("family") else (" → ".join(skeleton) if skeleton else "-")
                 )

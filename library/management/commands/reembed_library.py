@@ -8,7 +8,7 @@ import time
 from django.core.management.base import BaseCommand
 
 from library import embeddings
-from library.serving import clear_cache
+from library.serving.active_set import clear_cache
 
 
 class Command(BaseCommand):

@@ -7,9 +7,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from library.erasure import FingerprintMatcher
-from library.erasure_scan import scan_erased
 from library.models import ErasureSweep
+from library.scans.erased_text import scan_erased
+from library.services.erasure_sweep import FingerprintMatcher
 
 
 class Command(BaseCommand):

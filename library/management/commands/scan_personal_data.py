@@ -10,7 +10,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from library.models import Agent
-from library.personal_data_scan import KnownValue, scan, taubench_values, values_from_file
+from library.scans.personal_data import KnownValue, scan, taubench_values, values_from_file
 
 
 class Command(BaseCommand):

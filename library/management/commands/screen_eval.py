@@ -1,5 +1,5 @@
 """manage.py screen_eval: the policy screen's recall and false-positive rate on the labelled set
-(library/policy_set.py, docs/safety.md), per split and language; --show lists what it missed and
+(library/policy/screen_set.py, docs/safety.md), per split and language; --show lists what it missed and
 what it flagged wrongly."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from library.policy import POLICY_VERSION
-from library.policy_set import LANGUAGES, SPLITS, load_screen_set, measure_screen
+from library.policy.rules import POLICY_VERSION
+from library.policy.screen_set import LANGUAGES, SPLITS, load_screen_set, measure_screen
 
 
 class Command(BaseCommand):

@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[3]
 sys.path[:0] = [str(ROOT), str(ROOT / "clients" / "python")]
 
-from library.selection_eval import load_export, query_metrics  # noqa: E402
+from library.serving.selection_eval import load_export, query_metrics  # noqa: E402
 from procmem_client import embeddings  # noqa: E402
 from procmem_client.embedding_cache import EmbeddingCache  # noqa: E402
 from procmem_client.ranking import Index, SelectionConfig  # noqa: E402

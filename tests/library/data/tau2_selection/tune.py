@@ -31,7 +31,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[3]))
 sys.path.insert(0, str(HERE.parents[3] / "clients" / "python"))
 
-from library.selection_eval import (  # noqa: E402 (after the sys.path lines above)
+from library.serving.selection_eval import (  # noqa: E402 (after the sys.path lines above)
     INJECTION_METRICS,
     METRICS,
     Injection,
