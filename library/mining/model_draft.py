@@ -228,15 +228,22 @@ def model_draft(*, agent: Agent, draft: Draft, intent_name: str) -> Outcome:
     )
     if problems:
         return Outcome(draft, "refused", "the model's draft names literal values: " + "; ".join(problems[:5]), model)
-    # redacted like every draft (the model might echo something the excerpts' redaction kept)
-    redactor = Redactor(agent_patterns=agent.redaction_patterns, keep=agent.tools or [])
-    worded = replace(
-        draft,
-        applies_when=redactor.text(answer.appliesWhen),
-        steps=[redactor.text(step) for step in answer.steps],
-        forbidden_actions=[redactor.text(text) for text in answer.forbiddenActions],
+    worded = reworded(
+        draft, agent, applies_when=answer.appliesWhen, steps=answer.steps, forbidden_actions=answer.forbiddenActions
     )
     return Outcome(worded, "used", f"worded by {model}", model)
+
+
+def reworded(draft: Draft, agent: Agent, *, applies_when: str, steps: list[str], forbidden_actions: list[str]) -> Draft:
+    """The draft with wording from outside the miner (a model's draft, a polisher's rewording), redacted
+    like every draft: the wording might echo something the excerpts' redaction kept."""
+    redactor = Redactor(agent_patterns=agent.redaction_patterns, keep=agent.tools or [])
+    return replace(
+        draft,
+        applies_when=redactor.text(applies_when),
+        steps=[redactor.text(step) for step in steps],
+        forbidden_actions=[redactor.text(text) for text in forbidden_actions],
+    )
 
 
 def rule_draft_record(draft: Draft) -> dict[str, Any]:

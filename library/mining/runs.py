@@ -466,13 +466,15 @@ def _propose_draft(
     polish = _polisher()
     if polish is not None:
         polished = polish(replace(draft))
+        from .model_draft import reworded
+
         # a polisher (an LLM) only rewords, but what it returns is redacted all the same
-        redactor = Redactor(agent_patterns=agent.redaction_patterns, keep=agent.tools or [])
-        draft = replace(
+        draft = reworded(
             draft,
-            applies_when=redactor.text(polished.applies_when),
-            steps=[redactor.text(step) for step in polished.steps],
-            forbidden_actions=[redactor.text(text) for text in polished.forbidden_actions],
+            agent,
+            applies_when=polished.applies_when,
+            steps=polished.steps,
+            forbidden_actions=polished.forbidden_actions,
         )
         provenance["polishedBy"] = settings.PROCMEM_MINING_POLISH
     evidence = {**draft.evidence, "miningRunId": run.pk, **(evidence_extra or {})}
