@@ -66,7 +66,11 @@ def test_import_review_approve_serve_and_validate(live_server, page, screenshot,
     assert "1 imported, 0 unchanged, 0 refused" in report.inner_text()
     screenshot(page, "01-imported")
     version = ProcedureVersion.objects.get(procedure__key="refund.over_limit")
-    assert (version.status, version.source, version.proposed_by) == (Status.CANDIDATE, Source.IMPORTED, users["proposer"])
+    assert (version.status, version.source, version.proposed_by) == (
+        Status.CANDIDATE,
+        Source.IMPORTED,
+        users["proposer"],
+    )
 
     # --- the candidate page: the skill, the body kept whole, the trigger measure ----------------
     page.click(f"#skills-import-report a[href='/versions/{version.pk}/']")
@@ -112,6 +116,8 @@ def test_import_review_approve_serve_and_validate(live_server, page, screenshot,
 
     # --- and the served skill imported back changes nothing -------------------------------------
     back = skills_import_path(agent=agent, path=folder.parent)
-    assert back.created == [] and back.errors == [] and [label for _, label in back.unchanged] == [
-        "support_agent/refund.over_limit v1"
-    ]
+    assert (
+        back.created == []
+        and back.errors == []
+        and [label for _, label in back.unchanged] == ["support_agent/refund.over_limit v1"]
+    )

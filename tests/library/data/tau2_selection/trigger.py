@@ -56,7 +56,9 @@ def main() -> None:
 
     description_ranker = Ranker(config=description_config())
     full_ranker = Ranker()
-    print("| split | domain | skills measured | tasks | description first | description top 3 | whole record first | whole record top 3 | say when |")
+    print(
+        "| split | domain | skills measured | tasks | description first | description top 3 | whole record first | whole record top 3 | say when |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for split in ("all", "held-out"):
         for domain, (records, queries) in libraries(split).items():
