@@ -46,6 +46,7 @@ AUDIT_KEY_LABELS = {
     "closed_by_customer": "closed by customer",
 }
 _FOCUS = 60  # characters of a long text shown around where before and after start to differ
+_LONGEST = 160  # a value shown alone (a field set or removed) is cut here; the CSV export has it whole
 
 
 def field_words(key) -> str:
@@ -91,6 +92,10 @@ def focused(before: str, after: str) -> tuple[str, str]:
     return cut(before), cut(after)
 
 
+def _cut(text: str) -> str:
+    return text if len(text) <= _LONGEST else text[: _LONGEST - 1] + "…"
+
+
 def _leaves(snapshot: dict) -> dict[tuple[str, str], object]:
     """(identifier, field) -> value: a top-level value that is an object on either side is a
     record named by its key (a session id, a case), its keys its fields; other keys are fields."""
@@ -116,8 +121,10 @@ def audit_changes(event: AuditEvent) -> list[tuple[str, str, str]]:
         new = shown(after[(ident, field)]) if (ident, field) in after else ""
         if ident and old == new:
             continue
-        if old != new:
+        if old and new and old != new:
             old, new = focused(old, new)
+        else:
+            old, new = _cut(old), _cut(new)
         label = f"{ident} · {field_words(field)}" if ident else field_words(field)
         changes.append((label, old, new))
     return changes
