@@ -38,13 +38,28 @@ def _finite(value: float) -> float | None:
     return round(float(value), 4)
 
 
+try:
+    # binomtest() also computes an exact p-value, 1–5 ms per call, which a page of a hundred rates
+    # cannot afford; the interval depends on k and n only, so the result object is built directly
+    # (tests compare it with binomtest's on a grid, so a SciPy upgrade that changes this shows).
+    from scipy.stats._result_classes import BinomTestResult
+except ImportError:  # pragma: no cover - older or newer SciPy layouts
+    BinomTestResult = None
+
+
 @lru_cache(maxsize=65536)
 def wilson(k: int, n: int, confidence: float = CONFIDENCE) -> tuple[float, float] | None:
-    """Cached: a run asks for the same (count, total) many times (every tool of an intent shares
-    the totals)."""
+    """The Wilson score interval of k in n, (low, high), or None when n is 0: the project's one
+    (the miner's rates, the metrics pages, a rollout's arms). Cached: a run asks for the same
+    (count, total) many times (every tool of an intent shares the totals)."""
     if n <= 0:
         return None
-    interval = binomtest(int(k), int(n)).proportion_ci(confidence_level=confidence, method="wilson")
+    k, n = int(k), int(n)
+    if BinomTestResult is not None:
+        result = BinomTestResult(k=k, n=n, alternative="two-sided", statistic=k / n, pvalue=math.nan)
+    else:  # pragma: no cover
+        result = binomtest(k, n)
+    interval = result.proportion_ci(confidence_level=confidence, method="wilson")
     return float(interval.low), float(interval.high)
 
 

@@ -14,7 +14,7 @@ from datetime import datetime
 from django.db import connection
 from django.db.models import Count, Q
 from django.utils import timezone
-from scipy.stats import binomtest, fisher_exact
+from scipy.stats import fisher_exact
 
 from library.models import AgentSession, ProcedureVersion, Rollout
 
@@ -48,10 +48,7 @@ class ArmsComparison:
 
 
 def _wilson(rate: Rate) -> tuple[float | None, float | None]:
-    if rate.total == 0:
-        return None, None
-    interval = binomtest(rate.hits, rate.total).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(interval.low), float(interval.high)
+    return rate.interval or (None, None)
 
 
 def _counts(

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 
 from django.conf import settings
-from scipy import stats
+
+from library.mining.statistics import wilson
 
 
 def setting(name: str, default):
@@ -46,26 +46,9 @@ class Rate:
         return "" if ci is None else f"95 % CI {100 * ci[0]:.1f}–{100 * ci[1]:.1f} %"
 
 
-try:
-    # binomtest() also computes an exact p-value, 1–5 ms per call, which a page of a hundred rates
-    # cannot afford; the interval depends on k and n only, so the result object is built directly
-    # (tests compare it with binomtest's on a grid, so a SciPy upgrade that changes this shows).
-    from scipy.stats._result_classes import BinomTestResult
-except ImportError:  # pragma: no cover - older or newer SciPy layouts
-    BinomTestResult = None
-
-
-@lru_cache(maxsize=8192)
 def wilson_interval(hits: int, total: int) -> tuple[float, float] | None:
-    """scipy.stats.binomtest(hits, total).proportion_ci(0.95, method="wilson") as (low, high)."""
-    if total <= 0:
-        return None
-    if BinomTestResult is not None:
-        result = BinomTestResult(k=hits, n=total, alternative="two-sided", statistic=hits / total, pvalue=math.nan)
-    else:  # pragma: no cover
-        result = stats.binomtest(hits, total)
-    ci = result.proportion_ci(confidence_level=0.95, method="wilson")
-    return (float(ci.low), float(ci.high))
+    """The Wilson score 95 % interval (library/mining/statistics.py `wilson`) as (low, high)."""
+    return wilson(hits, total, 0.95)
 
 
 def normal_sf(z: float) -> float:
