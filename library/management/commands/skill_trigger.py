@@ -1,14 +1,14 @@
 from django.core.management.base import BaseCommand, CommandError
 
 from library.models import Agent, ProcedureVersion, Status
-from library.skill_trigger import version_trigger
+from library.serving.skill_trigger import version_trigger
 
 
 class Command(BaseCommand):
     help = (
         "Does each skill trigger? For every ACTIVE and CANDIDATE version of an agent: how often its served skill "
         "description alone ranks it first and in the top 3, against the other served skills' descriptions, on its "
-        "intent's regression cases and labelled sessions (the figure of the eval panel; library/skill_trigger.py)."
+        "intent's regression cases and labelled sessions (the figure of the eval panel; library/serving/skill_trigger.py)."
     )
 
     def add_arguments(self, parser):

@@ -1,6 +1,6 @@
 """Does the skill trigger on tau2? Each procedure of a domain's library as the skill procmem serves
 (its description: procmem_client.skill_rendering.describe), ranked by description alone against the
-domain's other skills (library/skill_trigger.py) for the tasks of its own intent (grade 2), and
+domain's other skills (library/serving/skill_trigger.py) for the tasks of its own intent (grade 2), and
 what the whole record (appliesWhen and steps) does on the same tasks, for comparison.
 
     DEBUG=1 python tests/library/data/tau2_selection/trigger.py
@@ -51,7 +51,7 @@ def main() -> None:
     import django
 
     django.setup()
-    from library.skill_trigger import TOP, description_config, measure
+    from library.serving.skill_trigger import TOP, description_config, measure
     from procmem_client.ranking import Ranker
 
     description_ranker = Ranker(config=description_config())
