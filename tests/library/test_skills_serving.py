@@ -27,6 +27,7 @@ from library.services import procedure_scope_update
 from procmem_client.skill_rendering import content_sha256, render_skill
 from procmem_client.skills import read_skill_file
 from tests.conftest import make_active
+from tests.library.test_typescript_client import built  # noqa: F401 (the fixture that compiles the TypeScript client)
 from tests.skills_support import skills_ref_errors
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")
@@ -310,9 +311,8 @@ records = st.fixed_dictionaries(
 @pytest.mark.node
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(records_batch=st.lists(records, min_size=1, max_size=12))
-def test_the_typescript_renderer_writes_the_same_skill_bytes(records_batch, tmp_path_factory):
-    if not (TS / "dist" / "skills.js").exists():
-        pytest.skip("clients/typescript/dist is not built (tests/library/test_typescript_client.py builds it)")
+def test_the_typescript_renderer_writes_the_same_skill_bytes(built, records_batch, tmp_path_factory):
+    # `built` compiles clients/typescript/dist (it fails, never skips, under REQUIRE_SERVICES=1)
     cases = tmp_path_factory.mktemp("skills") / "cases.json"
     cases.write_text(json.dumps(records_batch, ensure_ascii=False), encoding="utf-8")
     done = subprocess.run(
