@@ -42,6 +42,7 @@ from typing import Any
 import anyio
 from asgiref.sync import async_to_sync, sync_to_async
 from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http.request import RawPostDataException
 from django.utils.cache import patch_vary_headers
 from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
@@ -173,7 +174,7 @@ async def _serve(
 
 
 # JSON-RPC error codes of the refusals (implementation-defined server errors, -32000 to -32099);
-# `data` names the HTTP status and the agent API's error code.
+# `data` names the HTTP status and the agent API's error code, with the error's other fields.
 REFUSAL_CODES = {401: -32001, 403: -32003, 405: -32005, 429: -32029}
 SERVER_ERROR = -32000
 
@@ -189,6 +190,15 @@ def _request_id(body: bytes) -> Any:
     return request_id if isinstance(request_id, (str, int)) and not isinstance(request_id, bool) else None
 
 
+def _body(request: HttpRequest) -> bytes:
+    """The request's body, or nothing when it was already read as a form (a browser's POST): Django
+    then no longer has it, and the refusal carries no id."""
+    try:
+        return request.body
+    except RawPostDataException:
+        return b""
+
+
 def _as_jsonrpc_error(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     """`response` (an agent API error: {"error": {"code", "message", ...}}) with a JSON-RPC error
     body instead, same status and headers (WWW-Authenticate, Retry-After)."""
@@ -196,16 +206,18 @@ def _as_jsonrpc_error(request: HttpRequest, response: HttpResponse) -> HttpRespo
         error = json.loads(response.content)["error"]
         code, message = str(error["code"]), str(error["message"])
     except (ValueError, KeyError, TypeError):
-        code, message = "error", response.reason_phrase
+        error, code, message = {}, "error", response.reason_phrase
+    # the agent API error's other fields (a rate limit's scope and limit) stay readable in `data`
+    details = {key: value for key, value in error.items() if key not in {"code", "message"}}
     prefix = "Unauthorized: " if response.status_code == 401 else ""
     answer = JsonResponse(
         {
             "jsonrpc": "2.0",
-            "id": _request_id(request.body) if request.method == "POST" else None,
+            "id": _request_id(_body(request)) if request.method == "POST" else None,
             "error": {
                 "code": REFUSAL_CODES.get(response.status_code, SERVER_ERROR),
                 "message": f"{prefix}{message} (HTTP {response.status_code} {code})",
-                "data": {"status": response.status_code, "code": code},
+                "data": {**details, "status": response.status_code, "code": code},
             },
         },
         status=response.status_code,

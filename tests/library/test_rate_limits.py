@@ -259,8 +259,10 @@ def test_the_mcp_endpoint_counts_against_the_limit_of_what_the_token_may_do(clie
     ]
     # then
     assert [answer.status_code for answer in answers] == [200, 200, 429]
-    error = answers[2].json()["error"]
-    assert error["scope"] == "token" and error["limit"] == "2/minute" and 1 <= int(answers[2]["Retry-After"]) <= 60
+    error = answers[2].json()["error"]  # a JSON-RPC error; the agent API's error fields are its data
+    assert error["code"] == -32029 and error["data"]["code"] == "rate_limited"
+    assert error["data"]["scope"] == "token" and error["data"]["limit"] == "2/minute"
+    assert 1 <= int(answers[2]["Retry-After"]) <= 60
 
 
 # ---------------------------------------------------------------- failed authentication, per address
@@ -332,6 +334,8 @@ def test_failed_authentications_are_limited_per_address_before_any_token_lookup(
     assert refused.status_code == 429 and 1 <= int(refused["Retry-After"]) <= 60
     if endpoint != "otlp":
         error = refused.json()["error"]
+        if endpoint == "mcp":  # a JSON-RPC error: the agent API's error fields are its data
+            error = error["data"]
         assert error["code"] == "rate_limited" and error["scope"] == "auth_failures" and error["limit"] == "3/minute"
     # another address is counted apart, and its good token passes
     assert _agent_call(client, endpoint, {**bearer(good), "REMOTE_ADDR": "10.0.0.7"}).status_code in (200, 202)

@@ -61,6 +61,11 @@ def test_every_hx_get_has_a_fallback_and_every_post_a_csrf_token(candidate, revi
                     assert ' href="' in attrs, (page, attrs)
                 elif tag == "form":
                     assert ' action="' in attrs and 'method="get"' in attrs, (page, attrs)
+                elif 'hx-trigger="load"' in attrs:
+                    # a panel loaded after the page (the skill trigger measure): it holds a plain link
+                    # to the same content
+                    target = re.search(r'hx-get="([^"]+)"', attrs).group(1)
+                    assert f'href="{target}"' in html, (page, attrs)
                 else:
                     # a polling panel: the page links to the same content without JavaScript
                     target = re.search(r'hx-get="([^"]+)"', attrs).group(1)
