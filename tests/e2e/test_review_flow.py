@@ -122,7 +122,8 @@ def test_review_and_approve_in_the_browser(live_server, page, screenshot, eval_w
     page.wait_for_selector("#eval progress, #eval .verdict")
     if page.locator("#eval progress").count():
         screenshot(page, "04-eval-running")
-    page.wait_for_selector("#eval .verdict", timeout=120_000)
+    # the worker loads the default backend's two models (MiniLM and the multilingual USE) first
+    page.wait_for_selector("#eval .verdict", timeout=600_000)
     assert "PASS" in page.locator("#eval .verdict").inner_text()
     assert page.evaluate("window.__samePage") is True  # arrived by htmx, not by a reload
     run = EvalRun.objects.filter(version=candidate).latest("created_at")

@@ -114,7 +114,9 @@ def test_changing_the_backend_refuses_selection_until_the_library_is_reembedded(
     with override_settings(EMBEDDING_BACKEND="e5-small"):
         e5_key = embeddings.model_key()
         assert e5_key != default_key
-        # when: the backend changed and nothing was re-embedded
+        # when: the backend changed (a process starts with its settings: drop what this one built
+        # with the old ones) and nothing was re-embedded
+        serving.clear_cache()
         refused = _select(client, agent, read_token)
         # then: a clear refusal, never a ranking that compares two models' vectors
         assert refused.status_code == 503
