@@ -85,7 +85,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from library.ingest.pipeline import import_workers
-    from library.mining.runs import mining_run_execute
+    from library.mining.mining_runs import mining_run_execute
     from library.models import Agent, AgentSession
 
     call_command("migrate", verbosity=0)

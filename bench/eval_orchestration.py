@@ -140,7 +140,7 @@ def _stop_workers(procs: list[subprocess.Popen]) -> None:
 
 def _one_run(version, reviewer) -> float:
     """Seconds from the start of the run to its stored verdict (the database's own timestamps)."""
-    from library.evals import runs as evals
+    from library.evals import eval_runs as evals
     from library.models import EvalRun
 
     run = evals.eval_run_start(version=version, user=reviewer)

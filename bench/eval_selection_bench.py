@@ -174,11 +174,11 @@ def _setup(cases: int, procedures: int):
 
 
 def _one_run(candidate, user) -> float:
-    from library.evals import runs
+    from library.evals import eval_runs
     from library.models import EvalRun
 
     started = time.perf_counter()
-    run = runs.eval_run_start(version=candidate, user=user)
+    run = eval_runs.eval_run_start(version=candidate, user=user)
     run.refresh_from_db()
     elapsed = time.perf_counter() - started
     if run.state != EvalRun.State.DONE:
@@ -196,17 +196,17 @@ def main() -> int:
     if not os.environ.get("DATABASE_URL", "").startswith("postgres"):
         raise SystemExit("set DATABASE_URL=postgres://…/procmem_bench_… (see the docstring)")
     candidate, user = _setup(args.cases, args.procedures)
-    from library.evals import payload, runs
+    from library.evals import eval_runs, payload
 
-    served_arm_sets = runs.arm_sets
+    served_arm_sets = eval_runs.arm_sets
     legacy = lambda *, run: LegacyArmSets(run)  # noqa: E731
 
     def timed(path) -> float:
-        runs.arm_sets = path
+        eval_runs.arm_sets = path
         try:
             return _one_run(candidate, user)
         finally:
-            runs.arm_sets = served_arm_sets
+            eval_runs.arm_sets = served_arm_sets
 
     from library import embeddings
 

@@ -184,7 +184,7 @@ class Rollback(Exception):
 def phase_mine(agent_name: str) -> dict:
     from django.db import transaction
 
-    from library.mining.runs import mining_run_execute
+    from library.mining.mining_runs import mining_run_execute
     from library.models import Agent
 
     agent = Agent.objects.get(name=agent_name)

@@ -13,7 +13,7 @@ active_set_changed = Signal()
 candidates_created = Signal()
 
 # kwargs: run_id. An eval run reached a final state (done, failed or cancelled).
-# Sent by library/evals/runs.py.
+# Sent by library/evals/eval_runs.py.
 eval_run_finished = Signal()
 
 # kwargs: version_id, missing_tools (list[str]). A version was refused at load, first time for this tool list.

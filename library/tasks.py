@@ -36,7 +36,7 @@ def mine_agent(agent_id: int, trigger: str = "scheduled", started_by_id: int | N
     covered by then and the second run records them as skipped."""
     from django.contrib.auth import get_user_model
 
-    from .mining.runs import mining_run_execute
+    from .mining.mining_runs import mining_run_execute
     from .models import Agent
 
     agent = Agent.objects.filter(pk=agent_id).first()
@@ -50,7 +50,7 @@ def mine_agent(agent_id: int, trigger: str = "scheduled", started_by_id: int | N
 def mine_scheduled() -> list[int]:
     """Beat entry point: queues one mining task per agent with procedural memory and automatic
     capture switched on."""
-    from .mining.runs import agents_for_scheduled_mining
+    from .mining.mining_runs import agents_for_scheduled_mining
 
     agent_ids = agents_for_scheduled_mining()
     for agent_id in agent_ids:

@@ -412,7 +412,7 @@ PROCMEM_CLAIM_HOURS = env_int("PROCMEM_CLAIM_HOURS", 24, minimum=1, maximum=24 *
 # (superusers and global reviewers still read everything).
 NAMESPACE_READ_ISOLATION = env_bool("PROCMEM_NAMESPACE_READ_ISOLATION", False)
 # Metric warnings: a version's resolution rate over the last N days vs its eval result
-# (one-sided two-proportion z-test; see reviews/metrics/statistics.py).
+# (one-sided two-proportion z-test; see reviews/metrics/rates.py).
 PROCMEM_METRIC_WARNING_DAYS = env_int("PROCMEM_METRIC_WARNING_DAYS", 14, minimum=1, maximum=365)
 PROCMEM_METRIC_WARNING_MIN_SESSIONS = env_int("PROCMEM_METRIC_WARNING_MIN_SESSIONS", 30, minimum=1)
 PROCMEM_METRIC_WARNING_ALPHA = env_float("PROCMEM_METRIC_WARNING_ALPHA", 0.01, minimum=0.0001, maximum=0.5)

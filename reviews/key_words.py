@@ -68,7 +68,7 @@ KEY_LABELS = {
     "maxForbidden": "most forbidden actions",
     "maxSteps": "most steps",
     "nearDuplicate": "near-duplicate similarity",
-    # evidence a mined candidate carries beside its figures (library/mining/runs.py)
+    # evidence a mined candidate carries beside its figures (library/mining/mining_runs.py)
     "miningRunId": "mining run",
     "miningRun": "mining run",
     "runSessions": "sessions in the run",

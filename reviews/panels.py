@@ -54,7 +54,7 @@ _SHOWN = {
     "failedSessions",
     "outcomes",
     "conditions",
-    # a coding procedure's (library/mining/runs._draft_coding)
+    # a coding procedure's (library/mining/mining_runs._draft_coding)
     "agentKind",
     "verifyCommand",
     "verifySupport",
@@ -78,7 +78,7 @@ _SHOWN = {
     "recoveryNotes",
     "minTraces",
     "words",
-    # proposed by a reviewer from a run's report (library/mining/runs.mining_report_propose)
+    # proposed by a reviewer from a run's report (library/mining/mining_runs.mining_report_propose)
     "proposedDespite",
     # the within-task gate and what it shows (library/mining/within.py)
     "withinTask",
@@ -434,7 +434,7 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
             f"{arg.get('resolved')} of {arg.get('resolvedOf')} resolved vs {arg.get('failed')} of {arg.get('failedOf')} failed tasks"
             f", p = {arg.get('pValue', 1):.2g}{' — separates the outcomes' if arg.get('separates') else ''}"
         )
-    # the miner quotes resolved sessions that follow the skeleton only (library/mining/runs.py)
+    # the miner quotes resolved sessions that follow the skeleton only (library/mining/mining_runs.py)
     mined_outcome = "resolved" if "skeletonTest" in raw else ""
     for index, item in enumerate(inline_excerpts(raw)[:5], start=1):
         session_id = item.get("sessionId") or item.get("session_id") if isinstance(item, dict) else None

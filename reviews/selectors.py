@@ -394,7 +394,8 @@ def queue_page(
 
     One query whatever the queue's length: a UNION ALL of one index-ordered, LIMITed scan per
     segment the page can reach (the group counts say how many rows each segment has, so the
-    union stops at the segment that fills the page); the page's rows are loaded by reviews.queue_rows."""
+    union stops at the segment that fills the page); the page's rows are loaded by
+    reviews.views.queue_row.queue_rows."""
     segments = _segments(filters, groups)
     cursor = None
     if after is not None:

@@ -268,7 +268,7 @@ def _rate_limit_counts_forgotten():
 
 @pytest.fixture(autouse=True, scope="session")
 def _tasks_registered_as_on_a_worker():
-    """Services queue tasks by name (library/evals/runs.py). Eager mode runs a task in-process only
+    """Services queue tasks by name (library/evals/eval_runs.py). Eager mode runs a task in-process only
     when this process has registered it, so the test process discovers the task modules the way a
     worker does; otherwise such a task would silently go to the broker."""
     from procmem_site.celery import app

@@ -341,7 +341,7 @@ def seed_demo_sessions(
     a second mining run finds the candidate covered). Returns the mining run."""
     from django.utils import timezone as django_timezone
 
-    from ..mining.runs import mining_run_execute
+    from ..mining.mining_runs import mining_run_execute
 
     now = now or django_timezone.now()
     order_status_v2_at = order_status_v2_at or now - timedelta(days=12)

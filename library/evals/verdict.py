@@ -145,7 +145,7 @@ def _regresses(stats: IntentStats, thresholds: Thresholds) -> bool:
 def judge(
     outcomes: Iterable[PairedOutcome], *, target_intent: str, thresholds: Thresholds, require_improvement: bool = True
 ) -> dict:
-    """The verdict and every number behind it, as a JSON-ready dict (see library.evals.runs for the
+    """The verdict and every number behind it, as a JSON-ready dict (see library.evals.eval_runs for the
     shape stored in EvalRun.verdict_detail). `require_improvement` False: a retirement or rollback."""
     by_intent: dict[str, list[PairedOutcome]] = {target_intent: []}
     for outcome in outcomes:

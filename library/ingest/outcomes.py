@@ -16,7 +16,7 @@ the metrics read, are derived again from the whole history by the agent's **labe
 
 A session's label is **final** when the complaint window has passed (or a complaint already failed
 it); before that `label_pending_until` holds the moment it becomes final, and mining leaves the
-session out (library/mining/runs.py counts and names them in the run report). A session with no
+session out (library/mining/mining_runs.py counts and names them in the run report). A session with no
 resolved at all is final but has no outcome: mining leaves it out as "without outcome".
 """
 

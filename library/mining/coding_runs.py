@@ -1,4 +1,4 @@
-"""The family miner's Django side (a coding agent's mining run; library/mining/runs.py hands coding
+"""The family miner's Django side (a coding agent's mining run; library/mining/mining_runs.py hands coding
 agents here): reads the agent's sessions, asks families.mine_families for one candidate per task
 family, proposes each through procedure_propose (the policy screen applies; never ACTIVE), and
 records a report with one entry per family — the families that yielded nothing say why.
@@ -121,7 +121,7 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
     report: list[dict[str, Any]] = []
     created: list[ProcedureVersion] = []
     with transaction.atomic():
-        # one mining run per agent at a time proposes (the same lock as library/mining/runs.py)
+        # one mining run per agent at a time proposes (the same lock as library/mining/mining_runs.py)
         Agent.objects.select_for_update().filter(pk=agent.pk).first()
         for outcome in outcomes:
             intent_ids = Counter(about[t.session_id][0] for t in outcome.traces if about[t.session_id][0] is not None)

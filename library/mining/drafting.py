@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import statistics as st
+from . import evidence_statistics as st
 from .arguments import generalise_args
 from .evidence import Branch, Contrast, agreement, argument_contrast, backtest, condition_tests, contrast
 from .groups import GroupChoice, Status, step_count

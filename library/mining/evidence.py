@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..redaction.literals import is_safe_literal
-from . import statistics as st
+from . import evidence_statistics as st
 from .groups import GroupChoice, stats_contrast
 from .skeletons import IntentStats, MiningParams, Skeleton, is_subsequence, pairs_of
 
@@ -130,7 +130,7 @@ def backtest(
     held_tables: st.WithinTaskSums | Mapping[st.Table, int] | None = None,
 ) -> dict[str, Any]:
     """Success of the held-back sessions that follow the candidate (its steps in order, other calls
-    in between allowed) vs those that do not, by the gate's own estimator (statistics.within_task:
+    in between allowed) vs those that do not, by the gate's own estimator (evidence_statistics.within_task:
     within tasks, single-session tasks pooled), from `held_tables` (within.TaskTables' "held"
     sums, or task tables). Without them (a caller that has only the first reading) the held-back sessions are one
     stratum. Supports: one-sided p below the significance level and the risk ratio's interval above

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import statistics as st
+from . import evidence_statistics as st
 from .skeletons import Aggregator, IntentStats, Skeleton, compressed_length, intent_figures
 
 # ---------------------------------------------------------------------------------------------- groups
@@ -34,7 +34,7 @@ class GroupChoice:
     test: dict[str, Any]  # distinct tasks: resolved vs failed tasks that took the skeleton (described, not the gate)
     proposed: bool
     alternatives: list[tuple[Skeleton, int]]
-    # the gate: followers vs other sessions within tasks (within.TaskTables, statistics.within_task)
+    # the gate: followers vs other sessions within tasks (within.TaskTables, evidence_statistics.within_task)
     within: dict[str, Any] = field(default_factory=dict)
     # too long even with its repeats as one step each: "a workflow: belongs in code", reported
     workflow: bool = False

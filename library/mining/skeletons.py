@@ -1,6 +1,6 @@
 """The skeleton miner's core (pure Python, no Django): what a skeleton is, and the first reading of
 an agent's tasks, which counts distinct tasks by skeleton, tool, pair and order feature.
-library/mining/runs.py feeds it from the database; the rest of the pure core builds on it:
+library/mining/mining_runs.py feeds it from the database; the rest of the pure core builds on it:
 groups.py (the groups tested and the gate's choice), within.py (the second reading: followers vs
 the other sessions within tasks), evidence.py (the statistics behind a candidate: feature contrast,
 backtest, argument and conditional-step tests), arguments.py (which argument values a step may
@@ -350,7 +350,7 @@ class IntentStats:
 
 # What one stored session of a task is to the aggregator: (resolved, escalated, held back, raw skeleton, model).
 SessionKey = tuple[bool | None, bool | None, bool, tuple[str, ...], str]
-# The database's code of a session's outcome and held-back flag (library/mining/runs.py computes it in
+# The database's code of a session's outcome and held-back flag (library/mining/mining_runs.py computes it in
 # SQL): outcome 0 unknown, 1 resolved, 2 resolved by escalation, 3 failed; + 4 when held back.
 LABELS: dict[int, tuple[bool | None, bool | None, bool]] = {
     code + (4 if held else 0): (resolved, escalated, held)

@@ -13,7 +13,7 @@ for:
   and, among those that call them all, followers of S's order vs the rest;
 - each model family: the gate's contrast within the sessions of one family.
 
-Tables are not kept: each task's table is added to its set's statistics.WithinTaskSums (the
+Tables are not kept: each task's table is added to its set's evidence_statistics.WithinTaskSums (the
 sums the Cochran–Mantel–Haenszel test and the Mantel–Haenszel risk ratio with its Greenland–Robins
 interval need; single-session tasks into one pooled stratum), so memory is constant per table set:
 it grows with the tested groups and model families, not with tasks or sessions.
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from . import statistics as st
+from . import evidence_statistics as st
 from .groups import chosen_skeletons, groups_to_test
 from .skeletons import Aggregator, MiningParams, SessionKey, Skeleton, TaskStream, is_subsequence
 

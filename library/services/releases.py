@@ -17,7 +17,7 @@ until someone who holds the promote permission decides:
 
 Promoting to production, outright or as a rollout, needs a passing eval of the version's exact
 content against production's set, still the set production serves (`promotion_blockers`: a
-promotion eval, evals.runs.eval_run_start_promotion, or the approval eval of an agent that approved
+promotion eval, evals.eval_runs.eval_run_start_promotion, or the approval eval of an agent that approved
 it straight for production); completing a rollout needs that pass too, whatever production's set
 did meanwhile (the rollout measured production itself), and the database refuses any version that
 becomes ACTIVE without it (migration 0027_eval_run_environment). Releasing to another

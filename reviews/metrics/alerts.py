@@ -1,6 +1,6 @@
 """The metric warning: an alert per ACTIVE version whose resolution rate over the last
 PROCMEM_METRIC_WARNING_DAYS days is significantly below its eval result
-(reviews.metrics.statistics.resolution_drop_test). An alert is opened once and the `metric_warning`
+(reviews.metrics.rates.resolution_drop_test). An alert is opened once and the `metric_warning`
 signal sent once; it clears when a later check no longer finds a significant drop."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from library.models import Agent, ProcedureVersion, Status
 
 from ..models import MetricAlert
 from ..signals import metric_warning
+from .rates import resolution_drop_test, setting
 from .reads import version_figures, window
-from .statistics import resolution_drop_test, setting
 
 
 def metric_warnings_check(*, agent: Agent, today: date | None = None) -> list[MetricAlert]:

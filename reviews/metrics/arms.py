@@ -18,7 +18,7 @@ from scipy.stats import fisher_exact
 
 from library.models import AgentSession, ProcedureVersion, Rollout
 
-from .statistics import Rate
+from .rates import Rate
 
 
 @dataclass(frozen=True)

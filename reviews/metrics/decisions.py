@@ -26,7 +26,7 @@ from django.utils import timezone
 from library.models import Agent, AuditEvent, ProcedureVersion
 
 from .quality import rate_dict
-from .statistics import Rate
+from .rates import Rate
 
 ESCAPE_DAYS = 14
 # version_revise writes the new version and the superseded candidate's rejection in one

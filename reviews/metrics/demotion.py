@@ -21,8 +21,8 @@ from scipy import stats
 
 from library.models import Agent, ProcedureVersion, Status
 
+from .rates import setting
 from .reads import VersionFigures, version_figures, window
-from .statistics import setting
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .statistics import Rate
+from .rates import Rate
 
 WIDTH = 720
 LABEL_WIDTH = 230

@@ -35,7 +35,7 @@ from library.conflicts import requires_what_other_forbids, tools_forbidden_outri
 from library.models import Agent, AuditEvent, ProcedureVersion, VersionConflict
 
 from ..models import AgentDayQuality, VersionDayQuality
-from .statistics import Rate
+from .rates import Rate
 
 VERSION_COUNTS = ("sessions", "checked", "followed", "required_calls", "forbidden_calls", "conflicted", "stale")
 AGENT_COUNTS = ("served", "multi", "conflicted", "stale")

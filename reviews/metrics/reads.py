@@ -28,8 +28,8 @@ from library.models import Agent, AuditEvent, EvalCaseResult, ProcedureVersion, 
 
 from ..models import IntentDayRollup, MetricAlert, MetricsState, VersionDayRollup
 from .histogram import CharsHistogram, merge_counts
+from .rates import Rate
 from .rollup import WINDOWS
-from .statistics import Rate
 
 ACTIVATING = {AuditEvent.Action.APPROVE, AuditEvent.Action.ROLLBACK}
 DEACTIVATING = {AuditEvent.Action.RETIRE, AuditEvent.Action.AUTO_RETIRE}

@@ -29,7 +29,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from library.agents.rate_limits import rate_limits_table
 from library.agents.settings import agent_settings_snapshot, agent_settings_update
 from library.api.tokens import token_create, token_is_live, token_revoke
-from library.mining.runs import mining_report_propose
+from library.mining.mining_runs import mining_report_propose
 from library.models import Agent, ApiToken, MiningRun, ProcedureVersion, Status
 from library.permissions import agents_managed_by, user_can_manage_agent, user_is_reviewer
 from library.selectors import session_sources_for_agent

@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
-from library.evals import runs as evals
+from library.evals import eval_runs as evals
 from library.models import Agent, EvalCaseResult, EvalRun, Status
 from library.services import LifecycleError, selection_reach_blocker
 

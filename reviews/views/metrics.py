@@ -14,8 +14,8 @@ from .. import charts
 from ..access import get_agent_for_user, get_version_for_user, signed_in
 from ..metrics import reads
 from ..metrics.quality_report import agent_quality_report, version_quality_report
+from ..metrics.rates import resolution_drop_test
 from ..metrics.rollup import WINDOWS
-from ..metrics.statistics import resolution_drop_test
 from ..models import MetricsState
 
 METRIC_WINDOWS = WINDOWS

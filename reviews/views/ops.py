@@ -31,7 +31,7 @@ from library import selectors as library_selectors
 from library import services
 from library.coding import graph as coding_graph
 from library.conflicts import conflicts_scan
-from library.evals import runs as evals
+from library.evals import eval_runs as evals
 from library.models import (
     Agent,
     AuditEvent,

@@ -21,9 +21,8 @@ from library.permissions import user_is_reviewer
 from .. import selectors
 from ..access import get_version_for_user, require_reviewer, signed_in, visible_agents, visible_versions
 from ..forms import AssignForm, BulkRejectForm
-from ..queue_rows import queue_rows
 from ..services import candidate_claim, candidate_release, versions_bulk_reject
-from .queue_row import present_rows
+from .queue_row import present_rows, queue_rows
 from .refusals import form_problems, post_action, posted_form, refuse, safe_next
 
 QUEUE_PAGE_SIZE = 50

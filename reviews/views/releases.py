@@ -21,7 +21,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from library import services
 from library.environments import PRODUCTION, environment_names
-from library.evals import runs as evals
+from library.evals import eval_runs as evals
 from library.models import Procedure, ProcedureRelease, ProcedureVersion, Rollout, Status
 from library.permissions import user_can_promote
 

@@ -23,7 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect, reswap, retarget
 
 from library import services as library_services
 from library.conflicts import conflicts_for_candidate
-from library.evals import runs as evals
+from library.evals import eval_runs as evals
 from library.models import ProcedureVersion, Status
 from library.permissions import user_can_approve, user_can_manage_procedure, user_can_review
 from library.selectors import environment_set_hash

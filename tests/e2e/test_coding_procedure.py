@@ -16,7 +16,7 @@ from django.core.management import call_command
 
 from library.demo import DEMO_USERS, seed_demo
 from library.evals.cases import regression_case_create
-from library.mining.runs import mining_run_execute
+from library.mining.mining_runs import mining_run_execute
 from library.models import Agent, EvalRun, ProcedureVersion, Status
 from tests.conftest import SWEBENCH_RESULTS, SWEBENCH_TRAJS
 from tests.e2e.conftest import sign_in

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from library.demo import DEMO_USERS, seed_demo
-from library.mining.runs import mining_run_execute
+from library.mining.mining_runs import mining_run_execute
 from library.models import ProcedureVersion
 from tests.e2e.conftest import sign_in
 from tests.library.test_mining import _conditional_sessions

@@ -179,7 +179,7 @@ def test_on_procedures_mined_from_the_real_sessions_v2_is_a_fraction_of_v1(clien
         stdout=io.StringIO(),
     )
     call_command("mine", "--agent", "airline", "--threshold", "2", stdout=io.StringIO())
-    from library.mining.runs import mining_report_propose
+    from library.mining.mining_runs import mining_report_propose
     from library.models import Agent, MiningRun, ProcedureVersion
 
     airline = Agent.objects.get(name="airline")

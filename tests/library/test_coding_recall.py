@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from django.core.management import call_command
 
-from library.mining.runs import mining_run_execute
+from library.mining.mining_runs import mining_run_execute
 from library.models import Agent, ProcedureVersion
 from procmem_client.coding import POINTER_MAX_TOKENS, recall_pointer, recall_query
 from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig

@@ -1,4 +1,4 @@
-"""Retirement and rollback evals (library/evals/runs.eval_run_start_change): the replay with the ACTIVE
+"""Retirement and rollback evals (library/evals/eval_runs.eval_run_start_change): the replay with the ACTIVE
 version removed or replaced by its predecessor, judged on "nothing gets worse"; the audit row of the
 retirement names the run, or says the eval was skipped, or not needed (a tool was removed)."""
 
@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from library import services
 from library.demo import seed_demo
-from library.evals import runs
+from library.evals import eval_runs
 from library.models import AuditEvent, EvalRun, ProcedureVersion, Status
 from tests.conftest import make_passing_eval
 
@@ -39,7 +39,7 @@ def test_a_retirement_eval_replays_without_the_version_and_the_retirement_names_
 ):
     users, v2, _ = two_versions
     with django_capture_on_commit_callbacks(execute=True):
-        run = runs.eval_run_start_change(version=v2, user=users["admin"], kind=EvalRun.Kind.RETIRE)
+        run = eval_runs.eval_run_start_change(version=v2, user=users["admin"], kind=EvalRun.Kind.RETIRE)
     run.refresh_from_db()
     assert (run.state, run.kind) == (EvalRun.State.DONE, EvalRun.Kind.RETIRE)
     # without v2 the over-limit refunds are promised again: the target intent gets worse
@@ -73,7 +73,9 @@ def test_a_retirement_forced_by_a_removed_tool_needs_no_eval(two_versions):
 def test_a_rollback_eval_replays_with_the_predecessor(two_versions, django_capture_on_commit_callbacks):
     users, v2, v1 = two_versions
     with django_capture_on_commit_callbacks(execute=True):
-        run = runs.eval_run_start_change(version=v2, user=users["admin"], kind=EvalRun.Kind.ROLLBACK, replacement=v1)
+        run = eval_runs.eval_run_start_change(
+            version=v2, user=users["admin"], kind=EvalRun.Kind.ROLLBACK, replacement=v1
+        )
     run.refresh_from_db()
     assert run.state == EvalRun.State.DONE and run.replacement_id == v1.pk
     cases = {c["caseName"]: c for c in run.verdict_detail["selection"]["cases"]}
@@ -87,7 +89,7 @@ def test_a_rollback_eval_replays_with_the_predecessor(two_versions, django_captu
 def test_only_admins_evaluate_a_change(two_versions, client):
     users, v2, _ = two_versions
     with pytest.raises(PermissionDenied):
-        runs.eval_run_start_change(version=v2, user=users["reviewer"], kind=EvalRun.Kind.RETIRE)
+        eval_runs.eval_run_start_change(version=v2, user=users["reviewer"], kind=EvalRun.Kind.RETIRE)
     client.force_login(users["reviewer"])
     response = client.post(reverse("reviews:ops_retire_eval", args=[v2.pk]))
     assert response.status_code in (403, 404)

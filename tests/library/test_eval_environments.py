@@ -1,4 +1,4 @@
-"""An eval run replays against the set of the environment it targets (library/evals/runs.py,
+"""An eval run replays against the set of the environment it targets (library/evals/eval_runs.py,
 library/environments.eval_target_environment): a candidate's approval eval against staging's set
 when the agent has staging (that is where approving releases it), a promotion eval of an APPROVED
 version against production's. The arms are built from that set (payload.arm_sets) and each case is
@@ -21,7 +21,7 @@ from django.utils import timezone
 from library import services
 from library.api.tokens import token_create
 from library.demo import seed_demo
-from library.evals import runs
+from library.evals import eval_runs
 from library.evals.payload import BASELINE, CANDIDATE, arm_sets, clear_cache
 from library.models import (
     ApiToken,
@@ -129,7 +129,7 @@ def test_a_candidates_approval_eval_targets_staging_and_its_baseline_injects_the
         procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE
     )
     # when its approval eval starts
-    run = runs.eval_run_start(version=address, user=users["reviewer"])
+    run = eval_runs.eval_run_start(version=address, user=users["reviewer"])
     # then it targets staging and pins staging's set
     assert (run.kind, run.environment) == (EvalRun.Kind.APPROVAL, "staging")
     assert run.baseline_hash == environment_set_hash(agent, "staging") != active_set_hash(agent)
@@ -163,7 +163,7 @@ def test_the_candidate_arm_replaces_the_version_released_to_the_environment(stag
         forbidden_actions=v2.forbidden_actions,
         reason="a clearer wait",
     )
-    run = runs.eval_run_start(version=v3, user=users["reviewer"])
+    run = eval_runs.eval_run_start(version=v3, user=users["reviewer"])
     assert run.environment == "staging"
     sets = arm_sets(run=run)
     assert v2.pk in sets.sets[BASELINE].version_ids
@@ -177,10 +177,10 @@ def test_without_staging_nothing_changes_the_run_targets_production(demo):
     v2 = ProcedureVersion.objects.get(
         procedure__agent=agent, procedure__key="refund.over_limit", number=2, status=Status.CANDIDATE
     )
-    run = runs.eval_run_start(version=v2, user=users["reviewer"])
+    run = eval_runs.eval_run_start(version=v2, user=users["reviewer"])
     assert (run.environment, run.baseline_hash) == ("production", active_set_hash(agent))
     assert "releasedTo" not in str(run.baseline_versions)
-    progress = runs.eval_run_progress(run)
+    progress = eval_runs.eval_run_progress(run)
     assert (progress["environment"], progress["kind"], progress["baselineCurrent"]) == ("production", "approval", True)
 
 
@@ -189,13 +189,13 @@ def test_baseline_current_compares_with_the_target_environments_set(staged, djan
     address = ProcedureVersion.objects.get(
         procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE
     )
-    staging_run = runs.eval_run_start(version=address, user=users["reviewer"])
-    assert runs.eval_run_progress(staging_run)["baselineCurrent"] is True
+    staging_run = eval_runs.eval_run_start(version=address, user=users["reviewer"])
+    assert eval_runs.eval_run_progress(staging_run)["baselineCurrent"] is True
     # staging moves (v2 withdrawn: staging serves production's v1 again); production does not
     promoter = users["admin"]
     services.version_withdraw(version=v2, user=promoter, environment="staging", reason="not yet")
-    assert runs.eval_run_progress(staging_run)["baselineCurrent"] is False
-    assert runs.eval_run_progress(staging_run)["environment"] == "staging"
+    assert eval_runs.eval_run_progress(staging_run)["baselineCurrent"] is False
+    assert eval_runs.eval_run_progress(staging_run)["environment"] == "staging"
 
 
 # --------------------------------------------------------------------------------------------- the gates
@@ -292,7 +292,7 @@ def test_a_promotion_eval_replays_productions_set_with_the_approved_version(stag
     agent, users, v2 = staged
     # when the promotion eval runs (tasks in-process)
     with django_capture_on_commit_callbacks(execute=True):
-        run = runs.eval_run_start_promotion(version=v2, user=users["admin"])
+        run = eval_runs.eval_run_start_promotion(version=v2, user=users["admin"])
     run.refresh_from_db()
     # then it replayed production's set against production's set with v2 in place of v1
     assert (run.kind, run.environment, run.state) == (EvalRun.Kind.PROMOTION, "production", EvalRun.State.DONE)
@@ -315,14 +315,14 @@ def test_a_promotion_eval_replays_productions_set_with_the_approved_version(stag
 def test_promotion_eval_is_for_approved_versions_and_promoters_or_reviewers(staged, outsider):
     agent, users, v2 = staged
     with pytest.raises(PermissionDenied):
-        runs.eval_run_start_promotion(version=v2, user=outsider)
+        eval_runs.eval_run_start_promotion(version=v2, user=outsider)
     candidate = ProcedureVersion.objects.get(
         procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE
     )
     with pytest.raises(services.LifecycleError, match="Only an approved version"):
-        runs.eval_run_start_promotion(version=candidate, user=users["admin"])
-    first = runs.eval_run_start_promotion(version=v2, user=users["reviewer"])
-    assert runs.eval_run_start_promotion(version=v2, user=users["admin"]).pk == first.pk
+        eval_runs.eval_run_start_promotion(version=candidate, user=users["admin"])
+    first = eval_runs.eval_run_start_promotion(version=v2, user=users["reviewer"])
+    assert eval_runs.eval_run_start_promotion(version=v2, user=users["admin"]).pk == first.pk
 
 
 # --------------------------------------------------------------------------------------------- the database
@@ -394,7 +394,7 @@ def test_database_keeps_a_runs_kind_and_environment(staged):
         with pytest.raises(DB_ERRORS, match="keeps its kind and environment"):
             with transaction.atomic(), connection.cursor() as cursor:
                 cursor.execute(sql, [run.pk])
-    unfinished = runs.eval_run_start_promotion(version=v2, user=users["admin"])
+    unfinished = eval_runs.eval_run_start_promotion(version=v2, user=users["admin"])
     with pytest.raises(DB_ERRORS, match="keeps its kind and environment"):
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("UPDATE library_evalrun SET environment = 'staging' WHERE id = %s", [unfinished.pk])

@@ -20,7 +20,7 @@ from django.urls import reverse
 from library import services
 from library.api.tokens import token_create
 from library.demo import seed_demo
-from library.evals import runs
+from library.evals import eval_runs
 from library.models import ApiToken, EvalCaseResult, EvalRun, ProcedureVersion, RegressionCase, Status
 from library.selectors import active_set_hash, environment_set_hash
 from tests.conftest import make_passing_eval
@@ -73,14 +73,14 @@ def test_an_approval_eval_with_staging_replays_the_staging_set(celery_worker_pro
         procedure__agent=agent, procedure__key="address.change", status=Status.CANDIDATE
     )
     # when its approval eval runs on the worker
-    run = runs.eval_run_start(version=address, user=users["reviewer"])
+    run = eval_runs.eval_run_start(version=address, user=users["reviewer"])
     run = wait_for(lambda: finished(run.pk), timeout=240, worker=celery_worker_process, what="the approval eval")
     assert run.state == EvalRun.State.DONE, run.failure_reason
     # then it replayed against staging's set, pinned at its start
     assert run.environment == "staging" and run.baseline_hash == environment_set_hash(
         agent, "staging"
     ) != active_set_hash(agent)
-    assert runs.eval_run_progress(run)["baselineCurrent"] is True
+    assert eval_runs.eval_run_progress(run)["baselineCurrent"] is True
     rows = rows_of(run)
     cases = list(RegressionCase.objects.filter(agent=agent, is_active=True).select_related("intent"))
     for case in cases:
@@ -100,7 +100,7 @@ def test_a_promotion_eval_replays_production_against_production_with_the_staged_
     agent, users, v2, token = staged_demo
     assert services.promotion_blockers(v2)
     # when its promotion eval runs on the worker
-    run = runs.eval_run_start_promotion(version=v2, user=users["admin"])
+    run = eval_runs.eval_run_start_promotion(version=v2, user=users["admin"])
     run = wait_for(lambda: finished(run.pk), timeout=240, worker=celery_worker_process, what="the promotion eval")
     assert run.state == EvalRun.State.DONE, run.failure_reason
     # then its baseline is production's set, and the other arm production's with v2: staging's set here

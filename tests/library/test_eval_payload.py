@@ -12,7 +12,7 @@ from django.urls import reverse
 from library import services
 from library.api.tokens import token_create
 from library.demo import seed_demo
-from library.evals import runs
+from library.evals import eval_runs
 from library.models import ApiToken, EvalRun, RegressionCase, Source
 from tests import evals_support
 from tests.evals_support import DEMO_CANDIDATE_STEPS
@@ -56,7 +56,7 @@ def test_an_eval_replays_the_bytes_the_agent_api_serves(client, django_capture_o
     evals_support.RECEIVED.clear()
     # when an eval run replays it (the tasks run in-process) and the approver approves it
     with django_capture_on_commit_callbacks(execute=True):
-        run = runs.eval_run_start(version=candidate, user=users["reviewer"])
+        run = eval_runs.eval_run_start(version=candidate, user=users["reviewer"])
     run.refresh_from_db()
     assert (run.state, run.verdict) == (EvalRun.State.DONE, EvalRun.Verdict.PASS), run.failure_reason
     services.version_approve(version=candidate, user=users["approver"], comment="the replay passed")
@@ -124,7 +124,7 @@ def test_where_the_served_selection_agrees_with_the_old_rule_every_case_keeps_it
     users = {u.username: u for u in get_user_model().objects.all()}
     candidate = evals_support.propose_demo_candidate(demo.agent)
     with django_capture_on_commit_callbacks(execute=True):
-        run = runs.eval_run_start(version=candidate, user=users["reviewer"])
+        run = eval_runs.eval_run_start(version=candidate, user=users["reviewer"])
     run.refresh_from_db()
     # when each case-arm is replayed again with what the old rule injected
     old_outcomes: dict[int, dict] = {}

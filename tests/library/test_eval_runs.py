@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from library import services
 from library.demo import seed_demo
-from library.evals import runs
+from library.evals import eval_runs
 from library.evals.tasks import eval_run_chunk, eval_run_dispatch
 from library.models import AuditEvent, EvalCaseResult, EvalRun, ProcedureVersion, RegressionCase, Status
 from library.selectors import active_set_hash
@@ -50,15 +50,15 @@ def finished_signals():
 def run_eval(version, user, capture) -> EvalRun:
     """Starts a run and lets its tasks run in-process (eager) when the transaction commits."""
     with capture(execute=True):
-        run = runs.eval_run_start(version=version, user=user)
+        run = eval_runs.eval_run_start(version=version, user=user)
     run.refresh_from_db()
     return run
 
 
 def start_only(version, user) -> EvalRun:
     """Starts a run without executing its on-commit dispatch, then claims it as the dispatch would."""
-    run = runs.eval_run_start(version=version, user=user)
-    chunks = runs.eval_run_begin(run_id=run.pk)
+    run = eval_runs.eval_run_start(version=version, user=user)
+    chunks = eval_runs.eval_run_begin(run_id=run.pk)
     run.refresh_from_db()
     run.chunks = chunks
     return run
@@ -71,7 +71,7 @@ def test_start_pins_content_and_baseline_and_creates_every_case_arm(demo, django
     agent, users = demo
     candidate = propose_demo_candidate(agent)
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
-        run = runs.eval_run_start(version=candidate, user=users["reviewer"])
+        run = eval_runs.eval_run_start(version=candidate, user=users["reviewer"])
     assert len(callbacks) == 1  # the dispatch is queued only on commit
     assert run.state == EvalRun.State.QUEUED
     assert run.content_hash == candidate.content_hash
@@ -90,17 +90,17 @@ def test_start_needs_a_reviewer_and_a_candidate(demo):
     outsider = get_user_model().objects.create_user("outsider", password="x")
     candidate = propose_demo_candidate(agent)
     with pytest.raises(PermissionDenied):
-        runs.eval_run_start(version=candidate, user=outsider)
+        eval_runs.eval_run_start(version=candidate, user=outsider)
     active = ProcedureVersion.objects.get(procedure__key="order.status", status=Status.ACTIVE)
     with pytest.raises(services.LifecycleError, match="Only candidates"):
-        runs.eval_run_start(version=active, user=users["reviewer"])
+        eval_runs.eval_run_start(version=active, user=users["reviewer"])
 
 
 def test_a_second_start_returns_the_unfinished_run(demo):
     agent, users = demo
     candidate = propose_demo_candidate(agent)
-    first = runs.eval_run_start(version=candidate, user=users["reviewer"])
-    assert runs.eval_run_start(version=candidate, user=users["admin"]).pk == first.pk
+    first = eval_runs.eval_run_start(version=candidate, user=users["reviewer"])
+    assert eval_runs.eval_run_start(version=candidate, user=users["admin"]).pk == first.pk
 
 
 # --------------------------------------------------------------------------------------------- the demo verdicts and the gate
@@ -298,12 +298,12 @@ def test_a_lost_worker_leaves_the_run_resumable_and_never_half_judged(
     )
     EvalRun.objects.filter(pk=run.pk).update(heartbeat_at=long_ago)
     # the finaliser refuses to judge an incomplete run
-    assert runs.eval_run_finalize(run_id=run.pk) is None
+    assert eval_runs.eval_run_finalize(run_id=run.pk) is None
     run.refresh_from_db()
     assert run.state == EvalRun.State.RUNNING and run.verdict == "" and run.verdict_detail == {}
     # when the recovery task runs
     with django_capture_on_commit_callbacks(execute=True):
-        acted = runs.eval_runs_recover()
+        acted = eval_runs.eval_runs_recover()
     # then the run was resumed, every case ran, and it was judged once, completely
     assert acted == [run.pk]
     run.refresh_from_db()
@@ -346,7 +346,7 @@ def test_a_run_that_keeps_stalling_fails_with_the_reason(
     run = start_only(propose_demo_candidate(agent), users["reviewer"])
     EvalRun.objects.filter(pk=run.pk).update(resumes=2, heartbeat_at=timezone.now() - timezone.timedelta(minutes=5))
     with django_capture_on_commit_callbacks(execute=True):
-        runs.eval_runs_recover()
+        eval_runs.eval_runs_recover()
     run.refresh_from_db()
     assert run.state == EvalRun.State.FAILED and run.verdict == ""
     assert "stalled after 2 resumes" in run.failure_reason
@@ -360,7 +360,7 @@ def test_a_chunk_that_fails_for_good_fails_the_run(demo, monkeypatch):
     def explode(**kwargs):
         raise ValueError("database exploded")
 
-    monkeypatch.setattr(runs, "eval_chunk_run", explode)
+    monkeypatch.setattr(eval_runs, "eval_chunk_run", explode)
     result = eval_run_chunk.apply(kwargs={"run_id": run.pk, "case_ids": run.chunks[0]}, task_id="t-x", throw=False)
     assert result.failed()  # and EvalRunTask.on_failure ran
     run.refresh_from_db()
@@ -371,14 +371,14 @@ def test_cancel_stops_the_run_and_no_verdict_follows(demo, finished_signals, dja
     agent, users = demo
     run = start_only(propose_demo_candidate(agent), users["reviewer"])
     with django_capture_on_commit_callbacks(execute=True):
-        runs.eval_run_cancel(run=run, user=users["reviewer"])
+        eval_runs.eval_run_cancel(run=run, user=users["reviewer"])
     assert eval_run_chunk.apply(kwargs={"run_id": run.pk, "case_ids": run.chunks[0]}).get() == 0
     run.refresh_from_db()
     assert (run.state, run.verdict, run.failure_reason) == (EvalRun.State.CANCELLED, "", "Cancelled by reviewer")
     assert AuditEvent.objects.filter(action=AuditEvent.Action.EVAL_CANCEL).count() == 1
     assert finished_signals == [run.pk]
     with pytest.raises(services.LifecycleError, match="already cancelled"):
-        runs.eval_run_cancel(run=run, user=users["reviewer"])
+        eval_runs.eval_run_cancel(run=run, user=users["reviewer"])
 
 
 def test_progress_reports_cases_done_of_total(demo):
@@ -386,7 +386,7 @@ def test_progress_reports_cases_done_of_total(demo):
     run = start_only(propose_demo_candidate(agent), users["reviewer"])
     eval_run_chunk.apply(kwargs={"run_id": run.pk, "case_ids": run.chunks[0]})
     run.refresh_from_db()
-    progress = runs.eval_run_progress(run)
+    progress = eval_runs.eval_run_progress(run)
     assert progress["casesDone"] == len(run.chunks[0]) and progress["casesTotal"] == 19
     assert progress["state"] == "running" and progress["verdict"] is None and progress["baselineCurrent"] is True
 
@@ -405,10 +405,10 @@ def test_a_reviewer_may_resume_only_a_stalled_run(demo, settings, django_capture
     settings.PROCMEM_EVAL_STALE_SECONDS = 60
     run = start_only(propose_demo_candidate(agent), users["reviewer"])
     with pytest.raises(services.LifecycleError, match="resume is for runs stalled"):
-        runs.eval_run_resume(run=run, user=users["reviewer"])
+        eval_runs.eval_run_resume(run=run, user=users["reviewer"])
     EvalRun.objects.filter(pk=run.pk).update(heartbeat_at=timezone.now() - timezone.timedelta(minutes=10))
     with django_capture_on_commit_callbacks(execute=True):
-        runs.eval_run_resume(run=run, user=users["reviewer"])
+        eval_runs.eval_run_resume(run=run, user=users["reviewer"])
     run.refresh_from_db()
     assert (run.state, run.verdict, run.resumes) == (EvalRun.State.DONE, EvalRun.Verdict.PASS, 1)
     assert AuditEvent.objects.filter(
@@ -479,5 +479,5 @@ def test_a_worker_registers_every_task_the_runs_queue_and_the_beat_schedule_name
     )
     assert result.returncode == 0, result.stderr[-3000:]
     registered = set(result.stdout.split())
-    assert {runs.DISPATCH_TASK, runs.CHUNK_TASK, runs.RECOVER_TASK} <= registered
+    assert {eval_runs.DISPATCH_TASK, eval_runs.CHUNK_TASK, eval_runs.RECOVER_TASK} <= registered
     assert {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()} <= registered

@@ -23,7 +23,7 @@ from django.urls import reverse
 from library import services
 from library.api.tokens import token_create
 from library.demo import seed_demo
-from library.evals import runs
+from library.evals import eval_runs
 from library.models import (
     Agent,
     ApiToken,
@@ -132,7 +132,7 @@ def test_a_candidate_that_does_not_reach_its_tasks_is_not_injected_and_is_blocke
         actor_label="miner",
     )
     # when the eval runs on the worker
-    run = runs.eval_run_start(version=candidate, user=users["reviewer"])
+    run = eval_runs.eval_run_start(version=candidate, user=users["reviewer"])
     run = wait_for(lambda: finished(run.pk), timeout=180, worker=celery_worker_process, what="the eval run")
     assert run.state == EvalRun.State.DONE, run.failure_reason
     # then the served selection never injected it in its intent's cases
@@ -187,7 +187,7 @@ def test_a_candidate_that_displaces_another_intents_procedure_under_cap_2_is_rep
         actor_label="miner",
     )
     # when the eval runs on the worker
-    run = runs.eval_run_start(version=candidate, user=users["reviewer"])
+    run = eval_runs.eval_run_start(version=candidate, user=users["reviewer"])
     run = wait_for(lambda: finished(run.pk), timeout=180, worker=celery_worker_process, what="the eval run")
     assert run.state == EvalRun.State.DONE, run.failure_reason
     # then the procedures it pushed out of the cap are named, case by case, with their intent

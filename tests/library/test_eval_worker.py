@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 
 from library import services
 from library.demo import seed_demo
-from library.evals import runs
+from library.evals import eval_runs
 from library.models import EvalCaseResult, EvalRun, ProcedureVersion, Status
 from tests.evals_support import propose_demo_candidate
 
@@ -40,7 +40,7 @@ def test_demo_candidate_eval_on_a_worker_then_approve(celery_worker_process):
     users = {u.username: u for u in get_user_model().objects.all()}
     candidate = propose_demo_candidate(demo.agent)
     # when a reviewer starts an eval run (queued on commit, through Redis, to the worker)
-    run = runs.eval_run_start(version=candidate, user=users["reviewer"])
+    run = eval_runs.eval_run_start(version=candidate, user=users["reviewer"])
     # then the worker runs it to a verdict
     run = wait_for(lambda: finished(run.pk), timeout=120, worker=celery_worker_process, what="the eval run")
     assert (run.state, run.verdict) == (EvalRun.State.DONE, EvalRun.Verdict.PASS), run.failure_reason
@@ -73,7 +73,7 @@ def test_a_worker_process_killed_mid_run_never_leaves_a_half_judged_run(slow_run
     agent.eval_runner, agent.eval_python_path = "python", "tests.evals_support:slow_demo_runner"
     agent.save()
     reviewer = get_user_model().objects.get(username="reviewer")
-    run = runs.eval_run_start(version=propose_demo_candidate(agent), user=reviewer)
+    run = eval_runs.eval_run_start(version=propose_demo_candidate(agent), user=reviewer)
     wait_for(
         lambda: EvalCaseResult.objects.filter(run_id=run.pk, state="done").count() >= 4,
         timeout=60,

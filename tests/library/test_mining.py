@@ -1,4 +1,4 @@
-"""The skeleton miner: the pure core (library/mining/skeletons.py) and the runs (library/mining/runs.py)."""
+"""The skeleton miner: the pure core (library/mining/skeletons.py) and the runs (library/mining/mining_runs.py)."""
 
 import io
 import json
@@ -11,7 +11,7 @@ from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
 from library.mining import arguments, drafting, evidence, groups, within
 from library.mining import skeletons as mining
-from library.mining.runs import Trigger, mining_run_execute
+from library.mining.mining_runs import Trigger, mining_run_execute
 from library.models import Agent, AgentSession, AuditEvent, MiningRun, ProcedureVersion, Source, Status
 from library.services import procedure_propose
 from library.signals import candidates_created
@@ -520,8 +520,8 @@ def test_the_report_names_the_condition_that_blocked_a_group():
     from collections import Counter
     from types import SimpleNamespace
 
-    from library.mining.runs import _not_credible_reason
-    from library.mining.statistics import within_task
+    from library.mining.evidence_statistics import within_task
+    from library.mining.mining_runs import _not_credible_reason
 
     # one session per task: 5 of 5 followers succeeded vs 3 of 11 others (the plain comparison)
     gate = within_task(Counter({(1, 0, 0, 0): 5, (0, 0, 1, 0): 3, (0, 0, 0, 1): 8}), tests=2, alpha=0.05)

@@ -1,6 +1,6 @@
 """Mining coding agents' sessions: the phase skeleton, the coding contract, and what the 231 real
 SWE-bench sessions give: one candidate per task family from resolved traces, with its verify command,
-evidence and recovery notes (library/coding/procedures.py, families.py, runs.py)."""
+evidence and recovery notes (library/coding/procedures.py, families.py, library/mining/coding_runs.py)."""
 
 import io
 
@@ -12,7 +12,7 @@ from django.urls import reverse
 from library.agents.settings import agent_settings_update
 from library.coding.procedures import coding_skeleton
 from library.mining.groups import Status
-from library.mining.runs import mining_run_execute
+from library.mining.mining_runs import mining_run_execute
 from library.mining.skeletons import SKELETONS, MiningParams, skeleton_function
 from library.models import Agent, AgentSession, ProcedureVersion
 

@@ -1,4 +1,4 @@
-"""The within-task estimator (library/mining/statistics.py: WithinTaskSums, within_task) and the second
+"""The within-task estimator (library/mining/evidence_statistics.py: WithinTaskSums, within_task) and the second
 reading that feeds it (library/mining/within.py). The estimator keeps, per table set, only the sums
 the Cochran–Mantel–Haenszel test and the Mantel–Haenszel risk ratio with its Greenland–Robins interval
 need; these tests hold it to statsmodels' StratifiedTable on the same tables."""
@@ -15,7 +15,7 @@ from hypothesis import strategies as hst
 from scipy.stats import norm
 from statsmodels.stats.contingency_tables import StratifiedTable
 
-from library.mining import statistics as st
+from library.mining import evidence_statistics as st
 from library.mining import within
 from library.mining.skeletons import MiningParams
 

@@ -10,7 +10,7 @@ from collections import defaultdict
 import pytest
 from django.core.management import call_command
 
-from library.mining.statistics import ratio_number
+from library.mining.evidence_statistics import ratio_number
 from library.models import Agent, MiningRun
 from tests.conftest import MINT_ALFWORLD_DIR, require_mint_alfworld
 

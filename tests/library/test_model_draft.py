@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from library.mining import model_draft
-from library.mining.runs import mining_report_propose
+from library.mining.mining_runs import mining_report_propose
 from library.models import Agent, MiningRun, ProcedureVersion
 from library.scans.personal_data import Matcher, taubench_values
 from tests.conftest import TAUBENCH_DIR, require_taubench

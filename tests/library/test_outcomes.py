@@ -19,7 +19,7 @@ from library.agents.settings import agent_settings_update
 from library.api.tokens import token_create
 from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
-from library.mining.runs import mining_run_execute
+from library.mining.mining_runs import mining_run_execute
 from library.models import AgentSession, ApiToken, AuditEvent, SessionLabel
 
 from .test_mining import STATUS_WAY, WRONG_WAY

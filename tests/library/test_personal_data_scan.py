@@ -10,7 +10,7 @@ from django.core.management import CommandError, call_command
 
 from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
-from library.mining.runs import mining_run_execute
+from library.mining.mining_runs import mining_run_execute
 from library.models import Agent, AgentSession, ProcedureVersion
 from library.scans.personal_data import KnownValue, Matcher, values_from_file
 

@@ -19,8 +19,8 @@ from guardian.shortcuts import assign_perm
 from library.models import AuditEvent, ProcedureVersion, Status
 from library.services import LifecycleError, version_reject
 from reviews.models import CandidateClaim
-from reviews.queue_rows import age_badge
 from reviews.services import candidate_claim, candidate_release
+from reviews.views.queue_row import age_badge
 from tests.reviews.conftest import bulk_candidates, client_for
 
 QUEUE = "/queue/"

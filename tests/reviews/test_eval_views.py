@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from library.evals import runs as evals
+from library.evals import eval_runs as evals
 from library.models import EvalRun
 
 pytestmark = pytest.mark.django_db

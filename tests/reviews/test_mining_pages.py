@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
-from library.mining.runs import mining_run_execute
+from library.mining.mining_runs import mining_run_execute
 from library.models import AuditEvent, Source, Status
 
 pytestmark = pytest.mark.django_db

@@ -15,7 +15,7 @@ from django.utils import timezone
 from library.models import AgentSession, EvalCaseResult, RegressionCase
 from reviews.metrics import alerts, reads, rollup
 from reviews.metrics.histogram import CharsHistogram
-from reviews.metrics.statistics import Rate, resolution_drop_test
+from reviews.metrics.rates import Rate, resolution_drop_test
 from reviews.models import (
     IntentDayRollup,
     MetricAlert,

@@ -291,7 +291,7 @@ def test_an_approved_versions_run_is_not_reported_as_stale(candidate):
 
 @pytest.mark.django_db
 def test_eval_panel_reads_the_eval_runners_verdict_detail(candidate):
-    """The shape library.evals.runs stores (library.evals.verdict.judge)."""
+    """The shape library.evals.eval_runs stores (library.evals.verdict.judge)."""
     detail = {
         "verdict": "pass",
         "reasons": ["refund_over_limit improved: 1 → 4 of 4 (p = 0.0625).", "No other intent got worse."],

@@ -17,7 +17,7 @@ from scipy import stats
 from library import services
 from library.models import AgentSession, Intent, ProcedureVersion, Source, Status
 from reviews.metrics import decisions, quality, reads, rollup
-from reviews.metrics.statistics import Rate, wilson_interval
+from reviews.metrics.rates import Rate, wilson_interval
 from reviews.models import AgentDayQuality, VersionDayQuality
 from tests.conftest import make_passing_eval
 

@@ -1,5 +1,5 @@
-"""One row of the queue as the page shows it (reviews/views/queue_row.py builds its HTML, and
-reviews/queue_rows.py reads what it shows in one query): what people and miners wrote is escaped,
+"""One row of the queue as the page shows it (reviews/views/queue_row.py reads what it
+shows in one query and builds its HTML): what people and miners wrote is escaped,
 the claim cell, the eval pill, the comment count, the evidence and the group headers."""
 
 from datetime import timedelta

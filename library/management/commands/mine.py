@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from library.mining.runs import HoldOut, Trigger, mining_run_execute
+from library.mining.mining_runs import HoldOut, Trigger, mining_run_execute
 from library.models import Agent
 
 

@@ -1,4 +1,4 @@
-"""The statistics of the metrics: rates, and whether a version's resolution rate in reported
+"""The rates of the metrics (a share with its Wilson interval), and whether a version's resolution rate in reported
 sessions is significantly below the pass rate of its approving eval run (the metric warning).
 
 "Significantly below" is a one-sided two-proportion z-test (pooled variance); α and the minimum
@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from library.mining.statistics import wilson
+from library.mining.evidence_statistics import wilson
 
 
 def setting(name: str, default):
@@ -47,7 +47,7 @@ class Rate:
 
 
 def wilson_interval(hits: int, total: int) -> tuple[float, float] | None:
-    """The Wilson score 95 % interval (library/mining/statistics.py `wilson`) as (low, high)."""
+    """The Wilson score 95 % interval (library/mining/evidence_statistics.py `wilson`) as (low, high)."""
     return wilson(hits, total, 0.95)
 
 
