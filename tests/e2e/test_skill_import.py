@@ -2,20 +2,27 @@
 uploads a skill archive on the agent's page → the candidate page shows the imported skill, its
 kept body and whether it triggers → an approver approves it → procmem serves it at the Agent
 Skills discovery path → the served SKILL.md passes the reference validator (npm skills-ref, run with
-node), and imported back it changes nothing.
+node) → the installed `procmem skills sync` console script writes it into a skills folder with its
+lock file, the folder passes skills-ref and `--check` answers in sync (and differs after a hand
+edit) → imported back from that folder it changes nothing.
 
 Screenshots land in test-artifacts/screenshots/."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 from django.contrib.auth import get_user_model
 from guardian.shortcuts import assign_perm
 
 from library.models import Agent, ProcedureVersion, Source, Status
-from tests.conftest import make_passing_eval
+from tests.conftest import REPO, make_passing_eval
 from tests.e2e.conftest import sign_in
 from tests.skills_support import skills_ref_errors
 
@@ -114,10 +121,56 @@ def test_import_review_approve_serve_and_validate(live_server, page, screenshot,
     (folder / "SKILL.md").write_text(text, encoding="utf-8")
     assert skills_ref_errors([folder]) == {str(folder): []}
 
-    # --- and the served skill imported back changes nothing -------------------------------------
-    back = skills_import_path(agent=agent, path=folder.parent)
+    # --- the agent's repository: `procmem skills sync` writes it where agents load skills --------
+    skills = tmp_path / "repo" / ".claude" / "skills"
+    env = {"PROCMEM_URL": base, "PROCMEM_AGENT": agent.name, "PROCMEM_TOKEN": raw}
+    synced = procmem_cli("skills", "sync", str(skills), env=env)
+    assert synced.returncode == 0, synced.stdout + synced.stderr
+    assert "WRITE     refund-over-limit v1: new" in synced.stdout
+    assert sorted(p.name for p in skills.iterdir()) == ["procmem-skills.lock.json", "refund-over-limit"]
+    written = skills / "refund-over-limit"
+    assert (written / "SKILL.md").read_bytes() == text.encode("utf-8")  # the bytes the index's URL serves
+    assert skills_ref_errors([written]) == {str(written): []}
+    lock = json.loads((skills / "procmem-skills.lock.json").read_text(encoding="utf-8"))
+    assert (lock["generatedBy"], lock["lockVersion"], list(lock["skills"])) == (
+        "procmem skills sync",
+        1,
+        ["refund-over-limit"],
+    )
+    locked = lock["skills"]["refund-over-limit"]
+    assert (locked["id"], locked["version"], locked["digest"]) == ("refund.over_limit", 1, entry["digest"])
+    assert locked["files"] == entry["procmemFiles"]
+    # --check: in sync now; a hand edit differs (exit 1) and writes nothing; a sync puts it back
+    check = procmem_cli("skills", "sync", str(skills), "--check", env=env)
+    assert (check.returncode, check.stdout.strip().splitlines()[-1]) == (0, f"procmem skills sync: {skills}: in sync")
+    (written / "SKILL.md").write_text("edited by hand\n", encoding="utf-8")
+    edited = procmem_cli("skills", "sync", str(skills), "--check", env=env)
+    assert edited.returncode == 1 and "DIFFERS   refund-over-limit v1: changed on disk" in edited.stdout
+    assert (written / "SKILL.md").read_text(encoding="utf-8") == "edited by hand\n"
+    assert procmem_cli("skills", "sync", str(skills), env=env).returncode == 0
+    assert procmem_cli("skills", "sync", str(skills), "--check", env=env).returncode == 0
+    assert (written / "SKILL.md").read_bytes() == text.encode("utf-8")
+
+    # --- and the synced skill imported back changes nothing -------------------------------------
+    back = skills_import_path(agent=agent, path=skills)
     assert (
         back.created == []
         and back.errors == []
         and [label for _, label in back.unchanged] == ["support_agent/refund.over_limit v1"]
+    )
+
+
+def procmem_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    """The `procmem` console script that `pip install procmem-client` puts beside the interpreter, run
+    as a CI step runs it: its own process, the environment variables, this checkout's client first."""
+    script = Path(sys.executable).parent / "procmem"
+    assert script.exists(), f"{script} is missing: `make` installs clients/python (pip install -e) with its scripts"
+    path = os.pathsep.join(filter(None, [str(REPO / "clients" / "python"), os.environ.get("PYTHONPATH", "")]))
+    return subprocess.run(
+        [str(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env, "PYTHONPATH": path},
+        check=False,
     )
