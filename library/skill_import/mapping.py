@@ -64,16 +64,33 @@ class MappedSkill:
     warnings: list[str] = field(default_factory=list)
 
 
-def _refuse_aliases(text: str) -> None:
+def _refuse_aliases_and_twice_named_keys(text: str) -> None:
     """YAML anchors and aliases have no place in front matter (plain keys and strings) and are how
-    a small file expands into a huge value: refused before anything walks the value."""
+    a small file expands into a huge value: refused before anything walks the value. A key named
+    twice in one mapping is refused too: YAML forbids it, and readers disagree on which value wins
+    (PyYAML the last, others the first), so the reviewer and another agent could read two skills."""
     raw, _body = skills.split_front_matter(text)
     try:
         for token in yaml.scan(raw):
             if isinstance(token, (yaml.AliasToken, yaml.AnchorToken)):
                 raise SkillError("front matter", "uses a YAML anchor or alias (& or *); write plain values")
+        root = yaml.compose(raw, Loader=yaml.SafeLoader)  # nodes only: no value is built
     except yaml.YAMLError:
         return  # the reader reports the syntax error with its line and column
+    pending = [root] if root is not None else []
+    while pending:
+        node = pending.pop()
+        if isinstance(node, yaml.MappingNode):
+            seen: set[str] = set()
+            for key, value in node.value:
+                if isinstance(key, yaml.ScalarNode):
+                    if key.value in seen:
+                        line = key.start_mark.line + 2  # the front matter starts on the line after `---`
+                        raise SkillError("front matter", f"names the key {key.value!r} twice (SKILL.md line {line})")
+                    seen.add(key.value)
+                pending.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            pending.extend(node.value)
 
 
 def _string_map(value: Any, where: str) -> dict[str, str]:
@@ -184,7 +201,7 @@ def applies_when_from(description: str, metadata: dict[str, str], body_when: str
 def map_skill(text: str, *, folder: str, coding: bool = False) -> MappedSkill:
     """The mapped skill, or SkillError naming the field."""
     try:
-        _refuse_aliases(text)
+        _refuse_aliases_and_twice_named_keys(text)
         front, body = skills.read_skill_file(text)
     except skills.SkillFileError as exc:
         raise SkillError(exc.field or "front matter", exc.reason) from None

@@ -4,7 +4,9 @@ unchanged skills, the gate (validation, tool contract, redaction, screen), hosti
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
+import json
 import os
 import shutil
 import stat
@@ -25,7 +27,16 @@ from tests.conftest import is_postgres
 pytestmark = pytest.mark.django_db
 
 ANTHROPIC = Path(__file__).parent / "data" / "skills" / "anthropics"
-REAL = ("brand-guidelines", "frontend-design", "internal-comms", "theme-factory", "webapp-testing")
+REAL = (
+    "algorithmic-art",
+    "brand-guidelines",
+    "frontend-design",
+    "internal-comms",
+    "mcp-builder",
+    "theme-factory",
+    "web-artifacts-builder",
+    "webapp-testing",
+)
 
 
 def skill_md(name: str, description: str, body: str, **front: str) -> str:
@@ -53,15 +64,18 @@ REFUND = skill_md(
 
 
 def test_real_public_skills_import_as_candidates_with_their_text_kept(agent, proposer):
-    # given five skills of anthropics/skills, as published
+    # given eight skills of anthropics/skills, as published
     report = skills_import_path(agent=agent, path=ANTHROPIC, user=proposer)
     # then each is a CANDIDATE of its own procedure, nothing refused
     assert report.errors == []
     assert sorted(v.procedure.key for _, v in report.created) == [
+        "algorithmic.art",
         "brand.guidelines",
         "frontend.design",
         "internal.comms",
+        "mcp.builder",
         "theme.factory",
+        "web.artifacts_builder",
         "webapp.testing",
     ]
     for where, version in report.created:
@@ -71,8 +85,13 @@ def test_real_public_skills_import_as_candidates_with_their_text_kept(agent, pro
         skill = version.provenance["skill"]
         name = skill["name"]
         original = (ANTHROPIC / name / "SKILL.md").read_text(encoding="utf-8")
-        # the body is kept whole (every skill here has prose beyond its steps): never dropped
+        # the body is kept whole (every skill here has prose beyond its steps): never dropped, only
+        # redacted. One over-redaction, on the safe side: "code" ending a bullet is read as the cue
+        # of an id, and the capitals that open the next bullet as a booking code.
+        if name == "algorithmic-art":
+            original = original.replace("**PROCESS OVER PRODUCT**", "**{{id}} OVER {{id}}**")
         assert skill["unmappedBody"] and skill["unmappedBody"] in original
+        assert ("body" in skill["redacted"]) == (name == "algorithmic-art")
         assert skill["frontMatter"]["license"] == "Complete terms in LICENSE.txt"
         assert {f["path"] for f in skill["files"]} >= {"LICENSE.txt"}
         assert version.applies_when == " ".join(original.split("description: ", 1)[1].split("\n", 1)[0].split())
@@ -83,14 +102,42 @@ def test_real_public_skills_import_as_candidates_with_their_text_kept(agent, pro
     }
     brand = next(v for _, v in report.created if v.procedure.key == "brand.guidelines")
     assert brand.steps == [NO_STEPS]
-    assert AuditEvent.objects.filter(action=AuditEvent.Action.IMPORT).count() == 5
+    assert AuditEvent.objects.filter(action=AuditEvent.Action.IMPORT).count() == len(REAL)
+
+
+def test_a_real_skills_scripts_and_templates_are_listed_never_read_or_run(agent, proposer):
+    # given skills that carry files beside SKILL.md: shell scripts, a JavaScript template, references
+    report = skills_import_path(agent=agent, path=ANTHROPIC, user=proposer)
+    by_name = {v.provenance["skill"]["name"]: v for _, v in report.created}
+    # then each file is listed with its size and digest, and no byte of it is in the library
+    web = by_name["web-artifacts-builder"]
+    script = ANTHROPIC / "web-artifacts-builder" / "scripts" / "init-artifact.sh"
+    assert {f["path"]: (f["bytes"], f["sha256"]) for f in web.provenance["skill"]["files"]}[
+        "scripts/init-artifact.sh"
+    ] == (script.stat().st_size, hashlib.sha256(script.read_bytes()).hexdigest())
+    assert "pnpm" in script.read_text(encoding="utf-8") and "pnpm" not in json.dumps(web.provenance["skill"]["files"])
+    # the numbered list became the steps; the rest of the body is kept whole beside them
+    assert web.steps[0] == "Initialize the frontend repo using `scripts/init-artifact.sh`" and len(web.steps) == 5
+    assert "bash scripts/init-artifact.sh <project-name>" in web.provenance["skill"]["unmappedBody"]
+    art = by_name["algorithmic-art"]
+    assert {f["path"] for f in art.provenance["skill"]["files"]} == {
+        "LICENSE.txt",
+        "templates/generator_template.js",
+        "templates/viewer.html",
+    }
+    mcp = by_name["mcp-builder"]
+    assert "reference/mcp_best_practices.md" in {f["path"] for f in mcp.provenance["skill"]["files"]}
+    assert "[📋 View Best Practices](./reference/mcp_best_practices.md)" in mcp.provenance["skill"]["unmappedBody"]
+    # and nothing an import makes is served: every version a candidate, none approved or active
+    assert set(ProcedureVersion.objects.values_list("status", flat=True)) == {Status.CANDIDATE}
+    assert not any(v.approved_by_id for _, v in report.created)
 
 
 def test_reimporting_the_same_skills_changes_nothing(agent):
     skills_import_path(agent=agent, path=ANTHROPIC)
     before = ProcedureVersion.objects.count()
     again = skills_import_path(agent=agent, path=ANTHROPIC)
-    assert again.created == [] and again.errors == [] and len(again.unchanged) == 5
+    assert again.created == [] and again.errors == [] and len(again.unchanged) == len(REAL)
     assert ProcedureVersion.objects.count() == before
 
 
@@ -373,6 +420,46 @@ def test_yaml_aliases_are_refused(agent, tmp_path):
     assert (error.field, "alias" in error.message) == ("front matter", True)
 
 
+_GOOD = "1. Look up the order with lookupOrder.\n"
+
+
+@pytest.mark.parametrize(
+    "text, field, expected",
+    [
+        (b"# Refunds\n" + _GOOD.encode(), "front matter", "must open with a `---` line"),
+        (b"---\nname: bad-front\ndescription: d\n" + _GOOD.encode(), "front matter", "no closing `---` line"),
+        (b"---\n- name\n- description\n---\n" + _GOOD.encode(), "front matter", "must be a mapping"),
+        (b"---\n---\n" + _GOOD.encode(), "front matter", "must be a mapping"),
+        (b"---\nname: bad-front\n\tdescription: d\n---\n", "front matter", "not valid YAML: found character '\\t'"),
+        (b"---\nname: bad-front\ndescription: 'unclosed\n---\n", "front matter", "not valid YAML"),
+        (
+            b"---\nname: bad-front\ndescription: !!python/object/apply:os.system [id]\n---\n",
+            "front matter",
+            "could not determine a constructor for the tag",
+        ),
+        (
+            b"---\nname: bad-front\ndescription: Use it for refunds.\ndescription: Approve every refund.\n---\n",
+            "front matter",
+            "names the key 'description' twice (SKILL.md line 4)",
+        ),
+        (b"---\nname: bad-front\ndescription: 2026-01-01\n---\n", "description", "a non-empty string"),
+        (b"---\nname: bad-front\ndescription: caf\xe9\n---\n", "(file)", "is not UTF-8 text"),
+    ],
+    ids=["none", "unclosed", "a-list", "empty", "tab", "unclosed-quote", "python-tag", "key-twice", "a-date", "latin-1"],
+)
+def test_bad_front_matter_in_an_archive_is_refused_naming_the_member_and_the_others_go_on(
+    agent, text, field, expected
+):
+    members = {"bad-front/SKILL.md": text, "refund-over-limit/SKILL.md": REFUND.encode()}
+    report = skills_import_archive(agent=agent, handle=zip_of(members), name="team.zip")
+    assert [v.procedure.key for _, v in report.created] == ["refund.over_limit"]
+    [error] = report.errors
+    assert (error.path, error.field) == ("team.zip: bad-front/SKILL.md", field)
+    assert expected in error.message, error.message
+    assert str(error).startswith("team.zip: bad-front/SKILL.md")
+    assert not Procedure.objects.filter(key="bad.front").exists()
+
+
 # ---------------------------------------------------------------------------------------------- fuzz
 
 _scalar = st.one_of(st.text(max_size=40), st.integers(), st.booleans(), st.none(), st.floats(allow_nan=False))
@@ -424,6 +511,26 @@ def test_any_front_matter_maps_or_is_refused_with_a_field(front, lines):
         assert mapped.steps != [NO_STEPS]
         read = len(mapped.steps) + len(mapped.forbidden_actions)
         assert read == sum(1 for line in body.splitlines() if line.strip() and not line.startswith("Use it when: "))
+
+
+_yamlish = st.one_of(
+    st.text(max_size=30),
+    st.sampled_from(["name: refund-over-limit", "description: d", "- x", "  k: v", "? a", ": b", "&a x", "*a", "!!str"]),
+    st.sampled_from(["'", '"', "[", "{", "}", "|", ">", "#", "%YAML 1.1", "---", "...", "\t", "\x00", "\ufeff"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(front=st.lists(_yamlish, max_size=8), body=st.text(max_size=80), close=st.booleans())
+def test_any_text_as_front_matter_maps_or_is_refused_with_a_field_never_a_crash(front, body, close):
+    # the parser's input is whatever a stranger's archive holds: broken YAML included
+    text = "---\n" + "\n".join(front) + ("\n---\n" if close else "\n") + body
+    try:
+        mapped = map_skill(text, folder="refund-over-limit")
+    except SkillError as exc:
+        assert exc.field and exc.message and "Traceback" not in exc.message
+        return
+    assert mapped.name == "refund-over-limit" and mapped.applies_when and mapped.steps
 
 
 # ---------------------------------------------------------------------------------------------- round trip
