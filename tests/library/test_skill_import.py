@@ -445,11 +445,20 @@ _GOOD = "1. Look up the order with lookupOrder.\n"
         (b"---\nname: bad-front\ndescription: 2026-01-01\n---\n", "description", "a non-empty string"),
         (b"---\nname: bad-front\ndescription: caf\xe9\n---\n", "(file)", "is not UTF-8 text"),
     ],
-    ids=["none", "unclosed", "a-list", "empty", "tab", "unclosed-quote", "python-tag", "key-twice", "a-date", "latin-1"],
+    ids=[
+        "none",
+        "unclosed",
+        "a-list",
+        "empty",
+        "tab",
+        "unclosed-quote",
+        "python-tag",
+        "key-twice",
+        "a-date",
+        "latin-1",
+    ],
 )
-def test_bad_front_matter_in_an_archive_is_refused_naming_the_member_and_the_others_go_on(
-    agent, text, field, expected
-):
+def test_bad_front_matter_in_an_archive_is_refused_naming_the_member_and_the_others_go_on(agent, text, field, expected):
     members = {"bad-front/SKILL.md": text, "refund-over-limit/SKILL.md": REFUND.encode()}
     report = skills_import_archive(agent=agent, handle=zip_of(members), name="team.zip")
     assert [v.procedure.key for _, v in report.created] == ["refund.over_limit"]
@@ -515,7 +524,9 @@ def test_any_front_matter_maps_or_is_refused_with_a_field(front, lines):
 
 _yamlish = st.one_of(
     st.text(max_size=30),
-    st.sampled_from(["name: refund-over-limit", "description: d", "- x", "  k: v", "? a", ": b", "&a x", "*a", "!!str"]),
+    st.sampled_from(
+        ["name: refund-over-limit", "description: d", "- x", "  k: v", "? a", ": b", "&a x", "*a", "!!str"]
+    ),
     st.sampled_from(["'", '"', "[", "{", "}", "|", ">", "#", "%YAML 1.1", "---", "...", "\t", "\x00", "\ufeff"]),
 )
 
