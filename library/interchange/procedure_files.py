@@ -15,7 +15,8 @@ The export carries every field of the record; an erased version is its tombstone
 An empty library exports as an empty directory (valid: importing it changes nothing).
 
 Import never creates an ACTIVE version: every imported version arrives as a CANDIDATE (its status
-and approval in the file are kept in the provenance for the reviewer to read). A version whose
+and approval in the file are kept in the provenance for the reviewer to read). A procedure the
+import creates takes the file's scope (roles, priority, confidence, an existing namespace). A version whose
 content already exists for that procedure (erased ones included: the tombstone keeps the hash) is
 skipped, and so is a tombstone, so re-importing an export changes nothing. Each file is validated
 and stored on its own: a bad file is reported with its path, the field and the reason, and the
@@ -373,6 +374,7 @@ def _import_file(item: _ParsedFile, agent: Agent, *, user, report: ImportReport,
     existing = _known_hashes(ProcedureVersion.objects.filter(procedure__agent=agent, procedure__key=item.key)).get(
         item.key, set()
     )
+    is_new = not Procedure.objects.filter(agent=agent, key=item.key).exists()
     missing = []
     for version in item.versions:
         label = f"{agent.name}/{item.key} v{version.source_number or '?'}"
@@ -414,8 +416,27 @@ def _import_file(item: _ParsedFile, agent: Agent, *, user, report: ImportReport,
         except ValidationError as exc:
             field_name = next(iter(exc.message_dict)) if hasattr(exc, "error_dict") else "intent"
             raise ImportFileError(item.path, field_name, "; ".join(exc.messages)) from None
+        if is_new:
+            _take_scope_of_file(item, created.procedure)
+            is_new = False
         existing.add(created.content_hash)
         report.created.append(f"{agent.name}/{item.key} v{created.number}")
+
+
+def _take_scope_of_file(item: _ParsedFile, procedure: Procedure) -> None:
+    """A procedure the import creates takes the file's scope (roles, priority, confidence, and the
+    namespace when it exists here): the file is its only record, so a library rebuilt from an export
+    keeps them. An existing procedure's scope changes only through `library_sync` (a person who
+    manages it, `procedure_scope_update`)."""
+    changed = [name for name in ("roles", "priority", "confidence") if name in item.scope]
+    for name in changed:
+        setattr(procedure, name, item.scope[name])
+    namespace = Namespace.objects.filter(name=item.scope.get("namespace", "")).first()
+    if namespace is not None and namespace.pk != procedure.namespace_id:
+        procedure.namespace = namespace
+        changed.append("namespace")
+    if changed:
+        procedure.save(update_fields=changed)
 
 
 # ---------------------------------------------------------------------------------------------- check and sync

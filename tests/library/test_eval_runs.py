@@ -171,6 +171,35 @@ def test_a_candidate_that_breaks_its_intent_fails_as_a_regression(demo, django_c
         services.version_approve(version=broken, user=users["admin"])
 
 
+def test_a_passing_run_whose_candidate_reaches_too_few_of_its_cases_cannot_be_approved(
+    demo, django_capture_on_commit_callbacks
+):
+    # given ten more refund_over_limit cases worded so that neither the ACTIVE refund procedure nor
+    # the candidate is selected for them: both arms replay them alike, so the verdict can pass
+    agent, users = demo
+    intent = agent.intents.get(name="refund_over_limit")
+    for number in range(10):
+        RegressionCase.objects.create(
+            agent=agent, intent=intent, name=f"unreached {number}", task=f"Hello, a question about item {number}."
+        )
+    candidate = propose_demo_candidate(agent)
+    # when its eval runs
+    run = run_eval(candidate, users["reviewer"], django_capture_on_commit_callbacks)
+    # then the run passes, but the candidate was injected in 8 of its intent's 18 cases (44 %, below
+    # PROCMEM_EVAL_MIN_INJECTED_SHARE, 50 %): a blocker, and the approval service refuses
+    assert run.verdict == EvalRun.Verdict.PASS and run.is_passing, run.verdict_detail["reasons"]
+    selection = run.verdict_detail["selection"]
+    assert (selection["injectedIn"], selection["targetCases"]) == (8, 18)
+    assert run.thresholds["min_injected_share"] == 0.5
+    blockers = services.approval_blockers(candidate, users["approver"])
+    reach = "The served selection injected the candidate in 8 of 18 cases of its intent refund_over_limit (44%"
+    assert [b for b in blockers if b.startswith(reach)] == [services.selection_reach_blocker(run)], blockers
+    with pytest.raises(services.LifecycleError, match="injected the candidate in 8 of 18 cases"):
+        services.version_approve(version=candidate, user=users["approver"])
+    candidate.refresh_from_db()
+    assert candidate.status == Status.CANDIDATE
+
+
 def test_an_edit_voids_the_passing_run(demo, django_capture_on_commit_callbacks):
     agent, users = demo
     candidate = propose_demo_candidate(agent)
