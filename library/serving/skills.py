@@ -16,6 +16,12 @@ the folder, which `procmem skills sync --check` compares against what is on disk
 
 URLs of a skill name its version (`skills/<name>/v<N>/SKILL.md`, `skills/<name>/v<N>/skill.tar.gz`):
 a version's content, approver and approval time never change, so neither do those bytes.
+
+The index has a versioned twin, `sets/<etag>/index.json` (the specification's "versioned index
+paths"): the same entries, their URLs written relative to that deeper path, at a URL named by the
+unversioned index's ETag. Content-addressed, so the bytes at such a URL never change; it is served
+while its set is the one served (a pinned set whose skills procmem no longer serves is not served
+either, as their versioned URLs are not).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from .active_set import ServedSet
 
 DISCOVERY_SCHEMA = "https://schemas.agentskills.io/discovery/0.2.0/schema.json"
 ARCHIVE_FILE = "skill.tar.gz"
+SNAPSHOT_BASE = "../../"  # from sets/<etag>/index.json back to the folder of the unversioned index
 
 
 @dataclass(frozen=True)
@@ -74,7 +81,7 @@ class SkillSet:
     """The skills of one served set: by name, in the set's order (procedure id)."""
 
     skills: dict[str, ServedSkill]
-    _indexes: dict[str, tuple[bytes, str]] = field(default_factory=dict, repr=False)
+    _indexes: dict[tuple[str, str], tuple[bytes, str]] = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def get(self, name: str, version: int) -> ServedSkill | None:
@@ -84,35 +91,51 @@ class SkillSet:
     def index(self, query: dict[str, str]) -> tuple[bytes, str]:
         """The index's bytes and strong ETag. `query` (environment, role, session as the caller gave
         them) is carried into each skill's URL, so the skills resolve in the same set."""
+        return self._built(query, base="")
+
+    def snapshot(self, query: dict[str, str]) -> tuple[bytes, str]:
+        """The versioned index (`sets/<etag>/index.json`, `<etag>` the unversioned index's ETag for
+        the same `query`): the same entries with each URL climbing back from that path. Its own
+        bytes and strong ETag."""
+        return self._built(query, base=SNAPSHOT_BASE)
+
+    def _built(self, query: dict[str, str], *, base: str) -> tuple[bytes, str]:
         key = urlencode(sorted(query.items()))
         with self._lock:
-            cached = self._indexes.get(key)
+            cached = self._indexes.get((base, key))
         if cached is not None:
             return cached
         body = json.dumps(
-            {"$schema": DISCOVERY_SCHEMA, "skills": [_entry(skill, key) for skill in self.skills.values()]},
+            {"$schema": DISCOVERY_SCHEMA, "skills": [_entry(skill, key, base) for skill in self.skills.values()]},
             ensure_ascii=False,
             separators=(",", ":"),
         ).encode("utf-8")
         built = (body, f'"{hashlib.sha256(body).hexdigest()[:40]}"')
         with self._lock:
-            if len(self._indexes) < 16:  # callers choose the query: bound what is kept
-                self._indexes[key] = built
+            if len(self._indexes) < 32:  # callers choose the query: bound what is kept
+                self._indexes[(base, key)] = built
         return built
+
+
+def snapshot_path(etag: str, query: dict[str, str]) -> str:
+    """Where the versioned index of the set whose unversioned index has `etag` is, relative to the
+    unversioned index (the request's parameters carried along, so it names the same set)."""
+    suffix = urlencode(sorted(query.items()))
+    return f"sets/{etag.strip(chr(34))}/index.json" + (f"?{suffix}" if suffix else "")
 
 
 def skill_path(skill: ServedSkill, file: str) -> str:
     return f"skills/{skill.name}/v{skill.version}/{file}"
 
 
-def _entry(skill: ServedSkill, query: str) -> dict[str, Any]:
+def _entry(skill: ServedSkill, query: str, base: str) -> dict[str, Any]:
     suffix = f"?{query}" if query else ""
     archive = skill.has_scripts
     return {
         "name": skill.name,
         "type": skill.kind,
         "description": skill.description,
-        "url": skill_path(skill, ARCHIVE_FILE if archive else SKILL_FILE) + suffix,
+        "url": base + skill_path(skill, ARCHIVE_FILE if archive else SKILL_FILE) + suffix,
         "digest": sha256_digest(skill.archive()) if archive else skill.skill_md_digest,
         "procmemId": skill.procedure_id,
         "procmemVersion": skill.version,
