@@ -7,10 +7,21 @@ from django.views.generic import RedirectView
 
 from reviews.sso import SignInView
 
+
+class FaviconView(RedirectView):
+    """Browsers and crawlers ask for /favicon.ico whatever the page's <link rel="icon"> says. The
+    hashed name is looked up per request: at import the manifest may not exist yet (collectstatic
+    and `check --deploy` import this module before any file is collected)."""
+
+    permanent = True
+
+    def get_redirect_url(self, *args, **kwargs):
+        return static("favicon.svg")
+
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="reviews:queue", permanent=False)),
-    # browsers and crawlers ask for /favicon.ico whatever the page's <link rel="icon"> says
-    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    path("favicon.ico", FaviconView.as_view()),
     path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/", include("library.api.urls")),

@@ -5,6 +5,7 @@ of the agent), the rest get 429 with Retry-After and store nothing."""
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import uuid
 
@@ -167,7 +168,7 @@ def test_the_mcp_endpoint_counts_each_request_of_a_real_mcp_client_against_its_t
 ):
     import anyio
     import requests
-    from mcp import MCPError
+    from mcp import Client, MCPError
 
     from tests.library.test_mcp import http_client
 
@@ -177,9 +178,20 @@ def test_the_mcp_endpoint_counts_each_request_of_a_real_mcp_client_against_its_t
     read = token_create(agent=agent, scope=ApiToken.Scope.READ, name="mcp read", user=admin_user)[1]
     ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="mcp ingest", user=admin_user)[1]
     answers: list = []
+    sent: list[tuple[str, int]] = []  # (JSON-RPC method, HTTP status) of each request the client sent
+
+    async def record(response) -> None:
+        sent.append((json.loads(response.request.content or b"{}").get("method", ""), response.status_code))
 
     async def recall_ten_times() -> None:
-        async with http_client(redis_limited_server, read) as client:
+        import httpx2
+        from mcp.client.streamable_http import streamable_http_client
+
+        http = httpx2.AsyncClient(
+            headers={"Authorization": f"Bearer {read}"}, timeout=120, event_hooks={"response": [record]}
+        )
+        transport = streamable_http_client(f"{redis_limited_server}/api/v1/agents/{agent.name}/mcp", http_client=http)
+        async with Client(transport, read_timeout_seconds=120) as client:
             for _ in range(10):
                 answers.append(
                     await client.call_tool("recall_procedures", {"task": "refund 900 dollars", "intent": None})
@@ -188,9 +200,14 @@ def test_the_mcp_endpoint_counts_each_request_of_a_real_mcp_client_against_its_t
     # when: the official SDK's client recalls ten times in one session
     with pytest.raises(BaseExceptionGroup) as failed:
         anyio.run(recall_ten_times)
-    # then: initialize and its notification are two requests, so six recalls pass and the seventh
-    # is refused, which the client reports as an error
-    assert len(answers) == 6 and all(not answer.is_error for answer in answers)
+    # then: every request of the session counts (initialize, its notification, and whatever else this
+    # SDK version sends before a call), so the first eight pass and the ninth is refused; every recall
+    # among the eight was answered, and the refused one is reported to the client as an error
+    assert [status for _, status in sent[:8]] == [status for _, status in sent[:8] if status in (200, 202)]
+    assert sent[8][1] == 429 and len(sent) == 9, sent
+    recalls = [method for method, _ in sent[:8]].count("tools/call")
+    assert "initialize" in [method for method, _ in sent] and recalls >= 4, sent
+    assert len(answers) == recalls and all(not answer.is_error for answer in answers)
     assert failed.group_contains(MCPError)
     refused = requests.post(
         f"{redis_limited_server}/api/v1/agents/{agent.name}/mcp",
@@ -199,7 +216,9 @@ def test_the_mcp_endpoint_counts_each_request_of_a_real_mcp_client_against_its_t
         timeout=60,
     )
     assert refused.status_code == 429 and 1 <= int(refused.headers["Retry-After"]) <= 60
-    assert refused.json()["error"]["scope"] == "token" and refused.json()["error"]["limit"] == "8/minute"
+    # a JSON-RPC error whose data keeps the agent API error's fields
+    refusal = refused.json()["error"]["data"]
+    assert refusal["status"] == 429 and refusal["scope"] == "token" and refusal["limit"] == "8/minute"
 
     # and an ingest token of the agent counts against ingest, not select: its session goes on
     async def ingest_tools() -> list[str]:

@@ -323,3 +323,12 @@ def test_the_typescript_renderer_writes_the_same_skill_bytes(built, records_batc
     )
     assert done.returncode == 0, done.stderr.decode()
     assert json.loads(done.stdout.decode("utf-8")) == [render_skill(record) for record in records_batch]
+
+
+def test_the_client_keeps_the_servers_procedure_id_rule():
+    # the client names skills from procedure ids without asking the server: both hold one rule
+    from library.models import PROCEDURE_KEY_RE, Procedure
+    from procmem_client.skills import PROCEDURE_ID_MAX, PROCEDURE_ID_RE
+
+    assert PROCEDURE_KEY_RE == f"^{PROCEDURE_ID_RE.pattern}$"
+    assert Procedure._meta.get_field("key").max_length == PROCEDURE_ID_MAX

@@ -32,14 +32,6 @@ long_ids = st.from_regex(re.compile(r"[a-z][a-z0-9_]{0,60}(\.[a-z0-9_]{1,60}){1,
 )
 
 
-def test_the_client_keeps_the_servers_procedure_id_rule():
-    from pathlib import Path
-
-    source = (Path(__file__).resolve().parents[3] / "library" / "models" / "agents.py").read_text()
-    assert f'PROCEDURE_KEY_RE = r"{SERVER_RULE}"' in source
-    assert "max_length=120, validators=[procedure_key_validator]" in source
-
-
 @pytest.mark.parametrize(
     ("procedure_id", "name"),
     [

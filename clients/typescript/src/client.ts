@@ -209,6 +209,8 @@ export class ProcmemClient {
   readonly maxChars: number | null;
   /** Set while the server is unreachable or answers with an error; null after a success. */
   lastError: string | null = null;
+  /** The HTTP status of the last failure when it had one: 401/403 mean the token is refused. */
+  lastErrorStatus: number | null = null;
   /** Requests sent for the set, 304 answers received, requests sent to the select endpoint. */
   fetches = 0;
   notModified = 0;
@@ -257,6 +259,19 @@ export class ProcmemClient {
   }
 
   /** True once a set has been fetched successfully (it may be stale now). */
+  /**
+   * True when the server's last answer refused the token (401: unknown, revoked or expired;
+   * 403: another agent's or another scope's), not an outage.
+   */
+  get tokenRefused(): boolean {
+    return this.lastError !== null && (this.lastErrorStatus === 401 || this.lastErrorStatus === 403);
+  }
+
+  #failed(error: unknown): void {
+    this.lastError = error instanceof ProcmemError ? error.message : describe(error);
+    this.lastErrorStatus = error instanceof ProcmemError ? error.status : null;
+  }
+
   get hasSet(): boolean {
     return this.#etag !== null;
   }
@@ -322,9 +337,10 @@ export class ProcmemClient {
         throw new ProcmemError(`HTTP ${response.status}: ${body}`, { status: response.status, body });
       }
       this.lastError = null;
+      this.lastErrorStatus = null;
       this.#nextRefresh = this.#clock() + this.refreshInterval * 1000;
     } catch (error) {
-      this.lastError = error instanceof ProcmemError ? error.message : describe(error);
+      this.#failed(error);
       this.#nextRefresh = this.#clock() + this.retryInterval * 1000;
     }
   }
@@ -358,7 +374,7 @@ export class ProcmemClient {
       }
       return data as ActiveSet;
     } catch (error) {
-      this.lastError = error instanceof ProcmemError ? error.message : describe(error);
+      this.#failed(error);
       return shared;
     }
   }
@@ -406,7 +422,7 @@ export class ProcmemClient {
         setEtag: data.setEtag ?? null,
       };
     } catch (error) {
-      this.lastError = error instanceof ProcmemError ? error.message : describe(error);
+      this.#failed(error);
       return empty;
     }
   }

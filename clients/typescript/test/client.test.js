@@ -133,6 +133,7 @@ describe("against a live procmem server", { skip }, () => {
       front.down = true;
       await c.refresh({ force: true });
       assert.ok(c.lastError, "the failure is recorded");
+      assert.equal(c.tokenRefused, false, "an unreachable server does not refuse the token");
       assert.deepEqual((await c.activeSet()).procedures.map((p) => p.id), first);
       assert.equal(c.etag, etag);
       // a failed selection injects nothing: the agent runs without procedures
@@ -172,6 +173,9 @@ describe("against a live procmem server", { skip }, () => {
     const c = client({ token: "pm_wrong" });
     await c.activeSet();
     assert.match(c.lastError, /^HTTP 401/);
+    // a refused token is a configuration error, not an outage
+    assert.equal(c.lastErrorStatus, 401);
+    assert.equal(c.tokenRefused, true);
   });
 
   test("session reporting stores the session with the injected versions", async () => {
