@@ -269,6 +269,18 @@ def test_never_active_on_import_even_from_an_export_that_says_active(agent, appr
             ProcedureVersion.objects.filter(pk=version.pk).update(status=Status.ACTIVE)
 
 
+def test_the_command_imports_the_real_skills_as_candidates(agent, proposer):
+    out, err = io.StringIO(), io.StringIO()
+    call_command("import_skills", str(ANTHROPIC), agent="support_agent", as_user="proposer", stdout=out, stderr=err)
+    lines = out.getvalue().splitlines()
+    for name in REAL:
+        folder = ANTHROPIC / name / "SKILL.md"
+        assert any(line.startswith("  candidate support_agent/") and line.endswith(f"← {folder}") for line in lines)
+    assert f"{len(REAL)} skill(s) imported as candidates, 0 unchanged, 0 refused." in out.getvalue()
+    assert err.getvalue() == ""
+    assert set(ProcedureVersion.objects.values_list("status", flat=True)) == {Status.CANDIDATE}
+
+
 def test_the_command_reports_and_fails_on_a_bad_skill(agent, tmp_path, proposer):
     write_skill(tmp_path, "refund-over-limit", REFUND)
     write_skill(tmp_path, "wrong", REFUND)
