@@ -44,7 +44,7 @@ class LegacyArmSets:
 
     def __init__(self, run):
         from library.models import ProcedureVersion
-        from library.serving import active_set as serving
+        from library.serving import selection
 
         self.agent = run.version.procedure.agent
         self.candidate = run.version
@@ -53,7 +53,7 @@ class LegacyArmSets:
                 "procedure__intent", "approved_by"
             )
         )
-        self.max_chars = serving.injection_max_chars()
+        self.max_chars = selection.injection_max_chars()
 
     def prepare(self, tasks):
         pass
@@ -229,7 +229,7 @@ def main() -> int:
         f"runner, in process (eager Celery), median of {args.repeats} runs per path, the paths alternating after a warm-up each",
         f"- the rule it replaced (intent filter, candidate first): **{t_old * 1000 / args.cases:.1f} ms per case** "
         f"(runs {', '.join(f'{x:.2f}' for x in old)} s)",
-        f"- served selection (serving.select_for_agent per case and arm, two indexes built per run, the tasks' vectors "
+        f"- served selection (serving.selection.select_for_agent per case and arm, two indexes built per run, the tasks' vectors "
         f"from the process's per-text cache): **{t_new * 1000 / args.cases:.1f} ms per case** (runs {', '.join(f'{x:.2f}' for x in new)} s)",
         f"- **ratio {t_new / t_old:.2f}x** (target ≤ 1.5x)",
         f"- the first served run over these cases, each task embedded once (one query embedding per case): "

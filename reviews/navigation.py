@@ -81,7 +81,7 @@ def refused_count(user, *, any_refusal: bool | None = None) -> int:
     `any_refusal`: whether any refusal exists, when the caller already asked."""
     from library.models import LoadRefusal
     from library.permissions import agents_managed_by
-    from library.serving.active_set import unresolved_refusals
+    from library.serving.load_refusals import unresolved_refusals
 
     if any_refusal is None:
         any_refusal = LoadRefusal.objects.exists()

@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from library.models import Agent, AgentSession, EvalRun, Intent, Procedure, ProcedureVersion, Status
 from library.selectors import active_versions_for_agent, evidence_session_ids
-from library.serving.active_set import missing_tools
+from library.serving.load_refusals import missing_tools
 from reviews.access import of_agents
 from reviews.models import CandidateClaim
 

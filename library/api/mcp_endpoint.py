@@ -18,7 +18,7 @@ hands the request to the SDK on an event loop:
 The resources are the served procedures (`procmem://…`) and the served skills (`skill://<name>/v<N>`,
 their SKILL.md exactly as /.well-known/agent-skills/ serves it without parameters).
 
-recall_procedures answers with the select endpoint's own selection (`serving.select_for_agent`):
+recall_procedures answers with the select endpoint's own selection (`serving.selection.select_for_agent`):
 the same set, ranker, caps and renderer, so the same block byte for byte.
 
 Only POST is served. A GET is the streamable HTTP transport's stream for server-initiated messages:
@@ -52,6 +52,7 @@ from procmem_client.mcp_server import Recall, Skill, build_server
 
 from ..models import Agent, ApiToken
 from ..serving import active_set as serving
+from ..serving import selection
 from ..serving.skills import skills_for
 from .ingest import sessions_accept
 from .limits import rate_limited
@@ -81,7 +82,7 @@ class ServedBackend:
             self._served.index()
 
     def recall(self, *, task: str, intent: str | None) -> Recall:
-        result = serving.select_for_agent(
+        result = selection.select_for_agent(
             agent=self._agent, task=task, intent=intent, served=self._served, api_version=self.api_version
         )
         return {

@@ -3,511 +3,28 @@
 
 Written out by hand next to the views it describes, because the API is small and its contract is
 versioned: field names here are the ones a Java agent maps onto its `Procedure` record.
+The component schemas the paths refer to are in library/api/openapi_schemas.py.
 tests/library/test_api.py checks that every route of library/api/urls.py is described and that the
 responses carry the documented fields.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from procmem_client.ranking import MAX_K
 
-_STR_LIST = {"type": "array", "items": {"type": "string"}}
-
-
-def _error(description: str) -> dict[str, Any]:
-    return {
-        "description": description,
-        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}},
-    }
-
-
-_RATE_LIMITED = {
-    **_error("Over the agent's rate limit for this endpoint, per token or per client address; nothing was stored"),
-    "headers": {
-        "Retry-After": {"description": "Seconds until a request is admitted again", "schema": {"type": "integer"}}
-    },
-}
-
-# the rollout arm a session got for a procedure (the served JSON says it; sessions report it back)
-_ARM = {
-    "type": "string",
-    "enum": ["rollout", "control"],
-    "description": "The rollout arm the served JSON gave this session (optional)",
-}
-
-SCHEMAS: dict[str, Any] = {
-    "Error": {
-        "type": "object",
-        "required": ["error"],
-        "properties": {
-            "error": {
-                "type": "object",
-                "required": ["code", "message"],
-                "properties": {
-                    "code": {
-                        "type": "string",
-                        "examples": [
-                            "unauthorized",
-                            "wrong_scope",
-                            "wrong_agent",
-                            "invalid_parameter",
-                            "unknown_environment",
-                        ],
-                    },
-                    "message": {"type": "string"},
-                    "parameter": {"type": "string"},
-                },
-            }
-        },
-    },
-    "Procedure": {
-        "type": "object",
-        "description": (
-            "One served procedure version, with the seed record's field names: ACTIVE in production; in another "
-            "environment the version released there (APPROVED) or production's; in production under a rollout, the "
-            "session's arm's version."
-        ),
-        "required": [
-            "id",
-            "version",
-            "status",
-            "appliesWhen",
-            "steps",
-            "requiredTools",
-            "forbiddenActions",
-            "evidence",
-            "approvedBy",
-            "approvedAt",
-            "intent",
-            "namespace",
-            "roles",
-            "priority",
-            "confidence",
-            "rendered",
-            "renderedChars",
-            "renderedTokens",
-        ],
-        "properties": {
-            "id": {"type": "string", "examples": ["refund.over_limit"]},
-            "version": {"type": "integer", "minimum": 1},
-            "status": {
-                "type": "string",
-                "enum": ["ACTIVE", "APPROVED"],
-                "description": "APPROVED: approved, not (yet) the production version",
-            },
-            "appliesWhen": {"type": "string"},
-            "steps": _STR_LIST,
-            "requiredTools": _STR_LIST,
-            "forbiddenActions": _STR_LIST,
-            "evidence": {"type": "object", "description": "Session ids, support and contrast numbers, evalRunId"},
-            "approvedBy": {"type": ["string", "null"]},
-            "approvedAt": {"type": ["string", "null"], "format": "date-time"},
-            "intent": {"type": "string"},
-            "namespace": {
-                "type": "string",
-                "description": "The team or tenant the procedure belongs to (the agent's: only those are served)",
-            },
-            "roles": {
-                **_STR_LIST,
-                "description": "Roles an agent instance must present (?role=) to receive it; empty: every role",
-            },
-            "priority": {
-                "type": "integer",
-                "minimum": -100,
-                "maximum": 100,
-                "description": "Breaks near-ties in selection: higher first among totals within the ranker's PRIORITY_EPSILON (0.02)",
-            },
-            "confidence": {
-                "type": "string",
-                "enum": ["low", "medium", "high"],
-                "description": "How sure the library's people are of it (set by an admin; not a measured figure)",
-            },
-            "rendered": {"type": "string", "description": "The text to put into the instruction"},
-            "renderedChars": {"type": "integer"},
-            "renderedTokens": {"type": "integer", "description": "Estimate: ceil(chars / 4)"},
-            "preconditions": {
-                **_STR_LIST,
-                "description": "Coding procedures only (absent otherwise): artefacts that must exist before, e.g. a failing test that reproduces the issue",
-            },
-            "postconditions": {
-                **_STR_LIST,
-                "description": "Coding procedures only (absent otherwise): artefacts that exist after, e.g. an edited source file, a passing test",
-            },
-            "verifyCommand": {
-                "type": "string",
-                "description": "Coding procedures only (absent otherwise; a coding procedure always has one): the command that verifies the work",
-            },
-            "arm": {
-                "type": "string",
-                "enum": ["rollout", "control"],
-                "description": "Present only for a procedure under a production rollout: the arm this session got (report it with the session)",
-            },
-            "recallPointer": {
-                "type": "object",
-                "description": "Coding procedures only (absent otherwise): the short form a coding agent keeps in view, at most 300 tokens (estimate: ceil(chars / 4))",
-                "required": ["id", "version", "whenToUse", "verifyCommand", "files", "text", "tokens"],
-                "properties": {
-                    "id": {"type": "string"},
-                    "version": {"type": "integer"},
-                    "whenToUse": {"type": "string", "description": "The first sentence of appliesWhen, on one line"},
-                    "files": {
-                        **_STR_LIST,
-                        "description": "The source files its postconditions, then preconditions name (a task family's most edited files; at most 6)",
-                    },
-                    "tests": {
-                        **_STR_LIST,
-                        "description": "The test files it names (a task family's, those that pair with its files first; at most 3): what fills the verify command's {{test_file}}",
-                    },
-                    "verifyCommand": {"type": "string"},
-                    "text": {"type": "string"},
-                    "tokens": {"type": "integer", "maximum": 300},
-                },
-            },
-        },
-    },
-    "RefusedProcedure": {
-        "type": "object",
-        "required": ["id", "version", "intent", "reason", "message", "missingTools"],
-        "properties": {
-            "id": {"type": "string"},
-            "version": {"type": "integer"},
-            "intent": {"type": "string"},
-            "reason": {"type": "string", "enum": ["missing_tools"]},
-            "message": {"type": "string"},
-            "missingTools": _STR_LIST,
-        },
-    },
-    "ActiveSet": {
-        "type": "object",
-        "required": [
-            "apiVersion",
-            "agent",
-            "namespace",
-            "proceduralMemoryEnabled",
-            "injectionCap",
-            "tools",
-            "toolsHash",
-            "procedures",
-            "refused",
-        ],
-        "properties": {
-            "apiVersion": {"type": "string", "const": "v1"},
-            "agent": {"type": "string"},
-            "namespace": {
-                "type": "string",
-                "description": "The agent's namespace: the set holds its procedures in this namespace",
-            },
-            "role": {
-                "type": "string",
-                "description": "Present with ?role=: the set holds only procedures open to this role",
-            },
-            "proceduralMemoryEnabled": {"type": "boolean"},
-            "injectionCap": {"type": "integer", "description": "At most this many procedures per task"},
-            "tools": {**_STR_LIST, "description": "The agent's tool list the set was checked against"},
-            "toolsHash": {"type": "string"},
-            "procedures": {"type": "array", "items": {"$ref": "#/components/schemas/Procedure"}},
-            "refused": {"type": "array", "items": {"$ref": "#/components/schemas/RefusedProcedure"}},
-            "note": {"type": "string", "description": "Present when procedural memory is switched off"},
-            "environment": {"type": "string", "description": "Present for an environment other than production"},
-            "arms": {
-                "type": "object",
-                "additionalProperties": {"type": "string", "enum": ["rollout", "control"]},
-                "description": "Present while a rollout runs: procedure id → the arm this session got (control without ?session=)",
-            },
-        },
-    },
-    "RankedCandidate": {
-        "type": "object",
-        "required": ["id", "version", "intent", "scores", "ranks", "fused", "eligible", "injected"],
-        "properties": {
-            "id": {"type": "string"},
-            "version": {"type": "integer"},
-            "intent": {"type": ["string", "null"]},
-            "scores": {
-                "type": "object",
-                "properties": {
-                    "semantic": {"type": "number", "description": "cosine(task, appliesWhen)"},
-                    "lexical": {"type": "number", "description": "IDF-weighted share of appliesWhen found in the task"},
-                    "exact": {
-                        "type": "integer",
-                        "description": "identifiers of the procedure (id, identifier-shaped tool names, paths) found in the task, ignoring case",
-                    },
-                },
-            },
-            "ranks": {
-                "type": "object",
-                "description": "Rank per retriever among candidates at or above its floor; null below the floor",
-                "properties": {k: {"type": ["integer", "null"]} for k in ("semantic", "lexical", "exact")},
-            },
-            "fused": {
-                "type": "number",
-                "description": "The ranking score: the weighted sum of the normalised retriever scores (semantic, lexical, exact, best step)",
-            },
-            "eligible": {"type": "boolean"},
-            "injected": {"type": "boolean"},
-        },
-    },
-    "Selection": {
-        "type": "object",
-        "required": [
-            "apiVersion",
-            "agent",
-            "setEtag",
-            "task",
-            "intent",
-            "cap",
-            "injected",
-            "rendered",
-            "renderedChars",
-            "renderedTokens",
-        ],
-        "properties": {
-            "apiVersion": {"type": "string", "const": "v1"},
-            "agent": {"type": "string"},
-            "setEtag": {"type": "string", "description": "ETag of the active set the selection ran on"},
-            "task": {"type": "string"},
-            "intent": {"type": ["string", "null"]},
-            "role": {"type": "string", "description": "Present with ?role="},
-            "cap": {"type": "integer"},
-            "injected": {
-                "type": "array",
-                "items": {"$ref": "#/components/schemas/Procedure"},
-                "description": "At most cap",
-            },
-            "rendered": {"type": "string"},
-            "renderedChars": {"type": "integer"},
-            "renderedTokens": {"type": "integer"},
-            "ranked": {
-                "type": "array",
-                "items": {"$ref": "#/components/schemas/RankedCandidate"},
-                "description": "Only with k",
-            },
-            "pulledIn": {
-                "type": "array",
-                "description": "Only when a selected coding procedure's producer was injected with it (docs/selection.md)",
-                "items": {
-                    "type": "object",
-                    "required": ["id", "version", "forId", "artefacts"],
-                    "properties": {
-                        "id": {"type": "string"},
-                        "version": {"type": "integer"},
-                        "forId": {"type": "string"},
-                        "artefacts": _STR_LIST,
-                    },
-                },
-            },
-            "note": {"type": "string"},
-            "environment": {"type": "string", "description": "Present for an environment other than production"},
-            "arms": {
-                "type": "object",
-                "additionalProperties": {"type": "string", "enum": ["rollout", "control"]},
-                "description": "Present while a rollout runs",
-            },
-        },
-    },
-    "ToolList": {
-        "type": "object",
-        "required": ["agent", "tools", "toolsHash", "refused"],
-        "properties": {
-            "agent": {"type": "string"},
-            "tools": _STR_LIST,
-            "toolsHash": {"type": "string"},
-            "refused": {"type": "array", "items": {"$ref": "#/components/schemas/RefusedProcedure"}},
-        },
-    },
-}
-
-
-_SESSION_IN: dict[str, Any] = {
-    "type": "object",
-    "description": "One finished session in procmem's format (docs/api.md); ?format=openai|adk|mini-swe-agent|trace takes the others (trace: see TraceSession).",
-    "required": ["session_id"],
-    "properties": {
-        "session_id": {"type": "string"},
-        "agent": {"type": "string", "description": "Optional; must be the token's agent"},
-        "intent": {"type": ["string", "null"]},
-        "task": {"type": "string"},
-        "outcome": {
-            "type": "object",
-            "properties": {
-                "resolved": {"type": "boolean"},
-                "escalated": {"type": "boolean"},
-                "rating": {"type": ["number", "null"]},
-            },
-        },
-        "tool_calls": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["name"],
-                "properties": {"name": {"type": "string"}, "args": {"type": "object"}, "ok": {"type": "boolean"}},
-            },
-        },
-        "injected": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["id", "version"],
-                "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "arm": _ARM},
-            },
-        },
-        "instruction_chars": {"type": "integer", "minimum": 0},
-        "model": {"type": "string"},
-        "ended_at": {"type": "string", "format": "date-time"},
-    },
-}
-_TRACE_SESSION: dict[str, Any] = {
-    "type": "object",
-    "description": (
-        "A coding agent's session from a trace hook (?format=trace): per action only the tool or command, "
-        "its target and its exit code — no arguments, no outputs. procmem classifies each action (search, read, "
-        "edit, run, test, build, vcs, environment, submit, other) and generalises its target (docs/api.md)."
-    ),
-    "required": ["session_id", "actions"],
-    "properties": {
-        "session_id": {"type": "string"},
-        "agent": {"type": "string", "description": "Optional; must be the token's agent"},
-        "intent": {"type": ["string", "null"], "description": "Default resolve_issue"},
-        "task": {"type": "string"},
-        "outcome": {"type": "object", "properties": {"resolved": {"type": ["boolean", "null"]}}},
-        "actions": {
-            "type": "array",
-            "maxItems": 500,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "properties": {
-                    "tool": {
-                        "type": "string",
-                        "examples": ["Read", "Edit", "Grep", "pytest"],
-                        "description": "A tool or command name (this or command)",
-                    },
-                    "command": {
-                        "type": "string",
-                        "examples": ["python -m pytest tests/test_models.py"],
-                        "description": "A shell command line (this or tool)",
-                    },
-                    "target": {
-                        "type": "string",
-                        "examples": ["django/forms/models.py", "auth_tests.test_validators"],
-                        "description": "The path, module or test it acts on",
-                    },
-                    "result": {
-                        "type": ["integer", "boolean", "null"],
-                        "description": "Exit code (0 = success); true/false accepted",
-                    },
-                },
-            },
-        },
-        "injected": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "required": ["id", "version"],
-                "properties": {"id": {"type": "string"}, "version": {"type": "integer"}, "arm": _ARM},
-            },
-        },
-        "model": {"type": "string"},
-        "ended_at": {"type": "string", "format": "date-time"},
-    },
-}
-_INGEST_RESULT: dict[str, Any] = {
-    "type": "object",
-    "required": ["agent", "stored", "duplicate", "refused", "counts"],
-    "properties": {
-        "agent": {"type": "string"},
-        "stored": _STR_LIST,
-        "duplicate": _STR_LIST,
-        "refused": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "index": {"type": "integer"},
-                    "session_id": {"type": ["string", "null"]},
-                    "errors": {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "properties": {"field": {"type": "string"}, "message": {"type": "string"}},
-                        },
-                    },
-                },
-            },
-        },
-        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
-    },
-}
-
-
-_OUTCOME_IN: dict[str, Any] = {
-    "type": "object",
-    "description": "What became known about a finished session later; at least one of resolved, escalated, rating, complaint, closed_by_customer.",
-    "required": ["session_id"],
-    "additionalProperties": False,
-    "properties": {
-        "session_id": {"type": "string", "maxLength": 200, "description": "The id the session was reported with"},
-        "resolved": {"type": ["boolean", "null"]},
-        "escalated": {"type": ["boolean", "null"]},
-        "rating": {
-            "type": ["number", "null"],
-            "description": "e.g. a CSAT score; with the agent's min_rating it can decide resolved",
-        },
-        "complaint": {
-            "type": ["boolean", "null"],
-            "description": "Within the agent's complaint window it makes the session failed",
-        },
-        "closed_by_customer": {
-            "type": ["boolean", "null"],
-            "description": "Counts as resolved when no outcome says (the agent's rule)",
-        },
-        "at": {
-            "type": ["string", "null"],
-            "format": "date-time",
-            "description": "When it happened (default: when received)",
-        },
-        "source": {"type": ["string", "null"], "maxLength": 100, "examples": ["csat_survey", "helpdesk"]},
-    },
-}
-_OUTCOMES_RESULT: dict[str, Any] = {
-    "type": "object",
-    "required": ["agent", "applied", "duplicate", "held", "unknown", "refused", "counts"],
-    "properties": {
-        "agent": {"type": "string"},
-        "applied": {**_STR_LIST, "description": "Session ids whose label history took the outcome"},
-        "held": {
-            **_STR_LIST,
-            "description": "OTLP sessions whose spans still wait for the quiet period: the outcome is held and "
-            "applied when the session is stored",
-        },
-        "message": {"type": "string", "description": "Present when outcomes were held: what happens to them"},
-        "duplicate": {**_STR_LIST, "description": "Outcomes already in the history (a resend): nothing changed"},
-        "unknown": {**_STR_LIST, "description": "Session ids this agent has not reported: nothing stored for them"},
-        "refused": _INGEST_RESULT["properties"]["refused"],
-        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
-    },
-}
-
-
-def _schemas(api_version: str) -> dict[str, Any]:
-    """The component schemas of `api_version`: its apiVersion constants, and in v2 the evidence of a
-    served procedure as scalar facts."""
-    schemas = copy.deepcopy(SCHEMAS)
-    for name in ("ActiveSet", "Selection"):
-        schemas[name]["properties"]["apiVersion"]["const"] = api_version
-    if api_version == "v2":
-        schemas["Procedure"]["properties"]["evidence"] = {
-            "type": "object",
-            "additionalProperties": {"type": ["string", "number", "boolean", "null"]},
-            "description": (
-                "The evidence's scalar facts: support and contrast counts and rates, miningRunId, evalRunId, the "
-                "one-line summary (session ids, excerpts and statistics tables are on the review pages only)"
-            ),
-        }
-    return schemas
+from .openapi_schemas import (
+    INGEST_RESULT,
+    OUTCOME_IN,
+    OUTCOMES_RESULT,
+    RATE_LIMITED,
+    SESSION_IN,
+    STR_LIST,
+    TRACE_SESSION,
+    component_schemas,
+    error_response,
+)
 
 
 def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> dict[str, Any]:
@@ -542,10 +59,10 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
         "description": "The agent instance's role: only procedures whose roles are empty or name it (none given: every procedure of the namespace)",
     }
     token_errors = {
-        "401": _error("No token, or an unknown or revoked one"),
-        "403": _error("A token of another scope (e.g. ingest) or of another agent"),
-        "405": _error("Any method but GET/HEAD: agents never write procedures"),
-        "429": _RATE_LIMITED,
+        "401": error_response("No token, or an unknown or revoked one"),
+        "403": error_response("A token of another scope (e.g. ingest) or of another agent"),
+        "405": error_response("Any method but GET/HEAD: agents never write procedures"),
+        "429": RATE_LIMITED,
     }
     return {
         "openapi": "3.1.0",
@@ -575,12 +92,12 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                 },
             },
             "schemas": {
-                **_schemas(api_version),
-                "SessionIn": _SESSION_IN,
-                "TraceSession": _TRACE_SESSION,
-                "IngestResult": _INGEST_RESULT,
-                "OutcomeIn": _OUTCOME_IN,
-                "OutcomesResult": _OUTCOMES_RESULT,
+                **component_schemas(api_version),
+                "SessionIn": SESSION_IN,
+                "TraceSession": TRACE_SESSION,
+                "IngestResult": INGEST_RESULT,
+                "OutcomeIn": OUTCOME_IN,
+                "OutcomesResult": OUTCOMES_RESULT,
             },
         },
         "paths": {
@@ -650,11 +167,13 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                             "description": "Some items refused",
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}},
                         },
-                        "400": _error("Not JSON, an unknown format, or an empty batch"),
-                        "401": _error("No token, or an unknown or revoked one"),
-                        "403": _error("A token of another scope (e.g. read)"),
-                        "413": _error("Body over PROCMEM_INGEST_MAX_BODY_BYTES or batch over PROCMEM_INGEST_MAX_BATCH"),
-                        "429": _RATE_LIMITED,
+                        "400": error_response("Not JSON, an unknown format, or an empty batch"),
+                        "401": error_response("No token, or an unknown or revoked one"),
+                        "403": error_response("A token of another scope (e.g. read)"),
+                        "413": error_response(
+                            "Body over PROCMEM_INGEST_MAX_BODY_BYTES or batch over PROCMEM_INGEST_MAX_BATCH"
+                        ),
+                        "429": RATE_LIMITED,
                         "422": {
                             "description": "Every item refused",
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/IngestResult"}}},
@@ -723,11 +242,13 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                                 "application/json": {"schema": {"$ref": "#/components/schemas/OutcomesResult"}}
                             },
                         },
-                        "400": _error("Not JSON, the wrong shape, or an empty batch"),
-                        "401": _error("No token, or an unknown or revoked one"),
-                        "403": _error("A token of another scope (e.g. read)"),
-                        "413": _error("Body over PROCMEM_INGEST_MAX_BODY_BYTES or batch over PROCMEM_INGEST_MAX_BATCH"),
-                        "429": _RATE_LIMITED,
+                        "400": error_response("Not JSON, the wrong shape, or an empty batch"),
+                        "401": error_response("No token, or an unknown or revoked one"),
+                        "403": error_response("A token of another scope (e.g. read)"),
+                        "413": error_response(
+                            "Body over PROCMEM_INGEST_MAX_BODY_BYTES or batch over PROCMEM_INGEST_MAX_BATCH"
+                        ),
+                        "429": RATE_LIMITED,
                     },
                 }
             },
@@ -767,7 +288,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ActiveSet"}}},
                         },
                         "304": {"description": "Not modified: the set's ETag matches If-None-Match"},
-                        "400": _error(
+                        "400": error_response(
                             "role not a role name, an unknown environment (code unknown_environment) or a session id over 200 characters"
                         ),
                         **token_errors,
@@ -809,7 +330,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                             "description": "The selection",
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Selection"}}},
                         },
-                        "400": _error(
+                        "400": error_response(
                             "task missing or too long, k outside 1..20, role not a role name, an unknown environment or a session id over 200 characters"
                         ),
                         **token_errors,
@@ -848,7 +369,9 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                             "description": "The selection (the GET's, byte for byte)",
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Selection"}}},
                         },
-                        "400": _error("not a JSON object, an unknown field, or a parameter the GET would refuse"),
+                        "400": error_response(
+                            "not a JSON object, an unknown field, or a parameter the GET would refuse"
+                        ),
                         **token_errors,
                     },
                 },
@@ -870,8 +393,8 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                             "description": "The JSON-RPC answer",
                             "content": {"application/json": {"schema": {"type": "object"}}},
                         },
-                        "401": _error("No token, or an unknown or revoked one"),
-                        "403": _error("A token of another agent"),
+                        "401": error_response("No token, or an unknown or revoked one"),
+                        "403": error_response("A token of another agent"),
                     },
                 }
             },
@@ -885,9 +408,9 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                             "description": "Tool list",
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ToolList"}}},
                         },
-                        "401": _error("Not signed in"),
-                        "403": _error("Signed in without manage_agent on this agent"),
-                        "404": _error("No such agent"),
+                        "401": error_response("Not signed in"),
+                        "403": error_response("Signed in without manage_agent on this agent"),
+                        "404": error_response("No such agent"),
                     },
                 },
                 "put": {
@@ -905,7 +428,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                                 "schema": {
                                     "type": "object",
                                     "required": ["tools"],
-                                    "properties": {"tools": _STR_LIST, "reason": {"type": "string"}},
+                                    "properties": {"tools": STR_LIST, "reason": {"type": "string"}},
                                 }
                             }
                         },
@@ -915,10 +438,10 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                             "description": "The new list and what it refuses",
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ToolList"}}},
                         },
-                        "400": _error("Not a list of distinct tool names"),
-                        "401": _error("Not signed in"),
-                        "403": _error("Without manage_agent, or without the CSRF token"),
-                        "404": _error("No such agent"),
+                        "400": error_response("Not a list of distinct tool names"),
+                        "401": error_response("Not signed in"),
+                        "403": error_response("Without manage_agent, or without the CSRF token"),
+                        "404": error_response("No such agent"),
                     },
                 },
             },

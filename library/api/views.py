@@ -34,6 +34,7 @@ from ..permissions import agents_visible_to, user_can_manage_agent
 from ..services import agent_set_tools
 from ..serving import active_set as serving
 from ..serving import environment_sets as releases
+from ..serving import load_refusals, selection
 from .openapi import openapi_document
 from .tokens import api_error, token_required
 
@@ -244,7 +245,7 @@ def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRes
         served=serving.active_set_for_agent(agent=request.agent), environment=environment, session=session
     )
     try:
-        result = serving.select_for_agent(
+        result = selection.select_for_agent(
             agent=request.agent, task=task, intent=intent, k=k, role=role, served=served, api_version=api_version
         )
     except serving.EmbeddingsNotReady as exc:
@@ -296,13 +297,13 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
     elif request.method != "GET":
         return _method_not_allowed(request, ["GET", "PUT"])
     # The load-time check runs now rather than at the agents' next fetch, so the caller sees what
-    # the new list refuses and the alert goes out at once (once: see serving.load_refusal_record).
+    # the new list refuses and the alert goes out at once (once: see serving.load_refusals.load_refusal_record).
     served = serving.active_set_for_agent(agent=target, using="default")
     return JsonResponse(
         {
             "agent": target.name,
             "tools": list(target.tools),
-            "toolsHash": serving.tools_state_hash(list(target.tools)),
+            "toolsHash": load_refusals.tools_state_hash(list(target.tools)),
             "refused": served.data["refused"],
         }
     )

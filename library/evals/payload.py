@@ -12,7 +12,7 @@ namespace, refusals for missing tools, the agent's cap):
   version it revises, or the one released to the environment); a retirement run removes the
   version; a rollback run replaces it by its predecessor.
 
-Every case is selected by serving.select_for_agent over the arm's set — the function behind
+Every case is selected by selection.select_for_agent over the arm's set — the function behind
 `GET /api/v1/agents/{agent}/select`: the same Index, ranker configuration, floors, priorities,
 producer pull-ins, injection cap and character cap — with the case's task, and its intent when the
 agent selects with one (`Agent.selects_with_intent`). So a candidate whose appliesWhen does not
@@ -33,6 +33,7 @@ import numpy as np
 
 from ..models import Agent, EvalRun, ProcedureVersion, RegressionCase
 from ..serving import active_set as serving
+from ..serving import selection
 
 BASELINE, CANDIDATE = "baseline", "candidate"
 MAX_CACHED_RUNS = 8  # arm sets kept per process: a worker runs a run's chunks one after another
@@ -73,18 +74,18 @@ class ArmSets:
     def prepare(self, tasks: list[str]) -> None:
         """Embeds the tasks not embedded yet, once for both arms (each as the select endpoint
         embeds a query, so the vectors are the same to the bit; the process keeps them per text,
-        serving.embed_task, so the next run over the same cases embeds nothing)."""
+        selection.embed_task, so the next run over the same cases embeds nothing)."""
         for task in dict.fromkeys(tasks):
             with self._lock:
                 if task in self._vectors:
                     continue
-            vector = serving.embed_task(task)
+            vector = selection.embed_task(task)
             with self._lock:
                 self._vectors[task] = vector
 
     def select(self, arm: str, case: RegressionCase) -> Selected:
         self.prepare([case.task])
-        response = serving.select_for_agent(
+        response = selection.select_for_agent(
             agent=self.agent,
             task=case.task,
             intent=case.intent.name if self.with_intent else None,

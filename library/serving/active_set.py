@@ -38,16 +38,17 @@ from typing import Any, TypedDict
 
 import numpy as np
 from django.conf import settings
-from django.db import IntegrityError, connections, transaction
+from django.db import connections, transaction
 from django.dispatch import receiver
 
 from procmem_client.coding import is_coding, recall_pointer
-from procmem_client.ranking import EmbeddingCache, Explained, Index, Ranker, SelectionConfig
-from procmem_client.rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block, render_procedure
+from procmem_client.ranking import EmbeddingCache, Index, Ranker, SelectionConfig
+from procmem_client.rendering import estimate_tokens, render_procedure
 
 from .. import embeddings, environments
-from ..models import ROLE_RE, Agent, AuditEvent, LoadRefusal, Namespace, ProcedureRecord, ProcedureVersion, Status
+from ..models import ROLE_RE, Agent, LoadRefusal, Namespace, ProcedureRecord, ProcedureVersion, Status
 from ..signals import active_set_changed, version_erased
+from .load_refusals import load_refusal_record, missing_tools, tools_state_hash
 
 logger = logging.getLogger(__name__)
 
@@ -190,17 +191,6 @@ def slim_procedure(procedure: Mapping[str, Any]) -> dict[str, Any]:
 def valid_role(role: str) -> bool:
     """What `?role=` accepts: a role name as stored on procedures (lower-case slug, at most 64)."""
     return bool(re.fullmatch(ROLE_RE, role))
-
-
-def tools_state_hash(tools: list[str]) -> str:
-    """Identifies a tool-list state (order does not matter). LoadRefusal rows are unique per
-    version and this hash, so an alert is raised once per version and tool-list state."""
-    return hashlib.sha256("\x1f".join(sorted(tools)).encode("utf-8")).hexdigest()
-
-
-def missing_tools(*, required: list[str], available: list[str]) -> list[str]:
-    have = set(available)
-    return [tool for tool in required if tool not in have]
 
 
 # --------------------------------------------------------------------------------------------- snapshot
@@ -664,171 +654,6 @@ def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
         _stored_embeddings.update(vid for vid, _ in pending)
 
 
-# --------------------------------------------------------------------------------------------- refusals
-
-
-def load_refusal_record(*, version_id: int, tools_hash: str, missing_tools: list[str]) -> LoadRefusal | None:
-    """Records that a version was refused at load under a tool-list state, with an audit row, and
-    after commit sends `version_refused_at_load` (the reviews app notifies and e-mails the admins). The unique
-    constraint makes this happen once, even when several processes see the refusal at the same
-    time: the loser of the race gets an IntegrityError and raises nothing. Returns the new row, or
-    None when it already existed."""
-    from ..services import audit
-
-    try:
-        with transaction.atomic(using="default"):
-            version = ProcedureVersion.objects.select_related("procedure__agent").get(pk=version_id)
-            refusal = LoadRefusal.objects.create(version=version, tools_hash=tools_hash, missing_tools=missing_tools)
-            audit(
-                action=AuditEvent.Action.REFUSED_AT_LOAD,
-                actor_label="agent API (load-time check)",
-                version=version,
-                reason=f"requiredTools not in the agent's tool list: {', '.join(missing_tools)}",
-                before={"version": version.number, "status": version.status},
-                after={"served": False, "missingTools": missing_tools, "toolsHash": tools_hash},
-            )
-            transaction.on_commit(lambda: _alert_refusal(refusal.pk), using="default", robust=True)
-    except IntegrityError:
-        return None
-    return refusal
-
-
-def _alert_refusal(refusal_id: int) -> None:
-    """Announces a new refusal. The reviews app turns the signal into notifications: in the app and
-    by e-mail to the agent's admins (e-mail is on by default for this kind; each admin may opt out)."""
-    from ..signals import version_refused_at_load
-
-    refusal = LoadRefusal.objects.get(pk=refusal_id)
-    version_refused_at_load.send(
-        sender=LoadRefusal, version_id=refusal.version_id, missing_tools=list(refusal.missing_tools)
-    )
-
-
-def unresolved_refusals(*, agents=None) -> list[LoadRefusal]:
-    """Refusals that still hold: the version is ACTIVE and the agent's tool list is the one it was
-    refused under. One per version (the newest), for the banner and the tools page."""
-    queryset = (
-        LoadRefusal.objects.filter(version__status=Status.ACTIVE)
-        .select_related("version__procedure__agent", "version__procedure")
-        .order_by("-created_at", "-id")
-    )
-    if agents is not None:
-        queryset = queryset.filter(version__procedure__agent__in=agents)
-    seen: set[int] = set()
-    result: list[LoadRefusal] = []
-    for refusal in queryset:
-        agent = refusal.version.procedure.agent
-        if refusal.version_id in seen or refusal.tools_hash != tools_state_hash(list(agent.tools)):
-            continue
-        seen.add(refusal.version_id)
-        result.append(refusal)
-    return result
-
-
-# --------------------------------------------------------------------------------------------- selection
-
-
 def ranker_config() -> SelectionConfig:
     """The configuration the served sets are ranked with."""
     return _ranker().config
-
-
-def embed_task(task: str) -> np.ndarray:
-    """A task text embedded as the ranker embeds a query (one text per call, so the vector is the
-    select endpoint's to the bit), kept in this process's per-text cache (embeddings.embed_one):
-    eval replays select the same regression cases for run after run."""
-    return embeddings.embed_query_one(task)
-
-
-def injection_max_chars() -> int:
-    return int(getattr(settings, "PROCMEM_INJECTION_MAX_CHARS", DEFAULT_MAX_CHARS))
-
-
-def select_for_agent(
-    *,
-    agent: Agent,
-    task: str,
-    intent: str | None = None,
-    k: int | None = None,
-    role: str | None = None,
-    served: ServedSet | None = None,
-    api_version: str = API_VERSION,
-    query_vector: np.ndarray | None = None,
-) -> dict[str, Any]:
-    """Selection over the agent's served set for `role` (refused versions are never candidates): the
-    production set, or `served` (another environment's or a session's set, library/serving/environment_sets.py).
-    At most the agent's injection cap is injected, and only what fits the block's character cap.
-    `api_version` v2 answers with v2's records and the v2 set's ETag. Raises ValueError for bad
-    arguments (see procmem_client/ranking.py). `query_vector`: the task's embedding when the caller
-    has it already (an eval replay embeds each case's task once for both arms, embed_task)."""
-    served = (served or active_set_for_agent(agent=agent)).for_role(role)
-    cap = served.data["injectionCap"]
-    result = served.index().select(task=task, intent=intent or None, cap=cap, k=k, query_vector=query_vector)
-    block = render_block(result["injected"], max_chars=injection_max_chars())
-    kept = {(p["id"], p["version"]) for p in block["included"]}
-    injected = block["included"] if api_version == "v1" else [slim_procedure(p) for p in block["included"]]
-    response: dict[str, Any] = {
-        "apiVersion": api_version,
-        "agent": served.data["agent"],
-        "setEtag": served.in_version(api_version).etag,
-        "task": task,
-        "intent": intent or None,
-        **({"role": role} if role else {}),
-        "cap": cap,
-        "injected": injected,
-        "rendered": block["text"],
-        "renderedChars": block["chars"],
-        "renderedTokens": block["tokens"],
-    }
-    pulled = [p for p in result.get("pulledIn", []) if (p["id"], p["version"]) in kept]
-    if pulled:  # additive in v1: only when a selected coding procedure's producer was pulled in
-        response["pulledIn"] = pulled
-    if not served.data["proceduralMemoryEnabled"]:
-        response["note"] = served.data["note"]
-    for optional in ("environment", "arms"):  # v1 gains optional fields only
-        if optional in served.data:
-            response[optional] = served.data[optional]
-    if k is not None:
-        response["ranked"] = [
-            {**c, "injected": c["injected"] and (c["id"], c["version"]) in kept} for c in result["ranked"]
-        ]
-    return response
-
-
-class Playground(TypedDict):
-    task: str
-    intent: str | None
-    cap: int
-    maxChars: int
-    config: SelectionConfig
-    ranking: list[Explained]
-    block: dict[str, Any]
-    dropped: list[str]
-    setEtag: str
-    enabled: bool
-
-
-def explain_for_agent(*, agent: Agent, task: str, intent: str | None = None) -> Playground:
-    """What the agent would receive for `task`, explained: the full ranking of its served set with
-    every retriever's score and rank, eligibility and why, and the exact block the select endpoint
-    returns (same index, same ranker, same renderer, same caps)."""
-    served = active_set_for_agent(agent=agent)
-    cap = served.data["injectionCap"]
-    index = served.index()
-    ranking = index.rank(task=task, intent=intent or None, cap=cap)
-    block = render_block([c["record"] for c in ranking if c["injected"]], max_chars=injection_max_chars())
-    kept = {(p["id"], p["version"]) for p in block["included"]}
-    for candidate in ranking:
-        candidate["injected"] = candidate["injected"] and (candidate["id"], candidate["version"]) in kept
-    return {
-        "task": task,
-        "intent": intent or None,
-        "cap": cap,
-        "maxChars": injection_max_chars(),
-        "config": index.config,
-        "ranking": ranking,
-        "block": {"text": block["text"], "chars": block["chars"], "tokens": block["tokens"]},
-        "dropped": [f"{p['id']} v{p['version']}" for p in block["dropped"]],
-        "setEtag": served.etag,
-        "enabled": bool(served.data["proceduralMemoryEnabled"]),
-    }

@@ -16,6 +16,7 @@ from ..environments import PRODUCTION
 from ..models import ProcedureVersion
 from ..signals import version_erased
 from . import active_set as serving
+from .load_refusals import missing_tools
 
 _variants: OrderedDict[tuple, serving.ServedSet] = OrderedDict()
 _variants_lock = threading.Lock()
@@ -87,7 +88,7 @@ def _build_variant(
         version = loaded.get(version_id)
         if version is None:  # changed since the plan was read: serve nothing rather than a guess
             continue
-        missing = serving.missing_tools(required=list(version.required_tools), available=tools)
+        missing = missing_tools(required=list(version.required_tools), available=tools)
         if missing:
             refused.append(
                 {

@@ -9,7 +9,7 @@ change it here or through PUT /api/v1/agents/{agent}/tools; both call services.a
 
 The selection playground shows reviewers what an agent would receive for a typed task: the ranking
 with every retriever's score and rank, the eligibility gate and why, and the exact block — from
-serving.explain_for_agent, the same index, ranker, renderer and caps as the select endpoint.
+selection.explain_for_agent, the same index, ranker, renderer and caps as the select endpoint.
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from library.permissions import agents_managed_by, user_can_manage_agent, user_i
 from library.selectors import session_sources_for_agent
 from library.services import agent_set_tools
 from library.serving import active_set as serving
+from library.serving import load_refusals, selection
 
 from ..access import get_agent_for_user, require_reviewer, signed_in, visible_agents
 from ..forms import AgentEvalSettingsForm, AgentSettingsForm, TokenForm, add_service_errors
@@ -100,7 +101,9 @@ def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:
 def refused_at_load(request: HttpRequest) -> HttpResponse:
     """Every unresolved refusal on the agents the user manages (what the banner counts)."""
     agents = agents_managed_by(request.user)
-    return render(request, "reviews/refused_at_load.html", {"refusals": serving.unresolved_refusals(agents=agents)})
+    return render(
+        request, "reviews/refused_at_load.html", {"refusals": load_refusals.unresolved_refusals(agents=agents)}
+    )
 
 
 # ----------------------------------------------------------------------------------- selection playground
@@ -130,7 +133,7 @@ def agent_playground(request: HttpRequest, agent: str) -> HttpResponse:
             error = f"{target.name} has no intent {intent!r}."
         else:
             try:
-                result = serving.explain_for_agent(agent=target, task=task, intent=intent)
+                result = selection.explain_for_agent(agent=target, task=task, intent=intent)
             except serving.EmbeddingsNotReady as exc:
                 error = str(exc)
     total = len(result["ranking"]) if result else 0
@@ -151,7 +154,7 @@ def agent_playground(request: HttpRequest, agent: str) -> HttpResponse:
             "total": total,
             "truncated": total > PLAYGROUND_ROWS,
             "cap": target.injection_cap,
-            "max_chars": serving.injection_max_chars(),
+            "max_chars": selection.injection_max_chars(),
             "max_task": PLAYGROUND_MAX_TASK_CHARS,
             "config": config,
             "weights_text": _weights_text(config),

@@ -8,6 +8,7 @@ from django.db import connection
 from django.urls import reverse
 
 from library.serving import active_set as serving
+from library.serving import selection
 from tests.conftest import make_active
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")
@@ -40,7 +41,7 @@ def test_the_block_is_the_one_the_select_endpoint_returns(
     # given
     client.force_login(reviewer)
     task = "The customer wants a refund of 900 dollars, above my limit. Check lookupOrder."
-    expected = serving.select_for_agent(agent=agent, task=task, k=5)
+    expected = selection.select_for_agent(agent=agent, task=task, k=5)
     # when
     # SQLite reads the active set on the default connection inside a savepoint (two statements more)
     with django_assert_max_num_queries(18 if connection.vendor == "sqlite" else 16):
