@@ -3,7 +3,10 @@ it; nothing else decides a right). Object permissions go through django-guardian
 per agent for all of its procedures, or per namespace for every procedure in it, of any agent);
 roles are model permissions held through groups (see seed_demo). Granting rights is
 reviews/rights.py; the four-eyes rule, which is about a version's authors, is
-library/services/approval.py's `four_eyes_blockers`.
+library/services/approval.py's `four_eyes_blockers`. Besides the checks for one user and one object,
+the same rules for many at once: where a user may approve (`approve_scope`, one statement for the
+queue and the navigation), and who is told (`active_reviewers`, `agent_admins`,
+`procedure_approvers`, `user_can_read_agent`: the recipients of reviews/notifications.py).
 
 - reviewer: `library.review_procedureversion` (model permission): edit, comment, reject, start evals
   on every procedure; or `review_namespace_procedures` on a namespace: the same on its procedures;
@@ -20,8 +23,11 @@ library/services/approval.py's `four_eyes_blockers`.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import connections
 from django.db.models import Q, QuerySet
 from guardian.core import ObjectPermissionChecker
 from guardian.shortcuts import get_objects_for_user
@@ -36,6 +42,7 @@ from .models import (
     Procedure,
     ProcedureGroupObjectPermission,
     ProcedureUserObjectPermission,
+    ProcedureVersion,
 )
 
 REVIEW_PERM = "library.review_procedureversion"
@@ -173,6 +180,144 @@ def user_can_promote(user, procedure: Procedure) -> bool:
     )
 
 
+# ---------------------------------------------------------------------------------------------- approving, page-wide
+
+
+@dataclass(frozen=True)
+class ApproveScope:
+    """Where a user holds the approve right: every procedure (superuser), or these procedures,
+    every procedure of these agents and every procedure in these namespaces — object permissions
+    held directly or through a group, the
+    same rules as `library.permissions.user_can_approve` (guardian checks object permissions only;
+    a model-wide permission does not count)."""
+
+    everything: bool
+    procedure_ids: frozenset[int]
+    agent_ids: frozenset[int]
+    namespace_ids: frozenset[int] = frozenset()
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.everything or self.procedure_ids or self.agent_ids or self.namespace_ids)
+
+    def covers(self, procedure: Procedure) -> bool:
+        """`user_can_approve(user, procedure)`, from the rights already read."""
+        return (
+            self.everything
+            or procedure.pk in self.procedure_ids
+            or procedure.agent_id in self.agent_ids
+            or procedure.namespace_id in self.namespace_ids
+        )
+
+    def as_q(self) -> Q:
+        """For a ProcedureVersion queryset. Id lists, not OR-ed subqueries: an approver holds few
+        rights, and PostgreSQL plans `procedure_id IN (…)` far better than four correlated IN
+        subqueries joined by OR over a large queue."""
+        if self.everything:
+            return Q()
+        if self.is_empty:
+            return Q(pk__in=[])
+        # only the kinds held: an empty list matches nothing, but its lookup would still join the
+        # procedures (every page's navigation counts with this)
+        held = [
+            Q(**{lookup: sorted(ids)})
+            for lookup, ids in (
+                ("procedure_id__in", self.procedure_ids),
+                ("procedure__agent_id__in", self.agent_ids),
+                ("procedure__namespace_id__in", self.namespace_ids),
+            )
+            if ids
+        ]
+        condition = held[0]
+        for q in held[1:]:
+            condition |= q
+        return condition
+
+
+def approve_scope(user) -> ApproveScope:
+    """Where `user` may approve (`user_can_approve` for every procedure at once, for the queue's
+    "waiting for me" filter, the navigation's role and the candidate page): one query, remembered
+    on the user object for the rest of the request."""
+    if not (user and user.is_authenticated and user.is_active):
+        return ApproveScope(False, frozenset(), frozenset())
+    cached = getattr(user, "_procmem_approve_scope", None)
+    if cached is not None:
+        return cached
+    if user.is_superuser:
+        scope = ApproveScope(True, frozenset(), frozenset())
+    else:
+        held: dict[str, set[int]] = {kind: set() for kind in _APPROVE_RIGHTS}
+        sql, params = _approve_rights_sql(user.pk)
+        with connections[ProcedureVersion.objects.db].cursor() as cursor:
+            cursor.execute(sql, params)
+            for kind, object_id in cursor.fetchall():
+                held[kind].add(object_id)
+        scope = ApproveScope(
+            False, frozenset(held["procedure"]), frozenset(held["agent"]), frozenset(held["namespace"])
+        )
+    user._procmem_approve_scope = scope
+    return scope
+
+
+def _approve_rights_models():
+    return {
+        "procedure": (ProcedureUserObjectPermission, ProcedureGroupObjectPermission),
+        "agent": (AgentUserObjectPermission, AgentGroupObjectPermission),
+        "namespace": (NamespaceUserObjectPermission, NamespaceGroupObjectPermission),
+    }
+
+
+# the approve right on each kind of object (guardian object permissions of app "library")
+_APPROVE_RIGHTS = {
+    "procedure": "approve_procedure",
+    "agent": "approve_agent_procedures",
+    "namespace": "approve_namespace_procedures",
+}
+
+
+def _approve_rights_sql(user_id: int) -> tuple[str, list]:
+    """`(kind, object id)` of every approve right the user holds, directly or through a group, as
+    one statement: every page's navigation asks, and six ORM querysets joined to the permission
+    and content-type tables cost more to build and plan than to run. The same rows as guardian's
+    `user.has_perm(codename, obj)`, which `user_can_approve` asks. The three
+    permissions and the user's groups are read once (WITH), not once per table."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.models import Permission
+    from django.contrib.contenttypes.models import ContentType
+
+    memberships = get_user_model().groups.through._meta
+    codenames = list(_APPROVE_RIGHTS.values())
+    sql = (
+        f"WITH rights AS (SELECT p.{Permission._meta.pk.column} AS id, p.codename FROM {Permission._meta.db_table} p"
+        f" JOIN {ContentType._meta.db_table} ct ON ct.{ContentType._meta.pk.column} = p.{Permission._meta.get_field('content_type').column}"
+        f" WHERE ct.app_label = %s AND p.codename IN ({', '.join(['%s'] * len(codenames))})),"
+        f" memberships AS (SELECT {memberships.get_field('group').column} AS group_id FROM {memberships.db_table}"
+        f" WHERE {memberships.get_field('user').column} = %s) "
+    )
+    params: list = ["library", *codenames, user_id]
+    parts = []
+    for kind, (by_user, by_group) in _approve_rights_models().items():
+        for model, holder in ((by_user, "user"), (by_group, "group")):
+            meta = model._meta
+            held_by = (
+                f"o.{meta.get_field('user').column} = %s"
+                if holder == "user"
+                else f"o.{meta.get_field('group').column} IN (SELECT group_id FROM memberships)"
+            )
+            # `kind` is one of the fixed keys of _APPROVE_RIGHTS, never input
+            parts.append(
+                f"SELECT '{kind}', o.{meta.get_field('content_object').column} FROM {meta.db_table} o"
+                f" JOIN rights r ON r.id = o.{meta.get_field('permission').column} AND r.codename = %s WHERE {held_by}"
+            )
+            params += [_APPROVE_RIGHTS[kind], *([user_id] if holder == "user" else [])]
+    return sql + " UNION ALL ".join(parts), params
+
+
+def holds_any_approve_right(user) -> bool:
+    """Whether `user` may approve anything at all (the navigation's "approver" role)."""
+    return not approve_scope(user).is_empty
+
+
 # ---------------------------------------------------------------------------------------------- reading
 
 
@@ -273,3 +418,67 @@ def readable_namespaces(user) -> QuerySet[Namespace]:
     if reads_every_namespace(user):
         return Namespace.objects.all()
     return Namespace.objects.filter(pk__in=namespaces_with_a_right(user).values("pk"))
+
+
+# ---------------------------------------------------------------------------------------------- who is told
+
+MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
+
+
+def active_reviewers() -> QuerySet:
+    """Active users holding the review permission (directly, through a group, or as superusers): who
+    is told of new candidates and finished eval runs, and whom a mention may reach."""
+    return get_user_model().objects.with_perm(REVIEW_PERM, backend=MODEL_BACKEND).filter(is_active=True)
+
+
+def _object_perm_users(
+    agent: Agent, agent_perms: list[str], procedure_perms: list[str], procedure_id: int | None
+) -> QuerySet:
+    """Active users holding one of the agent permissions on `agent` or one of the procedure
+    permissions on the procedure, directly or through a group, plus the superusers."""
+    User = get_user_model()
+    condition = Q(is_superuser=True)
+    condition |= Q(
+        pk__in=AgentUserObjectPermission.objects.filter(
+            content_object=agent, permission__codename__in=agent_perms
+        ).values("user_id")
+    )
+    condition |= Q(
+        groups__in=AgentGroupObjectPermission.objects.filter(
+            content_object=agent, permission__codename__in=agent_perms
+        ).values("group_id")
+    )
+    if procedure_id is not None and procedure_perms:
+        condition |= Q(
+            pk__in=ProcedureUserObjectPermission.objects.filter(
+                content_object_id=procedure_id, permission__codename__in=procedure_perms
+            ).values("user_id")
+        )
+        condition |= Q(
+            groups__in=ProcedureGroupObjectPermission.objects.filter(
+                content_object_id=procedure_id, permission__codename__in=procedure_perms
+            ).values("group_id")
+        )
+    return User.objects.filter(condition, is_active=True).distinct()
+
+
+def agent_admins(agent: Agent, procedure_id: int | None = None) -> QuerySet:
+    """Who is told that a procedure was refused at load, and of a metric warning: the superusers and
+    the holders of manage_agent or manage_agent_procedures on the agent, or of manage_procedure on
+    the procedure (directly or through a group). A namespace's managers are not among them."""
+    return _object_perm_users(agent, ["manage_agent", "manage_agent_procedures"], ["manage_procedure"], procedure_id)
+
+
+def procedure_approvers(agent: Agent, procedure_id: int) -> QuerySet:
+    """Who is told of a metric warning besides the admins: the superusers and the holders of
+    approve_agent_procedures on the agent or approve_procedure on the procedure (directly or through
+    a group). A namespace's approvers are not among them."""
+    return _object_perm_users(agent, ["approve_agent_procedures"], ["approve_procedure"], procedure_id)
+
+
+def user_can_read_agent(user, agent: Agent) -> bool:
+    """Whether `user` may read about `agent` (agents_visible_to, for one agent): a notification or a
+    mention about an agent reaches only those who may read it."""
+    if user is None or not user.is_authenticated:
+        return False
+    return reads_every_namespace(user) or agents_visible_to(user).filter(pk=agent.pk).exists()

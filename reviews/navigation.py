@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from library.models import ProcedureVersion, Status
-from library.permissions import user_is_reviewer
+from library.permissions import holds_any_approve_right, user_is_reviewer
 
 
 @dataclass(frozen=True)
@@ -23,8 +23,6 @@ class Navigation:
 
 
 def role_of(user) -> str:
-    from reviews.selectors import holds_any_approve_right
-
     if user.is_superuser:
         return "admin"
     if holds_any_approve_right(user):
@@ -35,7 +33,7 @@ def role_of(user) -> str:
 
 
 def navigation_for(user) -> Navigation:
-    """Every page pays for this: the approve rights (one query, reviews.selectors.approve_scope),
+    """Every page pays for this: the approve rights (one query, library.permissions.approve_scope),
     the user's model permissions (Django's two) and the four counts in one query."""
     role = role_of(user)
     can_review = user_is_reviewer(user)

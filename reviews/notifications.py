@@ -1,7 +1,9 @@
 """Notifications: in the app (a list with an unread count in the top bar) and by e-mail through
 Django's mail settings. The library sends signals after its transactions commit
-(library/signals.py; the metric warning is the review side's own, reviews/signals.py); the receivers here pick the recipients and write one Notification row per
-user who wants it in the app, and queue one e-mail per user who wants it by mail.
+(library/signals.py; the metric warning is the review side's own, reviews/signals.py); the receivers
+here name the recipients by the rulebook's rules (library/permissions.py: active_reviewers,
+agent_admins, procedure_approvers, user_can_read_agent), write one Notification row per user who
+wants it in the app, and queue one e-mail per user who wants it by mail.
 
 Who receives what (each user switches kinds on and off on the preferences page; without a saved
 preference a kind is shown in the app, and only a refusal at load is also mailed — an agent
@@ -26,7 +28,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import EmailMessage, get_connection
 from django.db import transaction
-from django.db.models import Q
 from django.dispatch import receiver
 from django.urls import reverse
 from django.utils import timezone
@@ -34,14 +35,10 @@ from django.utils import timezone
 from library import signals
 from library.models import (
     Agent,
-    AgentGroupObjectPermission,
-    AgentUserObjectPermission,
     EvalRun,
-    ProcedureGroupObjectPermission,
-    ProcedureUserObjectPermission,
     ProcedureVersion,
 )
-from library.permissions import REVIEW_PERM, agents_visible_to, reads_every_namespace
+from library.permissions import active_reviewers, agent_admins, procedure_approvers, user_can_read_agent
 from library.services.erasure_sweep import FingerprintMatcher
 
 from .models import Notification, NotificationKind, NotificationPreference
@@ -49,7 +46,6 @@ from .signals import metric_warning
 
 logger = logging.getLogger(__name__)
 
-MODEL_BACKEND = "django.contrib.auth.backends.ModelBackend"
 EMAIL_BY_DEFAULT = {NotificationKind.REFUSED_AT_LOAD}
 EMAIL_TASK = "reviews.notification_email"
 ERASED_MESSAGE = "(This notification quoted text that has since been erased.)"
@@ -62,48 +58,6 @@ def default_preference(user, kind: str) -> NotificationPreference:
 # ---------------------------------------------------------------------------------------------- recipients
 
 
-def reviewers():
-    """Active users holding the review permission (directly, through a group, or as superusers)."""
-    return get_user_model().objects.with_perm(REVIEW_PERM, backend=MODEL_BACKEND).filter(is_active=True)
-
-
-def _object_perm_users(agent: Agent, agent_perms: list[str], procedure_perms: list[str], procedure_id: int | None):
-    """Active users holding one of the agent permissions on `agent` or one of the procedure
-    permissions on the procedure, directly or through a group, plus the superusers."""
-    User = get_user_model()
-    condition = Q(is_superuser=True)
-    condition |= Q(
-        pk__in=AgentUserObjectPermission.objects.filter(
-            content_object=agent, permission__codename__in=agent_perms
-        ).values("user_id")
-    )
-    condition |= Q(
-        groups__in=AgentGroupObjectPermission.objects.filter(
-            content_object=agent, permission__codename__in=agent_perms
-        ).values("group_id")
-    )
-    if procedure_id is not None and procedure_perms:
-        condition |= Q(
-            pk__in=ProcedureUserObjectPermission.objects.filter(
-                content_object_id=procedure_id, permission__codename__in=procedure_perms
-            ).values("user_id")
-        )
-        condition |= Q(
-            groups__in=ProcedureGroupObjectPermission.objects.filter(
-                content_object_id=procedure_id, permission__codename__in=procedure_perms
-            ).values("group_id")
-        )
-    return User.objects.filter(condition, is_active=True).distinct()
-
-
-def agent_admins(agent: Agent, procedure_id: int | None = None):
-    return _object_perm_users(agent, ["manage_agent", "manage_agent_procedures"], ["manage_procedure"], procedure_id)
-
-
-def procedure_approvers(agent: Agent, procedure_id: int):
-    return _object_perm_users(agent, ["approve_agent_procedures"], ["approve_procedure"], procedure_id)
-
-
 # ---------------------------------------------------------------------------------------------- sending
 
 
@@ -111,10 +65,6 @@ def preferences_for(user) -> dict[str, NotificationPreference]:
     """Every kind with the user's choice; kinds never saved get the default (see EMAIL_BY_DEFAULT)."""
     saved = {p.kind: p for p in NotificationPreference.objects.filter(user=user)}
     return {kind: saved.get(kind) or default_preference(user, kind) for kind in NotificationKind.values}
-
-
-def may_read_agent(user, agent: Agent) -> bool:
-    return agents_visible_to(user).filter(pk=agent.pk).exists()
 
 
 def notification_send(
@@ -126,7 +76,7 @@ def notification_send(
     nothing."""
     if kind not in NotificationKind.values:
         raise ValueError(f"unknown notification kind {kind!r}")
-    users = {u.pk: u for u in users if agent is None or reads_every_namespace(u) or may_read_agent(u, agent)}
+    users = {u.pk: u for u in users if agent is None or user_can_read_agent(u, agent)}
     if not users:
         return []
     saved = {p.user_id: p for p in NotificationPreference.objects.filter(user_id__in=users, kind=kind)}
@@ -213,8 +163,8 @@ def notify_mentions(*, comment, thread, version: ProcedureVersion) -> list[Notif
     agent = version.procedure.agent
     users = [
         user
-        for user in reviewers().filter(username__in=names).exclude(pk=comment.author_id)
-        if may_read_agent(user, agent)
+        for user in active_reviewers().filter(username__in=names).exclude(pk=comment.author_id)
+        if user_can_read_agent(user, agent)
     ]
     excerpt = comment.body if len(comment.body) <= 160 else comment.body[:157] + "…"
     return notification_send(
@@ -241,7 +191,7 @@ def _on_candidates_created(sender, agent_id: int, version_ids: list[int], mining
     names = ", ".join(f"{v.procedure.key} v{v.number}" for v in versions) + (" …" if count > len(versions) else "")
     origin = f" from mining run {mining_run_id}" if mining_run_id else ""
     notification_send(
-        users=reviewers(),
+        users=active_reviewers(),
         kind=NotificationKind.NEW_CANDIDATES,
         message=f"{count} new candidate{'s' if count != 1 else ''} for {agent.name} wait{'s' if count == 1 else ''} for review{origin}: {names}",
         url=reverse("reviews:queue"),
@@ -256,7 +206,7 @@ def _on_eval_run_finished(sender, run_id: int, **kwargs):
         return
     version = run.version
     outcome = run.get_verdict_display().lower() if run.verdict else run.get_state_display().lower()
-    users = list(reviewers())
+    users = list(active_reviewers())
     if run.started_by is not None and run.started_by.is_active:
         users.append(run.started_by)
     notification_send(

@@ -25,7 +25,7 @@ from library import services as library_services
 from library.conflicts import conflicts_for_candidate
 from library.evals import eval_runs as evals
 from library.models import ProcedureVersion, Status
-from library.permissions import user_can_approve, user_can_manage_procedure, user_can_review
+from library.permissions import approve_scope, user_can_approve, user_can_manage_procedure, user_can_review
 from library.selectors import environment_set_hash
 from library.services import LifecycleError, approval_blockers
 
@@ -132,7 +132,7 @@ def _version_context(request: HttpRequest, version: ProcedureVersion) -> dict:
     # Whether the user may approve, from their approve rights as the navigation reads them (one
     # query for the request) rather than six guardian look-ups for each of the two places that
     # ask; approving itself re-checks with guardian (get_version_for_user, version_approve).
-    can_approve = selectors.approve_scope(request.user).covers(version.procedure)
+    can_approve = approve_scope(request.user).covers(version.procedure)
     siblings = selectors.versions_of(version.procedure)
     active = next((s for s in siblings if s.status == Status.ACTIVE), None)
     base = _diff_base(request, version, active, siblings)
