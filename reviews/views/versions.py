@@ -25,7 +25,13 @@ from library import services as library_services
 from library.conflicts import conflicts_for_candidate
 from library.evals import eval_runs as evals
 from library.models import ProcedureVersion, Status
-from library.permissions import approve_scope, user_can_approve, user_can_manage_procedure, user_can_review
+from library.permissions import (
+    active_reviewers,
+    approve_scope,
+    user_can_approve,
+    user_can_manage_procedure,
+    user_can_review,
+)
 from library.selectors import environment_set_hash
 from library.services import LifecycleError, approval_blockers
 
@@ -36,7 +42,6 @@ from ..diff import compare_versions
 from ..forms import ApproveForm, CommentForm, RejectForm, ReviseForm, ThreadForm
 from ..key_words import figure_items, key_words
 from ..models import Comment, Thread
-from ..notifications import reviewers
 from ..panels import build_eval_panel, build_evidence
 from ..services import comment_create, thread_create, thread_reply, thread_set_resolved, user_can_assign
 from .refusals import add_service_errors, post_action, posted_form, refusals
@@ -84,7 +89,7 @@ def claim_context(request: HttpRequest, version: ProcedureVersion) -> dict:
     can_assign = user_can_assign(request.user, version.procedure.agent)
     context = {"claim": claim, "can_assign": can_assign, "claim_hours": settings.PROCMEM_CLAIM_HOURS}
     if can_assign:
-        context["assignable"] = list(reviewers().order_by("username").values_list("username", flat=True)[:200])
+        context["assignable"] = list(active_reviewers().order_by("username").values_list("username", flat=True)[:200])
     return context
 
 
