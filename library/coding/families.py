@@ -55,7 +55,7 @@ AREA_DEPTH = 2
 NAMESPACE_DIRS = frozenset({"contrib", "ext", "extensions", "plugins", "packages"})
 ROOT_DIRS = frozenset({"src", "lib"})
 FILES_READ_SHOWN = 3
-FILES_WRITTEN_SHOWN = 5
+FILES_WRITTEN_SHOWN = 8
 TEST_MODULES_SHOWN = 3
 TRACES_IN_EVIDENCE = 40
 FIRST_READS_PER_TRACE = 3
@@ -99,7 +99,9 @@ class Trace:
         if self._tests is None:
             created = created_files(self.calls) - set(self.edited)
             self._tests = [
-                replace(run, temporary=True) if run.files and created.issuperset(run.files) else run
+                replace(run, temporary=True)
+                if (run.files and created.issuperset(run.files)) or _runs_created_script(run, created)
+                else run
                 for run in (test_run_of(call) for call in self.calls)
                 if run is not None
             ]
@@ -120,6 +122,12 @@ class Trace:
             if run.ok is False:
                 failed.append(run)
         return failed, None
+
+
+def _runs_created_script(run: TestRun, created: set[str]) -> bool:
+    """The runner is a script the agent wrote in the session (``python3 run_tests.py`` after ``cat > run_tests.py``):
+    it matched the table by its name only, and verifies one task, never a family."""
+    return any(word.removeprefix("./") in created for word in run.invocation.split())
 
 
 _WRITE_TARGET_RE = re.compile(r"(?<![>&])>\s*['\"]?(?:/testbed/)?([\w./-]+)")
@@ -408,6 +416,15 @@ def _first_reads(trace: Trace) -> list[str]:
     return found
 
 
+def _files_read(trace: Trace) -> set[str]:
+    """The files a trace read (any read call)."""
+    return {
+        args["path"]
+        for args in map(_args, trace.calls)
+        if args.get("activity") == "read" and isinstance(args.get("path"), str)
+    }
+
+
 def _rate(count: int, of: int) -> dict[str, Any]:
     return {"count": count, "of": of, "rate": round(count / of, 3) if of else None}
 
@@ -510,7 +527,12 @@ def build_candidate(
     test_modules = [m for m, _ in _top(modules, TEST_MODULES_SHOWN)]
     written = Counter(path for t in resolved for path in t.edited if target_role(path) == "source")
     read_first = Counter(path for t in resolved for path in _first_reads(t))
-    files_written = [p for p, _ in _top(written, FILES_WRITTEN_SHOWN)]
+    # files edited as often are ranked by how many resolved sessions read them: in a wide family most
+    # files are edited once, and the ones its sessions keep reading are the area's centre
+    read = Counter(path for t in resolved for path in _files_read(t))
+    files_written = [p for p, _ in sorted(written.items(), key=lambda kv: (-kv[1], -read[kv[0]], kv[0]))][
+        :FILES_WRITTEN_SHOWN
+    ]
     files_read = [p for p, _ in _top(read_first, FILES_READ_SHOWN)]
     test_counts = _test_files(resolved)
     test_files = area_test_files(files_written, test_counts, min_traces=min_traces)

@@ -10,11 +10,16 @@ with what the trace did:
 - edited files named: the share of the trace's edited source files that the pointer names, and
   whether it names at least one;
 - failed test invocations avoided: of the trace's failed test invocations before its first passing
-  one, those the pointer's command makes unnecessary — the failure was the command, not the code:
-  it used another runner than the first passing invocation and the pointer's form is that one's, or
-  it named other test modules and the pointer names one of the passing invocation's modules. A test
-  run that fails because the change is not right yet is not avoidable by any command, and counts as
-  not avoided.
+  one, those the pointer's command makes unnecessary — the failure was the command, not the code
+  (runners.mistake_kind): it used a runner that does not work here and the pointer's command runs
+  another one, or launched the right runner a way that fails and the pointer launches it another
+  way (the pointer's command passed in resolved sessions of other tasks of the same repository, in
+  the same environment), or named other test modules and the pointer names one of the passing
+  invocation's modules, or options the runner refused and the pointer's command has none of them.
+  `avoidedStrict` counts by the older, narrower rule: a runner or launch mistake only when the
+  pointer's form or launch is exactly that of the trace's first passing invocation. A test run that
+  fails because the change is not right yet is not avoidable by any command, and counts as not
+  avoided.
 
 Reported per repository and overall (`MeasureReport.to_dict`).
 """
@@ -48,6 +53,7 @@ class TraceResult:
     failed_before_pass: int
     avoided: int
     command_failures: int  # failed invocations whose command (runner or modules) was corrected
+    avoided_strict: int = 0  # by the older rule: the pointer's form or launch is the first passing one's
 
 
 @dataclass
@@ -63,6 +69,7 @@ class Totals:
     failed_before_pass: int = 0
     avoided: int = 0
     command_failures: int = 0
+    avoided_strict: int = 0
 
     def add(self, result: TraceResult) -> None:
         self.traces += 1
@@ -77,6 +84,7 @@ class Totals:
         self.failed_before_pass += result.failed_before_pass
         self.avoided += result.avoided
         self.command_failures += result.command_failures
+        self.avoided_strict += result.avoided_strict
 
     def to_dict(self) -> dict[str, Any]:
         def share(part: float, whole: int) -> float | None:
@@ -110,6 +118,7 @@ class Totals:
                 "reduction": share(self.avoided, self.failed_before_pass),
                 "commandFailures": self.command_failures,
                 "commandFailuresAvoided": share(self.avoided, self.command_failures),
+                "avoidedStrict": self.avoided_strict,
             },
         }
 
@@ -176,7 +185,7 @@ def judge(trace: Trace, recalled: Sequence[Mapping[str, Any]], repository: str) 
     edited = [p for p in trace.edited if target_role(p) == "source"]
     named = set(pointer["files"]) if pointer else set()
     failed, first_pass = trace.failed_before_first_pass()
-    avoided = command_failures = 0
+    avoided = command_failures = avoided_strict = 0
     tests = set(pointer["tests"]) if pointer else set()
     tests |= {t.rsplit("/", 1)[-1].removesuffix(".py") for t in tests}
     tests |= _pointer_modules(record) if record is not None else set()
@@ -187,20 +196,28 @@ def judge(trace: Trace, recalled: Sequence[Mapping[str, Any]], repository: str) 
                 continue  # the code was not right yet: no command avoids that
             command_failures += 1
             if kind == "runner":
-                avoided += pointer_form is not None and pointer_form == first_pass.form
+                avoided += parsed is not None and parsed.runner != run.runner
+                avoided_strict += pointer_form is not None and pointer_form == first_pass.form
             elif kind == "test path":
-                avoided += bool(tests & (set(first_pass.modules) | set(first_pass.files)))
+                names_test = bool(tests & (set(first_pass.modules) | set(first_pass.files)))
+                avoided += names_test
+                avoided_strict += names_test
             elif kind == "invocation":
-                avoided += parsed is not None and (parsed.runner, parsed.invocation) == (
+                avoided += (
+                    parsed is not None and parsed.runner == first_pass.runner and parsed.invocation != run.invocation
+                )
+                avoided_strict += parsed is not None and (parsed.runner, parsed.invocation) == (
                     first_pass.runner,
                     first_pass.invocation,
                 )
             else:  # options: the pointer's command runs the same runner without the refused options
-                avoided += (
+                fits = (
                     parsed is not None
                     and parsed.runner == first_pass.runner
                     and not (set(parsed.options) - set(first_pass.options))
                 )
+                avoided += fits
+                avoided_strict += fits
     return TraceResult(
         session_id=trace.session_id,
         repository=repository,
@@ -213,6 +230,7 @@ def judge(trace: Trace, recalled: Sequence[Mapping[str, Any]], repository: str) 
         failed_before_pass=len(failed),
         avoided=avoided,
         command_failures=command_failures,
+        avoided_strict=avoided_strict,
     )
 
 

@@ -318,6 +318,7 @@ def test_leave_one_task_out_counts_matches_files_and_avoided_failures():
         "reduction": 0.75,
         "commandFailures": 3,
         "commandFailuresAvoided": 1.0,
+        "avoidedStrict": 3,
     }
     assert list(report["repositories"]) == ["django/django"] and seen[0] == "form bug 0"
     # nothing recalled: nothing matched, nothing avoided
@@ -339,3 +340,76 @@ def test_any_calls_give_a_family_outcome(items):
     files = [path for _, _, path in items if path]
     outcomes = mine_families([trace("1", files, calls), trace("2", files, calls)], min_traces=1)
     assert outcomes and all(o.candidate is not None or o.reason for o in outcomes)
+
+
+def _pointer(verify):
+    return {
+        "id": "fix.sympy.core",
+        "version": 1,
+        "appliesWhen": "A task.",
+        "steps": [],
+        "preconditions": [],
+        "postconditions": [f"The verify command passes: {verify}"],
+        "verifyCommand": verify,
+    }
+
+
+def test_a_wrong_runner_or_launch_is_avoided_by_a_pointer_to_another_that_passed_here():
+    # given: pytest is not installed (sympy); the session got there by a test file run as a script
+    wrong_runner = trace(
+        "1",
+        ["sympy/core/add.py"],
+        [test("pytest sympy/core/tests/test_add.py", ok=False), test("python sympy/core/tests/test_add.py")],
+        key="sympy__sympy-1",
+    )
+    # and the system interpreter, outside the environment, before the environment's own
+    wrong_launch = trace(
+        "2",
+        ["sphinx/util/a.py"],
+        [test("/usr/bin/python3 -m pytest tests/test_util.py", ok=False), test("python3 -m pytest tests/test_util.py")],
+        key="sphinx-doc__sphinx-2",
+    )
+    # when: the pointer runs another runner (bin/test passed in other tasks' sessions) or launches pytest
+    # as other tasks' sessions did
+    runner = judge(wrong_runner, [_pointer("./bin/test {{test_file}}")], "sympy/sympy")
+    launch = judge(wrong_launch, [_pointer("pytest {{test_file}}")], "sphinx-doc/sphinx")
+    same = judge(wrong_launch, [_pointer("/usr/bin/python3 -m pytest {{test_file}}")], "sphinx-doc/sphinx")
+    # then: both avoided; by the older rule (the first passing form or launch exactly) neither is
+    assert (runner.command_failures, runner.avoided, runner.avoided_strict) == (1, 1, 0)
+    assert (launch.command_failures, launch.avoided, launch.avoided_strict) == (1, 1, 0)
+    assert same.avoided == 0  # the pointer repeats the failed launch
+
+
+def test_a_runner_script_the_agent_wrote_is_no_verify_command():
+    # the agent's own run_tests.py matches the runner table by its name only (Django's tests/runtests.py)
+    write = {
+        "name": "cat",
+        "args": {"activity": "edit", "command": "cat <<'EOF' > run_tests.py\nimport sympy\nEOF", "step": "edit"},
+        "ok": True,
+    }
+    own = trace("1", ["sympy/geometry/point.py"], [write, test("python3 run_tests.py")], key="sympy__sympy-1")
+    assert own.tests and own.tests[0].temporary and own.verify is None
+    repository = trace("2", ["django/a/b.py"], [test("python3 tests/runtests.py a")])
+    assert repository.verify is not None and repository.verify.form == "tests/runtests.py {{test_label}}"
+
+
+def test_files_edited_as_often_are_ranked_by_how_many_sessions_read_them():
+    traces = [
+        trace(
+            str(i),
+            [f"sympy/core/f{i}.py"],
+            [read("sympy/core/z.py"), read(f"sympy/core/f{i}.py")]
+            + ([read("sympy/core/f3.py")] if i < 3 else [])
+            + [test("./bin/test sympy/core/tests/test_x.py")],
+            key=f"sympy__sympy-{i}",
+        )
+        for i in range(4)
+    ]
+    [outcome] = mine_families(traces, min_traces=2)
+    # each file edited once: f3.py, read by all four sessions, comes first; then by name
+    assert outcome.candidate.files_written == [
+        "sympy/core/f3.py",
+        "sympy/core/f0.py",
+        "sympy/core/f1.py",
+        "sympy/core/f2.py",
+    ]

@@ -9,14 +9,15 @@ from __future__ import annotations
 import io
 import json
 import re
+from collections import defaultdict
 
 import pytest
 from django.core.management import call_command
 
-from library.coding.families import mine_families
+from library.coding.families import mine_families, repository_of
 from library.coding.measure import traces_from_rows
 from library.models import Agent, AgentSession
-from tests.conftest import SWEBENCH_DIR, require_swebench
+from tests.conftest import SWEBENCH_DIR, SWEBENCH_RESULTS, SWEBENCH_TRAJS, require_swebench
 
 OTHER_TRAJS = SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz"
 OTHER_RESULTS = SWEBENCH_DIR / "results-other-repos.json"
@@ -26,18 +27,17 @@ _PATH_RE = re.compile(r"(?<![{\w])[\w.-]+(?:/[\w.-]+)+|[\w-]+\.py\b")
 pytestmark = [pytest.mark.django_db, pytest.mark.timeout(3000)]
 
 
-@pytest.fixture
-def other_repos_agent():
+def _import(archive, results, agent):
     require_swebench()
     call_command(
         "import_sessions",
-        str(OTHER_TRAJS),
+        str(archive),
         "--format",
         "mini-swe-agent",
         "--outcomes",
-        str(OTHER_RESULTS),
+        str(results),
         "--agent",
-        "swe-other",
+        agent,
         "--create-agent",
         "--no-progress",
         "--workers",
@@ -45,36 +45,71 @@ def other_repos_agent():
         stdout=io.StringIO(),
         stderr=io.StringIO(),
     )
-    return Agent.objects.get(name="swe-other")
+    return Agent.objects.get(name=agent)
 
 
-def _no_verify_command_names_a_file_only_one_sessions_task_touched(agent):
-    traces = _traces(agent)
-    assert len(traces) == 140
-    touched: dict[str, set[str]] = {}
+@pytest.fixture
+def other_repos_agent():
+    return _import(OTHER_TRAJS, OTHER_RESULTS, "swe-other")
+
+
+def _touched_by_task(traces) -> dict[str, set[str]]:
+    """Every path a session's commands or targets name, with the tasks that named it."""
+    touched: dict[str, set[str]] = defaultdict(set)
     for trace in traces:
         for call in trace.calls:
             args = call.get("args") or {}
             for path in _PATH_RE.findall(" ".join(str(args.get(k) or "") for k in ("command", "path"))):
-                touched.setdefault(path.removeprefix("./").removeprefix("/testbed/"), set()).add(trace.task_key)
-    candidates = [o.candidate for o in mine_families(traces, min_traces=2) if o.candidate]
-    assert {c.verify_command for c in candidates} >= {"./bin/test {{test_file}}", "pytest {{test_file}}"}
+                touched[path.removeprefix("./").removeprefix("/testbed/")].add(trace.task_key)
+    return touched
+
+
+def _assert_no_verify_command_names_one_tasks_file(candidates, touched) -> None:
     for candidate in candidates:
         for path in _PATH_RE.findall(candidate.verify_command):
             assert len(touched.get(path.removeprefix("./"), ())) >= 2, (candidate.key, candidate.verify_command)
 
 
+def test_no_candidates_verify_command_names_a_file_that_only_one_sessions_task_touched():
+    """On all 371 shared sessions (Django and the six other repositories), mined whole and mined as the
+    measure mines them (each repository without each of its tasks in turn)."""
+    # given
+    _import(SWEBENCH_TRAJS, SWEBENCH_RESULTS, "swe-gemini")
+    _import(OTHER_TRAJS, OTHER_RESULTS, "swe-other")
+    traces = _traces(None)
+    assert len(traces) == 371
+    by_repository = defaultdict(list)
+    for trace in traces:
+        by_repository[repository_of(trace.task_key)].append(trace)
+    # when: mined whole
+    candidates = [o.candidate for o in mine_families(traces, min_traces=2) if o.candidate]
+    # then
+    assert {c.verify_command for c in candidates} >= {
+        "./bin/test {{test_file}}",
+        "pytest {{test_file}}",
+        "./tests/runtests.py {{test_label}}",
+    }
+    _assert_no_verify_command_names_one_tasks_file(candidates, _touched_by_task(traces))
+    # and each repository without each of its tasks, as measure_coding mines (only the others' sessions count)
+    mined = 0
+    for members in by_repository.values():
+        for key in sorted({t.task_key for t in members if t.resolved is True}):
+            others = [t for t in members if t.task_key != key]
+            candidates = [o.candidate for o in mine_families(others, min_traces=2) if o.candidate]
+            _assert_no_verify_command_names_one_tasks_file(candidates, _touched_by_task(others))
+            mined += 1
+    assert mined == 179 + 92
+
+
 def _traces(agent):
-    rows = AgentSession.objects.filter(agent=agent).values_list(
-        "session_id", "task_key", "task", "resolved", "tool_calls"
-    )
+    sessions = AgentSession.objects.filter(agent=agent) if agent is not None else AgentSession.objects.all()
+    rows = sessions.order_by("pk").values_list("session_id", "task_key", "task", "resolved", "tool_calls")
     return traces_from_rows(rows)
 
 
-def test_measure_coding_reports_its_figures_per_repository_and_no_verify_command_names_one_tasks_file(
+def test_measure_coding_reports_its_figures_per_repository(
     other_repos_agent,
 ):
-    _no_verify_command_names_a_file_only_one_sessions_task_touched(other_repos_agent)
     out = io.StringIO()
     call_command("measure_coding", "swe-other", "--json", stdout=out)
     report = json.loads(out.getvalue())

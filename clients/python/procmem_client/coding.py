@@ -269,9 +269,9 @@ CHARS_PER_TOKEN = 4  # the renderer's estimate (rendering.estimate_tokens)
 _WHEN_MAX_CHARS = 240
 _VERIFY_MAX_CHARS = 400
 _ID_MAX_CHARS = 120
-_FILES_MAX = 6
+_FILES_MAX = 8
 _TESTS_MAX = 3
-_FILE_MAX_CHARS = 60  # 10 + 120 + 12 + 9 + 240 + 10 + (6 x 60 + 10) + 11 + 400 characters: under the bound
+_FILE_MAX_CHARS = 60  # a long verify command and 8 long files can pass the bound: files are dropped from the end
 _FILE_RE = re.compile(r"(?<![\w{./-])(?:[\w.-]+/)+[\w.-]+\.[A-Za-z0-9]{1,6}(?![\w/])")
 _SENTENCE_END_RE = re.compile(r"(?<=[.!?])\s")
 
