@@ -12,6 +12,7 @@ from django import forms
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from library.ingest.outcomes import session_own_label
 from library.models import Agent, AgentSession, ProcedureVersion, SessionLabel
 
 SESSION_PAGE_SIZE = 50
@@ -103,5 +104,11 @@ def versions_supported_by(session: AgentSession) -> list[Supported]:
     return found
 
 
-def outcome_history(session: AgentSession) -> QuerySet[SessionLabel]:
-    return session.labels.order_by("at", "pk")
+def outcome_history(session: AgentSession) -> list[SessionLabel]:
+    """The session's label history, oldest first. A session whose outcome came only with the session
+    has no stored row yet (library/ingest/outcomes.py stores its own report with the first later one):
+    its own report is then its one row, so the page never says "no outcome" beside an outcome."""
+    labels = list(session.labels.order_by("at", "pk"))
+    if labels or (session.resolved is None and session.escalated is None and session.rating is None):
+        return labels
+    return [session_own_label(session)]

@@ -188,7 +188,10 @@ class OutcomesResult:
     unknown: list[str] = field(default_factory=list)
 
 
-def _own_label(session: AgentSession) -> SessionLabel:
+def session_own_label(session: AgentSession) -> SessionLabel:
+    """The history's first row, source "session": what the session itself reported (unsaved). It is
+    stored with the first outcome that arrives later; until then the session's columns are exactly
+    this report, so the sessions page shows it from them."""
     return SessionLabel(
         session=session,
         resolved=session.resolved,
@@ -229,7 +232,7 @@ def outcomes_record(
                 continue
             history = histories.setdefault(session.pk, [])
             if not history:
-                own = _own_label(session)
+                own = session_own_label(session)
                 history.append(own)
                 new_rows.append(own)
             # the same outcome again (at the same time, or with no time of its own): a resend

@@ -103,6 +103,22 @@ def test_the_detail_is_redacted_and_shows_the_outcome_history_and_what_it_suppor
     assert reverse("reviews:version", args=[candidate.pk]) in html
 
 
+def test_an_outcome_that_came_with_the_session_is_its_history_not_no_outcome(client, reviewer, agent):
+    # given: sessions that reported their outcome themselves and none later (the demo's all do)
+    s = session(agent, "own-1", resolved=True, rating=5.0)
+    silent = session(agent, "silent-2")
+    client.force_login(reviewer)
+    # when
+    html = client.get(reverse("reviews:session_detail", args=[agent.name, s.pk])).content.decode()
+    silent_html = client.get(reverse("reviews:session_detail", args=[agent.name, silent.pk])).content.decode()
+    # then: the history shows the session's own report, as the stored history would
+    history = html[html.index('id="session-labels"') :]
+    assert "No outcome reported" not in history
+    assert "<td>session</td><td>yes</td><td>—</td><td>5.0</td>" in history
+    assert "No outcome reported" in silent_html
+    assert not SessionLabel.objects.exists()  # a read stores nothing
+
+
 def test_who_may_see_sessions(client, outsider, proposer, agent):
     s = session(agent, "s-1")
     list_url = reverse("reviews:sessions_list", args=[agent.name])
