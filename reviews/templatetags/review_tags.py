@@ -6,7 +6,17 @@ from urllib.parse import urlencode
 
 from django import template
 
+from library.permissions import user_can_manage_agent
+
 register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def manages_agent(context, agent) -> bool:
+    """Whether the signed-in user may open the agent's admin pages (tokens, settings, webhooks): the
+    tabs leave out what would answer 403."""
+    request = context.get("request")
+    return bool(request) and user_can_manage_agent(request.user, agent)
 
 
 @register.simple_tag
