@@ -14,7 +14,7 @@ from django.forms.fields import InvalidJSONInput
 from library import safe_json
 from library.agents.rate_limits import DEFAULT_LIMITS, ENDPOINTS, MAX_LIMIT_TEXT, WHO, parse_limit
 from library.agents.settings import LABELS as CAPTURE_LABELS
-from library.agents.settings import MAX_INJECTION_CAP, MAX_REVIEW_TARGET_HOURS
+from library.agents.settings import MAX_INJECTION_CAP, MAX_REDACTION_PATTERNS, MAX_REVIEW_TARGET_HOURS
 from library.models import (
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -500,11 +500,7 @@ class AgentSettingsForm(forms.Form):
         label="Review target (hours)",
         help_text='How long a candidate should wait for review: the queue shows "due soon" from half of it and "overdue" after it',
     )
-    redaction_patterns = forms.JSONField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 4}),
-        help_text='Extra patterns redacted before reviewers see evidence: [{"label": "order_id", "regex": "\\\\bORD-\\\\d+\\\\b"}]',
-    )
+    # redaction patterns: their own formset (RedactionPatternFormSet), one row per pattern
     auto_capture_enabled = forms.BooleanField(
         required=False,
         label=CAPTURE_LABELS["auto_capture_enabled"],
@@ -617,3 +613,67 @@ class AgentSettingsForm(forms.Form):
                 limits.setdefault(endpoint, {})[who] = text
         cleaned["api_rate_limits"] = limits
         return cleaned
+
+
+# ---------------------------------------------------------------------------------------------- redaction patterns
+
+
+class RedactionPatternForm(forms.Form):
+    """One of the agent's own redaction patterns: what reviewers see instead of the match, and the
+    regular expression. Each field is checked here, so an error stands beside its field; the
+    service (library/agents/settings.py) checks the list again."""
+
+    label = forms.CharField(
+        max_length=60,
+        help_text="What reviewers see instead of the match, e.g. order_id",
+        widget=forms.TextInput(attrs={"placeholder": "order_id"}),
+    )
+    regex = forms.CharField(
+        max_length=500,
+        label="Regular expression",
+        strip=False,
+        help_text="Python syntax, e.g. \\bORD-\\d+\\b",
+        widget=forms.TextInput(attrs={"placeholder": r"\bORD-\d+\b", "spellcheck": "false", "class": "mono"}),
+    )
+
+    def clean_label(self) -> str:
+        label = self.cleaned_data["label"].strip()
+        if not label:
+            raise ValidationError("Name what reviewers see instead of the match.")
+        return label
+
+    def clean_regex(self) -> str:
+        import re
+
+        from library.redaction.recognizers import slow_pattern_problem
+
+        regex = self.cleaned_data["regex"]
+        try:
+            re.compile(regex)
+        except re.error as exc:
+            raise ValidationError(f"Not a valid regular expression: {exc}.") from None
+        problem = slow_pattern_problem(regex)
+        if problem:
+            raise ValidationError(f"This pattern {problem}; use a possessive repeat (a++) or one level.")
+        return regex
+
+
+class _RedactionPatternBaseFormSet(forms.BaseFormSet):
+    def patterns(self) -> list[dict[str, str]]:
+        """The patterns to save, in order: filled rows not marked for deletion (call after is_valid;
+        an empty extra row has no cleaned data)."""
+        return [
+            {"label": form.cleaned_data["label"], "regex": form.cleaned_data["regex"]}
+            for form in self.forms
+            if form.cleaned_data.get("label") and not form.cleaned_data.get("DELETE")
+        ]
+
+
+RedactionPatternFormSet = forms.formset_factory(
+    RedactionPatternForm,
+    formset=_RedactionPatternBaseFormSet,
+    extra=1,
+    can_delete=True,
+    max_num=MAX_REDACTION_PATTERNS,
+    validate_max=True,
+)

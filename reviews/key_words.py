@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from library import formatting
+
 # A mining run's counts and a report entry's figures (library/mining/skeletons.py intent_figures), as
 # a count reads: "12 resolved by escalation", "3 with too few tool calls".
 FIGURE_LABELS = {
@@ -98,7 +100,9 @@ def key_words(key: str) -> str:
 def figure_items(figures: dict[str, Any]) -> list[str]:
     """A run's counts or a report entry's figures as words ("12 resolved by escalation"), the skeleton left out."""
     return [
-        f"{value} {FIGURE_LABELS.get(key) or key_words(key)}" for key, value in figures.items() if key != "topSkeleton"
+        formatting.count(value, FIGURE_LABELS.get(key) or key_words(key))
+        for key, value in figures.items()
+        if key != "topSkeleton"
     ]
 
 

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from library import formatting
 from library.environments import approval_environment
 from library.models import PRODUCTION, EvalRun, ProcedureVersion
 from library.services import selection_reach_blocker
@@ -270,12 +271,9 @@ def _lift(value: Any, record: dict[str, Any] | None = None) -> str:
         return ""
     record = record or {}
     if "liftLow" in record or "liftHigh" in record:
-        low, high = record.get("liftLow"), record.get("liftHigh")
-        text += f", 95 % {low if low is not None else 0:.2f}–" + (
-            f"{high:.2f}" if isinstance(high, (int, float)) else "∞"
-        )
+        text += ", " + formatting.interval(record.get("liftLow"), record.get("liftHigh"))
     if isinstance(record.get("pValue"), (int, float)):
-        text += f", p = {record['pValue']:.2g}"
+        text += ", " + formatting.p_value(record["pValue"])
     return f" ({text})"
 
 
@@ -321,14 +319,12 @@ def _ratio(record: dict[str, Any]) -> str:
     if ratio == "inf":
         text = "risk ratio ∞"
     elif isinstance(ratio, (int, float)):
-        text = f"risk ratio {ratio:.2f}"
+        text = f"risk ratio {formatting.ratio(ratio)}"
     else:
         return "risk ratio not defined (no task compares)"
-    text += f" (95 % {low if isinstance(low, (int, float)) else 0:.2f}–" + (
-        f"{high:.2f})" if isinstance(high, (int, float)) else "∞)"
-    )
+    text += f" ({formatting.interval(low, high)})"
     if isinstance(record.get("pValue"), (int, float)):
-        text += f", p = {record['pValue']:.2g}"
+        text += ", " + formatting.p_value(record["pValue"])
     return text
 
 
@@ -342,7 +338,7 @@ def _within(evidence: Evidence, raw: dict[str, Any]) -> None:
     if isinstance(gate, dict) and gate.get("followers"):
         evidence.within_line = (
             f"Within tasks: {_sides(gate)} ({_ratio(gate)}); {gate.get('tasks', '?')} tasks, {gate.get('strata', '?')} strata "
-            f"(tasks whose sessions do not compare pooled into one); Bonferroni-adjusted p = {gate.get('pAdjusted', 1):.2g} over "
+            f"(tasks whose sessions do not compare pooled into one); {formatting.p_value(gate.get('pAdjusted', 1), 'Bonferroni-adjusted p')} over "
             f"{gate.get('tests', 1)} skeleton(s) tested — {'credible' if gate.get('credible') else 'not credible'}."
         )
     beyond = raw.get("orderBeyondTools")
@@ -398,7 +394,7 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
     if isinstance(test, dict):
         lift_text = _lift(test.get("lift"), test).strip(" ()") or "lift not defined"
         evidence.statistics = (
-            f"Skeleton: {lift_text}; Bonferroni-adjusted p = {test.get('pAdjusted', 1):.2g} over {test.get('tests', 1)} "
+            f"Skeleton: {lift_text}; {formatting.p_value(test.get('pAdjusted', 1), 'Bonferroni-adjusted p')} over {test.get('tests', 1)} "
             f"skeleton(s) tested at significance level {test.get('alpha')} — "
             f"{'credibly above 1' if test.get('credible') else 'not credibly above 1'}."
         )
@@ -425,14 +421,14 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
         evidence.condition_lines.append(
             f"{where}{cond.get('ifTool')} returned {cond.get('key')} = '{cond.get('value')}' in {with_step.get('count', '?')} of "
             f"{with_step.get('of', '?')} tasks that called {cond.get('thenTool')} next vs {without_step.get('count', '?')} of "
-            f"{without_step.get('of', '?')} that did not (p = {cond.get('pValue', 1):.2g}, adjusted {cond.get('pAdjusted', 1):.2g}"
+            f"{without_step.get('of', '?')} that did not ({formatting.p_value(cond.get('pValue', 1))}, {formatting.p_value(cond.get('pAdjusted', 1), 'adjusted p')}"
             f" over {cond.get('tests', '?')} values)"
         )
     for arg in [a for a in raw.get("arguments") or [] if isinstance(a, dict)][:8]:
         evidence.argument_lines.append(
             f"step {arg.get('step')} {arg.get('tool')}({arg.get('key')}='{arg.get('value')}'): "
             f"{arg.get('resolved')} of {arg.get('resolvedOf')} resolved vs {arg.get('failed')} of {arg.get('failedOf')} failed tasks"
-            f", p = {arg.get('pValue', 1):.2g}{' — separates the outcomes' if arg.get('separates') else ''}"
+            f", {formatting.p_value(arg.get('pValue', 1))}{' — separates the outcomes' if arg.get('separates') else ''}"
         )
     # the miner quotes resolved sessions that follow the skeleton only (library/mining/mining_runs.py)
     mined_outcome = "resolved" if "skeletonTest" in raw else ""
@@ -499,7 +495,7 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
     despite = raw.get("proposedDespite")
     if isinstance(despite, dict):
         test = (
-            f" (adjusted p = {despite['pAdjusted']:.2g}, significance level {despite['alpha']})"
+            f" ({formatting.p_value(despite['pAdjusted'], 'adjusted p')}, significance level {despite['alpha']})"
             if isinstance(despite.get("pAdjusted"), (int, float)) and despite.get("alpha")
             else ""
         )
@@ -657,12 +653,13 @@ def intent_results(run: EvalRun, *, target_intent: str) -> list[IntentResult]:
         candidate, cand_rate = _arm(data, "candidate")
         delta = ""
         if base_rate is not None and cand_rate is not None:
-            points = round(100 * (cand_rate - base_rate))
-            delta = f"{points:+d} pts" if points else "±0"
+            delta = formatting.points(100 * (cand_rate - base_rate))
         note_bits = []
-        for key, label in (("p_value", "p"), ("pValue", "p"), ("p", "p"), ("p_improve", "p↑"), ("p_regress", "p↓")):
+        for key in ("p_value", "pValue", "p"):
             if isinstance(data.get(key), (int, float)) and not isinstance(data.get(key), bool):
-                note_bits.append(f"{label} {data[key]:.3g}")
+                note_bits.append(formatting.p_value(data[key]))
+        if "p_improve" in data or "p_regress" in data:
+            note_bits.append(formatting.eval_tests_words(data.get("p_improve"), data.get("p_regress")))
         for key, one, many in (
             ("improved", "improved", "improved"),
             ("regressed", "regressed", "regressed"),

@@ -174,6 +174,22 @@ def test_no_reviewer_page_shows_a_camel_case_key(db, demo):
                 continue
             found.setdefault(word, url)
     assert not found, f"raw keys on reviewer pages (word: first page): {found}"
+    # numbers are written one way (library/formatting.py): no p-value as 0.000 or in scientific
+    # notation, no negative zero, no "1 candidates"
+    odd = re.compile(
+        r"\d(\.\d+)?e-\d+|p = 0\.0+\b(?!\d)|[−-]0(\.0+)?\b(?![.,]?\d)|(?<![\d,.])1 (candidates|sessions|tasks)\b"
+    )
+    written_oddly = {url: match.group(0) for url, text in pages.items() if (match := odd.search(text))}
+    assert not written_oddly, written_oddly
+    # the candidate's headline and its story give the same failed-task figure (evidence failedWithSkeleton)
+    story = next(text for url, text in pages.items() if "resolved tasks followed this procedure" in text)
+    headline = re.search(r"(\d+) of (\d+) resolved tasks followed this procedure vs (\d+) of (\d+) failed ones", story)
+    assert headline, story[:2000]
+    support, resolved, failed_with, failed = headline.groups()
+    assert (
+        f"{support} of {resolved} resolved tasks followed" in story
+        and f"{failed_with} of {failed} failed tasks did" in story
+    )
     # the candidate page's mining run line reads as the run page does
     candidate = next(text for url, text in pages.items() if "From mining run" in text)
     assert re.search(r"15 without an intent \(not mined\), 10 without outcome", candidate)

@@ -32,6 +32,8 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from math import comb
 
+from .. import formatting
+
 PASS, FAIL, INCONCLUSIVE = "pass", "fail", "inconclusive"
 
 
@@ -172,7 +174,7 @@ def judge(
         regressions.append(
             f"The target intent {target.intent} got worse: {target.regressed} cases regressed and {target.improved} "
             f"improved (pass rate {target.baseline_rate:.0%} → {target.candidate_rate:.0%}, exact one-sided "
-            f"p = {target.p_regress:.4f})."
+            f"{formatting.p_value(target.p_regress)})."
         )
     for s in stats[1:]:
         if s.paired < thresholds.min_cases:
@@ -181,7 +183,7 @@ def judge(
             s.status = "regressed"
             regressions.append(
                 f"Intent {s.intent} got worse: {s.regressed} cases regressed and {s.improved} improved "
-                f"(pass rate {s.baseline_rate:.0%} → {s.candidate_rate:.0%}, exact one-sided p = {s.p_regress:.4f})."
+                f"(pass rate {s.baseline_rate:.0%} → {s.candidate_rate:.0%}, exact one-sided {formatting.p_value(s.p_regress)})."
             )
         elif s.improved > s.regressed:
             s.status = "improved"
@@ -215,14 +217,14 @@ def judge(
         verdict = FAIL
         reasons = [
             f"The target intent {target.intent} did not improve beyond noise: {target.improved} cases improved, "
-            f"{target.regressed} regressed (exact one-sided p = {target.p_improve:.4f}, needs ≤ {thresholds.alpha})."
+            f"{target.regressed} regressed (exact one-sided {formatting.p_value(target.p_improve)}, needs ≤ {thresholds.alpha})."
         ]
     else:
         verdict = PASS
         reasons = [
             f"The target intent {target.intent} improved: {target.improved} cases improved and {target.regressed} "
             f"regressed (pass rate {target.baseline_rate:.0%} → {target.candidate_rate:.0%}, exact one-sided "
-            f"p = {target.p_improve:.4f} ≤ {thresholds.alpha}); no other intent got worse beyond noise."
+            f"{formatting.p_value(target.p_improve)} ≤ {thresholds.alpha}); no other intent got worse beyond noise."
         ]
 
     return {

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .. import formatting
 from . import evidence_statistics as st
 from .arguments import generalise_args
 from .evidence import Branch, Contrast, agreement, argument_contrast, backtest, condition_tests, contrast
@@ -77,23 +78,17 @@ def applies_when_for(intent_name: str, description: str = "") -> str:
 
 
 def _interval(record: Mapping[str, Any]) -> str:
-    low, high = record.get("liftLow"), record.get("liftHigh")
     lift = record.get("lift")
-    lift_text = "∞" if lift == "inf" else (f"{lift:.2f}" if isinstance(lift, (int, float)) else "n/a")
-    low_text = f"{low:.2f}" if isinstance(low, (int, float)) else "0"
-    high_text = f"{high:.2f}" if isinstance(high, (int, float)) else "∞"
-    return f"lift {lift_text} (95 % {low_text}–{high_text}), p = {record.get('pValue', 1):.3g}"
+    lift_text = "n/a" if lift is None else formatting.ratio(lift)
+    interval = formatting.interval(record.get("liftLow"), record.get("liftHigh"))
+    return f"lift {lift_text} ({interval}), {formatting.p_value(record.get('pValue', 1))}"
 
 
 def _ratio_text(record: Mapping[str, Any]) -> str:
-    ratio, low, high = st.ratio_number(record), record.get("low"), record.get("high")
+    ratio = st.ratio_number(record)
     if ratio is None:
         return "risk ratio not defined"
-    return (
-        ("risk ratio ∞" if ratio == float("inf") else f"risk ratio {ratio:.2f}")
-        + f" (95 % {low if low is not None else 0:.2f}–"
-        + (f"{high:.2f})" if isinstance(high, (int, float)) else "∞)")
-    )
+    return f"risk ratio {formatting.ratio(ratio)} ({formatting.interval(record.get('low'), record.get('high'))})"
 
 
 def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any], params: MiningParams) -> str:
@@ -109,7 +104,8 @@ def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any], para
         f, o = gate["followers"], gate["others"]
         text += (
             f" Within tasks, {f['count']} of {f['of']} sessions that follow it succeeded vs {o['count']} of {o['of']} that do not "
-            f"({_ratio_text(gate)}, {gate['tests']} skeleton(s) tested, adjusted p = {gate['pAdjusted']:.3g})."
+            f"({_ratio_text(gate)}, {formatting.count(gate['tests'], 'skeletons')} tested, "
+            f"{formatting.p_value(gate['pAdjusted'], 'adjusted p')})."
         )
     if group.workflow:
         text += (
@@ -122,9 +118,12 @@ def _summary(result: Contrast, group: GroupChoice, back: Mapping[str, Any], para
     if steps and result.failed_total:
         key = sorted(steps, key=lambda t: (t["pValue"], t["tool"]))[0]
         if st.lift_number(key) > 1.0:
+            # one step alone, not the procedure: a failed task may call it without following the
+            # whole skeleton, so its count is not the headline's (failedWithSkeleton) and says so
             text += (
-                f" {key['tool']} was called in {key['resolved']} of {result.resolved_total} resolved and "
-                f"{key['failed']} of {result.failed_total} failed tasks ({_interval(key)})."
+                f" Of its steps, {key['tool']} alone separates the outcomes most: it was called in {key['resolved']} "
+                f"of {result.resolved_total} resolved and {key['failed']} of {result.failed_total} failed tasks "
+                f"({_interval(key)})."
             )
     beyond = group.within.get("orderBeyondTools") or {}
     if beyond.get("order"):

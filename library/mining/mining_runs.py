@@ -23,6 +23,7 @@ from django.db import transaction
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from .. import formatting
 from ..ingest.outcomes import sessions_waiting, waiting_report_entry
 from ..models import Agent, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
 from ..redaction.redactor import Redactor
@@ -558,18 +559,21 @@ def _not_credible_reason(group: GroupChoice, params: mining.MiningParams) -> str
         return "no task has both sessions that follow it and sessions that do not: the tool order cannot be shown to matter within tasks"
     blockers = []
     if gate["pAdjusted"] >= params.significance_level:
-        blockers.append(f"adjusted p = {gate['pAdjusted']:.3g} is not below {params.significance_level}")
+        blockers.append(
+            f"{formatting.p_value(gate['pAdjusted'], 'adjusted p')} is not below {params.significance_level}"
+        )
     corrected_low = gate.get("lowCorrected")
     if corrected_low is None or corrected_low <= 1:
         level = 100 * (1 - params.significance_level / max(1, gate["tests"]))
         blockers.append(
-            f"the risk ratio's {level:.3g} % interval starts at {corrected_low if corrected_low is not None else 0}, not above 1"
+            f"the risk ratio's {level:.3g} % interval starts at {formatting.ratio(corrected_low or 0)}, not above 1"
         )
     return (
         f"the tool order does not credibly explain the outcome within tasks ({'; '.join(blockers) or 'not credible'}): "
         f"{followers['count']} of {followers['of']} sessions that follow it succeeded vs {others['count']} of {others['of']} that do not, "
-        f"risk ratio {gate['riskRatio']} (95 % interval from {gate['low'] if gate['low'] is not None else 0}), adjusted p = "
-        f"{gate['pAdjusted']:.3g} over {gate['tests']} skeleton(s) tested, significance level {params.significance_level}"
+        f"risk ratio {formatting.ratio(gate['riskRatio'])} ({formatting.interval(gate['low'], lower_only=True)}), "
+        f"{formatting.p_value(gate['pAdjusted'], 'adjusted p')} over {formatting.count(gate['tests'], 'skeletons')} tested, "
+        f"significance level {params.significance_level}"
     )
 
 

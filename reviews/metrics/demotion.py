@@ -19,6 +19,7 @@ from datetime import date, datetime, time
 from django.utils import timezone
 from scipy import stats
 
+from library import formatting
 from library.models import Agent, ProcedureVersion, Status
 
 from .rates import setting
@@ -115,7 +116,7 @@ def _findings_for(
                     "below_eval",
                     {**base, "p": p, "alpha": alpha, "test": "fisher_exact one-sided less"},
                     f"{label} resolved {fig.with_rate.hits} of {fig.with_rate.total} sessions in the last {days} days vs "
-                    f"{fig.eval_rate.hits} of {fig.eval_rate.total} in its eval run (Fisher exact, one-sided p = {p:.4g} < {alpha}).",
+                    f"{fig.eval_rate.hits} of {fig.eval_rate.total} in its eval run (Fisher exact, {formatting.p_value(p, 'one-sided p')} < {alpha}).",
                 )
             )
     return out

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from library import formatting
 from library.mining.evidence_statistics import wilson
 
 
@@ -92,6 +93,6 @@ def resolution_drop_test(
     significant = p_o < p_e and p_value < alpha
     reason = (
         f"{observed.percent} of {observed.total} sessions vs {expected.percent} in the eval run "
-        f"(z = {z:.2f}, one-sided p = {p_value:.4f}, α = {alpha})"
+        f"(z = {z:.2f}, {formatting.p_value(p_value, 'one-sided p')}, α = {alpha})"
     )
     return DropTest(significant, observed, expected, z, p_value, reason)

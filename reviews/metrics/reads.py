@@ -24,6 +24,7 @@ from typing import Any
 from django.db.models import Q, Sum
 from django.utils import timezone
 
+from library import formatting
 from library.models import Agent, AuditEvent, EvalCaseResult, ProcedureVersion, Status
 
 from ..models import IntentDayRollup, MetricAlert, MetricsState, VersionDayRollup
@@ -122,8 +123,7 @@ class VersionFigures:
         diff = self.difference
         if diff is None:
             return "—"
-        points = round(diff * 100, 1)
-        return "0.0 pts" if points == 0 else f"{points:+.1f} pts"  # never "−0.0"
+        return formatting.points(diff * 100, digits=1)  # "±0.0 pts", never "−0.0"
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from urllib.parse import urlencode
 
 from django import template
 
+from library import formatting
 from library.permissions import user_can_manage_agent
 
 register = template.Library()
@@ -63,3 +64,30 @@ def count_label(count: int) -> str:
     from reviews.selectors import count_label as label
 
     return label(count)
+
+
+# numbers as library/formatting.py writes them, so a page and a stored sentence read alike
+
+
+@register.filter
+def p_value(value, label: str = "p") -> str:
+    """ "p = 0.039", "p < 0.001"."""
+    return formatting.p_value(value, label)
+
+
+@register.filter
+def p_number(value) -> str:
+    """ "0.039", "< 0.001"."""
+    return formatting.p_number(value)
+
+
+@register.filter
+def signed(value, sign: str = "+") -> str:
+    """ "+3", "−2", "0" (zero has no sign)."""
+    return formatting.signed(value, sign)
+
+
+@register.filter
+def counted(value, noun: str) -> str:
+    """ "1 candidate", "2 candidates"."""
+    return formatting.count(value, noun)

@@ -14,6 +14,7 @@ selection.explain_for_agent, the same index, ranker, renderer and caps as the se
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -26,6 +27,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
+from library import formatting
 from library.agents.rate_limits import rate_limits_table
 from library.agents.settings import agent_settings_snapshot, agent_settings_update
 from library.api.tokens import token_create, token_is_live, token_revoke
@@ -38,7 +40,7 @@ from library.serving import active_set as serving
 from library.serving import load_refusals, selection
 
 from ..access import get_agent_for_user, require_reviewer, signed_in, visible_agents
-from ..forms import AgentEvalSettingsForm, AgentSettingsForm, TokenForm, add_service_errors
+from ..forms import AgentEvalSettingsForm, AgentSettingsForm, RedactionPatternFormSet, TokenForm, add_service_errors
 from ..key_words import figure_items, key_words, value_words
 
 
@@ -269,22 +271,29 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
         "environments": " ".join(target.environments),
     }
     form = AgentSettingsForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
+    patterns = RedactionPatternFormSet(
+        request.POST or None, initial=list(target.redaction_patterns or []), prefix="pattern"
+    )
+    if request.method == "POST" and form.is_valid() and patterns.is_valid():
         data = dict(form.cleaned_data)
         reason = data.pop("reason", "").strip()
         tools = _parse_tools(data.pop("tools") or "")
-        data["redaction_patterns"] = data.get("redaction_patterns") or []
+        data["redaction_patterns"] = patterns.patterns()
         saved = _settings_saved(
             request, form, target, data, reason=reason, tools=tools, what="Settings", page="reviews:agent_settings"
         )
         if saved:
             return saved
+        _pattern_errors_to_rows(form, patterns)
     return render(
         request,
         "reviews/agent_settings.html",
         {
             "agent": target,
             "form": form,
+            "patterns": patterns,
+            "patterns_json": json.dumps(target.redaction_patterns or [], indent=2, ensure_ascii=False),
+            "sections": _settings_sections(form),
             "tab": "settings",
             "runner": target.get_eval_runner_display(),
             "rate_limits": rate_limits_table(target),
@@ -292,6 +301,47 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
         },
         status=400 if request.method == "POST" else 200,
     )
+
+
+# The settings form's fields by what they are about; each group is one section of the page. A field
+# not named here (a new setting) lands in the last section, so nothing becomes uneditable.
+_SECTIONS = (
+    ("serving", "Serving", ("procedural_memory_enabled", "injection_cap", "environments", "review_target_hours")),
+    ("tools", "Tools", ("tools",)),
+    (
+        "mining",
+        "Mining (capture)",
+        ("auto_capture_enabled", "min_tool_calls", "support_threshold", "significance_level", "backtest_share"),
+    ),
+    ("labels", "Label rule", ("complaint_window_days", "closed_by_customer_resolves", "min_rating")),
+    ("coding", "Coding agents", ("coding_min_traces", "coding_family_rules")),
+)
+
+
+def _settings_sections(form) -> list[tuple[str, str, list]]:
+    """(id, title, bound fields) per section, the API limits and any field not placed last."""
+    placed = {name for _, _, names in _SECTIONS for name in names} | {"reason"}
+    sections = [(key, title, [form[name] for name in names if name in form.fields]) for key, title, names in _SECTIONS]
+    limits = [form[name] for name in form.fields if name.startswith("limit_")]
+    others = [form[name] for name in form.fields if name not in placed and not name.startswith("limit_")]
+    sections.append(("limits", "API limits", limits))
+    if others:
+        sections.append(("other", "Other settings", others))
+    return sections
+
+
+def _pattern_errors_to_rows(form, patterns) -> None:
+    """A service error naming one pattern ("redaction_patterns[2]: …") goes to that row's regex field;
+    others stay above the form. The formset's rows were already checked one by one, so this is rare."""
+    import re as regex_module
+
+    for message in form.errors.pop("__all__", []) if "__all__" in form.errors else []:
+        match = regex_module.match(r"redaction_patterns\[(\d+)\]: (.*)", message)
+        kept = [f for f in patterns.forms if f.cleaned_data.get("label") and not f.cleaned_data.get("DELETE")]
+        if match and int(match.group(1)) < len(kept):
+            kept[int(match.group(1))].add_error("regex", match.group(2))
+        else:
+            form.add_error(None, message)
 
 
 @require_http_methods(["GET", "POST"])
@@ -357,12 +407,11 @@ def _statistics_line(test: Any) -> str:
     if not isinstance(test, dict):
         return ""
     lift = test.get("lift")
-    lift_text = "∞" if lift == "inf" else (f"{lift:.2f}" if isinstance(lift, (int, float)) else "n/a")
-    low, high = test.get("liftLow"), test.get("liftHigh")
-    interval = f"{low if low is not None else 0:.2f}–" + (f"{high:.2f}" if isinstance(high, (int, float)) else "∞")
+    lift_text = "n/a" if lift is None else formatting.ratio(lift)
+    interval = formatting.interval(test.get("liftLow"), test.get("liftHigh"))
     return (
         f"{test.get('resolved')} of {test.get('resolvedOf')} resolved vs {test.get('failed')} of {test.get('failedOf')} failed tasks; "
-        f"lift {lift_text} (95 % {interval}), adjusted p = {test.get('pAdjusted', 1):.2g}"
+        f"lift {lift_text} ({interval}), {formatting.p_value(test.get('pAdjusted', 1), 'adjusted p')}"
     )
 
 
@@ -372,12 +421,11 @@ def _within_line(gate: Any) -> str:
         return ""
     followers, others = gate["followers"], gate.get("others") or {}
     ratio = gate.get("riskRatio")
-    ratio_text = "∞" if ratio == "inf" else (f"{ratio:.2f}" if isinstance(ratio, (int, float)) else "n/a")
-    low = gate.get("low")
+    ratio_text = "n/a" if ratio is None else formatting.ratio(ratio)
     return (
         f"within tasks: {followers.get('count')} of {followers.get('of')} sessions that follow it vs {others.get('count')} of "
-        f"{others.get('of')} others succeeded; risk ratio {ratio_text} (95 % from {low if low is not None else 0}), "
-        f"adjusted p = {gate.get('pAdjusted', 1):.2g}"
+        f"{others.get('of')} others succeeded; risk ratio {ratio_text} ({formatting.interval(gate.get('low'), lower_only=True)}), "
+        f"{formatting.p_value(gate.get('pAdjusted', 1), 'adjusted p')}"
     )
 
 

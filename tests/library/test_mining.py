@@ -2,6 +2,7 @@
 
 import io
 import json
+import re
 from collections import Counter
 
 import pytest
@@ -372,7 +373,15 @@ def test_demo_seed_mines_refund_over_limit_v2_with_the_worked_example(seeded):
     assert 0.77 < create_approval["resolvedRate"]["low"] < 0.78 and 0.89 < create_approval["resolvedRate"]["high"] < 0.9
     assert create_approval["liftLow"] > 2 and create_approval["pValue"] < 1e-15
     assert ev["skeletonTest"]["credible"] and ev["skeletonLiftLow"] > 1 and ev["skeletonTest"]["pAdjusted"] < 1e-20
-    assert "createApproval was called in 118 of 140 resolved and 9 of 60 failed tasks" in ev["summary"]
+    # the story opens with the headline's figures (failedWithSkeleton), and a step's own count says it is one step
+    assert ev["summary"].startswith(
+        "118 of 140 resolved tasks followed lookupOrder → checkReturnWindow → createApproval → replyTemplates; 0 of 60 failed tasks did."
+    )
+    assert (
+        "createApproval alone separates the outcomes most: it was called in 118 of 140 resolved and 9 of 60 failed tasks"
+        in ev["summary"]
+    )
+    assert ev["failedWithSkeleton"] == 0 and "e-" not in ev["summary"] and "adjusted p < 0.001" in ev["summary"]
     # and a backtest on the newest quarter of the intent's sessions
     back = ev["backtest"]
     assert back["heldBackSessions"] == 66 and back["verdict"] == "supports" and not back["contradicted"]
@@ -528,6 +537,10 @@ def test_the_report_names_the_condition_that_blocked_a_group():
     assert gate["pAdjusted"] < 0.05 and not gate["credible"]
     reason = _not_credible_reason(SimpleNamespace(within={"gate": gate}), SimpleNamespace(significance_level=0.05))
     assert "interval starts at" in reason and "not above 1" in reason and "is not below" not in reason
+    # its figures written as the candidate page writes them (library/formatting.py)
+    low = f"{gate['low']:.2f}"
+    assert f"risk ratio {gate['riskRatio']:.2f} (95 % from {low})" in reason, reason
+    assert re.search(r"adjusted p (= 0\.\d{1,5}\b|< 0\.001)", reason) and "skeletons tested" in reason
 
 
 @pytest.mark.django_db

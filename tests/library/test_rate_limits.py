@@ -176,7 +176,8 @@ def _form(agent, **changes):
         "significance_level": agent.significance_level,
         "backtest_share": agent.backtest_share,
         "review_target_hours": agent.review_target_hours,
-        "redaction_patterns": "[]",
+        "pattern-TOTAL_FORMS": "0",  # no redaction pattern rows (the page's formset)
+        "pattern-INITIAL_FORMS": "0",
     }
     data.update(changes)
     return data

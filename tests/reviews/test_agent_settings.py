@@ -4,6 +4,8 @@ gets 403 (reviewers) or 404 (outsiders); bad values are named and nothing is hal
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
@@ -35,14 +37,24 @@ def _form(agent, **changes):
         "significance_level": agent.significance_level,
         "backtest_share": agent.backtest_share,
         "review_target_hours": agent.review_target_hours,
-        "redaction_patterns": "[]",
         "complaint_window_days": agent.complaint_window_days,
         "closed_by_customer_resolves": "on" if agent.closed_by_customer_resolves else "",
         "min_rating": "" if agent.min_rating is None else agent.min_rating,
         "reason": "",
     }
+    patterns = changes.pop("patterns", agent.redaction_patterns or [])
+    data.update(_pattern_rows(patterns))
     data.update(changes)
     return {k: v for k, v in data.items() if v != ""}
+
+
+def _pattern_rows(patterns) -> dict:
+    """The redaction patterns as the page posts them: one formset row per pattern."""
+    rows = {"pattern-TOTAL_FORMS": str(len(patterns)), "pattern-INITIAL_FORMS": "0"}
+    for index, pattern in enumerate(patterns):
+        rows[f"pattern-{index}-label"] = pattern.get("label", "")
+        rows[f"pattern-{index}-regex"] = pattern.get("regex", "")
+    return rows
 
 
 def test_service_saves_and_audits_before_and_after(agent, agent_admin):
@@ -126,7 +138,7 @@ def test_admin_changes_tools_and_settings_in_one_submit(client, agent, agent_adm
             tools="lookupOrder\nreplyTemplates",
             injection_cap=1,
             auto_capture_enabled="",
-            redaction_patterns='[{"label": "ticket", "regex": "T-\\\\d+"}]',
+            patterns=[{"label": "ticket", "regex": r"T-\d+"}],
             reason="trim",
         ),
     )
@@ -141,13 +153,13 @@ def test_admin_changes_tools_and_settings_in_one_submit(client, agent, agent_adm
     assert actions[-2:] == [AuditEvent.Action.TOOLS_CHANGE, AuditEvent.Action.SETTINGS]
 
 
-@pytest.mark.parametrize("regex", ["(a+)+$", "(\\\\w*\\\\s?)*@", "(?:ab|c+)*x"])
+@pytest.mark.parametrize("regex", ["(a+)+$", "(\\w*\\s?)*@", "(?:ab|c+)*x"])
 def test_a_pattern_that_can_take_exponential_time_is_refused(client, agent, agent_admin, regex):
     # it would run on every ingested session of the agent, inside the request: "a" * 40 + "!" took days
     client.force_login(agent_admin)
     response = client.post(
         reverse("reviews:agent_settings", args=[agent.name]),
-        _form(agent, redaction_patterns='[{"label": "x", "regex": "' + regex + '"}]'),
+        _form(agent, patterns=[{"label": "x", "regex": regex}]),
     )
     assert response.status_code == 400 and "exponential time" in response.content.decode()
     agent.refresh_from_db()
@@ -158,9 +170,9 @@ def test_a_bad_pattern_saves_nothing_not_even_the_tools(client, agent, agent_adm
     client.force_login(agent_admin)
     response = client.post(
         reverse("reviews:agent_settings", args=[agent.name]),
-        _form(agent, tools="lookupOrder", redaction_patterns='[{"label": "x", "regex": "("}]'),
+        _form(agent, tools="lookupOrder", patterns=[{"label": "x", "regex": "("}]),
     )
-    assert response.status_code == 400 and "invalid regex" in response.content.decode()
+    assert response.status_code == 400 and "Not a valid regular expression" in response.content.decode()
     agent.refresh_from_db()
     assert len(agent.tools) == 4 and not AgentToolChange.objects.exists()
 
@@ -239,3 +251,51 @@ def test_bad_coding_settings_are_named_and_nothing_changes(client, agent, agent_
     assert response.status_code == 400 and message in response.content.decode()
     agent.refresh_from_db()
     assert (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap) == before
+
+
+def test_redaction_patterns_are_rows_with_an_error_beside_the_field_and_json_only_to_export(client, agent, agent_admin):
+    # given an agent with one pattern
+    agent.redaction_patterns = [{"label": "ticket", "regex": r"\bT-\d+\b"}]
+    agent.save(update_fields=["redaction_patterns"])
+    client.force_login(agent_admin)
+    url = reverse("reviews:agent_settings", args=[agent.name])
+    page = client.get(url).content.decode()
+    # the page edits it as fields, one row per pattern plus an empty one; JSON is shown to export
+    assert 'name="pattern-0-label" value="ticket"' in page and 'name="pattern-1-regex"' in page
+    assert 'name="redaction_patterns"' not in page
+    assert '<pre id="redaction-patterns-json">[\n  {\n    &quot;label&quot;: &quot;ticket&quot;' in page
+    for section in ("settings-serving", "settings-tools", "settings-mining", "settings-labels", "settings-limits"):
+        assert f'id="{section}"' in page
+    # when a second row has a label but a broken regex, and a third a regex without a label
+    patterns = [
+        {"label": "ticket", "regex": r"\bT-\d+\b"},
+        {"label": "invoice", "regex": "INV-(\\d+"},
+        {"label": "", "regex": r"\bC-\d+\b"},
+    ]
+    response = client.post(url, _form(agent, patterns=patterns, injection_cap=1))
+    # then each error stands beside its own field and nothing is saved
+    assert response.status_code == 400
+    html = response.content.decode()
+    regex_error = re.search(r'<div class="error" id="id_pattern-1-regex-error">([^<]+)</div>', html)
+    label_error = re.search(r'<div class="error" id="id_pattern-2-label-error">([^<]+)</div>', html)
+    assert regex_error and regex_error.group(1).startswith("Not a valid regular expression: missing ), unterminated")
+    assert label_error and "required" in label_error.group(1)
+    assert 'id="id_pattern-0-label-error"' not in html and 'id="id_pattern-0-regex-error"' not in html
+    agent.refresh_from_db()
+    assert agent.injection_cap == 2 and agent.redaction_patterns == [{"label": "ticket", "regex": r"\bT-\d+\b"}]
+    # and with the rows fixed, and the first removed, the list is saved in order
+    fixed = _form(
+        agent,
+        patterns=[
+            *patterns[:1],
+            {"label": "invoice", "regex": r"INV-\d+"},
+            {"label": "customer", "regex": r"\bC-\d+\b"},
+        ],
+    )
+    fixed["pattern-0-DELETE"] = "on"
+    assert client.post(url, fixed).status_code == 302
+    agent.refresh_from_db()
+    assert agent.redaction_patterns == [
+        {"label": "invoice", "regex": r"INV-\d+"},
+        {"label": "customer", "regex": r"\bC-\d+\b"},
+    ]

@@ -28,7 +28,8 @@ def _settings_form(agent, **changes):
         "procedural_memory_enabled": "on",
         "injection_cap": agent.injection_cap,
         "review_target_hours": agent.review_target_hours,
-        "redaction_patterns": "[]",
+        "pattern-TOTAL_FORMS": "0",  # no redaction pattern rows (the page's formset)
+        "pattern-INITIAL_FORMS": "0",
         **FORM,
         **changes,
     }

@@ -167,10 +167,10 @@ def test_mined_statistics_and_backtest_are_shown(candidate, client, reviewer):
     assert evidence.unit == "tasks"
     assert (
         evidence.tool_lines[0]
-        == "createApproval: 118 of 140 resolved vs 9 of 60 failed (lift 5.6, 95 % 2.70–12.40, p = 3e-21)"
+        == "createApproval: 118 of 140 resolved vs 9 of 60 failed (lift 5.6, 95 % 2.70–12.40, p < 0.001)"
     )
     assert evidence.statistics.startswith(
-        "Skeleton: lift ∞, 95 % 5.10–∞, p = 1e-30; Bonferroni-adjusted p = 4e-30 over 4"
+        "Skeleton: lift ∞, 95 % 5.10–∞, p < 0.001; Bonferroni-adjusted p < 0.001 over 4"
     )
     assert evidence.rate_lines[0] == "Share of resolved tasks that followed it: 84 % (95 % 77–89 %)"
     assert (
@@ -253,9 +253,9 @@ def test_eval_panel_rows_target_first_with_deltas(candidate):
     rows = intent_results(run, target_intent="refund_over_limit")
     assert [(r.intent, r.baseline, r.candidate, r.delta, r.is_target) for r in rows] == [
         ("refund_over_limit", "2/10", "9/10", "+70 pts", True),
-        ("order_status", "9/10", "9/10", "±0", False),
+        ("order_status", "9/10", "9/10", "±0 pts", False),
     ]
-    assert "p 0.0039" in rows[0].note
+    assert "p = 0.0039" in rows[0].note
     panel = build_eval_panel(candidate, run, current_set_hash=None)
     assert panel.reason.startswith("refund_over_limit improved") and not panel.in_progress
 
@@ -353,7 +353,8 @@ def test_eval_panel_reads_the_eval_runners_verdict_detail(candidate):
         "improved",
         True,
     )
-    assert "p↑ 0.0625" in target.note and "p↓ 1" in target.note and "3 improved" in target.note
-    assert (other.baseline, other.candidate, other.delta, other.verdict) == ("3/3", "3/3", "±0", "unchanged")
+    assert "improved beyond chance: p = 0.0625; regressed beyond chance: p = 1" in target.note
+    assert "3 improved" in target.note and "p↑" not in target.note
+    assert (other.baseline, other.candidate, other.delta, other.verdict) == ("3/3", "3/3", "±0 pts", "unchanged")
     assert "1 error;" in other.note and "1 case errored" in other.note
     assert ("alpha", "0.1") in panel.thresholds and panel.thresholds[-1][0] == "test"

@@ -143,7 +143,8 @@ def test_agent_settings_page_edits_environments(agent, admin_user):
         "injection_cap": 2,
         "support_threshold": 20,
         "review_target_hours": 72,
-        "redaction_patterns": "[]",
+        "pattern-TOTAL_FORMS": "0",  # no redaction pattern rows (the page's formset)
+        "pattern-INITIAL_FORMS": "0",
         "environments": "staging qa",
         "reason": "a staging cluster",
         "min_tool_calls": 3,

@@ -1,0 +1,145 @@
+"""How numbers are written for people, in one place: p-values, ratios, percentage points,
+intervals, signed counts and counts with their noun. Every page (the candidate page, the mining run
+page, the eval table, the metrics) and every stored sentence the miner writes use these, so one
+figure reads the same wherever it appears.
+
+- a p-value: "p = 0.039", "p = 1", below 0.001 "p < 0.001" (never "0.000", never "7.2e-33");
+- a ratio: two decimals, "∞" for an unbounded one, never "-0.00";
+- percentage points: "+12 pts", "−3 pts", "±0 pts" (a true minus; never "−0");
+- an interval: "95 % 2.47–11.05", open above "95 % 2.47–∞", a lower bound only "95 % from 2.47";
+- a count: "1 candidate", "2 candidates", "1,250 sessions";
+- an eval's two one-sided tests in words (`eval_tests_words`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+MINUS = "−"  # U+2212, the sign pages print before a negative figure
+P_FLOOR = 0.001
+
+
+def _real(value: Any) -> float | None:
+    """A finite or infinite number, or None (text, booleans, NaN and None are not figures)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if value == "inf":
+            return math.inf
+        return None
+    if math.isnan(value):
+        return None
+    return float(value)
+
+
+def p_number(p: Any) -> str:
+    """The p-value alone: "0.039", "1", "< 0.001"; "not computed" without one. Three significant
+    digits at most, never in scientific notation."""
+    value = _real(p)
+    if value is None:
+        return "not computed"
+    if value < P_FLOOR:
+        return f"< {P_FLOOR:g}"
+    if value >= 0.9995:
+        return "1"
+    return f"{value:.3g}"
+
+
+def p_value(p: Any, label: str = "p") -> str:
+    """ "p = 0.039", "p < 0.001", "adjusted p = 1" (`label` names which p)."""
+    number = p_number(p)
+    if number == "not computed":
+        return f"{label} not computed"
+    return f"{label} {number}" if number.startswith("<") else f"{label} = {number}"
+
+
+def ratio(value: Any, digits: int = 2) -> str:
+    """ "6.95", "∞"; "?" when there is none. Rounding to zero prints "0.00", never "-0.00"."""
+    number = _real(value)
+    if number is None:
+        return "?"
+    if math.isinf(number):
+        return "∞" if number > 0 else f"{MINUS}∞"
+    text = f"{number:.{digits}f}"
+    if float(text) == 0:
+        return f"{0:.{digits}f}"
+    return text.replace("-", MINUS)
+
+
+def points(value: Any, digits: int = 0) -> str:
+    """A difference in percentage points: "+12 pts", "−3.5 pts", "±0 pts" when it rounds to zero."""
+    number = _real(value)
+    if number is None or math.isinf(number):
+        return "—"
+    text = f"{abs(number):.{digits}f}"
+    if float(text) == 0:
+        return f"±{0:.{digits}f} pts"
+    return f"{'+' if number > 0 else MINUS}{text} pts"
+
+
+def signed(count: Any, sign: str) -> str:
+    """A count of changes with its direction ("+3", "−2"); zero has no sign ("0")."""
+    number = _real(count)
+    if number is None:
+        return "—"
+    if number == 0:
+        return "0"
+    return f"{'+' if sign == '+' else MINUS}{abs(number):g}"
+
+
+def interval(low: Any, high: Any = None, *, level: float = 95, digits: int = 2, lower_only: bool = False) -> str:
+    """ "95 % 2.47–11.05"; "95 % 2.47–∞" when open above; "95 % from 2.47" for a lower bound
+    only (`lower_only`: the gate reads whether the interval lies above 1). A missing lower bound
+    reads as 0 (a ratio's interval from a zero count)."""
+    low_text = ratio(0 if _real(low) is None else low, digits)
+    label = f"{level:g} %"
+    if lower_only:
+        return f"{label} from {low_text}"
+    high_number = _real(high)
+    high_text = "∞" if high_number is None or math.isinf(high_number) else ratio(high_number, digits)
+    return f"{label} {low_text}–{high_text}"
+
+
+# nouns whose singular a count of one needs ("1 candidate"); a label that is not a noun phrase
+# ("resolved by escalation") reads the same for any count
+_SINGULAR = {
+    "candidates": "candidate",
+    "sessions": "session",
+    "tasks": "task",
+    "intents": "intent",
+    "groups": "group",
+    "cases": "case",
+    "families": "family",
+    "versions": "version",
+    "procedures": "procedure",
+    "skeletons": "skeleton",
+    "events": "event",
+    "errors": "error",
+}
+
+
+def count(number: Any, noun: str) -> str:
+    """ "1 candidate", "2 candidates", "1,250 sessions", "1 failed task follows the skeleton":
+    `noun` is the plural label; for a count of one its first plural noun becomes singular (and a
+    following "follow" agrees)."""
+    value = _real(number)
+    figure = f"{int(value):,}" if value is not None and value == int(value) else str(number)
+    if value != 1:
+        return f"{figure} {noun}"
+    words = noun.split(" ")
+    for index, word in enumerate(words):
+        if word in _SINGULAR:
+            words[index] = _SINGULAR[word]
+            if index + 1 < len(words) and words[index + 1] == "follow":
+                words[index + 1] = "follows"
+            break
+    return f"{figure} {' '.join(words)}"
+
+
+def eval_tests_words(p_improve: Any, p_regress: Any) -> str:
+    """An eval intent's two exact one-sided sign tests on the cases whose result changed, in words:
+    "improved beyond chance: p = 0.0039; regressed beyond chance: p = 1 (exact one-sided sign tests
+    on the cases whose result changed)"."""
+    return (
+        f"improved beyond chance: {p_value(p_improve)}; regressed beyond chance: {p_value(p_regress)} "
+        "(exact one-sided sign tests on the cases whose result changed)"
+    )
