@@ -3,6 +3,8 @@ of its page's eval panel (loaded after the page: it embeds the intent's tasks)."
 
 from __future__ import annotations
 
+import hashlib
+
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -19,12 +21,15 @@ CACHE_SECONDS = 600
 
 
 def _cache_key(version) -> str:
-    """Changes when the served set, the version's content or the agent's tasks change."""
+    """Changes when the served set, the version's content or the agent's tasks change. The parts are
+    hashed: the set's ETag has quotes and the newest case's time spaces, which a cache key may not hold
+    (memcached refuses them; every other backend warns on each request)."""
     agent = version.procedure.agent
     served = serving.active_set_for_agent(agent=agent, using="default")
     cases = RegressionCase.objects.filter(agent=agent).order_by("-updated_at").values_list("pk", "updated_at").first()
     sessions = AgentSession.objects.filter(agent=agent).order_by("-pk").values_list("pk", flat=True).first()
-    return f"skill-trigger:{version.pk}:{version.content_hash}:{served.etag}:{cases}:{sessions}"
+    parts = f"{version.content_hash}:{served.etag}:{cases}:{sessions}"
+    return f"skill-trigger:{version.pk}:{hashlib.sha256(parts.encode('utf-8')).hexdigest()}"
 
 
 @require_GET
