@@ -321,6 +321,8 @@ if urlparse(CELERY_BROKER_URL).scheme not in {"filesystem", "redis", "rediss", "
     raise ImproperlyConfigured(f"CELERY_BROKER_URL={CELERY_BROKER_URL!r}: use redis://, amqp:// or filesystem://")
 CELERY_BROKER_TRANSPORT_OPTIONS: dict = {}
 if CELERY_BROKER_URL.startswith("filesystem"):
+    # kombu's own writes a message's file in place, and a worker reading it half-written dies
+    CELERY_BROKER_TRANSPORT = "procmem_site.celery_fs:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_FS_DIR / "queue"),
         "data_folder_out": str(CELERY_FS_DIR / "queue"),
