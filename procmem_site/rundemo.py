@@ -33,7 +33,7 @@ Where to click first:
      says createApproval was called in 118 of 140 resolved and 9 of 60 failed sessions.
   2. {base}/ops/agents/support_agent/metrics/
      sign in as admin: 30 days of sessions; order.status v2 was approved 12 days ago and the order
-     questions' resolution rate rose from about 56% to 90% (click order.status for its charts).
+     questions' resolution rate rose from about 54% to 90% (click order.status for its charts).
   3. {base}/agents/support_agent/settings/  and  {base}/agents/support_agent/webhooks/
      as admin: the agent's switches and limits, and webhooks (send a test to any local receiver).
   4. {base}/agents/support_agent/playground/

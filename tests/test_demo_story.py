@@ -218,3 +218,23 @@ def test_the_playground_selects_the_english_procedure_for_a_german_and_a_japanes
         ranking = response.context["result"]["ranking"]
         assert ranking[0]["id"] == expected and ranking[0]["injected"], (language, ranking[:2])
         assert f"Procedure {expected} v" in response.context["result"]["block"]["text"]
+
+
+def test_the_printed_rates_are_the_ones_the_metrics_pages_show(db, demo):
+    """`make demo` says the order questions rose "from about X% to Y%"; the version metrics page of
+    order.status v2, where the printed story sends the newcomer, shows the same two rates."""
+    from django.contrib.auth import get_user_model
+    from django.urls import reverse
+
+    from library.models import ProcedureVersion
+
+    before, after = _story_rates()
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="admin"))
+    v2 = ProcedureVersion.objects.get(procedure__agent=demo, procedure__key="order.status", number=2)
+    text = " ".join(client.get(reverse("reviews:ops_version_metrics", args=[v2.pk])).content.decode().split())
+    with_it = re.search(r"Resolution rate with it</th>\s*<td[^>]*>([\d.]+)", text)
+    without = re.search(r"Same intent without it</th>\s*<td[^>]*>([\d.]+)", text)
+    assert with_it and without, text[:3000]
+    assert round(float(with_it.group(1))) == round(after * 100)
+    assert round(float(without.group(1))) == round(before * 100)

@@ -301,7 +301,7 @@ SPREAD_DAYS = 29
 def as_lived(items: list[dict[str, Any]], *, now: datetime, order_status_v2_at: datetime) -> list[dict[str, Any]]:
     """The sessions with end times spread evenly over the SPREAD_DAYS days before `now`, each
     intent's in generation order, and the order questions' procedure and outcome following the
-    order.status v1 → v2 approval at `order_status_v2_at` (about 56% resolved before, 90% after).
+    order.status v1 → v2 approval at `order_status_v2_at` (about 54% resolved before, 90% after).
     Deterministic for a given `now`."""
     start = now - timedelta(days=SPREAD_DAYS)
     span = (now - timedelta(hours=1) - start).total_seconds()
