@@ -3,9 +3,11 @@ from django.db.models.signals import post_migrate
 
 
 def _create_reviewers_group(sender, using="default", **kwargs) -> None:
-    from django.contrib.auth.models import Permission
+    # imported here: library/apps.py is imported while the app registry fills, before any model
+    # (auth's, the library's, which the rulebook imports) may be
+    from django.contrib.auth.models import Permission  # noqa: PLC0415
 
-    from .permissions import ensure_reviewers_group
+    from .permissions import ensure_reviewers_group  # noqa: PLC0415
 
     # auth's own post_migrate handler has created the permission rows by now (it is connected first)
     if Permission.objects.using(using).filter(codename="review_procedureversion").exists():

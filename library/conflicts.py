@@ -28,6 +28,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from . import embeddings
 from .models import Agent, AuditEvent, EvalRun, ProcedureVersion, Status, VersionConflict
 
 _NEGATION = re.compile(
@@ -135,7 +136,6 @@ def find_conflicts(versions: list[ProcedureVersion], *, pairs=None, vectors: dic
     """Conflicts among `versions` (or only the given pairs of them). Versions of one procedure are
     never compared (they are never served together). `vectors` maps version id → unit vector;
     missing ones are read or embedded (library.embeddings.version_vectors) when a pair needs one."""
-    from . import embeddings
 
     if pairs is None:
         pairs = [(a, b) for a, b in combinations(versions, 2)]
@@ -226,7 +226,6 @@ def vectors_for_candidate(version: ProcedureVersion) -> dict:
     """The appliesWhen vectors `conflicts_for_candidate(version)` needs against the current ACTIVE
     set, stored or embedded now. Call it before taking any lock: embedding may load the model and
     takes far longer than a decision should hold a row lock."""
-    from . import embeddings
 
     needed = _needing_vectors(_candidate_pairs(version))
     return embeddings.version_vectors(needed.values()) if needed else {}

@@ -12,8 +12,11 @@ import os
 from functools import lru_cache
 
 import numpy as np
+from django.conf import settings
 
 from procmem_client import embeddings as client_embeddings
+
+from .models import ProcedureVersion, VersionEmbedding
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -23,8 +26,6 @@ def backend_spec() -> str:
     """EMBEDDING_BACKEND from the environment or the settings (EMBEDDING_MODEL_PATH, older, as a
     sentence-transformers path), else the default (procmem_client.embeddings)."""
     if not os.environ.get("EMBEDDING_BACKEND") and not os.environ.get("EMBEDDING_MODEL_PATH"):
-        from django.conf import settings
-
         if settings.configured:
             if getattr(settings, "EMBEDDING_BACKEND", None):
                 return settings.EMBEDDING_BACKEND
@@ -101,7 +102,6 @@ def version_vectors(versions) -> dict[int, np.ndarray]:
 
 def stored_vectors(texts: dict[int, str]) -> dict[int, np.ndarray]:
     """`version_vectors` from version ids and their appliesWhen texts (the caller read them)."""
-    from .models import VersionEmbedding
 
     texts = {pk: text for pk, text in texts.items() if text}
     if not texts:
@@ -135,7 +135,6 @@ REEMBED_STATUSES = ("ACTIVE", "APPROVED", "CANDIDATE")  # what can be served or 
 def reembed_pending():
     """The versions that can be served or replayed (ACTIVE, APPROVED, CANDIDATE, with an appliesWhen)
     and have no vector of the configured model yet, oldest first."""
-    from .models import ProcedureVersion
 
     return (
         ProcedureVersion.objects.filter(status__in=REEMBED_STATUSES)
@@ -150,7 +149,6 @@ def reembed_library(*, batch_size: int = 256, progress=None) -> int:
     the vectors, one committed batch at a time: a stopped run resumes where it stopped, and a
     second run finds nothing to do. Vectors of other models stay (switching back costs nothing).
     `progress(done, total)` is called after each batch. Returns how many versions were embedded."""
-    from .models import VersionEmbedding
 
     if batch_size < 1:
         raise ValueError("batch_size must be at least 1")

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group, Permission
+from django.contrib.contenttypes.models import ContentType
 from django.db import connections
 from django.db.models import Q, QuerySet
 from guardian.core import ObjectPermissionChecker
@@ -52,7 +54,6 @@ REVIEWERS_GROUP = "reviewers"
 def ensure_reviewers_group():
     """The `reviewers` group holds the review permission; adding a user to it makes a reviewer.
     Created after every `migrate` (library/apps.py), so a fresh production install has it."""
-    from django.contrib.auth.models import Group, Permission
 
     group, _ = Group.objects.get_or_create(name=REVIEWERS_GROUP)
     group.permissions.add(Permission.objects.get(codename="review_procedureversion", content_type__app_label="library"))
@@ -281,9 +282,6 @@ def _approve_rights_sql(user_id: int) -> tuple[str, list]:
     and content-type tables cost more to build and plan than to run. The same rows as guardian's
     `user.has_perm(codename, obj)`, which `user_can_approve` asks. The three
     permissions and the user's groups are read once (WITH), not once per table."""
-    from django.contrib.auth import get_user_model
-    from django.contrib.auth.models import Permission
-    from django.contrib.contenttypes.models import ContentType
 
     memberships = get_user_model().groups.through._meta
     codenames = list(_APPROVE_RIGHTS.values())

@@ -15,11 +15,15 @@
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 
+from axes.helpers import get_client_ip_address, get_client_username, get_cool_off
+from axes.models import AccessAttempt
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.utils import timezone
 
 from library.api.otlp import otlp_error, otlp_error_matches
 from library.safe_json import text_problem
@@ -147,12 +151,6 @@ class LockoutRetryAfterMiddleware:
 
 
 def _lockout_seconds_left(request: HttpRequest) -> int:
-    import math
-
-    from axes.helpers import get_client_ip_address, get_client_username, get_cool_off
-    from axes.models import AccessAttempt
-    from django.utils import timezone
-
     cool_off = get_cool_off(request)
     if cool_off is None:
         return 60

@@ -11,6 +11,8 @@ REDIS_URL, else the broker URL, else redis://127.0.0.1:6379/0 — tests/conftest
 import os
 import socket
 
+import psycopg
+
 _ENV_DEFAULTS = {
     "SECRET_KEY": "test-only-secret-key-not-for-production-0123456789abcdef",
     "ALLOWED_HOSTS": "testserver,127.0.0.1,localhost",
@@ -46,8 +48,6 @@ def _local_postgres_url() -> str | None:
     except OSError:
         return None
     try:
-        import psycopg
-
         with psycopg.connect(host="127.0.0.1", port=5432, user="postgres", dbname="postgres", connect_timeout=2):
             pass
     except Exception:  # any refusal (auth, not ready): stay on SQLite, as before

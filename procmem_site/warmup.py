@@ -21,10 +21,26 @@ is filled here too: the parts below are named after what they load.
 
 from __future__ import annotations
 
+import gc
 import logging
 import re
 import threading
 import time
+from pathlib import Path
+
+from django.apps import apps
+from django.conf import settings
+from django.contrib.auth import get_backends
+from django.contrib.contenttypes.models import ContentType
+from django.db import DatabaseError, connection, router
+from django.template import engines
+from django.template.loader import get_template
+from django.urls import URLResolver, get_resolver, get_script_prefix
+from django.urls.resolvers import get_ns_resolver
+from django.utils import formats, timezone
+from django.utils.module_loading import import_string
+
+from library import embeddings
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +66,6 @@ def warm_up(*, model_in_background: bool | None = None) -> dict[str, float]:
     and a request that needs the model waits for that one load (procmem_client.embeddings holds a
     lock over it), never loads it twice. The thread then compiles the URL regexes again (the model's
     own pushed them out of `re`'s cache), freezes the heap and logs the ready line; `ready` is set."""
-    from django.conf import settings
 
     timings: dict[str, float] = {}
     if not getattr(settings, "PROCMEM_WARM_UP", True):
@@ -121,7 +136,6 @@ def freeze_start_heap() -> None:
     ingestion"), paid inside whichever request crosses the collector's threshold — most often one
     that allocates much, such as a batch of OTLP spans. Garbage made so far is collected first;
     what a request allocates later is collected as before."""
-    import gc
 
     gc.collect()
     gc.freeze()
@@ -133,8 +147,6 @@ def _urls() -> None:
     regular expressions compiled: the one each URL pattern resolves with (compiled on its first
     match) and the one reverse() checks each candidate URL against (one per pattern, kept in `re`'s
     cache: the candidate page reverses 24)."""
-    from django.urls import get_resolver, get_script_prefix
-    from django.urls.resolvers import get_ns_resolver
 
     resolver = get_resolver()
     resolver.reverse_dict  # imports every view module; the root's reverse table
@@ -158,8 +170,6 @@ def _urls() -> None:
 
 
 def _resolving_regexes(resolver) -> None:
-    from django.urls import URLResolver
-
     resolver.pattern.regex
     for entry in resolver.url_patterns:
         if isinstance(entry, URLResolver):
@@ -173,12 +183,6 @@ def _templates() -> None:
     when it is first rendered, so the pages' own names are not enough), the context processors
     imported (Django imports them on the first render with a request), and the date formats of
     the default language looked up (the first |date loads the locale's format module)."""
-    from pathlib import Path
-
-    from django.conf import settings
-    from django.template import engines
-    from django.template.loader import get_template
-    from django.utils import formats, timezone
 
     for folder in settings.TEMPLATES[0]["DIRS"]:
         for path in sorted(Path(folder).rglob("*.html")):
@@ -195,10 +199,6 @@ def _request_machinery() -> None:
     authentication backends (guardian's answers object permissions), the message storage, the
     session serializer; and each model's field maps and relation tree (built on a model's first
     query: the candidate page's queries touch most models)."""
-    from django.apps import apps
-    from django.conf import settings
-    from django.contrib.auth import get_backends
-    from django.utils.module_loading import import_string
 
     get_backends()
     import_string(settings.MESSAGE_STORAGE)
@@ -214,9 +214,6 @@ def _database() -> None:
     table, which has the PostgreSQL backend of this connection load the table's and its indexes'
     catalog entries (a first query on a table plans several times slower). On a database that is
     not migrated yet this stops at the first missing table: the process starts all the same."""
-    from django.apps import apps
-    from django.contrib.contenttypes.models import ContentType
-    from django.db import DatabaseError, connection, router
 
     connection.ensure_connection()
     models = [
@@ -233,6 +230,4 @@ def _database() -> None:
 
 
 def _embedding_model() -> None:
-    from library import embeddings
-
     embeddings.embed(["warm-up"])  # loads the model and runs one forward pass (torch's first call is slow)

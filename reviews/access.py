@@ -52,6 +52,8 @@ from library.permissions import (
     user_is_reviewer,
 )
 
+from .models import Thread, Webhook
+
 if TYPE_CHECKING:
     from reviews.models import Webhook
 
@@ -214,7 +216,6 @@ def get_case_for_user(request: HttpRequest, pk: int, *, for_: Purpose) -> Regres
 
 def get_thread_for_user(request: HttpRequest, pk: int, *, for_: Purpose):
     """A discussion thread, visible when its version is; "review" (reply, resolve) needs the role."""
-    from .models import Thread
 
     if for_ not in ("view", "review"):
         raise ValueError(f"a thread has no {for_!r}: reviewers discuss")
@@ -247,7 +248,6 @@ def get_webhook_for_user(request: HttpRequest, agent: str, pk: int) -> Webhook:
     """A webhook of the agent, for its admins only (webhooks carry the agent's secrets): 404 for
     those who may not see the agent's operations pages, 403 for those who may but do not manage it,
     404 for a webhook of another agent."""
-    from .models import Webhook
 
     target = get_agent_for_user(request, agent, for_="manage")
     return get_object_or_404(Webhook.objects.select_related("agent"), agent=target, pk=pk)

@@ -4,6 +4,7 @@ permissions again (`library.services.validate_content`, the lifecycle checks).""
 from __future__ import annotations
 
 import json
+import re
 
 from django import forms
 from django.contrib.auth import get_user_model
@@ -27,6 +28,7 @@ from library.models import (
     RegressionCase,
     procedure_key_validator,
 )
+from library.redaction.recognizers import slow_pattern_problem
 from library.services import MAX_STEPS_APPROVABLE
 
 from .models import SUBSCRIBABLE_EVENTS, Webhook
@@ -643,10 +645,6 @@ class RedactionPatternForm(forms.Form):
         return label
 
     def clean_regex(self) -> str:
-        import re
-
-        from library.redaction.recognizers import slow_pattern_problem
-
         regex = self.cleaned_data["regex"]
         try:
             re.compile(regex)

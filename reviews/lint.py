@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from library import embeddings
 from library.services import MAX_STEPS_APPROVABLE
 
 logger = logging.getLogger(__name__)
@@ -170,8 +171,6 @@ def overlap_findings(
     if not others:
         return []
     try:
-        from library import embeddings
-
         stored = embeddings.stored_vectors(
             {
                 vid: text

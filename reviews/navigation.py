@@ -4,8 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from library.models import ProcedureVersion, Status
-from library.permissions import holds_any_approve_right, user_is_reviewer
+from django.contrib.auth import get_user_model
+from django.db.models import Exists, IntegerField, Value
+
+from library.models import LoadRefusal, ProcedureVersion, Status
+from library.permissions import agents_managed_by, holds_any_approve_right, user_is_reviewer
+from library.serving.load_refusals import unresolved_refusals
+from reviews.models import Notification
+from reviews.selectors import CappedCount, SubqueryCount, waiting_for_approver
 
 
 @dataclass(frozen=True)
@@ -52,12 +58,6 @@ def _counts(user, *, waiting: bool, for_me: bool) -> dict:
     """Candidates waiting (capped), waiting for this approver (capped), unread notifications and
     whether any refusal at load exists, as subqueries of one statement (anchored on the user's row:
     the ORM has no SELECT without FROM). A zero stands for a count the role does not show."""
-    from django.contrib.auth import get_user_model
-    from django.db.models import Exists, IntegerField, Value
-
-    from library.models import LoadRefusal
-    from reviews.models import Notification
-    from reviews.selectors import CappedCount, SubqueryCount, waiting_for_approver
 
     zero = Value(0, output_field=IntegerField())
     row = (
@@ -77,9 +77,6 @@ def _counts(user, *, waiting: bool, for_me: bool) -> dict:
 def refused_count(user, *, any_refusal: bool | None = None) -> int:
     """Unresolved refusals at load on the agents this user manages (superusers: all agents).
     `any_refusal`: whether any refusal exists, when the caller already asked."""
-    from library.models import LoadRefusal
-    from library.permissions import agents_managed_by
-    from library.serving.load_refusals import unresolved_refusals
 
     if any_refusal is None:
         any_refusal = LoadRefusal.objects.exists()

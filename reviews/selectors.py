@@ -35,6 +35,7 @@ from library.selectors import active_versions_for_agent, evidence_session_ids
 from library.serving.load_refusals import missing_tools
 from reviews.access import of_agents
 from reviews.models import CandidateClaim
+from reviews.panels import inline_excerpts
 
 # Within a segment of the queue (quarantined or not; for "group" also one intent, the segments in
 # agent and intent name order) each sort is a key that a partial index on the candidates serves
@@ -543,7 +544,6 @@ def evidence_sessions(version: ProcedureVersion) -> list[AgentSession]:
     """Example sessions named in the evidence, for evidence that carries no excerpts of its own
     (the miner stores them inline; an import may only name sessions). Only the redacted excerpts
     are shown."""
-    from reviews.panels import inline_excerpts
 
     if inline_excerpts(version.evidence or {}):
         return []

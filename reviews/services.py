@@ -26,6 +26,7 @@ from library.models import Agent, AuditEvent, ProcedureVersion, Status
 from library.permissions import user_can_manage_agent, user_can_manage_procedure, user_can_review, user_is_reviewer
 from library.services import LifecycleError, audit, required_reason, version_reject, version_retire
 
+from .metrics.demotion import demotion_findings
 from .models import CandidateClaim, Comment, DemotionProposal, Thread
 from .notifications import notify_mentions
 
@@ -272,7 +273,6 @@ def versions_bulk_reject(*, versions: Sequence[ProcedureVersion], user, reason: 
 def demotions_propose(*, agent: Agent, today=None) -> list[DemotionProposal]:
     """Runs the demotion check (reviews.metrics.demotion) for one agent and opens a proposal, with an
     audit row, for each finding on a version that has no open proposal yet. Retires nothing."""
-    from .metrics.demotion import demotion_findings
 
     findings = demotion_findings(agent=agent, today=today)
     opened: list[DemotionProposal] = []

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 from celery import signature
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.core.validators import URLValidator
 from django.db import transaction
@@ -482,7 +483,6 @@ def _on_version_status_changed(
     event, verb = STATUS_EVENTS[action]
     if version is None or not _subscribed(version.procedure.agent_id, event):
         return
-    from django.contrib.auth import get_user_model
 
     who = get_user_model().objects.filter(pk=user_id).first() if user_id else None
     by = f" by {who.get_username()}" if who else ""

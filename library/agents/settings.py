@@ -36,10 +36,12 @@ from pydantic import ValidationError as PydanticValidationError
 
 from ..coding.families import clean_family_rules
 from ..environments import clean_environments, environments_in_use
+from ..ingest.outcomes import session_labels_recompute
 from ..models import Agent, AuditEvent
 from ..models.secret_store import seal_secret
 from ..permissions import user_can_manage_agent
 from ..redaction.recognizers import compile_agent_patterns, slow_pattern_problem
+from ..services import active_set_changed_on_commit, audit
 from .rate_limits import clean_rate_limits
 
 MAX_REVIEW_TARGET_HOURS = 24 * 365
@@ -346,7 +348,6 @@ def agent_settings_update(
         if not changed and not key_replaced:
             return locked
         locked.save(update_fields=[f for f in EDITABLE if before[f] != after[f]] + ([API_KEY] if key_replaced else []))
-        from ..services import active_set_changed_on_commit, audit
 
         if key_replaced and "model_api_key_set" not in changed:
             changed.append("model_api_key_set")  # a new key replaced the old one
@@ -360,8 +361,6 @@ def agent_settings_update(
             after={k: after[k] for k in changed},
         )
         if set(LABEL_RULE_FIELDS) & set(changed):
-            from ..ingest.outcomes import session_labels_recompute
-
             session_labels_recompute(agent=locked)  # the rule decides every session's label
         if {"procedural_memory_enabled", "injection_cap", "environments"} & set(changed):
             active_set_changed_on_commit(locked.pk)

@@ -25,6 +25,7 @@ from django.utils import timezone
 
 from ..models import Agent, ApiToken, AuditEvent
 from ..permissions import user_can_manage_agent
+from ..services import audit
 from .limits import auth_failure_counted, auth_failures_exceeded, auth_failures_refused, rate_limited
 
 TOKEN_PREFIX = "pm_"
@@ -46,7 +47,6 @@ def token_create(
 ) -> tuple[ApiToken, str]:
     """Creates a token and returns it with the raw secret (shown once, never stored). With
     `expires_at` the token is refused from that moment on."""
-    from ..services import audit
 
     if scope not in ApiToken.Scope.values:
         raise ValidationError(
@@ -102,8 +102,6 @@ def token_is_live(token: ApiToken, *, now: datetime | None = None) -> bool:
 
 
 def token_revoke(*, token: ApiToken, user=None, actor_label: str = "") -> ApiToken:
-    from ..services import audit
-
     if user is not None and not user_can_manage_agent(user, token.agent):
         raise PermissionDenied(f"You may not revoke tokens of {token.agent.name}.")
     with transaction.atomic():

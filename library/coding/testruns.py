@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from procmem_client.coding import target_role
+
 from .activities import split_command, strip_heredocs
 from .runners import (
     INTERPRETER_RE,
@@ -238,7 +240,6 @@ def _is_repository_test_file(script: str, normal: str) -> bool:
     {{test_file}} placeholder; not a script in the working directory's root (the agent's own)."""
     if placeholder_kind(script) == "test_file":
         return True
-    from procmem_client.coding import target_role
 
     parts = normal.split("/")
     return len(parts) > 1 and normal.endswith(".py") and target_role(normal) == "test" and parts[0] not in ("tmp",)

@@ -20,6 +20,7 @@ from ..models import Agent, EvalRun, Intent, ProcedureVersion, Source, Status
 from ..permissions import ensure_reviewers_group
 from ..selectors import environment_set_hash
 from .evals import seed_demo_regression_cases
+from .sessions import seed_demo_sessions
 
 DEMO_AGENT = "support_agent"
 DEMO_TOOLS = ["lookupOrder", "checkReturnWindow", "createApproval", "replyTemplates"]
@@ -278,6 +279,5 @@ def _seed_sessions_and_mine(agent: Agent, *, order_status_v2_at: datetime, now: 
     # Sessions of every intent over the last weeks, then a mining run: the candidate
     # refund.over_limit v2 (with its evidence 118/140 vs 9/60) comes out of the data, not out of a
     # fixture (library/demo/sessions.py).
-    from .sessions import seed_demo_sessions
 
     seed_demo_sessions(agent, now=now, order_status_v2_at=order_status_v2_at)

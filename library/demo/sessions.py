@@ -29,8 +29,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from django.utils import timezone as django_timezone
+
 from ..ingest.formats import ImportOptions, parse_procmem
 from ..ingest.store import sessions_store
+from ..mining.mining_runs import mining_run_execute
 from ..models import Agent, MiningRun
 
 FIRST = [
@@ -339,9 +342,6 @@ def seed_demo_sessions(
 ) -> MiningRun:
     """Stores the demo sessions for `agent` and mines them (idempotent: sessions are stored once;
     a second mining run finds the candidate covered). Returns the mining run."""
-    from django.utils import timezone as django_timezone
-
-    from ..mining.mining_runs import mining_run_execute
 
     now = now or django_timezone.now()
     order_status_v2_at = order_status_v2_at or now - timedelta(days=12)

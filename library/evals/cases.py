@@ -43,6 +43,7 @@ from ..interchange.procedure_files import ImportReport
 from ..models import Agent, AgentSession, AuditEvent, Intent, RegressionCase, slug_validator
 from ..permissions import user_is_reviewer
 from ..redaction.redactor import redactor_for_session, strings_in
+from ..services import audit
 from .checks import CheckSpecError, validate_checks
 
 CASE_FIELDS = (
@@ -114,8 +115,6 @@ def _snapshot(case: RegressionCase) -> dict[str, Any]:
 
 
 def _audit(case: RegressionCase, *, user, actor_label: str, reason: str, before: dict | None) -> None:
-    from ..services import audit
-
     audit(
         action=AuditEvent.Action.CASE_CHANGE,
         actor=user,
@@ -286,8 +285,6 @@ def cases_redact_again(*, agent: Agent | None = None, batch_size: int = 200) -> 
 
 
 def _audit_redaction(case: RegressionCase, fields: list[str]) -> None:
-    from ..services import audit
-
     audit(
         action=AuditEvent.Action.CASE_CHANGE,
         actor_label="redact_stored",

@@ -36,7 +36,12 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from django.conf import settings
+
+from ..models.secret_store import SecretUnavailable, resolve_secret
 from .errors import RunnerError
+from .simulator import simulate
+from .slots import agent_slot
 
 MAX_RESPONSE_BYTES = 5 * 1024 * 1024
 
@@ -307,17 +312,12 @@ class DemoRunner:
     kind = "demo"
 
     def run(self, *, case: dict, instruction: str, procedures: list[dict]) -> RunnerOutput:
-        from .simulator import simulate
-
         return parse_output(simulate(case=case, procedures=procedures))
 
 
 def runner_for_agent(agent) -> Runner:
     """The runner configured on an agent (library.models.Agent), with the settings' retry policy
     and the agent's concurrency gate. Raises RunnerError when the configuration is incomplete."""
-    from django.conf import settings
-
-    from .slots import agent_slot
 
     policy = HttpPolicy(
         timeout=float(agent.eval_timeout_seconds),
@@ -329,7 +329,9 @@ def runner_for_agent(agent) -> Runner:
     def gate():
         return agent_slot(agent_id=agent.pk, limit=max(1, agent.eval_concurrency), wait_seconds=wait)
 
-    from ..agents.settings import url_allowed
+    # imported here: agents.settings (pydantic and the coding-family rules, about 60 modules) stays
+    # out of django.setup(), which imports this module (reviews.tasks -> library.tasks -> eval runs)
+    from ..agents.settings import url_allowed  # noqa: PLC0415
 
     kind = agent.eval_runner
     if kind in ("http", "model"):
@@ -339,8 +341,6 @@ def runner_for_agent(agent) -> Runner:
     if kind == "http":
         return HttpRunner(agent.eval_url, policy=policy, gate=gate)
     if kind == "model":
-        from ..models.secret_store import SecretUnavailable, resolve_secret
-
         try:
             api_key = resolve_secret(agent.model_api_key)
         except SecretUnavailable as exc:
@@ -355,7 +355,8 @@ def runner_for_agent(agent) -> Runner:
             gate=gate,
         )
     if kind == "python":
-        from ..agents.settings import python_path_allowed
+        # imported here: as url_allowed above, kept out of every process's start
+        from ..agents.settings import python_path_allowed  # noqa: PLC0415
 
         if not python_path_allowed(agent.eval_python_path):
             raise RunnerError(f"{agent.eval_python_path!r} is outside PROCMEM_EVAL_PYTHON_RUNNER_PREFIXES")

@@ -35,6 +35,7 @@ from django.utils import timezone
 
 from ..models import Agent, AuditEvent, OtlpFlushFailure, OtlpSpan
 from ..permissions import user_can_manage_agent
+from ..services.events import audit
 
 logger = logging.getLogger(__name__)
 
@@ -187,7 +188,6 @@ def session_retry(*, failure: OtlpFlushFailure, user=None, actor_label: str = ""
     """Puts a dead-lettered session back among the waiting ones, with its attempts counted from
     zero, for the next flush (the caller may flush at once). Who may not manage the agent gets
     PermissionDenied; a session no longer dead-lettered, RetryRefused. One audit row."""
-    from ..services.events import audit
 
     if user is not None and not user_can_manage_agent(user, failure.agent):
         raise PermissionDenied(f"You may not retry OTLP sessions of {failure.agent.name}.")

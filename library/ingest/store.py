@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -298,7 +299,6 @@ def _insert_sessions(rows: list[AgentSession]) -> None:
     if connection.vendor != "postgresql":
         AgentSession.objects.bulk_create(rows, ignore_conflicts=True)
         return
-    import psycopg
 
     fields = [f for f in AgentSession._meta.concrete_fields if not f.primary_key]
     values = [tuple(f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields) for row in rows]

@@ -44,11 +44,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from django.core.exceptions import ValidationError
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import DatabaseError, transaction
 
 from .. import services
 from ..models import Agent, Intent, Namespace, Procedure, ProcedureVersion, Source, Status, procedure_key_validator
+from ..services import clean_confidence, clean_priority, clean_roles, procedure_scope_update
+from ..signals import retirement_requested
 from .file_checks import ImportFileError, collect_files, read_json
 
 FORMAT = "procmem.procedure/1"
@@ -248,8 +250,6 @@ def _parse_tombstone(path: Path, where: str, item: dict) -> _ParsedVersion:
 
 
 def _parse_scope(path: Path, data: dict) -> dict[str, Any]:
-    from ..services import clean_confidence, clean_priority, clean_roles
-
     scope: dict[str, Any] = {}
     cleaners = {"roles": clean_roles, "priority": clean_priority, "confidence": clean_confidence}
     for name, clean in cleaners.items():
@@ -624,10 +624,6 @@ class SyncReport:
 def library_sync(paths: list[Path], *, user=None, create_intents: bool = False) -> SyncReport:
     """Turns each difference into what the library allows (module docstring). Bad files are in
     `report.imported.errors`; a change the user may not make is in `not_applied` with the reason."""
-    from django.core.exceptions import PermissionDenied
-
-    from ..services import procedure_scope_update
-    from ..signals import retirement_requested
 
     comparison = library_differences(paths)
     report = SyncReport(

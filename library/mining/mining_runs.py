@@ -24,10 +24,12 @@ from django.utils import timezone
 from django.utils.module_loading import import_string
 
 from .. import formatting
+from ..embeddings import embed
 from ..ingest.outcomes import sessions_waiting, waiting_report_entry
 from ..models import Agent, AuditEvent, Intent, MiningRun, Procedure, ProcedureVersion, Source, Status
 from ..redaction.redactor import Redactor
 from ..services import audit, procedure_propose, required_reason
+from ..signals import candidates_created
 from . import skeletons as mining
 from . import within
 from .arguments import calls_by_step, reduced_calls
@@ -36,6 +38,7 @@ from .drafting import Draft, draft_candidate, report_entry
 from .evidence import Branch, splits_of
 from .groups import GroupChoice, choose_groups, step_count
 from .groups import Status as MiningStatus
+from .model_draft import model_draft, reworded, rule_draft_record
 from .session_reads import (
     HoldOut,
     MakeUpSpool,
@@ -103,7 +106,6 @@ def _near_duplicate(versions: list[ProcedureVersion], applies_when: str) -> tupl
     an ACTIVE version wins over one with only candidates, so a new skeleton diffs against what runs."""
     if not versions:
         return None
-    from ..embeddings import embed
 
     threshold = float(getattr(settings, "PROCMEM_MINING_NEAR_DUPLICATE", 0.85))
     vectors = embed([applies_when] + [v.applies_when for v in versions])
@@ -214,8 +216,6 @@ def _propose_draft(
         key = _free_key(agent, draft.key, intent.pk)
     drafted = None
     if agent.model_drafts_enabled and not draft.verify_command:  # tool agents' drafts (library/mining/model_draft.py)
-        from .model_draft import model_draft, rule_draft_record
-
         drafted = model_draft(agent=agent, draft=draft, intent_name=intent.name)
         if drafted.status == "used":
             provenance.update(draftedBy={"kind": "model", "model": drafted.model}, ruleDraft=rule_draft_record(draft))
@@ -225,7 +225,6 @@ def _propose_draft(
     polish = _polisher()
     if polish is not None:
         polished = polish(replace(draft))
-        from .model_draft import reworded
 
         # a polisher (an LLM) only rewords, but what it returns is redacted all the same
         draft = reworded(
@@ -578,8 +577,6 @@ def _not_credible_reason(group: GroupChoice, params: mining.MiningParams) -> str
 
 
 def _notify(agent_id: int, version_ids: list[int], run_id: int) -> None:
-    from ..signals import candidates_created
-
     candidates_created.send(sender=MiningRun, agent_id=agent_id, version_ids=version_ids, mining_run_id=run_id)
 
 

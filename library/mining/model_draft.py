@@ -27,11 +27,14 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any
 
+from django.conf import settings
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..agents.settings import url_allowed
 from ..evals.errors import RunnerError
 from ..evals.runners import HttpPolicy, post_json
 from ..models import Agent
+from ..models.secret_store import SecretUnavailable, resolve_secret
 from ..redaction.literals import is_safe_literal
 from ..redaction.redactor import Redactor
 from .drafting import Draft
@@ -180,8 +183,6 @@ def _parse(data: Any) -> DraftOut:
 
 
 def _policy(agent: Agent) -> HttpPolicy:
-    from django.conf import settings
-
     return HttpPolicy(
         timeout=float(agent.eval_timeout_seconds),
         retries=settings.PROCMEM_EVAL_HTTP_RETRIES,
@@ -192,8 +193,6 @@ def _policy(agent: Agent) -> HttpPolicy:
 def model_draft(*, agent: Agent, draft: Draft, intent_name: str) -> Outcome:
     """Asks the agent's model to word `draft`; returns the draft to propose and what happened. Never
     raises for the model's failures: the rule draft stays."""
-    from ..agents.settings import url_allowed
-    from ..models.secret_store import SecretUnavailable, resolve_secret
 
     model = agent.model_name or "?"
     if not agent.model_base_url or not agent.model_name:

@@ -10,6 +10,8 @@ from django.db import models
 from django.db.models import Q
 from guardian.models import GroupObjectPermissionBase, UserObjectPermissionBase
 
+from .secret_store import is_sealed, seal_secret
+
 PROCEDURE_KEY_RE = r"^[a-z][a-z0-9_]*(\.[a-z0-9_]+)+$"
 procedure_key_validator = RegexValidator(
     PROCEDURE_KEY_RE, "A procedure id is dotted lower-case words, e.g. refund.over_limit"
@@ -218,8 +220,6 @@ class Agent(models.Model):
         return self.name
 
     def save(self, *args, **kwargs):
-        from .secret_store import is_sealed, seal_secret
-
         if not is_sealed(self.model_api_key):
             self.model_api_key = seal_secret(self.model_api_key)
         super().save(*args, **kwargs)

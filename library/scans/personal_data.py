@@ -29,6 +29,7 @@ from django.core.exceptions import FieldError
 from django.db import models
 
 from ..interchange.procedure_files import export_library
+from ..models import Agent
 
 # (app label, model, fields): the rows and columns a reviewer's pages or an export show. Raw session
 # data (AgentSession.task, .tool_calls) is not here: no page shows it, and it is purged after the
@@ -315,7 +316,6 @@ def _for_agents(model: type[models.Model], queryset, agent_names: list[str]):
 
 def _export_hits(matcher: Matcher, agent_names: list[str] | None) -> Iterator[Hit]:
     """The procedure export (export_procedures) as an operator would publish it."""
-    from ..models import Agent
 
     agents = list(Agent.objects.filter(name__in=agent_names)) if agent_names is not None else None
     with tempfile.TemporaryDirectory(prefix="procmem-scan-") as tmp:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from django.db.models import Q
 
+from ..conflicts import conflicts_for_candidate
 from ..environments import approval_environment
 from ..models import AuditEvent, EvalRun, ProcedureVersion, Status
 from ..permissions import approval_holds_in, user_can_approve
+from ..selectors import environment_set_hash
 from .content import MAX_STEPS_APPROVABLE
 
 
@@ -137,16 +139,12 @@ def approval_blockers(
             f"{target}: start a new run (it replays against the {target} set)."
         )
     else:
-        from ..selectors import environment_set_hash
-
         if run.baseline_hash and run.baseline_hash != environment_set_hash(version.procedure.agent, target):
             reasons.append(f"The {run.set_label} changed since the eval run started; start a new run.")
         reach = selection_reach_blocker(run)
         if reach:
             reasons.append(reach)
     if not acknowledged_conflicts:
-        from ..conflicts import conflicts_for_candidate
-
         for conflict in conflicts_for_candidate(version, vectors=conflict_vectors):
             reasons.append(f"Conflict (acknowledge it on the approve page to approve anyway): {conflict.message}")
     return reasons

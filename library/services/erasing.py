@@ -6,8 +6,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from ..models import AuditEvent, EvalRun, ProcedureVersion, Status, VersionEmbedding, VersionTombstone
+from ..models import AuditEvent, EvalCaseResult, EvalRun, ProcedureVersion, Status, VersionEmbedding, VersionTombstone
 from ..permissions import user_can_manage_procedure
+from ..signals import eval_run_finished, version_erased, version_erasing
+from . import erasure_sweep as erasure
 from .errors import LifecycleError
 from .events import _notify_active_set_changed, _on_commit, audit
 from .locking import _lock_procedure, _lock_version
@@ -40,8 +42,6 @@ def version_erase(*, version: ProcedureVersion, user, ground: str, reason: str) 
     unfinished runs cancelled; listeners of `version_erasing` (reviews: comments) wipe what they
     hold. After commit the served sets drop it (`active_set_changed`, whatever the old status was,
     so caches and ETags change at once)."""
-    from ..signals import version_erased, version_erasing
-    from . import erasure_sweep as erasure
 
     if ground not in VersionTombstone.Ground.values:
         raise ValidationError(
@@ -119,8 +119,6 @@ def _erase_eval_records(*, version_id: int) -> None:
     cannot be finished, its claim nonce is cleared), and the replies, tool calls and failure texts
     every run recorded are wiped, since a replay can echo the erased content. Verdicts stay (a
     finished run's verdict never changes)."""
-    from ..models import EvalCaseResult
-    from ..signals import eval_run_finished
 
     unfinished = [EvalRun.State.QUEUED, EvalRun.State.RUNNING]
     cancelled = list(

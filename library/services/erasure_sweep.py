@@ -53,7 +53,7 @@ from typing import Any
 
 from django.apps import apps
 from django.conf import settings
-from django.db import models
+from django.db import connection, models
 from django.db.models import Q, TextField
 from django.db.models.functions import Cast
 from django.utils import timezone
@@ -67,8 +67,10 @@ from ..models import (
     ProcedureVersion,
     RegressionCase,
     Status,
+    VersionEmbedding,
     VersionTombstone,
 )
+from ..selectors import evidence_session_ids
 
 MIN_CHARS = 8
 PREFIX_CHARS = 100
@@ -419,15 +421,12 @@ def _flag_descendants(
             after={"version": child.number, "fields": fields, "flagged": True},
         )
     if result.flagged_versions:
-        from ..models import VersionEmbedding
-
         VersionEmbedding.objects.filter(version_id__in=result.flagged_versions).delete()
 
 
 def _refresh_search_document(version_id: int) -> None:
     """The full-text document is filled on insert only (library/migrations/0006_review_day.py); a
     rewritten version gets it again from its new text (PostgreSQL; SQLite searches the text)."""
-    from django.db import connection
 
     if connection.vendor != "postgresql":
         return
@@ -462,7 +461,6 @@ CASE_COPY_FIELDS = ("task", "name", "context", "tool_results")  # what a case to
 
 def mined_from_sessions(evidence: dict[str, Any]) -> list[str]:
     """The ids of the sessions a version's evidence names: its session list and its excerpts'."""
-    from ..selectors import evidence_session_ids
 
     ids = list(evidence_session_ids(evidence or {}))
     for excerpt in (evidence or {}).get("excerpts") or []:

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from ..models import Agent, AuditEvent, Procedure, ProcedureVersion
+from ..signals import active_set_changed, version_status_changed
 
 
 def audit(
@@ -52,7 +53,6 @@ def _on_commit(callback: Callable[[], None]) -> None:
 def _notify_active_set_changed(agent_id: int) -> None:
     # The agent API computes its ETag from the rows, so there is no cache to bust; hooks that other
     # parts register (notifications, metrics) listen to this signal.
-    from ..signals import active_set_changed
 
     active_set_changed.send(sender=Agent, agent_id=agent_id)
 
@@ -64,8 +64,6 @@ def active_set_changed_on_commit(agent_id: int) -> None:
 
 
 def _notify_status_changed(version_id: int, action: str, user, reason: str) -> None:
-    from ..signals import version_status_changed
-
     user_id = user.pk if user is not None and getattr(user, "is_authenticated", False) else None
     version_status_changed.send(
         sender=ProcedureVersion, version_id=version_id, action=action, user_id=user_id, reason=reason

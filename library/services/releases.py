@@ -39,6 +39,7 @@ from django.utils import timezone
 from ..environments import PRODUCTION, environment_names
 from ..models import AuditEvent, EvalRun, Procedure, ProcedureRelease, ProcedureVersion, Rollout, Status
 from ..permissions import user_can_promote
+from ..selectors import environment_set_hash
 from .approval import selection_reach_blocker
 from .errors import LifecycleError
 from .events import _notify_after_commit, audit, required_reason
@@ -91,7 +92,6 @@ def promotion_blockers(version: ProcedureVersion) -> list[str]:
     """Why `version` may not go to production (outright or as a rollout) now, as far as its eval
     goes (empty: it may): it needs a passing eval of its exact content against production's set,
     pinned on the set production serves now, whose selection reached its intent's tasks."""
-    from ..selectors import environment_set_hash
 
     run = production_eval_for(version)
     if run is None:

@@ -7,7 +7,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from ..models import Agent, AuditEvent
+from ..models import Agent, AgentToolChange, AuditEvent
 from ..tool_names import normalise_tool_name
 from .content import _clean_str_list
 from .events import _notify_active_set_changed, _on_commit, audit
@@ -16,7 +16,6 @@ from .events import _notify_active_set_changed, _on_commit, audit
 def agent_set_tools(*, agent: Agent, tools: Any, user=None, actor_label: str = "", reason: str = "") -> Agent:
     """Replaces an agent's tool list, keeping the history. Versions that now miss a tool are refused
     at load by the agent API (library/serving/active_set.py), which raises the alert once."""
-    from ..models import AgentToolChange
 
     cleaned = _clean_str_list(tools, "tools", allow_empty=True, max_items=500)
     if len(set(cleaned)) != len(cleaned):

@@ -3,6 +3,7 @@ in one transaction under the decisions' lock order."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
@@ -14,6 +15,7 @@ from ..conflicts import VectorsMissing, conflicts_for_candidate, vectors_for_can
 from ..environments import approval_environment, has_staging
 from ..models import Agent, AuditEvent, EvalRun, Procedure, ProcedureVersion, Status
 from ..permissions import user_can_approve, user_can_manage_procedure, user_can_review
+from ..selectors import environment_set_hash
 from .approval import approval_blockers, passing_eval_for, rollback_gate_blocker
 from .errors import DecisionConflict, LifecycleError
 from .events import _notify_after_commit, audit, required_reason
@@ -127,7 +129,6 @@ def version_approve(
 
 def review_by_for(agent: Agent, *, today=None):
     """The day a version that becomes (or stays) ACTIVE today is due for re-review."""
-    from datetime import timedelta
 
     return (today or timezone.localdate()) + timedelta(days=agent.review_after_days)
 
@@ -203,7 +204,6 @@ def change_eval_note(
     run = change_eval_for(version, kind=kind, replacement=replacement)
     if run is None or run.state != EvalRun.State.DONE:
         return {"eval": "skipped"}
-    from ..selectors import environment_set_hash
 
     if run.baseline_hash != environment_set_hash(version.procedure.agent, run.environment):
         return {"eval": "skipped", "evalWhy": f"run {run.pk} was on an active set that has changed since"}

@@ -46,7 +46,7 @@ from procmem_client.ranking import EmbeddingCache, Index, Ranker, SelectionConfi
 from procmem_client.rendering import estimate_tokens, render_procedure
 
 from .. import embeddings, environments
-from ..models import ROLE_RE, Agent, LoadRefusal, Namespace, ProcedureRecord, ProcedureVersion, Status
+from ..models import ROLE_RE, Agent, LoadRefusal, Namespace, ProcedureRecord, ProcedureVersion, Status, VersionEmbedding
 from ..signals import active_set_changed, version_erased
 from .load_refusals import load_refusal_record, missing_tools, tools_state_hash
 
@@ -575,7 +575,6 @@ def _load_or_store_embeddings(served: ServedSet, ranker: Ranker) -> None:
     by any process are read (read-only connection); the ones nobody has stored yet are embedded
     here — unless this process already has the text — and stored through "default", so every
     version and step is embedded once per model, not once per process."""
-    from ..models import VersionEmbedding
 
     cache = ranker.cache
     with_steps = ranker.config.use_steps

@@ -12,6 +12,8 @@ import hashlib
 from django.db import IntegrityError, transaction
 
 from ..models import AuditEvent, LoadRefusal, ProcedureVersion, Status
+from ..services import audit
+from ..signals import version_refused_at_load
 
 
 def tools_state_hash(tools: list[str]) -> str:
@@ -31,7 +33,6 @@ def load_refusal_record(*, version_id: int, tools_hash: str, missing_tools: list
     constraint makes this happen once, even when several processes see the refusal at the same
     time: the loser of the race gets an IntegrityError and raises nothing. Returns the new row, or
     None when it already existed."""
-    from ..services import audit
 
     try:
         with transaction.atomic(using="default"):
@@ -54,7 +55,6 @@ def load_refusal_record(*, version_id: int, tools_hash: str, missing_tools: list
 def _alert_refusal(refusal_id: int) -> None:
     """Announces a new refusal. The reviews app turns the signal into notifications: in the app and
     by e-mail to the agent's admins (e-mail is on by default for this kind; each admin may opt out)."""
-    from ..signals import version_refused_at_load
 
     refusal = LoadRefusal.objects.get(pk=refusal_id)
     version_refused_at_load.send(

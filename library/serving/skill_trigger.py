@@ -22,20 +22,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from procmem_client.ranking import Ranker, SelectionConfig
+from procmem_client.skill_rendering import describe
 
+from ..models import AgentSession, RegressionCase
 from ..skill_import.trigger import says_when_to_use
+from . import active_set as serving
 
 MAX_TASKS = 400  # of the version's intent, and as many of the other intents: bounds a page's work
 TOP = 3
 
 
 def description_for(record: Mapping[str, Any]) -> str:
-    """The skill description procmem serves for a record (its appliesWhen where the skill renderer
-    is not installed)."""
-    try:
-        from procmem_client.skill_rendering import describe
-    except ImportError:
-        return " ".join(str(record.get("appliesWhen") or "").split())
+    """The skill description procmem serves for a record."""
     return describe(record)
 
 
@@ -137,9 +135,6 @@ def version_trigger(version) -> TriggerMeasure:
     """The measure of `version` (any status) for its agent: its intent's active regression cases
     and labelled sessions, against the skills the agent is served now. Caller selects the
     version's procedure, agent and intent."""
-    from ..models import AgentSession, RegressionCase
-    from . import active_set as serving
-
     procedure = version.procedure
     agent = procedure.agent
     record = {**version.to_dict(), "intent": procedure.intent.name}

@@ -27,6 +27,8 @@ from typing import IO, Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
+from procmem_client.skill_rendering import render_skill
+
 from .. import services
 from ..interchange.procedure_files import _known_hashes
 from ..models import Agent, Intent, Procedure, ProcedureVersion, Source, Status, slug_validator
@@ -264,10 +266,6 @@ def _served_as(versions: list[ProcedureVersion], text: str, mapped: MappedSkill)
     differently from how they are stored.)"""
     digest = (mapped.front_matter.get("metadata") or {}).get("procmem-content-sha256")
     if not digest:
-        return None
-    try:
-        from procmem_client.skill_rendering import render_skill
-    except ImportError:  # the serving side's renderer is not installed
         return None
     for version in versions:
         if version.status == Status.ERASED or version.content_hash != digest:

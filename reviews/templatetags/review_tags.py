@@ -8,6 +8,8 @@ from django import template
 
 from library import formatting
 from library.permissions import user_can_manage_agent
+from reviews.panels import contrast_sentence as sentence
+from reviews.selectors import count_label as label
 
 register = template.Library()
 
@@ -44,8 +46,6 @@ def get_item(mapping, key):
 
 @register.filter
 def contrast_sentence(item) -> str:
-    from reviews.panels import contrast_sentence as sentence
-
     return sentence(item)
 
 
@@ -61,7 +61,6 @@ def get_step(steps, number):
 @register.filter
 def count_label(count: int) -> str:
     """A count that stops at the queue's cap, for people: "1,000+" past it (reviews.selectors)."""
-    from reviews.selectors import count_label as label
 
     return label(count)
 

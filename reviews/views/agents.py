@@ -15,6 +15,7 @@ selection.explain_for_agent, the same index, ranker, renderer and caps as the se
 from __future__ import annotations
 
 import json
+import re
 from datetime import timedelta
 from typing import Any
 
@@ -31,6 +32,7 @@ from library import formatting
 from library.agents.rate_limits import rate_limits_table
 from library.agents.settings import agent_settings_snapshot, agent_settings_update
 from library.api.tokens import token_create, token_is_live, token_revoke
+from library.demo import DEMO_AGENT, DEMO_PLAYGROUND_TASKS
 from library.mining.mining_runs import mining_report_propose
 from library.models import Agent, ApiToken, MiningRun, ProcedureVersion, Status
 from library.permissions import agents_managed_by, user_can_manage_agent, user_is_reviewer
@@ -333,10 +335,8 @@ def _settings_sections(form) -> list[tuple[str, str, list]]:
 def _pattern_errors_to_rows(form, patterns) -> None:
     """A service error naming one pattern ("redaction_patterns[2]: …") goes to that row's regex field;
     others stay above the form. The formset's rows were already checked one by one, so this is rare."""
-    import re as regex_module
-
     for message in form.errors.pop("__all__", []) if "__all__" in form.errors else []:
-        match = regex_module.match(r"redaction_patterns\[(\d+)\]: (.*)", message)
+        match = re.match(r"redaction_patterns\[(\d+)\]: (.*)", message)
         kept = [f for f in patterns.forms if f.cleaned_data.get("label") and not f.cleaned_data.get("DELETE")]
         if match and int(match.group(1)) < len(kept):
             kept[int(match.group(1))].add_error("regex", match.group(2))
@@ -493,7 +493,6 @@ def mining_run_propose(request: HttpRequest, pk: int) -> HttpResponse:
 def _playground_examples(agent) -> list[dict[str, str]]:
     """The demo agent's playground offers tasks in other languages than its library's (its
     customers write German and Japanese; library/demo/seed.py)."""
-    from library.demo import DEMO_AGENT, DEMO_PLAYGROUND_TASKS
 
     if agent.name != DEMO_AGENT:
         return []

@@ -18,8 +18,22 @@ from __future__ import annotations
 import os
 import re
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connections, transaction
+from psycopg import sql
+
+from library.models import (
+    Agent,
+    Intent,
+    LoadRefusal,
+    Namespace,
+    Procedure,
+    ProcedureRelease,
+    ProcedureVersion,
+    Rollout,
+    VersionEmbedding,
+)
 
 ROLE_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
@@ -28,19 +42,6 @@ def readonly_grants() -> list[tuple[str, list[str] | None]]:
     """(table, columns or None for every column) the agent API reads through the "readonly" alias:
     library/serving/active_set.py, library/environments.py, library/selection.py and library/selectors.py. Built from the models, so a
     renamed table or column follows."""
-    from django.contrib.auth import get_user_model
-
-    from library.models import (
-        Agent,
-        Intent,
-        LoadRefusal,
-        Namespace,
-        Procedure,
-        ProcedureRelease,
-        ProcedureVersion,
-        Rollout,
-        VersionEmbedding,
-    )
 
     user = get_user_model()
     agent_columns = ["id", "name", "tools", "procedural_memory_enabled", "injection_cap", "namespace"]
@@ -63,7 +64,6 @@ def readonly_role_statements(
     *, role: str, password: str | None, database: str, schema: str, owner: str, exists: bool
 ) -> list[tuple[str, list]]:
     """The statements, with identifiers quoted by psycopg and the password passed as a literal."""
-    from psycopg import sql
 
     r, db, sch, own = sql.Identifier(role), sql.Identifier(database), sql.Identifier(schema), sql.Identifier(owner)
     statements = []

@@ -5,6 +5,8 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from library import embeddings
+from library.models import Agent
+from library.serving import active_set as serving
 from library.serving.selection_eval import (
     LabelledSetError,
     as_json,
@@ -152,8 +154,6 @@ class Command(BaseCommand):
 
     def _agent_set(self, name: str) -> tuple[list[dict], int]:
         """The agent's served procedures and its injection cap."""
-        from library.models import Agent
-        from library.serving import active_set as serving
 
         try:
             agent = Agent.objects.get(name=name)

@@ -10,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 from library.coding.families import clean_family_rules
 from library.coding.measure import measure, traces_from_rows
 from library.models import Agent, AgentSession
+from procmem_client.ranking import Ranker  # the bundled model, loaded on first use
 
 
 def _percent(figure: dict) -> str:
@@ -63,7 +64,6 @@ class Command(BaseCommand):
         traces = traces_from_rows(rows.iterator(chunk_size=200))
         if not traces:
             raise CommandError(f"{agent_obj.name} has no stored sessions")
-        from procmem_client.ranking import Ranker  # the bundled model, loaded on first use
 
         ranker = Ranker()
 
