@@ -76,7 +76,7 @@ def prepare(database_url: str, agents: dict[str, int], role: str) -> tuple[dict[
     with psycopg.connect(database_url, autocommit=True) as conn:  # fresh statistics, as autovacuum would give
         conn.execute("ANALYZE")
     manage(env, "create_readonly_role", role, "--no-password")
-    tokens = {name: manage(env, "create_token", name, "--scope", "read").strip() for name in agents}
+    tokens = {name: manage(env, "tokens", "create", name, "--scope", "read").strip() for name in agents}
     readonly_url = (
         urlparse(database_url)
         ._replace(netloc=f"{role}@{urlparse(database_url).hostname}:{urlparse(database_url).port or 5432}")

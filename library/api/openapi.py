@@ -72,7 +72,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
             "description": (
                 "Agents read the reviewed active set of procedures and never write it; they report finished "
                 f"sessions. Read endpoints take `Authorization: Bearer <read token>`, POST /{api_version}/sessions an ingest "
-                "token; a token belongs to one agent and one scope (`manage.py create_token <agent> --scope read`)."
+                "token; a token belongs to one agent and one scope (`manage.py tokens create <agent> --scope read`)."
             ),
         },
         "servers": [{"url": server_url}],

@@ -193,8 +193,8 @@ def test_cases_stored_before_imports_were_redacted_are_redacted_again():
     case = RegressionCase.objects.get(external_id="tau2:airline:39")
     assert "{{user_id}}" in case.context["known_info"]
     assert case.expected_tools[0] == {"name": "get_user_details", "args": {"user_id": "{{user_id}}"}}
-    # and a second run, under its earlier name too, changes nothing
-    call_command("redact_sessions", "--agent", "airline", stdout=out)
+    # and a second run changes nothing
+    call_command("redact_stored", "--agent", "airline", stdout=out)
     assert out.getvalue().endswith("Redacted 0 stored excerpt(s) and 0 regression case(s) again.\n")
 
 
