@@ -25,7 +25,7 @@ from tests.e2e.test_review_flow import eval_worker  # noqa: F401  (the fixture: 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
 
 
-@pytest.mark.timeout(1200)  # imports and mines the 231 sessions, then an eval run
+@pytest.mark.timeout(1800)  # imports and mines the 231 sessions, then an eval run (its worker loads two models)
 def test_reviewer_reads_a_family_candidate_and_the_approver_approves_it_after_its_eval(
     live_server, page, screenshot, swebench_dir, eval_worker
 ):  # noqa: F811
@@ -86,7 +86,8 @@ def test_reviewer_reads_a_family_candidate_and_the_approver_approves_it_after_it
 
     # an eval run on the candidate's content (a real worker on PostgreSQL)
     page.click("#start-eval")
-    page.wait_for_selector("#eval .verdict", timeout=180_000)
+    # the worker loads the default backend's two models first (as in test_review_flow)
+    page.wait_for_selector("#eval .verdict", timeout=600_000)
     assert "PASS" in page.locator("#eval .verdict").inner_text()
     eval_run = EvalRun.objects.filter(version=version).latest("created_at")
     assert (eval_run.state, eval_run.verdict) == (EvalRun.State.DONE, EvalRun.Verdict.PASS)
