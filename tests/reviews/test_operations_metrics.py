@@ -264,6 +264,19 @@ def test_metrics_pages_show_figures_and_the_model_marker(
     assert "eval 90.0 %" in html
 
 
+def test_the_session_count_says_it_counts_sessions_with_an_intent(client, admin_user, agent, intent):
+    # given: the demo's case, sessions without an intent beside those with one
+    for _ in range(3):
+        session(agent, intent)
+    session(agent, None)
+    rollup.metrics_refresh(agent=agent)
+    client.force_login(admin_user)
+    # when
+    html = client.get(reverse("reviews:ops_metrics", args=[agent.name])).content.decode()
+    # then: 3 is not the sessions list's 4 unless the page says what it counts
+    assert "From 3 reported sessions with an intent in this window" in " ".join(html.split())
+
+
 def test_metrics_pages_are_hidden_from_outsiders(client, outsider, agent, v1):
     client.force_login(outsider)
     assert client.get(reverse("reviews:ops_metrics", args=[agent.name])).status_code == 404
