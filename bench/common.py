@@ -181,6 +181,21 @@ def gunicorn(env: dict[str, str], *, port: int, workers: int = 2, timeout: int =
         yield process
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) of process `pid` and of its live children (gunicorn's workers), from
+    /proc: what a server spent, to set against the requests it answered."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(stat.parent.name) == pid or int(fields[1]) == pid:  # fields[1]: the parent's pid
+            total += (int(fields[11]) + int(fields[12])) / tick  # utime, stime
+    return total
+
+
 def machine() -> str:
     cpus = os.cpu_count()
     load = os.getloadavg()

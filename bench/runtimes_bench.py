@@ -14,9 +14,14 @@ sync client in the same run.
    asyncio agent that share a sync client wait for each other (one blocking call at a time), which
    is what the sync figure measures. Rounds alternate between the two.
 
+   Every throughput round also counts the CPU time spent on it, by the gunicorn workers and by this
+   process (the clients), per select: 2 CPUs doing nothing else answer at most 2 / (CPU per
+   select) selects a second, which bounds what any client's concurrency can gain over the one
+   request at a time of the sync client on this machine.
+
 Needs PostgreSQL (BENCH_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/procmem_h26a_bench;
-dropped and recreated). gunicorn: 2 workers x 4 threads on 127.0.0.1, rate limits off. Queries are
-tau2-bench task texts. Appends a section to bench/RESULTS.md.
+dropped and recreated). gunicorn: --workers 2 x --threads 4 on 127.0.0.1, rate limits off. Queries
+are tau2-bench task texts. Appends a section to bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -107,6 +112,27 @@ async def latency_round(base: str, token: str, texts: list[str], env: dict[str, 
     return times
 
 
+class CpuMeter:
+    """Wall time, and CPU time of the server (gunicorn and its workers) and of this process (the
+    clients), over one throughput round."""
+
+    def __init__(self, server_pid: int) -> None:
+        self.server_pid = server_pid
+        self.rounds: list[dict[str, float]] = []
+
+    def measure(self, run) -> float:
+        server, client, started = common.cpu_seconds(self.server_pid), time.process_time(), time.perf_counter()
+        rate = run()
+        self.rounds.append(
+            {
+                "wall": time.perf_counter() - started,
+                "server": common.cpu_seconds(self.server_pid) - server,
+                "client": time.process_time() - client,
+            }
+        )
+        return rate
+
+
 def sync_throughput(base: str, token: str, texts: list[str], tasks: int) -> float:
     from procmem_client import ProcmemClient
 
@@ -177,6 +203,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--tasks", type=int, default=200, help="selects per throughput round")
     parser.add_argument("--concurrency", type=int, default=50)
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers")
+    parser.add_argument("--threads", type=int, default=4, help="gunicorn threads per worker")
     args = parser.parse_args()
     database_url = os.environ.get("BENCH_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/procmem_h26a_bench")
     role = "procmem_h26a_bench_reader"
@@ -192,12 +220,15 @@ def main() -> None:
     async_rates: list[float] = []
     raw_rates: list[float] = []
     try:
-        with common.gunicorn(env, port=PORT, workers=2, threads=4):
+        with common.gunicorn(env, port=PORT, workers=args.workers, threads=args.threads) as server:
+            sync_cpu, async_cpu = CpuMeter(server.pid), CpuMeter(server.pid)
             for number in range(args.rounds):
                 for name, values in asyncio.run(latency_round(base, token, texts, env)).items():
                     latencies.setdefault(name, []).extend(values)
-                sync_rates.append(sync_throughput(base, token, texts, args.tasks))
-                async_rates.append(async_throughput(base, token, texts, args.tasks, args.concurrency))
+                sync_rates.append(sync_cpu.measure(lambda: sync_throughput(base, token, texts, args.tasks)))
+                async_rates.append(
+                    async_cpu.measure(lambda: async_throughput(base, token, texts, args.tasks, args.concurrency))
+                )
                 raw_rates.append(raw_throughput(base, token, texts, args.tasks, args.concurrency))
                 print(
                     f"round {number + 1}: sync {sync_rates[-1]:.1f}/s, async {async_rates[-1]:.1f}/s, raw {raw_rates[-1]:.1f}/s",
@@ -216,14 +247,25 @@ def main() -> None:
         statistics.median(async_rates),
         statistics.median(raw_rates),
     )
+    cpus = os.cpu_count() or 1
+
+    def per_select(meter: CpuMeter, part: str) -> float:
+        return statistics.median(r[part] for r in meter.rounds) / args.tasks * 1000
+
+    cpu_sync = per_select(sync_cpu, "server") + per_select(sync_cpu, "client")
+    cpu_async = per_select(async_cpu, "server") + per_select(async_cpu, "client")
+    ceiling = cpus / cpu_async * 1000  # selects a second with every CPU on them and nothing else
+    busy = statistics.median(
+        (r["server"] + r["client"]) / r["wall"] for r in async_cpu.rounds
+    )  # CPUs the async rounds got
     section = f"""## Agent runtimes: MCP recall and the async client (issue 26)
 
 ```sh
-.venv/bin/python -m bench.runtimes_bench --procedures {args.procedures} --queries {args.queries} --rounds {args.rounds} --tasks {args.tasks} --concurrency {args.concurrency}
+.venv/bin/python -m bench.runtimes_bench --procedures {args.procedures} --queries {args.queries} --rounds {args.rounds} --tasks {args.tasks} --concurrency {args.concurrency} --workers {args.workers} --threads {args.threads}
 ```
 
 Run {{stamp}}; {started_on}; load average {os.getloadavg()[0]:.1f} at the end. {args.procedures} ACTIVE
-procedures, gunicorn 2 workers x 4 threads, {args.queries} tau2-bench task texts x {args.rounds} rounds, each
+procedures, gunicorn {args.workers} workers x {args.threads} threads, {args.queries} tau2-bench task texts x {args.rounds} rounds, each
 query to every path in turn.
 
 | path (recall_procedures / select) | p50 (ms) | p90 (ms) | p50 / select endpoint |
@@ -236,6 +278,13 @@ AsyncProcmemClient with {args.concurrency} concurrent tasks {async_rate:.1f}/s (
 **{async_rate / sync_rate:.2f}x**. The server's ceiling, plain httpx with the same concurrency and no
 client logic: {raw_rate:.1f}/s (rounds: {", ".join(f"{r:.1f}" for r in raw_rates)}); the async client reaches
 {async_rate / raw_rate:.0%} of it.
+
+CPU per select (median round; gunicorn's workers + this process's clients): sync
+{per_select(sync_cpu, "server"):.1f} + {per_select(sync_cpu, "client"):.1f} ms, async
+{per_select(async_cpu, "server"):.1f} + {per_select(async_cpu, "client"):.1f} ms. The sync client waits
+{1000 / sync_rate:.1f} ms a select for {cpu_sync:.1f} ms of CPU; {cpus} CPUs doing nothing else would answer at most
+{ceiling:.1f} selects/s, **{ceiling / sync_rate:.2f}x** the sync client: the most any concurrency can gain here. The
+async rounds had {busy:.2f} CPUs busy on them.
 """
     print(section)
     common.append_results(section)

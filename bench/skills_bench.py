@@ -15,9 +15,12 @@ the database is dropped and recreated). gunicorn with 2 workers reads through th
    HTTP, every skill rendered and checked against its digest, written beside its place and renamed,
    the lock file), against writing the very same files plainly (mkdir, write, chmod, the lock JSON)
    from memory; and sync's work once the two answers are in memory, without the HTTP. Alternating
-   rounds, median. `--sync-only` measures the second comparison alone, in this process, on the
-   records of clients/golden/skills/cases.json repeated under `--count` ids (no database, no
-   server: for a machine too loaded to start one). Appends a section to bench/RESULTS.md.
+   rounds, median; with each its CPU time (user + system, this process: on a machine whose CPUs
+   are shared by many jobs the wall time is mostly waiting for one) and the median of the per-round
+   ratios (each round against the same round's plain writes). `--sync-only` measures the second
+   comparison alone, in this process, on the records of clients/golden/skills/cases.json repeated
+   under `--count` ids (no database, no server: for a machine too loaded to start one). Appends a
+   section to bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -64,6 +67,37 @@ def get(path: str, headers: dict[str, str]) -> tuple[bytes, str]:
     return body, response.getheader("ETag") or ""
 
 
+def timed(run, target: Path) -> tuple[float, float]:
+    """Seconds of wall time and of this process's CPU time (user + system: the file system calls
+    too) that `run(target)` took. On a machine whose CPUs are shared by many jobs the wall time is
+    mostly waiting for a CPU; the CPU time is the work."""
+    cpu, started = os.times(), time.perf_counter()
+    run(target)
+    wall, after = time.perf_counter() - started, os.times()
+    return wall, (after.user - cpu.user) + (after.system - cpu.system)
+
+
+def sync_rows(walls: dict[str, list[float]], cpus: dict[str, list[float]]) -> list[str]:
+    """The sync table: per run the median wall time, its rounds, the ratio of the medians, the
+    median of the per-round ratios (each round's run against the same round's plain writes), and
+    the ratio of the median CPU times."""
+    plain = statistics.median(walls["plain writes"])
+    plain_cpu = statistics.median(cpus["plain writes"])
+    rows = [
+        "| run | ms (median) | per round | vs plain writes | per-round ratios (median, range) | CPU ms (median) | CPU vs plain |",
+        "| --- | ---: | --- | ---: | --- | ---: | ---: |",
+    ]
+    for name, runs in walls.items():
+        paired = [run / base for run, base in zip(runs, walls["plain writes"])]
+        rows.append(
+            f"| {name} | {statistics.median(runs) * 1000:.0f} | {', '.join(f'{r * 1000:.0f}' for r in runs)} | "
+            f"{statistics.median(runs) / plain:.2f}× | {statistics.median(paired):.2f}× "
+            f"({min(paired):.2f}–{max(paired):.2f}) | {statistics.median(cpus[name]) * 1000:.0f} | "
+            f"{statistics.median(cpus[name]) / plain_cpu:.2f}× |"
+        )
+    return rows
+
+
 def plain_write(directory: Path, files: dict[str, dict[str, bytes]], lock: bytes) -> None:
     directory.mkdir(parents=True)
     for name, folder in files.items():
@@ -107,6 +141,7 @@ def sync_only(count: int, rounds: int) -> None:
             )
         )
     times: dict[str, list[float]] = {}
+    cpu_times: dict[str, list[float]] = {}
     scratch = Path(tempfile.mkdtemp(prefix="skills-bench-"))
     try:
 
@@ -124,9 +159,9 @@ def sync_only(count: int, rounds: int) -> None:
         for round_number in range(rounds):
             for name, run in (("plain writes", lambda d: plain_write(d, files, lock)), ("skills sync", synced)):
                 target = scratch / f"{round_number}-{name[:5]}"
-                started = time.perf_counter()
-                run(target)
-                times.setdefault(name, []).append(time.perf_counter() - started)
+                wall, cpu = timed(run, target)
+                times.setdefault(name, []).append(wall)
+                cpu_times.setdefault(name, []).append(cpu)
                 assert read_tree(target) == files, name
                 print(f"round {round_number + 1}: {name}: {times[name][-1] * 1000:.0f} ms", flush=True)
                 shutil.rmtree(target)
@@ -141,17 +176,16 @@ def sync_only(count: int, rounds: int) -> None:
         f"{count} skills (the golden records under {count} ids; {sum(len(f) for f in files.values())} files and "
         f"the lock), sync's whole work once the index and the active set are in memory (render, digest check, "
         f"write beside and rename, lock) into an empty folder, against writing the same files and lock plainly; "
-        f"{rounds} alternating rounds, median. {started_on}.",
+        f"{rounds} alternating rounds, median. {started_on}; {os.getloadavg()[0]:.1f} at the end.",
         "",
-        "| run | ms (median) | per round | vs plain writes |",
-        "| --- | ---: | --- | ---: |",
+        *sync_rows(times, cpu_times),
     ]
-    for name, runs in times.items():
-        lines.append(
-            f"| {name} | {median[name] * 1000:.0f} | {', '.join(f'{r * 1000:.0f}' for r in runs)} | "
-            f"{median[name] / median['plain writes']:.2f}× |"
-        )
-    lines += ["", f"Target: at most 2× plain writes: **{median['skills sync'] / median['plain writes']:.2f}×**."]
+    cpu_ratio = statistics.median(cpu_times["skills sync"]) / statistics.median(cpu_times["plain writes"])
+    lines += [
+        "",
+        f"Target: at most 2× plain writes: **{median['skills sync'] / median['plain writes']:.2f}×** (wall), "
+        f"**{cpu_ratio:.2f}×** (CPU time).",
+    ]
     section = "\n".join(lines)
     common.append_results(section)
     print(section)
@@ -180,6 +214,7 @@ def main() -> None:
 
     serving: dict[str, list[float]] = {}
     sync_times: dict[str, list[float]] = {}
+    sync_cpu: dict[str, list[float]] = {}
     try:
         with common.gunicorn(env, port=PORT, workers=2):
             for _ in range(6):  # each worker builds the set and its skills once
@@ -226,9 +261,9 @@ def main() -> None:
                     }
                     for name, run in runs.items():
                         target = scratch / f"{round_number}-{len(sync_times.get(name, []))}-{name[:5]}"
-                        started = time.perf_counter()
-                        run(target)
-                        sync_times.setdefault(name, []).append(time.perf_counter() - started)
+                        wall, cpu = timed(run, target)
+                        sync_times.setdefault(name, []).append(wall)
+                        sync_cpu.setdefault(name, []).append(cpu)
                         assert read_tree(target) == files, name
                         print(f"round {round_number + 1}: {name}: {sync_times[name][-1] * 1000:.0f} ms", flush=True)
                         shutil.rmtree(target)
@@ -264,16 +299,12 @@ def main() -> None:
     lines += [
         "",
         f"`procmem skills sync` of {args.count} skills into an empty folder against writing the same "
-        f"{sum(len(f) for f in files.values())} files and the lock plainly from memory:",
+        f"{sum(len(f) for f in files.values())} files and the lock plainly from memory (CPU: this "
+        f"process's, so the server's side of the two requests is not in it). Load average "
+        f"{os.getloadavg()[0]:.1f} at the end:",
         "",
-        "| run | ms (median) | per round | vs plain writes |",
-        "| --- | ---: | --- | ---: |",
+        *sync_rows(sync_times, sync_cpu),
     ]
-    for name, runs in sync_times.items():
-        lines.append(
-            f"| {name} | {sync_median[name] * 1000:.0f} | {', '.join(f'{r * 1000:.0f}' for r in runs)} | "
-            f"{sync_median[name] / plain:.2f}× |"
-        )
     lines += [
         "",
         "Targets: the index and a skill at most 1.2× the active set's time per request: "

@@ -7,9 +7,14 @@ own, so any gunicorn worker can take any request. The Django view authenticates 
 first (a read token: recall_procedures and the resources; an ingest token: report_session), then
 hands the request to the SDK on an event loop:
 
-- read tokens: the view reads the served set (and builds its index) before the loop starts, so the
-  tools only rank and render — CPU work, no database — and run on a loop in this very thread
-  (`asyncio.run`; Django's async-safety check would stop any query made there);
+- read tokens: the view reads the served set (and builds its index) before the loop runs, so the
+  tools only rank and render — CPU work, no database — and run on an event loop of this very
+  thread (Django's async-safety check would stop any query made there). That loop, the MCP server
+  and the SDK's session manager are kept per thread and agent (`_kept`), as the SDK means a manager
+  to be run once and serve every request: a loop, a server and a manager started and stopped per
+  request cost more than the tool's own work besides the query's embedding (bench/RESULTS.md,
+  "Agent runtimes"). The request's backend reaches the kept server's tools through a context
+  variable;
 - ingest tokens: report_session writes, so the SDK runs inside `async_to_sync` and the write comes
   back to this request's thread through `sync_to_async` (thread-sensitive), on the request's
   connection as in every other view. (That bridge hands over between threads several times a
@@ -34,9 +39,12 @@ turns any other error body into "Server returned an error response"); a 401 keep
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import json
 import logging
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import anyio
@@ -134,6 +142,9 @@ def _asgi_scope(request: HttpRequest) -> dict[str, Any]:
     }
 
 
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]  # status, headers, body
+
+
 async def _here(function: Any, *args: Any) -> Any:
     return function(*args)
 
@@ -142,12 +153,8 @@ async def _in_request_thread(function: Any, *args: Any) -> Any:
     return await sync_to_async(function, thread_sensitive=True)(*args)
 
 
-async def _serve(
-    backend: ServedBackend, scope: dict[str, Any], body: bytes, run_sync: Any = _here
-) -> tuple[int, list[tuple[bytes, bytes]], bytes]:
-    """One HTTP exchange with the SDK's stateless streamable HTTP transport."""
-    server = build_server(backend, run_sync=run_sync)
-    manager = StreamableHTTPSessionManager(app=server, stateless=True, json_response=True, security_settings=_SECURITY)
+async def _exchange(manager: StreamableHTTPSessionManager, scope: dict[str, Any], body: bytes) -> Answer:
+    """One HTTP exchange with the SDK's stateless streamable HTTP transport (`manager` is running)."""
     answered = anyio.Event()
     sent_body = False
     status, headers, chunks = 500, [], []
@@ -169,9 +176,86 @@ async def _serve(
             if not message.get("more_body"):
                 answered.set()
 
-    async with manager.run():
-        await manager.handle_request(scope, receive, send)
+    await manager.handle_request(scope, receive, send)
     return status, headers, b"".join(chunks)
+
+
+def _manager(server: Any) -> StreamableHTTPSessionManager:
+    return StreamableHTTPSessionManager(app=server, stateless=True, json_response=True, security_settings=_SECURITY)
+
+
+async def _serve(backend: ServedBackend, scope: dict[str, Any], body: bytes, run_sync: Any = _here) -> Answer:
+    """One exchange with a server and manager of its own (the ingest path, in `async_to_sync`)."""
+    manager = _manager(build_server(backend, run_sync=run_sync))
+    async with manager.run():
+        return await _exchange(manager, scope, body)
+
+
+# ------------------------------------------------------------------------------- the kept read path
+
+_request_backend: contextvars.ContextVar[ServedBackend] = contextvars.ContextVar("procmem_mcp_backend")
+KEPT_AGENTS = 64  # servers kept per thread: the agents a deployment serves, the oldest let go past it
+
+
+class _RequestBackend:
+    """The backend of the request being served (`_request_backend`), under the kept server's agent:
+    the tools read it per call, so one server serves every request for the agent in this thread."""
+
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(_request_backend.get(), name)
+
+
+class _Kept:
+    """A running manager over a kept server: its task holds `manager.run()` open until `stop`."""
+
+    def __init__(self, agent: str) -> None:
+        self.manager = _manager(build_server(_RequestBackend(agent), run_sync=_here))
+        self.stop = asyncio.Event()
+        self.task: asyncio.Task | None = None  # a strong reference: the loop keeps only weak ones
+
+    async def start(self) -> None:
+        running = asyncio.Event()
+
+        async def hold() -> None:
+            async with self.manager.run():
+                running.set()
+                await self.stop.wait()
+
+        self.task = asyncio.get_running_loop().create_task(hold())
+        await running.wait()
+
+
+class _ThreadServers(threading.local):
+    """This thread's event loop and the servers kept on it, by agent (most recently used last).
+    A thread serves one request at a time, so its loop runs only while one of its requests does."""
+
+    def __init__(self) -> None:
+        self.runner = asyncio.Runner()
+        self.kept: OrderedDict[str, _Kept] = OrderedDict()
+
+    def serve(self, backend: ServedBackend, scope: dict[str, Any], body: bytes) -> Answer:
+        kept = self.kept.get(backend.agent)
+        if kept is None or kept.task is None or kept.task.done():  # new, or its manager stopped
+            kept = self.kept[backend.agent] = _Kept(backend.agent)
+            self.runner.run(kept.start())
+            while len(self.kept) > KEPT_AGENTS:
+                self.kept.popitem(last=False)[1].stop.set()  # ends on this loop's next run
+        self.kept.move_to_end(backend.agent)
+        return self.runner.run(self._exchange(kept, backend, scope, body))
+
+    @staticmethod
+    async def _exchange(kept: _Kept, backend: ServedBackend, scope: dict[str, Any], body: bytes) -> Answer:
+        token = _request_backend.set(backend)  # copied into the tasks the manager starts for this request
+        try:
+            return await _exchange(kept.manager, scope, body)
+        finally:
+            _request_backend.reset(token)
+
+
+_thread_servers = _ThreadServers()
 
 
 # JSON-RPC error codes of the refusals (implementation-defined server errors, -32000 to -32099);
@@ -259,7 +343,13 @@ def _jsonrpc_refusals(view):
 
 @csrf_exempt  # bearer-token endpoint: no cookies, so no CSRF
 @_jsonrpc_refusals
-@token_required((ApiToken.Scope.READ, ApiToken.Scope.INGEST))
+# a read token is reused for the active set's recheck interval, as the select endpoint does (one
+# query less per recall); an ingest token is read every time, as the ingest API reads it
+@token_required(
+    (ApiToken.Scope.READ, ApiToken.Scope.INGEST),
+    cache_seconds=serving.recheck_seconds,
+    cache_scopes=(ApiToken.Scope.READ,),
+)
 def mcp(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpResponse:
     # every JSON-RPC request counts against the rate limit of what the token may do here
     refused = rate_limited(
@@ -273,7 +363,7 @@ def mcp(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRespon
     if backend.can_report:
         status, headers, body = async_to_sync(_serve)(backend, _asgi_scope(request), request.body, _in_request_thread)
     else:
-        status, headers, body = asyncio.run(_serve(backend, _asgi_scope(request), request.body))
+        status, headers, body = _thread_servers.serve(backend, _asgi_scope(request), request.body)
     response = HttpResponse(body, status=status)
     for name, value in headers:
         if name.lower() != b"content-length":

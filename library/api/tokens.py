@@ -123,11 +123,14 @@ _recent: dict[str, tuple[ApiToken, float]] = {}  # token hash → (token, time.m
 _recent_lock = threading.Lock()
 
 
-def authenticate(raw: str, *, cache_seconds: float = 0.0) -> ApiToken | None:
+def authenticate(
+    raw: str, *, cache_seconds: float = 0.0, cache_scopes: tuple[str, ...] | None = None
+) -> ApiToken | None:
     """The live (not revoked, not expired) token for `raw`, or None. With `cache_seconds`, a token
     read that recently is reused without a query (a revocation in another process takes effect
     within that bound; in this process at once, see `_forget_tokens`; expiry at once everywhere).
-    Unknown tokens are never cached.
+    Unknown tokens are never cached; with `cache_scopes`, only tokens of those scopes are (an
+    endpoint that also takes ingest tokens keeps reading those every time, as the ingest API does).
 
     The lookup reads through the default connection, also for the read endpoints: the read-only
     role of the agent API is granted no access to token hashes (manage.py create_readonly_role),
@@ -139,7 +142,11 @@ def authenticate(raw: str, *, cache_seconds: float = 0.0) -> ApiToken | None:
     if cache_seconds > 0:
         with _recent_lock:
             hit = _recent.get(token_hash)
-        if hit is not None and time.monotonic() - hit[1] < cache_seconds:
+        if (
+            hit is not None
+            and time.monotonic() - hit[1] < cache_seconds
+            and (cache_scopes is None or hit[0].scope in cache_scopes)
+        ):
             return hit[0] if token_is_live(hit[0], now=now) else None
     read_at = time.monotonic()
     token = (
@@ -151,7 +158,7 @@ def authenticate(raw: str, *, cache_seconds: float = 0.0) -> ApiToken | None:
     )
     if cache_seconds > 0:
         with _recent_lock:
-            if token is None:
+            if token is None or (cache_scopes is not None and token.scope not in cache_scopes):
                 _recent.pop(token_hash, None)
             else:
                 if len(_recent) > 10_000:
@@ -167,13 +174,18 @@ def _forget_tokens(sender, instance: ApiToken, **kwargs) -> None:
 
 
 def token_required(
-    scope: str | tuple[str, ...], *, cache_seconds: Callable[[], float] | None = None, limit: str | None = None
+    scope: str | tuple[str, ...],
+    *,
+    cache_seconds: Callable[[], float] | None = None,
+    cache_scopes: tuple[str, ...] | None = None,
+    limit: str | None = None,
 ) -> Callable:
     """Authenticates `Authorization: Bearer <token>` for `scope` (or any of several) and the agent named in the URL
         (`agent` keyword argument, when the URL has one). 401 without a valid token, 403 for a token of
         the wrong scope or of another agent; 429 for a client address over its failed authentications
     (PROCMEM_RATE_LIMIT_AUTH_FAILURES). `cache_seconds` (a callable, read per request) lets the
-        read endpoints reuse a recently read token (see `authenticate`). `limit` names the endpoint's
+        read endpoints reuse a recently read token (see `authenticate`; `cache_scopes`: only tokens of
+        these scopes). `limit` names the endpoint's
         class in the agent's rate limits (library/api/limits.py): over it, 429 with Retry-After."""
 
     scopes = (scope,) if isinstance(scope, str) else scope
@@ -188,7 +200,9 @@ def token_required(
             kind, _, raw = header.partition(" ")
             if kind.lower() != "bearer" or not raw.strip():
                 return _unauthorized(request, "Send Authorization: Bearer <token>.", 'Bearer realm="procmem"')
-            token = authenticate(raw.strip(), cache_seconds=cache_seconds() if cache_seconds else 0.0)
+            token = authenticate(
+                raw.strip(), cache_seconds=cache_seconds() if cache_seconds else 0.0, cache_scopes=cache_scopes
+            )
             if token is None:
                 return _unauthorized(
                     request,

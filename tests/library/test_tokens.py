@@ -91,3 +91,26 @@ def test_the_tokens_command_creates_lists_and_revokes(agent, capsys):
         call_command("tokens", "revoke", "pm_nothing")
     with pytest.raises(CommandError, match="No agent"):
         call_command("tokens", "create", "nobody", "--scope", "read")
+
+
+def test_a_recently_read_token_is_reused_only_for_the_scopes_named(agent, admin_user, django_assert_num_queries):
+    from library.api import tokens
+
+    read = token_create(agent=agent, scope=ApiToken.Scope.READ, name="read")[1]
+    ingest = token_create(agent=agent, scope=ApiToken.Scope.INGEST, name="ingest")[1]
+    reads_only = {"cache_seconds": 60, "cache_scopes": (ApiToken.Scope.READ,)}
+    try:
+        # given: each read once by an endpoint that reuses read tokens only (the MCP endpoint)
+        assert authenticate(read, **reads_only).scope == ApiToken.Scope.READ
+        assert authenticate(ingest, **reads_only).scope == ApiToken.Scope.INGEST
+        # then: the read token is reused, the ingest token read again
+        with django_assert_num_queries(0):
+            assert authenticate(read, **reads_only).scope == ApiToken.Scope.READ
+        with django_assert_num_queries(1):
+            assert authenticate(ingest, **reads_only).scope == ApiToken.Scope.INGEST
+        # also when an endpoint that reuses every scope has just read it
+        authenticate(ingest, cache_seconds=60)
+        with django_assert_num_queries(1):
+            assert authenticate(ingest, **reads_only).scope == ApiToken.Scope.INGEST
+    finally:
+        tokens._recent.clear()

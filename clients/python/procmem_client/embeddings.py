@@ -16,6 +16,14 @@ vector so that vectors of one model are never compared with another's (docs/sele
 EMBEDDING_MODEL_PATH (older setting) is `sentence-transformers:PATH`. Nothing here is imported before
 a text has to be embedded, and weights are never downloaded (HF_HUB_OFFLINE=1).
 
+EMBEDDING_THREADS (default 1) is the threads one embedding call may use: the engine's own setting
+for e5-small and use-multilingual, and torch's intra-op threads of the process for a
+sentence-transformers model (set when the model loads; torch has no per-call setting). More than one
+pays only on an idle machine serving one request at a time: torch's threads meet at every layer,
+so on cores that also run other requests or processes each waits for a descheduled sibling — on the
+shared 2-core machine at load 16, one task's MiniLM embedding took 1.5 s and 490 ms of CPU with
+torch's default of 2 threads, 59 ms and 19 ms with one (bench/RESULTS.md, "Agent runtimes").
+
 Every backend embeds queries and procedure texts alike (one `embed`), so a vector means the same
 whichever side it came from. `calibrate` maps a backend's cosine onto the 0..1 scale the floors of
 SelectionConfig were set on (MiniLM's): e5 puts unrelated sentences at cosine 0.7–0.8, so its
@@ -127,6 +135,9 @@ class SentenceTransformerBackend(_Stretched):
                         "sentence-transformers model"
                     )
                 self._model = SentenceTransformer(self.source, device="cpu")
+                import torch
+
+                torch.set_num_threads(_threads())  # EMBEDDING_THREADS: see the module's docstring
             return self._model
 
     def dimension(self) -> int:
