@@ -99,6 +99,8 @@ def test_the_eval_panel_loads_the_trigger_measure(reviewer_client, candidate, ag
     page = reviewer_client.get(reverse("reviews:version", args=[candidate.pk])).content.decode()
     url = reverse("reviews:version_trigger", args=[candidate.pk])
     assert f'hx-get="{url}"' in page and f'href="{url}"' in page
+    # the measure can take a while (it ranks every task of the intent): the panel says it is coming
+    assert 'id="trigger-measuring"' in page
     fragment = reviewer_client.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in fragment and 'id="trigger-figures"' in fragment
     assert "of 1</strong> tasks of its intent refund_over_limit" in fragment
