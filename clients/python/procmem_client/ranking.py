@@ -22,8 +22,12 @@ Method (docs/selection.md):
      as its role placeholder, against the same terms of the task and its tool calls;
    - step: the best single-step similarity, cosine between the task and each of the record's steps
      (each distinct step embedded once), computed for the `step_shortlist` best candidates by the
-     other three signals (all of them in a set no larger than that).
-3. Order: the weighted sum of the four normalised scores (weights in `SelectionConfig`, chosen on
+     other three signals (all of them in a set no larger than that);
+   - body: the mean of the task's cosines with the record's appliesWhen and each of its steps (the
+     whole procedure, from the vectors the two signals above use: nothing more is embedded or
+     stored), computed with the step signal. It orders only; a task in another language than the
+     library's gets no lexical help, and the body is what lifts it (docs/selection.md).
+3. Order: the weighted sum of the five normalised scores (weights in `SelectionConfig`, chosen on
    the tau2-bench labelled set); ties by semantic score, then id, then version — deterministic.
    Near-ties go to priority: walking down that order, each candidate opens a group with the ones
    whose total is within `priority_epsilon` (default `PRIORITY_EPSILON`) of its own; inside a group
@@ -85,13 +89,14 @@ from .terms import compounds, identifiers, is_identifier, record_identifiers, st
 @dataclass
 class Signals:
     """Every candidate's raw scores for one task (arrays aligned with `candidates`, positions in
-    the index's records). `step` is NaN where the step signal was not computed."""
+    the index's records). `step` and `body` are NaN where the step signal was not computed."""
 
     candidates: np.ndarray
     semantic: np.ndarray
     lexical: np.ndarray
     exact: np.ndarray
     step: np.ndarray
+    body: np.ndarray
 
 
 class Index:
@@ -223,13 +228,22 @@ class Index:
 
     def step_scores(self, positions: np.ndarray, vector: np.ndarray) -> np.ndarray:
         """The best single-step cosine for the records at `positions` (0 for a record without steps)."""
+        return self.step_and_body_scores(positions, vector, None)[0]
+
+    def step_and_body_scores(
+        self, positions: np.ndarray, vector: np.ndarray, semantic: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """For the records at `positions`: the best single-step cosine (0 without steps), and the
+        body score, the mean of `semantic` (their appliesWhen's calibrated cosines) and their steps'
+        calibrated cosines (`semantic` alone without steps; zeros when `semantic` is None)."""
+        body = np.zeros(positions.size, dtype=np.float64) if semantic is None else semantic.astype(np.float64)
         if positions.size == 0 or self.step_matrix.size == 0:
-            return np.zeros(positions.size, dtype=np.float32)
+            return np.zeros(positions.size, dtype=np.float32), body
         starts, ends = self.step_ptr[positions], self.step_ptr[positions + 1]
         lengths = ends - starts
         total = int(lengths.sum())
         if total == 0:
-            return np.zeros(positions.size, dtype=np.float32)
+            return np.zeros(positions.size, dtype=np.float32), body
         # the flat list of step rows of these records, in record order
         offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
         rows = self.step_rows[np.arange(total) + offsets]
@@ -241,7 +255,10 @@ class Index:
         has = lengths > 0
         segment_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[has]
         best[has] = np.maximum.reduceat(similarities, segment_starts)
-        return self._cache.calibrate(best)
+        if semantic is not None:  # calibration is affine: the mean of calibrated cosines
+            sums = np.add.reduceat(np.asarray(self._cache.calibrate(similarities), dtype=np.float64), segment_starts)
+            body[has] = (body[has] + sums) / (lengths[has] + 1)
+        return self._cache.calibrate(best), body
 
     # -- ranking
 
@@ -256,27 +273,29 @@ class Index:
             candidates = np.arange(len(self), dtype=np.int64)
         if candidates.size == 0:
             empty = np.zeros(0, dtype=np.float64)
-            return Signals(candidates, empty, empty, empty, empty)
+            return Signals(candidates, empty, empty, empty, empty, empty)
         vector = query_vector if query_vector is not None else self._cache.embed_query(task)
         semantic = self.semantic_scores(task, vector)[candidates]
         lexical = self.lexical_scores(task)[candidates]
         exact = self.exact_scores(task)[candidates]
         step = np.full(candidates.size, np.nan, dtype=np.float64)
+        body = np.full(candidates.size, np.nan, dtype=np.float64)
         if self.config.use_steps and self.step_matrix.size:
             limit = self.config.step_shortlist
             if candidates.size <= limit:
                 chosen = np.arange(candidates.size)
             else:
+                nothing = np.zeros(candidates.size)
                 partial = self._weighted(
-                    semantic, lexical, exact, np.zeros(candidates.size), {**self.config.weights(), "step": 0.0}
+                    semantic, lexical, exact, nothing, nothing, {**self.config.weights(), "step": 0.0, "body": 0.0}
                 )
                 chosen = np.argpartition(-partial, limit - 1)[:limit]
-            step[chosen] = self.step_scores(candidates[chosen], vector)
-        return Signals(candidates, semantic, lexical, exact, step)
+            step[chosen], body[chosen] = self.step_and_body_scores(candidates[chosen], vector, semantic[chosen])
+        return Signals(candidates, semantic, lexical, exact, step, body)
 
     @staticmethod
     def normalise(
-        semantic: np.ndarray, lexical: np.ndarray, exact: np.ndarray, step: np.ndarray
+        semantic: np.ndarray, lexical: np.ndarray, exact: np.ndarray, step: np.ndarray, body: np.ndarray
     ) -> dict[str, np.ndarray]:
         """Fixed scales (the same for every task, so a score means the same thing across tasks):
         cosines clipped to 0..1, lexical coverage as it is (0..1), n identifier matches n/(n+1)."""
@@ -286,10 +305,11 @@ class Index:
             "lexical": lexical,
             "exact": exact / (exact + 1.0),
             "step": np.clip(np.nan_to_num(step, nan=0.0), 0.0, 1.0),
+            "body": np.clip(np.nan_to_num(body, nan=0.0), 0.0, 1.0),
         }
 
-    def _weighted(self, semantic, lexical, exact, step, weights: Mapping[str, float]) -> np.ndarray:
-        normalised = self.normalise(semantic, lexical, exact, step)
+    def _weighted(self, semantic, lexical, exact, step, body, weights: Mapping[str, float]) -> np.ndarray:
+        normalised = self.normalise(semantic, lexical, exact, step, body)
         total = np.zeros(semantic.size, dtype=np.float64)
         for name, weight in weights.items():
             if weight:
@@ -311,7 +331,7 @@ class Index:
     def totals(self, signals: Signals, config: SelectionConfig | None = None) -> np.ndarray:
         """The ranking score of every candidate: the weighted sum of the normalised signals."""
         weights = (config or self.config).weights()
-        return self._weighted(signals.semantic, signals.lexical, signals.exact, signals.step, weights)
+        return self._weighted(signals.semantic, signals.lexical, signals.exact, signals.step, signals.body, weights)
 
     def order(
         self, signals: Signals, totals: np.ndarray, positions: np.ndarray | None = None, m: int | None = None
@@ -520,7 +540,7 @@ class Index:
             for p in pulled
         }
         injected = set(chosen)
-        normalised = self.normalise(signals.semantic, signals.lexical, signals.exact, signals.step)
+        normalised = self.normalise(signals.semantic, signals.lexical, signals.exact, signals.step, signals.body)
         ranks = self._ranks(signals)
         matched_by_position: dict[int, list[str]] = defaultdict(list)
         for token in sorted(self.task_terms(task)):
@@ -530,6 +550,7 @@ class Index:
         for position, j in enumerate(self.order(signals, totals), start=1):
             record = self.records[signals.candidates[j]]
             step = float(signals.step[j])
+            body = float(signals.body[j])
             explained.append(
                 {
                     "position": position,
@@ -542,6 +563,7 @@ class Index:
                         "lexical": round(float(signals.lexical[j]), 4),
                         "exact": int(signals.exact[j]),
                         "step": None if math.isnan(step) else round(step, 4),  # type: ignore[dict-item]
+                        "body": None if math.isnan(body) else round(body, 4),  # type: ignore[typeddict-unknown-key]
                     },
                     "normalised": {name: round(float(values[j]), 4) for name, values in normalised.items()},
                     "ranks": {name: ranks[name][j] for name in RETRIEVERS},

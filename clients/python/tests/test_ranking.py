@@ -185,6 +185,7 @@ def test_the_order_is_the_weighted_sum_of_normalised_scores(indexes):
         + config.lexical_weight * top["normalised"]["lexical"]
         + config.exact_weight * top["normalised"]["exact"]
         + config.step_weight * top["normalised"]["step"]
+        + config.body_weight * top["normalised"]["body"]
     )
     assert top["total"] == pytest.approx(expected, abs=1e-3)
     assert top["normalised"]["exact"] == pytest.approx(0.5)  # one identifier: 1 / (1 + 1)
@@ -316,6 +317,28 @@ def test_step_signal_reads_the_steps_once_per_distinct_text():
     assert ranking[1]["scores"]["step"] == pytest.approx(0.0)
     without = Ranker(cache=EmbeddingCache(_axis_embedder), config=SelectionConfig(use_steps=False)).index(index.records)
     assert without.rank(task="an alpha task")[0]["scores"]["step"] is None
+
+
+def test_body_signal_is_the_mean_cosine_over_applies_when_and_steps_and_off_by_default():
+    records = [
+        {"id": "a.one", "version": 1, "appliesWhen": "beta", "steps": ["s1", "s2"], "requiredTools": []},
+        {"id": "a.two", "version": 1, "appliesWhen": "alpha", "steps": [], "requiredTools": []},
+    ]
+    assert SelectionConfig().body_weight == 0.0  # measured: it did not carry over to held-out tasks
+    ranker = Ranker(cache=EmbeddingCache(_axis_embedder), config=SelectionConfig(body_weight=1.0))
+    ranking = {c["id"]: c for c in ranker.index(records).rank(task="an alpha task")}
+    # a.one: cosines 0 (beta), 0.8 (s1), 0 (s2) → 0.8 / 3; a.two without steps: its appliesWhen's 0.8
+    assert ranking["a.one"]["scores"]["body"] == pytest.approx(0.8 / 3, abs=1e-4)
+    assert ranking["a.two"]["scores"]["body"] == pytest.approx(0.8, abs=1e-4)
+    one = ranking["a.one"]
+    assert one["total"] == pytest.approx(
+        one["normalised"]["semantic"] + 0.5 * one["normalised"]["lexical"] + 0.1 * one["normalised"]["step"] + 0.8 / 3,
+        abs=1e-3,
+    )
+    off = Ranker(cache=EmbeddingCache(_axis_embedder)).index(records).rank(task="an alpha task")
+    assert {c["id"]: c["total"] for c in off} == {
+        c["id"]: pytest.approx(c["total"] - c["normalised"]["body"], abs=1e-3) for c in ranking.values()
+    }
 
 
 def test_step_signal_on_a_shortlist_in_large_sets():

@@ -2,13 +2,14 @@
 set and the tau2 set (docs/selection.md, "Selection in the customer's language"):
 
     python tests/library/data/multilingual_selection/measure.py [--backends minilm,e5-small,use-multilingual]
-        [--set NAME=VALUE ...] [--body-weight W] [--cache DIR] [--json]
+        [--set NAME=VALUE ...] [--body-text-weight W] [--cache DIR] [--json]
 
 Every text (tasks, appliesWhen, steps, bodies) is embedded once per backend and kept in --cache
 (default /tmp/procmem-embedding-cache), so a second run only ranks. The ranking is the one ranker
-(procmem_client.ranking) with the query vector passed in; `--body-weight` adds the cosine between
-the task and the procedure's whole body (appliesWhen and steps as one text) as a fifth signal, to
-measure whether ranking on the body helps.
+(procmem_client.ranking) with the query vector passed in; `--body-text-weight` adds the cosine between
+the task and the procedure's whole body embedded as one text (appliesWhen and steps) as a sixth
+signal; the ranker's own body signal (the mean of the appliesWhen's and the steps' cosines) is
+`--set body_weight=W` (0 turns it off).
 
 Reports, per backend: per language and split (tuning / heldout) top-1 and MAP@10 of the
 multilingual set (airline, retail and demo tasks, each domain ranked over its own library); the
@@ -207,7 +208,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backends", default="minilm,e5-small,use-multilingual")
     parser.add_argument("--set", action="append", default=[], help="a SelectionConfig field, NAME=VALUE")
-    parser.add_argument("--body-weight", type=float, default=0.0)
+    parser.add_argument("--body-text-weight", type=float, default=0.0)
     parser.add_argument("--cache", type=Path, default=Path("/tmp/procmem-embedding-cache"))
     parser.add_argument("--offset", type=float, help="another calibration offset for the backends (default theirs)")
     parser.add_argument("--json", action="store_true")
@@ -220,11 +221,11 @@ def main() -> None:
         )
     config = replace(SelectionConfig(), **overrides)
     for name in args.backends.split(","):
-        report = measure(name, config, args.body_weight, args.cache, args.offset)
+        report = measure(name, config, args.body_text_weight, args.cache, args.offset)
         if args.json:
             print(json.dumps(report, ensure_ascii=False))
             continue
-        print(f"\n## {report['backend']} ({report['modelId']}), body weight {report['bodyWeight']}, {config}")
+        print(f"\n## {report['backend']} ({report['modelId']}), body-text weight {report['bodyWeight']}, {config}")
         print("| language | tuning P@1 | tuning MAP@10 | held-out P@1 | held-out MAP@10 | held-out P@1 / English |")
         print("| --- | ---: | ---: | ---: | ---: | ---: |")
         english = report["multilingual"]["en/heldout"]["P@1"]
