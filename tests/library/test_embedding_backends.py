@@ -172,3 +172,23 @@ def test_new_versions_after_the_switch_are_embedded_on_the_fly(client, agent, ca
         response = _select(client, agent, read_token)
         assert response.status_code == 200
         assert VersionEmbedding.objects.get(version=candidate).model_key == embeddings.model_key()
+
+
+def test_the_routed_default_matches_a_foreign_tasks_words_to_the_applies_when_words():
+    """The lexical retriever across languages (ranking.py): with the routed default, a German or
+    Japanese task's words meet the English appliesWhen's words through the multilingual model."""
+    backend = client_embeddings.backend("minilm+use-multilingual")
+    index = Ranker(cache=EmbeddingCache(backend=backend)).index(
+        [
+            {"id": "cancel", "version": 1, "appliesWhen": "The customer wants to cancel a reservation."},
+            {"id": "baggage", "version": 1, "appliesWhen": "The customer wants to add checked bags to a booking."},
+        ]
+    )
+    german = index.rank(task="Sie möchten Ihre Reservierung stornieren.")
+    assert german[0]["id"] == "cancel" and german[0]["scores"]["lexical"] > 0
+    # an English task keeps the word-for-word lexical score
+    english = index.rank(task="Cancel my reservation please")
+    assert english[0]["id"] == "cancel"
+    assert english[0]["scores"]["lexical"] == pytest.approx(
+        float(index.lexical_scores("Cancel my reservation please")[0]), abs=1e-4
+    )

@@ -28,6 +28,7 @@ class EmbeddingCache:
         self._embedder = embedder
         self._backend = backend
         self._vectors: dict[str, np.ndarray] = {}
+        self._words: dict[str, np.ndarray] = {}  # the backend's embed_words, apart from the texts
         self._lock = threading.Lock()
 
     @property
@@ -75,6 +76,27 @@ class EmbeddingCache:
             if not keys:
                 return np.zeros((0, 0), dtype=np.float32)
             return np.stack([self._vectors[k] for k in keys]).astype(np.float32, copy=False)
+
+    def word_matrix(self, words: Sequence[str]) -> np.ndarray | None:
+        """The backend's word vectors (`embed_words`, a routed backend's multilingual model) for
+        library words, each embedded once per process; None when the backend has none."""
+        backend = self.backend
+        embed_words = getattr(backend, "embed_words", None) if backend is not None else None
+        if embed_words is None or not words:
+            return None
+        with self._lock:
+            missing = [w for w in words if w not in self._words]
+        if missing:
+            vectors = embed_words(missing)
+            with self._lock:
+                for word, vector in zip(missing, vectors):
+                    self._words[word] = np.asarray(vector, dtype=np.float32)
+        with self._lock:
+            return np.stack([self._words[w] for w in words]).astype(np.float32, copy=False)
+
+    def embed_words(self, words: list[str]) -> np.ndarray:
+        """A task's pieces by the same word model (not kept: tasks are many and mostly new)."""
+        return np.asarray(self.backend.embed_words(list(words)), dtype=np.float32)  # type: ignore[union-attr]
 
     def has(self, text: str) -> bool:
         with self._lock:

@@ -280,6 +280,12 @@ class RoutedBackend:
     def calibrate(self, scores: np.ndarray) -> np.ndarray:
         return scores  # the task's part is scaled already
 
+    def embed_words(self, texts: list[str]) -> np.ndarray:
+        """Single words by the multilingual model alone (unit vectors, its own cosines): the
+        cross-lingual lexical retriever compares a German or Japanese task's words with the
+        appliesWhen's English words through them (ranking.py)."""
+        return self.parts[1].embed(list(texts))
+
     def similarity(self, a: np.ndarray, b: np.ndarray) -> float:
         """Two procedures' texts (the library's language) compared as the English model compares
         them, so the conflict scan's and the write screen's thresholds keep their meaning."""

@@ -12,7 +12,11 @@ Method (docs/selection.md):
    - lexical: IDF-weighted overlap — the share of the `appliesWhen` words' IDF mass (IDF over the
      set) that the task contains, after lower-casing, stop-word removal and a light stemmer.
      Adjacent words also meet their compound: "desk lamp" in the task matches "desklamp", and
-     "garbagecan" in the task matches "garbage can";
+     "garbagecan" in the task matches "garbage can". A task in another language than the library's
+     (terms.is_english) with a backend that has a multilingual word model (the routed default)
+     is matched across languages instead: each appliesWhen word counts with its IDF by how close
+     the task's nearest word (or Chinese/Japanese character pair) comes to it in that model,
+     from `cross_lingual_floor` (nothing) to cosine 1 (all), so "stornieren" meets "cancel";
    - exact: identifiers of the record (its id, its identifier-shaped tool names such as
      `cancel_reservation` or `lookupOrder`, paths in its text) found among the task's tokens,
      compared without case; n matches score n / (n + 1). A plain word is never an identifier of a
@@ -83,7 +87,18 @@ from .selection import (
     Selection,
     SelectionConfig,
 )
-from .terms import compounds, identifiers, is_identifier, record_identifiers, stem, tokens, words
+from .terms import (
+    compounds,
+    identifiers,
+    is_english,
+    is_identifier,
+    library_words,
+    record_identifiers,
+    stem,
+    task_units,
+    tokens,
+    words,
+)
 
 
 @dataclass
@@ -140,6 +155,7 @@ class Index:
         self.doc_weight = np.asarray(
             [sum(self.idf[t] for t in terms) for terms in doc_terms] or [0.0], dtype=np.float64
         )[:n]
+        self._cross_lingual_index(cache, config)
         # a compound the task may write as one word ("desklamp") → the documents with the two words
         # adjacent, per pair of stems they contribute
         split: dict[str, dict[tuple[str, ...], list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -183,6 +199,26 @@ class Index:
         self.priority = np.asarray([_priority(r) for r in self.records], dtype=np.int64)
         self.has_priorities = bool(n) and bool((self.priority != self.priority[0]).any())
 
+    def _cross_lingual_index(self, cache: EmbeddingCache, config: SelectionConfig) -> None:
+        """The appliesWhen words (terms.library_words) with their IDF and the backend's word vectors,
+        record i's words at word_rows[word_ptr[i]:word_ptr[i+1]]; word_matrix None without a word model."""
+        n = len(self.records)
+        self.word_matrix: np.ndarray | None = None
+        if not n or not config.cross_lingual:
+            return
+        row_of: dict[str, int] = {}
+        rows: list[int] = []
+        self.word_ptr = np.zeros(n + 1, dtype=np.int64)
+        for i, record in enumerate(self.records):
+            rows.extend(row_of.setdefault(word, len(row_of)) for word in library_words(record["appliesWhen"]))
+            self.word_ptr[i + 1] = len(rows)
+        if not rows:
+            return
+        self.word_matrix = cache.word_matrix(list(row_of))
+        self.word_rows = np.asarray(rows, dtype=np.int64)
+        df = np.bincount(self.word_rows, minlength=len(row_of))
+        self.word_idf = np.log1p(n / np.maximum(df, 1))[self.word_rows]
+
     def __len__(self) -> int:
         return len(self.records)
 
@@ -212,6 +248,24 @@ class Index:
                 scores[split_ids] += sum(self.idf.get(part, 0.0) for part in parts if part not in terms)
         with np.errstate(divide="ignore", invalid="ignore"):
             return np.where(self.doc_weight > 0, np.minimum(scores / np.maximum(self.doc_weight, 1e-12), 1.0), 0.0)
+
+    def cross_lingual_scores(self, task: str) -> np.ndarray | None:
+        """The lexical score across languages (module docstring); None when the index has no word
+        model or the task is in the library's language (English)."""
+        if self.word_matrix is None or is_english(task):
+            return None
+        scores = np.zeros(len(self), dtype=np.float64)
+        units = task_units(task)
+        if not units:
+            return scores
+        best = (self.word_matrix @ self._cache.embed_words(units).T).max(axis=1)
+        floor = self.config.cross_lingual_floor
+        credit = np.clip((best.astype(np.float64) - floor) / (1.0 - floor), 0.0, 1.0)[self.word_rows] * self.word_idf
+        lengths = np.diff(self.word_ptr)
+        has = lengths > 0
+        starts = self.word_ptr[:-1][has]
+        scores[has] = np.add.reduceat(credit, starts) / np.add.reduceat(self.word_idf, starts)
+        return scores
 
     def task_terms(self, task: str) -> set[str]:
         """What the exact retriever looks up for a task: its tokens, and in a set with coding
@@ -276,7 +330,8 @@ class Index:
             return Signals(candidates, empty, empty, empty, empty, empty)
         vector = query_vector if query_vector is not None else self._cache.embed_query(task)
         semantic = self.semantic_scores(task, vector)[candidates]
-        lexical = self.lexical_scores(task)[candidates]
+        across = self.cross_lingual_scores(task)
+        lexical = (self.lexical_scores(task) if across is None else across)[candidates]
         exact = self.exact_scores(task)[candidates]
         step = np.full(candidates.size, np.nan, dtype=np.float64)
         body = np.full(candidates.size, np.nan, dtype=np.float64)

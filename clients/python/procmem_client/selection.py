@@ -38,6 +38,11 @@ class SelectionConfig:
     # non-English top-1 0.34 -> 0.46 at 1.5) and lowered its held-out split, English included
     # (0.60 -> 0.50; docs/selection.md, "Selection in the customer's language")
     body_weight: float = 0.0
+    # the lexical retriever across languages (ranking.py): a task word at this cosine of the
+    # multilingual word model or below does not count, at 1 it counts whole; chosen on the
+    # multilingual set's tuning split (docs/selection.md, "Selection in the customer's language")
+    cross_lingual: bool = True
+    cross_lingual_floor: float = 0.5
     use_steps: bool = True
     step_shortlist: int = 1000
     priority_epsilon: float = PRIORITY_EPSILON
@@ -48,6 +53,8 @@ class SelectionConfig:
         for name in ("semantic_weight", "lexical_weight", "exact_weight", "step_weight", "body_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SelectionConfig.{name} must be 0 or more")
+        if not (0.0 <= self.cross_lingual_floor < 1.0):
+            raise ValueError("SelectionConfig.cross_lingual_floor must be at least 0 and below 1")
         if self.step_shortlist < 1:
             raise ValueError("SelectionConfig.step_shortlist must be at least 1")
 

@@ -114,6 +114,35 @@ def is_english(text: str) -> bool:
     return english >= other
 
 
+def library_words(text: str) -> list[str]:
+    """The words of an English appliesWhen that the cross-lingual lexical retriever looks for in a
+    task of another language (ranking.py): lower-cased, without stop words, numbers and words of
+    fewer than three letters, not stemmed (each is embedded as it is written)."""
+    return sorted(
+        {t for t in _ANY_WORD_RE.findall(text.lower()) if t.isascii() and len(t) > 2 and not t.isdigit()} - STOP_WORDS
+    )
+
+
+def task_units(text: str) -> list[str]:
+    """A task's pieces for the cross-lingual lexical retriever: its words of three letters or more,
+    and in Chinese and Japanese runs (no spaces between words) each character pair; tokens with a
+    digit (ids, amounts) left out."""
+    found: set[str] = set()
+    for token in _ANY_WORD_RE.findall(text.lower()):
+        if any(c.isdigit() for c in token):
+            continue
+        position = 0
+        for match in _CJK_RE.finditer(token):
+            if match.start() - position > 2:
+                found.add(token[position : match.start()])
+            run = match.group()
+            found.update([run] if len(run) <= 2 else [run[i : i + 2] for i in range(len(run) - 1)])
+            position = match.end()
+        if len(token) - position > 2:
+            found.add(token[position:])
+    return sorted(found)
+
+
 def _plain_word(token: str) -> list[str]:
     if len(token) < 2:
         return []

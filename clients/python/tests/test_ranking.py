@@ -27,6 +27,7 @@ from procmem_client.ranking import (
     is_identifier,
     words,
 )
+from procmem_client.terms import library_words, task_units
 
 DATA = Path(__file__).parent / "data"
 TAUBENCH = TAUBENCH_DIR
@@ -341,6 +342,44 @@ def test_body_signal_is_the_mean_cosine_over_applies_when_and_steps_and_off_by_d
     }
 
 
+class _WordModel:
+    """A backend with a word model: "stornieren" and "cancel" share axis 0, "gepäck" and "bags" axis 1,
+    the reservation words axis 2, "add" axis 4 alone, every other word axis 3."""
+
+    name = model_id = "words"
+    AXES = {"stornieren": 0, "cancel": 0, "gepäck": 1, "bags": 1, "reservation": 2, "reservierung": 2, "add": 4}
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return np.tile(np.asarray([0.0, 0.0, 0.0, 1.0, 0.0], dtype=np.float32), (len(texts), 1))
+
+    def embed_words(self, texts: list[str]) -> np.ndarray:
+        vectors = np.zeros((len(texts), 5), dtype=np.float32)
+        for i, text in enumerate(texts):
+            vectors[i, self.AXES.get(text, 3)] = 1.0
+        return vectors
+
+    def calibrate(self, scores: np.ndarray) -> np.ndarray:
+        return scores
+
+
+def test_a_foreign_task_is_matched_word_by_word_through_the_word_model():
+    records = [
+        {"id": "a.cancel", "version": 1, "appliesWhen": "Cancel the reservation", "steps": []},
+        {"id": "a.bags", "version": 1, "appliesWhen": "Add bags", "steps": []},
+    ]
+    index = Ranker(cache=EmbeddingCache(backend=_WordModel())).index(records)  # type: ignore[arg-type]
+    german = {c["id"]: c["scores"]["lexical"] for c in index.rank(task="Ich möchte stornieren, Reservierung R-123")}
+    # cancel and reservation both met (cosine 1); neither "add" nor "bags" is
+    assert german == {"a.cancel": pytest.approx(1.0), "a.bags": pytest.approx(0.0)}
+    assert index.rank(task="Gepäck bitte")[0]["id"] == "a.bags"
+    # an English task: word for word as always (is_english), the word model is not asked
+    assert index.cross_lingual_scores("Cancel it") is None
+    off = Ranker(cache=EmbeddingCache(backend=_WordModel()), config=SelectionConfig(cross_lingual=False))  # type: ignore[arg-type]
+    assert off.index(records).cross_lingual_scores("Ich möchte stornieren") is None
+    with pytest.raises(ValueError):
+        SelectionConfig(cross_lingual_floor=1.0)
+
+
 def test_step_signal_on_a_shortlist_in_large_sets():
     ranker = Ranker(cache=EmbeddingCache(_axis_embedder), config=SelectionConfig(step_shortlist=2))
     records = [
@@ -363,7 +402,7 @@ def test_embeddings_are_computed_once_per_text():
 
     def fake_embedder(texts: list[str]) -> np.ndarray:
         calls.append(list(texts))
-        vectors = np.zeros((len(texts), 4), dtype=np.float32)
+        vectors = np.zeros((len(texts), 5), dtype=np.float32)
         for i, text in enumerate(texts):
             vectors[i, len(text) % 4] = 1.0
         return vectors
@@ -489,3 +528,22 @@ def test_near_ties_by_priority_matches_a_plain_reference():
         assert got == expected
 
     check()
+
+
+def test_the_words_each_side_of_the_cross_lingual_lexical_retriever():
+    assert library_words("The customer wants to cancel 2 reservations.") == ["cancel", "reservations"]
+    assert task_units("Ich möchte R-123 stornieren") == ["ich", "möchte", "stornieren"]
+    # character pairs of a Japanese run; "ORD-1" splits into "ord" (kept) and "1" (a digit: left out)
+    assert set(task_units("予約をキャンセルしたい ORD-1")) == {
+        "ord",
+        "予約",
+        "約を",
+        "をキ",
+        "キャ",
+        "ャン",
+        "ンセ",
+        "セル",
+        "ルし",
+        "した",
+        "たい",
+    }
