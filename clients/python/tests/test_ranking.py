@@ -402,7 +402,7 @@ def test_embeddings_are_computed_once_per_text():
 
     def fake_embedder(texts: list[str]) -> np.ndarray:
         calls.append(list(texts))
-        vectors = np.zeros((len(texts), 5), dtype=np.float32)
+        vectors = np.zeros((len(texts), 4), dtype=np.float32)
         for i, text in enumerate(texts):
             vectors[i, len(text) % 4] = 1.0
         return vectors
