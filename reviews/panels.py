@@ -330,7 +330,19 @@ def _ratio(record: dict[str, Any]) -> str:
 
 def _sides(record: dict[str, Any], follow: str = "follow it", other: str = "do not") -> str:
     f, o = record.get("followers") or {}, record.get("others") or {}
-    return f"{f.get('count', '?')} of {f.get('of', '?')} sessions that {follow} succeeded vs {o.get('count', '?')} of {o.get('of', '?')} that {other}"
+    return (
+        f"{f.get('count', '?')} of {formatting.count(f.get('of', '?'), 'sessions')} that {_agree(follow, f.get('of'))} "
+        f"succeeded vs {o.get('count', '?')} of {o.get('of', '?')} that {_agree(other, o.get('of'))}"
+    )
+
+
+def _agree(phrase: str, of) -> str:
+    """ "follow it" → "follows it" after "1 of 1 session that" (the verb agrees with one session)."""
+    if of != 1:
+        return phrase
+    verb, _, rest = phrase.partition(" ")
+    verb = {"do": "does"}.get(verb, verb + "s")
+    return f"{verb} {rest}".strip()
 
 
 def _within(evidence: Evidence, raw: dict[str, Any]) -> None:
@@ -412,8 +424,9 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
         )
     for variant in [v for v in raw.get("variants") or [] if isinstance(v, dict)]:
         evidence.variant_lines.append(
-            f"{' → '.join(map(str, variant.get('skeleton') or []))}: {variant.get('support', '?')} tasks "
-            f"({variant.get('supportSessions', '?')} sessions), {variant.get('failedTasks', 0)} failed tasks took it; {variant.get('differs', '')}"
+            f"{' → '.join(map(str, variant.get('skeleton') or []))}: {formatting.count(variant.get('support', '?'), 'tasks')} "
+            f"({formatting.count(variant.get('supportSessions', '?'), 'sessions')}), "
+            f"{formatting.count(variant.get('failedTasks', 0), 'failed tasks')} took it; {variant.get('differs', '')}"
         )
     for cond in [c for c in raw.get("conditions") or [] if isinstance(c, dict)][:6]:
         with_step, without_step = cond.get("withStep") or {}, cond.get("withoutStep") or {}

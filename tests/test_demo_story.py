@@ -182,14 +182,20 @@ def test_no_reviewer_page_shows_a_camel_case_key(db, demo):
     written_oddly = {url: match.group(0) for url, text in pages.items() if (match := odd.search(text))}
     assert not written_oddly, written_oddly
     # the candidate's headline and its story give the same failed-task figure (evidence failedWithSkeleton)
-    story = next(text for url, text in pages.items() if "resolved tasks followed this procedure" in text)
-    headline = re.search(r"(\d+) of (\d+) resolved tasks followed this procedure vs (\d+) of (\d+) failed ones", story)
+    story = next(text for url, text in pages.items() if "alone separates the outcomes most" in text)
+    headline = re.search(
+        r"(\d+) of (\d+) resolved tasks followed this procedure(?: \([^)]*\))? vs (\d+) of (\d+) failed ones", story
+    )
     assert headline, story[:2000]
     support, resolved, failed_with, failed = headline.groups()
     assert (
         f"{support} of {resolved} resolved tasks followed" in story
         and f"{failed_with} of {failed} failed tasks did" in story
     )
+    # the gate's risk ratio and the lower end of its interval read the same on the run page
+    ratio, low = re.search(r"risk ratio (\d+\.\d\d) \(95 % (\d+\.\d\d)–", story).groups()
+    run_page = next(text for url, text in pages.items() if re.fullmatch(r"/mining-runs/\d+/", url))
+    assert f"risk ratio {ratio} (95 % from {low})" in run_page
     # the candidate page's mining run line reads as the run page does
     candidate = next(text for url, text in pages.items() if "From mining run" in text)
     assert re.search(r"15 without an intent \(not mined\), 10 without outcome", candidate)

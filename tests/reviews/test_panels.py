@@ -358,3 +358,12 @@ def test_eval_panel_reads_the_eval_runners_verdict_detail(candidate):
     assert (other.baseline, other.candidate, other.delta, other.verdict) == ("3/3", "3/3", "±0 pts", "unchanged")
     assert "1 error;" in other.note and "1 case errored" in other.note
     assert ("alpha", "0.1") in panel.thresholds and panel.thresholds[-1][0] == "test"
+
+
+def test_one_session_reads_in_the_singular():
+    from reviews.panels import _sides
+
+    one = {"followers": {"count": 1, "of": 1}, "others": {"count": 0, "of": 1}}
+    assert _sides(one) == "1 of 1 session that follows it succeeded vs 0 of 1 that does not"
+    many = {"followers": {"count": 2, "of": 3}, "others": {"count": 0, "of": 4}}
+    assert _sides(many) == "2 of 3 sessions that follow it succeeded vs 0 of 4 that do not"
