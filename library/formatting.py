@@ -112,6 +112,7 @@ _SINGULAR = {
     "versions": "version",
     "procedures": "procedure",
     "skeletons": "skeleton",
+    "strata": "stratum",
     "events": "event",
     "errors": "error",
 }

@@ -349,9 +349,9 @@ def _within(evidence: Evidence, raw: dict[str, Any]) -> None:
     gate = raw.get("withinTask")
     if isinstance(gate, dict) and gate.get("followers"):
         evidence.within_line = (
-            f"Within tasks: {_sides(gate)} ({_ratio(gate)}); {gate.get('tasks', '?')} tasks, {gate.get('strata', '?')} strata "
+            f"Within tasks: {_sides(gate)} ({_ratio(gate)}); {formatting.count(gate.get('tasks', '?'), 'tasks')}, {formatting.count(gate.get('strata', '?'), 'strata')} "
             f"(tasks whose sessions do not compare pooled into one); {formatting.p_value(gate.get('pAdjusted', 1), 'Bonferroni-adjusted p')} over "
-            f"{gate.get('tests', 1)} skeleton(s) tested — {'credible' if gate.get('credible') else 'not credible'}."
+            f"{formatting.count(gate.get('tests', 1), 'skeletons')} tested — {'credible' if gate.get('credible') else 'not credible'}."
         )
     beyond = raw.get("orderBeyondTools")
     if isinstance(beyond, dict) and isinstance(beyond.get("tools"), dict):
@@ -406,8 +406,8 @@ def build_evidence(version: ProcedureVersion, sessions=()) -> Evidence:
     if isinstance(test, dict):
         lift_text = _lift(test.get("lift"), test).strip(" ()") or "lift not defined"
         evidence.statistics = (
-            f"Skeleton: {lift_text}; {formatting.p_value(test.get('pAdjusted', 1), 'Bonferroni-adjusted p')} over {test.get('tests', 1)} "
-            f"skeleton(s) tested at significance level {test.get('alpha')} — "
+            f"Skeleton: {lift_text}; {formatting.p_value(test.get('pAdjusted', 1), 'Bonferroni-adjusted p')} over "
+            f"{formatting.count(test.get('tests', 1), 'skeletons')} tested at significance level {test.get('alpha')} — "
             f"{'credibly above 1' if test.get('credible') else 'not credibly above 1'}."
         )
         for label, key in (("resolved", "resolvedRate"), ("failed", "failedRate")):

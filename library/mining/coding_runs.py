@@ -16,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from .. import formatting
 from ..coding.families import FamilyCandidate, FamilyOutcome, Trace, clean_family_rules, edited_files, mine_families
 from ..coding.procedures import tools_named
 from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, ProcedureVersion, Source, Status
@@ -225,7 +226,10 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
             actor=user,
             actor_label=ACTOR_LABEL,
             agent=agent,
-            reason=f"mining run {run.pk}: {len(created)} candidate(s) from {counts['sessions']} sessions in {counts['families']} task families",
+            reason=(
+                f"mining run {run.pk}: {formatting.count(len(created), 'candidates')} from "
+                f"{formatting.count(counts['sessions'], 'sessions')} in {formatting.count(counts['families'], 'task families')}"
+            ),
             after={"miningRun": run.pk, "counts": counts, "versions": [v.pk for v in created]},
         )
         if created:

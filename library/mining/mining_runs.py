@@ -446,7 +446,7 @@ def _mine(
             actor=user,
             actor_label=ACTOR_LABEL,
             agent=agent,
-            reason=f"mining run {run.pk}: {len(created)} candidate(s) from {counts['sessions']} sessions",
+            reason=f"mining run {run.pk}: {formatting.count(len(created), 'candidates')} from {formatting.count(counts['sessions'], 'sessions')}",
             after={"miningRun": run.pk, "counts": counts, "versions": [v.pk for v in created]},
         )
         if created:

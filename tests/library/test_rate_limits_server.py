@@ -200,13 +200,14 @@ def test_the_mcp_endpoint_counts_each_request_of_a_real_mcp_client_against_its_t
     # when: the official SDK's client recalls ten times in one session
     with pytest.raises(BaseExceptionGroup) as failed:
         anyio.run(recall_ten_times)
-    # then: every request of the session counts (initialize, its notification, and whatever else this
-    # SDK version sends before a call), so the first eight pass and the ninth is refused; every recall
-    # among the eight was answered, and the refused one is reported to the client as an error
+    # then: every request of the session counts (server/discover, or initialize and its notification,
+    # and whatever else this SDK version sends besides the calls), so the first eight pass and the
+    # ninth is refused; every recall among the eight was answered, and the refused one is reported to
+    # the client as an error
     assert [status for _, status in sent[:8]] == [status for _, status in sent[:8] if status in (200, 202)]
     assert sent[8][1] == 429 and len(sent) == 9, sent
     recalls = [method for method, _ in sent[:8]].count("tools/call")
-    assert "initialize" in [method for method, _ in sent] and recalls >= 4, sent
+    assert recalls >= 4, sent
     assert len(answers) == recalls and all(not answer.is_error for answer in answers)
     assert failed.group_contains(MCPError)
     refused = requests.post(
