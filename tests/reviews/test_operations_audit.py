@@ -180,6 +180,19 @@ def test_a_case_change_shows_its_keys_in_words_and_tool_names_verbatim(client, a
     ]
 
 
+def test_a_row_with_many_fields_shows_four_and_folds_the_rest(client, admin_user, agent):
+    # an imported regression case has a dozen fields: the row stays short, the rest one click away
+    after = {f"field_{index:02}": f"value {index}" for index in range(12)}
+    audit(action=AuditEvent.Action.CASE_CHANGE, actor=admin_user, agent=agent, reason="imported", after=after)
+    client.force_login(admin_user)
+    html = client.get(reverse("reviews:ops_audit"), {"action": "case_change"}).content.decode()
+    row = html[html.index('<td class="changes">') :]
+    row = row[: row.index("</td>")]
+    folded = row[row.index('<details class="more-changes">') :]
+    assert row.count("<div>") == 12 and folded.count("<div>") == 8
+    assert "<summary>8 more fields</summary>" in folded and folded.endswith("</details>")
+
+
 def test_a_long_text_changed_deep_inside_is_cut_to_where_it_differs():
     from reviews.audit import focused
 
