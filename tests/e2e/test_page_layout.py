@@ -76,6 +76,11 @@ def reviewer_pages() -> list[tuple[str, str]]:
     return pages
 
 
+ODD_NUMBERS = re.compile(
+    r"\d(\.\d+)?e-\d+|p = 0\.0+\b(?!\d)|[−-]0(\.0+)?\b(?![.,]?\d)|(?<![\d,.])1 (candidates|sessions|tasks)\b"
+)
+
+
 @pytest.mark.timeout(1800)
 def test_no_reviewer_page_is_wider_than_a_laptop_or_a_phone(live_server, browser, screenshot):
     seed_demo()
@@ -96,6 +101,15 @@ def test_no_reviewer_page_is_wider_than_a_laptop_or_a_phone(live_server, browser
                 failures.append(
                     f"{viewport} {name} ({path}): page {found['scrollWidth']} > {found['width']}; {found['wide']}"
                 )
+            # numbers as a reader sees them (library/formatting.py): no 0.000 p-value, e-notation,
+            # negative zero or "1 sessions" in the rendered text
+            if odd := ODD_NUMBERS.search(page.inner_text("body")):
+                failures.append(f"{viewport} {name} ({path}): a number written oddly: {odd.group(0)!r}")
+            # the audit log folds long rows: 25 events stay within a few screens at laptop width
+            if name == "audit" and viewport == "laptop":
+                height = page.evaluate("document.documentElement.scrollHeight")
+                if height > 6 * VIEWPORTS[viewport][1]:
+                    failures.append(f"laptop audit: {height} px tall for one page of events")
         context.close()
     assert failures == [], "\n".join(failures)
 
