@@ -193,6 +193,24 @@ def candidate(agent, intent, proposer):
     )
 
 
+def propose_next_version(candidate, proposer):
+    """The `candidate`'s procedure's next version: the same content with one step more (a CANDIDATE)."""
+    from library import services
+    from library.models import Source
+
+    return services.procedure_propose(
+        agent=candidate.procedure.agent,
+        intent=candidate.procedure.intent,
+        key=candidate.procedure.key,
+        applies_when=candidate.applies_when,
+        steps=list(candidate.steps) + ["Record the approval id in the ticket."],
+        required_tools=list(candidate.required_tools),
+        forbidden_actions=list(candidate.forbidden_actions),
+        source=Source.MANUAL,
+        proposed_by=proposer,
+    )
+
+
 @pytest.fixture
 def approver(db, reviewers_group, candidate):
     user = _user("approver", reviewers_group)

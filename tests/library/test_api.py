@@ -13,7 +13,7 @@ from guardian.shortcuts import assign_perm
 from library import services
 from library.api.tokens import token_create
 from library.models import Agent, ApiToken, AuditEvent, LoadRefusal, ProcedureRecord, Source, Status
-from tests.conftest import _user, make_active
+from tests.conftest import _user, make_active, propose_next_version
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")
 
@@ -213,17 +213,7 @@ def test_etag_304_and_change_after_rollback(client, read_token, active_pair, can
     assert get_set(client, read_token, HTTP_IF_NONE_MATCH='"stale"').status_code == 200
 
     # a new approval changes the set: new ETag, the old one no longer gives 304
-    v2 = services.procedure_propose(
-        agent=candidate.procedure.agent,
-        intent=intent,
-        key="refund.over_limit",
-        applies_when="The customer asks for a refund above the agent's limit.",
-        steps=list(candidate.steps) + ["Record the approval id in the ticket."],
-        required_tools=list(candidate.required_tools),
-        forbidden_actions=list(candidate.forbidden_actions),
-        source=Source.MANUAL,
-        proposed_by=proposer,
-    )
+    v2 = propose_next_version(candidate, proposer)
     make_active(v2, admin_user)
     changed = get_set(client, read_token, HTTP_IF_NONE_MATCH=first["ETag"])
     assert changed.status_code == 200 and changed["ETag"] != first["ETag"]

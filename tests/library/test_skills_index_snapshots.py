@@ -16,7 +16,7 @@ from library import services
 from library.api.tokens import token_create
 from library.models import Agent, ApiToken, Intent, Namespace, Source
 from library.services import procedure_scope_update
-from tests.conftest import make_active
+from tests.conftest import make_active, propose_next_version
 
 pytestmark = pytest.mark.usefixtures("readonly_shares_default")
 
@@ -77,17 +77,7 @@ def test_a_pinned_set_is_served_while_it_is_the_served_one_and_again_when_it_com
     pinned_url = urljoin(INDEX, get(client, INDEX, read_token)["Content-Location"])
     before = get(client, pinned_url, read_token).content
     # when a new version is approved: the old set is no longer served, its URL says where to look
-    v2 = services.procedure_propose(
-        agent=agent,
-        intent=intent,
-        key="refund.over_limit",
-        applies_when="The customer asks for a refund above the agent's limit.",
-        steps=list(candidate.steps) + ["Record the approval id in the ticket."],
-        required_tools=list(candidate.required_tools),
-        forbidden_actions=list(candidate.forbidden_actions),
-        source=Source.MANUAL,
-        proposed_by=proposer,
-    )
+    v2 = propose_next_version(candidate, proposer)
     make_active(v2, admin_user)
     gone = get(client, pinned_url, read_token)
     assert gone.status_code == 404 and gone.json()["error"]["code"] == "not_found"

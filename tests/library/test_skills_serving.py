@@ -26,7 +26,7 @@ from library.models import Agent, ApiToken, Intent, Namespace, Source
 from library.services import procedure_scope_update
 from procmem_client.skill_rendering import content_sha256, render_skill
 from procmem_client.skills import read_skill_file
-from tests.conftest import make_active
+from tests.conftest import make_active, propose_next_version
 from tests.library.test_typescript_client import built  # noqa: F401 (the fixture that compiles the TypeScript client)
 from tests.skills_support import skills_ref_errors
 
@@ -137,17 +137,7 @@ def test_etag_304_and_the_index_changes_only_when_the_served_set_does(
     not_modified = get(client, INDEX, read_token, HTTP_IF_NONE_MATCH=first["ETag"])
     assert not_modified.status_code == 304 and not_modified.content == b""
     # a new candidate is not served: the index is the same bytes
-    v2 = services.procedure_propose(
-        agent=agent,
-        intent=intent,
-        key="refund.over_limit",
-        applies_when="The customer asks for a refund above the agent's limit.",
-        steps=list(candidate.steps) + ["Record the approval id in the ticket."],
-        required_tools=list(candidate.required_tools),
-        forbidden_actions=list(candidate.forbidden_actions),
-        source=Source.MANUAL,
-        proposed_by=proposer,
-    )
+    v2 = propose_next_version(candidate, proposer)
     same = get(client, INDEX, read_token)
     assert same.content == first.content and same["ETag"] == first["ETag"]
     # a tool the served procedures do not need changes the active set, not the skills

@@ -15,9 +15,9 @@ import pytest
 
 from library import services
 from library.api.tokens import token_create
-from library.models import ApiToken, Source
+from library.models import ApiToken
 from procmem_client.skills_sync import LOCK_FILE, Served, SyncError, plan_and_apply, read_index
-from tests.conftest import REPO, make_active
+from tests.conftest import REPO, make_active, propose_next_version
 from tests.skills_support import skills_ref_cli, skills_ref_errors
 
 
@@ -91,17 +91,7 @@ def test_sync_writes_the_served_skills_keeps_them_current_and_leaves_other_folde
     (skills / "order-status" / "SKILL.md").write_text("edited by hand")
     edited = skills_sync(str(skills), "--check", env=env)
     assert edited.returncode == 1 and "DIFFERS   order-status v1: changed on disk" in edited.stdout
-    v2 = services.procedure_propose(
-        agent=agent,
-        intent=intent,
-        key="refund.over_limit",
-        applies_when="The customer asks for a refund above the agent's limit.",
-        steps=list(candidate.steps) + ["Record the approval id in the ticket."],
-        required_tools=list(candidate.required_tools),
-        forbidden_actions=list(candidate.forbidden_actions),
-        source=Source.MANUAL,
-        proposed_by=proposer,
-    )
+    v2 = propose_next_version(candidate, proposer)
     make_active(v2, admin_user)
     services.version_retire(version=other_procedure.versions.get(number=1), user=admin_user, reason="no longer needed")
     check = skills_sync(str(skills), "--check", env=env)
