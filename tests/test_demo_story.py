@@ -53,6 +53,22 @@ def _intent_days(agent, intent: str, start, end) -> dict:
     }
 
 
+def test_the_demo_writes_amounts_in_one_currency():
+    """The demo's procedures, regression cases and playground tasks speak of EUR; its sessions (the
+    excerpts a reviewer reads beside them) do too, not of dollars."""
+    from pathlib import Path
+
+    import library.demo
+    from library.demo.sessions import demo_session_items
+
+    other_currency = re.compile(r"[$£¥]|\b(USD|GBP|dollars?)\b", re.IGNORECASE)
+    texts = [item[field] for item in demo_session_items() for field in ("task", "reply")]
+    assert not [text for text in texts if other_currency.search(text)][:3]
+    assert sum("EUR" in text for text in texts) > 200
+    for source in Path(library.demo.__file__).parent.glob("*.py"):
+        assert not other_currency.search(source.read_text()), source.name
+
+
 def test_the_daily_resolution_rate_follows_the_printed_story(db, demo):
     from library.demo.seed import ORDER_STATUS_V2_DAYS_AGO
     from reviews.metrics.reads import agent_daily

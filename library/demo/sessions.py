@@ -176,7 +176,7 @@ def demo_session_items() -> list[dict[str, Any]]:
 
     refund_task = lambda p: (  # noqa: E731
         f"Hi, I'm {p['first']} {p['last']} ({p['email']}, {p['phone']}). Order {p['order']} arrived broken; "
-        f"I want my ${p['amount']} back."
+        f"I want my {p['amount']:,} EUR back."
     )
     # the refund_over_limit kinds: resolved, tool calls, reply
     refund_kinds = {
@@ -200,7 +200,7 @@ def demo_session_items() -> list[dict[str, Any]]:
         "promised": (
             False,
             _calls("lookupOrder", "checkReturnWindow", "reply:refund_promised"),
-            lambda p: f"Good news {p['first']}, your ${p['amount']} will be back on your card tomorrow!",
+            lambda p: f"Good news {p['first']}, your {p['amount']:,} EUR will be back on your card tomorrow!",
         ),
         "promised_then_approval": (
             False,
@@ -239,7 +239,7 @@ def demo_session_items() -> list[dict[str, Any]]:
         "ok",
         True,
         _calls("lookupOrder", "checkReturnWindow", "reply:refund_confirmed"),
-        lambda p: f"This is {p['first']} {p['last']}, please refund the $25 for {p['order']}.",
+        lambda p: f"This is {p['first']} {p['last']}, please refund the 25 EUR for {p['order']}.",
         lambda p: f"Done, {p['first']}: the refund for {p['order']} is on its way.",
         30,
     )
