@@ -8,6 +8,7 @@ figure reads the same wherever it appears.
 - percentage points: "+12 pts", "−3 pts", "±0 pts" (a true minus; never "−0");
 - an interval: "95 % 2.47–11.05", open above "95 % 2.47–∞", a lower bound only "95 % from 2.47";
 - a count: "1 candidate", "2 candidates", "1,250 sessions";
+- a retriever's score: "0.442", rounded once from the raw value, as the ranking's reasons write it;
 - an eval's two one-sided tests in words (`eval_tests_words`).
 """
 
@@ -15,6 +16,8 @@ from __future__ import annotations
 
 import math
 from typing import Any
+
+from procmem_client.ranking import score_text
 
 MINUS = "−"  # U+2212, the sign pages print before a negative figure
 P_FLOOR = 0.001
@@ -74,6 +77,14 @@ def points(value: Any, digits: int = 0) -> str:
     if float(text) == 0:
         return f"±{0:.{digits}f} pts"
     return f"{'+' if number > 0 else MINUS}{text} pts"
+
+
+def score(value: Any) -> str:
+    """A retriever's score in the playground: "0.442", "−0.031", "not computed". Rounded once from
+    the raw value by the same rule as the ranking's reasons ("semantic 0.442 ≥ floor 0.35",
+    procmem_client.ranking.score_text), so a column and the reason beside it agree."""
+    number = _real(value)
+    return score_text(None if number is None or math.isinf(number) else number)
 
 
 def signed(count: Any, sign: str) -> str:

@@ -81,6 +81,12 @@ def p_number(value) -> str:
 
 
 @register.filter
+def score(value) -> str:
+    """ "0.442" (a retriever's score, rounded once from the raw value)."""
+    return formatting.score(value)
+
+
+@register.filter
 def signed(value, sign: str = "+") -> str:
     """ "+3", "−2", "0" (zero has no sign)."""
     return formatting.signed(value, sign)

@@ -64,6 +64,20 @@ def test_the_gate_interval_reads_the_same_on_the_run_page_and_the_candidate_page
     assert formatting.interval(1.1, 5.728, level=98.3) == "98.3 % 1.10–5.73"
 
 
+@given(value=st.floats(min_value=-1, max_value=1))
+def test_a_score_is_rounded_once_from_the_raw_value(value):
+    # the playground's column and the ranking's reasons ("semantic 0.442 ≥ floor 0.35") write a score alike
+    text = formatting.score(value)
+    assert float(text.replace(formatting.MINUS, "-")) == float(f"{value:.3f}") and text != f"{formatting.MINUS}0.000"
+
+
+def test_scores_the_playground_showed_twice_rounded():
+    # 0.44246 first rounded to 0.4425, then to "0.443", beside the reason's "0.442"
+    assert formatting.score(0.44246) == "0.442" and formatting.score(0.22249) == "0.222"
+    assert formatting.score(None) == formatting.score(math.nan) == "not computed"
+    assert formatting.score(-0.0001) == "0.000" and formatting.score(1) == "1.000"
+
+
 @given(n=st.integers(0, 10**7), noun=st.sampled_from(sorted(formatting._SINGULAR)))
 def test_a_count_agrees_with_its_noun(n, noun):
     text = formatting.count(n, noun)

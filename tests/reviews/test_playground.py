@@ -72,3 +72,23 @@ def test_intent_filter_unknown_intent_and_unrelated_task(client, agent, reviewer
     assert all(not c["eligible"] for c in unrelated.context["result"]["ranking"])
     too_long = client.get(page_url(), {"task": "x" * 8001})
     assert "longer than 8000" in too_long.content.decode()
+
+
+def test_a_score_reads_the_same_in_its_column_and_in_the_reasons(client, agent, reviewer, served):
+    """The semantic column showed 0.443 beside "semantic 0.442 ≥ floor": the ranking handed on
+    0.4425 (rounded to four places) and the page rounded it again. Each figure is rounded once
+    now, from the raw score. The task is one whose raw cosine with refund.over_limit is 0.44246."""
+    import re
+    from html import unescape
+
+    client.force_login(reviewer)
+    response = client.get(page_url(), {"task": "The refund asks about the order and the jacket."})
+    rows = re.findall(r"<tr class=\"[^\"]*\">(.*?)</tr>", response.content.decode(), re.S)
+    assert len(rows) == len(response.context["result"]["ranking"]) >= 2
+    for row in rows:
+        cells = [unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<td>(.*?)</td>", row, re.S)]
+        semantic_column = cells[3].split(" ")[0]
+        semantic_reason = re.search(r"semantic ([−\d.]+) [≥<]", cells[7]).group(1)
+        assert semantic_column == semantic_reason, cells
+    raw = {c["id"]: c["scores"]["semantic"] for c in response.context["result"]["ranking"]}
+    assert f"{raw['refund.over_limit']:.4f}" == "0.4425"  # the case that read 0.443 beside 0.442

@@ -101,6 +101,18 @@ from .terms import (
 )
 
 
+def score_text(value: float | None) -> str:
+    """A retriever's score for people: three decimals, rounded once from the raw value ("0.442"),
+    a true minus for a negative cosine and never "−0.000"; "not computed" without one. The reasons
+    below and the server's pages (library/formatting.score) write a score this way."""
+    if value is None or math.isnan(value):
+        return "not computed"
+    text = f"{value:.3f}"
+    if float(text) == 0:
+        return "0.000"
+    return text.replace("-", "\N{MINUS SIGN}")
+
+
 @dataclass
 class Signals:
     """Every candidate's raw scores for one task (arrays aligned with `candidates`, positions in
@@ -554,26 +566,30 @@ class Index:
     def reasons(self, signals: Signals, j: int) -> list[str]:
         """Why candidate j is (or is not) eligible, one line per rule it meets or misses."""
         config = self.config
+        # scores written from the raw values (score_text), as the explained ranking hands them on
         semantic, lexical, exact = float(signals.semantic[j]), float(signals.lexical[j]), int(signals.exact[j])
         met = []
         if semantic >= config.semantic_floor:
-            met.append(f"semantic {semantic:.3f} ≥ floor {config.semantic_floor:.2f}")
+            met.append(f"semantic {score_text(semantic)} ≥ floor {config.semantic_floor:.2f}")
         if exact >= max(config.exact_floor, 1):
             met.append(f"{exact} identifier{'s' if exact != 1 else ''} of it in the task")
         if lexical >= config.lexical_floor and lexical > 0:
             if semantic >= config.lexical_needs_semantic:
                 met.append(
-                    f"lexical {lexical:.3f} ≥ floor {config.lexical_floor:.2f} with semantic {semantic:.3f} ≥ {config.lexical_needs_semantic:.2f}"
+                    f"lexical {score_text(lexical)} ≥ floor {config.lexical_floor:.2f} with semantic {score_text(semantic)} ≥ {config.lexical_needs_semantic:.2f}"
                 )
             elif not met:
                 return [
-                    f"lexical {lexical:.3f} ≥ floor {config.lexical_floor:.2f} but semantic {semantic:.3f} < {config.lexical_needs_semantic:.2f} (word overlap alone is not enough)"
+                    f"lexical {score_text(lexical)} ≥ floor {config.lexical_floor:.2f} but semantic {score_text(semantic)} < {config.lexical_needs_semantic:.2f} (word overlap alone is not enough)"
                 ]
         if met:
             return met
-        missed = [f"semantic {semantic:.3f} < floor {config.semantic_floor:.2f}", "no identifier of it in the task"]
+        missed = [
+            f"semantic {score_text(semantic)} < floor {config.semantic_floor:.2f}",
+            "no identifier of it in the task",
+        ]
         if lexical < config.lexical_floor:
-            missed.append(f"lexical {lexical:.3f} < floor {config.lexical_floor:.2f}")
+            missed.append(f"lexical {score_text(lexical)} < floor {config.lexical_floor:.2f}")
         return missed
 
     def rank(
@@ -613,16 +629,18 @@ class Index:
                     "version": record["version"],
                     "intent": record.get("intent"),
                     "record": dict(record),
+                    # raw, not rounded: a page writes each figure once (score_text), so that a
+                    # column and the reasons beside it agree ("0.442", not "0.4425" then "0.443")
                     "scores": {
-                        "semantic": round(float(signals.semantic[j]), 4),
-                        "lexical": round(float(signals.lexical[j]), 4),
+                        "semantic": float(signals.semantic[j]),
+                        "lexical": float(signals.lexical[j]),
                         "exact": int(signals.exact[j]),
-                        "step": None if math.isnan(step) else round(step, 4),  # type: ignore[dict-item]
-                        "body": None if math.isnan(body) else round(body, 4),  # type: ignore[typeddict-unknown-key]
+                        "step": None if math.isnan(step) else step,  # type: ignore[dict-item]
+                        "body": None if math.isnan(body) else body,  # type: ignore[typeddict-unknown-key]
                     },
-                    "normalised": {name: round(float(values[j]), 4) for name, values in normalised.items()},
+                    "normalised": {name: float(values[j]) for name, values in normalised.items()},
                     "ranks": {name: ranks[name][j] for name in RETRIEVERS},
-                    "total": round(float(totals[j]), 6),
+                    "total": float(totals[j]),
                     "eligible": bool(eligible[j]),
                     "reasons": self.reasons(signals, j)
                     + [r for r in [pulled_reason.get((record["id"], record["version"]))] if r],
@@ -687,6 +705,7 @@ __all__ = [
     "compounds",
     "is_identifier",
     "record_identifiers",
+    "score_text",
     "tokens",
     "EmbeddingCache",
     "Index",

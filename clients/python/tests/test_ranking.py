@@ -242,6 +242,25 @@ def _axis_embedder(texts: list[str]) -> np.ndarray:
     return vectors
 
 
+def test_the_ranking_keeps_raw_scores_so_that_a_page_rounds_them_once():
+    """A cosine of 0.44246 is "0.442" in the reasons; a score rounded to 0.4425 first read "0.443"
+    in the playground's column (two roundings). The ranking hands on the raw score."""
+    cosine = 0.44246
+
+    def embedder(texts: list[str]) -> np.ndarray:
+        return np.array(
+            [[1.0, 0.0] if text == "beta" else [cosine, np.sqrt(1 - cosine**2)] for text in texts], dtype=np.float32
+        )
+
+    index = Ranker(cache=EmbeddingCache(embedder)).index(
+        [{"id": "a.one", "version": 1, "appliesWhen": "beta", "steps": [], "requiredTools": []}]
+    )
+    (explained,) = index.rank(task="a task")
+    semantic = explained["scores"]["semantic"]
+    assert semantic == pytest.approx(cosine, abs=1e-6)
+    assert f"semantic {semantic:.3f} ≥ floor" in explained["reasons"][0] and f"{semantic:.3f}" == "0.442"
+
+
 def test_ties_break_by_semantic_score_then_id_and_version():
     ranker = Ranker(cache=EmbeddingCache(lambda texts: np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)))
     records = [
