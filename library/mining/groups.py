@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..formatting import count
 from . import evidence_statistics as st
 from .skeletons import Aggregator, IntentStats, Skeleton, compressed_length, intent_figures
 
@@ -84,7 +85,7 @@ def groups_to_test(aggregator: Aggregator) -> tuple[dict[Any, list[tuple[Skeleto
         usable = [(s, n) for s, n in ranked if n >= params.support_threshold and s]
         if not usable:
             top, n = ranked[0]
-            reason = f"the largest group has {n} distinct task(s); the support threshold is {params.support_threshold}"
+            reason = f"the largest group has {count(n, 'distinct tasks')}; the support threshold is {params.support_threshold}"
             report.append(
                 {
                     "intent": intent,

@@ -603,6 +603,26 @@ def test_mine_command_prints_candidates_and_the_report(agent):
 
 
 @pytest.mark.django_db
+def test_mine_command_writes_counts_with_their_nouns(agent):
+    # given: one candidate, and an intent whose resolved sessions are all one task's
+    _contrasted(agent)
+    _sessions(agent, "refund_over_limit", STATUS_WAY, 4, task="one-task")
+    out = io.StringIO()
+    # when
+    call_command("mine", "--agent", agent.name, "--threshold", "3", stdout=out)
+    # then: "1 candidate", never "1 candidate(s)"
+    printed = out.getvalue()
+    assert "(s)" not in printed, printed
+    assert ", 1 candidate, 1 intent not proposed" in printed
+    assert "the largest group has 1 distinct task; the support threshold is 3" in printed
+    # and the plural where there are more
+    out = io.StringIO()
+    call_command("mine", "--agent", agent.name, "--threshold", "30", stdout=out)
+    assert ", 0 candidates, 2 intents not proposed" in out.getvalue()
+    assert "the largest group has 6 distinct tasks; the support threshold is 30" in out.getvalue()
+
+
+@pytest.mark.django_db
 def test_mine_json_is_one_json_document_on_stdout(agent):
     _contrasted(agent)
     AgentSession.objects.create(agent=agent, session_id="no-intent", resolved=True, skeleton=["lookupOrder"])
@@ -611,7 +631,7 @@ def test_mine_json_is_one_json_document_on_stdout(agent):
     (run,) = json.loads(out.getvalue())  # nothing but the JSON: `mine --json | jq` works
     assert run["agent"] == agent.name and [c["id"] for c in run["candidates"]] == ["order.status"]
     assert "+ order.status v1" in err.getvalue()
-    assert "1 session(s) without an intent were not mined" in err.getvalue()
+    assert "1 session without an intent was not mined" in err.getvalue()
 
 
 def polish_for_test(draft):

@@ -6,6 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from library.formatting import count
 from library.mining.mining_runs import HoldOut, Trigger, mining_run_execute
 from library.models import Agent
 
@@ -37,7 +38,7 @@ class Command(BaseCommand):
             agents = agents.filter(name__in=options["agent"])
             missing = set(options["agent"]) - set(agents.values_list("name", flat=True))
             if missing:
-                raise CommandError(f"Unknown agent(s): {', '.join(sorted(missing))}")
+                raise CommandError(f"Unknown agent{'s' if len(missing) > 1 else ''}: {', '.join(sorted(missing))}")
         # with --json, stdout is one JSON list of the runs (for jq) and the summary goes to stderr
         summary = self.stderr if options["json"] else self.stdout
         runs = []
@@ -50,13 +51,14 @@ class Command(BaseCommand):
             )
             versions = list(run.versions.select_related("procedure").order_by("procedure__key"))
             summary.write(
-                f"{agent.name}: mining run {run.pk}: {run.counts.get('sessions', 0)} sessions, "
-                f"{len(versions)} candidate(s), {len(run.skipped)} intent(s) not proposed"
+                f"{agent.name}: mining run {run.pk}: {count(run.counts.get('sessions', 0), 'sessions')}, "
+                f"{count(len(versions), 'candidates')}, {count(len(run.skipped), 'intents not proposed')}"
             )
             without_intent = run.counts.get("withoutIntent", 0)
             if without_intent:
                 summary.write(
-                    f"  ! {without_intent} session(s) without an intent were not mined: send an intent with each "
+                    f"  ! {count(without_intent, 'sessions')} without an intent {'was' if without_intent == 1 else 'were'} "
+                    "not mined: send an intent with each "
                     "session, or label them (import_sessions --intent-from)"
                 )
             for version in versions:
