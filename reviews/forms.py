@@ -16,6 +16,7 @@ from library import safe_json
 from library.agents.rate_limits import DEFAULT_LIMITS, ENDPOINTS, MAX_LIMIT_TEXT, WHO, parse_limit
 from library.agents.settings import LABELS as CAPTURE_LABELS
 from library.agents.settings import MAX_INJECTION_CAP, MAX_REDACTION_PATTERNS, MAX_REVIEW_TARGET_HOURS
+from library.coding.families import FAMILY_RULE_MAX_CHARS, family_rule_part, family_rule_part_ok
 from library.models import (
     PRIORITY_MAX,
     PRIORITY_MIN,
@@ -560,13 +561,7 @@ class AgentSettingsForm(forms.Form):
         label=CAPTURE_LABELS["coding_min_traces"],
         help_text="Coding agents: a task family becomes a candidate once this many resolved sessions ran a verify command. Empty keeps the current value.",
     )
-    coding_family_rules = forms.JSONField(
-        required=False,
-        widget=forms.Textarea(attrs={"rows": 3}),
-        label=CAPTURE_LABELS["coding_family_rules"],
-        help_text="Coding agents: sessions whose edited files start with a prefix belong to its family, the longest prefix first; "
-        'the others group by repository and area. [{"prefix": "django/db/migrations", "family": "migrations"}]',
-    )
+    # task family rules (coding_family_rules): their own formset (FamilyRuleFormSet), one row per rule
     environments = forms.CharField(
         required=False,
         max_length=400,
@@ -599,7 +594,6 @@ class AgentSettingsForm(forms.Form):
             cleaned["complaint_window_days"] = 0  # left empty: no complaint window
         if cleaned.get("coding_min_traces") is None:
             cleaned.pop("coding_min_traces", None)  # left empty: the current value stays
-        cleaned["coding_family_rules"] = cleaned.get("coding_family_rules") or []
         limits: dict[str, dict[str, str]] = {}
         for endpoint in ENDPOINTS:
             for who in WHO:
@@ -675,3 +669,92 @@ RedactionPatternFormSet = forms.formset_factory(
     max_num=MAX_REDACTION_PATTERNS,
     validate_max=True,
 )
+
+
+# ---------------------------------------------------------------------------------------------- task family rules
+
+
+class FamilyRuleForm(forms.Form):
+    """One of a coding agent's task family rules: sessions whose edited files start with `prefix`
+    belong to `family`. Each field is checked here by the rule the miner applies
+    (library/coding/families.py), each error naming the rule and the field; the service checks the
+    list again. A row left empty adds nothing."""
+
+    prefix = forms.CharField(
+        required=False,
+        label="Path prefix",
+        help_text="Edited files under this path belong to the family",
+        widget=forms.TextInput(attrs={"placeholder": "django/db/migrations", "spellcheck": "false", "class": "mono"}),
+    )
+    family = forms.CharField(
+        required=False,
+        label="Family",
+        help_text="The family's name",
+        widget=forms.TextInput(attrs={"placeholder": "migrations", "spellcheck": "false", "class": "mono"}),
+    )
+
+    def __init__(self, *args, number: int | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.number = number  # the rule's place on the page, from 1 (None: the formset's empty form)
+
+    def named(self, part: str, problem: str) -> str:
+        """An error that names the rule and the field: "Rule 2, path prefix: …"."""
+        return f"Rule {self.number}, {self.fields[part].label.lower()}: {problem}"
+
+    def clean(self):
+        cleaned = super().clean()
+        values = {part: family_rule_part(cleaned.get(part)) for part in ("prefix", "family")}
+        if cleaned.get("DELETE") or not any(values.values()):
+            return cleaned
+        needs = {
+            "prefix": "write the path the edited files start with, e.g. django/db/migrations.",
+            "family": "name the family those files belong to, e.g. migrations.",
+        }
+        for part, value in values.items():
+            if not value:
+                self.add_error(part, self.named(part, needs[part]))
+            elif not family_rule_part_ok(part, value):
+                self.add_error(
+                    part,
+                    self.named(
+                        part,
+                        f"“{value[:60]}” is not a relative path of letters, digits and _ . / - "
+                        f"of at most {FAMILY_RULE_MAX_CHARS[part]} characters.",
+                    ),
+                )
+        cleaned.update(values)
+        return cleaned
+
+
+class _FamilyRuleBaseFormSet(forms.BaseFormSet):
+    def get_form_kwargs(self, index):
+        return {**super().get_form_kwargs(index), "number": None if index is None else index + 1}
+
+    def _kept(self) -> list[FamilyRuleForm]:
+        return [
+            form
+            for form in self.forms
+            if form.cleaned_data.get("prefix")
+            and form.cleaned_data.get("family")
+            and not form.cleaned_data.get("DELETE")
+        ]
+
+    def clean(self):
+        # two rules for one prefix: the miner would take the first and ignore the other
+        if any(self.errors):
+            return
+        first: dict[str, int] = {}
+        for form in self._kept():
+            prefix = form.cleaned_data["prefix"]
+            if prefix in first:
+                form.add_error("prefix", form.named("prefix", f"rule {first[prefix]} already has the prefix {prefix}."))
+            else:
+                first[prefix] = form.number
+
+    def rules(self) -> list[dict[str, str]]:
+        """The rules to save, in order: filled rows not marked for deletion (call after is_valid;
+        an empty extra row has no cleaned data)."""
+        return [{"prefix": form.cleaned_data["prefix"], "family": form.cleaned_data["family"]} for form in self._kept()]
+
+
+FamilyRuleFormSet = forms.formset_factory(FamilyRuleForm, formset=_FamilyRuleBaseFormSet, extra=1, can_delete=True)

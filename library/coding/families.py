@@ -196,6 +196,22 @@ class FamilyRule:
     family: str
 
 
+# the longest a rule's prefix and family may be; both are relative paths of these characters
+FAMILY_RULE_MAX_CHARS = {"prefix": 200, "family": 100}
+_RULE_PATH_RE = re.compile(r"[\w./-]+")
+
+
+def family_rule_part(value: Any) -> str:
+    """A rule's prefix or family as stored: surrounding spaces and slashes removed."""
+    return str(value or "").strip().strip("/")
+
+
+def family_rule_part_ok(part: str, value: str) -> bool:
+    """Whether `value` (cleaned by family_rule_part) may be a rule's `part` ("prefix" or "family"):
+    a relative path of letters, digits, _ . / - within FAMILY_RULE_MAX_CHARS."""
+    return len(value) <= FAMILY_RULE_MAX_CHARS[part] and _RULE_PATH_RE.fullmatch(value) is not None
+
+
 def clean_family_rules(rules: Any) -> list[FamilyRule]:
     """The agent's override rules, checked: a list of {prefix, family} with non-empty relative paths."""
     if rules in (None, ""):
@@ -206,16 +222,10 @@ def clean_family_rules(rules: Any) -> list[FamilyRule]:
     for index, rule in enumerate(rules):
         if not isinstance(rule, Mapping):
             raise ValueError(f'[{index}] must be an object {{"prefix": …, "family": …}}')
-        prefix = str(rule.get("prefix") or "").strip().strip("/")
-        family = str(rule.get("family") or "").strip().strip("/")
+        prefix, family = family_rule_part(rule.get("prefix")), family_rule_part(rule.get("family"))
         if not prefix or not family:
             raise ValueError(f"[{index}] needs a non-empty prefix and family")
-        if (
-            len(prefix) > 200
-            or len(family) > 100
-            or not re.fullmatch(r"[\w./-]+", prefix)
-            or not re.fullmatch(r"[\w./-]+", family)
-        ):
+        if not family_rule_part_ok("prefix", prefix) or not family_rule_part_ok("family", family):
             raise ValueError(
                 f"[{index}] prefix and family are paths of letters, digits, _ . / - (at most 200 and 100 characters)"
             )

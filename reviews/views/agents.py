@@ -42,7 +42,14 @@ from library.serving import active_set as serving
 from library.serving import load_refusals, selection
 
 from ..access import get_agent_for_user, require_reviewer, signed_in, visible_agents
-from ..forms import AgentEvalSettingsForm, AgentSettingsForm, RedactionPatternFormSet, TokenForm, add_service_errors
+from ..forms import (
+    AgentEvalSettingsForm,
+    AgentSettingsForm,
+    FamilyRuleFormSet,
+    RedactionPatternFormSet,
+    TokenForm,
+    add_service_errors,
+)
 from ..key_words import figure_items, key_words, value_words
 
 
@@ -276,11 +283,21 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
     patterns = RedactionPatternFormSet(
         request.POST or None, initial=list(target.redaction_patterns or []), prefix="pattern"
     )
-    if request.method == "POST" and form.is_valid() and patterns.is_valid():
+    # the stored rules fill the rows of the page; a POST's rows are the whole new list (with the
+    # stored rules as initial data, a posted row equal to one would count as unchanged and be dropped)
+    family_rules = FamilyRuleFormSet(
+        request.POST or None,
+        initial=None if request.method == "POST" else list(target.coding_family_rules or []),
+        prefix="family_rule",
+    )
+    # every part is validated (not short-circuited), so one submit shows every error at once
+    valid = [form.is_valid(), patterns.is_valid(), family_rules.is_valid()]
+    if request.method == "POST" and all(valid):
         data = dict(form.cleaned_data)
         reason = data.pop("reason", "").strip()
         tools = _parse_tools(data.pop("tools") or "")
         data["redaction_patterns"] = patterns.patterns()
+        data["coding_family_rules"] = family_rules.rules()
         saved = _settings_saved(
             request, form, target, data, reason=reason, tools=tools, what="Settings", page="reviews:agent_settings"
         )
@@ -294,6 +311,7 @@ def agent_settings(request: HttpRequest, agent: str) -> HttpResponse:
             "agent": target,
             "form": form,
             "patterns": patterns,
+            "family_rules": family_rules,
             "patterns_json": json.dumps(target.redaction_patterns or [], indent=2, ensure_ascii=False),
             "sections": _settings_sections(form),
             "tab": "settings",
@@ -316,7 +334,7 @@ _SECTIONS = (
         ("auto_capture_enabled", "min_tool_calls", "support_threshold", "significance_level", "backtest_share"),
     ),
     ("labels", "Label rule", ("complaint_window_days", "closed_by_customer_resolves", "min_rating")),
-    ("coding", "Coding agents", ("coding_min_traces", "coding_family_rules")),
+    ("coding", "Coding agents", ("coding_min_traces",)),  # and the task family rules' rows
 )
 
 

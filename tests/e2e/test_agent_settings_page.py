@@ -80,3 +80,73 @@ def test_redaction_patterns_are_edited_as_fields_with_an_error_beside_the_field(
     page.locator("#settings-redaction").screenshot(
         path=str(ARTIFACTS / "test_redaction_patterns-section-laptop-saved.png")
     )
+
+
+def test_task_family_rules_are_edited_as_fields_with_an_error_that_names_the_rule(live_server, page, screenshot):
+    """The coding task-family rules were a raw JSON text area; they are rows of two fields now, a bad
+    one refused with an error beside its field that names the rule and the field, stored as the list
+    the miner reads. Screenshots also under $POLISH_SCREENSHOTS when set."""
+    import os
+    from pathlib import Path
+
+    seed_demo()
+    base = live_server.url
+    url = f"{base}/agents/support_agent/settings/"
+    sign_in(page, base, "admin", DEMO_USERS["admin"][0])
+    extra = Path(os.environ["POLISH_SCREENSHOTS"]) if os.environ.get("POLISH_SCREENSHOTS") else None
+
+    def shot(name: str) -> None:
+        path = screenshot(page, name)
+        page.locator("#settings-coding").screenshot(path=str(ARTIFACTS / f"{path.stem}-section.png"))
+        if extra:
+            extra.mkdir(parents=True, exist_ok=True)
+            page.screenshot(path=str(extra / path.name), full_page=True)
+            page.locator("#settings-coding").screenshot(path=str(extra / f"{path.stem}-section.png"))
+
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(url)
+    assert page.locator("#settings-coding textarea").count() == 0  # no JSON to edit
+    assert page.locator("#settings-coding tr.family-rule-row").count() == 1  # one empty row to add one
+
+    # two rules, the second with a space in its prefix
+    page.fill("#id_family_rule-0-prefix", "django/db/migrations")
+    page.fill("#id_family_rule-0-family", "migrations")
+    page.fill("#id_reason", "group the migration tasks")
+    page.click("#agent-settings button[type=submit]")
+    page.wait_for_load_state("networkidle")
+    assert Agent.objects.get(name="support_agent").coding_family_rules == [
+        {"prefix": "django/db/migrations", "family": "migrations"}
+    ]
+    page.fill("#id_family_rule-1-prefix", "django/db models")
+    page.fill("#id_family_rule-1-family", "models")
+    page.click("#agent-settings button[type=submit]")
+    page.wait_for_load_state("networkidle")
+    error = page.locator("#id_family_rule-1-prefix-error")
+    assert error.is_visible() and error.inner_text().startswith(
+        "Rule 2, path prefix: “django/db models” is not a relative path"
+    )
+    # beside its own field, in the same cell, and no other row has one
+    assert page.locator("td:has(#id_family_rule-1-prefix) #id_family_rule-1-prefix-error").count() == 1
+    assert page.locator("#settings-coding .error").count() == 1
+    assert page.locator("#id_family_rule-1-family").input_value() == "models"  # what was typed stays
+    assert len(Agent.objects.get(name="support_agent").coding_family_rules) == 1  # nothing saved
+    error.scroll_into_view_if_needed()
+    _fits(page)
+    shot("laptop-error")
+    page.set_viewport_size({"width": 390, "height": 844})
+    _fits(page)
+    shot("phone-error")
+
+    # fixed, both are saved in order and shown back
+    page.fill("#id_family_rule-1-prefix", "django/db/models")
+    page.click("#agent-settings button[type=submit]")
+    page.wait_for_load_state("networkidle")
+    assert Agent.objects.get(name="support_agent").coding_family_rules == [
+        {"prefix": "django/db/migrations", "family": "migrations"},
+        {"prefix": "django/db/models", "family": "models"},
+    ]
+    assert page.locator("#id_family_rule-1-prefix").input_value() == "django/db/models"
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.locator("#settings-coding").scroll_into_view_if_needed()
+    _fits(page)
+    shot("laptop-saved")

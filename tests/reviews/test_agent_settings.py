@@ -44,6 +44,7 @@ def _form(agent, **changes):
     }
     patterns = changes.pop("patterns", agent.redaction_patterns or [])
     data.update(_pattern_rows(patterns))
+    data.update(_family_rule_rows(changes.pop("family_rules", agent.coding_family_rules or [])))
     data.update(changes)
     return {k: v for k, v in data.items() if v != ""}
 
@@ -54,6 +55,15 @@ def _pattern_rows(patterns) -> dict:
     for index, pattern in enumerate(patterns):
         rows[f"pattern-{index}-label"] = pattern.get("label", "")
         rows[f"pattern-{index}-regex"] = pattern.get("regex", "")
+    return rows
+
+
+def _family_rule_rows(rules) -> dict:
+    """The task family rules as the page posts them: one formset row per rule."""
+    rows = {"family_rule-TOTAL_FORMS": str(len(rules)), "family_rule-INITIAL_FORMS": "0"}
+    for index, rule in enumerate(rules):
+        rows[f"family_rule-{index}-prefix"] = rule.get("prefix", "")
+        rows[f"family_rule-{index}-family"] = rule.get("family", "")
     return rows
 
 
@@ -123,7 +133,10 @@ def test_page_refuses_who_does_not_manage_the_agent(client, agent, reviewer, out
     url = reverse("reviews:agent_settings", args=[agent.name])
     assert client.get(url).status_code == expected
     assert client.post(url, _form(agent, injection_cap=1)).status_code == expected
-    assert Agent.objects.get(pk=agent.pk).injection_cap == 2
+    rules = [{"prefix": "django/db/migrations", "family": "migrations"}]
+    assert client.post(url, _form(agent, family_rules=rules)).status_code == expected
+    fresh = Agent.objects.get(pk=agent.pk)
+    assert (fresh.injection_cap, fresh.coding_family_rules) == (2, [])
 
 
 def test_admin_changes_tools_and_settings_in_one_submit(client, agent, agent_admin):
@@ -213,42 +226,89 @@ def test_the_label_rule_is_set_on_the_page_and_derives_the_labels_again(client, 
 
 def test_the_coding_family_settings_are_on_the_page(client, agent, agent_admin):
     """The task-family rules and the traces a family needs were settable only by `manage.py
-    agent_settings`; the page shows and changes them like every other capture setting."""
+    agent_settings`; the page shows and changes them like every other capture setting, the rules as
+    rows of fields (a raw JSON text area before), stored as the list the miner reads."""
     client.force_login(agent_admin)
     url = reverse("reviews:agent_settings", args=[agent.name])
     page = client.get(url).content.decode()
-    assert 'name="coding_min_traces"' in page and 'name="coding_family_rules"' in page
-    rules = '[{"prefix": "django/db/migrations", "family": "migrations"}]'
-    response = client.post(url, _form(agent, coding_min_traces=7, coding_family_rules=rules, reason="group migrations"))
+    assert 'name="coding_min_traces"' in page and 'name="family_rule-0-prefix"' in page
+    assert 'name="coding_family_rules"' not in page
+    rules = [{"prefix": "/django/db/migrations/", "family": "migrations"}, {"prefix": "django/db", "family": "db"}]
+    response = client.post(url, _form(agent, coding_min_traces=7, family_rules=rules, reason="group migrations"))
     assert response.status_code == 302
     agent.refresh_from_db()
     assert agent.coding_min_traces == 7
-    assert agent.coding_family_rules == [{"prefix": "django/db/migrations", "family": "migrations"}]
+    # stored as before: the list of {prefix, family}, the prefix without its surrounding slashes
+    assert agent.coding_family_rules == [
+        {"prefix": "django/db/migrations", "family": "migrations"},
+        {"prefix": "django/db", "family": "db"},
+    ]
     event = AuditEvent.objects.filter(action=AuditEvent.Action.SETTINGS, agent=agent).latest("id")
     assert event.after["coding_min_traces"] == 7 and event.reason == "group migrations"
-    assert "django/db/migrations" in client.get(url).content.decode()  # shown back as it is stored
-    # left empty, the number keeps its value; the rules field emptied clears the rules
-    assert client.post(url, _form(agent, injection_cap=1)).status_code == 302
+    page = client.get(url).content.decode()  # shown back as stored, one row each and an empty one
+    assert 'name="family_rule-0-prefix" value="django/db/migrations"' in page
+    assert 'name="family_rule-1-family" value="db"' in page and 'name="family_rule-2-prefix"' in page
+    # left empty, the number keeps its value; a removed rule and an emptied row are gone
+    form = _form(agent, injection_cap=1, family_rules=[*agent.coding_family_rules, {"prefix": "", "family": ""}])
+    form["family_rule-0-DELETE"] = "on"
+    assert client.post(url, form).status_code == 302
     agent.refresh_from_db()
-    assert (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap) == (7, [], 1)
+    assert (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap) == (
+        7,
+        [{"prefix": "django/db", "family": "db"}],
+        1,
+    )
+    assert client.post(url, _form(agent, family_rules=[])).status_code == 302
+    agent.refresh_from_db()
+    assert agent.coding_family_rules == []
 
 
 @pytest.mark.parametrize(
-    "changes,message",
+    "changes,field,message",
     [
-        ({"coding_family_rules": '[{"prefix": "", "family": "x"}]'}, "prefix"),
-        ({"coding_family_rules": '{"prefix": "a"}'}, "list"),
-        ({"coding_family_rules": "[not json"}, "JSON"),
-        ({"coding_min_traces": 0}, "greater than or equal to 1"),
+        (
+            {"family_rules": [{"prefix": "", "family": "x"}]},
+            "family_rule-0-prefix",
+            "Rule 1, path prefix: write the path",
+        ),
+        (
+            {"family_rules": [{"prefix": "a", "family": "b"}, {"prefix": "django/db", "family": ""}]},
+            "family_rule-1-family",
+            "Rule 2, family: name the family",
+        ),
+        (
+            {"family_rules": [{"prefix": "a b", "family": "c"}]},
+            "family_rule-0-prefix",
+            "Rule 1, path prefix: “a b” is not a relative path of letters, digits and _ . / - of at most 200 characters.",
+        ),
+        (
+            {"family_rules": [{"prefix": "a", "family": "f" * 101}]},
+            "family_rule-0-family",
+            "of at most 100 characters",
+        ),
+        (
+            {"family_rules": [{"prefix": "django/db", "family": "db"}, {"prefix": "django/db/", "family": "x"}]},
+            "family_rule-1-prefix",
+            "Rule 2, path prefix: rule 1 already has the prefix django/db.",
+        ),
+        ({"coding_min_traces": 0}, "coding_min_traces", "greater than or equal to 1"),
     ],
 )
-def test_bad_coding_settings_are_named_and_nothing_changes(client, agent, agent_admin, changes, message):
+def test_bad_coding_settings_are_named_and_nothing_changes(client, agent, agent_admin, changes, field, message):
     client.force_login(agent_admin)
     before = (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap)
     response = client.post(
         reverse("reviews:agent_settings", args=[agent.name]), _form(agent, injection_cap=1, **changes)
     )
-    assert response.status_code == 400 and message in response.content.decode()
+    assert response.status_code == 400
+    html = response.content.decode()
+    if field.startswith("family_rule"):
+        # beside its own field, and only there
+        error = re.search(rf'<div class="error" id="id_{field}-error">([^<]+)</div>', html)
+        assert error and message in error.group(1), html[html.find("family-rules") :][:2000]
+        assert html.count('<div class="error" id="id_family_rule-') == 1
+    else:
+        assert message in html
     agent.refresh_from_db()
     assert (agent.coding_min_traces, agent.coding_family_rules, agent.injection_cap) == before
 
