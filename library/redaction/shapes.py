@@ -100,10 +100,36 @@ _ID_CUE_RE = re.compile(
 )
 
 
+# a line that opens a list item: "- ", "* ", "+ ", "• ", "1. ", "2) "
+_LIST_ITEM_RE = re.compile(r"[ \t]*(?:[-*+•]|\d{1,3}[.)])[ \t]")
+_LIST_LOOKBACK = 400  # how far back an item looks for the line that introduces its list
+
+
+def _cue_context(text: str, start: int) -> str:
+    """The text before `start` whose id words make the capitals there an id: the sentence, within
+    60 characters. A line break that opens a list item ends it: the item reads its own words and the
+    line that introduces the list ("Reservation codes:" above "- VAAOXJ" and "- PGAGLM", a blank line
+    or other items between), never a sibling item's ("…expressed through code" ending one bullet and
+    "- **PROCESS OVER PRODUCT**" opening the next). Any other line reads on into the one before, as a
+    wrapped sentence or a label ("Booking code:" above "VAAOXJ") does."""
+    line_start = text.rfind("\n", 0, start) + 1
+    own = text[line_start:start]
+    if not _LIST_ITEM_RE.match(own):
+        return re.split(r"[.!?\n]\s", text[max(0, start - 60) : start])[-1]
+    own = _LIST_ITEM_RE.sub("", own, count=1)
+    end = line_start - 1  # the line break before the item
+    while end > 0 and start - end < _LIST_LOOKBACK:
+        previous_start = text.rfind("\n", 0, end) + 1
+        previous = text[previous_start:end]
+        if previous.strip() and not _LIST_ITEM_RE.match(previous):
+            own = f"{previous[-60:]}\n{own}"
+            break
+        end = previous_start - 1
+    return re.split(r"[.!?]\s", own[-60:])[-1]
+
+
 def _caps_code(match: re.Match) -> str | None:
-    before = match.string[max(0, match.start() - 60) : match.start()]
-    before = re.split(r"[.!?\n]\s", before)[-1]
-    return "{{id}}" if _ID_CUE_RE.search(before) else None
+    return "{{id}}" if _ID_CUE_RE.search(_cue_context(match.string, match.start())) else None
 
 
 _DATE = r"(?:\d{4}-\d{1,2}-\d{1,2}|\d{1,2}[/.]\d{1,2}[/.]\d{2,4}|(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.? \d{1,2}(?:st|nd|rd|th)?,? \d{4}|\d{1,2}(?:st|nd|rd|th)? (?:of )?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*,? \d{4})"

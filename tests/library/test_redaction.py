@@ -84,6 +84,39 @@ def test_shapes_names_and_addresses(text, expected):
     assert Redactor().text(text) == expected
 
 
+def test_an_id_word_in_one_list_item_does_not_make_the_next_items_capitals_an_id():
+    # anthropics/skills algorithmic-art: "code" ended one bullet, and the capitals opening the next
+    # were read as a booking code ("**{{id}} OVER {{id}}**")
+    text = (
+        "### ESSENTIAL PRINCIPLES\n"
+        "- **ALGORITHMIC PHILOSOPHY**: Creating a computational worldview to be expressed through code\n"
+        "- **PROCESS OVER PRODUCT**: Always emphasize that beauty emerges from the algorithm's execution\n"
+        "1. Booking code\n2. STATUS: CONFIRMED"
+    )
+    assert Redactor().text(text) == text
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        # a list's items read the line that introduces the list, whatever lies between
+        ("Reservation codes:\n- VAAOXJ\n- PGAGLM", "Reservation codes:\n- {{id}}\n- {{id}}"),
+        (
+            "Your bookings:\n\n1. VAAOXJ (NYC, 2 bags)\n2. PGAGLM",
+            "Your bookings:\n\n1. {{id}} (NYC, 2 bags)\n2. {{id}}",
+        ),
+        ("### Reservation numbers\n* VAAOXJ", "### Reservation numbers\n* {{id}}"),
+        # an item's own words
+        ("- Flight: JFK to LAX\n- Booking code: VAAOXJ", "- Flight: JFK to LAX\n- Booking code: {{id}}"),
+        # a line that continues a sentence or a label, as before
+        ("Booking code:\nVAAOXJ", "Booking code:\n{{id}}"),
+        ("I made the reservation\nthat is called VAAOXJ", "I made the reservation\nthat is called {{id}}"),
+    ],
+)
+def test_codes_in_lists_and_wrapped_lines_stay_redacted(text, expected):
+    assert Redactor().text(text) == expected
+
+
 @pytest.mark.parametrize(
     "text",
     [
