@@ -5,6 +5,7 @@ exiting 1 on any difference, and the per-skill fetch when the active set cannot 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 from library import services
 from library.api.tokens import token_create
 from library.models import ApiToken
-from procmem_client.skills_sync import LOCK_FILE, Served, SyncError, plan_and_apply, read_index
+from procmem_client.skills_sync import LOCK_FILE, Served, SyncError, plan_and_apply, read_index, read_lock
 from tests.conftest import REPO, make_active, propose_next_version
 from tests.skills_support import skills_ref_cli, skills_ref_errors
 
@@ -69,14 +70,21 @@ def test_sync_writes_the_served_skills_keeps_them_current_and_leaves_other_folde
     lock = json.loads((skills / LOCK_FILE).read_text())
     assert lock["skills"]["refund-over-limit"]["id"] == "refund.over_limit"
     assert lock["skills"]["refund-over-limit"]["version"] == 1
-    index = json.loads(
-        __import__("requests")
-        .get(f"{gunicorn_server}/.well-known/agent-skills/index.json", headers={"Authorization": f"Bearer {token}"})
-        .content
-    )
+    import requests
+
+    auth = {"Authorization": f"Bearer {token}"}
+    answer = requests.get(f"{gunicorn_server}/.well-known/agent-skills/index.json", headers=auth)
+    index = json.loads(answer.content)
     assert {e["name"]: e["digest"] for e in index["skills"]} == {
         name: entry["digest"] for name, entry in lock["skills"].items()
     }
+    # the lock names the versioned index it synced from, relative to the server, and it serves that set
+    first_pinned = lock["indexUrl"]
+    assert first_pinned == f"/.well-known/agent-skills/sets/{answer.headers['ETag'].strip(chr(34))}/index.json"
+    assert lock["lockVersion"] == 1 and list(lock) == ["generatedBy", "indexUrl", "lockVersion", "skills"]
+    pinned = requests.get(f"{gunicorn_server}{first_pinned}", headers=auth)
+    assert pinned.status_code == 200
+    assert [e["digest"] for e in pinned.json()["skills"]] == [e["digest"] for e in index["skills"]]
     # the folder procmem wrote passes the reference validator, by its command line and its library
     assert skills_ref_cli(skills / "refund-over-limit").returncode == 0
     folders = [skills / "order-status", skills / "refund-over-limit"]
@@ -105,7 +113,12 @@ def test_sync_writes_the_served_skills_keeps_them_current_and_leaves_other_folde
     assert sorted(p.name for p in skills.iterdir()) == sorted([LOCK_FILE, "our-own-skill", "refund-over-limit"])
     assert 'procmem-version: "2"' in (skills / "refund-over-limit" / "SKILL.md").read_text()
     assert "5. Record the approval id in the ticket." in (skills / "refund-over-limit" / "SKILL.md").read_text()
-    assert list(json.loads((skills / LOCK_FILE).read_text())["skills"]) == ["refund-over-limit"]
+    lock = json.loads((skills / LOCK_FILE).read_text())
+    assert list(lock["skills"]) == ["refund-over-limit"]
+    # another set, another pinned index; the first is no longer served
+    assert lock["indexUrl"] != first_pinned and lock["indexUrl"].startswith("/.well-known/agent-skills/sets/")
+    assert requests.get(f"{gunicorn_server}{lock['indexUrl']}", headers=auth).status_code == 200
+    assert requests.get(f"{gunicorn_server}{first_pinned}", headers=auth).status_code == 404
     assert skills_sync(str(skills), "--check", env=env).returncode == 0
     assert skills_ref_errors([skills / "refund-over-limit"]) == {str(skills / "refund-over-limit"): []}
 
@@ -203,3 +216,43 @@ def test_a_symlink_where_a_skill_would_go_is_never_followed(tmp_path):
     report = plan_and_apply(skills, served, files_for=lambda _: pytest.fail("nothing may be written"), check=False)
     assert report.differs and "not touched" in report.lines[0]
     assert (skills / "a-b").is_symlink() and list(target.iterdir()) == []
+
+
+def test_a_lock_without_the_pinned_index_is_read_and_gains_it_and_check_ignores_it(tmp_path):
+    """lockVersion 1 as written before `indexUrl`: read as it is, `--check` still in sync (CI must
+    not fail on a client upgrade), and the next sync adds the URL without touching the folder."""
+    # given: a folder synced by an earlier client, its lock without indexUrl
+    skills = tmp_path / "skills"
+    (skills / "a-b").mkdir(parents=True)
+    (skills / "a-b" / "SKILL.md").write_bytes(b"body")
+    digest = "sha256:" + hashlib.sha256(b"body").hexdigest()
+    entry = {"id": "a.b", "version": 1, "digest": digest, "files": {"SKILL.md": digest}}
+    (skills / LOCK_FILE).write_text(
+        json.dumps({"generatedBy": "procmem skills sync", "lockVersion": 1, "skills": {"a-b": entry}})
+    )
+    served = [Served(name="a-b", procedure_id="a.b", version=1, digest=digest, files={"SKILL.md": digest}, url="")]
+    pinned = "/.well-known/agent-skills/sets/" + "c" * 40 + "/index.json"
+    nothing = lambda _: pytest.fail("nothing may be written")  # noqa: E731
+    # when / then: --check is in sync and writes nothing
+    check = plan_and_apply(skills, served, files_for=nothing, check=True, index_url=pinned)
+    assert not check.differs and "indexUrl" not in (skills / LOCK_FILE).read_text()
+    # a sync records the index, the skill's folder untouched
+    synced = plan_and_apply(skills, served, files_for=nothing, check=False, index_url=pinned)
+    lock = json.loads((skills / LOCK_FILE).read_text())
+    assert not synced.differs and lock["indexUrl"] == pinned and lock["skills"] == {"a-b": entry}
+    assert lock["lockVersion"] == 1 and read_lock(skills) == {"a-b": entry}
+    # a field a later client adds is ignored as well
+    (skills / LOCK_FILE).write_text(json.dumps({**lock, "somethingNew": [1]}))
+    assert read_lock(skills) == {"a-b": entry}
+
+
+def test_the_pinned_index_is_written_relative_to_the_servers_address():
+    from procmem_client.skills_sync import pinned_index_url
+
+    base = "https://procmem.example.com/under"
+    index = f"{base}/.well-known/agent-skills/index.json?environment=staging"
+    location = {"Content-Location": "sets/" + "d" * 40 + "/index.json?environment=staging"}
+    assert pinned_index_url(index, location, base=base) == (
+        "/.well-known/agent-skills/sets/" + "d" * 40 + "/index.json?environment=staging"
+    )
+    assert pinned_index_url(index, {}, base=base) is None  # a server before versioned indexes

@@ -13,7 +13,11 @@ the index names; a skill that does not match (another version of the renderer, a
 between the two requests) is fetched from its own URL and checked against its digest instead.
 
 Ownership. `DIR/procmem-skills.lock.json` lists the skills procmem wrote, with their procedure id,
-version and file digests (sorted, no time stamps: it changes exactly when the folder does). Sync
+version and file digests (sorted, no time stamps: it changes exactly when the folder does), and
+`indexUrl`, the versioned index the sync read (`/.well-known/agent-skills/sets/<etag>/index.json`,
+relative to the server's address, from the index's Content-Location): a later GET of it answers 404
+once the agent is served another set. lockVersion 1 readers read `skills` only, so the field needs
+no new lock version; `--check` compares the folder, not this URL. Sync
 writes, replaces and removes only folders named in it; a folder of the same name that procmem did
 not write, or one of its folders holding a file procmem did not write, is left alone and reported
 (exit 1). A skill procmem no longer serves is removed. Each folder is written next to its place and
@@ -83,10 +87,14 @@ class Report:
 
 
 def _get(url: str, token: str, timeout: float) -> bytes:
+    return _get_with_headers(url, token, timeout)[0]
+
+
+def _get_with_headers(url: str, token: str, timeout: float) -> tuple[bytes, Mapping[str, str]]:
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
-            return response.read()
+            return response.read(), response.headers
     except urllib.error.HTTPError as exc:
         body = exc.read()[:500].decode("utf-8", "replace")
         try:
@@ -192,9 +200,15 @@ def served_files(
 
 
 def read_lock(directory: Path) -> dict[str, dict[str, Any]]:
+    return _read_lock_file(directory)[0]
+
+
+def _read_lock_file(directory: Path) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """The lock's skills and the versioned index it names (None: a lock written before the field,
+    or from a server that names none). Other top-level fields are ignored, as lockVersion 1 readers do."""
     path = directory / LOCK_FILE
     if not path.exists():
-        return {}
+        return {}, None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         skills = data["skills"]
@@ -205,7 +219,8 @@ def read_lock(directory: Path) -> dict[str, dict[str, Any]]:
                 raise ValueError("each entry needs its files, at paths inside its folder")
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise SyncError(f"{path}: not a lock file procmem can read ({exc}); move it away to start afresh") from None
-    return skills
+    index_url = data.get("indexUrl")
+    return skills, index_url if isinstance(index_url, str) else None
 
 
 def _on_disk(folder: Path) -> dict[str, str] | None:
@@ -253,14 +268,18 @@ def _write_folder(directory: Path, name: str, files: Mapping[str, bytes], *, rep
         os.rename(staging, final)
 
 
-def _write_lock(directory: Path, skills: Mapping[str, dict[str, Any]]) -> None:
-    """The lock: one line per skill (sorted, stable), so a change reads as a one-line diff."""
+def _write_lock(directory: Path, skills: Mapping[str, dict[str, Any]], index_url: str | None = None) -> None:
+    """The lock: one line per skill (sorted, stable), so a change reads as a one-line diff; the
+    versioned index the skills came from, when the server named one."""
     entries = ",\n".join(
         f"    {json.dumps(name)}: {json.dumps(entry, sort_keys=True, ensure_ascii=False)}"
         for name, entry in sorted(skills.items())
     )
+    pinned = f'  "indexUrl": {json.dumps(index_url, ensure_ascii=False)},\n' if index_url else ""
     body = (
-        '{\n  "generatedBy": "procmem skills sync",\n  "lockVersion": 1,\n  "skills": {'
+        '{\n  "generatedBy": "procmem skills sync",\n'
+        + pinned
+        + '  "lockVersion": 1,\n  "skills": {'
         + (f"\n{entries}\n  " if entries else "")
         + "}\n}\n"
     )
@@ -275,11 +294,14 @@ def plan_and_apply(
     *,
     files_for: Any,
     check: bool,
+    index_url: str | None = None,
 ) -> Report:
     """Compares `directory` with `served` and, unless `check`, makes it so. `files_for(skills)` gives
-    the files of the skills to write (called once, only with those that need writing)."""
+    the files of the skills to write (called once, only with those that need writing); `index_url`
+    is the versioned index `served` was read from, recorded in the lock (not compared by `check`:
+    the folder is what CI checks, and a lock written before the field must not fail it)."""
     report = Report()
-    lock = read_lock(directory) if directory.exists() else {}
+    lock, locked_index = _read_lock_file(directory) if directory.exists() else ({}, None)
     kept: dict[str, dict[str, Any]] = {}
     to_write: list[Served] = []
     present = set(os.listdir(directory)) if directory.is_dir() else set()  # one listing, not a stat per skill
@@ -325,7 +347,7 @@ def plan_and_apply(
         if not (directory / LOCK_FILE).exists() and served:
             report.say("DIFFERS", f"{directory / LOCK_FILE} is missing", bad=True)
         return report
-    if to_write or to_remove or kept != lock or not (directory / LOCK_FILE).exists():
+    if to_write or to_remove or kept != lock or locked_index != index_url or not (directory / LOCK_FILE).exists():
         directory.mkdir(parents=True, exist_ok=True)
         contents = files_for(to_write) if to_write else {}
         for skill in to_write:
@@ -334,7 +356,7 @@ def plan_and_apply(
         for name in to_remove:
             if name in present:
                 shutil.rmtree(directory / name)
-        _write_lock(directory, kept)
+        _write_lock(directory, kept, index_url)
     return report
 
 
@@ -378,8 +400,9 @@ def sync(
     base = url.rstrip("/")
     query = urllib.parse.urlencode({k: v for k, v in (("environment", environment), ("role", role)) if v})
     index_url = f"{base}{INDEX_PATH}" + (f"?{query}" if query else "")
+    body, headers = _get_with_headers(index_url, token, timeout)
     try:
-        data = json.loads(_get(index_url, token, timeout))
+        data = json.loads(body)
     except ValueError:
         raise SyncError(f"{index_url}: the answer is not JSON") from None
     served = read_index(data, index_url=index_url)
@@ -397,7 +420,21 @@ def sync(
             records = answer.get("procedures") or [] if isinstance(answer, dict) else []
         return served_files(skills, records=records, token=token, timeout=timeout)
 
-    return plan_and_apply(directory, served, files_for=files_for, check=check)
+    return plan_and_apply(
+        directory, served, files_for=files_for, check=check, index_url=pinned_index_url(index_url, headers, base=base)
+    )
+
+
+def pinned_index_url(index_url: str, headers: Mapping[str, str], *, base: str) -> str | None:
+    """The versioned index the index names in its Content-Location (`sets/<etag>/index.json`,
+    relative to the index), as the lock records it: relative to the server's address `base`, so the
+    lock reads the same whichever address of the server a sync used. None from a server that names
+    none (before versioned indexes)."""
+    location = headers.get("Content-Location")
+    if not location:
+        return None
+    pinned = urllib.parse.urljoin(index_url, location)
+    return pinned[len(base) :] if pinned.startswith(base + "/") else pinned
 
 
 def run(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
