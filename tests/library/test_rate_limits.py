@@ -178,6 +178,8 @@ def _form(agent, **changes):
         "review_target_hours": agent.review_target_hours,
         "pattern-TOTAL_FORMS": "0",  # no redaction pattern rows (the page's formset)
         "pattern-INITIAL_FORMS": "0",
+        "family_rule-TOTAL_FORMS": "0",  # nor task family rule rows (its other formset)
+        "family_rule-INITIAL_FORMS": "0",
     }
     data.update(changes)
     return data

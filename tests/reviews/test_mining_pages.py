@@ -30,6 +30,8 @@ def _settings_form(agent, **changes):
         "review_target_hours": agent.review_target_hours,
         "pattern-TOTAL_FORMS": "0",  # no redaction pattern rows (the page's formset)
         "pattern-INITIAL_FORMS": "0",
+        "family_rule-TOTAL_FORMS": "0",  # nor task family rule rows (its other formset)
+        "family_rule-INITIAL_FORMS": "0",
         **FORM,
         **changes,
     }

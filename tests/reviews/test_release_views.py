@@ -145,6 +145,8 @@ def test_agent_settings_page_edits_environments(agent, admin_user):
         "review_target_hours": 72,
         "pattern-TOTAL_FORMS": "0",  # no redaction pattern rows (the page's formset)
         "pattern-INITIAL_FORMS": "0",
+        "family_rule-TOTAL_FORMS": "0",  # nor task family rule rows (its other formset)
+        "family_rule-INITIAL_FORMS": "0",
         "environments": "staging qa",
         "reason": "a staging cluster",
         "min_tool_calls": 3,
