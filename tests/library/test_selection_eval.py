@@ -9,6 +9,7 @@ import math
 from io import StringIO
 from pathlib import Path
 
+import numpy as np
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -255,3 +256,77 @@ def test_eval_selection_reports_per_language_on_one_split(db):
         _run("--library", str(MULTILINGUAL / "library" / "demo"), str(MULTILINGUAL / "demo.jsonl"), "--split", "nope")
     with pytest.raises(CommandError, match="--backend: EMBEDDING_BACKEND 'nope' is not one of"):
         _run("--library", str(MULTILINGUAL / "library" / "demo"), str(MULTILINGUAL / "demo.jsonl"), "--backend", "nope")
+
+
+def _cross_lingual_as_before(index, task: str):
+    """The cross-lingual lexical score as it was computed before it was made faster (2026-12-06): every
+    word of the task embedded for this task, every word place of the set summed."""
+    from procmem_client.terms import is_english, task_units
+
+    if index.word_matrix is None or is_english(task):
+        return None
+    scores = np.zeros(len(index), dtype=np.float64)
+    units = task_units(task)
+    if not units:
+        return scores
+    best = (index.word_matrix @ index._cache.embed_words(units).T).max(axis=1)
+    floor = index.config.cross_lingual_floor
+    credit = np.clip((best.astype(np.float64) - floor) / (1.0 - floor), 0.0, 1.0)[index.word_rows] * index.word_idf
+    lengths = np.diff(index.word_ptr)
+    has = lengths > 0
+    starts = index.word_ptr[:-1][has]
+    scores[has] = np.add.reduceat(credit, starts) / np.add.reduceat(index.word_idf, starts)
+    return scores
+
+
+@pytest.mark.timeout(1200)
+def test_the_faster_cross_lingual_path_ranks_the_multilingual_set_as_before():
+    """Issue 41: the cross-lingual lexical retriever sums over the records a task's words meet, and
+    keeps tasks' word vectors; every non-English task of the multilingual set and of the paraphrase
+    set is ranked and injected exactly as by the plain sum with every word embedded afresh, with the
+    word cache cold (first pass) and warm (second pass)."""
+    from procmem_client import embeddings
+    from procmem_client.embedding_cache import EmbeddingCache
+    from procmem_client.ranking import Index, SelectionConfig
+    from procmem_client.terms import is_english
+
+    if not embeddings.available("minilm+use-multilingual"):
+        pytest.skip("the default backend's models are not installed")
+    backend = embeddings.backend("minilm+use-multilingual")
+    embed_query = embeddings.query_embedder(backend)
+    sets = {
+        "airline": (SET / "library" / "tau2_airline", ["airline.jsonl"]),
+        "retail": (SET / "library" / "tau2_retail", ["retail.jsonl"]),
+        "demo": (MULTILINGUAL / "library" / "demo", ["demo.jsonl", "paraphrases.jsonl"]),
+    }
+    compared = 0
+    for domain, (library, files) in sets.items():
+        cache = EmbeddingCache(backend=backend)
+        index = Index(load_export(library), cache=cache, config=SelectionConfig())
+        tasks = [
+            json.loads(line)["task"]
+            for name in files
+            for line in (MULTILINGUAL / name).read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
+        tasks = [task for task in tasks if not is_english(task)]
+        vectors = {task: embed_query([task])[0] for task in tasks}
+        for number in range(2):  # the task-word cache cold, then warm
+            for task in tasks:
+                plain = _cross_lingual_as_before(index, task)
+                fast = index.cross_lingual_scores(task)
+                assert (fast > 0).tolist() == (plain > 0).tolist(), task
+                assert np.allclose(fast, plain, rtol=0, atol=1e-6), task
+                rank = index.rank(task=task, query_vector=vectors[task])
+                chosen = index.select(task=task, cap=2, query_vector=vectors[task])
+                index.cross_lingual_scores = lambda task, index=index: _cross_lingual_as_before(index, task)
+                try:
+                    assert [c["id"] for c in index.rank(task=task, query_vector=vectors[task])] == [
+                        c["id"] for c in rank
+                    ]
+                    before = index.select(task=task, cap=2, query_vector=vectors[task])
+                    assert [r["id"] for r in before["injected"]] == [r["id"] for r in chosen["injected"]], task
+                finally:
+                    del index.cross_lingual_scores
+                compared += number == 0
+    assert compared > 400

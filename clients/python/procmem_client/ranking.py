@@ -68,6 +68,7 @@ vector per distinct text) and selection.py (SelectionConfig and the result types
 from __future__ import annotations
 
 import math
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -213,11 +214,15 @@ class Index:
 
     def _cross_lingual_index(self, cache: EmbeddingCache, config: SelectionConfig) -> None:
         """The appliesWhen words (terms.library_words) with their IDF and the backend's word vectors,
-        record i's words at word_rows[word_ptr[i]:word_ptr[i+1]]; word_matrix None without a word model."""
+        record i's words at word_rows[word_ptr[i]:word_ptr[i+1]]; word_matrix None without a word model.
+        Also prepared here, once per index and not per task: each word's records (word_records, by
+        word row) and each record's IDF mass (word_idf_mass), so that a task's score is summed over
+        the records that contain a word it meets, not over every word place of the set."""
         n = len(self.records)
         self.word_matrix: np.ndarray | None = None
         if not n or not config.cross_lingual:
             return
+        started = time.perf_counter()
         row_of: dict[str, int] = {}
         rows: list[int] = []
         self.word_ptr = np.zeros(n + 1, dtype=np.int64)
@@ -230,6 +235,15 @@ class Index:
         self.word_rows = np.asarray(rows, dtype=np.int64)
         df = np.bincount(self.word_rows, minlength=len(row_of))
         self.word_idf = np.log1p(n / np.maximum(df, 1))[self.word_rows]
+        lengths = np.diff(self.word_ptr)
+        has = lengths > 0
+        self.word_idf_mass = np.zeros(n, dtype=np.float64)
+        self.word_idf_mass[has] = np.add.reduceat(self.word_idf, self.word_ptr[:-1][has])
+        # word row → the records holding it (a word appears once per record: library_words is a set)
+        places = np.argsort(self.word_rows, kind="stable")
+        self.word_records = np.repeat(np.arange(n, dtype=np.int64), lengths)[places]
+        self.word_records_ptr = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
+        self.cross_lingual_build_seconds = time.perf_counter() - started
 
     def __len__(self) -> int:
         return len(self.records)
@@ -263,20 +277,34 @@ class Index:
 
     def cross_lingual_scores(self, task: str) -> np.ndarray | None:
         """The lexical score across languages (module docstring); None when the index has no word
-        model or the task is in the library's language (English)."""
+        model or the task is in the library's language (English).
+
+        Only the records holding a word that the task meets (best cosine above the floor) can score;
+        their word places are summed exactly as a sum over every record would (the same values, in
+        the same order, per record), and every other record scores 0. So the scores are the same to
+        the bit, at the cost of the records met instead of every word place of the set."""
         if self.word_matrix is None or is_english(task):
             return None
         scores = np.zeros(len(self), dtype=np.float64)
         units = task_units(task)
         if not units:
             return scores
-        best = (self.word_matrix @ self._cache.embed_words(units).T).max(axis=1)
+        best = (self.word_matrix @ self._cache.task_word_matrix(units).T).max(axis=1)
         floor = self.config.cross_lingual_floor
-        credit = np.clip((best.astype(np.float64) - floor) / (1.0 - floor), 0.0, 1.0)[self.word_rows] * self.word_idf
-        lengths = np.diff(self.word_ptr)
-        has = lengths > 0
-        starts = self.word_ptr[:-1][has]
-        scores[has] = np.add.reduceat(credit, starts) / np.add.reduceat(self.word_idf, starts)
+        word_credit = np.clip((best.astype(np.float64) - floor) / (1.0 - floor), 0.0, 1.0)
+        met = np.flatnonzero(word_credit > 0)
+        if met.size == 0:
+            return scores
+        records = np.unique(
+            np.concatenate([self.word_records[self.word_records_ptr[w] : self.word_records_ptr[w + 1]] for w in met])
+        )
+        starts, ends = self.word_ptr[records], self.word_ptr[records + 1]
+        lengths = ends - starts
+        # the word places of those records, record after record
+        segments = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        places = np.arange(int(lengths.sum())) + np.repeat(starts - segments, lengths)
+        credit = word_credit[self.word_rows[places]] * self.word_idf[places]
+        scores[records] = np.add.reduceat(credit, segments) / self.word_idf_mass[records]
         return scores
 
     def task_terms(self, task: str) -> set[str]:
