@@ -284,7 +284,8 @@ def test_the_faster_cross_lingual_path_ranks_the_multilingual_set_as_before():
     """Issue 41: the cross-lingual lexical retriever sums over the records a task's words meet, and
     keeps tasks' word vectors; every non-English task of the multilingual set and of the paraphrase
     set is ranked and injected exactly as by the plain sum with every word embedded afresh, with the
-    word cache cold (first pass) and warm (second pass)."""
+    word cache cold (first pass) and warm, summing only the records met (second pass) and every
+    record (third pass)."""
     from procmem_client import embeddings
     from procmem_client.embedding_cache import EmbeddingCache
     from procmem_client.ranking import Index, SelectionConfig
@@ -311,12 +312,13 @@ def test_the_faster_cross_lingual_path_ranks_the_multilingual_set_as_before():
         ]
         tasks = [task for task in tasks if not is_english(task)]
         vectors = {task: embed_query([task])[0] for task in tasks}
-        for number in range(2):  # the task-word cache cold, then warm
+        for number, dense_share in enumerate((Index.CROSS_LINGUAL_DENSE_SHARE, 1.0, 0.0)):
+            index.CROSS_LINGUAL_DENSE_SHARE = dense_share
             for task in tasks:
                 plain = _cross_lingual_as_before(index, task)
                 fast = index.cross_lingual_scores(task)
                 assert (fast > 0).tolist() == (plain > 0).tolist(), task
-                assert np.allclose(fast, plain, rtol=0, atol=1e-6), task
+                assert np.allclose(fast, plain, rtol=0, atol=1e-6), task  # the word vectors' rounding
                 rank = index.rank(task=task, query_vector=vectors[task])
                 chosen = index.select(task=task, cap=2, query_vector=vectors[task])
                 index.cross_lingual_scores = lambda task, index=index: _cross_lingual_as_before(index, task)

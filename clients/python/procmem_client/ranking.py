@@ -131,6 +131,10 @@ class Index:
     """The prepared form of one set of procedure records: the appliesWhen and step embedding
     matrices, the lexical inverted index with IDF, and the identifier table. Immutable."""
 
+    # the cross-lingual score sums every record when the words a task meets fill more than this
+    # share of the set's word places (cross_lingual_scores), else only the records met
+    CROSS_LINGUAL_DENSE_SHARE = 0.25
+
     def __init__(self, records: Sequence[Mapping[str, Any]], *, cache: EmbeddingCache, config: SelectionConfig) -> None:
         self.records = list(records)
         self.config = config
@@ -234,11 +238,14 @@ class Index:
         self.word_matrix = cache.word_matrix(list(row_of))
         self.word_rows = np.asarray(rows, dtype=np.int64)
         df = np.bincount(self.word_rows, minlength=len(row_of))
-        self.word_idf = np.log1p(n / np.maximum(df, 1))[self.word_rows]
+        self.word_df = df
+        self.word_row_idf = np.log1p(n / np.maximum(df, 1))  # a word's IDF, the same in every record
+        self.word_idf = self.word_row_idf[self.word_rows]
         lengths = np.diff(self.word_ptr)
-        has = lengths > 0
+        self.word_has = lengths > 0
+        self.word_starts = self.word_ptr[:-1][self.word_has]
         self.word_idf_mass = np.zeros(n, dtype=np.float64)
-        self.word_idf_mass[has] = np.add.reduceat(self.word_idf, self.word_ptr[:-1][has])
+        self.word_idf_mass[self.word_has] = np.add.reduceat(self.word_idf, self.word_starts)
         # word row → the records holding it (a word appears once per record: library_words is a set)
         places = np.argsort(self.word_rows, kind="stable")
         self.word_records = np.repeat(np.arange(n, dtype=np.int64), lengths)[places]
@@ -279,10 +286,12 @@ class Index:
         """The lexical score across languages (module docstring); None when the index has no word
         model or the task is in the library's language (English).
 
-        Only the records holding a word that the task meets (best cosine above the floor) can score;
-        their word places are summed exactly as a sum over every record would (the same values, in
-        the same order, per record), and every other record scores 0. So the scores are the same to
-        the bit, at the cost of the records met instead of every word place of the set."""
+        Only the records holding a word that the task meets (best cosine above the floor) can score.
+        When those words are rare in the set, only their records' word places are summed, exactly as
+        the sum over every record sums them (the same values, in the same order, per record), and
+        every other record scores 0; when they are common, every record is summed. Either way the
+        scores are the same to the bit, and a word's credit times its IDF is computed once per word,
+        not once per place."""
         if self.word_matrix is None or is_english(task):
             return None
         scores = np.zeros(len(self), dtype=np.float64)
@@ -295,16 +304,23 @@ class Index:
         met = np.flatnonzero(word_credit > 0)
         if met.size == 0:
             return scores
-        records = np.unique(
-            np.concatenate([self.word_records[self.word_records_ptr[w] : self.word_records_ptr[w + 1]] for w in met])
-        )
-        starts, ends = self.word_ptr[records], self.word_ptr[records + 1]
-        lengths = ends - starts
-        # the word places of those records, record after record
+        weighted = word_credit * self.word_row_idf  # per word: its credit times its IDF
+        if int(self.word_df[met].sum()) > self.CROSS_LINGUAL_DENSE_SHARE * self.word_rows.size:
+            # the words met are in much of the set: summing every record costs less than finding them
+            scores[self.word_has] = (
+                np.add.reduceat(weighted[self.word_rows], self.word_starts) / self.word_idf_mass[self.word_has]
+            )
+            return scores
+        touched = np.zeros(len(self), dtype=bool)
+        for word in met:
+            touched[self.word_records[self.word_records_ptr[word] : self.word_records_ptr[word + 1]]] = True
+        records = np.flatnonzero(touched)
+        starts = self.word_ptr[records]
+        lengths = self.word_ptr[records + 1] - starts
         segments = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+        # the word places of those records, record after record
         places = np.arange(int(lengths.sum())) + np.repeat(starts - segments, lengths)
-        credit = word_credit[self.word_rows[places]] * self.word_idf[places]
-        scores[records] = np.add.reduceat(credit, segments) / self.word_idf_mass[records]
+        scores[records] = np.add.reduceat(weighted[self.word_rows[places]], segments) / self.word_idf_mass[records]
         return scores
 
     def task_terms(self, task: str) -> set[str]:
