@@ -21,6 +21,17 @@ Exact terms. What a coding task and a coding procedure have in common are the ta
 also as its role placeholder); `record_terms` reads a procedure's verify command, steps and
 pre/postconditions the same way. The exact retriever counts the terms they share.
 
+Area. A coding task rarely names a family's files, but it names their modules and identifiers: an
+issue about ``autodoc_typehints`` or ``StrPrinter`` belongs where ``sphinx/ext/autodoc/typehints.py`` or
+``sympy/printing/str.py`` are. `area_terms` reads the paths a coding procedure names (its appliesWhen,
+pre- and postconditions) into words — each directory and file name, and its ``_`` pieces — and
+`task_area_terms` reads a task's identifiers the same way (``_`` pieces and camelCase parts as well);
+both compare by the light stemmer's stem cut to AREA_PREFIX letters ("matrix" meets ``matrices/``,
+"Printer" meets ``printing/``). `AreaIndex` scores each coding procedure by the IDF mass, over the set's
+coding procedures, of the area words the task shares with it: a word every family's paths carry (the
+repository's name) counts little, one only ``autodoc``'s carry counts much. The ranker adds the score
+to a coding procedure's total and lets a high enough one make it eligible (ranking.py).
+
 Recall pointer. `recall_pointer` is the short form of a coding procedure an agent keeps in view (its
 id and version, one line on when to use it, its files, its verify command and the test files that
 fill the command's placeholder for the next task): at most POINTER_MAX_TOKENS tokens by the renderer's
@@ -31,9 +42,12 @@ from __future__ import annotations
 
 import math
 import re
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from .terms import stem
 
 _LABEL_RE = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)+$")
 
@@ -260,6 +274,99 @@ def record_terms(record: Mapping[str, Any]) -> set[str]:
     for text in texts:
         found.update(_terms(text))
     return found
+
+
+# ---------------------------------------------------------------------------------------------- area
+
+AREA_PREFIX = 5  # letters of a stem compared: "matrix"/"matrices", "printer"/"printing", "permutation"/"permutations"
+AREA_MIN_LETTERS = 3
+# path parts that say where tests or packages live, not what a family is about
+_AREA_GENERIC = frozenset({"test", "tests", "testing", "init", "src", "lib"})
+_AREA_PATH_RE = re.compile(r"[\w.:-]*/[\w./:-]*")
+_AREA_IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL_PART_RE = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?=[A-Z][a-z]|$)")
+
+
+def _area_key(piece: str) -> str | None:
+    piece = piece.lower()
+    if len(piece) < AREA_MIN_LETTERS or piece in _AREA_GENERIC or not piece.isascii() or piece.isdigit():
+        return None
+    return stem(piece)[:AREA_PREFIX]
+
+
+def _pieces(name: str) -> set[str]:
+    """An identifier's pieces: its ``_`` parts and camelCase parts; the whole name when it has no ``_``."""
+    parts = {part for part in name.split("_") if part}
+    for part in list(parts):
+        parts.update(_CAMEL_PART_RE.findall(part))
+    if "_" not in name.strip("_"):
+        parts.add(name.strip("_"))
+    return parts
+
+
+def area_terms(record: Mapping[str, Any]) -> frozenset[str]:
+    """The area words of a coding procedure: each directory and file name (without its extension) of
+    the paths its appliesWhen, preconditions and postconditions name, with its ``_`` pieces, as keys
+    (`task_area_terms`). Empty for a procedure that is not a coding one (customer-facing procedures
+    are ranked as before)."""
+    if not is_coding(record):
+        return frozenset()
+    texts = [
+        str(record.get("appliesWhen") or ""),
+        *(str(t) for t in record.get("preconditions") or []),
+        *(str(t) for t in record.get("postconditions") or []),
+    ]
+    found: set[str] = set()
+    for text in texts:
+        for path in _AREA_PATH_RE.findall(text):
+            for part in re.split(r"[/:]", path):
+                name = part.split(".")[0]
+                for piece in {name, *name.split("_")}:
+                    key = _area_key(piece)
+                    if key:
+                        found.add(key)
+    return frozenset(found)
+
+
+def task_area_terms(text: str) -> frozenset[str]:
+    """The area words of a task: the pieces of each identifier it writes (``autodoc_typehints`` →
+    autodoc, typehints; ``StrPrinter`` → str, printer; ``sympy/core/expr.py`` → sympy, core, expr), as
+    keys: the light stemmer's stem, cut to AREA_PREFIX letters."""
+    found: set[str] = set()
+    for name in _AREA_IDENTIFIER_RE.findall(text or ""):
+        for piece in _pieces(name):
+            key = _area_key(piece)
+            if key:
+                found.add(key)
+    return frozenset(found)
+
+
+class AreaIndex:
+    """The area words of a set's coding procedures with their IDF over those procedures,
+    log(1 + n / df): `scores(task)` is, per procedure position, the summed IDF of the area words the
+    task shares with it (positions without a shared word left out)."""
+
+    def __init__(self, records: Sequence[Mapping[str, Any]]) -> None:
+        terms = [area_terms(record) for record in records]
+        coding_count = sum(1 for record in records if is_coding(record))
+        df = Counter(term for found in terms for term in found)
+        self.idf = {term: math.log(1 + coding_count / count) for term, count in df.items()}
+        postings: dict[str, list[int]] = defaultdict(list)
+        for position, found in enumerate(terms):
+            for term in found:
+                postings[term].append(position)
+        self.postings = dict(postings)
+
+    def matched(self, task: str) -> dict[int, list[str]]:
+        """Per procedure position, the task's area words it shares (sorted)."""
+        found: dict[int, list[str]] = defaultdict(list)
+        for term in sorted(task_area_terms(task)):
+            for position in self.postings.get(term, ()):
+                found[position].append(term)
+        return dict(found)
+
+    def scores(self, task: str) -> dict[int, float]:
+        return {position: sum(self.idf[t] for t in terms) for position, terms in self.matched(task).items()}
 
 
 # ---------------------------------------------------------------------------------------------- recall pointer

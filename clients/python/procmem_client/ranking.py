@@ -31,6 +31,11 @@ Method (docs/selection.md):
      whole procedure, from the vectors the two signals above use: nothing more is embedded or
      stored), computed with the step signal. It orders only; a task in another language than the
      library's gets no lexical help, and the body is what lifts it (docs/selection.md).
+   - area (coding procedures only, 0 for every other record): the IDF mass of the area words — the
+     directory and file names of the paths a coding procedure names — that the task's identifiers
+     share with it (coding.AreaIndex): an issue about ``autodoc_typehints`` finds the family whose
+     files are under ``sphinx/ext/autodoc/``. It adds `area_weight` × s / (s + 1) to the total and,
+     from `area_floor` on, makes the procedure eligible.
 3. Order: the weighted sum of the five normalised scores (weights in `SelectionConfig`, chosen on
    the tau2-bench labelled set); ties by semantic score, then id, then version — deterministic.
    Near-ties go to priority: walking down that order, each candidate opens a group with the ones
@@ -125,6 +130,7 @@ class Signals:
     exact: np.ndarray
     step: np.ndarray
     body: np.ndarray
+    area: np.ndarray | None = None  # coding procedures' area scores (coding.AreaIndex); None without any
 
 
 class Index:
@@ -191,6 +197,7 @@ class Index:
                 exact[name].append(i)
         self.exact = {name: np.asarray(ids, dtype=np.int64) for name, ids in exact.items()}
         self.has_coding = any(coding.is_coding(r) for r in self.records)
+        self.area_index = coding.AreaIndex(self.records) if self.has_coding else None
 
         # producer → consumer links between coding procedures (hubs cut): consumer → its producers
         self.producers: dict[int, list[tuple[int, tuple[str, ...]]]] = defaultdict(list)
@@ -402,7 +409,16 @@ class Index:
                 )
                 chosen = np.argpartition(-partial, limit - 1)[:limit]
             step[chosen], body[chosen] = self.step_and_body_scores(candidates[chosen], vector, semantic[chosen])
-        return Signals(candidates, semantic, lexical, exact, step, body)
+        return Signals(candidates, semantic, lexical, exact, step, body, self.area_scores(task, candidates))
+
+    def area_scores(self, task: str, candidates: np.ndarray) -> np.ndarray | None:
+        """The candidates' coding area scores (coding.AreaIndex), None in a set without coding procedures."""
+        if self.area_index is None:
+            return None
+        scores = np.zeros(len(self), dtype=np.float64)
+        for position, score in self.area_index.scores(task).items():
+            scores[position] = score
+        return scores[candidates]
 
     @staticmethod
     def normalise(
@@ -429,7 +445,7 @@ class Index:
 
     def eligibility(self, signals: Signals) -> np.ndarray:
         config = self.config
-        return (
+        eligible = (
             (signals.semantic >= config.semantic_floor)
             | ((signals.exact >= config.exact_floor) & (signals.exact > 0))
             | (
@@ -438,11 +454,26 @@ class Index:
                 & (signals.semantic >= config.lexical_needs_semantic)
             )
         )
+        if signals.area is not None:
+            eligible |= (signals.area >= config.area_floor) & (signals.area > 0)
+        return eligible
 
     def totals(self, signals: Signals, config: SelectionConfig | None = None) -> np.ndarray:
-        """The ranking score of every candidate: the weighted sum of the normalised signals."""
-        weights = (config or self.config).weights()
-        return self._weighted(signals.semantic, signals.lexical, signals.exact, signals.step, signals.body, weights)
+        """The ranking score of every candidate: the weighted sum of the normalised signals, and for
+        coding procedures their area term (`area_total`)."""
+        config = config or self.config
+        total = self._weighted(
+            signals.semantic, signals.lexical, signals.exact, signals.step, signals.body, config.weights()
+        )
+        if signals.area is not None and config.area_weight:
+            total = total + self.area_total(signals.area, config)
+        return total
+
+    @staticmethod
+    def area_total(area: np.ndarray, config: SelectionConfig) -> np.ndarray:
+        """What the coding area score s adds to a total: area_weight × s / (s + 1) (a fixed scale, as
+        the exact retriever's n / (n + 1))."""
+        return config.area_weight * area / (area + 1.0)
 
     def order(
         self, signals: Signals, totals: np.ndarray, positions: np.ndarray | None = None, m: int | None = None
@@ -617,6 +648,9 @@ class Index:
             met.append(f"semantic {score_text(semantic)} ≥ floor {config.semantic_floor:.2f}")
         if exact >= max(config.exact_floor, 1):
             met.append(f"{exact} identifier{'s' if exact != 1 else ''} of it in the task")
+        area = 0.0 if signals.area is None else float(signals.area[j])
+        if area >= config.area_floor and area > 0:
+            met.append(f"the task names its area (area {score_text(area)} ≥ floor {config.area_floor:.2f})")
         if lexical >= config.lexical_floor and lexical > 0:
             if semantic >= config.lexical_needs_semantic:
                 met.append(
@@ -681,6 +715,7 @@ class Index:
                         "exact": int(signals.exact[j]),
                         "step": None if math.isnan(step) else step,  # type: ignore[dict-item]
                         "body": None if math.isnan(body) else body,  # type: ignore[typeddict-unknown-key]
+                        **({} if signals.area is None else {"area": float(signals.area[j])}),
                     },
                     "normalised": {name: float(values[j]) for name, values in normalised.items()},
                     "ranks": {name: ranks[name][j] for name in RETRIEVERS},

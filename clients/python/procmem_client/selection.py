@@ -45,12 +45,17 @@ class SelectionConfig:
     cross_lingual_floor: float = 0.5
     use_steps: bool = True
     step_shortlist: int = 1000
+    # the area signal of coding procedures (coding.AreaIndex; 0 for every other procedure): a score s
+    # adds area_weight × s / (s + 1) to the total, and s ≥ area_floor makes the procedure eligible;
+    # chosen leaving one repository out on the SWE-bench sessions of issue 38 (docs/mining.md)
+    area_weight: float = 2.0
+    area_floor: float = 1.0
     priority_epsilon: float = PRIORITY_EPSILON
 
     def __post_init__(self) -> None:
         if not (self.priority_epsilon >= 0):
             raise ValueError("SelectionConfig.priority_epsilon must be 0 or more")
-        for name in ("semantic_weight", "lexical_weight", "exact_weight", "step_weight", "body_weight"):
+        for name in ("semantic_weight", "lexical_weight", "exact_weight", "step_weight", "body_weight", "area_weight"):
             if getattr(self, name) < 0:
                 raise ValueError(f"SelectionConfig.{name} must be 0 or more")
         if not (0.0 <= self.cross_lingual_floor < 1.0):
