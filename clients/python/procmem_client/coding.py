@@ -279,7 +279,7 @@ def record_terms(record: Mapping[str, Any]) -> set[str]:
 # ---------------------------------------------------------------------------------------------- area
 
 AREA_PREFIX = 5  # letters of a stem compared: "matrix"/"matrices", "printer"/"printing", "permutation"/"permutations"
-AREA_MIN_LETTERS = 3
+AREA_MIN_LETTERS = 2  # "py" of py:function and test_domain_py.py, "db" of django/db
 # path parts that say where tests or packages live, not what a family is about
 _AREA_GENERIC = frozenset({"test", "tests", "testing", "init", "src", "lib"})
 _AREA_PATH_RE = re.compile(r"[\w.:-]*/[\w./:-]*")

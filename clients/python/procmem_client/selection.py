@@ -48,7 +48,7 @@ class SelectionConfig:
     # the area signal of coding procedures (coding.AreaIndex; 0 for every other procedure): a score s
     # adds area_weight × s / (s + 1) to the total, and s ≥ area_floor makes the procedure eligible;
     # chosen leaving one repository out on the SWE-bench sessions of issue 38 (docs/mining.md)
-    area_weight: float = 2.0
+    area_weight: float = 3.0
     area_floor: float = 1.0
     priority_epsilon: float = PRIORITY_EPSILON
 

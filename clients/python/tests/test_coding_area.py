@@ -83,6 +83,10 @@ def test_a_tasks_area_words_are_its_identifiers_pieces():
     assert {"autod", "typeh", "str", "print", "sympy", "matri"} <= terms
     # printing/ and Printer, matrices/ and Matrix meet: the stem cut to AREA_PREFIX letters
     assert "print" in area_terms(PRINTING) and "matri" in area_terms(MATRICES)
+    # two letters are a piece too: ".. py:method::" meets tests/test_domain_py.py, "db" meets django/db/
+    domain = family("fix.sphinx.domains", "sphinx/domains", ["sphinx/domains/python.py"], ["tests/test_domain_py.py"])
+    assert "py" in task_area_terms(".. py:method:: f") and "py" in area_terms(domain)
+    assert "x" not in task_area_terms("x = 1")  # one letter is not
 
 
 def test_a_word_only_one_family_carries_counts_more_than_one_every_family_carries():
