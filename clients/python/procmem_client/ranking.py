@@ -82,6 +82,7 @@ from typing import Any
 import numpy as np
 
 from . import coding
+from .conditions import amount_match, amount_ranges, amounts, clauses
 from .embedding_cache import Embedder, EmbeddingCache, default_cache
 from .selection import (
     MAX_K,
@@ -122,7 +123,10 @@ def score_text(value: float | None) -> str:
 @dataclass
 class Signals:
     """Every candidate's raw scores for one task (arrays aligned with `candidates`, positions in
-    the index's records). `step` and `body` are NaN where the step signal was not computed."""
+    the index's records). `step` and `body` are NaN where the step signal was not computed.
+    `clause` (the semantic score the order uses: the weakest clause's, `conditions.clauses`) and
+    `amount` (1 when a money amount of the task falls in a range the appliesWhen names) order
+    only; None when the index has nothing for them (then the order uses `semantic`, and no amount)."""
 
     candidates: np.ndarray
     semantic: np.ndarray
@@ -131,6 +135,8 @@ class Signals:
     step: np.ndarray
     body: np.ndarray
     area: np.ndarray | None = None  # coding procedures' area scores (coding.AreaIndex); None without any
+    clause: np.ndarray | None = None
+    amount: np.ndarray | None = None
 
 
 class Index:
@@ -179,6 +185,7 @@ class Index:
             [sum(self.idf[t] for t in terms) for terms in doc_terms] or [0.0], dtype=np.float64
         )[:n]
         self._cross_lingual_index(cache, config)
+        self._conditions_index(cache, config)
         # a compound the task may write as one word ("desklamp") → the documents with the two words
         # adjacent, per pair of stems they contribute
         split: dict[str, dict[tuple[str, ...], list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -258,6 +265,58 @@ class Index:
         self.word_records = np.repeat(np.arange(n, dtype=np.int64), lengths)[places]
         self.word_records_ptr = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
         self.cross_lingual_build_seconds = time.perf_counter() - started
+
+    def _conditions_index(self, cache: EmbeddingCache, config: SelectionConfig) -> None:
+        """What the appliesWhen texts require (procmem_client/conditions.py): the clause vectors of
+        the records whose appliesWhen has more than one clause (record i's at
+        clause_rows[clause_ptr[i]:clause_ptr[i+1]], none for the others), and the money ranges each
+        names. Coding procedures have neither: their order stays as it was."""
+        n = len(self.records)
+        self.clause_matrix: np.ndarray | None = None
+        self.money_ranges: list[list[tuple[float, float]]] = [[] for _ in range(n)]
+        if not n:
+            return
+        if config.amount_weight:
+            self.money_ranges = [[] if coding.is_coding(r) else amount_ranges(r["appliesWhen"]) for r in self.records]
+        if not config.clause_match:
+            return
+        row_of: dict[str, int] = {}
+        rows: list[int] = []
+        self.clause_ptr = np.zeros(n + 1, dtype=np.int64)
+        for i, record in enumerate(self.records):
+            parts = [] if coding.is_coding(record) else clauses(record["appliesWhen"])
+            if len(parts) > 1:
+                rows.extend(row_of.setdefault(part, len(row_of)) for part in parts)
+            self.clause_ptr[i + 1] = len(rows)
+        if rows:
+            self.clause_matrix = cache.matrix(list(row_of))
+            self.clause_rows = np.asarray(rows, dtype=np.int64)
+
+    def clause_scores(self, candidates: np.ndarray, semantic: np.ndarray, vector: np.ndarray) -> np.ndarray | None:
+        """The semantic score the order uses for each candidate: for a record whose appliesWhen has
+        several clauses, its weakest clause's calibrated cosine with the task (each situation it
+        names must be in the task); for the others `semantic` itself. None without such records."""
+        if self.clause_matrix is None:
+            return None
+        scores = semantic.astype(np.float64)
+        starts, ends = self.clause_ptr[candidates], self.clause_ptr[candidates + 1]
+        has = np.flatnonzero(ends > starts)
+        if has.size == 0:
+            return scores
+        cosines = self._cache.calibrate(self.clause_matrix @ vector)
+        for j in has.tolist():
+            scores[j] = float(cosines[self.clause_rows[starts[j] : ends[j]]].min())
+        return scores
+
+    def amount_scores(self, task: str, candidates: np.ndarray) -> np.ndarray | None:
+        """1 for a candidate whose appliesWhen names a money range that one of the task's amounts
+        falls in, else 0; None when no record names a range or the task names no amount."""
+        if not any(self.money_ranges):
+            return None
+        found = amounts(task)
+        if not found:
+            return None
+        return np.asarray([amount_match(found, self.money_ranges[i]) for i in candidates.tolist()], dtype=np.float64)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -409,7 +468,19 @@ class Index:
                 )
                 chosen = np.argpartition(-partial, limit - 1)[:limit]
             step[chosen], body[chosen] = self.step_and_body_scores(candidates[chosen], vector, semantic[chosen])
-        return Signals(candidates, semantic, lexical, exact, step, body, self.area_scores(task, candidates))
+        clause = self.clause_scores(candidates, semantic, vector)
+        amount = self.amount_scores(task, candidates)
+        return Signals(
+            candidates,
+            semantic,
+            lexical,
+            exact,
+            step,
+            body,
+            area=self.area_scores(task, candidates),
+            clause=clause,
+            amount=amount,
+        )
 
     def area_scores(self, task: str, candidates: np.ndarray) -> np.ndarray | None:
         """The candidates' coding area scores (coding.AreaIndex), None in a set without coding procedures."""
@@ -459,12 +530,14 @@ class Index:
         return eligible
 
     def totals(self, signals: Signals, config: SelectionConfig | None = None) -> np.ndarray:
-        """The ranking score of every candidate: the weighted sum of the normalised signals, and for
-        coding procedures their area term (`area_total`)."""
+        """The ranking score of every candidate: the weighted sum of the normalised signals (the
+        semantic one as the weakest clause's, `clause`), the amount term, and for coding procedures
+        their area term (`area_total`)."""
         config = config or self.config
-        total = self._weighted(
-            signals.semantic, signals.lexical, signals.exact, signals.step, signals.body, config.weights()
-        )
+        semantic = signals.semantic if signals.clause is None else signals.clause
+        total = self._weighted(semantic, signals.lexical, signals.exact, signals.step, signals.body, config.weights())
+        if signals.amount is not None and config.amount_weight:
+            total = total + config.amount_weight * signals.amount
         if signals.area is not None and config.area_weight:
             total = total + self.area_total(signals.area, config)
         return total

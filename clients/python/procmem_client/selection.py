@@ -43,6 +43,12 @@ class SelectionConfig:
     # multilingual set's tuning split (docs/selection.md, "Selection in the customer's language")
     cross_lingual: bool = True
     cross_lingual_floor: float = 0.5
+    # conditions of the appliesWhen (procmem_client/conditions.py), order only: a record with several
+    # clauses ranks by its weakest clause's semantic score; a task amount in a money range the
+    # appliesWhen names adds amount_weight. Chosen on tau2 airline, the multilingual tuning split
+    # and the (not blind) paraphrase set (docs/selection.md, "Conditions: clauses and amounts")
+    clause_match: bool = True
+    amount_weight: float = 0.2
     use_steps: bool = True
     step_shortlist: int = 1000
     # the area signal of coding procedures (coding.AreaIndex; 0 for every other procedure): a score s
@@ -55,7 +61,15 @@ class SelectionConfig:
     def __post_init__(self) -> None:
         if not (self.priority_epsilon >= 0):
             raise ValueError("SelectionConfig.priority_epsilon must be 0 or more")
-        for name in ("semantic_weight", "lexical_weight", "exact_weight", "step_weight", "body_weight", "area_weight"):
+        for name in (
+            "semantic_weight",
+            "lexical_weight",
+            "exact_weight",
+            "step_weight",
+            "body_weight",
+            "area_weight",
+            "amount_weight",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"SelectionConfig.{name} must be 0 or more")
         if not (0.0 <= self.cross_lingual_floor < 1.0):
