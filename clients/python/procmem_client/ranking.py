@@ -268,29 +268,34 @@ class Index:
 
     def _conditions_index(self, cache: EmbeddingCache, config: SelectionConfig) -> None:
         """What the appliesWhen texts require (procmem_client/conditions.py): the clause vectors of
-        the records whose appliesWhen has more than one clause (record i's at
-        clause_rows[clause_ptr[i]:clause_ptr[i+1]], none for the others), and the money ranges each
-        names. Coding procedures have neither: their order stays as it was."""
-        n = len(self.records)
+        the records whose appliesWhen has more than one clause (`clause_records`, their clauses'
+        rows in `clause_matrix` at clause_rows[clause_starts[k]:...], in record order), and the
+        records that name a money range with their ranges. Coding procedures have neither: their
+        order stays as it was."""
         self.clause_matrix: np.ndarray | None = None
-        self.money_ranges: list[list[tuple[float, float]]] = [[] for _ in range(n)]
-        if not n:
-            return
+        self.money_ranges: dict[int, list[tuple[float, float]]] = {}
         if config.amount_weight:
-            self.money_ranges = [[] if coding.is_coding(r) else amount_ranges(r["appliesWhen"]) for r in self.records]
+            for i, record in enumerate(self.records):
+                ranges = [] if coding.is_coding(record) else amount_ranges(record["appliesWhen"])
+                if ranges:
+                    self.money_ranges[i] = ranges
         if not config.clause_match:
             return
         row_of: dict[str, int] = {}
         rows: list[int] = []
-        self.clause_ptr = np.zeros(n + 1, dtype=np.int64)
+        records: list[int] = []
+        starts: list[int] = []
         for i, record in enumerate(self.records):
             parts = [] if coding.is_coding(record) else clauses(record["appliesWhen"])
             if len(parts) > 1:
+                records.append(i)
+                starts.append(len(rows))
                 rows.extend(row_of.setdefault(part, len(row_of)) for part in parts)
-            self.clause_ptr[i + 1] = len(rows)
         if rows:
             self.clause_matrix = cache.matrix(list(row_of))
             self.clause_rows = np.asarray(rows, dtype=np.int64)
+            self.clause_records = np.asarray(records, dtype=np.int64)
+            self.clause_starts = np.asarray(starts, dtype=np.int64)
 
     def clause_scores(self, candidates: np.ndarray, semantic: np.ndarray, vector: np.ndarray) -> np.ndarray | None:
         """The semantic score the order uses for each candidate: for a record whose appliesWhen has
@@ -298,25 +303,26 @@ class Index:
         names must be in the task); for the others `semantic` itself. None without such records."""
         if self.clause_matrix is None:
             return None
-        scores = semantic.astype(np.float64)
-        starts, ends = self.clause_ptr[candidates], self.clause_ptr[candidates + 1]
-        has = np.flatnonzero(ends > starts)
-        if has.size == 0:
-            return scores
-        cosines = self._cache.calibrate(self.clause_matrix @ vector)
-        for j in has.tolist():
-            scores[j] = float(cosines[self.clause_rows[starts[j] : ends[j]]].min())
-        return scores
+        weakest = np.minimum.reduceat(
+            self._cache.calibrate(self.clause_matrix @ vector)[self.clause_rows], self.clause_starts
+        )
+        by_record = np.full(len(self), np.nan)
+        by_record[self.clause_records] = weakest
+        mine = by_record[candidates]
+        return np.where(np.isnan(mine), semantic, mine)
 
     def amount_scores(self, task: str, candidates: np.ndarray) -> np.ndarray | None:
         """1 for a candidate whose appliesWhen names a money range that one of the task's amounts
         falls in, else 0; None when no record names a range or the task names no amount."""
-        if not any(self.money_ranges):
+        if not self.money_ranges:
             return None
         found = amounts(task)
         if not found:
             return None
-        return np.asarray([amount_match(found, self.money_ranges[i]) for i in candidates.tolist()], dtype=np.float64)
+        by_record = np.zeros(len(self), dtype=np.float64)
+        for i, ranges in self.money_ranges.items():
+            by_record[i] = amount_match(found, ranges)
+        return by_record[candidates]
 
     def __len__(self) -> int:
         return len(self.records)

@@ -2,7 +2,7 @@
 set and the tau2 set (docs/selection.md, "Selection in the customer's language"):
 
     python tests/library/data/multilingual_selection/measure.py [--backends minilm,e5-small,use-multilingual]
-        [--set NAME=VALUE ...] [--body-text-weight W] [--cache DIR] [--json]
+        [--set NAME=VALUE ...] [--body-text-weight W] [--cache DIR] [--json] [--blind]
 
 Every text (tasks, appliesWhen, steps, bodies) is embedded once per backend and kept in --cache
 (default /tmp/procmem-embedding-cache), so a second run only ranks. The ranking is the one ranker
@@ -14,7 +14,10 @@ signal; the ranker's own body signal (the mean of the appliesWhen's and the step
 Reports, per backend: per language and split (tuning / heldout) top-1 and MAP@10 of the
 multilingual set (airline, retail and demo tasks, each domain ranked over its own library); the
 paraphrase set's top-1 and its uncovered tasks given a procedure (cap 2); tau2 MAP@10 and P@1 on
-retail (the held-out domain of docs/selection.md) and on airline.
+retail (the held-out domain of docs/selection.md) and on airline. `--blind` also reports the blind
+paraphrase set (paraphrases_blind.jsonl, written without reading the procedures; README), the same
+measures per language and nothing per task: read it once per configuration chosen on the rest,
+never to choose one.
 """
 
 from __future__ import annotations
@@ -129,8 +132,31 @@ def rank_all(index: Index, disk: DiskCache, queries: list[dict], body_weight: fl
     return out
 
 
+def paraphrase_report(ranked: list) -> dict[str, dict[str, int]]:
+    """Per language: top-1 over the covered tasks, the covered ones given the right procedure and
+    the uncovered ones given any (cap 2)."""
+    report: dict[str, dict[str, int]] = {}
+    for query, ranking, injected in ranked:
+        entry = report.setdefault(
+            query["language"], {"covered": 0, "top1": 0, "injectedRight": 0, "uncovered": 0, "wrong": 0}
+        )
+        if query["relevant"]:
+            entry["covered"] += 1
+            entry["top1"] += ranking[0] in query["relevant"]
+            entry["injectedRight"] += any(pid in query["relevant"] for pid in injected)
+        else:
+            entry["uncovered"] += 1
+            entry["wrong"] += bool(injected)
+    return report
+
+
 def measure(
-    backend_name: str, config: SelectionConfig, body_weight: float, cache_dir: Path, offset: float | None = None
+    backend_name: str,
+    config: SelectionConfig,
+    body_weight: float,
+    cache_dir: Path,
+    offset: float | None = None,
+    blind: bool = False,
 ) -> dict:
     backend = embeddings.backend(backend_name)
     if offset is not None:
@@ -142,6 +168,8 @@ def measure(
         "paraphrase": {"demo": load_lines(HERE / "paraphrases.jsonl")},
         "tau2": {d: [q for q in tau2_queries(d)] for d in ("airline", "retail")},
     }
+    if blind:
+        sets["blind"] = {"demo": load_lines(HERE / "paraphrases_blind.jsonl")}
     texts = [q["task"] for s in sets.values() for qs in s.values() for q in qs]
     for records in libraries.values():
         texts += [r["appliesWhen"] for r in records] + [s for r in records for s in r["steps"]]
@@ -175,21 +203,11 @@ def measure(
         for (lang, split), values in sorted(rows.items())
     }
     # paraphrases: top-1 over the covered tasks, injections over the uncovered ones (cap 2)
-    para: dict[str, dict] = {}
-    for query, ranked, injected in rank_all(
-        indexes["demo"], disk, sets["paraphrase"]["demo"], body_weight, bodies["demo"]
-    ):
-        entry = para.setdefault(
-            query["language"], {"covered": 0, "top1": 0, "injectedRight": 0, "uncovered": 0, "wrong": 0}
-        )
-        if query["relevant"]:
-            entry["covered"] += 1
-            entry["top1"] += ranked[0] in query["relevant"]
-            entry["injectedRight"] += any(pid in query["relevant"] for pid in injected)
-        else:
-            entry["uncovered"] += 1
-            entry["wrong"] += bool(injected)
-    report["paraphrase"] = para
+    for name in ("paraphrase", "blind"):
+        if name in sets:
+            report[name] = paraphrase_report(
+                rank_all(indexes["demo"], disk, sets[name]["demo"], body_weight, bodies["demo"])
+            )
     # tau2: each domain over its own library (related queries)
     for domain in ("airline", "retail"):
         related = [q for q in sets["tau2"][domain] if q["relevant"]]
@@ -212,6 +230,7 @@ def main() -> None:
     parser.add_argument("--cache", type=Path, default=Path("/tmp/procmem-embedding-cache"))
     parser.add_argument("--offset", type=float, help="another calibration offset for the backends (default theirs)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--blind", action="store_true", help="also the blind paraphrase set (once per configuration)")
     args = parser.parse_args()
     overrides = {}
     for item in args.set:
@@ -221,7 +240,7 @@ def main() -> None:
         )
     config = replace(SelectionConfig(), **overrides)
     for name in args.backends.split(","):
-        report = measure(name, config, args.body_text_weight, args.cache, args.offset)
+        report = measure(name, config, args.body_text_weight, args.cache, args.offset, args.blind)
         if args.json:
             print(json.dumps(report, ensure_ascii=False))
             continue
@@ -235,24 +254,32 @@ def main() -> None:
             print(
                 f"| {lang} | {tuning['P@1']:.3f} | {tuning['MAP@10']:.3f} | {heldout['P@1']:.3f} | {heldout['MAP@10']:.3f} | {ratio:.2f} |"
             )
-        print(
-            "\n| paraphrases | covered | top-1 | given the right one (cap 2) | uncovered | uncovered given a procedure |"
-        )
-        print("| --- | ---: | ---: | ---: | ---: | ---: |")
-        total = {"covered": 0, "top1": 0, "injectedRight": 0, "uncovered": 0, "wrong": 0}
-        for lang in LANGUAGES:
-            e = report["paraphrase"][lang]
-            for k in total:
-                total[k] += e[k]
-            print(
-                f"| {lang} | {e['covered']} | {e['top1'] / e['covered']:.3f} | {e['injectedRight'] / e['covered']:.3f} | {e['uncovered']} | {e['wrong']} |"
-            )
-        print(
-            f"| all | {total['covered']} | {total['top1'] / total['covered']:.3f} | {total['injectedRight'] / total['covered']:.3f} | {total['uncovered']} | {total['wrong']} |"
-        )
+        for name, title in (("paraphrase", "paraphrases"), ("blind", "blind paraphrases")):
+            if name in report:
+                print_paraphrases(title, report[name])
         print(
             f"\ntau2 retail (held out in docs/selection.md): P@1 {report['tau2/retail']['P@1']:.3f} MAP@10 {report['tau2/retail']['MAP@10']:.3f}; airline: P@1 {report['tau2/airline']['P@1']:.3f} MAP@10 {report['tau2/airline']['MAP@10']:.3f}"
         )
+
+
+def print_paraphrases(title: str, report: dict[str, dict[str, int]]) -> None:
+    print(f"\n| {title} | covered | top-1 | given the right one (cap 2) | uncovered | uncovered given a procedure |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    total = {"covered": 0, "top1": 0, "injectedRight": 0, "uncovered": 0, "wrong": 0}
+    for lang in LANGUAGES:
+        e = report.get(lang)
+        if not e:
+            continue
+        for k in total:
+            total[k] += e[k]
+        covered = max(e["covered"], 1)
+        print(
+            f"| {lang} | {e['covered']} | {e['top1'] / covered:.3f} | {e['injectedRight'] / covered:.3f} | {e['uncovered']} | {e['wrong']} |"
+        )
+    covered = max(total["covered"], 1)
+    print(
+        f"| all | {total['covered']} | {total['top1'] / covered:.3f} | {total['injectedRight'] / covered:.3f} | {total['uncovered']} | {total['wrong']} |"
+    )
 
 
 if __name__ == "__main__":
