@@ -71,6 +71,12 @@ def _phone(match: re.Match) -> str | None:
 _MIXED_ID_RE = re.compile(
     r"(?<![\w{}#\-@.])(?!(?<=\\)(?:u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|x[0-9a-fA-F]{2})(?![A-Za-z0-9]))#?(?=[A-Za-z0-9\-]*\d)(?=[A-Za-z0-9\-]*[A-Za-z])[A-Za-z0-9]+(?:-[A-Za-z0-9]+)*(?![\w{}@#]|-\w|\.\w)"
 )
+# Every match holds a letter and a digit with only hyphens between them: the lookaheads find a digit
+# and a letter in one run of [A-Za-z0-9-] from the token's start, and where that run's letters and
+# digits meet, one stands next to the other or to a hyphen. So a digit with a letter or a hyphen on
+# either side: the engine skips to digits instead of trying the pattern's lookbehind at every
+# position (the pattern cost ~0.1 s on the 7,983 excerpt texts of the other-repos import).
+_MIXED_ID_GATE = re.compile(r"\d(?:(?<=[A-Za-z\-]\d)|[A-Za-z\-])")
 _UNIT_RE = re.compile(
     r"^\d+(?:st|nd|rd|th|am|pm|a|p|s|k|m|x|h|hr|hrs|min|mins|ml|l|mg|g|kg|km|cm|mm|gb|mb|tb|kb|lb|lbs|oz|in|ft|px|pt|d|y)$",
     re.IGNORECASE,
@@ -312,7 +318,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
 # Id shapes run after the echo, so that a value the session named (reservation_id: 4WQ150) keeps
 # its own placeholder; these catch the ids no structure named.
 SHAPE_RECOGNIZERS: list[Recognizer] = [
-    Recognizer("id", _MIXED_ID_RE, replace=_mixed_id, needs="digit"),
+    Recognizer("id", _MIXED_ID_RE, replace=_mixed_id, needs="digit", gate=_MIXED_ID_GATE),
     Recognizer("id", _CAPS_CODE_RE, replace=_caps_code, gate=re.compile(r"[A-Z]{5}")),
 ]
 
