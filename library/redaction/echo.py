@@ -227,8 +227,9 @@ def _find_in_text(text: str, add: Callable[[Any, str], None]) -> None:
                     for part in decoded.split(","):
                         add(part, label)
     # Most strings in tool results (flight numbers, dates, cities) have no cue at all: one search
-    # rules them out before the recognizers run.
-    if " " not in text or not _echo_hint(text):
+    # rules them out before the recognizers run. (A text without a space is not ruled out: a cue
+    # needs none, as in "dob:1985-03-12".)
+    if not _echo_hint(text):
         return
     features = Features(text)
     recognizers = _ECHOED_SHAPES + (NAME_RECOGNIZERS if CAPITAL_RE.search(text) else [])

@@ -284,6 +284,16 @@ def test_collect_known_values_reads_json_strings_and_person_containers():
     assert isinstance(known, KnownValues)
 
 
+@pytest.mark.parametrize("note", ["dob:1985-03-12", "DOB=1985-03-12;", "passport:X1234567"])
+def test_a_value_after_a_cue_without_a_space_is_echoed(note):
+    # given a cue and its value written together, in a field that is not personal by its key
+    value = note.split(":")[-1].split("=")[-1].rstrip(";")
+    redactor = redactor_for_session(structured=[{"note": note}])
+    # then the value is a known value of the session, gone wherever it recurs
+    assert value in redactor.known.values
+    assert value not in redactor.text(f"the value {value} again")
+
+
 def test_short_codes_are_not_echoed():
     # a state or a one-digit id under a personal key is replaced there, but not hunted in free text
     known = collect_known_values({"address": {"state": "OR", "zip": "97201"}, "member_id": "7"})
