@@ -90,6 +90,7 @@ def main() -> None:
     from django.core.management import call_command
 
     from library.coding.activities import classify_command
+    from library.formatting import count
     from library.ingest.pipeline import import_workers
     from library.mining.mining_runs import mining_run_execute
     from library.models import Agent, AgentSession
@@ -154,7 +155,7 @@ def main() -> None:
         run = mining_run_execute(agent=agent)
         mine_s.append(time.perf_counter() - started)
         print(
-            f"round {round_no + 1}: {files} files; {out.getvalue().strip()} mining: {run.counts.get('candidates')} candidate(s); "
+            f"round {round_no + 1}: {files} files; {out.getvalue().strip()} mining: {count(run.counts.get('candidates'), 'candidates')}; "
             f"parse {parse_s[-1]:.2f} s, import {import_s[-1]:.2f} s ({import_workers()} workers), in one process "
             f"{single_s[-1]:.2f} s, mining {mine_s[-1]:.2f} s",
             flush=True,

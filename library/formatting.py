@@ -126,6 +126,18 @@ _SINGULAR = {
     "strata": "stratum",
     "events": "event",
     "errors": "error",
+    "excerpts": "excerpt",
+    "items": "item",
+    "files": "file",
+    "differences": "difference",
+    "skills": "skill",
+    "values": "value",
+    "rules": "rule",
+    "outcomes": "outcome",
+    "labels": "label",
+    "spans": "span",
+    "attempts": "attempt",
+    "agents": "agent",
 }
 
 

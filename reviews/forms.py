@@ -12,7 +12,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.forms.fields import InvalidJSONInput
 
-from library import safe_json
+from library import formatting, safe_json
 from library.agents.rate_limits import DEFAULT_LIMITS, ENDPOINTS, MAX_LIMIT_TEXT, WHO, parse_limit
 from library.agents.settings import LABELS as CAPTURE_LABELS
 from library.agents.settings import MAX_INJECTION_CAP, MAX_REDACTION_PATTERNS, MAX_REVIEW_TARGET_HOURS
@@ -60,7 +60,7 @@ class LinesField(forms.CharField):
 
     def validate(self, value: list[str]) -> None:
         if len(value) < self.min_items:
-            raise forms.ValidationError(f"Write at least {self.min_items} item(s), one per line.")
+            raise forms.ValidationError(f"Write at least {formatting.count(self.min_items, 'items')}, one per line.")
 
     def prepare_value(self, value):
         if isinstance(value, (list, tuple)):

@@ -25,7 +25,7 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from .. import safe_json
+from .. import formatting, safe_json
 from ..ingest.formats import FORMATS, ImportOptions, ItemInvalid, SessionIn, parse_item
 from ..ingest.otlp_items import personal_session_id
 from ..ingest.otlp_outcomes import hold_seconds, outcomes_hold
@@ -179,7 +179,7 @@ def outcomes_ingest(request: HttpRequest) -> JsonResponse:
     }
     if held.held:
         answer["message"] = (
-            f"{len(held.held)} outcome(s) name an OTLP session whose spans still wait for the quiet period: "
+            f"{formatting.count(len(held.held), 'outcomes')} {'names' if len(held.held) == 1 else 'name'} an OTLP session whose spans still wait for the quiet period: "
             f"held, and applied when the session is stored (held at most {hold_seconds():.0f} s)."
         )
     if refused or result.unknown:

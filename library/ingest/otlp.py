@@ -45,7 +45,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from .. import safe_json
+from .. import formatting, safe_json
 from ..models import Agent, AgentSession, OtlpSpan
 from . import otlp_failures
 from .formats import ImportOptions, ItemInvalid, normalise_tool_name, parse_item
@@ -663,7 +663,7 @@ def partial_success_message(rejected: list[Rejected], limit: int = 5, *, notes: 
     if rejected:
         named = "; ".join(f"{r.span} {r.message}" for r in rejected[:limit])
         more = f"; and {len(rejected) - limit} more" if len(rejected) > limit else ""
-        parts.append(f"{len(rejected)} span(s) rejected: {named}{more}")
+        parts.append(f"{formatting.count(len(rejected), 'spans')} rejected: {named}{more}")
     changed = list(dict.fromkeys(notes))
     if changed:
         more = f"; and {len(changed) - limit} more" if len(changed) > limit else ""

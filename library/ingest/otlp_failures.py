@@ -33,6 +33,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from .. import formatting
 from ..models import Agent, AuditEvent, OtlpFlushFailure, OtlpSpan
 from ..permissions import user_can_manage_agent
 from ..services.events import audit
@@ -207,7 +208,7 @@ def session_retry(*, failure: OtlpFlushFailure, user=None, actor_label: str = ""
             actor=user,
             actor_label=actor_label,
             agent=row.agent,
-            reason=f"OTLP session {row.session_id} retried ({count} span(s) waiting again)",
+            reason=f"OTLP session {row.session_id} retried ({formatting.count(count, 'spans')} waiting again)",
             before=before,
             after={"session": row.session_id, "spans": count},
         )

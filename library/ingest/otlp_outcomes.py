@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from .. import formatting
 from ..models import Agent, AgentSession, HeldOutcome, OtlpSpan
 from .outcomes import OutcomeIn, outcomes_record
 
@@ -140,5 +141,7 @@ def held_outcomes_expire(now: datetime | None = None) -> int:
     """Drops the outcomes held past their time (their session was never stored)."""
     dropped = HeldOutcome.objects.filter(hold_until__lt=now or timezone.now()).delete()[0]
     if dropped:
-        logger.warning("Dropped %d outcome(s) held for OTLP sessions that were never stored", dropped)
+        logger.warning(
+            "Dropped %s held for OTLP sessions that were never stored", formatting.count(dropped, "outcomes")
+        )
     return dropped

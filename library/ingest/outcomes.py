@@ -32,7 +32,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from .. import safe_json
+from .. import formatting, safe_json
 from ..models import Agent, AgentSession, AuditEvent, SessionLabel
 from .session_fields import FieldError, parse_ended_at
 
@@ -289,7 +289,7 @@ def outcomes_record(
                 actor=user,
                 actor_label=actor_label[:150],
                 agent=agent,
-                reason=f"{len(result.applied)} outcome(s) via {via}: {len(changed)} label(s) changed",
+                reason=f"{formatting.count(len(result.applied), 'outcomes')} via {via}: {formatting.count(len(changed), 'labels')} changed",
                 before=dict(list(before.items())[:200]),
                 after=dict(list(after.items())[:200]),
             )

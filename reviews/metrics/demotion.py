@@ -99,7 +99,7 @@ def _findings_for(
                 version,
                 "rarely_selected",
                 {**base, "minSelected": min_selected},
-                f"{label} was served to {fig.selected} session(s) in the last {days} days (fewer than {min_selected}).",
+                f"{label} was served to {formatting.count(fig.selected, 'sessions')} in the last {days} days (fewer than {min_selected}).",
             )
         )
     if fig.with_rate.total >= min_sessions:

@@ -27,8 +27,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from library import formatting, services
 from library import selectors as library_selectors
-from library import services
 from library.coding import graph as coding_graph
 from library.conflicts import conflicts_scan
 from library.evals import eval_runs as evals
@@ -342,7 +342,7 @@ def ops_erase(request: HttpRequest, pk: int) -> HttpResponse:
                 f"Erased {version.procedure.key} v{version.number}: content and evidence wiped, tombstone kept. "
                 f"Agents no longer receive it. {copies} stored cop{'y' if copies == 1 else 'ies'} of its text rewritten"
                 + (
-                    f", {len(result['flagged'])} later version(s) flagged for review"
+                    f", {formatting.count(len(result['flagged']), 'later versions')} flagged for review"
                     if result and result["flagged"]
                     else ""
                 )

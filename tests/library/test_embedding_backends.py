@@ -127,7 +127,7 @@ def test_changing_the_backend_refuses_selection_until_the_library_is_reembedded(
         out = StringIO()
         call_command("reembed_library", "--batch-size", "1", stdout=out)
         # then: progress per batch, both models' vectors kept, selection served with the new one
-        assert "1/2" in out.getvalue() and "2/2" in out.getvalue() and "Done: 2 version(s)" in out.getvalue()
+        assert "1/2" in out.getvalue() and "2/2" in out.getvalue() and "Done: 2 versions embedded" in out.getvalue()
         assert VersionEmbedding.objects.filter(model_key=e5_key).count() == 2
         assert VersionEmbedding.objects.filter(model_key=default_key).count() == 2
         served = _select(client, agent, read_token, "Ich möchte eine Erstattung über dem Limit")
@@ -135,7 +135,7 @@ def test_changing_the_backend_refuses_selection_until_the_library_is_reembedded(
         # a second run finds nothing to do
         again = StringIO()
         call_command("reembed_library", stdout=again)
-        assert "Embedding 0 version(s)" in again.getvalue()
+        assert "Embedding 0 versions" in again.getvalue()
     # switching back costs nothing: the old vectors are still there
     serving.clear_cache()
     assert _select(client, agent, read_token).status_code == 200
@@ -158,7 +158,7 @@ def test_reembedding_resumes_where_a_stopped_run_stopped(two_active, read_token,
         out = StringIO()
         with pytest.raises(SystemExit) as exit_info:
             call_command("reembed_library", "--check", stdout=out)
-        assert exit_info.value.code == 1 and "1 version(s) pending" in out.getvalue()
+        assert exit_info.value.code == 1 and "1 version pending" in out.getvalue()
         assert embeddings.reembed_library(batch_size=10) == 1
         assert VersionEmbedding.objects.filter(model_key=key).count() == 2
         call_command("reembed_library", "--check", stdout=StringIO())  # nothing pending: no exit

@@ -88,6 +88,11 @@ def test_counts_of_labels():
     assert formatting.count(1, "candidates") == "1 candidate"
     assert formatting.count(1, "failed tasks follow the skeleton") == "1 failed task follows the skeleton"
     assert formatting.count(1, "resolved by escalation") == "1 resolved by escalation"
+    # the commands' labels: the noun after an adjective or a singular noun agrees too
+    assert formatting.count(1, "stored excerpts") == "1 stored excerpt"
+    assert formatting.count(1, "task family rules") == "1 task family rule"
+    assert formatting.count(1, "later versions") == "1 later version"
+    assert formatting.count(2, "bad files") == "2 bad files"
     assert (
         formatting.count(1250, "sessions") == "1,250 sessions" and formatting.count(0, "candidates") == "0 candidates"
     )

@@ -53,7 +53,7 @@ def test_a_bad_line_and_a_bad_byte_are_refused_by_line_and_the_rest_is_imported(
     assert "support_agent: 105 stored, 0 duplicate, 2 refused." in out
     assert (
         failure
-        == "2 item(s) refused (listed above); 105 stored and 0 duplicate were kept, each item whole or not at all."
+        == "2 items refused (listed above); 105 stored and 0 duplicate were kept, each item whole or not at all."
     )
 
 

@@ -100,7 +100,7 @@ def test_check_reports_each_difference_and_writes_nothing(candidate, other_proce
     )
 
     out, err = io.StringIO(), io.StringIO()
-    with pytest.raises(CommandError, match=r"3 difference\(s\) between the files and the library, 1 bad file"):
+    with pytest.raises(CommandError, match="3 differences between the files and the library, 1 bad file"):
         call_command("import_procedures", str(tmp_path), "--check", stdout=out, stderr=err)
     lines = out.getvalue()
     assert "support_agent/refund.over_limit: new version: v2 of" in lines
@@ -147,7 +147,7 @@ def test_sync_makes_candidates_scope_changes_and_retirement_requests_never_activ
     )
 
     out, err = io.StringIO(), io.StringIO()
-    with pytest.raises(CommandError, match=r"1 file\(s\) refused"):
+    with pytest.raises(CommandError, match="1 file refused"):
         call_command("import_procedures", str(tmp_path), "--sync", "--as-user", "admin", stdout=out, stderr=err)
     assert "bad.json: versions[0].appliesWhen" in err.getvalue()
     # the changed file's newest version is a CANDIDATE, whatever the file says
@@ -197,7 +197,7 @@ def test_check_reports_where_the_library_is_ahead_of_the_files(
 
     # when
     out = io.StringIO()
-    with pytest.raises(CommandError, match=r"3 difference\(s\)"):
+    with pytest.raises(CommandError, match="3 differences"):
         call_command("import_procedures", str(old), "--check", stdout=out, stderr=io.StringIO())
     # then
     lines = out.getvalue()

@@ -136,7 +136,7 @@ def test_excerpts_stored_under_older_rules_are_redacted_again():
     out = io.StringIO()
     call_command("redact_stored", "--agent", "old_airline", stdout=out)
     # then the ids and the name are gone, from raw arguments and from the excerpt's own arguments
-    assert "Redacted 2 stored excerpt(s) and 0 regression case(s) again." in out.getvalue()
+    assert "Redacted 2 stored excerpts and 0 regression cases again." in out.getvalue()
     old.refresh_from_db()
     purged.refresh_from_db()
     assert old.redacted_excerpt[0]["text"] == "Hi, cancel {{reservation_id}} for {{person_name}} please"
@@ -144,4 +144,4 @@ def test_excerpts_stored_under_older_rules_are_redacted_again():
     assert purged.redacted_excerpt[1]["text"] == "{{reservation_id}} is cancelled."
     # and a second run changes nothing
     call_command("redact_stored", stdout=out)
-    assert "Redacted 0 stored excerpt(s) and 0 regression case(s) again." in out.getvalue()
+    assert "Redacted 0 stored excerpts and 0 regression cases again." in out.getvalue()

@@ -195,7 +195,7 @@ def test_cases_stored_before_imports_were_redacted_are_redacted_again():
     assert case.expected_tools[0] == {"name": "get_user_details", "args": {"user_id": "{{user_id}}"}}
     # and a second run changes nothing
     call_command("redact_stored", "--agent", "airline", stdout=out)
-    assert out.getvalue().endswith("Redacted 0 stored excerpt(s) and 0 regression case(s) again.\n")
+    assert out.getvalue().endswith("Redacted 0 stored excerpts and 0 regression cases again.\n")
 
 
 def test_redacting_again_names_an_unknown_agent():

@@ -276,7 +276,7 @@ def test_the_command_imports_the_real_skills_as_candidates(agent, proposer):
     for name in REAL:
         folder = ANTHROPIC / name / "SKILL.md"
         assert any(line.startswith("  candidate support_agent/") and line.endswith(f"← {folder}") for line in lines)
-    assert f"{len(REAL)} skill(s) imported as candidates, 0 unchanged, 0 refused." in out.getvalue()
+    assert f"{len(REAL)} skills imported as candidates, 0 unchanged, 0 refused." in out.getvalue()
     assert err.getvalue() == ""
     assert set(ProcedureVersion.objects.values_list("status", flat=True)) == {Status.CANDIDATE}
 

@@ -147,7 +147,7 @@ def test_an_outcome_change_shows_the_session_id_verbatim_and_only_what_changed(c
         action=AuditEvent.Action.OUTCOMES,
         actor=admin_user,
         agent=agent,
-        reason="1 outcome(s) via api: 1 label(s) changed",
+        reason="1 outcome via api: 1 label changed",
         before={"hA-otel-1": label},
         after={"hA-otel-1": {**label, "rating": 4.0}},
     )

@@ -22,7 +22,7 @@ class Command(BaseCommand):
                 raise CommandError(f"No agent named {', '.join(sorted(missing))}")
         written = export_library(directory, agents=agents)
         if not written:
-            scope = f"agent(s) {', '.join(sorted(agent))}" if agent else "any agent"
+            scope = f"{'agent' if len(agent) == 1 else 'agents'} {', '.join(sorted(agent))}" if agent else "any agent"
             self.stdout.write(
                 f"Nothing to export: {scope} has no procedure. Wrote an empty export at {directory} "
                 "(a directory with no procedure files; import_procedures reads it as nothing to import)."

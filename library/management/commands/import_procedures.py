@@ -3,6 +3,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from library.formatting import count
 from library.interchange.procedure_files import ImportReport, import_library, library_differences, library_sync
 
 
@@ -75,7 +76,7 @@ class Command(BaseCommand):
     def _fail_on_errors(self, report: ImportReport) -> None:
         if report.errors:
             raise CommandError(
-                f"{len(report.errors)} file(s) refused (nothing of them stored); the others were imported."
+                f"{count(len(report.errors), 'files')} refused (nothing of them stored); the others were imported."
             )
 
     def _check(self, paths) -> None:
@@ -88,7 +89,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  partial {line}")
         if comparison.differences or comparison.errors:
             raise CommandError(
-                f"{len(comparison.differences)} difference(s) between the files and the library"
-                + (f", {len(comparison.errors)} bad file(s)" if comparison.errors else "")
+                f"{count(len(comparison.differences), 'differences')} between the files and the library"
+                + (f", {count(len(comparison.errors), 'bad files')}" if comparison.errors else "")
             )
         self.stdout.write(self.style.SUCCESS("The files and the library agree."))

@@ -15,6 +15,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import reset_queries
 from tqdm import tqdm
 
+from library.formatting import count
 from library.ingest.formats import CODING_FORMATS, FORMATS, INTENT_DERIVATIONS, ImportOptions, outcomes_from_results
 from library.ingest.pipeline import ImportSpec, Refused, import_outcomes, import_workers
 from library.ingest.reader import iter_session_files
@@ -208,6 +209,6 @@ class Command(BaseCommand):
         self.stdout.write(summary + ".")
         if refused:
             raise CommandError(
-                f"{len(refused)} item(s) refused (listed above); {totals['stored']} stored and {totals['duplicate']} "
+                f"{count(len(refused), 'items')} refused (listed above); {totals['stored']} stored and {totals['duplicate']} "
                 "duplicate were kept, each item whole or not at all."
             )

@@ -3,6 +3,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
+from library.formatting import count
 from library.models import Agent
 from library.skill_import.importing import skills_import_path
 
@@ -48,9 +49,11 @@ class Command(BaseCommand):
             self.stderr.write(f"  refused {error}")
         self.stdout.write(
             self.style.SUCCESS(
-                f"{len(report.created)} skill(s) imported as candidates, {len(report.unchanged)} unchanged, "
+                f"{count(len(report.created), 'skills')} imported as candidates, {len(report.unchanged)} unchanged, "
                 f"{len(report.errors)} refused."
             )
         )
         if report.errors:
-            raise CommandError(f"{len(report.errors)} skill(s) refused (nothing of them stored); the others went on.")
+            raise CommandError(
+                f"{count(len(report.errors), 'skills')} refused (nothing of them stored); the others went on."
+            )

@@ -9,6 +9,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from library.coding.families import clean_family_rules
 from library.coding.measure import measure, traces_from_rows
+from library.formatting import count
 from library.models import Agent, AgentSession
 from procmem_client.ranking import Ranker  # the bundled model, loaded on first use
 
@@ -81,7 +82,7 @@ class Command(BaseCommand):
             self.stdout.write(_dumps(result))
             return
         self.stdout.write(
-            f"{agent_obj.name}: leave one task out, min traces {min_traces}, {len(rules)} family rule(s), cap {cap}"
+            f"{agent_obj.name}: leave one task out, min traces {min_traces}, {count(len(rules), 'family rules')}, cap {cap}"
         )
         for name, figures in [("overall", result["overall"]), *result["repositories"].items()]:
             failed = figures["failedTestInvocations"]

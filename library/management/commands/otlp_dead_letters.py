@@ -8,6 +8,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from library.formatting import count
 from library.ingest import otlp_failures
 from library.ingest.otlp import sessions_flush
 from library.models import Agent, OtlpFlushFailure
@@ -44,7 +45,7 @@ class Command(BaseCommand):
             row = _row(failure)
             what = f"session {row['session']}" if row["session"] else "the whole flush"
             self.stdout.write(
-                f"{row['agent']}: {what}: {row['state']} after {row['attempts']} attempt(s), "
+                f"{row['agent']}: {what}: {row['state']} after {count(row['attempts'], 'attempts')}, "
                 f"last {row['lastFailedAt']}: {row['error']}"
                 + (f"; next attempt {row['nextAttemptAt']}" if row["nextAttemptAt"] else "")
             )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from library.formatting import count
 from library.ingest.store import sessions_purge_raw
 from library.models import Agent
 
@@ -27,4 +28,4 @@ class Command(BaseCommand):
             if agent is None:
                 raise CommandError(f"Unknown agent {options['agent']!r}")
         purged = sessions_purge_raw(agent=agent, older_than_days=options["days"])
-        self.stdout.write(f"Purged the raw content of {purged} session(s).")
+        self.stdout.write(f"Purged the raw content of {count(purged, 'sessions')}.")

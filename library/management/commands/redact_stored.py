@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from library.evals.cases import cases_redact_again
+from library.formatting import count
 from library.ingest.store import sessions_redact_again
 from library.models import Agent
 
@@ -27,4 +28,6 @@ class Command(BaseCommand):
                 raise CommandError(f"Unknown agent {options['agent']!r}")
         excerpts = sessions_redact_again(agent=agent)
         cases = cases_redact_again(agent=agent)
-        self.stdout.write(f"Redacted {excerpts} stored excerpt(s) and {cases} regression case(s) again.")
+        self.stdout.write(
+            f"Redacted {count(excerpts, 'stored excerpts')} and {count(cases, 'regression cases')} again."
+        )

@@ -8,6 +8,7 @@ import time
 from django.core.management.base import BaseCommand
 
 from library import embeddings
+from library.formatting import count
 from library.serving.active_set import clear_cache
 
 
@@ -27,11 +28,11 @@ class Command(BaseCommand):
         key = embeddings.model_key()
         pending = embeddings.reembed_pending().count()
         if options["check"]:
-            self.stdout.write(f"{pending} version(s) pending for {key}")
+            self.stdout.write(f"{count(pending, 'versions')} pending for {key}")
             if pending:
                 raise SystemExit(1)
             return
-        self.stdout.write(f"Embedding {pending} version(s) with {key}")
+        self.stdout.write(f"Embedding {count(pending, 'versions')} with {key}")
         started = time.monotonic()
 
         def progress(done: int, total: int) -> None:
@@ -41,4 +42,4 @@ class Command(BaseCommand):
 
         done = embeddings.reembed_library(batch_size=options["batch_size"], progress=progress)
         clear_cache()
-        self.stdout.write(f"Done: {done} version(s) embedded with {key} in {time.monotonic() - started:.1f} s")
+        self.stdout.write(f"Done: {count(done, 'versions')} embedded with {key} in {time.monotonic() - started:.1f} s")

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
+from library.formatting import count
 from library.models import Agent
 from library.scans.personal_data import KnownValue, scan, taubench_values, values_from_file
 
@@ -61,7 +62,9 @@ class Command(BaseCommand):
         if agent_names:
             missing = set(agent_names) - set(Agent.objects.filter(name__in=agent_names).values_list("name", flat=True))
             if missing:
-                raise CommandError(f"Unknown agent(s): {', '.join(sorted(missing))}")
+                raise CommandError(
+                    f"Unknown {'agent' if len(missing) == 1 else 'agents'}: {', '.join(sorted(missing))}"
+                )
         hits = scan(values, agent_names=agent_names, include_export=not options["no_export"])
         by_kind = Counter(v.kind for v in values)
         show = options["show_values"] or options["json"]
@@ -88,7 +91,8 @@ class Command(BaseCommand):
         if hits:
             kinds = Counter(h.kind for h in hits)
             raise CommandError(
-                f"{len(hits)} personal value(s) found: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
+                f"{count(len(hits), 'personal values')} found: "
+                + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items()))
             )
         if not options["json"]:
             self.stdout.write("No personal values found.")
