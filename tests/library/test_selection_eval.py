@@ -332,3 +332,59 @@ def test_the_faster_cross_lingual_path_ranks_the_multilingual_set_as_before():
                     del index.cross_lingual_scores
                 compared += number == 0
     assert compared > 400
+
+
+@pytest.mark.timeout(1200)
+def test_the_index_kept_as_two_models_columns_ranks_every_task_as_the_whole_matrix():
+    """Issue 41: with the routed default backend the index keeps MiniLM's and USE's columns as two
+    blocks, and a task reads only the block its vector fills (an English task MiniLM's, any other
+    USE's). Every task of the multilingual set and of the paraphrase set, English and not, gets the
+    same semantic and step scores (to the bit), the same ranking and the same injected procedures
+    as with the whole matrix multiplied, as before; so do the tau2 labelled set's English tasks."""
+    from procmem_client import embeddings
+    from procmem_client.embedding_cache import EmbeddingCache
+    from procmem_client.ranking import Index, SelectionConfig
+    from procmem_client.terms import is_english
+
+    if not embeddings.available("minilm+use-multilingual"):
+        pytest.skip("the default backend's models are not installed")
+    backend = embeddings.backend("minilm+use-multilingual")
+    embed_query = embeddings.query_embedder(backend)
+
+    def whole_matrix(blocks, vector, rows=None):  # the product as it was: every column read
+        matrix = np.concatenate(blocks, axis=1)
+        return (matrix if rows is None else matrix[rows]) @ vector
+
+    sets = {  # the tau2 labelled set's English tasks too
+        "airline": (SET / "library" / "tau2_airline", [MULTILINGUAL / "airline.jsonl", SET / "airline.jsonl"]),
+        "retail": (SET / "library" / "tau2_retail", [MULTILINGUAL / "retail.jsonl", SET / "retail.jsonl"]),
+        "demo": (MULTILINGUAL / "library" / "demo", [MULTILINGUAL / "demo.jsonl", MULTILINGUAL / "paraphrases.jsonl"]),
+    }
+    languages = {True: 0, False: 0}  # tasks compared, English and not
+    for library, files in sets.values():
+        index = Index(load_export(library), cache=EmbeddingCache(backend=backend), config=SelectionConfig())
+        assert [block.shape[1] for block in index.matrix_blocks] == [384, 512]
+        assert [block.shape[1] for block in index.step_blocks] == [384, 512]
+        tasks = [
+            json.loads(line)["task"]
+            for name in files
+            for line in name.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
+        everyone = np.arange(len(index))
+        for task in dict.fromkeys(tasks):
+            vector = embed_query([task])[0]
+            semantic = index.semantic_scores(task, vector)
+            step, _ = index.step_and_body_scores(everyone, vector, semantic)
+            rank = index.rank(task=task, query_vector=vector)
+            chosen = index.select(task=task, cap=2, k=5, query_vector=vector)
+            index._products = whole_matrix
+            try:
+                assert np.array_equal(index.semantic_scores(task, vector), semantic), task
+                assert np.array_equal(index.step_and_body_scores(everyone, vector, semantic)[0], step), task
+                assert [c["id"] for c in index.rank(task=task, query_vector=vector)] == [c["id"] for c in rank], task
+                assert index.select(task=task, cap=2, k=5, query_vector=vector) == chosen, task
+            finally:
+                del index._products
+            languages[is_english(task)] += 1
+    assert languages[True] > 100 and languages[False] > 400, languages

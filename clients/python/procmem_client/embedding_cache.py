@@ -71,6 +71,14 @@ class EmbeddingCache:
 
     def matrix(self, texts: Sequence[str]) -> np.ndarray:
         """An (n, d) float32 matrix for the texts, embedding only the unseen ones (one batch)."""
+        keys = self._embed_unseen(texts)
+        with self._lock:
+            if not keys:
+                return np.zeros((0, 0), dtype=np.float32)
+            return np.stack([self._vectors[k] for k in keys]).astype(np.float32, copy=False)
+
+    def _embed_unseen(self, texts: Sequence[str]) -> list[str]:
+        """The texts' keys, once every text has its vector (the unseen ones embedded in one batch)."""
         keys = [self.key(t) for t in texts]
         with self._lock:
             missing = {k: t for k, t in zip(keys, texts) if k not in self._vectors}
@@ -79,10 +87,25 @@ class EmbeddingCache:
             with self._lock:
                 for k, vector in zip(missing.keys(), vectors):
                     self._vectors[k] = np.asarray(vector, dtype=np.float32)
+        return keys
+
+    def matrix_blocks(self, texts: Sequence[str], tail: int) -> list[np.ndarray]:
+        """The texts' `matrix` as two contiguous column blocks, the first width minus `tail`
+        columns and the last `tail` (one block when the vectors are no wider than `tail`), filled
+        a few thousand rows at a time so that the whole matrix is never held twice. A routed
+        backend's task vector fills one block only (ranking.Index.semantic_scores)."""
+        if not texts:
+            return [np.zeros((0, 0), dtype=np.float32)]
+        keys = self._embed_unseen(texts)
         with self._lock:
-            if not keys:
-                return np.zeros((0, 0), dtype=np.float32)
-            return np.stack([self._vectors[k] for k in keys]).astype(np.float32, copy=False)
+            width = self._vectors[keys[0]].shape[0]
+            bounds = [(0, width - tail), (width - tail, width)] if 0 < tail < width else [(0, width)]
+            blocks = [np.empty((len(keys), end - start), dtype=np.float32) for start, end in bounds]
+            for first in range(0, len(keys), 8192):
+                chunk = np.stack([self._vectors[k] for k in keys[first : first + 8192]])
+                for block, (start, end) in zip(blocks, bounds):
+                    block[first : first + len(chunk)] = chunk[:, start:end]
+        return blocks
 
     def word_matrix(self, words: Sequence[str]) -> np.ndarray | None:
         """The backend's word vectors (`embed_words`, a routed backend's multilingual model) for

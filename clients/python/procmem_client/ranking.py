@@ -152,10 +152,12 @@ class Index:
         self.config = config
         self._cache = cache
         n = len(self.records)
-        self.matrix = cache.matrix([r["appliesWhen"] for r in self.records]) if n else np.zeros((0, 0), np.float32)
+        tail = _routed_tail(cache)
+        self.matrix_blocks = cache.matrix_blocks([r["appliesWhen"] for r in self.records], tail)
 
         # steps: each distinct step text once; record i's steps are step_rows[step_ptr[i]:step_ptr[i+1]]
-        self.step_matrix = np.zeros((0, 0), np.float32)
+        self.step_blocks = [np.zeros((0, 0), np.float32)]
+        self.distinct_steps = 0
         self.step_ptr = np.zeros(n + 1, dtype=np.int64)
         self.step_rows = np.zeros(0, dtype=np.int64)
         if config.use_steps and n:
@@ -167,7 +169,8 @@ class Index:
                 self.step_ptr[i + 1] = len(rows)
             self.step_rows = np.asarray(rows, dtype=np.int64)
             if row_of:
-                self.step_matrix = cache.matrix(list(row_of))
+                self.step_blocks = cache.matrix_blocks(list(row_of), tail)
+                self.distinct_steps = len(row_of)
 
         # lexical: IDF over the set's appliesWhen texts; documents as sets of stems
         doc_terms = [set(words(r["appliesWhen"])) for r in self.records]
@@ -329,7 +332,42 @@ class Index:
 
     def nbytes(self) -> int:
         """Memory of the stacked embedding matrices (the per-text cache holds the same vectors again)."""
-        return int(self.matrix.nbytes + self.step_matrix.nbytes)
+        return int(sum(block.nbytes for block in self.matrix_blocks + self.step_blocks))
+
+    # -- the embedding matrices, kept as column blocks (_routed_tail): a routed backend's task
+    # vector is zero in one model's columns, and a block it does not fill is not read
+
+    @property
+    def matrix(self) -> np.ndarray:
+        """The appliesWhen vectors, one row per record (a copy joining the blocks when split)."""
+        return _joined(self.matrix_blocks)
+
+    @property
+    def step_matrix(self) -> np.ndarray:
+        """The distinct steps' vectors (a copy joining the blocks when split)."""
+        return _joined(self.step_blocks)
+
+    @staticmethod
+    def _products(blocks: list[np.ndarray], vector: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+        """`matrix @ vector` (only `rows` of it when given) for a matrix kept as column blocks: a
+        block whose part of the vector is all zeros adds nothing and is not read. With one block
+        filled the products are that block's, the same values as the whole matrix's (the zeros
+        add exact zeros; tests/library/test_selection_eval.py compares rankings both ways)."""
+        if sum(block.shape[1] for block in blocks) != vector.shape[0]:
+            widths = sum(block.shape[1] for block in blocks)
+            raise ValueError(f"a query vector of {vector.shape[0]} dimensions against vectors of {widths}")
+        parts, start = [], 0
+        for block in blocks:
+            part = vector[start : start + block.shape[1]]
+            start += block.shape[1]
+            if part.any():
+                parts.append(((block if rows is None else block[rows]), part))
+        if not parts:  # a zero vector: every product 0
+            return np.zeros(blocks[0].shape[0] if rows is None else rows.size, dtype=np.result_type(vector, np.float32))
+        total = parts[0][0] @ parts[0][1]
+        for block, part in parts[1:]:
+            total = total + block @ part
+        return total
 
     # -- retrievers: each returns a raw score per record (numpy arrays of length n)
 
@@ -337,7 +375,7 @@ class Index:
         if not len(self):
             return np.zeros(0, dtype=np.float32)
         vector = query_vector if query_vector is not None else self._cache.embed_query(task)
-        return self._cache.calibrate(self.matrix @ vector)
+        return self._cache.calibrate(self._products(self.matrix_blocks, vector))
 
     def lexical_scores(self, task: str) -> np.ndarray:
         scores = np.zeros(len(self), dtype=np.float64)
@@ -419,7 +457,7 @@ class Index:
         body score, the mean of `semantic` (their appliesWhen's calibrated cosines) and their steps'
         calibrated cosines (`semantic` alone without steps; zeros when `semantic` is None)."""
         body = np.zeros(positions.size, dtype=np.float64) if semantic is None else semantic.astype(np.float64)
-        if positions.size == 0 or self.step_matrix.size == 0:
+        if positions.size == 0 or self.distinct_steps == 0:
             return np.zeros(positions.size, dtype=np.float32), body
         starts, ends = self.step_ptr[positions], self.step_ptr[positions + 1]
         lengths = ends - starts
@@ -429,10 +467,10 @@ class Index:
         # the flat list of step rows of these records, in record order
         offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lengths)[:-1])), lengths)
         rows = self.step_rows[np.arange(total) + offsets]
-        if total >= self.step_matrix.shape[0]:
-            similarities = (self.step_matrix @ vector)[rows]
+        if total >= self.distinct_steps:
+            similarities = self._products(self.step_blocks, vector)[rows]
         else:
-            similarities = self.step_matrix[rows] @ vector
+            similarities = self._products(self.step_blocks, vector, rows)
         best = np.zeros(positions.size, dtype=np.float32)
         has = lengths > 0
         segment_starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[has]
@@ -463,7 +501,7 @@ class Index:
         exact = self.exact_scores(task)[candidates]
         step = np.full(candidates.size, np.nan, dtype=np.float64)
         body = np.full(candidates.size, np.nan, dtype=np.float64)
-        if self.config.use_steps and self.step_matrix.size:
+        if self.config.use_steps and self.distinct_steps:
             limit = self.config.step_shortlist
             if candidates.size <= limit:
                 chosen = np.arange(candidates.size)
@@ -807,6 +845,19 @@ class Index:
                 }
             )
         return explained
+
+
+def _routed_tail(cache: EmbeddingCache) -> int:
+    """The width of a routed backend's multilingual part (embeddings.RoutedBackend: a task's vector
+    fills either the English model's columns or these), so that the index keeps the two models'
+    columns as separate blocks and a task reads only its model's; 0 (one block) for any other
+    backend or an embedder of one's own. USE's width is known without loading the model."""
+    parts = getattr(cache.backend, "parts", None)
+    return int(parts[-1].dimension()) if parts and len(parts) == 2 else 0
+
+
+def _joined(blocks: list[np.ndarray]) -> np.ndarray:
+    return blocks[0] if len(blocks) == 1 else np.concatenate(blocks, axis=1)
 
 
 def _priority(record: Mapping[str, Any]) -> int:
