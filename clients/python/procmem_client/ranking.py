@@ -541,21 +541,30 @@ class Index:
     ) -> dict[str, np.ndarray]:
         """Fixed scales (the same for every task, so a score means the same thing across tasks):
         cosines clipped to 0..1, lexical coverage as it is (0..1), n identifier matches n/(n+1)."""
-        exact = exact.astype(np.float64)
-        return {
-            "semantic": np.clip(semantic, 0.0, 1.0),
-            "lexical": lexical,
-            "exact": exact / (exact + 1.0),
-            "step": np.clip(np.nan_to_num(step, nan=0.0), 0.0, 1.0),
-            "body": np.clip(np.nan_to_num(body, nan=0.0), 0.0, 1.0),
-        }
+        raw = {"semantic": semantic, "lexical": lexical, "exact": exact, "step": step, "body": body}
+        return {name: Index._normalised(name, values) for name, values in raw.items()}
+
+    @staticmethod
+    def _normalised(name: str, values: np.ndarray) -> np.ndarray:
+        """One signal on its fixed scale (`normalise`)."""
+        if name == "lexical":
+            return values
+        if name == "exact":
+            exact = values.astype(np.float64)
+            return exact / (exact + 1.0)
+        if name in ("step", "body"):
+            return np.clip(np.nan_to_num(values, nan=0.0), 0.0, 1.0)
+        return np.clip(values, 0.0, 1.0)
 
     def _weighted(self, semantic, lexical, exact, step, body, weights: Mapping[str, float]) -> np.ndarray:
-        normalised = self.normalise(semantic, lexical, exact, step, body)
+        """The weighted sum of the normalised signals; only those with a weight are normalised (at
+        100,000 candidates each is a pass over all of them, and the step shortlist's partial sum
+        weighs neither step nor body)."""
+        raw = {"semantic": semantic, "lexical": lexical, "exact": exact, "step": step, "body": body}
         total = np.zeros(semantic.size, dtype=np.float64)
         for name, weight in weights.items():
             if weight:
-                total += weight * normalised[name]
+                total += weight * self._normalised(name, raw[name])
         return total
 
     def eligibility(self, signals: Signals) -> np.ndarray:
