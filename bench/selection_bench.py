@@ -285,8 +285,8 @@ def main() -> None:
             f"**{r100:.2f}x** ({'met' if r100 <= 3 else 'NOT met'}).",
             "",
             f"10,000: building the index through the server's path (embedding {args.count:,} appliesWhen texts and "
-            f"{index.step_matrix.shape[0]:,} distinct step texts once, storing them) took {build_seconds:.1f} s; "
-            f"matrices {index.nbytes() / 2**20:.1f} MiB. 100,000: {large_index.step_matrix.shape[0]:,} distinct steps, "
+            f"{index.distinct_steps:,} distinct step texts once, storing them) took {build_seconds:.1f} s; "
+            f"matrices {index.nbytes() / 2**20:.1f} MiB. 100,000: {large_index.distinct_steps:,} distinct steps, "
             f"random corpus vectors, index built in {large_build:.1f} s, matrices {large_index.nbytes() / 2**20:.1f} MiB.",
         ]
     )
