@@ -66,8 +66,9 @@ An `Index` is immutable; build one per active set (the client and the server key
 ETag). Building embeds only texts that the process has not embedded before.
 
 The parts it uses live beside it: terms.py (words, compounds, identifiers), embedding_cache.py (a
-vector per distinct text) and selection.py (SelectionConfig and the result types); every name of
-`__all__` is importable from here, as before.
+vector per distinct text), selection.py (SelectionConfig and the result types) and
+ranking_explanation.py (the reasons, ranks and diagnostics written for people, and score_text); every
+name of `__all__` is importable from here, as before.
 """
 
 from __future__ import annotations
@@ -84,6 +85,7 @@ import numpy as np
 from . import coding
 from .conditions import amount_match, amount_ranges, amounts, clauses
 from .embedding_cache import Embedder, EmbeddingCache, default_cache
+from .ranking_explanation import eligibility_reasons, explain, ranked_diagnostics, score_text
 from .selection import (
     MAX_K,
     PRIORITY_EPSILON,
@@ -106,18 +108,6 @@ from .terms import (
     tokens,
     words,
 )
-
-
-def score_text(value: float | None) -> str:
-    """A retriever's score for people: three decimals, rounded once from the raw value ("0.442"),
-    a true minus for a negative cosine and never "−0.000"; "not computed" without one. The reasons
-    below and the server's pages (library/formatting.score) write a score this way."""
-    if value is None or math.isnan(value):
-        return "not computed"
-    text = f"{value:.3f}"
-    if float(text) == 0:
-        return "0.000"
-    return text.replace("-", "\N{MINUS SIGN}")
 
 
 @dataclass
@@ -674,26 +664,7 @@ class Index:
         if pulled:
             result["pulledIn"] = pulled
         if k is not None:
-            ranks = self._ranks(signals)
-            injected_set = set(injected_positions)
-            for j in self.order(signals, totals, None, k):
-                record = self.records[signals.candidates[j]]
-                result["ranked"].append(
-                    {
-                        "id": record["id"],
-                        "version": record["version"],
-                        "intent": record.get("intent"),
-                        "scores": {
-                            "semantic": round(float(signals.semantic[j]), 4),
-                            "lexical": round(float(signals.lexical[j]), 4),
-                            "exact": int(signals.exact[j]),
-                        },
-                        "ranks": {name: ranks[name][j] for name in ("semantic", "lexical", "exact")},  # type: ignore[typeddict-item]
-                        "fused": round(float(totals[j]), 6),
-                        "eligible": bool(eligible[j]),
-                        "injected": j in injected_set,
-                    }
-                )
+            result["ranked"] = ranked_diagnostics(self, signals, totals, eligible, injected_positions, k)
         return result
 
     def inject(
@@ -738,63 +709,11 @@ class Index:
                 break
         return pulled
 
-    def _ranks(self, signals: Signals) -> dict[str, list[int | None]]:
-        """Each retriever's rank of every candidate among those at or above its floor (None below)."""
-        config = self.config
-        floors = {
-            "semantic": config.semantic_floor,
-            "lexical": config.lexical_floor,
-            "exact": config.exact_floor,
-            "step": 0.0,
-        }
-        values = {
-            "semantic": signals.semantic,
-            "lexical": signals.lexical,
-            "exact": signals.exact.astype(np.float64),
-            "step": signals.step,
-        }
-        tie = self.tie_rank[signals.candidates]
-        ranks: dict[str, list[int | None]] = {}
-        for name, scores in values.items():
-            rank_of: list[int | None] = [None] * signals.candidates.size
-            passing = np.flatnonzero(np.nan_to_num(scores, nan=-1.0) >= floors[name])
-            passing = passing[scores[passing] > 0]
-            for number, j in enumerate(passing[np.lexsort((tie[passing], -scores[passing]))].tolist(), start=1):
-                rank_of[j] = number
-            ranks[name] = rank_of
-        return ranks
+    # -- explanation (ranking_explanation.py: the same order and eligibility, written for people)
 
     def reasons(self, signals: Signals, j: int) -> list[str]:
         """Why candidate j is (or is not) eligible, one line per rule it meets or misses."""
-        config = self.config
-        # scores written from the raw values (score_text), as the explained ranking hands them on
-        semantic, lexical, exact = float(signals.semantic[j]), float(signals.lexical[j]), int(signals.exact[j])
-        met = []
-        if semantic >= config.semantic_floor:
-            met.append(f"semantic {score_text(semantic)} ≥ floor {config.semantic_floor:.2f}")
-        if exact >= max(config.exact_floor, 1):
-            met.append(f"{exact} identifier{'s' if exact != 1 else ''} of it in the task")
-        area = 0.0 if signals.area is None else float(signals.area[j])
-        if area >= config.area_floor and area > 0:
-            met.append(f"the task names its area (area {score_text(area)} ≥ floor {config.area_floor:.2f})")
-        if lexical >= config.lexical_floor and lexical > 0:
-            if semantic >= config.lexical_needs_semantic:
-                met.append(
-                    f"lexical {score_text(lexical)} ≥ floor {config.lexical_floor:.2f} with semantic {score_text(semantic)} ≥ {config.lexical_needs_semantic:.2f}"
-                )
-            elif not met:
-                return [
-                    f"lexical {score_text(lexical)} ≥ floor {config.lexical_floor:.2f} but semantic {score_text(semantic)} < {config.lexical_needs_semantic:.2f} (word overlap alone is not enough)"
-                ]
-        if met:
-            return met
-        missed = [
-            f"semantic {score_text(semantic)} < floor {config.semantic_floor:.2f}",
-            "no identifier of it in the task",
-        ]
-        if lexical < config.lexical_floor:
-            missed.append(f"lexical {score_text(lexical)} < floor {config.lexical_floor:.2f}")
-        return missed
+        return eligibility_reasons(self.config, signals, j)
 
     def rank(
         self, *, task: str, intent: str | None = None, cap: int = 2, query_vector: np.ndarray | None = None
@@ -802,58 +721,7 @@ class Index:
         """The whole ranking (no k limit), each candidate with its raw and normalised scores, ranks,
         total, eligibility with reasons, and whether it would be injected under `cap`. Same order
         and same injected records as `select`."""
-        if cap < 0:
-            raise ValueError("cap must be 0 or more")
-        signals = self.signals(task=task, intent=intent, query_vector=query_vector)
-        if signals.candidates.size == 0:
-            return []
-        totals = self.totals(signals)
-        eligible = self.eligibility(signals)
-        chosen, pulled = self.inject(signals, totals, eligible, cap)
-        pulled_reason = {
-            (p["id"], p["version"]): f"pulled in: produces {', '.join(p['artefacts'])} that {p['forId']} needs"
-            for p in pulled
-        }
-        injected = set(chosen)
-        normalised = self.normalise(signals.semantic, signals.lexical, signals.exact, signals.step, signals.body)
-        ranks = self._ranks(signals)
-        matched_by_position: dict[int, list[str]] = defaultdict(list)
-        for token in sorted(self.task_terms(task)):
-            for i in self.exact.get(token, ()):  # type: ignore[union-attr]
-                matched_by_position[int(i)].append(token)
-        explained: list[Explained] = []
-        for position, j in enumerate(self.order(signals, totals), start=1):
-            record = self.records[signals.candidates[j]]
-            step = float(signals.step[j])
-            body = float(signals.body[j])
-            explained.append(
-                {
-                    "position": position,
-                    "id": record["id"],
-                    "version": record["version"],
-                    "intent": record.get("intent"),
-                    "record": dict(record),
-                    # raw, not rounded: a page writes each figure once (score_text), so that a
-                    # column and the reasons beside it agree ("0.442", not "0.4425" then "0.443")
-                    "scores": {
-                        "semantic": float(signals.semantic[j]),
-                        "lexical": float(signals.lexical[j]),
-                        "exact": int(signals.exact[j]),
-                        "step": None if math.isnan(step) else step,  # type: ignore[dict-item]
-                        "body": None if math.isnan(body) else body,  # type: ignore[typeddict-unknown-key]
-                        **({} if signals.area is None else {"area": float(signals.area[j])}),
-                    },
-                    "normalised": {name: float(values[j]) for name, values in normalised.items()},
-                    "ranks": {name: ranks[name][j] for name in RETRIEVERS},
-                    "total": float(totals[j]),
-                    "eligible": bool(eligible[j]),
-                    "reasons": self.reasons(signals, j)
-                    + [r for r in [pulled_reason.get((record["id"], record["version"]))] if r],
-                    "injected": j in injected,
-                    "matched_identifiers": matched_by_position.get(int(signals.candidates[j]), []),
-                }
-            )
-        return explained
+        return explain(self, task=task, intent=intent, cap=cap, query_vector=query_vector)
 
 
 def _routed_tail(cache: EmbeddingCache) -> int:
