@@ -232,8 +232,23 @@ class FingerprintMatcher:
 # ---------------------------------------------------------------------------------------------- stored text
 
 
+def identifies_row(model: type[models.Model], field: models.Field) -> bool:
+    """Whether `field` is a name the row is found by (unique, alone or with others): an agent's,
+    intent's or namespace's name, a procedure's key, an environment, a trace or session id. A name
+    is no copy of a version's text even when it spells one (a precondition "support_agent" erased
+    renamed the agent), and rewriting it would break every reference to the row, or collide."""
+    if field.unique:
+        return True
+    together = [
+        *model._meta.unique_together,
+        *(c.fields for c in model._meta.constraints if getattr(c, "fields", None)),
+    ]
+    return any(field.name in names for names in together)
+
+
 def swept_columns() -> Iterator[tuple[type[models.Model], list[models.Field]]]:
-    """Every model of SWEPT_APPS with its text and JSON columns (minus NOT_SWEPT and FIXED_COLUMNS)."""
+    """Every model of SWEPT_APPS with its text and JSON columns (minus NOT_SWEPT, FIXED_COLUMNS and
+    the columns that name a row, `identifies_row`)."""
     for app_label in SWEPT_APPS:
         try:
             config = apps.get_app_config(app_label)
@@ -249,6 +264,7 @@ def swept_columns() -> Iterator[tuple[type[models.Model], list[models.Field]]]:
                 if isinstance(f, (models.CharField, models.TextField, models.JSONField))
                 and not f.primary_key
                 and not f.choices
+                and not identifies_row(model, f)
                 and (label, f.name) not in FIXED_COLUMNS
             ]
             if columns:

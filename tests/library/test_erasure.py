@@ -19,6 +19,7 @@ from library.models import (
     EvalRun,
     ProcedureVersion,
     RegressionCase,
+    Source,
     Status,
     VersionEmbedding,
     VersionTombstone,
@@ -257,6 +258,32 @@ def test_another_finished_runs_reply_that_quotes_the_erased_step_loses_it(active
     result.refresh_from_db()
     assert result.reply == tombstone.reference and result.tool_calls == [{"name": "createApproval"}]
     assert EvalRun.objects.get(pk=run.pk).verdict == run.verdict
+
+
+def test_names_that_spell_an_erased_text_stay(agent, intent, proposer, manager):
+    # given: a version whose preconditions spell the agent's, the intent's and its procedure's names
+    # (found by the export round-trip's Hypothesis test: erasing it renamed the agent)
+    version = services.procedure_propose(
+        agent=agent,
+        intent=intent,
+        key="refund.over_limit",
+        applies_when="The customer asks for a refund above the agent's limit.",
+        steps=["Look up the order with lookupOrder({{order_id}})."],
+        required_tools=["lookupOrder"],
+        forbidden_actions=[],
+        preconditions=[agent.name, intent.name, "refund.over_limit"],
+        source=Source.MANUAL,
+        proposed_by=None,
+    )
+    names = (agent.name, intent.name, version.procedure.key)
+    # when
+    services.version_erase(version=version, user=manager, ground=GROUND, reason="data-subject request 116")
+    # then: the rows keep their names; the version's own text is gone
+    agent.refresh_from_db()
+    intent.refresh_from_db()
+    version.refresh_from_db()
+    assert (agent.name, intent.name, version.procedure.key) == names
+    assert version.preconditions == []
 
 
 def test_a_copy_is_several_windows_of_one_erased_text_not_one_shared_phrase():
