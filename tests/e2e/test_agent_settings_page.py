@@ -85,23 +85,15 @@ def test_redaction_patterns_are_edited_as_fields_with_an_error_beside_the_field(
 def test_task_family_rules_are_edited_as_fields_with_an_error_that_names_the_rule(live_server, page, screenshot):
     """The coding task-family rules were a raw JSON text area; they are rows of two fields now, a bad
     one refused with an error beside its field that names the rule and the field, stored as the list
-    the miner reads. Screenshots also under $POLISH_SCREENSHOTS when set."""
-    import os
-    from pathlib import Path
-
+    the miner reads. Screenshots: test-artifacts/screenshots/test_task_family_rules_* (and -section)."""
     seed_demo()
     base = live_server.url
     url = f"{base}/agents/support_agent/settings/"
     sign_in(page, base, "admin", DEMO_USERS["admin"][0])
-    extra = Path(os.environ["POLISH_SCREENSHOTS"]) if os.environ.get("POLISH_SCREENSHOTS") else None
 
     def shot(name: str) -> None:
         path = screenshot(page, name)
         page.locator("#settings-coding").screenshot(path=str(ARTIFACTS / f"{path.stem}-section.png"))
-        if extra:
-            extra.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(extra / path.name), full_page=True)
-            page.locator("#settings-coding").screenshot(path=str(extra / f"{path.stem}-section.png"))
 
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(url)
