@@ -77,7 +77,6 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -95,6 +94,7 @@ from .selection import (
     RankedCandidate,
     Selection,
     SelectionConfig,
+    Signals,
 )
 from .terms import (
     compounds,
@@ -108,25 +108,6 @@ from .terms import (
     tokens,
     words,
 )
-
-
-@dataclass
-class Signals:
-    """Every candidate's raw scores for one task (arrays aligned with `candidates`, positions in
-    the index's records). `step` and `body` are NaN where the step signal was not computed.
-    `clause` (the semantic score the order uses: the weakest clause's, `conditions.clauses`) and
-    `amount` (1 when a money amount of the task falls in a range the appliesWhen names) order
-    only; None when the index has nothing for them (then the order uses `semantic`, and no amount)."""
-
-    candidates: np.ndarray
-    semantic: np.ndarray
-    lexical: np.ndarray
-    exact: np.ndarray
-    step: np.ndarray
-    body: np.ndarray
-    area: np.ndarray | None = None  # coding procedures' area scores (coding.AreaIndex); None without any
-    clause: np.ndarray | None = None
-    amount: np.ndarray | None = None
 
 
 class Index:

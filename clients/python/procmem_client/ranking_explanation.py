@@ -8,14 +8,30 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-from .selection import RETRIEVERS, Explained, RankedCandidate, SelectionConfig
+from .selection import RETRIEVERS, Explained, RankedCandidate, SelectionConfig, Signals
 
-if TYPE_CHECKING:
-    from .ranking import Index, Signals
+
+class Index(Protocol):
+    """What an explanation reads of a ranking.Index (the index itself is not imported here: it
+    uses this module, not the other way round)."""
+
+    records: Sequence[Mapping[str, Any]]
+    config: SelectionConfig
+    tie_rank: np.ndarray
+    exact: Mapping[str, Any] | None
+
+    def signals(self, *args: Any, **kwargs: Any) -> Signals: ...
+    def totals(self, *args: Any, **kwargs: Any) -> np.ndarray: ...
+    def eligibility(self, *args: Any, **kwargs: Any) -> np.ndarray: ...
+    def order(self, *args: Any, **kwargs: Any) -> Any: ...
+    def inject(self, *args: Any, **kwargs: Any) -> Any: ...
+    def normalise(self, *args: Any, **kwargs: Any) -> Any: ...
+    def task_terms(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def score_text(value: float | None) -> str:

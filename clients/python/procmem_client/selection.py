@@ -4,7 +4,10 @@ the near-tie margin that priority breaks) and the records it returns (docs/selec
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict
+
+if TYPE_CHECKING:
+    import numpy as np
 
 MAX_K = 20  # the agent API's diagnostic limit; Index.rank has none
 # Totals this close count as a near-tie, which priority breaks. The totals of requests for a
@@ -146,3 +149,22 @@ class Selection(TypedDict):
     injected: list[dict[str, Any]]
     ranked: list[RankedCandidate]
     pulledIn: NotRequired[list[PulledIn]]
+
+
+@dataclass
+class Signals:
+    """Every candidate's raw scores for one task (arrays aligned with `candidates`, positions in
+    the index's records). `step` and `body` are NaN where the step signal was not computed.
+    `clause` (the semantic score the order uses: the weakest clause's, `conditions.clauses`) and
+    `amount` (1 when a money amount of the task falls in a range the appliesWhen names) order
+    only; None when the index has nothing for them (then the order uses `semantic`, and no amount)."""
+
+    candidates: np.ndarray
+    semantic: np.ndarray
+    lexical: np.ndarray
+    exact: np.ndarray
+    step: np.ndarray
+    body: np.ndarray
+    area: np.ndarray | None = None  # coding procedures' area scores (coding.AreaIndex); None without any
+    clause: np.ndarray | None = None
+    amount: np.ndarray | None = None
