@@ -1,9 +1,10 @@
 """What the family procedures would have saved, leave one task out (pure Python; recall is passed in).
 
 For each resolved trace: the library is built from the *other* traces of its repository (every trace
-of the same task left out, so a repeated trial does not teach its own answer), recalled with the
-trace's task text, and the first recalled pointer (procmem_client.coding.recall_pointer) is compared
-with what the trace did:
+of the same task left out, so a repeated trial does not teach its own answer) — or, across
+repositories, from the other traces of every repository, as a team's library holds several
+repositories' families at once — recalled with the trace's task text, and the first recalled pointer
+(procmem_client.coding.recall_pointer) is compared with what the trace did:
 
 - verify match: the pointer's verify command has the form (families.parse_test_command) of the test
   command that passed last in the trace (traces without a passing test command are not counted);
@@ -21,7 +22,9 @@ with what the trace did:
   fails because the change is not right yet is not avoidable by any command, and counts as not
   avoided.
 
-Reported per repository and overall (`MeasureReport.to_dict`).
+Also counted: how many traces recalled nothing, and how many recalled first a family of another
+repository than their own (possible only across repositories). Reported per repository and overall
+(`MeasureReport.to_dict`).
 """
 
 from __future__ import annotations
@@ -54,6 +57,7 @@ class TraceResult:
     avoided: int
     command_failures: int  # failed invocations whose command (runner or modules) was corrected
     avoided_strict: int = 0  # by the older rule: the pointer's form or launch is the first passing one's
+    recalled_repository: str | None = None  # the repository of the first recalled family, when known
 
 
 @dataclass
@@ -70,10 +74,14 @@ class Totals:
     avoided: int = 0
     command_failures: int = 0
     avoided_strict: int = 0
+    from_another_repository: int = 0
 
     def add(self, result: TraceResult) -> None:
         self.traces += 1
         self.recalled += result.recalled is not None
+        self.from_another_repository += (
+            result.recalled_repository is not None and result.recalled_repository != result.repository
+        )
         self.verify_counted += result.verify_counted
         self.verify_match += result.verify_match
         if result.edited:
@@ -93,6 +101,12 @@ class Totals:
         return {
             "resolvedTraces": self.traces,
             "recalled": self.recalled,
+            "recalledNothing": self.traces - self.recalled,
+            "firstFromAnotherRepository": {
+                "count": self.from_another_repository,
+                "of": self.recalled,
+                "rate": share(self.from_another_repository, self.recalled),
+            },
             "verifyMatch": {
                 "count": self.verify_match,
                 "of": self.verify_counted,
@@ -142,7 +156,8 @@ class MeasureReport:
 
 
 def served_record(candidate, *, version: int = 1, intent: str = "") -> dict[str, Any]:
-    """A family candidate as the agent API serves a procedure (the fields recall reads)."""
+    """A family candidate as the agent API serves a procedure (the fields recall reads: of the
+    evidence, the family and so its repository, coding.record_repository)."""
     return {
         "id": candidate.key,
         "version": version,
@@ -155,7 +170,7 @@ def served_record(candidate, *, version: int = 1, intent: str = "") -> dict[str,
         "preconditions": list(candidate.preconditions),
         "postconditions": list(candidate.postconditions),
         "verifyCommand": candidate.verify_command,
-        "evidence": {},
+        "evidence": {"family": dict(candidate.evidence.get("family") or {})},
         "approvedBy": None,
         "approvedAt": None,
     }
@@ -174,8 +189,14 @@ def _pointer_modules(record: Mapping[str, Any]) -> set[str]:
     return found
 
 
-def judge(trace: Trace, recalled: Sequence[Mapping[str, Any]], repository: str) -> TraceResult:
-    """One resolved trace against the pointers recalled for it, the first one first."""
+def judge(
+    trace: Trace,
+    recalled: Sequence[Mapping[str, Any]],
+    repository: str,
+    record_repositories: Mapping[str, str] | None = None,
+) -> TraceResult:
+    """One resolved trace against the pointers recalled for it, the first one first.
+    `record_repositories`: the repository of each record id that may be recalled (the families')."""
     record = recalled[0] if recalled else None
     pointer = recall_pointer(record) if record is not None else None
     named_all = {path for r in recalled for path in recall_pointer(r)["files"]}
@@ -231,6 +252,7 @@ def judge(trace: Trace, recalled: Sequence[Mapping[str, Any]], repository: str) 
         avoided=avoided,
         command_failures=command_failures,
         avoided_strict=avoided_strict,
+        recalled_repository=(record_repositories or {}).get(pointer["id"]) if pointer else None,
     )
 
 
@@ -242,30 +264,29 @@ def measure(
     rules: Sequence[FamilyRule] = (),
     intent: str = "",
     on_trace: Callable[[TraceResult], None] | None = None,
+    across_repositories: bool = False,
 ) -> MeasureReport:
     """Leave one task out over `traces`: `recall(records, task)` returns the records recalled for a
     task text (best first; the client's recall injects up to the agent's cap) among the served
-    records built from the other traces."""
+    records built from the other traces — of the trace's repository, or with `across_repositories`
+    of every repository (families are mined per repository, so this is the union of each
+    repository's families, the trace's own mined without its task)."""
     by_repository: dict[str, list[Trace]] = defaultdict(list)
     for trace in traces:
         by_repository[repository_of(trace.task_key)].append(trace)
     report = MeasureReport()
     for repository, members in sorted(by_repository.items()):
+        pool = traces if across_repositories else members
         for trace in members:
             if trace.resolved is not True:
                 continue
             others = [
-                t
-                for t in members
-                if t.task_key != trace.task_key or (not t.task_key and t.session_id != trace.session_id)
+                t for t in pool if t.task_key != trace.task_key or (not t.task_key and t.session_id != trace.session_id)
             ]
-            records = [
-                served_record(o.candidate, intent=intent)
-                for o in mine_families(others, min_traces=min_traces, rules=rules)
-                if o.candidate
-            ]
+            candidates = [o.candidate for o in mine_families(others, min_traces=min_traces, rules=rules) if o.candidate]
+            records = [served_record(c, intent=intent) for c in candidates]
             recalled = list(recall(records, trace.task)) if records else []
-            result = judge(trace, recalled, repository)
+            result = judge(trace, recalled, repository, {c.key: c.family.partition(":")[0] for c in candidates})
             report.results.append(result)
             if on_trace is not None:
                 on_trace(result)

@@ -21,7 +21,7 @@ from library.coding.families import (
     repository_of,
 )
 from library.coding.measure import judge, measure, served_record
-from procmem_client.coding import POINTER_MAX_TOKENS, recall_pointer
+from procmem_client.coding import POINTER_MAX_TOKENS, recall_pointer, record_repository
 
 
 def test(command, ok=True, output=""):
@@ -324,6 +324,39 @@ def test_leave_one_task_out_counts_matches_files_and_avoided_failures():
     # nothing recalled: nothing matched, nothing avoided
     nothing = judge(traces[0], [], "django/django")
     assert (nothing.recalled, nothing.verify_match, nothing.edited_named, nothing.avoided) == (None, False, 0, 0)
+
+
+def test_across_repositories_each_task_is_offered_every_repositorys_families_and_foreign_firsts_are_counted():
+    django = [
+        trace(str(i), ["django/forms/models.py"], [test("./tests/runtests.py forms_tests")], task=f"form {i}")
+        for i in range(3)
+    ]
+    sympy = [
+        trace(
+            str(i), ["sympy/sets/sets.py"], [test("./bin/test sympy/sets/tests/test_sets.py")], key=f"sympy__sympy-{i}"
+        )
+        for i in range(3)
+    ]
+    offered = []
+
+    def recall(records, task):  # the other repository's family first
+        offered.append(sorted(r["id"] for r in records))
+        # the records name their repository, as the API serves mined families (coding.record_repository)
+        assert {record_repository(r) for r in records} <= {"django/django", "sympy/sympy"}
+        return sorted(records, key=lambda r: r["id"].startswith("fix.django") == task.startswith("form"))
+
+    # when: each repository alone, then across repositories
+    alone = measure(django + sympy, recall, min_traces=2).to_dict()
+    assert offered[0] == ["fix.django.forms"] and alone["overall"]["firstFromAnotherRepository"]["count"] == 0
+    offered.clear()
+    across = measure(django + sympy, recall, min_traces=2, across_repositories=True).to_dict()
+    # then: the task left out, its own family from the two others, and the other repository's whole
+    assert offered[0] == ["fix.django.forms", "fix.sympy.sets"] and len(offered) == 6
+    figures = across["repositories"]
+    assert figures["django/django"]["firstFromAnotherRepository"] == {"count": 3, "of": 3, "rate": 1.0}
+    assert figures["django/django"]["verifyMatch"]["count"] == 0 and figures["django/django"]["recalledNothing"] == 0
+    # nothing recalled is counted as such
+    assert measure(django, lambda records, task: [], min_traces=2).to_dict()["overall"]["recalledNothing"] == 3
 
 
 @settings(max_examples=300, deadline=None)

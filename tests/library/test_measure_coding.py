@@ -147,3 +147,38 @@ def test_measure_coding_reports_its_figures_per_repository(
     # the first pointer names an edited source file: sphinx 13 of 30 (the 30 % target), sympy 10 of 54
     # (below it; docs/mining.md says why)
     assert rate(sphinx["namesEditedFile"]) >= 0.4 and rate(sympy["namesEditedFile"]) >= 0.18
+
+
+def test_measure_coding_across_repositories_reports_the_other_repositorys_first_pointers():
+    """A team's library holds several repositories' families at once: each task is offered the
+    families of Django and the six other repositories together (its own task left out). The figures
+    are those docs/mining.md reports ("Across repositories")."""
+    # given
+    _import(SWEBENCH_TRAJS, SWEBENCH_RESULTS, "swe-gemini")
+    _import(OTHER_TRAJS, OTHER_RESULTS, "swe-other")
+    # when
+    out = io.StringIO()
+    call_command("measure_coding", "swe-gemini", "swe-other", "--across-repositories", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    print(json.dumps(report["repositories"], indent=1))  # the figures docs/mining.md reports
+    # then
+    assert report["parameters"]["agents"] == ["swe-gemini", "swe-other"] and report["parameters"]["acrossRepositories"]
+    django, sympy, sphinx = (report["repositories"][r] for r in ("django/django", "sympy/sympy", "sphinx-doc/sphinx"))
+    assert (django["resolvedTraces"], sympy["resolvedTraces"], sphinx["resolvedTraces"]) == (179, 54, 30)
+    # another repository's family first: Django 4 and sympy 1 (7 and 7 before a task that names its
+    # repository stopped matching the other repositories' area words), sphinx none
+    assert django["firstFromAnotherRepository"]["count"] <= 4 and sympy["firstFromAnotherRepository"]["count"] <= 1
+    assert sphinx["firstFromAnotherRepository"]["count"] == 0
+    assert django["recalledNothing"] == 0 and sympy["recalledNothing"] <= 1 and sphinx["recalledNothing"] == 0
+    # the three targets hold as with the own repository's families alone: verify 141/144, 39/43, 23/23;
+    # first pointer names an edited file 66/179, 10/54, 13/30; wrong commands avoided 7/12, 45/48, 4/8
+    assert django["verifyMatch"]["count"] >= 141 and sympy["verifyMatch"]["count"] >= 39
+    assert sphinx["verifyMatch"]["count"] == 23
+    assert django["namesEditedFile"]["count"] >= 66 and sympy["namesEditedFile"]["count"] >= 10
+    assert sphinx["namesEditedFile"]["count"] >= 13
+    assert django["failedTestInvocations"]["avoided"] >= 7 and sympy["failedTestInvocations"]["avoided"] >= 45
+    assert sphinx["failedTestInvocations"]["avoided"] >= 4
+    # requests and pylint have no family of their own: whatever they recall is another repository's
+    for name in ("psf/requests", "pylint-dev/pylint"):
+        figures = report["repositories"][name]
+        assert figures["firstFromAnotherRepository"]["count"] == figures["recalled"]

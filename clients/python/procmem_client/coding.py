@@ -32,6 +32,14 @@ coding procedures, of the area words the task shares with it: a word every famil
 repository's name) counts little, one only ``autodoc``'s carry counts much. The ranker adds the score
 to a coding procedure's total and lets a high enough one make it eligible (ranking.py).
 
+Repositories. A library may hold several repositories' families at once. A mined family records its
+repository (``evidence.family.repository``, ``owner/name``; `record_repository`). When a task names
+the repository of some of the set's coding procedures — the repository's name is one of the pieces of
+the task's identifiers (``from sympy import S``, "Django 3.2", ``sphinx-build``) — the area words of
+the other repositories' procedures do not count for it: "set" in a Django issue is not the evidence
+for ``sympy/sets/`` that it is in a sympy issue. Procedures that record no repository, and tasks that
+name none, are scored as before; a set of one repository is scored exactly as before.
+
 Recall pointer. `recall_pointer` is the short form of a coding procedure an agent keeps in view (its
 id and version, one line on when to use it, its files, its verify command and the test files that
 fill the command's placeholder for the next task): at most POINTER_MAX_TOKENS tokens by the renderer's
@@ -328,6 +336,23 @@ def area_terms(record: Mapping[str, Any]) -> frozenset[str]:
     return frozenset(found)
 
 
+def record_repository(record: Mapping[str, Any]) -> str:
+    """The repository a coding procedure records (a mined family's ``evidence.family.repository``,
+    ``owner/name``), lower-cased; '' when it records none."""
+    evidence = record.get("evidence")
+    family = evidence.get("family") if isinstance(evidence, Mapping) else None
+    repository = family.get("repository") if isinstance(family, Mapping) else None
+    return repository.strip().lower() if isinstance(repository, str) else ""
+
+
+def task_names(text: str) -> frozenset[str]:
+    """The pieces of the identifiers a task writes, lower-cased and whole (``SymPy`` → sympy, sym, py):
+    what a repository's name is looked up in."""
+    return frozenset(
+        piece.lower() for name in _AREA_IDENTIFIER_RE.findall(text or "") for piece in _pieces(name) if piece
+    )
+
+
 def task_area_terms(text: str) -> frozenset[str]:
     """The area words of a task: the pieces of each identifier it writes (``autodoc_typehints`` →
     autodoc, typehints; ``StrPrinter`` → str, printer; ``sympy/core/expr.py`` → sympy, core, expr), as
@@ -344,10 +369,20 @@ def task_area_terms(text: str) -> frozenset[str]:
 class AreaIndex:
     """The area words of a set's coding procedures with their IDF over those procedures,
     log(1 + n / df): `scores(task)` is, per procedure position, the summed IDF of the area words the
-    task shares with it (positions without a shared word left out)."""
+    task shares with it (positions without a shared word left out), among the procedures of the
+    repositories the task names when it names any (`record_repository`; procedures that record no
+    repository always count)."""
 
     def __init__(self, records: Sequence[Mapping[str, Any]]) -> None:
         terms = [area_terms(record) for record in records]
+        repositories = [record_repository(record) if found else "" for record, found in zip(records, terms)]
+        # the repository's name (owner/name → name) → its procedures' positions
+        by_name: dict[str, set[int]] = defaultdict(set)
+        for position, repository in enumerate(repositories):
+            if repository:
+                by_name[repository.rsplit("/", 1)[-1]].add(position)
+        self.by_name = dict(by_name)
+        self.recorded = frozenset(position for names in by_name.values() for position in names)
         coding_count = sum(1 for record in records if is_coding(record))
         df = Counter(term for found in terms for term in found)
         self.idf = {term: math.log(1 + coding_count / count) for term, count in df.items()}
@@ -357,12 +392,26 @@ class AreaIndex:
                 postings[term].append(position)
         self.postings = dict(postings)
 
+    def named_repositories(self, task: str) -> frozenset[int]:
+        """The positions of the procedures of the repositories the task names (empty when it names
+        none of the set's)."""
+        if not self.by_name:
+            return frozenset()
+        names = task_names(task)
+        return frozenset(
+            position for name, positions in self.by_name.items() if name in names for position in positions
+        )
+
     def matched(self, task: str) -> dict[int, list[str]]:
-        """Per procedure position, the task's area words it shares (sorted)."""
+        """Per procedure position, the task's area words it shares (sorted); when the task names a
+        repository of the set, only its procedures' and those that record no repository."""
+        named = self.named_repositories(task)
+        excluded = self.recorded - named if named else frozenset()
         found: dict[int, list[str]] = defaultdict(list)
         for term in sorted(task_area_terms(task)):
             for position in self.postings.get(term, ()):
-                found[position].append(term)
+                if position not in excluded:
+                    found[position].append(term)
         return dict(found)
 
     def scores(self, task: str) -> dict[int, float]:

@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from procmem_client.coding import AREA_PREFIX, AreaIndex, area_terms, task_area_terms
+from procmem_client.coding import AREA_PREFIX, AreaIndex, area_terms, record_repository, task_area_terms
 from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 
 
@@ -149,3 +149,53 @@ def test_area_scores_of_any_text(first, second):
     assert 1 not in scores and all(score > 0 for score in scores.values())
     more = index.scores(first + " " + second)
     assert all(more.get(position, 0.0) >= score - 1e-12 for position, score in scores.items())
+
+
+def of_repository(record: dict, repository: str) -> dict:
+    """A family as mined: its evidence names its repository (families.build_candidate)."""
+    return {**record, "evidence": {"family": {"repository": repository, "area": "", "key": ""}}}
+
+
+SETS = of_repository(family("fix.sympy.sets", "sympy/sets", ["sympy/sets/sets.py"]), "sympy/sympy")
+QUERY = of_repository(
+    family("fix.django.db", "django/db", ["django/db/models/query.py", "django/db/models/sql/query.py"]),
+    "django/django",
+)
+ADMIN = of_repository(
+    family("fix.django.contrib.admin", "django/contrib/admin", ["django/contrib/admin/options.py"]), "django/django"
+)
+
+
+def test_a_family_records_its_repository():
+    assert record_repository(SETS) == "sympy/sympy" and record_repository(AUTODOC) == ""
+    assert record_repository({**REFUND, "evidence": {"family": "x"}}) == ""
+
+
+def test_a_task_that_names_its_repository_is_not_area_matched_with_another_repositorys_family():
+    index = AreaIndex([SETS, QUERY, ADMIN, AUTODOC])
+    # "set" is sympy/sets' area word; a Django issue that says Django is not about it
+    django_task = "Django: QuerySet.set() of a related manager ignores the admin's changes"
+    assert 0 not in index.scores(django_task) and {1, 2} <= set(index.scores(django_task))
+    assert index.named_repositories(django_task) == {1, 2}
+    # a family that records no repository (written by hand) counts for any task
+    assert 3 in index.scores(django_task + " autodoc")
+    # a task naming no repository, or a set of one repository, is scored as before
+    assert 0 in index.scores("QuerySet.set() of a related manager ignores changes")
+    alone = AreaIndex([SETS, AUTODOC])
+    assert alone.scores("SymPy: Interval.set is wrong") == AreaIndex(
+        [family("s", "sympy/sets", ["sympy/sets/sets.py"]), AUTODOC]
+    ).scores("SymPy: Interval.set is wrong")
+    # the name is a piece of the task's identifiers: SymPy, sympy.sets, "from sympy import S"
+    assert index.named_repositories("from sympy import S") == {0}
+    assert index.named_repositories("SymPy's Interval") == {0}
+
+
+def test_a_named_repositorys_family_comes_first_across_repositories():
+    task = "TASK Django: model_set() drops rows"
+    # without the repositories, "set" and "django" weigh the same and the sympy family comes first
+    unrecorded = flat_ranker().index([{**SETS, "evidence": {}}, {**ADMIN, "evidence": {}}])
+    assert [r["id"] for r in unrecorded.select(task=task, cap=1)["injected"]] == ["fix.sympy.sets"]
+    # with them, the task names Django: the sympy family's area does not count, nor make it eligible
+    index = flat_ranker().index([SETS, ADMIN])
+    assert [r["id"] for r in index.select(task=task, cap=2)["injected"]] == ["fix.django.contrib.admin"]
+    assert index.rank(task=task, cap=2)[-1]["scores"]["area"] == 0

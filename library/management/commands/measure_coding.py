@@ -23,12 +23,23 @@ def _percent(figure: dict) -> str:
 class Command(BaseCommand):
     help = (
         "Leave one task out over a coding agent's sessions: for each resolved one, the task-family procedures "
-        "of the other tasks of its repository are recalled with its task text; reports the verify command form "
-        "match, the edited files the pointer names and the failed test invocations it avoids, per repository and overall."
+        "of the other tasks of its repository (with --across-repositories: of every repository, the agents' "
+        "sessions pooled) are recalled with its task text; reports the verify command form match, the edited files "
+        "the pointer names, the failed test invocations it avoids and how often the first pointer is another "
+        "repository's, per repository and overall."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("agent")
+        parser.add_argument(
+            "agent",
+            nargs="+",
+            help="the coding agent (several: their sessions pooled as one library; the first one's settings)",
+        )
+        parser.add_argument(
+            "--across-repositories",
+            action="store_true",
+            help="offer each task every repository's families, not only its own repository's",
+        )
         parser.add_argument(
             "--min-traces",
             type=int,
@@ -42,11 +53,14 @@ class Command(BaseCommand):
         parser.add_argument("--cap", type=int, help="pointers recalled per task (default: the agent's injection cap)")
         parser.add_argument("--json", action="store_true")
 
-    def handle(self, *args, agent, min_traces, family_rules, cap, **options):
-        try:
-            agent_obj = Agent.objects.get(name=agent)
-        except Agent.DoesNotExist:
-            raise CommandError(f"No agent named {agent!r}") from None
+    def handle(self, *args, agent, min_traces, family_rules, cap, across_repositories, **options):
+        agents = []
+        for name in dict.fromkeys(agent):
+            try:
+                agents.append(Agent.objects.get(name=name))
+            except Agent.DoesNotExist:
+                raise CommandError(f"No agent named {name!r}") from None
+        agent_obj = agents[0]
         try:
             rules = clean_family_rules(
                 _loads(family_rules) if family_rules is not None else agent_obj.coding_family_rules
@@ -58,22 +72,26 @@ class Command(BaseCommand):
             raise CommandError("--min-traces must be at least 1")
         cap = cap if cap is not None else (agent_obj.injection_cap or 2)
         rows = (
-            AgentSession.objects.filter(agent=agent_obj)
+            AgentSession.objects.filter(agent__in=agents)
             .order_by("pk")
             .values_list("session_id", "task_key", "task", "resolved", "tool_calls")
         )
         traces = traces_from_rows(rows.iterator(chunk_size=200))
         if not traces:
-            raise CommandError(f"{agent_obj.name} has no stored sessions")
+            raise CommandError(f"No stored sessions of {', '.join(a.name for a in agents)}")
 
         ranker = Ranker()
 
         def recall(records, task):
             return ranker.index(records).select(task=task or "(empty)", cap=cap)["injected"]
 
-        result = measure(traces, recall, min_traces=min_traces, rules=rules).to_dict()
+        result = measure(
+            traces, recall, min_traces=min_traces, rules=rules, across_repositories=across_repositories
+        ).to_dict()
         result["parameters"] = {
             "agent": agent_obj.name,
+            "agents": [a.name for a in agents],
+            "acrossRepositories": across_repositories,
             "minTraces": min_traces,
             "familyRules": [r.__dict__ for r in rules],
             "cap": cap,
@@ -82,12 +100,15 @@ class Command(BaseCommand):
             self.stdout.write(_dumps(result))
             return
         self.stdout.write(
-            f"{agent_obj.name}: leave one task out, min traces {min_traces}, {count(len(rules), 'family rules')}, cap {cap}"
+            f"{', '.join(a.name for a in agents)}: leave one task out"
+            + (", every repository's families offered" if across_repositories else "")
+            + f", min traces {min_traces}, {count(len(rules), 'family rules')}, cap {cap}"
         )
         for name, figures in [("overall", result["overall"]), *result["repositories"].items()]:
             failed = figures["failedTestInvocations"]
             self.stdout.write(
-                f"  {name}: {figures['resolvedTraces']} resolved sessions, {figures['recalled']} recalled a pointer; "
+                f"  {name}: {figures['resolvedTraces']} resolved sessions, {figures['recalled']} recalled a pointer "
+                f"(the first another repository's in {figures['firstFromAnotherRepository']['count']}); "
                 f"verify form matches in {_percent(figures['verifyMatch'])}; the first pointer names an edited file in "
                 f"{_percent(figures['namesEditedFile'])}, a recalled one in {_percent(figures['namesEditedFileAnyRecalled'])}; "
                 f"failed test invocations before the first pass {failed['before']} ({failed['perTrace']} a session), "
