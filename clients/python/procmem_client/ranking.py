@@ -35,7 +35,8 @@ Method (docs/selection.md):
      directory and file names of the paths a coding procedure names — that the task's identifiers
      share with it (coding.AreaIndex): an issue about ``autodoc_typehints`` finds the family whose
      files are under ``sphinx/ext/autodoc/``. It adds `area_weight` × s / (s + 1) to the total and,
-     from `area_floor` on, makes the procedure eligible.
+     from `area_floor` on, makes the procedure eligible. A task that names the repository of some
+     of the set's coding procedures gets no area score from the other repositories' ones.
 3. Order: the weighted sum of the five normalised scores (weights in `SelectionConfig`, chosen on
    the tau2-bench labelled set); ties by semantic score, then id, then version — deterministic.
    Near-ties go to priority: walking down that order, each candidate opens a group with the ones
