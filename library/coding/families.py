@@ -594,6 +594,9 @@ def build_candidate(
     evidence = {
         "agentKind": "coding",
         "family": {"key": family, "repository": repository, "area": area},
+        # also as a scalar fact, which API v2's slim evidence keeps: the ranker reads it
+        # (procmem_client.coding.record_repository) to tell several repositories' families apart
+        "repository": repository,
         "summary": (
             f"{len(verified)} resolved session{'s' if len(verified) != 1 else ''} of the family {family} ran a test command that passed; "
             f"in {form_count} of them the last one had the form {form}."

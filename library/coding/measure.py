@@ -157,7 +157,7 @@ class MeasureReport:
 
 def served_record(candidate, *, version: int = 1, intent: str = "") -> dict[str, Any]:
     """A family candidate as the agent API serves a procedure (the fields recall reads: of the
-    evidence, the family and so its repository, coding.record_repository)."""
+    evidence, the family's repository, coding.record_repository)."""
     return {
         "id": candidate.key,
         "version": version,
@@ -170,7 +170,10 @@ def served_record(candidate, *, version: int = 1, intent: str = "") -> dict[str,
         "preconditions": list(candidate.preconditions),
         "postconditions": list(candidate.postconditions),
         "verifyCommand": candidate.verify_command,
-        "evidence": {"family": dict(candidate.evidence.get("family") or {})},
+        "evidence": {
+            "repository": candidate.evidence.get("repository"),
+            "family": dict(candidate.evidence.get("family") or {}),
+        },
         "approvedBy": None,
         "approvedAt": None,
     }

@@ -21,6 +21,7 @@ from library.coding.families import (
     repository_of,
 )
 from library.coding.measure import judge, measure, served_record
+from library.serving.active_set import slim_procedure
 from procmem_client.coding import POINTER_MAX_TOKENS, recall_pointer, record_repository
 
 
@@ -324,6 +325,15 @@ def test_leave_one_task_out_counts_matches_files_and_avoided_failures():
     # nothing recalled: nothing matched, nothing avoided
     nothing = judge(traces[0], [], "django/django")
     assert (nothing.recalled, nothing.verify_match, nothing.edited_named, nothing.avoided) == (None, False, 0, 0)
+
+
+def test_a_candidate_names_its_repository_in_both_api_versions():
+    traces = [trace(str(i), ["django/forms/models.py"], [test("./tests/runtests.py forms_tests")]) for i in range(2)]
+    candidate = next(o.candidate for o in mine_families(traces, min_traces=2) if o.candidate)
+    record = served_record(candidate)
+    # v1 serves the whole evidence; v2 its scalar facts only (slim_procedure): the ranker reads either
+    assert record_repository(record) == record_repository(slim_procedure(record)) == "django/django"
+    assert slim_procedure(record)["evidence"] == {"repository": "django/django"}
 
 
 def test_across_repositories_each_task_is_offered_every_repositorys_families_and_foreign_firsts_are_counted():

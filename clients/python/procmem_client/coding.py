@@ -33,7 +33,7 @@ repository's name) counts little, one only ``autodoc``'s carry counts much. The 
 to a coding procedure's total and lets a high enough one make it eligible (ranking.py).
 
 Repositories. A library may hold several repositories' families at once. A mined family records its
-repository (``evidence.family.repository``, ``owner/name``; `record_repository`). When a task names
+repository (``evidence.repository``, ``owner/name``; `record_repository`). When a task names
 the repository of some of the set's coding procedures — the repository's name is one of the pieces of
 the task's identifiers (``from sympy import S``, "Django 3.2", ``sphinx-build``) — the area words of
 the other repositories' procedures do not count for it: "set" in a Django issue is not the evidence
@@ -337,11 +337,16 @@ def area_terms(record: Mapping[str, Any]) -> frozenset[str]:
 
 
 def record_repository(record: Mapping[str, Any]) -> str:
-    """The repository a coding procedure records (a mined family's ``evidence.family.repository``,
-    ``owner/name``), lower-cased; '' when it records none."""
+    """The repository a coding procedure records (a mined family's ``evidence.repository``, the
+    scalar API v2 keeps, else ``evidence.family.repository``; ``owner/name``), lower-cased; '' when it
+    records none."""
     evidence = record.get("evidence")
-    family = evidence.get("family") if isinstance(evidence, Mapping) else None
-    repository = family.get("repository") if isinstance(family, Mapping) else None
+    if not isinstance(evidence, Mapping):
+        return ""
+    repository = evidence.get("repository")
+    if not isinstance(repository, str):
+        family = evidence.get("family")
+        repository = family.get("repository") if isinstance(family, Mapping) else None
     return repository.strip().lower() if isinstance(repository, str) else ""
 
 
