@@ -83,6 +83,7 @@ from typing import Any
 import numpy as np
 
 from . import coding
+from .clause_lexicon import ClauseLexicon
 from .conditions import amount_match, amount_ranges, amounts, clauses
 from .embedding_cache import Embedder, EmbeddingCache, default_cache
 from .ranking_explanation import eligibility_reasons, explain, ranked_diagnostics, score_text
@@ -213,6 +214,7 @@ class Index:
         the records that contain a word it meets, not over every word place of the set."""
         n = len(self.records)
         self.word_matrix: np.ndarray | None = None
+        self.word_row_of: dict[str, int] | None = None
         if not n or not config.cross_lingual:
             return
         started = time.perf_counter()
@@ -225,6 +227,7 @@ class Index:
         if not rows:
             return
         self.word_matrix = cache.word_matrix(list(row_of))
+        self.word_row_of = row_of
         self.word_rows = np.asarray(rows, dtype=np.int64)
         df = np.bincount(self.word_rows, minlength=len(row_of))
         self.word_df = df
@@ -248,24 +251,34 @@ class Index:
         records that name a money range with their ranges. Coding procedures have neither: their
         order stays as it was."""
         self.clause_matrix: np.ndarray | None = None
+        self.clause_lexicon: ClauseLexicon | None = None
         self.money_ranges: dict[int, list[tuple[float, float]]] = {}
         if config.amount_weight:
             for i, record in enumerate(self.records):
                 ranges = [] if coding.is_coding(record) else amount_ranges(record["appliesWhen"])
                 if ranges:
                     self.money_ranges[i] = ranges
-        if not config.clause_match:
+        if not config.clause_match and not config.clause_lexical:
             return
         row_of: dict[str, int] = {}
         rows: list[int] = []
         records: list[int] = []
         starts: list[int] = []
+        texts: list[list[str]] = []
         for i, record in enumerate(self.records):
             parts = [] if coding.is_coding(record) else clauses(record["appliesWhen"])
             if len(parts) > 1:
                 records.append(i)
                 starts.append(len(rows))
                 rows.extend(row_of.setdefault(part, len(row_of)) for part in parts)
+                texts.append(parts)
+        if records and config.clause_lexical:
+            idf = None if self.word_matrix is None else self.word_row_idf
+            self.clause_lexicon = ClauseLexicon(
+                records, texts, idf=self.idf, word_row_of=self.word_row_of, word_row_idf=idf
+            )
+        if not config.clause_match:
+            return
         if rows:
             self.clause_matrix = cache.matrix(list(row_of))
             self.clause_rows = np.asarray(rows, dtype=np.int64)
@@ -349,11 +362,15 @@ class Index:
         vector = query_vector if query_vector is not None else self._cache.embed_query(task)
         return self._cache.calibrate(self._products(self.matrix_blocks, vector))
 
+    @staticmethod
+    def lexical_terms(task: str) -> set[str]:
+        """A task's terms for the lexical score: its stems, and adjacent words joined ("desk lamp"
+        also reads as "desklamp")."""
+        return set(words(task)) | {joined for joined, _ in compounds(task)}
+
     def lexical_scores(self, task: str) -> np.ndarray:
         scores = np.zeros(len(self), dtype=np.float64)
-        terms = set(words(task))
-        pairs = compounds(task)
-        terms.update(joined for joined, _ in pairs)  # "desk lamp" also reads as "desklamp"
+        terms = self.lexical_terms(task)
         for term in terms:
             ids = self.postings.get(term)
             if ids is not None:
@@ -374,15 +391,10 @@ class Index:
         every other record scores 0; when they are common, every record is summed. Either way the
         scores are the same to the bit, and a word's credit times its IDF is computed once per word,
         not once per place."""
-        if self.word_matrix is None or is_english(task):
+        word_credit = self.word_credit(task)
+        if word_credit is None:
             return None
         scores = np.zeros(len(self), dtype=np.float64)
-        units = task_units(task)
-        if not units:
-            return scores
-        best = (self.word_matrix @ self._cache.task_word_matrix(units).T).max(axis=1)
-        floor = self.config.cross_lingual_floor
-        word_credit = np.clip((best.astype(np.float64) - floor) / (1.0 - floor), 0.0, 1.0)
         met = np.flatnonzero(word_credit > 0)
         if met.size == 0:
             return scores
@@ -404,6 +416,33 @@ class Index:
         places = np.arange(int(lengths.sum())) + np.repeat(starts - segments, lengths)
         scores[records] = np.add.reduceat(weighted[self.word_rows[places]], segments) / self.word_idf_mass[records]
         return scores
+
+    def word_credit(self, task: str) -> np.ndarray | None:
+        """Per appliesWhen word (word row): how much the task's nearest word or character pair
+        credits it, 0 at `cross_lingual_floor` or below, 1 at cosine 1; None without a word model or
+        for an English task."""
+        if self.word_matrix is None or is_english(task):
+            return None
+        units = task_units(task)
+        if not units:
+            return np.zeros(self.word_matrix.shape[0], dtype=np.float64)
+        best = (self.word_matrix @ self._cache.task_word_matrix(units).T).max(axis=1)
+        floor = self.config.cross_lingual_floor
+        return np.clip((best.astype(np.float64) - floor) / (1.0 - floor), 0.0, 1.0)
+
+    def clause_lexical_scores(self, task: str, candidates: np.ndarray, lexical: np.ndarray) -> np.ndarray | None:
+        """The lexical score the order uses for each candidate: a compound appliesWhen's weakest
+        clause's (clause_lexicon.py), the others' `lexical` (already the candidates'); None without
+        compound records. Across languages when the task is not in English and there is a word model."""
+        lexicon = self.clause_lexicon
+        if lexicon is None:
+            return None
+        credit = self.word_credit(task)
+        if credit is None:
+            places = lexicon.lexical(self.lexical_terms(task))
+        else:
+            places = lexicon.cross_lingual(credit * self.word_row_idf)
+        return lexicon.weakest(places, lexical, candidates, len(self))
 
     def task_terms(self, task: str) -> set[str]:
         """What the exact retriever looks up for a task: its tokens, and in a set with coding
@@ -486,6 +525,7 @@ class Index:
             step[chosen], body[chosen] = self.step_and_body_scores(candidates[chosen], vector, semantic[chosen])
         clause = self.clause_scores(candidates, semantic, vector)
         amount = self.amount_scores(task, candidates)
+        clause_lexical = self.clause_lexical_scores(task, candidates, lexical)
         return Signals(
             candidates,
             semantic,
@@ -496,6 +536,7 @@ class Index:
             area=self.area_scores(task, candidates),
             clause=clause,
             amount=amount,
+            clause_lexical=clause_lexical,
         )
 
     def area_scores(self, task: str, candidates: np.ndarray) -> np.ndarray | None:
@@ -560,7 +601,8 @@ class Index:
         their area term (`area_total`)."""
         config = config or self.config
         semantic = signals.semantic if signals.clause is None else signals.clause
-        total = self._weighted(semantic, signals.lexical, signals.exact, signals.step, signals.body, config.weights())
+        lexical = signals.lexical if signals.clause_lexical is None else signals.clause_lexical
+        total = self._weighted(semantic, lexical, signals.exact, signals.step, signals.body, config.weights())
         if signals.amount is not None and config.amount_weight:
             total = total + config.amount_weight * signals.amount
         if signals.area is not None and config.area_weight:

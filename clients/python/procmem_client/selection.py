@@ -52,6 +52,10 @@ class SelectionConfig:
     # and the (not blind) paraphrase set (docs/selection.md, "Conditions: clauses and amounts")
     clause_match: bool = True
     amount_weight: float = 0.2
+    # the lexical score per clause (clause_lexicon.py), order only: a record with several clauses
+    # enters the order with its weakest clause's lexical score too; chosen on the same tuning data
+    # (docs/selection.md, "Conditions: clauses and amounts", fourth round)
+    clause_lexical: bool = True
     use_steps: bool = True
     step_shortlist: int = 1000
     # the area signal of coding procedures (coding.AreaIndex; 0 for every other procedure): a score s
@@ -157,7 +161,8 @@ class Signals:
     the index's records). `step` and `body` are NaN where the step signal was not computed.
     `clause` (the semantic score the order uses: the weakest clause's, `conditions.clauses`) and
     `amount` (1 when a money amount of the task falls in a range the appliesWhen names) order
-    only; None when the index has nothing for them (then the order uses `semantic`, and no amount)."""
+    only, and so does `clause_lexical` (the weakest clause's lexical score); None when the index
+    has nothing for them (then the order uses `semantic` and `lexical`, and no amount)."""
 
     candidates: np.ndarray
     semantic: np.ndarray
@@ -168,3 +173,4 @@ class Signals:
     area: np.ndarray | None = None  # coding procedures' area scores (coding.AreaIndex); None without any
     clause: np.ndarray | None = None
     amount: np.ndarray | None = None
+    clause_lexical: np.ndarray | None = None  # the lexical score the order uses (the weakest clause's)

@@ -17,7 +17,8 @@ paraphrase set's top-1 and its uncovered tasks given a procedure (cap 2); tau2 M
 retail (the held-out domain of docs/selection.md) and on airline. `--blind` also reports the blind
 paraphrase set (paraphrases_blind.jsonl, written without reading the procedures; README), the same
 measures per language and nothing per task: read it once per configuration chosen on the rest,
-never to choose one.
+never to choose one. `--tuning` prints only the tuning data (the multilingual set's tuning split,
+the old paraphrase set and tau2 airline), for choosing without reading what is held out.
 """
 
 from __future__ import annotations
@@ -231,6 +232,7 @@ def main() -> None:
     parser.add_argument("--offset", type=float, help="another calibration offset for the backends (default theirs)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--blind", action="store_true", help="also the blind paraphrase set (once per configuration)")
+    parser.add_argument("--tuning", action="store_true", help="print only the tuning data (nothing held out)")
     args = parser.parse_args()
     overrides = {}
     for item in args.set:
@@ -241,6 +243,9 @@ def main() -> None:
     config = replace(SelectionConfig(), **overrides)
     for name in args.backends.split(","):
         report = measure(name, config, args.body_text_weight, args.cache, args.offset, args.blind)
+        if args.tuning:
+            print_tuning(report, config)
+            continue
         if args.json:
             print(json.dumps(report, ensure_ascii=False))
             continue
@@ -260,6 +265,19 @@ def main() -> None:
         print(
             f"\ntau2 retail (held out in docs/selection.md): P@1 {report['tau2/retail']['P@1']:.3f} MAP@10 {report['tau2/retail']['MAP@10']:.3f}; airline: P@1 {report['tau2/airline']['P@1']:.3f} MAP@10 {report['tau2/airline']['MAP@10']:.3f}"
         )
+
+
+def print_tuning(report: dict, config: SelectionConfig) -> None:
+    """The tuning data alone: the multilingual set's tuning split, the old paraphrases, tau2 airline."""
+    print(f"\n## {report['backend']} ({report['modelId']}), tuning data only, {config}")
+    print("| language | tuning P@1 | tuning MAP@10 |")
+    print("| --- | ---: | ---: |")
+    for lang in LANGUAGES:
+        tuning = report["multilingual"][f"{lang}/tuning"]
+        print(f"| {lang} | {tuning['P@1']:.3f} | {tuning['MAP@10']:.3f} |")
+    print_paraphrases("paraphrases", report["paraphrase"])
+    airline = report["tau2/airline"]
+    print(f"\ntau2 airline (tuning): P@1 {airline['P@1']:.3f} MAP@10 {airline['MAP@10']:.3f}")
 
 
 def print_paraphrases(title: str, report: dict[str, dict[str, int]]) -> None:
