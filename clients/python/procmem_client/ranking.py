@@ -83,8 +83,7 @@ from typing import Any
 import numpy as np
 
 from . import coding
-from .clause_lexicon import ClauseLexicon
-from .conditions import amount_match, amount_ranges, amounts, clauses
+from .condition_scores import Conditions
 from .embedding_cache import Embedder, EmbeddingCache, default_cache
 from .ranking_explanation import eligibility_reasons, explain, ranked_diagnostics, score_text
 from .selection import (
@@ -161,7 +160,16 @@ class Index:
             [sum(self.idf[t] for t in terms) for terms in doc_terms] or [0.0], dtype=np.float64
         )[:n]
         self._cross_lingual_index(cache, config)
-        self._conditions_index(cache, config)
+        self.conditions = Conditions(
+            self.records,
+            cache=cache,
+            clause_match=config.clause_match,
+            clause_lexical=config.clause_lexical,
+            amount_weight=config.amount_weight,
+            idf=self.idf,
+            word_row_of=self.word_row_of,
+            word_row_idf=None if self.word_matrix is None else self.word_row_idf,
+        )
         # a compound the task may write as one word ("desklamp") → the documents with the two words
         # adjacent, per pair of stems they contribute
         split: dict[str, dict[tuple[str, ...], list[int]]] = defaultdict(lambda: defaultdict(list))
@@ -244,73 +252,24 @@ class Index:
         self.word_records_ptr = np.concatenate(([0], np.cumsum(df))).astype(np.int64)
         self.cross_lingual_build_seconds = time.perf_counter() - started
 
-    def _conditions_index(self, cache: EmbeddingCache, config: SelectionConfig) -> None:
-        """What the appliesWhen texts require (procmem_client/conditions.py): the clause vectors of
-        the records whose appliesWhen has more than one clause (`clause_records`, their clauses'
-        rows in `clause_matrix` at clause_rows[clause_starts[k]:...], in record order), and the
-        records that name a money range with their ranges. Coding procedures have neither: their
-        order stays as it was."""
-        self.clause_matrix: np.ndarray | None = None
-        self.clause_lexicon: ClauseLexicon | None = None
-        self.money_ranges: dict[int, list[tuple[float, float]]] = {}
-        if config.amount_weight:
-            for i, record in enumerate(self.records):
-                ranges = [] if coding.is_coding(record) else amount_ranges(record["appliesWhen"])
-                if ranges:
-                    self.money_ranges[i] = ranges
-        if not config.clause_match and not config.clause_lexical:
-            return
-        row_of: dict[str, int] = {}
-        rows: list[int] = []
-        records: list[int] = []
-        starts: list[int] = []
-        texts: list[list[str]] = []
-        for i, record in enumerate(self.records):
-            parts = [] if coding.is_coding(record) else clauses(record["appliesWhen"])
-            if len(parts) > 1:
-                records.append(i)
-                starts.append(len(rows))
-                rows.extend(row_of.setdefault(part, len(row_of)) for part in parts)
-                texts.append(parts)
-        if records and config.clause_lexical:
-            idf = None if self.word_matrix is None else self.word_row_idf
-            self.clause_lexicon = ClauseLexicon(
-                records, texts, idf=self.idf, word_row_of=self.word_row_of, word_row_idf=idf
-            )
-        if not config.clause_match:
-            return
-        if rows:
-            self.clause_matrix = cache.matrix(list(row_of))
-            self.clause_rows = np.asarray(rows, dtype=np.int64)
-            self.clause_records = np.asarray(records, dtype=np.int64)
-            self.clause_starts = np.asarray(starts, dtype=np.int64)
-
     def clause_scores(self, candidates: np.ndarray, semantic: np.ndarray, vector: np.ndarray) -> np.ndarray | None:
-        """The semantic score the order uses for each candidate: for a record whose appliesWhen has
-        several clauses, its weakest clause's calibrated cosine with the task (each situation it
-        names must be in the task); for the others `semantic` itself. None without such records."""
-        if self.clause_matrix is None:
-            return None
-        weakest = np.minimum.reduceat(
-            self._cache.calibrate(self.clause_matrix @ vector)[self.clause_rows], self.clause_starts
-        )
-        by_record = np.full(len(self), np.nan)
-        by_record[self.clause_records] = weakest
-        mine = by_record[candidates]
-        return np.where(np.isnan(mine), semantic, mine)
+        """The semantic score the order uses: a compound appliesWhen's weakest clause's
+        (condition_scores.Conditions.semantic); None without compound records."""
+        return self.conditions.semantic(candidates, semantic, vector, self._cache.calibrate)
+
+    def clause_lexical_scores(self, task: str, candidates: np.ndarray, lexical: np.ndarray) -> np.ndarray | None:
+        """The lexical score the order uses: a compound appliesWhen's weakest clause's, across
+        languages for a task not in English (condition_scores.Conditions.lexical)."""
+
+        def weighted() -> np.ndarray | None:
+            credit = self.word_credit(task)
+            return None if credit is None else credit * self.word_row_idf
+
+        return self.conditions.lexical(candidates, lexical, lambda: self.lexical_terms(task), weighted)
 
     def amount_scores(self, task: str, candidates: np.ndarray) -> np.ndarray | None:
-        """1 for a candidate whose appliesWhen names a money range that one of the task's amounts
-        falls in, else 0; None when no record names a range or the task names no amount."""
-        if not self.money_ranges:
-            return None
-        found = amounts(task)
-        if not found:
-            return None
-        by_record = np.zeros(len(self), dtype=np.float64)
-        for i, ranges in self.money_ranges.items():
-            by_record[i] = amount_match(found, ranges)
-        return by_record[candidates]
+        """1 where a task amount falls in a money range the appliesWhen names (Conditions.amounts)."""
+        return self.conditions.amounts(task, candidates)
 
     def __len__(self) -> int:
         return len(self.records)
@@ -429,20 +388,6 @@ class Index:
         best = (self.word_matrix @ self._cache.task_word_matrix(units).T).max(axis=1)
         floor = self.config.cross_lingual_floor
         return np.clip((best.astype(np.float64) - floor) / (1.0 - floor), 0.0, 1.0)
-
-    def clause_lexical_scores(self, task: str, candidates: np.ndarray, lexical: np.ndarray) -> np.ndarray | None:
-        """The lexical score the order uses for each candidate: a compound appliesWhen's weakest
-        clause's (clause_lexicon.py), the others' `lexical` (already the candidates'); None without
-        compound records. Across languages when the task is not in English and there is a word model."""
-        lexicon = self.clause_lexicon
-        if lexicon is None:
-            return None
-        credit = self.word_credit(task)
-        if credit is None:
-            places = lexicon.lexical(self.lexical_terms(task))
-        else:
-            places = lexicon.cross_lingual(credit * self.word_row_idf)
-        return lexicon.weakest(places, lexical, candidates, len(self))
 
     def task_terms(self, task: str) -> set[str]:
         """What the exact retriever looks up for a task: its tokens, and in a set with coding

@@ -1,6 +1,6 @@
-"""The appliesWhen's conditions in the order (procmem_client/conditions.py, ranking.py): clauses
-ranked by the weakest one, money amounts against the ranges an appliesWhen names; eligibility and
-coding procedures untouched."""
+"""The appliesWhen's conditions in the order (procmem_client/conditions.py, condition_scores.py,
+ranking.py): clauses ranked by the weakest one (semantic and lexical), money amounts against the
+ranges an appliesWhen names; eligibility and coding procedures untouched."""
 
 from __future__ import annotations
 
@@ -89,6 +89,26 @@ def test_a_record_with_two_clauses_ranks_by_its_weakest_one():
     assert np.allclose(off.signals(task="Please cancel my reservation.").semantic, signals.semantic)
 
 
+def test_a_record_with_two_clauses_enters_the_order_with_its_weakest_clauses_lexical_score():
+    index = Ranker(cache=EmbeddingCache(_embedder)).index(_records())
+    # given a task whose words are those of one of the compound record's two situations
+    signals = index.signals(task="Please cancel my reservation.")
+    single, compound = (list(signals.candidates).index(i) for i in (0, 1))
+    # then the compound record's whole-text lexical score (what eligibility reads) still counts
+    # "cancel" and "reservation", while the order reads its "update reservation flights" clause's
+    assert signals.lexical[compound] > 0.3
+    assert signals.clause_lexical[compound] < signals.lexical[compound]
+    assert signals.clause_lexical[single] == pytest.approx(signals.lexical[single]) == pytest.approx(1.0)
+    # and a task naming both situations meets both clauses whole
+    both = index.signals(task="Cancel my reservation and update the reservation flights.")
+    assert both.clause_lexical[compound] == pytest.approx(1.0)
+    off = Ranker(cache=EmbeddingCache(_embedder), config=SelectionConfig(clause_lexical=False)).index(_records())
+    assert off.signals(task="Please cancel my reservation.").clause_lexical is None
+    assert {c["id"]: c["eligible"] for c in off.rank(task="Please cancel my reservation.")} == {
+        c["id"]: c["eligible"] for c in index.rank(task="Please cancel my reservation.")
+    }
+
+
 def test_a_task_amount_in_the_range_orders_the_refund_procedures_but_never_makes_one_eligible():
     records = [
         {
@@ -125,4 +145,5 @@ def test_coding_procedures_are_ranked_as_before():
         }
     ]
     index = Ranker(cache=EmbeddingCache(_embedder)).index(records)
-    assert index.has_coding and index.signals(task="cancel the sympy core bug").clause is None
+    signals = index.signals(task="cancel the sympy core bug")
+    assert index.has_coding and signals.clause is None and signals.clause_lexical is None
