@@ -258,20 +258,29 @@ def test_eval_selection_reports_per_language_on_one_split(db):
         _run("--library", str(MULTILINGUAL / "library" / "demo"), str(MULTILINGUAL / "demo.jsonl"), "--backend", "nope")
 
 
-def _cross_lingual_as_before(index, task: str):
-    """The cross-lingual lexical score as it was computed before it was made faster (2026-12-06): every
-    word of the task embedded for this task, every word place of the set summed."""
+def _word_credit_as_before(index, task: str):
+    """The cross-lingual credit of each appliesWhen word as it was computed before it was made faster
+    (2026-12-06): every word of the task embedded for this task."""
     from procmem_client.terms import is_english, task_units
 
     if index.word_matrix is None or is_english(task):
         return None
-    scores = np.zeros(len(index), dtype=np.float64)
     units = task_units(task)
     if not units:
-        return scores
+        return np.zeros(index.word_matrix.shape[0], dtype=np.float64)
     best = (index.word_matrix @ index._cache.embed_words(units).T).max(axis=1)
     floor = index.config.cross_lingual_floor
-    credit = np.clip((best.astype(np.float64) - floor) / (1.0 - floor), 0.0, 1.0)[index.word_rows] * index.word_idf
+    return np.clip((best.astype(np.float64) - floor) / (1.0 - floor), 0.0, 1.0)
+
+
+def _cross_lingual_as_before(index, task: str):
+    """The cross-lingual lexical score as it was computed before it was made faster (2026-12-06): the
+    credits of `_word_credit_as_before`, every word place of the set summed."""
+    word_credit = _word_credit_as_before(index, task)
+    if word_credit is None:
+        return None
+    scores = np.zeros(len(index), dtype=np.float64)
+    credit = word_credit[index.word_rows] * index.word_idf
     lengths = np.diff(index.word_ptr)
     has = lengths > 0
     starts = index.word_ptr[:-1][has]
@@ -321,7 +330,11 @@ def test_the_faster_cross_lingual_path_ranks_the_multilingual_set_as_before():
                 assert np.allclose(fast, plain, rtol=0, atol=1e-6), task  # the word vectors' rounding
                 rank = index.rank(task=task, query_vector=vectors[task])
                 chosen = index.select(task=task, cap=2, query_vector=vectors[task])
+                # the plain sums and fresh word vectors for the whole text and (the weakest clause's
+                # lexical score, condition_scores.py) for each clause of a compound appliesWhen alike:
+                # a clause worded as another procedure's appliesWhen ties with it exactly either way
                 index.cross_lingual_scores = lambda task, index=index: _cross_lingual_as_before(index, task)
+                index.word_credit = lambda task, index=index: _word_credit_as_before(index, task)
                 try:
                     assert [c["id"] for c in index.rank(task=task, query_vector=vectors[task])] == [
                         c["id"] for c in rank
@@ -330,6 +343,7 @@ def test_the_faster_cross_lingual_path_ranks_the_multilingual_set_as_before():
                     assert [r["id"] for r in before["injected"]] == [r["id"] for r in chosen["injected"]], task
                 finally:
                     del index.cross_lingual_scores
+                    del index.word_credit
                 compared += number == 0
     assert compared > 400
 
