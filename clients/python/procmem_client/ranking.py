@@ -38,7 +38,9 @@ Method (docs/selection.md):
      from `area_floor` on, makes the procedure eligible. A task that names the repository of some
      of the set's coding procedures gets no area score from the other repositories' ones.
 3. Order: the weighted sum of the five normalised scores (weights in `SelectionConfig`, chosen on
-   the tau2-bench labelled set); ties by semantic score, then id, then version — deterministic.
+   the tau2-bench labelled set), where an appliesWhen of several clauses enters with its weakest
+   clause's semantic and lexical scores, plus the amount term (condition_scores.py); ties by
+   semantic score, then id, then version — deterministic.
    Near-ties go to priority: walking down that order, each candidate opens a group with the ones
    whose total is within `priority_epsilon` (default `PRIORITY_EPSILON`) of its own; inside a group
    a higher `priority` (a record field, 0 when absent) comes first, and equal priorities keep the
