@@ -11,6 +11,8 @@ from re import _constants as sre_constants  # the parser of `re` itself, for slo
 from re import _parser as sre_parse
 from typing import Any
 
+import ahocorasick
+
 PLACEHOLDER_RE = re.compile(r"\{\{[a-z_]+\}\}")
 
 
@@ -40,6 +42,43 @@ class Recognizer:
     apply: Callable[[str], str] | None = None
     # Any other necessary condition, read off the text's features (after `needs`, `words`, `gate`).
     check: Callable[[Features], bool] | None = None
+
+    def __post_init__(self) -> None:
+        KEYWORDS.add(self.words)
+
+
+class KeywordIndex:
+    """Which keywords a text in lower case holds, found in one pass (an Aho-Corasick automaton,
+    pyahocorasick) instead of one substring search per keyword: every occurrence of every keyword
+    is reported, overlapping ones included, so `found(lowered)` is exactly
+    {word for word in the index if word in lowered}. Every Recognizer adds its `words` (so
+    select_recognizers reads them all off one pass), the echo the words of its hint. The automaton
+    is built at the first look-up after a word was added."""
+
+    def __init__(self) -> None:
+        self._words: set[str] = set()
+        self._automaton: Any = None
+
+    def add(self, words: Iterable[str]) -> None:
+        new = {word for word in words if word not in self._words}
+        if new:
+            self._words |= new
+            self._automaton = None
+
+    def found(self, lowered: str) -> frozenset[str]:
+        automaton = self._automaton
+        if automaton is None:
+            if not self._words:
+                return frozenset()
+            automaton = ahocorasick.Automaton()
+            for word in self._words:
+                automaton.add_word(word, word)
+            automaton.make_automaton()
+            self._automaton = automaton
+        return frozenset([word for _end, word in automaton.iter(lowered)])
+
+
+KEYWORDS = KeywordIndex()
 
 
 # The only characters outside ASCII that Python's case-insensitive matching takes for an ASCII
@@ -139,10 +178,11 @@ _DIGIT_RE = re.compile(r"\d")
 
 class Features:
     """What the cheap pre-checks of the recognizers read from a text: which of "@", "=", "/" and
-    digits it has, and the text in lower case (None when case-insensitive patterns may match it
-    where its lower case holds no ASCII keyword: see folds_like_ascii)."""
+    digits it has, the text in lower case (None when case-insensitive patterns may match it
+    where its lower case holds no ASCII keyword: see folds_like_ascii), and `words`: which words
+    of KEYWORDS that lower case holds (found at the first use; read only where `lowered` is not None)."""
 
-    __slots__ = ("text", "marks", "lowered")
+    __slots__ = ("text", "marks", "lowered", "_words")
 
     def __init__(self, text: str):
         self.text = text
@@ -150,6 +190,13 @@ class Features:
         if _DIGIT_RE.search(text):
             self.marks.add("digit")
         self.lowered = text.lower() if folds_like_ascii(text) else None
+        self._words: frozenset[str] | None = None
+
+    @property
+    def words(self) -> frozenset[str]:
+        if self._words is None:
+            self._words = KEYWORDS.found(self.lowered or "")
+        return self._words
 
 
 def run_chain(chain: list[Recognizer], text: str) -> str:
@@ -189,7 +236,8 @@ def select_recognizers(recognizers: Iterable[Recognizer], features: Features) ->
     for recognizer in recognizers:
         if recognizer.needs and recognizer.needs not in marks:
             continue
-        if recognizer.words and lowered is not None and not any(map(lowered.__contains__, recognizer.words)):
+        # a recognizer's words are in KEYWORDS (Recognizer.__post_init__): one pass found them all
+        if recognizer.words and lowered is not None and features.words.isdisjoint(recognizer.words):
             continue
         gate = recognizer.gate
         if (

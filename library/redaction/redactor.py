@@ -96,7 +96,7 @@ class Redactor:
         # Order matters: whole tokens first (the agent's ids, secrets, e-mails, handles), so that a
         # known first name never splits "mia.li3818@example.com" into "{{person_name}}.li3818@…";
         # then the session's known values (their own placeholders), then id shapes, then names.
-        features = Features(text)
+        features = self.known.features.get(text) or Features(text)  # read already by the echo, often
         chain = [*self.agent_recognizers, *select_recognizers(BUILTIN_RECOGNIZERS, features)]
         if self._by_length:
             chain.append(self._known_recognizer)

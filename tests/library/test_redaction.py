@@ -675,7 +675,7 @@ def test_the_pre_checks_change_no_redaction(text):
         mock.patch.object(redactor_module, "CAPITAL_RE", always),
         mock.patch.object(echo, "select_recognizers", _every_recognizer),
         mock.patch.object(echo, "CAPITAL_RE", always),
-        mock.patch.object(echo, "_echo_hint", lambda text: True),
+        mock.patch.object(echo, "_echo_hint", lambda text, features=None: True),
     ):
         full = _redactions(text)
     assert prefiltered == full

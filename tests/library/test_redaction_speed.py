@@ -1,0 +1,159 @@
+"""The import's speed-ups of redaction change no redaction (issue 38, bench/RESULTS.md): each faster
+path against the plain one it replaces, on generated texts and on the real coding sessions.
+Pure Python, no database."""
+
+from __future__ import annotations
+
+import json
+import re
+import string
+import tarfile
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from library.redaction import echo
+from library.redaction.recognizers import KEYWORDS, KeywordIndex
+from library.redaction.shapes import BUILTIN_RECOGNIZERS, NAME_RECOGNIZERS, SHAPE_RECOGNIZERS
+from tests.conftest import SWEBENCH_DIR, SWEBENCH_RESULTS, SWEBENCH_TRAJS, require_swebench
+
+_ALL_WORDS = sorted(KEYWORDS._words)
+# the keywords, their pieces and neighbours, and characters that fold or change case
+_PIECES = st.sampled_from(
+    [
+        *_ALL_WORDS,
+        *(word[: len(word) // 2] for word in _ALL_WORDS),
+        *(word[len(word) // 2 :] for word in _ALL_WORDS),
+        " ",
+        "\n",
+        "_",
+        "-",
+        ":",
+        ".",
+        "é",
+        "İ",
+        "ı",
+        "ſ",
+        "\u212a",
+        "ß",
+        "…",
+        "\U0001f600",
+        "hi",
+        "mr",
+        "Mrs",
+        "dr.",
+        "Prof",
+        "herr",
+        "FRAU",
+        "Anna Lee",
+    ]
+)
+_TEXTS = st.one_of(
+    st.lists(_PIECES, max_size=12).map("".join),
+    st.text(max_size=40),
+    st.text(alphabet=string.ascii_letters + string.digits + " _-:.'\n", max_size=60),
+)
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_TEXTS)
+def test_the_keyword_index_finds_what_substring_search_finds(text):
+    # one Aho-Corasick pass is the same as a substring search per keyword, overlaps included
+    lowered = text.lower()
+    assert KEYWORDS.found(lowered) == {word for word in _ALL_WORDS if word in lowered}
+
+
+def test_every_recognizer_and_the_echo_hint_have_their_words_in_the_index():
+    for recognizer in (*BUILTIN_RECOGNIZERS, *SHAPE_RECOGNIZERS, *NAME_RECOGNIZERS):
+        assert set(recognizer.words) <= KEYWORDS._words, recognizer.label
+    assert set(echo._ECHO_HINT_WORDS) <= KEYWORDS._words
+
+
+def test_a_keyword_index_rebuilds_after_a_word_is_added():
+    index = KeywordIndex()
+    assert index.found("any text") == frozenset()
+    index.add(["text"])
+    assert index.found("any text") == {"text"}
+    index.add(["any", "y t"])
+    assert index.found("any text") == {"text", "any", "y t"}
+
+
+_PLAIN_BOUNDED_RE = re.compile(r"\b(?:hi|mr|mrs|ms|miss|mx|dr|prof|herr|frau)\b")
+
+
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_TEXTS)
+def test_the_echo_hints_bounded_words_match_as_the_plain_pattern(text):
+    # the pattern rewritten for speed finds a bounded word exactly where the plain one does
+    lowered = text.lower()
+    assert (echo._ECHO_HINT_BOUNDED_RE.search(lowered) is None) == (_PLAIN_BOUNDED_RE.search(lowered) is None)
+    assert echo._echo_hint(text) == (echo._ECHO_HINT_RE.search(text) is not None)
+
+
+def _every_recognizer(recognizers, features):
+    return [r for r in recognizers if not r.needs or r.needs in features.marks]
+
+
+def _prepared(archive, results) -> list:
+    """What ingest stores from the redactor for each session of an archive (as session_prepare)."""
+    from library.ingest.formats import ImportOptions, outcomes_from_results, parse_item
+    from library.ingest.store import build_excerpt, redactor_for, task_key_for
+    from library.redaction.echo import RedactionCache
+
+    options = ImportOptions(outcomes=outcomes_from_results(json.loads(results.read_text())))
+    cache = RedactionCache()
+    rows = []
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar:
+            if not (member.isfile() and member.name.endswith(".json")):
+                continue
+            with tar.extractfile(member) as stream:
+                session = parse_item(json.loads(stream.read()), fmt="mini-swe-agent", options=options)
+            redactor = redactor_for(session, [], cache)
+            task = redactor.text(session.task) if session.task else ""
+            excerpt = build_excerpt(session, redactor, redacted_task=task)
+            rows.append(
+                [
+                    session.session_id,
+                    task_key_for(session, redactor, redacted_task=task),
+                    excerpt,
+                    redactor.known.values,
+                ]
+            )
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "archive, results",
+    [
+        (SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz", SWEBENCH_DIR / "results-other-repos.json"),
+        (SWEBENCH_TRAJS, SWEBENCH_RESULTS),
+    ],
+    ids=["other-repos", "django"],
+)
+def test_the_real_coding_sessions_redact_as_without_any_pre_check(archive, results):
+    # Every pre-check (keywords found in one pass, gates, checks, the echo hint, the capitalised-word
+    # test) switched off: every recognizer runs on every text, and the excerpts, task keys and known
+    # values of the 140 + 231 real sessions are the same, byte for byte.
+    from unittest import mock
+
+    from library.redaction import redactor as redactor_module
+
+    require_swebench()
+    fast = _prepared(archive, results)
+    always = re.compile("")
+    with (
+        mock.patch.object(redactor_module, "select_recognizers", _every_recognizer),
+        mock.patch.object(redactor_module, "CAPITAL_RE", always),
+        mock.patch.object(echo, "select_recognizers", _every_recognizer),
+        mock.patch.object(echo, "CAPITAL_RE", always),
+        mock.patch.object(echo, "_echo_hint", lambda text, features=None: True),
+    ):
+        plain = _prepared(archive, results)
+    assert len(fast) == len(plain) > 100
+    for got, want in zip(fast, plain):
+        assert json.dumps(got, sort_keys=True, ensure_ascii=False) == json.dumps(
+            want, sort_keys=True, ensure_ascii=False
+        ), got[0]
