@@ -5,6 +5,7 @@ after the rules grew."""
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -12,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 import psycopg
+import pydantic_core
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
@@ -301,7 +303,7 @@ def _insert_sessions(rows: list[AgentSession]) -> None:
         return
 
     fields = [f for f in AgentSession._meta.concrete_fields if not f.primary_key]
-    values = [tuple(f.get_db_prep_save(f.pre_save(row, True), connection) for f in fields) for row in rows]
+    values = [tuple(_fast_json(f.get_db_prep_save(f.pre_save(row, True), connection)) for f in fields) for row in rows]
     quote = connection.ops.quote_name
     sql = (
         f"INSERT INTO {quote(AgentSession._meta.db_table)} ({', '.join(quote(f.column) for f in fields)}) "
@@ -310,6 +312,22 @@ def _insert_sessions(rows: list[AgentSession]) -> None:
     connection.ensure_connection()
     with psycopg.Cursor(connection.connection) as cursor:
         cursor.executemany(sql, values)
+
+
+def _json_bytes(value: Any) -> bytes:
+    """JSON-like data (dicts, lists, strings, numbers, booleans, None) as JSON with the value
+    json.dumps writes, in another form (no \\u escapes, no spaces): PostgreSQL's jsonb stores the
+    same value either way. NaN and infinities are written as json.dumps writes them (which
+    PostgreSQL refuses, as before). pydantic-core (the input layer's parser) writes the excerpts and
+    calls of a batch of coding sessions in a fraction of json.dumps' time."""
+    return pydantic_core.to_json(value, inf_nan_mode="constants")
+
+
+def _fast_json(value: Any) -> Any:
+    """A jsonb parameter that Django made with json.dumps, written by _json_bytes instead."""
+    if isinstance(value, psycopg.types.json.Jsonb) and value.dumps is json.dumps:
+        return psycopg.types.json.Jsonb(value.obj, dumps=_json_bytes)
+    return value
 
 
 def sessions_purge_raw(

@@ -157,3 +157,23 @@ def test_the_real_coding_sessions_redact_as_without_any_pre_check(archive, resul
         assert json.dumps(got, sort_keys=True, ensure_ascii=False) == json.dumps(
             want, sort_keys=True, ensure_ascii=False
         ), got[0]
+
+
+_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=_JSON)
+def test_the_stores_json_writer_writes_the_value_json_dumps_writes(value):
+    # the session rows' jsonb parameters (library/ingest/store.py): another form, the same value
+    from library.ingest.store import _json_bytes
+
+    assert json.loads(_json_bytes(value)) == json.loads(json.dumps(value))
