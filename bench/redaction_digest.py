@@ -6,7 +6,7 @@ nothing (docs/redaction.md): run it before and after, the digests must be equal.
 No database. Per session, what ingest stores from the redactor (library/ingest/store.py `session_prepare`):
 the redacted excerpt, the task key and the session's known values, and the parsed tool calls
 (activities and targets of the coding sessions) — for the 231 SWE-bench coding
-sessions (mini-swe-agent), the 200 tau-bench airline sessions and the 228 retail sessions the
+sessions (mini-swe-agent), the 140 of six other repositories (`coding-other`, since 2026-12-06), the 200 tau-bench airline sessions and the 228 retail sessions the
 tau-bench tests build; plus every text of bench/redaction_compare.py's two labelled corpora through
 a shape-only redactor and through the session's redactor (echo). One sha256 per corpus.
 """
@@ -78,7 +78,8 @@ def main() -> None:
     import django
 
     django.setup()
-    from bench.coding_bench import RESULTS, plain_parse
+    import bench.coding_bench as coding_bench
+    from bench.coding_bench import DATASETS, RESULTS, plain_parse
     from bench.redaction_compare import synthetic_corpus, taubench_corpus
     from library.ingest.formats import ImportOptions, outcomes_from_results
     from library.redaction.redactor import Redactor, redactor_for_session
@@ -89,6 +90,11 @@ def main() -> None:
     started = time.perf_counter()
     outcomes = outcomes_from_results(json.loads(RESULTS.read_text()))
     corpora["coding"] = _stored(plain_parse(), "mini-swe-agent", ImportOptions(outcomes=outcomes), not args.no_cache)
+    coding_bench.TRAJS, other_results, _files = DATASETS["other"]
+    other_outcomes = outcomes_from_results(json.loads(other_results.read_text()))
+    corpora["coding-other"] = _stored(
+        plain_parse(), "mini-swe-agent", ImportOptions(outcomes=other_outcomes), not args.no_cache
+    )
     airline = json.loads((TAUBENCH_DIR / "gpt-4o-airline.json").read_text())
     corpora["airline"] = _stored(airline, "auto", ImportOptions(intent_from="taubench-actions"), not args.no_cache)
     corpora["retail"] = _stored(
