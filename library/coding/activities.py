@@ -254,6 +254,8 @@ def _strip_cwd(path: str) -> str:
 
 def strip_heredocs(command: str) -> tuple[str, list[str]]:
     """The command without heredoc bodies, and the bodies (what a heredoc writes or feeds)."""
+    if "<<" not in command:  # every heredoc starts with it (_HEREDOC_RE): most commands have none
+        return command, []
     lines = command.split("\n")
     kept: list[str] = []
     bodies: list[str] = []
@@ -276,6 +278,9 @@ def strip_heredocs(command: str) -> tuple[str, list[str]]:
 _TOKEN_RE = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\])+""")
 
 
+_UNQUOTE_RE = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""")
+
+
 def _tokens(part: str) -> list[str]:
     """Shell words with quotes removed (a fast subset of shlex.split: no comments inside words)."""
     words = []
@@ -287,8 +292,7 @@ def _tokens(part: str) -> list[str]:
             words.append(word)
             continue
         words.append(
-            re.sub(
-                r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""",
+            _UNQUOTE_RE.sub(
                 lambda m: (
                     m.group(1) if m.group(1) is not None else (m.group(2) if m.group(2) is not None else m.group(3))
                 ),

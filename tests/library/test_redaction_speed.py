@@ -177,3 +177,44 @@ def test_the_stores_json_writer_writes_the_value_json_dumps_writes(value):
     from library.ingest.store import _json_bytes
 
     assert json.loads(_json_bytes(value)) == json.loads(json.dumps(value))
+
+
+_SHELL = st.text(alphabet="ab <-'\"\\\n_=EOF#;|&>", max_size=40)
+
+
+def _tokens_before(part: str) -> list[str]:
+    """library/coding/activities._tokens as it was (the unquoting pattern compiled at each call)."""
+    import re as re_module
+
+    from library.coding.activities import _TOKEN_RE
+
+    words = []
+    for match in _TOKEN_RE.finditer(part):
+        word = match.group(0)
+        if word.startswith("#"):
+            break
+        if not ("'" in word or '"' in word or "\\" in word):
+            words.append(word)
+            continue
+        words.append(
+            re_module.sub(
+                r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""",
+                lambda m: (
+                    m.group(1) if m.group(1) is not None else (m.group(2) if m.group(2) is not None else m.group(3))
+                ),
+                word,
+            )
+        )
+    return words
+
+
+@settings(max_examples=500, deadline=None)
+@given(command=_SHELL)
+def test_the_classifiers_shortcuts_change_no_result(command):
+    # strip_heredocs returns a command without "<<" as the line-by-line walk did (the same text, no
+    # bodies); _tokens unquotes with a compiled pattern
+    from library.coding import activities
+
+    if "<<" not in command:
+        assert activities.strip_heredocs(command) == ("\n".join(command.split("\n")), [])
+    assert activities._tokens(command) == _tokens_before(command)
