@@ -12,6 +12,7 @@ from re import _parser as sre_parse
 from typing import Any
 
 import ahocorasick
+import re2
 
 PLACEHOLDER_RE = re.compile(r"\{\{[a-z_]+\}\}")
 
@@ -42,9 +43,15 @@ class Recognizer:
     apply: Callable[[str], str] | None = None
     # Any other necessary condition, read off the text's features (after `needs`, `words`, `gate`).
     check: Callable[[Features], bool] | None = None
+    # `gate` in RE2's syntax (no lookbehind; \p{Nd} for \d): a pattern that matches wherever `gate`
+    # does (it may match more). All recognizers' are searched for in one pass of an RE2 set (GATES),
+    # and `gate` only runs on the texts where this one matched.
+    gate_set: str = ""
 
     def __post_init__(self) -> None:
         KEYWORDS.add(self.words)
+        if self.gate_set:
+            GATES.add(self.gate_set)
 
 
 class KeywordIndex:
@@ -79,6 +86,50 @@ class KeywordIndex:
 
 
 KEYWORDS = KeywordIndex()
+
+
+class GateSet:
+    """Which of many patterns match a text, found in one pass: an RE2 set (google-re2), a
+    deterministic automaton over the text's UTF-8, instead of one regular-expression search per
+    gate. RE2 has no lookbehind and reads \\d, \\w, \\b as ASCII, so each recognizer writes its
+    gate for it (`Recognizer.gate_set`) to match wherever its `gate` matches, and the gate itself
+    still runs where the set says it may: which recognizers run is what it was.
+    `matching` is None where the set cannot say (a text with a lone surrogate, which UTF-8 cannot
+    encode; a set that would not compile): then every gate runs as before."""
+
+    def __init__(self) -> None:
+        self.index: dict[str, int] = {}
+        self._set: Any = None
+        self._broken = False
+
+    def add(self, pattern: str) -> None:
+        if pattern not in self.index:
+            self.index[pattern] = len(self.index)
+            self._set = None
+
+    def matching(self, text: str) -> frozenset[int] | None:
+        found = self._set
+        if found is None:
+            if self._broken or not self.index:
+                return None
+            try:
+                options = re2.Options()
+                options.max_mem = 64 << 20  # the DFA's states of a few dozen small patterns fit many times over
+                found = re2.Set.SearchSet(options)
+                for pattern in self.index:  # in the order of their indices
+                    found.Add(pattern)
+                found.Compile()
+            except re2.error:
+                self._broken = True
+                return None
+            self._set = found
+        try:
+            return frozenset(found.Match(text) or ())
+        except UnicodeEncodeError:
+            return None
+
+
+GATES = GateSet()
 
 
 # The only characters outside ASCII that Python's case-insensitive matching takes for an ASCII
@@ -182,7 +233,7 @@ class Features:
     where its lower case holds no ASCII keyword: see folds_like_ascii), and `words`: which words
     of KEYWORDS that lower case holds (found at the first use; read only where `lowered` is not None)."""
 
-    __slots__ = ("text", "marks", "lowered", "_words")
+    __slots__ = ("text", "marks", "lowered", "_words", "_gates")
 
     def __init__(self, text: str):
         self.text = text
@@ -191,12 +242,20 @@ class Features:
             self.marks.add("digit")
         self.lowered = text.lower() if folds_like_ascii(text) else None
         self._words: frozenset[str] | None = None
+        self._gates: frozenset[int] | None | bool = False  # False: not looked for yet
 
     @property
     def words(self) -> frozenset[str]:
         if self._words is None:
             self._words = KEYWORDS.found(self.lowered or "")
         return self._words
+
+    @property
+    def gates(self) -> frozenset[int] | None:
+        """The indices of GATES' patterns that match the text (None: the set cannot say)."""
+        if self._gates is False:
+            self._gates = GATES.matching(self.text)
+        return self._gates  # type: ignore[return-value]
 
 
 def run_chain(chain: list[Recognizer], text: str) -> str:
@@ -240,12 +299,13 @@ def select_recognizers(recognizers: Iterable[Recognizer], features: Features) ->
         if recognizer.words and lowered is not None and features.words.isdisjoint(recognizer.words):
             continue
         gate = recognizer.gate
-        if (
-            gate is not None
-            and (lowered is not None or not recognizer.pattern.flags & re.IGNORECASE)
-            and gate.search(text) is None
-        ):
-            continue
+        if gate is not None and (lowered is not None or not recognizer.pattern.flags & re.IGNORECASE):
+            if recognizer.gate_set:
+                gates = features.gates
+                if gates is not None and GATES.index[recognizer.gate_set] not in gates:
+                    continue  # the set's pattern matches wherever the gate does
+            if gate.search(text) is None:
+                continue
         if recognizer.check is not None and not recognizer.check(features):
             continue
         selected.append(recognizer)

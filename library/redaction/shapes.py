@@ -38,6 +38,7 @@ def _after_cue(
     words: tuple[str, ...] = (),
     gate: re.Pattern | None = None,
     check: Callable[[Features], bool] | None = None,
+    gate_set: str = "",
 ) -> Recognizer:
     """A value announced by a cue ("passport no. X", "zip 12345", "customer Jane Doe"): group 1 is the
     value and is replaced by the placeholder; the cue stays."""
@@ -50,6 +51,7 @@ def _after_cue(
         words=words,
         gate=gate,
         check=check,
+        gate_set=gate_set,
     )
 
 
@@ -203,6 +205,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"),
         needs="digit",
         gate=re.compile(r"\d(?<=[A-Z]{2}\d)\d"),
+        gate_set=r"[A-Z]{2}\p{Nd}\p{Nd}",
     ),
     Recognizer(
         "card_number",
@@ -210,13 +213,21 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=_card,
         needs="digit",
         gate=re.compile(r"\d(?:[ -]?\d){12}"),
+        gate_set=r"\p{Nd}(?:[ -]?\p{Nd}){12}",
     ),
-    Recognizer("ssn", re.compile(r"\b\d{3}-\d{2}-\d{4}\b"), needs="digit", gate=re.compile(r"-(?<=\d{3}-)\d{2}-\d{4}")),
+    Recognizer(
+        "ssn",
+        re.compile(r"\b\d{3}-\d{2}-\d{4}\b"),
+        needs="digit",
+        gate=re.compile(r"-(?<=\d{3}-)\d{2}-\d{4}"),
+        gate_set=r"\p{Nd}{3}-\p{Nd}{2}-\p{Nd}{4}",
+    ),
     Recognizer(
         "ip_address",
         re.compile(r"\b(?:(?:25[0-5]|2[0-4]\d|1?\d?\d)\.){3}(?:25[0-5]|2[0-4]\d|1?\d?\d)\b"),
         needs="digit",
         gate=re.compile(r"\.(?<=\d\.)\d{1,3}\.\d{1,3}\.\d"),
+        gate_set=r"\p{Nd}\.\p{Nd}{1,3}\.\p{Nd}{1,3}\.\p{Nd}",
     ),
     _after_cue(
         BIRTH,
@@ -249,6 +260,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         ),
         needs="digit",
         gate=re.compile(r"\d[A-Za-z]? [A-Za-z]"),
+        gate_set=r"\p{Nd}[A-Za-z]? [A-Za-z]",
     ),
     Recognizer(
         "address",
@@ -262,6 +274,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         ),
         needs="digit",
         gate=_DE_STREET_NUMBER_GATE,
+        gate_set="(?:" + "|".join(map(re.escape, (*_DE_STREET_WORDS, *_DE_STREET_NAMES))) + r") ?\p{Nd}",
     ),
     Recognizer(
         "address",
@@ -280,6 +293,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=_phone,
         needs="digit",
         gate=re.compile(r"\d{3}[ .\-]\d{3}"),
+        gate_set=r"\p{Nd}{3}[ .\-]\p{Nd}{3}",
     ),
     # national numbers with a trunk 0 (German mobile "0151 23456789", "030/1234567")
     Recognizer(
@@ -288,6 +302,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=_phone,
         needs="digit",
         gate=re.compile(r"0\d{2,4}\)?[ /\-]?\d{5}"),  # the number without its edges: from the 0 to 5 digits after
+        gate_set=r"0\p{Nd}{2,4}\)?[ /\-]?\p{Nd}{5}",
     ),
     # international numbers in any grouping (+49 30 5511786, +44 20 7946 0958, +4915123456789)
     Recognizer(
@@ -296,6 +311,7 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         replace=_phone,
         needs="digit",
         gate=re.compile(r"\+\d"),
+        gate_set=r"\+\p{Nd}",
     ),
     Recognizer(
         "payment_id",
@@ -304,7 +320,11 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         words=("card_", "certificate_", "paypal_", "bank_account_", "pm_"),
     ),
     Recognizer(
-        "user_id", re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"), needs="digit", gate=re.compile(r"_(?<=[a-z]_)\d{3}")
+        "user_id",
+        re.compile(r"\b[a-z]+_[a-z]+_\d{3,}\b"),
+        needs="digit",
+        gate=re.compile(r"_(?<=[a-z]_)\d{3}"),
+        gate_set=r"[a-z]_\p{Nd}{3}",
     ),
     Recognizer(
         "patient_id",
@@ -318,8 +338,15 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
 # Id shapes run after the echo, so that a value the session named (reservation_id: 4WQ150) keeps
 # its own placeholder; these catch the ids no structure named.
 SHAPE_RECOGNIZERS: list[Recognizer] = [
-    Recognizer("id", _MIXED_ID_RE, replace=_mixed_id, needs="digit", gate=_MIXED_ID_GATE),
-    Recognizer("id", _CAPS_CODE_RE, replace=_caps_code, gate=re.compile(r"[A-Z]{5}")),
+    Recognizer(
+        "id",
+        _MIXED_ID_RE,
+        replace=_mixed_id,
+        needs="digit",
+        gate=_MIXED_ID_GATE,
+        gate_set=r"[A-Za-z\-]\p{Nd}|\p{Nd}[A-Za-z\-]",
+    ),
+    Recognizer("id", _CAPS_CODE_RE, replace=_caps_code, gate=re.compile(r"[A-Z]{5}"), gate_set="[A-Z]{5}"),
 ]
 
 # Capitalised words after "Hi", "Thanks", "I am" that are not names.
@@ -480,6 +507,7 @@ _PERSON_CUE = _after_cue(
     re.compile(r"(?:" + _CUES + r") " + _NOT_A_NAME + r"(" + _NAME_WORD + r"(?: " + _NAME_WORD + r"){0,2})\b"),
     needs="",
     gate=_SPACE_CAPITAL_RE,  # the name after the cue: a space, then a capital
+    gate_set=_SPACE_CAPITAL_RE.pattern,
     check=_cue_before_capital,
 )
 # two capitalised words before a verb of contact; every match of _PERSON_VERB holds a match of this
@@ -498,6 +526,9 @@ _PERSON_VERB = _after_cue(
     re.compile(r"\b(?=[A-Z])" + _NOT_A_NAME + _NAME_BEFORE_VERB),
     needs="",
     gate=re.compile(_NAME_BEFORE_VERB),  # holds the verbs: cheaper than looking for each verb
+    # the same for RE2: ASCII classes and literals, and a final \b that RE2 (ASCII) finds wherever
+    # Python (Unicode) does after an ASCII letter
+    gate_set=_NAME_BEFORE_VERB,
 )
 # two or three capitalised words before an e-mail in angle brackets ("Mariusz Felisiak <m@x.org>",
 # as commits and mail headers write an author), the e-mail already redacted or not
@@ -508,6 +539,8 @@ _PERSON_EMAIL = _after_cue(
     needs="",
     words=("@", "{{email_address}}"),
     gate=re.compile(r"[a-z] <(?:\{\{email_address\}\}|[^<>\s@]+@)"),
+    # RE2's \s is ASCII: [^<>\s@] takes more characters there, never fewer
+    gate_set=r"[a-z] <(?:\{\{email_address\}\}|[^<>\s@]+@)",
 )
 # Who wrote, changed or reported something, as issue trackers and commits say it: after the cue a
 # name that may be a handle ("TheTerrasque") or hold letters beyond ASCII ("François Granade"); in

@@ -218,3 +218,98 @@ def test_the_classifiers_shortcuts_change_no_result(command):
     if "<<" not in command:
         assert activities.strip_heredocs(command) == ("\n".join(command.split("\n")), [])
     assert activities._tokens(command) == _tokens_before(command)
+
+
+def _gated():
+    return [r for r in (*BUILTIN_RECOGNIZERS, *SHAPE_RECOGNIZERS, *NAME_RECOGNIZERS) if r.gate_set]
+
+
+def test_every_digit_python_finds_re2_finds():
+    # the gates' \d is Unicode's decimal digits in Python; the set's patterns say \p{Nd} for it
+    import sys
+
+    import re2
+
+    digit = re.compile(r"\d")
+    rx = re2.compile(r"\p{Nd}")
+    missed = [
+        hex(code)
+        for code in range(sys.maxunicode + 1)
+        if not 0xD800 <= code <= 0xDFFF and digit.match(chr(code)) and not rx.match(chr(code))
+    ]
+    assert missed == []
+
+
+def test_the_gated_recognizers_have_their_pattern_in_the_set():
+    from library.redaction.recognizers import GATES
+
+    assert len(_gated()) >= 14
+    for recognizer in _gated():
+        assert recognizer.gate is not None and recognizer.gate_set in GATES.index
+
+
+_GATE_PIECES = st.sampled_from(
+    [
+        "0",
+        "1",
+        "12",
+        "123",
+        "4111",
+        "٣",  # Arabic-Indic three
+        "੩",  # Gurmukhi three
+        "１",  # fullwidth one
+        "DE",
+        "ORD",
+        "W",
+        "ab",
+        "-",
+        " ",
+        ".",
+        "/",
+        "(",
+        ")",
+        "+",
+        "_",
+        "<",
+        "@",
+        "{{email_address}}",
+        "Anna Lee",
+        " Smith called",
+        " asked",
+        "Hauptstraße",
+        "Str.",
+        "weg",
+        "Platz",
+        "é",
+        "ß",
+        "\u2028",
+        "\x0b",
+        "İ",
+        "VAAOXJ",
+    ]
+)
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(st.lists(_GATE_PIECES, max_size=16).map("".join), st.text(max_size=40)))
+def test_the_gate_set_matches_wherever_a_gate_matches(text):
+    # the RE2 set only rules texts out: wherever a recognizer's own gate matches, its set pattern does
+    from library.redaction.recognizers import GATES
+
+    found = GATES.matching(text)
+    assert found is not None
+    for recognizer in _gated():
+        if recognizer.gate.search(text) is not None:
+            assert GATES.index[recognizer.gate_set] in found, (recognizer.label, recognizer.gate_set)
+
+
+def test_a_text_utf8_cannot_encode_runs_every_gate_as_before():
+    # a lone surrogate: the set cannot read the text, and the recognizers are chosen by their gates
+    from library.redaction.recognizers import GATES, Features, select_recognizers
+    from library.redaction.redactor import Redactor
+
+    text = "call 415-555-0134 \ud800 or ORD-12345"
+    assert GATES.matching(text) is None
+    # the phone and id gates match; the name cue's gate (" O") too, but no cue word stands before it
+    assert [r.label for r in select_recognizers(_gated(), Features(text))] == ["phone_number", "id"]
+    assert Redactor().text(text) == "call {{phone_number}} \ud800 or {{id}}"
