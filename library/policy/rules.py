@@ -311,8 +311,8 @@ def screen_text(text: str, field: str) -> list[Finding]:
                 None,
             )
             if match:
-                start = max(0, match.start() - 20)
-                findings.append(Finding(category, reason, field, normalised[start : match.end() + 20]))
+                excerpt = policy_concepts.excerpt_around(normalised, match.start(), match.end())
+                findings.append(Finding(category, reason, field, excerpt))
                 break
     found = {finding.category for finding in findings}
     for category, excerpt in policy_concepts.find(normalised):

@@ -28,6 +28,22 @@ from types import ModuleType
 from . import de, en, es, fr, ja, ru, zh
 
 
+def excerpt_around(text: str, start: int, end: int, *, margin: int = 20, reach: int = 12) -> str:
+    """What a reviewer reads of a finding: the match with about `margin` characters on each side,
+    widened to the nearest space (or the text's end) within `reach` more so that no word is cut
+    ("loyal cu"), and "…" where the text goes on. A script without spaces (Japanese, Chinese) is cut
+    at the margin."""
+    left = max(0, start - margin)
+    if left > 0:
+        space = text.rfind(" ", max(0, left - reach), left + 1)
+        left = space + 1 if space >= 0 else 0 if left <= reach else left
+    right = min(len(text), end + margin)
+    if right < len(text):
+        space = text.find(" ", right - 1, right + reach)
+        right = space if space >= 0 else len(text) if len(text) - right <= reach else right
+    return ("…" if left > 0 else "") + text[left:right].strip() + ("…" if right < len(text) else "")
+
+
 @dataclass(frozen=True)
 class Frame:
     category: str
@@ -407,6 +423,6 @@ def find(normalised: str) -> list[tuple[str, str]]:
                 hit = _frame_hit(language, frame, clause, before, matches, before_matches)
                 if hit is not None:
                     text, start, end = hit
-                    found[frame.category] = text[max(0, start - 20) : end + 20]
+                    found[frame.category] = excerpt_around(text, start, end)
         previous = current
     return list(found.items())
