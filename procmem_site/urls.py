@@ -19,6 +19,11 @@ class FaviconView(RedirectView):
         return static("favicon.svg")
 
 
+# A page the user may see but not use says why (the access helper's reason); an unknown or hidden
+# one is templates/404.html, a failure templates/500.html. Under /api/ every error becomes JSON
+# (procmem_site.middleware.ApiErrorsMiddleware).
+handler403 = "reviews.views.refusals.permission_denied"
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="reviews:queue", permanent=False)),
     path("favicon.ico", FaviconView.as_view()),

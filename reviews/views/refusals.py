@@ -48,6 +48,13 @@ def refuse(request: HttpRequest, status: int, message: str) -> HttpResponse:
     return render(request, "reviews/refused.html", {"status": status, "text": message}, status=status)
 
 
+def permission_denied(request: HttpRequest, exception: Exception | None = None) -> HttpResponse:
+    """The site's 403 (handler403): a PermissionDenied that no `refusals` caught, raised by a page's
+    access helper ("Only the admins of support_agent may change this."), reads as the action views'
+    refusals do. Django's own answer was a bare "403 Forbidden" that dropped the reason."""
+    return refuse(request, 403, str(exception or "") or "You may not do this.")
+
+
 def refusals(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     """Turns the services' refusals into responses: PermissionDenied → 403, LifecycleError → 409,
     ValidationError → 400. Http404 passes through (hidden stays hidden)."""
