@@ -23,6 +23,7 @@ from axes.models import AccessAttempt
 from django.conf import settings
 from django.core.handlers.wsgi import LimitedStream
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.urls import Resolver404, resolve
 from django.utils import timezone
 
 from library.api.otlp import otlp_error, otlp_error_matches
@@ -122,11 +123,32 @@ class ApiErrorsMiddleware:
         elif _is_json(response):
             return response
         else:
+            if response.status_code == 404:
+                message = _not_found_message(request.path_info) or message
             converted = api_error_response(response.status_code, code, message)
         for header in KEPT_HEADERS:
             if header in response:
                 converted[header] = response[header]
         return converted
+
+
+def _not_found_message(path: str) -> str | None:
+    """For an address no API route matches: which address, the one it probably meant (the routes
+    take no trailing slash, /api/v1/agents/a/procedures/ was the commonest slip) and where the
+    routes are listed. None when a route matches and its view said 404 (the generic message)."""
+    try:
+        resolve(path)
+        return None
+    except Resolver404:
+        pass
+    other = path[:-1] if path.endswith("/") else f"{path}/"
+    try:
+        resolve(other)
+        hint = f" Did you mean {other}?"
+    except Resolver404:
+        hint = ""
+    version = "v2" if path.startswith("/api/v2/") else "v1"
+    return f"There is no API endpoint at {path}.{hint} The endpoints are listed at /api/{version}/openapi.json."
 
 
 def _is_json(response: HttpResponse) -> bool:

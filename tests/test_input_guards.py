@@ -55,6 +55,27 @@ def test_api_errors_above_the_views_are_json(client, agent):
     assert nul.status_code == 400 and nul.json()["error"]["code"] == "invalid_input"
 
 
+def test_an_unknown_api_address_is_named_with_the_one_it_probably_meant(client, agent):
+    # the routes take no trailing slash: an integrator who adds one hears so, and where the list is
+    response = client.get(f"/api/v1/agents/{agent.name}/procedures/")
+    assert response.status_code == 404 and response.json()["error"] == {
+        "code": "not_found",
+        "message": f"There is no API endpoint at /api/v1/agents/{agent.name}/procedures/."
+        f" Did you mean /api/v1/agents/{agent.name}/procedures?"
+        " The endpoints are listed at /api/v1/openapi.json.",
+    }
+    message = client.get("/api/v2/nothing-here").json()["error"]["message"]
+    assert (
+        message == "There is no API endpoint at /api/v2/nothing-here. The endpoints are listed at /api/v2/openapi.json."
+    )
+
+
+def test_a_view_saying_404_keeps_its_own_answer(admin_client, agent):
+    # the address is a route: what is missing is the agent, and the view says which
+    response = admin_client.get("/api/v1/agents/nobody/tools")
+    assert response.status_code == 404 and response.json()["error"]["message"] == "No agent named 'nobody'."
+
+
 @pytest.mark.urls("tests.failing_api_urls")
 def test_an_unhandled_exception_under_the_api_is_a_json_500(client):
     client.raise_request_exception = False
