@@ -1,0 +1,59 @@
+"""What a first look at the demo found unfinished on the operations pages, in Chromium: a table's
+action cell that left its row (the row's borders broke off beside the Retire…/Erase… buttons), and
+charts drawn so small on a phone that their labels were 4-5 px high."""
+
+from __future__ import annotations
+
+import pytest
+
+from library.demo import DEMO_USERS, seed_demo
+from library.models import ProcedureVersion
+from tests.e2e.conftest import sign_in
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True, databases=["default", "readonly"])]
+
+ACTION_CELLS_JS = """() => [...document.querySelectorAll("td.actions")].map((cell) => {
+  const row = cell.closest("tr").getBoundingClientRect(), box = cell.getBoundingClientRect();
+  return {display: getComputedStyle(cell).display, top: box.top - row.top, bottom: row.bottom - box.bottom};
+})"""
+
+# the rendered height of each chart's tick labels, and whether the chart's figure scrolls sideways
+CHART_LABELS_JS = """() => [...document.querySelectorAll("svg.chart")].map((svg) => ({
+  title: svg.querySelector("title")?.textContent || "",
+  heights: [...svg.querySelectorAll("line.gridline + text")].map((t) => t.getBoundingClientRect().height),
+  scrolls: getComputedStyle(svg.closest("figure")).overflowX,
+}))"""
+
+
+def test_the_version_table_action_cells_stay_in_their_rows(live_server, page, screenshot):
+    seed_demo()
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    page.goto(f"{live_server.url}/ops/agents/support_agent/procedures/refund.over_limit/")
+    screenshot(page, "procedure")
+    cells = page.evaluate(ACTION_CELLS_JS)
+    assert len(cells) >= 3  # the environments row and both versions' rows
+    for cell in cells:
+        assert cell["display"] == "table-cell", cell
+        assert abs(cell["top"]) <= 1 and abs(cell["bottom"]) <= 1, cell  # as tall as its row
+
+
+def test_the_charts_stay_readable_on_a_phone(live_server, browser, screenshot):
+    seed_demo()
+    active = ProcedureVersion.objects.filter(status="ACTIVE").order_by("pk").first()
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    charts = []
+    for name, path in (
+        ("metrics", "/ops/agents/support_agent/metrics/"),
+        ("version", f"/ops/versions/{active.pk}/metrics/"),
+    ):
+        page.goto(live_server.url + path)
+        page.wait_for_load_state("networkidle")
+        screenshot(page, f"phone-{name}")
+        charts += page.evaluate(CHART_LABELS_JS)
+    context.close()
+    assert len(charts) >= 5
+    for chart in charts:
+        assert chart["heights"] and min(chart["heights"]) >= 8, chart  # 11px labels, at least 8px on screen
+        assert chart["scrolls"] == "auto", chart
