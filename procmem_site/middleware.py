@@ -7,9 +7,9 @@
   (PostgreSQL cannot store a NUL; a view reading the value without a Django form would fail).
 - `LockoutRetryAfterMiddleware`: the sign-in lock-out's 429 (django-axes) says when to try again,
   `Retry-After` in seconds, as every other 429 of the site does.
-- `ApiErrorsMiddleware`: under /api/ every error is JSON, `{"error": {"code", "message"}}`, even
-  the ones that happen above the views (404 of an unknown URL, 405, 413, an unhandled exception's
-  500); the status and headers such as Allow and WWW-Authenticate are kept.
+- `ApiErrorsMiddleware`: under /api/ and /.well-known/agent-skills/ every error is JSON,
+  `{"error": {"code", "message"}}`, even the ones that happen above the views (404 of an unknown
+  URL, 405, 413, an unhandled exception's 500); the status and headers such as Allow and WWW-Authenticate are kept.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ from library.safe_json import text_problem
 logger = logging.getLogger(__name__)
 
 API_PREFIX = "/api/"
+# the served set as Agent Skills (library/api/skills.py): read by agents, so its errors are JSON too
+SKILLS_PREFIX = "/.well-known/agent-skills/"
 OTLP_PREFIX = "/api/otlp/"
 FORM_TYPES = {"application/x-www-form-urlencoded", "multipart/form-data"}
 ERROR_CODES = {
@@ -48,7 +50,7 @@ KEPT_HEADERS = ("Allow", "WWW-Authenticate", "Retry-After", "Vary")
 
 
 def is_api(request: HttpRequest) -> bool:
-    return request.path_info.startswith(API_PREFIX)
+    return request.path_info.startswith((API_PREFIX, SKILLS_PREFIX))
 
 
 def api_error_response(status: int, code: str, message: str, **extra) -> JsonResponse:
@@ -147,6 +149,8 @@ def _not_found_message(path: str) -> str | None:
         hint = f" Did you mean {other}?"
     except Resolver404:
         hint = ""
+    if path.startswith(SKILLS_PREFIX):
+        return f"There is no skills endpoint at {path}.{hint} The skills are listed at {SKILLS_PREFIX}index.json."
     version = "v2" if path.startswith("/api/v2/") else "v1"
     return f"There is no API endpoint at {path}.{hint} The endpoints are listed at /api/{version}/openapi.json."
 

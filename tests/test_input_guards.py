@@ -128,3 +128,13 @@ def test_the_check_of_parsed_values_says_what_and_where(value, where, message):
     with pytest.raises(JsonRefused, match=message) as excinfo:
         check(value, max_depth=4)
     assert excinfo.value.path == where
+
+
+def test_an_unknown_skills_address_is_json_for_the_agent_that_asked(client, agent):
+    # the skills are read by agents: a wrong address there was Django's HTML page
+    response = client.get("/.well-known/agent-skills/skills.json")
+    assert response.status_code == 404 and response.json()["error"] == {
+        "code": "not_found",
+        "message": "There is no skills endpoint at /.well-known/agent-skills/skills.json."
+        " The skills are listed at /.well-known/agent-skills/index.json.",
+    }
