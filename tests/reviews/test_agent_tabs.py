@@ -20,7 +20,16 @@ def tab_links(client, url: str) -> list[str]:
     return re.findall(r'href="([^"]+)"', TABS.search(response.content.decode()).group(1))
 
 
-@pytest.mark.parametrize("page", ["reviews:skills_import", "reviews:ops_agent", "reviews:ops_metrics"])
+@pytest.mark.parametrize(
+    "page",
+    [
+        "reviews:skills_import",
+        "reviews:ops_agent",
+        "reviews:ops_metrics",
+        "reviews:agent_playground",
+        "reviews:sessions_list",
+    ],
+)
 def test_every_tab_opens_for_whoever_sees_the_strip(client, reviewer, admin_user, agent, page):
     admin_tabs = {reverse(name, args=[agent.name]) for name in ("reviews:agent_tokens", "reviews:agent_settings")}
     for user, expects_admin_tabs in ((reviewer, False), (admin_user, True)):
@@ -29,3 +38,26 @@ def test_every_tab_opens_for_whoever_sees_the_strip(client, reviewer, admin_user
         assert admin_tabs <= set(links) if expects_admin_tabs else not admin_tabs & set(links)
         for link in links:
             assert client.get(link).status_code == 200, (user.username, link)
+
+
+@pytest.mark.parametrize(
+    "page, current",
+    [
+        ("reviews:agent_playground", "Selection playground"),
+        ("reviews:agent_tokens", "API tokens"),
+        ("reviews:sessions_list", "Sessions"),
+    ],
+)
+def test_the_agent_pages_the_strip_links_to_show_it_too(client, admin_user, agent, page, current):
+    # the playground, tokens and sessions pages dropped the strip: one click from it and it was gone
+    client.force_login(admin_user)
+    response = client.get(reverse(page, args=[agent.name]))
+    strip = TABS.search(response.content.decode())
+    assert strip, page
+    assert re.search(rf'class="on" aria-current="page">{current}</a>', strip.group(1))
+
+
+@pytest.mark.parametrize("page", ["reviews:agent_playground", "reviews:sessions_list"])
+def test_the_reviewer_pages_with_the_strip_stay_closed_to_an_outsider(client, outsider, agent, page):
+    client.force_login(outsider)
+    assert client.get(reverse(page, args=[agent.name])).status_code in {403, 404}
