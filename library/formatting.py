@@ -5,6 +5,7 @@ figure reads the same wherever it appears.
 
 - a p-value: "p = 0.039", "p = 1", below 0.001 "p < 0.001" (never "0.000", never "7.2e-33");
 - a ratio: two decimals, "∞" for an unbounded one, never "-0.00";
+- a share: "84 %", with the space the intervals and the metrics pages write ("95 % 77–89 %");
 - percentage points: "+12 pts", "−3 pts", "±0 pts" (a true minus; never "−0");
 - an interval: "95 % 2.47–11.05", open above "95 % 2.47–∞", a lower bound only "95 % from 2.47";
 - a count: "1 candidate", "2 candidates", "1,250 sessions";
@@ -66,6 +67,14 @@ def ratio(value: Any, digits: int = 2) -> str:
     if float(text) == 0:
         return f"{0:.{digits}f}"
     return text.replace("-", MINUS)
+
+
+def percent(share: Any, digits: int = 0) -> str:
+    """A share of one as a percentage: "84 %", "0 %", "100 %"; "—" when there is none."""
+    number = _real(share)
+    if number is None or math.isinf(number):
+        return "—"
+    return f"{100 * number:.{digits}f} %"
 
 
 def points(value: Any, digits: int = 0) -> str:

@@ -107,7 +107,7 @@ def _number(value: Any) -> int | float | None:
 def _percent(part, whole) -> str:
     if part is None or not whole:
         return ""
-    return f"{100 * part / whole:.0f}%"
+    return formatting.percent(part / whole)
 
 
 @dataclass
@@ -623,13 +623,13 @@ def _fraction(value: Any) -> tuple[str, float | None]:
         if passed is not None and total:
             return f"{passed}/{total}", passed / total
         if isinstance(rate, (int, float)):
-            return f"{rate:.0%}", float(rate)
+            return formatting.percent(rate), float(rate)
         return json.dumps(value, ensure_ascii=False), None
     if isinstance(value, (list, tuple)) and len(value) == 2 and all(_number(v) is not None for v in value):
         passed, total = _number(value[0]), _number(value[1])
         return f"{passed}/{total}", (passed / total if total else None)
     if isinstance(value, float) and 0 <= value <= 1:
-        return f"{value:.0%}", value
+        return formatting.percent(value), value
     if value is None:
         return "—", None
     return str(value), None

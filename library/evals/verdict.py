@@ -165,15 +165,15 @@ def judge(
     error_rate = total_errors / total_cases if total_cases else 0.0
     if total_cases and error_rate > thresholds.max_error_rate:
         inconclusive.append(
-            f"{total_errors} of {total_cases} cases errored in the runner ({error_rate:.0%}); "
-            f"more than {thresholds.max_error_rate:.0%} makes the run inconclusive."
+            f"{total_errors} of {total_cases} cases errored in the runner ({formatting.percent(error_rate)}); "
+            f"more than {formatting.percent(thresholds.max_error_rate)} makes the run inconclusive."
         )
 
     if _regresses(target, thresholds):
         target.status = "regressed"
         regressions.append(
             f"The target intent {target.intent} got worse: {target.regressed} cases regressed and {target.improved} "
-            f"improved (pass rate {target.baseline_rate:.0%} → {target.candidate_rate:.0%}, exact one-sided "
+            f"improved (pass rate {formatting.percent(target.baseline_rate)} → {formatting.percent(target.candidate_rate)}, exact one-sided "
             f"{formatting.p_value(target.p_regress)})."
         )
     for s in stats[1:]:
@@ -183,7 +183,7 @@ def judge(
             s.status = "regressed"
             regressions.append(
                 f"Intent {s.intent} got worse: {s.regressed} cases regressed and {s.improved} improved "
-                f"(pass rate {s.baseline_rate:.0%} → {s.candidate_rate:.0%}, exact one-sided {formatting.p_value(s.p_regress)})."
+                f"(pass rate {formatting.percent(s.baseline_rate)} → {formatting.percent(s.candidate_rate)}, exact one-sided {formatting.p_value(s.p_regress)})."
             )
         elif s.improved > s.regressed:
             s.status = "improved"
@@ -211,7 +211,7 @@ def judge(
         verdict = PASS
         reasons = [
             f"No intent got worse beyond noise without the change's version, the target intent {target.intent} "
-            f"included (pass rate {target.baseline_rate:.0%} → {target.candidate_rate:.0%})."
+            f"included (pass rate {formatting.percent(target.baseline_rate)} → {formatting.percent(target.candidate_rate)})."
         ]
     elif target.status != "improved":
         verdict = FAIL
@@ -223,7 +223,7 @@ def judge(
         verdict = PASS
         reasons = [
             f"The target intent {target.intent} improved: {target.improved} cases improved and {target.regressed} "
-            f"regressed (pass rate {target.baseline_rate:.0%} → {target.candidate_rate:.0%}, exact one-sided "
+            f"regressed (pass rate {formatting.percent(target.baseline_rate)} → {formatting.percent(target.candidate_rate)}, exact one-sided "
             f"{formatting.p_value(target.p_improve)} ≤ {thresholds.alpha}); no other intent got worse beyond noise."
         ]
 

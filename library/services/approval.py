@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from django.db.models import Q
 
+from .. import formatting
 from ..conflicts import conflicts_for_candidate
 from ..environments import approval_environment
 from ..models import AuditEvent, EvalRun, ProcedureVersion, Status
@@ -89,7 +90,7 @@ def selection_reach_blocker(run: EvalRun) -> str:
         return ""
     return (
         f"The served selection injected the candidate in {selection['injectedIn']} of {selection['targetCases']} cases "
-        f"of its intent {selection['targetIntent']} ({share:.0%}; at least {minimum:.0%} needed): its appliesWhen does "
+        f"of its intent {selection['targetIntent']} ({formatting.percent(share)}; at least {formatting.percent(minimum)} needed): its appliesWhen does "
         "not reach the tasks it is for. Reword it and run the eval again."
     )
 

@@ -192,7 +192,7 @@ def test_a_passing_run_whose_candidate_reaches_too_few_of_its_cases_cannot_be_ap
     assert (selection["injectedIn"], selection["targetCases"]) == (8, 18)
     assert run.thresholds["min_injected_share"] == 0.5
     blockers = services.approval_blockers(candidate, users["approver"])
-    reach = "The served selection injected the candidate in 8 of 18 cases of its intent refund_over_limit (44%"
+    reach = "The served selection injected the candidate in 8 of 18 cases of its intent refund_over_limit (44 %"
     assert [b for b in blockers if b.startswith(reach)] == [services.selection_reach_blocker(run)], blockers
     with pytest.raises(services.LifecycleError, match="injected the candidate in 8 of 18 cases"):
         services.version_approve(version=candidate, user=users["approver"])

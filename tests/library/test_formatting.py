@@ -103,3 +103,9 @@ def test_an_evals_two_tests_in_words():
         "improved beyond chance: p = 0.00391; regressed beyond chance: p = 1 "
         "(exact one-sided sign tests on the cases whose result changed)"
     )
+
+
+def test_a_share_is_written_with_the_space_the_intervals_use():
+    # the candidate page read "(84%)" above "84 % (95 % 77–89 %)", the eval "pass rate 0% → 100%" beside "(100 %)"
+    assert [formatting.percent(v) for v in (0.84, 0, 1, None, "x")] == ["84 %", "0 %", "100 %", "—", "—"]
+    assert formatting.percent(0.4375, digits=1) == "43.8 %"

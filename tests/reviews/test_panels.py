@@ -64,7 +64,7 @@ def test_mined_evidence_gives_the_contrast_skeleton_and_excerpts(candidate):
     candidate.skeleton = MINED["skeleton"]
     evidence = build_evidence(candidate)
     assert (evidence.support, evidence.resolved, evidence.failed, evidence.failed_with_skeleton) == (118, 140, 60, 9)
-    assert evidence.resolved_share == "84%" and evidence.failed_share == "15%"
+    assert evidence.resolved_share == "84 %" and evidence.failed_share == "15 %"
     assert evidence.summary.startswith("118 of 140 resolved sessions followed")
     assert evidence.tool_lines[0] == "createApproval: 118 of 140 resolved vs 9 of 60 failed (lift 5.6)"
     assert (
