@@ -1,9 +1,18 @@
 """reviews/panels.py: the evidence and eval panels take whatever keys exist."""
 
 import pytest
+from django.template.loader import render_to_string
 
 from library.models import AgentSession, EvalRun
-from reviews.panels import build_eval_panel, build_evidence, contrast_sentence, intent_results
+from reviews.panels import (
+    Evidence,
+    Excerpt,
+    ExcerptLine,
+    build_eval_panel,
+    build_evidence,
+    contrast_sentence,
+    intent_results,
+)
 
 MINED = {  # the shape library/mining/drafting.py stores
     "intent": "refund_over_limit",
@@ -367,3 +376,18 @@ def test_one_session_reads_in_the_singular():
     assert _sides(one) == "1 of 1 session that follows it succeeded vs 0 of 1 that does not"
     many = {"followers": {"count": 2, "of": 3}, "others": {"count": 0, "of": 4}}
     assert _sides(many) == "2 of 3 sessions that follow it succeeded vs 0 of 4 that do not"
+
+
+def test_a_coding_sessions_commands_and_output_are_shown_as_code():
+    # the SWE-bench excerpts' file listings and diffs were set in the page's proportional font
+    lines = [
+        ExcerptLine("user", "model_to_dict() returns all fields"),
+        ExcerptLine("read", "cat django/forms/models.py"),
+    ]
+    page = render_to_string(
+        "reviews/_evidence.html", {"evidence": Evidence(coding=True, excerpts=[Excerpt("s", lines)])}
+    )
+    assert '<span class="text">model_to_dict() returns all fields</span>' in page  # the issue stays prose
+    assert '<span class="text code">cat django/forms/models.py</span>' in page
+    chat = render_to_string("reviews/_evidence.html", {"evidence": Evidence(excerpts=[Excerpt("s", lines)])})
+    assert "text code" not in chat
