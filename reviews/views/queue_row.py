@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db.models import F, JSONField, OuterRef, Subquery
@@ -157,7 +158,8 @@ def present_rows(rows, *, user, can_review: bool, now) -> None:
         v.release_url = release_url(v.pk) if can_review and v.claimed_by_me else ""
         v.claim_url = claim_url(v.pk) if can_review and not v.claimed else ""
         v.created_title = timezone.localtime(v.created_at).strftime(MINUTE)
-        v.waited = timesince(v.created_at, now)
+        # timesince says "0 minutes" for the first minute (the demo's freshly mined candidate)
+        v.waited = "just now" if now - v.created_at < timedelta(minutes=1) else timesince(v.created_at, now)
         v.html = row_html(v, can_review=can_review)
 
 

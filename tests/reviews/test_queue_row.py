@@ -148,3 +148,14 @@ def test_sorted_by_group_each_intent_gets_a_header(candidate, other_procedure, r
     assert page.index('<th colspan="8">support_agent · refund_over_limit</th>') < page.index(
         "<strong>refund.over_limit</strong>"
     )
+
+
+def test_a_candidate_proposed_this_minute_has_waited_just_now(candidate, reviewer, monkeypatch):
+    # timesince wrote "0 minutes" for the demo's freshly mined candidate
+    client = client_for(reviewer)
+    row = _row(client.get(QUEUE).content.decode(), "refund.over_limit")
+    assert ">just now</span>" in row and "0 minutes" not in row
+    later = candidate.created_at + timedelta(minutes=5, seconds=1)
+    monkeypatch.setattr("reviews.views.queue_row.timezone.now", lambda: later)
+    row = _row(client.get(QUEUE).content.decode(), "refund.over_limit")
+    assert ">5\xa0minutes</span>" in row
