@@ -57,3 +57,21 @@ def test_the_charts_stay_readable_on_a_phone(live_server, browser, screenshot):
     for chart in charts:
         assert chart["heights"] and min(chart["heights"]) >= 8, chart  # 11px labels, at least 8px on screen
         assert chart["scrolls"] == "auto", chart
+
+
+def test_the_procedure_pages_audit_times_stay_on_one_line(live_server, page, screenshot):
+    seed_demo()
+    procedure = ProcedureVersion.objects.filter(status="CANDIDATE", procedure__key="refund.over_limit").get().procedure
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    page.set_viewport_size({"width": 1366, "height": 768})
+    page.goto(f"{live_server.url}/procedures/{procedure.pk}/")
+    screenshot(page, "procedure-audit")
+    cells = page.locator("td.when")
+    assert cells.count() >= 1
+    for index in range(cells.count()):
+        lines = page.evaluate(  # the text's line boxes
+            "(i) => { const r = document.createRange(); r.selectNodeContents(document.querySelectorAll('td.when')[i]);"
+            " return r.getClientRects().length; }",
+            index,
+        )
+        assert lines == 1, (index, cells.nth(index).inner_text())
