@@ -355,7 +355,7 @@ def test_the_index_kept_as_two_models_columns_ranks_every_task_as_the_whole_matr
     USE's). Every task of the multilingual set and of the paraphrase set, English and not, gets the
     same semantic and step scores (to the bit), the same ranking and the same injected procedures
     as with the whole matrix multiplied, as before; so do the tau2 labelled set's English tasks."""
-    from procmem_client import embeddings
+    from procmem_client import embeddings, semantic_read
     from procmem_client.embedding_cache import EmbeddingCache
     from procmem_client.ranking import Index, SelectionConfig
     from procmem_client.terms import is_english
@@ -365,9 +365,8 @@ def test_the_index_kept_as_two_models_columns_ranks_every_task_as_the_whole_matr
     backend = embeddings.backend("minilm+use-multilingual")
     embed_query = embeddings.query_embedder(backend)
 
-    def whole_matrix(blocks, vector, rows=None):  # the product as it was: every column read
-        matrix = np.concatenate(blocks, axis=1)
-        return (matrix if rows is None else matrix[rows]) @ vector
+    def whole_matrix(blocks, vector, rows=None):  # every column read (rows as semantic_read reads them)
+        return semantic_read.products([np.concatenate(blocks, axis=1)], vector, rows)
 
     sets = {  # the tau2 labelled set's English tasks too
         "airline": (SET / "library" / "tau2_airline", [MULTILINGUAL / "airline.jsonl", SET / "airline.jsonl"]),
@@ -402,3 +401,65 @@ def test_the_index_kept_as_two_models_columns_ranks_every_task_as_the_whole_matr
                 del index._products
             languages[is_english(task)] += 1
     assert languages[True] > 100 and languages[False] > 400, languages
+
+
+@pytest.mark.timeout(1200)
+def test_the_quantised_read_selects_every_task_as_the_float32_read():
+    """Issue 41: `select` over a large set reads the semantic scores through int8 codes (SimSIMD) and
+    reads again in float32 every record that could change its result (procmem_client/semantic_read.py).
+    Forced on for the labelled sets (quantised_from=0), with the default step shortlist and with one
+    of 3 records (so that the shortlist's edge is decided by the second read): every task of the
+    multilingual, paraphrase and tau2 sets (airline, retail, demo libraries; English and not) gets the
+    same injected procedures under caps 1 and 2, the same first 20 with the same eligibility, ranks
+    and scores, as with every score read in float32."""
+    from procmem_client import embeddings, semantic_read
+    from procmem_client.embedding_cache import EmbeddingCache
+    from procmem_client.ranking import Index, SelectionConfig
+
+    if not embeddings.available("minilm+use-multilingual"):
+        pytest.skip("the default backend's models are not installed")
+    if semantic_read.simsimd_module() is None:
+        pytest.skip("SimSIMD (the client's [fast] extra) is not installed")
+    backend = embeddings.backend("minilm+use-multilingual")
+    embed_query = embeddings.query_embedder(backend)
+
+    sets = {
+        "airline": (SET / "library" / "tau2_airline", [MULTILINGUAL / "airline.jsonl", SET / "airline.jsonl"]),
+        "retail": (SET / "library" / "tau2_retail", [MULTILINGUAL / "retail.jsonl", SET / "retail.jsonl"]),
+        "demo": (
+            MULTILINGUAL / "library" / "demo",
+            [MULTILINGUAL / "demo.jsonl", MULTILINGUAL / "paraphrases.jsonl", MULTILINGUAL / "paraphrases_blind.jsonl"],
+        ),
+    }
+    compared, read_again = 0, []
+    for library, files in sets.values():
+        records = load_export(library)
+        cache = EmbeddingCache(backend=backend)
+        tasks = [
+            json.loads(line)["task"]
+            for name in files
+            for line in name.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
+        vectors = {task: embed_query([task])[0] for task in dict.fromkeys(tasks)}
+        for shortlist in (1000, max(1, len(records) // 3)):
+            fast, plain = (
+                Index(records, cache=cache, config=SelectionConfig(quantised_from=threshold, step_shortlist=shortlist))
+                for threshold in (0, 10**9)
+            )
+            assert fast.quantised is not None and plain.quantised is None
+            for task, vector in vectors.items():
+                for cap in (1, 2):
+                    chosen = fast.select(task=task, cap=cap, k=20, query_vector=vector)
+                    expected = plain.select(task=task, cap=cap, k=20, query_vector=vector)
+                    assert [r["id"] for r in chosen["injected"]] == [r["id"] for r in expected["injected"]], task
+                    assert chosen == expected, task
+                    assert fast.select(task=task, cap=cap, query_vector=vector) == plain.select(
+                        task=task, cap=cap, query_vector=vector
+                    ), task
+                _, count = semantic_read.quantised_signals(
+                    fast, task=task, candidates=np.arange(len(records)), vector=vector, cap=2, k=None
+                )
+                read_again.append(count / len(records))
+                compared += 1
+    assert compared > 1000, compared

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from . import coding
+from . import coding, semantic_read
 from .conditions import amount_match, amount_ranges, amounts, clauses
 from .terms import compounds, library_words, words
 
@@ -170,7 +170,10 @@ class Conditions:
         names must be in the task); for the others `semantic` itself. None without such records."""
         if self.clause_matrix is None:
             return None
-        weakest = np.minimum.reduceat(calibrate(self.clause_matrix @ vector)[self.clause_rows], self.clause_starts)
+        # read as the appliesWhen matrix is read (semantic_read.whole_products): a clause and another
+        # record's appliesWhen of the same text tie to the bit
+        products = semantic_read.whole_products(self.clause_matrix, vector)
+        weakest = np.minimum.reduceat(calibrate(products)[self.clause_rows], self.clause_starts)
         by_record = np.full(self.n, np.nan)
         by_record[self.clause_records] = weakest
         mine = by_record[candidates]

@@ -84,7 +84,7 @@ from typing import Any
 
 import numpy as np
 
-from . import coding
+from . import coding, semantic_read
 from .condition_scores import Conditions
 from .embedding_cache import Embedder, EmbeddingCache, default_cache
 from .ranking_explanation import eligibility_reasons, explain, ranked_diagnostics, score_text
@@ -128,6 +128,9 @@ class Index:
         n = len(self.records)
         tail = _routed_tail(cache)
         self.matrix_blocks = cache.matrix_blocks([r["appliesWhen"] for r in self.records], tail)
+        # int8 copies for select's quantised read of a large set (semantic_read.py), with SimSIMD
+        simsimd = semantic_read.simsimd_module() if n and n >= config.quantised_from else None
+        self.quantised = semantic_read.QuantisedBlocks(self.matrix_blocks, simsimd) if simsimd else None
 
         # steps: each distinct step text once; record i's steps are step_rows[step_ptr[i]:step_ptr[i+1]]
         self.step_blocks = [np.zeros((0, 0), np.float32)]
@@ -204,6 +207,9 @@ class Index:
             )
             for edge in graph.edges:
                 self.producers[int(edge.consumer)].append((int(edge.producer), edge.artefacts))
+        self.producer_rows = np.asarray(
+            sorted({p for links in self.producers.values() for p, _ in links}), dtype=np.int64
+        )
 
         by_intent: dict[str | None, list[int]] = defaultdict(list)
         for i, record in enumerate(self.records):
@@ -277,8 +283,10 @@ class Index:
         return len(self.records)
 
     def nbytes(self) -> int:
-        """Memory of the stacked embedding matrices (the per-text cache holds the same vectors again)."""
-        return int(sum(block.nbytes for block in self.matrix_blocks + self.step_blocks))
+        """Memory of the stacked embedding matrices and their int8 copies (the per-text cache holds
+        the same vectors again)."""
+        quantised = self.quantised.nbytes() if self.quantised is not None else 0
+        return int(sum(block.nbytes for block in self.matrix_blocks + self.step_blocks)) + quantised
 
     # -- the embedding matrices, kept as column blocks (_routed_tail): a routed backend's task
     # vector is zero in one model's columns, and a block it does not fill is not read
@@ -295,25 +303,9 @@ class Index:
 
     @staticmethod
     def _products(blocks: list[np.ndarray], vector: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
-        """`matrix @ vector` (only `rows` of it when given) for a matrix kept as column blocks: a
-        block whose part of the vector is all zeros adds nothing and is not read. With one block
-        filled the products are that block's, the same values as the whole matrix's (the zeros
-        add exact zeros; tests/library/test_selection_eval.py compares rankings both ways)."""
-        if sum(block.shape[1] for block in blocks) != vector.shape[0]:
-            widths = sum(block.shape[1] for block in blocks)
-            raise ValueError(f"a query vector of {vector.shape[0]} dimensions against vectors of {widths}")
-        parts, start = [], 0
-        for block in blocks:
-            part = vector[start : start + block.shape[1]]
-            start += block.shape[1]
-            if part.any():
-                parts.append(((block if rows is None else block[rows]), part))
-        if not parts:  # a zero vector: every product 0
-            return np.zeros(blocks[0].shape[0] if rows is None else rows.size, dtype=np.result_type(vector, np.float32))
-        total = parts[0][0] @ parts[0][1]
-        for block, part in parts[1:]:
-            total = total + block @ part
-        return total
+        """`matrix @ vector` (only `rows` of it when given) for a matrix kept as column blocks
+        (semantic_read.products: a block the vector does not fill is not read)."""
+        return semantic_read.products(blocks, vector, rows)
 
     # -- retrievers: each returns a raw score per record (numpy arrays of length n)
 
@@ -440,15 +432,18 @@ class Index:
 
     # -- ranking
 
-    def signals(self, *, task: str, intent: str | None = None, query_vector: np.ndarray | None = None) -> Signals:
-        """Raw scores of every candidate (the intent filter applied). The step signal is computed
-        for the `step_shortlist` best candidates by the other three (NaN for the rest)."""
+    def candidates(self, task: str, intent: str | None) -> np.ndarray:
+        """The positions a task is ranked over: the intent's records, or every record."""
         if not isinstance(task, str) or not task.strip():
             raise ValueError("task must be a non-empty string")
         if intent:
-            candidates = self.by_intent.get(intent, np.zeros(0, dtype=np.int64))
-        else:
-            candidates = np.arange(len(self), dtype=np.int64)
+            return self.by_intent.get(intent, np.zeros(0, dtype=np.int64))
+        return np.arange(len(self), dtype=np.int64)
+
+    def signals(self, *, task: str, intent: str | None = None, query_vector: np.ndarray | None = None) -> Signals:
+        """Raw scores of every candidate (the intent filter applied). The step signal is computed
+        for the `step_shortlist` best candidates by the other three (NaN for the rest)."""
+        candidates = self.candidates(task, intent)
         if candidates.size == 0:
             empty = np.zeros(0, dtype=np.float64)
             return Signals(candidates, empty, empty, empty, empty, empty)
@@ -468,7 +463,7 @@ class Index:
                 partial = self._weighted(
                     semantic, lexical, exact, nothing, nothing, {**self.config.weights(), "step": 0.0, "body": 0.0}
                 )
-                chosen = np.argpartition(-partial, limit - 1)[:limit]
+                chosen = self.shortlist(partial, limit)
             step[chosen], body[chosen] = self.step_and_body_scores(candidates[chosen], vector, semantic[chosen])
         clause = self.clause_scores(candidates, semantic, vector)
         amount = self.amount_scores(task, candidates)
@@ -485,6 +480,16 @@ class Index:
             amount=amount,
             clause_lexical=clause_lexical,
         )
+
+    @staticmethod
+    def shortlist(values: np.ndarray, limit: int) -> np.ndarray:
+        """The positions of the `limit` largest values, ascending; of values tied with the last one,
+        the first positions (so that the float32 and the quantised reads shortlist the same records)."""
+        if values.size <= limit:
+            return np.arange(values.size)
+        last = np.partition(values, values.size - limit)[values.size - limit]
+        above = np.flatnonzero(values > last)
+        return np.sort(np.concatenate((above, np.flatnonzero(values == last)[: limit - above.size])))
 
     def area_scores(self, task: str, candidates: np.ndarray) -> np.ndarray | None:
         """The candidates' coding area scores (coding.AreaIndex), None in a set without coding procedures."""
@@ -624,7 +629,14 @@ class Index:
             raise ValueError("cap must be 0 or more")
         if k is not None and not (1 <= k <= MAX_K):
             raise ValueError(f"k must be between 1 and {MAX_K}")
-        signals = self.signals(task=task, intent=intent, query_vector=query_vector)
+        candidates = self.candidates(task, intent)
+        if self.quantised is not None and candidates.size and candidates.size >= self.config.quantised_from:
+            vector = query_vector if query_vector is not None else self._cache.embed_query(task)
+            signals, _ = semantic_read.quantised_signals(
+                self, task=task, candidates=candidates, vector=vector, cap=cap, k=k
+            )
+        else:
+            signals = self.signals(task=task, intent=intent, query_vector=query_vector)
         result: Selection = {"task": task, "intent": intent or None, "cap": cap, "injected": [], "ranked": []}
         if signals.candidates.size == 0:
             return result

@@ -1,0 +1,315 @@
+"""How the ranker reads its embedding matrices (ranking.Index): the float32 column blocks, exactly,
+whole or a few rows of them; and, for a large set, the quantised read that `Index.select` uses
+instead of the whole float32 product, with the same outcome (docs/selection.md, "Speed").
+
+The quantised read (`QuantisedBlocks`, `quantised_signals`): each appliesWhen row is also kept as
+int8 codes with its own scale (a quarter of the float32 bytes), the task's vector is quantised the
+same way, and SimSIMD's int8 dot product (the `[fast]` extra of the client; the server installs it)
+scores every record. Each approximate score is within a bound of the float32 product that the
+ranker would compute, proved from the quantisation residuals (Cauchy–Schwarz, plus float32's own
+rounding of a dot product), not estimated. Every record whose exact score could change a decision
+of `select` is then scored again in float32, exactly as the whole product scores it:
+
+- the step signal's shortlist: every record whose partial total (semantic, lexical, exact) could
+  reach the shortlist's last one (`Index.shortlist` breaks ties by position, so that both reads
+  pick the same records);
+- the injected ones: every record that could be eligible and whose total could reach the cap-th
+  eligible total (less the priority margin);
+- with `k`, the diagnostics: every record whose total could reach the k-th, and, for the semantic
+  rank of those shown, every record whose semantic score is within the bound of theirs or of the
+  semantic floor;
+- every producer of a coding procedure (a pulled-in producer is chosen by its total).
+
+The selected procedures, their order and every score `select` reports are then the float32 path's;
+the others keep their approximate semantic score, which decides nothing. `Index.rank` (the whole
+explained ranking) always reads the float32 blocks.
+
+Every float32 product here is computed the same way to the bit, whichever rows are read: OpenBLAS
+computes a product of several rows four rows at a time and a thread's last rows by another loop,
+which can differ in the last bit, so a whole product reads its first rows in a multiple of
+`WHOLE_ALIGN` and the rest, like any chosen rows, `ROW_GROUP` at a time (`whole_products`,
+`row_products`). A record's appliesWhen and another's clause of the same text then tie exactly in
+both reads. With a number of BLAS threads that is not a power of two, a thread's share can still end
+off the four-row loop; the scores of such rows can then differ in the last bit (≤ 6e-8 relative).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from .selection import Signals
+
+if TYPE_CHECKING:
+    from .ranking import Index
+
+# rows scored per float32 product when only some rows are read: under OpenBLAS's threading
+# threshold (2304 x 4 multiply-adds) for 512 columns, a multiple of its four-row loop
+ROW_GROUP = 16
+WHOLE_ALIGN = 256  # rows of a whole product read at once (whole_products)
+UNIT_ROUNDOFF = 2.0**-24  # float32
+
+
+def simsimd_module() -> Any | None:
+    """SimSIMD when installed (the client's `[fast]` extra), else None: the quantised read is then off."""
+    try:
+        import simsimd  # the [fast] extra
+    except ImportError:
+        return None
+    return simsimd
+
+
+def products(blocks: list[np.ndarray], vector: np.ndarray, rows: np.ndarray | None = None) -> np.ndarray:
+    """`matrix @ vector` (only `rows` of it when given) for a matrix kept as column blocks: a block
+    whose part of the vector is all zeros adds nothing and is not read. With one block filled the
+    products are that block's, the same values as the whole matrix's (the zeros add exact zeros;
+    tests/library/test_selection_eval.py compares rankings both ways). Selected rows are scored
+    `ROW_GROUP` at a time, in one thread (module docstring)."""
+    if sum(block.shape[1] for block in blocks) != vector.shape[0]:
+        widths = sum(block.shape[1] for block in blocks)
+        raise ValueError(f"a query vector of {vector.shape[0]} dimensions against vectors of {widths}")
+    parts, start = [], 0
+    for block in blocks:
+        part = vector[start : start + block.shape[1]]
+        start += block.shape[1]
+        if part.any():
+            parts.append((block, part))
+    if not parts:  # a zero vector: every product 0
+        return np.zeros(blocks[0].shape[0] if rows is None else rows.size, dtype=np.result_type(vector, np.float32))
+    read = whole_products if rows is None else (lambda block, part: row_products(block, part, rows))
+    total = read(*parts[0])
+    for block, part in parts[1:]:
+        total = total + read(block, part)
+    return total
+
+
+def whole_products(block: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """`block @ part`, every row computed by BLAS's four-row loop as `row_products` computes it: the
+    first rows in a multiple of `WHOLE_ALIGN` (each thread's share then a multiple of four with up
+    to 64 threads, a power of two), the rest `ROW_GROUP` at a time. A row's product is then the same
+    to the bit whichever product reads it (a record's appliesWhen and another's equal clause tie
+    as they should)."""
+    head = block.shape[0] - block.shape[0] % WHOLE_ALIGN
+    if head == block.shape[0]:
+        return block @ part
+    out = np.empty(block.shape[0], dtype=np.result_type(block, part))
+    if head:
+        np.matmul(block[:head], part, out=out[:head])
+    out[head:] = row_products(block, part, np.arange(head, block.shape[0]))
+    return out
+
+
+def row_products(block: np.ndarray, part: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`block[rows] @ part`, `ROW_GROUP` rows per product (the last group filled up with its last
+    row), so that each row is computed by BLAS's four-row loop in one thread, as the whole product
+    computes it, whatever the rows around it."""
+    if rows.size == 0:
+        return np.zeros(0, dtype=np.result_type(block, part))
+    padded = -rows.size % ROW_GROUP
+    gathered = np.take(block, np.concatenate((rows, np.repeat(rows[-1:], padded))) if padded else rows, axis=0)
+    out = np.empty(gathered.shape[0], dtype=np.result_type(block, part))
+    for first in range(0, gathered.shape[0], ROW_GROUP):
+        np.matmul(gathered[first : first + ROW_GROUP], part, out=out[first : first + ROW_GROUP])
+    return out[: rows.size]
+
+
+class QuantisedBlocks:
+    """An index's appliesWhen column blocks as int8 codes, row by row: row ≈ scale × codes, with
+    each block's largest residual norm ‖row − scale × codes‖ and largest row norm, which bound the
+    error of a quantised product (`approximate`)."""
+
+    def __init__(self, blocks: list[np.ndarray], simsimd: Any) -> None:
+        self._simsimd = simsimd
+        self.codes: list[np.ndarray] = []
+        self.scales: list[np.ndarray] = []
+        self.largest_residual: list[float] = []
+        self.largest_norm: list[float] = []
+        for block in blocks:
+            codes = np.empty(block.shape, dtype=np.int8)
+            scales = np.empty(block.shape[0], dtype=np.float64)
+            residual, norm = 0.0, 0.0
+            for first in range(0, block.shape[0], 8192):  # a few MiB of float64 at a time
+                rows = block[first : first + 8192].astype(np.float64)
+                scale = np.abs(rows).max(axis=1, initial=0.0) / 127.0
+                scale[scale == 0] = 1.0
+                chunk = np.clip(np.rint(rows / scale[:, None]), -127, 127)
+                codes[first : first + 8192] = chunk
+                scales[first : first + 8192] = scale
+                if rows.size:
+                    residual = max(residual, float(np.linalg.norm(rows - chunk * scale[:, None], axis=1).max()))
+                    norm = max(norm, float(np.linalg.norm(rows, axis=1).max()))
+            self.codes.append(codes)
+            self.scales.append(scales)
+            self.largest_residual.append(residual)
+            self.largest_norm.append(norm)
+
+    def nbytes(self) -> int:
+        return int(sum(c.nbytes + s.nbytes for c, s in zip(self.codes, self.scales)))
+
+    def approximate(self, vector: np.ndarray) -> tuple[np.ndarray, float]:
+        """Every row's product with `vector` from the int8 codes (float64), and a bound on its distance
+        from the float32 product that `products` computes. With row x = s·c + e and the task's part
+        q = t·p + f (p its int8 codes): x·q − s·t·(c·p) = e·q + x·f − e·f, at most
+        ‖e‖‖q‖ + ‖x‖‖f‖ + ‖e‖‖f‖; float32's dot product adds at most γ‖x‖‖q‖ (γ = d·u / (1 − d·u)),
+        and the sum of two blocks' products one rounding more."""
+        n = self.codes[0].shape[0]
+        total = np.zeros(n, dtype=np.float64)
+        bound, scale_of_sum, start = 0.0, 0.0, 0
+        for codes, scales, residual, norm in zip(self.codes, self.scales, self.largest_residual, self.largest_norm):
+            part = vector[start : start + codes.shape[1]].astype(np.float64)
+            start += codes.shape[1]
+            if not part.any():
+                continue
+            step = float(np.abs(part).max()) / 127.0
+            query = np.clip(np.rint(part / step), -127, 127)
+            left = float(np.linalg.norm(part - query * step))
+            length = float(np.linalg.norm(part))
+            # an int8 dot product over at most 1,040 columns is whole and below 2**24: exact in float32
+            whole = "float32" if codes.shape[1] * 127 * 127 < 2**24 else "float64"
+            dots = np.asarray(
+                self._simsimd.cdist(query.astype(np.int8)[None, :], codes, metric="dot", out_dtype=whole)
+            )[0]
+            total += dots * (scales * step)
+            width = codes.shape[1]
+            gamma = width * UNIT_ROUNDOFF / (1 - width * UNIT_ROUNDOFF)
+            bound += residual * length + norm * left + residual * left + gamma * norm * length
+            scale_of_sum += norm * length
+        return total, bound + UNIT_ROUNDOFF * scale_of_sum
+
+
+def quantised_signals(
+    index: Index, *, task: str, candidates: np.ndarray, vector: np.ndarray, cap: int, k: int | None
+) -> tuple[Signals, int]:
+    """`index.signals` for `select`, the semantic scores read through the int8 codes and read again
+    in float32 wherever they can change what `select` returns (module docstring); also how many
+    records were read again. Same candidates and step shortlist as `index.signals`; `select`'s
+    totals, eligibility, order and diagnostics over these signals are the float32 path's."""
+    quantised = index.quantised
+    assert quantised is not None
+    cache, config = index._cache, index.config
+    exact_dtype = np.asarray(cache.calibrate(np.zeros(1, dtype=np.result_type(vector, np.float32)))).dtype
+    low, high = (float(v) for v in np.asarray(cache.calibrate(np.array([0.0, 1.0])), dtype=np.float64))
+    approximate, bound = quantised.approximate(vector)
+    # the calibrated bound, with room for float32 holding an approximate score
+    delta = bound * abs(high - low) + 64 * UNIT_ROUNDOFF * (1.0 + abs(low) + abs(high))
+    semantic = np.asarray(cache.calibrate(approximate), dtype=np.float64)[candidates].astype(exact_dtype)
+    read = np.zeros(candidates.size, dtype=bool)
+
+    def read_again(positions: np.ndarray) -> None:
+        positions = positions[~read[positions]]
+        if positions.size:
+            semantic[positions] = cache.calibrate(products(index.matrix_blocks, vector, candidates[positions]))
+            read[positions] = True
+
+    if index.producer_rows.size:
+        read_again(np.flatnonzero(np.isin(candidates, index.producer_rows)))
+    across = index.cross_lingual_scores(task)
+    lexical = (index.lexical_scores(task) if across is None else across)[candidates]
+    exact = index.exact_scores(task)[candidates]
+    weights = config.weights()
+    step = np.full(candidates.size, np.nan, dtype=np.float64)
+    body = np.full(candidates.size, np.nan, dtype=np.float64)
+    if config.use_steps and index.distinct_steps:
+        limit = config.step_shortlist
+        if candidates.size <= limit:
+            chosen = np.arange(candidates.size)
+            read_again(chosen)
+        else:
+            nothing = np.zeros(candidates.size)
+            partial_weights = {**weights, "step": 0.0, "body": 0.0}
+
+            def partial() -> np.ndarray:
+                return index._weighted(semantic, lexical, exact, nothing, nothing, partial_weights)
+
+            estimate = partial()
+            reach = np.partition(estimate, candidates.size - limit)[candidates.size - limit]
+            read_again(np.flatnonzero(estimate >= reach - 2 * weights["semantic"] * delta))
+            # a record not read again is below the shortlist's last one (proved above); the read
+            # ones in ascending position, so that ties break as Index.shortlist breaks them
+            among = np.flatnonzero(read)
+            chosen = among[index.shortlist(partial()[among], limit)]
+        step[chosen], body[chosen] = index.step_and_body_scores(candidates[chosen], vector, semantic[chosen])
+    signals = Signals(
+        candidates,
+        semantic,
+        lexical,
+        exact,
+        step,
+        body,
+        area=index.area_scores(task, candidates),
+        clause=index.clause_scores(candidates, semantic, vector),
+        amount=index.amount_scores(task, candidates),
+    )
+
+    def current_totals() -> np.ndarray:
+        if signals.clause is not None:  # a record without clauses orders by its semantic score, read again or not
+            signals.clause = index.clause_scores(candidates, semantic, vector)
+        return index.totals(signals)
+
+    _read_what_decides(index, signals, read, read_again, current_totals, delta, cap, k)
+    current_totals()
+    return signals, int(read.sum())
+
+
+def _read_what_decides(
+    index: Index,
+    signals: Signals,
+    read: np.ndarray,
+    read_again: Callable[[np.ndarray], None],
+    current_totals: Callable[[], np.ndarray],
+    delta: float,
+    cap: int,
+    k: int | None,
+) -> None:
+    """Reads again in float32 every record whose exact semantic score could change the injected
+    records or the first k of the order and their semantic ranks (module docstring). A record not
+    read again has a total within `spread` of its exact one, and is eligible by its upper bound and
+    surely eligible by its lower one."""
+    config = index.config
+    margin = np.where(read, 0.0, delta)
+    spread = index.config.semantic_weight * delta
+    epsilon = config.priority_epsilon if index.has_priorities else 0.0
+    totals = current_totals()
+    semantic = signals.semantic.astype(np.float64)
+
+    def shifted(by: np.ndarray) -> np.ndarray:
+        return index.eligibility(
+            Signals(
+                signals.candidates,
+                semantic + by,
+                signals.lexical,
+                signals.exact,
+                signals.step,
+                signals.body,
+                signals.area,
+            )
+        )
+
+    def reach(values: np.ndarray, m: int) -> float:
+        """The m-th largest of values (−inf when fewer)."""
+        return -np.inf if values.size < m else float(np.partition(values, values.size - m)[values.size - m])
+
+    wanted = []
+    if cap > 0:  # the injected: the first `cap` eligible ones
+        surely = reach(totals[shifted(-margin)], cap)
+        wanted.append(shifted(margin) & (totals >= surely - 2 * spread - epsilon))
+    if k is not None:  # the diagnostics: the first k of every candidate
+        wanted.append(totals >= reach(totals, k) - 2 * spread - epsilon)
+    if not wanted:
+        return
+    read_again(np.flatnonzero(np.logical_or.reduce(wanted)))
+    if k is None:
+        return
+    # the semantic rank of a shown record at the floor counts the records at the floor above it
+    values = signals.semantic.astype(np.float64)
+    shown = values[index.order(signals, current_totals(), None, k)]
+    floor = config.semantic_floor
+    ranked = shown[(shown >= floor) & (shown > 0)]
+    if ranked.size:
+        could_pass = (values + delta >= floor) & (values + delta > 0)
+        near = np.zeros(values.size, dtype=bool)
+        for anchor in [0.0, floor, *ranked.tolist()]:
+            near |= np.abs(values - anchor) <= delta
+        read_again(np.flatnonzero(near & could_pass & ~read))

@@ -1,0 +1,105 @@
+"""The quantised semantic read (procmem_client/semantic_read.py): int8 codes scored with SimSIMD, and
+every record that could change `select`'s result read again in float32. Whatever the vectors, the
+words, the cap, k and the step shortlist, `select` returns what the float32 read returns."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from procmem_client import semantic_read
+from procmem_client.ranking import EmbeddingCache, Index, SelectionConfig
+
+pytestmark = pytest.mark.skipif(
+    semantic_read.simsimd_module() is None, reason="SimSIMD (the [fast] extra) is not installed"
+)
+
+WORDS = ["refund", "order", "cancel", "flight", "baggage", "address", "payment", "exchange", "delay", "seat"]
+
+
+class Vectors:
+    """A vector per text, from a seed: distinct unit vectors (no two records tie by accident)."""
+
+    def __init__(self, seed: int, width: int) -> None:
+        self.rng, self.width, self.known = np.random.default_rng(seed), width, {}
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        for text in texts:
+            if text not in self.known:
+                vector = self.rng.standard_normal(self.width)
+                self.known[text] = vector / np.linalg.norm(vector)
+        return np.stack([self.known[t] for t in texts]).astype(np.float32)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    size=st.integers(1, 120),
+    width=st.sampled_from([16, 64, 512]),
+    shortlist=st.integers(1, 40),
+    cap=st.integers(0, 3),
+    k=st.one_of(st.none(), st.integers(1, 20)),
+    floor=st.floats(0.0, 0.5),
+    priorities=st.booleans(),
+)
+def test_the_quantised_read_selects_as_the_float32_read(seed, size, width, shortlist, cap, k, floor, priorities):
+    rng = np.random.default_rng(seed)
+    records = [
+        {
+            "id": f"p{i:03d}",
+            "version": 1,
+            "intent": None,
+            "priority": int(rng.integers(0, 3)) if priorities else 0,
+            "appliesWhen": f"case {i}: the customer asks about " + " ".join(rng.choice(WORDS, 3)),
+            "steps": [f"step {i}.{s} " + str(rng.choice(WORDS)) for s in range(int(rng.integers(0, 4)))],
+        }
+        for i in range(size)
+    ]
+    cache = EmbeddingCache(Vectors(seed, width))
+    configs = {
+        "quantised": SelectionConfig(quantised_from=0, step_shortlist=shortlist, semantic_floor=floor),
+        "float32": SelectionConfig(quantised_from=10**9, step_shortlist=shortlist, semantic_floor=floor),
+    }
+    fast, plain = (Index(records, cache=cache, config=config) for config in configs.values())
+    assert fast.quantised is not None and plain.quantised is None
+    for task in ["I want a refund for my order", "cancel the flight and the seat", "hello " + str(rng.choice(WORDS))]:
+        vector = cache.embed_query(task) + 0.5 * fast.matrix[int(rng.integers(0, size))]  # near some record
+        chosen = fast.select(task=task, cap=cap, k=k, query_vector=vector)
+        expected = plain.select(task=task, cap=cap, k=k, query_vector=vector)
+        assert chosen == expected, task
+        signals, read_again = semantic_read.quantised_signals(
+            fast, task=task, candidates=np.arange(size), vector=vector, cap=cap, k=k
+        )
+        assert 0 <= read_again <= size
+
+
+def test_the_int8_products_are_within_their_bound_and_the_read_rows_are_the_whole_products():
+    rng = np.random.default_rng(7)
+    blocks = [rng.standard_normal((3000, 384)).astype(np.float32), rng.standard_normal((3000, 512)).astype(np.float32)]
+    blocks = [b / np.linalg.norm(b, axis=1, keepdims=True) / np.sqrt(2) for b in blocks]
+    quantised = semantic_read.QuantisedBlocks(blocks, semantic_read.simsimd_module())
+    for filled in ([0], [1], [0, 1]):
+        vector = np.zeros(896, dtype=np.float32)
+        for part in filled:
+            start = 0 if part == 0 else 384
+            width = blocks[part].shape[1]
+            vector[start : start + width] = rng.standard_normal(width) * 0.1
+        exact = semantic_read.products(blocks, vector)
+        approximate, bound = quantised.approximate(vector)
+        assert np.abs(approximate - exact).max() <= bound
+        assert bound < 20 * np.abs(approximate - exact).max()  # proved, so looser than the error seen, not much
+        rows = np.sort(rng.choice(3000, 77, replace=False))
+        assert np.array_equal(semantic_read.products(blocks, vector, rows), exact[rows])
+
+
+def test_a_set_below_the_threshold_or_without_simsimd_reads_float32(monkeypatch):
+    cache = EmbeddingCache(Vectors(1, 32))
+    records = [{"id": f"p{i}", "version": 1, "appliesWhen": f"case {i}", "steps": []} for i in range(10)]
+    assert Index(records, cache=cache, config=SelectionConfig(quantised_from=11)).quantised is None
+    assert Index(records, cache=cache, config=SelectionConfig(quantised_from=10)).quantised is not None
+    monkeypatch.setattr(semantic_read, "simsimd_module", lambda: None)
+    assert Index(records, cache=cache, config=SelectionConfig(quantised_from=0)).quantised is None
+    with pytest.raises(ValueError, match="quantised_from"):
+        SelectionConfig(quantised_from=-1)
