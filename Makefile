@@ -16,7 +16,7 @@ $(PY):
 $(STAMP): pyproject.toml clients/python/pyproject.toml | $(PY)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet torch==2.13.0
-	$(PY) -m pip install --quiet -e './clients/python[embeddings,test,mcp,async,openai-agents,langgraph]'
+	$(PY) -m pip install --quiet -e './clients/python[embeddings,test,mcp,async,openai-agents,langgraph,fast]'
 	$(PY) -m pip install --quiet -e '.[dev,adk]'
 	touch $(STAMP)
 

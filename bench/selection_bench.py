@@ -158,6 +158,11 @@ def main() -> None:
     parser.add_argument(
         "--languages", default="en", help="with --backend: en (tau2 tasks) and/or languages of the multilingual set"
     )
+    parser.add_argument(
+        "--quantised-from",
+        type=int,
+        help="with --backend: SelectionConfig.quantised_from (the int8 semantic read from this many procedures on)",
+    )
     args = parser.parse_args()
     if args.backend:
         return backend_run(args)
@@ -309,7 +314,7 @@ def backend_run(args) -> None:
     languages = [language.strip() for language in args.languages.split(",") if language.strip()]
     texts = {lang: queries(args.queries) if lang == "en" else language_tasks(lang, args.queries) for lang in languages}
     backend.embed(["warm the models up", "Modelle aufwärmen"])
-    config = SelectionConfig()
+    config = SelectionConfig(quantised_from=args.quantised_from)
 
     # random unit vectors for the corpus's sentences; the backend's calibration and its word model
     # (the appliesWhen words' real vectors, for the cross-lingual lexical retriever)
@@ -383,7 +388,8 @@ def backend_run(args) -> None:
             f"## Selection over {args.large:,} procedures with the {backend.name} backend, and re-embedding cost ({{stamp}})",
             "",
             f"Command: `.venv/bin/python -m bench.selection_bench --backend {args.backend} --large {args.large} "
-            f"--queries {args.queries} --repeat {args.repeat} --reembed-sample {args.reembed_sample} --languages {args.languages}`",
+            f"--queries {args.queries} --repeat {args.repeat} --reembed-sample {args.reembed_sample} --languages {args.languages}"
+            f"{'' if args.quantised_from is None else f' --quantised-from {args.quantised_from}'}`",
             "",
             f"Model {backend.model_id} ({backend.dimension()} dimensions); ranker defaults, step signal on; "
             f"tasks per language: {counts}, x {args.repeat}, each ranker call alternating with a floor call "

@@ -129,7 +129,8 @@ class Index:
         tail = _routed_tail(cache)
         self.matrix_blocks = cache.matrix_blocks([r["appliesWhen"] for r in self.records], tail)
         # int8 copies for select's quantised read of a large set (semantic_read.py), with SimSIMD
-        simsimd = semantic_read.simsimd_module() if n and n >= config.quantised_from else None
+        wanted = config.quantised_from is not None and n and n >= config.quantised_from
+        simsimd = semantic_read.simsimd_module() if wanted else None
         self.quantised = semantic_read.QuantisedBlocks(self.matrix_blocks, simsimd) if simsimd else None
 
         # steps: each distinct step text once; record i's steps are step_rows[step_ptr[i]:step_ptr[i+1]]
@@ -630,7 +631,7 @@ class Index:
         if k is not None and not (1 <= k <= MAX_K):
             raise ValueError(f"k must be between 1 and {MAX_K}")
         candidates = self.candidates(task, intent)
-        if self.quantised is not None and candidates.size and candidates.size >= self.config.quantised_from:
+        if self.quantised is not None and candidates.size and candidates.size >= (self.config.quantised_from or 0):
             vector = query_vector if query_vector is not None else self._cache.embed_query(task)
             signals, _ = semantic_read.quantised_signals(
                 self, task=task, candidates=candidates, vector=vector, cap=cap, k=k

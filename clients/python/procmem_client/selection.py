@@ -67,9 +67,11 @@ class SelectionConfig:
     # `select` over at least this many candidates reads the semantic scores through int8 copies of
     # the appliesWhen vectors (SimSIMD, the client's `[fast]` extra) and reads again in float32 every
     # record that could change its result: the same selection, order and reported scores
-    # (procmem_client/semantic_read.py; docs/selection.md, "Speed"). Below it, or without SimSIMD,
-    # every score is read in float32. Measured crossover: bench/RESULTS.md, issue 41.
-    quantised_from: int = 20_000
+    # (procmem_client/semantic_read.py; docs/selection.md, "Speed"). None (the default), below it,
+    # or without SimSIMD: every score read in float32. Off by default because over 100,000
+    # procedures it changed select's own work by −16 % to +2 % on these machines, within their
+    # noise, for 87 MiB more (bench/RESULTS.md, issue 41).
+    quantised_from: int | None = None
 
     def __post_init__(self) -> None:
         if not (self.priority_epsilon >= 0):
@@ -87,7 +89,7 @@ class SelectionConfig:
                 raise ValueError(f"SelectionConfig.{name} must be 0 or more")
         if not (0.0 <= self.cross_lingual_floor < 1.0):
             raise ValueError("SelectionConfig.cross_lingual_floor must be at least 0 and below 1")
-        if self.quantised_from < 0:
+        if self.quantised_from is not None and self.quantised_from < 0:
             raise ValueError("SelectionConfig.quantised_from must be 0 or more")
         if self.step_shortlist < 1:
             raise ValueError("SelectionConfig.step_shortlist must be at least 1")

@@ -10,9 +10,10 @@ ranker would compute, proved from the quantisation residuals (Cauchy–Schwarz, 
 rounding of a dot product), not estimated. Every record whose exact score could change a decision
 of `select` is then scored again in float32, exactly as the whole product scores it:
 
-- the step signal's shortlist: every record whose partial total (semantic, lexical, exact) could
-  reach the shortlist's last one (`Index.shortlist` breaks ties by position, so that both reads
-  pick the same records);
+- the step signal's shortlist: every record whose partial total (semantic, lexical, exact) is
+  too close to the shortlist's last one to say whether it is in (`Index.shortlist` breaks ties by
+  position, so that both reads pick the same records), and, when the body signal is weighed, every
+  shortlisted one;
 - the injected ones: every record that could be eligible and whose total could reach the cap-th
   eligible total (less the priority margin);
 - with `k`, the diagnostics: every record whose total could reach the k-th, and, for the semantic
@@ -223,13 +224,23 @@ def quantised_signals(
             def partial() -> np.ndarray:
                 return index._weighted(semantic, lexical, exact, nothing, nothing, partial_weights)
 
+            # each partial total is within `half` of its float32 value, so the shortlist's last
+            # float32 total T is within `half` of the limit-th largest estimate; a record more than
+            # 2 × half above that is above T (in), one more than 2 × half below is under T (out),
+            # and the ones between are read again
+            half = weights["semantic"] * delta
             estimate = partial()
             reach = np.partition(estimate, candidates.size - limit)[candidates.size - limit]
-            read_again(np.flatnonzero(estimate >= reach - 2 * weights["semantic"] * delta))
-            # a record not read again is below the shortlist's last one (proved above); the read
-            # ones in ascending position, so that ties break as Index.shortlist breaks them
+            sure = ~read & (estimate > reach + 2 * half)
+            read_again(np.flatnonzero(~read & ~sure & (estimate >= reach - 2 * half)))
+            # the rest of the shortlist: the best read records, ties broken by position (ascending,
+            # as Index.shortlist breaks them)
             among = np.flatnonzero(read)
-            chosen = among[index.shortlist(partial()[among], limit)]
+            rest = limit - int(sure.sum())
+            best = among[index.shortlist(partial()[among], rest)] if rest > 0 else among[:0]
+            chosen = np.sort(np.concatenate((np.flatnonzero(sure), best)))
+        if weights["body"]:  # the body score is the mean of the semantic score and the steps' scores
+            read_again(chosen)
         step[chosen], body[chosen] = index.step_and_body_scores(candidates[chosen], vector, semantic[chosen])
     signals = Signals(
         candidates,

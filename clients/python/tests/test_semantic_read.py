@@ -4,6 +4,9 @@ words, the cap, k and the step shortlist, `select` returns what the float32 read
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,7 +15,7 @@ from hypothesis import strategies as st
 from procmem_client import semantic_read
 from procmem_client.ranking import EmbeddingCache, Index, SelectionConfig
 
-pytestmark = pytest.mark.skipif(
+needs_simsimd = pytest.mark.skipif(
     semantic_read.simsimd_module() is None, reason="SimSIMD (the [fast] extra) is not installed"
 )
 
@@ -33,6 +36,7 @@ class Vectors:
         return np.stack([self.known[t] for t in texts]).astype(np.float32)
 
 
+@needs_simsimd
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     seed=st.integers(0, 2**32 - 1),
@@ -43,8 +47,9 @@ class Vectors:
     k=st.one_of(st.none(), st.integers(1, 20)),
     floor=st.floats(0.0, 0.5),
     priorities=st.booleans(),
+    body=st.sampled_from([0.0, 1.5]),
 )
-def test_the_quantised_read_selects_as_the_float32_read(seed, size, width, shortlist, cap, k, floor, priorities):
+def test_the_quantised_read_selects_as_the_float32_read(seed, size, width, shortlist, cap, k, floor, priorities, body):
     rng = np.random.default_rng(seed)
     records = [
         {
@@ -59,8 +64,12 @@ def test_the_quantised_read_selects_as_the_float32_read(seed, size, width, short
     ]
     cache = EmbeddingCache(Vectors(seed, width))
     configs = {
-        "quantised": SelectionConfig(quantised_from=0, step_shortlist=shortlist, semantic_floor=floor),
-        "float32": SelectionConfig(quantised_from=10**9, step_shortlist=shortlist, semantic_floor=floor),
+        "quantised": SelectionConfig(
+            quantised_from=0, step_shortlist=shortlist, semantic_floor=floor, body_weight=body
+        ),
+        "float32": SelectionConfig(
+            quantised_from=10**9, step_shortlist=shortlist, semantic_floor=floor, body_weight=body
+        ),
     }
     fast, plain = (Index(records, cache=cache, config=config) for config in configs.values())
     assert fast.quantised is not None and plain.quantised is None
@@ -75,6 +84,7 @@ def test_the_quantised_read_selects_as_the_float32_read(seed, size, width, short
         assert 0 <= read_again <= size
 
 
+@needs_simsimd
 def test_the_int8_products_are_within_their_bound_and_the_read_rows_are_the_whole_products():
     rng = np.random.default_rng(7)
     blocks = [rng.standard_normal((3000, 384)).astype(np.float32), rng.standard_normal((3000, 512)).astype(np.float32)]
@@ -94,12 +104,30 @@ def test_the_int8_products_are_within_their_bound_and_the_read_rows_are_the_whol
         assert np.array_equal(semantic_read.products(blocks, vector, rows), exact[rows])
 
 
+@needs_simsimd
 def test_a_set_below_the_threshold_or_without_simsimd_reads_float32(monkeypatch):
     cache = EmbeddingCache(Vectors(1, 32))
     records = [{"id": f"p{i}", "version": 1, "appliesWhen": f"case {i}", "steps": []} for i in range(10)]
     assert Index(records, cache=cache, config=SelectionConfig(quantised_from=11)).quantised is None
     assert Index(records, cache=cache, config=SelectionConfig(quantised_from=10)).quantised is not None
+    assert Index(records, cache=cache, config=SelectionConfig()).quantised is None  # off by default
     monkeypatch.setattr(semantic_read, "simsimd_module", lambda: None)
     assert Index(records, cache=cache, config=SelectionConfig(quantised_from=0)).quantised is None
     with pytest.raises(ValueError, match="quantised_from"):
         SelectionConfig(quantised_from=-1)
+
+
+def test_the_light_client_selects_without_simsimd():
+    """No `[fast]` extra: the index reads float32 whatever the threshold, and selects."""
+    code = (
+        "import sys; sys.modules['simsimd'] = None\n"
+        "import numpy as np\n"
+        "from procmem_client.ranking import EmbeddingCache, Index, SelectionConfig\n"
+        "cache = EmbeddingCache(lambda texts: np.eye(8, dtype=np.float32)[[len(t) % 8 for t in texts]])\n"
+        "records = [{'id': f'p{i}', 'version': 1, 'appliesWhen': 'x' * i, 'steps': []} for i in range(6)]\n"
+        "index = Index(records, cache=cache, config=SelectionConfig(quantised_from=0))\n"
+        "assert index.quantised is None\n"
+        "assert index.select(task='xxx', cap=1, k=3)['ranked']\n"
+    )
+    completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr

@@ -34,7 +34,7 @@ def _config_override(text: str) -> tuple[str, object]:
             if raw.lower() not in {"true", "false", "1", "0"}:
                 raise ValueError(raw)
             return name, raw.lower() in {"true", "1"}
-        if kind in ("int", int):
+        if kind in ("int", int, "int | None"):  # quantised_from
             return name, int(raw)
         return name, float(raw)
     except ValueError:
