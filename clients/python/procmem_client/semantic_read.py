@@ -252,6 +252,7 @@ def quantised_signals(
         area=index.area_scores(task, candidates),
         clause=index.clause_scores(candidates, semantic, vector),
         amount=index.amount_scores(task, candidates),
+        clause_lexical=index.clause_lexical_scores(task, candidates, lexical),
     )
 
     def current_totals() -> np.ndarray:
