@@ -75,3 +75,15 @@ def test_the_procedure_pages_audit_times_stay_on_one_line(live_server, page, scr
             index,
         )
         assert lines == 1, (index, cells.nth(index).inner_text())
+
+
+def test_a_heading_after_a_table_does_not_touch_it(live_server, page):
+    seed_demo()
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    page.goto(f"{live_server.url}/ops/agents/support_agent/metrics/")
+    gaps = page.evaluate(
+        """() => [...document.querySelectorAll("table + h2, table + h3")].map((h) =>
+             [h.textContent.trim(), h.getBoundingClientRect().top - h.previousElementSibling.getBoundingClientRect().bottom])"""
+    )
+    assert any(text == "Reviewers" for text, _ in gaps), gaps
+    assert all(gap >= 12 for _, gap in gaps), gaps
