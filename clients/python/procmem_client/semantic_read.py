@@ -37,20 +37,48 @@ off the four-row loop; the scores of such rows can then differ in the last bit (
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
-from .selection import Signals
+from .selection import SelectionConfig, Signals
 
 if TYPE_CHECKING:
-    from .ranking import Index
+    from .embedding_cache import EmbeddingCache
 
 # rows scored per float32 product when only some rows are read: under OpenBLAS's threading
 # threshold (2304 x 4 multiply-adds) for 512 columns, a multiple of its four-row loop
 ROW_GROUP = 16
 WHOLE_ALIGN = 256  # rows of a whole product read at once (whole_products)
 UNIT_ROUNDOFF = 2.0**-24  # float32
+
+
+class Index(Protocol):
+    """What the quantised read uses of a ranking.Index (the index itself is not imported here: it
+    uses this module, not the other way round)."""
+
+    config: SelectionConfig
+    _cache: EmbeddingCache
+    matrix_blocks: list[np.ndarray]
+    quantised: QuantisedBlocks | None
+    distinct_steps: int
+    producer_rows: np.ndarray
+    has_priorities: bool
+
+    def shortlist(self, values: np.ndarray, limit: int) -> np.ndarray: ...
+    def cross_lingual_scores(self, task: str) -> np.ndarray | None: ...
+    def lexical_scores(self, task: str) -> np.ndarray: ...
+    def exact_scores(self, task: str) -> np.ndarray: ...
+    def step_and_body_scores(self, *args: Any, **kwargs: Any) -> Any: ...
+    def area_scores(self, *args: Any, **kwargs: Any) -> np.ndarray | None: ...
+    def clause_scores(self, *args: Any, **kwargs: Any) -> np.ndarray | None: ...
+    def amount_scores(self, *args: Any, **kwargs: Any) -> np.ndarray | None: ...
+    def clause_lexical_scores(self, *args: Any, **kwargs: Any) -> np.ndarray | None: ...
+    def _weighted(self, *args: Any, **kwargs: Any) -> np.ndarray: ...
+    def signals(self, *args: Any, **kwargs: Any) -> Signals: ...
+    def totals(self, *args: Any, **kwargs: Any) -> np.ndarray: ...
+    def eligibility(self, *args: Any, **kwargs: Any) -> np.ndarray: ...
+    def order(self, *args: Any, **kwargs: Any) -> Any: ...
 
 
 def simsimd_module() -> Any | None:
