@@ -87,3 +87,16 @@ def test_a_heading_after_a_table_does_not_touch_it(live_server, page):
     )
     assert any(text == "Reviewers" for text, _ in gaps), gaps
     assert all(gap >= 12 for _, gap in gaps), gaps
+
+
+def test_the_served_sets_sentences_stay_readable_on_a_phone(live_server, browser):
+    seed_demo()
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    page.goto(f"{live_server.url}/ops/agents/support_agent/")
+    widths = page.evaluate(
+        "() => [...document.querySelectorAll('td.prose')].map((td) => td.getBoundingClientRect().width)"
+    )
+    context.close()
+    assert len(widths) == 3 and min(widths) >= 200, widths  # one word wide before (the table scrolls instead)
