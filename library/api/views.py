@@ -214,14 +214,6 @@ def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRes
         params, refusal = _select_body(request)
         if refusal is not None:
             return refusal
-    elif unknown := [name for name in params if name not in SELECT_PARAMETERS]:
-        # as the body's fields are: a misspelt ?intnet= selected over every intent without a word
-        return api_error(
-            400,
-            "invalid_parameter",
-            f"unknown parameter {unknown[0][:80]!r}; select takes {', '.join(SELECT_PARAMETERS)}",
-            parameter=unknown[0][:80],
-        )
     task = params.get("task", "")
     intent = params.get("intent") or None
     raw_k = params.get("k")

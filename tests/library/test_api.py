@@ -408,18 +408,6 @@ def test_select_by_post_refuses_a_bad_body_naming_the_field(client, read_token, 
     assert error["code"] == code and error.get("parameter") == parameter
 
 
-@pytest.mark.parametrize("name", ["intnet", "max_chars"])
-def test_select_by_get_refuses_an_unknown_parameter_as_the_post_does(client, read_token, active_pair, name):
-    # a misspelt ?intnet= used to select over every intent, and ?max_chars= to be ignored, without a word
-    response = client.get(url("select"), {"task": "refund above the limit", name: "x"}, **bearer(read_token))
-    assert response.status_code == 400
-    assert response.json()["error"] == {
-        "code": "invalid_parameter",
-        "message": f"unknown parameter '{name}'; select takes task, intent, k, role, environment, session",
-        "parameter": name,
-    }
-
-
 def test_select_by_post_needs_the_read_token_and_other_methods_are_405(
     client, read_token, active_pair, agent, admin_user
 ):
