@@ -10,7 +10,7 @@ figure reads the same wherever it appears.
 - an interval: "95 % 2.47–11.05", open above "95 % 2.47–∞", a lower bound only "95 % from 2.47";
 - a count: "1 candidate", "2 candidates", "1,250 sessions";
 - a retriever's score: "0.442", rounded once from the raw value, as the ranking's reasons write it;
-- an eval's two one-sided tests in words (`eval_tests_words`).
+- an eval's two one-sided tests, figures per intent (`eval_tests_figures`), the words once (`EVAL_TESTS_WORDS`).
 """
 
 from __future__ import annotations
@@ -168,11 +168,14 @@ def count(number: Any, noun: str) -> str:
     return f"{figure} {' '.join(words)}"
 
 
-def eval_tests_words(p_improve: Any, p_regress: Any) -> str:
-    """An eval intent's two exact one-sided sign tests on the cases whose result changed, in words:
-    "improved beyond chance: p = 0.0039; regressed beyond chance: p = 1 (exact one-sided sign tests
-    on the cases whose result changed)"."""
-    return (
-        f"improved beyond chance: {p_value(p_improve)}; regressed beyond chance: {p_value(p_regress)} "
-        "(exact one-sided sign tests on the cases whose result changed)"
-    )
+# What an eval intent's two figures are, said once under the table that lists them per intent.
+EVAL_TESTS_WORDS = (
+    "improved / regressed p: exact one-sided sign tests on the cases whose result changed, "
+    "how likely so many of them improved (or regressed) if the candidate changed nothing"
+)
+
+
+def eval_tests_figures(p_improve: Any, p_regress: Any) -> str:
+    """An eval intent's two exact one-sided sign tests, figures only (EVAL_TESTS_WORDS says what
+    they are): "improved: p = 0.0039 / regressed: p = 1"."""
+    return f"{p_value(p_improve, 'improved: p')} / {p_value(p_regress, 'regressed: p')}"

@@ -612,6 +612,7 @@ class IntentResult:
     verdict: str
     note: str
     is_target: bool
+    sign_tests: bool = False  # the note carries the two sign tests' figures (EVAL_TESTS_WORDS says what they are)
 
 
 def _fraction(value: Any) -> tuple[str, float | None]:
@@ -672,7 +673,7 @@ def intent_results(run: EvalRun, *, target_intent: str) -> list[IntentResult]:
             if isinstance(data.get(key), (int, float)) and not isinstance(data.get(key), bool):
                 note_bits.append(formatting.p_value(data[key]))
         if "p_improve" in data or "p_regress" in data:
-            note_bits.append(formatting.eval_tests_words(data.get("p_improve"), data.get("p_regress")))
+            note_bits.append(formatting.eval_tests_figures(data.get("p_improve"), data.get("p_regress")))
         for key, one, many in (
             ("improved", "improved", "improved"),
             ("regressed", "regressed", "regressed"),
@@ -695,6 +696,7 @@ def intent_results(run: EvalRun, *, target_intent: str) -> list[IntentResult]:
                 verdict=str(data.get("verdict") or data.get("status") or data.get("outcome") or ""),
                 note="; ".join(note_bits),
                 is_target=bool(data.get("target")) or name == target_intent,
+                sign_tests="p_improve" in data or "p_regress" in data,
             )
         )
     rows.sort(key=lambda r: (not r.is_target, r.intent))
@@ -730,6 +732,11 @@ class EvalPanel:
     target_environment: str = (
         PRODUCTION  # whose set a new approval run replays against (environments.approval_environment)
     )
+
+    @property
+    def tests_words(self) -> str:
+        """What the rows' p figures are, said once under the table (empty when no row has them)."""
+        return formatting.EVAL_TESTS_WORDS if any(row.sign_tests for row in self.rows) else ""
 
 
 def build_eval_panel(version: ProcedureVersion, run: EvalRun | None, *, current_set_hash: str | None) -> EvalPanel:

@@ -344,6 +344,27 @@ def test_eval_panel_shows_the_latest_run_for_this_content_and_polls_while_runnin
     assert reviewer_client.get(url("version_eval_panel", mined_v2))["Location"] == url("version", mined_v2) + "#eval"
 
 
+def test_eval_panel_says_what_the_sign_tests_are_once_and_each_row_only_its_figures(reviewer_client, mined_v2):
+    """The review pass found the long sentence about the tests repeated in every intent row."""
+    intent = {"paired": 4, "baseline_passed": 2, "candidate_passed": 2, "p_improve": 1.0, "p_regress": 1.0}
+    names = ("refund_over_limit", "order_status", "cancel_order")
+    EvalRun.objects.create(
+        version=mined_v2,
+        content_hash=mined_v2.content_hash,
+        state=EvalRun.State.DONE,
+        verdict=EvalRun.Verdict.FAIL,
+        verdict_detail={
+            "intents": [{**intent, "intent": name, "p_improve": 0.0625 * (i + 1)} for i, name in enumerate(names)]
+        },
+    )
+    html = reviewer_client.get(url("version", mined_v2)).content.decode()
+    panel = html[html.index('<table class="table eval-table">') : html.index('id="eval-tests-words"') + 400]
+    assert panel.count("exact one-sided sign tests") == 1 and "beyond chance" not in panel
+    assert "Improved / regressed p: exact one-sided sign tests on the cases whose result changed" in panel
+    for p in ("0.0625", "0.125", "0.188"):
+        assert f"improved: p = {p} / regressed: p = 1" in panel
+
+
 def test_eval_panel_says_when_the_active_set_moved(reviewer_client, mined_v2):
     EvalRun.objects.create(
         version=mined_v2,
