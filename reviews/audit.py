@@ -8,10 +8,11 @@ from collections.abc import Iterator
 
 from django.db.models import Q, QuerySet
 
+from library import formatting
 from library.models import AuditEvent
 
 from .access import operable_agents
-from .key_words import key_words
+from .key_words import figure_items, key_words
 
 AUDIT_FILTERS = ("agent", "procedure", "user", "action")
 
@@ -96,25 +97,88 @@ def _cut(text: str) -> str:
     return text if len(text) <= _LONGEST else text[: _LONGEST - 1] + "…"
 
 
-def _leaves(snapshot: dict) -> dict[tuple[str, str], object]:
+def _leaves(snapshot: dict, *, record_ids: bool) -> dict[tuple[str, str], object]:
     """(identifier, field) -> value: a top-level value that is an object on either side is a
-    record named by its key (a session id, a case), its keys its fields; other keys are fields."""
+    record named by its key, its keys its fields; other keys are fields. `record_ids`: the top-level
+    keys are records' identifiers (a session id), shown verbatim; otherwise they are field names
+    too (a run's "counts"), shown in words."""
     leaves = {}
     for key, value in snapshot.items():
         if isinstance(value, dict):
+            ident = str(key) if record_ids else field_words(key)
             for field, inner in value.items():
-                leaves[(str(key), str(field))] = inner
+                leaves[(ident, str(field))] = inner
         else:
             leaves[("", str(key))] = value
     return leaves
 
 
+def _said(text: str) -> tuple[str, str, str]:
+    """A change that reads as a whole phrase ("1 version proposed"): no field label, shown once."""
+    return ("", text, text)
+
+
+def _mining_run_changes(after: dict) -> list[tuple[str, str, str]]:
+    """A mining run (library/mining/mining_runs.py, coding_runs.py): its number, how many versions it
+    proposed and its counts, each with its noun ("12 sessions", "3 without an intent (not mined)")."""
+    rest = dict(after)
+    rows = []
+    if "miningRun" in rest:
+        rows.append(("mining run", "", shown(rest.pop("miningRun"))))
+    versions = rest.pop("versions", None)
+    if isinstance(versions, list):
+        rows.append(_said(formatting.count(len(versions), "versions proposed")))
+    counts = rest.pop("counts", None)
+    if isinstance(counts, dict):
+        rows.extend(_said(item) for item in figure_items(counts))
+    return rows + _field_changes({}, rest, record_ids=False)
+
+
+def _eval_totals_changes(after: dict) -> list[tuple[str, str, str]]:
+    """A finished eval run's totals (library/evals/verdict.py) as a reviewer reads them: the
+    cases, the passes without and with the candidate of the paired ones, what changed."""
+    rest = dict(after)
+    totals = rest.pop("totals", None)
+    rows = _field_changes({}, rest, record_ids=False)
+    if not isinstance(totals, dict):
+        return rows
+    figures = {k: totals.get(k) for k in ("cases", "paired", "baseline_passed", "candidate_passed")}
+    if all(isinstance(v, int) for v in figures.values()):
+        rows.append(_said(formatting.count(figures["cases"], "cases")))
+        rows.append(_said(f"passed without the candidate: {figures['baseline_passed']} of {figures['paired']} paired"))
+        rows.append(_said(f"passed with it: {figures['candidate_passed']} of {figures['paired']} paired"))
+        totals = {k: v for k, v in totals.items() if k not in figures}
+    for key, noun in (("improved", "improved"), ("regressed", "regressed"), ("errors", "errors")):
+        if isinstance(totals.get(key), int):
+            rows.append(_said(formatting.count(totals.pop(key), noun)))
+    return rows + _field_changes({}, {"totals": totals} if totals else {}, record_ids=False)
+
+
+# Actions whose snapshot has a known shape, read in words; any other falls back to its fields.
+_ACTION_CHANGES = {
+    AuditEvent.Action.MINE: _mining_run_changes,
+    AuditEvent.Action.EVAL_FINISH: _eval_totals_changes,
+}
+# Actions whose snapshot's top-level keys are records' identifiers (library/ingest/outcomes.py).
+_RECORD_KEYED = {AuditEvent.Action.OUTCOMES}
+
+
 def audit_changes(event: AuditEvent) -> list[tuple[str, str, str]]:
-    """(what, before, after) of an event: the fields whose value changed, each with its identifier
-    verbatim ("hA-otel-1 · rating") and its key in words; a field that did not change is shown once
+    """(what, before, after) of an event: a known action's change in words (a mining run's counts
+    with their nouns), else the fields whose value changed, each key in words and a record's
+    identifier verbatim ("hA-otel-1 · rating"); a field that did not change is shown once
     (before == after) when it names the record (a version number, an intent), left out when it is
-    one of a nested record's unchanged fields. A side that lacks the field shows as an empty string."""
-    before, after = _leaves(event.before or {}), _leaves(event.after or {})
+    one of a nested record's unchanged fields. A side that lacks the field shows as an empty string;
+    an empty `what` is a change that reads as a whole phrase."""
+    reader = _ACTION_CHANGES.get(event.action)
+    if reader is not None and not event.before and isinstance(event.after, dict):
+        return reader(event.after)
+    return _field_changes(event.before or {}, event.after or {}, record_ids=event.action in _RECORD_KEYED)
+
+
+def _field_changes(before_snapshot: dict, after_snapshot: dict, *, record_ids: bool) -> list[tuple[str, str, str]]:
+    before = _leaves(before_snapshot, record_ids=record_ids)
+    after = _leaves(after_snapshot, record_ids=record_ids)
     changes = []
     for ident, field in sorted({*before, *after}):
         old = shown(before[(ident, field)]) if (ident, field) in before else ""

@@ -201,3 +201,61 @@ def test_a_long_text_changed_deep_inside_is_cut_to_where_it_differs():
     old, new = focused(before, after)
     assert old != new and old.startswith("…") and new.startswith("…")
     assert "Then close." in old and "Then ask whether" in new
+
+
+def test_a_mining_run_reads_in_words_without_its_snapshot_keys(client, admin_user):
+    """The review pass found "versions: 7" (a version's id) and "counts · …: 0" on the demo's mining row."""
+    from library.demo import seed_demo
+
+    # given the demo's mining run (one candidate, refund.over_limit v2)
+    agent = seed_demo().agent
+    event = AuditEvent.objects.get(action=AuditEvent.Action.MINE, agent=agent)
+    counts = event.after["counts"]
+    client.force_login(admin_user)
+    # when
+    page = client.get(reverse("reviews:ops_audit"), {"action": "mine"})
+    # then
+    (row,) = page.context["page"]
+    html = page.content.decode()
+    cell = html[html.index('<td class="changes">') :]
+    cell = cell[: cell.index("</td>")]
+    assert "<div><span>1 version proposed</span></div>" in cell
+    assert f"<div><span>{counts['sessions']:,} sessions</span></div>" in cell
+    assert f"{counts['withoutIntent']} without an intent (not mined)" in cell
+    assert ("mining run", "", str(event.after["miningRun"])) in row.changes
+    for raw in ("versions:", "counts", "withoutIntent", "tooFewToolCalls", "miningRun", " · "):
+        assert raw not in cell, raw
+
+
+def test_an_unknown_nested_key_reads_in_words_not_as_a_path(client, admin_user, agent):
+    # given a snapshot the page has no reader for, with a nested object under a camelCase key
+    audit(action=AuditEvent.Action.SETTINGS, actor=admin_user, agent=agent, after={"webhookTargets": {"retryCount": 3}})
+    client.force_login(admin_user)
+    (event,) = client.get(reverse("reviews:ops_audit"), {"action": "settings"}).context["page"]
+    assert event.changes == [("webhook targets · retry count", "", "3")]
+
+
+def test_a_finished_eval_run_reads_its_totals_in_words(client, admin_user, agent):
+    totals = {
+        "cases": 8,
+        "paired": 7,
+        "errors": 1,
+        "baseline_passed": 3,
+        "candidate_passed": 6,
+        "improved": 3,
+        "regressed": 0,
+    }
+    after = {"run": 4, "state": "done", "verdict": "pass", "totals": totals}
+    audit(action=AuditEvent.Action.EVAL_FINISH, actor_label="eval", agent=agent, after=after)
+    client.force_login(admin_user)
+    (event,) = client.get(reverse("reviews:ops_audit"), {"action": "eval_finish"}).context["page"]
+    said = [what for key, what, _ in event.changes if not key]
+    assert said == [
+        "8 cases",
+        "passed without the candidate: 3 of 7 paired",
+        "passed with it: 6 of 7 paired",
+        "3 improved",
+        "0 regressed",
+        "1 error",
+    ]
+    assert ("verdict", "", "pass") in event.changes and not any("totals" in key for key, _, _ in event.changes)
