@@ -55,6 +55,24 @@ def eval_resolution_rates(versions: Iterable[ProcedureVersion]) -> dict[int, Rat
     return rates
 
 
+def eval_rate_absence(version: ProcedureVersion) -> str:
+    """Why the version has no eval result on its intent, in words for the metrics page: a figure
+    of "0 of 0" reads as a measured failure. Only meaningful when eval_resolution_rates gave
+    Rate(0, 0) for the version."""
+    run = version.approval_eval_run
+    if run is None:
+        return "none: it was never approved through an eval run"
+    results = EvalCaseResult.objects.filter(run=run, arm=EvalCaseResult.Arm.CANDIDATE)
+    if not results.exists():
+        # the demo's and the lifecycle tests' seeded approvals: a passing run recorded without a replay
+        note = (run.verdict_detail or {}).get("note", "")
+        return f"none: eval run #{run.pk} replayed no cases" + (f" ({note.rstrip('.')})" if note else "")
+    intent = version.procedure.intent.name
+    if not results.filter(case__intent_id=version.procedure.intent_id).exists():
+        return f"none: eval run #{run.pk} had no case of intent {intent}"
+    return f"none: every case of intent {intent} errored in eval run #{run.pk}"
+
+
 # ---------------------------------------------------------------------------------------------- reading the rollup
 
 

@@ -178,6 +178,7 @@ def ops_version_metrics(request: HttpRequest, pk: int) -> HttpResponse:
             "version": version,
             "fig": fig,
             "drop": resolution_drop_test(observed=fig.with_rate, expected=fig.eval_rate),
+            "eval_absence": reads.eval_rate_absence(version) if fig.eval_rate.total == 0 else "",
             "charts": [resolution, selected, bare, chars],
             "quality": version_quality_report(version, start, end),
             "changes": changes,

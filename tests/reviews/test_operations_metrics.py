@@ -4,6 +4,7 @@ fixture, the incremental refresh, the p95 histogram, the drop test and the warni
 from __future__ import annotations
 
 import math
+import re
 from datetime import UTC, datetime, time, timedelta
 from itertools import count
 
@@ -328,3 +329,37 @@ def test_agent_daily_counts_bare_sessions_only_for_intents_that_had_an_active_pr
     assert days[today]["sessions"] == 24 and days[today]["resolution"] == Rate(8 + 2 + 1 + 6, 10 + 5 + 1 + 6)
     # yesterday v1 was not ACTIVE yet: no intent had a procedure
     assert days[yesterday]["bare"] == Rate(0, 0) and days[yesterday]["model"] == "m-0"
+
+
+def _eval_row(page) -> str:
+    text = " ".join(page.content.decode().split())
+    return re.search(r"<th>Eval result \(candidate arm, this intent\)</th>(.*?)</tr>", text).group(1)
+
+
+def test_a_version_approved_by_a_run_without_a_replay_says_why_it_has_no_eval_result(
+    client, admin_user, outsider, candidate, approver
+):
+    # given: the demo's refund.over_limit v1, approved with a passing run recorded without a replay
+    version = activate(candidate, approver)
+    client.force_login(admin_user)
+    # when
+    page = client.get(reverse("reviews:ops_version_metrics", args=[version.pk]))
+    # then: no "— (0 of 0)", which reads as a measured result, but the reason
+    row = _eval_row(page)
+    assert "(0 of 0)" not in row
+    assert f"none: eval run #{version.approval_eval_run_id} replayed no cases" in row
+    client.force_login(outsider)
+    assert client.get(reverse("reviews:ops_version_metrics", args=[version.pk])).status_code == 404
+
+
+def test_a_run_without_a_case_of_the_versions_intent_is_named_as_such(client, admin_user, candidate, approver):
+    version = activate(candidate, approver)
+    other = version.procedure.agent.intents.get(name="order_status")
+    case = RegressionCase.objects.create(agent=version.procedure.agent, intent=other, task="other intent")
+    EvalCaseResult.objects.create(
+        run=version.approval_eval_run, case=case, arm=EvalCaseResult.Arm.CANDIDATE, passed=True
+    )
+    client.force_login(admin_user)
+    row = _eval_row(client.get(reverse("reviews:ops_version_metrics", args=[version.pk])))
+    assert "(0 of 0)" not in row
+    assert f"had no case of intent {version.procedure.intent.name}" in row
