@@ -170,12 +170,12 @@ def count(number: Any, noun: str) -> str:
 
 # What an eval intent's two figures are, said once under the table that lists them per intent.
 EVAL_TESTS_WORDS = (
-    "improved / regressed p: exact one-sided sign tests on the cases whose result changed, "
-    "how likely so many of them improved (or regressed) if the candidate changed nothing"
+    "p = … / p = …: each intent's two exact one-sided sign tests on the cases whose result changed, "
+    "how likely so many of them improved (first) or regressed (second) if the candidate changed nothing"
 )
 
 
 def eval_tests_figures(p_improve: Any, p_regress: Any) -> str:
-    """An eval intent's two exact one-sided sign tests, figures only (EVAL_TESTS_WORDS says what
-    they are): "improved: p = 0.0039 / regressed: p = 1"."""
-    return f"{p_value(p_improve, 'improved: p')} / {p_value(p_regress, 'regressed: p')}"
+    """An eval intent's two exact one-sided sign tests, figures only, improved first (EVAL_TESTS_WORDS
+    says what they are): "p = 0.0039 / p = 1"."""
+    return f"{p_value(p_improve)} / {p_value(p_regress)}"
