@@ -558,8 +558,9 @@ class AgentSettingsForm(forms.Form):
         required=False,
         min_value=1,
         max_value=1000,
-        label=CAPTURE_LABELS["coding_min_traces"],
-        help_text="Coding agents: a task family becomes a candidate once this many resolved sessions ran a verify command. Empty keeps the current value.",
+        # the page's "Coding agents" section says whom it is for; the label does not repeat it
+        label="Resolved sessions with a verify command per task family",
+        help_text="A task family becomes a candidate once this many resolved sessions ran a verify command. Empty keeps the current value.",
     )
     # task family rules (coding_family_rules): their own formset (FamilyRuleFormSet), one row per rule
     environments = forms.CharField(
@@ -581,7 +582,7 @@ class AgentSettingsForm(forms.Form):
                 self.fields[name] = forms.CharField(
                     required=False,
                     max_length=MAX_LIMIT_TEXT,
-                    label=f"API limit: {label}, {who_label}",
+                    label=f"{label}, {who_label}",  # under the page's "API limits" section
                     help_text=f"Empty: the default, {DEFAULT_LIMITS[endpoint][who]}. Over it, the agent gets 429 with Retry-After.",
                     widget=forms.TextInput(attrs={"placeholder": DEFAULT_LIMITS[endpoint][who]}),
                 )
