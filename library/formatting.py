@@ -21,6 +21,7 @@ from typing import Any
 from procmem_client.ranking import score_text
 
 MINUS = "−"  # U+2212, the sign pages print before a negative figure
+NBSP = "\u00a0"  # a space a line does not break at
 P_FLOOR = 0.001
 
 
@@ -177,5 +178,6 @@ EVAL_TESTS_WORDS = (
 
 def eval_tests_figures(p_improve: Any, p_regress: Any) -> str:
     """An eval intent's two exact one-sided sign tests, figures only, improved first (EVAL_TESTS_WORDS
-    says what they are): "p = 0.0039 / p = 1"."""
-    return f"{p_value(p_improve)} / {p_value(p_regress)}"
+    says what they are): "p = 0.0039 / p = 1", each figure unbreakable (no-break spaces) so a
+    narrow column does not wrap "p" away from its value."""
+    return " / ".join(p_value(p).replace(" ", NBSP) for p in (p_improve, p_regress))

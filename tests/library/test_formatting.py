@@ -99,8 +99,8 @@ def test_counts_of_labels():
 
 
 def test_an_evals_two_tests_figures_per_intent_and_their_words_once():
-    assert formatting.eval_tests_figures(0.00391, 1.0) == "p = 0.00391 / p = 1"
-    assert formatting.eval_tests_figures(None, 0.0001) == "p not computed / p < 0.001"
+    assert formatting.eval_tests_figures(0.00391, 1.0) == "p\u00a0=\u00a00.00391 / p\u00a0=\u00a01"
+    assert formatting.eval_tests_figures(None, 0.0001) == "p\u00a0not\u00a0computed / p\u00a0<\u00a00.001"
     assert "exact one-sided sign tests on the cases whose result changed" in formatting.EVAL_TESTS_WORDS
 
 

@@ -363,7 +363,7 @@ def test_eval_panel_says_what_the_sign_tests_are_once_and_each_row_only_its_figu
     assert "two exact one-sided sign tests on the cases whose result changed" in panel
     assert "improved (first) or regressed (second) if the candidate changed nothing" in panel
     for p in ("0.0625", "0.125", "0.188"):
-        assert f"p = {p} / p = 1" in panel
+        assert f"p\u00a0=\u00a0{p} / p\u00a0=\u00a01" in panel  # no-break spaces: a figure never wraps
 
 
 def test_eval_panel_says_when_the_active_set_moved(reviewer_client, mined_v2):

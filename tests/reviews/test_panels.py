@@ -362,7 +362,7 @@ def test_eval_panel_reads_the_eval_runners_verdict_detail(candidate):
         "improved",
         True,
     )
-    assert "p = 0.0625 / p = 1" in target.note and target.sign_tests
+    assert "p\u00a0=\u00a00.0625 / p\u00a0=\u00a01" in target.note and target.sign_tests
     assert "3 improved" in target.note and "sign test" not in target.note  # said once, under the table
     assert "improved (first) or regressed (second)" in panel.tests_words
     assert (other.baseline, other.candidate, other.delta, other.verdict) == ("3/3", "3/3", "±0 pts", "unchanged")
