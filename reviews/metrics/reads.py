@@ -59,18 +59,23 @@ def eval_rate_absence(version: ProcedureVersion) -> str:
     """Why the version has no eval result on its intent, in words for the metrics page: a figure
     of "0 of 0" reads as a measured failure. Only meaningful when eval_resolution_rates gave
     Rate(0, 0) for the version."""
-    run = version.approval_eval_run
-    if run is None:
+    run_id = version.approval_eval_run_id
+    if run_id is None:
         return "none: it was never approved through an eval run"
-    results = EvalCaseResult.objects.filter(run=run, arm=EvalCaseResult.Arm.CANDIDATE)
-    if not results.exists():
+    # one query for the intents the run's candidate arm has cases of (a 0-of-0 figure: few or none)
+    intents = set(
+        EvalCaseResult.objects.filter(run_id=run_id, arm=EvalCaseResult.Arm.CANDIDATE)
+        .values_list("case__intent_id", flat=True)
+        .distinct()
+    )
+    if not intents:
         # the demo's and the lifecycle tests' seeded approvals: a passing run recorded without a replay
-        note = (run.verdict_detail or {}).get("note", "")
-        return f"none: eval run #{run.pk} replayed no cases" + (f" ({note.rstrip('.')})" if note else "")
+        note = (version.approval_eval_run.verdict_detail or {}).get("note", "")
+        return f"none: eval run #{run_id} replayed no cases" + (f" ({note.rstrip('.')})" if note else "")
     intent = version.procedure.intent.name
-    if not results.filter(case__intent_id=version.procedure.intent_id).exists():
-        return f"none: eval run #{run.pk} had no case of intent {intent}"
-    return f"none: every case of intent {intent} errored in eval run #{run.pk}"
+    if version.procedure.intent_id not in intents:
+        return f"none: eval run #{run_id} had no case of intent {intent}"
+    return f"none: every case of intent {intent} errored in eval run #{run_id}"
 
 
 # ---------------------------------------------------------------------------------------------- reading the rollup

@@ -271,7 +271,7 @@ def test_pages_show_the_figures_with_a_fixed_number_of_queries(
     assert report.total.adherence == Rate(8, 13) and [r.user for r in report.reviewers] == ["admin", "reviewer"]
     assert 'id="quality-figures"' in html and "61.5 %" in html  # 8 of 13
     assert html.count('class="interval-row"') == len(report.versions) + 2
-    with django_assert_num_queries(14):  # 12 of the page, 2 of the quality section
+    with django_assert_num_queries(16):  # 12 of the page, 2 of the quality section, 2 saying why it has no eval result
         page = client.get(reverse("reviews:ops_version_metrics", args=[world["a"].pk]))
     assert page.status_code == 200
     assert "66.7 %" in page.content.decode() and page.context["quality"].figures.adherence == Rate(4, 6)
