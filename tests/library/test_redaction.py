@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from library.redaction.echo import KnownValues, collect_known_values
 from library.redaction.recognizers import compile_agent_patterns, slow_pattern_problem
 from library.redaction.redactor import Redactor, redactor_for_session
+from tests.redaction_support import every_pre_check_off
 
 
 @pytest.fixture
@@ -636,13 +637,6 @@ def test_pre_checks_never_skip_a_recognizer_that_matches(text):
     assert echo._echo_hint(text) == (echo._ECHO_HINT_RE.search(text) is not None)
 
 
-def _every_recognizer(recognizers, features):
-    """select_recognizers without the pre-checks that only save time (keywords, gates, checks):
-    every recognizer whose `needs` the text has runs. `needs` is part of the rule (a passport
-    number has a digit: "passport dearname" is none)."""
-    return [r for r in recognizers if not r.needs or r.needs in features.marks]
-
-
 def _redactions(text: str) -> tuple[str, str, dict[str, str]]:
     """What the redactors make of `text`: the built-in rules alone, and a session that knows
     personal values and harvests the text's own (the echo)."""
@@ -662,21 +656,8 @@ def test_the_pre_checks_change_no_redaction(text):
     # The pre-checks (keywords, gates, checks, the capitalised-word and echo-hint tests) are decided
     # on the whole text while the recognizers run on the pieces between placeholders: with them all
     # switched off, every recognizer runs on every text and piece, and the result is the same.
-    import re
-    from unittest import mock
-
-    from library.redaction import echo
-    from library.redaction import redactor as redactor_module
-
     prefiltered = _redactions(text)
-    always = re.compile("")
-    with (
-        mock.patch.object(redactor_module, "select_recognizers", _every_recognizer),
-        mock.patch.object(redactor_module, "CAPITAL_RE", always),
-        mock.patch.object(echo, "select_recognizers", _every_recognizer),
-        mock.patch.object(echo, "CAPITAL_RE", always),
-        mock.patch.object(echo, "_echo_hint", lambda text, features=None: True),
-    ):
+    with every_pre_check_off():
         full = _redactions(text)
     assert prefiltered == full
 

@@ -17,6 +17,7 @@ from library.redaction import echo
 from library.redaction.recognizers import KEYWORDS, KeywordIndex
 from library.redaction.shapes import BUILTIN_RECOGNIZERS, NAME_RECOGNIZERS, SHAPE_RECOGNIZERS
 from tests.conftest import SWEBENCH_DIR, SWEBENCH_RESULTS, SWEBENCH_TRAJS, require_swebench
+from tests.redaction_support import every_pre_check_off
 
 _ALL_WORDS = sorted(KEYWORDS._words)
 # the keywords, their pieces and neighbours, and characters that fold or change case
@@ -91,10 +92,6 @@ def test_the_echo_hints_bounded_words_match_as_the_plain_pattern(text):
     assert echo._echo_hint(text) == (echo._ECHO_HINT_RE.search(text) is not None)
 
 
-def _every_recognizer(recognizers, features):
-    return [r for r in recognizers if not r.needs or r.needs in features.marks]
-
-
 def _prepared(archive, results) -> list:
     """What ingest stores from the redactor for each session of an archive (as session_prepare)."""
     from library.ingest.formats import ImportOptions, outcomes_from_results, parse_item
@@ -137,20 +134,9 @@ def test_the_real_coding_sessions_redact_as_without_any_pre_check(archive, resul
     # Every pre-check (keywords found in one pass, gates, checks, the echo hint, the capitalised-word
     # test) switched off: every recognizer runs on every text, and the excerpts, task keys and known
     # values of the 140 + 231 real sessions are the same, byte for byte.
-    from unittest import mock
-
-    from library.redaction import redactor as redactor_module
-
     require_swebench()
     fast = _prepared(archive, results)
-    always = re.compile("")
-    with (
-        mock.patch.object(redactor_module, "select_recognizers", _every_recognizer),
-        mock.patch.object(redactor_module, "CAPITAL_RE", always),
-        mock.patch.object(echo, "select_recognizers", _every_recognizer),
-        mock.patch.object(echo, "CAPITAL_RE", always),
-        mock.patch.object(echo, "_echo_hint", lambda text, features=None: True),
-    ):
+    with every_pre_check_off():
         plain = _prepared(archive, results)
     assert len(fast) == len(plain) > 100
     for got, want in zip(fast, plain):
