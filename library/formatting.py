@@ -148,6 +148,8 @@ _SINGULAR = {
     "spans": "span",
     "attempts": "attempt",
     "agents": "agent",
+    "fields": "field",
+    "figures": "figure",
 }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
 
@@ -130,7 +131,15 @@ def _mining_run_changes(after: dict) -> list[tuple[str, str, str]]:
         rows.append(_said(formatting.count(len(versions), "versions proposed")))
     counts = rest.pop("counts", None)
     if isinstance(counts, dict):
-        rows.extend(_said(item) for item in figure_items(counts))
+        # the sessions read on a line of their own, the other counts as one sentence: a reviewer reads
+        # the run at a glance (the review pass found 19 lines folded as "15 more fields"); a count of
+        # zero records nothing and is left out (the CSV export and the run's page have every count)
+        counts = dict(counts)
+        if "sessions" in counts:
+            rows.append(_said(formatting.count(counts.pop("sessions"), "sessions")))
+        said = figure_items({key: value for key, value in counts.items() if value != 0})
+        if said:
+            rows.append(_said(", ".join(said)))
     return rows + _field_changes({}, rest, record_ids=False)
 
 
@@ -174,6 +183,37 @@ def audit_changes(event: AuditEvent) -> list[tuple[str, str, str]]:
     if reader is not None and not event.before and isinstance(event.after, dict):
         return reader(event.after)
     return _field_changes(event.before or {}, event.after or {}, record_ids=event.action in _RECORD_KEYED)
+
+
+SHOWN_CHANGES = 4  # a row shows this many changes when it has more than one more; the rest fold away
+
+
+@dataclass(frozen=True)
+class FoldedChanges:
+    """An event's changes as its audit row shows them: the first ones, and the rest behind a
+    disclosure whose summary names what it holds ("also active, name, task and 3 other fields")."""
+
+    shown: list[tuple[str, str, str]]
+    folded: list[tuple[str, str, str]]
+
+    @property
+    def folded_summary(self) -> str:
+        names = [what for what, _, _ in self.folded if what]
+        phrases = len(self.folded) - len(names)
+        parts = names[:SHOWN_CHANGES]
+        if len(names) > SHOWN_CHANGES:
+            parts.append(formatting.count(len(names) - SHOWN_CHANGES, "other fields"))
+        if phrases:
+            parts.append(formatting.count(phrases, "more figures"))
+        return "also " + (", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0])
+
+
+def fold_changes(changes: list[tuple[str, str, str]]) -> FoldedChanges:
+    """An event's changes (`audit_changes`), the first SHOWN_CHANGES shown and the rest folded
+    (never a single one folded: it takes the summary's line anyway)."""
+    if len(changes) <= SHOWN_CHANGES + 1:
+        return FoldedChanges(changes, [])
+    return FoldedChanges(changes[:SHOWN_CHANGES], changes[SHOWN_CHANGES:])
 
 
 def _field_changes(before_snapshot: dict, after_snapshot: dict, *, record_ids: bool) -> list[tuple[str, str, str]]:

@@ -16,11 +16,14 @@ from library import formatting
 
 # A mining run's counts and a report entry's figures (library/mining/skeletons.py intent_figures), as
 # a count reads: "12 resolved by escalation", "3 with too few tool calls".
-FIGURE_LABELS = {
+FIGURE_LABELS = {  # in the order a page lists them: what was read, what was left out, the outcomes, the groups
     "sessions": "sessions",
-    "mined": "mined",
-    "heldBack": "held back for the backtest",
+    "withoutIntent": "without an intent (not mined)",
+    "withoutOutcome": "without outcome",
+    "awaitingLabel": "waiting for a final label (not mined)",
     "tooFewToolCalls": "with too few tool calls",
+    "heldBack": "held back for the backtest",
+    "mined": "mined",
     "resolved": "resolved",
     "resolvedByEscalation": "resolved by escalation",
     "failed": "failed",
@@ -32,10 +35,7 @@ FIGURE_LABELS = {
     "topSupport": "tasks follow the top skeleton",
     "failedWithSkeleton": "failed tasks follow the skeleton",
     # the run's counts
-    "withoutIntent": "without an intent (not mined)",
-    "withoutOutcome": "without outcome",
     "intents": "intents",
-    "awaitingLabel": "waiting for a final label (not mined)",
     "groups": "skeleton groups",
     "groupsTested": "groups tested",
     "credible": "credible",
@@ -98,12 +98,12 @@ def key_words(key: str) -> str:
 
 
 def figure_items(figures: dict[str, Any]) -> list[str]:
-    """A run's counts or a report entry's figures as words ("12 resolved by escalation"), the skeleton left out."""
-    return [
-        formatting.count(value, FIGURE_LABELS.get(key) or key_words(key))
-        for key, value in figures.items()
-        if key != "topSkeleton"
-    ]
+    """A run's counts or a report entry's figures as words ("12 resolved by escalation"), the skeleton left out,
+    in the order of FIGURE_LABELS (the order a run counts in; PostgreSQL's jsonb keeps keys sorted by
+    length), keys it does not know last."""
+    order = {key: index for index, key in enumerate(FIGURE_LABELS)}
+    keys = sorted((key for key in figures if key != "topSkeleton"), key=lambda key: order.get(key, len(order)))
+    return [formatting.count(figures[key], FIGURE_LABELS.get(key) or key_words(key)) for key in keys]
 
 
 def value_words(value: Any) -> str:

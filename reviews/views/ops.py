@@ -48,7 +48,7 @@ from library.permissions import manage_checker, user_can_manage_agent, user_can_
 
 from .. import rights, selectors
 from ..access import get_agent_for_user, get_version_for_user, operable_agents, signed_in
-from ..audit import AUDIT_FILTERS, audit_changes, audit_csv_rows, audit_events
+from ..audit import AUDIT_FILTERS, audit_changes, audit_csv_rows, audit_events, fold_changes
 from ..forms import approver_right_from_post
 from ..models import DemotionProposal
 from ..services import demotion_confirm, demotion_dismiss
@@ -487,6 +487,7 @@ def ops_audit(request: HttpRequest) -> HttpResponse:
     page = Paginator(events, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
     for event in page:
         event.changes = audit_changes(event)
+        event.folded = fold_changes(event.changes)
     query = urlencode({k: v for k, v in filters.items() if v})
     context = {
         "page": page,

@@ -190,7 +190,19 @@ def test_a_row_with_many_fields_shows_four_and_folds_the_rest(client, admin_user
     row = row[: row.index("</td>")]
     folded = row[row.index('<details class="more-changes">') :]
     assert row.count("<div>") == 12 and folded.count("<div>") == 8
-    assert "<summary>8 more fields</summary>" in folded and folded.endswith("</details>")
+    # the summary names what it folds, not "8 more fields" (the review pass could not tell what hid there)
+    summary = "<summary>also field 04, field 05, field 06, field 07 and 4 other fields</summary>"
+    assert summary in folded and folded.endswith("</details>")
+
+
+def test_a_folded_summary_names_the_fields_and_counts_the_figures():
+    from reviews.audit import fold_changes
+
+    named = [(f"field {index}", "", "x") for index in range(6)]
+    assert fold_changes(named[:5]).folded == []  # five fit: folding one would not save a line
+    assert fold_changes(named).folded_summary == "also field 4 and field 5"
+    figures = [("", f"{index} resolved", f"{index} resolved") for index in range(2, 8)]
+    assert fold_changes(named[:5] + figures[:1]).folded_summary == "also field 4 and 1 more figure"
 
 
 def test_a_long_text_changed_deep_inside_is_cut_to_where_it_differs():
@@ -222,6 +234,10 @@ def test_a_mining_run_reads_in_words_without_its_snapshot_keys(client, admin_use
     assert "<div><span>1 version proposed</span></div>" in cell
     assert f"<div><span>{counts['sessions']:,} sessions</span></div>" in cell
     assert f"{counts['withoutIntent']} without an intent (not mined)" in cell
+    # every count in view as one sentence, not folded behind "15 more fields"; a count of 0 left out
+    assert "<details" not in cell and "more fields" not in cell
+    assert f"{counts['resolved']} resolved, {counts['failed']} failed" in cell
+    assert counts["quarantined"] == 0 and "quarantined" not in cell
     assert ("mining run", "", str(event.after["miningRun"])) in row.changes
     for raw in ("versions:", "counts", "withoutIntent", "tooFewToolCalls", "miningRun", " · "):
         assert raw not in cell, raw
