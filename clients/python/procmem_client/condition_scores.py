@@ -124,9 +124,15 @@ class Conditions:
         idf: Mapping[str, float],
         word_row_of: Mapping[str, int] | None,
         word_row_idf: np.ndarray | None,
+        third_width: int = 0,
+        third_weight: float = 0.0,
     ) -> None:
+        """`third_width`: the last columns of every vector that belong to a routed backend's third
+        model (embeddings.RoutedBackend), kept apart as `third_clause_matrix` when `third_weight`
+        weighs them, and left out of `clause_matrix` either way."""
         self.n = len(records)
         self.clause_matrix: np.ndarray | None = None
+        self.third_clause_matrix: np.ndarray | None = None
         self.lexicon: ClauseLexicon | None = None
         self.money_ranges: dict[int, list[tuple[float, float]]] = {}
         if amount_weight:
@@ -153,7 +159,12 @@ class Conditions:
         if clause_lexical:
             self.lexicon = ClauseLexicon(compound, texts, idf=idf, word_row_of=word_row_of, word_row_idf=word_row_idf)
         if clause_match:
-            self.clause_matrix = cache.matrix(list(row_of))
+            matrix = cache.matrix(list(row_of))
+            if third_width:
+                if third_weight:
+                    self.third_clause_matrix = np.ascontiguousarray(matrix[:, -third_width:])
+                matrix = np.ascontiguousarray(matrix[:, :-third_width])
+            self.clause_matrix = matrix
             self.clause_rows = np.asarray(rows, dtype=np.int64)
             self.clause_records = np.asarray(compound, dtype=np.int64)
             self.clause_starts = np.asarray(starts, dtype=np.int64)
@@ -178,6 +189,25 @@ class Conditions:
         by_record[self.clause_records] = weakest
         mine = by_record[candidates]
         return np.where(np.isnan(mine), semantic, mine)
+
+    def third(
+        self,
+        candidates: np.ndarray,
+        whole: np.ndarray,
+        vector: np.ndarray,
+        calibrate: Callable[[np.ndarray], np.ndarray],
+    ) -> np.ndarray:
+        """A routed backend's third model's score for each candidate (its part of the task's vector,
+        `vector`): a compound appliesWhen's weakest clause's calibrated cosine, the others' `whole`
+        (the appliesWhen's, already the candidates')."""
+        if self.third_clause_matrix is None:
+            return whole
+        products = semantic_read.whole_products(self.third_clause_matrix, vector)
+        weakest = np.minimum.reduceat(np.asarray(calibrate(products))[self.clause_rows], self.clause_starts)
+        by_record = np.full(self.n, np.nan)
+        by_record[self.clause_records] = weakest
+        mine = by_record[candidates]
+        return np.where(np.isnan(mine), whole, mine)
 
     def lexical(
         self,

@@ -65,6 +65,12 @@ class EmbeddingCache:
         backend = self.backend
         return backend.calibrate(scores) if backend is not None else scores
 
+    def third_calibrate(self, scores: np.ndarray) -> np.ndarray:
+        """A routed backend's third model's cosines on the floors' scale (embeddings.RoutedBackend)."""
+        backend = self.backend
+        calibrate = getattr(backend, "third_calibrate", None) if backend is not None else None
+        return calibrate(scores) if calibrate is not None else scores
+
     @staticmethod
     def key(text: str) -> str:
         return hashlib.sha1(text.encode("utf-8")).hexdigest()
@@ -89,17 +95,29 @@ class EmbeddingCache:
                     self._vectors[k] = np.asarray(vector, dtype=np.float32)
         return keys
 
-    def matrix_blocks(self, texts: Sequence[str], tail: int) -> list[np.ndarray]:
-        """The texts' `matrix` as two contiguous column blocks, the first width minus `tail`
-        columns and the last `tail` (one block when the vectors are no wider than `tail`), filled
-        a few thousand rows at a time so that the whole matrix is never held twice. A routed
-        backend's task vector fills one block only (ranking.Index.semantic_scores)."""
+    def matrix_blocks(
+        self, texts: Sequence[str], tail: int, third: int = 0, *, with_third: bool = True
+    ) -> list[np.ndarray]:
+        """The texts' `matrix` as contiguous column blocks, the first width minus `tail` (and minus
+        `third`) columns and the next `tail` (one block when the vectors are no wider than `tail`),
+        then, with a routed backend's third model (`third` > 0), its last `third` columns as a block
+        of their own (left out with `with_third=False`); filled a few thousand rows at a time so that
+        the whole matrix is never held twice. A routed backend's task vector fills one of the first
+        blocks only (ranking.Index.semantic_scores); the third block is read apart
+        (Index.third_scores)."""
         if not texts:
             return [np.zeros((0, 0), dtype=np.float32)]
         keys = self._embed_unseen(texts)
         with self._lock:
             width = self._vectors[keys[0]].shape[0]
-            bounds = [(0, width - tail), (width - tail, width)] if 0 < tail < width else [(0, width)]
+            first_width = width - third
+            bounds = (
+                [(0, first_width - tail), (first_width - tail, first_width)]
+                if 0 < tail < first_width
+                else [(0, first_width)]
+            )
+            if third and with_third:
+                bounds.append((first_width, width))
             blocks = [np.empty((len(keys), end - start), dtype=np.float32) for start, end in bounds]
             for first in range(0, len(keys), 8192):
                 chunk = np.stack([self._vectors[k] for k in keys[first : first + 8192]])

@@ -233,19 +233,32 @@ class RoutedBackend:
     language to the second (terms.is_english), scaled so that a dot product is that model's
     calibrated cosine. An English task is then ranked exactly as by the first model alone, and a
     German or Japanese one by the multilingual model. Costs both models' time to embed a
-    procedure, one model's to embed a task."""
+    procedure, one model's to embed a task.
 
-    def __init__(self, english: Backend, other: Backend) -> None:
+    With a third name, "ENGLISH+MULTILINGUAL+THIRD" (the default "minilm+use-multilingual+e5-small"),
+    the third model's vector is carried too, by procedures (every part scaled by 1/sqrt(3)) and by
+    every task whatever its language (its raw cosine with a procedure's part): the ranker reads it
+    apart from the semantic score, as the third model's weakest-clause cosine
+    (SelectionConfig.third_model_weight, ranking.py). Costs three models' time to embed a procedure,
+    the language's model and the third to embed a task."""
+
+    def __init__(self, english: Backend, other: Backend, third: Backend | None = None) -> None:
         for part in (english, other):
             if getattr(part, "offset", 0.0):
                 raise ValueError(f"EMBEDDING_BACKEND: {part.name} cannot be a part of a routed backend")
-        self.parts = [english, other]
-        self.name = f"{english.name}+{other.name}"
-        digest = hashlib.sha256(f"{english.model_id}+{other.model_id}".encode()).hexdigest()[:16]
+        # the third may be stretched (e5): its cosine is calibrated by the ranker, not here
+        self.parts = [english, other] + ([third] if third is not None else [])
+        self.third = third
+        self.name = "+".join(part.name for part in self.parts)
+        digest = hashlib.sha256("+".join(part.model_id for part in self.parts).encode()).hexdigest()[:16]
         self.model_id = self.name[:47] + ":" + digest
 
     def dimension(self) -> int:
         return sum(part.dimension() for part in self.parts)
+
+    def third_width(self) -> int:
+        """The third model's columns at the end of every vector (0 without a third model)."""
+        return self.third.dimension() if self.third is not None else 0
 
     def embed(self, texts: list[str]) -> np.ndarray:
         return self.combine([part.embed(list(texts)) for part in self.parts])
@@ -263,22 +276,27 @@ class RoutedBackend:
 
     def route(self, text: str, embed_with) -> np.ndarray:
         """A task's vector: its language's part (embedded by `embed_with(part)`) in its place, zeros
-        in the other's."""
+        in the other's; the third model's part, when there is one, always."""
         from .terms import is_english
 
         chosen = 0 if is_english(text) else 1
+        stretch = np.sqrt(float(len(self.parts)))
         pieces = []
         for number, part in enumerate(self.parts):
             if number == chosen:
-                pieces.append(
-                    np.asarray(embed_with(part), dtype=np.float32) * np.sqrt(2.0) * getattr(part, "scale", 1.0)
-                )
+                pieces.append(np.asarray(embed_with(part), dtype=np.float32) * stretch * getattr(part, "scale", 1.0))
+            elif number == 2:  # the third model's raw cosine; the ranker calibrates it (third_calibrate)
+                pieces.append(np.asarray(embed_with(part), dtype=np.float32) * stretch)
             else:
                 pieces.append(np.zeros(part.dimension(), dtype=np.float32))
         return np.concatenate(pieces).astype(np.float32)
 
     def calibrate(self, scores: np.ndarray) -> np.ndarray:
         return scores  # the task's part is scaled already
+
+    def third_calibrate(self, scores: np.ndarray) -> np.ndarray:
+        """The third model's cosines on the floors' scale (its own calibration: e5's stretch)."""
+        return self.third.calibrate(scores) if self.third is not None else scores
 
     def embed_words(self, texts: list[str]) -> np.ndarray:
         """Single words by the multilingual model alone (unit vectors, its own cosines): the
@@ -290,7 +308,7 @@ class RoutedBackend:
         """Two procedures' texts (the library's language) compared as the English model compares
         them, so the conflict scan's and the write screen's thresholds keep their meaning."""
         width = self.parts[0].dimension()
-        return float(2.0 * np.dot(a[:width], b[:width]))
+        return float(len(self.parts) * np.dot(a[:width], b[:width]))
 
 
 def query_embedder(chosen: Backend):
@@ -340,9 +358,11 @@ def backend(spec: str | None = None) -> Backend:
         return found
     if "+" in spec and not spec.startswith("sentence-transformers:"):
         parts = spec.split("+")
-        if len(parts) != 2:
-            raise ValueError(f"EMBEDDING_BACKEND {spec!r}: a routed backend is ENGLISH+MULTILINGUAL, two names")
-        made: Backend = RoutedBackend(backend(parts[0]), backend(parts[1]))
+        if len(parts) not in (2, 3):
+            raise ValueError(
+                f"EMBEDDING_BACKEND {spec!r}: a routed backend is ENGLISH+MULTILINGUAL[+THIRD], two or three names"
+            )
+        made: Backend = RoutedBackend(*(backend(part) for part in parts))
     elif spec == "minilm":
         made = SentenceTransformerBackend(_minilm_path(), name="minilm")
     elif spec == "e5-small":

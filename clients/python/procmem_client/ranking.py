@@ -126,8 +126,14 @@ class Index:
         self.config = config
         self._cache = cache
         n = len(self.records)
-        tail = _routed_tail(cache)
-        self.matrix_blocks = cache.matrix_blocks([r["appliesWhen"] for r in self.records], tail)
+        tail, third = _routed_widths(cache)
+        # a routed backend's third model (SelectionConfig.third_model_weight): the last `third_columns`
+        # of every vector; its appliesWhen columns kept apart (third_block), read only for its own
+        # signal, and not kept for the steps
+        self.third_columns = third
+        self.matrix_blocks = cache.matrix_blocks([r["appliesWhen"] for r in self.records], tail, third)
+        third_block = self.matrix_blocks.pop() if third and n else None
+        self.third_block: np.ndarray | None = third_block if config.third_model_weight else None
         # int8 copies for select's quantised read of a large set (semantic_read.py), with SimSIMD
         wanted = config.quantised_from is not None and n and n >= config.quantised_from
         simsimd = semantic_read.simsimd_module() if wanted else None
@@ -147,7 +153,7 @@ class Index:
                 self.step_ptr[i + 1] = len(rows)
             self.step_rows = np.asarray(rows, dtype=np.int64)
             if row_of:
-                self.step_blocks = cache.matrix_blocks(list(row_of), tail)
+                self.step_blocks = cache.matrix_blocks(list(row_of), tail, third, with_third=False)
                 self.distinct_steps = len(row_of)
 
         # lexical: IDF over the set's appliesWhen texts; documents as sets of stems
@@ -175,6 +181,8 @@ class Index:
             idf=self.idf,
             word_row_of=self.word_row_of,
             word_row_idf=None if self.word_matrix is None else self.word_row_idf,
+            third_width=third,
+            third_weight=config.third_model_weight,
         )
         # a compound the task may write as one word ("desklamp") → the documents with the two words
         # adjacent, per pair of stems they contribute
@@ -266,6 +274,26 @@ class Index:
         (condition_scores.Conditions.semantic); None without compound records."""
         return self.conditions.semantic(candidates, semantic, vector, self._cache.calibrate)
 
+    def third_scores(self, candidates: np.ndarray, third_vector: np.ndarray | None) -> np.ndarray | None:
+        """A routed backend's third model's cosine with the task, calibrated: a compound appliesWhen's
+        weakest clause's, the others' whole text's (condition_scores.Conditions.third); None without
+        a third model (or with its weight 0)."""
+        if self.third_block is None or third_vector is None:
+            return None
+        whole = self._cache.third_calibrate(semantic_read.whole_products(self.third_block, third_vector))
+        return self.conditions.third(
+            candidates, np.asarray(whole)[candidates], third_vector, self._cache.third_calibrate
+        )
+
+    def query_parts(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """A task's vector split: the part the semantic, step and clause signals read (the
+        language models' columns), and a routed backend's third model's part (None without one).
+        A vector of the language columns alone is returned as it is."""
+        third = self.third_columns
+        if not third or vector.shape[0] != sum(block.shape[1] for block in self.matrix_blocks) + third:
+            return vector, None
+        return vector[:-third], (vector[-third:] if self.third_block is not None else None)
+
     def clause_lexical_scores(self, task: str, candidates: np.ndarray, lexical: np.ndarray) -> np.ndarray | None:
         """The lexical score the order uses: a compound appliesWhen's weakest clause's, across
         languages for a task not in English (condition_scores.Conditions.lexical)."""
@@ -314,6 +342,7 @@ class Index:
         if not len(self):
             return np.zeros(0, dtype=np.float32)
         vector = query_vector if query_vector is not None else self._cache.embed_query(task)
+        vector, _ = self.query_parts(vector)
         return self._cache.calibrate(self._products(self.matrix_blocks, vector))
 
     @staticmethod
@@ -448,7 +477,9 @@ class Index:
         if candidates.size == 0:
             empty = np.zeros(0, dtype=np.float64)
             return Signals(candidates, empty, empty, empty, empty, empty)
-        vector = query_vector if query_vector is not None else self._cache.embed_query(task)
+        vector, third_vector = self.query_parts(
+            query_vector if query_vector is not None else self._cache.embed_query(task)
+        )
         semantic = self.semantic_scores(task, vector)[candidates]
         across = self.cross_lingual_scores(task)
         lexical = (self.lexical_scores(task) if across is None else across)[candidates]
@@ -480,6 +511,7 @@ class Index:
             clause=clause,
             amount=amount,
             clause_lexical=clause_lexical,
+            third=self.third_scores(candidates, third_vector),
         )
 
     @staticmethod
@@ -558,6 +590,8 @@ class Index:
         total = self._weighted(semantic, lexical, signals.exact, signals.step, signals.body, config.weights())
         if signals.amount is not None and config.amount_weight:
             total = total + config.amount_weight * signals.amount
+        if signals.third is not None and config.third_model_weight:
+            total = total + config.third_model_weight * np.clip(signals.third, 0.0, 1.0)
         if signals.area is not None and config.area_weight:
             total = total + self.area_total(signals.area, config)
         return total
@@ -632,9 +666,17 @@ class Index:
             raise ValueError(f"k must be between 1 and {MAX_K}")
         candidates = self.candidates(task, intent)
         if self.quantised is not None and candidates.size and candidates.size >= (self.config.quantised_from or 0):
-            vector = query_vector if query_vector is not None else self._cache.embed_query(task)
+            vector, third_vector = self.query_parts(
+                query_vector if query_vector is not None else self._cache.embed_query(task)
+            )
             signals, _ = semantic_read.quantised_signals(
-                self, task=task, candidates=candidates, vector=vector, cap=cap, k=k
+                self,
+                task=task,
+                candidates=candidates,
+                vector=vector,
+                cap=cap,
+                k=k,
+                third=self.third_scores(candidates, third_vector),
             )
         else:
             signals = self.signals(task=task, intent=intent, query_vector=query_vector)
@@ -708,13 +750,17 @@ class Index:
         return explain(self, task=task, intent=intent, cap=cap, query_vector=query_vector)
 
 
-def _routed_tail(cache: EmbeddingCache) -> int:
-    """The width of a routed backend's multilingual part (embeddings.RoutedBackend: a task's vector
+def _routed_widths(cache: EmbeddingCache) -> tuple[int, int]:
+    """The widths of a routed backend's multilingual part (embeddings.RoutedBackend: a task's vector
     fills either the English model's columns or these), so that the index keeps the two models'
-    columns as separate blocks and a task reads only its model's; 0 (one block) for any other
-    backend or an embedder of one's own. USE's width is known without loading the model."""
-    parts = getattr(cache.backend, "parts", None)
-    return int(parts[-1].dimension()) if parts and len(parts) == 2 else 0
+    columns as separate blocks and a task reads only its model's, and of its third model's part
+    (the last columns, read apart: Index.third_scores); (0, 0) (one block) for any other backend or
+    an embedder of one's own. USE's width is known without loading the model."""
+    backend = cache.backend
+    parts = getattr(backend, "parts", None)
+    if not parts or len(parts) not in (2, 3):
+        return 0, 0
+    return int(parts[1].dimension()), int(backend.third_width()) if len(parts) == 3 else 0
 
 
 def _joined(blocks: list[np.ndarray]) -> np.ndarray:

@@ -56,6 +56,11 @@ class SelectionConfig:
     # enters the order with its weakest clause's lexical score too; chosen on the same tuning data
     # (docs/selection.md, "Conditions: clauses and amounts", fourth round)
     clause_lexical: bool = True
+    # a routed backend's third model (embeddings.RoutedBackend, the default's e5-small): its
+    # weakest-clause cosine with the task (calibrated, negative as 0) adds this weight × it to the
+    # total, order only; no signal with a backend of two models or one. Chosen on tau2 airline and
+    # the multilingual tuning split (docs/selection.md, "A third model's weakest clause")
+    third_model_weight: float = 0.5
     use_steps: bool = True
     step_shortlist: int = 1000
     # the area signal of coding procedures (coding.AreaIndex; 0 for every other procedure): a score s
@@ -84,6 +89,7 @@ class SelectionConfig:
             "body_weight",
             "area_weight",
             "amount_weight",
+            "third_model_weight",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"SelectionConfig.{name} must be 0 or more")
@@ -184,3 +190,6 @@ class Signals:
     clause: np.ndarray | None = None
     amount: np.ndarray | None = None
     clause_lexical: np.ndarray | None = None  # the lexical score the order uses (the weakest clause's)
+    # a routed backend's third model's weakest-clause calibrated cosine (Index.third_scores), order
+    # only; None without a third model or with its weight 0
+    third: np.ndarray | None = None

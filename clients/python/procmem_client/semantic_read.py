@@ -209,12 +209,20 @@ class QuantisedBlocks:
 
 
 def quantised_signals(
-    index: Index, *, task: str, candidates: np.ndarray, vector: np.ndarray, cap: int, k: int | None
+    index: Index,
+    *,
+    task: str,
+    candidates: np.ndarray,
+    vector: np.ndarray,
+    cap: int,
+    k: int | None,
+    third: np.ndarray | None = None,
 ) -> tuple[Signals, int]:
     """`index.signals` for `select`, the semantic scores read through the int8 codes and read again
     in float32 wherever they can change what `select` returns (module docstring); also how many
     records were read again. Same candidates and step shortlist as `index.signals`; `select`'s
-    totals, eligibility, order and diagnostics over these signals are the float32 path's."""
+    totals, eligibility, order and diagnostics over these signals are the float32 path's. `third`:
+    a routed backend's third model's scores (Index.third_scores), exact already."""
     quantised = index.quantised
     assert quantised is not None
     cache, config = index._cache, index.config
@@ -281,6 +289,7 @@ def quantised_signals(
         clause=index.clause_scores(candidates, semantic, vector),
         amount=index.amount_scores(task, candidates),
         clause_lexical=index.clause_lexical_scores(task, candidates, lexical),
+        third=third,
     )
 
     def current_totals() -> np.ndarray:
