@@ -53,7 +53,9 @@ def interval_chart(*, title: str, items: list[tuple[str, Rate]], width: int = WI
         ci = rate.interval
         y = round(top + ROW * (i + 0.5), 1)
         title_text = (
-            f"{label}: {rate.percent} ({rate.hits} of {rate.total}{', ' + rate.interval_percent if ci else ''})"
+            f"{label}: {rate.percent} ({rate.hits} of {rate.total}, {rate.interval_percent})"
+            if ci
+            else f"{label}: nothing to count yet"
         )
         rows.append(
             IntervalRow(

@@ -363,3 +363,38 @@ def test_a_run_without_a_case_of_the_versions_intent_is_named_as_such(client, ad
     row = _eval_row(client.get(reverse("reviews:ops_version_metrics", args=[version.pk])))
     assert "(0 of 0)" not in row
     assert f"had no case of intent {version.procedure.intent.name}" in row
+
+
+def test_a_version_without_sessions_says_so_in_words_not_as_0_of_0(client, admin_user, outsider, agent, v1):
+    """The review pass read "Resolution rate with it — (0 of 0)" and tooltips of "0 of 0": with
+    nothing to count, each figure says what is missing."""
+    # given: an ACTIVE version no session has received yet
+    rollup.metrics_refresh(agent=agent)
+    client.force_login(admin_user)
+    # when
+    agent_page = client.get(reverse("reviews:ops_metrics", args=[agent.name])).content.decode()
+    version_page = client.get(reverse("reviews:ops_version_metrics", args=[v1.pk])).content.decode()
+    # then
+    for html in (agent_page, version_page):
+        text = " ".join(html.split())
+        assert "0 of 0" not in text and "(0 of 0" not in text
+    row = agent_page[agent_page.index(f'data-version="{v1.number}"') :]
+    row = " ".join(row[: row.index("</tr>")].split())
+    assert row.count("no outcomes yet") == 2 and "nothing to compare" in row and "none recorded" in row
+    assert "no approvals at least 14 days old yet" in agent_page
+    version_text = " ".join(version_page.split())
+    assert (
+        '<th>Resolution rate with it</th><td class="num"><span class="muted none">no sessions with an outcome yet'
+        in (version_text)
+    )
+    assert "no sessions of the intent yet" in version_text
+    client.force_login(outsider)
+    assert client.get(reverse("reviews:ops_version_metrics", args=[v1.pk])).status_code == 404
+
+
+def test_an_interval_chart_row_without_observations_says_so():
+    from reviews.metrics.interval_chart import interval_chart
+
+    chart = interval_chart(title="Adherence", items=[("a v1", Rate(0, 0)), ("b v1", Rate(3, 4))])
+    assert chart.rows[0].title == "a v1: nothing to count yet" and chart.rows[0].x is None
+    assert chart.rows[1].title.startswith("b v1: 75.0 % (3 of 4, 95 % CI")
