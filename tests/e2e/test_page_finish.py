@@ -100,3 +100,33 @@ def test_the_served_sets_sentences_stay_readable_on_a_phone(live_server, browser
     )
     context.close()
     assert len(widths) == 3 and min(widths) >= 200, widths  # one word wide before (the table scrolls instead)
+
+
+KV_TABLES_JS = """() => [...document.querySelectorAll("table.kv")].map((table) => ({
+  id: table.id,
+  right: table.getBoundingClientRect().right,
+  rows: Math.max(...[...table.rows].map((row) => row.getBoundingClientRect().right)),
+}))"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_figures_tables_rows_stay_inside_its_box(live_server, browser, screenshot, width):
+    """The definition lists' grid (.kv) also styled the figures tables: the table stopped at 860 px
+    while its rows ran on to 1015 px, their right-hand figures outside its white box."""
+    seed_demo()
+    active = ProcedureVersion.objects.filter(status="ACTIVE").order_by("pk").first()
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    tables = []
+    for name, path in (
+        ("metrics", "/ops/agents/support_agent/metrics/"),
+        ("version", f"/ops/versions/{active.pk}/metrics/"),
+    ):
+        page.goto(live_server.url + path)
+        screenshot(page, f"{width}-{name}")
+        tables += page.evaluate(KV_TABLES_JS)
+    context.close()
+    assert {table["id"] for table in tables} >= {"figures", "quality-figures", "version-quality-figures"}
+    for table in tables:
+        assert table["rows"] <= table["right"] + 1, table
