@@ -424,6 +424,13 @@ def _version_url(entry: dict[str, Any]) -> str | None:
 def _statistics_line(test: Any) -> str:
     if not isinstance(test, dict):
         return ""
+    # one side empty: no lift to compute; say which side is missing, not "vs 0 of 0 … lift n/a"
+    if not test.get("failedOf"):
+        return f"{test.get('resolved')} of {test.get('resolvedOf')} resolved tasks follow it; no failed task to compare with"
+    if not test.get("resolvedOf"):
+        return (
+            f"{test.get('failed')} of {test.get('failedOf')} failed tasks follow it; no resolved task to compare with"
+        )
     lift = test.get("lift")
     lift_text = "n/a" if lift is None else formatting.ratio(lift)
     interval = formatting.interval(test.get("liftLow"), test.get("liftHigh"))
@@ -438,6 +445,11 @@ def _within_line(gate: Any) -> str:
     if not isinstance(gate, dict) or not gate.get("followers"):
         return ""
     followers, others = gate["followers"], gate.get("others") or {}
+    if not others.get("of"):
+        return (
+            f"within tasks: {followers.get('count')} of {followers.get('of')} sessions that follow it succeeded; "
+            "no other session of the same tasks to compare with"
+        )
     ratio = gate.get("riskRatio")
     ratio_text = "n/a" if ratio is None else formatting.ratio(ratio)
     return (
@@ -451,6 +463,11 @@ def _backtest_line(back: Any) -> str:
     if not isinstance(back, dict):
         return ""
     followers, others = back.get("followers") or {}, back.get("others") or {}
+    if not others.get("of"):
+        return (
+            f"backtest on {back.get('heldBackSessions')} held-back sessions: {followers.get('count')} of "
+            f"{followers.get('of')} followers succeeded, no other held-back session to compare with — {back.get('verdict')}"
+        )
     return (
         f"backtest on {back.get('heldBackSessions')} held-back sessions: {followers.get('count')} of {followers.get('of')} followers "
         f"vs {others.get('count')} of {others.get('of')} others succeeded — {back.get('verdict')}"

@@ -8,7 +8,7 @@ from django.urls import reverse
 from library.ingest.formats import parse_procmem
 from library.ingest.store import sessions_store
 from library.mining.mining_runs import mining_run_execute
-from library.models import AuditEvent, Source, Status
+from library.models import AuditEvent, MiningRun, Source, Status
 
 pytestmark = pytest.mark.django_db
 
@@ -207,3 +207,23 @@ def test_a_reported_group_that_a_live_version_covers_is_not_proposed_again(clien
         follow=True,
     )
     assert "covered by" in page.content.decode() and not second.versions.exists()
+
+
+def test_a_comparison_with_an_empty_side_says_what_is_missing_not_0_of_0(client, reviewer):
+    """The demo's run read "vs 0 of 0 others succeeded; risk ratio n/a" and "vs 0 of 0 failed tasks;
+    lift n/a" where every session of an intent follows its tool order."""
+    from library.demo import seed_demo
+
+    # given: the demo's mining run, whose order_status and refund_within_limit have no other sessions
+    agent = seed_demo().agent
+    run = MiningRun.objects.get(agent=agent)
+    client.force_login(reviewer)
+    # when
+    page = " ".join(client.get(reverse("reviews:mining_run", args=[run.pk])).content.decode().split())
+    # then
+    assert "0 of 0" not in page and "n/a" not in page
+    assert "sessions that follow it succeeded; no other session of the same tasks to compare with" in page
+    assert "23 of 23 resolved tasks follow it; no failed task to compare with" in page
+    assert "followers succeeded, no other held-back session to compare with — inconclusive" in page
+    # a comparison with both sides keeps its figures
+    assert "118 of 118 sessions that follow it vs 22 of 82 others succeeded; risk ratio 3.73" in page
