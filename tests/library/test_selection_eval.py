@@ -463,3 +463,78 @@ def test_the_quantised_read_selects_every_task_as_the_float32_read():
                 read_again.append(count / len(records))
                 compared += 1
     assert compared > 1000, compared
+
+
+@pytest.mark.timeout(1200)
+def test_the_one_loop_float32_products_rank_every_task_as_blas_did(monkeypatch):
+    """Issue 41, speed: the float32 products are numpy's einsum, one row at a time by one loop
+    (semantic_read.whole_products, row_products), where they were BLAS matrix products, and the
+    cross-lingual sum over every record is summed by columns (Index._word_sums) where it was
+    np.add.reduceat. The sum is the same to the bit (clients/python/tests/test_ranking.py); a
+    product can differ from BLAS's in its last bits. Every task of the multilingual, paraphrase and
+    tau2 sets (airline, retail, demo libraries; English and not) gets the same full ranking, the same
+    injected procedures under caps 1 and 2 and the same first 20 with the same eligibility and ranks,
+    their rounded scores within the last decimal, as with
+    BLAS's products and reduceat's sum."""
+    from procmem_client import embeddings, semantic_read
+    from procmem_client.embedding_cache import EmbeddingCache
+    from procmem_client.ranking import Index, SelectionConfig
+    from procmem_client.terms import is_english
+
+    if not embeddings.available("minilm+use-multilingual"):
+        pytest.skip("the default backend's models are not installed")
+    backend = embeddings.backend("minilm+use-multilingual")
+    embed_query = embeddings.query_embedder(backend)
+    one_loop = (semantic_read.whole_products, semantic_read.row_products)
+
+    def blas(index):  # the products and the sum as before this change
+        monkeypatch.setattr(semantic_read, "whole_products", lambda block, part: block @ part)
+        monkeypatch.setattr(semantic_read, "row_products", lambda block, part, rows: block[rows] @ part)
+        monkeypatch.setattr(index, "_word_sums", lambda weighted: _reduceat_sums(index, weighted))
+
+    def without_figures(selection):  # what select reports but its rounded scores
+        return [{**c, "scores": None, "fused": None} for c in selection["ranked"]], selection["injected"]
+
+    def figures(selection):
+        return [[c["fused"], *c["scores"].values()] for c in selection["ranked"]]
+
+    sets = {
+        "airline": (SET / "library" / "tau2_airline", [MULTILINGUAL / "airline.jsonl", SET / "airline.jsonl"]),
+        "retail": (SET / "library" / "tau2_retail", [MULTILINGUAL / "retail.jsonl", SET / "retail.jsonl"]),
+        "demo": (
+            MULTILINGUAL / "library" / "demo",
+            [MULTILINGUAL / "demo.jsonl", MULTILINGUAL / "paraphrases.jsonl", MULTILINGUAL / "paraphrases_blind.jsonl"],
+        ),
+    }
+    languages = {True: 0, False: 0}
+    for library, files in sets.values():
+        index = Index(load_export(library), cache=EmbeddingCache(backend=backend), config=SelectionConfig())
+        tasks = [
+            json.loads(line)["task"]
+            for name in files
+            for line in name.read_text(encoding="utf-8").splitlines()
+            if line.strip()
+        ]
+        for task in dict.fromkeys(tasks):
+            vector = embed_query([task])[0]
+            monkeypatch.setattr(semantic_read, "whole_products", one_loop[0])
+            monkeypatch.setattr(semantic_read, "row_products", one_loop[1])
+            index.__dict__.pop("_word_sums", None)
+            now = [c["id"] for c in index.rank(task=task, query_vector=vector)]
+            chosen = {cap: index.select(task=task, cap=cap, k=20, query_vector=vector) for cap in (1, 2)}
+            blas(index)
+            assert [c["id"] for c in index.rank(task=task, query_vector=vector)] == now, task
+            for cap in (1, 2):
+                before = index.select(task=task, cap=cap, k=20, query_vector=vector)
+                assert [r["id"] for r in chosen[cap]["injected"]] == [r["id"] for r in before["injected"]], task
+                assert without_figures(chosen[cap]) == without_figures(before), task
+                # rounded to 6 and 4 decimals: a last-bit difference can move the last decimal
+                assert np.allclose(figures(chosen[cap]), figures(before), rtol=0, atol=2e-4), task
+            languages[is_english(task)] += 1
+    assert languages[True] > 100 and languages[False] > 400, languages
+
+
+def _reduceat_sums(index, weighted: np.ndarray) -> np.ndarray:
+    sums = np.zeros(len(index), dtype=np.float64)
+    sums[index.word_has] = np.add.reduceat(weighted[index.word_rows], index.word_starts)
+    return sums

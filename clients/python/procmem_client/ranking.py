@@ -120,6 +120,9 @@ class Index:
     # the cross-lingual score sums every record when the words a task meets fill more than this
     # share of the set's word places (cross_lingual_scores), else only the records met
     CROSS_LINGUAL_DENSE_SHARE = 0.25
+    # np.add.reduceat sums a segment of at most this many values as its first value plus the others
+    # added one after the other (pairwise from nine on): `_word_sums` sums such records so, by columns
+    SHORT_WORD_SUM = 8
 
     def __init__(self, records: Sequence[Mapping[str, Any]], *, cache: EmbeddingCache, config: SelectionConfig) -> None:
         self.records = list(records)
@@ -263,6 +266,21 @@ class Index:
         self.word_starts = self.word_ptr[:-1][self.word_has]
         self.word_idf_mass = np.zeros(n, dtype=np.float64)
         self.word_idf_mass[self.word_has] = np.add.reduceat(self.word_idf, self.word_starts)
+        # for the sum over every record (`_word_sums`): the records of each word count up to
+        # SHORT_WORD_SUM with their word rows as a table (count, records); the longer ones' places
+        self.word_tables: list[tuple[np.ndarray, np.ndarray]] = []
+        long = lengths > self.SHORT_WORD_SUM
+        for count in np.unique(lengths[self.word_has & ~long]):
+            holding = np.flatnonzero(lengths == count)
+            places = self.word_ptr[holding][None, :] + np.arange(count)[:, None]
+            self.word_tables.append((holding, self.word_rows[places]))
+        self.word_long = np.flatnonzero(long)
+        long_lengths = lengths[self.word_long]
+        self.word_long_starts = np.concatenate(([0], np.cumsum(long_lengths)[:-1])).astype(np.int64)
+        self.word_long_rows = self.word_rows[
+            np.arange(int(long_lengths.sum()))
+            + np.repeat(self.word_ptr[self.word_long] - self.word_long_starts, long_lengths)
+        ]
         # word row → the records holding it (a word appears once per record: library_words is a set)
         places = np.argsort(self.word_rows, kind="stable")
         self.word_records = np.repeat(np.arange(n, dtype=np.int64), lengths)[places]
@@ -384,9 +402,7 @@ class Index:
         weighted = word_credit * self.word_row_idf  # per word: its credit times its IDF
         if int(self.word_df[met].sum()) > self.CROSS_LINGUAL_DENSE_SHARE * self.word_rows.size:
             # the words met are in much of the set: summing every record costs less than finding them
-            scores[self.word_has] = (
-                np.add.reduceat(weighted[self.word_rows], self.word_starts) / self.word_idf_mass[self.word_has]
-            )
+            scores[self.word_has] = self._word_sums(weighted)[self.word_has] / self.word_idf_mass[self.word_has]
             return scores
         touched = np.zeros(len(self), dtype=bool)
         for word in met:
@@ -399,6 +415,26 @@ class Index:
         places = np.arange(int(lengths.sum())) + np.repeat(starts - segments, lengths)
         scores[records] = np.add.reduceat(weighted[self.word_rows[places]], segments) / self.word_idf_mass[records]
         return scores
+
+    def _word_sums(self, weighted: np.ndarray) -> np.ndarray:
+        """Per record, the sum of `weighted` over its word rows, the same to the bit as
+        `np.add.reduceat(weighted[self.word_rows], self.word_starts)` (0 for a record without words):
+        the records of one word count up to SHORT_WORD_SUM summed a column at a time as reduceat sums
+        a short segment (the first value plus the sum of the others in order), the longer ones by
+        reduceat itself. At 100,000 records this is a few passes instead of a call per record."""
+        sums = np.zeros(len(self), dtype=np.float64)
+        for holding, table in self.word_tables:
+            values = weighted[table]  # (count, records)
+            if values.shape[0] == 1:
+                sums[holding] = values[0]
+                continue
+            rest = values[1].copy()
+            for column in values[2:]:
+                rest += column
+            sums[holding] = values[0] + rest
+        if self.word_long.size:
+            sums[self.word_long] = np.add.reduceat(weighted[self.word_long_rows], self.word_long_starts)
+        return sums
 
     def word_credit(self, task: str) -> np.ndarray | None:
         """Per appliesWhen word (word row): how much the task's nearest word or character pair
@@ -480,10 +516,14 @@ class Index:
         vector, third_vector = self.query_parts(
             query_vector if query_vector is not None else self._cache.embed_query(task)
         )
-        semantic = self.semantic_scores(task, vector)[candidates]
+        # the semantic product (a read of the whole matrix) beside the lexical and exact signals
+        product = semantic_read.Beside(
+            lambda: self.semantic_scores(task, vector), apart=len(self) >= semantic_read.BESIDE_FROM
+        )
         across = self.cross_lingual_scores(task)
         lexical = (self.lexical_scores(task) if across is None else across)[candidates]
         exact = self.exact_scores(task)[candidates]
+        semantic = product.result()[candidates]
         step = np.full(candidates.size, np.nan, dtype=np.float64)
         body = np.full(candidates.size, np.nan, dtype=np.float64)
         if self.config.use_steps and self.distinct_steps:

@@ -25,17 +25,18 @@ The selected procedures, their order and every score `select` reports are then t
 the others keep their approximate semantic score, which decides nothing. `Index.rank` (the whole
 explained ranking) always reads the float32 blocks.
 
-Every float32 product here is computed the same way to the bit, whichever rows are read: OpenBLAS
-computes a product of several rows four rows at a time and a thread's last rows by another loop,
-which can differ in the last bit, so a whole product reads its first rows in a multiple of
-`WHOLE_ALIGN` and the rest, like any chosen rows, `ROW_GROUP` at a time (`whole_products`,
-`row_products`). A record's appliesWhen and another's clause of the same text then tie exactly in
-both reads. With a number of BLAS threads that is not a power of two, a thread's share can still end
-off the four-row loop; the scores of such rows can then differ in the last bit (≤ 6e-8 relative).
+Every float32 product here is computed the same way to the bit, whichever rows are read: numpy's
+einsum sums each row's dot product by one loop, in one thread, whatever rows are read with it
+(`whole_products`, `row_products`), so a record's appliesWhen and another's clause of the same text
+tie exactly in both reads. (BLAS, used before, computes a product of several rows four at a time and
+a thread's last rows by another loop, which can differ in the last bit; its threads also wait for a
+busy core on a shared machine. A product by einsum can differ from BLAS's in its last bits:
+tests/library/test_selection_eval.py ranks every labelled task both ways.)
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -46,10 +47,6 @@ from .selection import SelectionConfig, Signals
 if TYPE_CHECKING:
     from .embedding_cache import EmbeddingCache
 
-# rows scored per float32 product when only some rows are read: under OpenBLAS's threading
-# threshold (2304 x 4 multiply-adds) for 512 columns, a multiple of its four-row loop
-ROW_GROUP = 16
-WHOLE_ALIGN = 256  # rows of a whole product read at once (whole_products)
 UNIT_ROUNDOFF = 2.0**-24  # float32
 
 
@@ -115,33 +112,49 @@ def products(blocks: list[np.ndarray], vector: np.ndarray, rows: np.ndarray | No
 
 
 def whole_products(block: np.ndarray, part: np.ndarray) -> np.ndarray:
-    """`block @ part`, every row computed by BLAS's four-row loop as `row_products` computes it: the
-    first rows in a multiple of `WHOLE_ALIGN` (each thread's share then a multiple of four with up
-    to 64 threads, a power of two), the rest `ROW_GROUP` at a time. A row's product is then the same
-    to the bit whichever product reads it (a record's appliesWhen and another's equal clause tie
-    as they should)."""
-    head = block.shape[0] - block.shape[0] % WHOLE_ALIGN
-    if head == block.shape[0]:
-        return block @ part
-    out = np.empty(block.shape[0], dtype=np.result_type(block, part))
-    if head:
-        np.matmul(block[:head], part, out=out[:head])
-    out[head:] = row_products(block, part, np.arange(head, block.shape[0]))
-    return out
+    """`block @ part`, each row's dot product summed by the same loop whatever rows are read with
+    it (`row_products` gives the same values to the bit; module docstring)."""
+    return np.einsum("ij,j->i", block, part)
 
 
 def row_products(block: np.ndarray, part: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """`block[rows] @ part`, `ROW_GROUP` rows per product (the last group filled up with its last
-    row), so that each row is computed by BLAS's four-row loop in one thread, as the whole product
-    computes it, whatever the rows around it."""
-    if rows.size == 0:
-        return np.zeros(0, dtype=np.result_type(block, part))
-    padded = -rows.size % ROW_GROUP
-    gathered = np.take(block, np.concatenate((rows, np.repeat(rows[-1:], padded))) if padded else rows, axis=0)
-    out = np.empty(gathered.shape[0], dtype=np.result_type(block, part))
-    for first in range(0, gathered.shape[0], ROW_GROUP):
-        np.matmul(gathered[first : first + ROW_GROUP], part, out=out[first : first + ROW_GROUP])
-    return out[: rows.size]
+    """`block[rows] @ part`, each row's product the same to the bit as `whole_products` gives it: the
+    rows gathered, then one product over them."""
+    return np.einsum("ij,j->i", np.take(block, rows, axis=0), part)
+
+
+# from this many rows on, a whole product runs in a thread of its own while the caller computes
+# the other signals (`Beside`): numpy's einsum releases the GIL, and a product this large is bound
+# by memory reads, which leave the other core free; below it, starting a thread costs more than it saves
+BESIDE_FROM = 20_000
+
+
+class Beside:
+    """`function()` computed in a thread of its own when `apart`, else at once; `result()` waits for
+    it and returns it (or raises what it raised). The values are the same either way."""
+
+    def __init__(self, function: Callable[[], Any], *, apart: bool) -> None:
+        self._result: Any = None
+        self._error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        if apart:
+            self._thread = threading.Thread(target=self._run, args=(function,), daemon=True)
+            self._thread.start()
+        else:
+            self._run(function)
+
+    def _run(self, function: Callable[[], Any]) -> None:
+        try:
+            self._result = function()
+        except BaseException as error:  # handed to the caller by result()
+            self._error = error
+
+    def result(self) -> Any:
+        if self._thread is not None:
+            self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self._result
 
 
 class QuantisedBlocks:

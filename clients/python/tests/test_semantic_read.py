@@ -131,3 +131,21 @@ def test_the_light_client_selects_without_simsimd():
     )
     completed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr
+
+
+def test_a_rows_product_is_the_same_to_the_bit_whichever_rows_are_read_with_it():
+    """semantic_read.whole_products and row_products sum each row by the same loop: any rows, in any
+    order, from a block or a view into a wider matrix, give the whole product's values exactly (a
+    record's appliesWhen and another's clause of the same text tie; the quantised read's second read
+    agrees with the float32 read)."""
+    rng = np.random.default_rng(41)
+    wide = rng.standard_normal((1000, 896)).astype(np.float32)
+    for block in (np.ascontiguousarray(wide[:, 384:]), wide[:, 384:], wide[:777, :384], wide[1:, 3:515]):
+        part = rng.standard_normal(block.shape[1]).astype(np.float32)
+        whole = semantic_read.whole_products(block, part)
+        assert whole.dtype == np.float32
+        assert np.allclose(whole, block.astype(np.float64) @ part.astype(np.float64), atol=1e-4)
+        for size in (1, 2, 3, 15, 16, 17, 255, 256, 257, block.shape[0]):
+            rows = rng.choice(block.shape[0], size, replace=False)
+            assert np.array_equal(semantic_read.row_products(block, part, rows), whole[rows])
+            assert np.array_equal(semantic_read.whole_products(block[np.sort(rows)], part), whole[np.sort(rows)])
