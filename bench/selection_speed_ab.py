@@ -28,6 +28,7 @@ ROW_GROUP, WHOLE_ALIGN = 16, 256  # as semantic_read read BLAS's products before
 
 
 def blas_rows(block: np.ndarray, part: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`block[rows] @ part` as semantic_read read chosen rows before: 16 rows per BLAS product."""
     if rows.size == 0:
         return np.zeros(0, dtype=np.result_type(block, part))
     padded = -rows.size % ROW_GROUP
@@ -39,6 +40,7 @@ def blas_rows(block: np.ndarray, part: np.ndarray, rows: np.ndarray) -> np.ndarr
 
 
 def blas_whole(block: np.ndarray, part: np.ndarray) -> np.ndarray:
+    """`block @ part` as semantic_read read it before: the first rows in a multiple of 256, the rest by `blas_rows`."""
     head = block.shape[0] - block.shape[0] % WHOLE_ALIGN
     if head == block.shape[0]:
         return block @ part

@@ -476,6 +476,7 @@ def test_the_one_loop_float32_products_rank_every_task_as_blas_did(monkeypatch):
     injected procedures under caps 1 and 2 and the same first 20 with the same eligibility and ranks,
     their rounded scores within the last decimal, as with
     BLAS's products and reduceat's sum."""
+    from bench.selection_speed_ab import blas_rows, blas_whole  # semantic_read's BLAS reads, as they were
     from procmem_client import embeddings, semantic_read
     from procmem_client.embedding_cache import EmbeddingCache
     from procmem_client.ranking import Index, SelectionConfig
@@ -488,9 +489,9 @@ def test_the_one_loop_float32_products_rank_every_task_as_blas_did(monkeypatch):
     one_loop = (semantic_read.whole_products, semantic_read.row_products)
 
     def blas(index):  # the products and the sum as before this change
-        monkeypatch.setattr(semantic_read, "whole_products", lambda block, part: block @ part)
-        monkeypatch.setattr(semantic_read, "row_products", lambda block, part, rows: block[rows] @ part)
-        monkeypatch.setattr(index, "_word_sums", lambda weighted: _reduceat_sums(index, weighted))
+        monkeypatch.setattr(semantic_read, "whole_products", blas_whole)
+        monkeypatch.setattr(semantic_read, "row_products", blas_rows)
+        index._word_sums = lambda weighted: _reduceat_sums(index, weighted)
 
     def without_figures(selection):  # what select reports but its rounded scores
         return [{**c, "scores": None, "fused": None} for c in selection["ranked"]], selection["injected"]
