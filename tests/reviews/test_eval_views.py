@@ -200,3 +200,30 @@ def test_cancel_without_htmx_goes_back_to_next_on_this_site_only(client, reviewe
     assert elsewhere.status_code == 302
     response = client.post(reverse("reviews:eval_cancel", args=[run.pk]), {"next": "https://evil.example/"})
     assert response["Location"] == reverse("reviews:eval_detail", args=[run.pk])
+
+
+def test_a_finished_run_without_cases_says_so_and_does_not_link_itself(
+    client, candidate, reviewer, outsider, django_capture_on_commit_callbacks
+):
+    """The demo's seeded runs read "0 of 0 cases" under an empty progress bar, an empty cases table,
+    and "Run 1 in detail" linking the page to itself."""
+    # given: a run on an agent without regression cases, finished with none replayed
+    client.force_login(reviewer)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(reverse("reviews:version_eval_start", args=[candidate.pk]))
+    run = EvalRun.objects.get(version=candidate)
+    assert run.is_finished and run.cases_total == 0
+    # when
+    detail_url = reverse("reviews:eval_detail", args=[run.pk])
+    page = " ".join(client.get(detail_url).content.decode().split())
+    # then
+    assert "0 of 0" not in page and "<progress" not in page
+    assert "no cases replayed" in page and "This run replayed no cases." in page
+    assert f"The run had no case of the intent {candidate.procedure.intent.name}" in page
+    assert 'id="selection-cases"' not in page  # no empty per-case table behind "(0 differ)"
+    assert f'href="{detail_url}"' not in page
+    # the candidate page's eval panel still links the run
+    panel = client.get(reverse("reviews:version_eval_panel", args=[candidate.pk]), **HTMX).content.decode()
+    assert f'href="{detail_url}"' in panel
+    client.force_login(outsider)
+    assert client.get(detail_url).status_code == 403
