@@ -130,3 +130,19 @@ def test_a_figures_tables_rows_stay_inside_its_box(live_server, browser, screens
     assert {table["id"] for table in tables} >= {"figures", "quality-figures", "version-quality-figures"}
     for table in tables:
         assert table["rows"] <= table["right"] + 1, table
+
+
+def test_the_playgrounds_reasons_stay_readable_on_a_phone(live_server, browser, screenshot):
+    """The ranking's "Eligible, and why" was one word wide at 390 px ("no: / semantic / 0.266 / < /
+    floor …", fourteen lines a row) although the table scrolls sideways."""
+    seed_demo()
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    sign_in(page, live_server.url, "reviewer", DEMO_USERS["reviewer"][0])
+    page.goto(f"{live_server.url}/agents/support_agent/playground/?task=Wo+ist+meine+Bestellung+ORD-30012%3F")
+    screenshot(page, "playground")
+    widths = page.evaluate(
+        "() => [...document.querySelectorAll('#ranking tbody td:nth-child(8)')].map((td) => td.getBoundingClientRect().width)"
+    )
+    context.close()
+    assert len(widths) >= 2 and min(widths) >= 200, widths
