@@ -27,11 +27,15 @@ def test_an_agent_admin_creates_sees_it_once_lists_and_revokes(agent, admin_user
     response = client.post(url, {"action": "create", "name": "prod reader", "scope": "read", "expires_in_days": "30"})
     assert response.status_code == 200 and response["Cache-Control"] == "no-store"
     raw = re.search(r'data-testid="raw-token">(pm_[^<]+)<', response.content.decode()).group(1)
+    # the scope by the name the page's introduction and the API use ("read"), then what it may do
+    assert "New <em>read</em> token “prod reader”" in response.content.decode()
+    assert "It may read the active set." in response.content.decode()
     token = authenticate(raw)
     assert token is not None and token.name == "prod reader" and token.expires_at is not None
     # shown once: the list shows the prefix only
     page = client.get(url).content.decode()
     assert raw not in page and token.prefix in page and "live" in page
+    assert '<em>read</em> <span class="muted small">(read the active set)</span>' in page
     response = client.post(url, {"action": "revoke", "token": str(token.pk)})
     assert response.status_code == 302
     assert authenticate(raw) is None
