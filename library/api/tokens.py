@@ -31,6 +31,10 @@ from .limits import auth_failure_counted, auth_failures_exceeded, auth_failures_
 TOKEN_PREFIX = "pm_"
 
 
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"
+
+
 def api_error(status: int, code: str, message: str, **extra) -> JsonResponse:
     """The one error shape of the agent API: {"error": {"code", "message", ...}}."""
     return JsonResponse({"error": {"code": code, "message": message, **extra}}, status=status)
@@ -210,10 +214,19 @@ def token_required(
                     'Bearer realm="procmem", error="invalid_token"',
                 )
             if token.scope not in scopes:
-                return api_error(403, "wrong_scope", f"This token may {token.get_scope_display().lower()}, not this.")
+                # say what the token may do and which token this request needs (was: "…, not this.")
+                needed = " or ".join(scopes)
+                return api_error(
+                    403,
+                    "wrong_scope",
+                    f"This is {_article(token.scope)} {token.scope} token: it may {token.get_scope_display().lower()}. "
+                    f"{request.method} {request.path} needs {_article(needed)} {needed} token.",
+                )
             agent_name = kwargs.get("agent")
             if agent_name is not None and agent_name != token.agent.name:
-                return api_error(403, "wrong_agent", f"This token belongs to agent {token.agent.name!r}.")
+                return api_error(
+                    403, "wrong_agent", f"This token belongs to agent {token.agent.name!r}, not {agent_name!r}."
+                )
             if limit is not None:
                 refused = rate_limited(request, token=token, endpoint=limit)
                 if refused is not None:

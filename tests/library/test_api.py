@@ -291,6 +291,10 @@ def test_token_scopes_and_agents(client, read_token, ingest_token, active_pair, 
     # an ingest token cannot read
     response = get_set(client, ingest_token)
     assert response.status_code == 403 and response.json()["error"]["code"] == "wrong_scope"
+    # the message says what the token may do and what this request needs (it ended "…, not this.")
+    assert response.json()["error"]["message"] == (
+        f"This is an ingest token: it may write sessions. GET {url('active_set')} needs a read token."
+    )
     assert client.get(url("select"), {"task": "refund"}, **bearer(ingest_token)).status_code == 403
     # a read token cannot write
     for method in ("post", "put", "patch", "delete"):
@@ -302,6 +306,7 @@ def test_token_scopes_and_agents(client, read_token, ingest_token, active_pair, 
     # agent A's token cannot read agent B, and B's cannot read A
     response = client.get(url("active_set", "billing_agent"), **bearer(read_token))
     assert response.status_code == 403 and response.json()["error"]["code"] == "wrong_agent"
+    assert response.json()["error"]["message"] == "This token belongs to agent 'support_agent', not 'billing_agent'."
     assert get_set(client, other_read).status_code == 403
     assert client.get(url("active_set", "billing_agent"), **bearer(other_read)).json()["procedures"] == []
     # nothing was written by any of it
