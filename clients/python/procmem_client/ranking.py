@@ -526,6 +526,7 @@ class Index:
         semantic = product.result()[candidates]
         step = np.full(candidates.size, np.nan, dtype=np.float64)
         body = np.full(candidates.size, np.nan, dtype=np.float64)
+        partial = None
         if self.config.use_steps and self.distinct_steps:
             limit = self.config.step_shortlist
             if candidates.size <= limit:
@@ -552,6 +553,7 @@ class Index:
             amount=amount,
             clause_lexical=clause_lexical,
             third=self.third_scores(candidates, third_vector),
+            partial=partial,
         )
 
     @staticmethod
@@ -605,6 +607,23 @@ class Index:
                 total += weight * self._normalised(name, raw[name])
         return total
 
+    def _continued(self, signals: Signals, lexical: np.ndarray, weights: Mapping[str, float]) -> np.ndarray:
+        """`_weighted` of every signal, continued from the step shortlist's partial sum of the
+        semantic, lexical and exact scores (`signals.partial`, the same additions in the same
+        order): step and body are added where they were computed, as elsewhere they add an exact 0
+        to a sum of scores that are not negative. The same values to the bit; at 100,000 candidates
+        a few passes fewer. Falls back to `_weighted` when the order's lexical score is not the
+        shortlist's (a compound appliesWhen's weakest clause)."""
+        if lexical is not signals.lexical:
+            return self._weighted(signals.semantic, lexical, signals.exact, signals.step, signals.body, weights)
+        assert signals.partial is not None
+        total = signals.partial.copy()
+        for name, values in (("step", signals.step), ("body", signals.body)):
+            if weights[name]:
+                at = np.flatnonzero(~np.isnan(values))
+                total[at] += weights[name] * self._normalised(name, values[at])
+        return total
+
     def eligibility(self, signals: Signals) -> np.ndarray:
         config = self.config
         eligible = (
@@ -627,7 +646,10 @@ class Index:
         config = config or self.config
         semantic = signals.semantic if signals.clause is None else signals.clause
         lexical = signals.lexical if signals.clause_lexical is None else signals.clause_lexical
-        total = self._weighted(semantic, lexical, signals.exact, signals.step, signals.body, config.weights())
+        if signals.partial is not None and config is self.config and semantic is signals.semantic:
+            total = self._continued(signals, lexical, config.weights())
+        else:
+            total = self._weighted(semantic, lexical, signals.exact, signals.step, signals.body, config.weights())
         if signals.amount is not None and config.amount_weight:
             total = total + config.amount_weight * signals.amount
         if signals.third is not None and config.third_model_weight:

@@ -193,3 +193,6 @@ class Signals:
     # a routed backend's third model's weakest-clause calibrated cosine (Index.third_scores), order
     # only; None without a third model or with its weight 0
     third: np.ndarray | None = None
+    # the step shortlist's sum of the weighted semantic, lexical and exact scores under the index's
+    # weights (Index.signals, when it shortlists); Index.totals continues from it; None otherwise
+    partial: np.ndarray | None = None

@@ -592,3 +592,52 @@ def test_the_cross_lingual_sum_over_every_record_is_reduceats_to_the_bit():
         expected = np.add.reduceat(weighted[index.word_rows], index.word_starts)
         assert np.array_equal(index._word_sums(weighted)[index.word_has], expected)
         assert not index._word_sums(weighted)[~index.word_has].any()
+
+
+class _SeededVectors:
+    """A unit vector per text from a seed (distinct texts, distinct vectors)."""
+
+    def __init__(self, seed: int, width: int) -> None:
+        self.rng, self.width, self.known = np.random.default_rng(seed), width, {}
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        for text in texts:
+            if text not in self.known:
+                vector = self.rng.standard_normal(self.width)
+                self.known[text] = vector / np.linalg.norm(vector)
+        return np.stack([self.known[t] for t in texts]).astype(np.float32)
+
+
+@pytest.mark.parametrize("body_weight", [0.0, 0.3])
+def test_the_totals_continued_from_the_step_shortlists_sum_are_the_whole_sums_to_the_bit(body_weight):
+    """Index.totals continues from the step shortlist's partial sum (Signals.partial) instead of
+    summing every signal again: the same totals to the bit, and the same when the order reads a
+    compound appliesWhen's weakest clause (then it sums again)."""
+    import dataclasses
+
+    words = ["refund", "order", "cancel", "flight", "baggage", "address", "payment", "seat"]
+    rng = np.random.default_rng(41)
+    records = lambda compound: [  # noqa: E731
+        {
+            "id": f"a.r{i:03d}",
+            "version": 1,
+            "appliesWhen": " ".join(rng.choice(words, 3, replace=False))
+            + (" and the customer wants to change the seat" if compound and i % 5 == 0 else ""),
+            "steps": [f"step {i} {j}" for j in range(i % 4)],
+            "requiredTools": [f"tool_{i % 7}"] if i % 3 else [],
+        }
+        for i in range(60)
+    ]
+    for compound in (False, True):
+        config = SelectionConfig(step_shortlist=9, body_weight=body_weight)
+        index = Ranker(cache=EmbeddingCache(_SeededVectors(3, 24)), config=config).index(records(compound))
+        summed = []
+        index._weighted = lambda *args, _weighted=index._weighted: summed.append(1) or _weighted(*args)
+        for task in ["I want a refund for my order", "cancel the flight, tool_3", "seat and baggage", "payment"]:
+            signals = index.signals(task=task)
+            assert signals.partial is not None
+            again = index.totals(dataclasses.replace(signals, partial=None))
+            summed.clear()
+            assert np.array_equal(index.totals(signals), again), task
+            assert len(summed) == compound  # continued unless a weakest clause is read
+            assert index.select(task=task, cap=2, k=5) == index.select(task=task, cap=2, k=5)
