@@ -1,11 +1,13 @@
 """Benchmark: importing and mining real coding-agent sessions (SWE-bench, mini-swe-agent): the 231
 Django sessions, and the 140 of six other repositories (sympy, sphinx, requests, pylint, seaborn, flask).
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python -m bench.coding_bench [--rounds 3] [--data django|other]
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/<db> .venv/bin/python -m bench.coding_bench [--rounds 5] [--data django|other]
 
 In one process, per round (median of the rounds reported):
 - baseline: a plain parse of the same files — read every .traj.json member of the tar.gz and
-  json.loads it (the least any import must do);
+  json.loads it (the least any import must do), timed right before each of the two imports (so
+  each import has a baseline taken at its load; the median is over all of them), after one
+  untimed parse before the first round (the archive in the page cache, the code warm);
 - import: `manage.py import_sessions <tar.gz> --format mini-swe-agent --outcomes results.json`
   into a fresh coding agent (parse, classify every command, redact, store in PostgreSQL), with the
   default worker processes (PROCMEM_IMPORT_WORKERS, else one per CPU), and again with `--workers 1`
@@ -20,11 +22,26 @@ a new `import_sessions` process: the workers are forked from this process, so wi
 inherited the commands classified by the breakdown (before 2026-12-06 13:20 UTC the import was timed
 with them classified already). The agents stay in the database
 (their candidate versions are never deleted); each round uses a new agent name.
+
+Every timed step starts after a full garbage collection (`gc.collect()`), as in a new process: the
+bench's own heap (Django and its URL configuration, 215,000 objects, then the previous rounds'
+parsed files, imports and mining runs) made a generation-2 collection of 0.18–0.33 s land inside
+whichever step crossed the collector's threshold — the parse in every round measured (0.2 s of
+parsing measured 0.39–0.63 s), the one-process import in two rounds of three — which a new
+`import_sessions` process, with only Django's heap, does not pay (measured 2026-12-06 19:45 UTC:
+no generation-2 collection in either kind of import). The
+parsed files are let go before the imports: a new import process does not hold them, and its
+forked workers would inherit them.
+
+With each import, the CPU seconds the rest of the machine used meanwhile (/proc/stat, less this
+process, its workers and the PostgreSQL backend that stores the rows) say how much of the two
+cores the import had: the workers can halve the wall time only when no other process takes a core.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import json
 import os
@@ -56,6 +73,27 @@ def plain_parse() -> list:
     return items
 
 
+def machine_busy_seconds() -> float | None:
+    """CPU seconds all processes of the machine have used since boot (/proc/stat), or None."""
+    try:
+        with open("/proc/stat") as stat:
+            fields = stat.readline().split()[1:]
+    except OSError:
+        return None
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def process_cpu_seconds(pid: int) -> float | None:
+    """CPU seconds process `pid` has used (its /proc/<pid>/stat), or None (not on this machine)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def breakdown(items: list) -> tuple[float, float]:
     """Seconds to parse and classify the parsed items, and to redact their excerpts (no database)."""
     from library.ingest.formats import ImportOptions, parse_item
@@ -76,7 +114,7 @@ def breakdown(items: list) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--data", choices=sorted(DATASETS), default="django")
     args = parser.parse_args()
     global TRAJS, RESULTS, FILES
@@ -109,25 +147,45 @@ def main() -> None:
     from django.urls import get_resolver
 
     get_resolver().url_patterns  # noqa: B018  (evaluated for its import)
+    from django.db import connection
+
+    connection.ensure_connection()
+    backend_pid = connection.connection.info.backend_pid if connection.vendor == "postgresql" else None
     stamp = time.strftime("%H%M%S")
     load_at_start = os.getloadavg()[0]
     parse_s, import_s, mine_s, classify_s, redact_s = [], [], [], [], []
     import_cpu, single_s, single_cpu, parse_cpu = [], [], [], []
-    for round_no in range(args.rounds):
+    others_cpu: dict[str, list[float]] = {"workers": [], "1": []}  # the rest of the machine's CPU
+    server_cpu: dict[str, list[float]] = {"workers": [], "1": []}  # the PostgreSQL backend's
+    pair_ratios: list[float] = []  # each import with workers over the parse timed right before it
+    plain_parse()  # untimed: the archive in the page cache and the code warm for every round
+
+    def timed_parse() -> list:
+        gc.collect()
         started, cpu_started = time.perf_counter(), time.process_time()
-        items = plain_parse()
+        parsed = plain_parse()
         parse_s.append(time.perf_counter() - started)
         parse_cpu.append(time.process_time() - cpu_started)
+        return parsed
+
+    for round_no in range(args.rounds):
+        items = plain_parse()  # for the breakdown (untimed: the parse is timed before each import)
         files = len(items)
         clear_caches()
+        gc.collect()
         classify, redact = breakdown(items)
         classify_s.append(classify)
         redact_s.append(redact)
+        del items  # a new import process does not hold them (module docstring)
 
         for workers, seconds, cpu in ((str(import_workers()), import_s, import_cpu), ("1", single_s, single_cpu)):
             name = f"bench-coding-{args.data}-{stamp}-{round_no}-w{workers}"
             out = io.StringIO()
+            timed_parse()  # this import's baseline, at its load
             clear_caches()
+            gc.collect()
+            machine_before = machine_busy_seconds()
+            server_before = process_cpu_seconds(backend_pid) if backend_pid else None
             before = os.times()
             started = time.perf_counter()
             call_command(
@@ -148,23 +206,34 @@ def main() -> None:
             )
             seconds.append(time.perf_counter() - started)
             after = os.times()
+            server_after = process_cpu_seconds(backend_pid) if backend_pid else None
+            machine_after = machine_busy_seconds()
             cpu.append(
                 sum(
                     getattr(after, f) - getattr(before, f)
                     for f in ("user", "system", "children_user", "children_system")
                 )
             )
+            kind = "1" if workers == "1" else "workers"
+            server = server_after - server_before if server_before is not None and server_after is not None else 0.0
+            server_cpu[kind].append(server)
+            if machine_before is not None and machine_after is not None:
+                others_cpu[kind].append(max(machine_after - machine_before - cpu[-1] - server, 0.0))
+            if workers != "1":
+                pair_ratios.append(seconds[-1] / parse_s[-1])
         name = f"bench-coding-{args.data}-{stamp}-{round_no}-w{import_workers()}"
         agent = Agent.objects.get(name=name)
         stored = AgentSession.objects.filter(agent=agent).count()
 
+        gc.collect()
         started = time.perf_counter()
         run = mining_run_execute(agent=agent)
         mine_s.append(time.perf_counter() - started)
         print(
             f"round {round_no + 1}: {files} files; {out.getvalue().strip()} mining: {count(run.counts.get('candidates'), 'candidates')}; "
-            f"parse {parse_s[-1]:.2f} s, import {import_s[-1]:.2f} s ({import_workers()} workers), in one process "
-            f"{single_s[-1]:.2f} s, mining {mine_s[-1]:.2f} s",
+            f"parse {parse_s[-2]:.2f} s, import {import_s[-1]:.2f} s ({import_workers()} workers; {pair_ratios[-1]:.2f}× that parse), "
+            f"parse {parse_s[-1]:.2f} s, in one process {single_s[-1]:.2f} s, mining {mine_s[-1]:.2f} s; "
+            f"load {os.getloadavg()[0]:.2f}",
             flush=True,
         )
         assert stored == files == FILES, (stored, files)
@@ -173,7 +242,9 @@ def main() -> None:
     print()
     print(f"| step | median of {args.rounds} (s) | ratio | target |")
     print("| --- | ---: | ---: | --- |")
-    print(f"| plain JSON parse of the {FILES} files ({TRAJS.name}) | {p:.2f} | 1.00 | baseline |")
+    print(
+        f"| plain JSON parse of the {FILES} files ({TRAJS.name}), median of {len(parse_s)} (one before each import) | {p:.2f} | 1.00 | baseline |"
+    )
     pc = statistics.median(parse_cpu)
     print(f"| its CPU time | {pc:.2f} | {pc / p:.2f} × parse | |")
     print(
@@ -183,6 +254,19 @@ def main() -> None:
         f"| its CPU time (the command and its workers) | {statistics.median(import_cpu):.2f} | {statistics.median(import_cpu) / p:.2f} × parse; "
         f"{statistics.median(import_cpu) / pc:.2f} × the parse's CPU time | |"
     )
+    print(
+        f"| each import with workers over the parse timed right before it: median (lowest–highest) | | "
+        f"{statistics.median(pair_ratios):.2f}× ({min(pair_ratios):.2f}–{max(pair_ratios):.2f}) | |"
+    )
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    for kind, label, walls in (("workers", "with workers", import_s), ("1", "in one process", single_s)):
+        if others_cpu[kind]:
+            left = statistics.median(cores - o / w for o, w in zip(others_cpu[kind], walls))
+            print(
+                f"| during the import {label}: the PostgreSQL backend's CPU; the other processes' CPU "
+                f"(cores of {cores} left to the import) | {statistics.median(server_cpu[kind]):.2f}; "
+                f"{statistics.median(others_cpu[kind]):.2f} ({left:.2f} cores) | | |"
+            )
     o = statistics.median(single_s)
     print(f"| the same with --workers 1 (one process) | {o:.2f} | {o / p:.2f} × parse | |")
     print(f"| its CPU time | {statistics.median(single_cpu):.2f} | {statistics.median(single_cpu) / p:.2f} × parse | |")
@@ -200,6 +284,9 @@ def main() -> None:
         f"| mining run (task families, their candidates) | {m:.2f} | {m / i:.2f} × import | ≤ 1× import: {'met' if m <= i else 'NOT met'} |"
     )
     print(f"\nload average at the start: {load_at_start:.2f}, at the end: {os.getloadavg()[0]:.2f}")
+    print("parse (s):", " ".join(f"{v:.2f}" for v in parse_s))
+    print("import with workers (s):", " ".join(f"{v:.2f}" for v in import_s))
+    print("import in one process (s):", " ".join(f"{v:.2f}" for v in single_s))
 
 
 if __name__ == "__main__":
