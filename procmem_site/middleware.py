@@ -127,6 +127,9 @@ class ApiErrorsMiddleware:
         else:
             if response.status_code == 404:
                 message = _not_found_message(request.path_info) or message
+            elif response.status_code == 405 and "Allow" in response:
+                # as the agent endpoints' own 405: which method, where, and what is answered there
+                message = f"{request.method} is not allowed on {request.path_info}; it answers {response['Allow']}."
             converted = api_error_response(response.status_code, code, message)
         for header in KEPT_HEADERS:
             if header in response:

@@ -145,17 +145,27 @@ def _serving_parameters(request: HttpRequest, params=None) -> tuple[str | None, 
 
 
 SELECT_PARAMETERS = ("task", "intent", "k", "role", "environment", "session")
+SELECT_BODY_EXAMPLE = '{"task": "…", "intent"?, "k"?, "role"?, "environment"?, "session"?}'
 
 
 def _select_body(request: HttpRequest) -> tuple[dict[str, str], HttpResponse | None]:
     """A POST select's JSON object ({"task", "intent"?, "k"?, "role"?, "environment"?, "session"?})
     as the query string's strings; a refusal names the field."""
+    if not request.body:
+        return {}, api_error(400, "invalid_json", f"The body is empty; send a JSON object: {SELECT_BODY_EXAMPLE}.")
     try:
-        body = safe_json.parse(request.body or b"")
+        body = safe_json.parse(request.body)
     except safe_json.JsonRefused as exc:
-        return {}, api_error(400, "invalid_json", f"The body must be a JSON object: {exc}")
+        # worded as the ingest endpoint's refusal ("The body is not JSON: …"), then what to send
+        where = f"The body's field {exc.path}" if exc.path else "The body"
+        return {}, api_error(400, "invalid_json", f"{where} {exc.message}; send a JSON object: {SELECT_BODY_EXAMPLE}.")
     if not isinstance(body, dict):
-        return {}, api_error(400, "invalid_json", "The body must be a JSON object with the task.")
+        return {}, api_error(
+            400,
+            "invalid_json",
+            f"The body is a JSON {type(body).__name__.replace('dict', 'object')}; send a JSON object: "
+            f"{SELECT_BODY_EXAMPLE}.",
+        )
     params: dict[str, str] = {}
     for name, value in body.items():
         if name not in SELECT_PARAMETERS:
@@ -205,6 +215,22 @@ def active_set(request: HttpRequest, agent: str, api_version: str = "v1") -> Htt
     return response
 
 
+def _task_missing(request: HttpRequest, params) -> str:
+    """Why `task` is missing, naming the query parameters select does not take (`?query=`, `?q=`:
+    the slips seen most) so the caller sees what was sent instead. Unknown query parameters are
+    otherwise ignored, as they always were."""
+    where = "in the JSON body" if request.method == "POST" else "as ?task="
+    message = f"task is required {where}: the task text to select procedures for."
+    if request.method != "POST":
+        unknown = [name[:80] for name in params if name not in SELECT_PARAMETERS]
+        if unknown:
+            message += (
+                f" Not a parameter of select: {', '.join(repr(name) for name in unknown[:5])};"
+                f" it takes {', '.join(SELECT_PARAMETERS)}."
+            )
+    return message
+
+
 @csrf_exempt
 @token_required("read", cache_seconds=serving.recheck_seconds, limit="select")
 @_agent_reads("GET", "HEAD", "POST")
@@ -221,12 +247,13 @@ def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRes
     if refusal is not None:
         return refusal
     if not task.strip():
-        return api_error(
-            400, "invalid_parameter", "task is required: the task text to select procedures for.", parameter="task"
-        )
+        return api_error(400, "invalid_parameter", _task_missing(request, params), parameter="task")
     if len(task) > MAX_TASK_CHARS:
         return api_error(
-            400, "invalid_parameter", f"task is longer than {MAX_TASK_CHARS} characters.", parameter="task"
+            400,
+            "invalid_parameter",
+            f"task is longer than {MAX_TASK_CHARS} characters ({len(task)}); send the task's text, not the whole conversation.",
+            parameter="task",
         )
     k: int | None = None
     if raw_k not in (None, ""):

@@ -413,6 +413,42 @@ def test_select_by_post_refuses_a_bad_body_naming_the_field(client, read_token, 
     assert error["code"] == code and error.get("parameter") == parameter
 
 
+@pytest.mark.parametrize(
+    "method,body,params,expected",
+    [
+        # the slips an integrator makes first: each message says what was wrong and what to send
+        ("POST", '{"task": "x"', None, ["The body is not JSON: ", "line 1", '{"task": ']),
+        ("POST", "", None, ["The body is empty", '{"task": ']),
+        ("POST", '["refund"]', None, ["The body is a JSON list", '{"task": ']),
+        ("POST", '{"task": "a\\u0000b"}', None, ["The body's field task ", "NUL"]),
+        ("POST", "{}", None, ["task is required in the JSON body"]),
+        ("GET", None, {"query": "refund", "q": "x"}, ["as ?task=", "'query', 'q'", "it takes task, intent, k"]),
+        ("GET", None, {}, ["task is required as ?task="]),
+        ("GET", None, {"task": "x" * 8001}, ["longer than 8000 characters (8001)"]),
+    ],
+)
+def test_select_refusals_say_what_was_wrong_and_what_to_send(
+    client, read_token, active_pair, method, body, params, expected
+):
+    if method == "POST":
+        response = client.post(url("select"), body, content_type="application/json", **bearer(read_token))
+    else:
+        response = client.get(url("select"), params, **bearer(read_token))
+    assert response.status_code == 400
+    message = response.json()["error"]["message"]
+    for part in expected:
+        assert part in message, message
+
+
+def test_a_write_method_on_health_says_which_methods_it_answers(client):
+    response = client.post(reverse("api:health"))
+    assert response.status_code == 405
+    assert response.json()["error"] == {
+        "code": "method_not_allowed",
+        "message": "POST is not allowed on /api/v1/health; it answers GET.",
+    }
+
+
 def test_select_by_post_needs_the_read_token_and_other_methods_are_405(
     client, read_token, active_pair, agent, admin_user
 ):
