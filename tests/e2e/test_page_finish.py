@@ -146,3 +146,24 @@ def test_the_playgrounds_reasons_stay_readable_on_a_phone(live_server, browser, 
     )
     context.close()
     assert len(widths) >= 2 and min(widths) >= 200, widths
+
+
+def test_the_approve_confirmation_puts_the_comment_under_the_checkbox(live_server, browser, screenshot):
+    """The comment's label ran on after the confirmation's checkbox label, "…under my name. Comment for
+    the audit log" on one line, and "(optional)" on the next."""
+    from tests.conftest import make_passing_eval
+
+    seed_demo()
+    candidate = ProcedureVersion.objects.get(status="CANDIDATE", procedure__key="refund.over_limit")
+    make_passing_eval(candidate)
+    for width in (1280, 390):
+        context = browser.new_context(viewport={"width": width, "height": 900})
+        page = context.new_page()
+        sign_in(page, live_server.url, "approver", DEMO_USERS["approver"][0])
+        page.goto(f"{live_server.url}/versions/{candidate.pk}/approve/")
+        screenshot(page, f"approve-{width}")
+        check = page.locator("label.confirm-check").bounding_box()
+        comment = page.locator("label[for=approve-comment]").bounding_box()
+        context.close()
+        assert comment["y"] >= check["y"] + check["height"] - 1, (width, check, comment)
+        assert comment["x"] <= check["x"] + 1, (width, check, comment)  # starts the line, under the checkbox
