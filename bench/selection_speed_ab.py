@@ -6,10 +6,11 @@ load hits both alike):
 
 Before: the float32 products by BLAS (`block @ part`, chosen rows 16 at a time and a whole
 product's first rows in a multiple of 256, as semantic_read read them), the cross-lingual sum over
-every record by np.add.reduceat, the semantic product computed before the other signals. After:
+every record by np.add.reduceat, the semantic product computed before the other signals, the totals summing every signal again
+after the step shortlist's partial sum. After:
 the products by numpy's einsum, one row by one loop (semantic_read.whole_products), the sum by
 columns (Index._word_sums), the product beside the lexical and exact signals in a thread
-(semantic_read.Beside). The corpus is selection_bench's (random sentence vectors, real appliesWhen
+(semantic_read.Beside), the totals continued from the partial sum (Index._continued). The corpus is selection_bench's (random sentence vectors, real appliesWhen
 word vectors). Every task is selected both ways with cap 2 and k 5 and the results compared: the
 same injected records and the same first 5 with the same eligibility and ranks (their rounded
 scores within the last decimal); the count of equal results is printed and asserted whole.
@@ -83,11 +84,14 @@ def main() -> None:
         semantic_read.whole_products, semantic_read.row_products = blas_whole, blas_rows
         semantic_read.BESIDE_FROM = 10**12
         index._word_sums = reduceat_sums
+        index._continued = lambda signals, lexical, weights: index._weighted(
+            signals.semantic, lexical, signals.exact, signals.step, signals.body, weights
+        )
         try:
             yield
         finally:
             semantic_read.whole_products, semantic_read.row_products, semantic_read.BESIDE_FROM = after
-            del index._word_sums
+            del index._word_sums, index._continued
 
     def comparable(selection):
         ranked = [{**c, "scores": None, "fused": None} for c in selection["ranked"]]
