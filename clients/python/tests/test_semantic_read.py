@@ -149,3 +149,29 @@ def test_a_rows_product_is_the_same_to_the_bit_whichever_rows_are_read_with_it()
             rows = rng.choice(block.shape[0], size, replace=False)
             assert np.array_equal(semantic_read.row_products(block, part, rows), whole[rows])
             assert np.array_equal(semantic_read.whole_products(block[np.sort(rows)], part), whole[np.sort(rows)])
+
+
+def test_the_product_computed_beside_the_other_signals_selects_the_same(monkeypatch):
+    """From BESIDE_FROM records the semantic product runs in a thread of its own (Beside) while the
+    lexical and exact signals are computed: the same selection as computed in turn, and an error in
+    the thread reaches the caller."""
+    cache = EmbeddingCache(Vectors(5, 32))
+    records = [
+        {
+            "id": f"p{i:03d}",
+            "version": 1,
+            "appliesWhen": f"{WORDS[i % 10]} {WORDS[(i * 3) % 10]} case {i}",
+            "steps": [f"s{i}"],
+        }
+        for i in range(300)
+    ]
+    index = Index(records, cache=cache, config=SelectionConfig(step_shortlist=20))
+    tasks = ["refund my order", "cancel the flight", "seat and baggage delay"]
+    monkeypatch.setattr(semantic_read, "BESIDE_FROM", 10**9)
+    in_turn = [index.select(task=task, cap=2, k=5) for task in tasks]
+    monkeypatch.setattr(semantic_read, "BESIDE_FROM", 0)
+    assert [index.select(task=task, cap=2, k=5) for task in tasks] == in_turn
+    for apart in (True, False):
+        with pytest.raises(ZeroDivisionError):
+            semantic_read.Beside(lambda: 1 / 0, apart=apart).result()
+        assert semantic_read.Beside(lambda: 41 + 1, apart=apart).result() == 42
