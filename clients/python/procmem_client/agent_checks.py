@@ -86,6 +86,14 @@ def _get_json(url: str, token: str, timeout: float) -> tuple[Any, str | None]:
         raise CheckError(f"GET {url} failed: {exc}") from None
 
 
+def address_problem(url: str) -> str | None:
+    """Why `url` (--url or PROCMEM_URL) is not procmem's address, or None. Without a scheme urllib
+    said only "unknown url type: 127.0.0.1", naming neither the option nor what it wants."""
+    if urllib.parse.urlsplit(url).scheme not in ("http", "https") or not urllib.parse.urlsplit(url).netloc:
+        return f"--url (or PROCMEM_URL) must be procmem's address, http://… or https://…; got {url[:200]!r}"
+    return None
+
+
 def live_library(
     *, url: str, agent: str, token: str, environment: str | None = None, role: str | None = None, timeout: float = 60.0
 ) -> Library:
@@ -93,6 +101,9 @@ def live_library(
     for name, value in (("url", url), ("agent", agent), ("token", token)):
         if not value:
             raise CheckError(f"a live check needs --{name} (or PROCMEM_{name.upper()})")
+    problem = address_problem(url)
+    if problem:
+        raise CheckError(problem)
     base = url.rstrip("/")
     scope = {k: v for k, v in (("environment", environment), ("role", role)) if v}
     agent_path = f"{base}/api/v1/agents/{urllib.parse.quote(agent, safe='')}"

@@ -43,7 +43,8 @@ EXIT_OK, EXIT_FAILED, EXIT_ERROR = 0, 1, 2
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="procmem", description="procmem's agent-side tools")
-    commands = parser.add_subparsers(dest="command", required=True)
+    # the metavar names the commands in "the following arguments are required: …" (was: command)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{check,skills}")
     check = commands.add_parser(
         "check",
         help="check the agent's procmem library in CI: tools, selection, rendering snapshot",

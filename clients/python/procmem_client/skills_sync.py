@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
+from .agent_checks import address_problem
 from .skill_rendering import FILE_MODES, render_skill
 from .skills import is_skill_name
 
@@ -365,7 +366,8 @@ def plan_and_apply(
 
 def add_parser(commands: Any) -> None:
     skills = commands.add_parser("skills", help="the agent's served skills as Agent Skills folders")
-    actions = skills.add_subparsers(dest="skills_command", required=True)
+    # the metavar names the commands in "the following arguments are required: …" (was: skills_command)
+    actions = skills.add_subparsers(dest="skills_command", required=True, metavar="{sync}")
     sync = actions.add_parser(
         "sync",
         help="write the agent's served skills into DIR (.agents/skills, .claude/skills, ...)",
@@ -395,8 +397,17 @@ def sync(
     timeout: float = 60.0,
 ) -> Report:
     """Sync (or with `check`, compare) `directory` with the agent's served skills."""
-    if not url or not token:
+    if not url and not token:
         raise SyncError("skills sync needs --url and --token (or PROCMEM_URL, PROCMEM_TOKEN)")
+    if not url or not token:  # name the one missing, as `procmem check` does
+        raise SyncError(
+            "skills sync needs --url (or PROCMEM_URL)"
+            if not url
+            else "skills sync needs --token (or PROCMEM_TOKEN): a read token"
+        )
+    problem = address_problem(url)
+    if problem:
+        raise SyncError(problem)
     base = url.rstrip("/")
     query = urllib.parse.urlencode({k: v for k, v in (("environment", environment), ("role", role)) if v})
     index_url = f"{base}{INDEX_PATH}" + (f"?{query}" if query else "")

@@ -449,3 +449,53 @@ def test_any_fixture_file_gives_outcomes_or_a_check_error_naming_it(tmp_path, su
             assert str(path) in str(exc) or str(snapshots) in str(exc)
         else:
             assert all(o.check in ("selection", "snapshot", "tools") for o in outcomes)
+
+
+# ------------------------------------------------------------------- what the command line says first
+
+
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        ([], "the following arguments are required: {check,skills}"),  # was: "…required: command"
+        (["skills"], "the following arguments are required: {sync}"),  # was: "…required: skills_command"
+    ],
+)
+def test_a_missing_command_names_the_commands(argv, expected, capsys):
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 2 and expected in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv,env,expected",
+    [
+        (["skills", "sync", "DIR"], {"PROCMEM_URL": "http://procmem.test"}, "needs --token (or PROCMEM_TOKEN)"),
+        (["skills", "sync", "DIR"], {"PROCMEM_TOKEN": "pm_x"}, "needs --url (or PROCMEM_URL)"),
+        (["skills", "sync", "DIR"], {}, "needs --url and --token (or PROCMEM_URL, PROCMEM_TOKEN)"),
+        (
+            ["skills", "sync", "DIR", "--url", "127.0.0.1:8000", "--token", "pm_x"],
+            {},
+            "--url (or PROCMEM_URL) must be procmem's address, http://… or https://…; got '127.0.0.1:8000'",
+        ),
+        (
+            ["check", "--tools", "TOOLS", "--url", "localhost:8000", "--agent", "a", "--token", "pm_x"],
+            {},
+            "--url (or PROCMEM_URL) must be procmem's address, http://… or https://…; got 'localhost:8000'",
+        ),
+    ],
+)
+def test_the_command_line_names_the_missing_or_bad_option(argv, env, expected, tmp_path, monkeypatch):
+    """Without a scheme urllib said only "unknown url type: 127.0.0.1"; a missing token was reported
+    as a missing --url and --token."""
+    for name in ("PROCMEM_URL", "PROCMEM_TOKEN", "PROCMEM_AGENT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    tools = tmp_path / "tools.txt"
+    tools.write_text("lookupOrder\n")
+    argv = [str(tmp_path / "skills") if a == "DIR" else str(tools) if a == "TOOLS" else a for a in argv]
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out=out, err=err) == 2
+    assert expected in err.getvalue(), err.getvalue()
+    assert not (tmp_path / "skills").exists()
