@@ -167,3 +167,19 @@ def test_the_approve_confirmation_puts_the_comment_under_the_checkbox(live_serve
         context.close()
         assert comment["y"] >= check["y"] + check["height"] - 1, (width, check, comment)
         assert comment["x"] <= check["x"] + 1, (width, check, comment)  # starts the line, under the checkbox
+
+
+def test_the_audit_logs_changes_stay_readable_on_a_phone(live_server, browser, screenshot):
+    """At 390 px the audit log's "Before → after" was 75 px wide: a content hash ran one character a
+    line and a row grew 700 px tall, in a table that scrolls sideways anyway."""
+    seed_demo()
+    context = browser.new_context(viewport={"width": 390, "height": 844})
+    page = context.new_page()
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    page.goto(f"{live_server.url}/ops/audit/")
+    screenshot(page, "audit")
+    widths = page.evaluate(
+        "() => [...document.querySelectorAll('td.changes')].map((td) => td.getBoundingClientRect().width)"
+    )
+    context.close()
+    assert len(widths) >= 5 and min(widths) >= 200, widths
