@@ -31,6 +31,7 @@ from .client import (
     ProcmemError,
     checked_set,
     empty_selection,
+    http_failure,
     outcome_record,
     outcome_refusal,
     select_query,
@@ -108,7 +109,9 @@ class AsyncProcmemClient(ClientState):
                     return self._succeeded(now)
                 if response.status_code != 200:
                     return self._failed(
-                        now, f"HTTP {response.status_code}: {response.text[:300]}", status=response.status_code
+                        now,
+                        http_failure(response.status_code, response.text, method="GET", url=str(response.url)),
+                        status=response.status_code,
                     )
                 data = checked_set(response.json())  # httpx has undone the gzip
             except (httpx.HTTPError, ValueError) as exc:
@@ -175,7 +178,9 @@ class AsyncProcmemClient(ClientState):
             )
             if response.status_code != 200:
                 self.last_error_status = response.status_code
-                raise ValueError(f"HTTP {response.status_code}: {response.text[:300]}")
+                raise ValueError(
+                    http_failure(response.status_code, response.text, method="POST", url=str(response.url))
+                )
             data = response.json()
             selection = selection_from_response(task, data)
         except (httpx.HTTPError, ValueError) as exc:

@@ -165,6 +165,19 @@ def outcome_refusal(path: str, status: int, detail: Any) -> bool:
     return path == "sessions/outcomes" and status == 422 and isinstance(detail, dict) and "unknown" in detail
 
 
+def http_failure(status: int, body: bytes | str, *, method: str, url: str) -> str:
+    """`last_error` for a refusal: the status, the request and the server's own message and code
+    (`HTTP 401 from GET /api/v1/agents/a/procedures: The token is unknown, revoked or expired.
+    (unauthorized)`), rather than the raw JSON body; a body that is not the API's error, cut to 300."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        error = json.loads(text)["error"]
+        detail = f"{error['message']} ({error['code']})"
+    except (ValueError, KeyError, TypeError):
+        detail = text[:300]
+    return f"HTTP {status} from {method} {urllib.parse.urlsplit(url).path}: {detail}"
+
+
 def selection_cap(data: Mapping[str, Any]) -> int:
     """How many procedures a set lets a task receive (0 while procedural memory is switched off)."""
     return int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
@@ -361,7 +374,7 @@ class ProcmemClient(ClientState):
                     self.not_modified += 1
                     return self._succeeded(now)
                 return self._failed(
-                    now, f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', 'replace')}", status=exc.code
+                    now, http_failure(exc.code, exc.read(4000), method="GET", url=request.full_url), status=exc.code
                 )
             except (urllib.error.URLError, OSError, ValueError, EOFError) as exc:  # EOFError: truncated gzip
                 return self._failed(now, f"{type(exc).__name__}: {exc}")
@@ -473,7 +486,7 @@ class ProcmemClient(ClientState):
                 data = json.loads(response.read())
             selection = selection_from_response(task, data)
         except urllib.error.HTTPError as exc:
-            self.last_error = f"HTTP {exc.code}: {exc.read()[:300].decode('utf-8', 'replace')}"
+            self.last_error = http_failure(exc.code, exc.read(4000), method="POST", url=request.full_url)
             self.last_error_status = exc.code
             logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
             return empty_selection(task, intent)

@@ -73,6 +73,8 @@ def test_http_errors_keep_the_last_good_set_and_a_client_starts_empty(server, fa
     clock = FakeClock()
     bad = ProcmemClient(base_url=server.url, agent=fake.agent, token="pm_wrong", clock=clock, ranker=keyword_ranker())
     assert bad.procedures() == [] and "HTTP 401" in bad.last_error and not bad.has_set
+    # the server's message and code, and which request, not the raw JSON body
+    assert bad.last_error == f"HTTP 401 from GET /api/v1/agents/{fake.agent}/procedures: bad token (unauthorized)"
     assert bad.select(task="refund above the limit")["injected"] == []
 
     client = ProcmemClient(base_url=server.url, agent=fake.agent, token=fake.token, refresh_interval=1, clock=clock)
@@ -205,3 +207,15 @@ def test_report_session_posts_procmem_jsonl_with_the_ingest_token(server, fake):
     assert caught.value.status == 400 and caught.value.body["error"]["code"] == "invalid"
     with pytest.raises(ProcmemError):
         ProcmemClient(base_url=server.url, agent="a", token="pm_read").report_sessions([])
+
+
+def test_http_failure_names_the_request_and_the_servers_message():
+    from procmem_client.client import http_failure
+
+    body = b'{"error": {"code": "wrong_agent", "message": "This token belongs to agent \'a\', not \'b\'."}}'
+    assert (
+        http_failure(403, body, method="POST", url="http://procmem.test/api/v1/agents/b/select?x=1")
+        == "HTTP 403 from POST /api/v1/agents/b/select: This token belongs to agent 'a', not 'b'. (wrong_agent)"
+    )
+    # not the API's error (a proxy's page): the text as it came, cut to 300 characters
+    assert http_failure(502, "<html>" + "x" * 400, method="GET", url="http://p/api/v1/health").endswith("x" * 294)

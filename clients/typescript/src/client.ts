@@ -188,6 +188,30 @@ export function recallQuery(prompt: string, toolCalls: readonly RecallCall[] = [
   return lines.filter((line) => line).join("\n");
 }
 
+/**
+ * `lastError` for a refusal: the status, the request and the server's own message and code
+ * (`HTTP 401 from GET /api/v1/agents/a/procedures: The token is unknown, revoked or expired.
+ * (unauthorized)`), as the Python client words it; a body that is not the API's error, cut to 300.
+ */
+export function httpFailure(status: number, body: string, method: string, url: string): string {
+  let detail = body.slice(0, 300);
+  try {
+    const error = (JSON.parse(body) as { error?: { code?: unknown; message?: unknown } }).error;
+    if (error && typeof error.message === "string" && typeof error.code === "string") {
+      detail = `${error.message} (${error.code})`;
+    }
+  } catch {
+    // not JSON: the text as it came
+  }
+  let path = url;
+  try {
+    path = new URL(url).pathname;
+  } catch {
+    // a relative URL: as given
+  }
+  return `HTTP ${status} from ${method} ${path}: ${detail}`;
+}
+
 function describe(error: unknown): string {
   if (error instanceof Error) {
     const cause = (error as { cause?: unknown }).cause;
@@ -320,9 +344,8 @@ export class ProcmemClient {
     if (this.#etag) headers["If-None-Match"] = this.#etag;
     this.fetches += 1;
     try {
-      const response = await this.#request(this.#url(`agents/${encodeURIComponent(this.agent)}/procedures`, this.#scope()), {
-        headers,
-      });
+      const url = this.#url(`agents/${encodeURIComponent(this.agent)}/procedures`, this.#scope());
+      const response = await this.#request(url, { headers });
       if (response.status === 304) {
         this.notModified += 1;
       } else if (response.ok) {
@@ -333,8 +356,8 @@ export class ProcmemClient {
         this.#set = data as ActiveSet;
         this.#etag = response.headers.get("ETag") ?? this.#etag ?? "";
       } else {
-        const body = (await response.text()).slice(0, 300);
-        throw new ProcmemError(`HTTP ${response.status}: ${body}`, { status: response.status, body });
+        const body = (await response.text()).slice(0, 4000);
+        throw new ProcmemError(httpFailure(response.status, body, "GET", url), { status: response.status, body });
       }
       this.lastError = null;
       this.lastErrorStatus = null;
@@ -364,10 +387,14 @@ export class ProcmemClient {
     if (!shared.arms || Object.keys(shared.arms).length === 0) return shared;
     this.fetches += 1;
     try {
-      const response = await this.#request(this.#url(`agents/${encodeURIComponent(this.agent)}/procedures`, this.#scope(session)), {
+      const url = this.#url(`agents/${encodeURIComponent(this.agent)}/procedures`, this.#scope(session));
+      const response = await this.#request(url, {
         headers: { Authorization: `Bearer ${this.#token}`, Accept: "application/json" },
       });
-      if (!response.ok) throw new ProcmemError(`HTTP ${response.status}`, { status: response.status });
+      if (!response.ok) {
+        const body = (await response.text()).slice(0, 4000);
+        throw new ProcmemError(httpFailure(response.status, body, "GET", url), { status: response.status, body });
+      }
       const data = (await response.json()) as unknown;
       if (!data || typeof data !== "object" || !Array.isArray((data as ActiveSet).procedures)) {
         throw new ProcmemError("the response is not an active set");
@@ -400,14 +427,15 @@ export class ProcmemClient {
     }
     this.selects += 1;
     try {
-      const response = await this.#request(this.#url(`agents/${encodeURIComponent(this.agent)}/select`), {
+      const url = this.#url(`agents/${encodeURIComponent(this.agent)}/select`);
+      const response = await this.#request(url, {
         method: "POST",
         body: JSON.stringify(parameters),
         headers: { Authorization: `Bearer ${this.#token}`, Accept: "application/json", "Content-Type": "application/json" },
       });
       if (!response.ok) {
-        const body = (await response.text()).slice(0, 300);
-        throw new ProcmemError(`HTTP ${response.status}: ${body}`, { status: response.status, body });
+        const body = (await response.text()).slice(0, 4000);
+        throw new ProcmemError(httpFailure(response.status, body, "POST", url), { status: response.status, body });
       }
       const data = (await response.json()) as Partial<Selection> | null;
       if (!data || typeof data !== "object" || !Array.isArray(data.injected)) throw new ProcmemError("the response is not a selection");

@@ -10,7 +10,7 @@ import { describe, test } from "node:test";
 import { MockLanguageModelV3 } from "ai/test";
 import { generateText } from "ai";
 
-import { ProcmemClient, ProcmemError, codePointLength, renderBlock, renderProcedure, sessionRecord } from "../dist/index.js";
+import { httpFailure, ProcmemClient, ProcmemError, codePointLength, renderBlock, renderProcedure, sessionRecord } from "../dist/index.js";
 import { lastUserText, procmemSystem, withProcmem } from "../dist/vercel-ai.js";
 
 const LIVE = process.env.PROCMEM_URL;
@@ -173,6 +173,11 @@ describe("against a live procmem server", { skip }, () => {
     const c = client({ token: "pm_wrong" });
     await c.activeSet();
     assert.match(c.lastError, /^HTTP 401/);
+    // the server's message and code and which request, as the Python client words it (was the raw JSON body)
+    assert.equal(
+      c.lastError,
+      `HTTP 401 from GET /api/v1/agents/${process.env.PROCMEM_AGENT}/procedures: The token is unknown, revoked or expired. (unauthorized)`,
+    );
     // a refused token is a configuration error, not an outage
     assert.equal(c.lastErrorStatus, 401);
     assert.equal(c.tokenRefused, true);
@@ -242,3 +247,12 @@ describe("against a live procmem server", { skip }, () => {
   });
 });
 
+
+test("httpFailure names the request and the server's message, or keeps a body that is not the API's error", () => {
+  const body = JSON.stringify({ error: { code: "wrong_agent", message: "This token belongs to agent 'a', not 'b'." } });
+  assert.equal(
+    httpFailure(403, body, "POST", "http://procmem.test/api/v1/agents/b/select?x=1"),
+    "HTTP 403 from POST /api/v1/agents/b/select: This token belongs to agent 'a', not 'b'. (wrong_agent)",
+  );
+  assert.equal(httpFailure(502, "<html>bad gateway", "GET", "http://p/api/v1/health"), "HTTP 502 from GET /api/v1/health: <html>bad gateway");
+});
