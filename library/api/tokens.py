@@ -203,7 +203,7 @@ def token_required(
             header = request.headers.get("Authorization", "")
             kind, _, raw = header.partition(" ")
             if kind.lower() != "bearer" or not raw.strip():
-                return _unauthorized(request, "Send Authorization: Bearer <token>.", 'Bearer realm="procmem"')
+                return _unauthorized(request, _malformed_authorization(header), 'Bearer realm="procmem"')
             token = authenticate(
                 raw.strip(), cache_seconds=cache_seconds() if cache_seconds else 0.0, cache_scopes=cache_scopes
             )
@@ -239,6 +239,19 @@ def token_required(
         return wrapper
 
     return decorator
+
+
+def _malformed_authorization(header: str) -> str:
+    """What is wrong with an Authorization header that is not `Bearer <token>`, without echoing a
+    secret: the commonest slips are the bare token and another scheme (`Token`, `Basic`)."""
+    kind = header.strip().partition(" ")[0]
+    if not kind:
+        return "Send Authorization: Bearer <token>."
+    if kind.startswith(TOKEN_PREFIX):
+        return f"Send Authorization: Bearer <token>; the Authorization header holds a {TOKEN_PREFIX}… token without 'Bearer '."
+    if kind.lower() == "bearer":
+        return "Send Authorization: Bearer <token>; the Authorization header has 'Bearer' but no token after it."
+    return f"Send Authorization: Bearer <token>; the Authorization header uses the {kind[:20]!r} scheme."
 
 
 def _unauthorized(request: HttpRequest, message: str, challenge: str) -> JsonResponse:

@@ -440,6 +440,25 @@ def test_select_refusals_say_what_was_wrong_and_what_to_send(
         assert part in message, message
 
 
+@pytest.mark.parametrize(
+    "header,expected",
+    [
+        (None, "Send Authorization: Bearer <token>."),
+        (
+            "pm_notbearer",
+            "Send Authorization: Bearer <token>; the Authorization header holds a pm_… token without 'Bearer '.",
+        ),
+        ("Bearer ", "Send Authorization: Bearer <token>; the Authorization header has 'Bearer' but no token after it."),
+        ("Token pm_x", "Send Authorization: Bearer <token>; the Authorization header uses the 'Token' scheme."),
+    ],
+)
+def test_a_malformed_authorization_header_says_what_is_wrong_without_echoing_it(client, agent, header, expected):
+    headers = {} if header is None else {"HTTP_AUTHORIZATION": header}
+    response = client.get(url("active_set"), **headers)
+    assert response.status_code == 401 and response["WWW-Authenticate"] == 'Bearer realm="procmem"'
+    assert response.json()["error"] == {"code": "unauthorized", "message": expected}
+
+
 def test_a_write_method_on_health_says_which_methods_it_answers(client):
     response = client.post(reverse("api:health"))
     assert response.status_code == 405
