@@ -183,3 +183,20 @@ def test_the_audit_logs_changes_stay_readable_on_a_phone(live_server, browser, s
     )
     context.close()
     assert len(widths) >= 5 and min(widths) >= 200, widths
+
+
+FIELDS_JS = """() => [...document.querySelectorAll(".ops form input[type=text], .ops form input[type=url], .ops form input[type=number]")]
+  .map((e) => ({name: e.name, height: e.getBoundingClientRect().height, font: getComputedStyle(e).fontSize}))"""
+
+
+def test_a_forms_url_and_number_fields_match_its_text_fields(live_server, page, screenshot):
+    """The webhook's URL and the token's "Expires in (days)" were drawn smaller (13px type, 20px tall)
+    than the name field beside them (15px, 35px): only text and search fields had the form's style."""
+    seed_demo()
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    for name, path in (("webhooks", "/agents/support_agent/webhooks/"), ("tokens", "/agents/support_agent/tokens/")):
+        page.goto(live_server.url + path)
+        screenshot(page, name)
+        fields = page.evaluate(FIELDS_JS)
+        assert {field["name"] for field in fields} >= {"name", {"webhooks": "url", "tokens": "expires_in_days"}[name]}
+        assert len({(field["height"], field["font"]) for field in fields}) == 1, fields
