@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -41,6 +42,27 @@ Where to click first:
 """
 
 
+def address_problem(host: str, port: str) -> str | None:
+    """Why the web server could not serve on host:port, said before the migrations and the seed run
+    (runserver's own "That port is already in use" came minutes later, after them, and the runner
+    then said only that a demo process exited). None when the address is free."""
+    try:
+        number = int(port)
+    except ValueError:
+        return f"DEMO_PORT must be a port number; got {port!r}."
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as runserver binds it
+        try:
+            sock.bind((host, number))
+        except OSError as exc:
+            return (
+                f"The demo cannot serve on {host}:{number}: {exc.strerror or exc}. If another program "
+                f"(or another demo) uses the port, choose another: DEMO_PORT={number + 1} make demo"
+            )
+    return None
+
+
 def wait_until_served(url: str, children: list[subprocess.Popen], timeout: float = 300) -> bool:
     """True once `url` answers (any HTTP status); False when a child exits or the time runs out."""
     deadline = time.monotonic() + timeout
@@ -63,8 +85,12 @@ def main() -> int:
     env.setdefault("DJANGO_SETTINGS_MODULE", "procmem_site.settings")
     env.setdefault("HF_HUB_OFFLINE", "1")
     env.setdefault("PROCMEM_WEBHOOK_ALLOW_LOCAL", "1")  # the demo's webhook receivers are local
-    host = env.get("DEMO_HOST", "127.0.0.1")
-    port = env.get("DEMO_PORT", "8000")
+    host = os.environ.get("DEMO_HOST", "127.0.0.1")
+    port = os.environ.get("DEMO_PORT", "8000")
+    problem = address_problem(host, port)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     var = Path(env.get("PROCMEM_VAR_DIR", ROOT / "var"))
     (var / "celery").mkdir(parents=True, exist_ok=True)
     manage = [sys.executable, str(ROOT / "manage.py")]

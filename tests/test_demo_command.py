@@ -131,3 +131,26 @@ def test_demo_serves_login_and_stops_on_ctrl_c(tmp_path):
         if "<defunct>" not in line
     ]
     assert leftover == [], f"processes left after Ctrl-C: {leftover}"
+
+
+def test_a_port_in_use_is_refused_at_once_naming_demo_port(tmp_path):
+    """runserver's "That port is already in use" came only after the migrations and the seed, and
+    the runner then said only that a demo process exited; now it is said first, with the way out."""
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        env = {**os.environ, "DEMO_PORT": str(port), "PROCMEM_VAR_DIR": str(tmp_path / "var")}
+        env.pop("DATABASE_URL", None)
+        done = subprocess.run(
+            [sys.executable, "-m", "procmem_site.rundemo"],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"The demo cannot serve on 127.0.0.1:{port}: " in done.stderr
+    assert f"DEMO_PORT={port + 1} make demo" in done.stderr
+    assert not (tmp_path / "var" / "procmem.sqlite3").exists()  # nothing was migrated or seeded
