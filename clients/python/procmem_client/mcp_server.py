@@ -35,6 +35,7 @@ from mcp import types
 from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
+from .agent_checks import address_problem
 from .client import ProcmemClient, ProcmemError, session_record
 from .rendering import render_block, render_procedure
 from .skill_rendering import SKILL_FILE, render_skill
@@ -490,6 +491,9 @@ def client_from_arguments(arguments: argparse.Namespace) -> ProcmemClient:
     ]
     if missing:
         raise SystemExit(f"procmem-mcp: missing {', '.join(missing)}")
+    problem = address_problem(arguments.url)  # at start, not as a tool error at the agent's first call
+    if problem:
+        raise SystemExit(f"procmem-mcp: {problem}")
     return ProcmemClient(
         base_url=arguments.url,
         agent=arguments.agent,

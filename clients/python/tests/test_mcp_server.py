@@ -117,3 +117,25 @@ def test_tool_arguments_are_accepted_or_refused_with_the_argument_named(given_ar
             check(given_arguments)
         except ToolInputError as exc:
             assert any(name in str(exc) for name in (*given_arguments, "task", "session_id", "resolved")), str(exc)
+
+
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["--agent", "a", "--token", "pm_x"], "procmem-mcp: missing --url (or PROCMEM_URL)"),
+        (
+            ["--url", "127.0.0.1:8000", "--agent", "a", "--token", "pm_x"],
+            "procmem-mcp: --url (or PROCMEM_URL) must be procmem's address, http://… or https://…; got '127.0.0.1:8000'",
+        ),
+    ],
+)
+def test_procmem_mcp_refuses_a_missing_or_bad_address_at_start(argv, expected, monkeypatch):
+    """An address without http:// used to start the server; every recall then failed with urllib's
+    "unknown url type", a tool error the agent saw instead of the operator at start."""
+    from procmem_client.mcp_server import main
+
+    for name in ("PROCMEM_URL", "PROCMEM_AGENT", "PROCMEM_TOKEN"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert str(exited.value) == expected
