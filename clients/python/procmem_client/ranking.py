@@ -292,16 +292,27 @@ class Index:
         (condition_scores.Conditions.semantic); None without compound records."""
         return self.conditions.semantic(candidates, semantic, vector, self._cache.calibrate)
 
-    def third_scores(self, candidates: np.ndarray, third_vector: np.ndarray | None) -> np.ndarray | None:
+    def third_scores(
+        self, candidates: np.ndarray, third_vector: np.ndarray | None, positions: np.ndarray | None = None
+    ) -> np.ndarray | None:
         """A routed backend's third model's cosine with the task, calibrated: a compound appliesWhen's
-        weakest clause's, the others' whole text's (condition_scores.Conditions.third); None without
-        a third model (or with its weight 0)."""
+        weakest clause's, the others' whole text's (condition_scores.Conditions.third), for the
+        candidates at `positions` (all when None; NaN, not computed, for the others: as the step
+        signal, it is computed for the step shortlist); None without a third model (or with its
+        weight 0). A row's product is the same to the bit whether every row or some are read."""
         if self.third_block is None or third_vector is None:
             return None
-        whole = self._cache.third_calibrate(semantic_read.whole_products(self.third_block, third_vector))
-        return self.conditions.third(
-            candidates, np.asarray(whole)[candidates], third_vector, self._cache.third_calibrate
-        )
+        scores = np.full(candidates.size, np.nan, dtype=np.float64)
+        if positions is None:
+            positions = np.arange(candidates.size)
+        rows = candidates[positions]
+        if rows.size == len(self):
+            products = semantic_read.whole_products(self.third_block, third_vector)[rows]
+        else:
+            products = semantic_read.row_products(self.third_block, third_vector, rows)
+        calibrate = self._cache.third_calibrate
+        scores[positions] = self.conditions.third(rows, np.asarray(calibrate(products)), third_vector, calibrate)
+        return scores
 
     def query_parts(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """A task's vector split: the part the semantic, step and clause signals read (the
@@ -333,7 +344,8 @@ class Index:
         """Memory of the stacked embedding matrices and their int8 copies (the per-text cache holds
         the same vectors again)."""
         quantised = self.quantised.nbytes() if self.quantised is not None else 0
-        return int(sum(block.nbytes for block in self.matrix_blocks + self.step_blocks)) + quantised
+        third = self.third_block.nbytes if self.third_block is not None else 0
+        return int(sum(block.nbytes for block in self.matrix_blocks + self.step_blocks)) + quantised + third
 
     # -- the embedding matrices, kept as column blocks (_routed_tail): a routed backend's task
     # vector is zero in one model's columns, and a block it does not fill is not read
@@ -507,8 +519,9 @@ class Index:
         return np.arange(len(self), dtype=np.int64)
 
     def signals(self, *, task: str, intent: str | None = None, query_vector: np.ndarray | None = None) -> Signals:
-        """Raw scores of every candidate (the intent filter applied). The step signal is computed
-        for the `step_shortlist` best candidates by the other three (NaN for the rest)."""
+        """Raw scores of every candidate (the intent filter applied). The step signal, and a routed
+        backend's third model's, are computed for the `step_shortlist` best candidates by the other
+        three (NaN for the rest)."""
         candidates = self.candidates(task, intent)
         if candidates.size == 0:
             empty = np.zeros(0, dtype=np.float64)
@@ -527,6 +540,7 @@ class Index:
         step = np.full(candidates.size, np.nan, dtype=np.float64)
         body = np.full(candidates.size, np.nan, dtype=np.float64)
         partial = None
+        chosen = None  # the step shortlist; the third model's signal is computed for it too
         if self.config.use_steps and self.distinct_steps:
             limit = self.config.step_shortlist
             if candidates.size <= limit:
@@ -552,7 +566,7 @@ class Index:
             clause=clause,
             amount=amount,
             clause_lexical=clause_lexical,
-            third=self.third_scores(candidates, third_vector),
+            third=self.third_scores(candidates, third_vector, chosen),
             partial=partial,
         )
 
@@ -653,7 +667,8 @@ class Index:
         if signals.amount is not None and config.amount_weight:
             total = total + config.amount_weight * signals.amount
         if signals.third is not None and config.third_model_weight:
-            total = total + config.third_model_weight * np.clip(signals.third, 0.0, 1.0)
+            third = np.clip(np.nan_to_num(signals.third, nan=0.0), 0.0, 1.0)  # not computed: 0, as the step signal
+            total = total + config.third_model_weight * third
         if signals.area is not None and config.area_weight:
             total = total + self.area_total(signals.area, config)
         return total
@@ -738,7 +753,7 @@ class Index:
                 vector=vector,
                 cap=cap,
                 k=k,
-                third=self.third_scores(candidates, third_vector),
+                third_vector=third_vector,
             )
         else:
             signals = self.signals(task=task, intent=intent, query_vector=query_vector)

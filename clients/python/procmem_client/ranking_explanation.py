@@ -154,6 +154,8 @@ def explain(
     }
     injected = set(chosen)
     normalised = index.normalise(signals.semantic, signals.lexical, signals.exact, signals.step, signals.body)
+    if signals.third is not None:  # a routed backend's third model (order only), 0 where not computed
+        normalised["third"] = np.clip(np.nan_to_num(signals.third, nan=0.0), 0.0, 1.0)
     ranks = retriever_ranks(index, signals)
     matched_by_position: dict[int, list[str]] = defaultdict(list)
     for token in sorted(index.task_terms(task)):
@@ -180,6 +182,7 @@ def explain(
                     "step": None if math.isnan(step) else step,  # type: ignore[dict-item]
                     "body": None if math.isnan(body) else body,  # type: ignore[typeddict-unknown-key]
                     **({} if signals.area is None else {"area": float(signals.area[j])}),
+                    **({} if signals.third is None else {"third": _computed(float(signals.third[j]))}),
                 },
                 "normalised": {name: float(values[j]) for name, values in normalised.items()},
                 "ranks": {name: ranks[name][j] for name in RETRIEVERS},
@@ -192,3 +195,8 @@ def explain(
             }
         )
     return explained
+
+
+def _computed(value: float) -> float | None:
+    """A score computed for a shortlist only (NaN elsewhere): None where it was not computed."""
+    return None if math.isnan(value) else value

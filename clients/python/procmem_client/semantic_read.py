@@ -71,6 +71,7 @@ class Index(Protocol):
     def clause_scores(self, *args: Any, **kwargs: Any) -> np.ndarray | None: ...
     def amount_scores(self, *args: Any, **kwargs: Any) -> np.ndarray | None: ...
     def clause_lexical_scores(self, *args: Any, **kwargs: Any) -> np.ndarray | None: ...
+    def third_scores(self, *args: Any, **kwargs: Any) -> np.ndarray | None: ...
     def _weighted(self, *args: Any, **kwargs: Any) -> np.ndarray: ...
     def signals(self, *args: Any, **kwargs: Any) -> Signals: ...
     def totals(self, *args: Any, **kwargs: Any) -> np.ndarray: ...
@@ -229,13 +230,14 @@ def quantised_signals(
     vector: np.ndarray,
     cap: int,
     k: int | None,
-    third: np.ndarray | None = None,
+    third_vector: np.ndarray | None = None,
 ) -> tuple[Signals, int]:
     """`index.signals` for `select`, the semantic scores read through the int8 codes and read again
     in float32 wherever they can change what `select` returns (module docstring); also how many
     records were read again. Same candidates and step shortlist as `index.signals`; `select`'s
-    totals, eligibility, order and diagnostics over these signals are the float32 path's. `third`:
-    a routed backend's third model's scores (Index.third_scores), exact already."""
+    totals, eligibility, order and diagnostics over these signals are the float32 path's. `third_vector`:
+    a routed backend's third model's part of the task's vector (Index.third_scores reads it exactly,
+    for the same step shortlist as the float32 path)."""
     quantised = index.quantised
     assert quantised is not None
     cache, config = index._cache, index.config
@@ -261,6 +263,7 @@ def quantised_signals(
     weights = config.weights()
     step = np.full(candidates.size, np.nan, dtype=np.float64)
     body = np.full(candidates.size, np.nan, dtype=np.float64)
+    chosen = None
     if config.use_steps and index.distinct_steps:
         limit = config.step_shortlist
         if candidates.size <= limit:
@@ -302,7 +305,7 @@ def quantised_signals(
         clause=index.clause_scores(candidates, semantic, vector),
         amount=index.amount_scores(task, candidates),
         clause_lexical=index.clause_lexical_scores(task, candidates, lexical),
-        third=third,
+        third=index.third_scores(candidates, third_vector, chosen),
     )
 
     def current_totals() -> np.ndarray:

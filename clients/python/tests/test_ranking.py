@@ -99,8 +99,9 @@ def test_tau2_task_selects_the_frozen_procedures(indexes, case):
 
 def test_first_pick_accuracy_over_all_tau2_tasks_does_not_regress(indexes):
     """Over every tau2 task whose gold actions map to a procedure: the first pick is one of them
-    for at least 74 of the 128, a wrong first pick happens for at most 34 (the ranker by reciprocal
-    rank fusion before the weighted sum: 73 and 36)."""
+    for at least 75 of the 128, a wrong first pick happens for at most 33 (with the backend before
+    the third model, minilm+use-multilingual: 74 and 34; the ranker by reciprocal rank fusion before
+    the weighted sum: 73 and 36)."""
     right = wrong = nothing = 0
     for domain in ("airline", "retail"):
         for task in _tasks(domain).values():
@@ -117,7 +118,7 @@ def test_first_pick_accuracy_over_all_tau2_tasks_does_not_regress(indexes):
             else:
                 wrong += 1
     assert right + wrong + nothing == 128
-    assert right >= 74 and wrong <= 34, (right, wrong, nothing)
+    assert right >= 75 and wrong <= 33, (right, wrong, nothing)
 
 
 @pytest.mark.parametrize("text", UNRELATED)
@@ -187,6 +188,8 @@ def test_the_order_is_the_weighted_sum_of_normalised_scores(indexes):
         + config.exact_weight * top["normalised"]["exact"]
         + config.step_weight * top["normalised"]["step"]
         + config.body_weight * top["normalised"]["body"]
+        # the default backend's third model (e5): its weakest-clause cosine, order only
+        + config.third_model_weight * top["normalised"].get("third", 0.0)
     )
     assert top["total"] == pytest.approx(expected, abs=1e-3)
     assert top["normalised"]["exact"] == pytest.approx(0.5)  # one identifier: 1 / (1 + 1)
@@ -201,10 +204,10 @@ def test_a_candidate_two_retrievers_pass_does_not_outrank_a_much_closer_one(inde
     index = indexes["retail"]
     ranking = index.rank(task="You want to change the shipping address of your pending order #W123.")
     assert ranking[0]["normalised"]["semantic"] >= max(c["normalised"]["semantic"] for c in ranking) - 0.2
-    weights = index.config.weights()
+    weights = {**index.config.weights(), "third": index.config.third_model_weight}
     for candidate in ranking:
         assert candidate["total"] == pytest.approx(
-            sum(weights[n] * candidate["normalised"][n] for n in weights), abs=1e-3
+            sum(weights[n] * candidate["normalised"].get(n, 0.0) for n in weights), abs=1e-3
         )
 
 

@@ -137,3 +137,43 @@ def test_a_backend_without_a_third_model_has_no_third_signal():
     index = Ranker(cache=EmbeddingCache(backend=RoutedBackend(_Model("en"), _Model("other", turn=1)))).index(RECORDS)  # type: ignore[arg-type]
     assert index.third_block is None and index.third_columns == 0
     assert index.signals(task="cancel my flights").third is None
+
+
+def test_the_quantised_read_selects_as_the_float32_read_with_a_third_model():
+    """semantic_read.quantised_signals takes the third model's scores as they are (exact): the same
+    selection, diagnostics and scores as the float32 read."""
+    from procmem_client import semantic_read
+
+    if semantic_read.simsimd_module() is None:
+        pytest.skip("SimSIMD (the client's [fast] extra) is not installed")
+    backend = RoutedBackend(_Model("en"), _Model("other", turn=1), _third())
+    cache = EmbeddingCache(backend=backend)  # type: ignore[arg-type]
+    fast, plain = (
+        Ranker(cache=cache, config=SelectionConfig(quantised_from=threshold)).index(RECORDS) for threshold in (0, 10**9)
+    )
+    assert fast.quantised is not None and plain.quantised is None
+    for task in TASKS:
+        for cap in (1, 2):
+            assert fast.select(task=task, cap=cap, k=4) == plain.select(task=task, cap=cap, k=4), task
+
+
+def test_the_third_models_signal_is_computed_for_the_step_shortlist_as_the_step_signal():
+    """Over more candidates than `step_shortlist`, the third model's score is read for the shortlist
+    only (NaN, counted 0, for the rest), each value the same to the bit as when every row is read;
+    the quantised read shortlists and reads the same."""
+    from procmem_client import semantic_read
+
+    backend = RoutedBackend(_Model("en"), _Model("other", turn=1), _third())
+    cache = EmbeddingCache(backend=backend)  # type: ignore[arg-type]
+    everyone = Ranker(cache=cache).index(RECORDS)
+    short = Ranker(cache=cache, config=SelectionConfig(step_shortlist=2)).index(RECORDS)
+    for task in TASKS:
+        whole = everyone.signals(task=task)
+        some = short.signals(task=task)
+        computed = ~np.isnan(some.third)
+        assert computed.tolist() == (~np.isnan(some.step)).tolist() and computed.sum() == 2
+        assert np.array_equal(some.third[computed], whole.third[computed]), task
+    if semantic_read.simsimd_module() is not None:
+        fast = Ranker(cache=cache, config=SelectionConfig(step_shortlist=2, quantised_from=0)).index(RECORDS)
+        for task in TASKS:
+            assert fast.select(task=task, cap=2, k=4) == short.select(task=task, cap=2, k=4), task
