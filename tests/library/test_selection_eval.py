@@ -169,8 +169,8 @@ def test_the_table_lists_the_three_rankers_and_the_failing_gate_is_an_error(db, 
     call_command("eval_selection", *args, "--cap", "0", "--per-query", stdout=out)
     assert "unrelated:retail/113 (unrelated): nothing" in out.getvalue()
     assert "| 0.000 | 1.000 | – | 0.000 |" in out.getvalue()
-    # lexical weight 0 and semantic weight 0: the configured ranker orders by the identifier score
-    # and ties by semantic score, which loses to lexical-only here
+    # lexical, semantic, step and third-model weights 0: the configured ranker orders by the
+    # identifier score and ties by semantic score, which loses to lexical-only here
     with pytest.raises(CommandError, match="below the lexical-only baseline"):
         call_command(
             "eval_selection",
@@ -181,6 +181,8 @@ def test_the_table_lists_the_three_rankers_and_the_failing_gate_is_an_error(db, 
             "semantic_weight=0",
             "--set",
             "step_weight=0",
+            "--set",
+            "third_model_weight=0",
             "--fail-below-baselines",
             stdout=StringIO(),
         )
