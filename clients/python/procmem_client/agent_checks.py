@@ -86,11 +86,11 @@ def _get_json(url: str, token: str, timeout: float) -> tuple[Any, str | None]:
         raise CheckError(f"GET {url} failed: {exc}") from None
 
 
-def address_problem(url: str) -> str | None:
-    """Why `url` (--url or PROCMEM_URL) is not procmem's address, or None. Without a scheme urllib
-    said only "unknown url type: 127.0.0.1", naming neither the option nor what it wants."""
+def address_problem(url: str, *, name: str = "--url (or PROCMEM_URL)") -> str | None:
+    """Why `url` (the option or argument `name`) is not procmem's address, or None. Without a scheme
+    urllib said only "unknown url type: 127.0.0.1", naming neither the option nor what it wants."""
     if urllib.parse.urlsplit(url).scheme not in ("http", "https") or not urllib.parse.urlsplit(url).netloc:
-        return f"--url (or PROCMEM_URL) must be procmem's address, http://… or https://…; got {url[:200]!r}"
+        return f"{name} must be procmem's address, http://… or https://…; got {url[:200]!r}"
     return None
 
 

@@ -51,6 +51,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import embeddings
+from .agent_checks import address_problem
 from .coding import recall_pointer, recall_query
 from .ranking import Index, Ranker, Selection
 from .rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block
@@ -248,6 +249,9 @@ class ClientState:
         if api_version not in API_VERSIONS:
             raise ValueError(f"api_version must be one of {', '.join(API_VERSIONS)}; got {api_version!r}")
         self.api_version = api_version
+        problem = address_problem(base_url, name="base_url")
+        if problem:  # said here, not as urllib's "unknown url type" in last_error at every fetch
+            raise ValueError(problem)
         self.base_url = base_url.rstrip("/")
         self.agent = agent
         self.environment = environment or None

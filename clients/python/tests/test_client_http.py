@@ -219,3 +219,10 @@ def test_http_failure_names_the_request_and_the_servers_message():
     )
     # not the API's error (a proxy's page): the text as it came, cut to 300 characters
     assert http_failure(502, "<html>" + "x" * 400, method="GET", url="http://p/api/v1/health").endswith("x" * 294)
+
+
+@pytest.mark.parametrize("base_url", ["127.0.0.1:8000", "procmem.example.com", "ftp://procmem.example.com", ""])
+def test_a_base_url_that_is_not_an_http_address_is_refused_at_construction(base_url):
+    """It was accepted, and every fetch then recorded urllib's "unknown url type" in last_error."""
+    with pytest.raises(ValueError, match=r"^base_url must be procmem's address, http://… or https://…; got "):
+        ProcmemClient(base_url=base_url, agent="a", token="pm_x")

@@ -259,6 +259,10 @@ export class ProcmemClient {
     for (const name of ["baseUrl", "agent", "token"] as const) {
       if (typeof options[name] !== "string" || !options[name]) throw new TypeError(`${name} must be a non-empty string`);
     }
+    if (!/^https?:\/\/[^/]/i.test(options.baseUrl)) {
+      // said here, not as "TypeError: Invalid URL" in lastError at every fetch; the Python client's words
+      throw new TypeError(`baseUrl must be procmem's address, http://… or https://…; got ${JSON.stringify(options.baseUrl.slice(0, 200))}`);
+    }
     this.baseUrl = options.baseUrl.replace(/\/+$/, "");
     this.agent = options.agent;
     this.apiVersion = apiVersion;

@@ -256,3 +256,12 @@ test("httpFailure names the request and the server's message, or keeps a body th
   );
   assert.equal(httpFailure(502, "<html>bad gateway", "GET", "http://p/api/v1/health"), "HTTP 502 from GET /api/v1/health: <html>bad gateway");
 });
+
+test("a baseUrl that is not an http address is refused at construction, in the Python client's words", () => {
+  for (const baseUrl of ["127.0.0.1:8000", "procmem.example.com", "ftp://procmem.example.com"]) {
+    assert.throws(
+      () => new ProcmemClient({ baseUrl, agent: "a", token: "pm_x" }),
+      { name: "TypeError", message: `baseUrl must be procmem's address, http://… or https://…; got ${JSON.stringify(baseUrl)}` },
+    );
+  }
+});
