@@ -6,11 +6,13 @@ load hits both alike):
 
 Before: the float32 products by BLAS (`block @ part`, chosen rows 16 at a time and a whole
 product's first rows in a multiple of 256, as semantic_read read them), the cross-lingual sum over
-every record by np.add.reduceat, the semantic product computed before the other signals, the totals summing every signal again
+every record by np.add.reduceat, the semantic product computed before the other signals, the word credits' product in one BLAS
+call, the totals summing every signal again
 after the step shortlist's partial sum. After:
 the products by numpy's einsum, one row by one loop (semantic_read.whole_products), the sum by
 columns (Index._word_sums), the product beside the lexical and exact signals in a thread
-(semantic_read.Beside), the totals continued from the partial sum (Index._continued). The corpus is selection_bench's (random sentence vectors, real appliesWhen
+(semantic_read.Beside), the word credits' product cut into one-thread BLAS products
+(semantic_read.nearest_products), the totals continued from the partial sum (Index._continued). The corpus is selection_bench's (random sentence vectors, real appliesWhen
 word vectors). Every task is selected both ways with cap 2 and k 5 and the results compared: the
 same injected records and the same first 5 with the same eligibility and ranks (their rounded
 scores within the last decimal); the count of equal results is printed and asserted whole.
@@ -52,6 +54,11 @@ def blas_whole(block: np.ndarray, part: np.ndarray) -> np.ndarray:
     return out
 
 
+def blas_nearest(block: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Each row's largest product with the queries as Index.word_credit computed it before: one BLAS product."""
+    return (block @ queries.T).max(axis=1)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--languages", default="en,de,fr,es,zh,ja,ru")
@@ -72,7 +79,12 @@ def main() -> None:
     corpus = EmbeddingCache(RandomVectors(backend.dimension()), backend=backend)
     index = Ranker(cache=corpus, config=SelectionConfig()).index(large_records(args.large))
     embed_query = embeddings.query_embedder(backend)
-    after = (semantic_read.whole_products, semantic_read.row_products, semantic_read.BESIDE_FROM)
+    after = (
+        semantic_read.whole_products,
+        semantic_read.row_products,
+        semantic_read.BESIDE_FROM,
+        semantic_read.nearest_products,
+    )
 
     def reduceat_sums(weighted: np.ndarray) -> np.ndarray:
         sums = np.zeros(len(index), dtype=np.float64)
@@ -82,6 +94,7 @@ def main() -> None:
     @contextlib.contextmanager
     def before():
         semantic_read.whole_products, semantic_read.row_products = blas_whole, blas_rows
+        semantic_read.nearest_products = blas_nearest
         semantic_read.BESIDE_FROM = 10**12
         index._word_sums = reduceat_sums
         index._continued = lambda signals, lexical, weights: index._weighted(
@@ -90,7 +103,12 @@ def main() -> None:
         try:
             yield
         finally:
-            semantic_read.whole_products, semantic_read.row_products, semantic_read.BESIDE_FROM = after
+            (
+                semantic_read.whole_products,
+                semantic_read.row_products,
+                semantic_read.BESIDE_FROM,
+                semantic_read.nearest_products,
+            ) = after
             del index._word_sums, index._continued
 
     def comparable(selection):

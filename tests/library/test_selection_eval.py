@@ -472,13 +472,14 @@ def test_the_one_loop_float32_products_rank_every_task_as_blas_did(monkeypatch):
     """Issue 41, speed: the float32 products are numpy's einsum, one row at a time by one loop
     (semantic_read.whole_products, row_products), where they were BLAS matrix products, and the
     cross-lingual sum over every record is summed by columns (Index._word_sums) where it was
-    np.add.reduceat. The sum is the same to the bit (clients/python/tests/test_ranking.py); a
+    np.add.reduceat, and the cross-lingual word credits' product is cut into products BLAS computes
+    in one thread (semantic_read.nearest_products). The sum is the same to the bit (clients/python/tests/test_ranking.py); a
     product can differ from BLAS's in its last bits. Every task of the multilingual, paraphrase and
     tau2 sets (airline, retail, demo libraries; English and not) gets the same full ranking, the same
     injected procedures under caps 1 and 2 and the same first 20 with the same eligibility and ranks,
     their rounded scores within the last decimal, as with
     BLAS's products and reduceat's sum."""
-    from bench.selection_speed_ab import blas_rows, blas_whole  # semantic_read's BLAS reads, as they were
+    from bench.selection_speed_ab import blas_nearest, blas_rows, blas_whole  # semantic_read's BLAS reads, as they were
     from procmem_client import embeddings, semantic_read
     from procmem_client.embedding_cache import EmbeddingCache
     from procmem_client.ranking import Index, SelectionConfig
@@ -488,11 +489,12 @@ def test_the_one_loop_float32_products_rank_every_task_as_blas_did(monkeypatch):
         pytest.skip("the default backend's models are not installed")
     backend = embeddings.backend("minilm+use-multilingual")
     embed_query = embeddings.query_embedder(backend)
-    one_loop = (semantic_read.whole_products, semantic_read.row_products)
+    one_loop = (semantic_read.whole_products, semantic_read.row_products, semantic_read.nearest_products)
 
     def blas(index):  # the products and the sum as before this change
         monkeypatch.setattr(semantic_read, "whole_products", blas_whole)
         monkeypatch.setattr(semantic_read, "row_products", blas_rows)
+        monkeypatch.setattr(semantic_read, "nearest_products", blas_nearest)
         index._word_sums = lambda weighted: _reduceat_sums(index, weighted)
 
     def without_figures(selection):  # what select reports but its rounded scores
@@ -522,6 +524,7 @@ def test_the_one_loop_float32_products_rank_every_task_as_blas_did(monkeypatch):
             vector = embed_query([task])[0]
             monkeypatch.setattr(semantic_read, "whole_products", one_loop[0])
             monkeypatch.setattr(semantic_read, "row_products", one_loop[1])
+            monkeypatch.setattr(semantic_read, "nearest_products", one_loop[2])
             index.__dict__.pop("_word_sums", None)
             now = [c["id"] for c in index.rank(task=task, query_vector=vector)]
             chosen = {cap: index.select(task=task, cap=cap, k=20, query_vector=vector) for cap in (1, 2)}

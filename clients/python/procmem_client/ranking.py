@@ -457,7 +457,7 @@ class Index:
         units = task_units(task)
         if not units:
             return np.zeros(self.word_matrix.shape[0], dtype=np.float64)
-        best = (self.word_matrix @ self._cache.task_word_matrix(units).T).max(axis=1)
+        best = semantic_read.nearest_products(self.word_matrix, self._cache.task_word_matrix(units))
         floor = self.config.cross_lingual_floor
         return np.clip((best.astype(np.float64) - floor) / (1.0 - floor), 0.0, 1.0)
 

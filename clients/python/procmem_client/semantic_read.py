@@ -124,6 +124,27 @@ def row_products(block: np.ndarray, part: np.ndarray, rows: np.ndarray) -> np.nd
     return np.einsum("ij,j->i", np.take(block, rows, axis=0), part)
 
 
+# OpenBLAS multiplies in one thread when rows × columns × depth is at most this (65,536 × its
+# GEMM_MULTITHREAD_THRESHOLD of 4); `nearest_products` keeps each product under it
+ONE_THREAD_PRODUCT = 262_144
+
+
+def nearest_products(block: np.ndarray, queries: np.ndarray) -> np.ndarray:
+    """Each row's largest product with any of `queries` (`(block @ queries.T).max(axis=1)`), in
+    products small enough for BLAS to compute in one thread: a second BLAS thread waits for a core,
+    and on a shared machine a few-millisecond product took tens of milliseconds for that (the
+    cross-lingual word credits: the set's words against a task's). A product can differ from the
+    whole one in its last bits; the same shapes give the same values."""
+    if block.shape[0] == 0 or queries.shape[0] == 0:
+        return np.full(block.shape[0], -np.inf, dtype=np.result_type(block, queries))
+    rows = max(1, ONE_THREAD_PRODUCT // (queries.shape[0] * block.shape[1]))
+    transposed = np.ascontiguousarray(queries.T)
+    best = np.empty(block.shape[0], dtype=np.result_type(block, queries))
+    for first in range(0, block.shape[0], rows):
+        np.max(block[first : first + rows] @ transposed, axis=1, out=best[first : first + rows])
+    return best
+
+
 # from this many rows on, a whole product runs in a thread of its own while the caller computes
 # the other signals (`Beside`): numpy's einsum releases the GIL, and a product this large is bound
 # by memory reads, which leave the other core free; below it, starting a thread costs more than it saves

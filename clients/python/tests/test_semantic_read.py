@@ -175,3 +175,17 @@ def test_the_product_computed_beside_the_other_signals_selects_the_same(monkeypa
         with pytest.raises(ZeroDivisionError):
             semantic_read.Beside(lambda: 1 / 0, apart=apart).result()
         assert semantic_read.Beside(lambda: 41 + 1, apart=apart).result() == 42
+
+
+def test_the_nearest_products_are_the_whole_products_best_within_rounding():
+    """semantic_read.nearest_products cuts `(block @ queries.T).max(axis=1)` into products BLAS
+    computes in one thread: the same values within float32 rounding, the same for the same shapes."""
+    rng = np.random.default_rng(41)
+    for rows, queries in ((1, 1), (17, 3), (102, 30), (700, 45)):
+        block = rng.standard_normal((rows, 512)).astype(np.float32)
+        task = rng.standard_normal((queries, 512)).astype(np.float32)
+        best = semantic_read.nearest_products(block, task)
+        whole = (block.astype(np.float64) @ task.T.astype(np.float64)).max(axis=1)
+        assert best.dtype == np.float32 and best.shape == (rows,)
+        assert np.allclose(best, whole, rtol=0, atol=1e-4)
+        assert np.array_equal(semantic_read.nearest_products(block, task), best)
