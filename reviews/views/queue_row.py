@@ -225,11 +225,12 @@ def row_html(v, *, can_review: bool) -> SafeString:
 
 
 def _support(v) -> str:
+    # in words: "—" and a bare "118 of 140" left a reviewer to guess what was counted
     if not v.support:
-        return '<span class="muted">—</span>'
-    html = format_html('<span title="sessions that support it">{}</span>', localize(v.support))
+        return '<span class="muted" title="no mined evidence: written by hand, imported or captured">none</span>'
+    html = format_html('<span title="resolved tasks or sessions that follow it">{}</span>', localize(v.support))
     if v.resolved:
-        html += format_html('<span class="muted small"> of {}</span>', localize(v.resolved))
+        html += format_html('<span class="muted small"> of {} resolved</span>', localize(v.resolved))
     return html
 
 

@@ -40,8 +40,8 @@ def test_a_row_escapes_what_people_and_miners_wrote(agent, intent, proposer, rev
     assert "<script>" not in row and "<b>" not in row
     assert "When &lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt; &amp; &#x27;y&#x27; happens." in row
     assert (
-        '<span title="sessions that support it">3</span><span class="muted small"> of &lt;b&gt;9&lt;/b&gt;</span>'
-        in row
+        '<span title="resolved tasks or sessions that follow it">3</span>'
+        '<span class="muted small"> of &lt;b&gt;9&lt;/b&gt; resolved</span>' in row
     )
 
 
@@ -85,7 +85,7 @@ def test_every_field_a_row_shows_is_escaped(agent, intent, proposer, reviewer):
         f"intent{escaped}",
         f"by proposer{escaped}",
         f">claimant{escaped}</span>",
-        f" of {escaped}</span>",
+        f" of {escaped} resolved</span>",
     ):
         assert shown in rows, shown
 
@@ -159,3 +159,10 @@ def test_a_candidate_proposed_this_minute_has_waited_just_now(candidate, reviewe
     monkeypatch.setattr("reviews.views.queue_row.timezone.now", lambda: later)
     row = _row(client.get(QUEUE).content.decode(), "refund.over_limit")
     assert ">5\xa0minutes</span>" in row
+
+
+def test_the_evidence_cell_says_what_it_counts_and_when_there_is_none(candidate, reviewer):
+    """The demo's queue read "—" for a hand-written candidate and a bare "118 of 140" for the mined one."""
+    row = _row(client_for(reviewer).get(QUEUE).content.decode(), candidate.procedure.key)
+    assert "—" not in row
+    assert '<span class="muted" title="no mined evidence: written by hand, imported or captured">none</span>' in row
