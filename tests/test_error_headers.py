@@ -123,3 +123,12 @@ def test_500_of_an_unhandled_exception_on_a_page_and_in_the_api(reviewer, page_h
     client.force_login(reviewer)
     _assert_same(client.get("/failing-page/"), 500, page_headers)
     _assert_same(client.get("/api/v1/failing"), 500, page_headers)
+
+
+def test_the_csrf_refusal_is_json_saying_why_under_api_and_djangos_page_elsewhere():
+    strict = Client(enforce_csrf_checks=True)
+    api = strict.put("/api/v2/agents/support_agent/tools", "{}", content_type="application/json")
+    assert api.status_code == 403 and api["Content-Type"] == "application/json"
+    assert api.json()["error"]["message"].startswith("The CSRF check refused this PUT: CSRF cookie not set")
+    page = strict.post("/accounts/login/", {"username": "a", "password": "b"})
+    assert page.status_code == 403 and page["Content-Type"].startswith("text/html")

@@ -525,7 +525,12 @@ def test_admin_tools_call_needs_a_manager_session_and_csrf(
 
     strict = Client(enforce_csrf_checks=True)
     strict.force_login(admin_user)
-    assert strict.put(tools_url, payload, content_type="application/json").status_code == 403
+    refused = strict.put(tools_url, payload, content_type="application/json")
+    assert refused.status_code == 403
+    # it says why (it said only "You may not do this.", as for a missing right) and what to send
+    assert refused.json()["error"]["code"] == "forbidden"
+    message = refused.json()["error"]["message"]
+    assert message.startswith("The CSRF check refused this PUT: CSRF cookie not set") and "X-CSRFToken" in message
     strict.get(reverse("reviews:agent_tools", kwargs={"agent": "support_agent"}))
     csrf = strict.cookies["csrftoken"].value
     assert strict.put(tools_url, payload, content_type="application/json", HTTP_X_CSRFTOKEN=csrf).status_code == 200
