@@ -64,6 +64,14 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
         "405": error_response("Any method but GET/HEAD: agents never write procedures"),
         "429": RATE_LIMITED,
     }
+    select_errors = {  # select also answers POST (the task in the body), and needs the embeddings
+        **token_errors,
+        "405": error_response("Any method but GET/HEAD/POST: agents never write procedures"),
+        "503": error_response(
+            "embeddings_not_ready: the library is embedded with another model than EMBEDDING_BACKEND "
+            "(run manage.py reembed_library)"
+        ),
+    }
     return {
         "openapi": "3.1.0",
         "info": {
@@ -333,7 +341,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                         "400": error_response(
                             "task missing or too long, k outside 1..20, role not a role name, an unknown environment or a session id over 200 characters"
                         ),
-                        **token_errors,
+                        **select_errors,
                     },
                 },
                 "post": {
@@ -372,7 +380,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                         "400": error_response(
                             "not a JSON object, an unknown field, or a parameter the GET would refuse"
                         ),
-                        **token_errors,
+                        **select_errors,
                     },
                 },
             },

@@ -539,6 +539,17 @@ def test_admin_tools_call_needs_a_manager_session_and_csrf(
 # --------------------------------------------------------------------------------------------- OpenAPI
 
 
+def test_openapi_document_gives_select_its_own_methods_and_the_503(client):
+    """select answers POST too (the 405 said "Any method but GET/HEAD") and 503 embeddings_not_ready."""
+    document = client.get(reverse("api:openapi")).json()
+    for method in ("get", "post"):
+        responses = document["paths"]["/v1/agents/{agent}/select"][method]["responses"]
+        assert "GET/HEAD/POST" in responses["405"]["description"]
+        assert responses["503"]["description"].startswith("embeddings_not_ready")
+    procedures = document["paths"]["/v1/agents/{agent}/procedures"]["get"]["responses"]
+    assert "503" not in procedures and "GET/HEAD:" in procedures["405"]["description"]
+
+
 @pytest.mark.parametrize("api_version", ["v1", "v2"])
 def test_openapi_document_describes_every_agent_route(client, api_version):
     response = client.get(reverse("api:openapi" if api_version == "v1" else "api:v2:openapi"))
