@@ -34,6 +34,7 @@ from .client import (
     http_failure,
     outcome_record,
     outcome_refusal,
+    refusal_reason,
     select_query,
     selection_cap,
     selection_from_response,
@@ -271,7 +272,11 @@ class AsyncProcmemClient(ClientState):
         except ValueError:
             answer = response.text[:300]
         if response.status_code >= 400 and not outcome_refusal(path, response.status_code, answer):
-            raise ProcmemError(f"{where} answered {response.status_code}", status=response.status_code, body=answer)
+            raise ProcmemError(
+                f"{where} answered {response.status_code}{refusal_reason(answer)}",
+                status=response.status_code,
+                body=answer,
+            )
         return answer
 
     async def report_session(

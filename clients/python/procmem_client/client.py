@@ -179,6 +179,26 @@ def http_failure(status: int, body: bytes | str, *, method: str, url: str) -> st
     return f"HTTP {status} from {method} {urllib.parse.urlsplit(url).path}: {detail}"
 
 
+def refusal_reason(detail: Any) -> str:
+    """Why a report was refused, for the ProcmemError's message (which said only "POST … answered
+    403"): the API error's message and code, or an ingest report's first refused item and its field."""
+    if not isinstance(detail, Mapping):
+        return f": {detail}" if isinstance(detail, str) and detail else ""
+    error = detail.get("error")
+    if isinstance(error, Mapping) and "message" in error:
+        return f": {error['message']} ({error.get('code')})"
+    refused = detail.get("refused")
+    if isinstance(refused, list) and refused and isinstance(refused[0], Mapping):
+        first = refused[0]
+        errors = first.get("errors") or [{}]
+        problem = errors[0] if isinstance(errors[0], Mapping) else {}
+        return (
+            f": {len(refused)} refused, the first item {first.get('index')}: "
+            f"{problem.get('field', '?')} {problem.get('message', '')}".rstrip()
+        )
+    return ""
+
+
 def selection_cap(data: Mapping[str, Any]) -> int:
     """How many procedures a set lets a task receive (0 while procedural memory is switched off)."""
     return int(data.get("injectionCap", 2)) if data.get("proceduralMemoryEnabled", True) else 0
@@ -646,7 +666,9 @@ class ProcmemClient(ClientState):
             if outcome_refusal(path, exc.code, detail):
                 return detail  # the per-item answer: every outcome refused or naming an unknown session
             raise ProcmemError(
-                f"POST /api/{self.api_version}/{path} answered {exc.code}", status=exc.code, body=detail
+                f"POST /api/{self.api_version}/{path} answered {exc.code}{refusal_reason(detail)}",
+                status=exc.code,
+                body=detail,
             ) from None
         except (urllib.error.URLError, OSError) as exc:
             raise ProcmemError(f"POST /api/{self.api_version}/{path} failed: {exc}") from None

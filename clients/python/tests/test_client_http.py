@@ -226,3 +226,16 @@ def test_a_base_url_that_is_not_an_http_address_is_refused_at_construction(base_
     """It was accepted, and every fetch then recorded urllib's "unknown url type" in last_error."""
     with pytest.raises(ValueError, match=r"^base_url must be procmem's address, http://… or https://…; got "):
         ProcmemClient(base_url=base_url, agent="a", token="pm_x")
+
+
+def test_a_refused_report_says_why():
+    """ProcmemError said only "POST /api/v1/sessions answered 403"; the reason was in `.body` alone."""
+    from procmem_client.client import refusal_reason
+
+    scope = {"error": {"code": "wrong_scope", "message": "This is a read token: it may read the active set."}}
+    assert refusal_reason(scope) == ": This is a read token: it may read the active set. (wrong_scope)"
+    report = {
+        "refused": [{"index": 0, "session_id": None, "errors": [{"field": "session_id", "message": "is required"}]}]
+    }
+    assert refusal_reason(report) == ": 1 refused, the first item 0: session_id is required"
+    assert refusal_reason("<html>bad gateway") == ": <html>bad gateway" and refusal_reason({}) == ""

@@ -212,6 +212,27 @@ export function httpFailure(status: number, body: string, method: string, url: s
   return `HTTP ${status} from ${method} ${path}: ${detail}`;
 }
 
+/**
+ * Why a report was refused, for the ProcmemError's message (which said only "POST … answered 403"):
+ * the API error's message and code, or an ingest report's first refused item and its field; the
+ * Python client's words.
+ */
+export function refusalReason(detail: unknown): string {
+  if (typeof detail === "string") return detail ? `: ${detail}` : "";
+  if (!detail || typeof detail !== "object") return "";
+  const { error, refused } = detail as { error?: { message?: unknown; code?: unknown }; refused?: unknown };
+  if (error && typeof error === "object" && "message" in error) return `: ${String(error.message)} (${String(error.code)})`;
+  if (Array.isArray(refused) && refused.length > 0 && refused[0] && typeof refused[0] === "object") {
+    const first = refused[0] as { index?: unknown; errors?: unknown };
+    const problem = (Array.isArray(first.errors) && first.errors[0] && typeof first.errors[0] === "object" ? first.errors[0] : {}) as {
+      field?: unknown;
+      message?: unknown;
+    };
+    return `: ${refused.length} refused, the first item ${String(first.index)}: ${String(problem.field ?? "?")} ${String(problem.message ?? "")}`.trimEnd();
+  }
+  return "";
+}
+
 function describe(error: unknown): string {
   if (error instanceof Error) {
     const cause = (error as { cause?: unknown }).cause;
@@ -532,7 +553,10 @@ export class ProcmemClient {
       }
       const perItem = path === "sessions/outcomes" && response.status === 422 && !!detail && typeof detail === "object" && "unknown" in detail;
       if (perItem) return detail as Record<string, unknown>;
-      throw new ProcmemError(`POST /api/${this.apiVersion}/${path} answered ${response.status}`, { status: response.status, body: detail });
+      throw new ProcmemError(`POST /api/${this.apiVersion}/${path} answered ${response.status}${refusalReason(detail)}`, {
+        status: response.status,
+        body: detail,
+      });
     }
     return (raw ? JSON.parse(raw) : {}) as Record<string, unknown>;
   }

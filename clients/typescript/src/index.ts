@@ -1,4 +1,4 @@
-export { httpFailure, outcomeRecord, ProcmemClient, ProcmemError, RecallSession, recallQuery, sessionRecord, toolCallText } from "./client.js";
+export { httpFailure, outcomeRecord, ProcmemClient, ProcmemError, RecallSession, recallQuery, refusalReason, sessionRecord, toolCallText } from "./client.js";
 export type {
   Instruction,
   InstructionOptions,

@@ -10,7 +10,7 @@ import { describe, test } from "node:test";
 import { MockLanguageModelV3 } from "ai/test";
 import { generateText } from "ai";
 
-import { httpFailure, ProcmemClient, ProcmemError, codePointLength, renderBlock, renderProcedure, sessionRecord } from "../dist/index.js";
+import { httpFailure, refusalReason, ProcmemClient, ProcmemError, codePointLength, renderBlock, renderProcedure, sessionRecord } from "../dist/index.js";
 import { lastUserText, procmemSystem, withProcmem } from "../dist/vercel-ai.js";
 
 const LIVE = process.env.PROCMEM_URL;
@@ -264,4 +264,13 @@ test("a baseUrl that is not an http address is refused at construction, in the P
       { name: "TypeError", message: `baseUrl must be procmem's address, http://… or https://…; got ${JSON.stringify(baseUrl)}` },
     );
   }
+});
+
+test("a refused report says why, in the Python client's words", () => {
+  const scope = { error: { code: "wrong_scope", message: "This is a read token: it may read the active set." } };
+  assert.equal(refusalReason(scope), ": This is a read token: it may read the active set. (wrong_scope)");
+  const report = { refused: [{ index: 0, session_id: null, errors: [{ field: "session_id", message: "is required" }] }] };
+  assert.equal(refusalReason(report), ": 1 refused, the first item 0: session_id is required");
+  assert.equal(refusalReason("<html>bad gateway"), ": <html>bad gateway");
+  assert.equal(refusalReason({}), "");
 });
