@@ -417,12 +417,21 @@ def _read_entries(path: Path, what: str) -> list[tuple[str, dict[str, Any]]]:
     return items
 
 
-def _text_field(entry: dict[str, Any], key: str, where: str, *, required: bool = True) -> str | None:
+SELECTION_KEYS = ("task", "intent", "expect", "name")
+CONTEXT_KEYS = ("name", "task", "intent", "base")
+
+
+def _text_field(
+    entry: dict[str, Any], key: str, where: str, *, required: bool = True, known: tuple[str, ...] = ()
+) -> str | None:
     value = entry.get(key)
     if value is None and not required:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise CheckError(f"{where}: {key}: must be a non-empty string")
+        unknown = [str(name) for name in entry if name not in known] if known and value is None else []
+        # a misspelt key ("tsk") is the likeliest cause of a missing one: name it (other keys are ignored)
+        hint = f" (the entry has {', '.join(map(repr, unknown))}; its keys are {', '.join(known)})" if unknown else ""
+        raise CheckError(f"{where}: {key}: must be a non-empty string{hint}")
     return value
 
 
@@ -435,7 +444,7 @@ def check_selection(library: Library, path: Path) -> list[Outcome]:
     """Each entry `{task, expect: [ids], intent?}` passes when the injected ids are `expect`, in order."""
     cases = []
     for where, entry in _read_entries(Path(path), "--selection"):
-        task = _text_field(entry, "task", where)
+        task = _text_field(entry, "task", where, known=SELECTION_KEYS)
         intent = _text_field(entry, "intent", where, required=False)
         expect = entry.get("expect")
         if not isinstance(expect, list) or not all(isinstance(i, str) for i in expect):
@@ -464,7 +473,7 @@ def snapshot_contexts(directory: Path) -> tuple[Path, list[tuple[str, str, str, 
         )
     contexts, names = [], set()
     for where, entry in _read_entries(found[0], "--snapshot"):
-        name = _text_field(entry, "name", where) or ""
+        name = _text_field(entry, "name", where, known=CONTEXT_KEYS) or ""
         if not _SNAPSHOT_NAME.match(name) or name in names:
             raise CheckError(
                 f"{where}: name: {name!r} must be unique and made of letters, digits, '.', '_', '-' (it names {name}.txt)"
@@ -477,7 +486,7 @@ def snapshot_contexts(directory: Path) -> tuple[Path, list[tuple[str, str, str, 
             (
                 where,
                 name,
-                _text_field(entry, "task", where) or "",
+                _text_field(entry, "task", where, known=CONTEXT_KEYS) or "",
                 _text_field(entry, "intent", where, required=False),
                 base,
             )

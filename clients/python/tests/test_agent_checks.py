@@ -499,3 +499,18 @@ def test_the_command_line_names_the_missing_or_bad_option(argv, env, expected, t
     assert main(argv, out=out, err=err) == 2
     assert expected in err.getvalue(), err.getvalue()
     assert not (tmp_path / "skills").exists()
+
+
+def test_a_fixture_entry_with_a_misspelt_key_names_it(export, tmp_path):
+    """'entry 1: task: must be a non-empty string' did not say the entry had 'tsk' instead."""
+    library = export_library(directory=export, ranker=keyword_ranker())
+    fixture = tmp_path / "selection.jsonl"
+    fixture.write_text(json.dumps({"tsk": "Where is my order?", "expect": []}) + "\n")
+    with pytest.raises(CheckError) as refused:
+        check_selection(library, fixture)
+    assert str(refused.value).startswith(str(fixture)) and str(refused.value).endswith(
+        "1: task: must be a non-empty string (the entry has 'tsk'; its keys are task, intent, expect, name)"
+    )
+    fixture.write_text(json.dumps({"task": "  ", "expect": []}) + "\n")  # present but blank: no hint
+    with pytest.raises(CheckError, match=r"1: task: must be a non-empty string$"):
+        check_selection(library, fixture)
