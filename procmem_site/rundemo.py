@@ -42,6 +42,13 @@ Where to click first:
 """
 
 
+# reembed_library: a demo database seeded before EMBEDDING_BACKEND's default changed (an upgrade)
+# holds no vectors of the configured model, and select answered 503 embeddings_not_ready until it
+# ran; on a fresh or current database it finds nothing to do. refresh_metrics: the demo sessions
+# show on the metrics pages at once, not after the first beat tick.
+SETUP_STEPS = (["migrate", "--noinput", "-v", "0"], ["seed_demo"], ["reembed_library"], ["refresh_metrics"])
+
+
 def address_problem(host: str, port: str) -> str | None:
     """Why the web server could not serve on host:port, said before the migrations and the seed run
     (runserver's own "That port is already in use" came minutes later, after them, and the runner
@@ -94,8 +101,7 @@ def main() -> int:
     var = Path(env.get("PROCMEM_VAR_DIR", ROOT / "var"))
     (var / "celery").mkdir(parents=True, exist_ok=True)
     manage = [sys.executable, str(ROOT / "manage.py")]
-    # refresh_metrics: the demo sessions show on the metrics pages at once, not after the first beat tick
-    for step in (["migrate", "--noinput", "-v", "0"], ["seed_demo"], ["refresh_metrics"]):
+    for step in SETUP_STEPS:
         subprocess.run(manage + step, env=env, cwd=ROOT, check=True)
     worker = subprocess.Popen(
         [

@@ -154,3 +154,13 @@ def test_a_port_in_use_is_refused_at_once_naming_demo_port(tmp_path):
     assert f"The demo cannot serve on 127.0.0.1:{port}: " in done.stderr
     assert f"DEMO_PORT={port + 1} make demo" in done.stderr
     assert not (tmp_path / "var" / "procmem.sqlite3").exists()  # nothing was migrated or seeded
+
+
+def test_the_demo_embeds_an_upgraded_database_before_serving():
+    """A demo database seeded before EMBEDDING_BACKEND's default changed answered select with 503
+    embeddings_not_ready (and `procmem check` with it) until `manage.py reembed_library` ran; the demo
+    runs it after seeding (nothing to do on a current database)."""
+    from procmem_site.rundemo import SETUP_STEPS
+
+    names = [step[0] for step in SETUP_STEPS]
+    assert names.index("migrate") < names.index("seed_demo") < names.index("reembed_library")
