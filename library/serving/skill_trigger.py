@@ -57,8 +57,12 @@ def description_records(records: Iterable[Mapping[str, Any]]) -> list[dict[str, 
 
 
 def description_config(config: SelectionConfig | None = None) -> SelectionConfig:
-    """The ranker's configuration for descriptions: the step signal off (there are no steps)."""
-    return replace(config or SelectionConfig(), use_steps=False)
+    """The ranker's configuration for descriptions: the step signal off (there are no steps), and
+    the third model's signal off (third_model_weight 0): the measure ranks up to 2 × MAX_TASKS tasks
+    on each view of a version page, and the third model (multilingual-e5-small in the default
+    backend) would embed each of them again, ~42 ms a task against ~16 ms for the language models
+    (800 tasks: ~34 s more), so tasks are embedded by the language models only."""
+    return replace(config or SelectionConfig(), use_steps=False, third_model_weight=0.0)
 
 
 @dataclass

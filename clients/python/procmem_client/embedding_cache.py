@@ -181,9 +181,13 @@ class EmbeddingCache:
         with self._lock:
             self._vectors[self.key(text)] = np.asarray(vector, dtype=np.float32)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """A task's vector: the backend's query side where it has one (embeddings.query_embedder)."""
+    def embed_query(self, text: str, *, third: bool = True) -> np.ndarray:
+        """A task's vector: the backend's query side where it has one (embeddings.query_embedder).
+        `third=False`: a routed backend's third model is not run, its columns left zero (an index
+        that does not weigh its signal, SelectionConfig.third_model_weight 0, reads nothing there)."""
         backend = self.backend
+        if not third and getattr(backend, "third", None) is not None:
+            return np.asarray(backend.embed_query([text], third=False)[0], dtype=np.float32)
         if backend is not None:
             from .embeddings import query_embedder
 

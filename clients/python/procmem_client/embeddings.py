@@ -269,16 +269,18 @@ class RoutedBackend:
     def combine(vectors: list[np.ndarray]) -> np.ndarray:
         return (np.concatenate(vectors, axis=1) / np.sqrt(len(vectors))).astype(np.float32)
 
-    def embed_query(self, texts: list[str]) -> np.ndarray:
+    def embed_query(self, texts: list[str], *, third: bool = True) -> np.ndarray:
+        """Tasks' vectors (`route`); with `third=False` the third model's columns are zeros and the
+        third model is not run (a ranker that does not weigh its signal reads nothing there)."""
         return (
-            np.stack([self.route(text, lambda part: part.embed([text])[0]) for text in texts])
+            np.stack([self.route(text, lambda part: part.embed([text])[0], third=third) for text in texts])
             if texts
             else (np.zeros((0, self.dimension()), dtype=np.float32))
         )
 
-    def route(self, text: str, embed_with) -> np.ndarray:
+    def route(self, text: str, embed_with, *, third: bool = True) -> np.ndarray:
         """A task's vector: its language's part (embedded by `embed_with(part)`) in its place, zeros
-        in the other's; the third model's part, when there is one, always."""
+        in the other's; the third model's part, when there is one, always (zeros with `third=False`)."""
         from .terms import is_english
 
         chosen = 0 if is_english(text) else 1
@@ -287,7 +289,7 @@ class RoutedBackend:
         for number, part in enumerate(self.parts):
             if number == chosen:
                 pieces.append(np.asarray(embed_with(part), dtype=np.float32) * stretch * getattr(part, "scale", 1.0))
-            elif number == 2:  # the third model's raw cosine; the ranker calibrates it (third_calibrate)
+            elif number == 2 and third:  # the third model's raw cosine; the ranker calibrates it (third_calibrate)
                 pieces.append(np.asarray(embed_with(part), dtype=np.float32) * stretch)
             else:
                 pieces.append(np.zeros(part.dimension(), dtype=np.float32))

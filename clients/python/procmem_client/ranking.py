@@ -253,6 +253,10 @@ class Index(CrossLingualWords):
         scores[positions] = self.conditions.third(rows, np.asarray(calibrate(products)), third_vector, calibrate)
         return scores
 
+    def embed_query(self, task: str) -> np.ndarray:
+        """The task's vector, the third model's part only where its signal is weighed (third_block)."""
+        return self._cache.embed_query(task, third=self.third_block is not None)
+
     def query_parts(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
         """A task's vector split: the part the semantic, step and clause signals read (the
         language models' columns), and a routed backend's third model's part (None without one).
@@ -310,7 +314,7 @@ class Index(CrossLingualWords):
     def semantic_scores(self, task: str, query_vector: np.ndarray | None = None) -> np.ndarray:
         if not len(self):
             return np.zeros(0, dtype=np.float32)
-        vector = query_vector if query_vector is not None else self._cache.embed_query(task)
+        vector = query_vector if query_vector is not None else self.embed_query(task)
         vector, _ = self.query_parts(vector)
         return self._cache.calibrate(self._products(self.matrix_blocks, vector))
 
@@ -398,9 +402,7 @@ class Index(CrossLingualWords):
         if candidates.size == 0:
             empty = np.zeros(0, dtype=np.float64)
             return Signals(candidates, empty, empty, empty, empty, empty)
-        vector, third_vector = self.query_parts(
-            query_vector if query_vector is not None else self._cache.embed_query(task)
-        )
+        vector, third_vector = self.query_parts(query_vector if query_vector is not None else self.embed_query(task))
         # the semantic product (a read of the whole matrix) beside the lexical and exact signals
         product = semantic_read.Beside(
             lambda: self.semantic_scores(task, vector), apart=len(self) >= semantic_read.BESIDE_FROM
@@ -616,7 +618,7 @@ class Index(CrossLingualWords):
         candidates = self.candidates(task, intent)
         if self.quantised is not None and candidates.size and candidates.size >= (self.config.quantised_from or 0):
             vector, third_vector = self.query_parts(
-                query_vector if query_vector is not None else self._cache.embed_query(task)
+                query_vector if query_vector is not None else self.embed_query(task)
             )
             signals, _ = semantic_read.quantised_signals(
                 self,

@@ -133,6 +133,37 @@ def test_with_the_third_models_weight_at_0_the_ranking_is_the_two_models_one():
         SelectionConfig(third_model_weight=-0.1)
 
 
+class _Counted(_Model):
+    """A third model that counts the texts it embeds."""
+
+    def __init__(self) -> None:
+        super().__init__("third", turn=2, offset=0.2)
+        self.texts: list[str] = []
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        self.texts.extend(texts)
+        return super().embed(texts)
+
+
+def test_with_the_third_models_weight_at_0_no_task_is_embedded_by_it():
+    """Its signal unweighed, the third model is not run on a task (the skill-trigger measure ranks
+    hundreds of tasks a page view with weight 0: library/serving/skill_trigger.description_config);
+    the ranking is the same as with the task's third part embedded."""
+    english, other, third = _Model("en"), _Model("other", turn=1), _Counted()
+    backend = RoutedBackend(english, other, third)
+    off = Ranker(cache=EmbeddingCache(backend=backend), config=SelectionConfig(third_model_weight=0.0)).index(RECORDS)  # type: ignore[arg-type]
+    embedded = len(third.texts)  # the procedures' and clauses' texts, as stored vectors carry it
+    for task in TASKS:
+        ranked = off.rank(task=task)
+        full = off.rank(task=task, query_vector=backend.embed_query([task])[0])
+        assert [(c["id"], c["total"]) for c in ranked] == [(c["id"], c["total"]) for c in full]
+        off.select(task=task, cap=2, k=4)
+    assert len(third.texts) == embedded + len(TASKS)  # only the embed_query calls above
+    assert not off.embed_query("cancel my flights")[-third.dimension() :].any()
+    on = Ranker(cache=EmbeddingCache(backend=backend), config=SelectionConfig(third_model_weight=0.5)).index(RECORDS)  # type: ignore[arg-type]
+    assert on.embed_query("cancel my flights")[-third.dimension() :].any()
+
+
 def test_a_backend_without_a_third_model_has_no_third_signal():
     index = Ranker(cache=EmbeddingCache(backend=RoutedBackend(_Model("en"), _Model("other", turn=1)))).index(RECORDS)  # type: ignore[arg-type]
     assert index.third_block is None and index.third_columns == 0
