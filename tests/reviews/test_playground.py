@@ -86,7 +86,9 @@ def test_a_score_reads_the_same_in_its_column_and_in_the_reasons(client, agent, 
     rows = re.findall(r"<tr class=\"[^\"]*\">(.*?)</tr>", response.content.decode(), re.S)
     assert len(rows) == len(response.context["result"]["ranking"]) >= 2
     for row in rows:
-        cells = [unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        cells = [
+            unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
+        ]
         semantic_column = cells[3].split(" ")[0]
         semantic_reason = re.search(r"semantic ([−\d.]+) [≥<]", cells[7]).group(1)
         assert semantic_column == semantic_reason, cells
