@@ -13,31 +13,17 @@ the whole matrices beside the blocks (about 1.4 GiB more), which the ranker itse
 
 from __future__ import annotations
 
-import argparse
 import os
 import time
 
 import numpy as np
 
+from . import selection_ab
+
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--languages", default="en,de,fr,es,zh,ja,ru")
-    parser.add_argument("--large", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=20)
-    args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")  # bench.seed_active imports the models
-    import django
-
-    django.setup()
-    from procmem_client import embeddings
-    from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
-
-    from .selection_bench import RandomVectors, language_tasks, large_records, queries
-
-    backend = embeddings.backend("minilm+use-multilingual")
-    corpus = EmbeddingCache(RandomVectors(backend.dimension()), backend=backend)
-    index = Ranker(cache=corpus, config=SelectionConfig()).index(large_records(args.large))
+    args = selection_ab.arguments(__doc__, rounds=False)
+    index = selection_ab.large_index(args)
     whole = {id(index.matrix_blocks): index.matrix, id(index.step_blocks): index.step_matrix}
 
     def products_before(blocks, vector, rows=None):
@@ -52,13 +38,11 @@ def main() -> None:
                 total += weight * normalised[name]
         return total
 
-    embed_query = embeddings.query_embedder(backend)
     print(f"load average {os.getloadavg()[0]:.1f} at the start")
     print("| tasks | own work p50 before | after | after ÷ before |")
     print("| --- | ---: | ---: | ---: |")
-    for language in args.languages.split(","):
-        tasks = queries(args.queries) if language == "en" else language_tasks(language, args.queries)
-        vectors = {task: embed_query([task])[0] for task in tasks}
+    for language, vectors in selection_ab.language_vectors(args, index):
+        tasks = list(vectors)
         spent: dict[str, list[float]] = {"before": [], "after": []}
         for round_number in range(2):
             for number, task in enumerate(tasks):

@@ -15,49 +15,34 @@ make them.
 
 from __future__ import annotations
 
-import argparse
 import os
 import resource
 import time
 
 import numpy as np
 
+from . import selection_ab
+
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--languages", default="en,de,fr,es,zh,ja,ru")
-    parser.add_argument("--large", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")  # bench.seed_active imports the models
-    import django
+    args = selection_ab.arguments(__doc__)
+    index = selection_ab.large_index(args, quantised_from=0)
+    from procmem_client import semantic_read
 
-    django.setup()
-    from procmem_client import embeddings, semantic_read
-    from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
-
-    from .selection_bench import RandomVectors, language_tasks, large_records, queries
-
-    backend = embeddings.backend("minilm+use-multilingual")
-    corpus = EmbeddingCache(RandomVectors(backend.dimension()), backend=backend)
-    index = Ranker(cache=corpus, config=SelectionConfig(quantised_from=0)).index(large_records(args.large))
     quantised = index.quantised
     assert quantised is not None, "SimSIMD (the client's [fast] extra) is not installed"
     started = time.perf_counter()
     semantic_read.QuantisedBlocks(index.matrix_blocks, semantic_read.simsimd_module())
     quantise_seconds = time.perf_counter() - started
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    embed_query = embeddings.query_embedder(backend)
     print(f"load average {os.getloadavg()[0]:.1f} at the start")
     print(
         "| tasks | own work p50, float32 read | quantised read | quantised ÷ float32 | with k 5: float32 | quantised | records read again (median) | equal results |"
     )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     everyone = np.arange(len(index))
-    for language in args.languages.split(","):
-        tasks = queries(args.queries) if language == "en" else language_tasks(language, args.queries)
-        vectors = {task: embed_query([task])[0] for task in tasks}
+    for language, vectors in selection_ab.language_vectors(args, index):
+        tasks = list(vectors)
         spent: dict[str, list[float]] = {"float32": [], "quantised": [], "float32 k": [], "quantised k": []}
         equal, compared, read_again = 0, 0, []
         for round_number in range(args.rounds):

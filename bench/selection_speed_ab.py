@@ -20,12 +20,13 @@ scores within the last decimal); the count of equal results is printed and asser
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 import time
 
 import numpy as np
+
+from . import selection_ab
 
 ROW_GROUP, WHOLE_ALIGN = 16, 256  # as semantic_read read BLAS's products before
 
@@ -60,25 +61,10 @@ def blas_nearest(block: np.ndarray, queries: np.ndarray) -> np.ndarray:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--languages", default="en,de,fr,es,zh,ja,ru")
-    parser.add_argument("--large", type=int, default=100_000)
-    parser.add_argument("--queries", type=int, default=20)
-    parser.add_argument("--rounds", type=int, default=2)
-    args = parser.parse_args()
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "bench.settings")  # bench.seed_active imports the models
-    import django
+    args = selection_ab.arguments(__doc__)
+    index = selection_ab.large_index(args)
+    from procmem_client import semantic_read
 
-    django.setup()
-    from procmem_client import embeddings, semantic_read
-    from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
-
-    from .selection_bench import RandomVectors, language_tasks, large_records, queries
-
-    backend = embeddings.backend("minilm+use-multilingual")
-    corpus = EmbeddingCache(RandomVectors(backend.dimension()), backend=backend)
-    index = Ranker(cache=corpus, config=SelectionConfig()).index(large_records(args.large))
-    embed_query = embeddings.query_embedder(backend)
     after = (
         semantic_read.whole_products,
         semantic_read.row_products,
@@ -119,9 +105,7 @@ def main() -> None:
     print(f"load average {os.getloadavg()[0]:.1f} at the start")
     print("| tasks | own work p50 before | after | after ÷ before | p90 before | p90 after | equal results |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
-    for language in args.languages.split(","):
-        tasks = queries(args.queries) if language == "en" else language_tasks(language, args.queries)
-        vectors = {task: embed_query([task])[0] for task in tasks}
+    for language, vectors in selection_ab.language_vectors(args, index):
         spent: dict[str, list[float]] = {"before": [], "after": []}
         equal = compared = 0
         for round_number in range(args.rounds):
