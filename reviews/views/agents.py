@@ -28,7 +28,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
-from library import formatting
+from library import embeddings, formatting
 from library.agents.rate_limits import rate_limits_table
 from library.agents.settings import agent_settings_snapshot, agent_settings_update
 from library.api.tokens import token_create, token_is_live, token_revoke
@@ -124,8 +124,19 @@ PLAYGROUND_MAX_TASK_CHARS = 8000  # as the select endpoint
 PLAYGROUND_ROWS = 50
 
 
-def _weights_text(config) -> str:
-    return " + ".join(f"{weight:g} × {name}" for name, weight in config.weights().items() if weight)
+def _weights_text(config, backend, *, coding: bool = False) -> str:
+    """The order's sum as the ranker computes it (Index.totals): the weighted normalised scores, the
+    third model's weakest clause when the backend has one (RoutedBackend with three models; no term
+    with two or one, whatever third_model_weight says), the amount term, and coding procedures' area."""
+    terms = [f"{weight:g} × {name}" for name, weight in config.weights().items() if weight]
+    third = getattr(backend, "third", None)
+    if third is not None and config.third_model_weight:
+        terms.append(f"{config.third_model_weight:g} × {third.name} (the third model, its weakest clause)")
+    if config.amount_weight:
+        terms.append(f"{config.amount_weight:g} × amount (1 when the task's amount is in a range the procedure names)")
+    if coding and config.area_weight:
+        terms.append(f"for coding procedures {config.area_weight:g} × area / (area + 1)")
+    return " + ".join(terms)
 
 
 @require_GET
@@ -168,7 +179,11 @@ def agent_playground(request: HttpRequest, agent: str) -> HttpResponse:
             "max_chars": selection.injection_max_chars(),
             "max_task": PLAYGROUND_MAX_TASK_CHARS,
             "config": config,
-            "weights_text": _weights_text(config),
+            "weights_text": _weights_text(
+                config,
+                embeddings.backend(),
+                coding=bool(result) and any("area" in c["scores"] for c in result["ranking"]),
+            ),
         },
     )
 

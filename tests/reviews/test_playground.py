@@ -94,3 +94,27 @@ def test_a_score_reads_the_same_in_its_column_and_in_the_reasons(client, agent, 
         assert semantic_column == semantic_reason, cells
     raw = {c["id"]: c["scores"]["semantic"] for c in response.context["result"]["ranking"]}
     assert f"{raw['refund.over_limit']:.4f}" == "0.4425"  # the case that read 0.443 beside 0.442
+
+
+def test_the_order_line_names_every_term_the_ranker_adds(client, agent, reviewer, served):
+    """The "Order:" line left out the third model's term (0.5 × its weakest clause with the default
+    minilm+use-multilingual+e5-small) and the amount term: both add to the total (Index.totals)."""
+    from dataclasses import replace
+
+    from procmem_client import embeddings as client_embeddings
+    from procmem_client.selection import SelectionConfig
+    from reviews.views.agents import _weights_text
+
+    client.force_login(reviewer)
+    html = client.get(page_url(), {"task": "refund above my limit"}).content.decode()
+    order = html.split("Order: ", 1)[1].split("(normalised scores", 1)[0]
+    assert "0.5 × e5-small (the third model, its weakest clause)" in order, order
+    assert "0.2 × amount" in order and "1 × semantic" in order and "area" not in order, order
+    # every backend: no third term without a third model, nor with its weight 0
+    config = SelectionConfig()
+    for spec in ("minilm+use-multilingual", "minilm", "e5-small"):
+        text = _weights_text(config, client_embeddings.backend(spec))
+        assert "third" not in text and "e5-small" not in text, (spec, text)
+    routed = client_embeddings.backend("minilm+use-multilingual+e5-small")
+    assert "third model" not in _weights_text(replace(config, third_model_weight=0.0), routed)
+    assert "for coding procedures 3 × area / (area + 1)" in _weights_text(config, routed, coding=True)
