@@ -212,3 +212,17 @@ def _fisher_two_sided(a: int, b: int, c: int, d: int) -> float:
 
     observed = prob(a)
     return sum(prob(x) for x in range(max(0, row1 + col1 - n), min(row1, col1) + 1) if prob(x) <= observed * (1 + 1e-7))
+
+
+def test_an_arm_without_outcomes_says_so_in_words(staged, rollout, promoter):
+    """The arms table read "—" for the rate and the interval of an arm no labelled session reached
+    yet; as on the metrics pages, the page says what is missing."""
+    page = client_for(promoter).get(reverse("reviews:ops_rollout", args=[rollout.pk])).content.decode()
+    arms = page[page.index('id="arms"') : page.index("</section>", page.index('id="arms"'))]
+    assert "—" not in arms
+    for arm in ("rollout", "control"):
+        row = arms[arms.index(f'id="arm-{arm}"') :]
+        row = row[: row.index("</tr>")]
+        assert '<span class="muted none">no outcomes yet</span>' in row and "nothing to count yet" in row, row
+    assert arms.count('<text class="none"') == 2  # the chart's rows too, where a dot and a line would be
+    assert "No labelled sessions in one of the arms yet." in arms
