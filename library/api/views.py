@@ -25,7 +25,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.utils.cache import patch_vary_headers
 from django.utils.http import parse_etags
 from django.views.decorators.csrf import csrf_exempt
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_safe
 
 from procmem_client.ranking import MAX_K
 
@@ -44,7 +44,7 @@ MAX_REASON_CHARS = 1000  # as the reason fields of the review pages
 
 
 @csrf_exempt  # read-only: a write method gets the API's JSON 405, not the CSRF check's 403
-@require_GET
+@require_safe  # HEAD answers as GET without the body (monitors and load balancers probe with HEAD)
 def health(request: HttpRequest, api_version: str = "v1") -> JsonResponse:
     with connections["default"].cursor() as cursor:
         cursor.execute("SELECT 1")
@@ -52,7 +52,7 @@ def health(request: HttpRequest, api_version: str = "v1") -> JsonResponse:
 
 
 @csrf_exempt
-@require_GET
+@require_safe  # HEAD answers as GET without the body (monitors and load balancers probe with HEAD)
 def openapi(request: HttpRequest, api_version: str = "v1") -> JsonResponse:
     document = openapi_document(server_url=request.build_absolute_uri("/api"), api_version=api_version)
     return JsonResponse(document, json_dumps_params={"indent": 1})

@@ -464,8 +464,20 @@ def test_a_write_method_on_health_says_which_methods_it_answers(client):
     assert response.status_code == 405
     assert response.json()["error"] == {
         "code": "method_not_allowed",
-        "message": "POST is not allowed on /api/v1/health; it answers GET.",
+        "message": "POST is not allowed on /api/v1/health; it answers GET, HEAD.",
     }
+
+
+@pytest.mark.parametrize("name", ["api:health", "api:v2:health", "api:openapi", "api:v2:openapi"])
+def test_head_on_a_get_resource_answers_as_get_without_a_body(client, name):
+    """HEAD /api/v1/health answered 405 (require_GET): a monitor or load balancer probing with HEAD
+    saw the service down. HEAD is GET without the body (RFC 9110 9.3.2): the same status and headers."""
+    got = client.get(reverse(name))
+    head = client.head(reverse(name))
+    assert head.status_code == got.status_code == 200
+    assert head.content == b"" and got.content
+    for header in ("Content-Type", "Content-Length", "Cache-Control"):
+        assert head.get(header) == got.get(header), header
 
 
 def test_select_by_post_needs_the_read_token_and_other_methods_are_405(
@@ -592,7 +604,9 @@ def test_a_write_method_on_a_read_only_route_is_the_documented_json_405(name, me
     from django.test import Client
 
     response = getattr(Client(enforce_csrf_checks=True), method)(reverse(name))
-    assert response.status_code == 405 and response["Allow"] == "GET"
+    assert (
+        response.status_code == 405 and response["Allow"] == "GET, HEAD"
+    )  # as docs/api.md says of every read-only route
     assert response.json()["error"]["code"] == "method_not_allowed"
 
 

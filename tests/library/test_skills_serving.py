@@ -159,6 +159,17 @@ def test_etag_304_and_the_index_changes_only_when_the_served_set_does(
     assert get(client, INDEX, read_token).content == first.content
 
 
+def test_head_on_the_index_and_a_skill_answers_as_get_without_a_body(client, read_token, active_pair):
+    for path in (INDEX, "/.well-known/agent-skills/skills/refund-over-limit/v1/SKILL.md"):
+        got = get(client, path, read_token)
+        head = client.head(path, **bearer(read_token))
+        assert head.status_code == got.status_code == 200, path
+        assert head.content == b"" and got.content, path
+        for header in ("Content-Type", "ETag", "Cache-Control", "Vary"):
+            assert head.get(header) == got.get(header), (path, header)
+    assert client.head(INDEX).status_code == 401  # HEAD needs the token as GET does
+
+
 def test_a_skill_url_revalidates_with_its_etag(client, read_token, active_pair):
     path = "/.well-known/agent-skills/skills/order-status/v1/SKILL.md"
     first = get(client, path, read_token)
