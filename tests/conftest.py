@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import tempfile
 from urllib.parse import urlparse
 
 import pytest
@@ -24,6 +25,27 @@ from guardian.shortcuts import assign_perm
 from public_data import data_dir
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "") in {"1", "true", "yes"}
+
+
+# Each distinct text is embedded by e5-small once a run, not once a test: its vectors are kept in a
+# file every process of the run shares (the live servers', the Celery worker's), the bytes a fresh
+# embedding gives (procmem_client.embeddings.KeptVectors; docs/development.md). Set
+# PROCMEM_TEST_EMBEDDING_CACHE to a file of one's own to keep them across runs, or to 0 to embed afresh.
+_KEPT_VECTORS_DIR: str | None = None
+
+
+def pytest_configure(config):
+    global _KEPT_VECTORS_DIR
+    if "PROCMEM_TEST_EMBEDDING_CACHE" not in os.environ:
+        _KEPT_VECTORS_DIR = tempfile.mkdtemp(prefix="procmem-test-vectors-")
+        os.environ["PROCMEM_TEST_EMBEDDING_CACHE"] = os.path.join(_KEPT_VECTORS_DIR, "vectors.sqlite3")
+
+
+def pytest_unconfigure(config):
+    if _KEPT_VECTORS_DIR is not None:
+        os.environ.pop("PROCMEM_TEST_EMBEDDING_CACHE", None)
+        shutil.rmtree(_KEPT_VECTORS_DIR, ignore_errors=True)
+
 
 TAUBENCH_DIR = data_dir("taubench")
 

