@@ -60,7 +60,9 @@ def openapi(request: HttpRequest, api_version: str = "v1") -> JsonResponse:
 
 def _method_not_allowed(request: HttpRequest, allowed: list[str]) -> HttpResponse:
     response = api_error(
-        405, "method_not_allowed", f"{request.method} is not allowed here; agents may only {', '.join(allowed)}."
+        405,
+        "method_not_allowed",
+        f"{request.method} is not allowed on {request.path}; agents may only {', '.join(allowed)}.",
     )
     response["Allow"] = ", ".join(allowed)
     return response

@@ -649,3 +649,19 @@ def test_select_block_is_capped_in_characters_dropping_the_lower_ranked_first(
     assert [p["id"] for p in capped["injected"]] == ["refund.over_limit"]
     assert capped["renderedChars"] <= full["renderedChars"] - 1 and "Procedure order.status" not in capped["rendered"]
     assert [c["injected"] for c in capped["ranked"]] == [True, False]
+
+
+def test_a_write_method_on_an_agent_route_names_the_address(client, read_token, active_pair):
+    """The agent routes' 405 said "DELETE is not allowed here": an integrator with several calls in
+    flight could not tell which one. It names the address, as the 405 of /api/v1/health does."""
+    for path, allowed in (
+        (url("active_set"), "GET, HEAD"),
+        (url("select"), "GET, HEAD, POST"),
+        ("/.well-known/agent-skills/index.json", "GET, HEAD"),
+    ):
+        response = client.delete(path, **bearer(read_token))
+        assert response.status_code == 405 and response["Allow"] == allowed
+        assert response.json()["error"] == {
+            "code": "method_not_allowed",
+            "message": f"DELETE is not allowed on {path}; agents may only {allowed}.",
+        }
