@@ -200,3 +200,31 @@ def test_a_forms_url_and_number_fields_match_its_text_fields(live_server, page, 
         fields = page.evaluate(FIELDS_JS)
         assert {field["name"] for field in fields} >= {"name", {"webhooks": "url", "tokens": "expires_in_days"}[name]}
         assert len({(field["height"], field["font"]) for field in fields}) == 1, fields
+
+
+SKILL_FORM_JS = """() => [...document.querySelectorAll("#skills-import-form .field")].map((field) => {
+  const box = (el) => el.getBoundingClientRect();
+  const label = field.querySelector("label"), input = field.querySelector("input"), help = field.querySelector(".muted");
+  return {label: label.textContent.trim(), labelBottom: box(label).bottom, inputTop: box(input).top,
+          inputBottom: box(input).bottom, helpTop: help ? box(help).top : null, left: [box(label).left, box(input).left]};
+})"""
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_skill_import_forms_fields_read_label_input_help(live_server, browser, screenshot, width):
+    """The skill import form was Django's as_p: "Skills archive:" beside the file button with its
+    help text trailing on the same line after a gap, and "Intent:" beside its box with the help run
+    on after it (on a phone wrapped under the box). Each field is its label, its input, then its help."""
+    seed_demo()
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    sign_in(page, live_server.url, "reviewer", DEMO_USERS["reviewer"][0])
+    page.goto(f"{live_server.url}/agents/support_agent/skills/import/")
+    screenshot(page, f"{width}-skills-import")
+    fields = page.evaluate(SKILL_FORM_JS)
+    context.close()
+    assert [field["label"] for field in fields] == ["Skills archive", "Intent"], fields
+    for field in fields:
+        assert field["labelBottom"] <= field["inputTop"] + 1, field  # the label above its input
+        assert field["helpTop"] is not None and field["helpTop"] >= field["inputBottom"] - 1, field  # help below
+        assert abs(field["left"][0] - field["left"][1]) <= 1, field  # one left edge
