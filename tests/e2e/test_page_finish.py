@@ -64,8 +64,17 @@ def test_the_procedure_pages_audit_times_stay_on_one_line(live_server, page, scr
     procedure = ProcedureVersion.objects.filter(status="CANDIDATE", procedure__key="refund.over_limit").get().procedure
     sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
     page.set_viewport_size({"width": 1366, "height": 768})
-    page.goto(f"{live_server.url}/procedures/{procedure.pk}/")
-    screenshot(page, "procedure-audit")
+    # the operations page's recent history too: its times broke over three lines beside a long reason
+    for name, path in (
+        ("procedure-audit", f"/procedures/{procedure.pk}/"),
+        ("ops-procedure-history", "/ops/agents/support_agent/procedures/refund.over_limit/"),
+    ):
+        page.goto(live_server.url + path)
+        screenshot(page, name)
+        _assert_times_on_one_line(page)
+
+
+def _assert_times_on_one_line(page) -> None:
     cells = page.locator("td.when")
     assert cells.count() >= 1
     for index in range(cells.count()):

@@ -359,3 +359,15 @@ def test_a_per_procedure_manager_sees_the_agent_with_true_counts(
     page = _login(client, manager).get(reverse("reviews:ops_index"))
     (row,) = page.context["agents"]
     assert (row.name, row.active) == ("support_agent", 2)  # both ACTIVE versions, not only the managed one
+
+
+def test_a_version_never_approved_nor_moved_says_so_in_words(client, candidate, admin_user, agent):
+    """The versions table read "—" under Approved and Last status change for a candidate; as the
+    metrics pages do, the page says what is missing."""
+    url = reverse("reviews:ops_procedure", args=[agent.name, candidate.procedure.key])
+    page = _login(client, admin_user).get(url).content.decode()
+    row = page[page.index(f'<tr id="v{candidate.number}">') :]
+    row = row[: row.index("</tr>")]
+    assert "—" not in row
+    assert '<span class="muted none">not approved</span>' in row
+    assert '<span class="muted none">none since it was proposed</span>' in row
