@@ -55,24 +55,63 @@ class Recognizer:
 
 
 class KeywordIndex:
-    """Which keywords a text in lower case holds, found in one pass (an Aho-Corasick automaton,
-    pyahocorasick) instead of one substring search per keyword: every occurrence of every keyword
-    is reported, overlapping ones included, so `found(lowered)` is exactly
-    {word for word in the index if word in lowered}. Every Recognizer adds its `words` (so
-    select_recognizers reads them all off one pass), the echo the words of its hint. The automaton
-    is built at the first look-up after a word was added."""
+    """Which keywords a text in lower case holds, found in one pass instead of one substring search
+    per keyword, so that `found(lowered)` is exactly {word for word in the index if word in lowered}.
+    Every Recognizer adds its `words` (so select_recognizers reads them all off one pass), the echo
+    the words of its hint. The pass is an RE2 set of the keywords as literals (google-re2: a
+    deterministic automaton over the text's UTF-8 that reports which of them occur, each once; a
+    literal occurs in UTF-8 exactly where it occurs in the text); where the set cannot say (a text
+    with a lone surrogate, which UTF-8 cannot encode; a set that would not compile), an
+    Aho-Corasick automaton (pyahocorasick) reporting every occurrence, overlaps included. The set
+    took half the automaton's time on the other repositories' import (12,467 texts, 3.2 million
+    characters: 0.026 s against 0.053 s), which spends its time handing each occurrence to Python.
+    Both are built at the first look-up after a word was added."""
 
     def __init__(self) -> None:
         self._words: set[str] = set()
         self._automaton: Any = None
+        self._set: Any = None
+        self._set_words: list[str] = []  # the set's patterns' words, by index
+        self._set_broken = False
 
     def add(self, words: Iterable[str]) -> None:
         new = {word for word in words if word not in self._words}
         if new:
             self._words |= new
             self._automaton = None
+            self._set = None
+            self._set_broken = False
 
     def found(self, lowered: str) -> frozenset[str]:
+        found = self._set
+        if found is None and not self._set_broken and self._words:
+            found = self._build_set()
+        if found is not None:
+            try:
+                matched = found.Match(lowered)
+            except UnicodeEncodeError:
+                pass
+            else:
+                words = self._set_words
+                return frozenset([words[index] for index in matched]) if matched else frozenset()
+        return self._found_by_automaton(lowered)
+
+    def _build_set(self) -> Any:
+        try:
+            options = re2.Options()
+            options.max_mem = 64 << 20  # a few dozen short literals fit many times over
+            found = re2.Set.SearchSet(options)
+            words = sorted(self._words)
+            for word in words:  # in the order of their indices
+                found.Add(re2.escape(word))
+            found.Compile()
+        except re2.error:
+            self._set_broken = True
+            return None
+        self._set, self._set_words = found, words
+        return found
+
+    def _found_by_automaton(self, lowered: str) -> frozenset[str]:
         automaton = self._automaton
         if automaton is None:
             if not self._words:

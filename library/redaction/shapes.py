@@ -172,6 +172,13 @@ _DE_STREET_NUMBER_GATE = re.compile(
     + ")"
 )
 _NAME_WORD = r"[A-Z](?:[a-z]+|'[A-Z][a-z]+)(?:-[A-Z][a-z]+)?"
+# Gates for two recognizers that `needs` alone ran on most texts of coding sessions (which have
+# digits and "@" everywhere): the part of every match from its last digit to the street word, and
+# the "@" of an address with a character before it and a domain after it. The address pattern is
+# case-insensitive: its gate is only used on text that folds like ASCII (recognizers.select_recognizers),
+# where its [A-Z][a-z]+ is two or more ASCII letters in any case.
+_STREET_GATE = re.compile(r"\d[A-Za-z]?(?: [A-Za-z]{2,}){1,4} (?i:" + _STREET_SUFFIX + ")")
+_EMAIL_GATE = re.compile(r"@(?<=[A-Za-z0-9._%+\-]@)[A-Za-z0-9.\-]+\.[A-Za-z]{2}")
 
 
 BUILTIN_RECOGNIZERS: list[Recognizer] = [
@@ -199,7 +206,14 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
         words=("api", "token", "secret", "passw", "pwd"),
     ),
     QUERY_RECOGNIZER,
-    Recognizer("email_address", re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"), needs="@"),
+    Recognizer(
+        "email_address",
+        re.compile(r"\b[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}\b"),
+        needs="@",
+        # the "@" with what every address has around it: not a decorator or a diff's "@@ -1,5 +1,6 @@"
+        gate=_EMAIL_GATE,
+        gate_set=r"[A-Za-z0-9._%+\-]@[A-Za-z0-9.\-]+\.[A-Za-z]{2}",
+    ),
     Recognizer(
         "iban",
         re.compile(r"\b[A-Z]{2}\d{2}(?: ?[A-Z0-9]{4}){3,7}(?: ?[A-Z0-9]{1,3})?\b"),
@@ -259,8 +273,8 @@ BUILTIN_RECOGNIZERS: list[Recognizer] = [
             + r"\b\.?(?:,? (?:apt|apartment|suite|unit|flat|#) ?[A-Za-z0-9\-]+)?"
         ),
         needs="digit",
-        gate=re.compile(r"\d[A-Za-z]? [A-Za-z]"),
-        gate_set=r"\p{Nd}[A-Za-z]? [A-Za-z]",
+        gate=_STREET_GATE,
+        gate_set=r"\p{Nd}[A-Za-z]?(?: [A-Za-z]{2,}){1,4} (?i:" + _STREET_SUFFIX + ")",
     ),
     Recognizer(
         "address",
