@@ -71,6 +71,12 @@ def test_every_recognizer_and_the_echo_hint_have_their_words_in_the_index():
     assert set(echo._ECHO_HINT_WORDS) <= KEYWORDS._words
 
 
+def test_a_text_utf8_cannot_encode_finds_its_keywords_by_the_automaton():
+    # a lone surrogate: the RE2 set cannot read the text, the Aho-Corasick automaton does
+    lowered = "my name is \ud800 anna, zip"
+    assert KEYWORDS.found(lowered) == {word for word in _ALL_WORDS if word in lowered} >= {"name", "zip"}
+
+
 def test_a_keyword_index_rebuilds_after_a_word_is_added():
     index = KeywordIndex()
     assert index.found("any text") == frozenset()
@@ -299,3 +305,55 @@ def test_a_text_utf8_cannot_encode_runs_every_gate_as_before():
     # the phone and id gates match; the name cue's gate (" O") too, but no cue word stands before it
     assert [r.label for r in select_recognizers(_gated(), Features(text))] == ["phone_number", "id"]
     assert Redactor().text(text) == "call {{phone_number}} \ud800 or {{id}}"
+
+
+_STREET_AND_MAIL_PIECES = st.sampled_from(
+    [
+        "12",
+        "4b",
+        "7",
+        " ",
+        "Main",
+        "main",
+        "Old Mill",
+        "O",
+        " Street",
+        " st",
+        " ST",
+        " Rd",
+        " avenue",
+        " way",
+        ".",
+        ",",
+        " apt 4",
+        "anna.lee",
+        "a_b+c",
+        "@",
+        "@@",
+        "example",
+        ".com",
+        ".c",
+        "-",
+        "property",
+        "\n",
+        "é",
+        "ſ",
+    ]
+)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(st.lists(_STREET_AND_MAIL_PIECES, max_size=14).map("".join), st.text(max_size=40)))
+def test_the_street_and_mail_gates_match_wherever_their_pattern_does(text):
+    # the gates only rule texts out that their recognizer cannot change: every match of the e-mail
+    # pattern, and of the (case-insensitive) street pattern in text that folds like ASCII (where its
+    # gate is used), has the gate's match in it
+    from library.redaction.recognizers import folds_like_ascii
+
+    street = next(r for r in BUILTIN_RECOGNIZERS if r.label == "address" and "[A-Z][a-z]+" in r.pattern.pattern)
+    mail = next(r for r in BUILTIN_RECOGNIZERS if r.label == "email_address")
+    for match in mail.pattern.finditer(text):
+        assert mail.gate.search(match.group(0)) is not None, match.group(0)
+    if folds_like_ascii(text):
+        for match in street.pattern.finditer(text):
+            assert street.gate.search(match.group(0)) is not None, match.group(0)
