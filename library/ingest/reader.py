@@ -17,9 +17,13 @@ import io
 import json
 import os
 import tarfile
+import zlib
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import IO, Any
+
+from isal import igzip, isal_zlib
 
 from .. import safe_json
 
@@ -248,6 +252,28 @@ def is_archive(path: str) -> bool:
     return path.endswith((".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tar.xz"))
 
 
+# What reading an archive may raise when the file is cut or corrupt (EOFError: a cut gzip stream;
+# IsalError: deflate data that does not decode; OSError: a gzip header or trailer that is wrong).
+ARCHIVE_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error, isal_zlib.error, tarfile.TarError)
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+@contextmanager
+def _open_archive(path: str) -> Iterator[tarfile.TarFile]:
+    """The tar archive at `path`. A gzipped one is gunzipped by ISA-L (isal.igzip): the 33 MB of the
+    other repositories' trajectories in 0.035 s of CPU instead of zlib's 0.09 s, in the import
+    command's own process, before any worker gets a file. Any other archive is opened as tarfile
+    detects it."""
+    with open(path, "rb") as raw:
+        gzipped = raw.read(2) == _GZIP_MAGIC
+    if not gzipped:
+        with tarfile.open(path, "r:*") as archive:
+            yield archive
+        return
+    with igzip.open(path, "rb") as stream, tarfile.open(fileobj=stream, mode="r:") as archive:
+        yield archive
+
+
 def iter_session_files(path: str) -> Iterator[tuple[str, IO[bytes], int]]:
     """(name, binary stream, size) of each session file under `path`: the file itself, every
     .json/.jsonl file of a directory (recursively, sorted), or of a tar archive (e.g. a folder of
@@ -265,7 +291,7 @@ def iter_session_files(path: str) -> Iterator[tuple[str, IO[bytes], int]]:
                 yield name, stream, os.path.getsize(name)
         return
     if is_archive(path):
-        with tarfile.open(path, "r:*") as archive:
+        with _open_archive(path) as archive:
             for member in archive:
                 if not member.isfile() or not member.name.endswith(SESSION_FILE_SUFFIXES):
                     continue

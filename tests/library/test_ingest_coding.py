@@ -293,6 +293,30 @@ def test_a_broken_archive_keeps_what_was_read_before_the_break(tmp_path):
 
 
 @pytest.mark.django_db
+def test_a_corrupt_gzip_archive_stops_the_import_with_a_clear_error(tmp_path):
+    # the archive is gunzipped by ISA-L (library/ingest/reader.py): its errors are the command's too
+    folder = _trajectory_folder(tmp_path, 20, lambda number: [(f"grep -rn Foo{number} django/", 0, "x" * 2000)])
+    archive = tmp_path / "trajs.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname="trajs")
+    data = archive.read_bytes()
+    archive.write_bytes(data[:200] + bytes(400) + data[600:])  # deflate data that does not decode
+    with pytest.raises(CommandError, match=r"trajs\.tar\.gz.*\((\d+) sessions stored before it\)"):
+        call_command(
+            "import_sessions",
+            str(archive),
+            "--format",
+            "mini-swe-agent",
+            "--agent",
+            "coder",
+            "--create-agent",
+            "--no-progress",
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
+
+
+@pytest.mark.django_db
 def test_a_worker_that_dies_stops_the_import_with_a_clear_error(tmp_path, monkeypatch):
     import os
 

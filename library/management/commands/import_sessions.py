@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import tarfile
-import zlib
 from collections import Counter
 from concurrent.futures.process import BrokenProcessPool
 
@@ -18,7 +16,7 @@ from tqdm import tqdm
 from library.formatting import count
 from library.ingest.formats import CODING_FORMATS, FORMATS, INTENT_DERIVATIONS, ImportOptions, outcomes_from_results
 from library.ingest.pipeline import ImportSpec, Refused, import_outcomes, import_workers
-from library.ingest.reader import iter_session_files
+from library.ingest.reader import ARCHIVE_ERRORS, iter_session_files
 from library.ingest.store import prepared_store
 from library.models import Agent, AgentSession, slug_validator
 from library.services import agent_set_tools
@@ -178,7 +176,7 @@ class Command(BaseCommand):
                     flush()
         except BrokenProcessPool as exc:
             stopped = f"{options['file']}: a worker process stopped unexpectedly ({exc}); try --workers 1"
-        except (OSError, EOFError, zlib.error, tarfile.TarError) as exc:  # EOFError: a cut gzip stream
+        except ARCHIVE_ERRORS as exc:  # a cut or corrupt archive
             stopped = f"{reading[0]}: {exc}"
         finally:
             # whatever stopped the reading, what was read and valid is stored, and the agent gets
