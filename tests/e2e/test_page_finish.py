@@ -237,3 +237,26 @@ def test_the_skill_import_forms_fields_read_label_input_help(live_server, browse
         assert field["labelBottom"] <= field["inputTop"] + 1, field  # the label above its input
         assert field["helpTop"] is not None and field["helpTop"] >= field["inputBottom"] - 1, field  # help below
         assert abs(field["left"][0] - field["left"][1]) <= 1, field  # one left edge
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_the_assign_control_lines_up_with_its_button(live_server, browser, screenshot, width):
+    """The candidate page's "Assign to" select was the browser's small default (about 17 px beside
+    a 35 px Assign button, their text on different lines): the select is now as tall as the button
+    and on its centre line."""
+    seed_demo()
+    candidate = ProcedureVersion.objects.filter(status="CANDIDATE", procedure__key="refund.over_limit").get()
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    page.goto(f"{live_server.url}/versions/{candidate.pk}/")
+    screenshot(page, f"{width}-assign")
+    boxes = page.evaluate(
+        """() => ["#assignee", "form.assign button", "label[for=assignee]"].map((s) => {
+             const b = document.querySelector(s).getBoundingClientRect(); return {top: b.top, height: b.height}; })"""
+    )
+    context.close()
+    select, button, label = boxes
+    assert abs(select["height"] - button["height"]) <= 3, boxes
+    centre = lambda box: box["top"] + box["height"] / 2  # noqa: E731
+    assert abs(centre(select) - centre(button)) <= 2 and abs(centre(label) - centre(select)) <= 3, boxes
