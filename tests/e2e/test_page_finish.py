@@ -260,3 +260,27 @@ def test_the_assign_control_lines_up_with_its_button(live_server, browser, scree
     assert abs(select["height"] - button["height"]) <= 3, boxes
     centre = lambda box: box["top"] + box["height"] / 2  # noqa: E731
     assert abs(centre(select) - centre(button)) <= 2 and abs(centre(label) - centre(select)) <= 3, boxes
+
+
+FIELD_GAPS_JS = """() => [...document.querySelectorAll(".field + .field")].map((field) =>
+  [field.querySelector("label")?.textContent.trim(), field.getBoundingClientRect().top - field.previousElementSibling.getBoundingClientRect().bottom])"""
+
+
+def test_the_plain_forms_keep_their_fields_apart(live_server, page, screenshot):
+    """The plain forms (reviews/_form_fields.html) ran each field's help text into the next label:
+    "…“nightly export”" then "Scope" with no gap on the API tokens page, the same on the webhooks
+    and skill import pages."""
+    seed_demo()
+    sign_in(page, live_server.url, "admin", DEMO_USERS["admin"][0])
+    gaps = {}
+    for name, path in (
+        ("tokens", "/agents/support_agent/tokens/"),
+        ("webhooks", "/agents/support_agent/webhooks/"),
+        ("skills-import", "/agents/support_agent/skills/import/"),
+    ):
+        page.goto(live_server.url + path)
+        screenshot(page, name)
+        gaps[name] = page.evaluate(FIELD_GAPS_JS)
+    assert all(gaps.values()), gaps
+    for name, found in gaps.items():
+        assert all(gap >= 8 for _, gap in found), (name, found)
