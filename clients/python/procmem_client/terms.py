@@ -8,6 +8,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import morphology
+
 STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before being below
@@ -56,6 +58,7 @@ _ANY_WORD_RE = re.compile(r"[^\W_]+")
 # Han, Hiragana, Katakana, Hangul: scripts written without spaces between words
 _CJK_RE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff66-\uff9f]+")
 _CYRILLIC_RE = re.compile(r"[\u0400-\u04ff]")
+_KANA_RE = re.compile(r"[\u3040-\u30ff]")  # Hiragana and Katakana: a Japanese text (Chinese has none)
 CYRILLIC_PREFIX = 5  # a Russian word's first five letters stand for its stem (endings carry case and number)
 
 
@@ -125,12 +128,26 @@ def library_words(text: str) -> list[str]:
 
 def task_units(text: str) -> list[str]:
     """A task's pieces for the cross-lingual lexical retriever: its words of three letters or more,
-    and in Chinese and Japanese runs (no spaces between words) each character pair; tokens with a
-    digit (ids, amounts) left out."""
+    Russian ones by their Snowball stem; a Japanese text's runs (no spaces between words) as their
+    content words and loanwords' origins, by a morphological analyser (morphology.py), and Chinese
+    runs as character pairs, as Japanese ones too without the analyser; tokens with a digit (ids,
+    amounts) left out. Without the client's embedding extras (the light client) Russian words
+    stay whole."""
     found: set[str] = set()
+    if _KANA_RE.search(text):
+        runs = [morphology.japanese_words(run) for run in _CJK_RE.findall(text.lower())]
+        if all(pieces is not None for pieces in runs):  # with the analyser (else character pairs)
+            found.update(w for pieces in runs for w in pieces or () if not any(c.isdigit() for c in w))
+            text = _CJK_RE.sub(" ", text)
     for token in _ANY_WORD_RE.findall(text.lower()):
         if any(c.isdigit() for c in token):
             continue
+        if len(token) > 2 and _CYRILLIC_RE.search(token):
+            stem = morphology.russian_stem(token)
+            if stem is not None:
+                if len(stem) > 2:
+                    found.add(stem)
+                continue
         position = 0
         for match in _CJK_RE.finditer(token):
             if match.start() - position > 2:
