@@ -1,6 +1,7 @@
 """The terms the lexical and exact retrievers compare (ranking.py): stemmed words without stop
 words, compounds of adjacent words, and identifier-shaped tokens (snake_case, camelCase, dotted
-names, paths) of tasks and of procedure records. Pure Python."""
+names, paths) of tasks and of procedure records. Pure Python; a non-English task's pieces for the
+cross-lingual retriever use the Japanese and Russian analysers of morphology.py when installed."""
 
 from __future__ import annotations
 
