@@ -22,6 +22,10 @@ repositories' families at once — recalled with the trace's task text, and the 
   fails because the change is not right yet is not avoidable by any command, and counts as not
   avoided.
 
+With `task_files` N, each pointer also names first the N source files the task's own words point to
+in what the other tasks' sessions of the pointer's repository saw (library/coding/file_index.py; the
+trace's own task contributes nothing), as an agent would be shown them beside the family's files.
+
 Also counted: how many traces recalled nothing, and how many recalled first a family of another
 repository than their own (possible only across repositories). Reported per repository and overall
 (`MeasureReport.to_dict`).
@@ -37,6 +41,7 @@ from typing import Any
 from procmem_client.coding import recall_pointer, target_role
 
 from .families import FamilyRule, Trace, edited_files, mine_families, repository_of
+from .file_index import FileIndex, Observations, observations
 from .runners import mistake_kind
 from .testruns import parse_test
 
@@ -197,12 +202,18 @@ def judge(
     recalled: Sequence[Mapping[str, Any]],
     repository: str,
     record_repositories: Mapping[str, str] | None = None,
+    task_files: Callable[[Mapping[str, Any]], Sequence[str]] | None = None,
 ) -> TraceResult:
     """One resolved trace against the pointers recalled for it, the first one first.
-    `record_repositories`: the repository of each record id that may be recalled (the families')."""
+    `record_repositories`: the repository of each record id that may be recalled (the families').
+    `task_files(record)`: the files the task's words point to, named first in that record's pointer."""
+
+    def pointer_of(r: Mapping[str, Any]) -> dict[str, Any]:
+        return recall_pointer(r, task_files=task_files(r) if task_files is not None else ())
+
     record = recalled[0] if recalled else None
-    pointer = recall_pointer(record) if record is not None else None
-    named_all = {path for r in recalled for path in recall_pointer(r)["files"]}
+    pointer = pointer_of(record) if record is not None else None
+    named_all = {path for r in recalled for path in pointer_of(r)["files"]}
     verify = trace.verify
     parsed = parse_test(pointer["verifyCommand"]) if pointer and pointer["verifyCommand"] else None
     pointer_form = parsed.form if parsed else None
@@ -268,12 +279,18 @@ def measure(
     intent: str = "",
     on_trace: Callable[[TraceResult], None] | None = None,
     across_repositories: bool = False,
+    task_files: int = 0,
 ) -> MeasureReport:
     """Leave one task out over `traces`: `recall(records, task)` returns the records recalled for a
     task text (best first; the client's recall injects up to the agent's cap) among the served
     records built from the other traces — of the trace's repository, or with `across_repositories`
     of every repository (families are mined per repository, so this is the union of each
-    repository's families, the trace's own mined without its task)."""
+    repository's families, the trace's own mined without its task). `task_files` N > 0: each pointer
+    names first the N files the task's words point to in the other tasks' observations of its record's
+    repository (FileIndex)."""
+    seen: dict[str, Observations] = {}
+    if task_files > 0:
+        seen = {t.session_id: observations(t.calls) for t in traces}
     by_repository: dict[str, list[Trace]] = defaultdict(list)
     for trace in traces:
         by_repository[repository_of(trace.task_key)].append(trace)
@@ -289,11 +306,36 @@ def measure(
             candidates = [o.candidate for o in mine_families(others, min_traces=min_traces, rules=rules) if o.candidate]
             records = [served_record(c, intent=intent) for c in candidates]
             recalled = list(recall(records, trace.task)) if records else []
-            result = judge(trace, recalled, repository, {c.key: c.family.partition(":")[0] for c in candidates})
+            repositories = {c.key: c.family.partition(":")[0] for c in candidates}
+            files_for = None
+            if task_files > 0:
+                files_for = _task_files(trace, others, seen, repositories, task_files)
+            result = judge(trace, recalled, repository, repositories, files_for)
             report.results.append(result)
             if on_trace is not None:
                 on_trace(result)
     return report
+
+
+def _task_files(
+    trace: Trace,
+    others: Sequence[Trace],
+    seen: Mapping[str, Observations],
+    repositories: Mapping[str, str],
+    limit: int,
+) -> Callable[[Mapping[str, Any]], Sequence[str]]:
+    """For a recalled record: the files the trace's task points to in its repository's other sessions."""
+    cache: dict[str, list[str]] = {}
+
+    def files_for(record: Mapping[str, Any]) -> Sequence[str]:
+        repository = repositories.get(str(record.get("id")), "")
+        if repository not in cache:
+            members = [o for o in others if repository_of(o.task_key) == repository]
+            index = FileIndex((seen[o.session_id] for o in members), edited=(p for o in members for p in o.edited))
+            cache[repository] = index.files_for(trace.task, limit)
+        return cache[repository]
+
+    return files_for
 
 
 def traces_from_rows(rows: Iterable[tuple[str, str, str, Any, Any]]) -> list[Trace]:

@@ -482,10 +482,12 @@ def _pointer_text(ident: str, version: int, when: str, files: list[str], verify:
     return text
 
 
-def recall_pointer(record: Mapping[str, Any]) -> dict[str, Any]:
+def recall_pointer(record: Mapping[str, Any], *, task_files: Sequence[str] = ()) -> dict[str, Any]:
     """The short served form of a coding procedure: {id, version, whenToUse, verifyCommand, files,
     tests, text, tokens}. `whenToUse` is the first sentence of appliesWhen on one line (a family's
-    names the family); `files` the source files its pre/postconditions name, `tests` its test files
+    names the family); `files` the source files its pre/postconditions name — after `task_files`, when
+    given: source files the task's own words point to (library/coding/file_index.py), the same cap of
+    _FILES_MAX in all — `tests` its test files
     (what fills the verify command's placeholder); `text` is what an agent keeps in view ("Procedure
     fix.django.db v2 — when: … — files: … — verify: … — tests: …"), at most POINTER_MAX_TOKENS tokens:
     each part is cut, then test files and files are dropped from the end until it fits (so the bound
@@ -495,7 +497,8 @@ def recall_pointer(record: Mapping[str, Any]) -> dict[str, Any]:
     verify = _cut(record.get("verifyCommand") or "", _VERIFY_MAX_CHARS)
     ident = _cut(record.get("id") or "", _ID_MAX_CHARS)
     version = int(record.get("version") or 0)
-    files = [_cut(path, _FILE_MAX_CHARS) for path in pointer_files(record)]
+    named = [path for path in task_files if target_role(path) == "source"] + pointer_files(record)
+    files = [_cut(path, _FILE_MAX_CHARS) for path in dict.fromkeys(named)][:_FILES_MAX]
     tests = [_cut(path, _FILE_MAX_CHARS) for path in pointer_tests(record)]
     text = _pointer_text(ident, version, when, files, verify, tests)
     while math.ceil(len(text) / CHARS_PER_TOKEN) > POINTER_MAX_TOKENS and (tests or files):

@@ -227,6 +227,30 @@ def test_a_family_pointer_names_the_files_it_changes_then_reads():
     )
 
 
+def test_a_pointer_names_the_files_the_task_points_to_first_within_the_same_cap():
+    record = {
+        "id": "fix.sympy.core",
+        "version": 1,
+        "appliesWhen": "A sympy/sympy task whose fix is in sympy/core/ (family sympy/sympy:sympy/core).",
+        "postconditions": [f"Changed: sympy/core/m{i}.py." for i in range(8)],
+        "verifyCommand": "./bin/test {{test_file}}",
+    }
+    pointer = recall_pointer(
+        record,
+        task_files=["sympy/core/numbers.py", "sympy/core/m3.py", "sympy/core/tests/test_numbers.py"],
+    )
+    # the task's files first (a test file is not one: it fills the verify command), the family's after,
+    # each once, at most 8 in all
+    assert pointer["files"] == ["sympy/core/numbers.py", "sympy/core/m3.py"] + [
+        f"sympy/core/m{i}.py" for i in (0, 1, 2, 4, 5, 6)
+    ]
+    assert pointer["text"].startswith(
+        "Procedure fix.sympy.core v1 — when: A sympy/sympy task whose fix is in sympy/core/ "
+        "(family sympy/sympy:sympy/core). — files: sympy/core/numbers.py, sympy/core/m3.py, sympy/core/m0.py"
+    )
+    assert recall_pointer(record, task_files=()) == recall_pointer(record)  # without: as served
+
+
 _PATHS = st.lists(st.from_regex(r"[a-z_]{1,200}(/[a-z_.]{1,200}){1,4}\.py", fullmatch=True), max_size=12)
 
 
@@ -238,8 +262,11 @@ _PATHS = st.lists(st.from_regex(r"[a-z_]{1,200}(/[a-z_.]{1,200}){1,4}\.py", full
     version=st.integers(0, 10**6),
     written=_PATHS,
     read=_PATHS,
+    for_task=_PATHS,
 )
-def test_the_recall_pointer_stays_under_the_bound_whatever_the_record(key, when, verify, version, written, read):
+def test_the_recall_pointer_stays_under_the_bound_whatever_the_record(
+    key, when, verify, version, written, read, for_task
+):
     pointer = recall_pointer(
         {
             "id": key,
@@ -248,9 +275,11 @@ def test_the_recall_pointer_stays_under_the_bound_whatever_the_record(key, when,
             "verifyCommand": verify,
             "postconditions": [f"Changed: {p}." for p in written],
             "preconditions": [f"Read before the edit: {p}." for p in read],
-        }
+        },
+        task_files=for_task,
     )
     assert pointer["tokens"] == estimate_tokens(pointer["text"]) <= POINTER_MAX_TOKENS
+    assert len(pointer["files"]) <= 8
     assert "\n" not in pointer["whenToUse"]
 
 

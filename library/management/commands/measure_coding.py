@@ -8,6 +8,7 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from library.coding.families import clean_family_rules
+from library.coding.file_index import TASK_FILES
 from library.coding.measure import measure, traces_from_rows
 from library.formatting import count
 from library.models import Agent, AgentSession
@@ -50,10 +51,18 @@ class Command(BaseCommand):
             metavar="JSON",
             help="family rules to use instead of the agent's (a JSON list of {prefix, family})",
         )
+        parser.add_argument(
+            "--task-files",
+            type=int,
+            default=0,
+            metavar="N",
+            help="each pointer also names first the N files the task's words point to in what the repository's "
+            f"other sessions saw (library/coding/file_index.py; {TASK_FILES} was chosen leaving one repository out)",
+        )
         parser.add_argument("--cap", type=int, help="pointers recalled per task (default: the agent's injection cap)")
         parser.add_argument("--json", action="store_true")
 
-    def handle(self, *args, agent, min_traces, family_rules, cap, across_repositories, **options):
+    def handle(self, *args, agent, min_traces, family_rules, cap, across_repositories, task_files, **options):
         agents = []
         for name in dict.fromkeys(agent):
             try:
@@ -70,6 +79,8 @@ class Command(BaseCommand):
         min_traces = min_traces if min_traces is not None else agent_obj.coding_min_traces
         if min_traces < 1:
             raise CommandError("--min-traces must be at least 1")
+        if task_files < 0:
+            raise CommandError("--task-files must be 0 or more")
         cap = cap if cap is not None else (agent_obj.injection_cap or 2)
         rows = (
             AgentSession.objects.filter(agent__in=agents)
@@ -86,7 +97,12 @@ class Command(BaseCommand):
             return ranker.index(records).select(task=task or "(empty)", cap=cap)["injected"]
 
         result = measure(
-            traces, recall, min_traces=min_traces, rules=rules, across_repositories=across_repositories
+            traces,
+            recall,
+            min_traces=min_traces,
+            rules=rules,
+            across_repositories=across_repositories,
+            task_files=task_files,
         ).to_dict()
         result["parameters"] = {
             "agent": agent_obj.name,
@@ -95,6 +111,7 @@ class Command(BaseCommand):
             "minTraces": min_traces,
             "familyRules": [r.__dict__ for r in rules],
             "cap": cap,
+            "taskFiles": task_files,
         }
         if options["json"]:
             self.stdout.write(_dumps(result))
@@ -103,6 +120,7 @@ class Command(BaseCommand):
             f"{', '.join(a.name for a in agents)}: leave one task out"
             + (", every repository's families offered" if across_repositories else "")
             + f", min traces {min_traces}, {count(len(rules), 'family rules')}, cap {cap}"
+            + (f", {count(task_files, 'file')} for the task's words first" if task_files else "")
         )
         for name, figures in [("overall", result["overall"]), *result["repositories"].items()]:
             failed = figures["failedTestInvocations"]
