@@ -338,8 +338,9 @@ class KeptVectors:
     def _db(self) -> sqlite3.Connection:
         """This process's connection (a forked Celery worker opens its own); caller holds the lock."""
         if self._connection is None or self._pid != os.getpid():
-            connection = sqlite3.connect(self.path, timeout=120, isolation_level=None, check_same_thread=False)
+            connection = sqlite3.connect(self.path, timeout=120, check_same_thread=False)
             connection.execute("PRAGMA journal_mode=WAL")
+            connection.execute("PRAGMA synchronous=OFF")  # a run's vectors, embedded again if lost
             connection.execute("CREATE TABLE IF NOT EXISTS vectors (key BLOB PRIMARY KEY, vector BLOB NOT NULL)")
             self._connection, self._pid = connection, os.getpid()
         return self._connection
@@ -361,10 +362,12 @@ class KeptVectors:
             fresh = np.asarray(embed(list(unseen.values())), dtype=np.float32)
             found.update(zip(unseen, fresh))
             with self._lock:
-                self._db().executemany(
-                    "INSERT OR IGNORE INTO vectors (key, vector) VALUES (?, ?)",
-                    [(key, vector.astype("<f4").tobytes()) for key, vector in zip(unseen, fresh)],
-                )
+                db = self._db()
+                with db:  # one transaction (committed, or rolled back on an error), not one a row
+                    db.executemany(
+                        "INSERT OR IGNORE INTO vectors (key, vector) VALUES (?, ?)",
+                        [(key, vector.astype("<f4").tobytes()) for key, vector in zip(unseen, fresh)],
+                    )
         return np.stack([found[key] for key in keys]).astype(np.float32, copy=False)
 
 
