@@ -162,6 +162,8 @@ def agent_playground(request: HttpRequest, agent: str) -> HttpResponse:
     if result:
         result["ranking"] = result["ranking"][:PLAYGROUND_ROWS]
     config = serving.ranker_config()
+    backend = embeddings.backend()
+    third = getattr(backend, "third", None)
     return render(
         request,
         "reviews/agents/playground.html",
@@ -179,9 +181,11 @@ def agent_playground(request: HttpRequest, agent: str) -> HttpResponse:
             "max_chars": selection.injection_max_chars(),
             "max_task": PLAYGROUND_MAX_TASK_CHARS,
             "config": config,
+            # the third model's column: the term the Order line names (none without it or its weight)
+            "third_model": third.name if third is not None and config.third_model_weight else None,
             "weights_text": _weights_text(
                 config,
-                embeddings.backend(),
+                backend,
                 coding=bool(result) and any("area" in c["scores"] for c in result["ranking"]),
             ),
         },

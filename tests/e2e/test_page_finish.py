@@ -151,7 +151,7 @@ def test_the_playgrounds_reasons_stay_readable_on_a_phone(live_server, browser, 
     page.goto(f"{live_server.url}/agents/support_agent/playground/?task=Wo+ist+meine+Bestellung+ORD-30012%3F")
     screenshot(page, "playground")
     widths = page.evaluate(
-        "() => [...document.querySelectorAll('#ranking tbody td:nth-child(8)')].map((td) => td.getBoundingClientRect().width)"
+        "() => [...document.querySelectorAll('#ranking tbody td.prose')].map((td) => td.getBoundingClientRect().width)"
     )
     context.close()
     assert len(widths) >= 2 and min(widths) >= 200, widths

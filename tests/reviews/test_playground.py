@@ -90,7 +90,7 @@ def test_a_score_reads_the_same_in_its_column_and_in_the_reasons(client, agent, 
             unescape(re.sub(r"<[^>]+>", "", cell)).strip() for cell in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)
         ]
         semantic_column = cells[3].split(" ")[0]
-        semantic_reason = re.search(r"semantic ([−\d.]+) [≥<]", cells[7]).group(1)
+        semantic_reason = re.search(r"semantic ([−\d.]+) [≥<]", cells[-2]).group(1)  # the reasons
         assert semantic_column == semantic_reason, cells
     raw = {c["id"]: c["scores"]["semantic"] for c in response.context["result"]["ranking"]}
     assert f"{raw['refund.over_limit']:.4f}" == "0.4425"  # the case that read 0.443 beside 0.442
@@ -110,6 +110,19 @@ def test_the_order_line_names_every_term_the_ranker_adds(client, agent, reviewer
     order = html.split("Order: ", 1)[1].split("(normalised scores", 1)[0]
     assert "0.5 × e5-small (the third model, its weakest clause)" in order, order
     assert "0.2 × amount" in order and "1 × semantic" in order and "area" not in order, order
+    # and the third model's score has its column, as the other terms have theirs
+    import re
+    from html import unescape
+
+    from library.formatting import score
+
+    assert "<th>e5-small (third model)</th>" in html
+    ranking = client.get(page_url(), {"task": "refund above my limit"}).context["result"]["ranking"]
+    rows = re.findall(r"<tr class=\"[^\"]*\">(.*?)</tr>", html, re.S)
+    assert len(rows) == len(ranking) >= 2
+    for row, candidate in zip(rows, ranking):
+        cells = [unescape(re.sub(r"<[^>]+>", "", c)).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, re.S)]
+        assert len(cells) == 10 and cells[7] == score(candidate["scores"]["third"]), (cells, candidate["scores"])
     # every backend: no third term without a third model, nor with its weight 0
     config = SelectionConfig()
     for spec in ("minilm+use-multilingual", "minilm", "e5-small"):
