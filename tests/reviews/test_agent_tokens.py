@@ -66,3 +66,14 @@ def test_only_agent_admins_may_use_the_page(request, agent, admin_user, who, sta
     assert client.post(url, {"action": "create", "name": "x", "scope": "read"}).status_code == status
     assert client.post(url, {"action": "revoke", "token": str(token.pk)}).status_code == status
     assert authenticate(raw) is not None and ApiToken.objects.count() == 1
+
+
+def test_the_page_says_where_a_read_token_reads(agent, admin_user):
+    """An integrator lands on this page first: it named the active set only in passing and not the
+    Agent Skills index nor `procmem skills sync` (they were in docs/api.md only)."""
+    page = _client(admin_user).get(reverse("reviews:agent_tokens", args=[agent.name])).content.decode()
+    uses = page[page.index('id="token-uses"') :]
+    uses = uses[: uses.index("</p>")]
+    assert "http://testserver/api/v1/agents/support_agent/procedures" in uses
+    assert "http://testserver/.well-known/agent-skills/index.json" in uses
+    assert "procmem skills sync .claude/skills --url http://testserver --agent support_agent" in uses
