@@ -82,7 +82,15 @@ def ops_agent(request: HttpRequest, agent: str) -> HttpResponse:
         .prefetch_related(Prefetch("versions", queryset=ProcedureVersion.objects.order_by("number")))
     )
     may_manage = manage_checker(request.user, procedures)
-    rows = [{"procedure": p, "versions": list(p.versions.all()), "can_manage": may_manage(p)} for p in procedures]
+    rows = []
+    for p in procedures:
+        versions = list(p.versions.all())
+        statuses = {v.status for v in versions}
+        # what a manager can do to it now: retire needs an ACTIVE version, roll back a RETIRED one
+        actions = [
+            name for name, status in (("retire", Status.ACTIVE), ("roll back", Status.RETIRED)) if status in statuses
+        ]
+        rows.append({"procedure": p, "versions": versions, "can_manage": may_manage(p), "actions": actions})
     by_pk = {p.pk: p for p in procedures}
     refusals = {
         r.version_id: r for r in LoadRefusal.objects.filter(version__procedure__agent=agent_obj).order_by("created_at")

@@ -371,3 +371,20 @@ def test_a_version_never_approved_nor_moved_says_so_in_words(client, candidate, 
     assert "—" not in row
     assert '<span class="muted none">not approved</span>' in row
     assert '<span class="muted none">none since it was proposed</span>' in row
+
+
+def test_the_agent_page_offers_only_what_applies_to_each_procedure(
+    client, rolled_pair, other_procedure, admin_user, agent
+):
+    """ "You may: retire, roll back" stood beside a procedure whose only version is a candidate,
+    which has nothing to retire nor to roll back to; each row names what applies to it now."""
+    # given: rolled_pair's procedure has an ACTIVE and a RETIRED version; other_procedure only a candidate
+    page = _login(client, admin_user).get(reverse("reviews:ops_agent", args=[agent.name])).content.decode()
+
+    def you_may(key: str) -> str:
+        row = page[page.index(f">{key}</a></td>") :]
+        return row[: row.index("</tr>")].rsplit("<td>", 1)[1]
+
+    assert you_may(rolled_pair[0].procedure.key).startswith("retire, roll back")
+    assert other_procedure.versions.get().status == "CANDIDATE"
+    assert you_may(other_procedure.key).startswith('<span class="muted none">nothing to retire or roll back yet')
