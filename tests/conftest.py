@@ -27,7 +27,8 @@ from public_data import data_dir
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES", "") in {"1", "true", "yes"}
 
 
-# Each distinct text is embedded by e5-small once a run, not once a test: its vectors are kept in a
+# Each distinct text is embedded by e5-small once a run, not once a test (and each task by MiniLM or
+# USE, a text embedded alone): the vectors are kept in a
 # file every process of the run shares (the live servers', the Celery worker's), the bytes a fresh
 # embedding gives (procmem_client.embeddings.KeptVectors; docs/development.md). Set
 # PROCMEM_TEST_EMBEDDING_CACHE to a file of one's own to keep them across runs, or to 0 to embed afresh.

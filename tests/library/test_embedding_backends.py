@@ -124,6 +124,24 @@ def test_kept_vectors_are_the_bytes_of_a_fresh_embedding_and_embedded_once(tmp_p
     assert kept.embed("another-model", texts[:1], lambda texts: np.zeros((1, 3), np.float32)).tolist() == [[0, 0, 0]]
 
 
+@pytest.mark.parametrize("name", ["minilm", "use-multilingual"])
+def test_minilm_and_use_keep_a_text_embedded_alone_only(tmp_path, monkeypatch, name):
+    """Their vector of a text alone is the same bytes each time, its row in a batch is not: a text
+    alone (a task) is kept, a batch is embedded afresh."""
+    backend = client_embeddings.backend(name)
+    monkeypatch.setenv("PROCMEM_TEST_EMBEDDING_CACHE", "0")
+    fresh = [backend.embed([text]) for text in E5_TEXTS[:3]]
+    assert [backend.embed([text]).tobytes() for text in E5_TEXTS[:3]] == [vector.tobytes() for vector in fresh]
+    embedded: list[list[str]] = []
+    real = backend._embed
+    monkeypatch.setattr(backend, "_embed", lambda texts: embedded.append(texts) or real(texts))
+    monkeypatch.setenv("PROCMEM_TEST_EMBEDDING_CACHE", str(tmp_path / "vectors.sqlite3"))
+    for _ in range(2):
+        assert [backend.embed([text]).tobytes() for text in E5_TEXTS[:3]] == [vector.tobytes() for vector in fresh]
+        backend.embed(E5_TEXTS[:3])
+    assert embedded == [[text] for text in E5_TEXTS[:3]] + [E5_TEXTS[:3], E5_TEXTS[:3]]
+
+
 # --------------------------------------------------------------------------------------------- the library
 
 

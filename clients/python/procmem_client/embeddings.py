@@ -151,6 +151,9 @@ class SentenceTransformerBackend(_Stretched):
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension()), dtype=np.float32)
+        return _alone_or_fresh(self, list(texts))
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         vectors = self.model().encode(
             list(texts), batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
         )
@@ -230,6 +233,9 @@ class USEBackend(_Stretched):
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dimension()), dtype=np.float32)
+        return _alone_or_fresh(self, list(texts))
+
+    def _embed(self, texts: list[str]) -> np.ndarray:
         return _unit(np.asarray(self.model().encode(list(texts)), dtype=np.float32).reshape(len(texts), -1))
 
 
@@ -381,6 +387,17 @@ def _kept_vectors() -> KeptVectors | None:
         return None
     with _lock:
         return _kept.setdefault(path, KeptVectors(path))
+
+
+def _alone_or_fresh(model, texts: list[str]) -> np.ndarray:
+    """MiniLM's or USE's vectors: one text embedded alone (a task: RoutedBackend.route) kept with the
+    tests' kept vectors, apart from e5's and under a key of its own, since a text's vector alone is
+    the same bytes each time (with the same threads) but differs by ~2e-7 from its row in a batch,
+    which is never kept."""
+    kept = _kept_vectors() if len(texts) == 1 else None
+    if kept is None:
+        return model._embed(texts)
+    return kept.embed(f"{model.model_id}|alone|threads={_threads()}", texts, model._embed)
 
 
 def query_embedder(chosen: Backend):
