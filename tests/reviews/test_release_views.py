@@ -226,3 +226,18 @@ def test_an_arm_without_outcomes_says_so_in_words(staged, rollout, promoter):
         assert '<span class="muted none">no outcomes yet</span>' in row and "nothing to count yet" in row, row
     assert arms.count('<text class="none"') == 2  # the chart's rows too, where a dot and a line would be
     assert "No labelled sessions in one of the arms yet." in arms
+
+
+def test_the_arms_tables_columns_align_as_their_headings(staged, rollout, promoter):
+    """The rate cell became right-aligned (class num, as on the metrics pages) under a left-aligned
+    heading, its figure far from it; each column's heading and cells now align alike."""
+    import re
+
+    page = client_for(promoter).get(reverse("reviews:ops_rollout", args=[rollout.pk])).content.decode()
+    arms = page[page.index('id="arms"') : page.index("</table>", page.index('id="arms"'))]
+    headings = ["num" in attrs for attrs in re.findall(r"<th(?=[ >])([^>]*)>", arms)]
+    assert headings == [False, False, True, True, True, True, False]
+    for arm in ("rollout", "control"):
+        row = arms[arms.index(f'id="arm-{arm}"') :]
+        cells = ['class="num"' in attrs for attrs in re.findall(r"<td([^>]*)>", row[: row.index("</tr>")])]
+        assert cells == headings, (arm, cells)
