@@ -13,6 +13,8 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
+import time
 from urllib.parse import urlparse
 
 import pytest
@@ -42,7 +44,33 @@ def pytest_configure(config):
         os.environ["PROCMEM_TEST_EMBEDDING_CACHE"] = os.path.join(_KEPT_VECTORS_DIR, "vectors.sqlite3")
 
 
+# A live server's request threads are daemon threads (socketserver's `process_request_thread`): a
+# page the browser left behind (a panel it loads after the page, a test that timed out) can still be
+# computing when the run ends. If one is inside torch then (MiniLM embedding), the interpreter's
+# shutdown ends it in C++ code and the process aborts, "terminate called without an active
+# exception", exit 134, after every test passed. So the run waits for those threads (at most
+# REQUEST_THREADS_GRACE seconds in all) before it ends; tests/test_exit.py runs such a case.
+REQUEST_THREADS_GRACE = 180.0
+
+
+def wait_for_request_threads(grace: float = REQUEST_THREADS_GRACE) -> list[str]:
+    """Joins the daemon threads serving a request, within `grace` seconds in all; the names of those
+    still running after it."""
+    deadline = time.monotonic() + grace
+    serving = [
+        thread
+        for thread in threading.enumerate()
+        if thread is not threading.current_thread() and thread.daemon and "process_request_thread" in thread.name
+    ]
+    for thread in serving:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return [thread.name for thread in serving if thread.is_alive()]
+
+
 def pytest_unconfigure(config):
+    left = wait_for_request_threads()
+    if left:
+        print(f"\nprocmem tests: {len(left)} request threads still running after {REQUEST_THREADS_GRACE:.0f} s: {left}")
     if _KEPT_VECTORS_DIR is not None:
         os.environ.pop("PROCMEM_TEST_EMBEDDING_CACHE", None)
         shutil.rmtree(_KEPT_VECTORS_DIR, ignore_errors=True)
