@@ -76,6 +76,9 @@ def _run(code: str, *args: str, **env_overrides: str) -> subprocess.CompletedPro
         DATABASE_URL=database_url(),
         DJANGO_SETTINGS_MODULE="procmem_site.test_settings",
         READONLY_DATABASE_URL="",
+        # these tests are about loading the models in a fresh process: no vectors kept by the run
+        # (tests/conftest.py) may answer an embedding the warm-up or the first page asks for
+        PROCMEM_TEST_EMBEDDING_CACHE="0",
         PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH", "")])),
     )
     env.update(env_overrides)
