@@ -163,20 +163,7 @@ def test_import_sessions_reads_a_directory_and_an_archive_with_an_outcome_file(t
     )
     out, err = io.StringIO(), io.StringIO()
     with pytest.raises(CommandError, match="1 item"):
-        call_command(
-            "import_sessions",
-            str(folder),
-            "--format",
-            "mini-swe-agent",
-            "--outcomes",
-            str(outcomes),
-            "--agent",
-            "coder",
-            "--create-agent",
-            "--no-progress",
-            stdout=out,
-            stderr=err,
-        )
+        _import_trajectories(str(folder), "--outcomes", str(outcomes), stdout=out, stderr=err)
     assert "2 stored" in out.getvalue() and "broken.traj.json" in err.getvalue()
     agent = Agent.objects.get(name="coder")
     assert agent.kind == Agent.Kind.CODING
@@ -189,18 +176,17 @@ def test_import_sessions_reads_a_directory_and_an_archive_with_an_outcome_file(t
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(folder, arcname="trajs")
     out = io.StringIO()
-    call_command(
-        "import_sessions",
-        str(archive),
-        "--format",
-        "mini-swe-agent",
-        "--agent",
-        "coder",
-        "--no-progress",
-        stdout=out,
-        stderr=io.StringIO(),
-    )
+    _import_trajectories(str(archive), create_agent=False, stdout=out)
     assert "0 stored, 2 duplicate, 0 refused" in out.getvalue()
+
+
+def _import_trajectories(path, *options, agent="coder", create_agent=True, stdout=None, stderr=None):
+    """`manage.py import_sessions PATH --format mini-swe-agent --agent AGENT [--create-agent]
+    --no-progress OPTIONS…`, its output to `stdout` and `stderr` (thrown away when not given)."""
+    args = ["import_sessions", str(path), "--format", "mini-swe-agent", "--agent", agent, "--no-progress"]
+    args += ["--create-agent"] if create_agent else []
+    stdout = io.StringIO() if stdout is None else stdout
+    call_command(*args, *options, stdout=stdout, stderr=io.StringIO() if stderr is None else stderr)
 
 
 def _stored(agent_name):
@@ -235,21 +221,8 @@ def test_worker_processes_store_what_one_process_stores(tmp_path):
     for workers, agent in (("1", "one"), ("2", "two"), ("3", "three")):
         out, err = io.StringIO(), io.StringIO()
         with pytest.raises(CommandError, match="1 item"):
-            call_command(
-                "import_sessions",
-                str(folder),
-                "--format",
-                "mini-swe-agent",
-                "--agent",
-                agent,
-                "--create-agent",
-                "--no-progress",
-                "--workers",
-                workers,
-                "--batch-size",
-                "4",
-                stdout=out,
-                stderr=err,
+            _import_trajectories(
+                str(folder), "--workers", workers, "--batch-size", "4", agent=agent, stdout=out, stderr=err
             )
         assert "11 stored, 0 duplicate, 1 refused" in out.getvalue()
         # the broken file is named with the line where the reading stopped
@@ -274,20 +247,7 @@ def test_a_broken_archive_keeps_what_was_read_before_the_break(tmp_path):
         CommandError,
         match=r"trajs\.tar\.gz:trajs/django__django-\d+\.traj\.json: .* \((\d+) sessions stored before it\)",
     ) as caught:
-        call_command(
-            "import_sessions",
-            str(archive),
-            "--format",
-            "mini-swe-agent",
-            "--agent",
-            "coder",
-            "--create-agent",
-            "--no-progress",
-            "--workers",
-            "2",
-            stdout=io.StringIO(),
-            stderr=io.StringIO(),
-        )
+        _import_trajectories(str(archive), "--workers", "2")
     stored = AgentSession.objects.filter(agent__name="coder").count()
     assert 10 < stored < 40 and f"({stored} sessions stored before it)" in str(caught.value)
 
@@ -302,18 +262,7 @@ def test_a_corrupt_gzip_archive_stops_the_import_with_a_clear_error(tmp_path):
     data = archive.read_bytes()
     archive.write_bytes(data[:200] + bytes(400) + data[600:])  # deflate data that does not decode
     with pytest.raises(CommandError, match=r"trajs\.tar\.gz.*\((\d+) sessions stored before it\)"):
-        call_command(
-            "import_sessions",
-            str(archive),
-            "--format",
-            "mini-swe-agent",
-            "--agent",
-            "coder",
-            "--create-agent",
-            "--no-progress",
-            stdout=io.StringIO(),
-            stderr=io.StringIO(),
-        )
+        _import_trajectories(str(archive))
 
 
 @pytest.mark.django_db
@@ -328,20 +277,7 @@ def test_a_worker_that_dies_stops_the_import_with_a_clear_error(tmp_path, monkey
     with pytest.raises(
         CommandError, match=r"a worker process stopped unexpectedly .*; try --workers 1 \(0 sessions stored before it\)"
     ):
-        call_command(
-            "import_sessions",
-            str(folder),
-            "--format",
-            "mini-swe-agent",
-            "--agent",
-            "coder",
-            "--create-agent",
-            "--no-progress",
-            "--workers",
-            "2",
-            stdout=io.StringIO(),
-            stderr=io.StringIO(),
-        )
+        _import_trajectories(str(folder), "--workers", "2")
     assert not AgentSession.objects.filter(agent__name="coder").exists()
 
 
@@ -359,17 +295,7 @@ def test_a_bad_worker_count_is_refused_before_anything_is_written(tmp_path, monk
     monkeypatch.setenv("PROCMEM_IMPORT_WORKERS", env)
     (tmp_path / "a.traj.json").write_text(json.dumps(traj()))
     with pytest.raises(CommandError) as caught:
-        call_command(
-            "import_sessions",
-            str(tmp_path),
-            "--format",
-            "mini-swe-agent",
-            "--agent",
-            "coder",
-            "--create-agent",
-            "--no-progress",
-            *args,
-        )
+        _import_trajectories(str(tmp_path), *args)
     assert str(caught.value) == message
     assert not Agent.objects.filter(name="coder").exists()
 
@@ -379,36 +305,14 @@ def test_bad_outcome_file_is_named(tmp_path):
     bad = tmp_path / "results.json"
     bad.write_text("[1, 2]")
     with pytest.raises(CommandError, match="--outcomes"):
-        call_command(
-            "import_sessions",
-            str(tmp_path),
-            "--format",
-            "mini-swe-agent",
-            "--outcomes",
-            str(bad),
-            "--agent",
-            "coder",
-            "--create-agent",
-            "--no-progress",
-        )
+        _import_trajectories(str(tmp_path), "--outcomes", str(bad))
 
 
 @pytest.mark.django_db
 def test_all_231_real_trajectories_import_redacted_with_their_outcomes(swebench_dir):
     out, err = io.StringIO(), io.StringIO()
-    call_command(
-        "import_sessions",
-        str(SWEBENCH_TRAJS),
-        "--format",
-        "mini-swe-agent",
-        "--outcomes",
-        str(SWEBENCH_RESULTS),
-        "--agent",
-        "swe-gemini",
-        "--create-agent",
-        "--no-progress",
-        stdout=out,
-        stderr=err,
+    _import_trajectories(
+        str(SWEBENCH_TRAJS), "--outcomes", str(SWEBENCH_RESULTS), agent="swe-gemini", stdout=out, stderr=err
     )
     assert "231 stored, 0 duplicate, 0 refused" in out.getvalue()
     sessions = AgentSession.objects.filter(agent__name="swe-gemini")
