@@ -237,10 +237,13 @@ def test_the_multilingual_set_is_what_its_build_script_makes(tmp_path):
     queries = [q for name in ("airline", "retail", "demo") for q in load_queries(MULTILINGUAL / f"{name}.jsonl")]
     for language in ("en", "de", "fr", "es", "zh", "ja", "ru"):
         mine = [q for q in queries if q.language == language]
-        assert len(mine) == 60 and sum(q.split == "heldout" for q in mine) == 20, language
-    # the held-out third is the same tasks in every language
+        assert len(mine) == 80 and sum(q.split == "heldout" for q in mine) == 20, language
+        assert sum(q.split == "heldout2" for q in mine) == 20, language
+    # the held-out third is the same tasks in every language, and so is the second held-out set
     heldout = {(q.id.split("@")[0]) for q in queries if q.split == "heldout"}
     assert len(heldout) == 20
+    heldout2 = {(q.id.split("@")[0]) for q in queries if q.split == "heldout2"}
+    assert len(heldout2) == 20 and not heldout2 & {q.id.split("@")[0] for q in queries if q.split != "heldout2"}
     paraphrases = load_queries(MULTILINGUAL / "paraphrases.jsonl")
     assert len(paraphrases) == 84 and sum(not q.relevant for q in paraphrases) == 28
 

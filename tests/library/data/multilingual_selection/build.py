@@ -5,7 +5,9 @@ translations: `python tests/library/data/multilingual_selection/build.py`.
   the six languages, labelled as tests/library/data/tau2_selection/ labels the English task;
 - demo.jsonl: the demo's tasks (source_demo.json), labelled with the demo's procedure;
 - every line has `language`, `source` (the English task's id) and `split`: "heldout" for every third
-  task of each domain in id order (the same tasks in every language), "tuning" for the others.
+  task of each domain in id order (the same tasks in every language), "tuning" for the others;
+- then the second held-out set (translations/heldout2/*.json, README), appended after those lines
+  with `"split": "heldout2"`, so that no earlier line changes.
 """
 
 from __future__ import annotations
@@ -23,12 +25,21 @@ def _key(source_id: str) -> tuple[str, int]:
     return domain, int(number)
 
 
-def build() -> dict[str, list[dict]]:
-    translations = {lang: json.loads((HERE / "translations" / f"{lang}.json").read_text()) for lang in LANGUAGES}
+def _translations(folder: Path) -> tuple[dict[str, dict[str, str]], list[str]]:
+    """Every language's translations in `folder` and the tasks they translate, in id order."""
+    translations = {lang: json.loads((folder / f"{lang}.json").read_text()) for lang in LANGUAGES}
     chosen = sorted(translations["de"], key=_key)
     for lang, texts in translations.items():
         if sorted(texts, key=_key) != chosen:
-            raise ValueError(f"translations/{lang}.json does not translate the same tasks as de.json")
+            raise ValueError(f"{folder / lang}.json does not translate the same tasks as de.json")
+    return translations, chosen
+
+
+def build() -> dict[str, list[dict]]:
+    translations, chosen = _translations(HERE / "translations")
+    translations2, chosen2 = _translations(HERE / "translations" / "heldout2")
+    if set(chosen) & set(chosen2):
+        raise ValueError(f"translations/heldout2 repeats tasks of the set: {sorted(set(chosen) & set(chosen2))}")
     english: dict[str, dict] = {}
     for domain in ("airline", "retail"):
         for line in (TAU2 / f"{domain}.jsonl").read_text().splitlines():
@@ -38,12 +49,17 @@ def build() -> dict[str, list[dict]]:
     english.update(json.loads((HERE / "source_demo.json").read_text()))
     files: dict[str, list[dict]] = {"airline": [], "retail": [], "demo": []}
     positions: dict[str, int] = {}
-    for source in chosen:
+    sources = [(source, translations, None) for source in chosen]
+    sources += [(source, translations2, "heldout2") for source in chosen2]
+    for source, texts, fixed_split in sources:
         domain = source.split("/")[0]
-        position = positions[domain] = positions.get(domain, -1) + 1
-        split = "heldout" if position % 3 == 2 else "tuning"
+        if fixed_split:
+            split = fixed_split
+        else:
+            position = positions[domain] = positions.get(domain, -1) + 1
+            split = "heldout" if position % 3 == 2 else "tuning"
         for lang in ("en", *LANGUAGES):
-            task = english[source]["task"] if lang == "en" else translations[lang][source]
+            task = english[source]["task"] if lang == "en" else texts[lang][source]
             files[domain].append(
                 {
                     "id": f"{source}@{lang}",
