@@ -24,7 +24,8 @@ The resources are the served procedures (`procmem://…`) and the served skills 
 their SKILL.md exactly as /.well-known/agent-skills/ serves it without parameters).
 
 recall_procedures answers with the select endpoint's own selection (`serving.selection.select_for_agent`):
-the same set, ranker, caps and renderer, so the same block byte for byte.
+the same set, ranker, caps and renderer, so the same block byte for byte; coding procedures' pointers
+name the task's files first (select's `taskFiles`; the agent's file indexes are read with the set).
 
 Only POST is served. A GET is the streamable HTTP transport's stream for server-initiated messages:
 in stateless mode there are none, and the SDK would hold the stream (and with it a sync worker)
@@ -56,11 +57,11 @@ from django.views.decorators.csrf import csrf_exempt
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 
-from procmem_client.mcp_server import Recall, Skill, build_server
+from procmem_client.mcp_server import Recall, Skill, build_server, coding_pointers
 
 from ..models import Agent, ApiToken
 from ..serving import active_set as serving
-from ..serving import selection
+from ..serving import selection, task_files
 from ..serving.skills import skills_for
 from .ingest import sessions_accept
 from .limits import rate_limited
@@ -85,13 +86,22 @@ class ServedBackend:
         self.can_recall = scope == ApiToken.Scope.READ
         self.can_report = scope == ApiToken.Scope.INGEST
         self._served: serving.ServedSet | None = None
+        self._file_indexes: dict[str, Any] = {}
         if self.can_recall:  # read now, in the request's thread: the tools then touch no database
             self._served = serving.active_set_for_agent(agent=agent)
             self._served.index()
+            if any("recallPointer" in p for p in self._served.procedures):  # coding procedures: their task files
+                self._file_indexes = task_files.file_indexes_for_agent(agent=agent).indexes
 
     def recall(self, *, task: str, intent: str | None) -> Recall:
         result = selection.select_for_agent(
-            agent=self._agent, task=task, intent=intent, served=self._served, api_version=self.api_version
+            agent=self._agent,
+            task=task,
+            intent=intent,
+            served=self._served,
+            api_version=self.api_version,
+            task_files=True,
+            file_indexes=self._file_indexes,
         )
         return {
             "rendered": result["rendered"],
@@ -100,6 +110,7 @@ class ServedBackend:
             "setEtag": result["setEtag"],
             "stale": False,
             "note": result.get("note"),
+            **coding_pointers(result["injected"]),
         }
 
     def procedures(self) -> list[dict[str, Any]]:

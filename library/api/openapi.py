@@ -15,6 +15,7 @@ from typing import Any
 from procmem_client.ranking import MAX_K
 
 from .openapi_schemas import (
+    FILE_INDEXES,
     INGEST_RESULT,
     OUTCOME_IN,
     OUTCOMES_RESULT,
@@ -57,6 +58,17 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
         "required": False,
         "schema": {"type": "string", "pattern": "^[a-z][a-z0-9_\\-]{0,63}$"},
         "description": "The agent instance's role: only procedures whose roles are empty or name it (none given: every procedure of the namespace)",
+    }
+    task_files_param = {
+        "name": "taskFiles",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "boolean", "default": False},
+        "description": (
+            "true (or 1): each injected coding procedure's recallPointer names first the source files the task's "
+            "words point to in what the agent's sessions of the procedure's repository saw (GET …/file-index), "
+            "the same 300-token bound and format; false, 0 or absent: the set's pointer, the same for every task"
+        ),
     }
     token_errors = {
         "401": error_response("No token, or an unknown or revoked one"),
@@ -106,6 +118,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                 "IngestResult": INGEST_RESULT,
                 "OutcomeIn": OUTCOME_IN,
                 "OutcomesResult": OUTCOMES_RESULT,
+                "FileIndexes": FILE_INDEXES,
             },
         },
         "paths": {
@@ -332,6 +345,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                         },
                         role_param,
                         *serving_params,
+                        task_files_param,
                     ],
                     "responses": {
                         "200": {
@@ -339,7 +353,7 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Selection"}}},
                         },
                         "400": error_response(
-                            "task missing or too long, k outside 1..20, role not a role name, an unknown environment or a session id over 200 characters"
+                            "task missing or too long, k outside 1..20, role not a role name, an unknown environment, a session id over 200 characters or taskFiles not a boolean"
                         ),
                         **select_errors,
                     },
@@ -367,6 +381,10 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                                         "role": {"type": ["string", "null"]},
                                         "environment": {"type": ["string", "null"]},
                                         "session": {"type": ["string", "null"]},
+                                        "taskFiles": {
+                                            "type": ["boolean", "null"],
+                                            "description": task_files_param["description"],
+                                        },
                                     },
                                 }
                             }
@@ -383,6 +401,36 @@ def openapi_document(*, server_url: str = "/api", api_version: str = "v1") -> di
                         **select_errors,
                     },
                 },
+            },
+            f"/{api_version}/agents/{{agent}}/file-index": {
+                "get": {
+                    "summary": "The agent's file indexes (coding agents)",
+                    "description": (
+                        "What the agent's stored sessions of each repository saw, rebuilt by each mining run: the "
+                        "repository's source files they named (repository-relative paths only) and, per Python "
+                        "identifier they saw defined, the positions of its files in that list; with the ranking's "
+                        "parameters, so that a client ranking locally names the same task files in a recall pointer as "
+                        "select's taskFiles (procmem_client.task_files). Strong ETag; send If-None-Match to get 304. "
+                        "Cache-Control: private, max-age=10; Vary: Authorization."
+                    ),
+                    "security": [{"readToken": []}],
+                    "parameters": [
+                        agent_param,
+                        {"name": "If-None-Match", "in": "header", "required": False, "schema": {"type": "string"}},
+                    ],
+                    "responses": {
+                        "200": {
+                            "description": "The indexes (an empty list when the agent has none)",
+                            "headers": {
+                                "ETag": {"schema": {"type": "string"}},
+                                "Cache-Control": {"schema": {"type": "string"}},
+                            },
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FileIndexes"}}},
+                        },
+                        "304": {"description": "Not modified: the indexes' ETag matches If-None-Match"},
+                        **token_errors,
+                    },
+                }
             },
             f"/{api_version}/agents/{{agent}}/mcp": {
                 "post": {

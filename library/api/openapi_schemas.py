@@ -153,7 +153,7 @@ SCHEMAS: dict[str, Any] = {
                     "whenToUse": {"type": "string", "description": "The first sentence of appliesWhen, on one line"},
                     "files": {
                         **STR_LIST,
-                        "description": "The source files its postconditions, then preconditions name (a task family's most edited files; at most 6)",
+                        "description": "The source files its postconditions, then preconditions name (a task family's most edited files); with select's taskFiles, first the files the task's words point to (at most 8 in all)",
                     },
                     "tests": {
                         **STR_LIST,
@@ -506,3 +506,36 @@ def component_schemas(api_version: str) -> dict[str, Any]:
             ),
         }
     return schemas
+
+
+FILE_INDEXES: dict[str, Any] = {
+    "type": "object",
+    "required": ["apiVersion", "agent", "taskFiles", "minLetters", "pathWeight", "indexes"],
+    "properties": {
+        "apiVersion": {"type": "string"},
+        "agent": {"type": "string"},
+        "taskFiles": {"type": "integer", "description": "Files a pointer names for the task, before the family's own"},
+        "minLetters": {"type": "integer", "description": "The shortest identifier of a task that counts"},
+        "pathWeight": {"type": "number", "description": "What a known file the task names by path or module adds"},
+        "indexes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "required": ["repository", "sessions", "files", "definitions"],
+                "properties": {
+                    "repository": {
+                        "type": "string",
+                        "description": "owner/name, lower-cased, as a mined family's evidence.repository; '' for sessions whose task names none",
+                    },
+                    "sessions": {"type": "integer", "description": "Sessions read"},
+                    "files": {**STR_LIST, "description": "The repository's known source files, sorted"},
+                    "definitions": {
+                        "type": "object",
+                        "additionalProperties": {"type": "array", "items": {"type": "integer", "minimum": 0}},
+                        "description": "Per Python identifier seen defined: the positions in files of the files defining it",
+                    },
+                },
+            },
+        },
+    },
+}

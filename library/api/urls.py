@@ -23,6 +23,7 @@ def _routes(api_version: str) -> list:
                 [
                     path("procedures", views.active_set, served, name="active_set"),
                     path("select", views.select, served, name="select"),
+                    path("file-index", views.file_index, served, name="file_index"),
                     path("tools", views.agent_tools, name="agent_tools"),
                     path("mcp", mcp_endpoint.mcp, served, name="mcp"),
                 ]

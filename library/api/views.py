@@ -4,9 +4,10 @@ to its scalar facts; docs/api.md "API versions: v1 and v2"). Agents read; they n
     GET  /api/v1/health
     GET  /api/v1/openapi.json                       the OpenAPI 3.1 document (no token)
     GET  /api/v1/agents/{agent}/procedures?role=&environment=&session=   read token: the active set, strong ETag, 304
-    GET  /api/v1/agents/{agent}/select?task=&intent=&k=&role=&environment=&session=   read token: selection (k ≤ 20: diagnostics)
+    GET  /api/v1/agents/{agent}/select?task=&intent=&k=&role=&environment=&session=&taskFiles=   read token: selection (k ≤ 20: diagnostics)
     POST /api/v1/agents/{agent}/select             the same with the parameters in a JSON body: the task stays
                                                    out of URLs, so out of access and proxy logs (the clients' way)
+    GET  /api/v1/agents/{agent}/file-index          read token: the files a coding task's words point to, strong ETag, 304
     PUT  /api/v1/agents/{agent}/tools               signed-in admin session + CSRF: replace the tool list
 
 Agent endpoints authenticate through `token_required("read")` (the token lookup and its
@@ -17,6 +18,7 @@ namespace's; `role` (optional) narrows it to the procedures open to that role.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.core.exceptions import ValidationError
@@ -34,7 +36,7 @@ from ..permissions import agents_visible_to, user_can_manage_agent
 from ..services import agent_set_tools
 from ..serving import active_set as serving
 from ..serving import environment_sets as releases
-from ..serving import load_refusals, selection
+from ..serving import load_refusals, selection, task_files
 from .openapi import openapi_document
 from .tokens import api_error, token_required
 
@@ -146,13 +148,14 @@ def _serving_parameters(request: HttpRequest, params=None) -> tuple[str | None, 
     return role, environment, session, refusal
 
 
-SELECT_PARAMETERS = ("task", "intent", "k", "role", "environment", "session")
-SELECT_BODY_EXAMPLE = '{"task": "…", "intent"?, "k"?, "role"?, "environment"?, "session"?}'
+SELECT_PARAMETERS = ("task", "intent", "k", "role", "environment", "session", "taskFiles")
+SELECT_BODY_EXAMPLE = '{"task": "…", "intent"?, "k"?, "role"?, "environment"?, "session"?, "taskFiles"?}'
+_TRUE, _FALSE = ("true", "1"), ("false", "0")
 
 
 def _select_body(request: HttpRequest) -> tuple[dict[str, str], HttpResponse | None]:
-    """A POST select's JSON object ({"task", "intent"?, "k"?, "role"?, "environment"?, "session"?})
-    as the query string's strings; a refusal names the field."""
+    """A POST select's JSON object ({"task", "intent"?, "k"?, "role"?, "environment"?, "session"?,
+    "taskFiles"?}) as the query string's strings; a refusal names the field."""
     if not request.body:
         return {}, api_error(400, "invalid_json", f"The body is empty; send a JSON object: {SELECT_BODY_EXAMPLE}.")
     try:
@@ -181,6 +184,15 @@ def _select_body(request: HttpRequest) -> tuple[dict[str, str], HttpResponse | N
             continue
         if name == "k" and isinstance(value, int) and not isinstance(value, bool):
             value = str(value)
+        if name == "taskFiles":
+            if not isinstance(value, bool):
+                return {}, api_error(
+                    400,
+                    "invalid_parameter",
+                    f"taskFiles must be a boolean (true or false); got {json.dumps(value)[:80]}.",
+                    parameter="taskFiles",
+                )
+            value = "true" if value else "false"
         if not isinstance(value, str):
             expected = "an integer" if name == "k" else "a string"
             return {}, api_error(400, "invalid_parameter", f"{name} must be {expected}.", parameter=name)
@@ -217,6 +229,23 @@ def active_set(request: HttpRequest, agent: str, api_version: str = "v1") -> Htt
     return response
 
 
+def _task_files_parameter(params) -> tuple[bool, HttpResponse | None]:
+    """`taskFiles` (optional, default false): true, 1, false or 0 (a POST body's JSON boolean arrives as
+    "true"/"false"). With it, each injected coding procedure's recallPointer names the task's files first."""
+    raw = params.get("taskFiles")
+    if raw in (None, ""):
+        return False, None
+    value = raw.strip().lower()
+    if value in _TRUE or value in _FALSE:
+        return value in _TRUE, None
+    return False, api_error(
+        400,
+        "invalid_parameter",
+        f"taskFiles must be a boolean: true or false (1 or 0 in the query string); got {raw[:80]!r}.",
+        parameter="taskFiles",
+    )
+
+
 def _task_missing(request: HttpRequest, params) -> str:
     """Why `task` is missing, naming the query parameters select does not take (`?query=`, `?q=`:
     the slips seen most) so the caller sees what was sent instead. Unknown query parameters are
@@ -248,6 +277,9 @@ def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRes
     role, environment, session, refusal = _serving_parameters(request, params)
     if refusal is not None:
         return refusal
+    task_files, refusal = _task_files_parameter(params)
+    if refusal is not None:
+        return refusal
     if not task.strip():
         return api_error(400, "invalid_parameter", _task_missing(request, params), parameter="task")
     if len(task) > MAX_TASK_CHARS:
@@ -275,7 +307,14 @@ def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRes
     )
     try:
         result = selection.select_for_agent(
-            agent=request.agent, task=task, intent=intent, k=k, role=role, served=served, api_version=api_version
+            agent=request.agent,
+            task=task,
+            intent=intent,
+            k=k,
+            role=role,
+            served=served,
+            api_version=api_version,
+            task_files=task_files,
         )
     except serving.EmbeddingsNotReady as exc:
         return api_error(503, "embeddings_not_ready", str(exc))
@@ -283,6 +322,20 @@ def select(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpRes
     response["Cache-Control"] = "no-store"
     patch_vary_headers(response, ["Authorization"])
     return response
+
+
+@csrf_exempt
+@token_required("read", cache_seconds=serving.recheck_seconds, limit="active_set")
+@_agent_get_only
+def file_index(request: HttpRequest, agent: str, api_version: str = "v1") -> HttpResponse:
+    """The agent's file indexes (what its sessions of each repository saw), so that a client ranking
+    locally names the same task files in a recall pointer as the select endpoint's `taskFiles`."""
+    served = task_files.file_indexes_for_agent(agent=request.agent)
+    body, etag = served.body(api_version)
+    header = request.headers.get("If-None-Match")
+    if header and (header.strip() == "*" or etag in parse_etags(header)):
+        return _cache_headers(HttpResponse(status=304), etag)
+    return _cache_headers(HttpResponse(body, content_type="application/json"), etag)
 
 
 def agent_tools(request: HttpRequest, agent: str) -> HttpResponse:

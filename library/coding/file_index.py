@@ -15,18 +15,18 @@ command and the head of its output, as import keeps them) for
   ``head``, ``tail``, ``nl``).
 
 `FileIndex` pools the observations of a set of sessions (a repository's, the task's own left out by
-the caller) and ranks its known source files for a task text: each identifier the task writes (of at
-least MIN_LETTERS letters, compared whole and case-sensitively: ``Rational``, ``Point3D``,
-``_print_Pow``) adds its IDF over the known files, log(1 + files / files defining it), to every file
-seen defining it; a known file the task names by path (``sympy/core/numbers.py``) or module
-(``sympy.core.numbers``) adds PATH_WEIGHT. The recall pointer names the first TASK_FILES of them
-before the family's own files (procmem_client.coding.recall_pointer's ``task_files``). The
-parameters were chosen leaving one repository out (docs/mining.md).
+the caller); its ranking for a task text is the client's (procmem_client.task_files.TaskFileIndex, one
+implementation for the server, the client's local ranking and the measure). The recall pointer names
+the first TASK_FILES of them before the family's own files (`task_pointer`).
+
+Only repository-relative source paths and Python identifiers are kept (promise 4: nothing personal
+leaves the server): a path written absolute outside the checkout (``/home/alice/…``, ``~/…``,
+``/usr/lib/python3/…``), relative above it (``../``), or through a hidden, virtualenv or
+site-packages directory is not the repository's and is dropped (`repository_path`).
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -34,28 +34,55 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from procmem_client.coding import target_role
+from procmem_client.task_files import MIN_LETTERS, PATH_RE, PATH_WEIGHT, TASK_FILES, TaskFileIndex, checkout_path
 
-TASK_FILES = 6  # files a pointer names for the task, before the family's own
-MIN_LETTERS = 4  # shorter identifiers (``S``, ``Add``, ``arg``) name too many files to point anywhere
-PATH_WEIGHT = 3.0  # a known file the task names by path or module
+__all__ = ["MIN_LETTERS", "PATH_WEIGHT", "TASK_FILES", "FileIndex", "Observations", "observations", "repository_path"]
 
-_PATH_RE = re.compile(r"(?<![\w.])((?:[\w.-]+/)+[\w-]+\.py)\b")
-_MODULE_RE = re.compile(r"\b([a-z_]\w*(?:\.[a-z_]\w*)+)\b")
 _GREP_DEF_RE = re.compile(r"^(?:\./)?((?:[\w.-]+/)+[\w-]+\.py):(?:\d+[:-])?\s*(?:class|def)\s+([A-Za-z_]\w*)", re.M)
 _DEF_RE = re.compile(r"^\s*(?:\d+\s+)?(?:class|def)\s+([A-Za-z_]\w*)", re.M)
 _PRINTS_FILE_RE = re.compile(
     r"^\s*(?:cd /testbed && )?(?:cat|sed -n \S+|head(?: -n ?\d+| -\d+)?|tail(?: -n ?\d+)?|nl(?: -ba)?)\s+"
     r"((?:[\w.-]+/)+[\w-]+\.py)"
 )
-_IDENTIFIER_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# directories that are not a repository's own source: an environment's packages, a user's home
+_NOT_THE_REPOSITORY = frozenset(
+    {"site-packages", "dist-packages", "venv", "virtualenv", "node_modules", "home", "users"}
+)
 
 
-def _path(raw: str) -> str:
-    return raw.removeprefix("/testbed/").removeprefix("./").removeprefix("testbed/")
+def repository_path(raw: str, *, absolute: bool = False) -> str | None:
+    """`raw` as a repository-relative source path, or None when it is not one: written absolute
+    (`absolute`: the text had ``/`` or ``~`` before it) anywhere but the checkout (``/testbed/``), above
+    the checkout (``..``), through a hidden directory (``.venv``, ``.tox``) or one of an environment's
+    packages or a user's home, or not a source file."""
+    if absolute and not raw.startswith("testbed/"):
+        return None
+    path = checkout_path(raw)
+    parts = path.split("/")
+    if any(not part or part.startswith((".", "~")) or part.lower() in _NOT_THE_REPOSITORY for part in parts[:-1]):
+        return None
+    return path if target_role(path) == "source" else None
 
 
-def _source(path: str) -> bool:
-    return target_role(path) == "source"
+def _paths(text: str) -> list[str]:
+    """The repository-relative source paths `text` names."""
+    found = []
+    for match in PATH_RE.finditer(text):
+        before = text[match.start() - 1] if match.start() else ""
+        path = repository_path(match.group(1), absolute=before in ("/", "~"))
+        if path is not None:
+            found.append(path)
+    return found
+
+
+def _grep_definitions(output: str) -> list[tuple[str, str]]:
+    found = []
+    for match in _GREP_DEF_RE.finditer(output):
+        before = output[match.start() - 1] if match.start() else ""
+        path = repository_path(match.group(1), absolute=before in ("/", "~"))
+        if path is not None:
+            found.append((path, match.group(2)))
+    return found
 
 
 @dataclass
@@ -67,7 +94,7 @@ class Observations:
 
 
 def observations(calls: Sequence[Mapping[str, Any]]) -> Observations:
-    """The source files a session's tool calls named and the definitions their outputs showed."""
+    """The repository's source files a session's tool calls named and the definitions their outputs showed."""
     seen = Observations()
     definitions: dict[str, set[str]] = defaultdict(set)
     for call in calls:
@@ -76,18 +103,15 @@ def observations(calls: Sequence[Mapping[str, Any]]) -> Observations:
             continue
         command = args.get("command") if isinstance(args.get("command"), str) else ""
         output = args.get("output") if isinstance(args.get("output"), str) else ""
-        for raw in _PATH_RE.findall(command) + _PATH_RE.findall(output):
-            path = _path(raw)
-            if _source(path):
-                seen.files.add(path)
-        for raw, name in _GREP_DEF_RE.findall(output):
-            path = _path(raw)
-            if _source(path):
-                definitions[name].add(path)
+        seen.files.update(_paths(command))
+        seen.files.update(_paths(output))
+        for path, name in _grep_definitions(output):
+            definitions[name].add(path)
         printed = _PRINTS_FILE_RE.match(command)
         if printed and output:
-            path = _path(printed.group(1))
-            if _source(path):
+            before = command[printed.start(1) - 1]
+            path = repository_path(printed.group(1), absolute=before in ("/", "~"))
+            if path is not None:
                 for name in _DEF_RE.findall(output):
                     definitions[name].add(path)
     seen.definitions = dict(definitions)
@@ -95,8 +119,9 @@ def observations(calls: Sequence[Mapping[str, Any]]) -> Observations:
     return seen
 
 
-class FileIndex:
-    """The pooled observations of some sessions: `files_for(task)` ranks their source files for a task."""
+class FileIndex(TaskFileIndex):
+    """The pooled observations of some sessions (and the files they edited): the client's index,
+    `files_for(task)` ranking their source files for a task."""
 
     def __init__(
         self,
@@ -107,34 +132,9 @@ class FileIndex:
         path_weight: float = PATH_WEIGHT,
     ) -> None:
         definitions: dict[str, set[str]] = defaultdict(set)
-        files: set[str] = {path for path in edited if _source(path)}
+        files: set[str] = {path for path in (repository_path(p) for p in edited) if path is not None}
         for one in seen:
             files |= one.files
             for name, paths in one.definitions.items():
                 definitions[name] |= paths
-        self.files = files
-        self.definitions = dict(definitions)
-        self.min_letters = min_letters
-        self.path_weight = path_weight
-
-    def scores(self, task: str) -> dict[str, float]:
-        count = max(1, len(self.files))
-        score: dict[str, float] = defaultdict(float)
-        for name in set(_IDENTIFIER_RE.findall(task or "")):
-            if len(name) < self.min_letters:
-                continue
-            paths = self.definitions.get(name)
-            if paths:
-                weight = math.log(1 + count / len(paths))
-                for path in paths:
-                    score[path] += weight
-        named = {_path(raw) for raw in _PATH_RE.findall(task or "")}
-        named |= {module.replace(".", "/") + ".py" for module in _MODULE_RE.findall(task or "")}
-        for path in named & self.files:
-            score[path] += self.path_weight
-        return dict(score)
-
-    def files_for(self, task: str, limit: int = TASK_FILES) -> list[str]:
-        """The known source files the task's identifiers and paths point to, best first (ties by path)."""
-        ranked = sorted(self.scores(task).items(), key=lambda item: (-item[1], item[0]))
-        return [path for path, _score in ranked[: max(0, limit)]]
+        super().__init__(files, definitions, min_letters=min_letters, path_weight=path_weight)

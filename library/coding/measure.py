@@ -22,9 +22,11 @@ repositories' families at once — recalled with the trace's task text, and the 
   fails because the change is not right yet is not avoidable by any command, and counts as not
   avoided.
 
-With `task_files` N, each pointer also names first the N source files the task's own words point to
-in what the other tasks' sessions of the pointer's repository saw (library/coding/file_index.py; the
-trace's own task contributes nothing), as an agent would be shown them beside the family's files.
+Each pointer is the one served with the task's files (the select endpoint's `taskFiles`, the clients'
+default recall; procmem_client.task_files.task_pointer): it names first the `task_files` N (default
+TASK_FILES) source files the task's own words point to in what the other tasks' sessions of the
+pointer's repository saw (library/coding/file_index.py; the trace's own task contributes nothing), as
+the agent's file index built from its stored sessions would; N = 0 measures the set's pointer alone.
 
 Also counted: how many traces recalled nothing, and how many recalled first a family of another
 repository than their own (possible only across repositories). Reported per repository and overall
@@ -38,7 +40,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from procmem_client.coding import recall_pointer, target_role
+from procmem_client.coding import record_repository, target_role
+from procmem_client.task_files import TASK_FILES, TaskFileIndex, task_pointer
 
 from .families import FamilyRule, Trace, edited_files, mine_families, repository_of
 from .file_index import FileIndex, Observations, observations
@@ -202,14 +205,17 @@ def judge(
     recalled: Sequence[Mapping[str, Any]],
     repository: str,
     record_repositories: Mapping[str, str] | None = None,
-    task_files: Callable[[Mapping[str, Any]], Sequence[str]] | None = None,
+    indexes: Mapping[str, TaskFileIndex] | None = None,
+    task_files: int = TASK_FILES,
 ) -> TraceResult:
     """One resolved trace against the pointers recalled for it, the first one first.
     `record_repositories`: the repository of each record id that may be recalled (the families').
-    `task_files(record)`: the files the task's words point to, named first in that record's pointer."""
+    `indexes`: the file index of each repository (the other tasks' sessions'), from which each pointer
+    names first the `task_files` files the trace's task points to — by `task_pointer`, the function
+    the select endpoint's `taskFiles` and the clients call; none: the set's pointer."""
 
     def pointer_of(r: Mapping[str, Any]) -> dict[str, Any]:
-        return recall_pointer(r, task_files=task_files(r) if task_files is not None else ())
+        return task_pointer(r, trace.task, indexes or {}, limit=task_files)
 
     record = recalled[0] if recalled else None
     pointer = pointer_of(record) if record is not None else None
@@ -279,15 +285,16 @@ def measure(
     intent: str = "",
     on_trace: Callable[[TraceResult], None] | None = None,
     across_repositories: bool = False,
-    task_files: int = 0,
+    task_files: int = TASK_FILES,
 ) -> MeasureReport:
     """Leave one task out over `traces`: `recall(records, task)` returns the records recalled for a
     task text (best first; the client's recall injects up to the agent's cap) among the served
     records built from the other traces — of the trace's repository, or with `across_repositories`
     of every repository (families are mined per repository, so this is the union of each
-    repository's families, the trace's own mined without its task). `task_files` N > 0: each pointer
-    names first the N files the task's words point to in the other tasks' observations of its record's
-    repository (FileIndex)."""
+    repository's families, the trace's own mined without its task). `task_files` N > 0 (default: as
+    served, TASK_FILES): each pointer names first the N files the task's words point to in the other
+    tasks' observations of its record's repository (FileIndex), by the served function (`task_pointer`);
+    0: the set's pointer, without them."""
     seen: dict[str, Observations] = {}
     if task_files > 0:
         seen = {t.session_id: observations(t.calls) for t in traces}
@@ -307,35 +314,29 @@ def measure(
             records = [served_record(c, intent=intent) for c in candidates]
             recalled = list(recall(records, trace.task)) if records else []
             repositories = {c.key: c.family.partition(":")[0] for c in candidates}
-            files_for = None
-            if task_files > 0:
-                files_for = _task_files(trace, others, seen, repositories, task_files)
-            result = judge(trace, recalled, repository, repositories, files_for)
+            indexes = _indexes(recalled, others, seen) if task_files > 0 else {}
+            result = judge(trace, recalled, repository, repositories, indexes, task_files)
             report.results.append(result)
             if on_trace is not None:
                 on_trace(result)
     return report
 
 
-def _task_files(
-    trace: Trace,
-    others: Sequence[Trace],
-    seen: Mapping[str, Observations],
-    repositories: Mapping[str, str],
-    limit: int,
-) -> Callable[[Mapping[str, Any]], Sequence[str]]:
-    """For a recalled record: the files the trace's task points to in its repository's other sessions."""
-    cache: dict[str, list[str]] = {}
-
-    def files_for(record: Mapping[str, Any]) -> Sequence[str]:
-        repository = repositories.get(str(record.get("id")), "")
-        if repository not in cache:
-            members = [o for o in others if repository_of(o.task_key) == repository]
-            index = FileIndex((seen[o.session_id] for o in members), edited=(p for o in members for p in o.edited))
-            cache[repository] = index.files_for(trace.task, limit)
-        return cache[repository]
-
-    return files_for
+def _indexes(
+    recalled: Sequence[Mapping[str, Any]], others: Sequence[Trace], seen: Mapping[str, Observations]
+) -> dict[str, TaskFileIndex]:
+    """The file index of each recalled record's repository, from its other tasks' sessions (as the
+    agent's stored sessions would give it, the trace's own task left out)."""
+    indexes: dict[str, TaskFileIndex] = {}
+    for record in recalled:
+        repository = record_repository(record)
+        if repository in indexes:
+            continue
+        members = [o for o in others if repository_of(o.task_key).lower() == repository]
+        indexes[repository] = FileIndex(
+            (seen[o.session_id] for o in members), edited=(p for o in members for p in o.edited)
+        )
+    return indexes
 
 
 def traces_from_rows(rows: Iterable[tuple[str, str, str, Any, Any]]) -> list[Trace]:

@@ -21,7 +21,7 @@ from ..coding.families import FamilyCandidate, FamilyOutcome, Trace, clean_famil
 from ..coding.procedures import tools_named
 from ..models import Agent, AgentSession, AuditEvent, Intent, MiningRun, ProcedureVersion, Source, Status
 from ..redaction.redactor import Redactor
-from ..services import audit, procedure_propose
+from ..services import audit, file_indexes_rebuild, procedure_propose
 from ..signals import candidates_created
 
 ACTOR_LABEL = "miner"
@@ -124,6 +124,8 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
     with transaction.atomic():
         # one mining run per agent at a time proposes (the same lock as library/mining/mining_runs.py)
         Agent.objects.select_for_update().filter(pk=agent.pk).first()
+        # what the sessions saw, per repository: the files a task's words point to (served on request)
+        indexes = file_indexes_rebuild(agent=agent, traces=traces, mining_run=run)
         for outcome in outcomes:
             intent_ids = Counter(about[t.session_id][0] for t in outcome.traces if about[t.session_id][0] is not None)
             intent = intents.get(intent_ids.most_common(1)[0][0]) if intent_ids else None
@@ -209,6 +211,7 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
             "families": sum(1 for o in outcomes if o.status != "no edited source file"),
             "candidates": len(created),
             "quarantined": sum(1 for v in created if v.quarantined),
+            "fileIndexes": len(indexes),
         }
         counts["familiesNotProposed"] = sum(1 for e in report if e["status"] not in ("mined", "quarantined"))
         run.counts = counts

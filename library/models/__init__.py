@@ -40,7 +40,15 @@ from .erasure import ErasureSweep, VersionTombstone
 from .evals import EvalCaseResult, EvalRun, RegressionCase
 from .releases import ENVIRONMENT_RE, PRODUCTION, STAGING, ProcedureRelease, Rollout
 from .serving import ApiToken, LoadRefusal, VersionConflict, VersionEmbedding
-from .sessions import AgentSession, HeldOutcome, MiningRun, OtlpFlushFailure, OtlpSpan, SessionLabel
+from .sessions import (
+    AgentSession,
+    CodingFileIndex,
+    HeldOutcome,
+    MiningRun,
+    OtlpFlushFailure,
+    OtlpSpan,
+    SessionLabel,
+)
 from .versions import (
     CONTENT_FIELDS,
     CodingRecordFields,

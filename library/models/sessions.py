@@ -201,3 +201,34 @@ class MiningRun(models.Model):
 
     class Meta:
         ordering = ["-started_at", "-id"]
+
+
+class CodingFileIndex(models.Model):
+    """What a coding agent's stored sessions of one repository saw: the repository's source files
+    they named and the symbols they saw defined in each (library/coding/file_index.py), from which a
+    task's words point to files (procmem_client.task_files). Derived data, rebuilt as a whole by each
+    mining run of the agent (library/services/task_files.py); served to the agent's read tokens
+    (GET /api/v1/agents/{agent}/file-index) and named first in the recall pointers of a select that
+    asks for them. Only repository-relative source paths and Python identifiers are stored."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="file_indexes")
+    # owner/name, lower-cased, as a mined family records it (evidence.repository); '' for the
+    # sessions whose task names no repository
+    repository = models.CharField(max_length=200, blank=True)
+    files = models.JSONField(default=list, help_text="The known source files, sorted")
+    definitions = models.JSONField(default=dict, help_text="{symbol: [positions in files]}")
+    sessions = models.PositiveIntegerField(default=0, help_text="Sessions read")
+    digest = models.CharField(max_length=64, help_text="sha256 of the repository, files and definitions")
+    mining_run = models.ForeignKey(
+        MiningRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="file_indexes"
+    )
+    built_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["agent_id", "repository"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "repository"], name="one_file_index_per_agent_repository")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}:{self.repository or '(no repository)'}"

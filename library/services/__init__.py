@@ -69,6 +69,7 @@ from .scope import (
     namespace_create,
     procedure_scope_update,
 )
+from .task_files import file_indexes_rebuild
 from .tools import agent_set_tools
 from .transitions import (
     change_eval_for,
@@ -100,6 +101,7 @@ __all__ = [
     "authored_since_active",
     "change_eval_for",
     "change_eval_note",
+    "file_indexes_rebuild",
     "four_eyes_blockers",
     "clean_confidence",
     "clean_priority",

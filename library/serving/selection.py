@@ -6,6 +6,7 @@ library/serving/active_set.py.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, TypedDict
 
 import numpy as np
@@ -13,10 +14,12 @@ from django.conf import settings
 
 from procmem_client.ranking import Explained, SelectionConfig
 from procmem_client.rendering import DEFAULT_MAX_CHARS, render_block
+from procmem_client.task_files import TaskFileIndex, with_task_files
 
 from .. import embeddings
 from ..models import Agent
 from .active_set import API_VERSION, ServedSet, active_set_for_agent, slim_procedure
+from .task_files import file_indexes_for_agent
 
 
 def embed_task(task: str) -> np.ndarray:
@@ -40,19 +43,28 @@ def select_for_agent(
     served: ServedSet | None = None,
     api_version: str = API_VERSION,
     query_vector: np.ndarray | None = None,
+    task_files: bool = False,
+    file_indexes: Mapping[str, TaskFileIndex] | None = None,
 ) -> dict[str, Any]:
     """Selection over the agent's served set for `role` (refused versions are never candidates): the
-    production set, or `served` (another environment's or a session's set, library/serving/environment_sets.py).
-    At most the agent's injection cap is injected, and only what fits the block's character cap.
-    `api_version` v2 answers with v2's records and the v2 set's ETag. Raises ValueError for bad
-    arguments (see procmem_client/ranking.py). `query_vector`: the task's embedding when the caller
-    has it already (an eval replay embeds each case's task once for both arms, embed_task)."""
+            production set, or `served` (another environment's or a session's set, library/serving/environment_sets.py).
+            At most the agent's injection cap is injected, and only what fits the block's character cap.
+            `api_version` v2 answers with v2's records and the v2 set's ETag. Raises ValueError for bad
+            arguments (see procmem_client/ranking.py). `query_vector`: the task's embedding when the caller
+            has it already (an eval replay embeds each case's task once for both arms, embed_task). `task_files`:
+        each injected coding procedure's `recallPointer` names first the files the task's words point to in
+        the agent's file index of the procedure's repository (library/serving/task_files.py); without it the
+        pointer is the set's, the same for every task. `file_indexes`: the agent's indexes when the caller has
+    read them already (the MCP tools run where no query may be made)."""
     served = (served or active_set_for_agent(agent=agent)).for_role(role)
     cap = served.data["injectionCap"]
     result = served.index().select(task=task, intent=intent or None, cap=cap, k=k, query_vector=query_vector)
     block = render_block(result["injected"], max_chars=injection_max_chars())
     kept = {(p["id"], p["version"]) for p in block["included"]}
     injected = block["included"] if api_version == "v1" else [slim_procedure(p) for p in block["included"]]
+    if task_files and any("recallPointer" in p for p in injected):
+        indexes = file_indexes if file_indexes is not None else file_indexes_for_agent(agent=agent).indexes
+        injected = with_task_files(injected, task, indexes)
     response: dict[str, Any] = {
         "apiVersion": api_version,
         "agent": served.data["agent"],

@@ -579,7 +579,7 @@ def test_openapi_document_describes_every_agent_route(client, api_version):
 
     described = set(document["paths"])
     served = [route for route in routes(api_urls.urlpatterns) if route.startswith(f"{api_version}/")]
-    assert len(served) == 8
+    assert len(served) == 9
     assert {"/" + route.replace("<str:agent>", "{agent}") for route in served} == described
     procedure = document["components"]["schemas"]["Procedure"]
     assert set(procedure["required"]) == SERVED_FIELDS

@@ -34,16 +34,19 @@ from .client import (
     http_failure,
     outcome_record,
     outcome_refusal,
+    recall_pointers,
     refusal_reason,
+    refuses_task_files,
     select_query,
     selection_cap,
     selection_from_response,
     session_record,
     sessions_body,
 )
-from .coding import recall_pointer, recall_query
+from .coding import recall_query
 from .ranking import Index, Ranker, Selection
 from .rendering import render_block
+from .task_files import TaskFileIndex, with_task_files
 
 logger = logging.getLogger("procmem.client")
 
@@ -148,18 +151,45 @@ class AsyncProcmemClient(ClientState):
             return data
 
     async def select(
-        self, *, task: str, intent: str | None = None, k: int | None = None, session: str | None = None
+        self,
+        *,
+        task: str,
+        intent: str | None = None,
+        k: int | None = None,
+        session: str | None = None,
+        task_files: bool = False,
     ) -> Selection:
         """At most the set's injection cap, ranked here (in a worker thread: embedding the task is
-        CPU work) or by the server's select endpoint."""
+        CPU work) or by the server's select endpoint; `task_files` as the sync client's `select`."""
         if not self.local_ranking:
-            return await self._select_on_server(task=task, intent=intent, k=k, session=session)
+            return await self._select_on_server(task=task, intent=intent, k=k, session=session, task_files=task_files)
         data = await (self.session_set(session) if session else self.active_set())
         if session and data.get("arms"):
             index = await asyncio.to_thread((self._ranker or Ranker()).index, data["procedures"])
         else:
             index = await self._current_index(data)
-        return await asyncio.to_thread(index.select, task=task, intent=intent, cap=selection_cap(data), k=k)
+        selection = await asyncio.to_thread(index.select, task=task, intent=intent, cap=selection_cap(data), k=k)
+        if task_files and selection["injected"]:
+            indexes = await self.file_indexes()
+            if indexes:
+                selection = {**selection, "injected": with_task_files(selection["injected"], task, indexes)}
+        return selection
+
+    async def file_indexes(self) -> dict[str, TaskFileIndex]:
+        """The agent's file indexes, as the sync client's `file_indexes`."""
+        now = self._clock()
+        if now < self._file_index_next:
+            return self._file_indexes
+        headers = self._headers()
+        if self._file_index_etag:
+            headers["If-None-Match"] = self._file_index_etag
+        self.file_index_fetches += 1
+        try:
+            response = await self._http.get(self._url(f"agents/{self.agent}/file-index"), headers=headers)
+            self._file_index_answered(now, response.status_code, response.content, response.headers.get("ETag"))
+        except httpx.HTTPError as exc:
+            self._file_index_failed(now, f"{type(exc).__name__}: {exc}")
+        return self._file_indexes
 
     async def _current_index(self, data: dict[str, Any]) -> Index:
         """The index of the cached set, built once per set (off the event loop: it embeds)."""
@@ -169,14 +199,24 @@ class AsyncProcmemClient(ClientState):
         return self._index
 
     async def _select_on_server(
-        self, *, task: str, intent: str | None, k: int | None, session: str | None
+        self, *, task: str, intent: str | None, k: int | None, session: str | None, task_files: bool = False
     ) -> Selection:
-        query = select_query(task=task, intent=intent, k=k, environment=self.environment, session=session)
+        query = select_query(
+            task=task,
+            intent=intent,
+            k=k,
+            environment=self.environment,
+            session=session,
+            task_files=task_files and self.server_task_files,
+        )
         self.selects += 1
         try:
             response = await self._http.post(  # the task in the body: in no URL, so in no access log
                 self._url(f"agents/{self.agent}/select"), json=query, headers=self._headers()
             )
+            if query.get("taskFiles") and refuses_task_files(response.status_code, response.content):
+                self.server_task_files = False  # a server from before taskFiles: ask again without it
+                return await self._select_on_server(task=task, intent=intent, k=k, session=session)
             if response.status_code != 200:
                 self.last_error_status = response.status_code
                 raise ValueError(
@@ -194,12 +234,12 @@ class AsyncProcmemClient(ClientState):
     # ------------------------------------------------------------------------------------ recall (coding agents)
 
     async def recall(
-        self, *, prompt: str, tool_calls: Sequence[Any] = (), intent: str | None = None
+        self, *, prompt: str, tool_calls: Sequence[Any] = (), intent: str | None = None, task_files: bool = True
     ) -> list[dict[str, Any]]:
         """The recall pointers of the procedures selected for a coding agent's prompt and, when
-        given, its tool calls (as the sync client's `recall`)."""
-        selection = await self.select(task=recall_query(prompt, tool_calls), intent=intent)
-        return [record.get("recallPointer") or recall_pointer(record) for record in selection["injected"]]
+        given, its tool calls, naming the task's files first (as the sync client's `recall`)."""
+        selection = await self.select(task=recall_query(prompt, tool_calls), intent=intent, task_files=task_files)
+        return recall_pointers(selection["injected"])
 
     async def recall_session(
         self, prompt: str, *, intent: str | None = None, after_calls: int = 3

@@ -55,6 +55,7 @@ from .agent_checks import address_problem
 from .coding import recall_pointer, recall_query
 from .ranking import Index, Ranker, Selection
 from .rendering import DEFAULT_MAX_CHARS, estimate_tokens, render_block
+from .task_files import TaskFileIndex, indexes_from_response, with_task_files
 
 logger = logging.getLogger("procmem.client")
 
@@ -88,9 +89,15 @@ def _empty_set(agent: str, api_version: str = "v1") -> dict[str, Any]:
 
 
 def select_query(
-    *, task: str, intent: str | None, k: int | None, environment: str | None, session: str | None
-) -> dict[str, str]:
-    """The select endpoint's query parameters (sync and async clients alike)."""
+    *,
+    task: str,
+    intent: str | None,
+    k: int | None,
+    environment: str | None,
+    session: str | None,
+    task_files: bool = False,
+) -> dict[str, Any]:
+    """The select endpoint's parameters as the POST body sends them (sync and async clients alike)."""
     if not isinstance(task, str) or not task.strip():
         raise ValueError("task must be a non-empty string")
     return {
@@ -99,7 +106,29 @@ def select_query(
         **({"k": str(k)} if k is not None else {}),
         **({"environment": environment} if environment else {}),
         **({"session": session} if session else {}),
+        **({"taskFiles": True} if task_files else {}),
     }
+
+
+def refuses_task_files(status: int, body: bytes | str) -> bool:
+    """A server from before select's `taskFiles` refuses it as an unknown field (400 naming it)."""
+    if status != 400:
+        return False
+    try:
+        error = json.loads(body).get("error") or {}
+    except (ValueError, AttributeError):
+        return False
+    return (
+        isinstance(error, dict)
+        and error.get("parameter") == "taskFiles"
+        and "unknown field" in str(error.get("message"))
+    )
+
+
+def recall_pointers(injected: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The pointers of selected records: the served `recallPointer` (with task files when the selection
+    asked for them), else computed the same way."""
+    return [record.get("recallPointer") or recall_pointer(record) for record in injected]
 
 
 def empty_selection(task: str, intent: str | None) -> Selection:
@@ -298,6 +327,13 @@ class ClientState:
         self.selects = 0  # requests sent to the select endpoint (without local ranking)
         self.selected_set_etag: str | None = None  # the ETag of the set the server selected from
         self.last_content_encoding: str | None = None  # of the last 200 ("gzip" from procmem)
+        # the agent's file indexes (GET …/file-index) for recall's task files when ranking locally
+        self._file_indexes: dict[str, TaskFileIndex] = {}
+        self._file_index_etag: str | None = None
+        self._file_index_next = 0.0
+        self.file_index_fetches = 0
+        self.file_index_error: str | None = None
+        self.server_task_files = True  # False once a server from before `taskFiles` refused it
 
     @property
     def etag(self) -> str | None:
@@ -333,6 +369,36 @@ class ClientState:
         self.last_success = now
         self._next_refresh = now + self.refresh_interval
         return True
+
+    def _file_index_answered(self, now: float, status: int, body: bytes | str, etag: str | None) -> None:
+        """Keeps what GET …/file-index answered: 200 the indexes, 304 the kept ones, 404 none (a server
+        from before the endpoint), anything else the kept ones with the error in `file_index_error`."""
+        self._file_index_next = now + self.refresh_interval
+        if status == 304:
+            self.file_index_error = None
+            return
+        if status == 404:
+            self._file_indexes, self._file_index_etag, self.file_index_error = {}, None, None
+            return
+        if status != 200:
+            self.file_index_error = http_failure(
+                status, body, method="GET", url=self._url(f"agents/{self.agent}/file-index")
+            )
+            self._file_index_next = now + self.retry_interval
+            logger.warning("procmem: keeping the last file index of %s (%s)", self.agent, self.file_index_error)
+            return
+        try:
+            self._file_indexes = indexes_from_response(json.loads(body))
+        except ValueError as exc:
+            self.file_index_error = f"ValueError: {exc}"
+            self._file_index_next = now + self.retry_interval
+            return
+        self._file_index_etag, self.file_index_error = etag, None
+
+    def _file_index_failed(self, now: float, message: str) -> None:
+        self.file_index_error = message
+        self._file_index_next = now + self.retry_interval
+        logger.warning("procmem: keeping the last file index of %s (%s)", self.agent, message)
 
     def _failed(self, now: float, message: str, *, status: int | None = None) -> bool:
         self.last_error = message
@@ -469,30 +535,75 @@ class ProcmemClient(ClientState):
         return own
 
     def select(
-        self, *, task: str, intent: str | None = None, k: int | None = None, session: str | None = None
+        self,
+        *,
+        task: str,
+        intent: str | None = None,
+        k: int | None = None,
+        session: str | None = None,
+        task_files: bool = False,
     ) -> Selection:
         """At most the set's injection cap: ranked here (see procmem_client/ranking.py) or, without
         the embeddings extra, by the server's select endpoint over the same set. With `session`,
-        over the session's set (its rollout arms; each injected record says its `arm`)."""
+        over the session's set (its rollout arms; each injected record says its `arm`). With
+        `task_files`, each injected coding procedure's `recallPointer` names first the files the task's
+        words point to (the select endpoint's `taskFiles`; ranked here: from the agent's file index,
+        `file_indexes()`, by the same function)."""
         if not self.local_ranking:
-            return self._select_on_server(task=task, intent=intent, k=k, session=session)
+            return self._select_on_server(task=task, intent=intent, k=k, session=session, task_files=task_files)
+        selection: Selection | None = None
         if session:
             data = self.session_set(session)
             if data.get("arms"):
-                return (
+                selection = (
                     (self._ranker or Ranker())
                     .index(data["procedures"])
                     .select(task=task, intent=intent, cap=selection_cap(data), k=k)
                 )
-        index, data = self._current_index()
-        return index.select(task=task, intent=intent, cap=selection_cap(data), k=k)
+        if selection is None:
+            index, data = self._current_index()
+            selection = index.select(task=task, intent=intent, cap=selection_cap(data), k=k)
+        if task_files and selection["injected"]:
+            indexes = self.file_indexes()
+            if indexes:
+                selection = {**selection, "injected": with_task_files(selection["injected"], task, indexes)}
+        return selection
+
+    def file_indexes(self) -> dict[str, TaskFileIndex]:
+        """The agent's file indexes ({repository: index}), fetched with If-None-Match when
+        `refresh_interval` has passed; the last good ones when the server fails, none from a server
+        without the endpoint."""
+        now = self._clock()
+        if now < self._file_index_next:
+            return self._file_indexes
+        headers = {"Authorization": f"Bearer {self._token}", "Accept": "application/json"}
+        if self._file_index_etag:
+            headers["If-None-Match"] = self._file_index_etag
+        request = urllib.request.Request(self._url(f"agents/{self.agent}/file-index"), headers=headers)
+        self.file_index_fetches += 1
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                self._file_index_answered(now, response.status, response.read(), response.headers.get("ETag"))
+        except urllib.error.HTTPError as exc:
+            self._file_index_answered(now, exc.code, exc.read(4000), None)
+        except (urllib.error.URLError, OSError) as exc:
+            self._file_index_failed(now, f"{type(exc).__name__}: {exc}")
+        return self._file_indexes
 
     def _select_on_server(
-        self, *, task: str, intent: str | None, k: int | None, session: str | None = None
+        self, *, task: str, intent: str | None, k: int | None, session: str | None = None, task_files: bool = False
     ) -> Selection:
         """POST /api/v1/agents/{agent}/select. When the server fails, nothing is injected (the error is
-        in `last_error`): the agent still runs, only without procedures."""
-        query = select_query(task=task, intent=intent, k=k, environment=self.environment, session=session)
+        in `last_error`): the agent still runs, only without procedures. A server from before
+        `taskFiles` is asked again without it (and not asked for it again)."""
+        query = select_query(
+            task=task,
+            intent=intent,
+            k=k,
+            environment=self.environment,
+            session=session,
+            task_files=task_files and self.server_task_files,
+        )
         # POST: the task goes in the body, never in a URL that access and proxy logs keep
         request = urllib.request.Request(
             self._url(f"agents/{self.agent}/select"),
@@ -510,7 +621,11 @@ class ProcmemClient(ClientState):
                 data = json.loads(response.read())
             selection = selection_from_response(task, data)
         except urllib.error.HTTPError as exc:
-            self.last_error = http_failure(exc.code, exc.read(4000), method="POST", url=request.full_url)
+            body = exc.read(4000)
+            if query.get("taskFiles") and refuses_task_files(exc.code, body):
+                self.server_task_files = False
+                return self._select_on_server(task=task, intent=intent, k=k, session=session)
+            self.last_error = http_failure(exc.code, body, method="POST", url=request.full_url)
             self.last_error_status = exc.code
             logger.warning("procmem: selection for %s failed, injecting nothing (%s)", self.agent, self.last_error)
             return empty_selection(task, intent)
@@ -524,13 +639,17 @@ class ProcmemClient(ClientState):
 
     # ------------------------------------------------------------------------------------ recall (coding agents)
 
-    def recall(self, *, prompt: str, tool_calls: Sequence[Any] = (), intent: str | None = None) -> list[dict[str, Any]]:
+    def recall(
+        self, *, prompt: str, tool_calls: Sequence[Any] = (), intent: str | None = None, task_files: bool = True
+    ) -> list[dict[str, Any]]:
         """The recall pointers (procmem_client/coding.py: id, one line on when to use it, the verify
         command; under 300 tokens each) of the procedures selected for a coding agent's prompt and,
         when given, its tool calls: their targets and commands join the query, which the exact
-        retriever matches against the procedures' targets, verify commands and steps."""
-        selection = self.select(task=recall_query(prompt, tool_calls), intent=intent)
-        return [record.get("recallPointer") or recall_pointer(record) for record in selection["injected"]]
+        retriever matches against the procedures' targets, verify commands and steps. `task_files`
+        (default): each pointer names first the files the query's words point to in what the agent's
+        sessions saw (procmem_client/task_files.py), the same text whether ranked here or by the server."""
+        selection = self.select(task=recall_query(prompt, tool_calls), intent=intent, task_files=task_files)
+        return recall_pointers(selection["injected"])
 
     def recall_session(self, prompt: str, *, intent: str | None = None, after_calls: int = 3) -> RecallSession:
         """Recall for one prompt, again after its first `after_calls` tool calls (see RecallSession)."""

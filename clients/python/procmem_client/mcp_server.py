@@ -27,7 +27,7 @@ import functools
 import os
 import sys
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypedDict
+from typing import Any, NotRequired, Protocol, TypedDict
 
 import anyio
 import anyio.to_thread
@@ -57,6 +57,8 @@ class Recall(TypedDict):
     setEtag: str | None
     stale: bool  # True when procmem was unreachable and the last good set answered
     note: str | None
+    # coding procedures' recall pointers, naming the task's files first (select's taskFiles)
+    pointers: NotRequired[list[dict[str, Any]]]
 
 
 class Backend(Protocol):
@@ -140,6 +142,11 @@ RECALL_OUTPUT = {
         "setEtag": {"type": ["string", "null"]},
         "stale": {"type": "boolean"},
         "note": {"type": ["string", "null"]},
+        "pointers": {
+            "type": "array",
+            "description": "Coding procedures only: their recall pointers, the task's files first",
+            "items": {"type": "object"},
+        },
     },
     "required": ["rendered", "chars", "injected", "setEtag", "stale"],
 }
@@ -273,11 +280,20 @@ def recall_result(recall: Recall) -> types.CallToolResult:
     """The text is the block itself (a model reads it as is); the structured content adds the ids,
     versions and the set's ETag that a session report names."""
     notes = [recall["note"]] if recall.get("note") else []
+    if recall.get("pointers"):  # a coding agent keeps these in view: the files to open, the verify command
+        notes.append("\n".join(str(pointer.get("text") or "") for pointer in recall["pointers"]))
     text = recall["rendered"] or NOTHING_APPLIES
     return types.CallToolResult(
         content=[types.TextContent(text=text), *[types.TextContent(text=note) for note in notes]],
         structured_content=dict(recall),
     )
+
+
+def coding_pointers(injected: list[dict[str, Any]]) -> dict[str, Any]:
+    """`{"pointers": [...]}` with the recall pointers of the injected coding procedures (as selected
+    with the task's files), or nothing when none is one: other agents' answers stay as they were."""
+    pointers = [record["recallPointer"] for record in injected if record.get("recallPointer")]
+    return {"pointers": pointers} if pointers else {}
 
 
 def _error(message: str) -> types.CallToolResult:
@@ -414,7 +430,7 @@ class ClientBackend:
     def recall(self, *, task: str, intent: str | None) -> Recall:
         if not self.client.local_ranking:
             self.client.last_error = None  # the server's select reports its own failure; a success leaves it as it was
-        selection = self.client.select(task=task, intent=intent)
+        selection = self.client.select(task=task, intent=intent, task_files=True)
         self._refuse_a_refused_token()
         block = render_block(selection["injected"], max_chars=self.client.max_chars)
         stale = self.client.last_error is not None
@@ -431,6 +447,7 @@ class ClientBackend:
             "setEtag": self.client.etag if self.client.local_ranking else self.client.selected_set_etag,
             "stale": stale,
             "note": note,
+            **coding_pointers(block["included"]),
         }
 
     def procedures(self) -> list[dict[str, Any]]:

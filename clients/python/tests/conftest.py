@@ -110,6 +110,7 @@ class FakeProcmem:
         self.status: int | None = None  # force an error status
         self.requests: list[dict] = []
         self.selection: list[dict] | None = None  # what /select injects (default: the refund procedure)
+        self.select_fields: set[str] | None = None  # a POST select with another field is refused (an older server)
 
     def active_set(self) -> bytes:
         from procmem_client.rendering import estimate_tokens, render_procedure
@@ -211,6 +212,12 @@ class _Handler(BaseHTTPRequestHandler):
                 return self._json(fake.status, {"error": {"code": "forced", "message": f"status {fake.status}"}})
             if self.headers.get("Authorization") != f"Bearer {fake.token}":
                 return self._json(401, {"error": {"code": "unauthorized", "message": "bad token"}})
+            unknown = sorted(set(query) - fake.select_fields) if fake.select_fields is not None else []
+            if unknown:  # worded as the server refuses a field it does not know
+                message = f"unknown field {unknown[0]!r}; select takes {', '.join(sorted(fake.select_fields))}"
+                return self._json(
+                    400, {"error": {"code": "invalid_parameter", "message": message, "parameter": unknown[0]}}
+                )
             return self._select(query)
         fake.requests.append({"method": "POST", "path": self.path, "headers": dict(self.headers), "body": body})
         if "bad" in body:

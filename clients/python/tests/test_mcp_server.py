@@ -56,7 +56,13 @@ def test_recall_renders_the_selection_with_the_one_renderer_and_lists_the_proced
     anyio.run(session)
     assert seen["tools"] == ["recall_procedures", "report_session"]
     served = [p for p in fake.requests if p["path"].endswith("/select")][0]
-    assert served["query"] == {"task": ["refund of 900 dollars"], "intent": ["refund_over_limit"]}
+    # the task's files asked for: a coding procedure's pointer names them (none here: no pointers in the answer)
+    assert served["query"] == {
+        "task": ["refund of 900 dollars"],
+        "intent": ["refund_over_limit"],
+        "taskFiles": ["True"],
+    }
+    assert "pointers" not in seen["recall"].structured_content and len(seen["recall"].content) == 1
     refund = [p for p in __import__("json").loads(fake.active_set())["procedures"] if p["id"] == "refund.over_limit"]
     expected = render_block(refund)["text"]
     assert seen["recall"].content[0].text == expected

@@ -71,6 +71,11 @@ export interface SelectOptions {
   k?: number;
   /** The agent's session id: the session's rollout arm while a rollout runs. */
   session?: string;
+  /**
+   * true: each injected coding procedure's `recallPointer` names first the files the task's words point
+   * to (the select endpoint's `taskFiles`; docs/api.md). A server from before the field is asked again without it.
+   */
+  taskFiles?: boolean;
 }
 
 export interface InstructionOptions extends SelectOptions {
@@ -103,6 +108,8 @@ export interface RecallOptions {
   prompt: string;
   toolCalls?: readonly RecallCall[];
   intent?: string;
+  /** Name the task's files first in each pointer (default true; the select endpoint's `taskFiles`). */
+  taskFiles?: boolean;
 }
 
 export interface SessionReport {
@@ -180,6 +187,17 @@ export function toolCallText(call: unknown): string {
     if (value && typeof value === "object" && !Array.isArray(value)) parts.push(toolCallText(value));
   }
   return parts.filter((part) => part).join(" ");
+}
+
+/** A server from before select's `taskFiles` refuses it as an unknown field (400 naming it). */
+function refusesTaskFiles(status: number, body: string): boolean {
+  if (status !== 400) return false;
+  try {
+    const error = (JSON.parse(body) as { error?: { parameter?: unknown; message?: unknown } } | null)?.error;
+    return error?.parameter === "taskFiles" && String(error?.message ?? "").includes("unknown field");
+  } catch {
+    return false;
+  }
 }
 
 /** The prompt, then one line per tool call with its targets and command (coding.py recall_query). */
@@ -260,6 +278,8 @@ export class ProcmemClient {
   fetches = 0;
   notModified = 0;
   selects = 0;
+  /** False once a server from before select's `taskFiles` refused it (it is then not sent again). */
+  serverTaskFiles = true;
   /** The ETag of the set the server's last selection ran on. */
   selectedSetEtag: string | null = null;
 
@@ -436,12 +456,12 @@ export class ProcmemClient {
    * When the server fails, nothing is injected (the error is in `lastError`): the agent still runs.
    */
   async select(options: SelectOptions): Promise<Selection> {
-    const { task, intent, k, session } = options;
+    const { task, intent, k, session, taskFiles } = options;
     if (typeof task !== "string" || pyStrip(task) === "") throw new TypeError("task must be a non-empty string");
     if (k !== undefined && (!Number.isInteger(k) || k < 1 || k > 20)) throw new RangeError("k must be an integer from 1 to 20");
     const empty: Selection = { task, intent: intent || null, cap: 0, injected: [], ranked: [], rendered: "", setEtag: null };
     // POST with the parameters in the body: the task stays out of URLs, so out of access and proxy logs
-    const parameters: Record<string, string> = {};
+    const parameters: Record<string, string | boolean> = {};
     for (const [key, value] of Object.entries({
       task,
       intent: intent ?? undefined,
@@ -450,6 +470,7 @@ export class ProcmemClient {
     })) {
       if (value !== undefined && value !== null && value !== "") parameters[key] = value;
     }
+    if (taskFiles && this.serverTaskFiles) parameters.taskFiles = true;
     this.selects += 1;
     try {
       const url = this.#url(`agents/${encodeURIComponent(this.agent)}/select`);
@@ -460,6 +481,11 @@ export class ProcmemClient {
       });
       if (!response.ok) {
         const body = (await response.text()).slice(0, 4000);
+        if (parameters.taskFiles && refusesTaskFiles(response.status, body)) {
+          this.serverTaskFiles = false; // a server from before taskFiles: ask again without it
+          this.selects -= 1;
+          return await this.select({ ...options, taskFiles: false });
+        }
         throw new ProcmemError(httpFailure(response.status, body, "POST", url), { status: response.status, body });
       }
       const data = (await response.json()) as Partial<Selection> | null;
@@ -483,11 +509,15 @@ export class ProcmemClient {
   /**
    * The recall pointers (id, when to use it, the verify command; under 300 tokens each) of the
    * coding procedures selected for a coding agent's prompt and, when given, its tool calls. The
-   * server computes each pointer (`recallPointer`); a selected record without one is not a coding
-   * procedure and is left out.
+   * server computes each pointer (`recallPointer`), naming first the files the task's words point to
+   * unless `taskFiles: false`; a selected record without one is not a coding procedure and is left out.
    */
   async recall(options: RecallOptions): Promise<Record<string, unknown>[]> {
-    const selection = await this.select({ task: recallQuery(options.prompt, options.toolCalls ?? []), intent: options.intent });
+    const selection = await this.select({
+      task: recallQuery(options.prompt, options.toolCalls ?? []),
+      intent: options.intent,
+      taskFiles: options.taskFiles ?? true,
+    });
     return selection.injected.flatMap((record) => (record.recallPointer ? [record.recallPointer] : []));
   }
 

@@ -25,6 +25,7 @@ from psycopg import sql
 
 from library.models import (
     Agent,
+    CodingFileIndex,
     Intent,
     LoadRefusal,
     Namespace,
@@ -40,7 +41,8 @@ ROLE_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 def readonly_grants() -> list[tuple[str, list[str] | None]]:
     """(table, columns or None for every column) the agent API reads through the "readonly" alias:
-    library/serving/active_set.py, library/environments.py, library/selection.py and library/selectors.py. Built from the models, so a
+    library/serving/active_set.py, library/serving/task_files.py, library/environments.py, library/selection.py and
+    library/selectors.py. Built from the models, so a
     renamed table or column follows."""
 
     user = get_user_model()
@@ -53,6 +55,8 @@ def readonly_grants() -> list[tuple[str, list[str] | None]]:
         (ProcedureVersion._meta.db_table, None),
         (LoadRefusal._meta.db_table, None),
         (VersionEmbedding._meta.db_table, None),
+        # what a coding agent's sessions saw, per repository: source paths and identifiers only (file-index, taskFiles)
+        (CodingFileIndex._meta.db_table, None),
         # what other environments and running rollouts serve (library/environments.py), not who decided or why
         (ProcedureRelease._meta.db_table, ["id", "procedure_id", "environment", "version_id"]),
         (Rollout._meta.db_table, ["id", "procedure_id", "version_id", "control_version_id", "share", "state"]),

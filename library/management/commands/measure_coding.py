@@ -8,11 +8,11 @@ import json
 from django.core.management.base import BaseCommand, CommandError
 
 from library.coding.families import clean_family_rules
-from library.coding.file_index import TASK_FILES
 from library.coding.measure import measure, traces_from_rows
 from library.formatting import count
 from library.models import Agent, AgentSession
 from procmem_client.ranking import Ranker  # the bundled model, loaded on first use
+from procmem_client.task_files import TASK_FILES
 
 
 def _percent(figure: dict) -> str:
@@ -54,10 +54,11 @@ class Command(BaseCommand):
         parser.add_argument(
             "--task-files",
             type=int,
-            default=0,
+            default=TASK_FILES,
             metavar="N",
-            help="each pointer also names first the N files the task's words point to in what the repository's "
-            f"other sessions saw (library/coding/file_index.py; {TASK_FILES} was chosen leaving one repository out)",
+            help="each pointer names first the N files the task's words point to in what the repository's other "
+            f"sessions saw, as the select endpoint's taskFiles and the clients' recall serve it (default {TASK_FILES}, "
+            "chosen leaving one repository out; 0: the set's pointer without them)",
         )
         parser.add_argument("--cap", type=int, help="pointers recalled per task (default: the agent's injection cap)")
         parser.add_argument("--json", action="store_true")
