@@ -39,7 +39,8 @@ class Recognizer:
     # rare literal first, what precedes it as a lookbehind (`-(?<=\d{3}-)\d{2}-\d{4}` for SSNs).
     # Case-insensitive recognizers use it only on texts `words` may be checked on.
     gate: re.Pattern | None = None
-    # Replaces in the whole text instead of `pattern` (the session's known values).
+    # Replaces in the whole text instead of `pattern`: the session's known values, or a faster way to
+    # the same result as `pattern.sub` with `replace` (the mixed-id shape).
     apply: Callable[[str], str] | None = None
     # Any other necessary condition, read off the text's features (after `needs`, `words`, `gate`).
     check: Callable[[Features], bool] | None = None

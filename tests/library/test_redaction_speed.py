@@ -357,3 +357,102 @@ def test_the_street_and_mail_gates_match_wherever_their_pattern_does(text):
     if folds_like_ascii(text):
         for match in street.pattern.finditer(text):
             assert street.gate.search(match.group(0)) is not None, match.group(0)
+
+
+# The shapes rewritten for speed (library/redaction/shapes.py), in the plain form they replace.
+_PLAIN_SHAPES = {
+    "caps code": (r"(?<![\w{}#\-])[A-Z]{5,10}(?![\w{}\-])", "_CAPS_CODE_RE"),
+    "phone": (
+        r"(?<![\w{])(?:\+\d{1,3}[ .\-]?)?(?:\(\d{2,4}\)[ .\-]?|\d{2,4}[ .\-])\d{3,4}[ .\-]\d{3,4}(?![\w}])",
+        "_PHONE_RE",
+    ),
+    "national phone": (r"(?<![\w{])\(?0\d{2,4}\)?[ /\-]?\d{5,9}(?![\w}])", "_NATIONAL_PHONE_RE"),
+    "international phone": (r"(?<![\w{+])\+\d{1,3}(?:[ .\-]?\(?\d{1,5}\)?){1,5}(?![\w}])", "_INTERNATIONAL_PHONE_RE"),
+}
+_SHAPE_PIECES = st.sampled_from(
+    [
+        "0",
+        "1",
+        "12",
+        "415",
+        "0151",
+        "٣",  # Arabic-Indic three
+        "１",  # fullwidth one
+        "a",
+        "W",
+        "ORD",
+        "VAAOXJ",
+        "PLEASE",
+        "é",
+        "ß",
+        "#",
+        "-",
+        "--",
+        " ",
+        ".",
+        "/",
+        "(",
+        ")",
+        "+",
+        "_",
+        "{",
+        "}",
+        "{{id}}",
+        "@",
+        "\\",
+        "\\u00a1",
+        "u00a1",
+        "x1b",
+        "\\U0001F600",
+        "\n",
+    ]
+)
+_SHAPE_TEXTS = st.one_of(st.lists(_SHAPE_PIECES, max_size=16).map("".join), st.text(max_size=40))
+
+
+def _plain_mixed_ids(text: str) -> str:
+    from library.redaction.shapes import _MIXED_ID_RE, _mixed_id
+
+    return _MIXED_ID_RE.sub(lambda m: _mixed_id(m) or m.group(0), text)
+
+
+def _same_shapes(text: str) -> None:
+    from library.redaction import shapes
+
+    assert shapes._replace_mixed_ids(text) == _plain_mixed_ids(text), text
+    for name, (plain, rewritten) in _PLAIN_SHAPES.items():
+        want = [(m.span(), m.groups()) for m in re.finditer(plain, text)]
+        got = [(m.span(), m.groups()) for m in getattr(shapes, rewritten).finditer(text)]
+        assert got == want, (name, text)
+
+
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_SHAPE_TEXTS)
+def test_the_rewritten_shapes_match_what_their_plain_form_matches(text):
+    # the mixed-id substitution tried only at the runs with a gate's match, and the caps-code and
+    # phone patterns with their lookbehind after the first character: the same matches, the same text
+    _same_shapes(text)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "archive", [SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz", SWEBENCH_TRAJS], ids=["other-repos", "django"]
+)
+def test_the_rewritten_shapes_match_what_their_plain_form_matches_on_real_sessions(archive):
+    # every text the import redacts: the task, the reply and every string of the parsed calls'
+    # arguments (commands, outputs, paths), whole and as the excerpt cuts them
+    from library.ingest.formats import parse_item
+    from library.redaction.redactor import strings_in
+
+    require_swebench()
+    texts = set()
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith(".json"):
+                with tar.extractfile(member) as stream:
+                    session = parse_item(json.loads(stream.read()), fmt="mini-swe-agent")
+                for text in (session.task, session.reply, *strings_in([c["args"] for c in session.tool_calls])):
+                    texts.update((text, text[:260]))
+    assert len(texts) > 5000
+    for text in texts:
+        _same_shapes(text)
