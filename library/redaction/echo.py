@@ -19,12 +19,14 @@ from .keys import (
     query_param_label,
     query_params,
 )
-from .recognizers import KEYWORDS, PLACEHOLDER_RE, Features, select_recognizers
+from .recognizers import KEYWORDS, PLACEHOLDER_RE, Features, IndexedRecognizers, select_recognizers
 from .shapes import BUILTIN_RECOGNIZERS, CAPITAL_RE, NAME_RECOGNIZERS, NOT_NAMES
 
 # shapes (e-mail, cards, ids) need no echo: the shape finds them again.
 _ECHOED = {BIRTH, "passport_number", "licence_number", "postal_code", PERSON}
 _ECHOED_SHAPES = [r for r in BUILTIN_RECOGNIZERS if r.label in _ECHOED]
+_ECHOED_ONLY = IndexedRecognizers(_ECHOED_SHAPES)  # for a text without a capitalised word
+_ECHOED_AND_NAMES = IndexedRecognizers(_ECHOED_SHAPES + NAME_RECOGNIZERS)
 # A text can put a value in a personal position only with one of these (the cues of shapes.py).
 _ECHO_HINT_RE = re.compile(
     r"(?i:dob|d\.o\.b|birth|born|geboren|passport|licen[cs]e|zip|postal|postcode|plz|name|i'm|i am|this is|dear|thank|"
@@ -108,6 +110,7 @@ def _echo_hint(text: str, features: Features | None = None) -> bool:
     )
 
 
+_JSON_STARTS = ("", "{", "[")  # a text that parse_json_string may read as JSON starts so (or is empty)
 _HANDLE_RE = re.compile(r"^([a-z]+)_([a-z]+)_\d+$")
 _EMAIL_NAME_RE = re.compile(r"^([a-z]+)[._]([a-z]+)\d*@", re.IGNORECASE)
 
@@ -190,6 +193,15 @@ def _collect(data: Any, known: KnownValues, key: str, label: str | None, persona
         for (raw_key, value), (child, child_label, payment) in zip(data.items(), children):
             if payment:  # payment methods keyed by their id
                 known.add(raw_key, "payment_id")
+            if child_label is None:
+                # the common leaves inline, as _collect reads them: a number under a key that is not
+                # personal gives nothing; a text that cannot be JSON is read as text
+                kind = type(value)
+                if kind is int:
+                    continue
+                if kind is str and value[:1] not in _JSON_STARTS:
+                    _collect_from_text(value, known)
+                    continue
             if child == "name" and isinstance(value, (dict, list)):
                 child_label = None  # a name object: its parts are labelled below
             _collect(value, known, child, child_label, personal_object, resource_id)
@@ -248,7 +260,7 @@ def _find_in_text(text: str, add: Callable[[Any, str], None], features_of: dict[
         features_of[text] = features
     if not _echo_hint(text, features):
         return
-    recognizers = _ECHOED_SHAPES + (NAME_RECOGNIZERS if CAPITAL_RE.search(text) else [])
+    recognizers = _ECHOED_AND_NAMES if CAPITAL_RE.search(text) else _ECHOED_ONLY
     for recognizer in select_recognizers(recognizers, features):
         for match in recognizer.pattern.finditer(text):
             if recognizer.replace is not None and recognizer.replace(match) is None:

@@ -13,6 +13,7 @@ from .keys import child_labels, is_personal_object, key_label, normalise_key, pa
 from .recognizers import (
     PLACEHOLDER_RE,
     Features,
+    IndexedRecognizers,
     Recognizer,
     compile_agent_patterns,
     run_chain,
@@ -22,6 +23,11 @@ from .recognizers import (
 from .shapes import BUILTIN_RECOGNIZERS, CAPITAL_RE, NAME_RECOGNIZERS, SHAPE_RECOGNIZERS
 
 _NO_PATTERN = re.compile(r"(?!)")
+_JSON_STARTS = ("", "{", "[")  # a text that parse_json_string may read as JSON starts so (or is empty)
+# the built-in recognizers indexed by their pre-checks (select_recognizers looks at fewer of them)
+_BUILTIN = IndexedRecognizers(BUILTIN_RECOGNIZERS)
+_SHAPES = IndexedRecognizers(SHAPE_RECOGNIZERS)
+_NAMES = IndexedRecognizers(NAME_RECOGNIZERS)
 
 
 class Redactor:
@@ -97,12 +103,12 @@ class Redactor:
         # known first name never splits "mia.li3818@example.com" into "{{person_name}}.li3818@…";
         # then the session's known values (their own placeholders), then id shapes, then names.
         features = self.known.features.get(text) or Features(text)  # read already by the echo, often
-        chain = [*self.agent_recognizers, *select_recognizers(BUILTIN_RECOGNIZERS, features)]
+        chain = [*self.agent_recognizers, *select_recognizers(_BUILTIN, features)]
         if self._by_length:
             chain.append(self._known_recognizer)
-        chain.extend(select_recognizers(SHAPE_RECOGNIZERS, features))
+        chain.extend(select_recognizers(_SHAPES, features))
         if CAPITAL_RE.search(text):
-            chain.extend(select_recognizers(NAME_RECOGNIZERS, features))
+            chain.extend(select_recognizers(_NAMES, features))
         if "{{" in text:
             return "".join(
                 piece if is_placeholder else run_chain(chain, piece)
@@ -157,6 +163,12 @@ class Redactor:
             out = {}
             children = child_labels(tuple(data), key, personal_object, resource_id)
             for (raw_key, value), (child, child_label, _payment) in zip(data.items(), children):
+                kind = type(value)
+                if child_label is None and (kind is int or (kind is str and value[:1] not in _JSON_STARTS)):
+                    # the common leaves inline, as _value returns them: a number under a key that is not
+                    # personal stays; a text that cannot be JSON is redacted as text
+                    out[self.text(str(raw_key))] = value if kind is int else self._text_under(value, child)
+                    continue
                 if child == "name" and isinstance(value, (dict, list)):
                     child_label = None
                 out[self.text(str(raw_key))] = self._value(value, child, child_label, resource_id)
@@ -173,11 +185,15 @@ class Redactor:
             parsed = parse_json_string(data)
             if parsed is not None:
                 return json.dumps(self._value(parsed, key, None, resource))
-            redacted = self.text(data)
-            if redacted == "{{id}}" and key:  # a whole value of id shape: name it after its key
-                return "{{" + (re.sub(r"[^a-z_]", "", key).strip("_") or "id") + "}}"
-            return redacted
+            return self._text_under(data, key)
         return data
+
+    def _text_under(self, data: str, key: str) -> str:
+        """A text that is no JSON document, under `key`, redacted."""
+        redacted = self.text(data)
+        if redacted == "{{id}}" and key:  # a whole value of id shape: name it after its key
+            return "{{" + (re.sub(r"[^a-z_]", "", key).strip("_") or "id") + "}}"
+        return redacted
 
 
 def redactor_for_session(

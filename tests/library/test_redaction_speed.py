@@ -456,3 +456,28 @@ def test_the_rewritten_shapes_match_what_their_plain_form_matches_on_real_sessio
     assert len(texts) > 5000
     for text in texts:
         _same_shapes(text)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.one_of(
+        st.lists(st.one_of(_GATE_PIECES, _PIECES, _SHAPE_PIECES), max_size=16).map("".join), st.text(max_size=40)
+    )
+)
+def test_the_indexed_recognizers_select_what_the_plain_loop_selects(text):
+    # IndexedRecognizers only spares select_recognizers a look at recognizers whose keyword or gate
+    # check would fail: the same recognizers, in the same order, for every list the redactor and the
+    # echo select from
+    from library.redaction import echo as echo_module
+    from library.redaction import redactor as redactor_module
+    from library.redaction.recognizers import Features, IndexedRecognizers, select_recognizers
+
+    for indexed in (
+        redactor_module._BUILTIN,
+        redactor_module._SHAPES,
+        redactor_module._NAMES,
+        echo_module._ECHOED_ONLY,
+        echo_module._ECHOED_AND_NAMES,
+    ):
+        assert isinstance(indexed, IndexedRecognizers)
+        assert select_recognizers(indexed, Features(text)) == select_recognizers(list(indexed), Features(text))
