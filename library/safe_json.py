@@ -67,9 +67,21 @@ def _path(where: Any) -> str:
     return path
 
 
-def check(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH) -> None:
-    """Raises JsonRefused for the first value that cannot be stored. Iterative: any depth is safe."""
-    if _storable(value, max_depth):
+def texts_storable(data: bytes) -> bool:
+    """True when every string (and object key) `from_json` reads from the JSON text `data` can be
+    stored. from_json refuses raw control characters, invalid UTF-8 and lone surrogate escapes, so
+    only the escape \\u0000 can put a NUL into a string; a text without it has none. (A text with
+    it may still have none, as in "\\\\u0000": then `check` looks at the strings.)"""
+    return b"\\u0000" not in data
+
+
+def check(value: Any, *, path: str = "", max_depth: int = MAX_DEPTH, texts_checked: bool = False) -> None:
+    """Raises JsonRefused for the first value that cannot be stored. Iterative: any depth is safe.
+    `texts_checked`: the value is what from_json read from a text of which texts_storable is true,
+    so its strings and keys are storable and only the numbers and the depth are looked at (the
+    walk then skips the other repositories' 345,000 strings: 0.05 -> 0.03 s of CPU for 140 files);
+    what is refused, and the message, are the same."""
+    if _storable(value, max_depth) if not texts_checked else _numbers_storable(value, max_depth):
         return
     # something is wrong: walk again, keeping track of where, to say what and where
     stack: list[tuple[Any, Any, int]] = [(value, path, 0)]
@@ -124,6 +136,38 @@ def _storable(value: Any, max_depth: int) -> bool:
                 except TypeError:
                     return False
                 if "\x00" in keys or (not keys.isascii() and text_problem(keys)):
+                    return False
+                following.extend(item.values())
+            elif kind is list:
+                if depth >= max_depth:
+                    return False
+                following.extend(item)
+            elif kind is int:
+                if not INT_MIN <= item <= INT_MAX:
+                    return False
+            elif kind is float:
+                if not math.isfinite(item):
+                    return False
+            elif item is not None and kind is not bool:
+                return False
+        level = following
+        depth += 1
+    return True
+
+
+def _numbers_storable(value: Any, max_depth: int) -> bool:
+    """_storable for a value whose strings and keys are known to be storable: the numbers and the
+    nesting only."""
+    level = [value]
+    depth = 0
+    while level:
+        following: list[Any] = []
+        for item in level:
+            kind = type(item)
+            if kind is str:
+                continue
+            if kind is dict:
+                if depth >= max_depth:
                     return False
                 following.extend(item.values())
             elif kind is list:

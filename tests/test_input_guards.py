@@ -8,6 +8,8 @@ import json
 
 import pytest
 from django.test import Client
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from library.safe_json import JsonRefused, check, parse
 
@@ -138,3 +140,53 @@ def test_an_unknown_skills_address_is_json_for_the_agent_that_asked(client, agen
         "message": "There is no skills endpoint at /.well-known/agent-skills/skills.json."
         " The skills are listed at /.well-known/agent-skills/index.json.",
     }
+
+
+_REFUSED_BODIES = [
+    (b'{"a": [1e400]}', "a[0]", "finite"),
+    (b'{"a": ["x\\u0000y"]}', "a[0]", "NUL"),
+    (b'{"k\\u0000": 1}', "", "key"),
+    (b'{"a": "\\\\u0000"}', None, None),  # an escaped backslash before u0000: no NUL
+    (b'{"a": [' + str(2**64).encode() + b"]}", "a[0]", "64-bit"),
+    (b'{"a": ' + b"[" * 70 + b"]" * 70 + b"}", "a", "deeper than 64"),
+    (b'{"a": ["\\u00e9", 1, 2.5, null, true]}', None, None),
+]
+
+
+@pytest.mark.parametrize("body, where, message", _REFUSED_BODIES)
+def test_a_check_told_the_texts_are_storable_refuses_as_the_full_check(body, where, message):
+    # texts_storable: a text without the escape \u0000 gives strings from_json read whole; then
+    # only the numbers and the depth are walked, and what is refused, where and why, is the same
+    from library import safe_json
+
+    value = parse(body, check_values=False)
+    for texts_checked in (False, safe_json.texts_storable(body)):
+        if message is None:
+            check(value, texts_checked=texts_checked)
+            continue
+        with pytest.raises(JsonRefused, match=message) as excinfo:
+            check(value, texts_checked=texts_checked)
+        assert excinfo.value.path.startswith(where)
+    assert safe_json.texts_storable(body) == (b"\\u0000" not in body)
+
+
+_ANY_JSON = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**70), max_value=2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=4), children, max_size=3),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=_ANY_JSON, ensure_ascii=st.booleans(), depth=st.integers(min_value=1, max_value=8))
+def test_the_walk_of_numbers_answers_as_the_full_walk_for_text_without_a_nul_escape(value, ensure_ascii, depth):
+    from library import safe_json
+
+    body = json.dumps(value, ensure_ascii=ensure_ascii).encode()
+    parsed = parse(body, check_values=False)
+    if safe_json.texts_storable(body):
+        assert safe_json._numbers_storable(parsed, depth) == safe_json._storable(parsed, depth)

@@ -81,7 +81,7 @@ def file_outcomes(
             yield Refused(item.line, item.error, item.fatal)
             continue
         try:
-            session = parse_item(item.value, fmt=spec.fmt, options=spec.options)
+            session = parse_item(item.value, fmt=spec.fmt, options=spec.options, texts_checked=item.texts_checked)
         except ItemInvalid as exc:
             yield Refused(item.line, (f"({exc.session_id}) " if exc.session_id else "") + str(exc))
             continue

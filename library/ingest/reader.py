@@ -34,6 +34,8 @@ class ReadItem:
     value: Any = None
     error: str = ""  # why the item could not be read ("": it was)
     fatal: bool = False  # nothing after it can be read
+    # its strings and keys are storable (safe_json.texts_storable of the text it was parsed from)
+    texts_checked: bool = False
 
 
 class _Prepended:
@@ -98,12 +100,13 @@ def read_items(
             rest = stream.read()
             if on_bytes is not None and rest:
                 on_bytes(len(rest))
+            data = text + rest
             try:
-                whole = safe_json.parse(text + rest, check_values=False)
+                whole = safe_json.parse(data, check_values=False)
             except safe_json.JsonRefused:
                 whole = None
             if isinstance(whole, dict):
-                yield ReadItem(start_line, whole)
+                yield ReadItem(start_line, whole, texts_checked=safe_json.texts_storable(data))
                 return
             first, stream, on_bytes = first + rest, io.BytesIO(b""), None
     for line_number, value, error in _numbered_json_items(

@@ -181,3 +181,31 @@ def test_reading_an_object_whole_gives_what_streaming_gives(value, cut, junk):
         ]
 
     assert items(len(data)) == items(None)
+
+
+@pytest.mark.parametrize(
+    "data, checked",
+    [
+        (b'{\n  "a": "x\\u00e9",\n  "b": [1, 2.5]\n}\n', True),
+        (b'{\n  "a": "x\\u0000"\n}\n', False),
+        (b'{\n  "a": "\\\\u0000"\n}\n', False),  # no NUL, but the text cannot tell: the strings are checked
+    ],
+)
+def test_an_object_read_whole_says_whether_its_strings_are_storable(data, checked):
+    # the storable-value check of the item (parse_item) then walks only its numbers and nesting
+    (item,) = read_items(io.BytesIO(data), size=len(data))
+    assert (item.error, item.texts_checked) == ("", checked)
+    (streamed,) = read_items(io.BytesIO(data))
+    assert streamed.value == item.value and not streamed.texts_checked
+
+
+def test_a_nul_in_a_file_read_whole_is_refused_with_where(tmp_path):
+    # given a trajectory whose task holds the escape \u0000
+    from library.ingest.formats import ItemInvalid, parse_item
+
+    data = b'{\n  "instance_id": "x__y-1",\n  "messages": [{"role": "user", "content": "a\\u0000b"}]\n}\n'
+    (item,) = read_items(io.BytesIO(data), size=len(data))
+    # then parse_item refuses it as before, naming the place
+    with pytest.raises(ItemInvalid) as excinfo:
+        parse_item(item.value, fmt="mini-swe-agent", texts_checked=item.texts_checked)
+    assert "messages[0].content: contains a NUL character" in str(excinfo.value)

@@ -71,12 +71,15 @@ def detect_format(item: Any) -> str:
     return "procmem"
 
 
-def parse_item(item: Any, *, fmt: str = "auto", options: ImportOptions | None = None) -> SessionIn:
+def parse_item(
+    item: Any, *, fmt: str = "auto", options: ImportOptions | None = None, texts_checked: bool = False
+) -> SessionIn:
     """One session from one item, or ItemInvalid naming every problem. The item first passes the
     storable-value check of library/safe_json.py (no NUL, no lone surrogate, finite numbers, 64-bit
-    integers, nesting of at most 64 levels), so nothing the parsers keep can fail in the database."""
+    integers, nesting of at most 64 levels), so nothing the parsers keep can fail in the database.
+    `texts_checked`: the item's strings are known to be storable (reader.ReadItem.texts_checked)."""
     try:
-        safe_json.check(item)
+        safe_json.check(item, texts_checked=texts_checked)
     except safe_json.JsonRefused as exc:
         session_id = item.get("session_id") if isinstance(item, Mapping) else None
         raise ItemInvalid(
