@@ -24,10 +24,12 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from typing import IO, Any
 
+from django.db import connection
+
 from ..redaction.echo import RedactionCache
 from .formats import ImportOptions, ItemInvalid, parse_item
 from .reader import WHOLE_FILE_BYTES, read_items
-from .store import PreparedSession, raw_retention_days, session_prepare
+from .store import PreparedSession, prepared_json_written, raw_retention_days, session_prepare
 
 FILES_IN_FLIGHT_PER_WORKER = 16
 
@@ -47,6 +49,9 @@ class ImportSpec:
     options: ImportOptions = field(default_factory=ImportOptions)
     redaction_patterns: Any = None
     keep_raw: bool | None = None  # None: PROCMEM_RAW_RETENTION_DAYS decides
+    # the workers write the prepared sessions' jsonb fields (store.prepared_json_written): set by
+    # import_outcomes where the store writes them so (PostgreSQL)
+    json_written: bool = False
 
 
 Outcome = PreparedSession | Refused
@@ -137,7 +142,7 @@ def import_outcomes(
                         workers,
                         mp_context=multiprocessing.get_context("fork"),
                         initializer=_worker_start,
-                        initargs=(spec,),
+                        initargs=(replace(spec, json_written=connection.vendor == "postgresql"),),
                     )
                     first_name, first_data = pending.popleft()
                     pending.appendleft((first_name, pool.submit(_worker_read, first_data)))
@@ -176,6 +181,9 @@ def _worker_read(data: bytes) -> list[Outcome]:
     assert _worker_spec is not None
     gc.disable()
     try:
-        return list(file_outcomes(io.BytesIO(data), _worker_spec, _worker_cache, size=len(data)))
+        outcomes = list(file_outcomes(io.BytesIO(data), _worker_spec, _worker_cache, size=len(data)))
+        if _worker_spec.json_written:
+            outcomes = [prepared_json_written(o) if isinstance(o, PreparedSession) else o for o in outcomes]
+        return outcomes
     finally:
         gc.enable()

@@ -8,14 +8,14 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
 import psycopg
 import pydantic_core
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.utils import timezone
 
 from .. import safe_json
@@ -151,6 +151,26 @@ class PreparedSession:
     @property
     def session_id(self) -> str:
         return self.fields["session_id"]
+
+
+class JsonText(bytes):
+    """A jsonb field's value written already by _json_bytes, stored as it is (PostgreSQL only)."""
+
+
+# the session row's jsonb fields
+JSON_FIELDS = tuple(f.name for f in AgentSession._meta.concrete_fields if isinstance(f, models.JSONField))
+
+
+def prepared_json_written(prepared: PreparedSession) -> PreparedSession:
+    """`prepared` with its jsonb fields written as JSON (JsonText), as _insert_sessions would write
+    them on PostgreSQL. An import's worker processes do it: the command then passes the bytes on
+    instead of unpickling the values and writing them again (0.02 s of unpickling and 0.015-0.05 s
+    of writing out of the command, whose last batch is stored after the workers are done). The
+    stored values are the same: the same function writes the same values."""
+    fields = dict(prepared.fields)
+    for name in JSON_FIELDS:
+        fields[name] = JsonText(_json_bytes(fields[name]))
+    return replace(prepared, fields=fields)
 
 
 def session_prepare(
@@ -324,9 +344,14 @@ def _json_bytes(value: Any) -> bytes:
 
 
 def _fast_json(value: Any) -> Any:
-    """A jsonb parameter that Django made with json.dumps, written by _json_bytes instead."""
+    """A jsonb parameter that Django made with json.dumps, written by _json_bytes instead (or
+    as it is, when it was written already: JsonText)."""
     if isinstance(value, psycopg.types.json.Jsonb) and value.dumps is json.dumps:
-        return psycopg.types.json.Jsonb(value.obj, dumps=_json_bytes)
+        return psycopg.types.json.Jsonb(value.obj, dumps=_as_written if type(value.obj) is JsonText else _json_bytes)
+    return value
+
+
+def _as_written(value: JsonText) -> bytes:
     return value
 
 
