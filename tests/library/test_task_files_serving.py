@@ -311,3 +311,22 @@ def test_the_mcp_recall_tool_returns_the_pointers_with_the_tasks_files(served_fi
     # another task, other files: the pointer depends on the task
     other = backend.recall(task="Fix sympy/sets/sets.py", intent=None)
     assert other["pointers"][0]["files"][0] == "sympy/sets/sets.py"
+
+
+def test_the_tasks_files_cost_one_query_once_the_index_is_read(client, read_token, served_fix):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    task = f"{TASK} in sympy/core/add.py"
+
+    def queries(params) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert client.get(select_url(), params, **bearer(read_token)).status_code == 200
+        return len(captured.captured_queries)
+
+    queries({"task": task, "taskFiles": "1"})  # reads the set and the index
+    # one more than without: the index rows' fingerprint, the same, so this process's copy serves
+    assert queries({"task": task, "taskFiles": "1"}) == queries({"task": task}) + 1
+    response = client.get(index_url(), **bearer(read_token))
+    head = client.head(index_url(), **bearer(read_token))
+    assert head.status_code == 200 and head["ETag"] == response["ETag"] and not head.content
