@@ -47,6 +47,7 @@ FIGURE_LABELS = {  # in the order a page lists them: what was read, what was lef
     "families": "task families",
     "resolvedWithVerify": "resolved with a passing test command",
     "familiesNotProposed": "task families not proposed",
+    "fileIndexes": "repositories indexed for the task's files",
 }
 
 # Other keys, as a label reads ("applies when: …", "minimum tool calls 2").
