@@ -264,6 +264,8 @@ def strip_heredocs(command: str) -> tuple[str, list[str]]:
         line = lines[index]
         kept.append(line)
         index += 1
+        if "<<" not in line:  # no heredoc starts on this line
+            continue
         for match in _HEREDOC_RE.finditer(line):
             terminator = match.group(2)
             body: list[str] = []
@@ -275,7 +277,7 @@ def strip_heredocs(command: str) -> tuple[str, list[str]]:
     return "\n".join(kept), bodies
 
 
-_TOKEN_RE = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\])+""")
+_TOKEN_RE = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\]+)+""")
 
 
 _UNQUOTE_RE = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""")
@@ -283,6 +285,14 @@ _UNQUOTE_RE = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""")
 
 def _tokens(part: str) -> list[str]:
     """Shell words with quotes removed (a fast subset of shlex.split: no comments inside words)."""
+    if not ("'" in part or '"' in part or "\\" in part):
+        # nothing quoted or escaped (most parts): the words are the runs of non-space characters,
+        # as _TOKEN_RE finds them (str.split and the pattern's \s agree on what is a space)
+        words = part.split()
+        for index, word in enumerate(words):
+            if word.startswith("#"):
+                return words[:index]
+        return words
     words = []
     for match in _TOKEN_RE.finditer(part):
         word = match.group(0)
@@ -306,12 +316,16 @@ def _tokens(part: str) -> list[str]:
 # when unclosed; a backslash escapes inside double quotes only), a backslash and the character after
 # it, any other character but the operators (a lone "&" included), then &&, ||, |, ; or a newline.
 _SIMPLE_COMMAND_RE = re.compile(
-    r"""((?:'[^']*'?|"(?:[^"\\]|\\[\s\S]?)*"?|\\[\s\S]?|[^'"\\;\n|&]|&(?!&))*)(?:&&|\|\|?|[;\n]|\Z)"""
+    r"""((?:'[^']*'?|"(?:[^"\\]+|\\[\s\S]?)*"?|\\[\s\S]?|[^'"\\;\n|&]+|&(?!&))*)(?:&&|\|\|?|[;\n]|\Z)"""
 )
 
 
 def split_command(command: str) -> list[str]:
     """The simple commands of a shell line, split at &&, ||, ;, | and newlines outside quotes."""
+    if not ("&" in command or "|" in command or ";" in command or "\n" in command):
+        # no operator at all: one simple command, whatever its quotes (as _SIMPLE_COMMAND_RE reads it)
+        command = command.strip()
+        return [command] if command else []
     parts = (match.group(1).strip() for match in _SIMPLE_COMMAND_RE.finditer(command))
     return [part for part in parts if part]
 
