@@ -31,6 +31,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from procmem_client.coding import target_role
@@ -50,6 +51,9 @@ _NOT_THE_REPOSITORY = frozenset(
 )
 
 
+# Cached: a session names the same few files again and again (7,900 look-ups of 140 sessions' calls,
+# mostly repeats); a function of its arguments alone.
+@lru_cache(maxsize=8192)
 def repository_path(raw: str, *, absolute: bool = False) -> str | None:
     """`raw` as a repository-relative source path, or None when it is not one: written absolute
     (`absolute`: the text had ``/`` or ``~`` before it) anywhere but the checkout (``/testbed/``), above
@@ -66,6 +70,8 @@ def repository_path(raw: str, *, absolute: bool = False) -> str | None:
 
 def _paths(text: str) -> list[str]:
     """The repository-relative source paths `text` names."""
+    if ".py" not in text:  # every path PATH_RE finds ends in .py: most outputs name none
+        return []
     found = []
     for match in PATH_RE.finditer(text):
         before = text[match.start() - 1] if match.start() else ""
@@ -76,6 +82,8 @@ def _paths(text: str) -> list[str]:
 
 
 def _grep_definitions(output: str) -> list[tuple[str, str]]:
+    if ".py:" not in output:  # every grep line _GREP_DEF_RE reads has a path ending in .py:
+        return []
     found = []
     for match in _GREP_DEF_RE.finditer(output):
         before = output[match.start() - 1] if match.start() else ""
