@@ -16,8 +16,8 @@ In one process, per round (median of the rounds reported):
   with verify commands and recovery notes, proposed as CANDIDATE versions).
 Targets: import ≤ 3× the plain parse; mining ≤ 1× the import. The URL configuration is loaded before
 anything is timed (a server or worker process has loaded it at its start). The command classifier's
-per-process caches (`classify_command`, and since 2026-12-06 16:40 UTC the paths' roles
-`generalise` and `target_role`) are emptied before the breakdown and before each import, as in
+per-process caches (`classify_command`, since 2026-12-06 16:40 UTC the paths' roles
+`generalise` and `target_role`, since 2026-12-07 03:00 UTC the simple commands: `clear_caches`) are emptied before the breakdown and before each import, as in
 a new `import_sessions` process: the workers are forked from this process, so without it they
 inherited the commands classified by the breakdown (before 2026-12-06 13:20 UTC the import was timed
 with them classified already). The agents stay in the database
@@ -128,13 +128,7 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from library.coding.activities import classify_command
-    from procmem_client.coding import generalise, target_role
-
-    def clear_caches() -> None:  # the classifier's caches, as in a new process (module docstring)
-        for cached in (classify_command, generalise, target_role):
-            cached.cache_clear()
-
+    from library.coding.activities import clear_caches  # the classifier's caches, as in a new process (docstring)
     from library.formatting import count
     from library.ingest.pipeline import import_workers
     from library.mining.mining_runs import mining_run_execute

@@ -259,3 +259,10 @@ def test_every_command_of_the_371_real_sessions_classifies_as_before():
                             )
     assert commands == 16158
     assert digest.hexdigest()[:16] == REAL_COMMANDS_DIGEST
+
+
+def test_a_cached_part_still_reads_its_own_commands_heredoc():
+    # the same simple command "python3 - <<'EOF'" is cached once; each command's own heredoc decides
+    writes = classify_command("python3 - <<'EOF'\nopen('a.py', 'w').write('x')\nEOF")
+    runs = classify_command("python3 - <<'EOF'\nprint(1)\nEOF")
+    assert (writes.activity, writes.program, runs.activity, runs.program) == ("edit", "python3", "run", "python3")
