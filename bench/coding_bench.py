@@ -17,9 +17,11 @@ In one process, per round (median of the rounds reported):
 Targets: import ≤ 3× the plain parse; mining ≤ 1× the import. The URL configuration is loaded before
 anything is timed (a server or worker process has loaded it at its start). The command classifier's
 per-process caches (`classify_command`, since 2026-12-06 16:40 UTC the paths' roles
-`generalise` and `target_role`, since 2026-12-07 03:00 UTC the simple commands: `clear_caches`) are emptied before the breakdown and before each import, as in
-a new `import_sessions` process: the workers are forked from this process, so without it they
-inherited the commands classified by the breakdown (before 2026-12-06 13:20 UTC the import was timed
+`generalise` and `target_role`, since 2026-12-07 03:00 UTC the simple commands: `clear_caches`; since
+2026-12-07 03:10 UTC also the mining run's `file_index.repository_path` and the policy screen's
+`rules._text_findings`, so that each round's mining run starts cold) are emptied before the
+breakdown and before each import, as in a new `import_sessions` process: the workers are forked from
+this process, so without it they inherited the commands classified by the breakdown (before 2026-12-06 13:20 UTC the import was timed
 with them classified already). The agents stay in the database
 (their candidate versions are never deleted); each round uses a new agent name.
 
@@ -128,7 +130,15 @@ def main() -> None:
     django.setup()
     from django.core.management import call_command
 
-    from library.coding.activities import clear_caches  # the classifier's caches, as in a new process (docstring)
+    from library.coding.activities import clear_caches as clear_classifier_caches
+    from library.coding.file_index import repository_path
+    from library.policy.rules import _text_findings
+
+    def clear_caches() -> None:  # the per-process caches, as in a new process (module docstring)
+        clear_classifier_caches()
+        for cached in (repository_path, _text_findings):  # the mining run's: each round's starts cold
+            cached.cache_clear()
+
     from library.formatting import count
     from library.ingest.pipeline import import_workers
     from library.mining.mining_runs import mining_run_execute

@@ -29,6 +29,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from . import concepts as policy_concepts
@@ -296,8 +297,16 @@ def _negated(text: str, match: re.Match) -> bool:
 def screen_text(text: str, field: str) -> list[Finding]:
     """The findings in one field: the patterns' (a category at most once), then the meaning layer's
     (library/policy/concepts) for the categories the patterns did not find."""
+    return [Finding(category, reason, field, excerpt) for category, reason, excerpt in _text_findings(text)]
+
+
+# Cached: a function of the text alone, and a mining run's candidates share many of their lines (the
+# 17 candidates of the 140 other-repository sessions: 273 texts, 195 different; 13 ms of CPU each).
+@lru_cache(maxsize=4096)
+def _text_findings(text: str) -> tuple[tuple[str, str, str], ...]:
+    """(category, reason, excerpt) of each finding in `text`, as screen_text gives them."""
     normalised = normalise(text)
-    findings: list[Finding] = []
+    findings: list[tuple[str, str, str]] = []
     for category, reason, patterns in _COMPILED:
         for pattern in patterns:
             match = next(
@@ -312,13 +321,13 @@ def screen_text(text: str, field: str) -> list[Finding]:
             )
             if match:
                 excerpt = policy_concepts.excerpt_around(normalised, match.start(), match.end())
-                findings.append(Finding(category, reason, field, excerpt))
+                findings.append((category, reason, excerpt))
                 break
-    found = {finding.category for finding in findings}
+    found = {category for category, _reason, _excerpt in findings}
     for category, excerpt in policy_concepts.find(normalised):
         if category not in found:
-            findings.append(Finding(category, REASONS[category], field, excerpt))
-    return findings
+            findings.append((category, REASONS[category], excerpt))
+    return tuple(findings)
 
 
 TRUST_LEVELS = ("low", "medium", "high")

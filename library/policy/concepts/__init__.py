@@ -304,6 +304,8 @@ def _frame_hit(
     if any(name not in language.concepts for name in frame.parts):
         return None
     here = matches or _Matches(language, clause)
+    if not here(frame.parts[0]):
+        return None  # no anchor, no hit: the frame's other concepts need not be searched
     folded = here.clause
     # every frame yields to a clause that refuses what it names (REFUSAL, where a language lists it)
     unless = [name for name in (*frame.unless, "REFUSAL") if name in language.concepts]
