@@ -277,10 +277,16 @@ def strip_heredocs(command: str) -> tuple[str, list[str]]:
     return "\n".join(kept), bodies
 
 
-_TOKEN_RE = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\])*"|\\.|[^\s'"\\]+)+""")
+# a double-quoted string's characters run in one possessive step: a quote that is not closed gives
+# the engine nothing to back into (the plain form, one character per step, matches the same words)
+_TOKEN_RE = re.compile(r"""(?:'[^']*'|"(?:\\.|[^"\\]+)*+"|\\.|[^\s'"\\]+)+""")
 
 
 _UNQUOTE_RE = re.compile(r"""'([^']*)'|"((?:\\.|[^"\\])*)"|\\(.)""")
+
+
+def _unquoted(match: re.Match) -> str:
+    return match.group(match.lastindex)  # the one group of the three that matched (perhaps empty)
 
 
 def _tokens(part: str) -> list[str]:
@@ -301,14 +307,7 @@ def _tokens(part: str) -> list[str]:
         if not ("'" in word or '"' in word or "\\" in word):  # nothing to unquote
             words.append(word)
             continue
-        words.append(
-            _UNQUOTE_RE.sub(
-                lambda m: (
-                    m.group(1) if m.group(1) is not None else (m.group(2) if m.group(2) is not None else m.group(3))
-                ),
-                word,
-            )
-        )
+        words.append(_UNQUOTE_RE.sub(_unquoted, word))
     return words
 
 
