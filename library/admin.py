@@ -17,6 +17,7 @@ from .models import (
     AgentUserObjectPermission,
     ApiToken,
     AuditEvent,
+    CodingFileIndex,
     ErasureSweep,
     EvalCaseResult,
     EvalRun,
@@ -275,6 +276,17 @@ class MiningRunAdmin(ReadOnlyModelAdmin):
     list_select_related = ("agent", "started_by")
     list_filter = ("state", "agent")
     search_fields = ("error",)
+
+
+@admin.register(CodingFileIndex)
+class CodingFileIndexAdmin(ReadOnlyModelAdmin):
+    """Rebuilt by each coding mining run of the agent (library/services/task_files.py); the files and
+    definitions are shown as stored (repository-relative paths and identifiers only)."""
+
+    list_display = ("agent", "repository", "sessions", "built_at", "mining_run")
+    list_select_related = ("agent", "mining_run")
+    list_filter = ("agent",)
+    search_fields = ("repository",)
 
 
 @admin.register(RegressionCase)
