@@ -41,32 +41,54 @@ def coding_parameters(agent: Agent) -> dict[str, Any]:
 
 def _traces(agent: Agent) -> tuple[list[Trace], dict[str, Any], int]:
     """The agent's sessions as traces (those with at least min_tool_calls calls), each session's
-    intent id and redacted excerpt, and how many were too short."""
+    intent id, and how many were too short. The redacted excerpts (a third of what the sessions
+    store) are not read here: only a few are shown (`_excerpts`), and a purged session's in one more
+    query."""
     traces: list[Trace] = []
     about: dict[str, Any] = {}
     too_short = 0
     rows = (
         AgentSession.objects.filter(agent=agent)
         .order_by("pk")
-        .values_list(
-            "session_id", "task_key", "task", "resolved", "tool_calls", "redacted_excerpt", "raw_purged", "intent_id"
-        )
+        .values_list("pk", "session_id", "task_key", "task", "resolved", "tool_calls", "raw_purged", "intent_id")
     )
-    for session_id, task_key, task, resolved, calls, excerpt, purged, intent_id in rows.iterator(chunk_size=200):
+    purged_rows = []
+    for pk, session_id, task_key, task, resolved, calls, purged, intent_id in rows.iterator(chunk_size=200):
         if purged:
-            # past the retention window only the excerpt keeps commands (redacted, cut short)
-            calls = [
-                {"name": e.get("tool"), "args": e.get("args") or {}, "ok": e.get("ok")}
-                for e in excerpt or []
-                if e.get("role") == "tool_call"
-            ]
+            purged_rows.append((pk, session_id, task_key, task, resolved, intent_id))
+            continue
         calls = calls if isinstance(calls, list) else []
         if len(calls) < agent.min_tool_calls:
             too_short += 1
             continue
-        traces.append(Trace(session_id, task_key or "", task or "", resolved, calls, edited_files(calls)))
-        about[session_id] = (intent_id, excerpt or [])
-    return traces, about, too_short
+        traces.append((pk, Trace(session_id, task_key or "", task or "", resolved, calls, edited_files(calls))))
+        about[session_id] = intent_id
+    if purged_rows:
+        excerpts = dict(
+            AgentSession.objects.filter(pk__in=[row[0] for row in purged_rows]).values_list("pk", "redacted_excerpt")
+        )
+        for pk, session_id, task_key, task, resolved, intent_id in purged_rows:
+            # past the retention window only the excerpt keeps commands (redacted, cut short)
+            calls = [
+                {"name": e.get("tool"), "args": e.get("args") or {}, "ok": e.get("ok")}
+                for e in excerpts.get(pk) or []
+                if e.get("role") == "tool_call"
+            ]
+            if len(calls) < agent.min_tool_calls:
+                too_short += 1
+                continue
+            traces.append((pk, Trace(session_id, task_key or "", task or "", resolved, calls, edited_files(calls))))
+            about[session_id] = intent_id
+        traces.sort(key=lambda pair: pair[0])  # in the sessions' order, as one query read them
+    return [trace for _pk, trace in traces], about, too_short
+
+
+def _excerpts(agent: Agent, session_ids: set[str]) -> dict[str, list]:
+    """The redacted excerpts of the agent's sessions `session_ids`."""
+    rows = AgentSession.objects.filter(agent=agent, session_id__in=session_ids).values_list(
+        "session_id", "redacted_excerpt"
+    )
+    return {session_id: excerpt or [] for session_id, excerpt in rows}
 
 
 def _entry(outcome: FamilyOutcome, intent_name: str, status: str, reason: str) -> dict[str, Any]:
@@ -126,8 +148,18 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
         Agent.objects.select_for_update().filter(pk=agent.pk).first()
         # what the sessions saw, per repository: the files a task's words point to (served on request)
         indexes = file_indexes_rebuild(agent=agent, traces=traces, mining_run=run)
+        # the excerpts the candidates show: the first resolved sessions of each family with one
+        excerpts = _excerpts(
+            agent,
+            {
+                sid
+                for outcome in outcomes
+                if outcome.candidate is not None
+                for sid in [t.session_id for t in outcome.traces if t.resolved is True][:EXCERPTS_SHOWN]
+            },
+        )
         for outcome in outcomes:
-            intent_ids = Counter(about[t.session_id][0] for t in outcome.traces if about[t.session_id][0] is not None)
+            intent_ids = Counter(about[t.session_id] for t in outcome.traces if about[t.session_id] is not None)
             intent = intents.get(intent_ids.most_common(1)[0][0]) if intent_ids else None
             intent_name = intent.name if intent else None
             if outcome.candidate is None:
@@ -162,7 +194,9 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
                 **candidate.evidence,
                 "miningRunId": run.pk,
                 "sessionIds": resolved_ids[:40],
-                "excerpts": [{"sessionId": sid, "excerpt": about[sid][1]} for sid in resolved_ids[:EXCERPTS_SHOWN]],
+                "excerpts": [
+                    {"sessionId": sid, "excerpt": excerpts.get(sid, [])} for sid in resolved_ids[:EXCERPTS_SHOWN]
+                ],
                 "outcomes": {**{k: v for k, v in outcome.figures().items() if k in ("resolved", "failed")}},
             }
             version = procedure_propose(

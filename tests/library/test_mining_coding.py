@@ -163,3 +163,36 @@ def test_an_admin_rule_regroups_the_families_and_min_traces_is_per_agent(swebenc
         agent_settings_update(
             agent=agent, user=None, actor_label="test", changes={"coding_family_rules": [{"prefix": ""}]}
         )
+
+
+@pytest.mark.django_db
+def test_a_purged_session_is_read_from_its_excerpt_in_the_sessions_order():
+    # given: a coding agent's three sessions, the second past the retention window (only its excerpt keeps commands)
+    from library.mining.coding_runs import _excerpts, _traces
+
+    agent = Agent.objects.create(name="coder", kind=Agent.Kind.CODING, min_tool_calls=2)
+    call = {"name": "bash", "args": {"command": "cat setup.py", "output": ""}, "ok": True}
+    AgentSession.objects.create(agent=agent, session_id="a", task_key="r__r-1", tool_calls=[call, call])
+    AgentSession.objects.create(
+        agent=agent,
+        session_id="b",
+        task_key="r__r-2",
+        raw_purged=True,
+        tool_calls=[],
+        redacted_excerpt=[
+            {"role": "user", "content": "fix it"},
+            {"role": "tool_call", "tool": "bash", "args": {"command": "ls"}, "ok": True},
+            {"role": "tool_call", "tool": "bash", "args": {"command": "pytest"}, "ok": False},
+        ],
+    )
+    AgentSession.objects.create(agent=agent, session_id="c", task_key="r__r-3", tool_calls=[call])
+    # when
+    traces, intents, too_short = _traces(agent)
+    # then: the purged one in its place, its calls from the excerpt; the short one counted
+    assert [t.session_id for t in traces] == ["a", "b"]
+    assert traces[1].calls == [
+        {"name": "bash", "args": {"command": "ls"}, "ok": True},
+        {"name": "bash", "args": {"command": "pytest"}, "ok": False},
+    ]
+    assert intents == {"a": None, "b": None} and too_short == 1
+    assert _excerpts(agent, {"b", "c"}) == {"b": AgentSession.objects.get(session_id="b").redacted_excerpt, "c": []}
