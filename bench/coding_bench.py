@@ -158,6 +158,7 @@ def main() -> None:
     stamp = time.strftime("%H%M%S")
     load_at_start = os.getloadavg()[0]
     parse_s, import_s, mine_s, classify_s, redact_s = [], [], [], [], []
+    mine_cpu: list[float] = []  # the mining run's CPU seconds (this process; it runs in one)
     import_cpu, single_s, single_cpu, parse_cpu = [], [], [], []
     others_cpu: dict[str, list[float]] = {"workers": [], "1": []}  # the rest of the machine's CPU
     server_cpu: dict[str, list[float]] = {"workers": [], "1": []}  # the PostgreSQL backend's
@@ -230,9 +231,10 @@ def main() -> None:
         stored = AgentSession.objects.filter(agent=agent).count()
 
         gc.collect()
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         run = mining_run_execute(agent=agent)
         mine_s.append(time.perf_counter() - started)
+        mine_cpu.append(time.process_time() - cpu_started)
         print(
             f"round {round_no + 1}: {files} files; {out.getvalue().strip()} mining: {count(run.counts.get('candidates'), 'candidates')}; "
             f"parse {parse_s[-2]:.2f} s, import {import_s[-1]:.2f} s ({import_workers()} workers; {pair_ratios[-1]:.2f}× that parse), "
@@ -287,10 +289,15 @@ def main() -> None:
     print(
         f"| mining run (task families, their candidates) | {m:.2f} | {m / i:.2f} × import | ≤ 1× import: {'met' if m <= i else 'NOT met'} |"
     )
+    mc = statistics.median(mine_cpu)
+    print(
+        f"| its CPU time (one process) | {mc:.2f} | {mc / statistics.median(import_cpu):.2f} × the import's CPU time | |"
+    )
     print(f"\nload average at the start: {load_at_start:.2f}, at the end: {os.getloadavg()[0]:.2f}")
     print("parse (s):", " ".join(f"{v:.2f}" for v in parse_s))
     print("import with workers (s):", " ".join(f"{v:.2f}" for v in import_s))
     print("import in one process (s):", " ".join(f"{v:.2f}" for v in single_s))
+    print("mining (s):", " ".join(f"{v:.2f}" for v in mine_s), "CPU (s):", " ".join(f"{v:.2f}" for v in mine_cpu))
 
 
 if __name__ == "__main__":
