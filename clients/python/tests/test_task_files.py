@@ -12,7 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from procmem_client import ProcmemClient
-from procmem_client.aio import AsyncProcmemClient
 from procmem_client.coding import POINTER_MAX_TOKENS, recall_pointer, target_role
 from procmem_client.ranking import EmbeddingCache, Ranker, SelectionConfig
 from procmem_client.rendering import estimate_tokens
@@ -128,6 +127,15 @@ def test_recall_asks_an_older_server_again_without_task_files(server, fake):
     posted = [r["query"] for r in fake.requests if r["method"] == "POST"]
     assert ["taskFiles" in q for q in posted] == [True, False, False]  # refused once, not sent again
     assert client.last_error is None and client.server_task_files is False
+
+
+def test_async_recall_asks_an_older_server_again_without_task_files(server, fake):
+    pytest.importorskip("httpx", reason="the [async] extra is not installed")
+    from procmem_client.aio import AsyncProcmemClient
+
+    fake.procedures = [FIX]
+    fake.selection = [FIX]
+    fake.select_fields = {"task", "intent", "k", "role", "environment", "session"}
 
     async def asynchronous():
         async with AsyncProcmemClient(
