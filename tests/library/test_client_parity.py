@@ -29,6 +29,11 @@ ONE_RUNTIME = {
         {"sync"},
         "a thread that revalidates the set; async and TypeScript revalidate on use, one request in flight",
     ),
+    "file_indexes": (
+        {"sync", "async"},
+        "the agent's file indexes for ranking here (the [embeddings] extra); the TypeScript client ranks on "
+        "the server, whose select names the task's files (taskFiles)",
+    ),
     "instruction_provider": ({"sync"}, "Google ADK's instruction provider (a Python framework)"),
     "adk_before_model_callback": ({"sync"}, "Google ADK's before-model callback (a Python framework)"),
 }
