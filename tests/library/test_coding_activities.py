@@ -225,7 +225,7 @@ def test_every_command_of_the_371_real_sessions_classifies_as_before():
 
     from library.ingest.formats.coding import _BASH_BLOCK_RE, _message_text
 
-    from ..conftest import SWEBENCH_DIR, require_swebench
+    from ..conftest import SWEBENCH_DIR, _missing, require_swebench
 
     require_swebench()
     archives = [
@@ -233,7 +233,7 @@ def test_every_command_of_the_371_real_sessions_classifies_as_before():
         SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz",
     ]
     if not archives[1].exists():
-        pytest.skip(f"{archives[1].name} not found in {SWEBENCH_DIR}")
+        _missing(f"{archives[1].name} not found in {SWEBENCH_DIR}")
     digest, commands = hashlib.sha256(), 0
     for path in archives:
         with tarfile.open(path) as archive:

@@ -22,7 +22,7 @@ from library.serving.selection_eval import (
     ndcg,
     query_metrics,
 )
-from tests.conftest import TAUBENCH_DIR, make_active, require_taubench
+from tests.conftest import TAUBENCH_DIR, _missing, make_active, require_taubench
 
 SET = Path(__file__).parent / "data" / "tau2_selection"
 
@@ -306,7 +306,7 @@ def test_the_faster_cross_lingual_path_ranks_the_multilingual_set_as_before():
     from procmem_client.terms import is_english
 
     if not embeddings.available("minilm+use-multilingual"):
-        pytest.skip("the default backend's models are not installed")
+        _missing("the default backend's models are not installed (make install)")
     backend = embeddings.backend("minilm+use-multilingual")
     embed_query = embeddings.query_embedder(backend)
     sets = {
@@ -366,7 +366,7 @@ def test_the_index_kept_as_two_models_columns_ranks_every_task_as_the_whole_matr
     from procmem_client.terms import is_english
 
     if not embeddings.available("minilm+use-multilingual"):
-        pytest.skip("the default backend's models are not installed")
+        _missing("the default backend's models are not installed (make install)")
     backend = embeddings.backend("minilm+use-multilingual")
     embed_query = embeddings.query_embedder(backend)
 
@@ -422,9 +422,9 @@ def test_the_quantised_read_selects_every_task_as_the_float32_read():
     from procmem_client.ranking import Index, SelectionConfig
 
     if not embeddings.available("minilm+use-multilingual"):
-        pytest.skip("the default backend's models are not installed")
+        _missing("the default backend's models are not installed (make install)")
     if semantic_read.simsimd_module() is None:
-        pytest.skip("SimSIMD (the client's [fast] extra) is not installed")
+        _missing("SimSIMD (the client's [fast] extra) is not installed")
     backend = embeddings.backend("minilm+use-multilingual")
     embed_query = embeddings.query_embedder(backend)
 
@@ -489,7 +489,7 @@ def test_the_one_loop_float32_products_rank_every_task_as_blas_did(monkeypatch):
     from procmem_client.terms import is_english
 
     if not embeddings.available("minilm+use-multilingual"):
-        pytest.skip("the default backend's models are not installed")
+        _missing("the default backend's models are not installed (make install)")
     backend = embeddings.backend("minilm+use-multilingual")
     embed_query = embeddings.query_embedder(backend)
     one_loop = (semantic_read.whole_products, semantic_read.row_products, semantic_read.nearest_products)
