@@ -3,6 +3,7 @@
 - `procmem_client.rendering`: THE renderer (the text an agent's instruction receives);
 - `procmem_client.ranking`: THE ranker (pure Python + numpy; the model only with the extra);
 - `procmem_client.client`: the HTTP client, the Google ADK instruction provider and recall for coding agents;
+- `procmem_client.protocol`: the API's requests and answers as the sync and async clients both speak them;
 - `procmem_client.coding`: coding procedures' roles, producer → consumer graph, exact terms, recall pointer.
 """
 

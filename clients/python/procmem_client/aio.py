@@ -26,9 +26,9 @@ from typing import Any
 
 import httpx
 
-from .client import (
-    ClientState,
-    ProcmemError,
+from .client import ClientState, ProcmemError
+from .coding import recall_query
+from .protocol import (
     checked_set,
     empty_selection,
     http_failure,
@@ -43,7 +43,6 @@ from .client import (
     session_record,
     sessions_body,
 )
-from .coding import recall_query
 from .ranking import Index, Ranker, Selection
 from .rendering import render_block
 from .task_files import TaskFileIndex, with_task_files
