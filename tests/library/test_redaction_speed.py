@@ -473,9 +473,8 @@ def test_the_indexed_recognizers_select_what_the_plain_loop_selects(text):
     from library.redaction.recognizers import Features, IndexedRecognizers, select_recognizers
 
     for indexed in (
-        redactor_module._BUILTIN,
-        redactor_module._SHAPES,
-        redactor_module._NAMES,
+        redactor_module._BUILTIN_AND_SHAPES,
+        redactor_module._BUILTIN_SHAPES_AND_NAMES,
         echo_module._ECHOED_ONLY,
         echo_module._ECHOED_AND_NAMES,
     ):
@@ -512,3 +511,71 @@ def test_the_name_cues_check_finds_a_cue_before_a_capital_as_before(text):
     from library.redaction.shapes import _cue_before_capital
 
     assert _cue_before_capital(Features(text)) == _cue_before_capital_before(Features(text)), text
+
+
+def _chain_before(redactor, text: str) -> list:
+    """Redactor._chain as it was: three selections, from the built-in, the shape and the name recognizers."""
+    from library.redaction.recognizers import Features, IndexedRecognizers, select_recognizers
+    from library.redaction.shapes import CAPITAL_RE
+
+    features = redactor.known.features.get(text) or Features(text)
+    chain = [*redactor.agent_recognizers, *select_recognizers(IndexedRecognizers(BUILTIN_RECOGNIZERS), features)]
+    if redactor._by_length:
+        chain.append(redactor._known_recognizer)
+    chain.extend(select_recognizers(IndexedRecognizers(SHAPE_RECOGNIZERS), features))
+    if CAPITAL_RE.search(text):
+        chain.extend(select_recognizers(IndexedRecognizers(NAME_RECOGNIZERS), features))
+    return chain
+
+
+def _redactors() -> list:
+    """A redactor as most coding sessions have (nothing known), one with known values, one with an
+    agent pattern and known values."""
+    from library.redaction.echo import KnownValues
+    from library.redaction.redactor import Redactor
+
+    known = {"Anna Lee": "person_name", "Anna": "person_name", "4WQ150": "reservation_id"}
+    return [
+        Redactor(),
+        Redactor(known=KnownValues(values=dict(known))),
+        Redactor(agent_patterns=[{"label": "ticket", "regex": r"TCK-\d+"}], known=KnownValues(values=dict(known))),
+    ]
+
+
+def _same_chain(redactors, text: str) -> None:
+    for redactor in redactors:
+        assert list(map(id, redactor._chain(text))) == list(map(id, _chain_before(redactor, text))), text
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    text=st.one_of(
+        st.lists(st.one_of(_GATE_PIECES, _PIECES, _SHAPE_PIECES), max_size=16).map("".join), st.text(max_size=40)
+    )
+)
+def test_the_redactors_one_selection_makes_the_chain_of_three(text):
+    # the built-in, shape and name recognizers selected as one list: the same recognizers in the same
+    # order, the agent's patterns before and the known values after the built-in ones
+    _same_chain(_redactors(), text)
+
+
+@pytest.mark.slow
+def test_the_redactors_one_selection_makes_the_chain_of_three_on_real_sessions():
+    # every text the other repositories' import redacts, whole and as the excerpt cuts it
+    from library.ingest.formats import parse_item
+    from library.redaction.redactor import strings_in
+
+    require_swebench()
+    archive = SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz"
+    texts = set()
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith(".json"):
+                with tar.extractfile(member) as stream:
+                    session = parse_item(json.loads(stream.read()), fmt="mini-swe-agent")
+                for text in (session.task, session.reply, *strings_in([c["args"] for c in session.tool_calls])):
+                    texts.update((text, text[:260]))
+    assert len(texts) > 5000
+    redactors = _redactors()
+    for text in texts:
+        _same_chain(redactors, text)
