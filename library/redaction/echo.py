@@ -19,7 +19,7 @@ from .keys import (
     query_param_label,
     query_params,
 )
-from .recognizers import KEYWORDS, PLACEHOLDER_RE, Features, IndexedRecognizers, select_recognizers
+from .recognizers import GATES, KEYWORDS, PLACEHOLDER_RE, Features, IndexedRecognizers, select_recognizers
 from .shapes import BUILTIN_RECOGNIZERS, CAPITAL_RE, NAME_RECOGNIZERS, NOT_NAMES
 
 # shapes (e-mail, cards, ids) need no echo: the shape finds them again.
@@ -95,6 +95,18 @@ _ECHO_HINT_BOUNDED_RE = re.compile(
     r"h(?<!\wh)(?:i|err)\b|m(?<!\wm)(?:rs?|s|iss|x)\b|d(?<!\wd)r\b|p(?<!\wp)rof\b|f(?<!\wf)rau\b"
 )
 _TWO_CAPITALISED_RE = re.compile(r"[A-Z][a-z]+ [A-Z][a-z]+")
+# The two patterns in the recognizers' RE2 set (recognizers.GATES), found in the pass over the text
+# that the recognizers' gates make anyway (the excerpt reads the gates of most of the same texts): two
+# capitalised words as they are (ASCII classes: RE2 matches exactly where `re` does), the bounded
+# words case-insensitively in the text itself with RE2's ASCII \b (wherever the lower-case text has
+# a match of _ECHO_HINT_BOUNDED_RE, so only the texts with a match of this one run it). 0.03 s less
+# on the 10,186 texts the other repositories' import reads for known values.
+_TWO_CAPITALISED_GATE = r"[A-Z][a-z]+ [A-Z][a-z]+"
+_ECHO_HINT_BOUNDED_GATE = r"(?i)\b(?:hi|herr|mrs?|ms|miss|mx|dr|prof|frau)\b"
+GATES.add(_TWO_CAPITALISED_GATE)
+GATES.add(_ECHO_HINT_BOUNDED_GATE)
+_TWO_CAPITALISED_INDEX = GATES.index[_TWO_CAPITALISED_GATE]
+_ECHO_HINT_BOUNDED_INDEX = GATES.index[_ECHO_HINT_BOUNDED_GATE]
 
 
 def _echo_hint(text: str, features: Features | None = None) -> bool:
@@ -103,10 +115,13 @@ def _echo_hint(text: str, features: Features | None = None) -> bool:
     lowered = features.lowered
     if lowered is None:
         return _ECHO_HINT_RE.search(text) is not None
-    return (
-        not features.words.isdisjoint(_ECHO_HINT_WORD_SET)
-        or _TWO_CAPITALISED_RE.search(text) is not None
-        or _ECHO_HINT_BOUNDED_RE.search(lowered) is not None
+    if not features.words.isdisjoint(_ECHO_HINT_WORD_SET):
+        return True
+    gates = features.gates
+    if gates is None:  # the set cannot read the text: both patterns
+        return _TWO_CAPITALISED_RE.search(text) is not None or _ECHO_HINT_BOUNDED_RE.search(lowered) is not None
+    return _TWO_CAPITALISED_INDEX in gates or (
+        _ECHO_HINT_BOUNDED_INDEX in gates and _ECHO_HINT_BOUNDED_RE.search(lowered) is not None
     )
 
 

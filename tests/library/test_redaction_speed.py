@@ -579,3 +579,65 @@ def test_the_redactors_one_selection_makes_the_chain_of_three_on_real_sessions()
     redactors = _redactors()
     for text in texts:
         _same_chain(redactors, text)
+
+
+def _echo_hint_before(text: str) -> bool:
+    """echo._echo_hint as it was: the keywords, then both patterns searched for in the text."""
+    from library.redaction.recognizers import Features
+
+    features = Features(text)
+    if features.lowered is None:
+        return echo._ECHO_HINT_RE.search(text) is not None
+    return (
+        not features.words.isdisjoint(echo._ECHO_HINT_WORD_SET)
+        or echo._TWO_CAPITALISED_RE.search(text) is not None
+        or echo._ECHO_HINT_BOUNDED_RE.search(features.lowered) is not None
+    )
+
+
+def _same_echo_hint(text: str) -> None:
+    from library.redaction.recognizers import GATES, Features
+
+    assert echo._echo_hint(text, Features(text)) == _echo_hint_before(text), text
+    assert echo._echo_hint(text) == (echo._ECHO_HINT_RE.search(text) is not None), text
+    found, lowered = GATES.matching(text), Features(text).lowered
+    if found is not None and lowered is not None:  # the set's patterns match wherever theirs do
+        if echo._TWO_CAPITALISED_RE.search(text) is not None:
+            assert echo._TWO_CAPITALISED_INDEX in found, text
+        if echo._ECHO_HINT_BOUNDED_RE.search(lowered) is not None:
+            assert echo._ECHO_HINT_BOUNDED_INDEX in found, text
+
+
+_HINT_PIECES = st.sampled_from(
+    ["Hi", "HI", "hi", "Herr", "MRS", "Mr", "ms", "Miss", "mx", "Dr", "PROF", "Frau", "this", "Anna", "Lee", "anna"]
+    + [" ", "  ", ".", ",", "_", "-", "\n", "é", "É", "ß", "İ", "ı", "ſ", "\u212a", "\u0345", "1", "A", "a", "\ud800"]
+)
+
+
+@settings(max_examples=1200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(st.lists(st.one_of(_HINT_PIECES, _PIECES), max_size=14).map("".join), _TEXTS))
+def test_the_echo_hint_read_off_the_gate_set_is_the_hint_as_before(text):
+    # the two patterns looked up in the recognizers' RE2 set (which reads the text's gates anyway),
+    # the bounded words' own pattern only where the set's matches: the same answer
+    _same_echo_hint(text)
+
+
+@pytest.mark.slow
+def test_the_echo_hint_read_off_the_gate_set_is_the_hint_as_before_on_real_sessions():
+    # every text the other repositories' import reads for known values, whole and as the excerpt cuts it
+    from library.ingest.formats import parse_item
+    from library.redaction.redactor import strings_in
+
+    require_swebench()
+    archive = SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz"
+    texts = set()
+    with tarfile.open(archive, "r:*") as tar:
+        for member in tar:
+            if member.isfile() and member.name.endswith(".json"):
+                with tar.extractfile(member) as stream:
+                    session = parse_item(json.loads(stream.read()), fmt="mini-swe-agent")
+                for text in (session.task, session.reply, *strings_in([c["args"] for c in session.tool_calls])):
+                    texts.update((text, text[:260]))
+    assert len(texts) > 5000
+    for text in texts:
+        _same_echo_hint(text)
