@@ -233,7 +233,9 @@ class Server:
         handler = type("Handler", (_Handler,), {"fake": fake})
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        # shutdown() waits for serve_forever to look at its flag again: every poll_interval (0.5 s by
+        # default, half a second of every test's teardown)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
         self.thread.start()
         self.running = True
 
