@@ -18,6 +18,7 @@ import gc
 import io
 import multiprocessing
 import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -99,10 +100,18 @@ def import_outcomes(
     *,
     workers: int = 1,
     on_bytes: Callable[[int], None] | None = None,
+    on_idle: Callable[[bool], None] | None = None,
 ) -> Iterator[tuple[str, Outcome]]:
     """(file name, outcome) for every item of every source (name, binary stream, size or None), in
     order. With workers > 1, files of known size up to WHOLE_FILE_BYTES go to worker processes once
-    there is more than one of them; the results are the same as with one."""
+    there is more than one of them; the results are the same as with one.
+
+    `on_idle(last)`: called, with workers, once every file has been read, whenever the next file's
+    outcomes are not ready yet (last False), and once more after the last file's outcomes while
+    the workers exit (last True): the caller may store what it holds meanwhile. Else the last
+    files' sessions were stored after the workers had finished, one core idle (the other
+    repositories' 140 files: 40 sessions, 0.04-0.05 s, then 0.01-0.03 s waiting for the workers
+    to exit)."""
     if spec.keep_raw is None:  # read once for the import, not per session
         spec = replace(spec, keep_raw=raw_retention_days() > 0)
     cache = RedactionCache()  # commands, outputs and requests recur across the sessions of an import
@@ -113,6 +122,7 @@ def import_outcomes(
         return
     pool: ProcessPoolExecutor | None = None
     pending: deque[tuple[str, Future | bytes]] = deque()  # files read, in order; bytes: not sent yet
+    closing: list[threading.Thread] = []  # the pool's shutdown, once every outcome is in
 
     def results(entry: tuple[str, Future | bytes]) -> Iterator[tuple[str, Outcome]]:
         name, work = entry
@@ -121,6 +131,24 @@ def import_outcomes(
         )
         for outcome in outcomes:
             yield name, outcome
+
+    def tail() -> Iterator[tuple[str, Outcome]]:
+        """The files in flight once every file is read."""
+        while pending:
+            name, work = pending.popleft()
+            if on_idle is not None and isinstance(work, Future) and not work.done():
+                on_idle(False)
+            if isinstance(work, Future):
+                outcomes = work.result()
+                if pool is not None and not pending:  # nothing left to send: the workers exit meanwhile
+                    closing.append(threading.Thread(target=pool.shutdown, name="import-workers-exit"))
+                    closing[0].start()
+                for outcome in outcomes:
+                    yield name, outcome
+            else:
+                yield from results((name, work))
+        if on_idle is not None and pool is not None:
+            on_idle(True)
 
     try:
         try:
@@ -154,10 +182,11 @@ def import_outcomes(
             while pending:
                 yield from results(pending.popleft())
             raise
-        while pending:
-            yield from results(pending.popleft())
+        yield from tail()
     finally:
-        if pool is not None:
+        if closing:
+            closing[0].join()
+        elif pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
 
 

@@ -21,6 +21,10 @@ from library.ingest.store import prepared_store
 from library.models import Agent, AgentSession, slug_validator
 from library.services import agent_set_tools
 
+# With worker processes, once every file is read, the sessions in hand are stored while the workers
+# finish the last files when there are at least this many (pipeline.import_outcomes' on_idle).
+IDLE_BATCH = 10
+
 
 class Command(BaseCommand):
     help = (
@@ -142,6 +146,12 @@ class Command(BaseCommand):
             progress.set_postfix(stored=totals["stored"], duplicate=totals["duplicate"], refused=totals["refused"])
             batch.clear()
 
+        def flush_idle(last: bool) -> None:
+            # the workers are on the last files: what is here is stored meanwhile, a few at a time
+            # (each transaction costs its queries), the rest once the last file is in
+            if len(batch) >= min(IDLE_BATCH, options["batch_size"]) or (last and batch):
+                flush()
+
         name = options["file"]
 
         def refuse(line: int, what: str) -> None:
@@ -165,7 +175,9 @@ class Command(BaseCommand):
         spec = ImportSpec(fmt=options["format"], options=import_options, redaction_patterns=agent.redaction_patterns)
         stopped = ""  # why the reading stopped early, if it did
         try:
-            for name, outcome in import_outcomes(counted(sources), spec, workers=workers, on_bytes=progress.update):
+            for name, outcome in import_outcomes(
+                counted(sources), spec, workers=workers, on_bytes=progress.update, on_idle=flush_idle
+            ):
                 if isinstance(outcome, Refused):
                     refuse(outcome.line, outcome.message)
                     if outcome.fatal and name == options["file"]:
