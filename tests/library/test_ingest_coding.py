@@ -235,6 +235,30 @@ def test_worker_processes_store_what_one_process_stores(tmp_path):
     assert Agent.objects.get(name="two").tools == Agent.objects.get(name="one").tools == ["grep", "python", "submit"]
 
 
+def test_the_caller_is_told_when_the_workers_are_on_the_last_files(tmp_path):
+    # pipeline.import_outcomes' on_idle: once every file is read, while the next file's outcomes are
+    # not ready (the command stores meanwhile), and once after the last file's; the outcomes as in one process
+    from library.ingest.pipeline import ImportSpec, import_outcomes
+    from library.ingest.reader import iter_session_files
+
+    folder = _trajectory_folder(tmp_path, 8, lambda number: [(f"grep -rn Foo{number} django/", 0, "x" * 20000)])
+    spec = ImportSpec(fmt="mini-swe-agent")
+    calls: list[tuple[bool, int]] = []
+    received: list = []
+
+    def on_idle(last: bool) -> None:
+        calls.append((last, len(received)))
+
+    for name, outcome in import_outcomes(iter_session_files(str(folder)), spec, workers=2, on_idle=on_idle):
+        received.append((name, outcome.session_id, outcome.fields["tool_calls"]))
+    alone = [
+        (name, outcome.session_id, outcome.fields["tool_calls"])
+        for name, outcome in import_outcomes(iter_session_files(str(folder)), spec, workers=1, on_idle=on_idle)
+    ]
+    assert [entry[:2] for entry in received] == [entry[:2] for entry in alone] and len(alone) == 8
+    assert calls[-1] == (True, 8) and [last for last, _ in calls].count(True) == 1  # not called in one process
+
+
 @pytest.mark.django_db
 def test_a_broken_archive_keeps_what_was_read_before_the_break(tmp_path):
     folder = _trajectory_folder(tmp_path, 40, lambda number: [(f"cat file_{number}_{'x' * 4000}.py", 0, "y" * 3000)])
