@@ -619,3 +619,24 @@ def gunicorn_process(transactional_db, tmp_path):
 def gunicorn_server(gunicorn_process):
     """The base URL of a `gunicorn_process`."""
     return gunicorn_process.url
+
+
+TYPESCRIPT_CLIENT = REPO / "clients" / "typescript"
+
+
+@pytest.fixture(scope="session")
+def typescript_dist():
+    """The TypeScript client compiled from its sources (clients/typescript/dist, by the devDependency
+    `tsc`) once a run, for every test that runs it with node: the parity, task-files and live-server
+    tests each ran `npm run build` of their own (12 s of wall time at load 5)."""
+    import subprocess
+
+    if not shutil.which("node") or not shutil.which("npm"):
+        _missing("the TypeScript client's tests need node and npm (apt-get install -y nodejs npm)")
+    if not (TYPESCRIPT_CLIENT / "node_modules" / "typescript").exists():
+        _missing("clients/typescript/node_modules is missing: `make test` runs `npm ci` there")
+    build = subprocess.run(
+        ["npm", "run", "--silent", "build"], cwd=TYPESCRIPT_CLIENT, capture_output=True, text=True, timeout=300
+    )
+    assert build.returncode == 0, build.stdout + build.stderr
+    return TYPESCRIPT_CLIENT

@@ -9,17 +9,12 @@ from __future__ import annotations
 import inspect
 import json
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
 from procmem_client.aio import AsyncProcmemClient
 from procmem_client.client import ProcmemClient
-from tests.conftest import _missing
-
-TS = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 
 # name -> (the clients that have it, why the others do not)
 ONE_RUNTIME = {
@@ -48,18 +43,12 @@ def snake(name: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def typescript_names() -> set[str]:
-    if not shutil.which("node") or not shutil.which("npm"):
-        _missing("the client parity test needs node and npm (apt-get install -y nodejs npm)")
-    if not (TS / "node_modules" / "typescript").exists():
-        _missing("clients/typescript/node_modules is missing: `make test` runs `npm ci` there")
-    build = subprocess.run(["npm", "run", "--silent", "build"], cwd=TS, capture_output=True, text=True, timeout=300)
-    assert build.returncode == 0, build.stdout + build.stderr
+def typescript_names(typescript_dist) -> set[str]:
     script = (
         'import("./dist/index.js").then((m) => console.log(JSON.stringify('
         'Object.getOwnPropertyNames(m.ProcmemClient.prototype).filter((n) => n !== "constructor"))))'
     )
-    listed = subprocess.run(["node", "-e", script], cwd=TS, capture_output=True, text=True, timeout=60)
+    listed = subprocess.run(["node", "-e", script], cwd=typescript_dist, capture_output=True, text=True, timeout=60)
     assert listed.returncode == 0, listed.stderr
     return {snake(name) for name in json.loads(listed.stdout)}
 

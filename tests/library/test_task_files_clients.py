@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -23,7 +22,7 @@ from library.serving import task_files as served_files
 from procmem_client import ProcmemClient
 from procmem_client.aio import AsyncProcmemClient
 from procmem_client.coding import recall_pointer
-from tests.conftest import _missing, make_active
+from tests.conftest import make_active
 from tests.library.test_task_files_serving import CAT, EDIT, GREP, PERSONAL, TEST, _fix, _session
 
 TS = Path(__file__).resolve().parents[2] / "clients" / "typescript"
@@ -45,12 +44,7 @@ def server(transactional_db):
 
 
 def _typescript(url: str, agent: str, token: str, cases: list[dict], tmp_path: Path) -> list[dict]:
-    if not shutil.which("node") or not shutil.which("npm"):
-        _missing("the TypeScript client's tests need node and npm (apt-get install -y nodejs npm)")
-    if not (TS / "node_modules" / "typescript").exists():
-        _missing("clients/typescript/node_modules is missing: `make test` runs `npm ci` there")
-    build = subprocess.run(["npm", "run", "--silent", "build"], cwd=TS, capture_output=True, text=True, timeout=300)
-    assert build.returncode == 0, build.stdout + build.stderr
+    """What the compiled TypeScript client (the `typescript_dist` fixture) recalls for each case."""
     path = tmp_path / "cases.json"
     path.write_text(json.dumps(cases))
     env = {**os.environ, "PROCMEM_URL": url, "PROCMEM_AGENT": agent, "PROCMEM_TOKEN": token}
@@ -63,7 +57,9 @@ def _typescript(url: str, agent: str, token: str, cases: list[dict], tmp_path: P
 
 @pytest.mark.node
 @pytest.mark.django_db(transaction=True, databases=["default", "readonly"])
-def test_every_client_names_the_same_task_files_in_the_same_pointer_text(server, agent, proposer, admin_user, tmp_path):
+def test_every_client_names_the_same_task_files_in_the_same_pointer_text(
+    typescript_dist, server, agent, proposer, admin_user, tmp_path
+):
     # given: a coding agent's sessions, one ACTIVE family procedure of their repository, the index built
     agent.kind = Agent.Kind.CODING
     agent.min_tool_calls = 1

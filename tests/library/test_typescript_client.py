@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import tarfile
 from pathlib import Path
@@ -28,7 +27,7 @@ from library.api.tokens import token_create
 from library.models import AgentSession, ApiToken
 from library.serving import active_set as serving
 from procmem_client.rendering import render_block, render_procedure
-from tests.conftest import _missing, make_active
+from tests.conftest import make_active
 
 TS = Path(__file__).resolve().parents[2] / "clients" / "typescript"
 pytestmark = pytest.mark.node
@@ -44,15 +43,9 @@ def _run(args: list[str], **kwargs) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def built():
-    """The compiled client (dist/), built from the sources by the devDependency `tsc`."""
-    if not shutil.which("node") or not shutil.which("npm"):
-        _missing("the TypeScript client's tests need node and npm (apt-get install -y nodejs npm)")
-    if not (TS / "node_modules" / "typescript").exists():
-        _missing("clients/typescript/node_modules is missing: `make test` runs `npm ci` there")
-    build = _run(["npm", "run", "--silent", "build"])
-    assert build.returncode == 0, build.stdout + build.stderr
-    return TS
+def built(typescript_dist):
+    """The compiled client (dist/), built from the sources by the devDependency `tsc` (once a run)."""
+    return typescript_dist
 
 
 @pytest.fixture
