@@ -33,6 +33,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import concepts as policy_concepts
+from .literals import Literals
 
 # Bump on every change to _RULES, to normalise() or to library/policy/concepts: stored screen
 # results name the version that produced them.
@@ -280,6 +281,20 @@ _COMPILED = [(cat, reason, [re.compile(p, re.IGNORECASE) for p in patterns]) for
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 
 
+_LITERALS: list[Literals] = []
+
+
+def _literals() -> Literals:
+    """The patterns' required strings (policy.literals), read at the first screen in a process."""
+    if not _LITERALS:
+        literals = Literals()
+        for category, _reason, patterns in _COMPILED:
+            for index, pattern in enumerate(patterns):
+                literals.add((category, index), pattern.pattern, pattern.flags)
+        _LITERALS.append(literals)
+    return _LITERALS[0]
+
+
 def normalise(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_ZERO_WIDTH)
     # "i g n o r e" → "ignore": collapse runs of single letters separated by single spaces
@@ -306,9 +321,13 @@ def screen_text(text: str, field: str) -> list[Finding]:
 def _text_findings(text: str) -> tuple[tuple[str, str, str], ...]:
     """(category, reason, excerpt) of each finding in `text`, as screen_text gives them."""
     normalised = normalise(text)
+    literals = _literals()
+    found = literals.found(normalised)
     findings: list[tuple[str, str, str]] = []
     for category, reason, patterns in _COMPILED:
-        for pattern in patterns:
+        for index, pattern in enumerate(patterns):
+            if not literals.may_match((category, index), found):
+                continue  # the text holds none of the strings every match of the pattern holds
             match = next(
                 (
                     m

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass
 from types import ModuleType
 
+from ..literals import Literals
 from . import de, en, es, fr, ja, ru, zh
 
 
@@ -274,19 +275,43 @@ def _negated(language: _Language, clause: str, start: int, end: int) -> bool:
     return False
 
 
+# Each language's concepts' required strings (policy.literals), read at a language's first clause in
+# a process: a concept none of whose strings a clause holds is not searched in it.
+_LITERALS: dict[str, Literals] = {}
+
+
+def _literals(language: _Language) -> Literals:
+    literals = _LITERALS.get(language.code)
+    if literals is None:
+        literals = Literals()
+        for name, pattern in language.concepts.items():
+            literals.add(name, pattern.pattern, pattern.flags)
+        _LITERALS[language.code] = literals
+    return literals
+
+
 class _Matches:
     """The non-empty matches of a language's concepts in one clause (folded), each concept searched
-    once however many frames ask for it."""
+    once however many frames ask for it, and not at all where the clause holds none of its required
+    strings (policy.literals)."""
 
     def __init__(self, language: _Language, clause: str) -> None:
         self.language, self.clause = language, clause.translate(language.fold)
         self._spans: dict[str, list[tuple[int, int]]] = {}
+        self._literals = _literals(language)
+        self._found = self._literals.found(self.clause)
 
     def __call__(self, name: str) -> list[tuple[int, int]]:
         if name not in self._spans:
-            self._spans[name] = [
-                (m.start(), m.end()) for m in self.language.concepts[name].finditer(self.clause) if m.end() > m.start()
-            ]
+            self._spans[name] = (
+                [
+                    (m.start(), m.end())
+                    for m in self.language.concepts[name].finditer(self.clause)
+                    if m.end() > m.start()
+                ]
+                if self._literals.may_match(name, self._found)
+                else []
+            )
         return self._spans[name]
 
 
