@@ -91,6 +91,21 @@ def _excerpts(agent: Agent, session_ids: set[str]) -> dict[str, list]:
     return {session_id: excerpt or [] for session_id, excerpt in rows}
 
 
+def _live_versions(agent: Agent, keys: list[str]) -> dict[str, list[ProcedureVersion]]:
+    """The ACTIVE and CANDIDATE versions of the agent's procedures `keys`, by key, the newest first."""
+    live: dict[str, list[ProcedureVersion]] = {}
+    versions = (
+        ProcedureVersion.objects.filter(
+            procedure__agent=agent, procedure__key__in=keys, status__in=[Status.ACTIVE, Status.CANDIDATE]
+        )
+        .select_related("procedure")
+        .order_by("-number")
+    )
+    for version in versions:
+        live.setdefault(version.procedure.key, []).append(version)
+    return live
+
+
 def _entry(outcome: FamilyOutcome, intent_name: str, status: str, reason: str) -> dict[str, Any]:
     figures = outcome.figures()
     entry: dict[str, Any] = {
@@ -158,6 +173,9 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
                 for sid in [t.session_id for t in outcome.traces if t.resolved is True][:EXCERPTS_SHOWN]
             },
         )
+        # the live versions of every candidate's procedure, read once (the newest first)
+        existing = _live_versions(agent, [o.candidate.key for o in outcomes if o.candidate is not None])
+        proposed: set[str] = set()
         for outcome in outcomes:
             intent_ids = Counter(about[t.session_id] for t in outcome.traces if about[t.session_id] is not None)
             intent = intents.get(intent_ids.most_common(1)[0][0]) if intent_ids else None
@@ -171,13 +189,10 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
                 )
                 continue
             candidate = _redacted(outcome.candidate, redactor)
-            live = (
-                ProcedureVersion.objects.filter(
-                    procedure__agent=agent, procedure__key=candidate.key, status__in=[Status.ACTIVE, Status.CANDIDATE]
-                )
-                .select_related("procedure")
-                .order_by("-number")
-            )
+            if candidate.key in proposed:  # a key proposed before in this run: its versions read again
+                live = _live_versions(agent, [candidate.key]).get(candidate.key, [])
+            else:
+                live = existing.get(candidate.key, [])
             same = next((v for v in live if _same_content(v, candidate)), None)
             if same is not None:
                 report.append(
@@ -219,6 +234,7 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
                 reason=evidence["summary"],
             )
             created.append(version)
+            proposed.add(candidate.key)
             status = "quarantined" if version.quarantined else "mined"
             entry = _entry(
                 outcome,

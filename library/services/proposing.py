@@ -97,6 +97,7 @@ def procedure_propose(
             skeleton=skeleton or [],
             findings=findings,
             based_on=based_on,
+            new_procedure=created,
         )
         audit(
             action=AuditEvent.Action.PROPOSE if source != Source.IMPORTED else AuditEvent.Action.IMPORT,
@@ -132,12 +133,18 @@ def _create_version(
     mining_run: MiningRun | None = None,
     skeleton: list[str] | None = None,
     based_on: ProcedureVersion | None = None,
+    new_procedure: bool = False,
 ) -> ProcedureVersion:
     """Caller holds a transaction. Locks the procedure row so that version numbers never collide.
-    The screen's record (policy version, trust level) goes into the immutable provenance."""
+    The screen's record (policy version, trust level) goes into the immutable provenance.
+    `new_procedure`: the caller's transaction inserted the procedure row, which no other
+    transaction sees yet, let alone gives a version: it holds no version and its row is locked."""
     provenance = screened_provenance(provenance=provenance, source=source, findings=findings)
-    Procedure.objects.select_for_update().filter(pk=procedure.pk).first()
-    last = ProcedureVersion.objects.filter(procedure=procedure).aggregate(n=Max("number"))["n"] or 0
+    if new_procedure:
+        last = 0
+    else:
+        Procedure.objects.select_for_update().filter(pk=procedure.pk).first()
+        last = ProcedureVersion.objects.filter(procedure=procedure).aggregate(n=Max("number"))["n"] or 0
     return ProcedureVersion.objects.create(
         procedure=procedure,
         number=last + 1,
