@@ -52,6 +52,7 @@ class Redactor:
         self._by_length = sorted(self._lowered, key=len, reverse=True)
         self._known_recognizer = Recognizer("known", _NO_PATTERN, apply=self._replace_known)
         self._cache: dict[str, str] = {}
+        self._plans: dict[tuple[tuple, str], tuple] = {}  # (an object's keys, its parent key) → _object_plan
         # texts redacted by the built-in rules alone, shared across sessions: only a redactor whose
         # own additions (agent patterns, kept words) are empty may read or fill it
         self._shared = cache.redacted if cache is not None and not self.agent_recognizers and not self._keep else None
@@ -172,20 +173,18 @@ class Redactor:
 
     def _value(self, data: Any, key: str, label: str | None, resource: str | None) -> Any:
         if isinstance(data, dict):
-            personal_object = is_personal_object(data, key)
-            resource_id = person_resource(data)
+            resource_id, entries = self._object_plan(data, key)
             out = {}
-            children = child_labels(tuple(data), key, personal_object, resource_id)
-            for (raw_key, value), (child, child_label, _payment) in zip(data.items(), children):
+            for value, (out_key, child, child_label) in zip(data.values(), entries):
                 kind = type(value)
                 if child_label is None and (kind is int or (kind is str and value[:1] not in _JSON_STARTS)):
                     # the common leaves inline, as _value returns them: a number under a key that is not
                     # personal stays; a text that cannot be JSON is redacted as text
-                    out[self.text(str(raw_key))] = value if kind is int else self._text_under(value, child)
+                    out[out_key] = value if kind is int else self._text_under(value, child)
                     continue
                 if child == "name" and isinstance(value, (dict, list)):
                     child_label = None
-                out[self.text(str(raw_key))] = self._value(value, child, child_label, resource_id)
+                out[out_key] = self._value(value, child, child_label, resource_id)
             return out
         if isinstance(data, list):
             return [self._value(item, key, label, resource) for item in data]
@@ -201,6 +200,32 @@ class Redactor:
                 return json.dumps(self._value(parsed, key, None, resource))
             return self._text_under(data, key)
         return data
+
+    def _object_plan(self, data: dict, key: str) -> tuple[str | None, tuple[tuple[str, str, str | None], ...]]:
+        """An object's FHIR resource (person_resource) and, per key, the key redacted, normalised and
+        the placeholder of a scalar under it (child_labels). Without a `resourceType` these follow
+        from the object's keys and its parent key alone, and objects of the same keys recur (every
+        tool call of a coding agent has the same arguments): worked out once per redactor for such
+        an object with text keys, instead of for each object (Redactor.value over the 4,913 calls of
+        the other repositories' excerpts 0.026-0.027 -> 0.020 s with every text cached)."""
+        keys = tuple(data)
+        cacheable = "resourceType" not in data
+        if cacheable:
+            plan = self._plans.get((keys, key))
+            if plan is not None:
+                return plan
+        resource_id = person_resource(data)
+        children = child_labels(keys, key, is_personal_object(data, key), resource_id)
+        plan = (
+            resource_id,
+            tuple(
+                (self.text(str(raw_key)), child, child_label)
+                for raw_key, (child, child_label, _payment) in zip(keys, children)
+            ),
+        )
+        if cacheable and len(self._plans) < 4096 and all(type(raw_key) is str for raw_key in keys):
+            self._plans[(keys, key)] = plan
+        return plan
 
     def _text_under(self, data: str, key: str) -> str:
         """A text that is no JSON document, under `key`, redacted."""
