@@ -101,8 +101,11 @@ def build_excerpt(session: SessionIn, redactor: Redactor, *, redacted_task: str 
     for call in session.tool_calls[:EXCERPT_CALLS]:
         # Cut long strings (a command's output) before redacting, with a margin: a personal value
         # that starts inside the shown part is whole in what the redactor reads.
-        args = short_args(call["args"], EXCERPT_ARG_CHARS + REDACTION_MARGIN_CHARS)
-        entry = {"role": "tool_call", "tool": call["name"], "args": short_args(redactor.value(args)), "ok": call["ok"]}
+        # a flat object of texts and numbers (every coding command's arguments) in one pass
+        args = redactor.shown_arguments(call["args"], EXCERPT_ARG_CHARS + REDACTION_MARGIN_CHARS, EXCERPT_ARG_CHARS)
+        if args is None:
+            args = short_args(redactor.value(short_args(call["args"], EXCERPT_ARG_CHARS + REDACTION_MARGIN_CHARS)))
+        entry = {"role": "tool_call", "tool": call["name"], "args": args, "ok": call["ok"]}
         summary = result_summary(call.get("result"), redactor)
         if summary:
             entry["result"] = summary

@@ -24,6 +24,7 @@ from .shapes import BUILTIN_RECOGNIZERS, CAPITAL_RE, NAME_RECOGNIZERS, SHAPE_REC
 
 _NO_PATTERN = re.compile(r"(?!)")
 _JSON_STARTS = ("", "{", "[")  # a text that parse_json_string may read as JSON starts so (or is empty)
+_OPENINGS = ("{", "[")
 # the built-in recognizers indexed by their pre-checks (select_recognizers looks at fewer of them), the
 # three lists as one (Redactor._chain), with and without the name recognizers
 _BUILTIN_AND_SHAPES = IndexedRecognizers([*BUILTIN_RECOGNIZERS, *SHAPE_RECOGNIZERS])
@@ -200,6 +201,33 @@ class Redactor:
                 return json.dumps(self._value(parsed, key, None, resource))
             return self._text_under(data, key)
         return data
+
+    def shown_arguments(self, data: Any, cut: int, show: int) -> dict | None:
+        """For an object whose values are all whole numbers, and texts that cannot be JSON (empty, not
+        starting with { or [, or starting with {{ as a placeholder does: parse_json_string), under keys
+        that are not personal (every coding tool call's arguments): its texts cut to `cut` characters,
+        redacted, and cut to `show`, in one pass: what `value` returns for the object with its long
+        texts cut (as the excerpt shows a call), with its long texts cut again. None for any other
+        value (the caller then cuts, redacts and cuts in three passes). A text longer than a limit is
+        cut to its first limit - 1 characters and "…" (as the excerpt cuts)."""
+        if type(data) is not dict:
+            return None
+        resource_id, entries = self._object_plan(data, "")
+        if resource_id is not None:
+            return None
+        out = {}
+        for value, (out_key, child, child_label) in zip(data.values(), entries):
+            kind = type(value)
+            if child_label is not None or not (
+                kind is int or (kind is str and (value[:1] not in _OPENINGS or value[:2] == "{{"))
+            ):
+                return None
+            if kind is str and value:  # (an empty text stays as it is)
+                value = self._text_under(value if len(value) <= cut else value[: cut - 1] + "…", child)
+                if len(value) > show:
+                    value = value[: show - 1] + "…"
+            out[out_key] = value
+        return out
 
     def _object_plan(self, data: dict, key: str) -> tuple[str | None, tuple[tuple[str, str, str | None], ...]]:
         """An object's FHIR resource (person_resource) and, per key, the key redacted, normalised and

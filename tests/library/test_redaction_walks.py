@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import tarfile
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -99,6 +100,77 @@ def test_objects_of_the_same_keys_with_another_resource_type_are_worked_out_each
     assert redactor.value(patient)["name"] == "{{person_name}}"
 
 
+def _short_args(value, limit):
+    """build_excerpt's short_args (library/ingest/store.py)."""
+    if isinstance(value, str):
+        return value if len(value) <= limit else value[: limit - 1] + "…"
+    if isinstance(value, dict):
+        return {k: _short_args(v, limit) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_short_args(v, limit) for v in value[:20]]
+    return value
+
+
+_ARGUMENT_VALUES = st.one_of(
+    st.integers(min_value=-(10**6), max_value=10**6),
+    st.booleans(),
+    st.floats(allow_nan=False),
+    st.none(),
+    st.sampled_from(
+        [
+            "",
+            "{",
+            "[1]",
+            "{{id}}",
+            "Anna Lee",
+            "anna",
+            "path",
+            "ls -R",
+            "mia_li_3668",
+            "my name is Anna Lee",
+            "{{source_file}}",
+            "{{x",
+            "{x}",
+            "[]",
+            "{{",
+        ]
+    ),
+    st.lists(st.sampled_from(["x" * 7, " Anna Lee ", "\n", "é", "4WQ150", "call 415-555-0134", "1"]), max_size=60).map(
+        "".join
+    ),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.dictionaries(_KEYS, _ARGUMENT_VALUES, max_size=8), cut=st.sampled_from([5, 40, 260]))
+def test_the_arguments_shown_in_one_pass_are_the_three_passes(data, cut):
+    # cut, redacted, cut again: the excerpt's arguments as build_excerpt made them in three passes
+    show = max(cut - 60, 3)
+    for redactor in (*_SHARED, Redactor(known=KnownValues(values=dict(_KNOWN)))):
+        got = redactor.shown_arguments(data, cut, show)
+        want = _short_args(_value_before(redactor, _short_args(data, cut), "", None, None), show)
+        assert got is None or json.dumps(got, ensure_ascii=False) == json.dumps(want, ensure_ascii=False)
+        # None only for an object that is not flat: a value of another kind, one that may be JSON, or
+        # one under a personal key
+        resource, entries = redactor._object_plan(data, "")
+        flat = all(
+            type(v) is int or (type(v) is str and (v[:1] not in ("{", "[") or v[:2] == "{{")) for v in data.values()
+        )
+        assert (got is None) == (not flat or resource is not None or any(label for _, _, label in entries))
+
+
+@pytest.mark.parametrize("length", [0, 1, 2, 199, 200, 201, 259, 260, 261, 400])
+def test_the_arguments_shown_in_one_pass_are_cut_where_the_three_passes_cut(length):
+    # texts at and around both limits, and ones that redaction makes longer across them
+    for redactor in (*_SHARED, Redactor(known=KnownValues(values=dict(_KNOWN)))):
+        for text in ("x" * length, ("Anna " * length)[:length], ("x" * (length - 5) + " Anna") if length > 5 else "y"):
+            data = {"command": text, "returncode": 1, "output": "ok " + text}
+            want = _short_args(_value_before(redactor, _short_args(data, 260), "", None, None), 200)
+            assert redactor.shown_arguments(data, 260, 200) in (None, want)
+            assert redactor.shown_arguments(data, 260, 200) == want
+
+
 def _other_repository_sessions() -> list:
     from library.ingest.formats import parse_item
 
@@ -113,8 +185,8 @@ def _other_repository_sessions() -> list:
     return sessions
 
 
-def test_the_object_plans_redact_the_real_sessions_as_before(monkeypatch):
-    # the excerpts of the 140 other repositories' sessions, with the walk as it was: byte for byte
+def test_the_walks_redact_the_real_sessions_as_before(monkeypatch):
+    # the excerpts of the 140 other repositories' sessions, with the walks as they were: byte for byte
     from library.ingest.store import build_excerpt, redactor_for
     from library.redaction.echo import RedactionCache
 
@@ -122,6 +194,7 @@ def test_the_object_plans_redact_the_real_sessions_as_before(monkeypatch):
     cache = RedactionCache()
     fast = [build_excerpt(s, redactor_for(s, [], cache)) for s in sessions]
     monkeypatch.setattr(Redactor, "_value", _value_before)
+    monkeypatch.setattr(Redactor, "shown_arguments", lambda self, data, cut, show: None)  # three passes
     cache = RedactionCache()
     plain = [build_excerpt(s, redactor_for(s, [], cache)) for s in sessions]
     for got, want in zip(fast, plain, strict=True):
