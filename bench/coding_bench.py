@@ -22,7 +22,11 @@ per-process caches (`classify_command`, since 2026-12-06 16:40 UTC the paths' ro
 `rules._text_findings`, so that each round's mining run starts cold) are emptied before the
 breakdown and before each import, as in a new `import_sessions` process: the workers are forked from
 this process, so without it they inherited the commands classified by the breakdown (before 2026-12-06 13:20 UTC the import was timed
-with them classified already). The agents stay in the database
+with them classified already). The policy screen's tables (the strings every
+pattern's match holds, library/policy/literals.py, since 2026-12-07 05:18 UTC) are not a cache of
+texts: they are built once in a process, at its first screen (0.23 s on a quiet machine), as a
+worker that has mined once holds them; the first round's mining run pays it, and the median of the
+rounds leaves it out (a one-shot `manage.py mine` process pays it each time). The agents stay in the database
 (their candidate versions are never deleted); each round uses a new agent name.
 
 Every timed step starts after a full garbage collection (`gc.collect()`), as in a new process: the
