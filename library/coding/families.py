@@ -91,6 +91,9 @@ class Trace:
 
     def __post_init__(self) -> None:
         self._tests: list[TestRun] | None = None
+        # what mining reads of its calls, computed once (leave-one-out measuring mines each trace once per
+        # other task): functions of the calls alone, never changed by their readers
+        self._memo: dict[Any, Any] = {}
 
     @property
     def tests(self) -> list[TestRun]:
@@ -251,6 +254,13 @@ def area_of(path: str, rules: Sequence[FamilyRule] = ()) -> str:
 
 def family_of(trace: Trace, rules: Sequence[FamilyRule] = ()) -> str | None:
     """'repository:area' of a trace, None when it edited no source file."""
+    key = ("family", tuple(rules))
+    if key not in trace._memo:
+        trace._memo[key] = _family_of(trace, rules)
+    return trace._memo[key]
+
+
+def _family_of(trace: Trace, rules: Sequence[FamilyRule]) -> str | None:
     areas = Counter(area_of(path, rules) for path in trace.edited if target_role(path) == "source")
     if not areas:
         return None
@@ -304,6 +314,12 @@ def corrections(trace: Trace) -> list[tuple[str, str, str, str]]:
     """(kind, what failed, what passed, first error line) for each failed test invocation before the
     first passing one that the passing one corrected (runners.mistake_kind): another runner, the same
     runner launched another way, other test modules, other options."""
+    if "corrections" not in trace._memo:
+        trace._memo["corrections"] = tuple(_corrections(trace))
+    return list(trace._memo["corrections"])
+
+
+def _corrections(trace: Trace) -> list[tuple[str, str, str, str]]:
     failed, passed = trace.failed_before_first_pass()
     if passed is None:
         return []
@@ -407,8 +423,14 @@ def _top(counter: Counter, n: int) -> list[tuple[str, int]]:
     return sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:n]
 
 
-def _first_reads(trace: Trace) -> list[str]:
+def _first_reads(trace: Trace) -> tuple[str, ...]:
     """The first source or test files a trace read before its first edit of a source file."""
+    if "first reads" not in trace._memo:
+        trace._memo["first reads"] = tuple(_find_first_reads(trace))
+    return trace._memo["first reads"]
+
+
+def _find_first_reads(trace: Trace) -> list[str]:
     found: list[str] = []
     for call in trace.calls:
         args = _args(call)
@@ -426,13 +448,22 @@ def _first_reads(trace: Trace) -> list[str]:
     return found
 
 
-def _files_read(trace: Trace) -> set[str]:
+def _files_read(trace: Trace) -> frozenset[str]:
     """The files a trace read (any read call)."""
-    return {
-        args["path"]
-        for args in map(_args, trace.calls)
-        if args.get("activity") == "read" and isinstance(args.get("path"), str)
-    }
+    if "files read" not in trace._memo:
+        trace._memo["files read"] = frozenset(
+            args["path"]
+            for args in map(_args, trace.calls)
+            if args.get("activity") == "read" and isinstance(args.get("path"), str)
+        )
+    return trace._memo["files read"]
+
+
+def _skeleton(trace: Trace) -> tuple[str, ...]:
+    """The trace's phases (procedures.coding_skeleton of its calls' steps)."""
+    if "skeleton" not in trace._memo:
+        trace._memo["skeleton"] = coding_skeleton([_args(c).get("step", "") for c in trace.calls])
+    return trace._memo["skeleton"]
 
 
 def _rate(count: int, of: int) -> dict[str, Any]:
@@ -459,25 +490,33 @@ def _task_words(text: str) -> frozenset[str]:
     return frozenset({w.lower() for w in _TASK_WORD_RE.findall(text)} - _COMMON_WORDS)
 
 
+def task_documents(texts: Sequence[str]) -> Counter:
+    """In how many of the texts each task word occurs (document frequency)."""
+    counter: Counter = Counter()
+    for text in texts:
+        counter.update(_task_words(text or ""))
+    return counter
+
+
 def family_words(
-    family_tasks: Sequence[str], all_tasks: Sequence[str], *, shown: int = FAMILY_WORDS_SHOWN
+    family_tasks: Sequence[str],
+    all_tasks: Sequence[str],
+    *,
+    shown: int = FAMILY_WORDS_SHOWN,
+    everywhere: Mapping[str, int] | None = None,
 ) -> list[str]:
     """The words the family's task texts use more than the repository's tasks do (by document
     frequency: share in the family over share in all, in at least 2 of the family's tasks), so that
-    a new task's text recalls the family by the words its issues use ("queryset", "migration")."""
-
-    def documents(texts: Sequence[str]) -> Counter:
-        counter: Counter = Counter()
-        for text in texts:
-            counter.update(_task_words(text or ""))
-        return counter
-
-    inside, everywhere = documents(family_tasks), documents(all_tasks)
+    a new task's text recalls the family by the words its issues use ("queryset", "migration").
+    `everywhere`: task_documents(all_tasks) when the caller has it (mine_families counts each
+    repository's tasks once, not once a family)."""
+    inside = task_documents(family_tasks)
+    everywhere = everywhere if everywhere is not None else task_documents(all_tasks)
     n_in, n_all = max(1, len(family_tasks)), max(1, len(all_tasks))
     scored = [
         ((count / n_in) / (everywhere[word] / n_all), count, word)
         for word, count in inside.items()
-        if count >= 2 and everywhere[word]
+        if count >= 2 and everywhere.get(word)
     ]
     scored.sort(key=lambda s: (-s[0], -s[1], s[2]))
     return [word for ratio, _count, word in scored if ratio > 1][:shown]
@@ -547,7 +586,7 @@ def build_candidate(
     test_counts = _test_files(resolved)
     test_files = area_test_files(files_written, test_counts, min_traces=min_traces)
     labels = "{{test_label}}" in form
-    skeletons = Counter(coding_skeleton([_args(c).get("step", "") for c in t.calls]) for t in resolved)
+    skeletons = Counter(_skeleton(t) for t in resolved)
     skeleton = list(_top(skeletons, 1)[0][0]) if skeletons else ["search", "read", "edit", "test", "submit"]
     if "test" not in skeleton:  # the verify command is a step of every family's procedure
         skeleton.insert(skeleton.index("submit") if "submit" in skeleton else len(skeleton), "test")
@@ -725,6 +764,7 @@ def mine_families(
     repository_tasks = {
         repo: [t.task for t in members if t.resolved is True] for repo, members in by_repository.items()
     }
+    repository_documents = {repo: task_documents(tasks) for repo, tasks in repository_tasks.items()}
     outcomes = []
     for family in sorted(by_family, key=lambda f: (f is None, f or "")):
         members = by_family[family]
@@ -739,7 +779,11 @@ def mine_families(
             )
             continue
         repository = family.partition(":")[0]
-        words = family_words([t.task for t in members if t.resolved is True], repository_tasks[repository])
+        words = family_words(
+            [t.task for t in members if t.resolved is True],
+            repository_tasks[repository],
+            everywhere=repository_documents[repository],
+        )
         outcomes.append(
             build_candidate(
                 family,

@@ -43,7 +43,7 @@ from typing import Any
 from procmem_client.coding import record_repository, target_role
 from procmem_client.task_files import TASK_FILES, TaskFileIndex, task_pointer
 
-from .families import FamilyRule, Trace, edited_files, mine_families, repository_of
+from .families import FamilyCandidate, FamilyRule, Trace, edited_files, mine_families, repository_of
 from .file_index import FileIndex, Observations, observations
 from .runners import mistake_kind
 from .testruns import parse_test
@@ -302,19 +302,41 @@ def measure(
     for trace in traces:
         by_repository[repository_of(trace.task_key)].append(trace)
     report = MeasureReport()
+
+    def mined(sessions: Sequence[Trace]) -> list[FamilyCandidate]:
+        return [o.candidate for o in mine_families(sessions, min_traces=min_traces, rules=rules) if o.candidate]
+
+    # Across repositories, the other repositories' families and file indexes do not depend on the task left
+    # out (families are mined per repository, mine_families: a family's candidate reads only its
+    # repository's sessions; the left-out task's sessions are all of its own repository): each is mined
+    # and indexed once, from all its sessions, and only the own repository's are mined again per task.
+    # The candidates in the order mine_families gives them, by family ('repository:area', each one once).
+    whole: dict[str, list[FamilyCandidate]] = {}
+    whole_indexes: dict[str, TaskFileIndex] = {}
     for repository, members in sorted(by_repository.items()):
         pool = traces if across_repositories else members
         for trace in members:
             if trace.resolved is not True:
                 continue
-            others = [
-                t for t in pool if t.task_key != trace.task_key or (not t.task_key and t.session_id != trace.session_id)
-            ]
-            candidates = [o.candidate for o in mine_families(others, min_traces=min_traces, rules=rules) if o.candidate]
+            others = [t for t in pool if _kept(t, trace)]
+            if across_repositories:
+                candidates = mined([t for t in members if _kept(t, trace)])
+                for other, sessions in by_repository.items():
+                    if other != repository:
+                        if other not in whole:
+                            whole[other] = mined(sessions)
+                        candidates += whole[other]
+                candidates.sort(key=lambda c: c.family)
+            else:
+                candidates = mined(others)
             records = [served_record(c, intent=intent) for c in candidates]
             recalled = list(recall(records, trace.task)) if records else []
             repositories = {c.key: c.family.partition(":")[0] for c in candidates}
-            indexes = _indexes(recalled, others, seen) if task_files > 0 else {}
+            indexes = (
+                _indexes(recalled, others, seen, whole_indexes if across_repositories else None, repository)
+                if task_files > 0
+                else {}
+            )
             result = judge(trace, recalled, repository, repositories, indexes, task_files)
             report.results.append(result)
             if on_trace is not None:
@@ -322,20 +344,37 @@ def measure(
     return report
 
 
+def _kept(t: Trace, left_out: Trace) -> bool:
+    """Whether `t` stays in the library built for `left_out`: every session of its task is left out (a
+    session without a task key: itself alone)."""
+    return t.task_key != left_out.task_key or (not t.task_key and t.session_id != left_out.session_id)
+
+
 def _indexes(
-    recalled: Sequence[Mapping[str, Any]], others: Sequence[Trace], seen: Mapping[str, Observations]
+    recalled: Sequence[Mapping[str, Any]],
+    others: Sequence[Trace],
+    seen: Mapping[str, Observations],
+    whole: dict[str, TaskFileIndex] | None = None,
+    own: str = "",
 ) -> dict[str, TaskFileIndex]:
     """The file index of each recalled record's repository, from its other tasks' sessions (as the
-    agent's stored sessions would give it, the trace's own task left out)."""
+    agent's stored sessions would give it, the trace's own task left out). `whole` (across
+    repositories, where `others` are every repository's sessions but the task's): the index of a
+    repository other than the task's `own`, built once from all its sessions and kept there."""
     indexes: dict[str, TaskFileIndex] = {}
     for record in recalled:
         repository = record_repository(record)
         if repository in indexes:
             continue
+        if whole is not None and repository != own.lower() and repository in whole:
+            indexes[repository] = whole[repository]
+            continue
         members = [o for o in others if repository_of(o.task_key).lower() == repository]
         indexes[repository] = FileIndex(
             (seen[o.session_id] for o in members), edited=(p for o in members for p in o.edited)
         )
+        if whole is not None and repository != own.lower():
+            whole[repository] = indexes[repository]
     return indexes
 
 
