@@ -44,9 +44,18 @@ def _traces(agent: Agent) -> tuple[list[Trace], dict[str, Any], int]:
     intent id, and how many were too short. The redacted excerpts (a third of what the sessions
     store) are not read here: only a few are shown (`_excerpts`), and a purged session's in one more
     query."""
-    traces: list[Trace] = []
+    traces: list[tuple[int, Trace]] = []
     about: dict[str, Any] = {}
     too_short = 0
+
+    def add(pk: int, session_id: str, task_key: str, task: str, resolved, calls: list, intent_id) -> None:
+        nonlocal too_short
+        if len(calls) < agent.min_tool_calls:
+            too_short += 1
+            return
+        traces.append((pk, Trace(session_id, task_key or "", task or "", resolved, calls, edited_files(calls))))
+        about[session_id] = intent_id
+
     rows = (
         AgentSession.objects.filter(agent=agent)
         .order_by("pk")
@@ -56,13 +65,8 @@ def _traces(agent: Agent) -> tuple[list[Trace], dict[str, Any], int]:
     for pk, session_id, task_key, task, resolved, calls, purged, intent_id in rows.iterator(chunk_size=200):
         if purged:
             purged_rows.append((pk, session_id, task_key, task, resolved, intent_id))
-            continue
-        calls = calls if isinstance(calls, list) else []
-        if len(calls) < agent.min_tool_calls:
-            too_short += 1
-            continue
-        traces.append((pk, Trace(session_id, task_key or "", task or "", resolved, calls, edited_files(calls))))
-        about[session_id] = intent_id
+        else:
+            add(pk, session_id, task_key, task, resolved, calls if isinstance(calls, list) else [], intent_id)
     if purged_rows:
         excerpts = dict(
             AgentSession.objects.filter(pk__in=[row[0] for row in purged_rows]).values_list("pk", "redacted_excerpt")
@@ -74,13 +78,14 @@ def _traces(agent: Agent) -> tuple[list[Trace], dict[str, Any], int]:
                 for e in excerpts.get(pk) or []
                 if e.get("role") == "tool_call"
             ]
-            if len(calls) < agent.min_tool_calls:
-                too_short += 1
-                continue
-            traces.append((pk, Trace(session_id, task_key or "", task or "", resolved, calls, edited_files(calls))))
-            about[session_id] = intent_id
+            add(pk, session_id, task_key, task, resolved, calls, intent_id)
         traces.sort(key=lambda pair: pair[0])  # in the sessions' order, as one query read them
     return [trace for _pk, trace in traces], about, too_short
+
+
+def _resolved_ids(outcome: FamilyOutcome) -> list[str]:
+    """The sessions of a family that resolved their task, in the family's order."""
+    return [t.session_id for t in outcome.traces if t.resolved is True]
 
 
 def _excerpts(agent: Agent, session_ids: set[str]) -> dict[str, list]:
@@ -170,7 +175,7 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
                 sid
                 for outcome in outcomes
                 if outcome.candidate is not None
-                for sid in [t.session_id for t in outcome.traces if t.resolved is True][:EXCERPTS_SHOWN]
+                for sid in _resolved_ids(outcome)[:EXCERPTS_SHOWN]
             },
         )
         # the live versions of every candidate's procedure, read once (the newest first)
@@ -204,7 +209,7 @@ def coding_mining_run(*, agent: Agent, run: MiningRun, user) -> MiningRun:
                     )
                 )
                 continue
-            resolved_ids = [t.session_id for t in outcome.traces if t.resolved is True]
+            resolved_ids = _resolved_ids(outcome)
             evidence = {
                 **candidate.evidence,
                 "miningRunId": run.pk,

@@ -29,7 +29,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from . import concepts as policy_concepts
@@ -281,18 +281,14 @@ _COMPILED = [(cat, reason, [re.compile(p, re.IGNORECASE) for p in patterns]) for
 _ZERO_WIDTH = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
 
 
-_LITERALS: list[Literals] = []
-
-
+@cache
 def _literals() -> Literals:
     """The patterns' required strings (policy.literals), read at the first screen in a process."""
-    if not _LITERALS:
-        literals = Literals()
-        for category, _reason, patterns in _COMPILED:
-            for index, pattern in enumerate(patterns):
-                literals.add((category, index), pattern.pattern, pattern.flags)
-        _LITERALS.append(literals)
-    return _LITERALS[0]
+    literals = Literals()
+    for category, _reason, patterns in _COMPILED:
+        for index, pattern in enumerate(patterns):
+            literals.add((category, index), pattern.pattern, pattern.flags)
+    return literals
 
 
 def normalise(text: str) -> str:

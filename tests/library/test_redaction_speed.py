@@ -4,6 +4,7 @@ Pure Python, no database."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import string
@@ -434,13 +435,10 @@ def test_the_rewritten_shapes_match_what_their_plain_form_matches(text):
     _same_shapes(text)
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    "archive", [SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz", SWEBENCH_TRAJS], ids=["other-repos", "django"]
-)
-def test_the_rewritten_shapes_match_what_their_plain_form_matches_on_real_sessions(archive):
-    # every text the import redacts: the task, the reply and every string of the parsed calls'
-    # arguments (commands, outputs, paths), whole and as the excerpt cuts them
+@functools.cache
+def _real_texts(archive) -> frozenset[str]:
+    """Every text the import of `archive` redacts: the task, the reply and every string of the parsed
+    calls' arguments (commands, outputs, paths), whole and as the excerpt cuts them (read once a run)."""
     from library.ingest.formats import parse_item
     from library.redaction.redactor import strings_in
 
@@ -454,7 +452,16 @@ def test_the_rewritten_shapes_match_what_their_plain_form_matches_on_real_sessio
                 for text in (session.task, session.reply, *strings_in([c["args"] for c in session.tool_calls])):
                     texts.update((text, text[:260]))
     assert len(texts) > 5000
-    for text in texts:
+    return frozenset(texts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "archive", [SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz", SWEBENCH_TRAJS], ids=["other-repos", "django"]
+)
+def test_the_rewritten_shapes_match_what_their_plain_form_matches_on_real_sessions(archive):
+    # every text the import redacts, whole and as the excerpt cuts them
+    for text in _real_texts(archive):
         _same_shapes(text)
 
 
@@ -562,22 +569,8 @@ def test_the_redactors_one_selection_makes_the_chain_of_three(text):
 @pytest.mark.slow
 def test_the_redactors_one_selection_makes_the_chain_of_three_on_real_sessions():
     # every text the other repositories' import redacts, whole and as the excerpt cuts it
-    from library.ingest.formats import parse_item
-    from library.redaction.redactor import strings_in
-
-    require_swebench()
-    archive = SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz"
-    texts = set()
-    with tarfile.open(archive, "r:*") as tar:
-        for member in tar:
-            if member.isfile() and member.name.endswith(".json"):
-                with tar.extractfile(member) as stream:
-                    session = parse_item(json.loads(stream.read()), fmt="mini-swe-agent")
-                for text in (session.task, session.reply, *strings_in([c["args"] for c in session.tool_calls])):
-                    texts.update((text, text[:260]))
-    assert len(texts) > 5000
     redactors = _redactors()
-    for text in texts:
+    for text in _real_texts(SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz"):
         _same_chain(redactors, text)
 
 
@@ -625,19 +618,5 @@ def test_the_echo_hint_read_off_the_gate_set_is_the_hint_as_before(text):
 @pytest.mark.slow
 def test_the_echo_hint_read_off_the_gate_set_is_the_hint_as_before_on_real_sessions():
     # every text the other repositories' import reads for known values, whole and as the excerpt cuts it
-    from library.ingest.formats import parse_item
-    from library.redaction.redactor import strings_in
-
-    require_swebench()
-    archive = SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz"
-    texts = set()
-    with tarfile.open(archive, "r:*") as tar:
-        for member in tar:
-            if member.isfile() and member.name.endswith(".json"):
-                with tar.extractfile(member) as stream:
-                    session = parse_item(json.loads(stream.read()), fmt="mini-swe-agent")
-                for text in (session.task, session.reply, *strings_in([c["args"] for c in session.tool_calls])):
-                    texts.update((text, text[:260]))
-    assert len(texts) > 5000
-    for text in texts:
+    for text in _real_texts(SWEBENCH_DIR / "gemini-3-pro-other-repos-trajs.tar.gz"):
         _same_echo_hint(text)
