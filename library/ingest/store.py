@@ -120,11 +120,15 @@ def build_excerpt(session: SessionIn, redactor: Redactor, *, redacted_task: str 
 def redactor_for(session: SessionIn, redaction_patterns: Any = None, cache: RedactionCache | None = None) -> Redactor:
     """The session's redactor (`redaction_patterns`: its agent's); `cache` is shared by the sessions
     of one batch (same result without)."""
-    structured: list[Any] = [call["args"] for call in session.tool_calls]
-    structured.extend(call["result"] for call in session.tool_calls if call.get("result") is not None)
+    structured: list[Any] = [call["result"] for call in session.tool_calls if call.get("result") is not None]
     structured.extend(session.structured)
-    texts = [session.task, session.reply, *strings_in([call["args"] for call in session.tool_calls])]
-    return redactor_for_session(structured=structured, texts=texts, agent_patterns=redaction_patterns, cache=cache)
+    return redactor_for_session(
+        arguments=[call["args"] for call in session.tool_calls],
+        structured=structured,
+        texts=[session.task, session.reply],
+        agent_patterns=redaction_patterns,
+        cache=cache,
+    )
 
 
 def raw_retention_days() -> int:

@@ -107,6 +107,14 @@ GATES.add(_TWO_CAPITALISED_GATE)
 GATES.add(_ECHO_HINT_BOUNDED_GATE)
 _TWO_CAPITALISED_INDEX = GATES.index[_TWO_CAPITALISED_GATE]
 _ECHO_HINT_BOUNDED_INDEX = GATES.index[_ECHO_HINT_BOUNDED_GATE]
+# Where keys.query_params finds a parameter, this matches: at the start or after "?", "&" or ";", a
+# letter or "_", characters that are none of "=", "\t", "\n", "\f", "\r", " " (no \w, ".", "-" or
+# ":" is), then "=". In the gate set, it rules out the texts with "=" but no parameter before the
+# parameters are looked for: 3,283 of the 3,303 texts with "=" that the other repositories' import
+# reads for known values (0.011 s of looking).
+_QUERY_GATE = r"(?:^|[?&;])[A-Za-z_][^=\t\n\f\r ]*="
+GATES.add(_QUERY_GATE)
+_QUERY_INDEX = GATES.index[_QUERY_GATE]
 
 
 def _echo_hint(text: str, features: Features | None = None) -> bool:
@@ -200,26 +208,24 @@ def collect_known_values(data: Any, known: KnownValues | None = None, *, parent_
     return known
 
 
+def collect_arguments(data: Any, known: KnownValues, unread: list[Any]) -> None:
+    """collect_known_values(data, known), and adds to `unread` the values inside `data` whose strings
+    were not all read as text on the way (strings_in of them holds every string of `data` that
+    harvest_names may still read): an object's values but numbers and texts that cannot be JSON, or
+    `data` itself when it is no object. A tool call's arguments are read for known values by
+    structure and, afterwards, every string of them as text: with `unread`, the second reading
+    reads only these instead of the 28,000 strings of the other repositories' 6,405 calls, each of
+    them read already."""
+    if type(data) is dict:
+        _collect_object(data, known, "", unread)
+    else:
+        _collect(data, known, "", None, False, None)
+        unread.append(data)
+
+
 def _collect(data: Any, known: KnownValues, key: str, label: str | None, personal: bool, resource: str | None) -> None:
     if isinstance(data, dict):
-        personal_object = is_personal_object(data, key)
-        resource_id = person_resource(data)
-        children = child_labels(tuple(data), key, personal_object, resource_id)
-        for (raw_key, value), (child, child_label, payment) in zip(data.items(), children):
-            if payment:  # payment methods keyed by their id
-                known.add(raw_key, "payment_id")
-            if child_label is None:
-                # the common leaves inline, as _collect reads them: a number under a key that is not
-                # personal gives nothing; a text that cannot be JSON is read as text
-                kind = type(value)
-                if kind is int:
-                    continue
-                if kind is str and value[:1] not in _JSON_STARTS:
-                    _collect_from_text(value, known)
-                    continue
-            if child == "name" and isinstance(value, (dict, list)):
-                child_label = None  # a name object: its parts are labelled below
-            _collect(value, known, child, child_label, personal_object, resource_id)
+        _collect_object(data, known, key, None)
     elif isinstance(data, list):
         for item in data:
             _collect(item, known, key, label, personal, resource)
@@ -233,6 +239,33 @@ def _collect(data: Any, known: KnownValues, key: str, label: str | None, persona
             _collect_from_text(data, known)
     elif label is not None and isinstance(data, (int, float)) and not isinstance(data, bool):
         known.add(data, label)
+
+
+def _collect_object(data: dict, known: KnownValues, key: str, unread: list[Any] | None) -> None:
+    """_collect of an object under `key` (`unread`: see collect_arguments)."""
+    personal_object = is_personal_object(data, key)
+    resource_id = person_resource(data)
+    children = child_labels(tuple(data), key, personal_object, resource_id)
+    read = known.read
+    for (raw_key, value), (child, child_label, payment) in zip(data.items(), children):
+        if payment:  # payment methods keyed by their id
+            known.add(raw_key, "payment_id")
+        if child_label is None:
+            # the common leaves inline, as _collect reads them: a number under a key that is not
+            # personal gives nothing; a text that cannot be JSON is read as text (_collect_from_text,
+            # whose first test is inline)
+            kind = type(value)
+            if kind is int:
+                continue
+            if kind is str and value[:1] not in _JSON_STARTS:
+                if len(value) >= 6 and value not in read:
+                    _collect_from_text(value, known)
+                continue
+        if child == "name" and isinstance(value, (dict, list)):
+            child_label = None  # a name object: its parts are labelled below
+        _collect(value, known, child, child_label, personal_object, resource_id)
+        if unread is not None:
+            unread.append(value)
 
 
 def _collect_from_text(text: str, known: KnownValues) -> None:
@@ -258,7 +291,11 @@ def _collect_from_text(text: str, known: KnownValues) -> None:
 def _find_in_text(text: str, add: Callable[[Any, str], None], features_of: dict[str, Features] | None = None) -> None:
     """Calls `add(value, label)` for each value `text` puts in a personal position, in order.
     `features_of`: where the text's features are kept (text → Features) for the redactor."""
-    if "=" in text:
+    features = Features(text)
+    if features_of is not None:
+        features_of[text] = features
+    gates = features.gates if "=" in features.marks else frozenset()
+    if gates is None or _QUERY_INDEX in gates:  # "=" in the text, and a parameter may be there
         for match in query_params(text):
             label = query_param_label(match)
             if label is not None and match.group(2):
@@ -270,9 +307,6 @@ def _find_in_text(text: str, add: Callable[[Any, str], None], features_of: dict[
     # Most strings in tool results (flight numbers, dates, cities) have no cue at all: one search
     # rules them out before the recognizers run. (A text without a space is not ruled out: a cue
     # needs none, as in "dob:1985-03-12".)
-    features = Features(text)
-    if features_of is not None:
-        features_of[text] = features
     if not _echo_hint(text, features):
         return
     recognizers = _ECHOED_AND_NAMES if CAPITAL_RE.search(text) else _ECHOED_ONLY
@@ -287,7 +321,9 @@ def harvest_names(texts: Iterable[str], known: KnownValues) -> KnownValues:
     """Values that texts put in a personal position anywhere in the session (a name after a cue, a
     DOB after "born", a query parameter) become known values, so that the same value elsewhere —
     without a cue, or in a tool argument — goes too."""
+    read = known.read
     for text in texts:
-        if isinstance(text, str) and text:
+        # _collect_from_text's first test inline: most texts of a session were read already
+        if isinstance(text, str) and len(text) >= 6 and text not in read:
             _collect_from_text(text, known)
     return known

@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from .echo import KnownValues, RedactionCache, collect_known_values, harvest_names
+from .echo import KnownValues, RedactionCache, collect_arguments, collect_known_values, harvest_names
 from .keys import child_labels, is_personal_object, key_label, normalise_key, parse_json_string, person_resource
 from .recognizers import (
     PLACEHOLDER_RE,
@@ -267,16 +267,26 @@ def redactor_for_session(
     *,
     structured: Iterable[Any],
     texts: Iterable[str] = (),
+    arguments: Iterable[Any] = (),
     agent_patterns: Iterable[Mapping[str, Any]] | None = None,
     cache: RedactionCache | None = None,
 ) -> Redactor:
     """A redactor that knows the personal values of one session: those its structured data (args,
     tool results) holds in personal positions, and those its texts introduce with a cue. `cache`:
-    shared by the sessions of one batch (RedactionCache); the result is the same without it."""
+    shared by the sessions of one batch (RedactionCache); the result is the same without it.
+    `arguments` (tool calls' arguments) are structured data read before `structured`, whose strings
+    are texts read after `texts`: the same as structured=[*arguments, *structured] and
+    texts=[*texts, *strings_in(arguments)], with the strings read as text by structure not walked
+    again (collect_arguments)."""
     known = KnownValues(cache=cache)
+    unread: list[Any] = []
+    for item in arguments:
+        collect_arguments(item, known, unread)
     for item in structured:
         collect_known_values(item, known)
     harvest_names(texts, known)
+    if unread:
+        harvest_names(strings_in(unread), known)
     return Redactor(agent_patterns=agent_patterns, known=known, cache=cache)
 
 
