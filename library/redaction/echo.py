@@ -243,29 +243,47 @@ def _collect(data: Any, known: KnownValues, key: str, label: str | None, persona
 
 def _collect_object(data: dict, known: KnownValues, key: str, unread: list[Any] | None) -> None:
     """_collect of an object under `key` (`unread`: see collect_arguments)."""
-    personal_object = is_personal_object(data, key)
-    resource_id = person_resource(data)
-    children = child_labels(tuple(data), key, personal_object, resource_id)
+    keys = tuple(data)
+    plan = _PLANS.get((keys, key)) if "resourceType" not in data else None
+    if plan is None:
+        personal_object = is_personal_object(data, key)
+        resource_id = person_resource(data)
+        plan = (personal_object, resource_id, child_labels(keys, key, personal_object, resource_id))
+        if resource_id is None and len(_PLANS) < 4096 and all(type(raw_key) is str for raw_key in keys):
+            _PLANS[(keys, key)] = plan
+    personal_object, resource_id, children = plan
     read = known.read
     for (raw_key, value), (child, child_label, payment) in zip(data.items(), children):
         if payment:  # payment methods keyed by their id
             known.add(raw_key, "payment_id")
         if child_label is None:
             # the common leaves inline, as _collect reads them: a number under a key that is not
-            # personal gives nothing; a text that cannot be JSON is read as text (_collect_from_text,
-            # whose first test is inline)
+            # personal gives nothing; a text that is no JSON document is read as text
+            # (_collect_from_text, whose first test is inline), one that is is read by structure
             kind = type(value)
             if kind is int:
                 continue
-            if kind is str and value[:1] not in _JSON_STARTS:
-                if len(value) >= 6 and value not in read:
-                    _collect_from_text(value, known)
+            if kind is str:
+                parsed = parse_json_string(value) if value[:1] in _JSON_STARTS else None
+                if parsed is None:
+                    if len(value) >= 6 and value not in read:
+                        _collect_from_text(value, known)
+                    continue
+                _collect(parsed, known, child, None, personal_object, resource_id)
+                if unread is not None:
+                    unread.append(value)
                 continue
         if child == "name" and isinstance(value, (dict, list)):
             child_label = None  # a name object: its parts are labelled below
         _collect(value, known, child, child_label, personal_object, resource_id)
         if unread is not None:
             unread.append(value)
+
+
+# (an object's keys, its parent key) → (is_personal_object, person_resource, child_labels) of an
+# object of text keys without a resourceType: those follow from the keys and the parent key alone,
+# and objects of the same keys recur (every tool call of a coding agent has the same arguments)
+_PLANS: dict[tuple[tuple[str, ...], str], tuple[bool, str | None, tuple]] = {}
 
 
 def _collect_from_text(text: str, known: KnownValues) -> None:

@@ -11,6 +11,7 @@ import re
 import sys
 import tarfile
 from typing import Any
+from urllib.parse import unquote_plus
 
 import pytest
 import re2
@@ -18,10 +19,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from library.redaction import echo
-from library.redaction.echo import RedactionCache
-from library.redaction.keys import query_params
-from library.redaction.recognizers import ASCII_FOLDS, FEATURE_PASS, GATES, KEYWORDS, Features
+from library.redaction.echo import KnownValues, RedactionCache
+from library.redaction.keys import (
+    PERSON,
+    child_labels,
+    is_personal_object,
+    parse_json_string,
+    person_resource,
+    query_param_label,
+    query_params,
+)
+from library.redaction.recognizers import ASCII_FOLDS, FEATURE_PASS, GATES, KEYWORDS, Features, select_recognizers
 from library.redaction.redactor import redactor_for_session, strings_in
+from library.redaction.shapes import CAPITAL_RE
 from tests.conftest import SWEBENCH_DIR, require_swebench
 
 _ALL_WORDS = sorted(KEYWORDS._words)
@@ -132,8 +142,8 @@ def test_the_query_gate_matches_wherever_a_query_parameter_is(text):
 
 
 _KEYS = st.sampled_from(
-    ["command", "output", "path", "name", "first_name", "email", "user_id", "zip", "note", "files"]
-    + ["resourceType", "credit_card_1234567", "patient", "given", "birthDate"]
+    ["command", "output", "path", "name", "first_name", "email", "user_id", "zip", "note", "files", "value"]
+    + ["resourceType", "credit_card_1234567", "patient", "given", "birthDate", "customer", "telecom"]
 )
 _STRINGS = st.sampled_from(
     [
@@ -161,19 +171,104 @@ _DATA = st.recursive(
 )
 
 
-def _known(redactor) -> tuple:
-    known = redactor.known
+def _collect_before(data: Any, known: KnownValues, key: str, label: str | None, personal: bool, resource) -> None:
+    """echo._collect as it was: every object's labels worked out for the object, every string of
+    an object read by _collect."""
+    if isinstance(data, dict):
+        personal_object = is_personal_object(data, key)
+        resource_id = person_resource(data)
+        children = child_labels(tuple(data), key, personal_object, resource_id)
+        for (raw_key, value), (child, child_label, payment) in zip(data.items(), children):
+            if payment:
+                known.add(raw_key, "payment_id")
+            if child_label is None:
+                kind = type(value)
+                if kind is int:
+                    continue
+                if kind is str and value[:1] not in ("", "{", "["):
+                    _collect_from_text_before(value, known)
+                    continue
+            if child == "name" and isinstance(value, (dict, list)):
+                child_label = None
+            _collect_before(value, known, child, child_label, personal_object, resource_id)
+    elif isinstance(data, list):
+        for item in data:
+            _collect_before(item, known, key, label, personal, resource)
+    elif isinstance(data, str):
+        parsed = parse_json_string(data)
+        if parsed is not None:
+            _collect_before(parsed, known, key, None, personal, resource)
+        elif label is not None:
+            known.add(data, label)
+        else:
+            _collect_from_text_before(data, known)
+    elif label is not None and isinstance(data, (int, float)) and not isinstance(data, bool):
+        known.add(data, label)
+
+
+def _collect_from_text_before(text: str, known: KnownValues) -> None:
+    """echo._collect_from_text, with _find_in_text as it was."""
+    if len(text) < 6 or text in known.read:
+        return
+    known.read.add(text)
+    cache = known.cache
+    if cache is None:
+        _find_in_text_before(text, known.add, known.features)
+        return
+    findings = cache.findings.get(text)
+    if findings is None:
+        found: list[tuple[str, str]] = []
+        _find_in_text_before(text, lambda value, label: found.append((value, label)), known.features)
+        findings = tuple(found)
+        cache.findings[text] = findings
+    for value, label in findings:
+        known.add(value, label)
+
+
+def _find_in_text_before(text: str, add, features_of: dict) -> None:
+    """echo._find_in_text as it was: the query parameters looked for in every text with "="."""
+    if "=" in text:
+        for match in query_params(text):
+            label = query_param_label(match)
+            if label is not None and match.group(2):
+                decoded = unquote_plus(match.group(2))
+                add(decoded, label)
+                if label == PERSON and "," in decoded:
+                    for part in decoded.split(","):
+                        add(part, label)
+    features = Features(text)
+    features_of[text] = features
+    if not echo._echo_hint(text, features):
+        return
+    recognizers = echo._ECHOED_AND_NAMES if CAPITAL_RE.search(text) else echo._ECHOED_ONLY
+    for recognizer in select_recognizers(recognizers, features):
+        for match in recognizer.pattern.finditer(text):
+            if recognizer.replace is not None and recognizer.replace(match) is None:
+                continue
+            add(match.group(recognizer.group), recognizer.label)
+
+
+def _known_before(arguments: list, structured: list, texts: list, cache: RedactionCache | None) -> KnownValues:
+    """redactor_for_session's known values as they were read: the arguments with the structured
+    data, then the texts and every string of the arguments, each read as text."""
+    known = KnownValues(cache=cache)
+    for item in [*arguments, *structured]:
+        _collect_before(item, known, "", None, False, None)
+    for text in [*texts, *strings_in(arguments)]:
+        if isinstance(text, str) and text:
+            _collect_from_text_before(text, known)
+    return known
+
+
+def _read(known: KnownValues) -> tuple:
     return list(known.values.items()), known.read, set(known.features)
 
 
 def _same_known(arguments: list, structured: list, texts: list, caches: tuple = (None, None)) -> None:
-    # the arguments as structured data first, then their strings as texts after the others: as
-    # before (`caches`: one for each way, each shared with the sessions read before)
-    before = redactor_for_session(
-        structured=[*arguments, *structured], texts=[*texts, *strings_in(arguments)], cache=caches[0]
-    )
-    after = redactor_for_session(arguments=arguments, structured=structured, texts=texts, cache=caches[1])
-    assert _known(after) == _known(before)
+    # `caches`: one for each way, each shared with the sessions read before
+    before = _known_before(arguments, structured, texts, caches[0])
+    after = redactor_for_session(arguments=arguments, structured=structured, texts=texts, cache=caches[1]).known
+    assert _read(after) == _read(before)
 
 
 @settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -184,6 +279,14 @@ def _same_known(arguments: list, structured: list, texts: list, caches: tuple = 
 )
 def test_the_arguments_read_once_by_structure_give_the_known_values_as_before(arguments, structured, texts):
     _same_known(arguments, structured, texts)
+
+
+def test_objects_of_the_same_keys_under_other_parents_give_their_own_known_values():
+    # the objects' plans are kept by their keys and their parent key (echo._PLANS)
+    same = {"name": "Anna Lee", "value": "Mia Li", "note": "my name is Ava Brown"}
+    arguments = [same, {"customer": same}, {"telecom": same}, {"name": [same]}, {"args": same}]
+    _same_known(arguments, [{"passengers": [same]}, same], ["hello"])
+    _same_known(list(reversed(arguments)), [], [])
 
 
 @pytest.mark.slow
