@@ -120,17 +120,19 @@ _QUERY_INDEX = GATES.index[_QUERY_GATE]
 def _echo_hint(text: str, features: Features | None = None) -> bool:
     """_ECHO_HINT_RE.search(text) is not None. `features`: the text's, if they were read already."""
     features = features or Features(text)
-    lowered = features.lowered
-    if lowered is None:
+    if not features.folds:  # (features.lowered is None)
         return _ECHO_HINT_RE.search(text) is not None
     if not features.words.isdisjoint(_ECHO_HINT_WORD_SET):
         return True
     gates = features.gates
-    if gates is None:  # the set cannot read the text: both patterns
-        return _TWO_CAPITALISED_RE.search(text) is not None or _ECHO_HINT_BOUNDED_RE.search(lowered) is not None
-    return _TWO_CAPITALISED_INDEX in gates or (
-        _ECHO_HINT_BOUNDED_INDEX in gates and _ECHO_HINT_BOUNDED_RE.search(lowered) is not None
-    )
+    if gates is not None:
+        if _TWO_CAPITALISED_INDEX in gates:
+            return True
+        if _ECHO_HINT_BOUNDED_INDEX not in gates:
+            return False
+    elif _TWO_CAPITALISED_RE.search(text) is not None:  # the set cannot read the text: both patterns
+        return True
+    return _ECHO_HINT_BOUNDED_RE.search(features.lowered or "") is not None
 
 
 _JSON_STARTS = ("", "{", "[")  # a text that parse_json_string may read as JSON starts so (or is empty)

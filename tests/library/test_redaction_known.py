@@ -50,7 +50,9 @@ def _features_before(text: str) -> tuple:
 
 def _same_features(text: str) -> None:
     features = Features(text)
+    folds = features.folds  # read before the lower case is made
     assert (features.marks, features.lowered, features.words, features.gates) == _features_before(text), text
+    assert folds == (features.lowered is not None), text
 
 
 def test_a_case_insensitive_keyword_letter_matches_what_lower_case_makes_that_letter():
