@@ -475,29 +475,32 @@ class IndexedRecognizers(tuple):
         self.always = tuple(always)
         self.by_word = {word: tuple(positions) for word, positions in by_word.items()}
         self.by_gate = {index: tuple(positions) for index, positions in by_gate.items()}
+        self._words = frozenset(self.by_word)
+        self._gates = frozenset(self.by_gate)
+        self._picked: dict[tuple[frozenset[str], frozenset[int]], tuple[Recognizer, ...]] = {}
         return self
 
-    def candidates(self, features: Features) -> tuple[Recognizer, ...] | list[Recognizer]:
+    def candidates(self, features: Features) -> tuple[Recognizer, ...]:
         """The recognizers that may pass the pre-checks on the text, in order (all of them where its
-        keywords or gate-set matches are unknown)."""
+        keywords or gate-set matches are unknown). They follow from the keywords and gates of the
+        index the text has, and few such combinations recur: each is worked out once."""
         if features.lowered is None:
             return self
         gates = features.gates if self.by_gate else frozenset()
         if gates is None:
             return self
-        positions = set(self.always)
-        by_word = self.by_word
-        if by_word:
-            for word in features.words:
-                found = by_word.get(word)
-                if found is not None:
-                    positions.update(found)
-        by_gate = self.by_gate
-        for index in gates:
-            found = by_gate.get(index)
-            if found is not None:
-                positions.update(found)
-        return [self[position] for position in sorted(positions)]
+        key = (self._words.intersection(features.words), self._gates.intersection(gates))
+        picked = self._picked.get(key)
+        if picked is None:
+            positions = set(self.always)
+            for word in key[0]:
+                positions.update(self.by_word[word])
+            for index in key[1]:
+                positions.update(self.by_gate[index])
+            picked = tuple(self[position] for position in sorted(positions))
+            if len(self._picked) < 4096:
+                self._picked[key] = picked
+        return picked
 
 
 def select_recognizers(recognizers: Iterable[Recognizer], features: Features) -> list[Recognizer]:

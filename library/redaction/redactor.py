@@ -106,6 +106,8 @@ class Redactor:
         # known first name never splits "mia.li3818@example.com" into "{{person_name}}.li3818@…";
         # then the session's known values (their own placeholders), then id shapes, then names.
         chain = self._chain(text)
+        if not chain:  # (4,493 of the 7,983 excerpt texts of the other repositories' import)
+            return text
         if "{{" in text:
             return "".join(
                 piece if is_placeholder else run_chain(chain, piece)
@@ -223,7 +225,14 @@ class Redactor:
             ):
                 return None
             if kind is str and value:  # (an empty text stays as it is)
-                value = self._text_under(value if len(value) <= cut else value[: cut - 1] + "…", child)
+                if len(value) > cut:
+                    value = value[: cut - 1] + "…"
+                # _text_under, with the redactor's own cache read here: most texts are short ones
+                # that recur in every call (an activity, a step, a path)
+                redacted = self._cache.get(value)
+                value = self.text(value) if redacted is None else redacted
+                if value == "{{id}}" and child:
+                    value = "{{" + (re.sub(r"[^a-z_]", "", child).strip("_") or "id") + "}}"
                 if len(value) > show:
                     value = value[: show - 1] + "…"
             out[out_key] = value

@@ -171,6 +171,20 @@ def test_the_arguments_shown_in_one_pass_are_cut_where_the_three_passes_cut(leng
             assert redactor.shown_arguments(data, 260, 200) == want
 
 
+def test_an_id_shown_again_from_the_cache_is_named_after_its_key():
+    # the second time from the redactor's own cache (read in shown_arguments): named as the first time
+    data = {"command": "4WQ150", "returncode": 0, "output": "4WQ150"}
+    for redactor in (Redactor(), Redactor(known=KnownValues(values=dict(_KNOWN)))):
+        want = _short_args(_value_before(redactor, _short_args(data, 260), "", None, None), 200)
+        assert redactor.shown_arguments(data, 260, 200) == want
+        assert redactor.shown_arguments(data, 260, 200) == want
+    assert Redactor().shown_arguments(data, 260, 200) == {
+        "command": "{{command}}",
+        "returncode": 0,
+        "output": "{{output}}",
+    }
+
+
 def _other_repository_sessions() -> list:
     from library.ingest.formats import parse_item
 
