@@ -484,7 +484,7 @@ class IndexedRecognizers(tuple):
         """The recognizers that may pass the pre-checks on the text, in order (all of them where its
         keywords or gate-set matches are unknown). They follow from the keywords and gates of the
         index the text has, and few such combinations recur: each is worked out once."""
-        if features.lowered is None:
+        if not features.folds:  # (no lower case to read keywords in)
             return self
         gates = features.gates if self.by_gate else frozenset()
         if gates is None:
@@ -510,16 +510,17 @@ def select_recognizers(recognizers: Iterable[Recognizer], features: Features) ->
     IndexedRecognizers, only over the ones whose keywords or gate the text may have."""
     if isinstance(recognizers, IndexedRecognizers):
         recognizers = recognizers.candidates(features)
-    marks, lowered, text = features.marks, features.lowered, features.text
+    # `folds`: the text has a lower case (Features.lowered), made only where a check reads it
+    marks, folds, text = features.marks, features.folds, features.text
     selected = []
     for recognizer in recognizers:
         if recognizer.needs and recognizer.needs not in marks:
             continue
         # a recognizer's words are in KEYWORDS (Recognizer.__post_init__): one pass found them all
-        if recognizer.words and lowered is not None and features.words.isdisjoint(recognizer.words):
+        if recognizer.words and folds and features.words.isdisjoint(recognizer.words):
             continue
         gate = recognizer.gate
-        if gate is not None and (lowered is not None or not recognizer.pattern.flags & re.IGNORECASE):
+        if gate is not None and (folds or not recognizer.pattern.flags & re.IGNORECASE):
             if recognizer.gate_set:
                 gates = features.gates
                 if gates is not None and GATES.index[recognizer.gate_set] not in gates:
