@@ -4,7 +4,7 @@ after a cue in its text) becomes a known value of the session, replaced wherever
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import unquote_plus
@@ -269,7 +269,7 @@ def _collect_object(data: dict, known: KnownValues, key: str, unread: list[Any] 
                 parsed = parse_json_string(value) if value[:1] in _JSON_STARTS else None
                 if parsed is None:
                     if len(value) >= 6 and value not in read:
-                        _collect_from_text(value, known)
+                        _read_text(value, known)
                     continue
                 _collect(parsed, known, child, None, personal_object, resource_id)
                 if unread is not None:
@@ -290,27 +290,31 @@ _PLANS: dict[tuple[tuple[str, ...], str], tuple[bool, str | None, tuple]] = {}
 
 def _collect_from_text(text: str, known: KnownValues) -> None:
     """Values a text puts in a personal position: query-string parameters and what follows a cue."""
-    if len(text) < 6 or text in known.read:
-        return
+    if len(text) >= 6 and text not in known.read:
+        _read_text(text, known)
+
+
+def _read_text(text: str, known: KnownValues) -> None:
+    """_collect_from_text of a text of 6 characters or more that `known` has not read (the callers
+    that test that inline call this)."""
     known.read.add(text)
     cache = known.cache
     if cache is None:
-        _find_in_text(text, known.add, known.features)
-        return
-    findings = cache.findings.get(text)
-    if findings is None:
-        found: list[tuple[str, str]] = []
-        _find_in_text(text, lambda value, label: found.append((value, label)), known.features)
-        findings = tuple(found)
-        if len(cache.findings) < cache.MAX_ENTRIES:
-            cache.findings[text] = findings
+        findings = _find_in_text(text, known.features)
+    else:
+        findings = cache.findings.get(text)  # type: ignore[assignment]
+        if findings is None:
+            findings = _find_in_text(text, known.features)
+            if len(cache.findings) < cache.MAX_ENTRIES:
+                cache.findings[text] = findings
     for value, label in findings:
         known.add(value, label)
 
 
-def _find_in_text(text: str, add: Callable[[Any, str], None], features_of: dict[str, Features] | None = None) -> None:
-    """Calls `add(value, label)` for each value `text` puts in a personal position, in order.
-    `features_of`: where the text's features are kept (text → Features) for the redactor."""
+def _find_in_text(text: str, features_of: dict[str, Features] | None = None) -> tuple[tuple[str, str], ...]:
+    """The (value, label) of each value `text` puts in a personal position, in order (most texts have
+    none). `features_of`: where the text's features are kept (text → Features) for the redactor."""
+    found: list[tuple[str, str]] = []
     features = Features(text)
     if features_of is not None:
         features_of[text] = features
@@ -320,21 +324,20 @@ def _find_in_text(text: str, add: Callable[[Any, str], None], features_of: dict[
             label = query_param_label(match)
             if label is not None and match.group(2):
                 decoded = unquote_plus(match.group(2))
-                add(decoded, label)
+                found.append((decoded, label))
                 if label == PERSON and "," in decoded:
-                    for part in decoded.split(","):
-                        add(part, label)
+                    found.extend((part, label) for part in decoded.split(","))
     # Most strings in tool results (flight numbers, dates, cities) have no cue at all: one search
     # rules them out before the recognizers run. (A text without a space is not ruled out: a cue
     # needs none, as in "dob:1985-03-12".)
-    if not _echo_hint(text, features):
-        return
-    recognizers = _ECHOED_AND_NAMES if CAPITAL_RE.search(text) else _ECHOED_ONLY
-    for recognizer in select_recognizers(recognizers, features):
-        for match in recognizer.pattern.finditer(text):
-            if recognizer.replace is not None and recognizer.replace(match) is None:
-                continue
-            add(match.group(recognizer.group), recognizer.label)
+    if _echo_hint(text, features):
+        recognizers = _ECHOED_AND_NAMES if CAPITAL_RE.search(text) else _ECHOED_ONLY
+        for recognizer in select_recognizers(recognizers, features):
+            for match in recognizer.pattern.finditer(text):
+                if recognizer.replace is not None and recognizer.replace(match) is None:
+                    continue
+                found.append((match.group(recognizer.group), recognizer.label))
+    return tuple(found) if found else ()
 
 
 def harvest_names(texts: Iterable[str], known: KnownValues) -> KnownValues:
@@ -345,5 +348,5 @@ def harvest_names(texts: Iterable[str], known: KnownValues) -> KnownValues:
     for text in texts:
         # _collect_from_text's first test inline: most texts of a session were read already
         if isinstance(text, str) and len(text) >= 6 and text not in read:
-            _collect_from_text(text, known)
+            _read_text(text, known)
     return known

@@ -157,6 +157,7 @@ _STRINGS = st.sampled_from(
         '["Anna Lee", "born 1970-01-01"]',
         "[master 1a2b3c] fix",
         "curl 'http://x/Patient?name=Okafor&birthdate=1966-02-14'",
+        "GET /Patient?name=Ann%20Lee,Bo+Li&zip=97201 (my name is Anna Lee)",
         "Mia",
         "",
         "short",
