@@ -45,8 +45,8 @@ class Recognizer:
     # Any other necessary condition, read off the text's features (after `needs`, `words`, `gate`).
     check: Callable[[Features], bool] | None = None
     # `gate` in RE2's syntax (no lookbehind; \p{Nd} for \d): a pattern that matches wherever `gate`
-    # does (it may match more), or at least wherever the recognizer changes the text (the id shape's,
-    # narrower than its gate). All recognizers' are searched for in one pass of an RE2 set (GATES),
+    # does (it may match more), or at least wherever the recognizer changes the text (two phone
+    # shapes', narrower than their gates). All recognizers' are searched for in one pass of an RE2 set (GATES),
     # and `gate` only runs on the texts where this one matched.
     gate_set: str = ""
 

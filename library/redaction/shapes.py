@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 
 from .keys import BIRTH, PERSON, QUERY_RECOGNIZER
-from .recognizers import GATES, KEYWORDS, Features, Recognizer
+from .recognizers import KEYWORDS, Features, Recognizer
 
 
 def _luhn_ok(digits: str) -> bool:
@@ -84,32 +84,6 @@ _MIXED_ID_GATE = re.compile(r"\d(?:(?<=[A-Za-z\-]\d)|[A-Za-z\-])")
 # start where a run of them starts.
 _ID_RUN_CHARS = frozenset("#-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz")
 _ID_RUN_END_RE = re.compile(r"[#A-Za-z0-9\-]*")
-# A token _mixed_id replaces has five letters or digits and a capital or two digits, and its run of
-# [#A-Za-z0-9-] (with the digit that may end it: \d is Unicode's) has a digit with a letter or hyphen
-# beside it (_MIXED_ID_GATE). Two patterns for the recognizers' RE2 set (recognizers.GATES) say so of
-# such a run: the digit beside a letter or hyphen with a capital or another digit in the run (before,
-# after, or the capital beside the digit), and five characters of the run around it. Most texts of
-# code that the gate lets through have neither ("python3", "utf-8", "x86_64"): the shape does not run
-# on them (1,556 of the 2,361 excerpt texts of the other repositories' import that have the gate; in
-# none of them is a token replaced).
-_ID_RUN = r"[#A-Za-z0-9\-]"
-_ID_JOIN = r"(?:[A-Za-z\-]\p{Nd}|\p{Nd}[A-Za-z\-])"
-_MIXED_ID_SET = (
-    rf"[A-Z]{_ID_RUN}*{_ID_JOIN}|{_ID_JOIN}{_ID_RUN}*[A-Z]|[A-Z]\p{{Nd}}|\p{{Nd}}[A-Z]"
-    rf"|{_ID_JOIN}{_ID_RUN}*\p{{Nd}}|\p{{Nd}}{_ID_RUN}*{_ID_JOIN}"
-)
-_MIXED_ID_FIVE = (
-    rf"{_ID_JOIN}{_ID_RUN}{{3}}|{_ID_RUN}{_ID_JOIN}{_ID_RUN}{{2}}"
-    rf"|{_ID_RUN}{{2}}{_ID_JOIN}{_ID_RUN}|{_ID_RUN}{{3}}{_ID_JOIN}"
-)
-GATES.add(_MIXED_ID_FIVE)
-_MIXED_ID_FIVE_INDEX = GATES.index[_MIXED_ID_FIVE]
-
-
-def _five_around_a_digit(features: Features) -> bool:
-    """The second of the two patterns above matches (or the set cannot read the text)."""
-    gates = features.gates
-    return gates is None or _MIXED_ID_FIVE_INDEX in gates
 
 
 def _replace_mixed_ids(text: str) -> str:
@@ -462,8 +436,7 @@ SHAPE_RECOGNIZERS: list[Recognizer] = [
         needs="digit",
         gate=_MIXED_ID_GATE,
         apply=_replace_mixed_ids,
-        check=_five_around_a_digit,
-        gate_set=_MIXED_ID_SET,  # narrower than the gate: where a token it replaces may be
+        gate_set=r"[A-Za-z\-]\p{Nd}|\p{Nd}[A-Za-z\-]",
     ),
     Recognizer("id", _CAPS_CODE_RE, replace=_caps_code, gate=re.compile(r"[A-Z]{5}"), gate_set="[A-Z]{5}"),
 ]
@@ -695,4 +668,4 @@ NAME_RECOGNIZERS = [_PERSON_CUE, _PERSON_VERB, _PERSON_EMAIL, _PERSON_AUTHOR]
 CAPITAL_RE = re.compile(r"[A-Z][a-z]")
 # The set patterns narrower than their recognizers' gates: each matches wherever its recognizer
 # changes a text (not wherever the gate matches); tests/library/test_redaction*.py check them so.
-SETS_NARROWER_THAN_GATES = frozenset({_MIXED_ID_SET, _PHONE_SET, _INTERNATIONAL_PHONE_SET})
+SETS_NARROWER_THAN_GATES = frozenset({_PHONE_SET, _INTERNATIONAL_PHONE_SET})
