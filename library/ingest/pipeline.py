@@ -1,21 +1,26 @@
-"""An import's reading, parsing and redaction, file by file, in this process or in worker processes.
+"""An import's reading, parsing and redaction, file by file, in this process or with worker processes.
 
 `import_outcomes` yields, for every item of every session file, either the session prepared to
 store (parsed, classified, redacted: store.session_prepare) or why it was refused, in the order of
 the files and of the items in them. Storing stays with the caller, in its transactions.
 
 A directory or an archive of many session files (mini-swe-agent keeps one trajectory per file) is
-spread over worker processes: parsing and redaction are pure Python work per session, and the
-database is only touched by the caller. The workers are forked from this process, so they share
-its code and settings; they never use its database connections (they never query). At most a few
-files per worker are in flight, so memory stays bounded by the files' sizes, not their number.
-Standard input, a single file and files larger than WHOLE_FILE_BYTES are read here, streamed.
+spread over processes: parsing and redaction are pure Python work per session, and the database is
+only touched by the caller. This process is one of them: it reads the files, hands them to the
+workers - forked from it, so they share its code and settings and never use its database
+connections - and, whenever the next file's outcomes are not ready and it holds nothing to store,
+prepares the oldest file no worker has started yet itself. The files reach the workers through
+memory mapped before they were forked (SharedFiles): only where a file is goes through the pipe.
+At most a few files per process are in flight, so memory stays bounded by the files' sizes, not
+their number. Standard input, a single file and files larger than WHOLE_FILE_BYTES are read here,
+streamed.
 """
 
 from __future__ import annotations
 
 import gc
 import io
+import mmap
 import multiprocessing
 import os
 import threading
@@ -33,6 +38,10 @@ from .reader import WHOLE_FILE_BYTES, read_items
 from .store import PreparedSession, prepared_json_written, raw_retention_days, session_prepare
 
 FILES_IN_FLIGHT_PER_WORKER = 16
+# the memory the files reach the workers through (SharedFiles), a ring the files in flight go round:
+# theirs take 4-8 MB on the other repositories' trajectories (16 files per process, 2 processes); a
+# file that does not fit while the others are in flight goes through the pipe
+SHARED_FILES_BYTES = 16 << 20
 
 
 @dataclass(frozen=True)
@@ -103,15 +112,16 @@ def import_outcomes(
     on_idle: Callable[[bool], None] | None = None,
 ) -> Iterator[tuple[str, Outcome]]:
     """(file name, outcome) for every item of every source (name, binary stream, size or None), in
-    order. With workers > 1, files of known size up to WHOLE_FILE_BYTES go to worker processes once
-    there is more than one of them; the results are the same as with one.
+    order. With workers > 1, files of known size up to WHOLE_FILE_BYTES are prepared by this process
+    and workers - 1 worker processes once there is more than one of them; the results are the same
+    as with one.
 
     `on_idle(last)`: called, with workers, once every file has been read, whenever the next file's
-    outcomes are not ready yet (last False), and once more after the last file's outcomes while
-    the workers exit (last True): the caller may store what it holds meanwhile. Else the last
-    files' sessions were stored after the workers had finished, one core idle (the other
-    repositories' 140 files: 40 sessions, 0.04-0.05 s, then 0.01-0.03 s waiting for the workers
-    to exit)."""
+    outcomes are not ready yet (last False), before this process prepares a file itself, and once
+    more after the last file's outcomes while the workers exit (last True): the caller may store
+    what it holds meanwhile. Else the last files' sessions were stored after the workers had
+    finished, one core idle (the other repositories' 140 files: 40 sessions, 0.04-0.05 s, then
+    0.01-0.03 s waiting for the workers to exit)."""
     if spec.keep_raw is None:  # read once for the import, not per session
         spec = replace(spec, keep_raw=raw_retention_days() > 0)
     cache = RedactionCache()  # commands, outputs and requests recur across the sessions of an import
@@ -121,66 +131,102 @@ def import_outcomes(
                 yield name, outcome
         return
     pool: ProcessPoolExecutor | None = None
-    pending: deque[tuple[str, Future | bytes]] = deque()  # files read, in order; bytes: not sent yet
+    shared: SharedFiles | None = None
+    pending: deque[_File] = deque()  # the files read and not handed over yet, in order
     closing: list[threading.Thread] = []  # the pool's shutdown, once every outcome is in
 
-    def results(entry: tuple[str, Future | bytes]) -> Iterator[tuple[str, Outcome]]:
-        name, work = entry
-        outcomes = (
-            file_outcomes(io.BytesIO(work), spec, cache, size=len(work)) if isinstance(work, bytes) else work.result()
-        )
+    def prepare_here() -> bool:
+        """Prepares the oldest file no worker has started in this process; False if there is none."""
+        for file in pending:
+            if file.future is not None and file.future.cancel():
+                data = file.data if file.data is not None else shared.read(file.span)
+                file.future, file.data = None, None
+                file.outcomes = list(file_outcomes(io.BytesIO(data), spec, cache, size=len(data)))
+                return True
+        return False
+
+    def ready(file: _File, *, idle: bool = False) -> None:
+        """Waits for the file's outcomes, preparing other files here (and, `idle`, letting the caller
+        store) meanwhile."""
+        while file.future is not None and not file.future.done():
+            if idle and on_idle is not None:
+                on_idle(False)
+                if file.future.done():
+                    break
+            if not prepare_here():
+                break
+
+    def results(file: _File) -> Iterator[tuple[str, Outcome]]:
+        """The outcomes of the first file in `pending`, taken out of it."""
+        ready(file)
+        pending.popleft()
+        if file.outcomes is not None:
+            outcomes: Iterable[Outcome] = file.outcomes
+        elif file.future is not None:
+            outcomes = file.future.result()
+        else:
+            outcomes = file_outcomes(io.BytesIO(file.data), spec, cache, size=len(file.data))
+        if file.span is not None:
+            shared.release(file.span)
         for outcome in outcomes:
-            yield name, outcome
+            yield file.name, outcome
 
     def tail() -> Iterator[tuple[str, Outcome]]:
         """The files in flight once every file is read."""
         while pending:
-            name, work = pending.popleft()
-            if on_idle is not None and isinstance(work, Future) and not work.done():
-                on_idle(False)
-            if isinstance(work, Future):
-                outcomes = work.result()
-                if pool is not None and not pending:  # nothing left to send: the workers exit meanwhile
-                    closing.append(threading.Thread(target=pool.shutdown, name="import-workers-exit"))
-                    closing[0].start()
-                for outcome in outcomes:
-                    yield name, outcome
+            file = pending[0]
+            ready(file, idle=True)
+            if pool is not None and len(pending) == 1 and not closing:
+                # nothing left to send: the workers exit while the last outcomes are handed over
+                outcomes = list(results(file))
+                closing.append(threading.Thread(target=pool.shutdown, name="import-workers-exit"))
+                closing[0].start()
+                yield from outcomes
             else:
-                yield from results((name, work))
+                yield from results(file)
         if on_idle is not None and pool is not None:
             on_idle(True)
+
+    def send(file: _File) -> None:
+        file.span = shared.put(file.data)
+        if file.span is not None:
+            file.future, file.data = pool.submit(_worker_read_shared, file.span), None
+        else:  # the shared memory is full, or the file larger than it: through the pipe
+            file.future = pool.submit(_worker_read, file.data)
 
     try:
         try:
             for name, stream, size in sources:
                 if size is None or size > WHOLE_FILE_BYTES:
                     while pending:  # keep the order: what was read before comes first
-                        yield from results(pending.popleft())
+                        yield from results(pending[0])
                     for outcome in file_outcomes(stream, spec, cache, on_bytes=on_bytes, size=size):
                         yield name, outcome
                     continue
                 data = stream.read()
                 if on_bytes is not None and data:
                     on_bytes(len(data))
+                file = _File(name, data)
                 if pool is None and not pending:
-                    pending.append((name, data))  # one file alone is read here; a second one starts the pool
+                    pending.append(file)  # one file alone is read here; a second one starts the pool
                     continue
                 if pool is None:
+                    shared = SharedFiles(SHARED_FILES_BYTES)  # before the fork: the workers map it too
                     pool = ProcessPoolExecutor(
-                        workers,
+                        workers - 1,
                         mp_context=multiprocessing.get_context("fork"),
                         initializer=_worker_start,
-                        initargs=(replace(spec, json_written=connection.vendor == "postgresql"),),
+                        initargs=(replace(spec, json_written=connection.vendor == "postgresql"), shared),
                     )
-                    first_name, first_data = pending.popleft()
-                    pending.appendleft((first_name, pool.submit(_worker_read, first_data)))
-                pending.append((name, pool.submit(_worker_read, data)))
+                    send(pending[0])
+                send(file)
+                pending.append(file)
                 while len(pending) > workers * FILES_IN_FLIGHT_PER_WORKER:
-                    yield from results(pending.popleft())
+                    yield from results(pending[0])
         except Exception:
             # the reading failed (a broken archive): what was read before it is still handed over
             while pending:
-                yield from results(pending.popleft())
+                yield from results(pending[0])
             raise
         yield from tail()
     finally:
@@ -188,16 +234,88 @@ def import_outcomes(
             closing[0].join()
         elif pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)
+        if shared is not None:
+            shared.close()
 
 
-# The worker processes' state: the import's spec and a redaction cache of their own.
+class _File:
+    """A file read for an import, until its outcomes are handed over: its bytes while no worker has
+    them, where they are in the shared memory, the worker's future, or the outcomes prepared here."""
+
+    __slots__ = ("name", "data", "span", "future", "outcomes")
+
+    def __init__(self, name: str, data: bytes):
+        self.name, self.data = name, data
+        self.span: tuple[int, int] | None = None
+        self.future: Future | None = None
+        self.outcomes: list[Outcome] | None = None
+
+
+class SharedFiles:
+    """Memory this process shares with its worker processes (mapped before they are forked): a file
+    is copied in, and the worker is sent where it is instead of the file itself. Through the pipe,
+    the executor's thread wrote a file of 235 kB in pieces of the pipe's 64 kB, each write waiting
+    for the worker to read and for the interpreter lock, which this process holds while it prepares
+    a file itself. Spans are taken and released in the same order (the files are handed over in
+    the order they were read), so the memory is a ring: a file goes after the last one taken, or at
+    the start once the spans there are released."""
+
+    def __init__(self, size: int):
+        self.buffer = mmap.mmap(-1, size)  # anonymous and shared: forked processes see the same pages
+        self.size = size
+        self.spans: deque[tuple[int, int]] = deque()  # taken, oldest first
+
+    def put(self, data: bytes) -> tuple[int, int] | None:
+        """Copies `data` in and returns its span (start, end), or None when it does not fit now."""
+        length = len(data)
+        if not length or length > self.size:
+            return None
+        if not self.spans:
+            start = 0
+        else:
+            oldest, newest = self.spans[0][0], self.spans[-1][1]
+            if newest > oldest:  # taken: [oldest, newest); free: after newest, and before oldest
+                if self.size - newest >= length:
+                    start = newest
+                elif oldest >= length:
+                    start = 0
+                else:
+                    return None
+            elif oldest - newest >= length:  # wrapped: free only between newest and oldest
+                start = newest
+            else:
+                return None
+        self.buffer[start : start + length] = data
+        self.spans.append((start, start + length))
+        return start, start + length
+
+    def read(self, span: tuple[int, int]) -> bytes:
+        return self.buffer[span[0] : span[1]]
+
+    def release(self, span: tuple[int, int]) -> None:
+        """Frees the oldest span taken, which must be `span`."""
+        oldest = self.spans.popleft()
+        assert oldest == span, (oldest, span)
+
+    def close(self) -> None:
+        self.buffer.close()
+
+
+# The worker processes' state: the import's spec, a redaction cache of their own and the shared memory.
 _worker_spec: ImportSpec | None = None
 _worker_cache: RedactionCache | None = None
+_worker_files: SharedFiles | None = None
 
 
-def _worker_start(spec: ImportSpec) -> None:
-    global _worker_spec, _worker_cache
-    _worker_spec, _worker_cache = spec, RedactionCache()
+def _worker_start(spec: ImportSpec, shared: SharedFiles | None = None) -> None:
+    global _worker_spec, _worker_cache, _worker_files
+    _worker_spec, _worker_cache, _worker_files = spec, RedactionCache(), shared
+
+
+def _worker_read_shared(span: tuple[int, int]) -> list[Outcome]:
+    """The outcomes of the file at `span` of the shared memory."""
+    assert _worker_files is not None
+    return _worker_read(_worker_files.read(span))
 
 
 def _worker_read(data: bytes) -> list[Outcome]:

@@ -296,8 +296,14 @@ def test_a_worker_that_dies_stops_the_import_with_a_clear_error(tmp_path, monkey
     from library.ingest import pipeline
 
     folder = _trajectory_folder(tmp_path, 6, lambda number: [(f"grep -rn Foo{number} django/", 0, "django/a.py:1")])
-    # the forked workers inherit it (the function a worker runs is sent by name, and calls this one)
-    monkeypatch.setattr(pipeline, "file_outcomes", lambda *args, **kwargs: os._exit(3))
+    # the forked workers inherit it (the function a worker runs is sent by name, and calls this one);
+    # the command's process, which prepares files too, reads them as before
+    command, file_outcomes = os.getpid(), pipeline.file_outcomes
+    monkeypatch.setattr(
+        pipeline,
+        "file_outcomes",
+        lambda *args, **kwargs: file_outcomes(*args, **kwargs) if os.getpid() == command else os._exit(3),
+    )
     with pytest.raises(
         CommandError, match=r"a worker process stopped unexpectedly .*; try --workers 1 \(0 sessions stored before it\)"
     ):
