@@ -10,7 +10,8 @@ In one process, per round (median of the rounds reported):
   untimed parse before the first round (the archive in the page cache, the code warm);
 - import: `manage.py import_sessions <tar.gz> --format mini-swe-agent --outcomes results.json`
   into a fresh coding agent (parse, classify every command, redact, store in PostgreSQL), with the
-  default worker processes (PROCMEM_IMPORT_WORKERS, else one per CPU), and again with `--workers 1`
+  default processes (PROCMEM_IMPORT_WORKERS, else one per CPU; since 2026-12-07 09:00 UTC the
+  command's own is one of them: 2 = the command and one worker), and again with `--workers 1`
   (all in one process); the CPU seconds of each (the command's process and its workers) are shown;
 - mining: one mining run of that agent (library/mining/coding_runs.py: the task families, their candidates
   with verify commands and recovery notes, proposed as CANDIDATE versions).
@@ -241,7 +242,7 @@ def main() -> None:
         mine_cpu.append(time.process_time() - cpu_started)
         print(
             f"round {round_no + 1}: {files} files; {out.getvalue().strip()} mining: {count(run.counts.get('candidates'), 'candidates')}; "
-            f"parse {parse_s[-2]:.2f} s, import {import_s[-1]:.2f} s ({import_workers()} workers; {pair_ratios[-1]:.2f}× that parse), "
+            f"parse {parse_s[-2]:.2f} s, import {import_s[-1]:.2f} s ({import_workers()} processes; {pair_ratios[-1]:.2f}× that parse), "
             f"parse {parse_s[-1]:.2f} s, in one process {single_s[-1]:.2f} s, mining {mine_s[-1]:.2f} s; "
             f"load {os.getloadavg()[0]:.2f}",
             flush=True,
@@ -258,7 +259,7 @@ def main() -> None:
     pc = statistics.median(parse_cpu)
     print(f"| its CPU time | {pc:.2f} | {pc / p:.2f} × parse | |")
     print(
-        f"| import_sessions --format mini-swe-agent ({import_workers()} worker processes) | {i:.2f} | {i / p:.2f} × parse | ≤ 3× parse: {'met' if i <= 3 * p else 'NOT met'} |"
+        f"| import_sessions --format mini-swe-agent ({import_workers()} processes, the command's included) | {i:.2f} | {i / p:.2f} × parse | ≤ 3× parse: {'met' if i <= 3 * p else 'NOT met'} |"
     )
     print(
         f"| its CPU time (the command and its workers) | {statistics.median(import_cpu):.2f} | {statistics.median(import_cpu) / p:.2f} × parse; "

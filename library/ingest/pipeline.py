@@ -68,8 +68,8 @@ Outcome = PreparedSession | Refused
 
 
 def import_workers() -> int:
-    """How many worker processes an import of many files uses: PROCMEM_IMPORT_WORKERS, else one per
-    CPU (at most 8); 1 reads everything in this process."""
+    """How many processes prepare the files of an import of many files, this one included:
+    PROCMEM_IMPORT_WORKERS, else one per CPU (at most 8); 1 reads everything in this process."""
     configured = os.environ.get("PROCMEM_IMPORT_WORKERS", "").strip()
     if configured:
         try:

@@ -75,7 +75,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--workers",
             type=int,
-            help="processes that parse and redact the files of a directory or archive (default: PROCMEM_IMPORT_WORKERS, else one per CPU; 1 = this process only)",
+            help="processes that parse and redact the files of a directory or archive, this one included (default: PROCMEM_IMPORT_WORKERS, else one per CPU; 1 = this process only)",
         )
 
     def handle(self, *args, **options):
