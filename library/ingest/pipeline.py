@@ -136,11 +136,16 @@ def import_outcomes(
     closing: list[threading.Thread] = []  # the pool's shutdown, once every outcome is in
 
     def prepare_here() -> bool:
-        """Prepares the oldest file no worker has started in this process; False if there is none."""
+        """Prepares the oldest file no worker has started in this process; False if there is none.
+        The executor marks a future running when it puts the file in a worker's queue: a file whose
+        future is not running yet is claimed here (SharedFiles.claim), and the worker that gets it
+        later leaves it. (Should the executor hand it over between the test and the claim, the
+        worker prepares it too: the outcomes are the same, and those prepared here are used.)"""
         for file in pending:
-            if file.future is not None and file.future.cancel():
-                data = file.data if file.data is not None else shared.read(file.span)
-                file.future, file.data = None, None
+            future = file.future
+            if file.outcomes is None and file.span is not None and not (future.running() or future.done()):
+                shared.claim(file.span)
+                data = shared.read(file.span)
                 file.outcomes = list(file_outcomes(io.BytesIO(data), spec, cache, size=len(data)))
                 return True
         return False
@@ -148,7 +153,7 @@ def import_outcomes(
     def ready(file: _File, *, idle: bool = False) -> None:
         """Waits for the file's outcomes, preparing other files here (and, `idle`, letting the caller
         store) meanwhile."""
-        while file.future is not None and not file.future.done():
+        while file.outcomes is None and file.future is not None and not file.future.done():
             if idle and on_idle is not None:
                 on_idle(False)
                 if file.future.done():
@@ -167,7 +172,8 @@ def import_outcomes(
         else:
             outcomes = file_outcomes(io.BytesIO(file.data), spec, cache, size=len(file.data))
         if file.span is not None:
-            shared.release(file.span)
+            # a file prepared here keeps its memory until its worker has seen the claim
+            shared.release(file.span, after=file.future if file.outcomes is not None else None)
         for outcome in outcomes:
             yield file.name, outcome
 
@@ -192,7 +198,7 @@ def import_outcomes(
         if file.span is not None:
             file.future, file.data = pool.submit(_worker_read_shared, file.span), None
         else:  # the shared memory is full, or the file larger than it: through the pipe
-            file.future = pool.submit(_worker_read, file.data)
+            file.future, file.data = pool.submit(_worker_read, file.data), None
 
     try:
         try:
@@ -256,19 +262,22 @@ class SharedFiles:
     is copied in, and the worker is sent where it is instead of the file itself. Through the pipe,
     the executor's thread wrote a file of 235 kB in pieces of the pipe's 64 kB, each write waiting
     for the worker to read and for the interpreter lock, which this process holds while it prepares
-    a file itself. Spans are taken and released in the same order (the files are handed over in
-    the order they were read), so the memory is a ring: a file goes after the last one taken, or at
-    the start once the spans there are released."""
+    a file itself. A file's span starts with a byte that says whether this process has claimed it
+    (prepared it itself: the worker then leaves it). Spans are taken in the order the files are
+    read, so the memory is a ring: a file goes after the last span taken, or at the start once the
+    spans there are released; a span released out of order is free once those before it are."""
 
     def __init__(self, size: int):
         self.buffer = mmap.mmap(-1, size)  # anonymous and shared: forked processes see the same pages
         self.size = size
-        self.spans: deque[tuple[int, int]] = deque()  # taken, oldest first
+        self.spans: deque[list] = deque()  # [start, end, released, released once this future is done], oldest first
 
     def put(self, data: bytes) -> tuple[int, int] | None:
-        """Copies `data` in and returns its span (start, end), or None when it does not fit now."""
-        length = len(data)
-        if not length or length > self.size:
+        """Copies `data` in, unclaimed, and returns its span (start, end), or None when it does not
+        fit now."""
+        self._free()
+        length = len(data) + 1
+        if length > self.size:
             return None
         if not self.spans:
             start = 0
@@ -285,17 +294,34 @@ class SharedFiles:
                 start = newest
             else:
                 return None
-        self.buffer[start : start + length] = data
-        self.spans.append((start, start + length))
+        self.buffer[start] = 0
+        self.buffer[start + 1 : start + length] = data
+        self.spans.append([start, start + length, False, None])
         return start, start + length
 
     def read(self, span: tuple[int, int]) -> bytes:
-        return self.buffer[span[0] : span[1]]
+        return self.buffer[span[0] + 1 : span[1]]
 
-    def release(self, span: tuple[int, int]) -> None:
-        """Frees the oldest span taken, which must be `span`."""
-        oldest = self.spans.popleft()
-        assert oldest == span, (oldest, span)
+    def claim(self, span: tuple[int, int]) -> None:
+        self.buffer[span[0]] = 1
+
+    def claimed(self, span: tuple[int, int]) -> bool:
+        return self.buffer[span[0]] != 0
+
+    def release(self, span: tuple[int, int], *, after: Future | None = None) -> None:
+        """Frees `span` (a worker still to read it: once `after` is done)."""
+        for entry in self.spans:
+            if (entry[0], entry[1]) == tuple(span):
+                entry[2], entry[3] = True, after
+                break
+        else:
+            raise ValueError(f"{span} was not taken")
+        self._free()
+
+    def _free(self) -> None:
+        spans = self.spans
+        while spans and spans[0][2] and (spans[0][3] is None or spans[0][3].done()):
+            spans.popleft()
 
     def close(self) -> None:
         self.buffer.close()
@@ -313,8 +339,10 @@ def _worker_start(spec: ImportSpec, shared: SharedFiles | None = None) -> None:
 
 
 def _worker_read_shared(span: tuple[int, int]) -> list[Outcome]:
-    """The outcomes of the file at `span` of the shared memory."""
+    """The outcomes of the file at `span` of the shared memory; none if the command claimed it."""
     assert _worker_files is not None
+    if _worker_files.claimed(span):
+        return []
     return _worker_read(_worker_files.read(span))
 
 

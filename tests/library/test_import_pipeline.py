@@ -4,6 +4,7 @@ handed over through shared memory, with the same outcomes as in one process."""
 import json
 import os
 import time
+from concurrent.futures import Future
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -85,44 +86,63 @@ def test_files_that_do_not_fit_in_the_shared_memory_go_through_the_pipe(tmp_path
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3)), max_size=60))
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 3), st.booleans()), max_size=60))
 def test_shared_memory_spans_never_overlap_and_read_back_what_was_put(steps):
-    # a model of the import's use: files put in order, the oldest released first
+    # a model of the import's use: files put in order, released in order, or (claimed by the
+    # command) once their worker is done, which may come later
     shared = SharedFiles(64)
     live: list[tuple[tuple[int, int], bytes]] = []
+    waiting: list[Future] = []  # the workers of released spans, not done yet
     try:
-        for number, (length, releases) in enumerate(steps):
+        for number, (length, releases, later) in enumerate(steps):
             data = bytes([number % 251 + 1]) * length
             span = shared.put(data)
             if span is None:
-                # refused only when it cannot fit: empty, larger than the memory, or the memory taken
-                assert not length or length > 64 or live
+                # refused only when it cannot fit: larger than the memory, or the memory taken
+                assert length + 1 > 64 or live or waiting
             else:
-                assert 0 <= span[0] < span[1] <= 64 and span[1] - span[0] == length
+                assert 0 <= span[0] < span[1] <= 64 and span[1] - span[0] == length + 1
                 assert all(span[1] <= other[0] or other[1] <= span[0] for other, _ in live)
+                assert not shared.claimed(span)
                 live.append((span, data))
             for _ in range(min(releases, len(live))):
                 span, _ = live.pop(0)
-                shared.release(span)
+                if later:
+                    shared.claim(span)
+                    waiting.append(Future())
+                    shared.release(span, after=waiting[-1])
+                else:
+                    shared.release(span)
+            if waiting and not later:
+                waiting.pop(0).set_result([])
             for span, data in live:
                 assert shared.read(span) == data
-        if live and not steps[-1][1]:
-            assert shared.put(b"x" * 64) is None  # a file as large as the memory waits until it is free
+        for future in waiting:
+            future.set_result([])
+        for span, _ in live:
+            shared.release(span)
+        assert shared.put(b"x" * 63) == (0, 64)  # everything released: the whole memory
     finally:
         shared.close()
 
 
-def test_an_empty_memory_takes_any_file_that_fits(tmp_path):
+def test_a_span_is_taken_where_it_fits_and_freed_once_its_worker_is_done(tmp_path):
     shared = SharedFiles(10)
     try:
-        assert shared.put(b"a" * 6) == (0, 6)
-        assert shared.put(b"b" * 5) is None  # 4 left after it, 0 before it
-        assert shared.put(b"c" * 4) == (6, 10)
-        shared.release((0, 6))
-        assert shared.put(b"d" * 6) == (0, 6)  # round: before the oldest taken
+        assert shared.put(b"a" * 5) == (0, 6)
+        assert shared.put(b"b" * 4) is None  # 4 left after it, 0 before it
+        assert shared.put(b"c" * 3) == (6, 10)
+        worker = Future()
+        shared.claim((0, 6))
+        assert shared.claimed((0, 6)) and not shared.claimed((6, 10))
+        shared.release((0, 6), after=worker)
+        assert shared.put(b"d" * 5) is None  # its worker has not seen the claim yet
+        worker.set_result([])
+        assert shared.put(b"d" * 5) == (0, 6) and not shared.claimed((0, 6))  # round: before the oldest
         assert shared.put(b"e") is None  # full
+        shared.release((0, 6))  # out of order: free once (6, 10) is
+        assert shared.put(b"e") is None
         shared.release((6, 10))
-        shared.release((0, 6))
-        assert shared.put(b"f" * 10) == (0, 10) and shared.read((0, 10)) == b"f" * 10
+        assert shared.put(b"f" * 9) == (0, 10) and shared.read((0, 10)) == b"f" * 9
     finally:
         shared.close()

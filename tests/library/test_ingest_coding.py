@@ -312,6 +312,37 @@ def test_a_worker_that_dies_stops_the_import_with_a_clear_error(tmp_path, monkey
 
 
 @pytest.mark.django_db
+@pytest.mark.timeout(120)
+def test_one_worker_dying_among_several_stops_the_import_and_the_others(tmp_path, monkeypatch):
+    # given: three processes (the command and two workers); the first worker to read a file dies,
+    # the other one goes on, and the command prepares files the workers have not started
+    import os
+
+    from library.ingest import pipeline
+
+    folder = _trajectory_folder(tmp_path, 40, lambda number: [(f"grep -rn Foo{number} django/", 0, "x" * 3000)])
+    command, file_outcomes, marker = os.getpid(), pipeline.file_outcomes, str(tmp_path / "died")
+
+    def one_worker_dies(*args, **kwargs):
+        if os.getpid() != command:
+            try:
+                os.close(os.open(marker, os.O_CREAT | os.O_EXCL))
+            except FileExistsError:
+                pass
+            else:
+                os._exit(3)
+        return file_outcomes(*args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "file_outcomes", one_worker_dies)
+    # when / then: the import stops with the error, having stored the files before the broken one,
+    # and returns: the other worker is stopped too (nothing is left waiting for it)
+    with pytest.raises(CommandError, match=r"a worker process stopped unexpectedly .*; try --workers 1") as caught:
+        _import_trajectories(str(folder), "--workers", "3")
+    stored = AgentSession.objects.filter(agent__name="coder").count()
+    assert str(caught.value).endswith(f"({stored} sessions stored before it)") and stored < 40
+
+
+@pytest.mark.django_db
 @pytest.mark.parametrize(
     "args, env, message",
     [
