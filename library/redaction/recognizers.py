@@ -56,6 +56,18 @@ class Recognizer:
             GATES.add(self.gate_set)
 
 
+def search_set(patterns: Iterable[str]) -> Any:
+    """An RE2 set (google-re2) of `patterns` compiled, each at its index in order: a deterministic
+    automaton over a text's UTF-8 that reports which of them match. Raises re2.error."""
+    options = re2.Options()
+    options.max_mem = 64 << 20  # the DFA's states of a few hundred small patterns fit many times over
+    found = re2.Set.SearchSet(options)
+    for pattern in patterns:
+        found.Add(pattern)
+    found.Compile()
+    return found
+
+
 class KeywordIndex:
     """Which keywords a text in lower case holds, found in one pass instead of one substring search
     per keyword, so that `found(lowered)` is exactly {word for word in the index if word in lowered}.
@@ -101,14 +113,9 @@ class KeywordIndex:
         return self._found_by_automaton(lowered)
 
     def _build_set(self) -> Any:
+        words = sorted(self._words)
         try:
-            options = re2.Options()
-            options.max_mem = 64 << 20  # a few dozen short literals fit many times over
-            found = re2.Set.SearchSet(options)
-            words = sorted(self._words)
-            for word in words:  # in the order of their indices
-                found.Add(re2.escape(word))
-            found.Compile()
+            found = search_set(map(re2.escape, words))  # in the order of their indices
         except re2.error:
             self._set_broken = True
             return None
@@ -158,12 +165,7 @@ class GateSet:
             if self._broken or not self.index:
                 return None
             try:
-                options = re2.Options()
-                options.max_mem = 64 << 20  # the DFA's states of a few dozen small patterns fit many times over
-                found = re2.Set.SearchSet(options)
-                for pattern in self.index:  # in the order of their indices
-                    found.Add(pattern)
-                found.Compile()
+                found = search_set(self.index)  # in the order of their indices
             except re2.error:
                 self._broken = True
                 return None
@@ -308,17 +310,9 @@ class FeaturePass:
         if not all(word.isascii() and word == word.lower() for word in words):
             return None
         try:
-            options = re2.Options()
-            options.max_mem = 64 << 20  # the DFA's states of a few hundred small patterns fit many times over
-            found = re2.Set.SearchSet(options)
-            for pattern in GATES.index:  # in the order of their indices
-                found.Add(pattern)
-            for word in words:
-                found.Add("(?i)" + re2.escape(word))
-            for mark in _MARKS:
-                found.Add(re2.escape(mark))
-            found.Add("[0-9]")
-            found.Compile()
+            found = search_set(  # the gates at their indices, then the keywords, the marks and a digit
+                [*GATES.index, *("(?i)" + re2.escape(word) for word in words), *map(re2.escape, _MARKS), "[0-9]"]
+            )
         except re2.error:
             return None
         self._set, self._gates = found, len(GATES.index)
