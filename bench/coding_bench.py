@@ -10,7 +10,7 @@ In one process, per round (median of the rounds reported):
   untimed parse before the first round (the archive in the page cache, the code warm);
 - import: `manage.py import_sessions <tar.gz> --format mini-swe-agent --outcomes results.json`
   into a fresh coding agent (parse, classify every command, redact, store in PostgreSQL), with the
-  default processes (PROCMEM_IMPORT_WORKERS, else one per CPU; since 2026-12-07 09:00 UTC the
+  default processes (PROCMEM_IMPORT_WORKERS, else one per CPU; since 2026-12-07 09:36 UTC the
   command's own is one of them: 2 = the command and one worker), and again with `--workers 1`
   (all in one process); the CPU seconds of each (the command's process and its workers) are shown;
 - mining: one mining run of that agent (library/mining/coding_runs.py: the task families, their candidates
